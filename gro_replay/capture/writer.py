@@ -1,0 +1,96 @@
+"""pcap output with exact integer-nanosecond timestamps.
+
+The file header is ``dpkt.pcap.LEFileHdr`` and the record header layout ``dpkt.pcap.LEPktHdr``, the bytes
+``dpkt.pcap.Writer`` writes on a little-endian host. ``dpkt.pcap.Writer`` itself is not used for records:
+it takes float seconds, which around 1.6e9 s are only good to ~240 ns (1614373368.123456789 is written as
+.123456717), and it picks the host's byte order. Output depends only on the inputs (no wall clock, fixed
+little-endian order), so regenerated captures are byte-identical.
+
+Left out: pcapng output; per-record interface or direction metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import BinaryIO
+
+import dpkt
+import dpkt.pcap
+
+from gro_replay.capture.reader import DLT_EN10MB
+
+_NS = 1_000_000_000
+_REC = struct.Struct(dpkt.pcap.LEPktHdr.__hdr_fmt__)  # tv_sec, tv_usec|tv_nsec, caplen, len
+_U32_MAX = 0xFFFFFFFF
+
+
+class PcapWriter:
+    """Write frames to a little-endian pcap file, nanosecond resolution by default.
+
+    Args:
+        dest: a path (opened, and closed by ``close()``) or a writable binary file object (flushed, not
+            closed, by ``close()``).
+        linktype: DLT written in the file header (default EN10MB).
+        snaplen: bytes kept per frame (default 262144); longer frames are cut and keep their ``orig_len``.
+        nano: True for nanosecond timestamps (magic 0xa1b23c4d), False for microseconds (0xa1b2c3d4,
+            ``ts_ns`` truncated to the microsecond).
+
+    Raises: OSError when the path cannot be opened.
+    """
+
+    def __init__(
+        self,
+        dest: str | os.PathLike[str] | BinaryIO,
+        *,
+        linktype: int = DLT_EN10MB,
+        snaplen: int = 262144,
+        nano: bool = True,
+    ) -> None:
+        if isinstance(dest, (str, os.PathLike)):
+            self._f: BinaryIO = open(dest, "wb")  # owned, and closed, by close()
+            self._owned = True
+        else:
+            self._f = dest
+            self._owned = False
+        self.snaplen = snaplen
+        self._frac_div = 1 if nano else 1000
+        magic = dpkt.pcap.TCPDUMP_MAGIC_NANO if nano else dpkt.pcap.TCPDUMP_MAGIC
+        self._f.write(bytes(dpkt.pcap.LEFileHdr(magic=magic, snaplen=snaplen, linktype=linktype)))
+
+    def write(self, ts_ns: int, buf: bytes, orig_len: int | None = None) -> None:
+        """Append one record.
+
+        Args:
+            ts_ns: absolute timestamp in integer nanoseconds, 0 <= ts_ns < 2**32 s.
+            buf: the frame bytes; cut to ``snaplen``.
+            orig_len: wire length in bytes (default ``len(buf)``); keep it when ``buf`` was already cut.
+
+        Raises: ValueError when ts_ns or orig_len does not fit the pcap record header.
+        """
+        sec, ns = divmod(ts_ns, _NS)
+        if ts_ns < 0 or sec > _U32_MAX:
+            raise ValueError(f"timestamp {ts_ns} ns does not fit a pcap record (0 .. 2**32 s)")
+        if orig_len is None:
+            orig_len = len(buf)
+        elif not len(buf) <= orig_len <= _U32_MAX:
+            raise ValueError(f"orig_len {orig_len} is below the frame length {len(buf)} or above 2**32-1")
+        if len(buf) > self.snaplen:
+            buf = buf[: self.snaplen]
+        self._f.write(_REC.pack(sec, ns // self._frac_div, len(buf), orig_len))
+        self._f.write(buf)
+
+    def close(self) -> None:
+        """Flush, and close the file when this writer opened it. Idempotent."""
+        if self._f.closed:
+            return
+        if self._owned:
+            self._f.close()
+        else:
+            self._f.flush()
+
+    def __enter__(self) -> PcapWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
