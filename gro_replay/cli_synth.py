@@ -1,0 +1,145 @@
+"""``gro-replay synth``: write a scenario's frames to a pcap.
+
+Parses options into a :class:`~gro_replay.synth.Scenario` and calls :func:`~gro_replay.synth.write_scenario`;
+prints one line to stderr: ``wrote N frames to PATH``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gro_replay.synth import DEFAULT_START_NS, Scenario, write_scenario
+
+
+class SynthInputError(click.ClickException):
+    """A scenario that cannot be built, or an output that cannot be written (exit code 2)."""
+
+    exit_code = 2
+
+
+def _us_to_ns(value: float, name: str) -> int:
+    ns = round(value * 1000)
+    if value < 0 or abs(value * 1000 - ns) > 1e-6:
+        raise click.BadParameter("must be a non-negative whole number of nanoseconds", param_hint=name)
+    return ns
+
+
+def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    if value in ("rr", "round-robin"):
+        return 1
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise click.BadParameter("expected rr or a block size K >= 1")
+
+
+@click.command("synth")
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--encap", type=click.Choice(["vxlan", "geneve"]), default="vxlan", show_default=True)
+@click.option("--outer-ipv6/--outer-ipv4", default=False, show_default=True, help="Outer IP family.")
+@click.option("--inner-ipv6/--inner-ipv4", default=False, show_default=True, help="Inner IP family.")
+@click.option(
+    "--outer-csum",
+    type=click.Choice(["zero", "computed", "bad"]),
+    default="zero",
+    show_default=True,
+    help="Outer UDP checksum: 0, the correct value, or a wrong one.",
+)
+@click.option(
+    "--mss", type=click.IntRange(min=1), help="Payload bytes per full segment [default: fill --mtu]."
+)
+@click.option("--mtu", type=click.IntRange(min=1), default=1500, show_default=True, help="Outer IP MTU.")
+@click.option("--timestamps/--no-timestamps", default=True, show_default=True, help="TCP timestamp option.")
+@click.option("--flows", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--frames", type=click.IntRange(min=1), default=64, show_default=True, help="Frames per flow.")
+@click.option(
+    "--interleave",
+    default="rr",
+    show_default=True,
+    callback=_interleave,
+    help="rr: one frame per flow in turn; K: K frames of each flow in turn.",
+)
+@click.option("--gap-us", type=float, default=1.0, show_default=True, help="Gap between frames (µs).")
+@click.option(
+    "--pause-every",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Pause after every N frames (0: never).",
+)
+@click.option(
+    "--pause-us", type=float, default=0.0, show_default=True, help="The pause, replacing the gap (µs)."
+)
+@click.option("--last-payload", type=click.IntRange(min=0), help="Payload of each flow's last frame.")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), help="Tunnel UDP port [default: 4789 vxlan, 6081 geneve]."
+)
+@click.option(
+    "--geneve-opt-bytes",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Bytes of Geneve options (multiple of 4).",
+)
+@click.option("--vni", type=click.IntRange(0, (1 << 24) - 1), default=100, show_default=True)
+@click.option(
+    "--start-ns",
+    type=click.IntRange(min=0),
+    default=DEFAULT_START_NS,
+    show_default=True,
+    help="First timestamp (ns since the epoch).",
+)
+def synth(
+    output: Path,
+    encap: str,
+    outer_ipv6: bool,
+    inner_ipv6: bool,
+    outer_csum: str,
+    mss: int | None,
+    mtu: int,
+    timestamps: bool,
+    flows: int,
+    frames: int,
+    interleave: int,
+    gap_us: float,
+    pause_every: int,
+    pause_us: float,
+    last_payload: int | None,
+    port: int | None,
+    geneve_opt_bytes: int,
+    vni: int,
+    start_ns: int,
+) -> None:
+    """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap)."""
+    try:
+        sc = Scenario(
+            encap=encap,
+            outer_ipv6=outer_ipv6,
+            inner_ipv6=inner_ipv6,
+            outer_csum=outer_csum,
+            mss=mss,
+            mtu=mtu,
+            timestamps=timestamps,
+            flows=flows,
+            frames=frames,
+            interleave=interleave,
+            gap_ns=_us_to_ns(gap_us, "--gap-us"),
+            pause_every=pause_every,
+            pause_ns=_us_to_ns(pause_us, "--pause-us"),
+            last_payload=last_payload,
+            start_ns=start_ns,
+            port=port,
+            geneve_opt_bytes=geneve_opt_bytes,
+            vni=vni,
+        )
+        n = write_scenario(output, sc)
+    except ValueError as exc:
+        raise SynthInputError(str(exc)) from exc
+    except OSError as exc:
+        raise SynthInputError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {n} frames to {output}", err=True)
+
+
+if __name__ == "__main__":
+    synth()

@@ -1,0 +1,233 @@
+"""Scenario generator: bulk TCP flows over VXLAN or Geneve, as timestamped frames or a pcap file.
+
+A :class:`Scenario` names a traffic pattern (encapsulation, address families, outer checksum, segment
+size, flows, interleaving, timing); :func:`synth_frames` yields its frames in wire order with exact
+nanosecond timestamps, and :func:`write_scenario` writes them as a nanosecond pcap. Everything is
+deterministic: the same scenario gives byte-identical output.
+
+What a real sender does, and the scenario mirrors:
+- each flow has its own inner TCP source port, and the outer UDP source port comes from a hash of the
+  inner flow, scaled into the local port range the way ``udp_flow_src_port`` does;
+- segments of a flow are contiguous; the inner IPv4 id advances by one per segment (``ip_select_ident_segs``
+  on a connected socket) and the outer IPv4 id by one per frame across all flows (one tunnel destination);
+- the TCP timestamp clock ticks every millisecond (``tcp_clock_ms``) from a per-flow offset.
+
+Kernel: net/ipv4/udp.c / include/net/udp.h ``udp_flow_src_port``; include/net/ip.h ``ip_select_ident_segs``;
+include/net/tcp.h ``tcp_time_stamp``.
+
+Left out: the real flow hash (``skb_get_hash`` is a keyed jhash; a CRC-32 of the inner 5-tuple stands in),
+ACKs in the reverse direction, loss and reordering.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, outer_ip_overhead
+from gro_replay.packet.geneve import GENEVE_UDP_PORT, geneve_opt
+from gro_replay.packet.vxlan import IANA_VXLAN_UDP_PORT
+
+#: 2021-02-26 21:02:48 UTC, the date of the fix's mail: a fixed start keeps output reproducible.
+DEFAULT_START_NS = 1614373368 * 10**9
+#: Default local port range (net.ipv4.ip_local_port_range), which ``udp_flow_src_port`` scales into.
+LOCAL_PORT_MIN = 32768
+LOCAL_PORT_MAX = 60999
+#: Geneve option class of the synthetic options (IANA "Experimental Use" range 0xFFF0-0xFFFF).
+SYNTH_GENEVE_OPT_CLASS = 0xFFF0
+SYNTH_GENEVE_OPT_TYPE = 0x01
+#: Distance between the initial sequence numbers, inner IP ids and TS clock offsets of successive flows.
+FLOW_SEQ_STRIDE = 0x01000000
+FLOW_ID_STRIDE = 0x1000
+FLOW_TS_STRIDE = 100_000
+
+_FLOW_KEY = struct.Struct("!16s16sHHB")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A bulk-TCP traffic pattern over a UDP tunnel.
+
+    ``mss`` is the payload of a full segment; ``None`` fills an outer IP packet of ``mtu`` bytes.
+    ``frames`` counts the frames of each flow; with ``last_payload`` the last of them carries that many
+    bytes instead of ``mss``. ``interleave`` is ``"rr"`` (one frame of each flow in turn) or a block size
+    ``k``: k frames of flow 1, then k of flow 2, and so on. Frame ``j`` (1-based, across all flows) is
+    followed by ``pause_ns`` instead of ``gap_ns`` when ``pause_every`` divides ``j``. ``port`` defaults
+    to 4789 (VXLAN) or 6081 (Geneve); ``geneve_opt_bytes`` is the total size of the Geneve options,
+    option headers included (a multiple of 4).
+    """
+
+    encap: str = "vxlan"
+    outer_ipv6: bool = False
+    inner_ipv6: bool = False
+    outer_csum: str = "zero"
+    mss: int | None = None
+    mtu: int = 1500
+    timestamps: bool = True
+    flows: int = 1
+    frames: int = 64
+    interleave: int | str = "rr"
+    gap_ns: int = 1000
+    pause_every: int = 0
+    pause_ns: int = 0
+    last_payload: int | None = None
+    start_ns: int = DEFAULT_START_NS
+    port: int | None = None
+    geneve_opt_bytes: int = 0
+    vni: int = 100
+
+    def __post_init__(self) -> None:
+        if self.encap not in ("vxlan", "geneve"):
+            raise ValueError(f"encap must be vxlan or geneve, not {self.encap!r}")
+        if self.outer_csum not in ("zero", "computed", "bad"):
+            raise ValueError(f"outer_csum must be zero, computed or bad, not {self.outer_csum!r}")
+        for name in ("flows", "frames"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        for name in ("gap_ns", "pause_every", "pause_ns", "start_ns", "geneve_opt_bytes"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.mss is not None and self.mss < 1:
+            raise ValueError("mss must be at least 1")
+        if self.last_payload is not None and self.last_payload < 0:
+            raise ValueError("last_payload must not be negative")
+        if self.port is not None and not 0 < self.port <= 0xFFFF:
+            raise ValueError(f"port {self.port} is not a UDP port")
+        if self.geneve_opt_bytes:
+            if self.encap != "geneve":
+                raise ValueError("geneve_opt_bytes needs encap geneve")
+            if self.geneve_opt_bytes % 4 or self.geneve_opt_bytes > 252:
+                raise ValueError("geneve_opt_bytes must be a multiple of 4, at most 252")
+        self.interleave_block()  # validates
+        if self.resolved_mss() < 1:
+            raise ValueError(f"mtu {self.mtu} leaves no room for TCP payload")
+
+    def interleave_block(self) -> int:
+        """Frames of one flow sent back to back before the next flow's turn ("rr" is 1)."""
+        if isinstance(self.interleave, str):
+            if self.interleave in ("rr", "round-robin"):
+                return 1
+            if not self.interleave.isdigit():
+                raise ValueError(f"interleave must be rr or a block size, not {self.interleave!r}")
+            block = int(self.interleave)
+        else:
+            block = self.interleave
+        if block < 1:
+            raise ValueError("interleave block size must be at least 1")
+        return block
+
+    def resolved_port(self) -> int:
+        """``port``, or the encapsulation's IANA port."""
+        if self.port is not None:
+            return self.port
+        return IANA_VXLAN_UDP_PORT if self.encap == "vxlan" else GENEVE_UDP_PORT
+
+    def resolved_mss(self) -> int:
+        """``mss``, or the payload that makes a full segment's outer IP packet exactly ``mtu`` bytes."""
+        if self.mss is not None:
+            return self.mss
+        return self.mtu - outer_ip_overhead(flow_spec(self, 0))
+
+    def payload_sizes(self) -> list[int]:
+        """TCP payload bytes of each frame of one flow."""
+        mss = self.resolved_mss()
+        sizes = [mss] * self.frames
+        if self.last_payload is not None:
+            sizes[-1] = self.last_payload
+        return sizes
+
+
+def geneve_options(total: int) -> bytes:
+    """``total`` bytes of synthetic Geneve options: non-critical experimental TLVs of at most 128 bytes."""
+    out = b""
+    while len(out) < total:
+        size = min(total - len(out), 128)
+        out += geneve_opt(SYNTH_GENEVE_OPT_CLASS, SYNTH_GENEVE_OPT_TYPE, bytes(range(size - 4)))
+    return out
+
+
+def udp_flow_src_port(hash32: int, low: int = LOCAL_PORT_MIN, high: int = LOCAL_PORT_MAX) -> int:
+    """Scale a 32-bit flow hash into ``[low, high)``. Kernel: include/net/udp.h ``udp_flow_src_port``."""
+    return ((hash32 * (high - low)) >> 32) + low
+
+
+def inner_flow_hash(spec: FrameSpec) -> int:
+    """A deterministic 32-bit hash of the inner 5-tuple (CRC-32 standing in for ``skb_get_hash``)."""
+    src, dst = spec.resolved_inner_addrs()
+    key = _FLOW_KEY.pack(
+        ipaddress.ip_address(src).packed.rjust(16, b"\0"),
+        ipaddress.ip_address(dst).packed.rjust(16, b"\0"),
+        spec.sport,
+        spec.dport,
+        6,
+    )
+    return zlib.crc32(key)
+
+
+def flow_spec(sc: Scenario, flow: int) -> FrameSpec:
+    """The first segment of flow ``flow`` (0-based): its ports, initial sequence number and ids."""
+    base = FrameSpec()
+    spec = FrameSpec(
+        outer_ipv6=sc.outer_ipv6,
+        outer_csum=sc.outer_csum,
+        udp_dport=sc.resolved_port(),
+        encap=sc.encap,
+        vni=sc.vni,
+        geneve_options=geneve_options(sc.geneve_opt_bytes),
+        inner_ipv6=sc.inner_ipv6,
+        sport=base.sport + flow,
+        seq=(base.seq + flow * FLOW_SEQ_STRIDE) & 0xFFFFFFFF,
+        ip_id=(flow * FLOW_ID_STRIDE) & 0xFFFF,
+        timestamps=sc.timestamps,
+        tsval=base.tsval + flow * FLOW_TS_STRIDE,
+        tsecr=base.tsecr + flow * FLOW_TS_STRIDE,
+    )
+    return replace(spec, udp_sport=udp_flow_src_port(inner_flow_hash(spec)))
+
+
+def _wire_order(sc: Scenario) -> list[tuple[int, int]]:
+    """``(flow, index in flow)`` of each frame in sending order."""
+    block = sc.interleave_block()
+    order = []
+    for first in range(0, sc.frames, block):
+        for flow in range(sc.flows):
+            order.extend((flow, k) for k in range(first, min(first + block, sc.frames)))
+    return order
+
+
+def synth_frames(sc: Scenario) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(ts_ns, frame)`` for every frame of ``sc`` in wire order.
+
+    Raises: ValueError if a frame cannot be built (e.g. an mss too large for the IP length fields).
+    """
+    specs = [flow_specs(flow_spec(sc, f), sc.payload_sizes()) for f in range(sc.flows)]
+    ts = sc.start_ns
+    for j, (flow, k) in enumerate(_wire_order(sc)):
+        spec = specs[flow][k]
+        # the TCP clock ticks each millisecond from the flow's offset
+        tsval = (spec.tsval + (ts - sc.start_ns) // 1_000_000) & 0xFFFFFFFF
+        yield ts, build_frame(replace(spec, outer_ip_id=j & 0xFFFF, tsval=tsval))
+        pause = sc.pause_every and (j + 1) % sc.pause_every == 0
+        ts += sc.pause_ns if pause else sc.gap_ns
+
+
+def write_scenario(path: str | Path, sc: Scenario) -> int:
+    """Write the frames of ``sc`` to a nanosecond pcap at ``path``; return the number of frames.
+
+    Raises: ValueError for an unbuildable scenario (before ``path`` is created); OSError if ``path``
+        cannot be written.
+    """
+    frames = synth_frames(sc)
+    first = next(frames)  # the first frame shows an unbuildable scenario before a file exists
+    n = 0
+    with PcapWriter(path) as writer:
+        for ts_ns, frame in itertools.chain((first,), frames):
+            writer.write(ts_ns, frame)
+            n += 1
+    return n
