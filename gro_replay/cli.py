@@ -1,0 +1,315 @@
+"""Command line: ``gro-replay CAPTURE [--fix|--no-fix]`` and the sub-commands. Parses, validates, calls, prints.
+
+Exit codes: 0 success; 1 a check failed; 2 usage or unreadable input; 3 environment (kernel backend).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+from rich.console import Console
+
+from . import __version__
+from .capture.reader import CaptureError
+from .kernel.model import K_5_11, K_5_12, PROFILES
+from .kernel.nic import RX_CSUM_PROFILES
+from .sim import ConfigError, PollModel, ReplayConfig, replay_capture
+
+
+class UsageError(click.ClickException):
+    """Bad input or usage: exit code 2."""
+
+    exit_code = 2
+
+
+class CheckFailed(click.ClickException):
+    """A check failed (diff threshold, validate mismatch): exit code 1."""
+
+    exit_code = 1
+
+
+class EnvironmentProblem(click.ClickException):
+    """The environment lacks something (root, namespaces, tracefs): exit code 3."""
+
+    exit_code = 3
+
+
+class DefaultGroup(click.Group):
+    """A group whose default command is ``replay``: ``gro-replay CAPTURE`` means ``gro-replay replay CAPTURE``."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["replay", *args]
+        elif not args:
+            args = ["--help"]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="gro-replay")
+def main() -> None:
+    """Replay a VXLAN/Geneve capture through simulated Linux GRO (physical device NAPI, then the tunnel
+    device's gro_cells), before and after 89e5c58fc1e2 "net: Fix gro aggregation for udp encaps with zero csum".
+
+    \b
+    gro-replay CAPTURE              compare the pre-fix (5.11) and post-fix (5.12) kernels
+    gro-replay CAPTURE --no-fix     only the pre-fix kernel (--fix: only post-fix; --kernel 6.18: that release)
+    gro-replay synth OUT.pcap       write a scenario capture
+    """
+
+
+def replay_options(f):
+    opts = [
+        click.option(
+            "--fix/--no-fix",
+            "fix",
+            default=None,
+            help="Only the post-fix (5.12) / pre-fix (5.11) kernel. Default: both, compared.",
+        ),
+        click.option(
+            "--kernel",
+            "kernel_rel",
+            type=click.Choice(sorted(PROFILES)),
+            multiple=True,
+            help="Kernel release profile(s) to run instead (repeatable).",
+        ),
+        click.option(
+            "--rx-csum",
+            type=click.Choice(list(RX_CSUM_PROFILES)),
+            default="unnecessary",
+            show_default=True,
+            help="NIC RX checksum state (unnecessary = CHECKSUM_UNNECESSARY level 0).",
+        ),
+        click.option(
+            "--poll",
+            "poll",
+            default="budget",
+            show_default=True,
+            help="Poll model: budget | gap:US | rx-usecs:US.",
+        ),
+        click.option(
+            "--hz",
+            type=int,
+            default=250,
+            show_default=True,
+            help="CONFIG_HZ (HZ ≥ 1000 flushes only old packets on a full poll).",
+        ),
+        click.option(
+            "--rss",
+            type=click.Choice(["toeplitz", "none"]),
+            default="toeplitz",
+            show_default=True,
+            help="RX hash: NIC Toeplitz RSS over outer addresses/ports, or none (hash 0, as on veth).",
+        ),
+        click.option("--rss-key", default=None, help="RSS key as hex (default: the common 40-byte key)."),
+        click.option(
+            "--vxlan-port",
+            type=click.IntRange(1, 65535),
+            multiple=True,
+            help="VXLAN UDP port (repeatable; default 4789 and 8472).",
+        ),
+        click.option(
+            "--geneve-port",
+            type=click.IntRange(1, 65535),
+            multiple=True,
+            help="Geneve UDP port (repeatable; default 6081).",
+        ),
+        click.option("--phys-dev", default="eth0", show_default=True, help="Physical device name in traces."),
+        click.option(
+            "--tunnel-dev", default=None, help="Tunnel device name in traces (default vxlan0 / geneve0)."
+        ),
+        click.option(
+            "--gro-flush-timeout",
+            type=click.IntRange(0),
+            default=0,
+            help="gro_flush_timeout of the phys device, ns.",
+        ),
+        click.option(
+            "--napi-defer-hard-irqs",
+            type=click.IntRange(0),
+            default=0,
+            help="napi_defer_hard_irqs of the phys device.",
+        ),
+        click.option(
+            "--tunnel-metadata/--no-tunnel-metadata",
+            default=True,
+            show_default=True,
+            help="Collect-metadata (external) tunnel devices: a metadata dst per skb.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def build_config(
+    fix,
+    kernel_rel,
+    rx_csum,
+    poll,
+    hz,
+    rss,
+    rss_key,
+    vxlan_port,
+    geneve_port,
+    phys_dev,
+    tunnel_dev,
+    gro_flush_timeout,
+    napi_defer_hard_irqs,
+    tunnel_metadata,
+) -> ReplayConfig:
+    """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
+    if kernel_rel:
+        if fix is not None:
+            raise UsageError("--kernel and --fix/--no-fix are exclusive")
+        kernels = tuple(PROFILES[r] for r in kernel_rel)
+    elif fix is None:
+        kernels = (K_5_11, K_5_12)
+    else:
+        kernels = (K_5_12,) if fix else (K_5_11,)
+    try:
+        key = bytes.fromhex(rss_key) if rss_key else None
+    except ValueError:
+        raise UsageError("--rss-key must be hex digits") from None
+    try:
+        cfg = ReplayConfig(
+            kernels=kernels,
+            rx_csum=rx_csum,
+            poll=PollModel.parse(poll),
+            hz=hz,
+            rss=rss,
+            vxlan_ports=tuple(vxlan_port) or (4789, 8472),
+            geneve_ports=tuple(geneve_port) or (6081,),
+            phys_dev=phys_dev,
+            vxlan_dev=tunnel_dev or "vxlan0",
+            geneve_dev=tunnel_dev or "geneve0",
+            tunnel_metadata=tunnel_metadata,
+            gro_flush_timeout_ns=gro_flush_timeout,
+            napi_defer_hard_irqs=napi_defer_hard_irqs,
+        )
+        if key is not None:
+            if len(key) < 40:
+                raise UsageError("--rss-key needs at least 40 bytes (80 hex digits) for IPv6 4-tuples")
+            cfg.rss_key = key
+        cfg.validate()
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    return cfg
+
+
+def _open_out(path: str):
+    if path == "-":
+        return sys.stdout, False
+    try:
+        return open(path, "w", encoding="utf-8"), True
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
+def _progress(quiet: bool):
+    """A rich progress callback on stderr when it is a terminal, else None."""
+    if quiet or not sys.stderr.isatty():
+        return None, None
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        TextColumn("{task.completed:,} frames"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = prog.add_task("replaying", total=None)
+    prog.start()
+    return prog, (lambda n: prog.update(task, completed=n))
+
+
+@main.command("replay")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@replay_options
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    default=None,
+    help="Write netif_receive_skb lines (perf script style) to PATH or -.",
+)
+@click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def replay_cmd(capture, fmt, trace_path, no_hist, quiet, **opts) -> None:
+    """Replay CAPTURE (pcap/pcapng, optionally gzip) through the GRO stages of each kernel model."""
+    from .report.document import document
+    from .report.trace import TraceWriter
+
+    cfg = build_config(**opts)
+    tracer = None
+    out = None
+    if trace_path:
+        out, close = _open_out(trace_path)
+        tracer = TraceWriter(out, tag=len(cfg.kernels) > 1)
+    prog, cb = _progress(quiet)
+    try:
+        result = replay_capture(capture, cfg, tracer, cb)
+    except CaptureError as e:
+        raise UsageError(str(e)) from None
+    finally:
+        if prog is not None:
+            prog.stop()
+        if out is not None and trace_path != "-":
+            out.close()
+    if fmt == "json":
+        click.echo(json.dumps(document(result), indent=2))
+    elif fmt == "markdown":
+        click.echo(markdown(result))
+    else:
+        console = Console(
+            no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(120, Console().width)
+        )
+        from .report.table import render
+
+        render(result, console, hist=not no_hist)
+
+
+def markdown(result) -> str:
+    """The comparison as a Markdown table (CI job summaries), with the verdict and the SUMMARY line."""
+    from .report.document import summary_line, verdict
+    from .report.table import _ROWS, STAGE_TITLES, input_lines
+
+    lines = [f"- {x}" for x in input_lines(result)] + [""]
+    head = ["metric"] + [f"{k.name} {STAGE_TITLES[s]}" for s in ("phys", "tunnel") for k in result.kernels]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for label, get in _ROWS:
+        cells = [label] + [
+            f"{get(k.stages[s]):,}" if not isinstance(get(k.stages[s]), float) else f"{get(k.stages[s]):.2f}"
+            for s in ("phys", "tunnel")
+            for k in result.kernels
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    v = verdict(result)
+    if v:
+        lines += ["", v]
+    lines += ["", "```", summary_line(result), "```"]
+    return "\n".join(lines)
+
+
+def _mount_optional() -> None:
+    from .cli_synth import synth
+
+    main.add_command(synth)
+
+
+_mount_optional()
+
+
+def entry() -> None:  # pragma: no cover - console script wrapper
+    main()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

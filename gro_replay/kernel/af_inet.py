@@ -1,0 +1,162 @@
+"""IPv4 GRO. Kernel: net/ipv4/af_inet.c ``inet_gro_receive`` / ``inet_gro_complete``.
+
+Versions: v5.10.13 text for K-pre/K-fix (per-held-packet TTL/TOS/DF checks and the ``flush_id`` verdict,
+gro-spec §3.1); from v6.10 (4b0ebbca3e16, switch ``l3_flush_in_tcp``) those checks move to ``tcp_gro_receive``
+through ``gro_receive_network_flush`` (include/net/gro.h ``inet_gro_flush``), gro-spec §3.3.
+Left out: the recursion counter; IPv4 protocols other than TCP and UDP (their frames flush).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, pseudo4
+from . import reasons as R
+from .gro import skb_gro_header_ok, skb_gro_pull
+from .skbuff import ETH_P_IP, SkBuff
+
+IP_DF = 0x4000
+IP_MF = 0x2000
+IP_OFFSET = 0x1FFF
+_IPH = struct.Struct("!BBHHHBBH4s4s")  # ver_ihl tos tot_len id frag_off ttl protocol check saddr daddr
+_H = struct.Struct("!H")
+
+
+def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Parse the IPv4 header at the GRO offset, sweep held packets, then call the protocol's gro_receive.
+
+    Kernel: net/ipv4/af_inet.c ``inet_gro_receive`` (v5.10 / v6.10+ per ``KernelModel.l3_flush_in_tcp``).
+    Returns ``pp`` or None. A flush caused by this header alone (options, fragment, bad header checksum) sets
+    ``flush`` on the skb only: the held packet of the flow is not completed (gro-spec §3.1 notes).
+    """
+    cb = skb.cb
+    k = skb.dev.kernel
+    off = cb.data_offset
+    pp = None
+    flush = 1
+    if not skb_gro_header_ok(skb, off + 20):
+        cb.why = R.TRUNCATED
+        cb.flush |= flush
+        return None
+    base = skb.data + off
+    buf = skb.buf
+    ver_ihl, tos, tot_len, ip_id, frag_off, ttl, proto, _check, saddr, daddr = _IPH.unpack_from(buf, base)
+    ops = k.inet_offloads.get(proto)
+    if ops is None:
+        cb.why = R.INET_NO_OFFLOAD
+    elif ver_ihl != 0x45:
+        cb.why = R.INET_HDR
+    elif frag_off & (IP_MF | IP_OFFSET):
+        cb.why = R.INET_FRAGMENT
+    elif csum_partial(buf, base, base + 20) != 0xFFFF:
+        cb.why = R.INET_CSUM
+    else:
+        cb.proto = proto
+        flush = int((tot_len != skb.len - off) or (frag_off & ~IP_DF & 0xFFFF) != 0)
+        if flush:
+            cb.why = R.INET_TOT_LEN
+        if k.model.l3_flush_in_tcp:
+            for p in head:
+                if not p.cb.same_flow:
+                    continue
+                b2 = p.data + off
+                if p.buf[b2 + 9] != proto or p.buf[b2 + 12 : b2 + 20] != buf[base + 12 : base + 20]:
+                    p.cb.same_flow = 0
+            cb.flush |= flush
+        else:
+            df = frag_off & IP_DF
+            for p in head:
+                pcb = p.cb
+                if not pcb.same_flow:
+                    continue
+                b2 = p.data + off
+                pbuf = p.buf
+                if pbuf[b2 + 9] != proto or pbuf[b2 + 12 : b2 + 20] != buf[base + 12 : base + 20]:
+                    pcb.same_flow = 0
+                    continue
+                # All fields must match except length and checksum.
+                if pbuf[b2 + 8] != ttl or pbuf[b2 + 1] != tos or (pbuf[b2 + 6] << 8 & IP_DF) != df:
+                    pcb.flush |= 1
+                    pcb.why = R.IP_TTL_TOS_DF
+                pcb.flush |= flush
+                flush_id = (ip_id - _H.unpack_from(pbuf, b2 + 4)[0]) & 0xFFFF
+                if not pcb.is_atomic or not df:
+                    flush_id ^= pcb.count
+                    flush_id = 0xFFFF if flush_id else 0
+                # If the previous IP ID value was based on an atomic datagram we can overwrite it and ignore it.
+                if cb.is_atomic:
+                    pcb.flush_id = flush_id
+                else:
+                    pcb.flush_id |= flush_id
+            cb.is_atomic = 1 if df else 0
+            cb.flush |= flush
+        cb.network_offsets[cb.encap_mark] = off
+        skb.network_header = base
+        skb_gro_pull(skb, 20)
+        skb.transport_header = skb.data + cb.data_offset
+        pp = ops.gro_receive(head, skb)
+        return pp
+    cb.flush |= flush
+    return pp
+
+
+def inet_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
+    """``inet_gro_compute_pseudo``: pseudo-header sum over the GRO network header and ``skb_gro_len``."""
+    nh = skb.network_header
+    buf = skb.buf
+    return pseudo4(buf[nh + 12 : nh + 16], buf[nh + 16 : nh + 20], skb.len - skb.cb.data_offset, proto)
+
+
+def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, outer: bool) -> int:
+    """IPv4 flush verdict against the held packet, evaluated from TCP (v6.10+).
+
+    Kernel: include/net/gro.h ``inet_gro_flush`` (4b0ebbca3e16, v6.10): TTL, TOS and DF must match; an outer
+    header with DF set ignores the ID; otherwise the second segment decides fixed ID (DF and same ID) vs
+    incrementing (ID + count). ``iph``/``iph2`` are absolute offsets into ``skb_buf`` and ``p.buf``.
+    """
+    pbuf = p.buf
+    id1 = (skb_buf[iph + 4] << 8) | skb_buf[iph + 5]
+    id2 = (pbuf[iph2 + 4] << 8) | pbuf[iph2 + 5]
+    df = skb_buf[iph + 6] & 0x40
+    ipid_offset = (id1 - id2) & 0xFFFF
+    count = p.cb.count
+    flush = int(
+        skb_buf[iph + 8] != pbuf[iph2 + 8]
+        or skb_buf[iph + 1] != pbuf[iph2 + 1]
+        or df != (pbuf[iph2 + 6] & 0x40)
+    )
+    if flush or (outer and df):
+        return flush
+    if count == 1 and df and not ipid_offset:
+        p.cb.ip_fixedid = 1
+    if p.cb.ip_fixedid and df:
+        return int(ipid_offset != 0)
+    return int((ipid_offset ^ count) & 0xFFFF != 0)
+
+
+def inet_gro_complete(skb: SkBuff, nhoff: int) -> int:
+    """Rewrite the IPv4 total length (and patch its checksum) for the aggregate, then complete the L4 header.
+
+    Kernel: net/ipv4/af_inet.c ``inet_gro_complete``. Returns 0 or a negative errno.
+    """
+    k = skb.dev.kernel
+    base = skb.data + nhoff
+    if not isinstance(skb.buf, bytearray):
+        skb.buf = bytearray(skb.buf)
+    buf = skb.buf
+    newlen = skb.len - nhoff
+    if skb.encapsulation:
+        skb.inner_network_header = base
+    old = (buf[base + 2] << 8) | buf[base + 3]
+    check = (buf[base + 10] << 8) | buf[base + 11]
+    # csum_replace2: check' = ~(~check + ~old + new)
+    new_check = csum_fold(csum_add(csum_sub(~check & 0xFFFF, old), newlen))
+    buf[base + 2 : base + 4] = newlen.to_bytes(2, "big")
+    buf[base + 10 : base + 12] = new_check.to_bytes(2, "big")
+    ops = k.inet_offloads.get(buf[base + 9])
+    if ops is None:
+        return -2
+    return ops.gro_complete(skb, nhoff + 20)
+
+
+__all__ = ["ETH_P_IP", "inet_gro_receive", "inet_gro_complete", "inet_gro_flush", "inet_gro_network_pseudo"]

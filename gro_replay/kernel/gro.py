@@ -1,0 +1,364 @@
+"""The generic GRO engine: hash buckets, dev_gro_receive, completion, flushing and GRO_NORMAL batching.
+
+Kernel: net/core/dev.c (v5.10.13/v5.11: napi_gro_receive, dev_gro_receive, gro_list_prepare, napi_gro_complete,
+napi_gro_flush, __napi_gro_flush_chain, gro_flush_oldest, gro_normal_one, gro_normal_list, skb_gro_receive from
+net/core/skbuff.c), moved to net/core/gro.c and include/net/gro.h in v5.17 (587652bbdd06, 4721031c3559) with
+the same logic; v6.1 GSO entry (5eddb24901ee). gro-spec §1, §2, §4.1, §5.6.
+
+Left out: frag0 and the fast/slow header paths, truesize, the frags/frag_list memory layout (a merged skb keeps
+``(buf, start, end)`` payload slices), GRO_CONSUMED/-EINPROGRESS (async XFRM), GRO_DROP, remote checksum
+offload, the recursion counter (the deepest chain here is 7 calls, below GRO_RECURSION_LIMIT 15), busy polling.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub
+from . import reasons as R
+from .skbuff import (
+    CHECKSUM_COMPLETE,
+    CHECKSUM_PARTIAL,
+    CHECKSUM_UNNECESSARY,
+    ETH_P_IPV6,
+    SKB_GSO_DODGY,
+    SKB_GSO_TCPV4,
+    SKB_GSO_TCPV6,
+    SkBuff,
+    __skb_incr_checksum_unnecessary,
+)
+
+if TYPE_CHECKING:
+    from .napi import Napi
+
+GRO_HASH_BUCKETS = 8  #: include/linux/netdevice.h (07d78363dcff, v4.19)
+MAX_GRO_SKBS = 8  #: net/core/dev.c / net/core/gro.c
+GRO_LEGACY_MAX_SIZE = 65536  #: include/linux/netdevice.h; the 64 KiB merge limit before gro_max_size existed
+
+
+class GroResult(IntEnum):
+    """``enum gro_result``. Kernel: include/linux/netdevice.h."""
+
+    GRO_MERGED = 0
+    GRO_MERGED_FREE = 1
+    GRO_HELD = 2
+    GRO_NORMAL = 3
+    GRO_CONSUMED = 4
+
+
+NAPI_GRO_FREE = 1
+NAPI_GRO_FREE_STOLEN_HEAD = 2
+
+
+def NAPI_GRO_CB(skb: SkBuff):  # noqa: N802 - the kernel's macro name
+    """``NAPI_GRO_CB(skb)``: the skb's GRO control block (``struct napi_gro_cb``)."""
+    return skb.cb
+
+
+# -- offsets -----------------------------------------------------------------------------------------------------
+def skb_gro_offset(skb: SkBuff) -> int:
+    """``skb_gro_offset``: bytes GRO has parsed past ``skb->data``."""
+    return skb.cb.data_offset
+
+
+def skb_gro_len(skb: SkBuff) -> int:
+    """``skb_gro_len``: ``skb->len`` minus the GRO offset, in bytes."""
+    return skb.len - skb.cb.data_offset
+
+
+def skb_gro_pull(skb: SkBuff, length: int) -> None:
+    """``skb_gro_pull``: advance the GRO offset by ``length`` bytes."""
+    skb.cb.data_offset += length
+
+
+def skb_gro_header_ok(skb: SkBuff, hlen: int) -> bool:
+    """True when ``hlen`` bytes from ``skb->data`` are present (``skb_gro_header`` would not return NULL)."""
+    return skb.data + hlen <= skb.tail
+
+
+# -- GRO checksum helpers (include/net/gro.h; gro-spec §4.1) -----------------------------------------------------
+def skb_gro_postpull_rcsum(skb: SkBuff, start: int, length: int) -> None:
+    """``skb_gro_postpull_rcsum``: remove ``length`` header bytes at absolute ``start`` from ``cb.csum``."""
+    cb = skb.cb
+    if cb.csum_valid:
+        cb.csum = csum_sub(cb.csum, csum_partial(skb.buf, start, start + length))
+
+
+def __skb_gro_checksum_complete(skb: SkBuff) -> int:
+    """Software checksum of the bytes from the GRO offset to the end; returns the verdict (0 = good).
+
+    Kernel: net/core/dev.c (5.10) / net/core/gro.c ``__skb_gro_checksum_complete``: ``cb.csum`` := the byte sum,
+    ``cb.csum_valid`` := 1 even on failure. The bytes summed are counted in the NAPI's statistics.
+    """
+    cb = skb.cb
+    start = skb.data + cb.data_offset
+    wsum = skb.checksum(start)
+    verdict = csum_fold(csum_add(cb.csum, wsum))
+    skb.dev.napi.stats.sw_csum_bytes += skb.len - cb.data_offset
+    cb.csum = wsum
+    cb.csum_valid = 1
+    return verdict
+
+
+def skb_gro_incr_csum_unnecessary(skb: SkBuff) -> None:
+    """Consume one ``csum_cnt`` level, or promote the skb itself when none is left.
+
+    Kernel: include/net/gro.h ``skb_gro_incr_csum_unnecessary``.
+    """
+    cb = skb.cb
+    if cb.csum_cnt > 0:
+        cb.csum_cnt -= 1
+    else:
+        __skb_incr_checksum_unnecessary(skb)
+
+
+def __skb_gro_checksum_validate(skb: SkBuff, zero_okay: bool, check: int, psum: int) -> int:
+    """VALIDATE of gro-spec §4.1; returns 0 when the checksum is good or need not be checked.
+
+    Kernel: include/net/gro.h ``__skb_gro_checksum_validate`` with ``__skb_gro_checksum_validate_needed`` and
+    ``__skb_gro_checksum_validate_complete``. ``psum`` is the pseudo-header sum (``compute_pseudo``), computed
+    by the caller only for its value (the kernel computes it lazily; the result is the same).
+    """
+    cb = skb.cb
+    ret = 0
+    needed = (
+        (skb.ip_summed != CHECKSUM_PARTIAL or skb.csum_start - skb.data < cb.data_offset)
+        and cb.csum_cnt == 0
+        and (not zero_okay or check != 0)
+    )
+    if needed:
+        if cb.csum_valid and csum_fold(csum_add(psum, cb.csum)) == 0:
+            ret = 0
+        else:
+            cb.csum = psum
+            ret = __skb_gro_checksum_complete(skb)
+    if ret == 0:
+        skb_gro_incr_csum_unnecessary(skb)
+    return ret
+
+
+def skb_gro_checksum_try_convert(skb: SkBuff, psum: int) -> None:
+    """Derive a checksum-complete value from a vouched-for L4 checksum (2abb7cdc0dc8).
+
+    Kernel: include/net/gro.h ``skb_gro_checksum_try_convert``: when ``csum_cnt == 0`` and not ``csum_valid``,
+    ``cb.csum := ~pseudo`` and ``csum_valid := 1``.
+    """
+    cb = skb.cb
+    if cb.csum_cnt == 0 and not cb.csum_valid:
+        cb.csum = ~psum & 0xFFFF
+        cb.csum_valid = 1
+
+
+# -- merge (skb_gro_receive) -------------------------------------------------------------------------------------
+def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
+    """Append ``skb``'s payload (from its GRO offset) to the held packet ``p``; 0 on success, −E2BIG refused.
+
+    Kernel: net/core/skbuff.c (5.10) / net/core/gro.c ``skb_gro_receive``: refuse when
+    ``p->len + len >= gro_max_size`` (65536 by default) or ``skb``'s flush is set; beyond GRO_LEGACY_MAX_SIZE only
+    a non-encapsulated IPv6/TCP ``p`` may grow (BIG TCP, 0fe79f28bfaf v5.19). ``p->len`` counts from ``p``'s own
+    data start (outer IP header on the phys device, inner IP header on the tunnel device): gro-spec §5.6.
+    """
+    cb = skb.cb
+    off = cb.data_offset
+    length = skb.len - off
+    if cb.flush:
+        return -7
+    if p.len + length >= p.dev.gro_max_size:
+        cb.why = R.SKB_GRO_RECEIVE_E2BIG
+        return -7
+    if p.len + length >= GRO_LEGACY_MAX_SIZE:
+        if p.protocol != ETH_P_IPV6 or p.buf[p.network_header + 6] != 6 or p.encapsulation:
+            cb.why = R.SKB_GRO_RECEIVE_E2BIG
+            return -7
+    start = skb.data + off
+    p.frags.append((skb.buf, start, skb.tail))
+    p.frags.extend(skb.frags)
+    p.frames.extend(skb.frames)
+    p.cb.count += cb.count
+    p.len += length
+    cb.same_flow = 1
+    cb.free = NAPI_GRO_FREE
+    return 0
+
+
+# -- the engine ---------------------------------------------------------------------------------------------------
+def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
+    """Mark which held packets may be the same flow as ``skb`` (RX hash, device, VLAN, metadata dst, MAC header).
+
+    Kernel: net/core/dev.c / net/core/gro.c ``gro_list_prepare``. The MAC header compare covers dst, src and
+    ethertype (``compare_ether_header``) for devices with a 14-byte hard header.
+    """
+    h = skb.hash
+    mac = skb.mac_header
+    sbuf = skb.buf
+    for p in head:
+        cb = p.cb
+        cb.flush = 0
+        if p.hash != h:
+            cb.same_flow = 0
+            continue
+        diffs = p.dev is not skb.dev or p.vlan_tci != skb.vlan_tci
+        if not diffs:
+            pm = p.mac_header
+            diffs = p.buf[pm : pm + 14] != sbuf[mac : mac + 14]
+        if not diffs and (skb.slow_gro or p.slow_gro):
+            diffs = p.md_dst != skb.md_dst
+        cb.same_flow = 0 if diffs else 1
+
+
+def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
+    """Run one skb through GRO on ``napi``: merge it, hold it, or hand it up as GRO_NORMAL.
+
+    Kernel: net/core/dev.c (v5.10/5.11) / net/core/gro.c ``dev_gro_receive``; gro-spec §2.2. A completed held
+    packet ``pp`` is completed and queued before this skb's own disposition (§2.3).
+    Returns: the GroResult.
+    """
+    k = napi.kernel
+    bucket = skb.hash & (GRO_HASH_BUCKETS - 1)
+    head = napi.gro_hash[bucket]
+    cb = skb.cb
+
+    if skb.dev.netif_elide_gro():
+        cb.why = R.NETIF_ELIDE_GRO
+        return GroResult.GRO_NORMAL
+
+    gro_list_prepare(head, skb)
+
+    ptype = k.offload_base.get(skb.protocol)
+    if ptype is None:
+        cb.why = R.NO_PACKET_OFFLOAD
+        return GroResult.GRO_NORMAL
+
+    skb.network_header = skb.data + cb.data_offset
+    cb.same_flow = 0
+    cb.flush = 1 if skb.frags else 0  # skb_has_frag_list
+    cb.free = 0
+    cb.encap_mark = 0
+    cb.is_atomic = 1
+    cb.ip_fixedid = 0
+    cb.is_flist = 0
+    cb.csum_valid = 0
+    cb.csum_cnt = 0
+    cb.count = 1
+    if skb.gso_size:
+        if k.model.gro_accepts_gso:
+            cb.count = skb.gso_segs
+            if not (skb.gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6)) or skb.gso_type & SKB_GSO_DODGY:
+                cb.flush = 1
+        else:
+            cb.flush = 1
+        if cb.flush:
+            cb.why = R.GSO_SKB
+    if skb.ip_summed == CHECKSUM_COMPLETE:
+        cb.csum = skb.csum
+        cb.csum_valid = 1
+    elif skb.ip_summed == CHECKSUM_UNNECESSARY:
+        cb.csum_cnt = skb.csum_level + 1
+
+    pp = ptype.gro_receive(head, skb)
+
+    same_flow = cb.same_flow
+    ret = GroResult.GRO_MERGED_FREE if cb.free else GroResult.GRO_MERGED
+
+    if pp is not None:
+        head.remove(pp)
+        napi_gro_complete(napi, pp)
+        napi.gro_count[bucket] -= 1
+
+    if same_flow:
+        return ret
+
+    if cb.flush:
+        return GroResult.GRO_NORMAL
+
+    if napi.gro_count[bucket] >= MAX_GRO_SKBS:
+        gro_flush_oldest(napi, head)
+    else:
+        napi.gro_count[bucket] += 1
+
+    cb.age = napi.jiffies
+    if not skb.gso_size:
+        skb.gso_size = skb.len - cb.data_offset
+    head.insert(0, skb)
+    return GroResult.GRO_HELD
+
+
+def gro_flush_oldest(napi: Napi, head: list[SkBuff]) -> None:
+    """Complete the oldest held packet of a full bucket (the count is left to the caller's new packet).
+
+    Kernel: net/core/dev.c / net/core/gro.c ``gro_flush_oldest``; gro-spec §1.5.
+    """
+    oldest = head.pop()
+    oldest.cb.why = R.MAX_GRO_SKBS
+    napi_gro_complete(napi, oldest)
+
+
+def napi_gro_complete(napi: Napi, skb: SkBuff) -> None:
+    """Finish a held packet: single segments go up unchanged, aggregates through the gro_complete chain.
+
+    Kernel: net/core/dev.c / net/core/gro.c ``napi_gro_complete``; gro-spec §1.6. The batch counter grows by the
+    segment count from 8dc1c444df19 (v5.11), by one before.
+    """
+    cb = skb.cb
+    if cb.count == 1:
+        skb.gso_size = 0
+    else:
+        ptype = napi.kernel.offload_base.get(skb.protocol)
+        if ptype is None or ptype.gro_complete(skb, 0):
+            napi.stats.complete_errors += 1
+            return
+    gro_normal_one(napi, skb, cb.count if napi.kernel.model.gro_normal_counts_segs else 1)
+
+
+def napi_gro_flush(napi: Napi, flush_old: bool, why: str) -> None:
+    """Complete held packets bucket by bucket (ascending), oldest first; with ``flush_old`` stop at this jiffy.
+
+    Kernel: net/core/dev.c / net/core/gro.c ``napi_gro_flush`` and ``__napi_gro_flush_chain``; gro-spec §1.4.
+    ``why`` names the caller's condition for the report (POLL_END, BUDGET_EXHAUSTED, …).
+    """
+    for index in range(GRO_HASH_BUCKETS):
+        head = napi.gro_hash[index]
+        while head:
+            skb = head[-1]
+            if flush_old and skb.cb.age == napi.jiffies:
+                break
+            head.pop()
+            skb.cb.why = why
+            napi_gro_complete(napi, skb)
+            napi.gro_count[index] -= 1
+
+
+def gro_normal_one(napi: Napi, skb: SkBuff, segs: int) -> None:
+    """Queue one skb for the stack; deliver the batch when ``segs`` reach ``gro_normal_batch``.
+
+    Kernel: net/core/dev.c / include/net/gro.h ``gro_normal_one``; gro-spec §1.7.
+    """
+    napi.rx_list.append(skb)
+    napi.rx_count += segs
+    if napi.rx_count >= napi.kernel.gro_normal_batch:
+        gro_normal_list(napi)
+
+
+def gro_normal_list(napi: Napi) -> None:
+    """Pass the batched skbs up (``netif_receive_skb_list_internal``). Kernel: ``gro_normal_list``."""
+    if not napi.rx_count:
+        return
+    batch = napi.rx_list
+    napi.rx_list = []
+    napi.rx_count = 0
+    napi.netif_receive_skb_list(batch)
+
+
+def napi_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
+    """Entry point a driver (or gro_cell_poll) calls per received skb.
+
+    Kernel: net/core/dev.c / net/core/gro.c ``napi_gro_receive`` + ``napi_skb_finish``: GRO_NORMAL skbs are queued
+    with one segment (``gro_normal_one(napi, skb, 1)``); merged skbs are gone; held ones wait.
+    """
+    skb.cb.data_offset = 0
+    ret = dev_gro_receive(napi, skb)
+    if ret == GroResult.GRO_NORMAL:
+        gro_normal_one(napi, skb, 1)
+    napi.stats.count_result(ret)
+    return ret

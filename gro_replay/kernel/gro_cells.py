@@ -1,0 +1,48 @@
+"""gro_cells: the tunnel device's per-CPU queue and NAPI that run GRO a second time on decapsulated frames.
+
+Kernel: net/core/gro_cells.c ``gro_cells_receive``, ``gro_cell_poll``, ``gro_cells_init`` (5.x text;
+gro-spec §6.3). One cell (single-CPU model, §6.4).
+Left out: the cloned-skb and GRO-elided paths (``netif_rx``), RPS.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from .napi import Napi, NetDevice
+from .skbuff import SkBuff
+
+NETDEV_MAX_BACKLOG = 1000  #: net/core/dev.c netdev_max_backlog (also caps a gro_cell queue)
+
+
+class GroCells:
+    """The tunnel device's cell: a queue of decapsulated skbs and the NAPI that polls it (weight 64)."""
+
+    def __init__(self, dev: NetDevice, napi: Napi) -> None:
+        self.dev = dev
+        self.napi = napi
+        self.napi_skbs: deque[SkBuff] = deque()
+        self.dropped = 0
+
+    def gro_cells_receive(self, skb: SkBuff) -> bool:
+        """Queue ``skb`` for the cell's NAPI; False (dropped) when the queue already exceeds the backlog.
+
+        Kernel: net/core/gro_cells.c ``gro_cells_receive``.
+        """
+        if len(self.napi_skbs) > NETDEV_MAX_BACKLOG:
+            self.dropped += 1
+            return False
+        self.napi_skbs.append(skb)
+        return True
+
+    def gro_cell_poll(self, now_ns: int) -> int:
+        """Dequeue up to the NAPI weight and run them through GRO; end the poll as NAPI does.
+
+        Kernel: net/core/gro_cells.c ``gro_cell_poll`` (+ ``napi_complete_done`` when below budget).
+        Returns the number of skbs processed.
+        """
+        q = self.napi_skbs
+        n = min(len(q), self.napi.weight)
+        batch = [q.popleft() for _ in range(n)]
+        self.napi.poll(batch, now_ns)
+        return n

@@ -1,0 +1,150 @@
+"""IPv6 GRO. Kernel: net/ipv6/ip6_offload.c ``ipv6_gro_receive`` / ``ipv6_gro_complete``.
+
+Versions: v5.10.13 text (gro-spec §3.2): version, flow label, addresses and the (nexthdr, hop_limit) pair split
+flows, traffic class flushes; 6fc2f3832d36 (v5.18, switch ``ipv6_hop_limit_flushes``) turns a hop-limit
+difference into a flush; v6.10 (``l3_flush_in_tcp``) evaluates traffic class and hop limit from TCP
+(include/net/gro.h ``ipv6_gro_flush``).
+Left out: the recursion counter; extension headers other than hop-by-hop, routing and destination options
+(a fragment header ends the parse and the frame flushes, as in the kernel).
+"""
+
+from __future__ import annotations
+
+from ..packet.csum import pseudo6
+from . import reasons as R
+from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .skbuff import SkBuff
+
+NEXTHDR_HOP = 0
+NEXTHDR_ROUTING = 43
+NEXTHDR_FRAGMENT = 44
+NEXTHDR_DEST = 60
+_EXTHDRS = (NEXTHDR_ROUTING, NEXTHDR_DEST)  # registered with INET6_PROTO_GSO_EXTHDR (exthdrs_offload.c)
+
+
+def ipv6_gso_pull_exthdrs(skb: SkBuff, start: int, proto: int) -> tuple[int, int]:
+    """Walk hop-by-hop, routing and destination-options headers from absolute offset ``start``.
+
+    Kernel: net/ipv6/ip6_offload.c ``ipv6_gso_pull_exthdrs`` (``ipv6_gro_pull_exthdrs`` in v6.x).
+    Returns (final next header, absolute offset after the walked headers); proto −1 when a header is cut short.
+    """
+    buf = skb.buf
+    pos = start
+    while proto == NEXTHDR_HOP or proto in _EXTHDRS:
+        if pos + 8 > skb.tail:
+            return -1, pos
+        hlen = (buf[pos + 1] + 1) * 8
+        if pos + hlen > skb.tail:
+            return -1, pos
+        proto = buf[pos]
+        pos += hlen
+    return proto, pos
+
+
+def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Parse the IPv6 header (and extension headers) at the GRO offset, sweep held packets, call L4.
+
+    Kernel: net/ipv6/ip6_offload.c ``ipv6_gro_receive``. Returns ``pp`` or None.
+    """
+    cb = skb.cb
+    k = skb.dev.kernel
+    model = k.model
+    off = cb.data_offset
+    flush = 1
+    pp = None
+    if not skb_gro_header_ok(skb, off + 40):
+        cb.why = R.TRUNCATED
+        cb.flush |= flush
+        return None
+    buf = skb.buf
+    base = skb.data + off
+    cb.network_offsets[cb.encap_mark] = off
+    skb.network_header = base
+    payload_len = (buf[base + 4] << 8) | buf[base + 5]
+    own = int(payload_len != skb.len - off - 40)
+    flush += own
+    proto = buf[base + 6]
+    ops = k.inet6_offloads.get(proto)
+    l4 = base + 40
+    if ops is None:
+        proto, l4 = ipv6_gso_pull_exthdrs(skb, base + 40, proto)
+        ops = k.inet6_offloads.get(proto)
+        if ops is None:
+            cb.why = R.IPV6_NO_OFFLOAD
+            cb.flush |= flush
+            return None
+    skb_gro_pull(skb, l4 - base)
+    skb.transport_header = l4
+    cb.proto = proto
+    flush -= 1
+    if own:
+        cb.why = R.IPV6_PAYLOAD_LEN
+    nlen = l4 - base
+    w1 = int.from_bytes(buf[base : base + 4], "big")
+    addrs = buf[base + 8 : base + 40]
+    hop_limit = buf[base + 7]
+    nexthdr = buf[base + 6]
+    for p in head:
+        pcb = p.cb
+        if not pcb.same_flow:
+            continue
+        b2 = p.data + off
+        pbuf = p.buf
+        first_word = w1 ^ int.from_bytes(pbuf[b2 : b2 + 4], "big")
+        if model.ipv6_hop_limit_flushes or model.l3_flush_in_tcp:
+            nh_differs = pbuf[b2 + 6] != nexthdr
+        else:
+            nh_differs = pbuf[b2 + 6] != nexthdr or pbuf[b2 + 7] != hop_limit
+        if (
+            first_word & 0xF00FFFFF
+            or pbuf[b2 + 8 : b2 + 40] != addrs
+            or nh_differs
+            or (nlen > 40 and pbuf[b2 + 40 : b2 + nlen] != buf[base + 40 : base + nlen])
+        ):
+            pcb.same_flow = 0
+            continue
+        if not model.l3_flush_in_tcp:
+            tc_flush = first_word & 0x0FF00000
+            if model.ipv6_hop_limit_flushes:
+                tc_flush |= pbuf[b2 + 7] ^ hop_limit
+            if tc_flush:
+                pcb.flush |= 1
+                pcb.why = R.IPV6_TCLASS_HOPLIMIT
+            pcb.flush |= flush
+            if cb.is_atomic:
+                pcb.flush_id = 0
+    cb.is_atomic = 1
+    cb.flush |= flush
+    skb_gro_postpull_rcsum(skb, base, nlen)
+    pp = ops.gro_receive(head, skb)
+    return pp
+
+
+def ipv6_gro_flush(iph: int, iph2: int, skb_buf, pbuf) -> int:
+    """Traffic class or hop limit differ (v6.10+, evaluated from TCP). Kernel: include/net/gro.h ``ipv6_gro_flush``."""
+    w = int.from_bytes(skb_buf[iph : iph + 4], "big") ^ int.from_bytes(pbuf[iph2 : iph2 + 4], "big")
+    return int(bool((w & 0x0FF00000) | (skb_buf[iph + 7] ^ pbuf[iph2 + 7])))
+
+
+def ip6_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
+    """``ip6_gro_compute_pseudo``: IPv6 pseudo-header sum over the GRO network header and ``skb_gro_len``."""
+    nh = skb.network_header
+    buf = skb.buf
+    return pseudo6(buf[nh + 8 : nh + 24], buf[nh + 24 : nh + 40], skb.len - skb.cb.data_offset, proto)
+
+
+def ipv6_gro_complete(skb: SkBuff, nhoff: int) -> int:
+    """Rewrite the IPv6 payload length for the aggregate and complete L4. Kernel: ``ipv6_gro_complete``."""
+    k = skb.dev.kernel
+    base = skb.data + nhoff
+    if not isinstance(skb.buf, bytearray):
+        skb.buf = bytearray(skb.buf)
+    buf = skb.buf
+    if skb.encapsulation:
+        skb.inner_network_header = base
+    buf[base + 4 : base + 6] = (skb.len - nhoff - 40).to_bytes(2, "big")
+    proto, l4 = ipv6_gso_pull_exthdrs(skb, base + 40, buf[base + 6])
+    ops = k.inet6_offloads.get(proto)
+    if ops is None:
+        return -2
+    return ops.gro_complete(skb, l4 - skb.data)

@@ -1,0 +1,96 @@
+"""Names of the conditions that stop a frame from merging or complete a held packet, for the report.
+
+Each value is ``function:condition`` after the kernel function and test where the decision is made; the
+simulation sets ``NAPI_GRO_CB(skb)->why`` at that point (observation only: no decision reads it). Modelled on
+``SKB_DROP_REASON_*`` (include/net/dropreason-core.h).
+"""
+
+from __future__ import annotations
+
+# dev_gro_receive / napi
+NETIF_ELIDE_GRO = "dev_gro_receive:netif_elide_gro"
+NO_PACKET_OFFLOAD = "dev_gro_receive:no_packet_offload"
+GSO_SKB = "dev_gro_receive:skb_is_gso"
+MAX_GRO_SKBS = "gro_flush_oldest:MAX_GRO_SKBS"
+POLL_END = "napi_complete_done:flush"
+BUDGET_EXHAUSTED = "napi_poll:budget_exhausted_flush"
+SKB_GRO_RECEIVE_E2BIG = "skb_gro_receive:gro_max_size"
+# L3
+INET_NO_OFFLOAD = "inet_gro_receive:no_inet_offload"
+INET_HDR = "inet_gro_receive:not_0x45"
+INET_FRAGMENT = "inet_gro_receive:ip_is_fragment"
+INET_CSUM = "inet_gro_receive:ip_fast_csum"
+INET_TOT_LEN = "inet_gro_receive:tot_len_or_frag_bits"
+IP_TTL_TOS_DF = "inet_gro_receive:ttl_tos_df_differ"
+IP_ID = "tcp_gro_receive:ip_id"
+IPV6_NO_OFFLOAD = "ipv6_gro_receive:no_inet6_offload"
+IPV6_PAYLOAD_LEN = "ipv6_gro_receive:payload_len"
+IPV6_TCLASS_HOPLIMIT = "ipv6_gro_receive:tclass_or_hop_limit_differ"
+TRUNCATED = "skb_gro_header:short"
+# outer UDP and tunnel
+UDP_CSUM = "udp4_gro_receive:checksum_bad"
+UDP_NO_TUNNEL_SOCKET = "udp_gro_receive:no_tunnel_socket"
+UDP_ENCAP_MARK = "udp_gro_receive:encap_mark"
+UDP_GATE = "udp_gro_receive:csum_cnt0_csum_valid0_not_partial"
+UDP_GATE_ZERO_CSUM = "udp_gro_receive:csum_cnt0_csum_valid0_not_partial(uh.check=0)"
+GENEVE_HDR = "geneve_gro_receive:version_or_oam"
+TUNNEL_INNER_PROTO = "geneve_gro_receive:no_inner_offload"
+ETH_NO_OFFLOAD = "eth_gro_receive:no_packet_offload"
+# TCP
+TCP_CSUM = "tcp4_gro_receive:checksum_bad"
+TCP_HDR = "tcp_gro_receive:bad_doff"
+TCP_FLAGS_PSH_FIN = "tcp_gro_receive:psh_or_fin"
+TCP_FLAGS_URG_RST_SYN = "tcp_gro_receive:urg_rst_syn"
+TCP_CWR = "tcp_gro_receive:cwr"
+TCP_FLAGS_DIFFER = "tcp_gro_receive:flags_or_window_or_doff_differ"
+TCP_ACK = "tcp_gro_receive:ack_seq_differs"
+TCP_OPTIONS = "tcp_gro_receive:options_differ"
+TCP_LEN_GT_MSS = "tcp_gro_receive:len_gt_mss"
+TCP_PURE_ACK = "tcp_gro_receive:len_zero"
+TCP_SHORT = "tcp_gro_receive:len_lt_mss"
+TCP_SEQ = "tcp_gro_receive:seq_gap"
+TCP_GSO_SIZE = "tcp_gro_receive:gso_size_differs"
+IP_FLUSH = "tcp_gro_receive:ip_flush"
+
+DESCRIPTIONS = {
+    NETIF_ELIDE_GRO: "GRO elided on the device (GRO off or generic XDP attached)",
+    NO_PACKET_OFFLOAD: "no GRO handler for the ethertype",
+    GSO_SKB: "skb already GSO (flushed by dev_gro_receive)",
+    MAX_GRO_SKBS: "bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)",
+    POLL_END: "poll ended below budget: napi_complete_done flushed GRO",
+    BUDGET_EXHAUSTED: "poll used its whole budget: napi_poll flushed GRO",
+    SKB_GRO_RECEIVE_E2BIG: "merge would reach 64 KiB (gro_max_size)",
+    INET_NO_OFFLOAD: "IPv4 protocol without GRO handler",
+    INET_HDR: "IPv4 header with options (version/IHL byte not 0x45)",
+    INET_FRAGMENT: "IPv4 fragment",
+    INET_CSUM: "IPv4 header checksum bad",
+    INET_TOT_LEN: "IPv4 total length differs from the bytes present (padding) or reserved frag bit",
+    IP_TTL_TOS_DF: "IPv4 TTL, TOS or DF differs from the held packet",
+    IP_ID: "IPv4 ID neither fixed nor incrementing",
+    IPV6_NO_OFFLOAD: "IPv6 next header without GRO handler",
+    IPV6_PAYLOAD_LEN: "IPv6 payload length differs from the bytes present",
+    IPV6_TCLASS_HOPLIMIT: "IPv6 traffic class or hop limit differs",
+    TRUNCATED: "header shorter than the parser needs",
+    UDP_CSUM: "outer UDP checksum bad",
+    UDP_NO_TUNNEL_SOCKET: "UDP without tunnel socket (not VXLAN/Geneve)",
+    UDP_ENCAP_MARK: "UDP tunnel inside a tunnel",
+    UDP_GATE: "udp_gro_receive refused: not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0",
+    UDP_GATE_ZERO_CSUM: "udp_gro_receive refused: outer checksum 0, csum_cnt 0, csum_valid 0 (fixed by 89e5c58fc1e2)",
+    GENEVE_HDR: "Geneve version non-zero or OAM",
+    TUNNEL_INNER_PROTO: "tunnel inner protocol without GRO handler",
+    ETH_NO_OFFLOAD: "inner ethertype without GRO handler",
+    TCP_CSUM: "inner TCP checksum bad",
+    TCP_HDR: "TCP data offset below 20 bytes",
+    TCP_FLAGS_PSH_FIN: "PSH or FIN ends the aggregate",
+    TCP_FLAGS_URG_RST_SYN: "URG, RST or SYN",
+    TCP_CWR: "CWR set",
+    TCP_FLAGS_DIFFER: "TCP flags, window or data offset differ",
+    TCP_ACK: "ack number differs",
+    TCP_OPTIONS: "TCP option bytes differ (e.g. timestamp)",
+    TCP_LEN_GT_MSS: "segment longer than the aggregate's mss",
+    TCP_PURE_ACK: "no payload (pure ACK)",
+    TCP_SHORT: "segment shorter than mss ends the aggregate",
+    TCP_SEQ: "sequence gap or overlap",
+    TCP_GSO_SIZE: "GSO skb with a different gso_size",
+    IP_FLUSH: "IP header fields differ (TTL/TOS/DF/ID, traffic class, hop limit)",
+}

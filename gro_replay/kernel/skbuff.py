@@ -1,0 +1,287 @@
+"""The socket buffer and its checksum state, as far as GRO and the tunnel receive path look at them.
+
+Kernel: include/linux/skbuff.h (struct sk_buff, CHECKSUM_*, csum_level, __skb_incr/decr_checksum_unnecessary,
+skb_csum_unnecessary, __skb_checksum_validate_needed, skb_checksum_try_convert, skb_postpull_rcsum);
+net/core/skbuff.c (__skb_checksum_complete). Versions: v5.10.13 text, unchanged in later kernels for the parts
+modelled here (gro-spec §0.3, §4.2).
+
+Left out: reference counts, truesize, page frags and frag0, shared info beyond the GSO fields, destructors.
+An skb here is a view into one captured frame (``buf``) plus the payload slices merged into it (``frags``).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub
+
+SKB_MAX_CSUM_LEVEL = 3  #: include/linux/skbuff.h
+CHECKSUM_BREAK = 76  #: include/linux/skbuff.h: full checksum at once for packets this short
+
+ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
+ETH_P_8021Q = 0x8100
+ETH_P_8021AD = 0x88A8
+ETH_P_TEB = 0x6558
+ETH_HLEN = 14
+
+# skb_shinfo(skb)->gso_type bits (include/linux/skbuff.h)
+SKB_GSO_TCPV4 = 1 << 0
+SKB_GSO_DODGY = 1 << 1
+SKB_GSO_TCP_ECN = 1 << 2
+SKB_GSO_TCP_FIXEDID = 1 << 3
+SKB_GSO_TCPV6 = 1 << 4
+SKB_GSO_UDP_TUNNEL = 1 << 9
+SKB_GSO_UDP_TUNNEL_CSUM = 1 << 10
+
+
+class IpSummed(IntEnum):
+    """``skb->ip_summed``. Kernel: include/linux/skbuff.h."""
+
+    CHECKSUM_NONE = 0
+    CHECKSUM_UNNECESSARY = 1
+    CHECKSUM_COMPLETE = 2
+    CHECKSUM_PARTIAL = 3
+
+
+CHECKSUM_NONE = IpSummed.CHECKSUM_NONE
+CHECKSUM_UNNECESSARY = IpSummed.CHECKSUM_UNNECESSARY
+CHECKSUM_COMPLETE = IpSummed.CHECKSUM_COMPLETE
+CHECKSUM_PARTIAL = IpSummed.CHECKSUM_PARTIAL
+
+
+class NapiGroCb:
+    """``struct napi_gro_cb``: per-packet GRO state, alive while the skb is inside GRO.
+
+    Kernel: include/linux/netdevice.h (v5.10/5.11), include/net/gro.h (v5.17+). Field names are the kernel's;
+    ``ip_fixedid`` is the v6.10+ name of the ID verdict bit(s), ``network_offsets`` the v6.10+ L3 offsets
+    (index 0 outer, 1 inner). ``why`` is not a kernel field: it records, for reporting only, the condition that
+    last set ``flush`` on this skb or completed it as a held packet.
+    """
+
+    __slots__ = (
+        "data_offset",
+        "flush",
+        "flush_id",
+        "count",
+        "proto",
+        "same_flow",
+        "encap_mark",
+        "csum_valid",
+        "csum_cnt",
+        "free",
+        "is_ipv6",
+        "is_atomic",
+        "ip_fixedid",
+        "is_flist",
+        "recursion_counter",
+        "csum",
+        "age",
+        "network_offsets",
+        "why",
+    )
+
+    def __init__(self) -> None:
+        self.data_offset = 0
+        self.flush = 0
+        self.flush_id = 0
+        self.count = 1
+        self.proto = 0
+        self.same_flow = 0
+        self.encap_mark = 0
+        self.csum_valid = 0
+        self.csum_cnt = 0
+        self.free = 0
+        self.is_ipv6 = 0
+        self.is_atomic = 1
+        self.ip_fixedid = 0
+        self.is_flist = 0
+        self.recursion_counter = 0
+        self.csum = 0
+        self.age = 0
+        self.network_offsets = [0, 0]
+        self.why: str | None = None
+
+
+class SkBuff:
+    """One socket buffer: a captured frame as the receive path sees it.
+
+    Offsets (``data``, ``tail``, ``mac_header``, ``network_header``, ``transport_header``, ``csum_start`` and the
+    ``inner_*`` ones) are byte offsets into ``buf``; ``len`` is ``skb->len`` in bytes (linear part + merged
+    payload). ``frags`` holds ``(buf, start, end)`` slices of payload merged by ``skb_gro_receive``.
+    ``frames`` lists the capture indices of the wire frames this skb carries, in order.
+    ``csum`` is a folded 16-bit ones'-complement sum (see packet/csum.py).
+    Kernel: struct sk_buff, include/linux/skbuff.h.
+    """
+
+    __slots__ = (
+        "buf",
+        "data",
+        "tail",
+        "len",
+        "mac_header",
+        "network_header",
+        "transport_header",
+        "inner_mac_header",
+        "inner_network_header",
+        "inner_transport_header",
+        "protocol",
+        "ip_summed",
+        "csum_level",
+        "csum",
+        "csum_valid",
+        "csum_complete_sw",
+        "csum_start",
+        "hash",
+        "l4_hash",
+        "vlan_tci",
+        "dev",
+        "md_dst",
+        "slow_gro",
+        "gso_size",
+        "gso_segs",
+        "gso_type",
+        "encapsulation",
+        "cb",
+        "frags",
+        "frames",
+        "flow",
+        "ts_ns",
+        "addr",
+    )
+
+    def __init__(self, buf: bytes, mac_header: int, ts_ns: int, frame: int, flow: int) -> None:
+        self.buf = buf
+        self.mac_header = mac_header
+        self.data = mac_header
+        self.tail = len(buf)
+        self.len = len(buf) - mac_header
+        self.network_header = 0
+        self.transport_header = 0
+        self.inner_mac_header = 0
+        self.inner_network_header = 0
+        self.inner_transport_header = 0
+        self.protocol = 0
+        self.ip_summed = CHECKSUM_NONE
+        self.csum_level = 0
+        self.csum = 0
+        self.csum_valid = 0
+        self.csum_complete_sw = 0
+        self.csum_start = 0
+        self.hash = 0
+        self.l4_hash = False
+        self.vlan_tci: int | None = None
+        self.dev = None
+        self.md_dst: tuple | None = None
+        self.slow_gro = 0
+        self.gso_size = 0
+        self.gso_segs = 0
+        self.gso_type = 0
+        self.encapsulation = 0
+        self.cb = NapiGroCb()
+        self.frags: list[tuple[bytes, int, int]] = []
+        self.frames = [frame]
+        self.flow = flow
+        self.ts_ns = ts_ns
+        self.addr = 0
+
+    # -- geometry ---------------------------------------------------------------------------------------------
+    def headlen(self) -> int:
+        """``skb_headlen``: bytes of linear data from ``data`` to ``tail``."""
+        return self.tail - self.data
+
+    def pull(self, n: int) -> None:
+        """``__skb_pull``: advance ``data`` by n bytes. No checksum adjustment."""
+        self.data += n
+        self.len -= n
+
+    def is_gso(self) -> bool:
+        """``skb_is_gso``: non-zero ``gso_size``."""
+        return self.gso_size != 0
+
+    def checksum(self, start: int) -> int:
+        """Byte sum of the packet from absolute offset ``start`` in ``buf`` to the end, merged payload included.
+
+        Kernel: ``skb_checksum`` (net/core/skbuff.c). Returns a folded 16-bit sum. Merged payload slices start at
+        even packet offsets only when the preceding length is even; odd lengths are handled by byte-swapping
+        the slice sum, as ``csum_block_add`` does.
+        """
+        total = csum_partial(self.buf, start, self.tail)
+        pos = self.tail - start
+        for fbuf, fs, fe in self.frags:
+            s = csum_partial(fbuf, fs, fe)
+            if pos & 1:
+                s = ((s << 8) | (s >> 8)) & 0xFFFF
+            total = csum_add(total, s)
+            pos += fe - fs
+        return total
+
+
+# -- checksum-level helpers (include/linux/skbuff.h) ----------------------------------------------------------
+def __skb_incr_checksum_unnecessary(skb: SkBuff) -> None:
+    """Promote the skb after a checksum was verified in software: NONE → UNNECESSARY/0, UNNECESSARY → level+1.
+
+    Kernel: include/linux/skbuff.h ``__skb_incr_checksum_unnecessary`` (v5.10). COMPLETE/PARTIAL unchanged.
+    """
+    if skb.ip_summed == CHECKSUM_UNNECESSARY:
+        if skb.csum_level < SKB_MAX_CSUM_LEVEL:
+            skb.csum_level += 1
+    elif skb.ip_summed == CHECKSUM_NONE:
+        skb.ip_summed = CHECKSUM_UNNECESSARY
+        skb.csum_level = 0
+
+
+def __skb_decr_checksum_unnecessary(skb: SkBuff) -> None:
+    """Consume one UNNECESSARY level on the normal path: level 0 → NONE, else level−1.
+
+    Kernel: include/linux/skbuff.h ``__skb_decr_checksum_unnecessary``.
+    """
+    if skb.ip_summed == CHECKSUM_UNNECESSARY:
+        if skb.csum_level == 0:
+            skb.ip_summed = CHECKSUM_NONE
+        else:
+            skb.csum_level -= 1
+
+
+def skb_csum_unnecessary(skb: SkBuff) -> bool:
+    """``skb_csum_unnecessary``: UNNECESSARY, or ``csum_valid``, or PARTIAL starting inside the data."""
+    return (
+        skb.ip_summed == CHECKSUM_UNNECESSARY
+        or bool(skb.csum_valid)
+        or (skb.ip_summed == CHECKSUM_PARTIAL and skb.csum_start >= skb.data)
+    )
+
+
+def skb_postpull_rcsum(skb: SkBuff, start: int, length: int) -> None:
+    """Adjust the checksum state after ``length`` bytes at absolute offset ``start`` were pulled.
+
+    Kernel: include/linux/skbuff.h ``__skb_postpull_rcsum``: COMPLETE subtracts the pulled bytes; PARTIAL whose
+    checksum start now lies before the data falls back to NONE.
+    """
+    if skb.ip_summed == CHECKSUM_COMPLETE:
+        skb.csum = csum_sub(skb.csum, csum_partial(skb.buf, start, start + length))
+    elif skb.ip_summed == CHECKSUM_PARTIAL and skb.csum_start < skb.data:
+        skb.ip_summed = CHECKSUM_NONE
+
+
+def skb_pull_rcsum(skb: SkBuff, length: int) -> None:
+    """``skb_pull_rcsum``: pull ``length`` bytes and adjust the checksum state."""
+    start = skb.data
+    skb.pull(length)
+    skb_postpull_rcsum(skb, start, length)
+
+
+def __skb_checksum_complete(skb: SkBuff, start: int) -> int:
+    """Full software checksum from absolute offset ``start`` to the end; returns the folded verdict (0 good).
+
+    Kernel: net/core/skbuff.c ``__skb_checksum_complete`` (5.x): stores the byte sum in ``skb->csum``, marks the
+    skb COMPLETE (software-computed) and sets ``csum_valid`` to the verdict. ``skb.csum`` holds the pseudo
+    header sum on entry.
+    """
+    data_sum = skb.checksum(start)
+    verdict = csum_fold(csum_add(skb.csum, data_sum))
+    skb.csum = data_sum
+    skb.ip_summed = CHECKSUM_COMPLETE
+    skb.csum_complete_sw = 1
+    skb.csum_valid = int(verdict == 0)
+    return verdict

@@ -1,0 +1,250 @@
+"""TCP GRO: the merge decision. Kernel: net/ipv4/tcp_offload.c ``tcp4_gro_receive``, ``tcp_gro_receive``,
+``tcp4_gro_complete``, ``tcp_gro_complete``; net/ipv6/tcpv6_offload.c ``tcp6_gro_receive``,
+``tcp6_gro_complete``.
+
+Versions: v5.10.13 text for K-pre/K-fix (gro-spec §5.5); v6.1 5eddb24901ee (GSO skbs: equal gso_size, final check
+``len != count * gso_size``; switch ``gro_accepts_gso``); v6.10 4b0ebbca3e16 (IP checks through
+``gro_receive_network_flush`` instead of ``p->flush``/``flush_id``; switch ``l3_flush_in_tcp``).
+Left out: TCP fraglist GRO (NETIF_F_GRO_FRAGLIST off by default), TLS device offload (``decrypted``).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..packet.csum import pseudo4, pseudo6
+from . import reasons as R
+from .af_inet import inet_gro_flush, inet_gro_network_pseudo
+from .gro import __skb_gro_checksum_validate, skb_gro_header_ok, skb_gro_pull, skb_gro_receive
+from .ip6_offload import ip6_gro_network_pseudo, ipv6_gro_flush
+from .skbuff import (
+    CHECKSUM_PARTIAL,
+    SKB_GSO_TCP_ECN,
+    SKB_GSO_TCP_FIXEDID,
+    SKB_GSO_TCPV4,
+    SKB_GSO_TCPV6,
+    SkBuff,
+)
+
+TCP_FLAG_CWR = 0x00800000
+TCP_FLAG_ECE = 0x00400000
+TCP_FLAG_URG = 0x00200000
+TCP_FLAG_ACK = 0x00100000
+TCP_FLAG_PSH = 0x00080000
+TCP_FLAG_RST = 0x00040000
+TCP_FLAG_SYN = 0x00020000
+TCP_FLAG_FIN = 0x00010000
+_TCPH = struct.Struct("!HHIIIHH")  # source dest seq ack_seq flag_word(doff|flags|window) check urg_ptr
+
+
+def _network_flush(skb: SkBuff, p: SkBuff) -> int:
+    """``gro_receive_network_flush`` (v6.10+): outer header (if encapsulated) and innermost header verdicts."""
+    pcb = p.cb
+    flush = 0
+    for inner in (0, 1) if pcb.encap_mark else (0,):
+        nh = skb.data + pcb.network_offsets[inner]
+        nh2 = p.data + pcb.network_offsets[inner]
+        if skb.buf[nh] >> 4 == 6:
+            flush |= ipv6_gro_flush(nh, nh2, skb.buf, p.buf)
+        else:
+            flush |= inet_gro_flush(nh, nh2, skb.buf, p, outer=bool(pcb.encap_mark) and inner == 0)
+    return flush
+
+
+def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Find the held packet of this TCP flow and merge into it, or decide which packet to complete.
+
+    Kernel: net/ipv4/tcp_offload.c ``tcp_gro_receive`` (gro-spec §5.5). Returns ``pp`` (the held packet to
+    complete: on a mismatch, or when this segment ends the aggregate) or None.
+    """
+    cb = skb.cb
+    k = skb.dev.kernel
+    model = k.model
+    off = cb.data_offset
+    if not skb_gro_header_ok(skb, off + 20):
+        cb.why = R.TRUNCATED
+        cb.flush |= 1
+        return None
+    th = skb.data + off
+    buf = skb.buf
+    sport, dport, seq, ack, flag_word, _check, _urg = _TCPH.unpack_from(buf, th)
+    thlen = (flag_word >> 28) * 4
+    if thlen < 20 or not skb_gro_header_ok(skb, off + thlen):
+        cb.why = R.TCP_HDR if thlen < 20 else R.TRUNCATED
+        cb.flush |= 1
+        return None
+    skb_gro_pull(skb, thlen)
+    length = skb.len - cb.data_offset
+    flags = flag_word  # tcp_flag_word(th): doff | flags | window
+    mss = 1
+    flush = 1
+    pp = None
+    ports = (sport << 16) | dport
+
+    p = None
+    for q in head:
+        if not q.cb.same_flow:
+            continue
+        t2 = q.transport_header
+        qb = q.buf
+        if ((qb[t2] << 24) | (qb[t2 + 1] << 16) | (qb[t2 + 2] << 8) | qb[t2 + 3]) != ports:
+            q.cb.same_flow = 0
+            continue
+        p = q
+        break
+
+    if p is not None:
+        pcb = p.cb
+        t2 = p.transport_header
+        pbuf = p.buf
+        _s, _d, seq2, ack2, flags2, _c, _u = _TCPH.unpack_from(pbuf, t2)
+        why = None
+        flush = 0
+        if not model.l3_flush_in_tcp and pcb.flush:
+            flush = 1
+            why = pcb.why if pcb.why and pcb.why.startswith(("inet", "ipv6")) else R.IP_FLUSH
+        if flags & TCP_FLAG_CWR:
+            flush = 1
+            why = why or R.TCP_CWR
+        if (flags ^ flags2) & ~(TCP_FLAG_CWR | TCP_FLAG_FIN | TCP_FLAG_PSH) & 0xFFFFFFFF:
+            flush = 1
+            why = why or R.TCP_FLAGS_DIFFER
+        if ack != ack2:
+            flush = 1
+            why = why or R.TCP_ACK
+        if thlen > 20 and buf[th + 20 : th + thlen] != pbuf[t2 + 20 : t2 + thlen]:
+            flush = 1
+            why = why or R.TCP_OPTIONS
+        if model.l3_flush_in_tcp:
+            if _network_flush(skb, p):
+                flush = 1
+                why = why or R.IP_FLUSH
+        else:
+            # When we receive our second frame we can made a decision on if we continue this flow as an
+            # atomic flow with a fixed ID or if we use an incrementing ID.
+            if pcb.flush_id != 1 or pcb.count != 1 or not pcb.is_atomic:
+                if pcb.flush_id:
+                    flush = 1
+                    why = why or R.IP_ID
+            else:
+                pcb.is_atomic = 0
+        mss = p.gso_size
+        if model.gro_accepts_gso and skb.gso_size:
+            if mss != skb.gso_size:
+                flush = 1
+                why = why or R.TCP_GSO_SIZE
+        elif ((length - 1) & 0xFFFFFFFF) >= mss:
+            flush = 1
+            why = why or (R.TCP_PURE_ACK if length == 0 else R.TCP_LEN_GT_MSS)
+        if (seq2 + (p.len - pcb.data_offset)) & 0xFFFFFFFF != seq:
+            flush = 1
+            why = why or R.TCP_SEQ
+        if flush or skb_gro_receive(p, skb):
+            mss = 1
+            if flush:
+                cb.why = why
+        elif flags & (TCP_FLAG_FIN | TCP_FLAG_PSH):
+            if not isinstance(pbuf, bytearray):
+                p.buf = pbuf = bytearray(pbuf)
+            pbuf[t2 + 13] |= (flags >> 16) & 0x09
+
+    # out_check_final: force a flush if the last segment is smaller than mss.
+    if model.gro_accepts_gso and skb.gso_size:
+        final = int(length != cb.count * skb.gso_size)
+    else:
+        final = int(length < mss)
+    special = flags & (TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN)
+    if special or final:
+        if special & (TCP_FLAG_URG | TCP_FLAG_RST | TCP_FLAG_SYN):
+            tag = R.TCP_FLAGS_URG_RST_SYN
+        elif special:
+            tag = R.TCP_FLAGS_PSH_FIN
+        else:
+            tag = R.TCP_PURE_ACK if length == 0 else R.TCP_SHORT
+        final = 1
+    if p is not None:
+        if cb.same_flow:
+            if final:
+                p.cb.why = tag
+                pp = p
+        else:
+            p.cb.why = cb.why
+            pp = p
+            if final:
+                cb.why = tag
+    elif final:
+        cb.why = tag
+    cb.flush |= final
+    return pp
+
+
+def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Validate the TCP checksum over IPv4 (unless already flushing), then ``tcp_gro_receive``.
+
+    Kernel: net/ipv4/tcp_offload.c ``tcp4_gro_receive``.
+    """
+    cb = skb.cb
+    # Don't bother verifying checksum if we're going to flush anyway.
+    if not cb.flush and __skb_gro_checksum_validate(skb, False, 0, inet_gro_network_pseudo(skb, 6)):
+        cb.why = R.TCP_CSUM
+        cb.flush = 1
+        return None
+    return tcp_gro_receive(head, skb)
+
+
+def tcp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """IPv6 variant. Kernel: net/ipv6/tcpv6_offload.c ``tcp6_gro_receive``."""
+    cb = skb.cb
+    if not cb.flush and __skb_gro_checksum_validate(skb, False, 0, ip6_gro_network_pseudo(skb, 6)):
+        cb.why = R.TCP_CSUM
+        cb.flush = 1
+        return None
+    return tcp_gro_receive(head, skb)
+
+
+def tcp_gro_complete(skb: SkBuff) -> None:
+    """Mark the aggregate CHECKSUM_PARTIAL at the TCP header, set gso_segs and the ECN flag.
+
+    Kernel: net/ipv4/tcp_offload.c ``tcp_gro_complete``.
+    """
+    th = skb.transport_header
+    if skb.encapsulation:
+        skb.inner_transport_header = th
+    skb.csum_start = th
+    skb.ip_summed = CHECKSUM_PARTIAL
+    skb.gso_segs = skb.cb.count
+    if skb.buf[th + 13] & 0x80:
+        skb.gso_type |= SKB_GSO_TCP_ECN
+
+
+def _complete(skb: SkBuff, thoff: int, pseudo_sum: int, gso_type: int) -> int:
+    th = skb.data + thoff
+    skb.transport_header = th
+    buf = skb.buf
+    if not isinstance(buf, bytearray):
+        skb.buf = buf = bytearray(buf)
+    buf[th + 16 : th + 18] = pseudo_sum.to_bytes(2, "big")
+    skb.gso_type |= gso_type
+    tcp_gro_complete(skb)
+    return 0
+
+
+def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
+    """Seed the TCP checksum with the pseudo header (``~tcp_v4_check``), mark TCPV4 (+FIXEDID when atomic).
+
+    Kernel: net/ipv4/tcp_offload.c ``tcp4_gro_complete``.
+    """
+    nh = skb.data + thoff - 20
+    buf = skb.buf
+    psum = pseudo4(bytes(buf[nh + 12 : nh + 16]), bytes(buf[nh + 16 : nh + 20]), skb.len - thoff, 6)
+    cb = skb.cb
+    fixed = cb.ip_fixedid if skb.dev.kernel.model.l3_flush_in_tcp else cb.is_atomic
+    return _complete(skb, thoff, psum, SKB_GSO_TCPV4 | (SKB_GSO_TCP_FIXEDID if fixed else 0))
+
+
+def tcp6_gro_complete(skb: SkBuff, thoff: int) -> int:
+    """Kernel: net/ipv6/tcpv6_offload.c ``tcp6_gro_complete``."""
+    nh = skb.data + skb.cb.network_offsets[1 if skb.encapsulation else 0]
+    buf = skb.buf
+    psum = pseudo6(bytes(buf[nh + 8 : nh + 24]), bytes(buf[nh + 24 : nh + 40]), skb.len - thoff, 6)
+    return _complete(skb, thoff, psum, SKB_GSO_TCPV6)

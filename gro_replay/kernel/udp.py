@@ -1,0 +1,164 @@
+"""The normal (non-GRO) receive path from the physical device up to a UDP tunnel socket.
+
+Kernel: net/ipv4/ip_input.c ``ip_rcv_core`` / ``ip_local_deliver_finish``; net/ipv6/ip6_input.c ``ipv6_rcv``;
+net/ipv4/udp.c ``__udp4_lib_rcv``, ``udp4_csum_init``, ``udp_unicast_rcv_skb``, ``udp_queue_rcv_one_skb``;
+include/linux/skbuff.h ``__skb_checksum_validate`` family. gro-spec §4.2, §6.1.
+Left out: routing, netfilter, IP fragment reassembly (fragments are counted and dropped), socket lookup beyond
+the tunnel port table, UDP-Lite, ICMP errors.
+"""
+
+from __future__ import annotations
+
+from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, pseudo4, pseudo6
+from .ip6_offload import ipv6_gso_pull_exthdrs
+from .skbuff import (
+    CHECKSUM_BREAK,
+    CHECKSUM_COMPLETE,
+    CHECKSUM_NONE,
+    ETH_P_IP,
+    ETH_P_IPV6,
+    SkBuff,
+    __skb_checksum_complete,
+    __skb_decr_checksum_unnecessary,
+    skb_csum_unnecessary,
+)
+
+
+def pskb_trim_rcsum(skb: SkBuff, length: int) -> None:
+    """Trim the skb to ``length`` bytes, keeping a COMPLETE checksum right. Kernel: ``pskb_trim_rcsum``."""
+    delta = skb.len - length
+    if delta <= 0:
+        return
+    if skb.frags:
+        return  # aggregates carry no padding: their IP length was rewritten by the gro_complete chain
+    if skb.ip_summed == CHECKSUM_COMPLETE:
+        skb.csum = csum_sub(skb.csum, _sum_at(skb, skb.data + length, skb.tail))
+    skb.tail = skb.data + length
+    skb.len = length
+
+
+def _sum_at(skb: SkBuff, start: int, end: int) -> int:
+    s = csum_partial(skb.buf, start, end)
+    if (start - skb.data) & 1:
+        s = ((s << 8) | (s >> 8)) & 0xFFFF
+    return s
+
+
+def ip_rcv(skb: SkBuff) -> tuple[int, bytes, bytes, int] | str:
+    """IPv4/IPv6 input up to local delivery: header checks, trim, pull to the transport header.
+
+    Kernel: ``ip_rcv_core`` + ``ip_local_deliver_finish`` / ``ipv6_rcv`` + ``ip6_input_finish``.
+    Returns ``(protocol, saddr, daddr, family)`` with ``skb->data`` at the L4 header, or a drop reason string.
+    """
+    buf = skb.buf
+    nh = skb.data
+    skb.network_header = nh
+    if skb.protocol == ETH_P_IP:
+        if skb.headlen() < 20:
+            return "ip_rcv:short"
+        ihl = (buf[nh] & 0x0F) * 4
+        if buf[nh] >> 4 != 4 or ihl < 20 or skb.headlen() < ihl:
+            return "ip_rcv:bad_header"
+        if csum_partial(buf, nh, nh + ihl) != 0xFFFF:
+            return "ip_rcv:csum_error"
+        tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
+        if skb.len < tot_len or tot_len < ihl:
+            return "ip_rcv:bad_length"
+        pskb_trim_rcsum(skb, tot_len)
+        frag = ((buf[nh + 6] << 8) | buf[nh + 7]) & 0x3FFF
+        if frag:
+            return "ip_local_deliver:fragment_not_reassembled"
+        skb.pull(ihl)  # a valid IPv4 header sums to zero: no checksum adjustment
+        skb.transport_header = skb.data
+        return buf[nh + 9], bytes(buf[nh + 12 : nh + 16]), bytes(buf[nh + 16 : nh + 20]), 4
+    if skb.protocol == ETH_P_IPV6:
+        if skb.headlen() < 40 or buf[nh] >> 4 != 6:
+            return "ipv6_rcv:bad_header"
+        plen = (buf[nh + 4] << 8) | buf[nh + 5]
+        if plen + 40 > skb.len:
+            return "ipv6_rcv:bad_length"
+        pskb_trim_rcsum(skb, plen + 40)
+        proto, l4 = ipv6_gso_pull_exthdrs(skb, nh + 40, buf[nh + 6])
+        if proto == 44:
+            return "ip6_input:fragment_not_reassembled"
+        if proto < 0:
+            return "ip6_input:bad_exthdr"
+        start = skb.data
+        skb.pull(l4 - nh)
+        if skb.ip_summed == CHECKSUM_COMPLETE:
+            skb.csum = csum_sub(skb.csum, csum_partial(buf, start, l4))
+        skb.transport_header = skb.data
+        return proto, bytes(buf[nh + 8 : nh + 24]), bytes(buf[nh + 24 : nh + 40]), 6
+    return "netif_receive_skb:not_ip"
+
+
+def __skb_checksum_validate(skb: SkBuff, complete: bool, zero_okay: bool, check: int, psum: int) -> int:
+    """Normal-path checksum init/validate; returns 0 when good or deferred.
+
+    Kernel: include/linux/skbuff.h ``__skb_checksum_validate`` (+ ``_needed``, ``_complete``): clears
+    ``csum_valid``; UNNECESSARY (or a zero checksum when allowed) is "not needed" and consumes one level;
+    COMPLETE is checked against ``skb->csum``; otherwise ``csum`` := pseudo and the sum is done now only when
+    ``complete`` or the packet is at most CHECKSUM_BREAK (76) bytes.
+    """
+    skb.csum_valid = 0
+    if skb_csum_unnecessary(skb) or (zero_okay and not check):
+        skb.csum_valid = 1
+        __skb_decr_checksum_unnecessary(skb)
+        return 0
+    if skb.ip_summed == CHECKSUM_COMPLETE and csum_fold(csum_add(psum, skb.csum)) == 0:
+        skb.csum_valid = 1
+        return 0
+    skb.csum = psum
+    if complete or skb.len <= CHECKSUM_BREAK:
+        verdict = __skb_checksum_complete(skb, skb.data)
+        return verdict
+    return 0
+
+
+def udp_rcv(skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict) -> tuple[object, int] | str:
+    """UDP input: length checks, trim, ``udp4_csum_init``, socket lookup, convert, encap checksum check.
+
+    Kernel: net/ipv4/udp.c ``__udp4_lib_rcv`` → ``udp_unicast_rcv_skb`` → ``udp_queue_rcv_one_skb`` (same steps
+    in net/ipv6/udp.c). Returns ``(tunnel socket, software-summed bytes)`` with ``skb->data`` at the UDP header,
+    or a drop reason string ("udp_rcv:no_socket" for non-tunnel datagrams).
+    """
+    buf = skb.buf
+    u = skb.data
+    if skb.headlen() < 8:
+        return "udp_rcv:short"
+    ulen = (buf[u + 4] << 8) | buf[u + 5]
+    check = (buf[u + 6] << 8) | buf[u + 7]
+    if ulen > skb.len or ulen < 8:
+        return "udp_rcv:short_packet"
+    pskb_trim_rcsum(skb, ulen)
+    pseudo = pseudo4 if family == 4 else pseudo6
+    psum = pseudo(saddr, daddr, skb.len, 17)
+    sw = 0
+    # udp4_csum_init: skb_checksum_init_zero_check
+    before = skb.csum_complete_sw
+    if __skb_checksum_validate(skb, False, True, check, psum):
+        return "udp_rcv:csum_error"
+    if skb.csum_complete_sw and not before:
+        sw += skb.len
+    if skb.ip_summed == CHECKSUM_COMPLETE and not skb.csum_valid:
+        if skb.csum_complete_sw:
+            return "udp_rcv:csum_error"
+        skb.ip_summed = CHECKSUM_NONE  # skb_checksum_complete_unset: hardware said bad, check in software
+    dport = (buf[u + 2] << 8) | buf[u + 3]
+    sk = sockets.get(dport)
+    if sk is None:
+        return "udp_rcv:no_socket"
+    # udp_unicast_rcv_skb: every UDP tunnel socket has convert_csum (setup_udp_tunnel_sock)
+    if check and skb.ip_summed == CHECKSUM_NONE and skb.csum_valid:
+        skb.csum = ~psum & 0xFFFF
+        skb.ip_summed = CHECKSUM_COMPLETE
+    # udp_queue_rcv_one_skb: verify checksum before giving to encap
+    if not skb_csum_unnecessary(skb):
+        verdict = __skb_checksum_complete(skb, skb.data)
+        sw += skb.len
+        if verdict:
+            return "udp_rcv:csum_error"
+    return sk, sw
+
+
+__all__ = ["ETH_P_IP", "ETH_P_IPV6", "ip_rcv", "udp_rcv", "pskb_trim_rcsum"]

@@ -1,0 +1,329 @@
+"""Classify captured frames and read the fields the report and the NIC model need, in place.
+
+The simulation parses headers itself (as the kernel does); this module only (1) normalises the link layer to an
+untagged Ethernet frame (the NIC strips VLAN tags into ``vlan_tci``, as with RX VLAN offload), (2) decides
+whether a frame can be replayed at all (a skip with a reason otherwise), (3) names its flow for the report, and
+(4) gives the NIC model the RSS input and the checksum start of the innermost L4 header.
+Headers are read with precompiled ``struct.Struct`` objects; no per-frame object trees.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
+ETH_P_8021Q = 0x8100
+ETH_P_8021AD = 0x88A8
+ETH_P_QINQ1 = 0x9100
+ETH_P_TEB = 0x6558
+_VLAN_TPIDS = (ETH_P_8021Q, ETH_P_8021AD, ETH_P_QINQ1)
+
+_H = struct.Struct("!H")
+_HH = struct.Struct("!HH")
+_UDP = struct.Struct("!HHHH")
+
+# Skip reasons (every frame read is either replayed or counted under one of these).
+SKIP_SNAPLEN = "snaplen_cut"
+SKIP_TRUNCATED_RECORD = "truncated_record"
+SKIP_LINKTYPE = "unsupported_link_layer"
+SKIP_ETH = "malformed:ethernet"
+SKIP_OUTER_IP = "malformed:outer_ip"
+SKIP_OUTER_UDP = "malformed:outer_udp"
+SKIP_TUNNEL = "malformed:tunnel_header"
+SKIP_INNER = "malformed:inner_headers"
+
+# Frame classes (reported; all are replayed).
+CLS_TUNNEL_TCP = "tunnel_tcp"
+CLS_TUNNEL_OTHER = "tunnel_other"
+CLS_NOT_TUNNEL = "not_tunnel"
+
+
+@dataclass(frozen=True, slots=True)
+class FlowKey:
+    """Names a flow for the report: outer addresses/ports, tunnel kind and VNI, inner addresses/ports/protocol.
+
+    Addresses are text; ports 0 where absent. The simulation never matches flows through this key (STYLE.md).
+    """
+
+    outer_src: str
+    outer_dst: str
+    outer_sport: int
+    outer_dport: int
+    tunnel: str
+    vni: int
+    inner_src: str
+    inner_dst: str
+    inner_proto: int
+    inner_sport: int
+    inner_dport: int
+    outer_csum_zero: bool
+
+    def label(self) -> str:
+        """One-line description, e.g. ``10.0.0.1:49152→10.0.0.2:4789 vxlan vni 100 192.168.1.1:40000→… tcp``."""
+        if not self.tunnel:
+            return f"{self.outer_src}:{self.outer_sport}→{self.outer_dst}:{self.outer_dport} (not tunnelled)"
+        proto = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}.get(self.inner_proto, str(self.inner_proto))
+        inner = (
+            f"{self.inner_src}:{self.inner_sport}→{self.inner_dst}:{self.inner_dport} {proto}"
+            if self.inner_sport or self.inner_dport
+            else f"{self.inner_src}→{self.inner_dst} {proto}"
+        )
+        csum = "csum 0" if self.outer_csum_zero else "csum set"
+        return (
+            f"{self.outer_src}:{self.outer_sport}→{self.outer_dst}:{self.outer_dport} "
+            f"{self.tunnel} vni {self.vni} ({csum}) | {inner}"
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "outer": {
+                "src": self.outer_src,
+                "dst": self.outer_dst,
+                "sport": self.outer_sport,
+                "dport": self.outer_dport,
+                "udp_csum_zero": self.outer_csum_zero,
+            },
+            "tunnel": self.tunnel or None,
+            "vni": self.vni if self.tunnel else None,
+            "inner": {
+                "src": self.inner_src,
+                "dst": self.inner_dst,
+                "proto": self.inner_proto,
+                "sport": self.inner_sport,
+                "dport": self.inner_dport,
+            }
+            if self.tunnel
+            else None,
+        }
+
+
+def _ip_text(b: bytes) -> str:
+    if len(b) == 4:
+        return ".".join(str(x) for x in b)
+    import ipaddress
+
+    return str(ipaddress.IPv6Address(b))
+
+
+class Decoder:
+    """Turns Ethernet frames into replayable frames or skip reasons, and keeps the flow table.
+
+    Args: vxlan_ports / geneve_ports: UDP destination ports recognised as tunnels.
+    The flow table grows with the number of distinct flows, never with the number of frames.
+    """
+
+    def __init__(self, vxlan_ports: tuple[int, ...], geneve_ports: tuple[int, ...]) -> None:
+        self.tunnel_ports = {p: "vxlan" for p in vxlan_ports}
+        self.tunnel_ports.update({p: "geneve" for p in geneve_ports})
+        self.flows: list[FlowKey] = []
+        self.flow_class: list[str] = []
+        self._flow_ids: dict[tuple, int] = {}
+
+    def _flow(self, raw: tuple, make) -> int:
+        fid = self._flow_ids.get(raw)
+        if fid is None:
+            key, cls = make()
+            fid = len(self.flows)
+            self.flows.append(key)
+            self.flow_class.append(cls)
+            self._flow_ids[raw] = fid
+        return fid
+
+    def decode(self, buf: bytes):
+        """Decode one untagged-or-tagged Ethernet frame.
+
+        Returns either a skip reason (str) or a tuple ``(frame, vlan_tci, flow_id, rss_input, l4_start)``:
+        ``frame`` is the frame with VLAN tags removed; ``vlan_tci`` the outermost tag's TCI (None if untagged;
+        QinQ keeps the pair); ``rss_input`` the bytes a NIC hashes (outer addresses + ports, b"" for non-IP);
+        ``l4_start`` the byte offset of the innermost TCP/UDP header in ``frame`` (for CHECKSUM_PARTIAL), or 0.
+        """
+        n = len(buf)
+        if n < 14:
+            return SKIP_ETH
+        (etype,) = _H.unpack_from(buf, 12)
+        vlan = None
+        if etype in _VLAN_TPIDS:
+            off = 12
+            tcis = []
+            while etype in _VLAN_TPIDS:
+                if off + 6 > n:
+                    return SKIP_ETH
+                tcis.append(_H.unpack_from(buf, off + 2)[0])
+                off += 4
+                (etype,) = _H.unpack_from(buf, off)
+            vlan = tcis[0] if len(tcis) == 1 else tuple(tcis)
+            buf = buf[:12] + buf[off:]
+            n = len(buf)
+        if etype == ETH_P_IP:
+            if n < 34:
+                return SKIP_OUTER_IP
+            vihl = buf[14]
+            ihl = (vihl & 0x0F) * 4
+            if vihl >> 4 != 4 or ihl < 20 or n < 14 + ihl:
+                return SKIP_OUTER_IP
+            (tot_len,) = _H.unpack_from(buf, 16)
+            if tot_len < ihl or 14 + tot_len > n:
+                return SKIP_OUTER_IP
+            proto = buf[23]
+            src = buf[26:30]
+            dst = buf[30:34]
+            frag = _H.unpack_from(buf, 20)[0] & 0x3FFF
+            l4 = 14 + ihl
+            end = 14 + tot_len
+        elif etype == ETH_P_IPV6:
+            if n < 54 or buf[14] >> 4 != 6:
+                return SKIP_OUTER_IP
+            (plen,) = _H.unpack_from(buf, 18)
+            end = 54 + plen
+            if end > n:
+                return SKIP_OUTER_IP
+            proto = buf[20]
+            src = buf[22:38]
+            dst = buf[38:54]
+            frag = 0
+            l4 = 54
+            while proto in (0, 43, 60, 44):
+                if l4 + 8 > end:
+                    return SKIP_OUTER_IP
+                if proto == 44:
+                    frag = 1
+                    proto = buf[l4]
+                    l4 += 8
+                    break
+                proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
+        else:
+            fid = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL))
+            return buf, vlan, fid, b"", 0
+        if proto not in (6, 17) or frag:
+            raw = ("ip", src, dst, proto)
+            fid = self._flow(
+                raw,
+                lambda: (
+                    FlowKey(_ip_text(src), _ip_text(dst), 0, 0, "", 0, "", "", proto, 0, 0, False),
+                    CLS_NOT_TUNNEL,
+                ),
+            )
+            return buf, vlan, fid, src + dst, l4 if not frag else 0
+        if l4 + 8 > end:
+            return SKIP_OUTER_UDP
+        sport, dport = _HH.unpack_from(buf, l4)
+        rss = src + dst + buf[l4 : l4 + 4]
+        kind = self.tunnel_ports.get(dport) if proto == 17 else None
+        if kind is None:
+            raw = ("l4", src, dst, proto, sport, dport)
+            fid = self._flow(
+                raw,
+                lambda: (
+                    FlowKey(_ip_text(src), _ip_text(dst), sport, dport, "", 0, "", "", proto, 0, 0, False),
+                    CLS_NOT_TUNNEL,
+                ),
+            )
+            return buf, vlan, fid, rss, l4
+        _s, _d, ulen, ucheck = _UDP.unpack_from(buf, l4)
+        if ulen < 8 or l4 + ulen > end:
+            return SKIP_OUTER_UDP
+        t = l4 + 8
+        if kind == "vxlan":
+            if t + 8 > end:
+                return SKIP_TUNNEL
+            vni = int.from_bytes(buf[t + 4 : t + 7], "big")
+            inner_eth = t + 8
+            tun_sig = buf[t : t + 8]
+        else:
+            if t + 8 > end:
+                return SKIP_TUNNEL
+            glen = 8 + (buf[t] & 0x3F) * 4
+            if t + glen > end:
+                return SKIP_TUNNEL
+            vni = int.from_bytes(buf[t + 4 : t + 7], "big")
+            if _H.unpack_from(buf, t + 2)[0] != ETH_P_TEB:
+                raw = ("tun", src, dst, sport, dport, vni, None)
+                fid = self._flow(
+                    raw,
+                    lambda: (
+                        FlowKey(
+                            _ip_text(src),
+                            _ip_text(dst),
+                            sport,
+                            dport,
+                            kind,
+                            vni,
+                            "",
+                            "",
+                            0,
+                            0,
+                            0,
+                            ucheck == 0,
+                        ),
+                        CLS_TUNNEL_OTHER,
+                    ),
+                )
+                return buf, vlan, fid, rss, l4
+            inner_eth = t + glen
+            tun_sig = buf[t + 4 : t + 8]
+        if inner_eth + 14 > end:
+            return SKIP_INNER
+        (itype,) = _H.unpack_from(buf, inner_eth + 12)
+        il3 = inner_eth + 14
+        iproto = 0
+        isrc = idst = b""
+        il4 = 0
+        if itype == ETH_P_IP:
+            if il3 + 20 > end:
+                return SKIP_INNER
+            iihl = (buf[il3] & 0x0F) * 4
+            if buf[il3] >> 4 != 4 or iihl < 20 or il3 + iihl > end:
+                return SKIP_INNER
+            iproto = buf[il3 + 9]
+            isrc, idst = buf[il3 + 12 : il3 + 16], buf[il3 + 16 : il3 + 20]
+            il4 = il3 + iihl
+            if _H.unpack_from(buf, il3 + 6)[0] & 0x3FFF:
+                il4 = 0
+        elif itype == ETH_P_IPV6:
+            if il3 + 40 > end or buf[il3] >> 4 != 6:
+                return SKIP_INNER
+            iproto = buf[il3 + 6]
+            isrc, idst = buf[il3 + 8 : il3 + 24], buf[il3 + 24 : il3 + 40]
+            il4 = il3 + 40
+            while iproto in (0, 43, 60, 44):
+                if il4 + 8 > end:
+                    return SKIP_INNER
+                if iproto == 44:
+                    iproto = buf[il4]
+                    il4 = 0
+                    break
+                iproto, il4 = buf[il4], il4 + (buf[il4 + 1] + 1) * 8
+        isport = idport = 0
+        if il4 and iproto in (6, 17):
+            if il4 + (20 if iproto == 6 else 8) > end:
+                return SKIP_INNER
+            isport, idport = _HH.unpack_from(buf, il4)
+        cls = CLS_TUNNEL_TCP if iproto == 6 and il4 else CLS_TUNNEL_OTHER
+        raw = ("tun", src, dst, sport, dport, tun_sig, ucheck == 0, itype, isrc, idst, iproto, isport, idport)
+        fid = self._flow(
+            raw,
+            lambda: (
+                FlowKey(
+                    _ip_text(src),
+                    _ip_text(dst),
+                    sport,
+                    dport,
+                    kind,
+                    vni,
+                    _ip_text(isrc) if isrc else "",
+                    _ip_text(idst) if idst else "",
+                    iproto,
+                    isport,
+                    idport,
+                    ucheck == 0,
+                ),
+                cls,
+            ),
+        )
+        return buf, vlan, fid, rss, il4 or l4
+
+
+def _not_ip_key(etype: int) -> FlowKey:
+    return FlowKey(f"ethertype 0x{etype:04x}", "", 0, 0, "", 0, "", "", 0, 0, 0, False)

@@ -1,0 +1,151 @@
+"""Counters collected while kernels run: per stage, per flow, per reason; and the JSON document built from them.
+
+Integers stay integers; histograms are numpy arrays indexed by segments per skb. The JSON shape is DESIGN.md's
+"Output contract"; keys are only ever added.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ..kernel.kernel import Sink
+from ..kernel.napi import NetDevice
+from ..kernel.skbuff import SkBuff
+
+SCHEMA_VERSION = 1
+STAGES = ("phys", "tunnel")
+_HIST_MAX = (
+    64  # segments per skb beyond this share the last bin; an skb ≤ 64 KiB holds ≤ 46 MSS-1400 segments
+)
+
+
+class StageStats:
+    """What one GRO stage (phys NAPI or the tunnel devices' gro_cells) delivered.
+
+    ``frames_in``: wire frames (segments) that entered the stage; ``skbs``: skbs handed to the stack;
+    ``segs_hist[k]``: skbs that carried k segments; ``bytes``: sum of ``skb->len`` (bytes, as the stage counts
+    them: from the outer IP header on the phys device, from the inner IP header on the tunnel device);
+    ``reasons``: why each delivered skb ended (the kernel condition); ``sw_csum_bytes``: bytes GRO summed in
+    software (and, at phys, the normal path's UDP checks).
+    """
+
+    __slots__ = (
+        "frames_in",
+        "skbs_in",
+        "skbs",
+        "segs_hist",
+        "bytes",
+        "reasons",
+        "sw_csum_bytes",
+        "results",
+        "devices",
+    )
+
+    def __init__(self) -> None:
+        self.frames_in = 0
+        self.skbs_in = 0
+        self.skbs = 0
+        self.segs_hist = np.zeros(_HIST_MAX + 1, dtype=np.int64)
+        self.bytes = 0
+        self.reasons: Counter = Counter()
+        self.sw_csum_bytes = 0
+        self.results: Counter = Counter()
+        self.devices: Counter = Counter()
+
+    @property
+    def segments(self) -> int:
+        return int((self.segs_hist * np.arange(_HIST_MAX + 1)).sum())
+
+    @property
+    def aggregates(self) -> int:
+        return int(self.segs_hist[2:].sum())
+
+    @property
+    def max_segs(self) -> int:
+        nz = np.nonzero(self.segs_hist)[0]
+        return int(nz[-1]) if len(nz) else 0
+
+    @property
+    def mean_segs(self) -> float:
+        return self.segments / self.skbs if self.skbs else 0.0
+
+    def as_dict(self) -> dict:
+        nz = np.nonzero(self.segs_hist)[0]
+        return {
+            "frames_in": self.frames_in,
+            "skbs_in": self.skbs_in,
+            "skbs_delivered": self.skbs,
+            "segments_delivered": self.segments,
+            "aggregates": self.aggregates,
+            "segs_per_skb_mean": round(self.mean_segs, 4),
+            "segs_per_skb_max": self.max_segs,
+            "segs_per_skb_hist": {str(int(i)): int(self.segs_hist[i]) for i in nz},
+            "bytes": self.bytes,
+            "sw_csum_bytes": self.sw_csum_bytes,
+            "gro_results": {k.name: v for k, v in sorted(self.results.items())},
+            "end_reasons": dict(sorted(self.reasons.items())),
+            "devices": dict(self.devices),
+        }
+
+
+class FlowStats:
+    """Per flow and stage: skbs and segments delivered, and why each skb ended."""
+
+    __slots__ = ("frames", "skbs", "segs", "reasons", "stack")
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.skbs = {"phys": 0, "tunnel": 0}
+        self.segs = {"phys": 0, "tunnel": 0}
+        self.reasons = {"phys": Counter(), "tunnel": Counter()}
+        self.stack: Counter = Counter()
+
+
+class KernelStats(Sink):
+    """A ``Sink`` that counts everything one kernel model did, and optionally forwards each delivery.
+
+    ``on_deliver(kernel_name, stage, dev_name, skb, now_ns)`` is called for every ``netif_receive_skb`` (trace and
+    pcap writers subscribe through it).
+    """
+
+    def __init__(self, name: str, release: str, on_deliver=None) -> None:
+        self.name = name
+        self.release = release
+        self.stages = {s: StageStats() for s in STAGES}
+        self.flows: dict[int, FlowStats] = {}
+        self.stack: Counter = Counter()
+        self.on_deliver = on_deliver
+        self.trace: list | None = None
+
+    def flow(self, fid: int) -> FlowStats:
+        f = self.flows.get(fid)
+        if f is None:
+            f = self.flows[fid] = FlowStats()
+        return f
+
+    def netif_receive_skb(self, stage: str, dev: NetDevice, skb: SkBuff, now_ns: int) -> None:
+        st = self.stages[stage]
+        segs = len(skb.frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
+        st.skbs += 1
+        st.segs_hist[min(segs, _HIST_MAX)] += 1
+        st.bytes += skb.len
+        why = skb.cb.why or "unknown"
+        st.reasons[why] += 1
+        st.devices[dev.name] += 1
+        f = self.flow(skb.flow)
+        f.skbs[stage] += 1
+        f.segs[stage] += segs
+        f.reasons[stage][why] += 1
+        if self.on_deliver is not None:
+            self.on_deliver(self.name, stage, dev.name, skb, now_ns)
+
+    def stack_outcome(self, skb: SkBuff, outcome: str, sw_bytes: int) -> None:
+        self.stack[outcome] += 1
+        self.stages["phys"].sw_csum_bytes += sw_bytes
+        if outcome == "queued":
+            tun = self.stages["tunnel"]
+            tun.skbs_in += 1
+            tun.frames_in += len(skb.frames)
+        self.flow(skb.flow).stack[outcome] += 1
