@@ -299,9 +299,21 @@ def markdown(result) -> str:
 
 
 def _mount_optional() -> None:
+    """Mount the sub-commands that live in their own modules (each exposes ``COMMANDS``)."""
+    import importlib
+
     from .cli_synth import synth
 
     main.add_command(synth)
+    for name in ("cli_kernel", "cli_triage", "cli_batch"):
+        try:
+            mod = importlib.import_module(f"{__package__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{name}":
+                raise
+            continue
+        for cmd in mod.COMMANDS:
+            main.add_command(cmd)
 
 
 _mount_optional()
