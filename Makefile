@@ -1,5 +1,37 @@
 # gro-replay developer targets. Each section owns its variables; append new sections below.
 
+.DEFAULT_GOAL := help
+.PHONY: help deps install test lint demo
+
+help:
+	@echo "make demo     install and compare pre-/post-fix GRO on the shipped fix scenario"
+	@echo "make test     install everything the tests need (Debian + PyPI) and run the whole suite"
+	@echo "make lint     ruff check + ruff format --check"
+	@echo "make samples  regenerate sample_pcaps/ byte-identically"
+	@echo "make bench    throughput / memory benchmark (see bench/)"
+
+# Debian packages some tests use (tshark reads --write-pcap output back; ethtool, iproute2 for the kernel backend).
+DEBS := tshark ethtool iproute2
+deps:
+	@missing=""; for c in tshark ethtool ip; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS) >/dev/null; \
+	  else echo "note: install $(DEBS) (Debian) for the tshark and kernel-backend tests"; fi; fi
+
+install:
+	$(PYTHON) -m pip install -q -e '.[test]'
+
+test: deps install
+	$(PYTHON) -m pytest -q -p no:cacheprovider
+
+lint:
+	$(PYTHON) -m ruff check gro_replay tests bench
+	$(PYTHON) -m ruff format --check gro_replay tests bench
+
+demo:
+	$(PYTHON) -m pip install -q .
+	gro-replay sample_pcaps/vxlan-zero-csum-fix-89e5c58fc1e2.pcap --poll gap:5
+
 # ---- samples: regenerate sample_pcaps/ byte-identically ------------------------------------------------
 PYTHON ?= python3
 SAMPLES_DIR ?= sample_pcaps
