@@ -1,0 +1,123 @@
+"""What the kernel backend needs from the machine, and facts about the running kernel.
+
+``check_environment`` refuses with a one-line reason (the CLI exits 3) when a capability is missing: root
+(CAP_SYS_ADMIN, CAP_NET_ADMIN), network namespaces, iproute2, tracefs and its two events, veth and vxlan,
+the bpf syscall.
+
+Left out: probing by building a namespace (``run_kernel`` reports the exact failing step if one fails).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import platform
+import re
+import shutil
+import time
+from pathlib import Path
+
+from gro_replay.oracle import bpf
+
+CAP_NET_ADMIN = 12
+CAP_SYS_ADMIN = 21
+
+
+class OracleUnavailable(Exception):
+    """The kernel backend cannot run on this machine; ``str()`` is a one-line reason."""
+
+
+class OracleError(Exception):
+    """The kernel backend ran but could not produce a trustworthy result; ``str()`` is a one-line reason."""
+
+
+def kernel_release() -> str:
+    """``uname -r``, e.g. '6.18.44-fc-v782'."""
+    return platform.release()
+
+
+def kernel_config() -> dict[str, str]:
+    """``CONFIG_*`` of the running kernel from /boot/config-<release> or /proc/config.gz ({} if neither)."""
+    text = ""
+    boot = Path(f"/boot/config-{kernel_release()}")
+    try:
+        text = boot.read_text()
+    except OSError:
+        try:
+            with gzip.open("/proc/config.gz", "rt") as f:
+                text = f.read()
+        except OSError:
+            return {}
+    return dict(re.findall(r"^(CONFIG_\w+)=(.*)$", text, re.M))
+
+
+def _jiffies() -> int:
+    m = re.search(r"^jiffies: (\d+)", Path("/proc/timer_list").read_text(), re.M)
+    if m is None:
+        raise OSError("no jiffies in /proc/timer_list")
+    return int(m[1])
+
+
+def kernel_hz() -> int:
+    """CONFIG_HZ of the running kernel; measured from jiffies in /proc/timer_list when no config is found.
+
+    Raises: OracleUnavailable when neither works.
+    """
+    hz = kernel_config().get("CONFIG_HZ")
+    if hz and hz.isdigit():
+        return int(hz)
+    try:
+        j0, t0 = _jiffies(), time.monotonic()
+        time.sleep(0.2)
+        j1, t1 = _jiffies(), time.monotonic()
+    except OSError as e:
+        raise OracleUnavailable(f"cannot tell the kernel's HZ: no kernel config and {e}") from None
+    measured = (j1 - j0) / (t1 - t0)
+    return min((100, 250, 300, 1000), key=lambda hz: abs(hz - measured))
+
+
+def _cap_eff() -> int:
+    m = re.search(r"^CapEff:\s*([0-9a-f]+)", Path("/proc/self/status").read_text(), re.M)
+    return int(m[1], 16) if m else 0
+
+
+def _has_driver(name: str, config_key: str, config: dict[str, str]) -> bool:
+    if Path("/sys/module", name).exists() or config.get(config_key) in ("y", "m"):
+        return True
+    moddir = Path("/lib/modules", kernel_release())
+    for listing in ("modules.builtin", "modules.dep"):
+        try:
+            if re.search(rf"/{name}\.ko", (moddir / listing).read_text()):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def check_environment() -> None:
+    """Raise OracleUnavailable naming the first missing capability; return None when all are there."""
+    if os.geteuid() != 0:
+        raise OracleUnavailable(f"the kernel backend needs root (running as uid {os.geteuid()})")
+    caps = _cap_eff()
+    for cap, name in ((CAP_SYS_ADMIN, "CAP_SYS_ADMIN"), (CAP_NET_ADMIN, "CAP_NET_ADMIN")):
+        if not caps >> cap & 1:
+            raise OracleUnavailable(f"the kernel backend needs {name}, which this root process lacks")
+    if not Path("/proc/self/ns/net").exists():
+        raise OracleUnavailable("no network namespaces (CONFIG_NET_NS) in this kernel")
+    if shutil.which("ip") is None:
+        raise OracleUnavailable("iproute2's 'ip' command is not installed")
+    try:
+        filesystems = Path("/proc/filesystems").read_text()
+    except OSError:
+        filesystems = ""
+    if not re.search(r"\ttracefs$", filesystems, re.M):
+        raise OracleUnavailable("no tracefs in this kernel (CONFIG_TRACING)")
+    config = kernel_config()
+    if not _has_driver("veth", "CONFIG_VETH", config):
+        raise OracleUnavailable("no veth driver in this kernel (CONFIG_VETH)")
+    if not _has_driver("vxlan", "CONFIG_VXLAN", config):
+        raise OracleUnavailable("no vxlan driver in this kernel (CONFIG_VXLAN)")
+    try:
+        bpf.probe()
+    except OSError as e:
+        raise OracleUnavailable(f"no usable bpf syscall: {e.strerror or e}") from None

@@ -1,0 +1,577 @@
+"""Replay frames through the running kernel and record what each GRO stage delivered.
+
+One run (per ../shared/kernel-oracle.md): two private network namespaces joined by a veth pair with one
+queue each; the sender end carries the capture's outer source MAC/IP, the receiving end ("phys" stage: veth
+NAPI GRO, threaded, pinned) its outer destination MAC/IP, and a ``vxlan external`` device beside it ("tunnel"
+stage: gro_cells). A child process in the sender namespace writes the frames to an AF_PACKET socket in
+chunks of 192 from SCHED_FIFO on the NAPI thread's CPU, so that every poll takes exactly 64 frames; a private
+tracefs instance records ``netif_receive_skb`` and ``napi_poll`` of the receiving devices. The poll shape is
+checked (every poll 64 or 0 but the last) and the run repeated when it does not hold.
+
+NIC checksum state: plain injection arrives CHECKSUM_NONE; a tcx egress program on the sender calling
+``bpf_csum_level(INC)`` level+1 times makes it CHECKSUM_UNNECESSARY at that level. ``defer_to_tunnel``
+attaches a generic-XDP pass program to the receiving veth, so its GRO is elided and gro_cells aggregate.
+
+Kernel: drivers/net/veth.c (veth_xmit, veth_poll), net/core/gro.c, drivers/net/vxlan/vxlan_core.c,
+net/core/gro_cells.c, net/core/dev.c (netif_elide_gro, napi_threaded_poll).
+
+Left out: outer VLAN tags and non-IP frames (counted, not sent); several outer destinations (counted as
+``outer_destination_differs``; adding each destination's address would be the way); Geneve on kernels
+without it (``geneve_not_built_in``); CHECKSUM_COMPLETE; HZ >= 1000 kernels' partial flush at budget end;
+the pre-fix kernel logic (only *where* pre-fix aggregation happened is shown, with ``defer_to_tunnel``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import ipaddress
+import logging
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gro_replay.oracle import bpf, netns
+from gro_replay.oracle.env import (
+    OracleError,
+    OracleUnavailable,
+    check_environment,
+    kernel_config,
+    kernel_hz,
+    kernel_release,
+)
+from gro_replay.oracle.tracefs import TraceEvent, Tracefs, TraceInstance
+
+log = logging.getLogger(__name__)
+
+NAPI_POLL_WEIGHT = 64  #: NAPI_POLL_WEIGHT, the veth poll budget
+CHUNK = 3 * NAPI_POLL_WEIGHT  #: a multiple of the budget below the veth ring (VETH_RING_SIZE 256)
+CHUNK_SLEEP_S = 0.002
+NAPI_FIFO_PRIORITY = 49  #: the injector runs at 50
+GENEVE_PORT = 6081
+RX_CSUM = ("none", "unnecessary")
+
+ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
+IPPROTO_UDP = 17
+
+ETH_P_8021Q = 0x8100
+ETH_P_8021AD = 0x88A8
+
+#: Reasons a frame is not sent, the keys of ``OracleResult.frames_not_replayable``.
+NOT_REPLAYABLE = (
+    "outer_destination_differs",  # outer family, destination MAC or IP differs from the first IP frame's
+    "geneve_not_built_in",  # UDP port 6081 and no Geneve in this kernel
+    "outer_vlan_unsupported",  # 802.1Q/802.1ad-tagged outer frame: no VLAN device is built
+    "outer_not_ip",  # ARP, LLDP, ...
+    "truncated",  # shorter than its outer Ethernet/IP headers
+)
+
+
+@dataclass
+class KernelDelivery:
+    """One ``netif_receive_skb`` of a receiving device: ``len`` is skb->len after the Ethernet header."""
+
+    dev_role: str  # 'phys' (receiving veth) or 'tunnel' (vxlan device)
+    dev: str
+    len: int
+    ts: float  # trace timestamp, seconds
+
+
+@dataclass
+class OracleResult:
+    """What the kernel delivered for one replay (the attempt that passed the self-check)."""
+
+    deliveries: list[KernelDelivery]  # trace order
+    polls: list[tuple[str, int]]  # (dev, work) of every napi_poll of the receiving devices
+    kernel_release: str
+    hz: int
+    frames_sent: int
+    frames_not_replayable: dict[str, int]  # reason -> count
+    attempts: int
+    sent: list[int] = field(default_factory=list)  # indices into ``frames`` of the frames sent, in order
+    devices: dict[str, str] = field(default_factory=dict)  # device name -> 'phys' | 'tunnel'
+
+
+@dataclass
+class _Plan:
+    family: int
+    src_mac: bytes
+    dst_mac: bytes
+    src_ip: str
+    dst_ip: str
+    sent: list[int]
+    not_replayable: dict[str, int]
+    geneve: bool
+    mtu: int
+
+
+def _mac(b: bytes) -> str:
+    return ":".join(f"{x:02x}" for x in b)
+
+
+def _outer(frame: bytes) -> tuple[int, bytes, bytes, bytes, int | None] | str:
+    """(family, dst mac, src ip, dst ip, UDP dport or None) of a frame's outer headers, or a skip reason."""
+    if len(frame) < 14:
+        return "truncated"
+    ethertype = int.from_bytes(frame[12:14], "big")
+    if ethertype == ETH_P_IP:
+        if len(frame) < 34:
+            return "truncated"
+        ihl = (frame[14] & 0x0F) * 4
+        dport = None
+        if frame[23] == IPPROTO_UDP and len(frame) >= 14 + ihl + 4:
+            dport = int.from_bytes(frame[14 + ihl + 2 : 14 + ihl + 4], "big")
+        return 4, frame[0:6], frame[26:30], frame[30:34], dport
+    if ethertype == ETH_P_IPV6:
+        if len(frame) < 54:
+            return "truncated"
+        dport = int.from_bytes(frame[56:58], "big") if frame[20] == IPPROTO_UDP and len(frame) >= 58 else None
+        return 6, frame[0:6], frame[22:38], frame[38:54], dport
+    if ethertype in (ETH_P_8021Q, ETH_P_8021AD):
+        return "outer_vlan_unsupported"
+    return "outer_not_ip"
+
+
+def geneve_available() -> bool:
+    """Whether this kernel can make a Geneve device (CONFIG_GENEVE y/m or the module loaded)."""
+    return Path("/sys/module/geneve").exists() or kernel_config().get("CONFIG_GENEVE") in ("y", "m")
+
+
+def plan_frames(frames: Sequence[bytes], *, geneve: bool) -> _Plan:
+    """Decide which frames are sent and which addresses the two veth ends carry (those of the first IP
+    frame); the others are counted per reason. ``sent`` is empty when nothing can be sent."""
+    skipped: dict[str, int] = {}
+    sent: list[int] = []
+    ref: tuple[int, int, bytes, bytes] | None = None
+    uses_geneve = False
+    for i, frame in enumerate(frames):
+        o = _outer(bytes(frame[:60]))
+        if isinstance(o, str):
+            skipped[o] = skipped.get(o, 0) + 1
+            continue
+        family, dst_mac, _src, dst, dport = o
+        if ref is None:
+            ref = (i, family, dst_mac, dst)
+        if (family, dst_mac, dst) != ref[1:]:
+            reason = "outer_destination_differs"
+        elif dport == GENEVE_PORT and not geneve:
+            reason = "geneve_not_built_in"
+        else:
+            sent.append(i)
+            uses_geneve |= dport == GENEVE_PORT
+            continue
+        skipped[reason] = skipped.get(reason, 0) + 1
+    plan = _Plan(4, b"", b"", "", "", sent, skipped, uses_geneve, 1500)
+    if ref is not None:
+        first = bytes(frames[ref[0]])
+        o = _outer(first)
+        assert not isinstance(o, str)
+        plan.family, plan.src_mac, plan.dst_mac = o[0], first[6:12], first[0:6]
+        plan.src_ip, plan.dst_ip = str(ipaddress.ip_address(o[2])), str(ipaddress.ip_address(o[3]))
+    if sent:
+        plan.mtu = max(1500, max(len(frames[i]) for i in sent) - 14)
+    return plan
+
+
+# -- signals ---------------------------------------------------------------------------------------------
+
+
+def _sigterm_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While the block runs, SIGTERM unwinds the stack (SystemExit 143) instead of killing the process
+    outright, so that cleanup runs; only in the main thread and only over the default action."""
+    in_main = threading.current_thread() is threading.main_thread()
+    if not in_main or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _sigterm_exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while the block runs (cleanup must not be cut short), then deliver them."""
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    prev = {s: signal.getsignal(s) for s in sigs}
+    if threading.current_thread() is not threading.main_thread() or None in prev.values():
+        yield
+        return
+    pending: list[int] = []
+    for s in sigs:
+        signal.signal(s, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        for s, handler in prev.items():
+            signal.signal(s, handler)
+        for s in pending[:1]:
+            signal.raise_signal(s)
+
+
+# -- one run ---------------------------------------------------------------------------------------------
+
+
+class _Run:
+    """The namespaces, devices, BPF links, trace instance and injector of one attempt; ``close`` undoes
+    all of it and is safe after a partial setup."""
+
+    def __init__(
+        self,
+        tracefs: Tracefs,
+        plan: _Plan,
+        frames: Sequence[bytes],
+        *,
+        n_inc: int,
+        defer: bool,
+        vxlan_port: int,
+    ) -> None:
+        token = secrets.token_hex(4)
+        base = f"groreplay-{os.getpid()}-{token}"
+        self.ns_send, self.ns_recv = f"{base}-a", f"{base}-b"
+        # device names are global in the trace; 10 characters keep "napi/<dev>" whole in a 15-char comm
+        self.send, self.recv = f"g{token}s", f"g{token}r"
+        self.vxlan, self.geneve = f"g{token}v", f"g{token}g"
+        self.plan, self.frames, self.n_inc, self.defer = plan, frames, n_inc, defer
+        self.vxlan_port = vxlan_port
+        self.trace = TraceInstance(tracefs, base)
+        self.link_fds: list[int] = []
+        self.injector: subprocess.Popen | None = None
+        self.devices = {self.recv: "phys", self.vxlan: "tunnel"}
+        if plan.geneve:
+            self.devices[self.geneve] = "tunnel"
+
+    # setup
+
+    def build(self) -> None:
+        p = self.plan
+        a, b = self.ns_send, self.ns_recv
+        netns.ip_batch([f"netns add {a}", f"netns add {b}"])
+        for ns in (a, b):  # no IPv6: neighbour discovery would show up in the traces
+            for conf in ("all", "default"):
+                netns.write_sysctl(ns, f"net.ipv6.conf.{conf}.disable_ipv6", "1")
+        one_queue = f"mtu {p.mtu} numtxqueues 1 numrxqueues 1"
+        send = [
+            f"link add {self.send} address {_mac(p.src_mac)} {one_queue} type veth"
+            f" peer name {self.recv} netns {b} address {_mac(p.dst_mac)} {one_queue}",
+            f"link set {self.send} up",
+        ]
+        recv = [f"link add {self.vxlan} type vxlan external dstport {self.vxlan_port}"]
+        recv += [f"link add {self.geneve} type geneve external"] if p.geneve else []
+        recv += [f"link set {dev} up" for dev in self.devices if dev != self.recv]
+        if p.family == 4:
+            send.append(f"addr add {p.src_ip}/32 dev {self.send}")
+            recv.append(f"addr add {p.dst_ip}/32 dev {self.recv}")
+        else:
+            recv.append(f"link set {self.recv} addrgenmode none")  # no link-local address to announce
+        netns.ip_batch(send, ns=a)
+        netns.ip_batch(recv, ns=b)
+        if p.family == 6:
+            # IPv6 on the receiving veth only, and without DAD: nothing is solicited
+            netns.write_sysctl(b, f"net.ipv6.conf.{self.recv}.disable_ipv6", "0")
+            netns.ip_batch([f"addr add {p.dst_ip}/128 dev {self.recv} nodad"], ns=b)
+        # with TSO on, veth_xmit() bypasses NAPI for these skbs; veth GRO is off by default
+        netns.in_netns(a, lambda: netns.ethtool_set(self.send, netns.ETHTOOL_STSO, 0))
+        netns.in_netns(b, lambda: netns.ethtool_set(self.recv, netns.ETHTOOL_SGRO, 1))
+        netns.ip_batch([f"link set {self.recv} up"], ns=b)
+        netns.sh_in_netns(b, f"echo 1 > /sys/class/net/{self.recv}/threaded")
+        if self.n_inc:
+            prog = bpf.csum_level_prog(self.n_inc)
+            self._attach(a, self.send, bpf.BPF_PROG_TYPE_SCHED_CLS, prog, bpf.BPF_TCX_EGRESS, 0)
+        if self.defer:
+            prog = bpf.xdp_pass_prog()
+            self._attach(b, self.recv, bpf.BPF_PROG_TYPE_XDP, prog, bpf.BPF_XDP, bpf.XDP_FLAGS_SKB_MODE)
+
+    def _attach(self, ns: str, dev: str, prog_type: int, insns: bytes, attach_type: int, flags: int) -> None:
+        prog_fd = bpf.prog_load(prog_type, insns, expected_attach_type=attach_type, name="groreplay")
+        try:
+            link = netns.in_netns(
+                ns, lambda: bpf.link_create(prog_fd, socket.if_nametoindex(dev), attach_type, flags)
+            )
+            self.link_fds.append(link)
+        finally:
+            os.close(prog_fd)  # the link holds the program
+
+    def _napi_thread(self) -> int:
+        prefix = f"napi/{self.recv}-"[:15]  # TASK_COMM_LEN
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    if (d / "comm").read_text().startswith(prefix):
+                        return int(d.name)
+                except OSError:
+                    pass
+        raise OracleError(f"no threaded NAPI kthread for {self.recv}")
+
+    # replay
+
+    def replay(self, cpu: int) -> tuple[list[KernelDelivery], list[tuple[str, int]]]:
+        """Inject from ``cpu`` with the NAPI thread on ``cpu``; the caller holds that CPU's lock."""
+        n = len(self.plan.sent)
+        napi = self._napi_thread()
+        os.sched_setaffinity(napi, {cpu})
+        # just below the injector: it drains the ring as soon as the injector sleeps, whatever else runs
+        os.sched_setscheduler(napi, os.SCHED_FIFO, os.sched_param(NAPI_FIFO_PRIORITY))
+        # events land on the NAPI CPU: about two receives per frame in the worst case, plus polls
+        self.trace.create(list(self.devices), 8192)
+        self.trace.size_cpu(cpu, min(max(8192, n * 2 * 64 // 1024 + 1024), 1 << 19))
+        self.trace.start()
+        payload = b"".join(
+            len(f).to_bytes(4, "little") + bytes(f) for f in (self.frames[i] for i in self.plan.sent)
+        )
+        child = str(Path(__file__).with_name("_child.py"))
+        args = [self.send, cpu, os.getpid(), CHUNK, CHUNK_SLEEP_S]
+        argv = [sys.executable, "-I", "-S", child, "inject", netns.netns_path(self.ns_send), *map(str, args)]
+        pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+        with _signals_held():  # self.injector must name the child if one was started
+            self.injector = subprocess.Popen(argv, start_new_session=True, **pipes)
+        _out, err = self.injector.communicate(payload, timeout=60 + n / 1000)
+        if self.injector.returncode != 0:
+            raise _AttemptFailed(err.decode().strip().splitlines()[-1] if err.strip() else "injector failed")
+        self._wait_quiet()
+        self.trace.stop()
+        lost = self.trace.overrun()
+        if lost:
+            raise OracleError(f"the trace buffer overran ({lost} events lost); replay fewer frames")
+        return self._collect(self.trace.read())
+
+    def _wait_quiet(self, quiet_s: float = 0.03, limit_s: float = 5.0) -> None:
+        """Wait until no event has been recorded for ``quiet_s``: the veth ring and gro_cells have drained."""
+        deadline = time.monotonic() + limit_s
+        last, since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now_entries = self.trace.entries()
+            if now_entries != last:
+                last, since = now_entries, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return
+            time.sleep(0.005)
+
+    def _collect(self, events: list[TraceEvent]) -> tuple[list[KernelDelivery], list[tuple[str, int]]]:
+        deliveries, polls = [], []
+        for e in events:
+            if e.dev not in self.devices:
+                continue
+            if e.kind == "receive":
+                deliveries.append(KernelDelivery(self.devices[e.dev], e.dev, e.value, e.ts))
+            else:
+                polls.append((e.dev, e.value))
+        return deliveries, polls
+
+    # teardown
+
+    def close(self) -> list[str]:
+        """Undo everything; returns what could not be undone (empty when clean)."""
+        problems: list[str] = []
+        if self.injector is not None:
+            if self.injector.poll() is None:
+                self.injector.kill()
+            self.injector.wait()
+            for f in (self.injector.stdin, self.injector.stdout, self.injector.stderr):
+                if f is not None:
+                    f.close()
+        try:
+            self.trace.remove()
+        except OSError as e:
+            problems.append(f"trace instance {self.trace.path.name}: {e}")
+        for fd in self.link_fds:
+            os.close(fd)
+        self.link_fds.clear()
+        left = [ns for ns in (self.ns_recv, self.ns_send) if Path(netns.netns_path(ns)).exists()]
+        if left:
+            netns.ip_batch([f"netns del {ns}" for ns in left], force=True)
+            problems += [
+                f"netns {ns} could not be deleted" for ns in left if Path(netns.netns_path(ns)).exists()
+            ]
+        return problems
+
+
+class _AttemptFailed(Exception):
+    """This attempt produced no usable trace; another may."""
+
+
+def _self_check(polls: list[tuple[str, int]], recv: str, n_sent: int) -> str | None:
+    """None when every poll of the receiving veth took 64 frames or none, but the last, and all frames
+    arrived; otherwise the reason, in one line."""
+    works = [w for dev, w in polls if dev == recv and w]
+    if sum(works) != n_sent:
+        return f"the receiving veth polled {sum(works)} of {n_sent} frames"
+    bad = [i for i, w in enumerate(works[:-1]) if w != NAPI_POLL_WEIGHT]
+    if bad:
+        return f"poll {bad[0] + 1} of the receiving veth took {works[bad[0]]} frames, not {NAPI_POLL_WEIGHT}"
+    return None
+
+
+@contextlib.contextmanager
+def _tracefs() -> Iterator[Tracefs]:
+    with _signals_held():
+        try:
+            tracefs = Tracefs()
+        except OSError as e:
+            raise OracleUnavailable(f"no usable tracefs: {e}") from None
+    try:
+        yield tracefs
+    finally:
+        with _signals_held():
+            tracefs.close()
+
+
+@contextlib.contextmanager
+def _cpu_slot(timeout_s: float = 300.0) -> Iterator[int]:
+    """Hold one CPU for injection, exclusive among kernel replays of this host (threads and processes).
+
+    Two injectors on one CPU starve each other's NAPI thread and overflow the veth ring, so each run takes
+    a CPU of its own (the last free one this process may use), waiting while all are taken. The lock is
+    an abstract unix socket name: no file is left behind, and it is released when its holder dies.
+    """
+    cpus = sorted(os.sched_getaffinity(0), reverse=True)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for cpu in cpus:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.bind(f"\0gro-replay/kernel-backend/cpu{cpu}")
+            except OSError:
+                sock.close()
+                continue
+            try:
+                yield cpu
+            finally:
+                sock.close()
+            return
+        if time.monotonic() > deadline:
+            raise OracleError(f"other kernel replays held every CPU for {timeout_s:.0f} s")
+        time.sleep(0.005)
+
+
+_LEFTOVER = re.compile(r"groreplay-(\d+)-[0-9a-f]{8}(?:-[ab])?")
+
+
+def remove_leftovers() -> list[str]:
+    """Delete the namespaces and trace instances of kernel replays whose process is gone (killed with
+    SIGKILL, say, when no cleanup can run); returns their names. Runs of live processes are untouched.
+
+    Raises: OracleUnavailable without tracefs; OracleError when something could not be removed.
+    """
+
+    def orphaned(name: str) -> bool:
+        m = _LEFTOVER.fullmatch(name)
+        return m is not None and not Path(f"/proc/{m[1]}").exists()
+
+    try:
+        namespaces = [n for n in os.listdir("/run/netns") if orphaned(n)]
+    except FileNotFoundError:
+        namespaces = []
+    if namespaces:
+        netns.ip_batch([f"netns del {n}" for n in namespaces], force=True)
+    with _tracefs() as tracefs:
+        instances = [n for n in tracefs.instances() if orphaned(n)]
+        for name in instances:
+            inst = TraceInstance(tracefs, name)
+            inst.created = True
+            inst.remove()
+    stuck = [n for n in namespaces if Path(netns.netns_path(n)).exists()]
+    if stuck:
+        raise OracleError(f"could not delete namespaces {', '.join(stuck)}")
+    return namespaces + instances
+
+
+def run_kernel(
+    frames: Sequence[bytes],
+    *,
+    rx_csum: str = "none",
+    csum_level: int = 0,
+    defer_to_tunnel: bool = False,
+    vxlan_port: int = 4789,
+    retries: int = 3,
+) -> OracleResult:
+    """Replay ``frames`` (full Ethernet II frames) through the running kernel; see the module docstring.
+
+    Args: rx_csum: 'none' (CHECKSUM_NONE) or 'unnecessary' (CHECKSUM_UNNECESSARY at ``csum_level``, 0..3);
+        defer_to_tunnel: elide GRO on the receiving veth with generic XDP; vxlan_port: the vxlan device's
+        UDP port; retries: attempts allowed for the poll-shape self-check.
+    Returns: OracleResult; frames not sent are counted per reason in ``frames_not_replayable`` (see
+        ``NOT_REPLAYABLE``), ``sent`` lists the indices of those sent (feed the simulator the same ones).
+    Raises: ValueError on bad arguments; OracleUnavailable when the machine lacks a capability;
+        OracleError when no attempt passed the self-check or a step failed (one-line message).
+
+    Every exit path removes the namespaces (with their devices), BPF links, trace instance and helper
+    processes. Called from the main thread, SIGINT (KeyboardInterrupt) and SIGTERM (SystemExit 143, when
+    its handler is the default) unwind through that cleanup; during setup and cleanup they are held until
+    the step ends. Runs in several threads or processes at once are independent: names are unique per
+    run, and each injection takes a CPU of its own, waiting while every CPU is taken.
+    """
+    if rx_csum not in RX_CSUM:
+        raise ValueError(f"rx_csum must be one of {RX_CSUM}, not {rx_csum!r}")
+    if not 0 <= csum_level <= 3:
+        raise ValueError(f"csum_level must be 0..3 (SKB_MAX_CSUM_LEVEL), not {csum_level}")
+    if not 0 < vxlan_port < 65536:
+        raise ValueError(f"vxlan_port out of range: {vxlan_port}")
+    if retries < 1:
+        raise ValueError("retries must be at least 1")
+    check_environment()
+    release, hz = kernel_release(), kernel_hz()
+    plan = plan_frames(frames, geneve=geneve_available())
+    if not plan.sent:
+        return OracleResult([], [], release, hz, 0, dict(plan.not_replayable), 0)
+    n_inc = csum_level + 1 if rx_csum == "unnecessary" else 0
+    reason = ""
+    with _sigterm_unwinds(), _tracefs() as tracefs:
+        for attempt in range(1, retries + 1):
+            run = _Run(tracefs, plan, frames, n_inc=n_inc, defer=defer_to_tunnel, vxlan_port=vxlan_port)
+            finished = False
+            try:
+                # an interrupt inside subprocess.Popen can orphan an `ip netns add`: let none cut setup short
+                with _signals_held():
+                    run.build()
+                with _cpu_slot() as cpu:
+                    deliveries, polls = run.replay(cpu)
+                reason = _self_check(polls, run.recv, len(plan.sent)) or ""
+                finished = True
+                if reason:
+                    log.debug("attempt %d: %s", attempt, reason)
+            except _AttemptFailed as e:
+                reason, finished = str(e), True
+                log.debug("attempt %d: %s", attempt, reason)
+            except subprocess.TimeoutExpired:
+                raise OracleError("the injector did not finish in time") from None
+            except bpf.BpfError as e:
+                if n_inc and e.errno == errno.EINVAL:
+                    raise OracleUnavailable(f"cannot attach tcx egress (kernel >= 6.6 needed): {e}") from None
+                raise OracleError(f"BPF: {e}") from None
+            except (netns.CommandError, OSError) as e:
+                raise OracleError(f"kernel replay failed: {e}") from None
+            finally:
+                with _signals_held():
+                    problems = run.close()
+                if problems and finished:
+                    raise OracleError("cleanup failed: " + "; ".join(problems))
+            if not reason:
+                return OracleResult(
+                    deliveries=deliveries,
+                    polls=polls,
+                    kernel_release=release,
+                    hz=hz,
+                    frames_sent=len(plan.sent),
+                    frames_not_replayable=dict(plan.not_replayable),
+                    attempts=attempt,
+                    sent=list(plan.sent),
+                    devices=dict(run.devices),
+                )
+    raise OracleError(f"kernel replay not deterministic after {retries} attempts: {reason}")
