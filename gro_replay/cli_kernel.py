@@ -1,0 +1,213 @@
+"""``gro-replay kernel`` and ``gro-replay validate``: the running kernel as a backend and as the simulator's judge."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import replace
+
+import click
+from rich.console import Console
+
+from .capture.reader import CaptureError
+from .cli import CheckFailed, EnvironmentProblem, UsageError, _open_out
+
+_RX = click.Choice(["none", "unnecessary", "unnecessary-tunnel"])
+
+
+def _common(f):
+    opts = [
+        click.argument("capture", type=click.Path(dir_okay=False)),
+        click.option(
+            "--rx-csum",
+            type=_RX,
+            default="none",
+            show_default=True,
+            help="Checksum state the frames arrive with (tcx BPF sets UNNECESSARY levels).",
+        ),
+        click.option(
+            "--defer-to-tunnel",
+            is_flag=True,
+            help="Generic XDP on the phys device: GRO elided there, done by the vxlan gro_cells.",
+        ),
+        click.option(
+            "--vxlan-port",
+            type=click.IntRange(1, 65535),
+            default=None,
+            help="VXLAN port (default: the one the capture uses, else 4789).",
+        ),
+        click.option("--phys-dev", default="eth0", show_default=True),
+        click.option("--tunnel-dev", default="vxlan0", show_default=True),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev):
+    from .oracle import OracleUnavailable, check_environment
+    from .sim import PollModel, ReplayConfig
+    from .validate import load_capture
+
+    try:
+        check_environment()
+    except OracleUnavailable as e:
+        raise EnvironmentProblem(str(e)) from None
+    ports = (vxlan_port,) if vxlan_port else (4789, 8472)
+    cfg = ReplayConfig(
+        rx_csum=rx_csum,
+        poll=PollModel("budget"),
+        rss="none",
+        vxlan_ports=ports,
+        phys_dev=phys_dev,
+        vxlan_dev=tunnel_dev,
+        tunnel_metadata=True,
+    )
+    try:
+        loaded = load_capture(capture, cfg)
+    except CaptureError as e:
+        raise UsageError(str(e)) from None
+    if vxlan_port is None:
+        used = Counter(
+            (f[1][36] << 8 | f[1][37]) for f in loaded.frames if len(f[1]) > 38 and f[1][12:14] == b"\x08\x00"
+        )
+        used = [p for p, _ in used.most_common() if p in ports]
+        vxlan_port = used[0] if used else 4789
+    return cfg, loaded, vxlan_port
+
+
+def _run_oracle(loaded, rx_csum, defer, port):
+    from .oracle import OracleError, OracleUnavailable, run_kernel
+    from .validate import ORACLE_RX_CSUM
+
+    mode, level = ORACLE_RX_CSUM[rx_csum]
+    try:
+        return run_kernel(
+            [f[1] for f in loaded.frames],
+            rx_csum=mode,
+            csum_level=level,
+            defer_to_tunnel=defer,
+            vxlan_port=port,
+        )
+    except OracleUnavailable as e:
+        raise EnvironmentProblem(str(e)) from None
+    except OracleError as e:
+        raise click.ClickException(f"kernel backend: {e}") from None
+
+
+@click.command("kernel")
+@_common
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--trace", "trace_path", default=None, help="netif_receive_skb lines to PATH or -.")
+def kernel_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, fmt, trace_path):
+    """Replay CAPTURE through the running Linux kernel (private namespaces, veth + vxlan) and report what its
+    GRO stages delivered. Needs root, network namespaces, tracefs, vxlan and bpf(2) (exit 3 otherwise)."""
+    from .report.document import document
+    from .report.table import render
+    from .report.trace import TraceWriter
+    from .validate import kernel_result
+
+    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev)
+    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port)
+    tracer = out = None
+    if trace_path:
+        out, _ = _open_out(trace_path)
+        tracer = TraceWriter(out, tag=False)
+        tracer.bind(loaded.replayer.input)
+    result = kernel_result(loaded, oracle, cfg, tracer)
+    if out is not None and trace_path != "-":
+        out.close()
+    if fmt == "json":
+        doc = document(result, backend="kernel")
+        doc["kernel"] = {
+            "release": oracle.kernel_release,
+            "hz": oracle.hz,
+            "attempts": oracle.attempts,
+            "defer_to_tunnel": defer_to_tunnel,
+            "frames_sent": oracle.frames_sent,
+            "frames_not_replayable": oracle.frames_not_replayable,
+            "segments": "inferred from lengths",
+        }
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
+        console.print(
+            f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent} frames sent"
+            + (
+                ", GRO deferred to the tunnel device (generic XDP on the phys device)"
+                if defer_to_tunnel
+                else ""
+            )
+            + "; segments per skb inferred from lengths",
+            highlight=False,
+            markup=False,
+        )
+        render(result, console)
+
+
+@click.command("validate")
+@_common
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def validate_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, fmt):
+    """Run the simulator (profile of the running kernel, same checksum state, budget polls, --rss none) and the
+    kernel backend on the same frames; compare the delivered lengths per device. Exit 0 when they agree, 1 when
+    they differ, 3 when the kernel backend cannot run."""
+    from .oracle import kernel_hz, kernel_release
+    from .validate import compare, profile_for_release
+
+    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev)
+    release = kernel_release()
+    try:
+        model = profile_for_release(release)
+    except ValueError as e:
+        raise EnvironmentProblem(str(e)) from None
+    sim_cfg = replace(
+        cfg, kernels=(model,), hz=kernel_hz(), vxlan_ports=(port,), phys_xdp_generic=defer_to_tunnel
+    )
+    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port)
+    devices = compare(loaded, oracle, sim_cfg)
+    ok = all(d.agrees for d in devices)
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "kernel_release": release,
+                    "hz": oracle.hz,
+                    "simulator_profile": model.release,
+                    "frames_sent": oracle.frames_sent,
+                    "frames_not_replayable": oracle.frames_not_replayable,
+                    "agrees": ok,
+                    "devices": [d.as_dict() for d in devices],
+                },
+                indent=2,
+            )
+        )
+    else:
+        click.echo(
+            f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
+            f"{oracle.frames_sent} frames, --rx-csum {rx_csum}"
+            + (", deferred to tunnel" if defer_to_tunnel else "")
+        )
+        for d in devices:
+            name = phys_dev if d.stage == "phys" else tunnel_dev
+            click.echo(f"  {name} ({d.stage}): {d.matching}/{d.total} skbs agree")
+            div = d.first_divergence()
+            if div:
+                click.echo(
+                    f"    first divergence at skb {div['index'] + 1}: kernel len={div['kernel_len']} "
+                    f"(frames {div['kernel_frames'] or '?'}), simulator len={div['sim_len']} (frames {div['sim_frames']})"
+                )
+        if oracle.frames_not_replayable:
+            click.echo(
+                "  not replayable: " + ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items())
+            )
+        click.echo(
+            f"SUMMARY validate agrees={'yes' if ok else 'no'} "
+            + " ".join(f"{d.stage}={d.matching}/{d.total}" for d in devices)
+        )
+    if not ok:
+        raise CheckFailed("simulator and kernel differ")
+
+
+COMMANDS = [kernel_cmd, validate_cmd]

@@ -1,0 +1,278 @@
+"""The kernel backend as a report, and the simulator-vs-kernel comparison (``gro-replay kernel`` / ``validate``).
+
+The running kernel only tells, per delivered skb, its device and ``skb->len`` (``net:netif_receive_skb``). To show
+segments per skb in the same table as the simulator, each delivery is matched to the frames it carries: merges
+only join consecutive segments of one flow, so a delivery of ``len`` L is the shortest run of a flow's pending
+frames whose first frame's L3 length plus the others' TCP payload lengths equals L (first flow in send order that
+fits). The match is reported as inferred; ``validate`` compares lengths, not inferred segments.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from .capture.reader import open_capture
+from .kernel.model import PROFILES, KernelModel
+from .packet.decode import SKIP_TRUNCATED_RECORD
+from .report.stats import KernelStats
+from .sim import ReplayConfig, Replayer, Result
+
+ORACLE_RX_CSUM = {
+    "none": ("none", 0),
+    "unnecessary": ("unnecessary", 0),
+    "unnecessary-tunnel": ("unnecessary", 1),
+}
+
+
+def profile_for_release(release: str) -> KernelModel:
+    """The newest modelled profile not newer than ``release`` (e.g. ``6.18.44-fc`` → 6.18).
+
+    Raises: ValueError when the release cannot be parsed or predates every profile.
+    """
+    m = re.match(r"(\d+)\.(\d+)", release)
+    if not m:
+        raise ValueError(f"cannot parse kernel release {release!r}")
+    have = (int(m.group(1)), int(m.group(2)))
+    best = None
+    for rel, model in PROFILES.items():
+        v = tuple(int(x) for x in rel.split("."))
+        if v <= have and (best is None or v > best[0]):
+            best = (v, model)
+    if best is None:
+        raise ValueError(f"kernel {release} is older than every modelled profile ({', '.join(PROFILES)})")
+    return best[1]
+
+
+@dataclass
+class LoadedCapture:
+    """A capture decoded once for both backends: replayable frames ``(ts_ns, frame, …)`` and the replayer."""
+
+    replayer: Replayer
+    frames: list[tuple] = field(default_factory=list)
+
+
+def load_capture(path: str, config: ReplayConfig) -> LoadedCapture:
+    """Read and decode a whole capture (the kernel backend needs all frames before it starts).
+
+    Raises: capture.reader.CaptureError.
+    """
+    rep = Replayer(config)
+    rep.input.path = str(path)
+    with open_capture(path) as cap:
+        frames = list(rep.decoded(cap))
+        if cap.truncated_records:
+            rep.input.frames_read += cap.truncated_records
+            rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
+    return LoadedCapture(rep, frames)
+
+
+def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int, int]:
+    """(outer L3 length, inner L3 length, inner TCP payload length) of a decoded frame, in bytes.
+
+    ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled TCP.
+    """
+    e = frame[12] << 8 | frame[13]
+    if e == 0x0800:
+        outer = (frame[16] << 8) | frame[17]
+        udp = 14 + (frame[14] & 0x0F) * 4
+    elif e == 0x86DD:
+        outer = ((frame[18] << 8) | frame[19]) + 40
+        udp = 54
+    else:
+        return len(frame) - 14, 0, 0
+    end = 14 + outer
+    if udp + 16 > len(frame):
+        return outer, 0, 0
+    kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
+    if kind is None or not l4:
+        return outer, 0, 0
+    tun = 8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4
+    inner_l3 = udp + 8 + tun + 14
+    if l4 + 13 >= len(frame) or l4 <= inner_l3:
+        return outer, end - inner_l3, 0
+    doff = (frame[l4 + 12] >> 4) * 4
+    return outer, end - inner_l3, max(0, end - (l4 + doff))
+
+
+class _Delivered:
+    """What the backend knows of one delivered skb, shaped like an SkBuff for the report sinks."""
+
+    __slots__ = ("len", "frames", "flow", "addr", "cb")
+
+    class _Cb:
+        __slots__ = ("why",)
+
+        def __init__(self, why):
+            self.why = why
+
+    def __init__(self, length: int, frames: list[int], flow: int, addr: int, why: str) -> None:
+        self.len = length
+        self.frames = frames
+        self.flow = flow
+        self.addr = addr
+        self.cb = self._Cb(why)
+
+
+class _Dev:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def match_deliveries(
+    lengths: list[int], frames: list[tuple], stage: str, tunnel_ports: dict[int, str]
+) -> list[tuple[list[int], int]]:
+    """Match delivered lengths to the frames they carry (see module docstring); returns (frame indices, flow).
+
+    ``frames`` are decoded frames in send order; ``stage`` picks outer (phys) or inner (tunnel) L3 lengths.
+    Unmatched deliveries get ``([], -1)``.
+    """
+    pending: dict[int, deque] = {}
+    order: list[int] = []
+    for f in frames:
+        _ts, frame, _vlan, fid, _h, _l4h, l4, index = f
+        outer, inner, payload = _frame_lengths(frame, l4, tunnel_ports)
+        first = outer if stage == "phys" else inner
+        if fid not in pending:
+            pending[fid] = deque()
+            order.append(fid)
+        pending[fid].append((index, first, payload))
+    out = []
+    for length in lengths:
+        found = None
+        for fid in sorted((f for f in order if pending[f]), key=lambda f: pending[f][0][0]):
+            q = pending[fid]
+            total = q[0][1]
+            k = 1
+            while total < length and k < len(q):
+                total += q[k][2]
+                k += 1
+            if total == length:
+                found = (fid, k)
+                break
+        if found is None:
+            out.append(([], -1))
+            continue
+        fid, k = found
+        out.append(([pending[fid].popleft()[0] for _ in range(k)], fid))
+    return out
+
+
+def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
+    """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``)."""
+    rep = loaded.replayer
+    name = f"linux-{oracle.kernel_release.split('-')[0]}"
+    ks = KernelStats(name, oracle.kernel_release, on_deliver)
+    sent = [loaded.frames[i] for i in oracle.sent]
+    names = {"phys": config.phys_dev, "tunnel": config.vxlan_dev}
+    by_stage = {"phys": [], "tunnel": []}
+    for d in oracle.deliveries:
+        by_stage[d.dev_role].append(d)
+    ports = rep.decoder.tunnel_ports
+    matched = {s: match_deliveries([d.len for d in by_stage[s]], sent, s, ports) for s in by_stage}
+    cursor = {"phys": 0, "tunnel": 0}
+    t0 = rep.input.first_ts_ns or 0
+    first_ts = oracle.deliveries[0].ts if oracle.deliveries else 0.0
+    for d in oracle.deliveries:
+        i = cursor[d.dev_role]
+        cursor[d.dev_role] += 1
+        frames_idx, fid = matched[d.dev_role][i]
+        skb = _Delivered(
+            d.len, frames_idx or [-1], fid, 0xFFFF888200000000 + (len(ks.flows) << 8) + i, "kernel"
+        )
+        if fid < 0:
+            skb.flow = -1
+        now = t0 + int((d.ts - first_ts) * 1e9)
+        ks.netif_receive_skb(d.dev_role, _Dev(names[d.dev_role]), skb, now)
+    ks.stages["phys"].frames_in = len(sent)
+    ks.stages["phys"].skbs_in = len(sent)
+    ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)
+    ks.stages["tunnel"].skbs_in = ks.stages["tunnel"].frames_in
+    for reason, n in oracle.frames_not_replayable.items():
+        rep.input.skipped[f"kernel_backend:{reason}"] += n
+    rep.input.frames_replayed = len(sent)
+    cfg = replace(config, kernels=(KernelModel(name=name, release=oracle.kernel_release),))
+    flows = list(rep.decoder.flows)
+    classes = list(rep.decoder.flow_class)
+    if -1 in ks.flows:
+        from .packet.decode import FlowKey
+
+        flows.append(FlowKey("(unmatched)", "", 0, 0, "", 0, "", "", 0, 0, 0, False))
+        classes.append("unmatched")
+        ks.flows[len(flows) - 1] = ks.flows.pop(-1)
+    return Result(rep.input, cfg, [ks], flows, classes)
+
+
+@dataclass
+class DeviceAgreement:
+    """Per device: delivered lengths from both backends, how many match position by position, first divergence."""
+
+    stage: str
+    kernel: list[int]
+    sim: list[int]
+    sim_frames: list[list[int]]
+    kernel_frames: list[list[int]]
+
+    @property
+    def matching(self) -> int:
+        n = 0
+        for a, b in zip(self.kernel, self.sim, strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    @property
+    def total(self) -> int:
+        return max(len(self.kernel), len(self.sim))
+
+    @property
+    def agrees(self) -> bool:
+        return self.kernel == self.sim
+
+    def first_divergence(self) -> dict | None:
+        if self.agrees:
+            return None
+        i = self.matching
+        return {
+            "index": i,
+            "kernel_len": self.kernel[i] if i < len(self.kernel) else None,
+            "sim_len": self.sim[i] if i < len(self.sim) else None,
+            "sim_frames": [f + 1 for f in self.sim_frames[i]] if i < len(self.sim_frames) else [],
+            "kernel_frames": [f + 1 for f in self.kernel_frames[i] if f >= 0]
+            if i < len(self.kernel_frames)
+            else [],
+        }
+
+    def as_dict(self) -> dict:
+        return {
+            "stage": self.stage,
+            "matching": self.matching,
+            "total": self.total,
+            "agrees": self.agrees,
+            "first_divergence": self.first_divergence(),
+        }
+
+
+def compare(loaded: LoadedCapture, oracle, sim_config: ReplayConfig) -> list[DeviceAgreement]:
+    """Run the simulator on exactly the frames the kernel received and compare per device."""
+    sent = [loaded.frames[i] for i in oracle.sent]
+    seq = {"phys": [], "tunnel": []}
+
+    def collect(_k, stage, _dev, skb, _now):
+        seq[stage].append((skb.len, list(skb.frames)))
+
+    rep = Replayer(sim_config, collect)
+    rep.run_polls(iter(sent))
+    rep.finish()
+    out = []
+    for stage in ("phys", "tunnel"):
+        klens = [d.len for d in oracle.deliveries if d.dev_role == stage]
+        kframes = [f for f, _ in match_deliveries(klens, sent, stage, rep.decoder.tunnel_ports)]
+        out.append(
+            DeviceAgreement(stage, klens, [x[0] for x in seq[stage]], [x[1] for x in seq[stage]], kframes)
+        )
+    return out
