@@ -9,6 +9,7 @@ really absent (the reason from ``check_environment``).
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import replace
 
@@ -41,12 +42,17 @@ def _netns() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+def _ours() -> tuple[set[str], set[str]]:
+    # names carry the creating process id (groreplay-<pid>-…): other processes' live runs are not ours
+    mine = f"groreplay-{os.getpid()}-"
+    return {n for n in _netns() if n.startswith(mine)}, {n for n in trace_instances() if n.startswith(mine)}
+
+
 @pytest.fixture(scope="module", autouse=True)
 def leaves_nothing_behind():
-    """After every kernel run of this module, the host's namespaces and tracefs instances are as before."""
-    before = (_netns(), set(trace_instances()))
+    """After every kernel run of this module, no namespace or tracefs instance of this process is left."""
     yield
-    assert (_netns(), set(trace_instances())) == before
+    assert _ours() == (set(), set())
 
 
 def _write(tmp_path, frames, name="c.pcap") -> str:
