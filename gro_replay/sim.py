@@ -3,6 +3,11 @@
 The one-shot API is ``replay_capture(path, config)`` / ``replay_frames(frames, config)`` returning a ``Result``
 (DPDK's ``rte_gro_reassemble_burst`` tier); the stateful tier is ``kernel.Kernel`` itself. Each kernel model
 gets its own skb per frame (GRO mutates skbs) built from the same decoded bytes.
+
+Stages in order: records → (``resegment``: super-frames split into wire frames, resegment.py) → decode → RSS
+queue (``rx_queues``) → poll schedule (``iter_polls`` / ``PollSchedule``: poll model, repolls, gro_flush_timeout
+and napi_defer_hard_irqs) → ``Kernel.net_rx_action`` per poll. All streaming: memory holds the frames not yet
+polled, never the capture.
 """
 
 from __future__ import annotations
@@ -12,14 +17,20 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .capture.reader import DLT_EN10MB, l2_normalize, open_capture
+from .capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
+from .kernel.gro_cells import GroCells
 from .kernel.kernel import Kernel
 from .kernel.model import K_5_11, K_5_12, KernelModel
+from .kernel.napi import Napi
 from .kernel.nic import DEFAULT_RSS_KEY, RX_CSUM_PROFILES, toeplitz_hash
 from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff
 from .packet.csum import csum_partial
-from .packet.decode import SKIP_LINKTYPE, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD, Decoder
+from .packet.decode import CLS_TUNNEL_TCP, SKIP_LINKTYPE, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD, Decoder
 from .report.stats import KernelStats
+from .resegment import Resegmenter
+
+#: Entries of the RSS indirection table (a common size; drivers use 64..512).
+RSS_INDIR_TABLE_SIZE = 128
 
 
 class ConfigError(ValueError):
@@ -33,6 +44,7 @@ class PollModel:
     ``budget``: capture order, ``weight`` frames per poll. ``gap``: a new poll when the inter-arrival gap exceeds
     ``usecs`` µs (at most ``weight``). ``rx-usecs``: interrupt moderation — a poll starts ``usecs`` µs after the
     first pending frame and takes what has arrived (at most ``weight``), repeating at once after a full poll.
+    The exact rules, with repolls and timers, are in the comment above ``iter_polls``.
     """
 
     kind: str = "budget"
@@ -78,6 +90,15 @@ class ReplayConfig:
     gro_max_size: int = 65536
     gro_flush_timeout_ns: int = 0
     napi_defer_hard_irqs: int = 0
+    #: a generic-XDP program on the phys device: netif_elide_gro() is true there (kernel-oracle.md)
+    phys_xdp_generic: bool = False
+    #: RX queues of the phys device: one NAPI each, flows spread by the RSS indirection table, one CPU per queue
+    rx_queues: int = 1
+    #: super-frame splitting before replay: "off" (frames replayed as given; the library default), "auto" (the
+    #: CLI's default) or a fixed MSS (int); see resegment.py
+    resegment: str | int = "off"
+    #: bytes of the outer IP datagram a wire frame carries (the resegmenting threshold)
+    mtu: int = 1500
 
     def validate(self) -> None:
         """Raises ConfigError naming the bad value."""
@@ -94,6 +115,11 @@ class ReplayConfig:
         overlap = set(self.vxlan_ports) & set(self.geneve_ports)
         if overlap:
             raise ConfigError(f"port {min(overlap)} given as both VXLAN and Geneve")
+        if not 1 <= self.rx_queues <= RSS_INDIR_TABLE_SIZE:
+            raise ConfigError(f"--rx-queues must be 1..{RSS_INDIR_TABLE_SIZE}")
+        self.resegment = parse_resegment(str(self.resegment))
+        if not 68 <= self.mtu <= 65535:
+            raise ConfigError("--mtu must be 68..65535 (bytes of the outer IP datagram)")
 
     def as_dict(self) -> dict:
         return {
@@ -114,12 +140,33 @@ class ReplayConfig:
             "geneve_ports": list(self.geneve_ports),
             "devices": {"phys": self.phys_dev, "vxlan": self.vxlan_dev, "geneve": self.geneve_dev},
             "tunnel_metadata": self.tunnel_metadata,
+            "rx_queues": self.rx_queues,
+            "resegment": str(self.resegment),
+            "mtu": self.mtu,
         }
+
+
+def parse_resegment(text: str) -> str | int:
+    """Parse ``--resegment``: ``auto``, ``off`` or an MSS in bytes (1..65535). Raises ConfigError."""
+    if text in ("auto", "off"):
+        return text
+    try:
+        mss = int(text)
+    except ValueError:
+        mss = 0
+    if not 1 <= mss <= 65535:
+        raise ConfigError(f"invalid --resegment {text!r}: use auto, off or an MSS in bytes (1..65535)")
+    return mss
 
 
 @dataclass
 class InputStats:
-    """What was read: frames, bytes, skips by reason, frame classes; ``path``/``sha256`` for capture files."""
+    """What was read: frames, bytes, skips by reason, frame classes; ``path``/``sha256`` for capture files.
+
+    ``frames_replayed`` and ``classes`` count the frames that entered the simulation: a resegmented super-frame
+    counts once in ``resegmented_frames`` and as its segments (``segments_created``) there.
+    ``oversize_not_split``: frames above the MTU replayed as captured, by reason (resegment.py ``KEEP_*``).
+    """
 
     path: str | None = None
     sha256: str | None = None
@@ -130,6 +177,9 @@ class InputStats:
     classes: Counter = field(default_factory=Counter)
     first_ts_ns: int | None = None
     last_ts_ns: int | None = None
+    resegmented_frames: int = 0
+    segments_created: int = 0
+    oversize_not_split: Counter = field(default_factory=Counter)
 
     def as_dict(self) -> dict:
         return {
@@ -141,6 +191,9 @@ class InputStats:
             "skipped": dict(sorted(self.skipped.items())),
             "classes": dict(sorted(self.classes.items())),
             "duration_ns": (self.last_ts_ns - self.first_ts_ns) if self.first_ts_ns is not None else 0,
+            "resegmented_frames": self.resegmented_frames,
+            "segments_created": self.segments_created,
+            "oversize_not_split": dict(sorted(self.oversize_not_split.items())),
         }
 
 
@@ -156,32 +209,68 @@ class Result:
 
 
 # -- poll models -----------------------------------------------------------------------------------------------------
+# A poll is ``(poll_time_ns, frames)``: the driver hands ``frames`` (at most ``weight``) to napi_gro_receive at
+# ``poll_time_ns``, the time the NAPI's jiffies and the held packets' ``age`` are taken from. The rules (gro-spec
+# §1.3, §1.8; net/core/dev.c ``napi_poll``, ``napi_complete_done``, ``napi_watchdog``):
+#
+# * budget: the NIC always has frames: a poll takes the next ``weight`` frames in capture order at the time of the
+#   last of them; the rest of the input is polled at the input's last timestamp.
+# * gap:US: a burst is a run of frames whose inter-arrival gaps are ≤ US µs; a poll takes the burst (at most
+#   ``weight``) at the time of its last frame.
+# * rx-usecs:US: interrupt moderation: a poll runs US µs after the first frame that arrived since the last poll
+#   and takes the frames that arrived by then (ts ≤ poll time), at most ``weight``.
+# * A poll that takes ``weight`` frames leaves the NAPI scheduled (``napi_poll`` repoll list): the next poll
+#   follows at once — rx-usecs: at the same time, taking what had arrived by then; budget/gap: the next
+#   ``weight`` frames of the input/burst. When nothing is left (end of input / end of burst / nothing arrived)
+#   that repoll is empty: ``napi_complete_done(0)``, which flushes what the full poll kept (HZ ≥ 1000).
+# * gro_flush_timeout (ns) > 0: ``napi_complete_done`` arms the NAPI's hrtimer at poll time + timeout (when GRO
+#   holds packets, or while napi_defer_hard_irqs defers); when it fires and the NAPI is not scheduled,
+#   ``napi_watchdog`` schedules a poll that takes the frames that have arrived by then (at most ``weight``).
+#   Without deferral the IRQ stays enabled: the next poll is the model's next poll or the timer's, whichever
+#   comes first. With napi_defer_hard_irqs > 0 the driver leaves the IRQ masked: the next poll is the timer's.
+#   A timer is never cancelled (only re-armed); one that fires while the NAPI is scheduled does nothing.
+# Timestamps that go backwards count as arriving at the latest time seen.
+
+
 def iter_polls(frames: Iterable, poll: PollModel, weight: int) -> Iterator[tuple[int, list]]:
     """Group decoded frames (tuples whose element 0 is ``ts_ns``) into polls ``(poll_time_ns, frames)``.
 
-    Streams: holds at most one poll's worth of frames (plus, for rx-usecs, the frames that arrived meanwhile).
+    The shortcut of ``PollSchedule`` for one NAPI without gro_flush_timeout (the poll schedule then does not depend
+    on the kernel's state); both give identical polls (tests/test_poll_models.py). Streams: holds at most one
+    poll's worth of frames (plus, for rx-usecs, the frames that arrived meanwhile).
     """
     if poll.kind == "budget":
         batch: list = []
+        last = None
         for f in frames:
             batch.append(f)
             if len(batch) == weight:
-                yield f[0], batch
+                last = f[0]
+                yield last, batch
                 batch = []
         if batch:
             yield batch[-1][0], batch
+        elif last is not None:
+            yield last, []  # the repoll after a full last poll finds nothing
     elif poll.kind == "gap":
         limit = int(poll.usecs * 1000)
         batch = []
         prev = None
         for f in frames:
-            if batch and (len(batch) == weight or f[0] - prev > limit):
-                yield prev, batch
-                batch = []
+            t = f[0]
+            if batch:
+                full = len(batch) == weight
+                if full or t - prev > limit:
+                    yield prev, batch
+                    if full and t - prev > limit:
+                        yield prev, []  # the burst ended with a full poll: its repoll finds nothing
+                    batch = []
             batch.append(f)
-            prev = f[0]
+            prev = t
         if batch:
             yield prev, batch
+            if len(batch) == weight:
+                yield prev, []
     else:
         delay = int(poll.usecs * 1000)
         pending: deque = deque()
@@ -190,23 +279,196 @@ def iter_polls(frames: Iterable, poll: PollModel, weight: int) -> Iterator[tuple
             while poll_at is not None and f[0] > poll_at:
                 take = [pending.popleft() for _ in range(min(weight, len(pending)))]
                 yield poll_at, take
-                if not pending:
+                if len(take) < weight:
                     poll_at = None
-                elif len(take) < weight:
-                    poll_at = pending[0][0] + delay
             pending.append(f)
             if poll_at is None:
                 poll_at = f[0] + delay
-        while pending:
+        while poll_at is not None:
             take = [pending.popleft() for _ in range(min(weight, len(pending)))]
             yield poll_at, take
-            if pending and len(take) < weight:
-                poll_at = pending[0][0] + delay
+            if len(take) < weight:
+                poll_at = None
+
+
+_IRQ, _REPOLL, _MASKED = 0, 1, 2
+
+
+class PollSchedule:
+    """The poll schedule of one NAPI (one RX queue), driven by frame arrivals and by what each poll's end did.
+
+    ``push(t, frame)`` records an arrival at ``t`` ns; ``due(now)`` is the time of the next poll when it runs
+    before a frame arriving at ``now`` (``None``: the input ended), else None; ``take(t)`` removes the frames
+    that poll handles; ``done(t, work, timeout, masked)`` feeds back what the poll's end did: ``timeout`` the
+    hrtimer ``napi_complete_done`` armed (ns, 0 = none), ``masked`` whether it left the IRQ masked (it returned
+    false: napi_defer_hard_irqs with a timeout). Rules: see the comment above ``iter_polls``.
+    Kernel: net/core/dev.c ``napi_poll`` (repoll after a full poll), ``napi_complete_done``, ``napi_watchdog``.
+    """
+
+    __slots__ = (
+        "kind",
+        "delay",
+        "weight",
+        "pending",
+        "state",
+        "timer_at",
+        "burst_last",
+        "last_poll",
+        "end_time",
+    )
+
+    def __init__(self, poll: PollModel, weight: int) -> None:
+        self.kind = poll.kind
+        self.delay = int(poll.usecs * 1000)
+        self.weight = weight
+        self.pending: deque = deque()  # (arrival ns, frame)
+        self.state = _IRQ
+        self.timer_at: int | None = None
+        self.burst_last: int | None = None  # last arrival (gap: the current burst's end so far)
+        self.last_poll: int | None = None
+        self.end_time = 0  # the input's last arrival, set when it ends (budget: when the rest is polled)
+
+    def push(self, t: int, frame) -> None:
+        self.pending.append((t, frame))
+        self.burst_last = t
+
+    def _rule(self, now: int | None) -> int | None:
+        """The poll model's next poll time (IRQ or repoll), or None when not known yet / nothing to poll."""
+        p = self.pending
+        w = self.weight
+        if self.kind == "rx-usecs":
+            if self.state == _REPOLL:
+                return self.last_poll
+            return p[0][0] + self.delay if p else None
+        if len(p) >= w:
+            return p[w - 1][0]
+        if not p and self.state != _REPOLL:
+            return None
+        if self.kind == "gap":
+            if now is None or now - self.burst_last > self.delay:
+                return self.burst_last
+            return None
+        return self.end_time if now is None else None
+
+    def due(self, now: int | None) -> int | None:
+        """Time of the next poll if it runs before an arrival at ``now`` (None: end of input), else None."""
+        if self.state == _MASKED:
+            t = self.timer_at
+        else:
+            t = self._rule(now)
+            tm = self.timer_at
+            if self.state == _IRQ and tm is not None and (t is None or tm < t):
+                t = tm
+        if t is None:
+            return None
+        if self.last_poll is not None and t < self.last_poll:
+            t = self.last_poll
+        return t if now is None or t < now else None
+
+    def lower_bound(self, now: int) -> int | None:
+        """The earliest time this NAPI's next poll can have (for ordering several queues); None: not before now."""
+        t = self.due(now)
+        if t is not None:
+            return t
+        if self.kind == "gap" and self.state != _MASKED and (self.pending or self.state == _REPOLL):
+            # the burst's poll is at its last frame: this one, unless a frame at ``now`` continues it
+            t = self.burst_last
+            if self.timer_at is not None and self.state == _IRQ:
+                t = min(t, self.timer_at)
+            return t if self.last_poll is None else max(t, self.last_poll)
+        return None
+
+    def take(self, t: int) -> list:
+        """Remove and return the frames the poll at ``t`` handles: those arrived by ``t``, at most ``weight``."""
+        p = self.pending
+        out = []
+        while p and len(out) < self.weight and p[0][0] <= t:
+            out.append(p.popleft()[1])
+        return out
+
+    def done(self, t: int, work: int, timeout: int, masked: bool) -> None:
+        """Record the end of the poll at ``t`` that handled ``work`` frames (see the class docstring)."""
+        self.last_poll = t
+        if self.timer_at is not None and self.timer_at <= t:
+            self.timer_at = None  # fired: it scheduled this poll, or found the NAPI scheduled
+        if work == self.weight:
+            self.state = _REPOLL
+            return
+        if timeout:
+            self.timer_at = t + timeout
+        self.state = _MASKED if masked else _IRQ
+
+
+def ethtool_rxfh_indir_default(index: int, n_rx_rings: int) -> int:
+    """The default RSS indirection table entry: ``index % n_rx_rings`` (round-robin over the RX queues).
+
+    Kernel: include/linux/ethtool.h ``ethtool_rxfh_indir_default``.
+    """
+    return index % n_rx_rings
+
+
+class RxQueue:
+    """One RX queue of one kernel: its phys NAPI, and the gro_cells of the CPU that handles it.
+
+    Model: one CPU per RX queue (IRQ affinity spread, no RPS/RFS): queue ``q``'s poll, the stack processing of
+    what it delivers (IP → UDP → ``vxlan_rcv``/``geneve_rx``) and therefore ``gro_cells_receive`` all run on CPU
+    ``q``, which queues to its own cell of each tunnel device (``this_cpu_ptr(gcells->cells)``); that cell's NAPI
+    runs in the same softirq round, after the phys poll (gro-spec §6.4). Each queue has its own GRO buckets,
+    rx_list and hrtimer. ``cells`` follows ``Kernel.tunnel_cells``; ``sock_cells`` the order of
+    ``Kernel.udp_tunnel_sockets``.
+    Kernel: net/core/gro_cells.c ``gro_cells_init`` (one cell per possible CPU), ``gro_cells_receive``.
+    """
+
+    __slots__ = ("napi", "cells", "sock_cells")
+
+    def __init__(self, napi: Napi, cells: list[GroCells], sock_cells: list[GroCells]) -> None:
+        self.napi = napi
+        self.cells = cells
+        self.sock_cells = sock_cells
+
+
+def add_rx_queues(k: Kernel, n: int, weight: int) -> list[RxQueue]:
+    """RX queues 0..n-1 of kernel ``k``: queue 0 is the kernel's own phys NAPI and cells; the others are new
+    ``Napi``s on the same phys ``NetDevice`` and new cells (one per tunnel device) for their CPUs.
+
+    The kernel core has one phys NAPI and one cell per tunnel device; ``enter_rx_queue`` switches those
+    references to a queue's objects before its poll (what ``this_cpu_ptr`` would select).
+    """
+    socks = list(k.udp_tunnel_sockets.values())
+    q0 = RxQueue(k.phys_napi, list(k.tunnel_cells), [sk.cells for sk in socks])
+    queues = [q0]
+    for _ in range(1, n):
+        napi = Napi(k, k.phys, k._phys_deliver, weight)
+        mine = {}
+        for c in q0.cells:
+            nc = GroCells(c.dev, None)  # type: ignore[arg-type]
+            nc.napi = Napi(k, c.dev, c.napi.netif_receive_skb_list, c.napi.weight)
+            mine[id(c)] = nc
+        queues.append(RxQueue(napi, [mine[id(c)] for c in q0.cells], [mine[id(c)] for c in q0.sock_cells]))
+    enter_rx_queue(k, q0)
+    return queues
+
+
+def enter_rx_queue(k: Kernel, rq: RxQueue) -> None:
+    """Make ``rq``'s NAPI and its CPU's cells the ones ``k`` polls and queues to."""
+    k.phys_napi = rq.napi
+    k.phys.napi = rq.napi
+    k.tunnel_cells = rq.cells
+    for sk, cells in zip(k.udp_tunnel_sockets.values(), rq.sock_cells, strict=True):
+        sk.cells = cells
+    for cells in rq.cells:
+        cells.dev.napi = cells.napi
 
 
 # -- the run ----------------------------------------------------------------------------------------------------------
 class Replayer:
-    """Owns the decoder, the kernels and their stats for one run; ``feed`` frames, then ``finish``."""
+    """Owns the decoder, the kernels and their stats for one run: ``run_polls(decoded(records))``, then ``finish``.
+
+    With ``rx_queues`` > 1 every kernel gets one phys NAPI per RX queue and one cell per tunnel device per queue's
+    CPU (``RxQueue``); a frame goes to queue ``indir[hash % 128]`` of the default indirection table
+    (``ethtool_rxfh_indir_default``); polls are formed per queue by the poll model and run in time order across
+    queues, so deliveries come out ordered by time.
+    """
 
     def __init__(self, config: ReplayConfig, on_deliver: Callable | None = None) -> None:
         config.validate()
@@ -234,10 +496,24 @@ class Replayer:
             )
             k.phys.gro_flush_timeout = config.gro_flush_timeout_ns
             k.phys.napi_defer_hard_irqs = config.napi_defer_hard_irqs
+            k.phys.xdp_generic = config.phys_xdp_generic
             k.phys_napi.weight = config.weight
             self.stats.append(st)
             self.kernels.append(k)
-        self._timers = [0] * len(self.kernels)
+        #: per kernel, its RX queues (queue 0 is the kernel's own phys NAPI)
+        self.queues: list[list[RxQueue]] = [
+            add_rx_queues(k, config.rx_queues, config.weight) for k in self.kernels
+        ]
+        self.reseg: Resegmenter | None = None
+        self._flow_mss: dict[int, int] | None = None
+        if config.resegment != "off":
+            mss = None if config.resegment == "auto" else int(config.resegment)
+            self.reseg = Resegmenter(config.mtu, mss, config.vxlan_ports, config.geneve_ports)
+            self.reseg.not_split = self.input.oversize_not_split
+            if mss is None:
+                self._flow_mss = {}
+        #: a pure-shortcut switch for tests: False runs every empty deferred-timer poll one by one
+        self.skip_idle_timer_polls = True
         if on_deliver is not None and hasattr(on_deliver, "bind"):
             on_deliver.bind(self.input)
 
@@ -252,8 +528,12 @@ class Replayer:
     def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
         """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable frames.
 
-        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``.
+        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``. With resegmenting on, a
+        super-frame yields its segments (same ``ts_ns`` and capture ``index``) instead: ``_decoded_resegmenting``.
         """
+        if self.reseg is not None:
+            yield from self._decoded_resegmenting(records)
+            return
         inp = self.input
         dec = self.decoder.decode
         for ts_ns, buf, orig_len, linktype in records:
@@ -279,6 +559,67 @@ class Replayer:
             inp.frames_replayed += 1
             inp.classes[self.decoder.flow_class[fid]] += 1
             yield ts_ns, frame, vlan, fid, self._rss(rss), len(rss) in (12, 36), l4, index
+
+    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+        """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
+        TCP flow, the largest TCP payload of the frames at or below the MTU (the flow's MSS for later splits)."""
+        inp = self.input
+        dec = self.decoder.decode
+        flow_class = self.decoder.flow_class
+        reseg = self.reseg
+        limit = reseg.limit
+        seen = self._flow_mss
+        flow_mss = self._mss_of_flow if seen is not None else None
+        for ts_ns, buf, orig_len, linktype in records:
+            index = inp.frames_read
+            inp.frames_read += 1
+            inp.bytes_read += len(buf)
+            if inp.first_ts_ns is None:
+                inp.first_ts_ns = ts_ns
+            inp.last_ts_ns = ts_ns
+            if len(buf) < orig_len:
+                inp.skipped[SKIP_SNAPLEN] += 1
+                continue
+            if linktype != DLT_EN10MB:
+                buf = l2_normalize(buf, linktype)
+                if buf is None:
+                    inp.skipped[SKIP_LINKTYPE] += 1
+                    continue
+            if len(buf) > limit and reseg.oversize(buf):
+                segs = reseg.split(buf, flow_mss)
+                if segs is not None:
+                    inp.resegmented_frames += 1
+                    inp.segments_created += len(segs)
+                    for seg in segs:
+                        r = dec(seg)
+                        if isinstance(r, str):
+                            inp.skipped[r] += 1
+                            continue
+                        frame, vlan, fid, rss, l4 = r
+                        inp.frames_replayed += 1
+                        inp.classes[flow_class[fid]] += 1
+                        yield ts_ns, frame, vlan, fid, self._rss(rss), len(rss) in (12, 36), l4, index
+                    continue
+            r = dec(buf)
+            if isinstance(r, str):
+                inp.skipped[r] += 1
+                continue
+            frame, vlan, fid, rss, l4 = r
+            inp.frames_replayed += 1
+            cls = flow_class[fid]
+            inp.classes[cls] += 1
+            if seen is not None and l4 and cls == CLS_TUNNEL_TCP and len(frame) <= limit:
+                payload = len(frame) - l4 - ((frame[l4 + 12] >> 4) << 2)
+                if payload > seen.get(fid, 0):
+                    seen[fid] = payload
+            yield ts_ns, frame, vlan, fid, self._rss(rss), len(rss) in (12, 36), l4, index
+
+    def _mss_of_flow(self, probe: bytes) -> int | None:
+        """The largest TCP payload seen so far in the flow of ``probe`` (a header-only frame), or None."""
+        r = self.decoder.decode(probe)
+        if isinstance(r, str):
+            return None
+        return self._flow_mss.get(r[2])
 
     def _skb(self, k: Kernel, f: tuple, complete_sum: int | None) -> SkBuff:
         ts_ns, frame, vlan, fid, h, l4_hash, l4, index = f
@@ -307,37 +648,140 @@ class Replayer:
         return skb
 
     def run_polls(self, frames: Iterable[tuple]) -> None:
-        """Run every poll of ``frames`` through every kernel (one read feeds all models)."""
+        """Run every poll of ``frames`` through every kernel (one read feeds all models).
+
+        One RX queue without gro_flush_timeout: the poll schedule does not depend on the kernel, ``iter_polls``
+        forms it once for all kernels. Otherwise ``_run_scheduled``.
+        """
+        cfg = self.config
+        if cfg.rx_queues > 1 or cfg.gro_flush_timeout_ns:
+            self._run_scheduled(frames)
+            return
         complete = self.profile.ip_summed == CHECKSUM_COMPLETE
-        for poll_time, batch in iter_polls(frames, self.config.poll, self.config.weight):
+        for poll_time, batch in iter_polls(frames, cfg.poll, cfg.weight):
             sums = [csum_partial(f[1], 14) for f in batch] if complete else None
             for i, k in enumerate(self.kernels):
-                t = self._timers[i]
-                if t and t < poll_time:
-                    k.flush_timer(t)
                 skbs = [self._skb(k, f, sums[j] if sums else None) for j, f in enumerate(batch)]
                 phys = self.stats[i].stages["phys"]
                 phys.frames_in += len(skbs)
                 phys.skbs_in += len(skbs)
-                timeout = k.net_rx_action(skbs, poll_time)
-                self._timers[i] = poll_time + timeout if timeout else 0
+                k.net_rx_action(skbs, poll_time)
+
+    def _run_scheduled(self, frames: Iterable[tuple]) -> None:
+        """Poll schedules per RX queue (``PollSchedule``), run in time order across queues.
+
+        Without gro_flush_timeout one schedule per queue serves every kernel; with it each kernel has its own
+        (its hrtimer depends on what its GRO holds). Holds only the frames not yet polled.
+        """
+        cfg = self.config
+        n = cfg.rx_queues
+        if cfg.gro_flush_timeout_ns:
+            groups = [[i] for i in range(len(self.kernels))]
+        else:
+            groups = [list(range(len(self.kernels)))]
+        scheds = [[PollSchedule(cfg.poll, cfg.weight) for _ in range(n)] for _ in groups]
+        indir = [ethtool_rxfh_indir_default(i, n) for i in range(RSS_INDIR_TABLE_SIZE)]
+        clock = None
+        for f in frames:
+            t = f[0]
+            if clock is not None and t < clock:
+                t = clock
+            clock = t
+            q = indir[f[4] % RSS_INDIR_TABLE_SIZE]
+            for g, ss in zip(groups, scheds, strict=True):
+                self._advance(g, ss, t)
+                ss[q].push(t, f)
+        for g, ss in zip(groups, scheds, strict=True):
+            for s in ss:
+                s.end_time = clock or 0
+            self._advance(g, ss, None)
+
+    def _advance(self, group: list[int], scheds: list[PollSchedule], now: int | None) -> None:
+        """Run, in time order, every poll of ``scheds`` that happens before an arrival at ``now`` (None: all)."""
+        while True:
+            best = -1
+            bt = 0
+            for q, s in enumerate(scheds):
+                d = s.due(now)
+                if d is not None and (best < 0 or d < bt):
+                    best, bt = q, d
+            if best < 0:
+                return
+            if now is not None and len(scheds) > 1:
+                for q, s in enumerate(scheds):
+                    if q != best:
+                        lb = s.lower_bound(now)
+                        if lb is not None and lb < bt:
+                            return  # another queue may still poll earlier: wait for its next frame
+            self._poll(group, scheds[best], best, bt, now)
+
+    def _poll(self, group: list[int], s: PollSchedule, q: int, t: int, now: int | None) -> None:
+        """One poll of RX queue ``q`` at ``t`` on each kernel of ``group``; feeds the outcome back to ``s``."""
+        multi = len(self.queues[group[0]]) > 1
+        if s.state == _MASKED and len(group) == 1 and self.skip_idle_timer_polls:
+            t = self._skip_idle_timer_polls(s, self.queues[group[0]][q].napi, t, now)
+        batch = s.take(t)
+        work = len(batch)
+        sums = (
+            [csum_partial(f[1], 14) for f in batch] if self.profile.ip_summed == CHECKSUM_COMPLETE else None
+        )
+        timeout = 0
+        masked = False
+        for i in group:
+            k = self.kernels[i]
+            rq = self.queues[i][q]
+            if multi:
+                enter_rx_queue(k, rq)
+            deferred = rq.napi.defer_hard_irqs_count
+            skbs = [self._skb(k, f, sums[j] if sums else None) for j, f in enumerate(batch)]
+            phys = self.stats[i].stages["phys"]
+            phys.frames_in += work
+            phys.skbs_in += work
+            timeout = k.net_rx_action(skbs, t)
+            if timeout and work < rq.napi.weight:
+                # napi_complete_done returned false (IRQ left masked) when its deferral branch ran with a timeout
+                masked = k.phys.napi_defer_hard_irqs > 0 if work else deferred > 0
+        s.done(t, work, timeout, masked)
+
+    @staticmethod
+    def _skip_idle_timer_polls(s: PollSchedule, napi: Napi, t: int, now: int | None) -> int:
+        """Shortcut of the empty timer polls of a masked, idle NAPI: returns the time of the last one to run.
+
+        Shortcuts running ``napi_complete_done(0)`` once per gro_flush_timeout while nothing arrives and GRO holds
+        nothing: each such poll only decrements ``defer_hard_irqs_count`` and re-arms the timer, and the one that
+        finds the count at 0 unmasks the IRQ. Results equal running them one by one (tests/test_poll_models.py).
+        """
+        if napi.held():
+            return t
+        first = s.pending[0][0] if s.pending else now
+        if first is not None and first <= t:
+            return t
+        to = napi.dev.gro_flush_timeout
+        count = napi.defer_hard_irqs_count
+        polls = count + 1 if first is None else min(count + 1, (first - 1 - t) // to + 1)
+        if polls <= 1:
+            return t
+        napi.defer_hard_irqs_count = count - (polls - 1)
+        napi.stats.polls += polls - 1
+        return t + (polls - 1) * to
 
     def finish(self) -> None:
-        """Fire pending flush timers so that nothing stays held, and collect the tunnel stage's input counts."""
+        """Collect every RX queue's NAPI counters and every CPU's cell counters into the kernels' stage stats."""
         for i, k in enumerate(self.kernels):
-            if self._timers[i]:
-                k.flush_timer(self._timers[i])
-                self._timers[i] = 0
             st = self.stats[i]
-            st.stages["phys"].sw_csum_bytes += k.phys_napi.stats.sw_csum_bytes
-            st.stages["phys"].results.update(k.phys_napi.stats.results)
+            phys = st.stages["phys"]
             tun = st.stages["tunnel"]
-            for cells in k.tunnel_cells:
-                tun.sw_csum_bytes += cells.napi.stats.sw_csum_bytes
-                tun.results.update(cells.napi.stats.results)
-            st.stack["gro_cells_receive:backlog_full"] += sum(c.dropped for c in k.tunnel_cells)
-            if not st.stack["gro_cells_receive:backlog_full"]:
-                del st.stack["gro_cells_receive:backlog_full"]
+            # gro_cells backlog drops are already counted: the stack outcome "gro_cells_receive:backlog_full"
+            for rq in self.queues[i]:
+                phys.sw_csum_bytes += rq.napi.stats.sw_csum_bytes
+                phys.results.update(rq.napi.stats.results)
+                phys.complete_errors += rq.napi.stats.complete_errors
+                for cells in rq.cells:
+                    tun.sw_csum_bytes += cells.napi.stats.sw_csum_bytes
+                    tun.results.update(cells.napi.stats.results)
+                    tun.complete_errors += cells.napi.stats.complete_errors
+            if len(self.queues[i]) > 1:
+                enter_rx_queue(k, self.queues[i][0])
 
     def result(self) -> Result:
         return Result(self.input, self.config, self.stats, self.decoder.flows, self.decoder.flow_class)
@@ -353,13 +797,16 @@ def replay_capture(
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.
     """
     rep = Replayer(config, on_deliver)
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    rep.input.path = str(path)
-    rep.input.sha256 = digest.hexdigest()
-    with open_capture(path) as cap:
+    with open_capture(path) as cap:  # first: a missing or unreadable file is a CaptureError (one line)
+        digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(chunk)
+        except OSError as e:
+            raise CaptureError(f"{path}: read error ({e.strerror or e})") from None
+        rep.input.path = str(path)
+        rep.input.sha256 = digest.hexdigest()
         records = cap if progress is None else _counting(cap, progress)
         rep.run_polls(rep.decoded(records))
         if cap.truncated_records:

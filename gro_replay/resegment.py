@@ -1,0 +1,384 @@
+"""Split captured super-frames of tunnelled TCP back into the wire-sized frames a receiving NIC would have seen.
+
+Captures hold frames larger than the MTU: a receiver's capture shows post-GRO skbs (AF_PACKET taps sit after
+GRO), a sender's capture shows TSO/GSO skbs before the NIC or ``dev_hard_start_xmit`` segments them, and BIG TCP
+skbs (> 64 KiB) carry an IPv4 total length of 0 (IPv6: payload length 0, with or without the jumbo hop-by-hop
+option). ``Resegmenter.split`` turns one such frame of TCP inside VXLAN or Geneve into the frames the segmentation
+code would have produced:
+
+* inner TCP: payload cut into ``mss``-byte pieces, ``seq`` advanced by each piece, FIN and PSH only on the last
+  segment, CWR only on the first, checksum computed over the pseudo header (the captured value is only a
+  pseudo-header sum on TX, ``CHECKSUM_PARTIAL``);
+* inner IPv4: ``tot_len`` per segment, ID incremented per segment, header checksum rebuilt; inner IPv6:
+  ``payload_len`` per segment;
+* outer UDP: length per segment; checksum 0 when the captured one was 0 (no ``SKB_GSO_UDP_TUNNEL_CSUM``),
+  else computed over the segment (the captured value is "not final": TX offload had not filled it yet);
+* outer IPv4: ``tot_len``, ID incremented, header checksum; outer IPv6: ``payload_len``; every other header byte
+  (L2 with VLAN tags, tunnel header with Geneve options, inner Ethernet, TCP options) copied per segment.
+
+Headers are read in place with ``struct`` (the replay path never builds dpkt object trees, STYLE.md); tests
+verify the output independently with dpkt and ``packet.build``.
+
+Kernel: net/ipv4/tcp_offload.c ``tcp_gso_segment`` (seq, FIN/PSH cleared on all but the last, CWR cleared after
+the first); net/ipv4/af_inet.c ``inet_gso_segment`` (``iph->id`` incremented per segment unless
+SKB_GSO_TCP_FIXEDID, ``tot_len``, ``ip_send_check``); net/ipv6/ip6_offload.c ``ipv6_gso_segment``
+(``payload_len``); net/ipv4/udp_offload.c ``__skb_udp_tunnel_segment`` (outer UDP length per segment, checksum
+only with SKB_GSO_UDP_TUNNEL_CSUM); BIG TCP: net/ipv4/ip_output.c / include/net/ip.h ``iph_set_totlen`` (0 above
+64 KiB), include/linux/ipv6.h ``ipv6_has_hopopt_jumbo``.
+Left out: SKB_GSO_TCP_FIXEDID (IDs always increment), AccECN's CWR on every segment, the URG pointer (copied),
+non-TCP inner protocols (UDP GSO, fraglist), IPv6 extension headers other than a jumbo-only hop-by-hop header,
+inner VLAN tags, and tunnels other than VXLAN and Geneve (those frames are replayed as captured and counted).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from collections.abc import Callable
+from typing import NamedTuple
+
+from .packet.csum import ipv4_header_checksum, l4_checksum_field, pseudo4, pseudo6
+
+ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
+ETH_P_TEB = 0x6558
+_VLAN_TPIDS = (0x8100, 0x88A8, 0x9100)
+IPPROTO_HOPOPTS = 0
+IPPROTO_TCP = 6
+IPPROTO_UDP = 17
+IPV6_TLV_JUMBO = 0xC2  #: include/uapi/linux/in6.h
+TCP_FIN = 0x01
+TCP_PSH = 0x08
+TCP_CWR = 0x80
+
+_H = struct.Struct("!H")
+_I = struct.Struct("!I")
+
+# Reasons a frame above the MTU is replayed as captured (counted in InputStats.oversize_not_split).
+KEEP_NOT_IP = "not_ip"
+KEEP_FRAGMENT = "ip_fragment"
+KEEP_NOT_TUNNEL = "not_vxlan_geneve"
+KEEP_NOT_TCP = "inner_not_tcp"
+KEEP_IPV6_EXT = "ipv6_extension_headers"
+KEEP_MALFORMED = "malformed"
+KEEP_NO_MSS = "mtu_below_headers"
+KEEP_WITHIN_MSS = "payload_within_mss"
+
+
+class SuperFrame(NamedTuple):
+    """A parsed super-frame: a header template with its offsets, and where the TCP payload lies in the capture.
+
+    ``hdr`` holds every header byte from the outer Ethernet header to the end of the TCP options (a jumbo
+    hop-by-hop header left out); offsets index ``hdr``. ``payload``: (start, end) byte offsets in the captured
+    frame. ``outer_len``: the outer IP datagram's length in bytes as captured (derived from the frame when the
+    length field is 0). ``zero_len``: some length field was 0 (BIG TCP).
+    """
+
+    hdr: bytes
+    outer_l3: int
+    outer_v6: bool
+    udp: int
+    udp_csum: bool
+    inner_l3: int
+    inner_v6: bool
+    tcp: int
+    payload: tuple[int, int]
+    outer_len: int
+    zero_len: bool
+
+    @property
+    def payload_len(self) -> int:
+        return self.payload[1] - self.payload[0]
+
+    @property
+    def mtu_overhead(self) -> int:
+        """Bytes of one segment's outer IP datagram that are not TCP payload (outer IP header … TCP options)."""
+        return len(self.hdr) - self.outer_l3
+
+
+def _ipv6(buf: bytes, l3: int, limit: int) -> tuple[int, int, int, bool] | str:
+    """Parse an IPv6 header at ``l3``: (next header, L4 offset, datagram end, payload_len was 0) or a reason.
+
+    A hop-by-hop header holding only the jumbo option (RFC 2675) is skipped; other extension headers refuse.
+    """
+    if l3 + 40 > limit or buf[l3] >> 4 != 6:
+        return KEEP_MALFORMED
+    (plen,) = _H.unpack_from(buf, l3 + 4)
+    nexthdr = buf[l3 + 6]
+    l4 = l3 + 40
+    jumbo = not plen or limit - l4 > 0xFFFF
+    end = limit if jumbo else l4 + plen
+    if nexthdr == IPPROTO_HOPOPTS:
+        if l4 + 8 > limit or buf[l4 + 1] != 0 or buf[l4 + 2] != IPV6_TLV_JUMBO or buf[l4 + 3] != 4:
+            return KEEP_IPV6_EXT
+        if jumbo:
+            end = l3 + 40 + _I.unpack_from(buf, l4 + 4)[0]
+        nexthdr = buf[l4]
+        l4 += 8
+    if nexthdr in (43, 44, 51, 60):
+        return KEEP_IPV6_EXT if nexthdr != 44 else KEEP_FRAGMENT
+    if end > limit:
+        return KEEP_MALFORMED
+    return nexthdr, l4, end, jumbo
+
+
+def parse_super_frame(buf: bytes, tunnel_ports: dict[int, str]) -> SuperFrame | str:
+    """Parse an Ethernet frame of TCP in VXLAN/Geneve over IPv4/IPv6 (outer VLAN tags allowed).
+
+    Args: buf: the captured frame; tunnel_ports: UDP destination port → ``"vxlan"`` or ``"geneve"``.
+    Returns: a SuperFrame, or a reason (``KEEP_*``) why the frame cannot be split.
+    """
+    n = len(buf)
+    if n < 14:
+        return KEEP_MALFORMED
+    off = 12
+    (etype,) = _H.unpack_from(buf, off)
+    while etype in _VLAN_TPIDS:
+        off += 4
+        if off + 2 > n:
+            return KEEP_MALFORMED
+        (etype,) = _H.unpack_from(buf, off)
+    l3 = off + 2
+    pieces: list[bytes] = []
+    zero_len = False
+    if etype == ETH_P_IP:
+        if l3 + 20 > n or buf[l3] >> 4 != 4:
+            return KEEP_MALFORMED
+        ihl = (buf[l3] & 0x0F) * 4
+        (tot_len,) = _H.unpack_from(buf, l3 + 2)
+        if _H.unpack_from(buf, l3 + 6)[0] & 0x3FFF:
+            return KEEP_FRAGMENT
+        if buf[l3 + 9] != IPPROTO_UDP:
+            return KEEP_NOT_TUNNEL
+        if not tot_len or n - l3 > 0xFFFF:
+            # BIG TCP: 0 above 64 KiB (a value that cannot describe the frame is treated the same way)
+            zero_len = True
+            end = n
+        else:
+            end = l3 + tot_len
+        if ihl < 20 or end > n or l3 + ihl + 8 > end:
+            return KEEP_MALFORMED
+        u = l3 + ihl
+        pieces.append(buf[:u])
+        outer_v6 = False
+    elif etype == ETH_P_IPV6:
+        r = _ipv6(buf, l3, n)
+        if isinstance(r, str):
+            return r
+        nexthdr, u, end, zl = r
+        zero_len |= zl
+        if nexthdr != IPPROTO_UDP:
+            return KEEP_NOT_TUNNEL
+        if u + 8 > end:
+            return KEEP_MALFORMED
+        # the template's IPv6 header names UDP directly (a jumbo hop-by-hop header is not copied)
+        pieces.append(buf[: l3 + 6] + bytes((IPPROTO_UDP,)) + buf[l3 + 7 : l3 + 40])
+        outer_v6 = True
+    else:
+        return KEEP_NOT_IP
+    udp = sum(map(len, pieces))
+    dport = _H.unpack_from(buf, u + 2)[0]
+    kind = tunnel_ports.get(dport)
+    if kind is None:
+        return KEEP_NOT_TUNNEL
+    (ulen,) = _H.unpack_from(buf, u + 4)
+    if not ulen or end - u > 0xFFFF:
+        zero_len = True
+    elif u + ulen > end:
+        return KEEP_MALFORMED
+    udp_csum = _H.unpack_from(buf, u + 6)[0] != 0
+    t = u + 8
+    if t + 8 > end:
+        return KEEP_MALFORMED
+    if kind == "geneve":
+        if _H.unpack_from(buf, t + 2)[0] != ETH_P_TEB:
+            return KEEP_NOT_TCP
+        ie = t + 8 + (buf[t] & 0x3F) * 4
+    else:
+        ie = t + 8
+    if ie + 14 > end:
+        return KEEP_MALFORMED
+    (itype,) = _H.unpack_from(buf, ie + 12)
+    il3 = ie + 14
+    if itype == ETH_P_IP:
+        if il3 + 20 > end or buf[il3] >> 4 != 4:
+            return KEEP_MALFORMED
+        iihl = (buf[il3] & 0x0F) * 4
+        (itot,) = _H.unpack_from(buf, il3 + 2)
+        if _H.unpack_from(buf, il3 + 6)[0] & 0x3FFF:
+            return KEEP_FRAGMENT
+        if buf[il3 + 9] != IPPROTO_TCP:
+            return KEEP_NOT_TCP
+        if not itot or end - il3 > 0xFFFF:
+            zero_len = True
+            iend = end
+        else:
+            iend = il3 + itot
+        if iihl < 20 or iend > end:
+            return KEEP_MALFORMED
+        tcp_in = il3 + iihl
+        pieces.append(buf[u:tcp_in])
+        inner_v6 = False
+    elif itype == ETH_P_IPV6:
+        r = _ipv6(buf, il3, end)
+        if isinstance(r, str):
+            return r
+        nexthdr, tcp_in, iend, zl = r
+        zero_len |= zl
+        if nexthdr != IPPROTO_TCP:
+            return KEEP_NOT_TCP
+        pieces.append(buf[u : il3 + 6] + bytes((IPPROTO_TCP,)) + buf[il3 + 7 : il3 + 40])
+        inner_v6 = True
+    else:
+        return KEEP_NOT_TCP
+    inner_l3 = udp + (il3 - u)
+    if tcp_in + 20 > iend:
+        return KEEP_MALFORMED
+    thlen = (buf[tcp_in + 12] >> 4) * 4
+    if thlen < 20 or tcp_in + thlen > iend:
+        return KEEP_MALFORMED
+    tcp = sum(map(len, pieces))
+    pieces.append(buf[tcp_in : tcp_in + thlen])
+    return SuperFrame(
+        b"".join(pieces),
+        l3,
+        outer_v6,
+        udp,
+        udp_csum,
+        inner_l3,
+        inner_v6,
+        tcp,
+        (tcp_in + thlen, iend),
+        end - l3,
+        zero_len,
+    )
+
+
+def build_segment(sf: SuperFrame, buf: bytes, index: int, count: int, mss: int) -> bytes:
+    """Segment ``index`` of ``count`` of super-frame ``sf`` (captured bytes ``buf``), payload pieces of ``mss``.
+
+    Kernel: ``tcp_gso_segment``, ``inet_gso_segment``/``ipv6_gso_segment``, ``__skb_udp_tunnel_segment``.
+    Returns the frame's bytes with every length, ID and checksum rebuilt (see the module docstring).
+    """
+    start = sf.payload[0] + index * mss
+    stop = min(start + mss, sf.payload[1])
+    seg = bytearray(sf.hdr)
+    seg += buf[start:stop]
+    total = len(seg)
+    hdr = sf.hdr
+    tcp = sf.tcp
+    # inner TCP: sequence number, flags, checksum
+    seq = (_I.unpack_from(hdr, tcp + 4)[0] + index * mss) & 0xFFFFFFFF
+    _I.pack_into(seg, tcp + 4, seq)
+    flags = hdr[tcp + 13]
+    if index < count - 1:
+        flags &= ~(TCP_FIN | TCP_PSH)
+    if index:
+        flags &= ~TCP_CWR
+    seg[tcp + 13] = flags
+    seg[tcp + 16 : tcp + 18] = b"\0\0"
+    il3 = sf.inner_l3
+    tcp_len = total - tcp
+    if sf.inner_v6:
+        _H.pack_into(seg, il3 + 4, total - il3 - 40)
+        pseudo = pseudo6(hdr[il3 + 8 : il3 + 24], hdr[il3 + 24 : il3 + 40], tcp_len, IPPROTO_TCP)
+    else:
+        _H.pack_into(seg, il3 + 2, total - il3)
+        _H.pack_into(seg, il3 + 4, (_H.unpack_from(hdr, il3 + 4)[0] + index) & 0xFFFF)
+        ihl = (hdr[il3] & 0x0F) * 4
+        seg[il3 + 10 : il3 + 12] = b"\0\0"
+        _H.pack_into(seg, il3 + 10, ipv4_header_checksum(seg[il3 : il3 + ihl]))
+        pseudo = pseudo4(hdr[il3 + 12 : il3 + 16], hdr[il3 + 16 : il3 + 20], tcp_len, IPPROTO_TCP)
+    _H.pack_into(seg, tcp + 16, l4_checksum_field(pseudo, seg, tcp, total))
+    # outer UDP: length; checksum only when the tunnel used one
+    u = sf.udp
+    ulen = total - u
+    _H.pack_into(seg, u + 4, ulen)
+    seg[u + 6 : u + 8] = b"\0\0"
+    l3 = sf.outer_l3
+    if sf.outer_v6:
+        _H.pack_into(seg, l3 + 4, total - l3 - 40)
+        if sf.udp_csum:
+            pseudo = pseudo6(hdr[l3 + 8 : l3 + 24], hdr[l3 + 24 : l3 + 40], ulen, IPPROTO_UDP)
+    else:
+        _H.pack_into(seg, l3 + 2, total - l3)
+        _H.pack_into(seg, l3 + 4, (_H.unpack_from(hdr, l3 + 4)[0] + index) & 0xFFFF)
+        seg[l3 + 10 : l3 + 12] = b"\0\0"
+        _H.pack_into(seg, l3 + 10, ipv4_header_checksum(seg[l3:u]))
+        if sf.udp_csum:
+            pseudo = pseudo4(hdr[l3 + 12 : l3 + 16], hdr[l3 + 16 : l3 + 20], ulen, IPPROTO_UDP)
+    if sf.udp_csum:
+        # a computed 0 is sent as 0xFFFF (udp_set_csum / RFC 768)
+        _H.pack_into(seg, u + 6, l4_checksum_field(pseudo, seg, u, total) or 0xFFFF)
+    return bytes(seg)
+
+
+class Resegmenter:
+    """Splits frames whose outer IP datagram exceeds ``mtu`` (or carries a zero length field) into segments.
+
+    Args: mtu: bytes of the outer IP datagram a wire frame may carry (``--mtu``); mss: fixed TCP payload per
+    segment (``--resegment MSS``), or None to take it from the flow (``flow_mss`` passed to ``split``) capped at
+    what fits the MTU, else from the MTU; vxlan_ports / geneve_ports: tunnel UDP destination ports.
+    Counters: ``resegmented_frames``, ``segments_created``, ``not_split`` (reason → frames above the MTU replayed
+    as captured).
+    """
+
+    def __init__(
+        self, mtu: int, mss: int | None, vxlan_ports: tuple[int, ...], geneve_ports: tuple[int, ...]
+    ) -> None:
+        self.mtu = mtu
+        self.mss = mss
+        self.tunnel_ports = {p: "vxlan" for p in vxlan_ports}
+        self.tunnel_ports.update({p: "geneve" for p in geneve_ports})
+        #: frames no longer than this cannot hold an outer IP datagram above the MTU (or BIG TCP)
+        self.limit = mtu + 14
+        self.resegmented_frames = 0
+        self.segments_created = 0
+        self.not_split: Counter = Counter()
+
+    def oversize(self, buf: bytes) -> bool:
+        """True when ``buf`` (longer than ``limit``) carries an outer IP datagram above the MTU or of length 0."""
+        off = 12
+        (etype,) = _H.unpack_from(buf, off)
+        while etype in _VLAN_TPIDS and off + 6 <= len(buf):
+            off += 4
+            (etype,) = _H.unpack_from(buf, off)
+        l3 = off + 2
+        if etype == ETH_P_IP:
+            (length,) = _H.unpack_from(buf, l3 + 2)
+        elif etype == ETH_P_IPV6:
+            (length,) = _H.unpack_from(buf, l3 + 4)
+            length = length + 40 if length else 0
+        else:
+            return len(buf) - l3 > self.mtu
+        return length == 0 or length > self.mtu or len(buf) - l3 > 0xFFFF
+
+    def split(self, buf: bytes, flow_mss: Callable[[bytes], int | None] | None = None) -> list[bytes] | None:
+        """The wire-sized frames for ``buf``, or None to replay it as captured.
+
+        ``flow_mss(probe)`` returns the largest TCP payload seen so far in the flow of ``probe`` (a header-only
+        frame of the same flow), or None. Frames at or below the MTU are never split.
+        """
+        sf = parse_super_frame(buf, self.tunnel_ports)
+        if isinstance(sf, str):
+            self.not_split[sf] += 1
+            return None
+        if sf.outer_len <= self.mtu and not sf.zero_len:
+            return None
+        fit = self.mtu - sf.mtu_overhead
+        mss = self.mss
+        if mss is None:
+            seen = flow_mss(build_segment(sf, buf, 0, 1, 0)) if flow_mss is not None else None
+            mss = min(seen, fit) if seen and seen > 0 else fit
+        if mss <= 0:
+            self.not_split[KEEP_NO_MSS] += 1
+            return None
+        plen = sf.payload_len
+        if plen <= mss and not sf.zero_len:
+            self.not_split[KEEP_WITHIN_MSS] += 1
+            return None
+        count = max(1, -(-plen // mss))
+        segs = [build_segment(sf, buf, i, count, mss) for i in range(count)]
+        self.resegmented_frames += 1
+        self.segments_created += count
+        return segs

@@ -1,0 +1,315 @@
+"""``--resegment``: super-frames (TSO/GSO, post-GRO, BIG TCP) split into the frames the wire carried.
+
+Expected segments follow the kernel's segmentation code (resegment.py docstring): net/ipv4/tcp_offload.c
+``tcp_gso_segment`` (seq advanced by MSS, FIN/PSH cleared on all but the last segment, CWR cleared after the first),
+net/ipv4/af_inet.c ``inet_gso_segment`` (IPv4 ID + 1 per segment, tot_len, header checksum),
+net/ipv6/ip6_offload.c ``ipv6_gso_segment`` (payload_len), net/ipv4/udp_offload.c ``__skb_udp_tunnel_segment``
+(outer UDP length per segment; checksum only when the tunnel uses one). Every produced segment is checked two
+independent ways: byte for byte against ``packet.build`` building the same wire segment from its fields, and field
+by field with dpkt (checksums with ``dpkt.in_cksum``, not the project's csum module).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import replace
+
+import dpkt
+import pytest
+
+from gro_replay.cli import main
+from gro_replay.kernel.model import K_5_12
+from gro_replay.packet.build import (
+    ACK,
+    CWR,
+    ECE,
+    FIN,
+    PSH,
+    FrameSpec,
+    build_frame,
+    flow_specs,
+    frame_layout,
+    pattern_payload,
+)
+from gro_replay.resegment import KEEP_NOT_TUNNEL, Resegmenter, parse_super_frame
+from gro_replay.sim import ReplayConfig, replay_capture, replay_frames
+
+TUNNEL_PORTS = {4789: "vxlan", 8472: "vxlan", 6081: "geneve"}
+
+
+def resegmenter(mtu: int = 1500, mss: int | None = None) -> Resegmenter:
+    return Resegmenter(mtu, mss, (4789, 8472), (6081,))
+
+
+def expected_segments(spec: FrameSpec, sizes: list[int]) -> list[bytes]:
+    """The wire frames tcp_gso_segment + inet_gso_segment make of ``spec``: sizes, seq/IDs advanced, flags split."""
+    out = []
+    specs = flow_specs(spec, sizes)
+    for i, s in enumerate(specs):
+        flags = spec.flags
+        if i < len(specs) - 1:
+            flags &= ~(FIN | PSH)  # tcp_gso_segment: th->fin = th->psh = 0 on all but the last
+        if i:
+            flags &= ~CWR  # tcp_gso_segment: th->cwr = 0 after the first
+        out.append(build_frame(replace(s, flags=flags)))
+    return out
+
+
+def _sum_ok(data: bytes) -> bool:
+    return dpkt.in_cksum(data) == 0
+
+
+def dpkt_check(seg: bytes, *, v6_outer: bool, v6_inner: bool, geneve: bool) -> dict:
+    """Parse ``seg`` with dpkt and verify every checksum with dpkt.in_cksum; return the fields tests compare."""
+    eth = dpkt.ethernet.Ethernet(seg)
+    l3 = 14 + 4 * len(getattr(eth, "vlan_tags", []) or [])
+    ip = eth.data
+    out = {}
+    if v6_outer:
+        assert isinstance(ip, dpkt.ip6.IP6)
+        out["outer_len"] = 40 + ip.plen
+        udp_raw = seg[l3 + 40 : l3 + 40 + ip.plen]
+    else:
+        assert isinstance(ip, dpkt.ip.IP)
+        assert _sum_ok(seg[l3 : l3 + ip.hl * 4]), "outer IPv4 header checksum"
+        out["outer_len"] = ip.len
+        out["outer_id"] = ip.id
+        udp_raw = seg[l3 + ip.hl * 4 : l3 + ip.len]
+    udp = dpkt.udp.UDP(udp_raw)
+    assert udp.ulen == len(udp_raw)
+    out["udp_csum"] = udp.sum
+    if udp.sum:
+        if v6_outer:
+            ph = ip.src + ip.dst + struct.pack("!IxxxB", udp.ulen, 17)
+        else:
+            ph = ip.src + ip.dst + struct.pack("!BBH", 0, 17, udp.ulen)
+        assert _sum_ok(ph + udp_raw), "outer UDP checksum"
+    tun = udp_raw[8:]
+    inner = tun[8 + (tun[0] & 0x3F) * 4 if geneve else 8 :]
+    iip = dpkt.ethernet.Ethernet(inner).data
+    iraw = inner[14:]
+    if v6_inner:
+        assert isinstance(iip, dpkt.ip6.IP6)
+        assert iip.plen == len(iraw) - 40
+        tcp_raw = iraw[40:]
+        ph = iip.src + iip.dst + struct.pack("!IxxxB", len(tcp_raw), 6)
+    else:
+        assert isinstance(iip, dpkt.ip.IP)
+        assert iip.len == len(iraw)
+        assert _sum_ok(iraw[: iip.hl * 4]), "inner IPv4 header checksum"
+        out["inner_id"] = iip.id
+        tcp_raw = iraw[iip.hl * 4 :]
+        ph = iip.src + iip.dst + struct.pack("!BBH", 0, 6, len(tcp_raw))
+    assert _sum_ok(ph + tcp_raw), "inner TCP checksum"
+    tcp = dpkt.tcp.TCP(tcp_raw)
+    out.update(seq=tcp.seq, flags=tcp.flags, payload=bytes(tcp.data))
+    return out
+
+
+VARIANTS = {
+    "vxlan4-in4-zero-csum": FrameSpec(),
+    "vxlan4-in4-computed-csum": FrameSpec(outer_csum="computed"),
+    "vxlan4-in6-vlan": FrameSpec(inner_ipv6=True, outer_vlan=5, outer_csum="computed"),
+    "vxlan6-in4": FrameSpec(outer_ipv6=True, outer_csum="computed"),
+    "geneve4-in4-options": FrameSpec(encap="geneve", geneve_options=bytes(range(8))),
+    "geneve6-in6": FrameSpec(encap="geneve", outer_ipv6=True, inner_ipv6=True, outer_csum="computed"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_tcp_gso_segment_rebuilds_every_header(name):
+    """A 5000-byte super-segment at MSS 1398: 1398×3 + 806, each frame exactly what build_frame makes of it."""
+    base = replace(
+        VARIANTS[name], payload=1398, seq=0xFFFFF000, ip_id=0xFFFE, outer_ip_id=0xFFFF, flags=ACK | CWR | ECE
+    )
+    sup = build_frame(replace(base, payload=5000, flags=ACK | CWR | ECE | PSH | FIN))
+    segs = resegmenter(mtu=1500, mss=1398).split(sup)
+    sizes = [1398, 1398, 1398, 806]
+    assert segs == expected_segments(replace(base, flags=ACK | CWR | ECE | PSH | FIN), sizes)
+    # the same, read back field by field with dpkt (checksums summed by dpkt.in_cksum)
+    sup_tcp = dpkt_check(
+        sup, v6_outer=base.outer_ipv6, v6_inner=base.inner_ipv6, geneve=base.encap == "geneve"
+    )
+    payload = b""
+    for i, seg in enumerate(segs):
+        f = dpkt_check(seg, v6_outer=base.outer_ipv6, v6_inner=base.inner_ipv6, geneve=base.encap == "geneve")
+        assert f["seq"] == (0xFFFFF000 + 1398 * i) & 0xFFFFFFFF  # wraps past 2^32
+        want = ACK | ECE | (CWR if i == 0 else 0) | (PSH | FIN if i == 3 else 0)
+        assert f["flags"] == want
+        assert len(f["payload"]) == sizes[i]
+        if not base.outer_ipv6:
+            assert f["outer_id"] == (0xFFFF + i) & 0xFFFF
+        if not base.inner_ipv6:
+            assert f["inner_id"] == (0xFFFE + i) & 0xFFFF
+        # outer UDP checksum: kept 0 when the super-frame had none, else computed (checked in dpkt_check)
+        assert (f["udp_csum"] == 0) == (base.outer_csum == "zero")
+        payload += f["payload"]
+    assert payload == sup_tcp["payload"]
+
+
+def test_mss_from_mtu_fills_the_outer_packet():
+    """No MSS and no flow history: MSS = MTU − outer datagram overhead (102 bytes here: 1398 at MTU 1500)."""
+    spec = FrameSpec(payload=1398)
+    sup = build_frame(replace(spec, payload=4000))
+    segs = resegmenter(mtu=1500).split(sup)
+    assert segs == expected_segments(spec, [1398, 1398, 1204])
+    assert [len(s) - 14 for s in segs] == [1500, 1500, 1306]
+    # a smaller MTU gives smaller segments: 1400 − 102 = 1298
+    segs = resegmenter(mtu=1400).split(sup)
+    assert segs == expected_segments(spec, [1298, 1298, 1298, 106])
+
+
+def _big_tcp(spec: FrameSpec, payload_len: int) -> bytes:
+    """A BIG TCP frame: ``spec``'s headers, ``payload_len`` pattern bytes, every length field 0.
+
+    IPv4 BIG TCP: ``iph_set_totlen`` writes 0 above 64 KiB; the outer UDP length (16 bits) cannot express it
+    either and the capture shows 0 (tcpdump's bigtcp-ipv4-vxlan-ipv4.pcap does).
+    """
+    hdr = build_frame(replace(spec, payload=0))
+    lay = frame_layout(replace(spec, payload=0))
+    frame = bytearray(hdr) + pattern_payload(spec.seq, payload_len)
+    struct.pack_into("!H", frame, lay.outer_l3 + 2, 0)
+    struct.pack_into("!H", frame, lay.outer_l4 + 4, 0)
+    struct.pack_into("!H", frame, lay.inner_l3 + 2, 0)
+    return bytes(frame)
+
+
+def test_big_tcp_zero_lengths_are_split_by_the_frame_length():
+    spec = FrameSpec(payload=1398, outer_csum="computed", flags=ACK | PSH)
+    sup = _big_tcp(spec, 80000)
+    sf = parse_super_frame(sup, TUNNEL_PORTS)
+    assert sf.zero_len and sf.payload_len == 80000 and sf.outer_len == len(sup) - 14
+    segs = resegmenter().split(sup)
+    # 80000 = 57 × 1398 + 314
+    assert segs == expected_segments(spec, [1398] * 57 + [314])
+    # a 16-bit length that cannot describe the frame (here the true length mod 2^16) counts as 0 too
+    lay = frame_layout(spec)
+    wrapped = bytearray(sup)
+    struct.pack_into("!H", wrapped, lay.outer_l3 + 2, (len(sup) - lay.outer_l3) & 0xFFFF)
+    assert resegmenter().oversize(bytes(wrapped))
+    assert resegmenter().split(bytes(wrapped)) == segs
+
+
+def test_ipv6_jumbo_payload_length_zero_with_hop_by_hop_jumbo_option():
+    """IPv6 BIG TCP: payload_len 0 and a jumbo hop-by-hop option (RFC 2675) that segments do not carry."""
+    spec = FrameSpec(outer_ipv6=True, payload=1378, outer_csum="computed")  # 1500 − 122 bytes of headers
+    lay = frame_layout(replace(spec, payload=0))
+    hdr = bytearray(build_frame(replace(spec, payload=0)))
+    hbh = bytes((17, 0, 0xC2, 4)) + struct.pack("!I", 0)  # next header UDP, jumbo length filled below
+    hdr[lay.outer_l3 + 6] = 0  # next header: hop-by-hop
+    frame = hdr[: lay.outer_l4] + hbh + hdr[lay.outer_l4 :] + pattern_payload(spec.seq, 70000)
+    struct.pack_into("!H", frame, lay.outer_l3 + 4, 0)
+    struct.pack_into("!I", frame, lay.outer_l4 + 4, len(frame) - lay.outer_l3 - 40)
+    struct.pack_into("!H", frame, lay.outer_l4 + 8 + 4, 0)  # UDP length
+    struct.pack_into("!H", frame, lay.inner_l3 + 8 + 2, 0)  # inner IPv4 tot_len
+    segs = resegmenter().split(bytes(frame))
+    # 70000 = 50 × 1378 + 1100
+    assert segs == expected_segments(spec, [1378] * 50 + [1100])
+
+
+def test_frames_at_or_below_the_mtu_are_not_touched():
+    r = resegmenter(mtu=1500)
+    assert r.split(build_frame(FrameSpec(payload=1398))) is None  # outer IP length exactly 1500
+    assert r.resegmented_frames == 0 and r.segments_created == 0 and not r.not_split
+
+
+def test_oversize_frames_that_cannot_be_split_are_counted_and_kept():
+    r = resegmenter(mtu=1500)
+    # UDP to a port that is not a tunnel: not VXLAN/Geneve
+    sup = build_frame(FrameSpec(payload=3000, udp_dport=9999))
+    assert r.split(sup) is None
+    assert r.not_split == {KEEP_NOT_TUNNEL: 1}
+
+
+def _frames(specs, t0=0, step=1000):
+    return [(t0 + i * step, build_frame(s)) for i, s in enumerate(specs)]
+
+
+def test_auto_takes_the_mss_from_the_flow_then_the_mtu():
+    """auto: the largest TCP payload of the flow's frames at or below the MTU so far (1000 here), else the MTU."""
+    base = FrameSpec(payload=1000)
+    first = flow_specs(base, [1000, 600])
+    sup = replace(base, seq=first[-1].seq + 600, payload=2500, ip_id=2, outer_ip_id=2, flags=ACK | PSH)
+    frames = _frames(first + [sup])
+    lens = []
+    cfg = ReplayConfig(kernels=(K_5_12,), resegment="auto")
+    res = replay_frames(frames, cfg, lambda k, st, d, skb, t: lens.append((st, skb.len)))
+    assert (res.input.resegmented_frames, res.input.segments_created) == (1, 3)  # 1000 + 1000 + 500
+    assert res.input.frames_replayed == 5 and res.input.frames_read == 3
+    # one poll of 5 contiguous segments (1000, 600 | 1000, 1000, 500): the 600-byte one is shorter than the
+    # aggregate's MSS and ends it after merging (gro-spec §5.5, tcp_gro_receive); the split ones merge up to PSH
+    assert [x for x in lens if x[0] == "phys"] == [("phys", 102 + 1600), ("phys", 102 + 2500)]
+    # a flow with no history: MTU-derived 1398 → 1398 + 1102
+    res = replay_frames(_frames([replace(sup, udp_sport=50000)]), cfg)
+    assert res.input.segments_created == 2
+    # an explicit MSS wins
+    res = replay_frames(frames, replace(cfg, resegment=700))
+    assert res.input.segments_created == 4  # 2500 = 700 × 3 + 400
+
+
+def test_off_replays_super_frames_as_captured():
+    sup = build_frame(FrameSpec(payload=3000))
+    res = replay_frames([(0, sup)], ReplayConfig(kernels=(K_5_12,), resegment="off"))
+    assert res.input.frames_replayed == 1 and res.input.resegmented_frames == 0
+    assert res.kernels[0].stages["phys"].bytes == len(sup) - 14
+
+
+# -- the public captures (../shared/captures/tcpdump; README there) ---------------------------------------------
+def _replay(path, **cfg):
+    out = []
+    res = replay_capture(
+        str(path),
+        ReplayConfig(kernels=(K_5_12,), resegment="auto", **cfg),
+        lambda k, st, d, skb, t: out.append((st, skb.len, len(skb.frames))),
+    )
+    return res, [x for x in out if x[0] == "phys"]
+
+
+#: outer IPv4 20 + UDP 8 + VXLAN/Geneve 8 + inner Ethernet 14 + inner IPv4 20 + TCP with timestamps 32
+HDRS = 102
+
+
+@pytest.mark.parametrize("name", ["gso-ipv4-vxlan-ipv4.pcap", "gso-ipv4-geneve-ipv4.pcap"])
+def test_gso_capture_reaggregates_to_its_6990_bytes(shared_captures, name):
+    # README: one TX GSO super-frame (7106 bytes) with 6990 bytes of TCP payload, PSH set.
+    res, phys = _replay(shared_captures / "tcpdump" / name)
+    # MTU 1500 → MSS 1398 = 1500 − 102; 6990 = 5 × 1398: five wire frames
+    assert (res.input.resegmented_frames, res.input.segments_created) == (1, 5)
+    # post-fix phys GRO merges them (gro-spec §4.7: zero or non-zero outer checksum both aggregate post-fix);
+    # PSH on the last segment flushes the aggregate (gro-spec §5.5): one skb of 5 segments
+    assert phys == [("phys", HDRS + 6990, 5)]
+
+
+def test_big_tcp_capture_reaggregates_into_64k_skbs(shared_captures):
+    # README: one BIG TCP frame of 80116 bytes: 116 bytes of headers (with outer Ethernet), 80000 of payload
+    res, phys = _replay(shared_captures / "tcpdump" / "bigtcp-ipv4-vxlan-ipv4.pcap")
+    assert (res.input.resegmented_frames, res.input.segments_created) == (1, 58)  # 57 × 1398 + 314
+    # skb_gro_receive refuses when p->len + the new payload ≥ 65536 (gro-spec §1.1, §5.6), p->len counted from
+    # the outer IP header at phys: 1500 + 1398·k + 1398 < 65536 ⇔ k ≤ 44, so 46 segments (64410 bytes) per skb
+    assert phys == [("phys", 1500 + 45 * 1398, 46), ("phys", HDRS + 11 * 1398 + 314, 12)]
+    assert all(n <= 65536 for _, n, _ in phys)
+    assert sum(n - HDRS for _, n, _ in phys) == 80000
+
+
+def test_cli_resegment_counts_in_json_and_input_line(shared_captures, runner):
+    path = str(shared_captures / "tcpdump" / "gso-ipv4-vxlan-ipv4.pcap")
+    r = runner.invoke(main, [path, "--fix", "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert (doc["input"]["resegmented_frames"], doc["input"]["segments_created"]) == (1, 5)
+    assert doc["config"]["resegment"] == "auto" and doc["config"]["mtu"] == 1500
+    r = runner.invoke(main, [path, "--fix", "--format", "markdown", "-q", "--resegment", "1000"])
+    assert r.exit_code == 0, r.output
+    assert "resegmented: 1 super-frames into 7 segments" in r.stdout  # 6990 = 6 × 1000 + 990
+    r = runner.invoke(main, [path, "--resegment", "off", "--format", "json", "-q"])
+    assert json.loads(r.stdout)["input"]["frames_replayed"] == 1
+
+
+@pytest.mark.parametrize("bad", ["0", "fast", "70000"])
+def test_cli_rejects_a_bad_resegment_value(runner, tmp_path, bad):
+    cap = tmp_path / "x.pcap"
+    cap.write_bytes(b"")
+    r = runner.invoke(main, [str(cap), "--resegment", bad])
+    assert r.exit_code == 2
+    assert "--resegment" in r.stderr and "Traceback" not in r.stderr
