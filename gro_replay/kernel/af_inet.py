@@ -2,7 +2,9 @@
 
 Versions: v5.10.13 text for K-pre/K-fix (per-held-packet TTL/TOS/DF checks and the ``flush_id`` verdict,
 gro-spec §3.1); from v6.10 (4b0ebbca3e16, switch ``l3_flush_in_tcp``) those checks move to ``tcp_gro_receive``
-through ``gro_receive_network_flush`` (include/net/gro.h ``inet_gro_flush``), gro-spec §3.3.
+through ``gro_receive_network_flush`` (include/net/gro.h ``inet_gro_flush``), gro-spec §3.3; v6.18 adds the outer
+ID check (21f7484220ac, ``inet_gro_checks_outer_id``) and fixed IDs without DF (f095a358faf2,
+``inet_gro_fixedid_without_df``), read in the v7 patch mails of Richard Gobert's series (2025-09-22).
 Left out: the recursion counter; IPv4 protocols other than TCP and UDP (their frames flush).
 """
 
@@ -107,31 +109,48 @@ def inet_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
     return pseudo4(buf[nh + 12 : nh + 16], buf[nh + 16 : nh + 20], skb.len - skb.cb.data_offset, proto)
 
 
-def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, outer: bool) -> int:
-    """IPv4 flush verdict against the held packet, evaluated from TCP (v6.10+).
+def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, inner: bool) -> int:
+    """IPv4 flush verdict against the held packet, evaluated from TCP (v6.10+); non-zero means flush.
 
-    Kernel: include/net/gro.h ``inet_gro_flush`` (4b0ebbca3e16, v6.10): TTL, TOS and DF must match; an outer
-    header with DF set ignores the ID; otherwise the second segment decides fixed ID (DF and same ID) vs
-    incrementing (ID + count). ``iph``/``iph2`` are absolute offsets into ``skb_buf`` and ``p.buf``.
+    Kernel: include/net/gro.h ``inet_gro_flush``. TTL, TOS and DF must match. 4b0ebbca3e16 (v6.10): the outer
+    header of an encapsulated packet with DF set ignores the ID; otherwise the second segment decides fixed ID
+    (DF and same ID) vs incrementing (ID + count), one ``ip_fixedid`` flag for both headers. 21f7484220ac
+    (v6.18): outer IDs are checked too, ``ip_fixedid`` keeps bit 0 for the outer (or only) header and bit 1 for
+    the inner one; f095a358faf2 (v6.18): a fixed ID no longer needs DF. ``iph``/``iph2`` are absolute offsets
+    into ``skb_buf`` and ``p.buf``; ``inner`` is True for the inner header of an encapsulated packet.
     """
+    model = p.dev.kernel.model
     pbuf = p.buf
-    id1 = (skb_buf[iph + 4] << 8) | skb_buf[iph + 5]
-    id2 = (pbuf[iph2 + 4] << 8) | pbuf[iph2 + 5]
+    ipid_offset = (
+        ((skb_buf[iph + 4] << 8) | skb_buf[iph + 5]) - ((pbuf[iph2 + 4] << 8) | pbuf[iph2 + 5])
+    ) & 0xFFFF
     df = skb_buf[iph + 6] & 0x40
-    ipid_offset = (id1 - id2) & 0xFFFF
     count = p.cb.count
+    pcb = p.cb
+    # All fields must match except length and checksum.
     flush = int(
         skb_buf[iph + 8] != pbuf[iph2 + 8]
         or skb_buf[iph + 1] != pbuf[iph2 + 1]
         or df != (pbuf[iph2 + 6] & 0x40)
     )
-    if flush or (outer and df):
-        return flush
-    if count == 1 and df and not ipid_offset:
-        p.cb.ip_fixedid = 1
-    if p.cb.ip_fixedid and df:
+    if not model.inet_gro_checks_outer_id:
+        if not inner and pcb.encap_mark and df:
+            return flush
+        if count == 1 and df and not ipid_offset:
+            pcb.ip_fixedid = 1
+        if pcb.ip_fixedid and df:
+            return flush | int(ipid_offset != 0)
+        return flush | int(ipid_offset != count & 0xFFFF)
+    if flush:
+        return 1
+    bit = 2 if inner else 1
+    # When we receive our second frame we can make a decision on if we continue this flow as an atomic flow
+    # with a fixed ID or if we use an incrementing ID.
+    if count == 1 and not ipid_offset and (df or model.inet_gro_fixedid_without_df):
+        pcb.ip_fixedid |= bit
+    if pcb.ip_fixedid & bit:
         return int(ipid_offset != 0)
-    return int((ipid_offset ^ count) & 0xFFFF != 0)
+    return int(ipid_offset != count & 0xFFFF)
 
 
 def inet_gro_complete(skb: SkBuff, nhoff: int) -> int:
@@ -144,7 +163,10 @@ def inet_gro_complete(skb: SkBuff, nhoff: int) -> int:
     if not isinstance(skb.buf, bytearray):
         skb.buf = bytearray(skb.buf)
     buf = skb.buf
+    # iph_set_totlen (b1a78b9b9886, v6.3): an IPv4 BIG TCP aggregate beyond IP_MAX_MTU carries tot_len 0
     newlen = skb.len - nhoff
+    if newlen > 0xFFFF:
+        newlen = 0
     if skb.encapsulation:
         skb.inner_network_header = base
     old = (buf[base + 2] << 8) | buf[base + 3]

@@ -5,8 +5,9 @@ napi_gro_flush, __napi_gro_flush_chain, gro_flush_oldest, gro_normal_one, gro_no
 net/core/skbuff.c), moved to net/core/gro.c and include/net/gro.h in v5.17 (587652bbdd06, 4721031c3559) with
 the same logic; v6.1 GSO entry (5eddb24901ee). gro-spec §1, §2, §4.1, §5.6.
 
-Left out: frag0 and the fast/slow header paths, truesize, the frags/frag_list memory layout (a merged skb keeps
-``(buf, start, end)`` payload slices), GRO_CONSUMED/-EINPROGRESS (async XFRM), GRO_DROP, remote checksum
+Left out: frag0 and the fast/slow header paths, truesize, the memory layout beyond what ``skb_has_frag_list``
+needs (a merged skb keeps ``(buf, start, end)`` payload slices; page-fragment counts and the frag_list flag are
+tracked), GRO_CONSUMED/-EINPROGRESS (async XFRM), GRO_DROP, remote checksum
 offload, the recursion counter (the deepest chain here is 7 calls, below GRO_RECURSION_LIMIT 15), busy polling.
 """
 
@@ -22,6 +23,7 @@ from .skbuff import (
     CHECKSUM_PARTIAL,
     CHECKSUM_UNNECESSARY,
     ETH_P_IPV6,
+    MAX_SKB_FRAGS,
     SKB_GSO_DODGY,
     SKB_GSO_TCPV4,
     SKB_GSO_TCPV6,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 GRO_HASH_BUCKETS = 8  #: include/linux/netdevice.h (07d78363dcff, v4.19)
 MAX_GRO_SKBS = 8  #: net/core/dev.c / net/core/gro.c
 GRO_LEGACY_MAX_SIZE = 65536  #: include/linux/netdevice.h; the 64 KiB merge limit before gro_max_size existed
+IPPROTO_TCP = 6
 
 
 class GroResult(IntEnum):
@@ -154,23 +157,57 @@ def skb_gro_checksum_try_convert(skb: SkBuff, psum: int) -> None:
 def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     """Append ``skb``'s payload (from its GRO offset) to the held packet ``p``; 0 on success, −E2BIG refused.
 
-    Kernel: net/core/skbuff.c (5.10) / net/core/gro.c ``skb_gro_receive``: refuse when
-    ``p->len + len >= gro_max_size`` (65536 by default) or ``skb``'s flush is set; beyond GRO_LEGACY_MAX_SIZE only
-    a non-encapsulated IPv6/TCP ``p`` may grow (BIG TCP, 0fe79f28bfaf v5.19). ``p->len`` counts from ``p``'s own
-    data start (outer IP header on the phys device, inner IP header on the tunnel device): gro-spec §5.6.
+    Kernel: net/core/skbuff.c (5.10) / net/core/gro.c ``skb_gro_receive``: refuse when ``skb``'s flush is set or
+    ``p->len + len`` reaches the limit. The limit is 65536 before eac1b93c14d6 (v5.17), ``dev->gro_max_size``
+    after it, and ``dev->gro_ipv4_max_size`` for an IPv4 ``p`` from b1a78b9b9886 (v6.3). Beyond
+    GRO_LEGACY_MAX_SIZE only BIG TCP may grow: a non-encapsulated IPv6/TCP ``p`` from 0fe79f28bfaf (v5.19); from
+    b1a78b9b9886 any ``p`` whose new segment's innermost protocol (``NAPI_GRO_CB(skb)->proto``) is TCP and that
+    is not ``encapsulation`` (the IPv6 headroom test is taken as met). ``p->len`` counts from ``p``'s own data
+    start (outer IP header on the phys device, inner IP header on the tunnel device): gro-spec §5.6.
     """
     cb = skb.cb
     off = cb.data_offset
     length = skb.len - off
     if cb.flush:
         return -7
-    if p.len + length >= p.dev.gro_max_size:
+    model = p.dev.kernel.model
+    if model.gro_ipv4_max_size and p.protocol != ETH_P_IPV6:
+        limit = p.dev.gro_ipv4_max_size
+    elif model.gro_max_size_from_dev:
+        limit = p.dev.gro_max_size
+    else:
+        limit = GRO_LEGACY_MAX_SIZE
+    if p.len + length >= limit:
         cb.why = R.SKB_GRO_RECEIVE_E2BIG
         return -7
     if p.len + length >= GRO_LEGACY_MAX_SIZE:
-        if p.protocol != ETH_P_IPV6 or p.buf[p.network_header + 6] != 6 or p.encapsulation:
+        if model.gro_ipv4_max_size:
+            refuse = cb.proto != IPPROTO_TCP or p.encapsulation
+        elif model.gro_big_tcp_ipv6:
+            refuse = p.protocol != ETH_P_IPV6 or p.buf[p.network_header + 6] != IPPROTO_TCP or p.encapsulation
+        else:
+            refuse = True  # dev->gro_max_size could not exceed 65536 before 0fe79f28bfaf
+        if refuse:
             cb.why = R.SKB_GRO_RECEIVE_E2BIG
             return -7
+    # Where the payload goes decides only skb_has_frag_list(p), which makes dev_gro_receive flush p if it
+    # enters GRO again (the tunnel device, ≥ 6.1): page fragments move into the last skb's frags while
+    # MAX_SKB_FRAGS allows, a kmalloc'd linear head (veth from AF_PACKET) is always chained on the frag_list.
+    lp = p.cb.last
+    if skb.tail - skb.data <= off:
+        if lp.nr_frags + skb.nr_frags > MAX_SKB_FRAGS:
+            lp = None
+        else:
+            lp.nr_frags += skb.nr_frags
+            cb.free = NAPI_GRO_FREE
+    elif skb.head_frag and lp.nr_frags + 1 + skb.nr_frags <= MAX_SKB_FRAGS:
+        lp.nr_frags += 1 + skb.nr_frags
+        cb.free = NAPI_GRO_FREE_STOLEN_HEAD
+    else:
+        lp = None
+    if lp is None:  # merge: chain skb on p's frag_list
+        p.frag_list = True
+        p.cb.last = skb
     start = skb.data + off
     p.frags.append((skb.buf, start, skb.tail))
     p.frags.extend(skb.frags)
@@ -178,7 +215,6 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     p.cb.count += cb.count
     p.len += length
     cb.same_flow = 1
-    cb.free = NAPI_GRO_FREE
     return 0
 
 
@@ -232,7 +268,10 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
 
     skb.network_header = skb.data + cb.data_offset
     cb.same_flow = 0
-    cb.flush = 1 if skb.frags else 0  # skb_has_frag_list
+    cb.flush = 0
+    if skb.frag_list:  # skb_has_frag_list
+        cb.flush = 1
+        cb.why = R.FRAG_LIST
     cb.free = 0
     cb.encap_mark = 0
     cb.is_atomic = 1
@@ -242,13 +281,15 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
     cb.csum_cnt = 0
     cb.count = 1
     if skb.gso_size:
+        gso_flush = 1
         if k.model.gro_accepts_gso:
             cb.count = skb.gso_segs
-            if not (skb.gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6)) or skb.gso_type & SKB_GSO_DODGY:
-                cb.flush = 1
-        else:
+            # Only support TCP and non DODGY users.
+            gso_flush = int(not skb.gso_type & (SKB_GSO_TCPV4 | SKB_GSO_TCPV6))
+            if k.model.gro_flushes_dodgy_gso and skb.gso_type & SKB_GSO_DODGY:
+                gso_flush = 1
+        if gso_flush:
             cb.flush = 1
-        if cb.flush:
             cb.why = R.GSO_SKB
     if skb.ip_summed == CHECKSUM_COMPLETE:
         cb.csum = skb.csum
@@ -278,6 +319,7 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
         napi.gro_count[bucket] += 1
 
     cb.age = napi.jiffies
+    cb.last = skb
     if not skb.gso_size:
         skb.gso_size = skb.len - cb.data_offset
     head.insert(0, skb)
@@ -306,7 +348,7 @@ def napi_gro_complete(napi: Napi, skb: SkBuff) -> None:
     else:
         ptype = napi.kernel.offload_base.get(skb.protocol)
         if ptype is None or ptype.gro_complete(skb, 0):
-            napi.stats.complete_errors += 1
+            napi.stats.complete_errors += len(skb.frames)  # wire frames freed with the packet (kfree_skb)
             return
     gro_normal_one(napi, skb, cb.count if napi.kernel.model.gro_normal_counts_segs else 1)
 

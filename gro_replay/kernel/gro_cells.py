@@ -1,7 +1,10 @@
 """gro_cells: the tunnel device's per-CPU queue and NAPI that run GRO a second time on decapsulated frames.
 
-Kernel: net/core/gro_cells.c ``gro_cells_receive``, ``gro_cell_poll``, ``gro_cells_init`` (5.x text;
-gro-spec §6.3). One cell (single-CPU model, §6.4).
+Kernel: net/core/gro_cells.c ``gro_cells_receive``, ``gro_cell_poll``, ``gro_cells_init`` (5.x text read in
+torvalds/linux; gro-spec §6.3). One cell (single-CPU model, §6.4). Later changes need no switch: "gro_cells: Avoid
+packet re-ordering for cloned skbs" (Thomas Bogendoerfer, v2 posted 2025-01-21; merge and release unverified)
+only changes where a *cloned* skb goes (queued and handed to ``gro_normal_one`` instead of ``netif_rx``), and the
+skbs here are never cloned; the 2025 nested-BH locking is a PREEMPT_RT change with the same queue semantics.
 Left out: the cloned-skb and GRO-elided paths (``netif_rx``), RPS.
 """
 

@@ -142,7 +142,10 @@ def ipv6_gro_complete(skb: SkBuff, nhoff: int) -> int:
     buf = skb.buf
     if skb.encapsulation:
         skb.inner_network_header = base
-    buf[base + 4 : base + 6] = (skb.len - nhoff - 40).to_bytes(2, "big")
+    payload_len = skb.len - nhoff - 40
+    # beyond IPV6_MAXPLEN the kernel inserts a hop-by-hop jumbo header (81fbc812132c, v5.19) and sets
+    # payload_len 0; the extra 8 header bytes are not modelled
+    buf[base + 4 : base + 6] = (payload_len if payload_len <= 0xFFFF else 0).to_bytes(2, "big")
     proto, l4 = ipv6_gso_pull_exthdrs(skb, base + 40, buf[base + 6])
     ops = k.inet6_offloads.get(proto)
     if ops is None:

@@ -83,6 +83,8 @@ class Kernel:
     ``net.core.gro_normal_batch``; vxlan_ports/geneve_ports: UDP destination ports of tunnel sockets;
     phys_dev / vxlan_dev / geneve_dev: device names (tunnel devices on further ports get a numeric suffix);
     tunnel_metadata: collect-metadata ("external") tunnel devices that attach a metadata dst per skb;
+    gro_max_size / gro_ipv4_max_size: every device's limits in bytes (``ip link set … gro_max_size``; the IPv4
+    one follows gro_max_size up to 65536 unless given, as ``netif_set_gro_max_size`` does);
     sink: observer of deliveries.
     """
 
@@ -99,6 +101,7 @@ class Kernel:
         geneve_dev: str = "geneve0",
         tunnel_metadata: bool = True,
         gro_max_size: int = 65536,
+        gro_ipv4_max_size: int | None = None,
         sink: Sink | None = None,
     ) -> None:
         self.model = model
@@ -113,18 +116,19 @@ class Kernel:
         eth_offload_init(self)
         ipv4_offload_init(self)
         ipv6_offload_init(self)
-        self.phys = NetDevice(phys_dev, self, gro_max_size=gro_max_size)
+        sizes = {"gro_max_size": gro_max_size, "gro_ipv4_max_size": gro_ipv4_max_size}
+        self.phys = NetDevice(phys_dev, self, **sizes)
         self.phys_napi = Napi(self, self.phys, self._phys_deliver)
         self.tunnel_cells: list[GroCells] = []
         for i, port in enumerate(vxlan_ports):
-            self._add_tunnel("vxlan", port, vxlan_dev if i == 0 else f"{vxlan_dev}-{port}", gro_max_size)
+            self._add_tunnel("vxlan", port, vxlan_dev if i == 0 else f"{vxlan_dev}-{port}", sizes)
         for i, port in enumerate(geneve_ports):
-            self._add_tunnel("geneve", port, geneve_dev if i == 0 else f"{geneve_dev}-{port}", gro_max_size)
+            self._add_tunnel("geneve", port, geneve_dev if i == 0 else f"{geneve_dev}-{port}", sizes)
 
-    def _add_tunnel(self, kind: str, port: int, name: str, gro_max_size: int) -> None:
+    def _add_tunnel(self, kind: str, port: int, name: str, sizes: dict) -> None:
         if port in self.udp_tunnel_sockets:
             raise ValueError(f"UDP port {port} is configured for two tunnels")
-        dev = NetDevice(name, self, gro_max_size=gro_max_size)
+        dev = NetDevice(name, self, **sizes)
         cells = GroCells(dev, None)  # type: ignore[arg-type]
         cells.napi = Napi(self, dev, lambda batch, d=dev: self._tunnel_deliver(d, batch))
         self.tunnel_cells.append(cells)
@@ -157,11 +161,16 @@ class Kernel:
                     cells.gro_cell_poll(now_ns)
                     pending = pending or bool(cells.napi_skbs)
 
-    def flush_timer(self, now_ns: int) -> None:
-        """The gro_flush_timeout hrtimer fired: an empty poll (``napi_complete_done(0)``)."""
+    def flush_timer(self, now_ns: int) -> int:
+        """The gro_flush_timeout hrtimer fired: an empty poll (``napi_complete_done(0)``), then the cells.
+
+        Kernel: net/core/dev.c ``napi_watchdog`` → ``napi_schedule`` → a poll with no work. Returns the timeout
+        to re-arm in ns: non-zero while ``napi_defer_hard_irqs`` still counts down (gro-spec §1.3), else 0.
+        """
         self.phys_napi.set_time(now_ns)
-        self.phys_napi.napi_complete_done(0)
+        timeout = self.phys_napi.napi_complete_done(0)
         self.run_gro_cells(now_ns)
+        return timeout
 
     # -- stack between the stages -------------------------------------------------------------------------------
     def _phys_deliver(self, batch: list[SkBuff]) -> None:
@@ -186,10 +195,9 @@ class Kernel:
         proto, saddr, daddr, family = r
         if proto != 17:
             return "ip_local_deliver:not_udp", 0
-        r2 = udp_rcv(skb, saddr, daddr, family, self.udp_tunnel_sockets)
-        if isinstance(r2, str):
-            return r2, 0
-        sk, sw = r2
+        sk, sw = udp_rcv(skb, saddr, daddr, family, self.udp_tunnel_sockets)
+        if isinstance(sk, str):
+            return sk, sw
         res = sk.encap_rcv(sk, skb)
         return (res or "queued"), sw
 

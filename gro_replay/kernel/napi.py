@@ -20,7 +20,8 @@ NAPI_POLL_WEIGHT = 64  #: include/linux/netdevice.h
 
 
 class NapiStats:
-    """Counters one NAPI instance keeps: GRO results, checksum bytes summed in software, completion errors."""
+    """Counters one NAPI instance keeps: GRO results, checksum bytes summed in software, completion errors (wire
+    frames inside packets whose gro_complete chain failed and that were freed)."""
 
     __slots__ = ("results", "sw_csum_bytes", "complete_errors", "polls", "full_polls")
 
@@ -38,17 +39,30 @@ class NapiStats:
 class NetDevice:
     """A network device as GRO sees it.
 
-    ``hard_header_len`` bytes (14: Ethernet) are compared by ``gro_list_prepare``; ``gro_max_size`` (bytes,
-    default 65536) bounds ``skb_gro_receive``; ``xdp_generic`` or ``gro`` off make ``netif_elide_gro`` true.
-    ``gro_flush_timeout`` (ns) and ``napi_defer_hard_irqs`` are the sysfs knobs read by ``napi_complete_done``.
-    Kernel: struct net_device (include/linux/netdevice.h).
+    ``hard_header_len`` bytes (14: Ethernet) are compared by ``gro_list_prepare``; ``gro_max_size`` and
+    ``gro_ipv4_max_size`` (bytes, default 65536) bound ``skb_gro_receive`` (IPv4 uses the latter from v6.3);
+    ``xdp_generic`` or ``gro`` off make ``netif_elide_gro`` true. ``gro_flush_timeout`` (ns) and
+    ``napi_defer_hard_irqs`` are the sysfs knobs read by ``napi_complete_done``.
+    Kernel: struct net_device (include/linux/netdevice.h); ``netif_set_gro_max_size`` (net/core/dev.h): setting
+    gro_max_size also sets gro_ipv4_max_size when the size is at most 65536.
     """
 
-    def __init__(self, name: str, kernel, *, hard_header_len: int = 14, gro_max_size: int = 65536) -> None:
+    def __init__(
+        self,
+        name: str,
+        kernel,
+        *,
+        hard_header_len: int = 14,
+        gro_max_size: int = 65536,
+        gro_ipv4_max_size: int | None = None,
+    ) -> None:
         self.name = name
         self.kernel = kernel
         self.hard_header_len = hard_header_len
         self.gro_max_size = gro_max_size
+        if gro_ipv4_max_size is None:
+            gro_ipv4_max_size = gro_max_size if gro_max_size <= 65536 else 65536
+        self.gro_ipv4_max_size = gro_ipv4_max_size
         self.gro = True
         self.xdp_generic = False
         self.gro_flush_timeout = 0

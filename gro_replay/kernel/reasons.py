@@ -11,6 +11,7 @@ from __future__ import annotations
 NETIF_ELIDE_GRO = "dev_gro_receive:netif_elide_gro"
 NO_PACKET_OFFLOAD = "dev_gro_receive:no_packet_offload"
 GSO_SKB = "dev_gro_receive:skb_is_gso"
+FRAG_LIST = "dev_gro_receive:skb_has_frag_list"
 MAX_GRO_SKBS = "gro_flush_oldest:MAX_GRO_SKBS"
 POLL_END = "napi_complete_done:flush"
 BUDGET_EXHAUSTED = "napi_poll:budget_exhausted_flush"
@@ -56,6 +57,7 @@ DESCRIPTIONS = {
     NETIF_ELIDE_GRO: "GRO elided on the device (GRO off or generic XDP attached)",
     NO_PACKET_OFFLOAD: "no GRO handler for the ethertype",
     GSO_SKB: "skb already GSO (flushed by dev_gro_receive)",
+    FRAG_LIST: "aggregate chained on a frag_list (flushed by dev_gro_receive)",
     MAX_GRO_SKBS: "bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)",
     POLL_END: "poll ended below budget: napi_complete_done flushed GRO",
     BUDGET_EXHAUSTED: "poll used its whole budget: napi_poll flushed GRO",

@@ -16,6 +16,7 @@ from enum import IntEnum
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub
 
 SKB_MAX_CSUM_LEVEL = 3  #: include/linux/skbuff.h
+MAX_SKB_FRAGS = 17  #: include/linux/skbuff.h (CONFIG_MAX_SKB_FRAGS default from v6.2, 4 KiB pages)
 CHECKSUM_BREAK = 76  #: include/linux/skbuff.h: full checksum at once for packets this short
 
 ETH_P_IP = 0x0800
@@ -25,14 +26,18 @@ ETH_P_8021AD = 0x88A8
 ETH_P_TEB = 0x6558
 ETH_HLEN = 14
 
-# skb_shinfo(skb)->gso_type bits (include/linux/skbuff.h)
+# skb_shinfo(skb)->gso_type bits (include/linux/skbuff.h, v5.10 layout). Only DODGY and TCPV4/TCPV6 steer a
+# decision here (dev_gro_receive); the others record what gro_complete set. 3271f19bf7b9 (v6.18) moved
+# SKB_GSO_TCP_FIXEDID to bit 30 and added SKB_GSO_TCP_FIXEDID_INNER at bit 31; the v5.10 FIXEDID bit is kept.
 SKB_GSO_TCPV4 = 1 << 0
 SKB_GSO_DODGY = 1 << 1
 SKB_GSO_TCP_ECN = 1 << 2
 SKB_GSO_TCP_FIXEDID = 1 << 3
 SKB_GSO_TCPV6 = 1 << 4
-SKB_GSO_UDP_TUNNEL = 1 << 9
-SKB_GSO_UDP_TUNNEL_CSUM = 1 << 10
+SKB_GSO_UDP_TUNNEL = 1 << 10
+SKB_GSO_UDP_TUNNEL_CSUM = 1 << 11
+SKB_GSO_TCP_ACCECN = 1 << 19  #: 4e4f7cefb130 era (v6.15)
+SKB_GSO_TCP_FIXEDID_INNER = 1 << 31  #: 21f7484220ac / 3271f19bf7b9 (v6.18)
 
 
 class IpSummed(IntEnum):
@@ -77,6 +82,7 @@ class NapiGroCb:
         "recursion_counter",
         "csum",
         "age",
+        "last",
         "network_offsets",
         "why",
     )
@@ -99,6 +105,7 @@ class NapiGroCb:
         self.recursion_counter = 0
         self.csum = 0
         self.age = 0
+        self.last = None
         self.network_offsets = [0, 0]
         self.why: str | None = None
 
@@ -110,6 +117,9 @@ class SkBuff:
     ``inner_*`` ones) are byte offsets into ``buf``; ``len`` is ``skb->len`` in bytes (linear part + merged
     payload). ``frags`` holds ``(buf, start, end)`` slices of payload merged by ``skb_gro_receive``.
     ``frames`` lists the capture indices of the wire frames this skb carries, in order.
+    Memory layout, only as far as ``skb_has_frag_list`` depends on it: ``head_frag`` (the driver built the skb
+    around a page fragment, ``build_skb``; False for a kmalloc'd linear head such as veth carries from AF_PACKET),
+    ``nr_frags`` (page fragments in ``skb_shinfo``) and ``frag_list`` (segments chained on the frag_list).
     ``csum`` is a folded 16-bit ones'-complement sum (see packet/csum.py).
     Kernel: struct sk_buff, include/linux/skbuff.h.
     """
@@ -144,6 +154,9 @@ class SkBuff:
         "encapsulation",
         "cb",
         "frags",
+        "head_frag",
+        "nr_frags",
+        "frag_list",
         "frames",
         "flow",
         "ts_ns",
@@ -180,6 +193,9 @@ class SkBuff:
         self.encapsulation = 0
         self.cb = NapiGroCb()
         self.frags: list[tuple[bytes, int, int]] = []
+        self.head_frag = False
+        self.nr_frags = 0
+        self.frag_list = False
         self.frames = [frame]
         self.flow = flow
         self.ts_ns = ts_ns

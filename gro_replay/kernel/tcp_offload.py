@@ -4,7 +4,10 @@
 
 Versions: v5.10.13 text for K-pre/K-fix (gro-spec §5.5); v6.1 5eddb24901ee (GSO skbs: equal gso_size, final check
 ``len != count * gso_size``; switch ``gro_accepts_gso``); v6.10 4b0ebbca3e16 (IP checks through
-``gro_receive_network_flush`` instead of ``p->flush``/``flush_id``; switch ``l3_flush_in_tcp``).
+``gro_receive_network_flush`` instead of ``p->flush``/``flush_id``; switch ``l3_flush_in_tcp``); v6.15 4e4f7cefb130
+(CWR compared with the other flags, switch ``tcp_gro_compares_cwr``); v6.18 21f7484220ac (two ``ip_fixedid`` bits
+at completion); ab4c8b6f7fcb (2026, switch ``tcp_gro_cwr_no_flush``). The v6.18 text read: tcp_gro_lookup,
+tcp_gro_pull_header and tcp_gro_receive in torvalds/linux net/ipv4/tcp_offload.c (stored 2025 version).
 Left out: TCP fraglist GRO (NETIF_F_GRO_FRAGLIST off by default), TLS device offload (``decrypted``).
 """
 
@@ -19,8 +22,10 @@ from .gro import __skb_gro_checksum_validate, skb_gro_header_ok, skb_gro_pull, s
 from .ip6_offload import ip6_gro_network_pseudo, ipv6_gro_flush
 from .skbuff import (
     CHECKSUM_PARTIAL,
+    SKB_GSO_TCP_ACCECN,
     SKB_GSO_TCP_ECN,
     SKB_GSO_TCP_FIXEDID,
+    SKB_GSO_TCP_FIXEDID_INNER,
     SKB_GSO_TCPV4,
     SKB_GSO_TCPV6,
     SkBuff,
@@ -34,6 +39,8 @@ TCP_FLAG_PSH = 0x00080000
 TCP_FLAG_RST = 0x00040000
 TCP_FLAG_SYN = 0x00020000
 TCP_FLAG_FIN = 0x00010000
+_FLAGS_MUST_MATCH = ~(TCP_FLAG_FIN | TCP_FLAG_PSH) & 0xFFFFFFFF
+_FLAGS_MUST_MATCH_PRE_ACCECN = ~(TCP_FLAG_CWR | TCP_FLAG_FIN | TCP_FLAG_PSH) & 0xFFFFFFFF
 _TCPH = struct.Struct("!HHIIIHH")  # source dest seq ack_seq flag_word(doff|flags|window) check urg_ptr
 
 
@@ -47,7 +54,7 @@ def _network_flush(skb: SkBuff, p: SkBuff) -> int:
         if skb.buf[nh] >> 4 == 6:
             flush |= ipv6_gro_flush(nh, nh2, skb.buf, p.buf)
         else:
-            flush |= inet_gro_flush(nh, nh2, skb.buf, p, outer=bool(pcb.encap_mark) and inner == 0)
+            flush |= inet_gro_flush(nh, nh2, skb.buf, p, inner == 1)
     return flush
 
 
@@ -103,10 +110,12 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         if not model.l3_flush_in_tcp and pcb.flush:
             flush = 1
             why = pcb.why if pcb.why and pcb.why.startswith(("inet", "ipv6")) else R.IP_FLUSH
-        if flags & TCP_FLAG_CWR:
+        if not model.tcp_gro_cwr_no_flush and flags & TCP_FLAG_CWR:
             flush = 1
             why = why or R.TCP_CWR
-        if (flags ^ flags2) & ~(TCP_FLAG_CWR | TCP_FLAG_FIN | TCP_FLAG_PSH) & 0xFFFFFFFF:
+        # CWR is compared with the other flags from 4e4f7cefb130 (AccECN: part of the ACE counter)
+        same_mask = _FLAGS_MUST_MATCH if model.tcp_gro_compares_cwr else _FLAGS_MUST_MATCH_PRE_ACCECN
+        if (flags ^ flags2) & same_mask:
             flush = 1
             why = why or R.TCP_FLAGS_DIFFER
         if ack != ack2:
@@ -203,9 +212,10 @@ def tcp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 
 def tcp_gro_complete(skb: SkBuff) -> None:
-    """Mark the aggregate CHECKSUM_PARTIAL at the TCP header, set gso_segs and the ECN flag.
+    """Mark the aggregate CHECKSUM_PARTIAL at the TCP header, set gso_segs and the CWR-derived GSO flag.
 
-    Kernel: net/ipv4/tcp_offload.c ``tcp_gro_complete``.
+    Kernel: net/ipv4/tcp_offload.c ``tcp_gro_complete``: a CWR head marks SKB_GSO_TCP_ECN, SKB_GSO_TCP_ACCECN
+    from 4e4f7cefb130 (v6.15).
     """
     th = skb.transport_header
     if skb.encapsulation:
@@ -214,7 +224,7 @@ def tcp_gro_complete(skb: SkBuff) -> None:
     skb.ip_summed = CHECKSUM_PARTIAL
     skb.gso_segs = skb.cb.count
     if skb.buf[th + 13] & 0x80:
-        skb.gso_type |= SKB_GSO_TCP_ECN
+        skb.gso_type |= SKB_GSO_TCP_ACCECN if skb.dev.kernel.model.tcp_gro_compares_cwr else SKB_GSO_TCP_ECN
 
 
 def _complete(skb: SkBuff, thoff: int, pseudo_sum: int, gso_type: int) -> int:
@@ -238,8 +248,17 @@ def tcp4_gro_complete(skb: SkBuff, thoff: int) -> int:
     buf = skb.buf
     psum = pseudo4(bytes(buf[nh + 12 : nh + 16]), bytes(buf[nh + 16 : nh + 20]), skb.len - thoff, 6)
     cb = skb.cb
-    fixed = cb.ip_fixedid if skb.dev.kernel.model.l3_flush_in_tcp else cb.is_atomic
-    return _complete(skb, thoff, psum, SKB_GSO_TCPV4 | (SKB_GSO_TCP_FIXEDID if fixed else 0))
+    model = skb.dev.kernel.model
+    gso_type = SKB_GSO_TCPV4
+    if model.inet_gro_checks_outer_id:
+        # ip_fixedid bit 0 → outer (or only) header, bit 1 → inner header (3271f19bf7b9)
+        if cb.ip_fixedid & 1:
+            gso_type |= SKB_GSO_TCP_FIXEDID
+        if cb.ip_fixedid & 2:
+            gso_type |= SKB_GSO_TCP_FIXEDID_INNER
+    elif cb.ip_fixedid if model.l3_flush_in_tcp else cb.is_atomic:
+        gso_type |= SKB_GSO_TCP_FIXEDID
+    return _complete(skb, thoff, psum, gso_type)
 
 
 def tcp6_gro_complete(skb: SkBuff, thoff: int) -> int:

@@ -115,39 +115,41 @@ def __skb_checksum_validate(skb: SkBuff, complete: bool, zero_okay: bool, check:
     return 0
 
 
-def udp_rcv(skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict) -> tuple[object, int] | str:
+def udp_rcv(skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict) -> tuple[object, int]:
     """UDP input: length checks, trim, ``udp4_csum_init``, socket lookup, convert, encap checksum check.
 
     Kernel: net/ipv4/udp.c ``__udp4_lib_rcv`` → ``udp_unicast_rcv_skb`` → ``udp_queue_rcv_one_skb`` (same steps
     in net/ipv6/udp.c). Returns ``(tunnel socket, software-summed bytes)`` with ``skb->data`` at the UDP header,
-    or a drop reason string ("udp_rcv:no_socket" for non-tunnel datagrams).
+    or ``(drop reason string, software-summed bytes)`` ("udp_rcv:no_socket" for non-tunnel datagrams): bytes
+    summed before a checksum drop count as work done.
     """
     buf = skb.buf
     u = skb.data
     if skb.headlen() < 8:
-        return "udp_rcv:short"
+        return "udp_rcv:short", 0
     ulen = (buf[u + 4] << 8) | buf[u + 5]
     check = (buf[u + 6] << 8) | buf[u + 7]
     if ulen > skb.len or ulen < 8:
-        return "udp_rcv:short_packet"
+        return "udp_rcv:short_packet", 0
     pskb_trim_rcsum(skb, ulen)
     pseudo = pseudo4 if family == 4 else pseudo6
     psum = pseudo(saddr, daddr, skb.len, 17)
     sw = 0
     # udp4_csum_init: skb_checksum_init_zero_check
     before = skb.csum_complete_sw
-    if __skb_checksum_validate(skb, False, True, check, psum):
-        return "udp_rcv:csum_error"
+    verdict = __skb_checksum_validate(skb, False, True, check, psum)
     if skb.csum_complete_sw and not before:
         sw += skb.len
+    if verdict:
+        return "udp_rcv:csum_error", sw
     if skb.ip_summed == CHECKSUM_COMPLETE and not skb.csum_valid:
         if skb.csum_complete_sw:
-            return "udp_rcv:csum_error"
+            return "udp_rcv:csum_error", sw
         skb.ip_summed = CHECKSUM_NONE  # skb_checksum_complete_unset: hardware said bad, check in software
     dport = (buf[u + 2] << 8) | buf[u + 3]
     sk = sockets.get(dport)
     if sk is None:
-        return "udp_rcv:no_socket"
+        return "udp_rcv:no_socket", sw
     # udp_unicast_rcv_skb: every UDP tunnel socket has convert_csum (setup_udp_tunnel_sock)
     if check and skb.ip_summed == CHECKSUM_NONE and skb.csum_valid:
         skb.csum = ~psum & 0xFFFF
@@ -157,7 +159,7 @@ def udp_rcv(skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict)
         verdict = __skb_checksum_complete(skb, skb.data)
         sw += skb.len
         if verdict:
-            return "udp_rcv:csum_error"
+            return "udp_rcv:csum_error", sw
     return sk, sw
 
 

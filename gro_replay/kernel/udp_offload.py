@@ -123,7 +123,7 @@ def udp_gro_complete(skb: SkBuff, nhoff: int, pseudo_of) -> int:
     check = (buf[start + 6] << 8) | buf[start + 7]
     if check:
         buf[start + 6 : start + 8] = pseudo_of(skb, newlen).to_bytes(2, "big")
-    buf[start + 4 : start + 6] = newlen.to_bytes(2, "big")
+    buf[start + 4 : start + 6] = (newlen & 0xFFFF).to_bytes(2, "big")  # htons() keeps 16 bits
     sk = skb.dev.kernel.udp_tunnel_sockets.get(dport)
     if sk is None:
         return -2
