@@ -17,11 +17,17 @@ import numpy as np
 _U16 = np.dtype(">u2")
 
 
+_NUMPY_MIN = 4096  # below this many bytes a big-integer reduction is faster than a numpy call
+
+
 def csum_partial(buf: bytes | bytearray | memoryview, start: int = 0, end: int | None = None) -> int:
     """Ones'-complement sum of ``buf[start:end]`` as big-endian 16-bit words, folded to 16 bits.
 
     An odd trailing byte is padded with a zero byte, as RFC 1071 prescribes.
     Kernel: lib/checksum.c ``csum_partial`` (folded with ``csum_fold`` semantics, without the final NOT).
+    Short ranges use the identity "ones'-complement sum ≡ value of the byte string mod 0xFFFF" (2^16 ≡ 1), with a
+    non-zero multiple of 0xFFFF giving 0xFFFF as end-around-carry folding does; long ranges sum uint16 words
+    with numpy.
 
     Args: buf: the bytes; start/end: byte offsets (end defaults to len(buf)).
     Returns: 0..0xFFFF.
@@ -31,10 +37,15 @@ def csum_partial(buf: bytes | bytearray | memoryview, start: int = 0, end: int |
     n = end - start
     if n <= 0:
         return 0
+    if n < _NUMPY_MIN:
+        v = int.from_bytes(buf[start:end], "big")
+        if n & 1:
+            v <<= 8
+        if not v:
+            return 0
+        return v % 0xFFFF or 0xFFFF
     even = n & ~1
-    total = 0
-    if even:
-        total = int(np.frombuffer(buf, dtype=_U16, count=even >> 1, offset=start).sum(dtype=np.uint64))
+    total = int(np.frombuffer(buf, dtype=_U16, count=even >> 1, offset=start).sum(dtype=np.uint64))
     if n & 1:
         total += buf[end - 1] << 8
     while total >> 16:
