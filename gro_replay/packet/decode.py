@@ -59,17 +59,19 @@ class FlowKey:
     inner_sport: int
     inner_dport: int
     outer_csum_zero: bool
+    inner_ethertype: int = 0
 
     def label(self) -> str:
         """One-line description, e.g. ``10.0.0.1:49152→10.0.0.2:4789 vxlan vni 100 192.168.1.1:40000→… tcp``."""
         if not self.tunnel:
             return f"{self.outer_src}:{self.outer_sport}→{self.outer_dst}:{self.outer_dport} (not tunnelled)"
         proto = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}.get(self.inner_proto, str(self.inner_proto))
-        inner = (
-            f"{self.inner_src}:{self.inner_sport}→{self.inner_dst}:{self.inner_dport} {proto}"
-            if self.inner_sport or self.inner_dport
-            else f"{self.inner_src}→{self.inner_dst} {proto}"
-        )
+        if self.inner_sport or self.inner_dport:
+            inner = f"{self.inner_src}:{self.inner_sport}→{self.inner_dst}:{self.inner_dport} {proto}"
+        elif self.inner_src:
+            inner = f"{self.inner_src}→{self.inner_dst} {proto}"
+        else:
+            inner = f"ethertype 0x{self.inner_ethertype:04x}"
         csum = "csum 0" if self.outer_csum_zero else "csum set"
         return (
             f"{self.outer_src}:{self.outer_sport}→{self.outer_dst}:{self.outer_dport} "
@@ -93,6 +95,7 @@ class FlowKey:
                 "proto": self.inner_proto,
                 "sport": self.inner_sport,
                 "dport": self.inner_dport,
+                "ethertype": self.inner_ethertype,
             }
             if self.tunnel
             else None,
@@ -196,7 +199,8 @@ class Decoder:
         else:
             fid = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL))
             return buf, vlan, fid, b"", 0
-        if proto not in (6, 17) or frag:
+        if proto not in (6, 17) or frag or (proto == 6 and l4 + 8 > end):
+            # a TCP header cut short is still non-tunnel traffic: GRO and IP input see it (and flush/drop it)
             raw = ("ip", src, dst, proto)
             fid = self._flow(
                 raw,
@@ -238,8 +242,9 @@ class Decoder:
             if t + glen > end:
                 return SKIP_TUNNEL
             vni = int.from_bytes(buf[t + 4 : t + 7], "big")
-            if _H.unpack_from(buf, t + 2)[0] != ETH_P_TEB:
-                raw = ("tun", src, dst, sport, dport, vni, None)
+            gproto = _H.unpack_from(buf, t + 2)[0]
+            if gproto != ETH_P_TEB:
+                raw = ("tun", src, dst, sport, dport, vni, gproto)
                 fid = self._flow(
                     raw,
                     lambda: (
@@ -256,6 +261,7 @@ class Decoder:
                             0,
                             0,
                             ucheck == 0,
+                            gproto,
                         ),
                         CLS_TUNNEL_OTHER,
                     ),
@@ -318,6 +324,7 @@ class Decoder:
                     isport,
                     idport,
                     ucheck == 0,
+                    itype,
                 ),
                 cls,
             ),

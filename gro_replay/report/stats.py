@@ -28,7 +28,9 @@ class StageStats:
     ``segs_hist[k]``: skbs that carried k segments; ``bytes``: sum of ``skb->len`` (bytes, as the stage counts
     them: from the outer IP header on the phys device, from the inner IP header on the tunnel device);
     ``reasons``: why each delivered skb ended (the kernel condition); ``sw_csum_bytes``: bytes GRO summed in
-    software (and, at phys, the normal path's UDP checks).
+    software (and, at phys, the normal path's UDP checks); ``complete_errors``: wire frames inside held packets
+    whose ``napi_gro_complete`` chain failed and which were freed instead of delivered (net/core/dev.c v5.10
+    ``napi_gro_complete``), so that ``segments == frames_in - complete_errors`` always holds.
     """
 
     __slots__ = (
@@ -41,6 +43,7 @@ class StageStats:
         "sw_csum_bytes",
         "results",
         "devices",
+        "complete_errors",
     )
 
     def __init__(self) -> None:
@@ -53,6 +56,7 @@ class StageStats:
         self.sw_csum_bytes = 0
         self.results: Counter = Counter()
         self.devices: Counter = Counter()
+        self.complete_errors = 0
 
     @property
     def segments(self) -> int:
@@ -87,6 +91,7 @@ class StageStats:
             "gro_results": {k.name: v for k, v in sorted(self.results.items())},
             "end_reasons": dict(sorted(self.reasons.items())),
             "devices": dict(self.devices),
+            "gro_complete_errors": self.complete_errors,
         }
 
 

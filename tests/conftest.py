@@ -1,0 +1,46 @@
+"""Shared test fixtures: repository paths, the public captures in ``../shared/captures``, and a CLI runner.
+
+The public captures live beside the checkout (``<repo>/../shared/captures``, see its README); a user's clone has
+no ``../shared``, so every test that needs them takes the ``shared_captures`` fixture and is skipped cleanly
+when the folder is absent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_pcaps"
+SHARED_CAPTURES = ROOT.parent / "shared" / "captures"
+
+FIX_SAMPLE = SAMPLES / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
+GENEVE_SAMPLE = SAMPLES / "geneve-ipv6-bulk.pcap"
+VXLAN4_SAMPLE = SAMPLES / "vxlan-4flows-computed-csum.pcap"
+
+
+def shared_capture_paths() -> list[Path]:
+    """Every ``*.pcap``/``*.pcapng`` (optionally ``.gz``) under ``../shared/captures``, sorted; [] when absent."""
+    if not SHARED_CAPTURES.is_dir():
+        return []
+    pats = ("*.pcap", "*.pcapng", "*.pcap.gz", "*.pcapng.gz")
+    return sorted({p for pat in pats for p in SHARED_CAPTURES.rglob(pat)})
+
+
+@pytest.fixture
+def shared_captures() -> Path:
+    """The ``../shared/captures`` folder; skips the test when it is absent."""
+    if not SHARED_CAPTURES.is_dir():
+        pytest.skip(f"public captures not present ({SHARED_CAPTURES})")
+    return SHARED_CAPTURES
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    """A click CliRunner that keeps stdout and stderr apart (click ≥ 8.2 always does; 8.1 needs the flag)."""
+    try:
+        return CliRunner(mix_stderr=False)  # click 8.1
+    except TypeError:
+        return CliRunner()

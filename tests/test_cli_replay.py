@@ -1,0 +1,224 @@
+"""The ``replay`` command's outputs: the JSON document (DESIGN.md "Output contract"), the SUMMARY line of every
+text format, and the compare view's verdict, checked through click's CliRunner (exit code, stdout and stderr
+apart).
+
+Expected counts for the fix sample (17 frames, one flow, outer UDP checksum 0) with the default ``budget`` poll
+model: all 17 frames fit one poll (NAPI weight 64, gro-spec §1.1). Pre-fix the gate refuses each of them
+(gro-spec §4.7 row 3: ``--rx-csum unnecessary`` = CHECKSUM_UNNECESSARY level 0, the default), so the phys device
+delivers 17 skbs and the vxlan device's gro_cells merges them into one (16 full segments, then the 672-byte one
+ends the aggregate, §5.5; 52 + 16·1398 + 672 = 23092 bytes < 64 KiB, §5.6). Post-fix the phys device merges the
+same 17 into one aggregate, which the tunnel device passes through (GSO skb, §6.6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from conftest import FIX_SAMPLE, GENEVE_SAMPLE, VXLAN4_SAMPLE
+
+from gro_replay.cli import main
+from gro_replay.kernel import reasons as R
+
+FIX_SUMMARY = (
+    "SUMMARY kernels=pre-fix,post-fix frames=17 skipped=0 "
+    "pre-fix.phys_skbs=17 pre-fix.phys_aggregates=0 pre-fix.tunnel_skbs=1 pre-fix.tunnel_aggregates=1 "
+    "post-fix.phys_skbs=1 post-fix.phys_aggregates=1 post-fix.tunnel_skbs=1 post-fix.tunnel_aggregates=1 "
+    "affected_flows=1"
+)
+
+STAGE_KEYS = {
+    "frames_in",
+    "skbs_delivered",
+    "segments_delivered",
+    "aggregates",
+    "segs_per_skb_mean",
+    "segs_per_skb_max",
+    "segs_per_skb_hist",
+    "bytes",
+    "sw_csum_bytes",
+    "end_reasons",
+    "gro_complete_errors",
+}
+
+
+def _run(runner, *args):
+    r = runner.invoke(main, [*map(str, args), "-q"])
+    assert "Traceback" not in r.stderr
+    return r
+
+
+def _summary_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("SUMMARY ")]
+
+
+def test_json_document_keys_and_values(runner):
+    r = _run(runner, FIX_SAMPLE, "--format", "json")
+    assert r.exit_code == 0 and r.stderr == ""
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] == 1
+    inp = doc["input"]
+    assert inp["path"] == str(FIX_SAMPLE)
+    assert inp["sha256"] == hashlib.sha256(FIX_SAMPLE.read_bytes()).hexdigest()
+    # 16 frames of 1514 bytes (outer IP 1500 + Ethernet 14) and one of 774 + 14
+    assert (inp["frames_read"], inp["frames_replayed"], inp["bytes"]) == (17, 17, 16 * 1514 + 788)
+    assert inp["skipped"] == {} and inp["classes"] == {"tunnel_tcp": 17}
+    cfg = doc["config"]
+    assert cfg["kernels"] == [{"name": "pre-fix", "release": "5.11"}, {"name": "post-fix", "release": "5.12"}]
+    assert cfg["nic"]["rx_csum"] == "unnecessary" and cfg["poll"] == "budget"
+    # gro-spec §1.1 constants
+    consts = cfg["constants"]
+    assert (consts["napi_weight"], consts["gro_normal_batch"], consts["gro_hash_buckets"]) == (64, 8, 8)
+    assert (consts["max_gro_skbs"], consts["gro_max_size"]) == (8, 65536)
+    pre, post = doc["kernels"]
+    for k in doc["kernels"]:
+        assert set(k["stages"]) == {"phys", "tunnel"}
+        for st in k["stages"].values():
+            assert STAGE_KEYS <= set(st)
+            for key in STAGE_KEYS - {"segs_per_skb_mean", "segs_per_skb_hist", "end_reasons"}:
+                assert type(st[key]) is int, key  # integers stay integers (DESIGN.md)
+        (flow,) = k["flows"]
+        assert flow["class"] == "tunnel_tcp"
+        assert flow["key"]["tunnel"] == "vxlan" and flow["key"]["vni"] == 100
+        assert flow["key"]["outer"]["udp_csum_zero"] is True
+        assert flow["key"]["inner"] == {
+            "src": "192.168.1.1",
+            "dst": "192.168.1.2",
+            "proto": 6,
+            "sport": 40000,
+            "dport": 5201,
+            "ethertype": 0x0800,
+        }
+    ph, tu = pre["stages"]["phys"], pre["stages"]["tunnel"]
+    assert (ph["frames_in"], ph["skbs_delivered"], ph["aggregates"]) == (17, 17, 0)
+    assert ph["segs_per_skb_hist"] == {"1": 17}
+    assert ph["bytes"] == 16 * 1500 + 774
+    assert ph["end_reasons"] == {R.UDP_GATE_ZERO_CSUM: 17}
+    assert (tu["frames_in"], tu["skbs_delivered"], tu["segs_per_skb_hist"]) == (17, 1, {"17": 1})
+    assert tu["bytes"] == 52 + 16 * 1398 + 672
+    # §6.5: each refused frame's inner TCP segment (32 header bytes + payload) is summed by the cell
+    assert (ph["sw_csum_bytes"], tu["sw_csum_bytes"]) == (0, 16 * (32 + 1398) + 32 + 672)
+    ph, tu = post["stages"]["phys"], post["stages"]["tunnel"]
+    assert (ph["skbs_delivered"], ph["aggregates"], ph["segs_per_skb_max"]) == (1, 1, 17)
+    assert ph["bytes"] == 50 + 52 + 16 * 1398 + 672
+    assert ph["end_reasons"] == {R.TCP_SHORT: 1}
+    # §4.7 row 3 post-fix: the inner TCP checksum is summed at the phys stage instead
+    assert (ph["sw_csum_bytes"], tu["sw_csum_bytes"]) == (16 * (32 + 1398) + 32 + 672, 0)
+    assert tu["end_reasons"] == {R.GSO_SKB: 1}
+    assert pre["stack"] == {"queued": 17} and post["stack"] == {"queued": 1}
+    (aff,) = doc["comparison"]["affected_flows"]
+    assert (aff["phys_skbs_pre"], aff["phys_skbs_post"]) == (17, 1)
+    assert (aff["gate_refusals"], aff["zero_csum"]) == (17, True)
+    assert doc["summary"] == FIX_SUMMARY
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_summary_line_in_every_text_format(runner, fmt):
+    r = _run(runner, FIX_SAMPLE, "--format", fmt)
+    assert r.exit_code == 0 and r.stderr == ""
+    assert _summary_lines(r.stdout) == [FIX_SUMMARY]
+
+
+def test_summary_line_single_kernel(runner):
+    r = _run(runner, FIX_SAMPLE, "--no-fix")
+    assert r.exit_code == 0
+    assert _summary_lines(r.stdout) == [
+        "SUMMARY kernel=pre-fix frames=17 skipped=0 phys_skbs=17 phys_aggregates=0 tunnel_skbs=1 tunnel_aggregates=1"
+    ]
+
+
+def test_markdown_table(runner):
+    r = _run(runner, FIX_SAMPLE, "--format", "markdown")
+    lines = r.stdout.splitlines()
+    head = "| metric | pre-fix phys NAPI | post-fix phys NAPI | pre-fix tunnel gro_cells | post-fix tunnel gro_cells |"
+    assert head in lines
+    assert "| skbs delivered | 17 | 1 | 1 | 1 |" in lines
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "json"])
+def test_compare_verdict_names_the_zero_checksum_gate(runner, fmt):
+    r = _run(runner, FIX_SAMPLE, "--format", fmt)
+    assert r.exit_code == 0
+    text = json.loads(r.stdout)["comparison"]["verdict"] if fmt == "json" else " ".join(r.stdout.split())
+    # gro-spec §4.4/§4.7 row 3: the refusal is udp_gro_receive's csum_cnt == 0 && !csum_valid clause, reached
+    # because the outer checksum is 0 and the NIC said CHECKSUM_UNNECESSARY level 0
+    for phrase in (
+        "Before the fix, 1 of 1 tunnelled TCP flow(s) lose phys-device aggregation (17 frames go up one by one)",
+        "outer UDP checksum is 0",
+        "CHECKSUM_UNNECESSARY level 0",
+        "udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses tunnel GRO",
+        "gro_cells",
+    ):
+        assert phrase in text, phrase
+
+
+def test_compare_verdict_none_when_nic_is_checksum_none(runner):
+    r = _run(runner, FIX_SAMPLE, "--format", "json", "--rx-csum", "none")
+    verdict = json.loads(r.stdout)["comparison"]["verdict"]
+    # gro-spec §4.7 row 1: CHECKSUM_NONE with a zero outer checksum fails the same gate
+    assert "outer UDP checksum is 0 and the NIC marks them CHECKSUM_NONE" in verdict
+
+
+@pytest.mark.parametrize("rx_csum", ["unnecessary-tunnel", "complete", "partial"])
+def test_fix_sample_not_affected_when_nic_vouches(runner, rx_csum):
+    # gro-spec §4.7 rows 5, 7, 9: level 1, COMPLETE and PARTIAL aggregate before the fix too
+    r = _run(runner, FIX_SAMPLE, "--format", "json", "--rx-csum", rx_csum)
+    doc = json.loads(r.stdout)
+    assert doc["comparison"]["affected_flows"] == []
+    assert [k["stages"]["phys"]["skbs_delivered"] for k in doc["kernels"]] == [1, 1]
+
+
+@pytest.mark.parametrize("sample", [GENEVE_SAMPLE, VXLAN4_SAMPLE], ids=["geneve-ipv6", "vxlan-4flows"])
+def test_computed_outer_checksum_sample_has_no_affected_flow(runner, sample):
+    # gro-spec §4.7 row 4: a non-zero outer checksum with UNNECESSARY level 0 is converted (TRY_CONVERT) and
+    # aggregates in both kernels
+    r = _run(runner, sample, "--format", "json")
+    assert r.exit_code == 0 and r.stderr == ""
+    doc = json.loads(r.stdout)
+    assert doc["comparison"]["affected_flows"] == []
+    assert doc["comparison"]["verdict"].startswith("No flow loses phys-device aggregation before the fix")
+    assert all(f["key"]["outer"]["udp_csum_zero"] is False for f in doc["kernels"][0]["flows"])
+    pre, post = doc["kernels"]
+    assert pre["stages"]["phys"]["segs_per_skb_hist"] == post["stages"]["phys"]["segs_per_skb_hist"]
+    assert pre["stages"]["phys"]["aggregates"] > 0
+    assert doc["summary"].endswith(" affected_flows=0")
+    r = _run(runner, sample)
+    assert "No flow loses phys-device aggregation before the fix" in " ".join(r.stdout.split())
+
+
+def test_geneve_sample_flows(runner):
+    # the Makefile's geneve sample: 4 flows × 64 frames, Geneve on 6081 over outer IPv6, 8 option bytes
+    doc = json.loads(_run(runner, GENEVE_SAMPLE, "--format", "json").stdout)
+    assert doc["input"]["frames_read"] == 256 and doc["input"]["classes"] == {"tunnel_tcp": 256}
+    flows = doc["kernels"][0]["flows"]
+    assert len(flows) == 4
+    assert {f["key"]["tunnel"] for f in flows} == {"geneve"}
+    assert {f["key"]["outer"]["dport"] for f in flows} == {6081}
+    assert all(":" in f["key"]["outer"]["src"] for f in flows)
+    for k in doc["kernels"]:
+        assert k["stages"]["tunnel"]["devices"] == {"geneve0": k["stages"]["tunnel"]["skbs_delivered"]}
+
+
+def test_fix_and_kernel_are_exclusive(runner):
+    r = _run(runner, FIX_SAMPLE, "--fix", "--kernel", "6.18")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == ["Error: --kernel and --fix/--no-fix are exclusive"]
+
+
+def test_kernel_profiles_run_side_by_side(runner):
+    r = _run(runner, FIX_SAMPLE, "--format", "json", "--kernel", "5.11", "--kernel", "6.18")
+    assert r.exit_code == 0
+    doc = json.loads(r.stdout)
+    assert [k["release"] for k in doc["kernels"]] == ["5.11", "6.18"]
+    # 6.18 has the fix (gate checks uh->check, gro-spec §4.6): the phys device aggregates
+    assert [k["stages"]["phys"]["skbs_delivered"] for k in doc["kernels"]] == [17, 1]
+
+
+def test_repeated_tunnel_port_is_one_socket(runner):
+    # one UDP tunnel socket per port: naming 4789 twice changes nothing (the replay used to fail on it)
+    r = _run(runner, FIX_SAMPLE, "--format", "json", "--vxlan-port", "4789", "--vxlan-port", "4789")
+    assert r.exit_code == 0 and r.stderr == ""
+    doc = json.loads(r.stdout)
+    assert doc["config"]["vxlan_ports"] == [4789]
+    assert doc["summary"] == FIX_SUMMARY
