@@ -61,7 +61,7 @@ class PollModel:
                 us = float(value)
             except ValueError:
                 us = -1.0
-            if us >= 0:
+            if 0 <= us < float("inf"):  # NaN and infinity fail too
                 return cls(kind, us)
         raise ConfigError(f"invalid poll model {text!r}: use budget, gap:US or rx-usecs:US")
 
@@ -112,6 +112,9 @@ class ReplayConfig:
             raise ConfigError("NAPI weight must be 1..64")
         if self.hz <= 0:
             raise ConfigError("--hz must be positive")
+        # a port repeated within one list is one tunnel socket (the kernel binds one per port)
+        self.vxlan_ports = tuple(dict.fromkeys(self.vxlan_ports))
+        self.geneve_ports = tuple(dict.fromkeys(self.geneve_ports))
         overlap = set(self.vxlan_ports) & set(self.geneve_ports)
         if overlap:
             raise ConfigError(f"port {min(overlap)} given as both VXLAN and Geneve")

@@ -39,11 +39,20 @@ def input_lines(result) -> list[str]:
     cfg = result.config
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(inp.skipped.items())) or "none"
     classes = ", ".join(f"{k} {v}" for k, v in sorted(inp.classes.items())) or "none"
+    resegmented = ""
+    if getattr(inp, "resegmented_frames", 0) or getattr(inp, "oversize_not_split", None):
+        kept = sum(inp.oversize_not_split.values())
+        resegmented = (
+            f"; resegmented: {inp.resegmented_frames:,} super-frames into {inp.segments_created:,} segments"
+            + (f", {kept:,} above the MTU kept as captured" if kept else "")
+        )
     return [
         f"input: {inp.path or '(frames)'}: {inp.frames_read:,} frames read, {inp.frames_replayed:,} replayed; "
-        f"skipped: {skipped}",
+        f"skipped: {skipped}{resegmented}",
         f"frames: {classes}",
-        f"NIC: --rx-csum {cfg.rx_csum}, RSS {cfg.rss}; poll model {cfg.poll}, weight {cfg.weight}, HZ {cfg.hz}; "
+        f"NIC: --rx-csum {cfg.rx_csum}, RSS {cfg.rss}"
+        + (f", {cfg.rx_queues} RX queues" if getattr(cfg, "rx_queues", 1) > 1 else "")
+        + f"; poll model {cfg.poll}, weight {cfg.weight}, HZ {cfg.hz}; "
         f"kernels: " + ", ".join(f"{k.name} (v{k.release})" for k in cfg.kernels),
     ]
 
