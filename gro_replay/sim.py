@@ -86,6 +86,8 @@ class ReplayConfig:
     vxlan_dev: str = "vxlan0"
     geneve_dev: str = "geneve0"
     tunnel_metadata: bool = True
+    #: tunnel sockets accept zero UDPv6 checksums (vxlan/geneve udp6zerocsumrx; off by default, RFC 6936)
+    udp6_zero_csum_rx: bool = False
     gro_normal_batch: int = 8
     gro_max_size: int = 65536
     gro_flush_timeout_ns: int = 0
@@ -143,6 +145,7 @@ class ReplayConfig:
             "geneve_ports": list(self.geneve_ports),
             "devices": {"phys": self.phys_dev, "vxlan": self.vxlan_dev, "geneve": self.geneve_dev},
             "tunnel_metadata": self.tunnel_metadata,
+            "udp6_zero_csum_rx": self.udp6_zero_csum_rx,
             "rx_queues": self.rx_queues,
             "resegment": str(self.resegment),
             "mtu": self.mtu,
@@ -494,6 +497,7 @@ class Replayer:
                 vxlan_dev=config.vxlan_dev,
                 geneve_dev=config.geneve_dev,
                 tunnel_metadata=config.tunnel_metadata,
+                udp6_zero_csum_rx=config.udp6_zero_csum_rx,
                 gro_max_size=config.gro_max_size,
                 sink=st,
             )

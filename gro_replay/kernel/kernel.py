@@ -61,6 +61,8 @@ class UdpTunnelSock:
     gro_receive: Callable
     gro_complete: Callable
     encap_rcv: Callable
+    #: accept a zero UDPv6 checksum (vxlan/geneve ``udp6zerocsumrx``; off by default, RFC 6936)
+    no_check6_rx: bool = False
 
 
 class Sink:
@@ -83,6 +85,7 @@ class Kernel:
     ``net.core.gro_normal_batch``; vxlan_ports/geneve_ports: UDP destination ports of tunnel sockets;
     phys_dev / vxlan_dev / geneve_dev: device names (tunnel devices on further ports get a numeric suffix);
     tunnel_metadata: collect-metadata ("external") tunnel devices that attach a metadata dst per skb;
+    udp6_zero_csum_rx: tunnel sockets accept a zero UDPv6 checksum (``udp6zerocsumrx``; kernel default off);
     gro_max_size / gro_ipv4_max_size: every device's limits in bytes (``ip link set … gro_max_size``; the IPv4
     one follows gro_max_size up to 65536 unless given, as ``netif_set_gro_max_size`` does);
     sink: observer of deliveries.
@@ -100,6 +103,7 @@ class Kernel:
         vxlan_dev: str = "vxlan0",
         geneve_dev: str = "geneve0",
         tunnel_metadata: bool = True,
+        udp6_zero_csum_rx: bool = False,
         gro_max_size: int = 65536,
         gro_ipv4_max_size: int | None = None,
         sink: Sink | None = None,
@@ -108,6 +112,7 @@ class Kernel:
         self.hz = hz
         self.gro_normal_batch = gro_normal_batch
         self.tunnel_metadata = tunnel_metadata
+        self.udp6_zero_csum_rx = udp6_zero_csum_rx
         self.sink = sink or Sink()
         self.offload_base: dict[int, PacketOffload] = {}
         self.inet_offloads: dict[int, PacketOffload] = {}
@@ -138,6 +143,7 @@ class Kernel:
             sk = UdpTunnelSock(
                 kind, port, dev, cells, geneve_gro_receive, geneve_gro_complete, geneve_udp_encap_recv
             )
+        sk.no_check6_rx = self.udp6_zero_csum_rx
         self.udp_tunnel_sockets[port] = sk
 
     # -- one softirq round ---------------------------------------------------------------------------------------

@@ -150,6 +150,9 @@ def udp_rcv(skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict)
     sk = sockets.get(dport)
     if sk is None:
         return "udp_rcv:no_socket", sw
+    if family == 6 and not check and not sk.no_check6_rx:
+        # __udp6_lib_rcv: a zero UDPv6 checksum only for sockets with no_check6_rx (udp6zerocsumrx), RFC 6936
+        return "udp6_csum_zero_error", sw
     # udp_unicast_rcv_skb: every UDP tunnel socket has convert_csum (setup_udp_tunnel_sock)
     if check and skb.ip_summed == CHECKSUM_NONE and skb.csum_valid:
         skb.csum = ~psum & 0xFFFF
