@@ -139,6 +139,33 @@ def replay_options(f):
             show_default=True,
             help="Collect-metadata (external) tunnel devices: a metadata dst per skb.",
         ),
+        click.option(
+            "--rx-queues",
+            type=click.IntRange(1, 128),
+            default=1,
+            show_default=True,
+            help="RX queues of the phys device: one NAPI (and one CPU's gro_cells) each; flows spread by RSS.",
+        ),
+        click.option(
+            "--resegment",
+            default="auto",
+            show_default=True,
+            metavar="auto|off|MSS",
+            help="Split tunnelled TCP super-frames above --mtu (GSO/TSO, post-GRO, BIG TCP) into wire frames.",
+        ),
+        click.option(
+            "--mtu",
+            type=click.IntRange(68, 65535),
+            default=1500,
+            show_default=True,
+            help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold).",
+        ),
+        click.option(
+            "--udp6zerocsumrx",
+            "udp6_zero_csum_rx",
+            is_flag=True,
+            help="Tunnel sockets accept zero UDPv6 checksums (vxlan/geneve udp6zerocsumrx; off by default).",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -160,6 +187,10 @@ def build_config(
     gro_flush_timeout,
     napi_defer_hard_irqs,
     tunnel_metadata,
+    rx_queues=1,
+    resegment="auto",
+    mtu=1500,
+    udp6_zero_csum_rx=False,
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
     if kernel_rel:
@@ -189,6 +220,10 @@ def build_config(
             tunnel_metadata=tunnel_metadata,
             gro_flush_timeout_ns=gro_flush_timeout,
             napi_defer_hard_irqs=napi_defer_hard_irqs,
+            rx_queues=rx_queues,
+            resegment=resegment,
+            mtu=mtu,
+            udp6_zero_csum_rx=udp6_zero_csum_rx,
         )
         if key is not None:
             if len(key) < 40:
@@ -213,13 +248,20 @@ def _progress(quiet: bool):
     """A rich progress callback on stderr when it is a terminal, else None."""
     if quiet or not sys.stderr.isatty():
         return None, None
-    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.text import Text
+
+    class FramesPerSecond(ProgressColumn):
+        def render(self, task):
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
 
     prog = Progress(
         TextColumn("[progress.description]{task.description}"),
         TextColumn("{task.completed:,} frames"),
+        FramesPerSecond(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None),
         transient=True,
     )
     task = prog.add_task("replaying", total=None)
@@ -240,28 +282,58 @@ def _progress(quiet: bool):
     help="Write netif_receive_skb lines (perf script style) to PATH or -.",
 )
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def replay_cmd(capture, fmt, trace_path, no_hist, quiet, **opts) -> None:
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
+@click.option(
+    "--write-pcap",
+    "pcap_dir",
+    default=None,
+    metavar="DIR",
+    help="Write DIR/<kernel>-<dev>.pcap: the skbs each device delivered, as tcpdump on it would capture them.",
+)
+@click.option(
+    "--plot", "plot_path", default=None, metavar="FILE", help="Segments-per-skb charts to FILE.svg|png."
+)
+def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **opts) -> None:
     """Replay CAPTURE (pcap/pcapng, optionally gzip) through the GRO stages of each kernel model."""
     from .report.document import document
+    from .report.pcapout import Observers, open_device_pcaps
+    from .report.plot import check_plot_request, write_plot
     from .report.trace import TraceWriter
 
     cfg = build_config(**opts)
+    try:
+        check_plot_request(plot_path)
+        pcaps = open_device_pcaps(pcap_dir)
+    except (ValueError, RuntimeError) as e:
+        raise UsageError(str(e)) from None
     tracer = None
     out = None
     if trace_path:
         out, close = _open_out(trace_path)
         tracer = TraceWriter(out, tag=len(cfg.kernels) > 1)
+    observer = Observers(tracer, pcaps) if pcaps is not None else tracer
     prog, cb = _progress(quiet)
     try:
-        result = replay_capture(capture, cfg, tracer, cb)
+        result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:
         raise UsageError(str(e)) from None
+    except OSError as e:
+        raise UsageError(f"{e.filename or capture}: {e.strerror}") from None
     finally:
         if prog is not None:
             prog.stop()
         if out is not None and trace_path != "-":
             out.close()
+        if pcaps is not None:
+            pcaps.close()
+    if pcaps is not None and not quiet:
+        for path, n in pcaps.written():
+            click.echo(f"wrote {path} ({n} frames)", err=True)
+    if plot_path:
+        try:
+            write_plot(result, plot_path)
+        except OSError as e:
+            raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
     if fmt == "json":
         click.echo(json.dumps(document(result), indent=2))
     elif fmt == "markdown":
@@ -312,16 +384,31 @@ def _mount_optional() -> None:
             if e.name != f"{__package__}.{name}":
                 raise
             continue
-        for cmd in mod.COMMANDS:
+        # a sub-command module imported before this one is still initialising: it mounts itself when done
+        for cmd in getattr(mod, "COMMANDS", ()):
             main.add_command(cmd)
 
 
 _mount_optional()
 
 
-def entry() -> None:  # pragma: no cover - console script wrapper
-    main()
+def entry() -> None:
+    """Console-script entry: click's own errors keep their exit codes; anything unexpected becomes one line on
+    stderr and exit code 70 (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it).
+    """
+    try:
+        main(standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("gro-replay: interrupted", err=True)
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - the last line of defence against tracebacks
+        if os.environ.get("GRO_REPLAY_DEBUG"):
+            raise
+        click.echo(f"gro-replay: internal error: {type(e).__name__}: {e}", err=True)
+        sys.exit(70)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    entry()

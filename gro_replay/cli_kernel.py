@@ -12,6 +12,7 @@ from rich.console import Console
 
 from .capture.reader import CaptureError
 from .cli import CheckFailed, EnvironmentProblem, UsageError, _open_out
+from .cli import main as _cli_main
 
 _RX = click.Choice(["none", "unnecessary", "unnecessary-tunnel"])
 
@@ -211,3 +212,7 @@ def validate_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel
 
 
 COMMANDS = [kernel_cmd, validate_cmd]
+
+# mount on the main group even when this module was imported before gro_replay.cli finished
+for _cmd in COMMANDS:
+    _cli_main.add_command(_cmd)

@@ -232,3 +232,29 @@ def test_validate_randomized_differential(tmp_path):
             if not d.agrees:
                 failures.append((n, rx, d.stage, d.first_divergence()))
     assert not failures, failures[:5]
+
+
+def _selftest_frames(case, outer_csum: str) -> list[bytes]:
+    from test_selftest_cases import Pkt, base, hdr_len
+
+    spec = replace(base("vxlan", False), outer_csum=outer_csum)
+    bursts = case.bursts(Pkt(spec), hdr_len("vxlan", False, "phys"))
+    return [build_frame(s) for b in bursts for s in b]
+
+
+@pytest.mark.parametrize(
+    ("rx", "outer_csum"),
+    [("none", "zero"), ("unnecessary", "zero"), ("unnecessary-tunnel", "zero"), ("none", "computed")],
+)
+def test_validate_gro_selftest_cases_vxlan_ipv4(tmp_path, rx, outer_csum):
+    """Every case of the kernel's GRO selftest (lib/gro.c) in its VXLAN/IPv4 form agrees with the kernel."""
+    from test_selftest_cases import CASES
+
+    failures = []
+    for case in CASES:
+        if case.family == "v6":
+            continue
+        frames = _selftest_frames(case, outer_csum)
+        devices, _ = _validate(_write(tmp_path, frames, f"{case.name}.pcap"), rx)
+        failures += [(case.name, d.stage, d.first_divergence()) for d in devices if not d.agrees]
+    assert not failures, failures

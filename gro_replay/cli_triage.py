@@ -1,0 +1,194 @@
+"""CI and triage commands: ``gro-replay diff BASELINE.json CURRENT.json`` and ``gro-replay explain CAPTURE``.
+
+Thin click commands: parse, validate, call ``report.diff`` / ``report.explain``, print. Exit codes as everywhere:
+0 success; 1 a checked metric regressed (diff); 2 usage or bad input (unknown schema version, different inputs,
+an unreadable capture, a selector that matches nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+from rich.console import Console
+
+from .capture.reader import CaptureError
+from .cli import CheckFailed, UsageError, _progress, build_config, replay_options
+from .cli import main as _cli_main
+from .kernel.model import K_5_11, K_5_12
+from .report.diff import CHECKABLE, DEFAULT_METRICS, DiffError, compare, load_document
+from .sim import replay_capture
+
+
+def _console() -> Console:
+    return Console(
+        no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(120, Console().width)
+    )
+
+
+@click.command("diff")
+@click.argument("baseline", type=click.Path(dir_okay=False))
+@click.argument("current", type=click.Path(dir_okay=False))
+@click.option(
+    "--max-regression",
+    type=float,
+    default=0.0,
+    show_default=True,
+    metavar="PCT",
+    help="Allowed loss of a checked metric, in percent of its baseline value. 0: any loss fails "
+    "(the replay is deterministic: same input and config give the same numbers).",
+)
+@click.option(
+    "--metric",
+    "metrics",
+    type=click.Choice(CHECKABLE),
+    multiple=True,
+    help=f"Metric checked against --max-regression (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True
+)
+@click.option(
+    "--allow-different-input",
+    is_flag=True,
+    help="Compare documents of different captures (input sha256) instead of refusing.",
+)
+@click.option(
+    "--baseline-update",
+    is_flag=True,
+    help="Accept CURRENT: print the diff, then copy CURRENT over BASELINE (or create it) and exit 0.",
+)
+def diff(baseline, current, max_regression, metrics, fmt, allow_different_input, baseline_update) -> None:
+    """Compare two JSON documents of `gro-replay CAPTURE --format json` (BASELINE, then CURRENT).
+
+    Exit 1 when a checked aggregation metric (segments per skb, per stage and per flow, by default) is worse
+    than BASELINE by more than --max-regression percent; 2 when the documents cannot be compared.
+    """
+    if baseline_update and not os.path.exists(baseline):
+        try:
+            load_document(current, "CURRENT")
+        except DiffError as e:
+            raise UsageError(str(e)) from None
+        _copy_over(current, baseline)
+        click.echo(f"baseline created: {current} → {baseline}", err=True)
+        return
+    try:
+        base = load_document(baseline, "BASELINE")
+        cur = load_document(current, "CURRENT")
+        cmp = compare(
+            base,
+            cur,
+            metrics=tuple(metrics) or DEFAULT_METRICS,
+            max_regression_pct=max_regression,
+            allow_different_input=allow_different_input,
+            baseline_path=baseline,
+            current_path=current,
+        )
+    except DiffError as e:
+        raise UsageError(str(e)) from None
+    if fmt == "json":
+        click.echo(json.dumps(cmp, indent=2))
+    elif fmt == "markdown":
+        from .report.diff import render_markdown
+
+        click.echo(render_markdown(cmp))
+    else:
+        from .report.diff import render_table
+
+        render_table(cmp, _console())
+    if baseline_update:
+        _copy_over(current, baseline)
+        click.echo(f"baseline updated: {current} → {baseline}", err=True)
+        return
+    if cmp["regressions"]:
+        from .report.diff import regression_sentence
+
+        first = regression_sentence(cmp["regressions"][0], cmp["max_regression_pct"])
+        more = len(cmp["regressions"]) - 1
+        raise CheckFailed(f"aggregation regressed: {first}" + (f" (and {more} more)" if more else ""))
+
+
+def _copy_over(src_path: str, dst_path: str) -> None:
+    """Replace ``dst_path`` by a copy of ``src_path`` (atomically: write beside it, then rename)."""
+    tmp = f"{dst_path}.tmp-{os.getpid()}"
+    try:
+        with open(src_path, "rb") as src, open(tmp, "wb") as dst:
+            dst.write(src.read())
+        os.replace(tmp, dst_path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise UsageError(f"--baseline-update: cannot write {dst_path}: {e.strerror}") from None
+
+
+@click.command("explain")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@click.option(
+    "--flow",
+    "selector",
+    default=None,
+    metavar="SELECTOR",
+    help="Only flows matching every comma-separated term: N (flow id), ADDR[:PORT] (any endpoint), "
+    "vni=, tunnel=, outer-src=, outer-dst=, outer-sport=, outer-dport=, src=, dst=, sport=, dport=, "
+    "proto=, csum=zero|set.",
+)
+@replay_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(0), default=20, show_default=True, help="Text: at most N flows (0: all)."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
+    """Explain, per flow of CAPTURE, where its frames were aggregated (phys NAPI, tunnel gro_cells) and why
+    every skb ended, named after the kernel function and condition; then whether the flow, and the capture,
+    is affected by the zero-checksum bug fixed in 89e5c58fc1e2 and how many stack traversals the fix saves.
+
+    The pre-fix (5.11) and post-fix (5.12) kernels always run (the verdict compares them); --fix / --no-fix
+    / --kernel choose whose details are shown.
+    """
+    from .report.explain import FlowDeliveries, SelectorError, explain, render_text, select_flows
+
+    cfg = build_config(**opts)  # validates, and rejects --kernel with --fix/--no-fix
+    shown = [m.name for m in cfg.kernels]
+    run = list(cfg.kernels)
+    for m in (K_5_11, K_5_12):
+        if m.name not in shown:
+            run.append(m)
+    run.sort(key=lambda m: (m.name != K_5_11.name, m.name != K_5_12.name))
+    cfg.kernels = tuple(run)
+    obs = FlowDeliveries()
+    prog, cb = _progress(quiet)
+    try:
+        result = replay_capture(capture, cfg, obs, cb)
+    except CaptureError as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:
+        raise UsageError(f"{capture}: {e.strerror}") from None
+    finally:
+        if prog is not None:
+            prog.stop()
+    try:
+        ids = select_flows(result.flows, selector)
+    except SelectorError as e:
+        raise UsageError(str(e)) from None
+    if not ids:
+        raise UsageError(
+            f"no flow matches --flow {selector!r} ({len(result.flows)} flows in {capture}; "
+            "run without --flow to list them)"
+        )
+    doc = explain(result, obs, shown, ids)
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        out = sys.stdout
+        for line in render_text(doc, limit or None):
+            out.write(line + "\n")
+
+
+COMMANDS = [diff, explain_cmd]
+
+# mount on the main group even when this module was imported before gro_replay.cli finished
+for _cmd in COMMANDS:
+    _cli_main.add_command(_cmd)

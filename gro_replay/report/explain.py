@@ -1,0 +1,377 @@
+"""``gro-replay explain``: per flow, where its frames were aggregated and why every skb ended, then a verdict.
+
+Every skb a GRO stage hands to the stack ends for one reason, recorded by the simulation at the decision point
+(``NAPI_GRO_CB(skb)->why``, named ``function:condition`` in ``kernel/reasons.py``) and counted per flow and stage
+by ``report.stats.KernelStats``: a frame that was not merged (flushed as GRO_NORMAL: the pre-fix
+``udp_gro_receive`` gate, PSH, a bad checksum …) or an aggregate that was completed (sequence gap, 64 KiB limit,
+MAX_GRO_SKBS eviction, end of poll, PSH on the merged segment …). This module only reads those counters; it
+re-derives nothing. Devices and per-flow aggregate counts come from the ``on_deliver`` hook (``FlowDeliveries``).
+
+Verdict (per flow, then for the capture): a flow is *affected by the zero-checksum bug* when the pre-fix kernel's
+``udp_gro_receive`` refused any of its frames at the phys device with ``uh->check == 0`` (not CHECKSUM_PARTIAL,
+``csum_cnt == 0``, ``csum_valid == 0``: exactly the refusal 89e5c58fc1e2 removes, gro-spec §4.4–4.5, §4.7 rows
+1 and 3) and the post-fix kernel delivers fewer phys skbs for it (a refused flow that cannot aggregate anyway,
+e.g. inner ICMP, loses nothing). The stack traversals the fix saves are the phys skbs of the flow pre-fix minus
+post-fix: each phys skb goes once through ``ip_rcv``, ``udp_rcv`` and the tunnel's decapsulation (§6.1–6.2).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from ..kernel import reasons as R
+from ..kernel.model import K_5_11, K_5_12
+from .stats import SCHEMA_VERSION, STAGES
+
+STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
+PRE_FIX = K_5_11.name  # v5.11: the gate without uh->check
+POST_FIX = K_5_12.name  # v5.12: 89e5c58fc1e2
+
+
+class FlowDeliveries:
+    """``on_deliver`` observer: per (kernel, stage, flow) the devices that delivered and the aggregates (≥ 2 segs)."""
+
+    def __init__(self) -> None:
+        self.devices: dict[tuple, Counter] = defaultdict(Counter)
+        self.aggregates: Counter = Counter()
+
+    def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
+        key = (kernel, stage, skb.flow)
+        self.devices[key][dev] += 1
+        if len(skb.frames) > 1:
+            self.aggregates[key] += 1
+
+
+# -- flow selection ---------------------------------------------------------------------------------------------------
+SELECTOR_KEYS = (
+    "id",
+    "vni",
+    "tunnel",
+    "outer-src",
+    "outer-dst",
+    "outer-sport",
+    "outer-dport",
+    "src",
+    "dst",
+    "sport",
+    "dport",
+    "proto",
+    "csum",
+)
+_PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
+
+
+class SelectorError(ValueError):
+    """A --flow selector that cannot be parsed (one-line message)."""
+
+
+def _split_endpoint(text: str) -> tuple[str, int | None]:
+    if text.startswith("["):
+        addr, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        addr, port = text.split(":")
+    else:
+        addr, port = text, ""
+    if port and not port.isdigit():
+        raise SelectorError(f"--flow: bad port in {text!r}")
+    return addr, int(port) if port else None
+
+
+def _term_matches(key, fid: int, term: str) -> bool:
+    name, eq, value = term.partition("=")
+    if not eq:
+        if term.lstrip("#").isdigit():
+            return fid == int(term.lstrip("#"))
+        addr, port = _split_endpoint(term)
+        ends = [
+            (key.outer_src, key.outer_sport),
+            (key.outer_dst, key.outer_dport),
+            (key.inner_src, key.inner_sport),
+            (key.inner_dst, key.inner_dport),
+        ]
+        return any(a == addr and (port is None or p == port) for a, p in ends)
+    name = name.strip().lower()
+    value = value.strip()
+    if name not in SELECTOR_KEYS:
+        raise SelectorError(f"--flow: unknown key {name!r}; use {', '.join(SELECTOR_KEYS)}")
+    if name in ("id", "vni", "outer-sport", "outer-dport", "sport", "dport"):
+        if not value.isdigit():
+            raise SelectorError(f"--flow: {name} needs a number, not {value!r}")
+        n = int(value)
+        got = {
+            "id": fid,
+            "vni": key.vni if key.tunnel else None,
+            "outer-sport": key.outer_sport,
+            "outer-dport": key.outer_dport,
+            "sport": key.inner_sport,
+            "dport": key.inner_dport,
+        }[name]
+        return got == n
+    if name == "proto":
+        n = _PROTOS.get(value.lower(), int(value) if value.isdigit() else None)
+        if n is None:
+            raise SelectorError(f"--flow: proto must be tcp, udp, icmp, icmpv6 or a number, not {value!r}")
+        return key.inner_proto == n
+    if name == "csum":
+        if value not in ("zero", "set"):
+            raise SelectorError("--flow: csum must be zero or set")
+        return bool(key.tunnel) and key.outer_csum_zero == (value == "zero")
+    got = {
+        "tunnel": key.tunnel,
+        "outer-src": key.outer_src,
+        "outer-dst": key.outer_dst,
+        "src": key.inner_src,
+        "dst": key.inner_dst,
+    }[name]
+    return got == value
+
+
+def select_flows(flows: list, selector: str | None) -> list[int]:
+    """Flow ids whose ``FlowKey`` matches every comma-separated term of ``selector`` (all flows when None).
+
+    Terms: ``N`` / ``#N`` / ``id=N`` (flow id, as listed by explain); ``ADDR`` or ``ADDR:PORT`` (``[v6]:PORT``)
+    matching any outer or inner endpoint; ``vni=``, ``tunnel=vxlan|geneve``, ``outer-src=``, ``outer-dst=``,
+    ``outer-sport=``, ``outer-dport=``, ``src=``, ``dst=``, ``sport=``, ``dport=`` (inner), ``proto=tcp|udp|N``,
+    ``csum=zero|set`` (outer UDP checksum). Raises: SelectorError for an empty term or unknown key.
+    """
+    if selector is None:
+        return list(range(len(flows)))
+    terms = [t.strip() for t in selector.split(",")]
+    if not all(terms):
+        raise SelectorError(f"--flow: empty term in {selector!r}")
+    return [fid for fid, key in enumerate(flows) if all(_term_matches(key, fid, t) for t in terms)]
+
+
+# -- the explanation ----------------------------------------------------------------------------------------------------
+def _reason_rows(counter: Counter) -> list[dict]:
+    rows = []
+    for why, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])):
+        function, _, condition = why.partition(":")
+        rows.append(
+            {
+                "reason": why,
+                "function": function,
+                "condition": condition,
+                "description": R.DESCRIPTIONS.get(why, why),
+                "count": n,
+            }
+        )
+    return rows
+
+
+def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int) -> dict:
+    """One stage of one flow: skbs in (phys: one per wire frame; tunnel: the skbs decapsulated and queued to
+    gro_cells), frames they carry, skbs delivered, aggregates among them, skbs merged at this stage, reasons."""
+    skbs = fs.skbs[stage]
+    skbs_in = fs.segs["phys"] if stage == "phys" else fs.stack.get("queued", 0)
+    devs = obs.devices.get((ks.name, stage, fid), Counter())
+    return {
+        "devices": sorted(devs),
+        "skbs_in": skbs_in,
+        "frames_in": fs.segs[stage],
+        "skbs": skbs,
+        "aggregates": obs.aggregates[(ks.name, stage, fid)],
+        "merged_here": max(skbs_in - skbs, 0),
+        "reasons": _reason_rows(fs.reasons[stage]),
+    }
+
+
+def _flow_verdict(key, cls: str, pre, post) -> dict:
+    """Affected or not, the gate counts behind it and the stack traversals the fix saves (see module doc)."""
+    gate_zero = pre.reasons["phys"][R.UDP_GATE_ZERO_CSUM] if pre else 0
+    gate_set = pre.reasons["phys"][R.UDP_GATE] if pre else 0
+    pre_skbs = pre.skbs["phys"] if pre else 0
+    post_skbs = post.skbs["phys"] if post else 0
+    affected = gate_zero > 0 and pre_skbs > post_skbs
+    saved = pre_skbs - post_skbs if affected else 0
+    frames = pre.segs["phys"] if pre else 0
+    refused = (
+        f"before the fix udp_gro_receive refused {gate_zero} of its {frames} frames at the phys device "
+        "(outer UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
+    )
+    if affected:
+        why = (
+            f"{refused}; after it they are merged there: phys skbs {pre_skbs} → {post_skbs}, "
+            f"{saved} fewer traversals of IP/UDP/{key.tunnel} decap"
+        )
+    elif gate_zero:
+        why = (
+            f"{refused}, but after the fix they are not merged either (phys skbs {pre_skbs} → {post_skbs}): "
+            "in this capture nothing of this flow can be aggregated"
+        )
+    elif not key.tunnel:
+        why = "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it"
+    elif not key.outer_csum_zero:
+        why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
+            f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
+            if gate_set
+            else ""
+        )
+    elif cls != "tunnel_tcp" and not gate_zero:
+        why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"
+    else:
+        why = (
+            "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
+            "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
+        )
+    return {
+        "affected": affected,
+        "gate_refusals_zero_csum": gate_zero,
+        "gate_refusals_csum_set": gate_set,
+        "phys_skbs_pre_fix": pre_skbs,
+        "phys_skbs_post_fix": post_skbs,
+        "stack_traversals_saved": saved,
+        "why": why,
+    }
+
+
+def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) -> dict:
+    """The explanation of ``result`` (a ``sim.Result`` that ran at least the pre-fix and post-fix kernels).
+
+    Args: obs: the observer that watched the run; shown: names of the kernels whose stages are detailed;
+    flow_ids: the flows to explain (the capture verdict still covers every flow). Returns a JSON-ready dict
+    (``flows``: one entry per selected flow; ``verdict``: the capture's; ``summary``: the EXPLAIN line).
+    """
+    by_name = {k.name: k for k in result.kernels}
+    pre, post = by_name.get(PRE_FIX), by_name.get(POST_FIX)
+    cfg = result.config
+    verdicts = {}
+    for fid, key in enumerate(result.flows):
+        fpre = pre.flows.get(fid) if pre else None
+        fpost = post.flows.get(fid) if post else None
+        verdicts[fid] = _flow_verdict(key, result.flow_classes[fid], fpre, fpost)
+    flows = []
+    for fid in flow_ids:
+        key = result.flows[fid]
+        kernels = {}
+        for name in shown:
+            ks = by_name[name]
+            fs = ks.flows.get(fid)
+            if fs is None:
+                continue
+            stages = {s: _stage_row(ks, fs, obs, s, fid) for s in STAGES}
+            kernels[name] = {
+                "release": ks.release,
+                "aggregated_at": [s for s in STAGES if stages[s]["merged_here"] > 0],
+                "phys": stages["phys"],
+                "stack": dict(sorted(fs.stack.items())),
+                "tunnel": stages["tunnel"],
+            }
+        flows.append(
+            {
+                "id": fid,
+                "flow": key.label(),
+                "key": key.as_dict(),
+                "class": result.flow_classes[fid],
+                "frames": max((k["phys"]["frames_in"] for k in kernels.values()), default=0),
+                "kernels": kernels,
+                "verdict": verdicts[fid],
+            }
+        )
+    tunnel_flows = [fid for fid, k in enumerate(result.flows) if k.tunnel]
+    aff = [fid for fid, v in verdicts.items() if v["affected"]]
+    saved = sum(verdicts[f]["stack_traversals_saved"] for f in aff)
+    frames = sum(verdicts[f]["gate_refusals_zero_csum"] for f in aff)
+    refused_other = sum(v["gate_refusals_zero_csum"] for f, v in verdicts.items() if f not in aff)
+    if aff:
+        text = (
+            f"affected: yes: {len(aff)} of {len(tunnel_flows)} tunnelled flow(s) lose phys-device aggregation "
+            f"before the fix ({frames} frames refused by udp_gro_receive with outer checksum 0, --rx-csum "
+            f"{cfg.rx_csum}); the fix saves {saved} stack traversals (skbs through IP/UDP/tunnel decap)"
+        )
+    else:
+        text = (
+            f"affected: no: with --rx-csum {cfg.rx_csum}, no flow loses phys-device aggregation to "
+            f"udp_gro_receive's zero-checksum refusal before the fix ({len(tunnel_flows)} tunnelled flow(s)"
+            + (f"; {refused_other} frames refused that could not be merged anyway" if refused_other else "")
+            + "); the fix saves 0 stack traversals"
+        )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "explain",
+        "input": result.input.as_dict(),
+        "config": cfg.as_dict(),
+        "kernels_shown": shown,
+        "flows_total": len(result.flows),
+        "flows": flows,
+        "verdict": {
+            "affected": bool(aff),
+            "flows_affected": len(aff),
+            "tunnel_flows": len(tunnel_flows),
+            "frames_refused": frames,
+            "stack_traversals_saved": saved,
+            "text": text,
+        },
+        "summary": (
+            f"EXPLAIN affected={'yes' if aff else 'no'} flows={len(result.flows)} affected_flows={len(aff)} "
+            f"frames_refused={frames} stack_traversals_saved={saved}"
+        ),
+    }
+
+
+def _outer_text(key: dict) -> str:
+    o = key["outer"]
+    csum = "checksum 0" if o["udp_csum_zero"] else "checksum set"
+    return f"{o['src']}:{o['sport']} → {o['dst']}:{o['dport']} UDP ({csum})"
+
+
+def _inner_text(key: dict) -> str:
+    i = key["inner"]
+    proto = {6: "TCP", 17: "UDP", 1: "ICMP", 58: "ICMPv6"}.get(i["proto"], f"proto {i['proto']}")
+    if i["sport"] or i["dport"]:
+        return f"{i['src']}:{i['sport']} → {i['dst']}:{i['dport']} {proto}"
+    return f"{i['src']} → {i['dst']} {proto}"
+
+
+def render_text(doc: dict, limit: int | None = None) -> list[str]:
+    """The explanation as text lines; at most ``limit`` flows (None: all), affected flows first."""
+    lines = []
+    flows = sorted(doc["flows"], key=lambda f: (not f["verdict"]["affected"], -f["frames"], f["id"]))
+    shown = flows if limit is None else flows[:limit]
+    for f in shown:
+        key = f["key"]
+        if key["tunnel"]:
+            head = (
+                f"flow {f['id']}: outer {_outer_text(key)}, {key['tunnel']} VNI {key['vni']}; "
+                f"inner {_inner_text(key) if key['inner']['src'] else '(not IP)'}; {f['frames']} frames"
+            )
+        else:
+            head = f"flow {f['id']}: {f['flow']}; {f['frames']} frames"
+        lines.append(head)
+        for name, k in f["kernels"].items():
+            where = " and ".join(STAGE_TITLES[s] for s in k["aggregated_at"])
+            lines.append(
+                f"  {name} (v{k['release']}): " + (f"aggregated at {where}" if where else "not aggregated")
+            )
+            for s in STAGES:
+                st = k[s]
+                if not st["skbs"] and s == "tunnel":
+                    continue
+                dev = ", ".join(st["devices"]) or "-"
+                lines.append(
+                    f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']} skbs in ({st['frames_in']} frames) → "
+                    f"{st['skbs']} skbs out ({st['aggregates']} aggregates); {st['merged_here']} merged here"
+                )
+                lines.append("      why each skb out ended (a frame not merged, or an aggregate completed):")
+                for r in st["reasons"]:
+                    lines.append(
+                        f"      {r['count']:>6} × {r['function']}: {r['condition']}  ({r['description']})"
+                    )
+                if s == "phys" and k["stack"]:
+                    queued = k["stack"].get("queued", 0)
+                    through = sum(k["stack"].values())
+                    drops = "".join(f", {o} ×{n}" for o, n in k["stack"].items() if o != "queued")
+                    lines.append(
+                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through} skbs; "
+                        f"{queued} queued to gro_cells{drops}"
+                    )
+        v = f["verdict"]
+        lines.append(f"  verdict: affected: {'yes' if v['affected'] else 'no'}: {v['why']}")
+        lines.append("")
+    if limit is not None and len(flows) > limit:
+        lines.append(f"… {len(flows) - limit} more flow(s): select with --flow, or --format json for all")
+        lines.append("")
+    lines.append(f"capture: {doc['verdict']['text']}")
+    lines.append(doc["summary"])
+    return lines

@@ -1,0 +1,94 @@
+"""``--plot FILE.svg|png``: the segments-per-skb distribution of each GRO stage and kernel, as bar charts.
+
+matplotlib is an optional extra (``pip install 'gro-replay[plot]'``); it is imported only here, and only when a
+plot is asked for. The figure is built with ``matplotlib.figure.Figure`` (no pyplot, no global backend state):
+one row per stage (phys NAPI, tunnel gro_cells), one column per kernel, shared axes so that bars compare.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+PLOT_FORMATS = ("svg", "png")
+STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is not installed (one-line message naming the extra)."""
+
+
+def plot_format(path: str) -> str:
+    """The output format named by ``path``'s extension (``svg`` or ``png``). Raises ValueError otherwise."""
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in PLOT_FORMATS:
+        raise ValueError(f"--plot {path}: the file name must end in .svg or .png")
+    return ext
+
+
+def require_matplotlib() -> None:
+    """Raise PlotUnavailable when matplotlib cannot be imported."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlotUnavailable(
+            "--plot needs matplotlib: pip install 'gro-replay[plot]' (or: pip install 'matplotlib>=3.7,<4')"
+        ) from None
+
+
+def check_plot_request(path: str | None) -> None:
+    """Fail before the replay when ``--plot`` cannot work: bad extension (ValueError), no matplotlib
+    (PlotUnavailable). No-op without a path."""
+    if path:
+        plot_format(path)
+        require_matplotlib()
+
+
+def write_plot(result, path: str) -> None:
+    """Write the segments-per-skb bar charts of ``result`` (a ``sim.Result``) to ``path`` (.svg or .png).
+
+    Raises: ValueError (extension), PlotUnavailable, OSError (write).
+    """
+    fmt = plot_format(path)
+    fig = segs_figure(result)
+    fig.savefig(path, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+
+
+def segs_figure(result):
+    """A matplotlib ``Figure``: axes[row = stage][column = kernel], one bar per segment count.
+
+    x: segments carried by one skb (``NAPI_GRO_CB(skb)->count`` at completion; 1 = not aggregated); y: skbs
+    delivered with that many segments. Raises: PlotUnavailable.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    kernels = result.kernels
+    stages = ("phys", "tunnel")
+    fig = Figure(figsize=(4.2 * len(kernels) + 1, 6.4), layout="constrained")
+    axes = fig.subplots(len(stages), len(kernels), sharex=True, sharey=True, squeeze=False)
+    top = max((ks.stages[s].max_segs for ks in kernels for s in stages), default=1)
+    xs = np.arange(1, max(top, 1) + 1)
+    for col, ks in enumerate(kernels):
+        for row, stage in enumerate(stages):
+            st = ks.stages[stage]
+            ax = axes[row][col]
+            ys = st.segs_hist[1 : len(xs) + 1]
+            ax.bar(xs[: len(ys)], ys, width=0.8, color="C0" if stage == "phys" else "C1")
+            ax.set_title(
+                f"{ks.name} (v{ks.release}), {STAGE_TITLES[stage]}\n"
+                f"{st.skbs:,} skbs, {st.mean_segs:.2f} segments/skb",
+                fontsize=9,
+            )
+            if row == len(stages) - 1:
+                ax.set_xlabel("segments per skb")
+            if col == 0:
+                ax.set_ylabel("skbs delivered")
+            ax.grid(axis="y", alpha=0.3)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    name = os.path.basename(result.input.path) if result.input.path else "frames"
+    fig.suptitle(f"GRO segments per skb: {name}", fontsize=11)
+    return fig

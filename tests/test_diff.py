@@ -1,0 +1,248 @@
+"""``gro-replay diff BASELINE.json CURRENT.json``: the CI comparison of two replay documents.
+
+The CI scenario of issue 5: the baseline is the post-fix run, the current the pre-fix run of the fix's sample
+(one VXLAN flow, outer UDP checksum 0, NIC CHECKSUM_UNNECESSARY level 0, 17 frames in one budget poll).
+Post-fix the phys device merges all 17 frames into one skb (gro-spec §4.7 row 3, K-fix column; the last
+segment of 672 < mss 1398 completes it, §5.5); pre-fix udp_gro_receive refuses each frame (§4.4), so the phys
+stage delivers 17 single-segment skbs, and gro_cells merges them on vxlan0 (§6.3): 17 segments per skb there in
+both runs (post-fix the 17-segment GSO skb passes through the tunnel stage as one skb, §6.6).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gro_replay.cli import main
+from gro_replay.report.diff import DiffError, compare, load_document
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX_SAMPLE = ROOT / "sample_pcaps" / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
+VXLAN4_SAMPLE = ROOT / "sample_pcaps" / "vxlan-4flows-computed-csum.pcap"
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("docs")
+    out = {}
+    for name, extra in (("post", ["--fix"]), ("pre", ["--no-fix"]), ("both", []), ("other", None)):
+        capture = VXLAN4_SAMPLE if extra is None else FIX_SAMPLE
+        r = run(capture, *(extra or []), "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        out[name] = d / f"{name}.json"
+        out[name].write_text(r.stdout)
+    return out
+
+
+def test_diff_ci_scenario_post_fix_baseline_pre_fix_current_fails(docs):
+    r = run("diff", docs["post"], docs["pre"])
+    assert r.exit_code == 1
+    # phys NAPI segments per skb 17 → 1 is a loss of 16/17 = 94.1 %, beyond the default 0 %
+    assert "regression: post-fix → pre-fix, phys NAPI: segments / skb 17.00 → 1.00 (-94.1%" in r.stdout
+    assert "tunnel gro_cells: segments / skb" not in r.stdout  # 17.00 in both: no tunnel regression
+    assert (
+        r.stdout.rstrip()
+        .splitlines()[-1]
+        .startswith("DIFF status=regression regressions=2 stage_regressions=1")
+    )
+    # the error line on stderr names the phys-stage regression too
+    assert r.stderr.startswith("Error: aggregation regressed: post-fix → pre-fix, phys NAPI: segments / skb")
+    assert r.stderr.count("\n") == 1
+
+
+def test_diff_same_document_passes(docs):
+    for name in ("post", "pre", "both"):
+        r = run("diff", docs[name], docs[name])
+        assert r.exit_code == 0, r.output
+        assert "OK: no checked metric" in r.stdout
+        assert r.stderr == ""
+
+
+def test_diff_json_names_regressions(docs):
+    r = run("diff", docs["post"], docs["pre"], "--format", "json")
+    assert r.exit_code == 1
+    cmp = json.loads(r.stdout)
+    assert cmp["status"] == "regression"
+    assert cmp["max_regression_pct"] == 0.0
+    flow = "10.0.0.1:37531→10.0.0.2:4789 vxlan vni 100 (csum 0) | 192.168.1.1:40000→192.168.1.2:5201 tcp"
+    assert cmp["regressions"] == [
+        {
+            "kernel": "post-fix → pre-fix",
+            "stage": "phys",
+            "metric": "segs_per_skb",
+            "flow": None,
+            "baseline": 17.0,
+            "current": 1.0,
+            "change_pct": -94.12,
+        },
+        {
+            "kernel": "post-fix → pre-fix",
+            "stage": "phys",
+            "metric": "flow_segs_per_skb",
+            "flow": flow,
+            "baseline": 17.0,
+            "current": 1.0,
+            "change_pct": -94.12,
+        },
+    ]
+    (k,) = cmp["kernels"]
+    phys, tun = k["stages"]["phys"], k["stages"]["tunnel"]
+    assert (phys["skbs"]["baseline"], phys["skbs"]["current"], phys["skbs"]["delta"]) == (1, 17, 16)
+    assert (tun["skbs"]["baseline"], tun["skbs"]["current"]) == (1, 1)
+    # software checksum moves from the phys GRO (post-fix rows 1/3: inner TCP summed during GRO, §4.7) to the
+    # tunnel stage's GRO (pre-fix, §6.5): 23,584 bytes = 17 inner TCP segments (16·(32+1398) + 32+672)
+    assert (phys["sw_csum_bytes"]["baseline"], phys["sw_csum_bytes"]["current"]) == (23584, 0)
+    assert (tun["sw_csum_bytes"]["baseline"], tun["sw_csum_bytes"]["current"]) == (0, 23584)
+    assert 16 * (32 + 1398) + 32 + 672 == 23584
+
+
+def test_diff_markdown_for_ci_summary(docs):
+    r = run("diff", docs["post"], docs["pre"], "--format", "markdown")
+    assert r.exit_code == 1
+    md = r.stdout
+    assert md.startswith("## gro-replay diff\n")
+    assert "**REGRESSION: 2 checked value(s) lost more than 0%.**" in md
+    assert "| segments / skb | phys NAPI | 17.00 | 1.00 | -16.00 | -94.1% ❌ |" in md
+    assert "| segments / skb | tunnel gro_cells | 17.00 | 17.00 | 0 | 0% |" in md
+    # the flow label's pipe is escaped so the table keeps its columns
+    assert "(csum 0) \\| 192.168.1.1:40000" in md
+    for line in md.splitlines():
+        if line.startswith("| `"):
+            assert line.replace("\\|", "").count("|") == 6
+    assert "```\nDIFF status=regression" in md
+
+
+def test_diff_max_regression_threshold(docs):
+    # loss 94.1 %: fails at 94, passes at 95
+    assert run("diff", docs["post"], docs["pre"], "--max-regression", "94").exit_code == 1
+    r = run("diff", docs["post"], docs["pre"], "--max-regression", "95")
+    assert r.exit_code == 0, r.output
+    assert "OK" in r.stdout
+
+
+def test_diff_metric_selection(docs):
+    # skbs 1 → 17 is +1600 %: a regression of a lower-is-better metric
+    r = run(
+        "diff", docs["post"], docs["pre"], "--metric", "skbs", "--max-regression", "1000", "--format", "json"
+    )
+    assert r.exit_code == 1
+    regs = json.loads(r.stdout)["regressions"]
+    assert [(x["stage"], x["metric"], x["baseline"], x["current"]) for x in regs] == [("phys", "skbs", 1, 17)]
+    # the reverse direction (pre-fix baseline, post-fix current) only gains aggregation
+    assert (
+        run("diff", docs["pre"], docs["post"], "--metric", "skbs", "--metric", "segs_per_skb").exit_code == 0
+    )
+    # ... but moves the software checksum work onto the phys stage, which sw_csum_bytes catches
+    r = run("diff", docs["pre"], docs["post"], "--metric", "sw_csum_bytes", "--format", "json")
+    assert r.exit_code == 1
+    assert [(x["stage"], x["change_pct"]) for x in json.loads(r.stdout)["regressions"]] == [("phys", None)]
+
+
+def test_diff_bad_metric_is_usage_error(docs):
+    r = run("diff", docs["post"], docs["pre"], "--metric", "bogus")
+    assert r.exit_code == 2
+
+
+def test_diff_unknown_schema_version_exit_2(docs, tmp_path):
+    doc = json.loads(docs["post"].read_text())
+    doc["schema_version"] = 99
+    p = tmp_path / "future.json"
+    p.write_text(json.dumps(doc))
+    r = run("diff", p, docs["post"])
+    assert r.exit_code == 2
+    assert r.stderr == f"Error: BASELINE {p}: unknown schema_version 99 (this gro-replay reads 1)\n"
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "not JSON"),
+        ("[1, 2]", "not a gro-replay JSON document"),
+        ('{"schema_version": 1, "kernels": []}', "the document holds no kernel results"),
+        ('{"schema_version": 1, "kernels": [{"name": "x", "stages": {}}]}', "incomplete document"),
+    ],
+)
+def test_diff_bad_documents_one_line(tmp_path, docs, content, message):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    r = run("diff", docs["post"], p)
+    assert r.exit_code == 2
+    assert r.stderr.startswith(f"Error: CURRENT {p}: {message}") and r.stderr.count("\n") == 1
+
+
+def test_diff_missing_file_exit_2(tmp_path, docs):
+    r = run("diff", tmp_path / "nope.json", docs["post"])
+    assert r.exit_code == 2
+    assert "cannot read" in r.stderr and "Traceback" not in r.output
+
+
+def test_diff_different_inputs_refused_unless_allowed(docs):
+    r = run("diff", docs["both"], docs["other"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Error: different inputs: BASELINE replayed ")
+    assert "--allow-different-input" in r.stderr and r.stderr.count("\n") == 1
+    r = run("diff", docs["both"], docs["other"], "--allow-different-input", "--format", "json")
+    assert r.exit_code in (0, 1)
+    cmp = json.loads(r.stdout)
+    assert any(n.startswith("different inputs:") for n in cmp["notes"])
+    # no flow is common to the two captures (outer source ports differ); all are listed as one-sided
+    assert cmp["kernels"][0]["flows"] == []
+    assert len(cmp["kernels"][0]["flows_only_in_current"]) == 4
+
+
+def test_diff_different_kernel_sets_refused(docs):
+    r = run("diff", docs["both"], docs["pre"])
+    assert r.exit_code == 2
+    assert "different kernels: BASELINE pre-fix, post-fix; CURRENT pre-fix" in r.stderr
+
+
+def test_diff_config_difference_is_noted(tmp_path, docs):
+    r = run(FIX_SAMPLE, "--fix", "--format", "json", "--rx-csum", "unnecessary-tunnel", "-q")
+    assert r.exit_code == 0
+    p = tmp_path / "tunnel.json"
+    p.write_text(r.stdout)
+    r = run("diff", docs["post"], p, "--format", "json")
+    # CHECKSUM_UNNECESSARY level 1 aggregates at phys in both kernels (gro-spec §4.7 row 5): no regression
+    assert r.exit_code == 0, r.output
+    assert "config nic.rx_csum: 'unnecessary' → 'unnecessary-tunnel'" in json.loads(r.stdout)["notes"]
+
+
+def test_diff_baseline_update_accepts_current(tmp_path, docs):
+    base = tmp_path / "baseline.json"
+    base.write_text(docs["post"].read_text())
+    r = run("diff", base, docs["pre"], "--baseline-update", "--format", "markdown")
+    assert r.exit_code == 0, r.output
+    assert "**REGRESSION" in r.stdout  # the diff is still shown
+    assert r.stderr == f"baseline updated: {docs['pre']} → {base}\n"
+    assert base.read_text() == docs["pre"].read_text()
+    assert run("diff", base, docs["pre"]).exit_code == 0
+
+
+def test_diff_baseline_update_creates_missing_baseline(tmp_path, docs):
+    base = tmp_path / "ci" / "baseline.json"
+    base.parent.mkdir()
+    r = run("diff", base, docs["post"], "--baseline-update")
+    assert r.exit_code == 0, r.output
+    assert r.stderr == f"baseline created: {docs['post']} → {base}\n"
+    assert base.read_text() == docs["post"].read_text()
+    # without --baseline-update a missing baseline is bad input
+    assert run("diff", tmp_path / "none.json", docs["post"]).exit_code == 2
+
+
+def test_compare_zero_baseline_lower_is_better(docs):
+    base = load_document(str(docs["pre"]), "BASELINE")
+    cur = load_document(str(docs["post"]), "CURRENT")
+    cur["kernels"][0]["name"] = base["kernels"][0]["name"]
+    cmp = compare(base, cur, metrics=("sw_csum_bytes",), max_regression_pct=1e6)
+    # growth from a zero baseline is an unbounded relative loss: beyond any finite threshold
+    assert [(r["stage"], r["baseline"], r["current"]) for r in cmp["regressions"]] == [("phys", 0, 23584)]
+    with pytest.raises(DiffError, match="--max-regression"):
+        compare(base, cur, max_regression_pct=-1)

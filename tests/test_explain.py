@@ -1,0 +1,229 @@
+"""``gro-replay explain CAPTURE``: per flow, where frames were aggregated, why each skb ended, and the verdict.
+
+The reasons are the simulation's own (``NAPI_GRO_CB(skb)->why`` set at the decision point, counted per flow and
+stage); the expected counts below follow from the kernel's rules for the shipped samples.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gro_replay.cli import main
+from gro_replay.kernel import reasons as R
+from gro_replay.packet.build import FrameSpec, build_flow
+from gro_replay.packet.decode import FlowKey
+from gro_replay.report.explain import FlowDeliveries, SelectorError, explain, select_flows
+from gro_replay.sim import ReplayConfig, replay_frames
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX_SAMPLE = ROOT / "sample_pcaps" / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
+VXLAN4_SAMPLE = ROOT / "sample_pcaps" / "vxlan-4flows-computed-csum.pcap"
+
+
+def explain_json(*args) -> dict:
+    r = CliRunner().invoke(main, ["explain", *(str(a) for a in args), "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def reasons(stage: dict) -> dict[str, int]:
+    return {x["reason"]: x["count"] for x in stage["reasons"]}
+
+
+def test_explain_fix_sample_pre_fix_gate_is_reason_for_every_phys_frame():
+    doc = explain_json(FIX_SAMPLE, "--no-fix")
+    (flow,) = doc["flows"]
+    assert doc["kernels_shown"] == ["pre-fix"] and list(flow["kernels"]) == ["pre-fix"]
+    pre = flow["kernels"]["pre-fix"]
+    # gro-spec §4.4 / §4.7 row 3: UNNECESSARY level 0 is consumed by the outer UDP header (csum_cnt 1 → 0),
+    # a zero check gives no checksum-complete value (csum_valid 0): the pre-fix gate refuses all 17 frames.
+    assert pre["phys"]["skbs_in"] == pre["phys"]["frames_in"] == 17
+    assert pre["phys"]["skbs"] == 17 and pre["phys"]["aggregates"] == 0
+    assert reasons(pre["phys"]) == {R.UDP_GATE_ZERO_CSUM: 17}
+    (row,) = pre["phys"]["reasons"]
+    assert (row["function"], row["condition"]) == (
+        "udp_gro_receive",
+        "csum_cnt0_csum_valid0_not_partial(uh.check=0)",
+    )
+    # the stack decapsulates all 17 (§6.1-6.2) and gro_cells merges them on vxlan0 in one poll (§6.3):
+    # the last segment (672 < mss 1398) completes the aggregate in tcp_gro_receive (§5.5 out_check_final)
+    assert pre["stack"] == {"queued": 17}
+    assert pre["tunnel"]["devices"] == ["vxlan0"]
+    assert (pre["tunnel"]["skbs_in"], pre["tunnel"]["skbs"], pre["tunnel"]["merged_here"]) == (17, 1, 16)
+    assert reasons(pre["tunnel"]) == {R.TCP_SHORT: 1}
+    assert pre["aggregated_at"] == ["tunnel"]
+    v = flow["verdict"]
+    # the fix: 17 phys skbs → 1, so 16 fewer skbs through ip_rcv/udp_rcv/vxlan_rcv
+    assert v["affected"] is True
+    assert (v["gate_refusals_zero_csum"], v["phys_skbs_pre_fix"], v["phys_skbs_post_fix"]) == (17, 17, 1)
+    assert v["stack_traversals_saved"] == 16
+    assert doc["verdict"]["affected"] is True
+    assert doc["verdict"]["stack_traversals_saved"] == 16
+    assert doc["summary"] == (
+        "EXPLAIN affected=yes flows=1 affected_flows=1 frames_refused=17 stack_traversals_saved=16"
+    )
+
+
+def test_explain_fix_sample_text_gap_poll():
+    r = CliRunner().invoke(main, ["explain", str(FIX_SAMPLE), "--poll", "gap:5", "-q"])
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert "outer 10.0.0.1:37531 → 10.0.0.2:4789 UDP (checksum 0), vxlan VNI 100" in out
+    assert "inner 192.168.1.1:40000 → 192.168.1.2:5201 TCP; 17 frames" in out
+    assert "    17 × udp_gro_receive: csum_cnt0_csum_valid0_not_partial(uh.check=0)" in out
+    # post-fix, two polls (10 µs gap > 5 µs): the first aggregate ends with the poll (napi_complete_done,
+    # gro-spec §1.3), the second with the short last segment (§5.5); 17 → 2 phys skbs saves 15 traversals
+    assert "phys NAPI (eth0): 17 skbs in (17 frames) → 2 skbs out (2 aggregates); 15 merged here" in out
+    assert "1 × napi_complete_done: flush" in out and "1 × tcp_gro_receive: len_lt_mss" in out
+    assert "  verdict: affected: yes: " in out
+    assert "capture: affected: yes: 1 of 1 tunnelled flow(s)" in out
+    assert "the fix saves 15 stack traversals" in out
+    assert out.rstrip().endswith("stack_traversals_saved=15")
+
+
+def test_explain_post_fix_aggregates_at_phys():
+    doc = explain_json(FIX_SAMPLE, "--fix", "--poll", "gap:5")
+    post = doc["flows"][0]["kernels"]["post-fix"]
+    assert reasons(post["phys"]) == {R.POLL_END: 1, R.TCP_SHORT: 1}
+    # the two GSO skbs pass the tunnel stage unmerged: dev_gro_receive flushes a GSO skb before v6.1 (§6.6)
+    assert reasons(post["tunnel"]) == {R.GSO_SKB: 2}
+    assert post["tunnel"]["merged_here"] == 0 and post["tunnel"]["frames_in"] == 17
+    assert post["aggregated_at"] == ["phys"]
+    # the verdict still compares both kernels: pre-fix ran too
+    assert doc["flows"][0]["verdict"]["stack_traversals_saved"] == 15
+
+
+def test_explain_computed_outer_checksums_not_affected():
+    doc = explain_json(VXLAN4_SAMPLE)
+    # non-zero outer checksums: udp4_gro_receive converts them into a checksum-complete value (csum_valid 1,
+    # gro-spec §4.7 row 4), so the gate passes in both kernels
+    assert len(doc["flows"]) == 4
+    for f in doc["flows"]:
+        assert f["verdict"]["affected"] is False
+        assert f["verdict"]["gate_refusals_zero_csum"] == 0
+        assert f["verdict"]["stack_traversals_saved"] == 0
+        assert f["verdict"]["why"].startswith("outer UDP checksum set")
+        for k in ("pre-fix", "post-fix"):
+            assert R.UDP_GATE_ZERO_CSUM not in reasons(f["kernels"][k]["phys"])
+            assert f["kernels"][k]["phys"]["frames_in"] == 100
+    assert doc["verdict"]["affected"] is False
+    r = CliRunner().invoke(main, ["explain", str(VXLAN4_SAMPLE), "-q"])
+    assert "capture: affected: no: " in r.stdout
+    assert r.stdout.count("  verdict: affected: no: outer UDP checksum set") == 4
+
+
+@pytest.mark.parametrize(
+    ("rx_csum", "affected"),
+    [
+        ("none", True),  # §4.7 row 1: CHECKSUM_NONE, check 0 → refused pre-fix
+        ("unnecessary", True),  # row 3
+        ("unnecessary-tunnel", False),  # row 5: level 1 leaves csum_cnt 1 at the gate
+        ("complete", False),  # row 7: csum_valid from the NIC's CHECKSUM_COMPLETE
+    ],
+)
+def test_explain_verdict_follows_decision_table(rx_csum, affected):
+    doc = explain_json(FIX_SAMPLE, "--rx-csum", rx_csum)
+    v = doc["flows"][0]["verdict"]
+    assert v["affected"] is affected
+    assert v["stack_traversals_saved"] == (16 if affected else 0)
+    if not affected:
+        assert "gate passed before the fix too" in v["why"]
+
+
+def test_explain_flow_selector():
+    doc = explain_json(VXLAN4_SAMPLE, "--flow", "sport=40002,dport=5201")
+    assert [f["key"]["inner"]["sport"] for f in doc["flows"]] == [40002]
+    # the capture verdict still covers every flow
+    assert doc["flows_total"] == 4 and doc["verdict"]["tunnel_flows"] == 4
+    doc = explain_json(VXLAN4_SAMPLE, "--flow", "vni=100,csum=set,proto=tcp")
+    assert len(doc["flows"]) == 4
+    doc = explain_json(VXLAN4_SAMPLE, "--flow", "2")
+    assert [f["id"] for f in doc["flows"]] == [2]
+
+
+def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
+    # Four pure ACKs with outer checksum 0: pre-fix the gate refuses each (gro-spec §4.7 row 3); post-fix they
+    # reach tcp_gro_receive, where a segment without payload is final (len 0 < mss, §5.5 out_check_final) and
+    # never held. Four phys skbs either way: the gate cost this flow nothing.
+    frames = build_flow(FrameSpec(outer_csum="zero"), [0, 0, 0, 0])
+    obs = FlowDeliveries()
+    result = replay_frames([(1000 * k, f) for k, f in enumerate(frames)], ReplayConfig(), obs)
+    doc = explain(result, obs, ["pre-fix", "post-fix"], [0])
+    (flow,) = doc["flows"]
+    assert reasons(flow["kernels"]["pre-fix"]["phys"]) == {R.UDP_GATE_ZERO_CSUM: 4}
+    assert reasons(flow["kernels"]["post-fix"]["phys"]) == {R.TCP_PURE_ACK: 4}
+    v = flow["verdict"]
+    assert (v["affected"], v["gate_refusals_zero_csum"], v["stack_traversals_saved"]) == (False, 4, 0)
+    assert (v["phys_skbs_pre_fix"], v["phys_skbs_post_fix"]) == (4, 4)
+    assert "not merged either" in v["why"]
+    assert doc["verdict"]["affected"] is False
+    assert "4 frames refused that could not be merged anyway" in doc["verdict"]["text"]
+
+
+def test_explain_selector_errors_exit_2():
+    r = CliRunner().invoke(main, ["explain", str(VXLAN4_SAMPLE), "--flow", "vni=7", "-q"])
+    assert r.exit_code == 2
+    assert (
+        r.stderr.startswith("Error: no flow matches --flow 'vni=7' (4 flows in ")
+        and r.stderr.count("\n") == 1
+    )
+    r = CliRunner().invoke(main, ["explain", str(VXLAN4_SAMPLE), "--flow", "colour=red", "-q"])
+    assert r.exit_code == 2
+    assert "unknown key 'colour'" in r.stderr
+
+
+def test_explain_unreadable_capture_exit_2(tmp_path):
+    r = CliRunner().invoke(main, ["explain", str(tmp_path / "missing.pcap"), "-q"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Error: ") and "Traceback" not in r.output
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"not a capture at all")
+    r = CliRunner().invoke(main, ["explain", str(bad), "-q"])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+
+
+def test_explain_kernel_option_shows_extra_kernel():
+    doc = explain_json(FIX_SAMPLE, "--kernel", "6.18")
+    assert doc["kernels_shown"] == ["6.18"]
+    assert list(doc["flows"][0]["kernels"]) == ["6.18"]
+    # 6.18 has the fix (uh->check in the gate): the phys device aggregates the flow
+    assert R.UDP_GATE_ZERO_CSUM not in reasons(doc["flows"][0]["kernels"]["6.18"]["phys"])
+    assert doc["verdict"]["affected"] is True  # the verdict is pre-fix vs post-fix, run alongside
+
+
+def _key(**kw) -> FlowKey:
+    base = dict(
+        outer_src="10.0.0.1",
+        outer_dst="10.0.0.2",
+        outer_sport=40000,
+        outer_dport=4789,
+        tunnel="vxlan",
+        vni=100,
+        inner_src="192.168.1.1",
+        inner_dst="192.168.1.2",
+        inner_proto=6,
+        inner_sport=5000,
+        inner_dport=5201,
+        outer_csum_zero=True,
+    )
+    base.update(kw)
+    return FlowKey(**base)
+
+
+def test_select_flows_terms():
+    flows = [_key(), _key(vni=200, inner_sport=5001), _key(tunnel="", vni=0, outer_dport=53, inner_proto=17)]
+    assert select_flows(flows, None) == [0, 1, 2]
+    assert select_flows(flows, "vni=200") == [1]
+    assert select_flows(flows, "192.168.1.1:5001") == [1]
+    assert select_flows(flows, "10.0.0.2:4789") == [0, 1]
+    assert select_flows(flows, "#2") == [2]
+    assert select_flows(flows, "tunnel=vxlan,sport=5000") == [0]
+    assert select_flows(flows, "csum=zero") == [0, 1]
+    with pytest.raises(SelectorError, match="empty term"):
+        select_flows(flows, "vni=100,")
+    with pytest.raises(SelectorError, match="needs a number"):
+        select_flows(flows, "vni=x")
