@@ -300,6 +300,8 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
     from .report.plot import check_plot_request, write_plot
     from .report.trace import TraceWriter
 
+    if trace_path == "-" and fmt != "table":
+        raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
     cfg = build_config(**opts)
     try:
         check_plot_request(plot_path)

@@ -222,3 +222,16 @@ def test_repeated_tunnel_port_is_one_socket(runner):
     doc = json.loads(r.stdout)
     assert doc["config"]["vxlan_ports"] == [4789]
     assert doc["summary"] == FIX_SUMMARY
+
+
+def test_trace_to_stdout_with_json_is_refused():
+    # the JSON document and the trace would share stdout: a usage error (exit 2), one line
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    r = CliRunner().invoke(
+        main, ["sample_pcaps/vxlan-zero-csum-fix-89e5c58fc1e2.pcap", "--trace", "-", "--format", "json"]
+    )
+    assert r.exit_code == 2
+    assert "both write to stdout" in r.output and "Traceback" not in r.output
