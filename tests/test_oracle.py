@@ -315,8 +315,14 @@ print(*[d.len for d in r.deliveries if d.dev_role == "phys"], flush=True)
 def _start_child(n: int) -> subprocess.Popen:
     """A process replaying n frames: one flow up to 1000, else one frame repeated (only to be interrupted)."""
     code = CHILD.format(root=str(ROOT), n=n)
+    # a job started in the background (CI runners, `cmd &`) inherits SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: give the child SIGINT's default disposition, as an interactive shell would
     return subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
