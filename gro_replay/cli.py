@@ -196,7 +196,7 @@ def build_config(
     if kernel_rel:
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
-        kernels = tuple(PROFILES[r] for r in kernel_rel)
+        kernels = tuple(PROFILES[r] for r in dict.fromkeys(kernel_rel))  # each release once, in order given
     elif fix is None:
         kernels = (K_5_11, K_5_12)
     else:
@@ -324,10 +324,13 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
     finally:
         if prog is not None:
             prog.stop()
-        if out is not None and trace_path != "-":
-            out.close()
         if pcaps is not None:
             pcaps.close()
+    if out is not None and trace_path != "-":
+        try:
+            out.close()
+        except OSError as e:
+            raise UsageError(f"cannot write {trace_path}: {e.strerror}") from None
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
             click.echo(f"wrote {path} ({n} frames)", err=True)
@@ -352,18 +355,14 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
 def markdown(result) -> str:
     """The comparison as a Markdown table (CI job summaries), with the verdict and the SUMMARY line."""
     from .report.document import summary_line, verdict
-    from .report.table import _ROWS, STAGE_TITLES, input_lines
+    from .report.table import _ROWS, STAGE_TITLES, _fmt, input_lines
 
     lines = [f"- {x}" for x in input_lines(result)] + [""]
     head = ["metric"] + [f"{k.name} {STAGE_TITLES[s]}" for s in ("phys", "tunnel") for k in result.kernels]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for label, get in _ROWS:
-        cells = [label] + [
-            f"{get(k.stages[s]):,}" if not isinstance(get(k.stages[s]), float) else f"{get(k.stages[s]):.2f}"
-            for s in ("phys", "tunnel")
-            for k in result.kernels
-        ]
+        cells = [label] + [_fmt(get(k.stages[s])) for s in ("phys", "tunnel") for k in result.kernels]
         lines.append("| " + " | ".join(cells) + " |")
     v = verdict(result)
     if v:

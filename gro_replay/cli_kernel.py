@@ -64,6 +64,7 @@ def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev):
         phys_dev=phys_dev,
         vxlan_dev=tunnel_dev,
         tunnel_metadata=True,
+        resegment="auto",  # as the replay command: super-frames become wire frames before they are sent
     )
     try:
         loaded = load_capture(capture, cfg)
@@ -99,9 +100,15 @@ def _run_oracle(loaded, rx_csum, defer, port):
 
 @click.command("kernel")
 @_common
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True
+)
 @click.option("--trace", "trace_path", default=None, help="netif_receive_skb lines to PATH or -.")
-def kernel_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, fmt, trace_path):
+@click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
+@click.option("--quiet", "-q", is_flag=True, help="No notes on stderr.")
+def kernel_cmd(
+    capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, fmt, trace_path, no_hist, quiet
+):
     """Replay CAPTURE through the running Linux kernel (private namespaces, veth + vxlan) and report what its
     GRO stages delivered. Needs root, network namespaces, tracefs, vxlan and bpf(2) (exit 3 otherwise)."""
     from .report.document import document
@@ -109,6 +116,8 @@ def kernel_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_d
     from .report.trace import TraceWriter
     from .validate import kernel_result
 
+    if trace_path == "-" and fmt != "table":
+        raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
     cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev)
     oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port)
     tracer = out = None
@@ -121,6 +130,16 @@ def kernel_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_d
         out.close()
     if fmt == "json":
         doc = document(result, backend="kernel")
+        # what the backend really used (the simulator's constants do not apply)
+        doc["config"] = {
+            "kernels": doc["config"]["kernels"],
+            "nic": {"rx_csum": rx_csum, "rss": "none (veth)"},
+            "poll": "budget (64-frame polls imposed by the injection recipe)",
+            "constants": {"hz": oracle.hz},
+            "vxlan_ports": [port],
+            "devices": {"phys": phys_dev, "vxlan": tunnel_dev},
+            "resegment": "auto",
+        }
         doc["kernel"] = {
             "release": oracle.kernel_release,
             "hz": oracle.hz,
@@ -131,6 +150,10 @@ def kernel_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_d
             "segments": "inferred from lengths",
         }
         click.echo(json.dumps(doc, indent=2))
+    elif fmt == "markdown":
+        from .cli import markdown
+
+        click.echo(markdown(result))
     else:
         console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
         console.print(
@@ -144,7 +167,7 @@ def kernel_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_d
             highlight=False,
             markup=False,
         )
-        render(result, console)
+        render(result, console, hist=not no_hist)
 
 
 @click.command("validate")
@@ -167,6 +190,9 @@ def validate_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel
         cfg, kernels=(model,), hz=kernel_hz(), vxlan_ports=(port,), phys_xdp_generic=defer_to_tunnel
     )
     oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port)
+    if not oracle.frames_sent:
+        why = ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
+        raise EnvironmentProblem(f"nothing to validate: no frame of {capture} can be replayed here ({why})")
     devices = compare(loaded, oracle, sim_cfg)
     ok = all(d.agrees for d in devices)
     if fmt == "json":

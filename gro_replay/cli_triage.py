@@ -173,6 +173,10 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
         ids = select_flows(result.flows, selector)
     except SelectorError as e:
         raise UsageError(str(e)) from None
+    if not ids and selector is None:
+        inp = result.input
+        skipped = ", ".join(f"{k} {v}" for k, v in sorted(inp.skipped.items())) or "no frames"
+        raise UsageError(f"{capture}: no frame could be replayed ({skipped}), so there is no flow to explain")
     if not ids:
         raise UsageError(
             f"no flow matches --flow {selector!r} ({len(result.flows)} flows in {capture}; "

@@ -9,6 +9,7 @@ fits). The match is reported as inferred; ``validate`` compares lengths, not inf
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -61,6 +62,11 @@ def load_capture(path: str, config: ReplayConfig) -> LoadedCapture:
     rep = Replayer(config)
     rep.input.path = str(path)
     with open_capture(path) as cap:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        rep.input.sha256 = digest.hexdigest()
         frames = list(rep.decoded(cap))
         if cap.truncated_records:
             rep.input.frames_read += cap.truncated_records
@@ -187,6 +193,12 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
             skb.flow = -1
         now = t0 + int((d.ts - first_ts) * 1e9)
         ks.netif_receive_skb(d.dev_role, _Dev(names[d.dev_role]), skb, now)
+    for st in ks.stages.values():
+        st.reasons.clear()  # the trace does not say why an skb ended
+        st.sw_csum_bytes = None  # nor how many bytes software summed
+    for f in ks.flows.values():
+        for c in f.reasons.values():
+            c.clear()
     ks.stages["phys"].frames_in = len(sent)
     ks.stages["phys"].skbs_in = len(sent)
     ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)

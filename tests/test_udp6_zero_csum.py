@@ -39,3 +39,14 @@ def test_udp6_zero_checksum_accepted_with_udp6zerocsumrx():
     assert seen["phys"] == [28110]
     assert seen["tunnel"] == [28110 - 70]  # the tunnel device counts from the inner IPv4 header
     assert stack == {"queued": 1}
+
+
+def test_verdict_says_refused_ipv6_frames_never_reach_the_tunnel():
+    # pre-fix the gate refuses these frames (zero checksum, UNNECESSARY level 0: gro-spec §4.7 row 3) and then
+    # __udp6_lib_rcv drops them: the verdict must not claim that the tunnel device merges them later
+    from gro_replay.report.document import verdict
+
+    res = replay_frames(((i * 1000, f) for i, f in enumerate(FRAMES)), ReplayConfig(rx_csum="unnecessary"))
+    v = verdict(res)
+    assert "lose phys-device aggregation (20 frames go up one by one)" in v
+    assert "never reach a tunnel device (dropped: udp6_csum_zero_error ×20)" in v

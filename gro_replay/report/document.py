@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from .. import __version__
 from ..kernel import reasons as R
 from .stats import SCHEMA_VERSION
@@ -73,6 +75,13 @@ def verdict(result) -> str:
         return ""
     nic = result.config.rx_csum
     tunnel_tcp = sum(1 for c in result.flow_classes if c == "tunnel_tcp")
+    inp = result.input
+    if not inp.frames_replayed:
+        skipped = ", ".join(f"{k} {v}" for k, v in sorted(inp.skipped.items())) or "none read"
+        hint = " (capture whole frames: tcpdump -s 0)" if "snaplen_cut" in inp.skipped else ""
+        return (
+            f"Nothing to compare: none of the {inp.frames_read} frames could be replayed ({skipped}){hint}."
+        )
     if not aff:
         return (
             f"No flow loses phys-device aggregation before the fix: with --rx-csum {nic} "
@@ -88,10 +97,20 @@ def verdict(result) -> str:
         if zero
         else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
     )
+    pre = next(k for k in result.kernels if k.release == "5.11")
+    reached = sum(pre.flows[a["id"]].skbs["tunnel"] for a in aff)
+    if reached:
+        later = "they are merged only later by the tunnel device's gro_cells"
+    else:
+        drops = Counter()
+        for a in aff:
+            drops.update({k: v for k, v in pre.flows[a["id"]].stack.items() if k != "queued"})
+        reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2)) or "the stack"
+        later = f"they never reach a tunnel device (dropped: {reason})"
     return (
         f"Before the fix, {len(aff)} of {tunnel_tcp} tunnelled TCP flow(s) lose phys-device aggregation "
-        f"({frames} frames go up one by one): {why}; they are merged only later by the tunnel device's gro_cells, "
-        f"and the fix saves {saved} skb traversals of IP/UDP/tunnel decapsulation."
+        f"({frames} frames go up one by one): {why}; {later}, and the fix saves {saved} skb traversals of "
+        f"IP/UDP/tunnel decapsulation."
     )
 
 

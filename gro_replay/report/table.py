@@ -23,10 +23,14 @@ _ROWS = (
 
 
 def _fmt(v) -> str:
+    if v is None:
+        return "n/a"  # not measured by this backend
     return f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"
 
 
 def _delta(a, b) -> Text:
+    if a is None or b is None:
+        return Text("n/a", style="dim")
     d = b - a
     if d == 0:
         return Text("0", style="dim")
@@ -75,7 +79,7 @@ def _histogram(st, width: int = 30) -> list[str]:
 def render(result, console: Console, hist: bool = True) -> None:
     """Print the input summary, the table(s), the verdict (compare mode) and the SUMMARY line."""
     for line in input_lines(result):
-        console.print(line, highlight=False, markup=False)
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     kernels = result.kernels
     if len(kernels) == 2:
         a, b = kernels
@@ -108,7 +112,7 @@ def render(result, console: Console, hist: bool = True) -> None:
                 if lines:
                     console.print(f"segments per skb, {ks.name} {STAGE_TITLES[stage]}:", highlight=False)
                     for line in lines:
-                        console.print(line, highlight=False, markup=False)
+                        console.print(line, highlight=False, markup=False, soft_wrap=True)
     for ks in kernels:
         top = ks.stages["phys"].reasons.most_common(3)
         if top:
@@ -117,6 +121,7 @@ def render(result, console: Console, hist: bool = True) -> None:
                 + "; ".join(f"{R.DESCRIPTIONS.get(k, k)} [{k}] ×{v}" for k, v in top),
                 highlight=False,
                 markup=False,
+                soft_wrap=True,
             )
         drops = {k: v for k, v in ks.stack.items() if k != "queued"}
         if drops:
@@ -124,14 +129,16 @@ def render(result, console: Console, hist: bool = True) -> None:
                 f"not decapsulated ({ks.name}): " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())),
                 highlight=False,
                 markup=False,
+                soft_wrap=True,
             )
     v = verdict(result)
     if v:
-        console.print(v, highlight=False, markup=False)
+        console.print(v, highlight=False, markup=False, soft_wrap=True)
         for a in affected_flows(result)[:10]:
             console.print(
                 f"  affected: {a['flow']}: phys skbs {a['phys_skbs_pre']} → {a['phys_skbs_post']}",
                 highlight=False,
                 markup=False,
+                soft_wrap=True,
             )
     console.print(summary_line(result), highlight=False, markup=False, soft_wrap=True)
