@@ -258,3 +258,30 @@ def test_validate_gro_selftest_cases_vxlan_ipv4(tmp_path, rx, outer_csum):
         devices, _ = _validate(_write(tmp_path, frames, f"{case.name}.pcap"), rx)
         failures += [(case.name, d.stage, d.first_divergence()) for d in devices if not d.agrees]
     assert not failures, failures
+
+
+def test_validate_refuses_an_empty_comparison(tmp_path):
+    # this kernel has no geneve driver (kernel-oracle.md): no frame of a Geneve capture can be replayed, and a
+    # comparison of nothing must not pass (exit 3, one line naming the reason)
+    from gro_replay.synth import Scenario, write_scenario
+
+    path = tmp_path / "g.pcap"
+    write_scenario(str(path), Scenario(encap="geneve", frames=10))
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 3
+    assert "nothing to validate" in r.output and "geneve_not_built_in 10" in r.output
+
+
+def test_kernel_json_names_its_input_and_leaves_unmeasured_values_null(tmp_path):
+    import hashlib
+    import json
+
+    path = _write(tmp_path, build_flow(BASE, [1400] * 10))
+    r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["input"]["sha256"] == hashlib.sha256(open(path, "rb").read()).hexdigest()
+    # the trace gives lengths only: no software-checksum count, no end reasons
+    assert doc["kernels"][0]["stages"]["phys"]["sw_csum_bytes"] is None
+    assert doc["kernels"][0]["stages"]["phys"]["end_reasons"] == {}
+    assert doc["config"]["constants"] == {"hz": kernel_hz()}
