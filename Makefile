@@ -22,7 +22,7 @@ install:
 	$(PYTHON) -m pip install -q -e '.[test]'
 
 test: deps install
-	$(PYTHON) -m pytest -q -p no:cacheprovider
+	$(PYTHON) -m pytest -p no:cacheprovider
 
 lint:
 	$(PYTHON) -m ruff check gro_replay tests bench
@@ -44,3 +44,16 @@ samples:
 	$(SYNTH) --encap vxlan --port 4789 --outer-ipv4 --inner-ipv4 --outer-csum zero --timestamps --flows 1 --frames 17 --mss 1398 --last-payload 672 --gap-us 1 --pause-every 10 --pause-us 10 $(SAMPLES_DIR)/vxlan-zero-csum-fix-89e5c58fc1e2.pcap
 	$(SYNTH) --encap geneve --port 6081 --geneve-opt-bytes 8 --outer-ipv6 --inner-ipv4 --outer-csum computed --timestamps --flows 4 --interleave rr --frames 64 --gap-us 1 $(SAMPLES_DIR)/geneve-ipv6-bulk.pcap
 	$(SYNTH) --encap vxlan --port 4789 --outer-ipv4 --inner-ipv4 --outer-csum computed --no-timestamps --flows 4 --interleave 8 --frames 100 --gap-us 1 $(SAMPLES_DIR)/vxlan-4flows-computed-csum.pcap
+
+# ---- bench: frames/s, peak RSS and the tshark ratio (issue 6); captures cached in bench/cache/ ------------
+# `make bench` measures the 1M-frame captures (and the 4M-frame one for memory), prints the profile's top
+# entries, then times `gro-replay batch` over 20 captures against serial runs. Smoke run:
+# `make bench BENCH_ARGS=--quick BENCH_BATCH_ARGS='--frames 2000'`.
+PYTHON ?= python3
+BENCH_ARGS ?= --profile
+BENCH_BATCH_ARGS ?=
+
+.PHONY: bench
+bench:
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
+	$(PYTHON) bench/batch.py $(BENCH_BATCH_ARGS)

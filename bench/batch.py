@@ -1,0 +1,129 @@
+"""Benchmark of ``gro-replay batch`` (issue 6): 20 captures one after another vs ``--jobs 2``.
+
+Writes ``--captures`` different synth scenarios (VXLAN/Geneve, outer and inner IPv4/IPv6, zero/computed outer
+UDP checksum, 1-4 flows) of about ``--frames`` frames each, cached under ``bench/cache/batch/``. Then, on the
+same files in the same run:
+
+- serial: one process replays them one after another in-process (``replay_capture`` + ``document``, compare
+  mode) — the cheapest serial form, with no interpreter start per capture;
+- batch: ``gro-replay batch FILES --jobs N --out DIR`` as a subprocess, wall-clock, cluster start included.
+
+It prints both times and the speedup, and checks that every per-capture document written by ``batch``
+equals the serial one (exit 1 if not). ``--check`` also exits 1 when batch is not faster.
+
+Usage: python bench/batch.py [--captures 20] [--frames 10000] [--jobs 2] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+CACHE = BENCH / "cache" / "batch"
+#: The ``gro-replay`` console script's entry point, run by this interpreter.
+GRO_REPLAY = [
+    sys.executable,
+    "-c",
+    "import sys; sys.argv[0] = 'gro-replay'; from gro_replay.cli import main; main()",
+]
+
+
+def scenarios(n: int, frames: int):
+    """``n`` different scenarios of about ``frames`` frames each."""
+    from gro_replay.synth import Scenario
+
+    out = []
+    for i in range(n):
+        flows = 1 + i % 4
+        out.append(
+            Scenario(
+                encap="geneve" if i % 2 else "vxlan",
+                outer_ipv6=bool(i & 2),
+                inner_ipv6=bool(i & 4),
+                outer_csum="computed" if i % 3 == 0 else "zero",
+                flows=flows,
+                frames=max(1, frames // flows),
+                interleave="rr" if i % 2 else 8,
+            )
+        )
+    return out
+
+
+def ensure_captures(n: int, frames: int) -> list[str]:
+    from gro_replay.synth import write_scenario
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, sc in enumerate(scenarios(n, frames)):
+        path = CACHE / f"batch-{frames}-{i:02d}.pcap"
+        if not path.exists():
+            tmp = path.with_suffix(".pcap.tmp")
+            write_scenario(tmp, sc)
+            os.replace(tmp, path)
+        paths.append(str(path))
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--captures", type=int, default=20)
+    ap.add_argument("--frames", type=int, default=10_000, help="frames per capture (about)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--check", action="store_true", help="exit 1 when batch is not faster than serial")
+    args = ap.parse_args(argv)
+
+    import gro_replay.cli  # noqa: F401  (first: cli.py mounts cli_batch when it is imported)
+    from gro_replay.cli_batch import replay_config
+    from gro_replay.report.document import document
+    from gro_replay.sim import replay_capture
+
+    print(
+        f"writing/reading {args.captures} captures of ~{args.frames:,} frames ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    paths = ensure_captures(args.captures, args.frames)
+    print(f"machine: {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+    t0 = time.perf_counter()
+    serial = [document(replay_capture(p, replay_config())) for p in paths]
+    t_serial = time.perf_counter() - t0
+    frames = sum(d["input"]["frames_read"] for d in serial)
+
+    with tempfile.TemporaryDirectory() as out:
+        argv = [*GRO_REPLAY, "batch", *paths, "--jobs", str(args.jobs)]
+        argv += ["--out", out, "--format", "json", "--quiet"]
+        t0 = time.perf_counter()
+        r = subprocess.run(argv, capture_output=True, text=True, check=False)
+        t_batch = time.perf_counter() - t0
+        if r.returncode != 0:
+            print(f"gro-replay batch failed (exit {r.returncode}): {r.stderr.strip()}", file=sys.stderr)
+            return 1
+        combined = json.loads(r.stdout)
+        same = all(
+            json.loads(Path(out, row["document"]).read_text(encoding="utf-8")) == doc
+            for row, doc in zip(combined["captures"], serial, strict=True)
+        )
+
+    print(f"serial (in-process, one after another): {t_serial:6.1f} s  {frames / t_serial:10,.0f} frames/s")
+    print(
+        f"batch --jobs {args.jobs} (subprocess, cluster start included): {t_batch:6.1f} s  "
+        f"{frames / t_batch:10,.0f} frames/s"
+    )
+    print(f"speedup: {t_serial / t_batch:.2f}x over {args.captures} captures, {frames:,} frames")
+    print(f"per-capture documents identical to the serial runs: {'yes' if same else 'NO'}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if not same:
+        return 1
+    return 1 if (args.check and t_batch >= t_serial) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Many captures at once: one replay per capture on a Dask worker, one JSON document each.
+
+``run_batch(paths, config, jobs=N)`` starts a ``distributed.LocalCluster`` of N single-threaded worker
+processes on the loopback address (or connects to a running scheduler with ``scheduler=ADDRESS``), submits
+``replay_one(path, config)`` per capture, and returns one :class:`CaptureOutcome` per path in input order.
+Each worker runs exactly what ``gro-replay CAPTURE --format json`` runs (``sim.replay_capture`` then
+``report.document.document``), so a capture's document does not depend on where it ran. A capture that cannot
+be replayed (unreadable, not pcap/pcapng, an error inside the replay, a worker that died) becomes an outcome
+with an ``error`` line; the others go on.
+
+Paths are sent to the workers as given: LocalCluster workers share this process's working directory; the
+workers of a remote scheduler must be able to open the same paths (absolute paths on a shared filesystem).
+
+Needs the optional extra ``batch`` (``dask[distributed]``); without it :func:`run_batch` raises
+:class:`BatchUnavailable`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .capture.reader import CaptureError, open_capture
+from .sim import ReplayConfig, replay_capture
+
+
+class BatchUnavailable(RuntimeError):
+    """``dask.distributed`` is not installed, or the scheduler cannot be reached (one-line message)."""
+
+
+@dataclass
+class CaptureOutcome:
+    """What one capture gave: its JSON document, or the error that stopped it; worker seconds."""
+
+    path: str
+    document: dict | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    out_file: str | None = field(default=None, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def row(self) -> dict:
+        """The combined report's row: frames, phys/tunnel skbs per kernel, affected flows, error."""
+        row: dict = {"path": self.path, "document": self.out_file, "error": self.error}
+        doc = self.document
+        if doc is None:
+            row.update(frames=None, skipped=None, kernels={}, affected_flows=None)
+            return row
+        row["frames"] = doc["input"]["frames_read"]
+        row["skipped"] = sum(doc["input"]["skipped"].values())
+        row["kernels"] = {
+            k["name"]: {
+                "phys_skbs": k["stages"]["phys"]["skbs_delivered"],
+                "tunnel_skbs": k["stages"]["tunnel"]["skbs_delivered"],
+            }
+            for k in doc["kernels"]
+        }
+        comparison = doc.get("comparison")
+        row["affected_flows"] = len(comparison["affected_flows"]) if comparison is not None else None
+        return row
+
+
+def _os_error_line(path: str, e: OSError) -> str:
+    return f"{path}: {e.strerror or e}".strip()
+
+
+def replay_one(path: str, config: ReplayConfig) -> dict:
+    """Replay one capture (this runs on a worker) and return ``{"path", "document", "error", "seconds"}``.
+
+    ``document`` is ``report.document.document(replay_capture(path, config))``, or None with ``error`` the
+    reader's one-line message when the capture cannot be read. Other exceptions propagate (the caller turns
+    them into an error line).
+    """
+    from .report.document import document
+
+    t0 = time.perf_counter()
+    try:
+        # the reader's one-line errors (missing, a directory, not pcap/pcapng, bad link type) before the replay
+        with open_capture(path):
+            pass
+        result = replay_capture(path, config)
+    except CaptureError as e:
+        return {"path": path, "document": None, "error": str(e), "seconds": time.perf_counter() - t0}
+    except OSError as e:
+        return {
+            "path": path,
+            "document": None,
+            "error": _os_error_line(path, e),
+            "seconds": time.perf_counter() - t0,
+        }
+    return {"path": path, "document": document(result), "error": None, "seconds": time.perf_counter() - t0}
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise BatchUnavailable(
+            "gro-replay batch needs dask.distributed: pip install 'gro-replay[batch]'"
+        ) from None
+    return distributed
+
+
+def _future_error(path: str, fut) -> str:
+    """One line for a future that raised (a bug in the replay, a worker that died)."""
+    try:
+        exc = fut.exception()
+    except Exception as e:  # the exception itself could not be brought back
+        exc = e
+    text = " ".join(str(exc).split())
+    return f"{path}: {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def run_batch(
+    paths: Sequence[str],
+    config: ReplayConfig,
+    *,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    on_done: Callable[[CaptureOutcome], None] | None = None,
+) -> list[CaptureOutcome]:
+    """Replay every capture of ``paths`` on Dask workers; return their outcomes in the order of ``paths``.
+
+    Args: paths: capture files (pcap/pcapng, optionally gzip), sent to the workers as given; config: one
+    validated ReplayConfig for all; jobs: worker processes of the local cluster (default: CPU count, at most
+    one per capture), one thread each; scheduler: address of a running ``distributed`` scheduler instead
+    (``tcp://host:8786``); on_done: called with each outcome as it completes (any order).
+    Raises: BatchUnavailable (dask.distributed missing, scheduler unreachable, local cluster not started);
+    ValueError (jobs < 1, or jobs and scheduler both given).
+    Note: the local cluster's workers are spawned processes that import ``__main__`` again, so a script that
+    calls this guards its entry point with ``if __name__ == "__main__":``.
+    """
+    if jobs is not None and scheduler is not None:
+        raise ValueError("jobs and scheduler are exclusive")
+    if jobs is not None and jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    distributed = _distributed()
+    config.validate()
+    outcomes = [CaptureOutcome(p) for p in paths]
+    if not paths:
+        return outcomes
+    cluster = None
+    try:
+        if scheduler is not None:
+            try:
+                client = distributed.Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError, ValueError) as e:
+                raise BatchUnavailable(
+                    f"cannot connect to scheduler {scheduler}: {' '.join(str(e).split())}"
+                ) from None
+        else:
+            n = min(jobs or os.cpu_count() or 1, len(paths))
+            try:
+                cluster = distributed.LocalCluster(
+                    n_workers=n,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    # no dashboard; the scheduler's HTTP endpoint on a free loopback port, not 8787
+                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                    silence_logs=logging.ERROR,
+                )
+            except (RuntimeError, OSError, TimeoutError) as e:
+                raise BatchUnavailable(f"cannot start a local Dask cluster of {n} workers: {e}") from None
+            client = distributed.Client(cluster)
+        with client:
+            # pure=False: the same path given twice is replayed twice, like the serial runs would
+            futures = client.map(replay_one, list(paths), config=config, pure=False)
+            index = {f.key: i for i, f in enumerate(futures)}
+            for fut in distributed.as_completed(futures):
+                i = index[fut.key]
+                out = outcomes[i]
+                if fut.status == "finished":
+                    r = fut.result()
+                    out.document, out.error, out.seconds = r["document"], r["error"], r["seconds"]
+                else:
+                    out.error = _future_error(out.path, fut)
+                fut.release()
+                if on_done is not None:
+                    on_done(out)
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return outcomes
+
+
+def assign_out_files(outcomes: Sequence[CaptureOutcome], reserved: Sequence[str] = ()) -> None:
+    """Name each successful capture's document file ``STEM.json`` (``STEM-2.json``... for repeated stems)."""
+    used = set(reserved)
+    for out in outcomes:
+        if not out.ok:
+            continue
+        base = os.path.basename(out.path.rstrip("/\\")) or "capture"
+        for ext in (".gz", ".pcapng", ".pcap", ".cap"):
+            if base.lower().endswith(ext) and len(base) > len(ext):
+                base = base[: -len(ext)]
+        name, n = f"{base}.json", 1
+        while name in used:
+            n += 1
+            name = f"{base}-{n}.json"
+        used.add(name)
+        out.out_file = name

@@ -1,0 +1,191 @@
+"""``gro-replay batch PATH... [--jobs N | --scheduler ADDRESS] [--out DIR] [--format table|json]``.
+
+Replays many captures in parallel on Dask (see :mod:`gro_replay.batch`) with the same replay options as
+``gro-replay CAPTURE``. With ``--out DIR`` each capture's JSON document (the one ``gro-replay CAPTURE --format
+json`` prints) is written to ``DIR/STEM.json`` and the combined report to ``DIR/batch.json``; stdout gets the
+combined table or JSON. Exit codes: 0 every capture replayed; 2 a capture failed (each failure is a row with
+its error, the others still run), bad usage, or dask.distributed missing / the scheduler unreachable.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .cli import UsageError, build_config, replay_options
+from .cli import main as _cli_main
+from .report.stats import SCHEMA_VERSION
+from .sim import ReplayConfig
+
+COMBINED_NAME = "batch.json"
+
+
+def combined(outcomes, cfg, where: dict, seconds: float) -> dict:
+    """The combined JSON: tool, config, where it ran, one row per capture (input order), totals."""
+    rows = [o.row() for o in outcomes]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "gro-replay", "version": __version__},
+        "command": "batch",
+        "config": cfg.as_dict(),
+        "cluster": where,
+        "captures": rows,
+        "totals": {
+            "captures": len(rows),
+            "failed": sum(1 for r in rows if r["error"] is not None),
+            "frames": sum(r["frames"] or 0 for r in rows),
+            "seconds": round(seconds, 3),
+        },
+    }
+
+
+def render_table(doc: dict, console: Console) -> None:
+    """The combined report as a rich table: per capture frames, phys/tunnel skbs per kernel, affected flows."""
+    names = [k["name"] for k in doc["config"]["kernels"]]
+    compare = any(r["affected_flows"] is not None for r in doc["captures"])
+    table = Table(title="gro-replay batch", show_lines=False)
+    table.add_column("capture", overflow="fold")
+    table.add_column("frames", justify="right")
+    for n in names:
+        table.add_column(f"{n} phys skbs", justify="right")
+        table.add_column(f"{n} tunnel skbs", justify="right")
+    if compare:
+        table.add_column("affected flows", justify="right")
+    table.add_column("error", overflow="fold")
+    for r in doc["captures"]:
+        cells = [r["path"], f"{r['frames']:,}" if r["frames"] is not None else "-"]
+        for n in names:
+            k = r["kernels"].get(n)
+            cells += [f"{k['phys_skbs']:,}", f"{k['tunnel_skbs']:,}"] if k else ["-", "-"]
+        if compare:
+            cells.append(str(r["affected_flows"]) if r["affected_flows"] is not None else "-")
+        cells.append(r["error"] or "")
+        table.add_row(*cells)
+    console.print(table)
+    t = doc["totals"]
+    console.print(
+        f"{t['captures']} capture(s), {t['failed']} failed, {t['frames']:,} frames in {t['seconds']:.1f} s",
+        highlight=False,
+    )
+
+
+@click.command("batch")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes of the local Dask cluster, one thread each [default: CPU count].",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Use a running dask.distributed scheduler (tcp://host:8786) instead of a local cluster.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write each capture's JSON document to DIR/STEM.json and the combined JSON to DIR/batch.json.",
+)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@replay_options
+def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
+    """Replay many captures in parallel on Dask, each exactly as ``gro-replay CAPTURE`` would.
+
+    \b
+    Per capture: frames, phys/tunnel skbs per kernel, affected flows, or the error that stopped it;
+    a failed capture does not stop the others. Exit 0 when every capture was replayed, 2 when any
+    failed (or on bad usage, or when dask.distributed is missing or the scheduler cannot be reached).
+    """
+    from .batch import BatchUnavailable, assign_out_files, run_batch
+
+    if jobs is not None and scheduler is not None:
+        raise UsageError("--jobs and --scheduler are exclusive")
+    cfg = build_config(**opts)
+    if out_dir is not None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"cannot create {out_dir}: {e.strerror}") from None
+    progress = None
+    on_done = None
+    if not quiet and sys.stderr.isatty():
+        from rich.progress import Progress
+
+        progress = Progress(console=Console(stderr=True), transient=True)
+        task = progress.add_task("replaying captures", total=len(paths))
+        progress.start()
+
+        def on_done(_outcome) -> None:
+            progress.advance(task)
+
+    t0 = time.perf_counter()
+    try:
+        outcomes = run_batch(list(paths), cfg, jobs=jobs, scheduler=scheduler, on_done=on_done)
+    except BatchUnavailable as e:
+        raise UsageError(str(e)) from None
+    finally:
+        if progress is not None:
+            progress.stop()
+    seconds = time.perf_counter() - t0
+    where = (
+        {"scheduler": scheduler}
+        if scheduler
+        else {"local_workers": min(jobs or os.cpu_count() or 1, len(paths))}
+    )
+    if out_dir is not None:
+        assign_out_files(outcomes, reserved=(COMBINED_NAME,))
+        for o in outcomes:
+            if o.out_file is not None:
+                _write_json(out_dir / o.out_file, o.document)
+    doc = combined(outcomes, cfg, where, seconds)
+    if out_dir is not None:
+        _write_json(out_dir / COMBINED_NAME, doc)
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        console = Console(
+            no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(120, Console().width)
+        )
+        render_table(doc, console)
+    failed = doc["totals"]["failed"]
+    if failed:
+        raise UsageError(f"{failed} of {len(outcomes)} capture(s) failed")
+
+
+def replay_config(args: Sequence[str] = ()) -> ReplayConfig:
+    """The ReplayConfig that ``gro-replay CAPTURE ARGS`` and ``gro-replay batch PATH... ARGS`` build from the
+    replay options ``ARGS`` (defaults included), for serial runs that must match a batch. Raises UsageError
+    (a bad value) or click.UsageError (an unknown option)."""
+    ctx = batch.make_context("batch", ["-", *args])
+    names = inspect.signature(build_config).parameters
+    return build_config(**{k: v for k, v in ctx.params.items() if k in names})
+
+
+def _write_json(path: Path, doc: dict) -> None:
+    try:
+        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
+COMMANDS = [batch]
+
+# mount on the main group even when this module was imported before gro_replay.cli finished
+for _cmd in COMMANDS:
+    _cli_main.add_command(_cmd)

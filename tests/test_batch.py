@@ -1,0 +1,200 @@
+"""``gro-replay batch``: many captures on Dask workers give the same documents as replaying each in-process.
+
+Each capture's document must equal ``report.document.document(replay_capture(path, config))`` computed here,
+serially, in this process: the document holds no timing field, so nothing is ignored in the comparison. A
+broken capture is reported with the reader's one-line error and does not stop the others (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import distributed  # the `batch` extra (dask[distributed]); CI installs it: no test here is skipped
+import pytest
+from click.testing import CliRunner
+
+from gro_replay.batch import CaptureOutcome, assign_out_files
+from gro_replay.capture.reader import CaptureError, open_capture
+from gro_replay.cli import main
+from gro_replay.cli_batch import replay_config
+from gro_replay.report.document import document
+from gro_replay.sim import PollModel, replay_capture
+from gro_replay.synth import Scenario, write_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX_SAMPLE = ROOT / "sample_pcaps" / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
+
+
+def _serial(paths, config) -> list[dict]:
+    return [document(replay_capture(str(p), config)) for p in paths]
+
+
+def _scenarios(n: int) -> list[Scenario]:
+    """``n`` small, different scenarios: VXLAN/Geneve, outer and inner IPv4/IPv6, zero/computed outer csum."""
+    out = []
+    for i in range(n):
+        out.append(
+            Scenario(
+                encap="geneve" if i % 2 else "vxlan",
+                outer_ipv6=bool(i & 2),
+                inner_ipv6=bool(i & 4),
+                outer_csum="computed" if i % 3 == 0 else "zero",
+                flows=1 + i % 4,
+                frames=12 + 5 * i,
+                interleave="rr" if i % 2 else 3,
+                gap_ns=1000 + 250 * i,
+                start_ns=1614373368 * 10**9 + i * 10**9,
+            )
+        )
+    return out
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A LocalCluster of two single-threaded worker processes on the loopback address."""
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        # no dashboard; the scheduler's HTTP endpoint on a free loopback port, not 8787
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+def test_batch_on_local_cluster_matches_in_process_and_reports_broken_capture(tmp_path, scheduler):
+    caps = []
+    for i, sc in enumerate(_scenarios(3)):
+        caps.append(tmp_path / f"cap{i}.pcap")
+        write_scenario(caps[-1], sc)
+    broken = tmp_path / "broken.pcap"
+    broken.write_bytes(b"this is not a capture file\n")
+    paths = [str(FIX_SAMPLE), str(caps[0]), str(broken), str(caps[1]), str(caps[2])]
+    out_dir = tmp_path / "out"
+    # non-default replay options reach the workers: they are part of each document's config
+    args = ["batch", *paths, "--scheduler", scheduler, "--out", str(out_dir), "--format", "json"]
+    r = CliRunner().invoke(main, [*args, "--poll", "gap:5", "--hz", "1000"])
+    assert r.exit_code == 2, r.output
+    assert "1 of 5 capture(s) failed" in r.stderr
+    combined = json.loads(r.stdout)
+    assert [c["path"] for c in combined["captures"]] == paths
+    assert combined["cluster"] == {"scheduler": scheduler}
+    assert combined["totals"]["failed"] == 1
+
+    # what `gro-replay CAPTURE --poll gap:5 --hz 1000` uses, the CLI's other defaults included
+    cfg = replay_config(["--poll", "gap:5", "--hz", "1000"])
+    assert (cfg.poll, cfg.hz) == (PollModel("gap", 5.0), 1000)
+    good = [p for p in paths if p != str(broken)]
+    expected = dict(zip(good, _serial(good, cfg), strict=True))
+    written = {}
+    for row in combined["captures"]:
+        if row["path"] == str(broken):
+            # the reader's own one-line error, as `gro-replay CAPTURE` reports it
+            with pytest.raises(CaptureError) as e:
+                open_capture(broken)
+            assert row["error"] == str(e.value)
+            assert row["document"] is None and row["frames"] is None
+            continue
+        assert row["error"] is None
+        doc = json.loads((out_dir / row["document"]).read_text(encoding="utf-8"))
+        assert doc == expected[row["path"]]
+        written[row["path"]] = row
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "batch.json",
+        "cap0.json",
+        "cap1.json",
+        "cap2.json",
+        "vxlan-zero-csum-fix-89e5c58fc1e2.json",
+    ]
+    assert json.loads((out_dir / "batch.json").read_text(encoding="utf-8")) == combined
+
+    # The fix's scenario (sample_pcaps README; 17 frames of one VXLAN flow, outer UDP checksum 0, NIC
+    # CHECKSUM_UNNECESSARY level 0 = gro-spec §4.7 row 3; frames 1-10 and 11-17 1 µs apart, 10 µs between
+    # them, so --poll gap:5 makes two polls of 10 and 7 frames, gro-spec §1.8). Both polls end below budget,
+    # so napi_complete_done flushes everything at their end whatever HZ is (gro-spec §1.3).
+    # Pre-fix: udp_gro_receive refuses every frame (§4.4): 17 phys skbs; gro_cells merges each poll's frames
+    # into one, 2 tunnel skbs (the fix mail's 14032 + 9112 bytes, §8). Post-fix: the gate passes (§4.5),
+    # 2 phys aggregates, passed on as 2 tunnel skbs. One flow is affected.
+    fix = written[str(FIX_SAMPLE)]
+    assert fix["frames"] == 17
+    assert fix["kernels"] == {
+        "pre-fix": {"phys_skbs": 17, "tunnel_skbs": 2},
+        "post-fix": {"phys_skbs": 2, "tunnel_skbs": 2},
+    }
+    assert fix["affected_flows"] == 1
+
+
+def test_batch_jobs_2_equals_serial_runs_on_20_captures(tmp_path):
+    paths = []
+    for i, sc in enumerate(_scenarios(20)):
+        paths.append(str(tmp_path / f"c{i:02d}.pcap"))
+        write_scenario(paths[-1], sc)
+    out_dir = tmp_path / "out"
+    r = CliRunner().invoke(main, ["batch", *paths, "--jobs", "2", "--out", str(out_dir), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    combined = json.loads(r.stdout)
+    assert combined["cluster"] == {"local_workers": 2}
+    assert combined["totals"] == {**combined["totals"], "captures": 20, "failed": 0}
+    serial = _serial(paths, replay_config())
+    for row, doc in zip(combined["captures"], serial, strict=True):
+        assert row["error"] is None
+        assert json.loads((out_dir / row["document"]).read_text(encoding="utf-8")) == doc
+        assert row["frames"] == doc["input"]["frames_read"]
+    assert combined["totals"]["frames"] == sum(d["input"]["frames_read"] for d in serial)
+
+
+def test_batch_table_lists_each_capture_and_its_error(tmp_path, scheduler):
+    missing = str(tmp_path / "missing.pcap")
+    # a wide terminal, so that rich folds neither the long path nor the error
+    r = CliRunner().invoke(
+        main, ["batch", str(FIX_SAMPLE), missing, "--scheduler", scheduler], env={"COLUMNS": "400"}
+    )
+    assert r.exit_code == 2
+    rows = [ln.split("│")[1:-1] for ln in r.stdout.splitlines() if ln.startswith("│")]
+    assert [c.strip() for c in rows[1]] == [missing, "-", "-", "-", "-", "-", "-", f"{missing}: no such file"]
+    assert [c.strip() for c in rows[0]][:2] == [str(FIX_SAMPLE), "17"]
+    assert "2 capture(s), 1 failed, 17 frames" in r.stdout
+    assert r.stderr.strip() == "Error: 1 of 2 capture(s) failed"
+
+
+def test_batch_usage_errors_exit_2(tmp_path):
+    r = CliRunner().invoke(
+        main, ["batch", str(FIX_SAMPLE), "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"]
+    )
+    assert r.exit_code == 2
+    assert r.stderr.strip() == "Error: --jobs and --scheduler are exclusive"
+    r = CliRunner().invoke(main, ["batch", str(FIX_SAMPLE), "--jobs", "0"])
+    assert r.exit_code == 2
+    r = CliRunner().invoke(main, ["batch", str(FIX_SAMPLE), "--scheduler", "udp://127.0.0.1:8786"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith(
+        "Error: cannot connect to scheduler udp://127.0.0.1:8786: unknown address scheme"
+    )
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_batch_without_dask_is_a_one_line_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    r = CliRunner().invoke(main, ["batch", str(FIX_SAMPLE)])
+    assert r.exit_code == 2
+    assert (
+        r.stderr.strip() == "Error: gro-replay batch needs dask.distributed: pip install 'gro-replay[batch]'"
+    )
+
+
+def test_assign_out_files_keeps_stems_and_disambiguates():
+    outs = [
+        CaptureOutcome("a/x.pcap", document={}),
+        CaptureOutcome("b/x.pcap.gz", document={}),
+        CaptureOutcome("bad.pcap", error="bad.pcap: no such file"),
+        CaptureOutcome("batch.pcapng", document={}),
+        CaptureOutcome("y", document={}),
+    ]
+    assign_out_files(outs, reserved=("batch.json",))
+    assert [o.out_file for o in outs] == ["x.json", "x-2.json", None, "batch-2.json", "y.json"]
