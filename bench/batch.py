@@ -11,7 +11,7 @@ same files in the same run:
 It prints both times and the speedup, and checks that every per-capture document written by ``batch``
 equals the serial one (exit 1 if not). ``--check`` also exits 1 when batch is not faster.
 
-Usage: python bench/batch.py [--captures 20] [--frames 10000] [--jobs 2] [--check]
+Usage: python bench/batch.py [--captures 20] [--frames 30000] [--jobs 2] [--check]
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def ensure_captures(n: int, frames: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--captures", type=int, default=20)
-    ap.add_argument("--frames", type=int, default=10_000, help="frames per capture (about)")
+    ap.add_argument("--frames", type=int, default=30_000, help="frames per capture (about)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--check", action="store_true", help="exit 1 when batch is not faster than serial")
     args = ap.parse_args(argv)

@@ -18,7 +18,7 @@ median); the ratio is gro-replay's frames/s over tshark's.
 Targets (issue 6): >= 200,000 frames/s on each 1M-frame capture, >= 10x tshark, peak RSS < 250 MB for 1M and
 4M frames. ``--check`` exits 1 when a target is missed; without it the benchmark only reports.
 
-Usage: python bench/run.py [--quick] [--frames N] [--big-frames N] [--repeat N] [--profile] [--json PATH]
+Usage: python bench/run.py [--quick] [--frames N] [--big-frames N] [--repeat N] [--profile | --profile-only] [--json PATH]
 """
 
 from __future__ import annotations
@@ -283,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-cli", action="store_true", help="skip the CLI run")
     ap.add_argument("--no-tshark", action="store_true", help="skip tshark")
     ap.add_argument("--profile", action="store_true", help="profile a replay and print the top entries")
+    ap.add_argument("--profile-only", action="store_true", help="only the profile, no measurements")
     ap.add_argument("--profiler", choices=["cprofile", "pyinstrument"], default="cprofile")
     ap.add_argument("--profile-frames", type=int, default=100_000, help="size of the profiled captures")
     ap.add_argument("--profile-top", type=int, default=25)
@@ -304,12 +305,15 @@ def main(argv: list[str] | None = None) -> int:
     caps = {"bulk": ensure_capture("bulk", args.frames, args.regenerate)}
     caps["flows64"] = ensure_capture("flows64", args.frames, args.regenerate)
     prof_paths = []
-    if args.profile:
+    if args.profile or args.profile_only:
         pf = min(args.profile_frames, args.frames)
         prof_paths = [
             ensure_capture("bulk", pf, args.regenerate),
             ensure_capture("flows64", pf, args.regenerate),
         ]
+    if args.profile_only:
+        print(profile(prof_paths, args.profiler, args.profile_top))
+        return 0
     if args.generate_only:
         if big:
             ensure_capture("flows64", big, args.regenerate)
@@ -417,18 +421,17 @@ def main(argv: list[str] | None = None) -> int:
         f"targets (issue 6): >= {TARGET_FPS:,} frames/s, >= {TARGET_TSHARK_RATIO:g}x tshark, peak RSS < "
         f"{TARGET_RSS_MB:g} MB: " + ("all met" if not missed else "missed: " + "; ".join(missed))
     )
-    prof_text = ""
+
+    def write_json(prof_text: str) -> None:
+        if args.json_path:
+            doc = {**info, "rows": rows, "memory": mem_row, "missed": missed, "profile": prof_text}
+            Path(args.json_path).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+    write_json("")  # the numbers are kept even if the profile run fails
     if prof_paths:
         prof_text = profile(prof_paths, args.profiler, args.profile_top)
         print("\n" + prof_text)
-    if args.json_path:
-        Path(args.json_path).write_text(
-            json.dumps(
-                {**info, "rows": rows, "memory": mem_row, "missed": missed, "profile": prof_text}, indent=2
-            )
-            + "\n",
-            encoding="utf-8",
-        )
+        write_json(prof_text)
     return 1 if (args.check and missed) else 0
 
 
