@@ -13,18 +13,20 @@ polled, never the capture.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
 from .kernel.gro_cells import GroCells
+from .kernel.gro_fast import frame_headers
 from .kernel.kernel import Kernel
 from .kernel.model import K_5_11, K_5_12, KernelModel
 from .kernel.napi import Napi
 from .kernel.nic import DEFAULT_RSS_KEY, RX_CSUM_PROFILES, toeplitz_hash
 from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff
-from .packet.csum import csum_partial
+from .packet.csum import PollSums, csum_partial
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_LINKTYPE, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD, Decoder
 from .report.stats import KernelStats
 from .resegment import Resegmenter
@@ -101,6 +103,9 @@ class ReplayConfig:
     resegment: str | int = "off"
     #: bytes of the outer IP datagram a wire frame carries (the resegmenting threshold)
     mtu: int = 1500
+    #: run the labelled fast paths (shortcuts of the reference path with identical results, tests/test_fastpath.py);
+    #: False runs the reference path only. Not part of the JSON document: results do not depend on it.
+    fast_path: bool = True
 
     def validate(self) -> None:
         """Raises ConfigError naming the bad value."""
@@ -482,7 +487,15 @@ class Replayer:
         self.input = InputStats()
         self.decoder = Decoder(config.vxlan_ports, config.geneve_ports)
         self.profile = RX_CSUM_PROFILES[config.rx_csum]
+        prof = self.profile
+        # (ip_summed, ip_summed of a PARTIAL-profile frame without an L4 header, csum_level) the driver sets
+        self._rx_csum = (
+            prof.ip_summed,
+            CHECKSUM_NONE,
+            0 if prof.ip_summed in (CHECKSUM_NONE, CHECKSUM_COMPLETE, CHECKSUM_PARTIAL) else prof.csum_level,
+        )
         self._hash_cache: dict[bytes, int] = {}
+        self._rx_of_flow: list[tuple[int, bool]] = []
         self.stats: list[KernelStats] = []
         self.kernels: list[Kernel] = []
         for m in config.kernels:
@@ -500,6 +513,7 @@ class Replayer:
                 udp6_zero_csum_rx=config.udp6_zero_csum_rx,
                 gro_max_size=config.gro_max_size,
                 sink=st,
+                fast_path=config.fast_path,
             )
             k.phys.gro_flush_timeout = config.gro_flush_timeout_ns
             k.phys.napi_defer_hard_irqs = config.napi_defer_hard_irqs
@@ -532,20 +546,38 @@ class Replayer:
             h = self._hash_cache[data] = toeplitz_hash(self.config.rss_key, data)
         return h
 
+    def _flow_rx(self, fid: int) -> tuple[int, bool]:
+        """(RSS hash, l4_hash) of flow ``fid``: the RSS input is a function of the flow (decoder ``flow_rss``)."""
+        rx = self._rx_of_flow
+        rss_of = self.decoder.flow_rss
+        while len(rx) <= fid:
+            rss = rss_of[len(rx)]
+            rx.append((self._rss(rss), len(rss) in (12, 36)))
+        return rx[fid]
+
     def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
         """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable frames.
 
-        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``. With resegmenting on, a
-        super-frame yields its segments (same ``ts_ns`` and capture ``index``) instead: ``_decoded_resegmenting``.
+        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index, headers)``; ``headers`` is the
+        frame's ``gro_fast.FrameHeaders`` on the fast path (None otherwise, or when the frame is of another shape).
+        With resegmenting on, a super-frame yields its segments (same ``ts_ns`` and capture ``index``) instead:
+        ``_decoded_resegmenting``.
         """
         if self.reseg is not None:
             yield from self._decoded_resegmenting(records)
             return
         inp = self.input
         dec = self.decoder.decode
+        flow_class = self.decoder.flow_class
+        classes = inp.classes
+        rxs = self._rx_of_flow
+        fast = self.config.fast_path
+        kinds = self.decoder.tunnel_ports
+        known = self.decoder.decode_known
+        hdr = None
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
-            inp.frames_read += 1
+            inp.frames_read = index + 1
             inp.bytes_read += len(buf)
             if inp.first_ts_ns is None:
                 inp.first_ts_ns = ts_ns
@@ -558,14 +590,24 @@ class Replayer:
                 if buf is None:
                     inp.skipped[SKIP_LINKTYPE] += 1
                     continue
-            r = dec(buf)
-            if isinstance(r, str):
-                inp.skipped[r] += 1
-                continue
-            frame, vlan, fid, rss, l4 = r
+            r = None
+            if fast:
+                # fast path: the headers read once for the kernels also answer decode (Decoder.decode_known)
+                hdr = frame_headers(buf, kinds)
+                if hdr is not None:
+                    r = known(buf, hdr)
+            if r is None:
+                r = dec(buf)
+                if r.__class__ is str:
+                    inp.skipped[r] += 1
+                    continue
+                if fast and r[1] is not None:  # VLAN tags removed: read the untagged frame
+                    hdr = frame_headers(r[0], kinds)
+            frame, vlan, fid, _rss, l4 = r
             inp.frames_replayed += 1
-            inp.classes[self.decoder.flow_class[fid]] += 1
-            yield ts_ns, frame, vlan, fid, self._rss(rss), len(rss) in (12, 36), l4, index
+            classes[flow_class[fid]] += 1
+            h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
+            yield ts_ns, frame, vlan, fid, h, l4_hash, l4, index, hdr
 
     def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
         """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
@@ -577,6 +619,8 @@ class Replayer:
         limit = reseg.limit
         seen = self._flow_mss
         flow_mss = self._mss_of_flow if seen is not None else None
+        fast = self.config.fast_path
+        kinds = self.decoder.tunnel_ports
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
             inp.frames_read += 1
@@ -602,16 +646,17 @@ class Replayer:
                         if isinstance(r, str):
                             inp.skipped[r] += 1
                             continue
-                        frame, vlan, fid, rss, l4 = r
+                        frame, vlan, fid, _rss, l4 = r
                         inp.frames_replayed += 1
                         inp.classes[flow_class[fid]] += 1
-                        yield ts_ns, frame, vlan, fid, self._rss(rss), len(rss) in (12, 36), l4, index
+                        hdr = frame_headers(frame, kinds) if fast else None
+                        yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index, hdr
                     continue
             r = dec(buf)
             if isinstance(r, str):
                 inp.skipped[r] += 1
                 continue
-            frame, vlan, fid, rss, l4 = r
+            frame, vlan, fid, _rss, l4 = r
             inp.frames_replayed += 1
             cls = flow_class[fid]
             inp.classes[cls] += 1
@@ -619,7 +664,8 @@ class Replayer:
                 payload = len(frame) - l4 - ((frame[l4 + 12] >> 4) << 2)
                 if payload > seen.get(fid, 0):
                     seen[fid] = payload
-            yield ts_ns, frame, vlan, fid, self._rss(rss), len(rss) in (12, 36), l4, index
+            hdr = frame_headers(frame, kinds) if fast else None
+            yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index, hdr
 
     def _mss_of_flow(self, probe: bytes) -> int | None:
         """The largest TCP payload seen so far in the flow of ``probe`` (a header-only frame), or None."""
@@ -628,31 +674,54 @@ class Replayer:
             return None
         return self._flow_mss.get(r[2])
 
-    def _skb(self, k: Kernel, f: tuple, complete_sum: int | None) -> SkBuff:
-        ts_ns, frame, vlan, fid, h, l4_hash, l4, index = f
-        skb = SkBuff(frame, 0, ts_ns, index, fid)
-        skb.data = 14
-        skb.len = len(frame) - 14
-        skb.protocol = (frame[12] << 8) | frame[13]
-        skb.dev = k.phys
-        skb.hash = h
-        skb.l4_hash = l4_hash
-        skb.vlan_tci = vlan
-        skb.addr = 0xFFFF888100000000 + (index << 8)
-        prof = self.profile
-        if prof.ip_summed == CHECKSUM_PARTIAL:
-            if l4:
-                skb.ip_summed = CHECKSUM_PARTIAL
-                skb.csum_start = l4
-        elif prof.ip_summed == CHECKSUM_COMPLETE:
-            skb.ip_summed = CHECKSUM_COMPLETE
-            skb.csum = complete_sum
-        else:
-            skb.ip_summed = prof.ip_summed
-            skb.csum_level = prof.csum_level
-        if skb.ip_summed == CHECKSUM_NONE:
-            skb.csum_level = 0
-        return skb
+    def _skbs(self, k: Kernel, batch: list[tuple], shared: tuple) -> list[SkBuff]:
+        """The skbs the driver builds for one poll's frames on kernel ``k``: RSS hash, VLAN tag, checksum state.
+
+        ``shared``: ``_poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, fast-path records).
+        """
+        sums, ps = shared
+        ip_summed, ip_summed_no_l4, csum_level = self._rx_csum
+        complete = ip_summed == CHECKSUM_COMPLETE
+        partial = ip_summed == CHECKSUM_PARTIAL
+        phys = k.phys
+        skbs = []
+        for j, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index, hdr) in enumerate(batch):
+            skbs.append(
+                SkBuff(
+                    frame,
+                    0,
+                    ts_ns,
+                    index,
+                    fid,
+                    data=14,
+                    protocol=(frame[12] << 8) | frame[13],
+                    dev=phys,
+                    hash=h,
+                    l4_hash=l4_hash,
+                    vlan_tci=vlan,
+                    ip_summed=ip_summed if l4 or not partial else ip_summed_no_l4,
+                    csum_level=csum_level,
+                    csum=sums[j] if complete else 0,
+                    csum_start=l4 if partial else 0,
+                    addr=0xFFFF888100000000 + (index << 8),
+                    psums=ps,
+                    pidx=j,
+                    hdr=hdr,
+                )
+            )
+        return skbs
+
+    def _poll_shared(self, batch: list[tuple]) -> tuple:
+        """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values (profile ``complete``) and, on
+        the fast path, the ``PollSums`` batch that also serves software checksums."""
+        complete = self.profile.ip_summed == CHECKSUM_COMPLETE
+        if not self.config.fast_path:
+            return ([csum_partial(f[1], 14) for f in batch] if complete else None), None
+        ps = PollSums([f[1] for f in batch])
+        if complete:
+            sums = ps.fill()
+            return sums, ps
+        return None, ps
 
     def run_polls(self, frames: Iterable[tuple]) -> None:
         """Run every poll of ``frames`` through every kernel (one read feeds all models).
@@ -664,11 +733,10 @@ class Replayer:
         if cfg.rx_queues > 1 or cfg.gro_flush_timeout_ns:
             self._run_scheduled(frames)
             return
-        complete = self.profile.ip_summed == CHECKSUM_COMPLETE
         for poll_time, batch in iter_polls(frames, cfg.poll, cfg.weight):
-            sums = [csum_partial(f[1], 14) for f in batch] if complete else None
+            shared = self._poll_shared(batch)
             for i, k in enumerate(self.kernels):
-                skbs = [self._skb(k, f, sums[j] if sums else None) for j, f in enumerate(batch)]
+                skbs = self._skbs(k, batch, shared)
                 phys = self.stats[i].stages["phys"]
                 phys.frames_in += len(skbs)
                 phys.skbs_in += len(skbs)
@@ -729,9 +797,7 @@ class Replayer:
             t = self._skip_idle_timer_polls(s, self.queues[group[0]][q].napi, t, now)
         batch = s.take(t)
         work = len(batch)
-        sums = (
-            [csum_partial(f[1], 14) for f in batch] if self.profile.ip_summed == CHECKSUM_COMPLETE else None
-        )
+        shared = self._poll_shared(batch)
         timeout = 0
         masked = False
         for i in group:
@@ -740,7 +806,7 @@ class Replayer:
             if multi:
                 enter_rx_queue(k, rq)
             deferred = rq.napi.defer_hard_irqs_count
-            skbs = [self._skb(k, f, sums[j] if sums else None) for j, f in enumerate(batch)]
+            skbs = self._skbs(k, batch, shared)
             phys = self.stats[i].stages["phys"]
             phys.frames_in += work
             phys.skbs_in += work
@@ -805,22 +871,61 @@ def replay_capture(
     """
     rep = Replayer(config, on_deliver)
     with open_capture(path) as cap:  # first: a missing or unreadable file is a CaptureError (one line)
-        digest = hashlib.sha256()
-        try:
-            with open(path, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(chunk)
-        except OSError as e:
-            raise CaptureError(f"{path}: read error ({e.strerror or e})") from None
+        digest = FileDigest(path)
         rep.input.path = str(path)
-        rep.input.sha256 = digest.hexdigest()
         records = cap if progress is None else _counting(cap, progress)
-        rep.run_polls(rep.decoded(records))
+        try:
+            rep.run_polls(rep.decoded(records))
+        except BaseException:
+            digest.cancel()
+            raise
+        rep.input.sha256 = digest.hexdigest()
         if cap.truncated_records:
             rep.input.frames_read += cap.truncated_records
             rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
     rep.finish()
     return rep.result()
+
+
+class FileDigest:
+    """The SHA-256 of a file, computed on a helper thread while the replay runs.
+
+    hashlib and file reads release the GIL for large blocks, so the hash uses another core instead of adding to
+    the replay's time. ``hexdigest()`` waits for it; ``cancel()`` stops it early (the replay failed).
+    Raises (from ``hexdigest``): CaptureError when the file cannot be read.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stop = False
+        self._hex: str | None = None
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="gro-replay-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        digest = hashlib.sha256()
+        try:
+            with open(self.path, "rb") as fh:
+                while not self._stop:
+                    chunk = fh.read(1 << 20)
+                    if not chunk:
+                        break
+                    digest.update(chunk)
+        except OSError as e:
+            self._error = e
+            return
+        self._hex = digest.hexdigest()
+
+    def cancel(self) -> None:
+        self._stop = True
+
+    def hexdigest(self) -> str:
+        self._thread.join()
+        if self._error is not None:
+            raise CaptureError(f"{self.path}: read error ({self._error.strerror or self._error})")
+        assert self._hex is not None
+        return self._hex
 
 
 def _counting(records, progress):

@@ -139,7 +139,7 @@ def match_deliveries(
     pending: dict[int, deque] = {}
     order: list[int] = []
     for f in frames:
-        _ts, frame, _vlan, fid, _h, _l4h, l4, index = f
+        _ts, frame, _vlan, fid, _h, _l4h, l4, index = f[:8]
         outer, inner, payload = _frame_lengths(frame, l4, tunnel_ports)
         first = outer if stage == "phys" else inner
         if fid not in pending:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, pseudo4
+from ..packet.csum import csum_add, csum_fold, csum_sub, ip_fast_csum, pseudo_at
 from . import reasons as R
 from .gro import skb_gro_header_ok, skb_gro_pull
 from .skbuff import ETH_P_IP, SkBuff
@@ -50,19 +50,20 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         cb.why = R.INET_HDR
     elif frag_off & (IP_MF | IP_OFFSET):
         cb.why = R.INET_FRAGMENT
-    elif csum_partial(buf, base, base + 20) != 0xFFFF:
+    elif ip_fast_csum(buf, base, 5):
         cb.why = R.INET_CSUM
     else:
         cb.proto = proto
         flush = int((tot_len != skb.len - off) or (frag_off & ~IP_DF & 0xFFFF) != 0)
         if flush:
             cb.why = R.INET_TOT_LEN
+        addrs = saddr + daddr
         if k.model.l3_flush_in_tcp:
             for p in head:
                 if not p.cb.same_flow:
                     continue
                 b2 = p.data + off
-                if p.buf[b2 + 9] != proto or p.buf[b2 + 12 : b2 + 20] != buf[base + 12 : base + 20]:
+                if p.buf[b2 + 9] != proto or p.buf[b2 + 12 : b2 + 20] != addrs:
                     p.cb.same_flow = 0
             cb.flush |= flush
         else:
@@ -73,7 +74,7 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
                     continue
                 b2 = p.data + off
                 pbuf = p.buf
-                if pbuf[b2 + 9] != proto or pbuf[b2 + 12 : b2 + 20] != buf[base + 12 : base + 20]:
+                if pbuf[b2 + 9] != proto or pbuf[b2 + 12 : b2 + 20] != addrs:
                     pcb.same_flow = 0
                     continue
                 # All fields must match except length and checksum.
@@ -104,9 +105,7 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 def inet_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
     """``inet_gro_compute_pseudo``: pseudo-header sum over the GRO network header and ``skb_gro_len``."""
-    nh = skb.network_header
-    buf = skb.buf
-    return pseudo4(buf[nh + 12 : nh + 16], buf[nh + 16 : nh + 20], skb.len - skb.cb.data_offset, proto)
+    return pseudo_at(skb.buf, skb.network_header + 12, 8, skb.len - skb.cb.data_offset, proto)
 
 
 def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, inner: bool) -> int:

@@ -50,8 +50,17 @@ class GroResult(IntEnum):
     GRO_CONSUMED = 4
 
 
+# module-level names of the members (an Enum class attribute lookup costs several dict lookups per use)
+GRO_MERGED = GroResult.GRO_MERGED
+GRO_MERGED_FREE = GroResult.GRO_MERGED_FREE
+GRO_HELD = GroResult.GRO_HELD
+GRO_NORMAL = GroResult.GRO_NORMAL
+
 NAPI_GRO_FREE = 1
 NAPI_GRO_FREE_STOLEN_HEAD = 2
+
+#: returned by a fast path (gro_fast.py) that does not apply to an skb; it changed nothing
+NOT_HANDLED = object()
 
 
 def NAPI_GRO_CB(skb: SkBuff):  # noqa: N802 - the kernel's macro name
@@ -225,20 +234,25 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
     Kernel: net/core/dev.c / net/core/gro.c ``gro_list_prepare``. The MAC header compare covers dst, src and
     ethertype (``compare_ether_header``) for devices with a 14-byte hard header.
     """
+    if not head:
+        return
     h = skb.hash
     mac = skb.mac_header
-    sbuf = skb.buf
+    eh = skb.buf[mac : mac + 14]
+    dev = skb.dev
+    vlan_tci = skb.vlan_tci
+    slow_gro = skb.slow_gro
     for p in head:
         cb = p.cb
         cb.flush = 0
         if p.hash != h:
             cb.same_flow = 0
             continue
-        diffs = p.dev is not skb.dev or p.vlan_tci != skb.vlan_tci
+        diffs = p.dev is not dev or p.vlan_tci != vlan_tci
         if not diffs:
             pm = p.mac_header
-            diffs = p.buf[pm : pm + 14] != sbuf[mac : mac + 14]
-        if not diffs and (skb.slow_gro or p.slow_gro):
+            diffs = p.buf[pm : pm + 14] != eh
+        if not diffs and (slow_gro or p.slow_gro):
             diffs = p.md_dst != skb.md_dst
         cb.same_flow = 0 if diffs else 1
 
@@ -257,14 +271,14 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
 
     if skb.dev.netif_elide_gro():
         cb.why = R.NETIF_ELIDE_GRO
-        return GroResult.GRO_NORMAL
+        return GRO_NORMAL
 
     gro_list_prepare(head, skb)
 
     ptype = k.offload_base.get(skb.protocol)
     if ptype is None:
         cb.why = R.NO_PACKET_OFFLOAD
-        return GroResult.GRO_NORMAL
+        return GRO_NORMAL
 
     skb.network_header = skb.data + cb.data_offset
     cb.same_flow = 0
@@ -291,16 +305,24 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
         if gso_flush:
             cb.flush = 1
             cb.why = R.GSO_SKB
-    if skb.ip_summed == CHECKSUM_COMPLETE:
+    ip_summed = skb.ip_summed
+    if ip_summed == CHECKSUM_COMPLETE:
         cb.csum = skb.csum
         cb.csum_valid = 1
-    elif skb.ip_summed == CHECKSUM_UNNECESSARY:
+    elif ip_summed == CHECKSUM_UNNECESSARY:
         cb.csum_cnt = skb.csum_level + 1
 
-    pp = ptype.gro_receive(head, skb)
+    fast = k.gro_receive_fast
+    if fast is not None and skb.hdr is not None:
+        # fast path: labelled shortcut of ptype.gro_receive and the chain below it (gro_fast.py)
+        pp = fast(k, head, skb, skb.hdr)
+        if pp is NOT_HANDLED:
+            pp = ptype.gro_receive(head, skb)
+    else:
+        pp = ptype.gro_receive(head, skb)
 
     same_flow = cb.same_flow
-    ret = GroResult.GRO_MERGED_FREE if cb.free else GroResult.GRO_MERGED
+    ret = GRO_MERGED_FREE if cb.free else GRO_MERGED
 
     if pp is not None:
         head.remove(pp)
@@ -311,7 +333,7 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
         return ret
 
     if cb.flush:
-        return GroResult.GRO_NORMAL
+        return GRO_NORMAL
 
     if napi.gro_count[bucket] >= MAX_GRO_SKBS:
         gro_flush_oldest(napi, head)
@@ -323,7 +345,7 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
     if not skb.gso_size:
         skb.gso_size = skb.len - cb.data_offset
     head.insert(0, skb)
-    return GroResult.GRO_HELD
+    return GRO_HELD
 
 
 def gro_flush_oldest(napi: Napi, head: list[SkBuff]) -> None:
@@ -400,7 +422,7 @@ def napi_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
     """
     skb.cb.data_offset = 0
     ret = dev_gro_receive(napi, skb)
-    if ret == GroResult.GRO_NORMAL:
+    if ret == GRO_NORMAL:
         gro_normal_one(napi, skb, 1)
-    napi.stats.count_result(ret)
+    napi.stats.counts[ret] += 1
     return ret

@@ -10,7 +10,7 @@ Left out: the recursion counter; extension headers other than hop-by-hop, routin
 
 from __future__ import annotations
 
-from ..packet.csum import pseudo6
+from ..packet.csum import pseudo_at
 from . import reasons as R
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
 from .skbuff import SkBuff
@@ -128,9 +128,7 @@ def ipv6_gro_flush(iph: int, iph2: int, skb_buf, pbuf) -> int:
 
 def ip6_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
     """``ip6_gro_compute_pseudo``: IPv6 pseudo-header sum over the GRO network header and ``skb_gro_len``."""
-    nh = skb.network_header
-    buf = skb.buf
-    return pseudo6(buf[nh + 8 : nh + 24], buf[nh + 24 : nh + 40], skb.len - skb.cb.data_offset, proto)
+    return pseudo_at(skb.buf, skb.network_header + 8, 32, skb.len - skb.cb.data_offset, proto)
 
 
 def ipv6_gro_complete(skb: SkBuff, nhoff: int) -> int:

@@ -23,17 +23,23 @@ class NapiStats:
     """Counters one NAPI instance keeps: GRO results, checksum bytes summed in software, completion errors (wire
     frames inside packets whose gro_complete chain failed and that were freed)."""
 
-    __slots__ = ("results", "sw_csum_bytes", "complete_errors", "polls", "full_polls")
+    __slots__ = ("counts", "sw_csum_bytes", "complete_errors", "polls", "full_polls")
 
     def __init__(self) -> None:
-        self.results: Counter = Counter()
+        #: napi_gro_receive results, indexed by GroResult
+        self.counts = [0] * len(GroResult)
         self.sw_csum_bytes = 0
         self.complete_errors = 0
         self.polls = 0
         self.full_polls = 0
 
+    @property
+    def results(self) -> Counter:
+        """GRO results counted so far, by GroResult (results that never occurred are absent)."""
+        return Counter({GroResult(i): n for i, n in enumerate(self.counts) if n})
+
     def count_result(self, ret: GroResult) -> None:
-        self.results[ret] += 1
+        self.counts[ret] += 1
 
 
 class NetDevice:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub
+from ..packet.csum import PollSums, csum_add, csum_fold, csum_partial, csum_sub
 
 SKB_MAX_CSUM_LEVEL = 3  #: include/linux/skbuff.h
 MAX_SKB_FRAGS = 17  #: include/linux/skbuff.h (CONFIG_MAX_SKB_FRAGS default from v6.2, 4 KiB pages)
@@ -161,30 +161,60 @@ class SkBuff:
         "flow",
         "ts_ns",
         "addr",
+        "psums",
+        "pidx",
+        "hdr",
     )
 
-    def __init__(self, buf: bytes, mac_header: int, ts_ns: int, frame: int, flow: int) -> None:
+    def __init__(
+        self,
+        buf: bytes,
+        mac_header: int,
+        ts_ns: int,
+        frame: int,
+        flow: int,
+        *,
+        data: int | None = None,
+        protocol: int = 0,
+        dev=None,
+        hash: int = 0,
+        l4_hash: bool = False,
+        vlan_tci: int | None = None,
+        ip_summed: int = CHECKSUM_NONE,
+        csum_level: int = 0,
+        csum: int = 0,
+        csum_start: int = 0,
+        addr: int = 0,
+        psums: PollSums | None = None,
+        pidx: int = 0,
+        hdr=None,
+    ) -> None:
+        """The keyword arguments are what a driver fills in (``data``: after ``eth_type_trans``, default
+        ``mac_header``). Fast path only (None/0 otherwise): ``psums``/``pidx``: the frame's poll batch of checksums
+        and its index there; ``hdr``: the frame's ``gro_fast.FrameHeaders``."""
+        if data is None:
+            data = mac_header
         self.buf = buf
         self.mac_header = mac_header
-        self.data = mac_header
+        self.data = data
         self.tail = len(buf)
-        self.len = len(buf) - mac_header
+        self.len = len(buf) - data
         self.network_header = 0
         self.transport_header = 0
         self.inner_mac_header = 0
         self.inner_network_header = 0
         self.inner_transport_header = 0
-        self.protocol = 0
-        self.ip_summed = CHECKSUM_NONE
-        self.csum_level = 0
-        self.csum = 0
+        self.protocol = protocol
+        self.ip_summed = ip_summed
+        self.csum_level = csum_level
+        self.csum = csum
         self.csum_valid = 0
         self.csum_complete_sw = 0
-        self.csum_start = 0
-        self.hash = 0
-        self.l4_hash = False
-        self.vlan_tci: int | None = None
-        self.dev = None
+        self.csum_start = csum_start
+        self.hash = hash
+        self.l4_hash = l4_hash
+        self.vlan_tci: int | None = vlan_tci
+        self.dev = dev
         self.md_dst: tuple | None = None
         self.slow_gro = 0
         self.gso_size = 0
@@ -199,7 +229,10 @@ class SkBuff:
         self.frames = [frame]
         self.flow = flow
         self.ts_ns = ts_ns
-        self.addr = 0
+        self.addr = addr
+        self.psums = psums
+        self.pidx = pidx
+        self.hdr = hdr
 
     # -- geometry ---------------------------------------------------------------------------------------------
     def headlen(self) -> int:
@@ -222,7 +255,15 @@ class SkBuff:
         even packet offsets only when the preceding length is even; odd lengths are handled by byte-swapping
         the slice sum, as ``csum_block_add`` does.
         """
-        total = csum_partial(self.buf, start, self.tail)
+        buf = self.buf
+        ps = self.psums
+        if ps is not None and not self.frags and self.tail == len(buf) and buf is ps.bufs[self.pidx]:
+            # fast path, shortcut of csum_partial(buf, start, tail) below: derived from the poll's batch sum
+            if start >= 14 and not (start - 14) & 1:
+                total = ps.suffix(self.pidx, start)
+                if total:
+                    return total
+        total = csum_partial(buf, start, self.tail)
         pos = self.tail - start
         for fbuf, fs, fe in self.frags:
             s = csum_partial(fbuf, fs, fe)

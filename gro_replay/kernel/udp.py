@@ -9,7 +9,7 @@ the tunnel port table, UDP-Lite, ICMP errors.
 
 from __future__ import annotations
 
-from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, pseudo4, pseudo6
+from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo4, pseudo6
 from .ip6_offload import ipv6_gso_pull_exthdrs
 from .skbuff import (
     CHECKSUM_BREAK,
@@ -59,7 +59,7 @@ def ip_rcv(skb: SkBuff) -> tuple[int, bytes, bytes, int] | str:
         ihl = (buf[nh] & 0x0F) * 4
         if buf[nh] >> 4 != 4 or ihl < 20 or skb.headlen() < ihl:
             return "ip_rcv:bad_header"
-        if csum_partial(buf, nh, nh + ihl) != 0xFFFF:
+        if ip_fast_csum(buf, nh, ihl >> 2):
             return "ip_rcv:csum_error"
         tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
         if skb.len < tot_len or tot_len < ihl:

@@ -72,6 +72,16 @@ def csum_fold(s: int) -> int:
     return ~s & 0xFFFF
 
 
+def ip_fast_csum(buf: bytes | bytearray, off: int, ihl: int) -> int:
+    """The folded checksum of the IPv4 header of ``ihl`` 32-bit words at ``off``: 0 when it verifies.
+
+    Kernel: arch ``ip_fast_csum`` as used by ``inet_gro_receive`` (net/ipv4/af_inet.c) and ``ip_rcv_core``.
+    Same arithmetic as ``csum_partial`` (value of the bytes mod 0xFFFF).
+    """
+    v = int.from_bytes(buf[off : off + 4 * ihl], "big")
+    return ~(v % 0xFFFF or (0xFFFF if v else 0)) & 0xFFFF
+
+
 def ip_fast_csum_ok(buf: bytes | memoryview, off: int, ihl_bytes: int = 20) -> bool:
     """True when the IPv4 header at ``off`` sums to 0xFFFF (its checksum verifies).
 
@@ -85,13 +95,11 @@ def pseudo4(saddr: bytes, daddr: bytes, length: int, proto: int) -> int:
 
     Kernel: ``csum_tcpudp_nofold`` via ``inet_gro_compute_pseudo`` (include/net/ip.h).
     Args: saddr/daddr: 4-byte addresses; length: L4 length in bytes; proto: IP protocol number.
+    Computed as the value of the address bytes plus length and protocol, mod 0xFFFF (2^16 ≡ 1), a non-zero
+    multiple of 0xFFFF giving 0xFFFF as end-around-carry folding does (see ``csum_partial``).
     """
-    a = int.from_bytes(saddr, "big")
-    b = int.from_bytes(daddr, "big")
-    s = (a >> 16) + (a & 0xFFFF) + (b >> 16) + (b & 0xFFFF) + proto + (length >> 16) + (length & 0xFFFF)
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return s
+    s = int.from_bytes(saddr, "big") + int.from_bytes(daddr, "big") + length + proto
+    return s % 0xFFFF or (0xFFFF if s else 0)
 
 
 def pseudo6(saddr: bytes, daddr: bytes, length: int, proto: int) -> int:
@@ -99,16 +107,17 @@ def pseudo6(saddr: bytes, daddr: bytes, length: int, proto: int) -> int:
 
     Kernel: ``csum_ipv6_magic`` via ``ip6_gro_compute_pseudo`` (include/net/ip6_checksum.h).
     Args: saddr/daddr: 16-byte addresses; length: L4 length in bytes; proto: next header number.
+    Same arithmetic as ``pseudo4``.
     """
-    s = proto + (length >> 16) + (length & 0xFFFF)
-    for addr in (saddr, daddr):
-        v = int.from_bytes(addr, "big")
-        while v:
-            s += v & 0xFFFF
-            v >>= 16
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return s
+    s = int.from_bytes(saddr, "big") + int.from_bytes(daddr, "big") + length + proto
+    return s % 0xFFFF or (0xFFFF if s else 0)
+
+
+def pseudo_at(buf: bytes | bytearray, addrs: int, addr_len: int, length: int, proto: int) -> int:
+    """``pseudo4``/``pseudo6`` over the ``addr_len`` address bytes (8: IPv4 saddr+daddr, 32: IPv6) at ``addrs``
+    in ``buf``: the same value without slicing the two addresses apart."""
+    s = int.from_bytes(buf[addrs : addrs + addr_len], "big") + length + proto
+    return s % 0xFFFF or (0xFFFF if s else 0)
 
 
 def l4_checksum_field(pseudo: int, buf: bytes | bytearray | memoryview, start: int, end: int) -> int:
@@ -123,3 +132,71 @@ def l4_checksum_field(pseudo: int, buf: bytes | bytearray | memoryview, start: i
 def ipv4_header_checksum(hdr: bytes | bytearray) -> int:
     """Checksum field value for an IPv4 header whose checksum field is zero (RFC 791)."""
     return csum_fold(csum_partial(hdr))
+
+
+def csum_partial_batch(bufs: list, start: int) -> list[int]:
+    """``csum_partial(buf, start)`` of every buffer in ``bufs``, with one numpy reduction over all of them.
+
+    ``start`` must be even. The buffers are joined (each padded to an even length, RFC 1071) and read as big-endian
+    16-bit words; ``np.add.reduceat`` over the pairs (first word from ``start``, first word after the buffer) sums
+    each buffer's words, then the sums are folded with end-around carries.
+    Returns: one 0..0xFFFF value per buffer, equal to ``csum_partial(buf, start)``.
+    """
+    if not bufs:
+        return []
+    if any(len(b) & 1 for b in bufs):
+        bufs = [b + b"\0" if len(b) & 1 else b for b in bufs]
+    sizes = np.array([len(b) >> 1 for b in bufs], dtype=np.intp)
+    words = np.frombuffer(b"".join(bufs) + b"\0\0", dtype=_U16)  # one spare word: the last "after" index
+    ends = np.cumsum(sizes)
+    starts = np.minimum(ends - sizes + (start >> 1), ends)
+    idx = np.empty(2 * len(bufs), dtype=np.intp)
+    idx[0::2] = starts
+    idx[1::2] = ends
+    total = np.add.reduceat(words, idx, dtype=np.uint64)[0::2]
+    total[starts == ends] = 0  # nothing after ``start`` (reduceat would give the word at the index)
+    while True:
+        high = total >> 16
+        if not high.any():
+            break
+        total = (total & 0xFFFF) + high
+    return total.tolist()
+
+
+class PollSums:
+    """The sums ``csum_partial(buf, 14)`` (Ethernet payload to the end) of one poll's frames, computed for all of
+    them at once (``csum_partial_batch``) the first time one is asked for.
+
+    ``suffix(i, start)`` derives ``csum_partial(bufs[i], start)`` for an even ``start - 14`` by ones'-complement
+    subtraction of the header bytes before ``start``; it returns 0 when that residue is 0, where the subtraction
+    cannot tell 0 from 0xFFFF (the caller then sums directly).
+    """
+
+    __slots__ = ("bufs", "sums")
+
+    def __init__(self, bufs: list) -> None:
+        self.bufs = bufs
+        self.sums: list[int] | None = None
+
+    def fill(self) -> list[int]:
+        """Compute (once) and return every frame's ``csum_partial(buf, 14)``."""
+        sums = self.sums
+        if sums is None:
+            sums = self.sums = csum_partial_batch(self.bufs, 14)
+        return sums
+
+    def full(self, i: int) -> int:
+        """``csum_partial(bufs[i], 14)``."""
+        sums = self.sums
+        if sums is None:
+            sums = self.sums = csum_partial_batch(self.bufs, 14)
+        return sums[i]
+
+    def suffix(self, i: int, start: int) -> int:
+        """``csum_partial(bufs[i], start)`` for ``start >= 14``, ``start - 14`` even; 0: not derivable."""
+        sums = self.sums
+        if sums is None:
+            sums = self.sums = csum_partial_batch(self.bufs, 14)
+        if start == 14:
+            return sums[i] % 0xFFFF
+        return (sums[i] - int.from_bytes(self.bufs[i][14:start], "big")) % 0xFFFF

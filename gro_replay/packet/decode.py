@@ -23,6 +23,7 @@ _VLAN_TPIDS = (ETH_P_8021Q, ETH_P_8021AD, ETH_P_QINQ1)
 _H = struct.Struct("!H")
 _HH = struct.Struct("!HH")
 _UDP = struct.Struct("!HHHH")
+_IP4 = struct.Struct("!BBHHHBBH4s4s")  # ver_ihl tos tot_len id frag_off ttl protocol check saddr daddr
 
 # Skip reasons (every frame read is either replayed or counted under one of these).
 SKIP_SNAPLEN = "snaplen_cut"
@@ -122,16 +123,22 @@ class Decoder:
         self.tunnel_ports.update({p: "geneve" for p in geneve_ports})
         self.flows: list[FlowKey] = []
         self.flow_class: list[str] = []
+        #: the RSS input of each flow (outer addresses and ports: a function of the flow key)
+        self.flow_rss: list[bytes] = []
         self._flow_ids: dict[tuple, int] = {}
 
     def _flow(self, raw: tuple, make) -> int:
         fid = self._flow_ids.get(raw)
         if fid is None:
-            key, cls = make()
-            fid = len(self.flows)
-            self.flows.append(key)
-            self.flow_class.append(cls)
-            self._flow_ids[raw] = fid
+            fid = self._new_flow(raw, *make())
+        return fid
+
+    def _new_flow(self, raw: tuple, key: FlowKey, cls: str, rss: bytes) -> int:
+        fid = len(self.flows)
+        self.flows.append(key)
+        self.flow_class.append(cls)
+        self.flow_rss.append(rss)
+        self._flow_ids[raw] = fid
         return fid
 
     def decode(self, buf: bytes):
@@ -139,8 +146,9 @@ class Decoder:
 
         Returns either a skip reason (str) or a tuple ``(frame, vlan_tci, flow_id, rss_input, l4_start)``:
         ``frame`` is the frame with VLAN tags removed; ``vlan_tci`` the outermost tag's TCI (None if untagged;
-        QinQ keeps the pair); ``rss_input`` the bytes a NIC hashes (outer addresses + ports, b"" for non-IP);
-        ``l4_start`` the byte offset of the innermost TCP/UDP header in ``frame`` (for CHECKSUM_PARTIAL), or 0.
+        QinQ keeps the pair); ``rss_input`` the bytes a NIC hashes (outer addresses + ports, b"" for non-IP;
+        a function of the flow, also in ``flow_rss[flow_id]``); ``l4_start`` the byte offset of the innermost
+        TCP/UDP header in ``frame`` (for CHECKSUM_PARTIAL), or 0.
         """
         n = len(buf)
         if n < 14:
@@ -162,17 +170,13 @@ class Decoder:
         if etype == ETH_P_IP:
             if n < 34:
                 return SKIP_OUTER_IP
-            vihl = buf[14]
+            vihl, _tos, tot_len, _id, frag, _ttl, proto, _check, src, dst = _IP4.unpack_from(buf, 14)
             ihl = (vihl & 0x0F) * 4
             if vihl >> 4 != 4 or ihl < 20 or n < 14 + ihl:
                 return SKIP_OUTER_IP
-            (tot_len,) = _H.unpack_from(buf, 16)
             if tot_len < ihl or 14 + tot_len > n:
                 return SKIP_OUTER_IP
-            proto = buf[23]
-            src = buf[26:30]
-            dst = buf[30:34]
-            frag = _H.unpack_from(buf, 20)[0] & 0x3FFF
+            frag &= 0x3FFF
             l4 = 14 + ihl
             end = 14 + tot_len
         elif etype == ETH_P_IPV6:
@@ -197,7 +201,7 @@ class Decoder:
                     break
                 proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
         else:
-            fid = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL))
+            fid = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL, b""))
             return buf, vlan, fid, b"", 0
         if proto not in (6, 17) or frag or (proto == 6 and l4 + 8 > end):
             # a TCP header cut short is still non-tunnel traffic: GRO and IP input see it (and flush/drop it)
@@ -207,32 +211,27 @@ class Decoder:
                 lambda: (
                     FlowKey(_ip_text(src), _ip_text(dst), 0, 0, "", 0, "", "", proto, 0, 0, False),
                     CLS_NOT_TUNNEL,
+                    src + dst,
                 ),
             )
-            return buf, vlan, fid, src + dst, l4 if not frag else 0
+            return buf, vlan, fid, self.flow_rss[fid], l4 if not frag else 0
         if l4 + 8 > end:
             return SKIP_OUTER_UDP
-        sport, dport = _HH.unpack_from(buf, l4)
-        rss = src + dst + buf[l4 : l4 + 4]
+        sport, dport, ulen, ucheck = _UDP.unpack_from(buf, l4)
         kind = self.tunnel_ports.get(dport) if proto == 17 else None
         if kind is None:
             raw = ("l4", src, dst, proto, sport, dport)
-            fid = self._flow(
-                raw,
-                lambda: (
-                    FlowKey(_ip_text(src), _ip_text(dst), sport, dport, "", 0, "", "", proto, 0, 0, False),
-                    CLS_NOT_TUNNEL,
-                ),
-            )
-            return buf, vlan, fid, rss, l4
-        _s, _d, ulen, ucheck = _UDP.unpack_from(buf, l4)
+            fid = self._flow_ids.get(raw)
+            if fid is None:
+                key = FlowKey(_ip_text(src), _ip_text(dst), sport, dport, "", 0, "", "", proto, 0, 0, False)
+                fid = self._new_flow(raw, key, CLS_NOT_TUNNEL, src + dst + buf[l4 : l4 + 4])
+            return buf, vlan, fid, self.flow_rss[fid], l4
         if ulen < 8 or l4 + ulen > end:
             return SKIP_OUTER_UDP
         t = l4 + 8
         if kind == "vxlan":
             if t + 8 > end:
                 return SKIP_TUNNEL
-            vni = int.from_bytes(buf[t + 4 : t + 7], "big")
             inner_eth = t + 8
             tun_sig = buf[t : t + 8]
         else:
@@ -241,9 +240,9 @@ class Decoder:
             glen = 8 + (buf[t] & 0x3F) * 4
             if t + glen > end:
                 return SKIP_TUNNEL
-            vni = int.from_bytes(buf[t + 4 : t + 7], "big")
             gproto = _H.unpack_from(buf, t + 2)[0]
             if gproto != ETH_P_TEB:
+                vni = int.from_bytes(buf[t + 4 : t + 7], "big")
                 raw = ("tun", src, dst, sport, dport, vni, gproto)
                 fid = self._flow(
                     raw,
@@ -264,9 +263,10 @@ class Decoder:
                             gproto,
                         ),
                         CLS_TUNNEL_OTHER,
+                        src + dst + buf[l4 : l4 + 4],
                     ),
                 )
-                return buf, vlan, fid, rss, l4
+                return buf, vlan, fid, self.flow_rss[fid], l4
             inner_eth = t + glen
             tun_sig = buf[t + 4 : t + 8]
         if inner_eth + 14 > end:
@@ -279,13 +279,12 @@ class Decoder:
         if itype == ETH_P_IP:
             if il3 + 20 > end:
                 return SKIP_INNER
-            iihl = (buf[il3] & 0x0F) * 4
-            if buf[il3] >> 4 != 4 or iihl < 20 or il3 + iihl > end:
+            ivihl, _tos, _len, _id, ifrag, _ttl, iproto, _check, isrc, idst = _IP4.unpack_from(buf, il3)
+            iihl = (ivihl & 0x0F) * 4
+            if ivihl >> 4 != 4 or iihl < 20 or il3 + iihl > end:
                 return SKIP_INNER
-            iproto = buf[il3 + 9]
-            isrc, idst = buf[il3 + 12 : il3 + 16], buf[il3 + 16 : il3 + 20]
             il4 = il3 + iihl
-            if _H.unpack_from(buf, il3 + 6)[0] & 0x3FFF:
+            if ifrag & 0x3FFF:
                 il4 = 0
         elif itype == ETH_P_IPV6:
             if il3 + 40 > end or buf[il3] >> 4 != 6:
@@ -306,30 +305,83 @@ class Decoder:
             if il4 + (20 if iproto == 6 else 8) > end:
                 return SKIP_INNER
             isport, idport = _HH.unpack_from(buf, il4)
-        cls = CLS_TUNNEL_TCP if iproto == 6 and il4 else CLS_TUNNEL_OTHER
         raw = ("tun", src, dst, sport, dport, tun_sig, ucheck == 0, itype, isrc, idst, iproto, isport, idport)
-        fid = self._flow(
-            raw,
-            lambda: (
-                FlowKey(
-                    _ip_text(src),
-                    _ip_text(dst),
-                    sport,
-                    dport,
-                    kind,
-                    vni,
-                    _ip_text(isrc) if isrc else "",
-                    _ip_text(idst) if idst else "",
-                    iproto,
-                    isport,
-                    idport,
-                    ucheck == 0,
-                    itype,
-                ),
-                cls,
-            ),
+        fid = self._flow_ids.get(raw)
+        if fid is None:
+            key = FlowKey(
+                _ip_text(src),
+                _ip_text(dst),
+                sport,
+                dport,
+                kind,
+                int.from_bytes(buf[t + 4 : t + 7], "big"),
+                _ip_text(isrc) if isrc else "",
+                _ip_text(idst) if idst else "",
+                iproto,
+                isport,
+                idport,
+                ucheck == 0,
+                itype,
+            )
+            cls = CLS_TUNNEL_TCP if iproto == 6 and il4 else CLS_TUNNEL_OTHER
+            fid = self._new_flow(raw, key, cls, src + dst + buf[l4 : l4 + 4])
+        return buf, vlan, fid, self.flow_rss[fid], il4 or l4
+
+    def decode_known(self, buf: bytes, h) -> tuple | None:
+        """Shortcut of ``decode`` for an untagged frame whose headers ``h`` (``kernel.gro_fast.FrameHeaders``) has
+        already read: the tunnelled-TCP branch of ``decode`` with its length checks against the outer datagram's
+        end, then the flow lookup.
+
+        Returns what ``decode`` returns, or None when ``decode`` must run instead: a length check fails (``decode``
+        names the skip reason) or the flow is new (``decode`` creates it).
+        """
+        n = len(buf)
+        if h.o_fam == 4:
+            end = 14 + h.o_len
+            if h.o_len < 20 or end > n:
+                return None
+            src, dst = h.o_addrs[:4], h.o_addrs[4:]
+        else:
+            end = 54 + h.o_len
+            if end > n:
+                return None
+            src, dst = h.o_addrs[:16], h.o_addrs[16:]
+        l4 = h.u_off
+        ulen = h.u_len
+        if l4 + 8 > end or ulen < 8 or l4 + ulen > end:
+            return None
+        t = h.t_off
+        if t + 8 > end or t + h.t_hlen > end or h.e_off + 14 > end:
+            return None
+        il3 = h.i_off
+        il4 = h.th
+        if il4 + 20 > end:  # inner IPv4/IPv6 header and TCP header inside the datagram
+            return None
+        if h.i_fam == 4:
+            isrc, idst = h.i_addrs[:4], h.i_addrs[4:]
+        else:
+            isrc, idst = h.i_addrs[:16], h.i_addrs[16:]
+        tun_sig = buf[t : t + 8] if h.t_kind == 0 else buf[t + 4 : t + 8]
+        ports = h.th_ports
+        raw = (
+            "tun",
+            src,
+            dst,
+            h.u_sport,
+            h.u_dport,
+            tun_sig,
+            h.u_check == 0,
+            h.e_type,
+            isrc,
+            idst,
+            6,
+            ports >> 16,
+            ports & 0xFFFF,
         )
-        return buf, vlan, fid, rss, il4 or l4
+        fid = self._flow_ids.get(raw)
+        if fid is None or il3 + 20 > end:
+            return None
+        return buf, None, fid, self.flow_rss[fid], il4
 
 
 def _not_ip_key(etype: int) -> FlowKey:

@@ -37,7 +37,7 @@ class StageStats:
         "frames_in",
         "skbs_in",
         "skbs",
-        "segs_hist",
+        "hist",
         "bytes",
         "reasons",
         "sw_csum_bytes",
@@ -50,13 +50,19 @@ class StageStats:
         self.frames_in = 0
         self.skbs_in = 0
         self.skbs = 0
-        self.segs_hist = np.zeros(_HIST_MAX + 1, dtype=np.int64)
+        #: counted as a list (a Python int increment is cheaper than a numpy element's); ``segs_hist`` is the array
+        self.hist = [0] * (_HIST_MAX + 1)
         self.bytes = 0
         self.reasons: Counter = Counter()
         self.sw_csum_bytes = 0
         self.results: Counter = Counter()
         self.devices: Counter = Counter()
         self.complete_errors = 0
+
+    @property
+    def segs_hist(self) -> np.ndarray:
+        """``segs_hist[k]``: skbs delivered carrying k segments (int64, length 65; the last bin holds the rest)."""
+        return np.array(self.hist, dtype=np.int64)
 
     @property
     def segments(self) -> int:
@@ -76,7 +82,8 @@ class StageStats:
         return self.segments / self.skbs if self.skbs else 0.0
 
     def as_dict(self) -> dict:
-        nz = np.nonzero(self.segs_hist)[0]
+        hist = self.segs_hist
+        nz = np.nonzero(hist)[0]
         return {
             "frames_in": self.frames_in,
             "skbs_in": self.skbs_in,
@@ -85,7 +92,7 @@ class StageStats:
             "aggregates": self.aggregates,
             "segs_per_skb_mean": round(self.mean_segs, 4),
             "segs_per_skb_max": self.max_segs,
-            "segs_per_skb_hist": {str(int(i)): int(self.segs_hist[i]) for i in nz},
+            "segs_per_skb_hist": {str(int(i)): int(hist[i]) for i in nz},
             "bytes": self.bytes,
             "sw_csum_bytes": self.sw_csum_bytes,
             "gro_results": {k.name: v for k, v in sorted(self.results.items())},
@@ -134,12 +141,14 @@ class KernelStats(Sink):
         st = self.stages[stage]
         segs = len(skb.frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
         st.skbs += 1
-        st.segs_hist[min(segs, _HIST_MAX)] += 1
+        st.hist[segs if segs < _HIST_MAX else _HIST_MAX] += 1
         st.bytes += skb.len
         why = skb.cb.why or "unknown"
         st.reasons[why] += 1
         st.devices[dev.name] += 1
-        f = self.flow(skb.flow)
+        f = self.flows.get(skb.flow)
+        if f is None:
+            f = self.flows[skb.flow] = FlowStats()
         f.skbs[stage] += 1
         f.segs[stage] += segs
         f.reasons[stage][why] += 1
@@ -148,9 +157,13 @@ class KernelStats(Sink):
 
     def stack_outcome(self, skb: SkBuff, outcome: str, sw_bytes: int) -> None:
         self.stack[outcome] += 1
-        self.stages["phys"].sw_csum_bytes += sw_bytes
+        if sw_bytes:
+            self.stages["phys"].sw_csum_bytes += sw_bytes
         if outcome == "queued":
             tun = self.stages["tunnel"]
             tun.skbs_in += 1
             tun.frames_in += len(skb.frames)
-        self.flow(skb.flow).stack[outcome] += 1
+        f = self.flows.get(skb.flow)
+        if f is None:
+            f = self.flows[skb.flow] = FlowStats()
+        f.stack[outcome] += 1
