@@ -235,3 +235,16 @@ def test_trace_to_stdout_with_json_is_refused():
     )
     assert r.exit_code == 2
     assert "both write to stdout" in r.output and "Traceback" not in r.output
+
+
+def test_ipv6_endpoints_are_bracketed_in_flow_labels():
+    # RFC 3986 authority form, the one `explain --flow [addr]:port` accepts
+    from gro_replay.packet.build import FrameSpec, build_frame
+    from gro_replay.sim import ReplayConfig, replay_frames
+
+    res = replay_frames(
+        [(0, build_frame(FrameSpec(outer_ipv6=True, inner_ipv6=True, udp_sport=49039)))], ReplayConfig()
+    )
+    label = res.flows[0].label()
+    assert label.startswith("[fd00::1]:49039→[fd00::2]:4789 vxlan vni 100")
+    assert "| [fd01::1]:40000→[fd01::2]:5201 tcp" in label

@@ -63,19 +63,23 @@ class FlowKey:
     inner_ethertype: int = 0
 
     def label(self) -> str:
-        """One-line description, e.g. ``10.0.0.1:49152→10.0.0.2:4789 vxlan vni 100 192.168.1.1:40000→… tcp``."""
+        """One-line description, e.g. ``10.0.0.1:49152→10.0.0.2:4789 vxlan vni 100 192.168.1.1:40000→… tcp``.
+
+        IPv6 endpoints are bracketed (``[fd00::1]:49152``), the form ``explain --flow`` accepts.
+        """
+        ep = _endpoint
         if not self.tunnel:
-            return f"{self.outer_src}:{self.outer_sport}→{self.outer_dst}:{self.outer_dport} (not tunnelled)"
+            return f"{ep(self.outer_src, self.outer_sport)}→{ep(self.outer_dst, self.outer_dport)} (not tunnelled)"
         proto = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}.get(self.inner_proto, str(self.inner_proto))
         if self.inner_sport or self.inner_dport:
-            inner = f"{self.inner_src}:{self.inner_sport}→{self.inner_dst}:{self.inner_dport} {proto}"
+            inner = f"{ep(self.inner_src, self.inner_sport)}→{ep(self.inner_dst, self.inner_dport)} {proto}"
         elif self.inner_src:
             inner = f"{self.inner_src}→{self.inner_dst} {proto}"
         else:
             inner = f"ethertype 0x{self.inner_ethertype:04x}"
         csum = "csum 0" if self.outer_csum_zero else "csum set"
         return (
-            f"{self.outer_src}:{self.outer_sport}→{self.outer_dst}:{self.outer_dport} "
+            f"{ep(self.outer_src, self.outer_sport)}→{ep(self.outer_dst, self.outer_dport)} "
             f"{self.tunnel} vni {self.vni} ({csum}) | {inner}"
         )
 
@@ -101,6 +105,11 @@ class FlowKey:
             if self.tunnel
             else None,
         }
+
+
+def _endpoint(addr: str, port: int) -> str:
+    """``addr:port``, with IPv6 addresses in brackets (RFC 3986)."""
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
 def _ip_text(b: bytes) -> str:
