@@ -149,6 +149,7 @@ class Capture:
         self.path = path
         self.compressed = compressed
         self.truncated_records = 0
+        self.pcap_layout: tuple[str, int, int] | None = None
         self._raw = raw
         self._f = f
         self._offset = 0  # byte offset of the next record in the decompressed stream
@@ -183,6 +184,8 @@ class Capture:
             raise _linktype_error(self.path, linktype)
         self.linktype = linktype
         self._offset = size
+        #: (byte order, record header bytes, ns per timestamp fraction unit): what ``chunks.PcapChunks`` needs
+        self.pcap_layout = (order, rec_cls.__hdr_len__, 1 if magic in _PCAP_NANO_MAGICS else 1000)
         self._iter = self._iter_pcap(
             _PCAP_REC[order],
             rec_cls.__hdr_len__,

@@ -1,0 +1,112 @@
+"""capture/chunks.py against the record-at-a-time reader (reader.py ``Capture``), which is the reference.
+
+Both must give the same records (timestamp ns, bytes, wire length), the same truncated-record count and the same
+one-line error for a corrupt record, whatever the block size (blocks smaller than one record included).
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+
+import pytest
+
+from gro_replay.capture.chunks import PcapChunks
+from gro_replay.capture.reader import CaptureError, open_capture
+from gro_replay.capture.writer import PcapWriter
+
+SAMPLES = sorted((Path(__file__).resolve().parent.parent / "sample_pcaps").glob("*.pcap"))
+
+
+def _reference(path):
+    with open_capture(path) as cap:
+        return [(ts, bytes(buf), ol) for ts, buf, ol, _lt in cap], cap.truncated_records
+
+
+def _chunked(path, block, keep_some=False):
+    out = []
+    with open_capture(path) as cap:
+        r = PcapChunks(cap, block)
+        keep = None
+        while (ch := r.next(keep)) is not None:
+            n = len(ch)
+            # optionally hand the last third of the records back (read again with the next block)
+            take = n - n // 3 if keep_some and not ch.eof and n > 2 else n
+            for i in range(take):
+                o = int(ch.data[i])
+                out.append((int(ch.ts_ns[i]), bytes(ch.buf[o : o + int(ch.caplen[i])]), int(ch.origlen[i])))
+            keep = ch.record_start(take)
+        return out, cap.truncated_records
+
+
+def _mixed(path: Path, n: int = 600, seed: int = 1) -> None:
+    """Runs of equal lengths and single odd lengths, snaplen-cut frames, µs timestamps."""
+    rng = random.Random(seed)
+    with PcapWriter(path, snaplen=1000, nano=False) as w:
+        t = 1_600_000_000_000_000_000
+        while n > 0:
+            size = rng.choice([60, 1514, 1514, 777, rng.randint(14, 3000)])
+            for _ in range(rng.choice([1, 1, 3, 40])):
+                w.write(t, bytes(rng.randrange(256) for _ in range(8)) * (size // 8) + bytes(size % 8))
+                t += rng.randint(1, 5000) * 1000
+                n -= 1
+
+
+@pytest.mark.parametrize("block", [64, 1000, 5000, 1 << 20])
+def test_same_records_as_the_reference_reader(block, tmp_path):
+    mixed = tmp_path / "mixed.pcap"
+    _mixed(mixed)
+    for p in [*SAMPLES, mixed]:
+        want = _reference(p)
+        assert _chunked(p, block) == want, p
+        assert _chunked(p, block, keep_some=True) == want, p
+
+
+def test_a_record_cut_short_at_the_end_is_counted_once(tmp_path):
+    p = tmp_path / "cut.pcap"
+    _mixed(p, 50)
+    data = p.read_bytes()
+    p.write_bytes(data[:-7])
+    want, truncated = _reference(p)
+    assert truncated == 1
+    assert _chunked(p, 4096) == (want, 1)
+
+
+def test_a_corrupt_caplen_is_the_reference_readers_error(tmp_path):
+    p = tmp_path / "bad.pcap"
+    _mixed(p, 5)
+    data = bytearray(p.read_bytes())
+    # caplen of the second record := 2**20 (> MAX_CAPLEN)
+    first_caplen = struct.unpack_from("<I", data, 24 + 8)[0]
+    struct.pack_into("<I", data, 24 + 16 + first_caplen + 8, 1 << 20)
+    p.write_bytes(bytes(data))
+    with pytest.raises(CaptureError) as ref:
+        _reference(p)
+    with pytest.raises(CaptureError) as got:
+        _chunked(p, 1 << 16)
+    assert str(got.value) == str(ref.value)
+
+
+def test_big_endian_pcap(tmp_path):
+    p = tmp_path / "be.pcap"
+    frames = [bytes([i]) * (100 + i) for i in range(30)] + [bytes(1514)] * 20
+    out = bytearray(struct.pack(">IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    for i, f in enumerate(frames):
+        out += struct.pack(">IIII", 1_600_000_000 + i, 250 * i, len(f), len(f)) + f
+    p.write_bytes(bytes(out))
+    want = _reference(p)
+    assert len(want[0]) == 50
+    assert _chunked(p, 3000) == want
+
+
+def test_only_uncompressed_classic_pcap_is_read_in_blocks(tmp_path):
+    import gzip
+
+    src = SAMPLES[0]
+    gz = tmp_path / "s.pcap.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    with open_capture(src) as cap:
+        assert PcapChunks.supported(cap)
+    with open_capture(gz) as cap:
+        assert not PcapChunks.supported(cap)
