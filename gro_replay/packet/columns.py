@@ -1,0 +1,338 @@
+"""Columnar header fields, checksum verdicts and canonical keys of a block of frames (numpy, no per-frame objects).
+
+The batch path (pollcache.py) looks at a block of captured frames at once. For each frame of the common layout —
+untagged Ethernet, IPv4 (no options, not a fragment) or IPv6 (no extension headers), UDP to a VXLAN or Geneve
+port, inner untagged Ethernet, inner IPv4 (no options, not a fragment) or IPv6, TCP; every length field exactly
+matching the frame — it computes:
+
+- ``kv``: the frame's headers (up to the end of the TCP header) with the fields that change from segment to
+  segment zeroed: the IPv4 IDs and header checksums, the UDP checksum, TCP sequence and acknowledgment numbers,
+  window, checksum and options. Everything else stays byte for byte (addresses, ports, VNI, TTL, TOS, flags…).
+- ``rel``: those varying fields as columns (``FIELDS``), to be encoded relative to the first frame of the same
+  inner flow in a poll (``relative``), and the checksum verdicts (``VBITS``): outer IPv4 header, UDP (zero,
+  correct, wrong), inner IPv4 header, inner TCP — the only things about the payload GRO and the stack can see.
+- ``group``: a hash of the inner addresses and ports: the frames GRO may compare with each other (same inner
+  flow) always share a group (hash collisions only merge groups, which loses nothing).
+
+Checksums are ones' complement sums (RFC 1071) taken modulo 0xFFFF: the sum of a frame's bytes is read as
+little-endian 32-bit words over a strided view for runs of equal-length records (one numpy pass), or with
+``int.from_bytes`` for the others; a checksum is correct iff the covered words, checksum included, sum to 0
+modulo 0xFFFF (the kernel's ``csum_fold(...) == 0``; the pseudo-header is never all zero). tests/test_columns.py
+checks every verdict against packet/csum.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: bytes of each frame's headers kept in ``kv`` (IPv6 in IPv6 with 40 bytes of TCP options needs 184)
+H = 192
+ETH_P_IP = 0x0800
+ETH_P_IPV6 = 0x86DD
+ETH_P_TEB = 0x6558
+
+#: columns of ``rel`` (int64): the fields encoded relative to the poll's first frame of the group
+FIELDS = ("seq", "ack", "win", "oid", "iid") + tuple(f"opt{i}" for i in range(10))
+_MOD = {"seq": 1 << 32, "ack": 1 << 32, "win": 1 << 16, "oid": 1 << 16, "iid": 1 << 16}
+#: checksum verdict bits (column ``vbits``)
+V_OUTER_IP_BAD = 1
+V_UDP_ZERO = 2
+V_UDP_BAD = 4
+V_INNER_IP_BAD = 8
+V_TCP_BAD = 16
+
+_M = 0xFFFF
+_HASH_MULT = (np.arange(1, H // 8 + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+
+
+class Columns:
+    """What ``analyse`` found for ``n`` frames; arrays have ``n`` rows.
+
+    ``common``: bool, the frame has the common layout (everything below is meaningful only there);
+    ``kv``: uint8 (n, H); ``rel``: int64 (n, len(FIELDS)); ``vbits``: uint8; ``group``: uint64;
+    ``payload``: TCP payload bytes. ``kv_hash()``: uint64 hash of each ``kv`` row and the UDP-zero bit (the
+    flow-naming part of a frame).
+    """
+
+    __slots__ = ("common", "kv", "rel", "vbits", "group", "payload")
+
+    def kv_hash(self) -> np.ndarray:
+        h = (self.kv.view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
+        return h ^ ((self.vbits & V_UDP_ZERO).astype(np.uint64) << np.uint64(63))
+
+
+def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports) -> Columns:
+    """Columns of the frames ``buf[data[i] : data[i] + caplen[i]]`` (Ethernet link type).
+
+    Args: buf: the block (bytes-like); data/caplen: int64 arrays (offsets and captured lengths in bytes);
+    vxlan_ports/geneve_ports: UDP destination ports of the tunnel sockets.
+    Never raises on frame content: a frame of any other layout is ``common == False``.
+    Frames are grouped by layout (outer/inner family, tunnel header length): within a group every header sits
+    at a fixed offset, so fields are column slices.
+    """
+    n = len(data)
+    c = Columns()
+    runs = _runs(data, caplen)
+    rows = _rows(buf, data, caplen, runs)
+    L = caplen.astype(np.int64)
+    c.common = np.zeros(n, bool)
+    c.vbits = np.zeros(n, np.uint8)
+    c.rel = np.zeros((n, len(FIELDS)), np.int64)
+    c.kv = rows  # rewritten in place, group by group
+    c.group = np.zeros(n, np.uint64)
+    c.payload = np.zeros(n, np.int64)
+    fs = None
+
+    def be16(r, off):
+        return (r[:, off].astype(np.int64) << 8) | r[:, off + 1]
+
+    # outer layer, at fixed offsets: Ethernet, IPv4 (no options, not a fragment) or IPv6, UDP
+    et = be16(rows, 12)
+    o4 = (et == ETH_P_IP) & (rows[:, 14] == 0x45) & ((rows[:, 20] & 0x3F) == 0) & (rows[:, 21] == 0)
+    o4 &= (rows[:, 23] == 17) & (be16(rows, 16) + 14 == L)
+    o6 = (et == ETH_P_IPV6) & ((rows[:, 14] >> 4) == 6) & (rows[:, 20] == 17) & (be16(rows, 18) + 54 == L)
+    dport = np.where(o6, be16(rows, 56), be16(rows, 36))
+    vx = np.isin(dport, np.asarray(list(vxlan_ports) or [-1]))
+    gn = np.isin(dport, np.asarray(list(geneve_ports) or [-1]))
+    # tunnel header length (Geneve: 8 + options), which places the inner frame
+    gbyte = np.where(o6, rows[:, 62], rows[:, 42]).astype(np.int64)
+    tlen = np.where(vx, 8, 8 + (gbyte & 0x3F) * 4)
+    cand = (o4 | o6) & (vx | gn)
+    if not cand.any():
+        return c
+    lay = np.where(cand, (o6.astype(np.int64) << 16) | (gn.astype(np.int64) << 15) | tlen, -1)
+    fs = _frame_sums(buf, data, caplen, runs)
+    for key in np.unique(lay[cand]).tolist():
+        sel = np.flatnonzero(lay == key)
+        whole = len(sel) == n
+        r = rows if whole else rows[sel]
+        is6 = bool(key >> 16)
+        u = 54 if is6 else 34
+        e = u + 8 + (key & 0x7FFF)
+        if e + 14 + 20 + 20 > H:
+            continue
+        itype = be16(r, e + 12)
+        for inner6 in (False, True):
+            il3 = e + 14
+            th = il3 + (40 if inner6 else 20)
+            if th + 20 > H:
+                continue
+            m = itype == (ETH_P_IPV6 if inner6 else ETH_P_IP)
+            if not m.any():
+                continue
+            s2 = sel[m] if not m.all() else sel
+            r2 = r if s2 is sel else r[m]
+            _layout(c, r2, s2, L[s2], fs[s2], is6, bool(key & (1 << 15)), u, e, inner6, il3, th)
+    return c
+
+
+def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i6: bool, il3: int, th: int):
+    """Fill ``c``'s rows ``sel`` for one layout (headers at the given fixed offsets); ``r`` = their rows
+    (C-contiguous uint8, (len(sel), H)). Fields are read through one structured (big-endian) view."""
+    f = {
+        "ulen": (u + 4, ">u2"),
+        "ucsum": (u + 6, ">u2"),
+        "gproto": (u + 10, ">u2"),
+        "ib0": (il3, "u1"),
+        "doff": (th + 12, "u1"),
+        "seq": (th + 4, ">u4"),
+        "ack": (th + 8, ">u4"),
+        "win": (th + 14, ">u2"),
+        "ports": (th, ">u4"),
+    }
+    if i6:
+        f.update(inh=(il3 + 6, "u1"), iplen=(il3 + 4, ">u2"))
+        addr = range(il3 + 8, il3 + 40, 4)
+    else:
+        f.update(ifrag=(il3 + 6, ">u2"), iproto=(il3 + 9, "u1"), itot=(il3 + 2, ">u2"), iid=(il3 + 4, ">u2"))
+        addr = range(il3 + 12, il3 + 20, 4)
+    if not o6:
+        f["oid"] = (18, ">u2")
+    for k, o in enumerate(addr):
+        f[f"a{k}"] = (o, ">u4")
+    nopt = min(10, (H - th - 20) // 4)
+    for k in range(nopt):
+        f[f"o{k}"] = (th + 20 + 4 * k, ">u4")
+    dt = np.dtype(
+        {
+            "names": list(f),
+            "formats": [v[1] for v in f.values()],
+            "offsets": [v[0] for v in f.values()],
+            "itemsize": H,
+        }
+    )
+    v = r.view(dt)[:, 0]
+
+    def g(name):
+        return v[name].astype(np.int64)
+
+    # the header-word sums the checksums need, as one matrix product (exact: integers far below 2**53)
+    top = th + 20
+    words = ((r[:, 0:top:2].astype(np.int32) << 8) | r[:, 1:top:2]).astype(np.float64)
+    spans = [
+        (14, 34),
+        (26, 34),
+        (22, 54),
+        (0, u),
+        (il3, il3 + 20),
+        (il3 + 12, il3 + 20),
+        (il3 + 8, il3 + 40),
+        (0, th),
+    ]
+    pick = np.zeros((top // 2, len(spans)))
+    for j, (a, b) in enumerate(spans):
+        if b <= top:
+            pick[a // 2 : b // 2, j] = 1.0
+    sums = (words @ pick).astype(np.int64)
+    span_ix = {sp: j for j, sp in enumerate(spans)}
+
+    def wsum(a, b):
+        """Sum of the big-endian 16-bit words of bytes [a, b) (one of ``spans``)."""
+        return sums[:, span_ix[(a, b)]]
+
+    ulen = g("ulen")
+    ok = ulen == L - u
+    if geneve:
+        ok &= g("gproto") == ETH_P_TEB
+    ib0 = v["ib0"]
+    if i6:
+        ok &= ((ib0 >> 4) == 6) & (v["inh"] == 6) & (g("iplen") + 40 == L - il3)
+    else:
+        ok &= (ib0 == 0x45) & ((v["ifrag"] & 0x3FFF) == 0) & (v["iproto"] == 6) & (g("itot") == L - il3)
+    doff = (v["doff"] >> 4).astype(np.int64)
+    hend = th + doff * 4
+    ok &= (doff >= 5) & (hend <= L) & (hend <= H)
+    if not ok.all():
+        sel, r, v = sel[ok], r[ok], v[ok]
+        L, fs, ulen, hend, sums = L[ok], fs[ok], ulen[ok], hend[ok], sums[ok]
+    if not len(sel):
+        return
+    c.common[sel] = True
+
+    # checksum verdicts
+    ucsum = g("ucsum")
+    vb = np.where(ucsum == 0, V_UDP_ZERO, 0)
+    if not o6:
+        vb |= np.where(wsum(14, 34) % _M != 0, V_OUTER_IP_BAD, 0)
+        o_pseudo = wsum(26, 34)
+    else:
+        o_pseudo = wsum(22, 54)
+    udp_sum = (o_pseudo + 17 + ulen + fs - wsum(0, u)) % _M
+    vb |= np.where((ucsum != 0) & (udp_sum != 0), V_UDP_BAD, 0)
+    if not i6:
+        vb |= np.where(wsum(il3, il3 + 20) % _M != 0, V_INNER_IP_BAD, 0)
+        i_pseudo = wsum(il3 + 12, il3 + 20)
+    else:
+        i_pseudo = wsum(il3 + 8, il3 + 40)
+    tcp_sum = (i_pseudo + 6 + (L - th) + fs - wsum(0, th)) % _M
+    vb |= np.where(tcp_sum != 0, V_TCP_BAD, 0)
+    c.vbits[sel] = vb
+
+    # varying fields
+    rel = np.zeros((len(sel), len(FIELDS)), np.int64)
+    rel[:, 0] = v["seq"]
+    rel[:, 1] = v["ack"]
+    rel[:, 2] = v["win"]
+    if not o6:
+        rel[:, 3] = v["oid"]
+    if not i6:
+        rel[:, 4] = v["iid"]
+    for k in range(nopt):
+        rel[:, 5 + k] = np.where(th + 24 + 4 * k <= hend, v[f"o{k}"], 0)
+    c.rel[sel] = rel
+
+    # group: inner addresses and ports (hash; a collision only merges groups)
+    prime = np.uint64(0x100000001B3)
+    gh = np.full(len(sel), 0xCBF29CE484222325, np.uint64)
+    for k in range(len(addr)):
+        gh = (gh ^ v[f"a{k}"].astype(np.uint64)) * prime
+    c.group[sel] = (gh ^ v["ports"].astype(np.uint64)) * prime
+    c.payload[sel] = L - hend
+
+    # kv: zero the varying fields, the options and whatever follows the TCP header
+    kv = r  # c.kv itself, or a copy of its rows
+    if not o6:
+        kv[:, 18:20] = 0
+        kv[:, 24:26] = 0
+    kv[:, u + 6 : u + 8] = 0
+    if not i6:
+        kv[:, il3 + 4 : il3 + 6] = 0
+        kv[:, il3 + 10 : il3 + 12] = 0
+    kv[:, th + 4 : th + 12] = 0
+    kv[:, th + 14 : th + 18] = 0
+    kv[:, th + 20 :] = 0
+    if kv is not c.kv:
+        c.kv[sel] = kv
+
+
+def relative(rel: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``rel`` with each field made relative to row ``base[i]`` (modulo the field's width; options: 2**32)."""
+    out = rel - rel[base]
+    for i, name in enumerate(FIELDS):
+        out[:, i] %= _MOD.get(name, 1 << 32)
+    return out
+
+
+def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Runs ``(first, end, caplen, stride)`` of at least 8 consecutive records with equal caplen, which lie at a
+    fixed stride in the block (record header + caplen)."""
+    n = len(data)
+    if not n:
+        return []
+    brk = np.flatnonzero(np.diff(caplen)) + 1
+    out = []
+    for s, e in zip(np.concatenate(([0], brk)).tolist(), np.concatenate((brk, [n])).tolist(), strict=True):
+        if e - s < 8:
+            continue
+        clen = int(caplen[s])
+        stride = int(data[s + 1] - data[s])
+        if stride == clen + 16 and int(data[e - 1] - data[s]) == stride * (e - 1 - s):
+            out.append((s, e, clen, stride))
+    return out
+
+
+def _rows(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
+    """The first H bytes of each frame as an (n, H) uint8 array, zero past the frame's end."""
+    n = len(data)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    rows = np.zeros((n, H), np.uint8)
+    done = np.zeros(n, bool)
+    for s, e, clen, stride in runs:
+        w = min(H, clen)
+        if int(data[e - 1]) + w > len(buf):
+            continue
+        rows[s:e, :w] = np.lib.stride_tricks.as_strided(
+            a[int(data[s]) :], shape=(e - s, w), strides=(stride, 1)
+        )
+        done[s:e] = True
+    rest = np.flatnonzero(~done)
+    if len(rest):
+        lim = np.minimum(caplen[rest], H).tolist()
+        parts = [buf[o : o + k].ljust(H, b"\0") for o, k in zip(data[rest].tolist(), lim, strict=True)]
+        rows[rest] = np.frombuffer(b"".join(parts), dtype=np.uint8).reshape(len(rest), H)
+    return rows
+
+
+def _frame_sums(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
+    """Ones' complement sum (mod 0xFFFF, big-endian 16-bit words, odd tail padded) of each whole frame."""
+    n = len(data)
+    out = np.zeros(n, np.int64)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    done = np.zeros(n, bool)
+    for s, e, clen, stride in runs:
+        c4 = clen & ~3
+        base = int(data[s])
+        view = np.lib.stride_tricks.as_strided(a[base:], shape=(e - s, c4), strides=(stride, 1))
+        le = view.view("<u4").sum(axis=1, dtype=np.uint64).astype(np.int64)
+        for k in range(c4, clen):  # tail bytes: little-endian weights 1, 256 for positions 0, 1 (mod 2)
+            le += a[base + k :: stride][: e - s].astype(np.int64) * (256 if k & 1 else 1)
+        out[s:e] = ((le % _M) * 256) % _M  # little-endian sums are byte-swapped: ×256 swaps modulo 0xFFFF
+        done[s:e] = True
+    rest = np.flatnonzero(~done)
+    if len(rest):
+        fb = int.from_bytes
+        out[rest] = [
+            (fb(buf[o : o + k], "big") << (8 * (k & 1))) % _M
+            for o, k in zip(data[rest].tolist(), caplen[rest].tolist(), strict=True)
+        ]
+    return out
