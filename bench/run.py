@@ -145,6 +145,7 @@ def child(path: str) -> None:
         "frames": result.input.frames_read,
         "summary": doc["summary"],
         "vmhwm_kb": _vmhwm_kb(),
+        "batch": result.batch,
     }
     print(json.dumps(out))
 
@@ -363,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             row["ratio"] = fps / row["tshark_fps"]
             row["ratio_cpu"] = cpu_fps / row["tshark_cpu_fps"]
         row["summary"] = runs[0]["summary"]
+        row["batch"] = runs[0].get("batch")
         rows.append(row)
         runs_text = ", ".join(f"{x:,}" for x in row["fps_runs"])
         lines = [
@@ -370,6 +372,15 @@ def main(argv: list[str] | None = None) -> int:
             f"  gro-replay in-process  {fps:>9,.0f} frames/s (median; runs {runs_text}), "
             f"{cpu_fps:,.0f} per CPU-second; peak RSS {rss:,.0f} MB",
         ]
+        b = row["batch"]
+        lines.append(
+            "  batch path             "
+            + (
+                f"{b['polls_cached']:,} polls from the poll cache, {b['polls_simulated']:,} simulated"
+                if b
+                else "not used (frame-by-frame path)"
+            )
+        )
         if "cli_fps" in row:
             lines.append(
                 f"  gro-replay CLI         {row['cli_fps']:>9,.0f} frames/s ({row['cli_seconds']:.1f} s, 1 run), "

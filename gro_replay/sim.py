@@ -18,6 +18,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from .capture.chunks import PcapChunks
 from .capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
 from .kernel.gro_cells import GroCells
 from .kernel.gro_fast import frame_headers
@@ -217,6 +218,9 @@ class Result:
     kernels: list[KernelStats]
     flows: list
     flow_classes: list[str]
+    #: the batch path's poll counts (pollcache.py; None when the frame-by-frame path ran): ``polls_cached``
+    #: (answered by the cache), ``polls_simulated`` (run through the kernels). Not part of the JSON document.
+    batch: dict | None = None
 
 
 # -- poll models -----------------------------------------------------------------------------------------------------
@@ -533,6 +537,8 @@ class Replayer:
             self.reseg.not_split = self.input.oversize_not_split
             if mss is None:
                 self._flow_mss = {}
+        #: the batch path's poll counts when it ran (``Result.batch``)
+        self.batch: dict | None = None
         #: a pure-shortcut switch for tests: False runs every empty deferred-timer poll one by one
         self.skip_idle_timer_polls = True
         if on_deliver is not None and hasattr(on_deliver, "bind"):
@@ -857,7 +863,9 @@ class Replayer:
                 enter_rx_queue(k, self.queues[i][0])
 
     def result(self) -> Result:
-        return Result(self.input, self.config, self.stats, self.decoder.flows, self.decoder.flow_class)
+        return Result(
+            self.input, self.config, self.stats, self.decoder.flows, self.decoder.flow_class, self.batch
+        )
 
 
 def replay_capture(
@@ -874,8 +882,25 @@ def replay_capture(
         digest = FileDigest(path)
         rep.input.path = str(path)
         records = cap if progress is None else _counting(cap, progress)
+        from .pollcache import batch_eligible
+
+        batch = (
+            batch_eligible(config, on_deliver is not None)
+            and PcapChunks.supported(cap)
+            and cap.linktype == DLT_EN10MB
+        )
         try:
-            rep.run_polls(rep.decoded(records))
+            if batch:
+                from .pollcache import BatchReplay
+
+                br = BatchReplay(rep)
+                br.run(cap, progress)
+                rep.batch = {
+                    "polls_cached": br.cache.hits,
+                    "polls_simulated": br.cache.misses + br.cache.uncacheable,
+                }
+            else:
+                rep.run_polls(rep.decoded(records))
         except BaseException:
             digest.cancel()
             raise

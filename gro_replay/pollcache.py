@@ -1,0 +1,442 @@
+"""The batch path: whole blocks of a capture decoded as columns, and each distinct poll simulated once.
+
+Why it is exact. With HZ < 1000, no gro_flush_timeout, no napi_defer_hard_irqs and one RX queue, every poll ends
+with all GRO state flushed: ``napi_poll`` flushes everything when the budget is used up ("if HZ < 1000, flush all
+packets", net/core/dev.c), ``napi_complete_done`` flushes everything when it is not, and the tunnel devices'
+gro_cells are polled to empty in the same softirq round. A poll then starts from the same (empty) state whatever
+came before, and what it adds to the counters depends only on its frames: their header bytes, lengths and
+checksum verdicts, and how the fields that change from segment to segment (TCP sequence and acknowledgment
+numbers, window, options; IPv4 IDs) relate between frames of the same inner flow. GRO never looks at
+anything else — not the payload beyond its checksum, not the time (jiffies only matter to ``flush_old``, which
+HZ < 1000 turns off).
+
+``analyse`` (packet/columns.py) computes those per frame for a block; ``PollCache`` keys each poll by the
+concatenation of its frames' canonical rows (varying fields relative to the poll's first frame of the same inner
+flow). The first poll with a key runs through the reference kernels (kernel/), and the counters it changed
+(stage, flow, stack and NAPI counters) are kept as a delta; later polls with the same key add the delta. A poll
+is run through the kernels instead whenever a frame is not of the common layout (decoded one by one as before),
+whenever the kernels are not idle before it, and whenever its key is new. tests/test_pollcache.py compares whole
+JSON documents with the reference path (``ReplayConfig(fast_path=False)``) over the test captures, the shared
+captures and random scenarios.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .capture.chunks import PcapChunks
+from .capture.reader import DLT_EN10MB
+from .kernel.gro_fast import frame_headers
+from .packet.columns import FIELDS, analyse, relative
+from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
+
+#: bytes read per block (a module attribute so that tests can force many block boundaries)
+BLOCK = 8 << 20
+#: distinct poll keys kept (each key is ~16 KiB for a full poll): bounds the cache to ~32 MiB
+MAX_KEYS = 2048
+
+
+def batch_eligible(config, sink_observed: bool) -> bool:
+    """True when every poll ends idle (see the module docstring) and nothing observes single deliveries."""
+    return (
+        config.fast_path
+        and not sink_observed
+        and config.hz < 1000
+        and not config.gro_flush_timeout_ns
+        and not config.napi_defer_hard_irqs
+        and config.rx_queues == 1
+        and config.poll.kind in ("budget", "gap")
+    )
+
+
+def _counters(k, st, fids) -> dict:
+    """Every counter a poll can change, as {(id(container), key, is_attr): value}, plus the containers."""
+    out: dict = {}
+    objs: dict = {}
+
+    def attrs(o, names):
+        objs[id(o)] = o
+        for nm in names:
+            out[(id(o), nm, True)] = getattr(o, nm)
+
+    def items(c, keys=None):
+        objs[id(c)] = c
+        for key, v in c.items() if keys is None else ((x, c[x]) for x in keys):
+            out[(id(c), key, False)] = v
+
+    for s in st.stages.values():
+        attrs(s, ("frames_in", "skbs_in", "skbs", "bytes", "sw_csum_bytes", "complete_errors"))
+        items(s.hist, [i for i, v in enumerate(s.hist) if v])
+        items(s.reasons)
+        items(s.results)
+        items(s.devices)
+    items(st.stack)
+    for fid in fids:
+        f = st.flows.get(fid)
+        if f is None:
+            continue
+        attrs(f, ("frames",))
+        items(f.skbs)
+        items(f.segs)
+        for c in f.reasons.values():
+            items(c)
+        items(f.stack)
+    napis = [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]
+    for n in napis:
+        attrs(n.stats, ("sw_csum_bytes", "complete_errors", "polls", "full_polls"))
+        items(n.stats.counts, [i for i, v in enumerate(n.stats.counts) if v])
+    for cells in k.tunnel_cells:
+        attrs(cells, ("dropped",))
+    return {"v": out, "o": objs}
+
+
+def _delta(before: dict, after: dict) -> tuple[list, list]:
+    """(attribute increments, item increments) from two ``_counters`` snapshots, containers resolved."""
+    b = before["v"]
+    objs = after["o"]
+    attr_ops = []
+    item_ops = []
+    for (oid, key, is_attr), v in after["v"].items():
+        inc = v - b.get((oid, key, is_attr), 0)
+        if inc:
+            (attr_ops if is_attr else item_ops).append((objs[oid], key, inc))
+    # hist/count lists: an index that was 0 before the poll is absent from ``before`` and from ``after`` if the
+    # snapshot skipped zeros; lists are snapshot by non-zero index after the poll, so new indexes are present.
+    return attr_ops, item_ops
+
+
+def idle(k) -> bool:
+    """True when kernel ``k`` holds nothing: no GRO packets, no GRO_NORMAL batch, no queued cell skbs."""
+    for n in [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]:
+        if n.held() or n.rx_list or n.rx_count or n.defer_hard_irqs_count:
+            return False
+    return all(not cells.napi_skbs for cells in k.tunnel_cells)
+
+
+class PollCache:
+    """Counter deltas of polls by key, and how many times each key recurred since its deltas were added.
+
+    ``hit(key)`` counts a recurrence (True) or returns False for an unknown key; ``settle()`` adds every delta
+    times its pending count to the counters (counters are only read after the run, and recording a new delta
+    takes differences, so pending counts may wait). ``hits``/``misses``/``uncacheable`` count polls.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[bytes, list] = {}  # key → [deltas (one per kernel), pending count]
+        self.hits = 0
+        self.misses = 0
+        self.uncacheable = 0
+
+    def hit(self, key: bytes) -> bool:
+        e = self.entries.get(key)
+        if e is None:
+            return False
+        e[1] += 1
+        self.hits += 1
+        return True
+
+    def add(self, key: bytes, deltas: list) -> None:
+        self.entries[key] = [deltas, 0]
+        self.misses += 1
+
+    def settle(self) -> None:
+        for e in self.entries.values():
+            times = e[1]
+            if not times:
+                continue
+            e[1] = 0
+            for attr_ops, item_ops in e[0]:
+                for o, key, inc in attr_ops:
+                    setattr(o, key, getattr(o, key) + inc * times)
+                for c, key, inc in item_ops:
+                    c[key] += inc * times
+
+
+class BatchReplay:
+    """Runs a classic-pcap ``Capture`` through a ``Replayer``'s kernels block by block (see the module docstring).
+
+    Results (``Replayer.input``, ``Replayer.stats``) equal ``Replayer.run_polls(Replayer.decoded(capture))``.
+    Entries: the frames that enter the simulation, in order — a common frame is its record's position in the
+    block (``src >= 0``), anything decoded one by one (other layouts, resegmented super-frames, an unfinished
+    poll carried over from the previous block) is ``extras[-1 - src]``, a ``(ts_ns, decoded tuple)``.
+    """
+
+    def __init__(self, rep, block: int | None = None) -> None:
+        self.rep = rep
+        self.cfg = rep.config
+        self.cache = PollCache()
+        self.block = block or BLOCK
+        self._fid_of: dict[bytes, int] = {}  # kv row + UDP-zero bit → flow id
+        self._idle = True  # the kernels hold nothing (true between polls unless a poll left something)
+
+    def run(self, cap, progress=None) -> None:
+        """Replay every record of ``cap`` (a classic pcap, Ethernet). Raises CaptureError."""
+        reader = PcapChunks(cap, self.block)
+        carry: list = []
+        keep = None
+        while True:
+            chunk = reader.next(keep)
+            if chunk is None:
+                break
+            keep, carry = self._chunk(chunk, carry)
+            if progress is not None:
+                progress(self.rep.input.frames_read)
+        if carry:  # the file ended exactly after the records of a carried poll
+            ts = np.array([e[0] for e in carry], np.int64)
+            src = -1 - np.arange(len(carry))
+            self._run_chunk_polls(None, None, src, *self._polls(ts, True), carry, 0)
+        self.cache.settle()
+
+    # -- one block -----------------------------------------------------------------------------------------------
+    def _chunk(self, ch, carry: list):
+        rep = self.rep
+        n = len(ch)
+        eof = ch.eof
+        base_index = rep.input.frames_read
+        snap = ch.caplen < ch.origlen
+        col = analyse(ch.buf, ch.data, ch.caplen, self.cfg.vxlan_ports, self.cfg.geneve_ports)
+        common = col.common & ~snap
+        if rep.reseg is not None:
+            common &= ch.caplen <= rep.reseg.limit
+        unusual = np.flatnonzero(~common & ~snap).tolist()
+        fids, new_flows = self._flow_ids(ch, col, common, unusual)
+        extras: list = list(carry)
+        after_unusual: list[tuple[int, list[int]]] = []  # (record position, its extras)
+        last = 0
+        nf = 0
+        for q in unusual:
+            while nf < len(new_flows) and new_flows[nf][0] < q:  # flows are created in capture order
+                self._new_flow(ch, col, fids, *new_flows[nf])
+                nf += 1
+            self._account(ch, col, common, snap, last, q, fids)
+            o = int(ch.data[q])
+            rec = (int(ch.ts_ns[q]), bytes(ch.buf[o : o + int(ch.caplen[q])]), int(ch.origlen[q]), DLT_EN10MB)
+            got = list(rep.decoded([rec]))
+            after_unusual.append((q, list(range(len(extras), len(extras) + len(got)))))
+            extras.extend((g[0], g) for g in got)
+            last = q + 1
+        while nf < len(new_flows):
+            self._new_flow(ch, col, fids, *new_flows[nf])
+            nf += 1
+        # the entry sequence: carried entries, then records in order
+        pos = np.flatnonzero(common)
+        m = len(pos) + len(extras)
+        src = np.empty(m, np.int64)
+        ts = np.empty(m, np.int64)
+        rec_of = np.empty(m, np.int64)  # record position of each entry (-1: carried)
+        nc = len(carry)
+        src[:nc] = -1 - np.arange(nc)
+        ts[:nc] = [e[0] for e in carry]
+        rec_of[:nc] = -1
+        k = nc
+        pi = 0
+        for q, xs in after_unusual + [(n, [])]:
+            j = int(np.searchsorted(pos, q))
+            src[k : k + j - pi] = pos[pi:j]
+            ts[k : k + j - pi] = ch.ts_ns[pos[pi:j]]
+            rec_of[k : k + j - pi] = pos[pi:j]
+            k += j - pi
+            pi = j
+            for x in xs:
+                src[k] = -1 - x
+                ts[k] = extras[x][0]
+                rec_of[k] = q
+                k += 1
+        starts, times, sizes, empties = self._polls(ts, eof)
+        # the unfinished last poll: its records are read again with the next block when they are all common
+        # frames (nothing was counted for them yet); otherwise its entries are carried, decoded
+        cut = n
+        new_carry: list = []
+        if not eof and len(starts):
+            s0 = int(starts[-1])
+            first_rec = int(rec_of[s0])
+            if first_rec >= 0 and (src[s0:] >= 0).all() and (not unusual or unusual[-1] < first_rec):
+                cut = first_rec
+            else:
+                new_carry = [self._entry(ch, int(x), extras, base_index) for x in src[s0:].tolist()]
+            starts, times, sizes, empties = starts[:-1], times[:-1], sizes[:-1], empties[:-1]
+        self._account(ch, col, common, snap, last, cut, fids)
+        self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index)
+        return ch.record_start(cut), new_carry
+
+    def _polls(self, ts: np.ndarray, eof: bool):
+        """``(starts, times, sizes, empties)`` of the polls over entry times ``ts``: iter_polls' budget and gap
+        rules (``empties``: the poll is full and ends its burst / the input, so an empty repoll follows).
+        Unless ``eof`` the last poll is unfinished (the next entry decides its end or its repoll)."""
+        m = len(ts)
+        w = self.cfg.weight
+        if not m:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z.astype(bool)
+        if self.cfg.poll.kind == "budget":
+            starts = np.arange(0, m, w)
+            last_of_burst = np.zeros(len(starts), bool)
+        else:
+            limit = int(self.cfg.poll.usecs * 1000)
+            new = np.ones(m, bool)
+            if m > 1:
+                new[1:] = np.diff(ts) > limit
+            bstart = np.flatnonzero(new)
+            counts = (np.append(bstart[1:], m) - bstart + w - 1) // w
+            first_poll = np.cumsum(counts) - counts
+            starts = np.repeat(bstart, counts) + w * (
+                np.arange(int(counts.sum())) - np.repeat(first_poll, counts)
+            )
+            last_of_burst = np.zeros(len(starts), bool)
+            last_of_burst[np.cumsum(counts) - 1] = True
+        if eof and len(starts):
+            last_of_burst[-1] = True
+        ends = np.append(starts[1:], m)
+        sizes = ends - starts
+        times = ts[ends - 1]
+        empties = (sizes == w) & last_of_burst
+        return starts, times, sizes, empties
+
+    def _run_chunk_polls(self, ch, col, src, starts, times, sizes, empties, extras, base_index) -> None:
+        if not len(starts):
+            return
+        end = int(starts[-1] + sizes[-1])
+        src = src[:end]
+        isc = src >= 0
+        cached = np.add.reduceat(isc.astype(np.int64), starts) == sizes
+        if ch is not None and cached.any():
+            idx = np.where(isc, src, 0)
+            poll_of = np.repeat(np.arange(len(starts), dtype=np.uint64), sizes)
+            grp = col.group[idx] ^ (poll_of * np.uint64(0x9E3779B97F4A7C15))
+            _u, first, inv = np.unique(grp, return_index=True, return_inverse=True)
+            ext = np.empty((len(idx), len(FIELDS) + 2), "<u4")
+            ext[:, : len(FIELDS)] = relative(col.rel[idx], first[inv])
+            ext[:, -2] = ch.caplen[idx]
+            ext[:, -1] = col.vbits[idx]
+            kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
+        else:
+            cached[:] = False
+        hit = self.cache.hit
+        for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
+            e = s + size
+            key = kv[s:e].tobytes() + ext[s:e].tobytes() if cached[p] else None
+            if key is None or not self._idle or not hit(key):
+                batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
+                self._run_poll(batch, t, key)
+            if empties[p] and not (self._idle and hit(b"")):
+                self._run_poll([], t, b"")
+
+    def _run_poll(self, batch: list, t: int, key: bytes | None) -> None:
+        """One poll through the reference kernels (``Replayer.run_polls``' body), its delta kept under ``key``."""
+        rep = self.rep
+        cache = self.cache
+        record = key is not None and self._idle and len(cache.entries) < MAX_KEYS
+        fids = {b[3] for b in batch}
+        before = [_counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
+        shared = rep._poll_shared(batch)
+        for i, k in enumerate(rep.kernels):
+            skbs = rep._skbs(k, batch, shared)
+            phys = rep.stats[i].stages["phys"]
+            phys.frames_in += len(skbs)
+            phys.skbs_in += len(skbs)
+            k.net_rx_action(skbs, t)
+        self._idle = all(idle(k) for k in rep.kernels)
+        if record and self._idle:
+            cache.add(
+                key,
+                [
+                    _delta(b, _counters(k, rep.stats[i], fids))
+                    for i, (k, b) in enumerate(zip(rep.kernels, before, strict=True))
+                ],
+            )
+        else:
+            cache.uncacheable += 1
+
+    # -- frames and flows ----------------------------------------------------------------------------------------
+    def _entry(self, ch, src: int, extras: list, base_index: int):
+        """``(ts_ns, decoded tuple)`` of entry ``src``, as ``Replayer.decoded`` yields it (nothing counted)."""
+        if src < 0:
+            return extras[-1 - src]
+        rep = self.rep
+        o = int(ch.data[src])
+        buf = bytes(ch.buf[o : o + int(ch.caplen[src])])
+        _frame, vlan, fid, _rss, l4 = rep.decoder.decode(buf)
+        h, l4_hash = rep._flow_rx(fid)
+        ts = int(ch.ts_ns[src])
+        return ts, (
+            ts,
+            buf,
+            vlan,
+            fid,
+            h,
+            l4_hash,
+            l4,
+            base_index + src,
+            frame_headers(buf, rep.decoder.tunnel_ports),
+        )
+
+    def _flow_ids(self, ch, col, common, unusual):
+        """Flow ids of the common frames (-1 where not yet known) and the flows still to create:
+        ``[(position of the first frame, class index, key)]`` in capture order; frames of a class share a kv row.
+        A kv-hash collision sends the colliding frames to ``unusual``."""
+        n = len(ch)
+        fids = np.full(n, -1, np.int64)
+        pos = np.flatnonzero(common)
+        if not len(pos):
+            return fids, []
+        _u, first, inv = np.unique(col.kv_hash()[pos], return_index=True, return_inverse=True)
+        rep_rows = pos[first]
+        kv64 = col.kv.view(np.uint64)
+        same = (kv64[pos] == kv64[rep_rows[inv]]).all(axis=1)
+        if not same.all():
+            bad = pos[~same]
+            common[bad] = False
+            unusual.extend(bad.tolist())
+            unusual.sort()
+        ufid = np.full(len(first), -1, np.int64)
+        todo = []
+        fid_of = self._fid_of
+        for j in np.argsort(rep_rows, kind="stable").tolist():
+            r = int(rep_rows[j])
+            key = col.kv[r].tobytes() + bytes([int(col.vbits[r]) & 2])
+            fid = fid_of.get(key)
+            if fid is None:
+                todo.append((r, j, key))
+            else:
+                ufid[j] = fid
+        fids[pos] = ufid[inv]
+        fids[~common] = -1
+        self._cls = (pos, inv, same)
+        return fids, todo
+
+    def _new_flow(self, ch, col, fids, r: int, j: int, key: bytes) -> None:
+        """Create (Decoder.decode) the flow of class ``j`` from its first frame at ``r``; fill in its frames."""
+        fid = self._fid_of.get(key)
+        if fid is None:
+            o = int(ch.data[r])
+            fid = self._fid_of[key] = self.rep.decoder.decode(bytes(ch.buf[o : o + int(ch.caplen[r])]))[2]
+        pos, inv, same = self._cls
+        sel = pos[(inv == j) & same]
+        fids[sel] = fid
+
+    def _account(self, ch, col, common, snap, a: int, b: int, fids) -> None:
+        """Input counters of records [a, b) that are common frames or snaplen-cut (``Replayer.decoded`` counts
+        the others), and, for ``--resegment auto``, the largest TCP payload per flow."""
+        if b <= a:
+            return
+        inp = self.rep.input
+        inp.frames_read += b - a
+        inp.bytes_read += int(ch.caplen[a:b].sum())
+        if inp.first_ts_ns is None:
+            inp.first_ts_ns = int(ch.ts_ns[a])
+        inp.last_ts_ns = int(ch.ts_ns[b - 1])
+        ns = int(snap[a:b].sum())
+        if ns:
+            inp.skipped[SKIP_SNAPLEN] += ns
+        sel = np.flatnonzero(common[a:b]) + a
+        if len(sel):
+            inp.frames_replayed += len(sel)
+            inp.classes[CLS_TUNNEL_TCP] += len(sel)
+            mss = self.rep._flow_mss
+            if mss is not None:
+                uf, inv = np.unique(fids[sel], return_inverse=True)
+                mx = np.zeros(len(uf), np.int64)
+                np.maximum.at(mx, inv, col.payload[sel])
+                for fid, pay in zip(uf.tolist(), mx.tolist(), strict=True):
+                    if pay > mss.get(fid, 0):
+                        mss[fid] = pay
