@@ -1,9 +1,12 @@
 """The batch path: whole blocks of a capture decoded as columns, and each distinct poll simulated once.
 
-Why it is exact. With HZ < 1000, no gro_flush_timeout, no napi_defer_hard_irqs and one RX queue, every poll ends
-with all GRO state flushed: ``napi_poll`` flushes everything when the budget is used up ("if HZ < 1000, flush all
-packets", net/core/dev.c), ``napi_complete_done`` flushes everything when it is not, and the tunnel devices'
-gro_cells are polled to empty in the same softirq round. A poll then starts from the same (empty) state whatever
+Why it is exact. With HZ < 1000 (the default, 250), no gro_flush_timeout, no napi_defer_hard_irqs and one RX
+queue, every poll ends with all GRO state flushed: ``napi_poll`` flushes everything when the budget is used up
+("if HZ < 1000, flush all packets": ``napi_gro_flush(n, HZ >= 1000)``), ``napi_complete_done`` flushes everything
+when it is not (no timeout armed), and the tunnel devices' gro_cells, fed at most one poll's worth, are polled to
+empty in the same softirq round (Kernel: net/core/dev.c ``napi_poll``, ``napi_complete_done``;
+net/core/gro_cells.c ``gro_cell_poll``; gro-spec §1.3, §6.3). ``idle`` checks this after every simulated poll;
+a poll that leaves anything behind turns the cache off until the kernels are idle again. A poll then starts from the same (empty) state whatever
 came before, and what it adds to the counters depends only on its frames: their header bytes, lengths and
 checksum verdicts, and how the fields that change from segment to segment (TCP sequence and acknowledgment
 numbers, window, options; IPv4 IDs) relate between frames of the same inner flow. GRO never looks at

@@ -166,30 +166,6 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
     def g(name):
         return v[name].astype(np.int64)
 
-    # the header-word sums the checksums need, as one matrix product (exact: integers far below 2**53)
-    top = th + 20
-    words = ((r[:, 0:top:2].astype(np.int32) << 8) | r[:, 1:top:2]).astype(np.float64)
-    spans = [
-        (14, 34),
-        (26, 34),
-        (22, 54),
-        (0, u),
-        (il3, il3 + 20),
-        (il3 + 12, il3 + 20),
-        (il3 + 8, il3 + 40),
-        (0, th),
-    ]
-    pick = np.zeros((top // 2, len(spans)))
-    for j, (a, b) in enumerate(spans):
-        if b <= top:
-            pick[a // 2 : b // 2, j] = 1.0
-    sums = (words @ pick).astype(np.int64)
-    span_ix = {sp: j for j, sp in enumerate(spans)}
-
-    def wsum(a, b):
-        """Sum of the big-endian 16-bit words of bytes [a, b) (one of ``spans``)."""
-        return sums[:, span_ix[(a, b)]]
-
     ulen = g("ulen")
     ok = ulen == L - u
     if geneve:
@@ -204,12 +180,18 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
     ok &= (doff >= 5) & (hend <= L) & (hend <= H)
     if not ok.all():
         sel, r, v = sel[ok], r[ok], v[ok]
-        L, fs, ulen, hend, sums = L[ok], fs[ok], ulen[ok], hend[ok], sums[ok]
+        L, fs, ulen, hend = L[ok], fs[ok], ulen[ok], hend[ok]
     if not len(sel):
         return
     c.common[sel] = True
 
-    # checksum verdicts
+    # checksum verdicts, from sums of the header's big-endian 16-bit words
+    words = (r[:, 0:th:2].astype(np.int32) << 8) | r[:, 1:th:2]
+
+    def wsum(a, b):
+        """Sum of the 16-bit words of bytes [a, b) (even offsets, b ≤ th)."""
+        return words[:, a // 2 : b // 2].sum(axis=1, dtype=np.int64)
+
     ucsum = g("ucsum")
     vb = np.where(ucsum == 0, V_UDP_ZERO, 0)
     if not o6:
@@ -266,11 +248,11 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
 
 
 def relative(rel: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """``rel`` with each field made relative to row ``base[i]`` (modulo the field's width; options: 2**32)."""
-    out = rel - rel[base]
-    for i, name in enumerate(FIELDS):
-        out[:, i] %= _MOD.get(name, 1 << 32)
-    return out
+    """``rel`` with each row made relative to row ``base[i]`` (modulo each field's width; options: 2**32)."""
+    return (rel - rel[base]) % _WIDTHS
+
+
+_WIDTHS = np.array([_MOD.get(name, 1 << 32) for name in FIELDS], np.int64)
 
 
 def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int]]:
