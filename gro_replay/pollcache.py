@@ -325,19 +325,13 @@ class BatchReplay:
                 self._run_poll([], t, b"")
 
     def _run_poll(self, batch: list, t: int, key: bytes | None) -> None:
-        """One poll through the reference kernels (``Replayer.run_polls``' body), its delta kept under ``key``."""
+        """One poll through the kernels (``Replayer.run_poll``), its counter delta kept under ``key``."""
         rep = self.rep
         cache = self.cache
         record = key is not None and self._idle and len(cache.entries) < MAX_KEYS
         fids = {b[3] for b in batch}
         before = [_counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
-        shared = rep._poll_shared(batch)
-        for i, k in enumerate(rep.kernels):
-            skbs = rep._skbs(k, batch, shared)
-            phys = rep.stats[i].stages["phys"]
-            phys.frames_in += len(skbs)
-            phys.skbs_in += len(skbs)
-            k.net_rx_action(skbs, t)
+        rep.run_poll(batch, t)
         self._idle = all(idle(k) for k in rep.kernels)
         if record and self._idle:
             cache.add(

@@ -742,13 +742,17 @@ class Replayer:
             self._run_scheduled(frames)
             return
         for poll_time, batch in iter_polls(frames, cfg.poll, cfg.weight):
-            shared = self._poll_shared(batch)
-            for i, k in enumerate(self.kernels):
-                skbs = self._skbs(k, batch, shared)
-                phys = self.stats[i].stages["phys"]
-                phys.frames_in += len(skbs)
-                phys.skbs_in += len(skbs)
-                k.net_rx_action(skbs, poll_time)
+            self.run_poll(batch, poll_time)
+
+    def run_poll(self, batch: list[tuple], poll_time: int) -> None:
+        """One poll of decoded frames ``batch`` at ``poll_time`` (ns) through every kernel (one RX queue)."""
+        shared = self._poll_shared(batch)
+        for i, k in enumerate(self.kernels):
+            skbs = self._skbs(k, batch, shared)
+            phys = self.stats[i].stages["phys"]
+            phys.frames_in += len(skbs)
+            phys.skbs_in += len(skbs)
+            k.net_rx_action(skbs, poll_time)
 
     def _run_scheduled(self, frames: Iterable[tuple]) -> None:
         """Poll schedules per RX queue (``PollSchedule``), run in time order across queues.
