@@ -81,7 +81,6 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     c.kv = rows  # rewritten in place, group by group
     c.group = np.zeros(n, np.uint64)
     c.payload = np.zeros(n, np.int64)
-    fs = None
 
     def be16(r, off):
         return (r[:, off].astype(np.int64) << 8) | r[:, off + 1]
