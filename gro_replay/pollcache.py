@@ -307,10 +307,12 @@ class BatchReplay:
             poll_of = np.repeat(np.arange(len(starts), dtype=np.uint64), sizes)
             grp = col.group[idx] ^ (poll_of * np.uint64(0x9E3779B97F4A7C15))
             _u, first, inv = np.unique(grp, return_index=True, return_inverse=True)
-            ext = np.empty((len(idx), len(FIELDS) + 2), "<u4")
-            ext[:, : len(FIELDS)] = relative(col.rel[idx], first[inv])
-            ext[:, -2] = ch.caplen[idx]
-            ext[:, -1] = col.vbits[idx]
+            nf = len(FIELDS)
+            ext = np.empty((len(idx), nf + 6), "<u4")
+            ext[:, :nf] = relative(col.rel[idx], first[inv])
+            ext[:, nf] = ch.caplen[idx]
+            ext[:, nf + 1] = col.vbits[idx]
+            ext[:, nf + 2 :] = col.resid[idx]
             kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
         else:
             cached[:] = False
@@ -428,12 +430,15 @@ class BatchReplay:
         sel = np.flatnonzero(common[a:b]) + a
         if len(sel):
             inp.frames_replayed += len(sel)
-            inp.classes[CLS_TUNNEL_TCP] += len(sel)
+            # the class is the flow's (named by its first frame: an inner fragment makes it tunnel_other)
+            flow_class = self.rep.decoder.flow_class
+            uf, inv, cnt = np.unique(fids[sel], return_inverse=True, return_counts=True)
             mss = self.rep._flow_mss
             if mss is not None:
-                uf, inv = np.unique(fids[sel], return_inverse=True)
                 mx = np.zeros(len(uf), np.int64)
                 np.maximum.at(mx, inv, col.payload[sel])
-                for fid, pay in zip(uf.tolist(), mx.tolist(), strict=True):
-                    if pay > mss.get(fid, 0):
-                        mss[fid] = pay
+            for j, fid in enumerate(uf.tolist()):
+                cls = flow_class[fid]
+                inp.classes[cls] += int(cnt[j])
+                if mss is not None and cls == CLS_TUNNEL_TCP and mx[j] > mss.get(fid, 0):
+                    mss[fid] = int(mx[j])

@@ -21,6 +21,7 @@ from test_fastpath import random_scenario
 
 from gro_replay import pollcache
 from gro_replay.capture.writer import PcapWriter
+from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 from gro_replay.synth import Scenario, write_scenario
@@ -133,3 +134,48 @@ def test_not_eligible_configs_take_the_reference_path():
         {"fast_path": False},
     ):
         assert not pollcache.batch_eligible(replace(base, **change), False), change
+
+
+# -- cases a fuzzer found (each once differed between the paths) ---------------------------------------------------
+def _pcap(path: Path, frames: list[bytes], step_ns: int = 1000) -> Path:
+    with PcapWriter(path) as w:
+        for i, f in enumerate(frames):
+            w.write(1_000_000_000 + i * step_ns, f)
+    return path
+
+
+def test_equal_udp_and_tcp_checksum_errors_are_part_of_the_key(tmp_path):
+    """With a non-zero, wrong outer UDP checksum the stack converts it (``skb_gro_checksum_try_convert``): the inner
+    TCP check then passes exactly when the TCP error equals the UDP one. Two polls with the same "UDP bad, TCP bad"
+    verdicts but different errors must not share a cache entry."""
+    f = bytearray(build_frame(FrameSpec(outer_csum="computed", timestamps=False, payload=100)))
+    f[100] ^= 0x12
+    f[101] ^= 0x34  # the TCP checksum is wrong, and so is the UDP one, by the same amount
+    same_error = bytes(f)
+    f[41] ^= 1  # the UDP checksum field: now the errors differ
+    other_error = bytes(f)
+    path = _pcap(tmp_path / "c.pcap", [other_error, same_error], step_ns=1_000_000)
+    cfg = ReplayConfig(poll=PollModel("gap", 5.0))  # one poll per frame
+    assert _doc(path, cfg) == _doc(path, replace(cfg, fast_path=False))
+
+
+def test_zero_and_computed_outer_checksums_name_two_flows(tmp_path):
+    z = FrameSpec(outer_csum="zero", timestamps=False)
+    c = replace(z, outer_csum="computed")
+    frames = [build_frame(s) for s in flow_specs(z, [1000] * 3)]
+    frames += [build_frame(s) for s in flow_specs(c, [1000] * 3, seq0=5_000_000)]
+    frames += [build_frame(s) for s in flow_specs(replace(z, sport=40001), [1000] * 3)]
+    path = _pcap(tmp_path / "z.pcap", frames)
+    for cfg in (ReplayConfig(), ReplayConfig(resegment="auto")):
+        assert _doc(path, cfg) == _doc(path, replace(cfg, fast_path=False))
+
+
+def test_a_flow_named_by_an_inner_fragment_keeps_its_class(tmp_path):
+    """The decoder names a flow by its first frame: an inner fragment (no ports) makes it ``tunnel_other``, and the
+    TCP frames with ports 0/0 that follow belong to it (no MSS tracked for --resegment auto)."""
+    base = FrameSpec(sport=0, dport=0, timestamps=False)
+    frames = [build_frame(replace(base, mf=True, df=False, payload=200))]
+    frames += [build_frame(s) for s in flow_specs(base, [1398] * 10)]
+    path = _pcap(tmp_path / "f.pcap", frames)
+    for cfg in (ReplayConfig(), ReplayConfig(resegment="auto")):
+        assert _doc(path, cfg) == _doc(path, replace(cfg, fast_path=False))

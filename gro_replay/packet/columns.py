@@ -50,15 +50,20 @@ class Columns:
 
     ``common``: bool, the frame has the common layout (everything below is meaningful only there);
     ``kv``: uint8 (n, H); ``rel``: int64 (n, len(FIELDS)); ``vbits``: uint8; ``group``: uint64;
-    ``payload``: TCP payload bytes. ``kv_hash()``: uint64 hash of each ``kv`` row and the UDP-zero bit (the
+    ``resid``: int64 (n, 4), the checksum residuals (sum of the covered words, checksum included, modulo
+    0xFFFF; 0 = correct) of the outer IPv4 header, the UDP datagram (with its pseudo-header; also when the
+    checksum field is 0), the inner IPv4 header and the inner TCP segment: a stack that converts one checksum into
+    another (``skb_gro_checksum_try_convert``, CHECKSUM_COMPLETE) can accept a wrong TCP checksum whose error
+    equals the UDP one, so the verdict bits alone do not decide. ``payload``: TCP payload bytes. ``kv_hash()``: uint64 hash of each ``kv`` row and the UDP-zero bit (the
     flow-naming part of a frame).
     """
 
-    __slots__ = ("common", "kv", "rel", "vbits", "group", "payload")
+    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload")
 
     def kv_hash(self) -> np.ndarray:
         h = (self.kv.view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
-        return h ^ ((self.vbits & V_UDP_ZERO).astype(np.uint64) << np.uint64(63))
+        zero = ((self.vbits & V_UDP_ZERO) != 0).astype(np.uint64)
+        return h ^ (zero << np.uint64(63))
 
 
 def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports) -> Columns:
@@ -77,6 +82,7 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     L = caplen.astype(np.int64)
     c.common = np.zeros(n, bool)
     c.vbits = np.zeros(n, np.uint8)
+    c.resid = np.zeros((n, 4), np.int64)
     c.rel = np.zeros((n, len(FIELDS)), np.int64)
     c.kv = rows  # rewritten in place, group by group
     c.group = np.zeros(n, np.uint64)
@@ -192,22 +198,26 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
         return words[:, a // 2 : b // 2].sum(axis=1, dtype=np.int64)
 
     ucsum = g("ucsum")
-    vb = np.where(ucsum == 0, V_UDP_ZERO, 0)
+    resid = np.zeros((len(sel), 4), np.int64)
     if not o6:
-        vb |= np.where(wsum(14, 34) % _M != 0, V_OUTER_IP_BAD, 0)
+        resid[:, 0] = wsum(14, 34) % _M
         o_pseudo = wsum(26, 34)
     else:
         o_pseudo = wsum(22, 54)
-    udp_sum = (o_pseudo + 17 + ulen + fs - wsum(0, u)) % _M
-    vb |= np.where((ucsum != 0) & (udp_sum != 0), V_UDP_BAD, 0)
+    resid[:, 1] = (o_pseudo + 17 + ulen + fs - wsum(0, u)) % _M
     if not i6:
-        vb |= np.where(wsum(il3, il3 + 20) % _M != 0, V_INNER_IP_BAD, 0)
+        resid[:, 2] = wsum(il3, il3 + 20) % _M
         i_pseudo = wsum(il3 + 12, il3 + 20)
     else:
         i_pseudo = wsum(il3 + 8, il3 + 40)
-    tcp_sum = (i_pseudo + 6 + (L - th) + fs - wsum(0, th)) % _M
-    vb |= np.where(tcp_sum != 0, V_TCP_BAD, 0)
+    resid[:, 3] = (i_pseudo + 6 + (L - th) + fs - wsum(0, th)) % _M
+    vb = np.where(ucsum == 0, V_UDP_ZERO, 0)
+    vb |= np.where(resid[:, 0] != 0, V_OUTER_IP_BAD, 0)
+    vb |= np.where((ucsum != 0) & (resid[:, 1] != 0), V_UDP_BAD, 0)
+    vb |= np.where(resid[:, 2] != 0, V_INNER_IP_BAD, 0)
+    vb |= np.where(resid[:, 3] != 0, V_TCP_BAD, 0)
     c.vbits[sel] = vb
+    c.resid[sel] = resid
 
     # varying fields
     rel = np.zeros((len(sel), len(FIELDS)), np.int64)
