@@ -202,14 +202,14 @@ class BatchReplay:
         if rep.reseg is not None:
             common &= ch.caplen <= rep.reseg.limit
         unusual = np.flatnonzero(~common & ~snap).tolist()
-        fids, new_flows = self._flow_ids(ch, col, common, unusual)
+        fids, new_flows, classes = self._flow_ids(ch, col, common, unusual)
         extras: list = list(carry)
         after_unusual: list[tuple[int, list[int]]] = []  # (record position, its extras)
         last = 0
         nf = 0
         for q in unusual:
             while nf < len(new_flows) and new_flows[nf][0] < q:  # flows are created in capture order
-                self._new_flow(ch, col, fids, *new_flows[nf])
+                self._new_flow(ch, fids, classes, *new_flows[nf])
                 nf += 1
             self._account(ch, col, common, snap, last, q, fids)
             o = int(ch.data[q])
@@ -219,7 +219,7 @@ class BatchReplay:
             extras.extend((g[0], g) for g in got)
             last = q + 1
         while nf < len(new_flows):
-            self._new_flow(ch, col, fids, *new_flows[nf])
+            self._new_flow(ch, fids, classes, *new_flows[nf])
             nf += 1
         # the entry sequence: carried entries, then records in order
         pos = np.flatnonzero(common)
@@ -371,13 +371,14 @@ class BatchReplay:
 
     def _flow_ids(self, ch, col, common, unusual):
         """Flow ids of the common frames (-1 where not yet known) and the flows still to create:
-        ``[(position of the first frame, class index, key)]`` in capture order; frames of a class share a kv row.
+        ``[(position of the first frame, class index, key)]`` in capture order, and ``(positions, class of each,
+        hash verified)`` of the common frames for ``_new_flow``; frames of a class share a kv row.
         A kv-hash collision sends the colliding frames to ``unusual``."""
         n = len(ch)
         fids = np.full(n, -1, np.int64)
         pos = np.flatnonzero(common)
         if not len(pos):
-            return fids, []
+            return fids, [], None
         _u, first, inv = np.unique(col.kv_hash()[pos], return_index=True, return_inverse=True)
         rep_rows = pos[first]
         kv64 = col.kv.view(np.uint64)
@@ -400,16 +401,15 @@ class BatchReplay:
                 ufid[j] = fid
         fids[pos] = ufid[inv]
         fids[~common] = -1
-        self._cls = (pos, inv, same)
-        return fids, todo
+        return fids, todo, (pos, inv, same)
 
-    def _new_flow(self, ch, col, fids, r: int, j: int, key: bytes) -> None:
+    def _new_flow(self, ch, fids, classes, r: int, j: int, key: bytes) -> None:
         """Create (Decoder.decode) the flow of class ``j`` from its first frame at ``r``; fill in its frames."""
         fid = self._fid_of.get(key)
         if fid is None:
             o = int(ch.data[r])
             fid = self._fid_of[key] = self.rep.decoder.decode(bytes(ch.buf[o : o + int(ch.caplen[r])]))[2]
-        pos, inv, same = self._cls
+        pos, inv, same = classes
         sel = pos[(inv == j) & same]
         fids[sel] = fid
 
