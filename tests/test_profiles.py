@@ -3,7 +3,7 @@
 Expected values follow the commit → release pins of gro-spec §9 and model.py's docstring (each commit's release:
 89e5c58fc1e2 v5.12-rc2, 8dc1c444df19 v5.11, eac1b93c14d6 v5.17, 6fc2f3832d36 v5.18, 0fe79f28bfaf v5.19,
 5eddb24901ee v6.1, 7871f54e3dee v6.2/6.1.7, b1a78b9b9886 v6.3, 4b0ebbca3e16 v6.10, 4e4f7cefb130 v6.15, 21f7484220ac
-and f095a358faf2 v6.18, ab4c8b6f7fcb after v6.18).
+and f095a358faf2 v6.18, ab4c8b6f7fcb after v6.18, a9888628cb2c v6.17: net tree 2025-09-14 after v6.17-rc6).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ ALL_SWITCHES = [
     "inet_gro_checks_outer_id",
     "inet_gro_fixedid_without_df",
     "tcp_gro_cwr_no_flush",
+    "ip_tun_rx_dst_sets_df",
 ]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..packet.csum import csum_partial, ipv4_header_checksum
 from .af_inet import inet_gro_complete, inet_gro_receive
+from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
 from .eth import eth_gro_complete, eth_gro_receive
 from .geneve import geneve_gro_complete, geneve_gro_receive, geneve_udp_encap_recv
 from .gro import NOT_HANDLED
@@ -220,27 +221,29 @@ class Kernel:
         return (res or "queued"), sw
 
     def udp_tunnel_decap(
-        self, sk: UdpTunnelSock, skb: SkBuff, hdr_len: int, inner_proto: int, vni: int, opts: bytes
+        self,
+        sk: UdpTunnelSock,
+        skb: SkBuff,
+        hdr_len: int,
+        inner_proto: int,
+        vni: int,
+        opts: bytes,
+        tun_flags: int = TUNNEL_KEY,
     ):
         """Pull UDP + tunnel header, attach the metadata dst, ``eth_type_trans`` on the tunnel device, ECN, queue.
 
-        Kernel: ``__iptunnel_pull_header``, ``udp_tun_rx_dst``, ``vxlan_set_mac``/``geneve_rx``, ``INET_ECN_decapsulate``,
-        ``gro_cells_receive``. Returns None when queued, else a drop reason.
+        Kernel: ``__iptunnel_pull_header``, ``udp_tun_rx_dst`` (dst_metadata.py), ``vxlan_set_mac``/``geneve_rx``,
+        ``INET_ECN_decapsulate``, ``gro_cells_receive``. ``tun_flags``: the tunnel driver's metadata flags.
+        Returns None when queued, else a drop reason.
         """
         buf = skb.buf
         nh = skb.network_header
         u = skb.data
-        family = buf[nh] >> 4
-        sport = (buf[u] << 8) | buf[u + 1]
-        dport = (buf[u + 2] << 8) | buf[u + 3]
-        check = (buf[u + 6] << 8) | buf[u + 7]
-        if family == 4:
+        if buf[nh] >> 4 == 4:
             outer_tos = buf[nh + 1]
-            md = (4, bytes(buf[nh + 12 : nh + 20]), outer_tos, buf[nh + 8], 0)
         else:
-            w = int.from_bytes(buf[nh : nh + 4], "big")
-            outer_tos = (w >> 20) & 0xFF
-            md = (6, bytes(buf[nh + 8 : nh + 40]), outer_tos, buf[nh + 7], w & 0xFFFFF)
+            outer_tos = (((buf[nh] << 8) | buf[nh + 1]) >> 4) & 0xFF
+        md = udp_tun_rx_dst(self.model, buf, nh, u, tun_flags, vni, opts) if self.tunnel_metadata else None
         skb_pull_rcsum(skb, hdr_len)
         if not skb.l4_hash:
             skb.hash = 0  # skb_clear_hash_if_not_l4
@@ -248,12 +251,8 @@ class Kernel:
         if skb.gso_size:
             skb.gso_type &= ~(SKB_GSO_UDP_TUNNEL | SKB_GSO_UDP_TUNNEL_CSUM)
         skb.encapsulation = 0
-        if self.tunnel_metadata:
-            skb.md_dst = md + (sport, dport, vni, bool(check), opts)
-            skb.slow_gro = 1
-        else:
-            skb.md_dst = None
-            skb.slow_gro = 0
+        skb.md_dst = md
+        skb.slow_gro = 0 if md is None else 1
         # eth_type_trans on the tunnel device
         skb.dev = sk.dev
         skb.mac_header = skb.data

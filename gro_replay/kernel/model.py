@@ -68,6 +68,9 @@ class KernelModel:
     inet_gro_checks_outer_id: bool = False
     #: f095a358faf2 (v6.18): a fixed IPv4 ID is accepted without DF (the DF bits must still be equal).
     inet_gro_fixedid_without_df: bool = False
+    #: a9888628cb2c (v6.17; net tree 2025-09-14, after v6.17-rc6): ip_tun_rx_dst sets TUNNEL_DONT_FRAGMENT in the rx
+    #: tunnel metadata from the outer IPv4 DF bit, so gro_cells GRO splits one inner flow whose outer DF differs.
+    ip_tun_rx_dst_sets_df: bool = False
     #: ab4c8b6f7fcb (2026, after v6.18; no profile): an incoming CWR segment no longer flushes by itself.
     tcp_gro_cwr_no_flush: bool = False
 
@@ -95,6 +98,7 @@ K_6_18 = KernelModel(
     tcp_gro_compares_cwr=True,
     inet_gro_checks_outer_id=True,
     inet_gro_fixedid_without_df=True,
+    ip_tun_rx_dst_sets_df=True,
 )
 
 PROFILES: dict[str, KernelModel] = {"5.11": K_5_11, "5.12": K_5_12, "6.18": K_6_18}

@@ -21,7 +21,8 @@ drivers/net/vxlan ``vxlan_rcv``; drivers/net/geneve.c ``geneve_udp_encap_recv``;
 from __future__ import annotations
 
 from ..packet.csum import csum_add, csum_fold, csum_partial
-from .geneve import geneve_udp_encap_recv
+from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
+from .geneve import geneve_tun_flags, geneve_udp_encap_recv
 from .gro import NOT_HANDLED
 from .gro_fast import _VXLAN, FrameHeaders, header_sums
 from .skbuff import (
@@ -170,6 +171,7 @@ def netif_receive_skb_core_fast(k, skb: SkBuff, h: FrameHeaders):
         hdr_len = VXLAN_HLEN
         vni = vni_word >> 8
         opts = b""
+        tun_flags = TUNNEL_KEY
     else:
         if headlen < 8 + 8:
             return "geneve_rx:short", sw
@@ -179,14 +181,14 @@ def netif_receive_skb_core_fast(k, skb: SkBuff, h: FrameHeaders):
             return "geneve_rx:short", sw
         vni = h.t_a
         opts = h.t_b
+        tun_flags = geneve_tun_flags(buf[u + 9])
     # -- Kernel.udp_tunnel_decap -------------------------------------------------------------------------------
-    if family == 4:
-        outer_tos = h.o_tos
-        md = (4, h.o_addrs, outer_tos, h.o_ttl, 0)
-    else:
-        w = h.o_vtc
-        outer_tos = (w >> 20) & 0xFF
-        md = (6, h.o_addrs, outer_tos, h.o_ttl, w & 0xFFFFF)
+    outer_tos = h.o_tos if family == 4 else (h.o_vtc >> 20) & 0xFF
+    md = (
+        udp_tun_rx_dst(k.model, buf, skb.network_header, u, tun_flags, vni, opts)
+        if k.tunnel_metadata
+        else None
+    )
     # skb_pull_rcsum(skb, hdr_len)
     start = skb.data
     skb.data += hdr_len
@@ -202,12 +204,8 @@ def netif_receive_skb_core_fast(k, skb: SkBuff, h: FrameHeaders):
     if skb.gso_size:
         skb.gso_type &= ~(SKB_GSO_UDP_TUNNEL | SKB_GSO_UDP_TUNNEL_CSUM)
     skb.encapsulation = 0
-    if k.tunnel_metadata:
-        skb.md_dst = md + (h.u_sport, h.u_dport, vni, bool(check), opts)
-        skb.slow_gro = 1
-    else:
-        skb.md_dst = None
-        skb.slow_gro = 0
+    skb.md_dst = md
+    skb.slow_gro = 0 if md is None else 1
     # eth_type_trans on the tunnel device
     skb.dev = sk.dev
     e = skb.data

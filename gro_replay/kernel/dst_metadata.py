@@ -1,0 +1,78 @@
+"""The rx tunnel metadata dst a collect-metadata tunnel device attaches to each decapsulated skb.
+
+Kernel: include/net/dst_metadata.h ``ip_tun_rx_dst`` / ``ipv6_tun_rx_dst`` (``__ip_tun_set_dst``,
+``__ipv6_tun_set_dst``, ``tun_rx_dst``), include/net/ip_tunnels.h ``ip_tunnel_key_init``, net/ipv4/udp_tunnel_core.c
+``udp_tun_rx_dst``, drivers/net/vxlan/vxlan_core.c ``vxlan_rcv``, drivers/net/geneve.c ``geneve_rx``;
+``skb_metadata_dst_cmp`` (the compare ``gro_list_prepare`` runs) memcmp's the whole ``struct ip_tunnel_info`` plus
+``options_len`` bytes of options. gro-spec §6.6.
+
+What the kernel stores (every field below, per release; the struct is zeroed by ``metadata_dst_alloc`` so padding,
+``dst_cache``, ``nhid`` and ``flow_flags`` are always zero on receive):
+
+* ``mode``: ``IP_TUNNEL_INFO_IPV6`` for an outer IPv6 header, else 0;
+* outer source and destination addresses (IPv4 or IPv6);
+* ``tos``: the outer IPv4 TOS byte / IPv6 traffic class (``ipv6_get_dsfield``), ECN bits included;
+* ``ttl``: the outer IPv4 TTL / IPv6 hop limit;
+* ``label``: the outer IPv6 flow label (``ip6_flowlabel``), 0 for IPv4;
+* ``tp_src`` / ``tp_dst``: the outer UDP source and destination ports (``udp_tun_rx_dst``, every release since
+  v4.3, c29a70d2cadc);
+* ``tun_id``: the VNI (``key32_to_tunnel_id`` / ``vni_to_tunnel_id``);
+* ``tun_flags``: ``TUNNEL_KEY`` (vxlan_rcv, geneve_rx); ``TUNNEL_CSUM`` when the outer UDP checksum field is not
+  zero (``udp_tun_rx_dst``); Geneve ``TUNNEL_OAM`` and ``TUNNEL_CRIT_OPT`` from the header's O and C bits and
+  ``TUNNEL_GENEVE_OPT`` with its options (``ip_tunnel_info_opts_set``); ``TUNNEL_VXLAN_OPT`` only with GBP (not
+  modelled: a GBP frame is dropped by a non-GBP vxlan device); and ``TUNNEL_DONT_FRAGMENT`` when the outer IPv4
+  header has DF set — only since a9888628cb2c "net: dst_metadata: fix IP_DF bit not extracted from tunnel
+  headers" (net tree 2025-09-14, after v6.17-rc6: v6.17; stable 6.16.y and others took it). IPv6 has no DF.
+* options: the Geneve options (``opt_len`` × 4 bytes); VXLAN keeps ``options_len`` 0 without GBP.
+
+The tuple built here is equal for two skbs exactly when the kernel's memcmp is: every stored field appears once,
+fields the kernel does not store for the release are left out (the DF bit before a9888628cb2c).
+Between the releases modelled, the 6.10 conversion of ``tun_flags`` to a bitmap (IP_TUNNEL_*_BIT) changed the
+layout only, not which skbs compare equal.
+"""
+
+from __future__ import annotations
+
+from .model import KernelModel
+
+#: ``tun_flags`` bits (include/net/ip_tunnels.h; the pre-6.10 __be16 values, used here only as distinct bits)
+TUNNEL_CSUM = 0x01
+TUNNEL_KEY = 0x04
+TUNNEL_DONT_FRAGMENT = 0x0100
+TUNNEL_OAM = 0x0200
+TUNNEL_CRIT_OPT = 0x0400
+TUNNEL_GENEVE_OPT = 0x0800
+
+IP_DF = 0x4000
+
+
+def udp_tun_rx_dst(model: KernelModel, buf, nh: int, uh: int, tun_flags: int, vni: int, opts: bytes) -> tuple:
+    """The metadata dst of a decapsulated UDP tunnel skb, as a comparable tuple.
+
+    Args: ``buf`` the frame, ``nh`` offset of the outer IP header, ``uh`` offset of the outer UDP header;
+    ``tun_flags`` the tunnel driver's flags (``TUNNEL_KEY`` plus Geneve's O/C bits); ``vni`` the 24-bit VNI;
+    ``opts`` the tunnel options (Geneve; b"" for VXLAN).
+    Returns (mode/family, addresses, tos, ttl, flow label, tp_src, tp_dst, tun_flags, tun_id, options).
+    Kernel: net/ipv4/udp_tunnel_core.c ``udp_tun_rx_dst`` → include/net/dst_metadata.h ``ip_tun_rx_dst`` /
+    ``ipv6_tun_rx_dst``; a9888628cb2c for the DF bit (``KernelModel.ip_tun_rx_dst_sets_df``).
+    """
+    if (buf[uh + 6] | buf[uh + 7]) != 0:
+        tun_flags |= TUNNEL_CSUM
+    if buf[nh] >> 4 == 4:
+        if model.ip_tun_rx_dst_sets_df and buf[nh + 6] << 8 & IP_DF:
+            tun_flags |= TUNNEL_DONT_FRAGMENT
+        family, addrs, tos, ttl, label = 4, bytes(buf[nh + 12 : nh + 20]), buf[nh + 1], buf[nh + 8], 0
+    else:
+        w = int.from_bytes(buf[nh : nh + 4], "big")
+        family, addrs, tos, ttl, label = (
+            6,
+            bytes(buf[nh + 8 : nh + 40]),
+            (w >> 20) & 0xFF,
+            buf[nh + 7],
+            w & 0xFFFFF,
+        )
+    if opts:
+        tun_flags |= TUNNEL_GENEVE_OPT
+    sport = (buf[uh] << 8) | buf[uh + 1]
+    dport = (buf[uh + 2] << 8) | buf[uh + 3]
+    return (family, addrs, tos, ttl, label, sport, dport, tun_flags, vni, opts)
