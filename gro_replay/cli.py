@@ -16,7 +16,7 @@ from . import __version__
 from .capture.reader import CaptureError
 from .kernel.model import K_5_11, K_5_12, PROFILES
 from .kernel.nic import RX_CSUM_PROFILES
-from .sim import ConfigError, PollModel, ReplayConfig, replay_capture
+from .sim import ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
 
 
 class UsageError(click.ClickException):
@@ -166,6 +166,13 @@ def replay_options(f):
             is_flag=True,
             help="Tunnel sockets accept zero UDPv6 checksums (vxlan/geneve udp6zerocsumrx; off by default).",
         ),
+        click.option(
+            "--gro",
+            "gro",
+            multiple=True,
+            metavar="DEV=on|off",
+            help="GRO per device, DEV phys or tunnel (ethtool -K DEV gro off); repeatable. Default: on for both.",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -191,6 +198,7 @@ def build_config(
     resegment="auto",
     mtu=1500,
     udp6_zero_csum_rx=False,
+    gro=(),
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
     if kernel_rel:
@@ -224,6 +232,7 @@ def build_config(
             resegment=resegment,
             mtu=mtu,
             udp6_zero_csum_rx=udp6_zero_csum_rx,
+            gro=parse_gro(gro),
         )
         if key is not None:
             if len(key) < 40:

@@ -109,11 +109,11 @@ def _delta(before: dict, after: dict) -> tuple[list, list]:
 
 
 def idle(k) -> bool:
-    """True when kernel ``k`` holds nothing: no GRO packets, no GRO_NORMAL batch, no queued cell skbs."""
+    """True when kernel ``k`` holds nothing: no GRO packets, no GRO_NORMAL batch, no queued cell or backlog skbs."""
     for n in [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]:
         if n.held() or n.rx_list or n.rx_count or n.defer_hard_irqs_count:
             return False
-    return all(not cells.napi_skbs for cells in k.tunnel_cells)
+    return all(not cells.napi_skbs and not cells.backlog for cells in k.tunnel_cells)
 
 
 class PollCache:

@@ -99,6 +99,8 @@ class ReplayConfig:
     napi_defer_hard_irqs: int = 0
     #: a generic-XDP program on the phys device: netif_elide_gro() is true there (kernel-oracle.md)
     phys_xdp_generic: bool = False
+    #: NETIF_F_GRO per device role ("phys", "tunnel"): ``ethtool -K DEV gro off`` clears it (``parse_gro``)
+    gro: dict[str, bool] = field(default_factory=lambda: {"phys": True, "tunnel": True})
     #: RX queues of the phys device: one NAPI each, flows spread by the RSS indirection table, one CPU per queue
     rx_queues: int = 1
     #: super-frame splitting before replay: "off" (frames replayed as given; the library default), "auto" (the
@@ -131,6 +133,9 @@ class ReplayConfig:
         if not 1 <= self.rx_queues <= RSS_INDIR_TABLE_SIZE:
             raise ConfigError(f"--rx-queues must be 1..{RSS_INDIR_TABLE_SIZE}")
         self.resegment = parse_resegment(str(self.resegment))
+        unknown = set(self.gro) - set(GRO_DEVICES)
+        if unknown:
+            raise ConfigError(f"--gro: unknown device {min(unknown)!r}; use phys or tunnel")
         if not 68 <= self.mtu <= 65535:
             raise ConfigError("--mtu must be 68..65535 (bytes of the outer IP datagram)")
 
@@ -154,10 +159,37 @@ class ReplayConfig:
             "devices": {"phys": self.phys_dev, "vxlan": self.vxlan_dev, "geneve": self.geneve_dev},
             "tunnel_metadata": self.tunnel_metadata,
             "udp6_zero_csum_rx": self.udp6_zero_csum_rx,
+            "gro": {role: bool(self.gro.get(role, True)) for role in GRO_DEVICES},
             "rx_queues": self.rx_queues,
             "resegment": str(self.resegment),
             "mtu": self.mtu,
         }
+
+
+GRO_DEVICES = ("phys", "tunnel")
+
+
+def parse_gro(items) -> dict[str, bool]:
+    """Parse ``--gro DEV=on|off`` items (DEV: ``phys`` or ``tunnel``) into {role: GRO on}; both default to on.
+
+    What ``ethtool -K DEV gro off`` does: NETIF_F_GRO cleared, so ``netif_elide_gro`` is true on that device
+    (phys: ``dev_gro_receive`` passes every skb up as GRO_NORMAL; tunnel: ``gro_cells_receive`` uses ``netif_rx``).
+    Hardware GRO (``rx-gro-hw``) and LRO are refused: the NIC would merge before the kernel sees the frames, by
+    rules of its own. Raises ConfigError.
+    """
+    out = {role: True for role in GRO_DEVICES}
+    for item in items:
+        dev, sep, value = str(item).partition("=")
+        dev, value = dev.strip(), value.strip().lower()
+        if dev in ("hw", "rx-gro-hw", "lro", "large-receive-offload") or value in ("hw", "lro"):
+            raise ConfigError(
+                "--gro: hardware GRO / LRO is not modelled (the NIC merges by its own rules before the kernel "
+                "sees the frames); capture on the host and replay with --gro phys=on|off"
+            )
+        if not sep or dev not in GRO_DEVICES or value not in ("on", "off"):
+            raise ConfigError(f"invalid --gro {item!r}: use phys=on|off or tunnel=on|off")
+        out[dev] = value == "on"
+    return out
 
 
 def parse_resegment(text: str) -> str | int:
@@ -524,6 +556,9 @@ class Replayer:
             k.phys.gro_flush_timeout = config.gro_flush_timeout_ns
             k.phys.napi_defer_hard_irqs = config.napi_defer_hard_irqs
             k.phys.xdp_generic = config.phys_xdp_generic
+            k.phys.gro = config.gro.get("phys", True)
+            for cells in k.tunnel_cells:
+                cells.dev.gro = config.gro.get("tunnel", True)
             k.phys_napi.weight = config.weight
             self.stats.append(st)
             self.kernels.append(k)

@@ -5,13 +5,17 @@ torvalds/linux; gro-spec §6.3). One cell (single-CPU model, §6.4). Later chang
 packet re-ordering for cloned skbs" (Thomas Bogendoerfer, v2 posted 2025-01-21; merge and release unverified)
 only changes where a *cloned* skb goes (queued and handed to ``gro_normal_one`` instead of ``netif_rx``), and the
 skbs here are never cloned; the 2025 nested-BH locking is a PREEMPT_RT change with the same queue semantics.
-Left out: the cloned-skb and GRO-elided paths (``netif_rx``), RPS.
+GRO elided on the tunnel device (``ethtool -K vxlan0 gro off``, NETIF_F_GRO clear): ``gro_cells_receive`` hands the
+skb to ``netif_rx`` instead of the cell; it goes up alone from the CPU's backlog (``enqueue_to_backlog``, limit
+``netdev_max_backlog``; ``process_backlog`` → ``__netif_receive_skb``), with no GRO at all.
+Left out: the cloned-skb path (skbs here are never cloned), RPS.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+from . import reasons as R
 from .napi import Napi, NetDevice
 from .skbuff import SkBuff
 
@@ -25,13 +29,22 @@ class GroCells:
         self.dev = dev
         self.napi = napi
         self.napi_skbs: deque[SkBuff] = deque()
+        #: skbs given to ``netif_rx`` (GRO off on the device), waiting in the CPU backlog
+        self.backlog: deque[SkBuff] = deque()
         self.dropped = 0
 
     def gro_cells_receive(self, skb: SkBuff) -> bool:
         """Queue ``skb`` for the cell's NAPI; False (dropped) when the queue already exceeds the backlog.
 
-        Kernel: net/core/gro_cells.c ``gro_cells_receive``.
+        Kernel: net/core/gro_cells.c ``gro_cells_receive``: with GRO elided on the device (``netif_elide_gro``)
+        the skb goes to ``netif_rx`` (net/core/dev.c ``enqueue_to_backlog``, the same limit) instead.
         """
+        if self.dev.netif_elide_gro():
+            if len(self.backlog) > NETDEV_MAX_BACKLOG:
+                self.dropped += 1
+                return False
+            self.backlog.append(skb)
+            return True
         if len(self.napi_skbs) > NETDEV_MAX_BACKLOG:
             self.dropped += 1
             return False
@@ -48,4 +61,18 @@ class GroCells:
         n = min(len(q), self.napi.weight)
         batch = [q.popleft() for _ in range(n)]
         self.napi.poll(batch, now_ns)
+        return n
+
+    def process_backlog(self, now_ns: int) -> int:
+        """Hand every ``netif_rx`` skb to the stack, one by one, without GRO.
+
+        Kernel: net/core/dev.c ``process_backlog`` → ``__netif_receive_skb``. Returns the number of skbs.
+        """
+        q = self.backlog
+        n = len(q)
+        self.napi.set_time(now_ns)
+        while q:
+            skb = q.popleft()
+            skb.cb.why = R.GRO_CELLS_NETIF_RX
+            self.napi.netif_receive_skb_list([skb])
         return n

@@ -171,6 +171,8 @@ class Kernel:
         while pending:
             pending = False
             for cells in self.tunnel_cells:
+                if cells.backlog:
+                    cells.process_backlog(now_ns)
                 if cells.napi_skbs:
                     cells.gro_cell_poll(now_ns)
                     pending = pending or bool(cells.napi_skbs)

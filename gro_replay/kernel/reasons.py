@@ -9,6 +9,7 @@ from __future__ import annotations
 
 # dev_gro_receive / napi
 NETIF_ELIDE_GRO = "dev_gro_receive:netif_elide_gro"
+GRO_CELLS_NETIF_RX = "gro_cells_receive:netif_rx"
 NO_PACKET_OFFLOAD = "dev_gro_receive:no_packet_offload"
 GSO_SKB = "dev_gro_receive:skb_is_gso"
 FRAG_LIST = "dev_gro_receive:skb_has_frag_list"
@@ -55,6 +56,7 @@ IP_FLUSH = "tcp_gro_receive:ip_flush"
 
 DESCRIPTIONS = {
     NETIF_ELIDE_GRO: "GRO elided on the device (GRO off or generic XDP attached)",
+    GRO_CELLS_NETIF_RX: "GRO off on the tunnel device: gro_cells_receive passed it to netif_rx, no GRO",
     NO_PACKET_OFFLOAD: "no GRO handler for the ethertype",
     GSO_SKB: "skb already GSO (flushed by dev_gro_receive)",
     FRAG_LIST: "aggregate chained on a frag_list (flushed by dev_gro_receive)",

@@ -82,6 +82,18 @@ def verdict(result) -> str:
         return (
             f"Nothing to compare: none of the {inp.frames_read} frames could be replayed ({skipped}){hint}."
         )
+    gro = getattr(result.config, "gro", {})
+    if not aff and not gro.get("phys", True):
+        tun = (
+            "the tunnel device's gro_cells do all the merging"
+            if gro.get("tunnel", True)
+            else "with GRO off on the tunnel device too, nothing is merged anywhere"
+        )
+        return (
+            f"The fix changes nothing with GRO off on {result.config.phys_dev}: dev_gro_receive passes every frame "
+            "up unmerged (netif_elide_gro) in every kernel, so udp_gro_receive's checksum gate (what 89e5c58fc1e2 changed) is never reached; "
+            f"{tun}."
+        )
     if not aff:
         return (
             f"No flow loses phys-device aggregation before the fix: with --rx-csum {nic} "
@@ -99,7 +111,12 @@ def verdict(result) -> str:
     )
     pre = next(k for k in result.kernels if k.release == "5.11")
     reached = sum(pre.flows[a["id"]].skbs["tunnel"] for a in aff)
-    if reached:
+    if reached and not gro.get("tunnel", True):
+        later = (
+            "with GRO off on the tunnel device they are not merged later either "
+            "(gro_cells_receive hands them to netif_rx)"
+        )
+    elif reached:
         later = "they are merged only later by the tunnel device's gro_cells"
     else:
         drops = Counter()
