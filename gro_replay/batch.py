@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .capture.reader import CaptureError, open_capture
+from .capture.reader import CaptureError
 from .sim import ReplayConfig, replay_capture
 
 
@@ -81,9 +81,8 @@ def replay_one(path: str, config: ReplayConfig) -> dict:
 
     t0 = time.perf_counter()
     try:
-        # the reader's one-line errors (missing, a directory, not pcap/pcapng, bad link type) before the replay
-        with open_capture(path):
-            pass
+        # replay_capture opens the capture first: the reader's one-line errors (missing, a directory, not
+        # pcap/pcapng, bad link type) come before any replay, and a stream is read once
         result = replay_capture(path, config)
     except CaptureError as e:
         return {"path": path, "document": None, "error": str(e), "seconds": time.perf_counter() - t0}

@@ -13,14 +13,12 @@ frames decoded as columns, each distinct poll simulated once), which gives the s
 
 from __future__ import annotations
 
-import hashlib
-import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .capture.chunks import PcapChunks
-from .capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
+from .capture.reader import DLT_EN10MB, l2_normalize, open_capture
 from .kernel.gro_cells import GroCells
 from .kernel.gro_fast import frame_headers
 from .kernel.kernel import Kernel
@@ -914,7 +912,7 @@ def replay_capture(
 ) -> Result:
     """Replay a capture file through every kernel model in ``config``.
 
-    Args: path: pcap/pcapng (optionally gzip); config: models and NIC/poll settings; on_deliver: observer of
+    Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
     every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
     An uncompressed classic pcap of Ethernet frames takes the batch path (pollcache.py) when the configuration
     allows it (``pollcache.batch_eligible``) and nothing observes single deliveries: same results, and
@@ -923,7 +921,6 @@ def replay_capture(
     """
     rep = Replayer(config, on_deliver)
     with open_capture(path) as cap:  # first: a missing or unreadable file is a CaptureError (one line)
-        digest = FileDigest(path)
         rep.input.path = str(path)
         records = cap if progress is None else _counting(cap, progress)
         batch = (
@@ -931,66 +928,21 @@ def replay_capture(
             and PcapChunks.supported(cap)
             and cap.linktype == DLT_EN10MB
         )
-        try:
-            if batch:
-                br = BatchReplay(rep)
-                br.run(cap, progress)
-                rep.batch = {
-                    "polls_cached": br.cache.hits,
-                    "polls_simulated": br.cache.misses + br.cache.uncacheable,
-                }
-            else:
-                rep.run_polls(rep.decoded(records))
-        except BaseException:
-            digest.cancel()
-            raise
-        rep.input.sha256 = digest.hexdigest()
+        if batch:
+            br = BatchReplay(rep)
+            br.run(cap, progress)
+            rep.batch = {
+                "polls_cached": br.cache.hits,
+                "polls_simulated": br.cache.misses + br.cache.uncacheable,
+            }
+        else:
+            rep.run_polls(rep.decoded(records))
+        rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
         if cap.truncated_records:
             rep.input.frames_read += cap.truncated_records
             rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
     rep.finish()
     return rep.result()
-
-
-class FileDigest:
-    """The SHA-256 of a file, computed on a helper thread while the replay runs.
-
-    hashlib and file reads release the GIL for large blocks, so the hash uses another core instead of adding to
-    the replay's time. ``hexdigest()`` waits for it; ``cancel()`` stops it early (the replay failed).
-    Raises (from ``hexdigest``): CaptureError when the file cannot be read.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._stop = False
-        self._hex: str | None = None
-        self._error: OSError | None = None
-        self._thread = threading.Thread(target=self._run, name="gro-replay-sha256", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        digest = hashlib.sha256()
-        try:
-            with open(self.path, "rb") as fh:
-                while not self._stop:
-                    chunk = fh.read(1 << 20)
-                    if not chunk:
-                        break
-                    digest.update(chunk)
-        except OSError as e:
-            self._error = e
-            return
-        self._hex = digest.hexdigest()
-
-    def cancel(self) -> None:
-        self._stop = True
-
-    def hexdigest(self) -> str:
-        self._thread.join()
-        if self._error is not None:
-            raise CaptureError(f"{self.path}: read error ({self._error.strerror or self._error})")
-        assert self._hex is not None
-        return self._hex
 
 
 def _counting(records, progress):

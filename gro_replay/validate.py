@@ -9,7 +9,6 @@ fits). The match is reported as inferred; ``validate`` compares lengths, not inf
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -62,12 +61,8 @@ def load_capture(path: str, config: ReplayConfig) -> LoadedCapture:
     rep = Replayer(config)
     rep.input.path = str(path)
     with open_capture(path) as cap:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-        rep.input.sha256 = digest.hexdigest()
         frames = list(rep.decoded(cap))
+        rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
         if cap.truncated_records:
             rep.input.frames_read += cap.truncated_records
             rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records

@@ -97,17 +97,20 @@ class PcapChunks:
             buf[:rest] = buf[keep : self._fill]
         fill = rest
         while True:
-            if not self._eof and fill < len(buf):
-                want = len(buf) - fill
+            # fill the buffer: a pipe or FIFO returns what it holds (a short read); only a read of 0 bytes is the
+            # end of the stream
+            view = memoryview(buf)
+            while not self._eof and fill < len(buf):
                 try:
-                    got = cap._f.readinto(memoryview(buf)[fill:])
+                    got = cap._f.readinto(view[fill:])
                 except OSError as e:
                     raise CaptureError(f"{cap.path}: read error ({e.strerror or e})") from None
-                got = got or 0
-                if got < want:
+                if not got:
                     self._eof = True
+                    break
                 fill += got
                 self._file_off += got
+            view.release()
             chunk = self._walk(buf, fill, self._file_off - fill)
             if len(chunk) or self._eof:
                 break

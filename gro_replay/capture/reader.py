@@ -9,7 +9,10 @@ per record caps reading at ~350k frames/s), and timestamps are kept as integer n
 return float (or ``Decimal``) seconds, and ``dpkt.pcapng.Reader`` applies the first interface's link type
 and resolution to every packet.
 
-The file is read as a stream, one record at a time; nothing holds the whole file in memory.
+The file is read as a stream, one record at a time; nothing holds the whole file in memory. Any stream works:
+a file, ``-`` (standard input), a FIFO, ``/dev/stdin``, a process substitution. A short read is never taken for
+the end of the stream (only a read of 0 bytes is), and the file's SHA-256 (``Capture.sha256``) is computed from
+the bytes as they are read (``_DigestingRaw``): the path is never opened a second time.
 
 Left out: pcapng Simple Packet Blocks carry no timestamp and are yielded with the previous packet's
 timestamp; pcap FCS bits in the link-type field are ignored (the FCS stays in ``buf``); pcapng options
@@ -19,9 +22,14 @@ other than ``if_tsresol``/``if_tsoffset`` are not interpreted.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import io
 import math
 import os
+import queue
 import struct
+import sys
+import threading
 import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -127,6 +135,87 @@ def _read_exactly(f: BinaryIO, n: int) -> bytes:
     return b"".join(parts)
 
 
+#: Raw reads are gathered to about this many bytes before they are handed to the hashing thread.
+_DIGEST_BLOCK = 1 << 20
+
+
+class _DigestingRaw(io.RawIOBase):
+    """A raw byte stream that feeds every byte read from it, in order, to a SHA-256.
+
+    The bytes read are copied and handed to a helper thread (hashlib releases the GIL for large blocks, so the
+    hash runs on another core instead of on the replay's critical path); small reads are gathered first.
+    ``hexdigest()`` reads what is left of the stream (a file's bytes after the last record, padding) so the
+    digest is always that of the whole stream, then waits for the thread.
+    Raises (from ``readinto``/``hexdigest``): OSError of the underlying stream.
+    """
+
+    def __init__(self, raw: io.RawIOBase) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sha = hashlib.sha256()
+        self._pending = bytearray()
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
+        self._thread: threading.Thread | None = None
+        self.bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        n = self._raw.readinto(b)
+        if n:
+            self.bytes_read += n
+            self._pending += memoryview(b)[:n]
+            if len(self._pending) >= _DIGEST_BLOCK:
+                self._hand_over()
+        return n or 0
+
+    def _hand_over(self) -> None:
+        block = bytes(self._pending)
+        self._pending.clear()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="gro-replay-sha256", daemon=True)
+            self._thread.start()
+        self._queue.put(block)
+
+    def _run(self) -> None:
+        while True:
+            block = self._queue.get()
+            if block is None:
+                return
+            self._sha.update(block)
+
+    def hexdigest(self) -> str:
+        """SHA-256 (hex) of every byte of the stream: what was read, then the rest up to its end."""
+        buf = bytearray(_DIGEST_BLOCK)
+        while self.readinto(buf):
+            pass
+        if self._thread is not None:
+            self._queue.put(bytes(self._pending))
+            self._pending.clear()
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        else:
+            self._sha.update(self._pending)
+            self._pending.clear()
+        return self._sha.hexdigest()
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._pending.clear()
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
 class Capture:
     """An open capture, iterated once as ``(ts_ns, buf, orig_len, linktype)`` tuples.
 
@@ -140,17 +229,21 @@ class Capture:
         compressed: True when the file is gzip-compressed.
         linktype: DLT of the first (pcap: only) interface.
         truncated_records: records cut short at end of file (0 or 1), set when iteration stops.
+        sha256(): the SHA-256 of the whole file or stream, from the bytes read (call after iterating).
 
     Raises (from iteration): CaptureError for corrupt records, unsupported link types of later pcapng
     interfaces, corrupt gzip data and read errors. A record cut short at end of file does not raise.
     """
 
-    def __init__(self, path: str, raw: BinaryIO, f: BinaryIO, compressed: bool) -> None:
+    def __init__(
+        self, path: str, raw: BinaryIO, f: BinaryIO, compressed: bool, digest: _DigestingRaw | None = None
+    ) -> None:
         self.path = path
         self.compressed = compressed
         self.truncated_records = 0
         self.pcap_layout: tuple[str, int, int] | None = None
         self._raw = raw
+        self._digest = digest
         self._f = f
         self._offset = 0  # byte offset of the next record in the decompressed stream
         head = _read_exactly(f, 4)
@@ -434,6 +527,19 @@ class Capture:
     def __iter__(self) -> Iterator[tuple[int, bytes, int, int]]:
         return self._iter
 
+    def sha256(self) -> str:
+        """SHA-256 (hex) of the file's bytes as stored (compressed for gzip), from the bytes read; the rest of
+        the stream after the last record is read to its end first. Call once, after iterating.
+
+        Raises: CaptureError on a read error.
+        """
+        if self._digest is None:
+            raise ValueError("Capture opened without a digest")
+        try:
+            return self._digest.hexdigest()
+        except OSError as e:
+            raise CaptureError(f"{self.path}: read error ({e.strerror or e})") from None
+
     def close(self) -> None:
         """Close the file. Idempotent."""
         try:
@@ -448,17 +554,28 @@ class Capture:
         self.close()
 
 
+#: The path that names standard input.
+STDIN_PATH = "-"
+
+
 def open_capture(path: str | os.PathLike[str]) -> Capture:
     """Open a pcap or pcapng capture, gzip-compressed or not (detected by the 1f 8b magic).
 
-    Args: path: the capture file.
-    Returns: a Capture; the caller closes it (it is a context manager).
+    Args: path: the capture file, or ``-`` for standard input; FIFOs, ``/dev/stdin`` and process substitutions
+        are read as streams (each byte once; nothing is reopened or seeked).
+    Returns: a Capture; the caller closes it (it is a context manager). Its ``sha256()`` hashes the bytes read.
     Raises: CaptureError (one line) when the file is missing, unreadable, a directory, empty, not pcap/pcapng,
-        has a header cut short, corrupt gzip, or (pcap; pcapng first interface) an unsupported link type.
+        has a header cut short, corrupt gzip, or (pcap; pcapng first interface) an unsupported link type; or
+        when ``-`` is a terminal.
     """
     name = os.fspath(path)
     try:
-        raw = open(name, "rb")  # owned, and closed, by the Capture
+        if name == STDIN_PATH:
+            if sys.stdin is not None and sys.stdin.isatty():
+                raise CaptureError("-: standard input is a terminal: pipe a capture into it")
+            fileio = io.FileIO(0, "rb", closefd=False)
+        else:
+            fileio = io.FileIO(name, "rb")
     except FileNotFoundError:
         raise CaptureError(f"{name}: no such file") from None
     except PermissionError:
@@ -467,13 +584,15 @@ def open_capture(path: str | os.PathLike[str]) -> Capture:
         raise CaptureError(f"{name}: is a directory") from None
     except OSError as e:
         raise CaptureError(f"{name}: cannot open ({e.strerror or e})") from None
-    f: BinaryIO = raw
+    digest = _DigestingRaw(fileio)
+    raw = io.BufferedReader(digest, buffer_size=1 << 16)  # owned, and closed, by the Capture
+    f: BinaryIO = raw  # type: ignore[assignment]
     compressed = False
     try:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
             f = gzip.open(raw, "rb")  # type: ignore[assignment]
             compressed = True
-        return Capture(name, raw, f, compressed)
+        return Capture(name, raw, f, compressed, digest)  # type: ignore[arg-type]
     except CaptureError:
         _close_quietly(f, raw)
         raise

@@ -1,0 +1,238 @@
+"""Any stream in: ``-``, ``/dev/stdin``, FIFOs, for pcap, pcapng and gzip, on the batch and the per-frame path.
+
+The expected value of every comparison is the document of the same bytes read from a regular file: a stream
+differs only in ``input.path``; ``input.sha256`` is the sha256 of the stream's bytes (hashlib over the file,
+computed here independently). A pipe returns short reads (at most its buffer, 64 KiB on Linux); only a read of
+0 bytes ends the stream (read(2)).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import dpkt
+import pytest
+from conftest import FIX_SAMPLE, ROOT
+
+from gro_replay.capture.reader import open_capture
+from gro_replay.report.document import document
+from gro_replay.sim import ReplayConfig, replay_capture
+
+ROBUSTNESS = ROOT.parent / "shared" / "robustness"
+
+_CLI = [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _cli_doc(path: str, stdin: bytes | None = None) -> dict:
+    p = subprocess.run(
+        [*_CLI, path, "--format", "json", "--quiet"],
+        input=stdin,
+        capture_output=True,
+        env=_env(),
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr.decode()
+    return json.loads(p.stdout)
+
+
+def _without_path(doc: dict) -> dict:
+    doc = json.loads(json.dumps(doc))
+    doc["input"].pop("path")
+    return doc
+
+
+def _pcapng_copy(src: Path, dst: Path) -> None:
+    """``src`` as pcapng (dpkt's writer) with a nanosecond interface (if_tsresol 9), timestamps unchanged."""
+    ng = dpkt.pcapng
+    idb = ng.InterfaceDescriptionBlockLE(
+        snaplen=262144,
+        linktype=1,
+        opts=[
+            ng.PcapngOptionLE(code=ng.PCAPNG_OPT_IF_TSRESOL, data=b"\x09"),
+            ng.PcapngOptionLE(code=ng.PCAPNG_OPT_ENDOFOPT),
+        ],
+    )
+    with open_capture(src) as cap, open(dst, "wb") as out:
+        w = ng.Writer(out, idb=idb)
+        for ts_ns, buf, orig_len, _lt in cap:
+            epb = ng.EnhancedPacketBlockLE(
+                ts_high=ts_ns >> 32,
+                ts_low=ts_ns & 0xFFFFFFFF,
+                caplen=len(buf),
+                pkt_len=orig_len,
+                pkt_data=buf,
+            )
+            w.writepkt(epb)
+
+
+@pytest.fixture(scope="module")
+def synth20k(tmp_path_factory) -> Path:
+    """A 20,000-frame synth capture (two flows of 10,000): larger than a pipe's buffer many times over."""
+    out = tmp_path_factory.mktemp("synth") / "synth20k.pcap"
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gro_replay.cli_synth",
+            "--flows",
+            "2",
+            "--frames",
+            "10000",
+            "--pause-every",
+            "40",
+            "--pause-us",
+            "100",
+            str(out),
+        ],
+        capture_output=True,
+        env=_env(),
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr.decode()
+    return out
+
+
+def _variants(src: Path, tmp: Path) -> list[Path]:
+    ng = tmp / (src.stem + ".pcapng")
+    _pcapng_copy(src, ng)
+    gz = tmp / (src.name + ".gz")
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    return [src, ng, gz]
+
+
+def _check_through_pipes(f: Path) -> None:
+    want = _cli_doc(str(f))
+    assert want["input"]["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+    for name in ("-", "/dev/stdin"):
+        got = _cli_doc(name, stdin=f.read_bytes())
+        assert got["input"]["path"] == name
+        assert _without_path(got) == _without_path(want), (f.name, name)
+
+
+def test_fix_sample_through_a_pipe(tmp_path) -> None:
+    for f in _variants(FIX_SAMPLE, tmp_path):
+        _check_through_pipes(f)
+    # the fix's sample: 17 frames (Makefile `samples`), none lost on the way
+    assert _cli_doc("-", stdin=FIX_SAMPLE.read_bytes())["input"]["frames_read"] == 17
+
+
+def test_20k_frame_synth_through_a_pipe(synth20k, tmp_path) -> None:
+    """pcap (the batch path's block reader), pcapng and gzip (the per-frame reader) through a pipe."""
+    for f in _variants(synth20k, tmp_path):
+        _check_through_pipes(f)
+        doc = _cli_doc("-", stdin=f.read_bytes())
+        assert doc["input"]["frames_read"] == 20_000
+        assert doc["input"]["skipped"] == {}
+
+
+def test_shell_pipe_with_cat(synth20k) -> None:
+    """`cat F | gro-replay - --format json` as a user types it (a real pipe between two processes)."""
+    cmd = " ".join(_CLI[:2]) + f" {json.dumps(_CLI[2])}"
+    p = subprocess.run(
+        f"cat {synth20k} | {cmd} - --format json --quiet",
+        shell=True,
+        capture_output=True,
+        env=_env(),
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr.decode()
+    assert _without_path(json.loads(p.stdout)) == _without_path(_cli_doc(str(synth20k)))
+
+
+def test_fifo_fed_in_small_writes(synth20k) -> None:
+    """A FIFO written 1000 bytes at a time: every read is short; both paths read all 20,000 records."""
+    data = synth20k.read_bytes()
+    want = json.dumps(document(replay_capture(str(synth20k), ReplayConfig())), sort_keys=True)
+    for fast in (True, False):
+        fifo = Path(os.environ.get("TMPDIR", "/tmp")) / f"gro-replay-test-fifo-{os.getpid()}-{fast}"
+        os.mkfifo(fifo)
+        try:
+
+            def feed(fifo=fifo) -> None:
+                with open(fifo, "wb", buffering=0) as w:
+                    for i in range(0, len(data), 1000):
+                        w.write(data[i : i + 1000])
+
+            t = threading.Thread(target=feed)
+            t.start()
+            r = replay_capture(str(fifo), ReplayConfig(fast_path=fast))
+            t.join()
+        finally:
+            fifo.unlink()
+        assert r.input.frames_read == 20_000
+        assert (r.batch is not None) == fast
+        got = document(r)
+        got["input"]["path"] = str(synth20k)
+        assert json.dumps(got, sort_keys=True) == want
+
+
+def test_stream_cut_mid_record_is_counted(synth20k) -> None:
+    """A stream cut inside the last record: every complete record is read, the cut one counted."""
+    data = synth20k.read_bytes()
+    cut = data[:-100]
+    doc = _cli_doc("-", stdin=cut)
+    assert doc["input"]["frames_read"] == 20_000
+    assert doc["input"]["skipped"] == {"truncated_record": 1}
+    assert doc["input"]["frames_replayed"] == 19_999
+    assert doc["input"]["sha256"] == hashlib.sha256(cut).hexdigest()
+
+
+def test_digest_covers_bytes_after_the_last_record(tmp_path) -> None:
+    """The digest is of the whole stream, also when bytes follow the records (pcapng padding, junk block)."""
+    f = tmp_path / "x.pcap"
+    f.write_bytes(FIX_SAMPLE.read_bytes())
+    with open_capture(f) as cap:
+        n = sum(1 for _ in cap)
+        assert cap.sha256() == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert n == 17
+
+
+def test_stdin_terminal_is_refused() -> None:
+    """`gro-replay -` on a terminal would wait forever: one line, exit 2."""
+    try:
+        import pty
+    except ImportError:  # pragma: no cover
+        pytest.skip("no pty")
+    pid, fd = pty.fork()
+    if pid == 0:  # child: stdin is the terminal
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.execv(sys.executable, [*_CLI, "-", "--quiet"])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 2
+    assert b"standard input is a terminal" in out
+
+
+def test_robustness_stdin_pipe_4frames() -> None:
+    f = ROBUSTNESS / "stdin-pipe-4frames.pcap"
+    if not f.exists():
+        pytest.skip(f"{f} not present")
+    want = _cli_doc(str(f))
+    for name in ("-", "/dev/stdin"):
+        got = _cli_doc(name, stdin=f.read_bytes())
+        # README of ../shared/robustness: 4 frames, the sha256 of the stream, the file's document
+        assert got["input"]["frames_read"] == 4
+        assert got["input"]["skipped"] == {}
+        assert got["input"]["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+        assert _without_path(got) == _without_path(want)
