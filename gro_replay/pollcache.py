@@ -29,7 +29,6 @@ import numpy as np
 
 from .capture.chunks import PcapChunks
 from .capture.reader import DLT_EN10MB
-from .kernel.gro_fast import frame_headers
 from .packet.columns import FIELDS, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
 
@@ -366,7 +365,6 @@ class BatchReplay:
             l4_hash,
             l4,
             base_index + src,
-            frame_headers(buf, rep.decoder.tunnel_ports),
         )
 
     def _flow_ids(self, ch, col, common, unusual):

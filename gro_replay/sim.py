@@ -20,13 +20,12 @@ from dataclasses import dataclass, field
 from .capture.chunks import PcapChunks
 from .capture.reader import DLT_EN10MB, l2_normalize, open_capture
 from .kernel.gro_cells import GroCells
-from .kernel.gro_fast import frame_headers
 from .kernel.kernel import Kernel
 from .kernel.model import K_5_11, K_5_12, KernelModel
 from .kernel.napi import Napi
 from .kernel.nic import DEFAULT_RSS_KEY, RX_CSUM_PROFILES, toeplitz_hash
 from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff
-from .packet.csum import PollSums, csum_partial
+from .packet.csum import PollSums
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_LINKTYPE, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD, Decoder
 from .pollcache import BatchReplay, batch_eligible
 from .report.stats import KernelStats
@@ -106,8 +105,8 @@ class ReplayConfig:
     resegment: str | int = "off"
     #: bytes of the outer IP datagram a wire frame carries (the resegmenting threshold)
     mtu: int = 1500
-    #: run the labelled fast paths (shortcuts of the reference path with identical results, tests/test_fastpath.py);
-    #: False runs the reference path only. Not part of the JSON document: results do not depend on it.
+    #: allow the batch path (pollcache.py: each distinct poll simulated once, results identical); False runs the
+    #: reference path, every frame through the kernels. Not part of the JSON document: results do not depend on it.
     fast_path: bool = True
 
     def validate(self) -> None:
@@ -549,7 +548,6 @@ class Replayer:
                 udp6_zero_csum_rx=config.udp6_zero_csum_rx,
                 gro_max_size=config.gro_max_size,
                 sink=st,
-                fast_path=config.fast_path,
             )
             k.phys.gro_flush_timeout = config.gro_flush_timeout_ns
             k.phys.napi_defer_hard_irqs = config.napi_defer_hard_irqs
@@ -599,8 +597,7 @@ class Replayer:
     def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
         """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable frames.
 
-        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index, headers)``; ``headers`` is the
-        frame's ``gro_fast.FrameHeaders`` on the fast path (None otherwise, or when the frame is of another shape).
+        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``.
         With resegmenting on, a super-frame yields its segments (same ``ts_ns`` and capture ``index``) instead:
         ``_decoded_resegmenting``.
         """
@@ -612,10 +609,6 @@ class Replayer:
         flow_class = self.decoder.flow_class
         classes = inp.classes
         rxs = self._rx_of_flow
-        fast = self.config.fast_path
-        kinds = self.decoder.tunnel_ports
-        known = self.decoder.decode_known
-        hdr = None
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
             inp.frames_read = index + 1
@@ -631,24 +624,15 @@ class Replayer:
                 if buf is None:
                     inp.skipped[SKIP_LINKTYPE] += 1
                     continue
-            r = None
-            if fast:
-                # fast path: the headers read once for the kernels also answer decode (Decoder.decode_known)
-                hdr = frame_headers(buf, kinds)
-                if hdr is not None:
-                    r = known(buf, hdr)
-            if r is None:
-                r = dec(buf)
-                if r.__class__ is str:
-                    inp.skipped[r] += 1
-                    continue
-                if fast and r[1] is not None:  # VLAN tags removed: read the untagged frame
-                    hdr = frame_headers(r[0], kinds)
+            r = dec(buf)
+            if r.__class__ is str:
+                inp.skipped[r] += 1
+                continue
             frame, vlan, fid, _rss, l4 = r
             inp.frames_replayed += 1
             classes[flow_class[fid]] += 1
             h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
-            yield ts_ns, frame, vlan, fid, h, l4_hash, l4, index, hdr
+            yield ts_ns, frame, vlan, fid, h, l4_hash, l4, index
 
     def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
         """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
@@ -660,8 +644,6 @@ class Replayer:
         limit = reseg.limit
         seen = self._flow_mss
         flow_mss = self._mss_of_flow if seen is not None else None
-        fast = self.config.fast_path
-        kinds = self.decoder.tunnel_ports
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
             inp.frames_read += 1
@@ -690,8 +672,7 @@ class Replayer:
                         frame, vlan, fid, _rss, l4 = r
                         inp.frames_replayed += 1
                         inp.classes[flow_class[fid]] += 1
-                        hdr = frame_headers(frame, kinds) if fast else None
-                        yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index, hdr
+                        yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index
                     continue
             r = dec(buf)
             if isinstance(r, str):
@@ -705,8 +686,7 @@ class Replayer:
                 payload = len(frame) - l4 - ((frame[l4 + 12] >> 4) << 2)
                 if payload > seen.get(fid, 0):
                     seen[fid] = payload
-            hdr = frame_headers(frame, kinds) if fast else None
-            yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index, hdr
+            yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index
 
     def _mss_of_flow(self, probe: bytes) -> int | None:
         """The largest TCP payload seen so far in the flow of ``probe`` (a header-only frame), or None."""
@@ -718,7 +698,7 @@ class Replayer:
     def _skbs(self, k: Kernel, batch: list[tuple], shared: tuple) -> list[SkBuff]:
         """The skbs the driver builds for one poll's frames on kernel ``k``: RSS hash, VLAN tag, checksum state.
 
-        ``shared``: ``_poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, fast-path records).
+        ``shared``: ``_poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, the poll's ``PollSums``).
         """
         sums, ps = shared
         ip_summed, ip_summed_no_l4, csum_level = self._rx_csum
@@ -726,7 +706,7 @@ class Replayer:
         partial = ip_summed == CHECKSUM_PARTIAL
         phys = k.phys
         skbs = []
-        for j, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index, hdr) in enumerate(batch):
+        for j, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index) in enumerate(batch):
             skbs.append(
                 SkBuff(
                     frame,
@@ -747,17 +727,14 @@ class Replayer:
                     addr=0xFFFF888100000000 + (index << 8),
                     psums=ps,
                     pidx=j,
-                    hdr=hdr,
                 )
             )
         return skbs
 
     def _poll_shared(self, batch: list[tuple]) -> tuple:
-        """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values (profile ``complete``) and, on
-        the fast path, the ``PollSums`` batch that also serves software checksums."""
+        """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values (profile ``complete``) and the
+        ``PollSums`` batch that serves software checksums (where bytes are summed, not a decision)."""
         complete = self.profile.ip_summed == CHECKSUM_COMPLETE
-        if not self.config.fast_path:
-            return ([csum_partial(f[1], 14) for f in batch] if complete else None), None
         ps = PollSums([f[1] for f in batch])
         if complete:
             sums = ps.fill()

@@ -2,7 +2,7 @@
 
 The expected value of every comparison is "identical": the JSON document of ``replay_capture`` with the batch
 path equals the one with ``ReplayConfig(fast_path=False)`` (reference path, frame by frame, no cache). The
-captures are the seeded random scenarios of test_fastpath.py (flags, sequence gaps, checksum errors in every
+captures are the seeded random scenarios of test_scenarios.py (flags, sequence gaps, checksum errors in every
 layer, option and header changes, VLAN tags, ECN, retransmissions, non-tunnel and malformed frames, IPv4/IPv6,
 VXLAN/Geneve, all five NIC checksum profiles, three kernel profiles), repeated so that polls recur and the cache
 answers them, written to pcap files and read back in small blocks so that polls straddle block boundaries.
@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_fastpath import random_scenario
+from test_scenarios import random_scenario
 
 from gro_replay import pollcache
 from gro_replay.capture.writer import PcapWriter

@@ -59,9 +59,6 @@ GRO_NORMAL = GroResult.GRO_NORMAL
 NAPI_GRO_FREE = 1
 NAPI_GRO_FREE_STOLEN_HEAD = 2
 
-#: returned by a fast path (gro_fast.py) that does not apply to an skb; it changed nothing
-NOT_HANDLED = object()
-
 
 def NAPI_GRO_CB(skb: SkBuff):  # noqa: N802 - the kernel's macro name
     """``NAPI_GRO_CB(skb)``: the skb's GRO control block (``struct napi_gro_cb``)."""
@@ -312,14 +309,7 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
     elif ip_summed == CHECKSUM_UNNECESSARY:
         cb.csum_cnt = skb.csum_level + 1
 
-    fast = k.gro_receive_fast
-    if fast is not None and skb.hdr is not None:
-        # fast path: labelled shortcut of ptype.gro_receive and the chain below it (gro_fast.py)
-        pp = fast(k, head, skb, skb.hdr)
-        if pp is NOT_HANDLED:
-            pp = ptype.gro_receive(head, skb)
-    else:
-        pp = ptype.gro_receive(head, skb)
+    pp = ptype.gro_receive(head, skb)
 
     same_flow = cb.same_flow
     ret = GRO_MERGED_FREE if cb.free else GRO_MERGED

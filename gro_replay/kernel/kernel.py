@@ -19,9 +19,7 @@ from .af_inet import inet_gro_complete, inet_gro_receive
 from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
 from .eth import eth_gro_complete, eth_gro_receive
 from .geneve import geneve_gro_complete, geneve_gro_receive, geneve_udp_encap_recv
-from .gro import NOT_HANDLED
 from .gro_cells import GroCells
-from .gro_fast import gro_receive_fast, kernel_has_standard_offloads
 from .ip6_offload import ipv6_gro_complete, ipv6_gro_receive
 from .model import KernelModel
 from .napi import Napi, NetDevice
@@ -36,7 +34,6 @@ from .skbuff import (
     skb_postpull_rcsum,
     skb_pull_rcsum,
 )
-from .stack_fast import netif_receive_skb_core_fast
 from .tcp_offload import tcp4_gro_complete, tcp4_gro_receive, tcp6_gro_complete, tcp6_gro_receive
 from .udp import ip_rcv, udp_rcv
 from .udp_offload import udp4_gro_complete, udp4_gro_receive, udp6_gro_complete, udp6_gro_receive
@@ -92,8 +89,7 @@ class Kernel:
     udp6_zero_csum_rx: tunnel sockets accept a zero UDPv6 checksum (``udp6zerocsumrx``; kernel default off);
     gro_max_size / gro_ipv4_max_size: every device's limits in bytes (``ip link set … gro_max_size``; the IPv4
     one follows gro_max_size up to 65536 unless given, as ``netif_set_gro_max_size`` does);
-    sink: observer of deliveries; fast_path: run the labelled shortcuts (gro_fast.py) for skbs that carry
-    their frame's ``FrameHeaders`` (identical results).
+    sink: observer of deliveries.
     """
 
     def __init__(
@@ -112,7 +108,6 @@ class Kernel:
         gro_max_size: int = 65536,
         gro_ipv4_max_size: int | None = None,
         sink: Sink | None = None,
-        fast_path: bool = False,
     ) -> None:
         self.model = model
         self.hz = hz
@@ -135,8 +130,6 @@ class Kernel:
             self._add_tunnel("vxlan", port, vxlan_dev if i == 0 else f"{vxlan_dev}-{port}", sizes)
         for i, port in enumerate(geneve_ports):
             self._add_tunnel("geneve", port, geneve_dev if i == 0 else f"{geneve_dev}-{port}", sizes)
-        #: the labelled fast path of the offload chain (gro_fast.py), when asked for and the tables are standard
-        self.gro_receive_fast = gro_receive_fast if fast_path and kernel_has_standard_offloads(self) else None
 
     def _add_tunnel(self, kind: str, port: int, name: str, sizes: dict) -> None:
         if port in self.udp_tunnel_sockets:
@@ -191,14 +184,9 @@ class Kernel:
     # -- stack between the stages -------------------------------------------------------------------------------
     def _phys_deliver(self, batch: list[SkBuff]) -> None:
         napi = self.phys_napi
-        fast = self.gro_receive_fast is not None
         for skb in batch:
             self.sink.netif_receive_skb("phys", self.phys, skb, napi.now_ns)
-            r = NOT_HANDLED
-            if fast and skb.hdr is not None:
-                # fast path: labelled shortcut of netif_receive_skb_core (stack_fast.py)
-                r = netif_receive_skb_core_fast(self, skb, skb.hdr)
-            outcome, sw = self.netif_receive_skb_core(skb) if r is NOT_HANDLED else r
+            outcome, sw = self.netif_receive_skb_core(skb)
             self.sink.stack_outcome(skb, outcome, sw)
 
     def _tunnel_deliver(self, dev: NetDevice, batch: list[SkBuff]) -> None:

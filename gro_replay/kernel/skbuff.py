@@ -163,7 +163,6 @@ class SkBuff:
         "addr",
         "psums",
         "pidx",
-        "hdr",
     )
 
     def __init__(
@@ -187,11 +186,10 @@ class SkBuff:
         addr: int = 0,
         psums: PollSums | None = None,
         pidx: int = 0,
-        hdr=None,
     ) -> None:
         """The keyword arguments are what a driver fills in (``data``: after ``eth_type_trans``, default
-        ``mac_header``). Fast path only (None/0 otherwise): ``psums``/``pidx``: the frame's poll batch of checksums
-        and its index there; ``hdr``: the frame's ``gro_fast.FrameHeaders``."""
+        ``mac_header``). ``psums``/``pidx``: the frame's poll batch of checksums and its index
+        there (None/0: sums computed from ``buf``)."""
         if data is None:
             data = mac_header
         self.buf = buf
@@ -232,7 +230,6 @@ class SkBuff:
         self.addr = addr
         self.psums = psums
         self.pidx = pidx
-        self.hdr = hdr
 
     # -- geometry ---------------------------------------------------------------------------------------------
     def headlen(self) -> int:

@@ -336,62 +336,6 @@ class Decoder:
             fid = self._new_flow(raw, key, cls, src + dst + buf[l4 : l4 + 4])
         return buf, vlan, fid, self.flow_rss[fid], il4 or l4
 
-    def decode_known(self, buf: bytes, h) -> tuple | None:
-        """Shortcut of ``decode`` for an untagged frame whose headers ``h`` (``kernel.gro_fast.FrameHeaders``) has
-        already read: the tunnelled-TCP branch of ``decode`` with its length checks against the outer datagram's
-        end, then the flow lookup.
-
-        Returns what ``decode`` returns, or None when ``decode`` must run instead: a length check fails (``decode``
-        names the skip reason) or the flow is new (``decode`` creates it).
-        """
-        n = len(buf)
-        if h.o_fam == 4:
-            end = 14 + h.o_len
-            if h.o_len < 20 or end > n:
-                return None
-            src, dst = h.o_addrs[:4], h.o_addrs[4:]
-        else:
-            end = 54 + h.o_len
-            if end > n:
-                return None
-            src, dst = h.o_addrs[:16], h.o_addrs[16:]
-        l4 = h.u_off
-        ulen = h.u_len
-        if l4 + 8 > end or ulen < 8 or l4 + ulen > end:
-            return None
-        t = h.t_off
-        if t + 8 > end or t + h.t_hlen > end or h.e_off + 14 > end:
-            return None
-        il3 = h.i_off
-        il4 = h.th
-        if il4 + 20 > end:  # inner IPv4/IPv6 header and TCP header inside the datagram
-            return None
-        if h.i_fam == 4:
-            isrc, idst = h.i_addrs[:4], h.i_addrs[4:]
-        else:
-            isrc, idst = h.i_addrs[:16], h.i_addrs[16:]
-        tun_sig = buf[t : t + 8] if h.t_kind == 0 else buf[t + 4 : t + 8]
-        ports = h.th_ports
-        raw = (
-            "tun",
-            src,
-            dst,
-            h.u_sport,
-            h.u_dport,
-            tun_sig,
-            h.u_check == 0,
-            h.e_type,
-            isrc,
-            idst,
-            6,
-            ports >> 16,
-            ports & 0xFFFF,
-        )
-        fid = self._flow_ids.get(raw)
-        if fid is None or il3 + 20 > end:
-            return None
-        return buf, None, fid, self.flow_rss[fid], il4
-
 
 def _not_ip_key(etype: int) -> FlowKey:
     return FlowKey(f"ethertype 0x{etype:04x}", "", 0, 0, "", 0, "", "", 0, 0, 0, False)

@@ -1,27 +1,20 @@
-"""The replay fast paths against the reference path (STYLE.md: "Fast paths are labelled shortcuts of the
-reference path ... a test runs both on seeded random scenarios and requires identical per-skb output").
+"""Seeded random scenarios (``random_scenario``, used by tests/test_pollcache.py to compare the batch path with the
+reference path), the poll-batch checksum helpers against RFC 1071, and the input digest.
 
 Each seeded scenario mixes flows, TCP flags, sequence gaps, checksum errors (inner TCP, inner IP, outer UDP),
 segment sizes, option and header changes, VLAN tags, ECN marks, retransmissions and non-tunnel frames, over
 VXLAN or Geneve, outer and inner IPv4 or IPv6, under a random NIC checksum profile (all five), poll model,
 NAPI weight, RX queue count, gro_flush_timeout, HZ and size limits, through all three kernel profiles at once.
-``ReplayConfig(fast_path=False)`` runs the reference path; the expected value of every comparison is "identical":
-the same (kernel, stage, device, skb->len, frames, end reason, time) sequence of ``netif_receive_skb`` calls and
-the same JSON document.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import replace
 
-import pytest
-
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
 from gro_replay.packet.build import ACK, CWR, ECE, FIN, PSH, RST, SYN, URG, FrameSpec, build_frame, flow_specs
-from gro_replay.report.document import document
-from gro_replay.sim import PollModel, ReplayConfig, replay_frames
+from gro_replay.sim import PollModel, ReplayConfig
 
 RX_CSUM = ("none", "unnecessary", "unnecessary-tunnel", "complete", "partial")
 T0 = 1_614_373_368_000_000_000
@@ -209,54 +202,9 @@ def random_scenario(rng: random.Random) -> tuple[list[tuple[int, bytes]], Replay
     return timed, cfg
 
 
-def run(frames: list[tuple[int, bytes]], cfg: ReplayConfig) -> tuple[list[tuple], str]:
-    """Per-skb deliveries and the JSON document of one replay."""
-    out: list[tuple] = []
-
-    def on_deliver(kernel, stage, dev, skb, now_ns):
-        out.append((kernel, stage, dev, skb.len, tuple(skb.frames), skb.cb.why, now_ns))
-
-    res = replay_frames(frames, cfg, on_deliver)
-    return out, json.dumps(document(res), sort_keys=True, default=str)
-
-
-@pytest.mark.parametrize("chunk", range(4))
-def test_fast_path_equals_reference_on_seeded_scenarios(chunk):
-    """160 seeded scenarios (in 4 chunks): fast path and reference path deliver the same skbs, same document."""
-    for seed in range(chunk * 40, chunk * 40 + 40):
-        frames, cfg = random_scenario(random.Random(seed))
-        fast = run(frames, replace(cfg, fast_path=True))
-        ref = run(frames, replace(cfg, fast_path=False))
-        assert fast[0] == ref[0], f"seed {seed}: per-skb deliveries differ"
-        assert fast[1] == ref[1], f"seed {seed}: JSON documents differ"
-
-
-@pytest.mark.parametrize("rx_csum", RX_CSUM)
-def test_fast_path_equals_reference_on_the_sample_captures(rx_csum):
-    """The shipped sample captures (VXLAN and Geneve, IPv4 and IPv6, the 89e5c58fc1e2 fix scenario) under every NIC
-    checksum profile and the three kernel profiles: identical deliveries and documents on both paths."""
-    from conftest import SAMPLES
-
-    from gro_replay.sim import replay_capture
-
-    for path in sorted(SAMPLES.glob("*.pcap")):
-        docs = []
-        for fast in (True, False):
-            out: list[tuple] = []
-
-            def on_deliver(kernel, stage, dev, skb, now_ns, out=out):
-                out.append((kernel, stage, dev, skb.len, tuple(skb.frames), skb.cb.why, now_ns))
-
-            cfg = ReplayConfig(kernels=(K_5_11, K_5_12, K_6_18), rx_csum=rx_csum, fast_path=fast)
-            res = replay_capture(str(path), cfg, on_deliver)
-            docs.append((out, json.dumps(document(res), sort_keys=True, default=str)))
-        assert docs[0][0] == docs[1][0], f"{path.name}: per-skb deliveries differ"
-        assert docs[0][1] == docs[1][1], f"{path.name}: JSON documents differ"
-
-
 def test_seeded_scenarios_cover_the_required_space():
     """The scenarios above span every NIC checksum profile, VXLAN and Geneve, outer and inner IPv4/IPv6, several RX
-    queues, resegmenting and the three kernel profiles (the brief of the fast-path comparison)."""
+    queues, resegmenting and the three kernel profiles (the brief of the batch-vs-reference comparison)."""
     seen = set()
     for seed in range(120):
         frames, cfg = random_scenario(random.Random(seed))
@@ -275,34 +223,6 @@ def test_seeded_scenarios_cover_the_required_space():
     assert {("encap", 4789), ("encap", 6081), ("outer", False), ("outer", True)} <= seen
     assert {("queues", True), ("queues", False), ("reseg", True), ("reseg", False)} <= seen
     assert [m.release for m in random_scenario(random.Random(0))[1].kernels] == ["5.11", "5.12", "6.18"]
-
-
-def test_fast_paths_take_most_skbs_of_the_scenarios(monkeypatch):
-    """The comparison is not vacuous: the GRO shortcut handles most skbs offered to it, the stack shortcut most
-    single-segment ones (aggregates, whose headers the gro_complete chain rewrote, take the reference path)."""
-    import gro_replay.kernel.kernel as kernel_mod
-    from gro_replay.kernel.gro import NOT_HANDLED
-
-    counts = {"gro": [0, 0], "stack": [0, 0]}
-
-    def counting(name, fn):
-        def wrapper(k, *a):
-            r = fn(k, *a)
-            if name == "gro" or not a[0].frags:
-                counts[name][r is NOT_HANDLED] += 1
-            return r
-
-        return wrapper
-
-    monkeypatch.setattr(kernel_mod, "gro_receive_fast", counting("gro", kernel_mod.gro_receive_fast))
-    monkeypatch.setattr(
-        kernel_mod, "netif_receive_skb_core_fast", counting("stack", kernel_mod.netif_receive_skb_core_fast)
-    )
-    for seed in range(20):
-        frames, cfg = random_scenario(random.Random(seed))
-        replay_frames(frames, cfg)
-    for name, (handled, passed_on) in counts.items():
-        assert handled > 4 * passed_on, (name, handled, passed_on)
 
 
 def rfc1071_sum(b: bytes) -> int:
@@ -341,31 +261,6 @@ def test_csum_partial_batch_and_poll_sums_match_rfc1071():
                 assert got in (0, rfc1071_sum(b[start:])), (i, start)
                 if rfc1071_sum(b[start:]) not in (0, 0xFFFF):
                     assert got == rfc1071_sum(b[start:])
-
-
-def test_decode_known_equals_decode():
-    """packet/decode.py ``Decoder.decode_known`` (the shortcut fed by the frame's FrameHeaders) returns what
-    ``decode`` returns, or None; on the scenarios' frames it returns a result for most tunnelled-TCP frames."""
-    from gro_replay.kernel.gro_fast import frame_headers
-    from gro_replay.packet.decode import Decoder
-
-    short = 0
-    total = 0
-    for seed in range(15):
-        frames, cfg = random_scenario(random.Random(seed))
-        dec = Decoder(cfg.vxlan_ports, cfg.geneve_ports)
-        for _ts, f in frames:
-            ref = dec.decode(f)
-            h = frame_headers(f, dec.tunnel_ports)
-            if h is None:
-                continue
-            total += 1
-            got = dec.decode_known(f, h)
-            if got is None:
-                short += 1
-            else:
-                assert got == ref
-    assert total and short < total // 4
 
 
 def test_replay_capture_digest_is_the_file_sha256(tmp_path):
