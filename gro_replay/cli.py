@@ -5,7 +5,6 @@ Exit codes: 0 success; 1 a check failed; 2 usage or unreadable input; 3 environm
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -16,6 +15,7 @@ from . import __version__
 from .capture.reader import CaptureError
 from .kernel.model import K_5_11, K_5_12, PROFILES
 from .kernel.nic import RX_CSUM_PROFILES
+from .report.schema import dumps
 from .sim import ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
 
 
@@ -349,7 +349,7 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
         except OSError as e:
             raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
     if fmt == "json":
-        click.echo(json.dumps(document(result), indent=2))
+        click.echo(dumps(document(result)))
     elif fmt == "markdown":
         click.echo(markdown(result))
     else:
@@ -359,6 +359,16 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
         from .report.table import render
 
         render(result, console, hist=not no_hist)
+
+
+@main.command("schema")
+@click.argument("name", type=click.Choice(["replay", "explain", "diff", "batch", "kernel-backend"]))
+def schema_cmd(name: str) -> None:
+    """Print the JSON Schema (draft 2020-12) of a document: replay (CAPTURE --format json), explain, diff,
+    batch (the combined batch.json) or kernel-backend (kernel CAPTURE --format json)."""
+    from .report.schema import text
+
+    click.echo(text(name), nl=False)
 
 
 def markdown(result) -> str:

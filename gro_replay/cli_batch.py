@@ -10,7 +10,6 @@ its error, the others still run), bad usage, or dask.distributed missing / the s
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import sys
 import time
@@ -24,6 +23,7 @@ from rich.table import Table
 from . import __version__
 from .cli import UsageError, build_config, replay_options
 from .cli import main as _cli_main
+from .report.schema import dumps
 from .report.stats import SCHEMA_VERSION
 from .sim import ReplayConfig
 
@@ -157,7 +157,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     if out_dir is not None:
         _write_json(out_dir / COMBINED_NAME, doc)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(dumps(doc))
     else:
         console = Console(
             no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(120, Console().width)
@@ -179,7 +179,7 @@ def replay_config(args: Sequence[str] = ()) -> ReplayConfig:
 
 def _write_json(path: Path, doc: dict) -> None:
     try:
-        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        path.write_text(dumps(doc) + "\n", encoding="utf-8")
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror}") from None
 

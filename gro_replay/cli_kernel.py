@@ -13,6 +13,7 @@ from rich.console import Console
 from .capture.reader import CaptureError
 from .cli import CheckFailed, EnvironmentProblem, UsageError, _open_out
 from .cli import main as _cli_main
+from .report.schema import dumps
 
 _RX = click.Choice(["none", "unnecessary", "unnecessary-tunnel"])
 
@@ -149,7 +150,7 @@ def kernel_cmd(
             "frames_not_replayable": oracle.frames_not_replayable,
             "segments": "inferred from lengths",
         }
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(dumps(doc))
     elif fmt == "markdown":
         from .cli import markdown
 

@@ -7,7 +7,6 @@ an unreadable capture, a selector that matches nothing).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -18,7 +17,15 @@ from .capture.reader import CaptureError
 from .cli import CheckFailed, UsageError, _progress, build_config, replay_options
 from .cli import main as _cli_main
 from .kernel.model import K_5_11, K_5_12
-from .report.diff import CHECKABLE, DEFAULT_METRICS, DiffError, compare, load_document
+from .report.diff import (
+    CHECKABLE,
+    DEFAULT_METRICS,
+    MAX_DOCUMENT_BYTES,
+    DiffError,
+    compare,
+    load_document,
+)
+from .report.schema import dumps
 from .sim import replay_capture
 
 
@@ -60,7 +67,16 @@ def _console() -> Console:
     is_flag=True,
     help="Accept CURRENT: print the diff, then copy CURRENT over BASELINE (or create it) and exit 0.",
 )
-def diff(baseline, current, max_regression, metrics, fmt, allow_different_input, baseline_update) -> None:
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(1),
+    default=MAX_DOCUMENT_BYTES,
+    show_default=True,
+    help="Refuse a document larger than this many bytes (it is not read beyond).",
+)
+def diff(
+    baseline, current, max_regression, metrics, fmt, allow_different_input, baseline_update, max_bytes
+) -> None:
     """Compare two JSON documents of `gro-replay CAPTURE --format json` (BASELINE, then CURRENT).
 
     Exit 1 when a checked aggregation metric (segments per skb, per stage and per flow, by default) is worse
@@ -68,15 +84,15 @@ def diff(baseline, current, max_regression, metrics, fmt, allow_different_input,
     """
     if baseline_update and not os.path.exists(baseline):
         try:
-            load_document(current, "CURRENT")
+            load_document(current, "CURRENT", max_bytes)
         except DiffError as e:
             raise UsageError(str(e)) from None
         _copy_over(current, baseline)
         click.echo(f"baseline created: {current} → {baseline}", err=True)
         return
     try:
-        base = load_document(baseline, "BASELINE")
-        cur = load_document(current, "CURRENT")
+        base = load_document(baseline, "BASELINE", max_bytes)
+        cur = load_document(current, "CURRENT", max_bytes)
         cmp = compare(
             base,
             cur,
@@ -89,7 +105,7 @@ def diff(baseline, current, max_regression, metrics, fmt, allow_different_input,
     except DiffError as e:
         raise UsageError(str(e)) from None
     if fmt == "json":
-        click.echo(json.dumps(cmp, indent=2))
+        click.echo(dumps(cmp))
     elif fmt == "markdown":
         from .report.diff import render_markdown
 
@@ -184,7 +200,7 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
         )
     doc = explain(result, obs, shown, ids)
     if fmt == "json":
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(dumps(doc))
     else:
         out = sys.stdout
         for line in render_text(doc, limit or None):

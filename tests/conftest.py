@@ -7,10 +7,45 @@ when the folder is absent.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
+# every document a command prints or writes while the tests run (in-process or in a child process) is validated
+# against its published schema first (report/schema: ``dumps``): a shape change fails the test that made it
+os.environ["GRO_REPLAY_CHECK_SCHEMA"] = "1"
+
+
+def _checked(module, name: str, ref: str | None):
+    """Wrap ``module.name`` (a document builder) so every document it returns in the tests is validated against
+    ``ref`` (None: the schema of the document's kind). Installed before the test modules import the builders."""
+    from gro_replay.report.schema import check
+
+    build = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        doc = build(*args, **kwargs)
+        if ref is not None and doc.get("backend", "simulator") != "simulator":
+            return doc  # the kernel backend completes its document afterwards: checked when printed
+        check(doc, ref)
+        return doc
+
+    wrapper.__wrapped__ = build
+    wrapper.__doc__ = build.__doc__
+    setattr(module, name, wrapper)
+
+
+def _check_every_built_document() -> None:
+    from gro_replay.report import diff, document, explain
+
+    _checked(document, "document", "replay")
+    _checked(explain, "explain", "explain")
+    _checked(diff, "compare", "diff")
+
+
+_check_every_built_document()
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_pcaps"

@@ -23,8 +23,10 @@ from gro_replay.kernel import reasons as R
 
 FIX_SUMMARY = (
     "SUMMARY kernels=pre-fix,post-fix frames=17 skipped=0 "
-    "pre-fix.phys_skbs=17 pre-fix.phys_aggregates=0 pre-fix.tunnel_skbs=1 pre-fix.tunnel_aggregates=1 "
-    "post-fix.phys_skbs=1 post-fix.phys_aggregates=1 post-fix.tunnel_skbs=1 post-fix.tunnel_aggregates=1 "
+    "kernel[pre-fix].phys_skbs=17 kernel[pre-fix].phys_aggregates=0 kernel[pre-fix].tunnel_skbs=1 "
+    "kernel[pre-fix].tunnel_aggregates=1 "
+    "kernel[post-fix].phys_skbs=1 kernel[post-fix].phys_aggregates=1 kernel[post-fix].tunnel_skbs=1 "
+    "kernel[post-fix].tunnel_aggregates=1 "
     "affected_flows=1"
 )
 

@@ -166,8 +166,11 @@ def test_diff_unknown_schema_version_exit_2(docs, tmp_path):
     [
         ("{", "not JSON"),
         ("[1, 2]", "not a gro-replay JSON document"),
-        ('{"schema_version": 1, "kernels": []}', "the document holds no kernel results"),
-        ('{"schema_version": 1, "kernels": [{"name": "x", "stages": {}}]}', "incomplete document"),
+        ('{"schema_version": 1, "kernels": []}', "/kernels: [] should be non-empty"),
+        (
+            '{"schema_version": 1, "kernels": [{"name": "x", "stages": {}}]}',
+            "/kernels/0/stages: 'phys' is a required",
+        ),
     ],
 )
 def test_diff_bad_documents_one_line(tmp_path, docs, content, message):

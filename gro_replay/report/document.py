@@ -132,7 +132,12 @@ def verdict(result) -> str:
 
 
 def summary_line(result) -> str:
-    """The grep-able ``SUMMARY`` line."""
+    """The grep-able ``SUMMARY`` line: ``SUMMARY`` then space-separated ``key=value`` pairs (README "SUMMARY line").
+
+    One kernel: ``kernel=NAME`` and unprefixed ``phys_skbs=`` …; several: ``kernels=A,B`` and per kernel
+    ``kernel[NAME].phys_skbs=`` …, so a name with dots (``6.18``) never mixes with the field names. Values and
+    names hold no space, ``=`` or brackets (profile names are fixed: ``kernel/model.py``).
+    """
     inp = result.input
     parts = ["SUMMARY"]
     if len(result.kernels) == 1:
@@ -141,7 +146,7 @@ def summary_line(result) -> str:
         parts.append("kernels=" + ",".join(k.name for k in result.kernels))
     parts += [f"frames={inp.frames_read}", f"skipped={sum(inp.skipped.values())}"]
     for k in result.kernels:
-        pre = "" if len(result.kernels) == 1 else f"{k.name}."
+        pre = "" if len(result.kernels) == 1 else f"kernel[{k.name}]."
         for stage in ("phys", "tunnel"):
             st = k.stages[stage]
             parts.append(f"{pre}{stage}_skbs={st.skbs}")

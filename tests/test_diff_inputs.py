@@ -1,0 +1,249 @@
+"""``gro-replay diff`` reads hostile documents without a crash: every refusal is one line, exit 2, naming the file
+and the JSON pointer of the field (issue 13; ``../shared/robustness/README.md``, rows ``diff-*.json``).
+
+Each shared reproducer is an example of a kind; the kinds are also built here from a minimal document (the
+shape of ``diff-mini-ok.json``: what ``diff`` compares, one kernel, both stages) so the test holds without
+``../shared``: NaN / ±Infinity anywhere (a NaN ``segments_delivered`` passed as "status ok", hiding a
+regression), numbers that overflow a float, integers beyond 2**63-1 or of thousands of digits, strings for
+numbers, missing ``name`` / ``flow`` / stages, ``input`` of the wrong type, deep nesting, an unbounded input.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gro_replay.cli import main
+from gro_replay.report.diff import MAX_DEPTH
+
+ROBUSTNESS = Path(__file__).resolve().parents[2] / "shared" / "robustness"
+
+MINI = {
+    "schema_version": 1,
+    "kernels": [
+        {
+            "name": "post-fix",
+            "stages": {
+                "phys": {"skbs_delivered": 17, "segments_delivered": 17, "aggregates": 0, "sw_csum_bytes": 0},
+                "tunnel": {
+                    "skbs_delivered": 1,
+                    "segments_delivered": 17,
+                    "aggregates": 1,
+                    "sw_csum_bytes": 23584,
+                },
+            },
+            "flows": [
+                {
+                    "flow": "f0",
+                    "phys": {"skbs": 17, "segments": 17},
+                    "tunnel": {"skbs": 1, "segments": 17},
+                }
+            ],
+        }
+    ],
+}
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def one_line_exit_2(r, path, *needles: str) -> None:
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.output and "internal error" not in r.stderr
+    assert r.stderr.startswith(f"Error: CURRENT {path}: "), r.stderr
+    for n in needles:
+        assert n in r.stderr, r.stderr
+
+
+@pytest.fixture
+def mini(tmp_path) -> Path:
+    p = tmp_path / "mini.json"
+    p.write_text(json.dumps(MINI))
+    return p
+
+
+def test_minimal_document_against_itself_is_ok(mini):
+    r = run("diff", mini, mini, "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["status"] == "ok"
+
+
+def _raw(tmp_path, text: str) -> Path:
+    p = tmp_path / "cur.json"
+    p.write_text(text)
+    return p
+
+
+_SEG = '"segments_delivered": 17, "aggregates": 0'
+
+
+@pytest.mark.parametrize(
+    ("literal", "pointer", "what"),
+    [
+        ("NaN", "/kernels/0/stages/phys/segments_delivered", "NaN"),
+        ("Infinity", "/kernels/0/stages/phys/segments_delivered", "Infinity"),
+        ("-Infinity", "/kernels/0/stages/phys/segments_delivered", "-Infinity"),
+        ("1e999", "/kernels/0/stages/phys/segments_delivered", "overflows"),
+        ("1" + "0" * 309, "/kernels/0/stages/phys/segments_delivered", "310 digits"),  # 10**309
+        ("9" * 5000, "/kernels/0/stages/phys/segments_delivered", "5000 digits"),  # past int()'s 4300
+        ("9223372036854775808", "/kernels/0/stages/phys/segments_delivered", "maximum"),  # 2**63
+        ("-1", "/kernels/0/stages/phys/segments_delivered", "minimum"),
+        ('"17"', "/kernels/0/stages/phys/segments_delivered", "not of type 'integer'"),
+        ("null", "/kernels/0/stages/phys/segments_delivered", "not of type 'integer'"),
+        ("true", "/kernels/0/stages/phys/segments_delivered", "not of type 'integer'"),
+    ],
+)
+def test_bad_numbers_in_a_stage(tmp_path, mini, literal, pointer, what):
+    text = json.dumps(MINI).replace(_SEG, f'"segments_delivered": {literal}, "aggregates": 0', 1)
+    assert literal in text
+    p = _raw(tmp_path, text)
+    one_line_exit_2(run("diff", mini, p), p, pointer, what)
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "1e400", '"3"', "-2"])
+def test_bad_numbers_in_a_flow(tmp_path, mini, literal):
+    doc = copy.deepcopy(MINI)
+    doc["kernels"][0]["flows"][0]["tunnel"]["segments"] = "@@"
+    p = _raw(tmp_path, json.dumps(doc).replace('"@@"', literal))
+    one_line_exit_2(run("diff", mini, p), p, "/kernels/0/flows/0/tunnel/segments")
+
+
+def test_nan_where_no_schema_types_it_is_refused_too(tmp_path, mini):
+    doc = copy.deepcopy(MINI)
+    doc["config"] = {"future_knob": "@@"}
+    p = _raw(tmp_path, json.dumps(doc).replace('"@@"', "NaN"))
+    one_line_exit_2(run("diff", mini, p), p, "/config/future_knob", "NaN")
+
+
+def test_nan_in_the_baseline_is_named_as_the_baseline(tmp_path, mini):
+    p = _raw(tmp_path, json.dumps(MINI).replace(_SEG, '"segments_delivered": NaN, "aggregates": 0'))
+    r = run("diff", p, mini)
+    assert r.exit_code == 2 and r.stderr.startswith(f"Error: BASELINE {p}: /kernels/0/stages/phys/")
+
+
+def _without(path: list, key: str) -> dict:
+    doc = copy.deepcopy(MINI)
+    node = doc
+    for k in path:
+        node = node[k]
+    del node[key]
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("doc", "pointer", "what"),
+    [
+        (_without(["kernels", 0], "name"), "/kernels/0", "'name' is a required property"),
+        (_without(["kernels", 0, "flows", 0], "flow"), "/kernels/0/flows/0", "'flow' is a required property"),
+        (_without(["kernels", 0, "stages"], "tunnel"), "/kernels/0/stages", "'tunnel' is a required"),
+        (
+            _without(["kernels", 0, "stages", "phys"], "skbs_delivered"),
+            "/kernels/0/stages/phys",
+            "'skbs_delivered' is a required",
+        ),
+        (_without(["kernels", 0, "flows", 0, "phys"], "skbs"), "/kernels/0/flows/0/phys", "'skbs' is a"),
+        ({**MINI, "input": []}, "/input", "not of type 'object'"),
+        ({**MINI, "input": {"sha256": 5}}, "/input/sha256", "not of type"),
+        ({**MINI, "kernels": {}}, "/kernels", "not of type 'array'"),
+        ({**MINI, "kernels": []}, "/kernels", "non-empty"),
+        ({**MINI, "kernels": [{**MINI["kernels"][0], "name": 7}]}, "/kernels/0/name", "not of type 'string'"),
+        (
+            {**MINI, "kernels": [{**MINI["kernels"][0], "flows": {}}]},
+            "/kernels/0/flows",
+            "not of type 'array'",
+        ),
+    ],
+)
+def test_missing_and_mistyped_fields(tmp_path, mini, doc, pointer, what):
+    p = _raw(tmp_path, json.dumps(doc))
+    one_line_exit_2(run("diff", mini, p), p, f": {pointer}: ", what)
+
+
+@pytest.mark.parametrize("opener", ["[", '{"a":'])
+def test_deep_nesting(tmp_path, mini, opener):
+    closer = "]" if opener == "[" else "}"
+    p = _raw(tmp_path, opener * 5000 + "1" + closer * 5000)
+    one_line_exit_2(run("diff", mini, p), p, f"nested deeper than {MAX_DEPTH} levels")
+
+
+def test_deep_nesting_inside_a_valid_document(tmp_path, mini):
+    doc = copy.deepcopy(MINI)
+    doc["config"] = json.loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    p = _raw(tmp_path, json.dumps(doc))
+    one_line_exit_2(run("diff", mini, p), p, "nested deeper")
+
+
+def test_brackets_inside_strings_are_not_nesting(tmp_path, mini):
+    doc = copy.deepcopy(MINI)
+    doc["kernels"][0]["flows"][0]["flow"] = '[[[{"' * 100  # a label full of brackets and an escaped quote
+    p = tmp_path / "ok.json"
+    p.write_text(json.dumps(doc))
+    r = run("diff", mini, p)
+    assert r.exit_code == 0, r.output
+
+
+def test_size_limit_on_what_is_read(tmp_path, mini):
+    size = len(json.dumps(MINI))
+    p = _raw(tmp_path, json.dumps(MINI) + " " * 100)
+    one_line_exit_2(run("diff", mini, p, "--max-bytes", size + 50), p, f"larger than {size + 50:,} bytes")
+    assert run("diff", mini, p, "--max-bytes", 10_000).exit_code == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_dev_zero_is_not_read_without_limit(mini):
+    r = run("diff", mini, "/dev/zero", "--max-bytes", 1 << 20)
+    one_line_exit_2(r, "/dev/zero", "larger than 1,048,576 bytes")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_max_regression_must_be_finite(mini, value):
+    r = run("diff", mini, mini, "--max-regression", value)
+    assert r.exit_code == 2 and "--max-regression must be a percentage" in r.stderr
+
+
+# -- the shared reproducers ---------------------------------------------------------------------------------------
+SHARED_EXPECT = {
+    # file: JSON pointer (or text) the one-line error names; the README: "exit 2 with one line naming the file
+    # and the field; NaN/∞ rejected"
+    "diff-deep-nesting.json": "nested deeper than",
+    "diff-flow-no-label.json": "/kernels/0/flows/0: 'flow' is a required property",
+    "diff-huge-int.json": "/kernels/0/stages/phys/segments_delivered: an integer of",
+    "diff-input-list.json": "/input: [] is not of type 'object'",
+    "diff-nan.json": "/kernels/0/stages/phys/segments_delivered: NaN",
+    "diff-no-kernel-name.json": "/kernels/0: 'name' is a required property",
+    "diff-string-number.json": "/kernels/0/stages/phys/aggregates: '1' is not of type 'integer'",
+}
+
+
+@pytest.fixture
+def robustness() -> Path:
+    if not (ROBUSTNESS / "diff-mini-ok.json").is_file():
+        pytest.skip(f"robustness inputs not present ({ROBUSTNESS})")
+    return ROBUSTNESS
+
+
+def test_every_shared_diff_reproducer(robustness):
+    ok = robustness / "diff-mini-ok.json"
+    r = run("diff", ok, ok)
+    assert r.exit_code == 0 and "DIFF status=ok" in r.stdout
+    seen = set()
+    for p in sorted(robustness.glob("diff-*.json")):
+        if p.name in ("diff-mini-ok.json", "diff-base.json"):
+            continue
+        seen.add(p.name)
+        assert p.name in SHARED_EXPECT, f"new reproducer {p.name}: add its expected error"
+        one_line_exit_2(run("diff", ok, p), p, SHARED_EXPECT[p.name])
+    assert seen == set(SHARED_EXPECT)
+
+
+def test_shared_full_document_is_refused_against_the_mini_one_for_its_input(robustness):
+    # diff-base.json is a whole --format json document of the fix sample; diff-mini-ok.json has no input: the
+    # two are not documents of the same capture, which diff refuses (exit 2) unless told otherwise.
+    r = run("diff", robustness / "diff-mini-ok.json", robustness / "diff-base.json")
+    assert r.exit_code == 2 and "different inputs" in r.stderr and r.stderr.count("\n") == 1
