@@ -1,3 +1,57 @@
-"""gro-replay: replay VXLAN/Geneve captures through a simulation of Linux NAPI GRO, before and after 89e5c58fc1e2."""
+"""gro-replay: replay VXLAN/Geneve captures through a simulation of Linux NAPI GRO, before and after 89e5c58fc1e2.
+
+The one-shot API (DPDK's ``rte_gro_reassemble_burst`` tier)::
+
+    import gro_replay
+    result = gro_replay.replay("capture.pcap", rx_csum="none")
+    doc = gro_replay.document(result)  # the ``--format json`` document
+
+``ReplayConfig`` and ``Result`` are re-exported from ``gro_replay.sim``; the stateful tier is
+``gro_replay.kernel.kernel.Kernel``. Imports are on demand so that ``gro-replay --version`` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .sim import ReplayConfig, Result
 
 __version__ = "0.1.0"
+__all__ = ["ReplayConfig", "Result", "__version__", "document", "replay"]
+
+
+def replay(capture: str, config: ReplayConfig | None = None, **options: Any) -> Result:
+    """Replay a capture through every kernel model of ``config`` (the CLI's replay, without the report).
+
+    Args:
+        capture: a pcap/pcapng file (optionally gzip), a FIFO, or ``-`` for standard input; read once.
+        config: a ``ReplayConfig``; None builds one from ``options`` (its field names, e.g. ``rx_csum="none"``,
+            ``kernels=(K_6_18,)``) — the library defaults, which differ from the CLI's in one place:
+            ``resegment`` is ``"off"`` here and ``auto`` on the command line.
+    Returns: a ``Result`` (input accounting, the config, one ``KernelStats`` per kernel, flows).
+    Raises: ``capture.reader.CaptureError`` for unreadable input, ``sim.ConfigError`` for a bad option value,
+        TypeError for an unknown option name.
+    """
+    from .sim import ReplayConfig, replay_capture
+
+    if config is None:
+        config = ReplayConfig(**options)
+    elif options:
+        raise TypeError("give either config or keyword options, not both")
+    return replay_capture(capture, config)
+
+
+def document(result: Result) -> dict:
+    """The ``--format json`` document of ``result`` (report/document.py; schema ``gro-replay schema replay``)."""
+    from .report.document import document as _document
+
+    return _document(result)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ReplayConfig", "Result"):
+        from . import sim
+
+        return getattr(sim, name)
+    raise AttributeError(f"module 'gro_replay' has no attribute {name!r}")
