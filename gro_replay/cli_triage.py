@@ -16,7 +16,6 @@ from rich.console import Console
 from .capture.reader import CaptureError
 from .cli import CheckFailed, UsageError, _progress, build_config, replay_options
 from .cli import main as _cli_main
-from .kernel.model import K_5_11, K_5_12
 from .report.diff import (
     CHECKABLE,
     DEFAULT_METRICS,
@@ -161,19 +160,14 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
     every skb ended, named after the kernel function and condition; then whether the flow, and the capture,
     is affected by the zero-checksum bug fixed in 89e5c58fc1e2 and how many stack traversals the fix saves.
 
-    The pre-fix (5.11) and post-fix (5.12) kernels always run (the verdict compares them); --fix / --no-fix
-    / --kernel choose whose details are shown.
+    The kernels are those of the replay (default: pre-fix 5.11 and post-fix 5.12, compared); with --fix,
+    --no-fix or --kernel the verdict is about the kernels named (whether each carries the fix, and why its phys
+    stage does not merge), the same verdict the replay prints.
     """
     from .report.explain import FlowDeliveries, SelectorError, explain, render_text, select_flows
 
     cfg = build_config(**opts)  # validates, and rejects --kernel with --fix/--no-fix
     shown = [m.name for m in cfg.kernels]
-    run = list(cfg.kernels)
-    for m in (K_5_11, K_5_12):
-        if m.name not in shown:
-            run.append(m)
-    run.sort(key=lambda m: (m.name != K_5_11.name, m.name != K_5_12.name))
-    cfg.kernels = tuple(run)
     obs = FlowDeliveries()
     prog, cb = _progress(quiet)
     try:

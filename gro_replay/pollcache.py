@@ -83,6 +83,7 @@ def _counters(k, st, fids) -> dict:
         for c in f.reasons.values():
             items(c)
         items(f.stack)
+        items(f.stack_frames)
     napis = [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]
     for n in napis:
         attrs(n.stats, ("sw_csum_bytes", "complete_errors", "polls", "full_polls"))

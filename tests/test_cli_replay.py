@@ -126,7 +126,7 @@ def test_summary_line_single_kernel(runner):
     r = _run(runner, FIX_SAMPLE, "--no-fix")
     assert r.exit_code == 0
     assert _summary_lines(r.stdout) == [
-        "SUMMARY kernel=pre-fix frames=17 skipped=0 phys_skbs=17 phys_aggregates=0 tunnel_skbs=1 tunnel_aggregates=1"
+        "SUMMARY kernel=pre-fix frames=17 skipped=0 phys_skbs=17 phys_aggregates=0 tunnel_skbs=1 tunnel_aggregates=1 affected_flows=1"
     ]
 
 

@@ -57,14 +57,17 @@ def test_explain_fix_sample_pre_fix_gate_is_reason_for_every_phys_frame():
     assert reasons(pre["tunnel"]) == {R.TCP_SHORT: 1}
     assert pre["aggregated_at"] == ["tunnel"]
     v = flow["verdict"]
-    # the fix: 17 phys skbs → 1, so 16 fewer skbs through ip_rcv/udp_rcv/vxlan_rcv
-    assert v["affected"] is True
-    assert (v["gate_refusals_zero_csum"], v["phys_skbs_pre_fix"], v["phys_skbs_post_fix"]) == (17, 17, 1)
-    assert v["stack_traversals_saved"] == 16
+    # --no-fix runs 5.11 alone: the verdict is about 5.11 (KernelModel.udp_tunnel_gate_checks_uh_check false),
+    # which refuses all 17 frames; what the fix saves needs a kernel with it, so nothing is claimed saved
+    assert v["affected"] is True and v["outcome"] == "affected"
+    assert (v["gate_refusals_zero_csum"], v["phys_skbs_pre_fix"], v["phys_skbs_post_fix"]) == (17, 17, 0)
+    assert v["stack_traversals_saved"] == 0
+    assert "pre-fix (v5.11) lacks 89e5c58fc1e2: udp_gro_receive refuses 17 of its 17 frames" in v["why"]
     assert doc["verdict"]["affected"] is True
-    assert doc["verdict"]["stack_traversals_saved"] == 16
+    assert doc["verdict"]["stack_traversals_saved"] == 0
     assert doc["summary"] == (
-        "EXPLAIN affected=yes flows=1 affected_flows=1 frames_refused=17 stack_traversals_saved=16"
+        "EXPLAIN affected=yes flows=1 affected_flows=1 frames_refused=17 stack_traversals_saved=0 "
+        "outcome=affected"
     )
 
 
@@ -80,9 +83,9 @@ def test_explain_fix_sample_text_gap_poll():
     assert "phys NAPI (eth0): 17 skbs in (17 frames) → 2 skbs out (2 aggregates); 15 merged here" in out
     assert "1 × napi_complete_done: flush" in out and "1 × tcp_gro_receive: len_lt_mss" in out
     assert "  verdict: affected: yes: " in out
-    assert "capture: affected: yes: 1 of 1 tunnelled flow(s)" in out
-    assert "the fix saves 15 stack traversals" in out
-    assert out.rstrip().endswith("stack_traversals_saved=15")
+    assert "capture: affected: yes: Before the fix, 1 of 1 tunnelled TCP flow(s)" in out
+    assert "the fix saves 15 skb traversals" in out
+    assert out.rstrip().endswith("stack_traversals_saved=15 outcome=affected")
 
 
 def test_explain_post_fix_aggregates_at_phys():
@@ -93,8 +96,10 @@ def test_explain_post_fix_aggregates_at_phys():
     assert reasons(post["tunnel"]) == {R.GSO_SKB: 2}
     assert post["tunnel"]["merged_here"] == 0 and post["tunnel"]["frames_in"] == 17
     assert post["aggregated_at"] == ["phys"]
-    # the verdict still compares both kernels: pre-fix ran too
-    assert doc["flows"][0]["verdict"]["stack_traversals_saved"] == 15
+    # --fix runs 5.12 alone: it carries 89e5c58fc1e2, so the verdict about it is "not affected"
+    v = doc["flows"][0]["verdict"]
+    assert (v["affected"], v["stack_traversals_saved"]) == (False, 0)
+    assert v["why"].startswith("post-fix (v5.12) carries 89e5c58fc1e2")
 
 
 def test_explain_computed_outer_checksums_not_affected():
@@ -192,7 +197,10 @@ def test_explain_kernel_option_shows_extra_kernel():
     assert list(doc["flows"][0]["kernels"]) == ["6.18"]
     # 6.18 has the fix (uh->check in the gate): the phys device aggregates the flow
     assert R.UDP_GATE_ZERO_CSUM not in reasons(doc["flows"][0]["kernels"]["6.18"]["phys"])
-    assert doc["verdict"]["affected"] is True  # the verdict is pre-fix vs post-fix, run alongside
+    # the verdict is about the kernel named: 6.18 carries 89e5c58fc1e2 (udp_tunnel_gate_checks_uh_check)
+    assert doc["verdict"]["affected"] is False
+    assert doc["verdict"]["kernels"][0]["carries_fix"] is True
+    assert doc["verdict"]["sentence"].startswith("6.18 (v6.18) carries 89e5c58fc1e2")
 
 
 def _key(**kw) -> FlowKey:

@@ -41,12 +41,15 @@ def test_udp6_zero_checksum_accepted_with_udp6zerocsumrx():
     assert stack == {"queued": 1}
 
 
-def test_verdict_says_refused_ipv6_frames_never_reach_the_tunnel():
+def test_verdict_says_refused_ipv6_frames_are_lost():
     # pre-fix the gate refuses these frames (zero checksum, UNNECESSARY level 0: gro-spec §4.7 row 3) and then
-    # __udp6_lib_rcv drops them: the verdict must not claim that the tunnel device merges them later
-    from gro_replay.report.document import verdict
+    # __udp6_lib_rcv drops them in both kernels: the flow is lost, not affected (the fix changes only how many
+    # skbs carry the frames to the drop), and the verdict names the drop and the knob
+    from gro_replay.report.document import affected_flows, verdict
 
     res = replay_frames(((i * 1000, f) for i, f in enumerate(FRAMES)), ReplayConfig(rx_csum="unnecessary"))
     v = verdict(res)
-    assert "lose phys-device aggregation (20 frames go up one by one)" in v
-    assert "never reach a tunnel device (dropped: udp6_csum_zero_error ×20)" in v
+    assert v.startswith("Every tunnelled frame is lost before decapsulation")
+    assert "20 frame(s) lost: __udp6_lib_rcv drops a UDPv6 datagram with checksum 0" in v
+    assert "Udp6InCsumErrors" in v and "udp6zerocsumrx" in v
+    assert "go up one by one" not in v and affected_flows(res) == []

@@ -7,12 +7,9 @@ by ``report.stats.KernelStats``: a frame that was not merged (flushed as GRO_NOR
 MAX_GRO_SKBS eviction, end of poll, PSH on the merged segment …). This module only reads those counters; it
 re-derives nothing. Devices and per-flow aggregate counts come from the ``on_deliver`` hook (``FlowDeliveries``).
 
-Verdict (per flow, then for the capture): a flow is *affected by the zero-checksum bug* when the pre-fix kernel's
-``udp_gro_receive`` refused any of its frames at the phys device with ``uh->check == 0`` (not CHECKSUM_PARTIAL,
-``csum_cnt == 0``, ``csum_valid == 0``: exactly the refusal 89e5c58fc1e2 removes, gro-spec §4.4–4.5, §4.7 rows
-1 and 3) and the post-fix kernel delivers fewer phys skbs for it (a refused flow that cannot aggregate anyway,
-e.g. inner ICMP, loses nothing). The stack traversals the fix saves are the phys skbs of the flow pre-fix minus
-post-fix: each phys skb goes once through ``ip_rcv``, ``udp_rcv`` and the tunnel's decapsulation (§6.1–6.2).
+Verdict (per flow, then for the capture): computed by ``report.verdict`` — the same computation as the replay's
+verdict sentence, the JSON document and the SUMMARY line — over the kernels that ran (default: pre-fix 5.11 and
+post-fix 5.12): affected by the zero-checksum bug, lost before decapsulation, or not, and why.
 """
 
 from __future__ import annotations
@@ -20,12 +17,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..kernel import reasons as R
-from ..kernel.model import K_5_11, K_5_12
 from .stats import SCHEMA_VERSION, STAGES
+from .verdict import verdict_of
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
-PRE_FIX = K_5_11.name  # v5.11: the gate without uh->check
-POST_FIX = K_5_12.name  # v5.12: 89e5c58fc1e2
 
 
 class FlowDeliveries:
@@ -177,55 +172,6 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int) -> dict:
     }
 
 
-def _flow_verdict(key, cls: str, pre, post) -> dict:
-    """Affected or not, the gate counts behind it and the stack traversals the fix saves (see module doc)."""
-    gate_zero = pre.reasons["phys"][R.UDP_GATE_ZERO_CSUM] if pre else 0
-    gate_set = pre.reasons["phys"][R.UDP_GATE] if pre else 0
-    pre_skbs = pre.skbs["phys"] if pre else 0
-    post_skbs = post.skbs["phys"] if post else 0
-    affected = gate_zero > 0 and pre_skbs > post_skbs
-    saved = pre_skbs - post_skbs if affected else 0
-    frames = pre.segs["phys"] if pre else 0
-    refused = (
-        f"before the fix udp_gro_receive refused {gate_zero} of its {frames} frames at the phys device "
-        "(outer UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
-    )
-    if affected:
-        why = (
-            f"{refused}; after it they are merged there: phys skbs {pre_skbs} → {post_skbs}, "
-            f"{saved} fewer traversals of IP/UDP/{key.tunnel} decap"
-        )
-    elif gate_zero:
-        why = (
-            f"{refused}, but after the fix they are not merged either (phys skbs {pre_skbs} → {post_skbs}): "
-            "in this capture nothing of this flow can be aggregated"
-        )
-    elif not key.tunnel:
-        why = "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it"
-    elif not key.outer_csum_zero:
-        why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
-            f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
-            if gate_set
-            else ""
-        )
-    elif cls != "tunnel_tcp" and not gate_zero:
-        why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"
-    else:
-        why = (
-            "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
-            "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
-        )
-    return {
-        "affected": affected,
-        "gate_refusals_zero_csum": gate_zero,
-        "gate_refusals_csum_set": gate_set,
-        "phys_skbs_pre_fix": pre_skbs,
-        "phys_skbs_post_fix": post_skbs,
-        "stack_traversals_saved": saved,
-        "why": why,
-    }
-
-
 def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) -> dict:
     """The explanation of ``result`` (a ``sim.Result`` that ran at least the pre-fix and post-fix kernels).
 
@@ -234,13 +180,9 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
     (``flows``: one entry per selected flow; ``verdict``: the capture's; ``summary``: the EXPLAIN line).
     """
     by_name = {k.name: k for k in result.kernels}
-    pre, post = by_name.get(PRE_FIX), by_name.get(POST_FIX)
     cfg = result.config
-    verdicts = {}
-    for fid, key in enumerate(result.flows):
-        fpre = pre.flows.get(fid) if pre else None
-        fpost = post.flows.get(fid) if post else None
-        verdicts[fid] = _flow_verdict(key, result.flow_classes[fid], fpre, fpost)
+    v = verdict_of(result)
+    verdicts = {f.fid: f.as_dict() for f in v.flows}
     flows = []
     for fid in flow_ids:
         key = result.flows[fid]
@@ -269,24 +211,11 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
                 "verdict": verdicts[fid],
             }
         )
-    tunnel_flows = [fid for fid, k in enumerate(result.flows) if k.tunnel]
-    aff = [fid for fid, v in verdicts.items() if v["affected"]]
-    saved = sum(verdicts[f]["stack_traversals_saved"] for f in aff)
-    frames = sum(verdicts[f]["gate_refusals_zero_csum"] for f in aff)
-    refused_other = sum(v["gate_refusals_zero_csum"] for f, v in verdicts.items() if f not in aff)
-    if aff:
-        text = (
-            f"affected: yes: {len(aff)} of {len(tunnel_flows)} tunnelled flow(s) lose phys-device aggregation "
-            f"before the fix ({frames} frames refused by udp_gro_receive with outer checksum 0, --rx-csum "
-            f"{cfg.rx_csum}); the fix saves {saved} stack traversals (skbs through IP/UDP/tunnel decap)"
-        )
-    else:
-        text = (
-            f"affected: no: with --rx-csum {cfg.rx_csum}, no flow loses phys-device aggregation to "
-            f"udp_gro_receive's zero-checksum refusal before the fix ({len(tunnel_flows)} tunnelled flow(s)"
-            + (f"; {refused_other} frames refused that could not be merged anyway" if refused_other else "")
-            + "); the fix saves 0 stack traversals"
-        )
+    aff = v.affected_flows()
+    saved = sum(f.saved("phys") for f in aff)
+    frames = sum(f.gate_zero for f in aff)
+    word = "yes" if aff else ("lost" if v.outcome == "lost" else "no")
+    text = f"affected: {word}: {v.text}"
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "explain",
@@ -296,16 +225,14 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
         "flows_total": len(result.flows),
         "flows": flows,
         "verdict": {
-            "affected": bool(aff),
+            **v.as_dict(),
             "flows_affected": len(aff),
-            "tunnel_flows": len(tunnel_flows),
-            "frames_refused": frames,
-            "stack_traversals_saved": saved,
             "text": text,
+            "sentence": v.text,
         },
         "summary": (
             f"EXPLAIN affected={'yes' if aff else 'no'} flows={len(result.flows)} affected_flows={len(aff)} "
-            f"frames_refused={frames} stack_traversals_saved={saved}"
+            f"frames_refused={frames} stack_traversals_saved={saved} outcome={v.outcome}"
         ),
     }
 
@@ -366,8 +293,9 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                         f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through} skbs; "
                         f"{queued} queued to gro_cells{drops}"
                     )
-        v = f["verdict"]
-        lines.append(f"  verdict: affected: {'yes' if v['affected'] else 'no'}: {v['why']}")
+        fv = f["verdict"]
+        word = "yes" if fv["affected"] else ("lost" if fv.get("outcome") == "lost" else "no")
+        lines.append(f"  verdict: affected: {word}: {fv['why']}")
         lines.append("")
     if limit is not None and len(flows) > limit:
         lines.append(f"… {len(flows) - limit} more flow(s): select with --flow, or --format json for all")

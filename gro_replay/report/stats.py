@@ -103,9 +103,13 @@ class StageStats:
 
 
 class FlowStats:
-    """Per flow and stage: skbs and segments delivered, and why each skb ended."""
+    """Per flow and stage: skbs and segments delivered, and why each skb ended.
 
-    __slots__ = ("frames", "skbs", "segs", "reasons", "stack")
+    ``stack``: phys skbs by what the normal path did with them (``queued`` to a tunnel device, or a drop reason);
+    ``stack_frames``: the wire frames those skbs carried, by the same outcome (frames lost on the way).
+    """
+
+    __slots__ = ("frames", "skbs", "segs", "reasons", "stack", "stack_frames")
 
     def __init__(self) -> None:
         self.frames = 0
@@ -113,6 +117,7 @@ class FlowStats:
         self.segs = {"phys": 0, "tunnel": 0}
         self.reasons = {"phys": Counter(), "tunnel": Counter()}
         self.stack: Counter = Counter()
+        self.stack_frames: Counter = Counter()
 
 
 class KernelStats(Sink):
@@ -167,3 +172,4 @@ class KernelStats(Sink):
         if f is None:
             f = self.flows[skb.flow] = FlowStats()
         f.stack[outcome] += 1
+        f.stack_frames[outcome] += len(skb.frames)

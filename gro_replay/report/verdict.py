@@ -1,0 +1,644 @@
+"""The verdict: one computation behind the replay's verdict sentence, ``explain``'s per-flow and capture verdicts,
+the JSON document's ``comparison``/``verdict`` and the ``SUMMARY`` line.
+
+It reasons only from what ran: the kernels of the result (their ``KernelModel`` switches, read from the config),
+and per kernel, flow and stage the counters the simulation recorded (``report.stats.FlowStats``: skbs, segments,
+end reasons named after the kernel condition, and what the normal path did with each phys skb).
+
+* **The bug.** A kernel without 89e5c58fc1e2 (``KernelModel.udp_tunnel_gate_checks_uh_check`` false) refuses
+  tunnel GRO in ``udp_gro_receive`` for a frame whose UDP checksum is 0 when it is not CHECKSUM_PARTIAL,
+  ``csum_cnt`` is 0 and ``csum_valid`` is 0 (gro-spec §4.4–4.7; end reason
+  ``udp_gro_receive:csum_cnt0_csum_valid0_not_partial(uh.check=0)``). That refusal is counted at either GRO stage:
+  at the phys device for the outer header, at the tunnel device's gro_cells for a nested tunnel's header.
+* **Affected** (compare mode: a kernel without the fix and one with it ran): the kernel without the fix refused
+  frames of the flow that way, and the kernel with it delivers fewer skbs for the flow at some stage — each phys
+  skb is one pass through ``ip_rcv``/``udp_rcv``/decapsulation, each tunnel skb one pass through the inner stack
+  (gro-spec §6.1–6.3). With only kernels without the fix, a flow is affected when they refuse its frames; with
+  only kernels carrying the fix, no flow is.
+* **Lost**: frames whose phys skb the normal path dropped (``__udp6_lib_rcv``'s zero UDPv6 checksum, a bad outer
+  checksum, no socket, a full gro_cells queue, …). A flow all of whose frames are lost in every kernel run is
+  *lost*, never *affected*: the fix changes how many skbs carry it to the drop, not what the host receives.
+  Each loss is reported with the kernel function and counter that drop it and the knob that changes it.
+* **Per kernel**: whether it carries the fix, and, for tunnelled flows that its phys stage does not merge at all,
+  the conditions that ended their skbs (the poll-end flush left out when other conditions exist).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..kernel import reasons as R
+from ..kernel.model import PROFILES, KernelModel
+
+FIX = "89e5c58fc1e2"
+GATE_ZERO = R.UDP_GATE_ZERO_CSUM
+GATE_SET = R.UDP_GATE
+STAGE_NAMES = {"phys": "the phys device", "tunnel": "the tunnel device's gro_cells"}
+#: flushes that end the last held packet of a poll: not a reason a flow does not merge when others exist
+_POLL_FLUSHES = (R.POLL_END, R.BUDGET_EXHAUSTED)
+
+#: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
+LOSSES: dict[str, tuple[str, str | None]] = {
+    "udp6_csum_zero_error": (
+        "__udp6_lib_rcv drops a UDPv6 datagram with checksum 0 (RFC 6936; counter Udp6InCsumErrors)",
+        "udp6zerocsumrx on the tunnel device (ip link add … udp6zerocsumrx; here --udp6zerocsumrx)",
+    ),
+    "udp_rcv:csum_error": (
+        "udp_rcv drops it: the outer UDP checksum does not verify (UdpInCsumErrors / Udp6InCsumErrors)",
+        "a capture taken before TX checksum offload carries unfilled checksums: replay with "
+        "--rx-csum unnecessary (what a receiving NIC verifies)",
+    ),
+    "udp_rcv:no_socket": (
+        "udp_rcv finds no socket on the destination port (UdpNoPorts)",
+        "the tunnel's UDP port: --vxlan-port P / --geneve-port P",
+    ),
+    "udp_rcv:short": ("udp_rcv drops a truncated UDP header", None),
+    "udp_rcv:short_packet": ("udp_rcv drops it: UDP length beyond the packet", None),
+    "ip_rcv:csum_error": (
+        "ip_rcv drops it: the outer IPv4 header checksum does not verify (InCsumErrors)",
+        None,
+    ),
+    "ip_rcv:bad_header": ("ip_rcv drops a malformed outer IPv4 header (InHdrErrors)", None),
+    "ip_rcv:bad_length": (
+        "ip_rcv drops it: outer IPv4 total length beyond the frame (InTruncatedPkts)",
+        None,
+    ),
+    "ip_rcv:short": ("ip_rcv drops a truncated outer IPv4 header", None),
+    "ipv6_rcv:bad_header": ("ipv6_rcv drops a malformed outer IPv6 header (Ip6InHdrErrors)", None),
+    "ipv6_rcv:bad_length": ("ipv6_rcv drops it: payload length beyond the frame (Ip6InTruncatedPkts)", None),
+    "gro_cells_receive:backlog_full": (
+        "gro_cells_receive drops it: the tunnel device's cell queue is full",
+        "sysctl net.core.netdev_max_backlog",
+    ),
+    "vxlan_ecn_decapsulate:ce_on_not_ect": (
+        "INET_ECN_decapsulate drops it: CE on the outer header of a not-ECT inner packet (rx_frame_errors)",
+        None,
+    ),
+    "vxlan_rcv:no_vni_flag": ("vxlan_rcv drops it: VXLAN I flag clear", None),
+    "vxlan_rcv:reserved_bits": ("vxlan_rcv drops it: reserved VXLAN bits set", None),
+}
+
+
+def loss_text(outcome: str, frames: int) -> str:
+    """``outcome`` (a normal-path drop reason) as "N frames dropped: <who and counter>; knob: <knob>"."""
+    what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
+    return f"{frames} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
+
+
+def _release_key(release: str) -> tuple:
+    out = []
+    for part in release.replace("-", ".").split("."):
+        out.append(int(part) if part.isdigit() else 0)
+    return tuple(out)
+
+
+def _model(result, name: str, release: str) -> KernelModel | None:
+    for m in getattr(result.config, "kernels", ()):
+        if getattr(m, "name", None) == name:
+            return m
+    base = ".".join(release.split("-")[0].split(".")[:2])
+    return PROFILES.get(base)
+
+
+@dataclass
+class KernelFacts:
+    """One kernel's facts for one flow (or summed over flows): what the verdict reasons from."""
+
+    name: str
+    release: str
+    carries_fix: bool | None
+    frames: int = 0
+    skbs: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    gate_zero: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    gate_set: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    lost: Counter = field(default_factory=Counter)  # frames by drop reason
+    phys_reasons: Counter = field(default_factory=Counter)
+
+    @property
+    def lost_frames(self) -> int:
+        return sum(self.lost.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "kernel": self.name,
+            "release": self.release,
+            "carries_fix": self.carries_fix,
+            "frames": self.frames,
+            "phys_skbs": self.skbs["phys"],
+            "tunnel_skbs": self.skbs["tunnel"],
+            "gate_refusals_zero_csum": dict(self.gate_zero),
+            "gate_refusals_csum_set": dict(self.gate_set),
+            "lost_frames": self.lost_frames,
+            "lost": dict(sorted(self.lost.items())),
+        }
+
+
+def _facts(ks, model, fid: int) -> KernelFacts:
+    kf = KernelFacts(ks.name, ks.release, model.udp_tunnel_gate_checks_uh_check if model else None)
+    f = ks.flows.get(fid)
+    if f is None:
+        return kf
+    kf.frames = f.segs["phys"]
+    for s in ("phys", "tunnel"):
+        kf.skbs[s] = f.skbs[s]
+        kf.gate_zero[s] = f.reasons[s][GATE_ZERO]
+        kf.gate_set[s] = f.reasons[s][GATE_SET]
+    frames_by = getattr(f, "stack_frames", None) or f.stack
+    for outcome, n in frames_by.items():
+        if outcome != "queued" and n:
+            kf.lost[outcome] += n
+    kf.phys_reasons = Counter(f.reasons["phys"])
+    return kf
+
+
+@dataclass
+class FlowVerdict:
+    """The verdict for one flow: ``outcome`` is ``affected``, ``lost``, ``refused_no_gain``, ``not_affected`` or
+    ``not_tunnel``; ``pre``/``post``: the facts of the kernel without / with the fix that were compared (None
+    when that side did not run); ``kernels``: every kernel's facts."""
+
+    fid: int
+    key: object
+    cls: str
+    outcome: str
+    kernels: list[KernelFacts]
+    pre: KernelFacts | None
+    post: KernelFacts | None
+    why: str = ""
+
+    @property
+    def affected(self) -> bool:
+        return self.outcome == "affected"
+
+    @property
+    def gate_zero(self) -> int:
+        """Frames refused by the zero-checksum gate in the kernel(s) without the fix (both stages)."""
+        return sum(self.pre.gate_zero.values()) if self.pre else 0
+
+    def saved(self, stage: str) -> int:
+        if self.outcome != "affected" or not self.pre or not self.post:
+            return 0  # not compared: what the fix saves needs a kernel without it and one with it
+        return max(self.pre.skbs[stage] - self.post.skbs[stage], 0)
+
+    def as_dict(self) -> dict:
+        """explain's per-flow ``verdict`` (keys of the earlier format kept, facts added)."""
+        pre, post = self.pre, self.post
+        return {
+            "affected": self.affected,
+            "outcome": self.outcome,
+            "gate_refusals_zero_csum": self.gate_zero,
+            "gate_refusals_csum_set": max((sum(k.gate_set.values()) for k in self.kernels), default=0),
+            "phys_skbs_pre_fix": pre.skbs["phys"] if pre else 0,
+            "phys_skbs_post_fix": post.skbs["phys"] if post else 0,
+            "stack_traversals_saved": self.saved("phys"),
+            "tunnel_skbs_pre_fix": pre.skbs["tunnel"] if pre else 0,
+            "tunnel_skbs_post_fix": post.skbs["tunnel"] if post else 0,
+            "tunnel_skbs_saved": self.saved("tunnel"),
+            "lost_frames": max((k.lost_frames for k in self.kernels), default=0),
+            "kernels": [k.as_dict() for k in self.kernels],
+            "why": self.why,
+        }
+
+
+def _gate_words(rx_csum: str) -> str:
+    return (
+        "their outer UDP checksum is 0 and the NIC marks them "
+        + ("CHECKSUM_NONE" if rx_csum == "none" else "CHECKSUM_UNNECESSARY level 0")
+        + ", so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses tunnel GRO"
+    )
+
+
+def _reason_list(counter: Counter, limit: int = 3, total: int | None = None) -> str:
+    """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more" so the counts add up."""
+    items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = items[:limit]
+    text = "; ".join(f"{R.DESCRIPTIONS.get(k, k)} [{k}] ×{v}" for k, v in shown)
+    rest = sum(v for _, v in items[limit:])
+    if rest:
+        text += f"; and {rest} more"
+    return text
+
+
+def _break_reasons(reasons: Counter) -> Counter:
+    """The end reasons that explain why skbs were not merged: poll-end flushes left out unless nothing else."""
+    other = Counter({k: v for k, v in reasons.items() if k not in _POLL_FLUSHES and k not in (GATE_ZERO,)})
+    return other or Counter(reasons)
+
+
+class Verdict:
+    """The verdict of one ``sim.Result`` (see the module doc). Build once, render everywhere.
+
+    Attributes: ``flows`` (one ``FlowVerdict`` per flow id), ``kernels`` (summed ``KernelFacts`` per kernel, in
+    run order), ``pre``/``post`` (names of the kernels compared for the fix, or None), ``outcome`` (capture:
+    ``nothing_replayed``, ``no_tunnel``, ``lost``, ``affected``, ``not_affected``), ``text`` (the sentence).
+    """
+
+    def __init__(self, result) -> None:
+        self.result = result
+        cfg = result.config
+        self.rx_csum = getattr(cfg, "rx_csum", "unnecessary")
+        models = {ks.name: _model(result, ks.name, ks.release) for ks in result.kernels}
+        self.models = models
+        order = sorted(result.kernels, key=lambda k: _release_key(k.release))
+        without = [
+            k
+            for k in order
+            if models[k.name] is not None and not models[k.name].udp_tunnel_gate_checks_uh_check
+        ]
+        with_fix = [
+            k for k in order if models[k.name] is not None and models[k.name].udp_tunnel_gate_checks_uh_check
+        ]
+        #: the kernels compared for the fix (both None unless one without and one with the fix ran)
+        self.pre = without[-1].name if without and with_fix else None
+        self.post = with_fix[0].name if without and with_fix else None
+        #: without a comparison: the facts reported as "pre-fix" / "post-fix" in the per-flow verdicts
+        pre_side = self.pre or (without[-1].name if without else None)
+        post_side = self.post or (with_fix[0].name if with_fix else None)
+        #: switches other than the fix that differ between the compared kernels
+        self.other_changes: list[str] = []
+        if self.pre:
+            a, b = models[self.pre].switches(), models[self.post].switches()
+            self.other_changes = [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check"]
+        self.flows: list[FlowVerdict] = []
+        for fid, key in enumerate(result.flows):
+            facts = [_facts(ks, models[ks.name], fid) for ks in result.kernels]
+            by = {k.name: k for k in facts}
+            fv = FlowVerdict(
+                fid,
+                key,
+                result.flow_classes[fid],
+                "",
+                facts,
+                by.get(pre_side) if pre_side else None,
+                by.get(post_side) if post_side else None,
+            )
+            fv.outcome = self._flow_outcome(fv)
+            fv.why = self._flow_why(fv)
+            self.flows.append(fv)
+        self.kernels = []
+        for ks in result.kernels:
+            tot = KernelFacts(
+                ks.name,
+                ks.release,
+                models[ks.name].udp_tunnel_gate_checks_uh_check if models[ks.name] else None,
+            )
+            for fv in self.flows:
+                k = next(x for x in fv.kernels if x.name == ks.name)
+                tot.frames += k.frames
+                for s in ("phys", "tunnel"):
+                    tot.skbs[s] += k.skbs[s]
+                    tot.gate_zero[s] += k.gate_zero[s]
+                    tot.gate_set[s] += k.gate_set[s]
+                tot.lost.update(k.lost)
+            self.kernels.append(tot)
+        self.outcome = self._capture_outcome()
+        self.text = self._capture_text()
+
+    # -- per flow --------------------------------------------------------------------------------------------------
+    def _flow_outcome(self, fv: FlowVerdict) -> str:
+        if not fv.key.tunnel:
+            return "not_tunnel"
+        if fv.kernels and all(k.frames and k.lost_frames >= k.frames for k in fv.kernels):
+            return "lost"
+        if self.compare:
+            refused = sum(fv.pre.gate_zero.values())
+            gain = any(fv.pre.skbs[s] > fv.post.skbs[s] for s in ("phys", "tunnel"))
+            if refused and gain:
+                return "affected"
+            return "refused_no_gain" if refused else "not_affected"
+        if any(sum(k.gate_zero.values()) for k in fv.kernels if k.carries_fix is False):
+            return "affected"
+        return "not_affected"
+
+    def _flow_why(self, fv: FlowVerdict) -> str:
+        if fv.outcome == "not_tunnel":
+            return "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it"
+        losses = Counter()
+        for k in fv.kernels:
+            for o, n in k.lost.items():
+                losses[o] = max(losses[o], n)
+        loss = "; ".join(loss_text(o, n) for o, n in losses.most_common())
+        if fv.outcome == "lost":
+            kernels = ", ".join(k.name for k in fv.kernels)
+            return f"lost before decapsulation in every kernel run ({kernels}): {loss}"
+        if self.compare:
+            return self._compare_why(fv, loss)
+        parts = []
+        for k in fv.kernels:
+            parts.append(self._kernel_flow_why(k, fv))
+        if loss:
+            parts.append(loss)
+        return "; ".join(parts)
+
+    def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
+        pre, post, key = fv.pre, fv.post, fv.key
+        gate_zero = sum(pre.gate_zero.values())
+        gate_set = sum(pre.gate_set.values())
+        stages = [s for s in ("phys", "tunnel") if pre.gate_zero[s]]
+        where = " and ".join(STAGE_NAMES[s] for s in stages) or STAGE_NAMES["phys"]
+        refused = (
+            f"before the fix udp_gro_receive refused {gate_zero} of its {pre.frames} frames at {where} "
+            "(UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
+        )
+        if fv.outcome == "affected":
+            bits = []
+            if pre.skbs["phys"] != post.skbs["phys"] or "phys" in stages:
+                bits.append(
+                    f"phys skbs {pre.skbs['phys']} → {post.skbs['phys']}, "
+                    f"{fv.saved('phys')} fewer traversals of IP/UDP/{key.tunnel} decap"
+                )
+            if pre.skbs["tunnel"] > post.skbs["tunnel"]:
+                bits.append(
+                    f"tunnel skbs {pre.skbs['tunnel']} → {post.skbs['tunnel']}, {fv.saved('tunnel')} fewer "
+                    "skbs handed up by the tunnel device"
+                )
+            why = f"{refused}; after it they are merged there: " + "; ".join(bits)
+        elif fv.outcome == "refused_no_gain":
+            why = (
+                f"{refused}, but after the fix they are not merged either (phys skbs {pre.skbs['phys']} → "
+                f"{post.skbs['phys']}): in this capture nothing of this flow can be aggregated"
+            )
+            brk = _break_reasons(post.phys_reasons)
+            if brk and post.skbs["phys"] >= post.frames > 1:
+                why += f" ({post.name}: {_reason_list(brk)})"
+        elif not key.outer_csum_zero:
+            why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
+                f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
+                if gate_set
+                else ""
+            )
+        elif fv.cls != "tunnel_tcp":
+            why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"
+        else:
+            why = (
+                "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
+                "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
+            )
+        if self.other_changes and fv.outcome in ("affected", "refused_no_gain"):
+            why += f" ({pre.name} → {post.name} also changes {', '.join(self.other_changes)})"
+        if loss:
+            why += f"; {loss}"
+        return why
+
+    def _kernel_flow_why(self, k: KernelFacts, fv: FlowVerdict) -> str:
+        head = f"{k.name} (v{k.release})"
+        gz = sum(k.gate_zero.values())
+        if k.carries_fix is None:
+            return f"{head}: not a modelled kernel profile: no verdict on the zero-checksum fix"
+        if not k.carries_fix:
+            if gz:
+                return (
+                    f"{head} lacks {FIX}: udp_gro_receive refuses {gz} of its {k.frames} frames "
+                    "(UDP checksum 0, csum_cnt 0, csum_valid 0); compare with a kernel carrying the fix "
+                    "(--kernel 5.12) to see what it saves"
+                )
+            text = f"{head} lacks {FIX}, but udp_gro_receive never refuses this flow's frames"
+        else:
+            text = f"{head} carries {FIX}: the zero-checksum refusal does not apply"
+        if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
+            text += f"; not merged at the phys device: {_reason_list(_break_reasons(k.phys_reasons))}"
+        return text
+
+    # -- the capture -----------------------------------------------------------------------------------------------
+    def _capture_outcome(self) -> str:
+        if not self.result.input.frames_replayed:
+            return "nothing_replayed"
+        tun = [f for f in self.flows if f.key.tunnel]
+        if not tun:
+            return "no_tunnel"
+        if any(f.affected for f in self.flows):
+            return "affected"
+        if all(f.outcome == "lost" for f in tun):
+            return "lost"
+        return "not_affected"
+
+    def affected_flows(self) -> list[FlowVerdict]:
+        return [f for f in self.flows if f.affected]
+
+    @property
+    def compare(self) -> bool:
+        return self.pre is not None
+
+    def _loss_sentence(self) -> str:
+        worst = max(self.kernels, key=lambda k: k.lost_frames)
+        if not worst.lost_frames:
+            return ""
+        per = "; ".join(loss_text(o, n) for o, n in worst.lost.most_common())
+        every = all(k.lost_frames == worst.lost_frames for k in self.kernels)
+        who = "every kernel" if every and len(self.kernels) > 1 else worst.name
+        return f"Lost on the way ({who}): {per}."
+
+    def _capture_text(self) -> str:
+        inp = self.result.input
+        cfg = self.result.config
+        if self.outcome == "nothing_replayed":
+            skipped = ", ".join(f"{k} {v}" for k, v in sorted(inp.skipped.items())) or "none read"
+            hint = " (capture whole frames: tcpdump -s 0)" if "snaplen_cut" in inp.skipped else ""
+            return f"Nothing to compare: none of the {inp.frames_read} frames could be replayed ({skipped}){hint}."
+        if self.outcome == "no_tunnel":
+            vx = ", ".join(str(p) for p in getattr(cfg, "vxlan_ports", ())) or "none"
+            gn = ", ".join(str(p) for p in getattr(cfg, "geneve_ports", ())) or "none"
+            return (
+                f"No flow carries tunnel traffic: none of the {inp.frames_replayed} frames replayed is VXLAN "
+                f"(UDP ports {vx}) or Geneve (UDP ports {gn}), so the fix has nothing to change here "
+                "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
+            )
+        tun = [f for f in self.flows if f.key.tunnel]
+        if self.outcome == "lost":
+            return (
+                f"Every tunnelled frame is lost before decapsulation, in every kernel run "
+                f"({', '.join(k.name for k in self.kernels)}): "
+                + "; ".join(
+                    loss_text(o, n)
+                    for o, n in max(self.kernels, key=lambda k: k.lost_frames).lost.most_common()
+                )
+                + ". No flow is affected by the zero-checksum bug: what the host receives does not depend on it."
+            )
+        gro = getattr(cfg, "gro", None) or {}
+        if not gro.get("phys", True) and not self.affected_flows():
+            tunnel = (
+                "the tunnel device's gro_cells do all the merging"
+                if gro.get("tunnel", True)
+                else "with GRO off on the tunnel device too, nothing is merged anywhere"
+            )
+            text = (
+                f"The fix changes nothing with GRO off on {cfg.phys_dev}: dev_gro_receive passes every frame up "
+                "unmerged (netif_elide_gro) in every kernel, so udp_gro_receive's checksum gate (what "
+                f"{FIX} changed) is never reached; {tunnel}."
+            )
+        elif self.compare:
+            text = self._compare_text(tun)
+        else:
+            text = " ".join(self._kernel_sentence(k, tun) for k in self.kernels)
+        loss = self._loss_sentence()
+        return text + (f" {loss}" if loss else "")
+
+    def _compare_text(self, tun: list[FlowVerdict]) -> str:
+        aff = self.affected_flows()
+        post = next(k for k in self.kernels if k.name == self.post)
+        nic = self.rx_csum
+        if not aff:
+            refused = sum(f.gate_zero for f in self.flows)
+            text = (
+                f"No flow loses phys-device aggregation before the fix: with --rx-csum {nic} "
+                "and these outer UDP checksums, udp_gro_receive never refuses a frame that post-fix kernels merge"
+                + (f" ({refused} frames refused that could not be merged anyway)" if refused else "")
+                + "."
+            )
+            return text + self._unmerged_note(post, tun)
+        tcp = sum(1 for f in tun if f.cls == "tunnel_tcp")
+        all_tcp = all(f.cls == "tunnel_tcp" for f in aff)
+        frames = sum(f.gate_zero for f in aff)
+        saved = sum(f.saved("phys") for f in aff)
+        saved_tun = sum(f.saved("tunnel") for f in aff)
+        zero = all(f.key.outer_csum_zero for f in aff)
+        phys_aff = [f for f in aff if f.pre.gate_zero["phys"]]
+        if phys_aff:
+            why = (
+                _gate_words(nic)
+                if zero
+                else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
+            )
+            reached = sum(f.pre.skbs["tunnel"] for f in phys_aff)
+            gro = getattr(self.result.config, "gro", None) or {}
+            if reached and not gro.get("tunnel", True):
+                later = (
+                    "with GRO off on the tunnel device they are not merged later either "
+                    "(gro_cells_receive hands them to netif_rx)"
+                )
+            elif reached:
+                later = "they are merged only later by the tunnel device's gro_cells"
+            else:
+                drops = Counter()
+                for f in phys_aff:
+                    drops.update(f.pre.lost)
+                reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2)) or "the stack"
+                later = f"they never reach a tunnel device (dropped: {reason})"
+            count = (
+                f"{len(aff)} of {tcp if all_tcp else len(tun)} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+            )
+            text = (
+                f"Before the fix, {count} lose phys-device aggregation ({frames} frames go up one by one): "
+                f"{why}; {later}, and the fix saves {saved} skb traversals of IP/UDP/tunnel decapsulation"
+            )
+        else:
+            text = (
+                f"Before the fix, {len(aff)} of {len(tun)} tunnelled flow(s) lose aggregation at the tunnel "
+                f"device's gro_cells ({frames} frames refused there by udp_gro_receive: a nested tunnel whose "
+                "UDP checksum is 0 and csum_cnt 0, csum_valid 0); the fix saves "
+                f"{saved} skb traversals of IP/UDP/tunnel decapsulation"
+            )
+        if saved_tun:
+            text += f" and {saved_tun} skbs handed up by the tunnel device"
+        text += "."
+        if self.other_changes:
+            text += f" ({self.pre} → {self.post} also changes {', '.join(self.other_changes)}.)"
+        return text + self._unmerged_note(post, tun)
+
+    def _unmerged_note(self, k: KernelFacts, tun: list[FlowVerdict]) -> str:
+        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or ""."""
+        flows = []
+        reasons = Counter()
+        for f in tun:
+            kf = next(x for x in f.kernels if x.name == k.name)
+            if (
+                f.cls == "tunnel_tcp"
+                and f.outcome != "lost"
+                and kf.frames > 1
+                and kf.skbs["phys"] >= kf.frames
+            ):
+                if sum(kf.gate_zero.values()):
+                    continue
+                flows.append(f)
+                reasons.update(_break_reasons(kf.phys_reasons))
+        if not flows:
+            return ""
+        return (
+            f" {k.name} (v{k.release}) does not merge {len(flows)} tunnelled TCP flow(s) at the phys device: "
+            f"{_reason_list(reasons)}."
+        )
+
+    def _kernel_sentence(self, k: KernelFacts, tun: list[FlowVerdict]) -> str:
+        head = f"{k.name} (v{k.release})"
+        if k.carries_fix is None:
+            return f"{head}: not a modelled kernel profile, so no verdict on the zero-checksum fix."
+        gz = sum(k.gate_zero.values())
+        if not k.carries_fix:
+            aff = [f for f in self.flows if f.affected]
+            if aff:
+                text = (
+                    f"{head} lacks {FIX} and is affected by the zero-checksum bug: {len(aff)} of {len(tun)} "
+                    f"tunnelled flow(s) lose aggregation ({gz} frames refused by udp_gro_receive: "
+                    + _gate_words(self.rx_csum).removeprefix("their ")
+                    + "); run without --no-fix (or add --kernel 5.12) to see what the fix saves."
+                )
+                return text + self._unmerged_note(k, tun)
+            text = (
+                f"{head} lacks {FIX}, but is not affected here: with --rx-csum {self.rx_csum} and these outer "
+                "UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum."
+            )
+            return text + self._unmerged_note(k, tun)
+        text = (
+            f"{head} carries {FIX}: udp_gro_receive does not refuse tunnel frames for a zero UDP checksum, so it "
+            f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']} skbs for "
+            f"{k.frames} frames of {len(tun)} tunnelled flow(s)."
+        )
+        return text + self._unmerged_note(k, tun)
+
+    # -- renderings --------------------------------------------------------------------------------------------------
+    def comparison_rows(self) -> list[dict]:
+        """JSON ``comparison.affected_flows`` rows (earlier keys kept: id, flow, phys_skbs_pre, phys_skbs_post,
+        gate_refusals, zero_csum; added: tunnel_skbs_pre/post, stack_traversals_saved)."""
+        rows = []
+        for f in self.affected_flows():
+            pre, post = f.pre, f.post
+            rows.append(
+                {
+                    "id": f.fid,
+                    "flow": f.key.label(),
+                    "phys_skbs_pre": pre.skbs["phys"] if pre else f.kernels[0].skbs["phys"],
+                    "phys_skbs_post": post.skbs["phys"] if post else None,
+                    "gate_refusals": f.gate_zero,
+                    "zero_csum": f.key.outer_csum_zero,
+                    "tunnel_skbs_pre": pre.skbs["tunnel"] if pre else f.kernels[0].skbs["tunnel"],
+                    "tunnel_skbs_post": post.skbs["tunnel"] if post else None,
+                    "stack_traversals_saved": f.saved("phys"),
+                }
+            )
+        return rows
+
+    def as_dict(self) -> dict:
+        """The JSON document's ``verdict``: outcome, sentence, counts, the compared kernels, per-kernel facts."""
+        aff = self.affected_flows()
+        return {
+            "outcome": self.outcome,
+            "text": self.text,
+            "affected": bool(aff),
+            "affected_flows": len(aff),
+            "tunnel_flows": sum(1 for f in self.flows if f.key.tunnel),
+            "lost_flows": sum(1 for f in self.flows if f.outcome == "lost"),
+            "compared": {"without_fix": self.pre, "with_fix": self.post, "other_changes": self.other_changes}
+            if self.compare
+            else None,
+            "frames_refused": sum(f.gate_zero for f in aff),
+            "stack_traversals_saved": sum(f.saved("phys") for f in aff),
+            "tunnel_skbs_saved": sum(f.saved("tunnel") for f in aff),
+            "kernels": [k.as_dict() for k in self.kernels],
+        }
+
+    def summary_tokens(self) -> list[str]:
+        """Tokens the SUMMARY line carries from the verdict."""
+        return [f"affected_flows={len(self.affected_flows())}"]
+
+
+def verdict_of(result) -> Verdict:
+    """The result's ``Verdict``, computed once and kept on the result (``result._verdict``)."""
+    v = getattr(result, "_verdict", None)
+    if v is None:
+        v = Verdict(result)
+        try:
+            result._verdict = v
+        except AttributeError:
+            pass
+    return v
