@@ -81,6 +81,7 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
                 if pbuf[b2 + 8] != ttl or pbuf[b2 + 1] != tos or (pbuf[b2 + 6] << 8 & IP_DF) != df:
                     pcb.flush |= 1
                     pcb.why = R.IP_TTL_TOS_DF
+                    pcb.l3_why |= R.L3_FIELDS << (R.L3_INNER_SHIFT * cb.encap_mark)  # observation only
                 pcb.flush |= flush
                 flush_id = (ip_id - _H.unpack_from(pbuf, b2 + 4)[0]) & 0xFFFF
                 if not pcb.is_atomic or not df:
@@ -89,8 +90,11 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
                 # If the previous IP ID value was based on an atomic datagram we can overwrite it and ignore it.
                 if cb.is_atomic:
                     pcb.flush_id = flush_id
+                    pcb.l3_why &= ~R.L3_ID_BITS  # observation only, as flush_id
                 else:
                     pcb.flush_id |= flush_id
+                if flush_id:
+                    pcb.l3_why |= R.L3_ID << (R.L3_INNER_SHIFT * cb.encap_mark)
             cb.is_atomic = 1 if df else 0
             cb.flush |= flush
         cb.network_offsets[cb.encap_mark] = off
@@ -117,6 +121,8 @@ def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, inner: bool) -> int:
     (v6.18): outer IDs are checked too, ``ip_fixedid`` keeps bit 0 for the outer (or only) header and bit 1 for
     the inner one; f095a358faf2 (v6.18): a fixed ID no longer needs DF. ``iph``/``iph2`` are absolute offsets
     into ``skb_buf`` and ``p.buf``; ``inner`` is True for the inner header of an encapsulated packet.
+    Returns 0 (no flush) or which condition flushes, as ``reasons.L3_FIELDS`` (TTL/TOS/DF) or ``reasons.L3_ID``
+    (the kernel's non-zero flush; the bits only name it for the report).
     """
     model = p.dev.kernel.model
     pbuf = p.buf
@@ -127,10 +133,14 @@ def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, inner: bool) -> int:
     count = p.cb.count
     pcb = p.cb
     # All fields must match except length and checksum.
-    flush = int(
-        skb_buf[iph + 8] != pbuf[iph2 + 8]
-        or skb_buf[iph + 1] != pbuf[iph2 + 1]
-        or df != (pbuf[iph2 + 6] & 0x40)
+    flush = (
+        R.L3_FIELDS
+        if (
+            skb_buf[iph + 8] != pbuf[iph2 + 8]
+            or skb_buf[iph + 1] != pbuf[iph2 + 1]
+            or df != (pbuf[iph2 + 6] & 0x40)
+        )
+        else 0
     )
     if not model.inet_gro_checks_outer_id:
         if not inner and pcb.encap_mark and df:
@@ -138,18 +148,18 @@ def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, inner: bool) -> int:
         if count == 1 and df and not ipid_offset:
             pcb.ip_fixedid = 1
         if pcb.ip_fixedid and df:
-            return flush | int(ipid_offset != 0)
-        return flush | int(ipid_offset != count & 0xFFFF)
+            return flush | (R.L3_ID if ipid_offset != 0 else 0)
+        return flush | (R.L3_ID if ipid_offset != count & 0xFFFF else 0)
     if flush:
-        return 1
+        return flush
     bit = 2 if inner else 1
     # When we receive our second frame we can make a decision on if we continue this flow as an atomic flow
     # with a fixed ID or if we use an incrementing ID.
     if count == 1 and not ipid_offset and (df or model.inet_gro_fixedid_without_df):
         pcb.ip_fixedid |= bit
     if pcb.ip_fixedid & bit:
-        return int(ipid_offset != 0)
-    return int(ipid_offset != count & 0xFFFF)
+        return R.L3_ID if ipid_offset != 0 else 0
+    return R.L3_ID if ipid_offset != count & 0xFFFF else 0
 
 
 def inet_gro_complete(skb: SkBuff, nhoff: int) -> int:

@@ -110,9 +110,11 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
             if tc_flush:
                 pcb.flush |= 1
                 pcb.why = R.IPV6_TCLASS_HOPLIMIT
+                pcb.l3_why |= R.L3_V6 << (R.L3_INNER_SHIFT * cb.encap_mark)  # observation only
             pcb.flush |= flush
             if cb.is_atomic:
                 pcb.flush_id = 0
+                pcb.l3_why &= ~R.L3_ID_BITS  # observation only, as flush_id
     cb.is_atomic = 1
     cb.flush |= flush
     skb_gro_postpull_rcsum(skb, base, nlen)
@@ -121,9 +123,12 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 
 def ipv6_gro_flush(iph: int, iph2: int, skb_buf, pbuf) -> int:
-    """Traffic class or hop limit differ (v6.10+, evaluated from TCP). Kernel: include/net/gro.h ``ipv6_gro_flush``."""
+    """Traffic class or hop limit differ (v6.10+, evaluated from TCP): ``reasons.L3_V6`` (flush) or 0.
+
+    Kernel: include/net/gro.h ``ipv6_gro_flush``.
+    """
     w = int.from_bytes(skb_buf[iph : iph + 4], "big") ^ int.from_bytes(pbuf[iph2 : iph2 + 4], "big")
-    return int(bool((w & 0x0FF00000) | (skb_buf[iph + 7] ^ pbuf[iph2 + 7])))
+    return R.L3_V6 if (w & 0x0FF00000) | (skb_buf[iph + 7] ^ pbuf[iph2 + 7]) else 0
 
 
 def ip6_gro_network_pseudo(skb: SkBuff, proto: int) -> int:

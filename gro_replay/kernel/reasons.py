@@ -3,6 +3,17 @@
 Each value is ``function:condition`` after the kernel function and test where the decision is made; the
 simulation sets ``NAPI_GRO_CB(skb)->why`` at that point (observation only: no decision reads it). Modelled on
 ``SKB_DROP_REASON_*`` (include/net/dropreason-core.h).
+
+IP header conditions seen from ``tcp_gro_receive`` (the ``p->flush``/``flush_id`` verdicts up to v6.9, the
+``gro_receive_network_flush`` verdict from v6.10) say which header broke the flow: ``outer_`` or ``inner_`` for
+an encapsulated packet, no prefix for the only header (plain TCP, or the tunnel device after decapsulation), and
+which field: ``ttl_tos_df`` (IPv4 TTL, TOS or DF), ``tclass_hop_limit`` (IPv6), ``ip_id`` (IPv4 ID neither fixed
+nor incrementing by the segments held); several are joined by ``+``. The header bits are recorded beside the
+decision in ``NAPI_GRO_CB(p)->l3_why`` (``L3_*`` below, four bits per header: ``<< 0`` outer or only, ``<< 4``
+inner), never read by a decision. When the TCP sequence does not continue the held packet as well, the sequence
+gap is named instead of an ID step alone: segments missing in between (lost, reordered, or gone up alone) step the
+sender's IDs by more than the segments held, so the gap explains the ID step (``tcp_gro_receive`` ORs both into
+one ``flush``: the kernel does not tell them apart).
 """
 
 from __future__ import annotations
@@ -54,6 +65,50 @@ TCP_SEQ = "tcp_gro_receive:seq_gap"
 TCP_GSO_SIZE = "tcp_gro_receive:gso_size_differs"
 IP_FLUSH = "tcp_gro_receive:ip_flush"
 
+# NAPI_GRO_CB(p)->l3_why bits (observation only), per header: << 0 outer (or only) header, << 4 inner header
+L3_FIELDS = 1  # IPv4 TTL, TOS or DF differ
+L3_ID = 2  # IPv4 ID neither fixed nor incrementing
+L3_V6 = 4  # IPv6 traffic class or hop limit differ
+L3_INNER_SHIFT = 4
+L3_ID_BITS = L3_ID | (L3_ID << L3_INNER_SHIFT)
+_L3_FIELD_NAMES = ((L3_FIELDS, "ttl_tos_df"), (L3_V6, "tclass_hop_limit"), (L3_ID, "ip_id"))
+
+
+def l3_reason(bits: int, encap: int, default: str = IP_FLUSH, fn: str = "tcp_gro_receive") -> str:
+    """The reason ``fn:…`` for the IP header conditions in ``bits`` (``L3_*`` per header).
+
+    ``encap``: the packet is encapsulated (the headers are told apart as outer and inner). Returns ``default``
+    when no bit is set (an IP verdict the bits do not name).
+    """
+    parts = []
+    for shift, prefix in ((0, "outer_"), (L3_INNER_SHIFT, "inner_")):
+        b = (bits >> shift) & 0xF
+        for bit, name in _L3_FIELD_NAMES:
+            if b & bit:
+                parts.append((prefix if encap else "") + name)
+    return f"{fn}:" + "+".join(parts) if parts else default
+
+
+def p_flush_reason(pcb, encap: int) -> str:
+    """Why a held packet's own ``flush`` (set up to v6.9 by ``inet_gro_receive``/``ipv6_gro_receive``) ends it.
+
+    TTL/TOS/DF or traffic class/hop limit differences name the header (``l3_why``); other flushes keep the
+    reason the L3 function recorded; anything else is IP_FLUSH.
+    """
+    why = pcb.why
+    if why == IP_TTL_TOS_DF or why == IPV6_TCLASS_HOPLIMIT:
+        fn = why.partition(":")[0]
+        return l3_reason(pcb.l3_why & ~L3_ID_BITS, encap, why, fn)
+    return why if why and why.startswith(("inet", "ipv6")) else IP_FLUSH
+
+
+def id_step_only(why: str | None) -> bool:
+    """True for an ``l3_reason`` made only of IP ID conditions (which a sequence gap explains)."""
+    if not why or not why.startswith("tcp_gro_receive:") or "ip_id" not in why:
+        return False
+    return all(part.endswith("ip_id") for part in why.partition(":")[2].split("+"))
+
+
 DESCRIPTIONS = {
     NETIF_ELIDE_GRO: "GRO elided on the device (GRO off or generic XDP attached)",
     GRO_CELLS_NETIF_RX: "GRO off on the tunnel device: gro_cells_receive passed it to netif_rx, no GRO",
@@ -94,7 +149,31 @@ DESCRIPTIONS = {
     TCP_LEN_GT_MSS: "segment longer than the aggregate's mss",
     TCP_PURE_ACK: "no payload (pure ACK)",
     TCP_SHORT: "segment shorter than mss ends the aggregate",
-    TCP_SEQ: "sequence gap or overlap",
+    TCP_SEQ: "TCP sequence does not continue the held packet (gap or overlap: a segment in between is missing here, "
+    "lost, reordered or gone up alone)",
     TCP_GSO_SIZE: "GSO skb with a different gso_size",
     IP_FLUSH: "IP header fields differ (TTL/TOS/DF/ID, traffic class, hop limit)",
 }
+
+_L3_DESCRIPTIONS = {
+    "ttl_tos_df": "IPv4 TTL, TOS or DF differs",
+    "tclass_hop_limit": "IPv6 traffic class or hop limit differs",
+    "ip_id": "IPv4 ID neither fixed nor incrementing by one per segment",
+}
+
+
+def describe(why: str) -> str:
+    """A person's description of an end reason (``DESCRIPTIONS``, or composed for ``l3_reason`` names)."""
+    if why in DESCRIPTIONS:
+        return DESCRIPTIONS[why]
+    fn, _, cond = why.partition(":")
+    if cond:
+        out = []
+        for part in cond.split("+"):
+            hdr, _, field = part.partition("_") if part.startswith(("outer_", "inner_")) else ("", "", part)
+            d = _L3_DESCRIPTIONS.get(field)
+            if d is None:
+                return why
+            out.append(f"{d} in the {hdr} header" if hdr else d)
+        return "; ".join(out)
+    return why

@@ -58,10 +58,11 @@ CHECKSUM_PARTIAL = IpSummed.CHECKSUM_PARTIAL
 class NapiGroCb:
     """``struct napi_gro_cb``: per-packet GRO state, alive while the skb is inside GRO.
 
-    Kernel: include/linux/netdevice.h (v5.10/5.11), include/net/gro.h (v5.17+). Field names are the kernel's;
-    ``ip_fixedid`` is the v6.10+ name of the ID verdict bit(s), ``network_offsets`` the v6.10+ L3 offsets
-    (index 0 outer, 1 inner). ``why`` is not a kernel field: it records, for reporting only, the condition that
-    last set ``flush`` on this skb or completed it as a held packet.
+        Kernel: include/linux/netdevice.h (v5.10/5.11), include/net/gro.h (v5.17+). Field names are the kernel's;
+        ``ip_fixedid`` is the v6.10+ name of the ID verdict bit(s), ``network_offsets`` the v6.10+ L3 offsets
+        (index 0 outer, 1 inner). ``why`` is not a kernel field: it records, for reporting only, the condition that
+        last set ``flush`` on this skb or completed it as a held packet; ``l3_why`` (not a kernel field either) which IP
+    header and field broke the flow against this held packet (``reasons.L3_*``).
     """
 
     __slots__ = (
@@ -85,6 +86,7 @@ class NapiGroCb:
         "last",
         "network_offsets",
         "why",
+        "l3_why",
     )
 
     def __init__(self) -> None:
@@ -108,6 +110,8 @@ class NapiGroCb:
         self.last = None
         self.network_offsets = [0, 0]
         self.why: str | None = None
+        #: reasons.L3_* bits: which IP header broke the flow against this held packet (observation only)
+        self.l3_why = 0
 
 
 class SkBuff:

@@ -45,16 +45,21 @@ _TCPH = struct.Struct("!HHIIIHH")  # source dest seq ack_seq flag_word(doff|flag
 
 
 def _network_flush(skb: SkBuff, p: SkBuff) -> int:
-    """``gro_receive_network_flush`` (v6.10+): outer header (if encapsulated) and innermost header verdicts."""
+    """``gro_receive_network_flush`` (v6.10+): outer header (if encapsulated) and innermost header verdicts.
+
+    Returns 0 (no flush) or the ``reasons.L3_*`` bits of the conditions that flush (outer header ``<< 0``, inner
+    ``<< L3_INNER_SHIFT``); the kernel's verdict is whether it is non-zero.
+    """
     pcb = p.cb
     flush = 0
     for inner in (0, 1) if pcb.encap_mark else (0,):
         nh = skb.data + pcb.network_offsets[inner]
         nh2 = p.data + pcb.network_offsets[inner]
         if skb.buf[nh] >> 4 == 6:
-            flush |= ipv6_gro_flush(nh, nh2, skb.buf, p.buf)
+            f = ipv6_gro_flush(nh, nh2, skb.buf, p.buf)
         else:
-            flush |= inet_gro_flush(nh, nh2, skb.buf, p, inner == 1)
+            f = inet_gro_flush(nh, nh2, skb.buf, p, inner == 1)
+        flush |= f << (R.L3_INNER_SHIFT * inner)  # the kernel ORs the verdicts; the bits name them
     return flush
 
 
@@ -109,7 +114,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         flush = 0
         if not model.l3_flush_in_tcp and pcb.flush:
             flush = 1
-            why = pcb.why if pcb.why and pcb.why.startswith(("inet", "ipv6")) else R.IP_FLUSH
+            why = R.p_flush_reason(pcb, cb.encap_mark)
         if not model.tcp_gro_cwr_no_flush and flags & TCP_FLAG_CWR:
             flush = 1
             why = why or R.TCP_CWR
@@ -125,16 +130,17 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
             flush = 1
             why = why or R.TCP_OPTIONS
         if model.l3_flush_in_tcp:
-            if _network_flush(skb, p):
+            l3 = _network_flush(skb, p)
+            if l3:
                 flush = 1
-                why = why or R.IP_FLUSH
+                why = why or R.l3_reason(l3, pcb.encap_mark)
         else:
             # When we receive our second frame we can made a decision on if we continue this flow as an
             # atomic flow with a fixed ID or if we use an incrementing ID.
             if pcb.flush_id != 1 or pcb.count != 1 or not pcb.is_atomic:
                 if pcb.flush_id:
                     flush = 1
-                    why = why or R.IP_ID
+                    why = why or R.l3_reason(pcb.l3_why & R.L3_ID_BITS, cb.encap_mark, R.IP_ID)
             else:
                 pcb.is_atomic = 0
         mss = p.gso_size
@@ -147,7 +153,8 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
             why = why or (R.TCP_PURE_ACK if length == 0 else R.TCP_LEN_GT_MSS)
         if (seq2 + (p.len - pcb.data_offset)) & 0xFFFFFFFF != seq:
             flush = 1
-            why = why or R.TCP_SEQ
+            # a sequence gap explains the ID step it implies (reasons.py): name the gap
+            why = R.TCP_SEQ if why is None or R.id_step_only(why) else why
         if flush or skb_gro_receive(p, skb):
             mss = 1
             if flush:

@@ -148,7 +148,7 @@ def _reason_rows(counter: Counter) -> list[dict]:
                 "reason": why,
                 "function": function,
                 "condition": condition,
-                "description": R.DESCRIPTIONS.get(why, why),
+                "description": R.describe(why),
                 "count": n,
             }
         )

@@ -209,11 +209,33 @@ def _gate_words(rx_csum: str) -> str:
     )
 
 
-def _reason_list(counter: Counter, limit: int = 3, total: int | None = None) -> str:
-    """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more" so the counts add up."""
+#: end-reason part → (KernelModel switch, the rule's origin): named when the kernel that shows it has the switch on
+RULES = {
+    "outer_ip_id": (
+        "inet_gro_checks_outer_id",
+        "outer IPv4 IDs must be fixed or incrementing since 21f7484220ac, v6.18",
+    ),
+    R.GSO_SKB: ("gro_accepts_gso", None),
+}
+
+
+def _rule_note(why: str, model: KernelModel | None) -> str:
+    if model is None:
+        return ""
+    for part, (switch, text) in RULES.items():
+        if part in why and text and getattr(model, switch, False):
+            return f" ({text})"
+    if why == R.GSO_SKB and not model.gro_accepts_gso:
+        return " (dev_gro_receive flushes GSO skbs before 5eddb24901ee, v6.1)"
+    return ""
+
+
+def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None) -> str:
+    """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more" so the counts add up to the
+    skbs; ``model``: the kernel whose rules are named (a reason a switch introduced names its commit)."""
     items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = items[:limit]
-    text = "; ".join(f"{R.DESCRIPTIONS.get(k, k)} [{k}] ×{v}" for k, v in shown)
+    text = "; ".join(f"{R.describe(k)} [{k}] ×{v}{_rule_note(k, model)}" for k, v in shown)
     rest = sum(v for _, v in items[limit:])
     if rest:
         text += f"; and {rest} more"
@@ -361,7 +383,7 @@ class Verdict:
             )
             brk = _break_reasons(post.phys_reasons)
             if brk and post.skbs["phys"] >= post.frames > 1:
-                why += f" ({post.name}: {_reason_list(brk)})"
+                why += f" ({post.name}: {reason_list(brk, model=self.models.get(post.name))})"
         elif not key.outer_csum_zero:
             why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
                 f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
@@ -397,7 +419,8 @@ class Verdict:
         else:
             text = f"{head} carries {FIX}: the zero-checksum refusal does not apply"
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
-            text += f"; not merged at the phys device: {_reason_list(_break_reasons(k.phys_reasons))}"
+            brk = reason_list(_break_reasons(k.phys_reasons), model=self.models.get(k.name))
+            text += f"; not merged at the phys device: {brk}"
         return text
 
     # -- the capture -----------------------------------------------------------------------------------------------
@@ -556,7 +579,7 @@ class Verdict:
             return ""
         return (
             f" {k.name} (v{k.release}) does not merge {len(flows)} tunnelled TCP flow(s) at the phys device: "
-            f"{_reason_list(reasons)}."
+            f"{reason_list(reasons, model=self.models.get(k.name))}."
         )
 
     def _kernel_sentence(self, k: KernelFacts, tun: list[FlowVerdict]) -> str:
