@@ -13,7 +13,7 @@ from rich.console import Console
 
 from . import __version__
 from .capture.reader import CaptureError
-from .kernel.model import K_5_11, K_5_12, PROFILES
+from .kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
 from .kernel.nic import RX_CSUM_PROFILES
 from .report.schema import dumps
 from .sim import ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
@@ -72,9 +72,11 @@ def replay_options(f):
         click.option(
             "--kernel",
             "kernel_rel",
-            type=click.Choice(sorted(PROFILES)),
             multiple=True,
-            help="Kernel release profile(s) to run instead (repeatable).",
+            help="Kernel release(s) to run instead (repeatable): a profile ("
+            + ", ".join(PROFILES)
+            + "), a stable point release (5.4.120: base + the stable backports it carries) or a distribution's "
+            "uname -r (5.4.0-42-generic, 4.18.0-305.el8: base only, with a note). `gro-replay kernels` lists them.",
         ),
         click.option(
             "--rx-csum",
@@ -204,7 +206,13 @@ def build_config(
     if kernel_rel:
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
-        kernels = tuple(PROFILES[r] for r in dict.fromkeys(kernel_rel))  # each release once, in order given
+        kernels = []
+        for r in dict.fromkeys(kernel_rel):  # each release once, in order given
+            try:
+                kernels.append(resolve_kernel(r))
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        kernels = tuple(kernels)
     elif fix is None:
         kernels = (K_5_11, K_5_12)
     else:
@@ -397,7 +405,7 @@ def _mount_optional() -> None:
     from .cli_synth import synth
 
     main.add_command(synth)
-    for name in ("cli_kernel", "cli_triage", "cli_batch"):
+    for name in ("cli_kernel", "cli_triage", "cli_batch", "cli_kernels"):
         try:
             mod = importlib.import_module(f"{__package__}.{name}")
         except ModuleNotFoundError as e:

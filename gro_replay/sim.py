@@ -138,7 +138,8 @@ class ReplayConfig:
 
     def as_dict(self) -> dict:
         return {
-            "kernels": [{"name": m.name, "release": m.release} for m in self.kernels],
+            # name, release, upstream base, stable backports (stable commit, point release), notes, fix origin
+            "kernels": [m.describe() for m in self.kernels],
             "nic": {"rx_csum": self.rx_csum, "rss": self.rss, "rss_key": self.rss_key.hex()},
             "poll": str(self.poll),
             "constants": {

@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from .capture.reader import open_capture
-from .kernel.model import PROFILES, KernelModel
+from .kernel.model import PROFILES, KernelModel, resolve_kernel
 from .packet.decode import SKIP_TRUNCATED_RECORD
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
@@ -201,7 +201,11 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     for reason, n in oracle.frames_not_replayable.items():
         rep.input.skipped[f"kernel_backend:{reason}"] += n
     rep.input.frames_replayed = len(sent)
-    cfg = replace(config, kernels=(KernelModel(name=name, release=oracle.kernel_release),))
+    try:  # the running kernel as its release resolves (base, backports, notes: KernelModel.describe)
+        running = replace(resolve_kernel(oracle.kernel_release), name=name)
+    except ValueError:
+        running = KernelModel(name=name, release=oracle.kernel_release, notes=("release string not parsed",))
+    cfg = replace(config, kernels=(running,))
     flows = list(rep.decoder.flows)
     classes = list(rep.decoder.flow_class)
     if -1 in ks.flows:

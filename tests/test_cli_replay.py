@@ -67,7 +67,14 @@ def test_json_document_keys_and_values(runner):
     assert (inp["frames_read"], inp["frames_replayed"], inp["bytes"]) == (17, 17, 16 * 1514 + 788)
     assert inp["skipped"] == {} and inp["classes"] == {"tunnel_tcp": 17}
     cfg = doc["config"]
-    assert cfg["kernels"] == [{"name": "pre-fix", "release": "5.11"}, {"name": "post-fix", "release": "5.12"}]
+    assert [(k["name"], k["release"], k["base"]) for k in cfg["kernels"]] == [
+        ("pre-fix", "5.11", "5.11"),
+        ("post-fix", "5.12", "5.12"),
+    ]
+    # 89e5c58fc1e2 is in v5.12-rc2: upstream in 5.12, absent from 5.11; neither has stable backports
+    assert [k["fix_89e5c58fc1e2"]["carried"] for k in cfg["kernels"]] == [False, True]
+    assert cfg["kernels"][1]["fix_89e5c58fc1e2"]["via"] == "upstream"
+    assert all(k["backports"] == [] and k["notes"] == [] for k in cfg["kernels"])
     assert cfg["nic"]["rx_csum"] == "unnecessary" and cfg["poll"] == "budget"
     # gro-spec §1.1 constants
     consts = cfg["constants"]

@@ -37,9 +37,9 @@ ALL_SWITCHES = [
 
 def test_profile_lookup_by_release():
     assert profile("5.11") is K_5_11 and profile("5.12") is K_5_12 and profile("6.18") is K_6_18
-    assert list(PROFILES) == ["5.11", "5.12", "6.18"]
-    with pytest.raises(KeyError, match="unknown kernel '4.19'; known: 5.11, 5.12, 6.18"):
-        profile("4.19")
+    assert list(PROFILES) == ["4.19", "5.4", "5.10", "5.11", "5.12", "5.15", "6.1", "6.6", "6.12", "6.18"]
+    with pytest.raises(KeyError, match="unknown kernel '4.14'; known: 4.19, 5.4, 5.10, 5.11, 5.12, 5.15"):
+        profile("4.14")
 
 
 @pytest.mark.parametrize(
@@ -51,8 +51,48 @@ def test_profile_lookup_by_release():
         (K_5_12, {"gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
         # v6.18: every switch whose commit is in v6.18; ab4c8b6f7fcb (2026) is not
         (K_6_18, set(ALL_SWITCHES) - {"tcp_gro_cwr_no_flush"}),
+        # LTS bases, each switch by its commit's upstream release (module docstring above)
+        (PROFILES["4.19"], set()),
+        (PROFILES["5.4"], set()),
+        (PROFILES["5.10"], set()),
+        (PROFILES["5.15"], {"gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
+        (
+            PROFILES["6.1"],
+            {
+                "gro_normal_counts_segs",
+                "udp_tunnel_gate_checks_uh_check",
+                "gro_max_size_from_dev",  # v5.17
+                "ipv6_hop_limit_flushes",  # v5.18
+                "gro_big_tcp_ipv6",  # v5.19
+                "gro_accepts_gso",  # v6.1 (7871f54e3dee only from 6.1.7)
+            },
+        ),
+        (
+            PROFILES["6.6"],
+            {
+                "gro_normal_counts_segs",
+                "udp_tunnel_gate_checks_uh_check",
+                "gro_max_size_from_dev",
+                "ipv6_hop_limit_flushes",
+                "gro_big_tcp_ipv6",
+                "gro_accepts_gso",
+                "gro_flushes_dodgy_gso",  # v6.2
+                "gro_ipv4_max_size",  # v6.3
+            },
+        ),
+        (
+            PROFILES["6.12"],
+            set(ALL_SWITCHES)
+            - {
+                "tcp_gro_compares_cwr",  # v6.15
+                "ip_tun_rx_dst_sets_df",  # v6.17
+                "inet_gro_checks_outer_id",  # v6.18
+                "inet_gro_fixedid_without_df",
+                "tcp_gro_cwr_no_flush",
+            },
+        ),
     ],
-    ids=["5.11", "5.12", "6.18"],
+    ids=["5.11", "5.12", "6.18", "4.19", "5.4", "5.10", "5.15", "6.1", "6.6", "6.12"],
 )
 def test_profile_switches(model, on):
     assert model.switches() == {name: name in on for name in ALL_SWITCHES}

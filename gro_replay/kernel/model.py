@@ -2,6 +2,11 @@
 
 Each switch is read by exactly one ``if`` at the branch point its commit changed (STYLE.md). A profile is a
 ``KernelModel`` value; ``Kernel`` instances built from two profiles run side by side over one read of a capture.
+Profiles (4.19, 5.4, 5.10, 5.11, 5.12, 5.15, 6.1, 6.6, 6.12, 6.18) are computed from ``SWITCH_COMMITS`` (each switch's
+commit and upstream release); ``resolve_kernel`` adds the stable backports a point release carries
+(``STABLE_BACKPORTS``, read in the stable trees) and says what it cannot know (distribution kernels).
+Not modelled for 4.19: it has no GRO_NORMAL list (323ebb61e32b, v5.4) and hands each skb up at once; the list only
+changes when within a poll the stack sees an skb, not the order, the merges or any count this tool reports.
 Sources: gro-spec §9 timeline; v6.x rules read in torvalds/linux net/core/gro.c, include/net/gro.h,
 net/ipv4/tcp_offload.c (stored text carrying the 2025 AccECN and IP-ID series), net/core/dev.h
 (``netif_set_gro_max_size``), and the netdev patch mails named below.
@@ -28,6 +33,7 @@ UDP path) only matters with NETIF_F_GRO_FRAGLIST or NETIF_F_GRO_UDP_FWD, both of
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 
 
@@ -73,39 +79,247 @@ class KernelModel:
     ip_tun_rx_dst_sets_df: bool = False
     #: ab4c8b6f7fcb (2026, after v6.18; no profile): an incoming CWR segment no longer flushes by itself.
     tcp_gro_cwr_no_flush: bool = False
+    #: the upstream release the switches start from ("5.4" for 5.4.120); equal to ``release`` for a base profile
+    base: str = ""
+    #: stable backports on top of ``base``: (upstream commit, stable commit, first point release carrying it)
+    backports: tuple[tuple[str, str, str], ...] = ()
+    #: what the resolution could not know (distribution patches, unresearched branches), printed with the report
+    notes: tuple[str, ...] = ()
 
     def with_name(self, name: str) -> KernelModel:
         return replace(self, name=name)
+
+    def carries(self, commit: str) -> bool:
+        """Whether this kernel has the behaviour of upstream ``commit`` (12+ hex digits of a switch's commit),
+        from its upstream base or from a stable backport.
+
+        Raises: KeyError when no switch is named after ``commit``.
+        """
+        return getattr(self, switch_of_commit(commit))
+
+    def stable_backport(self, commit: str) -> tuple[str, str] | None:
+        """``(stable commit, point release)`` when this kernel has ``commit`` from a stable backport, else None."""
+        key = commit[:12]
+        for up, stable, point in self.backports:
+            if up == key:
+                return stable, point
+        return None
+
+    def describe(self) -> dict:
+        """The JSON ``config.kernels[]`` entry: name, release, upstream base, backports (each with its stable commit
+        and first point release), notes, and where 89e5c58fc1e2 comes from (``fix_89e5c58fc1e2``)."""
+        fix = FIX_COMMIT
+        bp = self.stable_backport(fix)
+        return {
+            "name": self.name,
+            "release": self.release,
+            "base": self.base or self.release,
+            "backports": [
+                {"upstream": up, "switch": switch_of_commit(up), "stable_commit": st, "point_release": pt}
+                for up, st, pt in self.backports
+            ],
+            "notes": list(self.notes),
+            f"fix_{fix}": {
+                "carried": self.carries(fix),
+                "via": ("stable" if bp else "upstream") if self.carries(fix) else None,
+                "stable_commit": bp[0] if bp else None,
+                "point_release": bp[1] if bp else None,
+            },
+        }
 
     def switches(self) -> dict[str, bool]:
         """The behaviour switches (every boolean field) and their values."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.type in (bool, "bool")}
 
 
-K_5_11 = KernelModel(name="pre-fix", release="5.11")
-K_5_12 = KernelModel(name="post-fix", release="5.12", udp_tunnel_gate_checks_uh_check=True)
-K_6_18 = KernelModel(
-    name="6.18",
-    release="6.18",
-    udp_tunnel_gate_checks_uh_check=True,
-    gro_max_size_from_dev=True,
-    ipv6_hop_limit_flushes=True,
-    gro_big_tcp_ipv6=True,
-    gro_accepts_gso=True,
-    gro_flushes_dodgy_gso=True,
-    gro_ipv4_max_size=True,
-    l3_flush_in_tcp=True,
-    tcp_gro_compares_cwr=True,
-    inet_gro_checks_outer_id=True,
-    inet_gro_fixedid_without_df=True,
-    ip_tun_rx_dst_sets_df=True,
+# -- upstream releases of each switch's commit -------------------------------------------------------------------
+
+#: 89e5c58fc1e2 "net: Fix gro aggregation for udp encaps with zero csum", the fix this tool is about
+FIX_COMMIT = "89e5c58fc1e2"
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchCommit:
+    """The commit a switch is named after and the first upstream release that carries it (None: no release)."""
+
+    switch: str
+    commit: str
+    upstream: tuple[int, int] | None
+    title: str
+
+
+#: Every switch's commit and upstream release (the pins of the switch comments above; [D] pins as documented in
+#: the module docstring). A base profile has a switch on iff its release is not older than the commit's.
+SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
+    SwitchCommit(
+        "udp_tunnel_gate_checks_uh_check",
+        "89e5c58fc1e2",
+        (5, 12),
+        "net: Fix gro aggregation for udp encaps with zero csum",
+    ),
+    SwitchCommit(
+        "gro_normal_counts_segs",
+        "8dc1c444df19",
+        (5, 11),
+        "net: gro: do not keep too many GRO packets in napi->rx_list",
+    ),
+    SwitchCommit(
+        "gro_max_size_from_dev", "eac1b93c14d6", (5, 17), "gro: add ability to control gro max packet size"
+    ),
+    SwitchCommit(
+        "ipv6_hop_limit_flushes",
+        "6fc2f3832d36",
+        (5, 18),
+        "ipv6: gro: flush instead of assuming different flows on hop_limit mismatch",
+    ),
+    SwitchCommit("gro_big_tcp_ipv6", "0fe79f28bfaf", (5, 19), "net: allow gro_max_size to exceed 65536"),
+    SwitchCommit(
+        "gro_accepts_gso", "5eddb24901ee", (6, 1), "gro: add support of (hw)gro packets to gro stack"
+    ),
+    SwitchCommit("gro_flushes_dodgy_gso", "7871f54e3dee", (6, 2), "gro: take care of DODGY packets"),
+    SwitchCommit("gro_ipv4_max_size", "b1a78b9b9886", (6, 3), "net: add support for ipv4 big tcp"),
+    SwitchCommit(
+        "l3_flush_in_tcp",
+        "4b0ebbca3e16",
+        (6, 10),
+        "net: gro: move L3 flush checks to tcp_gro_receive and udp_gro_receive_segment",
+    ),
+    SwitchCommit(
+        "tcp_gro_compares_cwr",
+        "4e4f7cefb130",
+        (6, 15),
+        "gro: prevent ACE field corruption & better AccECN handling",
+    ),
+    SwitchCommit(
+        "ip_tun_rx_dst_sets_df",
+        "a9888628cb2c",
+        (6, 17),
+        "net: dst_metadata: fix IP_DF bit not extracted from tunnel headers",
+    ),
+    SwitchCommit(
+        "inet_gro_checks_outer_id",
+        "21f7484220ac",
+        (6, 18),
+        "net: gro: only merge packets with incrementing or fixed outer ids",
+    ),
+    SwitchCommit(
+        "inet_gro_fixedid_without_df", "f095a358faf2", (6, 18), "net: gro: remove unnecessary df checks"
+    ),
+    SwitchCommit(
+        "tcp_gro_cwr_no_flush",
+        "ab4c8b6f7fcb",
+        None,
+        "gro: flushing when CWR is set negatively affects AccECN",
+    ),
 )
 
-PROFILES: dict[str, KernelModel] = {"5.11": K_5_11, "5.12": K_5_12, "6.18": K_6_18}
+_BY_COMMIT = {c.commit: c for c in SWITCH_COMMITS}
+_BY_SWITCH = {c.switch: c for c in SWITCH_COMMITS}
+
+
+def switch_of_commit(commit: str) -> str:
+    """The switch named after ``commit`` (its first 12 hex digits). Raises: KeyError naming the known commits."""
+    try:
+        return _BY_COMMIT[commit[:12].lower()].switch
+    except KeyError:
+        raise KeyError(
+            f"no switch is named after commit {commit!r}; known: {', '.join(_BY_COMMIT)}"
+        ) from None
+
+
+# -- stable backports ------------------------------------------------------------------------------------------------
+
+#: Stable backports of the switches' commits: upstream commit → {stable branch: (stable commit, first point release)}.
+#: Each was read in the stable trees' history as mirrored by the kernel.org post-receive notifications and the
+#: stable review mails (the stable commit message says "commit <upstream> upstream"):
+#:
+#: * 89e5c58fc1e2 → 4.19.y e5008f2e9157 (between "Linux 4.19.180" 030194a5b292 and "Linux 4.19.181" ac3af4beac43;
+#:   review "[PATCH 4.19 004/120]" of 2021-03-15, the 4.19.181-rc1 series); 5.4.y f2d78bbbca42 (linux-5.4.y range
+#:   "Linux 5.4.105" ce615a08404c → "Linux 5.4.106" 0437de26e28d); 5.10.y 09af4362ba47 (stable/linux push of
+#:   linux-5.10.y dfbf345b63c3 → "Linux 5.10.24" 05d125f7524e). (4.4.y, 4.9.y and 4.14.y took it too: no profile.)
+#: * 8dc1c444df19 → 5.4.y 2085d886630a (just before "Linux 5.4.99" 850e6a95deb5; review "[PATCH 5.4 52/60]" of
+#:   2021-02-15, the 5.4.99-rc1 series); 5.10.y 9e6ce473e96b (listed in the "Linux 5.10.17" announcement). 4.19.y has
+#:   no GRO_NORMAL list (323ebb61e32b, v5.4), so the commit it fixes (c80794323e82) does not apply there.
+#: * 7871f54e3dee → 6.1.y 0b1605e45c36 (before "Linux 6.1.7" 21e996306a6a; review "[PATCH 6.1 133/183]" of
+#:   2023-01-16). It fixes 5eddb24901ee (v6.1), so no older branch needs it.
+STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
+    "89e5c58fc1e2": {
+        "4.19": ("e5008f2e9157247e7758d8f19707033a2956e08c", 181),
+        "5.4": ("f2d78bbbca42e55e96b415f6f232b22844beb7c7", 106),
+        "5.10": ("09af4362ba47c805347840c2bb9719c0458925ca", 24),
+    },
+    "8dc1c444df19": {
+        "5.4": ("2085d886630a5efab216e677d03b51916cd77ff1", 99),
+        "5.10": ("9e6ce473e96ba0ad63820325892373d24c1aa8aa", 17),
+    },
+    "7871f54e3dee": {
+        "6.1": ("0b1605e45c36968a508703e08bf0947a68732841", 7),
+    },
+}
+
+#: Commits whose stable backports were looked for in the stable mailing-list archive and the stable trees' push
+#: notifications, and the branches read (None: every branch; no stable review or stable commit of it exists in the
+#: archive besides those in STABLE_BACKPORTS). Feature commits were never marked for stable (6fc2f3832d36 went to
+#: net-next only). A branch not read for a commit the branch's base lacks resolves without it and says so.
+BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
+    "8dc1c444df19": ("4.19", "5.4", "5.10"),
+    "89e5c58fc1e2": ("4.19", "5.4", "5.10"),
+    # fixes 5eddb24901ee (v6.1): no branch before 6.1 has what it fixes; 6.1.y took it
+    "7871f54e3dee": None,
+    "eac1b93c14d6": None,
+    "6fc2f3832d36": None,
+    "0fe79f28bfaf": None,
+    "5eddb24901ee": None,
+    "b1a78b9b9886": None,
+    "4b0ebbca3e16": None,
+    "4e4f7cefb130": None,
+    "21f7484220ac": None,
+    "f095a358faf2": None,
+    "ab4c8b6f7fcb": None,
+    # taken into 6.16.y (6.16.9-rc1 review, 2025-09-22: no profile); the LTS branches were not read
+    "a9888628cb2c": (),
+}
+
+
+def _rel(t: tuple[int, int]) -> str:
+    return f"{t[0]}.{t[1]}"
+
+
+def upstream_profile(major: int, minor: int, name: str | None = None) -> KernelModel:
+    """The model of upstream release ``major.minor``: a switch is on iff its commit's release is not newer.
+
+    Raises: ValueError for a release older than 4.19 (the model has 8 GRO hash buckets, 07d78363dcff, v4.19).
+    """
+    if (major, minor) < (4, 19):
+        raise ValueError(
+            f"upstream {major}.{minor} predates 4.19 (07d78363dcff: 8 GRO hash buckets), which every profile models"
+        )
+    rel = f"{major}.{minor}"
+    on = {c.switch: c.upstream is not None and c.upstream <= (major, minor) for c in SWITCH_COMMITS}
+    return KernelModel(name=name or rel, release=rel, base=rel, **on)
+
+
+K_4_19 = upstream_profile(4, 19)
+K_5_4 = upstream_profile(5, 4)
+K_5_10 = upstream_profile(5, 10)
+K_5_11 = upstream_profile(5, 11, name="pre-fix")
+K_5_12 = upstream_profile(5, 12, name="post-fix")
+K_5_15 = upstream_profile(5, 15)
+K_6_1 = upstream_profile(6, 1)
+K_6_6 = upstream_profile(6, 6)
+K_6_12 = upstream_profile(6, 12)
+K_6_18 = upstream_profile(6, 18)
+
+#: The named profiles: the LTS releases beside the fix's pair (5.11 pre-fix, 5.12 post-fix) and 6.18.
+PROFILES: dict[str, KernelModel] = {
+    m.release: m for m in (K_4_19, K_5_4, K_5_10, K_5_11, K_5_12, K_5_15, K_6_1, K_6_6, K_6_12, K_6_18)
+}
+#: LTS branches among the profiles (kernel.org longterm releases)
+LTS = ("4.19", "5.4", "5.10", "5.15", "6.1", "6.6", "6.12")
 
 
 def profile(release: str) -> KernelModel:
-    """The model for a release string such as ``5.11``, ``5.12`` or ``6.18``.
+    """The named profile for a release string such as ``5.11``, ``5.4`` or ``6.18``.
 
     Raises: KeyError naming the known releases.
     """
@@ -113,3 +327,99 @@ def profile(release: str) -> KernelModel:
         return PROFILES[release]
     except KeyError:
         raise KeyError(f"unknown kernel {release!r}; known: {', '.join(PROFILES)}") from None
+
+
+_UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_UBUNTU = re.compile(r"(\d+)\.(\d+)\.(\d+)-(\d+)(?:\.\d+)?-([a-z][a-z0-9-]*)")
+_EL = re.compile(r"(\d+)\.(\d+)\.(\d+)-[\d.]+\.el(\d+)(?:_\d+)?(?:\.[\w.]+)?")
+_OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?[-+.~_]\S*")
+
+
+def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
+    """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
+
+    Switches whose commit's backports were not researched for this branch stay as in ``base`` and add a note.
+    """
+    branch = base.release
+    on: dict[str, bool] = {}
+    backports = []
+    notes = []
+    for c in SWITCH_COMMITS:
+        if getattr(base, c.switch):
+            continue
+        took = STABLE_BACKPORTS.get(c.commit, {}).get(branch)
+        if took is not None:
+            stable, first = took
+            if point >= first:
+                on[c.switch] = True
+                backports.append((c.commit, stable, f"{branch}.{first}"))
+            continue
+        researched = BACKPORTS_RESEARCHED.get(c.commit, ())
+        if researched is not None and branch not in researched:
+            notes.append(
+                f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
+                f"stable sources; {name} has it off as upstream {branch} does"
+            )
+    return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)
+
+
+def resolve_kernel(text: str) -> KernelModel:
+    """The model for a kernel release string as ``uname -r`` or a changelog writes it.
+
+    * a named profile (``5.11``, ``5.4``, ``6.18``) or any upstream ``X.Y`` from 4.19 on (switches by release);
+    * a stable point release ``X.Y.Z``: upstream ``X.Y`` plus the backports STABLE_BACKPORTS lists for branch
+      ``X.Y`` with a first point release ≤ Z (``5.4.106`` carries 89e5c58fc1e2 as f2d78bbbca42, ``5.4.105`` not);
+    * a distribution kernel (``5.4.0-42-generic``: Ubuntu; ``4.18.0-305.el8``: RHEL 8; any other suffix): its own
+      backports cannot be known here, so the upstream base is used (with a stable point release only when the
+      version carries one, X.Y.Z with Z > 0) and ``notes`` say so and which base was assumed.
+      A base older than 4.19 runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled).
+
+    Raises: ValueError for a string that is no kernel release.
+    """
+    text = text.strip()
+    if text in PROFILES:
+        return PROFILES[text]
+    notes: list[str] = []
+    point = 0
+    m = _UPSTREAM.fullmatch(text)
+    if m:
+        major, minor = int(m.group(1)), int(m.group(2))
+        point = int(m.group(3) or 0)
+    elif (m := _UBUNTU.fullmatch(text)) is not None:
+        major, minor = int(m.group(1)), int(m.group(2))
+        notes.append(
+            f"Ubuntu kernel {text}: the ABI number {m.group(4)} does not say which stable release it is based on "
+            f"nor which fixes Ubuntu backported; assumed upstream {major}.{minor} without stable backports"
+        )
+    elif (m := _EL.fullmatch(text)) is not None:
+        major, minor = int(m.group(1)), int(m.group(2))
+        notes.append(
+            f"RHEL {m.group(4)} kernel {text}: Red Hat backports are not known here; assumed upstream "
+            f"{major}.{minor} without stable backports"
+        )
+    elif (m := _OTHER.fullmatch(text)) is not None:
+        major, minor = int(m.group(1)), int(m.group(2))
+        point = int(m.group(3) or 0)
+        notes.append(
+            f"kernel {text}: the distribution's or build's own patches are not known here; assumed upstream "
+            f"{major}.{minor}" + (f" with the stable backports of {major}.{minor}.{point}" if point else "")
+        )
+    else:
+        raise ValueError(
+            f"cannot parse kernel release {text!r} (want X.Y, X.Y.Z or a distribution's uname -r)"
+        )
+    if (major, minor) < (4, 19):
+        notes.append(
+            f"upstream {major}.{minor} predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), "
+            f"which is not modelled; ran as 4.19 (every switch off, as in {major}.{minor})"
+        )
+        major, minor, point = 4, 19, 0
+    base_rel = f"{major}.{minor}"
+    base = PROFILES.get(base_rel) or upstream_profile(major, minor)
+    base = replace(base, name=base_rel, release=base_rel) if base.name != base_rel else base
+    model = with_stable(base, point, text) if point else replace(base, name=text, release=text)
+    if base_rel not in PROFILES:
+        notes.append(
+            f"upstream {base_rel} is not a named profile: switches set by the release of each commit"
+        )
+    return replace(model, notes=tuple(notes) + model.notes)

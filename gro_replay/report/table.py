@@ -58,7 +58,28 @@ def input_lines(result) -> list[str]:
         + (f", {cfg.rx_queues} RX queues" if getattr(cfg, "rx_queues", 1) > 1 else "")
         + f"; poll model {cfg.poll}, weight {cfg.weight}, HZ {cfg.hz}; "
         f"kernels: " + ", ".join(f"{k.name} (v{k.release})" for k in cfg.kernels),
+        *kernel_lines(cfg.kernels),
     ]
+
+
+def kernel_lines(kernels) -> list[str]:
+    """One line per resolved kernel that is not an upstream profile: its base, its stable backports (each with
+    the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``)."""
+    out = []
+    for k in kernels:
+        d = k.describe() if hasattr(k, "describe") else None
+        if not d or (not d["backports"] and not d["notes"] and d["base"] == d["release"]):
+            continue
+        bps = ", ".join(
+            f"{b['upstream']} as {b['stable_commit'][:12]} (since {b['point_release']})"
+            for b in d["backports"]
+        )
+        out.append(
+            f"kernel {d['name']}: upstream {d['base']} + "
+            + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit")
+        )
+        out += [f"  note: {n}" for n in d["notes"]]
+    return out
 
 
 def _histogram(st, width: int = 30) -> list[str]:

@@ -1,0 +1,108 @@
+"""``gro-replay kernels``: the kernel profiles, the switches × releases table and the stable backports.
+
+Every value comes from gro_replay/kernel/model.py (``PROFILES``, ``SWITCH_COMMITS``, ``STABLE_BACKPORTS``,
+``resolve_kernel``); this module only lays them out. Exit codes: 0; 2 for a release string that cannot be parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from .cli import UsageError
+from .cli import main as _cli_main
+from .kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel, resolve_kernel
+
+
+def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
+    """JSON-ready: ``profiles`` (each ``KernelModel.describe()`` plus its switches), ``switches`` (commit, upstream
+    release, title), ``stable_backports`` (upstream commit → branch → stable commit, first point release)."""
+    models = list(PROFILES.values()) + list(extra)
+    return {
+        "profiles": [dict(m.describe(), lts=m.release in LTS, switches=m.switches()) for m in models],
+        "switches": [
+            {
+                "switch": c.switch,
+                "commit": c.commit,
+                "upstream": f"{c.upstream[0]}.{c.upstream[1]}" if c.upstream else None,
+                "title": c.title,
+            }
+            for c in SWITCH_COMMITS
+        ],
+        "stable_backports": {
+            up: {br: {"stable_commit": st, "point_release": f"{br}.{pt}"} for br, (st, pt) in b.items()}
+            for up, b in STABLE_BACKPORTS.items()
+        },
+    }
+
+
+@click.command("kernels")
+@click.option(
+    "--kernel",
+    "kernel_rel",
+    multiple=True,
+    help="Also resolve these releases (5.4.120, 5.4.0-42-generic, …) and show their columns and notes.",
+)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def kernels_cmd(kernel_rel, fmt) -> None:
+    """The kernel profiles and which behaviour switch (named after its commit) each release has, and the stable
+    point releases that took a switch's commit."""
+    extra = []
+    for r in dict.fromkeys(kernel_rel):
+        try:
+            m = resolve_kernel(r)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        if m.release not in PROFILES:
+            extra.append(m)
+    doc = kernels_document(tuple(extra))
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+        return
+    console = Console(
+        no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(140, Console().width)
+    )
+    models = list(PROFILES.values()) + extra
+    console.print(
+        "profiles: "
+        + ", ".join(
+            f"{m.release}" + (" (LTS)" if m.release in LTS else f" ({m.name})") for m in PROFILES.values()
+        ),
+        highlight=False,
+    )
+    t = Table(title="behaviour switches × releases (on: the release carries the commit)", box=box.SIMPLE_HEAD)
+    t.add_column("switch", no_wrap=True)
+    t.add_column("commit")
+    t.add_column("upstream")
+    for m in models:
+        t.add_column(m.release, justify="center", no_wrap=True)
+    for c in SWITCH_COMMITS:
+        cells = []
+        for m in models:
+            bp = m.stable_backport(c.commit)
+            cells.append(f"on ({bp[1]})" if bp else ("on" if getattr(m, c.switch) else "·"))
+        t.add_row(c.switch, c.commit, f"v{c.upstream[0]}.{c.upstream[1]}" if c.upstream else "none", *cells)
+    console.print(t)
+    b = Table(title="stable backports (first point release carrying the commit)", box=box.SIMPLE_HEAD)
+    b.add_column("upstream commit")
+    b.add_column("branch")
+    b.add_column("stable commit")
+    b.add_column("first point release")
+    for up, branches in STABLE_BACKPORTS.items():
+        for br, (st, pt) in branches.items():
+            b.add_row(up, f"linux-{br}.y", st[:12], f"{br}.{pt}")
+    console.print(b)
+    for m in extra:
+        for n in m.notes:
+            console.print(f"note ({m.name}): {n}", highlight=False)
+
+
+COMMANDS = (kernels_cmd,)
+
+if getattr(_cli_main, "commands", None) is not None and "kernels" not in _cli_main.commands:
+    _cli_main.add_command(kernels_cmd)
