@@ -52,8 +52,11 @@ samples:
 PYTHON ?= python3
 BENCH_ARGS ?= --profile
 BENCH_BATCH_ARGS ?=
+# bench/modes.py: the overlay-node mix and the bulk capture as pcap, pcapng, gzip, stdin, --trace, explain
+BENCH_MODES_ARGS ?= --profile
 
 .PHONY: bench
 bench:
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 	$(PYTHON) bench/batch.py $(BENCH_BATCH_ARGS)
+	$(PYTHON) bench/modes.py $(BENCH_MODES_ARGS)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from gro_replay.synth import DEFAULT_START_NS, Scenario, write_scenario
+from gro_replay.synth import DEFAULT_START_NS, Scenario, write_frames, write_scenario
+from gro_replay.synth_mix import OverlayMix, mix_frames
 
 
 class SynthInputError(click.ClickException):
@@ -52,7 +53,22 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @click.option("--mtu", type=click.IntRange(min=1), default=1500, show_default=True, help="Outer IP MTU.")
 @click.option("--timestamps/--no-timestamps", default=True, show_default=True, help="TCP timestamp option.")
 @click.option("--flows", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--frames", type=click.IntRange(min=1), default=64, show_default=True, help="Frames per flow.")
+@click.option(
+    "--frames",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Frames per flow (with --mix: frames in all).",
+)
+@click.option(
+    "--mix",
+    type=click.Choice(["overlay-node"]),
+    help="A traffic mix instead of bulk flows: overlay-node = --connections bidirectional TCP connections over "
+    "VXLAN, writes of 1-16 segments ending in PSH, delayed ACKs back, a quarter with outer checksums "
+    "(gro_replay/synth_mix.py). Uses --frames, --mss (default 1398), --port, --start-ns.",
+)
+@click.option("--connections", type=click.IntRange(1, 250), default=48, show_default=True, help="With --mix.")
+@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True, help="With --mix.")
 @click.option(
     "--interleave",
     default="rr",
@@ -110,9 +126,24 @@ def synth(
     geneve_opt_bytes: int,
     vni: int,
     start_ns: int,
+    mix: str | None,
+    connections: int,
+    seed: int,
 ) -> None:
     """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap)."""
     try:
+        if mix is not None:
+            m = OverlayMix(
+                frames=frames,
+                connections=connections,
+                mss=mss or OverlayMix.mss,
+                seed=seed,
+                start_ns=start_ns,
+                port=port or OverlayMix.port,
+            )
+            n = write_frames(output, mix_frames(m))
+            click.echo(f"wrote {n} frames to {output}", err=True)
+            return
         sc = Scenario(
             encap=encap,
             outer_ipv6=outer_ipv6,

@@ -223,7 +223,15 @@ def write_scenario(path: str | Path, sc: Scenario) -> int:
     Raises: ValueError for an unbuildable scenario (before ``path`` is created); OSError if ``path``
         cannot be written.
     """
-    frames = synth_frames(sc)
+    return write_frames(path, synth_frames(sc))
+
+
+def write_frames(path: str | Path, frames: Iterator[tuple[int, bytes]]) -> int:
+    """Write ``(ts_ns, frame)`` items to a nanosecond pcap at ``path``; return the number of frames.
+
+    The first frame is built before ``path`` is created, so an unbuildable scenario leaves no file.
+    Raises: ValueError from the generator; OSError if ``path`` cannot be written.
+    """
     first = next(frames)  # the first frame shows an unbuildable scenario before a file exists
     n = 0
     with PcapWriter(path) as writer:

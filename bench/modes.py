@@ -1,0 +1,186 @@
+"""gro-replay benchmark (issue 12): the overlay-node mix and the bulk capture in every input mode and observer.
+
+Captures (generated once into ``bench/cache/``, gitignored):
+
+- ``mix``: ``gro-replay synth --mix overlay-node`` — 48 bidirectional TCP connections over VXLAN, writes of 1–16
+  segments ending in PSH, delayed ACKs back, a quarter of the connections with outer checksums, inner MSS 1398,
+  TCP timestamps (gro_replay/synth_mix.py), ``--mix-frames`` frames;
+- ``bulk``: one VXLAN bulk-TCP flow with outer checksum 0 (the 89e5c58fc1e2 scenario), ``--bulk-frames`` frames;
+- of each, a pcapng copy (``editcap -F pcapng``, else dpkt's pcapng writer) and a gzip copy.
+
+Every measurement is one run of the CLI (``python -m gro_replay FILE --format json --quiet``, compare mode: both
+kernels, both stages) in a fresh process: frames/s per CPU second (the child's user + system time from
+``os.wait4``, interpreter start included; the input digest's thread counts too) and peak RSS. Modes: ``pcap``,
+``pcapng``, ``gzip``, ``stdin`` (``cat FILE |`` … ``-``), ``pcap --trace FILE``, ``explain``. tshark
+(``tshark -q -z conv,tcp -r FILE``) runs on the same pcap in the same run, measured the same way. With
+``--profile`` the top entries of one cProfile run of the mix are printed.
+
+Targets (issue 12): mix ≥ 200,000 frames/s per CPU second and ≥ 5× tshark; bulk ≥ 500,000; pcapng, gzip and
+stdin within 25 % of pcap; ``--trace`` and ``explain`` within 2× of a plain run; peak RSS ≤ 100 MB. ``--check``
+exits 1 when one is missed.
+
+Usage: python bench/modes.py [--mix-frames N] [--bulk-frames N] [--quick] [--no-tshark] [--profile] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import CACHE, ROOT, machine, run_measured, run_tshark, tshark_version  # noqa: E402
+
+CLI = [sys.executable, "-m", "gro_replay"]
+TARGETS = {"mix_cpu_fps": 200_000, "mix_tshark_ratio": 5.0, "bulk_cpu_fps": 500_000, "rss_mb": 100.0}
+
+
+def _synth(path: Path, args: list[str]) -> None:
+    tmp = path.with_suffix(".tmp")
+    subprocess.run([*CLI, "synth", str(tmp), *args], check=True, cwd=ROOT, capture_output=True)
+    tmp.rename(path)
+
+
+def ensure(kind: str, frames: int) -> Path:
+    """The cached pcap of ``kind`` (``mix`` or ``bulk``) with ``frames`` frames, plus its .pcapng and .pcap.gz."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"modes-{kind}-{frames}.pcap"
+    if not path.exists():
+        if kind == "mix":
+            _synth(path, ["--mix", "overlay-node", "--frames", str(frames)])
+        else:
+            _synth(path, ["--frames", str(frames)])
+    ng = path.with_suffix(".pcapng")
+    if not ng.exists():
+        editcap = shutil.which("editcap")
+        if editcap:
+            subprocess.run([editcap, "-F", "pcapng", str(path), str(ng)], check=True)
+        else:
+            import dpkt
+
+            with open(path, "rb") as f, open(ng, "wb") as g:
+                w = dpkt.pcapng.Writer(g, snaplen=65535, linktype=1)
+                for ts, buf in dpkt.pcap.Reader(f):
+                    w.writepkt(buf, ts=ts)
+    gz = Path(str(path) + ".gz")
+    if not gz.exists():
+        with open(path, "rb") as f, gzip.open(gz, "wb", compresslevel=6) as g:
+            shutil.copyfileobj(f, g)
+    return path
+
+
+def measure(argv: list[str], stdin_path: Path | None = None) -> dict:
+    """One CLI run: exit status, frames, CPU seconds, frames per CPU second, peak RSS (MB), wall seconds."""
+    if stdin_path is None:
+        rc, out, err, wall, cpu, rss = run_measured(argv)
+    else:
+        with tempfile.TemporaryFile() as o, tempfile.TemporaryFile() as e:
+            cat = subprocess.Popen(["cat", str(stdin_path)], stdout=subprocess.PIPE)
+            t0 = time.perf_counter()
+            p = subprocess.Popen(argv, stdin=cat.stdout, stdout=o, stderr=e)
+            cat.stdout.close()
+            _, status, ru = os.wait4(p.pid, 0)
+            cat.wait()
+            wall = time.perf_counter() - t0
+            rc = os.waitstatus_to_exitcode(status)
+            cpu, rss = ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+            o.seek(0)
+            e.seek(0)
+            out, err = o.read(), e.read()
+    if rc != 0:
+        raise SystemExit(f"{' '.join(argv)} failed (exit {rc}): {err.decode(errors='replace').strip()[:300]}")
+    frames = None
+    try:
+        doc = json.loads(out)
+        frames = doc.get("input", {}).get("frames_read")
+    except ValueError:
+        pass
+    return {"frames": frames, "cpu_seconds": cpu, "wall_seconds": wall, "rss_mb": rss}
+
+
+def modes(path: Path, tmp: Path) -> dict:
+    base = [*CLI]
+    json_q = ["--format", "json", "--quiet"]
+    runs = {
+        "pcap": measure([*base, str(path), *json_q]),
+        "pcapng": measure([*base, str(path.with_suffix(".pcapng")), *json_q]),
+        "gzip": measure([*base, str(path) + ".gz", *json_q]),
+        "stdin": measure([*base, "-", *json_q], stdin_path=path),
+        "trace": measure([*base, str(path), *json_q, "--trace", str(tmp / "trace.txt")]),
+        "explain": measure([*base, "explain", str(path), "--format", "json", "--quiet"]),
+    }
+    frames = runs["pcap"]["frames"]
+    for r in runs.values():
+        r["frames"] = r["frames"] or frames
+        r["cpu_fps"] = r["frames"] / r["cpu_seconds"]
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mix-frames", type=int, default=200_000)
+    ap.add_argument("--bulk-frames", type=int, default=1_000_000)
+    ap.add_argument("--quick", action="store_true", help="20k-frame mix, 100k-frame bulk")
+    ap.add_argument("--no-tshark", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="print the top entries of a profile of the mix")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target of issue 12 is missed")
+    ap.add_argument("--json", dest="json_path")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.mix_frames, a.bulk_frames = 20_000, 100_000
+    tshark = None if a.no_tshark else shutil.which("tshark")
+    out: dict = {"machine": machine(), "captures": {}}
+    misses = []
+    with tempfile.TemporaryDirectory() as td:
+        for kind, n in (("mix", a.mix_frames), ("bulk", a.bulk_frames)):
+            path = ensure(kind, n)
+            runs = modes(path, Path(td))
+            row: dict = {"path": path.name, "modes": runs}
+            if tshark:
+                t = run_tshark(tshark, path, runs["pcap"]["frames"])
+                row["tshark"] = {"version": tshark_version(tshark), **t}
+                row["tshark_ratio"] = runs["pcap"]["cpu_fps"] / t["cpu_fps"]
+            out["captures"][kind] = row
+            print(f"\n{kind}: {path.name} ({runs['pcap']['frames']} frames)")
+            print(f"  {'mode':8} {'frames/s per CPU s':>20} {'peak RSS MB':>12} {'vs pcap':>8}")
+            for m, r in runs.items():
+                rel = r["cpu_fps"] / runs["pcap"]["cpu_fps"]
+                print(f"  {m:8} {r['cpu_fps']:>20,.0f} {r['rss_mb']:>12.1f} {rel:>8.2f}")
+            if tshark:
+                t = row["tshark"]
+                print(
+                    f"  tshark   {t['cpu_fps']:>20,.0f} {t['rss_mb']:>12.1f}   ratio {row['tshark_ratio']:.2f}x"
+                )
+            target = TARGETS[f"{kind}_cpu_fps"]
+            if runs["pcap"]["cpu_fps"] < target:
+                misses.append(f"{kind}: {runs['pcap']['cpu_fps']:,.0f} < {target:,} frames/s per CPU s")
+            for m in ("pcapng", "gzip", "stdin"):
+                if runs[m]["cpu_fps"] < 0.75 * runs["pcap"]["cpu_fps"]:
+                    misses.append(f"{kind} {m}: more than 25 % slower than pcap")
+            for m in ("trace", "explain"):
+                if runs[m]["cpu_fps"] < 0.5 * runs["pcap"]["cpu_fps"]:
+                    misses.append(f"{kind} {m}: more than 2x slower than a plain run")
+            if max(r["rss_mb"] for r in runs.values()) > TARGETS["rss_mb"]:
+                misses.append(f"{kind}: peak RSS above {TARGETS['rss_mb']:.0f} MB")
+            if kind == "mix" and tshark and row["tshark_ratio"] < TARGETS["mix_tshark_ratio"]:
+                misses.append(f"mix: {row['tshark_ratio']:.2f}x tshark < {TARGETS['mix_tshark_ratio']}x")
+    if a.profile:
+        from run import profile
+
+        print("\n" + profile([ensure("mix", a.mix_frames)], "cprofile", 25))
+    out["misses"] = misses
+    if a.json_path:
+        Path(a.json_path).write_text(json.dumps(out, indent=2))
+    print("\ntargets missed:" if misses else "\nall targets met", *misses, sep="\n  ")
+    return 1 if a.check and misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
