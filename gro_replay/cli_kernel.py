@@ -41,17 +41,34 @@ def _common(f):
         ),
         click.option("--phys-dev", default="eth0", show_default=True),
         click.option("--tunnel-dev", default="vxlan0", show_default=True),
+        click.option(
+            "--udp6zerocsumrx",
+            "udp6_zero_csum_rx",
+            is_flag=True,
+            help="Make the vxlan device with udp6zerocsumrx (accept zero UDPv6 checksums).",
+        ),
+        click.option(
+            "--gro",
+            "gro",
+            multiple=True,
+            metavar="DEV=on|off",
+            help="tunnel=off: ethtool -K <vxlan> gro off; phys=off: GRO elided on the phys veth (as --defer-to-tunnel).",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
     return f
 
 
-def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev):
+def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx=False, gro=()):
     from .oracle import OracleUnavailable, check_environment
-    from .sim import PollModel, ReplayConfig
+    from .sim import ConfigError, PollModel, ReplayConfig, parse_gro
     from .validate import load_capture
 
+    try:
+        gro_on = parse_gro(gro)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
     try:
         check_environment()
     except OracleUnavailable as e:
@@ -66,32 +83,41 @@ def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev):
         vxlan_dev=tunnel_dev,
         tunnel_metadata=True,
         resegment="auto",  # as the replay command: super-frames become wire frames before they are sent
+        udp6_zero_csum_rx=udp6_zero_csum_rx,
+        gro=gro_on,
     )
     try:
         loaded = load_capture(capture, cfg)
     except CaptureError as e:
         raise UsageError(str(e)) from None
     if vxlan_port is None:
+        # the UDP destination port after an option-less outer IPv4 or an outer IPv6 header
+        at = {b"\x08\x00": 36, b"\x86\xdd": 56}
         used = Counter(
-            (f[1][36] << 8 | f[1][37]) for f in loaded.frames if len(f[1]) > 38 and f[1][12:14] == b"\x08\x00"
+            int.from_bytes(f[1][o : o + 2], "big")
+            for f in loaded.frames
+            if (o := at.get(bytes(f[1][12:14]))) is not None and len(f[1]) >= o + 2
         )
         used = [p for p, _ in used.most_common() if p in ports]
         vxlan_port = used[0] if used else 4789
     return cfg, loaded, vxlan_port
 
 
-def _run_oracle(loaded, rx_csum, defer, port):
+def _run_oracle(loaded, rx_csum, defer, port, cfg=None):
     from .oracle import OracleError, OracleUnavailable, run_kernel
     from .validate import ORACLE_RX_CSUM
 
     mode, level = ORACLE_RX_CSUM[rx_csum]
+    gro = cfg.gro if cfg is not None else {}
     try:
         return run_kernel(
             [f[1] for f in loaded.frames],
             rx_csum=mode,
             csum_level=level,
-            defer_to_tunnel=defer,
+            defer_to_tunnel=defer or not gro.get("phys", True),
             vxlan_port=port,
+            udp6_zero_csum_rx=cfg is not None and cfg.udp6_zero_csum_rx,
+            tunnel_gro=gro.get("tunnel", True),
         )
     except OracleUnavailable as e:
         raise EnvironmentProblem(str(e)) from None
@@ -108,7 +134,18 @@ def _run_oracle(loaded, rx_csum, defer, port):
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
 @click.option("--quiet", "-q", is_flag=True, help="No notes on stderr.")
 def kernel_cmd(
-    capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, fmt, trace_path, no_hist, quiet
+    capture,
+    rx_csum,
+    defer_to_tunnel,
+    vxlan_port,
+    phys_dev,
+    tunnel_dev,
+    udp6_zero_csum_rx,
+    gro,
+    fmt,
+    trace_path,
+    no_hist,
+    quiet,
 ):
     """Replay CAPTURE through the running Linux kernel (private namespaces, veth + vxlan) and report what its
     GRO stages delivered. Needs root, network namespaces, tracefs, vxlan and bpf(2) (exit 3 otherwise)."""
@@ -119,8 +156,8 @@ def kernel_cmd(
 
     if trace_path == "-" and fmt != "table":
         raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
-    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev)
-    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port)
+    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro)
+    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port, cfg)
     tracer = out = None
     if trace_path:
         out, _ = _open_out(trace_path)
@@ -140,6 +177,8 @@ def kernel_cmd(
             "vxlan_ports": [port],
             "devices": {"phys": phys_dev, "vxlan": tunnel_dev},
             "resegment": "auto",
+            "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
+            "gro": dict(cfg.gro),
         }
         doc["kernel"] = {
             "release": oracle.kernel_release,
@@ -174,14 +213,16 @@ def kernel_cmd(
 @click.command("validate")
 @_common
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def validate_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, fmt):
+def validate_cmd(
+    capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, fmt
+):
     """Run the simulator (profile of the running kernel, same checksum state, budget polls, --rss none) and the
     kernel backend on the same frames; compare the delivered lengths per device. Exit 0 when they agree, 1 when
     they differ, 3 when the kernel backend cannot run."""
     from .oracle import kernel_hz, kernel_release
     from .validate import compare, profile_for_release
 
-    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev)
+    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro)
     release = kernel_release()
     try:
         model = profile_for_release(release)
@@ -190,7 +231,7 @@ def validate_cmd(capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel
     sim_cfg = replace(
         cfg, kernels=(model,), hz=kernel_hz(), vxlan_ports=(port,), phys_xdp_generic=defer_to_tunnel
     )
-    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port)
+    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port, cfg)
     if not oracle.frames_sent:
         why = ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
         raise EnvironmentProblem(f"nothing to validate: no frame of {capture} can be replayed here ({why})")

@@ -11,6 +11,9 @@ checked (every poll 64 or 0 but the last) and the run repeated when it does not 
 NIC checksum state: plain injection arrives CHECKSUM_NONE; a tcx egress program on the sender calling
 ``bpf_csum_level(INC)`` level+1 times makes it CHECKSUM_UNNECESSARY at that level. ``defer_to_tunnel``
 attaches a generic-XDP pass program to the receiving veth, so its GRO is elided and gro_cells aggregate.
+Outer IPv4 or IPv6 (IPv6 enabled on the receiving veth only, address without DAD); ``udp6_zero_csum_rx`` makes
+the tunnel devices with ``udp6zerocsumrx``; ``tunnel_gro=False`` is ``ethtool -K <vxlan> gro off``
+(``gro_cells_receive`` then uses ``netif_rx``).
 
 Kernel: drivers/net/veth.c (veth_xmit, veth_poll), net/core/gro.c, drivers/net/vxlan/vxlan_core.c,
 net/core/gro_cells.c, net/core/dev.c (netif_elide_gro, napi_threaded_poll).
@@ -241,6 +244,8 @@ class _Run:
         n_inc: int,
         defer: bool,
         vxlan_port: int,
+        udp6_zero_csum_rx: bool = False,
+        tunnel_gro: bool = True,
     ) -> None:
         token = secrets.token_hex(4)
         base = f"groreplay-{os.getpid()}-{token}"
@@ -250,6 +255,7 @@ class _Run:
         self.vxlan, self.geneve = f"g{token}v", f"g{token}g"
         self.plan, self.frames, self.n_inc, self.defer = plan, frames, n_inc, defer
         self.vxlan_port = vxlan_port
+        self.udp6_zero_csum_rx, self.tunnel_gro = udp6_zero_csum_rx, tunnel_gro
         self.trace = TraceInstance(tracefs, base)
         self.link_fds: list[int] = []
         self.injector: subprocess.Popen | None = None
@@ -272,8 +278,9 @@ class _Run:
             f" peer name {self.recv} netns {b} address {_mac(p.dst_mac)} {one_queue}",
             f"link set {self.send} up",
         ]
-        recv = [f"link add {self.vxlan} type vxlan external dstport {self.vxlan_port}"]
-        recv += [f"link add {self.geneve} type geneve external"] if p.geneve else []
+        zero6 = " udp6zerocsumrx" if self.udp6_zero_csum_rx else ""
+        recv = [f"link add {self.vxlan} type vxlan external dstport {self.vxlan_port}{zero6}"]
+        recv += [f"link add {self.geneve} type geneve external{zero6}"] if p.geneve else []
         recv += [f"link set {dev} up" for dev in self.devices if dev != self.recv]
         if p.family == 4:
             send.append(f"addr add {p.src_ip}/32 dev {self.send}")
@@ -289,6 +296,11 @@ class _Run:
         # with TSO on, veth_xmit() bypasses NAPI for these skbs; veth GRO is off by default
         netns.in_netns(a, lambda: netns.ethtool_set(self.send, netns.ETHTOOL_STSO, 0))
         netns.in_netns(b, lambda: netns.ethtool_set(self.recv, netns.ETHTOOL_SGRO, 1))
+        if not self.tunnel_gro:
+            # ethtool -K <vxlan> gro off: gro_cells_receive hands every skb to netif_rx (netif_elide_gro)
+            for dev in self.devices:
+                if dev != self.recv:
+                    netns.in_netns(b, lambda d=dev: netns.ethtool_set(d, netns.ETHTOOL_SGRO, 0))
         netns.ip_batch([f"link set {self.recv} up"], ns=b)
         netns.sh_in_netns(b, f"echo 1 > /sys/class/net/{self.recv}/threaded")
         if self.n_inc:
@@ -500,12 +512,16 @@ def run_kernel(
     defer_to_tunnel: bool = False,
     vxlan_port: int = 4789,
     retries: int = 3,
+    udp6_zero_csum_rx: bool = False,
+    tunnel_gro: bool = True,
 ) -> OracleResult:
     """Replay ``frames`` (full Ethernet II frames) through the running kernel; see the module docstring.
 
     Args: rx_csum: 'none' (CHECKSUM_NONE) or 'unnecessary' (CHECKSUM_UNNECESSARY at ``csum_level``, 0..3);
         defer_to_tunnel: elide GRO on the receiving veth with generic XDP; vxlan_port: the vxlan device's
-        UDP port; retries: attempts allowed for the poll-shape self-check.
+        UDP port; retries: attempts allowed for the poll-shape self-check; udp6_zero_csum_rx: tunnel devices
+        made with ``udp6zerocsumrx`` (accept zero UDPv6 checksums); tunnel_gro: False turns GRO off on the
+        tunnel devices (``ethtool -K DEV gro off``).
     Returns: OracleResult; frames not sent are counted per reason in ``frames_not_replayable`` (see
         ``NOT_REPLAYABLE``), ``sent`` lists the indices of those sent (feed the simulator the same ones).
     Raises: ValueError on bad arguments; OracleUnavailable when the machine lacks a capability;
@@ -534,7 +550,16 @@ def run_kernel(
     reason = ""
     with _sigterm_unwinds(), _tracefs() as tracefs:
         for attempt in range(1, retries + 1):
-            run = _Run(tracefs, plan, frames, n_inc=n_inc, defer=defer_to_tunnel, vxlan_port=vxlan_port)
+            run = _Run(
+                tracefs,
+                plan,
+                frames,
+                n_inc=n_inc,
+                defer=defer_to_tunnel,
+                vxlan_port=vxlan_port,
+                udp6_zero_csum_rx=udp6_zero_csum_rx,
+                tunnel_gro=tunnel_gro,
+            )
             finished = False
             try:
                 # an interrupt inside subprocess.Popen can orphan an `ip netns add`: let none cut setup short

@@ -1,0 +1,201 @@
+"""The tunnel metadata, GRO per device and outer IPv6 against the running kernel (issue 11 items 1, 4, 5).
+
+Kernel backend (kernel-oracle.md: veth + ``vxlan external`` in private namespaces, budget polls of 64, hash 0);
+the simulator runs the running kernel's profile on the same frames; every comparison must be identical per
+device. The random differential varies every field of the rx tunnel metadata dst the backend can vary (outer
+TOS with ECN bits, TTL/hop limit, IPv4 DF, IPv6 flow label, UDP source port, zero or computed UDP checksum, VNI,
+outer source address) frame by frame inside inner flows, over 500 seeded scenarios: 400 over outer IPv4, 100 over
+outer IPv6 (with and without ``udp6zerocsumrx``). To keep the suite fast, 50 scenarios share one kernel run
+(their inner flows use distinct ports, so they interact only as flows sharing polls and GRO buckets do).
+Runs as root (CI does); skips where a capability is really absent.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from conftest import FIX_SAMPLE, ROOT
+
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.oracle import OracleUnavailable, check_environment, kernel_hz, kernel_release, run_kernel
+from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+from gro_replay.sim import PollModel, ReplayConfig
+from gro_replay.validate import ORACLE_RX_CSUM, compare, load_capture, profile_for_release
+
+try:
+    check_environment()
+    _SKIP = None
+except OracleUnavailable as e:  # pragma: no cover - depends on the machine
+    _SKIP = str(e)
+
+pytestmark = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+
+DF_PCAP = ROOT.parent / "shared" / "triage" / "outer-df-tunnel-metadata.pcap"
+
+
+def _write(tmp_path, frames, name) -> str:
+    path = tmp_path / name
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            w.write(1_700_000_000_000_000_000 + i * 1000, f)
+    return str(path)
+
+
+def _validate(path, rx="none", *, udp6zero=False, gro=None):
+    """(per-device agreements, oracle result) of the simulator vs the kernel backend on ``path``."""
+    gro = gro or {"phys": True, "tunnel": True}
+    cfg = ReplayConfig(
+        rx_csum=rx,
+        poll=PollModel("budget"),
+        rss="none",
+        vxlan_ports=(4789,),
+        udp6_zero_csum_rx=udp6zero,
+        gro=gro,
+        resegment="off",
+    )
+    loaded = load_capture(path, cfg)
+    mode, level = ORACLE_RX_CSUM[rx]
+    oracle = run_kernel(
+        [f[1] for f in loaded.frames],
+        rx_csum=mode,
+        csum_level=level,
+        defer_to_tunnel=not gro["phys"],  # generic XDP: netif_elide_gro on the phys veth, as GRO off
+        udp6_zero_csum_rx=udp6zero,
+        tunnel_gro=gro["tunnel"],
+    )
+    sim_cfg = replace(cfg, kernels=(profile_for_release(kernel_release()),), hz=kernel_hz())
+    return compare(loaded, oracle, sim_cfg), oracle
+
+
+def _assert_agree(devices):
+    for d in devices:
+        assert d.agrees, (d.stage, d.first_divergence(), d.kernel[:20], d.sim[:20])
+
+
+# -- the DF case and GRO per device on the fix's sample --------------------------------------------------------------
+def test_validate_outer_df_triage_capture():
+    """../shared/triage Fidelity row, on this kernel: phys 1090, 1090; tunnel 1040, 1040."""
+    if not DF_PCAP.exists():
+        pytest.skip(f"{DF_PCAP} not present")
+    for rx in ("none", "unnecessary"):
+        devices, _ = _validate(str(DF_PCAP), rx)
+        _assert_agree(devices)
+        assert devices[0].kernel == [1090, 1090] and devices[1].kernel == [1040, 1040]
+
+
+@pytest.mark.parametrize(
+    ("gro", "phys", "tunnel"),
+    [
+        # GRO off on the vxlan device: gro_cells_receive → netif_rx, nothing merged there
+        ({"phys": False, "tunnel": False}, [1500] * 16 + [774], [1450] * 16 + [724]),
+        # GRO elided on the phys veth only: the vxlan gro_cells merge all 17 frames (one budget poll)
+        ({"phys": False, "tunnel": True}, [1500] * 16 + [774], [1450 + 15 * 1398 + 672]),
+    ],
+    ids=["both-off", "phys-off"],
+)
+def test_validate_gro_per_device(gro, phys, tunnel):
+    devices, _ = _validate(str(FIX_SAMPLE), "none", gro=gro)
+    _assert_agree(devices)
+    assert devices[0].kernel == phys and devices[1].kernel == tunnel
+
+
+# -- outer IPv6 --------------------------------------------------------------------------------------------------------
+V6 = FrameSpec(outer_ipv6=True, timestamps=False, payload=1380, udp_dport=4789)
+
+
+@pytest.mark.parametrize("rx", ["none", "unnecessary", "unnecessary-tunnel"])
+@pytest.mark.parametrize(("csum", "udp6zero"), [("computed", False), ("zero", True), ("zero", False)])
+def test_validate_outer_ipv6(tmp_path, rx, csum, udp6zero):
+    frames = [build_frame(s) for s in flow_specs(replace(V6, outer_csum=csum), [1380] * 100)]
+    devices, oracle = _validate(_write(tmp_path, frames, "v6.pcap"), rx, udp6zero=udp6zero)
+    assert oracle.frames_sent == 100
+    _assert_agree(devices)
+    if csum == "zero" and not udp6zero:
+        # __udp6_lib_rcv drops a zero UDPv6 checksum without udp6zerocsumrx: nothing reaches the vxlan device
+        assert devices[1].kernel == []
+    else:
+        assert devices[1].total > 0
+
+
+# -- the random metadata differential ----------------------------------------------------------------------------------
+def _choices(v6: bool) -> dict:
+    """Values of each metadata field the backend can vary (outer destination and MACs stay fixed per run)."""
+    c = {
+        "outer_tos": [0, 0, 0x10, 0xB8, 0x01, 0x02, 0x03],  # 0x03: CE on a not-ECT inner packet, dropped
+        "udp_sport": [49152, 49153, 60000],
+        "outer_csum": ["zero", "computed"],
+        "vni": [100, 101, 0xFFFFFF],
+    }
+    if v6:
+        c |= {
+            "outer_hop_limit": [64, 63, 255],
+            "outer_flow_label": [0, 0x12345, 0xFFFFF],
+            "outer_src": ["fd00::1", "fd00::9"],
+        }
+    else:
+        c |= {"outer_ttl": [64, 63, 255], "outer_df": [True, False], "outer_src": ["10.0.0.1", "10.0.0.9"]}
+    return c
+
+
+def _scenario(rng: random.Random, v6: bool, port0: int) -> list[bytes]:
+    """1–3 inner flows of 3–24 segments whose outer metadata fields change now and then (persistently or for
+    one frame), interleaved in blocks."""
+    ch = _choices(v6)
+    per_flow = []
+    for i in range(rng.choice([1, 1, 2, 3])):
+        base = FrameSpec(
+            outer_ipv6=v6,
+            udp_dport=4789,
+            timestamps=rng.random() < 0.5,
+            payload=1000,
+            sport=port0 + i,
+            seq=rng.randrange(1 << 32),
+            outer_ip_id=rng.randrange(1 << 16),
+            ip_id=rng.randrange(1 << 16),
+            **{k: rng.choice(v) for k, v in ch.items()},
+        )
+        n = rng.randint(3, 24)
+        specs = flow_specs(base, [rng.choice([1000, 1000, 1000, rng.randint(1, 1000)]) for _ in range(n)])
+        cur: dict = {}
+        for k in range(n):
+            if rng.random() < 0.2:
+                field = rng.choice(list(ch))
+                value = rng.choice(ch[field])
+                if rng.random() < 0.5:
+                    cur[field] = value
+                    specs[k] = replace(specs[k], **cur)
+                else:
+                    specs[k] = replace(specs[k], **(cur | {field: value}))
+            elif cur:
+                specs[k] = replace(specs[k], **cur)
+        per_flow.append([build_frame(s) for s in specs])
+    out = []
+    block = rng.choice([1, 2, 8])
+    while any(per_flow):
+        for fl in per_flow:
+            out.extend(fl[:block])
+            del fl[:block]
+    return out
+
+
+#: (run, outer family, --rx-csum, udp6zerocsumrx): 8 IPv4 runs cycling the checksum states, 2 IPv6 runs
+RUNS = [(i, "v4", ("none", "unnecessary", "unnecessary-tunnel")[i % 3], False) for i in range(8)] + [
+    (8, "v6", "none", True),
+    (9, "v6", "unnecessary", False),
+]
+PER_RUN = 50
+
+
+@pytest.mark.parametrize(("run", "fam", "rx", "udp6zero"), RUNS, ids=[f"{r[0]}-{r[1]}-{r[2]}" for r in RUNS])
+def test_validate_metadata_random_differential(tmp_path, run, fam, rx, udp6zero):
+    """50 seeded scenarios per kernel run, 10 runs (500 scenarios): 100 % agreement per device."""
+    rng = random.Random(f"issue11-metadata-{run}")
+    frames = []
+    for s in range(PER_RUN):
+        frames += _scenario(rng, fam == "v6", 1024 + 4 * s)
+    devices, oracle = _validate(_write(tmp_path, frames, "m.pcap"), rx, udp6zero=udp6zero)
+    assert oracle.frames_sent == len(frames)
+    _assert_agree(devices)
+    assert devices[1].total > 0
