@@ -105,3 +105,14 @@ def test_cli_tunnel_off_verdict_says_nothing_merges_later(runner):
     assert r.exit_code == 0, r.output
     assert "with GRO off on the tunnel device they are not merged later either" in r.stdout
     assert "merged only later by the tunnel device's gro_cells" not in r.stdout
+
+
+def test_explain_flow_verdict_names_gro_off(runner):
+    r = runner.invoke(main, ["explain", str(FIX_SAMPLE), "--poll", "gap:5", "--gro", "phys=off"])
+    assert r.exit_code == 0, r.output
+    assert (
+        "outer UDP checksum 0, but GRO is off on eth0: dev_gro_receive passes every frame up unmerged"
+        in r.stdout
+    )
+    assert "gate passed before the fix too" not in r.stdout
+    assert "The fix changes nothing with GRO off on eth0" in r.stdout

@@ -392,6 +392,11 @@ class Verdict:
             )
         elif fv.cls != "tunnel_tcp":
             why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"
+        elif not (getattr(self.result.config, "gro", None) or {}).get("phys", True):
+            why = (
+                f"outer UDP checksum 0, but GRO is off on {self.result.config.phys_dev}: dev_gro_receive passes "
+                "every frame up unmerged (netif_elide_gro) before udp_gro_receive's gate, in every kernel"
+            )
         else:
             why = (
                 "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
