@@ -248,11 +248,52 @@ def _break_reasons(reasons: Counter) -> Counter:
     return other or Counter(reasons)
 
 
+#: outer flow key field → (words, the kernel function that keeps frames apart on it)
+_SPLIT_KEYS = (
+    ("outer_src", "outer source address", "inet_gro_receive/ipv6_gro_receive compare the addresses"),
+    ("outer_dst", "outer destination address", "inet_gro_receive/ipv6_gro_receive compare the addresses"),
+    ("outer_sport", "outer source port", "udp_gro_receive compares the UDP ports"),
+    ("outer_dport", "outer destination port", "udp_gro_receive compares the UDP ports"),
+    ("tunnel", "tunnel type", "the tunnel sockets differ"),
+    ("vni", "VNI", "vxlan_gro_receive/geneve_gro_receive compare the VNI"),
+    ("outer_csum_zero", "outer UDP checksum zero vs set", "udp_gro_receive compares whether uh->check is 0"),
+)
+
+
+def _splits(flows: list) -> dict[int, str]:
+    """Per flow id: a note when the same inner flow travels under other outer keys (the flow key that makes its
+    frames start new skbs instead of merging): GRO never merges frames across them at the phys device, and a
+    collect-metadata tunnel device keeps them apart too (the metadata dst carries the outer header)."""
+    groups: dict[tuple, list[int]] = {}
+    for fid, k in enumerate(flows):
+        if k.tunnel and k.inner_src:
+            ident = (k.inner_src, k.inner_dst, k.inner_proto, k.inner_sport, k.inner_dport)
+            groups.setdefault(ident, []).append(fid)
+    out = {}
+    for ids in groups.values():
+        if len(ids) < 2:
+            continue
+        for fid in ids:
+            me = flows[fid]
+            others = [o for o in ids if o != fid]
+            fields = []
+            for attr, words, rule in _SPLIT_KEYS:
+                if any(getattr(flows[o], attr) != getattr(me, attr) for o in others):
+                    fields.append((words, rule))
+            what = ", ".join(w for w, _ in fields) or "outer header"
+            rules = "; ".join(dict.fromkeys(r for _, r in fields))
+            out[fid] = (
+                f"split: the same inner flow also travels as flow(s) {', '.join(f'#{o}' for o in others)} "
+                f"with another {what}, so its frames start new skbs instead of merging with theirs ({rules})"
+            )
+    return out
+
+
 class Verdict:
     """The verdict of one ``sim.Result`` (see the module doc). Build once, render everywhere.
 
-    Attributes: ``flows`` (one ``FlowVerdict`` per flow id), ``kernels`` (summed ``KernelFacts`` per kernel, in
-    run order), ``pre``/``post`` (names of the kernels compared for the fix, or None), ``outcome`` (capture:
+    Attributes: ``flows`` (one ``FlowVerdict`` per flow id), ``kernels`` (``KernelFacts`` summed over the
+    tunnelled flows, per kernel, in run order), ``pre``/``post`` (names of the kernels compared for the fix, or None), ``outcome`` (capture:
     ``nothing_replayed``, ``no_tunnel``, ``lost``, ``affected``, ``not_affected``), ``text`` (the sentence).
     """
 
@@ -298,6 +339,9 @@ class Verdict:
             fv.outcome = self._flow_outcome(fv)
             fv.why = self._flow_why(fv)
             self.flows.append(fv)
+        self.splits = _splits(result.flows)
+        for fid, text in self.splits.items():
+            self.flows[fid].why += f"; {text}"
         self.kernels = []
         for ks in result.kernels:
             tot = KernelFacts(
@@ -306,6 +350,8 @@ class Verdict:
                 models[ks.name].udp_tunnel_gate_checks_uh_check if models[ks.name] else None,
             )
             for fv in self.flows:
+                if not fv.key.tunnel:
+                    continue  # not decapsulated by design: local delivery or no socket is no loss here
                 k = next(x for x in fv.kernels if x.name == ks.name)
                 tot.frames += k.frames
                 for s in ("phys", "tunnel"):
@@ -500,7 +546,13 @@ class Verdict:
         else:
             text = " ".join(self._kernel_sentence(k, tun) for k in self.kernels)
         loss = self._loss_sentence()
-        return text + (f" {loss}" if loss else "")
+        text += f" {loss}" if loss else ""
+        if self.splits:
+            text += (
+                f" {len(self.splits)} flow(s) carry an inner flow that also travels under another outer key "
+                "(see explain: split): GRO never merges frames across outer keys."
+            )
+        return text
 
     def _compare_text(self, tun: list[FlowVerdict]) -> str:
         aff = self.affected_flows()
@@ -626,11 +678,11 @@ class Verdict:
                     "id": f.fid,
                     "flow": f.key.label(),
                     "phys_skbs_pre": pre.skbs["phys"] if pre else f.kernels[0].skbs["phys"],
-                    "phys_skbs_post": post.skbs["phys"] if post else None,
+                    "phys_skbs_post": post.skbs["phys"] if post else 0,
                     "gate_refusals": f.gate_zero,
                     "zero_csum": f.key.outer_csum_zero,
                     "tunnel_skbs_pre": pre.skbs["tunnel"] if pre else f.kernels[0].skbs["tunnel"],
-                    "tunnel_skbs_post": post.skbs["tunnel"] if post else None,
+                    "tunnel_skbs_post": post.skbs["tunnel"] if post else 0,
                     "stack_traversals_saved": f.saved("phys"),
                 }
             )

@@ -1,0 +1,259 @@
+"""The verdict (report/verdict.py): one computation behind the replay's sentence, explain, JSON and SUMMARY.
+
+Expected values follow from the kernel's rules (cited per test) and from the kernel-checked truth of
+``../shared/triage/README.md`` (Linux 6.18, veth NAPI + vxlan gro_cells); tests that read ``../shared`` skip when
+it is absent.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SAMPLES, shared_capture_paths
+from rich.console import Console
+
+from gro_replay.kernel import reasons as R
+from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
+from gro_replay.kernel.nic import RX_CSUM_PROFILES
+from gro_replay.report import schema
+from gro_replay.report.document import document
+from gro_replay.report.explain import FlowDeliveries, explain, render_text
+from gro_replay.report.table import render
+from gro_replay.sim import ReplayConfig, replay_capture
+
+TRIAGE = ROOT.parent / "shared" / "triage"
+
+
+def _triage(name: str) -> Path:
+    path = TRIAGE / name
+    if not path.is_file():
+        pytest.skip(f"triage capture not present ({path})")
+    return path
+
+
+def _run(path: Path, kernels=(K_5_11, K_5_12), **kw):
+    cfg = ReplayConfig(kernels=tuple(kernels), resegment="auto", **kw)
+    cfg.validate()
+    obs = FlowDeliveries()
+    result = replay_capture(str(path), cfg, obs)
+    return result, obs
+
+
+def _explain(result, obs) -> dict:
+    return explain(result, obs, [k.name for k in result.kernels], list(range(len(result.flows))))
+
+
+def _table(result, width: int = 200) -> str:
+    buf = io.StringIO()
+    render(result, Console(file=buf, width=width, no_color=True, soft_wrap=False), hist=False)
+    return buf.getvalue()
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+# -- the triage captures (../shared/triage/README.md) -----------------------------------------------------------------
+def test_bad_inner_checksum_frame_goes_up_alone_and_the_gap_is_named():
+    # README: --rx-csum none, the bad frame goes up alone, frames 1 and 3 are not merged (Linux 6.18). Rules:
+    # tcp4_gro_receive validates the inner TCP checksum (CHECKSUM_NONE: summed in software) and flushes frame 2
+    # (tcp4_gro_receive:checksum_bad); frame 3's sequence is frame 1's + 2 × 1398, not + 1398, so
+    # tcp_gro_receive's "th2->seq + len != th->seq" test ends frame 1's skb. Its IP ID steps by 2 as well; the
+    # gap explains that step, so the gap is the reason named. The last skb ends with the poll (napi_complete_done).
+    path = _triage("bad-inner-csum-3frames.pcap")
+    for kernels in ((K_5_11, K_5_12), (K_6_18,)):
+        result, obs = _run(path, kernels, rx_csum="none")
+        fixed = result.kernels[-1]
+        assert fixed.stages["phys"].skbs == 3 and fixed.stages["phys"].aggregates == 0
+        assert dict(fixed.stages["phys"].reasons) == {R.TCP_CSUM: 1, R.TCP_SEQ: 1, R.POLL_END: 1}
+        text = _flat(_table(result))
+        assert "inner TCP checksum bad [tcp4_gro_receive:checksum_bad] ×1" in text
+        assert "TCP sequence does not continue the held packet" in text
+        assert "IP header fields differ" not in text
+        doc = _explain(result, obs)
+        flow = doc["flows"][0]["kernels"][fixed.name]["phys"]
+        assert {r["reason"]: r["count"] for r in flow["reasons"]} == {
+            R.TCP_CSUM: 1,
+            R.TCP_SEQ: 1,
+            R.POLL_END: 1,
+        }
+        assert "seq_gap" in doc["verdict"]["sentence"] and "checksum_bad" in doc["verdict"]["sentence"]
+
+
+def test_two_flows_shared_outer_id_verdict_is_about_618():
+    # README: --kernel 6.18 --rx-csum none: phys 4 single skbs; 6.18 compares the outer IP ID (21f7484220ac:
+    # outer IDs must be fixed or incrementing, KernelModel.inet_gro_checks_outer_id) and each flow's outer IDs
+    # step by 2 (one counter for both flows, round-robin); 5.12 merges each flow (no outer ID check up to v6.17;
+    # up to 6.9 the outer ID verdict is overwritten by the inner one when the outer DF is set).
+    path = _triage("two-flows-shared-outer-id.pcap")
+    result, obs = _run(path, (K_6_18,), rx_csum="none")
+    (k,) = result.kernels
+    assert k.stages["phys"].skbs == 4 and k.stages["phys"].aggregates == 0
+    outer_id = "tcp_gro_receive:outer_ip_id"
+    assert dict(k.stages["phys"].reasons) == {outer_id: 2, R.POLL_END: 2}
+    doc = document(result)
+    v = doc["verdict"]
+    assert v["outcome"] == "not_affected" and v["affected_flows"] == 0 and "comparison" not in doc
+    assert v["kernels"][0]["carries_fix"] is True
+    text = v["text"]
+    assert text.startswith("6.18 (v6.18) carries 89e5c58fc1e2")
+    assert "does not merge 2 tunnelled TCP flow(s) at the phys device" in text
+    assert "in the outer header [tcp_gro_receive:outer_ip_id] ×2" in text and "21f7484220ac" in text
+    assert "→" not in text and "Before the fix" not in text
+    ex = _explain(result, obs)
+    for f in ex["flows"]:
+        assert f["verdict"]["affected"] is False
+        assert f["verdict"]["why"].startswith("6.18 (v6.18) carries 89e5c58fc1e2")
+        assert "outer_ip_id" in f["verdict"]["why"] and "→" not in f["verdict"]["why"]
+    assert doc["summary"].endswith(" affected_flows=0")
+    # 5.12 merges each flow at the phys device: 2 skbs of 2 segments
+    result, _ = _run(path, (K_5_12,), rx_csum="none")
+    assert (result.kernels[0].stages["phys"].skbs, result.kernels[0].stages["phys"].aggregates) == (2, 2)
+
+
+def test_ipv6_zero_checksum_flow_is_lost_with_reason_and_knob():
+    # README: every frame dropped by __udp6_lib_rcv (zero UDPv6 checksum, Udp6InCsumErrors) in every kernel,
+    # unless the vxlan device has udp6zerocsumrx. Pre-fix the gate refuses both frames (2 phys skbs), post-fix
+    # they merge (1 skb): either way nothing reaches the tunnel device, so the flow is lost, not affected.
+    path = _triage("ipv6-zero-csum.pcap")
+    for rx_csum in ("unnecessary", "none"):
+        result, obs = _run(path, rx_csum=rx_csum)
+        assert [k.stages["tunnel"].frames_in for k in result.kernels] == [0, 0]
+        doc = document(result)
+        assert doc["comparison"]["affected_flows"] == [] and doc["verdict"]["outcome"] == "lost"
+        assert [k["lost"] for k in doc["verdict"]["kernels"]] == [{"udp6_csum_zero_error": 2}] * 2
+        text = doc["comparison"]["verdict"]
+        for words in ("lost before decapsulation", "__udp6_lib_rcv", "Udp6InCsumErrors", "udp6zerocsumrx"):
+            assert words in text, words
+        lines = render_text(_explain(result, obs))
+        out = "\n".join(lines)
+        assert "affected: yes" not in out and "fewer traversals" not in out
+        assert "  verdict: affected: lost: lost before decapsulation in every kernel run" in out
+        assert doc["summary"].endswith(" affected_flows=0")
+    # with the knob the frames are decapsulated and the zero-checksum bug matters again
+    result, _ = _run(path, udp6_zero_csum_rx=True)
+    doc = document(result)
+    assert doc["verdict"]["outcome"] == "affected" and len(doc["comparison"]["affected_flows"]) == 1
+    assert doc["comparison"]["verdict"].startswith("Before the fix, 1 of 1 tunnelled TCP flow(s)")
+
+
+# -- agreement across every output ------------------------------------------------------------------------------------
+def _all_captures() -> list[Path]:
+    triage = sorted(TRIAGE.glob("*.pcap")) if TRIAGE.is_dir() else []
+    return sorted(SAMPLES.glob("*.pcap")) + shared_capture_paths() + triage
+
+
+_SUMMARY_AFFECTED = re.compile(r" affected_flows=(\d+)$")
+
+
+def test_every_capture_and_nic_profile_verdicts_agree():
+    """Every shipped sample, shared capture and triage capture under every --rx-csum profile: the replay's
+    verdict sentence (table, markdown, JSON), explain's per-flow and capture verdicts, JSON affected_flows and the
+    SUMMARY line come out of one computation and say the same."""
+    from gro_replay.cli import markdown
+
+    checked = 0
+    for path in _all_captures():
+        for rx_csum in RX_CSUM_PROFILES:
+            result, obs = _run(path, rx_csum=rx_csum)
+            doc = document(result)
+            ex = _explain(result, obs)
+            schema.check(doc, "replay")
+            schema.check(ex, "explain")
+            where = f"{path.name} --rx-csum {rx_csum}"
+            json_ids = sorted(a["id"] for a in doc["comparison"]["affected_flows"])
+            explain_ids = sorted(f["id"] for f in ex["flows"] if f["verdict"]["affected"])
+            assert json_ids == explain_ids, where
+            assert doc["verdict"]["affected_flows"] == len(json_ids) == ex["verdict"]["flows_affected"], where
+            assert int(_SUMMARY_AFFECTED.search(doc["summary"]).group(1)) == len(json_ids), where
+            assert f"affected_flows={len(json_ids)} " in ex["summary"] + " ", where
+            sentence = doc["comparison"]["verdict"]
+            assert sentence == doc["verdict"]["text"] == ex["verdict"]["sentence"], where
+            assert ex["verdict"]["text"].endswith(sentence), where
+            assert _flat(sentence) in _flat(_table(result)), where
+            assert sentence in markdown(result), where
+            # the words follow the outcome: an affected capture says what the fix saves, others never claim it
+            if json_ids:
+                assert sentence.startswith("Before the fix"), where
+                assert ex["verdict"]["text"].startswith("affected: yes: "), where
+            else:
+                assert (
+                    not sentence.startswith("Before the fix") and "affected: yes" not in ex["verdict"]["text"]
+                )
+            # a lost flow is never affected, and every frame lost is reported with its kernel reason
+            lost = {f["id"] for f in ex["flows"] if f["verdict"]["outcome"] == "lost"}
+            assert not lost & set(json_ids), where
+            for k in doc["verdict"]["kernels"]:
+                assert sum(k["lost"].values()) == k["lost_frames"], where
+            checked += 1
+    assert checked >= 3 * len(RX_CSUM_PROFILES)
+
+
+# -- flow-key splits ----------------------------------------------------------------------------------------------------
+def test_inner_flow_split_by_outer_source_port_is_named():
+    # One inner TCP flow, 4 contiguous segments; the sender's outer source port changes after the second (as
+    # when the tunnel's flow hash changes). udp_gro_receive compares the outer UDP ports, so the two halves never
+    # merge with each other at the phys device: 2 skbs of 2 segments (--rx-csum complete: the gate passes in both
+    # kernels, gro-spec §4.7 row 7; both held until the poll ends).
+    from dataclasses import replace
+
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+    from gro_replay.sim import replay_frames
+
+    specs = flow_specs(FrameSpec(outer_csum="zero"), [1398] * 4)
+    specs = specs[:2] + [replace(s, udp_sport=50000) for s in specs[2:]]
+    frames = [(1000 * i, build_frame(s)) for i, s in enumerate(specs)]
+    result = replay_frames(frames, ReplayConfig(rx_csum="complete"))
+    assert [k.stages["phys"].skbs for k in result.kernels] == [2, 2]
+    assert [k.stages["phys"].aggregates for k in result.kernels] == [2, 2]
+    doc = document(result)
+    v = doc["verdict"]
+    assert "2 flow(s) carry an inner flow that also travels under another outer key" in v["text"]
+    obs = FlowDeliveries()
+    result = replay_frames(frames, ReplayConfig(rx_csum="complete"), obs)
+    ex = _explain(result, obs)
+    why = {f["id"]: f["verdict"]["why"] for f in ex["flows"]}
+    assert "split: the same inner flow also travels as flow(s) #1 with another outer source port" in why[0]
+    assert "udp_gro_receive compares the UDP ports" in why[0]
+    assert "as flow(s) #0 with another outer source port" in why[1]
+
+
+# -- the tunnel stage ---------------------------------------------------------------------------------------------------
+def test_fix_that_only_changes_the_tunnel_stage_is_affected():
+    """A nested tunnel (VXLAN in VXLAN, inner UDP checksum 0): at the phys device udp_gro_receive stops at the
+    second tunnel header in both kernels (encap_mark), so the phys counts are equal; the tunnel device's gro_cells
+    meets the inner tunnel header, where the pre-fix gate refuses the zero checksum and the post-fix kernel merges.
+    The counters below are such a run's; the verdict must call the flow affected and count the tunnel skbs saved.
+    """
+    from gro_replay.packet.decode import FlowKey
+    from gro_replay.report.stats import KernelStats
+    from gro_replay.sim import InputStats, Result
+
+    key = FlowKey(
+        "10.0.0.1", "10.0.0.2", 40000, 4789, "vxlan", 1, "10.1.0.1", "10.1.0.2", 17, 40001, 4789, True
+    )
+    pre, post = KernelStats("pre-fix", "5.11"), KernelStats("post-fix", "5.12")
+    for ks, tunnel_skbs, gate in ((pre, 8, 8), (post, 4, 0)):
+        f = ks.flow(0)
+        f.skbs["phys"], f.segs["phys"] = 8, 8
+        f.reasons["phys"][R.UDP_ENCAP_MARK] = 8
+        f.stack["queued"], f.stack_frames["queued"] = 8, 8
+        f.skbs["tunnel"], f.segs["tunnel"] = tunnel_skbs, 8
+        if gate:
+            f.reasons["tunnel"][R.UDP_GATE_ZERO_CSUM] = gate
+        else:
+            f.reasons["tunnel"][R.POLL_END] = tunnel_skbs
+    inp = InputStats(frames_read=8, frames_replayed=8)
+    result = Result(inp, ReplayConfig(), [pre, post], [key], ["tunnel_other"])
+    doc = document(result)
+    (row,) = doc["comparison"]["affected_flows"]
+    assert (row["phys_skbs_pre"], row["phys_skbs_post"], row["stack_traversals_saved"]) == (8, 8, 0)
+    assert (row["tunnel_skbs_pre"], row["tunnel_skbs_post"]) == (8, 4)
+    assert doc["verdict"]["tunnel_skbs_saved"] == 4 and doc["verdict"]["outcome"] == "affected"
+    text = doc["comparison"]["verdict"]
+    assert "lose aggregation at the tunnel device's gro_cells (8 frames refused there" in text
+    assert "and 4 skbs handed up by the tunnel device" in text
+    assert doc["summary"].endswith(" affected_flows=1")
