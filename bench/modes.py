@@ -68,7 +68,7 @@ def ensure(kind: str, frames: int) -> Path:
             with open(path, "rb") as f, open(ng, "wb") as g:
                 w = dpkt.pcapng.Writer(g, snaplen=65535, linktype=1)
                 for ts, buf in dpkt.pcap.Reader(f):
-                    w.writepkt(buf, ts=ts)
+                    w.writepkt(buf, ts=float(ts))
     gz = Path(str(path) + ".gz")
     if not gz.exists():
         with open(path, "rb") as f, gzip.open(gz, "wb", compresslevel=6) as g:

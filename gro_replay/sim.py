@@ -892,7 +892,7 @@ def replay_capture(
 
     Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
     every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
-    An uncompressed classic pcap of Ethernet frames takes the batch path (pollcache.py) when the configuration
+    A classic pcap of Ethernet frames (plain or gzip) takes the batch path (pollcache.py) when the configuration
     allows it (``pollcache.batch_eligible``) and nothing observes single deliveries: same results, and
     ``Result.batch`` counts its polls.
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.

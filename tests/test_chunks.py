@@ -100,13 +100,39 @@ def test_big_endian_pcap(tmp_path):
     assert _chunked(p, 3000) == want
 
 
-def test_only_uncompressed_classic_pcap_is_read_in_blocks(tmp_path):
+def test_gzip_classic_pcap_is_read_in_blocks_with_the_same_records(tmp_path):
+    """gzip-compressed classic pcap: the same records and truncation count as the reference reader, whole or cut
+    anywhere (a cut gzip stream loses the record being read and counts one truncated record in both readers)."""
     import gzip
 
-    src = SAMPLES[0]
-    gz = tmp_path / "s.pcap.gz"
-    gz.write_bytes(gzip.compress(src.read_bytes()))
-    with open_capture(src) as cap:
-        assert PcapChunks.supported(cap)
-    with open_capture(gz) as cap:
+    mixed = tmp_path / "mixed.pcap"
+    _mixed(mixed, n=300)
+    for src in [*SAMPLES, mixed]:
+        gz = tmp_path / (src.name + ".gz")
+        data = gzip.compress(src.read_bytes())
+        gz.write_bytes(data)
+        with open_capture(gz) as cap:
+            assert PcapChunks.supported(cap)
+        want = _reference(gz)
+        assert want == _reference(src)
+        for block in (64, 5000, 1 << 20):
+            assert _chunked(gz, block) == want, (src.name, block)
+        rng = random.Random(len(data))
+        for cut in sorted({len(data) - 1, len(data) - 9, *(rng.randrange(40, len(data)) for _ in range(6))}):
+            gz.write_bytes(data[:cut])
+            want = _reference(gz)
+            assert want[1] == 1
+            for block in (1000, 1 << 20):
+                assert _chunked(gz, block) == want, (src.name, cut, block)
+
+
+def test_pcapng_is_not_read_in_blocks(tmp_path):
+    import dpkt
+
+    ng = tmp_path / "s.pcapng"
+    with open(SAMPLES[0], "rb") as f, open(ng, "wb") as g:
+        w = dpkt.pcapng.Writer(g, snaplen=65535, linktype=1)
+        for ts, buf in dpkt.pcap.Reader(f):
+            w.writepkt(buf, ts=float(ts))
+    with open_capture(ng) as cap:
         assert not PcapChunks.supported(cap)

@@ -7,14 +7,15 @@ a few MB at a time into one ``bytes`` object and returns numpy arrays of their o
 Runs of records with equal caplen — the bulk of a data capture — are found with one vectorised check instead
 of one Python step per record.
 
-Only uncompressed classic pcap with 16-byte record headers is read this way (``PcapChunks.supported``); pcapng,
-gzip and the modified-pcap format keep the record-at-a-time reader. tests/test_chunks.py checks that both give
-the same records, the same truncated-record count and the same corrupt-record error.
+Classic pcap with 16-byte record headers is read this way, plain or gzip-compressed (``PcapChunks.supported``);
+pcapng and the modified-pcap format keep the record-at-a-time reader. tests/test_chunks.py checks that both give
+the same records, the same truncated-record count and the same corrupt-record error, cut gzip streams included.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +68,7 @@ class PcapChunks:
 
     def __init__(self, capture: Capture, block: int = 4 << 20) -> None:
         if not self.supported(capture):
-            raise ValueError("PcapChunks reads uncompressed classic pcap only")
+            raise ValueError("PcapChunks reads classic pcap only")
         self.capture = capture
         order, _rec_len, frac_ns = capture.pcap_layout  # type: ignore[misc]
         self._u32 = np.dtype("<u4" if order == "<" else ">u4")
@@ -81,9 +82,25 @@ class PcapChunks:
 
     @staticmethod
     def supported(capture: Capture) -> bool:
-        """True for an uncompressed classic pcap with 16-byte record headers."""
+        """True for a classic pcap with 16-byte record headers (plain or gzip-compressed)."""
         lay = capture.pcap_layout
-        return lay is not None and not capture.compressed and lay[1] == _REC_LEN
+        return lay is not None and lay[1] == _REC_LEN
+
+    def _read_into(self, view: memoryview) -> int:
+        """Bytes read into ``view`` (0: end of stream). A gzip stream is read one decompressed piece at a time
+        (``read1``): ``GzipFile.readinto`` of a large buffer raises EOFError on a cut stream after filling part of
+        it, and that part would be lost; ``read1`` raises only when nothing is left. A cut gzip stream counts as one
+        truncated record, as the record reader counts it."""
+        f = self.capture._f
+        if not self.capture.compressed:
+            return f.readinto(view) or 0
+        try:
+            piece = f.read1(min(len(view), 1 << 18))
+        except EOFError:
+            self.capture.truncated_records = 1
+            return 0
+        view[: len(piece)] = piece
+        return len(piece)
 
     def next(self, keep: int | None = None) -> RecordChunk | None:
         cap = self.capture
@@ -102,9 +119,12 @@ class PcapChunks:
             view = memoryview(buf)
             while not self._eof and fill < len(buf):
                 try:
-                    got = cap._f.readinto(view[fill:])
-                except OSError as e:
-                    raise CaptureError(f"{cap.path}: read error ({e.strerror or e})") from None
+                    got = self._read_into(view[fill:])
+                except (OSError, zlib.error) as e:
+                    view.release()
+                    # named at the record being read, as the record reader names it
+                    at = self._file_off - fill + self._walk(buf, fill, self._file_off - fill).end
+                    raise cap._read_error(e, at) from None
                 if not got:
                     self._eof = True
                     break
