@@ -69,6 +69,7 @@ def _counters(k, st, fids) -> dict:
     for s in st.stages.values():
         attrs(s, ("frames_in", "skbs_in", "skbs", "bytes", "sw_csum_bytes", "complete_errors"))
         items(s.hist, [i for i, v in enumerate(s.hist) if v])
+        items(s.hist_over)
         items(s.reasons)
         items(s.results)
         items(s.devices)

@@ -28,7 +28,7 @@ from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, S
 from .packet.csum import PollSums
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_LINKTYPE, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD, Decoder
 from .pollcache import BatchReplay, batch_eligible
-from .report.stats import KernelStats
+from .report.stats import ConservationError, KernelStats, check_conservation, checks_enabled
 from .resegment import Resegmenter
 
 #: Entries of the RSS indirection table (a common size; drivers use 64..512).
@@ -841,20 +841,31 @@ class Replayer:
 
     @staticmethod
     def _skip_idle_timer_polls(s: PollSchedule, napi: Napi, t: int, now: int | None) -> int:
-        """Shortcut of the empty timer polls of a masked, idle NAPI: returns the time of the last one to run.
+        """Shortcut of the empty timer polls of a masked NAPI: returns the time of the last one to run.
 
-        Shortcuts running ``napi_complete_done(0)`` once per gro_flush_timeout while nothing arrives and GRO holds
-        nothing: each such poll only decrements ``defer_hard_irqs_count`` and re-arms the timer, and the one that
-        finds the count at 0 unmasks the IRQ. Results equal running them one by one (tests/test_poll_models.py).
+        Shortcuts running ``napi_complete_done(0)`` once per gro_flush_timeout while nothing arrives: each such
+        poll only decrements ``defer_hard_irqs_count`` and re-arms the timer, and the one that finds the count at
+        0 unmasks the IRQ (and flushes everything). While GRO holds packets, an empty poll's
+        ``napi_gro_flush(napi, true)`` flushes only packets of older jiffies: the polls that fall in the jiffy of
+        every held packet's ``age`` do nothing else, so they are skipped up to the first poll of the next jiffy,
+        which runs. The cost is then bounded by frames and jiffies crossed while packets are held, never by
+        duration / gro_flush_timeout. Results equal running them one by one (tests/test_poll_models.py,
+        tests/test_robustness.py).
+        Kernel: net/core/dev.c ``napi_complete_done``, ``napi_watchdog``; ``napi_gro_flush`` (flush_old).
         """
-        if napi.held():
-            return t
         first = s.pending[0][0] if s.pending else now
         if first is not None and first <= t:
             return t
         to = napi.dev.gro_flush_timeout
         count = napi.defer_hard_irqs_count
         polls = count + 1 if first is None else min(count + 1, (first - 1 - t) // to + 1)
+        if napi.held():
+            hz = napi.kernel.hz
+            jiffy = t * hz // 1_000_000_000
+            if napi.rx_list or any(skb.cb.age != jiffy for head in napi.gro_hash for skb in head):
+                return t
+            next_jiffy = -(-(jiffy + 1) * 1_000_000_000 // hz)  # first ns of the next jiffy
+            polls = min(polls, (next_jiffy - 1 - t) // to + 2)  # the skipped ones all fall in this jiffy
         if polls <= 1:
             return t
         napi.defer_hard_irqs_count = count - (polls - 1)
@@ -878,6 +889,25 @@ class Replayer:
                     tun.complete_errors += cells.napi.stats.complete_errors
             if len(self.queues[i]) > 1:
                 enter_rx_queue(k, self.queues[i][0])
+        if checks_enabled():
+            self.check_drained()
+            for st in self.stats:
+                check_conservation(st)
+
+    def check_drained(self) -> None:
+        """Assert that every kernel holds nothing at the end of the input: no GRO packet in any NAPI's lists, no
+        GRO_NORMAL batch, no skb in a gro_cells queue or backlog. Raises: ConservationError."""
+        for i in range(len(self.kernels)):
+            for q, rq in enumerate(self.queues[i]):
+                for cells in [None, *rq.cells, *rq.sock_cells]:
+                    napi = rq.napi if cells is None else cells.napi
+                    where = f"{self.stats[i].name} queue {q} " + (
+                        "phys NAPI" if cells is None else f"{cells.dev.name} cell"
+                    )
+                    if napi.held() or napi.rx_list:
+                        raise ConservationError(f"{where}: {napi.held()} GRO packets held at end of input")
+                    if cells is not None and (cells.napi_skbs or cells.backlog):
+                        raise ConservationError(f"{where}: {len(cells.napi_skbs)} skbs never polled")
 
     def result(self) -> Result:
         return Result(

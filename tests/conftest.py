@@ -46,6 +46,10 @@ def _check_every_built_document() -> None:
 
 
 _check_every_built_document()
+# Every replay the suite runs (in-process and in child processes, which inherit the environment) ends with
+# report.stats.check_conservation and Replayer.check_drained: segments in = delivered + dropped per stage, nothing
+# left held (sim.Replayer.finish).
+os.environ["GRO_REPLAY_CHECK_INVARIANTS"] = "1"
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_pcaps"

@@ -32,6 +32,8 @@ class GroCells:
         #: skbs given to ``netif_rx`` (GRO off on the device), waiting in the CPU backlog
         self.backlog: deque[SkBuff] = deque()
         self.dropped = 0
+        #: the last poll took the whole weight: the NAPI stays scheduled (``napi_poll``'s repoll list)
+        self.repoll = False
 
     def gro_cells_receive(self, skb: SkBuff) -> bool:
         """Queue ``skb`` for the cell's NAPI; False (dropped) when the queue already exceeds the backlog.

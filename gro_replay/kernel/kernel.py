@@ -159,16 +159,23 @@ class Kernel:
         return timeout
 
     def run_gro_cells(self, now_ns: int) -> None:
-        """Poll every tunnel device's cell until its queue is empty."""
+        """Poll every tunnel device's cell until its queue is empty and its last poll took less than the weight.
+
+        Kernel: net/core/gro_cells.c ``gro_cell_poll`` calls ``napi_complete_done`` only when it took fewer skbs
+        than the budget; a poll that took exactly the weight leaves the NAPI scheduled (net/core/dev.c
+        ``napi_poll`` puts it on the repoll list), so it is polled again even when its queue is now empty, and
+        that poll (``napi_complete_done(0)``) flushes what the full poll kept (with HZ ≥ 1000 ``napi_poll``'s
+        ``napi_gro_flush(n, true)`` keeps the packets younger than a jiffy).
+        """
         pending = True
         while pending:
             pending = False
             for cells in self.tunnel_cells:
                 if cells.backlog:
                     cells.process_backlog(now_ns)
-                if cells.napi_skbs:
-                    cells.gro_cell_poll(now_ns)
-                    pending = pending or bool(cells.napi_skbs)
+                if cells.napi_skbs or cells.repoll:
+                    cells.repoll = cells.gro_cell_poll(now_ns) == cells.napi.weight
+                    pending = pending or cells.repoll
 
     def flush_timer(self, now_ns: int) -> int:
         """The gro_flush_timeout hrtimer fired: an empty poll (``napi_complete_done(0)``), then the cells.

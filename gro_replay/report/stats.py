@@ -6,6 +6,7 @@ Integers stay integers; histograms are numpy arrays indexed by segments per skb.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import numpy as np
@@ -16,9 +17,9 @@ from ..kernel.skbuff import SkBuff
 
 SCHEMA_VERSION = 1
 STAGES = ("phys", "tunnel")
-_HIST_MAX = (
-    64  # segments per skb beyond this share the last bin; an skb ≤ 64 KiB holds ≤ 46 MSS-1400 segments
-)
+#: skbs of up to this many segments are counted in a list; larger ones (an skb ≤ 64 KiB of 1-byte segments holds
+#: up to 65,535, BIG TCP more) in a Counter, so that every total is exact
+_HIST_MAX = 64
 
 
 class StageStats:
@@ -38,6 +39,7 @@ class StageStats:
         "skbs_in",
         "skbs",
         "hist",
+        "hist_over",
         "bytes",
         "reasons",
         "sw_csum_bytes",
@@ -52,6 +54,8 @@ class StageStats:
         self.skbs = 0
         #: counted as a list (a Python int increment is cheaper than a numpy element's); ``segs_hist`` is the array
         self.hist = [0] * (_HIST_MAX + 1)
+        #: skbs of more than _HIST_MAX segments, by segment count
+        self.hist_over: Counter = Counter()
         self.bytes = 0
         self.reasons: Counter = Counter()
         self.sw_csum_bytes = 0
@@ -61,21 +65,32 @@ class StageStats:
 
     @property
     def segs_hist(self) -> np.ndarray:
-        """``segs_hist[k]``: skbs delivered carrying k segments (int64, length 65; the last bin holds the rest)."""
-        return np.array(self.hist, dtype=np.int64)
+        """``segs_hist[k]``: skbs delivered carrying k segments (int64, length max(65, largest skb + 1)); exact."""
+        over = self.hist_over
+        h = np.zeros(max(_HIST_MAX, max(over, default=0)) + 1, dtype=np.int64)
+        h[: _HIST_MAX + 1] = self.hist
+        for k, v in over.items():
+            h[k] = v
+        return h
 
     @property
     def segments(self) -> int:
-        return int((self.segs_hist * np.arange(_HIST_MAX + 1)).sum())
+        """Wire frames (segments) carried by the skbs delivered: every skb's count, none capped."""
+        return sum(i * n for i, n in enumerate(self.hist) if n) + sum(
+            k * n for k, n in self.hist_over.items()
+        )
 
     @property
     def aggregates(self) -> int:
-        return int(self.segs_hist[2:].sum())
+        """skbs delivered carrying 2 segments or more."""
+        return sum(self.hist[2:]) + sum(self.hist_over.values())
 
     @property
     def max_segs(self) -> int:
-        nz = np.nonzero(self.segs_hist)[0]
-        return int(nz[-1]) if len(nz) else 0
+        """Segments of the largest skb delivered (0: none)."""
+        if self.hist_over:
+            return max(self.hist_over)
+        return max((i for i, n in enumerate(self.hist) if n), default=0)
 
     @property
     def mean_segs(self) -> float:
@@ -146,7 +161,10 @@ class KernelStats(Sink):
         st = self.stages[stage]
         segs = len(skb.frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
         st.skbs += 1
-        st.hist[segs if segs < _HIST_MAX else _HIST_MAX] += 1
+        if segs <= _HIST_MAX:
+            st.hist[segs] += 1
+        else:
+            st.hist_over[segs] += 1
         st.bytes += skb.len
         why = skb.cb.why or "unknown"
         st.reasons[why] += 1
@@ -173,3 +191,50 @@ class KernelStats(Sink):
             f = self.flows[skb.flow] = FlowStats()
         f.stack[outcome] += 1
         f.stack_frames[outcome] += len(skb.frames)
+
+
+#: environment variable that turns on ``check_conservation`` at the end of every replay (the test suite sets it)
+CHECK_ENV = "GRO_REPLAY_CHECK_INVARIANTS"
+
+
+class ConservationError(AssertionError):
+    """A replay lost or invented segments: a bug in the simulation, never a property of the input."""
+
+
+def checks_enabled() -> bool:
+    """True when ``GRO_REPLAY_CHECK_INVARIANTS`` is set to a non-empty value other than 0."""
+    return os.environ.get(CHECK_ENV, "") not in ("", "0")
+
+
+def check_conservation(ks: KernelStats) -> None:
+    """Assert that no segment was lost or invented by one kernel model's stages (call after the replay ended).
+
+    Per stage, segments in = segments delivered + dropped: phys ``frames_in`` = phys segments delivered + wire
+    frames freed by a failed ``napi_gro_complete`` (``complete_errors``); every skb the phys stage delivered got one
+    stack outcome (queued to a tunnel device, or a drop reason); the tunnel stage received exactly the queued skbs
+    and their segments, and delivered every one of those segments or freed it in ``napi_gro_complete``. Per flow,
+    the segments delivered add up to the stage's. With everything drained (GRO lists flushed, gro_cells queues
+    polled empty: net/core/gro_cells.c ``gro_cell_poll`` → ``napi_complete_done``), these hold exactly.
+    Raises: ConservationError naming the stage and the counts.
+    """
+    phys, tun = ks.stages["phys"], ks.stages["tunnel"]
+    for name, st in (("phys", phys), ("tunnel", tun)):
+        if st.frames_in != st.segments + st.complete_errors:
+            raise ConservationError(
+                f"{ks.name} {name}: {st.frames_in} segments in, {st.segments} delivered, "
+                f"{st.complete_errors} freed by gro_complete"
+            )
+        if st.skbs != sum(st.hist) + sum(st.hist_over.values()):
+            raise ConservationError(f"{ks.name} {name}: {st.skbs} skbs, histogram disagrees")
+        flow_segs = sum(f.segs[name] for f in ks.flows.values())
+        if flow_segs != st.segments:
+            raise ConservationError(
+                f"{ks.name} {name}: flows carry {flow_segs} segments, stage {st.segments}"
+            )
+    outcomes = sum(ks.stack.values())
+    if outcomes != phys.skbs:
+        raise ConservationError(f"{ks.name}: {phys.skbs} phys skbs delivered, {outcomes} stack outcomes")
+    if tun.skbs_in != ks.stack.get("queued", 0):
+        raise ConservationError(
+            f"{ks.name}: {ks.stack.get('queued', 0)} skbs queued, tunnel took {tun.skbs_in}"
+        )
