@@ -14,9 +14,9 @@ from rich.console import Console
 from . import __version__
 from .capture.reader import CaptureError
 from .kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
-from .kernel.nic import RX_CSUM_PROFILES
+from .kernel.nic import NIC_PRESETS, RX_CSUM_PROFILES
 from .report.schema import dumps
-from .sim import ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
+from .sim import RSS_MODES, ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
 
 
 class UsageError(click.ClickException):
@@ -81,9 +81,23 @@ def replay_options(f):
         click.option(
             "--rx-csum",
             type=click.Choice(list(RX_CSUM_PROFILES)),
-            default="unnecessary",
-            show_default=True,
-            help="NIC RX checksum state (unnecessary = CHECKSUM_UNNECESSARY level 0).",
+            default=None,
+            help="NIC RX checksum state (default unnecessary = CHECKSUM_UNNECESSARY level 0; with --nic: the "
+            "driver preset decides per frame unless this is given).",
+        ),
+        click.option(
+            "--nic",
+            type=click.Choice(list(NIC_PRESETS)),
+            default=None,
+            help="Driver preset: the checksum state per frame (outer family, zero/computed outer UDP checksum, "
+            "tunnel port offloaded, bad checksums), the RX hash fields and the interrupt moderation default of "
+            "that driver's RX path.",
+        ),
+        click.option(
+            "--nic-tunnel-port",
+            type=click.Choice(["on", "off"]),
+            default=None,
+            help="With --nic: the tunnel UDP port is programmed into the NIC (udp_tunnel_nic) or not (default off).",
         ),
         click.option(
             "--poll",
@@ -101,10 +115,10 @@ def replay_options(f):
         ),
         click.option(
             "--rss",
-            type=click.Choice(["toeplitz", "none"]),
-            default="toeplitz",
-            show_default=True,
-            help="RX hash: NIC Toeplitz RSS over outer addresses/ports, or none (hash 0, as on veth).",
+            type=click.Choice(list(RSS_MODES)),
+            default=None,
+            help="RX hash: Toeplitz over outer addresses/ports (default), over outer addresses only "
+            "(toeplitz-l3), or none (hash 0, as on veth); with --nic the preset's fields unless this is given.",
         ),
         click.option("--rss-key", default=None, help="RSS key as hex (default: the common 40-byte key)."),
         click.option(
@@ -201,8 +215,17 @@ def build_config(
     mtu=1500,
     udp6_zero_csum_rx=False,
     gro=(),
+    nic=None,
+    nic_tunnel_port=None,
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
+    if nic_tunnel_port is not None and nic is None:
+        raise UsageError("--nic-tunnel-port needs --nic")
+    if nic is not None:
+        rx_csum = rx_csum or "nic"
+        rss = rss or NIC_PRESETS[nic].rss_mode
+    rx_csum = rx_csum or "unnecessary"
+    rss = rss or "toeplitz"
     if kernel_rel:
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
@@ -225,6 +248,8 @@ def build_config(
         cfg = ReplayConfig(
             kernels=kernels,
             rx_csum=rx_csum,
+            nic=nic,
+            nic_tunnel_port=nic_tunnel_port == "on",
             poll=PollModel.parse(poll),
             hz=hz,
             rss=rss,

@@ -23,16 +23,25 @@ from .kernel.gro_cells import GroCells
 from .kernel.kernel import Kernel
 from .kernel.model import K_5_11, K_5_12, KernelModel
 from .kernel.napi import Napi
-from .kernel.nic import DEFAULT_RSS_KEY, RX_CSUM_PROFILES, toeplitz_hash
-from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, SkBuff
+from .kernel.nic import DEFAULT_RSS_KEY, NIC_PRESETS, RX_CSUM_PROFILES, hw_checksums_ok, toeplitz_hash
+from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
 from .packet.csum import PollSums
-from .packet.decode import CLS_TUNNEL_TCP, SKIP_LINKTYPE, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD, Decoder
+from .packet.decode import (
+    CLS_NOT_TUNNEL,
+    CLS_TUNNEL_TCP,
+    SKIP_LINKTYPE,
+    SKIP_SNAPLEN,
+    SKIP_TRUNCATED_RECORD,
+    Decoder,
+)
 from .pollcache import BatchReplay, batch_eligible
 from .report.stats import ConservationError, KernelStats, check_conservation, checks_enabled
 from .resegment import Resegmenter
 
 #: Entries of the RSS indirection table (a common size; drivers use 64..512).
 RSS_INDIR_TABLE_SIZE = 128
+#: --rss: Toeplitz over outer addresses + UDP/TCP ports, over outer addresses only, or no RX hash (hash 0)
+RSS_MODES = ("toeplitz", "toeplitz-l3", "none")
 
 
 class ConfigError(ValueError):
@@ -76,11 +85,17 @@ class ReplayConfig:
     """Everything a replay needs besides the frames. Units: ns for times, bytes for sizes."""
 
     kernels: tuple[KernelModel, ...] = (K_5_11, K_5_12)
+    #: RX checksum state (RX_CSUM_PROFILES), or "nic": the --nic preset decides per frame
     rx_csum: str = "unnecessary"
     poll: PollModel = field(default_factory=PollModel)
     weight: int = 64
     hz: int = 250
+    #: RX hash: "toeplitz" (outer addresses + UDP ports), "toeplitz-l3" (outer addresses only) or "none"
     rss: str = "toeplitz"
+    #: a driver preset (nic.NIC_PRESETS) or None; with it rx_csum "nic" lets the preset decide per frame
+    nic: str | None = None
+    #: the tunnel UDP port is programmed into the NIC's parser (udp_tunnel_nic); only read by --nic presets
+    nic_tunnel_port: bool = False
     rss_key: bytes = DEFAULT_RSS_KEY
     vxlan_ports: tuple[int, ...] = (4789, 8472)
     geneve_ports: tuple[int, ...] = (6081,)
@@ -111,12 +126,16 @@ class ReplayConfig:
 
     def validate(self) -> None:
         """Raises ConfigError naming the bad value."""
-        if self.rx_csum not in RX_CSUM_PROFILES:
+        if self.nic is not None and self.nic not in NIC_PRESETS:
+            raise ConfigError(f"unknown --nic {self.nic!r}; choose from {', '.join(NIC_PRESETS)}")
+        if self.rx_csum == "nic" and self.nic is None:
+            raise ConfigError("rx_csum 'nic' needs a --nic preset")
+        if self.rx_csum not in RX_CSUM_PROFILES and self.rx_csum != "nic":
             raise ConfigError(
                 f"unknown --rx-csum {self.rx_csum!r}; choose from {', '.join(RX_CSUM_PROFILES)}"
             )
-        if self.rss not in ("toeplitz", "none"):
-            raise ConfigError(f"unknown --rss {self.rss!r}; choose toeplitz or none")
+        if self.rss not in RSS_MODES:
+            raise ConfigError(f"unknown --rss {self.rss!r}; choose {', '.join(RSS_MODES)}")
         if not 1 <= self.weight <= 64:
             raise ConfigError("NAPI weight must be 1..64")
         if self.hz <= 0:
@@ -136,11 +155,40 @@ class ReplayConfig:
         if not 68 <= self.mtu <= 65535:
             raise ConfigError("--mtu must be 68..65535 (bytes of the outer IP datagram)")
 
+    def rx_csum_of_flow(self, key) -> str:
+        """The RX checksum state (an RX_CSUM_PROFILES name) frames of flow ``key`` (decode.FlowKey) get when their
+        checksums verify: ``rx_csum``, or with a --nic preset deciding, that preset's state for the flow."""
+        if self.rx_csum != "nic":
+            return self.rx_csum
+        tunnelled = bool(key.tunnel)
+        ip_summed, level = NIC_PRESETS[self.nic].rx_state(
+            ":" in key.outer_src, key.outer_csum_zero, self.nic_tunnel_port, tunnelled
+        )
+        if ip_summed == CHECKSUM_UNNECESSARY:
+            return "unnecessary-tunnel" if level else "unnecessary"
+        return {CHECKSUM_NONE: "none", CHECKSUM_COMPLETE: "complete"}.get(ip_summed, "partial")
+
+    def nic_words(self) -> str:
+        """How the report names the NIC model: ``--rx-csum X`` or ``--nic NAME (tunnel port on|off)``."""
+        if self.rx_csum == "nic":
+            return f"--nic {self.nic} (tunnel port {'on' if self.nic_tunnel_port else 'off'})"
+        return f"--rx-csum {self.rx_csum}" + (f" (--nic {self.nic})" if self.nic else "")
+
     def as_dict(self) -> dict:
         return {
             # name, release, upstream base, stable backports (stable commit, point release), notes, fix origin
             "kernels": [m.describe() for m in self.kernels],
-            "nic": {"rx_csum": self.rx_csum, "rss": self.rss, "rss_key": self.rss_key.hex()},
+            "nic": {
+                "rx_csum": self.rx_csum,
+                "rss": self.rss,
+                "rss_key": self.rss_key.hex(),
+                # the driver preset (--nic): its source, RSS fields, moderation default; None without one
+                "preset": (
+                    dict(NIC_PRESETS[self.nic].as_dict(), tunnel_port=self.nic_tunnel_port)
+                    if self.nic
+                    else None
+                ),
+            },
             "poll": str(self.poll),
             "constants": {
                 "napi_weight": self.weight,
@@ -522,7 +570,10 @@ class Replayer:
         self.config = config
         self.input = InputStats()
         self.decoder = Decoder(config.vxlan_ports, config.geneve_ports)
-        self.profile = RX_CSUM_PROFILES[config.rx_csum]
+        #: the driver preset deciding each frame's checksum state (rx_csum "nic"), else None
+        self.preset = NIC_PRESETS[config.nic] if config.rx_csum == "nic" else None
+        self._flow_state: list[tuple[int, int, str]] = []
+        self.profile = RX_CSUM_PROFILES["none" if self.preset else config.rx_csum]
         prof = self.profile
         # (ip_summed, ip_summed of a PARTIAL-profile frame without an L4 header, csum_level) the driver sets
         self._rx_csum = (
@@ -581,6 +632,8 @@ class Replayer:
     def _rss(self, data: bytes) -> int:
         if self.config.rss == "none" or not data:
             return 0
+        if self.config.rss == "toeplitz-l3" and len(data) in (12, 36):
+            data = data[: len(data) - 4]  # the addresses without the two ports
         h = self._hash_cache.get(data)
         if h is None:
             h = self._hash_cache[data] = toeplitz_hash(self.config.rss_key, data)
@@ -592,7 +645,7 @@ class Replayer:
         rss_of = self.decoder.flow_rss
         while len(rx) <= fid:
             rss = rss_of[len(rx)]
-            rx.append((self._rss(rss), len(rss) in (12, 36)))
+            rx.append((self._rss(rss), len(rss) in (12, 36) and self.config.rss == "toeplitz"))
         return rx[fid]
 
     def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
@@ -701,13 +754,16 @@ class Replayer:
 
         ``shared``: ``_poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, the poll's ``PollSums``).
         """
-        sums, ps = shared
+        sums, ps, states = shared
         ip_summed, ip_summed_no_l4, csum_level = self._rx_csum
         complete = ip_summed == CHECKSUM_COMPLETE
         partial = ip_summed == CHECKSUM_PARTIAL
         phys = k.phys
         skbs = []
         for j, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index) in enumerate(batch):
+            if states is not None:  # the --nic preset's per-frame decision
+                ip_summed, csum_level = states[j]
+                complete = ip_summed == CHECKSUM_COMPLETE
             skbs.append(
                 SkBuff(
                     frame,
@@ -733,14 +789,47 @@ class Replayer:
         return skbs
 
     def _poll_shared(self, batch: list[tuple]) -> tuple:
-        """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values (profile ``complete``) and the
-        ``PollSums`` batch that serves software checksums (where bytes are summed, not a decision)."""
-        complete = self.profile.ip_summed == CHECKSUM_COMPLETE
+        """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values, the ``PollSums`` batch that
+        serves software checksums (where bytes are summed, not a decision) and, with a --nic preset deciding,
+        each frame's ``(ip_summed, csum_level)`` (``_nic_states``)."""
+        states = self._nic_states(batch) if self.preset is not None else None
+        if states is not None:
+            complete = any(st[0] == CHECKSUM_COMPLETE for st in states)
+        else:
+            complete = self.profile.ip_summed == CHECKSUM_COMPLETE
         ps = PollSums([f[1] for f in batch])
         if complete:
             sums = ps.fill()
-            return sums, ps
-        return None, ps
+            return sums, ps, states
+        return None, ps, states
+
+    def _nic_state_of_flow(self, fid: int) -> tuple[int, int, str]:
+        """(ip_summed, csum_level, tunnel kind) the preset decides for flow ``fid``'s frames when their checksums
+        verify: a function of the flow (outer family, outer UDP checksum zero or not, tunnelled or not)."""
+        st = self._flow_state
+        flows = self.decoder.flows
+        classes = self.decoder.flow_class
+        while len(st) <= fid:
+            key = flows[len(st)]
+            tunnelled = classes[len(st)] != CLS_NOT_TUNNEL
+            ip_summed, level = self.preset.rx_state(
+                ":" in key.outer_src, key.outer_csum_zero, self.config.nic_tunnel_port, tunnelled
+            )
+            st.append((ip_summed, level, key.tunnel if tunnelled else ""))
+        return st[fid]
+
+    def _nic_states(self, batch: list[tuple]) -> list[tuple[int, int]]:
+        """Per frame of one poll: the preset's state for its flow, CHECKSUM_NONE instead of UNNECESSARY when the
+        preset reports bad checksums as NONE and a checksum the hardware checks does not verify
+        (``nic.hw_checksums_ok``)."""
+        out = []
+        check = self.preset.bad_csum_none
+        for f in batch:
+            ip_summed, level, tunnel = self._nic_state_of_flow(f[3])
+            if check and ip_summed == CHECKSUM_UNNECESSARY and not hw_checksums_ok(f[1], level, tunnel, f[6]):
+                ip_summed, level = CHECKSUM_NONE, 0
+            out.append((ip_summed, level))
+        return out
 
     def run_polls(self, frames: Iterable[tuple]) -> None:
         """Run every poll of ``frames`` through every kernel (one read feeds all models).

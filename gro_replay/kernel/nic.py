@@ -4,13 +4,16 @@ Kernel: drivers' RX checksum code as summarised in gro-spec §7 (ice ``ice_rx_cs
 mlx5 ``mlx5e_handle_csum``, virtio-net ``receive_buf``); ``skb_set_hash`` (include/linux/skbuff.h). The Toeplitz
 function is Microsoft's RSS hash with the common 40-byte default key (also the default of many Linux drivers'
 ``netdev_rss_key`` users' documentation examples).
-Left out: per-descriptor error bits (a NIC that saw a bad checksum reports NONE: use ``none`` for such captures).
+The ``--rx-csum`` profiles are one state for every frame. The ``--nic`` presets (``NIC_PRESETS``) follow one
+driver's RX checksum function per frame: outer family, zero or computed outer UDP checksum, tunnel port offloaded
+or not, and a bad checksum the hardware checked (``hw_checksums_ok``) reported as NONE; each names its source.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..packet.csum import csum_add, csum_partial, pseudo_at
 from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY
 
 #: Microsoft's RSS verification-suite key, the usual default RSS key.
@@ -61,3 +64,312 @@ def toeplitz_hash(key: bytes, data: bytes) -> int:
                 result ^= (k >> (kbits - 32 - bit)) & 0xFFFFFFFF
             bit += 1
     return result
+
+
+# -- driver presets (--nic) ------------------------------------------------------------------------------------------
+
+#: RSS input a preset hashes: outer addresses and UDP ports, outer addresses only, or no RX hash at all
+RSS_FIELDS = ("4-tuple", "2-tuple", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class NicPreset:
+    """What one driver hands to GRO per frame, as its RX checksum function decides.
+
+    ``decide(outer_v6, outer_csum_zero, tunnel_port, tunnelled)`` returns ``(ip_summed, csum_level)`` for a frame
+    whose checksums are all correct: outer IPv6 or IPv4, outer UDP checksum 0 or computed, the tunnel UDP port
+    offloaded to the NIC (``udp_tunnel_nic``: the parser knows the port) or not, and whether the frame is a
+    VXLAN/Geneve frame at all. ``bad_csum_none``: a checksum the hardware checks and finds wrong makes the driver
+    hand CHECKSUM_NONE (COMPLETE drivers hand the sum and let the stack find it). ``rss``: which outer fields the
+    RX hash covers (RSS_FIELDS). ``rx_usecs``: the interrupt moderation default in µs (0: none) for the
+    time-aware poll model; ``adaptive``: the driver adapts it (DIM/dynamic ITR) from there.
+    ``source``: the driver function and file the decision follows; ``notes``: hardware behaviour the driver code
+    cannot show (derived, marked [D]) and variants.
+    """
+
+    name: str
+    source: str
+    decide: object
+    bad_csum_none: bool
+    rss: str
+    rx_usecs: int
+    adaptive: bool
+    tunnel_port_offload: bool
+    notes: tuple[str, ...] = ()
+
+    def rx_state(self, outer_v6: bool, outer_csum_zero: bool, tunnel_port: bool, tunnelled: bool = True):
+        """``(ip_summed, csum_level)`` the driver sets for a frame with correct checksums (see the class doc)."""
+        return self.decide(outer_v6, outer_csum_zero, tunnel_port and self.tunnel_port_offload, tunnelled)
+
+    @property
+    def rss_mode(self) -> str:
+        """The ``--rss`` mode of this preset's RX hash fields (sim.RSS_MODES)."""
+        return {"4-tuple": "toeplitz", "2-tuple": "toeplitz-l3", "none": "none"}[self.rss]
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "bad_csum_none": self.bad_csum_none,
+            "rss": self.rss,
+            "rx_usecs": self.rx_usecs,
+            "adaptive_moderation": self.adaptive,
+            "tunnel_port_offload": self.tunnel_port_offload,
+        }
+
+
+U0 = (CHECKSUM_UNNECESSARY, 0)
+U1 = (CHECKSUM_UNNECESSARY, 1)
+NONE = (CHECKSUM_NONE, 0)
+COMPLETE = (CHECKSUM_COMPLETE, 0)
+
+
+def _intel_ptype(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # ice_rx_csum / i40e_rx_checksum: UNNECESSARY when the innermost L4 is TCP/UDP/SCTP and no error bit is set;
+    # csum_level 1 when the packet type is a tunnel (>= IP-GRE/NAT class), which the parser only produces for a
+    # UDP port programmed into it. Otherwise the frame is plain IP/UDP: level 0. The outer UDP checksum value
+    # does not enter the decision (EUDPE is an error bit, not a "checksum absent" bit).
+    return U1 if tunnelled and port else U0
+
+
+def _ixgbe(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # ixgbe_rx_checksum: a VXLAN packet type (X550 with the port programmed) with OUTERIPCS → level 1; otherwise a
+    # UDP frame is plain UDP. 82599 errata (__IXGBE_RX_CSUM_UDP_ZERO_ERR, set for ixgbe_mac_82599EB): a UDP frame
+    # with a zero checksum may be flagged TCPE and the driver returns with CHECKSUM_NONE.
+    if tunnelled and port:
+        return U1
+    return NONE if zero and tunnelled else U0
+
+
+def _mlx5(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # mlx5e_handle_csum: an IPv4/IPv6 frame (not SCTP, no XDP, not the short-frame case) gets CHECKSUM_COMPLETE
+    # with the CQE checksum; the tunnel (CQE "tunneled" bit, level 1) only matters in the UNNECESSARY branch.
+    return COMPLETE
+
+
+def _bnxt(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # bnxt_rx_pkt: UNNECESSARY when RX_CMP_L4_CS_OK (L4_CS_CALC or T_L4_CS_CALC set, no error bit), csum_level =
+    # RX_CMP_ENCAP = the T_L4_CS_CALC bit (the tunnel's outer UDP checksum was calculated). [D] A zero outer
+    # checksum is not calculated: with the port offloaded the inner L4 check alone makes it UNNECESSARY level 0;
+    # without it the outer UDP is the only L4 and nothing was calculated: CHECKSUM_NONE.
+    if tunnelled and port:
+        return U0 if zero else U1
+    return NONE if zero and tunnelled else U0
+
+
+def _virtio(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # receive_buf / virtio_net_hdr_to_skb: VIRTIO_NET_HDR_F_DATA_VALID → CHECKSUM_UNNECESSARY, no csum_level
+    # (level 0); the host sets DATA_VALID for frames its own stack or NIC validated. No tunnel port offload.
+    return U0
+
+
+def _vmxnet3(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # vmxnet3_rx_csum: v4 with CSUM_OK (or v6 with TUC) → UNNECESSARY; csum_level 1 when the descriptor's
+    # HDR_INNER bit says the device parsed the inner headers (tunnel offload, dacce2be3312; the level since the
+    # 2022-12 fix "vmxnet3: correctly report csum_level for encapsulated packet").
+    return U1 if tunnelled and port else U0
+
+
+def _ena(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # ena_rx_checksum: TCP/UDP without l4_csum_err and with l4_csum_checked → UNNECESSARY (level 0), else NONE.
+    # ENA parses the outer headers only. [D] A zero UDP checksum is nothing to check: l4_csum_checked clear → NONE.
+    return NONE if zero and tunnelled else U0
+
+
+def _gve(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # gve GQI receive (gve_rx.c): "NIC passes up the partial sum": a non-zero desc->csum → CHECKSUM_COMPLETE.
+    return COMPLETE
+
+
+def _veth(v6: bool, zero: bool, port: bool, tunnelled: bool):
+    # veth_xmit → __dev_forward_skb: ip_summed is the sender's (ce8c839b74e3 "veth: don't modify ip_summed");
+    # a frame written into the peer by a packet socket or a replay is CHECKSUM_NONE.
+    return NONE
+
+
+#: --nic presets. rx_usecs: ice ICE_DFLT_RX_ITR (ICE_ITR_20K = 50 µs, dynamic), i40e I40E_ITR_RX_DEF (I40E_ITR_20K,
+#: dynamic), ixgbe IXGBE_20K_ITR (register value 200 = 50 µs << 2; rx_itr_setting 1 = dynamic), mlx5
+#: MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_USEC_FROM_CQE (3 µs, CQE-based moderation, DIM on), bnxt
+#: bnxt_init_dflt_coal (rx coal_ticks 10 µs), ena ENA_INTR_INITIAL_RX_INTERVAL_USECS (0, adaptive), gve GQI and
+#: virtio-net none, vmxnet3 none in the driver (the hypervisor coalesces), veth none (NAPI scheduled by the peer's
+#: xmit).
+NIC_PRESETS: dict[str, NicPreset] = {
+    p.name: p
+    for p in (
+        NicPreset(
+            "ice",
+            "ice_rx_csum, drivers/net/ethernet/intel/ice/ice_txrx_lib.c (gro-spec §7.1)",
+            _intel_ptype,
+            True,
+            "4-tuple",
+            50,
+            True,
+            True,
+        ),
+        NicPreset(
+            "i40e",
+            "i40e_rx_checksum, drivers/net/ethernet/intel/i40e/i40e_txrx.c (gro-spec §7.2)",
+            _intel_ptype,
+            True,
+            "4-tuple",
+            50,
+            True,
+            True,
+        ),
+        NicPreset(
+            "ixgbe",
+            "ixgbe_rx_checksum, drivers/net/ethernet/intel/ixgbe/ixgbe_main.c",
+            _ixgbe,
+            True,
+            "2-tuple",
+            50,
+            True,
+            True,
+            (
+                "port off models the 82599 (UDP zero-checksum errata), port on the X550 VXLAN parser",
+                "UDP RSS hashes addresses only unless ethtool -N rx-flow-hash udp4 sdfn",
+            ),
+        ),
+        NicPreset(
+            "mlx5",
+            "mlx5e_handle_csum, drivers/net/ethernet/mellanox/mlx5/core/en_rx.c (gro-spec §7.3)",
+            _mlx5,
+            False,
+            "4-tuple",
+            3,
+            True,
+            True,
+            ("the tunnel port only matters with CHECKSUM_COMPLETE off (priv flag rx_no_csum_complete, XDP)",),
+        ),
+        NicPreset(
+            "bnxt",
+            "bnxt_rx_pkt and RX_CMP_ENCAP, drivers/net/ethernet/broadcom/bnxt/bnxt.c, bnxt.h",
+            _bnxt,
+            True,
+            "4-tuple",
+            10,
+            False,
+            True,
+            ("[D] a zero outer UDP checksum is taken as not calculated (no T_L4_CS_CALC / L4_CS_CALC bit)",),
+        ),
+        NicPreset(
+            "virtio-net",
+            "receive_buf (VIRTIO_NET_HDR_F_DATA_VALID), drivers/net/virtio_net.c (gro-spec §7.4)",
+            _virtio,
+            True,
+            "none",
+            0,
+            False,
+            False,
+            ("no RX hash without VIRTIO_NET_F_HASH_REPORT; a bad checksum: the host sets no DATA_VALID",),
+        ),
+        NicPreset(
+            "vmxnet3",
+            "vmxnet3_rx_csum, drivers/net/vmxnet3/vmxnet3_drv.c",
+            _vmxnet3,
+            True,
+            "2-tuple",
+            0,
+            False,
+            True,
+            (
+                "port on: the device's tunnel offload parsed the inner headers (HDR_INNER); drivers before "
+                "dacce2be3312 (v5.8?) have no tunnel offload and drivers before the 2022-12 csum_level fix hand "
+                "level 0 even then",
+                "UDP RSS hashes addresses only unless enabled on the host",
+            ),
+        ),
+        NicPreset(
+            "ena",
+            "ena_rx_checksum, drivers/net/ethernet/amazon/ena/ena_netdev.c",
+            _ena,
+            True,
+            "4-tuple",
+            0,
+            True,
+            False,
+            ("[D] l4_csum_checked is taken as clear for a zero UDP checksum",),
+        ),
+        NicPreset(
+            "gve",
+            "gve GQI receive (desc->csum → CHECKSUM_COMPLETE), drivers/net/ethernet/google/gve/gve_rx.c",
+            _gve,
+            False,
+            "4-tuple",
+            0,
+            False,
+            False,
+            (
+                "the DQO queue format (gve_rx_skb_csum, gve_rx_dqo.c) hands UNNECESSARY level 0: --rx-csum unnecessary",
+            ),
+        ),
+        NicPreset(
+            "veth",
+            "veth_xmit / __dev_forward_skb, drivers/net/veth.c (ip_summed kept from the sender)",
+            _veth,
+            False,
+            "none",
+            0,
+            False,
+            False,
+            (
+                "give the peer's state with --rx-csum (e.g. unnecessary when the peer forwarded a NIC's frame)",
+            ),
+        ),
+    )
+}
+
+
+def nic_preset(name: str) -> NicPreset:
+    """The preset for ``--nic NAME``. Raises: KeyError naming the known presets."""
+    try:
+        return NIC_PRESETS[name]
+    except KeyError:
+        raise KeyError(f"unknown --nic {name!r}; choose from {', '.join(NIC_PRESETS)}") from None
+
+
+def _l4_ok(frame: bytes, ip: int, v6: bool, l4: int, proto: int) -> bool:
+    """True when the TCP/UDP checksum of the L4 segment at ``l4`` (IP header at ``ip``) verifies."""
+    if v6:
+        length = (frame[ip + 4] << 8 | frame[ip + 5]) + 40 - (l4 - ip)
+        pseudo = pseudo_at(frame, ip + 8, 32, length, proto)
+    else:
+        length = (frame[ip + 2] << 8 | frame[ip + 3]) - (l4 - ip)
+        pseudo = pseudo_at(frame, ip + 12, 8, length, proto)
+    if length <= 0 or l4 + length > len(frame):
+        return False
+    return csum_add(pseudo, csum_partial(frame, l4, l4 + length)) == 0xFFFF
+
+
+def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
+    """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: the outer UDP checksum
+    when it is not 0, and at level 1 also the innermost TCP/UDP checksum (at ``l4``) of a ``tunnel`` frame
+    (``vxlan``/``geneve``). Frames are untagged Ethernet (the decoder took VLAN tags off)."""
+    et = frame[12] << 8 | frame[13]
+    if et == 0x0800:
+        ip, v6 = 14, False
+        udp = ip + ((frame[ip] & 0x0F) << 2)
+        proto = frame[ip + 9]
+    elif et == 0x86DD:
+        ip, v6 = 14, True
+        udp = ip + 40
+        proto = frame[ip + 6]
+    else:
+        return True
+    if proto != 17 or udp + 8 > len(frame):
+        return True  # plain TCP/other: the decoder's innermost L4 is the only one
+    if (frame[udp + 6] or frame[udp + 7]) and not _l4_ok(frame, ip, v6, udp, 17):
+        return False
+    if level < 1 or not tunnel or not l4:
+        return True
+    hdr = udp + 8
+    inner = hdr + 8 + (((frame[hdr] & 0x3F) << 2) if tunnel == "geneve" else 0) + 14
+    iet = frame[inner - 2] << 8 | frame[inner - 1]
+    while iet in (0x8100, 0x88A8) and inner + 4 <= len(frame):
+        iet = frame[inner + 2] << 8 | frame[inner + 3]
+        inner += 4
+    if iet == 0x0800:
+        return _l4_ok(frame, inner, False, l4, frame[inner + 9])
+    if iet == 0x86DD:
+        return _l4_ok(frame, inner, True, l4, frame[inner + 6])
+    return True

@@ -201,6 +201,17 @@ class FlowVerdict:
         }
 
 
+def _state_of(cfg, key, rx_csum: str) -> str:
+    """The RX checksum state of flow ``key``'s frames (a --nic preset decides per flow: sim.ReplayConfig)."""
+    f = getattr(cfg, "rx_csum_of_flow", None)
+    return f(key) if f is not None else rx_csum
+
+
+def _nic_words(cfg, rx_csum: str) -> str:
+    f = getattr(cfg, "nic_words", None)
+    return f() if f is not None else f"--rx-csum {rx_csum}"
+
+
 def _gate_words(rx_csum: str) -> str:
     return (
         "their outer UDP checksum is 0 and the NIC marks them "
@@ -576,7 +587,7 @@ class Verdict:
         phys_aff = [f for f in aff if f.pre.gate_zero["phys"]]
         if phys_aff:
             why = (
-                _gate_words(nic)
+                _gate_words(_state_of(self.result.config, phys_aff[0].key, nic))
                 if zero
                 else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
             )
@@ -650,12 +661,15 @@ class Verdict:
                 text = (
                     f"{head} lacks {FIX} and is affected by the zero-checksum bug: {len(aff)} of {len(tun)} "
                     f"tunnelled flow(s) lose aggregation ({gz} frames refused by udp_gro_receive: "
-                    + _gate_words(self.rx_csum).removeprefix("their ")
+                    + _gate_words(_state_of(self.result.config, aff[0].key, self.rx_csum)).removeprefix(
+                        "their "
+                    )
                     + "); run without --no-fix (or add --kernel 5.12) to see what the fix saves."
                 )
                 return text + self._unmerged_note(k, tun)
             text = (
-                f"{head} lacks {FIX}, but is not affected here: with --rx-csum {self.rx_csum} and these outer "
+                f"{head} lacks {FIX}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
+                "and these outer "
                 "UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum."
             )
             return text + self._unmerged_note(k, tun)
