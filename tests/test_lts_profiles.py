@@ -81,6 +81,10 @@ def test_report_names_the_stable_commit(runner, branch, before, first, stable):
     assert by[first]["stages"]["phys"]["skbs_delivered"] == 2
     text = runner.invoke(main, args)
     assert text.exit_code == 0, text.output
+    # the verdict names where the post-fix kernel's fix comes from
+    assert f"{first} has the fix (stable backport {stable[:12]}, since {first})." in text.output
+    single = runner.invoke(main, [str(FIX_SAMPLE), "--poll", "gap:5", "--kernel", first])
+    assert f"carries 89e5c58fc1e2 (stable backport {stable[:12]}, since {first})" in single.output
     assert (
         f"kernel {first}: upstream {branch} + stable backports 89e5c58fc1e2 as {stable[:12]} (since {first})"
         in (text.output)

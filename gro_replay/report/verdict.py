@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..kernel import reasons as R
-from ..kernel.model import PROFILES, KernelModel
+from ..kernel.model import FIX_COMMIT, PROFILES, KernelModel
 
 FIX = "89e5c58fc1e2"
 GATE_ZERO = R.UDP_GATE_ZERO_CSUM
@@ -199,6 +199,15 @@ class FlowVerdict:
             "kernels": [k.as_dict() for k in self.kernels],
             "why": self.why,
         }
+
+
+def _via(model) -> str:
+    """ " (stable backport <commit>, since <point release>)" when ``model`` has the fix from a stable branch
+    (KernelModel.stable_backport), else ""."""
+    bp = (
+        model.stable_backport(FIX_COMMIT) if model is not None and hasattr(model, "stable_backport") else None
+    )
+    return f" (stable backport {bp[0][:12]}, since {bp[1]})" if bp else ""
 
 
 def _state_of(cfg, key, rx_csum: str) -> str:
@@ -479,7 +488,7 @@ class Verdict:
                 )
             text = f"{head} lacks {FIX}, but udp_gro_receive never refuses this flow's frames"
         else:
-            text = f"{head} carries {FIX}: the zero-checksum refusal does not apply"
+            text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
             brk = reason_list(_break_reasons(k.phys_reasons), model=self.models.get(k.name))
             text += f"; not merged at the phys device: {brk}"
@@ -623,6 +632,9 @@ class Verdict:
         if saved_tun:
             text += f" and {saved_tun} skbs handed up by the tunnel device"
         text += "."
+        via = _via(self.models.get(self.post))
+        if via:
+            text += f" {self.post} has the fix{via}."
         if self.other_changes:
             text += f" ({self.pre} → {self.post} also changes {', '.join(self.other_changes)}.)"
         return text + self._unmerged_note(post, tun)
@@ -674,7 +686,8 @@ class Verdict:
             )
             return text + self._unmerged_note(k, tun)
         text = (
-            f"{head} carries {FIX}: udp_gro_receive does not refuse tunnel frames for a zero UDP checksum, so it "
+            f"{head} carries {FIX}{_via(self.models.get(k.name))}: udp_gro_receive does not refuse tunnel frames "
+            "for a zero UDP checksum, so it "
             f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']} skbs for "
             f"{k.frames} frames of {len(tun)} tunnelled flow(s)."
         )
