@@ -249,3 +249,26 @@ def test_compare_zero_baseline_lower_is_better(docs):
     assert [(r["stage"], r["baseline"], r["current"]) for r in cmp["regressions"]] == [("phys", 0, 23584)]
     with pytest.raises(DiffError, match="--max-regression"):
         compare(base, cur, max_regression_pct=-1)
+
+
+def test_diff_prints_the_observed_change_beside_the_threshold(docs):
+    # BASELINE post-fix, CURRENT pre-fix of the fix's sample (above): segments per phys skb 17 → 1, a loss of
+    # 16/17 = 94.12 % — printed with its values beside the allowed loss, in every format
+    r = run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", "json")
+    w = json.loads(r.stdout)["largest_loss"]
+    assert (w["loss_pct"], w["stage"], w["flow"], w["baseline"], w["current"]) == (
+        94.12,
+        "phys",
+        None,
+        17.0,
+        1.0,
+    )
+    want = (
+        "observed: largest loss 94.12% (post-fix → pre-fix, phys NAPI: segments / skb 17.00 → 1.00); "
+        "allowed loss 5%"
+    )
+    for fmt in ("table", "markdown"):
+        r = run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", fmt)
+        assert want in " ".join(r.stdout.split()), fmt
+    r = run("diff", docs["pre"], docs["pre"])
+    assert "observed: no checked value lost anything (allowed loss 0%)" in " ".join(r.stdout.split())

@@ -304,6 +304,16 @@ def compare(
     checked = set(metrics)
     out_kernels = []
     regressions = []
+    largest: dict | None = None  # the largest loss among the checked values, wherever it is
+
+    def observe(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> None:
+        nonlocal largest
+        if not c["checked"]:
+            return
+        loss = _loss_pct(m, c["baseline"], c["current"])
+        if largest is None or loss > largest["_loss"]:
+            largest = {**_regression(pair, stage, m, c, flow), "_loss": loss}
+
     for kb, kc in pairs:
         pair_label = kb["name"] if kb["name"] == kc["name"] else f"{kb['name']} → {kc['name']}"
         stages = {}
@@ -313,6 +323,7 @@ def compare(
             for name, v in vb.items():
                 m = METRICS[name]
                 cells[name] = c = _cell(m, v, vc[name], name in checked, max_regression_pct)
+                observe(pair_label, s, m, c, None)
                 if c["regression"]:
                     regressions.append(_regression(pair_label, s, m, c, None))
             stages[s] = cells
@@ -330,6 +341,7 @@ def compare(
                 for name, v in vb.items():
                     m = METRICS[name]
                     cells[name] = c = _cell(m, v, vc[name], name in checked, max_regression_pct)
+                    observe(pair_label, s, m, c, fb["flow"])
                     if c["regression"]:
                         regressions.append(_regression(pair_label, s, m, c, fb["flow"]))
                 row["stages"][s] = cells
@@ -357,10 +369,38 @@ def compare(
         "metrics_checked": list(metrics),
         "status": "regression" if regressions else "ok",
         "regressions": regressions,
+        "largest_loss": _largest_loss(largest),
         "kernels": out_kernels,
         "notes": notes,
         "summary": _summary_line(regressions, max_regression_pct, out_kernels),
     }
+
+
+def _largest_loss(largest: dict | None) -> dict | None:
+    """The checked value that lost most (``loss_pct``: percent of its baseline, None from a zero baseline), or
+    None when nothing was checked."""
+    if largest is None:
+        return None
+    loss = largest.pop("_loss")
+    return {**largest, "loss_pct": None if math.isinf(loss) else round(loss, 2)}
+
+
+def observed_sentence(cmp: dict) -> str:
+    """The observed change beside the threshold: the largest loss among the checked values."""
+    w = cmp.get("largest_loss")
+    limit = cmp["max_regression_pct"]
+    if not w:
+        return f"nothing checked (allowed loss {limit:g}%)"
+    if w["loss_pct"] == 0:
+        return f"observed: no checked value lost anything (allowed loss {limit:g}%)"
+    m = METRICS[w["metric"]]
+    flow = f", flow {w['flow']}" if w["flow"] else ""
+    loss = "from 0" if w["loss_pct"] is None else f"{w['loss_pct']:g}%"
+    return (
+        f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
+        f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
+        f"allowed loss {limit:g}%"
+    )
 
 
 def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> dict:
@@ -453,7 +493,7 @@ def _changed_flows(k: dict) -> list[dict]:
 def render_markdown(cmp: dict) -> str:
     """The comparison as Markdown for a CI job summary (``$GITHUB_STEP_SUMMARY``)."""
     limit = cmp["max_regression_pct"]
-    lines = ["## gro-replay diff", "", f"**{_status_text(cmp)}**", ""]
+    lines = ["## gro-replay diff", "", f"**{_status_text(cmp)}**", "", observed_sentence(cmp), ""]
     lines.append(f"- {_input_line(cmp)}")
     lines.append(f"- baseline: `{cmp['baseline']['document']}`, current: `{cmp['current']['document']}`")
     lines.append(
@@ -569,4 +609,5 @@ def render_table(cmp: dict, console) -> None:
     for r in cmp["regressions"]:
         say(f"regression: {regression_sentence(r, limit)}", "bold red")
     say(_status_text(cmp), "bold red" if cmp["regressions"] else "green")
+    say(observed_sentence(cmp))
     say(cmp["summary"])
