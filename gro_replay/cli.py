@@ -277,6 +277,17 @@ def build_config(
     return cfg
 
 
+def report_console() -> Console:
+    """The stdout console of the text reports: the terminal's width on a terminal (a table that does not fit is
+    stacked, one table per stage), else ``COLUMNS`` when set, else 120 columns (a pipe or file)."""
+    cols = os.environ.get("COLUMNS", "")
+    if sys.stdout.isatty():
+        width = Console().width
+    else:
+        width = int(cols) if cols.isdigit() and int(cols) > 0 else 120
+    return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
+
+
 def _open_out(path: str):
     if path == "-":
         return sys.stdout, False
@@ -386,12 +397,9 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
     elif fmt == "markdown":
         click.echo(markdown(result))
     else:
-        console = Console(
-            no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(120, Console().width)
-        )
         from .report.table import render
 
-        render(result, console, hist=not no_hist)
+        render(result, report_console(), hist=not no_hist)
 
 
 @main.command("schema")
@@ -405,22 +413,10 @@ def schema_cmd(name: str) -> None:
 
 
 def markdown(result) -> str:
-    """The comparison as a Markdown table (CI job summaries), with the verdict and the SUMMARY line."""
-    from .report.document import summary_line, verdict
-    from .report.table import _ROWS, STAGE_TITLES, _fmt, input_lines
+    """The replay as Markdown (CI job summaries): ``report.table.markdown``."""
+    from .report.table import markdown as _markdown
 
-    lines = [f"- {x}" for x in input_lines(result)] + [""]
-    head = ["metric"] + [f"{k.name} {STAGE_TITLES[s]}" for s in ("phys", "tunnel") for k in result.kernels]
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "---|" * len(head))
-    for label, get in _ROWS:
-        cells = [label] + [_fmt(get(k.stages[s])) for s in ("phys", "tunnel") for k in result.kernels]
-        lines.append("| " + " | ".join(cells) + " |")
-    v = verdict(result)
-    if v:
-        lines += ["", v]
-    lines += ["", "```", summary_line(result), "```"]
-    return "\n".join(lines)
+    return _markdown(result)
 
 
 def _mount_optional() -> None:

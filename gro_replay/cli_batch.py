@@ -49,12 +49,28 @@ def combined(outcomes, cfg, where: dict, seconds: float) -> dict:
     }
 
 
+def display_names(paths: list[str | None]) -> list[str]:
+    """Short names for the table: each path's file name, with as many parent folders as needed to tell apart
+    captures of the same name (``ndpi/vxlan.pcap``, ``tcpdump/vxlan.pcap``)."""
+    parts = [Path(p).parts if p else ("-",) for p in paths]
+    out = []
+    for i, ps in enumerate(parts):
+        n = 1
+        while n < len(ps) and any(
+            j != i and len(q) >= n and q[-n:] == ps[-n:] and q != ps for j, q in enumerate(parts)
+        ):
+            n += 1
+        out.append("/".join(ps[-n:]))
+    return out
+
+
 def render_table(doc: dict, console: Console) -> None:
-    """The combined report as a rich table: per capture frames, phys/tunnel skbs per kernel, affected flows."""
+    """The combined report as a rich table: per capture (file name) frames, phys/tunnel skbs per kernel,
+    affected flows; the full paths are in the JSON."""
     names = [k["name"] for k in doc["config"]["kernels"]]
     compare = any(r["affected_flows"] is not None for r in doc["captures"])
     table = Table(title="gro-replay batch", show_lines=False)
-    table.add_column("capture", overflow="fold")
+    table.add_column("capture", no_wrap=True, overflow="ellipsis")
     table.add_column("frames", justify="right")
     for n in names:
         table.add_column(f"{n} phys skbs", justify="right")
@@ -62,8 +78,9 @@ def render_table(doc: dict, console: Console) -> None:
     if compare:
         table.add_column("affected flows", justify="right")
     table.add_column("error", overflow="fold")
-    for r in doc["captures"]:
-        cells = [r["path"], f"{r['frames']:,}" if r["frames"] is not None else "-"]
+    names_shown = display_names([r["path"] for r in doc["captures"]])
+    for r, shown in zip(doc["captures"], names_shown, strict=True):
+        cells = [shown, f"{r['frames']:,}" if r["frames"] is not None else "-"]
         for n in names:
             k = r["kernels"].get(n)
             cells += [f"{k['phys_skbs']:,}", f"{k['tunnel_skbs']:,}"] if k else ["-", "-"]
@@ -159,10 +176,9 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     if fmt == "json":
         click.echo(dumps(doc))
     else:
-        console = Console(
-            no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(120, Console().width)
-        )
-        render_table(doc, console)
+        from .cli import report_console
+
+        render_table(doc, report_console())
     failed = doc["totals"]["failed"]
     if failed:
         raise UsageError(f"{failed} of {len(outcomes)} capture(s) failed")

@@ -29,9 +29,9 @@ from .sim import replay_capture
 
 
 def _console() -> Console:
-    return Console(
-        no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(120, Console().width)
-    )
+    from .cli import report_console
+
+    return report_console()
 
 
 @click.command("diff")

@@ -157,8 +157,18 @@ def test_batch_table_lists_each_capture_and_its_error(tmp_path, scheduler):
     )
     assert r.exit_code == 2
     rows = [ln.split("│")[1:-1] for ln in r.stdout.splitlines() if ln.startswith("│")]
-    assert [c.strip() for c in rows[1]] == [missing, "-", "-", "-", "-", "-", "-", f"{missing}: no such file"]
-    assert [c.strip() for c in rows[0]][:2] == [str(FIX_SAMPLE), "17"]
+    # the capture column shows file names (the JSON keeps the paths)
+    assert [c.strip() for c in rows[1]] == [
+        "missing.pcap",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+        f"{missing}: no such file",
+    ]
+    assert [c.strip() for c in rows[0]][:2] == [FIX_SAMPLE.name, "17"]
     assert "2 capture(s), 1 failed, 17 frames" in r.stdout
     assert r.stderr.strip() == "Error: 1 of 2 capture(s) failed"
 
@@ -198,3 +208,10 @@ def test_assign_out_files_keeps_stems_and_disambiguates():
     ]
     assign_out_files(outs, reserved=("batch.json",))
     assert [o.out_file for o in outs] == ["x.json", "x-2.json", None, "batch-2.json", "y.json"]
+
+
+def test_batch_display_names_tell_same_named_captures_apart():
+    from gro_replay.cli_batch import display_names
+
+    paths = ["/x/shared/ndpi/vxlan.pcap", "/x/shared/tcpdump/vxlan.pcap", "/y/z/fix.pcap", None]
+    assert display_names(paths) == ["ndpi/vxlan.pcap", "tcpdump/vxlan.pcap", "fix.pcap", "-"]

@@ -140,9 +140,21 @@ def test_summary_line_single_kernel(runner):
 def test_markdown_table(runner):
     r = _run(runner, FIX_SAMPLE, "--format", "markdown")
     lines = r.stdout.splitlines()
-    head = "| metric | pre-fix phys NAPI | post-fix phys NAPI | pre-fix tunnel gro_cells | post-fix tunnel gro_cells |"
+    head = (
+        "| metric | pre-fix phys NAPI | post-fix phys NAPI | Δ phys | pre-fix tunnel gro_cells | "
+        "post-fix tunnel gro_cells | Δ tunnel |"
+    )
     assert head in lines
-    assert "| skbs delivered | 17 | 1 | 1 | 1 |" in lines
+    # pre-fix 17 single phys skbs, decapsulated and merged into 1 by gro_cells; post-fix one 17-segment phys
+    # aggregate, passed through the tunnel stage as one skb (gro-spec §4.7 row 3, §6.6)
+    assert "| skbs in | 17 | 17 | 0 | 17 | 1 | -16 |" in lines
+    assert "| segments in (wire frames) | 17 | 17 | 0 | 17 | 17 | 0 |" in lines
+    assert "| skbs delivered | 17 | 1 | -16 | 1 | 1 | 0 |" in lines
+    # the same content as the table: end reasons, the verdict and the affected flow
+    text = r.stdout
+    assert "- phys skbs ended by (pre-fix, 17 skbs): " in text and "×17" in text
+    assert "- affected: 10.0.0.1:37531→10.0.0.2:4789 vxlan vni 100 (csum 0)" in text
+    assert "phys skbs 17 → 1" in text
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json"])

@@ -7,35 +7,177 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..kernel import reasons as R
-from .document import affected_flows, summary_line, verdict
+from .document import summary_line
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
-_ROWS = (
-    ("frames in", lambda st: st.frames_in),
-    ("skbs delivered", lambda st: st.skbs),
-    ("aggregates (≥2 segs)", lambda st: st.aggregates),
-    ("segments / skb, mean", lambda st: round(st.mean_segs, 2)),
-    ("segments / skb, max", lambda st: st.max_segs),
-    ("bytes (skb->len)", lambda st: st.bytes),
-    ("bytes checksummed in software", lambda st: st.sw_csum_bytes),
+STAGES = ("phys", "tunnel")
+NO_SKBS = "–"  # a per-skb figure of a stage that delivered no skb
+
+
+def _skbs_in(st, stage: str) -> int:
+    # phys: every wire frame enters napi_gro_receive as one skb; tunnel: the skbs decapsulated and queued to
+    # gro_cells, each carrying one or more segments (a phys aggregate stays one skb)
+    return st.frames_in if stage == "phys" else st.skbs_in
+
+
+#: (label, getter(stage stats, stage name), per-skb figure: "–" when the stage delivered no skb)
+ROWS = (
+    ("skbs in", _skbs_in, False),
+    ("segments in (wire frames)", lambda st, s: st.frames_in, False),
+    ("skbs delivered", lambda st, s: st.skbs, False),
+    ("aggregates (≥2 segs)", lambda st, s: st.aggregates, False),
+    ("segments / skb, mean", lambda st, s: round(st.mean_segs, 2), True),
+    ("segments / skb, max", lambda st, s: st.max_segs, True),
+    ("bytes (skb->len)", lambda st, s: st.bytes, False),
+    ("bytes checksummed in software", lambda st, s: st.sw_csum_bytes, False),
 )
+
+
+def value(ks, stage: str, row) -> object:
+    """A row's value for kernel ``ks`` at ``stage``: a number, None (not measured by this backend) or NO_SKBS."""
+    _label, get, per_skb = row
+    st = ks.stages[stage]
+    if per_skb and not st.skbs:
+        return NO_SKBS
+    return get(st, stage)
 
 
 def _fmt(v) -> str:
     if v is None:
         return "n/a"  # not measured by this backend
+    if isinstance(v, str):
+        return v
     return f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"
 
 
-def _delta(a, b) -> Text:
+def delta_text(a, b) -> str:
+    """``b - a`` signed, "0", "n/a" (not measured) or NO_SKBS (a stage without skbs on either side)."""
     if a is None or b is None:
-        return Text("n/a", style="dim")
+        return "n/a"
+    if isinstance(a, str) or isinstance(b, str):
+        return NO_SKBS
     d = b - a
     if d == 0:
-        return Text("0", style="dim")
-    s = f"{d:+,.2f}" if isinstance(d, float) else f"{d:+,}"
-    return Text(s)
+        return "0"
+    return f"{d:+,.2f}" if isinstance(d, float) else f"{d:+,}"
+
+
+def _delta(a, b) -> Text:
+    t = delta_text(a, b)
+    return Text(t, style="dim" if t in ("0", "n/a", NO_SKBS) else "")
+
+
+def kernels_by_release(result) -> list:
+    """The result's kernels ordered by release (oldest first), whatever the order of the options."""
+    from .verdict import _release_key
+
+    return sorted(result.kernels, key=lambda k: _release_key(k.release))
+
+
+def table_title(kernels) -> str:
+    if len(kernels) == 1:
+        return f"GRO aggregation, kernel {kernels[0].name} (v{kernels[0].release})"
+    names = " vs ".join(f"{k.name} (v{k.release})" for k in kernels)
+    return f"GRO aggregation, {names}"
+
+
+def grid(kernels, stages=STAGES) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the comparison: per stage one column per kernel (by release) and, with several
+    kernels, Δ (newest − oldest). Shared by the rich table and the Markdown table."""
+    head = ["metric"]
+    for s in stages:
+        head += [f"{k.name} {STAGE_TITLES[s]}" for k in kernels]
+        if len(kernels) > 1:
+            head.append(f"Δ {s}")
+    rows = []
+    for row in ROWS:
+        cells = [row[0]]
+        for s in stages:
+            vals = [value(k, s, row) for k in kernels]
+            cells += [_fmt(v) for v in vals]
+            if len(kernels) > 1:
+                cells.append(delta_text(vals[0], vals[-1]))
+        rows.append(cells)
+    return head, rows
+
+
+def _rich_table(title: str, kernels, stages) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAD)
+    t.add_column("metric")
+    for s in stages:
+        for k in kernels:
+            # stacked (one stage per table): the stage is in the title
+            t.add_column(k.name if len(stages) == 1 else f"{k.name}\n{STAGE_TITLES[s]}", justify="right")
+        if len(kernels) > 1:
+            t.add_column(f"Δ\n{s}", justify="right")
+    _head, rows = grid(kernels, stages)
+    for cells in rows:
+        t.add_row(*(Text(c, style="dim") if c in ("0", NO_SKBS) and i else c for i, c in enumerate(cells)))
+    return t
+
+
+def render_tables(result, console: Console) -> None:
+    """The numbers: one table with every stage side by side when it fits ``console.width``, else stacked (one
+    table per stage); kernels by release."""
+    kernels = kernels_by_release(result)
+    title = table_title(kernels)
+    if len(kernels) == 2 and [k.release for k in kernels] == ["5.11", "5.12"]:
+        title = "GRO aggregation, before vs after 89e5c58fc1e2"
+    wide = _rich_table(title, kernels, STAGES)
+    natural = console.measure(wide, options=console.options.update(max_width=10_000)).maximum
+    if natural <= console.width:
+        console.print(wide)
+        return
+    for s in STAGES:
+        console.print(_rich_table(f"{title}: {STAGE_TITLES[s]}", kernels, (s,)))
+
+
+def reason_lines(result) -> list[str]:
+    """Per kernel and stage: what ended the skbs (top 3, then "and N more", adding up to the skbs delivered),
+    and the phys skbs the stack did not decapsulate."""
+    from .verdict import reason_list, verdict_of
+
+    models = verdict_of(result).models
+    lines = []
+    for ks in kernels_by_release(result):
+        for s in STAGES:
+            st = ks.stages[s]
+            if st.reasons:
+                what = "phys skbs" if s == "phys" else "tunnel skbs"
+                lines.append(
+                    f"{what} ended by ({ks.name}, {st.skbs:,} skbs): "
+                    + reason_list(st.reasons, 3, models.get(ks.name))
+                )
+        drops = {k: v for k, v in ks.stack.items() if k != "queued"}
+        if drops:
+            lines.append(
+                f"not decapsulated ({ks.name}): " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items()))
+            )
+    return lines
+
+
+def verdict_lines(result, limit: int = 10) -> list[str]:
+    """The verdict sentence and the affected flows (at most ``limit``, then how many more)."""
+    from .verdict import verdict_of
+
+    v = verdict_of(result)
+    if not v.text:
+        return []
+    lines = [v.text]
+    aff = v.affected_flows()
+    for f in aff[:limit]:
+        pre, post = f.pre, f.post
+        parts = []
+        if pre and post:
+            parts.append(f"phys skbs {pre.skbs['phys']} → {post.skbs['phys']}")
+            if pre.skbs["tunnel"] != post.skbs["tunnel"]:
+                parts.append(f"tunnel skbs {pre.skbs['tunnel']} → {post.skbs['tunnel']}")
+        elif pre:
+            parts.append(f"{f.gate_zero} frames refused by the zero-checksum gate")
+        lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
+    if len(aff) > limit:
+        lines.append(f"  … and {len(aff) - limit} more affected flow(s) (explain or --format json lists all)")
+    return lines
 
 
 def input_lines(result) -> list[str]:
@@ -98,68 +240,42 @@ def _histogram(st, width: int = 30) -> list[str]:
 
 
 def render(result, console: Console, hist: bool = True) -> None:
-    """Print the input summary, the table(s), the verdict (compare mode) and the SUMMARY line."""
-    for line in input_lines(result):
+    """Print the input summary, the table(s), the reasons, the verdict and the SUMMARY line."""
+
+    def say(line: str) -> None:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
-    kernels = result.kernels
-    if len(kernels) == 2:
-        a, b = kernels
-        t = Table(title="GRO aggregation, before vs after 89e5c58fc1e2", box=box.SIMPLE_HEAD)
-        t.add_column("metric")
-        for stage in ("phys", "tunnel"):
-            t.add_column(f"{a.name}\n{STAGE_TITLES[stage]}", justify="right")
-            t.add_column(f"{b.name}\n{STAGE_TITLES[stage]}", justify="right")
-            t.add_column(f"Δ\n{stage}", justify="right")
-        for label, get in _ROWS:
-            row = [label]
-            for stage in ("phys", "tunnel"):
-                va, vb = get(a.stages[stage]), get(b.stages[stage])
-                row += [_fmt(va), _fmt(vb), _delta(va, vb)]
-            t.add_row(*row)
-        console.print(t)
-    else:
-        for ks in kernels:
-            t = Table(title=f"GRO aggregation, kernel {ks.name} (v{ks.release})", box=box.SIMPLE_HEAD)
-            t.add_column("metric")
-            for stage in ("phys", "tunnel"):
-                t.add_column(STAGE_TITLES[stage], justify="right")
-            for label, get in _ROWS:
-                t.add_row(label, *(_fmt(get(ks.stages[s])) for s in ("phys", "tunnel")))
-            console.print(t)
+
+    for line in input_lines(result):
+        say(line)
+    render_tables(result, console)
+    kernels = kernels_by_release(result)
     if hist:
         for ks in kernels:
-            for stage in ("phys", "tunnel"):
+            for stage in STAGES:
                 lines = _histogram(ks.stages[stage])
                 if lines:
-                    console.print(f"segments per skb, {ks.name} {STAGE_TITLES[stage]}:", highlight=False)
+                    say(f"segments per skb, {ks.name} {STAGE_TITLES[stage]}:")
                     for line in lines:
-                        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    for ks in kernels:
-        top = ks.stages["phys"].reasons.most_common(3)
-        if top:
-            console.print(
-                f"phys skbs ended by ({ks.name}): "
-                + "; ".join(f"{R.DESCRIPTIONS.get(k, k)} [{k}] ×{v}" for k, v in top),
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
-        drops = {k: v for k, v in ks.stack.items() if k != "queued"}
-        if drops:
-            console.print(
-                f"not decapsulated ({ks.name}): " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())),
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
-    v = verdict(result)
+                        say(line)
+    for line in reason_lines(result) + verdict_lines(result):
+        say(line)
+    say(summary_line(result))
+
+
+def markdown(result) -> str:
+    """The same content as the table, in Markdown (CI job summaries): input lines, the table with its deltas,
+    the end reasons, the verdict with the affected flows, and the SUMMARY line."""
+    lines = [f"- {x}" for x in input_lines(result)] + [""]
+    head, rows = grid(kernels_by_release(result))
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|---|" + "---:|" * (len(head) - 1))
+    for cells in rows:
+        lines.append("| " + " | ".join(cells) + " |")
+    extra = reason_lines(result)
+    if extra:
+        lines += [""] + [f"- {x}" for x in extra]
+    v = verdict_lines(result)
     if v:
-        console.print(v, highlight=False, markup=False, soft_wrap=True)
-        for a in affected_flows(result)[:10]:
-            console.print(
-                f"  affected: {a['flow']}: phys skbs {a['phys_skbs_pre']} → {a['phys_skbs_post']}",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
-    console.print(summary_line(result), highlight=False, markup=False, soft_wrap=True)
+        lines += ["", v[0]] + ([""] + [f"- {x.strip()}" for x in v[1:]] if v[1:] else [])
+    lines += ["", "```", summary_line(result), "```"]
+    return "\n".join(lines)
