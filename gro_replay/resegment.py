@@ -63,6 +63,12 @@ KEEP_IPV6_EXT = "ipv6_extension_headers"
 KEEP_MALFORMED = "malformed"
 KEEP_NO_MSS = "mtu_below_headers"
 KEEP_WITHIN_MSS = "payload_within_mss"
+KEEP_MSS_TOO_SMALL = "mss_below_tcp_min_snd_mss"
+
+#: The smallest MSS a Linux sender uses: include/net/tcp.h ``TCP_MIN_SND_MSS`` (48), the default of
+#: net.ipv4.tcp_min_snd_mss (5f3e2bf008c2 "tcp: add tcp_min_snd_mss sysctl", v5.2). A split into smaller segments is
+#: absurd (no sender produced it) and would cost work out of proportion to the input: refused, counted.
+TCP_MIN_SND_MSS = 48
 
 
 class SuperFrame(NamedTuple):
@@ -317,10 +323,12 @@ class Resegmenter:
     """Splits frames whose outer IP datagram exceeds ``mtu`` (or carries a zero length field) into segments.
 
     Args: mtu: bytes of the outer IP datagram a wire frame may carry (``--mtu``); mss: fixed TCP payload per
-    segment (``--resegment MSS``), or None to take it from the flow (``flow_mss`` passed to ``split``) capped at
-    what fits the MTU, else from the MTU; vxlan_ports / geneve_ports: tunnel UDP destination ports.
+    segment (``--resegment MSS``), or None to take it from the flow (``flow_mss`` passed to ``split``: the MSS the
+    sender used — its largest wire segment, else its SYN's MSS option) capped at what fits the MTU, else from
+    the MTU; vxlan_ports / geneve_ports: tunnel UDP destination ports.
     Counters: ``resegmented_frames``, ``segments_created``, ``not_split`` (reason → frames above the MTU replayed
-    as captured).
+    as captured). Work is bounded per input byte: a segment carries at least ``TCP_MIN_SND_MSS`` payload bytes
+    (a flow's segments smaller than that do not set the MSS; a split below it is refused, ``KEEP_MSS_TOO_SMALL``).
     """
 
     def __init__(
@@ -369,9 +377,12 @@ class Resegmenter:
         mss = self.mss
         if mss is None:
             seen = flow_mss(build_segment(sf, buf, 0, 1, 0)) if flow_mss is not None else None
-            mss = min(seen, fit) if seen and seen > 0 else fit
+            mss = min(seen, fit) if seen and seen >= TCP_MIN_SND_MSS else fit
         if mss <= 0:
             self.not_split[KEEP_NO_MSS] += 1
+            return None
+        if mss < TCP_MIN_SND_MSS:
+            self.not_split[KEEP_MSS_TOO_SMALL] += 1
             return None
         plen = sf.payload_len
         if plen <= mss and not sf.zero_len:

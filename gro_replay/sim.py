@@ -36,7 +36,7 @@ from .packet.decode import (
 )
 from .pollcache import BatchReplay, batch_eligible
 from .report.stats import ConservationError, KernelStats, check_conservation, checks_enabled
-from .resegment import Resegmenter
+from .resegment import TCP_MIN_SND_MSS, Resegmenter
 
 #: Entries of the RSS indirection table (a common size; drivers use 64..512).
 RSS_INDIR_TABLE_SIZE = 128
@@ -238,16 +238,41 @@ def parse_gro(items) -> dict[str, bool]:
     return out
 
 
+def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
+    """The MSS option (kind 2, length 4) in the TCP options ``buf[start:end]``, or None.
+
+    Kernel: net/ipv4/tcp_input.c ``tcp_parse_options`` (EOL ends the list, NOP is one byte, others carry a length
+    of at least 2). Never raises.
+    """
+    i = start
+    while i < end:
+        kind = buf[i]
+        if kind == 0:
+            return None
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= end:
+            return None
+        size = buf[i + 1]
+        if size < 2 or i + size > end:
+            return None
+        if kind == 2 and size == 4:
+            return (buf[i + 2] << 8) | buf[i + 3]
+        i += size
+    return None
+
+
 def parse_resegment(text: str) -> str | int:
-    """Parse ``--resegment``: ``auto``, ``off`` or an MSS in bytes (1..65535). Raises ConfigError."""
+    """Parse ``--resegment``: ``auto``, ``off`` or an MSS in bytes (48..65535: ``TCP_MIN_SND_MSS`` is the smallest
+    MSS a Linux sender uses). Raises ConfigError."""
     if text in ("auto", "off"):
         return text
-    try:
-        mss = int(text)
-    except ValueError:
-        mss = 0
-    if not 1 <= mss <= 65535:
-        raise ConfigError(f"invalid --resegment {text!r}: use auto, off or an MSS in bytes (1..65535)")
+    mss = int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else 0
+    if not TCP_MIN_SND_MSS <= mss <= 65535:
+        raise ConfigError(
+            f"invalid --resegment {text!r}: use auto, off or an MSS in bytes ({TCP_MIN_SND_MSS}..65535)"
+        )
     return mss
 
 
@@ -616,6 +641,7 @@ class Replayer:
         ]
         self.reseg: Resegmenter | None = None
         self._flow_mss: dict[int, int] | None = None
+        self._syn_mss: dict[int, int] = {}
         if config.resegment != "off":
             mss = None if config.resegment == "auto" else int(config.resegment)
             self.reseg = Resegmenter(config.mtu, mss, config.vxlan_ports, config.geneve_ports)
@@ -737,17 +763,25 @@ class Replayer:
             cls = flow_class[fid]
             inp.classes[cls] += 1
             if seen is not None and l4 and cls == CLS_TUNNEL_TCP and len(frame) <= limit:
-                payload = len(frame) - l4 - ((frame[l4 + 12] >> 4) << 2)
+                doff = (frame[l4 + 12] >> 4) << 2
+                payload = len(frame) - l4 - doff
                 if payload > seen.get(fid, 0):
                     seen[fid] = payload
+                if frame[l4 + 13] & 0x02 and doff > 20:  # SYN: the MSS option the sender announced
+                    opt = tcp_mss_option(frame, l4 + 20, min(l4 + doff, len(frame)))
+                    if opt:
+                        self._syn_mss[fid] = opt
             yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index
 
     def _mss_of_flow(self, probe: bytes) -> int | None:
-        """The largest TCP payload seen so far in the flow of ``probe`` (a header-only frame), or None."""
+        """The MSS the sender of ``probe``'s flow used (``probe``: a header-only frame), or None: its largest TCP
+        payload seen so far when at least ``TCP_MIN_SND_MSS`` (smaller writes say nothing of the MSS), else the
+        MSS option of its SYN."""
         r = self.decoder.decode(probe)
         if isinstance(r, str):
             return None
-        return self._flow_mss.get(r[2])
+        seen = self._flow_mss.get(r[2], 0)
+        return seen if seen >= TCP_MIN_SND_MSS else self._syn_mss.get(r[2])
 
     def _skbs(self, k: Kernel, batch: list[tuple], shared: tuple) -> list[SkBuff]:
         """The skbs the driver builds for one poll's frames on kernel ``k``: RSS hash, VLAN tag, checksum state.

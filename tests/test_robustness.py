@@ -192,3 +192,50 @@ def test_skipped_timer_polls_equal_running_them_while_packets_are_held(poll: str
         return out, [n.stats.polls for n in napis], [n.defer_hard_irqs_count for n in napis]
 
     assert run(True) == run(False)
+
+
+# -- resegmenting with the MSS the sender used; absurd splits refused --------------------------------------------------
+def test_reseg_mss1_one_tso64k_uses_the_senders_mss() -> None:
+    # A 1-byte segment, then a 65,104-byte super-frame of the same flow (inner TCP without options: 65,000 payload
+    # bytes). A 1-byte write says nothing of the MSS (a Linux sender's MSS is ≥ TCP_MIN_SND_MSS = 48,
+    # include/net/tcp.h): the MTU decides: 1500 − 20 (outer IP) − 8 (UDP) − 8 (VXLAN) − 14 (inner Ethernet)
+    # − 20 (inner IP) − 20 (TCP) = 1410 bytes per segment, ⌈65,000 / 1410⌉ = 47 segments.
+    doc = document(replay_capture(str(shared("reseg-mss1-one-tso64k.pcap")), ReplayConfig(resegment="auto")))
+    inp = doc["input"]
+    assert inp["frames_read"] == 2
+    assert (inp["resegmented_frames"], inp["segments_created"]) == (1, 47)
+    assert inp["frames_replayed"] == 48
+
+
+def test_auto_takes_the_syn_mss_option_when_no_segment_says_more() -> None:
+    from dataclasses import replace
+
+    from gro_replay.packet.build import build_frame
+
+    SYN = 0x02
+    mss_opt = b"\x02\x04\x03\xe8"  # MSS 1000
+    syn = FrameSpec(payload=0, flags=SYN, tcp_options=mss_opt, timestamps=False)
+    tiny = replace(syn, flags=0x10, tcp_options=None, seq=syn.seq + 1, payload=1)
+    sup = replace(tiny, seq=tiny.seq + 1, payload=5000, flags=0x18)
+    frames = [(i * US, build_frame(s)) for i, s in enumerate((syn, tiny, sup))]
+    r = replay_frames(frames, ReplayConfig(kernels=(K_5_12,), resegment="auto"))
+    assert (r.input.resegmented_frames, r.input.segments_created) == (1, 5)  # 5000 = 5 × 1000
+    # without the SYN: the MTU's 1410 (no TCP options) → ⌈5000 / 1410⌉ = 4
+    r = replay_frames(frames[1:], ReplayConfig(kernels=(K_5_12,), resegment="auto"))
+    assert r.input.segments_created == 4
+
+
+def test_split_below_tcp_min_snd_mss_is_refused_and_counted() -> None:
+    from gro_replay.packet.build import build_frame
+    from gro_replay.resegment import KEEP_MSS_TOO_SMALL, TCP_MIN_SND_MSS, Resegmenter
+    from gro_replay.sim import ConfigError, parse_resegment
+
+    sup = build_frame(FrameSpec(payload=3000, timestamps=False))
+    r = Resegmenter(1500, TCP_MIN_SND_MSS - 1, (4789,), ())
+    assert r.split(sup) is None
+    assert r.not_split == {KEEP_MSS_TOO_SMALL: 1}
+    assert len(Resegmenter(1500, TCP_MIN_SND_MSS, (4789,), ()).split(sup)) == 63  # ⌈3000 / 48⌉
+    for bad in ("1", "47", "0", "65536", "1e3", "٤٨", "inf", "-48"):
+        with pytest.raises(ConfigError):
+            parse_resegment(bad)
+    assert parse_resegment("48") == 48
