@@ -1,18 +1,23 @@
 """Command line: ``gro-replay CAPTURE [--fix|--no-fix]`` and the sub-commands. Parses, validates, calls, prints.
 
-Exit codes: 0 success; 1 a check failed; 2 usage or unreadable input; 3 environment (kernel backend).
+Exit codes: 0 success; 1 a check failed; 2 usage, unreadable input or an output that cannot be written; 3 environment
+(kernel backend); 70 internal error; 130 SIGINT; 141 standard output's reader went away (see ``entry``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
+import threading
 
 import click
 from rich.console import Console
 
 from . import __version__
 from .capture.reader import CaptureError
+from .cli_types import S32_MAX, ULONG_MAX, BoundedInt
 from .kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
 from .kernel.nic import NIC_PRESETS, RX_CSUM_PROFILES
 from .report.schema import dumps
@@ -37,8 +42,31 @@ class EnvironmentProblem(click.ClickException):
     exit_code = 3
 
 
+#: errno values of a failed write to standard output (a full or failing disk, a quota, a file size limit)
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF})
+
+
 class DefaultGroup(click.Group):
-    """A group whose default command is ``replay``: ``gro-replay CAPTURE`` means ``gro-replay replay CAPTURE``."""
+    """A group whose default command is ``replay``: ``gro-replay CAPTURE`` means ``gro-replay replay CAPTURE``.
+
+    A write error on standard output leaves a command as ``StdoutFailed`` (click would turn a closed pipe into
+    exit code 1 and other write errors into a traceback); ``entry`` gives it its exit code.
+    """
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except OSError as e:
+            # the reader's errors are CaptureErrors and named outputs raise UsageErrors: a bare write error left
+            # here is standard output's
+            if e.errno == errno.EPIPE or (e.filename is None and e.errno in _WRITE_ERRNOS):
+                raise StdoutFailed(e) from None
+            raise
+        except SystemExit as e:
+            # rich's Console.on_broken_pipe: stdout pointed at /dev/null, then SystemExit(1)
+            if isinstance(e.__context__, BrokenPipeError):
+                raise StdoutFailed(e.__context__) from None
+            raise
 
     def parse_args(self, ctx, args):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
@@ -123,13 +151,13 @@ def replay_options(f):
         click.option("--rss-key", default=None, help="RSS key as hex (default: the common 40-byte key)."),
         click.option(
             "--vxlan-port",
-            type=click.IntRange(1, 65535),
+            type=BoundedInt(1, 65535),
             multiple=True,
             help="VXLAN UDP port (repeatable; default 4789 and 8472).",
         ),
         click.option(
             "--geneve-port",
-            type=click.IntRange(1, 65535),
+            type=BoundedInt(1, 65535),
             multiple=True,
             help="Geneve UDP port (repeatable; default 6081).",
         ),
@@ -139,13 +167,13 @@ def replay_options(f):
         ),
         click.option(
             "--gro-flush-timeout",
-            type=click.IntRange(0),
+            type=BoundedInt(0, ULONG_MAX),
             default=0,
             help="gro_flush_timeout of the phys device, ns.",
         ),
         click.option(
             "--napi-defer-hard-irqs",
-            type=click.IntRange(0),
+            type=BoundedInt(0, S32_MAX),
             default=0,
             help="napi_defer_hard_irqs of the phys device.",
         ),
@@ -157,7 +185,7 @@ def replay_options(f):
         ),
         click.option(
             "--rx-queues",
-            type=click.IntRange(1, 128),
+            type=BoundedInt(1, 128),
             default=1,
             show_default=True,
             help="RX queues of the phys device: one NAPI (and one CPU's gro_cells) each; flows spread by RSS.",
@@ -171,7 +199,7 @@ def replay_options(f):
         ),
         click.option(
             "--mtu",
-            type=click.IntRange(68, 65535),
+            type=BoundedInt(68, 65535),
             default=1500,
             show_default=True,
             help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold).",
@@ -288,6 +316,26 @@ def report_console() -> Console:
     return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
 
 
+class NamedOutput:
+    """An ``on_deliver`` observer whose write errors are errors of the output ``name`` (an option and its path):
+    an OSError from it becomes a one-line UsageError (exit 2) naming that output, never the capture."""
+
+    def __init__(self, observer, name: str) -> None:
+        self.observer = observer
+        self.name = name
+
+    def bind(self, input_stats) -> None:
+        if hasattr(self.observer, "bind"):
+            self.observer.bind(input_stats)
+
+    def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
+        try:
+            self.observer(kernel, stage, dev, skb, now_ns)
+        except OSError as e:
+            where = f" ({e.filename})" if e.filename else ""
+            raise UsageError(f"{self.name}{where}: {e.strerror or e}") from None
+
+
 def _open_out(path: str):
     if path == "-":
         return sys.stdout, False
@@ -366,24 +414,33 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
     if trace_path:
         out, close = _open_out(trace_path)
         tracer = TraceWriter(out, tag=len(cfg.kernels) > 1)
-    observer = Observers(tracer, pcaps) if pcaps is not None else tracer
+        if trace_path != "-":  # standard output's errors are entry()'s (a closed pipe ends quietly)
+            tracer = NamedOutput(tracer, f"--trace {trace_path}")
+    observer = tracer
+    if pcaps is not None:
+        observer = Observers(tracer, NamedOutput(pcaps, f"--write-pcap {pcap_dir}"))
     prog, cb = _progress(quiet)
     try:
         result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:
         raise UsageError(str(e)) from None
     except OSError as e:
-        raise UsageError(f"{e.filename or capture}: {e.strerror}") from None
+        if e.filename is None:
+            raise  # a write to standard output (--trace -): entry() reports it
+        raise UsageError(f"{e.filename}: {e.strerror}") from None
     finally:
         if prog is not None:
             prog.stop()
         if pcaps is not None:
-            pcaps.close()
+            try:
+                pcaps.close()
+            except OSError as e:
+                raise UsageError(f"--write-pcap {pcap_dir}: {e.strerror or e}") from None
     if out is not None and trace_path != "-":
         try:
             out.close()
         except OSError as e:
-            raise UsageError(f"cannot write {trace_path}: {e.strerror}") from None
+            raise UsageError(f"--trace {trace_path}: {e.strerror}") from None
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
             click.echo(f"wrote {path} ({n} frames)", err=True)
@@ -441,22 +498,84 @@ def _mount_optional() -> None:
 _mount_optional()
 
 
-def entry() -> None:
-    """Console-script entry: click's own errors keep their exit codes; anything unexpected becomes one line on
-    stderr and exit code 70 (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it).
-    """
+class Interrupted(BaseException):
+    """SIGINT (Ctrl-C): raised by ``entry``'s handler instead of KeyboardInterrupt, which click would turn into
+    "Aborted!" and exit code 1."""
+
+
+class StdoutFailed(Exception):
+    """Writing standard output failed: ``errno`` EPIPE (the reader went away) or another error (a full disk)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.errno = error.errno
+
+
+#: Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE, what a shell reports for
+#: cat, grep or tcpdump killed by SIGPIPE, so ``set -o pipefail`` scripts see the same thing.
+EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
+#: Exit code after SIGINT: 128 + SIGINT.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+def _stdout_broken() -> bool:
+    """True when standard output cannot take the bytes buffered for it (flushing them fails)."""
     try:
-        main(standalone_mode=True)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
+        sys.stdout.flush()
+    except OSError:
+        return True
+    except ValueError:  # closed
+        return True
+    return False
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _on_sigint(signum, frame) -> None:
+    raise Interrupted()
+
+
+def entry() -> None:
+    """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT (one line, no
+    traceback); 141 when the reader of standard output went away (``| head -1``; nothing printed); 2 when standard
+    output cannot be written (``> /dev/full``: one line naming it); anything unexpected becomes one line on stderr
+    and exit code 70 (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it).
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_sigint)
+    code: int | str | None = 0
+    try:
+        try:
+            main(standalone_mode=True)
+        except SystemExit as e:
+            code = e.code
+        if _stdout_broken():
+            raise StdoutFailed(OSError(errno.EIO, "write error"))
+    except (Interrupted, KeyboardInterrupt):
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         click.echo("gro-replay: interrupted", err=True)
-        sys.exit(130)
+        code = EXIT_INTERRUPTED
+    except StdoutFailed as e:
+        _silence_stdout()
+        if e.errno == errno.EPIPE:
+            code = EXIT_PIPE_CLOSED
+        else:
+            click.echo(f"gro-replay: cannot write standard output: {e}", err=True)
+            code = 2
     except Exception as e:  # noqa: BLE001 - the last line of defence against tracebacks
         if os.environ.get("GRO_REPLAY_DEBUG"):
             raise
         click.echo(f"gro-replay: internal error: {type(e).__name__}: {e}", err=True)
-        sys.exit(70)
+        code = 70
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,6 +23,7 @@ from rich.table import Table
 from . import __version__
 from .cli import UsageError, build_config, replay_options
 from .cli import main as _cli_main
+from .cli_types import BoundedInt
 from .report.schema import dumps
 from .report.stats import SCHEMA_VERSION
 from .sim import ReplayConfig
@@ -101,7 +102,7 @@ def render_table(doc: dict, console: Console) -> None:
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=1),
+    type=BoundedInt(1, 1024),
     default=None,
     help="Worker processes of the local Dask cluster, one thread each [default: CPU count].",
 )

@@ -13,6 +13,7 @@ from rich.console import Console
 from .capture.reader import CaptureError
 from .cli import CheckFailed, EnvironmentProblem, UsageError, _open_out
 from .cli import main as _cli_main
+from .cli_types import BoundedInt
 from .report.schema import dumps
 
 _RX = click.Choice(["none", "unnecessary", "unnecessary-tunnel"])
@@ -35,7 +36,7 @@ def _common(f):
         ),
         click.option(
             "--vxlan-port",
-            type=click.IntRange(1, 65535),
+            type=BoundedInt(1, 65535),
             default=None,
             help="VXLAN port (default: the one the capture uses, else 4789).",
         ),

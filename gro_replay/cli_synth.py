@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from gro_replay.cli_types import BoundedInt, FiniteFloat
 from gro_replay.synth import DEFAULT_START_NS, Scenario, write_frames, write_scenario
 from gro_replay.synth_mix import OverlayMix, mix_frames
 
@@ -18,6 +19,12 @@ class SynthInputError(click.ClickException):
     """A scenario that cannot be built, or an output that cannot be written (exit code 2)."""
 
     exit_code = 2
+
+
+#: Longest gap or pause (µs): 1000 s.
+MAX_US = 1e9
+#: Latest first timestamp: a pcap record's seconds field is 32 bits; leave a day for the frames.
+MAX_START_NS = ((1 << 32) - 86_400) * 1_000_000_000
 
 
 def _us_to_ns(value: float, name: str) -> int:
@@ -48,14 +55,14 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
     help="Outer UDP checksum: 0, the correct value, or a wrong one.",
 )
 @click.option(
-    "--mss", type=click.IntRange(min=1), help="Payload bytes per full segment [default: fill --mtu]."
+    "--mss", type=BoundedInt(1, 65535), help="Payload bytes per full segment [default: fill --mtu]."
 )
-@click.option("--mtu", type=click.IntRange(min=1), default=1500, show_default=True, help="Outer IP MTU.")
+@click.option("--mtu", type=BoundedInt(68, 65535), default=1500, show_default=True, help="Outer IP MTU.")
 @click.option("--timestamps/--no-timestamps", default=True, show_default=True, help="TCP timestamp option.")
-@click.option("--flows", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--flows", type=BoundedInt(1, 1 << 20), default=1, show_default=True)
 @click.option(
     "--frames",
-    type=click.IntRange(min=1),
+    type=BoundedInt(1, 10**9),
     default=64,
     show_default=True,
     help="Frames per flow (with --mix: frames in all).",
@@ -67,8 +74,8 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
     "VXLAN, writes of 1-16 segments ending in PSH, delayed ACKs back, a quarter with outer checksums "
     "(gro_replay/synth_mix.py). Uses --frames, --mss (default 1398), --port, --start-ns.",
 )
-@click.option("--connections", type=click.IntRange(1, 250), default=48, show_default=True, help="With --mix.")
-@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True, help="With --mix.")
+@click.option("--connections", type=BoundedInt(1, 250), default=48, show_default=True, help="With --mix.")
+@click.option("--seed", type=BoundedInt(0, (1 << 64) - 1), default=1, show_default=True, help="With --mix.")
 @click.option(
     "--interleave",
     default="rr",
@@ -76,32 +83,36 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
     callback=_interleave,
     help="rr: one frame per flow in turn; K: K frames of each flow in turn.",
 )
-@click.option("--gap-us", type=float, default=1.0, show_default=True, help="Gap between frames (µs).")
+@click.option(
+    "--gap-us", type=FiniteFloat(0, MAX_US), default=1.0, show_default=True, help="Gap between frames (µs)."
+)
 @click.option(
     "--pause-every",
-    type=click.IntRange(min=0),
+    type=BoundedInt(0, 10**9),
     default=0,
     show_default=True,
     help="Pause after every N frames (0: never).",
 )
 @click.option(
-    "--pause-us", type=float, default=0.0, show_default=True, help="The pause, replacing the gap (µs)."
+    "--pause-us",
+    type=FiniteFloat(0, MAX_US),
+    default=0.0,
+    show_default=True,
+    help="The pause, replacing the gap (µs).",
 )
-@click.option("--last-payload", type=click.IntRange(min=0), help="Payload of each flow's last frame.")
-@click.option(
-    "--port", type=click.IntRange(1, 65535), help="Tunnel UDP port [default: 4789 vxlan, 6081 geneve]."
-)
+@click.option("--last-payload", type=BoundedInt(0, 65535), help="Payload of each flow's last frame.")
+@click.option("--port", type=BoundedInt(1, 65535), help="Tunnel UDP port [default: 4789 vxlan, 6081 geneve].")
 @click.option(
     "--geneve-opt-bytes",
-    type=click.IntRange(min=0),
+    type=BoundedInt(0, 252),
     default=0,
     show_default=True,
     help="Bytes of Geneve options (multiple of 4).",
 )
-@click.option("--vni", type=click.IntRange(0, (1 << 24) - 1), default=100, show_default=True)
+@click.option("--vni", type=BoundedInt(0, (1 << 24) - 1), default=100, show_default=True)
 @click.option(
     "--start-ns",
-    type=click.IntRange(min=0),
+    type=BoundedInt(0, MAX_START_NS),
     default=DEFAULT_START_NS,
     show_default=True,
     help="First timestamp (ns since the epoch).",

@@ -16,6 +16,7 @@ from rich.console import Console
 from .capture.reader import CaptureError
 from .cli import CheckFailed, UsageError, _progress, build_config, replay_options
 from .cli import main as _cli_main
+from .cli_types import BoundedInt, FiniteFloat
 from .report.diff import (
     CHECKABLE,
     DEFAULT_METRICS,
@@ -39,7 +40,7 @@ def _console() -> Console:
 @click.argument("current", type=click.Path(dir_okay=False))
 @click.option(
     "--max-regression",
-    type=float,
+    type=FiniteFloat(0, 1e6),
     default=0.0,
     show_default=True,
     metavar="PCT",
@@ -152,7 +153,11 @@ def _copy_over(src_path: str, dst_path: str) -> None:
 @replay_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
-    "--limit", type=click.IntRange(0), default=20, show_default=True, help="Text: at most N flows (0: all)."
+    "--limit",
+    type=BoundedInt(0, 10**9),
+    default=20,
+    show_default=True,
+    help="Text: at most N flows (0: all).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:

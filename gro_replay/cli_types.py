@@ -1,0 +1,57 @@
+"""Click parameter types for numeric options: finite, bounded, ASCII numbers only.
+
+``click.FloatRange`` lets NaN through (every comparison with NaN is false) and ``float``/``int`` accept "inf",
+Unicode digits and 300-digit numbers; an option value that the tool cannot use is refused here, at parse time,
+with click's one-line usage error (exit 2), instead of failing later (exit 70) or running away.
+"""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+#: The largest 64-bit unsigned value (``unsigned long`` on 64-bit Linux: gro_flush_timeout).
+ULONG_MAX = (1 << 64) - 1
+#: ``S32_MAX``: net/core/net-sysfs.c refuses a larger napi_defer_hard_irqs (-ERANGE).
+S32_MAX = (1 << 31) - 1
+
+
+class FiniteFloat(click.ParamType):
+    """A finite decimal number in ``[min, max]`` (ASCII digits; no inf, nan, or digits of other scripts)."""
+
+    name = "float"
+
+    def __init__(self, min: float = 0.0, max: float = 1e9) -> None:  # noqa: A002 - click's own names
+        self.min = min
+        self.max = max
+
+    def convert(self, value, param, ctx) -> float:
+        if isinstance(value, float):
+            x = value
+        else:
+            text = str(value).strip()
+            try:
+                if not text.isascii() or "_" in text:
+                    raise ValueError
+                x = float(text)
+            except ValueError:
+                self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x) or not self.min <= x <= self.max:
+            self.fail(f"{value!r} is not a finite number in {self.min:g}..{self.max:g}", param, ctx)
+        return x
+
+    def __repr__(self) -> str:
+        return f"FiniteFloat({self.min}, {self.max})"
+
+
+class BoundedInt(click.IntRange):
+    """An integer in ``[min, max]`` written in ASCII digits (an optional sign), at most 20 digits."""
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, int):
+            text = str(value).strip()
+            digits = text[1:] if text[:1] in "+-" else text
+            if not (text.isascii() and digits.isdigit() and len(digits) <= 20):
+                self.fail(f"{value!r} is not an integer in {self.min}..{self.max}", param, ctx)
+        return super().convert(value, param, ctx)

@@ -1,0 +1,199 @@
+"""Exit codes and output errors of the console entry (``gro_replay.cli.entry``), as README "Exit codes" says.
+
+* standard output closed by its reader (``| head -1``): nothing printed, exit 141 (128 + SIGPIPE, what a shell
+  reports for cat or grep killed by SIGPIPE);
+* standard output cannot be written (``> /dev/full``): one line naming standard output, exit 2;
+* ``--trace FILE`` / ``--write-pcap DIR`` / ``--plot FILE`` that cannot be written: one line naming that option and
+  path (never the capture), exit 2;
+* SIGINT: "gro-replay: interrupted", exit 130 (128 + SIGINT), no traceback;
+* a numeric option that cannot be used (inf, nan, negative, huge, other scripts' digits): click's one-line
+  usage error, exit 2.
+
+Child processes run the entry exactly as the console script does; write errors are made real with a closed pipe,
+/dev/full and RLIMIT_FSIZE (Python ignores SIGXFSZ, so a write past the limit fails with EFBIG).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import FIX_SAMPLE, ROOT
+
+_CLI = [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
+SAMPLE = str(FIX_SAMPLE)
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("GRO_REPLAY_DEBUG", None)
+    return env
+
+
+def _run(args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*_CLI, *args], capture_output=kw.pop("capture", True), env=_env(), timeout=120, **kw
+    )
+
+
+def _closed_pipe_run(args) -> subprocess.CompletedProcess:
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first write: every write fails with EPIPE
+    try:
+        return subprocess.run([*_CLI, *args], stdout=w, stderr=subprocess.PIPE, env=_env(), timeout=120)
+    finally:
+        os.close(w)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [SAMPLE],
+        [SAMPLE, "--format", "json"],
+        [SAMPLE, "--format", "markdown"],
+        [SAMPLE, "--trace", "-"],
+        ["explain", SAMPLE],
+        ["schema", "replay"],
+    ],
+    ids=["table", "json", "markdown", "trace-stdout", "explain", "schema"],
+)
+def test_closed_pipe_ends_quietly_with_141(args) -> None:
+    p = _closed_pipe_run(args)
+    assert p.returncode == 141
+    assert p.stderr == b""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize(
+    "args",
+    [[SAMPLE], [SAMPLE, "--format", "json"], [SAMPLE, "--format", "markdown"], ["explain", SAMPLE]],
+    ids=["table", "json", "markdown", "explain"],
+)
+def test_full_stdout_is_one_line_and_exit_2(args) -> None:
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([*_CLI, *args], stdout=full, stderr=subprocess.PIPE, env=_env(), timeout=120)
+    assert p.returncode == 2
+    err = p.stderr.decode()
+    assert err == "gro-replay: cannot write standard output: No space left on device\n"
+
+
+def _fsize_limit(nbytes: int):
+    def pre() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
+    return pre
+
+
+def test_trace_write_error_names_the_trace_file(tmp_path) -> None:
+    out = tmp_path / "trace.txt"
+    p = _run([SAMPLE, "--trace", str(out), "-q", "--format", "json"], preexec_fn=_fsize_limit(200))
+    assert p.returncode == 2
+    (line,) = p.stderr.decode().splitlines()
+    assert line.startswith(f"Error: --trace {out}") and "File too large" in line
+    assert SAMPLE not in line
+
+
+def test_write_pcap_error_names_the_output(tmp_path) -> None:
+    d = tmp_path / "pcaps"
+    p = _run([SAMPLE, "--write-pcap", str(d), "-q", "--format", "json"], preexec_fn=_fsize_limit(3000))
+    assert p.returncode == 2
+    (line,) = p.stderr.decode().splitlines()
+    assert line.startswith(f"Error: --write-pcap {d}") and "File too large" in line
+    assert SAMPLE not in line
+
+
+def test_plot_error_names_the_output(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "missing-dir" / "x.svg"
+    p = _run([SAMPLE, "--plot", str(target), "-q", "--format", "json"])
+    assert p.returncode == 2
+    (line,) = p.stderr.decode().splitlines()
+    assert line.startswith(f"Error: --plot {target}")
+
+
+def test_synth_output_error_names_the_output(tmp_path) -> None:
+    out = tmp_path / "x.pcap"
+    p = _run(["synth", "--frames", "64", str(out)], preexec_fn=_fsize_limit(1000))
+    assert p.returncode == 2
+    (line,) = p.stderr.decode().splitlines()
+    assert str(out) in line and "File too large" in line
+
+
+def test_sigint_exits_130_without_traceback() -> None:
+    """``gro-replay -`` on a pipe that stays open waits for data; SIGINT then ends it."""
+    proc = subprocess.Popen(
+        [*_CLI, "-", "--format", "json"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    try:
+        proc.stdin.write(FIX_SAMPLE.read_bytes()[:100])  # a header and part of a record: it reads on
+        proc.stdin.flush()
+        time.sleep(1.5)  # the interpreter starts and blocks in read(2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert err.decode().strip().splitlines()[-1] == "gro-replay: interrupted"
+    assert b"Traceback" not in err
+
+
+# -- numeric options ------------------------------------------------------------------------------------------
+BAD_NUMBERS = ["inf", "nan", "-1", "1e400", "9" * 400, "\u0661", "1_0", ""]
+
+NUMERIC_OPTIONS = [
+    # (command prefix, option, values that must be refused besides BAD_NUMBERS' unusable ones)
+    ([SAMPLE], "--gro-flush-timeout", [str(1 << 64)]),
+    ([SAMPLE], "--napi-defer-hard-irqs", [str(1 << 31)]),
+    ([SAMPLE], "--rx-queues", ["0", "129"]),
+    ([SAMPLE], "--mtu", ["67", "65536"]),
+    ([SAMPLE], "--vxlan-port", ["0", "65536"]),
+    ([SAMPLE], "--geneve-port", ["0", "65536"]),
+    ([SAMPLE], "--resegment", ["47", "65536"]),
+    (["synth", "OUT"], "--gap-us", ["1e10"]),
+    (["synth", "OUT"], "--pause-us", ["1e10"]),
+    (["synth", "OUT"], "--mss", ["0", "65536"]),
+    (["synth", "OUT"], "--mtu", ["65536"]),
+    (["synth", "OUT"], "--flows", ["0"]),
+    (["synth", "OUT"], "--frames", ["0", str(10**9 + 1)]),
+    (["synth", "OUT"], "--pause-every", [str(10**9 + 1)]),
+    (["synth", "OUT"], "--last-payload", ["65536"]),
+    (["synth", "OUT"], "--port", ["0"]),
+    (["synth", "OUT"], "--geneve-opt-bytes", ["256"]),
+    (["synth", "OUT"], "--vni", [str(1 << 24)]),
+    (["synth", "OUT"], "--start-ns", [str(1 << 62)]),
+    (["synth", "OUT"], "--connections", ["251"]),
+    (["synth", "OUT"], "--seed", [str(1 << 64)]),
+    (["diff", "A", "B"], "--max-regression", ["1e7"]),
+    (["explain", SAMPLE], "--limit", [str(10**9 + 1)]),
+    (["batch", SAMPLE], "--jobs", ["0", "1025"]),
+]
+
+
+@pytest.mark.parametrize(
+    "prefix,option,extra", NUMERIC_OPTIONS, ids=[o[1] + "-" + o[0][0] for o in NUMERIC_OPTIONS]
+)
+def test_numeric_options_refuse_what_they_cannot_use(runner, tmp_path, prefix, option, extra) -> None:
+    from gro_replay.cli import main
+
+    args = [str(tmp_path / "out.pcap") if a == "OUT" else a for a in prefix]
+    if option == "--max-regression":
+        args = [str(FIX_SAMPLE), str(FIX_SAMPLE)]
+        args = ["diff", *args]
+    for value in BAD_NUMBERS + extra:
+        if option == "--resegment" and value in ("", "-1"):
+            continue  # "" and "-1": covered by parse_resegment's own test (click takes "-1" as an option name)
+        r = runner.invoke(main, [*args, option, value])
+        assert r.exit_code == 2, (option, value, r.output, r.exception)
+        assert "Traceback" not in (r.stderr or "")
+    assert not (tmp_path / "out.pcap").exists()
