@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIX_SAMPLE, VXLAN4_SAMPLE
+from conftest import FIX_SAMPLE, GENEVE_SAMPLE, VXLAN4_SAMPLE
 from test_fix_scenario import POST, PRE, Recorder
 
 from gro_replay.capture.reader import open_capture
@@ -135,6 +135,14 @@ def test_hw_checksum_check_follows_the_level():
     gbad = bytearray(g)
     gbad[-1] ^= 0xFF
     assert not hw_checksums_ok(bytes(gbad), 0, "vxlan", gl4)
+    # Geneve with an 8-byte option over IPv6: with the outer checksum field cleared (nothing to check there) the
+    # inner TCP checksum is found past the option and the inner Ethernet header, checked at level 1 only
+    h = bytearray(_frames(GENEVE_SAMPLE)[0])
+    hl4 = dec.decode(bytes(h))[4]
+    h[14 + 40 + 6 : 14 + 40 + 8] = b"\0\0"
+    assert hw_checksums_ok(bytes(h), 1, "geneve", hl4)
+    h[-1] ^= 0xFF
+    assert hw_checksums_ok(bytes(h), 0, "geneve", hl4) and not hw_checksums_ok(bytes(h), 1, "geneve", hl4)
 
 
 @pytest.mark.parametrize(
