@@ -288,6 +288,7 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
     cb.is_atomic = 1
     cb.ip_fixedid = 0
     cb.l3_why = 0  # observation only (reasons.L3_*)
+    cb.id_step = None  # observation only
     cb.is_flist = 0
     cb.csum_valid = 0
     cb.csum_cnt = 0

@@ -87,6 +87,7 @@ class NapiGroCb:
         "network_offsets",
         "why",
         "l3_why",
+        "id_step",
     )
 
     def __init__(self) -> None:
@@ -112,6 +113,8 @@ class NapiGroCb:
         self.why: str | None = None
         #: reasons.L3_* bits: which IP header broke the flow against this held packet (observation only)
         self.l3_why = 0
+        #: (header, IPv4 ID step, segments held) when an IP ID condition completed this held packet (observation)
+        self.id_step = None
 
 
 class SkBuff:

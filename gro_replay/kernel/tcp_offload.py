@@ -63,6 +63,20 @@ def _network_flush(skb: SkBuff, p: SkBuff) -> int:
     return flush
 
 
+def _id_step(skb: SkBuff, p: SkBuff, inner: bool) -> tuple[str, int, int] | None:
+    """Observation for the report (no decision reads it): the IPv4 ID step of ``skb`` over the held packet ``p``
+    and the segments ``p`` holds, for the header an ID reason names: ``(header, step, segments held)``."""
+    pcb = p.cb
+    i = 1 if inner and pcb.encap_mark else 0
+    nh = skb.data + pcb.network_offsets[i]
+    nh2 = p.data + pcb.network_offsets[i]
+    if skb.buf[nh] >> 4 != 4 or p.buf[nh2] >> 4 != 4:
+        return None
+    step = (((skb.buf[nh + 4] << 8) | skb.buf[nh + 5]) - ((p.buf[nh2 + 4] << 8) | p.buf[nh2 + 5])) & 0xFFFF
+    hdr = ("inner" if i else "outer") if pcb.encap_mark else "ip"
+    return hdr, step, pcb.count
+
+
 def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Find the held packet of this TCP flow and merge into it, or decide which packet to complete.
 
@@ -159,6 +173,8 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
             mss = 1
             if flush:
                 cb.why = why
+                if why.endswith("ip_id"):
+                    pcb.id_step = _id_step(skb, p, "inner_ip_id" in why and "outer_ip_id" not in why)
         elif flags & (TCP_FLAG_FIN | TCP_FLAG_PSH):
             if not isinstance(pbuf, bytearray):
                 p.buf = pbuf = bytearray(pbuf)

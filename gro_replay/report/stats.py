@@ -124,7 +124,7 @@ class FlowStats:
     ``stack_frames``: the wire frames those skbs carried, by the same outcome (frames lost on the way).
     """
 
-    __slots__ = ("frames", "skbs", "segs", "reasons", "stack", "stack_frames")
+    __slots__ = ("frames", "skbs", "segs", "reasons", "stack", "stack_frames", "id_steps")
 
     def __init__(self) -> None:
         self.frames = 0
@@ -133,6 +133,8 @@ class FlowStats:
         self.reasons = {"phys": Counter(), "tunnel": Counter()}
         self.stack: Counter = Counter()
         self.stack_frames: Counter = Counter()
+        #: skbs an IP ID condition ended, by (header, ID step, segments held): what the ID did (observation)
+        self.id_steps = {"phys": Counter(), "tunnel": Counter()}
 
 
 class KernelStats(Sink):
@@ -175,6 +177,10 @@ class KernelStats(Sink):
         f.skbs[stage] += 1
         f.segs[stage] += segs
         f.reasons[stage][why] += 1
+        if why.endswith("ip_id"):
+            step = getattr(skb.cb, "id_step", None)
+            if step is not None:
+                f.id_steps[stage][step] += 1
         if self.on_deliver is not None:
             self.on_deliver(self.name, stage, dev.name, skb, now_ns)
 

@@ -114,6 +114,9 @@ class KernelFacts:
     gate_set: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     lost: Counter = field(default_factory=Counter)  # frames by drop reason
     phys_reasons: Counter = field(default_factory=Counter)
+    id_steps: Counter = field(
+        default_factory=Counter
+    )  # phys skbs ended by an IP ID condition, by (hdr, step, held)
 
     @property
     def lost_frames(self) -> int:
@@ -149,7 +152,24 @@ def _facts(ks, model, fid: int) -> KernelFacts:
         if outcome != "queued" and n:
             kf.lost[outcome] += n
     kf.phys_reasons = Counter(f.reasons["phys"])
+    steps = getattr(f, "id_steps", None)
+    if steps:
+        kf.id_steps = Counter(steps["phys"])
     return kf
+
+
+def id_step_text(steps: Counter, limit: int = 2) -> str:
+    """What the IPv4 IDs did where an ID condition ended skbs, e.g. "the outer IPv4 ID stepped by +2 over a held
+    packet of 1 segment (incrementing: +1) ×2"; "" when nothing was observed."""
+    parts = []
+    for (hdr, step, held), n in sorted(steps.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+        signed = step - 0x10000 if step > 0x7FFF else step
+        which = "IPv4 ID" if hdr == "ip" else f"{hdr} IPv4 ID"
+        parts.append(
+            f"the {which} stepped by {signed:+d} over a held packet of {held} segment(s) "
+            f"(incrementing: +{held}; fixed: +0) ×{n}"
+        )
+    return "; ".join(parts)
 
 
 @dataclass
@@ -492,6 +512,8 @@ class Verdict:
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
             brk = reason_list(_break_reasons(k.phys_reasons), model=self.models.get(k.name))
             text += f"; not merged at the phys device: {brk}"
+            if k.id_steps:
+                text += f"; {id_step_text(k.id_steps)}"
         return text
 
     # -- the capture -----------------------------------------------------------------------------------------------
@@ -643,6 +665,7 @@ class Verdict:
         """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or ""."""
         flows = []
         reasons = Counter()
+        steps = Counter()
         for f in tun:
             kf = next(x for x in f.kernels if x.name == k.name)
             if (
@@ -655,11 +678,14 @@ class Verdict:
                     continue
                 flows.append(f)
                 reasons.update(_break_reasons(kf.phys_reasons))
+                steps.update(kf.id_steps)
         if not flows:
             return ""
         return (
             f" {k.name} (v{k.release}) does not merge {len(flows)} tunnelled TCP flow(s) at the phys device: "
-            f"{reason_list(reasons, model=self.models.get(k.name))}."
+            f"{reason_list(reasons, model=self.models.get(k.name))}"
+            + (f"; {id_step_text(steps)}" if steps else "")
+            + "."
         )
 
     def _kernel_sentence(self, k: KernelFacts, tun: list[FlowVerdict]) -> str:
