@@ -198,7 +198,9 @@ def test_every_capture_and_nic_profile_verdicts_agree():
                     assert "lacks 89e5c58fc1e2 and is affected by the zero-checksum bug" in sentence, where
             else:
                 assert not sentence.startswith("Before the fix"), where
-                assert "affected: yes" not in ex["verdict"]["text"] and "and is affected by" not in sentence, where
+                assert (
+                    "affected: yes" not in ex["verdict"]["text"] and "and is affected by" not in sentence
+                ), where
             # a lost flow is never affected, and every frame lost is reported with its kernel reason
             lost = {f["id"] for f in ex["flows"] if f["verdict"]["outcome"] == "lost"}
             assert not lost & set(json_ids), where
