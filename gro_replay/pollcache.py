@@ -89,6 +89,8 @@ def _counters(k, st, fids) -> dict:
         items(f.stack_frames)
         for c in f.id_steps.values():
             items(c)
+        for c in f.splits.values():
+            items(c)
     napis = [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]
     for n in napis:
         attrs(n.stats, ("sw_csum_bytes", "complete_errors", "polls", "full_polls"))

@@ -275,3 +275,48 @@ def test_fix_that_only_changes_the_tunnel_stage_is_affected():
     assert "lose aggregation at the tunnel device's gro_cells (8 frames refused there" in text
     assert "and 4 skbs handed up by the tunnel device" in text
     assert doc["summary"].endswith(" affected_flows=1")
+
+
+def test_outer_df_difference_splits_at_both_stages_and_is_named():
+    # README (measured on Linux 6.18, --rss none --poll budget): phys 2 skbs, tunnel 2 skbs. Phys: the outer DF
+    # differs, tcp_gro_receive's network flush (inet_gro_flush: TTL/TOS/DF must match) completes the first; tunnel:
+    # the DF bit is in the rx tunnel metadata, gro_list_prepare compares the metadata dst and keeps them apart.
+    path = _triage("outer-df-tunnel-metadata.pcap")
+    result, obs = _run(path, (K_6_18,), rss="none")
+    (f,) = result.kernels[0].flows.values()
+    assert (f.skbs["phys"], f.skbs["tunnel"]) == (2, 2)
+    assert dict(f.reasons["phys"]) == {"tcp_gro_receive:outer_ttl_tos_df": 1, R.POLL_END: 1}
+    assert dict(f.splits["tunnel"]) == {R.SPLIT_MD_DST: 1} and not f.splits["phys"]
+    text = document(result)["verdict"]["text"]
+    assert "IPv4 TTL, TOS or DF differs in the outer header [tcp_gro_receive:outer_ttl_tos_df] ×1" in text
+    assert "1 skb(s) started beside a held skb of the same flow at the tunnel device's gro_cells" in text
+    assert "[gro_list_prepare:tunnel_metadata] ×1" in text
+    out = "\n".join(render_text(_explain(result, obs)))
+    assert "1 × gro_list_prepare: tunnel_metadata" in out
+
+
+def test_split_by_geneve_options_and_vlan_tag_named_within_one_flow():
+    # Two contiguous segments of one flow whose reported key is equal; the second carries other Geneve option
+    # bytes (geneve_gro_receive compares the whole header, options included) or another outer VLAN tag (taken
+    # off by the NIC, compared by gro_list_prepare as vlan_tci): no merge, two skbs, the split named.
+    from dataclasses import replace
+
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+    from gro_replay.sim import replay_frames
+
+    cases = (
+        (
+            FrameSpec(encap="geneve", geneve_options=bytes(8), outer_csum="zero"),
+            "geneve_options",
+            R.SPLIT_GENEVE,
+        ),
+        (FrameSpec(outer_vlan=10, outer_csum="zero"), "outer_vlan", R.SPLIT_VLAN),
+    )
+    for spec, field, split in cases:
+        a, b = flow_specs(spec, [1398, 1398])
+        b = replace(b, **{field: bytes([1] * 8) if field == "geneve_options" else 20})
+        frames = [(0, build_frame(a)), (1000, build_frame(b))]
+        result = replay_frames(frames, ReplayConfig(kernels=(K_6_18,), rx_csum="complete"))
+        (f,) = result.kernels[0].flows.values()
+        assert f.skbs["phys"] == 2 and dict(f.splits["phys"]) == {split: 1}, field
+        assert f"[{split}] ×1" in document(result)["verdict"]["text"]

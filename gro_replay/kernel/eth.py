@@ -34,6 +34,8 @@ def eth_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         s2 = p.data + off_eth
         if p.buf[s2 : s2 + ETH_HLEN] != eh:
             p.cb.same_flow = 0
+            if p.flow == skb.flow:
+                cb.split = R.SPLIT_INNER_ETH  # observation only
     ptype = skb.dev.kernel.offload_base.get((eh[12] << 8) | eh[13])
     if ptype is None:
         cb.why = R.ETH_NO_OFFLOAD

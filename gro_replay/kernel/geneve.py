@@ -53,6 +53,8 @@ def geneve_gro_receive(sk, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         s2 = p.data + off_gnv
         if (p.buf[s2] & 0x3F) != (gh[0] & 0x3F) or p.buf[s2 : s2 + gh_len] != gh:
             p.cb.same_flow = 0
+            if p.flow == skb.flow:
+                cb.split = R.SPLIT_GENEVE  # observation only
     ptype = skb.dev.kernel.offload_base.get((gh[2] << 8) | gh[3])
     if ptype is None:
         cb.why = R.TUNNEL_INNER_PROTO

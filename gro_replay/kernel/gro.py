@@ -244,6 +244,8 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
         cb.flush = 0
         if p.hash != h:
             cb.same_flow = 0
+            if p.flow == skb.flow:
+                skb.cb.split = R.SPLIT_HASH  # observation only
             continue
         diffs = p.dev is not dev or p.vlan_tci != vlan_tci
         if not diffs:
@@ -252,6 +254,17 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
         if not diffs and (slow_gro or p.slow_gro):
             diffs = p.md_dst != skb.md_dst
         cb.same_flow = 0 if diffs else 1
+        if diffs and p.flow == skb.flow:  # observation only: which compare kept them apart
+            pm = p.mac_header
+            skb.cb.split = (
+                R.SPLIT_DEV
+                if p.dev is not dev
+                else R.SPLIT_VLAN
+                if p.vlan_tci != vlan_tci
+                else R.SPLIT_MAC
+                if p.buf[pm : pm + 14] != eh
+                else R.SPLIT_MD_DST
+            )
 
 
 def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
@@ -270,6 +283,7 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
         cb.why = R.NETIF_ELIDE_GRO
         return GRO_NORMAL
 
+    cb.split = None  # observation only (set by the compares below)
     gro_list_prepare(head, skb)
 
     ptype = k.offload_base.get(skb.protocol)

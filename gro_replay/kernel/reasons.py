@@ -65,6 +65,31 @@ TCP_SEQ = "tcp_gro_receive:seq_gap"
 TCP_GSO_SIZE = "tcp_gro_receive:gso_size_differs"
 IP_FLUSH = "tcp_gro_receive:ip_flush"
 
+# Flow splits: why a frame started a new skb beside a held packet of the same reported flow (outer and inner
+# addresses, ports, VNI and outer checksum presence equal): the held packet's same_flow was cleared by a header
+# field the report's flow key does not carry. Recorded on the new skb (NAPI_GRO_CB(skb)->split, observation only)
+# at the comparison that cleared it.
+SPLIT_HASH = "gro_list_prepare:rx_hash"
+SPLIT_DEV = "gro_list_prepare:device"
+SPLIT_VLAN = "gro_list_prepare:vlan_tci"
+SPLIT_MAC = "gro_list_prepare:mac_header"
+SPLIT_MD_DST = "gro_list_prepare:tunnel_metadata"
+SPLIT_UDP = "udp_gro_receive:ports_or_csum_presence"
+SPLIT_VXLAN = "vxlan_gro_receive:flags_or_vni_word"
+SPLIT_GENEVE = "geneve_gro_receive:header_or_options"
+SPLIT_INNER_ETH = "eth_gro_receive:inner_mac_header"
+SPLIT_DESCRIPTIONS = {
+    SPLIT_HASH: "another RX hash (another GRO bucket key)",
+    SPLIT_DEV: "another receiving device",
+    SPLIT_VLAN: "another VLAN tag",
+    SPLIT_MAC: "another Ethernet header (MAC addresses or ethertype)",
+    SPLIT_MD_DST: "other tunnel metadata (outer TOS, TTL, DF, flow label or tunnel options)",
+    SPLIT_UDP: "other outer UDP ports or outer checksum zero vs set",
+    SPLIT_VXLAN: "other VXLAN flags or reserved bits",
+    SPLIT_GENEVE: "other Geneve header or options",
+    SPLIT_INNER_ETH: "another inner Ethernet header (MAC addresses or ethertype)",
+}
+
 # NAPI_GRO_CB(p)->l3_why bits (observation only), per header: << 0 outer (or only) header, << 4 inner header
 L3_FIELDS = 1  # IPv4 TTL, TOS or DF differ
 L3_ID = 2  # IPv4 ID neither fixed nor incrementing
@@ -163,9 +188,12 @@ _L3_DESCRIPTIONS = {
 
 
 def describe(why: str) -> str:
-    """A person's description of an end reason (``DESCRIPTIONS``, or composed for ``l3_reason`` names)."""
+    """A person's description of an end reason (``DESCRIPTIONS``, or composed for ``l3_reason`` names) or a
+    flow split (``SPLIT_DESCRIPTIONS``)."""
     if why in DESCRIPTIONS:
         return DESCRIPTIONS[why]
+    if why in SPLIT_DESCRIPTIONS:
+        return SPLIT_DESCRIPTIONS[why]
     fn, _, cond = why.partition(":")
     if cond:
         out = []

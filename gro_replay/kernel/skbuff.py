@@ -88,6 +88,7 @@ class NapiGroCb:
         "why",
         "l3_why",
         "id_step",
+        "split",
     )
 
     def __init__(self) -> None:
@@ -115,6 +116,8 @@ class NapiGroCb:
         self.l3_why = 0
         #: (header, IPv4 ID step, segments held) when an IP ID condition completed this held packet (observation)
         self.id_step = None
+        #: reasons.SPLIT_*: the comparison that kept this skb apart from a held packet of its reported flow
+        self.split = None
 
 
 class SkBuff:

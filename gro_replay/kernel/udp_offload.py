@@ -100,6 +100,8 @@ def udp_gro_receive(head: list[SkBuff], skb: SkBuff, sport: int, dport: int, che
                 check2 = (pbuf[b2 + 6] << 8) | pbuf[b2 + 7]
                 if ports2 != (sport << 16 | dport) or (check == 0) != (check2 == 0):
                     p.cb.same_flow = 0
+                    if p.flow == skb.flow:
+                        skb.cb.split = R.SPLIT_UDP  # observation only
             start = skb.data + off
             skb_gro_pull(skb, 8)
             skb_gro_postpull_rcsum(skb, start, 8)

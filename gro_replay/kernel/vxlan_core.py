@@ -39,6 +39,8 @@ def vxlan_gro_receive(sk, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         s2 = p.data + off_vx
         if p.buf[s2 : s2 + 8] != vh:
             p.cb.same_flow = 0
+            if p.flow == skb.flow:
+                cb.split = R.SPLIT_VXLAN  # observation only
     pp = eth_gro_receive(head, skb)
     return pp
 

@@ -169,6 +169,7 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int) -> dict:
         "aggregates": obs.aggregates[(ks.name, stage, fid)],
         "merged_here": max(skbs_in - skbs, 0),
         "reasons": _reason_rows(fs.reasons[stage]),
+        "splits": _reason_rows(getattr(fs, "splits", {}).get(stage, Counter())),
     }
 
 
@@ -285,6 +286,14 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     lines.append(
                         f"      {r['count']:>6} × {r['function']}: {r['condition']}  ({r['description']})"
                     )
+                if st.get("splits"):
+                    lines.append(
+                        "      skbs started beside a held skb of this flow instead of merging, kept apart by:"
+                    )
+                    for r in st["splits"]:
+                        lines.append(
+                            f"      {r['count']:>6} × {r['function']}: {r['condition']}  ({r['description']})"
+                        )
                 if s == "phys" and k["stack"]:
                     queued = k["stack"].get("queued", 0)
                     through = sum(k["stack"].values())

@@ -124,7 +124,7 @@ class FlowStats:
     ``stack_frames``: the wire frames those skbs carried, by the same outcome (frames lost on the way).
     """
 
-    __slots__ = ("frames", "skbs", "segs", "reasons", "stack", "stack_frames", "id_steps")
+    __slots__ = ("frames", "skbs", "segs", "reasons", "stack", "stack_frames", "id_steps", "splits")
 
     def __init__(self) -> None:
         self.frames = 0
@@ -135,6 +135,8 @@ class FlowStats:
         self.stack_frames: Counter = Counter()
         #: skbs an IP ID condition ended, by (header, ID step, segments held): what the ID did (observation)
         self.id_steps = {"phys": Counter(), "tunnel": Counter()}
+        #: skbs that started beside a held packet of this flow, by the compare that kept them apart (SPLIT_*)
+        self.splits = {"phys": Counter(), "tunnel": Counter()}
 
 
 class KernelStats(Sink):
@@ -177,6 +179,9 @@ class KernelStats(Sink):
         f.skbs[stage] += 1
         f.segs[stage] += segs
         f.reasons[stage][why] += 1
+        split = getattr(skb.cb, "split", None)
+        if split is not None:
+            f.splits[stage][split] += 1
         if why.endswith("ip_id"):
             step = getattr(skb.cb, "id_step", None)
             if step is not None:

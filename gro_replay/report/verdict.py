@@ -114,9 +114,10 @@ class KernelFacts:
     gate_set: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     lost: Counter = field(default_factory=Counter)  # frames by drop reason
     phys_reasons: Counter = field(default_factory=Counter)
-    id_steps: Counter = field(
-        default_factory=Counter
-    )  # phys skbs ended by an IP ID condition, by (hdr, step, held)
+    #: phys skbs ended by an IP ID condition, by (header, step, segments held)
+    id_steps: Counter = field(default_factory=Counter)
+    #: skbs started beside a held skb of the same flow, by (stage, reasons.SPLIT_*)
+    splits: Counter = field(default_factory=Counter)
 
     @property
     def lost_frames(self) -> int:
@@ -155,7 +156,23 @@ def _facts(ks, model, fid: int) -> KernelFacts:
     steps = getattr(f, "id_steps", None)
     if steps:
         kf.id_steps = Counter(steps["phys"])
+    splits = getattr(f, "splits", None)
+    if splits:
+        kf.splits = Counter({(s, why): n for s, c in splits.items() for why, n in c.items()})
     return kf
+
+
+def split_text(splits: Counter) -> str:
+    """ "N skb(s) started beside a held skb of the same flow at <stage> (kept apart by <desc> [reason] ×n)"."""
+    parts = []
+    for stage in ("phys", "tunnel"):
+        c = Counter({why: n for (s, why), n in splits.items() if s == stage})
+        if c:
+            parts.append(
+                f"{sum(c.values())} skb(s) started beside a held skb of the same flow at {STAGE_NAMES[stage]} "
+                f"instead of merging (kept apart by {reason_list(c)})"
+            )
+    return "; ".join(parts)
 
 
 def id_step_text(steps: Counter, limit: int = 2) -> str:
@@ -382,6 +399,11 @@ class Verdict:
         self.splits = _splits(result.flows)
         for fid, text in self.splits.items():
             self.flows[fid].why += f"; {text}"
+        for fv in self.flows:
+            kept = max(fv.kernels, key=lambda k: sum(k.splits.values()), default=None)
+            if kept is not None and kept.splits:
+                who = "" if len(fv.kernels) == 1 else f" ({kept.name})"
+                fv.why += f"; {split_text(kept.splits)}{who}"
         self.kernels = []
         for ks in result.kernels:
             tot = KernelFacts(
@@ -399,6 +421,7 @@ class Verdict:
                     tot.gate_zero[s] += k.gate_zero[s]
                     tot.gate_set[s] += k.gate_set[s]
                 tot.lost.update(k.lost)
+                tot.splits.update(k.splits)
             self.kernels.append(tot)
         self.outcome = self._capture_outcome()
         self.text = self._capture_text()
@@ -589,6 +612,10 @@ class Verdict:
             text = " ".join(self._kernel_sentence(k, tun) for k in self.kernels)
         loss = self._loss_sentence()
         text += f" {loss}" if loss else ""
+        kept = max(self.kernels, key=lambda k: sum(k.splits.values()), default=None)
+        if kept is not None and kept.splits:
+            who = "" if len(self.kernels) == 1 else f"{kept.name}: "
+            text += f" {who}{split_text(kept.splits)}."
         if self.splits:
             text += (
                 f" {len(self.splits)} flow(s) carry an inner flow that also travels under another outer key "
