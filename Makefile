@@ -1,19 +1,21 @@
 # gro-replay developer targets. Each section owns its variables; append new sections below.
 
 .DEFAULT_GOAL := help
-.PHONY: help deps install test lint demo
+.PHONY: help deps install test lint demo man
 
 help:
 	@echo "make demo     install and compare pre-/post-fix GRO on the shipped fix scenario"
 	@echo "make test     install everything the tests need (Debian + PyPI) and run the whole suite"
 	@echo "make lint     ruff check + ruff format --check"
+	@echo "make man      man pages from the commands' help into man/ (read: man -l man/gro-replay.1)"
 	@echo "make samples  regenerate sample_pcaps/ byte-identically"
 	@echo "make bench    throughput / memory benchmark (see bench/)"
 
-# Debian packages some tests use (tshark reads --write-pcap output back; ethtool, iproute2 for the kernel backend).
-DEBS := tshark ethtool iproute2
+# Debian packages some tests use (tshark reads --write-pcap output back; ethtool, iproute2 for the kernel backend;
+# man-db and groff render the generated man pages).
+DEBS := tshark ethtool iproute2 man-db groff-base
 deps:
-	@missing=""; for c in tshark ethtool ip; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	@missing=""; for c in tshark capinfos ethtool ip man groff; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS) >/dev/null; \
 	  else echo "note: install $(DEBS) (Debian) for the tshark and kernel-backend tests"; fi; fi
@@ -27,6 +29,9 @@ test: deps install
 lint:
 	$(PYTHON) -m ruff check gro_replay tests bench
 	$(PYTHON) -m ruff format --check gro_replay tests bench
+
+man:
+	$(PYTHON) -m gro_replay.manpage man
 
 demo:
 	$(PYTHON) -m pip install -q .

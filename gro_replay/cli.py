@@ -205,6 +205,15 @@ def replay_options(f):
             help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold).",
         ),
         click.option(
+            "-f",
+            "--filter",
+            "capture_filter",
+            default=None,
+            metavar="EXPR",
+            help="BPF capture filter (tcpdump/tshark -f syntax) applied to the frames before the replay; those "
+            "it rejects are counted (input.filtered.bpf). Needs the bpf extra (pcapy-ng).",
+        ),
+        click.option(
             "--udp6zerocsumrx",
             "udp6_zero_csum_rx",
             is_flag=True,
@@ -245,6 +254,8 @@ def build_config(
     gro=(),
     nic=None,
     nic_tunnel_port=None,
+    capture_filter=None,
+    flow=None,
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
     if nic_tunnel_port is not None and nic is None:
@@ -294,6 +305,8 @@ def build_config(
             mtu=mtu,
             udp6_zero_csum_rx=udp6_zero_csum_rx,
             gro=parse_gro(gro),
+            flow=flow,
+            capture_filter=capture_filter,
         )
         if key is not None:
             if len(key) < 40:
@@ -345,36 +358,124 @@ def _open_out(path: str):
         raise UsageError(f"cannot write {path}: {e.strerror}") from None
 
 
-def _progress(quiet: bool):
-    """A rich progress callback on stderr when it is a terminal, else None."""
-    if quiet or not sys.stderr.isatty():
-        return None, None
-    from rich.progress import Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+class ProgressReport:
+    """The progress callback ``replay_capture`` calls with the frame count; bound to the open capture, it shows
+    bytes read against the input's size (a regular file's, compressed or not): percentage, rate, time left."""
+
+    def __init__(self, prog, task, total: int | None) -> None:
+        self.prog = prog
+        self.task = task
+        self.total = total
+        self.capture = None
+
+    def bind_capture(self, cap) -> None:
+        self.capture = cap
+
+    def __call__(self, frames: int) -> None:
+        done = self.capture.bytes_consumed if self.capture is not None and self.total else None
+        if done is None:
+            self.prog.update(self.task, completed=frames, frames=frames)
+        else:
+            self.prog.update(self.task, completed=min(done, self.total), frames=frames)
+
+
+def input_size(path: str) -> int | None:
+    """Bytes of a regular file at ``path`` (the progress total), None for stdin, pipes, devices or errors."""
+    import stat
+
+    if path == "-":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > 0 else None
+
+
+def progress_display(total: int | None, console: Console):
+    """A rich ``Progress`` for a replay: with a known input size (bytes) a bar, percentage, frames, frames/s,
+    MB/s, elapsed and time left; without one (stdin, a pipe) frames, frames/s and elapsed."""
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        ProgressColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
     from rich.text import Text
 
     class FramesPerSecond(ProgressColumn):
         def render(self, task):
-            speed = task.finished_speed or task.speed
+            elapsed = task.finished_time if task.finished else task.elapsed
+            frames = task.fields.get("frames", 0)
+            speed = frames / elapsed if elapsed else None
             return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
 
-    prog = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        TextColumn("{task.completed:,} frames"),
-        FramesPerSecond(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None),
-        transient=True,
-    )
-    task = prog.add_task("replaying", total=None)
+    columns = [TextColumn("[progress.description]{task.description}")]
+    if total:
+        columns += [BarColumn(), TaskProgressColumn()]
+    columns += [TextColumn("{task.fields[frames]:,} frames"), FramesPerSecond()]
+    if total:
+        columns += [TransferSpeedColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+    else:
+        columns += [TimeElapsedColumn()]
+    return Progress(*columns, console=console, transient=True)
+
+
+def _progress(quiet: bool, path: str | None = None):
+    """A progress display on stderr when it is a terminal (else None, None) and the callback for the replay."""
+    if quiet or not sys.stderr.isatty():
+        return None, None
+    total = input_size(path) if path is not None else None
+    console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    prog = progress_display(total, console)
+    task = prog.add_task("replaying", total=total, frames=0)
     prog.start()
-    return prog, (lambda n: prog.update(task, completed=n))
+    return prog, ProgressReport(prog, task, total)
+
+
+FLOW_HELP = (
+    "Only flows matching every comma-separated term: N (flow id), ADDR[:PORT] or [V6]:PORT (any endpoint), "
+    "vni=, tunnel=vxlan|geneve|none, outer-src=, outer-dst=, outer-sport=, outer-dport=, src=, dst=, sport=, "
+    "dport= (inner), proto=tcp|udp|icmp|icmpv6|N, csum=zero|set. README: Selecting flows."
+)
+
+
+def _write_export(path: str, text: str, what: str) -> None:
+    """Write an export (``--json``/``--markdown``) to ``path``, or stdout for ``-``. Raises UsageError."""
+    if path == "-":
+        click.echo(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    except OSError as e:
+        raise UsageError(f"{what} {path}: cannot write: {e.strerror or e}") from None
 
 
 @main.command("replay")
 @click.argument("capture", type=click.Path(dir_okay=False))
 @replay_options
+@click.option("--flow", "flow", default=None, metavar="SELECTOR", help=FLOW_HELP)
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True
+)
+@click.option(
+    "--json",
+    "json_path",
+    default=None,
+    metavar="FILE",
+    help="Also write the JSON document (as --format json prints it) to FILE; - prints it instead of the table.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    default=None,
+    metavar="FILE",
+    help="Also write the Markdown report to FILE; - prints it instead of the table.",
 )
 @click.option(
     "--trace",
@@ -389,24 +490,48 @@ def _progress(quiet: bool):
     "pcap_dir",
     default=None,
     metavar="DIR",
-    help="Write DIR/<kernel>-<dev>.pcap: the skbs each device delivered, as tcpdump on it would capture them.",
+    help="Write DIR/<kernel>-<dev>.pcapng: the skbs each device delivered, as tcpdump on it would capture "
+    "them, with a comment per packet (segments, gso_size, why the skb ended).",
+)
+@click.option(
+    "--pcap-format",
+    type=click.Choice(["pcapng", "pcap"]),
+    default="pcapng",
+    show_default=True,
+    help="--write-pcap file format: pcapng (interface block per device, packet comments) or classic pcap.",
 )
 @click.option(
     "--plot", "plot_path", default=None, metavar="FILE", help="Segments-per-skb charts to FILE.svg|png."
 )
-def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **opts) -> None:
-    """Replay CAPTURE (pcap/pcapng, optionally gzip) through the GRO stages of each kernel model."""
+def replay_cmd(
+    capture,
+    flow,
+    fmt,
+    json_path,
+    md_path,
+    trace_path,
+    no_hist,
+    quiet,
+    pcap_dir,
+    pcap_format,
+    plot_path,
+    **opts,
+) -> None:
+    """Replay CAPTURE (pcap/pcapng, optionally gzip; - for stdin) through the GRO stages of each kernel model."""
     from .report.document import document
     from .report.pcapout import Observers, open_device_pcaps
     from .report.plot import check_plot_request, write_plot
     from .report.trace import TraceWriter
 
-    if trace_path == "-" and fmt != "table":
-        raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
-    cfg = build_config(**opts)
+    stdout_users = [f"--format {fmt}"] if fmt != "table" else []
+    stdout_users += [f"{o} -" for o in _dash_options(trace_path, json_path, md_path)]
+    if len(stdout_users) > 1:
+        both = "both" if len(stdout_users) == 2 else "all"
+        raise UsageError(f"{' and '.join(stdout_users)} {both} write to stdout: give all but one a file")
+    cfg = build_config(flow=flow, **opts)
     try:
         check_plot_request(plot_path)
-        pcaps = open_device_pcaps(pcap_dir)
+        pcaps = open_device_pcaps(pcap_dir, pcap_format, cfg)
     except (ValueError, RuntimeError) as e:
         raise UsageError(str(e)) from None
     tracer = None
@@ -419,7 +544,7 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
     observer = tracer
     if pcaps is not None:
         observer = Observers(tracer, NamedOutput(pcaps, f"--write-pcap {pcap_dir}"))
-    prog, cb = _progress(quiet)
+    prog, cb = _progress(quiet, capture)
     try:
         result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:
@@ -449,14 +574,29 @@ def replay_cmd(capture, fmt, trace_path, no_hist, quiet, pcap_dir, plot_path, **
             write_plot(result, plot_path)
         except OSError as e:
             raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
+    if json_path:
+        _write_export(json_path, dumps(document(result)), "--json")
+    if md_path:
+        _write_export(md_path, markdown(result), "--markdown")
     if fmt == "json":
         click.echo(dumps(document(result)))
     elif fmt == "markdown":
         click.echo(markdown(result))
-    else:
+    elif "-" not in (json_path, md_path):
         from .report.table import render
 
         render(result, report_console(), hist=not no_hist)
+    if flow is not None and not result.input.selected_frames:
+        raise UsageError(
+            f"no flow matches --flow {flow!r} ({len(result.flows)} flows in {capture}; "
+            "gro-replay explain CAPTURE lists them)"
+        )
+
+
+def _dash_options(trace_path, json_path, md_path) -> list[str]:
+    return [
+        o for o, p in (("--trace", trace_path), ("--json", json_path), ("--markdown", md_path)) if p == "-"
+    ]
 
 
 @main.command("schema")
@@ -554,7 +694,9 @@ def entry() -> None:
     code: int | str | None = 0
     try:
         try:
-            main(standalone_mode=True)
+            # prog_name fixed: usage lines and shell completion (_GRO_REPLAY_COMPLETE) name the console script
+            # even when run as python -m gro_replay.cli
+            main(standalone_mode=True, prog_name="gro-replay")
         except SystemExit as e:
             code = e.code
         if _stdout_broken():

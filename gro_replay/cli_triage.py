@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 
 from .capture.reader import CaptureError
-from .cli import CheckFailed, UsageError, _progress, build_config, replay_options
+from .cli import FLOW_HELP, CheckFailed, UsageError, _progress, build_config, replay_options
 from .cli import main as _cli_main
 from .cli_types import BoundedInt, FiniteFloat
 from .report.diff import (
@@ -74,8 +74,9 @@ def _console() -> Console:
     show_default=True,
     help="Refuse a document larger than this many bytes (it is not read beyond).",
 )
+@click.option("--flow", "flow", default=None, metavar="SELECTOR", help=FLOW_HELP)
 def diff(
-    baseline, current, max_regression, metrics, fmt, allow_different_input, baseline_update, max_bytes
+    baseline, current, max_regression, metrics, fmt, allow_different_input, baseline_update, max_bytes, flow
 ) -> None:
     """Compare two JSON documents of `gro-replay CAPTURE --format json` (BASELINE, then CURRENT).
 
@@ -101,6 +102,7 @@ def diff(
             allow_different_input=allow_different_input,
             baseline_path=baseline,
             current_path=current,
+            flow=flow,
         )
     except DiffError as e:
         raise UsageError(str(e)) from None
@@ -146,9 +148,7 @@ def _copy_over(src_path: str, dst_path: str) -> None:
     "selector",
     default=None,
     metavar="SELECTOR",
-    help="Only flows matching every comma-separated term: N (flow id), ADDR[:PORT] (any endpoint), "
-    "vni=, tunnel=, outer-src=, outer-dst=, outer-sport=, outer-dport=, src=, dst=, sport=, dport=, "
-    "proto=, csum=zero|set.",
+    help=FLOW_HELP + " Explain replays every frame and details the matching flows.",
 )
 @replay_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -171,10 +171,15 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
     """
     from .report.explain import FlowDeliveries, SelectorError, explain, render_text, select_flows
 
+    if selector is not None:  # a bad selector is refused before the replay
+        try:
+            select_flows([], selector)
+        except SelectorError as e:
+            raise UsageError(str(e)) from None
     cfg = build_config(**opts)  # validates, and rejects --kernel with --fix/--no-fix
     shown = [m.name for m in cfg.kernels]
     obs = FlowDeliveries()
-    prog, cb = _progress(quiet)
+    prog, cb = _progress(quiet, capture)
     try:
         result = replay_capture(capture, cfg, obs, cb)
     except CaptureError as e:

@@ -120,6 +120,10 @@ class ReplayConfig:
     resegment: str | int = "off"
     #: bytes of the outer IP datagram a wire frame carries (the resegmenting threshold)
     mtu: int = 1500
+    #: ``--flow``: only the frames of flows matching this selector are replayed (packet/flowsel.py grammar)
+    flow: str | None = None
+    #: ``-f``: only the records this BPF capture filter accepts are replayed (capture/bpf.py)
+    capture_filter: str | None = None
     #: allow the batch path (pollcache.py: each distinct poll simulated once, results identical); False runs the
     #: reference path, every frame through the kernels. Not part of the JSON document: results do not depend on it.
     fast_path: bool = True
@@ -154,6 +158,20 @@ class ReplayConfig:
             raise ConfigError(f"--gro: unknown device {min(unknown)!r}; use phys or tunnel")
         if not 68 <= self.mtu <= 65535:
             raise ConfigError("--mtu must be 68..65535 (bytes of the outer IP datagram)")
+        if self.flow is not None:
+            from .packet.flowsel import FlowSelector, SelectorError
+
+            try:
+                FlowSelector.parse(self.flow)
+            except SelectorError as e:
+                raise ConfigError(str(e)) from None
+        if self.capture_filter is not None:
+            from .capture.bpf import BpfFilter, FilterError
+
+            try:
+                BpfFilter(self.capture_filter)
+            except FilterError as e:
+                raise ConfigError(str(e)) from None
 
     def rx_csum_of_flow(self, key) -> str:
         """The RX checksum state (an RX_CSUM_PROFILES name) frames of flow ``key`` (decode.FlowKey) get when their
@@ -209,6 +227,8 @@ class ReplayConfig:
             "rx_queues": self.rx_queues,
             "resegment": str(self.resegment),
             "mtu": self.mtu,
+            **({"flow": self.flow} if self.flow is not None else {}),
+            **({"filter": self.capture_filter} if self.capture_filter is not None else {}),
         }
 
 
@@ -297,6 +317,11 @@ class InputStats:
     resegmented_frames: int = 0
     segments_created: int = 0
     oversize_not_split: Counter = field(default_factory=Counter)
+    #: frames left out on purpose, by filter: ``flow`` (``--flow``), ``bpf`` (``-f``); a resegmented super-frame
+    #: counts once
+    filtered: Counter = field(default_factory=Counter)
+    #: ``--flow``: frames of the selected flows (None without a selector)
+    selected_frames: int | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -311,6 +336,8 @@ class InputStats:
             "resegmented_frames": self.resegmented_frames,
             "segments_created": self.segments_created,
             "oversize_not_split": dict(sorted(self.oversize_not_split.items())),
+            "filtered": dict(sorted(self.filtered.items())),
+            **({"selected_frames": self.selected_frames} if self.selected_frames is not None else {}),
         }
 
 
@@ -610,8 +637,18 @@ class Replayer:
         self._rx_of_flow: list[tuple[int, bool]] = []
         self.stats: list[KernelStats] = []
         self.kernels: list[Kernel] = []
+        #: ``--flow`` (None: every flow) and, per flow id, whether it matches (filled as flows appear, before any
+        #: of their frames reaches a kernel): every frame is replayed, the stats count the matching flows' skbs
+        self._select = None
+        self._flow_ok: list[bool] = []
+        if config.flow is not None:
+            from .packet.flowsel import FlowSelector
+
+            self._select = FlowSelector.parse(config.flow)
+            self.input.selected_frames = 0
+        selected = self._flow_ok if self._select is not None else None
         for m in config.kernels:
-            st = KernelStats(m.name, m.release, on_deliver)
+            st = KernelStats(m.name, m.release, on_deliver, selected)
             k = Kernel(
                 m,
                 hz=config.hz,
@@ -650,6 +687,15 @@ class Replayer:
                 self._flow_mss = {}
         #: the batch path's poll counts when it ran (``Result.batch``)
         self.batch: dict | None = None
+        #: ``-f`` (None: every record)
+        self._bpf = None
+        if config.capture_filter is not None:
+            from .capture.bpf import BpfFilter, FilterError
+
+            try:
+                self._bpf = BpfFilter(config.capture_filter)
+            except FilterError as e:
+                raise ConfigError(str(e)) from None
         #: a pure-shortcut switch for tests: False runs every empty deferred-timer poll one by one
         self.skip_idle_timer_polls = True
         if on_deliver is not None and hasattr(on_deliver, "bind"):
@@ -675,6 +721,56 @@ class Replayer:
         return rx[fid]
 
     def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+        """``_decoded``, with ``-f`` (BPF on the records) applied and ``--flow`` (on the decoded flows) counted.
+
+        A record the BPF filter rejects is read and counted (``frames_read``, ``bytes``, timestamps) and then in
+        ``input.filtered["bpf"]`` instead of ``frames_replayed`` / ``classes``: never silently gone. ``--flow``
+        drops nothing: every frame is replayed (the selected flows share polls, buckets and MAX_GRO_SKBS with the
+        others, as in the capture) and the matching flows' frames are counted in ``input.selected_frames``.
+        """
+        if self._bpf is None and self._select is None:
+            return self._decoded(records)
+        return self._filtered(records)
+
+    def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+        inp = self.input
+        filtered = inp.filtered
+        bpf = self._bpf
+        if bpf is not None:
+            match = bpf.match
+
+            def passed(recs):
+                for rec in recs:
+                    if match(rec[1], rec[3]):
+                        yield rec
+                        continue
+                    inp.frames_read += 1
+                    inp.bytes_read += len(rec[1])
+                    if inp.first_ts_ns is None:
+                        inp.first_ts_ns = rec[0]
+                    inp.last_ts_ns = rec[0]
+                    filtered["bpf"] += 1
+
+            records = passed(records)
+        sel = self._select
+        if sel is None:
+            yield from self._decoded(records)
+            return
+        ok = self._flow_ok
+        flows = self.decoder.flows
+        last = -1
+        for t in self._decoded(records):
+            fid = t[3]
+            while len(ok) <= fid:
+                ok.append(sel.matches(flows[len(ok)], len(ok)))
+            if (
+                ok[fid] and t[7] != last
+            ):  # the segments of one resegmented super-frame share its capture index
+                inp.selected_frames += 1
+                last = t[7]
+            yield t
+
+    def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
         """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable frames.
 
         Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``.
@@ -884,9 +980,15 @@ class Replayer:
         for i, k in enumerate(self.kernels):
             skbs = self._skbs(k, batch, shared)
             phys = self.stats[i].stages["phys"]
-            phys.frames_in += len(skbs)
-            phys.skbs_in += len(skbs)
+            n = len(skbs) if self._select is None else self._selected_in(batch)
+            phys.frames_in += n
+            phys.skbs_in += n
             k.net_rx_action(skbs, poll_time)
+
+    def _selected_in(self, batch: list[tuple]) -> int:
+        """Frames of ``batch`` (decoded tuples) whose flow ``--flow`` selects."""
+        ok = self._flow_ok
+        return sum(1 for t in batch if ok[t[3]])
 
     def _run_scheduled(self, frames: Iterable[tuple]) -> None:
         """Poll schedules per RX queue (``PollSchedule``), run in time order across queues.
@@ -954,8 +1056,9 @@ class Replayer:
             deferred = rq.napi.defer_hard_irqs_count
             skbs = self._skbs(k, batch, shared)
             phys = self.stats[i].stages["phys"]
-            phys.frames_in += work
-            phys.skbs_in += work
+            n = work if self._select is None else self._selected_in(batch)
+            phys.frames_in += n
+            phys.skbs_in += n
             timeout = k.net_rx_action(skbs, t)
             if timeout and work < rq.napi.weight:
                 # napi_complete_done returned false (IRQ left masked) when its deferral branch ran with a timeout
@@ -996,7 +1099,14 @@ class Replayer:
         return t + (polls - 1) * to
 
     def finish(self) -> None:
-        """Collect every RX queue's NAPI counters and every CPU's cell counters into the kernels' stage stats."""
+        """Collect every RX queue's NAPI counters and every CPU's cell counters into the kernels' stage stats.
+
+        With ``--flow`` the NAPI-wide counters (bytes GRO checksummed in software, GRO results, gro_complete
+        errors) cover every flow, so they are not attributed to the selected ones: they become None (n/a).
+        """
+        if self._select is not None:
+            self._finish_selected()
+            return
         for i, k in enumerate(self.kernels):
             st = self.stats[i]
             phys = st.stages["phys"]
@@ -1032,6 +1142,16 @@ class Replayer:
                     if cells is not None and (cells.napi_skbs or cells.backlog):
                         raise ConservationError(f"{where}: {len(cells.napi_skbs)} skbs never polled")
 
+    def _finish_selected(self) -> None:
+        for st in self.stats:
+            for stage in st.stages.values():
+                stage.sw_csum_bytes = None
+                stage.results = None
+                stage.complete_errors = None
+        for i, k in enumerate(self.kernels):
+            if len(self.queues[i]) > 1:
+                enter_rx_queue(k, self.queues[i][0])
+
     def result(self) -> Result:
         return Result(
             self.input, self.config, self.stats, self.decoder.flows, self.decoder.flow_class, self.batch
@@ -1053,9 +1173,13 @@ def replay_capture(
     rep = Replayer(config, on_deliver)
     with open_capture(path) as cap:  # first: a missing or unreadable file is a CaptureError (one line)
         rep.input.path = str(path)
+        if progress is not None and hasattr(progress, "bind_capture"):
+            progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
         records = cap if progress is None else _counting(cap, progress)
         batch = (
             batch_eligible(config, on_deliver is not None)
+            and config.flow is None  # the filters apply on the frame-by-frame path (Replayer.decoded)
+            and config.capture_filter is None
             and PcapChunks.supported(cap)
             and cap.linktype == DLT_EN10MB
         )

@@ -98,7 +98,18 @@ def fix_pcaps(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fixpcaps")
     r = CliRunner().invoke(
         main,
-        [str(FIX_SAMPLE), "--poll", "gap:5", "--write-pcap", str(out), "--format", "json", "--quiet"],
+        [
+            str(FIX_SAMPLE),
+            "--poll",
+            "gap:5",
+            "--write-pcap",
+            str(out),
+            "--pcap-format",
+            "pcap",
+            "--format",
+            "json",
+            "--quiet",
+        ],
     )
     assert r.exit_code == 0, r.output
     assert r.stderr == ""  # --quiet: no progress, no notes
@@ -214,7 +225,17 @@ def test_write_pcap_tshark_geneve_ipv6_sample(tmp_path):
     # segments of each flow, merged into one aggregate per flow (budget exhausted: napi_poll flushes, §1.3).
     # skb->len from the outer IPv6 header: 40 + 8 + 16 + 14 + 20 + 32 + 16·1370 = 22050; plen = 22010.
     r = CliRunner().invoke(
-        main, [str(GENEVE_SAMPLE), "--write-pcap", str(tmp_path), "-q", "--format", "json"]
+        main,
+        [
+            str(GENEVE_SAMPLE),
+            "--write-pcap",
+            str(tmp_path),
+            "--pcap-format",
+            "pcap",
+            "-q",
+            "--format",
+            "json",
+        ],
     )
     assert r.exit_code == 0, r.output
     for kernel in ("pre-fix", "post-fix"):
@@ -231,7 +252,9 @@ def test_write_pcap_tshark_geneve_ipv6_sample(tmp_path):
 def test_write_pcap_nonzero_outer_checksum_reseeded(tmp_path):
     # udp_gro_complete re-seeds a non-zero outer check with ~udp_v4_check(len, saddr, daddr, 0), i.e. the
     # pseudo-header sum of the new length (gro-spec §5.7); tshark leaves it unverified, so nothing is flagged.
-    r = CliRunner().invoke(main, [str(VXLAN4_SAMPLE), "--fix", "--write-pcap", str(tmp_path), "-q"])
+    r = CliRunner().invoke(
+        main, [str(VXLAN4_SAMPLE), "--fix", "--write-pcap", str(tmp_path), "--pcap-format", "pcap", "-q"]
+    )
     assert r.exit_code == 0, r.output
     path = tmp_path / "post-fix-eth0.pcap"
     assert tshark_problems(path) == []
@@ -283,7 +306,17 @@ def test_write_pcap_unwritable_dir_is_one_line_error(tmp_path):
 
 def test_write_pcap_notes_files_on_stderr_unless_quiet(tmp_path):
     r = CliRunner().invoke(
-        main, [str(FIX_SAMPLE), "--fix", "--write-pcap", str(tmp_path), "--format", "json"]
+        main,
+        [
+            str(FIX_SAMPLE),
+            "--fix",
+            "--write-pcap",
+            str(tmp_path),
+            "--pcap-format",
+            "pcap",
+            "--format",
+            "json",
+        ],
     )
     assert r.exit_code == 0
     # budget poll: all 17 frames in one poll → one 17-segment aggregate on eth0, passed through vxlan0

@@ -527,6 +527,12 @@ class Capture:
     def __iter__(self) -> Iterator[tuple[int, bytes, int, int]]:
         return self._iter
 
+    @property
+    def bytes_consumed(self) -> int:
+        """Bytes read so far from the file or stream as stored (compressed bytes for gzip), for progress; 0 when
+        opened without a digest."""
+        return self._digest.bytes_read if self._digest is not None else 0
+
     def sha256(self) -> str:
         """SHA-256 (hex) of the file's bytes as stored (compressed for gzip), from the bytes read; the rest of
         the stream after the last record is read to its end first. Call once, after iterating.

@@ -208,6 +208,17 @@ def _change_pct(base: float, cur: float) -> float | None:
 
 
 def _cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
+    if (
+        base is None or cur is None
+    ):  # not measured (kernel backend) or not attributable (--flow): shown as n/a
+        return {
+            "baseline": base,
+            "current": cur,
+            "delta": None,
+            "change_pct": None,
+            "checked": False,
+            "regression": False,
+        }
     loss = _loss_pct(metric, base, cur)
     regression = checked and loss > limit + _EPS
     if isinstance(base, float) or isinstance(cur, float):
@@ -276,14 +287,30 @@ def compare(
     allow_different_input: bool = False,
     baseline_path: str = "BASELINE",
     current_path: str = "CURRENT",
+    flow: str | None = None,
 ) -> dict:
     """Compare two loaded documents; return the comparison as a JSON-ready dict.
 
     Args: metrics: names from ``CHECKABLE`` checked against the threshold; max_regression_pct: allowed loss in
-    percent of the baseline value (≥ 0). Returns keys ``status`` ("ok" | "regression"), ``regressions`` (one entry
+    percent of the baseline value (≥ 0); flow: a ``--flow`` selector (packet/flowsel.py): only the flow rows it
+    matches (by their ``key`` and ``id``) are compared and checked, and the stage totals, which cover every flow of
+    a document, are shown but not checked. Returns keys ``status`` ("ok" | "regression"), ``regressions`` (one entry
     per checked value beyond the threshold), ``kernels`` (per pair: stage cells and flow rows), ``notes``.
-    Raises: DiffError for different inputs (unless allowed) or kernel sets that cannot be paired.
+    Raises: DiffError for different inputs (unless allowed), kernel sets that cannot be paired, a bad selector or
+    one that matches no flow.
     """
+    select = None
+    if flow is not None:
+        from ..packet.flowsel import FlowSelector, KeyView, SelectorError
+
+        try:
+            sel = FlowSelector.parse(flow)
+        except SelectorError as e:
+            raise DiffError(str(e)) from None
+
+        def select(row: dict) -> bool:
+            return sel.matches(KeyView(row.get("key")), row.get("id", -1))
+
     unknown = [m for m in metrics if m not in CHECKABLE]
     if unknown:
         raise DiffError(f"unknown metric {unknown[0]!r}; choose from {', '.join(CHECKABLE)}")
@@ -314,6 +341,12 @@ def compare(
         if largest is None or loss > largest["_loss"]:
             largest = {**_regression(pair, stage, m, c, flow), "_loss": loss}
 
+    matched = 0
+    if select is not None:
+        notes.append(
+            f"--flow {flow}: only the matching flows are compared; the stage totals cover every flow of the "
+            "documents and are not checked"
+        )
     for kb, kc in pairs:
         pair_label = kb["name"] if kb["name"] == kc["name"] else f"{kb['name']} → {kc['name']}"
         stages = {}
@@ -322,13 +355,15 @@ def compare(
             cells = {}
             for name, v in vb.items():
                 m = METRICS[name]
-                cells[name] = c = _cell(m, v, vc[name], name in checked, max_regression_pct)
+                stage_checked = name in checked and select is None
+                cells[name] = c = _cell(m, v, vc[name], stage_checked, max_regression_pct)
                 observe(pair_label, s, m, c, None)
                 if c["regression"]:
                     regressions.append(_regression(pair_label, s, m, c, None))
             stages[s] = cells
-        flows_b = {_flow_id(f): f for f in kb.get("flows", [])}
-        flows_c = {_flow_id(f): f for f in kc.get("flows", [])}
+        flows_b = {_flow_id(f): f for f in kb.get("flows", []) if select is None or select(f)}
+        flows_c = {_flow_id(f): f for f in kc.get("flows", []) if select is None or select(f)}
+        matched += len(flows_b) + len(flows_c)
         rows = []
         for fid, fb in flows_b.items():
             fc = flows_c.get(fid)
@@ -360,6 +395,8 @@ def compare(
                 "flows_only_in_current": only_c,
             }
         )
+    if select is not None and not matched:
+        raise DiffError(f"no flow of the documents matches --flow {flow!r}")
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "diff",
@@ -427,15 +464,23 @@ def _summary_line(regressions: list, limit: float, kernels: list) -> str:
 
 # -- rendering ----------------------------------------------------------------------------------------------------------
 def fmt_value(v) -> str:
+    if v is None:
+        return "n/a"
     if isinstance(v, float):
         return f"{v:,.2f}"
     return f"{v:,}"
 
 
 def fmt_delta(v) -> str:
+    if v is None:
+        return "n/a"
     if not v:
         return "0"
     return f"{v:+,.2f}" if isinstance(v, float) else f"{v:+,}"
+
+
+def _cell_change(c: dict) -> str:
+    return "n/a" if c["delta"] is None else fmt_change(c["change_pct"])
 
 
 def fmt_change(pct) -> str:
@@ -514,7 +559,7 @@ def render_markdown(cmp: dict) -> str:
                 flag = " ❌" if c["regression"] else ""
                 lines.append(
                     f"| {METRICS[name].label} | {STAGE_TITLES[s]} | {fmt_value(c['baseline'])} | "
-                    f"{fmt_value(c['current'])} | {fmt_delta(c['delta'])} | {fmt_change(c['change_pct'])}{flag} |"
+                    f"{fmt_value(c['current'])} | {fmt_delta(c['delta'])} | {_cell_change(c)}{flag} |"
                 )
         changed = _changed_flows(k)
         unchanged = len(k["flows"]) - len(changed)
@@ -580,7 +625,10 @@ def render_table(cmp: dict, console) -> None:
                 row += [
                     fmt_value(c["baseline"]),
                     fmt_value(c["current"]),
-                    Text(f"{fmt_delta(c['delta'])} ({fmt_change(c['change_pct'])})", style=style),
+                    Text(
+                        "n/a" if c["delta"] is None else f"{fmt_delta(c['delta'])} ({_cell_change(c)})",
+                        style=style,
+                    ),
                 ]
             t.add_row(*row)
         console.print(t)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..kernel import reasons as R
+from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import verdict_of
 
@@ -37,105 +38,8 @@ class FlowDeliveries:
             self.aggregates[key] += 1
 
 
-# -- flow selection ---------------------------------------------------------------------------------------------------
-SELECTOR_KEYS = (
-    "id",
-    "vni",
-    "tunnel",
-    "outer-src",
-    "outer-dst",
-    "outer-sport",
-    "outer-dport",
-    "src",
-    "dst",
-    "sport",
-    "dport",
-    "proto",
-    "csum",
-)
-_PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
-
-
-class SelectorError(ValueError):
-    """A --flow selector that cannot be parsed (one-line message)."""
-
-
-def _split_endpoint(text: str) -> tuple[str, int | None]:
-    if text.startswith("["):
-        addr, _, rest = text[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else ""
-    elif text.count(":") == 1:
-        addr, port = text.split(":")
-    else:
-        addr, port = text, ""
-    if port and not port.isdigit():
-        raise SelectorError(f"--flow: bad port in {text!r}")
-    return addr, int(port) if port else None
-
-
-def _term_matches(key, fid: int, term: str) -> bool:
-    name, eq, value = term.partition("=")
-    if not eq:
-        if term.lstrip("#").isdigit():
-            return fid == int(term.lstrip("#"))
-        addr, port = _split_endpoint(term)
-        ends = [
-            (key.outer_src, key.outer_sport),
-            (key.outer_dst, key.outer_dport),
-            (key.inner_src, key.inner_sport),
-            (key.inner_dst, key.inner_dport),
-        ]
-        return any(a == addr and (port is None or p == port) for a, p in ends)
-    name = name.strip().lower()
-    value = value.strip()
-    if name not in SELECTOR_KEYS:
-        raise SelectorError(f"--flow: unknown key {name!r}; use {', '.join(SELECTOR_KEYS)}")
-    if name in ("id", "vni", "outer-sport", "outer-dport", "sport", "dport"):
-        if not value.isdigit():
-            raise SelectorError(f"--flow: {name} needs a number, not {value!r}")
-        n = int(value)
-        got = {
-            "id": fid,
-            "vni": key.vni if key.tunnel else None,
-            "outer-sport": key.outer_sport,
-            "outer-dport": key.outer_dport,
-            "sport": key.inner_sport,
-            "dport": key.inner_dport,
-        }[name]
-        return got == n
-    if name == "proto":
-        n = _PROTOS.get(value.lower(), int(value) if value.isdigit() else None)
-        if n is None:
-            raise SelectorError(f"--flow: proto must be tcp, udp, icmp, icmpv6 or a number, not {value!r}")
-        return key.inner_proto == n
-    if name == "csum":
-        if value not in ("zero", "set"):
-            raise SelectorError("--flow: csum must be zero or set")
-        return bool(key.tunnel) and key.outer_csum_zero == (value == "zero")
-    got = {
-        "tunnel": key.tunnel,
-        "outer-src": key.outer_src,
-        "outer-dst": key.outer_dst,
-        "src": key.inner_src,
-        "dst": key.inner_dst,
-    }[name]
-    return got == value
-
-
-def select_flows(flows: list, selector: str | None) -> list[int]:
-    """Flow ids whose ``FlowKey`` matches every comma-separated term of ``selector`` (all flows when None).
-
-    Terms: ``N`` / ``#N`` / ``id=N`` (flow id, as listed by explain); ``ADDR`` or ``ADDR:PORT`` (``[v6]:PORT``)
-    matching any outer or inner endpoint; ``vni=``, ``tunnel=vxlan|geneve``, ``outer-src=``, ``outer-dst=``,
-    ``outer-sport=``, ``outer-dport=``, ``src=``, ``dst=``, ``sport=``, ``dport=`` (inner), ``proto=tcp|udp|N``,
-    ``csum=zero|set`` (outer UDP checksum). Raises: SelectorError for an empty term or unknown key.
-    """
-    if selector is None:
-        return list(range(len(flows)))
-    terms = [t.strip() for t in selector.split(",")]
-    if not all(terms):
-        raise SelectorError(f"--flow: empty term in {selector!r}")
-    return [fid for fid, key in enumerate(flows) if all(_term_matches(key, fid, t) for t in terms)]
+# -- flow selection: the shared --flow grammar (packet/flowsel.py), re-exported for explain's callers ------------------
+SELECTOR_KEYS = KEYS
 
 
 # -- the explanation ----------------------------------------------------------------------------------------------------

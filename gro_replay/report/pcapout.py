@@ -11,8 +11,15 @@ A VLAN tag the NIC stripped into ``skb->vlan_tci`` is put back after the MAC add
 
 Kernel: net/core/dev.c ``__netif_receive_skb_core`` (``deliver_skb`` to ``ptype_all`` taps); net/packet/af_packet.c
 ``packet_rcv`` (``skb_mac_header``, ``tp_vlan_tci``); the chain of gro-spec §5.7.
+Formats: pcapng (the CLI's default): one file per kernel, ``DIR/<kernel>.pcapng``, with one interface block per
+simulated device (``eth0``, ``vxlan0``, ``geneve0``: ``if_name``; the kernel model and the device's GRO stage in
+``if_description``) and, per packet, an ``opt_comment`` saying what GRO did: ``segments=N gso_size=BYTES
+end=FUNCTION:CONDITION`` (the wire frames the skb carries, ``skb_shinfo(skb)->gso_size`` and the reason it
+ended, ``kernel/reasons.py``), so Wireshark's packet list shows it. Classic pcap: one file per kernel and device,
+``DIR/<kernel>-<dev>.pcap``, frames only.
+
 Left out: the TPID of a stripped tag (not kept by the model: 802.1Q is written, 802.1ad outside it for a QinQ
-pair); pcapng per-interface blocks; the packet direction.
+pair); the packet direction.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ import struct
 from collections import Counter
 from pathlib import Path
 
-from ..capture.writer import PcapWriter
+from .. import __version__
+from ..capture.writer import PcapngWriter, PcapWriter
 
 ETH_P_8021Q = 0x8100
 ETH_P_8021AD = 0x88A8
@@ -57,28 +65,80 @@ def pcap_name(kernel: str, dev: str) -> str:
     return f"{safe[0]}-{safe[1]}.pcap"
 
 
-class DevicePcaps:
-    """An ``on_deliver`` observer that writes ``DIR/<kernel>-<dev>.pcap`` for every device that delivers.
+STAGE_DESCRIPTIONS = {
+    "phys": "physical device: NAPI GRO (dev_gro_receive)",
+    "tunnel": "tunnel device: gro_cells GRO after decapsulation",
+}
 
-    Files are created on the first skb a device delivers; each record is written at delivery (the skb's bytes
-    may be rewritten later, e.g. by the tunnel stage's gro_complete chain on a GSO skb in 6.1+ kernels), with the
-    delivery time in ns as its timestamp. Call ``close()`` at the end.
+
+def skb_comment(skb) -> str:
+    """The pcapng packet comment for a delivered skb: ``segments=N gso_size=BYTES end=FUNCTION:CONDITION``.
+
+    ``segments``: wire frames the skb carries (``NAPI_GRO_CB(skb)->count`` of a GRO packet, 1 for a frame that was
+    not merged); ``gso_size``: ``skb_shinfo(skb)->gso_size`` at delivery (0: not GSO); ``end``: why the skb
+    ended (``NAPI_GRO_CB(skb)->why``, names of kernel/reasons.py).
+    """
+    return f"segments={len(skb.frames)} gso_size={skb.gso_size} end={skb.cb.why or 'unknown'}"
+
+
+class DevicePcaps:
+    """An ``on_deliver`` observer that writes what every device delivered, in pcapng (default of the CLI) or pcap.
+
+    ``fmt`` "pcap": ``DIR/<kernel>-<dev>.pcap`` per device that delivers, frames only. ``fmt`` "pcapng":
+    ``DIR/<kernel>.pcapng`` per kernel, one interface per device of ``devices`` (``(name, stage)`` pairs) described
+    with ``kernels`` (name → release), a comment per packet (``skb_comment``). Files are created on the first skb
+    they get; each record is written at delivery (the skb's bytes may be rewritten later, e.g. by the tunnel
+    stage's gro_complete chain on a GSO skb in 6.1+ kernels), with the delivery time in ns as its timestamp.
+    Call ``close()`` at the end.
     Args: directory: created (with parents) if missing. Raises: OSError when it cannot be created or written.
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        fmt: str = "pcap",
+        devices: list[tuple[str, str]] | None = None,
+        kernels: dict[str, str] | None = None,
+    ) -> None:
+        if fmt not in ("pcap", "pcapng"):
+            raise ValueError(f"unknown pcap format {fmt!r}")
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         if not os.access(self.dir, os.W_OK):
             raise PermissionError(13, "Permission denied", str(self.dir))
-        self.writers: dict[tuple[str, str], PcapWriter] = {}
+        self.fmt = fmt
+        self.devices = list(devices or [("eth0", "phys"), ("vxlan0", "tunnel"), ("geneve0", "tunnel")])
+        self.kernels = dict(kernels or {})
+        self._iface = {name: i for i, (name, _stage) in enumerate(self.devices)}
+        self.writers: dict[tuple[str, str], PcapWriter | PcapngWriter] = {}
         self.frames: Counter = Counter()
 
     def path(self, kernel: str, dev: str) -> Path:
-        """Where ``kernel``'s ``dev`` capture is written."""
+        """Where ``kernel``'s ``dev`` capture is written (pcapng: the kernel's file, shared by its devices)."""
+        if self.fmt == "pcapng":
+            return self.dir / pcapng_name(kernel)
         return self.dir / pcap_name(kernel, dev)
 
+    def _pcapng(self, kernel: str) -> PcapngWriter:
+        release = self.kernels.get(kernel)
+        model = f"kernel {kernel}" + (f" (Linux v{release} model)" if release else "")
+        return PcapngWriter(
+            self.path(kernel, ""),
+            [(name, f"{STAGE_DESCRIPTIONS[stage]}; {model}; gro-replay") for name, stage in self.devices],
+            application=f"gro-replay {__version__}",
+        )
+
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
+        if self.fmt == "pcapng":
+            w = self.writers.get((kernel, ""))
+            if w is None:
+                w = self.writers[(kernel, "")] = self._pcapng(kernel)
+            iface = self._iface.get(dev)
+            if iface is None:  # a device not declared up front: its own interface block cannot follow in dpkt
+                raise ValueError(f"--write-pcap: device {dev!r} is not one of the declared interfaces")
+            w.write(now_ns, skb_frame(skb), iface, skb_comment(skb))
+            self.frames[(kernel, "")] += 1
+            return
         key = (kernel, dev)
         w = self.writers.get(key)
         if w is None:
@@ -96,12 +156,26 @@ class DevicePcaps:
         return [(self.path(k, d), self.frames[(k, d)]) for k, d in self.writers]
 
 
-def open_device_pcaps(directory: str | None) -> DevicePcaps | None:
-    """``DevicePcaps(directory)``, or None without a directory. Raises ValueError (one line) when it cannot be used."""
+def pcapng_name(kernel: str) -> str:
+    """File name for one kernel's devices: ``<kernel>.pcapng``, path separators replaced by ``_``."""
+    return f"{kernel.replace(os.sep, '_').replace('/', '_')}.pcapng"
+
+
+def open_device_pcaps(directory: str | None, fmt: str = "pcap", config=None) -> DevicePcaps | None:
+    """``DevicePcaps`` for ``directory`` (None without one); ``config`` (a ``ReplayConfig``) names the devices
+    and kernels. Raises ValueError (one line) when the directory cannot be used."""
     if not directory:
         return None
+    devices = kernels = None
+    if config is not None:
+        devices = list(
+            dict.fromkeys(
+                [(config.phys_dev, "phys"), (config.vxlan_dev, "tunnel"), (config.geneve_dev, "tunnel")]
+            )
+        )
+        kernels = {m.name: m.release for m in config.kernels}
     try:
-        return DevicePcaps(directory)
+        return DevicePcaps(directory, fmt, devices, kernels)
     except OSError as e:
         raise ValueError(f"--write-pcap {directory}: {e.strerror or e}") from None
 

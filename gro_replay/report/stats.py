@@ -110,7 +110,9 @@ class StageStats:
             "segs_per_skb_hist": {str(int(i)): int(hist[i]) for i in nz},
             "bytes": self.bytes,
             "sw_csum_bytes": self.sw_csum_bytes,
-            "gro_results": {k.name: v for k, v in sorted(self.results.items())},
+            "gro_results": None
+            if self.results is None
+            else {k.name: v for k, v in sorted(self.results.items())},
             "end_reasons": dict(sorted(self.reasons.items())),
             "devices": dict(self.devices),
             "gro_complete_errors": self.complete_errors,
@@ -146,8 +148,11 @@ class KernelStats(Sink):
     pcap writers subscribe through it).
     """
 
-    def __init__(self, name: str, release: str, on_deliver=None) -> None:
+    def __init__(self, name: str, release: str, on_deliver=None, selected: list[bool] | None = None) -> None:
         self.name = name
+        #: ``--flow``: per flow id whether it is selected (None: every flow); skbs of other flows are not counted
+        #: and not forwarded to ``on_deliver``
+        self.selected = selected
         self.release = release
         self.stages = {s: StageStats() for s in STAGES}
         self.flows: dict[int, FlowStats] = {}
@@ -162,6 +167,8 @@ class KernelStats(Sink):
         return f
 
     def netif_receive_skb(self, stage: str, dev: NetDevice, skb: SkBuff, now_ns: int) -> None:
+        if self.selected is not None and not self.selected[skb.flow]:
+            return
         st = self.stages[stage]
         segs = len(skb.frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
         st.skbs += 1
@@ -190,6 +197,8 @@ class KernelStats(Sink):
             self.on_deliver(self.name, stage, dev.name, skb, now_ns)
 
     def stack_outcome(self, skb: SkBuff, outcome: str, sw_bytes: int) -> None:
+        if self.selected is not None and not self.selected[skb.flow]:
+            return
         self.stack[outcome] += 1
         if sw_bytes:
             self.stages["phys"].sw_csum_bytes += sw_bytes

@@ -192,7 +192,10 @@ def input_lines(result) -> list[str]:
             f"; resegmented: {inp.resegmented_frames:,} super-frames into {inp.segments_created:,} segments"
             + (f", {kept:,} above the MTU kept as captured" if kept else "")
         )
-    return [
+    filtered = getattr(inp, "filtered", None)
+    if filtered:
+        resegmented += "; filtered out by -f: " + ", ".join(f"{k} {v:,}" for k, v in sorted(filtered.items()))
+    lines = [
         f"input: {inp.path or '(frames)'}: {inp.frames_read:,} frames read, {inp.frames_replayed:,} replayed; "
         f"skipped: {skipped}{resegmented}",
         f"frames: {classes}",
@@ -202,6 +205,14 @@ def input_lines(result) -> list[str]:
         f"kernels: " + ", ".join(f"{k.name} (v{k.release})" for k in cfg.kernels),
         *kernel_lines(cfg.kernels),
     ]
+    if getattr(cfg, "flow", None) is not None:
+        shown = len({f for k in result.kernels for f in k.flows})
+        lines.append(
+            f"--flow {cfg.flow}: {shown} of {len(result.flows)} flows, {inp.selected_frames:,} of "
+            f"{inp.frames_replayed:,} frames; every frame was replayed, the counts below are the selected flows' "
+            "(bytes checksummed in software: n/a, a NAPI-wide counter)"
+        )
+    return lines
 
 
 def kernel_lines(kernels) -> list[str]:
