@@ -1102,7 +1102,8 @@ class Replayer:
         """Collect every RX queue's NAPI counters and every CPU's cell counters into the kernels' stage stats.
 
         With ``--flow`` the NAPI-wide counters (bytes GRO checksummed in software, GRO results, gro_complete
-        errors) cover every flow, so they are not attributed to the selected ones: they become None (n/a).
+        errors) cover every flow, so they are not attributed to the selected ones: they become None (n/a),
+        ``_finish_selected``.
         """
         if self._select is not None:
             self._finish_selected()
@@ -1143,14 +1144,25 @@ class Replayer:
                         raise ConservationError(f"{where}: {len(cells.napi_skbs)} skbs never polled")
 
     def _finish_selected(self) -> None:
-        for st in self.stats:
-            for stage in st.stages.values():
+        """``finish`` with ``--flow``: NAPI-wide counters are None, except gro_complete errors when there were none
+        at all (then the selected flows had none either); the end-of-replay checks run as in ``finish``."""
+        for i, k in enumerate(self.kernels):
+            st = self.stats[i]
+            errors = {"phys": 0, "tunnel": 0}
+            for rq in self.queues[i]:
+                errors["phys"] += rq.napi.stats.complete_errors
+                errors["tunnel"] += sum(c.napi.stats.complete_errors for c in rq.cells)
+            for name, stage in st.stages.items():
                 stage.sw_csum_bytes = None
                 stage.results = None
-                stage.complete_errors = None
-        for i, k in enumerate(self.kernels):
+                stage.complete_errors = 0 if errors[name] == 0 else None
             if len(self.queues[i]) > 1:
                 enter_rx_queue(k, self.queues[i][0])
+        if checks_enabled():
+            self.check_drained()
+            for st in self.stats:
+                if all(stage.complete_errors is not None for stage in st.stages.values()):
+                    check_conservation(st)
 
     def result(self) -> Result:
         return Result(

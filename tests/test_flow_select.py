@@ -29,8 +29,8 @@ from gro_replay.packet.flowsel import FlowSelector, SelectorError, select_flows
 TSHARK = shutil.which("tshark")
 
 
-def run(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args])
+def run(*args, env=None):
+    r = CliRunner().invoke(main, [str(a) for a in args], env=env)
     assert "Traceback" not in r.output and "internal error" not in r.stderr, r.output
     return r
 
@@ -39,14 +39,15 @@ FLOW1 = "sport=40001"
 
 
 def test_flow_selects_one_flow_in_the_table():
-    r = run(VXLAN4_SAMPLE, "--flow", FLOW1, "-q", "--no-hist")
+    r = run(VXLAN4_SAMPLE, "--flow", FLOW1, "-q", "--no-hist", env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     assert "--flow sport=40001: 1 of 4 flows, 100 of 400 frames; every frame was replayed" in r.stdout
     rows = {
         line.split("  ")[1].strip(): line.split() for line in r.stdout.splitlines() if line.startswith("  ")
     }
     assert rows["skbs delivered"][-6:] == ["7", "7", "0", "7", "7", "0"]
-    assert rows["frames in"][-6:] == ["100", "100", "0", "100", "100", "0"]
+    assert rows["segments in (wire frames)"][-6:] == ["100", "100", "0", "100", "100", "0"]
+    assert rows["skbs in"][-6:] == ["100", "100", "0", "7", "7", "0"]
     assert rows["segments / skb, max"][-6:] == ["16", "16", "0", "16", "16", "0"]
     assert "kernel[pre-fix].phys_skbs=7 " in r.stdout
 
