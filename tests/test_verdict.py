@@ -240,41 +240,57 @@ def test_inner_flow_split_by_outer_source_port_is_named():
 
 
 # -- the tunnel stage ---------------------------------------------------------------------------------------------------
-def test_fix_that_only_changes_the_tunnel_stage_is_affected():
-    """A nested tunnel (VXLAN in VXLAN, inner UDP checksum 0): at the phys device udp_gro_receive stops at the
-    second tunnel header in both kernels (encap_mark), so the phys counts are equal; the tunnel device's gro_cells
-    meets the inner tunnel header, where the pre-fix gate refuses the zero checksum and the post-fix kernel merges.
-    The counters below are such a run's; the verdict must call the flow affected and count the tunnel skbs saved.
-    """
-    from gro_replay.packet.decode import FlowKey
-    from gro_replay.report.stats import KernelStats
-    from gro_replay.sim import InputStats, Result
+def _nested_vxlan(inner: bytes, ip_id: int) -> bytes:
+    """``inner`` (a whole VXLAN frame) carried in another VXLAN/IPv4 frame, outer UDP checksum 0, DF set."""
+    import struct
 
-    key = FlowKey(
-        "10.0.0.1", "10.0.0.2", 40000, 4789, "vxlan", 1, "10.1.0.1", "10.1.0.2", 17, 40001, 4789, True
-    )
-    pre, post = KernelStats("pre-fix", "5.11"), KernelStats("post-fix", "5.12")
-    for ks, tunnel_skbs, gate in ((pre, 8, 8), (post, 4, 0)):
-        f = ks.flow(0)
-        f.skbs["phys"], f.segs["phys"] = 8, 8
-        f.reasons["phys"][R.UDP_ENCAP_MARK] = 8
-        f.stack["queued"], f.stack_frames["queued"] = 8, 8
-        f.skbs["tunnel"], f.segs["tunnel"] = tunnel_skbs, 8
-        if gate:
-            f.reasons["tunnel"][R.UDP_GATE_ZERO_CSUM] = gate
-        else:
-            f.reasons["tunnel"][R.POLL_END] = tunnel_skbs
-    inp = InputStats(frames_read=8, frames_replayed=8)
-    result = Result(inp, ReplayConfig(), [pre, post], [key], ["tunnel_other"])
+    from gro_replay.packet.csum import ipv4_header_checksum
+
+    payload = struct.pack("!II", 0x08000000, 7 << 8) + inner  # VXLAN I flag, VNI 7
+    ulen = 8 + len(payload)
+    udp = struct.pack("!HHHH", 50000, 4789, ulen, 0) + payload
+    src, dst = bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2])
+    hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, ip_id, 0x4000, 64, 17, 0, src, dst))
+    struct.pack_into("!H", hdr, 10, ipv4_header_checksum(bytes(hdr)))
+    return bytes.fromhex("020000000a02020000000a01") + b"\x08\x00" + bytes(hdr) + udp
+
+
+def test_nested_tunnel_fix_matters_at_the_tunnel_stage_only():
+    """VXLAN in VXLAN, both UDP checksums 0, 4 contiguous inner TCP segments, --rx-csum unnecessary.
+
+    Phys: before the fix udp_gro_receive refuses the outer header (checksum 0, CHECKSUM_UNNECESSARY level 0:
+    csum_cnt 0, csum_valid 0; gro-spec §4.7 row 3); after it the second tunnel header stops GRO (udp_gro_receive:
+    NAPI_GRO_CB(skb)->encap_mark already set): 4 skbs in both kernels. Tunnel device: the decapsulated frames are
+    VXLAN again; the pre-fix gate refuses the zero checksum once more, the post-fix kernel merges the 4 segments
+    into one skb. So the flow is affected, the fix saves 0 phys traversals and 3 tunnel skbs.
+    """
+    from gro_replay.packet.build import FrameSpec, build_flow
+    from gro_replay.sim import replay_frames
+
+    inner = build_flow(FrameSpec(outer_csum="zero"), [1000] * 4)
+    frames = [(1000 * i, _nested_vxlan(f, 100 + i)) for i, f in enumerate(inner)]
+    obs = FlowDeliveries()
+    result = replay_frames(frames, ReplayConfig(rx_csum="unnecessary"), obs)
+    pre, post = result.kernels
+    assert dict(pre.stages["phys"].reasons) == {R.UDP_GATE_ZERO_CSUM: 4}
+    assert dict(post.stages["phys"].reasons) == {R.UDP_ENCAP_MARK: 4}
+    assert dict(pre.stages["tunnel"].reasons) == {R.UDP_GATE_ZERO_CSUM: 4}
+    assert (post.stages["tunnel"].skbs, post.stages["tunnel"].aggregates) == (1, 1)
     doc = document(result)
     (row,) = doc["comparison"]["affected_flows"]
-    assert (row["phys_skbs_pre"], row["phys_skbs_post"], row["stack_traversals_saved"]) == (8, 8, 0)
-    assert (row["tunnel_skbs_pre"], row["tunnel_skbs_post"]) == (8, 4)
-    assert doc["verdict"]["tunnel_skbs_saved"] == 4 and doc["verdict"]["outcome"] == "affected"
+    assert (row["phys_skbs_pre"], row["phys_skbs_post"], row["stack_traversals_saved"]) == (4, 4, 0)
+    assert (row["tunnel_skbs_pre"], row["tunnel_skbs_post"], row["gate_refusals"]) == (4, 1, 4)
+    assert doc["verdict"]["tunnel_skbs_saved"] == 3 and doc["verdict"]["outcome"] == "affected"
     text = doc["comparison"]["verdict"]
-    assert "lose aggregation at the tunnel device's gro_cells (8 frames refused there" in text
-    assert "and 4 skbs handed up by the tunnel device" in text
+    assert text.startswith(
+        "Before the fix, 1 of 1 tunnelled flow(s) lose aggregation at the tunnel device's gro_cells"
+    )
+    assert "(4 frames refused there" in text and "the fix saves 3 skbs handed up by the tunnel device" in text
+    assert "[udp_gro_receive:encap_mark] ×4" in text and "phys-device aggregation" not in text
     assert doc["summary"].endswith(" affected_flows=1")
+    (f,) = _explain(result, obs)["flows"]
+    assert f["verdict"]["affected"] is True and f["verdict"]["tunnel_skbs_saved"] == 3
+    assert "tunnel skbs 4 → 1, 3 fewer skbs handed up by the tunnel device" in f["verdict"]["why"]
 
 
 def test_outer_df_difference_splits_at_both_stages_and_is_named():

@@ -210,8 +210,9 @@ class FlowVerdict:
 
     @property
     def gate_zero(self) -> int:
-        """Frames refused by the zero-checksum gate in the kernel(s) without the fix (both stages)."""
-        return sum(self.pre.gate_zero.values()) if self.pre else 0
+        """Frames refused by the zero-checksum gate in the kernel without the fix: at the phys device, or at the
+        tunnel device (a nested tunnel's frames can be refused at both: counted once)."""
+        return max(self.pre.gate_zero.values()) if self.pre else 0
 
     def saved(self, stage: str) -> int:
         if self.outcome != "affected" or not self.pre or not self.post:
@@ -464,27 +465,34 @@ class Verdict:
 
     def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
         pre, post, key = fv.pre, fv.post, fv.key
-        gate_zero = sum(pre.gate_zero.values())
         gate_set = sum(pre.gate_set.values())
         stages = [s for s in ("phys", "tunnel") if pre.gate_zero[s]]
-        where = " and ".join(STAGE_NAMES[s] for s in stages) or STAGE_NAMES["phys"]
+        at = [
+            f"{pre.gate_zero[s]} of its {pre.frames} frames at {STAGE_NAMES[s]}"
+            if i == 0
+            else f"{pre.gate_zero[s]} at {STAGE_NAMES[s]} (a tunnel inside the tunnel)"
+            for i, s in enumerate(stages)
+        ]
         refused = (
-            f"before the fix udp_gro_receive refused {gate_zero} of its {pre.frames} frames at {where} "
+            f"before the fix udp_gro_receive refused {' and '.join(at) or f'0 of its {pre.frames} frames'} "
             "(UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
         )
         if fv.outcome == "affected":
             bits = []
-            if pre.skbs["phys"] != post.skbs["phys"] or "phys" in stages:
+            if pre.skbs["phys"] > post.skbs["phys"]:
                 bits.append(
                     f"phys skbs {pre.skbs['phys']} → {post.skbs['phys']}, "
                     f"{fv.saved('phys')} fewer traversals of IP/UDP/{key.tunnel} decap"
                 )
+            elif pre.gate_zero["phys"]:
+                brk = reason_list(_break_reasons(post.phys_reasons), model=self.models.get(post.name))
+                bits.append(f"at the phys device they are not merged after it either ({brk})")
             if pre.skbs["tunnel"] > post.skbs["tunnel"]:
                 bits.append(
                     f"tunnel skbs {pre.skbs['tunnel']} → {post.skbs['tunnel']}, {fv.saved('tunnel')} fewer "
                     "skbs handed up by the tunnel device"
                 )
-            why = f"{refused}; after it they are merged there: " + "; ".join(bits)
+            why = f"{refused}; after it: " + "; ".join(bits)
         elif fv.outcome == "refused_no_gain":
             why = (
                 f"{refused}, but after the fix they are not merged either (phys skbs {pre.skbs['phys']} → "
@@ -519,7 +527,7 @@ class Verdict:
 
     def _kernel_flow_why(self, k: KernelFacts, fv: FlowVerdict) -> str:
         head = f"{k.name} (v{k.release})"
-        gz = sum(k.gate_zero.values())
+        gz = max(k.gate_zero.values())
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile: no verdict on the zero-checksum fix"
         if not k.carries_fix:
@@ -636,16 +644,18 @@ class Verdict:
                 + "."
             )
             return text + self._unmerged_note(post, tun)
-        tcp = sum(1 for f in tun if f.cls == "tunnel_tcp")
-        all_tcp = all(f.cls == "tunnel_tcp" for f in aff)
-        frames = sum(f.gate_zero for f in aff)
-        saved = sum(f.saved("phys") for f in aff)
-        saved_tun = sum(f.saved("tunnel") for f in aff)
-        zero = all(f.key.outer_csum_zero for f in aff)
-        phys_aff = [f for f in aff if f.pre.gate_zero["phys"]]
+        phys_aff = [f for f in aff if f.saved("phys")]
+        tun_only = [f for f in aff if not f.saved("phys")]
+        parts = []
         if phys_aff:
+            tcp = sum(1 for f in tun if f.cls == "tunnel_tcp")
+            all_tcp = all(f.cls == "tunnel_tcp" for f in phys_aff)
+            frames = sum(f.pre.gate_zero["phys"] for f in phys_aff)
+            saved = sum(f.saved("phys") for f in phys_aff)
+            saved_tun = sum(f.saved("tunnel") for f in phys_aff)
+            zero = all(f.key.outer_csum_zero for f in phys_aff)
             why = (
-                _gate_words(_state_of(self.result.config, phys_aff[0].key, nic))
+                _gate_words(nic)
                 if zero
                 else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
             )
@@ -656,6 +666,8 @@ class Verdict:
                     "with GRO off on the tunnel device they are not merged later either "
                     "(gro_cells_receive hands them to netif_rx)"
                 )
+            elif reached and any(f.pre.gate_zero["tunnel"] for f in phys_aff):
+                later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
             elif reached:
                 later = "they are merged only later by the tunnel device's gro_cells"
             else:
@@ -664,26 +676,33 @@ class Verdict:
                     drops.update(f.pre.lost)
                 reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2)) or "the stack"
                 later = f"they never reach a tunnel device (dropped: {reason})"
-            count = (
-                f"{len(aff)} of {tcp if all_tcp else len(tun)} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
-            )
+            count = f"{len(phys_aff)} of {tcp if all_tcp else len(tun)} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
             text = (
                 f"Before the fix, {count} lose phys-device aggregation ({frames} frames go up one by one): "
                 f"{why}; {later}, and the fix saves {saved} skb traversals of IP/UDP/tunnel decapsulation"
             )
-        else:
-            text = (
-                f"Before the fix, {len(aff)} of {len(tun)} tunnelled flow(s) lose aggregation at the tunnel "
-                f"device's gro_cells ({frames} frames refused there by udp_gro_receive: a nested tunnel whose "
-                "UDP checksum is 0 and csum_cnt 0, csum_valid 0); the fix saves "
-                f"{saved} skb traversals of IP/UDP/tunnel decapsulation"
+            if saved_tun:
+                text += f" and {saved_tun} skbs handed up by the tunnel device"
+            parts.append(text + ".")
+        if tun_only:
+            frames = sum(f.pre.gate_zero["tunnel"] for f in tun_only)
+            saved_tun = sum(f.saved("tunnel") for f in tun_only)
+            brk = Counter()
+            for f in tun_only:
+                brk.update(_break_reasons(f.post.phys_reasons))
+            phys_note = (
+                f" (at the phys device the fix changes nothing for them: "
+                f"{reason_list(brk, model=self.models.get(self.post))})"
+                if brk
+                else ""
             )
-        if saved_tun:
-            text += f" and {saved_tun} skbs handed up by the tunnel device"
-        text += "."
-        via = _via(self.models.get(self.post))
-        if via:
-            text += f" {self.post} has the fix{via}."
+            parts.append(
+                f"{'Before the fix, ' if not phys_aff else 'Also before the fix, '}{len(tun_only)} of {len(tun)} "
+                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames} frames refused there "
+                "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0); "
+                f"the fix saves {saved_tun} skbs handed up by the tunnel device{phys_note}."
+            )
+        text = " ".join(parts)
         if self.other_changes:
             text += f" ({self.pre} → {self.post} also changes {', '.join(self.other_changes)}.)"
         return text + self._unmerged_note(post, tun)
@@ -719,7 +738,7 @@ class Verdict:
         head = f"{k.name} (v{k.release})"
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile, so no verdict on the zero-checksum fix."
-        gz = sum(k.gate_zero.values())
+        gz = max(k.gate_zero.values())
         if not k.carries_fix:
             aff = [f for f in self.flows if f.affected]
             if aff:
