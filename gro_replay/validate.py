@@ -197,7 +197,10 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     ks.stages["phys"].frames_in = len(sent)
     ks.stages["phys"].skbs_in = len(sent)
     ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)
-    ks.stages["tunnel"].skbs_in = ks.stages["tunnel"].frames_in
+    # skbs in at the tunnel device: the phys skbs whose frames it delivered (each decapsulated phys skb is queued
+    # to gro_cells as one skb, however many segments it carries)
+    at_tunnel = {i for f, _ in matched["tunnel"] if f for i in f}
+    ks.stages["tunnel"].skbs_in = sum(1 for f, _ in matched["phys"] if f and at_tunnel.intersection(f))
     for reason, n in oracle.frames_not_replayable.items():
         rep.input.skipped[f"kernel_backend:{reason}"] += n
     rep.input.frames_replayed = len(sent)

@@ -175,6 +175,10 @@ def test_cli_validate_and_kernel(tmp_path):
     phys = doc["kernels"][0]["stages"]["phys"]
     assert phys["skbs_delivered"] == 3 and phys["segments_delivered"] == 100
     assert phys["segs_per_skb_hist"] == {"18": 1, "36": 1, "46": 1}
+    # the tunnel device receives the 3 decapsulated phys skbs carrying the 100 segments (gro_cells_receive
+    # queues each skb as it is)
+    tunnel = doc["kernels"][0]["stages"]["tunnel"]
+    assert (tunnel["skbs_in"], tunnel["frames_in"]) == (3, 100)
 
 
 def _random_scenario(rng: random.Random) -> tuple[list[bytes], str]:
