@@ -10,6 +10,7 @@ help:
 	@echo "make man      man pages from the commands' help into man/ (read: man -l man/gro-replay.1)"
 	@echo "make samples  regenerate sample_pcaps/ byte-identically"
 	@echo "make bench    throughput / memory benchmark (see bench/)"
+	@echo "make fuzz     hypothesis fuzzing of reader, decoder, replay and options for FUZZ_SECONDS (default 600) in all"
 
 # Debian packages some tests use (tshark reads --write-pcap output back; ethtool, iproute2 for the kernel backend;
 # man-db and groff render the generated man pages).
@@ -65,3 +66,13 @@ bench:
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 	$(PYTHON) bench/batch.py $(BENCH_BATCH_ARGS)
 	$(PYTHON) bench/modes.py $(BENCH_MODES_ARGS)
+
+# ---- fuzz: hypothesis mutation/property fuzzing of reader, decoder, replay and CLI options (tests/test_fuzz.py) --
+# The suite runs a short derandomized pass of the same targets; `make fuzz` runs them with random seeds for
+# FUZZ_SECONDS seconds in all (a failure prints hypothesis' shrunk input: add it to tests/test_robustness.py).
+PYTHON ?= python3
+FUZZ_SECONDS ?= 600
+
+.PHONY: fuzz
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(PYTHON) -m pytest -p no:cacheprovider -q tests/test_fuzz.py
