@@ -336,3 +336,23 @@ def test_split_by_geneve_options_and_vlan_tag_named_within_one_flow():
         (f,) = result.kernels[0].flows.values()
         assert f.skbs["phys"] == 2 and dict(f.splits["phys"]) == {split: 1}, field
         assert f"[{split}] ×1" in document(result)["verdict"]["text"]
+
+
+def test_ip_header_reasons_say_outer_or_inner():
+    # net/ipv4/af_inet.c inet_gro_receive flushes a packet whose IPv4 header checksum fails (ip_fast_csum). At the
+    # phys device the inner header is parsed after udp_gro_receive set NAPI_GRO_CB(skb)->encap_mark: the reason
+    # names the inner header; at the tunnel device (after decapsulation) it is the only header. Frame 1 is held
+    # and ends with the poll (napi_complete_done) at both stages.
+    from dataclasses import replace
+
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+    from gro_replay.sim import replay_frames
+
+    a, b = flow_specs(FrameSpec(outer_csum="zero"), [1398, 1398])
+    frames = [(0, build_frame(a)), (1000, build_frame(replace(b, ip_csum="bad")))]
+    for kernels in ((K_5_12,), (K_6_18,)):
+        result = replay_frames(frames, ReplayConfig(kernels=kernels, rx_csum="complete"))
+        k = result.kernels[0]
+        assert dict(k.stages["phys"].reasons) == {"inet_gro_receive:inner_ip_fast_csum": 1, R.POLL_END: 1}
+        assert dict(k.stages["tunnel"].reasons) == {R.INET_CSUM: 1, R.POLL_END: 1}
+    assert R.describe("inet_gro_receive:inner_ip_fast_csum") == "IPv4 header checksum bad (inner header)"

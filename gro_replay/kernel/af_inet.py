@@ -45,18 +45,18 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     ver_ihl, tos, tot_len, ip_id, frag_off, ttl, proto, _check, saddr, daddr = _IPH.unpack_from(buf, base)
     ops = k.inet_offloads.get(proto)
     if ops is None:
-        cb.why = R.INET_NO_OFFLOAD
+        cb.why = R.at_header(R.INET_NO_OFFLOAD, cb.encap_mark)
     elif ver_ihl != 0x45:
-        cb.why = R.INET_HDR
+        cb.why = R.at_header(R.INET_HDR, cb.encap_mark)
     elif frag_off & (IP_MF | IP_OFFSET):
-        cb.why = R.INET_FRAGMENT
+        cb.why = R.at_header(R.INET_FRAGMENT, cb.encap_mark)
     elif ip_fast_csum(buf, base, 5):
-        cb.why = R.INET_CSUM
+        cb.why = R.at_header(R.INET_CSUM, cb.encap_mark)
     else:
         cb.proto = proto
         flush = int((tot_len != skb.len - off) or (frag_off & ~IP_DF & 0xFFFF) != 0)
         if flush:
-            cb.why = R.INET_TOT_LEN
+            cb.why = R.at_header(R.INET_TOT_LEN, cb.encap_mark)
         addrs = saddr + daddr
         if k.model.l3_flush_in_tcp:
             for p in head:

@@ -70,7 +70,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         proto, l4 = ipv6_gso_pull_exthdrs(skb, base + 40, proto)
         ops = k.inet6_offloads.get(proto)
         if ops is None:
-            cb.why = R.IPV6_NO_OFFLOAD
+            cb.why = R.at_header(R.IPV6_NO_OFFLOAD, cb.encap_mark)
             cb.flush |= flush
             return None
     skb_gro_pull(skb, l4 - base)
@@ -78,7 +78,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     cb.proto = proto
     flush -= 1
     if own:
-        cb.why = R.IPV6_PAYLOAD_LEN
+        cb.why = R.at_header(R.IPV6_PAYLOAD_LEN, cb.encap_mark)
     nlen = l4 - base
     w1 = int.from_bytes(buf[base : base + 4], "big")
     addrs = buf[base + 8 : base + 40]

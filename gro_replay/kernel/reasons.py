@@ -205,3 +205,23 @@ def describe(why: str) -> str:
             out.append(f"{d} in the {hdr} header" if hdr else d)
         return "; ".join(out)
     return why
+
+
+#: reasons an IP header sets on the skb itself, in their ``inner_`` form for the inner header of an encapsulated
+#: packet (NAPI_GRO_CB(skb)->encap_mark set when the header is parsed); the plain form is the outer or only header
+_HEADER_REASONS = (
+    INET_NO_OFFLOAD,
+    INET_HDR,
+    INET_FRAGMENT,
+    INET_CSUM,
+    INET_TOT_LEN,
+    IPV6_NO_OFFLOAD,
+    IPV6_PAYLOAD_LEN,
+)
+INNER = {r: r.replace(":", ":inner_", 1) for r in _HEADER_REASONS}
+DESCRIPTIONS.update({INNER[r]: f"{DESCRIPTIONS[r]} (inner header)" for r in _HEADER_REASONS})
+
+
+def at_header(why: str, encap_mark: int) -> str:
+    """``why`` as recorded at an IP header: the ``inner_`` form when the packet is encapsulated (``encap_mark``)."""
+    return INNER[why] if encap_mark else why
