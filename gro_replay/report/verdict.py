@@ -20,7 +20,11 @@ end reasons named after the kernel condition, and what the normal path did with 
   *lost*, never *affected*: the fix changes how many skbs carry it to the drop, not what the host receives.
   Each loss is reported with the kernel function and counter that drop it and the knob that changes it.
 * **Per kernel**: whether it carries the fix, and, for tunnelled flows that its phys stage does not merge at all,
-  the conditions that ended their skbs (the poll-end flush left out when other conditions exist).
+  the conditions that ended their skbs (the poll-end flush left out when other conditions exist), what the IPv4
+  ID did where an ID condition ended one (``FlowStats.id_steps``), and the compares that kept a frame apart from
+  a held skb of its own flow (``FlowStats.splits``); inner flows carried under several outer keys are named.
+* **Outcome** of the capture: ``nothing_replayed``, ``no_tunnel`` (no flow carries VXLAN/Geneve on the
+  configured ports), ``lost``, ``affected`` or ``not_affected``.
 """
 
 from __future__ import annotations
@@ -81,7 +85,7 @@ LOSSES: dict[str, tuple[str, str | None]] = {
 
 
 def loss_text(outcome: str, frames: int) -> str:
-    """``outcome`` (a normal-path drop reason) as "N frames dropped: <who and counter>; knob: <knob>"."""
+    """``outcome`` (a normal-path drop reason) and ``frames`` as "N frame(s) lost: <function, counter>; knob: …"."""
     what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
     return f"{frames} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
 
