@@ -659,7 +659,7 @@ class Verdict:
             saved_tun = sum(f.saved("tunnel") for f in phys_aff)
             zero = all(f.key.outer_csum_zero for f in phys_aff)
             why = (
-                _gate_words(nic)
+                _gate_words(_state_of(self.result.config, phys_aff[0].key, nic))
                 if zero
                 else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
             )
@@ -707,6 +707,9 @@ class Verdict:
                 f"the fix saves {saved_tun} skbs handed up by the tunnel device{phys_note}."
             )
         text = " ".join(parts)
+        via = _via(self.models.get(self.post))
+        if via:
+            text += f" {self.post} has the fix{via}."
         if self.other_changes:
             text += f" ({self.pre} → {self.post} also changes {', '.join(self.other_changes)}.)"
         return text + self._unmerged_note(post, tun)
