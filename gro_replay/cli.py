@@ -19,7 +19,7 @@ from . import __version__
 from .capture.reader import CaptureError
 from .cli_types import S32_MAX, ULONG_MAX, BoundedInt
 from .kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
-from .kernel.nic import NIC_PRESETS, RX_CSUM_PROFILES
+from .kernel.nic import DEFAULT_POLL_GAP_USECS, NIC_PRESETS, RX_CSUM_PROFILES
 from .report.schema import dumps
 from .sim import RSS_MODES, ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
 
@@ -130,9 +130,11 @@ def replay_options(f):
         click.option(
             "--poll",
             "poll",
-            default="budget",
+            default=f"gap:{DEFAULT_POLL_GAP_USECS}",
             show_default=True,
-            help="Poll model: budget | gap:US | rx-usecs:US.",
+            help="Poll model: gap:US (a poll after each pause > US µs; the default is mlx5's CQE-based "
+            "interrupt moderation) | rx-usecs:US (a poll US µs after the first frame) | budget (64 per poll, "
+            "times ignored).",
         ),
         click.option(
             "--hz",

@@ -47,7 +47,7 @@ def batch_eligible(config, sink_observed: bool) -> bool:
         and not config.gro_flush_timeout_ns
         and not config.napi_defer_hard_irqs
         and config.rx_queues == 1
-        and config.poll.kind in ("budget", "gap")
+        and config.poll.kind in ("budget", "gap", "rx-usecs")
         # a --nic preset decides each frame's checksum state (nic.hw_checksums_ok): the frame-by-frame path
         and config.rx_csum != "nic"
     )
@@ -178,6 +178,7 @@ class BatchReplay:
         self.block = block or BLOCK
         self._fid_of: dict[bytes, int] = {}  # kv row + UDP-zero bit → flow id
         self._idle = True  # the kernels hold nothing (true between polls unless a poll left something)
+        self._rx_at: int | None = None  # rx-usecs: poll time of the window left open by the previous block
 
     def run(self, cap, progress=None) -> None:
         """Replay every record of ``cap`` (a classic pcap, Ethernet). Raises CaptureError."""
@@ -191,10 +192,11 @@ class BatchReplay:
             keep, carry = self._chunk(chunk, carry)
             if progress is not None:
                 progress(self.rep.input.frames_read)
-        if carry:  # the file ended exactly after the records of a carried poll
+        if carry or self._rx_at is not None:  # the file ended exactly after the records of a carried poll
             ts = np.array([e[0] for e in carry], np.int64)
             src = -1 - np.arange(len(carry))
-            self._run_chunk_polls(None, None, src, *self._polls(ts, True), carry, 0)
+            starts, times, sizes, empties, _unfinished, lead = self._polls(ts, True)
+            self._run_chunk_polls(None, None, src, starts, times, sizes, empties, carry, 0, lead)
         self.cache.settle()
 
     # -- one block -----------------------------------------------------------------------------------------------
@@ -252,12 +254,12 @@ class BatchReplay:
                 ts[k] = extras[x][0]
                 rec_of[k] = q
                 k += 1
-        starts, times, sizes, empties = self._polls(ts, eof)
+        starts, times, sizes, empties, unfinished, lead = self._polls(ts, eof)
         # the unfinished last poll: its records are read again with the next block when they are all common
         # frames (nothing was counted for them yet); otherwise its entries are carried, decoded
         cut = n
         new_carry: list = []
-        if not eof and len(starts):
+        if unfinished:
             s0 = int(starts[-1])
             first_rec = int(rec_of[s0])
             if first_rec >= 0 and (src[s0:] >= 0).all() and (not unusual or unusual[-1] < first_rec):
@@ -266,18 +268,23 @@ class BatchReplay:
                 new_carry = [self._entry(ch, int(x), extras, base_index) for x in src[s0:].tolist()]
             starts, times, sizes, empties = starts[:-1], times[:-1], sizes[:-1], empties[:-1]
         self._account(ch, col, common, snap, last, cut, fids)
-        self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index)
+        self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index, lead)
         return ch.record_start(cut), new_carry
 
     def _polls(self, ts: np.ndarray, eof: bool):
-        """``(starts, times, sizes, empties)`` of the polls over entry times ``ts``: iter_polls' budget and gap
-        rules (``empties``: the poll is full and ends its burst / the input, so an empty repoll follows).
-        Unless ``eof`` the last poll is unfinished (the next entry decides its end or its repoll)."""
+        """``(starts, times, sizes, empties, unfinished, lead)`` of the polls over entry times ``ts``: iter_polls'
+        rules (``empties``: the poll is full and ends its burst / window / the input, so an empty repoll follows).
+        ``unfinished``: the last poll may still grow (the next entries decide its end or its repoll): always so
+        for budget and gap unless ``eof``; for rx-usecs when the open window's last poll is not full (its full
+        polls are final). ``lead``: the time of an empty repoll that closes a window left open by the previous
+        block before these polls (rx-usecs), or None."""
         m = len(ts)
         w = self.cfg.weight
+        z = np.zeros(0, np.int64)
+        if self.cfg.poll.kind == "rx-usecs":
+            return self._polls_rx_usecs(ts, eof)
         if not m:
-            z = np.zeros(0, np.int64)
-            return z, z, z, z.astype(bool)
+            return z, z, z, z.astype(bool), False, None
         if self.cfg.poll.kind == "budget":
             starts = np.arange(0, m, w)
             last_of_burst = np.zeros(len(starts), bool)
@@ -300,9 +307,84 @@ class BatchReplay:
         sizes = ends - starts
         times = ts[ends - 1]
         empties = (sizes == w) & last_of_burst
-        return starts, times, sizes, empties
+        return starts, times, sizes, empties, not eof, None
 
-    def _run_chunk_polls(self, ch, col, src, starts, times, sizes, empties, extras, base_index) -> None:
+    def _polls_rx_usecs(self, ts: np.ndarray, eof: bool):
+        """``_polls`` for ``rx-usecs:US``: a window opens at an entry and its polls run at that entry's time + US;
+        it takes the entries that come before the first one later than that time, in polls of ``weight``
+        (iter_polls: the repoll after a full poll runs at the same time). A window still open at the end of the
+        block continues in the next one (``self._rx_at``: its poll time)."""
+        m = len(ts)
+        w = self.cfg.weight
+        delay = int(self.cfg.poll.usecs * 1000)
+        ts = np.asarray(ts, np.int64)
+        pm = np.maximum.accumulate(ts) if m else ts
+
+        def first_later(j: int, x: int) -> int:
+            """The first index >= j whose time is > x (m if none)."""
+            k = int(np.searchsorted(pm, x, side="right"))
+            if k >= j:
+                return k  # pm <= x before k, and pm rises at k: ts[k] = pm[k] > x
+            for a in range(j, m, 4096):  # an earlier entry is later than x: times went backwards
+                hit = np.flatnonzero(ts[a : a + 4096] > x)
+                if len(hit):
+                    return a + int(hit[0])
+            return m
+
+        wins: list[tuple[int, int, int]] = []
+        lead = None
+        i = 0
+        at = self._rx_at
+        if at is not None:
+            k = first_later(0, at)
+            if k == 0 and (m or eof):
+                lead = at  # the window of the previous block ended with a full poll: its repoll finds nothing
+            elif k:
+                wins.append((0, k, at))
+            i = k
+            if k == m and not eof:
+                return (*self._rx_expand(wins, w, False), lead)  # still open, still at ``at``
+        while i < m:
+            at = int(ts[i]) + delay
+            k = first_later(i + 1, at)
+            wins.append((i, k, at))
+            i = k
+        closed = eof or not wins or wins[-1][1] < m
+        if m and wins and wins[-1][1] == m and not eof:
+            self._rx_at = wins[-1][2]
+            closed = False
+        else:
+            self._rx_at = None
+        return (*self._rx_expand(wins, w, closed), lead)
+
+    def _rx_expand(self, wins, w: int, closed: bool):
+        """Polls of windows ``(start, end, poll time)``; the last window is open unless ``closed``: its full polls
+        are final, its last partial poll is unfinished. Returns ``(starts, times, sizes, empties, unfinished)``."""
+        if not wins:
+            z = np.zeros(0, np.int64)
+            return z, z, z, z.astype(bool), False
+        a = np.array(wins, np.int64)
+        bstart, bend, bat = a[:, 0], a[:, 1], a[:, 2]
+        counts = (bend - bstart + w - 1) // w
+        first_poll = np.cumsum(counts) - counts
+        starts = np.repeat(bstart, counts) + w * (
+            np.arange(int(counts.sum())) - np.repeat(first_poll, counts)
+        )
+        sizes = np.minimum(np.repeat(bend, counts) - starts, w)
+        times = np.repeat(bat, counts)
+        last = np.zeros(len(starts), bool)
+        last[np.cumsum(counts) - 1] = True
+        if not closed:
+            last[-1] = False  # the open window: its repoll, if any, is decided by the next block
+        empties = (sizes == w) & last
+        unfinished = not closed and bool(sizes[-1] < w)
+        return starts, times, sizes, empties, unfinished
+
+    def _run_chunk_polls(
+        self, ch, col, src, starts, times, sizes, empties, extras, base_index, lead=None
+    ) -> None:
+        if lead is not None and not (self._idle and self.cache.hit(b"")):
+            self._run_poll([], lead, b"")
         if not len(starts):
             return
         end = int(starts[-1] + sizes[-1])

@@ -16,7 +16,7 @@ code would have produced:
 * outer IPv4: ``tot_len``, ID incremented, header checksum; outer IPv6: ``payload_len``; every other header byte
   (L2 with VLAN tags, tunnel header with Geneve options, inner Ethernet, TCP options) copied per segment.
 
-Headers are read in place with ``struct`` (the replay path never builds dpkt object trees, STYLE.md); tests
+Headers are read in place with ``struct`` (the replay path never builds dpkt object trees); tests
 verify the output independently with dpkt and ``packet.build``.
 
 Kernel: net/ipv4/tcp_offload.c ``tcp_gso_segment`` (seq, FIN/PSH cleared on all but the last, CWR cleared after

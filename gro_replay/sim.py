@@ -23,7 +23,14 @@ from .kernel.gro_cells import GroCells
 from .kernel.kernel import Kernel
 from .kernel.model import K_5_11, K_5_12, KernelModel
 from .kernel.napi import Napi
-from .kernel.nic import DEFAULT_RSS_KEY, NIC_PRESETS, RX_CSUM_PROFILES, hw_checksums_ok, toeplitz_hash
+from .kernel.nic import (
+    DEFAULT_POLL_GAP_USECS,
+    DEFAULT_RSS_KEY,
+    NIC_PRESETS,
+    RX_CSUM_PROFILES,
+    hw_checksums_ok,
+    toeplitz_hash,
+)
 from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
 from .packet.csum import PollSums
 from .packet.decode import (
@@ -52,14 +59,24 @@ class ConfigError(ValueError):
 class PollModel:
     """Which frames share a driver poll.
 
-    ``budget``: capture order, ``weight`` frames per poll. ``gap``: a new poll when the inter-arrival gap exceeds
-    ``usecs`` µs (at most ``weight``). ``rx-usecs``: interrupt moderation — a poll starts ``usecs`` µs after the
-    first pending frame and takes what has arrived (at most ``weight``), repeating at once after a full poll.
+    ``gap`` (the default, ``gap:3``): a new poll when the inter-arrival gap exceeds ``usecs`` µs (at most
+    ``weight`` per poll), taken at its last frame's time: the interrupt of CQE-based moderation, which fires once
+    the traffic pauses for the moderation period (``kernel.nic.DEFAULT_POLL_GAP_USECS``, mlx5's default), so
+    no poll holds frames that a pause of that length separated. ``rx-usecs``: EQE-based moderation — a poll
+    starts ``usecs`` µs after the first pending frame and takes what has arrived (at most ``weight``),
+    repeating at once after a full poll. ``budget``: capture order, ``weight`` frames per poll, whatever the
+    times (the kernel backend's injection recipe: ``validate`` and ``kernel`` use it).
     The exact rules, with repolls and timers, are in the comment above ``iter_polls``.
     """
 
-    kind: str = "budget"
-    usecs: float = 0.0
+    kind: str = "gap"
+    usecs: float = DEFAULT_POLL_GAP_USECS
+
+    def __post_init__(self) -> None:
+        if self.kind == "budget" and self.usecs:
+            object.__setattr__(
+                self, "usecs", 0.0
+            )  # budget has no time constant: PollModel("budget") is one value
 
     @classmethod
     def parse(cls, text: str) -> PollModel:
@@ -78,6 +95,15 @@ class PollModel:
 
     def __str__(self) -> str:
         return self.kind if self.kind == "budget" else f"{self.kind}:{self.usecs:g}"
+
+    def describe(self) -> str:
+        """One line for the report: the model and what it means, e.g. ``gap:3 (a poll after each pause > 3 µs, …)``."""
+        if self.kind == "budget":
+            return "budget (64-frame polls in capture order, times ignored)"
+        if self.kind == "gap":
+            src = ", mlx5's default CQE-based moderation" if self.usecs == DEFAULT_POLL_GAP_USECS else ""
+            return f"{self} (a poll after each pause > {self.usecs:g} µs{src})"
+        return f"{self} (interrupt moderation: a poll {self.usecs:g} µs after the first frame)"
 
 
 @dataclass
@@ -109,7 +135,7 @@ class ReplayConfig:
     gro_max_size: int = 65536
     gro_flush_timeout_ns: int = 0
     napi_defer_hard_irqs: int = 0
-    #: a generic-XDP program on the phys device: netif_elide_gro() is true there (kernel-oracle.md)
+    #: a generic-XDP program on the phys device: netif_elide_gro() is true there (net/core/dev.c)
     phys_xdp_generic: bool = False
     #: NETIF_F_GRO per device role ("phys", "tunnel"): ``ethtool -K DEV gro off`` clears it (``parse_gro``)
     gro: dict[str, bool] = field(default_factory=lambda: {"phys": True, "tunnel": True})
@@ -208,6 +234,7 @@ class ReplayConfig:
                 ),
             },
             "poll": str(self.poll),
+            "poll_model": self.poll.describe(),
             "constants": {
                 "napi_weight": self.weight,
                 "hz": self.hz,

@@ -366,10 +366,10 @@ def test_gro_cells_backlog_drops_are_counted_once(monkeypatch):
     poll, gro-spec §4.7 row 3) queues the first skb and drops the other 16 before the cell runs (§6.4)."""
     from gro_replay.kernel import gro_cells
     from gro_replay.kernel.model import K_5_11
-    from gro_replay.sim import ReplayConfig, replay_capture
+    from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 
     monkeypatch.setattr(gro_cells, "NETDEV_MAX_BACKLOG", 0)
-    res = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_5_11,)))
+    res = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_5_11,), poll=PollModel("budget")))
     (ks,) = res.kernels
     assert dict(ks.stack) == {"queued": 1, "gro_cells_receive:backlog_full": 16}
     assert sum(ks.stack.values()) == ks.stages["phys"].skbs == 17

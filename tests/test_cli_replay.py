@@ -2,8 +2,8 @@
 text format, and the compare view's verdict, checked through click's CliRunner (exit code, stdout and stderr
 apart).
 
-Expected counts for the fix sample (17 frames, one flow, outer UDP checksum 0) with the default ``budget`` poll
-model: all 17 frames fit one poll (NAPI weight 64, gro-spec §1.1). Pre-fix the gate refuses each of them
+Expected counts for the fix sample (17 frames, one flow, outer UDP checksum 0) with the ``budget`` poll model
+(passed explicitly by ``_run``; the default is ``gap:3``, tests/test_fix_scenario.py): all 17 frames fit one poll (NAPI weight 64, gro-spec §1.1). Pre-fix the gate refuses each of them
 (gro-spec §4.7 row 3: ``--rx-csum unnecessary`` = CHECKSUM_UNNECESSARY level 0, the default), so the phys device
 delivers 17 skbs and the vxlan device's gro_cells merges them into one (16 full segments, then the 672-byte one
 ends the aggregate, §5.5; 52 + 16·1398 + 672 = 23092 bytes < 64 KiB, §5.6). Post-fix the phys device merges the
@@ -46,7 +46,11 @@ STAGE_KEYS = {
 
 
 def _run(runner, *args):
-    r = runner.invoke(main, [*map(str, args), "-q"])
+    """The replay command with ``--poll budget`` (the truths above are budget-poll truths) unless ``--poll`` is given."""
+    args = [*map(str, args)]
+    if "--poll" not in args and args and args[0] not in ("explain", "diff", "synth", "batch"):
+        args += ["--poll", "budget"]
+    r = runner.invoke(main, [*args, "-q"])
     assert "Traceback" not in r.stderr
     return r
 

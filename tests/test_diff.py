@@ -34,7 +34,7 @@ def docs(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for name, extra in (("post", ["--fix"]), ("pre", ["--no-fix"]), ("both", []), ("other", None)):
         capture = VXLAN4_SAMPLE if extra is None else FIX_SAMPLE
-        r = run(capture, *(extra or []), "--format", "json", "-q")
+        r = run(capture, "--poll", "budget", *(extra or []), "--format", "json", "-q")
         assert r.exit_code == 0, r.output
         out[name] = d / f"{name}.json"
         out[name].write_text(r.stdout)
@@ -208,7 +208,9 @@ def test_diff_different_kernel_sets_refused(docs):
 
 
 def test_diff_config_difference_is_noted(tmp_path, docs):
-    r = run(FIX_SAMPLE, "--fix", "--format", "json", "--rx-csum", "unnecessary-tunnel", "-q")
+    r = run(
+        FIX_SAMPLE, "--fix", "--poll", "budget", "--format", "json", "--rx-csum", "unnecessary-tunnel", "-q"
+    )
     assert r.exit_code == 0
     p = tmp_path / "tunnel.json"
     p.write_text(r.stdout)

@@ -17,7 +17,7 @@ from gro_replay.kernel import reasons as R
 from gro_replay.packet.build import FrameSpec, build_flow
 from gro_replay.packet.decode import FlowKey
 from gro_replay.report.explain import FlowDeliveries, SelectorError, explain, select_flows
-from gro_replay.sim import ReplayConfig, replay_frames
+from gro_replay.sim import PollModel, ReplayConfig, replay_frames
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX_SAMPLE = ROOT / "sample_pcaps" / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
@@ -25,7 +25,10 @@ VXLAN4_SAMPLE = ROOT / "sample_pcaps" / "vxlan-4flows-computed-csum.pcap"
 
 
 def explain_json(*args) -> dict:
-    r = CliRunner().invoke(main, ["explain", *(str(a) for a in args), "--format", "json", "-q"])
+    args = [str(a) for a in args]
+    if "--poll" not in args:
+        args += ["--poll", "budget"]  # the verdicts below are budget-poll truths
+    r = CliRunner().invoke(main, ["explain", *args, "--format", "json", "-q"])
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)
 
@@ -116,7 +119,7 @@ def test_explain_computed_outer_checksums_not_affected():
             assert R.UDP_GATE_ZERO_CSUM not in reasons(f["kernels"][k]["phys"])
             assert f["kernels"][k]["phys"]["frames_in"] == 100
     assert doc["verdict"]["affected"] is False
-    r = CliRunner().invoke(main, ["explain", str(VXLAN4_SAMPLE), "-q"])
+    r = CliRunner().invoke(main, ["explain", str(VXLAN4_SAMPLE), "--poll", "budget", "-q"])
     assert "capture: affected: no: " in r.stdout
     assert r.stdout.count("  verdict: affected: no: outer UDP checksum set") == 4
 
@@ -156,7 +159,9 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
     # never held. Four phys skbs either way: the gate cost this flow nothing.
     frames = build_flow(FrameSpec(outer_csum="zero"), [0, 0, 0, 0])
     obs = FlowDeliveries()
-    result = replay_frames([(1000 * k, f) for k, f in enumerate(frames)], ReplayConfig(), obs)
+    result = replay_frames(
+        [(1000 * k, f) for k, f in enumerate(frames)], ReplayConfig(poll=PollModel("budget")), obs
+    )
     doc = explain(result, obs, ["pre-fix", "post-fix"], [0])
     (flow,) = doc["flows"]
     assert reasons(flow["kernels"]["pre-fix"]["phys"]) == {R.UDP_GATE_ZERO_CSUM: 4}

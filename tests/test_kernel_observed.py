@@ -14,7 +14,7 @@ import pytest
 
 from gro_replay.kernel.model import profile
 from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
-from gro_replay.sim import ReplayConfig, replay_frames
+from gro_replay.sim import PollModel, ReplayConfig, replay_frames
 
 SPEC = FrameSpec(timestamps=False, outer_csum="zero", payload=1400)
 
@@ -25,7 +25,7 @@ def _replay(frames: list[bytes], release: str, nic: str) -> dict[str, list[int]]
     def on_deliver(kernel_name, stage, dev_name, skb, now_ns):
         out[stage].append(skb.len)
 
-    cfg = ReplayConfig(kernels=(profile(release),), rx_csum=nic, rss="none", hz=250)
+    cfg = ReplayConfig(kernels=(profile(release),), rx_csum=nic, rss="none", hz=250, poll=PollModel("budget"))
     replay_frames([(i * 10_000, f) for i, f in enumerate(frames)], cfg, on_deliver)
     return out
 

@@ -33,9 +33,9 @@ def test_plot_writes_file(tmp_path, ext):
 def test_plot_figure_bars_are_the_segment_histograms():
     pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install 'gro-replay[plot]')")
     from gro_replay.report.plot import segs_figure
-    from gro_replay.sim import ReplayConfig, replay_capture
+    from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 
-    result = replay_capture(str(FIX_SAMPLE), ReplayConfig())
+    result = replay_capture(str(FIX_SAMPLE), ReplayConfig(poll=PollModel("budget")))
     axes = segs_figure(result).axes  # row-major: phys pre, phys post, tunnel pre, tunnel post
 
     def bars(ax):

@@ -157,11 +157,13 @@ def test_full_polls_keep_this_jiffys_packets_at_hz_1000():
     # older than this jiffy, so the aggregate keeps growing; the empty repoll after the last (napi_complete_done(0),
     # timeout 0) flushes it: one skb of 192 segments at the last frame's time
     frames = flow([i * US for i in range(192)])
-    assert phys_deliveries(frames, hz=1000) == [(phys_len(192), 191 * US)]
+    budget = PollModel("budget")
+    assert phys_deliveries(frames, hz=1000, poll=budget) == [(phys_len(192), 191 * US)]
     # HZ 250: a full poll flushes everything
-    assert phys_deliveries(frames, hz=250) == [(phys_len(64), 63 * US), (phys_len(64), 127 * US)] + [
-        (phys_len(64), 191 * US)
-    ]
+    assert phys_deliveries(frames, hz=250, poll=budget) == [
+        (phys_len(64), 63 * US),
+        (phys_len(64), 127 * US),
+    ] + [(phys_len(64), 191 * US)]
 
 
 def test_a_polls_jiffy_is_taken_from_its_time():
@@ -170,7 +172,10 @@ def test_a_polls_jiffy_is_taken_from_its_time():
     # Poll 3 (jiffy 1) holds a new packet that survives its full poll and goes up at the empty repoll.
     times = [i * US for i in range(127)] + [MS + i * US for i in range(65)]
     frames = flow(times)
-    assert phys_deliveries(frames, hz=1000) == [(phys_len(128), MS), (phys_len(64), MS + 64 * US)]
+    assert phys_deliveries(frames, hz=1000, poll=PollModel("budget")) == [
+        (phys_len(128), MS),
+        (phys_len(64), MS + 64 * US),
+    ]
 
 
 def test_rx_usecs_repoll_merges_into_the_packet_the_full_poll_kept():

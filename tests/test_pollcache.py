@@ -24,7 +24,7 @@ from gro_replay.capture.writer import PcapWriter
 from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
-from gro_replay.synth import Scenario, write_scenario
+from gro_replay.synth import Scenario, synth_frames, write_scenario
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "sample_pcaps").glob("*.pcap"))
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "captures"
@@ -42,8 +42,7 @@ def _run(path, cfg) -> tuple[str, dict | None]:
 
 def _eligible(cfg: ReplayConfig, rng: random.Random) -> ReplayConfig:
     """The scenario's config with the settings the batch path needs (HZ < 1000, no deferral, one queue)."""
-    poll = cfg.poll if cfg.poll.kind != "rx-usecs" else PollModel("gap", rng.choice([2.0, 5.0, 50.0]))
-    return replace(cfg, hz=250, gro_flush_timeout_ns=0, napi_defer_hard_irqs=0, rx_queues=1, poll=poll)
+    return replace(cfg, hz=250, gro_flush_timeout_ns=0, napi_defer_hard_irqs=0, rx_queues=1)
 
 
 def _write(path: Path, frames, repeat: int) -> None:
@@ -99,7 +98,7 @@ def test_seeded_scenarios_exercise_the_cache(tmp_path, monkeypatch):
     ],
     ids=["bulk", "flows64", "blocks8-csum", "geneve-v6"],
 )
-@pytest.mark.parametrize("poll", ["budget", "gap:5"])
+@pytest.mark.parametrize("poll", ["budget", "gap:5", "rx-usecs:16"])
 def test_batch_path_equals_reference_on_synth_captures_and_hits(sc, poll, tmp_path, monkeypatch):
     path = tmp_path / "c.pcap"
     write_scenario(path, sc)
@@ -107,8 +106,9 @@ def test_batch_path_equals_reference_on_synth_captures_and_hits(sc, poll, tmp_pa
     cfg = ReplayConfig(poll=PollModel.parse(poll), resegment="auto")
     assert _doc(path, cfg) == _doc(path, replace(cfg, fast_path=False))
     b = _run(path, cfg)[1]
-    # regular in-order traffic repeats its poll shapes: most polls are answered by the cache
-    assert b["polls_cached"] > 2 * b["polls_simulated"], b
+    # regular in-order traffic repeats its poll shapes: most polls are answered by the cache (rx-usecs:16 over
+    # frames 1 µs apart: polls of 17 frames; over 64 round-robin flows they take 64 shapes before repeating)
+    assert b["polls_cached"] > (1 if poll.startswith("rx-usecs") else 2) * b["polls_simulated"], b
 
 
 @pytest.mark.parametrize("rx_csum", ["none", "unnecessary", "unnecessary-tunnel", "complete", "partial"])
@@ -116,7 +116,7 @@ def test_batch_path_equals_reference_on_samples_and_shared_captures(rx_csum):
     paths = SAMPLES + (sorted(SHARED.rglob("*.pcap")) if SHARED.is_dir() else [])
     assert len(paths) >= 3
     for p in paths:
-        for poll in ("budget", "gap:5"):
+        for poll in ("budget", "gap:5", "rx-usecs:16"):
             cfg = ReplayConfig(rx_csum=rx_csum, poll=PollModel.parse(poll), resegment="auto")
             assert _doc(p, cfg) == _doc(p, replace(cfg, fast_path=False)), (p, poll)
 
@@ -130,10 +130,44 @@ def test_not_eligible_configs_take_the_reference_path():
         {"gro_flush_timeout_ns": 20_000},
         {"napi_defer_hard_irqs": 2},
         {"rx_queues": 2},
-        {"poll": PollModel("rx-usecs", 8.0)},
         {"fast_path": False},
     ):
         assert not pollcache.batch_eligible(replace(base, **change), False), change
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        "equal",  # every frame at one instant: one rx-usecs window over every block (memory: full polls run)
+        "backwards",  # timestamps that go back now and then (iter_polls: arrivals checked in capture order)
+        "spread",  # windows of 1..70 frames that straddle block boundaries, some ending with a full poll
+    ],
+)
+def test_rx_usecs_windows_across_blocks_equal_reference(times, tmp_path, monkeypatch):
+    """rx-usecs on the batch path (pollcache ``_polls_rx_usecs``): a window opened in one block continues in the
+    next (its poll time is kept), its full polls are final, and a window that ended with a full poll gets its
+    empty repoll (iter_polls) — whole JSON documents equal to the reference path's."""
+    rng = random.Random(7)
+    frames = [f for _, f in synth_frames(Scenario(flows=3, frames=300, interleave=5))]
+    if times == "equal":
+        ts = [5_000_000] * len(frames)
+    elif times == "backwards":
+        ts = [100_000 + i * 3000 - (40_000 if i % 37 == 0 else 0) for i in range(len(frames))]
+    else:
+        ts, t = [], 0
+        for _ in frames:
+            t += rng.choice([100, 200, 900, 20_000, 40_000])
+            ts.append(t)
+    path = tmp_path / "w.pcap"
+    with PcapWriter(path) as w:
+        for t, f in zip(ts, frames, strict=True):
+            w.write(t, f)
+    for block in (2048, 9000):
+        monkeypatch.setattr(pollcache, "BLOCK", block)
+        cfg = ReplayConfig(poll=PollModel.parse("rx-usecs:16"))
+        got, batch = _run(path, cfg)
+        assert batch is not None
+        assert got == _doc(path, replace(cfg, fast_path=False)), (times, block)
 
 
 # -- cases a fuzzer found (each once differed between the paths) ---------------------------------------------------

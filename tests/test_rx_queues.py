@@ -104,6 +104,7 @@ def _nine_flows_one_bucket():
 
 def _deliveries(frames, **cfg):
     out = {"phys": [], "tunnel": []}
+    cfg.setdefault("poll", PollModel("budget"))  # all 18 frames in one poll per queue (the truths below)
     replay_frames(frames, ReplayConfig(**cfg), lambda k, st, d, skb, t: out[st].append(len(skb.frames)))
     return out
 

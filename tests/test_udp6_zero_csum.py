@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from gro_replay.kernel.model import K_6_18
 from gro_replay.packet.build import FrameSpec, build_flow
-from gro_replay.sim import ReplayConfig, replay_frames
+from gro_replay.sim import PollModel, ReplayConfig, replay_frames
 
 FRAMES = build_flow(
     FrameSpec(outer_ipv6=True, outer_csum="zero", timestamps=False, payload=1400), [1400] * 20
@@ -19,7 +19,7 @@ FRAMES = build_flow(
 
 def _run(**kw):
     seen = {"phys": [], "tunnel": []}
-    cfg = replace(ReplayConfig(kernels=(K_6_18,), rx_csum="none", rss="none"), **kw)
+    cfg = replace(ReplayConfig(kernels=(K_6_18,), rx_csum="none", rss="none", poll=PollModel("budget")), **kw)
     res = replay_frames(
         ((i * 1000, f) for i, f in enumerate(FRAMES)), cfg, lambda k, s, d, skb, t: seen[s].append(skb.len)
     )
@@ -47,7 +47,10 @@ def test_verdict_says_refused_ipv6_frames_are_lost():
     # skbs carry the frames to the drop), and the verdict names the drop and the knob
     from gro_replay.report.document import affected_flows, verdict
 
-    res = replay_frames(((i * 1000, f) for i, f in enumerate(FRAMES)), ReplayConfig(rx_csum="unnecessary"))
+    res = replay_frames(
+        ((i * 1000, f) for i, f in enumerate(FRAMES)),
+        ReplayConfig(rx_csum="unnecessary", poll=PollModel("budget")),
+    )
     v = verdict(res)
     assert v.startswith("Every tunnelled frame is lost before decapsulation")
     assert "20 frame(s) lost: __udp6_lib_rcv drops a UDPv6 datagram with checksum 0" in v

@@ -155,7 +155,9 @@ def test_kernel_defer_to_tunnel_matches_prefix_simulator(tmp_path):
     # all 17 frames share one budget poll: one tunnel aggregate of 1450 + 15 × 1398 + 672 bytes
     assert devices[1].kernel == [1450 + 15 * 1398 + 672]
     seq = {"phys": [], "tunnel": []}
-    cfg = ReplayConfig(kernels=(K_5_11,), rx_csum="unnecessary", rss="none", hz=kernel_hz())
+    cfg = ReplayConfig(
+        kernels=(K_5_11,), rx_csum="unnecessary", rss="none", hz=kernel_hz(), poll=PollModel("budget")
+    )
     replay_capture(path, cfg, lambda k, stage, dev, skb, now: seq[stage].append(skb.len))
     assert seq["phys"] == devices[0].kernel and seq["tunnel"] == devices[1].kernel
 

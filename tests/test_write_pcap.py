@@ -228,6 +228,8 @@ def test_write_pcap_tshark_geneve_ipv6_sample(tmp_path):
         main,
         [
             str(GENEVE_SAMPLE),
+            "--poll",
+            "budget",
             "--write-pcap",
             str(tmp_path),
             "--pcap-format",
@@ -253,7 +255,18 @@ def test_write_pcap_nonzero_outer_checksum_reseeded(tmp_path):
     # udp_gro_complete re-seeds a non-zero outer check with ~udp_v4_check(len, saddr, daddr, 0), i.e. the
     # pseudo-header sum of the new length (gro-spec §5.7); tshark leaves it unverified, so nothing is flagged.
     r = CliRunner().invoke(
-        main, [str(VXLAN4_SAMPLE), "--fix", "--write-pcap", str(tmp_path), "--pcap-format", "pcap", "-q"]
+        main,
+        [
+            str(VXLAN4_SAMPLE),
+            "--fix",
+            "--poll",
+            "budget",
+            "--write-pcap",
+            str(tmp_path),
+            "--pcap-format",
+            "pcap",
+            "-q",
+        ],
     )
     assert r.exit_code == 0, r.output
     path = tmp_path / "post-fix-eth0.pcap"
@@ -310,6 +323,8 @@ def test_write_pcap_notes_files_on_stderr_unless_quiet(tmp_path):
         [
             str(FIX_SAMPLE),
             "--fix",
+            "--poll",
+            "budget",
             "--write-pcap",
             str(tmp_path),
             "--pcap-format",

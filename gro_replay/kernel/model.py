@@ -1,6 +1,6 @@
 """Kernel behaviour switches, one per commit that changed a decision on this receive path.
 
-Each switch is read by exactly one ``if`` at the branch point its commit changed (STYLE.md). A profile is a
+Each switch is read by exactly one ``if`` at the branch point its commit changed. A profile is a
 ``KernelModel`` value; ``Kernel`` instances built from two profiles run side by side over one read of a capture.
 Profiles (4.19, 5.4, 5.10, 5.11, 5.12, 5.15, 6.1, 6.6, 6.12, 6.18) are computed from ``SWITCH_COMMITS`` (each switch's
 commit and upstream release); ``resolve_kernel`` adds the stable backports a point release carries

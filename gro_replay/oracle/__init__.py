@@ -1,7 +1,7 @@
 """Kernel backend: replay frames through the running Linux kernel in private network namespaces and
 record what each GRO stage delivered (ground truth for the simulator's post-fix model).
 
-Recipe: ../shared/kernel-oracle.md. Needs root, network namespaces, tracefs, veth, vxlan and bpf(2);
+Recipe: the module docstring of gro_replay/oracle/replay.py. Needs root, network namespaces, tracefs, veth, vxlan and bpf(2);
 ``check_environment`` names the first missing one.
 """
 

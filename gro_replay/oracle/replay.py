@@ -1,6 +1,6 @@
 """Replay frames through the running kernel and record what each GRO stage delivered.
 
-One run (per ../shared/kernel-oracle.md): two private network namespaces joined by a veth pair with one
+One run (README.md, "gro-replay kernel"): two private network namespaces joined by a veth pair with one
 queue each; the sender end carries the capture's outer source MAC/IP, the receiving end ("phys" stage: veth
 NAPI GRO, threaded, pinned) its outer destination MAC/IP, and a ``vxlan external`` device beside it ("tunnel"
 stage: gro_cells). A child process in the sender namespace writes the frames to an AF_PACKET socket in

@@ -45,7 +45,7 @@ CLS_NOT_TUNNEL = "not_tunnel"
 class FlowKey:
     """Names a flow for the report: outer addresses/ports, tunnel kind and VNI, inner addresses/ports/protocol.
 
-    Addresses are text; ports 0 where absent. The simulation never matches flows through this key (STYLE.md).
+    Addresses are text; ports 0 where absent. The simulation never matches flows through this key.
     """
 
     outer_src: str

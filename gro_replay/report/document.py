@@ -1,4 +1,4 @@
-"""The JSON document (DESIGN.md "Output contract") and the plain-language verdict built from a replay result."""
+"""The JSON document (README.md "JSON document") and the plain-language verdict built from a replay result."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Counters collected while kernels run: per stage, per flow, per reason; and the JSON document built from them.
 
-Integers stay integers; histograms are numpy arrays indexed by segments per skb. The JSON shape is DESIGN.md's
-"Output contract"; keys are only ever added.
+Integers stay integers; histograms are numpy arrays indexed by segments per skb. The JSON shape is README.md's
+"JSON document"; keys are only ever added.
 """
 
 from __future__ import annotations
