@@ -23,6 +23,24 @@ from .kernel.nic import DEFAULT_POLL_GAP_USECS, NIC_PRESETS, RX_CSUM_PROFILES
 from .report.schema import dumps
 from .sim import RSS_MODES, ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
 
+#: The CONFIG_HZ values a kernel can be built with (kernel/Kconfig.hz: HZ_100, HZ_250, HZ_300, HZ_1000).
+CONFIG_HZ_VALUES = ("100", "250", "300", "1000")
+
+
+class PortOrAuto(click.ParamType):
+    """A UDP port (1..65535) or ``auto``."""
+
+    name = "PORT|auto"
+
+    def convert(self, value, param, ctx):
+        if value == "auto":
+            return value
+        return _UDP_PORT.convert(value, param, ctx)
+
+
+_UDP_PORT = BoundedInt(1, 65535)
+PORT_OR_AUTO = PortOrAuto()
+
 
 class UsageError(click.ClickException):
     """Bad input or usage: exit code 2."""
@@ -138,10 +156,10 @@ def replay_options(f):
         ),
         click.option(
             "--hz",
-            type=int,
-            default=250,
+            type=click.Choice(CONFIG_HZ_VALUES),
+            default="250",
             show_default=True,
-            help="CONFIG_HZ (HZ ≥ 1000 flushes only old packets on a full poll).",
+            help="CONFIG_HZ (kernel/Kconfig.hz; HZ 1000 flushes only old packets on a full poll).",
         ),
         click.option(
             "--rss",
@@ -153,15 +171,28 @@ def replay_options(f):
         click.option("--rss-key", default=None, help="RSS key as hex (default: the common 40-byte key)."),
         click.option(
             "--vxlan-port",
-            type=BoundedInt(1, 65535),
+            type=PORT_OR_AUTO,
             multiple=True,
-            help="VXLAN UDP port (repeatable; default 4789 and 8472).",
+            help="VXLAN UDP port (repeatable; default 4789 and 8472); auto: also every port whose traffic parses "
+            "as VXLAN.",
         ),
         click.option(
             "--geneve-port",
-            type=BoundedInt(1, 65535),
+            type=PORT_OR_AUTO,
             multiple=True,
-            help="Geneve UDP port (repeatable; default 6081).",
+            help="Geneve UDP port (repeatable; default 6081); auto: also every port whose traffic parses as Geneve.",
+        ),
+        click.option(
+            "--interface",
+            default=None,
+            metavar="N|NAME",
+            help="Of a capture holding several interfaces (tcpdump -i any, pcapng): the one to replay, by ifindex, "
+            "pcapng interface id or name. Default: the one that carries the tunnel traffic.",
+        ),
+        click.option(
+            "--detect-tunnels",
+            is_flag=True,
+            help="Same as --vxlan-port auto --geneve-port auto.",
         ),
         click.option("--phys-dev", default="eth0", show_default=True, help="Physical device name in traces."),
         click.option(
@@ -258,6 +289,8 @@ def build_config(
     nic_tunnel_port=None,
     capture_filter=None,
     flow=None,
+    detect_tunnels=False,
+    interface=None,
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
     if nic_tunnel_port is not None and nic is None:
@@ -267,6 +300,15 @@ def build_config(
         rss = rss or NIC_PRESETS[nic].rss_mode
     rx_csum = rx_csum or "unnecessary"
     rss = rss or "toeplitz"
+    auto = {"vxlan", "geneve"} if detect_tunnels else set()
+    if "auto" in vxlan_port:
+        auto.add("vxlan")
+    if "auto" in geneve_port:
+        auto.add("geneve")
+    vxlan_port = tuple(p for p in vxlan_port if p != "auto")
+    geneve_port = tuple(p for p in geneve_port if p != "auto")
+    if str(hz) not in CONFIG_HZ_VALUES:
+        raise UsageError(f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz)")
     if kernel_rel:
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
@@ -292,10 +334,12 @@ def build_config(
             nic=nic,
             nic_tunnel_port=nic_tunnel_port == "on",
             poll=PollModel.parse(poll),
-            hz=hz,
+            hz=int(hz),
             rss=rss,
             vxlan_ports=tuple(vxlan_port) or (4789, 8472),
             geneve_ports=tuple(geneve_port) or (6081,),
+            detect_tunnels=tuple(k for k in ("vxlan", "geneve") if k in auto),
+            interface=interface,
             phys_dev=phys_dev,
             vxlan_dev=tunnel_dev or "vxlan0",
             geneve_dev=tunnel_dev or "geneve0",

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .capture.chunks import PcapChunks
-from .capture.reader import DLT_EN10MB, l2_normalize, open_capture
+from .capture.interfaces import may_hold_several
+from .capture.interfaces import plan as plan_interfaces
+from .capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
 from .kernel.gro_cells import GroCells
 from .kernel.kernel import Kernel
 from .kernel.model import K_5_11, K_5_12, KernelModel
@@ -35,6 +37,7 @@ from .kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, C
 from .packet.csum import PollSums
 from .packet.decode import (
     CLS_NOT_TUNNEL,
+    CLS_TUNNEL_OTHER,
     CLS_TUNNEL_TCP,
     SKIP_LINKTYPE,
     SKIP_SNAPLEN,
@@ -125,6 +128,13 @@ class ReplayConfig:
     rss_key: bytes = DEFAULT_RSS_KEY
     vxlan_ports: tuple[int, ...] = (4789, 8472)
     geneve_ports: tuple[int, ...] = (6081,)
+    #: the interface to replay of a capture that holds several (``--interface``: an ifindex, a pcapng interface id
+    #: or name); None: the one that carries the tunnel traffic (capture/interfaces.py)
+    interface: str | None = None
+    #: tunnel kinds (``"vxlan"``, ``"geneve"``) whose ports are detected (``--vxlan-port auto``): a first read of
+    #: the capture finds the UDP ports whose payloads parse as that tunnel (``packet.decode.sniff_tunnel``) and
+    #: the kernels get a tunnel socket on each (``detect_tunnel_ports``)
+    detect_tunnels: tuple[str, ...] = ()
     phys_dev: str = "eth0"
     vxlan_dev: str = "vxlan0"
     geneve_dev: str = "geneve0"
@@ -247,6 +257,8 @@ class ReplayConfig:
             },
             "vxlan_ports": list(self.vxlan_ports),
             "geneve_ports": list(self.geneve_ports),
+            "detect_tunnels": list(self.detect_tunnels),
+            "interface": self.interface,
             "devices": {"phys": self.phys_dev, "vxlan": self.vxlan_dev, "geneve": self.geneve_dev},
             "tunnel_metadata": self.tunnel_metadata,
             "udp6_zero_csum_rx": self.udp6_zero_csum_rx,
@@ -349,6 +361,14 @@ class InputStats:
     filtered: Counter = field(default_factory=Counter)
     #: ``--flow``: frames of the selected flows (None without a selector)
     selected_frames: int | None = None
+    #: frames on UDP ports without a tunnel socket that parse as a tunnel: kind → port → frames
+    tunnel_ports_not_configured: dict = field(default_factory=dict)
+    #: tunnel ports found by ``--vxlan-port auto`` / ``--geneve-port auto``: kind → port → frames
+    tunnel_ports_detected: dict = field(default_factory=dict)
+    #: facts about the input a reader must know (one sentence each), in the order found
+    notes: list = field(default_factory=list)
+    #: per interface of a capture that holds several (capture/interfaces.py ``Selection.as_list``)
+    interfaces: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -365,7 +385,77 @@ class InputStats:
             "oversize_not_split": dict(sorted(self.oversize_not_split.items())),
             "filtered": dict(sorted(self.filtered.items())),
             **({"selected_frames": self.selected_frames} if self.selected_frames is not None else {}),
+            "tunnel_ports_not_configured": _by_port(self.tunnel_ports_not_configured),
+            "tunnel_ports_detected": _by_port(self.tunnel_ports_detected),
+            "notes": list(self.notes),
+            "interfaces": list(self.interfaces),
         }
+
+
+def _by_port(d: dict) -> dict:
+    """kind → port → frames with the ports as JSON object keys (text), sorted."""
+    return {kind: {str(p): n for p, n in sorted(ports.items())} for kind, ports in sorted(d.items())}
+
+
+def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+    """The input notes about tunnel ports: traffic that parses as VXLAN/Geneve on ports without a tunnel socket
+    (with the option that decodes it), ports ``auto`` found, or that the capture holds no tunnel traffic."""
+    notes = []
+    opt = {"vxlan": "--vxlan-port", "geneve": "--geneve-port"}
+    name = {"vxlan": "VXLAN", "geneve": "Geneve"}
+    for kind, ports in sorted(inp.tunnel_ports_detected.items()):
+        found = ", ".join(f"{p} ({n:,} frames)" for p, n in sorted(ports.items()))
+        notes.append(f"{opt[kind]} auto: {name[kind]} found on UDP port {found}; decoded there")
+    for kind, ports in sorted(inp.tunnel_ports_not_configured.items()):
+        for p, n in sorted(ports.items()):
+            notes.append(
+                f"{n:,} frames to UDP port {p} parse as {name[kind]}, but no {name[kind]} port is configured there: "
+                f"replayed as plain UDP (not_tunnel), as a kernel without that tunnel socket would; "
+                f"pass {opt[kind]} {p} (or {opt[kind]} auto) to decode them"
+            )
+    if not inp.classes.get(CLS_TUNNEL_TCP) and not inp.classes.get(CLS_TUNNEL_OTHER) and not notes:
+        ports = ", ".join(map(str, config.vxlan_ports)) or "none"
+        gports = ", ".join(map(str, config.geneve_ports)) or "none"
+        notes.append(
+            f"no tunnel traffic: no frame goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}) "
+            "and none parses as VXLAN or Geneve on another UDP port"
+        )
+    return notes
+
+
+class TunnelScanError(CaptureError):
+    """``--vxlan-port auto`` on an input that cannot be read twice (a pipe)."""
+
+
+def detect_tunnel_ports(path: str, config: ReplayConfig) -> dict[str, dict[int, int]]:
+    """First read of ``path`` for ``config.detect_tunnels``: kind → UDP destination port → frames whose payload
+    parses as that tunnel (``packet.decode.sniff_tunnel``) on ports without a socket of either kind.
+
+    Raises: TunnelScanError when ``path`` is not a regular file (a pipe is read once); CaptureError.
+    """
+    import os
+    import stat
+
+    try:
+        regular = path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        regular = True  # open_capture names the problem
+    if not regular:
+        raise TunnelScanError(
+            f"{path}: --vxlan-port/--geneve-port auto reads the capture twice and a pipe can be read once: "
+            "name the port (the report lists ports that carry tunnel traffic)"
+        )
+    dec = Decoder(config.vxlan_ports, config.geneve_ports)
+    with open_capture(path) as cap:
+        for _ts, buf, orig_len, linktype in cap:
+            if len(buf) < orig_len:
+                continue
+            if linktype != DLT_EN10MB:
+                buf = l2_normalize(buf, linktype)
+                if buf is None:
+                    continue
+            dec.decode(buf)
+    return {k: dict(v) for k, v in dec.unconfigured.items() if k in config.detect_tunnels}
 
 
 @dataclass
@@ -1192,6 +1282,11 @@ class Replayer:
                     check_conservation(st)
 
     def result(self) -> Result:
+        inp = self.input
+        inp.tunnel_ports_not_configured = {k: dict(v) for k, v in self.decoder.unconfigured.items()}
+        for note in tunnel_notes(inp, self.config):
+            if note not in inp.notes:
+                inp.notes.append(note)
         return Result(
             self.input, self.config, self.stats, self.decoder.flows, self.decoder.flow_class, self.batch
         )
@@ -1209,12 +1304,27 @@ def replay_capture(
     ``Result.batch`` counts its polls.
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.
     """
+    detected: dict[str, dict[int, int]] = {}
+    if config.detect_tunnels:
+        detected = detect_tunnel_ports(path, config)
+        if detected:
+            config = replace(
+                config,
+                vxlan_ports=config.vxlan_ports + tuple(sorted(detected.get("vxlan", {}))),
+                geneve_ports=config.geneve_ports + tuple(sorted(detected.get("geneve", {}))),
+            )
     rep = Replayer(config, on_deliver)
+    rep.input.tunnel_ports_detected = detected
     with open_capture(path) as cap:  # first: a missing or unreadable file is a CaptureError (one line)
         rep.input.path = str(path)
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
         records = cap if progress is None else _counting(cap, progress)
+        sel = plan_interfaces(
+            str(path), cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface
+        )
+        if may_hold_several(cap):
+            records = sel.filter(cap, records, rep.input)
         batch = (
             batch_eligible(config, on_deliver is not None)
             and config.flow is None  # the filters apply on the frame-by-frame path (Replayer.decoded)
@@ -1235,6 +1345,9 @@ def replay_capture(
         if cap.truncated_records:
             rep.input.frames_read += cap.truncated_records
             rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
+        rep.input.notes.extend(sel.notes())
+        if len(sel.by_key) > 1:
+            rep.input.interfaces = sel.as_list()
     rep.finish()
     return rep.result()
 

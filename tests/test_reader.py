@@ -309,19 +309,23 @@ def test_pcap_unsupported_linktype_105_rejected_at_open(tmp_path):
     )
 
 
-def test_pcapng_unsupported_first_interface_rejected_at_open(tmp_path):
+def test_pcapng_unsupported_first_interface_is_yielded_with_its_link_type(tmp_path):
+    # issue 10 item 6: an interface of an unsupported link type does not reject the file; its frames come with
+    # their link type and the replay counts them as skipped (unsupported_link_layer, tests/test_interfaces.py)
     p = write(tmp_path, "wifi.pcapng", shb() + idb(105) + epb(0, 0, frame(1)))
-    with pytest.raises(CaptureError, match=r"unsupported link type 105 \(IEEE802_11\)"):
-        open_capture(p)
+    with open_capture(p) as cap:
+        assert [(r[1], r[3]) for r in cap] == [(frame(1), 105)]
+        assert cap.interfaces == [(105, None)] and cap.last_iface == 0
 
 
-def test_pcapng_unsupported_later_interface_rejected_when_seen(tmp_path):
+def test_pcapng_unsupported_later_interface_is_yielded_with_its_link_type(tmp_path):
     p = write(tmp_path, "later.pcapng", dpkt_pcapng(2) + idb(105) + epb(1, 0, frame(1)))
     with open_capture(p) as cap:
-        it = iter(cap)
-        assert [next(it)[1], next(it)[1]] == [frame(0), frame(1)]
-        with pytest.raises(CaptureError, match="unsupported link type 105"):
-            next(it)
+        assert [(r[1], r[3]) for r in cap] == [
+            (frame(0), DLT_EN10MB),
+            (frame(1), DLT_EN10MB),
+            (frame(1), 105),
+        ]
 
 
 @pytest.mark.parametrize(

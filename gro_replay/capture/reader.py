@@ -73,6 +73,7 @@ _PCAPNG_IDB = dpkt.pcapng.PCAPNG_BT_IDB
 _PCAPNG_EPB = dpkt.pcapng.PCAPNG_BT_EPB
 _PCAPNG_PB = dpkt.pcapng.PCAPNG_BT_PB
 _PCAPNG_SPB = dpkt.pcapng.PCAPNG_BT_SPB
+_PCAPNG_OPT_IF_NAME = 2  #: pcapng IDB option if_name (draft-ietf-opsawg-pcapng §4.2)
 
 # pcap record header (dpkt.pcap.PktHdr): tv_sec, tv_usec|tv_nsec, caplen, len. The modified-pcap header
 # (PktModHdr) starts with the same four fields.
@@ -241,6 +242,10 @@ class Capture:
         self.path = path
         self.compressed = compressed
         self.truncated_records = 0
+        #: pcapng: (link type, if_name or None) of each interface of the current section, by interface id
+        self.interfaces: list[tuple[int, str | None]] = []
+        #: pcapng: the interface id of the record last yielded (None for classic pcap)
+        self.last_iface: int | None = None
         self.pcap_layout: tuple[str, int, int] | None = None
         self._raw = raw
         self._digest = digest
@@ -391,17 +396,18 @@ class Capture:
             raise CaptureError(f"{self.path}: unsupported pcapng version {shb.v_major}.{shb.v_minor}")
         self._order = order
         self._ifaces = []
+        self.interfaces = []
         self._offset += blk_len
 
     def _read_idb(self, hdr: bytes, blk_len: int) -> None:
-        """Read an interface description block; its link type must be supported."""
+        """Read an interface description block. An unsupported link type does not reject the file: that
+        interface's frames are yielded with its link type and skipped by the caller (``l2_normalize`` → None)."""
         order = self._order
         cls = (
             dpkt.pcapng.InterfaceDescriptionBlockLE if order == "<" else dpkt.pcapng.InterfaceDescriptionBlock
         )
         idb = cls(self._read_body(hdr, blk_len))
-        if idb.linktype not in SUPPORTED_LINKTYPES:
-            raise _linktype_error(self.path, idb.linktype)
+        name = None
         num, den, offset_ns = _NS, 1_000_000, 0  # if_tsresol absent: microseconds
         for opt in idb.opts:
             if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL and opt.data:
@@ -410,8 +416,11 @@ class Capture:
                 den = 2 ** (res & 0x7F) if res & 0x80 else 10 ** (res & 0x7F)
             elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
                 offset_ns = _NG_I64[order].unpack_from(opt.data)[0] * _NS
+            elif opt.code == _PCAPNG_OPT_IF_NAME and opt.data:
+                name = bytes(opt.data).split(b"\0", 1)[0].decode("utf-8", "replace") or None
         g = math.gcd(num, den)
         self._ifaces.append((idb.linktype, num // g, den // g, offset_ns))
+        self.interfaces.append((idb.linktype, name))
         self._offset += blk_len
 
     def _other_block(self, blk_type: int, blk_len: int, hdr: bytes) -> bool:
@@ -494,6 +503,7 @@ class Capture:
                         if blk_type != _PCAPNG_SPB:
                             ts_ns = ((ts_high << 32) | ts_low) * num // den + offset_ns
                         off += blk_len
+                        self.last_iface = iface_id
                         yield ts_ns, body[data_off : data_off + caplen], orig_len, linktype
                     else:
                         if blk_type != _PCAPNG_SHB and (blk_len < 12 or blk_len & 3):

@@ -120,6 +120,63 @@ def _ip_text(b: bytes) -> str:
     return str(ipaddress.IPv6Address(b))
 
 
+ETH_P_ARP = 0x0806
+
+
+def _plausible_ethernet(buf: bytes, off: int, end: int) -> bool:
+    """True when ``buf[off:end]`` starts with an Ethernet frame whose L3 header makes sense: ethertype IPv4 (version
+    4, IHL >= 5, total length within the datagram), IPv6 (version 6, payload length within), ARP (Ethernet/IPv4),
+    optionally behind one 802.1Q/802.1ad tag."""
+    if off + 14 > end:
+        return False
+    (etype,) = _H.unpack_from(buf, off + 12)
+    l3 = off + 14
+    if etype in _VLAN_TPIDS:
+        if l3 + 4 > end:
+            return False
+        (etype,) = _H.unpack_from(buf, l3 + 2)
+        l3 += 4
+    if etype == ETH_P_IP:
+        if l3 + 20 > end or buf[l3] >> 4 != 4 or buf[l3] & 0x0F < 5:
+            return False
+        (tot_len,) = _H.unpack_from(buf, l3 + 2)
+        return (buf[l3] & 0x0F) * 4 <= tot_len <= end - l3
+    if etype == ETH_P_IPV6:
+        if l3 + 40 > end or buf[l3] >> 4 != 6:
+            return False
+        (plen,) = _H.unpack_from(buf, l3 + 4)
+        return 40 + plen <= end - l3
+    if etype == ETH_P_ARP:
+        return l3 + 28 <= end and buf[l3 : l3 + 6] == b"\x00\x01\x08\x00\x06\x04"
+    return False
+
+
+def sniff_tunnel(buf: bytes, t: int, end: int) -> str | None:
+    """Which tunnel the UDP payload ``buf[t:end]`` parses as, on a port without a tunnel socket: ``"vxlan"``,
+    ``"geneve"`` or None.
+
+    VXLAN (RFC 7348; drivers/net/vxlan/vxlan_core.c ``vxlan_rcv``): flags 0x08 (I) and every reserved bit zero,
+    then an inner Ethernet frame. Geneve (RFC 8926; drivers/net/geneve.c ``geneve_udp_encap_recv``): version 0,
+    reserved bits zero, the options fit, protocol type 0x6558 (Transparent Ethernet Bridging), then an inner
+    Ethernet frame. The inner frame must be plausible (``_plausible_ethernet``): a known ethertype with a sane
+    L3 header, so that other UDP protocols are not taken for tunnels.
+    """
+    if t + 8 > end:
+        return None
+    b0 = buf[t]
+    if b0 == 0x08 and buf[t + 1] == buf[t + 2] == buf[t + 3] == buf[t + 7] == 0:
+        return "vxlan" if _plausible_ethernet(buf, t + 8, end) else None
+    if (
+        b0 >> 6 == 0
+        and buf[t + 1] & 0x3F == 0
+        and buf[t + 7] == 0
+        and _H.unpack_from(buf, t + 2)[0] == ETH_P_TEB
+    ):
+        inner = t + 8 + (b0 & 0x3F) * 4
+        return "geneve" if _plausible_ethernet(buf, inner, end) else None
+    return None
+
+
 class Decoder:
     """Turns Ethernet frames into replayable frames or skip reasons, and keeps the flow table.
 
@@ -135,6 +192,9 @@ class Decoder:
         #: the RSS input of each flow (outer addresses and ports: a function of the flow key)
         self.flow_rss: list[bytes] = []
         self._flow_ids: dict[tuple, int] = {}
+        #: frames on UDP ports without a tunnel socket whose payload parses as a tunnel (``sniff_tunnel``):
+        #: kind → destination port → frames. They are replayed as the kernel sees them (``not_tunnel``).
+        self.unconfigured: dict[str, dict[int, int]] = {}
 
     def _flow(self, raw: tuple, make) -> int:
         fid = self._flow_ids.get(raw)
@@ -229,6 +289,11 @@ class Decoder:
         sport, dport, ulen, ucheck = _UDP.unpack_from(buf, l4)
         kind = self.tunnel_ports.get(dport) if proto == 17 else None
         if kind is None:
+            if proto == 17:
+                seen = sniff_tunnel(buf, l4 + 8, end)
+                if seen is not None:
+                    per_port = self.unconfigured.setdefault(seen, {})
+                    per_port[dport] = per_port.get(dport, 0) + 1
             raw = ("l4", src, dst, proto, sport, dport)
             fid = self._flow_ids.get(raw)
             if fid is None:

@@ -204,6 +204,7 @@ def input_lines(result) -> list[str]:
         + f"; poll model {cfg.poll.describe()}, weight {cfg.weight}, HZ {cfg.hz}; "
         f"kernels: " + ", ".join(f"{k.name} (v{k.release})" for k in cfg.kernels),
         *kernel_lines(cfg.kernels),
+        *(f"note: {n}" for n in getattr(inp, "notes", ())),
     ]
     if getattr(cfg, "flow", None) is not None:
         shown = len({f for k in result.kernels for f in k.flows})
