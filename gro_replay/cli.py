@@ -11,17 +11,22 @@ import os
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from . import __version__
-from .capture.reader import CaptureError
 from .cli_types import S32_MAX, ULONG_MAX, BoundedInt
 from .kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
-from .kernel.nic import DEFAULT_POLL_GAP_USECS, NIC_PRESETS, RX_CSUM_PROFILES
-from .report.schema import dumps
-from .sim import RSS_MODES, ConfigError, PollModel, ReplayConfig, parse_gro, replay_capture
+from .kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .sim import ReplayConfig
+
+# Imported on demand (start-up time, bench/startup.py): rich, dpkt (capture.reader), the simulation (sim, numpy
+# columns) and each sub-command's module (LAZY_COMMANDS).
 
 #: The CONFIG_HZ values a kernel can be built with (kernel/Kconfig.hz: HZ_100, HZ_250, HZ_300, HZ_1000).
 CONFIG_HZ_VALUES = ("100", "250", "300", "1000")
@@ -62,6 +67,16 @@ class EnvironmentProblem(click.ClickException):
 
 #: errno values of a failed write to standard output (a full or failing disk, a quota, a file size limit)
 _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF})
+#: Sub-commands that live in their own modules, imported when named: name → (module, one-line help for --help).
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "batch": ("cli_batch", "Replay many captures in parallel on Dask, each exactly as gro-replay CAPTURE."),
+    "diff": ("cli_triage", "Compare two JSON documents per kernel, stage and flow (CI regression gate)."),
+    "explain": ("cli_triage", "Per flow: where its frames were aggregated, why not, and the verdict."),
+    "kernel": ("cli_kernel", "Replay CAPTURE through the running Linux kernel (needs root)."),
+    "kernels": ("cli_kernels", "The kernel profiles and the behaviour switches that separate them."),
+    "synth": ("cli_synth", "Write a synthetic bulk-TCP-over-VXLAN/Geneve capture."),
+    "validate": ("cli_kernel", "Compare the simulator with the running kernel on the same frames."),
+}
 
 
 class DefaultGroup(click.Group):
@@ -69,6 +84,9 @@ class DefaultGroup(click.Group):
 
     A write error on standard output leaves a command as ``StdoutFailed`` (click would turn a closed pipe into
     exit code 1 and other write errors into a traceback); ``entry`` gives it its exit code.
+
+    Sub-commands of ``LAZY_COMMANDS`` are imported when named; ``--help`` lists them from their one-line help and
+    shows the replay command's options (what ``gro-replay CAPTURE`` takes) without importing them.
     """
 
     def invoke(self, ctx):
@@ -86,8 +104,38 @@ class DefaultGroup(click.Group):
                 raise StdoutFailed(e.__context__) from None
             raise
 
+    def list_commands(self, ctx):
+        return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            import importlib
+
+            mod = importlib.import_module(f"{__package__}.{LAZY_COMMANDS[name][0]}")
+            for cmd in [*getattr(mod, "COMMANDS", ()), getattr(mod, name, None)]:
+                if isinstance(cmd, click.Command) and cmd.name not in self.commands:
+                    self.add_command(cmd)
+        return self.commands.get(name)
+
+    def format_commands(self, ctx, formatter):
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.commands.get(name)
+            short = cmd.get_short_help_str(80) if cmd is not None else LAZY_COMMANDS[name][1]
+            rows.append((name, short))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def format_help(self, ctx, formatter):
+        super().format_help(ctx, formatter)
+        replay = self.commands["replay"]
+        sub = click.Context(replay, info_name="replay", parent=ctx)
+        rows = [r for p in replay.get_params(sub) if (r := p.get_help_record(sub)) is not None]
+        with formatter.section("Replay options (gro-replay CAPTURE [OPTIONS])"):
+            formatter.write_dl(rows)
+
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] not in self.list_commands(ctx) and args[0] not in ("--help", "-h", "--version"):
             args = ["replay", *args]
         elif not args:
             args = ["--help"]
@@ -126,14 +174,14 @@ def replay_options(f):
         ),
         click.option(
             "--rx-csum",
-            type=click.Choice(list(RX_CSUM_PROFILES)),
+            type=click.Choice(list(RX_CSUM_NAMES)),
             default=None,
             help="NIC RX checksum state (default unnecessary = CHECKSUM_UNNECESSARY level 0; with --nic: the "
             "driver preset decides per frame unless this is given).",
         ),
         click.option(
             "--nic",
-            type=click.Choice(list(NIC_PRESETS)),
+            type=click.Choice(list(NIC_NAMES)),
             default=None,
             help="Driver preset: the checksum state per frame (outer family, zero/computed outer UDP checksum, "
             "tunnel port offloaded, bad checksums), the RX hash fields and the interrupt moderation default of "
@@ -293,6 +341,9 @@ def build_config(
     interface=None,
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
+    from .kernel.nic import NIC_PRESETS
+    from .sim import ConfigError, PollModel, ReplayConfig, parse_gro
+
     if nic_tunnel_port is not None and nic is None:
         raise UsageError("--nic-tunnel-port needs --nic")
     if nic is not None:
@@ -364,9 +415,11 @@ def build_config(
     return cfg
 
 
-def report_console() -> Console:
+def report_console():
     """The stdout console of the text reports: the terminal's width on a terminal (a table that does not fit is
     stacked, one table per stage), else ``COLUMNS`` when set, else 120 columns (a pipe or file)."""
+    from rich.console import Console
+
     cols = os.environ.get("COLUMNS", "")
     if sys.stdout.isatty():
         width = Console().width
@@ -475,6 +528,8 @@ def _progress(quiet: bool, path: str | None = None):
     """A progress display on stderr when it is a terminal (else None, None) and the callback for the replay."""
     if quiet or not sys.stderr.isatty():
         return None, None
+    from rich.console import Console
+
     total = input_size(path) if path is not None else None
     console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
     prog = progress_display(total, console)
@@ -564,10 +619,13 @@ def replay_cmd(
     **opts,
 ) -> None:
     """Replay CAPTURE (pcap/pcapng, optionally gzip; - for stdin) through the GRO stages of each kernel model."""
+    from .capture.reader import CaptureError
     from .report.document import document
     from .report.pcapout import Observers, open_device_pcaps
     from .report.plot import check_plot_request, write_plot
+    from .report.schema import dumps
     from .report.trace import TraceWriter
+    from .sim import replay_capture
 
     stdout_users = [f"--format {fmt}"] if fmt != "table" else []
     stdout_users += [f"{o} -" for o in _dash_options(trace_path, json_path, md_path)]
@@ -662,26 +720,10 @@ def markdown(result) -> str:
     return _markdown(result)
 
 
-def _mount_optional() -> None:
-    """Mount the sub-commands that live in their own modules (each exposes ``COMMANDS``)."""
-    import importlib
-
-    from .cli_synth import synth
-
-    main.add_command(synth)
-    for name in ("cli_kernel", "cli_triage", "cli_batch", "cli_kernels"):
-        try:
-            mod = importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{name}":
-                raise
-            continue
-        # a sub-command module imported before this one is still initialising: it mounts itself when done
-        for cmd in getattr(mod, "COMMANDS", ()):
-            main.add_command(cmd)
-
-
-_mount_optional()
+def _mount_all() -> None:
+    """Import every sub-command module now (``main.commands`` complete, e.g. for documentation tools)."""
+    for name in LAZY_COMMANDS:
+        main.get_command(None, name)
 
 
 class Interrupted(BaseException):

@@ -29,7 +29,7 @@ import numpy as np
 
 from .capture.chunks import PcapChunks
 from .capture.reader import DLT_EN10MB
-from .packet.columns import FIELDS, analyse, relative
+from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries)
@@ -518,6 +518,8 @@ class BatchReplay:
         sel = np.flatnonzero(common[a:b]) + a
         if len(sel):
             inp.frames_replayed += len(sel)
+            # outer UDP checksums that do not verify (packet.decode.outer_udp_csum_bad for the others)
+            inp.outer_csum_bad += int(np.count_nonzero(col.vbits[sel] & V_UDP_BAD))
             # the class is the flow's (named by its first frame: an inner fragment makes it tunnel_other)
             flow_class = self.rep.decoder.flow_class
             uf, inv, cnt = np.unique(fids[sel], return_inverse=True, return_counts=True)

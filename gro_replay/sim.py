@@ -29,6 +29,7 @@ from .kernel.nic import (
     DEFAULT_POLL_GAP_USECS,
     DEFAULT_RSS_KEY,
     NIC_PRESETS,
+    RSS_MODES,
     RX_CSUM_PROFILES,
     hw_checksums_ok,
     toeplitz_hash,
@@ -43,6 +44,7 @@ from .packet.decode import (
     SKIP_SNAPLEN,
     SKIP_TRUNCATED_RECORD,
     Decoder,
+    outer_udp_csum_bad,
 )
 from .pollcache import BatchReplay, batch_eligible
 from .report.stats import ConservationError, KernelStats, check_conservation, checks_enabled
@@ -50,8 +52,6 @@ from .resegment import TCP_MIN_SND_MSS, Resegmenter
 
 #: Entries of the RSS indirection table (a common size; drivers use 64..512).
 RSS_INDIR_TABLE_SIZE = 128
-#: --rss: Toeplitz over outer addresses + UDP/TCP ports, over outer addresses only, or no RX hash (hash 0)
-RSS_MODES = ("toeplitz", "toeplitz-l3", "none")
 
 
 class ConfigError(ValueError):
@@ -369,6 +369,10 @@ class InputStats:
     notes: list = field(default_factory=list)
     #: per interface of a capture that holds several (capture/interfaces.py ``Selection.as_list``)
     interfaces: list = field(default_factory=list)
+    #: replayed tunnel frames whose outer UDP checksum is set and does not verify (``outer_udp_csum_bad``)
+    outer_csum_bad: int = 0
+    #: the largest outer IP packet that ``--resegment`` split (bytes, 0: none)
+    largest_split: int = 0
 
     def as_dict(self) -> dict:
         return {
@@ -389,6 +393,7 @@ class InputStats:
             "tunnel_ports_detected": _by_port(self.tunnel_ports_detected),
             "notes": list(self.notes),
             "interfaces": list(self.interfaces),
+            "outer_udp_csum_bad": self.outer_csum_bad,
         }
 
 
@@ -421,6 +426,53 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             "and none parses as VXLAN or Geneve on another UDP port"
         )
     return notes
+
+
+def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+    """Notes on how the capture was taken: outer checksums that do not verify, super-frames split at ``--mtu``."""
+    notes = []
+    if inp.outer_csum_bad:
+        notes.append(
+            f"{inp.outer_csum_bad:,} tunnel frames carry an outer UDP checksum that does not verify, typical of a "
+            "capture taken on the sending host before TX checksum offload filled it in; a NIC would not have "
+            f"reported them as verified: --rx-csum {config.rx_csum} replays them as that checksum state says, "
+            "--rx-csum none has the kernels check (and drop) them in software"
+        )
+    if inp.resegmented_frames:
+        big = inp.largest_split
+        jumbo = (
+            f"if the underlay really carries frames this large (jumbo MTU), pass --mtu {big} or --resegment off"
+            if big <= JUMBO_MAX
+            else "no underlay MTU carries them (above 9216 bytes: BIG TCP or GRO aggregates)"
+        )
+        notes.append(
+            f"{inp.resegmented_frames:,} frames larger than --mtu {config.mtu} (the largest outer IP packet "
+            f"{big:,} bytes) were split into {inp.segments_created:,} wire segments, taken for TSO/GSO or GRO "
+            f"super-frames of the capturing host; {jumbo}"
+        )
+    return notes
+
+
+#: Above this an outer IP packet is no jumbo frame: 9216 bytes, the usual jumbo MTU ceiling of data-centre
+#: switches (NICs allow a little more: i40e 9702 = ``I40E_MAX_RXBUFFER`` 9728 less ``I40E_PACKET_HDR_PAD``).
+JUMBO_MAX = 9216
+
+
+def _outer_ip_len(buf: bytes) -> int:
+    """The outer IP packet's length from its header (IPv4 total length, IPv6 40 + payload length), after any VLAN
+    tags; the bytes after the Ethernet header when the header cannot say (a BIG TCP frame's 0)."""
+    off = 12
+    et = (buf[12] << 8) | buf[13]
+    while et in (0x8100, 0x88A8, 0x9100) and off + 6 <= len(buf):
+        off += 4
+        et = (buf[off] << 8) | buf[off + 1]
+    l3 = off + 2
+    n = 0
+    if et == 0x0800 and l3 + 4 <= len(buf):
+        n = (buf[l3 + 2] << 8) | buf[l3 + 3]
+    elif et == 0x86DD and l3 + 6 <= len(buf):
+        n = 40 + ((buf[l3 + 4] << 8) | buf[l3 + 5])
+    return n if n > 40 else len(buf) - l3
 
 
 class TunnelScanError(CaptureError):
@@ -923,7 +975,10 @@ class Replayer:
                 continue
             frame, vlan, fid, _rss, l4 = r
             inp.frames_replayed += 1
-            classes[flow_class[fid]] += 1
+            cls = flow_class[fid]
+            classes[cls] += 1
+            if cls != CLS_NOT_TUNNEL and outer_udp_csum_bad(frame):
+                inp.outer_csum_bad += 1
             h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
             yield ts_ns, frame, vlan, fid, h, l4_hash, l4, index
 
@@ -955,6 +1010,9 @@ class Replayer:
             if len(buf) > limit and reseg.oversize(buf):
                 segs = reseg.split(buf, flow_mss)
                 if segs is not None:
+                    inp.largest_split = max(inp.largest_split, _outer_ip_len(buf))
+                    if outer_udp_csum_bad(buf):  # the super-frame as captured (its segments get new sums)
+                        inp.outer_csum_bad += 1
                     inp.resegmented_frames += 1
                     inp.segments_created += len(segs)
                     for seg in segs:
@@ -975,6 +1033,8 @@ class Replayer:
             inp.frames_replayed += 1
             cls = flow_class[fid]
             inp.classes[cls] += 1
+            if cls != CLS_NOT_TUNNEL and outer_udp_csum_bad(frame):
+                inp.outer_csum_bad += 1
             if seen is not None and l4 and cls == CLS_TUNNEL_TCP and len(frame) <= limit:
                 doff = (frame[l4 + 12] >> 4) << 2
                 payload = len(frame) - l4 - doff
@@ -1284,7 +1344,7 @@ class Replayer:
     def result(self) -> Result:
         inp = self.input
         inp.tunnel_ports_not_configured = {k: dict(v) for k, v in self.decoder.unconfigured.items()}
-        for note in tunnel_notes(inp, self.config):
+        for note in tunnel_notes(inp, self.config) + capture_notes(inp, self.config):
             if note not in inp.notes:
                 inp.notes.append(note)
         return Result(

@@ -16,7 +16,7 @@ from gro_replay.cli import main
 from gro_replay.kernel.model import K_5_11, K_6_18
 from gro_replay.packet.build import FrameSpec, build_flow
 from gro_replay.report.table import NO_SKBS, grid, kernels_by_release, render_tables
-from gro_replay.sim import ReplayConfig, replay_capture, replay_frames
+from gro_replay.sim import PollModel, ReplayConfig, replay_capture, replay_frames
 
 
 def _tables(result, width: int) -> list[str]:
@@ -26,7 +26,8 @@ def _tables(result, width: int) -> list[str]:
 
 
 def test_narrow_console_stacks_one_table_per_stage():
-    result = replay_capture(str(FIX_SAMPLE), ReplayConfig())
+    # budget polls: all 17 frames in one poll (the figures below are budget-poll truths)
+    result = replay_capture(str(FIX_SAMPLE), ReplayConfig(poll=PollModel("budget")))
     wide = _tables(result, 200)
     assert any("before vs after 89e5c58fc1e2" in ln for ln in wide)
     assert not any(ln.strip().endswith(": phys NAPI") for ln in wide)

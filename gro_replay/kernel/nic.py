@@ -21,17 +21,7 @@ DEFAULT_RSS_KEY = bytes.fromhex(
     "6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c6a42b73bbeac01fa"
 )
 
-#: The default poll model's moderation period, µs (``--poll gap:3``): mlx5's CQE-based RX interrupt moderation.
-#: ``mlx5e_build_nic_params`` (drivers/net/ethernet/mellanox/mlx5/core/en_main.c) picks
-#: ``MLX5_CQ_PERIOD_MODE_START_FROM_CQE`` on every device with ``cq_period_start_from_cqe`` (ConnectX-4 on), and
-#: ``mlx5e_get_def_rx_moderation`` then sets the period to ``MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_USEC_FROM_CQE``
-#: (en.h: 0x3). In that mode the period timer restarts at every completion (9908aa292971 "net/mlx5e: CQE based
-#: moderation"): the interrupt, and the NAPI poll, comes once the traffic pauses for 3 µs — the ``gap`` model.
-#: Not modelled: the 32-completion counter (``..._RX_CQ_MODERATION_PKTS``; a poll takes up to the NAPI weight)
-#: and net_dim's adaptive changes. Other drivers differ (EQE-based mlx5 ``rx-usecs`` 16 from the first
-#: completion: ``--poll rx-usecs:16``; ice/i40e ``ICE_ITR_20K``/``I40E_ITR_20K``: 50 µs). One named value so
-#: that a NIC preset can replace it.
-DEFAULT_POLL_GAP_USECS = 3
+from .names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES  # noqa: E402, F401 (re-exported)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,3 +375,7 @@ def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
     if iet == 0x86DD:
         return _l4_ok(frame, inner, True, l4, frame[inner + 6])
     return True
+
+
+if tuple(RX_CSUM_PROFILES) != RX_CSUM_NAMES or tuple(NIC_PRESETS) != NIC_NAMES:  # pragma: no cover
+    raise ImportError("kernel/names.py lists other --rx-csum / --nic names than kernel/nic.py builds")

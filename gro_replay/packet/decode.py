@@ -177,6 +177,34 @@ def sniff_tunnel(buf: bytes, t: int, end: int) -> str | None:
     return None
 
 
+def outer_udp_csum_bad(frame: bytes) -> bool:
+    """True when the untagged Ethernet ``frame``'s outer UDP checksum is set and does not verify (RFC 768/1071 over
+    the pseudo-header and the UDP length's bytes): the verdict ``__udp4_lib_rcv``/``udp4_csum_init`` reach in
+    software (net/ipv4/udp.c), and packet/columns.py's ``V_UDP_BAD`` for the batch path's frames."""
+    from .csum import l4_checksum_field, pseudo_at
+
+    n = len(frame)
+    if n < 14:
+        return False
+    et = (frame[12] << 8) | frame[13]
+    if et == ETH_P_IP:
+        if n < 34 or frame[23] != 17:
+            return False
+        u, addrs, alen = 14 + (frame[14] & 0x0F) * 4, 26, 8
+    elif et == ETH_P_IPV6:
+        if n < 54 or frame[20] != 17:
+            return False
+        u, addrs, alen = 54, 22, 32
+    else:
+        return False
+    if u + 8 > n:
+        return False
+    sport, dport, ulen, check = _UDP.unpack_from(frame, u)
+    if not check or ulen < 8 or u + ulen > n:
+        return False
+    return l4_checksum_field(pseudo_at(frame, addrs, alen, ulen, 17), frame, u, u + ulen) != 0
+
+
 class Decoder:
     """Turns Ethernet frames into replayable frames or skip reasons, and keeps the flow table.
 

@@ -1,0 +1,72 @@
+"""Capture hygiene notes (issue 10 item 6): outer checksums that do not verify, and frames above ``--mtu``.
+
+An outer UDP checksum that does not verify (RFC 768/1071) is what a capture taken on the sending host before TX
+checksum offload holds (the stack leaves the pseudo-header sum for the NIC: ``udp_set_csum``/``CHECKSUM_PARTIAL``,
+net/ipv4/udp.c); a receiving NIC would not have marked such a frame verified. The report counts them once and names
+``--rx-csum none``. Frames above ``--mtu`` are split by ``--resegment auto`` (resegment.py); the report says how
+many, the largest outer IP packet, why, and what to pass for a jumbo underlay.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gro_replay.cli import main
+from gro_replay.synth import Scenario, write_scenario
+
+
+def _input(runner, *args) -> dict:
+    r = runner.invoke(main, [*map(str, args), "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["input"]
+
+
+def test_bad_outer_checksums_get_one_note_with_count_and_advice(runner, tmp_path):
+    # synth --outer-csum bad writes a wrong outer UDP checksum into every frame (synth.py), computed a right one
+    bad, good = tmp_path / "bad.pcap", tmp_path / "good.pcap"
+    write_scenario(bad, Scenario(frames=20, outer_csum="bad"))
+    write_scenario(good, Scenario(frames=20, outer_csum="computed"))
+    for poll in ("gap:3", "budget"):  # the batch path (checksum columns) and the same count on every path
+        inp = _input(runner, bad, "--poll", poll)
+        assert inp["outer_udp_csum_bad"] == 20
+        (note,) = [n for n in inp["notes"] if "checksum" in n]
+        assert note.startswith("20 tunnel frames carry an outer UDP checksum that does not verify")
+        assert "--rx-csum none" in note
+        assert _input(runner, good, "--poll", poll)["outer_udp_csum_bad"] == 0
+    r = runner.invoke(main, [str(bad), "-q", "--no-hist"])
+    assert "note: 20 tunnel frames carry an outer UDP checksum that does not verify" in r.stdout
+
+
+def test_bad_outer_checksum_counted_the_same_on_the_frame_by_frame_path(runner, tmp_path):
+    bad = tmp_path / "bad.pcap"
+    write_scenario(bad, Scenario(frames=20, outer_csum="bad"))
+    # --trace takes the frame-by-frame path (every skb observed)
+    r = runner.invoke(main, [str(bad), "--format", "json", "-q", "--trace", str(tmp_path / "t.txt")])
+    assert json.loads(r.stdout)["input"]["outer_udp_csum_bad"] == 20
+
+
+def test_frames_above_the_mtu_say_what_was_split_and_why(runner, tmp_path):
+    # 9000-byte outer IP packets (a jumbo underlay): with the default --mtu 1500 each is split, and the note names
+    # the largest packet and --mtu 9000; with --mtu 9000 nothing is split and there is no note
+    jumbo = tmp_path / "jumbo.pcap"
+    write_scenario(jumbo, Scenario(frames=10, mtu=9000))
+    inp = _input(runner, jumbo)
+    assert inp["resegmented_frames"] == 10
+    (note,) = [n for n in inp["notes"] if "--mtu" in n]
+    assert note.startswith(
+        "10 frames larger than --mtu 1500 (the largest outer IP packet 9,000 bytes) were split"
+    )
+    assert "pass --mtu 9000 or --resegment off" in note
+    inp = _input(runner, jumbo, "--mtu", "9000")
+    assert inp["resegmented_frames"] == 0 and not [n for n in inp["notes"] if "--mtu" in n]
+
+
+def test_gso_capture_from_the_sending_host(runner, shared_captures):
+    # tcpdump gso-ipv4-vxlan-ipv4.pcap: one TX-side GSO super-frame (outer IP 7092 bytes), outer checksum non-zero
+    # but not final (captures/README.md): one bad checksum, one split super-frame
+    inp = _input(runner, shared_captures / "tcpdump" / "gso-ipv4-vxlan-ipv4.pcap")
+    assert inp["outer_udp_csum_bad"] == 1
+    assert any(
+        n.startswith("1 frames larger than --mtu 1500 (the largest outer IP packet 7,092 bytes)")
+        for n in inp["notes"]
+    )
