@@ -1,0 +1,79 @@
+"""Command-line conventions (issue 10 item 8): the group's ``--help`` shows the replay options; ``--version`` and
+``--help`` import no heavy module (their start-up time is measured by bench/startup.py, not here); ``--hz`` takes
+the CONFIG_HZ values of kernel/Kconfig.hz; a LICENSE file; no docstring points outside the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import FIX_SAMPLE, ROOT
+
+from gro_replay.cli import main
+
+
+def test_group_help_lists_every_command_and_the_replay_options(runner):
+    r = runner.invoke(main, ["--help"])
+    assert r.exit_code == 0
+    out = r.stdout
+    for cmd in ("batch", "diff", "explain", "kernel", "kernels", "replay", "schema", "synth", "validate"):
+        assert re.search(rf"^  {cmd}\s", out, re.M), cmd
+    assert "Replay options (gro-replay CAPTURE [OPTIONS]):" in out
+    for opt in ("--poll", "--rx-csum", "--vxlan-port", "--interface", "--detect-tunnels", "--hz", "--kernel"):
+        assert opt in out.split("Replay options", 1)[1], opt
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_version_and_help_import_no_heavy_module(args):
+    code = (
+        "import sys\n"
+        "from gro_replay.cli import main\n"
+        "try:\n"
+        f"    main({args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('numpy', 'rich', 'dpkt', 'gro_replay.sim', 'gro_replay.cli_batch', 'gro_replay.cli_triage')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert p.stderr.strip() == "[]"
+
+
+def test_lazy_sub_commands_still_run(runner):
+    r = runner.invoke(main, ["kernels"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, ["explain", str(FIX_SAMPLE), "-q", "--format", "json"])
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("hz", ["100", "250", "300", "1000"])
+def test_hz_takes_the_config_hz_values(runner, hz):
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--hz", hz, "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["config"]["constants"]["hz"] == int(hz)
+
+
+@pytest.mark.parametrize("hz", ["200", "0", "1200", "-250", "250.0"])
+def test_other_hz_values_exit_2(runner, hz):
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--hz", hz, "-q"])
+    assert r.exit_code == 2
+    assert "--hz" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_license_is_mit_as_pyproject_says():
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License")
+    assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_no_docstring_points_outside_the_repository():
+    hits = []
+    for path in sorted((ROOT / "gro_replay").rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "../shared" in line or "shared/" in line:
+                hits.append(f"{path.relative_to(ROOT)}:{n}")
+    assert hits == []
