@@ -73,7 +73,7 @@ def test_unwritable_export_is_one_line_exit_2(tmp_path):
 
 
 def test_summary_keys_split_for_kernel_names_with_dots():
-    r = run(FIX_SAMPLE, "--kernel", "5.11", "--kernel", "6.18", "-q", "--no-hist")
+    r = run(FIX_SAMPLE, "--kernel", "5.11", "--kernel", "6.18", "--poll", "budget", "-q", "--no-hist")
     line = r.stdout.rstrip().splitlines()[-1]
     assert line.startswith("SUMMARY ")
     pairs = dict(kv.split("=", 1) for kv in line.split()[1:])  # README: split on spaces, then the first "="
