@@ -236,3 +236,34 @@ def test_robustness_stdin_pipe_4frames() -> None:
         assert got["input"]["skipped"] == {}
         assert got["input"]["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
         assert _without_path(got) == _without_path(want)
+
+
+def test_process_substitution_and_explain_from_stdin(tmp_path) -> None:
+    """`gro-replay <(cat F)` reads /dev/fd/N (a pipe); `gro-replay explain -` reads standard input."""
+    want = _without_path(_cli_doc(str(FIX_SAMPLE)))
+    r, w = os.pipe()
+    feeder = threading.Thread(target=lambda: (os.write(w, FIX_SAMPLE.read_bytes()), os.close(w)))
+    feeder.start()
+    try:
+        p = subprocess.run(
+            [*_CLI, f"/dev/fd/{r}", "--format", "json", "--quiet"],
+            capture_output=True,
+            env=_env(),
+            timeout=120,
+            pass_fds=(r,),
+        )
+    finally:
+        feeder.join()
+        os.close(r)
+    assert p.returncode == 0, p.stderr.decode()
+    assert _without_path(json.loads(p.stdout)) == want
+    file_explain = subprocess.run(
+        [*_CLI, "explain", str(FIX_SAMPLE)], capture_output=True, env=_env(), timeout=120
+    )
+    stdin_explain = subprocess.run(
+        [*_CLI, "explain", "-"], input=FIX_SAMPLE.read_bytes(), capture_output=True, env=_env(), timeout=120
+    )
+    assert stdin_explain.returncode == 0, stdin_explain.stderr.decode()
+    assert stdin_explain.stdout.replace(b"-", b"") == file_explain.stdout.replace(
+        str(FIX_SAMPLE).encode(), b""
+    ).replace(b"-", b"")
