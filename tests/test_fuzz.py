@@ -1,9 +1,11 @@
-"""Property-based / mutation fuzzing (hypothesis) of the reader, the decoder, the replay and the CLI's options.
+"""Property-based / mutation fuzzing (hypothesis) of the reader, the decoder, the replay, the CLI's numeric options,
+``diff`` (mutated documents) and ``explain --flow`` (selectors).
 
 Oracles, for every generated input:
 
 * no exception escapes: the reader raises only ``CaptureError`` (one line, starting with the path), the decoder
-  returns a frame or a skip reason, the CLI exits 0 or 2 (usage / unreadable input) and never 70 or a traceback;
+  returns a frame or a skip reason, the CLI exits 0 or 2 (usage / unreadable input; ``diff`` also 1, a regression)
+  and never 70 or a traceback;
 * input accounting: ``frames_read + segments_created − resegmented_frames = frames_replayed + Σ skipped``;
 * segment conservation and a drained simulation (checked by ``Replayer.finish``: tests/conftest.py turns the
   checks on for every replay);
@@ -43,7 +45,7 @@ from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 #: seconds of the long run (``make fuzz``), shared by the targets; 0: the suite's short derandomized pass
 FUZZ_SECONDS = float(os.environ.get("FUZZ_SECONDS", "0") or 0)
 #: the targets below (each gets FUZZ_SECONDS / TARGETS)
-TARGETS = 4
+TARGETS = 6
 SHORT_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "25"))
 
 _SHORT = settings(
@@ -307,3 +309,78 @@ def test_fuzz_cli_options(runner) -> None:
 def test_fuzz_seconds_is_a_long_run() -> None:
     """A marker that the long run ran (``make fuzz`` prints it among the passed tests)."""
     assert FUZZ_SECONDS > 0
+
+
+# -- diff and explain --flow: documents and selectors -----------------------------------------------------------------
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(doc, prefix=()):
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _paths(v, (*prefix, i))
+
+
+def test_fuzz_diff_documents(runner) -> None:
+    from gro_replay.cli import main
+
+    base_doc = document(replay_capture(str(FIX_SAMPLE), ReplayConfig()))
+    base = os.path.join(_TMP.name, "base.json")
+    with open(base, "w") as f:
+        json.dump(base_doc, f)
+    paths = [p for p in _paths(base_doc) if p]
+    cur = os.path.join(_TMP.name, "current.json")
+
+    @given(
+        st.lists(st.tuples(st.sampled_from(paths), _JSON), max_size=3),
+        st.lists(st.tuples(st.integers(0, 10**6), st.binary(max_size=4)), max_size=2),
+        st.sampled_from(["text", "json", "markdown"]),
+    )
+    def one(edits, byte_edits, fmt) -> None:
+        doc = json.loads(json.dumps(base_doc))
+        for path, value in edits:
+            node = doc
+            try:
+                for k in path[:-1]:
+                    node = node[k]
+                node[path[-1]] = value
+            except (KeyError, IndexError, TypeError):
+                continue
+        text = bytearray(json.dumps(doc, allow_nan=True).encode())
+        for pos, data in byte_edits:
+            p = pos % (len(text) + 1)
+            text[p : p + len(data)] = data
+        with open(cur, "wb") as f:
+            f.write(text)
+        code = _exit_code(runner.invoke(main, ["diff", base, cur, "--format", fmt]))
+        assert code in (0, 1, 2), (edits, byte_edits, code)
+
+    run_target(one)
+
+
+def test_fuzz_explain_flow_selector(runner) -> None:
+    from gro_replay.cli import main
+
+    @given(
+        st.one_of(
+            st.text(max_size=40),
+            st.from_regex(
+                r"(id|vni|sport|dport|src|dst|port)=[0-9a-f:.\u0660-\u0669²_-]{0,30}", fullmatch=True
+            ),
+        )
+    )
+    def one(selector: str) -> None:
+        code = _exit_code(runner.invoke(main, ["explain", str(FIX_SAMPLE), "--flow", selector]))
+        assert code in (0, 2), (selector, code)
+
+    run_target(one)
