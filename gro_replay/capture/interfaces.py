@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .reader import DLT_EN10MB, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
+from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 
 #: Skip reason of the frames of an interface that is not replayed.
 SKIP_OTHER_INTERFACE = "other_interface"
@@ -61,6 +61,8 @@ class Selection:
     #: a pipe read once with ``--interface``: matched per record (``_matches``)
     stream_want: str | None = None
     planned: bool = False  # by_key was filled by a first read of the file
+    #: Linux cooked v1 (no ifindex): packets that appear as a tunnel frame's inner packet and again on their own
+    unattributed_copies: int = 0
     by_key: dict = field(default_factory=dict)  # key → InterfaceStats, in order of first frame
     reason: str = ""
 
@@ -93,6 +95,15 @@ class Selection:
     def notes(self) -> list[str]:
         """One note when the capture held several interfaces (and the same packets twice, when it did)."""
         if len(self.by_key) < 2:
+            if self.unattributed_copies:
+                n = self.unattributed_copies
+                return [
+                    f"the capture holds the same packets twice: {n:,} frames carry the inner packets of tunnel "
+                    "frames (decapsulated copies, as `tcpdump -i any` records them on the tunnel device); Linux "
+                    "cooked v1 does not say the interface, so they are replayed as the physical device's traffic "
+                    "and counted there; capture on the physical device, or as LINUX_SLL2 "
+                    "(tcpdump -i any -y LINUX_SLL2), to leave them out"
+                ]
             return []
         parts = []
         for st in self.by_key.values():
@@ -144,8 +155,9 @@ def _regular_file(path: str) -> bool:
 
 
 def may_hold_several(cap) -> bool:
-    """True for inputs that can carry several interfaces: pcapng, or Linux cooked v2 (per-packet ifindex)."""
-    return cap.format == "pcapng" or cap.linktype == DLT_LINUX_SLL2
+    """True for inputs that can carry several interfaces: pcapng, Linux cooked v2 (per-packet ifindex), or Linux
+    cooked v1 (``tcpdump -i any`` without the ifindex: only the copies can be told, by their bytes)."""
+    return cap.format == "pcapng" or cap.linktype in (DLT_LINUX_SLL2, DLT_LINUX_SLL)
 
 
 def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
@@ -203,6 +215,10 @@ def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
         if sel.by_key[best].tunnel_frames:
             sel.chosen = best
             sel.reason = "the interface that carries the tunnel traffic"
+    if len(sel.by_key) == 1:
+        (only,) = sel.by_key
+        ref = inner.get(only, set())
+        sel.unattributed_copies = sum(1 for h in plain.get(only, ()) if h in ref)
     if sel.chosen is not None:
         ref = inner.get(sel.chosen, set())
         for k, hashes in plain.items():
