@@ -196,11 +196,10 @@ def replay_options(f):
         click.option(
             "--poll",
             "poll",
-            default=f"gap:{DEFAULT_POLL_GAP_USECS}",
-            show_default=True,
-            help="Poll model: gap:US (a poll after each pause > US µs; the default is mlx5's CQE-based "
-            "interrupt moderation) | rx-usecs:US (a poll US µs after the first frame) | budget (64 per poll, "
-            "times ignored).",
+            default=None,
+            help="Poll model: gap:US (a poll after each pause > US µs) | rx-usecs:US (a poll US µs after the "
+            "first frame) | budget (64 per poll, times ignored). Default: the --nic preset's interrupt moderation, "
+            f"else gap:{DEFAULT_POLL_GAP_USECS} (mlx5's CQE-based moderation).",
         ),
         click.option(
             "--hz",
@@ -384,7 +383,7 @@ def build_config(
             rx_csum=rx_csum,
             nic=nic,
             nic_tunnel_port=nic_tunnel_port == "on",
-            poll=PollModel.parse(poll),
+            poll=PollModel.parse(poll or _default_poll(nic)),
             hz=int(hz),
             rss=rss,
             vxlan_ports=tuple(vxlan_port) or (4789, 8472),
@@ -413,6 +412,15 @@ def build_config(
     except ConfigError as e:
         raise UsageError(str(e)) from None
     return cfg
+
+
+def _default_poll(nic: str | None) -> str:
+    """``--poll`` when not given: the ``--nic`` preset's interrupt moderation (``NicPreset.poll``), else the
+    default time-aware model."""
+    from .kernel.nic import NIC_PRESETS
+
+    preset = NIC_PRESETS.get(nic) if nic else None
+    return (preset.poll if preset is not None else None) or f"gap:{DEFAULT_POLL_GAP_USECS}"
 
 
 def report_console():

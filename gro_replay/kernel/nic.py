@@ -104,6 +104,17 @@ class NicPreset:
         return self.decide(outer_v6, outer_csum_zero, tunnel_port and self.tunnel_port_offload, tunnelled)
 
     @property
+    def poll(self) -> str | None:
+        """The poll model (``--poll`` text) of this driver's default interrupt moderation, or None (no moderation:
+        the default time-aware model stands). mlx5's default is CQE-based moderation — the period restarts at each
+        completion, so a poll follows a pause (``gap``); the others time the interrupt from the first pending
+        frame (EQE moderation / ITR: ``rx-usecs``). Adaptive moderation (DIM, dynamic ITR) is not modelled: the
+        default value stands."""
+        if not self.rx_usecs:
+            return None
+        return f"gap:{self.rx_usecs}" if self.name == "mlx5" else f"rx-usecs:{self.rx_usecs}"
+
+    @property
     def rss_mode(self) -> str:
         """The ``--rss`` mode of this preset's RX hash fields (sim.RSS_MODES)."""
         return {"4-tuple": "toeplitz", "2-tuple": "toeplitz-l3", "none": "none"}[self.rss]
@@ -116,6 +127,7 @@ class NicPreset:
             "rss": self.rss,
             "rx_usecs": self.rx_usecs,
             "adaptive_moderation": self.adaptive,
+            "poll": self.poll,
             "tunnel_port_offload": self.tunnel_port_offload,
         }
 

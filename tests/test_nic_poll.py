@@ -1,0 +1,45 @@
+"""A --nic preset's interrupt moderation sets the default poll model (issue 11: "the interrupt moderation default
+used by the time-aware poll model"); an explicit --poll still wins.
+
+Values: ice ``ICE_DFLT_RX_ITR`` = ``ICE_ITR_20K`` = 50 µs (drivers/net/ethernet/intel/ice/ice_txrx.h), timed from
+the first pending frame (ITR: ``rx-usecs:50``); mlx5 CQE-based moderation with period
+``MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_USEC_FROM_CQE`` = 3 µs (en.h), restarted at each completion (``gap:3``);
+virtio-net has none (the default time-aware model, gap:3, stands).
+
+On the fix's sample (17 frames over 26 µs: 10 frames 1 µs apart, a 10 µs pause, 7 more): with rx-usecs:50 one poll
+takes all 17 frames, and the post-fix kernel merges them into one skb (16 × 1398 + 672 payload bytes, below 64 KiB;
+the poll ends with GRO flushed, HZ 250); with gap:3 the 10 µs pause separates polls of 10 and 7 frames (the
+commit's two aggregates).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIX_SAMPLE
+
+from gro_replay.cli import main
+
+
+def _doc(runner, *args):
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--format", "json", "--quiet", *args])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    return d["config"]["poll"], {k["name"]: k["stages"]["phys"]["skbs_delivered"] for k in d["kernels"]}
+
+
+@pytest.mark.parametrize(
+    ("nic", "poll", "post_fix_phys"),
+    [("ice", "rx-usecs:50", 1), ("i40e", "rx-usecs:50", 1), ("mlx5", "gap:3", 2), ("virtio-net", "gap:3", 2)],
+)
+def test_preset_moderation_is_the_default_poll_model(runner, nic, poll, post_fix_phys):
+    got_poll, phys = _doc(runner, "--nic", nic, "--fix")
+    assert got_poll == poll
+    assert phys["post-fix"] == post_fix_phys
+
+
+def test_explicit_poll_wins_over_the_preset(runner):
+    got_poll, phys = _doc(runner, "--nic", "ice", "--fix", "--poll", "gap:5")
+    assert got_poll == "gap:5"
+    assert phys["post-fix"] == 2
