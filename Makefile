@@ -36,7 +36,7 @@ man:
 
 demo:
 	$(PYTHON) -m pip install -q .
-	gro-replay sample_pcaps/vxlan-zero-csum-fix-89e5c58fc1e2.pcap --poll gap:5
+	gro-replay sample_pcaps/vxlan-zero-csum-fix-89e5c58fc1e2.pcap
 
 # ---- samples: regenerate sample_pcaps/ byte-identically ------------------------------------------------
 PYTHON ?= python3

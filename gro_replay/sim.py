@@ -104,7 +104,11 @@ class PollModel:
         if self.kind == "budget":
             return "budget (64-frame polls in capture order, times ignored)"
         if self.kind == "gap":
-            src = ", mlx5's default CQE-based moderation" if self.usecs == DEFAULT_POLL_GAP_USECS else ""
+            src = (
+                ", the default time-aware model: mlx5's CQE-based moderation"
+                if self.usecs == DEFAULT_POLL_GAP_USECS
+                else ""
+            )
             return f"{self} (a poll after each pause > {self.usecs:g} µs{src})"
         return f"{self} (interrupt moderation: a poll {self.usecs:g} µs after the first frame)"
 
@@ -435,7 +439,7 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         notes.append(
             f"{inp.outer_csum_bad:,} tunnel frames carry an outer UDP checksum that does not verify, typical of a "
             "capture taken on the sending host before TX checksum offload filled it in; a NIC would not have "
-            f"reported them as verified: --rx-csum {config.rx_csum} replays them as that checksum state says, "
+            f"reported them as verified: {config.nic_words()} replays them as that checksum state says, "
             "--rx-csum none has the kernels check (and drop) them in software"
         )
     if inp.resegmented_frames:

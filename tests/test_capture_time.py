@@ -35,7 +35,7 @@ def test_default_poll_model_is_mlx5_cqe_moderation_and_is_reported(runner):
     assert doc["config"]["poll"] == "gap:3"
     assert (
         doc["config"]["poll_model"]
-        == "gap:3 (a poll after each pause > 3 µs, mlx5's default CQE-based moderation)"
+        == "gap:3 (a poll after each pause > 3 µs, the default time-aware model: mlx5's CQE-based moderation)"
     )
     r = runner.invoke(main, [str(FIX_SAMPLE), "-q"])
     assert "poll model gap:3 (a poll after each pause > 3 µs" in r.stdout

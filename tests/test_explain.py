@@ -171,7 +171,10 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
     assert (v["phys_skbs_pre_fix"], v["phys_skbs_post_fix"]) == (4, 4)
     assert "not merged either" in v["why"]
     assert doc["verdict"]["affected"] is False
-    assert "4 frames refused that could not be merged anyway" in doc["verdict"]["text"]
+    assert (
+        "refuses 4 frame(s) for their zero outer UDP checksum, but the post-fix kernel does not merge"
+        in (doc["verdict"]["text"])
+    )
 
 
 def test_explain_selector_errors_exit_2():

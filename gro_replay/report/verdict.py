@@ -641,12 +641,18 @@ class Verdict:
         nic = self.rx_csum
         if not aff:
             refused = sum(f.gate_zero for f in self.flows)
-            text = (
-                f"No flow loses phys-device aggregation before the fix: with --rx-csum {nic} "
-                "and these outer UDP checksums, udp_gro_receive never refuses a frame that post-fix kernels merge"
-                + (f" ({refused} frames refused that could not be merged anyway)" if refused else "")
-                + "."
-            )
+            nic_words = _nic_words(self.result.config, nic)
+            if refused:
+                text = (
+                    f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
+                    f"refuses {refused} frame(s) for their zero outer UDP checksum, but the post-fix kernel does "
+                    "not merge those frames either (no skb is saved)."
+                )
+            else:
+                text = (
+                    f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
+                    "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
+                )
             return text + self._unmerged_note(post, tun)
         phys_aff = [f for f in aff if f.saved("phys")]
         tun_only = [f for f in aff if not f.saved("phys")]
