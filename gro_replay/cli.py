@@ -6,11 +6,14 @@ Exit codes: 0 success; 1 a check failed; 2 usage, unreadable input or an output 
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import click
@@ -79,6 +82,25 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+@contextlib.contextmanager
+def _stdout_failures() -> Iterator[None]:
+    """Turn a write error on standard output into ``StdoutFailed`` (click's ``main`` would make a closed pipe exit
+    code 1 and other write errors a traceback)."""
+    try:
+        yield
+    except OSError as e:
+        # the reader's errors are CaptureErrors and named outputs raise UsageErrors: a bare write error left
+        # here is standard output's
+        if e.errno == errno.EPIPE or (e.filename is None and e.errno in _WRITE_ERRNOS):
+            raise StdoutFailed(e) from None
+        raise
+    except SystemExit as e:
+        # rich's Console.on_broken_pipe: stdout pointed at /dev/null, then SystemExit(1)
+        if isinstance(e.__context__, BrokenPipeError):
+            raise StdoutFailed(e.__context__) from None
+        raise
+
+
 class DefaultGroup(click.Group):
     """A group whose default command is ``replay``: ``gro-replay CAPTURE`` means ``gro-replay replay CAPTURE``.
 
@@ -90,19 +112,13 @@ class DefaultGroup(click.Group):
     """
 
     def invoke(self, ctx):
-        try:
+        with _stdout_failures():
             return super().invoke(ctx)
-        except OSError as e:
-            # the reader's errors are CaptureErrors and named outputs raise UsageErrors: a bare write error left
-            # here is standard output's
-            if e.errno == errno.EPIPE or (e.filename is None and e.errno in _WRITE_ERRNOS):
-                raise StdoutFailed(e) from None
-            raise
-        except SystemExit as e:
-            # rich's Console.on_broken_pipe: stdout pointed at /dev/null, then SystemExit(1)
-            if isinstance(e.__context__, BrokenPipeError):
-                raise StdoutFailed(e.__context__) from None
-            raise
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        # --help and --version print while the arguments are parsed, before invoke
+        with _stdout_failures():
+            return super().make_context(info_name, args, parent=parent, **extra)
 
     def list_commands(self, ctx):
         return sorted(set(self.commands) | set(LAZY_COMMANDS))
@@ -754,15 +770,68 @@ EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
-def _stdout_broken() -> bool:
-    """True when standard output cannot take the bytes buffered for it (flushing them fails)."""
+class _WholeWrites(io.RawIOBase):
+    """File descriptor 1 for a ``BufferedWriter`` whose ``write`` writes everything or raises.
+
+    CPython's ``BufferedWriter.write`` of more bytes than its buffer (a JSON document of megabytes in one
+    ``click.echo``) writes straight to the raw file; when the pipe's reader goes away during that write, ``write(2)``
+    returns the part that fitted (64 KiB) and the following EPIPE is lost: the rest of the document is dropped
+    silently and the process exits 0. Looping here until every byte is written makes the EPIPE an exception
+    (BrokenPipeError) for every writer of standard output at once: click.echo, rich, ``--trace -``.
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, b) -> int:
+        view = memoryview(b).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self._fd, view[done:])
+        return done
+
+    def close(self) -> None:  # descriptor 1 stays open (the interpreter's own sys.__stdout__ owns it)
+        super().close()
+
+
+def _whole_stdout_writes() -> None:
+    """Replace ``sys.stdout`` (a text stream on descriptor 1) by the same text stream over ``_WholeWrites``; leaves
+    any other standard output (a test's capture, a closed or missing one) alone."""
+    out = sys.stdout
+    if not isinstance(out, io.TextIOWrapper):
+        return
+    try:
+        fd = out.fileno()
+        out.flush()
+    except (OSError, ValueError):
+        return
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_WholeWrites(fd)),
+        encoding=out.encoding,
+        errors=out.errors,
+        line_buffering=out.line_buffering,
+    )
+
+
+def _stdout_error() -> OSError | None:
+    """The error of flushing the bytes still buffered for standard output (EPIPE: the reader went away), or None."""
     try:
         sys.stdout.flush()
-    except OSError:
-        return True
+    except OSError as e:
+        return e
     except ValueError:  # closed
-        return True
-    return False
+        return OSError(errno.EIO, "write error")
+    return None
 
 
 def _silence_stdout() -> None:
@@ -788,6 +857,7 @@ def entry() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_sigint)
     code: int | str | None = 0
+    _whole_stdout_writes()
     try:
         try:
             # prog_name fixed: usage lines and shell completion (_GRO_REPLAY_COMPLETE) name the console script
@@ -795,8 +865,9 @@ def entry() -> None:
             main(standalone_mode=True, prog_name="gro-replay")
         except SystemExit as e:
             code = e.code
-        if _stdout_broken():
-            raise StdoutFailed(OSError(errno.EIO, "write error"))
+        error = _stdout_error()
+        if error is not None:
+            raise StdoutFailed(error)
     except (Interrupted, KeyboardInterrupt):
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         click.echo("gro-replay: interrupted", err=True)

@@ -59,14 +59,82 @@ def _closed_pipe_run(args) -> subprocess.CompletedProcess:
         [SAMPLE, "--format", "markdown"],
         [SAMPLE, "--trace", "-"],
         ["explain", SAMPLE],
+        ["explain", SAMPLE, "--format", "json"],
         ["schema", "replay"],
+        ["kernels"],
+        ["kernels", "--format", "json"],
+        ["diff", SAMPLE + ".json", SAMPLE + ".json"],
+        ["--help"],
+        ["--version"],
     ],
-    ids=["table", "json", "markdown", "trace-stdout", "explain", "schema"],
-)
-def test_closed_pipe_ends_quietly_with_141(args) -> None:
+    ids=[
+        "table", "json", "markdown", "trace-stdout", "explain", "explain-json", "schema", "kernels",
+        "kernels-json", "diff", "help", "version",
+    ],
+)  # fmt: skip
+def test_closed_pipe_ends_quietly_with_141(args, tmp_path) -> None:
+    if args[0] == "diff":  # a document of the sample as both BASELINE and CURRENT
+        doc = tmp_path / "doc.json"
+        assert (
+            _run([SAMPLE, "--json", str(doc), "-q"], capture=False, stdout=subprocess.DEVNULL).returncode == 0
+        )
+        args = ["diff", str(doc), str(doc)]
     p = _closed_pipe_run(args)
     assert p.returncode == 141
     assert p.stderr == b""
+
+
+@pytest.fixture(scope="module")
+def big_docs(tmp_path_factory) -> dict:
+    """A capture whose JSON document (about 0.7 MB) is far larger than a pipe's buffer (64 KiB), and two
+    documents of it (kernels 5.4 and 6.1) for diff."""
+    d = tmp_path_factory.mktemp("big")
+    cap = d / "big.pcap"
+    assert _run(["synth", "--flows", "300", "--frames", "2", str(cap)]).returncode == 0
+    docs = {}
+    for k in ("5.4", "6.1"):
+        docs[k] = d / f"{k}.json"
+        assert (
+            _run([str(cap), "--kernel", k, "--json", str(docs[k]), "-q", "--format", "json"]).returncode == 0
+        )
+    return {"CAP": str(cap), "5.4": str(docs["5.4"]), "6.1": str(docs["6.1"])}
+
+
+def _early_close_run(args) -> tuple[int, bytes, bytes]:
+    """Run the entry with a reader that takes 100 bytes of standard output, then closes its end (``| head -c 100``);
+    returns (exit code, the bytes read, stderr)."""
+    p = subprocess.Popen([*_CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    try:
+        got = p.stdout.read(100)
+        p.stdout.close()
+        err = p.stderr.read()
+        return p.wait(timeout=120), got, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["CAP", "--format", "json"],
+        ["CAP", "--json", "-"],
+        ["CAP"],
+        ["CAP", "--trace", "-"],
+        ["explain", "CAP", "--format", "json"],
+        ["explain", "CAP"],
+        ["diff", "5.4", "6.1", "--format", "json"],
+    ],
+    ids=["json", "json-dash", "table", "trace-stdout", "explain-json", "explain", "diff-json"],
+)
+def test_reader_closing_mid_document_ends_quietly_with_141(big_docs, args) -> None:
+    """CPython's BufferedWriter loses the EPIPE that follows a partial write of a write larger than its buffer (the
+    whole JSON document in one click.echo): before the fix, ``--format json | head -1`` exited 0 with the
+    document cut at 64 KiB. Now every writer of standard output ends with 141 and says nothing."""
+    code, got, err = _early_close_run([big_docs.get(a, a) for a in args])
+    assert code == 141
+    assert err == b""
+    assert len(got) == 100  # the reader did get the start of the output before going away
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
