@@ -657,6 +657,8 @@ def replay_cmd(
         both = "both" if len(stdout_users) == 2 else "all"
         raise UsageError(f"{' and '.join(stdout_users)} {both} write to stdout: give all but one a file")
     cfg = build_config(flow=flow, **opts)
+    # what --flow matching no flow removes again: outputs this run created and left empty
+    created = [p for p in (trace_path, pcap_dir) if p and p != "-" and not os.path.lexists(p)]
     try:
         check_plot_request(plot_path)
         pcaps = open_device_pcaps(pcap_dir, pcap_format, cfg)
@@ -694,6 +696,14 @@ def replay_cmd(
             out.close()
         except OSError as e:
             raise UsageError(f"--trace {trace_path}: {e.strerror}") from None
+    if flow is not None and not result.input.selected_frames:
+        # known only now, after the replay: nothing is rendered, and the empty --trace file and --write-pcap
+        # directory this run made are removed (no frame of a matching flow reached them)
+        _remove_if_empty(created)
+        raise UsageError(
+            f"no flow matches --flow {flow!r} ({len(result.flows)} flows in {capture}; "
+            "gro-replay explain CAPTURE lists them)"
+        )
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
             click.echo(f"wrote {path} ({n} frames)", err=True)
@@ -714,11 +724,18 @@ def replay_cmd(
         from .report.table import render
 
         render(result, report_console(), hist=not no_hist)
-    if flow is not None and not result.input.selected_frames:
-        raise UsageError(
-            f"no flow matches --flow {flow!r} ({len(result.flows)} flows in {capture}; "
-            "gro-replay explain CAPTURE lists them)"
-        )
+
+
+def _remove_if_empty(paths: list[str]) -> None:
+    """Remove each path that is an empty file or an empty directory (best effort: a path that changed stays)."""
+    for p in paths:
+        try:
+            if os.path.isdir(p):
+                os.rmdir(p)
+            elif os.path.isfile(p) and os.path.getsize(p) == 0:
+                os.unlink(p)
+        except OSError:
+            pass
 
 
 def _dash_options(trace_path, json_path, md_path) -> list[str]:

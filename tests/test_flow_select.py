@@ -123,9 +123,61 @@ def test_flow_selects_one_flow_in_diff(tmp_path):
     assert r.exit_code == 2 and "no flow of the documents matches --flow 'sport=50000'" in r.stderr
 
 
+NO_MATCH = "Error: no flow matches --flow 'vni=101' (1 flows in {}; {})\n"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--format", "json"],
+        ["--format", "markdown"],
+        ["--json", "-"],
+        ["--markdown", "-"],
+        ["--trace", "-"],
+    ],
+    ids=["table", "json", "markdown", "json-dash", "markdown-dash", "trace-dash"],
+)
+def test_flow_matching_nothing_prints_only_the_error(extra):
+    """The fix sample holds one flow, VNI 100: ``vni=101`` matches none. The replay has to run before that is
+    known; nothing is rendered (no zero report with a verdict), only the one-line error."""
+    r = run(FIX_SAMPLE, "--flow", "vni=101", *extra)
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    assert r.stderr == NO_MATCH.format(FIX_SAMPLE, "gro-replay explain CAPTURE lists them")
+
+
+def test_flow_matching_nothing_writes_no_file_output(tmp_path):
+    """--trace FILE, --write-pcap DIR, --json FILE, --markdown FILE: none is left behind (the trace
+    file and pcap directory the run created empty are removed again)."""
+    outs = {
+        "--trace": tmp_path / "t.txt",
+        "--write-pcap": tmp_path / "pcaps",
+        "--json": tmp_path / "j.json",
+        "--markdown": tmp_path / "m.md",
+    }
+    args = [a for o, p in outs.items() for a in (o, p)]
+    r = run(FIX_SAMPLE, "--flow", "vni=101", "-q", *args)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == NO_MATCH.format(FIX_SAMPLE, "gro-replay explain CAPTURE lists them")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_flow_matching_nothing_explain_and_diff(tmp_path):
+    r = run("explain", FIX_SAMPLE, "--flow", "vni=101")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == NO_MATCH.format(FIX_SAMPLE, "run without --flow to list them")
+    doc = tmp_path / "d.json"
+    doc.write_text(run(FIX_SAMPLE, "--format", "json", "-q").stdout)
+    r = run("diff", doc, doc, "--flow", "vni=101")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == "Error: no flow of the documents matches --flow 'vni=101'\n"
+
+
 def test_flow_matching_nothing_is_exit_2():
     r = run(VXLAN4_SAMPLE, "--flow", "vni=7", "-q")
     assert r.exit_code == 2 and r.stderr.startswith("Error: no flow matches --flow 'vni=7' (4 flows in ")
+    assert r.stdout == ""
 
 
 # -- bad selectors: one line, exit 2, before any frame is read, on every command that takes --flow -----------------
