@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from gro_replay.cli_types import BoundedInt, FiniteFloat
-from gro_replay.synth import DEFAULT_START_NS, Scenario, write_frames, write_scenario
+from gro_replay.synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
 from gro_replay.synth_mix import OverlayMix, mix_frames
 
 
@@ -59,7 +59,7 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
 )
 @click.option("--mtu", type=BoundedInt(68, 65535), default=1500, show_default=True, help="Outer IP MTU.")
 @click.option("--timestamps/--no-timestamps", default=True, show_default=True, help="TCP timestamp option.")
-@click.option("--flows", type=BoundedInt(1, 1 << 20), default=1, show_default=True)
+@click.option("--flows", type=BoundedInt(1, MAX_FLOWS), default=1, show_default=True)
 @click.option(
     "--frames",
     type=BoundedInt(1, 10**9),

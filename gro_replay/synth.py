@@ -46,6 +46,8 @@ SYNTH_GENEVE_OPT_TYPE = 0x01
 FLOW_SEQ_STRIDE = 0x01000000
 FLOW_ID_STRIDE = 0x1000
 FLOW_TS_STRIDE = 100_000
+#: Flows a scenario can have: flow k's inner TCP source port is 40000 + k (``flow_spec``), at most 65535.
+MAX_FLOWS = 0x10000 - FrameSpec.sport
 
 _FLOW_KEY = struct.Struct("!16s16sHHB")
 
@@ -90,6 +92,10 @@ class Scenario:
         for name in ("flows", "frames"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.flows > MAX_FLOWS:
+            raise ValueError(
+                f"flows must be at most {MAX_FLOWS} (one inner TCP source port each, from 40000)"
+            )
         for name in ("gap_ns", "pause_every", "pause_ns", "start_ns", "geneve_opt_bytes"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
