@@ -119,18 +119,19 @@ def _early_close_run(args) -> tuple[int, bytes, bytes]:
     [
         ["CAP", "--format", "json"],
         ["CAP", "--json", "-"],
-        ["CAP"],
         ["CAP", "--trace", "-"],
         ["explain", "CAP", "--format", "json"],
-        ["explain", "CAP"],
+        ["explain", "CAP", "--limit", "0"],  # every flow: 0.6 MB (20 flows, the default, fit the pipe)
         ["diff", "5.4", "6.1", "--format", "json"],
     ],
-    ids=["json", "json-dash", "table", "trace-stdout", "explain-json", "explain", "diff-json"],
+    ids=["json", "json-dash", "trace-stdout", "explain-json", "explain", "diff-json"],
 )
 def test_reader_closing_mid_document_ends_quietly_with_141(big_docs, args) -> None:
     """CPython's BufferedWriter loses the EPIPE that follows a partial write of a write larger than its buffer (the
     whole JSON document in one click.echo): before the fix, ``--format json | head -1`` exited 0 with the
-    document cut at 64 KiB. Now every writer of standard output ends with 141 and says nothing."""
+    document cut at 64 KiB. Now every writer of standard output ends with 141 and says nothing. Each output here is
+    far larger than the pipe's buffer, so the reader always goes away before the last write (the table and
+    markdown of this capture fit in the buffer: test_closed_pipe_ends_quietly_with_141 covers them)."""
     code, got, err = _early_close_run([big_docs.get(a, a) for a in args])
     assert code == 141
     assert err == b""
