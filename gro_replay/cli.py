@@ -384,7 +384,11 @@ def build_config(
                 kernels.append(resolve_kernel(r))
             except ValueError as e:
                 raise UsageError(str(e)) from None
-        kernels = tuple(kernels)
+        from .report.verdict import _release_key
+
+        # one order for every output (table, text lines, SUMMARY, JSON, explain, trace tags): by release, oldest
+        # first; a stable sort, so kernels of one release keep the options' order
+        kernels = tuple(sorted(kernels, key=lambda k: _release_key(k.release)))
     elif fix is None:
         kernels = (K_5_11, K_5_12)
     else:

@@ -273,3 +273,42 @@ def test_ipv6_endpoints_are_bracketed_in_flow_labels():
     label = res.flows[0].label()
     assert label.startswith("[fd00::1]:49039→[fd00::2]:4789 vxlan vni 100")
     assert "| [fd01::1]:40000→[fd01::2]:5201 tcp" in label
+
+
+# -- one kernel order: by release, whatever the order of the --kernel options ----------------------------------
+def test_kernel_order_is_by_release_in_every_output(runner):
+    """``--kernel 6.18 --kernel 5.4`` and ``--kernel 5.4 --kernel 6.18`` are the same comparison: the table, the NIC
+    line's kernels, SUMMARY, JSON kernels[] and config.kernels, markdown, explain and the trace's tags all list
+    5.4 first (5.4 < 6.18), so every output of the two runs is byte for byte the same."""
+    outs = {}
+    for order in (("6.18", "5.4"), ("5.4", "6.18")):
+        ks = [a for k in order for a in ("--kernel", k)]
+        outs[order] = [
+            _run(runner, FIX_SAMPLE, *ks, *extra).stdout
+            for extra in (
+                [],
+                ["--format", "json"],
+                ["--format", "markdown"],
+                ["--trace", "-"],
+            )
+        ] + [runner.invoke(main, ["explain", str(FIX_SAMPLE), *ks, "-q"]).stdout]
+    a, b = outs.values()
+    assert a == b
+    table, doc, md, trace, explain = a
+    assert "SUMMARY kernels=5.4,6.18 " in table
+    assert "; kernels: 5.4 (v5.4), 6.18 (v6.18)" in table
+    d = json.loads(doc)
+    assert [k["name"] for k in d["kernels"]] == ["5.4", "6.18"]
+    assert [k["name"] for k in d["config"]["kernels"]] == ["5.4", "6.18"]
+    assert "; kernels: 5.4 (v5.4), 6.18 (v6.18)" in md
+    assert explain.index("5.4 (v5.4)") < explain.index("6.18 (v6.18)")
+    events = [ln.split()[0] for ln in trace.splitlines() if ": net:" in ln]  # "TAG  0.000009: net:…"
+    assert list(dict.fromkeys(events)) == ["5.4", "6.18"]
+
+
+def test_kernels_of_one_release_keep_the_options_order(runner):
+    """Ties (two distribution strings of one release, 5.4.0-42): the options' order, as given."""
+    for order in (("5.4.0-42-lowlatency", "5.4.0-42-generic"), ("5.4.0-42-generic", "5.4.0-42-lowlatency")):
+        r = _run(runner, FIX_SAMPLE, "--kernel", "6.1", "--kernel", order[0], "--kernel", order[1])
+        (summary,) = [ln for ln in r.stdout.splitlines() if ln.startswith("SUMMARY ")]
+        assert summary.startswith(f"SUMMARY kernels={order[0]},{order[1]},6.1 ")
