@@ -206,8 +206,12 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     rep.input.frames_replayed = len(sent)
     try:  # the running kernel as its release resolves (base, backports, notes: KernelModel.describe)
         running = replace(resolve_kernel(oracle.kernel_release), name=name)
-    except ValueError:
-        running = KernelModel(name=name, release=oracle.kernel_release, notes=("release string not parsed",))
+    except (
+        ValueError
+    ) as e:  # not parsed, or newer than every profile: the measured numbers stand on their own
+        running = KernelModel(
+            name=name, release=oracle.kernel_release, notes=(f"no model for this release: {e}",)
+        )
     cfg = replace(config, kernels=(running,))
     flows = list(rep.decoder.flows)
     classes = list(rep.decoder.flow_class)

@@ -161,6 +161,48 @@ def test_unparsable_release_is_a_usage_error(runner, bad):
     assert r.exit_code == 2 and "cannot parse kernel release" in r.output
 
 
+NEWER = (
+    "Error: kernel {} is newer than 6.18, the newest modelled release (GRO changes after it are not modelled, so "
+    "its verdict would be a guess): use --kernel 6.18\n"
+)
+
+
+@pytest.mark.parametrize("release", ["7.99", "6.19", "6.19.2", "6.19-rc1", "7.0.0-1-generic", "7.1.0-1.el10"])
+def test_release_newer_than_every_profile_is_one_line_exit_2(runner, release):
+    """6.18 is the newest profile: a later base (any form: X.Y, point release, -rc, distribution string) could
+    carry GRO changes the model lacks, so it is refused (it was run with every switch on and called fixed)."""
+    with pytest.raises(ValueError, match="newer than 6.18, the newest modelled release"):
+        resolve_kernel(release)
+    for cmd in ([str(FIX_SAMPLE)], ["explain", str(FIX_SAMPLE)], ["kernels"]):
+        r = runner.invoke(main, [*cmd, "--kernel", release])
+        assert r.exit_code == 2
+        assert r.stdout == ""
+        assert r.stderr == NEWER.format(release)
+
+
+@pytest.mark.parametrize("release", ["6.18", "6.18.5", "6.18.0-1-generic"])
+def test_newest_profile_point_and_distribution_releases_stay_accepted(runner, release):
+    m = resolve_kernel(release)
+    assert m.base == "6.18" and m.carries(FIX_COMMIT)
+    assert runner.invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("release", "base"), [("3.10", "3.10"), ("4.14", "4.14"), ("3.10.0-1160.el7", "3.10")]
+)
+def test_release_older_than_every_profile_runs_as_4_19_with_a_note(runner, release, base):
+    """Below the oldest profile (4.19: 07d78363dcff's 8 GRO hash buckets) the base is 4.19 with every switch off,
+    and the report says so in a note on every form of the release."""
+    m = resolve_kernel(release)
+    assert m.base == "4.19" and not m.carries(FIX_COMMIT)
+    note = (
+        f"upstream {base} predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), which is not"
+    )
+    assert any(n.startswith(note) for n in m.notes), m.notes
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q"])
+    assert r.exit_code == 0 and "note: " + note in r.stdout
+
+
 def test_kernels_command_lists_profiles_switches_and_backports(runner):
     r = runner.invoke(main, ["kernels", "--kernel", "5.4.120"])
     assert r.exit_code == 0, r.output

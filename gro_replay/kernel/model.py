@@ -335,6 +335,12 @@ _EL = re.compile(r"(\d+)\.(\d+)\.(\d+)-[\d.]+\.el(\d+)(?:_\d+)?(?:\.[\w.]+)?")
 _OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?[-+.~_]\S*")
 
 
+def _release_tuple(release: str) -> tuple[int, int]:
+    """``"6.18"`` → ``(6, 18)`` (a profile's release: upstream X.Y)."""
+    major, minor = release.split(".")[:2]
+    return int(major), int(minor)
+
+
 def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
 
@@ -366,7 +372,7 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
 def resolve_kernel(text: str) -> KernelModel:
     """The model for a kernel release string as ``uname -r`` or a changelog writes it.
 
-    * a named profile (``5.11``, ``5.4``, ``6.18``) or any upstream ``X.Y`` from 4.19 on (switches by release);
+    * a named profile (``5.11``, ``5.4``, ``6.18``) or any upstream ``X.Y`` from 4.19 to 6.18 (switches by release);
     * a stable point release ``X.Y.Z``: upstream ``X.Y`` plus the backports STABLE_BACKPORTS lists for branch
       ``X.Y`` with a first point release ≤ Z (``5.4.106`` carries 89e5c58fc1e2 as f2d78bbbca42, ``5.4.105`` not);
     * a distribution kernel (``5.4.0-42-generic``: Ubuntu; ``4.18.0-305.el8``: RHEL 8; any other suffix): its own
@@ -374,7 +380,9 @@ def resolve_kernel(text: str) -> KernelModel:
       version carries one, X.Y.Z with Z > 0) and ``notes`` say so and which base was assumed.
       A base older than 4.19 runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled).
 
-    Raises: ValueError for a string that is no kernel release.
+    Raises: ValueError for a string that is no kernel release, and for a base newer than the newest profile
+    (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
+    newest profile.
     """
     text = text.strip()
     if text in PROFILES:
@@ -407,6 +415,12 @@ def resolve_kernel(text: str) -> KernelModel:
     else:
         raise ValueError(
             f"cannot parse kernel release {text!r} (want X.Y, X.Y.Z or a distribution's uname -r)"
+        )
+    newest = max(PROFILES.values(), key=lambda m: _release_tuple(m.release))
+    if (major, minor) > _release_tuple(newest.release):
+        raise ValueError(
+            f"kernel {text} is newer than {newest.release}, the newest modelled release (GRO changes after it are "
+            f"not modelled, so its verdict would be a guess): use --kernel {newest.release}"
         )
     if (major, minor) < (4, 19):
         notes.append(
