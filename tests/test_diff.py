@@ -274,3 +274,28 @@ def test_diff_prints_the_observed_change_beside_the_threshold(docs):
         assert want in " ".join(r.stdout.split()), fmt
     r = run("diff", docs["pre"], docs["pre"])
     assert "observed: no checked value lost anything (allowed loss 0%)" in " ".join(r.stdout.split())
+
+
+def test_diff_summary_line_carries_the_observed_largest_loss(docs):
+    """``largest_loss=`` beside ``max_regression=`` on the DIFF line (keys only added, in the old order): the
+    same value as the "observed: largest loss" sentence. Post-fix → pre-fix of the fix sample: segments per phys
+    skb 17 → 1, a loss of 16/17 = 94.12 %; a document against itself loses nothing (0%)."""
+    r = run("diff", docs["post"], docs["pre"], "--max-regression", "5")
+    assert r.stdout.rstrip().splitlines()[-1] == (
+        "DIFF status=regression regressions=2 stage_regressions=1 flows_regressed=1 max_regression=5% "
+        "largest_loss=94.12% kernels=post-fix→pre-fix"
+    )
+    md = run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", "markdown").stdout
+    assert "max_regression=5% largest_loss=94.12% kernels=post-fix→pre-fix" in md
+    doc = json.loads(
+        run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", "json").stdout
+    )
+    assert "max_regression=5% largest_loss=94.12% kernels=post-fix→pre-fix" in doc["summary"]
+    r = run("diff", docs["pre"], docs["pre"])
+    assert r.stdout.rstrip().splitlines()[-1] == (
+        "DIFF status=ok regressions=0 stage_regressions=0 flows_regressed=0 max_regression=0% largest_loss=0% "
+        "kernels=pre-fix"
+    )
+    # a zero baseline (bytes checksummed in software 0 → 23,584 at phys NAPI, pre-fix → post-fix): no percentage
+    r = run("diff", docs["pre"], docs["post"], "--metric", "sw_csum_bytes")
+    assert " max_regression=0% largest_loss=from0 kernels=pre-fix→post-fix" in r.stdout

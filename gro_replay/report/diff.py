@@ -406,10 +406,10 @@ def compare(
         "metrics_checked": list(metrics),
         "status": "regression" if regressions else "ok",
         "regressions": regressions,
-        "largest_loss": _largest_loss(largest),
+        "largest_loss": (worst := _largest_loss(largest)),
         "kernels": out_kernels,
         "notes": notes,
-        "summary": _summary_line(regressions, max_regression_pct, out_kernels),
+        "summary": _summary_line(regressions, max_regression_pct, out_kernels, worst),
     }
 
 
@@ -432,7 +432,7 @@ def observed_sentence(cmp: dict) -> str:
         return f"observed: no checked value lost anything (allowed loss {limit:g}%)"
     m = METRICS[w["metric"]]
     flow = f", flow {w['flow']}" if w["flow"] else ""
-    loss = "from 0" if w["loss_pct"] is None else f"{w['loss_pct']:g}%"
+    loss = _loss_text(w)
     return (
         f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
         f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
@@ -452,13 +452,23 @@ def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> 
     }
 
 
-def _summary_line(regressions: list, limit: float, kernels: list) -> str:
+def _loss_text(w: dict) -> str:
+    """A ``largest_loss`` entry's loss as the text line and SUMMARY show it: ``88.24%``, or ``from 0`` (a zero
+    baseline: no percentage)."""
+    return "from 0" if w["loss_pct"] is None else f"{w['loss_pct']:g}%"
+
+
+def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | None) -> str:
+    """The grep-able ``DIFF`` line. Keys are only ever added: ``largest_loss`` (the observed largest loss of a
+    checked value, as ``observed_sentence`` says it; ``none`` when nothing was checked, ``from0`` from a zero
+    baseline) sits beside ``max_regression`` (the allowed loss)."""
     stage_regs = sum(1 for r in regressions if r["flow"] is None)
     flows = len({(r["kernel"], r["flow"]) for r in regressions if r["flow"] is not None})
+    largest = "none" if not worst else _loss_text(worst).replace(" ", "")
     return (
         f"DIFF status={'regression' if regressions else 'ok'} regressions={len(regressions)} "
         f"stage_regressions={stage_regs} flows_regressed={flows} max_regression={limit:g}% "
-        f"kernels={','.join(k['label'].replace(' ', '') for k in kernels)}"
+        f"largest_loss={largest} kernels={','.join(k['label'].replace(' ', '') for k in kernels)}"
     )
 
 
