@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from . import install_extra_hint
 from .capture.reader import CaptureError
 from .sim import ReplayConfig, replay_capture
 
@@ -101,7 +102,7 @@ def _distributed():
         import distributed
     except ImportError:
         raise BatchUnavailable(
-            "gro-replay batch needs dask.distributed: pip install 'gro-replay[batch]'"
+            f"gro-replay batch needs dask.distributed: {install_extra_hint('batch')}"
         ) from None
     return distributed
 

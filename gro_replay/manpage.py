@@ -11,11 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+from . import install_extra_hint
+
 
 def write_man_pages(target: str | os.PathLike[str]) -> list[Path]:
     """Write the man pages into ``target`` (created if missing); returns the files written, sorted.
 
-    Raises: ModuleNotFoundError (click-man not installed: ``pip install 'gro-replay[man]'``), OSError.
+    Raises: ModuleNotFoundError (click-man not installed: ``pip install '.[man]'`` in the source tree), OSError.
     """
     from click_man.core import write_man_pages as click_man_write
 
@@ -36,7 +38,7 @@ def _main(argv: list[str]) -> int:
     try:
         pages = write_man_pages(target)
     except ModuleNotFoundError:
-        print("gro-replay: man pages need click-man: pip install 'gro-replay[man]'", file=sys.stderr)
+        print(f"gro-replay: man pages need click-man: {install_extra_hint('man')}", file=sys.stderr)
         return 2
     print(f"wrote {len(pages)} man pages to {target}/ (read one with: man -l {target}/gro-replay.1)")
     return 0

@@ -194,7 +194,8 @@ def test_batch_without_dask_is_a_one_line_error(monkeypatch):
     r = CliRunner().invoke(main, ["batch", str(FIX_SAMPLE)])
     assert r.exit_code == 2
     assert (
-        r.stderr.strip() == "Error: gro-replay batch needs dask.distributed: pip install 'gro-replay[batch]'"
+        r.stderr.strip()
+        == "Error: gro-replay batch needs dask.distributed: pip install '.[batch]' in the gro-replay source tree"
     )
 
 

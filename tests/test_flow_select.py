@@ -289,4 +289,7 @@ def test_bpf_without_the_binding_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pcapy", None)  # import pcapy raises ImportError
     r = run(FIX_SAMPLE, "-f", "udp", "-q")
     assert r.exit_code == 2
-    assert "install the bpf extra (pip install 'gro-replay[bpf]', i.e. pcapy-ng)" in r.stderr
+    assert (
+        "install the bpf extra (pip install '.[bpf]' in the gro-replay source tree, i.e. pcapy-ng)"
+        in r.stderr
+    )

@@ -19,7 +19,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.mark.parametrize("ext", ["png", "svg"])
 def test_plot_writes_file(tmp_path, ext):
-    pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install 'gro-replay[plot]')")
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install '.[plot]')")
     out = tmp_path / f"segs.{ext}"
     r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--plot", str(out), "--format", "json", "-q"])
     assert r.exit_code == 0, r.output
@@ -31,7 +31,7 @@ def test_plot_writes_file(tmp_path, ext):
 
 
 def test_plot_figure_bars_are_the_segment_histograms():
-    pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install 'gro-replay[plot]')")
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install '.[plot]')")
     from gro_replay.report.plot import segs_figure
     from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 
@@ -60,7 +60,10 @@ def test_plot_without_matplotlib_exit_2(tmp_path, monkeypatch):
     out = tmp_path / "x.png"
     r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--plot", str(out), "-q"])
     assert r.exit_code == 2
-    assert r.stderr.startswith("Error: --plot needs matplotlib: pip install 'gro-replay[plot]'")
+    assert r.stderr == (
+        "Error: --plot needs matplotlib: pip install '.[plot]' in the gro-replay source tree (or: pip install "
+        "'matplotlib>=3.7,<4')\n"
+    )
     assert r.stderr.count("\n") == 1 and r.stdout == ""  # refused before replaying
     assert not out.exists()
 

@@ -1,13 +1,15 @@
 """``-f EXPR``: a BPF capture filter (tcpdump / tshark ``-f`` syntax) applied to each record before the replay.
 
 libpcap compiles the expression per link type (``pcap_compile`` on a dead handle, through the ``pcapy-ng``
-binding: the ``bpf`` extra, ``pip install 'gro-replay[bpf]'``) and runs it on the record's captured bytes
+binding: the ``bpf`` extra, ``pip install '.[bpf]'`` in the source tree) and runs it on the record's captured bytes
 (``pcap_offline_filter``). Frames it rejects are counted (``input.filtered.bpf``), never replayed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from .. import install_extra_hint
 
 _SNAPLEN = 262144
 
@@ -21,7 +23,7 @@ def _pcapy():
         import pcapy
     except ImportError:
         raise FilterError(
-            "-f needs a libpcap binding: install the bpf extra (pip install 'gro-replay[bpf]', i.e. pcapy-ng)"
+            f"-f needs a libpcap binding: install the bpf extra ({install_extra_hint('bpf')}, i.e. pcapy-ng)"
         ) from None
     return pcapy
 

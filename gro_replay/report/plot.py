@@ -1,6 +1,6 @@
 """``--plot FILE.svg|png``: the segments-per-skb distribution of each GRO stage and kernel, as bar charts.
 
-matplotlib is an optional extra (``pip install 'gro-replay[plot]'``); it is imported only here, and only when a
+matplotlib is an optional extra (``pip install '.[plot]'`` in the source tree); it is imported only here, and only when a
 plot is asked for. The figure is built with ``matplotlib.figure.Figure`` (no pyplot, no global backend state):
 one row per stage (phys NAPI, tunnel gro_cells), one column per kernel, shared axes so that bars compare.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+from .. import install_extra_hint
 
 PLOT_FORMATS = ("svg", "png")
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
@@ -33,7 +35,7 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise PlotUnavailable(
-            "--plot needs matplotlib: pip install 'gro-replay[plot]' (or: pip install 'matplotlib>=3.7,<4')"
+            f"--plot needs matplotlib: {install_extra_hint('plot')} (or: pip install 'matplotlib>=3.7,<4')"
         ) from None
 
 

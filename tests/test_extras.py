@@ -1,0 +1,55 @@
+"""Every missing optional extra (pyproject.toml's ``[project.optional-dependencies]``: plot, batch, bpf, man) is
+named the same way: ``pip install '.[EXTRA]'`` in the source tree, as README installs gro-replay (``pip install
+.``), never ``'gro-replay[EXTRA]'`` from a package index the project is not published on."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIX_SAMPLE, ROOT
+
+from gro_replay import install_extra_hint
+from gro_replay.cli import main
+
+
+def test_extras_are_the_ones_pyproject_defines() -> None:
+    text = (ROOT / "pyproject.toml").read_text()
+    extras = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    for extra in ("plot", "batch", "bpf", "man"):
+        assert f"\n{extra} = [" in extras, extra
+    assert install_extra_hint("bpf") == "pip install '.[bpf]' in the gro-replay source tree"
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "message"),
+    [
+        ("matplotlib", [str(FIX_SAMPLE), "--plot", "PLOT", "-q"], "Error: --plot needs matplotlib: "),
+        ("distributed", ["batch", str(FIX_SAMPLE)], "Error: gro-replay batch needs dask.distributed: "),
+        (
+            "pcapy",
+            [str(FIX_SAMPLE), "-f", "udp", "-q"],
+            "Error: -f needs a libpcap binding: install the bpf extra (",
+        ),
+    ],
+    ids=["plot", "batch", "bpf"],
+)
+def test_missing_extra_names_the_source_tree_install(monkeypatch, tmp_path, module, args, message) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError, as when not installed
+    extra = {"matplotlib": "plot", "distributed": "batch", "pcapy": "bpf"}[module]
+    r = CliRunner().invoke(main, [str(tmp_path / "x.svg") if a == "PLOT" else a for a in args])
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(message + f"pip install '.[{extra}]' in the gro-replay source tree")
+    assert "gro-replay[" not in line
+
+
+def test_missing_man_extra_names_the_source_tree_install(monkeypatch, tmp_path, capsys) -> None:
+    from gro_replay.manpage import _main
+
+    monkeypatch.setitem(sys.modules, "click_man", None)
+    monkeypatch.setitem(sys.modules, "click_man.core", None)
+    assert _main(["manpage", str(tmp_path / "man")]) == 2
+    err = capsys.readouterr().err
+    assert err == "gro-replay: man pages need click-man: pip install '.[man]' in the gro-replay source tree\n"
