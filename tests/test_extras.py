@@ -53,3 +53,23 @@ def test_missing_man_extra_names_the_source_tree_install(monkeypatch, tmp_path, 
     assert _main(["manpage", str(tmp_path / "man")]) == 2
     err = capsys.readouterr().err
     assert err == "gro-replay: man pages need click-man: pip install '.[man]' in the gro-replay source tree\n"
+
+
+def test_only_click_mans_deprecation_warning_is_filtered() -> None:
+    """pyproject's pytest filterwarnings ignores click 8.5's warning for click-man's call of
+    ``click.utils.make_default_short_help`` (click_man/core.py), nothing broader: the same deprecation from another
+    module, and another deprecated name from click-man, still show."""
+    import warnings
+
+    msg = "'click.utils.{}' is deprecated and will be removed in Click 9.0."
+    with warnings.catch_warnings(record=True) as seen:
+        for name, module in (
+            ("make_default_short_help", "click_man.core"),
+            ("make_default_short_help", "gro_replay.cli"),
+            ("safecall", "click_man.core"),
+        ):
+            warnings.warn_explicit(msg.format(name), DeprecationWarning, "core.py", 27, module=module)
+    assert [(str(w.message), w.category) for w in seen] == [
+        (msg.format("make_default_short_help"), DeprecationWarning),
+        (msg.format("safecall"), DeprecationWarning),
+    ]
