@@ -453,7 +453,7 @@ def report_console():
     if sys.stdout.isatty():
         width = Console().width
     else:
-        width = int(cols) if cols.isdigit() and int(cols) > 0 else 120
+        width = int(cols) if cols.isascii() and cols.isdigit() and 0 < int(cols) < 100_000 else 120
     return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
 
 
@@ -870,6 +870,15 @@ def _on_sigint(signum, frame) -> None:
     raise Interrupted()
 
 
+def _sane_terminal_size_env() -> None:
+    """Drop ``COLUMNS``/``LINES`` values that are not a plain number: rich's Console takes them with ``int()``
+    after ``str.isdigit()``, which lets '²' through and ends in a ValueError."""
+    for name in ("COLUMNS", "LINES"):
+        v = os.environ.get(name)
+        if v is not None and not (v.isascii() and v.isdigit() and 0 < int(v) < 100_000):
+            del os.environ[name]
+
+
 def entry() -> None:
     """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT (one line, no
     traceback); 141 when the reader of standard output went away (``| head -1``; nothing printed); 2 when standard
@@ -880,6 +889,7 @@ def entry() -> None:
         signal.signal(signal.SIGINT, _on_sigint)
     code: int | str | None = 0
     _whole_stdout_writes()
+    _sane_terminal_size_env()
     try:
         try:
             # prog_name fixed: usage lines and shell completion (_GRO_REPLAY_COMPLETE) name the console script

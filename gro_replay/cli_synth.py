@@ -37,7 +37,7 @@ def _us_to_ns(value: float, name: str) -> int:
 def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
     if value in ("rr", "round-robin"):
         return 1
-    if value.isdigit() and int(value) >= 1:
+    if value.isascii() and value.isdigit() and len(value) <= 9 and int(value) >= 1:
         return int(value)
     raise click.BadParameter("expected rr or a block size K >= 1")
 

@@ -119,7 +119,7 @@ class Scenario:
         if isinstance(self.interleave, str):
             if self.interleave in ("rr", "round-robin"):
                 return 1
-            if not self.interleave.isdigit():
+            if not (self.interleave.isascii() and self.interleave.isdigit()):
                 raise ValueError(f"interleave must be rr or a block size, not {self.interleave!r}")
             block = int(self.interleave)
         else:

@@ -141,7 +141,7 @@ def _label(cap, key: tuple) -> str:
 
 def _matches(cap, key: tuple, want: str) -> bool:
     iface, ifindex = key
-    if want.isdigit():
+    if want.isascii() and want.isdigit():
         n = int(want)
         return ifindex == n if ifindex is not None else iface == n
     return iface is not None and iface < len(cap.interfaces) and cap.interfaces[iface][1] == want

@@ -57,6 +57,8 @@ MAX_CAPLEN = 262144
 _MAX_BLOCK_LEN = 16 << 20
 
 _NS = 1_000_000_000
+#: the largest timestamp (ns since the epoch) a record may carry: int64, as the JSON schema's integers
+_TS_NS_MAX = (1 << 63) - 1
 
 # dpkt.pcap defines DLT_RAW as 12 (14 on OpenBSD) and reuses 253; the first name defined wins.
 _DLT_NAMES: dict[int, str] = {}
@@ -502,6 +504,9 @@ class Capture:
                         linktype, num, den, offset_ns = ifaces[iface_id]
                         if blk_type != _PCAPNG_SPB:
                             ts_ns = ((ts_high << 32) | ts_low) * num // den + offset_ns
+                            if not 0 <= ts_ns <= _TS_NS_MAX:
+                                # a 64-bit count at if_tsresol can leave the int64 ns range of every time here
+                                raise self._corrupt(off, f"timestamp {ts_ns} ns outside 1970..2262")
                         off += blk_len
                         self.last_iface = iface_id
                         yield ts_ns, body[data_off : data_off + caplen], orig_len, linktype

@@ -93,7 +93,7 @@ def loss_text(outcome: str, frames: int) -> str:
 def _release_key(release: str) -> tuple:
     out = []
     for part in release.replace("-", ".").split("."):
-        out.append(int(part) if part.isdigit() else 0)
+        out.append(int(part) if part.isascii() and part.isdigit() else 0)
     return tuple(out)
 
 
