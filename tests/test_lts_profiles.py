@@ -187,19 +187,23 @@ def test_newest_profile_point_and_distribution_releases_stay_accepted(runner, re
     assert runner.invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q"]).exit_code == 0
 
 
-@pytest.mark.parametrize(
-    ("release", "base"), [("3.10", "3.10"), ("4.14", "4.14"), ("3.10.0-1160.el7", "3.10")]
-)
-def test_release_older_than_every_profile_runs_as_4_19_with_a_note(runner, release, base):
-    """Below the oldest profile (4.19: 07d78363dcff's 8 GRO hash buckets) the base is 4.19 with every switch off,
-    and the report says so in a note on every form of the release."""
-    m = resolve_kernel(release)
-    assert m.base == "4.19" and not m.carries(FIX_COMMIT)
-    note = (
-        f"upstream {base} predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), which is not"
-    )
-    assert any(n.startswith(note) for n in m.notes), m.notes
+@pytest.mark.parametrize("release", ["3.10", "4.14", "4.17.3", "3.10.0-1160.el7"])
+def test_release_older_than_4_18_is_refused(runner, release):
+    """Below 4.18 the GRO core differs from every profile (one GRO list before 07d78363dcff, v4.19, and an older
+    UDP tunnel offload): a verdict would be a guess, so every form of such a release is a one-line exit 2."""
+    with pytest.raises(ValueError, match="is older than 4.18"):
+        resolve_kernel(release)
     r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q"])
+    assert r.exit_code == 2 and "older than 4.18" in r.stderr and r.stdout == ""
+
+
+def test_4_18_runs_as_4_19_with_a_note(runner):
+    """4.18 (RHEL 8's base) runs as 4.19 with every switch off and says so."""
+    m = resolve_kernel("4.18")
+    assert m.base == "4.19" and not m.carries(FIX_COMMIT)
+    note = "upstream 4.18 predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), which is not"
+    assert any(n.startswith(note) for n in m.notes), m.notes
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", "4.18", "-q"])
     assert r.exit_code == 0 and "note: " + note in r.stdout
 
 

@@ -378,9 +378,11 @@ def resolve_kernel(text: str) -> KernelModel:
     * a distribution kernel (``5.4.0-42-generic``: Ubuntu; ``4.18.0-305.el8``: RHEL 8; any other suffix): its own
       backports cannot be known here, so the upstream base is used (with a stable point release only when the
       version carries one, X.Y.Z with Z > 0) and ``notes`` say so and which base was assumed.
-      A base older than 4.19 runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled).
+      A 4.18 base runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled); older
+      ones are refused.
 
-    Raises: ValueError for a string that is no kernel release, and for a base newer than the newest profile
+    Raises: ValueError for a string that is no kernel release, for a base older than 4.18, and for a base
+        newer than the newest profile
     (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
     newest profile.
     """
@@ -421,6 +423,12 @@ def resolve_kernel(text: str) -> KernelModel:
         raise ValueError(
             f"kernel {text} is newer than {newest.release}, the newest modelled release (GRO changes after it are "
             f"not modelled, so its verdict would be a guess): use --kernel {newest.release}"
+        )
+    if (major, minor) < (4, 18):
+        raise ValueError(
+            f"kernel {text} is older than 4.18: its GRO (one GRO list, no 8 hash buckets of 07d78363dcff, an older "
+            "UDP tunnel offload) is not modelled, so its verdict would be a guess; the oldest modelled release is "
+            "4.19 (4.18, RHEL 8's base, runs as 4.19 with a note)"
         )
     if (major, minor) < (4, 19):
         notes.append(
