@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 import dpkt
 import dpkt.pcap
@@ -30,7 +30,33 @@ _REC = struct.Struct(dpkt.pcap.LEPktHdr.__hdr_fmt__)  # tv_sec, tv_usec|tv_nsec,
 _U32_MAX = 0xFFFFFFFF
 
 
-class PcapWriter:
+_W = TypeVar("_W", bound="_OutputFile")
+
+
+class _OutputFile:
+    """What both writers share: ``close`` (flush; close the file only when the writer opened it) and the context
+    manager. Subclasses set ``_f`` (a binary file) and ``_owned``."""
+
+    _f: BinaryIO
+    _owned: bool
+
+    def close(self) -> None:
+        """Flush, and close the file when this writer opened it. Idempotent."""
+        if self._f.closed:
+            return
+        if self._owned:
+            self._f.close()
+        else:
+            self._f.flush()
+
+    def __enter__(self: _W) -> _W:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class PcapWriter(_OutputFile):
     """Write frames to a little-endian pcap file, nanosecond resolution by default.
 
     Args:
@@ -85,23 +111,8 @@ class PcapWriter:
         self._f.write(_REC.pack(sec, ns // self._frac_div, len(buf), orig_len))
         self._f.write(buf)
 
-    def close(self) -> None:
-        """Flush, and close the file when this writer opened it. Idempotent."""
-        if self._f.closed:
-            return
-        if self._owned:
-            self._f.close()
-        else:
-            self._f.flush()
 
-    def __enter__(self) -> PcapWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class PcapngWriter:
+class PcapngWriter(_OutputFile):
     """Write frames to a little-endian pcapng file: one section, fixed interfaces, a comment per packet.
 
     Args:
@@ -169,21 +180,6 @@ class PcapngWriter:
         if wire > self.snaplen:  # dpkt writes pkt_len = caplen: put the wire length back (offset 24)
             struct.pack_into("<I", raw, 24, wire)
         self._f.write(raw)
-
-    def close(self) -> None:
-        """Flush, and close the file when this writer opened it. Idempotent."""
-        if self._f.closed:
-            return
-        if self._owned:
-            self._f.close()
-        else:
-            self._f.flush()
-
-    def __enter__(self) -> PcapngWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _opt(code: int, data: bytes):
