@@ -35,6 +35,7 @@ import pytest
 from conftest import FIX_SAMPLE, GENEVE_SAMPLE, VXLAN4_SAMPLE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_robustness import _count_polls
 
 from gro_replay.capture.reader import CaptureError, open_capture
 from gro_replay.kernel.model import K_5_11, K_5_12
@@ -197,20 +198,6 @@ def replay_config(draw) -> ReplayConfig:
         rx_queues=draw(st.sampled_from([1, 1, 2])),
         resegment=draw(st.sampled_from(["auto", "off", "auto"])),
     )
-
-
-def _count_polls(monkeypatch) -> list[int]:
-    from gro_replay.kernel.kernel import Kernel
-
-    calls = [0]
-    orig = Kernel.net_rx_action
-
-    def counted(self, skbs, now_ns):
-        calls[0] += 1
-        return orig(self, skbs, now_ns)
-
-    monkeypatch.setattr(Kernel, "net_rx_action", counted)
-    return calls
 
 
 def test_fuzz_replay(monkeypatch) -> None:

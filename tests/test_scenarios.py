@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from test_csum import rfc1071_sum
+
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
 from gro_replay.packet.build import ACK, CWR, ECE, FIN, PSH, RST, SYN, URG, FrameSpec, build_frame, flow_specs
 from gro_replay.sim import PollModel, ReplayConfig
@@ -223,17 +225,6 @@ def test_seeded_scenarios_cover_the_required_space():
     assert {("encap", 4789), ("encap", 6081), ("outer", False), ("outer", True)} <= seen
     assert {("queues", True), ("queues", False), ("reseg", True), ("reseg", False)} <= seen
     assert [m.release for m in random_scenario(random.Random(0))[1].kernels] == ["5.11", "5.12", "6.18"]
-
-
-def rfc1071_sum(b: bytes) -> int:
-    """RFC 1071: 16-bit big-endian words (a last odd byte padded with zero), end-around carry."""
-    if len(b) & 1:
-        b += b"\0"
-    s = 0
-    for i in range(0, len(b), 2):
-        s += (b[i] << 8) | b[i + 1]
-        s = (s & 0xFFFF) + (s >> 16)
-    return s
 
 
 def test_csum_partial_batch_and_poll_sums_match_rfc1071():
