@@ -363,7 +363,8 @@ class InputStats:
     #: frames left out on purpose, by filter: ``flow`` (``--flow``), ``bpf`` (``-f``); a resegmented super-frame
     #: counts once
     filtered: Counter = field(default_factory=Counter)
-    #: ``--flow``: frames of the selected flows (None without a selector)
+    #: ``--flow``: frames of the selected flows that entered the simulation, counted as ``frames_replayed`` counts
+    #: them (a resegmented super-frame as its segments); None without a selector
     selected_frames: int | None = None
     #: frames on UDP ports without a tunnel socket that parse as a tunnel: kind → port → frames
     tunnel_ports_not_configured: dict = field(default_factory=dict)
@@ -931,16 +932,14 @@ class Replayer:
             return
         ok = self._flow_ok
         flows = self.decoder.flows
-        last = -1
         for t in self._decoded(records):
             fid = t[3]
             while len(ok) <= fid:
                 ok.append(sel.matches(flows[len(ok)], len(ok)))
-            if (
-                ok[fid] and t[7] != last
-            ):  # the segments of one resegmented super-frame share its capture index
+            if ok[fid]:
+                # every frame that enters the simulation, as frames_replayed counts them: a resegmented
+                # super-frame's segments (same capture index) count one each
                 inp.selected_frames += 1
-                last = t[7]
             yield t
 
     def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:

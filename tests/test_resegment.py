@@ -248,6 +248,22 @@ def test_auto_takes_the_mss_from_the_flow_then_the_mtu():
     assert res.input.segments_created == 4  # 2500 = 700 × 3 + 400
 
 
+def test_flow_selected_frames_count_a_split_super_frame_as_its_segments():
+    """``--flow`` counts the selected flow's frames in the unit of ``frames_replayed`` (frames that entered the
+    simulation): 1000 + 600 + a 2500-byte super-frame split at the flow's MSS 1000 (1000, 1000, 500) are 5
+    frames, and the phys stage sees those 5 segments; the other flow's 2 frames are replayed, not selected."""
+    base = FrameSpec(payload=1000)
+    first = flow_specs(base, [1000, 600])
+    sup = replace(base, seq=first[-1].seq + 600, payload=2500, ip_id=2, outer_ip_id=2, flags=ACK | PSH)
+    other = flow_specs(replace(base, sport=41000, udp_sport=50001), [1000, 1000])
+    cfg = ReplayConfig(kernels=(K_5_12,), resegment="auto", flow="sport=40000")
+    res = replay_frames(_frames(first + [sup] + other), cfg)
+    assert (res.input.frames_read, res.input.resegmented_frames, res.input.segments_created) == (5, 1, 3)
+    assert res.input.frames_replayed == 7
+    assert res.input.selected_frames == 5
+    assert res.kernels[0].stages["phys"].frames_in == 5
+
+
 def test_off_replays_super_frames_as_captured():
     sup = build_frame(FrameSpec(payload=3000))
     res = replay_frames([(0, sup)], ReplayConfig(kernels=(K_5_12,), resegment="off"))
