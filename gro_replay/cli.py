@@ -650,7 +650,7 @@ def replay_cmd(
     """Replay CAPTURE (pcap/pcapng, optionally gzip; - for stdin) through the GRO stages of each kernel model."""
     from .capture.reader import CaptureError
     from .report.document import document
-    from .report.pcapout import Observers, open_device_pcaps
+    from .report.pcapout import Observers, PcapTimeError, open_device_pcaps
     from .report.plot import check_plot_request, write_plot
     from .report.schema import dumps
     from .report.trace import TraceWriter
@@ -684,6 +684,14 @@ def replay_cmd(
         result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:
         raise UsageError(str(e)) from None
+    except PcapTimeError as e:
+        # the run stops: the --write-pcap files it wrote would lack this frame and every later one, so they go
+        pcaps.close()
+        for path, _n in pcaps.written():
+            with contextlib.suppress(OSError):
+                path.unlink()
+        _remove_if_empty(created)
+        raise UsageError(f"{e}; no file written") from None
     except OSError as e:
         if e.filename is None:
             raise  # a write to standard output (--trace -): entry() reports it

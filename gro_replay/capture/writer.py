@@ -28,6 +28,10 @@ from gro_replay.capture.reader import DLT_EN10MB
 _NS = 1_000_000_000
 _REC = struct.Struct(dpkt.pcap.LEPktHdr.__hdr_fmt__)  # tv_sec, tv_usec|tv_nsec, caplen, len
 _U32_MAX = 0xFFFFFFFF
+#: the last nanosecond a classic pcap record holds (ts_sec is a u32: 2106-02-07 06:28:15.999999999 UTC)
+PCAP_TS_NS_MAX = (_U32_MAX + 1) * _NS - 1
+#: the last nanosecond a pcapng block at if_tsresol 9 holds (ts_high:ts_low is a u64: year 2554)
+PCAPNG_TS_NS_MAX = (1 << 64) - 1
 
 
 _W = TypeVar("_W", bound="_OutputFile")
@@ -100,7 +104,7 @@ class PcapWriter(_OutputFile):
         Raises: ValueError when ts_ns or orig_len does not fit the pcap record header.
         """
         sec, ns = divmod(ts_ns, _NS)
-        if ts_ns < 0 or sec > _U32_MAX:
+        if not 0 <= ts_ns <= PCAP_TS_NS_MAX:
             raise ValueError(f"timestamp {ts_ns} ns does not fit a pcap record (0 .. 2**32 s)")
         if orig_len is None:
             orig_len = len(buf)
@@ -163,7 +167,7 @@ class PcapngWriter(_OutputFile):
         its wire length kept); iface: interface id (index into ``interfaces``); comment: ``opt_comment`` text.
         Raises: ValueError for a timestamp out of range or an unknown interface id.
         """
-        if not 0 <= ts_ns < 1 << 64:
+        if not 0 <= ts_ns <= PCAPNG_TS_NS_MAX:
             raise ValueError(f"timestamp {ts_ns} ns does not fit a pcapng block")
         if not 0 <= iface < self.interfaces:
             raise ValueError(f"interface {iface} not declared")

@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from .. import __version__
-from ..capture.writer import PcapngWriter, PcapWriter
+from ..capture.writer import PCAP_TS_NS_MAX, PCAPNG_TS_NS_MAX, PcapngWriter, PcapWriter
 
 ETH_P_8021Q = 0x8100
 ETH_P_8021AD = 0x88A8
@@ -57,6 +57,35 @@ def skb_frame(skb) -> bytes:
     for fbuf, start, end in skb.frags:
         parts.append(bytes(fbuf[start:end]))
     return b"".join(parts)
+
+
+class PcapTimeError(ValueError):
+    """A delivery time the ``--write-pcap`` format cannot hold (one line naming the option, the directory and the
+    time). The run stops: a file that silently lacks frames is not written as a success."""
+
+
+#: format → (last nanosecond it holds, that time in words)
+_TS_LIMITS = {
+    "pcap": (
+        PCAP_TS_NS_MAX,
+        "classic pcap holds 0 .. 2^32 s (until 2106-02-07 06:28:16 UTC; pcapng holds more)",
+    ),
+    "pcapng": (PCAPNG_TS_NS_MAX, "pcapng holds 0 .. 2^64 ns (until 2554-07-21 23:34:33 UTC)"),
+}
+
+
+def _time_words(ts_ns: int) -> str:
+    """``"4611686018.427387904 s (2116-02-20 23:53:38 UTC)"``: a time in ns since the epoch, as the error says it."""
+    sec, ns = divmod(ts_ns, 1_000_000_000)
+    try:
+        import datetime
+
+        when = datetime.datetime.fromtimestamp(sec, datetime.timezone.utc).strftime(
+            " (%Y-%m-%d %H:%M:%S UTC)"
+        )
+    except (OverflowError, ValueError, OSError):
+        when = ""
+    return f"{sec}.{ns:09d} s{when}"
 
 
 def pcap_name(kernel: str, dev: str) -> str:
@@ -102,6 +131,7 @@ class DevicePcaps:
     ) -> None:
         if fmt not in ("pcap", "pcapng"):
             raise ValueError(f"unknown pcap format {fmt!r}")
+        self.name = os.fspath(directory)
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         if not os.access(self.dir, os.W_OK):
@@ -129,6 +159,14 @@ class DevicePcaps:
         )
 
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
+        """Write the skb ``dev`` of ``kernel`` delivered at ``now_ns`` (ns since the epoch). Raises: PcapTimeError
+        when the output format cannot hold ``now_ns``; OSError."""
+        last, holds = _TS_LIMITS[self.fmt]
+        if not 0 <= now_ns <= last:
+            raise PcapTimeError(
+                f"--write-pcap {self.name}: {kernel} {dev} delivered a frame at {_time_words(now_ns)}, which "
+                f"--pcap-format {self.fmt} cannot hold: {holds}"
+            )
         if self.fmt == "pcapng":
             w = self.writers.get((kernel, ""))
             if w is None:
