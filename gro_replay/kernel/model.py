@@ -140,12 +140,18 @@ FIX_COMMIT = "89e5c58fc1e2"
 
 @dataclass(frozen=True, slots=True)
 class SwitchCommit:
-    """The commit a switch is named after and the first upstream release that carries it (None: no release)."""
+    """The commit a switch is named after and the first upstream release that carries it (None: no release).
+
+    ``upstream_rc``: the release candidate of ``upstream`` it first appeared in, where known (``X.Y-rcN`` is the
+    X.Y tree before its release: an ``-rcM`` with M < N lacks the commit); None: not pinned, and a pre-release of
+    ``upstream`` is assumed to carry it (``resolve_kernel`` says so in a note).
+    """
 
     switch: str
     commit: str
     upstream: tuple[int, int] | None
     title: str
+    upstream_rc: int | None = None
 
 
 #: Every switch's commit and upstream release (the pins of the switch comments above; [D] pins as documented in
@@ -156,6 +162,7 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
         "89e5c58fc1e2",
         (5, 12),
         "net: Fix gro aggregation for udp encaps with zero csum",
+        2,  # v5.12-rc2 (gro-spec §9; README): 5.12-rc1 lacks it
     ),
     SwitchCommit(
         "gro_normal_counts_segs",
@@ -176,7 +183,7 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
     SwitchCommit(
         "gro_accepts_gso", "5eddb24901ee", (6, 1), "gro: add support of (hw)gro packets to gro stack"
     ),
-    SwitchCommit("gro_flushes_dodgy_gso", "7871f54e3dee", (6, 2), "gro: take care of DODGY packets"),
+    SwitchCommit("gro_flushes_dodgy_gso", "7871f54e3dee", (6, 2), "gro: take care of DODGY packets", 4),
     SwitchCommit("gro_ipv4_max_size", "b1a78b9b9886", (6, 3), "net: add support for ipv4 big tcp"),
     SwitchCommit(
         "l3_flush_in_tcp",
@@ -329,10 +336,15 @@ def profile(release: str) -> KernelModel:
         raise KeyError(f"unknown kernel {release!r}; known: {', '.join(PROFILES)}") from None
 
 
-_UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
-_UBUNTU = re.compile(r"(\d+)\.(\d+)\.(\d+)-(\d+)(?:\.\d+)?-([a-z][a-z0-9-]*)")
-_EL = re.compile(r"(\d+)\.(\d+)\.(\d+)-[\d.]+\.el(\d+)(?:_\d+)?(?:\.[\w.]+)?")
-_OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?[-+.~_]\S*")
+# ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
+_UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
+_UBUNTU = re.compile(r"(\d+)\.(\d+)\.(\d+)-(\d+)(?:\.\d+)?-([a-z][a-z0-9-]*)", re.ASCII)
+_EL = re.compile(r"(\d+)\.(\d+)\.(\d+)-[\d.]+\.el(\d+)(?:_\d+)?(?:\.[\w.]+)?", re.ASCII)
+#: a pre-release: X.Y-rcN (Makefile EXTRAVERSION), X.Y.0-rcN (uname -r), a local suffix after it
+_RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-rc(\d+)(?:[-+.~_]\S*)?", re.ASCII)
+_OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?[-+.~_]\S*", re.ASCII)
+#: a version number with a leading zero (05, 0106): kernel versions have none
+_LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
 
 
 def _release_tuple(release: str) -> tuple[int, int]:
@@ -369,19 +381,44 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)
 
 
+def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str) -> tuple[KernelModel, str]:
+    """``model`` (upstream X.Y) as its pre-release ``X.Y-rcN``: a switch whose commit landed in a later rc of X.Y
+    (``SwitchCommit.upstream_rc``) is off; the others of X.Y are assumed in. Returns the model and its note."""
+    rel = f"{major}.{minor}"
+    own = [c for c in SWITCH_COMMITS if c.upstream == (major, minor)]
+    lacks = [c for c in own if c.upstream_rc is not None and c.upstream_rc > rc]
+    parts = [f"{c.commit} ({c.switch}) landed in v{rel}-rc{c.upstream_rc}: off" for c in lacks]
+    parts += [
+        f"{c.commit} ({c.switch}) landed in v{rel}-rc{c.upstream_rc}: on"
+        for c in own
+        if c.upstream_rc is not None and c.upstream_rc <= rc
+    ]
+    unpinned = [c.commit for c in own if c.upstream_rc is None]
+    if unpinned:
+        parts.append(f"assumed to carry {', '.join(unpinned)} of {rel} (the rc each landed in is not known)")
+    if not own:
+        parts.append(f"no modelled commit landed in {rel}'s merge window or release candidates: ran as {rel}")
+    note = f"kernel {text}: a pre-release of upstream {rel}; " + "; ".join(parts)
+    return replace(model, **{c.switch: False for c in lacks}), note
+
+
 def resolve_kernel(text: str) -> KernelModel:
     """The model for a kernel release string as ``uname -r`` or a changelog writes it.
 
     * a named profile (``5.11``, ``5.4``, ``6.18``) or any upstream ``X.Y`` from 4.19 to 6.18 (switches by release);
     * a stable point release ``X.Y.Z``: upstream ``X.Y`` plus the backports STABLE_BACKPORTS lists for branch
       ``X.Y`` with a first point release ≤ Z (``5.4.106`` carries 89e5c58fc1e2 as f2d78bbbca42, ``5.4.105`` not);
+    * a pre-release ``X.Y-rcN`` (``X.Y.0-rcN``): upstream ``X.Y`` without the commits that landed in a later rc
+      (``SwitchCommit.upstream_rc``: ``5.12-rc1`` lacks 89e5c58fc1e2, ``5.12-rc2`` has it), with a note that
+      the other commits of X.Y are assumed in;
     * a distribution kernel (``5.4.0-42-generic``: Ubuntu; ``4.18.0-305.el8``: RHEL 8; any other suffix): its own
       backports cannot be known here, so the upstream base is used (with a stable point release only when the
       version carries one, X.Y.Z with Z > 0) and ``notes`` say so and which base was assumed.
       A 4.18 base runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled); older
       ones are refused.
 
-    Raises: ValueError for a string that is no kernel release, for a base older than 4.18, and for a base
+    Raises: ValueError for a string that is no kernel release (non-ASCII digits, a leading zero such as
+        ``5.4.0106``), for a base older than 4.18, and for a base
         newer than the newest profile
     (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
     newest profile.
@@ -389,8 +426,16 @@ def resolve_kernel(text: str) -> KernelModel:
     text = text.strip()
     if text in PROFILES:
         return PROFILES[text]
+    if not text.isascii():
+        raise ValueError(
+            f"kernel release {text!r} is not ASCII (want X.Y, X.Y.Z or a distribution's uname -r)"
+        )
+    version = re.match(r"[0-9.]*", text).group().rstrip(".")
+    if _LEADING_ZERO.search(version):
+        raise ValueError(f"kernel release {text!r}: version numbers have no leading zeros (e.g. 5.4.106)")
     notes: list[str] = []
     point = 0
+    rc = None
     m = _UPSTREAM.fullmatch(text)
     if m:
         major, minor = int(m.group(1)), int(m.group(2))
@@ -407,6 +452,8 @@ def resolve_kernel(text: str) -> KernelModel:
             f"RHEL {m.group(4)} kernel {text}: Red Hat backports are not known here; assumed upstream "
             f"{major}.{minor} without stable backports"
         )
+    elif (m := _RC.fullmatch(text)) is not None:
+        major, minor, rc = int(m.group(1)), int(m.group(2)), int(m.group(3))
     elif (m := _OTHER.fullmatch(text)) is not None:
         major, minor = int(m.group(1)), int(m.group(2))
         point = int(m.group(3) or 0)
@@ -440,6 +487,9 @@ def resolve_kernel(text: str) -> KernelModel:
     base = PROFILES.get(base_rel) or upstream_profile(major, minor)
     base = replace(base, name=base_rel, release=base_rel) if base.name != base_rel else base
     model = with_stable(base, point, text) if point else replace(base, name=text, release=text)
+    if rc is not None:
+        model, rc_note = _pre_release(model, major, minor, rc, text)
+        notes.append(rc_note)
     if base_rel not in PROFILES:
         notes.append(
             f"upstream {base_rel} is not a named profile: switches set by the release of each commit"
