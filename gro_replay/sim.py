@@ -1408,6 +1408,7 @@ def replay_capture(
         if cap.truncated_records:
             rep.input.frames_read += cap.truncated_records
             rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
+        sel.check()  # a pipe's --interface that matched nothing: known only now
         rep.input.notes.extend(sel.notes())
         if len(sel.by_key) > 1:
             rep.input.interfaces = sel.as_list()

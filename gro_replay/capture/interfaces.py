@@ -6,7 +6,12 @@ captures the tunnel device's decapsulated copies (the inner packets, which never
 and other devices' traffic. ``plan`` reads a capture file once, counts frames and tunnel frames per interface and
 picks the one that carries the tunnel traffic (or the user's ``--interface``); ``Selection.filter`` then passes
 only that interface's records and counts the others as skipped (``other_interface``). A pipe cannot be read twice:
-without ``--interface`` every interface is replayed and the report says so.
+without ``--interface`` every interface is replayed and the report says so; an ``--interface`` that matched none
+of its interfaces is the same error as for a file, at the end of the stream.
+
+A pcapng file may be several sections (``cat a.pcapng b.pcapng``), each numbering its interfaces from 0: an
+interface is (section, id), numbered here over the whole file in order of appearance (``interface_key``), and
+interfaces of one ``if_name`` in several sections are one device (chosen together by default and by name).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..packet.decode import CLS_NOT_TUNNEL
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 
 #: Skip reason of the frames of an interface that is not replayed.
@@ -26,25 +32,60 @@ _IFINDEX = struct.Struct("!I")  # LINUX_SLL2 header bytes 4..8: interface index
 
 
 def interface_key(cap, buf: bytes, linktype: int) -> tuple:
-    """``(pcapng interface id or None, SLL2 ifindex or None)`` of the record just read from ``cap``."""
+    """``(pcapng interface index or None, SLL2 ifindex or None)`` of the record just read from ``cap``.
+
+    The pcapng index counts interface description blocks over every section in order of appearance
+    (``Capture.all_interfaces``): a file of several sections (``cat a.pcapng b.pcapng``) reuses ids from 0 in each
+    section, and (section, id) is one interface. In a one-section file it is the interface id."""
     ifindex = _IFINDEX.unpack_from(buf, 4)[0] if linktype == DLT_LINUX_SLL2 and len(buf) >= 8 else None
-    return (cap.last_iface if cap.format == "pcapng" else None, ifindex)
+    return (cap.iface_base + cap.last_iface if cap.format == "pcapng" else None, ifindex)
 
 
 @dataclass
 class InterfaceStats:
     """What one interface of the capture held: frames, frames that parse as tunnel traffic, link type."""
 
-    label: str
+    key: tuple
+    #: pcapng ``if_name`` (None: not named, or not pcapng)
+    name: str | None
+    #: pcapng section (1-based) that declared the interface; None when not pcapng
+    section: int | None
     linktype: int
     frames: int = 0
     tunnel_frames: int = 0
     #: frames whose L4 header and payload equal a tunnel frame's inner ones on the chosen interface
     copies: int = 0
 
-    def as_dict(self, replayed: bool) -> dict:
+    def label(self, sections: int = 1, interfaces: int = 1) -> str:
+        """``interface 3 (eth0)``, ``ifindex 2``, ``interface 3 (eth0, section 2) ifindex 2``: the section is said
+        when the file has several; the pcapng interface beside an ifindex when the file declares several."""
+        index, ifindex = self.key
+        parts = []
+        if index is not None and (ifindex is None or sections > 1 or interfaces > 1):
+            inside = [self.name] if self.name else []
+            if sections > 1 and self.section is not None:
+                inside.append(f"section {self.section}")
+            parts.append(f"interface {index}" + (f" ({', '.join(inside)})" if inside else ""))
+        if ifindex is not None:
+            parts.append(f"ifindex {ifindex}")
+        return " ".join(parts) or "the capture's interface"
+
+    def matches(self, want: str) -> bool:
+        """``--interface want``: a number is the SLL2 ifindex (when packets carry one) or else the pcapng interface
+        index (over all sections, in order of appearance); anything else is a pcapng ``if_name``."""
+        index, ifindex = self.key
+        if want.isascii() and want.isdigit():
+            n = int(want)
+            return ifindex == n if ifindex is not None else index == n
+        return self.name is not None and self.name == want
+
+    def group(self) -> tuple:
+        """Interfaces that are one device: the same ``if_name`` (and ifindex) in every section of the file."""
+        return (self.name, self.key[1]) if self.name else self.key
+
+    def as_dict(self, replayed: bool, sections: int = 1, interfaces: int = 1) -> dict:
         return {
-            "interface": self.label,
+            "interface": self.label(sections, interfaces),
             "linktype": self.linktype,
             "frames": self.frames,
             "tunnel_frames": self.tunnel_frames,
@@ -53,44 +94,110 @@ class InterfaceStats:
         }
 
 
+def _new_stats(cap, key: tuple, linktype: int) -> InterfaceStats:
+    index = key[0]
+    if index is None:
+        return InterfaceStats(key, None, None, linktype)
+    known = cap.all_interfaces
+    name = known[index][1] if index < len(known) else None
+    return InterfaceStats(key, name, cap.sections, linktype)
+
+
+def _payload(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, int | None] | None:
+    """``(is tunnel traffic, hash of the L4 header and payload or None)`` of one record; None when it does not
+    decode (cut short, unsupported link layer, malformed)."""
+    if len(buf) < orig_len:
+        return None
+    eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
+    if eth is None:
+        return None
+    r = dec.decode(eth)
+    if isinstance(r, str):
+        return None
+    frame, _vlan, fid, _rss, l4 = r
+    return dec.flow_class[fid] != CLS_NOT_TUNNEL, (hash(bytes(frame[l4:])) if l4 else None)
+
+
 @dataclass
 class Selection:
-    """Which interface is replayed, what each held, and the notes for the report."""
+    """Which interfaces are replayed, what each held, and the notes for the report."""
 
-    chosen: tuple | None = None  # None: every interface
-    #: a pipe read once with ``--interface``: matched per record (``_matches``)
+    #: keys of the replayed interfaces (one device: the same name in every section); None: every interface
+    chosen: frozenset | None = None
+    #: a pipe read once with ``--interface``: matched per record as interfaces appear
     stream_want: str | None = None
     planned: bool = False  # by_key was filled by a first read of the file
+    #: a pipe: ``packet.decode.Decoder`` factory, to count each interface's tunnel frames while streaming
+    decoder_factory: object = None
     #: Linux cooked v1 (no ifindex): packets that appear as a tunnel frame's inner packet and again on their own
     unattributed_copies: int = 0
     by_key: dict = field(default_factory=dict)  # key → InterfaceStats, in order of first frame
     reason: str = ""
+    #: pcapng sections of the file and interfaces declared in them (what labels say: ``InterfaceStats.label``)
+    sections: int = 1
+    interfaces: int = 1
+    path: str = ""
 
     def filter(self, cap, records: Iterable, inp) -> Iterator:
-        """The records of the chosen interface; the others counted in ``inp`` (read, bytes, ``other_interface``).
-        Keys seen while streaming are kept (``by_key``) for the notes when nothing was planned (a pipe)."""
-        chosen = self.chosen
+        """The records of the chosen interfaces; the others counted in ``inp`` (read, bytes, ``other_interface``).
+        Keys seen while streaming are kept (``by_key``, with frames and tunnel frames) for the notes when nothing
+        was planned (a pipe)."""
         want = self.stream_want
         seen = self.by_key
+        dec = None if self.planned or self.decoder_factory is None else self.decoder_factory()
+        chosen = set(self.chosen) if self.chosen is not None else None
+        if want is not None:
+            chosen = set()
         for rec in records:
             key = interface_key(cap, rec[1], rec[3])
             st = seen.get(key)
             if st is None:
-                st = seen[key] = InterfaceStats(_label(cap, key), rec[3])
+                st = seen[key] = _new_stats(cap, key, rec[3])
+                if want is not None and st.matches(want):
+                    chosen.add(key)
+                    self.chosen = frozenset(chosen)
             if not self.planned:
                 st.frames += 1
-            if want is not None:
-                if chosen is None and _matches(cap, key, want):
-                    chosen = self.chosen = key
-            if (chosen is not None or want is not None) and key != chosen:
+            if chosen is not None and key not in chosen:
                 inp.frames_read += 1
                 inp.bytes_read += len(rec[1])
                 inp.skipped[SKIP_OTHER_INTERFACE] += 1
                 if inp.first_ts_ns is None:
                     inp.first_ts_ns = rec[0]
                 inp.last_ts_ns = rec[0]
+                if dec is not None:
+                    got = _payload(dec, rec[1], rec[2], rec[3])
+                    st.tunnel_frames += got is not None and got[0]
                 continue
+            if dec is None:
+                yield rec
+                continue
+            # a replayed record is classified by the replay itself (its classes: one decode per frame); one that
+            # the -f filter then leaves out is classified here
+            tunnel, bpf = inp.frames_replayed - inp.classes[CLS_NOT_TUNNEL], inp.filtered["bpf"]
             yield rec
+            if inp.frames_replayed - inp.classes[CLS_NOT_TUNNEL] > tunnel:
+                st.tunnel_frames += 1
+            elif inp.filtered["bpf"] > bpf:
+                got = _payload(dec, rec[1], rec[2], rec[3])
+                st.tunnel_frames += got is not None and got[0]
+        if cap.format == "pcapng":
+            self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
+
+    def check(self) -> None:
+        """After a pipe was read: ``--interface`` that named none of its interfaces is the error a file gives.
+        Raises: CaptureError."""
+        if self.stream_want is not None and not self.chosen:
+            raise self._no_such(self.stream_want)
+
+    def _no_such(self, want: str) -> CaptureError:
+        names = "; ".join(self._labels(self.by_key)) or "none"
+        return CaptureError(
+            f"{self.path}: --interface {want}: no such interface (the capture holds: {names})"
+        )
+
+    def _labels(self, keys: Iterable) -> list[str]:
+        return [self.by_key[k].label(self.sections, self.interfaces) for k in keys]
 
     def notes(self) -> list[str]:
         """One note when the capture held several interfaces (and the same packets twice, when it did)."""
@@ -108,43 +215,25 @@ class Selection:
         parts = []
         for st in self.by_key.values():
             what = f"{st.tunnel_frames:,} tunnel" if st.tunnel_frames else "no tunnel traffic"
-            parts.append(f"{st.label}: {st.frames:,} frames, {what}")
+            parts.append(f"{st.label(self.sections, self.interfaces)}: {st.frames:,} frames, {what}")
         head = f"the capture holds {len(self.by_key)} interfaces ({'; '.join(parts)})"
+        chosen = " and ".join(self._labels(k for k in self.by_key if self.chosen and k in self.chosen))
         copies = [st for st in self.by_key.values() if st.copies]
-        if copies and self.chosen is not None:
-            chosen = self.by_key[self.chosen].label
-            dup = ", ".join(f"{st.copies:,} on {st.label}" for st in copies)
+        if copies and self.chosen:
+            dup = ", ".join(f"{st.copies:,} on {st.label(self.sections, self.interfaces)}" for st in copies)
             head += (
                 f", and the same packets twice: {dup} carry the inner packets of {chosen}'s tunnel frames "
                 "(decapsulated copies, which never reach the physical device's NAPI)"
             )
         if self.chosen is None:
             return [head + "; all were replayed as one device's traffic: --interface N chooses one"]
-        return [
-            f"{head}; replaying {self.by_key[self.chosen].label} only ({self.reason}; --interface chooses)"
-        ]
+        return [f"{head}; replaying {chosen} only ({self.reason}; --interface chooses)"]
 
     def as_list(self) -> list[dict]:
-        return [st.as_dict(self.chosen is None or k == self.chosen) for k, st in self.by_key.items()]
-
-
-def _label(cap, key: tuple) -> str:
-    iface, ifindex = key
-    parts = []
-    if iface is not None and (ifindex is None or len(cap.interfaces) > 1):
-        name = cap.interfaces[iface][1] if iface < len(cap.interfaces) else None
-        parts.append(f"interface {iface}" + (f" ({name})" if name else ""))
-    if ifindex is not None:
-        parts.append(f"ifindex {ifindex}")
-    return " ".join(parts) or "the capture's interface"
-
-
-def _matches(cap, key: tuple, want: str) -> bool:
-    iface, ifindex = key
-    if want.isascii() and want.isdigit():
-        n = int(want)
-        return ifindex == n if ifindex is not None else iface == n
-    return iface is not None and iface < len(cap.interfaces) and cap.interfaces[iface][1] == want
+        return [
+            st.as_dict(self.chosen is None or k in self.chosen, self.sections, self.interfaces)
+            for k, st in self.by_key.items()
+        ]
 
 
 def _regular_file(path: str) -> bool:
@@ -161,19 +250,21 @@ def may_hold_several(cap) -> bool:
 
 
 def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
-    """Read ``path`` once (a regular file; ``cap`` is its open Capture, not yet iterated) and choose the interface.
+    """Read ``path`` once (a regular file; ``cap`` is its open Capture, not yet iterated) and choose the interfaces.
 
-    ``decoder_factory()`` gives a ``packet.decode.Decoder`` with the replay's tunnel ports. The chosen interface is
-    ``want`` (an ifindex / interface id, or a pcapng interface name) or else the one with the most tunnel frames.
-    Raises: CaptureError when ``want`` names no interface of the capture.
+    ``decoder_factory()`` gives a ``packet.decode.Decoder`` with the replay's tunnel ports. The chosen interfaces
+    are those ``want`` names (an ifindex, a pcapng interface index over all sections, or an ``if_name``: every
+    section's interface of that name) or else the device with the most tunnel frames (an ``if_name`` counts
+    over all sections). Raises: CaptureError when ``want`` names no interface of the capture.
     """
-    sel = Selection()
+    sel = Selection(path=path)
     if not may_hold_several(cap):
         if want is not None:
             raise CaptureError(f"{path}: --interface {want}: the capture holds one interface")
         return sel
     if not _regular_file(path):
         sel.stream_want = want
+        sel.decoder_factory = decoder_factory
         sel.reason = "--interface"
         return sel
     dec = decoder_factory()
@@ -185,43 +276,41 @@ def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
             key = interface_key(scan, buf, linktype)
             st = sel.by_key.get(key)
             if st is None:
-                st = sel.by_key[key] = InterfaceStats(_label(scan, key), linktype)
+                st = sel.by_key[key] = _new_stats(scan, key, linktype)
             st.frames += 1
-            if len(buf) < orig_len:
+            got = _payload(dec, buf, orig_len, linktype)
+            if got is None:
                 continue
-            eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
-            if eth is None:
-                continue
-            r = dec.decode(eth)
-            if isinstance(r, str):
-                continue
-            frame, _vlan, fid, _rss, l4 = r
-            payload = hash(bytes(frame[l4:])) if l4 else None
-            if dec.flow_class[fid] != "not_tunnel":
+            tunnel, payload = got
+            if tunnel:
                 st.tunnel_frames += 1
                 if payload is not None:
                     inner.setdefault(key, set()).add(payload)
             elif payload is not None:
                 plain.setdefault(key, []).append(payload)
+        if scan.format == "pcapng":
+            sel.sections, sel.interfaces = max(1, scan.sections), len(scan.all_interfaces)
     if want is not None:
-        match = [k for k in sel.by_key if _matches(scan, k, want)]
+        match = frozenset(k for k, st in sel.by_key.items() if st.matches(want))
         if not match:
-            names = "; ".join(st.label for st in sel.by_key.values()) or "none"
-            raise CaptureError(f"{path}: --interface {want}: no such interface (the capture holds: {names})")
-        sel.chosen = match[0]
+            raise sel._no_such(want)
+        sel.chosen = match
         sel.reason = "--interface"
     elif len(sel.by_key) > 1:
-        best = max(sel.by_key, key=lambda k: sel.by_key[k].tunnel_frames)
-        if sel.by_key[best].tunnel_frames:
-            sel.chosen = best
+        groups: dict[tuple, list] = {}
+        for k, st in sel.by_key.items():
+            groups.setdefault(st.group(), []).append(k)
+        best = max(groups.values(), key=lambda ks: sum(sel.by_key[k].tunnel_frames for k in ks))
+        if any(sel.by_key[k].tunnel_frames for k in best):
+            sel.chosen = frozenset(best)
             sel.reason = "the interface that carries the tunnel traffic"
     if len(sel.by_key) == 1:
         (only,) = sel.by_key
         ref = inner.get(only, set())
         sel.unattributed_copies = sum(1 for h in plain.get(only, ()) if h in ref)
     if sel.chosen is not None:
-        ref = inner.get(sel.chosen, set())
+        ref = set().union(*(inner.get(k, set()) for k in sel.chosen))
         for k, hashes in plain.items():
-            if k != sel.chosen:
+            if k not in sel.chosen:
                 sel.by_key[k].copies = sum(1 for h in hashes if h in ref)
     return sel

@@ -246,8 +246,16 @@ class Capture:
         self.truncated_records = 0
         #: pcapng: (link type, if_name or None) of each interface of the current section, by interface id
         self.interfaces: list[tuple[int, str | None]] = []
-        #: pcapng: the interface id of the record last yielded (None for classic pcap)
+        #: pcapng: the interface id of the record last yielded, within its section (None for classic pcap)
         self.last_iface: int | None = None
+        #: pcapng: (link type, if_name or None) of every interface of every section read so far, in order of
+        #: appearance: a section's interface id ``i`` is ``all_interfaces[iface_base + i]`` (one list for files
+        #: that are several sections, as ``cat a.pcapng b.pcapng`` makes them)
+        self.all_interfaces: list[tuple[int, str | None]] = []
+        #: pcapng: index in ``all_interfaces`` of the current section's interface 0
+        self.iface_base = 0
+        #: pcapng: section header blocks read so far
+        self.sections = 0
         self.pcap_layout: tuple[str, int, int] | None = None
         self._raw = raw
         self._digest = digest
@@ -399,6 +407,8 @@ class Capture:
         self._order = order
         self._ifaces = []
         self.interfaces = []
+        self.iface_base = len(self.all_interfaces)
+        self.sections += 1
         self._offset += blk_len
 
     def _read_idb(self, hdr: bytes, blk_len: int) -> None:
@@ -423,6 +433,7 @@ class Capture:
         g = math.gcd(num, den)
         self._ifaces.append((idb.linktype, num // g, den // g, offset_ns))
         self.interfaces.append((idb.linktype, name))
+        self.all_interfaces.append((idb.linktype, name))
         self._offset += blk_len
 
     def _other_block(self, blk_type: int, blk_len: int, hdr: bytes) -> bool:
