@@ -294,3 +294,22 @@ def test_a_pipe_of_tcpdump_any_says_each_interfaces_tunnel_frames(sll2):
     assert note.startswith(
         "the capture holds 2 interfaces (ifindex 2: 20 frames, 20 tunnel; ifindex 5: 20 frames, no tunnel traffic)"
     )
+
+
+def test_pcapng_sections_of_one_named_interface_are_one_device(runner, tmp_path):
+    # cat of two eth0 captures: eth0 is interface 0 of each section; every frame is replayed and no note says
+    # that the capture holds several interfaces (it holds one device)
+    frames = list(synth_frames(Scenario(frames=20)))
+    path = tmp_path / "cat.pcapng"
+    path.write_bytes(
+        _ng_section(["eth0"], [(0, ts, f) for ts, f in frames[:10]])
+        + _ng_section(["eth0"], [(0, ts, f) for ts, f in frames[10:]])
+    )
+    inp = _json(runner, path)["input"]
+    assert (inp["frames_replayed"], inp["classes"], inp["skipped"]) == (20, {"tunnel_tcp": 20}, {})
+    assert not [n for n in inp["notes"] if "interfaces" in n]
+    assert [(i["interface"], i["frames"], i["replayed"]) for i in inp["interfaces"]] == [
+        ("interface 0 (eth0, section 1)", 10, True),
+        ("interface 1 (eth0, section 2)", 10, True),
+    ]
+    assert _json(runner, path, "--interface", "1")["input"]["skipped"] == {"other_interface": 10}

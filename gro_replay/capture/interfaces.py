@@ -184,6 +184,11 @@ class Selection:
         if cap.format == "pcapng":
             self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
 
+    def devices(self) -> int:
+        """Devices the capture holds: its interfaces, the interfaces of one ``if_name`` in several pcapng
+        sections counted once (``cat a.pcapng b.pcapng`` of two eth0 captures is one device)."""
+        return len({st.group() for st in self.by_key.values()})
+
     def check(self) -> None:
         """After a pipe was read: ``--interface`` that named none of its interfaces is the error a file gives.
         Raises: CaptureError."""
@@ -201,7 +206,7 @@ class Selection:
 
     def notes(self) -> list[str]:
         """One note when the capture held several interfaces (and the same packets twice, when it did)."""
-        if len(self.by_key) < 2:
+        if self.devices() < 2:
             if self.unattributed_copies:
                 n = self.unattributed_copies
                 return [
@@ -304,10 +309,9 @@ def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
         if any(sel.by_key[k].tunnel_frames for k in best):
             sel.chosen = frozenset(best)
             sel.reason = "the interface that carries the tunnel traffic"
-    if len(sel.by_key) == 1:
-        (only,) = sel.by_key
-        ref = inner.get(only, set())
-        sel.unattributed_copies = sum(1 for h in plain.get(only, ()) if h in ref)
+    if sel.devices() == 1:  # one device (in one section or several): the copies cannot be told by interface
+        ref = set().union(*inner.values())
+        sel.unattributed_copies = sum(1 for hashes in plain.values() for h in hashes if h in ref)
     if sel.chosen is not None:
         ref = set().union(*(inner.get(k, set()) for k in sel.chosen))
         for k, hashes in plain.items():
