@@ -509,9 +509,11 @@ class BatchReplay:
         inp = self.rep.input
         inp.frames_read += b - a
         inp.bytes_read += int(ch.caplen[a:b].sum())
+        ts = ch.ts_ns[a:b]
         if inp.first_ts_ns is None:
-            inp.first_ts_ns = int(ch.ts_ns[a])
-        inp.last_ts_ns = int(ch.ts_ns[b - 1])
+            inp.first_ts_ns = int(ts[0])
+        inp.saw_ts_range(int(ts.min()), int(ts.max()))
+        inp.last_ts_ns = int(ts[-1])
         ns = int(snap[a:b].sum())
         if ns:
             inp.skipped[SKIP_SNAPLEN] += ns

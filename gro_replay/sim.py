@@ -355,8 +355,12 @@ class InputStats:
     frames_replayed: int = 0
     skipped: Counter = field(default_factory=Counter)
     classes: Counter = field(default_factory=Counter)
+    #: the first record's timestamp (ns); ``last_ts_ns`` (a property) the latest record's so far
     first_ts_ns: int | None = None
-    last_ts_ns: int | None = None
+    #: the earliest and the latest timestamp of any record read (ns): a capture's times can run backwards
+    #: (a clock step, pcapng interfaces with their own if_tsresol/if_tsoffset); ``duration_ns`` is max − min
+    min_ts_ns: int | None = None
+    max_ts_ns: int | None = None
     resegmented_frames: int = 0
     segments_created: int = 0
     oversize_not_split: Counter = field(default_factory=Counter)
@@ -379,6 +383,30 @@ class InputStats:
     #: the largest outer IP packet that ``--resegment`` split (bytes, 0: none)
     largest_split: int = 0
 
+    _last_ts_ns: int | None = None  # not a field: ``last_ts_ns`` below
+
+    @property
+    def last_ts_ns(self) -> int | None:
+        """The timestamp (ns) of the last record read; setting it also widens ``min_ts_ns``..``max_ts_ns``."""
+        return self._last_ts_ns
+
+    @last_ts_ns.setter
+    def last_ts_ns(self, ts_ns: int) -> None:
+        self._last_ts_ns = ts_ns
+        self.saw_ts_range(ts_ns, ts_ns)
+
+    def saw_ts_range(self, lo_ns: int, hi_ns: int) -> None:
+        """Records with timestamps from ``lo_ns`` to ``hi_ns`` (ns, lo ≤ hi) were read: widen the span."""
+        if self.min_ts_ns is None or lo_ns < self.min_ts_ns:
+            self.min_ts_ns = lo_ns
+        if self.max_ts_ns is None or hi_ns > self.max_ts_ns:
+            self.max_ts_ns = hi_ns
+
+    @property
+    def duration_ns(self) -> int:
+        """The span of the records' timestamps, latest − earliest (ns, never negative; 0 without records)."""
+        return self.max_ts_ns - self.min_ts_ns if self.min_ts_ns is not None else 0
+
     def as_dict(self) -> dict:
         return {
             "path": self.path,
@@ -388,7 +416,7 @@ class InputStats:
             "frames_replayed": self.frames_replayed,
             "skipped": dict(sorted(self.skipped.items())),
             "classes": dict(sorted(self.classes.items())),
-            "duration_ns": (self.last_ts_ns - self.first_ts_ns) if self.first_ts_ns is not None else 0,
+            "duration_ns": self.duration_ns,
             "resegmented_frames": self.resegmented_frames,
             "segments_created": self.segments_created,
             "oversize_not_split": dict(sorted(self.oversize_not_split.items())),
