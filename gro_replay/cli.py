@@ -185,9 +185,10 @@ def replay_options(f):
             multiple=True,
             help="Kernel release(s) to run instead (repeatable): a profile ("
             + ", ".join(PROFILES)
-            + "), a stable point release (5.4.120: base + the stable backports it carries) or a distribution's "
-            "uname -r (5.4.0-42-generic, 4.18.0-305.el8: base only, with a note); below 4.19 runs as 4.19 with a "
-            "note, newer than the newest profile is refused. `gro-replay kernels` lists them.",
+            + "), a stable point release (5.4.120: base + the stable backports it carries), a pre-release "
+            "(5.12-rc1: base without the commits of a later rc, with a note) or a distribution's uname -r "
+            "(5.4.0-42-generic, 4.18.0-305.el8: base only, with a note); 4.18 runs as 4.19 with a note, older "
+            "than 4.18 or newer than the newest profile is refused. `gro-replay kernels` lists them.",
         ),
         click.option(
             "--rx-csum",
