@@ -340,8 +340,9 @@ def profile(release: str) -> KernelModel:
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
 _UBUNTU = re.compile(r"(\d+)\.(\d+)\.(\d+)-(\d+)(?:\.\d+)?-([a-z][a-z0-9-]*)", re.ASCII)
 _EL = re.compile(r"(\d+)\.(\d+)\.(\d+)-[\d.]+\.el(\d+)(?:_\d+)?(?:\.[\w.]+)?", re.ASCII)
-#: a pre-release: X.Y-rcN (Makefile EXTRAVERSION), X.Y.0-rcN (uname -r), a local suffix after it
-_RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-rc(\d+)(?:[-+.~_]\S*)?", re.ASCII)
+#: a pre-release: X.Y-rcN (Makefile EXTRAVERSION), X.Y.0-rcN (uname -r), X.Y.0-0.rcN.… (Fedora),
+#: X.Y.0-XXYY00rcN-… (Ubuntu mainline builds), with a local or distribution suffix after it
+_RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-(?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII)
 _OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?[-+.~_]\S*", re.ASCII)
 #: a version number with a leading zero (05, 0106): kernel versions have none
 _LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
@@ -454,6 +455,11 @@ def resolve_kernel(text: str) -> KernelModel:
         )
     elif (m := _RC.fullmatch(text)) is not None:
         major, minor, rc = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if m.group(4):  # "+": setlocalversion's mark of a tree past the tag
+            notes.append(
+                f"kernel {text}: a build of or after {major}.{minor}-rc{rc} (a later snapshot, a distribution's "
+                f"patches): what it adds is not known here; assumed {major}.{minor}-rc{rc}"
+            )
     elif (m := _OTHER.fullmatch(text)) is not None:
         major, minor = int(m.group(1)), int(m.group(2))
         point = int(m.group(3) or 0)
