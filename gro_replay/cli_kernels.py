@@ -21,7 +21,8 @@ from .kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, Kerne
 
 def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
     """JSON-ready: ``profiles`` (each ``KernelModel.describe()`` plus its switches), ``switches`` (commit, upstream
-    release, title), ``stable_backports`` (upstream commit → branch → stable commit, first point release)."""
+    release, ``upstream_rc``: the rc of that release the commit landed in or None, title), ``stable_backports``
+    (upstream commit → branch → stable commit, first point release)."""
     models = list(PROFILES.values()) + list(extra)
     return {
         "profiles": [dict(m.describe(), lts=m.release in LTS, switches=m.switches()) for m in models],
@@ -30,6 +31,7 @@ def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
                 "switch": c.switch,
                 "commit": c.commit,
                 "upstream": f"{c.upstream[0]}.{c.upstream[1]}" if c.upstream else None,
+                "upstream_rc": c.upstream_rc,
                 "title": c.title,
             }
             for c in SWITCH_COMMITS
@@ -89,7 +91,12 @@ def kernels_cmd(kernel_rel, fmt) -> None:
         for m in models:
             bp = m.stable_backport(c.commit)
             cells.append(f"on ({bp[1]})" if bp else ("on" if getattr(m, c.switch) else "·"))
-        t.add_row(c.switch, c.commit, f"v{c.upstream[0]}.{c.upstream[1]}" if c.upstream else "none", *cells)
+        rel = (
+            f"v{c.upstream[0]}.{c.upstream[1]}" + (f"-rc{c.upstream_rc}" if c.upstream_rc else "")
+            if c.upstream
+            else "none"
+        )
+        t.add_row(c.switch, c.commit, rel, *cells)
     console.print(t)
     b = Table(title="stable backports (first point release carrying the commit)", box=box.SIMPLE_HEAD)
     b.add_column("upstream commit")

@@ -7,6 +7,8 @@ without leading zeros (the top-level Makefile's VERSION/PATCHLEVEL/SUBLEVEL).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 from conftest import FIX_SAMPLE
@@ -106,3 +108,12 @@ def test_leading_zeros_are_refused(text):
 @pytest.mark.parametrize("text", ["5.4.0", "5.4.0-42-generic", "4.18.0-305.el8", "5.10.0-rc1", "6.1.0"])
 def test_a_zero_component_is_not_a_leading_zero(text):
     assert resolve_kernel(text).base in ("5.4", "4.19", "5.10", "6.1")
+
+
+def test_kernels_lists_the_rc_a_commit_landed_in():
+    r = CliRunner().invoke(main, ["kernels", "--format", "json"])
+    rcs = {s["commit"]: (s["upstream"], s["upstream_rc"]) for s in json.loads(r.stdout)["switches"]}
+    assert rcs["89e5c58fc1e2"] == ("5.12", 2) and rcs["7871f54e3dee"] == ("6.2", 4)
+    assert rcs["8dc1c444df19"] == ("5.11", None)
+    table = CliRunner().invoke(main, ["kernels"], env={"COLUMNS": "200"}).stdout
+    assert any("89e5c58fc1e2" in line and "v5.12-rc2" in line for line in table.splitlines())
