@@ -18,7 +18,7 @@ DEBS := tshark ethtool iproute2 man-db groff-base
 deps:
 	@missing=""; for c in tshark capinfos ethtool ip man groff; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS) >/dev/null; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $(DEBS) >/dev/null; \
 	  else echo "note: install $(DEBS) (Debian) for the tshark and kernel-backend tests"; fi; fi
 
 install:
