@@ -71,8 +71,6 @@ def ensure_capture(kind: str, frames: int, regenerate: bool = False) -> Path:
     """
     import fcntl
 
-    from gro_replay.synth import write_scenario
-
     sc = scenario(kind, frames)
     key = hashlib.sha256(repr(sc).encode()).hexdigest()[:10]
     path = CACHE / f"{kind}-{frames}-{key}.pcap"
@@ -86,7 +84,15 @@ def ensure_capture(kind: str, frames: int, regenerate: bool = False) -> Path:
         tmp = path.with_suffix(".pcap.tmp")
         print(f"generating {path.name} ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        n = write_scenario(tmp, sc)
+        # in a child: the scenario's frame specs would otherwise stay in this process, and every measured child
+        # forked from it would start with that memory counted in its peak RSS (ru_maxrss)
+        out = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--write-capture", kind, str(frames), str(tmp)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        n = int(out.stdout)
         os.replace(tmp, path)
         dt = time.perf_counter() - t0
         print(
@@ -293,7 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when a target of issue 6 is missed")
     ap.add_argument("--json", dest="json_path", help="also write the numbers as JSON to this path")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--write-capture", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.write_capture:
+        from gro_replay.synth import write_scenario
+
+        kind, n, out_path = args.write_capture
+        print(write_scenario(out_path, scenario(kind, int(n))))
+        return 0
     if args.child:
         child(args.child)
         return 0
