@@ -1,7 +1,7 @@
 """Harness for the kernel-core tests: literal frames → SkBuffs → a ``Kernel``'s polls, and a recording Sink.
 
 Not a test module by itself (it holds no tests); test_kernel_rules.py, test_selftest_cases.py and
-test_kernel_observed.py import it. The skb a driver hands to GRO is built the way ``sim.Replayer._skb`` builds it
+test_kernel_observed.py import it. The skb a driver hands to GRO is built the way ``sim.driver.DriverRx.skbs`` builds it
 (data at the outer IP header, ``protocol`` from the ethertype, RX checksum state from the NIC profile); the
 payload a delivered skb carries is read back from its own headers, independently of the code under test (as the
 kernel selftest's receiver does: packet size minus every header).
@@ -163,7 +163,7 @@ class Rig:
     batches: list[list[int]] = field(default_factory=list)
 
     def skb(self, frame: bytes, *, ts_ns: int = 0, hash: int | None = None, l4: int | None = None) -> SkBuff:
-        """The skb a driver builds for ``frame`` (Ethernet, no VLAN tag): ``sim.Replayer._skb``'s shape."""
+        """The skb a driver builds for ``frame`` (Ethernet, no VLAN tag): ``sim.driver.DriverRx.skbs``'s shape."""
         k = self.kernel
         skb = SkBuff(frame, 0, ts_ns, self.index, 0)
         self.index += 1

@@ -1,0 +1,71 @@
+"""The simulation pipeline around the kernel models: capture records → frames → polls → driver RX → kernels.
+
+Modules, in pipeline order:
+``config.py``   ``ReplayConfig``, ``PollModel``, ``ConfigError``, option parsers (``parse_gro``, ``parse_resegment``)
+``ingest.py``   records → decoded frames: ``InputStats``, input notes, tunnel-port detection, filters, resegmenting
+``polls.py``    which frames share a poll (``iter_polls``, ``PollSchedule``) and the RX queues (``RxQueue``)
+``driver.py``   the NIC driver's RX step: each frame's skb (RX hash, VLAN tag, checksum state)
+``replayer.py`` ``Replayer`` (one run over every kernel model), ``Result``, ``replay_capture``, ``replay_frames``
+
+The batch path (``pollcache.py``) runs the same ``Replayer`` block by block. Every public name of the modules is
+re-exported here: ``from gro_replay.sim import X`` is the stable spelling.
+"""
+
+from .config import (
+    GRO_DEVICES,
+    RSS_INDIR_TABLE_SIZE,
+    ConfigError,
+    PollModel,
+    ReplayConfig,
+    parse_gro,
+    parse_resegment,
+)
+from .driver import DriverRx
+from .ingest import (
+    JUMBO_MAX,
+    Ingest,
+    InputStats,
+    TunnelScanError,
+    capture_notes,
+    detect_tunnel_ports,
+    tcp_mss_option,
+    tunnel_notes,
+)
+from .polls import (
+    PollSchedule,
+    RxQueue,
+    add_rx_queues,
+    enter_rx_queue,
+    ethtool_rxfh_indir_default,
+    iter_polls,
+)
+from .replayer import Replayer, Result, replay_capture, replay_frames
+
+__all__ = [
+    "GRO_DEVICES",
+    "JUMBO_MAX",
+    "RSS_INDIR_TABLE_SIZE",
+    "ConfigError",
+    "DriverRx",
+    "Ingest",
+    "InputStats",
+    "PollModel",
+    "PollSchedule",
+    "ReplayConfig",
+    "Replayer",
+    "Result",
+    "RxQueue",
+    "TunnelScanError",
+    "add_rx_queues",
+    "capture_notes",
+    "detect_tunnel_ports",
+    "enter_rx_queue",
+    "ethtool_rxfh_indir_default",
+    "iter_polls",
+    "parse_gro",
+    "parse_resegment",
+    "replay_capture",
+    "replay_frames",
+    "tcp_mss_option",
+    "tunnel_notes",
+]

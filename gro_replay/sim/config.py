@@ -1,0 +1,281 @@
+"""Replay configuration: ``ReplayConfig`` (everything a replay needs besides the frames), the poll model and the
+parsers of the options that build them (``--gro``, ``--resegment``). No I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..kernel.model import K_5_11, K_5_12, KernelModel
+from ..kernel.nic import (
+    DEFAULT_POLL_GAP_USECS,
+    DEFAULT_RSS_KEY,
+    NIC_PRESETS,
+    RSS_MODES,
+    RX_CSUM_PROFILES,
+)
+from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
+from ..resegment import TCP_MIN_SND_MSS
+
+#: Entries of the RSS indirection table (a common size; drivers use 64..512).
+RSS_INDIR_TABLE_SIZE = 128
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used (one-line message)."""
+
+
+@dataclass(frozen=True)
+class PollModel:
+    """Which frames share a driver poll.
+
+    ``gap`` (the default, ``gap:3``): a new poll when the inter-arrival gap exceeds ``usecs`` µs (at most
+    ``weight`` per poll), taken at its last frame's time: the interrupt of CQE-based moderation, which fires once
+    the traffic pauses for the moderation period (``kernel.nic.DEFAULT_POLL_GAP_USECS``, mlx5's default), so
+    no poll holds frames that a pause of that length separated. ``rx-usecs``: EQE-based moderation — a poll
+    starts ``usecs`` µs after the first pending frame and takes what has arrived (at most ``weight``),
+    repeating at once after a full poll. ``budget``: capture order, ``weight`` frames per poll, whatever the
+    times (the kernel backend's injection recipe: ``validate`` and ``kernel`` use it).
+    The exact rules, with repolls and timers, are in the comment above ``iter_polls``.
+    """
+
+    kind: str = "gap"
+    usecs: float = DEFAULT_POLL_GAP_USECS
+
+    def __post_init__(self) -> None:
+        if self.kind == "budget" and self.usecs:
+            object.__setattr__(
+                self, "usecs", 0.0
+            )  # budget has no time constant: PollModel("budget") is one value
+
+    @classmethod
+    def parse(cls, text: str) -> PollModel:
+        """Parse ``budget``, ``gap:US`` or ``rx-usecs:US``. Raises ConfigError."""
+        if text == "budget":
+            return cls("budget")
+        kind, _, value = text.partition(":")
+        if kind in ("gap", "rx-usecs") and value:
+            try:
+                us = float(value)
+            except ValueError:
+                us = -1.0
+            if 0 <= us < float("inf"):  # NaN and infinity fail too
+                return cls(kind, us)
+        raise ConfigError(f"invalid poll model {text!r}: use budget, gap:US or rx-usecs:US")
+
+    def __str__(self) -> str:
+        return self.kind if self.kind == "budget" else f"{self.kind}:{self.usecs:g}"
+
+    def describe(self) -> str:
+        """One line for the report: the model and what it means, e.g. ``gap:3 (a poll after each pause > 3 µs, …)``."""
+        if self.kind == "budget":
+            return "budget (64-frame polls in capture order, times ignored)"
+        if self.kind == "gap":
+            src = (
+                ", the default time-aware model: mlx5's CQE-based moderation"
+                if self.usecs == DEFAULT_POLL_GAP_USECS
+                else ""
+            )
+            return f"{self} (a poll after each pause > {self.usecs:g} µs{src})"
+        return f"{self} (interrupt moderation: a poll {self.usecs:g} µs after the first frame)"
+
+
+@dataclass
+class ReplayConfig:
+    """Everything a replay needs besides the frames. Units: ns for times, bytes for sizes."""
+
+    kernels: tuple[KernelModel, ...] = (K_5_11, K_5_12)
+    #: RX checksum state (RX_CSUM_PROFILES), or "nic": the --nic preset decides per frame
+    rx_csum: str = "unnecessary"
+    poll: PollModel = field(default_factory=PollModel)
+    weight: int = 64
+    hz: int = 250
+    #: RX hash: "toeplitz" (outer addresses + UDP ports), "toeplitz-l3" (outer addresses only) or "none"
+    rss: str = "toeplitz"
+    #: a driver preset (nic.NIC_PRESETS) or None; with it rx_csum "nic" lets the preset decide per frame
+    nic: str | None = None
+    #: the tunnel UDP port is programmed into the NIC's parser (udp_tunnel_nic); only read by --nic presets
+    nic_tunnel_port: bool = False
+    rss_key: bytes = DEFAULT_RSS_KEY
+    vxlan_ports: tuple[int, ...] = (4789, 8472)
+    geneve_ports: tuple[int, ...] = (6081,)
+    #: the interface to replay of a capture that holds several (``--interface``: an ifindex, a pcapng interface id
+    #: or name); None: the one that carries the tunnel traffic (capture/interfaces.py)
+    interface: str | None = None
+    #: tunnel kinds (``"vxlan"``, ``"geneve"``) whose ports are detected (``--vxlan-port auto``): a first read of
+    #: the capture finds the UDP ports whose payloads parse as that tunnel (``packet.decode.sniff_tunnel``) and
+    #: the kernels get a tunnel socket on each (``detect_tunnel_ports``)
+    detect_tunnels: tuple[str, ...] = ()
+    phys_dev: str = "eth0"
+    vxlan_dev: str = "vxlan0"
+    geneve_dev: str = "geneve0"
+    tunnel_metadata: bool = True
+    #: tunnel sockets accept zero UDPv6 checksums (vxlan/geneve udp6zerocsumrx; off by default, RFC 6936)
+    udp6_zero_csum_rx: bool = False
+    gro_normal_batch: int = 8
+    gro_max_size: int = 65536
+    gro_flush_timeout_ns: int = 0
+    napi_defer_hard_irqs: int = 0
+    #: a generic-XDP program on the phys device: netif_elide_gro() is true there (net/core/dev.c)
+    phys_xdp_generic: bool = False
+    #: NETIF_F_GRO per device role ("phys", "tunnel"): ``ethtool -K DEV gro off`` clears it (``parse_gro``)
+    gro: dict[str, bool] = field(default_factory=lambda: {"phys": True, "tunnel": True})
+    #: RX queues of the phys device: one NAPI each, flows spread by the RSS indirection table, one CPU per queue
+    rx_queues: int = 1
+    #: super-frame splitting before replay: "off" (frames replayed as given; the library default), "auto" (the
+    #: CLI's default) or a fixed MSS (int); see resegment.py
+    resegment: str | int = "off"
+    #: bytes of the outer IP datagram a wire frame carries (the resegmenting threshold)
+    mtu: int = 1500
+    #: ``--flow``: only the frames of flows matching this selector are replayed (packet/flowsel.py grammar)
+    flow: str | None = None
+    #: ``-f``: only the records this BPF capture filter accepts are replayed (capture/bpf.py)
+    capture_filter: str | None = None
+    #: allow the batch path (pollcache.py: each distinct poll simulated once, results identical); False runs the
+    #: reference path, every frame through the kernels. Not part of the JSON document: results do not depend on it.
+    fast_path: bool = True
+
+    def validate(self) -> None:
+        """Raises ConfigError naming the bad value."""
+        if self.nic is not None and self.nic not in NIC_PRESETS:
+            raise ConfigError(f"unknown --nic {self.nic!r}; choose from {', '.join(NIC_PRESETS)}")
+        if self.rx_csum == "nic" and self.nic is None:
+            raise ConfigError("rx_csum 'nic' needs a --nic preset")
+        if self.rx_csum not in RX_CSUM_PROFILES and self.rx_csum != "nic":
+            raise ConfigError(
+                f"unknown --rx-csum {self.rx_csum!r}; choose from {', '.join(RX_CSUM_PROFILES)}"
+            )
+        if self.rss not in RSS_MODES:
+            raise ConfigError(f"unknown --rss {self.rss!r}; choose {', '.join(RSS_MODES)}")
+        if not 1 <= self.weight <= 64:
+            raise ConfigError("NAPI weight must be 1..64")
+        if self.hz <= 0:
+            raise ConfigError("--hz must be positive")
+        # a port repeated within one list is one tunnel socket (the kernel binds one per port)
+        self.vxlan_ports = tuple(dict.fromkeys(self.vxlan_ports))
+        self.geneve_ports = tuple(dict.fromkeys(self.geneve_ports))
+        overlap = set(self.vxlan_ports) & set(self.geneve_ports)
+        if overlap:
+            raise ConfigError(f"port {min(overlap)} given as both VXLAN and Geneve")
+        if not 1 <= self.rx_queues <= RSS_INDIR_TABLE_SIZE:
+            raise ConfigError(f"--rx-queues must be 1..{RSS_INDIR_TABLE_SIZE}")
+        self.resegment = parse_resegment(str(self.resegment))
+        unknown = set(self.gro) - set(GRO_DEVICES)
+        if unknown:
+            raise ConfigError(f"--gro: unknown device {min(unknown)!r}; use phys or tunnel")
+        if not 68 <= self.mtu <= 65535:
+            raise ConfigError("--mtu must be 68..65535 (bytes of the outer IP datagram)")
+        if self.flow is not None:
+            from ..packet.flowsel import FlowSelector, SelectorError
+
+            try:
+                FlowSelector.parse(self.flow)
+            except SelectorError as e:
+                raise ConfigError(str(e)) from None
+        if self.capture_filter is not None:
+            from ..capture.bpf import BpfFilter, FilterError
+
+            try:
+                BpfFilter(self.capture_filter)
+            except FilterError as e:
+                raise ConfigError(str(e)) from None
+
+    def rx_csum_of_flow(self, key) -> str:
+        """The RX checksum state (an RX_CSUM_PROFILES name) frames of flow ``key`` (decode.FlowKey) get when their
+        checksums verify: ``rx_csum``, or with a --nic preset deciding, that preset's state for the flow."""
+        if self.rx_csum != "nic":
+            return self.rx_csum
+        tunnelled = bool(key.tunnel)
+        ip_summed, level = NIC_PRESETS[self.nic].rx_state(
+            ":" in key.outer_src, key.outer_csum_zero, self.nic_tunnel_port, tunnelled
+        )
+        if ip_summed == CHECKSUM_UNNECESSARY:
+            return "unnecessary-tunnel" if level else "unnecessary"
+        return {CHECKSUM_NONE: "none", CHECKSUM_COMPLETE: "complete"}.get(ip_summed, "partial")
+
+    def nic_words(self) -> str:
+        """How the report names the NIC model: ``--rx-csum X`` or ``--nic NAME (tunnel port on|off)``."""
+        if self.rx_csum == "nic":
+            return f"--nic {self.nic} (tunnel port {'on' if self.nic_tunnel_port else 'off'})"
+        return f"--rx-csum {self.rx_csum}" + (f" (--nic {self.nic})" if self.nic else "")
+
+    def as_dict(self) -> dict:
+        return {
+            # name, release, upstream base, stable backports (stable commit, point release), notes, fix origin
+            "kernels": [m.describe() for m in self.kernels],
+            "nic": {
+                "rx_csum": self.rx_csum,
+                "rss": self.rss,
+                "rss_key": self.rss_key.hex(),
+                # the driver preset (--nic): its source, RSS fields, moderation default; None without one
+                "preset": (
+                    dict(NIC_PRESETS[self.nic].as_dict(), tunnel_port=self.nic_tunnel_port)
+                    if self.nic
+                    else None
+                ),
+            },
+            "poll": str(self.poll),
+            "poll_model": self.poll.describe(),
+            "constants": {
+                "napi_weight": self.weight,
+                "hz": self.hz,
+                "gro_normal_batch": self.gro_normal_batch,
+                "gro_hash_buckets": 8,
+                "max_gro_skbs": 8,
+                "gro_max_size": self.gro_max_size,
+                "gro_flush_timeout_ns": self.gro_flush_timeout_ns,
+                "napi_defer_hard_irqs": self.napi_defer_hard_irqs,
+            },
+            "vxlan_ports": list(self.vxlan_ports),
+            "geneve_ports": list(self.geneve_ports),
+            "detect_tunnels": list(self.detect_tunnels),
+            "interface": self.interface,
+            "devices": {"phys": self.phys_dev, "vxlan": self.vxlan_dev, "geneve": self.geneve_dev},
+            "tunnel_metadata": self.tunnel_metadata,
+            "udp6_zero_csum_rx": self.udp6_zero_csum_rx,
+            "gro": {role: bool(self.gro.get(role, True)) for role in GRO_DEVICES},
+            "rx_queues": self.rx_queues,
+            "resegment": str(self.resegment),
+            "mtu": self.mtu,
+            **({"flow": self.flow} if self.flow is not None else {}),
+            **({"filter": self.capture_filter} if self.capture_filter is not None else {}),
+        }
+
+
+GRO_DEVICES = ("phys", "tunnel")
+
+
+def parse_gro(items) -> dict[str, bool]:
+    """Parse ``--gro DEV=on|off`` items (DEV: ``phys`` or ``tunnel``) into {role: GRO on}; both default to on.
+
+    What ``ethtool -K DEV gro off`` does: NETIF_F_GRO cleared, so ``netif_elide_gro`` is true on that device
+    (phys: ``dev_gro_receive`` passes every skb up as GRO_NORMAL; tunnel: ``gro_cells_receive`` uses ``netif_rx``).
+    Hardware GRO (``rx-gro-hw``) and LRO are refused: the NIC would merge before the kernel sees the frames, by
+    rules of its own. Raises ConfigError.
+    """
+    out = {role: True for role in GRO_DEVICES}
+    for item in items:
+        dev, sep, value = str(item).partition("=")
+        dev, value = dev.strip(), value.strip().lower()
+        if dev in ("hw", "rx-gro-hw", "lro", "large-receive-offload") or value in ("hw", "lro"):
+            raise ConfigError(
+                "--gro: hardware GRO / LRO is not modelled (the NIC merges by its own rules before the kernel "
+                "sees the frames); capture on the host and replay with --gro phys=on|off"
+            )
+        if not sep or dev not in GRO_DEVICES or value not in ("on", "off"):
+            raise ConfigError(f"invalid --gro {item!r}: use phys=on|off or tunnel=on|off")
+        out[dev] = value == "on"
+    return out
+
+
+def parse_resegment(text: str) -> str | int:
+    """Parse ``--resegment``: ``auto``, ``off`` or an MSS in bytes (48..65535: ``TCP_MIN_SND_MSS`` is the smallest
+    MSS a Linux sender uses). Raises ConfigError."""
+    if text in ("auto", "off"):
+        return text
+    mss = int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else 0
+    if not TCP_MIN_SND_MSS <= mss <= 65535:
+        raise ConfigError(
+            f"invalid --resegment {text!r}: use auto, off or an MSS in bytes ({TCP_MIN_SND_MSS}..65535)"
+        )
+    return mss

@@ -1,0 +1,117 @@
+"""The NIC driver's RX step: the skb a driver builds for each frame of a poll (RX hash, VLAN tag, checksum state
+``ip_summed`` / ``csum_level`` / ``csum``), the same for every kernel model.
+
+Kernel: a driver's RX completion (e.g. drivers/net/ethernet/mellanox/mlx5/core/en_rx.c ``mlx5e_build_rx_skb``:
+``skb_set_hash``, ``__vlan_hwaccel_put_tag``, ``mlx5e_handle_csum``) before ``napi_gro_receive``. The per-preset
+checksum decisions are in ``kernel/nic.py``.
+"""
+
+from __future__ import annotations
+
+from ..kernel.kernel import Kernel
+from ..kernel.nic import NIC_PRESETS, RX_CSUM_PROFILES, hw_checksums_ok
+from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
+from ..packet.csum import PollSums
+from ..packet.decode import CLS_NOT_TUNNEL, Decoder
+from .config import ReplayConfig
+
+
+class DriverRx:
+    """Builds one poll's skbs for each kernel (``poll_shared`` once per poll, then ``skbs`` per kernel)."""
+
+    def __init__(self, config: ReplayConfig, decoder: Decoder) -> None:
+        self.config = config
+        self.decoder = decoder
+        #: the driver preset deciding each frame's checksum state (rx_csum "nic"), else None
+        self.preset = NIC_PRESETS[config.nic] if config.rx_csum == "nic" else None
+        self._flow_state: list[tuple[int, int, str]] = []
+        self.profile = RX_CSUM_PROFILES["none" if self.preset else config.rx_csum]
+        prof = self.profile
+        # (ip_summed, ip_summed of a PARTIAL-profile frame without an L4 header, csum_level) the driver sets
+        self._rx_csum = (
+            prof.ip_summed,
+            CHECKSUM_NONE,
+            0 if prof.ip_summed in (CHECKSUM_NONE, CHECKSUM_COMPLETE, CHECKSUM_PARTIAL) else prof.csum_level,
+        )
+
+    def skbs(self, k: Kernel, batch: list[tuple], shared: tuple) -> list[SkBuff]:
+        """The skbs the driver builds for one poll's frames on kernel ``k``: RSS hash, VLAN tag, checksum state.
+
+        ``shared``: ``poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, the poll's ``PollSums``).
+        """
+        sums, ps, states = shared
+        ip_summed, ip_summed_no_l4, csum_level = self._rx_csum
+        complete = ip_summed == CHECKSUM_COMPLETE
+        partial = ip_summed == CHECKSUM_PARTIAL
+        phys = k.phys
+        skbs = []
+        for j, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index) in enumerate(batch):
+            if states is not None:  # the --nic preset's per-frame decision
+                ip_summed, csum_level = states[j]
+                complete = ip_summed == CHECKSUM_COMPLETE
+            skbs.append(
+                SkBuff(
+                    frame,
+                    0,
+                    ts_ns,
+                    index,
+                    fid,
+                    data=14,
+                    protocol=(frame[12] << 8) | frame[13],
+                    dev=phys,
+                    hash=h,
+                    l4_hash=l4_hash,
+                    vlan_tci=vlan,
+                    ip_summed=ip_summed if l4 or not partial else ip_summed_no_l4,
+                    csum_level=csum_level,
+                    csum=sums[j] if complete else 0,
+                    csum_start=l4 if partial else 0,
+                    addr=0xFFFF888100000000 + (index << 8),
+                    psums=ps,
+                    pidx=j,
+                )
+            )
+        return skbs
+
+    def poll_shared(self, batch: list[tuple]) -> tuple:
+        """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values, the ``PollSums`` batch that
+        serves software checksums (where bytes are summed, not a decision) and, with a --nic preset deciding,
+        each frame's ``(ip_summed, csum_level)`` (``_nic_states``)."""
+        states = self._nic_states(batch) if self.preset is not None else None
+        if states is not None:
+            complete = any(st[0] == CHECKSUM_COMPLETE for st in states)
+        else:
+            complete = self.profile.ip_summed == CHECKSUM_COMPLETE
+        ps = PollSums([f[1] for f in batch])
+        if complete:
+            sums = ps.fill()
+            return sums, ps, states
+        return None, ps, states
+
+    def _nic_state_of_flow(self, fid: int) -> tuple[int, int, str]:
+        """(ip_summed, csum_level, tunnel kind) the preset decides for flow ``fid``'s frames when their checksums
+        verify: a function of the flow (outer family, outer UDP checksum zero or not, tunnelled or not)."""
+        st = self._flow_state
+        flows = self.decoder.flows
+        classes = self.decoder.flow_class
+        while len(st) <= fid:
+            key = flows[len(st)]
+            tunnelled = classes[len(st)] != CLS_NOT_TUNNEL
+            ip_summed, level = self.preset.rx_state(
+                ":" in key.outer_src, key.outer_csum_zero, self.config.nic_tunnel_port, tunnelled
+            )
+            st.append((ip_summed, level, key.tunnel if tunnelled else ""))
+        return st[fid]
+
+    def _nic_states(self, batch: list[tuple]) -> list[tuple[int, int]]:
+        """Per frame of one poll: the preset's state for its flow, CHECKSUM_NONE instead of UNNECESSARY when the
+        preset reports bad checksums as NONE and a checksum the hardware checks does not verify
+        (``nic.hw_checksums_ok``)."""
+        out = []
+        check = self.preset.bad_csum_none
+        for f in batch:
+            ip_summed, level, tunnel = self._nic_state_of_flow(f[3])
+            if check and ip_summed == CHECKSUM_UNNECESSARY and not hw_checksums_ok(f[1], level, tunnel, f[6]):
+                ip_summed, level = CHECKSUM_NONE, 0
+            out.append((ip_summed, level))
+        return out

@@ -1,0 +1,481 @@
+"""The record → frame stage: capture records decoded into the frames the driver hands to NAPI, with the input's
+accounting (``InputStats``), its notes, tunnel-port detection, the ``-f``/``--flow`` filters and resegmenting.
+
+``Ingest.decoded(records)`` turns records ``(ts_ns, buf, orig_len, linktype)`` into decoded frames
+``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``: the outer Ethernet frame as bytes, its VLAN
+tag, the decoder's flow id, the RX hash the NIC computes (RSS) and the capture index. Every record is counted:
+replayed, skipped with a reason or filtered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from ..capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
+from ..kernel.nic import toeplitz_hash
+from ..packet.decode import (
+    CLS_NOT_TUNNEL,
+    CLS_TUNNEL_OTHER,
+    CLS_TUNNEL_TCP,
+    SKIP_LINKTYPE,
+    SKIP_SNAPLEN,
+    Decoder,
+    outer_udp_csum_bad,
+)
+from ..resegment import TCP_MIN_SND_MSS, Resegmenter
+from .config import ConfigError, ReplayConfig
+
+
+@dataclass
+class InputStats:
+    """What was read: frames, bytes, skips by reason, frame classes; ``path``/``sha256`` for capture files.
+
+    ``frames_replayed`` and ``classes`` count the frames that entered the simulation: a resegmented super-frame
+    counts once in ``resegmented_frames`` and as its segments (``segments_created``) there.
+    ``oversize_not_split``: frames above the MTU replayed as captured, by reason (resegment.py ``KEEP_*``).
+    """
+
+    path: str | None = None
+    sha256: str | None = None
+    frames_read: int = 0
+    bytes_read: int = 0
+    frames_replayed: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    classes: Counter = field(default_factory=Counter)
+    #: the first record's timestamp (ns); ``last_ts_ns`` (a property) the latest record's so far
+    first_ts_ns: int | None = None
+    #: the earliest and the latest timestamp of any record read (ns): a capture's times can run backwards
+    #: (a clock step, pcapng interfaces with their own if_tsresol/if_tsoffset); ``duration_ns`` is max − min
+    min_ts_ns: int | None = None
+    max_ts_ns: int | None = None
+    resegmented_frames: int = 0
+    segments_created: int = 0
+    oversize_not_split: Counter = field(default_factory=Counter)
+    #: frames left out on purpose, by filter: ``flow`` (``--flow``), ``bpf`` (``-f``); a resegmented super-frame
+    #: counts once
+    filtered: Counter = field(default_factory=Counter)
+    #: ``--flow``: frames of the selected flows that entered the simulation, counted as ``frames_replayed`` counts
+    #: them (a resegmented super-frame as its segments); None without a selector
+    selected_frames: int | None = None
+    #: frames on UDP ports without a tunnel socket that parse as a tunnel: kind → port → frames
+    tunnel_ports_not_configured: dict = field(default_factory=dict)
+    #: tunnel ports found by ``--vxlan-port auto`` / ``--geneve-port auto``: kind → port → frames
+    tunnel_ports_detected: dict = field(default_factory=dict)
+    #: facts about the input a reader must know (one sentence each), in the order found
+    notes: list = field(default_factory=list)
+    #: per interface of a capture that holds several (capture/interfaces.py ``Selection.as_list``)
+    interfaces: list = field(default_factory=list)
+    #: replayed tunnel frames whose outer UDP checksum is set and does not verify (``outer_udp_csum_bad``)
+    outer_csum_bad: int = 0
+    #: the largest outer IP packet that ``--resegment`` split (bytes, 0: none)
+    largest_split: int = 0
+
+    _last_ts_ns: int | None = None  # not a field: ``last_ts_ns`` below
+
+    @property
+    def last_ts_ns(self) -> int | None:
+        """The timestamp (ns) of the last record read; setting it also widens ``min_ts_ns``..``max_ts_ns``."""
+        return self._last_ts_ns
+
+    @last_ts_ns.setter
+    def last_ts_ns(self, ts_ns: int) -> None:
+        self._last_ts_ns = ts_ns
+        self.saw_ts_range(ts_ns, ts_ns)
+
+    def saw_ts_range(self, lo_ns: int, hi_ns: int) -> None:
+        """Records with timestamps from ``lo_ns`` to ``hi_ns`` (ns, lo ≤ hi) were read: widen the span."""
+        if self.min_ts_ns is None or lo_ns < self.min_ts_ns:
+            self.min_ts_ns = lo_ns
+        if self.max_ts_ns is None or hi_ns > self.max_ts_ns:
+            self.max_ts_ns = hi_ns
+
+    @property
+    def duration_ns(self) -> int:
+        """The span of the records' timestamps, latest − earliest (ns, never negative; 0 without records)."""
+        return self.max_ts_ns - self.min_ts_ns if self.min_ts_ns is not None else 0
+
+    def as_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "frames_read": self.frames_read,
+            "bytes": self.bytes_read,
+            "frames_replayed": self.frames_replayed,
+            "skipped": dict(sorted(self.skipped.items())),
+            "classes": dict(sorted(self.classes.items())),
+            "duration_ns": self.duration_ns,
+            "resegmented_frames": self.resegmented_frames,
+            "segments_created": self.segments_created,
+            "oversize_not_split": dict(sorted(self.oversize_not_split.items())),
+            "filtered": dict(sorted(self.filtered.items())),
+            **({"selected_frames": self.selected_frames} if self.selected_frames is not None else {}),
+            "tunnel_ports_not_configured": _by_port(self.tunnel_ports_not_configured),
+            "tunnel_ports_detected": _by_port(self.tunnel_ports_detected),
+            "notes": list(self.notes),
+            "interfaces": list(self.interfaces),
+            "outer_udp_csum_bad": self.outer_csum_bad,
+        }
+
+
+def _by_port(d: dict) -> dict:
+    """kind → port → frames with the ports as JSON object keys (text), sorted."""
+    return {kind: {str(p): n for p, n in sorted(ports.items())} for kind, ports in sorted(d.items())}
+
+
+def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+    """The input notes about tunnel ports: traffic that parses as VXLAN/Geneve on ports without a tunnel socket
+    (with the option that decodes it), ports ``auto`` found, or that the capture holds no tunnel traffic."""
+    notes = []
+    opt = {"vxlan": "--vxlan-port", "geneve": "--geneve-port"}
+    name = {"vxlan": "VXLAN", "geneve": "Geneve"}
+    for kind, ports in sorted(inp.tunnel_ports_detected.items()):
+        found = ", ".join(f"{p} ({n:,} frames)" for p, n in sorted(ports.items()))
+        notes.append(f"{opt[kind]} auto: {name[kind]} found on UDP port {found}; decoded there")
+    for kind, ports in sorted(inp.tunnel_ports_not_configured.items()):
+        for p, n in sorted(ports.items()):
+            notes.append(
+                f"{n:,} frames to UDP port {p} parse as {name[kind]}, but no {name[kind]} port is configured there: "
+                f"replayed as plain UDP (not_tunnel), as a kernel without that tunnel socket would; "
+                f"pass {opt[kind]} {p} (or {opt[kind]} auto) to decode them"
+            )
+    if not inp.classes.get(CLS_TUNNEL_TCP) and not inp.classes.get(CLS_TUNNEL_OTHER) and not notes:
+        ports = ", ".join(map(str, config.vxlan_ports)) or "none"
+        gports = ", ".join(map(str, config.geneve_ports)) or "none"
+        notes.append(
+            f"no tunnel traffic: no frame goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}) "
+            "and none parses as VXLAN or Geneve on another UDP port"
+        )
+    return notes
+
+
+def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+    """Notes on how the capture was taken: outer checksums that do not verify, super-frames split at ``--mtu``."""
+    notes = []
+    if inp.outer_csum_bad:
+        notes.append(
+            f"{inp.outer_csum_bad:,} tunnel frames carry an outer UDP checksum that does not verify, typical of a "
+            "capture taken on the sending host before TX checksum offload filled it in; a NIC would not have "
+            f"reported them as verified: {config.nic_words()} replays them as that checksum state says, "
+            "--rx-csum none has the kernels check (and drop) them in software"
+        )
+    if inp.resegmented_frames:
+        big = inp.largest_split
+        jumbo = (
+            f"if the underlay really carries frames this large (jumbo MTU), pass --mtu {big} or --resegment off"
+            if big <= JUMBO_MAX
+            else "no underlay MTU carries them (above 9216 bytes: BIG TCP or GRO aggregates)"
+        )
+        notes.append(
+            f"{inp.resegmented_frames:,} frames larger than --mtu {config.mtu} (the largest outer IP packet "
+            f"{big:,} bytes) were split into {inp.segments_created:,} wire segments, taken for TSO/GSO or GRO "
+            f"super-frames of the capturing host; {jumbo}"
+        )
+    return notes
+
+
+#: Above this an outer IP packet is no jumbo frame: 9216 bytes, the usual jumbo MTU ceiling of data-centre
+#: switches (NICs allow a little more: i40e 9702 = ``I40E_MAX_RXBUFFER`` 9728 less ``I40E_PACKET_HDR_PAD``).
+JUMBO_MAX = 9216
+
+
+def _outer_ip_len(buf: bytes) -> int:
+    """The outer IP packet's length from its header (IPv4 total length, IPv6 40 + payload length), after any VLAN
+    tags; the bytes after the Ethernet header when the header cannot say (a BIG TCP frame's 0)."""
+    off = 12
+    et = (buf[12] << 8) | buf[13]
+    while et in (0x8100, 0x88A8, 0x9100) and off + 6 <= len(buf):
+        off += 4
+        et = (buf[off] << 8) | buf[off + 1]
+    l3 = off + 2
+    n = 0
+    if et == 0x0800 and l3 + 4 <= len(buf):
+        n = (buf[l3 + 2] << 8) | buf[l3 + 3]
+    elif et == 0x86DD and l3 + 6 <= len(buf):
+        n = 40 + ((buf[l3 + 4] << 8) | buf[l3 + 5])
+    return n if n > 40 else len(buf) - l3
+
+
+class TunnelScanError(CaptureError):
+    """``--vxlan-port auto`` on an input that cannot be read twice (a pipe)."""
+
+
+def detect_tunnel_ports(path: str, config: ReplayConfig) -> dict[str, dict[int, int]]:
+    """First read of ``path`` for ``config.detect_tunnels``: kind → UDP destination port → frames whose payload
+    parses as that tunnel (``packet.decode.sniff_tunnel``) on ports without a socket of either kind.
+
+    Raises: TunnelScanError when ``path`` is not a regular file (a pipe is read once); CaptureError.
+    """
+    import os
+    import stat
+
+    try:
+        regular = path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        regular = True  # open_capture names the problem
+    if not regular:
+        raise TunnelScanError(
+            f"{path}: --vxlan-port/--geneve-port auto reads the capture twice and a pipe can be read once: "
+            "name the port (the report lists ports that carry tunnel traffic)"
+        )
+    dec = Decoder(config.vxlan_ports, config.geneve_ports)
+    with open_capture(path) as cap:
+        for _ts, buf, orig_len, linktype in cap:
+            if len(buf) < orig_len:
+                continue
+            if linktype != DLT_EN10MB:
+                buf = l2_normalize(buf, linktype)
+                if buf is None:
+                    continue
+            dec.decode(buf)
+    return {k: dict(v) for k, v in dec.unconfigured.items() if k in config.detect_tunnels}
+
+
+def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
+    """The MSS option (kind 2, length 4) in the TCP options ``buf[start:end]``, or None.
+
+    Kernel: net/ipv4/tcp_input.c ``tcp_parse_options`` (EOL ends the list, NOP is one byte, others carry a length
+    of at least 2). Never raises.
+    """
+    i = start
+    while i < end:
+        kind = buf[i]
+        if kind == 0:
+            return None
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= end:
+            return None
+        size = buf[i + 1]
+        if size < 2 or i + size > end:
+            return None
+        if kind == 2 and size == 4:
+            return (buf[i + 2] << 8) | buf[i + 3]
+        i += size
+    return None
+
+
+class Ingest:
+    """The record → frame stage of one replay: owns the input accounting (``input``), the decoder, the resegmenter
+    and the filters; ``decoded(records)`` yields the frames to replay. ``Replayer`` extends it with the kernels.
+    """
+
+    def __init__(self, config: ReplayConfig) -> None:
+        self.config = config
+        self.input = InputStats()
+        self.decoder = Decoder(config.vxlan_ports, config.geneve_ports)
+        self._hash_cache: dict[bytes, int] = {}
+        self._rx_of_flow: list[tuple[int, bool]] = []
+        #: ``--flow`` (None: every flow) and, per flow id, whether it matches (filled as flows appear, before any
+        #: of their frames reaches a kernel): every frame is replayed, the stats count the matching flows' skbs
+        self._select = None
+        self._flow_ok: list[bool] = []
+        if config.flow is not None:
+            from ..packet.flowsel import FlowSelector
+
+            self._select = FlowSelector.parse(config.flow)
+            self.input.selected_frames = 0
+        self.reseg: Resegmenter | None = None
+        self._flow_mss: dict[int, int] | None = None
+        self._syn_mss: dict[int, int] = {}
+        if config.resegment != "off":
+            mss = None if config.resegment == "auto" else int(config.resegment)
+            self.reseg = Resegmenter(config.mtu, mss, config.vxlan_ports, config.geneve_ports)
+            self.reseg.not_split = self.input.oversize_not_split
+            if mss is None:
+                self._flow_mss = {}
+        #: ``-f`` (None: every record)
+        self._bpf = None
+        if config.capture_filter is not None:
+            from ..capture.bpf import BpfFilter, FilterError
+
+            try:
+                self._bpf = BpfFilter(config.capture_filter)
+            except FilterError as e:
+                raise ConfigError(str(e)) from None
+
+    def _rss(self, data: bytes) -> int:
+        if self.config.rss == "none" or not data:
+            return 0
+        if self.config.rss == "toeplitz-l3" and len(data) in (12, 36):
+            data = data[: len(data) - 4]  # the addresses without the two ports
+        h = self._hash_cache.get(data)
+        if h is None:
+            h = self._hash_cache[data] = toeplitz_hash(self.config.rss_key, data)
+        return h
+
+    def _flow_rx(self, fid: int) -> tuple[int, bool]:
+        """(RSS hash, l4_hash) of flow ``fid``: the RSS input is a function of the flow (decoder ``flow_rss``)."""
+        rx = self._rx_of_flow
+        rss_of = self.decoder.flow_rss
+        while len(rx) <= fid:
+            rss = rss_of[len(rx)]
+            rx.append((self._rss(rss), len(rss) in (12, 36) and self.config.rss == "toeplitz"))
+        return rx[fid]
+
+    def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+        """``_decoded``, with ``-f`` (BPF on the records) applied and ``--flow`` (on the decoded flows) counted.
+
+        A record the BPF filter rejects is read and counted (``frames_read``, ``bytes``, timestamps) and then in
+        ``input.filtered["bpf"]`` instead of ``frames_replayed`` / ``classes``: never silently gone. ``--flow``
+        drops nothing: every frame is replayed (the selected flows share polls, buckets and MAX_GRO_SKBS with the
+        others, as in the capture) and the matching flows' frames are counted in ``input.selected_frames``.
+        """
+        if self._bpf is None and self._select is None:
+            return self._decoded(records)
+        return self._filtered(records)
+
+    def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+        inp = self.input
+        filtered = inp.filtered
+        bpf = self._bpf
+        if bpf is not None:
+            match = bpf.match
+
+            def passed(recs):
+                for rec in recs:
+                    if match(rec[1], rec[3]):
+                        yield rec
+                        continue
+                    inp.frames_read += 1
+                    inp.bytes_read += len(rec[1])
+                    if inp.first_ts_ns is None:
+                        inp.first_ts_ns = rec[0]
+                    inp.last_ts_ns = rec[0]
+                    filtered["bpf"] += 1
+
+            records = passed(records)
+        sel = self._select
+        if sel is None:
+            yield from self._decoded(records)
+            return
+        ok = self._flow_ok
+        flows = self.decoder.flows
+        for t in self._decoded(records):
+            fid = t[3]
+            while len(ok) <= fid:
+                ok.append(sel.matches(flows[len(ok)], len(ok)))
+            if ok[fid]:
+                # every frame that enters the simulation, as frames_replayed counts them: a resegmented
+                # super-frame's segments (same capture index) count one each
+                inp.selected_frames += 1
+            yield t
+
+    def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+        """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable frames.
+
+        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``.
+        With resegmenting on, a super-frame yields its segments (same ``ts_ns`` and capture ``index``) instead:
+        ``_decoded_resegmenting``.
+        """
+        if self.reseg is not None:
+            yield from self._decoded_resegmenting(records)
+            return
+        inp = self.input
+        dec = self.decoder.decode
+        flow_class = self.decoder.flow_class
+        classes = inp.classes
+        rxs = self._rx_of_flow
+        for ts_ns, buf, orig_len, linktype in records:
+            index = inp.frames_read
+            inp.frames_read = index + 1
+            inp.bytes_read += len(buf)
+            if inp.first_ts_ns is None:
+                inp.first_ts_ns = ts_ns
+            inp.last_ts_ns = ts_ns
+            if len(buf) < orig_len:
+                inp.skipped[SKIP_SNAPLEN] += 1
+                continue
+            if linktype != DLT_EN10MB:
+                buf = l2_normalize(buf, linktype)
+                if buf is None:
+                    inp.skipped[SKIP_LINKTYPE] += 1
+                    continue
+            r = dec(buf)
+            if r.__class__ is str:
+                inp.skipped[r] += 1
+                continue
+            frame, vlan, fid, _rss, l4 = r
+            inp.frames_replayed += 1
+            cls = flow_class[fid]
+            classes[cls] += 1
+            if cls != CLS_NOT_TUNNEL and outer_udp_csum_bad(frame):
+                inp.outer_csum_bad += 1
+            h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
+            yield ts_ns, frame, vlan, fid, h, l4_hash, l4, index
+
+    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+        """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
+        TCP flow, the largest TCP payload of the frames at or below the MTU (the flow's MSS for later splits)."""
+        inp = self.input
+        dec = self.decoder.decode
+        flow_class = self.decoder.flow_class
+        reseg = self.reseg
+        limit = reseg.limit
+        seen = self._flow_mss
+        flow_mss = self._mss_of_flow if seen is not None else None
+        for ts_ns, buf, orig_len, linktype in records:
+            index = inp.frames_read
+            inp.frames_read += 1
+            inp.bytes_read += len(buf)
+            if inp.first_ts_ns is None:
+                inp.first_ts_ns = ts_ns
+            inp.last_ts_ns = ts_ns
+            if len(buf) < orig_len:
+                inp.skipped[SKIP_SNAPLEN] += 1
+                continue
+            if linktype != DLT_EN10MB:
+                buf = l2_normalize(buf, linktype)
+                if buf is None:
+                    inp.skipped[SKIP_LINKTYPE] += 1
+                    continue
+            if len(buf) > limit and reseg.oversize(buf):
+                segs = reseg.split(buf, flow_mss)
+                if segs is not None:
+                    inp.largest_split = max(inp.largest_split, _outer_ip_len(buf))
+                    if outer_udp_csum_bad(buf):  # the super-frame as captured (its segments get new sums)
+                        inp.outer_csum_bad += 1
+                    inp.resegmented_frames += 1
+                    inp.segments_created += len(segs)
+                    for seg in segs:
+                        r = dec(seg)
+                        if isinstance(r, str):
+                            inp.skipped[r] += 1
+                            continue
+                        frame, vlan, fid, _rss, l4 = r
+                        inp.frames_replayed += 1
+                        inp.classes[flow_class[fid]] += 1
+                        yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index
+                    continue
+            r = dec(buf)
+            if isinstance(r, str):
+                inp.skipped[r] += 1
+                continue
+            frame, vlan, fid, _rss, l4 = r
+            inp.frames_replayed += 1
+            cls = flow_class[fid]
+            inp.classes[cls] += 1
+            if cls != CLS_NOT_TUNNEL and outer_udp_csum_bad(frame):
+                inp.outer_csum_bad += 1
+            if seen is not None and l4 and cls == CLS_TUNNEL_TCP and len(frame) <= limit:
+                doff = (frame[l4 + 12] >> 4) << 2
+                payload = len(frame) - l4 - doff
+                if payload > seen.get(fid, 0):
+                    seen[fid] = payload
+                if frame[l4 + 13] & 0x02 and doff > 20:  # SYN: the MSS option the sender announced
+                    opt = tcp_mss_option(frame, l4 + 20, min(l4 + doff, len(frame)))
+                    if opt:
+                        self._syn_mss[fid] = opt
+            yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index
+
+    def _mss_of_flow(self, probe: bytes) -> int | None:
+        """The MSS the sender of ``probe``'s flow used (``probe``: a header-only frame), or None: its largest TCP
+        payload seen so far when at least ``TCP_MIN_SND_MSS`` (smaller writes say nothing of the MSS), else the
+        MSS option of its SYN."""
+        r = self.decoder.decode(probe)
+        if isinstance(r, str):
+            return None
+        seen = self._flow_mss.get(r[2], 0)
+        return seen if seen >= TCP_MIN_SND_MSS else self._syn_mss.get(r[2])
