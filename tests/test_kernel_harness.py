@@ -1,6 +1,6 @@
 """Harness for the kernel-core tests: literal frames → SkBuffs → a ``Kernel``'s polls, and a recording Sink.
 
-Not a test module by itself (it holds no tests); test_kernel_rules.py, test_selftest_cases.py and
+Not a test module by itself (it holds no tests); kernel/test_<module>.py, test_selftest_cases.py and
 test_kernel_observed.py import it. The skb a driver hands to GRO is built the way ``sim.driver.DriverRx.skbs`` builds it
 (data at the outer IP header, ``protocol`` from the ethertype, RX checksum state from the NIC profile); the
 payload a delivered skb carries is read back from its own headers, independently of the code under test (as the

@@ -1,4 +1,14 @@
-"""Zero outer UDPv6 checksums: GRO merges them, the normal path drops them unless the tunnel socket allows it.
+"""net/ipv4/udp.c / net/ipv6/udp.c: the normal path's UDP checksum checks (gro-spec §6.1).
+
+From the former tests/test_kernel_rules.py:
+Frames are VXLAN over IPv4 (outer UDP checksum 0 unless a test says otherwise), inner IPv4/TCP without options,
+1400-byte payloads: one segment is 1490 bytes on the phys device (outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet
+14 + inner IPv4 20 + TCP 20 = 90 header bytes) and 1440 on the tunnel device. Skbs are handed to the phys NAPI the
+way a driver does (``Rig.skb``); expected values come from the kernel rule cited next to each (gro-spec section,
+kernel function, commit), never from the code under test.
+
+From the former tests/test_udp6_zero_csum.py:
+Zero outer UDPv6 checksums: GRO merges them, the normal path drops them unless the tunnel socket allows it.
 
 Kernel: net/ipv6/udp_offload.c ``udp6_gro_receive`` validates with the zero check (zero accepted in GRO);
 net/ipv6/udp.c ``__udp6_lib_rcv`` drops a zero checksum for a socket without ``no_check6_rx`` (vxlan/geneve
@@ -6,12 +16,33 @@ net/ipv6/udp.c ``__udp6_lib_rcv`` drops a zero checksum for a socket without ``n
 outer IPv6 with checksum 0 → 28110 on the phys device and nothing on the tunnel device.
 """
 
+from __future__ import annotations
+
 from dataclasses import replace
 
-from gro_replay.kernel.model import K_6_18
+from rule_frames import BASE, _sw, frames, specs
+from test_kernel_harness import rig
+
+from gro_replay.kernel.model import K_5_12, K_6_18
 from gro_replay.packet.build import FrameSpec, build_flow
 from gro_replay.sim import PollModel, ReplayConfig, replay_frames
 
+
+# -- checksums: the gate, software sums, bad checksums (§4, §6.1, §6.5) -----------------------------------------
+def test_udp_queue_rcv_one_skb_full_check_leaves_complete_for_the_cell():
+    r = rig(K_5_12, nic="none")
+    f = frames(specs(2, spec=replace(BASE, outer_csum="computed")))
+    f = [x + b"\0\0" for x in f]  # Ethernet padding: outer own flush skips udp4_gro_receive's check
+    r.poll(f)
+    # both frames go up as NONE; udp4_csum_init defers (len > 76); udp_queue_rcv_one_skb sums the datagram
+    # (1470 bytes each), leaving CHECKSUM_COMPLETE (gro-spec §6.1), so the cell's inner TCP check needs no sum;
+    # the second frame merges at the cell (40 + 2·1400)
+    assert r.rec.lens("phys") == [1492, 1492]  # skb->len still counts the padding (ip_rcv trims it)
+    assert _sw(r) == (0, 2 * 1470, 0)
+    assert r.rec.lens("tunnel") == [2840]
+
+
+# -- from the former tests/test_udp6_zero_csum.py ----------------------------------------
 FRAMES = build_flow(
     FrameSpec(outer_ipv6=True, outer_csum="zero", timestamps=False, payload=1400), [1400] * 20
 )

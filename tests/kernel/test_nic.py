@@ -1,4 +1,14 @@
-"""--nic driver presets (issue 11 item 3): what each driver hands to GRO per frame.
+"""gro_replay/kernel/nic.py (the NIC driver RX step): RSS hashing and the ``--nic`` driver presets.
+
+From the former tests/test_kernel_rules.py:
+Frames are VXLAN over IPv4 (outer UDP checksum 0 unless a test says otherwise), inner IPv4/TCP without options,
+1400-byte payloads: one segment is 1490 bytes on the phys device (outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet
+14 + inner IPv4 20 + TCP 20 = 90 header bytes) and 1440 on the tunnel device. Skbs are handed to the phys NAPI the
+way a driver does (``Rig.skb``); expected values come from the kernel rule cited next to each (gro-spec section,
+kernel function, commit), never from the code under test.
+
+From the former tests/test_nic_presets.py:
+--nic driver presets (issue 11 item 3): what each driver hands to GRO per frame.
 
 Each row below is read from the driver's RX checksum function (paraphrased in gro_replay/kernel/nic.py and
 gro-spec §7); "port" is the tunnel UDP port programmed into the NIC's parser (udp_tunnel_nic), "zero" an outer
@@ -38,6 +48,24 @@ from gro_replay.packet.decode import Decoder
 from gro_replay.pollcache import batch_eligible
 from gro_replay.sim import PollModel, ReplayConfig, Replayer, replay_capture
 
+
+# -- RX hash and buckets (§2.2; NIC RSS §7) -------------------------------------------------------------------------
+def test_toeplitz_hash_matches_the_microsoft_rss_verification_suite():
+    import ipaddress
+    import struct
+
+    def h(src, sport, dst, dport, ports=True):
+        data = ipaddress.ip_address(src).packed + ipaddress.ip_address(dst).packed
+        return toeplitz_hash(DEFAULT_RSS_KEY, data + (struct.pack("!HH", sport, dport) if ports else b""))
+
+    # Microsoft "Verifying the RSS Hash Calculation": IPv4 and TCP/IPv4 rows under the default 40-byte key
+    assert h("66.9.149.187", 2794, "161.142.100.80", 1766, ports=False) == 0x323E8FC2
+    assert h("66.9.149.187", 2794, "161.142.100.80", 1766) == 0x51CCC178
+    assert h("199.92.111.2", 14230, "65.69.140.83", 4739) == 0xC626B0EA
+    assert h("24.19.198.95", 12898, "12.22.207.184", 38024) == 0x5C2B394A
+
+
+# -- from the former tests/test_nic_presets.py ----------------------------------------
 U0 = (CHECKSUM_UNNECESSARY, 0)
 U1 = (CHECKSUM_UNNECESSARY, 1)
 NONE = (CHECKSUM_NONE, 0)

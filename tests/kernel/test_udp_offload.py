@@ -1,4 +1,15 @@
-"""gro-spec §4.7: the phys-stage decision table, every NIC checksum state × outer UDP checksum × kernel.
+"""net/ipv4/udp_offload.c ``udp_gro_receive`` / ``udp4_gro_receive``: the 89e5c58fc1e2 checksum gate,
+software sums, bad outer checksums and outer UDP flow matching (gro-spec §4, §5.2, §6.1, §6.5).
+
+From the former tests/test_kernel_rules.py:
+Frames are VXLAN over IPv4 (outer UDP checksum 0 unless a test says otherwise), inner IPv4/TCP without options,
+1400-byte payloads: one segment is 1490 bytes on the phys device (outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet
+14 + inner IPv4 20 + TCP 20 = 90 header bytes) and 1440 on the tunnel device. Skbs are handed to the phys NAPI the
+way a driver does (``Rig.skb``); expected values come from the kernel rule cited next to each (gro-spec section,
+kernel function, commit), never from the code under test.
+
+From the former tests/test_csum_gate_table.py:
+gro-spec §4.7: the phys-stage decision table, every NIC checksum state × outer UDP checksum × kernel.
 
 Each case replays one VXLAN flow of four full segments (outer IPv4 or IPv6, UDP checksum zero or computed,
 inner IPv4/TCP with timestamps, 1398 payload bytes each) built field by field with ``packet.build``, all in one
@@ -17,18 +28,135 @@ outer UDP datagram = 8 (UDP) + 8 (VXLAN) + 14 (inner Ethernet) + 20 (inner IPv4)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from rule_frames import BASE, _sw, frames, specs
+from test_kernel_harness import rig
 
 from gro_replay.kernel import reasons as R
-from gro_replay.kernel.model import K_5_11, K_5_12
-from gro_replay.kernel.skbuff import (
-    CHECKSUM_COMPLETE,
-    CHECKSUM_PARTIAL,
-    CHECKSUM_UNNECESSARY,
-)
+from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
+from gro_replay.kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY
 from gro_replay.packet.build import FrameSpec, build_flow, build_frame
 from gro_replay.sim import ReplayConfig, replay_frames
 
+# -- checksums: the gate, software sums, bad checksums (§4, §6.1, §6.5) -----------------------------------------
+#: (phys lens, tunnel lens, (phys GRO, normal path, tunnel GRO) bytes summed in software) for 3 segments
+#: GRO_NORMAL at phys; inner TCP (20 + 1400) summed by the cell
+REFUSED = ([1490] * 3, [4240], (0, 0, 3 * 1420))
+TCP_SUM = ([4290], [4240], (3 * 1420, 0, 0))  # aggregated at phys, inner TCP summed there
+UDP_SUM = ([4290], [4240], (3 * 1470, 0, 0))  # whole outer UDP datagram (8 + 8 + 14 + 20 + 20 + 1400) summed
+NO_SUM = ([4290], [4240], (0, 0, 0))
+
+
+@pytest.mark.parametrize(
+    ("nic", "outer", "pre", "post"),
+    [
+        ("none", "zero", REFUSED, TCP_SUM),  # row 1: the case 89e5c58fc1e2 fixed
+        ("none", "computed", UDP_SUM, UDP_SUM),  # row 2: software UDP sum, inner TCP checked against it
+        ("unnecessary", "zero", REFUSED, TCP_SUM),  # row 3: the case 89e5c58fc1e2 fixed
+        ("unnecessary", "computed", NO_SUM, NO_SUM),  # row 4: level consumed, checksum-complete derived
+        ("unnecessary-tunnel", "zero", NO_SUM, NO_SUM),  # row 5
+        ("unnecessary-tunnel", "computed", NO_SUM, NO_SUM),  # row 6
+        ("complete", "zero", NO_SUM, NO_SUM),  # row 7
+        ("complete", "computed", NO_SUM, NO_SUM),  # row 8
+        ("partial", "zero", NO_SUM, NO_SUM),  # row 9
+        ("partial", "computed", NO_SUM, NO_SUM),
+    ],
+)
+@pytest.mark.parametrize("kernel", ["pre", "post"])
+def test_udp_gro_receive_gate_decision_table(nic, outer, pre, post, kernel):
+    model = K_5_11 if kernel == "pre" else K_5_12
+    r = rig(model, nic=nic)
+    r.poll(frames(specs(3, spec=replace(BASE, outer_csum=outer))))
+    phys, tunnel, sw = pre if kernel == "pre" else post
+    # gro-spec §4.7: pre-fix refuses rows 1 and 3 only; the bytes are what __skb_gro_checksum_complete and the
+    # normal path's __skb_checksum_complete summed
+    assert r.rec.lens("phys") == phys
+    assert r.rec.lens("tunnel") == tunnel
+    assert _sw(r) == sw
+
+
+@pytest.mark.parametrize(
+    ("nic", "outer", "state"),
+    [
+        ("none", "zero", (CHECKSUM_UNNECESSARY, 1)),  # promoted by the UDP (zero) and TCP (software) checks
+        ("none", "computed", (CHECKSUM_UNNECESSARY, 1)),
+        ("unnecessary", "zero", (CHECKSUM_UNNECESSARY, 1)),
+        ("unnecessary", "computed", (CHECKSUM_UNNECESSARY, 1)),
+        ("unnecessary-tunnel", "zero", (CHECKSUM_UNNECESSARY, 1)),  # both levels consumed from csum_cnt
+        ("complete", "zero", (CHECKSUM_COMPLETE, 0)),
+        ("partial", "zero", (CHECKSUM_PARTIAL, 0)),
+    ],
+)
+def test_gro_checksum_state_of_a_single_segment_after_phys_gro(nic, outer, state):
+    r = rig(K_5_12, nic=nic)
+    r.poll(frames(specs(1, spec=replace(BASE, outer_csum=outer))))
+    d = r.rec.at("phys")[0]
+    # gro-spec §4.7 "skb at end": napi_gro_complete hands a count-1 packet up unchanged
+    assert (d.ip_summed, d.csum_level) == state
+
+
+@pytest.mark.parametrize("nic", ["none", "unnecessary"])
+def test_udp_gro_receive_prefix_refused_segment_goes_up_promoted_to_unnecessary_level0(nic):
+    r = rig(K_5_11, nic=nic)
+    r.poll(frames(specs(1)))
+    d = r.rec.at("phys")[0]
+    # gro-spec §6.5: the zero UDP checksum "validated" by skb_gro_checksum_validate_zero_check promotes NONE to
+    # UNNECESSARY/0 (UNNECESSARY/0 stays: its level was consumed from csum_cnt) before the gate refuses
+    assert (d.ip_summed, d.csum_level, d.why) == (CHECKSUM_UNNECESSARY, 0, R.UDP_GATE_ZERO_CSUM)
+
+
+def test_udp4_gro_receive_bad_outer_checksum_flushes_and_udp_rcv_drops():
+    r = rig(K_6_18)
+    r.poll(frames(specs(3, spec=replace(BASE, outer_csum="bad"))))
+    # udp4_gro_receive: __skb_gro_checksum_complete over the UDP datagram (1470 bytes) fails → flush;
+    # udp_queue_rcv_one_skb sums it again (__skb_checksum_complete) and drops it
+    assert r.rec.lens("phys") == [1490] * 3
+    assert r.rec.lens("tunnel") == []
+    assert r.rec.stack == ["udp_rcv:csum_error"] * 3
+    assert _sw(r) == (3 * 1470, 3 * 1470, 0)
+
+
+# -- VXLAN, Geneve, outer UDP flow matching (§4.4, §5.1, §5.2) ---------------------------------------------------
+@pytest.mark.parametrize(("model", "tunnel"), [(K_5_12, [1440, 1440]), (K_6_18, [1440, 1440])])
+def test_udp_gro_receive_zero_and_nonzero_outer_checksum_are_different_flows(model, tunnel):
+    r = rig(model)
+    sp = specs(2)
+    sp[1] = replace(sp[1], outer_csum="computed")
+    f = frames(sp)
+    r.gro(f[0])
+    r.gro(f[1])
+    # udp_gro_receive: (!uh->check ^ !uh2->check) → same_flow = 0: two held packets
+    assert r.held() == [(1,), (0,)]
+    r.end(2)
+    assert r.rec.lens("phys") == [1490, 1490]
+    # the metadata dst carries TUNNEL_CSUM: still two flows on the vxlan device
+    assert r.rec.lens("tunnel") == tunnel
+
+
+@pytest.mark.parametrize(
+    ("model", "metadata", "tunnel"),
+    [
+        (K_5_12, True, [2840, 2840]),  # metadata dst differs (outer source port)
+        (K_6_18, True, [2840, 2840]),
+        (K_5_12, False, [2840, 2840]),  # ≤ 6.0: a GSO skb is flushed by dev_gro_receive
+        (K_6_18, False, [5640]),  # ≥ 6.1 (head_frag buffers): the two aggregates merge on the vxlan device
+        (K_5_11, True, [2840, 2840]),  # pre-fix: aggregated by gro_cells only, split by the metadata dst
+        (K_5_11, False, [5640]),
+    ],
+)
+def test_outer_source_port_change_splits_the_flow(model, metadata, tunnel):
+    r = rig(model, tunnel_metadata=metadata, head_frag=True)
+    sp = specs(4)
+    sp[2:] = [replace(s, udp_sport=49153) for s in sp[2:]]
+    r.poll(frames(sp))
+    # udp_gro_receive compares source and destination ports
+    assert r.rec.lens("phys") == ([1490] * 4 if model is K_5_11 else [2890, 2890])
+    assert r.rec.lens("tunnel") == tunnel
+
+
+# -- from the former tests/test_csum_gate_table.py ----------------------------------------
 N = 4  # segments in the flow, all in one poll
 MSS = 1398
 TCP_SEG = 20 + 12 + MSS  # 1430: bytes FULL_SUM covers when it checks the inner TCP checksum (§4.1)

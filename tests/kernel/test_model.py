@@ -1,4 +1,23 @@
-"""LTS kernels and their stable point releases (issue 11 item 2): which point release first carries 89e5c58fc1e2.
+"""gro_replay/kernel/model.py: kernel release profiles, their behaviour switches and the commits they are
+named after, ``--kernel`` release strings (pre-releases, digits), LTS point releases and stable backports.
+
+From the former tests/test_profiles.py:
+Kernel release profiles: which behaviour switches each release has, and that every switch is a live branch.
+
+Expected values follow the commit → release pins of gro-spec §9 and model.py's docstring (each commit's release:
+89e5c58fc1e2 v5.12-rc2, 8dc1c444df19 v5.11, eac1b93c14d6 v5.17, 6fc2f3832d36 v5.18, 0fe79f28bfaf v5.19,
+5eddb24901ee v6.1, 7871f54e3dee v6.2/6.1.7, b1a78b9b9886 v6.3, 4b0ebbca3e16 v6.10, 4e4f7cefb130 v6.15, 21f7484220ac
+and f095a358faf2 v6.18, ab4c8b6f7fcb after v6.18, a9888628cb2c v6.17: net tree 2025-09-14 after v6.17-rc6).
+
+From the former tests/test_kernel_prerelease.py:
+``--kernel`` release strings: pre-releases ``X.Y-rcN`` and the digits a kernel version is written with.
+
+89e5c58fc1e2 landed in v5.12-rc2 (gro-spec §9, README): 5.12-rc1 is the 5.12 tree without it, 5.12-rc2 and later
+carry it. 7871f54e3dee landed in v6.2-rc4 (kernel/model.py module docstring). Kernel versions are ASCII digits
+without leading zeros (the top-level Makefile's VERSION/PATCHLEVEL/SUBLEVEL).
+
+From the former tests/test_lts_profiles.py:
+LTS kernels and their stable point releases (issue 11 item 2): which point release first carries 89e5c58fc1e2.
 
 The stable commits and point releases are the ones read in the stable trees (model.py ``STABLE_BACKPORTS``):
 
@@ -21,22 +40,244 @@ aggregates 14082 and 9162 = 50 + 14032 / 9112, the fix mail's numbers).
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import FIX_SAMPLE
 from test_fix_scenario import POST, PRE, _replay
 
+import gro_replay.kernel as kernel_pkg
 from gro_replay.cli import main
+from gro_replay.kernel import model as model_mod
 from gro_replay.kernel.model import (
     FIX_COMMIT,
+    K_5_11,
+    K_5_12,
+    K_6_18,
     LTS,
     PROFILES,
     STABLE_BACKPORTS,
     SWITCH_COMMITS,
     KernelModel,
+    profile,
     resolve_kernel,
 )
 
+# -- from the former tests/test_profiles.py ----------------------------------------
+ALL_SWITCHES = [
+    "udp_tunnel_gate_checks_uh_check",
+    "gro_normal_counts_segs",
+    "gro_max_size_from_dev",
+    "ipv6_hop_limit_flushes",
+    "gro_big_tcp_ipv6",
+    "gro_accepts_gso",
+    "gro_flushes_dodgy_gso",
+    "gro_ipv4_max_size",
+    "l3_flush_in_tcp",
+    "tcp_gro_compares_cwr",
+    "inet_gro_checks_outer_id",
+    "inet_gro_fixedid_without_df",
+    "tcp_gro_cwr_no_flush",
+    "ip_tun_rx_dst_sets_df",
+]
+
+
+def test_profile_lookup_by_release():
+    assert profile("5.11") is K_5_11 and profile("5.12") is K_5_12 and profile("6.18") is K_6_18
+    assert list(PROFILES) == ["4.19", "5.4", "5.10", "5.11", "5.12", "5.15", "6.1", "6.6", "6.12", "6.18"]
+    with pytest.raises(KeyError, match="unknown kernel '4.14'; known: 4.19, 5.4, 5.10, 5.11, 5.12, 5.15"):
+        profile("4.14")
+
+
+@pytest.mark.parametrize(
+    ("model", "on"),
+    [
+        # v5.11: only the segment-counting GRO_NORMAL batch (8dc1c444df19 is in v5.11)
+        (K_5_11, {"gro_normal_counts_segs"}),
+        # v5.12: + 89e5c58fc1e2 (v5.12-rc2)
+        (K_5_12, {"gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
+        # v6.18: every switch whose commit is in v6.18; ab4c8b6f7fcb (2026) is not
+        (K_6_18, set(ALL_SWITCHES) - {"tcp_gro_cwr_no_flush"}),
+        # LTS bases, each switch by its commit's upstream release (module docstring above)
+        (PROFILES["4.19"], set()),
+        (PROFILES["5.4"], set()),
+        (PROFILES["5.10"], set()),
+        (PROFILES["5.15"], {"gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
+        (
+            PROFILES["6.1"],
+            {
+                "gro_normal_counts_segs",
+                "udp_tunnel_gate_checks_uh_check",
+                "gro_max_size_from_dev",  # v5.17
+                "ipv6_hop_limit_flushes",  # v5.18
+                "gro_big_tcp_ipv6",  # v5.19
+                "gro_accepts_gso",  # v6.1 (7871f54e3dee only from 6.1.7)
+            },
+        ),
+        (
+            PROFILES["6.6"],
+            {
+                "gro_normal_counts_segs",
+                "udp_tunnel_gate_checks_uh_check",
+                "gro_max_size_from_dev",
+                "ipv6_hop_limit_flushes",
+                "gro_big_tcp_ipv6",
+                "gro_accepts_gso",
+                "gro_flushes_dodgy_gso",  # v6.2
+                "gro_ipv4_max_size",  # v6.3
+            },
+        ),
+        (
+            PROFILES["6.12"],
+            set(ALL_SWITCHES)
+            - {
+                "tcp_gro_compares_cwr",  # v6.15
+                "ip_tun_rx_dst_sets_df",  # v6.17
+                "inet_gro_checks_outer_id",  # v6.18
+                "inet_gro_fixedid_without_df",
+                "tcp_gro_cwr_no_flush",
+            },
+        ),
+    ],
+    ids=["5.11", "5.12", "6.18", "4.19", "5.4", "5.10", "5.15", "6.1", "6.6", "6.12"],
+)
+def test_profile_switches(model, on):
+    assert model.switches() == {name: name in on for name in ALL_SWITCHES}
+
+
+def test_profile_names_are_reported():
+    # --fix / --no-fix are the 5.12 / 5.11 profiles; the report names the profile by name and release
+    assert (K_5_11.name, K_5_11.release) == ("pre-fix", "5.11")
+    assert (K_5_12.name, K_5_12.release) == ("post-fix", "5.12")
+    assert (K_6_18.name, K_6_18.release) == ("6.18", "6.18")
+    renamed = K_6_18.with_name("mine")
+    assert renamed.name == "mine" and renamed.switches() == K_6_18.switches()
+
+
+def test_every_switch_names_its_commit_and_release():
+    src = Path(model_mod.__file__).read_text()
+    for name in ALL_SWITCHES:
+        m = re.search(rf"#: ([0-9a-f]{{12}}) \(([^)]*)\):[^\n]*\n(?:    #:[^\n]*\n)*    {name}: bool", src)
+        assert m, f"{name} has no '#: <commit> (<release>): …' comment"
+        assert re.search(r"v\d|20\d\d", m.group(2)), m.group(2)
+
+
+def test_every_switch_is_read_by_the_kernel_core():
+    # STYLE.md: one switch per commit, read by an `if` at its branch point — no dead switches
+    core = "".join(
+        p.read_text() for p in Path(kernel_pkg.__file__).parent.glob("*.py") if p.name != "model.py"
+    )
+    for name in ALL_SWITCHES:
+        assert re.search(rf"\.{name}\b", core), f"{name} is never read"
+    assert set(KernelModel(name="x", release="x").switches()) == set(ALL_SWITCHES)
+
+
+# -- from the former tests/test_kernel_prerelease.py ----------------------------------------
+@pytest.mark.parametrize("text", ["5.12-rc1", "5.12.0-rc1"])
+def test_5_12_rc1_lacks_the_fix(text):
+    m = resolve_kernel(text)
+    assert m.release == text and m.base == "5.12"
+    assert m.udp_tunnel_gate_checks_uh_check is False and not m.carries("89e5c58fc1e2")
+    assert m.describe()["fix_89e5c58fc1e2"]["carried"] is False
+    assert m.notes == (
+        f"kernel {text}: a pre-release of upstream 5.12; 89e5c58fc1e2 (udp_tunnel_gate_checks_uh_check) landed in "
+        "v5.12-rc2: off",
+    )
+    # every other switch as in 5.11 and 5.12 (no other modelled commit landed in 5.12)
+    assert {k: v for k, v in m.switches().items() if k != "udp_tunnel_gate_checks_uh_check"} == {
+        k: v for k, v in resolve_kernel("5.11").switches().items() if k != "udp_tunnel_gate_checks_uh_check"
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "5.12.0-rc1+",  # setlocalversion: a tree past the v5.12-rc1 tag
+        "5.12.0-rc1-amd64",  # Debian
+        "5.12.0-0.rc1.20210301git280d542f6ffa.164.fc35.x86_64",  # Fedora rawhide snapshot
+        "5.12.0-051200rc1-generic",  # Ubuntu mainline build
+    ],
+)
+def test_builds_of_5_12_rc1_lack_the_fix_and_say_what_is_unknown(text):
+    m = resolve_kernel(text)
+    assert m.udp_tunnel_gate_checks_uh_check is False and m.base == "5.12"
+    assert m.notes[0] == (
+        f"kernel {text}: a build of or after 5.12-rc1 (a later snapshot, a distribution's patches): what it adds "
+        "is not known here; assumed 5.12-rc1"
+    )
+    assert m.notes[1].endswith("89e5c58fc1e2 (udp_tunnel_gate_checks_uh_check) landed in v5.12-rc2: off")
+
+
+@pytest.mark.parametrize("text", ["5.12-rc2", "5.12.0-rc2", "5.12-rc8", "5.12.0-051200rc2-generic"])
+def test_5_12_rc2_and_later_carry_the_fix(text):
+    m = resolve_kernel(text)
+    assert m.udp_tunnel_gate_checks_uh_check is True and m.carries("89e5c58fc1e2")
+    assert m.notes[-1].endswith("landed in v5.12-rc2: on")
+
+
+def test_6_2_rc3_lacks_7871f54e3dee_rc4_has_it():
+    assert resolve_kernel("6.2-rc3").gro_flushes_dodgy_gso is False
+    assert resolve_kernel("6.2-rc4").gro_flushes_dodgy_gso is True
+    assert resolve_kernel("6.2-rc3").gro_accepts_gso is True  # 5eddb24901ee, v6.1: in every 6.2 tree
+
+
+def test_rc_of_a_release_without_a_modelled_commit_runs_as_that_release():
+    m = resolve_kernel("5.10-rc1")
+    assert m.switches() == resolve_kernel("5.10").switches()
+    assert "no modelled commit landed in 5.10's merge window or release candidates: ran as 5.10" in m.notes[0]
+
+
+def test_rc_of_a_release_with_unpinned_commits_says_they_are_assumed():
+    m = resolve_kernel("6.18-rc1")
+    assert m.inet_gro_checks_outer_id is True and m.inet_gro_fixedid_without_df is True
+    assert (
+        "assumed to carry 21f7484220ac, f095a358faf2 of 6.18 (the rc each landed in is not known)"
+        in m.notes[0]
+    )
+
+
+def test_cli_5_12_rc1_is_pre_fix_rc2_post_fix():
+    r = CliRunner().invoke(
+        main, [str(FIX_SAMPLE), "--kernel", "5.12-rc1", "--kernel", "5.12-rc2", "--no-hist"]
+    )
+    assert r.exit_code == 0, r.output
+    # FIX_SAMPLE: 17 frames of one zero-csum VXLAN TCP flow; before the fix none merge on the phys device
+    assert "kernel[5.12-rc1].phys_skbs=17 " in r.stdout and "kernel[5.12-rc2].phys_skbs=2 " in r.stdout
+
+
+@pytest.mark.parametrize("text", ["5.٤.١٠٦", "٥.4", "5.4.١٠٦-generic", "5.12-rc١", "５.４"])
+def test_non_ascii_digits_are_refused(text):
+    with pytest.raises(ValueError, match="is not ASCII"):
+        resolve_kernel(text)
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", text, "-q"])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1 and "is not ASCII" in r.stderr
+
+
+@pytest.mark.parametrize("text", ["5.4.0106", "05.04.106", "5.04", "05.4", "5.4.01-generic"])
+def test_leading_zeros_are_refused(text):
+    with pytest.raises(ValueError, match="version numbers have no leading zeros"):
+        resolve_kernel(text)
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", text, "-q"])
+    assert r.exit_code == 2 and "no leading zeros" in r.stderr
+
+
+@pytest.mark.parametrize("text", ["5.4.0", "5.4.0-42-generic", "4.18.0-305.el8", "5.10.0-rc1", "6.1.0"])
+def test_a_zero_component_is_not_a_leading_zero(text):
+    assert resolve_kernel(text).base in ("5.4", "4.19", "5.10", "6.1")
+
+
+def test_kernels_lists_the_rc_a_commit_landed_in():
+    r = CliRunner().invoke(main, ["kernels", "--format", "json"])
+    rcs = {s["commit"]: (s["upstream"], s["upstream_rc"]) for s in json.loads(r.stdout)["switches"]}
+    assert rcs["89e5c58fc1e2"] == ("5.12", 2) and rcs["7871f54e3dee"] == ("6.2", 4)
+    assert rcs["8dc1c444df19"] == ("5.11", None)
+    table = CliRunner().invoke(main, ["kernels"], env={"COLUMNS": "200"}).stdout
+    assert any("89e5c58fc1e2" in line and "v5.12-rc2" in line for line in table.splitlines())
+
+
+# -- from the former tests/test_lts_profiles.py ----------------------------------------
 #: (branch, last point release without the fix, first with it, stable commit) — read in the stable trees (above)
 TOOK_FIX = [
     ("4.19", "4.19.180", "4.19.181", "e5008f2e9157247e7758d8f19707033a2956e08c"),
