@@ -318,6 +318,12 @@ def replay_options(f):
             help="Tunnel sockets accept zero UDPv6 checksums (vxlan/geneve udp6zerocsumrx; off by default).",
         ),
         click.option(
+            "--vxlan-gbp",
+            is_flag=True,
+            help="The vxlan devices are made with gbp (Group Based Policy: G-flagged frames accepted, policy ID and "
+            "D/A bits in the tunnel metadata); without it such frames are dropped, as by default.",
+        ),
+        click.option(
             "--gro",
             "gro",
             multiple=True,
@@ -351,6 +357,7 @@ def build_config(
     udp6_zero_csum_rx=False,
     gro=(),
     nic=None,
+    vxlan_gbp=False,
     nic_tunnel_port=None,
     capture_filter=None,
     flow=None,
@@ -422,6 +429,7 @@ def build_config(
             resegment=resegment,
             mtu=mtu,
             udp6_zero_csum_rx=udp6_zero_csum_rx,
+            vxlan_gbp=vxlan_gbp,
             gro=parse_gro(gro),
             flow=flow,
             capture_filter=capture_filter,

@@ -37,8 +37,15 @@ def _common(f):
         click.option(
             "--vxlan-port",
             type=BoundedInt(1, 65535),
-            default=None,
-            help="VXLAN port (default: the one the capture uses, else 4789).",
+            multiple=True,
+            help="VXLAN port, one vxlan device each (repeatable; default: those of 4789 and 8472 the capture "
+            "uses, else 4789).",
+        ),
+        click.option(
+            "--vxlan-gbp",
+            is_flag=True,
+            help="Make the vxlan devices with gbp (Group Based Policy: G-flagged frames accepted, policy ID and "
+            "D/A bits in the tunnel metadata).",
         ),
         click.option("--phys-dev", default="eth0", show_default=True),
         click.option("--tunnel-dev", default="vxlan0", show_default=True),
@@ -61,7 +68,9 @@ def _common(f):
     return f
 
 
-def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx=False, gro=()):
+def _prepare(
+    capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx=False, gro=(), vxlan_gbp=False
+):
     from .oracle import OracleUnavailable, check_environment
     from .sim import ConfigError, PollModel, ReplayConfig, parse_gro
     from .validate import load_capture
@@ -74,7 +83,7 @@ def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_
         check_environment()
     except OracleUnavailable as e:
         raise EnvironmentProblem(str(e)) from None
-    ports = (vxlan_port,) if vxlan_port else (4789, 8472)
+    ports = tuple(dict.fromkeys(vxlan_port)) or (4789, 8472)
     cfg = ReplayConfig(
         rx_csum=rx_csum,
         poll=PollModel("budget"),
@@ -85,26 +94,26 @@ def _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_
         tunnel_metadata=True,
         resegment="auto",  # as the replay command: super-frames become wire frames before they are sent
         udp6_zero_csum_rx=udp6_zero_csum_rx,
+        vxlan_gbp=vxlan_gbp,
         gro=gro_on,
     )
     try:
         loaded = load_capture(capture, cfg)
     except CaptureError as e:
         raise UsageError(str(e)) from None
-    if vxlan_port is None:
-        # the UDP destination port after an option-less outer IPv4 or an outer IPv6 header
+    if not vxlan_port:
+        # the UDP destination ports after an option-less outer IPv4 or an outer IPv6 header, most used first
         at = {b"\x08\x00": 36, b"\x86\xdd": 56}
         used = Counter(
             int.from_bytes(f[1][o : o + 2], "big")
             for f in loaded.frames
             if (o := at.get(bytes(f[1][12:14]))) is not None and len(f[1]) >= o + 2
         )
-        used = [p for p, _ in used.most_common() if p in ports]
-        vxlan_port = used[0] if used else 4789
-    return cfg, loaded, vxlan_port
+        ports = tuple(p for p, _ in used.most_common() if p in ports) or (4789,)
+    return cfg, loaded, ports
 
 
-def _run_oracle(loaded, rx_csum, defer, port, cfg=None):
+def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
     from .oracle import OracleError, OracleUnavailable, run_kernel
     from .validate import ORACLE_RX_CSUM
 
@@ -116,8 +125,9 @@ def _run_oracle(loaded, rx_csum, defer, port, cfg=None):
             rx_csum=mode,
             csum_level=level,
             defer_to_tunnel=defer or not gro.get("phys", True),
-            vxlan_port=port,
+            vxlan_port=ports,
             udp6_zero_csum_rx=cfg is not None and cfg.udp6_zero_csum_rx,
+            vxlan_gbp=cfg is not None and cfg.vxlan_gbp,
             tunnel_gro=gro.get("tunnel", True),
         )
     except OracleUnavailable as e:
@@ -139,6 +149,7 @@ def kernel_cmd(
     rx_csum,
     defer_to_tunnel,
     vxlan_port,
+    vxlan_gbp,
     phys_dev,
     tunnel_dev,
     udp6_zero_csum_rx,
@@ -157,8 +168,11 @@ def kernel_cmd(
 
     if trace_path == "-" and fmt != "table":
         raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
-    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro)
-    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port, cfg)
+    cfg, loaded, ports = _prepare(
+        capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp
+    )
+    cfg = replace(cfg, vxlan_ports=ports)  # the devices the backend made (device names, JSON)
+    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
     tracer = out = None
     if trace_path:
         out, _ = _open_out(trace_path)
@@ -175,7 +189,8 @@ def kernel_cmd(
             "nic": {"rx_csum": rx_csum, "rss": "none (veth)"},
             "poll": "budget (64-frame polls imposed by the injection recipe)",
             "constants": {"hz": oracle.hz},
-            "vxlan_ports": [port],
+            "vxlan_ports": list(ports),
+            "vxlan_gbp": cfg.vxlan_gbp,
             "devices": {"phys": phys_dev, "vxlan": tunnel_dev},
             "resegment": "auto",
             "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
@@ -215,7 +230,16 @@ def kernel_cmd(
 @_common
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def validate_cmd(
-    capture, rx_csum, defer_to_tunnel, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, fmt
+    capture,
+    rx_csum,
+    defer_to_tunnel,
+    vxlan_port,
+    vxlan_gbp,
+    phys_dev,
+    tunnel_dev,
+    udp6_zero_csum_rx,
+    gro,
+    fmt,
 ):
     """Run the simulator (profile of the running kernel, same checksum state, budget polls, --rss none) and the
     kernel backend on the same frames; compare the delivered lengths per device. Exit 0 when they agree, 1 when
@@ -223,16 +247,18 @@ def validate_cmd(
     from .oracle import kernel_hz, kernel_release
     from .validate import compare, profile_for_release
 
-    cfg, loaded, port = _prepare(capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro)
+    cfg, loaded, ports = _prepare(
+        capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp
+    )
     release = kernel_release()
     try:
         model = profile_for_release(release)
     except ValueError as e:
         raise EnvironmentProblem(str(e)) from None
     sim_cfg = replace(
-        cfg, kernels=(model,), hz=kernel_hz(), vxlan_ports=(port,), phys_xdp_generic=defer_to_tunnel
+        cfg, kernels=(model,), hz=kernel_hz(), vxlan_ports=ports, phys_xdp_generic=defer_to_tunnel
     )
-    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, port, cfg)
+    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
     if not oracle.frames_sent:
         why = ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
         raise EnvironmentProblem(f"nothing to validate: no frame of {capture} can be replayed here ({why})")
@@ -260,8 +286,15 @@ def validate_cmd(
             + (", deferred to tunnel" if defer_to_tunnel else "")
         )
         for d in devices:
-            name = phys_dev if d.stage == "phys" else tunnel_dev
-            click.echo(f"  {name} ({d.stage}): {d.matching}/{d.total} skbs agree")
+            if d.stage == "phys":
+                name = phys_dev
+            else:  # the simulator's device names (kernel/kernel.py Kernel._add_tunnel)
+                name = tunnel_dev if d.port == sim_cfg.vxlan_ports[0] else f"{tunnel_dev}-{d.port}"
+                name = sim_cfg.geneve_dev if d.port in sim_cfg.geneve_ports else name
+            click.echo(
+                f"  {name} ({d.stage}, port {d.port})" if d.port else f"  {name} ({d.stage})", nl=False
+            )
+            click.echo(f": {d.matching}/{d.total} skbs agree")
             div = d.first_divergence()
             if div:
                 click.echo(
@@ -274,7 +307,11 @@ def validate_cmd(
             )
         click.echo(
             f"SUMMARY validate agrees={'yes' if ok else 'no'} "
-            + " ".join(f"{d.stage}={d.matching}/{d.total}" for d in devices)
+            # one tunnel device: "tunnel=a/b"; several: "tunnel@PORT=a/b" each
+            + " ".join(
+                f"{d.stage}{f'@{d.port}' if d.port and len(devices) > 2 else ''}={d.matching}/{d.total}"
+                for d in devices
+            )
         )
     if not ok:
         raise CheckFailed("simulator and kernel differ")

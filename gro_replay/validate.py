@@ -168,7 +168,19 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     name = f"linux-{oracle.kernel_release.split('-')[0]}"
     ks = KernelStats(name, oracle.kernel_release, on_deliver)
     sent = [loaded.frames[i] for i in oracle.sent]
-    names = {"phys": config.phys_dev, "tunnel": config.vxlan_dev}
+    ports = getattr(oracle, "tunnel_ports", {}) or {}
+
+    def sim_name(d) -> str:
+        """The simulator's name of the kernel's device (kernel/kernel.py ``Kernel._add_tunnel``)."""
+        if d.dev_role == "phys":
+            return config.phys_dev
+        port = ports.get(d.dev)
+        if port is None or port in config.vxlan_ports[:1]:
+            return config.vxlan_dev
+        if port in config.geneve_ports:
+            return config.geneve_dev if port == config.geneve_ports[0] else f"{config.geneve_dev}-{port}"
+        return f"{config.vxlan_dev}-{port}"
+
     by_stage = {"phys": [], "tunnel": []}
     for d in oracle.deliveries:
         by_stage[d.dev_role].append(d)
@@ -187,7 +199,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         if fid < 0:
             skb.flow = -1
         now = t0 + int((d.ts - first_ts) * 1e9)
-        ks.netif_receive_skb(d.dev_role, _Dev(names[d.dev_role]), skb, now)
+        ks.netif_receive_skb(d.dev_role, _Dev(sim_name(d)), skb, now)
     for st in ks.stages.values():
         st.reasons.clear()  # the trace does not say why an skb ended
         st.sw_csum_bytes = None  # nor how many bytes software summed
@@ -226,13 +238,19 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
 
 @dataclass
 class DeviceAgreement:
-    """Per device: delivered lengths from both backends, how many match position by position, first divergence."""
+    """Per device: delivered lengths from both backends, how many match position by position, first divergence.
+
+    ``stage`` is ``"phys"`` or ``"tunnel"``; ``port`` the tunnel device's UDP port (None for phys): each tunnel
+    port has a device of its own in both backends, so each is compared on its own (the order in which two
+    devices' gro_cells deliver within one softirq round is not compared).
+    """
 
     stage: str
     kernel: list[int]
     sim: list[int]
     sim_frames: list[list[int]]
     kernel_frames: list[list[int]]
+    port: int | None = None
 
     @property
     def matching(self) -> int:
@@ -268,6 +286,7 @@ class DeviceAgreement:
     def as_dict(self) -> dict:
         return {
             "stage": self.stage,
+            "port": self.port,
             "matching": self.matching,
             "total": self.total,
             "agrees": self.agrees,
@@ -275,22 +294,58 @@ class DeviceAgreement:
         }
 
 
-def compare(loaded: LoadedCapture, oracle, sim_config: ReplayConfig) -> list[DeviceAgreement]:
-    """Run the simulator on exactly the frames the kernel received and compare per device."""
-    sent = [loaded.frames[i] for i in oracle.sent]
-    seq = {"phys": [], "tunnel": []}
+def _udp_dport(frame: bytes) -> int | None:
+    """The outer UDP destination port of an untagged Ethernet frame (IPv4 with any IHL, or IPv6), else None."""
+    e = (frame[12] << 8) | frame[13] if len(frame) >= 14 else 0
+    if e == 0x0800 and len(frame) >= 34 and frame[23] == 17:
+        u = 14 + (frame[14] & 0x0F) * 4
+    elif e == 0x86DD and len(frame) >= 54 and frame[20] == 17:
+        u = 54
+    else:
+        return None
+    return (frame[u + 2] << 8) | frame[u + 3] if len(frame) >= u + 4 else None
 
-    def collect(_k, stage, _dev, skb, _now):
-        seq[stage].append((skb.len, list(skb.frames)))
+
+def compare(loaded: LoadedCapture, oracle, sim_config: ReplayConfig) -> list[DeviceAgreement]:
+    """Run the simulator on exactly the frames the kernel received and compare per device.
+
+    Returns the phys device first, then one agreement per tunnel port: the simulator's first VXLAN port first
+    (so ``[0]`` is phys and ``[1]`` the first tunnel device), then the other ports either backend has a tunnel
+    device on, in the simulator's order, then the kernel's.
+    """
+    sent = [loaded.frames[i] for i in oracle.sent]
+    seq: dict = {}
+
+    def collect(_k, stage, dev, skb, _now):
+        seq.setdefault((stage, dev), []).append((skb.len, list(skb.frames)))  # dev: the device name
 
     rep = Replayer(sim_config, collect)
     rep.run_polls(iter(sent))
     rep.finish()
+    sim_ports = {sk.dev.name: port for port, sk in rep.kernels[0].udp_tunnel_sockets.items()}
+    kernel_ports = dict(getattr(oracle, "tunnel_ports", {}) or {})
+    ports = list(sim_config.vxlan_ports[:1])
+    delivered_sim = {sim_ports[name] for (stage, name) in seq if stage == "tunnel"}
+    for p in [*sim_config.vxlan_ports, *sim_config.geneve_ports, *kernel_ports.values()]:
+        if p not in ports and (p in kernel_ports.values() or p in delivered_sim):
+            ports.append(p)
+    ports_tunnel = rep.decoder.tunnel_ports
     out = []
-    for stage in ("phys", "tunnel"):
-        klens = [d.len for d in oracle.deliveries if d.dev_role == stage]
-        kframes = [f for f, _ in match_deliveries(klens, sent, stage, rep.decoder.tunnel_ports)]
+    klens = [d.len for d in oracle.deliveries if d.dev_role == "phys"]
+    kframes = [f for f, _ in match_deliveries(klens, sent, "phys", ports_tunnel)]
+    phys = [x for (stage, _name), got in seq.items() if stage == "phys" for x in got]  # one phys device
+    out.append(DeviceAgreement("phys", klens, [x[0] for x in phys], [x[1] for x in phys], kframes))
+    for port in ports:
+        on_port = [f for f in sent if _udp_dport(f[1]) == port]
+        klens = [
+            d.len
+            for d in oracle.deliveries
+            if d.dev_role == "tunnel"
+            and kernel_ports.get(d.dev, ports[0] if not kernel_ports else None) == port
+        ]
+        kframes = [f for f, _ in match_deliveries(klens, on_port, "tunnel", ports_tunnel)]
+        sim = [x for name, p in sim_ports.items() if p == port for x in seq.get(("tunnel", name), [])]
         out.append(
-            DeviceAgreement(stage, klens, [x[0] for x in seq[stage]], [x[1] for x in seq[stage]], kframes)
+            DeviceAgreement("tunnel", klens, [x[0] for x in sim], [x[1] for x in sim], kframes, port=port)
         )
     return out

@@ -3,11 +3,25 @@
 Kernel backend (kernel-oracle.md: veth + ``vxlan external`` in private namespaces, budget polls of 64, hash 0);
 the simulator runs the running kernel's profile on the same frames; every comparison must be identical per
 device. The random differential varies every field of the rx tunnel metadata dst the backend can vary (outer
-TOS with ECN bits, TTL/hop limit, IPv4 DF, IPv6 flow label, UDP source port, zero or computed UDP checksum, VNI,
-outer source address) frame by frame inside inner flows, over 500 seeded scenarios: 400 over outer IPv4, 100 over
-outer IPv6 (with and without ``udp6zerocsumrx``). To keep the suite fast, 50 scenarios share one kernel run
-(their inner flows use distinct ports, so they interact only as flows sharing polls and GRO buckets do).
-Runs as root (CI does); skips where a capability is really absent.
+TOS with ECN bits, TTL/hop limit, IPv4 DF, IPv6 flow label, UDP source and destination port, zero or computed UDP
+checksum, VNI, outer source address, VXLAN GBP policy ID and D/A bits) frame by frame inside inner flows, over 500
+seeded scenarios: 400 over outer IPv4, 100 over outer IPv6 (with and without ``udp6zerocsumrx``), half of the runs
+on vxlan devices made with ``gbp``. To keep the suite fast, 50 scenarios share one kernel run (their inner flows
+use distinct ports, so they interact only as flows sharing polls and GRO buckets do).
+
+The UDP destination port: the metadata dst carries it (``udp_tun_rx_dst`` sets ``tp_dst``), but every vxlan device
+binds one port (drivers/net/vxlan/vxlan_core.c ``vxlan_sock_add``; ``vxlan_rcv`` finds the device through the
+socket the frame reached), so one device's gro_cells never compare two destination ports. What matters is that a
+frame reaches the device of its port: both backends get one vxlan device per port (4789 and 4790), and each device
+is compared on its own.
+
+GBP: on a ``gbp`` device (VXLAN_F_GBP) ``vxlan_parse_gbp_hdr`` stores the policy ID and the D and A bits in the
+metadata options (TUNNEL_VXLAN_OPT, ``options_len`` 4) for G-flagged frames; without ``gbp`` such frames are dropped
+(the non-GBP runs send some to check that).
+
+Not covered here: Geneve options and O/C bits — this machine's kernel has no Geneve (``CONFIG_GENEVE`` not set),
+the backend counts such frames as ``geneve_not_built_in``; tests/test_tunnel_metadata.py pins them from geneve.c.
+Runs as root (CI does); skips where a capability is really absent (no root, no namespaces, tracefs or vxlan).
 """
 
 from __future__ import annotations
@@ -21,6 +35,7 @@ from conftest import FIX_SAMPLE, ROOT
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.oracle import OracleUnavailable, check_environment, kernel_hz, kernel_release, run_kernel
 from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+from gro_replay.packet.vxlan import VXLAN_HF_VNI, gbp_flags
 from gro_replay.sim import PollModel, ReplayConfig
 from gro_replay.validate import ORACLE_RX_CSUM, compare, load_capture, profile_for_release
 
@@ -43,15 +58,17 @@ def _write(tmp_path, frames, name) -> str:
     return str(path)
 
 
-def _validate(path, rx="none", *, udp6zero=False, gro=None):
-    """(per-device agreements, oracle result) of the simulator vs the kernel backend on ``path``."""
+def _validate(path, rx="none", *, udp6zero=False, gro=None, gbp=False, ports=(4789,)):
+    """(per-device agreements, oracle result) of the simulator vs the kernel backend on ``path``: one vxlan device
+    per port in ``ports`` in both backends, made with ``gbp`` when asked."""
     gro = gro or {"phys": True, "tunnel": True}
     cfg = ReplayConfig(
         rx_csum=rx,
         poll=PollModel("budget"),
         rss="none",
-        vxlan_ports=(4789,),
+        vxlan_ports=ports,
         udp6_zero_csum_rx=udp6zero,
+        vxlan_gbp=gbp,
         gro=gro,
         resegment="off",
     )
@@ -62,8 +79,10 @@ def _validate(path, rx="none", *, udp6zero=False, gro=None):
         rx_csum=mode,
         csum_level=level,
         defer_to_tunnel=not gro["phys"],  # generic XDP: netif_elide_gro on the phys veth, as GRO off
+        vxlan_port=ports,
         udp6_zero_csum_rx=udp6zero,
         tunnel_gro=gro["tunnel"],
+        vxlan_gbp=gbp,
     )
     sim_cfg = replace(cfg, kernels=(profile_for_release(kernel_release()),), hz=kernel_hz())
     return compare(loaded, oracle, sim_cfg), oracle
@@ -120,13 +139,33 @@ def test_validate_outer_ipv6(tmp_path, rx, csum, udp6zero):
 
 
 # -- the random metadata differential ----------------------------------------------------------------------------------
-def _choices(v6: bool) -> dict:
+#: VXLAN header flag words of a gbp run: no G flag, G with policy IDs 0/5/0xFFFF and the D and A bits, policy bits
+#: without G (ignored), a reserved bit of the GBP byte (consumed, not stored)
+GBP_FLAGS = [
+    VXLAN_HF_VNI,
+    VXLAN_HF_VNI,
+    gbp_flags(0),
+    gbp_flags(5),
+    gbp_flags(5),
+    gbp_flags(5, dont_learn=True),
+    gbp_flags(5, policy_applied=True),
+    gbp_flags(0xFFFF, dont_learn=True, policy_applied=True),
+    gbp_flags(9, g=False),
+    gbp_flags(5) | 1 << 16,
+]
+#: of a run without gbp: mostly plain, now and then a G-flagged frame (dropped by vxlan_rcv)
+PLAIN_FLAGS = [VXLAN_HF_VNI] * 6 + [gbp_flags(5)]
+
+
+def _choices(v6: bool, gbp: bool) -> dict:
     """Values of each metadata field the backend can vary (outer destination and MACs stay fixed per run)."""
     c = {
         "outer_tos": [0, 0, 0x10, 0xB8, 0x01, 0x02, 0x03],  # 0x03: CE on a not-ECT inner packet, dropped
         "udp_sport": [49152, 49153, 60000],
+        "udp_dport": [4789, 4789, 4790],  # two vxlan devices
         "outer_csum": ["zero", "computed"],
         "vni": [100, 101, 0xFFFFFF],
+        "vxlan_flags": GBP_FLAGS if gbp else PLAIN_FLAGS,
     }
     if v6:
         c |= {
@@ -139,15 +178,14 @@ def _choices(v6: bool) -> dict:
     return c
 
 
-def _scenario(rng: random.Random, v6: bool, port0: int) -> list[bytes]:
+def _scenario(rng: random.Random, v6: bool, port0: int, gbp: bool = False) -> list[bytes]:
     """1–3 inner flows of 3–24 segments whose outer metadata fields change now and then (persistently or for
     one frame), interleaved in blocks."""
-    ch = _choices(v6)
+    ch = _choices(v6, gbp)
     per_flow = []
     for i in range(rng.choice([1, 1, 2, 3])):
         base = FrameSpec(
             outer_ipv6=v6,
-            udp_dport=4789,
             timestamps=rng.random() < 0.5,
             payload=1000,
             sport=port0 + i,
@@ -180,25 +218,77 @@ def _scenario(rng: random.Random, v6: bool, port0: int) -> list[bytes]:
     return out
 
 
-#: (run, outer family, --rx-csum, udp6zerocsumrx): 8 IPv4 runs cycling the checksum states, 2 IPv6 runs
-RUNS = [(i, "v4", ("none", "unnecessary", "unnecessary-tunnel")[i % 3], False) for i in range(8)] + [
-    (8, "v6", "none", True),
-    (9, "v6", "unnecessary", False),
+#: (run, outer family, --rx-csum, udp6zerocsumrx, gbp): 8 IPv4 runs cycling the checksum states, 2 IPv6 runs;
+#: every other run on gbp devices
+RUNS = [
+    (i, "v4", ("none", "unnecessary", "unnecessary-tunnel")[i % 3], False, i % 2 == 1) for i in range(8)
+] + [
+    (8, "v6", "none", True, False),
+    (9, "v6", "unnecessary", False, True),
 ]
 PER_RUN = 50
 
 
-@pytest.mark.parametrize(("run", "fam", "rx", "udp6zero"), RUNS, ids=[f"{r[0]}-{r[1]}-{r[2]}" for r in RUNS])
-def test_validate_metadata_random_differential(tmp_path, run, fam, rx, udp6zero):
-    """50 seeded scenarios per kernel run, 10 runs (500 scenarios): 100 % agreement per device."""
+@pytest.mark.parametrize(
+    ("run", "fam", "rx", "udp6zero", "gbp"),
+    RUNS,
+    ids=[f"{r[0]}-{r[1]}-{r[2]}{'-gbp' if r[4] else ''}" for r in RUNS],
+)
+def test_validate_metadata_random_differential(tmp_path, run, fam, rx, udp6zero, gbp):
+    """50 seeded scenarios per kernel run, 10 runs (500 scenarios): 100 % agreement on every device (the phys
+    veth and the vxlan devices on ports 4789 and 4790)."""
     rng = random.Random(f"issue11-metadata-{run}")
     frames = []
     for s in range(PER_RUN):
-        frames += _scenario(rng, fam == "v6", 1024 + 4 * s)
-    devices, oracle = _validate(_write(tmp_path, frames, "m.pcap"), rx, udp6zero=udp6zero)
+        frames += _scenario(rng, fam == "v6", 1024 + 4 * s, gbp)
+    devices, oracle = _validate(
+        _write(tmp_path, frames, "m.pcap"), rx, udp6zero=udp6zero, gbp=gbp, ports=PORTS
+    )
     assert oracle.frames_sent == len(frames)
     _assert_agree(devices)
-    assert devices[1].total > 0
+    assert [d.port for d in devices[1:]] == list(PORTS)
+    assert all(d.total > 0 for d in devices)  # both vxlan devices received traffic
+
+
+PORTS = (4789, 4790)
+
+
+def _pair_frames(first: FrameSpec, second: FrameSpec, sport: int) -> list[bytes]:
+    a, b = flow_specs(replace(first, sport=sport), [1000, 1000])
+    b2 = replace(second, sport=sport, seq=b.seq, outer_ip_id=b.outer_ip_id, ip_id=b.ip_id)
+    return [build_frame(a), build_frame(b2)]
+
+
+P = FrameSpec(timestamps=False, payload=1000, outer_csum="zero", udp_dport=4789)
+
+#: (first frame's VXLAN flags word, second's, tunnel skbs with gbp, without): each pair a flow of two contiguous
+#: 1000-byte segments (tunnel skbs of 1040 bytes each, or one of 2040 when they merge)
+GBP_PAIRS = [
+    (gbp_flags(5), gbp_flags(6), [1040, 1040], []),  # policy ID; G-flagged frames dropped without gbp
+    (gbp_flags(5), gbp_flags(5, dont_learn=True), [1040, 1040], []),  # D bit
+    (gbp_flags(5), gbp_flags(5, policy_applied=True), [1040, 1040], []),  # A bit
+    (VXLAN_HF_VNI, gbp_flags(0), [1040, 1040], [1040]),  # G flag: TUNNEL_VXLAN_OPT, options_len 4
+    (gbp_flags(5), gbp_flags(5) | 1 << 16, [2040], []),  # reserved GBP bit: consumed, not stored
+    (VXLAN_HF_VNI, gbp_flags(9, g=False), [2040], [1040]),  # policy bits without G: ignored (dropped w/o gbp)
+    (gbp_flags(5), gbp_flags(5), [2040], []),
+]
+
+
+@pytest.mark.parametrize("gbp", [True, False], ids=["gbp", "no-gbp"])
+def test_validate_gbp_and_dport_pairs(tmp_path, gbp):
+    """Measured on this kernel, in one run per device setting: GBP policy ID, D and A bits and the G flag split a
+    flow at the vxlan device's gro_cells; a reserved GBP bit and policy bits without G do not; without ``gbp``
+    G-flagged frames are dropped. A flow whose second segment goes to port 4790 ends as one 1040-byte skb on each
+    of the two vxlan devices. The simulator agrees on every device."""
+    frames = []
+    for i, (f1, f2, _, _) in enumerate(GBP_PAIRS):
+        frames += _pair_frames(replace(P, vxlan_flags=f1), replace(P, vxlan_flags=f2), 2000 + i)
+    frames += _pair_frames(P, replace(P, udp_dport=4790), 3000)
+    devices, _ = _validate(_write(tmp_path, frames, "pairs.pcap"), gbp=gbp, ports=PORTS)
+    _assert_agree(devices)
+    want = [n for *_, with_gbp, without in GBP_PAIRS for n in (with_gbp if gbp else without)] + [1040]
+    assert sorted(devices[1].kernel) == sorted(want)  # port 4789
+    assert devices[2].kernel == [1040]  # port 4790
 
 
 def test_cli_kernel_and_validate_outer_ipv6(tmp_path):

@@ -19,11 +19,18 @@ What the kernel stores (every field below, per release; the struct is zeroed by 
 * ``tun_id``: the VNI (``key32_to_tunnel_id`` / ``vni_to_tunnel_id``);
 * ``tun_flags``: ``TUNNEL_KEY`` (vxlan_rcv, geneve_rx); ``TUNNEL_CSUM`` when the outer UDP checksum field is not
   zero (``udp_tun_rx_dst``); Geneve ``TUNNEL_OAM`` and ``TUNNEL_CRIT_OPT`` from the header's O and C bits and
-  ``TUNNEL_GENEVE_OPT`` with its options (``ip_tunnel_info_opts_set``); ``TUNNEL_VXLAN_OPT`` only with GBP (not
-  modelled: a GBP frame is dropped by a non-GBP vxlan device); and ``TUNNEL_DONT_FRAGMENT`` when the outer IPv4
+  ``TUNNEL_GENEVE_OPT`` with its options (``ip_tunnel_info_opts_set``, only when there are options);
+  ``TUNNEL_VXLAN_OPT`` on a GBP device for a G-flagged frame (``vxlan_parse_gbp_hdr``; a non-GBP device drops
+  G-flagged frames); and ``TUNNEL_DONT_FRAGMENT`` when the outer IPv4
   header has DF set — only since a9888628cb2c "net: dst_metadata: fix IP_DF bit not extracted from tunnel
   headers" (net tree 2025-09-14, after v6.17-rc6: v6.17; stable 6.16.y and others took it). IPv6 has no DF.
-* options: the Geneve options (``opt_len`` × 4 bytes); VXLAN keeps ``options_len`` 0 without GBP.
+* options: the Geneve options (``opt_len`` × 4 bytes); for VXLAN ``struct vxlan_metadata`` (4 bytes: the GBP
+  policy ID and the D and A bits) when ``vxlan_parse_gbp_hdr`` found the G flag, else ``options_len`` 0 (``tun_rx_dst``
+  sets it to 0 although room for the 4 bytes is allocated).
+
+Not a per-skb difference in practice: ``tp_dst`` is the port of the socket the frame reached, and every vxlan or
+geneve device binds its own port (``vxlan_sock_add``), so one device's gro_cells only ever compare skbs of one
+destination port; frames of one inner flow sent to two ports reach two devices (two gro_cells) and never merge.
 
 The tuple built here is equal for two skbs exactly when the kernel's memcmp is: every stored field appears once,
 fields the kernel does not store for the release are left out (the DF bit before a9888628cb2c).
@@ -42,6 +49,7 @@ TUNNEL_DONT_FRAGMENT = 0x0100
 TUNNEL_OAM = 0x0200
 TUNNEL_CRIT_OPT = 0x0400
 TUNNEL_GENEVE_OPT = 0x0800
+TUNNEL_VXLAN_OPT = 0x1000
 
 IP_DF = 0x4000
 
@@ -50,8 +58,9 @@ def udp_tun_rx_dst(model: KernelModel, buf, nh: int, uh: int, tun_flags: int, vn
     """The metadata dst of a decapsulated UDP tunnel skb, as a comparable tuple.
 
     Args: ``buf`` the frame, ``nh`` offset of the outer IP header, ``uh`` offset of the outer UDP header;
-    ``tun_flags`` the tunnel driver's flags (``TUNNEL_KEY`` plus Geneve's O/C bits); ``vni`` the 24-bit VNI;
-    ``opts`` the tunnel options (Geneve; b"" for VXLAN).
+    ``tun_flags`` the tunnel driver's flags (``TUNNEL_KEY``, Geneve's O/C bits, the option type flag
+    ``TUNNEL_GENEVE_OPT`` / ``TUNNEL_VXLAN_OPT`` when ``opts`` is not empty); ``vni`` the 24-bit VNI;
+    ``opts`` the tunnel options (Geneve options, VXLAN GBP ``struct vxlan_metadata``, or b"").
     Returns (mode/family, addresses, tos, ttl, flow label, tp_src, tp_dst, tun_flags, tun_id, options).
     Kernel: net/ipv4/udp_tunnel_core.c ``udp_tun_rx_dst`` → include/net/dst_metadata.h ``ip_tun_rx_dst`` /
     ``ipv6_tun_rx_dst``; a9888628cb2c for the DF bit (``KernelModel.ip_tun_rx_dst_sets_df``).
@@ -71,8 +80,6 @@ def udp_tun_rx_dst(model: KernelModel, buf, nh: int, uh: int, tun_flags: int, vn
             buf[nh + 7],
             w & 0xFFFFF,
         )
-    if opts:
-        tun_flags |= TUNNEL_GENEVE_OPT
     sport = (buf[uh] << 8) | buf[uh + 1]
     dport = (buf[uh + 2] << 8) | buf[uh + 3]
     return (family, addrs, tos, ttl, label, sport, dport, tun_flags, vni, opts)

@@ -9,7 +9,7 @@ option.
 from __future__ import annotations
 
 from . import reasons as R
-from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_KEY, TUNNEL_OAM
+from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_GENEVE_OPT, TUNNEL_KEY, TUNNEL_OAM
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
 
@@ -99,10 +99,16 @@ def geneve_udp_encap_recv(sk, skb: SkBuff) -> str | None:
     vni = int.from_bytes(buf[gs + 4 : gs + 7], "big")
     opts = bytes(buf[gs + 8 : gs + gh_len])
     return sk.dev.kernel.udp_tunnel_decap(
-        sk, skb, 8 + gh_len, ETH_P_TEB, vni, opts, geneve_tun_flags(buf[gs + 1])
+        sk, skb, 8 + gh_len, ETH_P_TEB, vni, opts, geneve_tun_flags(buf[gs + 1], opts)
     )
 
 
-def geneve_tun_flags(b1: int) -> int:
-    """``geneve_rx``'s metadata flags from the header's second byte: TUNNEL_KEY, O → TUNNEL_OAM, C → TUNNEL_CRIT_OPT."""
-    return TUNNEL_KEY | (TUNNEL_OAM if b1 & 0x80 else 0) | (TUNNEL_CRIT_OPT if b1 & 0x40 else 0)
+def geneve_tun_flags(b1: int, opts: bytes = b"") -> int:
+    """``geneve_rx``'s metadata flags from the header's second byte: TUNNEL_KEY, O → TUNNEL_OAM, C → TUNNEL_CRIT_OPT;
+    TUNNEL_GENEVE_OPT when there are options (``ip_tunnel_info_opts_set`` ORs its flags in only for len > 0)."""
+    return (
+        TUNNEL_KEY
+        | (TUNNEL_OAM if b1 & 0x80 else 0)
+        | (TUNNEL_CRIT_OPT if b1 & 0x40 else 0)
+        | (TUNNEL_GENEVE_OPT if opts else 0)
+    )

@@ -64,6 +64,8 @@ class UdpTunnelSock:
     encap_rcv: Callable
     #: accept a zero UDPv6 checksum (vxlan/geneve ``udp6zerocsumrx``; off by default, RFC 6936)
     no_check6_rx: bool = False
+    #: VXLAN_F_GBP in ``vs->flags`` (``ip link add … type vxlan gbp``): vxlan_rcv parses the Group Based Policy bits
+    gbp: bool = False
 
 
 class Sink:
@@ -87,6 +89,7 @@ class Kernel:
     phys_dev / vxlan_dev / geneve_dev: device names (tunnel devices on further ports get a numeric suffix);
     tunnel_metadata: collect-metadata ("external") tunnel devices that attach a metadata dst per skb;
     udp6_zero_csum_rx: tunnel sockets accept a zero UDPv6 checksum (``udp6zerocsumrx``; kernel default off);
+    vxlan_gbp: the vxlan devices are made with ``gbp`` (VXLAN_F_GBP, the Group Based Policy extension);
     gro_max_size / gro_ipv4_max_size: every device's limits in bytes (``ip link set … gro_max_size``; the IPv4
     one follows gro_max_size up to 65536 unless given, as ``netif_set_gro_max_size`` does);
     sink: observer of deliveries.
@@ -105,6 +108,7 @@ class Kernel:
         geneve_dev: str = "geneve0",
         tunnel_metadata: bool = True,
         udp6_zero_csum_rx: bool = False,
+        vxlan_gbp: bool = False,
         gro_max_size: int = 65536,
         gro_ipv4_max_size: int | None = None,
         sink: Sink | None = None,
@@ -114,6 +118,7 @@ class Kernel:
         self.gro_normal_batch = gro_normal_batch
         self.tunnel_metadata = tunnel_metadata
         self.udp6_zero_csum_rx = udp6_zero_csum_rx
+        self.vxlan_gbp = vxlan_gbp
         self.sink = sink or Sink()
         self.offload_base: dict[int, PacketOffload] = {}
         self.inet_offloads: dict[int, PacketOffload] = {}
@@ -140,6 +145,7 @@ class Kernel:
         self.tunnel_cells.append(cells)
         if kind == "vxlan":
             sk = UdpTunnelSock(kind, port, dev, cells, vxlan_gro_receive, vxlan_gro_complete, vxlan_rcv)
+            sk.gbp = self.vxlan_gbp
         else:
             sk = UdpTunnelSock(
                 kind, port, dev, cells, geneve_gro_receive, geneve_gro_complete, geneve_udp_encap_recv

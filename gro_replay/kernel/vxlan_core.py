@@ -3,19 +3,31 @@
 Kernel: drivers/net/vxlan.c (≤v5.17) → drivers/net/vxlan/vxlan_core.c (v5.18+): ``vxlan_gro_receive``,
 ``vxlan_gro_complete``, ``vxlan_rcv``, ``vxlan_set_mac``, ``vxlan_ecn_decapsulate``; net/ipv4/ip_tunnel_core.c
 ``__iptunnel_pull_header``. gro-spec §5.1, §6.2.
-Left out: remote checksum offload (RCO), GBP and GPE extensions (their flag bits make ``vxlan_rcv`` drop the
-frame, as with those features off), FDB learning, the source-MAC loop check (the device MAC is not modelled).
+The Group Based Policy extension (VXLAN_F_GBP, ``ip link add … type vxlan gbp``) is modelled: ``vxlan_parse_gbp_hdr``
+(same text in every modelled release, 4.19 … 6.18: the function dates from v4.6; the 6.10 tunnel-flag bitmap
+conversion only renamed TUNNEL_VXLAN_OPT to IP_TUNNEL_VXLAN_OPT_BIT) puts the policy ID and the D and A bits in the
+metadata dst's options. Without GBP on the device a G-flagged frame is dropped, as the kernel does.
+Left out: remote checksum offload (RCO) and GPE (their flag bits make ``vxlan_rcv`` drop the frame, as with those
+features off), FDB learning, the source-MAC loop check (the device MAC is not modelled).
 """
 
 from __future__ import annotations
 
 from . import reasons as R
+from .dst_metadata import TUNNEL_KEY, TUNNEL_VXLAN_OPT
 from .eth import eth_gro_complete, eth_gro_receive
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
 
 VXLAN_HLEN = 16  #: UDP + VXLAN header, bytes
 VXLAN_HF_VNI = 0x08000000
+#: include/net/vxlan.h, as host-order values of the first header word: the G flag, every bit the GBP parser consumes
+#: (``VXLAN_GBP_USED_BITS``: G and the low 24 bits), and the ``struct vxlan_metadata`` ``gbp`` bits (D, A, policy ID)
+VXLAN_HF_GBP = 0x80000000
+VXLAN_GBP_USED_BITS = VXLAN_HF_GBP | 0xFFFFFF
+VXLAN_GBP_DONT_LEARN = 1 << 22
+VXLAN_GBP_POLICY_APPLIED = 1 << 19
+VXLAN_GBP_ID_MASK = 0xFFFF
 
 
 def vxlan_gro_receive(sk, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
@@ -50,12 +62,30 @@ def vxlan_gro_complete(sk, skb: SkBuff, nhoff: int) -> int:
     return eth_gro_complete(skb, nhoff + 8)
 
 
+def vxlan_parse_gbp_hdr(flags: int) -> tuple[int, bytes, int]:
+    """The Group Based Policy part of ``vxlan_rcv`` on a GBP device (VXLAN_F_GBP).
+
+    Args: ``flags`` the first VXLAN header word (host order) with the I flag already consumed.
+    Returns (flags still unparsed, metadata options, extra ``tun_flags``): with the G flag set, the options are
+    ``struct vxlan_metadata`` (4 bytes: ``gbp`` = policy ID | VXLAN_GBP_DONT_LEARN | VXLAN_GBP_POLICY_APPLIED)
+    and TUNNEL_VXLAN_OPT is set (``options_len`` = 4); without it nothing is stored. Either way every bit of
+    VXLAN_GBP_USED_BITS counts as parsed (a G-less frame's policy bits are ignored, not a reason to drop).
+    Kernel: drivers/net/vxlan/vxlan_core.c ``vxlan_parse_gbp_hdr`` (the metadata dst is already attached in
+    collect-metadata mode; the mark is set instead without it, which GRO does not compare).
+    """
+    rest = flags & ~VXLAN_GBP_USED_BITS
+    if not flags & VXLAN_HF_GBP:
+        return rest, b"", 0
+    gbp = flags & (VXLAN_GBP_ID_MASK | VXLAN_GBP_DONT_LEARN | VXLAN_GBP_POLICY_APPLIED)
+    return rest, gbp.to_bytes(4, "little"), TUNNEL_VXLAN_OPT  # a host-order u32 (x86): only equality matters
+
+
 def vxlan_rcv(sk, skb: SkBuff) -> str | None:
     """Decapsulate one VXLAN datagram (``skb->data`` at the UDP header) and queue it to the device's gro_cells.
 
     Kernel: ``vxlan_rcv`` with ``__iptunnel_pull_header``, ``udp_tun_rx_dst`` (collect-metadata mode),
-    ``vxlan_set_mac`` (``eth_type_trans``) and ``vxlan_ecn_decapsulate``. Returns None when queued, or the drop
-    reason (a string).
+    ``vxlan_parse_gbp_hdr`` (GBP devices, ``sk.gbp``), ``vxlan_set_mac`` (``eth_type_trans``) and
+    ``vxlan_ecn_decapsulate``. Returns None when queued, or the drop reason (a string).
     """
     buf = skb.buf
     u = skb.data
@@ -65,8 +95,13 @@ def vxlan_rcv(sk, skb: SkBuff) -> str | None:
     vni_word = int.from_bytes(buf[u + 12 : u + 16], "big")
     if not flags & VXLAN_HF_VNI:
         return "vxlan_rcv:no_vni_flag"
-    if flags & ~VXLAN_HF_VNI or vni_word & 0xFF:
-        # any unprocessed flag or reserved bit is a malformed packet (no GBP/GPE/RCO configured)
+    unparsed = flags & ~VXLAN_HF_VNI
+    opts, tun_flags = b"", TUNNEL_KEY
+    if sk.gbp:
+        unparsed, opts, opt_flag = vxlan_parse_gbp_hdr(unparsed)
+        tun_flags |= opt_flag
+    if unparsed or vni_word & 0xFF:
+        # any unprocessed flag or reserved bit is a malformed packet (GPE/RCO not configured)
         return "vxlan_rcv:reserved_bits"
     dev = sk.dev
-    return dev.kernel.udp_tunnel_decap(sk, skb, VXLAN_HLEN, ETH_P_TEB, vni_word >> 8, b"")
+    return dev.kernel.udp_tunnel_decap(sk, skb, VXLAN_HLEN, ETH_P_TEB, vni_word >> 8, opts, tun_flags)

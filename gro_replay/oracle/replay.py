@@ -3,10 +3,13 @@
 One run (README.md, "gro-replay kernel"): two private network namespaces joined by a veth pair with one
 queue each; the sender end carries the capture's outer source MAC/IP, the receiving end ("phys" stage: veth
 NAPI GRO, threaded, pinned) its outer destination MAC/IP, and a ``vxlan external`` device beside it ("tunnel"
-stage: gro_cells). A child process in the sender namespace writes the frames to an AF_PACKET socket in
-chunks of 192 from SCHED_FIFO on the NAPI thread's CPU, so that every poll takes exactly 64 frames; a private
-tracefs instance records ``netif_receive_skb`` and ``napi_poll`` of the receiving devices. The poll shape is
-checked (every poll 64 or 0 but the last) and the run repeated when it does not hold.
+stage: gro_cells) for each VXLAN UDP port asked for (each device binds its own socket, so a frame reaches the
+device of its destination port and the gro_cells of one device never see two destination ports), made with
+``gbp`` when the Group Based Policy extension is asked for. A child process in the sender namespace writes the
+frames to an AF_PACKET socket in chunks of 192 from SCHED_FIFO on the NAPI thread's CPU, so that every poll
+takes exactly 64 frames; a private tracefs instance records ``netif_receive_skb`` and ``napi_poll`` of the
+receiving devices. The poll shape is checked (every poll 64 or 0 but the last) and the run repeated when it does
+not hold.
 
 NIC checksum state: plain injection arrives CHECKSUM_NONE; a tcx egress program on the sender calling
 ``bpf_csum_level(INC)`` level+1 times makes it CHECKSUM_UNNECESSARY at that level. ``defer_to_tunnel``
@@ -103,6 +106,7 @@ class OracleResult:
     attempts: int
     sent: list[int] = field(default_factory=list)  # indices into ``frames`` of the frames sent, in order
     devices: dict[str, str] = field(default_factory=dict)  # device name -> 'phys' | 'tunnel'
+    tunnel_ports: dict[str, int] = field(default_factory=dict)  # tunnel device name -> its UDP port
 
 
 @dataclass
@@ -243,9 +247,10 @@ class _Run:
         *,
         n_inc: int,
         defer: bool,
-        vxlan_port: int,
+        vxlan_ports: tuple[int, ...],
         udp6_zero_csum_rx: bool = False,
         tunnel_gro: bool = True,
+        vxlan_gbp: bool = False,
     ) -> None:
         token = secrets.token_hex(4)
         base = f"groreplay-{os.getpid()}-{token}"
@@ -254,14 +259,19 @@ class _Run:
         self.send, self.recv = f"g{token}s", f"g{token}r"
         self.vxlan, self.geneve = f"g{token}v", f"g{token}g"
         self.plan, self.frames, self.n_inc, self.defer = plan, frames, n_inc, defer
-        self.vxlan_port = vxlan_port
-        self.udp6_zero_csum_rx, self.tunnel_gro = udp6_zero_csum_rx, tunnel_gro
+        self.udp6_zero_csum_rx, self.tunnel_gro, self.vxlan_gbp = udp6_zero_csum_rx, tunnel_gro, vxlan_gbp
         self.trace = TraceInstance(tracefs, base)
         self.link_fds: list[int] = []
         self.injector: subprocess.Popen | None = None
-        self.devices = {self.recv: "phys", self.vxlan: "tunnel"}
+        # one vxlan device per port (each binds its own UDP socket: vxlan_sock_add), named g<token>v, g<token>v1, ...
+        self.vxlan_devs = {
+            (self.vxlan if i == 0 else f"{self.vxlan}{i}"): p for i, p in enumerate(vxlan_ports)
+        }
+        self.devices = {self.recv: "phys"} | dict.fromkeys(self.vxlan_devs, "tunnel")
+        self.tunnel_ports = dict(self.vxlan_devs)
         if plan.geneve:
             self.devices[self.geneve] = "tunnel"
+            self.tunnel_ports[self.geneve] = GENEVE_PORT
 
     # setup
 
@@ -279,7 +289,10 @@ class _Run:
             f"link set {self.send} up",
         ]
         zero6 = " udp6zerocsumrx" if self.udp6_zero_csum_rx else ""
-        recv = [f"link add {self.vxlan} type vxlan external dstport {self.vxlan_port}{zero6}"]
+        gbp = " gbp" if self.vxlan_gbp else ""
+        recv = [
+            f"link add {d} type vxlan external dstport {p}{gbp}{zero6}" for d, p in self.vxlan_devs.items()
+        ]
         recv += [f"link add {self.geneve} type geneve external{zero6}"] if p.geneve else []
         recv += [f"link set {dev} up" for dev in self.devices if dev != self.recv]
         if p.family == 4:
@@ -510,18 +523,22 @@ def run_kernel(
     rx_csum: str = "none",
     csum_level: int = 0,
     defer_to_tunnel: bool = False,
-    vxlan_port: int = 4789,
+    vxlan_port: int | Sequence[int] = 4789,
     retries: int = 3,
     udp6_zero_csum_rx: bool = False,
     tunnel_gro: bool = True,
+    vxlan_gbp: bool = False,
 ) -> OracleResult:
     """Replay ``frames`` (full Ethernet II frames) through the running kernel; see the module docstring.
 
     Args: rx_csum: 'none' (CHECKSUM_NONE) or 'unnecessary' (CHECKSUM_UNNECESSARY at ``csum_level``, 0..3);
-        defer_to_tunnel: elide GRO on the receiving veth with generic XDP; vxlan_port: the vxlan device's
-        UDP port; retries: attempts allowed for the poll-shape self-check; udp6_zero_csum_rx: tunnel devices
-        made with ``udp6zerocsumrx`` (accept zero UDPv6 checksums); tunnel_gro: False turns GRO off on the
-        tunnel devices (``ethtool -K DEV gro off``).
+        defer_to_tunnel: elide GRO on the receiving veth with generic XDP; vxlan_port: the vxlan devices' UDP
+        ports, one device per port (an int: one device; 6081 is Geneve's); retries: attempts allowed for the
+        poll-shape self-check; udp6_zero_csum_rx: tunnel devices made with ``udp6zerocsumrx`` (accept zero
+        UDPv6 checksums); tunnel_gro: False turns GRO off on the tunnel devices (``ethtool -K DEV gro off``);
+        vxlan_gbp: make the vxlan devices with ``gbp``
+        (VXLAN_F_GBP: the Group Based Policy extension is parsed, drivers/net/vxlan/vxlan_core.c
+        ``vxlan_parse_gbp_hdr``).
     Returns: OracleResult; frames not sent are counted per reason in ``frames_not_replayable`` (see
         ``NOT_REPLAYABLE``), ``sent`` lists the indices of those sent (feed the simulator the same ones).
     Raises: ValueError on bad arguments; OracleUnavailable when the machine lacks a capability;
@@ -537,8 +554,9 @@ def run_kernel(
         raise ValueError(f"rx_csum must be one of {RX_CSUM}, not {rx_csum!r}")
     if not 0 <= csum_level <= 3:
         raise ValueError(f"csum_level must be 0..3 (SKB_MAX_CSUM_LEVEL), not {csum_level}")
-    if not 0 < vxlan_port < 65536:
-        raise ValueError(f"vxlan_port out of range: {vxlan_port}")
+    ports = (vxlan_port,) if isinstance(vxlan_port, int) else tuple(dict.fromkeys(vxlan_port))
+    if not ports or any(not 0 < p < 65536 or p == GENEVE_PORT for p in ports):
+        raise ValueError(f"vxlan_port out of range (1..65535, not {GENEVE_PORT}): {vxlan_port}")
     if retries < 1:
         raise ValueError("retries must be at least 1")
     check_environment()
@@ -556,9 +574,10 @@ def run_kernel(
                 frames,
                 n_inc=n_inc,
                 defer=defer_to_tunnel,
-                vxlan_port=vxlan_port,
+                vxlan_ports=ports,
                 udp6_zero_csum_rx=udp6_zero_csum_rx,
                 tunnel_gro=tunnel_gro,
+                vxlan_gbp=vxlan_gbp,
             )
             finished = False
             try:
@@ -598,5 +617,6 @@ def run_kernel(
                     attempts=attempt,
                     sent=list(plan.sent),
                     devices=dict(run.devices),
+                    tunnel_ports=dict(run.tunnel_ports),
                 )
     raise OracleError(f"kernel replay not deterministic after {retries} attempts: {reason}")

@@ -112,6 +112,9 @@ class ReplayConfig:
     tunnel_metadata: bool = True
     #: tunnel sockets accept zero UDPv6 checksums (vxlan/geneve udp6zerocsumrx; off by default, RFC 6936)
     udp6_zero_csum_rx: bool = False
+    #: the vxlan devices are made with ``gbp`` (VXLAN_F_GBP): G-flagged frames are accepted and their Group Based Policy
+    #: ID and D/A bits go into the tunnel metadata (kernel/vxlan_core.py ``vxlan_parse_gbp_hdr``)
+    vxlan_gbp: bool = False
     gro_normal_batch: int = 8
     gro_max_size: int = 65536
     gro_flush_timeout_ns: int = 0
@@ -233,6 +236,7 @@ class ReplayConfig:
             "devices": {"phys": self.phys_dev, "vxlan": self.vxlan_dev, "geneve": self.geneve_dev},
             "tunnel_metadata": self.tunnel_metadata,
             "udp6_zero_csum_rx": self.udp6_zero_csum_rx,
+            "vxlan_gbp": self.vxlan_gbp,
             "gro": {role: bool(self.gro.get(role, True)) for role in GRO_DEVICES},
             "rx_queues": self.rx_queues,
             "resegment": str(self.resegment),

@@ -84,6 +84,7 @@ class Replayer(Ingest):
                 geneve_dev=config.geneve_dev,
                 tunnel_metadata=config.tunnel_metadata,
                 udp6_zero_csum_rx=config.udp6_zero_csum_rx,
+                vxlan_gbp=config.vxlan_gbp,
                 gro_max_size=config.gro_max_size,
                 sink=st,
             )
