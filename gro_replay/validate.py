@@ -168,33 +168,42 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     name = f"linux-{oracle.kernel_release.split('-')[0]}"
     ks = KernelStats(name, oracle.kernel_release, on_deliver)
     sent = [loaded.frames[i] for i in oracle.sent]
-    ports = getattr(oracle, "tunnel_ports", {}) or {}
+    dev_ports = getattr(oracle, "tunnel_ports", {}) or {}
 
     def sim_name(d) -> str:
         """The simulator's name of the kernel's device (kernel/kernel.py ``Kernel._add_tunnel``)."""
         if d.dev_role == "phys":
             return config.phys_dev
-        port = ports.get(d.dev)
+        port = dev_ports.get(d.dev)
         if port is None or port in config.vxlan_ports[:1]:
             return config.vxlan_dev
         if port in config.geneve_ports:
             return config.geneve_dev if port == config.geneve_ports[0] else f"{config.geneve_dev}-{port}"
         return f"{config.vxlan_dev}-{port}"
 
-    by_stage = {"phys": [], "tunnel": []}
+    # each device's deliveries are matched to the frames that can reach it: all for phys, a tunnel device's
+    # port's for a tunnel device (one device per port)
+    by_dev: dict[str, list] = {}
     for d in oracle.deliveries:
-        by_stage[d.dev_role].append(d)
-    ports = rep.decoder.tunnel_ports
-    matched = {s: match_deliveries([d.len for d in by_stage[s]], sent, s, ports) for s in by_stage}
-    cursor = {"phys": 0, "tunnel": 0}
+        by_dev.setdefault(d.dev, []).append(d)
+    tports = rep.decoder.tunnel_ports
+    matched_dev = {}
+    for dev, ds in by_dev.items():
+        role, port = ds[0].dev_role, dev_ports.get(dev)
+        cand = sent if role == "phys" or port is None else [f for f in sent if _udp_dport(f[1]) == port]
+        matched_dev[dev] = match_deliveries([d.len for d in ds], cand, role, tports)
+    matched: dict[str, list] = {"phys": [], "tunnel": []}
+    for dev, m in matched_dev.items():
+        matched[by_dev[dev][0].dev_role] += m
+    cursor = dict.fromkeys(by_dev, 0)
     t0 = rep.input.first_ts_ns or 0
     first_ts = oracle.deliveries[0].ts if oracle.deliveries else 0.0
-    for d in oracle.deliveries:
-        i = cursor[d.dev_role]
-        cursor[d.dev_role] += 1
-        frames_idx, fid = matched[d.dev_role][i]
+    for n, d in enumerate(oracle.deliveries):
+        i = cursor[d.dev]
+        cursor[d.dev] += 1
+        frames_idx, fid = matched_dev[d.dev][i]
         skb = _Delivered(
-            d.len, frames_idx or [-1], fid, 0xFFFF888200000000 + (len(ks.flows) << 8) + i, "kernel"
+            d.len, frames_idx or [-1], fid, 0xFFFF888200000000 + (len(ks.flows) << 8) + n, "kernel"
         )
         if fid < 0:
             skb.flow = -1

@@ -20,7 +20,8 @@ metadata options (TUNNEL_VXLAN_OPT, ``options_len`` 4) for G-flagged frames; wit
 (the non-GBP runs send some to check that).
 
 Not covered here: Geneve options and O/C bits — this machine's kernel has no Geneve (``CONFIG_GENEVE`` not set),
-the backend counts such frames as ``geneve_not_built_in``; tests/test_tunnel_metadata.py pins them from geneve.c.
+the backend counts such frames as ``geneve_not_built_in``; tests/kernel/test_dst_metadata.py pins them from
+geneve.c.
 Runs as root (CI does); skips where a capability is really absent (no root, no namespaces, tracefs or vxlan).
 """
 
@@ -313,3 +314,37 @@ def test_cli_kernel_and_validate_outer_ipv6(tmp_path):
     doc = json.loads(r.output)
     assert doc["config"]["vxlan_ports"] == [8472] and doc["config"]["udp6_zero_csum_rx"] is True
     assert doc["kernels"][0]["stages"]["tunnel"]["segments_delivered"] == 100
+
+
+def test_cli_two_ports_and_gbp(tmp_path):
+    """``validate``/``kernel`` with ``--vxlan-port 4789 --vxlan-port 4790 --vxlan-gbp``: one vxlan device per port
+    in both backends, each compared on its own. 20 contiguous 1000-byte segments of one inner flow, every fifth
+    to port 4790, the last ten G-flagged (policy 7). The phys stage splits wherever the outer port or the VXLAN
+    header word changes (another outer flow; ``vxlan_gro_receive`` compares the word): 8 skbs."""
+    import json
+
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    specs = flow_specs(P, [1000] * 20)
+    specs = [
+        replace(
+            s, udp_dport=4790 if i % 5 == 4 else 4789, vxlan_flags=gbp_flags(7) if i >= 10 else VXLAN_HF_VNI
+        )
+        for i, s in enumerate(specs)
+    ]
+    path = _write(tmp_path, [build_frame(s) for s in specs], "two.pcap")
+    ports = ["--vxlan-port", "4789", "--vxlan-port", "4790"]
+    r = CliRunner().invoke(main, ["validate", path, *ports, "--vxlan-gbp"])
+    assert r.exit_code == 0, r.output
+    # per port: runs of 4 segments on 4789 (4 skbs of 4040: 1-4, 6-9, 11-14, 16-19), single frames on 4790 (5, 10,
+    # 15, 20); the G flag from frame 11 on changes the header word and the metadata, so nothing merges across it
+    assert "SUMMARY validate agrees=yes phys=8/8 tunnel@4789=4/4 tunnel@4790=4/4" in r.output
+    r = CliRunner().invoke(main, ["validate", path, *ports])  # without gbp the G-flagged frames are dropped
+    assert "SUMMARY validate agrees=yes phys=8/8 tunnel@4789=2/2 tunnel@4790=2/2" in r.output, r.output
+    r = CliRunner().invoke(main, ["kernel", path, *ports, "--vxlan-gbp", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["config"]["vxlan_ports"] == [4789, 4790] and doc["config"]["vxlan_gbp"] is True
+    assert doc["kernels"][0]["stages"]["tunnel"]["segments_delivered"] == 20

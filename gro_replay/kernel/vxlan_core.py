@@ -6,7 +6,12 @@ Kernel: drivers/net/vxlan.c (≤v5.17) → drivers/net/vxlan/vxlan_core.c (v5.18
 The Group Based Policy extension (VXLAN_F_GBP, ``ip link add … type vxlan gbp``) is modelled: ``vxlan_parse_gbp_hdr``
 (same text in every modelled release, 4.19 … 6.18: the function dates from v4.6; the 6.10 tunnel-flag bitmap
 conversion only renamed TUNNEL_VXLAN_OPT to IP_TUNNEL_VXLAN_OPT_BIT) puts the policy ID and the D and A bits in the
-metadata dst's options. Without GBP on the device a G-flagged frame is dropped, as the kernel does.
+metadata dst's options. Without GBP on the device a G-flagged frame is dropped, as the kernel does. The header check
+was restructured by Petr Machata's reserved-bits series (netdev, Nov 2024; v6.14 [D from its date]): ``vxlan_rcv``
+tests the header against ``vxlan->cfg.reserved_bits`` before parsing, and ``vxlan_nl2conf`` defaults them to the
+complement of the enabled extensions' used bits (VXLAN_GBP_USED_BITS with ``gbp``), which accepts and drops exactly
+the frames the earlier "unparsed bits left" test did — no switch; ``IFLA_VXLAN_RESERVED_BITS`` (user-set reserved
+bits) is not modelled.
 Left out: remote checksum offload (RCO) and GPE (their flag bits make ``vxlan_rcv`` drop the frame, as with those
 features off), FDB learning, the source-MAC loop check (the device MAC is not modelled).
 """
