@@ -51,6 +51,28 @@ pytestmark = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unava
 DF_PCAP = ROOT.parent / "shared" / "triage" / "outer-df-tunnel-metadata.pcap"
 
 
+def _ours() -> tuple[set[str], set[str]]:
+    """This process's namespaces and trace instances (names carry the creating pid: ``groreplay-<pid>-…``);
+    other processes' live runs are not looked at."""
+    import os
+
+    from gro_replay.oracle.tracefs import trace_instances
+
+    mine = f"groreplay-{os.getpid()}-"
+    netns = (
+        {n for n in os.listdir("/run/netns") if n.startswith(mine)} if os.path.isdir("/run/netns") else set()
+    )
+    return netns, {n for n in trace_instances() if n.startswith(mine)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def leaves_nothing_behind():
+    """After this module's kernel runs (several vxlan devices, gbp or not), none of its namespaces (with their
+    devices) or trace instances is left."""
+    yield
+    assert _ours() == (set(), set())
+
+
 def _write(tmp_path, frames, name) -> str:
     path = tmp_path / name
     with PcapWriter(str(path)) as w:
