@@ -22,6 +22,7 @@ from . import __version__
 from .cli_types import S32_MAX, ULONG_MAX, BoundedInt
 from .kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
 from .kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
+from .report import FLOWS_MAX_DEFAULT
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -623,6 +624,15 @@ def _write_export(path: str, text: str, what: str) -> None:
     help="Write netif_receive_skb lines (perf script style) to PATH or -.",
 )
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
+@click.option(
+    "--flows-max",
+    type=BoundedInt(0, 1 << 32),
+    default=FLOWS_MAX_DEFAULT,
+    show_default=True,
+    metavar="N",
+    help="JSON: per kernel, list at most N flows in full in flows[] (those with most segments); the others are "
+    "counted and their counters summed in flows_summary.omitted.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
 @click.option(
     "--write-pcap",
@@ -650,6 +660,7 @@ def replay_cmd(
     md_path,
     trace_path,
     no_hist,
+    flows_max,
     quiet,
     pcap_dir,
     pcap_format,
@@ -735,11 +746,11 @@ def replay_cmd(
         except OSError as e:
             raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
     if json_path:
-        _write_export(json_path, dumps(document(result)), "--json")
+        _write_export(json_path, dumps(document(result, flows_max=flows_max)), "--json")
     if md_path:
         _write_export(md_path, markdown(result), "--markdown")
     if fmt == "json":
-        click.echo(dumps(document(result)))
+        click.echo(dumps(document(result, flows_max=flows_max)))
     elif fmt == "markdown":
         click.echo(markdown(result))
     elif "-" not in (json_path, md_path):

@@ -3,35 +3,74 @@
 from __future__ import annotations
 
 from .. import __version__
-from .stats import SCHEMA_VERSION
+from .stats import FLOWS_MAX_DEFAULT, SCHEMA_VERSION, FlowRow, FlowRows
 from .verdict import verdict_of
 
 
-def flow_rows(result, ks) -> list[dict]:
-    """Per-flow rows of one kernel: key, class, frames, and per stage skbs, segments and end reasons."""
+def _stage_row(f, stage: str) -> dict:
+    return {"skbs": f.skbs[stage], "segments": f.segs[stage], "end_reasons": dict(f.reasons[stage])}
+
+
+def flow_summary(result, limit: int | None = None) -> FlowRows:
+    """The per-flow rows of every kernel, bounded (``report.stats.FlowRows``): the flows retired during the replay
+    (``result.flow_rows``, when the replayer retires flows) and the flows still live at the end, at most ``limit``
+    rows in full (default: the replay's ``flows_max``, else ``FLOWS_MAX_DEFAULT``), the others summed."""
+    base = getattr(result, "flow_rows", None)
+    if limit is None:
+        limit = base.limit if base is not None else getattr(result.config, "flows_max", FLOWS_MAX_DEFAULT)
+    if base is not None and base.limit == limit:
+        rows = base.copy()
+    else:
+        rows = FlowRows(len(result.kernels), limit)
+    live = sorted(set().union(*(ks.flows for ks in result.kernels)))
+    for fid in live:
+        stats = [ks.flows.get(fid) for ks in result.kernels]
+        rows.offer(FlowRow(fid, result.flows[fid], result.flow_classes[fid], stats))
+    return rows
+
+
+def flow_rows(result, ks, summary: FlowRows | None = None) -> list[dict]:
+    """Per-flow rows of one kernel (those ``summary`` keeps in full): key, class, frames, and per stage skbs,
+    segments and end reasons."""
+    summary = summary if summary is not None else flow_summary(result)
+    i = result.kernels.index(ks)
     rows = []
-    for fid, f in sorted(ks.flows.items()):
-        key = result.flows[fid]
+    for r in summary.kept():
+        f = r.stats[i]
+        if f is None:
+            continue
         rows.append(
             {
-                "id": fid,
-                "flow": key.label(),
-                "key": key.as_dict(),
-                "class": result.flow_classes[fid],
-                "phys": {
-                    "skbs": f.skbs["phys"],
-                    "segments": f.segs["phys"],
-                    "end_reasons": dict(f.reasons["phys"]),
-                },
-                "tunnel": {
-                    "skbs": f.skbs["tunnel"],
-                    "segments": f.segs["tunnel"],
-                    "end_reasons": dict(f.reasons["tunnel"]),
-                },
+                "id": r.fid,
+                "flow": r.key.label(),
+                "key": r.key.as_dict(),
+                "class": r.cls,
+                "phys": _stage_row(f, "phys"),
+                "tunnel": _stage_row(f, "tunnel"),
                 "stack": dict(f.stack),
             }
         )
     return rows
+
+
+def flows_summary_dict(summary: FlowRows, i: int, listed: int) -> dict:
+    """JSON ``kernels[].flows_summary``: how many flows kernel ``i`` counted, how many ``flows[]`` lists in full
+    (at most ``max_rows``, ``--flows-max``), how many were retired before the end of the input, and the flows not
+    listed with their counters summed (so that ``flows[]`` plus ``omitted`` add up to the stage totals)."""
+    om = summary.omitted[i]
+    n = summary.omitted_flows[i]
+    return {
+        "max_rows": summary.limit,
+        "flows": listed + n,
+        "listed": listed,
+        "retired": summary.retired,
+        "omitted": {
+            "flows": n,
+            "phys": _stage_row(om, "phys"),
+            "tunnel": _stage_row(om, "tunnel"),
+            "stack": dict(sorted(om.stack.items())),
+        },
+    }
 
 
 def affected_flows(result) -> list[dict]:
@@ -68,8 +107,12 @@ def summary_line(result) -> str:
     return " ".join(parts)
 
 
-def document(result, backend: str = "simulator") -> dict:
-    """The JSON document: schema_version, input, config, one entry per kernel, and (compare mode) the verdict."""
+def document(result, backend: str = "simulator", flows_max: int | None = None) -> dict:
+    """The JSON document: schema_version, input, config, one entry per kernel, and (compare mode) the verdict.
+
+    ``flows_max``: per kernel, at most this many flows listed in full in ``flows[]`` (the flows with most segments;
+    None: the replay's ``flows_max``, else ``FLOWS_MAX_DEFAULT``); the others are summed in ``flows_summary``."""
+    summary = flow_summary(result, flows_max)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "gro-replay", "version": __version__},
@@ -78,14 +121,16 @@ def document(result, backend: str = "simulator") -> dict:
         "config": result.config.as_dict(),
         "kernels": [],
     }
-    for ks in result.kernels:
+    for i, ks in enumerate(result.kernels):
+        rows = flow_rows(result, ks, summary)
         doc["kernels"].append(
             {
                 "name": ks.name,
                 "release": ks.release,
                 "stages": {s: st.as_dict() for s, st in ks.stages.items()},
                 "stack": dict(sorted(ks.stack.items())),
-                "flows": flow_rows(result, ks),
+                "flows": rows,
+                "flows_summary": flows_summary_dict(summary, i, len(rows)),
             }
         )
     v = verdict_of(result)

@@ -14,6 +14,7 @@ import numpy as np
 from ..kernel.kernel import Sink
 from ..kernel.napi import NetDevice
 from ..kernel.skbuff import SkBuff
+from . import FLOWS_MAX_DEFAULT
 
 SCHEMA_VERSION = 1
 STAGES = ("phys", "tunnel")
@@ -139,6 +140,89 @@ class FlowStats:
         self.id_steps = {"phys": Counter(), "tunnel": Counter()}
         #: skbs that started beside a held packet of this flow, by the compare that kept them apart (SPLIT_*)
         self.splits = {"phys": Counter(), "tunnel": Counter()}
+
+
+def fold_flow(into: FlowStats, f: FlowStats) -> None:
+    """Add every counter of ``f`` to ``into`` (a summed row: ``flows_summary.omitted``)."""
+    for s in STAGES:
+        into.skbs[s] += f.skbs[s]
+        into.segs[s] += f.segs[s]
+        into.reasons[s].update(f.reasons[s])
+        into.id_steps[s].update(f.id_steps[s])
+        into.splits[s].update(f.splits[s])
+    into.stack.update(f.stack)
+    into.stack_frames.update(f.stack_frames)
+
+
+class FlowRow:
+    """One flow's final counters in every kernel: ``fid``, ``key`` (decode.FlowKey), ``cls`` and ``stats`` (one
+    ``FlowStats`` or None per kernel, in run order)."""
+
+    __slots__ = ("fid", "key", "cls", "stats")
+
+    def __init__(self, fid: int, key, cls: str, stats: list) -> None:
+        self.fid, self.key, self.cls, self.stats = fid, key, cls, stats
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """Order of keeping: most segments first (the flow's wire frames, as its largest count over the kernels
+        has them at the phys stage), then the earlier flow."""
+        return max((f.segs["phys"] for f in self.stats if f is not None), default=0), -self.fid
+
+
+class FlowRows:
+    """The bounded per-flow part of the report: full rows of at most ``limit`` flows (those with most segments,
+    ``FlowRow.rank``), the others summed per kernel into ``omitted`` with their count, so that every total stays.
+
+    ``offer`` takes a flow's final row (a retired flow's, or at the end of the input a live one's); memory is
+    ``limit`` rows plus one summed row per kernel, whatever the number of flows offered.
+    """
+
+    def __init__(self, n_kernels: int, limit: int = FLOWS_MAX_DEFAULT) -> None:
+        if limit < 0:
+            raise ValueError(f"flows limit {limit} < 0")
+        self.limit = limit
+        self._heap: list[tuple[tuple[int, int], int, FlowRow]] = []
+        #: per kernel: the summed counters of the flows not kept, and how many flows they are
+        self.omitted = [FlowStats() for _ in range(n_kernels)]
+        self.omitted_flows = [0] * n_kernels
+        #: flows offered (kept or summed), and of those how many were retired before the end of the input
+        self.offered = 0
+        self.retired = 0
+
+    def offer(self, row: FlowRow, retired: bool = False) -> None:
+        """Keep ``row`` if it is among the ``limit`` largest so far, else sum it (or the row it displaces)."""
+        import heapq
+
+        self.offered += 1
+        self.retired += retired
+        item = (row.rank, row.fid, row)
+        if len(self._heap) < self.limit:
+            heapq.heappush(self._heap, item)
+            return
+        if self._heap and item[0] > self._heap[0][0]:
+            item = heapq.heapreplace(self._heap, item)
+        self._omit(item[2])
+
+    def _omit(self, row: FlowRow) -> None:
+        for i, f in enumerate(row.stats):
+            if f is not None:
+                fold_flow(self.omitted[i], f)
+                self.omitted_flows[i] += 1
+
+    def copy(self) -> FlowRows:
+        """An independent copy (rows are shared, never changed once offered)."""
+        c = FlowRows(len(self.omitted), self.limit)
+        c._heap = list(self._heap)
+        for i, f in enumerate(self.omitted):
+            fold_flow(c.omitted[i], f)
+        c.omitted_flows = list(self.omitted_flows)
+        c.offered, c.retired = self.offered, self.retired
+        return c
+
+    def kept(self) -> list[FlowRow]:
+        """The rows kept in full, by flow id."""
+        return sorted((r for _, _, r in self._heap), key=lambda r: r.fid)
 
 
 class KernelStats(Sink):
