@@ -31,6 +31,7 @@ from .capture.chunks import PcapChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
+from .sim.ingest import Frame
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries)
 BLOCK = 8 << 20
@@ -437,7 +438,7 @@ class BatchReplay:
 
     # -- frames and flows ----------------------------------------------------------------------------------------
     def _entry(self, ch, src: int, extras: list, base_index: int):
-        """``(ts_ns, decoded tuple)`` of entry ``src``, as ``Replayer.decoded`` yields it (nothing counted)."""
+        """``(ts_ns, Frame)`` of entry ``src``, as ``Replayer.decoded`` yields it (nothing counted)."""
         if src < 0:
             return extras[-1 - src]
         rep = self.rep
@@ -446,16 +447,7 @@ class BatchReplay:
         _frame, vlan, fid, _rss, l4 = rep.decoder.decode(buf)
         h, l4_hash = rep._flow_rx(fid)
         ts = int(ch.ts_ns[src])
-        return ts, (
-            ts,
-            buf,
-            vlan,
-            fid,
-            h,
-            l4_hash,
-            l4,
-            base_index + src,
-        )
+        return ts, Frame(ts, buf, vlan, fid, h, l4_hash, l4, base_index + src)
 
     def _flow_ids(self, ch, col, common, unusual):
         """Flow ids of the common frames (-1 where not yet known) and the flows still to create:

@@ -23,6 +23,7 @@ from .config import (
 from .driver import DriverRx
 from .ingest import (
     JUMBO_MAX,
+    Frame,
     Ingest,
     InputStats,
     TunnelScanError,
@@ -47,6 +48,7 @@ __all__ = [
     "RSS_INDIR_TABLE_SIZE",
     "ConfigError",
     "DriverRx",
+    "Frame",
     "Ingest",
     "InputStats",
     "PollModel",

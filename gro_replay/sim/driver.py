@@ -14,6 +14,7 @@ from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, 
 from ..packet.csum import PollSums
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
 from .config import ReplayConfig
+from .ingest import Frame
 
 
 class DriverRx:
@@ -34,7 +35,7 @@ class DriverRx:
             0 if prof.ip_summed in (CHECKSUM_NONE, CHECKSUM_COMPLETE, CHECKSUM_PARTIAL) else prof.csum_level,
         )
 
-    def skbs(self, k: Kernel, batch: list[tuple], shared: tuple) -> list[SkBuff]:
+    def skbs(self, k: Kernel, batch: list[Frame], shared: tuple) -> list[SkBuff]:
         """The skbs the driver builds for one poll's frames on kernel ``k``: RSS hash, VLAN tag, checksum state.
 
         ``shared``: ``poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, the poll's ``PollSums``).
@@ -73,7 +74,7 @@ class DriverRx:
             )
         return skbs
 
-    def poll_shared(self, batch: list[tuple]) -> tuple:
+    def poll_shared(self, batch: list[Frame]) -> tuple:
         """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values, the ``PollSums`` batch that
         serves software checksums (where bytes are summed, not a decision) and, with a --nic preset deciding,
         each frame's ``(ip_summed, csum_level)`` (``_nic_states``)."""
@@ -82,7 +83,7 @@ class DriverRx:
             complete = any(st[0] == CHECKSUM_COMPLETE for st in states)
         else:
             complete = self.profile.ip_summed == CHECKSUM_COMPLETE
-        ps = PollSums([f[1] for f in batch])
+        ps = PollSums([f.frame for f in batch])
         if complete:
             sums = ps.fill()
             return sums, ps, states
@@ -103,15 +104,19 @@ class DriverRx:
             st.append((ip_summed, level, key.tunnel if tunnelled else ""))
         return st[fid]
 
-    def _nic_states(self, batch: list[tuple]) -> list[tuple[int, int]]:
+    def _nic_states(self, batch: list[Frame]) -> list[tuple[int, int]]:
         """Per frame of one poll: the preset's state for its flow, CHECKSUM_NONE instead of UNNECESSARY when the
         preset reports bad checksums as NONE and a checksum the hardware checks does not verify
         (``nic.hw_checksums_ok``)."""
         out = []
         check = self.preset.bad_csum_none
         for f in batch:
-            ip_summed, level, tunnel = self._nic_state_of_flow(f[3])
-            if check and ip_summed == CHECKSUM_UNNECESSARY and not hw_checksums_ok(f[1], level, tunnel, f[6]):
+            ip_summed, level, tunnel = self._nic_state_of_flow(f.flow_id)
+            if (
+                check
+                and ip_summed == CHECKSUM_UNNECESSARY
+                and not hw_checksums_ok(f.frame, level, tunnel, f.l4_start)
+            ):
                 ip_summed, level = CHECKSUM_NONE, 0
             out.append((ip_summed, level))
         return out

@@ -1,10 +1,9 @@
 """The record → frame stage: capture records decoded into the frames the driver hands to NAPI, with the input's
 accounting (``InputStats``), its notes, tunnel-port detection, the ``-f``/``--flow`` filters and resegmenting.
 
-``Ingest.decoded(records)`` turns records ``(ts_ns, buf, orig_len, linktype)`` into decoded frames
-``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``: the outer Ethernet frame as bytes, its VLAN
-tag, the decoder's flow id, the RX hash the NIC computes (RSS) and the capture index. Every record is counted:
-replayed, skipped with a reason or filtered.
+``Ingest.decoded(records)`` turns records ``(ts_ns, buf, orig_len, linktype)`` into ``Frame``s: the outer Ethernet
+frame as bytes, its VLAN tag, the decoder's flow id, the RX hash the NIC computes (RSS) and the capture index.
+Every record is counted: replayed, skipped with a reason or filtered.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
 from ..kernel.nic import toeplitz_hash
@@ -26,6 +26,30 @@ from ..packet.decode import (
 )
 from ..resegment import TCP_MIN_SND_MSS, Resegmenter
 from .config import ConfigError, ReplayConfig
+
+
+class Frame(NamedTuple):
+    """One decoded frame as the driver receives it: what every later stage (poll models, driver RX, kernels) reads.
+
+    A NamedTuple: a tuple (built and unpacked at tuple speed on the per-frame path) whose fields have names.
+    """
+
+    #: capture timestamp (ns)
+    ts_ns: int
+    #: the Ethernet frame with VLAN tags removed (``packet.decode.Decoder.decode``)
+    frame: bytes
+    #: the outermost VLAN tag's TCI (a tuple for QinQ), None when untagged: the driver's ``__vlan_hwaccel_put_tag``
+    vlan_tci: int | tuple[int, ...] | None
+    #: the decoder's flow id (``Decoder.flows[flow_id]``)
+    flow_id: int
+    #: the RX hash the NIC reports (``skb->hash``, Toeplitz over ``Decoder.flow_rss[flow_id]``; 0 without RSS)
+    hash: int
+    #: the hash covers the L4 ports (``skb->l4_hash``)
+    l4_hash: bool
+    #: byte offset of the innermost TCP/UDP header in ``frame`` (CHECKSUM_PARTIAL's ``csum_start``), 0: none
+    l4_start: int
+    #: index of the capture record it came from (a resegmented super-frame's segments share it)
+    index: int
 
 
 @dataclass
@@ -315,7 +339,7 @@ class Ingest:
             rx.append((self._rss(rss), len(rss) in (12, 36) and self.config.rss == "toeplitz"))
         return rx[fid]
 
-    def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+    def decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         """``_decoded``, with ``-f`` (BPF on the records) applied and ``--flow`` (on the decoded flows) counted.
 
         A record the BPF filter rejects is read and counted (``frames_read``, ``bytes``, timestamps) and then in
@@ -327,7 +351,7 @@ class Ingest:
             return self._decoded(records)
         return self._filtered(records)
 
-    def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+    def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         inp = self.input
         filtered = inp.filtered
         bpf = self._bpf
@@ -354,7 +378,7 @@ class Ingest:
         ok = self._flow_ok
         flows = self.decoder.flows
         for t in self._decoded(records):
-            fid = t[3]
+            fid = t.flow_id
             while len(ok) <= fid:
                 ok.append(sel.matches(flows[len(ok)], len(ok)))
             if ok[fid]:
@@ -363,10 +387,10 @@ class Ingest:
                 inp.selected_frames += 1
             yield t
 
-    def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+    def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable frames.
 
-        Yields ``(ts_ns, frame, vlan_tci, flow_id, hash, l4_hash, l4_start, index)``.
+        Yields ``Frame``s.
         With resegmenting on, a super-frame yields its segments (same ``ts_ns`` and capture ``index``) instead:
         ``_decoded_resegmenting``.
         """
@@ -378,6 +402,7 @@ class Ingest:
         flow_class = self.decoder.flow_class
         classes = inp.classes
         rxs = self._rx_of_flow
+        new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__: half its cost per frame
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
             inp.frames_read = index + 1
@@ -404,9 +429,9 @@ class Ingest:
             if cls != CLS_NOT_TUNNEL and outer_udp_csum_bad(frame):
                 inp.outer_csum_bad += 1
             h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
-            yield ts_ns, frame, vlan, fid, h, l4_hash, l4, index
+            yield new(Frame, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index))
 
-    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple]:
+    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
         TCP flow, the largest TCP payload of the frames at or below the MTU (the flow's MSS for later splits)."""
         inp = self.input
@@ -416,6 +441,7 @@ class Ingest:
         limit = reseg.limit
         seen = self._flow_mss
         flow_mss = self._mss_of_flow if seen is not None else None
+        new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__ (as in ``_decoded``)
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
             inp.frames_read += 1
@@ -447,7 +473,7 @@ class Ingest:
                         frame, vlan, fid, _rss, l4 = r
                         inp.frames_replayed += 1
                         inp.classes[flow_class[fid]] += 1
-                        yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index
+                        yield new(Frame, (ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index))
                     continue
             r = dec(buf)
             if isinstance(r, str):
@@ -468,7 +494,7 @@ class Ingest:
                     opt = tcp_mss_option(frame, l4 + 20, min(l4 + doff, len(frame)))
                     if opt:
                         self._syn_mss[fid] = opt
-            yield ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index
+            yield new(Frame, (ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index))
 
     def _mss_of_flow(self, probe: bytes) -> int | None:
         """The MSS the sender of ``probe``'s flow used (``probe``: a header-only frame), or None: its largest TCP

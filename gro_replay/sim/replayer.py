@@ -24,11 +24,10 @@ from ..capture.reader import DLT_EN10MB, open_capture
 from ..kernel.kernel import Kernel
 from ..kernel.napi import Napi
 from ..packet.decode import SKIP_TRUNCATED_RECORD, Decoder
-from ..pollcache import BatchReplay, batch_eligible
 from ..report.stats import ConservationError, KernelStats, check_conservation, checks_enabled
 from .config import RSS_INDIR_TABLE_SIZE, ReplayConfig
 from .driver import DriverRx
-from .ingest import Ingest, InputStats, capture_notes, detect_tunnel_ports, tunnel_notes
+from .ingest import Frame, Ingest, InputStats, capture_notes, detect_tunnel_ports, tunnel_notes
 from .polls import (
     _MASKED,
     PollSchedule,
@@ -108,7 +107,7 @@ class Replayer(Ingest):
         if on_deliver is not None and hasattr(on_deliver, "bind"):
             on_deliver.bind(self.input)
 
-    def run_polls(self, frames: Iterable[tuple]) -> None:
+    def run_polls(self, frames: Iterable[Frame]) -> None:
         """Run every poll of ``frames`` through every kernel (one read feeds all models).
 
         One RX queue without gro_flush_timeout: the poll schedule does not depend on the kernel, ``iter_polls``
@@ -121,7 +120,7 @@ class Replayer(Ingest):
         for poll_time, batch in iter_polls(frames, cfg.poll, cfg.weight):
             self.run_poll(batch, poll_time)
 
-    def run_poll(self, batch: list[tuple], poll_time: int) -> None:
+    def run_poll(self, batch: list[Frame], poll_time: int) -> None:
         """One poll of decoded frames ``batch`` at ``poll_time`` (ns) through every kernel (one RX queue)."""
         shared = self.driver.poll_shared(batch)
         for i, k in enumerate(self.kernels):
@@ -132,12 +131,12 @@ class Replayer(Ingest):
             phys.skbs_in += n
             k.net_rx_action(skbs, poll_time)
 
-    def _selected_in(self, batch: list[tuple]) -> int:
+    def _selected_in(self, batch: list[Frame]) -> int:
         """Frames of ``batch`` (decoded tuples) whose flow ``--flow`` selects."""
         ok = self._flow_ok
-        return sum(1 for t in batch if ok[t[3]])
+        return sum(1 for t in batch if ok[t.flow_id])
 
-    def _run_scheduled(self, frames: Iterable[tuple]) -> None:
+    def _run_scheduled(self, frames: Iterable[Frame]) -> None:
         """Poll schedules per RX queue (``PollSchedule``), run in time order across queues.
 
         Without gro_flush_timeout one schedule per queue serves every kernel; with it each kernel has its own
@@ -153,11 +152,11 @@ class Replayer(Ingest):
         indir = [ethtool_rxfh_indir_default(i, n) for i in range(RSS_INDIR_TABLE_SIZE)]
         clock = None
         for f in frames:
-            t = f[0]
+            t = f.ts_ns
             if clock is not None and t < clock:
                 t = clock
             clock = t
-            q = indir[f[4] % RSS_INDIR_TABLE_SIZE]
+            q = indir[f.hash % RSS_INDIR_TABLE_SIZE]
             for g, ss in zip(groups, scheds, strict=True):
                 self._advance(g, ss, t)
                 ss[q].push(t, f)
@@ -334,6 +333,9 @@ def replay_capture(
     ``Result.batch`` counts its polls.
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.
     """
+    # pollcache.py builds sim.ingest.Frames: imported here, so that importing pollcache first is no import cycle
+    from ..pollcache import BatchReplay, batch_eligible
+
     detected: dict[str, dict[int, int]] = {}
     if config.detect_tunnels:
         detected = detect_tunnel_ports(path, config)
