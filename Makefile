@@ -6,7 +6,7 @@
 help:
 	@echo "make demo     install and compare pre-/post-fix GRO on the shipped fix scenario"
 	@echo "make test     install everything the tests need (Debian + PyPI) and run the whole suite"
-	@echo "make lint     ruff check + ruff format --check"
+	@echo "make lint     ruff check + ruff format --check + mypy (the one lint command; CI runs it)"
 	@echo "make man      man pages from the commands' help into man/ (read: man -l man/gro-replay.1)"
 	@echo "make samples  regenerate sample_pcaps/ byte-identically"
 	@echo "make bench    throughput / memory benchmark (see bench/)"
@@ -30,6 +30,7 @@ test: deps install
 lint:
 	$(PYTHON) -m ruff check gro_replay tests bench
 	$(PYTHON) -m ruff format --check gro_replay tests bench
+	$(PYTHON) -m mypy
 
 man:
 	$(PYTHON) -m gro_replay.manpage man

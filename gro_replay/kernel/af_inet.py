@@ -112,7 +112,7 @@ def inet_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
     return pseudo_at(skb.buf, skb.network_header + 12, 8, skb.len - skb.cb.data_offset, proto)
 
 
-def inet_gro_flush(iph: int, iph2: int, skb_buf, p: SkBuff, inner: bool) -> int:
+def inet_gro_flush(iph: int, iph2: int, skb_buf: bytes | bytearray, p: SkBuff, inner: bool) -> int:
     """IPv4 flush verdict against the held packet, evaluated from TCP (v6.10+); non-zero means flush.
 
     Kernel: include/net/gro.h ``inet_gro_flush``. TTL, TOS and DF must match. 4b0ebbca3e16 (v6.10): the outer

@@ -54,7 +54,9 @@ TUNNEL_VXLAN_OPT = 0x1000
 IP_DF = 0x4000
 
 
-def udp_tun_rx_dst(model: KernelModel, buf, nh: int, uh: int, tun_flags: int, vni: int, opts: bytes) -> tuple:
+def udp_tun_rx_dst(
+    model: KernelModel, buf: bytes | bytearray, nh: int, uh: int, tun_flags: int, vni: int, opts: bytes
+) -> tuple:
     """The metadata dst of a decapsulated UDP tunnel skb, as a comparable tuple.
 
     Args: ``buf`` the frame, ``nh`` offset of the outer IP header, ``uh`` offset of the outer UDP header;

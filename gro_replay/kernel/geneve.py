@@ -8,21 +8,26 @@ option.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import reasons as R
 from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_GENEVE_OPT, TUNNEL_KEY, TUNNEL_OAM
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
 
+if TYPE_CHECKING:
+    from .kernel import UdpTunnelSock
+
 GENEVE_BASE_HLEN = 8
 GENEVE_VER = 0
 
 
-def geneve_hlen(buf, start: int) -> int:
+def geneve_hlen(buf: bytes | bytearray, start: int) -> int:
     """Geneve header length in bytes: 8 + 4 × opt_len. Kernel: ``geneve_hlen``."""
     return GENEVE_BASE_HLEN + (buf[start] & 0x3F) * 4
 
 
-def geneve_gro_receive(sk, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+def geneve_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Check version and OAM, compare the whole header (options included) with held packets, continue inner.
 
     Kernel: drivers/net/geneve.c ``geneve_gro_receive`` (gro-spec §5.2).
@@ -67,7 +72,7 @@ def geneve_gro_receive(sk, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return pp
 
 
-def geneve_gro_complete(sk, skb: SkBuff, nhoff: int) -> int:
+def geneve_gro_complete(sk: UdpTunnelSock, skb: SkBuff, nhoff: int) -> int:
     """Kernel: ``geneve_gro_complete``: complete the inner protocol after the header and options."""
     start = skb.data + nhoff
     gh_len = geneve_hlen(skb.buf, start)
@@ -79,7 +84,7 @@ def geneve_gro_complete(sk, skb: SkBuff, nhoff: int) -> int:
     return ptype.gro_complete(skb, nhoff + gh_len)
 
 
-def geneve_udp_encap_recv(sk, skb: SkBuff) -> str | None:
+def geneve_udp_encap_recv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     """Validate the Geneve header (``skb->data`` at UDP) and decapsulate into the geneve device's gro_cells.
 
     Kernel: ``geneve_udp_encap_recv`` + ``geneve_rx``. Returns None when queued, or the drop reason.

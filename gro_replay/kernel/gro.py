@@ -33,6 +33,7 @@ from .skbuff import (
 
 if TYPE_CHECKING:
     from .napi import Napi
+    from .skbuff import NapiGroCb
 
 GRO_HASH_BUCKETS = 8  #: include/linux/netdevice.h (07d78363dcff, v4.19)
 MAX_GRO_SKBS = 8  #: net/core/dev.c / net/core/gro.c
@@ -60,7 +61,7 @@ NAPI_GRO_FREE = 1
 NAPI_GRO_FREE_STOLEN_HEAD = 2
 
 
-def NAPI_GRO_CB(skb: SkBuff):  # noqa: N802 - the kernel's macro name
+def NAPI_GRO_CB(skb: SkBuff) -> NapiGroCb:  # noqa: N802 - the kernel's macro name
     """``NAPI_GRO_CB(skb)``: the skb's GRO control block (``struct napi_gro_cb``)."""
     return skb.cb
 
@@ -199,6 +200,7 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     # Where the payload goes decides only skb_has_frag_list(p), which makes dev_gro_receive flush p if it
     # enters GRO again (the tunnel device, ≥ 6.1): page fragments move into the last skb's frags while
     # MAX_SKB_FRAGS allows, a kmalloc'd linear head (veth from AF_PACKET) is always chained on the frag_list.
+    lp: SkBuff | None
     lp = p.cb.last
     if skb.tail - skb.data <= off:
         if lp.nr_frags + skb.nr_frags > MAX_SKB_FRAGS:

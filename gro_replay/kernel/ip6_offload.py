@@ -122,7 +122,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return pp
 
 
-def ipv6_gro_flush(iph: int, iph2: int, skb_buf, pbuf) -> int:
+def ipv6_gro_flush(iph: int, iph2: int, skb_buf: bytes | bytearray, pbuf: bytes | bytearray) -> int:
     """Traffic class or hop limit differ (v6.10+, evaluated from TCP): ``reasons.L3_V6`` (flush) or 0.
 
     Kernel: include/net/gro.h ``ipv6_gro_flush``.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..packet.csum import csum_partial, ipv4_header_checksum
 from .af_inet import inet_gro_complete, inet_gro_receive
@@ -127,7 +128,7 @@ class Kernel:
         eth_offload_init(self)
         ipv4_offload_init(self)
         ipv6_offload_init(self)
-        sizes = {"gro_max_size": gro_max_size, "gro_ipv4_max_size": gro_ipv4_max_size}
+        sizes: dict[str, Any] = {"gro_max_size": gro_max_size, "gro_ipv4_max_size": gro_ipv4_max_size}
         self.phys = NetDevice(phys_dev, self, **sizes)
         self.phys_napi = Napi(self, self.phys, self._phys_deliver)
         self.tunnel_cells: list[GroCells] = []
@@ -141,7 +142,7 @@ class Kernel:
             raise ValueError(f"UDP port {port} is configured for two tunnels")
         dev = NetDevice(name, self, **sizes)
         cells = GroCells(dev, None)  # type: ignore[arg-type]
-        cells.napi = Napi(self, dev, lambda batch, d=dev: self._tunnel_deliver(d, batch))
+        cells.napi = Napi(self, dev, lambda batch, d=dev: self._tunnel_deliver(d, batch))  # type: ignore[misc]  # lambda default d=dev
         self.tunnel_cells.append(cells)
         if kind == "vxlan":
             sk = UdpTunnelSock(kind, port, dev, cells, vxlan_gro_receive, vxlan_gro_complete, vxlan_rcv)
@@ -232,7 +233,7 @@ class Kernel:
         vni: int,
         opts: bytes,
         tun_flags: int = TUNNEL_KEY,
-    ):
+    ) -> str | None:
         """Pull UDP + tunnel header, attach the metadata dst, ``eth_type_trans`` on the tunnel device, ECN, queue.
 
         Kernel: ``__iptunnel_pull_header``, ``udp_tun_rx_dst`` (dst_metadata.py), ``vxlan_set_mac``/``geneve_rx``,

@@ -303,7 +303,7 @@ def upstream_profile(major: int, minor: int, name: str | None = None) -> KernelM
         )
     rel = f"{major}.{minor}"
     on = {c.switch: c.upstream is not None and c.upstream <= (major, minor) for c in SWITCH_COMMITS}
-    return KernelModel(name=name or rel, release=rel, base=rel, **on)
+    return KernelModel(name=name or rel, release=rel, base=rel, **on)  # type: ignore[arg-type]  # bool switches
 
 
 K_4_19 = upstream_profile(4, 19)
@@ -379,7 +379,7 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
                 f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
                 f"stable sources; {name} has it off as upstream {branch} does"
             )
-    return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)
+    return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)  # type: ignore[arg-type]  # bool switches
 
 
 def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str) -> tuple[KernelModel, str]:
@@ -400,7 +400,7 @@ def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str)
     if not own:
         parts.append(f"no modelled commit landed in {rel}'s merge window or release candidates: ran as {rel}")
     note = f"kernel {text}: a pre-release of upstream {rel}; " + "; ".join(parts)
-    return replace(model, **{c.switch: False for c in lacks}), note
+    return replace(model, **{c.switch: False for c in lacks}), note  # type: ignore[arg-type]  # bool switches
 
 
 def resolve_kernel(text: str) -> KernelModel:
@@ -431,7 +431,7 @@ def resolve_kernel(text: str) -> KernelModel:
         raise ValueError(
             f"kernel release {text!r} is not ASCII (want X.Y, X.Y.Z or a distribution's uname -r)"
         )
-    version = re.match(r"[0-9.]*", text).group().rstrip(".")
+    version = re.match(r"[0-9.]*", text).group().rstrip(".")  # type: ignore[union-attr]  # * matches any text
     if _LEADING_ZERO.search(version):
         raise ValueError(f"kernel release {text!r}: version numbers have no leading zeros (e.g. 5.4.106)")
     notes: list[str] = []

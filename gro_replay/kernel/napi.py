@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from . import reasons as R
 from .gro import GRO_HASH_BUCKETS, GroResult, gro_normal_list, napi_gro_flush, napi_gro_receive
 from .skbuff import SkBuff
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
 
 NAPI_POLL_WEIGHT = 64  #: include/linux/netdevice.h
 
@@ -56,7 +60,7 @@ class NetDevice:
     def __init__(
         self,
         name: str,
-        kernel,
+        kernel: Kernel,
         *,
         hard_header_len: int = 14,
         gro_max_size: int = 65536,
@@ -73,7 +77,8 @@ class NetDevice:
         self.xdp_generic = False
         self.gro_flush_timeout = 0
         self.napi_defer_hard_irqs = 0
-        self.napi: Napi | None = None
+        #: set by Napi.__init__ (netif_napi_add) right after the device is made; never read before
+        self.napi: Napi = None  # type: ignore[assignment]
 
     def netif_elide_gro(self) -> bool:
         """Kernel: include/linux/netdevice.h ``netif_elide_gro``: GRO feature off or a generic XDP program."""
@@ -88,7 +93,11 @@ class Napi:
     """
 
     def __init__(
-        self, kernel, dev: NetDevice, deliver: Callable[[list[SkBuff]], None], weight: int = NAPI_POLL_WEIGHT
+        self,
+        kernel: Kernel,
+        dev: NetDevice,
+        deliver: Callable[[list[SkBuff]], None],
+        weight: int = NAPI_POLL_WEIGHT,
     ):
         self.kernel = kernel
         self.dev = dev

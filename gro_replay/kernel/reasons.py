@@ -18,6 +18,11 @@ one ``flush``: the kernel does not tell them apart).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .skbuff import NapiGroCb
+
 # dev_gro_receive / napi
 NETIF_ELIDE_GRO = "dev_gro_receive:netif_elide_gro"
 GRO_CELLS_NETIF_RX = "gro_cells_receive:netif_rx"
@@ -114,7 +119,7 @@ def l3_reason(bits: int, encap: int, default: str = IP_FLUSH, fn: str = "tcp_gro
     return f"{fn}:" + "+".join(parts) if parts else default
 
 
-def p_flush_reason(pcb, encap: int) -> str:
+def p_flush_reason(pcb: NapiGroCb, encap: int) -> str:
     """Why a held packet's own ``flush`` (set up to v6.9 by ``inet_gro_receive``/``ipv6_gro_receive``) ends it.
 
     TTL/TOS/DF or traffic class/hop limit differences name the header (``l3_why``); other flushes keep the

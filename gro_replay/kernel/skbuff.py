@@ -12,11 +12,15 @@ An skb here is a view into one captured frame (``buf``) plus the payload slices 
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from ..packet.csum import PollSums, csum_add, csum_fold, csum_partial, csum_sub
 
 SKB_MAX_CSUM_LEVEL = 3  #: include/linux/skbuff.h
 MAX_SKB_FRAGS = 17  #: include/linux/skbuff.h (CONFIG_MAX_SKB_FRAGS default from v6.2, 4 KiB pages)
+if TYPE_CHECKING:
+    from .napi import NetDevice
+
 CHECKSUM_BREAK = 76  #: include/linux/skbuff.h: full checksum at once for packets this short
 
 ETH_P_IP = 0x0800
@@ -109,15 +113,16 @@ class NapiGroCb:
         self.recursion_counter = 0
         self.csum = 0
         self.age = 0
-        self.last = None
+        #: the last skb merged into this held packet; dev_gro_receive sets it before any skb_gro_receive reads it
+        self.last: SkBuff = None  # type: ignore[assignment]
         self.network_offsets = [0, 0]
         self.why: str | None = None
         #: reasons.L3_* bits: which IP header broke the flow against this held packet (observation only)
         self.l3_why = 0
         #: (header, IPv4 ID step, segments held) when an IP ID condition completed this held packet (observation)
-        self.id_step = None
+        self.id_step: tuple[str, int, int] | None = None
         #: reasons.SPLIT_*: the comparison that kept this skb apart from a held packet of its reported flow
-        self.split = None
+        self.split: str | None = None
 
 
 class SkBuff:
@@ -177,7 +182,7 @@ class SkBuff:
 
     def __init__(
         self,
-        buf: bytes,
+        buf: bytes | bytearray,
         mac_header: int,
         ts_ns: int,
         frame: int,
@@ -185,7 +190,7 @@ class SkBuff:
         *,
         data: int | None = None,
         protocol: int = 0,
-        dev=None,
+        dev: NetDevice | None = None,
         hash: int = 0,
         l4_hash: bool = False,
         vlan_tci: int | None = None,
@@ -222,7 +227,8 @@ class SkBuff:
         self.hash = hash
         self.l4_hash = l4_hash
         self.vlan_tci: int | None = vlan_tci
-        self.dev = dev
+        #: None only until the driver step sets it (eth_type_trans): the receive path always finds a device
+        self.dev: NetDevice = dev  # type: ignore[assignment]
         self.md_dst: tuple | None = None
         self.slow_gro = 0
         self.gso_size = 0
@@ -230,7 +236,7 @@ class SkBuff:
         self.gso_type = 0
         self.encapsulation = 0
         self.cb = NapiGroCb()
-        self.frags: list[tuple[bytes, int, int]] = []
+        self.frags: list[tuple[bytes | bytearray, int, int]] = []
         self.head_frag = False
         self.nr_frags = 0
         self.frag_list = False

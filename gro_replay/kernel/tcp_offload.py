@@ -172,6 +172,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         if flush or skb_gro_receive(p, skb):
             mss = 1
             if flush:
+                assert why is not None  # every flush above names its reason
                 cb.why = why
                 if why.endswith("ip_id"):
                     pcb.id_step = _id_step(skb, p, "inner_ip_id" in why and "outer_ip_id" not in why)

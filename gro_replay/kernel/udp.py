@@ -9,6 +9,8 @@ the tunnel port table, UDP-Lite, ICMP errors.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo4, pseudo6
 from .ip6_offload import ipv6_gso_pull_exthdrs
 from .skbuff import (
@@ -22,6 +24,9 @@ from .skbuff import (
     __skb_decr_checksum_unnecessary,
     skb_csum_unnecessary,
 )
+
+if TYPE_CHECKING:
+    from .kernel import UdpTunnelSock
 
 
 def pskb_trim_rcsum(skb: SkBuff, length: int) -> None:
@@ -115,7 +120,9 @@ def __skb_checksum_validate(skb: SkBuff, complete: bool, zero_okay: bool, check:
     return 0
 
 
-def udp_rcv(skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict) -> tuple[object, int]:
+def udp_rcv(
+    skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict[int, UdpTunnelSock]
+) -> tuple[UdpTunnelSock | str, int]:
     """UDP input: length checks, trim, ``udp4_csum_init``, socket lookup, convert, encap checksum check.
 
     Kernel: net/ipv4/udp.c ``__udp4_lib_rcv`` → ``udp_unicast_rcv_skb`` → ``udp_queue_rcv_one_skb`` (same steps

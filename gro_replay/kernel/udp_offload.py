@@ -12,6 +12,8 @@ datagram without a tunnel socket is flushed), remote checksum offload.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..packet.csum import pseudo4, pseudo6
 from . import reasons as R
@@ -26,10 +28,15 @@ from .gro import (
 from .ip6_offload import ip6_gro_network_pseudo
 from .skbuff import CHECKSUM_PARTIAL, SKB_GSO_UDP_TUNNEL, SKB_GSO_UDP_TUNNEL_CSUM, SkBuff
 
+if TYPE_CHECKING:
+    from .kernel import UdpTunnelSock
+
 _UDPH = struct.Struct("!HHHH")
 
 
-def _udp_gro_receive_family(head: list[SkBuff], skb: SkBuff, pseudo) -> SkBuff | None:
+def _udp_gro_receive_family(
+    head: list[SkBuff], skb: SkBuff, pseudo: Callable[[SkBuff, int], int]
+) -> SkBuff | None:
     cb = skb.cb
     off = cb.data_offset
     if not skb_gro_header_ok(skb, off + 8):
@@ -65,7 +72,9 @@ def udp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return _udp_gro_receive_family(head, skb, ip6_gro_network_pseudo)
 
 
-def udp_gro_receive(head: list[SkBuff], skb: SkBuff, sport: int, dport: int, check: int, sk) -> SkBuff | None:
+def udp_gro_receive(
+    head: list[SkBuff], skb: SkBuff, sport: int, dport: int, check: int, sk: UdpTunnelSock | None
+) -> SkBuff | None:
     """The tunnel gate, the outer-port/zero-checksum flow match, then the tunnel's gro_receive.
 
     Kernel: net/ipv4/udp_offload.c ``udp_gro_receive`` (v5.10: gro-spec §4.4; 89e5c58fc1e2: §4.5). The gate
@@ -110,7 +119,7 @@ def udp_gro_receive(head: list[SkBuff], skb: SkBuff, sport: int, dport: int, che
     return pp
 
 
-def udp_gro_complete(skb: SkBuff, nhoff: int, pseudo_of) -> int:
+def udp_gro_complete(skb: SkBuff, nhoff: int, pseudo_of: Callable[[SkBuff, int], int]) -> int:
     """Rewrite the outer UDP length (and re-seed a non-zero checksum), mark the tunnel GSO type, complete inner.
 
     Kernel: net/ipv4/udp_offload.c ``udp4_gro_complete`` + ``udp_gro_complete``: ``uh->check`` non-zero is

@@ -18,11 +18,16 @@ features off), FDB learning, the source-MAC loop check (the device MAC is not mo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, TUNNEL_VXLAN_OPT
 from .eth import eth_gro_complete, eth_gro_receive
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
+
+if TYPE_CHECKING:
+    from .kernel import UdpTunnelSock
 
 VXLAN_HLEN = 16  #: UDP + VXLAN header, bytes
 VXLAN_HF_VNI = 0x08000000
@@ -35,7 +40,7 @@ VXLAN_GBP_POLICY_APPLIED = 1 << 19
 VXLAN_GBP_ID_MASK = 0xFFFF
 
 
-def vxlan_gro_receive(sk, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+def vxlan_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """Pull the 8-byte VXLAN header; held packets with a different flags or VNI word are another flow.
 
     Kernel: ``vxlan_gro_receive`` (gro-spec §5.1). No flag validation here: ``vxlan_rcv`` drops bad flags later.
@@ -62,7 +67,7 @@ def vxlan_gro_receive(sk, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     return pp
 
 
-def vxlan_gro_complete(sk, skb: SkBuff, nhoff: int) -> int:
+def vxlan_gro_complete(sk: UdpTunnelSock, skb: SkBuff, nhoff: int) -> int:
     """Kernel: ``vxlan_gro_complete``: complete the inner Ethernet header after the 8-byte VXLAN header."""
     return eth_gro_complete(skb, nhoff + 8)
 
@@ -85,7 +90,7 @@ def vxlan_parse_gbp_hdr(flags: int) -> tuple[int, bytes, int]:
     return rest, gbp.to_bytes(4, "little"), TUNNEL_VXLAN_OPT  # a host-order u32 (x86): only equality matters
 
 
-def vxlan_rcv(sk, skb: SkBuff) -> str | None:
+def vxlan_rcv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     """Decapsulate one VXLAN datagram (``skb->data`` at the UDP header) and queue it to the device's gro_cells.
 
     Kernel: ``vxlan_rcv`` with ``__iptunnel_pull_header``, ``udp_tun_rx_dst`` (collect-metadata mode),

@@ -90,7 +90,7 @@ def ip_fast_csum_ok(buf: bytes | memoryview, off: int, ihl_bytes: int = 20) -> b
     return csum_partial(buf, off, off + ihl_bytes) == 0xFFFF
 
 
-def pseudo4(saddr: bytes, daddr: bytes, length: int, proto: int) -> int:
+def pseudo4(saddr: bytes | bytearray, daddr: bytes | bytearray, length: int, proto: int) -> int:
     """IPv4 pseudo-header sum (not complemented).
 
     Kernel: ``csum_tcpudp_nofold`` via ``inet_gro_compute_pseudo`` (include/net/ip.h).
@@ -102,7 +102,7 @@ def pseudo4(saddr: bytes, daddr: bytes, length: int, proto: int) -> int:
     return s % 0xFFFF or (0xFFFF if s else 0)
 
 
-def pseudo6(saddr: bytes, daddr: bytes, length: int, proto: int) -> int:
+def pseudo6(saddr: bytes | bytearray, daddr: bytes | bytearray, length: int, proto: int) -> int:
     """IPv6 pseudo-header sum (not complemented).
 
     Kernel: ``csum_ipv6_magic`` via ``ip6_gro_compute_pseudo`` (include/net/ip6_checksum.h).
