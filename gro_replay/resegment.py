@@ -128,7 +128,7 @@ def _ipv6(buf: bytes, l3: int, limit: int) -> tuple[int, int, int, bool] | str:
     return nexthdr, l4, end, jumbo
 
 
-def parse_super_frame(buf: bytes, tunnel_ports: dict[int, str]) -> SuperFrame | str:
+def parse_super_frame(buf: bytes, tunnel_ports: dict[int, str]) -> SuperFrame | str:  # noqa: C901, PLR0915 - one pass over the headers, outer to inner, each layer's refusal inline
     """Parse an Ethernet frame of TCP in VXLAN/Geneve over IPv4/IPv6 (outer VLAN tags allowed).
 
     Args: buf: the captured frame; tunnel_ports: UDP destination port → ``"vxlan"`` or ``"geneve"``.

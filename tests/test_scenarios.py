@@ -22,7 +22,7 @@ RX_CSUM = ("none", "unnecessary", "unnecessary-tunnel", "complete", "partial")
 T0 = 1_614_373_368_000_000_000
 
 
-def _flow_frames(rng: random.Random, base: FrameSpec, i: int) -> list[bytes]:
+def _flow_frames(rng: random.Random, base: FrameSpec, i: int) -> list[bytes]:  # noqa: C901, PLR0915 - one random mutation per kind, listed flat
     """One TCP flow's frames with per-segment mutations (flags, errors, gaps, header and option changes)."""
     n = rng.randint(3, 70)
     mss = base.payload

@@ -254,7 +254,7 @@ def may_hold_several(cap) -> bool:
     return cap.format == "pcapng" or cap.linktype in (DLT_LINUX_SLL2, DLT_LINUX_SLL)
 
 
-def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
+def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:  # noqa: C901 - one read of the capture choosing among three selector kinds
     """Read ``path`` once (a regular file; ``cap`` is its open Capture, not yet iterated) and choose the interfaces.
 
     ``decoder_factory()`` gives a ``packet.decode.Decoder`` with the replay's tunnel ports. The chosen interfaces

@@ -24,7 +24,7 @@ _IPH = struct.Struct("!BBHHHBBH4s4s")  # ver_ihl tos tot_len id frag_off ttl pro
 _H = struct.Struct("!H")
 
 
-def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: C901, PLR0915 - net/ipv4/af_inet.c inet_gro_receive is one C function, kept in its order
     """Parse the IPv4 header at the GRO offset, sweep held packets, then call the protocol's gro_receive.
 
     Kernel: net/ipv4/af_inet.c ``inet_gro_receive`` (v5.10 / v6.10+ per ``KernelModel.l3_flush_in_tcp``).

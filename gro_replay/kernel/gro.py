@@ -269,7 +269,7 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
             )
 
 
-def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
+def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:  # noqa: PLR0915 - net/core/gro.c dev_gro_receive is one C function, kept in its order
     """Run one skb through GRO on ``napi``: merge it, hold it, or hand it up as GRO_NORMAL.
 
     Kernel: net/core/dev.c (v5.10/5.11) / net/core/gro.c ``dev_gro_receive``; gro-spec §2.2. A completed held

@@ -41,7 +41,7 @@ def ipv6_gso_pull_exthdrs(skb: SkBuff, start: int, proto: int) -> tuple[int, int
     return proto, pos
 
 
-def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: PLR0915 - net/ipv6/ip6_offload.c ipv6_gro_receive is one C function
     """Parse the IPv6 header (and extension headers) at the GRO offset, sweep held packets, call L4.
 
     Kernel: net/ipv6/ip6_offload.c ``ipv6_gro_receive``. Returns ``pp`` or None.

@@ -77,7 +77,7 @@ def _id_step(skb: SkBuff, p: SkBuff, inner: bool) -> tuple[str, int, int] | None
     return hdr, step, pcb.count
 
 
-def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: C901, PLR0915 - net/ipv4/tcp_offload.c tcp_gro_receive is one C function, kept in its order
     """Find the held packet of this TCP flow and merge into it, or decide which packet to complete.
 
     Kernel: net/ipv4/tcp_offload.c ``tcp_gro_receive`` (gro-spec §5.5). Returns ``pp`` (the held packet to

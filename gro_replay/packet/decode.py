@@ -238,7 +238,7 @@ class Decoder:
         self._flow_ids[raw] = fid
         return fid
 
-    def decode(self, buf: bytes):
+    def decode(self, buf: bytes):  # noqa: C901, PLR0915 - one pass over the headers, outer to inner, on the hot path
         """Decode one untagged-or-tagged Ethernet frame.
 
         Returns either a skip reason (str) or a tuple ``(frame, vlan_tci, flow_id, rss_input, l4_start)``:

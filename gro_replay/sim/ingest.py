@@ -431,7 +431,7 @@ class Ingest:
             h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
             yield new(Frame, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index))
 
-    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
+    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:  # noqa: C901 - the per-frame loop of the hot path, resegmenting inline
         """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
         TCP flow, the largest TCP payload of the frames at or below the MTU (the flow's MSS for later splits)."""
         inp = self.input

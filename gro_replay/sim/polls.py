@@ -38,7 +38,7 @@ from .config import PollModel
 # Timestamps that go backwards count as arriving at the latest time seen.
 
 
-def iter_polls(frames: Iterable, poll: PollModel, weight: int) -> Iterator[tuple[int, list]]:
+def iter_polls(frames: Iterable, poll: PollModel, weight: int) -> Iterator[tuple[int, list]]:  # noqa: C901 - one generator per poll model, kept together for the shared batching
     """Group decoded frames (tuples whose element 0 is ``ts_ns``) into polls ``(poll_time_ns, frames)``.
 
     The shortcut of ``PollSchedule`` for one NAPI without gro_flush_timeout (the poll schedule then does not depend
