@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..packet.csum import csum_add, csum_partial, pseudo_at
-from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY
+from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, IpSummed
 
 #: Microsoft's RSS verification-suite key, the usual default RSS key.
 DEFAULT_RSS_KEY = bytes.fromhex(
@@ -92,7 +92,7 @@ class NicPreset:
 
     name: str
     source: str
-    decide: Callable[[bool, bool, bool, bool], tuple[int, int]]
+    decide: Callable[[bool, bool, bool, bool], tuple[IpSummed, int]]
     bad_csum_none: bool
     rss: str
     rx_usecs: int
@@ -102,7 +102,7 @@ class NicPreset:
 
     def rx_state(
         self, outer_v6: bool, outer_csum_zero: bool, tunnel_port: bool, tunnelled: bool = True
-    ) -> tuple[int, int]:
+    ) -> tuple[IpSummed, int]:
         """``(ip_summed, csum_level)`` the driver sets for a frame with correct checksums (see the class doc)."""
         return self.decide(outer_v6, outer_csum_zero, tunnel_port and self.tunnel_port_offload, tunnelled)
 
@@ -141,7 +141,7 @@ NONE = (CHECKSUM_NONE, 0)
 COMPLETE = (CHECKSUM_COMPLETE, 0)
 
 
-def _intel_ptype(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _intel_ptype(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # ice_rx_csum / i40e_rx_checksum: UNNECESSARY when the innermost L4 is TCP/UDP/SCTP and no error bit is set;
     # csum_level 1 when the packet type is a tunnel (>= IP-GRE/NAT class), which the parser only produces for a
     # UDP port programmed into it. Otherwise the frame is plain IP/UDP: level 0. The outer UDP checksum value
@@ -149,7 +149,7 @@ def _intel_ptype(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int
     return U1 if tunnelled and port else U0
 
 
-def _ixgbe(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _ixgbe(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # ixgbe_rx_checksum: a VXLAN packet type (X550 with the port programmed) with OUTERIPCS → level 1; otherwise a
     # UDP frame is plain UDP. 82599 errata (__IXGBE_RX_CSUM_UDP_ZERO_ERR, set for ixgbe_mac_82599EB): a UDP frame
     # with a zero checksum may be flagged TCPE and the driver returns with CHECKSUM_NONE.
@@ -158,13 +158,13 @@ def _ixgbe(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]
     return NONE if zero and tunnelled else U0
 
 
-def _mlx5(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _mlx5(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # mlx5e_handle_csum: an IPv4/IPv6 frame (not SCTP, no XDP, not the short-frame case) gets CHECKSUM_COMPLETE
     # with the CQE checksum; the tunnel (CQE "tunneled" bit, level 1) only matters in the UNNECESSARY branch.
     return COMPLETE
 
 
-def _bnxt(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _bnxt(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # bnxt_rx_pkt: UNNECESSARY when RX_CMP_L4_CS_OK (L4_CS_CALC or T_L4_CS_CALC set, no error bit), csum_level =
     # RX_CMP_ENCAP = the T_L4_CS_CALC bit (the tunnel's outer UDP checksum was calculated). [D] A zero outer
     # checksum is not calculated: with the port offloaded the inner L4 check alone makes it UNNECESSARY level 0;
@@ -174,31 +174,31 @@ def _bnxt(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
     return NONE if zero and tunnelled else U0
 
 
-def _virtio(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _virtio(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # receive_buf / virtio_net_hdr_to_skb: VIRTIO_NET_HDR_F_DATA_VALID → CHECKSUM_UNNECESSARY, no csum_level
     # (level 0); the host sets DATA_VALID for frames its own stack or NIC validated. No tunnel port offload.
     return U0
 
 
-def _vmxnet3(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _vmxnet3(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # vmxnet3_rx_csum: v4 with CSUM_OK (or v6 with TUC) → UNNECESSARY; csum_level 1 when the descriptor's
     # HDR_INNER bit says the device parsed the inner headers (tunnel offload, dacce2be3312; the level since the
     # 2022-12 fix "vmxnet3: correctly report csum_level for encapsulated packet").
     return U1 if tunnelled and port else U0
 
 
-def _ena(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _ena(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # ena_rx_checksum: TCP/UDP without l4_csum_err and with l4_csum_checked → UNNECESSARY (level 0), else NONE.
     # ENA parses the outer headers only. [D] A zero UDP checksum is nothing to check: l4_csum_checked clear → NONE.
     return NONE if zero and tunnelled else U0
 
 
-def _gve(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _gve(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # gve GQI receive (gve_rx.c): "NIC passes up the partial sum": a non-zero desc->csum → CHECKSUM_COMPLETE.
     return COMPLETE
 
 
-def _veth(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[int, int]:
+def _veth(v6: bool, zero: bool, port: bool, tunnelled: bool) -> tuple[IpSummed, int]:
     # veth_xmit → __dev_forward_skb: ip_summed is the sender's (ce8c839b74e3 "veth: don't modify ip_summed");
     # a frame written into the peer by a packet socket or a replay is CHECKSUM_NONE.
     return NONE

@@ -193,7 +193,7 @@ class SkBuff:
         dev: NetDevice | None = None,
         hash: int = 0,
         l4_hash: bool = False,
-        vlan_tci: int | None = None,
+        vlan_tci: int | tuple[int, ...] | None = None,
         ip_summed: int = CHECKSUM_NONE,
         csum_level: int = 0,
         csum: int = 0,
@@ -226,7 +226,7 @@ class SkBuff:
         self.csum_start = csum_start
         self.hash = hash
         self.l4_hash = l4_hash
-        self.vlan_tci: int | None = vlan_tci
+        self.vlan_tci: int | tuple[int, ...] | None = vlan_tci
         #: None only until the driver step sets it (eth_type_trans): the receive path always finds a device
         self.dev: NetDevice = dev  # type: ignore[assignment]
         self.md_dst: tuple | None = None

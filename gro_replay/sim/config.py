@@ -4,7 +4,9 @@ parsers of the options that build them (``--gro``, ``--resegment``). No I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..kernel.model import K_5_11, K_5_12, KernelModel
 from ..kernel.nic import (
@@ -16,6 +18,9 @@ from ..kernel.nic import (
 )
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
 from ..resegment import TCP_MIN_SND_MSS
+
+if TYPE_CHECKING:
+    from ..packet.decode import FlowKey
 
 #: Entries of the RSS indirection table (a common size; drivers use 64..512).
 RSS_INDIR_TABLE_SIZE = 128
@@ -183,11 +188,12 @@ class ReplayConfig:
             except FilterError as e:
                 raise ConfigError(str(e)) from None
 
-    def rx_csum_of_flow(self, key) -> str:
+    def rx_csum_of_flow(self, key: FlowKey) -> str:
         """The RX checksum state (an RX_CSUM_PROFILES name) frames of flow ``key`` (decode.FlowKey) get when their
         checksums verify: ``rx_csum``, or with a --nic preset deciding, that preset's state for the flow."""
         if self.rx_csum != "nic":
             return self.rx_csum
+        assert self.nic is not None  # check(): rx_csum "nic" needs --nic
         tunnelled = bool(key.tunnel)
         ip_summed, level = NIC_PRESETS[self.nic].rx_state(
             ":" in key.outer_src, key.outer_csum_zero, self.nic_tunnel_port, tunnelled
@@ -249,7 +255,7 @@ class ReplayConfig:
 GRO_DEVICES = ("phys", "tunnel")
 
 
-def parse_gro(items) -> dict[str, bool]:
+def parse_gro(items: Iterable[str]) -> dict[str, bool]:
     """Parse ``--gro DEV=on|off`` items (DEV: ``phys`` or ``tunnel``) into {role: GRO on}; both default to on.
 
     What ``ethtool -K DEV gro off`` does: NETIF_F_GRO cleared, so ``netif_elide_gro`` is true on that device

@@ -24,7 +24,7 @@ class DriverRx:
         self.config = config
         self.decoder = decoder
         #: the driver preset deciding each frame's checksum state (rx_csum "nic"), else None
-        self.preset = NIC_PRESETS[config.nic] if config.rx_csum == "nic" else None
+        self.preset = NIC_PRESETS[config.nic] if config.rx_csum == "nic" and config.nic is not None else None
         self._flow_state: list[tuple[int, int, str]] = []
         self.profile = RX_CSUM_PROFILES["none" if self.preset else config.rx_csum]
         prof = self.profile
@@ -92,6 +92,7 @@ class DriverRx:
     def _nic_state_of_flow(self, fid: int) -> tuple[int, int, str]:
         """(ip_summed, csum_level, tunnel kind) the preset decides for flow ``fid``'s frames when their checksums
         verify: a function of the flow (outer family, outer UDP checksum zero or not, tunnelled or not)."""
+        assert self.preset is not None  # called only when the preset decides
         st = self._flow_state
         flows = self.decoder.flows
         classes = self.decoder.flow_class
@@ -108,6 +109,7 @@ class DriverRx:
         """Per frame of one poll: the preset's state for its flow, CHECKSUM_NONE instead of UNNECESSARY when the
         preset reports bad checksums as NONE and a checksum the hardware checks does not verify
         (``nic.hw_checksums_ok``)."""
+        assert self.preset is not None  # called only when the preset decides
         out = []
         check = self.preset.bad_csum_none
         for f in batch:

@@ -49,7 +49,7 @@ class Frame(NamedTuple):
     #: byte offset of the innermost TCP/UDP header in ``frame`` (CHECKSUM_PARTIAL's ``csum_start``), 0: none
     l4_start: int
     #: index of the capture record it came from (a resegmented super-frame's segments share it)
-    index: int
+    index: int  # type: ignore[assignment]  # the field's name shadows tuple.index
 
 
 @dataclass
@@ -118,7 +118,9 @@ class InputStats:
     @property
     def duration_ns(self) -> int:
         """The span of the records' timestamps, latest − earliest (ns, never negative; 0 without records)."""
-        return self.max_ts_ns - self.min_ts_ns if self.min_ts_ns is not None else 0
+        if self.min_ts_ns is None or self.max_ts_ns is None:
+            return 0
+        return self.max_ts_ns - self.min_ts_ns
 
     def as_dict(self) -> dict:
         return {
@@ -245,6 +247,7 @@ def detect_tunnel_ports(path: str, config: ReplayConfig) -> dict[str, dict[int, 
         )
     dec = Decoder(config.vxlan_ports, config.geneve_ports)
     with open_capture(path) as cap:
+        buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
         for _ts, buf, orig_len, linktype in cap:
             if len(buf) < orig_len:
                 continue
@@ -358,7 +361,7 @@ class Ingest:
         if bpf is not None:
             match = bpf.match
 
-            def passed(recs):
+            def passed(recs: Iterable[tuple[int, bytes, int, int]]) -> Iterator[tuple[int, bytes, int, int]]:
                 for rec in recs:
                     if match(rec[1], rec[3]):
                         yield rec
@@ -384,7 +387,7 @@ class Ingest:
             if ok[fid]:
                 # every frame that enters the simulation, as frames_replayed counts them: a resegmented
                 # super-frame's segments (same capture index) count one each
-                inp.selected_frames += 1
+                inp.selected_frames += 1  # type: ignore[operator]  # an int whenever a selection is set
             yield t
 
     def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
@@ -403,6 +406,7 @@ class Ingest:
         classes = inp.classes
         rxs = self._rx_of_flow
         new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__: half its cost per frame
+        buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
             inp.frames_read = index + 1
@@ -431,17 +435,19 @@ class Ingest:
             h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
             yield new(Frame, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index))
 
-    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:  # noqa: C901 - the per-frame loop of the hot path, resegmenting inline
+    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:  # noqa: C901, PLR0915 - the per-frame loop of the hot path, resegmenting inline
         """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
         TCP flow, the largest TCP payload of the frames at or below the MTU (the flow's MSS for later splits)."""
         inp = self.input
         dec = self.decoder.decode
         flow_class = self.decoder.flow_class
         reseg = self.reseg
+        assert reseg is not None  # called only with resegmenting on
         limit = reseg.limit
         seen = self._flow_mss
         flow_mss = self._mss_of_flow if seen is not None else None
         new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__ (as in ``_decoded``)
+        buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
         for ts_ns, buf, orig_len, linktype in records:
             index = inp.frames_read
             inp.frames_read += 1
@@ -500,6 +506,7 @@ class Ingest:
         """The MSS the sender of ``probe``'s flow used (``probe``: a header-only frame), or None: its largest TCP
         payload seen so far when at least ``TCP_MIN_SND_MSS`` (smaller writes say nothing of the MSS), else the
         MSS option of its SYN."""
+        assert self._flow_mss is not None  # used only in auto mode, which keeps _flow_mss
         r = self.decoder.decode(probe)
         if isinstance(r, str):
             return None

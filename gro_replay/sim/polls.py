@@ -47,7 +47,7 @@ def iter_polls(frames: Iterable, poll: PollModel, weight: int) -> Iterator[tuple
     """
     if poll.kind == "budget":
         batch: list = []
-        last = None
+        last: int | None = None
         for f in frames:
             batch.append(f)
             if len(batch) == weight:
@@ -61,7 +61,7 @@ def iter_polls(frames: Iterable, poll: PollModel, weight: int) -> Iterator[tuple
     elif poll.kind == "gap":
         limit = int(poll.usecs * 1000)
         batch = []
-        prev = None
+        prev = 0  # read only while batch holds a frame
         for f in frames:
             t = f[0]
             if batch:
@@ -130,11 +130,11 @@ class PollSchedule:
         self.pending: deque = deque()  # (arrival ns, frame)
         self.state = _IRQ
         self.timer_at: int | None = None
-        self.burst_last: int | None = None  # last arrival (gap: the current burst's end so far)
+        self.burst_last = 0  # last arrival (gap: the current burst's end so far); read only after a push
         self.last_poll: int | None = None
         self.end_time = 0  # the input's last arrival, set when it ends (budget: when the rest is polled)
 
-    def push(self, t: int, frame) -> None:
+    def push(self, t: int, frame: tuple) -> None:
         self.pending.append((t, frame))
         self.burst_last = t
 
@@ -187,7 +187,7 @@ class PollSchedule:
     def take(self, t: int) -> list:
         """Remove and return the frames the poll at ``t`` handles: those arrived by ``t``, at most ``weight``."""
         p = self.pending
-        out = []
+        out: list = []
         while p and len(out) < self.weight and p[0][0] <= t:
             out.append(p.popleft()[1])
         return out
