@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .capture.chunks import PcapChunks
+from .capture.chunks import PcapChunks, RecordBlocks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
@@ -37,6 +37,8 @@ from .sim.ingest import Frame
 BLOCK = 8 << 20
 #: distinct poll keys kept (each key is ~16 KiB for a full poll): bounds the cache to ~32 MiB
 MAX_KEYS = 2048
+#: hashes of keys met once, kept to decide when a key is worth recording (8 bytes + set overhead each)
+MAX_SEEN = 1 << 16
 
 
 def batch_eligible(config, sink_observed: bool) -> bool:
@@ -52,6 +54,19 @@ def batch_eligible(config, sink_observed: bool) -> bool:
         # a --nic preset decides each frame's checksum state (nic.hw_checksums_ok): the frame-by-frame path
         and config.rx_csum != "nic"
     )
+
+
+def batch_input(cap, sel, records):
+    """How the batch path reads ``cap``: ``(True, None)`` for a classic Ethernet pcap (``PcapChunks``), ``(True,
+    records)`` for a pcapng file whose interface selection passes every record on unchanged (a planned file whose
+    interfaces are all chosen: ``capture.interfaces.Selection.filter`` then only yields), else ``(False, None)``:
+    a selection that leaves records out counts them as it reads, between the replayed ones."""
+    if PcapChunks.supported(cap) and cap.linktype == DLT_EN10MB:
+        return True, None
+    every = sel.chosen is None or sel.chosen == frozenset(sel.by_key)
+    if cap.format == "pcapng" and sel.planned and every and sel.stream_want is None:
+        return True, records
+    return False, None
 
 
 def _counters(k, st, fids) -> dict:
@@ -134,6 +149,7 @@ class PollCache:
 
     def __init__(self) -> None:
         self.entries: dict[bytes, list] = {}  # key → [deltas (one per kernel), pending count]
+        self._seen: set[int] = set()  # hashes of the keys run once (``seen_before``)
         self.hits = 0
         self.misses = 0
         self.uncacheable = 0
@@ -145,6 +161,18 @@ class PollCache:
         e[1] += 1
         self.hits += 1
         return True
+
+    def seen_before(self, key: bytes) -> bool:
+        """True when a poll with ``key`` ran before (by the key's hash: a collision only records a delta early).
+        A key's delta is recorded the second time it runs: recording costs a snapshot of every counter before
+        and after the poll, wasted on the polls of irregular traffic, whose keys mostly never recur."""
+        h = hash(key)
+        if h in self._seen:
+            return True
+        if len(self._seen) >= MAX_SEEN:
+            self._seen.clear()
+        self._seen.add(h)
+        return False
 
     def add(self, key: bytes, deltas: list) -> None:
         self.entries[key] = [deltas, 0]
@@ -181,9 +209,14 @@ class BatchReplay:
         self._idle = True  # the kernels hold nothing (true between polls unless a poll left something)
         self._rx_at: int | None = None  # rx-usecs: poll time of the window left open by the previous block
 
-    def run(self, cap, progress=None) -> None:
-        """Replay every record of ``cap`` (a classic pcap, Ethernet). Raises CaptureError."""
-        reader = PcapChunks(cap, self.block)
+    def run(self, cap, progress=None, records=None) -> None:
+        """Replay every record of ``cap``: a classic pcap is read in blocks (``PcapChunks``), any other capture
+        through its record iterator (``RecordBlocks``; ``records``: the records to replay, default ``cap``).
+        Raises CaptureError."""
+        if records is None and PcapChunks.supported(cap) and cap.linktype == DLT_EN10MB:
+            reader = PcapChunks(cap, self.block)
+        else:
+            reader = RecordBlocks(cap if records is None else records, self.block)
         carry: list = []
         keep = None
         while True:
@@ -209,6 +242,8 @@ class BatchReplay:
         snap = ch.caplen < ch.origlen
         col = analyse(ch.buf, ch.data, ch.caplen, self.cfg.vxlan_ports, self.cfg.geneve_ports)
         common = col.common & ~snap
+        if ch.linktype is not None:
+            common &= ch.linktype == DLT_EN10MB  # other link types: decoded one by one (l2_normalize)
         if rep.reseg is not None:
             common &= ch.caplen <= rep.reseg.limit
         unusual = np.flatnonzero(~common & ~snap).tolist()
@@ -223,7 +258,8 @@ class BatchReplay:
                 nf += 1
             self._account(ch, col, common, snap, last, q, fids)
             o = int(ch.data[q])
-            rec = (int(ch.ts_ns[q]), bytes(ch.buf[o : o + int(ch.caplen[q])]), int(ch.origlen[q]), DLT_EN10MB)
+            lt = DLT_EN10MB if ch.linktype is None else int(ch.linktype[q])
+            rec = (int(ch.ts_ns[q]), bytes(ch.buf[o : o + int(ch.caplen[q])]), int(ch.origlen[q]), lt)
             got = list(rep.decoded([rec]))
             after_unusual.append((q, list(range(len(extras), len(extras) + len(got)))))
             extras.extend((g[0], g) for g in got)
@@ -420,7 +456,7 @@ class BatchReplay:
         """One poll through the kernels (``Replayer.run_poll``), its counter delta kept under ``key``."""
         rep = self.rep
         cache = self.cache
-        record = key is not None and self._idle and len(cache.entries) < MAX_KEYS
+        record = key is not None and self._idle and len(cache.entries) < MAX_KEYS and cache.seen_before(key)
         fids = {b[3] for b in batch}
         before = [_counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
         rep.run_poll(batch, t)

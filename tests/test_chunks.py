@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gro_replay.capture.chunks import PcapChunks
+from gro_replay.capture.chunks import PcapChunks, RecordBlocks
 from gro_replay.capture.reader import CaptureError, open_capture
 from gro_replay.capture.writer import PcapWriter
 
@@ -136,3 +136,84 @@ def test_pcapng_is_not_read_in_blocks(tmp_path):
             w.writepkt(buf, ts=float(ts))
     with open_capture(ng) as cap:
         assert not PcapChunks.supported(cap)
+
+
+def _pcapng_of(src: Path, dst: Path) -> None:
+    import dpkt
+
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        w = dpkt.pcapng.Writer(g, snaplen=65535, linktype=1)
+        for ts, buf in dpkt.pcap.Reader(f):
+            w.writepkt(buf, ts=float(ts))
+
+
+def _blocks(path, block, keep_some=False):
+    """``_chunked`` through ``RecordBlocks`` over the capture's record iterator (and each record's link type)."""
+    out = []
+    with open_capture(path) as cap:
+        r = RecordBlocks(cap, block)
+        keep = None
+        while (ch := r.next(keep)) is not None:
+            n = len(ch)
+            take = n - n // 3 if keep_some and not ch.eof and n > 2 else n
+            for i in range(take):
+                o = int(ch.data[i])
+                rec = (int(ch.ts_ns[i]), bytes(ch.buf[o : o + int(ch.caplen[i])]), int(ch.origlen[i]))
+                out.append((*rec, int(ch.linktype[i])))
+            keep = ch.record_start(take)
+        return out, cap.truncated_records
+
+
+def _reference_lt(path):
+    with open_capture(path) as cap:
+        return [(ts, bytes(buf), ol, lt) for ts, buf, ol, lt in cap], cap.truncated_records
+
+
+@pytest.mark.parametrize("block", [64, 5000, 1 << 20])
+def test_record_blocks_give_the_reference_readers_records(block, tmp_path):
+    """pcapng (and anything else the record reader reads) in blocks: the reference reader's records, link types
+    and truncation count, also when the caller hands records back; sections, interfaces of other link types and
+    resolutions, and other blocks in between are the reader's to parse (test_reader.py pins those)."""
+    from test_reader import epb, idb, shb
+
+    mixed = tmp_path / "mixed.pcap"
+    _mixed(mixed)
+    paths = []
+    for src in [*SAMPLES, mixed]:
+        ng = tmp_path / (src.stem + ".pcapng")
+        _pcapng_of(src, ng)
+        paths.append(ng)
+    two = tmp_path / "two.pcapng"
+    sll = struct.pack("!HHH8sH", 0, 1, 6, bytes.fromhex("020000000001") + bytes(2), 0x0800) + bytes(20)
+    two.write_bytes(
+        paths[-1].read_bytes()
+        + shb(">")
+        + idb(1, order=">", tsresol=9)
+        + idb(113, order=">")
+        + b"".join(
+            epb(1, 1_700_000_000_000_000 + i, sll, order=">")
+            if i % 2
+            else epb(0, 1_700_000_000_000_000_000 + i, bytes(60 + i), order=">")
+            for i in range(40)
+        )
+    )
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(paths[-1].read_bytes()[:-5])
+    for p in [*paths, two, cut, mixed]:
+        want = _reference_lt(p)
+        assert _blocks(p, block) == want, p
+        assert _blocks(p, block, keep_some=True) == want, p
+    assert _reference_lt(cut)[1] == 1
+
+
+def test_record_blocks_grow_when_the_caller_keeps_every_record(tmp_path):
+    """An unfinished poll may span a whole block: handing every record back must give a larger block (as
+    ``PcapChunks`` grows its buffer), never the same one again."""
+    mixed = tmp_path / "mixed.pcap"
+    _mixed(mixed)
+    with open_capture(mixed) as cap:
+        r = RecordBlocks(cap, 5000)
+        first = r.next()
+        again = r.next(first.record_start(0))
+        assert len(again) > len(first) and not first.eof
+        assert bytes(again.buf[: first.end]) == bytes(first.buf[: first.end])

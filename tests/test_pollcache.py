@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 from dataclasses import replace
 from pathlib import Path
 
@@ -234,3 +235,63 @@ def test_batch_path_reads_gzip_and_equals_the_reference(seed, tmp_path, monkeypa
         got, batch = _run(gz, cfg)
         assert batch is not None  # the batch path ran
         assert got == _doc(gz, replace(cfg, fast_path=False))
+
+
+def _write_pcapng(path: Path, frames, repeat: int, sll_section: bool = False) -> None:
+    """``_write``'s records as pcapng (dpkt's writer, one interface named eth0, µs timestamps); with
+    ``sll_section`` a second section follows whose interface, also named eth0 (one device: both are replayed), is
+    Linux cooked v1 and carries the first 50 frames again (decoded one by one: ``l2_normalize``)."""
+    import dpkt
+
+    span = frames[-1][0] - frames[0][0] + 1_000_000
+    with open(path, "wb") as g:
+        name = dpkt.pcapng.PcapngOptionLE(code=2, data=b"eth0")
+        end = dpkt.pcapng.PcapngOptionLE(code=dpkt.pcapng.PCAPNG_OPT_ENDOFOPT)
+        idb = dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=1, snaplen=65535, opts=[name, end])
+        w = dpkt.pcapng.Writer(g, shb=dpkt.pcapng.SectionHeaderBlockLE(), idb=idb)
+        for r in range(repeat):
+            for ts, f in frames:
+                w.writepkt(f, ts=(ts + r * span) / 1e9)
+        if sll_section:
+            idb = dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=113, snaplen=65535, opts=[name, end])
+            w = dpkt.pcapng.Writer(g, shb=dpkt.pcapng.SectionHeaderBlockLE(), idb=idb)
+            for ts, f in frames[:50]:
+                sll = struct.pack("!HHH8s", 0, 1, 6, f[6:12] + bytes(2)) + f[12:]
+                w.writepkt(sll, ts=(ts + repeat * span) / 1e9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batch_path_reads_pcapng_and_equals_the_reference(seed, tmp_path, monkeypatch):
+    """A pcapng file whose interfaces are all replayed takes the batch path (capture/chunks.py ``RecordBlocks``: the
+    record reader's records packed into blocks, each with its interface's link type) and gives the reference
+    path's document; a second section with a Linux-cooked interface of the same name included."""
+    rng = random.Random(3000 + seed)
+    frames, cfg = random_scenario(rng)
+    cfg = _eligible(cfg, rng)
+    ng = tmp_path / "s.pcapng"
+    _write_pcapng(ng, frames, repeat=2, sll_section=seed % 2 == 1)
+    monkeypatch.setattr(pollcache, "BLOCK", rng.choice([2048, 65536]))
+    got, batch = _run(ng, cfg)
+    assert batch is not None  # the batch path ran
+    assert got == _doc(ng, replace(cfg, fast_path=False))
+
+
+@pytest.mark.parametrize("poll", ["budget", "gap:3", "rx-usecs:16"])
+def test_batch_path_equals_reference_on_the_overlay_node_mix(poll, tmp_path, monkeypatch):
+    """The overlay-node mix (synth_mix.py: 48 bidirectional connections, bursts of 1–16 frames, delayed ACKs, PSH,
+    timestamps, a quarter with outer checksums), where nearly every poll is new: as pcap and as pcapng."""
+    from gro_replay.synth_mix import OverlayMix, mix_frames
+
+    frames = list(mix_frames(OverlayMix(frames=3000, seed=5)))
+    path = tmp_path / "m.pcap"
+    with PcapWriter(path) as w:
+        for ts, f in frames:
+            w.write(ts, f)
+    ng = tmp_path / "m.pcapng"
+    _write_pcapng(ng, frames, repeat=1)
+    monkeypatch.setattr(pollcache, "BLOCK", 200_000)
+    cfg = ReplayConfig(poll=PollModel.parse(poll))
+    for p in (path, ng):
+        got, batch = _run(p, cfg)
+        assert batch is not None
+        assert got == _doc(p, replace(cfg, fast_path=False)), p

@@ -7,9 +7,12 @@ a few MB at a time into one ``bytes`` object and returns numpy arrays of their o
 Runs of records with equal caplen — the bulk of a data capture — are found with one vectorised check instead
 of one Python step per record.
 
-Classic pcap with 16-byte record headers is read this way, plain or gzip-compressed (``PcapChunks.supported``);
-pcapng and the modified-pcap format keep the record-at-a-time reader. tests/test_chunks.py checks that both give
-the same records, the same truncated-record count and the same corrupt-record error, cut gzip streams included.
+Classic pcap with 16-byte record headers is read this way, plain or gzip-compressed (``PcapChunks.supported``).
+Any other capture — pcapng (enhanced, simple and obsolete packet blocks, with section, interface and other blocks
+handled in order), the modified-pcap format — is read by ``RecordBlocks``: the records the record-at-a-time reader
+yields (reader.py, the one parser of those formats), packed into the same ``RecordChunk`` blocks, each record's link
+type kept (``RecordChunk.linktype``). tests/test_chunks.py checks that both give the records of the reference reader,
+the same truncated-record count and the same corrupt-record error, cut gzip streams included.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class RecordChunk:
     ts_ns: np.ndarray
     end: int
     eof: bool
+    #: the link type of each record (int64), or None when every record is the capture's ``linktype``
+    linktype: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -195,3 +200,60 @@ class PcapChunks:
 
     def _corrupt(self, file_off: int, caplen: int) -> CaptureError:
         return self.capture._corrupt(file_off, f"caplen {caplen} > {MAX_CAPLEN}")
+
+
+class RecordBlocks:
+    """Records of any record iterator ``(ts_ns, buf, orig_len, linktype)`` (a ``Capture``, or the records an
+    interface selection passes) in blocks of about ``block`` bytes, with ``PcapChunks.next``'s contract.
+
+    Each record's bytes are laid out in ``buf`` after a 16-byte gap (where a classic pcap record header would be),
+    so ``RecordChunk.record_start`` and the equal-stride runs of ``packet/columns.py`` work unchanged. The records
+    are exactly those of the iterator (reader.py parses pcapng once, in one place); errors are the iterator's.
+    """
+
+    def __init__(self, records, block: int = 4 << 20) -> None:
+        self._it = iter(records)
+        self.block = block
+        self._eof = False
+        self._last: RecordChunk | None = None
+        self._recs: list[tuple[int, bytes, int, int]] = []  # the last chunk's records
+
+    def next(self, keep: int | None = None) -> RecordChunk | None:
+        last = self._last
+        recs: list = []
+        if last is not None:
+            k = len(last) if keep is None else int(np.searchsorted(last.data, keep + _REC_LEN))
+            recs = self._recs[k:]
+        size = sum(len(r[1]) + _REC_LEN for r in recs)
+        # the caller consumed nothing (an unfinished poll fills the block): read on to twice the size
+        want = self.block if last is None or k else max(self.block, 2 * size)
+        it = self._it
+        while not self._eof and size < want:
+            for rec in it:
+                recs.append(rec)
+                size += len(rec[1]) + _REC_LEN
+                if size >= want:
+                    break
+            else:
+                self._eof = True
+        self._recs = recs
+        if not recs:
+            self._last = None
+            return None
+        n = len(recs)
+        caplen = np.fromiter((len(r[1]) for r in recs), np.int64, n)
+        data = np.cumsum(caplen + _REC_LEN) - caplen
+        gap = bytes(_REC_LEN)
+        buf = gap + gap.join(r[1] for r in recs)
+        lt = np.fromiter((r[3] for r in recs), np.int64, n)
+        self._last = RecordChunk(
+            buf,
+            data,
+            caplen,
+            np.fromiter((r[2] for r in recs), np.int64, n),
+            np.fromiter((r[0] for r in recs), np.int64, n),
+            len(buf),
+            self._eof,
+            lt,
+        )
+        return self._last
