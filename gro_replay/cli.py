@@ -475,6 +475,10 @@ class NamedOutput:
         self.observer = observer
         self.name = name
 
+    @property
+    def served_from_events(self) -> bool:
+        return bool(getattr(self.observer, "served_from_events", False))
+
     def bind(self, input_stats) -> None:
         if hasattr(self.observer, "bind"):
             self.observer.bind(input_stats)

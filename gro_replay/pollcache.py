@@ -15,12 +15,25 @@ HZ < 1000 turns off).
 
 ``analyse`` (packet/columns.py) computes those per frame for a block; ``PollCache`` keys each poll by the
 concatenation of its frames' canonical rows (varying fields relative to the poll's first frame of the same inner
-flow). The first poll with a key runs through the reference kernels (kernel/), and the counters it changed
-(stage, flow, stack and NAPI counters) are kept as a delta; later polls with the same key add the delta. A poll
+flow). A poll with a key runs through the reference kernels (kernel/), and the counters it changed (stage, flow,
+stack and NAPI counters) are kept as a delta — at once for the first polls and while the cache answers as many
+polls as it records, else the second time the key runs (``PollCache.seen_before``: recording snapshots every
+counter, wasted on irregular traffic whose keys rarely recur). Later polls with the same key add the delta. A poll
 is run through the kernels instead whenever a frame is not of the common layout (decoded one by one as before),
-whenever the kernels are not idle before it, and whenever its key is new. tests/test_pollcache.py compares whole
-JSON documents with the reference path (``ReplayConfig(fast_path=False)``) over the test captures, the shared
-captures and random scenarios.
+whenever the kernels are not idle before it, and whenever its key is new.
+
+Observers. With an ``on_deliver`` observer that reads only an skb's address, length, flow and frames (``--trace``,
+explain: ``served_from_events``), a recorded poll also keeps its delivery events in order (``_record``) and a
+later poll with the same key hands them to the observer (``_hit``) with its own frames' capture indices, skb
+addresses (the first frame's: sim/driver.py) and time: the frames at each position have the same headers, so the
+same flows, and the kernels deliver the same skbs in the same order. An observer of the bytes (``--write-pcap``)
+keeps the reference path.
+
+Input: a classic Ethernet pcap is read in blocks (capture/chunks.py ``PcapChunks``); a pcapng file whose
+interfaces are all replayed through the record reader's records packed into blocks (``RecordBlocks``), records of
+other link types decoded one by one (``batch_input``). tests/test_pollcache.py compares whole JSON documents, trace
+text and explain's deliveries with the reference path (``ReplayConfig(fast_path=False)``) over the test captures,
+the shared captures, random scenarios and the overlay-node mix, as pcap, gzip and pcapng.
 """
 
 from __future__ import annotations
@@ -39,10 +52,35 @@ BLOCK = 8 << 20
 MAX_KEYS = 2048
 #: hashes of keys met once, kept to decide when a key is worth recording (8 bytes + set overhead each)
 MAX_SEEN = 1 << 16
+#: polls whose new keys are recorded at once, whatever the cache's hit rate (``PollCache.seen_before``)
+WARMUP = 256
+
+
+class DeliveredSkb:
+    """A delivery answered from the cache, as an observer sees it: ``addr``, ``len`` (bytes at delivery),
+    ``flow`` (flow id), ``frames`` (capture indices of the wire frames it carries) — the values the reference
+    path's ``SkBuff`` had. Only these: an observer that reads other fields (the pcap writer reads the bytes)
+    does not declare ``served_from_events``."""
+
+    __slots__ = ("addr", "len", "flow", "frames")
+
+    def __init__(self, addr: int, length: int, flow: int, frames: list[int]) -> None:
+        self.addr = addr
+        self.len = length
+        self.flow = flow
+        self.frames = frames
+
+
+def served_from_events(observer) -> bool:
+    """True when ``observer`` (an ``on_deliver`` callable, or None) reads only what ``DeliveredSkb`` holds: it
+    says so with a true ``served_from_events`` attribute (report/trace.py ``TraceWriter``, report/explain.py
+    ``FlowDeliveries``)."""
+    return observer is None or bool(getattr(observer, "served_from_events", False))
 
 
 def batch_eligible(config, sink_observed: bool) -> bool:
-    """True when every poll ends idle (see the module docstring) and nothing observes single deliveries."""
+    """True when every poll ends idle (see the module docstring) and nothing observes single deliveries beyond
+    what cached events give (``sink_observed``: an observer not ``served_from_events``)."""
     return (
         config.fast_path
         and not sink_observed
@@ -148,24 +186,29 @@ class PollCache:
     """
 
     def __init__(self) -> None:
-        self.entries: dict[bytes, list] = {}  # key → [deltas (one per kernel), pending count]
+        self.entries: dict[bytes, list] = {}  # key → [deltas (one per kernel), pending count, events]
         self._seen: set[int] = set()  # hashes of the keys run once (``seen_before``)
         self.hits = 0
         self.misses = 0
         self.uncacheable = 0
 
-    def hit(self, key: bytes) -> bool:
+    def hit(self, key: bytes) -> list | None:
+        """The delivery events of ``key`` (see ``BatchReplay._record``; empty when nothing observes), its
+        recurrence counted; None for an unknown key."""
         e = self.entries.get(key)
         if e is None:
-            return False
+            return None
         e[1] += 1
         self.hits += 1
-        return True
+        return e[2]
 
     def seen_before(self, key: bytes) -> bool:
-        """True when a poll with ``key`` ran before (by the key's hash: a collision only records a delta early).
-        A key's delta is recorded the second time it runs: recording costs a snapshot of every counter before
-        and after the poll, wasted on the polls of irregular traffic, whose keys mostly never recur."""
+        """Whether to record ``key``'s delta now: at once for the first ``WARMUP`` polls and while the cache
+        answers at least as many polls as it recorded, else when a poll with ``key`` ran before (by the key's hash: a collision only records early).
+        Recording costs a snapshot of every counter before and after the poll, wasted on the polls of irregular
+        traffic, whose keys mostly never recur; regular traffic keeps recording each new key at once."""
+        if self.hits + self.misses < WARMUP or self.hits >= self.misses:
+            return True  # the first polls, and while the cache answers as many polls as it records: at once
         h = hash(key)
         if h in self._seen:
             return True
@@ -174,8 +217,8 @@ class PollCache:
         self._seen.add(h)
         return False
 
-    def add(self, key: bytes, deltas: list) -> None:
-        self.entries[key] = [deltas, 0]
+    def add(self, key: bytes, deltas: list, events: list) -> None:
+        self.entries[key] = [deltas, 0, events]
         self.misses += 1
 
     def settle(self) -> None:
@@ -192,7 +235,7 @@ class PollCache:
 
 
 class BatchReplay:
-    """Runs a classic-pcap ``Capture`` through a ``Replayer``'s kernels block by block (see the module docstring).
+    """Runs a ``Capture`` through a ``Replayer``'s kernels block by block (see the module docstring).
 
     Results (``Replayer.input``, ``Replayer.stats``) equal ``Replayer.run_polls(Replayer.decoded(capture))``.
     Entries: the frames that enter the simulation, in order — a common frame is its record's position in the
@@ -208,6 +251,8 @@ class BatchReplay:
         self._fid_of: dict[bytes, int] = {}  # kv row + UDP-zero bit → flow id
         self._idle = True  # the kernels hold nothing (true between polls unless a poll left something)
         self._rx_at: int | None = None  # rx-usecs: poll time of the window left open by the previous block
+        #: an observer (``served_from_events``) sees every delivery: cache entries keep delivery events
+        self.observed = any(st.on_deliver is not None for st in rep.stats)
 
     def run(self, cap, progress=None, records=None) -> None:
         """Replay every record of ``cap``: a classic pcap is read in blocks (``PcapChunks``), any other capture
@@ -420,7 +465,7 @@ class BatchReplay:
     def _run_chunk_polls(
         self, ch, col, src, starts, times, sizes, empties, extras, base_index, lead=None
     ) -> None:
-        if lead is not None and not (self._idle and self.cache.hit(b"")):
+        if lead is not None and not self._hit(b"", (), lead):
             self._run_poll([], lead, b"")
         if not len(starts):
             return
@@ -442,15 +487,33 @@ class BatchReplay:
             kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
         else:
             cached[:] = False
-        hit = self.cache.hit
+        hit = self._hit
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
             e = s + size
             key = kv[s:e].tobytes() + ext[s:e].tobytes() if cached[p] else None
-            if key is None or not self._idle or not hit(key):
+            if key is None or not hit(key, src[s:e], t, base_index):
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
                 self._run_poll(batch, t, key)
-            if empties[p] and not (self._idle and hit(b"")):
+            if empties[p] and not hit(b"", (), t):
                 self._run_poll([], t, b"")
+
+    def _hit(self, key: bytes, srcs, t: int, base_index: int = 0) -> bool:
+        """Answer a poll (at time ``t``, of the common frames at block positions ``srcs``) from the cache: True
+        when the kernels are idle and ``key`` is known. Its counter delta waits for ``settle``; its delivery events
+        go to the observers now, in their order, with this poll's skb addresses, frames and time."""
+        if not self._idle:
+            return False
+        events = self.cache.hit(key)
+        if events is None:
+            return False
+        if events:
+            stats = self.rep.stats
+            idx = (np.asarray(srcs, np.int64) + base_index).tolist()
+            for i, kernel, stage, dev, addr, length, flow, pos, dt in events:
+                frames = [idx[j] for j in pos]
+                skb = DeliveredSkb(addr + (frames[0] << 8), length, flow, frames)
+                stats[i].on_deliver(kernel, stage, dev, skb, t + dt)
+        return True
 
     def _run_poll(self, batch: list, t: int, key: bytes | None) -> None:
         """One poll through the kernels (``Replayer.run_poll``), its counter delta kept under ``key``."""
@@ -459,18 +522,57 @@ class BatchReplay:
         record = key is not None and self._idle and len(cache.entries) < MAX_KEYS and cache.seen_before(key)
         fids = {b[3] for b in batch}
         before = [_counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
-        rep.run_poll(batch, t)
+        events: list = []
+        if record and self.observed:
+            self._record(batch, t, events)
+        else:
+            rep.run_poll(batch, t)
         self._idle = all(idle(k) for k in rep.kernels)
-        if record and self._idle:
+        if record and self._idle and None not in events:
             cache.add(
                 key,
                 [
                     _delta(b, _counters(k, rep.stats[i], fids))
                     for i, (k, b) in enumerate(zip(rep.kernels, before, strict=True))
                 ],
+                events,
             )
         else:
             cache.uncacheable += 1
+
+    def _record(self, batch: list, t: int, events: list) -> None:
+        """``Replayer.run_poll`` with every delivery also kept in ``events`` as ``(kernel index, kernel name,
+        stage, device, addr - (first frame's capture index << 8), len, flow id, positions in the poll of the
+        frames it carries, now_ns - t)``: what ``_hit`` hands an observer for a later poll with the same key
+        (its frames at the same positions have the same headers, so the same flows; an skb's address is its first
+        frame's: sim/driver.py). ``events`` is emptied and a None put in it when a delivery carries a frame
+        that is not in ``batch``: such a poll is not cached."""
+        rep = self.rep
+        raw: list = []
+        saved = [st.on_deliver for st in rep.stats]
+        for i, st in enumerate(rep.stats):
+            obs = saved[i]
+            if obs is None:
+                continue
+
+            def keep(kernel, stage, dev, skb, now_ns, _i=i, _obs=obs):
+                raw.append((_i, kernel, stage, dev, skb.addr, skb.len, skb.flow, tuple(skb.frames), now_ns))
+                _obs(kernel, stage, dev, skb, now_ns)
+
+            st.on_deliver = keep
+        try:
+            rep.run_poll(batch, t)
+        finally:
+            for st, obs in zip(rep.stats, saved, strict=True):
+                st.on_deliver = obs
+        pos = {b[7]: j for j, b in enumerate(batch)}
+        for i, kernel, stage, dev, addr, length, flow, frames, now_ns in raw:
+            where = tuple(pos.get(x, -1) for x in frames)
+            if not frames or -1 in where:
+                events.clear()
+                events.append(None)
+                return
+            events.append((i, kernel, stage, dev, addr - (frames[0] << 8), length, flow, where, now_ns - t))
 
     # -- frames and flows ----------------------------------------------------------------------------------------
     def _entry(self, ch, src: int, extras: list, base_index: int):

@@ -11,6 +11,7 @@ Why the cache is exact is argued in pollcache.py's docstring (every poll ends wi
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import struct
@@ -295,3 +296,73 @@ def test_batch_path_equals_reference_on_the_overlay_node_mix(poll, tmp_path, mon
         got, batch = _run(p, cfg)
         assert batch is not None
         assert got == _doc(p, replace(cfg, fast_path=False)), p
+
+
+def _observed(path, cfg) -> tuple:
+    """The ``--trace`` text (every kernel tagged), explain's per-flow deliveries, the JSON document and the batch
+    path's poll counts of one replay with both observers."""
+    from gro_replay.report.explain import FlowDeliveries
+    from gro_replay.report.pcapout import Observers
+    from gro_replay.report.trace import TraceWriter
+
+    out = io.StringIO()
+    deliveries = FlowDeliveries()
+    r = replay_capture(str(path), cfg, Observers(TraceWriter(out, tag=True), deliveries))
+    doc = json.dumps(document(r), sort_keys=True, default=str)
+    return (out.getvalue(), dict(deliveries.devices), dict(deliveries.aggregates), doc), r.batch
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_trace_and_explain_from_cached_events_equal_reference(seed, tmp_path, monkeypatch):
+    """--trace and explain's observer on the batch path: polls answered by the cache hand the observers their
+    recorded delivery events (pollcache ``_hit``) — the trace text (order, times, skb addresses, lengths), the
+    per-flow deliveries and the document equal the reference path's."""
+    rng = random.Random(4000 + seed)
+    frames, cfg = random_scenario(rng)
+    cfg = _eligible(cfg, rng)
+    if cfg.poll.kind == "budget" and len(frames) >= cfg.weight:
+        frames = frames[: len(frames) // cfg.weight * cfg.weight]
+    path = tmp_path / "s.pcap"
+    _write(path, frames, repeat=3)
+    monkeypatch.setattr(pollcache, "BLOCK", rng.choice([2048, 65536]))
+    got, batch = _observed(path, cfg)
+    want, ref = _observed(path, replace(cfg, fast_path=False))
+    assert batch is not None and ref is None
+    assert got == want
+
+
+@pytest.mark.parametrize("kind", ["bulk", "mix"])
+def test_trace_from_cached_events_on_bulk_and_mix(kind, tmp_path, monkeypatch):
+    from gro_replay.synth_mix import OverlayMix, mix_frames
+
+    path = tmp_path / "c.pcap"
+    if kind == "bulk":
+        write_scenario(path, Scenario(frames=3000, pause_every=100, pause_ns=50_000))
+    else:
+        with PcapWriter(path) as w:
+            for ts, f in mix_frames(OverlayMix(frames=3000, seed=9)):
+                w.write(ts, f)
+    monkeypatch.setattr(pollcache, "BLOCK", 100_000)
+    got, batch = _observed(path, ReplayConfig())
+    want, _ = _observed(path, ReplayConfig(fast_path=False))
+    assert got == want
+    if kind == "bulk":
+        assert batch["polls_cached"] > 2 * batch["polls_simulated"], batch
+
+
+def test_an_observer_of_skb_bytes_keeps_the_reference_path(tmp_path):
+    """The pcap writer reads each skb's bytes, which cached events do not hold: such an observer (alone or
+    beside the trace writer) turns the batch path off."""
+    from gro_replay.report.pcapout import Observers
+    from gro_replay.report.trace import TraceWriter
+
+    path = tmp_path / "c.pcap"
+    write_scenario(path, Scenario(frames=300))
+
+    def bytes_reader(kernel, stage, dev, skb, now_ns):
+        pass
+
+    for obs in (bytes_reader, Observers(TraceWriter(io.StringIO(), tag=True), bytes_reader)):
+        assert not pollcache.served_from_events(obs)
+        assert replay_capture(str(path), ReplayConfig(), obs).batch is None
+    assert pollcache.served_from_events(TraceWriter(io.StringIO(), tag=False))

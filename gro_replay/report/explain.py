@@ -25,7 +25,10 @@ STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
 
 class FlowDeliveries:
-    """``on_deliver`` observer: per (kernel, stage, flow) the devices that delivered and the aggregates (≥ 2 segs)."""
+    """``on_deliver`` observer: per (kernel, stage, flow) the devices that delivered and the aggregates (≥ 2 segs).
+    Reads ``skb.flow`` and ``skb.frames`` only: the batch path may answer it from cached events (pollcache.py)."""
+
+    served_from_events = True
 
     def __init__(self) -> None:
         self.devices: dict[tuple, Counter] = defaultdict(Counter)

@@ -224,6 +224,10 @@ class Observers:
     def __init__(self, *observers) -> None:
         self.observers = [o for o in observers if o is not None]
 
+    @property
+    def served_from_events(self) -> bool:
+        return all(getattr(o, "served_from_events", False) for o in self.observers)
+
     def bind(self, input_stats) -> None:
         for o in self.observers:
             if hasattr(o, "bind"):

@@ -12,7 +12,10 @@ from typing import TextIO
 
 
 class TraceWriter:
-    """Writes delivery lines to ``out``; ``t0_ns`` is the capture's first timestamp; ``tag`` adds the kernel name."""
+    """Writes delivery lines to ``out``; ``t0_ns`` is the capture's first timestamp; ``tag`` adds the kernel name.
+    Reads ``skb.addr`` and ``skb.len`` only: the batch path may answer it from cached events (pollcache.py)."""
+
+    served_from_events = True
 
     def __init__(self, out: TextIO, tag: bool) -> None:
         self.out = out

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
-from ..capture.chunks import PcapChunks
 from ..capture.interfaces import may_hold_several
 from ..capture.interfaces import plan as plan_interfaces
 from ..capture.reader import DLT_EN10MB, open_capture
@@ -332,13 +331,15 @@ def replay_capture(
 
     Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
     every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
-    A classic pcap of Ethernet frames (plain or gzip) takes the batch path (pollcache.py) when the configuration
-    allows it (``pollcache.batch_eligible``) and nothing observes single deliveries: same results, and
+    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file whose interfaces are all replayed take the
+    batch path (pollcache.py; ``pollcache.batch_input``) when the configuration allows it
+    (``pollcache.batch_eligible``) and ``on_deliver`` is None or reads only what cached delivery events hold
+    (``pollcache.served_from_events``: --trace, explain): same results, same deliveries in the same order, and
     ``Result.batch`` counts its polls.
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.
     """
     # pollcache.py builds sim.ingest.Frames: imported here, so that importing pollcache first is no import cycle
-    from ..pollcache import BatchReplay, batch_eligible
+    from ..pollcache import BatchReplay, batch_eligible, batch_input, served_from_events
 
     detected: dict[str, dict[int, int]] = {}
     if config.detect_tunnels:
@@ -361,16 +362,16 @@ def replay_capture(
         )
         if may_hold_several(cap):
             records = sel.filter(cap, records, rep.input)
+        readable, batch_records = batch_input(cap, sel, records)
         batch = (
-            batch_eligible(config, on_deliver is not None)
+            batch_eligible(config, not served_from_events(on_deliver))
             and config.flow is None  # the filters apply on the frame-by-frame path (Replayer.decoded)
             and config.capture_filter is None
-            and PcapChunks.supported(cap)
-            and cap.linktype == DLT_EN10MB
+            and readable
         )
         if batch:
             br = BatchReplay(rep)
-            br.run(cap, progress)
+            br.run(cap, progress, batch_records)
             rep.batch = {
                 "polls_cached": br.cache.hits,
                 "polls_simulated": br.cache.misses + br.cache.uncacheable,
