@@ -44,7 +44,7 @@ PYTHON ?= python3
 SAMPLES_DIR ?= sample_pcaps
 # `gro-replay synth` when the console script is installed and offers it, else the module; resolved once,
 # and only when a recipe uses it.
-SYNTH ?= $(eval SYNTH := $(shell gro-replay synth --help >/dev/null 2>&1 && echo 'gro-replay synth' || echo '$(PYTHON) -m gro_replay.cli_synth'))$(SYNTH)
+SYNTH ?= $(eval SYNTH := $(shell gro-replay synth --help >/dev/null 2>&1 && echo 'gro-replay synth' || echo '$(PYTHON) -m gro_replay.cli.synth'))$(SYNTH)
 
 .PHONY: samples
 samples:

@@ -93,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 when batch is not faster than serial")
     args = ap.parse_args(argv)
 
-    import gro_replay.cli  # noqa: F401  (first: cli.py mounts cli_batch when it is imported)
-    from gro_replay.cli_batch import replay_config
+    from gro_replay.cli.batch import replay_config
     from gro_replay.report.document import document
     from gro_replay.sim import replay_capture
 

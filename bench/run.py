@@ -135,8 +135,7 @@ def _vmhwm_kb() -> int:
 
 def child(path: str) -> None:
     """In a fresh process: one compare-mode replay of ``path``; print timing and the SUMMARY as JSON."""
-    import gro_replay.cli  # noqa: F401  (first: cli.py mounts cli_batch when it is imported)
-    from gro_replay.cli_batch import replay_config
+    from gro_replay.cli.batch import replay_config
     from gro_replay.report.document import document
     from gro_replay.sim import replay_capture
 
@@ -217,8 +216,7 @@ def profile(paths: list[Path], which: str, top: int) -> str:
     import io
     import pstats
 
-    import gro_replay.cli  # noqa: F401  (first: cli.py mounts cli_batch when it is imported)
-    from gro_replay.cli_batch import replay_config
+    from gro_replay.cli.batch import replay_config
     from gro_replay.report.document import document
     from gro_replay.sim import replay_capture
 

@@ -22,9 +22,9 @@ def write_man_pages(target: str | os.PathLike[str]) -> list[Path]:
     from click_man.core import write_man_pages as click_man_write
 
     from . import __version__
-    from .cli import _mount_all, main
+    from .cli.app import main, mount_all
 
-    _mount_all()  # sub-commands are imported on demand: click-man reads main.commands
+    mount_all()  # sub-commands are imported on demand: click-man reads main.commands
     out = Path(target)
     out.mkdir(parents=True, exist_ok=True)
     epoch = os.environ.get("SOURCE_DATE_EPOCH")

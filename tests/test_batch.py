@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from gro_replay.batch import CaptureOutcome, assign_out_files
 from gro_replay.capture.reader import CaptureError, open_capture
 from gro_replay.cli import main
-from gro_replay.cli_batch import replay_config
+from gro_replay.cli.batch import replay_config
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, replay_capture
 from gro_replay.synth import Scenario, write_scenario
@@ -212,7 +212,7 @@ def test_assign_out_files_keeps_stems_and_disambiguates():
 
 
 def test_batch_display_names_tell_same_named_captures_apart():
-    from gro_replay.cli_batch import display_names
+    from gro_replay.cli.batch import display_names
 
     paths = ["/x/shared/ndpi/vxlan.pcap", "/x/shared/tcpdump/vxlan.pcap", "/y/z/fix.pcap", None]
     assert display_names(paths) == ["ndpi/vxlan.pcap", "tcpdump/vxlan.pcap", "fix.pcap", "-"]

@@ -36,7 +36,7 @@ def test_version_and_help_import_no_heavy_module(args):
         f"    main({args!r})\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('numpy', 'rich', 'dpkt', 'gro_replay.sim', 'gro_replay.cli_batch', 'gro_replay.cli_triage')\n"
+        "heavy = ('numpy', 'rich', 'dpkt', 'gro_replay.sim', 'gro_replay.cli.batch', 'gro_replay.cli.diff', 'gro_replay.cli.explain', 'gro_replay.cli.kernel', 'gro_replay.cli.kernels', 'gro_replay.cli.synth')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)

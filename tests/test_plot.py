@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gro_replay import cli
-from gro_replay.cli import main
+from gro_replay.cli import main, output
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX_SAMPLE = ROOT / "sample_pcaps" / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
@@ -76,15 +75,15 @@ class _Tty(io.StringIO):
 
 def test_progress_only_on_a_terminal_and_not_quiet(monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert cli._progress(False) == (None, None)
+    assert output.start_progress(False) == (None, None)
     monkeypatch.setattr(sys, "stderr", _Tty())
-    assert cli._progress(True) == (None, None)
+    assert output.start_progress(True) == (None, None)
 
 
 def test_progress_shows_frames_per_second(monkeypatch):
     monkeypatch.setattr(sys, "stderr", _Tty())
     monkeypatch.delenv("NO_COLOR", raising=False)
-    prog, cb = cli._progress(False)
+    prog, cb = output.start_progress(False)
     try:
         cb(1024)
         cb(2048)
@@ -100,7 +99,7 @@ def test_progress_shows_frames_per_second(monkeypatch):
 def test_progress_honours_no_color(monkeypatch):
     monkeypatch.setattr(sys, "stderr", _Tty())
     monkeypatch.setenv("NO_COLOR", "1")
-    prog, _ = cli._progress(False)
+    prog, _ = output.start_progress(False)
     prog.stop()
     assert prog.console.no_color is True
 

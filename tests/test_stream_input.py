@@ -86,7 +86,7 @@ def synth20k(tmp_path_factory) -> Path:
         [
             sys.executable,
             "-m",
-            "gro_replay.cli_synth",
+            "gro_replay.cli.synth",
             "--flows",
             "2",
             "--frames",

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from gro_replay.cli_synth import synth
+from gro_replay.cli.synth import synth
 from gro_replay.packet.build import FrameSpec, build_frame
 from gro_replay.synth import (
     DEFAULT_START_NS,
@@ -168,7 +168,7 @@ def test_makefile_samples_command_lines_regenerate_shipped_samples(tmp_path):
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_make_samples_runs_end_to_end(tmp_path):
-    synth_cmd = f"{shlex.quote(sys.executable)} -m gro_replay.cli_synth"
+    synth_cmd = f"{shlex.quote(sys.executable)} -m gro_replay.cli.synth"
     subprocess.run(
         ["make", "-s", "-C", str(ROOT), "samples", f"SYNTH={synth_cmd}", f"SAMPLES_DIR={tmp_path}"],
         check=True,

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from conftest import FIX_SAMPLE, ROOT, VXLAN4_SAMPLE
 from rich.console import Console
 
-from gro_replay.cli import ProgressReport, input_size, main, progress_display
+from gro_replay.cli import main
+from gro_replay.cli.output import ProgressReport, input_size, progress_display
 from gro_replay.sim import ReplayConfig, replay_capture
 
 

@@ -159,7 +159,7 @@ def test_every_capture_and_nic_profile_verdicts_agree():
     """Every shipped sample, shared capture and triage capture under every --rx-csum profile: the replay's
     verdict sentence (table, markdown, JSON), explain's per-flow and capture verdicts, JSON affected_flows and the
     SUMMARY line come out of one computation and say the same."""
-    from gro_replay.cli import markdown
+    from gro_replay.report.table import markdown
 
     checked = 0
     runs = [((K_5_11, K_5_12), rx) for rx in RX_CSUM_PROFILES] + [((K_6_18,), "none"), ((K_5_11,), "none")]

@@ -55,3 +55,22 @@ class BoundedInt(click.IntRange):
             if not (text.isascii() and digits.isdigit() and len(digits) <= 20):
                 self.fail(f"{value!r} is not an integer in {self.min}..{self.max}", param, ctx)
         return super().convert(value, param, ctx)
+
+
+#: The CONFIG_HZ values a kernel can be built with (kernel/Kconfig.hz: HZ_100, HZ_250, HZ_300, HZ_1000).
+CONFIG_HZ_VALUES = ("100", "250", "300", "1000")
+
+
+class PortOrAuto(click.ParamType):
+    """A UDP port (1..65535) or ``auto``."""
+
+    name = "PORT|auto"
+
+    def convert(self, value, param, ctx):
+        if value == "auto":
+            return value
+        return _UDP_PORT.convert(value, param, ctx)
+
+
+_UDP_PORT = BoundedInt(1, 65535)
+PORT_OR_AUTO = PortOrAuto()

@@ -14,9 +14,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .cli import UsageError
-from .cli import main as _cli_main
-from .kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel, resolve_kernel
+from ..kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel, resolve_kernel
+from .errors import UsageError
 
 
 def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
@@ -62,7 +61,7 @@ def kernels_cmd(kernel_rel, fmt) -> None:
             raise UsageError(str(e)) from None
         if m.release not in PROFILES:
             extra.append(m)
-    from .report.verdict import _release_key
+    from ..report.verdict import _release_key
 
     extra.sort(key=lambda m: _release_key(m.release))  # by release, as every report orders kernels
     doc = kernels_document(tuple(extra))
@@ -110,9 +109,3 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     for m in extra:
         for n in m.notes:
             console.print(f"note ({m.name}): {n}", highlight=False)
-
-
-COMMANDS = (kernels_cmd,)
-
-if getattr(_cli_main, "commands", None) is not None and "kernels" not in _cli_main.commands:
-    _cli_main.add_command(kernels_cmd)

@@ -20,13 +20,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
-from .cli import UsageError, build_config, replay_options
-from .cli import main as _cli_main
-from .cli_types import BoundedInt
-from .report.schema import dumps
-from .report.stats import SCHEMA_VERSION
-from .sim import ReplayConfig
+from .. import __version__
+from ..report.schema import dumps
+from ..report.stats import SCHEMA_VERSION
+from ..sim import ReplayConfig
+from .errors import UsageError
+from .options import build_config, replay_options
+from .params import BoundedInt
 
 COMBINED_NAME = "batch.json"
 
@@ -130,7 +130,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     a failed capture does not stop the others. Exit 0 when every capture was replayed, 2 when any
     failed (or on bad usage, or when dask.distributed is missing or the scheduler cannot be reached).
     """
-    from .batch import BatchUnavailable, assign_out_files, run_batch
+    from ..batch import BatchUnavailable, assign_out_files, run_batch
 
     if jobs is not None and scheduler is not None:
         raise UsageError("--jobs and --scheduler are exclusive")
@@ -177,7 +177,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     if fmt == "json":
         click.echo(dumps(doc))
     else:
-        from .cli import report_console
+        from .output import report_console
 
         render_table(doc, report_console())
     failed = doc["totals"]["failed"]
@@ -199,10 +199,3 @@ def _write_json(path: Path, doc: dict) -> None:
         path.write_text(dumps(doc) + "\n", encoding="utf-8")
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror}") from None
-
-
-COMMANDS = [batch]
-
-# mount on the main group even when this module was imported before gro_replay.cli finished
-for _cmd in COMMANDS:
-    _cli_main.add_command(_cmd)

@@ -10,11 +10,11 @@ from dataclasses import replace
 import click
 from rich.console import Console
 
-from .capture.reader import CaptureError
-from .cli import CheckFailed, EnvironmentProblem, UsageError, _open_out
-from .cli import main as _cli_main
-from .cli_types import BoundedInt
-from .report.schema import dumps
+from ..capture.reader import CaptureError
+from ..report.schema import dumps
+from .errors import CheckFailed, EnvironmentProblem, UsageError
+from .output import open_out
+from .params import BoundedInt
 
 _RX = click.Choice(["none", "unnecessary", "unnecessary-tunnel"])
 
@@ -71,9 +71,9 @@ def _common(f):
 def _prepare(
     capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx=False, gro=(), vxlan_gbp=False
 ):
-    from .oracle import OracleUnavailable, check_environment
-    from .sim import ConfigError, PollModel, ReplayConfig, parse_gro
-    from .validate import load_capture
+    from ..oracle import OracleUnavailable, check_environment
+    from ..sim import ConfigError, PollModel, ReplayConfig, parse_gro
+    from ..validate import load_capture
 
     try:
         gro_on = parse_gro(gro)
@@ -114,8 +114,8 @@ def _prepare(
 
 
 def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
-    from .oracle import OracleError, OracleUnavailable, run_kernel
-    from .validate import ORACLE_RX_CSUM
+    from ..oracle import OracleError, OracleUnavailable, run_kernel
+    from ..validate import ORACLE_RX_CSUM
 
     mode, level = ORACLE_RX_CSUM[rx_csum]
     gro = cfg.gro if cfg is not None else {}
@@ -161,10 +161,10 @@ def kernel_cmd(
 ):
     """Replay CAPTURE through the running Linux kernel (private namespaces, veth + vxlan) and report what its
     GRO stages delivered. Needs root, network namespaces, tracefs, vxlan and bpf(2) (exit 3 otherwise)."""
-    from .report.document import document
-    from .report.table import render
-    from .report.trace import TraceWriter
-    from .validate import kernel_result
+    from ..report.document import document
+    from ..report.table import render
+    from ..report.trace import TraceWriter
+    from ..validate import kernel_result
 
     if trace_path == "-" and fmt != "table":
         raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
@@ -175,7 +175,7 @@ def kernel_cmd(
     oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
     tracer = out = None
     if trace_path:
-        out, _ = _open_out(trace_path)
+        out, _ = open_out(trace_path)
         tracer = TraceWriter(out, tag=False)
         tracer.bind(loaded.replayer.input)
     result = kernel_result(loaded, oracle, cfg, tracer)
@@ -207,7 +207,7 @@ def kernel_cmd(
         }
         click.echo(dumps(doc))
     elif fmt == "markdown":
-        from .cli import markdown
+        from ..report.table import markdown
 
         click.echo(markdown(result))
     else:
@@ -244,8 +244,8 @@ def validate_cmd(
     """Run the simulator (profile of the running kernel, same checksum state, budget polls, --rss none) and the
     kernel backend on the same frames; compare the delivered lengths per device. Exit 0 when they agree, 1 when
     they differ, 3 when the kernel backend cannot run."""
-    from .oracle import kernel_hz, kernel_release
-    from .validate import compare, profile_for_release
+    from ..oracle import kernel_hz, kernel_release
+    from ..validate import compare, profile_for_release
 
     cfg, loaded, ports = _prepare(
         capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp
@@ -280,45 +280,46 @@ def validate_cmd(
             )
         )
     else:
-        click.echo(
-            f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
-            f"{oracle.frames_sent} frames, --rx-csum {rx_csum}"
-            + (", deferred to tunnel" if defer_to_tunnel else "")
-        )
-        for d in devices:
-            if d.stage == "phys":
-                name = phys_dev
-            else:  # the simulator's device names (kernel/kernel.py Kernel._add_tunnel)
-                name = tunnel_dev if d.port == sim_cfg.vxlan_ports[0] else f"{tunnel_dev}-{d.port}"
-                name = sim_cfg.geneve_dev if d.port in sim_cfg.geneve_ports else name
-            click.echo(
-                f"  {name} ({d.stage}, port {d.port})" if d.port else f"  {name} ({d.stage})", nl=False
-            )
-            click.echo(f": {d.matching}/{d.total} skbs agree")
-            div = d.first_divergence()
-            if div:
-                click.echo(
-                    f"    first divergence at skb {div['index'] + 1}: kernel len={div['kernel_len']} "
-                    f"(frames {div['kernel_frames'] or '?'}), simulator len={div['sim_len']} (frames {div['sim_frames']})"
-                )
-        if oracle.frames_not_replayable:
-            click.echo(
-                "  not replayable: " + ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items())
-            )
-        click.echo(
-            f"SUMMARY validate agrees={'yes' if ok else 'no'} "
-            # one tunnel device: "tunnel=a/b"; several: "tunnel@PORT=a/b" each
-            + " ".join(
-                f"{d.stage}{f'@{d.port}' if d.port and len(devices) > 2 else ''}={d.matching}/{d.total}"
-                for d in devices
-            )
+        _print_validation(
+            release, model, oracle, devices, sim_cfg, rx_csum, defer_to_tunnel, phys_dev, tunnel_dev
         )
     if not ok:
         raise CheckFailed("simulator and kernel differ")
 
 
-COMMANDS = [kernel_cmd, validate_cmd]
-
-# mount on the main group even when this module was imported before gro_replay.cli finished
-for _cmd in COMMANDS:
-    _cli_main.add_command(_cmd)
+def _print_validation(
+    release, model, oracle, devices, sim_cfg, rx_csum, defer_to_tunnel, phys_dev, tunnel_dev
+):
+    """``validate``'s text report: the run, per device how many skbs agree and the first divergence, SUMMARY."""
+    ok = all(d.agrees for d in devices)
+    click.echo(
+        f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
+        f"{oracle.frames_sent} frames, --rx-csum {rx_csum}"
+        + (", deferred to tunnel" if defer_to_tunnel else "")
+    )
+    for d in devices:
+        if d.stage == "phys":
+            name = phys_dev
+        else:  # the simulator's device names (kernel/kernel.py Kernel._add_tunnel)
+            name = tunnel_dev if d.port == sim_cfg.vxlan_ports[0] else f"{tunnel_dev}-{d.port}"
+            name = sim_cfg.geneve_dev if d.port in sim_cfg.geneve_ports else name
+        click.echo(f"  {name} ({d.stage}, port {d.port})" if d.port else f"  {name} ({d.stage})", nl=False)
+        click.echo(f": {d.matching}/{d.total} skbs agree")
+        div = d.first_divergence()
+        if div:
+            click.echo(
+                f"    first divergence at skb {div['index'] + 1}: kernel len={div['kernel_len']} "
+                f"(frames {div['kernel_frames'] or '?'}), simulator len={div['sim_len']} (frames {div['sim_frames']})"
+            )
+    if oracle.frames_not_replayable:
+        click.echo(
+            "  not replayable: " + ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items())
+        )
+    click.echo(
+        f"SUMMARY validate agrees={'yes' if ok else 'no'} "
+        # one tunnel device: "tunnel=a/b"; several: "tunnel@PORT=a/b" each
+        + " ".join(
+            f"{d.stage}{f'@{d.port}' if d.port and len(devices) > 2 else ''}={d.matching}/{d.total}"
+            for d in devices
+        )
+    )

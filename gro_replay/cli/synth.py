@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from gro_replay.cli_types import BoundedInt, FiniteFloat
-from gro_replay.synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
-from gro_replay.synth_mix import OverlayMix, mix_frames
+from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
+from ..synth_mix import OverlayMix, mix_frames
+from .params import BoundedInt, FiniteFloat
 
 
 class SynthInputError(click.ClickException):

@@ -1,0 +1,16 @@
+"""Command line: ``gro-replay CAPTURE [--fix|--no-fix]`` and the sub-commands. Parses, validates, calls, prints.
+
+One module per command (``replay``, ``schema``, ``diff``, ``explain``, ``batch``, ``kernel`` with ``validate``,
+``kernels``, ``synth``), registered in one place: ``app.COMMANDS``, imported when named. Shared pieces:
+``options`` (the replay options and ``build_config``), ``params`` (parameter types), ``output`` (console, output
+files, progress), ``errors`` (exceptions carrying exit codes) and ``entry`` (the console-script entry).
+Rendering lives in ``report/``.
+
+Exit codes: 0 success; 1 a check failed; 2 usage, unreadable input or an output that cannot be written; 3 environment
+(kernel backend); 70 internal error; 130 SIGINT; 141 standard output's reader went away (see ``entry``).
+"""
+
+from .app import main
+from .entry import entry
+
+__all__ = ["entry", "main"]

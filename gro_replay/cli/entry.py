@@ -1,0 +1,150 @@
+"""The console-script entry (``gro-replay``, ``python -m gro_replay``, ``python -m gro_replay.cli``): runs the
+group and turns every way of ending into its exit code (README "Exit codes"), never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import signal
+import sys
+import threading
+
+import click
+
+from .app import main
+from .errors import Interrupted, StdoutFailed
+
+#: Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE, what a shell reports for
+#: cat, grep or tcpdump killed by SIGPIPE, so ``set -o pipefail`` scripts see the same thing.
+EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
+#: Exit code after SIGINT: 128 + SIGINT.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+class _WholeWrites(io.RawIOBase):
+    """File descriptor 1 for a ``BufferedWriter`` whose ``write`` writes everything or raises.
+
+    CPython's ``BufferedWriter.write`` of more bytes than its buffer (a JSON document of megabytes in one
+    ``click.echo``) writes straight to the raw file; when the pipe's reader goes away during that write, ``write(2)``
+    returns the part that fitted (64 KiB) and the following EPIPE is lost: the rest of the document is dropped
+    silently and the process exits 0. Looping here until every byte is written makes the EPIPE an exception
+    (BrokenPipeError) for every writer of standard output at once: click.echo, rich, ``--trace -``.
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, b) -> int:
+        view = memoryview(b).cast("B")
+        done = 0
+        while done < len(view):
+            done += os.write(self._fd, view[done:])
+        return done
+
+    def close(self) -> None:  # descriptor 1 stays open (the interpreter's own sys.__stdout__ owns it)
+        super().close()
+
+
+def _whole_stdout_writes() -> None:
+    """Replace ``sys.stdout`` (a text stream on descriptor 1) by the same text stream over ``_WholeWrites``; leaves
+    any other standard output (a test's capture, a closed or missing one) alone."""
+    out = sys.stdout
+    if not isinstance(out, io.TextIOWrapper):
+        return
+    try:
+        fd = out.fileno()
+        out.flush()
+    except (OSError, ValueError):
+        return
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(_WholeWrites(fd)),
+        encoding=out.encoding,
+        errors=out.errors,
+        line_buffering=out.line_buffering,
+    )
+
+
+def _stdout_error() -> OSError | None:
+    """The error of flushing the bytes still buffered for standard output (EPIPE: the reader went away), or None."""
+    try:
+        sys.stdout.flush()
+    except OSError as e:
+        return e
+    except ValueError:  # closed
+        return OSError(errno.EIO, "write error")
+    return None
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _on_sigint(signum, frame) -> None:
+    raise Interrupted()
+
+
+def _sane_terminal_size_env() -> None:
+    """Drop ``COLUMNS``/``LINES`` values that are not a plain number: rich's Console takes them with ``int()``
+    after ``str.isdigit()``, which lets '²' through and ends in a ValueError."""
+    for name in ("COLUMNS", "LINES"):
+        v = os.environ.get(name)
+        if v is not None and not (v.isascii() and v.isdigit() and 0 < int(v) < 100_000):
+            del os.environ[name]
+
+
+def entry() -> None:
+    """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT (one line, no
+    traceback); 141 when the reader of standard output went away (``| head -1``; nothing printed); 2 when standard
+    output cannot be written (``> /dev/full``: one line naming it); anything unexpected becomes one line on stderr
+    and exit code 70 (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it).
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_sigint)
+    code: int | str | None = 0
+    _whole_stdout_writes()
+    _sane_terminal_size_env()
+    try:
+        try:
+            # prog_name fixed: usage lines and shell completion (_GRO_REPLAY_COMPLETE) name the console script
+            # even when run as python -m gro_replay.cli
+            main(standalone_mode=True, prog_name="gro-replay")
+        except SystemExit as e:
+            code = e.code
+        error = _stdout_error()
+        if error is not None:
+            raise StdoutFailed(error)
+    except (Interrupted, KeyboardInterrupt):
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        click.echo("gro-replay: interrupted", err=True)
+        code = EXIT_INTERRUPTED
+    except StdoutFailed as e:
+        _silence_stdout()
+        if e.errno == errno.EPIPE:
+            code = EXIT_PIPE_CLOSED
+        else:
+            click.echo(f"gro-replay: cannot write standard output: {e}", err=True)
+            code = 2
+    except Exception as e:  # noqa: BLE001 - the last line of defence against tracebacks
+        if os.environ.get("GRO_REPLAY_DEBUG"):
+            raise
+        click.echo(f"gro-replay: internal error: {type(e).__name__}: {e}", err=True)
+        code = 70
+    sys.exit(code)

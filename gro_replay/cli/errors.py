@@ -1,0 +1,41 @@
+"""The CLI's exceptions, each carrying its exit code (README "Exit codes"): deep code raises, only ``entry`` exits.
+
+0 success; 1 a check failed (``CheckFailed``); 2 usage, unreadable input or an output that cannot be written
+(``UsageError``; click's own usage errors); 3 environment (``EnvironmentProblem``); 70 internal error; 130 SIGINT
+(``Interrupted``); 141 standard output's reader went away (``StdoutFailed`` with EPIPE).
+"""
+
+from __future__ import annotations
+
+import click
+
+
+class UsageError(click.ClickException):
+    """Bad input or usage: exit code 2."""
+
+    exit_code = 2
+
+
+class CheckFailed(click.ClickException):
+    """A check failed (diff threshold, validate mismatch): exit code 1."""
+
+    exit_code = 1
+
+
+class EnvironmentProblem(click.ClickException):
+    """The environment lacks something (root, namespaces, tracefs): exit code 3."""
+
+    exit_code = 3
+
+
+class Interrupted(BaseException):
+    """SIGINT (Ctrl-C): raised by ``entry``'s handler instead of KeyboardInterrupt, which click would turn into
+    "Aborted!" and exit code 1."""
+
+
+class StdoutFailed(Exception):
+    """Writing standard output failed: ``errno`` EPIPE (the reader went away) or another error (a full disk)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.errno = error.errno

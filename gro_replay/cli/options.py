@@ -1,0 +1,314 @@
+"""The replay options every replaying command takes (``replay_options``) and their validation into a
+``ReplayConfig`` (``build_config``). Light to import: the simulation is imported when a config is built.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from ..kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
+from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
+from .errors import UsageError
+from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt
+
+if TYPE_CHECKING:
+    from ..sim import ReplayConfig
+
+FLOW_HELP = (
+    "Only flows matching every comma-separated term: N (flow id), ADDR[:PORT] or [V6]:PORT (any endpoint), "
+    "vni=, tunnel=vxlan|geneve|none, outer-src=, outer-dst=, outer-sport=, outer-dport=, src=, dst=, sport=, "
+    "dport= (inner), proto=tcp|udp|icmp|icmpv6|N, csum=zero|set. README: Selecting flows."
+)
+
+
+# long: a declarative list of the replay options (one click.option each), not logic
+def replay_options(f):
+    """Add the replay options (what ``gro-replay CAPTURE`` takes; ``build_config`` turns them into a config)."""
+    opts = [
+        click.option(
+            "--fix/--no-fix",
+            "fix",
+            default=None,
+            help="Only the post-fix (5.12) / pre-fix (5.11) kernel. Default: both, compared.",
+        ),
+        click.option(
+            "--kernel",
+            "kernel_rel",
+            multiple=True,
+            help="Kernel release(s) to run instead (repeatable): a profile ("
+            + ", ".join(PROFILES)
+            + "), a stable point release (5.4.120: base + the stable backports it carries), a pre-release "
+            "(5.12-rc1: base without the commits of a later rc, with a note) or a distribution's uname -r "
+            "(5.4.0-42-generic, 4.18.0-305.el8: base only, with a note); 4.18 runs as 4.19 with a note, older "
+            "than 4.18 or newer than the newest profile is refused. `gro-replay kernels` lists them.",
+        ),
+        click.option(
+            "--rx-csum",
+            type=click.Choice(list(RX_CSUM_NAMES)),
+            default=None,
+            help="NIC RX checksum state (default unnecessary = CHECKSUM_UNNECESSARY level 0; with --nic: the "
+            "driver preset decides per frame unless this is given).",
+        ),
+        click.option(
+            "--nic",
+            type=click.Choice(list(NIC_NAMES)),
+            default=None,
+            help="Driver preset: the checksum state per frame (outer family, zero/computed outer UDP checksum, "
+            "tunnel port offloaded, bad checksums), the RX hash fields and the interrupt moderation default of "
+            "that driver's RX path.",
+        ),
+        click.option(
+            "--nic-tunnel-port",
+            type=click.Choice(["on", "off"]),
+            default=None,
+            help="With --nic: the tunnel UDP port is programmed into the NIC (udp_tunnel_nic) or not (default off).",
+        ),
+        click.option(
+            "--poll",
+            "poll",
+            default=None,
+            help="Poll model: gap:US (a poll after each pause > US µs) | rx-usecs:US (a poll US µs after the "
+            "first frame) | budget (64 per poll, times ignored). Default: the --nic preset's interrupt moderation, "
+            f"else gap:{DEFAULT_POLL_GAP_USECS} (mlx5's CQE-based moderation).",
+        ),
+        click.option(
+            "--hz",
+            type=click.Choice(CONFIG_HZ_VALUES),
+            default="250",
+            show_default=True,
+            help="CONFIG_HZ (kernel/Kconfig.hz; HZ 1000 flushes only old packets on a full poll).",
+        ),
+        click.option(
+            "--rss",
+            type=click.Choice(list(RSS_MODES)),
+            default=None,
+            help="RX hash: Toeplitz over outer addresses/ports (default), over outer addresses only "
+            "(toeplitz-l3), or none (hash 0, as on veth); with --nic the preset's fields unless this is given.",
+        ),
+        click.option("--rss-key", default=None, help="RSS key as hex (default: the common 40-byte key)."),
+        click.option(
+            "--vxlan-port",
+            type=PORT_OR_AUTO,
+            multiple=True,
+            help="VXLAN UDP port (repeatable; default 4789 and 8472); auto: also every port whose traffic parses "
+            "as VXLAN.",
+        ),
+        click.option(
+            "--geneve-port",
+            type=PORT_OR_AUTO,
+            multiple=True,
+            help="Geneve UDP port (repeatable; default 6081); auto: also every port whose traffic parses as Geneve.",
+        ),
+        click.option(
+            "--interface",
+            default=None,
+            metavar="N|NAME",
+            help="Of a capture holding several interfaces (tcpdump -i any, pcapng): the one to replay, by ifindex, "
+            "pcapng interface id or name. Default: the one that carries the tunnel traffic.",
+        ),
+        click.option(
+            "--detect-tunnels",
+            is_flag=True,
+            help="Same as --vxlan-port auto --geneve-port auto.",
+        ),
+        click.option("--phys-dev", default="eth0", show_default=True, help="Physical device name in traces."),
+        click.option(
+            "--tunnel-dev", default=None, help="Tunnel device name in traces (default vxlan0 / geneve0)."
+        ),
+        click.option(
+            "--gro-flush-timeout",
+            type=BoundedInt(0, ULONG_MAX),
+            default=0,
+            help="gro_flush_timeout of the phys device, ns.",
+        ),
+        click.option(
+            "--napi-defer-hard-irqs",
+            type=BoundedInt(0, S32_MAX),
+            default=0,
+            help="napi_defer_hard_irqs of the phys device.",
+        ),
+        click.option(
+            "--tunnel-metadata/--no-tunnel-metadata",
+            default=True,
+            show_default=True,
+            help="Collect-metadata (external) tunnel devices: a metadata dst per skb.",
+        ),
+        click.option(
+            "--rx-queues",
+            type=BoundedInt(1, 128),
+            default=1,
+            show_default=True,
+            help="RX queues of the phys device: one NAPI (and one CPU's gro_cells) each; flows spread by RSS.",
+        ),
+        click.option(
+            "--resegment",
+            default="auto",
+            show_default=True,
+            metavar="auto|off|MSS",
+            help="Split tunnelled TCP super-frames above --mtu (GSO/TSO, post-GRO, BIG TCP) into wire frames.",
+        ),
+        click.option(
+            "--mtu",
+            type=BoundedInt(68, 65535),
+            default=1500,
+            show_default=True,
+            help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold).",
+        ),
+        click.option(
+            "-f",
+            "--filter",
+            "capture_filter",
+            default=None,
+            metavar="EXPR",
+            help="BPF capture filter (tcpdump/tshark -f syntax) applied to the frames before the replay; those "
+            "it rejects are counted (input.filtered.bpf). Needs the bpf extra (pcapy-ng).",
+        ),
+        click.option(
+            "--udp6zerocsumrx",
+            "udp6_zero_csum_rx",
+            is_flag=True,
+            help="Tunnel sockets accept zero UDPv6 checksums (vxlan/geneve udp6zerocsumrx; off by default).",
+        ),
+        click.option(
+            "--vxlan-gbp",
+            is_flag=True,
+            help="The vxlan devices are made with gbp (Group Based Policy: G-flagged frames accepted, policy ID and "
+            "D/A bits in the tunnel metadata); without it such frames are dropped, as by default.",
+        ),
+        click.option(
+            "--gro",
+            "gro",
+            multiple=True,
+            metavar="DEV=on|off",
+            help="GRO per device, DEV phys or tunnel (ethtool -K DEV gro off); repeatable. Default: on for both.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+# long: the signature lists every replay option, one parameter each; the body is ~60 lines
+def build_config(
+    fix,
+    kernel_rel,
+    rx_csum,
+    poll,
+    hz,
+    rss,
+    rss_key,
+    vxlan_port,
+    geneve_port,
+    phys_dev,
+    tunnel_dev,
+    gro_flush_timeout,
+    napi_defer_hard_irqs,
+    tunnel_metadata,
+    rx_queues=1,
+    resegment="auto",
+    mtu=1500,
+    udp6_zero_csum_rx=False,
+    gro=(),
+    nic=None,
+    vxlan_gbp=False,
+    nic_tunnel_port=None,
+    capture_filter=None,
+    flow=None,
+    detect_tunnels=False,
+    interface=None,
+) -> ReplayConfig:
+    """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
+    from ..kernel.nic import NIC_PRESETS
+    from ..sim import ConfigError, PollModel, ReplayConfig, parse_gro
+
+    if nic_tunnel_port is not None and nic is None:
+        raise UsageError("--nic-tunnel-port needs --nic")
+    if nic is not None:
+        rx_csum = rx_csum or "nic"
+        rss = rss or NIC_PRESETS[nic].rss_mode
+    rx_csum = rx_csum or "unnecessary"
+    rss = rss or "toeplitz"
+    auto = {"vxlan", "geneve"} if detect_tunnels else set()
+    if "auto" in vxlan_port:
+        auto.add("vxlan")
+    if "auto" in geneve_port:
+        auto.add("geneve")
+    vxlan_port = tuple(p for p in vxlan_port if p != "auto")
+    geneve_port = tuple(p for p in geneve_port if p != "auto")
+    if str(hz) not in CONFIG_HZ_VALUES:
+        raise UsageError(f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz)")
+    kernels = _kernels(fix, kernel_rel)
+    try:
+        key = bytes.fromhex(rss_key) if rss_key else None
+    except ValueError:
+        raise UsageError("--rss-key must be hex digits") from None
+    try:
+        cfg = ReplayConfig(
+            kernels=kernels,
+            rx_csum=rx_csum,
+            nic=nic,
+            nic_tunnel_port=nic_tunnel_port == "on",
+            poll=PollModel.parse(poll or _default_poll(nic)),
+            hz=int(hz),
+            rss=rss,
+            vxlan_ports=tuple(vxlan_port) or (4789, 8472),
+            geneve_ports=tuple(geneve_port) or (6081,),
+            detect_tunnels=tuple(k for k in ("vxlan", "geneve") if k in auto),
+            interface=interface,
+            phys_dev=phys_dev,
+            vxlan_dev=tunnel_dev or "vxlan0",
+            geneve_dev=tunnel_dev or "geneve0",
+            tunnel_metadata=tunnel_metadata,
+            gro_flush_timeout_ns=gro_flush_timeout,
+            napi_defer_hard_irqs=napi_defer_hard_irqs,
+            rx_queues=rx_queues,
+            resegment=resegment,
+            mtu=mtu,
+            udp6_zero_csum_rx=udp6_zero_csum_rx,
+            vxlan_gbp=vxlan_gbp,
+            gro=parse_gro(gro),
+            flow=flow,
+            capture_filter=capture_filter,
+        )
+        if key is not None:
+            if len(key) < 40:
+                raise UsageError("--rss-key needs at least 40 bytes (80 hex digits) for IPv6 4-tuples")
+            cfg.rss_key = key
+        cfg.validate()
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    return cfg
+
+
+def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple:
+    """The kernel models of ``--fix``/``--no-fix`` or ``--kernel`` (by release, oldest first). Raises UsageError."""
+    if kernel_rel:
+        if fix is not None:
+            raise UsageError("--kernel and --fix/--no-fix are exclusive")
+        kernels = []
+        for r in dict.fromkeys(kernel_rel):  # each release once, in order given
+            try:
+                kernels.append(resolve_kernel(r))
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        from ..report.verdict import _release_key
+
+        # one order for every output (table, text lines, SUMMARY, JSON, explain, trace tags): by release, oldest
+        # first; a stable sort, so kernels of one release keep the options' order
+        kernels = tuple(sorted(kernels, key=lambda k: _release_key(k.release)))
+    elif fix is None:
+        kernels = (K_5_11, K_5_12)
+    else:
+        kernels = (K_5_12,) if fix else (K_5_11,)
+    return kernels
+
+
+def _default_poll(nic: str | None) -> str:
+    """``--poll`` when not given: the ``--nic`` preset's interrupt moderation (``NicPreset.poll``), else the
+    default time-aware model."""
+    from ..kernel.nic import NIC_PRESETS
+
+    preset = NIC_PRESETS.get(nic) if nic else None
+    return (preset.poll if preset is not None else None) or f"gap:{DEFAULT_POLL_GAP_USECS}"

@@ -1,0 +1,168 @@
+"""Where the commands' output goes: the report console, named output files, exports, the progress display.
+
+rich is imported when a console or a progress display is made (start-up time, bench/startup.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def report_console():
+    """The stdout console of the text reports: the terminal's width on a terminal (a table that does not fit is
+    stacked, one table per stage), else ``COLUMNS`` when set, else 120 columns (a pipe or file)."""
+    from rich.console import Console
+
+    cols = os.environ.get("COLUMNS", "")
+    if sys.stdout.isatty():
+        width = Console().width
+    else:
+        width = int(cols) if cols.isascii() and cols.isdigit() and 0 < int(cols) < 100_000 else 120
+    return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
+
+
+class NamedOutput:
+    """An ``on_deliver`` observer whose write errors are errors of the output ``name`` (an option and its path):
+    an OSError from it becomes a one-line UsageError (exit 2) naming that output, never the capture."""
+
+    def __init__(self, observer, name: str) -> None:
+        self.observer = observer
+        self.name = name
+
+    @property
+    def served_from_events(self) -> bool:
+        return bool(getattr(self.observer, "served_from_events", False))
+
+    def bind(self, input_stats) -> None:
+        if hasattr(self.observer, "bind"):
+            self.observer.bind(input_stats)
+
+    def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
+        try:
+            self.observer(kernel, stage, dev, skb, now_ns)
+        except OSError as e:
+            where = f" ({e.filename})" if e.filename else ""
+            raise UsageError(f"{self.name}{where}: {e.strerror or e}") from None
+
+
+def open_out(path: str):
+    if path == "-":
+        return sys.stdout, False
+    try:
+        return open(path, "w", encoding="utf-8"), True
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
+class ProgressReport:
+    """The progress callback ``replay_capture`` calls with the frame count; bound to the open capture, it shows
+    bytes read against the input's size (a regular file's, compressed or not): percentage, rate, time left."""
+
+    def __init__(self, prog, task, total: int | None) -> None:
+        self.prog = prog
+        self.task = task
+        self.total = total
+        self.capture = None
+
+    def bind_capture(self, cap) -> None:
+        self.capture = cap
+
+    def __call__(self, frames: int) -> None:
+        done = self.capture.bytes_consumed if self.capture is not None and self.total else None
+        if done is None:
+            self.prog.update(self.task, completed=frames, frames=frames)
+        else:
+            self.prog.update(self.task, completed=min(done, self.total), frames=frames)
+
+
+def input_size(path: str) -> int | None:
+    """Bytes of a regular file at ``path`` (the progress total), None for stdin, pipes, devices or errors."""
+    import stat
+
+    if path == "-":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > 0 else None
+
+
+def progress_display(total: int | None, console: Console):
+    """A rich ``Progress`` for a replay: with a known input size (bytes) a bar, percentage, frames, frames/s,
+    MB/s, elapsed and time left; without one (stdin, a pipe) frames, frames/s and elapsed."""
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        ProgressColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+    from rich.text import Text
+
+    class FramesPerSecond(ProgressColumn):
+        def render(self, task):
+            elapsed = task.finished_time if task.finished else task.elapsed
+            frames = task.fields.get("frames", 0)
+            speed = frames / elapsed if elapsed else None
+            return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
+
+    columns = [TextColumn("[progress.description]{task.description}")]
+    if total:
+        columns += [BarColumn(), TaskProgressColumn()]
+    columns += [TextColumn("{task.fields[frames]:,} frames"), FramesPerSecond()]
+    if total:
+        columns += [TransferSpeedColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+    else:
+        columns += [TimeElapsedColumn()]
+    return Progress(*columns, console=console, transient=True)
+
+
+def start_progress(quiet: bool, path: str | None = None):
+    """A progress display on stderr when it is a terminal (else None, None) and the callback for the replay."""
+    if quiet or not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+
+    total = input_size(path) if path is not None else None
+    console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    prog = progress_display(total, console)
+    task = prog.add_task("replaying", total=total, frames=0)
+    prog.start()
+    return prog, ProgressReport(prog, task, total)
+
+
+def write_export(path: str, text: str, what: str) -> None:
+    """Write an export (``--json``/``--markdown``) to ``path``, or stdout for ``-``. Raises UsageError."""
+    if path == "-":
+        click.echo(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    except OSError as e:
+        raise UsageError(f"{what} {path}: cannot write: {e.strerror or e}") from None
+
+
+def remove_if_empty(paths: list[str]) -> None:
+    """Remove each path that is an empty file or an empty directory (best effort: a path that changed stays)."""
+    for p in paths:
+        try:
+            if os.path.isdir(p):
+                os.rmdir(p)
+            elif os.path.isfile(p) and os.path.getsize(p) == 0:
+                os.unlink(p)
+        except OSError:
+            pass

@@ -1,0 +1,201 @@
+"""``gro-replay replay CAPTURE`` (also ``gro-replay CAPTURE``): the replay report, its exports and observers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import click
+
+from ..report import FLOWS_MAX_DEFAULT
+from .errors import UsageError
+from .options import FLOW_HELP, build_config, replay_options
+from .output import NamedOutput, open_out, remove_if_empty, report_console, start_progress, write_export
+from .params import BoundedInt
+
+
+@click.command("replay")
+@click.argument("capture", type=click.Path(dir_okay=False))
+@replay_options
+@click.option("--flow", "flow", default=None, metavar="SELECTOR", help=FLOW_HELP)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True
+)
+@click.option(
+    "--json",
+    "json_path",
+    default=None,
+    metavar="FILE",
+    help="Also write the JSON document (as --format json prints it) to FILE; - prints it instead of the table.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    default=None,
+    metavar="FILE",
+    help="Also write the Markdown report to FILE; - prints it instead of the table.",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    default=None,
+    help="Write netif_receive_skb lines (perf script style) to PATH or -.",
+)
+@click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
+@click.option(
+    "--flows-max",
+    type=BoundedInt(0, 1 << 32),
+    default=FLOWS_MAX_DEFAULT,
+    show_default=True,
+    metavar="N",
+    help="JSON: per kernel, list at most N flows in full in flows[] (those with most segments); the others are "
+    "counted and their counters summed in flows_summary.omitted.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
+@click.option(
+    "--write-pcap",
+    "pcap_dir",
+    default=None,
+    metavar="DIR",
+    help="Write DIR/<kernel>-<dev>.pcapng: the skbs each device delivered, as tcpdump on it would capture "
+    "them, with a comment per packet (segments, gso_size, why the skb ended).",
+)
+@click.option(
+    "--pcap-format",
+    type=click.Choice(["pcapng", "pcap"]),
+    default="pcapng",
+    show_default=True,
+    help="--write-pcap file format: pcapng (interface block per device, packet comments) or classic pcap.",
+)
+@click.option(
+    "--plot", "plot_path", default=None, metavar="FILE", help="Segments-per-skb charts to FILE.svg|png."
+)
+def replay_cmd(
+    capture,
+    flow,
+    fmt,
+    json_path,
+    md_path,
+    trace_path,
+    no_hist,
+    flows_max,
+    quiet,
+    pcap_dir,
+    pcap_format,
+    plot_path,
+    **opts,
+) -> None:
+    """Replay CAPTURE (pcap/pcapng, optionally gzip; - for stdin) through the GRO stages of each kernel model."""
+    stdout_users = [f"--format {fmt}"] if fmt != "table" else []
+    stdout_users += [f"{o} -" for o in _dash_options(trace_path, json_path, md_path)]
+    if len(stdout_users) > 1:
+        both = "both" if len(stdout_users) == 2 else "all"
+        raise UsageError(f"{' and '.join(stdout_users)} {both} write to stdout: give all but one a file")
+    cfg = build_config(flow=flow, **opts)
+    # what --flow matching no flow removes again: outputs this run created and left empty
+    created = [p for p in (trace_path, pcap_dir) if p and p != "-" and not os.path.lexists(p)]
+    result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, created)
+    if flow is not None and not result.input.selected_frames:
+        # known only now, after the replay: nothing is rendered, and the empty --trace file and --write-pcap
+        # directory this run made are removed (no frame of a matching flow reached them)
+        remove_if_empty(created)
+        raise UsageError(
+            f"no flow matches --flow {flow!r} ({len(result.flows)} flows in {capture}; "
+            "gro-replay explain CAPTURE lists them)"
+        )
+    if pcaps is not None and not quiet:
+        for path, n in pcaps.written():
+            click.echo(f"wrote {path} ({n} frames)", err=True)
+    _outputs(result, fmt, json_path, md_path, no_hist, plot_path, flows_max)
+
+
+def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, created):
+    """The replay with its observers (``--trace``, ``--write-pcap``) and progress display: ``(result, pcaps)``.
+
+    Raises UsageError for an unreadable capture, an output that cannot be written, or a frame ``--write-pcap``
+    cannot store (then the files it wrote and the outputs in ``created`` left empty are removed).
+    """
+    from ..capture.reader import CaptureError
+    from ..report.pcapout import Observers, PcapTimeError, open_device_pcaps
+    from ..report.plot import check_plot_request
+    from ..report.trace import TraceWriter
+    from ..sim import replay_capture
+
+    try:
+        check_plot_request(plot_path)
+        pcaps = open_device_pcaps(pcap_dir, pcap_format, cfg)
+    except (ValueError, RuntimeError) as e:
+        raise UsageError(str(e)) from None
+    tracer = None
+    out = None
+    if trace_path:
+        out, close = open_out(trace_path)
+        tracer = TraceWriter(out, tag=len(cfg.kernels) > 1)
+        if trace_path != "-":  # standard output's errors are entry()'s (a closed pipe ends quietly)
+            tracer = NamedOutput(tracer, f"--trace {trace_path}")
+    observer = tracer
+    if pcaps is not None:
+        observer = Observers(tracer, NamedOutput(pcaps, f"--write-pcap {pcap_dir}"))
+    prog, cb = start_progress(quiet, capture)
+    try:
+        result = replay_capture(capture, cfg, observer, cb)
+    except CaptureError as e:
+        raise UsageError(str(e)) from None
+    except PcapTimeError as e:
+        # the run stops: the --write-pcap files it wrote would lack this frame and every later one, so they go
+        pcaps.close()
+        for path, _n in pcaps.written():
+            with contextlib.suppress(OSError):
+                path.unlink()
+        remove_if_empty(created)
+        raise UsageError(f"{e}; no file written") from None
+    except OSError as e:
+        if e.filename is None:
+            raise  # a write to standard output (--trace -): entry() reports it
+        raise UsageError(f"{e.filename}: {e.strerror}") from None
+    finally:
+        if prog is not None:
+            prog.stop()
+        if pcaps is not None:
+            try:
+                pcaps.close()
+            except OSError as e:
+                raise UsageError(f"--write-pcap {pcap_dir}: {e.strerror or e}") from None
+    if out is not None and trace_path != "-":
+        try:
+            out.close()
+        except OSError as e:
+            raise UsageError(f"--trace {trace_path}: {e.strerror}") from None
+    return result, pcaps
+
+
+def _outputs(result, fmt, json_path, md_path, no_hist, plot_path, flows_max) -> None:
+    """The report on stdout (table, JSON or Markdown) and the exports (``--plot``, ``--json``, ``--markdown``)."""
+    from ..report.document import document
+    from ..report.plot import write_plot
+    from ..report.schema import dumps
+    from ..report.table import markdown
+
+    if plot_path:
+        try:
+            write_plot(result, plot_path)
+        except OSError as e:
+            raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
+    if json_path:
+        write_export(json_path, dumps(document(result, flows_max=flows_max)), "--json")
+    if md_path:
+        write_export(md_path, markdown(result), "--markdown")
+    if fmt == "json":
+        click.echo(dumps(document(result, flows_max=flows_max)))
+    elif fmt == "markdown":
+        click.echo(markdown(result))
+    elif "-" not in (json_path, md_path):
+        from ..report.table import render
+
+        render(result, report_console(), hist=not no_hist)
+
+
+def _dash_options(trace_path, json_path, md_path) -> list[str]:
+    return [
+        o for o, p in (("--trace", trace_path), ("--json", json_path), ("--markdown", md_path)) if p == "-"
+    ]

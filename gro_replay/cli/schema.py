@@ -1,0 +1,15 @@
+"""``gro-replay schema NAME``: the published JSON Schema of each document."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("schema")
+@click.argument("name", type=click.Choice(["replay", "explain", "diff", "batch", "kernel-backend"]))
+def schema_cmd(name: str) -> None:
+    """Print the JSON Schema (draft 2020-12) of a document: replay (CAPTURE --format json), explain, diff,
+    batch (the combined batch.json) or kernel-backend (kernel CAPTURE --format json)."""
+    from ..report.schema import text
+
+    click.echo(text(name), nl=False)
