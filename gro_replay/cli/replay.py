@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import replace
 
 import click
 
@@ -51,6 +52,24 @@ from .params import BoundedInt
     help="JSON: per kernel, list at most N flows in full in flows[] (those with most segments); the others are "
     "counted and their counters summed in flows_summary.omitted.",
 )
+@click.option(
+    "--flow-timeout",
+    type=BoundedInt(0, 10**9),
+    default=0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Retire a flow silent this long (capture time, e.g. 120 as conntrack; 0: keep every flow to the end): "
+    "its counters are final, it is summed or listed, and a later frame with its key starts a new flow. Memory "
+    "then grows with the flows live at once; classic pcaps take the slower frame-by-frame path.",
+)
+@click.option(
+    "--flow-close-timeout",
+    type=BoundedInt(0, 10**9),
+    default=10,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --flow-timeout: retire a tunnelled TCP flow this long after its FIN or RST (conntrack's CLOSE).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
 @click.option(
     "--write-pcap",
@@ -79,6 +98,8 @@ def replay_cmd(
     trace_path,
     no_hist,
     flows_max,
+    flow_timeout,
+    flow_close_timeout,
     quiet,
     pcap_dir,
     pcap_format,
@@ -91,7 +112,12 @@ def replay_cmd(
     if len(stdout_users) > 1:
         both = "both" if len(stdout_users) == 2 else "all"
         raise UsageError(f"{' and '.join(stdout_users)} {both} write to stdout: give all but one a file")
-    cfg = build_config(flow=flow, **opts)
+    cfg = replace(
+        build_config(flow=flow, **opts),
+        flows_max=flows_max,
+        flow_idle_timeout_ns=flow_timeout * 10**9,
+        flow_close_timeout_ns=flow_close_timeout * 10**9,
+    )
     # what --flow matching no flow removes again: outputs this run created and left empty
     created = [p for p in (trace_path, pcap_dir) if p and p != "-" and not os.path.lexists(p)]
     result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, created)
@@ -106,7 +132,7 @@ def replay_cmd(
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
             click.echo(f"wrote {path} ({n} frames)", err=True)
-    _outputs(result, fmt, json_path, md_path, no_hist, plot_path, flows_max)
+    _outputs(result, fmt, json_path, md_path, no_hist, plot_path)
 
 
 def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, created):
@@ -169,7 +195,7 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, crea
     return result, pcaps
 
 
-def _outputs(result, fmt, json_path, md_path, no_hist, plot_path, flows_max) -> None:
+def _outputs(result, fmt, json_path, md_path, no_hist, plot_path) -> None:
     """The report on stdout (table, JSON or Markdown) and the exports (``--plot``, ``--json``, ``--markdown``)."""
     from ..report.document import document
     from ..report.plot import write_plot
@@ -182,11 +208,11 @@ def _outputs(result, fmt, json_path, md_path, no_hist, plot_path, flows_max) -> 
         except OSError as e:
             raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
     if json_path:
-        write_export(json_path, dumps(document(result, flows_max=flows_max)), "--json")
+        write_export(json_path, dumps(document(result)), "--json")
     if md_path:
         write_export(md_path, markdown(result), "--markdown")
     if fmt == "json":
-        click.echo(dumps(document(result, flows_max=flows_max)))
+        click.echo(dumps(document(result)))
     elif fmt == "markdown":
         click.echo(markdown(result))
     elif "-" not in (json_path, md_path):

@@ -220,6 +220,8 @@ class Decoder:
         #: the RSS input of each flow (outer addresses and ports: a function of the flow key)
         self.flow_rss: list[bytes] = []
         self._flow_ids: dict[tuple, int] = {}
+        #: per flow id, the raw key it is found under (None once retired)
+        self._flow_raw: list[tuple | None] = []
         #: frames on UDP ports without a tunnel socket whose payload parses as a tunnel (``sniff_tunnel``):
         #: kind → destination port → frames. They are replayed as the kernel sees them (``not_tunnel``).
         self.unconfigured: dict[str, dict[int, int]] = {}
@@ -236,7 +238,26 @@ class Decoder:
         self.flow_class.append(cls)
         self.flow_rss.append(rss)
         self._flow_ids[raw] = fid
+        self._flow_raw.append(raw)
         return fid
+
+    def restart(self, fid: int) -> int:
+        """A new flow id for flow ``fid``'s key (its connection ended: ``sim.flows``): later frames with the key
+        get the new id, ``fid`` keeps its key and counters until it is retired. Returns the new id."""
+        raw = self._flow_raw[fid]
+        self._flow_raw[fid] = None
+        return self._new_flow(raw, self.flows[fid], self.flow_class[fid], self.flow_rss[fid])
+
+    def retire(self, fid: int) -> None:
+        """Forget flow ``fid`` (it ended: ``sim.flows``): its key, class and RSS input are dropped (``flows[fid]``
+        becomes None), and a later frame with the same key starts a new flow id, as a new conntrack entry would.
+        What stays is one list slot per flow id in ``flows``, ``flow_class``, ``flow_rss`` (8 bytes each)."""
+        raw = self._flow_raw[fid]
+        if raw is not None and self._flow_ids.get(raw) == fid:
+            del self._flow_ids[raw]
+        self._flow_raw[fid] = None
+        self.flows[fid] = None
+        self.flow_rss[fid] = b""
 
     def decode(self, buf: bytes):  # noqa: C901, PLR0915 - one pass over the headers, outer to inner, on the hot path
         """Decode one untagged-or-tagged Ethernet frame.

@@ -13,15 +13,12 @@ def _stage_row(f, stage: str) -> dict:
 
 def flow_summary(result, limit: int | None = None) -> FlowRows:
     """The per-flow rows of every kernel, bounded (``report.stats.FlowRows``): the flows retired during the replay
-    (``result.flow_rows``, when the replayer retires flows) and the flows still live at the end, at most ``limit``
-    rows in full (default: the replay's ``flows_max``, else ``FLOWS_MAX_DEFAULT``), the others summed."""
+    (``result.flow_rows``) and the flows still live at the end, at most ``limit`` rows in full (default: the
+    replay's ``flows_max``; never more than it once flows were retired), the others summed."""
     base = getattr(result, "flow_rows", None)
     if limit is None:
         limit = base.limit if base is not None else getattr(result.config, "flows_max", FLOWS_MAX_DEFAULT)
-    if base is not None and base.limit == limit:
-        rows = base.copy()
-    else:
-        rows = FlowRows(len(result.kernels), limit)
+    rows = base.copy(limit) if base is not None else FlowRows(len(result.kernels), limit)
     live = sorted(set().union(*(ks.flows for ks in result.kernels)))
     for fid in live:
         stats = [ks.flows.get(fid) for ks in result.kernels]
@@ -53,9 +50,10 @@ def flow_rows(result, ks, summary: FlowRows | None = None) -> list[dict]:
     return rows
 
 
-def flows_summary_dict(summary: FlowRows, i: int, listed: int) -> dict:
+def flows_summary_dict(summary: FlowRows, i: int, listed: int, live_max: int = 0) -> dict:
     """JSON ``kernels[].flows_summary``: how many flows kernel ``i`` counted, how many ``flows[]`` lists in full
-    (at most ``max_rows``, ``--flows-max``), how many were retired before the end of the input, and the flows not
+    (at most ``max_rows``, ``--flows-max``), how many were retired before the end of the input, the largest number
+    of flows tracked at once (``live_max``: what the replay's per-flow memory grew with), and the flows not
     listed with their counters summed (so that ``flows[]`` plus ``omitted`` add up to the stage totals)."""
     om = summary.omitted[i]
     n = summary.omitted_flows[i]
@@ -64,6 +62,7 @@ def flows_summary_dict(summary: FlowRows, i: int, listed: int) -> dict:
         "flows": listed + n,
         "listed": listed,
         "retired": summary.retired,
+        "live_max": live_max,
         "omitted": {
             "flows": n,
             "phys": _stage_row(om, "phys"),
@@ -130,7 +129,9 @@ def document(result, backend: str = "simulator", flows_max: int | None = None) -
                 "stages": {s: st.as_dict() for s, st in ks.stages.items()},
                 "stack": dict(sorted(ks.stack.items())),
                 "flows": rows,
-                "flows_summary": flows_summary_dict(summary, i, len(rows)),
+                "flows_summary": flows_summary_dict(
+                    summary, i, len(rows), getattr(result, "flows_live_max", 0)
+                ),
             }
         )
     v = verdict_of(result)

@@ -119,9 +119,10 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
                 "verdict": verdicts[fid],
             }
         )
-    aff = v.affected_flows()
-    saved = sum(f.saved("phys") for f in aff)
-    frames = sum(f.gate_zero for f in aff)
+    vd = v.as_dict()
+    aff = vd["affected_flows"]
+    saved = vd["stack_traversals_saved"]
+    frames = vd["frames_refused"]
     word = "yes" if aff else ("lost" if v.outcome == "lost" else "no")
     text = f"affected: {word}: {v.text}"
     return {
@@ -133,13 +134,13 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
         "flows_total": len(result.flows),
         "flows": flows,
         "verdict": {
-            **v.as_dict(),
-            "flows_affected": len(aff),
+            **vd,
+            "flows_affected": aff,
             "text": text,
             "sentence": v.text,
         },
         "summary": (
-            f"EXPLAIN affected={'yes' if aff else 'no'} flows={len(result.flows)} affected_flows={len(aff)} "
+            f"EXPLAIN affected={'yes' if aff else 'no'} flows={len(result.flows)} affected_flows={aff} "
             f"frames_refused={frames} stack_traversals_saved={saved} outcome={v.outcome}"
         ),
     }

@@ -192,10 +192,13 @@ class FlowRows:
 
     def offer(self, row: FlowRow, retired: bool = False) -> None:
         """Keep ``row`` if it is among the ``limit`` largest so far, else sum it (or the row it displaces)."""
-        import heapq
-
         self.offered += 1
         self.retired += retired
+        self._place(row)
+
+    def _place(self, row: FlowRow) -> None:
+        import heapq
+
         item = (row.rank, row.fid, row)
         if len(self._heap) < self.limit:
             heapq.heappush(self._heap, item)
@@ -210,13 +213,16 @@ class FlowRows:
                 fold_flow(self.omitted[i], f)
                 self.omitted_flows[i] += 1
 
-    def copy(self) -> FlowRows:
-        """An independent copy (rows are shared, never changed once offered)."""
-        c = FlowRows(len(self.omitted), self.limit)
-        c._heap = list(self._heap)
+    def copy(self, limit: int | None = None) -> FlowRows:
+        """An independent copy (rows are shared, never changed once offered), keeping at most ``limit`` rows
+        (None or more than ``self.limit``: ``self.limit``)."""
+        limit = self.limit if limit is None else min(limit, self.limit)
+        c = FlowRows(len(self.omitted), limit)
         for i, f in enumerate(self.omitted):
             fold_flow(c.omitted[i], f)
         c.omitted_flows = list(self.omitted_flows)
+        for _, _, r in self._heap:
+            c._place(r)
         c.offered, c.retired = self.offered, self.retired
         return c
 
@@ -243,6 +249,17 @@ class KernelStats(Sink):
         self.stack: Counter = Counter()
         self.on_deliver = on_deliver
         self.trace: list | None = None
+        #: segments per stage of the flows retired (``retire``): their rows left ``flows``
+        self.retired_segs = {"phys": 0, "tunnel": 0}
+
+    def retire(self, fid: int) -> FlowStats | None:
+        """Take flow ``fid``'s final counters out of ``flows`` (it ended; sim/flows.py), keeping the stage sums
+        ``check_conservation`` needs. Returns them, or None when this kernel counted nothing of the flow."""
+        f = self.flows.pop(fid, None)
+        if f is not None:
+            for s in STAGES:
+                self.retired_segs[s] += f.segs[s]
+        return f
 
     def flow(self, fid: int) -> FlowStats:
         f = self.flows.get(fid)
@@ -330,7 +347,7 @@ def check_conservation(ks: KernelStats) -> None:
             )
         if st.skbs != sum(st.hist) + sum(st.hist_over.values()):
             raise ConservationError(f"{ks.name} {name}: {st.skbs} skbs, histogram disagrees")
-        flow_segs = sum(f.segs[name] for f in ks.flows.values())
+        flow_segs = sum(f.segs[name] for f in ks.flows.values()) + ks.retired_segs[name]
         if flow_segs != st.segments:
             raise ConservationError(
                 f"{ks.name} {name}: flows carry {flow_segs} segments, stage {st.segments}"

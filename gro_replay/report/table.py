@@ -175,8 +175,10 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
         elif pre:
             parts.append(f"{f.gate_zero} frames refused by the zero-checksum gate")
         lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
-    if len(aff) > limit:
-        lines.append(f"  … and {len(aff) - limit} more affected flow(s) (explain or --format json lists all)")
+    if v.affected_count > limit:
+        lines.append(
+            f"  … and {v.affected_count - limit} more affected flow(s) (explain or --format json lists them)"
+        )
     return lines
 
 

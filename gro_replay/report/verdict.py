@@ -97,8 +97,8 @@ def _release_key(release: str) -> tuple:
     return tuple(out)
 
 
-def _model(result, name: str, release: str) -> KernelModel | None:
-    for m in getattr(result.config, "kernels", ()):
+def _model_of(config, name: str, release: str) -> KernelModel | None:
+    for m in getattr(config, "kernels", ()):
         if getattr(m, "name", None) == name:
             return m
     base = ".".join(release.split("-")[0].split(".")[:2])
@@ -142,9 +142,9 @@ class KernelFacts:
         }
 
 
-def _facts(ks, model, fid: int) -> KernelFacts:
-    kf = KernelFacts(ks.name, ks.release, model.udp_tunnel_gate_checks_uh_check if model else None)
-    f = ks.flows.get(fid)
+def facts_of(name: str, release: str, model, f) -> KernelFacts:
+    """One kernel's ``KernelFacts`` for one flow from its ``FlowStats`` ``f`` (None: the kernel saw none of it)."""
+    kf = KernelFacts(name, release, model.udp_tunnel_gate_checks_uh_check if model else None)
     if f is None:
         return kf
     kf.frames = f.segs["phys"]
@@ -322,112 +322,279 @@ _SPLIT_KEYS = (
 )
 
 
-def _splits(flows: list) -> dict[int, str]:
-    """Per flow id: a note when the same inner flow travels under other outer keys (the flow key that makes its
-    frames start new skbs instead of merging): GRO never merges frames across them at the phys device, and a
-    collect-metadata tunnel device keeps them apart too (the metadata dst carries the outer header)."""
-    groups: dict[tuple, list[int]] = {}
-    for fid, k in enumerate(flows):
-        if k.tunnel and k.inner_src:
-            ident = (k.inner_src, k.inner_dst, k.inner_proto, k.inner_sport, k.inner_dport)
-            groups.setdefault(ident, []).append(fid)
+def _split_ident(k) -> tuple | None:
+    """The inner flow a tunnelled flow key carries (None: not tunnelled or no inner addresses)."""
+    if k.tunnel and k.inner_src:
+        return (k.inner_src, k.inner_dst, k.inner_proto, k.inner_sport, k.inner_dport)
+    return None
+
+
+def _split_texts(members: list[tuple[int, object]]) -> dict[int, str]:
+    """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note."""
     out = {}
-    for ids in groups.values():
-        if len(ids) < 2:
-            continue
-        for fid in ids:
-            me = flows[fid]
-            others = [o for o in ids if o != fid]
-            fields = []
-            for attr, words, rule in _SPLIT_KEYS:
-                if any(getattr(flows[o], attr) != getattr(me, attr) for o in others):
-                    fields.append((words, rule))
-            what = ", ".join(w for w, _ in fields) or "outer header"
-            rules = "; ".join(dict.fromkeys(r for _, r in fields))
-            out[fid] = (
-                f"split: the same inner flow also travels as flow(s) {', '.join(f'#{o}' for o in others)} "
-                f"with another {what}, so its frames start new skbs instead of merging with theirs ({rules})"
-            )
+    if len(members) < 2:
+        return out
+    for fid, me in members:
+        others = [(o, k) for o, k in members if o != fid]
+        fields = []
+        for attr, words, rule in _SPLIT_KEYS:
+            if any(getattr(k, attr) != getattr(me, attr) for _, k in others):
+                fields.append((words, rule))
+        what = ", ".join(w for w, _ in fields) or "outer header"
+        rules = "; ".join(dict.fromkeys(r for _, r in fields))
+        out[fid] = (
+            f"split: the same inner flow also travels as flow(s) {', '.join(f'#{o}' for o, _ in others)} "
+            f"with another {what}, so its frames start new skbs instead of merging with theirs ({rules})"
+        )
     return out
+
+
+class _Tally:
+    """What the capture's verdict needs from every flow, summed as flows are judged: counts, sums and counters,
+    the affected flows with the lowest ids in full (at most ``keep``), and the inner-flow groups of the flows
+    live (a group is kept while one of its flows is). Memory: ``keep`` flows and one entry per live group."""
+
+    def __init__(self, names: list[str], keep: int | None) -> None:
+        self.keep = keep
+        self.flows = 0
+        self.tunnel = 0
+        self.tunnel_tcp = 0
+        self.lost_tunnel = 0
+        self.refused = 0  # gate_zero summed over every flow
+        self.affected = 0
+        self.affected_kept: list[tuple[int, FlowVerdict]] = []  # max-heap by -fid of the lowest ids
+        self.first_affected: FlowVerdict | None = None
+        self.aff_gate_zero = 0
+        self.aff_saved = {"phys": 0, "tunnel": 0}
+        # affected flows that the fix saves phys skbs for ("phys_aff") and the others ("tun_only")
+        self.pa = 0
+        self.pa_first: FlowVerdict | None = None
+        self.pa_all_tcp = True
+        self.pa_zero = True
+        self.pa_frames = 0
+        self.pa_saved = {"phys": 0, "tunnel": 0}
+        self.pa_reached = 0
+        self.pa_tunnel_gate = False
+        self.pa_drops: Counter = Counter()
+        self.to = 0
+        self.to_frames = 0
+        self.to_saved_tunnel = 0
+        self.to_brk: Counter = Counter()
+        #: per kernel name: [flows not merged at the phys stage, their break reasons, their ID steps]
+        self.unmerged = {n: [0, Counter(), Counter()] for n in names}
+        self.totals: dict[str, KernelFacts] = {}
+        #: inner flow → [[(fid, key) of the flows judged], flows started and not yet retired]; a group is closed
+        #: (its split flows counted) when its last started flow is retired
+        self.groups: dict[tuple, list] = {}
+        self.split_flows = 0
+
+    def started(self, key: object) -> None:
+        """A flow with ``key`` started during a replay that retires flows: its inner flow's group stays open until
+        it is retired, so that the flows of one inner flow live at the same time name each other."""
+        ident = _split_ident(key)
+        if ident is not None:
+            self.groups.setdefault(ident, [[], 0])[1] += 1
+
+    def add(self, fv: FlowVerdict, live: bool) -> None:
+        """Sum flow ``fv`` (``live``: still live at the end of the input, else retired during the replay)."""
+        self.flows += 1
+        self.refused += fv.gate_zero
+        if fv.key.tunnel:
+            self._add_tunnel(fv, live)
+        if fv.affected:
+            self._add_affected(fv)
+
+    def _add_tunnel(self, fv: FlowVerdict, live: bool) -> None:
+        self.tunnel += 1
+        self.tunnel_tcp += fv.cls == "tunnel_tcp"
+        self.lost_tunnel += fv.outcome == "lost"
+        for k in fv.kernels:
+            tot = self.totals[k.name]
+            tot.frames += k.frames
+            for s in ("phys", "tunnel"):
+                tot.skbs[s] += k.skbs[s]
+                tot.gate_zero[s] += k.gate_zero[s]
+                tot.gate_set[s] += k.gate_set[s]
+            tot.lost.update(k.lost)
+            tot.splits.update(k.splits)
+            if (
+                fv.cls == "tunnel_tcp"
+                and fv.outcome != "lost"
+                and k.frames > 1
+                and k.skbs["phys"] >= k.frames
+                and not sum(k.gate_zero.values())
+            ):
+                u = self.unmerged[k.name]
+                u[0] += 1
+                u[1].update(_break_reasons(k.phys_reasons))
+                u[2].update(k.id_steps)
+        ident = _split_ident(fv.key)
+        if ident is not None:
+            g = self.groups.setdefault(ident, [[], 0])
+            g[0].append((fv.fid, fv.key))
+            if not live:
+                g[1] -= 1
+                if g[1] <= 0:
+                    self.close(ident)
+
+    def _add_affected(self, fv: FlowVerdict) -> None:
+        import heapq
+
+        self.affected += 1
+        if self.first_affected is None or fv.fid < self.first_affected.fid:
+            self.first_affected = fv
+        heapq.heappush(self.affected_kept, (-fv.fid, fv))
+        if self.keep is not None and len(self.affected_kept) > self.keep:
+            heapq.heappop(self.affected_kept)
+        self.aff_gate_zero += fv.gate_zero
+        for s in ("phys", "tunnel"):
+            self.aff_saved[s] += fv.saved(s)
+        if fv.pre is None or fv.post is None:
+            return  # no comparison: what follows is only said when a kernel without and one with the fix ran
+        if fv.saved("phys"):
+            self.pa += 1
+            if self.pa_first is None or fv.fid < self.pa_first.fid:
+                self.pa_first = fv
+            self.pa_all_tcp &= fv.cls == "tunnel_tcp"
+            self.pa_zero &= bool(fv.key.outer_csum_zero)
+            self.pa_frames += fv.pre.gate_zero["phys"]
+            for s in ("phys", "tunnel"):
+                self.pa_saved[s] += fv.saved(s)
+            self.pa_reached += fv.pre.skbs["tunnel"]
+            self.pa_tunnel_gate |= bool(fv.pre.gate_zero["tunnel"])
+            self.pa_drops.update(fv.pre.lost)
+        else:
+            self.to += 1
+            self.to_frames += fv.pre.gate_zero["tunnel"]
+            self.to_saved_tunnel += fv.saved("tunnel")
+            self.to_brk.update(_break_reasons(fv.post.phys_reasons))
+
+    def close(self, ident: tuple) -> None:
+        """Drop the group of ``ident`` (none of its flows is live any more), counting its split flows."""
+        members = self.groups.pop(ident)[0]
+        if len(members) >= 2:
+            self.split_flows += len(members)
+
+    def split_notes(self) -> dict[int, str]:
+        """Split notes of the flows in the groups still open (the live flows and their retired siblings)."""
+        out = {}
+        for members, _live in self.groups.values():
+            out.update(_split_texts(members))
+        return out
 
 
 class Verdict:
     """The verdict of one ``sim.Result`` (see the module doc). Build once, render everywhere.
 
-    Attributes: ``flows`` (one ``FlowVerdict`` per flow id), ``kernels`` (``KernelFacts`` summed over the
-    tunnelled flows, per kernel, in run order), ``pre``/``post`` (names of the kernels compared for the fix, or None), ``outcome`` (capture:
+    Attributes: ``flows`` (one ``FlowVerdict`` per flow live at the end of the input: every flow unless the replay
+    retired some, sim/flows.py), ``kernels`` (``KernelFacts`` summed over the tunnelled flows, per kernel, in run
+    order), ``pre``/``post`` (names of the kernels compared for the fix, or None), ``outcome`` (capture:
     ``nothing_replayed``, ``no_tunnel``, ``lost``, ``affected``, ``not_affected``), ``text`` (the sentence).
+
+    Every capture-level fact is summed flow by flow (``_Tally``) as each flow is judged: the flows retired during
+    the replay (``start`` / ``retire``, their counters final) and then the live ones (``complete``), so the verdict
+    is the same whether flows were retired or not, and its memory grows with the live flows, not with every flow.
     """
 
-    def __init__(self, result) -> None:
-        self.result = result
-        cfg = result.config
+    def __init__(self, result, keep: int | None = None) -> None:
+        if keep is None:
+            keep = getattr(result.config, "flows_max", None)
+        self._setup(result.config, [(ks.name, ks.release) for ks in result.kernels], keep)
+        self.complete(result)
+
+    @classmethod
+    def start(cls, config, kernels: list[tuple[str, str]], keep: int | None) -> Verdict:
+        """A verdict that flows retired during a replay are added to (``retire``) before ``complete``:
+        ``kernels``: (name, release) in run order; ``keep``: affected flows kept in full (None: all)."""
+        v = cls.__new__(cls)
+        v._setup(config, kernels, keep)
+        return v
+
+    def _setup(self, cfg, kernels: list[tuple[str, str]], keep: int | None) -> None:
+        self.config = cfg
         self.rx_csum = getattr(cfg, "rx_csum", "unnecessary")
-        models = {ks.name: _model(result, ks.name, ks.release) for ks in result.kernels}
+        models = {name: _model_of(cfg, name, release) for name, release in kernels}
         self.models = models
-        order = sorted(result.kernels, key=lambda k: _release_key(k.release))
+        self._kernels = kernels
+        order = sorted(kernels, key=lambda k: _release_key(k[1]))
         without = [
-            k
-            for k in order
-            if models[k.name] is not None and not models[k.name].udp_tunnel_gate_checks_uh_check
+            n for n, _ in order if models[n] is not None and not models[n].udp_tunnel_gate_checks_uh_check
         ]
         with_fix = [
-            k for k in order if models[k.name] is not None and models[k.name].udp_tunnel_gate_checks_uh_check
+            n for n, _ in order if models[n] is not None and models[n].udp_tunnel_gate_checks_uh_check
         ]
         #: the kernels compared for the fix (both None unless one without and one with the fix ran)
-        self.pre = without[-1].name if without and with_fix else None
-        self.post = with_fix[0].name if without and with_fix else None
+        self.pre = without[-1] if without and with_fix else None
+        self.post = with_fix[0] if without and with_fix else None
         #: without a comparison: the facts reported as "pre-fix" / "post-fix" in the per-flow verdicts
-        pre_side = self.pre or (without[-1].name if without else None)
-        post_side = self.post or (with_fix[0].name if with_fix else None)
+        self._pre_side = self.pre or (without[-1] if without else None)
+        self._post_side = self.post or (with_fix[0] if with_fix else None)
         #: switches other than the fix that differ between the compared kernels
         self.other_changes: list[str] = []
         if self.pre:
             a, b = models[self.pre].switches(), models[self.post].switches()
             self.other_changes = [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check"]
-        self.flows: list[FlowVerdict] = []
-        for fid, key in enumerate(result.flows):
-            facts = [_facts(ks, models[ks.name], fid) for ks in result.kernels]
-            by = {k.name: k for k in facts}
-            fv = FlowVerdict(
-                fid,
-                key,
-                result.flow_classes[fid],
-                "",
-                facts,
-                by.get(pre_side) if pre_side else None,
-                by.get(post_side) if post_side else None,
+        self._tally = _Tally([n for n, _ in kernels], keep)
+        for name, release in kernels:
+            m = models[name]
+            self._tally.totals[name] = KernelFacts(
+                name, release, m.udp_tunnel_gate_checks_uh_check if m else None
             )
-            fv.outcome = self._flow_outcome(fv)
+
+    def judge(self, fid: int, key, cls: str, stats: list) -> FlowVerdict:
+        """The ``FlowVerdict`` of one flow (its ``why`` left empty) from its ``FlowStats`` per kernel (run order,
+        None where a kernel saw none of it)."""
+        facts = [
+            facts_of(name, release, self.models[name], f)
+            for (name, release), f in zip(self._kernels, stats, strict=True)
+        ]
+        by = {k.name: k for k in facts}
+        fv = FlowVerdict(
+            fid,
+            key,
+            cls,
+            "",
+            facts,
+            by.get(self._pre_side) if self._pre_side else None,
+            by.get(self._post_side) if self._post_side else None,
+        )
+        fv.outcome = self._flow_outcome(fv)
+        return fv
+
+    def started(self, key: object) -> None:
+        """A flow with ``key`` started (a replay that retires flows calls this for each new flow)."""
+        self._tally.started(key)
+
+    def retire(self, fid: int, key, cls: str, stats: list) -> None:
+        """Add a flow that ended during the replay (its counters final): judged now, summed, kept only if it is
+        among the affected flows kept in full."""
+        self._tally.add(self.judge(fid, key, cls, stats), live=False)
+
+    def complete(self, result) -> None:
+        """Judge the flows still live at the end of ``result`` and build the capture's verdict."""
+        self.result = result
+        self.flows: list[FlowVerdict] = []
+        tally = self._tally
+        for fid, key in enumerate(result.flows):
+            if key is None:
+                continue  # retired during the replay: already in the tally
+            fv = self.judge(fid, key, result.flow_classes[fid], [ks.flows.get(fid) for ks in result.kernels])
             fv.why = self._flow_why(fv)
             self.flows.append(fv)
-        self.splits = _splits(result.flows)
-        for fid, text in self.splits.items():
-            self.flows[fid].why += f"; {text}"
+            tally.add(fv, live=True)
+        self.splits = tally.split_notes()
+        for fv in self.flows:
+            text = self.splits.get(fv.fid)
+            if text:
+                fv.why += f"; {text}"
+        #: flows that carry an inner flow also carried under another outer key (live ones and retired ones)
+        self.split_count = tally.split_flows + len(self.splits)
         for fv in self.flows:
             kept = max(fv.kernels, key=lambda k: sum(k.splits.values()), default=None)
             if kept is not None and kept.splits:
                 who = "" if len(fv.kernels) == 1 else f" ({kept.name})"
                 fv.why += f"; {split_text(kept.splits)}{who}"
-        self.kernels = []
-        for ks in result.kernels:
-            tot = KernelFacts(
-                ks.name,
-                ks.release,
-                models[ks.name].udp_tunnel_gate_checks_uh_check if models[ks.name] else None,
-            )
-            for fv in self.flows:
-                if not fv.key.tunnel:
-                    continue  # not decapsulated by design: local delivery or no socket is no loss here
-                k = next(x for x in fv.kernels if x.name == ks.name)
-                tot.frames += k.frames
-                for s in ("phys", "tunnel"):
-                    tot.skbs[s] += k.skbs[s]
-                    tot.gate_zero[s] += k.gate_zero[s]
-                    tot.gate_set[s] += k.gate_set[s]
-                tot.lost.update(k.lost)
-                tot.splits.update(k.splits)
-            self.kernels.append(tot)
+        self.kernels = [tally.totals[name] for name, _ in self._kernels]
         self.outcome = self._capture_outcome()
         self.text = self._capture_text()
 
@@ -555,17 +722,24 @@ class Verdict:
     def _capture_outcome(self) -> str:
         if not self.result.input.frames_replayed:
             return "nothing_replayed"
-        tun = [f for f in self.flows if f.key.tunnel]
-        if not tun:
+        t = self._tally
+        if not t.tunnel:
             return "no_tunnel"
-        if any(f.affected for f in self.flows):
+        if t.affected:
             return "affected"
-        if all(f.outcome == "lost" for f in tun):
+        if t.lost_tunnel == t.tunnel:
             return "lost"
         return "not_affected"
 
     def affected_flows(self) -> list[FlowVerdict]:
-        return [f for f in self.flows if f.affected]
+        """The affected flows kept in full, by flow id: every one, or with a ``keep`` the ``keep`` lowest ids
+        (``affected_count`` counts them all)."""
+        return [f for _, f in sorted(self._tally.affected_kept, key=lambda x: -x[0])]
+
+    @property
+    def affected_count(self) -> int:
+        """Affected flows, every one (also those not kept in full)."""
+        return self._tally.affected
 
     @property
     def compare(self) -> bool:
@@ -595,7 +769,6 @@ class Verdict:
                 f"(UDP ports {vx}) or Geneve (UDP ports {gn}), so the fix has nothing to change here "
                 "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
             )
-        tun = [f for f in self.flows if f.key.tunnel]
         if self.outcome == "lost":
             return (
                 f"Every tunnelled frame is lost before decapsulation, in every kernel run "
@@ -607,7 +780,7 @@ class Verdict:
                 + ". No flow is affected by the zero-checksum bug: what the host receives does not depend on it."
             )
         gro = getattr(cfg, "gro", None) or {}
-        if not gro.get("phys", True) and not self.affected_flows():
+        if not gro.get("phys", True) and not self._tally.affected:
             tunnel = (
                 "the tunnel device's gro_cells do all the merging"
                 if gro.get("tunnel", True)
@@ -619,28 +792,28 @@ class Verdict:
                 f"{FIX} changed) is never reached; {tunnel}."
             )
         elif self.compare:
-            text = self._compare_text(tun)
+            text = self._compare_text()
         else:
-            text = " ".join(self._kernel_sentence(k, tun) for k in self.kernels)
+            text = " ".join(self._kernel_sentence(k) for k in self.kernels)
         loss = self._loss_sentence()
         text += f" {loss}" if loss else ""
         kept = max(self.kernels, key=lambda k: sum(k.splits.values()), default=None)
         if kept is not None and kept.splits:
             who = "" if len(self.kernels) == 1 else f"{kept.name}: "
             text += f" {who}{split_text(kept.splits)}."
-        if self.splits:
+        if self.split_count:
             text += (
-                f" {len(self.splits)} flow(s) carry an inner flow that also travels under another outer key "
+                f" {self.split_count} flow(s) carry an inner flow that also travels under another outer key "
                 "(see explain: split): GRO never merges frames across outer keys."
             )
         return text
 
-    def _compare_text(self, tun: list[FlowVerdict]) -> str:
-        aff = self.affected_flows()
+    def _compare_text(self) -> str:
+        t = self._tally
         post = next(k for k in self.kernels if k.name == self.post)
         nic = self.rx_csum
-        if not aff:
-            refused = sum(f.gate_zero for f in self.flows)
+        if not t.affected:
+            refused = t.refused
             nic_words = _nic_words(self.result.config, nic)
             if refused:
                 text = (
@@ -653,40 +826,35 @@ class Verdict:
                     f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
                     "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
                 )
-            return text + self._unmerged_note(post, tun)
-        phys_aff = [f for f in aff if f.saved("phys")]
-        tun_only = [f for f in aff if not f.saved("phys")]
+            return text + self._unmerged_note(post)
         parts = []
-        if phys_aff:
-            tcp = sum(1 for f in tun if f.cls == "tunnel_tcp")
-            all_tcp = all(f.cls == "tunnel_tcp" for f in phys_aff)
-            frames = sum(f.pre.gate_zero["phys"] for f in phys_aff)
-            saved = sum(f.saved("phys") for f in phys_aff)
-            saved_tun = sum(f.saved("tunnel") for f in phys_aff)
-            zero = all(f.key.outer_csum_zero for f in phys_aff)
+        if t.pa:
+            tcp = t.tunnel_tcp
+            all_tcp = t.pa_all_tcp
+            frames = t.pa_frames
+            saved = t.pa_saved["phys"]
+            saved_tun = t.pa_saved["tunnel"]
             why = (
-                _gate_words(_state_of(self.result.config, phys_aff[0].key, nic))
-                if zero
+                _gate_words(_state_of(self.result.config, t.pa_first.key, nic))
+                if t.pa_zero
                 else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
             )
-            reached = sum(f.pre.skbs["tunnel"] for f in phys_aff)
+            reached = t.pa_reached
             gro = getattr(self.result.config, "gro", None) or {}
             if reached and not gro.get("tunnel", True):
                 later = (
                     "with GRO off on the tunnel device they are not merged later either "
                     "(gro_cells_receive hands them to netif_rx)"
                 )
-            elif reached and any(f.pre.gate_zero["tunnel"] for f in phys_aff):
+            elif reached and t.pa_tunnel_gate:
                 later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
             elif reached:
                 later = "they are merged only later by the tunnel device's gro_cells"
             else:
-                drops = Counter()
-                for f in phys_aff:
-                    drops.update(f.pre.lost)
+                drops = t.pa_drops
                 reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2)) or "the stack"
                 later = f"they never reach a tunnel device (dropped: {reason})"
-            count = f"{len(phys_aff)} of {tcp if all_tcp else len(tun)} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+            count = f"{t.pa} of {tcp if all_tcp else t.tunnel} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
             text = (
                 f"Before the fix, {count} lose phys-device aggregation ({frames} frames go up one by one): "
                 f"{why}; {later}, and the fix saves {saved} skb traversals of IP/UDP/tunnel decapsulation"
@@ -694,12 +862,10 @@ class Verdict:
             if saved_tun:
                 text += f" and {saved_tun} skbs handed up by the tunnel device"
             parts.append(text + ".")
-        if tun_only:
-            frames = sum(f.pre.gate_zero["tunnel"] for f in tun_only)
-            saved_tun = sum(f.saved("tunnel") for f in tun_only)
-            brk = Counter()
-            for f in tun_only:
-                brk.update(_break_reasons(f.post.phys_reasons))
+        if t.to:
+            frames = t.to_frames
+            saved_tun = t.to_saved_tunnel
+            brk = t.to_brk
             phys_note = (
                 f" (at the phys device the fix changes nothing for them: "
                 f"{reason_list(brk, model=self.models.get(self.post))})"
@@ -707,7 +873,7 @@ class Verdict:
                 else ""
             )
             parts.append(
-                f"{'Before the fix, ' if not phys_aff else 'Also before the fix, '}{len(tun_only)} of {len(tun)} "
+                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to} of {t.tunnel} "
                 f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames} frames refused there "
                 "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0); "
                 f"the fix saves {saved_tun} skbs handed up by the tunnel device{phys_note}."
@@ -718,65 +884,50 @@ class Verdict:
             text += f" {self.post} has the fix{via}."
         if self.other_changes:
             text += f" ({self.pre} → {self.post} also changes {', '.join(self.other_changes)}.)"
-        return text + self._unmerged_note(post, tun)
+        return text + self._unmerged_note(post)
 
-    def _unmerged_note(self, k: KernelFacts, tun: list[FlowVerdict]) -> str:
+    def _unmerged_note(self, k: KernelFacts) -> str:
         """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or ""."""
-        flows = []
-        reasons = Counter()
-        steps = Counter()
-        for f in tun:
-            kf = next(x for x in f.kernels if x.name == k.name)
-            if (
-                f.cls == "tunnel_tcp"
-                and f.outcome != "lost"
-                and kf.frames > 1
-                and kf.skbs["phys"] >= kf.frames
-            ):
-                if sum(kf.gate_zero.values()):
-                    continue
-                flows.append(f)
-                reasons.update(_break_reasons(kf.phys_reasons))
-                steps.update(kf.id_steps)
-        if not flows:
+        n, reasons, steps = self._tally.unmerged[k.name]
+        if not n:
             return ""
         return (
-            f" {k.name} (v{k.release}) does not merge {len(flows)} tunnelled TCP flow(s) at the phys device: "
+            f" {k.name} (v{k.release}) does not merge {n} tunnelled TCP flow(s) at the phys device: "
             f"{reason_list(reasons, model=self.models.get(k.name))}"
             + (f"; {id_step_text(steps)}" if steps else "")
             + "."
         )
 
-    def _kernel_sentence(self, k: KernelFacts, tun: list[FlowVerdict]) -> str:
+    def _kernel_sentence(self, k: KernelFacts) -> str:
+        t = self._tally
         head = f"{k.name} (v{k.release})"
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile, so no verdict on the zero-checksum fix."
         gz = max(k.gate_zero.values())
         if not k.carries_fix:
-            aff = [f for f in self.flows if f.affected]
-            if aff:
+            if t.affected:
                 text = (
-                    f"{head} lacks {FIX} and is affected by the zero-checksum bug: {len(aff)} of {len(tun)} "
+                    f"{head} lacks {FIX} and is affected by the zero-checksum bug: {t.affected} of {t.tunnel} "
                     f"tunnelled flow(s) lose aggregation ({gz} frames refused by udp_gro_receive: "
-                    + _gate_words(_state_of(self.result.config, aff[0].key, self.rx_csum)).removeprefix(
-                        "their "
-                    )
+                    + _gate_words(
+                        _state_of(self.result.config, t.first_affected.key, self.rx_csum)
+                    ).removeprefix("their ")
                     + "); run without --no-fix (or add --kernel 5.12) to see what the fix saves."
                 )
-                return text + self._unmerged_note(k, tun)
+                return text + self._unmerged_note(k)
             text = (
                 f"{head} lacks {FIX}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
                 "and these outer "
                 "UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum."
             )
-            return text + self._unmerged_note(k, tun)
+            return text + self._unmerged_note(k)
         text = (
             f"{head} carries {FIX}{_via(self.models.get(k.name))}: udp_gro_receive does not refuse tunnel frames "
             "for a zero UDP checksum, so it "
             f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']} skbs for "
-            f"{k.frames} frames of {len(tun)} tunnelled flow(s)."
+            f"{k.frames} frames of {t.tunnel} tunnelled flow(s)."
         )
-        return text + self._unmerged_note(k, tun)
+        return text + self._unmerged_note(k)
 
     # -- renderings --------------------------------------------------------------------------------------------------
     def comparison_rows(self) -> list[dict]:
@@ -802,33 +953,38 @@ class Verdict:
 
     def as_dict(self) -> dict:
         """The JSON document's ``verdict``: outcome, sentence, counts, the compared kernels, per-kernel facts."""
-        aff = self.affected_flows()
+        t = self._tally
         return {
             "outcome": self.outcome,
             "text": self.text,
-            "affected": bool(aff),
-            "affected_flows": len(aff),
-            "tunnel_flows": sum(1 for f in self.flows if f.key.tunnel),
-            "lost_flows": sum(1 for f in self.flows if f.outcome == "lost"),
+            "affected": bool(t.affected),
+            "affected_flows": t.affected,
+            "tunnel_flows": t.tunnel,
+            "lost_flows": t.lost_tunnel,
             "compared": {"without_fix": self.pre, "with_fix": self.post, "other_changes": self.other_changes}
             if self.compare
             else None,
-            "frames_refused": sum(f.gate_zero for f in aff),
-            "stack_traversals_saved": sum(f.saved("phys") for f in aff),
-            "tunnel_skbs_saved": sum(f.saved("tunnel") for f in aff),
+            "frames_refused": t.aff_gate_zero,
+            "stack_traversals_saved": t.aff_saved["phys"],
+            "tunnel_skbs_saved": t.aff_saved["tunnel"],
             "kernels": [k.as_dict() for k in self.kernels],
         }
 
     def summary_tokens(self) -> list[str]:
         """Tokens the SUMMARY line carries from the verdict."""
-        return [f"affected_flows={len(self.affected_flows())}"]
+        return [f"affected_flows={self._tally.affected}"]
 
 
 def verdict_of(result) -> Verdict:
     """The result's ``Verdict``, computed once and kept on the result (``result._verdict``)."""
     v = getattr(result, "_verdict", None)
     if v is None:
-        v = Verdict(result)
+        started = getattr(result, "retired_verdict", None)  # the flows the replayer retired, already judged
+        if started is not None:
+            started.complete(result)
+            v = started
+        else:
+            v = Verdict(result)
         try:
             result._verdict = v
         except AttributeError:

@@ -17,7 +17,9 @@ from ..kernel.nic import (
     RX_CSUM_PROFILES,
 )
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
+from ..report import FLOWS_MAX_DEFAULT
 from ..resegment import TCP_MIN_SND_MSS
+from .flows import CLOSE_TIMEOUT_NS
 
 if TYPE_CHECKING:
     from ..packet.decode import FlowKey
@@ -142,6 +144,19 @@ class ReplayConfig:
     #: allow the batch path (pollcache.py: each distinct poll simulated once, results identical); False runs the
     #: reference path, every frame through the kernels. Not part of the JSON document: results do not depend on it.
     fast_path: bool = True
+    #: the JSON document's ``flows[]``: at most this many flows in full per kernel (``--flows-max``), the others
+    #: summed in ``flows_summary.omitted``; also how many affected flows the verdict keeps in full
+    flows_max: int = FLOWS_MAX_DEFAULT
+    #: a flow silent this long (ns of capture time) is retired (``sim/flows.py``; e.g. ``IDLE_TIMEOUT_NS``, 120 s as
+    #: conntrack); 0 (the default): no flow is retired, every flow is kept to the end of the input. Retiring runs on
+    #: the frame-by-frame path only (``replay_capture`` does not take the batch path then)
+    flow_idle_timeout_ns: int = 0
+    #: a flow whose TCP connection sent FIN or RST is retired after this much silence (ns)
+    flow_close_timeout_ns: int = CLOSE_TIMEOUT_NS
+
+    def _validate_flows(self) -> None:
+        if self.flows_max < 0 or self.flow_idle_timeout_ns < 0 or self.flow_close_timeout_ns < 0:
+            raise ConfigError("--flows-max and the flow timeouts must be >= 0")
 
     def validate(self) -> None:
         """Raises ConfigError naming the bad value."""
@@ -155,6 +170,7 @@ class ReplayConfig:
             )
         if self.rss not in RSS_MODES:
             raise ConfigError(f"unknown --rss {self.rss!r}; choose {', '.join(RSS_MODES)}")
+        self._validate_flows()
         if not 1 <= self.weight <= 64:
             raise ConfigError("NAPI weight must be 1..64")
         if self.hz <= 0:
@@ -247,6 +263,11 @@ class ReplayConfig:
             "rx_queues": self.rx_queues,
             "resegment": str(self.resegment),
             "mtu": self.mtu,
+            "flows": {
+                "max_rows": self.flows_max,
+                "idle_timeout_ns": self.flow_idle_timeout_ns,
+                "close_timeout_ns": self.flow_close_timeout_ns,
+            },
             **({"flow": self.flow} if self.flow is not None else {}),
             **({"filter": self.capture_filter} if self.capture_filter is not None else {}),
         }

@@ -350,9 +350,16 @@ class Ingest:
         drops nothing: every frame is replayed (the selected flows share polls, buckets and MAX_GRO_SKBS with the
         others, as in the capture) and the matching flows' frames are counted in ``input.selected_frames``.
         """
+        records = self._before_records(records)
         if self._bpf is None and self._select is None:
             return self._decoded(records)
         return self._filtered(records)
+
+    def _before_records(
+        self, records: Iterable[tuple[int, bytes, int, int]]
+    ) -> Iterable[tuple[int, bytes, int, int]]:
+        """``records``, for a subclass to act on before each is decoded (``Replayer``: flow retirement)."""
+        return records
 
     def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         inp = self.input

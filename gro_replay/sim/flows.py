@@ -1,0 +1,103 @@
+"""Flow bookkeeping: which flows are live, and when a flow that ended is retired.
+
+A flow is retired once it has ended — a frame with FIN or RST of its (inner) TCP connection was replayed and the
+flow then stayed silent for ``close_timeout_ns``, or any flow stayed silent for ``idle_timeout_ns`` (capture time,
+as conntrack times out a connection: nf_conntrack_proto_tcp.c ``tcp_timeouts``, TCP_CONNTRACK_CLOSE 10 s; the idle
+timeout 120 s as nf_conntrack's ``udp_timeout_stream`` and TCP TIME_WAIT) — and nothing of it is held anywhere in
+the simulation (GRO lists, GRO_NORMAL batches, gro_cells queues, frames waiting for their poll). Its counters are
+then final: the replayer hands its row to the bounded summary (``report.stats.FlowRows``) and to the verdict, and
+forgets it; a later frame with the same key starts a new flow, as a new conntrack entry would. The simulation never
+looks at flow ids (GRO matches headers), so retiring changes no count.
+
+Memory: per live flow one entry here and the flow's counters (``report.stats.FlowStats``, per kernel model); per
+retired flow nothing but one slot (8 bytes) in each list indexed by flow id (decoder, RX hash, NIC state, --flow).
+"""
+
+from __future__ import annotations
+
+#: TCP flags that end a connection (FIN, RST): include/net/tcp.h TCPHDR_FIN, TCPHDR_RST
+TCP_FIN_RST = 0x01 | 0x04
+#: conntrack-like timeouts (ns of capture time): the idle timeout ``--flow-timeout 120`` gives, and
+#: ``--flow-close-timeout``'s default
+IDLE_TIMEOUT_NS = 120 * 10**9
+CLOSE_TIMEOUT_NS = 10 * 10**9
+
+
+class FlowTracker:
+    """The live flows of one replay, in order of their last frame, split by whether they ended (FIN/RST).
+
+    ``seen(fid, ts_ns, ended)`` for every frame replayed (``ts_ns`` on a clock that never runs backwards);
+    ``due(now)`` is True when some flow may have timed out (O(1)); ``expired(now)`` lists them, oldest first;
+    ``forget(fid)`` drops one (it was retired). ``idle_timeout_ns`` 0: flows are never retired (the replay's
+    default, ``ReplayConfig.flow_idle_timeout_ns``; ``IDLE_TIMEOUT_NS`` is conntrack's value).
+    """
+
+    def __init__(
+        self, idle_timeout_ns: int = IDLE_TIMEOUT_NS, close_timeout_ns: int = CLOSE_TIMEOUT_NS
+    ) -> None:
+        self.idle_timeout_ns = idle_timeout_ns
+        self.close_timeout_ns = min(close_timeout_ns, idle_timeout_ns)
+        #: fid → time of its last frame (ns); insertion order is the order of last frames
+        self.open: dict[int, int] = {}
+        self.closing: dict[int, int] = {}
+        #: flows retired, and the largest number of flows live at once
+        self.retired = 0
+        self.live_max = 0
+
+    @property
+    def live(self) -> int:
+        """Flows tracked now (seen and not retired)."""
+        return len(self.open) + len(self.closing)
+
+    def seen(self, fid: int, ts_ns: int, ended: bool) -> bool:
+        """Note a frame of flow ``fid`` at ``ts_ns``; ``ended``: it carries FIN or RST. True for a new flow."""
+        op, cl = self.open, self.closing
+        if fid in cl:
+            del cl[fid]
+            cl[fid] = ts_ns
+            return False
+        new = op.pop(fid, None) is None
+        if ended:
+            cl[fid] = ts_ns
+        else:
+            op[fid] = ts_ns
+        if new:
+            n = len(op) + len(cl)
+            if n > self.live_max:
+                self.live_max = n
+        return new
+
+    def timed_out(self, fid: int, now: int) -> bool:
+        """True when flow ``fid`` is tracked and has been silent past its timeout at ``now`` (ns): a frame of its
+        key at ``now`` starts a new flow."""
+        if not self.idle_timeout_ns:
+            return False
+        t = self.closing.get(fid)
+        if t is not None:
+            return now - t >= self.close_timeout_ns
+        t = self.open.get(fid)
+        return t is not None and now - t >= self.idle_timeout_ns
+
+    def due(self, now: int) -> bool:
+        """True when the oldest open or closing flow has been silent past its timeout at ``now`` (ns)."""
+        if not self.idle_timeout_ns:
+            return False
+        for d, timeout in ((self.closing, self.close_timeout_ns), (self.open, self.idle_timeout_ns)):
+            if d and now - next(iter(d.values())) >= timeout:
+                return True
+        return False
+
+    def expired(self, now: int) -> list[int]:
+        """Flows silent past their timeout at ``now``, oldest first (not yet forgotten)."""
+        out = []
+        for d, timeout in ((self.closing, self.close_timeout_ns), (self.open, self.idle_timeout_ns)):
+            for fid, last in d.items():
+                if now - last < timeout:
+                    break
+                out.append(fid)
+        return out
+
+    def forget(self, fid: int) -> None:
+        self.open.pop(fid, None)
+        self.closing.pop(fid, None)
+        self.retired += 1
