@@ -46,10 +46,14 @@ from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
 from .sim.ingest import Frame
 
-#: bytes read per block (a module attribute so that tests can force many block boundaries)
-BLOCK = 8 << 20
+#: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
+#: as 8 MB on the benchmark captures, and the per-block numpy temporaries stay small (peak RSS 75 instead of 106 MB
+#: on the 200k-frame overlay-node mix)
+BLOCK = 2 << 20
 #: distinct poll keys kept (each key is ~16 KiB for a full poll): bounds the cache to ~32 MiB
 MAX_KEYS = 2048
+#: delivery events kept over all keys when an observer needs them (~250 bytes each: bounds them to ~64 MiB)
+MAX_EVENTS = 1 << 18
 #: hashes of keys met once, kept to decide when a key is worth recording (8 bytes + set overhead each)
 MAX_SEEN = 1 << 16
 #: polls whose new keys are recorded at once, whatever the cache's hit rate (``PollCache.seen_before``)
@@ -188,6 +192,7 @@ class PollCache:
     def __init__(self) -> None:
         self.entries: dict[bytes, list] = {}  # key → [deltas (one per kernel), pending count, events]
         self._seen: set[int] = set()  # hashes of the keys run once (``seen_before``)
+        self.events_kept = 0  # delivery events over all entries
         self.hits = 0
         self.misses = 0
         self.uncacheable = 0
@@ -219,6 +224,7 @@ class PollCache:
 
     def add(self, key: bytes, deltas: list, events: list) -> None:
         self.entries[key] = [deltas, 0, events]
+        self.events_kept += len(events)
         self.misses += 1
 
     def settle(self) -> None:
@@ -519,7 +525,13 @@ class BatchReplay:
         """One poll through the kernels (``Replayer.run_poll``), its counter delta kept under ``key``."""
         rep = self.rep
         cache = self.cache
-        record = key is not None and self._idle and len(cache.entries) < MAX_KEYS and cache.seen_before(key)
+        record = (
+            key is not None
+            and self._idle
+            and len(cache.entries) < MAX_KEYS
+            and cache.events_kept < MAX_EVENTS
+            and cache.seen_before(key)
+        )
         fids = {b[3] for b in batch}
         before = [_counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
         events: list = []

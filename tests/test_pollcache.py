@@ -366,3 +366,15 @@ def test_an_observer_of_skb_bytes_keeps_the_reference_path(tmp_path):
         assert not pollcache.served_from_events(obs)
         assert replay_capture(str(path), ReplayConfig(), obs).batch is None
     assert pollcache.served_from_events(TraceWriter(io.StringIO(), tag=False))
+
+
+def test_trace_with_the_event_budget_spent_equals_reference(tmp_path, monkeypatch):
+    """When the cache holds ``MAX_EVENTS`` delivery events it records no more keys (memory stays bounded): later
+    new polls are simulated, known ones still answered — the same trace and document."""
+    path = tmp_path / "c.pcap"
+    write_scenario(path, Scenario(flows=5, frames=400, interleave=8, outer_csum="computed"))
+    monkeypatch.setattr(pollcache, "MAX_EVENTS", 12)
+    got, batch = _observed(path, ReplayConfig())
+    want, _ = _observed(path, ReplayConfig(fast_path=False))
+    assert got == want
+    assert batch["polls_cached"] > 0, batch
