@@ -259,3 +259,20 @@ def test_a_retired_flow_leaves_at_most_64_bytes() -> None:
         return size
 
     assert (retained(800) - retained(400)) / 400 <= 64
+
+
+def test_the_table_says_how_many_flows_were_retired() -> None:
+    from gro_replay.report.table import input_lines
+
+    frames = _connections(20, gap_ns=100 * US)  # 300 µs per connection, FIN 100 µs before the next one starts
+    r = replay_frames(
+        frames, ReplayConfig(flow_idle_timeout_ns=IDLE_TIMEOUT_NS, flow_close_timeout_ns=50 * US)
+    )
+    lines = [ln for ln in input_lines(r) if ln.startswith("flows:")]
+    # the last connection's FIN is the last frame: 19 retired, and one connection (plus the next one's first
+    # frame, decoded before the sweep that retires it) live at once
+    assert lines == [
+        f"flows: 19 retired before the end of the input (ended: --flow-timeout, --flow-close-timeout), "
+        f"at most {r.flows_live_max} live at once"
+    ]
+    assert r.flows_live_max == 2

@@ -208,8 +208,15 @@ def input_lines(result) -> list[str]:
         *kernel_lines(cfg.kernels),
         *(f"note: {n}" for n in getattr(inp, "notes", ())),
     ]
+    rows = getattr(result, "flow_rows", None)
+    retired = rows.retired if rows is not None else 0  # flows with counters, retired during the replay
+    if retired:
+        lines.append(
+            f"flows: {retired:,} retired before the end of the input (ended: --flow-timeout, "
+            f"--flow-close-timeout), at most {result.flows_live_max:,} live at once"
+        )
     if getattr(cfg, "flow", None) is not None:
-        shown = len({f for k in result.kernels for f in k.flows})
+        shown = len({f for k in result.kernels for f in k.flows}) + retired
         lines.append(
             f"--flow {cfg.flow}: {shown} of {len(result.flows)} flows, {inp.selected_frames:,} of "
             f"{inp.frames_replayed:,} frames; every frame was replayed, the counts below are the selected flows' "

@@ -571,32 +571,47 @@ class Verdict:
         self._tally.add(self.judge(fid, key, cls, stats), live=False)
 
     def complete(self, result) -> None:
-        """Judge the flows still live at the end of ``result`` and build the capture's verdict."""
+        """Judge the flows still live at the end of ``result`` and build the capture's verdict. Each flow's
+        ``FlowVerdict`` is summed and let go (``flows`` builds them again, with their ``why``, when asked)."""
         self.result = result
-        self.flows: list[FlowVerdict] = []
+        self._flows: list[FlowVerdict] | None = None
         tally = self._tally
         for fid, key in enumerate(result.flows):
             if key is None:
                 continue  # retired during the replay: already in the tally
-            fv = self.judge(fid, key, result.flow_classes[fid], [ks.flows.get(fid) for ks in result.kernels])
-            fv.why = self._flow_why(fv)
-            self.flows.append(fv)
-            tally.add(fv, live=True)
+            tally.add(self._judge_live(fid), live=True)
         self.splits = tally.split_notes()
-        for fv in self.flows:
-            text = self.splits.get(fv.fid)
-            if text:
-                fv.why += f"; {text}"
         #: flows that carry an inner flow also carried under another outer key (live ones and retired ones)
         self.split_count = tally.split_flows + len(self.splits)
-        for fv in self.flows:
-            kept = max(fv.kernels, key=lambda k: sum(k.splits.values()), default=None)
-            if kept is not None and kept.splits:
-                who = "" if len(fv.kernels) == 1 else f" ({kept.name})"
-                fv.why += f"; {split_text(kept.splits)}{who}"
         self.kernels = [tally.totals[name] for name, _ in self._kernels]
         self.outcome = self._capture_outcome()
         self.text = self._capture_text()
+
+    def _judge_live(self, fid: int) -> FlowVerdict:
+        r = self.result
+        return self.judge(fid, r.flows[fid], r.flow_classes[fid], [ks.flows.get(fid) for ks in r.kernels])
+
+    @property
+    def flows(self) -> list[FlowVerdict]:
+        """One ``FlowVerdict`` per flow live at the end of the input, in flow id order, with its ``why`` (the
+        split notes included): built on first use (explain), so that a replay's memory never holds them all."""
+        if self._flows is None:
+            out = []
+            for fid, key in enumerate(self.result.flows):
+                if key is None:
+                    continue
+                fv = self._judge_live(fid)
+                fv.why = self._flow_why(fv)
+                text = self.splits.get(fid)
+                if text:
+                    fv.why += f"; {text}"
+                kept = max(fv.kernels, key=lambda k: sum(k.splits.values()), default=None)
+                if kept is not None and kept.splits:
+                    who = "" if len(fv.kernels) == 1 else f" ({kept.name})"
+                    fv.why += f"; {split_text(kept.splits)}{who}"
+                out.append(fv)
+            self._flows = out
+        return self._flows
 
     # -- per flow --------------------------------------------------------------------------------------------------
     def _flow_outcome(self, fv: FlowVerdict) -> str:
