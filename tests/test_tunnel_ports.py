@@ -3,8 +3,9 @@
 A kernel decapsulates VXLAN/Geneve only on the UDP ports of its tunnel sockets (net/ipv4/udp.c ``udp_rcv`` →
 ``udp_queue_rcv_skb`` → the socket's ``encap_rcv``; ``udp_gro_receive`` looks the socket up by destination port):
 traffic to any other port is plain UDP, replayed as ``not_tunnel``. The report counts, per port, the frames whose
-UDP payload parses as VXLAN (RFC 7348: flags 0x08, reserved bits zero, an inner Ethernet frame with a sane L3
-header) or Geneve (RFC 8926: version 0, options that fit, protocol 0x6558), names the option that decodes them,
+UDP payload parses as VXLAN (RFC 7348: the I flag, optionally the GBP extension's G flag and policy bits, reserved
+bits zero, an inner Ethernet frame with a sane L3 header) or Geneve (RFC 8926: version 0, options that fit, protocol
+0x6558), names the option that decodes them,
 and ``--vxlan-port auto`` / ``--geneve-port auto`` / ``--detect-tunnels`` give the kernels a socket there.
 """
 
@@ -18,7 +19,9 @@ import pytest
 from gro_replay import pollcache
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
+from gro_replay.packet.build import FrameSpec, build_flow, build_frame
 from gro_replay.packet.decode import sniff_tunnel
+from gro_replay.packet.vxlan import VXLAN_HF_VNI, gbp_flags
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 from gro_replay.synth import Scenario, synth_frames, write_scenario
@@ -153,3 +156,115 @@ def test_batch_path_equals_reference_with_unconfigured_and_detected_ports(tmp_pa
         assert json.dumps(document(got), sort_keys=True) == json.dumps(document(want), sort_keys=True)
         counted = got.input.tunnel_ports_not_configured
         assert counted == ({} if detect else {"vxlan": {4790: 600}})
+
+
+# --- what sniffing accepts: the header shapes the kernel's receive functions accept (issue: GBP frames missed) ---
+
+GBP_PORT = 4790
+
+
+def _vx(flags: int, *, dport: int = GBP_PORT, **kw) -> bytes:
+    return build_frame(FrameSpec(udp_dport=dport, vxlan_flags=flags, **kw))
+
+
+def _sniff(frame: bytes) -> str | None:
+    return sniff_tunnel(frame, 14 + 20 + 8, len(frame))
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        VXLAN_HF_VNI,  # RFC 7348: I only, what every vxlan device accepts
+        gbp_flags(
+            0x1234
+        ),  # I + G + policy ID: vxlan_parse_gbp_hdr consumes G and the policy ID (--vxlan-gbp)
+        gbp_flags(0xFFFF, dont_learn=True, policy_applied=True),  # + D and A: VXLAN_GBP_USED_BITS
+    ],
+)
+def test_sniff_takes_every_vxlan_header_a_modelled_device_accepts(flags):
+    assert _sniff(_vx(flags)) == "vxlan"
+
+
+@pytest.mark.parametrize(
+    "flags, why",
+    [
+        (0x80000000 | 0x1234, "G and a policy but no I flag: vxlan_rcv drops it (VNI flag always required)"),
+        (VXLAN_HF_VNI | 1 << 26, "GPE's next-protocol bit (VXLAN_HF_NP): not parsed without gpe, dropped"),
+        (VXLAN_HF_VNI | 1 << 24, "GPE's OAM bit (VXLAN_HF_OAM): not parsed, dropped"),
+        (VXLAN_HF_VNI | 1 << 28, "a GPE version bit (VXLAN_HF_VER): not parsed, dropped"),
+    ],
+)
+def test_sniff_rejects_vxlan_headers_no_modelled_device_accepts(flags, why):
+    assert _sniff(_vx(flags)) is None, why
+
+
+def test_sniff_rejects_the_reserved_byte_after_the_vni():
+    # vxlan_rcv: unparsed.vx_vni &= ~VXLAN_VNI_MASK leaves the low byte, and any bit left there drops the frame
+    frame = bytearray(_vx(gbp_flags(7)))
+    frame[14 + 20 + 8 + 7] = 1
+    assert _sniff(bytes(frame)) is None
+
+
+def _gbp_capture(tmp_path, n=N):
+    path = tmp_path / "gbp.pcap"
+    spec = FrameSpec(udp_dport=GBP_PORT, vxlan_flags=gbp_flags(0x0101, policy_applied=True))
+    with PcapWriter(path) as w:
+        for k, f in enumerate(build_flow(spec, [1398] * n)):
+            w.write(1_000_000_000 + k * 1000, f)  # 1 µs apart: one poll under gap:3
+    return path
+
+
+def test_auto_detects_a_gbp_port_and_decodes_it_as_the_named_port(runner, tmp_path):
+    path = _gbp_capture(tmp_path)
+    doc = _json(runner, path)
+    assert doc["input"]["tunnel_ports_not_configured"] == {"vxlan": {str(GBP_PORT): N}}
+    auto = _json(runner, path, "--vxlan-port", "auto", "--vxlan-gbp")
+    named = _json(runner, path, "--vxlan-port", str(GBP_PORT), "--vxlan-gbp")
+    assert auto["input"]["tunnel_ports_detected"] == {"vxlan": {str(GBP_PORT): N}}
+    assert auto["input"]["classes"] == {"tunnel_tcp": N}
+    assert _stages(auto) == _stages(named)
+    # one flow, one poll, one policy: one phys aggregate post-fix, N pre-fix (outer checksum 0, level 0 gate)
+    assert [k["stages"]["phys"]["skbs_delivered"] for k in auto["kernels"]] == [N, 1]
+
+
+def test_gbp_frames_without_vxlan_gbp_are_lost_and_the_knob_named(runner, tmp_path):
+    # a device without gbp: vxlan_rcv leaves G and the policy bits unparsed and drops the frame
+    # (drivers/net/vxlan/vxlan_core.c: "If there are any unprocessed flags remaining treat this as a malformed packet")
+    r = runner.invoke(main, [str(_gbp_capture(tmp_path)), "--vxlan-port", "auto", "-q", "--no-hist"])
+    assert r.exit_code == 0, r.output
+    assert "vxlan_rcv drops it: reserved VXLAN bits set; knob: --vxlan-gbp" in r.stdout
+
+
+def _geneve(**kw) -> bytearray:
+    return bytearray(build_frame(FrameSpec(encap="geneve", udp_dport=6082, **kw)))
+
+
+G0 = 14 + 20 + 8  # the Geneve header
+
+
+def test_sniff_takes_geneve_with_reserved_bits_and_flags_set():
+    # geneve_udp_encap_recv checks the version and (without collect_md) the protocol type only: reserved bits
+    # and the O/C flags do not drop the frame
+    f = _geneve(geneve_options=bytes(8))
+    f[G0 + 1] |= 0x3F  # Rsvd1
+    f[G0 + 7] = 0xFF  # Rsvd2
+    assert _sniff(bytes(f)) == "geneve"
+    assert _sniff(bytes(_geneve(geneve_oam=True, geneve_critical=True))) == "geneve"
+
+
+def test_sniff_rejects_geneve_the_kernel_drops_or_cannot_parse():
+    f = _geneve(geneve_options=bytes(8))
+    v1 = bytearray(f)
+    v1[G0] |= 0x40  # version 1: geneve_udp_encap_recv drops (ver != GENEVE_VER)
+    assert _sniff(bytes(v1)) is None
+    ip = bytearray(f)
+    ip[G0 + 2 : G0 + 4] = b"\x08\x00"  # protocol IPv4: not ETH_P_TEB (inner_proto_inherit is not modelled)
+    assert _sniff(bytes(ip)) is None
+    short = bytearray(f)
+    short[G0] = (
+        short[G0] & 0xC0
+    ) | 1  # opt_len 1 (4 bytes) where 8 bytes follow: the inner frame is misplaced
+    assert _sniff(bytes(short)) is None
+    long = bytearray(f)
+    long[G0] |= 0x3F  # opt_len 63: 252 bytes of options, beyond this datagram's inner frame
+    assert _sniff(bytes(long)) is None

@@ -12,6 +12,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from ..kernel.geneve import GENEVE_VER, geneve_hlen
+from ..kernel.vxlan_core import VXLAN_HF_VNI, vxlan_parse_gbp_hdr
+
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
 ETH_P_8021Q = 0x8100
@@ -155,25 +158,27 @@ def sniff_tunnel(buf: bytes, t: int, end: int) -> str | None:
     """Which tunnel the UDP payload ``buf[t:end]`` parses as, on a port without a tunnel socket: ``"vxlan"``,
     ``"geneve"`` or None.
 
-    VXLAN (RFC 7348; drivers/net/vxlan/vxlan_core.c ``vxlan_rcv``): flags 0x08 (I) and every reserved bit zero,
-    then an inner Ethernet frame. Geneve (RFC 8926; drivers/net/geneve.c ``geneve_udp_encap_recv``): version 0,
-    reserved bits zero, the options fit, protocol type 0x6558 (Transparent Ethernet Bridging), then an inner
-    Ethernet frame. The inner frame must be plausible (``_plausible_ethernet``): a known ethertype with a sane
-    L3 header, so that other UDP protocols are not taken for tunnels.
+    A header is taken when a tunnel socket with the extensions the tool models would accept it, then the inner
+    frame must be plausible (``_plausible_ethernet``: a known ethertype with a sane L3 header), so that other UDP
+    protocols are not taken for tunnels.
+
+    VXLAN (RFC 7348; drivers/net/vxlan/vxlan_core.c ``vxlan_rcv``): the I flag (VXLAN_HF_VNI) set, the reserved
+    byte after the VNI zero, and no other flag bit than those ``vxlan_parse_gbp_hdr`` consumes on a device with
+    ``gbp`` (VXLAN_GBP_USED_BITS: the G flag, D, A and the policy ID; ``--vxlan-gbp``): what the most accepting
+    modelled device takes (RCO and GPE are not modelled, so their flags are rejected). Geneve (RFC 8926;
+    drivers/net/geneve.c ``geneve_udp_encap_recv``): version 0 and protocol type 0x6558 (Transparent Ethernet
+    Bridging), the only header fields the kernel checks (reserved bits and the O/C flags are accepted), then the
+    inner frame after the 4 × opt_len bytes of options.
     """
     if t + 8 > end:
         return None
-    b0 = buf[t]
-    if b0 == 0x08 and buf[t + 1] == buf[t + 2] == buf[t + 3] == buf[t + 7] == 0:
-        return "vxlan" if _plausible_ethernet(buf, t + 8, end) else None
-    if (
-        b0 >> 6 == 0
-        and buf[t + 1] & 0x3F == 0
-        and buf[t + 7] == 0
-        and _H.unpack_from(buf, t + 2)[0] == ETH_P_TEB
-    ):
-        inner = t + 8 + (b0 & 0x3F) * 4
-        return "geneve" if _plausible_ethernet(buf, inner, end) else None
+    flags = int.from_bytes(buf[t : t + 4], "big")
+    if flags & VXLAN_HF_VNI and buf[t + 7] == 0 and not vxlan_parse_gbp_hdr(flags & ~VXLAN_HF_VNI)[0]:
+        if _plausible_ethernet(buf, t + 8, end):
+            return "vxlan"
+    if buf[t] >> 6 == GENEVE_VER and _H.unpack_from(buf, t + 2)[0] == ETH_P_TEB:
+        if _plausible_ethernet(buf, t + geneve_hlen(buf, t), end):
+            return "geneve"
     return None
 
 

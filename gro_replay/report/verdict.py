@@ -80,7 +80,10 @@ LOSSES: dict[str, tuple[str, str | None]] = {
         None,
     ),
     "vxlan_rcv:no_vni_flag": ("vxlan_rcv drops it: VXLAN I flag clear", None),
-    "vxlan_rcv:reserved_bits": ("vxlan_rcv drops it: reserved VXLAN bits set", None),
+    "vxlan_rcv:reserved_bits": (
+        "vxlan_rcv drops it: reserved VXLAN bits set",
+        "--vxlan-gbp when they are Group Based Policy bits (the G flag)",
+    ),
 }
 
 
