@@ -242,7 +242,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         flows.append(FlowKey("(unmatched)", "", 0, 0, "", 0, "", "", 0, 0, 0, False))
         classes.append("unmatched")
         ks.flows[len(flows) - 1] = ks.flows.pop(-1)
-    return Result(rep.input, cfg, [ks], flows, classes)
+    return Result(rep.input, cfg, [ks], flows, classes, backend="kernel")
 
 
 @dataclass

@@ -291,3 +291,34 @@ def test_kernel_json_names_its_input_and_leaves_unmeasured_values_null(tmp_path)
     assert doc["kernels"][0]["stages"]["phys"]["sw_csum_bytes"] is None
     assert doc["kernels"][0]["stages"]["phys"]["end_reasons"] == {}
     assert doc["config"]["constants"] == {"hz": kernel_hz()}
+
+
+def test_kernel_backend_verdict_says_end_reasons_are_not_observable(tmp_path):
+    """``gro-replay kernel`` on 20 contiguous segments, every fifth to port 4790 (two vxlan devices), the last ten
+    G-flagged (``--vxlan-gbp``): the two 4790 flows (frames 5 and 10, 15 and 20) do not continue each other's
+    sequence, so the running kernel's phys device merges neither (tcp_gro_receive's sequence check). The backend's
+    trace cannot say why an skb ended: the sentence says so instead of an empty reason list."""
+    from gro_replay.packet.vxlan import VXLAN_HF_VNI, gbp_flags
+    from gro_replay.report.verdict import REASONS_NOT_OBSERVED
+
+    specs = flow_specs(replace(BASE, payload=1000, udp_dport=4789), [1000] * 20)
+    frames = [
+        build_frame(
+            replace(
+                s,
+                udp_dport=4790 if i % 5 == 4 else 4789,
+                vxlan_flags=gbp_flags(7) if i >= 10 else VXLAN_HF_VNI,
+            )
+        )
+        for i, s in enumerate(specs)
+    ]
+    path = _write(tmp_path, frames, "two-ports.pcap")
+    r = CliRunner().invoke(
+        main,
+        ["kernel", path, "--vxlan-port", "4789", "--vxlan-port", "4790", "--vxlan-gbp", "--no-hist"],
+        env={"COLUMNS": "2000"},
+    )
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert f"does not merge 2 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}." in text
+    assert "phys device: ." not in text

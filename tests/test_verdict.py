@@ -356,3 +356,103 @@ def test_ip_header_reasons_say_outer_or_inner():
         assert dict(k.stages["phys"].reasons) == {"inet_gro_receive:inner_ip_fast_csum": 1, R.POLL_END: 1}
         assert dict(k.stages["tunnel"].reasons) == {R.INET_CSUM: 1, R.POLL_END: 1}
     assert R.describe("inet_gro_receive:inner_ip_fast_csum") == "IPv4 header checksum bad (inner header)"
+
+
+# -- sentences that join a list: true when the list is empty or the backend cannot know it -------------------------
+def _two_ports(tmp_path) -> Path:
+    """20 contiguous 1000-byte segments of one inner flow, every fifth to UDP port 4790, the last ten G-flagged
+    (policy 7): four outer flows (4789 / 4790 × plain / G). The 4790 flows' two frames each (5 and 10, 15 and 20)
+    do not continue each other's sequence, so the phys device never merges them (tcp_gro_receive: the sequence
+    check, gro-spec §3.6); the 4789 flows merge in runs of 4 (tests/test_validate_metadata.py measures the same
+    frames on the running kernel)."""
+    from dataclasses import replace
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+    from gro_replay.packet.vxlan import VXLAN_HF_VNI, gbp_flags
+
+    spec = FrameSpec(timestamps=False, payload=1000, outer_csum="zero", udp_dport=4789)
+    path = tmp_path / "two-ports.pcap"
+    with PcapWriter(path) as w:
+        for i, s in enumerate(flow_specs(spec, [1000] * 20)):
+            s = replace(
+                s,
+                udp_dport=4790 if i % 5 == 4 else 4789,
+                vxlan_flags=gbp_flags(7) if i >= 10 else VXLAN_HF_VNI,
+            )
+            w.write(1_000_000_000 + i * 1000, build_frame(s))
+    return path
+
+
+def test_a_backend_without_end_reasons_says_so_instead_of_an_empty_list(tmp_path):
+    from dataclasses import replace
+
+    from gro_replay.report.verdict import REASONS_NOT_OBSERVED, Verdict
+    from gro_replay.sim import PollModel
+
+    result, _ = _run(
+        _two_ports(tmp_path),
+        kernels=(K_6_18,),
+        vxlan_ports=(4789, 4790),
+        vxlan_gbp=True,
+        poll=PollModel("budget"),
+        rss="none",
+    )
+    note = "6.18 (v6.18) does not merge 2 tunnelled TCP flow(s) at the phys device: "
+    sim = Verdict(result)
+    assert note + "TCP sequence does not continue the held packet" in sim.text
+    assert "[tcp_gro_receive:seq_gap] ×2." in sim.text
+    # the kernel backend's result has the same deliveries and no end reasons (validate.kernel_result): the sentence
+    # must not pretend to list them
+    kern = Verdict(replace(result, backend="kernel"))
+    assert f"{note}{REASONS_NOT_OBSERVED}." in kern.text
+    assert ": ." not in kern.text and "tcp_gro_receive" not in kern.text
+    why = [f.why for f in kern.flows if f.key.outer_dport == 4790]
+    assert len(why) == 2 and all(f"not merged at the phys device: {REASONS_NOT_OBSERVED}" in w for w in why)
+
+
+def test_empty_lists_read_as_what_they_are():
+    from collections import Counter
+
+    from gro_replay.packet.decode import FlowKey
+    from gro_replay.report.verdict import NO_REASON_RECORDED, _split_texts, not_replayed_text, reason_list
+    from gro_replay.sim import InputStats
+
+    assert reason_list(Counter()) == NO_REASON_RECORDED
+    # two flows of one inner flow that differ in no outer field the split table names: no empty "()" of rules
+    key = FlowKey("10.0.0.1", "10.0.0.2", 49152, 4789, "vxlan", 1, "1.1.1.1", "2.2.2.2", 6, 1, 2, True)
+    text = _split_texts([(0, key), (1, key)])[0]
+    assert text.endswith(
+        "with another outer header, so its frames start new skbs instead of merging with theirs"
+    )
+    assert not_replayed_text(InputStats()) == "the capture holds no frames"
+    filtered = InputStats(frames_read=20, filtered=Counter(bpf=12), skipped=Counter(snaplen_cut=8))
+    assert not_replayed_text(filtered) == (
+        "none of the 20 frames read was replayed (skipped snaplen_cut 8, filtered out by -f 12)"
+    )
+
+
+def test_every_frame_filtered_out_is_not_called_unread(tmp_path, runner):
+    # -f rejects every frame (udp only, and the capture is plain TCP): 20 read, 0 replayed, 20 filtered
+    pytest.importorskip("pcapy", reason="the bpf extra (pcapy-ng) is part of the test extra")
+    from gro_replay.cli import main
+
+    path = _two_ports(tmp_path)
+    r = runner.invoke(main, [str(path), "-f", "tcp", "-q", "--no-hist"])
+    assert r.exit_code == 0, r.output
+    assert "Nothing to compare: none of the 20 frames read was replayed (filtered out by -f 20)." in r.stdout
+    r = runner.invoke(main, ["explain", str(path), "-f", "tcp"])
+    assert r.exit_code == 2
+    assert (
+        "none of the 20 frames read was replayed (filtered out by -f 20), so there is no flow to explain"
+        in (r.stderr)
+    )
+
+
+def test_explain_text_with_no_reason_rows_says_why(tmp_path):
+    result, obs = _run(_two_ports(tmp_path), kernels=(K_6_18,), vxlan_ports=(4789, 4790), vxlan_gbp=True)
+    doc = _explain(result, obs)
+    st = next(iter(doc["flows"][0]["kernels"].values()))["phys"]
+    st["reasons"] = []  # as a stage whose skbs carry no recorded reason
+    text = "\n".join(render_text(doc))
+    assert "why each skb out ended: no end reason recorded" in text

@@ -76,8 +76,9 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
         raise UsageError(str(e)) from None
     if not ids and selector is None:
         inp = result.input
-        skipped = ", ".join(f"{k} {v}" for k, v in sorted(inp.skipped.items())) or "no frames"
-        raise UsageError(f"{capture}: no frame could be replayed ({skipped}), so there is no flow to explain")
+        from ..report.verdict import not_replayed_text
+
+        raise UsageError(f"{capture}: {not_replayed_text(inp)}, so there is no flow to explain")
     if not ids:
         raise UsageError(
             f"no flow matches --flow {selector!r} ({len(result.flows)} flows in {capture}; "

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from ..kernel import reasons as R
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from .stats import SCHEMA_VERSION, STAGES
-from .verdict import verdict_of
+from .verdict import NO_REASON_RECORDED, verdict_of
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
@@ -189,7 +189,13 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']} skbs in ({st['frames_in']} frames) → "
                     f"{st['skbs']} skbs out ({st['aggregates']} aggregates); {st['merged_here']} merged here"
                 )
-                lines.append("      why each skb out ended (a frame not merged, or an aggregate completed):")
+                if not st["reasons"]:
+                    none = "no skb left this stage" if not st["skbs"] else NO_REASON_RECORDED
+                    lines.append(f"      why each skb out ended: {none}")
+                else:
+                    lines.append(
+                        "      why each skb out ended (a frame not merged, or an aggregate completed):"
+                    )
                 for r in st["reasons"]:
                     lines.append(
                         f"      {r['count']:>6} × {r['function']}: {r['condition']}  ({r['description']})"

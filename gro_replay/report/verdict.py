@@ -41,6 +41,16 @@ GATE_SET = R.UDP_GATE
 STAGE_NAMES = {"phys": "the phys device", "tunnel": "the tunnel device's gro_cells"}
 #: flushes that end the last held packet of a poll: not a reason a flow does not merge when others exist
 _POLL_FLUSHES = (R.POLL_END, R.BUDGET_EXHAUSTED)
+#: what the verdict says where it would name end reasons and the backend cannot know them: the kernel backend reads
+#: ``net:netif_receive_skb`` (device, length), which does not say why GRO ended an skb (oracle/, kernel-oracle.md)
+REASONS_NOT_OBSERVED = (
+    "the end reasons are not observable with the kernel backend (the netif_receive_skb trace gives each skb's "
+    "device and length, not why GRO ended it)"
+)
+#: an empty reason counter where the backend records reasons
+NO_REASON_RECORDED = "no end reason recorded"
+#: ``InputStats.filtered`` key → the option that filtered
+_FILTER_OPTIONS = {"bpf": "-f", "flow": "--flow"}
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
 LOSSES: dict[str, tuple[str, str | None]] = {
@@ -91,6 +101,22 @@ def loss_text(outcome: str, frames: int) -> str:
     """``outcome`` (a normal-path drop reason) and ``frames`` as "N frame(s) lost: <function, counter>; knob: …"."""
     what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
     return f"{frames} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
+
+
+def not_replayed_text(inp) -> str:
+    """Why no frame of ``inp`` (``sim.InputStats``) was replayed, e.g. "none of the 20 frames read was replayed
+    (skipped snaplen_cut 12, filtered out by -f 8)", or "the capture holds no frames"."""
+    if not inp.frames_read:
+        return "the capture holds no frames"
+    gone = [f"skipped {k} {v}" for k, v in sorted(inp.skipped.items()) if v]
+    gone += [
+        f"filtered out by {_FILTER_OPTIONS.get(k, k)} {v}"
+        for k, v in sorted(getattr(inp, "filtered", {}).items())
+        if v
+    ]
+    return f"none of the {inp.frames_read} frames read was replayed" + (
+        f" ({', '.join(gone)})" if gone else ""
+    )
 
 
 def _release_key(release: str) -> tuple:
@@ -297,7 +323,11 @@ def _rule_note(why: str, model: KernelModel | None) -> str:
 
 def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None) -> str:
     """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more" so the counts add up to the
-    skbs; ``model``: the kernel whose rules are named (a reason a switch introduced names its commit)."""
+    skbs; ``model``: the kernel whose rules are named (a reason a switch introduced names its commit).
+    An empty ``counter`` reads ``NO_REASON_RECORDED``."""
+    if not counter:
+        return NO_REASON_RECORDED
+
     items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = items[:limit]
     text = "; ".join(f"{R.describe(k)} [{k}] ×{v}{_rule_note(k, model)}" for k, v in shown)
@@ -347,7 +377,8 @@ def _split_texts(members: list[tuple[int, object]]) -> dict[int, str]:
         rules = "; ".join(dict.fromkeys(r for _, r in fields))
         out[fid] = (
             f"split: the same inner flow also travels as flow(s) {', '.join(f'#{o}' for o, _ in others)} "
-            f"with another {what}, so its frames start new skbs instead of merging with theirs ({rules})"
+            f"with another {what}, so its frames start new skbs instead of merging with theirs"
+            + (f" ({rules})" if rules else "")
         )
     return out
 
@@ -503,6 +534,8 @@ class Verdict:
         if keep is None:
             keep = getattr(result.config, "flows_max", None)
         self._setup(result.config, [(ks.name, ks.release) for ks in result.kernels], keep)
+        #: the backend records why each skb ended (the simulator does; the kernel backend cannot)
+        self.reasons_observed = getattr(result, "backend", "simulator") != "kernel"
         self.complete(result)
 
     @classmethod
@@ -515,6 +548,7 @@ class Verdict:
 
     def _setup(self, cfg, kernels: list[tuple[str, str]], keep: int | None) -> None:
         self.config = cfg
+        self.reasons_observed = True
         self.rx_csum = getattr(cfg, "rx_csum", "unnecessary")
         models = {name: _model_of(cfg, name, release) for name, release in kernels}
         self.models = models
@@ -543,6 +577,13 @@ class Verdict:
             self._tally.totals[name] = KernelFacts(
                 name, release, m.udp_tunnel_gate_checks_uh_check if m else None
             )
+
+    def _reasons(self, counter: Counter, kernel: str | None) -> str:
+        """``reason_list`` of ``counter`` for kernel ``kernel``, or, when the backend does not record end reasons,
+        ``REASONS_NOT_OBSERVED`` (never an empty list)."""
+        if not self.reasons_observed:
+            return REASONS_NOT_OBSERVED
+        return reason_list(counter, model=self.models.get(kernel) if kernel else None)
 
     def judge(self, fid: int, key, cls: str, stats: list) -> FlowVerdict:
         """The ``FlowVerdict`` of one flow (its ``why`` left empty) from its ``FlowStats`` per kernel (run order,
@@ -674,7 +715,7 @@ class Verdict:
                     f"{fv.saved('phys')} fewer traversals of IP/UDP/{key.tunnel} decap"
                 )
             elif pre.gate_zero["phys"]:
-                brk = reason_list(_break_reasons(post.phys_reasons), model=self.models.get(post.name))
+                brk = self._reasons(_break_reasons(post.phys_reasons), post.name)
                 bits.append(f"at the phys device they are not merged after it either ({brk})")
             if pre.skbs["tunnel"] > post.skbs["tunnel"]:
                 bits.append(
@@ -689,7 +730,7 @@ class Verdict:
             )
             brk = _break_reasons(post.phys_reasons)
             if brk and post.skbs["phys"] >= post.frames > 1:
-                why += f" ({post.name}: {reason_list(brk, model=self.models.get(post.name))})"
+                why += f" ({post.name}: {self._reasons(brk, post.name)})"
         elif not key.outer_csum_zero:
             why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
                 f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
@@ -730,7 +771,7 @@ class Verdict:
         else:
             text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
-            brk = reason_list(_break_reasons(k.phys_reasons), model=self.models.get(k.name))
+            brk = self._reasons(_break_reasons(k.phys_reasons), k.name)
             text += f"; not merged at the phys device: {brk}"
             if k.id_steps:
                 text += f"; {id_step_text(k.id_steps)}"
@@ -776,9 +817,8 @@ class Verdict:
         inp = self.result.input
         cfg = self.result.config
         if self.outcome == "nothing_replayed":
-            skipped = ", ".join(f"{k} {v}" for k, v in sorted(inp.skipped.items())) or "none read"
             hint = " (capture whole frames: tcpdump -s 0)" if "snaplen_cut" in inp.skipped else ""
-            return f"Nothing to compare: none of the {inp.frames_read} frames could be replayed ({skipped}){hint}."
+            return f"Nothing to compare: {not_replayed_text(inp)}{hint}."
         if self.outcome == "no_tunnel":
             vx = ", ".join(str(p) for p in getattr(cfg, "vxlan_ports", ())) or "none"
             gn = ", ".join(str(p) for p in getattr(cfg, "geneve_ports", ())) or "none"
@@ -870,8 +910,8 @@ class Verdict:
                 later = "they are merged only later by the tunnel device's gro_cells"
             else:
                 drops = t.pa_drops
-                reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2)) or "the stack"
-                later = f"they never reach a tunnel device (dropped: {reason})"
+                reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2))
+                later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
             count = f"{t.pa} of {tcp if all_tcp else t.tunnel} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
             text = (
                 f"Before the fix, {count} lose phys-device aggregation ({frames} frames go up one by one): "
@@ -885,9 +925,8 @@ class Verdict:
             saved_tun = t.to_saved_tunnel
             brk = t.to_brk
             phys_note = (
-                f" (at the phys device the fix changes nothing for them: "
-                f"{reason_list(brk, model=self.models.get(self.post))})"
-                if brk
+                f" (at the phys device the fix changes nothing for them: {self._reasons(brk, self.post)})"
+                if brk or not self.reasons_observed
                 else ""
             )
             parts.append(
@@ -911,9 +950,7 @@ class Verdict:
             return ""
         return (
             f" {k.name} (v{k.release}) does not merge {n} tunnelled TCP flow(s) at the phys device: "
-            f"{reason_list(reasons, model=self.models.get(k.name))}"
-            + (f"; {id_step_text(steps)}" if steps else "")
-            + "."
+            f"{self._reasons(reasons, k.name)}" + (f"; {id_step_text(steps)}" if steps else "") + "."
         )
 
     def _kernel_sentence(self, k: KernelFacts) -> str:

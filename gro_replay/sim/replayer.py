@@ -68,6 +68,9 @@ class Result:
     retired_verdict: object | None = None
     #: the largest number of flows tracked at once (sim/flows.py ``FlowTracker.live_max``)
     flows_live_max: int = 0
+    #: what produced the counters: ``"simulator"``, or ``"kernel"`` (validate.kernel_result: the running kernel's
+    #: deliveries, without end reasons or software-checksum counts)
+    backend: str = "simulator"
 
 
 class Replayer(Ingest):
