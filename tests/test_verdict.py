@@ -363,7 +363,7 @@ def _two_ports(tmp_path) -> Path:
     """20 contiguous 1000-byte segments of one inner flow, every fifth to UDP port 4790, the last ten G-flagged
     (policy 7): four outer flows (4789 / 4790 × plain / G). The 4790 flows' two frames each (5 and 10, 15 and 20)
     do not continue each other's sequence, so the phys device never merges them (tcp_gro_receive: the sequence
-    check, gro-spec §3.6); the 4789 flows merge in runs of 4 (tests/test_validate_metadata.py measures the same
+    check, gro-spec §5.5); the 4789 flows merge in runs of 4 (tests/test_validate_metadata.py measures the same
     frames on the running kernel)."""
     from dataclasses import replace
 
@@ -411,6 +411,21 @@ def test_a_backend_without_end_reasons_says_so_instead_of_an_empty_list(tmp_path
     assert len(why) == 2 and all(f"not merged at the phys device: {REASONS_NOT_OBSERVED}" in w for w in why)
 
 
+def test_a_split_names_what_keeps_each_other_flow_apart(tmp_path):
+    # flows: #0 4789 plain, #1 4790 plain, #2 4789 G-flagged, #3 4790 G-flagged (_two_ports). #0 and #2 share the
+    # outer ports and differ in the VXLAN flags word only (vxlan_gro_receive compares the 8-byte header, gro-spec
+    # §5.1); #1 and #3 have another destination port (udp_gro_receive compares the ports, gro-spec §4.4)
+    from gro_replay.report.verdict import Verdict
+
+    result, _ = _run(_two_ports(tmp_path), kernels=(K_6_18,), vxlan_ports=(4789, 4790), vxlan_gbp=True)
+    why = Verdict(result).flows[0].why
+    assert (
+        "split: the same inner flow also travels as flow(s) #1, #3 with another outer destination port "
+        "(udp_gro_receive compares the UDP ports) and #2 with another VXLAN flags word (vxlan_gro_receive compares "
+        "the flags and VNI words), so its frames start new skbs instead of merging with theirs"
+    ) in why
+
+
 def test_empty_lists_read_as_what_they_are():
     from collections import Counter
 
@@ -419,11 +434,12 @@ def test_empty_lists_read_as_what_they_are():
     from gro_replay.sim import InputStats
 
     assert reason_list(Counter()) == NO_REASON_RECORDED
-    # two flows of one inner flow that differ in no outer field the split table names: no empty "()" of rules
+    # two flows of one inner flow that differ in no field of the flow key (the decoder keys VXLAN flows by the
+    # whole header: another flags word): the rule is named, never an empty "()"
     key = FlowKey("10.0.0.1", "10.0.0.2", 49152, 4789, "vxlan", 1, "1.1.1.1", "2.2.2.2", 6, 1, 2, True)
-    text = _split_texts([(0, key), (1, key)])[0]
-    assert text.endswith(
-        "with another outer header, so its frames start new skbs instead of merging with theirs"
+    assert _split_texts([(0, key), (1, key)])[0] == (
+        "split: the same inner flow also travels as flow(s) #1 with another VXLAN flags word (vxlan_gro_receive "
+        "compares the flags and VNI words), so its frames start new skbs instead of merging with theirs"
     )
     assert not_replayed_text(InputStats()) == "the capture holds no frames"
     filtered = InputStats(frames_read=20, filtered=Counter(bpf=12), skipped=Counter(snaplen_cut=8))

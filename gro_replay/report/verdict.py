@@ -362,23 +362,43 @@ def _split_ident(k) -> tuple | None:
     return None
 
 
+#: what else keeps two flows of one inner flow apart when no field of ``_SPLIT_KEYS`` differs: the decoder keys
+#: tunnel flows by the whole VXLAN header (flags word: e.g. a GBP policy) or Geneve's VNI word (its reserved byte)
+_SPLIT_TUNNEL_HEADER = {
+    "vxlan": ("VXLAN flags word", "vxlan_gro_receive compares the flags and VNI words"),
+    "geneve": ("Geneve header", "geneve_gro_receive compares the whole header with its options"),
+}
+
+
+def _split_fields(me, other) -> tuple:
+    """The (words, rule) pairs of the flow key fields in which ``other`` differs from ``me``; the tunnel header
+    when none of them does."""
+    fields = tuple(
+        (words, rule) for attr, words, rule in _SPLIT_KEYS if getattr(other, attr) != getattr(me, attr)
+    )
+    return fields or (_SPLIT_TUNNEL_HEADER.get(me.tunnel, ("outer header", "the outer headers differ")),)
+
+
 def _split_texts(members: list[tuple[int, object]]) -> dict[int, str]:
     """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note."""
     out = {}
     if len(members) < 2:
         return out
     for fid, me in members:
-        others = [(o, k) for o, k in members if o != fid]
-        fields = []
-        for attr, words, rule in _SPLIT_KEYS:
-            if any(getattr(k, attr) != getattr(me, attr) for _, k in others):
-                fields.append((words, rule))
-        what = ", ".join(w for w, _ in fields) or "outer header"
-        rules = "; ".join(dict.fromkeys(r for _, r in fields))
+        # the others by what tells them apart from this flow, in flow-id order: "#1, #3 with another outer
+        # destination port (rule) and #2 with another VXLAN flags word (rule)"
+        by_fields: dict[tuple, list[int]] = {}
+        for o, k in members:
+            if o != fid:
+                by_fields.setdefault(_split_fields(me, k), []).append(o)
+        parts = []
+        for fields, others in by_fields.items():
+            what = ", ".join(w for w, _ in fields)
+            rules = "; ".join(dict.fromkeys(r for _, r in fields))
+            parts.append(f"{', '.join(f'#{o}' for o in others)} with another {what} ({rules})")
         out[fid] = (
-            f"split: the same inner flow also travels as flow(s) {', '.join(f'#{o}' for o, _ in others)} "
-            f"with another {what}, so its frames start new skbs instead of merging with theirs"
-            + (f" ({rules})" if rules else "")
+            f"split: the same inner flow also travels as flow(s) {' and '.join(parts)}, so its frames start "
+            "new skbs instead of merging with theirs"
         )
     return out
 
