@@ -7,11 +7,11 @@ Every value comes from gro_replay/kernel/model.py (``PROFILES``, ``SWITCH_COMMIT
 from __future__ import annotations
 
 import json
-import os
 
 import click
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from ..kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel, resolve_kernel
@@ -42,6 +42,63 @@ def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
     }
 
 
+_TITLE = "behaviour switches × releases (on: the release carries the commit)"
+
+
+def _upstream(c) -> str:
+    if not c.upstream:
+        return "none"
+    return f"v{c.upstream[0]}.{c.upstream[1]}" + (f"-rc{c.upstream_rc}" if c.upstream_rc else "")
+
+
+def _cell(m: KernelModel, c) -> str:
+    bp = m.stable_backport(c.commit)
+    return f"on ({bp[1]})" if bp else ("on" if getattr(m, c.switch) else "·")
+
+
+def _matrix(models: list[KernelModel], title: str, with_commits: bool) -> Table:
+    t = Table(title=title, box=box.SIMPLE_HEAD)
+    t.add_column("switch", no_wrap=True)
+    if with_commits:
+        t.add_column("commit", no_wrap=True)
+        t.add_column("upstream", no_wrap=True)
+    for m in models:
+        t.add_column(m.release, justify="center", no_wrap=True)
+    for c in SWITCH_COMMITS:
+        head = (c.switch, c.commit, _upstream(c)) if with_commits else (c.switch,)
+        t.add_row(*head, *(_cell(m, c) for m in models))
+    return t
+
+
+def _width(console: Console, table: Table) -> int:
+    """The columns ``table`` takes unconstrained (rich's maximum measurement with no width limit)."""
+    return Measurement.get(console, console.options.update_width(1 << 20), table).maximum
+
+
+def switch_tables(models: list[KernelModel], console: Console) -> list[Table]:
+    """The switches × releases table laid out for ``console``'s width (columns): one table when it fits; else a
+    table of the switches with their commits and upstream releases, then the release columns in consecutive groups,
+    as many per group as fit beside the switch names, so that no cell is cut or wrapped."""
+    full = _matrix(models, _TITLE, with_commits=True)
+    if _width(console, full) <= console.width:
+        return [full]
+    commits = Table(title="behaviour switches (each named after its commit)", box=box.SIMPLE_HEAD)
+    for name in ("switch", "commit", "upstream"):
+        commits.add_column(name, no_wrap=True)
+    for c in SWITCH_COMMITS:
+        commits.add_row(c.switch, c.commit, _upstream(c))
+    groups: list[list[KernelModel]] = []
+    for m in models:
+        if groups and _width(console, _matrix([*groups[-1], m], "", False)) <= console.width:
+            groups[-1].append(m)
+        else:
+            groups.append([m])
+    return [commits] + [
+        _matrix(g, "on: the release carries the commit" if i == 0 else "", False)
+        for i, g in enumerate(groups)
+    ]
+
+
 @click.command("kernels")
 @click.option(
     "--kernel",
@@ -68,9 +125,9 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))
         return
-    console = Console(
-        no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=max(140, Console().width)
-    )
+    from .output import report_console
+
+    console = report_console()
     models = list(PROFILES.values()) + extra
     console.print(
         "profiles: "
@@ -79,24 +136,8 @@ def kernels_cmd(kernel_rel, fmt) -> None:
         ),
         highlight=False,
     )
-    t = Table(title="behaviour switches × releases (on: the release carries the commit)", box=box.SIMPLE_HEAD)
-    t.add_column("switch", no_wrap=True)
-    t.add_column("commit")
-    t.add_column("upstream")
-    for m in models:
-        t.add_column(m.release, justify="center", no_wrap=True)
-    for c in SWITCH_COMMITS:
-        cells = []
-        for m in models:
-            bp = m.stable_backport(c.commit)
-            cells.append(f"on ({bp[1]})" if bp else ("on" if getattr(m, c.switch) else "·"))
-        rel = (
-            f"v{c.upstream[0]}.{c.upstream[1]}" + (f"-rc{c.upstream_rc}" if c.upstream_rc else "")
-            if c.upstream
-            else "none"
-        )
-        t.add_row(c.switch, c.commit, rel, *cells)
-    console.print(t)
+    for t in switch_tables(models, console):
+        console.print(t)
     b = Table(title="stable backports (first point release carrying the commit)", box=box.SIMPLE_HEAD)
     b.add_column("upstream commit")
     b.add_column("branch")
