@@ -322,3 +322,19 @@ def test_kernel_backend_verdict_says_end_reasons_are_not_observable(tmp_path):
     text = " ".join(r.stdout.split())
     assert f"does not merge 2 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}." in text
     assert "phys device: ." not in text
+
+
+def test_kernel_trace_file_is_written_whole(tmp_path):
+    """``kernel --trace FILE``: written beside FILE and renamed into place when the report is made
+    (gro_replay/outputs.py), one line per skb the running kernel delivered on either device."""
+    import json
+
+    path = _write(tmp_path, build_flow(BASE, [1400] * 10))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = CliRunner().invoke(main, ["kernel", path, "--trace", str(out / "t.txt"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    skbs = sum(doc["kernels"][0]["stages"][s]["skbs_delivered"] for s in ("phys", "tunnel"))
+    assert os.listdir(out) == ["t.txt"]
+    assert len((out / "t.txt").read_text().splitlines()) == skbs > 0

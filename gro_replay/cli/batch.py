@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import __version__
+from ..outputs import RunOutputs
 from ..report.schema import dumps
 from ..report.stats import SCHEMA_VERSION
 from ..sim import ReplayConfig
@@ -130,16 +131,37 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     a failed capture does not stop the others. Exit 0 when every capture was replayed, 2 when any
     failed (or on bad usage, or when dask.distributed is missing or the scheduler cannot be reached).
     """
-    from ..batch import BatchUnavailable, assign_out_files, run_batch
-
     if jobs is not None and scheduler is not None:
         raise UsageError("--jobs and --scheduler are exclusive")
     cfg = build_config(**opts)
-    if out_dir is not None:
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"cannot create {out_dir}: {e.strerror}") from None
+    # the --out files are written beside their paths and renamed into place once all are written; an interrupted
+    # or failed run removes them (and the directory when it made it): gro_replay/outputs.py. A capture that fails
+    # is reported in the documents, which are complete: they are kept, then exit 2 says so.
+    with RunOutputs() as outs:
+        if out_dir is not None:
+            outs.make_dir(out_dir, "--out")
+        doc, outcomes = _replay_all(list(paths), cfg, jobs, scheduler, quiet, out_dir is not None)
+        if out_dir is not None:
+            for o in outcomes:
+                if o.out_file is not None:
+                    _write_json(outs, out_dir / o.out_file, o.document)
+            _write_json(outs, out_dir / COMBINED_NAME, doc)
+    if fmt == "json":
+        click.echo(dumps(doc))
+    else:
+        from .output import report_console
+
+        render_table(doc, report_console())
+    failed = doc["totals"]["failed"]
+    if failed:
+        raise UsageError(f"{failed} of {len(outcomes)} capture(s) failed")
+
+
+def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: bool) -> tuple[dict, list]:
+    """Replay ``paths`` on Dask with a progress display: ``(combined document, outcomes)``; with ``out_files``
+    each successful outcome's ``out_file`` is named first. Raises UsageError when Dask cannot run."""
+    from ..batch import BatchUnavailable, assign_out_files, run_batch
+
     progress = None
     on_done = None
     if not quiet and sys.stderr.isatty():
@@ -154,7 +176,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
 
     t0 = time.perf_counter()
     try:
-        outcomes = run_batch(list(paths), cfg, jobs=jobs, scheduler=scheduler, on_done=on_done)
+        outcomes = run_batch(paths, cfg, jobs=jobs, scheduler=scheduler, on_done=on_done)
     except BatchUnavailable as e:
         raise UsageError(str(e)) from None
     finally:
@@ -166,23 +188,9 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
         if scheduler
         else {"local_workers": min(jobs or os.cpu_count() or 1, len(paths))}
     )
-    if out_dir is not None:
+    if out_files:
         assign_out_files(outcomes, reserved=(COMBINED_NAME,))
-        for o in outcomes:
-            if o.out_file is not None:
-                _write_json(out_dir / o.out_file, o.document)
-    doc = combined(outcomes, cfg, where, seconds)
-    if out_dir is not None:
-        _write_json(out_dir / COMBINED_NAME, doc)
-    if fmt == "json":
-        click.echo(dumps(doc))
-    else:
-        from .output import report_console
-
-        render_table(doc, report_console())
-    failed = doc["totals"]["failed"]
-    if failed:
-        raise UsageError(f"{failed} of {len(outcomes)} capture(s) failed")
+    return combined(outcomes, cfg, where, seconds), outcomes
 
 
 def replay_config(args: Sequence[str] = ()) -> ReplayConfig:
@@ -194,8 +202,5 @@ def replay_config(args: Sequence[str] = ()) -> ReplayConfig:
     return build_config(**{k: v for k, v in ctx.params.items() if k in names})
 
 
-def _write_json(path: Path, doc: dict) -> None:
-    try:
-        path.write_text(dumps(doc) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+def _write_json(outs: RunOutputs, path: Path, doc: dict) -> None:
+    outs.write_text(str(path), dumps(doc) + "\n", "--out")

@@ -10,6 +10,7 @@ import os
 
 import click
 
+from ..outputs import RunOutputs
 from ..report.diff import (
     CHECKABLE,
     DEFAULT_METRICS,
@@ -119,13 +120,12 @@ def diff(
 
 
 def _copy_over(src_path: str, dst_path: str) -> None:
-    """Replace ``dst_path`` by a copy of ``src_path`` (atomically: write beside it, then rename)."""
-    tmp = f"{dst_path}.tmp-{os.getpid()}"
+    """Replace ``dst_path`` by a copy of ``src_path`` (written beside it and renamed into place: gro_replay/outputs.py;
+    an interrupted copy leaves the old baseline and no temporary file)."""
     try:
-        with open(src_path, "rb") as src, open(tmp, "wb") as dst:
-            dst.write(src.read())
-        os.replace(tmp, dst_path)
+        with open(src_path, "rb") as src:
+            data = src.read()
     except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"--baseline-update: cannot write {dst_path}: {e.strerror}") from None
+        raise UsageError(f"--baseline-update: cannot read {src_path}: {e.strerror}") from None
+    with RunOutputs() as outs:
+        outs.write_bytes(dst_path, data, "--baseline-update")

@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 
 from ..capture.reader import CaptureError
+from ..outputs import RunOutputs
 from ..report.schema import dumps
 from .errors import CheckFailed, EnvironmentProblem, UsageError
 from .output import open_out
@@ -173,14 +174,12 @@ def kernel_cmd(
     )
     cfg = replace(cfg, vxlan_ports=ports)  # the devices the backend made (device names, JSON)
     oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
-    tracer = out = None
-    if trace_path:
-        out, _ = open_out(trace_path)
-        tracer = TraceWriter(out, tag=False)
-        tracer.bind(loaded.replayer.input)
-    result = kernel_result(loaded, oracle, cfg, tracer)
-    if out is not None and trace_path != "-":
-        out.close()
+    with RunOutputs() as outs:  # --trace FILE: renamed into place when the report is made, else removed
+        tracer = None
+        if trace_path:
+            tracer = TraceWriter(open_out(outs, trace_path, "--trace"), tag=False)
+            tracer.bind(loaded.replayer.input)
+        result = kernel_result(loaded, oracle, cfg, tracer)
     if fmt == "json":
         doc = document(result, backend="kernel")
         # what the backend really used (the simulator's constants do not apply)

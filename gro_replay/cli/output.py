@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..outputs import RunOutputs
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -54,13 +55,10 @@ class NamedOutput:
             raise UsageError(f"{self.name}{where}: {e.strerror or e}") from None
 
 
-def open_out(path: str):
-    if path == "-":
-        return sys.stdout, False
-    try:
-        return open(path, "w", encoding="utf-8"), True
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+def open_out(outs: RunOutputs, path: str, what: str):
+    """``path`` opened for a text output of this run (``outs``: renamed into place when the command succeeds,
+    removed when it fails), or standard output for ``-``."""
+    return outs.open_text(path, what)
 
 
 class ProgressReport:
@@ -144,25 +142,11 @@ def start_progress(quiet: bool, path: str | None = None):
     return prog, ProgressReport(prog, task, total)
 
 
-def write_export(path: str, text: str, what: str) -> None:
-    """Write an export (``--json``/``--markdown``) to ``path``, or stdout for ``-``. Raises UsageError."""
+def write_export(outs: RunOutputs | None, path: str, text: str, what: str) -> None:
+    """Write an export (``--json``/``--markdown``) to ``path`` as an output of this run (``outs``), or stdout for
+    ``-``. Raises OutputError (exit 2)."""
     if path == "-":
         click.echo(text)
         return
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-    except OSError as e:
-        raise UsageError(f"{what} {path}: cannot write: {e.strerror or e}") from None
-
-
-def remove_if_empty(paths: list[str]) -> None:
-    """Remove each path that is an empty file or an empty directory (best effort: a path that changed stays)."""
-    for p in paths:
-        try:
-            if os.path.isdir(p):
-                os.rmdir(p)
-            elif os.path.isfile(p) and os.path.getsize(p) == 0:
-                os.unlink(p)
-        except OSError:
-            pass
+    assert outs is not None
+    outs.write_text(path, text + "\n", what)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 from dataclasses import replace
 
 import click
 
+from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
-from .output import NamedOutput, open_out, remove_if_empty, report_console, start_progress, write_export
+from .output import NamedOutput, open_out, report_console, start_progress, write_export
 from .params import BoundedInt
 
 
@@ -118,28 +117,29 @@ def replay_cmd(
         flow_idle_timeout_ns=flow_timeout * 10**9,
         flow_close_timeout_ns=flow_close_timeout * 10**9,
     )
-    # what --flow matching no flow removes again: outputs this run created and left empty
-    created = [p for p in (trace_path, pcap_dir) if p and p != "-" and not os.path.lexists(p)]
-    result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, created)
-    if flow is not None and not result.input.selected_frames:
-        # known only now, after the replay: nothing is rendered, and the empty --trace file and --write-pcap
-        # directory this run made are removed (no frame of a matching flow reached them)
-        remove_if_empty(created)
-        raise UsageError(
-            f"no flow matches --flow {flow!r} ({len(result.flows)} flows in {capture}; "
-            "gro-replay explain CAPTURE lists them)"
-        )
+    # every file output (--trace, --write-pcap, --plot, --json, --markdown) is written beside its path and renamed
+    # into place when the run succeeds; a run that stops (exit 2, 130) removes them (gro_replay/outputs.py)
+    with RunOutputs() as outs:
+        result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs)
+        if flow is not None and not result.input.selected_frames:
+            # known only now, after the replay: nothing is rendered or written
+            raise UsageError(
+                f"no flow matches --flow {flow!r} ({len(result.flows)} flows in {capture}; "
+                "gro-replay explain CAPTURE lists them)"
+            )
+        _file_outputs(result, json_path, md_path, plot_path, outs)
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
             click.echo(f"wrote {path} ({n} frames)", err=True)
-    _outputs(result, fmt, json_path, md_path, no_hist, plot_path)
+    _outputs(result, fmt, json_path, md_path, no_hist)
 
 
-def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, created):
-    """The replay with its observers (``--trace``, ``--write-pcap``) and progress display: ``(result, pcaps)``.
+def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs: RunOutputs):
+    """The replay with its observers (``--trace``, ``--write-pcap``: outputs of ``outs``) and progress display:
+    ``(result, pcaps)``.
 
     Raises UsageError for an unreadable capture, an output that cannot be written, or a frame ``--write-pcap``
-    cannot store (then the files it wrote and the outputs in ``created`` left empty are removed).
+    cannot store.
     """
     from ..capture.reader import CaptureError
     from ..report.pcapout import Observers, PcapTimeError, open_device_pcaps
@@ -149,13 +149,13 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, crea
 
     try:
         check_plot_request(plot_path)
-        pcaps = open_device_pcaps(pcap_dir, pcap_format, cfg)
+        pcaps = open_device_pcaps(pcap_dir, pcap_format, cfg, outs)
     except (ValueError, RuntimeError) as e:
         raise UsageError(str(e)) from None
     tracer = None
     out = None
     if trace_path:
-        out, close = open_out(trace_path)
+        out = open_out(outs, trace_path, "--trace")
         tracer = TraceWriter(out, tag=len(cfg.kernels) > 1)
         if trace_path != "-":  # standard output's errors are entry()'s (a closed pipe ends quietly)
             tracer = NamedOutput(tracer, f"--trace {trace_path}")
@@ -169,11 +169,7 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, crea
         raise UsageError(str(e)) from None
     except PcapTimeError as e:
         # the run stops: the --write-pcap files it wrote would lack this frame and every later one, so they go
-        pcaps.close()
-        for path, _n in pcaps.written():
-            with contextlib.suppress(OSError):
-                path.unlink()
-        remove_if_empty(created)
+        # (with every other output of the run)
         raise UsageError(f"{e}; no file written") from None
     except OSError as e:
         if e.filename is None:
@@ -195,8 +191,8 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, crea
     return result, pcaps
 
 
-def _outputs(result, fmt, json_path, md_path, no_hist, plot_path) -> None:
-    """The report on stdout (table, JSON or Markdown) and the exports (``--plot``, ``--json``, ``--markdown``)."""
+def _file_outputs(result, json_path, md_path, plot_path, outs: RunOutputs) -> None:
+    """The exports to files, as outputs of ``outs``: ``--plot``, ``--json FILE``, ``--markdown FILE``."""
     from ..report.document import document
     from ..report.plot import write_plot
     from ..report.schema import dumps
@@ -204,13 +200,25 @@ def _outputs(result, fmt, json_path, md_path, no_hist, plot_path) -> None:
 
     if plot_path:
         try:
-            write_plot(result, plot_path)
+            write_plot(result, plot_path, outs.temp_path(plot_path, "--plot"))
         except OSError as e:
             raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
-    if json_path:
-        write_export(json_path, dumps(document(result)), "--json")
-    if md_path:
-        write_export(md_path, markdown(result), "--markdown")
+    if json_path and json_path != "-":
+        write_export(outs, json_path, dumps(document(result)), "--json")
+    if md_path and md_path != "-":
+        write_export(outs, md_path, markdown(result), "--markdown")
+
+
+def _outputs(result, fmt, json_path, md_path, no_hist) -> None:
+    """The report on stdout: the table, JSON or Markdown (``--format``, or an export given ``-``)."""
+    from ..report.document import document
+    from ..report.schema import dumps
+    from ..report.table import markdown
+
+    if json_path == "-":
+        write_export(None, "-", dumps(document(result)), "--json")
+    if md_path == "-":
+        write_export(None, "-", markdown(result), "--markdown")
     if fmt == "json":
         click.echo(dumps(document(result)))
     elif fmt == "markdown":

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..outputs import RunOutputs
 from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
 from ..synth_mix import OverlayMix, mix_frames
 from .params import BoundedInt, FiniteFloat
@@ -143,39 +144,41 @@ def synth(
 ) -> None:
     """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap)."""
     try:
-        if mix is not None:
-            m = OverlayMix(
-                frames=frames,
-                connections=connections,
-                mss=mss or OverlayMix.mss,
-                seed=seed,
-                start_ns=start_ns,
-                port=port or OverlayMix.port,
-            )
-            n = write_frames(output, mix_frames(m))
-            click.echo(f"wrote {n} frames to {output}", err=True)
-            return
-        sc = Scenario(
-            encap=encap,
-            outer_ipv6=outer_ipv6,
-            inner_ipv6=inner_ipv6,
-            outer_csum=outer_csum,
-            mss=mss,
-            mtu=mtu,
-            timestamps=timestamps,
-            flows=flows,
-            frames=frames,
-            interleave=interleave,
-            gap_ns=_us_to_ns(gap_us, "--gap-us"),
-            pause_every=pause_every,
-            pause_ns=_us_to_ns(pause_us, "--pause-us"),
-            last_payload=last_payload,
-            start_ns=start_ns,
-            port=port,
-            geneve_opt_bytes=geneve_opt_bytes,
-            vni=vni,
-        )
-        n = write_scenario(output, sc)
+        # written beside OUTPUT and renamed into place when complete: an error or an interrupt leaves no half
+        # capture (gro_replay/outputs.py)
+        with RunOutputs() as outs:
+            if mix is not None:
+                m = OverlayMix(
+                    frames=frames,
+                    connections=connections,
+                    mss=mss or OverlayMix.mss,
+                    seed=seed,
+                    start_ns=start_ns,
+                    port=port or OverlayMix.port,
+                )
+                n = write_frames(outs.temp_path(output, ""), mix_frames(m))
+            else:
+                sc = Scenario(
+                    encap=encap,
+                    outer_ipv6=outer_ipv6,
+                    inner_ipv6=inner_ipv6,
+                    outer_csum=outer_csum,
+                    mss=mss,
+                    mtu=mtu,
+                    timestamps=timestamps,
+                    flows=flows,
+                    frames=frames,
+                    interleave=interleave,
+                    gap_ns=_us_to_ns(gap_us, "--gap-us"),
+                    pause_every=pause_every,
+                    pause_ns=_us_to_ns(pause_us, "--pause-us"),
+                    last_payload=last_payload,
+                    start_ns=start_ns,
+                    port=port,
+                    geneve_opt_bytes=geneve_opt_bytes,
+                    vni=vni,
+                )
+                n = write_scenario(outs.temp_path(output, ""), sc)
     except ValueError as exc:
         raise SynthInputError(str(exc)) from exc
     except OSError as exc:

@@ -119,7 +119,9 @@ class DevicePcaps:
     they get; each record is written at delivery (the skb's bytes may be rewritten later, e.g. by the tunnel
     stage's gro_complete chain on a GSO skb in 6.1+ kernels), with the delivery time in ns as its timestamp.
     Call ``close()`` at the end.
-    Args: directory: created (with parents) if missing. Raises: OSError when it cannot be created or written.
+    Args: directory: created (with parents) if missing; outputs: a ``gro_replay.outputs.RunOutputs`` that makes
+    each file a temporary one renamed into place when the run succeeds (None: written in place).
+    Raises: OSError when it cannot be created or written.
     """
 
     def __init__(
@@ -128,11 +130,15 @@ class DevicePcaps:
         fmt: str = "pcap",
         devices: list[tuple[str, str]] | None = None,
         kernels: dict[str, str] | None = None,
+        outputs=None,
     ) -> None:
         if fmt not in ("pcap", "pcapng"):
             raise ValueError(f"unknown pcap format {fmt!r}")
         self.name = os.fspath(directory)
         self.dir = Path(directory)
+        self.outputs = outputs
+        if outputs is not None:
+            outputs.make_dir(self.dir, "--write-pcap")
         self.dir.mkdir(parents=True, exist_ok=True)
         if not os.access(self.dir, os.W_OK):
             raise PermissionError(13, "Permission denied", str(self.dir))
@@ -149,11 +155,17 @@ class DevicePcaps:
             return self.dir / pcapng_name(kernel)
         return self.dir / pcap_name(kernel, dev)
 
+    def _dest(self, path: Path) -> str | Path:
+        """Where the file for ``path`` is written: a temporary file beside it under ``outputs``, else ``path``."""
+        if self.outputs is None:
+            return path
+        return self.outputs.temp_path(path, "--write-pcap")
+
     def _pcapng(self, kernel: str) -> PcapngWriter:
         release = self.kernels.get(kernel)
         model = f"kernel {kernel}" + (f" (Linux v{release} model)" if release else "")
         return PcapngWriter(
-            self.path(kernel, ""),
+            self._dest(self.path(kernel, "")),
             [(name, f"{STAGE_DESCRIPTIONS[stage]}; {model}; gro-replay") for name, stage in self.devices],
             application=f"gro-replay {__version__}",
         )
@@ -180,7 +192,7 @@ class DevicePcaps:
         key = (kernel, dev)
         w = self.writers.get(key)
         if w is None:
-            w = self.writers[key] = PcapWriter(self.path(kernel, dev))
+            w = self.writers[key] = PcapWriter(self._dest(self.path(kernel, dev)))
         w.write(now_ns, skb_frame(skb))
         self.frames[key] += 1
 
@@ -199,9 +211,12 @@ def pcapng_name(kernel: str) -> str:
     return f"{kernel.replace(os.sep, '_').replace('/', '_')}.pcapng"
 
 
-def open_device_pcaps(directory: str | None, fmt: str = "pcap", config=None) -> DevicePcaps | None:
+def open_device_pcaps(
+    directory: str | None, fmt: str = "pcap", config=None, outputs=None
+) -> DevicePcaps | None:
     """``DevicePcaps`` for ``directory`` (None without one); ``config`` (a ``ReplayConfig``) names the devices
-    and kernels. Raises ValueError (one line) when the directory cannot be used."""
+    and kernels; ``outputs``: see ``DevicePcaps``. Raises ValueError (one line) when the directory cannot be
+    used."""
     if not directory:
         return None
     devices = kernels = None
@@ -213,7 +228,7 @@ def open_device_pcaps(directory: str | None, fmt: str = "pcap", config=None) -> 
         )
         kernels = {m.name: m.release for m in config.kernels}
     try:
-        return DevicePcaps(directory, fmt, devices, kernels)
+        return DevicePcaps(directory, fmt, devices, kernels, outputs)
     except OSError as e:
         raise ValueError(f"--write-pcap {directory}: {e.strerror or e}") from None
 

@@ -47,14 +47,15 @@ def check_plot_request(path: str | None) -> None:
         require_matplotlib()
 
 
-def write_plot(result, path: str) -> None:
-    """Write the segments-per-skb bar charts of ``result`` (a ``sim.Result``) to ``path`` (.svg or .png).
+def write_plot(result, path: str, dest: str | None = None) -> None:
+    """Write the segments-per-skb bar charts of ``result`` (a ``sim.Result``) to ``path`` (.svg or .png), or in
+    that format to ``dest`` (e.g. a temporary file renamed to ``path`` later).
 
     Raises: ValueError (extension), PlotUnavailable, OSError (write).
     """
     fmt = plot_format(path)
     fig = segs_figure(result)
-    fig.savefig(path, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    fig.savefig(dest or path, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
 
 
 def segs_figure(result):

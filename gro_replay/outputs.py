@@ -1,0 +1,184 @@
+"""The files a command writes, all or nothing: each output is written to a temporary file in its own directory and
+renamed into place when the command succeeds, or removed when it fails.
+
+A run that stops on an error (exit 2: a truncated capture, an unwritable output, a frame time a pcap cannot hold;
+exit 130: interrupted) leaves no half-written file behind and an earlier file at the same path untouched; a run
+that ends normally renames every output into place (``os.replace``: atomic within a file system, so a reader sees
+the old file or the whole new one). A command whose complete outputs come with a non-zero exit (``batch`` with a
+failed capture) raises that exit after the block. Standard output
+(``-``) is written directly. Paths that are not regular files (``/dev/stdout``, a FIFO, a terminal, ``/dev/null``)
+are written directly too: renaming over them would replace the device node. A symbolic link is followed: its target
+is replaced, the link stays. A new file gets the mode ``open()`` would give it (0666 less the umask); a replaced
+file keeps its mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import stat
+import sys
+from typing import IO, Any
+
+import click
+
+_seq = itertools.count()
+
+
+class OutputError(click.ClickException):
+    """An output could not be written or renamed into place (exit 2)."""
+
+    exit_code = 2
+
+
+def _named(what: str, path: str) -> str:
+    return f"{what} {path}" if what else path
+
+
+class RunOutputs:
+    """The file outputs of one command run; a context manager that commits them on success and discards them on
+    failure (see the module doc).
+
+    ``what`` arguments name the output in error messages (``--trace``, ``--json``…). Raises ``OutputError`` (exit 2,
+    one line naming the output and the path) when a temporary file cannot be created or renamed. Committed when
+    the block ends normally; discarded on any exception (exit 2, KeyboardInterrupt …), which then propagates.
+    """
+
+    def __init__(self) -> None:
+        #: (temporary path, final path, what): renamed in this order by ``commit``
+        self._pending: list[tuple[str, str, str]] = []
+        #: directories this run created (``make_dir``): removed again on failure when left empty
+        self._created_dirs: list[str] = []
+        self._open: list[IO[Any]] = []
+
+    # -- making outputs -------------------------------------------------------------------------------------------
+    def temp_path(self, path: str | os.PathLike[str], what: str) -> str:
+        """A new, empty temporary file beside ``path`` for a writer that opens files by name (pcap writers,
+        matplotlib); it replaces ``path`` on ``commit``. ``path`` itself when it is not a regular file (a device,
+        a FIFO: written directly)."""
+        final = os.fspath(path)
+        target = os.path.realpath(final) if os.path.islink(final) else final
+        try:
+            st = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        except OSError as e:
+            raise OutputError(f"{_named(what, final)}: {e.strerror or e}") from None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise OutputError(f"{_named(what, final)}: cannot write: Is a directory")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            return target
+        head, tail = os.path.split(target)
+        while True:
+            tmp = os.path.join(head, f".{tail}.{os.getpid()}-{next(_seq)}.tmp")
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise OutputError(f"{_named(what, final)}: cannot write: {e.strerror or e}") from None
+            break
+        try:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        except OSError:
+            pass  # the mode of a file we may not own: the new file keeps the default
+        finally:
+            os.close(fd)
+        self._pending.append((tmp, target, what))
+        return tmp
+
+    def open_text(self, path: str, what: str) -> IO[str]:
+        """``path`` opened for text output (UTF-8), or standard output for ``-``."""
+        if path == "-":
+            return sys.stdout
+        f = open(self.temp_path(path, what), "w", encoding="utf-8")  # noqa: SIM115 (closed by commit/discard)
+        self._open.append(f)
+        return f
+
+    def write_text(self, path: str, text: str, what: str) -> None:
+        """Write ``text`` to ``path`` (``-``: standard output, via click)."""
+        if path == "-":
+            click.echo(text, nl=False)
+            return
+        f = self.open_text(path, what)
+        try:
+            f.write(text)
+            f.close()
+        except OSError as e:
+            raise OutputError(f"{_named(what, path)}: cannot write: {e.strerror or e}") from None
+
+    def write_bytes(self, path: str, data: bytes, what: str) -> None:
+        """Write ``data`` to ``path`` (``-``: standard output)."""
+        if path == "-":
+            sys.stdout.buffer.write(data)
+            return
+        try:
+            with open(self.temp_path(path, what), "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise OutputError(f"{_named(what, path)}: cannot write: {e.strerror or e}") from None
+
+    def make_dir(self, path: str | os.PathLike[str], what: str) -> None:
+        """Create directory ``path`` (with parents) unless it exists; one this run created and leaves empty is
+        removed again on failure."""
+        d = os.fspath(path)
+        missing = []
+        p = os.path.abspath(d)
+        while p and not os.path.lexists(p):
+            missing.append(p)
+            p = os.path.dirname(p)
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"{_named(what, d)}: cannot create: {e.strerror or e}") from None
+        self._created_dirs.extend(missing)  # innermost first
+
+    # -- ending the run -----------------------------------------------------------------------------------------
+    def _close_all(self) -> None:
+        for f in self._open:
+            with contextlib.suppress(OSError):
+                f.close()
+        self._open.clear()
+
+    def commit(self) -> None:
+        """Close every output and rename each into place. Raises OutputError (and removes what is left) when one
+        cannot be closed or renamed."""
+        for f in self._open:
+            try:
+                f.close()
+            except OSError as e:
+                self.discard()
+                raise OutputError(f"cannot write {f.name}: {e.strerror or e}") from None
+        self._open.clear()
+        while self._pending:
+            tmp, final, what = self._pending[0]
+            try:
+                os.replace(tmp, final)
+            except OSError as e:
+                self.discard()
+                raise OutputError(f"{_named(what, final)}: cannot write: {e.strerror or e}") from None
+            self._pending.pop(0)
+        self._created_dirs.clear()
+
+    def discard(self) -> None:
+        """Close and remove every temporary file, and the directories this run created that are left empty."""
+        self._close_all()
+        for tmp, _final, _what in self._pending:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        self._pending.clear()
+        for d in self._created_dirs:
+            with contextlib.suppress(OSError):
+                os.rmdir(d)  # only when empty
+        self._created_dirs.clear()
+
+    def __enter__(self) -> RunOutputs:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.commit()
+        else:
+            self.discard()
