@@ -17,17 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .sim import ReplayConfig, Result
 
-__version__ = "0.1.0"
+from .project import __version__, install_extra_hint
 
-
-def install_extra_hint(extra: str) -> str:
-    """How to install optional extra ``extra`` (``plot``, ``batch``, ``bpf``, ``man``: pyproject.toml's
-    ``[project.optional-dependencies]``), as every missing-extra error says it: gro-replay is installed from its
-    source tree (README's ``pip install .``), so the command names the tree, not a package index."""
-    return f"pip install '.[{extra}]' in the gro-replay source tree"
-
-
-__all__ = ["ReplayConfig", "Result", "__version__", "document", "replay"]
+__all__ = ["ReplayConfig", "Result", "__version__", "document", "install_extra_hint", "replay"]
 
 
 def replay(capture: str, config: ReplayConfig | None = None, **options: Any) -> Result:

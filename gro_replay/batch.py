@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from . import install_extra_hint
 from .capture.reader import CaptureError
+from .project import install_extra_hint
 from .sim import ReplayConfig, replay_capture
 
 

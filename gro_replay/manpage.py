@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import install_extra_hint
+from .project import install_extra_hint
 
 
 def write_man_pages(target: str | os.PathLike[str]) -> list[Path]:
@@ -21,8 +21,8 @@ def write_man_pages(target: str | os.PathLike[str]) -> list[Path]:
     """
     from click_man.core import write_man_pages as click_man_write
 
-    from . import __version__
     from .cli.app import main, mount_all
+    from .project import __version__
 
     mount_all()  # sub-commands are imported on demand: click-man reads main.commands
     out = Path(target)

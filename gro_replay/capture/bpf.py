@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import install_extra_hint
+from ..project import install_extra_hint
 from .reader import _DLT_NAMES, DLT_RAW, DLT_RAW_ALT12, DLT_RAW_ALT14, CaptureError
 
 _SNAPLEN = 262144

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import click
 
-from .. import __version__
+from ..project import __version__
 from .errors import StdoutFailed
 
 #: errno values of a failed write to standard output (a full or failing disk, a quota, a file size limit)

@@ -20,8 +20,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .. import __version__
 from ..outputs import RunOutputs
+from ..project import __version__
 from ..report.schema import dumps
 from ..report.stats import SCHEMA_VERSION
 from ..sim import ReplayConfig

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import __version__
+from ..project import __version__
 from .stats import FLOWS_MAX_DEFAULT, SCHEMA_VERSION, FlowRow, FlowRows
 from .verdict import verdict_of
 

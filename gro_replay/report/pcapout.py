@@ -29,8 +29,8 @@ import struct
 from collections import Counter
 from pathlib import Path
 
-from .. import __version__
 from ..capture.writer import PCAP_TS_NS_MAX, PCAPNG_TS_NS_MAX, PcapngWriter, PcapWriter
+from ..project import __version__
 
 ETH_P_8021Q = 0x8100
 ETH_P_8021AD = 0x88A8

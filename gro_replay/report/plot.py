@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from .. import install_extra_hint
+from ..project import install_extra_hint
 
 PLOT_FORMATS = ("svg", "png")
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}

@@ -2,15 +2,19 @@
 
 Modules, in pipeline order:
 ``config.py``   ``ReplayConfig``, ``PollModel``, ``ConfigError``, option parsers (``parse_gro``, ``parse_resegment``)
-``ingest.py``   records → decoded frames: ``InputStats``, input notes, tunnel-port detection, filters, resegmenting
+``ingest.py``   records → decoded ``Frame``s: ``InputStats``, tunnel-port detection, filters, resegmenting
+``notes.py``    the input notes (tunnel ports, how the capture was taken)
 ``polls.py``    which frames share a poll (``iter_polls``, ``PollSchedule``) and the RX queues (``RxQueue``)
 ``driver.py``   the NIC driver's RX step: each frame's skb (RX hash, VLAN tag, checksum state)
-``replayer.py`` ``Replayer`` (one run over every kernel model), ``Result``, ``replay_capture``, ``replay_frames``
+``replayer.py`` ``Replayer`` (one run over every kernel model) and its ``Result``
+``flows.py``    flow retirement (``FlowTracker``: ended or silent flows leave the tables)
+``api.py``      the one-shot API: ``replay_capture``, ``replay_frames``
 
 The batch path (``pollcache.py``) runs the same ``Replayer`` block by block. Every public name of the modules is
 re-exported here: ``from gro_replay.sim import X`` is the stable spelling.
 """
 
+from .api import replay_capture, replay_frames
 from .config import (
     GRO_DEVICES,
     RSS_INDIR_TABLE_SIZE,
@@ -22,16 +26,14 @@ from .config import (
 )
 from .driver import DriverRx
 from .ingest import (
-    JUMBO_MAX,
     Frame,
     Ingest,
     InputStats,
     TunnelScanError,
-    capture_notes,
     detect_tunnel_ports,
     tcp_mss_option,
-    tunnel_notes,
 )
+from .notes import JUMBO_MAX, capture_notes, tunnel_notes
 from .polls import (
     PollSchedule,
     RxQueue,
@@ -40,7 +42,7 @@ from .polls import (
     ethtool_rxfh_indir_default,
     iter_polls,
 )
-from .replayer import Replayer, Result, replay_capture, replay_frames
+from .replayer import Replayer, Result
 
 __all__ = [
     "GRO_DEVICES",

@@ -1,0 +1,105 @@
+"""The one-shot API (DPDK's ``rte_gro_reassemble_burst`` tier): ``replay_capture(path, config)`` and
+``replay_frames(frames, config)`` run a ``Replayer`` over a capture or in-memory frames and return its ``Result``.
+``replay_capture`` hands eligible captures to the batch path (pollcache.py), which gives the same results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+
+from ..capture.interfaces import may_hold_several
+from ..capture.interfaces import plan as plan_interfaces
+from ..capture.reader import DLT_EN10MB, open_capture
+from ..packet.decode import SKIP_TRUNCATED_RECORD, Decoder
+from .config import ReplayConfig
+from .ingest import detect_tunnel_ports
+from .replayer import Replayer, Result
+
+
+def replay_capture(
+    path: str,
+    config: ReplayConfig,
+    on_deliver: Callable | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Result:
+    """Replay a capture file through every kernel model in ``config``.
+
+    Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
+    every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
+    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file whose interfaces are all replayed take the
+    batch path (pollcache.py; ``pollcache.batch_input``) when the configuration allows it
+    (``pollcache.batch_eligible``) and ``on_deliver`` is None or reads only what cached delivery events hold
+    (``pollcache.served_from_events``: --trace, explain): same results, same deliveries in the same order, and
+    ``Result.batch`` counts its polls.
+    Raises: capture.reader.CaptureError (unreadable input), ConfigError.
+    """
+    # pollcache.py builds sim.ingest.Frames: imported here, so that importing pollcache first is no import cycle
+    from ..pollcache import BatchReplay, batch_eligible, batch_input, served_from_events
+
+    detected: dict[str, dict[int, int]] = {}
+    if config.detect_tunnels:
+        detected = detect_tunnel_ports(path, config)
+        if detected:
+            config = replace(
+                config,
+                vxlan_ports=config.vxlan_ports + tuple(sorted(detected.get("vxlan", {}))),
+                geneve_ports=config.geneve_ports + tuple(sorted(detected.get("geneve", {}))),
+            )
+    rep = Replayer(config, on_deliver)
+    rep.input.tunnel_ports_detected = detected
+    with open_capture(path) as cap:  # first: a missing or unreadable file is a CaptureError (one line)
+        rep.input.path = str(path)
+        if progress is not None and hasattr(progress, "bind_capture"):
+            progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
+        records = cap if progress is None else _counting(cap, progress)
+        sel = plan_interfaces(
+            str(path), cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface
+        )
+        if may_hold_several(cap):
+            records = sel.filter(cap, records, rep.input)
+        readable, batch_records = batch_input(cap, sel, records)
+        batch = (
+            batch_eligible(config, not served_from_events(on_deliver))
+            and config.flow is None  # the filters apply on the frame-by-frame path (Replayer.decoded)
+            and config.capture_filter is None
+            # retiring flows gives a returning key a new flow id, frame by frame; the batch path does not retire
+            and not config.flow_idle_timeout_ns
+            and readable
+        )
+        if batch:
+            br = BatchReplay(rep)
+            br.run(cap, progress, batch_records)
+            rep.batch = {
+                "polls_cached": br.cache.hits,
+                "polls_simulated": br.cache.misses + br.cache.uncacheable,
+            }
+        else:
+            rep.run_polls(rep.decoded(records))
+        rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
+        if cap.truncated_records:
+            rep.input.frames_read += cap.truncated_records
+            rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
+        sel.check()  # a pipe's --interface that matched nothing: known only now
+        rep.input.notes.extend(sel.notes())
+        if len(sel.by_key) > 1:
+            rep.input.interfaces = sel.as_list()
+    rep.finish()
+    return rep.result()
+
+
+def _counting(records: Iterable[tuple], progress: Callable[[int], None]) -> Iterator[tuple]:
+    for n, r in enumerate(records, 1):
+        yield r
+        if not n & 0x3FF:
+            progress(n)
+
+
+def replay_frames(
+    frames: Iterable[tuple[int, bytes]], config: ReplayConfig, on_deliver: Callable | None = None
+) -> Result:
+    """Replay in-memory Ethernet frames ``(ts_ns, frame)`` (tests, synth). Same semantics as ``replay_capture``."""
+    rep = Replayer(config, on_deliver)
+    rep.run_polls(rep.decoded((ts, buf, len(buf), DLT_EN10MB) for ts, buf in frames))
+    rep.finish()
+    return rep.result()

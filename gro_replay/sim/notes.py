@@ -1,0 +1,71 @@
+"""The input notes of a replay: facts about the capture a reader must know, one sentence each (``InputStats.notes``).
+
+``tunnel_notes``: tunnel traffic on ports without a tunnel socket, ports ``auto`` found, or no tunnel traffic at all;
+``capture_notes``: how the capture was taken (outer checksums that do not verify, super-frames split at ``--mtu``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP
+
+if TYPE_CHECKING:
+    from .config import ReplayConfig
+    from .ingest import InputStats
+
+
+def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+    """The input notes about tunnel ports: traffic that parses as VXLAN/Geneve on ports without a tunnel socket
+    (with the option that decodes it), ports ``auto`` found, or that the capture holds no tunnel traffic."""
+    notes = []
+    opt = {"vxlan": "--vxlan-port", "geneve": "--geneve-port"}
+    name = {"vxlan": "VXLAN", "geneve": "Geneve"}
+    for kind, ports in sorted(inp.tunnel_ports_detected.items()):
+        found = ", ".join(f"{p} ({n:,} frames)" for p, n in sorted(ports.items()))
+        notes.append(f"{opt[kind]} auto: {name[kind]} found on UDP port {found}; decoded there")
+    for kind, ports in sorted(inp.tunnel_ports_not_configured.items()):
+        for p, n in sorted(ports.items()):
+            notes.append(
+                f"{n:,} frames to UDP port {p} parse as {name[kind]}, but no {name[kind]} port is configured there: "
+                f"replayed as plain UDP (not_tunnel), as a kernel without that tunnel socket would; "
+                f"pass {opt[kind]} {p} (or {opt[kind]} auto) to decode them"
+            )
+    if not inp.classes.get(CLS_TUNNEL_TCP) and not inp.classes.get(CLS_TUNNEL_OTHER) and not notes:
+        ports = ", ".join(map(str, config.vxlan_ports)) or "none"
+        gports = ", ".join(map(str, config.geneve_ports)) or "none"
+        notes.append(
+            f"no tunnel traffic: no frame goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}) "
+            "and none parses as VXLAN or Geneve on another UDP port"
+        )
+    return notes
+
+
+def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+    """Notes on how the capture was taken: outer checksums that do not verify, super-frames split at ``--mtu``."""
+    notes = []
+    if inp.outer_csum_bad:
+        notes.append(
+            f"{inp.outer_csum_bad:,} tunnel frames carry an outer UDP checksum that does not verify, typical of a "
+            "capture taken on the sending host before TX checksum offload filled it in; a NIC would not have "
+            f"reported them as verified: {config.nic_words()} replays them as that checksum state says, "
+            "--rx-csum none has the kernels check (and drop) them in software"
+        )
+    if inp.resegmented_frames:
+        big = inp.largest_split
+        jumbo = (
+            f"if the underlay really carries frames this large (jumbo MTU), pass --mtu {big} or --resegment off"
+            if big <= JUMBO_MAX
+            else "no underlay MTU carries them (above 9216 bytes: BIG TCP or GRO aggregates)"
+        )
+        notes.append(
+            f"{inp.resegmented_frames:,} frames larger than --mtu {config.mtu} (the largest outer IP packet "
+            f"{big:,} bytes) were split into {inp.segments_created:,} wire segments, taken for TSO/GSO or GRO "
+            f"super-frames of the capturing host; {jumbo}"
+        )
+    return notes
+
+
+#: Above this an outer IP packet is no jumbo frame: 9216 bytes, the usual jumbo MTU ceiling of data-centre
+#: switches (NICs allow a little more: i40e 9702 = ``I40E_MAX_RXBUFFER`` 9728 less ``I40E_PACKET_HDR_PAD``).
+JUMBO_MAX = 9216
