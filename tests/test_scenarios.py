@@ -255,7 +255,7 @@ def test_csum_partial_batch_and_poll_sums_match_rfc1071():
 
 
 def test_replay_capture_digest_is_the_file_sha256(tmp_path):
-    """sim.py ``FileDigest`` hashes the capture on a helper thread: the document's sha256 is the file's."""
+    """capture/stream.py ``DigestingRaw`` hashes the capture on a helper thread: the document's sha256 is the file's."""
     import hashlib
 
     from gro_replay.capture.writer import PcapWriter

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..project import install_extra_hint
-from .reader import _DLT_NAMES, DLT_RAW, DLT_RAW_ALT12, DLT_RAW_ALT14, CaptureError
+from .linktypes import DLT_NAMES, DLT_RAW, DLT_RAW_ALT12, DLT_RAW_ALT14
+from .stream import CaptureError
 
 _SNAPLEN = 262144
 
@@ -49,7 +50,7 @@ def linktype_to_dlt(linktype: int, dlt_raw: int) -> int:
 
 def linktype_name(linktype: int) -> str:
     """``"276 (LINUX_SLL2)"``: a link type as error messages name it."""
-    name = _DLT_NAMES.get(linktype)
+    name = DLT_NAMES.get(linktype)
     return f"{linktype} ({name})" if name else str(linktype)
 
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 
-from .stats import SCHEMA_VERSION, STAGES
+from ..stats import SCHEMA_VERSION, STAGES
 
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
@@ -71,120 +70,6 @@ def _stage_values(st: dict) -> dict:
 
 def _flow_values(st: dict) -> dict:
     return {"flow_skbs": st["skbs"], "flow_segs_per_skb": _ratio(st["segments"], st["skbs"])}
-
-
-# -- loading ---------------------------------------------------------------------------------------------------------
-#: the most bytes ``load_document`` reads of one document (``gro-replay diff --max-bytes``)
-MAX_DOCUMENT_BYTES = 128 << 20
-#: the deepest nesting of arrays and objects a document may have (gro-replay writes at most 6 levels)
-MAX_DEPTH = 64
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-class _Unusable:
-    """A JSON number Python cannot compare honestly (NaN, ±Infinity, overflowing to infinity, thousands of digits);
-    the schema check reports it with its JSON pointer instead of it passing as a value."""
-
-    __slots__ = ("what",)
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-    def __repr__(self) -> str:
-        return self.what
-
-
-def _parse_constant(name: str) -> _Unusable:
-    return _Unusable(f"{name} (not a finite number)")
-
-
-def _parse_float(text: str):
-    v = float(text)
-    return v if math.isfinite(v) else _Unusable(f"{text[:24]} (overflows to infinity)")
-
-
-def _parse_int(text: str):
-    if len(text.lstrip("-")) > 20:
-        return _Unusable(f"an integer of {len(text.lstrip('-'))} digits")
-    return int(text)
-
-
-def _too_deep(data: bytes) -> int | None:
-    """Byte offset where ``data``'s arrays/objects nest deeper than ``MAX_DEPTH`` (strings skipped), or None."""
-    depth = 0
-    for m in _TOKENS.finditer(data):
-        c = m.group()
-        if c in (b"[", b"{"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                return m.start()
-        elif c in (b"]", b"}"):
-            depth -= 1
-    return None
-
-
-def _unusable_at(doc) -> str | None:
-    """The JSON pointer of the first ``_Unusable`` value anywhere in ``doc`` (iterative walk), or None."""
-    from .schema import pointer
-
-    stack = [((), doc)]
-    while stack:
-        path, v = stack.pop()
-        if isinstance(v, _Unusable):
-            return pointer(path) + f": {v.what}"
-        if isinstance(v, dict):
-            stack.extend(((*path, k), x) for k, x in v.items())
-        elif isinstance(v, list):
-            stack.extend(((*path, i), x) for i, x in enumerate(v))
-    return None
-
-
-def load_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> dict:
-    """Read a gro-replay JSON document and check it against the replay schema's ``comparable`` part.
-
-    ``role`` (BASELINE/CURRENT) prefixes errors. At most ``max_bytes`` bytes are read; NaN, ±Infinity, numbers
-    that overflow, integers beyond 2**63-1, strings for numbers, missing keys and nesting deeper than
-    ``MAX_DEPTH`` are refused. Raises: DiffError (one line naming the file and, where there is one, the JSON
-    pointer of the offending field).
-    """
-    from .schema import SchemaViolation, check
-
-    where = f"{role} {path}"
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as e:
-        raise DiffError(f"{where}: cannot read: {e.strerror or e}") from None
-    if len(data) > max_bytes:
-        raise DiffError(f"{where}: larger than {max_bytes:,} bytes (--max-bytes): not a gro-replay document")
-    at = _too_deep(data)
-    if at is not None:
-        raise DiffError(f"{where}: arrays/objects nested deeper than {MAX_DEPTH} levels (at byte {at})")
-    try:
-        doc = json.loads(
-            data.decode("utf-8"),
-            parse_constant=_parse_constant,
-            parse_float=_parse_float,
-            parse_int=_parse_int,
-        )
-    except UnicodeDecodeError as e:
-        raise DiffError(f"{where}: not UTF-8 text (byte {e.start})") from None
-    except (json.JSONDecodeError, RecursionError, ValueError) as e:
-        raise DiffError(f"{where}: not JSON ({str(e)[:120]})") from None
-    if not isinstance(doc, dict) or "schema_version" not in doc:
-        raise DiffError(f"{where}: not a gro-replay JSON document (no schema_version)")
-    ver = doc["schema_version"]
-    if ver not in KNOWN_SCHEMA_VERSIONS or type(ver) is not int:
-        known = ", ".join(str(v) for v in KNOWN_SCHEMA_VERSIONS)
-        raise DiffError(f"{where}: unknown schema_version {repr(ver)[:40]} (this gro-replay reads {known})")
-    try:
-        check(doc, "replay#/$defs/comparable")
-    except SchemaViolation as e:
-        raise DiffError(f"{where}: {e.pointer}: {e.reason}") from None
-    bad = _unusable_at(doc)
-    if bad is not None:
-        raise DiffError(f"{where}: {bad}")
-    return doc
 
 
 # -- comparing ---------------------------------------------------------------------------------------------------------
@@ -278,7 +163,7 @@ def _flow_id(row: dict) -> str:
     return json.dumps(row.get("key"), sort_keys=True) if row.get("key") is not None else row["flow"]
 
 
-def compare(
+def compare(  # noqa: C901, PLR0915 - one rule per document section, in the order of the diff document
     base: dict,
     cur: dict,
     *,
@@ -301,7 +186,7 @@ def compare(
     """
     select = None
     if flow is not None:
-        from ..packet.flowsel import FlowSelector, KeyView, SelectorError
+        from ...packet.flowsel import FlowSelector, KeyView, SelectorError
 
         try:
             sel = FlowSelector.parse(flow)
@@ -422,24 +307,6 @@ def _largest_loss(largest: dict | None) -> dict | None:
     return {**largest, "loss_pct": None if math.isinf(loss) else round(loss, 2)}
 
 
-def observed_sentence(cmp: dict) -> str:
-    """The observed change beside the threshold: the largest loss among the checked values."""
-    w = cmp.get("largest_loss")
-    limit = cmp["max_regression_pct"]
-    if not w:
-        return f"nothing checked (allowed loss {limit:g}%)"
-    if w["loss_pct"] == 0:
-        return f"observed: no checked value lost anything (allowed loss {limit:g}%)"
-    m = METRICS[w["metric"]]
-    flow = f", flow {w['flow']}" if w["flow"] else ""
-    loss = _loss_text(w)
-    return (
-        f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
-        f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
-        f"allowed loss {limit:g}%"
-    )
-
-
 def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> dict:
     return {
         "kernel": pair,
@@ -470,202 +337,3 @@ def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | 
         f"stage_regressions={stage_regs} flows_regressed={flows} max_regression={limit:g}% "
         f"largest_loss={largest} kernels={','.join(k['label'].replace(' ', '') for k in kernels)}"
     )
-
-
-# -- rendering ----------------------------------------------------------------------------------------------------------
-def fmt_value(v) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    return f"{v:,}"
-
-
-def fmt_delta(v) -> str:
-    if v is None:
-        return "n/a"
-    if not v:
-        return "0"
-    return f"{v:+,.2f}" if isinstance(v, float) else f"{v:+,}"
-
-
-def _cell_change(c: dict) -> str:
-    return "n/a" if c["delta"] is None else fmt_change(c["change_pct"])
-
-
-def fmt_change(pct) -> str:
-    if pct is None:
-        return "new"
-    if pct == 0:
-        return "0%"
-    return f"{pct:+.1f}%"
-
-
-def regression_sentence(r: dict, limit: float) -> str:
-    """One line naming a regression: kernel, stage, (flow,) metric, values, change and the threshold."""
-    m = METRICS[r["metric"]]
-    where = f"{r['kernel']}, {STAGE_TITLES[r['stage']]}"
-    what = m.label.replace(" (per flow)", "")
-    flow = f", flow {r['flow']}" if r["flow"] else ""
-    return (
-        f"{where}{flow}: {what} {fmt_value(r['baseline'])} → {fmt_value(r['current'])} "
-        f"({fmt_change(r['change_pct'])}; allowed loss {limit:g}%)"
-    )
-
-
-def _status_text(cmp: dict) -> str:
-    n = len(cmp["regressions"])
-    if not n:
-        checked = ", ".join(cmp["metrics_checked"]) or "none"
-        return f"OK: no checked metric ({checked}) lost more than {cmp['max_regression_pct']:g}%."
-    return f"REGRESSION: {n} checked value(s) lost more than {cmp['max_regression_pct']:g}%."
-
-
-def _input_line(cmp: dict) -> str:
-    b, c = cmp["baseline"], cmp["current"]
-    if b["input"].get("sha256") == c["input"].get("sha256"):
-        return f"input: {b['input'].get('path')} (sha256 {str(b['input'].get('sha256'))[:12]})"
-    return f"inputs: {b['input'].get('path')} → {c['input'].get('path')}"
-
-
-_STAGE_ROWS = ("skbs", "segs_per_skb", "aggregates", "sw_csum_bytes")
-_FLOW_LIMIT = 30
-
-
-def _changed_flows(k: dict) -> list[dict]:
-    rows = [r for r in k["flows"] if r["changed"]]
-
-    def worst(r):
-        return -max(
-            _loss_pct(METRICS[n], c["baseline"], c["current"])
-            for st in r["stages"].values()
-            for n, c in st.items()
-        )
-
-    return sorted(rows, key=worst)
-
-
-def render_markdown(cmp: dict) -> str:
-    """The comparison as Markdown for a CI job summary (``$GITHUB_STEP_SUMMARY``)."""
-    limit = cmp["max_regression_pct"]
-    lines = ["## gro-replay diff", "", f"**{_status_text(cmp)}**", "", observed_sentence(cmp), ""]
-    lines.append(f"- {_input_line(cmp)}")
-    lines.append(f"- baseline: `{cmp['baseline']['document']}`, current: `{cmp['current']['document']}`")
-    lines.append(
-        f"- checked: {', '.join(f'`{m}`' for m in cmp['metrics_checked']) or 'nothing'}; allowed loss {limit:g}%"
-    )
-    for n in cmp["notes"]:
-        lines.append(f"- note: {n}")
-    if cmp["regressions"]:
-        lines += ["", "### Regressions", ""]
-        lines += [f"- {regression_sentence(r, limit)}" for r in cmp["regressions"]]
-    for k in cmp["kernels"]:
-        lines += ["", f"### Kernel {k['label']}", ""]
-        lines.append("| metric | stage | baseline | current | Δ | change |")
-        lines.append("|---|---|---:|---:|---:|---:|")
-        for s in STAGES:
-            for name in _STAGE_ROWS:
-                c = k["stages"][s][name]
-                flag = " ❌" if c["regression"] else ""
-                lines.append(
-                    f"| {METRICS[name].label} | {STAGE_TITLES[s]} | {fmt_value(c['baseline'])} | "
-                    f"{fmt_value(c['current'])} | {fmt_delta(c['delta'])} | {_cell_change(c)}{flag} |"
-                )
-        changed = _changed_flows(k)
-        unchanged = len(k["flows"]) - len(changed)
-        if changed:
-            lines += [
-                "",
-                f"Flows that changed ({len(changed)}; {unchanged} unchanged):",
-                "",
-                "| flow | stage | skbs | segments / skb | change |",
-                "|---|---|---:|---:|---:|",
-            ]
-            for r in changed[:_FLOW_LIMIT]:
-                for s in STAGES:
-                    sk, ra = r["stages"][s]["flow_skbs"], r["stages"][s]["flow_segs_per_skb"]
-                    if not (sk["delta"] or ra["delta"]):
-                        continue
-                    flag = " ❌" if sk["regression"] or ra["regression"] else ""
-                    label = r["flow"].replace("|", "\\|")  # a pipe ends a Markdown table cell
-                    lines.append(
-                        f"| `{label}` | {STAGE_TITLES[s]} | {sk['baseline']:,} → {sk['current']:,} | "
-                        f"{ra['baseline']:.2f} → {ra['current']:.2f} | {fmt_change(ra['change_pct'])}{flag} |"
-                    )
-            if len(changed) > _FLOW_LIMIT:
-                lines.append(
-                    f"\n… and {len(changed) - _FLOW_LIMIT} more changed flows (see `--format json`)."
-                )
-        else:
-            lines += ["", f"No flow changed ({len(k['flows'])} compared)."]
-        for what, fl in (("baseline", k["flows_only_in_baseline"]), ("current", k["flows_only_in_current"])):
-            if fl:
-                lines.append(f"\n{len(fl)} flow(s) only in the {what}.")
-    lines += ["", "```", cmp["summary"], "```"]
-    return "\n".join(lines)
-
-
-def render_table(cmp: dict, console) -> None:
-    """Print the comparison with rich tables on ``console``."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    limit = cmp["max_regression_pct"]
-
-    def say(text: str, style: str | None = None) -> None:
-        console.print(Text(text, style=style or ""), highlight=False, soft_wrap=True)
-
-    say(_input_line(cmp))
-    say(f"baseline {cmp['baseline']['document']}, current {cmp['current']['document']}")
-    for n in cmp["notes"]:
-        say(f"note: {n}", "yellow")
-    for k in cmp["kernels"]:
-        t = Table(title=f"GRO aggregation diff, kernel {k['label']}", box=box.SIMPLE_HEAD)
-        t.add_column("metric")
-        for s in STAGES:
-            t.add_column(f"baseline\n{STAGE_TITLES[s]}", justify="right")
-            t.add_column(f"current\n{STAGE_TITLES[s]}", justify="right")
-            t.add_column(f"Δ\n{s}", justify="right")
-        for name in _STAGE_ROWS:
-            row: list = [METRICS[name].label]
-            for s in STAGES:
-                c = k["stages"][s][name]
-                style = "bold red" if c["regression"] else ("dim" if not c["delta"] else "")
-                row += [
-                    fmt_value(c["baseline"]),
-                    fmt_value(c["current"]),
-                    Text(
-                        "n/a" if c["delta"] is None else f"{fmt_delta(c['delta'])} ({_cell_change(c)})",
-                        style=style,
-                    ),
-                ]
-            t.add_row(*row)
-        console.print(t)
-        changed = _changed_flows(k)
-        if changed:
-            ft = Table(title=f"flows that changed ({len(changed)} of {len(k['flows'])})", box=box.SIMPLE_HEAD)
-            ft.add_column("flow", overflow="fold")
-            for s in STAGES:
-                ft.add_column(f"skbs\n{s}", justify="right")
-                ft.add_column(f"segs/skb\n{s}", justify="right")
-            for r in changed[:_FLOW_LIMIT]:
-                cells: list = [r["flow"]]
-                for s in STAGES:
-                    sk, ra = r["stages"][s]["flow_skbs"], r["stages"][s]["flow_segs_per_skb"]
-                    style = "bold red" if sk["regression"] or ra["regression"] else ""
-                    cells += [
-                        Text(f"{sk['baseline']:,} → {sk['current']:,}", style=style),
-                        Text(f"{ra['baseline']:.2f} → {ra['current']:.2f}", style=style),
-                    ]
-                ft.add_row(*cells)
-            console.print(ft)
-            if len(changed) > _FLOW_LIMIT:
-                say(f"… and {len(changed) - _FLOW_LIMIT} more changed flows (see --format json)")
-        else:
-            say(f"no flow changed ({len(k['flows'])} compared)", "dim")
-    for r in cmp["regressions"]:
-        say(f"regression: {regression_sentence(r, limit)}", "bold red")
-    say(_status_text(cmp), "bold red" if cmp["regressions"] else "green")
-    say(observed_sentence(cmp))
-    say(cmp["summary"])

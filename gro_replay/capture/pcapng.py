@@ -1,0 +1,260 @@
+"""The pcapng half of ``reader.Capture``: section, interface and packet blocks (enhanced, obsolete and simple
+packet blocks), read as a stream with precompiled ``struct.Struct``s built from dpkt's block layouts; timestamps as
+integer nanoseconds per interface (``if_tsresol``, ``if_tsoffset``). Other blocks are skipped in order.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterator
+
+import dpkt
+import dpkt.pcapng
+
+from .stream import READ_ERRORS, CaptureError, read_exactly
+
+#: Largest caplen accepted; a record claiming more is corrupt (matches tcpdump's MAXIMUM_SNAPLEN).
+MAX_CAPLEN = 262144
+#: Largest pcapng block read into memory (packet, section and interface blocks); others are skipped.
+_MAX_BLOCK_LEN = 16 << 20
+
+_NS = 1_000_000_000
+#: the largest timestamp (ns since the epoch) a record may carry: int64, as the JSON schema's integers
+_TS_NS_MAX = (1 << 63) - 1
+
+_PCAPNG_SHB = dpkt.pcapng.PCAPNG_BT_SHB
+_PCAPNG_IDB = dpkt.pcapng.PCAPNG_BT_IDB
+_PCAPNG_EPB = dpkt.pcapng.PCAPNG_BT_EPB
+_PCAPNG_PB = dpkt.pcapng.PCAPNG_BT_PB
+_PCAPNG_SPB = dpkt.pcapng.PCAPNG_BT_SPB
+_PCAPNG_OPT_IF_NAME = 2  #: pcapng IDB option if_name (draft-ietf-opsawg-pcapng §4.2)
+
+
+def _block_fields(cls: type) -> struct.Struct:
+    """Struct for a dpkt pcapng block class's fields after type and length, trailing length excluded."""
+    fmt = cls.__hdr_fmt__
+    return struct.Struct(fmt[0] + fmt[3:-1])
+
+
+# pcapng block header: type, total length.
+_NG_BLK = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}
+# EPB after the block header: iface_id, ts_high, ts_low, caplen, pkt_len (dpkt EnhancedPacketBlock).
+_NG_EPB = {
+    "<": _block_fields(dpkt.pcapng.EnhancedPacketBlockLE),
+    ">": _block_fields(dpkt.pcapng.EnhancedPacketBlock),
+}
+# PB after the block header: iface_id, drops_count, ts_high, ts_low, caplen, pkt_len (dpkt PacketBlock).
+_NG_PB = {"<": _block_fields(dpkt.pcapng.PacketBlockLE), ">": _block_fields(dpkt.pcapng.PacketBlock)}
+_NG_U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
+_NG_I64 = {"<": struct.Struct("<q"), ">": struct.Struct(">q")}
+
+
+class PcapngBlocks:
+    """Reading the pcapng blocks of a ``Capture`` (its base class): ``_open_pcapng`` reads the section header and
+    the first interfaces, ``_iter_pcapng`` the records. Uses the capture's ``_f``, ``_offset``, ``_corrupt`` and
+    ``_read_error``.
+    """
+
+    def _open_pcapng(self, head: bytes) -> None:
+        # Interfaces of the current section: (linktype, num, den, offset_ns), ts_ns = units * num // den + off.
+        self._ifaces: list[tuple[int, int, int, int]] = []
+        self._order = "<"
+        try:
+            self._read_shb(head)
+            while not self._ifaces:
+                blk = self._read_block_header()
+                if blk is None:
+                    raise CaptureError(f"{self.path}: pcapng file has no interface description block")
+                blk_type, blk_len, hdr = blk
+                if blk_type in (_PCAPNG_EPB, _PCAPNG_PB, _PCAPNG_SPB):
+                    raise self._corrupt(self._offset, "packet before any interface")
+                if not self._other_block(blk_type, blk_len, hdr):
+                    raise EOFError
+        except EOFError:
+            raise CaptureError(f"{self.path}: pcapng file header cut short") from None
+        except CaptureError:
+            raise
+        except READ_ERRORS as e:
+            raise self._read_error(e, self._offset) from e
+        self.linktype = self._ifaces[0][0]
+        self._iter = self._iter_pcapng()
+
+    def _read_block_header(self) -> tuple[int, int, bytes] | None:
+        """Read a block's type and total length. Returns None at a clean end of file.
+
+        Raises: EOFError when the header is cut short; CaptureError when the length is impossible.
+        """
+        hdr = read_exactly(self._f, 8)
+        if not hdr:
+            return None
+        if len(hdr) < 8:
+            raise EOFError
+        blk_type, blk_len = _NG_BLK[self._order].unpack(hdr)
+        if blk_type == _PCAPNG_SHB:
+            # a new section may switch byte order: the length is read after the byte-order magic
+            return blk_type, 0, hdr
+        if blk_len < 12 or blk_len & 3:
+            raise self._corrupt(self._offset, f"block length {blk_len}")
+        return blk_type, blk_len, hdr
+
+    def _read_body(self, hdr: bytes, blk_len: int) -> bytes:
+        """The whole block (header included) of ``blk_len`` bytes. Raises EOFError when cut short."""
+        if blk_len > _MAX_BLOCK_LEN:
+            raise self._corrupt(self._offset, f"block length {blk_len}")
+        body = read_exactly(self._f, blk_len - len(hdr))
+        if len(body) < blk_len - len(hdr):
+            raise EOFError
+        return hdr + body
+
+    def _read_shb(self, hdr: bytes) -> None:
+        """Read a section header block whose first bytes are ``hdr``; starts a new interface list."""
+        hdr += read_exactly(self._f, 12 - len(hdr))
+        if len(hdr) < 12:
+            raise EOFError
+        bom = hdr[8:12]
+        if bom == b"\x1a\x2b\x3c\x4d":
+            order, cls = ">", dpkt.pcapng.SectionHeaderBlock
+        elif bom == b"\x4d\x3c\x2b\x1a":
+            order, cls = "<", dpkt.pcapng.SectionHeaderBlockLE
+        else:
+            raise self._corrupt(self._offset, f"pcapng byte-order magic 0x{bom.hex()}")
+        blk_len = _NG_BLK[order].unpack_from(hdr)[1]
+        if blk_len < cls.__hdr_len__ or blk_len & 3:
+            raise self._corrupt(self._offset, f"block length {blk_len}")
+        shb = cls(self._read_body(hdr, blk_len))
+        if shb.v_major != dpkt.pcapng.PCAPNG_VERSION_MAJOR:
+            raise CaptureError(f"{self.path}: unsupported pcapng version {shb.v_major}.{shb.v_minor}")
+        self._order = order
+        self._ifaces = []
+        self.interfaces = []
+        self.iface_base = len(self.all_interfaces)
+        self.sections += 1
+        self._offset += blk_len
+
+    def _read_idb(self, hdr: bytes, blk_len: int) -> None:
+        """Read an interface description block. An unsupported link type does not reject the file: that
+        interface's frames are yielded with its link type and skipped by the caller (``l2_normalize`` → None)."""
+        order = self._order
+        cls = (
+            dpkt.pcapng.InterfaceDescriptionBlockLE if order == "<" else dpkt.pcapng.InterfaceDescriptionBlock
+        )
+        idb = cls(self._read_body(hdr, blk_len))
+        name = None
+        num, den, offset_ns = _NS, 1_000_000, 0  # if_tsresol absent: microseconds
+        for opt in idb.opts:
+            if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL and opt.data:
+                # MSB clear: 10^-n seconds per unit; set: 2^-n (dpkt reads this byte as signed)
+                res = opt.data[0]
+                den = 2 ** (res & 0x7F) if res & 0x80 else 10 ** (res & 0x7F)
+            elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
+                offset_ns = _NG_I64[order].unpack_from(opt.data)[0] * _NS
+            elif opt.code == _PCAPNG_OPT_IF_NAME and opt.data:
+                name = bytes(opt.data).split(b"\0", 1)[0].decode("utf-8", "replace") or None
+        g = math.gcd(num, den)
+        self._ifaces.append((idb.linktype, num // g, den // g, offset_ns))
+        self.interfaces.append((idb.linktype, name))
+        self.all_interfaces.append((idb.linktype, name))
+        self._offset += blk_len
+
+    def _other_block(self, blk_type: int, blk_len: int, hdr: bytes) -> bool:
+        """Consume a non-packet block. Returns False when it is cut short at end of file."""
+        try:
+            if blk_type == _PCAPNG_SHB:
+                self._read_shb(hdr)
+            elif blk_type == _PCAPNG_IDB:
+                self._read_idb(hdr, blk_len)
+            else:
+                # skip without holding the block: name resolution, statistics, secrets, custom blocks
+                left = blk_len - len(hdr)
+                while left:
+                    chunk = self._f.read(min(left, 1 << 16))
+                    if not chunk:
+                        return False
+                    left -= len(chunk)
+                self._offset += blk_len
+        except EOFError:
+            return False
+        return True
+
+    def _iter_pcapng(self) -> Iterator[tuple[int, bytes, int, int]]:  # noqa: C901, PLR0915 - one loop over pcapng block types, each block's checks inline (hot path)
+        f = self._f
+        read = f.read
+        ts_ns = 0
+        off = self._offset
+        try:
+            while True:
+                # per section: byte order and interfaces change only at a section header block
+                order = self._order
+                ifaces = self._ifaces
+                blk_unpack = _NG_BLK[order].unpack
+                epb_unpack_from = _NG_EPB[order].unpack_from
+                u32_unpack_from = _NG_U32[order].unpack_from
+                while True:
+                    hdr = read(8)
+                    if len(hdr) < 8:
+                        hdr += read_exactly(f, 8 - len(hdr)) if hdr else b""
+                        if len(hdr) < 8:
+                            if hdr:
+                                self.truncated_records += 1
+                            return
+                    blk_type, blk_len = blk_unpack(hdr)
+                    if blk_type == _PCAPNG_EPB or blk_type == _PCAPNG_PB or blk_type == _PCAPNG_SPB:
+                        if (
+                            blk_len & 3
+                            or blk_len > _MAX_BLOCK_LEN
+                            or blk_len < (16 if blk_type == _PCAPNG_SPB else 32)
+                        ):
+                            raise self._corrupt(off, f"block length {blk_len}")
+                        left = blk_len - 8
+                        body = read(left)
+                        if len(body) < left:
+                            body += read_exactly(f, left - len(body))
+                            if len(body) < left:
+                                self.truncated_records += 1
+                                return
+                        if u32_unpack_from(body, left - 4)[0] != blk_len:
+                            raise self._corrupt(off, "block lengths differ")
+                        if blk_type == _PCAPNG_EPB:
+                            iface_id, ts_high, ts_low, caplen, orig_len = epb_unpack_from(body)
+                            data_off = 20
+                        elif blk_type == _PCAPNG_PB:
+                            iface_id, _drops, ts_high, ts_low, caplen, orig_len = _NG_PB[order].unpack_from(
+                                body
+                            )
+                            data_off = 20
+                        else:
+                            # no timestamp, interface 0, data = min(orig_len, snaplen) bytes plus padding
+                            iface_id = 0
+                            orig_len = u32_unpack_from(body)[0]
+                            caplen = min(orig_len, left - 8)
+                            data_off = 4
+                        if caplen > MAX_CAPLEN or data_off + ((caplen + 3) & ~3) > left - 4:
+                            raise self._corrupt(off, f"caplen {caplen}, block length {blk_len}")
+                        if iface_id >= len(ifaces):
+                            raise self._corrupt(off, f"interface {iface_id} not described")
+                        linktype, num, den, offset_ns = ifaces[iface_id]
+                        if blk_type != _PCAPNG_SPB:
+                            ts_ns = ((ts_high << 32) | ts_low) * num // den + offset_ns
+                            if not 0 <= ts_ns <= _TS_NS_MAX:
+                                # a 64-bit count at if_tsresol can leave the int64 ns range of every time here
+                                raise self._corrupt(off, f"timestamp {ts_ns} ns outside 1970..2262")
+                        off += blk_len
+                        self.last_iface = iface_id
+                        yield ts_ns, body[data_off : data_off + caplen], orig_len, linktype
+                    else:
+                        if blk_type != _PCAPNG_SHB and (blk_len < 12 or blk_len & 3):
+                            raise self._corrupt(off, f"block length {blk_len}")
+                        self._offset = off
+                        if not self._other_block(blk_type, blk_len, hdr):
+                            self.truncated_records += 1
+                            return
+                        off = self._offset
+                        if blk_type == _PCAPNG_SHB:
+                            break
+        except EOFError:
+            self.truncated_records += 1
+        except CaptureError:
+            raise
+        except READ_ERRORS as e:
+            raise self._read_error(e, off) from e

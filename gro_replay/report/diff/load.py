@@ -1,0 +1,123 @@
+"""Loading a gro-replay JSON document for ``diff``: bounded size and depth, honest numbers, the replay schema's
+``comparable`` part; every refusal a one-line ``DiffError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from .comparison import KNOWN_SCHEMA_VERSIONS, DiffError
+
+#: the most bytes ``load_document`` reads of one document (``gro-replay diff --max-bytes``)
+MAX_DOCUMENT_BYTES = 128 << 20
+#: the deepest nesting of arrays and objects a document may have (gro-replay writes at most 6 levels)
+MAX_DEPTH = 64
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+class _Unusable:
+    """A JSON number Python cannot compare honestly (NaN, ±Infinity, overflowing to infinity, thousands of digits);
+    the schema check reports it with its JSON pointer instead of it passing as a value."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __repr__(self) -> str:
+        return self.what
+
+
+def _parse_constant(name: str) -> _Unusable:
+    return _Unusable(f"{name} (not a finite number)")
+
+
+def _parse_float(text: str):
+    v = float(text)
+    return v if math.isfinite(v) else _Unusable(f"{text[:24]} (overflows to infinity)")
+
+
+def _parse_int(text: str):
+    if len(text.lstrip("-")) > 20:
+        return _Unusable(f"an integer of {len(text.lstrip('-'))} digits")
+    return int(text)
+
+
+def _too_deep(data: bytes) -> int | None:
+    """Byte offset where ``data``'s arrays/objects nest deeper than ``MAX_DEPTH`` (strings skipped), or None."""
+    depth = 0
+    for m in _TOKENS.finditer(data):
+        c = m.group()
+        if c in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return m.start()
+        elif c in (b"]", b"}"):
+            depth -= 1
+    return None
+
+
+def _unusable_at(doc) -> str | None:
+    """The JSON pointer of the first ``_Unusable`` value anywhere in ``doc`` (iterative walk), or None."""
+    from ..schema import pointer
+
+    stack = [((), doc)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, _Unusable):
+            return pointer(path) + f": {v.what}"
+        if isinstance(v, dict):
+            stack.extend(((*path, k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend(((*path, i), x) for i, x in enumerate(v))
+    return None
+
+
+def load_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> dict:
+    """Read a gro-replay JSON document and check it against the replay schema's ``comparable`` part.
+
+    ``role`` (BASELINE/CURRENT) prefixes errors. At most ``max_bytes`` bytes are read; NaN, ±Infinity, numbers
+    that overflow, integers beyond 2**63-1, strings for numbers, missing keys and nesting deeper than
+    ``MAX_DEPTH`` are refused. Raises: DiffError (one line naming the file and, where there is one, the JSON
+    pointer of the offending field).
+    """
+    from ..schema import SchemaViolation, check
+
+    where = f"{role} {path}"
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as e:
+        raise DiffError(f"{where}: cannot read: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise DiffError(f"{where}: larger than {max_bytes:,} bytes (--max-bytes): not a gro-replay document")
+    at = _too_deep(data)
+    if at is not None:
+        raise DiffError(f"{where}: arrays/objects nested deeper than {MAX_DEPTH} levels (at byte {at})")
+    try:
+        doc = json.loads(
+            data.decode("utf-8"),
+            parse_constant=_parse_constant,
+            parse_float=_parse_float,
+            parse_int=_parse_int,
+        )
+    except UnicodeDecodeError as e:
+        raise DiffError(f"{where}: not UTF-8 text (byte {e.start})") from None
+    except (json.JSONDecodeError, RecursionError, ValueError) as e:
+        raise DiffError(f"{where}: not JSON ({str(e)[:120]})") from None
+    if not isinstance(doc, dict) or "schema_version" not in doc:
+        raise DiffError(f"{where}: not a gro-replay JSON document (no schema_version)")
+    ver = doc["schema_version"]
+    if ver not in KNOWN_SCHEMA_VERSIONS or type(ver) is not int:
+        known = ", ".join(str(v) for v in KNOWN_SCHEMA_VERSIONS)
+        raise DiffError(f"{where}: unknown schema_version {repr(ver)[:40]} (this gro-replay reads {known})")
+    try:
+        check(doc, "replay#/$defs/comparable")
+    except SchemaViolation as e:
+        raise DiffError(f"{where}: {e.pointer}: {e.reason}") from None
+    bad = _unusable_at(doc)
+    if bad is not None:
+        raise DiffError(f"{where}: {bad}")
+    return doc

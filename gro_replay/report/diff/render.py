@@ -1,0 +1,225 @@
+"""Rendering a ``compare`` result: the observed change, regression sentences, the Markdown report and the rich
+table (``gro-replay diff --format markdown|table``).
+"""
+
+from __future__ import annotations
+
+from ..stats import STAGES
+from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text
+
+
+# -- rendering ----------------------------------------------------------------------------------------------------------
+def fmt_value(v) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    return f"{v:,}"
+
+
+def fmt_delta(v) -> str:
+    if v is None:
+        return "n/a"
+    if not v:
+        return "0"
+    return f"{v:+,.2f}" if isinstance(v, float) else f"{v:+,}"
+
+
+def _cell_change(c: dict) -> str:
+    return "n/a" if c["delta"] is None else fmt_change(c["change_pct"])
+
+
+def fmt_change(pct) -> str:
+    if pct is None:
+        return "new"
+    if pct == 0:
+        return "0%"
+    return f"{pct:+.1f}%"
+
+
+def observed_sentence(cmp: dict) -> str:
+    """The observed change beside the threshold: the largest loss among the checked values."""
+    w = cmp.get("largest_loss")
+    limit = cmp["max_regression_pct"]
+    if not w:
+        return f"nothing checked (allowed loss {limit:g}%)"
+    if w["loss_pct"] == 0:
+        return f"observed: no checked value lost anything (allowed loss {limit:g}%)"
+    m = METRICS[w["metric"]]
+    flow = f", flow {w['flow']}" if w["flow"] else ""
+    loss = _loss_text(w)
+    return (
+        f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
+        f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
+        f"allowed loss {limit:g}%"
+    )
+
+
+def regression_sentence(r: dict, limit: float) -> str:
+    """One line naming a regression: kernel, stage, (flow,) metric, values, change and the threshold."""
+    m = METRICS[r["metric"]]
+    where = f"{r['kernel']}, {STAGE_TITLES[r['stage']]}"
+    what = m.label.replace(" (per flow)", "")
+    flow = f", flow {r['flow']}" if r["flow"] else ""
+    return (
+        f"{where}{flow}: {what} {fmt_value(r['baseline'])} → {fmt_value(r['current'])} "
+        f"({fmt_change(r['change_pct'])}; allowed loss {limit:g}%)"
+    )
+
+
+def _status_text(cmp: dict) -> str:
+    n = len(cmp["regressions"])
+    if not n:
+        checked = ", ".join(cmp["metrics_checked"]) or "none"
+        return f"OK: no checked metric ({checked}) lost more than {cmp['max_regression_pct']:g}%."
+    return f"REGRESSION: {n} checked value(s) lost more than {cmp['max_regression_pct']:g}%."
+
+
+def _input_line(cmp: dict) -> str:
+    b, c = cmp["baseline"], cmp["current"]
+    if b["input"].get("sha256") == c["input"].get("sha256"):
+        return f"input: {b['input'].get('path')} (sha256 {str(b['input'].get('sha256'))[:12]})"
+    return f"inputs: {b['input'].get('path')} → {c['input'].get('path')}"
+
+
+_STAGE_ROWS = ("skbs", "segs_per_skb", "aggregates", "sw_csum_bytes")
+_FLOW_LIMIT = 30
+
+
+def _changed_flows(k: dict) -> list[dict]:
+    rows = [r for r in k["flows"] if r["changed"]]
+
+    def worst(r):
+        return -max(
+            _loss_pct(METRICS[n], c["baseline"], c["current"])
+            for st in r["stages"].values()
+            for n, c in st.items()
+        )
+
+    return sorted(rows, key=worst)
+
+
+def render_markdown(cmp: dict) -> str:
+    """The comparison as Markdown for a CI job summary (``$GITHUB_STEP_SUMMARY``)."""
+    limit = cmp["max_regression_pct"]
+    lines = ["## gro-replay diff", "", f"**{_status_text(cmp)}**", "", observed_sentence(cmp), ""]
+    lines.append(f"- {_input_line(cmp)}")
+    lines.append(f"- baseline: `{cmp['baseline']['document']}`, current: `{cmp['current']['document']}`")
+    lines.append(
+        f"- checked: {', '.join(f'`{m}`' for m in cmp['metrics_checked']) or 'nothing'}; allowed loss {limit:g}%"
+    )
+    for n in cmp["notes"]:
+        lines.append(f"- note: {n}")
+    if cmp["regressions"]:
+        lines += ["", "### Regressions", ""]
+        lines += [f"- {regression_sentence(r, limit)}" for r in cmp["regressions"]]
+    for k in cmp["kernels"]:
+        lines += ["", f"### Kernel {k['label']}", ""]
+        lines.append("| metric | stage | baseline | current | Δ | change |")
+        lines.append("|---|---|---:|---:|---:|---:|")
+        for s in STAGES:
+            for name in _STAGE_ROWS:
+                c = k["stages"][s][name]
+                flag = " ❌" if c["regression"] else ""
+                lines.append(
+                    f"| {METRICS[name].label} | {STAGE_TITLES[s]} | {fmt_value(c['baseline'])} | "
+                    f"{fmt_value(c['current'])} | {fmt_delta(c['delta'])} | {_cell_change(c)}{flag} |"
+                )
+        changed = _changed_flows(k)
+        unchanged = len(k["flows"]) - len(changed)
+        if changed:
+            lines += [
+                "",
+                f"Flows that changed ({len(changed)}; {unchanged} unchanged):",
+                "",
+                "| flow | stage | skbs | segments / skb | change |",
+                "|---|---|---:|---:|---:|",
+            ]
+            for r in changed[:_FLOW_LIMIT]:
+                for s in STAGES:
+                    sk, ra = r["stages"][s]["flow_skbs"], r["stages"][s]["flow_segs_per_skb"]
+                    if not (sk["delta"] or ra["delta"]):
+                        continue
+                    flag = " ❌" if sk["regression"] or ra["regression"] else ""
+                    label = r["flow"].replace("|", "\\|")  # a pipe ends a Markdown table cell
+                    lines.append(
+                        f"| `{label}` | {STAGE_TITLES[s]} | {sk['baseline']:,} → {sk['current']:,} | "
+                        f"{ra['baseline']:.2f} → {ra['current']:.2f} | {fmt_change(ra['change_pct'])}{flag} |"
+                    )
+            if len(changed) > _FLOW_LIMIT:
+                lines.append(
+                    f"\n… and {len(changed) - _FLOW_LIMIT} more changed flows (see `--format json`)."
+                )
+        else:
+            lines += ["", f"No flow changed ({len(k['flows'])} compared)."]
+        for what, fl in (("baseline", k["flows_only_in_baseline"]), ("current", k["flows_only_in_current"])):
+            if fl:
+                lines.append(f"\n{len(fl)} flow(s) only in the {what}.")
+    lines += ["", "```", cmp["summary"], "```"]
+    return "\n".join(lines)
+
+
+def render_table(cmp: dict, console) -> None:
+    """Print the comparison with rich tables on ``console``."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    limit = cmp["max_regression_pct"]
+
+    def say(text: str, style: str | None = None) -> None:
+        console.print(Text(text, style=style or ""), highlight=False, soft_wrap=True)
+
+    say(_input_line(cmp))
+    say(f"baseline {cmp['baseline']['document']}, current {cmp['current']['document']}")
+    for n in cmp["notes"]:
+        say(f"note: {n}", "yellow")
+    for k in cmp["kernels"]:
+        t = Table(title=f"GRO aggregation diff, kernel {k['label']}", box=box.SIMPLE_HEAD)
+        t.add_column("metric")
+        for s in STAGES:
+            t.add_column(f"baseline\n{STAGE_TITLES[s]}", justify="right")
+            t.add_column(f"current\n{STAGE_TITLES[s]}", justify="right")
+            t.add_column(f"Δ\n{s}", justify="right")
+        for name in _STAGE_ROWS:
+            row: list = [METRICS[name].label]
+            for s in STAGES:
+                c = k["stages"][s][name]
+                style = "bold red" if c["regression"] else ("dim" if not c["delta"] else "")
+                row += [
+                    fmt_value(c["baseline"]),
+                    fmt_value(c["current"]),
+                    Text(
+                        "n/a" if c["delta"] is None else f"{fmt_delta(c['delta'])} ({_cell_change(c)})",
+                        style=style,
+                    ),
+                ]
+            t.add_row(*row)
+        console.print(t)
+        changed = _changed_flows(k)
+        if changed:
+            ft = Table(title=f"flows that changed ({len(changed)} of {len(k['flows'])})", box=box.SIMPLE_HEAD)
+            ft.add_column("flow", overflow="fold")
+            for s in STAGES:
+                ft.add_column(f"skbs\n{s}", justify="right")
+                ft.add_column(f"segs/skb\n{s}", justify="right")
+            for r in changed[:_FLOW_LIMIT]:
+                cells: list = [r["flow"]]
+                for s in STAGES:
+                    sk, ra = r["stages"][s]["flow_skbs"], r["stages"][s]["flow_segs_per_skb"]
+                    style = "bold red" if sk["regression"] or ra["regression"] else ""
+                    cells += [
+                        Text(f"{sk['baseline']:,} → {sk['current']:,}", style=style),
+                        Text(f"{ra['baseline']:.2f} → {ra['current']:.2f}", style=style),
+                    ]
+                ft.add_row(*cells)
+            console.print(ft)
+            if len(changed) > _FLOW_LIMIT:
+                say(f"… and {len(changed) - _FLOW_LIMIT} more changed flows (see --format json)")
+        else:
+            say(f"no flow changed ({len(k['flows'])} compared)", "dim")
+    for r in cmp["regressions"]:
+        say(f"regression: {regression_sentence(r, limit)}", "bold red")
+    say(_status_text(cmp), "bold red" if cmp["regressions"] else "green")
+    say(observed_sentence(cmp))
+    say(cmp["summary"])
