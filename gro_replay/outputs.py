@@ -2,12 +2,12 @@
 renamed into place when the command succeeds, or removed when it fails.
 
 A run that stops on an error (exit 2: a truncated capture, an unwritable output, a frame time a pcap cannot hold;
-exit 130: interrupted) leaves no half-written file behind and an earlier file at the same path untouched; a run
+exit 130: interrupted; 143: terminated) leaves no half-written file behind and an earlier file at the same path untouched; a run
 that ends normally renames every output into place (``os.replace``: atomic within a file system, so a reader sees
 the old file or the whole new one). A command whose complete outputs come with a non-zero exit (``batch`` with a
-failed capture) raises that exit after the block. Standard output
-(``-``) is written directly. Paths that are not regular files (``/dev/stdout``, a FIFO, a terminal, ``/dev/null``)
-are written directly too: renaming over them would replace the device node. A symbolic link is followed: its target
+failed capture) raises that exit after the block. Standard output (``-``) is written directly. Paths that are not
+regular files (``/dev/stdout``, a FIFO, a terminal, ``/dev/null``) are written directly too: renaming over them
+would replace the device node. A symbolic link is followed: its target
 is replaced, the link stays. A new file gets the mode ``open()`` would give it (0666 less the umask); a replaced
 file keeps its mode.
 """

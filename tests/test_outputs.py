@@ -224,8 +224,8 @@ def _env() -> dict:
     return env
 
 
-def _interrupt(args, stdin: bytes | None, wait_for) -> subprocess.CompletedProcess:
-    """Run the CLI, wait until ``wait_for()`` holds (its output has started), then SIGINT it."""
+def _interrupt(args, stdin: bytes | None, wait_for, sig: int = signal.SIGINT) -> subprocess.CompletedProcess:
+    """Run the CLI, wait until ``wait_for()`` holds (its output has started), then send it ``sig``."""
     proc = subprocess.Popen(
         [*_CLI, *map(str, args)],
         stdin=subprocess.PIPE,
@@ -241,7 +241,7 @@ def _interrupt(args, stdin: bytes | None, wait_for) -> subprocess.CompletedProce
         while not wait_for() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
         assert wait_for(), "the output never started"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -328,3 +328,17 @@ def test_batch_document_that_cannot_be_written_takes_the_others_along(tmp_path):
     )
     assert r.exit_code == 2 and "batch.json" in r.stderr and "Is a directory" in r.stderr, r.output
     assert _left(out) == ["batch.json"]
+
+
+def test_a_terminated_synth_leaves_no_capture(tmp_path):
+    # SIGTERM (kill, timeout, a stopped CI job): the command unwinds like an interrupt, exit 143 (128 + SIGTERM)
+    out = tmp_path / "big.pcap"
+    p = _interrupt(
+        ["synth", "--mix", "overlay-node", "--frames", "5000000", out],
+        None,
+        lambda: any(os.path.getsize(tmp_path / n) > 100_000 for n in _temps(tmp_path)),
+        signal.SIGTERM,
+    )
+    assert p.returncode == 143, p.stderr
+    assert p.stderr.decode().strip().splitlines()[-1] == "gro-replay: terminated"
+    assert _left(tmp_path) == []

@@ -14,13 +14,15 @@ import threading
 import click
 
 from .app import main
-from .errors import Interrupted, StdoutFailed
+from .errors import Interrupted, StdoutFailed, Terminated
 
 #: Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE, what a shell reports for
 #: cat, grep or tcpdump killed by SIGPIPE, so ``set -o pipefail`` scripts see the same thing.
 EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
 #: Exit code after SIGINT: 128 + SIGINT.
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+#: Exit code after SIGTERM: 128 + SIGTERM, what a shell reports for a process killed by it
+EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 class _WholeWrites(io.RawIOBase):
@@ -101,6 +103,10 @@ def _on_sigint(signum, frame) -> None:
     raise Interrupted()
 
 
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
 def _sane_terminal_size_env() -> None:
     """Drop ``COLUMNS``/``LINES`` values that are not a plain number: rich's Console takes them with ``int()``
     after ``str.isdigit()``, which lets '²' through and ends in a ValueError."""
@@ -111,13 +117,15 @@ def _sane_terminal_size_env() -> None:
 
 
 def entry() -> None:
-    """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT (one line, no
-    traceback); 141 when the reader of standard output went away (``| head -1``; nothing printed); 2 when standard
-    output cannot be written (``> /dev/full``: one line naming it); anything unexpected becomes one line on stderr
-    and exit code 70 (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it).
+    """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT and 143 after
+    SIGTERM (one line, no traceback; the command unwinds first, so its output files are removed); 141 when the
+    reader of standard output went away (``| head -1``; nothing printed); 2 when standard output cannot be written
+    (``> /dev/full``: one line naming it); anything unexpected becomes one line on stderr and exit code 70
+    (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it).
     """
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_sigint)
+        signal.signal(signal.SIGTERM, _on_sigterm)
     code: int | str | None = 0
     _whole_stdout_writes()
     _sane_terminal_size_env()
@@ -135,6 +143,10 @@ def entry() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         click.echo("gro-replay: interrupted", err=True)
         code = EXIT_INTERRUPTED
+    except Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        click.echo("gro-replay: terminated", err=True)
+        code = EXIT_TERMINATED
     except StdoutFailed as e:
         _silence_stdout()
         if e.errno == errno.EPIPE:

@@ -33,6 +33,12 @@ class Interrupted(BaseException):
     "Aborted!" and exit code 1."""
 
 
+class Terminated(BaseException):
+    """SIGTERM (``kill``, ``timeout``, a stopped service): raised by ``entry``'s handler so that the command unwinds
+    (its output files are removed, gro_replay/outputs.py; the kernel backend's namespaces are torn down) before
+    exit code 143, instead of the interpreter dying at once."""
+
+
 class StdoutFailed(Exception):
     """Writing standard output failed: ``errno`` EPIPE (the reader went away) or another error (a full disk)."""
 
