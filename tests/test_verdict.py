@@ -1,4 +1,4 @@
-"""The verdict (report/verdict.py): one computation behind the replay's sentence, explain, JSON and SUMMARY.
+"""The verdict (report/verdict/): one computation behind the replay's sentence, explain, JSON and SUMMARY.
 
 Expected values follow from the kernel's rules (cited per test) and from the kernel-checked truth of
 ``../shared/triage/README.md`` (Linux 6.18, veth NAPI + vxlan gro_cells); tests that read ``../shared`` skip when

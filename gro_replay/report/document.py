@@ -73,12 +73,12 @@ def flows_summary_dict(summary: FlowRows, i: int, listed: int, live_max: int = 0
 
 
 def affected_flows(result) -> list[dict]:
-    """JSON ``comparison.affected_flows``: the flows the verdict (report/verdict.py) finds affected."""
+    """JSON ``comparison.affected_flows``: the flows the verdict (report/verdict/) finds affected."""
     return verdict_of(result).comparison_rows()
 
 
 def verdict(result) -> str:
-    """The verdict sentence (report/verdict.py): about the kernels run, both stages and the frames lost."""
+    """The verdict sentence (report/verdict/): about the kernels run, both stages and the frames lost."""
     return verdict_of(result).text
 
 

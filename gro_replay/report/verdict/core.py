@@ -1,0 +1,372 @@
+"""The ``Verdict`` of one replay result: built from the facts (facts.py) flow by flow (tally.py), worded with
+words.py and sentences.py; rendered by the table, Markdown, JSON, ``explain`` and SUMMARY alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .facts import (
+    FIX,
+    REASONS_NOT_OBSERVED,
+    STAGE_NAMES,
+    FlowVerdict,
+    KernelFacts,
+    _break_reasons,
+    _model_of,
+    _release_key,
+    facts_of,
+)
+from .sentences import CaptureSentences
+from .tally import _Tally
+from .words import _via, id_step_text, loss_text, reason_list, split_text
+
+
+class Verdict(CaptureSentences):
+    """The verdict of one ``sim.Result`` (see the module doc). Build once, render everywhere.
+
+    Attributes: ``flows`` (one ``FlowVerdict`` per flow live at the end of the input: every flow unless the replay
+    retired some, sim/flows.py), ``kernels`` (``KernelFacts`` summed over the tunnelled flows, per kernel, in run
+    order), ``pre``/``post`` (names of the kernels compared for the fix, or None), ``outcome`` (capture:
+    ``nothing_replayed``, ``no_tunnel``, ``lost``, ``affected``, ``not_affected``), ``text`` (the sentence).
+
+    Every capture-level fact is summed flow by flow (``_Tally``) as each flow is judged: the flows retired during
+    the replay (``start`` / ``retire``, their counters final) and then the live ones (``complete``), so the verdict
+    is the same whether flows were retired or not, and its memory grows with the live flows, not with every flow.
+    """
+
+    def __init__(self, result, keep: int | None = None) -> None:
+        if keep is None:
+            keep = getattr(result.config, "flows_max", None)
+        self._setup(result.config, [(ks.name, ks.release) for ks in result.kernels], keep)
+        #: the backend records why each skb ended (the simulator does; the kernel backend cannot)
+        self.reasons_observed = getattr(result, "backend", "simulator") != "kernel"
+        self.complete(result)
+
+    @classmethod
+    def start(cls, config, kernels: list[tuple[str, str]], keep: int | None) -> Verdict:
+        """A verdict that flows retired during a replay are added to (``retire``) before ``complete``:
+        ``kernels``: (name, release) in run order; ``keep``: affected flows kept in full (None: all)."""
+        v = cls.__new__(cls)
+        v._setup(config, kernels, keep)
+        return v
+
+    def _setup(self, cfg, kernels: list[tuple[str, str]], keep: int | None) -> None:
+        self.config = cfg
+        self.reasons_observed = True
+        self.rx_csum = getattr(cfg, "rx_csum", "unnecessary")
+        models = {name: _model_of(cfg, name, release) for name, release in kernels}
+        self.models = models
+        self._kernels = kernels
+        order = sorted(kernels, key=lambda k: _release_key(k[1]))
+        without = [
+            n for n, _ in order if models[n] is not None and not models[n].udp_tunnel_gate_checks_uh_check
+        ]
+        with_fix = [
+            n for n, _ in order if models[n] is not None and models[n].udp_tunnel_gate_checks_uh_check
+        ]
+        #: the kernels compared for the fix (both None unless one without and one with the fix ran)
+        self.pre = without[-1] if without and with_fix else None
+        self.post = with_fix[0] if without and with_fix else None
+        #: without a comparison: the facts reported as "pre-fix" / "post-fix" in the per-flow verdicts
+        self._pre_side = self.pre or (without[-1] if without else None)
+        self._post_side = self.post or (with_fix[0] if with_fix else None)
+        #: switches other than the fix that differ between the compared kernels
+        self.other_changes: list[str] = []
+        if self.pre:
+            a, b = models[self.pre].switches(), models[self.post].switches()
+            self.other_changes = [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check"]
+        self._tally = _Tally([n for n, _ in kernels], keep)
+        for name, release in kernels:
+            m = models[name]
+            self._tally.totals[name] = KernelFacts(
+                name, release, m.udp_tunnel_gate_checks_uh_check if m else None
+            )
+
+    def _reasons(self, counter: Counter, kernel: str | None) -> str:
+        """``reason_list`` of ``counter`` for kernel ``kernel``, or, when the backend does not record end reasons,
+        ``REASONS_NOT_OBSERVED`` (never an empty list)."""
+        if not self.reasons_observed:
+            return REASONS_NOT_OBSERVED
+        return reason_list(counter, model=self.models.get(kernel) if kernel else None)
+
+    def judge(self, fid: int, key, cls: str, stats: list) -> FlowVerdict:
+        """The ``FlowVerdict`` of one flow (its ``why`` left empty) from its ``FlowStats`` per kernel (run order,
+        None where a kernel saw none of it)."""
+        facts = [
+            facts_of(name, release, self.models[name], f)
+            for (name, release), f in zip(self._kernels, stats, strict=True)
+        ]
+        by = {k.name: k for k in facts}
+        fv = FlowVerdict(
+            fid,
+            key,
+            cls,
+            "",
+            facts,
+            by.get(self._pre_side) if self._pre_side else None,
+            by.get(self._post_side) if self._post_side else None,
+        )
+        fv.outcome = self._flow_outcome(fv)
+        return fv
+
+    def started(self, key: object) -> None:
+        """A flow with ``key`` started (a replay that retires flows calls this for each new flow)."""
+        self._tally.started(key)
+
+    def retire(self, fid: int, key, cls: str, stats: list) -> None:
+        """Add a flow that ended during the replay (its counters final): judged now, summed, kept only if it is
+        among the affected flows kept in full."""
+        self._tally.add(self.judge(fid, key, cls, stats), live=False)
+
+    def complete(self, result) -> None:
+        """Judge the flows still live at the end of ``result`` and build the capture's verdict. Each flow's
+        ``FlowVerdict`` is summed and let go (``flows`` builds them again, with their ``why``, when asked)."""
+        self.result = result
+        self._flows: list[FlowVerdict] | None = None
+        tally = self._tally
+        for fid, key in enumerate(result.flows):
+            if key is None:
+                continue  # retired during the replay: already in the tally
+            tally.add(self._judge_live(fid), live=True)
+        self.splits = tally.split_notes()
+        #: flows that carry an inner flow also carried under another outer key (live ones and retired ones)
+        self.split_count = tally.split_flows + len(self.splits)
+        self.kernels = [tally.totals[name] for name, _ in self._kernels]
+        self.outcome = self._capture_outcome()
+        self.text = self._capture_text()
+
+    def _judge_live(self, fid: int) -> FlowVerdict:
+        r = self.result
+        return self.judge(fid, r.flows[fid], r.flow_classes[fid], [ks.flows.get(fid) for ks in r.kernels])
+
+    @property
+    def flows(self) -> list[FlowVerdict]:
+        """One ``FlowVerdict`` per flow live at the end of the input, in flow id order, with its ``why`` (the
+        split notes included): built on first use (explain), so that a replay's memory never holds them all."""
+        if self._flows is None:
+            out = []
+            for fid, key in enumerate(self.result.flows):
+                if key is None:
+                    continue
+                fv = self._judge_live(fid)
+                fv.why = self._flow_why(fv)
+                text = self.splits.get(fid)
+                if text:
+                    fv.why += f"; {text}"
+                kept = max(fv.kernels, key=lambda k: sum(k.splits.values()), default=None)
+                if kept is not None and kept.splits:
+                    who = "" if len(fv.kernels) == 1 else f" ({kept.name})"
+                    fv.why += f"; {split_text(kept.splits)}{who}"
+                out.append(fv)
+            self._flows = out
+        return self._flows
+
+    # -- per flow --------------------------------------------------------------------------------------------------
+    def _flow_outcome(self, fv: FlowVerdict) -> str:
+        if not fv.key.tunnel:
+            return "not_tunnel"
+        if fv.kernels and all(k.frames and k.lost_frames >= k.frames for k in fv.kernels):
+            return "lost"
+        if self.compare:
+            refused = sum(fv.pre.gate_zero.values())
+            gain = any(fv.pre.skbs[s] > fv.post.skbs[s] for s in ("phys", "tunnel"))
+            if refused and gain:
+                return "affected"
+            return "refused_no_gain" if refused else "not_affected"
+        if any(sum(k.gate_zero.values()) for k in fv.kernels if k.carries_fix is False):
+            return "affected"
+        return "not_affected"
+
+    def _flow_why(self, fv: FlowVerdict) -> str:
+        if fv.outcome == "not_tunnel":
+            return "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it"
+        losses = Counter()
+        for k in fv.kernels:
+            for o, n in k.lost.items():
+                losses[o] = max(losses[o], n)
+        loss = "; ".join(loss_text(o, n) for o, n in losses.most_common())
+        if fv.outcome == "lost":
+            kernels = ", ".join(k.name for k in fv.kernels)
+            return f"lost before decapsulation in every kernel run ({kernels}): {loss}"
+        if self.compare:
+            return self._compare_why(fv, loss)
+        parts = []
+        for k in fv.kernels:
+            parts.append(self._kernel_flow_why(k, fv))
+        if loss:
+            parts.append(loss)
+        return "; ".join(parts)
+
+    def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
+        pre, post, key = fv.pre, fv.post, fv.key
+        gate_set = sum(pre.gate_set.values())
+        stages = [s for s in ("phys", "tunnel") if pre.gate_zero[s]]
+        at = [
+            f"{pre.gate_zero[s]} of its {pre.frames} frames at {STAGE_NAMES[s]}"
+            if i == 0
+            else f"{pre.gate_zero[s]} at {STAGE_NAMES[s]} (a tunnel inside the tunnel)"
+            for i, s in enumerate(stages)
+        ]
+        refused = (
+            f"before the fix udp_gro_receive refused {' and '.join(at) or f'0 of its {pre.frames} frames'} "
+            "(UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
+        )
+        if fv.outcome == "affected":
+            bits = []
+            if pre.skbs["phys"] > post.skbs["phys"]:
+                bits.append(
+                    f"phys skbs {pre.skbs['phys']} → {post.skbs['phys']}, "
+                    f"{fv.saved('phys')} fewer traversals of IP/UDP/{key.tunnel} decap"
+                )
+            elif pre.gate_zero["phys"]:
+                brk = self._reasons(_break_reasons(post.phys_reasons), post.name)
+                bits.append(f"at the phys device they are not merged after it either ({brk})")
+            if pre.skbs["tunnel"] > post.skbs["tunnel"]:
+                bits.append(
+                    f"tunnel skbs {pre.skbs['tunnel']} → {post.skbs['tunnel']}, {fv.saved('tunnel')} fewer "
+                    "skbs handed up by the tunnel device"
+                )
+            why = f"{refused}; after it: " + "; ".join(bits)
+        elif fv.outcome == "refused_no_gain":
+            why = (
+                f"{refused}, but after the fix they are not merged either (phys skbs {pre.skbs['phys']} → "
+                f"{post.skbs['phys']}): in this capture nothing of this flow can be aggregated"
+            )
+            brk = _break_reasons(post.phys_reasons)
+            if brk and post.skbs["phys"] >= post.frames > 1:
+                why += f" ({post.name}: {self._reasons(brk, post.name)})"
+        elif not key.outer_csum_zero:
+            why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
+                f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
+                if gate_set
+                else ""
+            )
+        elif fv.cls != "tunnel_tcp":
+            why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"
+        elif not (getattr(self.result.config, "gro", None) or {}).get("phys", True):
+            why = (
+                f"outer UDP checksum 0, but GRO is off on {self.result.config.phys_dev}: dev_gro_receive passes "
+                "every frame up unmerged (netif_elide_gro) before udp_gro_receive's gate, in every kernel"
+            )
+        else:
+            why = (
+                "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
+                "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
+            )
+        if self.other_changes and fv.outcome in ("affected", "refused_no_gain"):
+            why += f" ({pre.name} → {post.name} also changes {', '.join(self.other_changes)})"
+        if loss:
+            why += f"; {loss}"
+        return why
+
+    def _kernel_flow_why(self, k: KernelFacts, fv: FlowVerdict) -> str:
+        head = f"{k.name} (v{k.release})"
+        gz = max(k.gate_zero.values())
+        if k.carries_fix is None:
+            return f"{head}: not a modelled kernel profile: no verdict on the zero-checksum fix"
+        if not k.carries_fix:
+            if gz:
+                return (
+                    f"{head} lacks {FIX}: udp_gro_receive refuses {gz} of its {k.frames} frames "
+                    "(UDP checksum 0, csum_cnt 0, csum_valid 0); compare with a kernel carrying the fix "
+                    "(--kernel 5.12) to see what it saves"
+                )
+            text = f"{head} lacks {FIX}, but udp_gro_receive never refuses this flow's frames"
+        else:
+            text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
+        if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
+            brk = self._reasons(_break_reasons(k.phys_reasons), k.name)
+            text += f"; not merged at the phys device: {brk}"
+            if k.id_steps:
+                text += f"; {id_step_text(k.id_steps)}"
+        return text
+
+    # -- the capture -----------------------------------------------------------------------------------------------
+    def _capture_outcome(self) -> str:
+        if not self.result.input.frames_replayed:
+            return "nothing_replayed"
+        t = self._tally
+        if not t.tunnel:
+            return "no_tunnel"
+        if t.affected:
+            return "affected"
+        if t.lost_tunnel == t.tunnel:
+            return "lost"
+        return "not_affected"
+
+    def affected_flows(self) -> list[FlowVerdict]:
+        """The affected flows kept in full, by flow id: every one, or with a ``keep`` the ``keep`` lowest ids
+        (``affected_count`` counts them all)."""
+        return [f for _, f in sorted(self._tally.affected_kept, key=lambda x: -x[0])]
+
+    @property
+    def affected_count(self) -> int:
+        """Affected flows, every one (also those not kept in full)."""
+        return self._tally.affected
+
+    @property
+    def compare(self) -> bool:
+        return self.pre is not None
+
+    # -- renderings --------------------------------------------------------------------------------------------------
+    def comparison_rows(self) -> list[dict]:
+        """JSON ``comparison.affected_flows`` rows (earlier keys kept: id, flow, phys_skbs_pre, phys_skbs_post,
+        gate_refusals, zero_csum; added: tunnel_skbs_pre/post, stack_traversals_saved)."""
+        rows = []
+        for f in self.affected_flows():
+            pre, post = f.pre, f.post
+            rows.append(
+                {
+                    "id": f.fid,
+                    "flow": f.key.label(),
+                    "phys_skbs_pre": pre.skbs["phys"] if pre else f.kernels[0].skbs["phys"],
+                    "phys_skbs_post": post.skbs["phys"] if post else 0,
+                    "gate_refusals": f.gate_zero,
+                    "zero_csum": f.key.outer_csum_zero,
+                    "tunnel_skbs_pre": pre.skbs["tunnel"] if pre else f.kernels[0].skbs["tunnel"],
+                    "tunnel_skbs_post": post.skbs["tunnel"] if post else 0,
+                    "stack_traversals_saved": f.saved("phys"),
+                }
+            )
+        return rows
+
+    def as_dict(self) -> dict:
+        """The JSON document's ``verdict``: outcome, sentence, counts, the compared kernels, per-kernel facts."""
+        t = self._tally
+        return {
+            "outcome": self.outcome,
+            "text": self.text,
+            "affected": bool(t.affected),
+            "affected_flows": t.affected,
+            "tunnel_flows": t.tunnel,
+            "lost_flows": t.lost_tunnel,
+            "compared": {"without_fix": self.pre, "with_fix": self.post, "other_changes": self.other_changes}
+            if self.compare
+            else None,
+            "frames_refused": t.aff_gate_zero,
+            "stack_traversals_saved": t.aff_saved["phys"],
+            "tunnel_skbs_saved": t.aff_saved["tunnel"],
+            "kernels": [k.as_dict() for k in self.kernels],
+        }
+
+    def summary_tokens(self) -> list[str]:
+        """Tokens the SUMMARY line carries from the verdict."""
+        return [f"affected_flows={self._tally.affected}"]
+
+
+def verdict_of(result) -> Verdict:
+    """The result's ``Verdict``, computed once and kept on the result (``result._verdict``)."""
+    v = getattr(result, "_verdict", None)
+    if v is None:
+        started = getattr(result, "retired_verdict", None)  # the flows the replayer retired, already judged
+        if started is not None:
+            started.complete(result)
+            v = started
+        else:
+            v = Verdict(result)
+        try:
+            result._verdict = v
+        except AttributeError:
+            pass
+    return v

@@ -1,0 +1,220 @@
+"""The facts the verdict reasons from: per kernel and flow (``KernelFacts``), per flow (``FlowVerdict``), the
+kernels' release order and models, and the inner flows carried under several outer keys.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ...kernel import reasons as R
+from ...kernel.model import PROFILES, KernelModel
+
+FIX = "89e5c58fc1e2"
+GATE_ZERO = R.UDP_GATE_ZERO_CSUM
+GATE_SET = R.UDP_GATE
+STAGE_NAMES = {"phys": "the phys device", "tunnel": "the tunnel device's gro_cells"}
+#: flushes that end the last held packet of a poll: not a reason a flow does not merge when others exist
+_POLL_FLUSHES = (R.POLL_END, R.BUDGET_EXHAUSTED)
+#: what the verdict says where it would name end reasons and the backend cannot know them: the kernel backend reads
+#: ``net:netif_receive_skb`` (device, length), which does not say why GRO ended an skb (oracle/, kernel-oracle.md)
+REASONS_NOT_OBSERVED = (
+    "the end reasons are not observable with the kernel backend (the netif_receive_skb trace gives each skb's "
+    "device and length, not why GRO ended it)"
+)
+#: an empty reason counter where the backend records reasons
+NO_REASON_RECORDED = "no end reason recorded"
+#: ``InputStats.filtered`` key → the option that filtered
+_FILTER_OPTIONS = {"bpf": "-f", "flow": "--flow"}
+
+
+def _release_key(release: str) -> tuple:
+    out = []
+    for part in release.replace("-", ".").split("."):
+        out.append(int(part) if part.isascii() and part.isdigit() else 0)
+    return tuple(out)
+
+
+def _model_of(config, name: str, release: str) -> KernelModel | None:
+    for m in getattr(config, "kernels", ()):
+        if getattr(m, "name", None) == name:
+            return m
+    base = ".".join(release.split("-")[0].split(".")[:2])
+    return PROFILES.get(base)
+
+
+@dataclass
+class KernelFacts:
+    """One kernel's facts for one flow (or summed over flows): what the verdict reasons from."""
+
+    name: str
+    release: str
+    carries_fix: bool | None
+    frames: int = 0
+    skbs: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    gate_zero: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    gate_set: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    lost: Counter = field(default_factory=Counter)  # frames by drop reason
+    phys_reasons: Counter = field(default_factory=Counter)
+    #: phys skbs ended by an IP ID condition, by (header, step, segments held)
+    id_steps: Counter = field(default_factory=Counter)
+    #: skbs started beside a held skb of the same flow, by (stage, reasons.SPLIT_*)
+    splits: Counter = field(default_factory=Counter)
+
+    @property
+    def lost_frames(self) -> int:
+        return sum(self.lost.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "kernel": self.name,
+            "release": self.release,
+            "carries_fix": self.carries_fix,
+            "frames": self.frames,
+            "phys_skbs": self.skbs["phys"],
+            "tunnel_skbs": self.skbs["tunnel"],
+            "gate_refusals_zero_csum": dict(self.gate_zero),
+            "gate_refusals_csum_set": dict(self.gate_set),
+            "lost_frames": self.lost_frames,
+            "lost": dict(sorted(self.lost.items())),
+        }
+
+
+def facts_of(name: str, release: str, model, f) -> KernelFacts:
+    """One kernel's ``KernelFacts`` for one flow from its ``FlowStats`` ``f`` (None: the kernel saw none of it)."""
+    kf = KernelFacts(name, release, model.udp_tunnel_gate_checks_uh_check if model else None)
+    if f is None:
+        return kf
+    kf.frames = f.segs["phys"]
+    for s in ("phys", "tunnel"):
+        kf.skbs[s] = f.skbs[s]
+        kf.gate_zero[s] = f.reasons[s][GATE_ZERO]
+        kf.gate_set[s] = f.reasons[s][GATE_SET]
+    frames_by = getattr(f, "stack_frames", None) or f.stack
+    for outcome, n in frames_by.items():
+        if outcome != "queued" and n:
+            kf.lost[outcome] += n
+    kf.phys_reasons = Counter(f.reasons["phys"])
+    steps = getattr(f, "id_steps", None)
+    if steps:
+        kf.id_steps = Counter(steps["phys"])
+    splits = getattr(f, "splits", None)
+    if splits:
+        kf.splits = Counter({(s, why): n for s, c in splits.items() for why, n in c.items()})
+    return kf
+
+
+@dataclass
+class FlowVerdict:
+    """The verdict for one flow: ``outcome`` is ``affected``, ``lost``, ``refused_no_gain``, ``not_affected`` or
+    ``not_tunnel``; ``pre``/``post``: the facts of the kernel without / with the fix that were compared (None
+    when that side did not run); ``kernels``: every kernel's facts."""
+
+    fid: int
+    key: object
+    cls: str
+    outcome: str
+    kernels: list[KernelFacts]
+    pre: KernelFacts | None
+    post: KernelFacts | None
+    why: str = ""
+
+    @property
+    def affected(self) -> bool:
+        return self.outcome == "affected"
+
+    @property
+    def gate_zero(self) -> int:
+        """Frames refused by the zero-checksum gate in the kernel without the fix: at the phys device, or at the
+        tunnel device (a nested tunnel's frames can be refused at both: counted once)."""
+        return max(self.pre.gate_zero.values()) if self.pre else 0
+
+    def saved(self, stage: str) -> int:
+        if self.outcome != "affected" or not self.pre or not self.post:
+            return 0  # not compared: what the fix saves needs a kernel without it and one with it
+        return max(self.pre.skbs[stage] - self.post.skbs[stage], 0)
+
+    def as_dict(self) -> dict:
+        """explain's per-flow ``verdict`` (keys of the earlier format kept, facts added)."""
+        pre, post = self.pre, self.post
+        return {
+            "affected": self.affected,
+            "outcome": self.outcome,
+            "gate_refusals_zero_csum": self.gate_zero,
+            "gate_refusals_csum_set": max((sum(k.gate_set.values()) for k in self.kernels), default=0),
+            "phys_skbs_pre_fix": pre.skbs["phys"] if pre else 0,
+            "phys_skbs_post_fix": post.skbs["phys"] if post else 0,
+            "stack_traversals_saved": self.saved("phys"),
+            "tunnel_skbs_pre_fix": pre.skbs["tunnel"] if pre else 0,
+            "tunnel_skbs_post_fix": post.skbs["tunnel"] if post else 0,
+            "tunnel_skbs_saved": self.saved("tunnel"),
+            "lost_frames": max((k.lost_frames for k in self.kernels), default=0),
+            "kernels": [k.as_dict() for k in self.kernels],
+            "why": self.why,
+        }
+
+
+def _break_reasons(reasons: Counter) -> Counter:
+    """The end reasons that explain why skbs were not merged: poll-end flushes left out unless nothing else."""
+    other = Counter({k: v for k, v in reasons.items() if k not in _POLL_FLUSHES and k not in (GATE_ZERO,)})
+    return other or Counter(reasons)
+
+
+#: outer flow key field → (words, the kernel function that keeps frames apart on it)
+_SPLIT_KEYS = (
+    ("outer_src", "outer source address", "inet_gro_receive/ipv6_gro_receive compare the addresses"),
+    ("outer_dst", "outer destination address", "inet_gro_receive/ipv6_gro_receive compare the addresses"),
+    ("outer_sport", "outer source port", "udp_gro_receive compares the UDP ports"),
+    ("outer_dport", "outer destination port", "udp_gro_receive compares the UDP ports"),
+    ("tunnel", "tunnel type", "the tunnel sockets differ"),
+    ("vni", "VNI", "vxlan_gro_receive/geneve_gro_receive compare the VNI"),
+    ("outer_csum_zero", "outer UDP checksum zero vs set", "udp_gro_receive compares whether uh->check is 0"),
+)
+
+
+def _split_ident(k) -> tuple | None:
+    """The inner flow a tunnelled flow key carries (None: not tunnelled or no inner addresses)."""
+    if k.tunnel and k.inner_src:
+        return (k.inner_src, k.inner_dst, k.inner_proto, k.inner_sport, k.inner_dport)
+    return None
+
+
+#: what else keeps two flows of one inner flow apart when no field of ``_SPLIT_KEYS`` differs: the decoder keys
+#: tunnel flows by the whole VXLAN header (flags word: e.g. a GBP policy) or Geneve's VNI word (its reserved byte)
+_SPLIT_TUNNEL_HEADER = {
+    "vxlan": ("VXLAN flags word", "vxlan_gro_receive compares the flags and VNI words"),
+    "geneve": ("Geneve header", "geneve_gro_receive compares the whole header with its options"),
+}
+
+
+def _split_fields(me, other) -> tuple:
+    """The (words, rule) pairs of the flow key fields in which ``other`` differs from ``me``; the tunnel header
+    when none of them does."""
+    fields = tuple(
+        (words, rule) for attr, words, rule in _SPLIT_KEYS if getattr(other, attr) != getattr(me, attr)
+    )
+    return fields or (_SPLIT_TUNNEL_HEADER.get(me.tunnel, ("outer header", "the outer headers differ")),)
+
+
+def _split_texts(members: list[tuple[int, object]]) -> dict[int, str]:
+    """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note."""
+    out = {}
+    if len(members) < 2:
+        return out
+    for fid, me in members:
+        # the others by what tells them apart from this flow, in flow-id order: "#1, #3 with another outer
+        # destination port (rule) and #2 with another VXLAN flags word (rule)"
+        by_fields: dict[tuple, list[int]] = {}
+        for o, k in members:
+            if o != fid:
+                by_fields.setdefault(_split_fields(me, k), []).append(o)
+        parts = []
+        for fields, others in by_fields.items():
+            what = ", ".join(w for w, _ in fields)
+            rules = "; ".join(dict.fromkeys(r for _, r in fields))
+            parts.append(f"{', '.join(f'#{o}' for o in others)} with another {what} ({rules})")
+        out[fid] = (
+            f"split: the same inner flow also travels as flow(s) {' and '.join(parts)}, so its frames start "
+            "new skbs instead of merging with theirs"
+        )
+    return out

@@ -1,0 +1,202 @@
+"""The capture-level sentences of a ``Verdict`` (its base class): the verdict text, the comparison of the kernels
+without and with the fix, and per kernel why its phys stage does not merge. They read the state ``Verdict``
+computed (``flows``, ``kernels``, ``pre``/``post``, ``result``) and compute nothing of their own.
+"""
+
+from __future__ import annotations
+
+from .facts import FIX, KernelFacts
+from .words import (
+    _gate_words,
+    _nic_words,
+    _state_of,
+    _via,
+    id_step_text,
+    loss_text,
+    not_replayed_text,
+    split_text,
+)
+
+
+class CaptureSentences:
+    """Sentence builders mixed into ``core.Verdict``."""
+
+    def _loss_sentence(self) -> str:
+        worst = max(self.kernels, key=lambda k: k.lost_frames)
+        if not worst.lost_frames:
+            return ""
+        per = "; ".join(loss_text(o, n) for o, n in worst.lost.most_common())
+        every = all(k.lost_frames == worst.lost_frames for k in self.kernels)
+        who = "every kernel" if every and len(self.kernels) > 1 else worst.name
+        return f"Lost on the way ({who}): {per}."
+
+    def _capture_text(self) -> str:
+        inp = self.result.input
+        cfg = self.result.config
+        if self.outcome == "nothing_replayed":
+            hint = " (capture whole frames: tcpdump -s 0)" if "snaplen_cut" in inp.skipped else ""
+            return f"Nothing to compare: {not_replayed_text(inp)}{hint}."
+        if self.outcome == "no_tunnel":
+            vx = ", ".join(str(p) for p in getattr(cfg, "vxlan_ports", ())) or "none"
+            gn = ", ".join(str(p) for p in getattr(cfg, "geneve_ports", ())) or "none"
+            return (
+                f"No flow carries tunnel traffic: none of the {inp.frames_replayed} frames replayed is VXLAN "
+                f"(UDP ports {vx}) or Geneve (UDP ports {gn}), so the fix has nothing to change here "
+                "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
+            )
+        if self.outcome == "lost":
+            return (
+                f"Every tunnelled frame is lost before decapsulation, in every kernel run "
+                f"({', '.join(k.name for k in self.kernels)}): "
+                + "; ".join(
+                    loss_text(o, n)
+                    for o, n in max(self.kernels, key=lambda k: k.lost_frames).lost.most_common()
+                )
+                + ". No flow is affected by the zero-checksum bug: what the host receives does not depend on it."
+            )
+        gro = getattr(cfg, "gro", None) or {}
+        if not gro.get("phys", True) and not self._tally.affected:
+            tunnel = (
+                "the tunnel device's gro_cells do all the merging"
+                if gro.get("tunnel", True)
+                else "with GRO off on the tunnel device too, nothing is merged anywhere"
+            )
+            text = (
+                f"The fix changes nothing with GRO off on {cfg.phys_dev}: dev_gro_receive passes every frame up "
+                "unmerged (netif_elide_gro) in every kernel, so udp_gro_receive's checksum gate (what "
+                f"{FIX} changed) is never reached; {tunnel}."
+            )
+        elif self.compare:
+            text = self._compare_text()
+        else:
+            text = " ".join(self._kernel_sentence(k) for k in self.kernels)
+        loss = self._loss_sentence()
+        text += f" {loss}" if loss else ""
+        kept = max(self.kernels, key=lambda k: sum(k.splits.values()), default=None)
+        if kept is not None and kept.splits:
+            who = "" if len(self.kernels) == 1 else f"{kept.name}: "
+            text += f" {who}{split_text(kept.splits)}."
+        if self.split_count:
+            text += (
+                f" {self.split_count} flow(s) carry an inner flow that also travels under another outer key "
+                "(see explain: split): GRO never merges frames across outer keys."
+            )
+        return text
+
+    def _compare_text(self) -> str:
+        t = self._tally
+        post = next(k for k in self.kernels if k.name == self.post)
+        nic = self.rx_csum
+        if not t.affected:
+            refused = t.refused
+            nic_words = _nic_words(self.result.config, nic)
+            if refused:
+                text = (
+                    f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
+                    f"refuses {refused} frame(s) for their zero outer UDP checksum, but the post-fix kernel does "
+                    "not merge those frames either (no skb is saved)."
+                )
+            else:
+                text = (
+                    f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
+                    "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
+                )
+            return text + self._unmerged_note(post)
+        parts = []
+        if t.pa:
+            tcp = t.tunnel_tcp
+            all_tcp = t.pa_all_tcp
+            frames = t.pa_frames
+            saved = t.pa_saved["phys"]
+            saved_tun = t.pa_saved["tunnel"]
+            why = (
+                _gate_words(_state_of(self.result.config, t.pa_first.key, nic))
+                if t.pa_zero
+                else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
+            )
+            reached = t.pa_reached
+            gro = getattr(self.result.config, "gro", None) or {}
+            if reached and not gro.get("tunnel", True):
+                later = (
+                    "with GRO off on the tunnel device they are not merged later either "
+                    "(gro_cells_receive hands them to netif_rx)"
+                )
+            elif reached and t.pa_tunnel_gate:
+                later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
+            elif reached:
+                later = "they are merged only later by the tunnel device's gro_cells"
+            else:
+                drops = t.pa_drops
+                reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2))
+                later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
+            count = f"{t.pa} of {tcp if all_tcp else t.tunnel} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+            text = (
+                f"Before the fix, {count} lose phys-device aggregation ({frames} frames go up one by one): "
+                f"{why}; {later}, and the fix saves {saved} skb traversals of IP/UDP/tunnel decapsulation"
+            )
+            if saved_tun:
+                text += f" and {saved_tun} skbs handed up by the tunnel device"
+            parts.append(text + ".")
+        if t.to:
+            frames = t.to_frames
+            saved_tun = t.to_saved_tunnel
+            brk = t.to_brk
+            phys_note = (
+                f" (at the phys device the fix changes nothing for them: {self._reasons(brk, self.post)})"
+                if brk or not self.reasons_observed
+                else ""
+            )
+            parts.append(
+                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to} of {t.tunnel} "
+                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames} frames refused there "
+                "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0); "
+                f"the fix saves {saved_tun} skbs handed up by the tunnel device{phys_note}."
+            )
+        text = " ".join(parts)
+        via = _via(self.models.get(self.post))
+        if via:
+            text += f" {self.post} has the fix{via}."
+        if self.other_changes:
+            text += f" ({self.pre} → {self.post} also changes {', '.join(self.other_changes)}.)"
+        return text + self._unmerged_note(post)
+
+    def _unmerged_note(self, k: KernelFacts) -> str:
+        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or ""."""
+        n, reasons, steps = self._tally.unmerged[k.name]
+        if not n:
+            return ""
+        return (
+            f" {k.name} (v{k.release}) does not merge {n} tunnelled TCP flow(s) at the phys device: "
+            f"{self._reasons(reasons, k.name)}" + (f"; {id_step_text(steps)}" if steps else "") + "."
+        )
+
+    def _kernel_sentence(self, k: KernelFacts) -> str:
+        t = self._tally
+        head = f"{k.name} (v{k.release})"
+        if k.carries_fix is None:
+            return f"{head}: not a modelled kernel profile, so no verdict on the zero-checksum fix."
+        gz = max(k.gate_zero.values())
+        if not k.carries_fix:
+            if t.affected:
+                text = (
+                    f"{head} lacks {FIX} and is affected by the zero-checksum bug: {t.affected} of {t.tunnel} "
+                    f"tunnelled flow(s) lose aggregation ({gz} frames refused by udp_gro_receive: "
+                    + _gate_words(
+                        _state_of(self.result.config, t.first_affected.key, self.rx_csum)
+                    ).removeprefix("their ")
+                    + "); run without --no-fix (or add --kernel 5.12) to see what the fix saves."
+                )
+                return text + self._unmerged_note(k)
+            text = (
+                f"{head} lacks {FIX}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
+                "and these outer "
+                "UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum."
+            )
+            return text + self._unmerged_note(k)
+        text = (
+            f"{head} carries {FIX}{_via(self.models.get(k.name))}: udp_gro_receive does not refuse tunnel frames "
+            "for a zero UDP checksum, so it "
+            f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']} skbs for "
+            f"{k.frames} frames of {t.tunnel} tunnelled flow(s)."
+        )
+        return text + self._unmerged_note(k)

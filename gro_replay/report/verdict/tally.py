@@ -1,0 +1,143 @@
+"""``_Tally``: the verdict summed flow by flow (counts, per-kernel facts, the affected flows kept in full, the
+inner-flow split groups while a member is live), so a flow can be added when it retires (sim/flows.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .facts import FlowVerdict, KernelFacts, _break_reasons, _split_ident, _split_texts
+
+
+class _Tally:
+    """What the capture's verdict needs from every flow, summed as flows are judged: counts, sums and counters,
+    the affected flows with the lowest ids in full (at most ``keep``), and the inner-flow groups of the flows
+    live (a group is kept while one of its flows is). Memory: ``keep`` flows and one entry per live group."""
+
+    def __init__(self, names: list[str], keep: int | None) -> None:
+        self.keep = keep
+        self.flows = 0
+        self.tunnel = 0
+        self.tunnel_tcp = 0
+        self.lost_tunnel = 0
+        self.refused = 0  # gate_zero summed over every flow
+        self.affected = 0
+        self.affected_kept: list[tuple[int, FlowVerdict]] = []  # max-heap by -fid of the lowest ids
+        self.first_affected: FlowVerdict | None = None
+        self.aff_gate_zero = 0
+        self.aff_saved = {"phys": 0, "tunnel": 0}
+        # affected flows that the fix saves phys skbs for ("phys_aff") and the others ("tun_only")
+        self.pa = 0
+        self.pa_first: FlowVerdict | None = None
+        self.pa_all_tcp = True
+        self.pa_zero = True
+        self.pa_frames = 0
+        self.pa_saved = {"phys": 0, "tunnel": 0}
+        self.pa_reached = 0
+        self.pa_tunnel_gate = False
+        self.pa_drops: Counter = Counter()
+        self.to = 0
+        self.to_frames = 0
+        self.to_saved_tunnel = 0
+        self.to_brk: Counter = Counter()
+        #: per kernel name: [flows not merged at the phys stage, their break reasons, their ID steps]
+        self.unmerged = {n: [0, Counter(), Counter()] for n in names}
+        self.totals: dict[str, KernelFacts] = {}
+        #: inner flow → [[(fid, key) of the flows judged], flows started and not yet retired]; a group is closed
+        #: (its split flows counted) when its last started flow is retired
+        self.groups: dict[tuple, list] = {}
+        self.split_flows = 0
+
+    def started(self, key: object) -> None:
+        """A flow with ``key`` started during a replay that retires flows: its inner flow's group stays open until
+        it is retired, so that the flows of one inner flow live at the same time name each other."""
+        ident = _split_ident(key)
+        if ident is not None:
+            self.groups.setdefault(ident, [[], 0])[1] += 1
+
+    def add(self, fv: FlowVerdict, live: bool) -> None:
+        """Sum flow ``fv`` (``live``: still live at the end of the input, else retired during the replay)."""
+        self.flows += 1
+        self.refused += fv.gate_zero
+        if fv.key.tunnel:
+            self._add_tunnel(fv, live)
+        if fv.affected:
+            self._add_affected(fv)
+
+    def _add_tunnel(self, fv: FlowVerdict, live: bool) -> None:
+        self.tunnel += 1
+        self.tunnel_tcp += fv.cls == "tunnel_tcp"
+        self.lost_tunnel += fv.outcome == "lost"
+        for k in fv.kernels:
+            tot = self.totals[k.name]
+            tot.frames += k.frames
+            for s in ("phys", "tunnel"):
+                tot.skbs[s] += k.skbs[s]
+                tot.gate_zero[s] += k.gate_zero[s]
+                tot.gate_set[s] += k.gate_set[s]
+            tot.lost.update(k.lost)
+            tot.splits.update(k.splits)
+            if (
+                fv.cls == "tunnel_tcp"
+                and fv.outcome != "lost"
+                and k.frames > 1
+                and k.skbs["phys"] >= k.frames
+                and not sum(k.gate_zero.values())
+            ):
+                u = self.unmerged[k.name]
+                u[0] += 1
+                u[1].update(_break_reasons(k.phys_reasons))
+                u[2].update(k.id_steps)
+        ident = _split_ident(fv.key)
+        if ident is not None:
+            g = self.groups.setdefault(ident, [[], 0])
+            g[0].append((fv.fid, fv.key))
+            if not live:
+                g[1] -= 1
+                if g[1] <= 0:
+                    self.close(ident)
+
+    def _add_affected(self, fv: FlowVerdict) -> None:
+        import heapq
+
+        self.affected += 1
+        if self.first_affected is None or fv.fid < self.first_affected.fid:
+            self.first_affected = fv
+        heapq.heappush(self.affected_kept, (-fv.fid, fv))
+        if self.keep is not None and len(self.affected_kept) > self.keep:
+            heapq.heappop(self.affected_kept)
+        self.aff_gate_zero += fv.gate_zero
+        for s in ("phys", "tunnel"):
+            self.aff_saved[s] += fv.saved(s)
+        if fv.pre is None or fv.post is None:
+            return  # no comparison: what follows is only said when a kernel without and one with the fix ran
+        if fv.saved("phys"):
+            self.pa += 1
+            if self.pa_first is None or fv.fid < self.pa_first.fid:
+                self.pa_first = fv
+            self.pa_all_tcp &= fv.cls == "tunnel_tcp"
+            self.pa_zero &= bool(fv.key.outer_csum_zero)
+            self.pa_frames += fv.pre.gate_zero["phys"]
+            for s in ("phys", "tunnel"):
+                self.pa_saved[s] += fv.saved(s)
+            self.pa_reached += fv.pre.skbs["tunnel"]
+            self.pa_tunnel_gate |= bool(fv.pre.gate_zero["tunnel"])
+            self.pa_drops.update(fv.pre.lost)
+        else:
+            self.to += 1
+            self.to_frames += fv.pre.gate_zero["tunnel"]
+            self.to_saved_tunnel += fv.saved("tunnel")
+            self.to_brk.update(_break_reasons(fv.post.phys_reasons))
+
+    def close(self, ident: tuple) -> None:
+        """Drop the group of ``ident`` (none of its flows is live any more), counting its split flows."""
+        members = self.groups.pop(ident)[0]
+        if len(members) >= 2:
+            self.split_flows += len(members)
+
+    def split_notes(self) -> dict[int, str]:
+        """Split notes of the flows in the groups still open (the live flows and their retired siblings)."""
+        out = {}
+        for members, _live in self.groups.values():
+            out.update(_split_texts(members))
+        return out

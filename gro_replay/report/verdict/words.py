@@ -1,0 +1,170 @@
+"""The verdict's words: what drops a lost frame and the knob that changes it (``LOSSES``), why nothing was
+replayed, end-reason lists with the commit of the rule a switch introduced (``reason_list``), the split, IPv4 ID,
+gate and NIC phrases.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ...kernel import reasons as R
+from ...kernel.model import FIX_COMMIT, KernelModel
+from .facts import _FILTER_OPTIONS, NO_REASON_RECORDED, STAGE_NAMES
+
+#: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
+LOSSES: dict[str, tuple[str, str | None]] = {
+    "udp6_csum_zero_error": (
+        "__udp6_lib_rcv drops a UDPv6 datagram with checksum 0 (RFC 6936; counter Udp6InCsumErrors)",
+        "udp6zerocsumrx on the tunnel device (ip link add … udp6zerocsumrx; here --udp6zerocsumrx)",
+    ),
+    "udp_rcv:csum_error": (
+        "udp_rcv drops it: the outer UDP checksum does not verify (UdpInCsumErrors / Udp6InCsumErrors)",
+        "a capture taken before TX checksum offload carries unfilled checksums: replay with "
+        "--rx-csum unnecessary (what a receiving NIC verifies)",
+    ),
+    "udp_rcv:no_socket": (
+        "udp_rcv finds no socket on the destination port (UdpNoPorts)",
+        "the tunnel's UDP port: --vxlan-port P / --geneve-port P",
+    ),
+    "udp_rcv:short": ("udp_rcv drops a truncated UDP header", None),
+    "udp_rcv:short_packet": ("udp_rcv drops it: UDP length beyond the packet", None),
+    "ip_rcv:csum_error": (
+        "ip_rcv drops it: the outer IPv4 header checksum does not verify (InCsumErrors)",
+        None,
+    ),
+    "ip_rcv:bad_header": ("ip_rcv drops a malformed outer IPv4 header (InHdrErrors)", None),
+    "ip_rcv:bad_length": (
+        "ip_rcv drops it: outer IPv4 total length beyond the frame (InTruncatedPkts)",
+        None,
+    ),
+    "ip_rcv:short": ("ip_rcv drops a truncated outer IPv4 header", None),
+    "ipv6_rcv:bad_header": ("ipv6_rcv drops a malformed outer IPv6 header (Ip6InHdrErrors)", None),
+    "ipv6_rcv:bad_length": ("ipv6_rcv drops it: payload length beyond the frame (Ip6InTruncatedPkts)", None),
+    "gro_cells_receive:backlog_full": (
+        "gro_cells_receive drops it: the tunnel device's cell queue is full",
+        "sysctl net.core.netdev_max_backlog",
+    ),
+    "vxlan_ecn_decapsulate:ce_on_not_ect": (
+        "INET_ECN_decapsulate drops it: CE on the outer header of a not-ECT inner packet (rx_frame_errors)",
+        None,
+    ),
+    "vxlan_rcv:no_vni_flag": ("vxlan_rcv drops it: VXLAN I flag clear", None),
+    "vxlan_rcv:reserved_bits": (
+        "vxlan_rcv drops it: reserved VXLAN bits set",
+        "--vxlan-gbp when they are Group Based Policy bits (the G flag)",
+    ),
+}
+
+
+def loss_text(outcome: str, frames: int) -> str:
+    """``outcome`` (a normal-path drop reason) and ``frames`` as "N frame(s) lost: <function, counter>; knob: …"."""
+    what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
+    return f"{frames} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
+
+
+def not_replayed_text(inp) -> str:
+    """Why no frame of ``inp`` (``sim.InputStats``) was replayed, e.g. "none of the 20 frames read was replayed
+    (skipped snaplen_cut 12, filtered out by -f 8)", or "the capture holds no frames"."""
+    if not inp.frames_read:
+        return "the capture holds no frames"
+    gone = [f"skipped {k} {v}" for k, v in sorted(inp.skipped.items()) if v]
+    gone += [
+        f"filtered out by {_FILTER_OPTIONS.get(k, k)} {v}"
+        for k, v in sorted(getattr(inp, "filtered", {}).items())
+        if v
+    ]
+    return f"none of the {inp.frames_read} frames read was replayed" + (
+        f" ({', '.join(gone)})" if gone else ""
+    )
+
+
+def split_text(splits: Counter) -> str:
+    """ "N skb(s) started beside a held skb of the same flow at <stage> (kept apart by <desc> [reason] ×n)"."""
+    parts = []
+    for stage in ("phys", "tunnel"):
+        c = Counter({why: n for (s, why), n in splits.items() if s == stage})
+        if c:
+            parts.append(
+                f"{sum(c.values())} skb(s) started beside a held skb of the same flow at {STAGE_NAMES[stage]} "
+                f"instead of merging (kept apart by {reason_list(c)})"
+            )
+    return "; ".join(parts)
+
+
+def id_step_text(steps: Counter, limit: int = 2) -> str:
+    """What the IPv4 IDs did where an ID condition ended skbs, e.g. "the outer IPv4 ID stepped by +2 over a held
+    packet of 1 segment (incrementing: +1) ×2"; "" when nothing was observed."""
+    parts = []
+    for (hdr, step, held), n in sorted(steps.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+        signed = step - 0x10000 if step > 0x7FFF else step
+        which = "IPv4 ID" if hdr == "ip" else f"{hdr} IPv4 ID"
+        parts.append(
+            f"the {which} stepped by {signed:+d} over a held packet of {held} segment(s) "
+            f"(incrementing: +{held}; fixed: +0) ×{n}"
+        )
+    return "; ".join(parts)
+
+
+def _via(model) -> str:
+    """ " (stable backport <commit>, since <point release>)" when ``model`` has the fix from a stable branch
+    (KernelModel.stable_backport), else ""."""
+    bp = (
+        model.stable_backport(FIX_COMMIT) if model is not None and hasattr(model, "stable_backport") else None
+    )
+    return f" (stable backport {bp[0][:12]}, since {bp[1]})" if bp else ""
+
+
+def _state_of(cfg, key, rx_csum: str) -> str:
+    """The RX checksum state of flow ``key``'s frames (a --nic preset decides per flow: sim.ReplayConfig)."""
+    f = getattr(cfg, "rx_csum_of_flow", None)
+    return f(key) if f is not None else rx_csum
+
+
+def _nic_words(cfg, rx_csum: str) -> str:
+    f = getattr(cfg, "nic_words", None)
+    return f() if f is not None else f"--rx-csum {rx_csum}"
+
+
+def _gate_words(rx_csum: str) -> str:
+    return (
+        "their outer UDP checksum is 0 and the NIC marks them "
+        + ("CHECKSUM_NONE" if rx_csum == "none" else "CHECKSUM_UNNECESSARY level 0")
+        + ", so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses tunnel GRO"
+    )
+
+
+#: end-reason part → (KernelModel switch, the rule's origin): named when the kernel that shows it has the switch on
+RULES = {
+    "outer_ip_id": (
+        "inet_gro_checks_outer_id",
+        "outer IPv4 IDs must be fixed or incrementing since 21f7484220ac, v6.18",
+    ),
+    R.GSO_SKB: ("gro_accepts_gso", None),
+}
+
+
+def _rule_note(why: str, model: KernelModel | None) -> str:
+    if model is None:
+        return ""
+    for part, (switch, text) in RULES.items():
+        if part in why and text and getattr(model, switch, False):
+            return f" ({text})"
+    if why == R.GSO_SKB and not model.gro_accepts_gso:
+        return " (dev_gro_receive flushes GSO skbs before 5eddb24901ee, v6.1)"
+    return ""
+
+
+def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None) -> str:
+    """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more" so the counts add up to the
+    skbs; ``model``: the kernel whose rules are named (a reason a switch introduced names its commit).
+    An empty ``counter`` reads ``NO_REASON_RECORDED``."""
+    if not counter:
+        return NO_REASON_RECORDED
+
+    items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = items[:limit]
+    text = "; ".join(f"{R.describe(k)} [{k}] ×{v}{_rule_note(k, model)}" for k, v in shown)
+    rest = sum(v for _, v in items[limit:])
+    if rest:
+        text += f"; and {rest} more"
+    return text
