@@ -30,8 +30,8 @@ same flows, and the kernels deliver the same skbs in the same order. An observer
 keeps the reference path.
 
 Input: a classic Ethernet pcap is read in blocks (capture/chunks.py ``PcapChunks``); a pcapng file whose
-interfaces are all replayed through the record reader's records packed into blocks (``RecordBlocks``), records of
-other link types decoded one by one (``batch_input``). tests/test_pollcache.py compares whole JSON documents, trace
+interfaces are all replayed by its block walker (``PcapngChunks``), records of other link types decoded one by one
+(``batch_input``). tests/test_pollcache.py compares whole JSON documents, trace
 text and explain's deliveries with the reference path (``ReplayConfig(fast_path=False)``) over the test captures,
 the shared captures, random scenarios and the overlay-node mix, as pcap, gzip and pcapng.
 """
@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .capture.chunks import PcapChunks, RecordBlocks
+from .capture.chunks import PcapChunks
+from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
@@ -98,17 +99,15 @@ def batch_eligible(config, sink_observed: bool) -> bool:
     )
 
 
-def batch_input(cap, sel, records):
-    """How the batch path reads ``cap``: ``(True, None)`` for a classic Ethernet pcap (``PcapChunks``), ``(True,
-    records)`` for a pcapng file whose interface selection passes every record on unchanged (a planned file whose
-    interfaces are all chosen: ``capture.interfaces.Selection.filter`` then only yields), else ``(False, None)``:
-    a selection that leaves records out counts them as it reads, between the replayed ones."""
+def batch_input(cap, sel) -> bool:
+    """True when the batch path can read ``cap``: a classic Ethernet pcap (``PcapChunks``), or a pcapng file whose
+    interface selection passes every record on unchanged (``PcapngChunks``: a planned file whose interfaces are all
+    chosen; ``capture.interfaces.Selection.filter`` would only yield). A selection that leaves records out counts
+    them as it reads, between the replayed ones: the frame-by-frame path."""
     if PcapChunks.supported(cap) and cap.linktype == DLT_EN10MB:
-        return True, None
+        return True
     every = sel.chosen is None or sel.chosen == frozenset(sel.by_key)
-    if cap.format == "pcapng" and sel.planned and every and sel.stream_want is None:
-        return True, records
-    return False, None
+    return cap.format == "pcapng" and sel.planned and every and sel.stream_want is None
 
 
 def _counters(k, st, fids) -> dict:
@@ -260,14 +259,14 @@ class BatchReplay:
         #: an observer (``served_from_events``) sees every delivery: cache entries keep delivery events
         self.observed = any(st.on_deliver is not None for st in rep.stats)
 
-    def run(self, cap, progress=None, records=None) -> None:
-        """Replay every record of ``cap``: a classic pcap is read in blocks (``PcapChunks``), any other capture
-        through its record iterator (``RecordBlocks``; ``records``: the records to replay, default ``cap``).
-        Raises CaptureError."""
-        if records is None and PcapChunks.supported(cap) and cap.linktype == DLT_EN10MB:
-            reader = PcapChunks(cap, self.block)
+    def run(self, cap, progress=None) -> None:
+        """Replay every record of ``cap`` (``batch_input``): a classic pcap is read in blocks (``PcapChunks``), a
+        pcapng file by its block walker (``PcapngChunks``). Raises CaptureError."""
+        reader: PcapChunks | PcapngChunks
+        if cap.format == "pcapng":
+            reader = PcapngChunks(cap, self.block)
         else:
-            reader = RecordBlocks(cap if records is None else records, self.block)
+            reader = PcapChunks(cap, self.block)
         carry: list = []
         keep = None
         while True:

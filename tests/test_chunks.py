@@ -1,4 +1,6 @@
-"""capture/chunks.py against the record-at-a-time reader (reader.py ``Capture``), which is the reference.
+"""capture/chunks.py against the reference: classic pcap against the record-at-a-time reader (reader.py
+``Capture``), pcapng against the values the test files were built with (and the classic pcap they were converted
+from).
 
 Both must give the same records (timestamp ns, bytes, wire length), the same truncated-record count and the same
 one-line error for a corrupt record, whatever the block size (blocks smaller than one record included).
@@ -12,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gro_replay.capture.chunks import PcapChunks, RecordBlocks
+from gro_replay.capture.chunks import PcapChunks
+from gro_replay.capture.pcapng_chunks import PcapngChunks
 from gro_replay.capture.reader import CaptureError, open_capture
 from gro_replay.capture.writer import PcapWriter
 
@@ -148,10 +151,10 @@ def _pcapng_of(src: Path, dst: Path) -> None:
 
 
 def _blocks(path, block, keep_some=False):
-    """``_chunked`` through ``RecordBlocks`` over the capture's record iterator (and each record's link type)."""
+    """``_chunked`` through ``PcapngChunks`` (each record with its link type and interface)."""
     out = []
     with open_capture(path) as cap:
-        r = RecordBlocks(cap, block)
+        r = PcapngChunks(cap, block)
         keep = None
         while (ch := r.next(keep)) is not None:
             n = len(ch)
@@ -159,60 +162,162 @@ def _blocks(path, block, keep_some=False):
             for i in range(take):
                 o = int(ch.data[i])
                 rec = (int(ch.ts_ns[i]), bytes(ch.buf[o : o + int(ch.caplen[i])]), int(ch.origlen[i]))
-                out.append((*rec, int(ch.linktype[i])))
+                out.append((*rec, int(ch.linktype[i]), int(ch.iface[i])))
             keep = ch.record_start(take)
         return out, cap.truncated_records
 
 
-def _reference_lt(path):
+def _iterated(path):
+    """Through ``Capture`` iteration (the walker's records one at a time), with ``interface_key``'s index."""
     with open_capture(path) as cap:
-        return [(ts, bytes(buf), ol, lt) for ts, buf, ol, lt in cap], cap.truncated_records
+        return [
+            (ts, bytes(b), ol, lt, cap.iface_base + cap.last_iface) for ts, b, ol, lt in cap
+        ], cap.truncated_records
+
+
+def _block(t: int, body: bytes, order: str = "<") -> bytes:
+    """A pcapng block of type ``t`` around ``body`` (padded to 4 bytes)."""
+    body += bytes(-len(body) % 4)
+    n = len(body) + 12
+    return struct.pack(order + "II", t, n) + body + struct.pack(order + "I", n)
+
+
+def _built(tmp_path):
+    """A pcapng file and the records it was built with: ``(ts_ns, bytes, orig_len, linktype, interface)``.
+
+    Section 1 (little-endian): interface 0 EN10MB in µs, interface 1 LINUX_SLL in ns (if_tsresol 9); enhanced
+    packet blocks singly and in a run of 40 of one size, snaplen-cut ones, an obsolete packet block (type 2), a
+    simple packet block (interface 0, the previous packet's time), name resolution, statistics, decryption secrets
+    and custom blocks, one of 100 kB (larger than the small block sizes). Section 2 (big-endian): interface 2
+    EN10MB in 2^-20 s with if_tsoffset 1.6e9 s, interface 3 RAW in ms. The last block is cut 5 bytes short."""
+    from test_reader import epb, idb, shb
+
+    recs = []
+    out = [shb("<"), idb(1), idb(113, tsresol=9)]
+    sll = struct.pack("!HHH8sH", 0, 1, 6, bytes.fromhex("020000000001") + bytes(2), 0x0800) + bytes(20)
+    for i in range(12):
+        if i % 3 == 2:
+            out.append(epb(1, 1_700_000_000_000_000_000 + i, sll))
+            recs.append((1_700_000_000_000_000_000 + i, sll, len(sll), 113, 1))
+        else:
+            data = bytes([i]) * (60 + 7 * i)
+            out.append(epb(0, 1_700_000_000_000_000 + i, data, orig_len=len(data) + 100 * (i % 2)))
+            recs.append((1_700_000_000_000_000_000 + 1000 * i, data, len(data) + 100 * (i % 2), 1, 0))
+    out.append(_block(4, bytes(8)))  # name resolution block, no records
+    out.append(_block(5, struct.pack("<III", 0, 0, 0)))  # interface statistics
+    for i in range(40):
+        data = bytes([i % 7]) * 1514
+        out.append(epb(0, 1_700_000_001_000_000 + 10 * i, data))
+        recs.append((1_700_000_001_000_000_000 + 10_000 * i, data, 1514, 1, 0))
+    pb = bytes(range(70))
+    ts_pb = 1_700_000_002_000_000_123
+    out.append(_block(2, struct.pack("<HHIIII", 1, 0, ts_pb >> 32, ts_pb & 0xFFFFFFFF, 70, 90) + pb))
+    recs.append((ts_pb, pb, 90, 113, 1))
+    spb = bytes(range(64))
+    out.append(_block(3, struct.pack("<I", 64) + spb))  # simple packet block: interface 0, the previous time
+    recs.append((ts_pb, spb, 64, 1, 0))
+    out.append(_block(0x0000000A, bytes(100)))  # decryption secrets
+    out.append(_block(0x00000BAD, bytes(100_000)))  # custom block, larger than a small buffer
+    out += [
+        shb(">"),
+        idb(1, order=">", tsresol=0x80 | 20, tsoffset=1_600_000_000),
+        idb(101, order=">", tsresol=3),
+    ]
+    for i in range(30):
+        data = bytes([0x45]) + bytes([i]) * (40 + i % 2)
+        if i % 5 == 4:
+            out.append(epb(1, 1_700_000_003_000 + i, data, order=">"))
+            recs.append(((1_700_000_003_000 + i) * 1_000_000, data, len(data), 101, 3))
+        else:
+            out.append(epb(0, (1 << 40) + i, data, order=">"))
+            recs.append((((1 << 40) + i) * 10**9 // (1 << 20) + 1_600_000_000 * 10**9, data, len(data), 1, 2))
+    out.append(_block(3, struct.pack(">I", 80) + bytes(80), ">"))
+    recs.append((recs[-1][0], bytes(80), 80, 1, 2))
+    out.append(epb(0, 1, bytes(60), order=">")[:-5])  # cut short
+    p = tmp_path / "built.pcapng"
+    p.write_bytes(b"".join(out))
+    return p, recs
 
 
 @pytest.mark.parametrize("block", [64, 5000, 1 << 20])
-def test_record_blocks_give_the_reference_readers_records(block, tmp_path):
-    """pcapng (and anything else the record reader reads) in blocks: the reference reader's records, link types
-    and truncation count, also when the caller hands records back; sections, interfaces of other link types and
-    resolutions, and other blocks in between are the reader's to parse (test_reader.py pins those)."""
-    from test_reader import epb, idb, shb
+def test_pcapng_blocks_give_the_records_the_file_was_built_with(block, tmp_path):
+    """The block walker (whatever its block size, also when the caller hands records back) and ``Capture``
+    iteration give exactly the records written: bytes, timestamps in ns per interface (if_tsresol 10^-n and 2^-n,
+    if_tsoffset), link types, interfaces numbered over the sections, both byte orders, obsolete and simple packet
+    blocks, other blocks skipped, the block cut short at the end counted once."""
+    import gzip
 
+    p, recs = _built(tmp_path)
+    assert _iterated(p) == (recs, 1)
+    assert _blocks(p, block) == (recs, 1)
+    assert _blocks(p, block, keep_some=True) == (recs, 1)
+    gz = tmp_path / "built.pcapng.gz"
+    gz.write_bytes(gzip.compress(p.read_bytes()))
+    assert _blocks(gz, block, keep_some=True) == (recs, 1)
+
+
+def test_pcapng_blocks_from_dpkt_writer_equal_the_pcap_records(tmp_path):
+    """Sample captures and a mix of sizes converted by dpkt's pcapng writer (µs): the classic pcap's records (the
+    wire length is the captured length: dpkt's writer sets the EPB's packet length to the data's)."""
     mixed = tmp_path / "mixed.pcap"
     _mixed(mixed)
-    paths = []
     for src in [*SAMPLES, mixed]:
         ng = tmp_path / (src.stem + ".pcapng")
         _pcapng_of(src, ng)
-        paths.append(ng)
-    two = tmp_path / "two.pcapng"
-    sll = struct.pack("!HHH8sH", 0, 1, 6, bytes.fromhex("020000000001") + bytes(2), 0x0800) + bytes(20)
-    two.write_bytes(
-        paths[-1].read_bytes()
-        + shb(">")
-        + idb(1, order=">", tsresol=9)
-        + idb(113, order=">")
-        + b"".join(
-            epb(1, 1_700_000_000_000_000 + i, sll, order=">")
-            if i % 2
-            else epb(0, 1_700_000_000_000_000_000 + i, bytes(60 + i), order=">")
-            for i in range(40)
-        )
-    )
-    cut = tmp_path / "cut.pcapng"
-    cut.write_bytes(paths[-1].read_bytes()[:-5])
-    for p in [*paths, two, cut, mixed]:
-        want = _reference_lt(p)
-        assert _blocks(p, block) == want, p
-        assert _blocks(p, block, keep_some=True) == want, p
-    assert _reference_lt(cut)[1] == 1
+        want = [(ts, b, len(b), 1, 0) for ts, b, _ol in _reference(src)[0]]
+        for block in (64, 5000, 1 << 20):
+            assert _blocks(ng, block, keep_some=True) == (want, 0), (src.name, block)
 
 
-def test_record_blocks_grow_when_the_caller_keeps_every_record(tmp_path):
+@pytest.mark.parametrize(
+    ("patch", "detail"),
+    [
+        (lambda b, at: struct.pack_into("<I", b, at + len_at(b, at) - 4, 0), "block lengths differ"),
+        (lambda b, at: struct.pack_into("<I", b, at + 8, 7), "interface 7 not described"),
+        (lambda b, at: struct.pack_into("<I", b, at + 20, 1 << 20), "caplen 1048576, block length 1548"),
+        (lambda b, at: struct.pack_into("<I", b, at + 4, 30), "block length 30"),
+    ],
+)
+def test_a_corrupt_enhanced_packet_block_is_named_at_its_offset(patch, detail, tmp_path):
+    """The 25th block of the run of 40 corrupted: the records before it come first, then the one-line error
+    naming the block's file offset, at every block size and through iteration."""
+    p, recs = _built(tmp_path)
+    data = bytearray(p.read_bytes())
+    at = _nth_block(data, 2 + 1 + 12 + 2 + 24)
+    patch(data, at)
+    p.write_bytes(bytes(data))
+    want = f"{p}: corrupt record at offset {at} ({detail})"
+    for block in (64, 5000, 1 << 20):
+        got = []
+        with open_capture(p) as cap, pytest.raises(CaptureError) as err:
+            r = PcapngChunks(cap, block)
+            while (ch := r.next()) is not None:
+                got.extend(int(t) for t in ch.ts_ns)
+        assert str(err.value) == want
+        assert got == [r[0] for r in recs[: 12 + 24]]
+    with open_capture(p) as cap, pytest.raises(CaptureError) as err:
+        assert len(list(cap)) == 12 + 24
+    assert str(err.value) == want
+
+
+def len_at(b, at: int) -> int:
+    return struct.unpack_from("<I", b, at + 4)[0]
+
+
+def _nth_block(b, n: int) -> int:
+    """File offset of block ``n`` (0: the section header) of a little-endian section."""
+    at = 0
+    for _ in range(n):
+        at += len_at(b, at)
+    return at
+
+
+def test_pcapng_blocks_grow_when_the_caller_keeps_every_record(tmp_path):
     """An unfinished poll may span a whole block: handing every record back must give a larger block (as
     ``PcapChunks`` grows its buffer), never the same one again."""
-    mixed = tmp_path / "mixed.pcap"
-    _mixed(mixed)
-    with open_capture(mixed) as cap:
-        r = RecordBlocks(cap, 5000)
+    p, recs = _built(tmp_path)
+    with open_capture(p) as cap:
+        r = PcapngChunks(cap, 5000)
         first = r.next()
         again = r.next(first.record_start(0))
         assert len(again) > len(first) and not first.eof

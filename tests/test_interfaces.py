@@ -17,6 +17,7 @@ import dpkt
 import pytest
 from conftest import ROOT, SHARED_CAPTURES
 
+from gro_replay.capture.reader import CaptureError
 from gro_replay.cli import main
 from gro_replay.synth import Scenario, synth_frames
 
@@ -313,3 +314,39 @@ def test_pcapng_sections_of_one_named_interface_are_one_device(runner, tmp_path)
         ("interface 1 (eth0, section 2)", 10, True),
     ]
     assert _json(runner, path, "--interface", "1")["input"]["skipped"] == {"other_interface": 10}
+
+
+def test_plan_of_a_one_interface_pcapng_decodes_no_frame(tmp_path):
+    """A pcapng file whose frames are all on one Ethernet interface (an interface without frames declared beside
+    it) has nothing to choose: the plan counts its frames from the block walk and never decodes one (the decoder
+    factory is not called), ``--interface`` still matches it by number and name; a file of two sections with the
+    interfaces' frames interleaved is decoded and each interface's tunnel frames counted (10 VXLAN frames each on
+    eth0, none on vxlan0: the construction of ``_two_sections``)."""
+    from gro_replay.capture.interfaces import plan
+    from gro_replay.capture.reader import open_capture
+
+    frames = list(synth_frames(Scenario(frames=25)))
+    one = tmp_path / "one.pcapng"
+    one.write_bytes(_ng_section(["eth0", "vxlan0"], [(0, ts, f) for ts, f in frames]))
+
+    def no_decoder():
+        raise AssertionError("a one-interface pcapng is planned without decoding")
+
+    for want in (None, "0", "eth0"):
+        with open_capture(one) as cap:
+            sel = plan(str(one), cap, no_decoder, want)
+        assert sel.planned and [(k, st.frames) for k, st in sel.by_key.items()] == [((0, None), 25)]
+        assert sel.chosen == (None if want is None else frozenset({(0, None)}))
+    with open_capture(one) as cap, pytest.raises(CaptureError, match="--interface 1: no such interface"):
+        plan(str(one), cap, no_decoder, "1")
+    from gro_replay.packet.decode import Decoder
+
+    two = _two_sections(tmp_path / "two.pcapng")
+    with open_capture(two) as cap:
+        sel = plan(two, cap, lambda: Decoder((4789,), ()), None)
+    assert [(k[0], st.frames, st.tunnel_frames) for k, st in sel.by_key.items()] == [
+        (0, 10, 10),
+        (1, 10, 0),
+        (3, 10, 10),
+        (2, 10, 0),
+    ]

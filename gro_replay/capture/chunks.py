@@ -8,11 +8,12 @@ Runs of records with equal caplen — the bulk of a data capture — are found w
 of one Python step per record.
 
 Classic pcap with 16-byte record headers is read this way, plain or gzip-compressed (``PcapChunks.supported``).
-Any other capture — pcapng (enhanced, simple and obsolete packet blocks, with section, interface and other blocks
-handled in order), the modified-pcap format — is read by ``RecordBlocks``: the records the record-at-a-time reader
-yields (reader.py, the one parser of those formats), packed into the same ``RecordChunk`` blocks, each record's link
-type kept (``RecordChunk.linktype``). tests/test_chunks.py checks that both give the records of the reference reader,
-the same truncated-record count and the same corrupt-record error, cut gzip streams included.
+pcapng is read by pcapng_chunks.py ``PcapngChunks``, the one parser of pcapng blocks after the file header (``Capture`` iterates its
+records): equal-length enhanced packet blocks are found and read as numpy columns the same way, every other block
+(section, interface, simple and obsolete packet blocks, the rest skipped) is handled in file order; each record's
+interface and link type are kept (``RecordChunk.iface``/``linktype``). tests/test_chunks.py checks that both give
+the records of the reference reader (pcapng: the values the test files were built with), the same truncated-record
+count and the same corrupt-record error, at every block size, cut gzip streams included.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .reader import MAX_CAPLEN, Capture, CaptureError
+from .pcapng import MAX_CAPLEN
+from .stream import CaptureError
+
+if TYPE_CHECKING:
+    from .reader import Capture
 
 _NS = 1_000_000_000
 _REC_LEN = 16
@@ -50,13 +56,35 @@ class RecordChunk:
     eof: bool
     #: the link type of each record (int64), or None when every record is the capture's ``linktype``
     linktype: np.ndarray | None = None
+    #: pcapng: offset in ``buf`` of each record's block, and its interface (index in ``Capture.all_interfaces``)
+    starts: np.ndarray | None = None
+    iface: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.data)
 
     def record_start(self, i: int) -> int:
         """Offset in ``buf`` of record ``i``'s header (``end`` for ``i == len(self)``)."""
-        return int(self.data[i]) - _REC_LEN if i < len(self.data) else self.end
+        if i >= len(self.data):
+            return self.end
+        return int(self.data[i]) - _REC_LEN if self.starts is None else int(self.starts[i])
+
+
+def _read_into(capture: Capture, view: memoryview) -> int:
+    """Bytes read into ``view`` (0: end of stream). A gzip stream is read one decompressed piece at a time
+    (``read1``): ``GzipFile.readinto`` of a large buffer raises EOFError on a cut stream after filling part of
+    it, and that part would be lost; ``read1`` raises only when nothing is left. A cut gzip stream counts as one
+    truncated record, as the record reader counts it."""
+    f = capture._f
+    if not capture.compressed:
+        return f.readinto(view) or 0
+    try:
+        piece = f.read1(min(len(view), 1 << 18))
+    except EOFError:
+        capture.truncated_records = 1
+        return 0
+    view[: len(piece)] = piece
+    return len(piece)
 
 
 class PcapChunks:
@@ -92,20 +120,7 @@ class PcapChunks:
         return lay is not None and lay[1] == _REC_LEN
 
     def _read_into(self, view: memoryview) -> int:
-        """Bytes read into ``view`` (0: end of stream). A gzip stream is read one decompressed piece at a time
-        (``read1``): ``GzipFile.readinto`` of a large buffer raises EOFError on a cut stream after filling part of
-        it, and that part would be lost; ``read1`` raises only when nothing is left. A cut gzip stream counts as one
-        truncated record, as the record reader counts it."""
-        f = self.capture._f
-        if not self.capture.compressed:
-            return f.readinto(view) or 0
-        try:
-            piece = f.read1(min(len(view), 1 << 18))
-        except EOFError:
-            self.capture.truncated_records = 1
-            return 0
-        view[: len(piece)] = piece
-        return len(piece)
+        return _read_into(self.capture, view)
 
     def next(self, keep: int | None = None) -> RecordChunk | None:
         cap = self.capture
@@ -200,60 +215,3 @@ class PcapChunks:
 
     def _corrupt(self, file_off: int, caplen: int) -> CaptureError:
         return self.capture._corrupt(file_off, f"caplen {caplen} > {MAX_CAPLEN}")
-
-
-class RecordBlocks:
-    """Records of any record iterator ``(ts_ns, buf, orig_len, linktype)`` (a ``Capture``, or the records an
-    interface selection passes) in blocks of about ``block`` bytes, with ``PcapChunks.next``'s contract.
-
-    Each record's bytes are laid out in ``buf`` after a 16-byte gap (where a classic pcap record header would be),
-    so ``RecordChunk.record_start`` and the equal-stride runs of ``packet/columns.py`` work unchanged. The records
-    are exactly those of the iterator (reader.py parses pcapng once, in one place); errors are the iterator's.
-    """
-
-    def __init__(self, records, block: int = 4 << 20) -> None:
-        self._it = iter(records)
-        self.block = block
-        self._eof = False
-        self._last: RecordChunk | None = None
-        self._recs: list[tuple[int, bytes, int, int]] = []  # the last chunk's records
-
-    def next(self, keep: int | None = None) -> RecordChunk | None:
-        last = self._last
-        recs: list = []
-        if last is not None:
-            k = len(last) if keep is None else int(np.searchsorted(last.data, keep + _REC_LEN))
-            recs = self._recs[k:]
-        size = sum(len(r[1]) + _REC_LEN for r in recs)
-        # the caller consumed nothing (an unfinished poll fills the block): read on to twice the size
-        want = self.block if last is None or k else max(self.block, 2 * size)
-        it = self._it
-        while not self._eof and size < want:
-            for rec in it:
-                recs.append(rec)
-                size += len(rec[1]) + _REC_LEN
-                if size >= want:
-                    break
-            else:
-                self._eof = True
-        self._recs = recs
-        if not recs:
-            self._last = None
-            return None
-        n = len(recs)
-        caplen = np.fromiter((len(r[1]) for r in recs), np.int64, n)
-        data = np.cumsum(caplen + _REC_LEN) - caplen
-        gap = bytes(_REC_LEN)
-        buf = gap + gap.join(r[1] for r in recs)
-        lt = np.fromiter((r[3] for r in recs), np.int64, n)
-        self._last = RecordChunk(
-            buf,
-            data,
-            caplen,
-            np.fromiter((r[2] for r in recs), np.int64, n),
-            np.fromiter((r[0] for r in recs), np.int64, n),
-            len(buf),
-            self._eof,
-            lt,
-        )
-        return self._last

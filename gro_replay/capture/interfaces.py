@@ -22,7 +22,10 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..packet.decode import CLS_NOT_TUNNEL
+from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 
 #: Skip reason of the frames of an interface that is not replayed.
@@ -100,7 +103,9 @@ def _new_stats(cap, key: tuple, linktype: int) -> InterfaceStats:
         return InterfaceStats(key, None, None, linktype)
     known = cap.all_interfaces
     name = known[index][1] if index < len(known) else None
-    return InterfaceStats(key, name, cap.sections, linktype)
+    return InterfaceStats(
+        key, name, cap.iface_sections[index] if index < len(known) else cap.sections, linktype
+    )
 
 
 def _payload(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, int | None] | None:
@@ -254,13 +259,16 @@ def may_hold_several(cap) -> bool:
     return cap.format == "pcapng" or cap.linktype in (DLT_LINUX_SLL2, DLT_LINUX_SLL)
 
 
-def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:  # noqa: C901 - one read of the capture choosing among three selector kinds
+def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
     """Read ``path`` once (a regular file; ``cap`` is its open Capture, not yet iterated) and choose the interfaces.
 
     ``decoder_factory()`` gives a ``packet.decode.Decoder`` with the replay's tunnel ports. The chosen interfaces
     are those ``want`` names (an ifindex, a pcapng interface index over all sections, or an ``if_name``: every
     section's interface of that name) or else the device with the most tunnel frames (an ``if_name`` counts
-    over all sections). Raises: CaptureError when ``want`` names no interface of the capture.
+    over all sections). A pcapng file whose frames are all on one interface of a link type without an ifindex or
+    copies to tell (not Linux cooked) has nothing to choose among: its blocks are walked to count the frames
+    (``_one_interface``), and no frame is decoded (its tunnel frames are not counted; as for a classic pcap, no
+    report line says them). Raises: CaptureError when ``want`` names no interface of the capture.
     """
     sel = Selection(path=path)
     if not may_hold_several(cap):
@@ -272,11 +280,46 @@ def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:  # noq
         sel.decoder_factory = decoder_factory
         sel.reason = "--interface"
         return sel
-    dec = decoder_factory()
     sel.planned = True
     inner: dict[tuple, set] = {}
     plain: dict[tuple, list] = {}
-    with open_capture(path) as scan:
+    if cap.format != "pcapng" or not _one_interface(path, sel):
+        _scan(path, decoder_factory(), sel, inner, plain)
+    _choose(sel, want, inner, plain)
+    return sel
+
+
+def _one_interface(path: str, sel: Selection) -> bool:
+    """Walk the pcapng file's blocks (no frame decoded, nothing hashed) counting each interface's frames; when they
+    are all on one interface whose link type is not Linux cooked (v1 may hold copies, v2 carries ifindexes), fill
+    ``sel`` with it and return True."""
+    counts: dict[int, int] = {}  # interface (index in all_interfaces) → frames, in order of first frame
+    with open_capture(path, digest=False) as scan:
+        walker = PcapngChunks(scan)
+        while (ch := walker.next()) is not None:
+            assert ch.iface is not None
+            ids, first = np.unique(ch.iface, return_index=True)
+            for g in ids[np.argsort(first)].tolist():
+                counts.setdefault(g, 0)
+            for g, c in enumerate(np.bincount(ch.iface).tolist()):
+                if c:
+                    counts[g] += c
+            if len(counts) > 1:
+                return False
+        for g, frames in counts.items():
+            linktype = scan.all_interfaces[g][0]
+            if linktype in (DLT_LINUX_SLL, DLT_LINUX_SLL2):
+                return False
+            sel.by_key[(g, None)] = st = _new_stats(scan, (g, None), linktype)
+            st.frames = frames
+        sel.sections, sel.interfaces = max(1, scan.sections), len(scan.all_interfaces)
+    return True
+
+
+def _scan(path: str, dec, sel: Selection, inner: dict, plain: dict) -> None:
+    """Decode every frame of ``path``: each interface's frames and tunnel frames into ``sel.by_key``, the hashes of
+    tunnel frames' inner payloads (``inner``) and of other frames' payloads (``plain``) by interface."""
+    with open_capture(path, digest=False) as scan:
         for _ts, buf, orig_len, linktype in scan:
             key = interface_key(scan, buf, linktype)
             st = sel.by_key.get(key)
@@ -295,6 +338,11 @@ def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:  # noq
                 plain.setdefault(key, []).append(payload)
         if scan.format == "pcapng":
             sel.sections, sel.interfaces = max(1, scan.sections), len(scan.all_interfaces)
+
+
+def _choose(sel: Selection, want: str | None, inner: dict, plain: dict) -> None:
+    """The interfaces ``want`` names, else the device with the most tunnel frames; the copies of tunnel frames'
+    inner packets on the others (or, one device, on it). Raises: CaptureError when ``want`` names none."""
     if want is not None:
         match = frozenset(k for k, st in sel.by_key.items() if st.matches(want))
         if not match:
@@ -317,4 +365,3 @@ def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:  # noq
         for k, hashes in plain.items():
             if k not in sel.chosen:
                 sel.by_key[k].copies = sum(1 for h in hashes if h in ref)
-    return sel

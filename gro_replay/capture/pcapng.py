@@ -1,13 +1,14 @@
-"""The pcapng half of ``reader.Capture``: section, interface and packet blocks (enhanced, obsolete and simple
-packet blocks), read as a stream with precompiled ``struct.Struct``s built from dpkt's block layouts; timestamps as
-integer nanoseconds per interface (``if_tsresol``, ``if_tsoffset``). Other blocks are skipped in order.
+"""The pcapng half of ``reader.Capture``: the file header (the first section and interface blocks, read as a
+stream) and the parsing of section and interface blocks (dpkt's block classes; timestamps as integer nanoseconds
+per interface: ``if_tsresol``, ``if_tsoffset``). The blocks after the header, packet blocks included, are walked by
+pcapng_chunks.py ``PcapngChunks``, which calls ``_shb_layout``/``_start_section``/``_add_interface`` for section
+and interface blocks in file order.
 """
 
 from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator
 
 import dpkt
 import dpkt.pcapng
@@ -39,11 +40,6 @@ def _block_fields(cls: type) -> struct.Struct:
 
 # pcapng block header: type, total length.
 _NG_BLK = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}
-# EPB after the block header: iface_id, ts_high, ts_low, caplen, pkt_len (dpkt EnhancedPacketBlock).
-_NG_EPB = {
-    "<": _block_fields(dpkt.pcapng.EnhancedPacketBlockLE),
-    ">": _block_fields(dpkt.pcapng.EnhancedPacketBlock),
-}
 # PB after the block header: iface_id, drops_count, ts_high, ts_low, caplen, pkt_len (dpkt PacketBlock).
 _NG_PB = {"<": _block_fields(dpkt.pcapng.PacketBlockLE), ">": _block_fields(dpkt.pcapng.PacketBlock)}
 _NG_U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
@@ -52,7 +48,7 @@ _NG_I64 = {"<": struct.Struct("<q"), ">": struct.Struct(">q")}
 
 class PcapngBlocks:
     """Reading the pcapng blocks of a ``Capture`` (its base class): ``_open_pcapng`` reads the section header and
-    the first interfaces, ``_iter_pcapng`` the records. Uses the capture's ``_f``, ``_offset``, ``_corrupt`` and
+    the first interfaces; ``Capture._iter_pcapng`` the records (pcapng_chunks.py). Uses the capture's ``_f``, ``_offset``, ``_corrupt`` and
     ``_read_error``.
     """
 
@@ -112,17 +108,29 @@ class PcapngBlocks:
         hdr += read_exactly(self._f, 12 - len(hdr))
         if len(hdr) < 12:
             raise EOFError
+        order, cls, blk_len = self._shb_layout(hdr, self._offset)
+        self._start_section(self._read_body(hdr, blk_len), order, cls)
+        self._offset += blk_len
+
+    def _shb_layout(self, hdr: bytes, off: int) -> tuple[str, type, int]:
+        """``(byte order, dpkt class, block length)`` of the section header block at file offset ``off`` from its
+        first 12 bytes ``hdr``. Raises: CaptureError (corrupt) for a bad byte-order magic or block length."""
         bom = hdr[8:12]
         if bom == b"\x1a\x2b\x3c\x4d":
             order, cls = ">", dpkt.pcapng.SectionHeaderBlock
         elif bom == b"\x4d\x3c\x2b\x1a":
             order, cls = "<", dpkt.pcapng.SectionHeaderBlockLE
         else:
-            raise self._corrupt(self._offset, f"pcapng byte-order magic 0x{bom.hex()}")
+            raise self._corrupt(off, f"pcapng byte-order magic 0x{bom.hex()}")
         blk_len = _NG_BLK[order].unpack_from(hdr)[1]
-        if blk_len < cls.__hdr_len__ or blk_len & 3:
-            raise self._corrupt(self._offset, f"block length {blk_len}")
-        shb = cls(self._read_body(hdr, blk_len))
+        if blk_len < cls.__hdr_len__ or blk_len & 3 or blk_len > _MAX_BLOCK_LEN:
+            raise self._corrupt(off, f"block length {blk_len}")
+        return order, cls, blk_len
+
+    def _start_section(self, block: bytes, order: str, cls: type) -> None:
+        """Start the section whose section header block is ``block`` (all of it, ``_shb_layout``'s ``order`` and
+        ``cls``). Raises: CaptureError for an unsupported version; dpkt's errors for a malformed block."""
+        shb = cls(block)
         if shb.v_major != dpkt.pcapng.PCAPNG_VERSION_MAJOR:
             raise CaptureError(f"{self.path}: unsupported pcapng version {shb.v_major}.{shb.v_minor}")
         self._order = order
@@ -130,16 +138,22 @@ class PcapngBlocks:
         self.interfaces = []
         self.iface_base = len(self.all_interfaces)
         self.sections += 1
-        self._offset += blk_len
 
     def _read_idb(self, hdr: bytes, blk_len: int) -> None:
         """Read an interface description block. An unsupported link type does not reject the file: that
         interface's frames are yielded with its link type and skipped by the caller (``l2_normalize`` → None)."""
+        self._add_interface(self._read_body(hdr, blk_len))
+        self._offset += blk_len
+
+    def _add_interface(self, block: bytes) -> None:
+        """Add the interface whose interface description block is ``block`` (all of it) to the current section:
+        link type, name, timestamp units (``if_tsresol``) and offset (``if_tsoffset``).
+        Raises: dpkt's errors for a malformed block."""
         order = self._order
         cls = (
             dpkt.pcapng.InterfaceDescriptionBlockLE if order == "<" else dpkt.pcapng.InterfaceDescriptionBlock
         )
-        idb = cls(self._read_body(hdr, blk_len))
+        idb = cls(block)
         name = None
         num, den, offset_ns = _NS, 1_000_000, 0  # if_tsresol absent: microseconds
         for opt in idb.opts:
@@ -155,7 +169,8 @@ class PcapngBlocks:
         self._ifaces.append((idb.linktype, num // g, den // g, offset_ns))
         self.interfaces.append((idb.linktype, name))
         self.all_interfaces.append((idb.linktype, name))
-        self._offset += blk_len
+        self.iface_sections.append(self.sections)
+        self.iface_bases.append(self.iface_base)
 
     def _other_block(self, blk_type: int, blk_len: int, hdr: bytes) -> bool:
         """Consume a non-packet block. Returns False when it is cut short at end of file."""
@@ -176,85 +191,3 @@ class PcapngBlocks:
         except EOFError:
             return False
         return True
-
-    def _iter_pcapng(self) -> Iterator[tuple[int, bytes, int, int]]:  # noqa: C901, PLR0915 - one loop over pcapng block types, each block's checks inline (hot path)
-        f = self._f
-        read = f.read
-        ts_ns = 0
-        off = self._offset
-        try:
-            while True:
-                # per section: byte order and interfaces change only at a section header block
-                order = self._order
-                ifaces = self._ifaces
-                blk_unpack = _NG_BLK[order].unpack
-                epb_unpack_from = _NG_EPB[order].unpack_from
-                u32_unpack_from = _NG_U32[order].unpack_from
-                while True:
-                    hdr = read(8)
-                    if len(hdr) < 8:
-                        hdr += read_exactly(f, 8 - len(hdr)) if hdr else b""
-                        if len(hdr) < 8:
-                            if hdr:
-                                self.truncated_records += 1
-                            return
-                    blk_type, blk_len = blk_unpack(hdr)
-                    if blk_type == _PCAPNG_EPB or blk_type == _PCAPNG_PB or blk_type == _PCAPNG_SPB:
-                        if (
-                            blk_len & 3
-                            or blk_len > _MAX_BLOCK_LEN
-                            or blk_len < (16 if blk_type == _PCAPNG_SPB else 32)
-                        ):
-                            raise self._corrupt(off, f"block length {blk_len}")
-                        left = blk_len - 8
-                        body = read(left)
-                        if len(body) < left:
-                            body += read_exactly(f, left - len(body))
-                            if len(body) < left:
-                                self.truncated_records += 1
-                                return
-                        if u32_unpack_from(body, left - 4)[0] != blk_len:
-                            raise self._corrupt(off, "block lengths differ")
-                        if blk_type == _PCAPNG_EPB:
-                            iface_id, ts_high, ts_low, caplen, orig_len = epb_unpack_from(body)
-                            data_off = 20
-                        elif blk_type == _PCAPNG_PB:
-                            iface_id, _drops, ts_high, ts_low, caplen, orig_len = _NG_PB[order].unpack_from(
-                                body
-                            )
-                            data_off = 20
-                        else:
-                            # no timestamp, interface 0, data = min(orig_len, snaplen) bytes plus padding
-                            iface_id = 0
-                            orig_len = u32_unpack_from(body)[0]
-                            caplen = min(orig_len, left - 8)
-                            data_off = 4
-                        if caplen > MAX_CAPLEN or data_off + ((caplen + 3) & ~3) > left - 4:
-                            raise self._corrupt(off, f"caplen {caplen}, block length {blk_len}")
-                        if iface_id >= len(ifaces):
-                            raise self._corrupt(off, f"interface {iface_id} not described")
-                        linktype, num, den, offset_ns = ifaces[iface_id]
-                        if blk_type != _PCAPNG_SPB:
-                            ts_ns = ((ts_high << 32) | ts_low) * num // den + offset_ns
-                            if not 0 <= ts_ns <= _TS_NS_MAX:
-                                # a 64-bit count at if_tsresol can leave the int64 ns range of every time here
-                                raise self._corrupt(off, f"timestamp {ts_ns} ns outside 1970..2262")
-                        off += blk_len
-                        self.last_iface = iface_id
-                        yield ts_ns, body[data_off : data_off + caplen], orig_len, linktype
-                    else:
-                        if blk_type != _PCAPNG_SHB and (blk_len < 12 or blk_len & 3):
-                            raise self._corrupt(off, f"block length {blk_len}")
-                        self._offset = off
-                        if not self._other_block(blk_type, blk_len, hdr):
-                            self.truncated_records += 1
-                            return
-                        off = self._offset
-                        if blk_type == _PCAPNG_SHB:
-                            break
-        except EOFError:
-            self.truncated_records += 1
-        except CaptureError:
-            raise
-        except READ_ERRORS as e:
-            raise self._read_error(e, off) from e

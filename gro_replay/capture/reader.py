@@ -52,6 +52,7 @@ from .linktypes import (
     linktype_error,
 )
 from .pcapng import _NS, _PCAPNG_SHB, MAX_CAPLEN, PcapngBlocks
+from .pcapng_chunks import PcapngChunks
 from .stream import READ_ERRORS, CaptureError, DigestingRaw, read_exactly
 
 __all__ = [
@@ -123,6 +124,9 @@ class Capture(PcapngBlocks):
         self.iface_base = 0
         #: pcapng: section header blocks read so far
         self.sections = 0
+        #: pcapng: the section (1-based) of each of ``all_interfaces``, and the index of its section's interface 0
+        self.iface_sections: list[int] = []
+        self.iface_bases: list[int] = []
         self.pcap_layout: tuple[str, int, int] | None = None
         self._raw = raw
         self._digest = digest
@@ -200,6 +204,32 @@ class Capture(PcapngBlocks):
         except READ_ERRORS as e:
             raise self._read_error(e, off) from e
 
+    # --- pcapng ---
+
+    def _iter_pcapng(self) -> Iterator[tuple[int, bytes, int, int]]:
+        """The records of the pcapng block walker (pcapng_chunks.py ``PcapngChunks``, the one parser of pcapng's blocks
+        after the file header), one at a time; ``last_iface``/``iface_base`` name each record's interface."""
+        walker = PcapngChunks(self, 1 << 20)
+        bases = self.iface_bases
+        while True:
+            ch = walker.next()
+            if ch is None:
+                return
+            buf = ch.buf
+            assert ch.iface is not None and ch.linktype is not None
+            for o, c, orig, ts, g, lt in zip(
+                ch.data.tolist(),
+                ch.caplen.tolist(),
+                ch.origlen.tolist(),
+                ch.ts_ns.tolist(),
+                ch.iface.tolist(),
+                ch.linktype.tolist(),
+                strict=True,
+            ):
+                self.iface_base = bases[g]
+                self.last_iface = g - bases[g]
+                yield ts, bytes(buf[o : o + c]), orig, lt
+
     # --- common ---
 
     def _corrupt(self, off: int, detail: str) -> CaptureError:
@@ -252,12 +282,13 @@ class Capture(PcapngBlocks):
 STDIN_PATH = "-"
 
 
-def open_capture(path: str | os.PathLike[str]) -> Capture:
+def open_capture(path: str | os.PathLike[str], digest: bool = True) -> Capture:
     """Open a pcap or pcapng capture, gzip-compressed or not (detected by the 1f 8b magic).
 
     Args: path: the capture file, or ``-`` for standard input; FIFOs, ``/dev/stdin`` and process substitutions
         are read as streams (each byte once; nothing is reopened or seeked).
-    Returns: a Capture; the caller closes it (it is a context manager). Its ``sha256()`` hashes the bytes read.
+    Returns: a Capture; the caller closes it (it is a context manager). Its ``sha256()`` hashes the bytes read
+        (``digest=False``: no hash is computed, for a second read of a file, and ``sha256()`` raises ValueError).
     Raises: CaptureError (one line) when the file is missing, unreadable, a directory, empty, not pcap/pcapng,
         has a header cut short, corrupt gzip, or (pcap; pcapng first interface) an unsupported link type; or
         when ``-`` is a terminal.
@@ -278,15 +309,15 @@ def open_capture(path: str | os.PathLike[str]) -> Capture:
         raise CaptureError(f"{name}: is a directory") from None
     except OSError as e:
         raise CaptureError(f"{name}: cannot open ({e.strerror or e})") from None
-    digest = DigestingRaw(fileio)
-    raw = io.BufferedReader(digest, buffer_size=1 << 16)  # owned, and closed, by the Capture
+    hashing = DigestingRaw(fileio) if digest else None
+    raw = io.BufferedReader(hashing or fileio, buffer_size=1 << 16)  # owned, and closed, by the Capture
     f: BinaryIO = raw  # type: ignore[assignment]
     compressed = False
     try:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
             f = gzip.open(raw, "rb")  # type: ignore[assignment]
             compressed = True
-        return Capture(name, raw, f, compressed, digest)  # type: ignore[arg-type]
+        return Capture(name, raw, f, compressed, hashing)  # type: ignore[arg-type]
     except CaptureError:
         _close_quietly(f, raw)
         raise

@@ -266,7 +266,7 @@ _WIDTHS = np.array([_MOD.get(name, 1 << 32) for name in FIELDS], np.int64)
 
 def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int]]:
     """Runs ``(first, end, caplen, stride)`` of at least 8 consecutive records with equal caplen, which lie at a
-    fixed stride in the block (record header + caplen)."""
+    fixed stride in the block (pcap: record header + caplen; pcapng: the enhanced packet block's length)."""
     n = len(data)
     if not n:
         return []
@@ -277,7 +277,7 @@ def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int
             continue
         clen = int(caplen[s])
         stride = int(data[s + 1] - data[s])
-        if stride == clen + 16 and int(data[e - 1] - data[s]) == stride * (e - 1 - s):
+        if stride >= clen and (np.diff(data[s:e]) == stride).all():
             out.append((s, e, clen, stride))
     return out
 

@@ -58,7 +58,7 @@ def replay_capture(
         )
         if may_hold_several(cap):
             records = sel.filter(cap, records, rep.input)
-        readable, batch_records = batch_input(cap, sel, records)
+        readable = batch_input(cap, sel)
         batch = (
             batch_eligible(config, not served_from_events(on_deliver))
             and config.flow is None  # the filters apply on the frame-by-frame path (Replayer.decoded)
@@ -69,7 +69,7 @@ def replay_capture(
         )
         if batch:
             br = BatchReplay(rep)
-            br.run(cap, progress, batch_records)
+            br.run(cap, progress)
             rep.batch = {
                 "polls_cached": br.cache.hits,
                 "polls_simulated": br.cache.misses + br.cache.uncacheable,
