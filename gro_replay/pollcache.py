@@ -29,6 +29,16 @@ addresses (the first frame's: sim/driver.py) and time: the frames at each positi
 same flows, and the kernels deliver the same skbs in the same order. An observer of the bytes (``--write-pcap``)
 keeps the reference path.
 
+Flow retirement (sim/flows.py, on by default). A block's records are noted in the replayer's flow tracker in
+capture order before its polls run (``_tracked_pass``: flow ids handed out in the order the frame-by-frame path
+decodes them, a frame whose flow ended starting a new one), and after every poll ``Replayer.poll_end`` retires
+the flows that ended by the clock at its last frame, as the frame-by-frame path does after each poll: which flows
+have ended then depends only on capture time up to that frame, and whether one is held only on what the kernels
+hold after the poll, so the lookahead (a whole block here, one poll there) changes nothing. While retiring, a
+poll's key also holds its frames' flow ids (a recorded delta adds to the counters of the flows it was recorded
+with), and a flow's recorded polls are dropped, their pending counts added, when it is retired or its key comes
+back as a new flow (``PollCache.drop_flow``).
+
 Input: a classic Ethernet pcap is read in blocks (capture/chunks.py ``PcapChunks``); a pcapng file whose
 interfaces are all replayed by its block walker (``PcapngChunks``), records of other link types decoded one by one
 (``batch_input``). tests/test_pollcache.py compares whole JSON documents, trace
@@ -45,6 +55,7 @@ from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
+from .sim.flows import TCP_FIN_RST
 from .sim.ingest import Frame
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
@@ -192,6 +203,8 @@ class PollCache:
         self.entries: dict[bytes, list] = {}  # key → [deltas (one per kernel), pending count, events]
         self._seen: set[int] = set()  # hashes of the keys run once (``seen_before``)
         self.events_kept = 0  # delivery events over all entries
+        #: flow id → the keys recorded with its frames (``add``'s ``fids``; ``drop_flow``)
+        self.by_fid: dict[int, list[bytes]] = {}
         self.hits = 0
         self.misses = 0
         self.uncacheable = 0
@@ -221,22 +234,45 @@ class PollCache:
         self._seen.add(h)
         return False
 
-    def add(self, key: bytes, deltas: list, events: list) -> None:
+    def add(self, key: bytes, deltas: list, events: list, fids=()) -> None:
+        """Record ``key``'s counter ``deltas`` and delivery ``events``; ``fids``: the flow ids of its frames, whose
+        counters (``FlowStats`` objects) and ids its deltas and events hold (``drop_flow``)."""
         self.entries[key] = [deltas, 0, events]
         self.events_kept += len(events)
         self.misses += 1
+        entries = self.entries
+        for fid in fids:
+            keys = self.by_fid.setdefault(fid, [])
+            keys.append(key)
+            # keys dropped with other flows stay listed: at most MAX_KEYS of them are entries
+            if len(keys) > 2 * MAX_KEYS:
+                keys[:] = [k for k in keys if k in entries]
+
+    def drop_flow(self, fid: int) -> None:
+        """Forget every key recorded with a frame of flow ``fid``, their pending counts added first: the flow is
+        retired (its counters leave the stats) or its key now names another flow, so the same frames would no
+        longer change the same counters."""
+        for key in self.by_fid.pop(fid, ()):
+            e = self.entries.pop(key, None)
+            if e is not None:
+                self._settle(e)
+                self.events_kept -= len(e[2])
 
     def settle(self) -> None:
         for e in self.entries.values():
-            times = e[1]
-            if not times:
-                continue
-            e[1] = 0
-            for attr_ops, item_ops in e[0]:
-                for o, key, inc in attr_ops:
-                    setattr(o, key, getattr(o, key) + inc * times)
-                for c, key, inc in item_ops:
-                    c[key] += inc * times
+            self._settle(e)
+
+    @staticmethod
+    def _settle(e: list) -> None:
+        times = e[1]
+        if not times:
+            return
+        e[1] = 0
+        for attr_ops, item_ops in e[0]:
+            for o, key, inc in attr_ops:
+                setattr(o, key, getattr(o, key) + inc * times)
+            for c, key, inc in item_ops:
+                c[key] += inc * times
 
 
 class BatchReplay:
@@ -258,6 +294,19 @@ class BatchReplay:
         self._rx_at: int | None = None  # rx-usecs: poll time of the window left open by the previous block
         #: an observer (``served_from_events``) sees every delivery: cache entries keep delivery events
         self.observed = any(st.on_deliver is not None for st in rep.stats)
+        #: flows are retired (``--flow-timeout``): every frame is noted in the replayer's flow tracker in capture
+        #: order as its block is read (``_tracked_pass``), and the flows that ended are retired at the end of each
+        #: poll (``Replayer.poll_end``), as on the frame-by-frame path
+        self.retiring = bool(self.cfg.flow_idle_timeout_ns)
+        self._keys_of: dict[int, list[bytes]] = {}  # flow id → its keys in ``_fid_of`` (retiring)
+        self._fin_of: dict[bytes, bool] = {}  # key → its frames carry FIN or RST (retiring)
+        self._moved: dict[int, int] = {}  # flow id → the flow its key moved to in this block (retiring)
+        self._ahead: list[int] = []  # flow ids of the records the previous block tracked and left to this one
+        self._fids: np.ndarray | None = None  # the block's flow ids per record (retiring)
+        if self.retiring:
+            rep._retiring = True
+            rep._own_frames = True
+            rep.on_flow_change = self._flow_changed
 
     def run(self, cap, progress=None) -> None:
         """Replay every record of ``cap`` (``batch_input``): a classic pcap is read in blocks (``PcapChunks``), a
@@ -280,7 +329,8 @@ class BatchReplay:
             ts = np.array([e[0] for e in carry], np.int64)
             src = -1 - np.arange(len(carry))
             starts, times, sizes, empties, _unfinished, lead = self._polls(ts, True)
-            self._run_chunk_polls(None, None, src, starts, times, sizes, empties, carry, 0, lead)
+            efid = np.array([e[1][3] for e in carry], np.int64)
+            self._run_chunk_polls(None, None, src, starts, times, sizes, empties, carry, 0, lead, (ts, efid))
         self.cache.settle()
 
     # -- one block -----------------------------------------------------------------------------------------------
@@ -302,7 +352,11 @@ class BatchReplay:
         after_unusual: list[tuple[int, list[int]]] = []  # (record position, its extras)
         last = 0
         nf = 0
-        for q in unusual:
+        if self.retiring:
+            self._fids = fids
+            last = self._tracked_pass(ch, col, common, snap, unusual, fids, classes, extras, after_unusual)
+            nf = len(new_flows)
+        for q in [] if self.retiring else unusual:
             while nf < len(new_flows) and new_flows[nf][0] < q:  # flows are created in capture order
                 self._new_flow(ch, fids, classes, *new_flows[nf])
                 nf += 1
@@ -355,7 +409,8 @@ class BatchReplay:
                 new_carry = [self._entry(ch, int(x), extras, base_index) for x in src[s0:].tolist()]
             starts, times, sizes, empties = starts[:-1], times[:-1], sizes[:-1], empties[:-1]
         self._account(ch, col, common, snap, last, cut, fids)
-        self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index, lead)
+        ends = self._entry_flows(src, ts, fids, extras, cut) if self.retiring else None
+        self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index, lead, ends)
         return ch.record_start(cut), new_carry
 
     def _polls(self, ts: np.ndarray, eof: bool):
@@ -468,12 +523,20 @@ class BatchReplay:
         return starts, times, sizes, empties, unfinished
 
     def _run_chunk_polls(
-        self, ch, col, src, starts, times, sizes, empties, extras, base_index, lead=None
+        self, ch, col, src, starts, times, sizes, empties, extras, base_index, lead=None, ends=None
     ) -> None:
+        """Run (or answer from the cache) the polls ``starts``/``sizes`` of the block's entries; ``ends``: with
+        flows retired, the entries' times and flow ids, for ``Replayer.poll_end`` after each poll."""
         if lead is not None and not self._hit(b"", (), lead):
             self._run_poll([], lead, b"")
         if not len(starts):
             return
+        poll_end = None
+        if ends is not None:
+            poll_end = self.rep.poll_end
+            end_ts = np.maximum.accumulate(ends[0]).tolist()
+            efids = np.asarray(ends[1], np.int64)
+            end_fid = np.maximum.accumulate(efids).tolist()
         end = int(starts[-1] + sizes[-1])
         src = src[:end]
         isc = src >= 0
@@ -496,9 +559,15 @@ class BatchReplay:
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
             e = s + size
             key = kv[s:e].tobytes() + ext[s:e].tobytes() if cached[p] else None
+            if key is not None and poll_end is not None:
+                # the frames' flow ids too: a key's frames name other flows once one of them was retired or its key
+                # came back as a new flow, and a recorded delta adds to the counters of the flows it was recorded with
+                key += efids[s:e].tobytes()
             if key is None or not hit(key, src[s:e], t, base_index):
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
                 self._run_poll(batch, t, key)
+            if poll_end is not None:
+                poll_end(end_ts[e - 1], end_fid[e - 1])
             if empties[p] and not hit(b"", (), t):
                 self._run_poll([], t, b"")
 
@@ -547,6 +616,7 @@ class BatchReplay:
                     for i, (k, b) in enumerate(zip(rep.kernels, before, strict=True))
                 ],
                 events,
+                fids if self.retiring else (),
             )
         else:
             cache.uncacheable += 1
@@ -594,6 +664,10 @@ class BatchReplay:
         o = int(ch.data[src])
         buf = bytes(ch.buf[o : o + int(ch.caplen[src])])
         _frame, vlan, fid, _rss, l4 = rep.decoder.decode(buf)
+        if self._fids is not None:
+            fid = int(
+                self._fids[src]
+            )  # the flow the block's pass gave it (its key may name a newer flow now)
         h, l4_hash = rep._flow_rx(fid)
         ts = int(ch.ts_ns[src])
         return ts, Frame(ts, buf, vlan, fid, h, l4_hash, l4, base_index + src)
@@ -620,9 +694,10 @@ class BatchReplay:
         ufid = np.full(len(first), -1, np.int64)
         todo = []
         fid_of = self._fid_of
+        keys: list = [b""] * len(first)
         for j in np.argsort(rep_rows, kind="stable").tolist():
             r = int(rep_rows[j])
-            key = col.kv[r].tobytes() + bytes([int(col.vbits[r]) & 2])
+            key = keys[j] = col.kv[r].tobytes() + bytes([int(col.vbits[r]) & 2])
             fid = fid_of.get(key)
             if fid is None:
                 todo.append((r, j, key))
@@ -630,7 +705,7 @@ class BatchReplay:
                 ufid[j] = fid
         fids[pos] = ufid[inv]
         fids[~common] = -1
-        return fids, todo, (pos, inv, same)
+        return fids, todo, (pos, inv, same, ufid, keys)
 
     def _new_flow(self, ch, fids, classes, r: int, j: int, key: bytes) -> None:
         """Create (Decoder.decode) the flow of class ``j`` from its first frame at ``r``; fill in its frames."""
@@ -638,9 +713,99 @@ class BatchReplay:
         if fid is None:
             o = int(ch.data[r])
             fid = self._fid_of[key] = self.rep.decoder.decode(bytes(ch.buf[o : o + int(ch.caplen[r])]))[2]
-        pos, inv, same = classes
+        pos, inv, same = classes[:3]
         sel = pos[(inv == j) & same]
         fids[sel] = fid
+
+    def _entry_flows(self, src, ts, fids, extras, cut: int):
+        """``(times, flow ids)`` of the block's entries, for ``Replayer.poll_end``; the records from ``cut`` on,
+        left to the next block, were tracked: their flow ids go with them (``_ahead``)."""
+        self._ahead = fids[cut:].tolist()
+        xf = np.array([e[1][3] for e in extras] or [0], np.int64)
+        efid = np.where(src >= 0, fids[np.maximum(src, 0)] if len(fids) else 0, xf[np.maximum(-1 - src, 0)])
+        return ts, efid
+
+    def _tracked_pass(self, ch, col, common, snap, unusual, fids, classes, extras, after_unusual) -> int:
+        """With flows retired: every record of the block in capture order, as the frame-by-frame path decodes
+        them — a common frame's flow found (``_class_flow``) and noted in the flow tracker (``Replayer.track``: a
+        frame whose flow ended starts a new one), an unusual record decoded (``Replayer.decoded``) and its frames
+        noted (``Replayer.track_frame``) — so that flow ids are handed out in the same order. Fills ``fids``,
+        ``extras`` and ``after_unusual`` as ``_chunk`` does; returns the first record not yet counted."""
+        rep = self.rep
+        track = rep.track
+        flow_class = rep.decoder.flow_class
+        moved = self._moved
+        moved.clear()
+        fin_of = self._fin_of
+        n = len(ch)
+        ahead = self._ahead
+        self._ahead = []
+        if classes is None:
+            pos_l: list = []
+        else:
+            pos, inv, same, ufid, keys = classes
+            pos_l, inv_l, same_l = pos.tolist(), inv.tolist(), same.tolist()
+            ts_l = ch.ts_ns[pos].tolist()
+            cfid = ufid.tolist()
+        i = 0
+        last = 0
+        for q in [*unusual, n]:
+            while i < len(pos_l) and pos_l[i] < q:
+                r = pos_l[i]
+                if not same_l[i]:
+                    i += 1
+                    continue
+                if r < len(ahead):
+                    fids[r] = ahead[r]  # tracked with the previous block
+                    i += 1
+                    continue
+                j = inv_l[i]
+                fid = cfid[j]
+                if fid < 0:
+                    fid = cfid[j] = self._class_flow(ch, r, keys[j])
+                while fid in moved:
+                    fid = moved[fid]
+                fids[r] = track(fid, ts_l[i], fin_of[keys[j]] and flow_class[fid] == CLS_TUNNEL_TCP)
+                i += 1
+            if q == n:
+                break
+            self._account(ch, col, common, snap, last, q, fids)
+            o = int(ch.data[q])
+            lt = DLT_EN10MB if ch.linktype is None else int(ch.linktype[q])
+            rec = (int(ch.ts_ns[q]), bytes(ch.buf[o : o + int(ch.caplen[q])]), int(ch.origlen[q]), lt)
+            got = [rep.track_frame(g) for g in rep.decoded([rec])]
+            after_unusual.append((q, list(range(len(extras), len(extras) + len(got)))))
+            extras.extend((g[0], g) for g in got)
+            last = q + 1
+        return last
+
+    def _class_flow(self, ch, r: int, key: bytes) -> int:
+        """The flow of the common frames with ``key`` (``_fid_of``), found by decoding the one at ``r`` when not
+        known (``Decoder.decode``: a key it does not know starts a flow); also whether they carry FIN or RST."""
+        fid = self._fid_of.get(key)
+        if fid is None:
+            o = int(ch.data[r])
+            frame, _vlan, fid, _rss, l4 = self.rep.decoder.decode(bytes(ch.buf[o : o + int(ch.caplen[r])]))
+            self._fid_of[key] = fid
+            self._keys_of.setdefault(fid, []).append(key)
+            self._fin_of[key] = bool(l4 and len(frame) > l4 + 13 and frame[l4 + 13] & TCP_FIN_RST)
+        return fid
+
+    def _flow_changed(self, fid: int, new: int | None) -> None:
+        """``Replayer.on_flow_change``: flow ``fid`` is retired (``new`` None) or its key now names flow ``new``.
+        Cached polls with its frames are dropped (their deltas hold its counters), and its keys are forgotten or
+        name ``new``."""
+        self.cache.drop_flow(fid)
+        keys = [k for k in self._keys_of.pop(fid, ()) if self._fid_of.get(k) == fid]
+        if new is None:
+            for k in keys:
+                del self._fid_of[k]
+                del self._fin_of[k]
+            return
+        self._moved[fid] = new
+        for k in keys:
+            self._fid_of[k] = new
+        self._keys_of.setdefault(new, []).extend(keys)
 
     def _account(self, ch, col, common, snap, a: int, b: int, fids) -> None:
         """Input counters of records [a, b) that are common frames or snaplen-cut (``Replayer.decoded`` counts

@@ -276,3 +276,133 @@ def test_the_table_says_how_many_flows_were_retired() -> None:
         f"at most {r.flows_live_max} live at once"
     ]
     assert r.flows_live_max == 2
+
+
+# -- the batch path retires the same flows at the same polls; retirement is on by default ---------------------------
+def _pcap(tmp_path, frames, name: str = "c.pcap"):
+    from gro_replay.capture.writer import PcapWriter
+
+    path = tmp_path / name
+    with PcapWriter(path) as w:
+        for ts, f in frames:
+            w.write(ts, f)
+    return path
+
+
+def _both(path, cfg) -> tuple:
+    """The batch path's and the reference path's results and documents (text) for ``path``."""
+    import json
+
+    from gro_replay.sim import replay_capture
+
+    a = replay_capture(str(path), cfg)
+    b = replay_capture(str(path), replace(cfg, fast_path=False))
+    assert a.batch is not None and b.batch is None  # the batch path ran, then the frame-by-frame path
+
+    def text(r):
+        return json.dumps(document(r), sort_keys=True, default=str)
+
+    return a, b, text(a), text(b)
+
+
+@pytest.mark.parametrize("poll", ["budget", "gap:3", "rx-usecs:16"])
+def test_the_batch_path_retires_the_short_connections_as_the_reference(poll, tmp_path, monkeypatch) -> None:
+    # the bound of test_short_connections_are_retired_and_the_tracker_stays_bounded, on the batch path read in
+    # blocks of ~30 frames (flows decoded up to a block ahead of their polls count nothing early)
+    from gro_replay import pollcache
+    from gro_replay.sim import PollModel
+
+    monkeypatch.setattr(pollcache, "BLOCK", 4096)
+    n = 2000
+    path = _pcap(tmp_path, _connections(n))
+    cfg = ReplayConfig(flow_close_timeout_ns=50 * US, flows_max=10, poll=PollModel.parse(poll))
+    a, b, da, db = _both(path, cfg)
+    assert da == db
+    assert a.flows_live_max <= 17 + 22 + 1
+    s = document(a)["kernels"][0]["flows_summary"]
+    assert s["flows"] == n and n - (17 + 22 + 1) <= s["retired"] < n
+
+
+def test_the_batch_path_gives_a_returning_key_a_new_flow(tmp_path, monkeypatch) -> None:
+    # 40 connections on 7 inner source ports, 3 ms apart (FIN then 1 ms close timeout): each port's key comes back
+    # after its flow ended, in the block that retires it or a later one; 40 flows, as on the reference path
+    from gro_replay import pollcache
+
+    monkeypatch.setattr(pollcache, "BLOCK", 2048)
+    frames, t = [], 0
+    spec = FrameSpec(outer_csum="zero", seq=1000)
+    for k in range(40):
+        s = replace(spec, sport=1024 + k % 7)
+        for f in (
+            replace(s, flags=SYN, payload=0),
+            replace(s, seq=1001, payload=100),
+            replace(s, seq=1101, flags=FIN | ACK, payload=0),
+        ):
+            frames.append((t, build_frame(f)))
+            t += US
+        t += 3_000_000
+    path = _pcap(tmp_path, frames)
+    a, b, da, db = _both(path, ReplayConfig(flow_close_timeout_ns=1_000_000))
+    assert da == db
+    k = document(a)["kernels"][0]
+    assert k["flows_summary"]["flows"] == 40 and [r["phys"]["segments"] for r in k["flows"]] == [3] * 40
+    assert document(a)["verdict"]["tunnel_flows"] == 40
+
+
+def _returning(gap_ns: int, fin: bool) -> list[tuple[int, bytes]]:
+    """One connection's SYN and data segment (and FIN|ACK when ``fin``), then ``gap_ns`` of silence, then one more
+    data segment with its key."""
+    spec = FrameSpec(outer_csum="zero", seq=1000)
+    fs = [replace(spec, flags=SYN, payload=0), replace(spec, seq=1001, payload=100)]
+    if fin:
+        fs.append(replace(spec, seq=1101, flags=FIN | ACK, payload=0))
+    frames = [(k * US, build_frame(f)) for k, f in enumerate(fs)]
+    frames.append((frames[-1][0] + gap_ns, build_frame(replace(spec, seq=2000, payload=100))))
+    return frames
+
+
+@pytest.mark.parametrize(
+    ("gap_s", "fin", "flows"),
+    [
+        # conntrack's timeouts, the defaults: an established connection (or UDP stream) silent for 120 s is
+        # forgotten (nf_conntrack udp_timeout_stream 120 s); one that sent FIN is forgotten 10 s after (TCP CLOSE)
+        (119, False, 1),
+        (121, False, 2),
+        (9, True, 1),
+        (11, True, 2),
+    ],
+)
+def test_retirement_is_on_by_default_with_conntracks_timeouts(gap_s, fin, flows, tmp_path) -> None:
+    cfg = ReplayConfig()
+    assert (cfg.flow_idle_timeout_ns, cfg.flow_close_timeout_ns) == (120 * 10**9, 10 * 10**9)
+    path = _pcap(tmp_path, _returning(gap_s * 10**9, fin))
+    a, b, da, db = _both(path, cfg)
+    assert da == db
+    k = document(a)["kernels"][0]
+    assert k["flows_summary"]["flows"] == flows and k["flows_summary"]["retired"] == flows - 1
+    # off: one flow whatever the gap
+    one = document(replay_frames(_returning(gap_s * 10**9, fin), replace(cfg, flow_idle_timeout_ns=0)))
+    assert one["kernels"][0]["flows_summary"]["flows"] == 1
+
+
+def test_cli_flow_timeout_default_and_off(tmp_path, runner) -> None:
+    import json
+
+    from gro_replay.cli import main
+
+    path = _pcap(tmp_path, _returning(121 * 10**9, False))
+    docs = {}
+    for args in ([], ["--flow-timeout", "off"], ["--flow-timeout", "0"], ["--flow-timeout", "OFF"]):
+        out = runner.invoke(main, [str(path), "--format", "json", "-q", *args])
+        assert out.exit_code == 0, out.output
+        docs[tuple(args)] = json.loads(out.output)
+    on = docs[()]
+    assert on["config"]["flows"]["idle_timeout_ns"] == 120 * 10**9
+    assert on["config"]["flows"]["close_timeout_ns"] == 10 * 10**9
+    assert on["kernels"][0]["flows_summary"]["flows"] == 2
+    for args, doc in docs.items():
+        if args:
+            assert doc["config"]["flows"]["idle_timeout_ns"] == 0
+            assert doc["kernels"][0]["flows_summary"]["flows"] == 1
+    bad = runner.invoke(main, [str(path), "--flow-timeout", "never", "-q"])
+    assert bad.exit_code == 2

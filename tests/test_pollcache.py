@@ -378,3 +378,33 @@ def test_trace_with_the_event_budget_spent_equals_reference(tmp_path, monkeypatc
     want, _ = _observed(path, ReplayConfig(fast_path=False))
     assert got == want
     assert batch["polls_cached"] > 0, batch
+
+
+@pytest.mark.parametrize("poll", ["budget", "gap:3", "rx-usecs:16"])
+def test_batch_path_equals_reference_with_flows_retired_between_cached_polls(poll, tmp_path, monkeypatch):
+    # 4 bulk flows in bursts of 16 segments each, 1 ms apart (the polls repeat: the cache answers them), then 20 ms
+    # of silence (> the 5 ms idle timeout: all four are retired, their cached polls dropped with their counts
+    # added), then the same keys again: 4 new flows (a returning key starts a new flow), whose polls are recorded
+    # anew. Read in small blocks, so that polls and retirements straddle block boundaries.
+    monkeypatch.setattr(pollcache, "BLOCK", 8192)
+    frames, t = [], 0
+    for _phase in range(2):
+        for burst in range(6):
+            for k in range(16):
+                for f in range(4):
+                    seq = 1000 + (burst * 16 + k) * 1000
+                    spec = FrameSpec(outer_csum="zero", sport=40000 + f, seq=seq, payload=1000)
+                    frames.append((t, build_frame(spec)))
+                    t += 100
+            t += 1_000_000
+        t += 20_000_000
+    path = tmp_path / "bulk.pcap"
+    _write(path, frames, 1)
+    cfg = ReplayConfig(poll=PollModel.parse(poll), flow_idle_timeout_ns=5_000_000)
+    a, batch = _run(path, cfg)
+    b, ref = _run(path, replace(cfg, fast_path=False))
+    assert ref is None and batch is not None and batch["polls_cached"] > 0
+    assert a == b
+    k = json.loads(a)["kernels"][0]
+    assert k["flows_summary"]["flows"] == 8 and k["flows_summary"]["retired"] == 4
+    assert [r["phys"]["segments"] for r in k["flows"]] == [96] * 8

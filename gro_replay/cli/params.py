@@ -57,6 +57,15 @@ class BoundedInt(click.IntRange):
         return super().convert(value, param, ctx)
 
 
+class SecondsOrOff(BoundedInt):
+    """``BoundedInt``, or ``off`` (case-insensitive) for 0."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "off":
+            return 0
+        return super().convert(value, param, ctx)
+
+
 #: The CONFIG_HZ values a kernel can be built with (kernel/Kconfig.hz: HZ_100, HZ_250, HZ_300, HZ_1000).
 CONFIG_HZ_VALUES = ("100", "250", "300", "1000")
 

@@ -11,7 +11,7 @@ from ..report import FLOWS_MAX_DEFAULT
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
 from .output import NamedOutput, open_out, report_console, start_progress, write_export
-from .params import BoundedInt
+from .params import BoundedInt, SecondsOrOff
 
 
 @click.command("replay")
@@ -53,13 +53,13 @@ from .params import BoundedInt
 )
 @click.option(
     "--flow-timeout",
-    type=BoundedInt(0, 10**9),
-    default=0,
+    type=SecondsOrOff(0, 10**9),
+    default="120",
     show_default=True,
-    metavar="SECONDS",
-    help="Retire a flow silent this long (capture time, e.g. 120 as conntrack; 0: keep every flow to the end): "
-    "its counters are final, it is summed or listed, and a later frame with its key starts a new flow. Memory "
-    "then grows with the flows live at once; classic pcaps take the slower frame-by-frame path.",
+    metavar="SECONDS|off",
+    help="Retire a flow silent this long (capture time; 120 as conntrack; 0 or off: keep every flow to the "
+    "end): its counters are final, it is summed or listed, and a later frame with its key starts a new flow. "
+    "Memory grows with the flows live at once.",
 )
 @click.option(
     "--flow-close-timeout",
@@ -67,7 +67,8 @@ from .params import BoundedInt
     default=10,
     show_default=True,
     metavar="SECONDS",
-    help="With --flow-timeout: retire a tunnelled TCP flow this long after its FIN or RST (conntrack's CLOSE).",
+    help="Retire a tunnelled TCP flow this long after its FIN or RST (conntrack's CLOSE; unless --flow-timeout "
+    "is off).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
 @click.option(

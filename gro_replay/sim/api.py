@@ -63,8 +63,6 @@ def replay_capture(
             batch_eligible(config, not served_from_events(on_deliver))
             and config.flow is None  # the filters apply on the frame-by-frame path (Replayer.decoded)
             and config.capture_filter is None
-            # retiring flows gives a returning key a new flow id, frame by frame; the batch path does not retire
-            and not config.flow_idle_timeout_ns
             and readable
         )
         if batch:

@@ -19,7 +19,7 @@ from ..kernel.nic import (
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
 from ..report import FLOWS_MAX_DEFAULT
 from ..resegment import TCP_MIN_SND_MSS
-from .flows import CLOSE_TIMEOUT_NS
+from .flows import CLOSE_TIMEOUT_NS, IDLE_TIMEOUT_NS
 
 if TYPE_CHECKING:
     from ..packet.decode import FlowKey
@@ -147,10 +147,10 @@ class ReplayConfig:
     #: the JSON document's ``flows[]``: at most this many flows in full per kernel (``--flows-max``), the others
     #: summed in ``flows_summary.omitted``; also how many affected flows the verdict keeps in full
     flows_max: int = FLOWS_MAX_DEFAULT
-    #: a flow silent this long (ns of capture time) is retired (``sim/flows.py``; e.g. ``IDLE_TIMEOUT_NS``, 120 s as
-    #: conntrack); 0 (the default): no flow is retired, every flow is kept to the end of the input. Retiring runs on
-    #: the frame-by-frame path only (``replay_capture`` does not take the batch path then)
-    flow_idle_timeout_ns: int = 0
+    #: a flow silent this long (ns of capture time) is retired (``sim/flows.py``; default ``IDLE_TIMEOUT_NS``, 120 s
+    #: as conntrack); 0: no flow is retired, every flow is kept to the end of the input. Both paths retire the same
+    #: flows at the same polls (``Replayer.poll_end``)
+    flow_idle_timeout_ns: int = IDLE_TIMEOUT_NS
     #: a flow whose TCP connection sent FIN or RST is retired after this much silence (ns)
     flow_close_timeout_ns: int = CLOSE_TIMEOUT_NS
 

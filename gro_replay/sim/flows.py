@@ -17,8 +17,7 @@ from __future__ import annotations
 
 #: TCP flags that end a connection (FIN, RST): include/net/tcp.h TCPHDR_FIN, TCPHDR_RST
 TCP_FIN_RST = 0x01 | 0x04
-#: conntrack-like timeouts (ns of capture time): the idle timeout ``--flow-timeout 120`` gives, and
-#: ``--flow-close-timeout``'s default
+#: conntrack-like timeouts (ns of capture time): ``--flow-timeout``'s and ``--flow-close-timeout``'s defaults
 IDLE_TIMEOUT_NS = 120 * 10**9
 CLOSE_TIMEOUT_NS = 10 * 10**9
 
@@ -26,10 +25,11 @@ CLOSE_TIMEOUT_NS = 10 * 10**9
 class FlowTracker:
     """The live flows of one replay, in order of their last frame, split by whether they ended (FIN/RST).
 
-    ``seen(fid, ts_ns, ended)`` for every frame replayed (``ts_ns`` on a clock that never runs backwards);
+    ``seen(fid, ts_ns, ended)`` for every frame replayed, in capture order as it is decoded (``ts_ns`` on a clock
+    that never runs backwards);
     ``due(now)`` is True when some flow may have timed out (O(1)); ``expired(now)`` lists them, oldest first;
     ``forget(fid)`` drops one (it was retired). ``idle_timeout_ns`` 0: flows are never retired (the replay's
-    default, ``ReplayConfig.flow_idle_timeout_ns``; ``IDLE_TIMEOUT_NS`` is conntrack's value).
+    default being ``IDLE_TIMEOUT_NS``, conntrack's value: ``ReplayConfig.flow_idle_timeout_ns``).
     """
 
     def __init__(
@@ -61,11 +61,14 @@ class FlowTracker:
             cl[fid] = ts_ns
         else:
             op[fid] = ts_ns
-        if new:
-            n = len(op) + len(cl)
-            if n > self.live_max:
-                self.live_max = n
         return new
+
+    def note_live(self, n: int) -> None:
+        """``n`` flows are live now (``live_max`` keeps the largest): the replayer counts, at the end of each poll,
+        the flows whose first frame was polled and that are not retired, so that frames decoded ahead of their
+        poll (a lookahead the batch path makes a whole block long) count nothing early."""
+        if n > self.live_max:
+            self.live_max = n
 
     def timed_out(self, fid: int, now: int) -> bool:
         """True when flow ``fid`` is tracked and has been silent past its timeout at ``now`` (ns): a frame of its

@@ -10,7 +10,7 @@ Every record is counted: replayed, skipped with a reason or filtered.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -305,6 +305,11 @@ class Ingest:
         """``records``, for a subclass to act on before each is decoded (``Replayer``: flow retirement)."""
         return records
 
+    def _fresh_hook(self) -> Callable[[int, int], int] | None:
+        """None, or ``f(fid, ts_ns) -> fid`` applied to each frame's flow id as it is decoded (``Replayer``: a
+        frame whose flow had ended starts a new flow, ``Replayer.fresh_flow``)."""
+        return None
+
     def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         inp = self.input
         filtered = inp.filtered
@@ -356,6 +361,7 @@ class Ingest:
         flow_class = self.decoder.flow_class
         classes = inp.classes
         rxs = self._rx_of_flow
+        fresh = self._fresh_hook()
         new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__: half its cost per frame
         buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
         for ts_ns, buf, orig_len, linktype in records:
@@ -378,6 +384,8 @@ class Ingest:
                 inp.skipped[r] += 1
                 continue
             frame, vlan, fid, _rss, l4 = r
+            if fresh is not None:
+                fid = fresh(fid, ts_ns)
             inp.frames_replayed += 1
             cls = flow_class[fid]
             classes[cls] += 1
@@ -397,6 +405,7 @@ class Ingest:
         limit = reseg.limit
         seen = self._flow_mss
         flow_mss = self._mss_of_flow if seen is not None else None
+        fresh = self._fresh_hook()
         new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__ (as in ``_decoded``)
         buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
         for ts_ns, buf, orig_len, linktype in records:
@@ -428,6 +437,8 @@ class Ingest:
                             inp.skipped[r] += 1
                             continue
                         frame, vlan, fid, _rss, l4 = r
+                        if fresh is not None:
+                            fid = fresh(fid, ts_ns)
                         inp.frames_replayed += 1
                         inp.classes[flow_class[fid]] += 1
                         yield new(Frame, (ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index))
@@ -437,6 +448,8 @@ class Ingest:
                 inp.skipped[r] += 1
                 continue
             frame, vlan, fid, _rss, l4 = r
+            if fresh is not None:
+                fid = fresh(fid, ts_ns)
             inp.frames_replayed += 1
             cls = flow_class[fid]
             inp.classes[cls] += 1

@@ -14,15 +14,13 @@ simulated once), which gives the same results.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..kernel.kernel import Kernel
 from ..kernel.napi import Napi
-from ..packet.decode import CLS_TUNNEL_TCP
 from ..report.stats import (
     ConservationError,
-    FlowRow,
     FlowRows,
     KernelStats,
     check_conservation,
@@ -30,8 +28,8 @@ from ..report.stats import (
 )
 from .config import RSS_INDIR_TABLE_SIZE, ReplayConfig
 from .driver import DriverRx
-from .flows import TCP_FIN_RST, FlowTracker
-from .ingest import Frame, Ingest, InputStats
+from .flows import FlowTracker
+from .ingest import Frame, InputStats
 from .notes import capture_notes, tunnel_notes
 from .polls import (
     _MASKED,
@@ -42,10 +40,7 @@ from .polls import (
     ethtool_rxfh_indir_default,
     iter_polls,
 )
-
-#: what the per-flow-id lists hold for a retired flow (never read again: the flow id is not reused)
-_FORGOTTEN_RX = (0, False)
-_FORGOTTEN_NIC = (0, 0, "")
+from .retiring import Retiring
 
 
 @dataclass
@@ -71,7 +66,7 @@ class Result:
     backend: str = "simulator"
 
 
-class Replayer(Ingest):
+class Replayer(Retiring):
     """Owns the decoder, the kernels and their stats for one run: ``run_polls(decoded(records))``, then ``finish``.
 
     ``Ingest`` (ingest.py) is the record → frame stage; ``driver`` (``DriverRx``) builds each poll's skbs.
@@ -124,11 +119,19 @@ class Replayer(Ingest):
         self.skip_idle_timer_polls = True
         #: live flows and their retirement (sim/flows.py); the retired flows' rows and verdict
         self.tracker = FlowTracker(config.flow_idle_timeout_ns, config.flow_close_timeout_ns)
-        #: flows are retired (run_polls with a timeout), and per flow id its frames decoded but not yet polled
+        #: flows are retired (run_polls with a timeout, or the batch path): at the end of every poll (``poll_end``);
+        #: with scheduled polls (``_run_scheduled``) as records are read instead, and per flow id its frames decoded
+        #: but not yet polled are counted (``_inflight``)
         self._retiring = False
+        self._retire_on_records = False
         self._own_frames = False  # ``decoded`` was called: frames of this replayer's decoder
         self._inflight: dict[int, int] = {}
-        self._clock = 0  # the latest frame time the tracker saw (ns)
+        self._clock: int | None = None  # the latest frame time the tracker saw (ns): the largest so far
+        self._poll_clock: int | None = None  # the same at the last polled frame
+        self._polled_fids = 0  # 1 + the largest flow id polled: the flows started up to the last polled frame
+        #: called ``(fid, None)`` before flow ``fid`` is retired, ``(fid, new)`` when its key moved to flow ``new``
+        #: (``_restart_flow``): the batch path drops what it cached of ``fid``
+        self.on_flow_change: Callable[[int, int | None], None] | None = None
         self.flow_rows = FlowRows(len(self.kernels), config.flows_max)
         from ..report.verdict import Verdict
 
@@ -145,144 +148,24 @@ class Replayer(Ingest):
         forms it once for all kernels. Otherwise ``_run_scheduled``.
         """
         cfg = self.config
+        scheduled = cfg.rx_queues > 1 or bool(cfg.gro_flush_timeout_ns)
         if cfg.flow_idle_timeout_ns and self._own_frames:
             # flows are retired only when the frames are this replayer's (``decoded``): their flow ids are its
             # decoder's (validate.py replays frames another replayer decoded)
             self._retiring = True
+            self._retire_on_records = scheduled
             frames = self._tracking(frames)
-        if cfg.rx_queues > 1 or cfg.gro_flush_timeout_ns:
+        if scheduled:
             self._run_scheduled(frames)
             return
+        retiring = self._retiring
         for poll_time, batch in iter_polls(frames, cfg.poll, cfg.weight):
             self.run_poll(batch, poll_time)
-
-    def _before_records(
-        self, records: Iterable[tuple[int, bytes, int, int]]
-    ) -> Iterator[tuple[int, bytes, int, int]]:
-        """``records``, with the flows that ended retired before each is decoded (while ``run_polls`` retires):
-        a frame whose key belonged to a retired flow then starts a new flow. The clock is the largest record
-        time so far (a capture whose time runs backwards retires nothing early)."""
-        self._own_frames = True
-        return self._retiring_before(records)
-
-    def _retiring_before(
-        self, records: Iterable[tuple[int, bytes, int, int]]
-    ) -> Iterator[tuple[int, bytes, int, int]]:
-        clock = None
-        tracker = self.tracker
-        for r in records:
-            if self._retiring:
-                t = r[0]
-                if clock is None or t > clock:
-                    clock = t
-                if tracker.due(clock):
-                    self.retire_flows(clock)
-            yield r
-
-    def _tracking(self, frames: Iterable[Frame]) -> Iterator[Frame]:
-        """``frames``, each noted in the flow tracker as it enters the simulation: its flow's last frame, and
-        whether it ends the flow's TCP connection (FIN or RST in the inner TCP header of a tunnelled TCP flow)."""
-        seen = self.tracker.seen
-        timed_out = self.tracker.timed_out
-        started = self.retired_verdict.started
-        classes = self.decoder.flow_class
-        inflight = self._inflight
-        # with gro_flush_timeout each kernel polls from its own schedule: a frame is polled once per kernel
-        copies = len(self.kernels) if self.config.gro_flush_timeout_ns else 1
-        clock = None
-        for f in frames:
-            t = f[0]
-            if clock is None or t > clock:
-                clock = t
-            fid = f[3]
-            if timed_out(fid, clock):
-                # its flow ended before this frame (a lookahead decoded it before the flow was retired): this
-                # frame starts a new flow; the ended one is retired once nothing of it is left in the simulation
-                fid = self._restart_flow(fid)
-                h, l4_hash = self._flow_rx(fid)
-                f = f._replace(flow_id=fid, hash=h, l4_hash=l4_hash)
-            buf = f[1]
-            l4 = f[6]
-            ended = bool(
-                l4 and classes[fid] == CLS_TUNNEL_TCP and len(buf) > l4 + 13 and buf[l4 + 13] & TCP_FIN_RST
-            )
-            if seen(fid, clock, ended):
-                started(self.decoder.flows[fid])
-            self._clock = clock
-            inflight[fid] = inflight.get(fid, 0) + copies
-            yield f
-
-    def _restart_flow(self, fid: int) -> int:
-        """A new flow id for the key of ended flow ``fid`` (``Decoder.restart``), selected as ``fid`` was."""
-        new = self.decoder.restart(fid)
-        if self._select is not None:
-            ok = self._flow_ok
-            while len(ok) <= new:
-                ok.append(ok[fid])
-        return new
-
-    def _polled(self, batch: list[Frame]) -> None:
-        """The frames of ``batch`` left the poll schedule (they are in the kernels now, or delivered)."""
-        inflight = self._inflight
-        for f in batch:
-            fid = f[3]
-            n = inflight[fid] - 1
-            if n:
-                inflight[fid] = n
-            else:
-                del inflight[fid]
-
-    def held_flows(self) -> set[int]:
-        """Flow ids with something still in the simulation: frames decoded and not yet polled, GRO packets held
-        in any NAPI's lists, GRO_NORMAL batches, gro_cells queues and backlogs."""
-        held = set(self._inflight)
-        for queues in self.queues:
-            for rq in queues:
-                for cells in [None, *rq.cells, *rq.sock_cells]:
-                    napi = rq.napi if cells is None else cells.napi
-                    if any(napi.gro_count):
-                        for head in napi.gro_hash:
-                            held.update(skb.flow for skb in head)
-                    if napi.rx_list:
-                        held.update(skb.flow for skb in napi.rx_list)
-                    if cells is not None and (cells.napi_skbs or cells.backlog):
-                        held.update(skb.flow for skb in cells.napi_skbs)
-                        held.update(skb.flow for skb in cells.backlog)
-        return held
-
-    def retire_flows(self, now: int) -> int:
-        """Retire every flow that ended (sim/flows.py) by ``now`` (ns) and holds nothing in the simulation: its
-        final counters go to ``flow_rows`` and the verdict, and every per-flow entry is dropped. Returns how many."""
-        cands = self.tracker.expired(now)
-        if not cands:
-            return 0
-        held = self.held_flows()
-        dec = self.decoder
-        n = 0
-        for fid in cands:
-            if fid in held:
-                continue
-            stats = [st.retire(fid) for st in self.stats]
-            key, cls = dec.flows[fid], dec.flow_class[fid]
-            if any(f is not None for f in stats):
-                self.flow_rows.offer(FlowRow(fid, key, cls, stats), retired=True)
-                self.retired_verdict.retire(fid, key, cls, stats)
-            dec.retire(fid)
-            if fid < len(self._rx_of_flow):
-                self._rx_of_flow[fid] = _FORGOTTEN_RX  # one shared tuple: nothing per retired flow
-            if fid < len(self.driver._flow_state):
-                self.driver._flow_state[fid] = _FORGOTTEN_NIC
-            if self._flow_mss is not None:
-                self._flow_mss.pop(fid, None)
-            self._syn_mss.pop(fid, None)
-            self.tracker.forget(fid)
-            n += 1
-        return n
+            if retiring and batch:
+                self.poll_end(max(f[0] for f in batch), max(f[3] for f in batch))
 
     def run_poll(self, batch: list[Frame], poll_time: int) -> None:
         """One poll of decoded frames ``batch`` at ``poll_time`` (ns) through every kernel (one RX queue)."""
-        if self._retiring:
-            self._polled(batch)
         shared = self.driver.poll_shared(batch)
         for i, k in enumerate(self.kernels):
             skbs = self.driver.skbs(k, batch, shared)
@@ -352,7 +235,7 @@ class Replayer(Ingest):
             t = self._skip_idle_timer_polls(s, self.queues[group[0]][q].napi, t, now)
         batch = s.take(t)
         work = len(batch)
-        if self._retiring:
+        if self._retire_on_records:
             self._polled(batch)  # once per schedule group (``_copies``)
         shared = self.driver.poll_shared(batch)
         timeout = 0
@@ -414,7 +297,7 @@ class Replayer(Ingest):
         errors) cover every flow, so they are not attributed to the selected ones: they become None (n/a),
         ``_finish_selected``.
         """
-        if self._retiring and self.tracker.due(self._clock):
+        if self._retiring and self._clock is not None and self.tracker.due(self._clock):
             self.retire_flows(self._clock)  # the flows that had ended by the last frame (nothing is held now)
         if self._select is not None:
             self._finish_selected()
@@ -491,8 +374,6 @@ class Replayer(Ingest):
             self.batch,
             self.flow_rows,
             self.retired_verdict if self.tracker.retired else None,
-            # without retirement (no timeout, or the batch path: it never retires one) every flow stays live
-            self.tracker.live_max
-            if self.batch is None and self.config.flow_idle_timeout_ns
-            else sum(1 for k in self.decoder.flows if k is not None),
+            # without retirement every flow stays live
+            self.tracker.live_max if self._retiring else sum(1 for k in self.decoder.flows if k is not None),
         )
