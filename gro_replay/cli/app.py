@@ -71,8 +71,71 @@ def _stdout_failures() -> Iterator[None]:
         raise
 
 
+class OneLineUsageError(click.UsageError):
+    """A click usage error shown as the project's one line (``Error: …``, exit code 2) instead of click's four
+    (Usage / Try / blank / Error)."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"Error: {self.format_message()}", file=file, err=file is None)
+
+
+def _phrase(text: str) -> str:
+    """Click's sentence as a phrase inside one line: whitespace (newlines) collapsed, first letter lower-case, no
+    closing full stop."""
+    text = " ".join(text.split()).removesuffix(".")
+    return text[:1].lower() + text[1:]
+
+
+def _param_name(param: click.Parameter | None, hint: str | None) -> str:
+    """How the user names ``param`` on the command line: its long option (``--nic``) or its argument's metavar
+    (``CAPTURE``)."""
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    if param is not None:
+        return (param.metavar or param.name or "").upper()
+    return (hint or "value").strip("'\"")
+
+
+def one_line_usage(e: click.UsageError) -> str:
+    """The one line (without ``Error: ``) that says what ``e`` says: e.g. ``no such option: --fixx (did you mean
+    --fix or --no-fix?); see 'gro-replay replay --help'``. Every kind of click usage error: unknown option, bad
+    choice/number/path (``BadParameter``), missing and extra arguments, an option without its value."""
+    if isinstance(e, click.NoSuchOption):
+        text = f"no such option: {e.option_name}"
+        if e.possibilities:
+            names = sorted(e.possibilities)
+            text += f" (did you mean {', '.join(names[:-1]) + ' or ' if len(names) > 1 else ''}{names[-1]}?)"
+    elif isinstance(e, click.MissingParameter):
+        kind = e.param_type or (e.param.param_type_name if e.param is not None else "parameter")
+        text = (
+            f"missing {kind} {_param_name(e.param, e.param_hint if isinstance(e.param_hint, str) else None)}"
+        )
+    elif isinstance(e, click.BadParameter):
+        hint = e.param_hint if isinstance(e.param_hint, str) else None
+        text = f"{_param_name(e.param, hint)}: {_phrase(e.message)}"
+    else:
+        text = _phrase(e.format_message())
+    if e.ctx is not None:
+        text += f"; see '{e.ctx.command_path} --help'"
+    return text
+
+
+@contextlib.contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """Re-raise click's usage errors as ``OneLineUsageError`` (same exit code 2, one line)."""
+    try:
+        yield
+    except OneLineUsageError:
+        raise
+    except click.UsageError as e:
+        raise OneLineUsageError(one_line_usage(e), ctx=e.ctx) from None
+
+
 class DefaultGroup(click.Group):
     """A group whose default command is ``replay``: ``gro-replay CAPTURE`` means ``gro-replay replay CAPTURE``.
+
+    A click usage error of any command (an unknown option, a bad value, a missing or extra argument) is one line
+    ``Error: …`` with exit code 2 (``OneLineUsageError``), like every other bad input.
 
     A write error on standard output leaves a command as ``StdoutFailed`` (click would turn a closed pipe into
     exit code 1 and other write errors into a traceback); ``entry`` gives it its exit code.
@@ -82,12 +145,12 @@ class DefaultGroup(click.Group):
     """
 
     def invoke(self, ctx):
-        with _stdout_failures():
+        with _stdout_failures(), _one_line_usage_errors():
             return super().invoke(ctx)
 
     def make_context(self, info_name, args, parent=None, **extra):
         # --help and --version print while the arguments are parsed, before invoke
-        with _stdout_failures():
+        with _stdout_failures(), _one_line_usage_errors():
             return super().make_context(info_name, args, parent=parent, **extra)
 
     def list_commands(self, ctx):

@@ -1,0 +1,198 @@
+"""Click's usage errors, every kind on every command: one line ``Error: …`` on stderr and exit code 2 (README "Exit
+codes"; HELPERS "Bad input: a one-line error and exit 2"), not click's four lines (Usage / Try / blank / Error).
+
+The cases are generated from the commands' own parameters (``app.COMMANDS``, every option of each), so a new option
+or command is covered without editing this file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+from conftest import FIX_SAMPLE
+
+from gro_replay.cli import main
+from gro_replay.cli.app import COMMANDS, mount_all
+
+mount_all()
+
+
+def _args(name: str, tmp) -> list[str]:
+    """Valid values of the command's required arguments (the parse fails before any is opened or written)."""
+    out = []
+    for p in main.commands[name].params:
+        if isinstance(p, click.Argument) and p.required:
+            if isinstance(p.type, click.Choice):
+                out.append(str(p.type.choices[0]))
+            elif name == "synth":
+                out.append(str(tmp / "out.pcap"))
+            else:
+                out.append(str(FIX_SAMPLE))
+    return out
+
+
+def _options(kind):
+    return [
+        (name, p)
+        for name in sorted(COMMANDS)
+        for p in main.commands[name].params
+        if isinstance(p, click.Option) and not p.is_flag and isinstance(p.type, kind)
+    ]
+
+
+def _long(p: click.Option) -> str:
+    return max(p.opts, key=len)
+
+
+def run(runner, args: list[str]):
+    return runner.invoke(main, args, prog_name="gro-replay")
+
+
+def one_line(r, *words: str) -> str:
+    """Exit code 2, nothing on stdout, exactly one stderr line ``Error: …`` containing ``words``."""
+    assert r.exit_code == 2, (r.exit_code, r.output)
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), r.stderr
+    assert "Usage:" not in r.stderr and "Traceback" not in r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_unknown_option(runner, tmp_path, name) -> None:
+    line = one_line(run(runner, [name, "--no-such-option", *_args(name, tmp_path)]), "--no-such-option")
+    assert line.startswith("Error: no such option: --no-such-option")
+    assert line.endswith(f"; see 'gro-replay {name} --help'")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--fixx", str(FIX_SAMPLE)], "Error: no such option: --fixx (did you mean --fix or --no-fix?)"),
+        (["--kernal", "6.1", str(FIX_SAMPLE)], "Error: no such option: --kernal (did you mean --kernel?)"),
+    ],
+)
+def test_unknown_option_of_the_default_command_suggests(runner, args, expected) -> None:
+    """``gro-replay --fixx CAPTURE`` is the replay command's: click's close matches kept, on the same line."""
+    assert one_line(run(runner, args)).startswith(expected)
+
+
+@pytest.mark.parametrize(("name", "param"), _options(click.Choice), ids=lambda x: getattr(x, "name", x))
+def test_bad_choice(runner, tmp_path, name, param) -> None:
+    opt = _long(param)
+    line = one_line(run(runner, [name, opt, "bogus-value", *_args(name, tmp_path)]), opt, "'bogus-value'")
+    assert line.startswith(f"Error: {opt}: 'bogus-value' is not ")
+
+
+def test_bad_choice_argument(runner) -> None:
+    line = one_line(run(runner, ["schema", "foo"]))
+    assert line.startswith("Error: NAME: 'foo' is not one of 'replay', ")
+
+
+@pytest.mark.parametrize(
+    ("name", "param"),
+    _options((click.types.IntParamType, click.types.FloatParamType)),
+    ids=lambda x: getattr(x, "name", x),
+)
+def test_bad_number(runner, tmp_path, name, param) -> None:
+    opt = _long(param)
+    one_line(run(runner, [name, opt, "x1", *_args(name, tmp_path)]), f"Error: {opt}: 'x1' is not ")
+
+
+@pytest.mark.parametrize(
+    ("name", "param"), _options((click.IntRange, click.FloatRange)), ids=lambda x: getattr(x, "name", x)
+)
+def test_number_out_of_range(runner, tmp_path, name, param) -> None:
+    opt = _long(param)
+    low = param.type.min
+    if low is None:
+        pytest.skip(f"{opt} has no lower bound")
+    value = str(low - 1)
+    one_line(run(runner, [name, opt, value, *_args(name, tmp_path)]), f"Error: {opt}: {value} is not in ")
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in COMMANDS if any(p.required for p in main.commands[n].params))
+)
+def test_missing_argument(runner, name) -> None:
+    first = next(p for p in main.commands[name].params if p.required)
+    line = one_line(run(runner, [name]))
+    assert line == f"Error: missing argument {first.name.upper()}; see 'gro-replay {name} --help'"
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in COMMANDS if all(p.nargs != -1 for p in main.commands[n].params))
+)
+def test_extra_argument(runner, tmp_path, name) -> None:
+    line = one_line(run(runner, [name, *_args(name, tmp_path), "extra1"]))
+    assert line.startswith("Error: got unexpected extra argument (extra1)")
+
+
+@pytest.mark.parametrize(("name", "param"), _options(object), ids=lambda x: getattr(x, "name", x))
+def test_option_without_value(runner, name, param) -> None:
+    """The option is the last word: click's "requires an argument", on one line."""
+    opt = _long(param)
+    one_line(run(runner, [name, opt]), f"Error: option '{opt}' requires an argument")
+
+
+@pytest.mark.parametrize(
+    ("name", "param"),
+    [
+        (n, p)
+        for n in sorted(COMMANDS)
+        for p in main.commands[n].params
+        if isinstance(p, click.Argument) and isinstance(p.type, click.Path) and not p.type.dir_okay
+    ],
+    ids=lambda x: getattr(x, "name", x),
+)
+def test_directory_as_file(runner, tmp_path, name, param) -> None:
+    args = [
+        str(tmp_path) if p is param else a
+        for p, a in zip(
+            [p for p in main.commands[name].params if isinstance(p, click.Argument)],
+            _args(name, tmp_path),
+            strict=True,
+        )
+    ]
+    line = one_line(run(runner, [name, *args]))
+    assert line.startswith(f"Error: {param.name.upper()}: file '{tmp_path}' is a directory")
+
+
+@pytest.mark.parametrize("name", ["replay", "explain"])
+def test_missing_file(runner, tmp_path, name) -> None:
+    path = tmp_path / "nothing.pcap"
+    assert one_line(run(runner, [name, str(path)])) == f"Error: {path}: no such file"
+
+
+def test_missing_file_diff(runner, tmp_path) -> None:
+    path = tmp_path / "nothing.json"
+    one_line(run(runner, ["diff", str(path), str(path)]), f"Error: BASELINE {path}: ")
+
+
+def test_console_entry_one_line(tmp_path) -> None:
+    """The real entry (``python -m gro_replay.cli``), not only the click runner."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), *sys.path])}
+    r = subprocess.run(
+        [sys.executable, "-m", "gro_replay.cli", "--nic", "e1000", str(FIX_SAMPLE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        "Error: --nic: 'e1000' is not one of 'ice', 'i40e', 'ixgbe', 'mlx5', 'bnxt', 'virtio-net', 'vmxnet3', "
+        "'ena', 'gve', 'veth'; see 'gro-replay replay --help'"
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_kept(runner, name) -> None:
+    r = run(runner, [name, "--help"])
+    assert r.exit_code == 0 and r.stdout.startswith(f"Usage: gro-replay {name} [OPTIONS]")
