@@ -25,7 +25,7 @@ install:
 	$(PYTHON) -m pip install -q -e '.[test]'
 
 test: deps install
-	$(PYTHON) -m pytest -p no:cacheprovider
+	$(PYTHON) -m pytest -p no:cacheprovider -rs
 
 lint:
 	$(PYTHON) -m ruff check gro_replay tests bench
