@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gro_replay.capture.writer import PcapWriter
-from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, outer_ip_overhead
+from gro_replay.packet.build import FrameSpec, build_frame, outer_ip_overhead
 from gro_replay.packet.geneve import GENEVE_UDP_PORT, geneve_opt
 from gro_replay.packet.vxlan import IANA_VXLAN_UDP_PORT
 
@@ -140,13 +140,16 @@ class Scenario:
             return self.mss
         return self.mtu - outer_ip_overhead(flow_spec(self, 0))
 
+    def payload_size(self, k: int) -> int:
+        """TCP payload bytes of frame ``k`` (0-based) of one flow: ``mss``, or ``last_payload`` for the last."""
+        if self.last_payload is not None and k == self.frames - 1:
+            return self.last_payload
+        return self.resolved_mss()
+
     def payload_sizes(self) -> list[int]:
-        """TCP payload bytes of each frame of one flow."""
-        mss = self.resolved_mss()
-        sizes = [mss] * self.frames
-        if self.last_payload is not None:
-            sizes[-1] = self.last_payload
-        return sizes
+        """TCP payload bytes of each frame of one flow (a list of ``frames`` ints: for small scenarios only;
+        :func:`synth_frames` uses :meth:`payload_size`)."""
+        return [self.payload_size(k) for k in range(self.frames)]
 
 
 def geneve_options(total: int) -> bytes:
@@ -197,28 +200,41 @@ def flow_spec(sc: Scenario, flow: int) -> FrameSpec:
     return replace(spec, udp_sport=udp_flow_src_port(inner_flow_hash(spec)))
 
 
-def _wire_order(sc: Scenario) -> list[tuple[int, int]]:
-    """``(flow, index in flow)`` of each frame in sending order."""
+def _wire_order(sc: Scenario) -> Iterator[tuple[int, int]]:
+    """``(flow, index in flow)`` of each frame in sending order, generated one at a time."""
     block = sc.interleave_block()
-    order = []
     for first in range(0, sc.frames, block):
         for flow in range(sc.flows):
-            order.extend((flow, k) for k in range(first, min(first + block, sc.frames)))
-    return order
+            for k in range(first, min(first + block, sc.frames)):
+                yield flow, k
 
 
 def synth_frames(sc: Scenario) -> Iterator[tuple[int, bytes]]:
     """Yield ``(ts_ns, frame)`` for every frame of ``sc`` in wire order.
 
+    Frames are built one at a time as they are asked for: memory holds one first-segment spec per flow
+    (``sc.flows`` of them), never a list of ``sc.frames`` frames or specs. Segment ``k`` of a flow carries
+    ``payload_size(k)`` bytes at ``seq + k·mss`` (all segments before the last are full) with inner IPv4 id
+    ``ip_id + k`` (``ip_select_ident_segs``), as :func:`~gro_replay.packet.build.flow_specs` lays them out.
+
     Raises: ValueError if a frame cannot be built (e.g. an mss too large for the IP length fields).
     """
-    specs = [flow_specs(flow_spec(sc, f), sc.payload_sizes()) for f in range(sc.flows)]
+    firsts = [flow_spec(sc, f) for f in range(sc.flows)]
+    mss = sc.resolved_mss()
     ts = sc.start_ns
     for j, (flow, k) in enumerate(_wire_order(sc)):
-        spec = specs[flow][k]
+        first = firsts[flow]
         # the TCP clock ticks each millisecond from the flow's offset
-        tsval = (spec.tsval + (ts - sc.start_ns) // 1_000_000) & 0xFFFFFFFF
-        yield ts, build_frame(replace(spec, outer_ip_id=j & 0xFFFF, tsval=tsval))
+        tsval = (first.tsval + (ts - sc.start_ns) // 1_000_000) & 0xFFFFFFFF
+        spec = replace(
+            first,
+            payload=sc.payload_size(k),
+            seq=(first.seq + k * mss) & 0xFFFFFFFF,
+            ip_id=(first.ip_id + k) & 0xFFFF,
+            outer_ip_id=j & 0xFFFF,
+            tsval=tsval,
+        )
+        yield ts, build_frame(spec)
         pause = sc.pause_every and (j + 1) % sc.pause_every == 0
         ts += sc.pause_ns if pause else sc.gap_ns
 
