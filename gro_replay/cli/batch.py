@@ -104,6 +104,7 @@ def render_table(doc: dict, console: Console) -> None:
     "--jobs",
     "-j",
     type=BoundedInt(1, 1024),
+    metavar="N",
     default=None,
     help="Worker processes of the local Dask cluster, one thread each [default: CPU count].",
 )
@@ -117,6 +118,7 @@ def render_table(doc: dict, console: Console) -> None:
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
     default=None,
     help="Write each capture's JSON document to DIR/STEM.json and the combined JSON to DIR/batch.json.",
 )

@@ -61,6 +61,7 @@ from .params import FiniteFloat
 @click.option(
     "--max-bytes",
     type=click.IntRange(1),
+    metavar="BYTES",
     default=MAX_DOCUMENT_BYTES,
     show_default=True,
     help="Refuse a document larger than this many bytes (it is not read beyond).",

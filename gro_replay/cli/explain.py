@@ -34,6 +34,7 @@ from .params import BoundedInt
 @click.option(
     "--limit",
     type=BoundedInt(0, 10**9),
+    metavar="N",
     default=20,
     show_default=True,
     help="Text: at most N flows (0: all).",

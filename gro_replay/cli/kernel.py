@@ -38,6 +38,7 @@ def _common(f):
         click.option(
             "--vxlan-port",
             type=BoundedInt(1, 65535),
+            metavar="PORT",
             multiple=True,
             help="VXLAN port, one vxlan device each (repeatable; default: those of 4789 and 8472 the capture "
             "uses, else 4789).",
@@ -48,8 +49,16 @@ def _common(f):
             help="Make the vxlan devices with gbp (Group Based Policy: G-flagged frames accepted, policy ID and "
             "D/A bits in the tunnel metadata).",
         ),
-        click.option("--phys-dev", default="eth0", show_default=True),
-        click.option("--tunnel-dev", default="vxlan0", show_default=True),
+        click.option(
+            "--phys-dev",
+            default="eth0",
+            show_default=True,
+            metavar="NAME",
+            help="Physical (veth) device name.",
+        ),
+        click.option(
+            "--tunnel-dev", default="vxlan0", show_default=True, metavar="NAME", help="Tunnel device name."
+        ),
         click.option(
             "--udp6zerocsumrx",
             "udp6_zero_csum_rx",
@@ -142,9 +151,20 @@ def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True
 )
-@click.option("--trace", "trace_path", default=None, help="netif_receive_skb lines to PATH or -.")
+@click.option(
+    "--trace",
+    "trace_path",
+    default=None,
+    metavar="FILE",
+    help="netif_receive_skb lines to FILE, or - for standard output.",
+)
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
-@click.option("--quiet", "-q", is_flag=True, help="No notes on stderr.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Accepted as in replay; changes nothing: this command shows no progress bar.",
+)
 def kernel_cmd(
     capture,
     rx_csum,

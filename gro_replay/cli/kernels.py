@@ -103,6 +103,7 @@ def switch_tables(models: list[KernelModel], console: Console) -> list[Table]:
 @click.option(
     "--kernel",
     "kernel_rel",
+    metavar="RELEASE",
     multiple=True,
     help="Also resolve these releases (5.4.120, 5.4.0-42-generic, …) and show their columns and notes.",
 )

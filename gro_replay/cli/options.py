@@ -36,6 +36,7 @@ def replay_options(f):
         click.option(
             "--kernel",
             "kernel_rel",
+            metavar="RELEASE",
             multiple=True,
             help="Kernel release(s) to run instead (repeatable): a profile ("
             + ", ".join(PROFILES)
@@ -68,6 +69,7 @@ def replay_options(f):
         click.option(
             "--poll",
             "poll",
+            metavar="MODEL",
             default=None,
             help="Poll model: gap:US (a poll after each pause > US µs) | rx-usecs:US (a poll US µs after the "
             "first frame) | budget (64 per poll, times ignored). Default: the --nic preset's interrupt moderation, "
@@ -87,7 +89,9 @@ def replay_options(f):
             help="RX hash: Toeplitz over outer addresses/ports (default), over outer addresses only "
             "(toeplitz-l3), or none (hash 0, as on veth); with --nic the preset's fields unless this is given.",
         ),
-        click.option("--rss-key", default=None, help="RSS key as hex (default: the common 40-byte key)."),
+        click.option(
+            "--rss-key", default=None, metavar="HEX", help="RSS key as hex (default: the common 40-byte key)."
+        ),
         click.option(
             "--vxlan-port",
             type=PORT_OR_AUTO,
@@ -113,19 +117,30 @@ def replay_options(f):
             is_flag=True,
             help="Same as --vxlan-port auto --geneve-port auto.",
         ),
-        click.option("--phys-dev", default="eth0", show_default=True, help="Physical device name in traces."),
         click.option(
-            "--tunnel-dev", default=None, help="Tunnel device name in traces (default vxlan0 / geneve0)."
+            "--phys-dev",
+            default="eth0",
+            show_default=True,
+            metavar="NAME",
+            help="Physical device name in traces.",
+        ),
+        click.option(
+            "--tunnel-dev",
+            default=None,
+            metavar="NAME",
+            help="Tunnel device name in traces (default vxlan0 / geneve0).",
         ),
         click.option(
             "--gro-flush-timeout",
             type=BoundedInt(0, ULONG_MAX),
+            metavar="NS",
             default=0,
             help="gro_flush_timeout of the phys device, ns.",
         ),
         click.option(
             "--napi-defer-hard-irqs",
             type=BoundedInt(0, S32_MAX),
+            metavar="N",
             default=0,
             help="napi_defer_hard_irqs of the phys device.",
         ),
@@ -138,6 +153,7 @@ def replay_options(f):
         click.option(
             "--rx-queues",
             type=BoundedInt(1, 128),
+            metavar="N",
             default=1,
             show_default=True,
             help="RX queues of the phys device: one NAPI (and one CPU's gro_cells) each; flows spread by RSS.",
@@ -152,6 +168,7 @@ def replay_options(f):
         click.option(
             "--mtu",
             type=BoundedInt(68, 65535),
+            metavar="BYTES",
             default=1500,
             show_default=True,
             help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold).",

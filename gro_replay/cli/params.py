@@ -17,14 +17,14 @@ ULONG_MAX = (1 << 64) - 1
 S32_MAX = (1 << 31) - 1
 
 
-class FiniteFloat(click.ParamType):
-    """A finite decimal number in ``[min, max]`` (ASCII digits; no inf, nan, or digits of other scripts)."""
+class FiniteFloat(click.FloatRange):
+    """A finite decimal number in ``[min, max]`` (ASCII digits; no inf, nan, or digits of other scripts). A
+    ``FloatRange`` so that ``--help`` shows the bounds as for integers (``0<=x<=1000000``)."""
 
     name = "float"
 
     def __init__(self, min: float = 0.0, max: float = 1e9) -> None:  # noqa: A002 - click's own names
-        self.min = min
-        self.max = max
+        super().__init__(min, max)
 
     def convert(self, value, param, ctx) -> float:
         if isinstance(value, float):
@@ -40,6 +40,9 @@ class FiniteFloat(click.ParamType):
         if not math.isfinite(x) or not self.min <= x <= self.max:
             self.fail(f"{value!r} is not a finite number in {self.min:g}..{self.max:g}", param, ctx)
         return x
+
+    def _describe_range(self) -> str:
+        return f"{self.min:g}<=x<={self.max:g}"
 
     def __repr__(self) -> str:
         return f"FiniteFloat({self.min}, {self.max})"

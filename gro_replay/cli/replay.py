@@ -39,12 +39,13 @@ from .params import BoundedInt, SecondsOrOff
     "--trace",
     "trace_path",
     default=None,
-    help="Write netif_receive_skb lines (perf script style) to PATH or -.",
+    metavar="FILE",
+    help="Write netif_receive_skb lines (perf script style) to FILE, or - for standard output.",
 )
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
 @click.option(
     "--flows-max",
-    type=BoundedInt(0, 1 << 32),
+    type=BoundedInt(0, 10**9),
     default=FLOWS_MAX_DEFAULT,
     show_default=True,
     metavar="N",
@@ -70,14 +71,23 @@ from .params import BoundedInt, SecondsOrOff
     help="Retire a tunnelled TCP flow this long after its FIN or RST (conntrack's CLOSE; unless --flow-timeout "
     "is off).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress bar (shown only when stderr is a terminal) and no "
+    "'wrote FILE (N frames)' lines of --write-pcap; errors are still printed.",
+)
 @click.option(
     "--write-pcap",
     "pcap_dir",
     default=None,
     metavar="DIR",
-    help="Write DIR/<kernel>-<dev>.pcapng: the skbs each device delivered, as tcpdump on it would capture "
-    "them, with a comment per packet (segments, gso_size, why the skb ended).",
+    help="Write the skbs each device delivered, as tcpdump on it would capture them, into DIR: with "
+    "--pcap-format pcapng (default) one file per kernel, DIR/<kernel>.pcapng (pre-fix.pcapng and "
+    "post-fix.pcapng; --kernel 6.18: 6.18.pcapng), an interface per device and a comment per packet "
+    "(segments, gso_size, why the skb ended); with --pcap-format pcap one file per kernel and device, "
+    "DIR/<kernel>-<dev>.pcap (pre-fix-eth0.pcap, pre-fix-vxlan0.pcap, ...), frames only.",
 )
 @click.option(
     "--pcap-format",

@@ -56,14 +56,25 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
     help="Outer UDP checksum: 0, the correct value, or a wrong one.",
 )
 @click.option(
-    "--mss", type=BoundedInt(1, 65535), help="Payload bytes per full segment [default: fill --mtu]."
+    "--mss",
+    type=BoundedInt(1, 65535),
+    metavar="BYTES",
+    help="Payload bytes per full segment [default: fill --mtu].",
 )
-@click.option("--mtu", type=BoundedInt(68, 65535), default=1500, show_default=True, help="Outer IP MTU.")
+@click.option(
+    "--mtu",
+    type=BoundedInt(68, 65535),
+    metavar="BYTES",
+    default=1500,
+    show_default=True,
+    help="Outer IP MTU.",
+)
 @click.option("--timestamps/--no-timestamps", default=True, show_default=True, help="TCP timestamp option.")
-@click.option("--flows", type=BoundedInt(1, MAX_FLOWS), default=1, show_default=True)
+@click.option("--flows", type=BoundedInt(1, MAX_FLOWS), metavar="N", default=1, show_default=True)
 @click.option(
     "--frames",
     type=BoundedInt(1, 10**9),
+    metavar="N",
     default=64,
     show_default=True,
     help="Frames per flow (with --mix: frames in all).",
@@ -75,21 +86,32 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
     "VXLAN, writes of 1-16 segments ending in PSH, delayed ACKs back, a quarter with outer checksums "
     "(gro_replay/synth_mix.py). Uses --frames, --mss (default 1398), --port, --start-ns.",
 )
-@click.option("--connections", type=BoundedInt(1, 250), default=48, show_default=True, help="With --mix.")
-@click.option("--seed", type=BoundedInt(0, (1 << 64) - 1), default=1, show_default=True, help="With --mix.")
+@click.option(
+    "--connections", type=BoundedInt(1, 250), metavar="N", default=48, show_default=True, help="With --mix."
+)
+@click.option(
+    "--seed", type=BoundedInt(0, (1 << 64) - 1), metavar="N", default=1, show_default=True, help="With --mix."
+)
 @click.option(
     "--interleave",
+    metavar="rr|K",
     default="rr",
     show_default=True,
     callback=_interleave,
     help="rr: one frame per flow in turn; K: K frames of each flow in turn.",
 )
 @click.option(
-    "--gap-us", type=FiniteFloat(0, MAX_US), default=1.0, show_default=True, help="Gap between frames (µs)."
+    "--gap-us",
+    type=FiniteFloat(0, MAX_US),
+    metavar="US",
+    default=1.0,
+    show_default=True,
+    help="Gap between frames (µs).",
 )
 @click.option(
     "--pause-every",
     type=BoundedInt(0, 10**9),
+    metavar="N",
     default=0,
     show_default=True,
     help="Pause after every N frames (0: never).",
@@ -97,23 +119,33 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
 @click.option(
     "--pause-us",
     type=FiniteFloat(0, MAX_US),
+    metavar="US",
     default=0.0,
     show_default=True,
     help="The pause, replacing the gap (µs).",
 )
-@click.option("--last-payload", type=BoundedInt(0, 65535), help="Payload of each flow's last frame.")
-@click.option("--port", type=BoundedInt(1, 65535), help="Tunnel UDP port [default: 4789 vxlan, 6081 geneve].")
+@click.option(
+    "--last-payload", type=BoundedInt(0, 65535), metavar="BYTES", help="Payload of each flow's last frame."
+)
+@click.option(
+    "--port",
+    type=BoundedInt(1, 65535),
+    metavar="PORT",
+    help="Tunnel UDP port [default: 4789 vxlan, 6081 geneve].",
+)
 @click.option(
     "--geneve-opt-bytes",
     type=BoundedInt(0, 252),
+    metavar="BYTES",
     default=0,
     show_default=True,
     help="Bytes of Geneve options (multiple of 4).",
 )
-@click.option("--vni", type=BoundedInt(0, (1 << 24) - 1), default=100, show_default=True)
+@click.option("--vni", type=BoundedInt(0, (1 << 24) - 1), metavar="VNI", default=100, show_default=True)
 @click.option(
     "--start-ns",
     type=BoundedInt(0, MAX_START_NS),
+    metavar="NS",
     default=DEFAULT_START_NS,
     show_default=True,
     help="First timestamp (ns since the epoch).",
