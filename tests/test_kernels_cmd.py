@@ -82,3 +82,48 @@ def test_a_pipe_without_columns_is_120_wide(runner, monkeypatch):
     assert r.exit_code == 0, r.output
     assert max(cell_len(line) for line in r.stdout.splitlines()) <= 120
     _check_values(_matrix(r.stdout)[0])
+
+
+def _block(lines: list[str], first: int) -> list[str]:
+    """``lines[first]`` and its continuation lines (two spaces, then text)."""
+    out = [lines[first]]
+    for line in lines[first + 1 :]:
+        if not re.match(r"^  \S", line):
+            break
+        out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120, 200])
+def test_profiles_line_whole_items_no_repeated_labels(runner, columns):
+    """Each profile is written whole on one line (never "6.12" then "(LTS)" on the next), tagged only where the
+    tag adds something: LTS branches, and 5.11/5.12 as pre-fix/post-fix of 89e5c58fc1e2 (v5.12-rc2)."""
+    lines = _kernels(runner, columns).splitlines()
+    block = _block(lines, 0)
+    assert max(cell_len(line) for line in block) <= columns
+    items = [
+        i.strip() for i in " ".join(line.strip() for line in block).removeprefix("profiles: ").split(",")
+    ]
+    assert items == [
+        "4.19 (LTS)", "5.4 (LTS)", "5.10 (LTS)", "5.11 (pre-fix)", "5.12 (post-fix)", "5.15 (LTS)", "6.1 (LTS)",
+        "6.6 (LTS)", "6.12 (LTS)", "6.18",
+    ]  # fmt: skip
+    for item in items:  # none cut across two lines
+        assert any(item in line for line in block), (item, block)
+
+
+@pytest.mark.parametrize("columns", [80, 120, 200])
+def test_unreleased_switch_explained(runner, columns):
+    """tcp_gro_cwr_no_flush is ab4c8b6f7fcb ("gro: flushing when CWR is set negatively affects AccECN", after
+    v6.18): its upstream cell is marked and a footnote gives the commit's title and that no profile has it."""
+    text = _kernels(runner, columns)
+    assert re.search(r"^\s+tcp_gro_cwr_no_flush\s+ab4c8b6f7fcb\s+none\*\s", text, re.M)
+    lines = text.splitlines()
+    notes = [i for i, line in enumerate(lines) if line.startswith("* ")]
+    assert len(notes) == 1
+    block = _block(lines, notes[0])
+    assert max(cell_len(line) for line in block) <= columns
+    assert " ".join(line.strip() for line in block) == (
+        '* tcp_gro_cwr_no_flush: ab4c8b6f7fcb "gro: flushing when CWR is set negatively affects AccECN" is in no '
+        "upstream release up to 6.18; no profile has it on"
+    )

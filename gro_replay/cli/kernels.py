@@ -7,6 +7,7 @@ Every value comes from gro_replay/kernel/model.py (``PROFILES``, ``SWITCH_COMMIT
 from __future__ import annotations
 
 import json
+import textwrap
 
 import click
 from rich import box
@@ -45,9 +46,13 @@ def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
 _TITLE = "behaviour switches × releases (on: the release carries the commit)"
 
 
+#: Marks an upstream cell "none" (the commit is in no upstream release) and starts its footnote (``footnotes``).
+NONE_MARK = "none*"
+
+
 def _upstream(c) -> str:
     if not c.upstream:
-        return "none"
+        return NONE_MARK
     return f"v{c.upstream[0]}.{c.upstream[1]}" + (f"-rc{c.upstream_rc}" if c.upstream_rc else "")
 
 
@@ -68,6 +73,36 @@ def _matrix(models: list[KernelModel], title: str, with_commits: bool) -> Table:
         head = (c.switch, c.commit, _upstream(c)) if with_commits else (c.switch,)
         t.add_row(*head, *(_cell(m, c) for m in models))
     return t
+
+
+def footnotes() -> list[str]:
+    """One line per switch whose commit is in no upstream release (its ``upstream`` cell ``none*``): the commit's
+    title and that no profile carries it (a base profile has a switch on iff its release is not older than the
+    commit's, kernel/model.py ``SWITCH_COMMITS``)."""
+    newest = max(PROFILES.values(), key=lambda m: tuple(int(x) for x in m.release.split("."))).release
+    return [
+        f'* {c.switch}: {c.commit} "{c.title}" is in no upstream release up to {newest}; no profile has it on'
+        for c in SWITCH_COMMITS
+        if not c.upstream
+    ]
+
+
+def profiles_lines(width: int) -> list[str]:
+    """``profiles: 4.19 (LTS), …, 5.11 (pre-fix), …, 6.18`` broken between profiles (never inside one) to fit
+    ``width`` columns; a tag only where it adds to the release (LTS, or a name other than the release)."""
+    items = [
+        m.release + (" (LTS)" if m.release in LTS else f" ({m.name})" if m.name != m.release else "")
+        for m in PROFILES.values()
+    ]
+    lines, cur = [], "profiles:"
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if cur.strip() and cur != "profiles:" and len(cur) + 1 + len(piece) > width:
+            lines.append(cur)
+            cur = "  " + piece
+        else:
+            cur += " " + piece
+    return [*lines, cur]
 
 
 def _width(console: Console, table: Table) -> int:
@@ -130,15 +165,13 @@ def kernels_cmd(kernel_rel, fmt) -> None:
 
     console = report_console()
     models = list(PROFILES.values()) + extra
-    console.print(
-        "profiles: "
-        + ", ".join(
-            f"{m.release}" + (" (LTS)" if m.release in LTS else f" ({m.name})") for m in PROFILES.values()
-        ),
-        highlight=False,
-    )
+    for line in profiles_lines(console.width):
+        console.print(line, highlight=False, soft_wrap=True)
     for t in switch_tables(models, console):
         console.print(t)
+    for note in footnotes():
+        for line in textwrap.wrap(note, console.width, subsequent_indent="  "):
+            console.print(line, highlight=False, soft_wrap=True)
     b = Table(title="stable backports (first point release carrying the commit)", box=box.SIMPLE_HEAD)
     b.add_column("upstream commit")
     b.add_column("branch")

@@ -159,9 +159,42 @@ def render_markdown(cmp: dict) -> str:
     return "\n".join(lines)
 
 
+def _stage_table(k: dict, no_wrap: bool):
+    """The per-stage table of one kernel pair ``k`` (a ``comparison.kernels[]`` entry). ``no_wrap``: the metric
+    labels ("aggregates (≥2 segs)") and the changes ("-2 (-100.0%)") stay on one line, the stage titles of the
+    headers a word a line; without it every cell may wrap (terminals too narrow for that)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=f"GRO aggregation diff, kernel {k['label']}", box=box.SIMPLE_HEAD)
+    t.add_column("metric", no_wrap=no_wrap)
+    for s in STAGES:
+        title = STAGE_TITLES[s].replace(" ", "\n") if no_wrap else STAGE_TITLES[s]
+        t.add_column(f"baseline\n{title}", justify="right", no_wrap=no_wrap)
+        t.add_column(f"current\n{title}", justify="right", no_wrap=no_wrap)
+        t.add_column(f"Δ\n{s}", justify="right", no_wrap=no_wrap)
+    for name in _STAGE_ROWS:
+        row: list = [METRICS[name].label]
+        for s in STAGES:
+            c = k["stages"][s][name]
+            style = "bold red" if c["regression"] else ("dim" if not c["delta"] else "")
+            row += [
+                fmt_value(c["baseline"]),
+                fmt_value(c["current"]),
+                Text(
+                    "n/a" if c["delta"] is None else f"{fmt_delta(c['delta'])} ({_cell_change(c)})",
+                    style=style,
+                ),
+            ]
+        t.add_row(*row)
+    return t
+
+
 def render_table(cmp: dict, console) -> None:
     """Print the comparison with rich tables on ``console``."""
     from rich import box
+    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
 
@@ -175,26 +208,9 @@ def render_table(cmp: dict, console) -> None:
     for n in cmp["notes"]:
         say(f"note: {n}", "yellow")
     for k in cmp["kernels"]:
-        t = Table(title=f"GRO aggregation diff, kernel {k['label']}", box=box.SIMPLE_HEAD)
-        t.add_column("metric")
-        for s in STAGES:
-            t.add_column(f"baseline\n{STAGE_TITLES[s]}", justify="right")
-            t.add_column(f"current\n{STAGE_TITLES[s]}", justify="right")
-            t.add_column(f"Δ\n{s}", justify="right")
-        for name in _STAGE_ROWS:
-            row: list = [METRICS[name].label]
-            for s in STAGES:
-                c = k["stages"][s][name]
-                style = "bold red" if c["regression"] else ("dim" if not c["delta"] else "")
-                row += [
-                    fmt_value(c["baseline"]),
-                    fmt_value(c["current"]),
-                    Text(
-                        "n/a" if c["delta"] is None else f"{fmt_delta(c['delta'])} ({_cell_change(c)})",
-                        style=style,
-                    ),
-                ]
-            t.add_row(*row)
+        t = _stage_table(k, no_wrap=True)
+        if Measurement.get(console, console.options.update_width(1 << 20), t).maximum > console.width:
+            t = _stage_table(k, no_wrap=False)  # too narrow for whole cells: wrap them rather than cut them
         console.print(t)
         changed = _changed_flows(k)
         if changed:
