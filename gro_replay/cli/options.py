@@ -264,6 +264,7 @@ def build_config(
     try:
         cfg = ReplayConfig(
             kernels=kernels,
+            kernels_option="kernel" if kernel_rel else {None: "", True: "fix", False: "no-fix"}[fix],
             rx_csum=rx_csum,
             nic=nic,
             nic_tunnel_port=nic_tunnel_port == "on",

@@ -85,6 +85,12 @@ class KernelModel:
     backports: tuple[tuple[str, str, str], ...] = ()
     #: what the resolution could not know (distribution patches, unresearched branches), printed with the report
     notes: tuple[str, ...] = ()
+    #: a distribution kernel: who may have backported commits this tool cannot know of ("Red Hat", "Ubuntu", "the
+    #: distribution"); "" for upstream, stable and pre-releases (their commits are known)
+    vendor: str = ""
+    #: a distribution kernel: the upstream release its version names ("4.18" for 4.18.0-305.el8), which may differ
+    #: from ``base`` (the profile run: 4.18 runs as 4.19)
+    vendor_base: str = ""
 
     def with_name(self, name: str) -> KernelModel:
         return replace(self, name=name)
@@ -119,8 +125,15 @@ class KernelModel:
                 for up, st, pt in self.backports
             ],
             "notes": list(self.notes),
+            "vendor": self.vendor or None,
+            "vendor_base": self.vendor_base or None,
             f"fix_{fix}": {
                 "carried": self.carries(fix),
+                # a distribution kernel whose base lacks the fix: the vendor may have backported it (not known)
+                "known": not (self.vendor and not self.carries(fix)),
+                "carried_basis": (
+                    "assumed-upstream-base" if self.vendor else ("stable" if bp else "upstream")
+                ),
                 "via": ("stable" if bp else "upstream") if self.carries(fix) else None,
                 "stable_commit": bp[0] if bp else None,
                 "point_release": bp[1] if bp else None,
@@ -437,18 +450,21 @@ def resolve_kernel(text: str) -> KernelModel:
     notes: list[str] = []
     point = 0
     rc = None
+    vendor = ""
     m = _UPSTREAM.fullmatch(text)
     if m:
         major, minor = int(m.group(1)), int(m.group(2))
         point = int(m.group(3) or 0)
     elif (m := _UBUNTU.fullmatch(text)) is not None:
         major, minor = int(m.group(1)), int(m.group(2))
+        vendor = "Ubuntu"
         notes.append(
             f"Ubuntu kernel {text}: the ABI number {m.group(4)} does not say which stable release it is based on "
             f"nor which fixes Ubuntu backported; assumed upstream {major}.{minor} without stable backports"
         )
     elif (m := _EL.fullmatch(text)) is not None:
         major, minor = int(m.group(1)), int(m.group(2))
+        vendor = "Red Hat"
         notes.append(
             f"RHEL {m.group(4)} kernel {text}: Red Hat backports are not known here; assumed upstream "
             f"{major}.{minor} without stable backports"
@@ -463,6 +479,7 @@ def resolve_kernel(text: str) -> KernelModel:
     elif (m := _OTHER.fullmatch(text)) is not None:
         major, minor = int(m.group(1)), int(m.group(2))
         point = int(m.group(3) or 0)
+        vendor = "the distribution"
         notes.append(
             f"kernel {text}: the distribution's or build's own patches are not known here; assumed upstream "
             f"{major}.{minor}" + (f" with the stable backports of {major}.{minor}.{point}" if point else "")
@@ -483,6 +500,7 @@ def resolve_kernel(text: str) -> KernelModel:
             "UDP tunnel offload) is not modelled, so its verdict would be a guess; the oldest modelled release is "
             "4.19 (4.18, RHEL 8's base, runs as 4.19 with a note)"
         )
+    vendor_base = f"{major}.{minor}" + (f".{point}" if point else "") if vendor else ""
     if (major, minor) < (4, 19):
         notes.append(
             f"upstream {major}.{minor} predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), "
@@ -500,4 +518,4 @@ def resolve_kernel(text: str) -> KernelModel:
         notes.append(
             f"upstream {base_rel} is not a named profile: switches set by the release of each commit"
         )
-    return replace(model, notes=tuple(notes) + model.notes)
+    return replace(model, notes=tuple(notes) + model.notes, vendor=vendor, vendor_base=vendor_base)

@@ -20,6 +20,7 @@ from ..kernel import reasons as R
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
+from .verdict.words import kernel_label
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
@@ -178,7 +179,8 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
         for name, k in f["kernels"].items():
             where = " and ".join(STAGE_TITLES[s] for s in k["aggregated_at"])
             lines.append(
-                f"  {name} (v{k['release']}): " + (f"aggregated at {where}" if where else "not aggregated")
+                f"  {kernel_label(name, k['release'])}: "
+                + (f"aggregated at {where}" if where else "not aggregated")
             )
             for s in STAGES:
                 st = k[s]

@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from ..project import install_extra_hint
+from .verdict.words import kernel_label
 
 PLOT_FORMATS = ("svg", "png")
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
@@ -81,7 +82,7 @@ def segs_figure(result):
             ys = st.segs_hist[1 : len(xs) + 1]
             ax.bar(xs[: len(ys)], ys, width=0.8, color="C0" if stage == "phys" else "C1")
             ax.set_title(
-                f"{ks.name} (v{ks.release}), {STAGE_TITLES[stage]}\n"
+                f"{kernel_label(ks.name, ks.release)}, {STAGE_TITLES[stage]}\n"
                 f"{st.skbs:,} skbs, {st.mean_segs:.2f} segments/skb",
                 fontsize=9,
             )

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .document import summary_line
+from .verdict.words import kernel_label
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 STAGES = ("phys", "tunnel")
@@ -76,8 +77,8 @@ def kernels_by_release(result) -> list:
 
 def table_title(kernels) -> str:
     if len(kernels) == 1:
-        return f"GRO aggregation, kernel {kernels[0].name} (v{kernels[0].release})"
-    names = " vs ".join(f"{k.name} (v{k.release})" for k in kernels)
+        return f"GRO aggregation, kernel {kernel_label(kernels[0].name, kernels[0].release)}"
+    names = " vs ".join(kernel_label(k.name, k.release) for k in kernels)
     return f"GRO aggregation, {names}"
 
 
@@ -204,7 +205,7 @@ def input_lines(result) -> list[str]:
         f"NIC: {cfg.nic_words() if hasattr(cfg, 'nic_words') else '--rx-csum ' + cfg.rx_csum}, RSS {cfg.rss}"
         + (f", {cfg.rx_queues} RX queues" if getattr(cfg, "rx_queues", 1) > 1 else "")
         + f"; poll model {cfg.poll.describe()}, weight {cfg.weight}, HZ {cfg.hz}; "
-        f"kernels: " + ", ".join(f"{k.name} (v{k.release})" for k in cfg.kernels),
+        f"kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels),
         *kernel_lines(cfg.kernels),
         *(f"note: {n}" for n in getattr(inp, "notes", ())),
     ]
@@ -237,10 +238,18 @@ def kernel_lines(kernels) -> list[str]:
             f"{b['upstream']} as {b['stable_commit'][:12]} (since {b['point_release']})"
             for b in d["backports"]
         )
-        out.append(
-            f"kernel {d['name']}: upstream {d['base']} + "
-            + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit")
-        )
+        vb = d.get("vendor_base")
+        if vb:
+            # a distribution kernel: the base its version names (4.18 of 4.18.0-305.el8), and the profile run
+            ran = (
+                ""
+                if vb.split(".")[:2] == d["base"].split(".")[:2]
+                else f", run as the upstream {d['base']} model"
+            )
+            head = f"kernel {d['name']}: assumed upstream {vb}{ran} + "
+        else:
+            head = f"kernel {d['name']}: upstream {d['base']} + "
+        out.append(head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit"))
         out += [f"  note: {n}" for n in d["notes"]]
     return out
 

@@ -92,6 +92,9 @@ class ReplayConfig:
     """Everything a replay needs besides the frames. Units: ns for times, bytes for sizes."""
 
     kernels: tuple[KernelModel, ...] = (K_5_11, K_5_12)
+    #: how the user chose the kernels: "no-fix", "fix", "kernel" (--kernel) or "" (the default pair, or not from the
+    #: command line); the verdict's advice names options that work from it. Not part of the JSON document.
+    kernels_option: str = ""
     #: RX checksum state (RX_CSUM_PROFILES), or "nic": the --nic preset decides per frame
     rx_csum: str = "unnecessary"
     poll: PollModel = field(default_factory=PollModel)

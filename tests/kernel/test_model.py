@@ -312,8 +312,11 @@ def test_report_names_the_stable_commit(runner, branch, before, first, stable):
     doc = json.loads(r.output)
     entries = {k["name"]: k for k in doc["config"]["kernels"]}
     fix_pre, fix_post = entries[before]["fix_89e5c58fc1e2"], entries[first]["fix_89e5c58fc1e2"]
-    assert fix_pre == {"carried": False, "via": None, "stable_commit": None, "point_release": None}
-    assert fix_post == {"carried": True, "via": "stable", "stable_commit": stable, "point_release": first}
+    # known / carried_basis: a stable release's commits are read in the stable trees, not assumed
+    assert fix_pre == {"carried": False, "known": True, "carried_basis": "upstream", "via": None,
+                       "stable_commit": None, "point_release": None}  # fmt: skip
+    assert fix_post == {"carried": True, "known": True, "carried_basis": "stable", "via": "stable",
+                        "stable_commit": stable, "point_release": first}  # fmt: skip
     assert entries[first]["base"] == branch
     assert {"upstream": "89e5c58fc1e2", "switch": "udp_tunnel_gate_checks_uh_check", "stable_commit": stable,
             "point_release": first} in entries[first]["backports"]  # fmt: skip

@@ -19,7 +19,17 @@ from .facts import (
 )
 from .sentences import CaptureSentences
 from .tally import _Tally
-from .words import _via, id_step_text, loss_text, reason_list, split_text
+from .words import (
+    _via,
+    fix_advice,
+    id_step_text,
+    kernel_label,
+    lacks_fix_words,
+    loss_text,
+    plural,
+    reason_list,
+    split_text,
+)
 
 
 class Verdict(CaptureSentences):
@@ -261,18 +271,18 @@ class Verdict(CaptureSentences):
         return why
 
     def _kernel_flow_why(self, k: KernelFacts, fv: FlowVerdict) -> str:
-        head = f"{k.name} (v{k.release})"
+        head = kernel_label(k.name, k.release)
         gz = max(k.gate_zero.values())
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile: no verdict on the zero-checksum fix"
         if not k.carries_fix:
+            lacks = lacks_fix_words(self.models.get(k.name), head)
             if gz:
                 return (
-                    f"{head} lacks {FIX}: udp_gro_receive refuses {gz} of its {k.frames} frames "
-                    "(UDP checksum 0, csum_cnt 0, csum_valid 0); compare with a kernel carrying the fix "
-                    "(--kernel 5.12) to see what it saves"
+                    f"{lacks}: udp_gro_receive refuses {gz} of its {k.frames} {plural(k.frames, 'frame')} "
+                    f"(UDP checksum 0, csum_cnt 0, csum_valid 0); {fix_advice(self.result.config)}"
                 )
-            text = f"{head} lacks {FIX}, but udp_gro_receive never refuses this flow's frames"
+            text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
         else:
             text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:

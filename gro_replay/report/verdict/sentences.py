@@ -11,9 +11,13 @@ from .words import (
     _nic_words,
     _state_of,
     _via,
+    fix_advice,
     id_step_text,
+    kernel_label,
+    lacks_fix_words,
     loss_text,
     not_replayed_text,
+    plural,
     split_text,
 )
 
@@ -166,29 +170,34 @@ class CaptureSentences:
         if not n:
             return ""
         return (
-            f" {k.name} (v{k.release}) does not merge {n} tunnelled TCP flow(s) at the phys device: "
+            f" {kernel_label(k.name, k.release)} does not merge {n} tunnelled TCP flow(s) at the phys device: "
             f"{self._reasons(reasons, k.name)}" + (f"; {id_step_text(steps)}" if steps else "") + "."
         )
 
     def _kernel_sentence(self, k: KernelFacts) -> str:
         t = self._tally
-        head = f"{k.name} (v{k.release})"
+        head = kernel_label(k.name, k.release)
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile, so no verdict on the zero-checksum fix."
         gz = max(k.gate_zero.values())
+        model = self.models.get(k.name)
         if not k.carries_fix:
+            lacks = lacks_fix_words(model, head)
             if t.affected:
+                # without the fix udp_gro_receive refuses them at the phys device: they are merged (if at all)
+                # only later, at the tunnel device's gro_cells
                 text = (
-                    f"{head} lacks {FIX} and is affected by the zero-checksum bug: {t.affected} of {t.tunnel} "
-                    f"tunnelled flow(s) lose aggregation ({gz} frames refused by udp_gro_receive: "
+                    f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
+                    f"the zero-checksum bug: {t.affected} of {t.tunnel} tunnelled flow(s) lose phys-device "
+                    f"aggregation ({gz} {plural(gz, 'frame')} refused by udp_gro_receive: "
                     + _gate_words(
                         _state_of(self.result.config, t.first_affected.key, self.rx_csum)
                     ).removeprefix("their ")
-                    + "); run without --no-fix (or add --kernel 5.12) to see what the fix saves."
+                    + f"); {fix_advice(self.result.config)}."
                 )
                 return text + self._unmerged_note(k)
             text = (
-                f"{head} lacks {FIX}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
+                f"{lacks}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
                 "and these outer "
                 "UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum."
             )

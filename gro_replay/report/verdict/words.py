@@ -5,10 +5,11 @@ gate and NIC phrases.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from ...kernel import reasons as R
-from ...kernel.model import FIX_COMMIT, KernelModel
+from ...kernel.model import FIX_COMMIT, STABLE_BACKPORTS, KernelModel
 from .facts import _FILTER_OPTIONS, NO_REASON_RECORDED, STAGE_NAMES
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
@@ -112,6 +113,62 @@ def _via(model) -> str:
         model.stable_backport(FIX_COMMIT) if model is not None and hasattr(model, "stable_backport") else None
     )
     return f" (stable backport {bp[0][:12]}, since {bp[1]})" if bp else ""
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """``noun`` for a count of 1, else ``many`` (default ``noun + "s"``): "1 frame", "2 frames", "1 skb"."""
+    return noun if n == 1 else (many or noun + "s")
+
+
+_UPSTREAM_TAG = re.compile(r"\d+\.\d+(?:\.\d+)?(?:-rc\d+)?", re.ASCII)
+
+
+def kernel_label(name: str, release: str) -> str:
+    """How reports name a kernel: ``5.11 (v5.11)`` when the release is an upstream tag (X.Y, X.Y.Z, X.Y-rcN), else
+    the name alone (``4.18.0-305.el8``: a distribution's uname -r is no v-tag), or ``name (release)``."""
+    if _UPSTREAM_TAG.fullmatch(release):
+        return f"{name} (v{release})"
+    return name if name == release else f"{name} ({release})"
+
+
+def stable_fix_hint(model) -> str:
+    """ " (linux-X.Y.y carries it since X.Y.N as <stable commit>)" when ``model`` lacks the fix but its upstream
+    branch took it as a stable backport (kernel/model.py STABLE_BACKPORTS), else ""."""
+    if model is None or not hasattr(model, "carries") or model.carries(FIX_COMMIT):
+        return ""
+    branch = ".".join((getattr(model, "base", "") or model.release).split(".")[:2])
+    took = STABLE_BACKPORTS.get(FIX_COMMIT, {}).get(branch)
+    if took is None or (getattr(model, "vendor_base", "") or branch).split(".")[:2] != branch.split("."):
+        return ""
+    return f" (linux-{branch}.y carries it since {branch}.{took[1]}, as {took[0][:12]})"
+
+
+def fix_advice(cfg) -> str:
+    """Options that show what the fix saves, from the user's own invocation (``ReplayConfig.kernels_option``):
+    after --no-fix, leaving it out runs 5.11 beside 5.12; after --kernel, another --kernel adds a kernel (--kernel
+    and --fix/--no-fix are exclusive: cli/options.py ``_kernels``)."""
+    how = getattr(cfg, "kernels_option", "")
+    if how == "no-fix":
+        return "run without --no-fix (5.11 beside 5.12, which carries the fix) to see what the fix saves"
+    if how == "kernel":
+        return "add --kernel 5.12 (a kernel carrying the fix) to see what the fix saves"
+    return "compare with a kernel carrying the fix (5.12) to see what the fix saves"
+
+
+def lacks_fix_words(model, label: str) -> str:
+    """ "<label> lacks 89e5c58fc1e2" — or, for a distribution kernel whose backports are not known
+    (``KernelModel.vendor``), the assumption it rests on: "<label>, assumed an upstream 4.18 base (run as 4.19),
+    lacks 89e5c58fc1e2 unless Red Hat backported it" — with the stable branch that carries it, if any."""
+    vendor = getattr(model, "vendor", "") if model is not None else ""
+    hint = stable_fix_hint(model)
+    if not vendor:
+        return f"{label} lacks {FIX_COMMIT}{hint}"
+    vb = model.vendor_base
+    base = model.base or model.release
+    ran = "" if vb.split(".")[:2] == base.split(".")[:2] else f", run as the upstream {base} model"
+    return (
+        f"{label}, assumed an upstream {vb} base{ran}, lacks {FIX_COMMIT} unless {vendor} backported it{hint}"
+    )
 
 
 def _state_of(cfg, key, rx_csum: str) -> str:

@@ -1,0 +1,87 @@
+"""The truth of the sentences the report prints (README: the product's rule — the truth of every sentence the tool
+prints is the product; verdict, explain, JSON and SUMMARY come from one computation).
+
+Advice is tested by running the advised options from the user's own invocation; assumptions about distribution
+kernels are tested to be said as assumptions, in the text and in the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import FIX_SAMPLE
+
+from gro_replay.cli import main
+
+SAMPLE = str(FIX_SAMPLE)
+
+
+def _run(runner, *args: str):
+    return runner.invoke(main, [SAMPLE, *args])
+
+
+def _advice(text: str) -> str:
+    """The options the single-kernel verdict advises (after "; " and before " (a kernel" / " to see")."""
+    m = re.search(r"(run without --no-fix|add --kernel [\w.-]+)", text)
+    assert m, text
+    return m.group(1)
+
+
+@pytest.mark.parametrize("invocation", [["--no-fix"], ["--kernel", "5.10"], ["--kernel", "5.4.0-42-generic"]])
+def test_fix_advice_works_from_the_invocation(runner, invocation):
+    """Every piece of advice is a command that works from the user's invocation: after --no-fix leaving it out
+    compares 5.11 with 5.12; after --kernel X adding --kernel 5.12 compares X with 5.12 (--kernel and
+    --fix/--no-fix are exclusive, cli/options.py _kernels)."""
+    r = _run(runner, *invocation)
+    assert r.exit_code == 0, r.output
+    advice = _advice(r.stdout)
+    if advice == "run without --no-fix":
+        assert invocation == ["--no-fix"]
+        advised = [a for a in invocation if a != "--no-fix"]
+    else:
+        assert invocation[0] == "--kernel" and advice == "add --kernel 5.12"
+        advised = [*invocation, "--kernel", "5.12"]
+    r2 = _run(runner, *advised)
+    assert r2.exit_code == 0, r2.output
+    # the advised run compares a kernel without the fix with one carrying it (the sample's flows are refused by
+    # udp_gro_receive's zero-checksum gate before 89e5c58fc1e2 and merged after it)
+    assert "the fix saves" in r2.stdout and "run without --no-fix" not in r2.stdout
+
+
+def test_distribution_kernel_verdict_states_its_assumption(runner):
+    """4.18.0-305.el8: Red Hat's backports are not known, so "lacks the fix" is an assumption (upstream 4.18 base,
+    run as the 4.19 model: kernel/model.py resolve_kernel) — the text and the JSON say so, and the header names the
+    same base as the note; a distribution's uname -r is no v-tag."""
+    r = _run(runner, "--kernel", "4.18.0-305.el8", "--json", "-")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    (k,) = doc["config"]["kernels"]
+    fix = k["fix_89e5c58fc1e2"]
+    assert (
+        fix["carried"] is False and fix["known"] is False and fix["carried_basis"] == "assumed-upstream-base"
+    )
+    assert k["vendor"] == "Red Hat" and k["vendor_base"] == "4.18" and k["base"] == "4.19"
+    text = doc["verdict"]["text"]
+    assert "assumed an upstream 4.18 base, run as the upstream 4.19 model" in text
+    assert "lacks 89e5c58fc1e2 unless Red Hat backported it" in text
+    r = _run(runner, "--kernel", "4.18.0-305.el8")
+    assert "kernel 4.18.0-305.el8: assumed upstream 4.18, run as the upstream 4.19 model" in r.stdout
+    assert "upstream 4.19 +" not in r.stdout
+    assert "(v4.18.0-305.el8)" not in r.stdout
+
+
+def test_upstream_and_stable_fix_facts_are_known(runner):
+    """5.10 lacks the fix upstream, 5.10.24 carries it as the stable backport 09af4362ba47 (STABLE_BACKPORTS, read
+    in the stable trees): both known; the 5.10 verdict names the stable release that carries it."""
+    doc = json.loads(_run(runner, "--kernel", "5.10", "--kernel", "5.10.24", "--json", "-").stdout)
+    f510, f51024 = (k["fix_89e5c58fc1e2"] for k in doc["config"]["kernels"])
+    assert (f510["carried"], f510["known"], f510["carried_basis"]) == (False, True, "upstream")
+    assert (f51024["carried"], f51024["known"], f51024["carried_basis"]) == (True, True, "stable")
+    r = _run(runner, "--kernel", "5.10")
+    assert (
+        "5.10 (v5.10) lacks 89e5c58fc1e2 (linux-5.10.y carries it since 5.10.24, as 09af4362ba47)" in r.stdout
+    )
+    # the single-kernel verdict is about the phys device: the tunnel device's gro_cells still merge them
+    assert "lose phys-device aggregation" in r.stdout
