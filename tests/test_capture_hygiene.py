@@ -63,10 +63,35 @@ def test_frames_above_the_mtu_say_what_was_split_and_why(runner, tmp_path):
 
 def test_gso_capture_from_the_sending_host(runner, shared_captures):
     # tcpdump gso-ipv4-vxlan-ipv4.pcap: one TX-side GSO super-frame (outer IP 7092 bytes), outer checksum non-zero
-    # but not final (captures/README.md): one bad checksum, one split super-frame
-    inp = _input(runner, shared_captures / "tcpdump" / "gso-ipv4-vxlan-ipv4.pcap")
-    assert inp["outer_udp_csum_bad"] == 1
-    assert any(
-        n.startswith("1 frames larger than --mtu 1500 (the largest outer IP packet 7,092 bytes)")
-        for n in inp["notes"]
+    # but not final (captures/README.md): the sender's partial sum (CHECKSUM_PARTIAL: udp_set_csum leaves the
+    # pseudo-header sum for TX offload, net/ipv4/udp.c), not a bad checksum — each of the 5 segments gets a computed
+    # one (resegment.py, as __skb_udp_tunnel_segment / TX offload would), so none is counted as not verifying and
+    # --rx-csum none drops nothing (the product's rule: every sentence the tool prints is true)
+    cap = shared_captures / "tcpdump" / "gso-ipv4-vxlan-ipv4.pcap"
+    for rx in ("unnecessary", "none"):
+        r = runner.invoke(main, [str(cap), "--rx-csum", rx, "--format", "json", "-q"])
+        doc = json.loads(r.stdout)
+        inp = doc["input"]
+        assert inp["outer_udp_csum_bad"] == 0
+        assert not [n for n in inp["notes"] if "does not verify" in n]
+        (note,) = [n for n in inp["notes"] if "--mtu" in n]
+        assert note.startswith(
+            "1 frame larger than --mtu 1500 (the largest outer IP packet 7,092 bytes) was split into 5 wire segments"
+        )
+        assert "1 of them carries the sender's partial outer UDP checksum (CHECKSUM_PARTIAL" in note
+        assert "Lost on the way" not in doc["verdict"]["text"]
+        assert [k["lost_frames"] for k in doc["verdict"]["kernels"]] == [0, 0]
+
+
+def test_bad_checksum_note_names_each_option_once(runner, tmp_path):
+    # with --rx-csum none the note says what that state does (udp_rcv drops them), not "--rx-csum none replays them
+    # ..., --rx-csum none has the kernels check ..."; 20 frames with a wrong outer UDP checksum (synth --outer-csum bad)
+    bad = tmp_path / "bad.pcap"
+    write_scenario(bad, Scenario(frames=20, outer_csum="bad"))
+    (note,) = [n for n in _input(runner, bad, "--rx-csum", "none")["notes"] if "does not verify" in n]
+    assert note.count("--rx-csum") == 1
+    assert note.endswith(
+        "--rx-csum none has the kernels check them in software and drop them (udp_rcv, UdpInCsumErrors)"
     )
+    (note,) = [n for n in _input(runner, bad)["notes"] if "does not verify" in n]
+    assert "--rx-csum unnecessary replays them as that checksum state says; --rx-csum none has" in note

@@ -95,6 +95,9 @@ class InputStats:
     outer_csum_bad: int = 0
     #: the largest outer IP packet that ``--resegment`` split (bytes, 0: none)
     largest_split: int = 0
+    #: super-frames split by ``--resegment`` whose outer UDP checksum was not final as captured (the sender's
+    #: CHECKSUM_PARTIAL, filled in by TX offload): not bad checksums, each segment gets a computed one (resegment.py)
+    resegmented_csum_partial: int = 0
 
     _last_ts_ns: int | None = None  # not a field: ``last_ts_ns`` below
 
@@ -427,8 +430,11 @@ class Ingest:
                 segs = reseg.split(buf, flow_mss)
                 if segs is not None:
                     inp.largest_split = max(inp.largest_split, _outer_ip_len(buf))
-                    if outer_udp_csum_bad(buf):  # the super-frame as captured (its segments get new sums)
-                        inp.outer_csum_bad += 1
+                    # a super-frame captured before segmentation holds the sender's partial sum (CHECKSUM_PARTIAL),
+                    # not a checksum that does not verify: each segment gets a computed one (resegment.py), so
+                    # nothing replayed carries it and nothing is dropped for it
+                    if outer_udp_csum_bad(buf):
+                        inp.resegmented_csum_partial += 1
                     inp.resegmented_frames += 1
                     inp.segments_created += len(segs)
                     for seg in segs:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP
+from ..report.verdict.words import plural
 
 if TYPE_CHECKING:
     from .config import ReplayConfig
@@ -45,11 +46,19 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     """Notes on how the capture was taken: outer checksums that do not verify, super-frames split at ``--mtu``."""
     notes = []
     if inp.outer_csum_bad:
+        n = inp.outer_csum_bad
+        if config.rx_csum == "none":
+            # CHECKSUM_NONE: udp_rcv checks them in software and drops them (UdpInCsumErrors)
+            how = "--rx-csum none has the kernels check them in software and drop them (udp_rcv, UdpInCsumErrors)"
+        else:
+            how = (
+                f"{config.nic_words()} replays them as that checksum state says; --rx-csum none has the kernels "
+                "check them in software and drop them (udp_rcv, UdpInCsumErrors)"
+            )
         notes.append(
-            f"{inp.outer_csum_bad:,} tunnel frames carry an outer UDP checksum that does not verify, typical of a "
-            "capture taken on the sending host before TX checksum offload filled it in; a NIC would not have "
-            f"reported them as verified: {config.nic_words()} replays them as that checksum state says, "
-            "--rx-csum none has the kernels check (and drop) them in software"
+            f"{n:,} tunnel {plural(n, 'frame')} {'carries' if n == 1 else 'carry'} an outer UDP checksum that does "
+            "not verify, typical of a capture taken on the sending host before TX checksum offload filled it in; "
+            f"a NIC would not have reported {'it' if n == 1 else 'them'} as verified: {how}"
         )
     if inp.resegmented_frames:
         big = inp.largest_split
@@ -58,10 +67,19 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             if big <= JUMBO_MAX
             else "no underlay MTU carries them (above 9216 bytes: BIG TCP or GRO aggregates)"
         )
+        n = inp.resegmented_frames
+        partial = inp.resegmented_csum_partial
+        csum = (
+            f"; {partial:,} of them {'carries' if partial == 1 else 'carry'} the sender's partial outer UDP checksum "
+            "(CHECKSUM_PARTIAL, filled in by TX offload), not a bad one: each segment gets a computed checksum"
+            if partial
+            else ""
+        )
         notes.append(
-            f"{inp.resegmented_frames:,} frames larger than --mtu {config.mtu} (the largest outer IP packet "
-            f"{big:,} bytes) were split into {inp.segments_created:,} wire segments, taken for TSO/GSO or GRO "
-            f"super-frames of the capturing host; {jumbo}"
+            f"{n:,} {plural(n, 'frame')} larger than --mtu {config.mtu} (the largest outer IP packet "
+            f"{big:,} bytes) {'was' if n == 1 else 'were'} split into {inp.segments_created:,} wire "
+            f"{plural(inp.segments_created, 'segment')}, taken for TSO/GSO or GRO super-frames of the capturing "
+            f"host{csum}; {jumbo}"
         )
     return notes
 
