@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .document import summary_line
-from .verdict.words import kernel_label
+from .verdict.words import filtered_text, kernel_label
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 STAGES = ("phys", "tunnel")
@@ -196,8 +196,8 @@ def input_lines(result) -> list[str]:
             + (f", {kept:,} above the MTU kept as captured" if kept else "")
         )
     filtered = getattr(inp, "filtered", None)
-    if filtered:
-        resegmented += "; filtered out by -f: " + ", ".join(f"{k} {v:,}" for k, v in sorted(filtered.items()))
+    if filtered and any(filtered.values()):
+        resegmented += "; " + filtered_text(filtered)
     lines = [
         f"input: {inp.path or '(frames)'}: {inp.frames_read:,} frames read, {inp.frames_replayed:,} replayed; "
         f"skipped: {skipped}{resegmented}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP
-from ..report.verdict.words import plural
+from ..report.verdict.words import filtered_text, plural
 
 if TYPE_CHECKING:
     from .config import ReplayConfig
@@ -35,10 +35,20 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     if not inp.classes.get(CLS_TUNNEL_TCP) and not inp.classes.get(CLS_TUNNEL_OTHER) and not notes:
         ports = ", ".join(map(str, config.vxlan_ports)) or "none"
         gports = ", ".join(map(str, config.geneve_ports)) or "none"
-        notes.append(
-            f"no tunnel traffic: no frame goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}) "
-            "and none parses as VXLAN or Geneve on another UDP port"
-        )
+        filtered = filtered_text(getattr(inp, "filtered", {}))
+        if filtered and not inp.frames_replayed:
+            # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
+            # (-f is a BPF filter on the frames as captured, i.e. on the outer headers of tunnelled frames)
+            notes.append(
+                f"no tunnel traffic replayed: {filtered}, none left to replay (-f matches the frames as "
+                "captured: a tunnelled frame by its outer headers)"
+            )
+        else:
+            notes.append(
+                f"no tunnel traffic{f' among the frames replayed ({filtered})' if filtered else ''}: no frame goes "
+                f"to a configured tunnel port (VXLAN {ports}; Geneve {gports}) and none parses as VXLAN or Geneve "
+                "on another UDP port"
+            )
     return notes
 
 

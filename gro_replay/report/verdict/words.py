@@ -65,17 +65,24 @@ def loss_text(outcome: str, frames: int) -> str:
 
 def not_replayed_text(inp) -> str:
     """Why no frame of ``inp`` (``sim.InputStats``) was replayed, e.g. "none of the 20 frames read was replayed
-    (skipped snaplen_cut 12, filtered out by -f 8)", or "the capture holds no frames"."""
+    (skipped snaplen_cut 12, 8 frames filtered out by -f)", or "the capture holds no frames"."""
     if not inp.frames_read:
         return "the capture holds no frames"
     gone = [f"skipped {k} {v}" for k, v in sorted(inp.skipped.items()) if v]
-    gone += [
-        f"filtered out by {_FILTER_OPTIONS.get(k, k)} {v}"
-        for k, v in sorted(getattr(inp, "filtered", {}).items())
-        if v
-    ]
+    gone += (
+        [filtered_text(getattr(inp, "filtered", {}))] if any(getattr(inp, "filtered", {}).values()) else []
+    )
     return f"none of the {inp.frames_read} frames read was replayed" + (
         f" ({', '.join(gone)})" if gone else ""
+    )
+
+
+def filtered_text(filtered: dict) -> str:
+    """``InputStats.filtered`` (option key → frames) in words: "17 frames filtered out by -f" ("" when none)."""
+    return ", ".join(
+        f"{v:,} {plural(v, 'frame')} filtered out by {_FILTER_OPTIONS.get(k, k)}"
+        for k, v in sorted(filtered.items())
+        if v
     )
 
 
