@@ -104,11 +104,23 @@ def test_a_pipe_replays_every_interface_unless_told(sll2):
 
     inp = run()
     assert inp["frames_replayed"] == 40
-    assert any(
-        "all were replayed as one device's traffic: --interface N chooses one" in n for n in inp["notes"]
+    # the pipe's note says what the file's says (the product's rule: every sentence true and complete): ifindex 5
+    # holds the 20 decapsulated copies of ifindex 2's VXLAN frames (the capture's triage README), and on a pipe
+    # (interfaces not planned ahead) they were replayed too
+    (note,) = [n for n in inp["notes"] if "interfaces" in n]
+    assert (
+        "the same packets twice: 20 on ifindex 5 carry the inner packets of tunnel frames on another interface "
+        "(decapsulated copies, which never reach the physical device's NAPI)" in note
     )
+    assert note.endswith(
+        "all were replayed as one device's traffic, the copies too (counted there): --interface N chooses one"
+    )
+    assert [i["copies_of_tunnel_payload"] for i in inp["interfaces"]] == [0, 20]
     inp = run("--interface", "2")
     assert (inp["frames_replayed"], inp["skipped"]) == (20, {"other_interface": 20})
+    (note,) = [n for n in inp["notes"] if "interfaces" in n]
+    assert "20 on ifindex 5 carry the inner packets of ifindex 2's tunnel frames" in note
+    assert note.endswith("replaying ifindex 2 only (--interface)")
 
 
 def _pcapng(path, ifaces, records) -> None:

@@ -150,6 +150,10 @@ class Selection:
         want = self.stream_want
         seen = self.by_key
         dec = None if self.planned or self.decoder_factory is None else self.decoder_factory()
+        # a pipe: the payload hashes the plan of a file collects (``_scan``), to tell the decapsulated copies at
+        # the end of the stream as a file's plan does (``_count_copies``)
+        inner: dict[tuple, set] = {}
+        plain: dict[tuple, list] = {}
         chosen = set(self.chosen) if self.chosen is not None else None
         if want is not None:
             chosen = set()
@@ -163,6 +167,14 @@ class Selection:
                     self.chosen = frozenset(chosen)
             if not self.planned:
                 st.frames += 1
+            if dec is not None:
+                got = _payload(dec, rec[1], rec[2], rec[3])
+                if got is not None and got[1] is not None:
+                    (
+                        inner.setdefault(key, set()).add(got[1])
+                        if got[0]
+                        else plain.setdefault(key, []).append(got[1])
+                    )
             if chosen is not None and key not in chosen:
                 inp.frames_read += 1
                 inp.bytes_read += len(rec[1])
@@ -188,6 +200,8 @@ class Selection:
                 st.tunnel_frames += got is not None and got[0]
         if cap.format == "pcapng":
             self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
+        if dec is not None:
+            _count_copies(self, inner, plain)
 
     def devices(self) -> int:
         """Devices the capture holds: its interfaces, the interfaces of one ``if_name`` in several pcapng
@@ -229,15 +243,19 @@ class Selection:
         head = f"the capture holds {len(self.by_key)} interfaces ({'; '.join(parts)})"
         chosen = " and ".join(self._labels(k for k in self.by_key if self.chosen and k in self.chosen))
         copies = [st for st in self.by_key.values() if st.copies]
-        if copies and self.chosen:
+        if copies:
             dup = ", ".join(f"{st.copies:,} on {st.label(self.sections, self.interfaces)}" for st in copies)
+            whose = f"{chosen}'s tunnel frames" if self.chosen else "tunnel frames on another interface"
             head += (
-                f", and the same packets twice: {dup} carry the inner packets of {chosen}'s tunnel frames "
+                f", and the same packets twice: {dup} carry the inner packets of {whose} "
                 "(decapsulated copies, which never reach the physical device's NAPI)"
             )
         if self.chosen is None:
-            return [head + "; all were replayed as one device's traffic: --interface N chooses one"]
-        return [f"{head}; replaying {chosen} only ({self.reason}; --interface chooses)"]
+            # a pipe without --interface (interfaces cannot be planned ahead on a stream): every one is replayed
+            also = ", the copies too (counted there)" if copies else ""
+            return [head + f"; all were replayed as one device's traffic{also}: --interface N chooses one"]
+        why = self.reason if self.reason == "--interface" else f"{self.reason}; --interface chooses"
+        return [f"{head}; replaying {chosen} only ({why})"]
 
     def as_list(self) -> list[dict]:
         return [
@@ -357,11 +375,21 @@ def _choose(sel: Selection, want: str | None, inner: dict, plain: dict) -> None:
         if any(sel.by_key[k].tunnel_frames for k in best):
             sel.chosen = frozenset(best)
             sel.reason = "the interface that carries the tunnel traffic"
+    _count_copies(sel, inner, plain)
+
+
+def _count_copies(sel: Selection, inner: dict, plain: dict) -> None:
+    """The frames whose L4 header and payload equal a tunnel frame's inner ones (``inner``/``plain``: payload hashes
+    by interface, ``_scan``): with one device ``unattributed_copies``; else each interface's ``copies`` of the
+    chosen interfaces' tunnel frames, or, when every interface is replayed (a pipe without --interface), of any
+    other interface's tunnel frames."""
     if sel.devices() == 1:  # one device (in one section or several): the copies cannot be told by interface
         ref = set().union(*inner.values())
         sel.unattributed_copies = sum(1 for hashes in plain.values() for h in hashes if h in ref)
-    if sel.chosen is not None:
-        ref = set().union(*(inner.get(k, set()) for k in sel.chosen))
-        for k, hashes in plain.items():
-            if k not in sel.chosen:
-                sel.by_key[k].copies = sum(1 for h in hashes if h in ref)
+        return
+    for k, hashes in plain.items():
+        if sel.chosen is not None and k in sel.chosen:
+            continue
+        src = sel.chosen if sel.chosen is not None else [o for o in inner if o != k]
+        ref = set().union(*(inner.get(o, set()) for o in src))
+        sel.by_key[k].copies = sum(1 for h in hashes if h in ref)
