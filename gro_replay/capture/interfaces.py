@@ -168,13 +168,7 @@ class Selection:
             if not self.planned:
                 st.frames += 1
             if dec is not None:
-                got = _payload(dec, rec[1], rec[2], rec[3])
-                if got is not None and got[1] is not None:
-                    (
-                        inner.setdefault(key, set()).add(got[1])
-                        if got[0]
-                        else plain.setdefault(key, []).append(got[1])
-                    )
+                _keep_payload(_payload(dec, rec[1], rec[2], rec[3]), key, inner, plain)
             if chosen is not None and key not in chosen:
                 inp.frames_read += 1
                 inp.bytes_read += len(rec[1])
@@ -376,6 +370,17 @@ def _choose(sel: Selection, want: str | None, inner: dict, plain: dict) -> None:
             sel.chosen = frozenset(best)
             sel.reason = "the interface that carries the tunnel traffic"
     _count_copies(sel, inner, plain)
+
+
+def _keep_payload(got: tuple[bool, int | None] | None, key: tuple, inner: dict, plain: dict) -> None:
+    """Keep one record's payload hash (``_payload``'s answer) as ``_scan`` does: a tunnel frame's inner payload in
+    ``inner``, another frame's payload in ``plain``, by interface ``key``."""
+    if got is None or got[1] is None:
+        return
+    if got[0]:
+        inner.setdefault(key, set()).add(got[1])
+    else:
+        plain.setdefault(key, []).append(got[1])
 
 
 def _count_copies(sel: Selection, inner: dict, plain: dict) -> None:
