@@ -85,3 +85,45 @@ def test_upstream_and_stable_fix_facts_are_known(runner):
     )
     # the single-kernel verdict is about the phys device: the tunnel device's gro_cells still merge them
     assert "lose phys-device aggregation" in r.stdout
+
+
+def test_flow_selection_verdict_and_inner_udp_reason(runner, shared_captures):
+    """nDPI vxlan.pcap (captures/README.md: VXLAN 4789, two TLS downloads and DNS): --flow proto=udp selects the 4
+    DNS flows (2 queries, 2 responses). The verdict is about them only (the product's rule: verdict, table and JSON
+    from one computation over the selection): 4 tunnelled flows, no TCP or split sentence of unselected flows. At
+    the phys device udp_gro_receive meets the DNS datagram's UDP header inside the tunnel (encap_mark set by the
+    outer udp_gro_receive, net/ipv4/udp_offload.c) and finds no tunnel socket: the inner header's reason, marked as
+    the other inner reasons are; at the tunnel device, after decapsulation, it is the only header."""
+    cap = str(shared_captures / "ndpi" / "vxlan.pcap")
+    r = runner.invoke(main, [cap, "--flow", "proto=udp", "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    v = doc["verdict"]
+    assert v["tunnel_flows"] == 4
+    assert "carry an inner flow" not in v["text"] and "TCP flow(s)" not in v["text"]
+    for k in doc["kernels"]:
+        assert set(k["stages"]["phys"]["end_reasons"]) >= {"udp_gro_receive:inner_no_tunnel_socket"}
+        assert "udp_gro_receive:no_tunnel_socket" in k["stages"]["tunnel"]["end_reasons"]
+    r = runner.invoke(main, [cap, "--flow", "proto=udp", "-q", "--no-hist"])
+    assert (
+        "UDP without tunnel socket (not VXLAN/Geneve) (inner header) [udp_gro_receive:inner_no_tunnel_socket]"
+        in (r.stdout)
+    )
+
+
+def test_diff_names_a_missing_input_in_words(runner, tmp_path):
+    """A document without ``input`` is said to have none, never "CURRENT None (sha256 None)" (the product's rule:
+    every sentence true)."""
+    r = runner.invoke(main, [SAMPLE, "--format", "json", "-q"])
+    doc = json.loads(r.stdout)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(doc))
+    del doc["input"]
+    b.write_text(json.dumps(doc))
+    r = runner.invoke(main, ["diff", str(a), str(b)])
+    assert r.exit_code == 2
+    assert "CURRENT has no input recorded; pass --allow-different-input" in r.stderr
+    assert "None" not in r.stderr
+    r = runner.invoke(main, ["diff", str(b), str(b)])
+    assert r.exit_code == 0, r.output
+    assert "input: neither document records its input" in r.stdout and "None (sha256" not in r.stdout

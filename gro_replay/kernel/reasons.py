@@ -222,11 +222,14 @@ _HEADER_REASONS = (
     INET_TOT_LEN,
     IPV6_NO_OFFLOAD,
     IPV6_PAYLOAD_LEN,
+    # the inner UDP header of a tunnelled packet (inner DNS, say) finds no tunnel socket either
+    UDP_NO_TUNNEL_SOCKET,
 )
 INNER = {r: r.replace(":", ":inner_", 1) for r in _HEADER_REASONS}
 DESCRIPTIONS.update({INNER[r]: f"{DESCRIPTIONS[r]} (inner header)" for r in _HEADER_REASONS})
 
 
 def at_header(why: str, encap_mark: int) -> str:
-    """``why`` as recorded at an IP header: the ``inner_`` form when the packet is encapsulated (``encap_mark``)."""
+    """``why`` as recorded at an IP (or UDP) header: the ``inner_`` form when the packet is encapsulated
+    (``encap_mark``)."""
     return INNER[why] if encap_mark else why

@@ -86,7 +86,7 @@ def udp_gro_receive(
     pp = None
     flush = 1
     if sk is None:
-        cb.why = R.UDP_NO_TUNNEL_SOCKET
+        cb.why = R.at_header(R.UDP_NO_TUNNEL_SOCKET, cb.encap_mark)  # the inner UDP header when encapsulated
     elif cb.encap_mark:
         cb.why = R.UDP_ENCAP_MARK
     else:

@@ -40,6 +40,20 @@ class Metric:
     better: str
 
 
+def input_words(inp: dict | None, short: bool = False) -> str:
+    """A document's ``input`` in words: "replayed PATH (sha256 0123456789ab)", or what it lacks: "has no input
+    recorded" (no ``input`` object, or neither path nor sha256), "replayed PATH (no sha256 recorded)"; ``short``:
+    the path alone ("(no input recorded)" without one)."""
+    inp = inp or {}
+    path, sha = inp.get("path"), inp.get("sha256")
+    if short:
+        return str(path) if path else "(no input recorded)"
+    if not path and not sha:
+        return "has no input recorded"
+    where = f"replayed {path}" if path else "replayed an unnamed input"
+    return f"{where} (sha256 {str(sha)[:12]})" if sha else f"{where} (no sha256 recorded)"
+
+
 def _ratio(segments: int, skbs: int) -> float:
     return segments / skbs if skbs else 0.0
 
@@ -206,11 +220,12 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
     if bi.get("sha256") != ci.get("sha256"):
         if not allow_different_input:
             raise DiffError(
-                f"different inputs: BASELINE replayed {bi.get('path')} (sha256 {str(bi.get('sha256'))[:12]}), "
-                f"CURRENT {ci.get('path')} (sha256 {str(ci.get('sha256'))[:12]}); "
+                f"different inputs: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}; "
                 "pass --allow-different-input to compare anyway"
             )
-        notes.append(f"different inputs: {bi.get('path')} → {ci.get('path')} (--allow-different-input)")
+        notes.append(
+            f"different inputs: {input_words(bi, short=True)} → {input_words(ci, short=True)} (--allow-different-input)"
+        )
     pairs = _pair_kernels(base, cur)
     notes += _config_notes(base, cur)
     checked = set(metrics)

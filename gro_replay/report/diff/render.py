@@ -5,7 +5,7 @@ table (``gro-replay diff --format markdown|table``).
 from __future__ import annotations
 
 from ..stats import STAGES
-from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text
+from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text, input_words
 
 
 # -- rendering ----------------------------------------------------------------------------------------------------------
@@ -77,9 +77,12 @@ def _status_text(cmp: dict) -> str:
 
 def _input_line(cmp: dict) -> str:
     b, c = cmp["baseline"], cmp["current"]
-    if b["input"].get("sha256") == c["input"].get("sha256"):
-        return f"input: {b['input'].get('path')} (sha256 {str(b['input'].get('sha256'))[:12]})"
-    return f"inputs: {b['input'].get('path')} → {c['input'].get('path')}"
+    bi, ci = b.get("input") or {}, c.get("input") or {}
+    if not (bi.get("path") or bi.get("sha256")) and not (ci.get("path") or ci.get("sha256")):
+        return "input: neither document records its input"
+    if bi.get("sha256") and bi.get("sha256") == ci.get("sha256"):
+        return f"input: {input_words(bi).removeprefix('replayed ')}"
+    return f"inputs: {input_words(bi, short=True)} → {input_words(ci, short=True)}"
 
 
 _STAGE_ROWS = ("skbs", "segs_per_skb", "aggregates", "sw_csum_bytes")

@@ -135,9 +135,12 @@ class Verdict(CaptureSentences):
         self.result = result
         self._flows: list[FlowVerdict] | None = None
         tally = self._tally
+        #: ``--flow``: per flow id whether it is selected (report.stats.KernelStats.selected; None: every flow); the
+        #: verdict, like the table and the JSON, is about the selected flows only
+        self._selection = getattr(result.kernels[0], "selected", None) if result.kernels else None
         for fid, key in enumerate(result.flows):
-            if key is None:
-                continue  # retired during the replay: already in the tally
+            if key is None or not self._selected(fid):
+                continue  # retired during the replay (already in the tally), or outside --flow's selection
             tally.add(self._judge_live(fid), live=True)
         self.splits = tally.split_notes()
         #: flows that carry an inner flow also carried under another outer key (live ones and retired ones)
@@ -145,6 +148,10 @@ class Verdict(CaptureSentences):
         self.kernels = [tally.totals[name] for name, _ in self._kernels]
         self.outcome = self._capture_outcome()
         self.text = self._capture_text()
+
+    def _selected(self, fid: int) -> bool:
+        sel = self._selection
+        return sel is None or (fid < len(sel) and bool(sel[fid]))
 
     def _judge_live(self, fid: int) -> FlowVerdict:
         r = self.result
@@ -157,7 +164,7 @@ class Verdict(CaptureSentences):
         if self._flows is None:
             out = []
             for fid, key in enumerate(self.result.flows):
-                if key is None:
+                if key is None or not self._selected(fid):
                     continue
                 fv = self._judge_live(fid)
                 fv.why = self._flow_why(fv)
