@@ -317,7 +317,7 @@ def test_cli_resegment_counts_in_json_and_input_line(shared_captures, runner):
     assert doc["config"]["resegment"] == "auto" and doc["config"]["mtu"] == 1500
     r = runner.invoke(main, [path, "--fix", "--format", "markdown", "-q", "--resegment", "1000"])
     assert r.exit_code == 0, r.output
-    assert "resegmented: 1 super-frames into 7 segments" in r.stdout  # 6990 = 6 × 1000 + 990
+    assert "resegmented: 1 super-frame into 7 segments" in r.stdout  # 6990 = 6 × 1000 + 990
     r = runner.invoke(main, [path, "--resegment", "off", "--format", "json", "-q"])
     assert json.loads(r.stdout)["input"]["frames_replayed"] == 1
 

@@ -127,3 +127,23 @@ def test_diff_names_a_missing_input_in_words(runner, tmp_path):
     r = runner.invoke(main, ["diff", str(b), str(b)])
     assert r.exit_code == 0, r.output
     assert "input: neither document records its input" in r.stdout and "None (sha256" not in r.stdout
+
+
+def test_counts_of_one_take_the_singular(runner, tmp_path):
+    """One frame of one flow (synth: a zero-checksum VXLAN frame): every count+noun the report prints agrees in
+    number (the product's rule: every sentence true, its grammar included) — "1 frame read", "1 skb", "1 seg"."""
+    from gro_replay.synth import Scenario, write_scenario
+
+    one = tmp_path / "one.pcap"
+    write_scenario(one, Scenario(frames=1))
+    out = runner.invoke(main, [str(one)]).stdout
+    out += runner.invoke(main, ["explain", str(one)]).stdout
+    assert "1 frame read" in out and "(pre-fix, 1 skb)" in out and "1 seg  │" in out
+    assert "1 skb in (1 frame) → 1 skb out (0 aggregates)" in out
+    assert not re.findall(r"(?<![\d.,])1 (frames|skbs|segs|super-frames|segments)\b", out)
+
+
+def test_one_super_frame_in_the_input_line(runner, shared_captures):
+    cap = shared_captures / "tcpdump" / "gso-ipv4-vxlan-ipv4.pcap"
+    r = runner.invoke(main, [str(cap), "-q", "--no-hist"])
+    assert "resegmented: 1 super-frame into 5 segments" in r.stdout

@@ -20,7 +20,7 @@ from ..kernel import reasons as R
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
-from .verdict.words import kernel_label
+from .verdict.words import kernel_label, plural
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
@@ -171,7 +171,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
         if key["tunnel"]:
             head = (
                 f"flow {f['id']}: outer {_outer_text(key)}, {key['tunnel']} VNI {key['vni']}; "
-                f"inner {_inner_text(key) if key['inner']['src'] else '(not IP)'}; {f['frames']} frames"
+                f"inner {_inner_text(key) if key['inner']['src'] else '(not IP)'}; {f['frames']} {plural(f['frames'], 'frame')}"
             )
         else:
             head = f"flow {f['id']}: {f['flow']}; {f['frames']} frames"
@@ -188,8 +188,9 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     continue
                 dev = ", ".join(st["devices"]) or "-"
                 lines.append(
-                    f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']} skbs in ({st['frames_in']} frames) → "
-                    f"{st['skbs']} skbs out ({st['aggregates']} aggregates); {st['merged_here']} merged here"
+                    f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']} {plural(st['skbs_in'], 'skb')} in ({st['frames_in']} "
+                    f"{plural(st['frames_in'], 'frame')}) → {st['skbs']} {plural(st['skbs'], 'skb')} out "
+                    f"({st['aggregates']} {plural(st['aggregates'], 'aggregate')}); {st['merged_here']} merged here"
                 )
                 if not st["reasons"]:
                     none = "no skb left this stage" if not st["skbs"] else NO_REASON_RECORDED
@@ -215,7 +216,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     through = sum(k["stack"].values())
                     drops = "".join(f", {o} ×{n}" for o, n in k["stack"].items() if o != "queued")
                     lines.append(
-                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through} skbs; "
+                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through} {plural(through, 'skb')}; "
                         f"{queued} queued to gro_cells{drops}"
                     )
         fv = f["verdict"]

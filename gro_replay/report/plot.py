@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ..project import install_extra_hint
-from .verdict.words import kernel_label
+from .verdict.words import kernel_label, plural
 
 PLOT_FORMATS = ("svg", "png")
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
@@ -83,7 +83,7 @@ def segs_figure(result):
             ax.bar(xs[: len(ys)], ys, width=0.8, color="C0" if stage == "phys" else "C1")
             ax.set_title(
                 f"{kernel_label(ks.name, ks.release)}, {STAGE_TITLES[stage]}\n"
-                f"{st.skbs:,} skbs, {st.mean_segs:.2f} segments/skb",
+                f"{st.skbs:,} {plural(st.skbs, 'skb')}, {st.mean_segs:.2f} segments/skb",
                 fontsize=9,
             )
             if row == len(stages) - 1:

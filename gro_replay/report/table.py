@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .document import summary_line
-from .verdict.words import filtered_text, kernel_label
+from .verdict.words import filtered_text, kernel_label, plural
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 STAGES = ("phys", "tunnel")
@@ -146,7 +146,7 @@ def reason_lines(result) -> list[str]:
             if st.reasons:
                 what = "phys skbs" if s == "phys" else "tunnel skbs"
                 lines.append(
-                    f"{what} ended by ({ks.name}, {st.skbs:,} skbs): "
+                    f"{what} ended by ({ks.name}, {st.skbs:,} {plural(st.skbs, 'skb')}): "
                     + reason_list(st.reasons, 3, models.get(ks.name))
                 )
         drops = {k: v for k, v in ks.stack.items() if k != "queued"}
@@ -174,7 +174,7 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
             if pre.skbs["tunnel"] != post.skbs["tunnel"]:
                 parts.append(f"tunnel skbs {pre.skbs['tunnel']} → {post.skbs['tunnel']}")
         elif pre:
-            parts.append(f"{f.gate_zero} frames refused by the zero-checksum gate")
+            parts.append(f"{f.gate_zero} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate")
         lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
     if v.affected_count > limit:
         lines.append(
@@ -192,14 +192,15 @@ def input_lines(result) -> list[str]:
     if getattr(inp, "resegmented_frames", 0) or getattr(inp, "oversize_not_split", None):
         kept = sum(inp.oversize_not_split.values())
         resegmented = (
-            f"; resegmented: {inp.resegmented_frames:,} super-frames into {inp.segments_created:,} segments"
+            f"; resegmented: {inp.resegmented_frames:,} {plural(inp.resegmented_frames, 'super-frame')} into "
+            f"{inp.segments_created:,} {plural(inp.segments_created, 'segment')}"
             + (f", {kept:,} above the MTU kept as captured" if kept else "")
         )
     filtered = getattr(inp, "filtered", None)
     if filtered and any(filtered.values()):
         resegmented += "; " + filtered_text(filtered)
     lines = [
-        f"input: {inp.path or '(frames)'}: {inp.frames_read:,} frames read, {inp.frames_replayed:,} replayed; "
+        f"input: {inp.path or '(frames)'}: {inp.frames_read:,} {plural(inp.frames_read, 'frame')} read, {inp.frames_replayed:,} replayed; "
         f"skipped: {skipped}{resegmented}",
         f"frames: {classes}",
         f"NIC: {cfg.nic_words() if hasattr(cfg, 'nic_words') else '--rx-csum ' + cfg.rx_csum}, RSS {cfg.rss}"
@@ -265,7 +266,7 @@ def _histogram(st, width: int = 30) -> list[str]:
     for i in nz:
         n = int(st.segs_hist[i])
         bar = "█" * max(1, round(width * n / peak))
-        lines.append(f"  {int(i):>3} segs │{bar} {n}")
+        lines.append(f"  {int(i):>3} {'seg ' if int(i) == 1 else 'segs'} │{bar} {n}")
     return lines
 
 

@@ -23,12 +23,12 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     opt = {"vxlan": "--vxlan-port", "geneve": "--geneve-port"}
     name = {"vxlan": "VXLAN", "geneve": "Geneve"}
     for kind, ports in sorted(inp.tunnel_ports_detected.items()):
-        found = ", ".join(f"{p} ({n:,} frames)" for p, n in sorted(ports.items()))
+        found = ", ".join(f"{p} ({n:,} {plural(n, 'frame')})" for p, n in sorted(ports.items()))
         notes.append(f"{opt[kind]} auto: {name[kind]} found on UDP port {found}; decoded there")
     for kind, ports in sorted(inp.tunnel_ports_not_configured.items()):
         for p, n in sorted(ports.items()):
             notes.append(
-                f"{n:,} frames to UDP port {p} parse as {name[kind]}, but no {name[kind]} port is configured there: "
+                f"{n:,} {plural(n, 'frame')} to UDP port {p} {'parses' if n == 1 else 'parse'} as {name[kind]}, but no {name[kind]} port is configured there: "
                 f"replayed as plain UDP (not_tunnel), as a kernel without that tunnel socket would; "
                 f"pass {opt[kind]} {p} (or {opt[kind]} auto) to decode them"
             )

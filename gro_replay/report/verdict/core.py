@@ -220,13 +220,14 @@ class Verdict(CaptureSentences):
         gate_set = sum(pre.gate_set.values())
         stages = [s for s in ("phys", "tunnel") if pre.gate_zero[s]]
         at = [
-            f"{pre.gate_zero[s]} of its {pre.frames} frames at {STAGE_NAMES[s]}"
+            f"{pre.gate_zero[s]} of its {pre.frames} {plural(pre.frames, 'frame')} at {STAGE_NAMES[s]}"
             if i == 0
             else f"{pre.gate_zero[s]} at {STAGE_NAMES[s]} (a tunnel inside the tunnel)"
             for i, s in enumerate(stages)
         ]
+        none = f"0 of its {pre.frames} {plural(pre.frames, 'frame')}"
         refused = (
-            f"before the fix udp_gro_receive refused {' and '.join(at) or f'0 of its {pre.frames} frames'} "
+            f"before the fix udp_gro_receive refused {' and '.join(at) or none} "
             "(UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
         )
         if fv.outcome == "affected":

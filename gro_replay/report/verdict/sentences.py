@@ -44,7 +44,7 @@ class CaptureSentences:
             vx = ", ".join(str(p) for p in getattr(cfg, "vxlan_ports", ())) or "none"
             gn = ", ".join(str(p) for p in getattr(cfg, "geneve_ports", ())) or "none"
             return (
-                f"No flow carries tunnel traffic: none of the {inp.frames_replayed} frames replayed is VXLAN "
+                f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed} frames replayed is'} VXLAN "
                 f"(UDP ports {vx}) or Geneve (UDP ports {gn}), so the fix has nothing to change here "
                 "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
             )
@@ -135,11 +135,11 @@ class CaptureSentences:
                 later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
             count = f"{t.pa} of {tcp if all_tcp else t.tunnel} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
             text = (
-                f"Before the fix, {count} lose phys-device aggregation ({frames} frames go up one by one): "
+                f"Before the fix, {count} lose phys-device aggregation ({frames} {plural(frames, 'frame')} {'goes' if frames == 1 else 'go'} up one by one): "
                 f"{why}; {later}, and the fix saves {saved} skb traversals of IP/UDP/tunnel decapsulation"
             )
             if saved_tun:
-                text += f" and {saved_tun} skbs handed up by the tunnel device"
+                text += f" and {saved_tun} {plural(saved_tun, 'skb')} handed up by the tunnel device"
             parts.append(text + ".")
         if t.to:
             frames = t.to_frames
@@ -152,9 +152,9 @@ class CaptureSentences:
             )
             parts.append(
                 f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to} of {t.tunnel} "
-                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames} frames refused there "
+                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames} {plural(frames, 'frame')} refused there "
                 "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0); "
-                f"the fix saves {saved_tun} skbs handed up by the tunnel device{phys_note}."
+                f"the fix saves {saved_tun} {plural(saved_tun, 'skb')} handed up by the tunnel device{phys_note}."
             )
         text = " ".join(parts)
         via = _via(self.models.get(self.post))
@@ -205,7 +205,7 @@ class CaptureSentences:
         text = (
             f"{head} carries {FIX}{_via(self.models.get(k.name))}: udp_gro_receive does not refuse tunnel frames "
             "for a zero UDP checksum, so it "
-            f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']} skbs for "
-            f"{k.frames} frames of {t.tunnel} tunnelled flow(s)."
+            f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']} {plural(k.skbs['phys'], 'skb')} "
+            f"for {k.frames} {plural(k.frames, 'frame')} of {t.tunnel} tunnelled flow(s)."
         )
         return text + self._unmerged_note(k)

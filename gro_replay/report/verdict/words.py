@@ -72,9 +72,10 @@ def not_replayed_text(inp) -> str:
     gone += (
         [filtered_text(getattr(inp, "filtered", {}))] if any(getattr(inp, "filtered", {}).values()) else []
     )
-    return f"none of the {inp.frames_read} frames read was replayed" + (
-        f" ({', '.join(gone)})" if gone else ""
-    )
+    n = inp.frames_read
+    return (
+        "the one frame read was not replayed" if n == 1 else f"none of the {n} frames read was replayed"
+    ) + (f" ({', '.join(gone)})" if gone else "")
 
 
 def filtered_text(filtered: dict) -> str:
