@@ -136,7 +136,10 @@ class Replayer(Retiring):
         from ..report.verdict import Verdict
 
         self.retired_verdict = Verdict.start(
-            config, [(m.name, m.release) for m in config.kernels], config.flows_max
+            config,
+            [(m.name, m.release) for m in config.kernels],
+            config.flows_max,
+            selected=self._flow_ok if self._select is not None else None,
         )
         if on_deliver is not None and hasattr(on_deliver, "bind"):
             on_deliver.bind(self.input)

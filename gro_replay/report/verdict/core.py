@@ -54,16 +54,21 @@ class Verdict(CaptureSentences):
         self.complete(result)
 
     @classmethod
-    def start(cls, config, kernels: list[tuple[str, str]], keep: int | None) -> Verdict:
+    def start(
+        cls, config, kernels: list[tuple[str, str]], keep: int | None, selected: list[bool] | None = None
+    ) -> Verdict:
         """A verdict that flows retired during a replay are added to (``retire``) before ``complete``:
-        ``kernels``: (name, release) in run order; ``keep``: affected flows kept in full (None: all)."""
+        ``kernels``: (name, release) in run order; ``keep``: affected flows kept in full (None: all);
+        ``selected``: ``--flow``'s per flow id selection (None: every flow), retired flows outside it not judged."""
         v = cls.__new__(cls)
         v._setup(config, kernels, keep)
+        v._selection = selected
         return v
 
     def _setup(self, cfg, kernels: list[tuple[str, str]], keep: int | None) -> None:
         self.config = cfg
         self.reasons_observed = True
+        self._selection: list[bool] | None = None
         self.rx_csum = getattr(cfg, "rx_csum", "unnecessary")
         models = {name: _model_of(cfg, name, release) for name, release in kernels}
         self.models = models
@@ -127,7 +132,8 @@ class Verdict(CaptureSentences):
     def retire(self, fid: int, key, cls: str, stats: list) -> None:
         """Add a flow that ended during the replay (its counters final): judged now, summed, kept only if it is
         among the affected flows kept in full."""
-        self._tally.add(self.judge(fid, key, cls, stats), live=False)
+        if self._selected(fid):
+            self._tally.add(self.judge(fid, key, cls, stats), live=False)
 
     def complete(self, result) -> None:
         """Judge the flows still live at the end of ``result`` and build the capture's verdict. Each flow's
