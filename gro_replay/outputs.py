@@ -10,6 +10,11 @@ regular files (``/dev/stdout``, a FIFO, a terminal, ``/dev/null``) are written d
 would replace the device node. A symbolic link is followed: its target
 is replaced, the link stays. A new file gets the mode ``open()`` would give it (0666 less the umask); a replaced
 file keeps its mode.
+
+An output never replaces what the run reads or another output of the same run: a path that is (after symbolic links,
+or as the same inode) one of the run's inputs, or the path of an output already made, is refused with a one-line
+error (exit 2) before anything is written there, so ``--json capture.pcap`` cannot overwrite the capture and
+``--json out --markdown out`` cannot lose one of the two.
 """
 
 from __future__ import annotations
@@ -45,7 +50,19 @@ class RunOutputs:
     the block ends normally; discarded on any exception (exit 2, KeyboardInterrupt …), which then propagates.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, inputs: list[str | os.PathLike[str]] | tuple = ()) -> None:
+        """``inputs``: the files the run reads (``-`` and paths that do not exist are ignored); no output may be one
+        of them."""
+        #: (device, inode) of each input that exists, and its path: an output there is refused (``_check_target``)
+        self._inputs: dict[tuple[int, int], str] = {}
+        for p in inputs:
+            if os.fspath(p) == "-":
+                continue
+            with contextlib.suppress(OSError):
+                st = os.stat(p)
+                self._inputs[(st.st_dev, st.st_ino)] = os.fspath(p)
+        #: realpath of each output made so far -> the option that made it
+        self._targets: dict[str, str] = {}
         #: (temporary path, final path, what): renamed in this order by ``commit``
         self._pending: list[tuple[str, str, str]] = []
         #: directories this run created (``make_dir``): removed again on failure when left empty
@@ -67,6 +84,7 @@ class RunOutputs:
             raise OutputError(f"{_named(what, final)}: {e.strerror or e}") from None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise OutputError(f"{_named(what, final)}: cannot write: Is a directory")
+        self._check_target(final, target, st, what)
         if st is not None and not stat.S_ISREG(st.st_mode):
             return target
         head, tail = os.path.split(target)
@@ -88,6 +106,32 @@ class RunOutputs:
             os.close(fd)
         self._pending.append((tmp, target, what))
         return tmp
+
+    def _check_target(self, final: str, target: str, st: os.stat_result | None, what: str) -> None:
+        """Refuse (OutputError, exit 2) an output that is one of the run's inputs or an earlier output's path."""
+        if st is not None and stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in self._inputs:
+            src = self._inputs[(st.st_dev, st.st_ino)]
+            raise OutputError(f"{_named(what, final)}: is the input {src}: refusing to overwrite it")
+        real = os.path.realpath(target)
+        other = self._targets.get(real)
+        if other is not None and other != (what or final) and (st is None or stat.S_ISREG(st.st_mode)):
+            raise OutputError(
+                f"{_named(what, final)}: {other} writes the same file: give each output its own path"
+            )
+        self._targets[real] = what or final
+
+    def reserve(self, path: str | None, what: str) -> None:
+        """Check before a long run that output ``path`` (None or ``-``: nothing to check) is neither an input nor
+        another output's path; raises OutputError (exit 2). The output is made later with the same ``what``."""
+        if path is None or path == "-":
+            return
+        final = os.fspath(path)
+        target = os.path.realpath(final) if os.path.islink(final) else final
+        try:
+            st = os.stat(target)
+        except OSError:
+            st = None
+        self._check_target(final, target, st, what)
 
     def open_text(self, path: str, what: str) -> IO[str]:
         """``path`` opened for text output (UTF-8), or standard output for ``-``."""

@@ -342,3 +342,48 @@ def test_a_terminated_synth_leaves_no_capture(tmp_path):
     assert p.returncode == 143, p.stderr
     assert p.stderr.decode().strip().splitlines()[-1] == "gro-replay: terminated"
     assert _left(tmp_path) == []
+
+
+# -- an output never replaces the input or another output of the run (breaker's reproducers, 2026-12-01) ----------
+FILE_OPTIONS = ["--trace", "--json", "--markdown", "--plot"]
+
+
+@pytest.mark.parametrize("option", FILE_OPTIONS)
+def test_an_output_that_is_the_capture_is_refused_and_the_capture_kept(tmp_path, option):
+    cap = tmp_path / "in.pcap"
+    cap.write_bytes(FIX_SAMPLE.read_bytes())
+    link = tmp_path / "link.out"
+    link.symlink_to(cap)
+    for out in (cap, link):  # the path itself, and through a symbolic link
+        r = _invoke(cap, option, out, "-q")
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+        assert "is the input" in r.stderr and option in r.stderr, r.output
+    r = _invoke(link, option, cap, "-q")  # the capture named through the link, the output by its own path
+    assert r.exit_code == 2 and "is the input" in r.stderr, r.output
+    assert cap.read_bytes() == FIX_SAMPLE.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["in.pcap", "link.out"]  # no temporary file either
+
+
+@pytest.mark.parametrize("first", FILE_OPTIONS)
+@pytest.mark.parametrize("second", FILE_OPTIONS)
+def test_two_outputs_on_one_path_are_refused_before_the_replay(tmp_path, first, second):
+    if first == second:
+        return
+    out = tmp_path / "same.out"
+    r = _invoke(FIX_SAMPLE, first, out, second, out, "-q")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+    assert "writes the same file" in r.stderr and first in r.stderr and second in r.stderr, r.output
+    assert os.listdir(tmp_path) == []
+
+
+def test_run_outputs_refuse_an_input_by_inode_and_a_second_output(tmp_path):
+    src = tmp_path / "capture.pcap"
+    src.write_bytes(b"x")
+    hard = tmp_path / "hard.pcap"
+    os.link(src, hard)
+    with pytest.raises(OutputError, match="is the input"), RunOutputs(inputs=[src]) as outs:
+        outs.write_text(str(hard), "doc", "--json")  # another name of the same file
+    with pytest.raises(OutputError, match="writes the same file"), RunOutputs(inputs=["-"]) as outs:
+        outs.write_text(str(tmp_path / "a"), "1", "--json")
+        outs.write_text(str(tmp_path / "a"), "2", "--markdown")
+    assert sorted(os.listdir(tmp_path)) == ["capture.pcap", "hard.pcap"] and src.read_bytes() == b"x"

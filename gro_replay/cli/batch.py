@@ -139,7 +139,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     # the --out files are written beside their paths and renamed into place once all are written; an interrupted
     # or failed run removes them (and the directory when it made it): gro_replay/outputs.py. A capture that fails
     # is reported in the documents, which are complete: they are kept, then exit 2 says so.
-    with RunOutputs() as outs:
+    with RunOutputs(inputs=list(paths)) as outs:
         if out_dir is not None:
             outs.make_dir(out_dir, "--out")
         doc, outcomes = _replay_all(list(paths), cfg, jobs, scheduler, quiet, out_dir is not None)

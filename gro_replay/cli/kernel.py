@@ -194,7 +194,9 @@ def kernel_cmd(
     )
     cfg = replace(cfg, vxlan_ports=ports)  # the devices the backend made (device names, JSON)
     oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
-    with RunOutputs() as outs:  # --trace FILE: renamed into place when the report is made, else removed
+    with RunOutputs(
+        inputs=[capture]
+    ) as outs:  # --trace FILE: renamed into place when the report is made, else removed
         tracer = None
         if trace_path:
             tracer = TraceWriter(open_out(outs, trace_path, "--trace"), tag=False)

@@ -130,7 +130,15 @@ def replay_cmd(
     )
     # every file output (--trace, --write-pcap, --plot, --json, --markdown) is written beside its path and renamed
     # into place when the run succeeds; a run that stops (exit 2, 130) removes them (gro_replay/outputs.py)
-    with RunOutputs() as outs:
+    with RunOutputs(inputs=[capture]) as outs:
+        # refused before the replay: an output that is the capture, or two outputs on one path
+        for path, what in (
+            (trace_path, "--trace"),
+            (json_path, "--json"),
+            (md_path, "--markdown"),
+            (plot_path, "--plot"),
+        ):
+            outs.reserve(path, what)
         result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs)
         if flow is not None and not result.input.selected_frames:
             # known only now, after the replay: nothing is rendered or written
