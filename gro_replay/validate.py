@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 
 from .capture.reader import open_capture
 from .kernel.model import PROFILES, KernelModel, resolve_kernel
-from .packet.decode import SKIP_TRUNCATED_RECORD
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
+from .sim.notes import account_capture_end
 
 ORACLE_RX_CSUM = {
     "none": ("none", 0),
@@ -63,9 +63,7 @@ def load_capture(path: str, config: ReplayConfig) -> LoadedCapture:
     with open_capture(path) as cap:
         frames = list(rep.decoded(cap))
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
-        if cap.truncated_records:
-            rep.input.frames_read += cap.truncated_records
-            rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
+        account_capture_end(cap, rep.input)
     return LoadedCapture(rep, frames)
 
 

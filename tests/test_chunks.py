@@ -105,7 +105,8 @@ def test_big_endian_pcap(tmp_path):
 
 def test_gzip_classic_pcap_is_read_in_blocks_with_the_same_records(tmp_path):
     """gzip-compressed classic pcap: the same records and truncation count as the reference reader, whole or cut
-    anywhere (a cut gzip stream loses the record being read and counts one truncated record in both readers)."""
+    anywhere (a cut gzip stream loses the record being read and counts one truncated record in both readers; a cut
+    in the 8-byte gzip trailer, RFC 1952 §2.3, loses no record and counts none)."""
     import gzip
 
     mixed = tmp_path / "mixed.pcap"
@@ -124,7 +125,9 @@ def test_gzip_classic_pcap_is_read_in_blocks_with_the_same_records(tmp_path):
         for cut in sorted({len(data) - 1, len(data) - 9, *(rng.randrange(40, len(data)) for _ in range(6))}):
             gz.write_bytes(data[:cut])
             want = _reference(gz)
-            assert want[1] == 1
+            # a cut in the trailer loses nothing; in the deflate data it loses the record being read, if any (a cut
+            # that only drops the end-of-block code can end at a record boundary)
+            assert want[1] == 0 if cut >= len(data) - 8 else want[1] in (0, 1), (src.name, cut)
             for block in (1000, 1 << 20):
                 assert _chunked(gz, block) == want, (src.name, cut, block)
 

@@ -159,6 +159,24 @@ def test_gzip_stream_cut_short_counts_one_truncated_record(tmp_path):
     assert cap.truncated_records == 1
 
 
+def test_gzip_cut_in_its_trailer_loses_no_record_and_says_so(tmp_path):
+    # RFC 1952 §2.3: a member ends with CRC32 and ISIZE (8 bytes) after the deflate data; cut there, every record was
+    # decompressed: 20 frames read, none truncated, and the report notes the missing end-of-stream marker
+    from gro_replay.sim import ReplayConfig, replay_capture
+
+    records = [(1, i, 1000, 1000, random.Random(i).randbytes(1000)) for i in range(20)]
+    data = gzip.compress(pcap_bytes(records), mtime=0)
+    for k in range(1, 9):
+        p = write(tmp_path, f"cut{k}.pcap.gz", data[:-k])
+        frames, cap = read_all(p)
+        assert len(frames) == 20 and cap.truncated_records == 0 and cap.stream_cut, k
+        inp = replay_capture(str(p), ReplayConfig()).input
+        assert inp.frames_read == 20 and "truncated_record" not in inp.skipped, k
+        assert any("end-of-stream marker" in n and "every record" in n for n in inp.notes), inp.notes
+    frames, cap = read_all(write(tmp_path, "whole.pcap.gz", data))
+    assert len(frames) == 20 and not cap.stream_cut
+
+
 def test_pcap_record_claiming_caplen_over_256k_is_corrupt(tmp_path):
     data = pcap_bytes([(1, 0, 60, 60, frame(1)), (1, 1, MAX_CAPLEN + 1, MAX_CAPLEN + 1, b"")])
     with open_capture(write(tmp_path, "big.pcap", data)) as cap:

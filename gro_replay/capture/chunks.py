@@ -71,20 +71,9 @@ class RecordChunk:
 
 
 def _read_into(capture: Capture, view: memoryview) -> int:
-    """Bytes read into ``view`` (0: end of stream). A gzip stream is read one decompressed piece at a time
-    (``read1``): ``GzipFile.readinto`` of a large buffer raises EOFError on a cut stream after filling part of
-    it, and that part would be lost; ``read1`` raises only when nothing is left. A cut gzip stream counts as one
-    truncated record, as the record reader counts it."""
-    f = capture._f
-    if not capture.compressed:
-        return f.readinto(view) or 0
-    try:
-        piece = f.read1(min(len(view), 1 << 18))
-    except EOFError:
-        capture.truncated_records = 1
-        return 0
-    view[: len(piece)] = piece
-    return len(piece)
+    """Bytes read into ``view`` (0: end of stream). A gzip capture is read through ``GzipStream``
+    (capture/stream.py), which ends a cut stream like a file and loses no decompressed byte."""
+    return capture._f.readinto(view) or 0
 
 
 class PcapChunks:

@@ -53,7 +53,7 @@ from .linktypes import (
 )
 from .pcapng import _NS, _PCAPNG_SHB, MAX_CAPLEN, PcapngBlocks
 from .pcapng_chunks import PcapngChunks
-from .stream import READ_ERRORS, CaptureError, DigestingRaw, read_exactly
+from .stream import READ_ERRORS, CaptureError, DigestingRaw, GzipStream, read_exactly
 
 __all__ = [
     "DLT_EN10MB",
@@ -111,6 +111,8 @@ class Capture(PcapngBlocks):
     ) -> None:
         self.path = path
         self.compressed = compressed
+        #: the gzip reader of a compressed capture (``stream_cut``), set by ``open_capture``
+        self.gzip: GzipStream | None = None
         self.truncated_records = 0
         #: pcapng: (link type, if_name or None) of each interface of the current section, by interface id
         self.interfaces: list[tuple[int, str | None]] = []
@@ -198,9 +200,6 @@ class Capture(PcapngBlocks):
                         return
                 off += rec_len + caplen
                 yield sec * _NS + frac * frac_ns, buf, orig_len, linktype
-        except EOFError:
-            # gzip stream cut short: the record being read is lost, the ones before were yielded
-            self.truncated_records += 1
         except READ_ERRORS as e:
             raise self._read_error(e, off) from e
 
@@ -250,6 +249,12 @@ class Capture(PcapngBlocks):
         """Bytes read so far from the file or stream as stored (compressed bytes for gzip), for progress; 0 when
         opened without a digest."""
         return self._digest.bytes_read if self._digest is not None else 0
+
+    @property
+    def stream_cut(self) -> bool:
+        """True when the capture is gzip data that ended before its end-of-stream marker (RFC 1952 trailer): the
+        records before the cut were read; a record cut with it is in ``truncated_records``."""
+        return self.gzip is not None and self.gzip.cut
 
     def sha256(self) -> str:
         """SHA-256 (hex) of the file's bytes as stored (compressed for gzip), from the bytes read; the rest of
@@ -313,13 +318,19 @@ def open_capture(path: str | os.PathLike[str], digest: bool = True) -> Capture:
     raw = io.BufferedReader(hashing or fileio, buffer_size=1 << 16)  # owned, and closed, by the Capture
     f: BinaryIO = raw  # type: ignore[assignment]
     compressed = False
+    gz: GzipStream | None = None
     try:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
-            f = gzip.open(raw, "rb")  # type: ignore[assignment]
+            gz = GzipStream(gzip.open(raw, "rb"))  # type: ignore[arg-type]
+            f = io.BufferedReader(gz, buffer_size=1 << 16)  # type: ignore[assignment]
             compressed = True
-        return Capture(name, raw, f, compressed, hashing)  # type: ignore[arg-type]
+        cap = Capture(name, raw, f, compressed, hashing)  # type: ignore[arg-type]
+        cap.gzip = gz
+        return cap
     except CaptureError:
         _close_quietly(f, raw)
+        if gz is not None and gz.cut:
+            raise CaptureError(f"{name}: gzip data cut short before the capture header") from None
         raise
     except EOFError:
         _close_quietly(f, raw)

@@ -26,6 +26,42 @@ class CaptureError(Exception):
         super().__init__(" ".join(str(message).split()))
 
 
+class GzipStream(io.RawIOBase):
+    """A gzip file object read one decompressed piece at a time (``read1``), for ``io.BufferedReader``.
+
+    A stream cut before its end-of-stream marker (the member's CRC32/ISIZE trailer, RFC 1952 §2.3) makes ``gzip``
+    raise EOFError; here it ends like a file (a 0-byte read) and sets ``cut``, so every reader sees the same end of
+    stream as for an uncompressed file: a record is counted as truncated only when part of one was read, and the
+    report says the stream was cut (``cut``). ``read1`` raises only when nothing is left, so no byte decompressed
+    before the cut is lost. zlib and BadGzipFile errors propagate.
+    """
+
+    def __init__(self, g: BinaryIO) -> None:
+        super().__init__()
+        self._g = g
+        #: the gzip data ended before its end-of-stream marker
+        self.cut = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self.cut:
+            return 0
+        try:
+            piece = self._g.read1(len(b))  # type: ignore[attr-defined]
+        except EOFError:
+            self.cut = True
+            return 0
+        n = len(piece)
+        b[:n] = piece
+        return n
+
+    def close(self) -> None:
+        self._g.close()
+        super().close()
+
+
 def read_exactly(f: BinaryIO, n: int) -> bytes:
     """Up to ``n`` bytes; fewer only at end of stream (a gzip stream or pipe may return short reads)."""
     buf = f.read(n)

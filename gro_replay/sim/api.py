@@ -11,9 +11,10 @@ from dataclasses import replace
 from ..capture.interfaces import may_hold_several
 from ..capture.interfaces import plan as plan_interfaces
 from ..capture.reader import DLT_EN10MB, open_capture
-from ..packet.decode import SKIP_TRUNCATED_RECORD, Decoder
+from ..packet.decode import Decoder
 from .config import ReplayConfig
 from .ingest import detect_tunnel_ports
+from .notes import account_capture_end
 from .replayer import Replayer, Result
 
 
@@ -75,9 +76,7 @@ def replay_capture(
         else:
             rep.run_polls(rep.decoded(records))
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
-        if cap.truncated_records:
-            rep.input.frames_read += cap.truncated_records
-            rep.input.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
+        account_capture_end(cap, rep.input)
         sel.check()  # a pipe's --interface that matched nothing: known only now
         rep.input.notes.extend(sel.notes())
         if len(sel.by_key) > 1:

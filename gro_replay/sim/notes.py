@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP
+from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_TRUNCATED_RECORD
 from ..report.verdict.words import filtered_text, plural
 
 if TYPE_CHECKING:
+    from ..capture.reader import Capture
     from .config import ReplayConfig
     from .ingest import InputStats
 
@@ -97,3 +98,21 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
 #: Above this an outer IP packet is no jumbo frame: 9216 bytes, the usual jumbo MTU ceiling of data-centre
 #: switches (NICs allow a little more: i40e 9702 = ``I40E_MAX_RXBUFFER`` 9728 less ``I40E_PACKET_HDR_PAD``).
 JUMBO_MAX = 9216
+
+
+def account_capture_end(cap: Capture, inp: InputStats) -> None:
+    """How the capture ended, into the input accounting: a record cut short at its end is a frame read and skipped
+    (``truncated_record``); gzip data that ends before its end-of-stream marker (RFC 1952 trailer) gets a note
+    (the records before the cut were all read; only a record cut with it is counted)."""
+    if cap.truncated_records:
+        inp.frames_read += cap.truncated_records
+        inp.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
+    if cap.stream_cut:
+        inp.notes.append(
+            "the gzip data ends before its end-of-stream marker (cut short, or still being written): "
+            + (
+                "the records before the cut were replayed, the one it cut is skipped (truncated_record)"
+                if cap.truncated_records
+                else "every record before the cut was complete and replayed"
+            )
+        )
