@@ -41,6 +41,19 @@ def _named(what: str, path: str) -> str:
     return f"{what} {path}" if what else path
 
 
+def _resolve(path: str | os.PathLike[str], what: str) -> tuple[str, str, os.stat_result | None]:
+    """``(path as given, the file written: a symbolic link's target, its stat or None when missing)``; raises
+    OutputError (exit 2) when it cannot be examined."""
+    final = os.fspath(path)
+    target = os.path.realpath(final) if os.path.islink(final) else final
+    try:
+        return final, target, os.stat(target)
+    except FileNotFoundError:
+        return final, target, None
+    except OSError as e:
+        raise OutputError(f"{_named(what, final)}: {e.strerror or e}") from None
+
+
 class RunOutputs:
     """The file outputs of one command run; a context manager that commits them on success and discards them on
     failure (see the module doc).
@@ -74,14 +87,7 @@ class RunOutputs:
         """A new, empty temporary file beside ``path`` for a writer that opens files by name (pcap writers,
         matplotlib); it replaces ``path`` on ``commit``. ``path`` itself when it is not a regular file (a device,
         a FIFO: written directly)."""
-        final = os.fspath(path)
-        target = os.path.realpath(final) if os.path.islink(final) else final
-        try:
-            st = os.stat(target)
-        except FileNotFoundError:
-            st = None
-        except OSError as e:
-            raise OutputError(f"{_named(what, final)}: {e.strerror or e}") from None
+        final, target, st = _resolve(path, what)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise OutputError(f"{_named(what, final)}: cannot write: Is a directory")
         self._check_target(final, target, st, what)
@@ -125,13 +131,7 @@ class RunOutputs:
         another output's path; raises OutputError (exit 2). The output is made later with the same ``what``."""
         if path is None or path == "-":
             return
-        final = os.fspath(path)
-        target = os.path.realpath(final) if os.path.islink(final) else final
-        try:
-            st = os.stat(target)
-        except OSError:
-            st = None
-        self._check_target(final, target, st, what)
+        self._check_target(*_resolve(path, what), what)
 
     def open_text(self, path: str, what: str) -> IO[str]:
         """``path`` opened for text output (UTF-8), or standard output for ``-``."""
