@@ -27,7 +27,7 @@ from ..report.stats import SCHEMA_VERSION
 from ..sim import ReplayConfig
 from .errors import UsageError
 from .options import build_config, replay_options
-from .params import BoundedInt
+from .params import BoundedInt, Keyword
 
 COMBINED_NAME = "batch.json"
 
@@ -122,7 +122,7 @@ def render_table(doc: dict, console: Console) -> None:
     default=None,
     help="Write each capture's JSON document to DIR/STEM.json and the combined JSON to DIR/batch.json.",
 )
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Keyword(["table", "json"]), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @replay_options
 def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:

@@ -23,7 +23,7 @@ from ..report.schema import dumps
 from .errors import CheckFailed, UsageError
 from .options import FLOW_HELP
 from .output import report_console
-from .params import FiniteFloat
+from .params import FiniteFloat, Keyword
 
 
 @click.command("diff")
@@ -41,12 +41,12 @@ from .params import FiniteFloat
 @click.option(
     "--metric",
     "metrics",
-    type=click.Choice(CHECKABLE),
+    type=Keyword(CHECKABLE),
     multiple=True,
     help=f"Metric checked against --max-regression (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True
+    "--format", "fmt", type=Keyword(["table", "markdown", "json"]), default="table", show_default=True
 )
 @click.option(
     "--allow-different-input",

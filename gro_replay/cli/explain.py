@@ -17,7 +17,7 @@ from ..sim import replay_capture
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
 from .output import start_progress
-from .params import BoundedInt
+from .params import BoundedInt, Keyword
 
 
 @click.command("explain")
@@ -30,7 +30,7 @@ from .params import BoundedInt
     help=FLOW_HELP + " Explain replays every frame and details the matching flows.",
 )
 @replay_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Keyword(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--limit",
     type=BoundedInt(0, 10**9),

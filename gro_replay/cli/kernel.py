@@ -15,9 +15,9 @@ from ..outputs import RunOutputs
 from ..report.schema import dumps
 from .errors import CheckFailed, EnvironmentProblem, UsageError
 from .output import open_out
-from .params import BoundedInt
+from .params import BoundedInt, Keyword
 
-_RX = click.Choice(["none", "unnecessary", "unnecessary-tunnel"])
+_RX = Keyword(["none", "unnecessary", "unnecessary-tunnel"])
 
 
 def _common(f):
@@ -149,7 +149,7 @@ def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
 @click.command("kernel")
 @_common
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True
+    "--format", "fmt", type=Keyword(["table", "json", "markdown"]), default="table", show_default=True
 )
 @click.option(
     "--trace",
@@ -249,7 +249,7 @@ def kernel_cmd(
 
 @click.command("validate")
 @_common
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Keyword(["text", "json"]), default="text", show_default=True)
 def validate_cmd(
     capture,
     rx_csum,

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ..kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel, resolve_kernel
 from .errors import UsageError
+from .params import Keyword
 
 
 def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
@@ -142,7 +143,7 @@ def switch_tables(models: list[KernelModel], console: Console) -> list[Table]:
     multiple=True,
     help="Also resolve these releases (5.4.120, 5.4.0-42-generic, …) and show their columns and notes.",
 )
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=Keyword(["table", "json"]), default="table", show_default=True)
 def kernels_cmd(kernel_rel, fmt) -> None:
     """The kernel profiles and which behaviour switch (named after its commit) each release has, and the stable
     point releases that took a switch's commit."""

@@ -11,7 +11,7 @@ import click
 from ..kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from .errors import UsageError
-from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt
+from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword
 
 if TYPE_CHECKING:
     from ..sim import ReplayConfig
@@ -47,14 +47,14 @@ def replay_options(f):
         ),
         click.option(
             "--rx-csum",
-            type=click.Choice(list(RX_CSUM_NAMES)),
+            type=Keyword(list(RX_CSUM_NAMES)),
             default=None,
             help="NIC RX checksum state (default unnecessary = CHECKSUM_UNNECESSARY level 0; with --nic: the "
             "driver preset decides per frame unless this is given).",
         ),
         click.option(
             "--nic",
-            type=click.Choice(list(NIC_NAMES)),
+            type=Keyword(list(NIC_NAMES)),
             default=None,
             help="Driver preset: the checksum state per frame (outer family, zero/computed outer UDP checksum, "
             "tunnel port offloaded, bad checksums), the RX hash fields and the interrupt moderation default of "
@@ -62,7 +62,7 @@ def replay_options(f):
         ),
         click.option(
             "--nic-tunnel-port",
-            type=click.Choice(["on", "off"]),
+            type=Keyword(["on", "off"]),
             default=None,
             help="With --nic: the tunnel UDP port is programmed into the NIC (udp_tunnel_nic) or not (default off).",
         ),
@@ -77,14 +77,14 @@ def replay_options(f):
         ),
         click.option(
             "--hz",
-            type=click.Choice(CONFIG_HZ_VALUES),
+            type=Keyword(CONFIG_HZ_VALUES),
             default="250",
             show_default=True,
             help="CONFIG_HZ (kernel/Kconfig.hz; HZ 1000 flushes only old packets on a full poll).",
         ),
         click.option(
             "--rss",
-            type=click.Choice(list(RSS_MODES)),
+            type=Keyword(list(RSS_MODES)),
             default=None,
             help="RX hash: Toeplitz over outer addresses/ports (default), over outer addresses only "
             "(toeplitz-l3), or none (hash 0, as on veth); with --nic the preset's fields unless this is given.",

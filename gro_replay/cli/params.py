@@ -1,4 +1,9 @@
-"""Click parameter types for numeric options: finite, bounded, ASCII numbers only.
+"""Click parameter types: numeric options (finite, bounded, ASCII numbers only) and keyword values.
+
+Keyword values (``auto``, ``off``, ``none``, ``budget``, ``json``, ``vxlan``, …) are accepted in any letter case
+by every option of every command and normalised to the lower-case spelling the help shows (``keyword``,
+``Keyword``, ``PortOrAuto``, ``SecondsOrOff``; ``sim/config.py``'s ``--poll``/``--gro``/``--resegment`` parsers and
+``packet/flowsel.py`` follow the same rule).
 
 ``click.FloatRange`` lets NaN through (every comparison with NaN is false) and ``float``/``int`` accept "inf",
 Unicode digits and 300-digit numbers; an option value that the tool cannot use is refused here, at parse time,
@@ -60,11 +65,24 @@ class BoundedInt(click.IntRange):
         return super().convert(value, param, ctx)
 
 
+def keyword(value: str) -> str:
+    """``value`` as a keyword is compared: without surrounding blanks, in lower case (``AUTO`` → ``auto``)."""
+    return value.strip().lower()
+
+
+class Keyword(click.Choice):
+    """A ``click.Choice`` of keywords accepted in any letter case, giving the listed spelling (``JSON`` → ``json``).
+    Every keyword option of every command uses it (tests/test_cli_keywords.py walks them all)."""
+
+    def __init__(self, choices) -> None:
+        super().__init__(list(choices), case_sensitive=False)
+
+
 class SecondsOrOff(BoundedInt):
     """``BoundedInt``, or ``off`` (case-insensitive) for 0."""
 
     def convert(self, value, param, ctx):
-        if isinstance(value, str) and value.strip().lower() == "off":
+        if isinstance(value, str) and keyword(value) == "off":
             return 0
         return super().convert(value, param, ctx)
 
@@ -74,13 +92,13 @@ CONFIG_HZ_VALUES = ("100", "250", "300", "1000")
 
 
 class PortOrAuto(click.ParamType):
-    """A UDP port (1..65535) or ``auto``."""
+    """A UDP port (1..65535) or ``auto`` (any letter case)."""
 
     name = "PORT|auto"
 
     def convert(self, value, param, ctx):
-        if value == "auto":
-            return value
+        if isinstance(value, str) and keyword(value) == "auto":
+            return "auto"
         return _UDP_PORT.convert(value, param, ctx)
 
 

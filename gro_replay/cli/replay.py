@@ -11,7 +11,7 @@ from ..report import FLOWS_MAX_DEFAULT
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
 from .output import NamedOutput, open_out, report_console, start_progress, write_export
-from .params import BoundedInt, SecondsOrOff
+from .params import BoundedInt, Keyword, SecondsOrOff
 
 
 @click.command("replay")
@@ -19,7 +19,7 @@ from .params import BoundedInt, SecondsOrOff
 @replay_options
 @click.option("--flow", "flow", default=None, metavar="SELECTOR", help=FLOW_HELP)
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True
+    "--format", "fmt", type=Keyword(["table", "json", "markdown"]), default="table", show_default=True
 )
 @click.option(
     "--json",
@@ -91,7 +91,7 @@ from .params import BoundedInt, SecondsOrOff
 )
 @click.option(
     "--pcap-format",
-    type=click.Choice(["pcapng", "pcap"]),
+    type=Keyword(["pcapng", "pcap"]),
     default="pcapng",
     show_default=True,
     help="--write-pcap file format: pcapng (interface block per device, packet comments) or classic pcap.",

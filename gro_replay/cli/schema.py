@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import click
 
+from .params import Keyword
+
 
 @click.command("schema")
-@click.argument("name", type=click.Choice(["replay", "explain", "diff", "batch", "kernel-backend"]))
+@click.argument("name", type=Keyword(["replay", "explain", "diff", "batch", "kernel-backend"]))
 def schema_cmd(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of a document: replay (CAPTURE --format json), explain, diff,
     batch (the combined batch.json) or kernel-backend (kernel CAPTURE --format json)."""

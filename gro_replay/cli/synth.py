@@ -13,7 +13,7 @@ import click
 from ..outputs import RunOutputs
 from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
 from ..synth_mix import OverlayMix, mix_frames
-from .params import BoundedInt, FiniteFloat
+from .params import BoundedInt, FiniteFloat, Keyword
 
 
 class SynthInputError(click.ClickException):
@@ -36,7 +36,7 @@ def _us_to_ns(value: float, name: str) -> int:
 
 
 def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
-    if value in ("rr", "round-robin"):
+    if value.strip().lower() in ("rr", "round-robin"):
         return 1
     if value.isascii() and value.isdigit() and len(value) <= 9 and int(value) >= 1:
         return int(value)
@@ -45,12 +45,12 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
 
 @click.command("synth")
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--encap", type=click.Choice(["vxlan", "geneve"]), default="vxlan", show_default=True)
+@click.option("--encap", type=Keyword(["vxlan", "geneve"]), default="vxlan", show_default=True)
 @click.option("--outer-ipv6/--outer-ipv4", default=False, show_default=True, help="Outer IP family.")
 @click.option("--inner-ipv6/--inner-ipv4", default=False, show_default=True, help="Inner IP family.")
 @click.option(
     "--outer-csum",
-    type=click.Choice(["zero", "computed", "bad"]),
+    type=Keyword(["zero", "computed", "bad"]),
     default="zero",
     show_default=True,
     help="Outer UDP checksum: 0, the correct value, or a wrong one.",
@@ -81,7 +81,7 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
 )
 @click.option(
     "--mix",
-    type=click.Choice(["overlay-node"]),
+    type=Keyword(["overlay-node"]),
     help="A traffic mix instead of bulk flows: overlay-node = --connections bidirectional TCP connections over "
     "VXLAN, writes of 1-16 segments ending in PSH, delayed ACKs back, a quarter with outer checksums "
     "(gro_replay/synth_mix.py). Uses --frames, --mss (default 1398), --port, --start-ns.",

@@ -160,9 +160,9 @@ def _term(term: str) -> Term:
             raise SelectorError(f"--flow: proto must be tcp, udp, icmp, icmpv6 or 0…255, not {value[:40]!r}")
         return Term(name, _number(value, "proto"))
     if name == "csum":
-        if value not in ("zero", "set"):
+        if value.lower() not in ("zero", "set"):
             raise SelectorError(f"--flow: csum must be zero or set, not {value[:40]!r}")
-        return Term(name, value)
+        return Term(name, value.lower())
     if name == "tunnel":
         if value.lower() not in ("vxlan", "geneve", "none"):
             raise SelectorError(f"--flow: tunnel must be vxlan, geneve or none, not {value[:40]!r}")

@@ -57,7 +57,8 @@ class PollModel:
 
     @classmethod
     def parse(cls, text: str) -> PollModel:
-        """Parse ``budget``, ``gap:US`` or ``rx-usecs:US``. Raises ConfigError."""
+        """Parse ``budget``, ``gap:US`` or ``rx-usecs:US`` (keywords in any letter case). Raises ConfigError."""
+        given, text = text, text.strip().lower()
         if text == "budget":
             return cls("budget")
         kind, _, value = text.partition(":")
@@ -68,7 +69,7 @@ class PollModel:
                 us = -1.0
             if 0 <= us < float("inf"):  # NaN and infinity fail too
                 return cls(kind, us)
-        raise ConfigError(f"invalid poll model {text!r}: use budget, gap:US or rx-usecs:US")
+        raise ConfigError(f"invalid poll model {given!r}: use budget, gap:US or rx-usecs:US")
 
     def __str__(self) -> str:
         return self.kind if self.kind == "budget" else f"{self.kind}:{self.usecs:g}"
@@ -290,7 +291,7 @@ def parse_gro(items: Iterable[str]) -> dict[str, bool]:
     out = {role: True for role in GRO_DEVICES}
     for item in items:
         dev, sep, value = str(item).partition("=")
-        dev, value = dev.strip(), value.strip().lower()
+        dev, value = dev.strip().lower(), value.strip().lower()
         if dev in ("hw", "rx-gro-hw", "lro", "large-receive-offload") or value in ("hw", "lro"):
             raise ConfigError(
                 "--gro: hardware GRO / LRO is not modelled (the NIC merges by its own rules before the kernel "
@@ -304,9 +305,9 @@ def parse_gro(items: Iterable[str]) -> dict[str, bool]:
 
 def parse_resegment(text: str) -> str | int:
     """Parse ``--resegment``: ``auto``, ``off`` or an MSS in bytes (48..65535: ``TCP_MIN_SND_MSS`` is the smallest
-    MSS a Linux sender uses). Raises ConfigError."""
-    if text in ("auto", "off"):
-        return text
+    MSS a Linux sender uses); keywords in any letter case. Raises ConfigError."""
+    if text.strip().lower() in ("auto", "off"):
+        return text.strip().lower()
     mss = int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else 0
     if not TCP_MIN_SND_MSS <= mss <= 65535:
         raise ConfigError(
