@@ -1,9 +1,10 @@
 """The package's layout (issue 12 item 3): no import cycle, no module over 500 lines and no function over 80 lines
 without a stated reason, and ``kernel/__init__.py`` mapping every kernel module to its C file.
 
-The import graph is grimp's (the ``test`` extra): every import a module makes, at module level or inside a function,
-except those under ``if TYPE_CHECKING:`` (never executed). A cycle is a direct import ``a → b`` with a chain of
-imports from ``b`` back to ``a``.
+The import graph is grimp's (the ``test`` extra): every import a module makes, at module level, inside a function or
+under ``if TYPE_CHECKING:`` (never executed, but a type-level cycle ties the modules together all the same: what
+one module needs of another above it is a ``typing.Protocol``, as kernel/netdevice.py does). A cycle is a direct
+import ``a → b`` with a chain of imports from ``b`` back to ``a``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _rel(path: Path) -> str:
 
 
 def test_no_import_cycle():
-    graph = grimp.build_graph("gro_replay", exclude_type_checking_imports=True, cache_dir=None)
+    graph = grimp.build_graph("gro_replay", exclude_type_checking_imports=False, cache_dir=None)
     assert "gro_replay.kernel.gro" in graph.modules and "gro_replay.cli.app" in graph.modules
     cycles = set()
     for importer in sorted(graph.modules):

@@ -21,15 +21,12 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
 from .pcapng import MAX_CAPLEN
 from .stream import CaptureError
-
-if TYPE_CHECKING:
-    from .reader import Capture
 
 _NS = 1_000_000_000
 _REC_LEN = 16
@@ -70,7 +67,32 @@ class RecordChunk:
         return int(self.data[i]) - _REC_LEN if self.starts is None else int(self.starts[i])
 
 
-def _read_into(capture: Capture, view: memoryview) -> int:
+class CaptureFile(Protocol):
+    """What the block readers read of an open ``reader.Capture`` (a protocol, so that reader.py, which reads pcapng
+    through pcapng_chunks.py, is not imported back): its format (``"pcap"``/``"pcapng"``), classic pcap's record
+    layout, the decompressed stream and the offset of the next record in it (bytes), the count of records cut at
+    end of file, and the capture's error messages (``CaptureError`` naming a file offset)."""
+
+    truncated_records: int
+
+    @property
+    def format(self) -> str: ...
+
+    @property
+    def pcap_layout(self) -> tuple[str, int, int] | None: ...
+
+    @property
+    def _f(self) -> BinaryIO: ...
+
+    @property
+    def _offset(self) -> int: ...
+
+    def _corrupt(self, off: int, detail: str) -> CaptureError: ...
+
+    def _read_error(self, e: BaseException, off: int) -> CaptureError: ...
+
+
+def _read_into(capture: CaptureFile, view: memoryview) -> int:
     """Bytes read into ``view`` (0: end of stream). A gzip capture is read through ``GzipStream``
     (capture/stream.py), which ends a cut stream like a file and loses no decompressed byte."""
     return capture._f.readinto(view) or 0
@@ -88,7 +110,7 @@ class PcapChunks:
     Raises: CaptureError for a record claiming more than MAX_CAPLEN bytes and for read errors.
     """
 
-    def __init__(self, capture: Capture, block: int = 4 << 20) -> None:
+    def __init__(self, capture: CaptureFile, block: int = 4 << 20) -> None:
         if not self.supported(capture):
             raise ValueError("PcapChunks reads classic pcap only")
         self.capture = capture
@@ -103,7 +125,7 @@ class PcapChunks:
         self._eof = False
 
     @staticmethod
-    def supported(capture: Capture) -> bool:
+    def supported(capture: CaptureFile) -> bool:
         """True for a classic pcap with 16-byte record headers (plain or gzip-compressed)."""
         lay = capture.pcap_layout
         return lay is not None and lay[1] == _REC_LEN

@@ -7,11 +7,11 @@ built with, at every block size.
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from .chunks import _MIN_RUN, RecordChunk, _read_into
+from .chunks import _MIN_RUN, CaptureFile, RecordChunk, _read_into
 from .pcapng import (
     _MAX_BLOCK_LEN,
     _NG_BLK,
@@ -27,8 +27,30 @@ from .pcapng import (
 )
 from .stream import READ_ERRORS, CaptureError
 
-if TYPE_CHECKING:
-    from .reader import Capture
+
+class PcapngCaptureFile(CaptureFile, Protocol):
+    """What the pcapng walker reads and calls of an open ``reader.Capture`` beyond ``CaptureFile``: the current
+    section's byte order (``"<"``/``">"``) and interfaces ((link type, ns numerator, denominator, offset ns) by
+    interface id), every interface of the file (``all_interfaces``, the current section's interface 0 at
+    ``iface_base``), and the section and interface block parsers of pcapng.py ``PcapngBlocks``."""
+
+    @property
+    def _order(self) -> str: ...
+
+    @property
+    def _ifaces(self) -> list[tuple[int, int, int, int]]: ...
+
+    @property
+    def all_interfaces(self) -> list[tuple[int, str | None]]: ...
+
+    @property
+    def iface_base(self) -> int: ...
+
+    def _shb_layout(self, hdr: bytes, off: int) -> tuple[str, type, int]: ...
+
+    def _start_section(self, block: bytes, order: str, cls: type) -> None: ...
+
+    def _add_interface(self, block: bytes) -> None: ...
 
 
 #: bytes of an enhanced packet block before the packet data: type, length, interface, ts high/low, caplen, len
@@ -57,7 +79,7 @@ class PcapngChunks:
     Raises: CaptureError for corrupt blocks, unsupported versions and read errors.
     """
 
-    def __init__(self, capture: Capture, block: int = 4 << 20) -> None:
+    def __init__(self, capture: PcapngCaptureFile, block: int = 4 << 20) -> None:
         if capture.format != "pcapng":
             raise ValueError("PcapngChunks reads pcapng only")
         self.capture = capture

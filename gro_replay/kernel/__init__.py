@@ -11,17 +11,20 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``gro.py``: net/core/gro.c (net/core/dev.c before v5.17)
 - ``gro_cells.py``: net/core/gro_cells.c
 - ``ip6_offload.py``: net/ipv6/ip6_offload.c
+- ``ip_tunnel_core.py``: net/ipv4/ip_tunnel_core.c, include/net/inet_ecn.h
 - ``kernel.py``: none: one simulated kernel: its offload tables (filled by the kernel's ``*_offload_init`` calls), its
   UDP tunnel sockets and devices, and the stack between the two GRO stages
 - ``model.py``: none: the behaviour switches, one per kernel commit, and the release profiles built from them
 - ``names.py``: none: the names the command line offers before anything heavy is imported
 - ``napi.py``: net/core/dev.c (``napi_poll``, ``napi_complete_done``, ``netif_elide_gro``)
+- ``netdevice.py``: include/linux/netdevice.h
 - ``nic.py``: none: the drivers' RX checksum state and RX hash (gro-spec §7: ice, i40e, mlx5, virtio-net)
 - ``reasons.py``: none: every flush and drop reason, named after the kernel function and condition
 - ``skbuff.py``: include/linux/skbuff.h, net/core/skbuff.c
 - ``tcp_offload.py``: net/ipv4/tcp_offload.c, net/ipv6/tcpv6_offload.c
 - ``udp.py``: net/ipv4/ip_input.c, net/ipv6/ip6_input.c, net/ipv4/udp.c
 - ``udp_offload.py``: net/ipv4/udp_offload.c, net/ipv6/udp_offload.c
+- ``udp_tunnel.py``: include/net/udp_tunnel.h, net/ipv4/udp_tunnel_core.c
 - ``vxlan_core.py``: drivers/net/vxlan/vxlan_core.c
 
 tests/test_layout.py checks that this map lists every module and that each C file it names appears in that

@@ -8,15 +8,12 @@ option.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from . import reasons as R
 from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_GENEVE_OPT, TUNNEL_KEY, TUNNEL_OAM
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .ip_tunnel_core import udp_tunnel_decap
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
-
-if TYPE_CHECKING:
-    from .kernel import UdpTunnelSock
+from .udp_tunnel import UdpTunnelSock
 
 GENEVE_BASE_HLEN = 8
 GENEVE_VER = 0
@@ -103,9 +100,7 @@ def geneve_udp_encap_recv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
         return "geneve_rx:short"
     vni = int.from_bytes(buf[gs + 4 : gs + 7], "big")
     opts = bytes(buf[gs + 8 : gs + gh_len])
-    return sk.dev.kernel.udp_tunnel_decap(
-        sk, skb, 8 + gh_len, ETH_P_TEB, vni, opts, geneve_tun_flags(buf[gs + 1], opts)
-    )
+    return udp_tunnel_decap(sk, skb, 8 + gh_len, ETH_P_TEB, vni, opts, geneve_tun_flags(buf[gs + 1], opts))
 
 
 def geneve_tun_flags(b1: int, opts: bytes = b"") -> int:

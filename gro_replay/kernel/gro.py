@@ -13,11 +13,12 @@ offload, the recursion counter (the deepest chain here is 7 calls, below GRO_REC
 
 from __future__ import annotations
 
-from enum import IntEnum
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub
 from . import reasons as R
+from .netdevice import GroResult, KernelView, NapiStats
 from .skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_PARTIAL,
@@ -32,7 +33,6 @@ from .skbuff import (
 )
 
 if TYPE_CHECKING:
-    from .napi import Napi
     from .skbuff import NapiGroCb
 
 GRO_HASH_BUCKETS = 8  #: include/linux/netdevice.h (07d78363dcff, v4.19)
@@ -41,14 +41,32 @@ GRO_LEGACY_MAX_SIZE = 65536  #: include/linux/netdevice.h; the 64 KiB merge limi
 IPPROTO_TCP = 6
 
 
-class GroResult(IntEnum):
-    """``enum gro_result``. Kernel: include/linux/netdevice.h."""
+class GroNode(Protocol):
+    """What GRO reads and writes of a NAPI context: its buckets (newest first) and their counts, the GRO_NORMAL
+    batch and its segment count, the current jiffy, its kernel's tables and switches, its counters, and where a
+    batch goes up. Kernel: ``struct gro_node`` (include/net/gro.h, 2025: the GRO part of ``struct napi_struct``).
+    napi.Napi is the NAPI context; this protocol keeps gro.py from importing the module that calls it."""
 
-    GRO_MERGED = 0
-    GRO_MERGED_FREE = 1
-    GRO_HELD = 2
-    GRO_NORMAL = 3
-    GRO_CONSUMED = 4
+    rx_list: list[SkBuff]
+    rx_count: int
+
+    @property
+    def gro_hash(self) -> list[list[SkBuff]]: ...
+
+    @property
+    def gro_count(self) -> list[int]: ...
+
+    @property
+    def jiffies(self) -> int: ...
+
+    @property
+    def kernel(self) -> KernelView: ...
+
+    @property
+    def stats(self) -> NapiStats: ...
+
+    @property
+    def netif_receive_skb_list(self) -> Callable[[list[SkBuff]], None]: ...
 
 
 # module-level names of the members (an Enum class attribute lookup costs several dict lookups per use)
@@ -269,7 +287,7 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
             )
 
 
-def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:  # noqa: PLR0915 - net/core/gro.c dev_gro_receive is one C function, kept in its order
+def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 - net/core/gro.c dev_gro_receive is one C function, kept in its order
     """Run one skb through GRO on ``napi``: merge it, hold it, or hand it up as GRO_NORMAL.
 
     Kernel: net/core/dev.c (v5.10/5.11) / net/core/gro.c ``dev_gro_receive``; gro-spec §2.2. A completed held
@@ -356,7 +374,7 @@ def dev_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:  # noqa: PLR0915 - ne
     return GRO_HELD
 
 
-def gro_flush_oldest(napi: Napi, head: list[SkBuff]) -> None:
+def gro_flush_oldest(napi: GroNode, head: list[SkBuff]) -> None:
     """Complete the oldest held packet of a full bucket (the count is left to the caller's new packet).
 
     Kernel: net/core/dev.c / net/core/gro.c ``gro_flush_oldest``; gro-spec §1.5.
@@ -366,7 +384,7 @@ def gro_flush_oldest(napi: Napi, head: list[SkBuff]) -> None:
     napi_gro_complete(napi, oldest)
 
 
-def napi_gro_complete(napi: Napi, skb: SkBuff) -> None:
+def napi_gro_complete(napi: GroNode, skb: SkBuff) -> None:
     """Finish a held packet: single segments go up unchanged, aggregates through the gro_complete chain.
 
     Kernel: net/core/dev.c / net/core/gro.c ``napi_gro_complete``; gro-spec §1.6. The batch counter grows by the
@@ -383,7 +401,7 @@ def napi_gro_complete(napi: Napi, skb: SkBuff) -> None:
     gro_normal_one(napi, skb, cb.count if napi.kernel.model.gro_normal_counts_segs else 1)
 
 
-def napi_gro_flush(napi: Napi, flush_old: bool, why: str) -> None:
+def napi_gro_flush(napi: GroNode, flush_old: bool, why: str) -> None:
     """Complete held packets bucket by bucket (ascending), oldest first; with ``flush_old`` stop at this jiffy.
 
     Kernel: net/core/dev.c / net/core/gro.c ``napi_gro_flush`` and ``__napi_gro_flush_chain``; gro-spec §1.4.
@@ -401,7 +419,7 @@ def napi_gro_flush(napi: Napi, flush_old: bool, why: str) -> None:
             napi.gro_count[index] -= 1
 
 
-def gro_normal_one(napi: Napi, skb: SkBuff, segs: int) -> None:
+def gro_normal_one(napi: GroNode, skb: SkBuff, segs: int) -> None:
     """Queue one skb for the stack; deliver the batch when ``segs`` reach ``gro_normal_batch``.
 
     Kernel: net/core/dev.c / include/net/gro.h ``gro_normal_one``; gro-spec §1.7.
@@ -412,7 +430,7 @@ def gro_normal_one(napi: Napi, skb: SkBuff, segs: int) -> None:
         gro_normal_list(napi)
 
 
-def gro_normal_list(napi: Napi) -> None:
+def gro_normal_list(napi: GroNode) -> None:
     """Pass the batched skbs up (``netif_receive_skb_list_internal``). Kernel: ``gro_normal_list``."""
     if not napi.rx_count:
         return
@@ -422,7 +440,7 @@ def gro_normal_list(napi: Napi) -> None:
     napi.netif_receive_skb_list(batch)
 
 
-def napi_gro_receive(napi: Napi, skb: SkBuff) -> GroResult:
+def napi_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:
     """Entry point a driver (or gro_cell_poll) calls per received skb.
 
     Kernel: net/core/dev.c / net/core/gro.c ``napi_gro_receive`` + ``napi_skb_finish``: GRO_NORMAL skbs are queued

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections import deque
 
 from . import reasons as R
-from .napi import Napi, NetDevice
+from .napi import Napi
+from .netdevice import NetDevice
 from .skbuff import SkBuff
 
 NETDEV_MAX_BACKLOG = 1000  #: net/core/dev.c netdev_max_backlog (also caps a gro_cell queue)

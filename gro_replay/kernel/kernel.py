@@ -4,69 +4,28 @@ The tables are filled by explicit init calls in the kernel's order (``eth_offloa
 ``ipv6_offload_init``, then the tunnel sockets), never at import time, so kernels of different models coexist in
 one process. Kernel: net/ethernet/eth.c ``eth_offload_init``; net/ipv4/af_inet.c ``ipv4_offload_init``;
 net/ipv6/ip6_offload.c ``ipv6_offload_init``; drivers/net/vxlan ``vxlan_sock_add``; drivers/net/geneve.c
-``geneve_sock_add``; net/ipv4/udp_tunnel_core.c ``setup_udp_tunnel_sock``; net/ipv4/ip_tunnel_core.c
-``__iptunnel_pull_header``; net/ethernet/eth.c ``eth_type_trans``; include/net/inet_ecn.h
-``INET_ECN_decapsulate``.
+``geneve_sock_add``; net/ipv4/udp_tunnel_core.c ``setup_udp_tunnel_sock``. Decapsulation is ip_tunnel_core.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from ..packet.csum import csum_partial, ipv4_header_checksum
+from ..packet.csum import csum_partial
 from .af_inet import inet_gro_complete, inet_gro_receive
-from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
 from .eth import eth_gro_complete, eth_gro_receive
 from .geneve import geneve_gro_complete, geneve_gro_receive, geneve_udp_encap_recv
 from .gro_cells import GroCells
 from .ip6_offload import ipv6_gro_complete, ipv6_gro_receive
 from .model import KernelModel
-from .napi import Napi, NetDevice
-from .skbuff import (
-    ETH_HLEN,
-    ETH_P_IP,
-    ETH_P_IPV6,
-    ETH_P_TEB,
-    SKB_GSO_UDP_TUNNEL,
-    SKB_GSO_UDP_TUNNEL_CSUM,
-    SkBuff,
-    skb_postpull_rcsum,
-    skb_pull_rcsum,
-)
+from .napi import Napi
+from .netdevice import NetDevice, PacketOffload
+from .skbuff import ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, SkBuff
 from .tcp_offload import tcp4_gro_complete, tcp4_gro_receive, tcp6_gro_complete, tcp6_gro_receive
 from .udp import ip_rcv, udp_rcv
 from .udp_offload import udp4_gro_complete, udp4_gro_receive, udp6_gro_complete, udp6_gro_receive
+from .udp_tunnel import UdpTunnelSock
 from .vxlan_core import vxlan_gro_complete, vxlan_gro_receive, vxlan_rcv
-
-INET_ECN_MASK = 3
-INET_ECN_CE = 3
-
-
-@dataclass(frozen=True, slots=True)
-class PacketOffload:
-    """``struct packet_offload`` / ``struct net_offload`` callbacks."""
-
-    gro_receive: Callable
-    gro_complete: Callable
-
-
-@dataclass(slots=True)
-class UdpTunnelSock:
-    """A UDP tunnel socket (``struct udp_sock`` with ``encap_rcv``/``gro_receive``/``gro_complete`` set)."""
-
-    kind: str
-    port: int
-    dev: NetDevice
-    cells: GroCells
-    gro_receive: Callable
-    gro_complete: Callable
-    encap_rcv: Callable
-    #: accept a zero UDPv6 checksum (vxlan/geneve ``udp6zerocsumrx``; off by default, RFC 6936)
-    no_check6_rx: bool = False
-    #: VXLAN_F_GBP in ``vs->flags`` (``ip link add … type vxlan gbp``): vxlan_rcv parses the Group Based Policy bits
-    gbp: bool = False
 
 
 class Sink:
@@ -223,78 +182,6 @@ class Kernel:
             return sk, sw
         res = sk.encap_rcv(sk, skb)
         return (res or "queued"), sw
-
-    def udp_tunnel_decap(
-        self,
-        sk: UdpTunnelSock,
-        skb: SkBuff,
-        hdr_len: int,
-        inner_proto: int,
-        vni: int,
-        opts: bytes,
-        tun_flags: int = TUNNEL_KEY,
-    ) -> str | None:
-        """Pull UDP + tunnel header, attach the metadata dst, ``eth_type_trans`` on the tunnel device, ECN, queue.
-
-        Kernel: ``__iptunnel_pull_header``, ``udp_tun_rx_dst`` (dst_metadata.py), ``vxlan_set_mac``/``geneve_rx``,
-        ``INET_ECN_decapsulate``, ``gro_cells_receive``. ``tun_flags``: the tunnel driver's metadata flags.
-        Returns None when queued, else a drop reason.
-        """
-        buf = skb.buf
-        nh = skb.network_header
-        u = skb.data
-        if buf[nh] >> 4 == 4:
-            outer_tos = buf[nh + 1]
-        else:
-            outer_tos = (((buf[nh] << 8) | buf[nh + 1]) >> 4) & 0xFF
-        md = udp_tun_rx_dst(self.model, buf, nh, u, tun_flags, vni, opts) if self.tunnel_metadata else None
-        skb_pull_rcsum(skb, hdr_len)
-        if not skb.l4_hash:
-            skb.hash = 0  # skb_clear_hash_if_not_l4
-        skb.vlan_tci = None
-        if skb.gso_size:
-            skb.gso_type &= ~(SKB_GSO_UDP_TUNNEL | SKB_GSO_UDP_TUNNEL_CSUM)
-        skb.encapsulation = 0
-        skb.md_dst = md
-        skb.slow_gro = 0 if md is None else 1
-        # eth_type_trans on the tunnel device
-        skb.dev = sk.dev
-        skb.mac_header = skb.data
-        e = skb.data
-        skb.protocol = (buf[e + 12] << 8) | buf[e + 13]
-        skb.pull(ETH_HLEN)
-        skb_postpull_rcsum(skb, e, ETH_HLEN)
-        reason = self._ecn_decapsulate(skb, outer_tos)
-        if reason:
-            return reason
-        if not sk.cells.gro_cells_receive(skb):
-            return "gro_cells_receive:backlog_full"
-        return None
-
-    def _ecn_decapsulate(self, skb: SkBuff, outer_tos: int) -> str | None:
-        """``INET_ECN_decapsulate``: CE on a not-ECT inner packet drops it; CE on ECT marks the inner header CE."""
-        buf = skb.buf
-        i = skb.data
-        if skb.protocol == ETH_P_IP and skb.headlen() >= 20:
-            inner = buf[i + 1] & INET_ECN_MASK
-        elif skb.protocol == ETH_P_IPV6 and skb.headlen() >= 40:
-            inner = (((buf[i] << 8) | buf[i + 1]) >> 4) & INET_ECN_MASK
-        else:
-            return None
-        if outer_tos & INET_ECN_MASK != INET_ECN_CE:
-            return None
-        if inner == 0:
-            return "vxlan_ecn_decapsulate:ce_on_not_ect"
-        if inner != INET_ECN_CE:
-            b = bytearray(buf)
-            if skb.protocol == ETH_P_IP:
-                b[i + 1] |= INET_ECN_CE
-                b[i + 10 : i + 12] = b"\0\0"
-                b[i + 10 : i + 12] = ipv4_header_checksum(bytes(b[i : i + 20])).to_bytes(2, "big")
-            else:
-                b[i + 1] |= INET_ECN_CE << 4
-            skb.buf = b
-        return None
 
 
 def eth_offload_init(k: Kernel) -> None:

@@ -9,80 +9,14 @@ Left out: IRQ masking, busy polling, threaded NAPI scheduling details, netdev_bu
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from . import reasons as R
-from .gro import GRO_HASH_BUCKETS, GroResult, gro_normal_list, napi_gro_flush, napi_gro_receive
+from .gro import GRO_HASH_BUCKETS, gro_normal_list, napi_gro_flush, napi_gro_receive
+from .netdevice import KernelView, NapiStats, NetDevice
 from .skbuff import SkBuff
 
-if TYPE_CHECKING:
-    from .kernel import Kernel
-
 NAPI_POLL_WEIGHT = 64  #: include/linux/netdevice.h
-
-
-class NapiStats:
-    """Counters one NAPI instance keeps: GRO results, checksum bytes summed in software, completion errors (wire
-    frames inside packets whose gro_complete chain failed and that were freed)."""
-
-    __slots__ = ("counts", "sw_csum_bytes", "complete_errors", "polls", "full_polls")
-
-    def __init__(self) -> None:
-        #: napi_gro_receive results, indexed by GroResult
-        self.counts = [0] * len(GroResult)
-        self.sw_csum_bytes = 0
-        self.complete_errors = 0
-        self.polls = 0
-        self.full_polls = 0
-
-    @property
-    def results(self) -> Counter:
-        """GRO results counted so far, by GroResult (results that never occurred are absent)."""
-        return Counter({GroResult(i): n for i, n in enumerate(self.counts) if n})
-
-    def count_result(self, ret: GroResult) -> None:
-        self.counts[ret] += 1
-
-
-class NetDevice:
-    """A network device as GRO sees it.
-
-    ``hard_header_len`` bytes (14: Ethernet) are compared by ``gro_list_prepare``; ``gro_max_size`` and
-    ``gro_ipv4_max_size`` (bytes, default 65536) bound ``skb_gro_receive`` (IPv4 uses the latter from v6.3);
-    ``xdp_generic`` or ``gro`` off make ``netif_elide_gro`` true. ``gro_flush_timeout`` (ns) and
-    ``napi_defer_hard_irqs`` are the sysfs knobs read by ``napi_complete_done``.
-    Kernel: struct net_device (include/linux/netdevice.h); ``netif_set_gro_max_size`` (net/core/dev.h): setting
-    gro_max_size also sets gro_ipv4_max_size when the size is at most 65536.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        kernel: Kernel,
-        *,
-        hard_header_len: int = 14,
-        gro_max_size: int = 65536,
-        gro_ipv4_max_size: int | None = None,
-    ) -> None:
-        self.name = name
-        self.kernel = kernel
-        self.hard_header_len = hard_header_len
-        self.gro_max_size = gro_max_size
-        if gro_ipv4_max_size is None:
-            gro_ipv4_max_size = gro_max_size if gro_max_size <= 65536 else 65536
-        self.gro_ipv4_max_size = gro_ipv4_max_size
-        self.gro = True
-        self.xdp_generic = False
-        self.gro_flush_timeout = 0
-        self.napi_defer_hard_irqs = 0
-        #: set by Napi.__init__ (netif_napi_add) right after the device is made; never read before
-        self.napi: Napi = None  # type: ignore[assignment]
-
-    def netif_elide_gro(self) -> bool:
-        """Kernel: include/linux/netdevice.h ``netif_elide_gro``: GRO feature off or a generic XDP program."""
-        return not self.gro or self.xdp_generic
 
 
 class Napi:
@@ -94,7 +28,7 @@ class Napi:
 
     def __init__(
         self,
-        kernel: Kernel,
+        kernel: KernelView,
         dev: NetDevice,
         deliver: Callable[[list[SkBuff]], None],
         weight: int = NAPI_POLL_WEIGHT,

@@ -19,7 +19,7 @@ from ..packet.csum import PollSums, csum_add, csum_fold, csum_partial, csum_sub
 SKB_MAX_CSUM_LEVEL = 3  #: include/linux/skbuff.h
 MAX_SKB_FRAGS = 17  #: include/linux/skbuff.h (CONFIG_MAX_SKB_FRAGS default from v6.2, 4 KiB pages)
 if TYPE_CHECKING:
-    from .napi import NetDevice
+    from .netdevice import NetDevice
 
 CHECKSUM_BREAK = 76  #: include/linux/skbuff.h: full checksum at once for packets this short
 

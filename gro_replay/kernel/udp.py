@@ -9,8 +9,6 @@ the tunnel port table, UDP-Lite, ICMP errors.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo4, pseudo6
 from .ip6_offload import ipv6_gso_pull_exthdrs
 from .skbuff import (
@@ -24,9 +22,7 @@ from .skbuff import (
     __skb_decr_checksum_unnecessary,
     skb_csum_unnecessary,
 )
-
-if TYPE_CHECKING:
-    from .kernel import UdpTunnelSock
+from .udp_tunnel import UdpTunnelSock
 
 
 def pskb_trim_rcsum(skb: SkBuff, length: int) -> None:

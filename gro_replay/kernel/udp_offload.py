@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ..packet.csum import pseudo4, pseudo6
 from . import reasons as R
@@ -26,10 +25,8 @@ from .gro import (
     skb_gro_pull,
 )
 from .ip6_offload import ip6_gro_network_pseudo
+from .netdevice import TunnelSockGro
 from .skbuff import CHECKSUM_PARTIAL, SKB_GSO_UDP_TUNNEL, SKB_GSO_UDP_TUNNEL_CSUM, SkBuff
-
-if TYPE_CHECKING:
-    from .kernel import UdpTunnelSock
 
 _UDPH = struct.Struct("!HHHH")
 
@@ -73,7 +70,7 @@ def udp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 
 
 def udp_gro_receive(
-    head: list[SkBuff], skb: SkBuff, sport: int, dport: int, check: int, sk: UdpTunnelSock | None
+    head: list[SkBuff], skb: SkBuff, sport: int, dport: int, check: int, sk: TunnelSockGro | None
 ) -> SkBuff | None:
     """The tunnel gate, the outer-port/zero-checksum flow match, then the tunnel's gro_receive.
 

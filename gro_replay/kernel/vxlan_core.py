@@ -18,16 +18,13 @@ features off), FDB learning, the source-MAC loop check (the device MAC is not mo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, TUNNEL_VXLAN_OPT
 from .eth import eth_gro_complete, eth_gro_receive
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .ip_tunnel_core import udp_tunnel_decap
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
-
-if TYPE_CHECKING:
-    from .kernel import UdpTunnelSock
+from .udp_tunnel import UdpTunnelSock
 
 VXLAN_HLEN = 16  #: UDP + VXLAN header, bytes
 VXLAN_HF_VNI = 0x08000000
@@ -113,5 +110,4 @@ def vxlan_rcv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     if unparsed or vni_word & 0xFF:
         # any unprocessed flag or reserved bit is a malformed packet (GPE/RCO not configured)
         return "vxlan_rcv:reserved_bits"
-    dev = sk.dev
-    return dev.kernel.udp_tunnel_decap(sk, skb, VXLAN_HLEN, ETH_P_TEB, vni_word >> 8, opts, tun_flags)
+    return udp_tunnel_decap(sk, skb, VXLAN_HLEN, ETH_P_TEB, vni_word >> 8, opts, tun_flags)

@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 
 from ..kernel.kernel import Sink
-from ..kernel.napi import NetDevice
+from ..kernel.netdevice import NetDevice
 from ..kernel.skbuff import SkBuff
 from . import FLOWS_MAX_DEFAULT
 

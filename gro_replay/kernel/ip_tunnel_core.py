@@ -1,0 +1,108 @@
+"""Decapsulation of a UDP tunnel frame into its tunnel device: pull the outer headers, attach the metadata dst,
+``eth_type_trans`` on the tunnel device, ECN, and queue on the device's gro_cells.
+
+Kernel: net/ipv4/ip_tunnel_core.c ``__iptunnel_pull_header``; include/net/dst_metadata.h ``udp_tun_rx_dst``
+(dst_metadata.py); drivers/net/vxlan/vxlan_core.c ``vxlan_set_mac`` / drivers/net/geneve.c ``geneve_rx``
+(net/ethernet/eth.c ``eth_type_trans``); include/net/inet_ecn.h ``INET_ECN_decapsulate``; net/core/gro_cells.c
+``gro_cells_receive``.
+Left out: the inner-protocol change for non-Ethernet payloads (only ETH_P_TEB is decapsulated), the device's rx
+statistics.
+"""
+
+from __future__ import annotations
+
+from ..packet.csum import ipv4_header_checksum
+from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
+from .skbuff import (
+    ETH_HLEN,
+    ETH_P_IP,
+    ETH_P_IPV6,
+    SKB_GSO_UDP_TUNNEL,
+    SKB_GSO_UDP_TUNNEL_CSUM,
+    SkBuff,
+    skb_postpull_rcsum,
+    skb_pull_rcsum,
+)
+from .udp_tunnel import UdpTunnelSock
+
+INET_ECN_MASK = 3
+INET_ECN_CE = 3
+
+
+def udp_tunnel_decap(
+    sk: UdpTunnelSock,
+    skb: SkBuff,
+    hdr_len: int,
+    inner_proto: int,
+    vni: int,
+    opts: bytes,
+    tun_flags: int = TUNNEL_KEY,
+) -> str | None:
+    """Pull UDP + tunnel header, attach the metadata dst, ``eth_type_trans`` on the tunnel device, ECN, queue.
+
+    Kernel: ``__iptunnel_pull_header``, ``udp_tun_rx_dst`` (dst_metadata.py), ``vxlan_set_mac``/``geneve_rx``,
+    ``INET_ECN_decapsulate``, ``gro_cells_receive``. ``skb->data`` is at the UDP header; ``hdr_len``: bytes of
+    UDP + tunnel header; ``tun_flags``: the tunnel driver's metadata flags.
+    Returns None when queued, else a drop reason.
+    """
+    k = sk.dev.kernel
+    buf = skb.buf
+    nh = skb.network_header
+    u = skb.data
+    if buf[nh] >> 4 == 4:
+        outer_tos = buf[nh + 1]
+    else:
+        outer_tos = (((buf[nh] << 8) | buf[nh + 1]) >> 4) & 0xFF
+    md = udp_tun_rx_dst(k.model, buf, nh, u, tun_flags, vni, opts) if k.tunnel_metadata else None
+    skb_pull_rcsum(skb, hdr_len)
+    if not skb.l4_hash:
+        skb.hash = 0  # skb_clear_hash_if_not_l4
+    skb.vlan_tci = None
+    if skb.gso_size:
+        skb.gso_type &= ~(SKB_GSO_UDP_TUNNEL | SKB_GSO_UDP_TUNNEL_CSUM)
+    skb.encapsulation = 0
+    skb.md_dst = md
+    skb.slow_gro = 0 if md is None else 1
+    # eth_type_trans on the tunnel device
+    skb.dev = sk.dev
+    skb.mac_header = skb.data
+    e = skb.data
+    skb.protocol = (buf[e + 12] << 8) | buf[e + 13]
+    skb.pull(ETH_HLEN)
+    skb_postpull_rcsum(skb, e, ETH_HLEN)
+    reason = INET_ECN_decapsulate(skb, outer_tos)
+    if reason:
+        return reason
+    if not sk.cells.gro_cells_receive(skb):
+        return "gro_cells_receive:backlog_full"
+    return None
+
+
+def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> str | None:  # noqa: N802 - the kernel's name
+    """CE on a not-ECT inner packet drops it; CE on ECT marks the inner header CE (IPv4: checksum redone).
+
+    Kernel: include/net/inet_ecn.h ``INET_ECN_decapsulate`` (via ``vxlan_ecn_decapsulate`` / geneve's
+    ``ip_tunnel_ecn_decapsulate``). ``skb->data`` is at the inner network header. Returns a drop reason or None.
+    """
+    buf = skb.buf
+    i = skb.data
+    if skb.protocol == ETH_P_IP and skb.headlen() >= 20:
+        inner = buf[i + 1] & INET_ECN_MASK
+    elif skb.protocol == ETH_P_IPV6 and skb.headlen() >= 40:
+        inner = (((buf[i] << 8) | buf[i + 1]) >> 4) & INET_ECN_MASK
+    else:
+        return None
+    if outer_tos & INET_ECN_MASK != INET_ECN_CE:
+        return None
+    if inner == 0:
+        return "vxlan_ecn_decapsulate:ce_on_not_ect"
+    if inner != INET_ECN_CE:
+        b = bytearray(buf)
+        if skb.protocol == ETH_P_IP:
+            b[i + 1] |= INET_ECN_CE
+            b[i + 10 : i + 12] = b"\0\0"
+            b[i + 10 : i + 12] = ipv4_header_checksum(bytes(b[i : i + 20])).to_bytes(2, "big")
+        else:
+            b[i + 1] |= INET_ECN_CE << 4
+        skb.buf = b
+    return None
