@@ -20,6 +20,7 @@ error (exit 2) before anything is written there, so ``--json capture.pcap`` cann
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import stat
@@ -51,7 +52,13 @@ def _resolve(path: str | os.PathLike[str], what: str) -> tuple[str, str, os.stat
     except FileNotFoundError:
         return final, target, None
     except OSError as e:
-        raise OutputError(f"{_named(what, final)}: {e.strerror or e}") from None
+        raise OutputError(f"{_named(what, final)}: cannot write: {e.strerror or e}") from None
+
+
+def _is_dir(final: str, st: os.stat_result | None, what: str) -> None:
+    """Refuse (OutputError, exit 2) a file output whose path is a directory."""
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{_named(what, final)}: cannot write: {os.strerror(errno.EISDIR)}")
 
 
 class RunOutputs:
@@ -59,7 +66,9 @@ class RunOutputs:
     failure (see the module doc).
 
     ``what`` arguments name the output in error messages (``--trace``, ``--json``…). Raises ``OutputError`` (exit 2,
-    one line naming the output and the path) when a temporary file cannot be created or renamed. Committed when
+    one line naming the output and its path, then ``cannot write:`` or ``cannot create:`` and the system's reason:
+    ``Not a directory``, ``Is a directory``, ``Permission denied``, ``No space left on device``, ``Read-only file
+    system`` …) when a temporary file cannot be created, written, closed or renamed. Committed when
     the block ends normally; discarded on any exception (exit 2, KeyboardInterrupt …), which then propagates.
     """
 
@@ -80,7 +89,8 @@ class RunOutputs:
         self._pending: list[tuple[str, str, str]] = []
         #: directories this run created (``make_dir``): removed again on failure when left empty
         self._created_dirs: list[str] = []
-        self._open: list[IO[Any]] = []
+        #: files opened by ``open_text``, each with the output's name and its path as given
+        self._open: list[tuple[IO[Any], str, str]] = []
 
     # -- making outputs -------------------------------------------------------------------------------------------
     def temp_path(self, path: str | os.PathLike[str], what: str) -> str:
@@ -88,8 +98,7 @@ class RunOutputs:
         matplotlib); it replaces ``path`` on ``commit``. ``path`` itself when it is not a regular file (a device,
         a FIFO: written directly)."""
         final, target, st = _resolve(path, what)
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            raise OutputError(f"{_named(what, final)}: cannot write: Is a directory")
+        _is_dir(final, st, what)
         self._check_target(final, target, st, what)
         if st is not None and not stat.S_ISREG(st.st_mode):
             return target
@@ -127,18 +136,21 @@ class RunOutputs:
         self._targets[real] = what or final
 
     def reserve(self, path: str | None, what: str) -> None:
-        """Check before a long run that output ``path`` (None or ``-``: nothing to check) is neither an input nor
-        another output's path; raises OutputError (exit 2). The output is made later with the same ``what``."""
+        """Check before a long run that output ``path`` (None or ``-``: nothing to check) can be examined (its
+        parent is a directory), is not a directory, and is neither an input nor another output's path; raises
+        OutputError (exit 2). The output is made later with the same ``what``."""
         if path is None or path == "-":
             return
-        self._check_target(*_resolve(path, what), what)
+        final, target, st = _resolve(path, what)
+        _is_dir(final, st, what)
+        self._check_target(final, target, st, what)
 
     def open_text(self, path: str, what: str) -> IO[str]:
         """``path`` opened for text output (UTF-8), or standard output for ``-``."""
         if path == "-":
             return sys.stdout
         f = open(self.temp_path(path, what), "w", encoding="utf-8")  # noqa: SIM115 (closed by commit/discard)
-        self._open.append(f)
+        self._open.append((f, what, path))
         return f
 
     def write_text(self, path: str, text: str, what: str) -> None:
@@ -175,13 +187,16 @@ class RunOutputs:
             p = os.path.dirname(p)
         try:
             os.makedirs(d, exist_ok=True)
+        except FileExistsError:
+            # the path exists and is not a directory (a file, /dev/full): makedirs' EEXIST hides that reason
+            raise OutputError(f"{_named(what, d)}: cannot create: {os.strerror(errno.ENOTDIR)}") from None
         except OSError as e:
             raise OutputError(f"{_named(what, d)}: cannot create: {e.strerror or e}") from None
         self._created_dirs.extend(missing)  # innermost first
 
     # -- ending the run -----------------------------------------------------------------------------------------
     def _close_all(self) -> None:
-        for f in self._open:
+        for f, _what, _path in self._open:
             with contextlib.suppress(OSError):
                 f.close()
         self._open.clear()
@@ -189,12 +204,12 @@ class RunOutputs:
     def commit(self) -> None:
         """Close every output and rename each into place. Raises OutputError (and removes what is left) when one
         cannot be closed or renamed."""
-        for f in self._open:
+        for f, what, path in self._open:
             try:
                 f.close()
             except OSError as e:
                 self.discard()
-                raise OutputError(f"cannot write {f.name}: {e.strerror or e}") from None
+                raise OutputError(f"{_named(what, path)}: cannot write: {e.strerror or e}") from None
         self._open.clear()
         while self._pending:
             tmp, final, what = self._pending[0]

@@ -14,7 +14,7 @@ from ..capture.reader import CaptureError
 from ..outputs import RunOutputs
 from ..report.schema import dumps
 from .errors import CheckFailed, EnvironmentProblem, UsageError
-from .output import open_out
+from .output import NamedOutput, open_out
 from .params import BoundedInt, Keyword
 
 _RX = Keyword(["none", "unnecessary", "unnecessary-tunnel"])
@@ -182,51 +182,32 @@ def kernel_cmd(
 ):
     """Replay CAPTURE through the running Linux kernel (private namespaces, veth + vxlan) and report what its
     GRO stages delivered. Needs root, network namespaces, tracefs, vxlan and bpf(2) (exit 3 otherwise)."""
-    from ..report.document import document
     from ..report.table import render
     from ..report.trace import TraceWriter
     from ..validate import kernel_result
 
     if trace_path == "-" and fmt != "table":
         raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
-    cfg, loaded, ports = _prepare(
-        capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp
-    )
-    cfg = replace(cfg, vxlan_ports=ports)  # the devices the backend made (device names, JSON)
-    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
-    with RunOutputs(
-        inputs=[capture]
-    ) as outs:  # --trace FILE: renamed into place when the report is made, else removed
+    # --trace FILE: written beside its path and renamed into place when the report is made, else removed; checked
+    # before the backend runs (a directory, a parent that is not one, the capture itself: one line, exit 2)
+    with RunOutputs(inputs=[capture]) as outs:
+        outs.reserve(trace_path, "--trace")
+        cfg, loaded, ports = _prepare(
+            capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp
+        )
+        cfg = replace(cfg, vxlan_ports=ports)  # the devices the backend made (device names, JSON)
+        oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
         tracer = None
         if trace_path:
             tracer = TraceWriter(open_out(outs, trace_path, "--trace"), tag=False)
             tracer.bind(loaded.replayer.input)
+            if trace_path != "-":  # standard output's errors are entry()'s (a closed pipe ends quietly)
+                tracer = NamedOutput(tracer, "--trace", trace_path)
         result = kernel_result(loaded, oracle, cfg, tracer)
     if fmt == "json":
-        doc = document(result, backend="kernel")
-        # what the backend really used (the simulator's constants do not apply)
-        doc["config"] = {
-            "kernels": doc["config"]["kernels"],
-            "nic": {"rx_csum": rx_csum, "rss": "none (veth)"},
-            "poll": "budget (64-frame polls imposed by the injection recipe)",
-            "constants": {"hz": oracle.hz},
-            "vxlan_ports": list(ports),
-            "vxlan_gbp": cfg.vxlan_gbp,
-            "devices": {"phys": phys_dev, "vxlan": tunnel_dev},
-            "resegment": "auto",
-            "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
-            "gro": dict(cfg.gro),
-        }
-        doc["kernel"] = {
-            "release": oracle.kernel_release,
-            "hz": oracle.hz,
-            "attempts": oracle.attempts,
-            "defer_to_tunnel": defer_to_tunnel,
-            "frames_sent": oracle.frames_sent,
-            "frames_not_replayable": oracle.frames_not_replayable,
-            "segments": "inferred from lengths",
-        }
-        click.echo(dumps(doc))
+        click.echo(
+            dumps(_document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_to_tunnel))
+        )
     elif fmt == "markdown":
         from ..report.table import markdown
 
@@ -245,6 +226,36 @@ def kernel_cmd(
             markup=False,
         )
         render(result, console, hist=not no_hist)
+
+
+def _document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_to_tunnel) -> dict:
+    """The kernel backend's JSON document: the replay document with the config the backend really used (the
+    simulator's constants do not apply) and a ``kernel`` object about the run."""
+    from ..report.document import document
+
+    doc = document(result, backend="kernel")
+    doc["config"] = {
+        "kernels": doc["config"]["kernels"],
+        "nic": {"rx_csum": rx_csum, "rss": "none (veth)"},
+        "poll": "budget (64-frame polls imposed by the injection recipe)",
+        "constants": {"hz": oracle.hz},
+        "vxlan_ports": list(ports),
+        "vxlan_gbp": cfg.vxlan_gbp,
+        "devices": {"phys": phys_dev, "vxlan": tunnel_dev},
+        "resegment": "auto",
+        "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
+        "gro": dict(cfg.gro),
+    }
+    doc["kernel"] = {
+        "release": oracle.kernel_release,
+        "hz": oracle.hz,
+        "attempts": oracle.attempts,
+        "defer_to_tunnel": defer_to_tunnel,
+        "frames_sent": oracle.frames_sent,
+        "frames_not_replayable": oracle.frames_not_replayable,
+        "segments": "inferred from lengths",
+    }
+    return doc
 
 
 @click.command("validate")

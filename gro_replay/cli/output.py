@@ -31,13 +31,23 @@ def report_console():
     return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
 
 
-class NamedOutput:
-    """An ``on_deliver`` observer whose write errors are errors of the output ``name`` (an option and its path):
-    an OSError from it becomes a one-line UsageError (exit 2) naming that output, never the capture."""
+def output_error(what: str, path: str, e: OSError) -> UsageError:
+    """The one-line error (exit 2) of output ``what`` (an option, or "" for an argument) at ``path`` that failed
+    with ``e``: ``--trace out.txt: cannot write: No space left on device``. ``e.filename``, when set, is the file
+    of the output that failed (a ``--write-pcap DIR``'s file) and is named instead of ``path``."""
+    where = e.filename if isinstance(e.filename, str) and e.filename else path
+    name = f"{what} {where}" if what else where
+    return UsageError(f"{name}: cannot write: {e.strerror or e}")
 
-    def __init__(self, observer, name: str) -> None:
+
+class NamedOutput:
+    """An ``on_deliver`` observer whose write errors are errors of the output ``what`` at ``path``: an OSError
+    from it becomes a one-line UsageError (exit 2, ``output_error``) naming that output, never the capture."""
+
+    def __init__(self, observer, what: str, path: str) -> None:
         self.observer = observer
-        self.name = name
+        self.what = what
+        self.path = path
 
     @property
     def served_from_events(self) -> bool:
@@ -51,8 +61,7 @@ class NamedOutput:
         try:
             self.observer(kernel, stage, dev, skb, now_ns)
         except OSError as e:
-            where = f" ({e.filename})" if e.filename else ""
-            raise UsageError(f"{self.name}{where}: {e.strerror or e}") from None
+            raise output_error(self.what, self.path, e) from None
 
 
 def open_out(outs: RunOutputs, path: str, what: str):

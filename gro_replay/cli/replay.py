@@ -10,7 +10,7 @@ from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
-from .output import NamedOutput, open_out, report_console, start_progress, write_export
+from .output import NamedOutput, open_out, output_error, report_console, start_progress, write_export
 from .params import BoundedInt, Keyword, SecondsOrOff
 
 
@@ -177,10 +177,10 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
         out = open_out(outs, trace_path, "--trace")
         tracer = TraceWriter(out, tag=len(cfg.kernels) > 1)
         if trace_path != "-":  # standard output's errors are entry()'s (a closed pipe ends quietly)
-            tracer = NamedOutput(tracer, f"--trace {trace_path}")
+            tracer = NamedOutput(tracer, "--trace", trace_path)
     observer = tracer
     if pcaps is not None:
-        observer = Observers(tracer, NamedOutput(pcaps, f"--write-pcap {pcap_dir}"))
+        observer = Observers(tracer, NamedOutput(pcaps, "--write-pcap", pcap_dir))
     prog, cb = start_progress(quiet, capture)
     try:
         result = replay_capture(capture, cfg, observer, cb)
@@ -201,12 +201,12 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
             try:
                 pcaps.close()
             except OSError as e:
-                raise UsageError(f"--write-pcap {pcap_dir}: {e.strerror or e}") from None
+                raise output_error("--write-pcap", pcap_dir, e) from None
     if out is not None and trace_path != "-":
         try:
             out.close()
         except OSError as e:
-            raise UsageError(f"--trace {trace_path}: {e.strerror}") from None
+            raise output_error("--trace", trace_path, e) from None
     return result, pcaps
 
 
@@ -221,7 +221,7 @@ def _file_outputs(result, json_path, md_path, plot_path, outs: RunOutputs) -> No
         try:
             write_plot(result, plot_path, outs.temp_path(plot_path, "--plot"))
         except OSError as e:
-            raise UsageError(f"--plot {plot_path}: {e.strerror}") from None
+            raise output_error("--plot", plot_path, e) from None
     if json_path and json_path != "-":
         write_export(outs, json_path, dumps(document(result)), "--json")
     if md_path and md_path != "-":

@@ -214,7 +214,7 @@ def synth(
     except ValueError as exc:
         raise SynthInputError(str(exc)) from exc
     except OSError as exc:
-        raise SynthInputError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        raise SynthInputError(f"{output}: cannot write: {exc.strerror or exc}") from exc
     click.echo(f"wrote {n} frames to {output}", err=True)
 
 

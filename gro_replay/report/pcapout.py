@@ -172,7 +172,15 @@ class DevicePcaps:
 
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
         """Write the skb ``dev`` of ``kernel`` delivered at ``now_ns`` (ns since the epoch). Raises: PcapTimeError
-        when the output format cannot hold ``now_ns``; OSError."""
+        when the output format cannot hold ``now_ns``; OSError whose ``filename`` is the file's path in the
+        directory (not its temporary name)."""
+        try:
+            self._write(kernel, dev, skb, now_ns)
+        except OSError as e:
+            key = (kernel, "") if self.fmt == "pcapng" else (kernel, dev)
+            raise OSError(e.errno, e.strerror, str(self.path(*key))) from None
+
+    def _write(self, kernel: str, dev: str, skb, now_ns: int) -> None:
         last, holds = _TS_LIMITS[self.fmt]
         if not 0 <= now_ns <= last:
             raise PcapTimeError(
@@ -197,9 +205,16 @@ class DevicePcaps:
         self.frames[key] += 1
 
     def close(self) -> None:
-        """Close every file. Idempotent."""
-        for w in self.writers.values():
-            w.close()
+        """Close every file. Idempotent. Raises OSError (``filename``: the file's path in the directory) after
+        closing the others."""
+        error = None
+        for (kernel, dev), w in self.writers.items():
+            try:
+                w.close()
+            except OSError as e:
+                error = error or OSError(e.errno, e.strerror, str(self.path(kernel, dev)))
+        if error is not None:
+            raise error
 
     def written(self) -> list[tuple[Path, int]]:
         """``(path, frames)`` of each file written, in creation order."""
