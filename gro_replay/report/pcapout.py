@@ -189,7 +189,7 @@ class DevicePcaps:
             )
         if self.fmt == "pcapng":
             w = self.writers.get((kernel, ""))
-            if w is None:
+            if not isinstance(w, PcapngWriter):  # None: this kernel's first skb (one format per run)
                 w = self.writers[(kernel, "")] = self._pcapng(kernel)
             iface = self._iface.get(dev)
             if iface is None:  # a device not declared up front: its own interface block cannot follow in dpkt

@@ -133,13 +133,13 @@ class FlowStats:
         self.frames = 0
         self.skbs = {"phys": 0, "tunnel": 0}
         self.segs = {"phys": 0, "tunnel": 0}
-        self.reasons = {"phys": Counter(), "tunnel": Counter()}
+        self.reasons: dict[str, Counter[str]] = {"phys": Counter(), "tunnel": Counter()}
         self.stack: Counter = Counter()
         self.stack_frames: Counter = Counter()
         #: skbs an IP ID condition ended, by (header, ID step, segments held): what the ID did (observation)
-        self.id_steps = {"phys": Counter(), "tunnel": Counter()}
+        self.id_steps: dict[str, Counter[tuple[str, int, int]]] = {"phys": Counter(), "tunnel": Counter()}
         #: skbs that started beside a held packet of this flow, by the compare that kept them apart (SPLIT_*)
-        self.splits = {"phys": Counter(), "tunnel": Counter()}
+        self.splits: dict[str, Counter[str]] = {"phys": Counter(), "tunnel": Counter()}
 
 
 def fold_flow(into: FlowStats, f: FlowStats) -> None:

@@ -63,7 +63,7 @@ def _unusable_at(doc) -> str | None:
     """The JSON pointer of the first ``_Unusable`` value anywhere in ``doc`` (iterative walk), or None."""
     from ..schema import pointer
 
-    stack = [((), doc)]
+    stack: list[tuple[tuple[str | int, ...], object]] = [((), doc)]
     while stack:
         path, v = stack.pop()
         if isinstance(v, _Unusable):

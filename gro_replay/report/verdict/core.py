@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ...packet.decode import FlowKey
+from ..stats import FlowStats
 from .facts import (
     FIX,
-    REASONS_NOT_OBSERVED,
     STAGE_NAMES,
     FlowVerdict,
     KernelFacts,
+    ReplayResult,
     _break_reasons,
     _model_of,
     _release_key,
@@ -27,7 +29,6 @@ from .words import (
     lacks_fix_words,
     loss_text,
     plural,
-    reason_list,
     split_text,
 )
 
@@ -45,7 +46,7 @@ class Verdict(CaptureSentences):
     is the same whether flows were retired or not, and its memory grows with the live flows, not with every flow.
     """
 
-    def __init__(self, result, keep: int | None = None) -> None:
+    def __init__(self, result: ReplayResult, keep: int | None = None) -> None:
         if keep is None:
             keep = getattr(result.config, "flows_max", None)
         self._setup(result.config, [(ks.name, ks.release) for ks in result.kernels], keep)
@@ -74,22 +75,19 @@ class Verdict(CaptureSentences):
         self.models = models
         self._kernels = kernels
         order = sorted(kernels, key=lambda k: _release_key(k[1]))
-        without = [
-            n for n, _ in order if models[n] is not None and not models[n].udp_tunnel_gate_checks_uh_check
-        ]
-        with_fix = [
-            n for n, _ in order if models[n] is not None and models[n].udp_tunnel_gate_checks_uh_check
-        ]
+        modelled = [(n, m) for n, _ in order if (m := models[n]) is not None]
+        without = [(n, m) for n, m in modelled if not m.udp_tunnel_gate_checks_uh_check]
+        with_fix = [(n, m) for n, m in modelled if m.udp_tunnel_gate_checks_uh_check]
         #: the kernels compared for the fix (both None unless one without and one with the fix ran)
-        self.pre = without[-1] if without and with_fix else None
-        self.post = with_fix[0] if without and with_fix else None
+        self.pre = without[-1][0] if without and with_fix else None
+        self.post = with_fix[0][0] if without and with_fix else None
         #: without a comparison: the facts reported as "pre-fix" / "post-fix" in the per-flow verdicts
-        self._pre_side = self.pre or (without[-1] if without else None)
-        self._post_side = self.post or (with_fix[0] if with_fix else None)
+        self._pre_side = self.pre or (without[-1][0] if without else None)
+        self._post_side = self.post or (with_fix[0][0] if with_fix else None)
         #: switches other than the fix that differ between the compared kernels
         self.other_changes: list[str] = []
-        if self.pre:
-            a, b = models[self.pre].switches(), models[self.post].switches()
+        if without and with_fix:
+            a, b = without[-1][1].switches(), with_fix[0][1].switches()
             self.other_changes = [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check"]
         self._tally = _Tally([n for n, _ in kernels], keep)
         for name, release in kernels:
@@ -98,14 +96,7 @@ class Verdict(CaptureSentences):
                 name, release, m.udp_tunnel_gate_checks_uh_check if m else None
             )
 
-    def _reasons(self, counter: Counter, kernel: str | None) -> str:
-        """``reason_list`` of ``counter`` for kernel ``kernel``, or, when the backend does not record end reasons,
-        ``REASONS_NOT_OBSERVED`` (never an empty list)."""
-        if not self.reasons_observed:
-            return REASONS_NOT_OBSERVED
-        return reason_list(counter, model=self.models.get(kernel) if kernel else None)
-
-    def judge(self, fid: int, key, cls: str, stats: list) -> FlowVerdict:
+    def judge(self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None]) -> FlowVerdict:
         """The ``FlowVerdict`` of one flow (its ``why`` left empty) from its ``FlowStats`` per kernel (run order,
         None where a kernel saw none of it)."""
         facts = [
@@ -125,17 +116,17 @@ class Verdict(CaptureSentences):
         fv.outcome = self._flow_outcome(fv)
         return fv
 
-    def started(self, key: object) -> None:
+    def started(self, key: FlowKey) -> None:
         """A flow with ``key`` started (a replay that retires flows calls this for each new flow)."""
         self._tally.started(key)
 
-    def retire(self, fid: int, key, cls: str, stats: list) -> None:
+    def retire(self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None]) -> None:
         """Add a flow that ended during the replay (its counters final): judged now, summed, kept only if it is
         among the affected flows kept in full."""
         if self._selected(fid):
             self._tally.add(self.judge(fid, key, cls, stats), live=False)
 
-    def complete(self, result) -> None:
+    def complete(self, result: ReplayResult) -> None:
         """Judge the flows still live at the end of ``result`` and build the capture's verdict. Each flow's
         ``FlowVerdict`` is summed and let go (``flows`` builds them again, with their ``why``, when asked)."""
         self.result = result
@@ -147,7 +138,7 @@ class Verdict(CaptureSentences):
         for fid, key in enumerate(result.flows):
             if key is None or not self._selected(fid):
                 continue  # retired during the replay (already in the tally), or outside --flow's selection
-            tally.add(self._judge_live(fid), live=True)
+            tally.add(self._judge_live(fid, key), live=True)
         self.splits = tally.split_notes()
         #: flows that carry an inner flow also carried under another outer key (live ones and retired ones)
         self.split_count = tally.split_flows + len(self.splits)
@@ -159,9 +150,9 @@ class Verdict(CaptureSentences):
         sel = self._selection
         return sel is None or (fid < len(sel) and bool(sel[fid]))
 
-    def _judge_live(self, fid: int) -> FlowVerdict:
+    def _judge_live(self, fid: int, key: FlowKey) -> FlowVerdict:
         r = self.result
-        return self.judge(fid, r.flows[fid], r.flow_classes[fid], [ks.flows.get(fid) for ks in r.kernels])
+        return self.judge(fid, key, r.flow_classes[fid], [ks.flows.get(fid) for ks in r.kernels])
 
     @property
     def flows(self) -> list[FlowVerdict]:
@@ -172,7 +163,7 @@ class Verdict(CaptureSentences):
             for fid, key in enumerate(self.result.flows):
                 if key is None or not self._selected(fid):
                     continue
-                fv = self._judge_live(fid)
+                fv = self._judge_live(fid, key)
                 fv.why = self._flow_why(fv)
                 text = self.splits.get(fid)
                 if text:
@@ -192,8 +183,9 @@ class Verdict(CaptureSentences):
         if fv.kernels and all(k.frames and k.lost_frames >= k.frames for k in fv.kernels):
             return "lost"
         if self.compare:
-            refused = sum(fv.pre.gate_zero.values())
-            gain = any(fv.pre.skbs[s] > fv.post.skbs[s] for s in ("phys", "tunnel"))
+            pre, post = fv.sides()
+            refused = sum(pre.gate_zero.values())
+            gain = any(pre.skbs[s] > post.skbs[s] for s in ("phys", "tunnel"))
             if refused and gain:
                 return "affected"
             return "refused_no_gain" if refused else "not_affected"
@@ -204,7 +196,7 @@ class Verdict(CaptureSentences):
     def _flow_why(self, fv: FlowVerdict) -> str:
         if fv.outcome == "not_tunnel":
             return "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it"
-        losses = Counter()
+        losses: Counter[str] = Counter()
         for k in fv.kernels:
             for o, n in k.lost.items():
                 losses[o] = max(losses[o], n)
@@ -222,7 +214,7 @@ class Verdict(CaptureSentences):
         return "; ".join(parts)
 
     def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
-        pre, post, key = fv.pre, fv.post, fv.key
+        (pre, post), key = fv.sides(), fv.key
         gate_set = sum(pre.gate_set.values())
         stages = [s for s in ("phys", "tunnel") if pre.gate_zero[s]]
         at = [
@@ -257,9 +249,9 @@ class Verdict(CaptureSentences):
                 f"{refused}, but after the fix they are not merged either (phys skbs {pre.skbs['phys']} → "
                 f"{post.skbs['phys']}): in this capture nothing of this flow can be aggregated"
             )
-            brk = _break_reasons(post.phys_reasons)
-            if brk and post.skbs["phys"] >= post.frames > 1:
-                why += f" ({post.name}: {self._reasons(brk, post.name)})"
+            breaks = _break_reasons(post.phys_reasons)
+            if breaks and post.skbs["phys"] >= post.frames > 1:
+                why += f" ({post.name}: {self._reasons(breaks, post.name)})"
         elif not key.outer_csum_zero:
             why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
                 f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
@@ -328,10 +320,6 @@ class Verdict(CaptureSentences):
     def affected_count(self) -> int:
         """Affected flows, every one (also those not kept in full)."""
         return self._tally.affected
-
-    @property
-    def compare(self) -> bool:
-        return self.pre is not None
 
     # -- renderings --------------------------------------------------------------------------------------------------
     def comparison_rows(self) -> list[dict]:

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from ...kernel import reasons as R
 from ...kernel.model import PROFILES, KernelModel
+from ...packet.decode import FlowKey
+
+if TYPE_CHECKING:
+    from ...sim.config import ReplayConfig
+    from ...sim.ingest import InputStats
+    from ..stats import KernelStats
 
 FIX = "89e5c58fc1e2"
 GATE_ZERO = R.UDP_GATE_ZERO_CSUM
@@ -26,6 +33,27 @@ REASONS_NOT_OBSERVED = (
 NO_REASON_RECORDED = "no end reason recorded"
 #: ``InputStats.filtered`` key → the option that filtered
 _FILTER_OPTIONS = {"bpf": "-f", "flow": "--flow"}
+
+
+class ReplayResult(Protocol):
+    """What the verdict reads of a replay's result (sim/replayer.py ``Result``, which imports this package): the
+    input accounting, the config, one ``KernelStats`` per kernel in run order, and per flow id its key (None: retired
+    during the replay) and class."""
+
+    @property
+    def input(self) -> InputStats: ...
+
+    @property
+    def config(self) -> ReplayConfig: ...
+
+    @property
+    def kernels(self) -> list[KernelStats]: ...
+
+    @property
+    def flows(self) -> list[FlowKey | None]: ...
+
+    @property
+    def flow_classes(self) -> list[str]: ...
 
 
 def _release_key(release: str) -> tuple:
@@ -111,7 +139,7 @@ class FlowVerdict:
     when that side did not run); ``kernels``: every kernel's facts."""
 
     fid: int
-    key: object
+    key: FlowKey
     cls: str
     outcome: str
     kernels: list[KernelFacts]
@@ -128,6 +156,14 @@ class FlowVerdict:
         """Frames refused by the zero-checksum gate in the kernel without the fix: at the phys device, or at the
         tunnel device (a nested tunnel's frames can be refused at both: counted once)."""
         return max(self.pre.gate_zero.values()) if self.pre else 0
+
+    def sides(self) -> tuple[KernelFacts, KernelFacts]:
+        """``(pre, post)`` of a flow judged in a comparison. Raises: ValueError when a side did not run."""
+        if self.pre is None or self.post is None:
+            raise ValueError(
+                f"flow {self.fid} was not compared: a kernel without or with the fix did not run"
+            )
+        return self.pre, self.post
 
     def saved(self, stage: str) -> int:
         if self.outcome != "affected" or not self.pre or not self.post:
@@ -172,7 +208,7 @@ _SPLIT_KEYS = (
 )
 
 
-def _split_ident(k) -> tuple | None:
+def _split_ident(k: FlowKey) -> tuple | None:
     """The inner flow a tunnelled flow key carries (None: not tunnelled or no inner addresses)."""
     if k.tunnel and k.inner_src:
         return (k.inner_src, k.inner_dst, k.inner_proto, k.inner_sport, k.inner_dport)
@@ -187,7 +223,7 @@ _SPLIT_TUNNEL_HEADER = {
 }
 
 
-def _split_fields(me, other) -> tuple:
+def _split_fields(me: FlowKey, other: FlowKey) -> tuple:
     """The (words, rule) pairs of the flow key fields in which ``other`` differs from ``me``; the tunnel header
     when none of them does."""
     fields = tuple(
@@ -196,9 +232,9 @@ def _split_fields(me, other) -> tuple:
     return fields or (_SPLIT_TUNNEL_HEADER.get(me.tunnel, ("outer header", "the outer headers differ")),)
 
 
-def _split_texts(members: list[tuple[int, object]]) -> dict[int, str]:
+def _split_texts(members: list[tuple[int, FlowKey]]) -> dict[int, str]:
     """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note."""
-    out = {}
+    out: dict[int, str] = {}
     if len(members) < 2:
         return out
     for fid, me in members:

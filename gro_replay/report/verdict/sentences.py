@@ -5,7 +5,11 @@ computed (``flows``, ``kernels``, ``pre``/``post``, ``result``) and compute noth
 
 from __future__ import annotations
 
-from .facts import FIX, KernelFacts
+from collections import Counter
+
+from ...kernel.model import KernelModel
+from .facts import FIX, REASONS_NOT_OBSERVED, KernelFacts, ReplayResult
+from .tally import _Tally
 from .words import (
     _gate_words,
     _nic_words,
@@ -18,12 +22,37 @@ from .words import (
     loss_text,
     not_replayed_text,
     plural,
+    reason_list,
     split_text,
 )
 
 
 class CaptureSentences:
     """Sentence builders mixed into ``core.Verdict``."""
+
+    # the state core.Verdict computes (``_setup``, ``complete``), read here
+    result: ReplayResult
+    kernels: list[KernelFacts]
+    outcome: str
+    pre: str | None
+    post: str | None
+    other_changes: list[str]
+    rx_csum: str
+    models: dict[str, KernelModel | None]
+    reasons_observed: bool
+    split_count: int
+    _tally: _Tally
+
+    @property
+    def compare(self) -> bool:
+        return self.pre is not None
+
+    def _reasons(self, counter: Counter, kernel: str | None) -> str:
+        """``reason_list`` of ``counter`` for kernel ``kernel``, or, when the backend does not record end reasons,
+        ``REASONS_NOT_OBSERVED`` (never an empty list)."""
+        if not self.reasons_observed:
+            return REASONS_NOT_OBSERVED
+        return reason_list(counter, model=self.models.get(kernel) if kernel else None)
 
     def _loss_sentence(self) -> str:
         worst = max(self.kernels, key=lambda k: k.lost_frames)
@@ -113,8 +142,10 @@ class CaptureSentences:
             frames = t.pa_frames
             saved = t.pa_saved["phys"]
             saved_tun = t.pa_saved["tunnel"]
+            first = t.pa_first
+            assert first is not None  # set by the first of the t.pa flows
             why = (
-                _gate_words(_state_of(self.result.config, t.pa_first.key, nic))
+                _gate_words(_state_of(self.result.config, first.key, nic))
                 if t.pa_zero
                 else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
             )
@@ -157,7 +188,7 @@ class CaptureSentences:
                 f"the fix saves {saved_tun} {plural(saved_tun, 'skb')} handed up by the tunnel device{phys_note}."
             )
         text = " ".join(parts)
-        via = _via(self.models.get(self.post))
+        via = _via(self.models.get(post.name))
         if via:
             text += f" {self.post} has the fix{via}."
         if self.other_changes:
@@ -166,12 +197,14 @@ class CaptureSentences:
 
     def _unmerged_note(self, k: KernelFacts) -> str:
         """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or ""."""
-        n, reasons, steps = self._tally.unmerged[k.name]
-        if not n:
+        u = self._tally.unmerged[k.name]
+        if not u.flows:
             return ""
         return (
-            f" {kernel_label(k.name, k.release)} does not merge {n} tunnelled TCP flow(s) at the phys device: "
-            f"{self._reasons(reasons, k.name)}" + (f"; {id_step_text(steps)}" if steps else "") + "."
+            f" {kernel_label(k.name, k.release)} does not merge {u.flows} tunnelled TCP flow(s) at the phys device: "
+            f"{self._reasons(u.reasons, k.name)}"
+            + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
+            + "."
         )
 
     def _kernel_sentence(self, k: KernelFacts) -> str:
@@ -183,16 +216,17 @@ class CaptureSentences:
         model = self.models.get(k.name)
         if not k.carries_fix:
             lacks = lacks_fix_words(model, head)
-            if t.affected:
+            first = t.first_affected
+            if first is not None:
                 # without the fix udp_gro_receive refuses them at the phys device: they are merged (if at all)
                 # only later, at the tunnel device's gro_cells
                 text = (
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
                     f"the zero-checksum bug: {t.affected} of {t.tunnel} tunnelled flow(s) lose phys-device "
                     f"aggregation ({gz} {plural(gz, 'frame')} refused by udp_gro_receive: "
-                    + _gate_words(
-                        _state_of(self.result.config, t.first_affected.key, self.rx_csum)
-                    ).removeprefix("their ")
+                    + _gate_words(_state_of(self.result.config, first.key, self.rx_csum)).removeprefix(
+                        "their "
+                    )
                     + f"); {fix_advice(self.result.config)}."
                 )
                 return text + self._unmerged_note(k)

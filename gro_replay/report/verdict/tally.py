@@ -5,8 +5,28 @@ inner-flow split groups while a member is live), so a flow can be added when it 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
+from ...packet.decode import FlowKey
 from .facts import FlowVerdict, KernelFacts, _break_reasons, _split_ident, _split_texts
+
+
+@dataclass
+class Unmerged:
+    """One kernel's tunnelled TCP flows not merged at the phys stage: how many, their break reasons (end reason →
+    skbs) and their IP ID steps ((header, step, segments held) → skbs)."""
+
+    flows: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    id_steps: Counter = field(default_factory=Counter)
+
+
+@dataclass
+class SplitGroup:
+    """The flows of one inner flow: ``(fid, key)`` of those judged, and how many started and are not retired yet."""
+
+    members: list[tuple[int, FlowKey]] = field(default_factory=list)
+    started: int = 0
 
 
 class _Tally:
@@ -40,20 +60,19 @@ class _Tally:
         self.to_frames = 0
         self.to_saved_tunnel = 0
         self.to_brk: Counter = Counter()
-        #: per kernel name: [flows not merged at the phys stage, their break reasons, their ID steps]
-        self.unmerged = {n: [0, Counter(), Counter()] for n in names}
+        #: per kernel name: the flows not merged at the phys stage
+        self.unmerged = {n: Unmerged() for n in names}
         self.totals: dict[str, KernelFacts] = {}
-        #: inner flow → [[(fid, key) of the flows judged], flows started and not yet retired]; a group is closed
-        #: (its split flows counted) when its last started flow is retired
-        self.groups: dict[tuple, list] = {}
+        #: inner flow → its flows; a group is closed (its split flows counted) when its last started flow is retired
+        self.groups: dict[tuple, SplitGroup] = {}
         self.split_flows = 0
 
-    def started(self, key: object) -> None:
+    def started(self, key: FlowKey) -> None:
         """A flow with ``key`` started during a replay that retires flows: its inner flow's group stays open until
         it is retired, so that the flows of one inner flow live at the same time name each other."""
         ident = _split_ident(key)
         if ident is not None:
-            self.groups.setdefault(ident, [[], 0])[1] += 1
+            self.groups.setdefault(ident, SplitGroup()).started += 1
 
     def add(self, fv: FlowVerdict, live: bool) -> None:
         """Sum flow ``fv`` (``live``: still live at the end of the input, else retired during the replay)."""
@@ -85,16 +104,16 @@ class _Tally:
                 and not sum(k.gate_zero.values())
             ):
                 u = self.unmerged[k.name]
-                u[0] += 1
-                u[1].update(_break_reasons(k.phys_reasons))
-                u[2].update(k.id_steps)
+                u.flows += 1
+                u.reasons.update(_break_reasons(k.phys_reasons))
+                u.id_steps.update(k.id_steps)
         ident = _split_ident(fv.key)
         if ident is not None:
-            g = self.groups.setdefault(ident, [[], 0])
-            g[0].append((fv.fid, fv.key))
+            g = self.groups.setdefault(ident, SplitGroup())
+            g.members.append((fv.fid, fv.key))
             if not live:
-                g[1] -= 1
-                if g[1] <= 0:
+                g.started -= 1
+                if g.started <= 0:
                     self.close(ident)
 
     def _add_affected(self, fv: FlowVerdict) -> None:
@@ -131,13 +150,13 @@ class _Tally:
 
     def close(self, ident: tuple) -> None:
         """Drop the group of ``ident`` (none of its flows is live any more), counting its split flows."""
-        members = self.groups.pop(ident)[0]
+        members = self.groups.pop(ident).members
         if len(members) >= 2:
             self.split_flows += len(members)
 
     def split_notes(self) -> dict[int, str]:
         """Split notes of the flows in the groups still open (the live flows and their retired siblings)."""
-        out = {}
-        for members, _live in self.groups.values():
-            out.update(_split_texts(members))
+        out: dict[int, str] = {}
+        for g in self.groups.values():
+            out.update(_split_texts(g.members))
         return out
