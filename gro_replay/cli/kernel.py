@@ -197,10 +197,11 @@ def kernel_cmd(
         )
         cfg = replace(cfg, vxlan_ports=ports)  # the devices the backend made (device names, JSON)
         oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
-        tracer = None
+        tracer: TraceWriter | NamedOutput | None = None
         if trace_path:
-            tracer = TraceWriter(open_out(outs, trace_path, "--trace"), tag=False)
-            tracer.bind(loaded.replayer.input)
+            trace = TraceWriter(open_out(outs, trace_path, "--trace"), tag=False)
+            trace.bind(loaded.replayer.input)
+            tracer = trace
             if trace_path != "-":  # standard output's errors are entry()'s (a closed pipe ends quietly)
                 tracer = NamedOutput(tracer, "--trace", trace_path)
         result = kernel_result(loaded, oracle, cfg, tracer)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..kernel.model import K_5_11, K_5_12, PROFILES, resolve_kernel
+from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, resolve_kernel
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from .errors import UsageError
 from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword
@@ -300,27 +300,25 @@ def build_config(
     return cfg
 
 
-def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple:
+def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel, ...]:
     """The kernel models of ``--fix``/``--no-fix`` or ``--kernel`` (by release, oldest first). Raises UsageError."""
     if kernel_rel:
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
-        kernels = []
+        given: list[KernelModel] = []
         for r in dict.fromkeys(kernel_rel):  # each release once, in order given
             try:
-                kernels.append(resolve_kernel(r))
+                given.append(resolve_kernel(r))
             except ValueError as e:
                 raise UsageError(str(e)) from None
         from ..report.verdict import _release_key
 
         # one order for every output (table, text lines, SUMMARY, JSON, explain, trace tags): by release, oldest
         # first; a stable sort, so kernels of one release keep the options' order
-        kernels = tuple(sorted(kernels, key=lambda k: _release_key(k.release)))
-    elif fix is None:
-        kernels = (K_5_11, K_5_12)
-    else:
-        kernels = (K_5_12,) if fix else (K_5_11,)
-    return kernels
+        return tuple(sorted(given, key=lambda k: _release_key(k.release)))
+    if fix is None:
+        return (K_5_11, K_5_12)
+    return (K_5_12,) if fix else (K_5_11,)
 
 
 def _default_poll(nic: str | None) -> str:

@@ -126,7 +126,7 @@ def progress_display(total: int | None, console: Console):
             speed = frames / elapsed if elapsed else None
             return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
 
-    columns = [TextColumn("[progress.description]{task.description}")]
+    columns: list[ProgressColumn] = [TextColumn("[progress.description]{task.description}")]
     if total:
         columns += [BarColumn(), TaskProgressColumn()]
     columns += [TextColumn("{task.fields[frames]:,} frames"), FramesPerSecond()]

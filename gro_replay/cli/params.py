@@ -27,6 +27,9 @@ class FiniteFloat(click.FloatRange):
     ``FloatRange`` so that ``--help`` shows the bounds as for integers (``0<=x<=1000000``)."""
 
     name = "float"
+    #: both bounds always given (click's FloatRange allows None for an open end)
+    min: float
+    max: float
 
     def __init__(self, min: float = 0.0, max: float = 1e9) -> None:  # noqa: A002 - click's own names
         super().__init__(min, max)

@@ -171,14 +171,14 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
         pcaps = open_device_pcaps(pcap_dir, pcap_format, cfg, outs)
     except (ValueError, RuntimeError) as e:
         raise UsageError(str(e)) from None
-    tracer = None
+    tracer: TraceWriter | NamedOutput | None = None
     out = None
     if trace_path:
         out = open_out(outs, trace_path, "--trace")
         tracer = TraceWriter(out, tag=len(cfg.kernels) > 1)
         if trace_path != "-":  # standard output's errors are entry()'s (a closed pipe ends quietly)
             tracer = NamedOutput(tracer, "--trace", trace_path)
-    observer = tracer
+    observer: TraceWriter | NamedOutput | Observers | None = tracer
     if pcaps is not None:
         observer = Observers(tracer, NamedOutput(pcaps, "--write-pcap", pcap_dir))
     prog, cb = start_progress(quiet, capture)

@@ -220,7 +220,8 @@ class Decoder:
     def __init__(self, vxlan_ports: tuple[int, ...], geneve_ports: tuple[int, ...]) -> None:
         self.tunnel_ports = {p: "vxlan" for p in vxlan_ports}
         self.tunnel_ports.update({p: "geneve" for p in geneve_ports})
-        self.flows: list[FlowKey] = []
+        #: per flow id its key; None once the flow is retired (``retire``)
+        self.flows: list[FlowKey | None] = []
         self.flow_class: list[str] = []
         #: the RSS input of each flow (outer addresses and ports: a function of the flow key)
         self.flow_rss: list[bytes] = []
@@ -249,9 +250,11 @@ class Decoder:
     def restart(self, fid: int) -> int:
         """A new flow id for flow ``fid``'s key (its connection ended: ``sim.flows``): later frames with the key
         get the new id, ``fid`` keeps its key and counters until it is retired. Returns the new id."""
-        raw = self._flow_raw[fid]
+        raw, key = self._flow_raw[fid], self.flows[fid]
+        if raw is None or key is None:
+            raise ValueError(f"flow {fid} was retired or restarted: it has no key to restart")
         self._flow_raw[fid] = None
-        return self._new_flow(raw, self.flows[fid], self.flow_class[fid], self.flow_rss[fid])
+        return self._new_flow(raw, key, self.flow_class[fid], self.flow_rss[fid])
 
     def retire(self, fid: int) -> None:
         """Forget flow ``fid`` (it ended: ``sim.flows``): its key, class and RSS input are dropped (``flows[fid]``
@@ -324,11 +327,11 @@ class Decoder:
                     break
                 proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
         else:
-            fid = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL, b""))
+            fid: int | None = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL, b""))
             return buf, vlan, fid, b"", 0
         if proto not in (6, 17) or frag or (proto == 6 and l4 + 8 > end):
             # a TCP header cut short is still non-tunnel traffic: GRO and IP input see it (and flush/drop it)
-            raw = ("ip", src, dst, proto)
+            raw: tuple = ("ip", src, dst, proto)
             fid = self._flow(
                 raw,
                 lambda: (

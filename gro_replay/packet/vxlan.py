@@ -39,6 +39,9 @@ class VxlanHdr(dpkt.Packet):
         ("vx_flags", "I", VXLAN_HF_VNI),
         ("vx_vni", "I", 0),
     )
+    # the fields dpkt makes from __hdr__, declared for the type checker
+    vx_flags: int
+    vx_vni: int
 
     @property
     def vni(self) -> int:

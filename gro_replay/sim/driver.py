@@ -98,6 +98,8 @@ class DriverRx:
         classes = self.decoder.flow_class
         while len(st) <= fid:
             key = flows[len(st)]
+            # a flow is retired (key None) only after its frames went through here, so after its state was set
+            assert key is not None
             tunnelled = classes[len(st)] != CLS_NOT_TUNNEL
             ip_summed, level = self.preset.rx_state(
                 ":" in key.outer_src, key.outer_csum_zero, self.config.nic_tunnel_port, tunnelled
