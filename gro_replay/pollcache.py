@@ -111,14 +111,15 @@ def batch_eligible(config, sink_observed: bool) -> bool:
 
 
 def batch_input(cap, sel) -> bool:
-    """True when the batch path can read ``cap``: a classic Ethernet pcap (``PcapChunks``), or a pcapng file whose
-    interface selection passes every record on unchanged (``PcapngChunks``: a planned file whose interfaces are all
-    chosen; ``capture.interfaces.Selection.filter`` would only yield). A selection that leaves records out counts
-    them as it reads, between the replayed ones: the frame-by-frame path."""
+    """True when the batch path can read ``cap``: a classic Ethernet pcap (``PcapChunks``), or a pcapng file or
+    stream whose interface selection passes every record on (``PcapngChunks``: a planned file whose interfaces are
+    all chosen, or a pipe without ``--interface``, whose notes ``capture.interface_blocks.BlockTally`` counts a
+    block at a time). A selection that leaves records out counts them as it reads, between the replayed ones: the
+    frame-by-frame path."""
     if PcapChunks.supported(cap) and cap.linktype == DLT_EN10MB:
         return True
     every = sel.chosen is None or sel.chosen == frozenset(sel.by_key)
-    return cap.format == "pcapng" and sel.planned and every and sel.stream_want is None
+    return cap.format == "pcapng" and every and sel.stream_want is None
 
 
 def _counters(k, st, fids) -> dict:
@@ -303,14 +304,18 @@ class BatchReplay:
         self._moved: dict[int, int] = {}  # flow id → the flow its key moved to in this block (retiring)
         self._ahead: list[int] = []  # flow ids of the records the previous block tracked and left to this one
         self._fids: np.ndarray | None = None  # the block's flow ids per record (retiring)
+        self._on_block = None  # ``run``'s on_block
         if self.retiring:
             rep._retiring = True
             rep._own_frames = True
             rep.on_flow_change = self._flow_changed
 
-    def run(self, cap, progress=None) -> None:
+    def run(self, cap, progress=None, on_block=None) -> None:
         """Replay every record of ``cap`` (``batch_input``): a classic pcap is read in blocks (``PcapChunks``), a
-        pcapng file by its block walker (``PcapngChunks``). Raises CaptureError."""
+        pcapng file or stream by its block walker (``PcapngChunks``). ``on_block(chunk, columns, common, n)`` is
+        called after the first ``n`` records of each block were counted (``common``: bool per record, replayed as
+        the common layout): a pipe's interface notes (capture/interface_blocks.py). Raises CaptureError."""
+        self._on_block = on_block
         reader: PcapChunks | PcapngChunks
         if cap.format == "pcapng":
             reader = PcapngChunks(cap, self.block)
@@ -411,6 +416,8 @@ class BatchReplay:
         self._account(ch, col, common, snap, last, cut, fids)
         ends = self._entry_flows(src, ts, fids, extras, cut) if self.retiring else None
         self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index, lead, ends)
+        if self._on_block is not None:
+            self._on_block(ch, col, common, cut)
         return ch.record_start(cut), new_carry
 
     def _polls(self, ts: np.ndarray, eof: bool):

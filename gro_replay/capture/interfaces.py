@@ -108,9 +108,10 @@ def _new_stats(cap, key: tuple, linktype: int) -> InterfaceStats:
     )
 
 
-def _payload(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, int | None] | None:
-    """``(is tunnel traffic, hash of the L4 header and payload or None)`` of one record; None when it does not
-    decode (cut short, unsupported link layer, malformed)."""
+def _l4_of(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, bytes, int] | None:
+    """``(is tunnel traffic, the frame as decoded, offset of its innermost L4 header or 0)`` of one record
+    (``packet.decode.Decoder.decode``); None when it does not decode (cut short, unsupported link layer,
+    malformed)."""
     if len(buf) < orig_len:
         return None
     eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
@@ -120,7 +121,17 @@ def _payload(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, int |
     if isinstance(r, str):
         return None
     frame, _vlan, fid, _rss, l4 = r
-    return dec.flow_class[fid] != CLS_NOT_TUNNEL, (hash(bytes(frame[l4:])) if l4 else None)
+    return dec.flow_class[fid] != CLS_NOT_TUNNEL, frame, l4
+
+
+def _payload(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, int | None] | None:
+    """``(is tunnel traffic, hash of the L4 header and payload or None)`` of one record; None when it does not
+    decode (cut short, unsupported link layer, malformed)."""
+    got = _l4_of(dec, buf, orig_len, linktype)
+    if got is None:
+        return None
+    tunnel, frame, l4 = got
+    return tunnel, (hash(bytes(frame[l4:])) if l4 else None)
 
 
 @dataclass
@@ -192,9 +203,14 @@ class Selection:
             elif inp.filtered["bpf"] > bpf:
                 got = _payload(dec, rec[1], rec[2], rec[3])
                 st.tunnel_frames += got is not None and got[0]
+        self.stream_end(cap, inner, plain, dec is not None)
+
+    def stream_end(self, cap, inner: dict, plain: dict, hashed: bool) -> None:
+        """After the last record: the sections and interfaces the labels say, and (``hashed``: the payloads of a
+        pipe were kept, ``inner``/``plain`` as ``_scan`` fills them) the copies of tunnel frames' inner packets."""
         if cap.format == "pcapng":
             self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
-        if dec is not None:
+        if hashed:
             _count_copies(self, inner, plain)
 
     def devices(self) -> int:
@@ -385,16 +401,25 @@ def _keep_payload(got: tuple[bool, int | None] | None, key: tuple, inner: dict, 
 
 def _count_copies(sel: Selection, inner: dict, plain: dict) -> None:
     """The frames whose L4 header and payload equal a tunnel frame's inner ones (``inner``/``plain``: payload hashes
-    by interface, ``_scan``): with one device ``unattributed_copies``; else each interface's ``copies`` of the
-    chosen interfaces' tunnel frames, or, when every interface is replayed (a pipe without --interface), of any
-    other interface's tunnel frames."""
+    by interface, ``_scan``; ``inner``'s a set or an int64 array each): with one device ``unattributed_copies``;
+    else each interface's ``copies`` of the chosen interfaces' tunnel frames, or, when every interface is replayed
+    (a pipe without --interface), of any other interface's tunnel frames."""
     if sel.devices() == 1:  # one device (in one section or several): the copies cannot be told by interface
-        ref = set().union(*inner.values())
-        sel.unattributed_copies = sum(1 for hashes in plain.values() for h in hashes if h in ref)
+        hashes = [h for hs in plain.values() for h in hs]
+        sel.unattributed_copies = _members(hashes, inner.values()) if hashes else 0
         return
     for k, hashes in plain.items():
         if sel.chosen is not None and k in sel.chosen:
             continue
         src = sel.chosen if sel.chosen is not None else [o for o in inner if o != k]
-        ref = set().union(*(inner.get(o, set()) for o in src))
-        sel.by_key[k].copies = sum(1 for h in hashes if h in ref)
+        sel.by_key[k].copies = _members(hashes, [inner[o] for o in src if o in inner])
+
+
+def _members(hashes: list[int], refs: Iterable) -> int:
+    """How many of ``hashes`` (with repeats) are in one of ``refs`` (sets or int64 arrays of hashes)."""
+    if not hashes:
+        return 0
+    parts = [r if isinstance(r, np.ndarray) else np.fromiter(r, np.int64, len(r)) for r in refs]
+    if not parts:
+        return 0
+    return int(np.count_nonzero(np.isin(np.array(hashes, np.int64), np.concatenate(parts))))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
+from ..capture.interface_blocks import block_tally
 from ..capture.interfaces import may_hold_several
 from ..capture.interfaces import plan as plan_interfaces
 from ..capture.reader import DLT_EN10MB, open_capture
@@ -28,8 +29,8 @@ def replay_capture(
 
     Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
     every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
-    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file whose interfaces are all replayed take the
-    batch path (pollcache.py; ``pollcache.batch_input``) when the configuration allows it
+    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file whose interfaces are all replayed (a pipe
+    without ``--interface`` too: its interface notes are ``Selection.filter``'s) take the batch path (pollcache.py; ``pollcache.batch_input``) when the configuration allows it
     (``pollcache.batch_eligible``) and ``on_deliver`` is None or reads only what cached delivery events hold
     (``pollcache.served_from_events``: --trace, explain): same results, same deliveries in the same order, and
     ``Result.batch`` counts its polls.
@@ -68,7 +69,10 @@ def replay_capture(
         )
         if batch:
             br = BatchReplay(rep)
-            br.run(cap, progress)
+            tally = block_tally(sel, cap)  # a pipe: its interface notes, counted a block at a time
+            br.run(cap, progress, None if tally is None else tally.block)
+            if tally is not None:
+                tally.end()
             rep.batch = {
                 "polls_cached": br.cache.hits,
                 "polls_simulated": br.cache.misses + br.cache.uncacheable,
