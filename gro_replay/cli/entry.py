@@ -78,6 +78,65 @@ def _whole_stdout_writes() -> None:
     )
 
 
+class _LossyWrites(io.RawIOBase):
+    """File descriptor 2 for standard error: a write that fails (the reader of a ``2>&1 | head -0`` pipe went away:
+    EPIPE; ``2>/dev/full``: ENOSPC) is dropped instead of raised.
+
+    A message on standard error is the last thing a command does on its way out with an exit code: when it cannot
+    be written there is no one left to tell, and the exit code is what remains. Raising would replace that code by
+    click's 1 for EPIPE (``Command.main``) or a failure of the error handling itself; so a usage error stays 2, an
+    environment problem 3, an interrupt 130, whatever becomes of standard error.
+    """
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        #: a write failed: the rest is not attempted (a closed pipe stays closed)
+        self.lost = False
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, b) -> int:
+        view = memoryview(b).cast("B")
+        done = 0
+        while not self.lost and done < len(view):
+            try:
+                done += os.write(self._fd, view[done:])
+            except OSError:
+                self.lost = True
+        return len(view)
+
+    def close(self) -> None:  # descriptor 2 stays open (the interpreter's own sys.__stderr__ owns it)
+        super().close()
+
+
+def _lossy_stderr_writes() -> None:
+    """Replace ``sys.stderr`` (a text stream on descriptor 2) by the same text stream over ``_LossyWrites``; leaves
+    any other standard error (a test's capture, a closed or missing one) alone."""
+    err = sys.stderr
+    if not isinstance(err, io.TextIOWrapper):
+        return
+    try:
+        fd = err.fileno()
+        err.flush()
+    except (OSError, ValueError):
+        return
+    sys.stderr = io.TextIOWrapper(
+        io.BufferedWriter(_LossyWrites(fd)),
+        encoding=err.encoding,
+        errors=err.errors,
+        line_buffering=True,
+        write_through=True,
+    )
+
+
 def _stdout_error() -> OSError | None:
     """The error of flushing the bytes still buffered for standard output (EPIPE: the reader went away), or None."""
     try:
@@ -121,13 +180,15 @@ def entry() -> None:
     SIGTERM (one line, no traceback; the command unwinds first, so its output files are removed); 141 when the
     reader of standard output went away (``| head -1``; nothing printed); 2 when standard output cannot be written
     (``> /dev/full``: one line naming it); anything unexpected becomes one line on stderr and exit code 70
-    (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it).
+    (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it). Every code stays the
+    same when standard error cannot be written (a closed pipe, a full disk: ``_LossyWrites``).
     """
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_sigint)
         signal.signal(signal.SIGTERM, _on_sigterm)
     code: int | str | None = 0
     _whole_stdout_writes()
+    _lossy_stderr_writes()
     _sane_terminal_size_env()
     try:
         try:
