@@ -63,23 +63,43 @@ def scenarios(n: int, frames: int):
     return out
 
 
-def ensure_captures(n: int, frames: int, copies: int) -> list[str]:
+def write_copies(path: Path, sc, copies: int) -> None:
+    """Write ``copies`` copies of scenario ``sc``'s frames to ``path`` (nanosecond pcap), each copy 1 ms after the
+    previous one ends. Streams: the scenario is generated once into a temporary file beside ``path`` (its first and
+    last timestamps noted on the way) and that file is read back once per copy, so memory does not grow with the
+    number of frames."""
+    from gro_replay.capture.reader import open_capture
     from gro_replay.capture.writer import PcapWriter
     from gro_replay.synth import synth_frames
 
+    one = path.with_suffix(".one.tmp")
+    tmp = path.with_suffix(".pcap.tmp")
+    try:
+        first = last = 0
+        with PcapWriter(one) as w:
+            for k, (ts, frame) in enumerate(synth_frames(sc)):
+                first = ts if k == 0 else first
+                last = ts
+                w.write(ts, frame)
+        span = last - first + 1_000_000
+        with PcapWriter(tmp) as w:
+            for c in range(copies):
+                with open_capture(one, digest=False) as cap:
+                    for ts, frame, _orig_len, _linktype in cap:
+                        w.write(ts + c * span, frame)
+        os.replace(tmp, path)
+    finally:
+        for f in (one, tmp):
+            f.unlink(missing_ok=True)
+
+
+def ensure_captures(n: int, frames: int, copies: int) -> list[str]:
     CACHE.mkdir(parents=True, exist_ok=True)
     paths = []
     for i, sc in enumerate(scenarios(n, max(1, frames // copies))):
         path = CACHE / f"batch-{frames}x{copies}-{i:02d}.pcap"
         if not path.exists():
-            one = list(synth_frames(sc))
-            span = one[-1][0] - one[0][0] + 1_000_000
-            tmp = path.with_suffix(".pcap.tmp")
-            with PcapWriter(tmp) as w:
-                for c in range(copies):
-                    for ts, frame in one:
-                        w.write(ts + c * span, frame)
-            os.replace(tmp, path)
+            write_copies(path, sc, copies)
         paths.append(str(path))
     return paths
 

@@ -81,3 +81,58 @@ def test_writer_receives_each_frame_before_the_next_is_built(tmp_path, monkeypat
     # write_frames pulls the first frame before creating the file; from then on frame i is written before
     # frame i + 1 is built
     assert seen == list(range(1, 301))
+
+
+def _bench_batch():
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("bench_batch", ROOT / "bench" / "batch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_batch_captures_stream(tmp_path):
+    """bench/batch.py writes a capture as ``copies`` copies of a scenario: the scenario goes through a temporary
+    file, not a list, so its memory does not grow with the frames either (10x the frames: within twice the peak)."""
+    bench = _bench_batch()
+
+    def run(n: int) -> None:
+        path = tmp_path / f"b{n}.pcap"
+        bench.write_copies(path, Scenario(flows=2, frames=n // 2, interleave="8"), 3)
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(f"b{n}.")) == [path.name]
+
+    small, large = _traced_peak(lambda: run(1_000)), _traced_peak(lambda: run(10_000))
+    assert large < 2 * small + 64_000, (small, large)
+
+
+def test_bench_batch_copies_are_the_scenario_shifted(tmp_path):
+    """Each copy is the scenario's frames, the next copy starting 1 ms after the previous one's last frame."""
+    from gro_replay.capture.reader import open_capture
+
+    sc = Scenario(flows=2, frames=20, interleave="rr")
+    one = list(synth_frames(sc))  # 40 frames: small, the expectation
+    span = one[-1][0] - one[0][0] + 1_000_000
+    _bench_batch().write_copies(tmp_path / "c.pcap", sc, 3)
+    with open_capture(tmp_path / "c.pcap", digest=False) as cap:
+        got = [(ts, frame) for ts, frame, _orig, _lt in cap]
+    assert got == [(ts + c * span, frame) for c in range(3) for ts, frame in one]
+
+
+def test_no_frame_generator_is_made_a_list_outside_the_tests():
+    """The kind: no code of the package or the benchmarks turns a whole synth run into a list."""
+    import re
+
+    from conftest import ROOT
+
+    pattern = re.compile(r"(list|tuple|sorted)\(\s*(synth_frames|mix_frames)\(")
+    found = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for d in ("gro_replay", "bench")
+        for p in sorted((ROOT / d).rglob("*.py"))
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []
