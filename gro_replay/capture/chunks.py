@@ -18,10 +18,11 @@ count and the same corrupt-record error, at every block size, cut gzip streams i
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class CaptureFile(Protocol):
     def pcap_layout(self) -> tuple[str, int, int] | None: ...
 
     @property
-    def _f(self) -> BinaryIO: ...
+    def _f(self) -> io.BufferedIOBase: ...
 
     @property
     def _offset(self) -> int: ...
@@ -206,7 +207,7 @@ class PcapChunks:
         ts = f32[:, 0] * _NS + f32[:, 1] * self._frac_ns
         return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, self._eof)
 
-    def _walk_slow(self, buf: bytes, off: int, n: int, starts: list, file_base: int) -> int:
+    def _walk_slow(self, buf: bytearray, off: int, n: int, starts: list, file_base: int) -> int:
         """Walk up to 64 records one at a time (sizes vary); returns the next record's offset."""
         caplen_at = self._caplen_at
         got = []

@@ -39,7 +39,10 @@ class BlockTally:
     def __init__(self, sel: Selection, cap) -> None:
         self.sel = sel
         self.cap = cap
-        self.dec = sel.decoder_factory()  # type: ignore[operator]  # set for every pipe (interfaces.plan)
+        factory = sel.decoder_factory
+        if factory is None:  # interfaces.plan sets one for every pipe
+            raise ValueError("BlockTally counts a pipe's interfaces: its Selection needs a decoder factory")
+        self.dec = factory()
         self.inner: dict[tuple, list[np.ndarray]] = {}  # key → int64 arrays of tunnel frames' payload hashes
         self.plain: dict[tuple, list] = {}
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..packet.decode import CLS_NOT_TUNNEL
+from ..packet.decode import CLS_NOT_TUNNEL, Decoder
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 
@@ -144,7 +144,7 @@ class Selection:
     stream_want: str | None = None
     planned: bool = False  # by_key was filled by a first read of the file
     #: a pipe: ``packet.decode.Decoder`` factory, to count each interface's tunnel frames while streaming
-    decoder_factory: object = None
+    decoder_factory: Callable[[], Decoder] | None = None
     #: Linux cooked v1 (no ifindex): packets that appear as a tunnel frame's inner packet and again on their own
     unattributed_copies: int = 0
     by_key: dict = field(default_factory=dict)  # key → InterfaceStats, in order of first frame
@@ -165,15 +165,15 @@ class Selection:
         # the end of the stream as a file's plan does (``_count_copies``)
         inner: dict[tuple, set] = {}
         plain: dict[tuple, list] = {}
-        chosen = set(self.chosen) if self.chosen is not None else None
-        if want is not None:
-            chosen = set()
+        chosen: set | None = (
+            set() if want is not None else set(self.chosen) if self.chosen is not None else None
+        )
         for rec in records:
             key = interface_key(cap, rec[1], rec[3])
             st = seen.get(key)
             if st is None:
                 st = seen[key] = _new_stats(cap, key, rec[3])
-                if want is not None and st.matches(want):
+                if want is not None and chosen is not None and st.matches(want):
                     chosen.add(key)
                     self.chosen = frozenset(chosen)
             if not self.planned:

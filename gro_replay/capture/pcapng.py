@@ -7,8 +7,10 @@ and interface blocks in file order.
 
 from __future__ import annotations
 
+import io
 import math
 import struct
+from collections.abc import Iterator
 
 import dpkt
 import dpkt.pcapng
@@ -32,7 +34,7 @@ _PCAPNG_SPB = dpkt.pcapng.PCAPNG_BT_SPB
 _PCAPNG_OPT_IF_NAME = 2  #: pcapng IDB option if_name (draft-ietf-opsawg-pcapng §4.2)
 
 
-def _block_fields(cls: type) -> struct.Struct:
+def _block_fields(cls: type[dpkt.Packet]) -> struct.Struct:
     """Struct for a dpkt pcapng block class's fields after type and length, trailing length excluded."""
     fmt = cls.__hdr_fmt__
     return struct.Struct(fmt[0] + fmt[3:-1])
@@ -51,6 +53,31 @@ class PcapngBlocks:
     the first interfaces; ``Capture._iter_pcapng`` the records (pcapng_chunks.py). Uses the capture's ``_f``, ``_offset``, ``_corrupt`` and
     ``_read_error``.
     """
+
+    # the state of the Capture this class is the base of (reader.py ``Capture.__init__``), read and set here
+    path: str
+    linktype: int
+    _f: io.BufferedIOBase
+    _offset: int
+    interfaces: list[tuple[int, str | None]]
+    all_interfaces: list[tuple[int, str | None]]
+    iface_base: int
+    sections: int
+    iface_sections: list[int]
+    iface_bases: list[int]
+    _iter: Iterator[tuple[int, bytes, int, int]]
+
+    def _corrupt(self, off: int, detail: str) -> CaptureError:
+        """The error for a corrupt block at file offset ``off``: reader.py ``Capture._corrupt``."""
+        raise NotImplementedError
+
+    def _read_error(self, e: BaseException, off: int) -> CaptureError:
+        """The error for a failed read at file offset ``off``: reader.py ``Capture._read_error``."""
+        raise NotImplementedError
+
+    def _iter_pcapng(self) -> Iterator[tuple[int, bytes, int, int]]:
+        """The records after the file header: reader.py ``Capture._iter_pcapng``."""
+        raise NotImplementedError
 
     def _open_pcapng(self, head: bytes) -> None:
         # Interfaces of the current section: (linktype, num, den, offset_ns), ts_ns = units * num // den + off.

@@ -31,7 +31,6 @@ import struct
 import sys
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
 
 import dpkt
 import dpkt.pcap
@@ -107,7 +106,12 @@ class Capture(PcapngBlocks):
     """
 
     def __init__(
-        self, path: str, raw: BinaryIO, f: BinaryIO, compressed: bool, digest: DigestingRaw | None = None
+        self,
+        path: str,
+        raw: io.BufferedIOBase,
+        f: io.BufferedIOBase,
+        compressed: bool,
+        digest: DigestingRaw | None = None,
     ) -> None:
         self.path = path
         self.compressed = compressed
@@ -316,15 +320,15 @@ def open_capture(path: str | os.PathLike[str], digest: bool = True) -> Capture:
         raise CaptureError(f"{name}: cannot open ({e.strerror or e})") from None
     hashing = DigestingRaw(fileio) if digest else None
     raw = io.BufferedReader(hashing or fileio, buffer_size=1 << 16)  # owned, and closed, by the Capture
-    f: BinaryIO = raw  # type: ignore[assignment]
+    f: io.BufferedIOBase = raw
     compressed = False
     gz: GzipStream | None = None
     try:
         if raw.peek(2)[:2] == _GZIP_MAGIC:
-            gz = GzipStream(gzip.open(raw, "rb"))  # type: ignore[arg-type]
-            f = io.BufferedReader(gz, buffer_size=1 << 16)  # type: ignore[assignment]
+            gz = GzipStream(gzip.open(raw, "rb"))
+            f = io.BufferedReader(gz, buffer_size=1 << 16)
             compressed = True
-        cap = Capture(name, raw, f, compressed, hashing)  # type: ignore[arg-type]
+        cap = Capture(name, raw, f, compressed, hashing)
         cap.gzip = gz
         return cap
     except CaptureError:
@@ -344,7 +348,7 @@ def open_capture(path: str | os.PathLike[str], digest: bool = True) -> Capture:
         raise CaptureError(f"{name}: corrupt capture header ({type(e).__name__}: {e})") from None
 
 
-def _close_quietly(f: BinaryIO, raw: BinaryIO) -> None:
+def _close_quietly(f: io.BufferedIOBase, raw: io.BufferedIOBase) -> None:
     for fo in (f, raw):
         try:
             fo.close()

@@ -11,7 +11,6 @@ import queue
 import struct
 import threading
 import zlib
-from typing import BinaryIO
 
 import dpkt
 
@@ -36,7 +35,7 @@ class GzipStream(io.RawIOBase):
     before the cut is lost. zlib and BadGzipFile errors propagate.
     """
 
-    def __init__(self, g: BinaryIO) -> None:
+    def __init__(self, g: io.BufferedIOBase) -> None:
         super().__init__()
         self._g = g
         #: the gzip data ended before its end-of-stream marker
@@ -45,11 +44,11 @@ class GzipStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b) -> int:
         if self.cut:
             return 0
         try:
-            piece = self._g.read1(len(b))  # type: ignore[attr-defined]
+            piece = self._g.read1(len(b))
         except EOFError:
             self.cut = True
             return 0
@@ -62,7 +61,7 @@ class GzipStream(io.RawIOBase):
         super().close()
 
 
-def read_exactly(f: BinaryIO, n: int) -> bytes:
+def read_exactly(f: io.BufferedIOBase, n: int) -> bytes:
     """Up to ``n`` bytes; fewer only at end of stream (a gzip stream or pipe may return short reads)."""
     buf = f.read(n)
     if len(buf) == n or not buf:
@@ -107,7 +106,7 @@ class DigestingRaw(io.RawIOBase):
     def fileno(self) -> int:
         return self._raw.fileno()
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b) -> int:
         n = self._raw.readinto(b)
         if n:
             self.bytes_read += n
