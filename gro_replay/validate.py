@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .capture.reader import open_capture
@@ -53,15 +54,23 @@ class LoadedCapture:
     frames: list[tuple] = field(default_factory=list)
 
 
-def load_capture(path: str, config: ReplayConfig) -> LoadedCapture:
-    """Read and decode a whole capture (the kernel backend needs all frames before it starts).
+def load_capture(
+    path: str, config: ReplayConfig, progress: Callable[[int], None] | None = None
+) -> LoadedCapture:
+    """Read and decode a whole capture (the kernel backend needs all frames before it starts). ``progress``: as
+    ``sim.replay_capture``'s (called with the frames read every 1024 frames; bound to the open capture when it
+    has ``bind_capture``).
 
     Raises: capture.reader.CaptureError.
     """
+    from .sim.api import counting
+
     rep = Replayer(config)
     rep.input.path = str(path)
     with open_capture(path) as cap:
-        frames = list(rep.decoded(cap))
+        if progress is not None and hasattr(progress, "bind_capture"):
+            progress.bind_capture(cap)
+        frames = list(rep.decoded(cap if progress is None else counting(cap, progress)))
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
         account_capture_end(cap, rep.input)
     return LoadedCapture(rep, frames)

@@ -14,7 +14,7 @@ from ..capture.reader import CaptureError
 from ..outputs import RunOutputs
 from ..report.schema import dumps
 from .errors import CheckFailed, EnvironmentProblem, UsageError
-from .output import NamedOutput, open_out
+from .output import NamedOutput, open_out, start_progress
 from .params import BoundedInt, Keyword
 
 _RX = Keyword(["none", "unnecessary", "unnecessary-tunnel"])
@@ -72,6 +72,12 @@ def _common(f):
             metavar="DEV=on|off",
             help="tunnel=off: ethtool -K <vxlan> gro off; phys=off: GRO elided on the phys veth (as --defer-to-tunnel).",
         ),
+        click.option(
+            "--quiet",
+            "-q",
+            is_flag=True,
+            help="No progress bar (shown while the capture is read, when stderr is a terminal).",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -79,7 +85,15 @@ def _common(f):
 
 
 def _prepare(
-    capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx=False, gro=(), vxlan_gbp=False
+    capture,
+    rx_csum,
+    vxlan_port,
+    phys_dev,
+    tunnel_dev,
+    udp6_zero_csum_rx=False,
+    gro=(),
+    vxlan_gbp=False,
+    quiet=False,
 ):
     from ..oracle import OracleUnavailable, check_environment
     from ..sim import ConfigError, PollModel, ReplayConfig, parse_gro
@@ -107,10 +121,16 @@ def _prepare(
         vxlan_gbp=vxlan_gbp,
         gro=gro_on,
     )
+    # the capture is read and decoded whole before the first frame is sent: the progress display of the replay
+    # (stderr a terminal, not --quiet)
+    prog, cb = start_progress(quiet, capture)
     try:
-        loaded = load_capture(capture, cfg)
+        loaded = load_capture(capture, cfg, cb)
     except CaptureError as e:
         raise UsageError(str(e)) from None
+    finally:
+        if prog is not None:
+            prog.stop()
     if not vxlan_port:
         # the UDP destination ports after an option-less outer IPv4 or an outer IPv6 header, most used first
         at = {b"\x08\x00": 36, b"\x86\xdd": 56}
@@ -159,12 +179,6 @@ def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
     help="netif_receive_skb lines to FILE, or - for standard output.",
 )
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
-@click.option(
-    "--quiet",
-    "-q",
-    is_flag=True,
-    help="Accepted as in replay; changes nothing: this command shows no progress bar.",
-)
 def kernel_cmd(
     capture,
     rx_csum,
@@ -193,7 +207,7 @@ def kernel_cmd(
     with RunOutputs(inputs=[capture]) as outs:
         outs.reserve(trace_path, "--trace")
         cfg, loaded, ports = _prepare(
-            capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp
+            capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp, quiet
         )
         cfg = replace(cfg, vxlan_ports=ports)  # the devices the backend made (device names, JSON)
         oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
@@ -272,6 +286,7 @@ def validate_cmd(
     tunnel_dev,
     udp6_zero_csum_rx,
     gro,
+    quiet,
     fmt,
 ):
     """Run the simulator (profile of the running kernel, same checksum state, budget polls, --rss none) and the
@@ -281,7 +296,7 @@ def validate_cmd(
     from ..validate import compare, profile_for_release
 
     cfg, loaded, ports = _prepare(
-        capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp
+        capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp, quiet
     )
     release = kernel_release()
     try:

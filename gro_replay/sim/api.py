@@ -54,7 +54,7 @@ def replay_capture(
         rep.input.path = str(path)
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
-        records = cap if progress is None else _counting(cap, progress)
+        records = cap if progress is None else counting(cap, progress)
         sel = plan_interfaces(
             str(path), cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface
         )
@@ -89,7 +89,9 @@ def replay_capture(
     return rep.result()
 
 
-def _counting(records: Iterable[tuple], progress: Callable[[int], None]) -> Iterator[tuple]:
+def counting(records: Iterable[tuple], progress: Callable[[int], None]) -> Iterator[tuple]:
+    """``records`` passed through, calling ``progress`` with the count every 1024 records (the CLI's progress
+    display; replay and the kernel backend's capture reading)."""
     for n, r in enumerate(records, 1):
         yield r
         if not n & 0x3FF:
