@@ -89,10 +89,13 @@ def _fifo(path, data: bytes):
 
 
 def _piped(data: bytes, cfg: ReplayConfig, fifo) -> tuple[str, object]:
-    """The JSON document (text) of ``data`` read through the FIFO ``fifo``, and ``Result.batch``."""
+    """The JSON document (text) of ``data`` read through the FIFO ``fifo`` but for its statement of the path that
+    ran (``engine``, if any), and ``Result.batch`` (None: the frame-by-frame path)."""
     with _fifo(fifo, data) as path:
         r = replay_capture(path, cfg)
-    return json.dumps(document(r), sort_keys=True, default=str), r.batch
+    doc = document(r)
+    doc.pop("engine", None)
+    return json.dumps(doc, sort_keys=True, default=str), r.batch
 
 
 def _both(data: bytes, tmp_path, cfg: ReplayConfig | None = None) -> dict:
