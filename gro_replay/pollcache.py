@@ -62,6 +62,9 @@ from .sim.ingest import Frame
 #: as 8 MB on the benchmark captures, and the per-block numpy temporaries stay small (peak RSS 75 instead of 106 MB
 #: on the 200k-frame overlay-node mix)
 BLOCK = 2 << 20
+#: common frames between two unusual records noted in the flow tracker a run at a time (``_track_run``); fewer
+#: are noted one by one (the same result: tests shrink it to compare)
+MIN_RUN = 32
 #: distinct poll keys kept (each key is ~16 KiB for a full poll): bounds the cache to ~32 MiB
 MAX_KEYS = 2048
 #: delivery events kept over all keys when an observer needs them (~250 bytes each: bounds them to ~64 MiB)
@@ -736,44 +739,33 @@ class BatchReplay:
         """With flows retired: every record of the block in capture order, as the frame-by-frame path decodes
         them — a common frame's flow found (``_class_flow``) and noted in the flow tracker (``Replayer.track``: a
         frame whose flow ended starts a new one), an unusual record decoded (``Replayer.decoded``) and its frames
-        noted (``Replayer.track_frame``) — so that flow ids are handed out in the same order. Fills ``fids``,
-        ``extras`` and ``after_unusual`` as ``_chunk`` does; returns the first record not yet counted."""
+        noted (``Replayer.track_frame``) — so that flow ids are handed out in the same order. The common frames
+        between two unusual records are noted a run at a time (``_track_run``). Fills ``fids``, ``extras`` and
+        ``after_unusual`` as ``_chunk`` does; returns the first record not yet counted."""
         rep = self.rep
-        track = rep.track
-        flow_class = rep.decoder.flow_class
-        moved = self._moved
-        moved.clear()
-        fin_of = self._fin_of
+        self._moved.clear()
         n = len(ch)
         ahead = self._ahead
         self._ahead = []
         if classes is None:
-            pos_l: list = []
+            pos = np.zeros(0, np.int64)
+            run = None
         else:
             pos, inv, same, ufid, keys = classes
-            pos_l, inv_l, same_l = pos.tolist(), inv.tolist(), same.tolist()
-            ts_l = ch.ts_ns[pos].tolist()
-            cfid = ufid.tolist()
+            run = (pos, inv, ch.ts_ns[pos], col.group[pos], ufid.tolist(), keys)
+            # records the previous block tracked and left to this one keep their flow ids
+            ah = same & (pos < len(ahead))
+            if ah.any():
+                fids[pos[ah]] = np.asarray(ahead, np.int64)[pos[ah]]
+            todo = np.flatnonzero(same & (pos >= len(ahead)))
         i = 0
         last = 0
         for q in [*unusual, n]:
-            while i < len(pos_l) and pos_l[i] < q:
-                r = pos_l[i]
-                if not same_l[i]:
-                    i += 1
-                    continue
-                if r < len(ahead):
-                    fids[r] = ahead[r]  # tracked with the previous block
-                    i += 1
-                    continue
-                j = inv_l[i]
-                fid = cfid[j]
-                if fid < 0:
-                    fid = cfid[j] = self._class_flow(ch, r, keys[j])
-                while fid in moved:
-                    fid = moved[fid]
-                fids[r] = track(fid, ts_l[i], fin_of[keys[j]] and flow_class[fid] == CLS_TUNNEL_TCP)
-                i += 1
+            if run is not None:
+                k = int(np.searchsorted(pos[todo], q))
+                if k > i:
+                    self._track_run(ch, fids, run, todo[i:k])
+                i = k
             if q == n:
                 break
             self._account(ch, col, common, snap, last, q, fids)
@@ -785,6 +777,96 @@ class BatchReplay:
             extras.extend((g[0], g) for g in got)
             last = q + 1
         return last
+
+    def _track_run(self, ch, fids, run, sel) -> None:
+        """Note the common frames ``sel`` (indexes into the block's common frames, in capture order, no unusual
+        record between them) in the flow tracker, as ``Replayer.track`` frame by frame would: the frames of the
+        flows ``_quiet_flows`` finds quiet only by their last frame (``FlowTracker.seen``: the same state as noting
+        each), the others one by one through ``Replayer.track``, in capture order with those last frames, so that
+        flow ids are handed out and the tracker's flows ordered as frame by frame. The clock
+        (``Replayer._clock``, the largest frame time so far) is set before each, as noting every frame would."""
+        rep = self.rep
+        pos, inv, ts_all, _group, cfid, keys = run
+        moved = self._moved
+        fin_of = self._fin_of
+        flow_class = rep.decoder.flow_class
+        rs = pos[sel]
+        clock = np.maximum.accumulate(ts_all[sel])
+        if rep._clock is not None:
+            np.maximum(clock, rep._clock, out=clock)
+        if len(sel) < MIN_RUN or rep._retire_on_records:
+            slow = np.arange(len(sel))
+            last: dict[int, tuple[int, bool]] = {}
+        else:
+            slow, last = self._quiet_flows(fids, run, sel, clock)
+        clock_l = clock.tolist()
+        if len(slow):
+            steps = sorted([*slow.tolist(), *last]) if last else slow.tolist()
+            rs_l, cls_l, ts_l = rs.tolist(), inv[sel].tolist(), ts_all[sel].tolist()
+        else:
+            steps = sorted(last)
+        track = rep.track
+        seen = rep.tracker.seen
+        for x in steps:
+            quiet = last.get(x)
+            if quiet is not None:
+                seen(quiet[0], clock_l[x], quiet[1])
+                continue
+            r = rs_l[x]
+            j = cls_l[x]
+            fid = cfid[j]
+            if fid < 0:
+                fid = cfid[j] = self._class_flow(ch, r, keys[j])
+            while fid in moved:
+                fid = moved[fid]
+            rep._clock = clock_l[x]
+            fids[r] = track(fid, ts_l[x], fin_of[keys[j]] and flow_class[fid] == CLS_TUNNEL_TCP)
+        rep._clock = clock_l[-1]
+
+    def _quiet_flows(self, fids, run, sel, clock) -> tuple[np.ndarray, dict[int, tuple[int, bool]]]:
+        """Split the frames ``sel`` of ``_track_run`` (``clock``: the clock at each): a flow is quiet when its
+        frames here are all of classes whose flow is known and none finds it timed out
+        (``FlowTracker.timing_out``), and no frame of its inner flow (``Columns.group``: every frame of a flow id
+        shares it) is of a class not yet known (decoding its first frame may name that flow). Sets ``fids`` of
+        the quiet flows' frames. Returns the other frames (indexes into ``sel``, in order) and, by the index of
+        each quiet flow's last frame, ``(flow id, whether any of its frames carries FIN or RST)``."""
+        rep = self.rep
+        pos, inv, _ts, group_all, cfid, keys = run
+        moved = self._moved
+        fin_of = self._fin_of
+        flow_class = rep.decoder.flow_class
+        ucls, cinv = np.unique(inv[sel], return_inverse=True)
+        cf = np.empty(len(ucls), np.int64)
+        ce = np.zeros(len(ucls), bool)
+        for u, j in enumerate(ucls.tolist()):
+            fid = cfid[j]
+            if fid >= 0:
+                while fid in moved:
+                    fid = moved[fid]
+                ce[u] = fin_of[keys[j]] and flow_class[fid] == CLS_TUNNEL_TCP
+            cf[u] = fid
+        rf = cf[cinv]
+        ended = ce[cinv]
+        known = rf >= 0
+        grp = group_all[sel]
+        bad = grp[~known]
+        loud = rep.tracker.timing_out(rf[known], clock[known], ended[known])
+        if len(loud):
+            bad = np.concatenate([bad, grp[known][np.isin(rf[known], loud)]])
+        slow_m = np.isin(grp, bad) if len(bad) else np.zeros(len(sel), bool)
+        qi = np.flatnonzero(~slow_m)
+        qf = rf[qi]
+        fids[pos[sel][qi]] = qf
+        # each quiet flow's last frame, and whether any of its frames ended it
+        o = np.argsort(qf, kind="stable")
+        is_last = np.ones(len(o), bool)
+        is_last[:-1] = qf[o][1:] != qf[o][:-1]
+        flow_run = np.cumsum(is_last) - is_last
+        any_end = np.zeros(int(is_last.sum()), bool)
+        np.logical_or.at(any_end, flow_run, ended[qi[o]])
+        lasts = qi[o[is_last]].tolist()
+        last = dict(zip(lasts, zip(qf[o[is_last]].tolist(), any_end.tolist(), strict=True), strict=True))
+        return np.flatnonzero(slow_m), last
 
     def _class_flow(self, ch, r: int, key: bytes) -> int:
         """The flow of the common frames with ``key`` (``_fid_of``), found by decoding the one at ``r`` when not

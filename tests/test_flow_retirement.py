@@ -406,3 +406,119 @@ def test_cli_flow_timeout_default_and_off(tmp_path, runner) -> None:
             assert doc["kernels"][0]["flows_summary"]["flows"] == 1
     bad = runner.invoke(main, [str(path), "--flow-timeout", "never", "-q"])
     assert bad.exit_code == 2
+
+
+# -- the batch path notes a run of frames at a time (pollcache.py ``_track_run``) -------------------------------------
+def _bulk_flows(flows: int, segs: int, gap_at: int, gap_ns: int, fin_at: int | None = None) -> list:
+    """``flows`` interleaved bulk connections (inner source ports 2000 + k), ``segs`` 1000-byte segments each,
+    frames 1 µs apart; before segment ``gap_at`` the capture is silent for ``gap_ns``; with ``fin_at`` that
+    segment carries FIN|ACK."""
+    frames, t = [], 0
+    for i in range(segs):
+        if i == gap_at:
+            t += gap_ns
+        for k in range(flows):
+            flags = FIN | ACK if i == fin_at else ACK
+            spec = FrameSpec(
+                outer_csum="zero", sport=2000 + k, seq=1000 + 1000 * i, payload=1000, flags=flags
+            )
+            frames.append((t, build_frame(spec)))
+            t += US
+    return frames
+
+
+@pytest.mark.parametrize("min_run", [1, 10**9])
+@pytest.mark.parametrize(
+    ("name", "frames", "cfg", "flows", "retired"),
+    [
+        # idle timeout 1 ms: a 2 ms silence ends all 3 flows (retired), their keys come back as 3 new flows; 990 µs
+        # ends none (a flow's frames 3 µs apart around it: 993 µs)
+        ("idle gap", _bulk_flows(3, 20, 10, 2_000_000), ReplayConfig(flow_idle_timeout_ns=1_000_000), 6, 3),
+        (
+            "idle gap short",
+            _bulk_flows(3, 20, 10, 990_000),
+            ReplayConfig(flow_idle_timeout_ns=1_000_000),
+            3,
+            0,
+        ),
+        # conntrack's defaults: FIN, then 9 s (the CLOSE timeout, 10 s, not reached: one flow each) or 11 s (the
+        # flows that sent FIN are retired, their keys start new flows)
+        ("FIN then 9 s", _bulk_flows(2, 20, 11, 9 * 10**9, fin_at=10), ReplayConfig(), 2, 0),
+        ("FIN then 11 s", _bulk_flows(2, 20, 11, 11 * 10**9, fin_at=10), ReplayConfig(), 4, 2),
+        # 11 s without FIN: the idle timeout (120 s) is not reached
+        ("11 s without FIN", _bulk_flows(2, 20, 11, 11 * 10**9), ReplayConfig(), 2, 0),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+@pytest.mark.parametrize("block", [2048, 8192, 1 << 20])
+def test_the_batch_path_notes_runs_of_frames_as_the_reference(
+    name, frames, cfg, flows, retired, block, min_run, tmp_path, monkeypatch
+) -> None:
+    # read in blocks of one record (2048 bytes: a frame is ~1120), of seven (the silence, FIN and the first frame
+    # after the silence fall in different blocks or the same one), or all at once; each run of frames noted a run
+    # at a time (MIN_RUN 1) or frame by frame: the reference path's document either way
+    from gro_replay import pollcache
+
+    monkeypatch.setattr(pollcache, "BLOCK", block)
+    monkeypatch.setattr(pollcache, "MIN_RUN", min_run)
+    a, _b, da, db = _both(_pcap(tmp_path, frames), cfg)
+    assert da == db
+    s = document(a)["kernels"][0]["flows_summary"]
+    assert (s["flows"], s["retired"]) == (flows, retired)
+
+
+@pytest.mark.parametrize("min_run", [1, 10**9])
+def test_many_flows_ending_in_one_block_on_the_batch_path(min_run, tmp_path, monkeypatch) -> None:
+    # 600 short connections (SYN, data, FIN|ACK 1 µs apart), 50 µs close timeout, the whole capture in one block:
+    # every flow but the last ones ends inside the block, each with its own classes (SYN, data, FIN)
+    from gro_replay import pollcache
+
+    monkeypatch.setattr(pollcache, "MIN_RUN", min_run)
+    n = 600
+    path = _pcap(tmp_path, _connections(n))
+    a, _b, da, db = _both(path, ReplayConfig(flow_close_timeout_ns=50 * US))
+    assert da == db
+    s = document(a)["kernels"][0]["flows_summary"]
+    assert s["flows"] == n and n - (17 + 22 + 1) <= s["retired"] < n
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_timing_out_answers_what_noting_frame_by_frame_finds(seed) -> None:
+    # FlowTracker.timing_out on a run of frames (random flows, gaps around both timeouts, FIN/RST) against the
+    # frame-by-frame calls it stands for: timed_out then seen for each frame, a flow found timed out left there
+    import random
+
+    import numpy as np
+
+    from gro_replay.sim.flows import FlowTracker
+
+    rng = random.Random(seed)
+    idle, close = 1000, rng.choice([100, 1000, 5000])
+
+    def tracker() -> FlowTracker:
+        tr = FlowTracker(idle, close)
+        for fid in range(6):  # some flows tracked before the run, some closing, some not tracked
+            if rng.random() < 0.7:
+                tr.seen(fid, rng.randrange(0, 500), rng.random() < 0.3)
+        return tr
+
+    state = rng.getstate()
+    tr = tracker()
+    rng.setstate(state)
+    ref = tracker()
+    t, fids, now, ended = 500, [], [], []
+    for _ in range(rng.randrange(1, 40)):
+        t += rng.choice([0, 1, 99, 100, 101, 999, 1000, 1001, 5000])
+        fids.append(rng.randrange(6))
+        now.append(t)
+        ended.append(rng.random() < 0.15)
+    found: set[int] = set()
+    for f, c, e in zip(fids, now, ended, strict=True):
+        if f in found:
+            continue
+        if ref.timed_out(f, c):
+            found.add(f)
+            continue
+        ref.seen(f, c, e)
+    got = tr.timing_out(np.array(fids, np.int64), np.array(now, np.int64), np.array(ended, bool))
+    assert got.tolist() == sorted(found)

@@ -67,6 +67,8 @@ def _seeded(seed: int, tmp_path: Path, monkeypatch) -> tuple[str, str, dict | No
     path = tmp_path / "s.pcap"
     _write(path, frames, repeat=3)
     monkeypatch.setattr(pollcache, "BLOCK", rng.choice([2048, 9000, 65536]))
+    # frames noted in the flow tracker a run at a time (``_track_run``) from runs of 1 frame or of 32
+    monkeypatch.setattr(pollcache, "MIN_RUN", rng.choice([1, 32]))
     assert pollcache.batch_eligible(cfg, False)
     got, batch = _run(path, cfg)
     return got, _doc(path, replace(cfg, fast_path=False)), batch

@@ -15,11 +15,22 @@ retired flow nothing but one slot (8 bytes) in each list indexed by flow id (dec
 
 from __future__ import annotations
 
+import numpy as np
+
 #: TCP flags that end a connection (FIN, RST): include/net/tcp.h TCPHDR_FIN, TCPHDR_RST
 TCP_FIN_RST = 0x01 | 0x04
 #: conntrack-like timeouts (ns of capture time): ``--flow-timeout``'s and ``--flow-close-timeout``'s defaults
 IDLE_TIMEOUT_NS = 120 * 10**9
 CLOSE_TIMEOUT_NS = 10 * 10**9
+
+
+def silent_past(gap_ns, closing, idle_timeout_ns: int, close_timeout_ns: int):
+    """Whether a flow silent for ``gap_ns`` (ns of capture time) has ended: the gap reaches ``close_timeout_ns``
+    when the flow carried FIN or RST (``closing``), else ``idle_timeout_ns`` (nf_conntrack_proto_tcp.c
+    ``tcp_timeouts``: TCP_CONNTRACK_CLOSE; the idle timeout as ``udp_timeout_stream``). The one test of a flow's
+    end: ``FlowTracker.timed_out`` calls it with ints and a bool, ``FlowTracker.timing_out`` with numpy arrays
+    (int64 gaps, bool ``closing``: a bool array of the same shape), elementwise."""
+    return gap_ns >= idle_timeout_ns - (idle_timeout_ns - close_timeout_ns) * closing
 
 
 class FlowTracker:
@@ -77,9 +88,48 @@ class FlowTracker:
             return False
         t = self.closing.get(fid)
         if t is not None:
-            return now - t >= self.close_timeout_ns
+            return silent_past(now - t, True, self.idle_timeout_ns, self.close_timeout_ns)
         t = self.open.get(fid)
-        return t is not None and now - t >= self.idle_timeout_ns
+        return t is not None and silent_past(now - t, False, self.idle_timeout_ns, self.close_timeout_ns)
+
+    def timing_out(self, fids: np.ndarray, now: np.ndarray, ended: np.ndarray) -> np.ndarray:
+        """The flows among ``fids`` that some frame finds timed out (``timed_out``) when the frames of flows
+        ``fids`` at clock ``now`` (int64 ns, capture order, never decreasing; ``ended``: the frame carries FIN or RST)
+        are noted (``seen``) one by one in order — each frame's gap counted from its flow's previous frame, the
+        first one's from the flow's last frame here (none: a flow not tracked). A flow's frames after the one that
+        finds it timed out would belong to a new flow: only whether one does is answered, as a sorted int64 array
+        of flow ids (empty: noting the frames with ``seen`` alone is what ``timed_out``/``seen`` frame by frame
+        would do). Time and memory grow with the frames, not with the flows tracked."""
+        if not self.idle_timeout_ns or not len(fids):
+            return np.zeros(0, np.int64)
+        order = np.argsort(fids, kind="stable")
+        f, t, e = fids[order], now[order], ended[order]
+        first = np.ones(len(f), bool)
+        first[1:] = f[1:] != f[:-1]
+        starts = np.flatnonzero(first)
+        uf = f[starts].tolist()
+        cl, op = self.closing, self.open
+        prev_t = np.zeros(len(uf), np.int64)
+        was_closing = np.zeros(len(uf), bool)
+        tracked = np.zeros(len(uf), bool)
+        for k, fid in enumerate(uf):
+            x = cl.get(fid)
+            if x is not None:
+                prev_t[k], was_closing[k], tracked[k] = x, True, True
+            else:
+                x = op.get(fid)
+                if x is not None:
+                    prev_t[k], tracked[k] = x, True
+        run = np.cumsum(first) - 1  # each frame's flow, as an index into uf
+        gap = np.empty(len(f), np.int64)
+        gap[1:] = t[1:] - t[:-1]
+        gap[starts] = t[starts] - prev_t
+        # FIN or RST seen before the frame: tracked as closing, or an earlier frame of the flow here ended it
+        ends_before = np.cumsum(e) - e
+        closing = was_closing[run] | (ends_before - ends_before[starts][run] > 0)
+        checked = ~first | tracked[run]
+        hit = checked & silent_past(gap, closing, self.idle_timeout_ns, self.close_timeout_ns)
+        return np.unique(f[hit])
 
     def due(self, now: int) -> bool:
         """True when the oldest open or closing flow has been silent past its timeout at ``now`` (ns)."""
