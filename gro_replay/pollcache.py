@@ -915,6 +915,8 @@ class BatchReplay:
         sel = np.flatnonzero(common[a:b]) + a
         if len(sel):
             inp.frames_replayed += len(sel)
+            # records that state a wire length below what was captured (Ingest.decoded counts the others)
+            inp.caplen_over_orig_len += int(np.count_nonzero(ch.caplen[sel] > ch.origlen[sel]))
             # outer UDP checksums that do not verify (packet.decode.outer_udp_csum_bad for the others)
             inp.outer_csum_bad += int(np.count_nonzero(col.vbits[sel] & V_UDP_BAD))
             # the class is the flow's (named by its first frame: an inner fragment makes it tunnel_other)

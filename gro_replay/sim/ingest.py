@@ -98,6 +98,10 @@ class InputStats:
     #: super-frames split by ``--resegment`` whose outer UDP checksum was not final as captured (the sender's
     #: CHECKSUM_PARTIAL, filled in by TX offload): not bad checksums, each segment gets a computed one (resegment.py)
     resegmented_csum_partial: int = 0
+    #: records whose captured length exceeds the original (wire) length they state (pcap ``orig_len`` < ``incl_len``,
+    #: pcapng EPB Original Packet Length < Captured Packet Length): a fault of the capture writer, replayed as
+    #: captured and reported (``capture_notes``); counted once per record on both paths
+    caplen_over_orig_len: int = 0
 
     _last_ts_ns: int | None = None  # not a field: ``last_ts_ns`` below
 
@@ -145,6 +149,7 @@ class InputStats:
             "notes": list(self.notes),
             "interfaces": list(self.interfaces),
             "outer_udp_csum_bad": self.outer_csum_bad,
+            "caplen_over_orig_len": self.caplen_over_orig_len,
         }
 
 
@@ -374,9 +379,11 @@ class Ingest:
             if inp.first_ts_ns is None:
                 inp.first_ts_ns = ts_ns
             inp.last_ts_ns = ts_ns
-            if len(buf) < orig_len:
-                inp.skipped[SKIP_SNAPLEN] += 1
-                continue
+            if len(buf) != orig_len:
+                if len(buf) < orig_len:
+                    inp.skipped[SKIP_SNAPLEN] += 1
+                    continue
+                inp.caplen_over_orig_len += 1
             if linktype != DLT_EN10MB:
                 buf = l2_normalize(buf, linktype)
                 if buf is None:
@@ -418,9 +425,11 @@ class Ingest:
             if inp.first_ts_ns is None:
                 inp.first_ts_ns = ts_ns
             inp.last_ts_ns = ts_ns
-            if len(buf) < orig_len:
-                inp.skipped[SKIP_SNAPLEN] += 1
-                continue
+            if len(buf) != orig_len:
+                if len(buf) < orig_len:
+                    inp.skipped[SKIP_SNAPLEN] += 1
+                    continue
+                inp.caplen_over_orig_len += 1
             if linktype != DLT_EN10MB:
                 buf = l2_normalize(buf, linktype)
                 if buf is None:

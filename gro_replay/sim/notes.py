@@ -54,8 +54,20 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
 
 
 def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
-    """Notes on how the capture was taken: outer checksums that do not verify, super-frames split at ``--mtu``."""
+    """Notes on how the capture was taken: records whose captured length exceeds their stated wire length, outer
+    checksums that do not verify, super-frames split at ``--mtu``."""
     notes = []
+    if inp.caplen_over_orig_len:
+        # pcap (draft-ietf-opsawg-pcap, Packet Record) and pcapng (draft-ietf-opsawg-pcapng, Enhanced Packet
+        # Block): the original length is the packet's length on the wire, the captured length at most that (less
+        # when the snapshot length cut it); the drafts let readers read files that break this (SHOULD, not MUST).
+        # Wireshark flags it (pcap.capt_len_larger_than_orig_len) and shows the captured bytes; the replay uses them
+        n = inp.caplen_over_orig_len
+        notes.append(
+            f"{n:,} {plural(n, 'record')} {'states' if n == 1 else 'state'} an original (wire) length smaller than "
+            "the bytes captured (a fault of the program that wrote the capture: the formats require original >= "
+            f"captured): {'it was' if n == 1 else 'they were'} replayed as captured (JSON input.caplen_over_orig_len)"
+        )
     if inp.outer_csum_bad:
         n = inp.outer_csum_bad
         if config.rx_csum == "none":
