@@ -9,6 +9,7 @@ Every record is counted: replayed, skipped with a reason or filtered.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -355,21 +356,26 @@ class Ingest:
             yield t
 
     def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
-        """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable frames.
+        """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable ``Frame``s.
 
-        Yields ``Frame``s.
-        With resegmenting on, a super-frame yields its segments (same ``ts_ns`` and capture ``index``) instead:
-        ``_decoded_resegmenting``.
+        Every record is counted once (``frames_read``, bytes, timestamps), then skipped (snaplen cut, link type)
+        or decoded. With resegmenting on (``reseg``), a super-frame yields its segments instead (same ``ts_ns``
+        and capture ``index``; resegment.py), and in ``auto`` mode the loop keeps, per tunnelled TCP flow, the
+        largest TCP payload of the frames at or below the MTU and its SYN's MSS option (``_learn_mss``): the
+        flow's MSS for later splits.
         """
-        if self.reseg is not None:
-            yield from self._decoded_resegmenting(records)
-            return
         inp = self.input
         dec = self.decoder.decode
         flow_class = self.decoder.flow_class
         classes = inp.classes
+        skipped = inp.skipped
         rxs = self._rx_of_flow
         fresh = self._fresh_hook()
+        reseg = self.reseg
+        # no resegmenting: no frame is over the limit
+        limit = reseg.limit if reseg is not None else sys.maxsize
+        learn = self._flow_mss is not None
+        flow_mss = self._mss_of_flow if learn else None
         new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__: half its cost per frame
         buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
         for ts_ns, buf, orig_len, linktype in records:
@@ -381,105 +387,65 @@ class Ingest:
             inp.last_ts_ns = ts_ns
             if len(buf) != orig_len:
                 if len(buf) < orig_len:
-                    inp.skipped[SKIP_SNAPLEN] += 1
+                    skipped[SKIP_SNAPLEN] += 1
                     continue
                 inp.caplen_over_orig_len += 1
             if linktype != DLT_EN10MB:
                 buf = l2_normalize(buf, linktype)
                 if buf is None:
-                    inp.skipped[SKIP_LINKTYPE] += 1
+                    skipped[SKIP_LINKTYPE] += 1
                     continue
-            r = dec(buf)
-            if r.__class__ is str:
-                inp.skipped[r] += 1
-                continue
-            frame, vlan, fid, _rss, l4 = r
-            if fresh is not None:
-                fid = fresh(fid, ts_ns)
-            inp.frames_replayed += 1
-            cls = flow_class[fid]
-            classes[cls] += 1
-            if cls != CLS_NOT_TUNNEL and outer_udp_csum_bad(frame):
-                inp.outer_csum_bad += 1
-            h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
-            yield new(Frame, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index))
-
-    def _decoded_resegmenting(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:  # noqa: C901, PLR0915 - the per-frame loop of the hot path, resegmenting inline
-        """``decoded`` with super-frames split first (resegment.py); in ``auto`` mode it also keeps, per tunnelled
-        TCP flow, the largest TCP payload of the frames at or below the MTU (the flow's MSS for later splits)."""
-        inp = self.input
-        dec = self.decoder.decode
-        flow_class = self.decoder.flow_class
-        reseg = self.reseg
-        assert reseg is not None  # called only with resegmenting on
-        limit = reseg.limit
-        seen = self._flow_mss
-        flow_mss = self._mss_of_flow if seen is not None else None
-        fresh = self._fresh_hook()
-        new = tuple.__new__  # Frame(...) without NamedTuple's Python-level __new__ (as in ``_decoded``)
-        buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
-        for ts_ns, buf, orig_len, linktype in records:
-            index = inp.frames_read
-            inp.frames_read += 1
-            inp.bytes_read += len(buf)
-            if inp.first_ts_ns is None:
-                inp.first_ts_ns = ts_ns
-            inp.last_ts_ns = ts_ns
-            if len(buf) != orig_len:
-                if len(buf) < orig_len:
-                    inp.skipped[SKIP_SNAPLEN] += 1
-                    continue
-                inp.caplen_over_orig_len += 1
-            if linktype != DLT_EN10MB:
-                buf = l2_normalize(buf, linktype)
-                if buf is None:
-                    inp.skipped[SKIP_LINKTYPE] += 1
-                    continue
-            if len(buf) > limit and reseg.oversize(buf):
+            segs = None
+            if len(buf) > limit and reseg is not None and reseg.oversize(buf):
                 segs = reseg.split(buf, flow_mss)
                 if segs is not None:
-                    inp.largest_split = max(inp.largest_split, _outer_ip_len(buf))
-                    # a super-frame captured before segmentation holds the sender's partial sum (CHECKSUM_PARTIAL),
-                    # not a checksum that does not verify: each segment gets a computed one (resegment.py), so
-                    # nothing replayed carries it and nothing is dropped for it
-                    if outer_udp_csum_bad(buf):
-                        inp.resegmented_csum_partial += 1
-                    inp.resegmented_frames += 1
-                    inp.segments_created += len(segs)
-                    for seg in segs:
-                        r = dec(seg)
-                        if isinstance(r, str):
-                            inp.skipped[r] += 1
-                            continue
-                        frame, vlan, fid, _rss, l4 = r
-                        if fresh is not None:
-                            fid = fresh(fid, ts_ns)
-                        inp.frames_replayed += 1
-                        inp.classes[flow_class[fid]] += 1
-                        yield new(Frame, (ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index))
+                    self._count_split(buf, len(segs))
+            for wire in (buf,) if segs is None else segs:
+                r = dec(wire)
+                if r.__class__ is str:
+                    skipped[r] += 1
                     continue
-            r = dec(buf)
-            if isinstance(r, str):
-                inp.skipped[r] += 1
-                continue
-            frame, vlan, fid, _rss, l4 = r
-            if fresh is not None:
-                fid = fresh(fid, ts_ns)
-            inp.frames_replayed += 1
-            cls = flow_class[fid]
-            inp.classes[cls] += 1
-            if cls != CLS_NOT_TUNNEL and outer_udp_csum_bad(frame):
-                inp.outer_csum_bad += 1
-            if seen is not None and l4 and cls == CLS_TUNNEL_TCP and len(frame) <= limit:
-                doff = (frame[l4 + 12] >> 4) << 2
-                payload = len(frame) - l4 - doff
-                if payload > seen.get(fid, 0):
-                    seen[fid] = payload
-                if frame[l4 + 13] & 0x02 and doff > 20:  # SYN: the MSS option the sender announced
-                    opt = tcp_mss_option(frame, l4 + 20, min(l4 + doff, len(frame)))
-                    if opt:
-                        self._syn_mss[fid] = opt
-            yield new(Frame, (ts_ns, frame, vlan, fid, *self._flow_rx(fid), l4, index))
+                frame, vlan, fid, _rss, l4 = r
+                if fresh is not None:
+                    fid = fresh(fid, ts_ns)
+                inp.frames_replayed += 1
+                cls = flow_class[fid]
+                classes[cls] += 1
+                # a segment's checksums were computed by the split (resegment.py): nothing to check or learn
+                if segs is None and cls != CLS_NOT_TUNNEL:
+                    if outer_udp_csum_bad(frame):
+                        inp.outer_csum_bad += 1
+                    if learn and l4 and cls == CLS_TUNNEL_TCP and len(frame) <= limit:
+                        self._learn_mss(fid, frame, l4)
+                h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
+                yield new(Frame, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index))
+
+    def _count_split(self, buf: bytes, segments: int) -> None:
+        """Count super-frame ``buf`` split into ``segments`` frames (``input``: resegmented frames, segments
+        created, the largest outer IP packet split, bytes)."""
+        inp = self.input
+        inp.largest_split = max(inp.largest_split, _outer_ip_len(buf))
+        # a super-frame captured before segmentation holds the sender's partial sum (CHECKSUM_PARTIAL), not a
+        # checksum that does not verify: each segment gets a computed one (resegment.py), so nothing replayed
+        # carries it and nothing is dropped for it
+        if outer_udp_csum_bad(buf):
+            inp.resegmented_csum_partial += 1
+        inp.resegmented_frames += 1
+        inp.segments_created += segments
+
+    def _learn_mss(self, fid: int, frame: bytes, l4: int) -> None:
+        """``--resegment auto``: keep the largest TCP payload (bytes) of tunnelled TCP flow ``fid``'s frames at or
+        below the MTU, and the MSS option of its SYN (``frame``'s inner TCP header at ``l4``)."""
+        seen = self._flow_mss
+        assert seen is not None  # auto mode keeps _flow_mss
+        doff = (frame[l4 + 12] >> 4) << 2
+        payload = len(frame) - l4 - doff
+        if payload > seen.get(fid, 0):
+            seen[fid] = payload
+        if frame[l4 + 13] & 0x02 and doff > 20:  # SYN: the MSS option the sender announced
+            opt = tcp_mss_option(frame, l4 + 20, min(l4 + doff, len(frame)))
+            if opt:
+                self._syn_mss[fid] = opt
 
     def _mss_of_flow(self, probe: bytes) -> int | None:
         """The MSS the sender of ``probe``'s flow used (``probe``: a header-only frame), or None: its largest TCP
