@@ -15,6 +15,8 @@ retired flow nothing but one slot (8 bytes) in each list indexed by flow id (dec
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 #: TCP flags that end a connection (FIN, RST): include/net/tcp.h TCPHDR_FIN, TCPHDR_RST
@@ -24,7 +26,19 @@ IDLE_TIMEOUT_NS = 120 * 10**9
 CLOSE_TIMEOUT_NS = 10 * 10**9
 
 
-def silent_past(gap_ns, closing, idle_timeout_ns: int, close_timeout_ns: int):
+@overload
+def silent_past(gap_ns: int, closing: bool, idle_timeout_ns: int, close_timeout_ns: int) -> bool: ...
+
+
+@overload
+def silent_past(
+    gap_ns: np.ndarray, closing: np.ndarray, idle_timeout_ns: int, close_timeout_ns: int
+) -> np.ndarray: ...
+
+
+def silent_past(
+    gap_ns: int | np.ndarray, closing: bool | np.ndarray, idle_timeout_ns: int, close_timeout_ns: int
+) -> bool | np.ndarray:
     """Whether a flow silent for ``gap_ns`` (ns of capture time) has ended: the gap reaches ``close_timeout_ns``
     when the flow carried FIN or RST (``closing``), else ``idle_timeout_ns`` (nf_conntrack_proto_tcp.c
     ``tcp_timeouts``: TCP_CONNTRACK_CLOSE; the idle timeout as ``udp_timeout_stream``). The one test of a flow's
