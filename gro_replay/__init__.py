@@ -30,7 +30,8 @@ def replay(capture: str, config: ReplayConfig | None = None, **options: Any) -> 
         config: a ``ReplayConfig``; None builds one from ``options`` (its field names, e.g. ``rx_csum="none"``,
             ``kernels=(K_6_18,)``) — the library defaults, which differ from the CLI's in one place:
             ``resegment`` is ``"off"`` here and ``auto`` on the command line.
-    Returns: a ``Result`` (input accounting, the config, one ``KernelStats`` per kernel, flows).
+    Returns: a ``Result`` (input accounting, the config, one ``KernelStats`` per kernel, flows; ``engine``: which
+        path ran, batch or frame-by-frame, and why).
     Raises: ``capture.reader.CaptureError`` for unreadable input, ``sim.ConfigError`` for a bad option value,
         TypeError for an unknown option name.
     """

@@ -83,3 +83,17 @@ def runner() -> CliRunner:
         return CliRunner(mix_stderr=False)  # click 8.1
     except TypeError:
         return CliRunner()
+
+
+def without_engine(doc: dict) -> dict:
+    """A copy of replay document ``doc`` without ``engine`` (which path ran: batch or frame-by-frame, its reasons
+    and poll counts; sim/api.py ``engine``): what every path must give alike. tests/test_engine_path.py checks the
+    engine object itself."""
+    return {k: v for k, v in doc.items() if k != "engine"}
+
+
+def without_engine_line(text: str) -> str:
+    """Text report ``text`` without its ``engine:`` line (report/table.py ``engine_lines``; Markdown: ``- engine:``)."""
+    return "".join(
+        line for line in text.splitlines(keepends=True) if not line.lstrip("- ").startswith("engine: ")
+    )

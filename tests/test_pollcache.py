@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import without_engine
 from test_scenarios import random_scenario
 
 from gro_replay import pollcache
@@ -39,7 +40,7 @@ def _doc(path, cfg) -> str:
 def _run(path, cfg) -> tuple[str, dict | None]:
     """The JSON document (text) and the batch path's poll counts (None: the frame-by-frame path ran)."""
     r = replay_capture(str(path), cfg)
-    return json.dumps(document(r), sort_keys=True, default=str), r.batch
+    return json.dumps(without_engine(document(r)), sort_keys=True, default=str), r.batch
 
 
 def _eligible(cfg: ReplayConfig, rng: random.Random) -> ReplayConfig:
@@ -310,7 +311,7 @@ def _observed(path, cfg) -> tuple:
     out = io.StringIO()
     deliveries = FlowDeliveries()
     r = replay_capture(str(path), cfg, Observers(TraceWriter(out, tag=True), deliveries))
-    doc = json.dumps(document(r), sort_keys=True, default=str)
+    doc = json.dumps(without_engine(document(r)), sort_keys=True, default=str)
     return (out.getvalue(), dict(deliveries.devices), dict(deliveries.aggregates), doc), r.batch
 
 

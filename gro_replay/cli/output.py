@@ -53,6 +53,10 @@ class NamedOutput:
     def served_from_events(self) -> bool:
         return bool(getattr(self.observer, "served_from_events", False))
 
+    @property
+    def frame_by_frame_reason(self) -> str | None:
+        return getattr(self.observer, "frame_by_frame_reason", None)
+
     def bind(self, input_stats) -> None:
         if hasattr(self.observer, "bind"):
             self.observer.bind(input_stats)

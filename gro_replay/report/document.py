@@ -118,8 +118,11 @@ def document(result, backend: str = "simulator", flows_max: int | None = None) -
         "backend": backend,
         "input": result.input.as_dict(),
         "config": result.config.as_dict(),
-        "kernels": [],
     }
+    eng = getattr(result, "engine", None)
+    if eng is not None:  # the simulator's path (sim/api.py ``engine``); the kernel backend has none
+        doc["engine"] = dict(eng)
+    doc["kernels"] = []
     for i, ks in enumerate(result.kernels):
         rows = flow_rows(result, ks, summary)
         doc["kernels"].append(

@@ -124,6 +124,10 @@ class DevicePcaps:
     Raises: OSError when it cannot be created or written.
     """
 
+    #: why the replay takes the frame-by-frame path with this observer (pollcache.py ``observer_reasons``): it
+    #: reads each delivered skb's bytes, which the batch path's cached delivery events do not hold
+    frame_by_frame_reason = "--write-pcap reads each skb's bytes"
+
     def __init__(
         self,
         directory: str | os.PathLike[str],
@@ -257,6 +261,14 @@ class Observers:
     @property
     def served_from_events(self) -> bool:
         return all(getattr(o, "served_from_events", False) for o in self.observers)
+
+    @property
+    def frame_by_frame_reason(self) -> str | None:
+        """The first observer's that is not ``served_from_events`` (pollcache.py ``observer_reasons``)."""
+        for o in self.observers:
+            if not getattr(o, "served_from_events", False):
+                return getattr(o, "frame_by_frame_reason", None)
+        return None
 
     def bind(self, input_stats) -> None:
         for o in self.observers:

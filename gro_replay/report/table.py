@@ -208,6 +208,7 @@ def input_lines(result) -> list[str]:
         + f"; poll model {cfg.poll.describe()}, weight {cfg.weight}, HZ {cfg.hz}; "
         f"kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels),
         *kernel_lines(cfg.kernels),
+        *engine_lines(getattr(result, "engine", None)),
         *(f"note: {n}" for n in getattr(inp, "notes", ())),
     ]
     rows = getattr(result, "flow_rows", None)
@@ -225,6 +226,22 @@ def input_lines(result) -> list[str]:
             "(bytes checksummed in software: n/a, a NAPI-wide counter)"
         )
     return lines
+
+
+def engine_lines(engine: dict | None) -> list[str]:
+    """The ``engine:`` line from the JSON document's ``engine`` object (sim/api.py ``engine``): which path ran,
+    how many polls the cache answered, or why the batch path did not run; [] without one (the kernel backend)."""
+    if engine is None:
+        return []
+    polls = engine["polls"]
+    if engine["path"] == "batch":
+        return [
+            f"engine: batch ({engine['polls_cached']:,} of {polls:,} {plural(polls, 'poll')} answered from the cache)"
+        ]
+    return [
+        f"engine: frame-by-frame ({polls:,} {plural(polls, 'poll')} run through the kernels): "
+        + "; ".join(engine["reasons"])
+    ]
 
 
 def kernel_lines(kernels) -> list[str]:

@@ -30,14 +30,15 @@ def replay_capture(
     Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
     every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
     A classic pcap of Ethernet frames (plain or gzip) and a pcapng file whose interfaces are all replayed (a pipe
-    without ``--interface`` too: its interface notes are ``Selection.filter``'s) take the batch path (pollcache.py; ``pollcache.batch_input``) when the configuration allows it
-    (``pollcache.batch_eligible``) and ``on_deliver`` is None or reads only what cached delivery events hold
-    (``pollcache.served_from_events``: --trace, explain): same results, same deliveries in the same order, and
-    ``Result.batch`` counts its polls.
+    without ``--interface`` too: its interface notes are ``Selection.filter``'s) take the batch path (pollcache.py)
+    when ``pollcache.batch_reasons`` finds no reason against it: the configuration allows it, ``on_deliver`` is None
+    or reads only what cached delivery events hold (``pollcache.served_from_events``: --trace, explain) and the
+    batch path reads the input; same results, same deliveries in the same order. ``Result.engine`` says which path
+    ran, why, and how many polls the cache answered (``engine``); ``Result.batch`` counts the batch path's polls.
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.
     """
     # pollcache.py builds sim.ingest.Frames: imported here, so that importing pollcache first is no import cycle
-    from ..pollcache import BatchReplay, batch_eligible, batch_input, served_from_events
+    from ..pollcache import BatchReplay, batch_reasons
 
     detected: dict[str, dict[int, int]] = {}
     if config.detect_tunnels:
@@ -60,14 +61,8 @@ def replay_capture(
         )
         if may_hold_several(cap):
             records = sel.filter(cap, records, rep.input)
-        readable = batch_input(cap, sel)
-        batch = (
-            batch_eligible(config, not served_from_events(on_deliver))
-            and config.flow is None  # the filters apply on the frame-by-frame path (Replayer.decoded)
-            and config.capture_filter is None
-            and readable
-        )
-        if batch:
+        reasons = batch_reasons(config, on_deliver, cap, sel)
+        if not reasons:
             br = BatchReplay(rep)
             tally = block_tally(sel, cap)  # a pipe: its interface notes, counted a block at a time
             br.run(cap, progress, None if tally is None else tally.block)
@@ -77,8 +72,10 @@ def replay_capture(
                 "polls_cached": br.cache.hits,
                 "polls_simulated": br.cache.misses + br.cache.uncacheable,
             }
+            rep.engine = engine(reasons, rep.polls_run + br.cache.hits, br.cache.hits)
         else:
             rep.run_polls(rep.decoded(records))
+            rep.engine = engine(reasons, rep.polls_run, 0)
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
         account_capture_end(cap, rep.input)
         sel.check()  # a pipe's --interface that matched nothing: known only now
@@ -87,6 +84,25 @@ def replay_capture(
             rep.input.interfaces = sel.as_list()
     rep.finish()
     return rep.result()
+
+
+#: why ``replay_frames`` takes the frame-by-frame path: the batch path reads blocks of a capture
+FRAMES_REASON = "in-memory frames (replay_frames) are replayed one by one"
+
+
+def engine(reasons: list[str], polls: int, polls_cached: int) -> dict:
+    """The JSON document's ``engine`` object (``Result.engine``), the one statement of which path ran:
+    ``{"path": "batch" | "frame-by-frame", "reasons": [...], "polls": N, "polls_cached": N}``. ``reasons``: why the
+    batch path did not run (``pollcache.batch_reasons``; [] when it ran); ``polls``: the polls of the replay, run
+    through the kernels or answered from the cache (a poll of a schedule the kernels share counts once;
+    with --gro-flush-timeout every kernel polls on its own timer and each kernel's polls count);
+    ``polls_cached``: those answered from the cache (0 on the frame-by-frame path, which runs every poll)."""
+    return {
+        "path": "frame-by-frame" if reasons else "batch",
+        "reasons": list(reasons),
+        "polls": polls,
+        "polls_cached": polls_cached,
+    }
 
 
 def counting(records: Iterable[tuple], progress: Callable[[int], None]) -> Iterator[tuple]:
@@ -104,5 +120,6 @@ def replay_frames(
     """Replay in-memory Ethernet frames ``(ts_ns, frame)`` (tests, synth). Same semantics as ``replay_capture``."""
     rep = Replayer(config, on_deliver)
     rep.run_polls(rep.decoded((ts, buf, len(buf), DLT_EN10MB) for ts, buf in frames))
+    rep.engine = engine([FRAMES_REASON], rep.polls_run, 0)
     rep.finish()
     return rep.result()

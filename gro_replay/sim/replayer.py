@@ -55,6 +55,9 @@ class Result:
     #: the batch path's poll counts (pollcache.py; None when the frame-by-frame path ran): ``polls_cached``
     #: (answered by the cache), ``polls_simulated`` (run through the kernels). Not part of the JSON document.
     batch: dict | None = None
+    #: which path ran and why (sim/api.py ``engine``: path, reasons, polls, polls_cached): the JSON document's
+    #: ``engine``; None for results not made by ``replay_capture``/``replay_frames`` (the kernel backend)
+    engine: dict | None = None
     #: the rows of the flows retired during the replay (``report.stats.FlowRows``; ``flows[fid]`` is None for them)
     flow_rows: FlowRows | None = None
     #: the verdict the retired flows were added to (``report.verdict.Verdict.start``), completed by ``verdict_of``
@@ -115,6 +118,11 @@ class Replayer(Retiring):
         ]
         #: the batch path's poll counts when it ran (``Result.batch``)
         self.batch: dict | None = None
+        #: which path ran (``Result.engine``), set by sim/api.py
+        self.engine: dict | None = None
+        #: polls run through the kernels (``run_poll``, ``_poll``, the empty timer polls ``_skip_idle_timer_polls``
+        #: shortcuts): one per poll of a schedule, whatever the number of kernels sharing it
+        self.polls_run = 0
         #: a pure-shortcut switch for tests: False runs every empty deferred-timer poll one by one
         self.skip_idle_timer_polls = True
         #: live flows and their retirement (sim/flows.py); the retired flows' rows and verdict
@@ -169,6 +177,7 @@ class Replayer(Retiring):
 
     def run_poll(self, batch: list[Frame], poll_time: int) -> None:
         """One poll of decoded frames ``batch`` at ``poll_time`` (ns) through every kernel (one RX queue)."""
+        self.polls_run += 1
         shared = self.driver.poll_shared(batch)
         for i, k in enumerate(self.kernels):
             skbs = self.driver.skbs(k, batch, shared)
@@ -235,7 +244,12 @@ class Replayer(Retiring):
         """One poll of RX queue ``q`` at ``t`` on each kernel of ``group``; feeds the outcome back to ``s``."""
         multi = len(self.queues[group[0]]) > 1
         if s.state == _MASKED and len(group) == 1 and self.skip_idle_timer_polls:
-            t = self._skip_idle_timer_polls(s, self.queues[group[0]][q].napi, t, now)
+            napi = self.queues[group[0]][q].napi
+            skipped = self._skip_idle_timer_polls(s, napi, t, now)
+            if skipped != t:  # the empty timer polls it shortcut, one per gro_flush_timeout
+                self.polls_run += (skipped - t) // napi.dev.gro_flush_timeout
+            t = skipped
+        self.polls_run += 1
         batch = s.take(t)
         work = len(batch)
         if self._retire_on_records:
@@ -375,6 +389,7 @@ class Replayer(Retiring):
             self.decoder.flows,
             self.decoder.flow_class,
             self.batch,
+            self.engine,
             self.flow_rows,
             self.retired_verdict if self.tracker.retired else None,
             # without retirement every flow stays live
