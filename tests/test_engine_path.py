@@ -175,13 +175,13 @@ def test_nic_preset_decides_checksums_per_frame(runner, bursts):
 
 def test_flow_selection(runner, bursts):
     assert _only_reason(_engine(runner, bursts, "--flow", "vni=100")) == (
-        "--flow vni=100 selects flows frame by frame"
+        "--flow selects flows frame by frame"
     )
 
 
 def test_capture_filter(runner, bursts):
     pytest.importorskip("pcapy", reason="the bpf extra (pcapy-ng) is part of the test extra")
-    assert _only_reason(_engine(runner, bursts, "-f", "udp")) == "-f udp filters frame by frame"
+    assert _only_reason(_engine(runner, bursts, "-f", "udp")) == "-f filters frame by frame"
 
 
 def test_several_reasons_all_named_in_order(runner, bursts, tmp_path):
