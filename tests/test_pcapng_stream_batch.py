@@ -88,23 +88,24 @@ def _fifo(path, data: bytes):
         t.join()
 
 
-def _piped(data: bytes, cfg: ReplayConfig, fifo) -> tuple[str, object]:
+def _piped(data: bytes, cfg: ReplayConfig, fifo) -> tuple[str, dict]:
     """The JSON document (text) of ``data`` read through the FIFO ``fifo`` but for its statement of the path that
-    ran (``engine``, if any), and ``Result.batch`` (None: the frame-by-frame path)."""
+    ran, and that statement (``engine``: path and reasons)."""
     with _fifo(fifo, data) as path:
         r = replay_capture(path, cfg)
     doc = document(r)
-    doc.pop("engine", None)
-    return json.dumps(doc, sort_keys=True, default=str), r.batch
+    eng = doc.pop("engine")
+    assert (eng["path"] == "batch") == (r.batch is not None)
+    return json.dumps(doc, sort_keys=True, default=str), eng
 
 
 def _both(data: bytes, tmp_path, cfg: ReplayConfig | None = None) -> dict:
     """Batch and reference documents of ``data`` through a pipe: equal, the batch path taken; the document."""
     cfg = cfg or ReplayConfig()
-    got, batch = _piped(data, cfg, tmp_path / "fifo")
+    got, eng = _piped(data, cfg, tmp_path / "fifo")
     want, ref = _piped(data, replace(cfg, fast_path=False), tmp_path / "fifo")
-    assert ref is None  # the reference: frame by frame
-    assert batch is not None  # the batch path ran on the pipe
+    assert ref["path"] == "frame-by-frame"  # the reference
+    assert (eng["path"], eng["reasons"]) == ("batch", [])  # the batch path ran on the pipe
     assert got == want
     return json.loads(got)
 
@@ -126,14 +127,16 @@ def _interfaces(doc) -> list[tuple]:
 
 
 def test_the_path_decision_takes_a_pcapng_pipe(tmp_path):
-    # batch_input (pollcache.py): a pipe's selection is not planned; without --interface it passes every record
+    # pollcache.input_reasons: a pipe's selection is not planned; without --interface it passes every record
     data = _shb() + _idb("eth0") + b"".join(_epb(0, ts, f) for ts, f in _frames(5))
     with _fifo(tmp_path / "fifo", data) as path, open_capture(path) as cap:
         sel = plan(path, cap, lambda: Decoder((4789,), (6081,)), None)
         assert not sel.planned and sel.chosen is None
-        assert pollcache.batch_input(cap, sel)
+        assert pollcache.input_reasons(cap, sel) == []
         sel.stream_want = "eth0"  # --interface on a pipe: matched as interfaces appear, frame by frame
-        assert not pollcache.batch_input(cap, sel)
+        assert pollcache.input_reasons(cap, sel) == [
+            "--interface eth0 on a pipe leaves records out as they are read"
+        ]
         list(cap)
 
 
