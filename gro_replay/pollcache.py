@@ -55,8 +55,11 @@ from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
+from .sim.compose import RunComposer
+from .sim.deltas import PollCache, counters, delta, idle
 from .sim.flows import TCP_FIN_RST
 from .sim.ingest import Frame
+from .sim.runs import run_keys
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
 #: as 8 MB on the benchmark captures, and the per-block numpy temporaries stay small (peak RSS 75 instead of 106 MB
@@ -69,10 +72,6 @@ MIN_RUN = 32
 MAX_KEYS = 2048
 #: delivery events kept over all keys when an observer needs them (~250 bytes each: bounds them to ~64 MiB)
 MAX_EVENTS = 1 << 18
-#: hashes of keys met once, kept to decide when a key is worth recording (8 bytes + set overhead each)
-MAX_SEEN = 1 << 16
-#: polls whose new keys are recorded at once, whatever the cache's hit rate (``PollCache.seen_before``)
-WARMUP = 256
 
 
 class DeliveredSkb:
@@ -205,161 +204,7 @@ def batch_input(cap, sel) -> bool:
     return not input_reasons(cap, sel)
 
 
-def _counters(k, st, fids) -> dict:
-    """Every counter a poll can change, as {(id(container), key, is_attr): value}, plus the containers."""
-    out: dict = {}
-    objs: dict = {}
-
-    def attrs(o, names):
-        objs[id(o)] = o
-        for nm in names:
-            out[(id(o), nm, True)] = getattr(o, nm)
-
-    def items(c, keys=None):
-        objs[id(c)] = c
-        for key, v in c.items() if keys is None else ((x, c[x]) for x in keys):
-            out[(id(c), key, False)] = v
-
-    for s in st.stages.values():
-        attrs(s, ("frames_in", "skbs_in", "skbs", "bytes", "sw_csum_bytes", "complete_errors"))
-        items(s.hist, [i for i, v in enumerate(s.hist) if v])
-        items(s.hist_over)
-        items(s.reasons)
-        items(s.results)
-        items(s.devices)
-    items(st.stack)
-    for fid in fids:
-        f = st.flows.get(fid)
-        if f is None:
-            continue
-        attrs(f, ("frames",))
-        items(f.skbs)
-        items(f.segs)
-        for c in f.reasons.values():
-            items(c)
-        items(f.stack)
-        items(f.stack_frames)
-        for c in f.id_steps.values():
-            items(c)
-        for c in f.splits.values():
-            items(c)
-    napis = [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]
-    for n in napis:
-        attrs(n.stats, ("sw_csum_bytes", "complete_errors", "polls", "full_polls"))
-        items(n.stats.counts, [i for i, v in enumerate(n.stats.counts) if v])
-    for cells in k.tunnel_cells:
-        attrs(cells, ("dropped",))
-    return {"v": out, "o": objs}
-
-
-def _delta(before: dict, after: dict) -> tuple[list, list]:
-    """(attribute increments, item increments) from two ``_counters`` snapshots, containers resolved."""
-    b = before["v"]
-    objs = after["o"]
-    attr_ops = []
-    item_ops = []
-    for (oid, key, is_attr), v in after["v"].items():
-        inc = v - b.get((oid, key, is_attr), 0)
-        if inc:
-            (attr_ops if is_attr else item_ops).append((objs[oid], key, inc))
-    # hist/count lists: an index that was 0 before the poll is absent from ``before`` and from ``after`` if the
-    # snapshot skipped zeros; lists are snapshot by non-zero index after the poll, so new indexes are present.
-    return attr_ops, item_ops
-
-
-def idle(k) -> bool:
-    """True when kernel ``k`` holds nothing: no GRO packets, no GRO_NORMAL batch, no queued cell or backlog skbs."""
-    for n in [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]:
-        if n.held() or n.rx_list or n.rx_count or n.defer_hard_irqs_count:
-            return False
-    return all(not cells.napi_skbs and not cells.backlog for cells in k.tunnel_cells)
-
-
-class PollCache:
-    """Counter deltas of polls by key, and how many times each key recurred since its deltas were added.
-
-    ``hit(key)`` counts a recurrence (True) or returns False for an unknown key; ``settle()`` adds every delta
-    times its pending count to the counters (counters are only read after the run, and recording a new delta
-    takes differences, so pending counts may wait). ``hits``/``misses``/``uncacheable`` count polls.
-    """
-
-    def __init__(self) -> None:
-        self.entries: dict[bytes, list] = {}  # key → [deltas (one per kernel), pending count, events]
-        self._seen: set[int] = set()  # hashes of the keys run once (``seen_before``)
-        self.events_kept = 0  # delivery events over all entries
-        #: flow id → the keys recorded with its frames (``add``'s ``fids``; ``drop_flow``)
-        self.by_fid: dict[int, list[bytes]] = {}
-        self.hits = 0
-        self.misses = 0
-        self.uncacheable = 0
-
-    def hit(self, key: bytes) -> list | None:
-        """The delivery events of ``key`` (see ``BatchReplay._record``; empty when nothing observes), its
-        recurrence counted; None for an unknown key."""
-        e = self.entries.get(key)
-        if e is None:
-            return None
-        e[1] += 1
-        self.hits += 1
-        return e[2]
-
-    def seen_before(self, key: bytes) -> bool:
-        """Whether to record ``key``'s delta now: at once for the first ``WARMUP`` polls and while the cache
-        answers at least as many polls as it recorded, else when a poll with ``key`` ran before (by the key's hash: a collision only records early).
-        Recording costs a snapshot of every counter before and after the poll, wasted on the polls of irregular
-        traffic, whose keys mostly never recur; regular traffic keeps recording each new key at once."""
-        if self.hits + self.misses < WARMUP or self.hits >= self.misses:
-            return True  # the first polls, and while the cache answers as many polls as it records: at once
-        h = hash(key)
-        if h in self._seen:
-            return True
-        if len(self._seen) >= MAX_SEEN:
-            self._seen.clear()
-        self._seen.add(h)
-        return False
-
-    def add(self, key: bytes, deltas: list, events: list, fids=()) -> None:
-        """Record ``key``'s counter ``deltas`` and delivery ``events``; ``fids``: the flow ids of its frames, whose
-        counters (``FlowStats`` objects) and ids its deltas and events hold (``drop_flow``)."""
-        self.entries[key] = [deltas, 0, events]
-        self.events_kept += len(events)
-        self.misses += 1
-        entries = self.entries
-        for fid in fids:
-            keys = self.by_fid.setdefault(fid, [])
-            keys.append(key)
-            # keys dropped with other flows stay listed: at most MAX_KEYS of them are entries
-            if len(keys) > 2 * MAX_KEYS:
-                keys[:] = [k for k in keys if k in entries]
-
-    def drop_flow(self, fid: int) -> None:
-        """Forget every key recorded with a frame of flow ``fid``, their pending counts added first: the flow is
-        retired (its counters leave the stats) or its key now names another flow, so the same frames would no
-        longer change the same counters."""
-        for key in self.by_fid.pop(fid, ()):
-            e = self.entries.pop(key, None)
-            if e is not None:
-                self._settle(e)
-                self.events_kept -= len(e[2])
-
-    def settle(self) -> None:
-        for e in self.entries.values():
-            self._settle(e)
-
-    @staticmethod
-    def _settle(e: list) -> None:
-        times = e[1]
-        if not times:
-            return
-        e[1] = 0
-        for attr_ops, item_ops in e[0]:
-            for o, key, inc in attr_ops:
-                setattr(o, key, getattr(o, key) + inc * times)
-            for c, key, inc in item_ops:
-                c[key] += inc * times
-
-
-class BatchReplay:
+class BatchReplay(RunComposer):
     """Runs a ``Capture`` through a ``Replayer``'s kernels block by block (see the module docstring).
 
     Results (``Replayer.input``, ``Replayer.stats``) equal ``Replayer.run_polls(Replayer.decoded(capture))``.
@@ -371,7 +216,9 @@ class BatchReplay:
     def __init__(self, rep, block: int | None = None) -> None:
         self.rep = rep
         self.cfg = rep.config
-        self.cache = PollCache()
+        self.cache = PollCache(MAX_KEYS)
+        self._init_runs(rep)
+        self._block_fids = np.zeros(0, np.int64)
         self.block = block or BLOCK
         self._fid_of: dict[bytes, int] = {}  # kv row + UDP-zero bit → flow id
         self._idle = True  # the kernels hold nothing (true between polls unless a poll left something)
@@ -392,6 +239,16 @@ class BatchReplay:
             rep._retiring = True
             rep._own_frames = True
             rep.on_flow_change = self._flow_changed
+
+    def counts(self) -> dict[str, int]:
+        """Polls answered without running a frame through the kernels (``polls_cached``: whole polls from the
+        poll cache and polls whose runs were all known) and polls that ran some or all of their frames
+        (``polls_simulated``); ``polls_composed``: the polls answered from their flow runs (sim/compose.py)."""
+        return {
+            "polls_cached": self.cache.hits + self.composed,
+            "polls_simulated": self.cache.misses + self.cache.uncacheable + self.composed_partly,
+            "polls_composed": self.composed + self.composed_partly,
+        }
 
     def run(self, cap, progress=None, on_block=None) -> None:
         """Replay every record of ``cap`` (``batch_input``): a classic pcap is read in blocks (``PcapChunks``), a
@@ -420,6 +277,7 @@ class BatchReplay:
             efid = np.array([e[1][3] for e in carry], np.int64)
             self._run_chunk_polls(None, None, src, starts, times, sizes, empties, carry, 0, lead, (ts, efid))
         self.cache.settle()
+        self.runs.settle()
 
     # -- one block -----------------------------------------------------------------------------------------------
     def _chunk(self, ch, carry: list):
@@ -645,6 +503,23 @@ class BatchReplay:
             kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
         else:
             cached[:] = False
+        runs = None
+        composable = cached.copy()
+        if composable.any() and not self.observed:
+            ent = np.flatnonzero(np.repeat(composable, sizes))
+            rep = self.rep
+            runs = run_keys(
+                col,
+                idx[ent],
+                poll_of[ent],
+                ch.caplen,
+                self._limit,
+                self._block_fids[idx[ent]],
+                self._shapes,
+                rep._flow_ok if rep._select is not None else None,
+            )
+            run_src = src[ent][runs.order]
+            run_at = np.searchsorted(runs.poll, np.arange(len(starts) + 1)).tolist()
         hit = self._hit
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
             e = s + size
@@ -654,8 +529,23 @@ class BatchReplay:
                 # came back as a new flow, and a recorded delta adds to the counters of the flows it was recorded with
                 key += efids[s:e].tobytes()
             if key is None or not hit(key, src[s:e], t, base_index):
-                batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
-                self._run_poll(batch, t, key)
+                if not (
+                    runs is not None
+                    and composable[p]
+                    and self._compose(
+                        runs,
+                        run_at[p],
+                        run_at[p + 1],
+                        run_src,
+                        ch,
+                        extras,
+                        base_index,
+                        t,
+                        size == self.cfg.weight,
+                    )
+                ):
+                    batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
+                    self._run_poll(batch, t, key)
             if poll_end is not None:
                 poll_end(end_ts[e - 1], end_fid[e - 1])
             if empties[p] and not hit(b"", (), t):
@@ -691,7 +581,7 @@ class BatchReplay:
             and cache.seen_before(key)
         )
         fids = {b[3] for b in batch}
-        before = [_counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
+        before = [counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
         events: list = []
         if record and self.observed:
             self._record(batch, t, events)
@@ -702,7 +592,7 @@ class BatchReplay:
             cache.add(
                 key,
                 [
-                    _delta(b, _counters(k, rep.stats[i], fids))
+                    delta(b, counters(k, rep.stats[i], fids))
                     for i, (k, b) in enumerate(zip(rep.kernels, before, strict=True))
                 ],
                 events,
@@ -768,7 +658,7 @@ class BatchReplay:
         hash verified)`` of the common frames for ``_new_flow``; frames of a class share a kv row.
         A kv-hash collision sends the colliding frames to ``unusual``."""
         n = len(ch)
-        fids = np.full(n, -1, np.int64)
+        fids = self._block_fids = np.full(n, -1, np.int64)  # also the flow runs' (``_compose``)
         pos = np.flatnonzero(common)
         if not len(pos):
             return fids, [], None
@@ -965,6 +855,7 @@ class BatchReplay:
         Cached polls with its frames are dropped (their deltas hold its counters), and its keys are forgotten or
         name ``new``."""
         self.cache.drop_flow(fid)
+        self.runs.drop_flow(fid)
         keys = [k for k in self._keys_of.pop(fid, ()) if self._fid_of.get(k) == fid]
         if new is None:
             for k in keys:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub
 from . import reasons as R
+from . import skbuff as _skbuff
 from .netdevice import GroResult, KernelView, NapiStats
 from .skbuff import (
     CHECKSUM_COMPLETE,
@@ -124,6 +125,8 @@ def __skb_gro_checksum_complete(skb: SkBuff) -> int:
     wsum = skb.checksum(start)
     verdict = csum_fold(csum_add(cb.csum, wsum))
     skb.dev.napi.stats.sw_csum_bytes += skb.len - cb.data_offset
+    if _skbuff.length_tally is not None:
+        _skbuff.length_tally.append((skb.dev.napi.stats, "sw_csum_bytes", tuple(skb.frames)))
     cb.csum = wsum
     cb.csum_valid = 1
     return verdict

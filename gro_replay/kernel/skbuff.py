@@ -59,6 +59,13 @@ CHECKSUM_COMPLETE = IpSummed.CHECKSUM_COMPLETE
 CHECKSUM_PARTIAL = IpSummed.CHECKSUM_PARTIAL
 
 
+#: While the batch engine records a run of frames (pollcache.py ``BatchReplay._record_run``), every counter that
+#: adds an skb's length notes where those bytes came from: ``(counter's container, attribute name, capture indices
+#: of the skb's wire frames)``, or ``(container, attribute, None)`` when the bytes added are not the skb's length
+#: from a fixed offset. None otherwise (the reference path notes nothing).
+length_tally: list | None = None
+
+
 class NapiGroCb:
     """``struct napi_gro_cb``: per-packet GRO state, alive while the skb is inside GRO.
 

@@ -7,7 +7,9 @@ matching the frame — it computes:
 
 - ``kv``: the frame's headers (up to the end of the TCP header) with the fields that change from segment to
   segment zeroed: the IPv4 IDs and header checksums, the UDP checksum, TCP sequence and acknowledgment numbers,
-  window, checksum and options. Everything else stays byte for byte (addresses, ports, VNI, TTL, TOS, flags…).
+  window, checksum and options, and the length fields (IP total / payload lengths, UDP length: in the common
+  layout each is what the frame's length gives, so the frame's length stands for them). Everything else stays
+  byte for byte (addresses, ports, VNI, TTL, TOS, flags…).
 - ``rel``: those varying fields as columns (``FIELDS``), to be encoded relative to the first frame of the same
   inner flow in a poll (``relative``), and the checksum verdicts (``VBITS``): outer IPv4 header, UDP (zero,
   correct, wrong), inner IPv4 header, inner TCP — the only things about the payload GRO and the stack can see.
@@ -55,10 +57,19 @@ class Columns:
     checksum field is 0), the inner IPv4 header and the inner TCP segment: a stack that converts one checksum into
     another (``skb_gro_checksum_try_convert``, CHECKSUM_COMPLETE) can accept a wrong TCP checksum whose error
     equals the UDP one, so the verdict bits alone do not decide. ``payload``: TCP payload bytes. ``kv_hash()``: uint64 hash of each ``kv`` row and the UDP-zero bit (the
-    flow-naming part of a frame).
+    flow-naming part of a frame). ``anon``: uint8 (n, H), ``kv`` without what names the flow among its peers —
+    the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py).
     """
 
-    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload")
+    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload", "anon")
+    common: np.ndarray
+    kv: np.ndarray
+    rel: np.ndarray
+    vbits: np.ndarray
+    resid: np.ndarray
+    group: np.ndarray
+    payload: np.ndarray
+    anon: np.ndarray
 
     def kv_hash(self) -> np.ndarray:
         h = (self.kv.view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
@@ -87,6 +98,7 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     c.kv = rows  # rewritten in place, group by group
     c.group = np.zeros(n, np.uint64)
     c.payload = np.zeros(n, np.int64)
+    c.anon = np.zeros((n, H), np.uint8)
 
     def be16(r, off):
         return (r[:, off].astype(np.int64) << 8) | r[:, off + 1]
@@ -249,11 +261,22 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
     if not i6:
         kv[:, il3 + 4 : il3 + 6] = 0
         kv[:, il3 + 10 : il3 + 12] = 0
+    # the length fields: the common layout has every one equal to what the frame's length gives (checked above)
+    lo = 18 if o6 else 16
+    kv[:, lo : lo + 2] = 0
+    kv[:, u + 4 : u + 6] = 0
+    li = il3 + 4 if i6 else il3 + 2
+    kv[:, li : li + 2] = 0
     kv[:, th + 4 : th + 12] = 0
     kv[:, th + 14 : th + 18] = 0
     kv[:, th + 20 :] = 0
     if kv is not c.kv:
         c.kv[sel] = kv
+    anon = kv.copy()
+    anon[:, u : u + 2] = 0
+    anon[:, addr.start : addr.stop] = 0
+    anon[:, th : th + 4] = 0
+    c.anon[sel] = anon
 
 
 def relative(rel: np.ndarray, base: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..kernel import skbuff as _skbuff
 from ..kernel.kernel import Sink
 from ..kernel.netdevice import NetDevice
 from ..kernel.skbuff import SkBuff
@@ -278,6 +279,8 @@ class KernelStats(Sink):
         else:
             st.hist_over[segs] += 1
         st.bytes += skb.len
+        if _skbuff.length_tally is not None:
+            _skbuff.length_tally.append((st, "bytes", tuple(skb.frames)))
         why = skb.cb.why or "unknown"
         st.reasons[why] += 1
         st.devices[dev.name] += 1
@@ -303,6 +306,8 @@ class KernelStats(Sink):
         self.stack[outcome] += 1
         if sw_bytes:
             self.stages["phys"].sw_csum_bytes += sw_bytes
+            if _skbuff.length_tally is not None:
+                _skbuff.length_tally.append((self.stages["phys"], "sw_csum_bytes", None))
         if outcome == "queued":
             tun = self.stages["tunnel"]
             tun.skbs_in += 1

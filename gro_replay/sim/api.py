@@ -68,11 +68,10 @@ def replay_capture(
             br.run(cap, progress, None if tally is None else tally.block)
             if tally is not None:
                 tally.end()
-            rep.batch = {
-                "polls_cached": br.cache.hits,
-                "polls_simulated": br.cache.misses + br.cache.uncacheable,
-            }
-            rep.engine = engine(reasons, rep.polls_run + br.cache.hits, br.cache.hits)
+            rep.batch = br.counts()
+            rep.engine = engine(
+                reasons, rep.batch["polls_cached"] + rep.batch["polls_simulated"], rep.batch["polls_cached"]
+            )
         else:
             rep.run_polls(rep.decoded(records))
             rep.engine = engine(reasons, rep.polls_run, 0)

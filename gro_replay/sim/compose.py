@@ -1,0 +1,278 @@
+"""Polls composed of their flow runs (sim/runs.py): the batch engine's answer to irregular traffic.
+
+On an overlay node nearly every poll is new as a whole (which connections, how many segments, where the ACKs
+fall), but the runs it is made of — the frames of one inner flow within the poll — recur: ``run_keys`` keys them
+by what GRO reads, relative to each other. ``RunComposer._compose`` answers a poll whose whole key the poll
+cache (pollcache.py) does not know from its runs: a known run adds the counters it added when recorded, an
+unknown one runs through the kernels as a poll of its own and is recorded. Its docstring argues why the sum is
+the poll's own; tests/test_runs.py and tests/test_pollcache.py compare whole documents with the reference path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..kernel import skbuff as _skbuff
+from ..kernel.gro import GRO_LEGACY_MAX_SIZE, MAX_GRO_SKBS, GroResult
+from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
+from .deltas import PollCache, apply_flow_ops, counters, delta, flow_containers, idle
+from .ingest import Frame
+from .replayer import Replayer
+from .runs import LengthOps, Runs, length_ops
+
+#: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry's deltas ~3 KiB)
+MAX_RUN_KEYS = 16384
+#: GRO results that leave a packet held on the NAPI (``GRO_HELD``) or merge into one (``GRO_MERGED*``)
+_HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
+
+
+class RunEntry(NamedTuple):
+    """What a recorded flow run (sim/runs.py) adds beyond its counter deltas: ``holding``: it held or merged a
+    packet on some NAPI; ``polled``: ids of the NapiStats it polled; ``lengths``: its length-adding counters
+    (``LengthOps``, None when none); ``flow_ops``: its flows' counters by flow slot (``_apply_flow_ops``);
+    ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
+    its last frame (flushed by the poll's end)."""
+
+    holding: bool
+    polled: frozenset
+    lengths: LengthOps | None
+    flow_ops: list
+    cells_in: list
+    ends_held: bool
+
+
+def _ends_held(deltas: list) -> bool:
+    """Whether a recorded run's ``deltas`` count a packet flushed by the end of its poll (``napi_complete_done``
+    or ``napi_poll``'s flush): the run still held something after its last frame."""
+    return any(
+        key in (POLL_END, BUDGET_EXHAUSTED) and inc > 0 for _a, items in deltas for _c, key, inc in items
+    )
+
+
+def _most_held(spans: list) -> int:
+    """The most packets held at once by runs ``(first position, last position or None for the poll's end,
+    packets)``: each run holds its packets from its first frame to its last one (or to the end)."""
+    ev = []
+    for first, last, n in spans:
+        ev.append((first, n))
+        if last is not None:
+            ev.append((last + 0.5, -n))
+    ev.sort()
+    most = cur = 0
+    for _x, n in ev:
+        cur += n
+        most = max(most, cur)
+    return most
+
+
+class RunComposer:
+    """The flow-run part of ``pollcache.BatchReplay`` (a mixin: it uses the replay's ``rep``, ``_entry``,
+    ``_idle`` and ``retiring``). ``_init_runs`` sets its state up."""
+
+    rep: Replayer
+    _idle: bool
+    retiring: bool
+    _entry: Callable[..., tuple[int, Frame]]
+
+    def _init_runs(self, rep: Replayer) -> None:
+        #: flow runs: polls whose whole key misses are composed of their runs (``_compose``)
+        self.runs = PollCache(MAX_RUN_KEYS)
+        #: run keys whose runs add bytes that are not an skb's length: looked up with their exact lengths
+        self._exact_runs: set[bytes] = set()
+        self._shapes: dict[bytes, int] = {}  # header rows without flow names (sim/runs.py ``run_keys``)
+        self._phys_napis = [k.phys_napi.stats for k in rep.kernels]
+        self._cells_napis = [c.napi.stats for k in rep.kernels for c in k.tunnel_cells]
+        self._napis = self._phys_napis + self._cells_napis
+        self._cells_ids = {id(n) for n in self._cells_napis}
+        self._counts_ids = {id(n.counts) for n in self._napis}
+        #: skbs a tunnel cell's poll takes (``gro_cell_poll``: the NAPI weight)
+        self._cells_weight = min([c.napi.weight for k in rep.kernels for c in k.tunnel_cells] or [1 << 30])
+        devs = [d for k in rep.kernels for d in [k.phys] + [c.dev for c in k.tunnel_cells]]
+        #: the smallest merge limit of any device (bytes): a run shorter than it can never reach it
+        self._limit = min([GRO_LEGACY_MAX_SIZE] + [min(d.gro_max_size, d.gro_ipv4_max_size) for d in devs])
+        self.composed = 0  # polls answered from their runs, every run known
+        self.composed_partly = 0  # polls composed of their runs, some of them run through the kernels
+
+    def _compose(
+        self,
+        runs: Runs,
+        ra: int,
+        rb: int,
+        run_src: np.ndarray,
+        ch: Any,
+        extras: list,
+        base_index: int,
+        t: int,
+        full: bool,
+    ) -> bool:
+        """Answer a poll from its flow runs ``ra..rb`` (sim/runs.py): a known run adds its recorded counters, an
+        unknown one runs through the kernels as a poll of its own and is recorded. ``full``: the poll takes the
+        whole budget. False (nothing done) when the kernels are not idle, the runs could hold more packets than a
+        GRO bucket keeps, or could fill a tunnel cell's poll.
+
+        Why it is exact. Every poll ends with GRO flushed (module docstring): below budget by
+        ``napi_complete_done``, at budget by ``napi_poll`` (a run of a full poll is recorded as a poll that takes
+        its whole, smaller, budget: the same end, ``napi_poll``'s flush); the tunnel cells, fed fewer skbs than
+        their budget, complete. GRO compares packets only within a flow (``gro_list_prepare``, every offload's
+        ``same_flow``) and a run holds every frame of its inner flow in the poll, so the runs share only the GRO
+        buckets and the cells' budget: a bucket holding ``MAX_GRO_SKBS`` packets flushes its oldest
+        (``dev_gro_receive``). A flow holds at most one packet per NAPI and a run's flows are its distinct header
+        rows; counting those of every run that held or merged a packet when recorded (and of every unknown run),
+        no bucket can fill when they are at most ``MAX_GRO_SKBS``; counting the skbs each run's recording put
+        into each cell (an unknown run: its frames), no cell poll fills when they stay below the cell's weight.
+        Every counter but the NAPIs' poll counts then adds up over the runs; a NAPI was polled once in the poll
+        if any run polled it, and the phys NAPI's poll was full when the poll was.
+        """
+        if not self._idle:
+            return False
+        found = self._known_runs(runs, ra, rb, full)
+        if found is None:
+            return False
+        cache = self.runs
+        bounds = runs.bounds
+        napis = self._napis
+        polls0 = [n.polls for n in napis]
+        polled: set[int] = set()
+        ran = False
+        for j, (k, e) in zip(range(ra, rb), found, strict=True):
+            a, b = int(bounds[j]), int(bounds[j + 1])
+            if e is not None:
+                e[1] += 1
+                cache.hits += 1
+                x: RunEntry = e[3]
+                if x.lengths is not None:
+                    x.lengths.apply(runs.payload[a:b])
+                if x.flow_ops:
+                    apply_flow_ops(self.rep.stats, x.flow_ops, list(dict.fromkeys(runs.fids[a:b].tolist())))
+                polled |= x.polled
+            else:
+                batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]
+                polled |= self._record_run(k, batch, t, runs.payload[a:b], full)
+                ran = True
+        for n, p0 in zip(napis, polls0, strict=True):
+            n.polls = p0 + (id(n) in polled)
+        if full:
+            for n in self._phys_napis:
+                n.full_polls += 1
+        if ran:
+            self._idle = all(idle(k) for k in self.rep.kernels)
+            self.composed_partly += 1
+        else:
+            self.composed += 1
+        return True
+
+    def _known_runs(self, runs: Runs, ra: int, rb: int, full: bool) -> list | None:
+        """``(key, cache entry or None)`` of runs ``ra..rb`` of one poll, or None when together they could fill a
+        GRO bucket or a tunnel cell's poll (``_compose``)."""
+        entries = self.runs.entries
+        bounds = runs.bounds
+        order = runs.order
+        found = []
+        cells: dict[int, int] = {}
+        unknown = 0
+        spans: list[
+            tuple[int, int | None, int]
+        ] = []  # (first position, last position or None: to the poll's end, packets held)
+        for j in range(ra, rb):
+            a, b = int(bounds[j]), int(bounds[j + 1])
+            k = runs.keys[j] + (b"F" if full else b"")
+            if k in self._exact_runs:
+                k += runs.payload[a:b].tobytes()
+            e = entries.get(k)
+            found.append((k, e))
+            if e is None:
+                spans.append((int(order[a]), None, int(runs.nkv[j])))
+                unknown += b - a
+                continue
+            x: RunEntry = e[3]
+            if x.holding:
+                spans.append((int(order[a]), None if x.ends_held else int(order[b - 1]), int(runs.nkv[j])))
+            for nid, c in x.cells_in:
+                cells[nid] = cells.get(nid, 0) + c
+        if unknown >= self._cells_weight or any(c + unknown >= self._cells_weight for c in cells.values()):
+            return None
+        if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and _most_held(spans) > MAX_GRO_SKBS:
+            return None
+        return found
+
+    def _record_run(self, key: bytes, batch: list, t: int, payload: np.ndarray, full: bool) -> set[int]:
+        """One flow run through the kernels as a poll of its own — with ``full``, one that takes its whole budget
+        (the phys NAPIs' weight set to the run's length for it) — its counter deltas kept under ``key`` (or, when
+        it adds bytes that are not an skb's length, under ``key`` and its exact lengths). Returns the ids of the
+        NapiStats it polled."""
+        rep = self.rep
+        cache = self.runs
+        fids = {b[3] for b in batch}
+        record = len(cache.entries) < MAX_RUN_KEYS and cache.seen_before(key)
+        before = [counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
+        polls0 = [n.polls for n in self._napis]
+        full0 = [n.full_polls for n in self._napis]
+        counts0 = [sum(n.counts) for n in self._napis]
+        tally: list | None = [] if record else None
+        _skbuff.length_tally = tally
+        weights = [k.phys_napi.weight for k in rep.kernels]
+        try:
+            if full:
+                for k in rep.kernels:
+                    k.phys_napi.weight = len(batch)
+            rep.run_poll(batch, t)
+        finally:
+            _skbuff.length_tally = None
+            for k, w in zip(rep.kernels, weights, strict=True):
+                k.phys_napi.weight = w
+        polled = {id(n) for n, p0 in zip(self._napis, polls0, strict=True) if n.polls != p0}
+        for n, f0 in zip(self._napis, full0, strict=True):
+            n.full_polls = f0  # ``_compose`` counts the poll's own
+        cells_in = [
+            (id(n), sum(n.counts) - c0)
+            for n, c0 in zip(self._napis, counts0, strict=True)
+            if id(n) in self._cells_ids and sum(n.counts) != c0
+        ]
+        if before is None or tally is None or not all(idle(k) for k in rep.kernels):
+            cache.uncacheable += 1
+            return polled
+        slot = {fid: j for j, fid in enumerate(dict.fromkeys(f.flow_id for f in batch))}
+        deltas = []
+        flow_ops: list = []
+        holding = False
+        for i, (k, snap) in enumerate(zip(rep.kernels, before, strict=True)):
+            after = counters(k, rep.stats[i], fids)
+            where = flow_containers(rep.stats[i], fids)
+            attr_ops, item_ops = delta(snap, after)
+            keep_attr: list = []
+            keep_item: list = []
+            for o, name, inc in attr_ops:
+                if name in ("polls", "full_polls"):
+                    continue  # a NAPI is polled once per poll, whatever its runs (``_compose``)
+                if name == "dropped":
+                    cache.uncacheable += 1  # a cell queue drop depends on the other runs
+                    return polled
+                fw = where.get(id(o))
+                if fw is None:
+                    keep_attr.append((o, name, inc))
+                else:
+                    flow_ops.append((i, slot[fw[0]], fw[1], name, True, inc))
+            for o, name, inc in item_ops:
+                fw = where.get(id(o))
+                if fw is None:
+                    keep_item.append((o, name, inc))
+                else:
+                    flow_ops.append((i, slot[fw[0]], fw[1], name, False, inc))
+            holding = holding or any(
+                id(c) in self._counts_ids and key_ in _HOLDING and inc > 0 for c, key_, inc in item_ops
+            )
+            deltas.append((keep_attr, keep_item))
+        # packets flushed by the end of the poll: the run held something after its last frame
+        to_end = _ends_held(deltas)
+        lengths = length_ops(tally, {f.index: j for j, f in enumerate(batch)}, payload)
+        if lengths is None:
+            self._exact_runs.add(key)
+            key += payload.tobytes()
+        elif not lengths.ops:
+            lengths = None
+        cache.add(key, deltas, [])
+        cache.entries[key].append(RunEntry(holding, frozenset(polled), lengths, flow_ops, cells_in, to_end))
+        return polled

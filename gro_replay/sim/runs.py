@@ -1,0 +1,208 @@
+"""Flow runs: the frames of one inner flow within one poll, keyed so that runs GRO treats alike share a key.
+
+The batch engine (pollcache.py) answers a poll whose whole key it has not seen by composing it from its runs
+(``BatchReplay._compose``). A run's key is the concatenation of its frames' rows (``run_keys``); a row holds
+what GRO and the stack read of a frame, with every value that varies from run to run replaced by its relation to
+the run's other frames:
+
+- the headers (``Columns.kv``: addresses, ports, VNI, TTL, TOS, flags, header lengths; no length field);
+- TCP sequence numbers: the run's segment starts and ends (``seq``, ``seq + payload`` modulo 2**32) numbered by
+  first occurrence: GRO only tests a segment's start for equality with the end of what it holds
+  (``tcp_gro_receive``: ``th2->seq + skb_gro_len(p) ^ th->seq``), so equal numbers stay equal and nothing else
+  is kept; acknowledgment numbers likewise (``th->ack_seq ^ th2->ack_seq``);
+- window, IPv4 IDs and TCP option words relative to the run's first frame (exact, as the whole-poll key has them);
+- TCP payload lengths by rank among the run's distinct lengths, 0 kept as 0: GRO compares a length with 0
+  (a segment without payload), with another segment's length (``len > mss``, ``len < mss``; ``mss`` is the
+  held packet's first segment's length) and a sum of lengths with the merge limit (``skb_gro_receive``:
+  ``p->len + len >= gro_max_size``). A rank keeps every comparison between two lengths; the limit cannot be
+  reached when the run's frames together are shorter than it, else the row keeps the exact length;
+- the checksum verdicts and residuals (``Columns.vbits``, ``resid``), the UDP residual zeroed when the UDP
+  checksum field is 0 (``udp_gro_receive``/``udp_rcv`` neither verify nor convert a zero checksum, so nothing
+  reads that sum);
+- the frames' flow ids when flows are retired (a recorded delta adds to the counters of the flows it was
+  recorded with).
+
+Counters that add lengths (``bytes``, ``sw_csum_bytes``) are the only ones a rank does not fix: every such
+counter adds an skb's length from a fixed offset, and an skb's length is the sum of its frames' lengths less
+fixed header bytes (GRO appends payloads: ``skb_gro_receive`` adds ``skb_gro_len``), so the counter moves by
+one byte per byte of each frame it counted. A recorded run notes which frames each of those counters counted
+(``kernel/skbuff.py`` ``length_tally``) and a later run with the same key adds the difference of its frames'
+lengths (``LengthOps``). Bytes added otherwise (the stack's UDP checksum, ``udp_rcv``) mark the run
+length-exact: its key then holds the exact lengths.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..packet.columns import FIELDS, V_UDP_ZERO, Columns, H
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_WIDTHS = np.array([1 << 16 if f in ("win", "oid", "iid") else 1 << 32 for f in FIELDS[2:]], np.int64)
+#: columns of a run row after the headers (uint32 each)
+_EXT = 8 + len(FIELDS) - 2 + 5
+
+
+class Runs(NamedTuple):
+    """The runs of some polls of a block (``run_keys``).
+
+    ``order``: entry positions grouped by run, each run's entries in poll order (int64); ``bounds``: run ``r``'s
+    entries are ``order[bounds[r]:bounds[r + 1]]``; ``poll``: each run's poll index; ``keys``: each run's key
+    (bytes); ``payload``: TCP payload bytes and ``fids`` flow ids of each entry in ``order`` (int64); ``nkv``:
+    distinct header rows per run (GRO holds at most one packet per row per NAPI).
+    """
+
+    order: np.ndarray
+    bounds: np.ndarray
+    poll: np.ndarray
+    keys: list[bytes]
+    payload: np.ndarray
+    fids: np.ndarray
+    nkv: np.ndarray
+
+
+def run_keys(
+    col: Columns,
+    idx: np.ndarray,
+    poll_of: np.ndarray,
+    caplen: np.ndarray,
+    limit: int,
+    fids: np.ndarray,
+    shapes: dict[bytes, int],
+    selected: list[bool] | None = None,
+) -> Runs:
+    """Runs of the entries at block positions ``idx`` (all of the common layout; ``poll_of``: each entry's poll
+    index, non-decreasing), keyed as the module docstring says. ``caplen``: each block record's length (bytes);
+    ``limit``: the smallest merge limit of every device of every kernel (bytes); ``fids``: each entry's flow id;
+    ``shapes``: the header rows without flow names met so far (``Columns.anon`` bytes → number, grown here);
+    ``selected``: ``--flow``'s choice per flow id, or None."""
+    m = len(idx)
+    grp = col.group[idx] ^ (poll_of.astype(np.uint64) * _GOLDEN)
+    _u, first, rid = np.unique(grp, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(by_first))
+    rid = rank[rid.reshape(-1)]
+    nrun = len(first)
+    order = np.argsort(rid, kind="stable")
+    r = rid[order].astype(np.int64)
+    counts = np.bincount(r, minlength=nrun)
+    bounds = np.zeros(nrun + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    start = np.repeat(bounds[:-1], counts)  # each entry's run start (position in ``order``)
+    at = idx[order]
+    rel = col.rel[at]
+    pay = col.payload[at].astype(np.int64)
+    fl = fids[order].astype(np.int64)
+    ext = np.zeros((m, _EXT), np.uint32)
+    rhi = r.astype(np.uint64) << np.uint64(32)
+    # the headers without flow names, by number (exact: rows compared whole)
+    anon = col.anon[at]
+    _h, rep_at, shape_of = np.unique(_row_hash(anon), return_index=True, return_inverse=True)
+    shape_of = shape_of.reshape(-1)
+    if not (anon == anon[rep_at[shape_of]]).all():  # a hash collision: compare the rows themselves
+        _rows, rep_at, shape_of = np.unique(anon, axis=0, return_index=True, return_inverse=True)
+        shape_of = shape_of.reshape(-1)
+    num = np.array([shapes.setdefault(anon[x].tobytes(), len(shapes)) for x in rep_at.tolist()], np.int64)
+    ext[:, 0] = num[shape_of]
+    # the flows, numbered by first occurrence in the run (and whether --flow selects each)
+    ext[:, 1] = _first_seen(rhi | fl.astype(np.uint64), start)
+    if selected is not None:
+        ext[:, 2] = np.asarray(selected, bool)[fl]
+    # sequence points: starts and ends, numbered by first occurrence in the run's list s0, e0, s1, e1, ...
+    pts = np.empty(2 * m, np.uint64)
+    pts[0::2] = rel[:, 0].astype(np.uint64)
+    pts[1::2] = ((rel[:, 0] + pay) % (1 << 32)).astype(np.uint64)
+    ext[:, 3:5] = _first_seen(np.repeat(rhi, 2) | pts, np.repeat(2 * start, 2)).reshape(m, 2)
+    ext[:, 5] = _first_seen(rhi | rel[:, 1].astype(np.uint64), start)
+    total = np.add.reduceat(caplen[at].astype(np.int64), bounds[:-1]) if m else np.zeros(0, np.int64)
+    exact = (total >= limit)[r]
+    ext[:, 6] = np.where(exact, pay, _length_ranks(r, pay, nrun))
+    ext[:, 7] = exact
+    k = 8 + len(FIELDS) - 2
+    ext[:, 8:k] = (rel[:, 2:] - rel[start, 2:]) % _WIDTHS
+    vb = col.vbits[at]
+    ext[:, k] = vb
+    resid = col.resid[at].copy()
+    resid[(vb & V_UDP_ZERO) != 0, 1] = 0
+    ext[:, k + 1 : k + 5] = resid
+    flat = ext.tobytes()
+    w = ext.shape[1] * 4
+    b = (bounds * w).tolist()
+    kvh = col.kv_hash()[at]
+    uk = np.unique(np.stack((r.astype(np.uint64), kvh), axis=1), axis=0)
+    return Runs(
+        order=order,
+        bounds=bounds,
+        poll=poll_of[order[bounds[:-1]]] if m else np.zeros(0, np.int64),
+        keys=[flat[b[j] : b[j + 1]] for j in range(nrun)],
+        payload=pay,
+        fids=fl,
+        nkv=np.bincount(uk[:, 0].astype(np.int64), minlength=nrun),
+    )
+
+
+_HASH_MULT = (np.arange(1, H // 8 + 1, dtype=np.uint64) * _GOLDEN) | np.uint64(1)
+
+
+def _row_hash(rows: np.ndarray) -> np.ndarray:
+    """A uint64 hash of each row of a uint8 (n, H) array (equal rows, equal hashes)."""
+    return (np.ascontiguousarray(rows).view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
+
+
+def _length_ranks(r: np.ndarray, pay: np.ndarray, nrun: int) -> np.ndarray:
+    """Each payload length's rank among the distinct lengths of its run ``r`` (1, 2, ... from the shortest
+    non-zero one; 0 stays 0)."""
+    rhi = r.astype(np.uint64) << np.uint64(32)
+    u, inv = np.unique(rhi | pay.astype(np.uint64), return_inverse=True)
+    run_first = np.searchsorted(u, np.arange(nrun, dtype=np.uint64) << np.uint64(32))
+    has_zero = (u[np.minimum(run_first, len(u) - 1)] & np.uint64(0xFFFFFFFF)) == 0
+    rank = inv.reshape(-1) - run_first[r] + np.where(has_zero[r], 0, 1)
+    return np.where(pay == 0, 0, rank)
+
+
+def _first_seen(v: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """For each element of ``v`` (values tagged with their run in the high bits), the position of the first
+    element of its run with the same value, relative to the run's ``start``."""
+    _u, first, inv = np.unique(v, return_index=True, return_inverse=True)
+    return first[inv.reshape(-1)] - start
+
+
+class LengthOps:
+    """How a recorded run's length-adding counters move with its frames' payload lengths.
+
+    ``ops``: ``[(container, attribute, coefficient per run position)]``; ``payload``: the recorded payload
+    lengths (bytes, int64 per position). ``apply(payload)`` adds, for a run with the same key and these
+    ``payload`` lengths, what its counters add beyond the recorded run's (see the module docstring)."""
+
+    __slots__ = ("ops", "payload")
+
+    def __init__(self, ops: list, payload: np.ndarray) -> None:
+        self.ops = ops
+        self.payload = payload
+
+    def apply(self, payload: np.ndarray) -> None:
+        d = payload - self.payload
+        if not d.any():
+            return
+        for obj, attr, coef in self.ops:
+            setattr(obj, attr, getattr(obj, attr) + int(coef @ d))
+
+
+def length_ops(tally: list, position: dict[int, int], payload: np.ndarray) -> LengthOps | None:
+    """``LengthOps`` from a recorded run's ``length_tally`` (``position``: capture index → run position), or None
+    when some counter added bytes that are not an skb's length (the run is then keyed by exact lengths)."""
+    n = len(payload)
+    acc: dict = {}
+    for obj, attr, frames in tally:
+        if frames is None:
+            return None
+        key = (id(obj), attr)
+        e = acc.get(key)
+        if e is None:
+            e = acc[key] = (obj, attr, np.zeros(n, np.int64))
+        for x in frames:
+            e[2][position[x]] += 1
+    return LengthOps(list(acc.values()), payload.copy())

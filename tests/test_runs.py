@@ -1,0 +1,242 @@
+"""Polls composed of their flow runs (sim/runs.py, sim/compose.py) against the reference path.
+
+Every comparison expects "identical": the JSON document of the batch path, which composes polls it has not seen
+from their flow runs, equals the frame-by-frame reference path's (``ReplayConfig(fast_path=False)``). Each case
+aims at one part of the argument in sim/compose.py ``RunComposer._compose`` and sim/runs.py: runs of equal shape
+with other payload lengths (lengths keyed by rank, length counters moved by the length differences), lengths
+out of order without PSH (``len > mss`` flushes, tcp_gro_receive), runs that reach the merge limit
+(``skb_gro_receive``: exact lengths then), more flows held at once than a GRO bucket keeps (``MAX_GRO_SKBS``:
+dev_gro_receive flushes the oldest), polls that take the whole budget (``napi_poll``'s flush), and bytes the
+stack checksums in software (``udp_rcv``: runs keyed by exact lengths). Each case also checks that the
+reference really goes through the rule it aims at, so that the comparison is not vacuous.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+import pytest
+from conftest import without_engine
+
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.kernel import reasons as R
+from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
+from gro_replay.report.document import document
+from gro_replay.sim import PollModel, ReplayConfig, replay_capture
+
+MSS = 1398
+
+
+def _docs(path, cfg: ReplayConfig) -> tuple[dict, dict, dict]:
+    """(batch document, reference document, batch poll counts)."""
+    r = replay_capture(str(path), cfg)
+    ref = replay_capture(str(path), replace(cfg, fast_path=False))
+    assert r.batch is not None and ref.batch is None
+    return without_engine(document(r)), without_engine(document(ref)), r.batch
+
+
+def _same(got: dict, want: dict) -> None:
+    assert json.dumps(got, sort_keys=True, default=str) == json.dumps(want, sort_keys=True, default=str)
+
+
+def _reasons(doc: dict, stage: str) -> dict:
+    out: dict = {}
+    for k in doc["kernels"]:
+        for why, n in k["stages"][stage]["end_reasons"].items():
+            out[why] = out.get(why, 0) + n
+    return out
+
+
+class _Conn:
+    """One TCP connection over VXLAN (data one way, pure ACKs the other), its sequence numbers and IDs."""
+
+    def __init__(self, i: int, outer_csum: str = "zero") -> None:
+        self.data = FrameSpec(
+            inner_src=f"10.244.1.{i + 1}",
+            inner_dst=f"10.244.2.{i + 1}",
+            sport=33000 + i,
+            dport=8080,
+            udp_sport=40000 + 7 * i,
+            outer_csum=outer_csum,
+        )
+        self.back = replace(
+            self.data,
+            inner_src=self.data.inner_dst,
+            inner_dst=self.data.inner_src,
+            sport=8080,
+            dport=33000 + i,
+            outer_src="10.0.0.2",
+            outer_dst="10.0.0.1",
+            payload=0,
+        )
+        self.seq = 1_000_000 + 17 * i
+        self.acked = 1
+        self.ip_id = 100 * i
+
+    def segment(self, size: int, psh: bool) -> bytes:
+        spec = replace(
+            self.data, seq=self.seq, payload=size, ip_id=self.ip_id, flags=ACK | (PSH if psh else 0)
+        )
+        self.seq += size
+        self.ip_id += 1
+        return build_frame(spec)
+
+    def ack(self) -> bytes:
+        spec = replace(self.back, ack=self.seq, seq=1, ip_id=self.ip_id)
+        return build_frame(spec)
+
+
+def _write(path, polls: list[list[bytes]]) -> None:
+    """Each inner list is one burst: frames 1 µs apart, bursts 1 ms apart (a gap:3 poll each, when < 64)."""
+    t = 1_700_000_000 * 10**9
+    with PcapWriter(path) as w:
+        for burst in polls:
+            for f in burst:
+                w.write(t, f)
+                t += 1_000
+            t += 1_000_000
+
+
+def _writes(rng: random.Random, conns: list[_Conn], n_polls: int, sizes) -> list[list[bytes]]:
+    """Polls of 1–3 connections' interleaved application writes (``sizes(rng)``: one write's segment sizes, the
+    last one with PSH) and the other direction's ACKs."""
+    polls = []
+    for _ in range(n_polls):
+        burst: list[bytes] = []
+        for c in rng.sample(conns, rng.randint(1, 3)):
+            seg = sizes(rng)
+            for j, size in enumerate(seg):
+                burst.append(c.segment(size, j == len(seg) - 1))
+            burst.append(c.ack())
+        polls.append(burst)
+    return polls
+
+
+@pytest.mark.parametrize("rx_csum", ["unnecessary", "none", "complete"])
+def test_runs_with_other_payload_lengths_are_composed_exactly(rx_csum, tmp_path):
+    """Writes of 1–6 full segments and a short last one of random length: the runs recur with other lengths, so
+    known runs answer them and the byte counters move by the length differences."""
+    rng = random.Random(7)
+    conns = [_Conn(i, "computed" if i % 3 == 0 else "zero") for i in range(6)]
+    polls = _writes(rng, conns, 300, lambda r: [MSS] * r.randint(0, 5) + [r.randint(1, MSS)])
+    path = tmp_path / "w.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig(rx_csum=rx_csum))
+    _same(got, want)
+    assert counts["polls_composed"] > 200 and counts["polls_cached"] > 100, counts
+    assert want["kernels"][0]["stages"]["phys"]["bytes"] > 0
+
+
+def test_lengths_out_of_order_without_psh(tmp_path):
+    """Segments longer than the held packet's first one (``len > mss`` flushes it) and shorter ones that end it
+    (``len < mss``), no PSH: the same rank pattern with other absolute lengths must give the same answers."""
+    rng = random.Random(11)
+    conns = [_Conn(i) for i in range(4)]
+
+    def sizes(r: random.Random) -> list[int]:
+        a, b, c = sorted(r.sample(range(200, MSS + 1), 3))
+        return r.choice([[b, c, a, b], [b, b, a], [a, c, c, b], [c, a, a, a]])
+
+    polls = []
+    for _ in range(200):
+        burst = []
+        for c in rng.sample(conns, 2):
+            for size in sizes(rng):
+                burst.append(c.segment(size, False))
+        polls.append(burst)
+    path = tmp_path / "o.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig())
+    _same(got, want)
+    assert counts["polls_cached"] > 50, counts
+    why = _reasons(want, "tunnel")
+    assert why.get(R.TCP_LEN_GT_MSS, 0) > 0 and why.get(R.TCP_SHORT, 0) > 0, why
+
+
+@pytest.mark.parametrize("gro_max_size", [65536, 12000])
+def test_runs_that_reach_the_merge_limit(gro_max_size, tmp_path):
+    """Long writes (up to 60 segments in one poll) reach ``p->len + len >= gro_max_size``: such runs are keyed by
+    their exact lengths."""
+    rng = random.Random(3)
+    conns = [_Conn(i, "computed") for i in range(2)]
+    polls = []
+    for _ in range(60):
+        c = rng.choice(conns)
+        n = rng.choice([8, 30, 47, 60])
+        polls.append([c.segment(MSS if j < n - 1 else rng.randint(1, MSS), j == n - 1) for j in range(n)])
+    path = tmp_path / "l.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig(gro_max_size=gro_max_size))
+    _same(got, want)
+    assert counts["polls_composed"] > 0, counts
+    assert _reasons(want, "phys").get(R.SKB_GRO_RECEIVE_E2BIG, 0) > 0
+
+
+@pytest.mark.parametrize("rss", ["none", "toeplitz"])
+def test_more_flows_held_than_a_bucket_keeps(rss, tmp_path):
+    """Twelve connections, two segments each without PSH, round robin in one poll: with one RX hash for all
+    (``--rss none``) a bucket holds 8 and dev_gro_receive flushes the oldest (``MAX_GRO_SKBS``); such polls
+    must not be composed of runs recorded apart."""
+    rng = random.Random(5)
+    conns = [_Conn(i, "computed") for i in range(12)]
+    polls = []
+    for _ in range(80):
+        chosen = rng.sample(conns, rng.choice([3, 12]))
+        burst = [c.segment(MSS, False) for c in chosen] + [c.segment(MSS, True) for c in chosen]
+        polls.append(burst)
+    path = tmp_path / "h.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig(rss=rss))
+    _same(got, want)
+    assert counts["polls_composed"] > 0, counts
+    if rss == "none":
+        assert _reasons(want, "phys").get(R.MAX_GRO_SKBS, 0) > 0
+
+
+def test_full_polls_composed_of_runs(tmp_path):
+    """Budget polls of 64 frames cut across writes: each run is recorded as a poll that takes its whole budget,
+    so its packets end by ``napi_poll``'s flush as in the full poll."""
+    rng = random.Random(9)
+    conns = [_Conn(i) for i in range(5)]
+    polls = _writes(rng, conns, 400, lambda r: [MSS] * r.randint(0, 9) + [r.randint(1, MSS)])
+    path = tmp_path / "f.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig(poll=PollModel.parse("budget")))
+    _same(got, want)
+    assert counts["polls_composed"] > 0, counts
+    assert _reasons(want, "phys").get(R.BUDGET_EXHAUSTED, 0) > 0
+
+
+def test_bytes_the_stack_checksums_in_software(tmp_path):
+    """rx-csum none with outer UDP checksums: udp_rcv sums each datagram in software (phys sw_csum_bytes): those
+    runs are keyed by their exact lengths, and the document still equals the reference."""
+    rng = random.Random(13)
+    conns = [_Conn(i, "computed") for i in range(4)]
+    polls = _writes(rng, conns, 200, lambda r: [MSS] * r.randint(0, 3) + [r.choice([100, 700, 1000])])
+    path = tmp_path / "s.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig(rx_csum="none"))
+    _same(got, want)
+    assert counts["polls_cached"] > 0, counts
+    assert any(k["stages"]["phys"]["sw_csum_bytes"] > 0 for k in want["kernels"])
+
+
+def test_a_run_in_a_full_poll_is_not_the_same_run_in_a_short_one(tmp_path):
+    """The same run shape (8 full segments, no PSH: held when the poll ends) in polls that take the whole budget
+    (8 connections, 64 frames: ``napi_poll`` flushes, budget exhausted) and in short ones (2 connections:
+    ``napi_complete_done`` flushes): the two end reasons must not be answered from one recording."""
+    rng = random.Random(17)
+    conns = [_Conn(i, "computed") for i in range(8)]
+    polls = []
+    for _ in range(60):
+        chosen = conns if rng.random() < 0.5 else rng.sample(conns, 2)
+        polls.append([f for c in chosen for f in [c.segment(MSS, False) for _ in range(8)]])
+    path = tmp_path / "b.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig())
+    _same(got, want)
+    assert counts["polls_cached"] > 10, counts
+    why = _reasons(want, "phys")
+    assert why.get(R.BUDGET_EXHAUSTED, 0) > 0 and why.get(R.POLL_END, 0) > 0, why
