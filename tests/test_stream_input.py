@@ -201,6 +201,31 @@ def test_digest_covers_bytes_after_the_last_record(tmp_path) -> None:
     assert n == 17
 
 
+@pytest.mark.parametrize("block", [64, 1000])
+def test_digest_of_reads_of_every_size_through_reused_buffers(block, monkeypatch) -> None:
+    """``DigestingRaw`` gathers reads in reused buffers of ``_DIGEST_BLOCK`` bytes: reads smaller than, equal to
+    and several times larger than a buffer, far more buffers' worth than it keeps (every buffer handed back and
+    refilled), a partial buffer at the end: the sha256 of the bytes, computed here by hashlib at once."""
+    import io
+    import random
+
+    from gro_replay.capture import stream
+
+    monkeypatch.setattr(stream, "_DIGEST_BLOCK", block)
+    data = random.Random(block).randbytes(40 * block + 17)
+    d = stream.DigestingRaw(io.BytesIO(data))  # type: ignore[arg-type]
+    rng = random.Random(1)
+    got = 0
+    while got < 30 * block:
+        buf = bytearray(rng.choice([1, 16, block - 1, block, block + 1, 3 * block]))
+        n = d.readinto(memoryview(buf))
+        assert bytes(buf[:n]) == data[got : got + n]
+        got += n
+    assert d.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert d.bytes_read == len(data)
+    d.close()
+
+
 def test_stdin_terminal_is_refused() -> None:
     """`gro-replay -` on a terminal would wait forever: one line, exit 2."""
     try:

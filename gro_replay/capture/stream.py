@@ -77,17 +77,21 @@ def read_exactly(f: io.BufferedIOBase, n: int) -> bytes:
     return b"".join(parts)
 
 
-#: Raw reads are gathered to about this many bytes before they are handed to the hashing thread.
+#: Raw reads are gathered into buffers of this many bytes, each hashed by the hashing thread when full.
 _DIGEST_BLOCK = 1 << 20
+#: buffers in use at once (filling, queued, hashing): the reader waits for the hash when all are taken
+_DIGEST_BUFFERS = 8
 
 
 class DigestingRaw(io.RawIOBase):
     """A raw byte stream that feeds every byte read from it, in order, to a SHA-256.
 
-    The bytes read are copied and handed to a helper thread (hashlib releases the GIL for large blocks, so the
-    hash runs on another core instead of on the replay's critical path); small reads are gathered first.
-    ``hexdigest()`` reads what is left of the stream (a file's bytes after the last record, padding) so the
-    digest is always that of the whole stream, then waits for the thread.
+    The bytes read are copied into one of ``_DIGEST_BUFFERS`` reused buffers of ``_DIGEST_BLOCK`` bytes (one
+    copy, no allocation per read), and each full buffer is hashed by a helper thread (hashlib releases the GIL for
+    large blocks, so the hash runs on another core instead of on the replay's critical path), which hands the
+    buffer back; small reads are gathered the same way. ``hexdigest()`` reads what is left of the stream (a file's
+    bytes after the last record, padding) so the digest is always that of the whole stream, then waits for the
+    thread.
     Raises (from ``readinto``/``hexdigest``): OSError of the underlying stream.
     """
 
@@ -95,8 +99,11 @@ class DigestingRaw(io.RawIOBase):
         super().__init__()
         self._raw = raw
         self._sha = hashlib.sha256()
-        self._pending = bytearray()
-        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
+        self._buf = bytearray(_DIGEST_BLOCK)  # the buffer being filled
+        self._fill = 0
+        self._made = 1  # buffers allocated (at most _DIGEST_BUFFERS)
+        self._free: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[bytearray, int] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self.bytes_read = 0
 
@@ -110,48 +117,59 @@ class DigestingRaw(io.RawIOBase):
         n = self._raw.readinto(b)
         if n:
             self.bytes_read += n
-            self._pending += memoryview(b)[:n]
-            if len(self._pending) >= _DIGEST_BLOCK:
-                self._hand_over()
+            src = memoryview(b).cast("B")[:n]
+            done = 0
+            while done < n:
+                k = min(n - done, _DIGEST_BLOCK - self._fill)
+                self._buf[self._fill : self._fill + k] = src[done : done + k]
+                self._fill += k
+                done += k
+                if self._fill == _DIGEST_BLOCK:
+                    self._hand_over()
         return n or 0
 
     def _hand_over(self) -> None:
-        block = bytes(self._pending)
-        self._pending.clear()
+        """Queue the buffer being filled for the hashing thread; take a free one (wait when all are in use)."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="gro-replay-sha256", daemon=True)
             self._thread.start()
-        self._queue.put(block)
+        self._queue.put((self._buf, self._fill))
+        if self._made < _DIGEST_BUFFERS:
+            self._made += 1
+            self._buf = bytearray(_DIGEST_BLOCK)
+        else:
+            self._buf = self._free.get()
+        self._fill = 0
 
     def _run(self) -> None:
         while True:
-            block = self._queue.get()
-            if block is None:
+            item = self._queue.get()
+            if item is None:
                 return
-            self._sha.update(block)
+            buf, n = item
+            with memoryview(buf) as v:
+                self._sha.update(v[:n])
+            self._free.put(buf)
+
+    def _stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
 
     def hexdigest(self) -> str:
         """SHA-256 (hex) of every byte of the stream: what was read, then the rest up to its end."""
         buf = bytearray(_DIGEST_BLOCK)
         while self.readinto(buf):
             pass
-        if self._thread is not None:
-            self._queue.put(bytes(self._pending))
-            self._pending.clear()
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        else:
-            self._sha.update(self._pending)
-            self._pending.clear()
+        self._stop()
+        with memoryview(self._buf) as v:
+            self._sha.update(v[: self._fill])
+        self._fill = 0
         return self._sha.hexdigest()
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._pending.clear()
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
+        self._stop()
         try:
             self._raw.close()
         finally:
