@@ -121,7 +121,9 @@ class Replayer(Retiring):
         #: which path ran (``Result.engine``), set by sim/api.py
         self.engine: dict | None = None
         #: polls run through the kernels (``run_poll``, ``_poll``, the empty timer polls ``_skip_idle_timer_polls``
-        #: shortcuts): one per poll of a schedule, whatever the number of kernels sharing it
+        #: shortcuts): one per poll of a schedule, whatever the number of kernels sharing it; the frame-by-frame
+        #: path's ``engine.polls`` (the batch path also runs flow runs as polls of their own: it counts its polls
+        #: with ``BatchReplay.counts``)
         self.polls_run = 0
         #: a pure-shortcut switch for tests: False runs every empty deferred-timer poll one by one
         self.skip_idle_timer_polls = True
