@@ -47,6 +47,8 @@ _ATTR_SIZE = 128
 class BpfError(OSError):
     """The bpf(2) syscall failed; ``errno`` is set, ``log`` holds the verifier's log if one was asked for."""
 
+    errno: int  # always given (OSError's may be None)
+
     def __init__(self, err: int, what: str, log: str = "") -> None:
         super().__init__(err, f"{what}: {os.strerror(err)}" + (f" ({log.strip()})" if log.strip() else ""))
         self.log = log

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import ipaddress
 import logging
 import os
@@ -228,8 +229,8 @@ def _signals_held() -> Iterator[None]:
     finally:
         for s, handler in prev.items():
             signal.signal(s, handler)
-        for s in pending[:1]:
-            signal.raise_signal(s)
+        for signum in pending[:1]:
+            signal.raise_signal(signum)
 
 
 # -- one run ---------------------------------------------------------------------------------------------
@@ -313,7 +314,7 @@ class _Run:
             # ethtool -K <vxlan> gro off: gro_cells_receive hands every skb to netif_rx (netif_elide_gro)
             for dev in self.devices:
                 if dev != self.recv:
-                    netns.in_netns(b, lambda d=dev: netns.ethtool_set(d, netns.ETHTOOL_SGRO, 0))
+                    netns.in_netns(b, functools.partial(netns.ethtool_set, dev, netns.ETHTOOL_SGRO, 0))
         netns.ip_batch([f"link set {self.recv} up"], ns=b)
         netns.sh_in_netns(b, f"echo 1 > /sys/class/net/{self.recv}/threaded")
         if self.n_inc:
@@ -363,9 +364,14 @@ class _Run:
         child = str(Path(__file__).with_name("_child.py"))
         args = [self.send, cpu, os.getpid(), CHUNK, CHUNK_SLEEP_S]
         argv = [sys.executable, "-I", "-S", child, "inject", netns.netns_path(self.ns_send), *map(str, args)]
-        pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
         with _signals_held():  # self.injector must name the child if one was started
-            self.injector = subprocess.Popen(argv, start_new_session=True, **pipes)
+            self.injector = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         _out, err = self.injector.communicate(payload, timeout=60 + n / 1000)
         if self.injector.returncode != 0:
             raise _AttemptFailed(err.decode().strip().splitlines()[-1] if err.strip() else "injector failed")

@@ -24,6 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 _CHILD = str(Path(__file__).with_name("_child.py"))
 
@@ -71,6 +72,13 @@ def host_mount() -> Path | None:
     return None
 
 
+def _pipes(proc: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
+    """The stdin, stdout and stderr of ``proc``, started with all three piped. Raises: ValueError otherwise."""
+    if proc.stdin is None or proc.stdout is None or proc.stderr is None:
+        raise ValueError("the tracefs child was started without its three pipes")
+    return proc.stdin, proc.stdout, proc.stderr
+
+
 class Tracefs:
     """Access to the tracefs root, mounting it privately in a helper child when the host has no mount.
 
@@ -78,7 +86,7 @@ class Tracefs:
     """
 
     def __init__(self) -> None:
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         mounted = host_mount()
         self.root = mounted if mounted is not None else self._mount_private()
 
@@ -90,19 +98,20 @@ class Tracefs:
             argv = [sys.executable, "-I", "-S", _CHILD, "tracefs", str(os.getpid())]
         # own session: a Ctrl-C meant for the caller must not take the mount away before cleanup;
         # the child ends when its stdin closes, which a dying caller also does
-        self._proc = subprocess.Popen(
+        self._proc = proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        line = self._proc.stdout.readline().decode().strip()
+        stdin, stdout, stderr = _pipes(proc)
+        line = stdout.readline().decode().strip()
         if line != "mounted":
-            err = self._proc.stderr.read().decode().strip().splitlines()
+            err = stderr.read().decode().strip().splitlines()
             self.close()
             raise OSError(f"cannot mount tracefs privately: {err[-1] if err else line or 'no answer'}")
-        return Path(f"/proc/{self._proc.pid}/root/sys/kernel/tracing")
+        return Path(f"/proc/{proc.pid}/root/sys/kernel/tracing")
 
     def instances(self) -> list[str]:
         return sorted(os.listdir(self.root / "instances"))
@@ -110,14 +119,15 @@ class Tracefs:
     def close(self) -> None:
         if self._proc is not None:
             proc, self._proc = self._proc, None
+            stdin, stdout, stderr = _pipes(proc)
             try:
-                proc.stdin.close()  # the child exits on EOF
+                stdin.close()  # the child exits on EOF
                 proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
                 proc.wait()
-            proc.stdout.close()
-            proc.stderr.close()
+            stdout.close()
+            stderr.close()
 
     def __enter__(self) -> Tracefs:
         return self
