@@ -240,3 +240,25 @@ def test_a_run_in_a_full_poll_is_not_the_same_run_in_a_short_one(tmp_path):
     assert counts["polls_cached"] > 10, counts
     why = _reasons(want, "phys")
     assert why.get(R.BUDGET_EXHAUSTED, 0) > 0 and why.get(R.POLL_END, 0) > 0, why
+
+
+def test_runs_that_fill_a_tunnel_cell_poll(tmp_path):
+    """Before the fix, a full poll of zero-checksum VXLAN frames reaches the tunnel cell as 64 skbs, which fill
+    its poll (``gro_cell_poll`` takes the weight; ``napi_poll`` flushes, budget exhausted, and polls it again):
+    the same runs in such polls, in full polls that do not fill the cell and in short ones must not share a
+    recording."""
+    rng = random.Random(19)
+    conns = [_Conn(i) for i in range(8)]
+    merged = [_Conn(8 + i, "computed") for i in range(2)]  # merged on the phys device: fewer skbs in the cell
+    polls = []
+    for _ in range(90):
+        chosen = rng.choice([conns, conns[:6] + merged, rng.sample(conns + merged, 2)])
+        chosen = rng.sample(chosen, len(chosen))  # in another order each time: the whole poll is new
+        polls.append([f for c in chosen for f in [c.segment(MSS, False) for _ in range(8)]])
+    path = tmp_path / "c.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig())
+    _same(got, want)
+    assert counts["polls_cached"] > 10, counts
+    pre = want["kernels"][0]
+    assert pre["stages"]["tunnel"]["end_reasons"].get(R.BUDGET_EXHAUSTED, 0) > 0, pre["stages"]["tunnel"]

@@ -31,13 +31,13 @@ _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
 
 class RunEntry(NamedTuple):
     """What a recorded flow run (sim/runs.py) adds beyond its counter deltas: ``holding``: it held or merged a
-    packet on some NAPI; ``polled``: ids of the NapiStats it polled; ``lengths``: its length-adding counters
+    packet on some NAPI; ``polled``: ``(id(NapiStats), polls, full polls)`` of each NAPI it polled; ``lengths``: its length-adding counters
     (``LengthOps``, None when none); ``flow_ops``: its flows' counters by flow slot (``_apply_flow_ops``);
     ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
     its last frame (flushed by the poll's end)."""
 
     holding: bool
-    polled: frozenset
+    polled: tuple
     lengths: LengthOps | None
     flow_ops: list
     cells_in: list
@@ -87,6 +87,10 @@ class RunComposer:
         self._cells_napis = [c.napi.stats for k in rep.kernels for c in k.tunnel_cells]
         self._napis = self._phys_napis + self._cells_napis
         self._cells_ids = {id(n) for n in self._cells_napis}
+        self._cells_index = {id(n): i for i, n in enumerate(self._cells_napis)}
+        self._cells_napi_of = {id(c.napi.stats): c.napi for k in rep.kernels for c in k.tunnel_cells}
+        #: the NAPIs whose weight a recording may set (``_record_run``)
+        self._weighted = [k.phys_napi for k in rep.kernels] + list(self._cells_napi_of.values())
         self._counts_ids = {id(n.counts) for n in self._napis}
         #: skbs a tunnel cell's poll takes (``gro_cell_poll``: the NAPI weight)
         self._cells_weight = min([c.napi.weight for k in rep.kernels for c in k.tunnel_cells] or [1 << 30])
@@ -115,16 +119,19 @@ class RunComposer:
 
         Why it is exact. Every poll ends with GRO flushed (module docstring): below budget by
         ``napi_complete_done``, at budget by ``napi_poll`` (a run of a full poll is recorded as a poll that takes
-        its whole, smaller, budget: the same end, ``napi_poll``'s flush); the tunnel cells, fed fewer skbs than
-        their budget, complete. GRO compares packets only within a flow (``gro_list_prepare``, every offload's
-        ``same_flow``) and a run holds every frame of its inner flow in the poll, so the runs share only the GRO
-        buckets and the cells' budget: a bucket holding ``MAX_GRO_SKBS`` packets flushes its oldest
-        (``dev_gro_receive``). A flow holds at most one packet per NAPI and a run's flows are its distinct header
-        rows; counting those of every run that held or merged a packet when recorded (and of every unknown run),
-        no bucket can fill when they are at most ``MAX_GRO_SKBS``; counting the skbs each run's recording put
-        into each cell (an unknown run: its frames), no cell poll fills when they stay below the cell's weight.
-        Every counter but the NAPIs' poll counts then adds up over the runs; a NAPI was polled once in the poll
-        if any run polled it, and the phys NAPI's poll was full when the poll was.
+        its whole, smaller, budget: the same end, ``napi_poll``'s flush); the tunnel cells likewise (when the
+        poll's runs put a cell's whole budget there, each run is recorded with that cell's weight set to what it
+        puts there, so that its cell poll too ends full and is polled again, as the poll's is). GRO compares
+        packets only within a flow (``gro_list_prepare``, every offload's ``same_flow``) and a run holds every
+        frame of its inner flow in the poll, so the runs share only the GRO buckets and the cells' budget: a
+        bucket holding ``MAX_GRO_SKBS`` packets flushes its oldest (``dev_gro_receive``). A flow holds at most
+        one packet per NAPI and a run's flows are its distinct header rows; counting those of every run that
+        held or merged a packet when recorded (and of every unknown run) over the frames between its first and
+        its last (or the poll's end, when its recording flushed a packet there), no bucket can fill when they
+        are at most ``MAX_GRO_SKBS`` at every frame; the skbs each run's recording put into each cell (an unknown
+        run: its frames) say whether the cell's poll fills. Every counter but the NAPIs' poll counts then adds
+        up over the runs; each NAPI's poll count is what any run that polled it counted (the same poll, whole or
+        filled, in every run of the poll's context).
         """
         if not self._idle:
             return False
@@ -134,10 +141,10 @@ class RunComposer:
         cache = self.runs
         bounds = runs.bounds
         napis = self._napis
-        polls0 = [n.polls for n in napis]
-        polled: set[int] = set()
+        before = [(n.polls, n.full_polls) for n in napis]
+        polled: dict[int, tuple[int, int]] = {}
         ran = False
-        for j, (k, e) in zip(range(ra, rb), found, strict=True):
+        for j, (k, ctx, e, weights) in zip(range(ra, rb), found, strict=True):
             a, b = int(bounds[j]), int(bounds[j + 1])
             if e is not None:
                 e[1] += 1
@@ -147,16 +154,18 @@ class RunComposer:
                     x.lengths.apply(runs.payload[a:b])
                 if x.flow_ops:
                     apply_flow_ops(self.rep.stats, x.flow_ops, list(dict.fromkeys(runs.fids[a:b].tolist())))
-                polled |= x.polled
+                got = list(x.polled)
             else:
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]
-                polled |= self._record_run(k, batch, t, runs.payload[a:b], full)
+                got = self._record_run(k, ctx, batch, t, runs.payload[a:b], full, weights)
                 ran = True
-        for n, p0 in zip(napis, polls0, strict=True):
-            n.polls = p0 + (id(n) in polled)
-        if full:
-            for n in self._phys_napis:
-                n.full_polls += 1
+            for nid, dp, df in got:
+                p, f = polled.get(nid, (0, 0))
+                polled[nid] = (max(p, dp), max(f, df))
+        for n, (p0, f0) in zip(napis, before, strict=True):
+            dp, df = polled.get(id(n), (0, 0))
+            n.polls = p0 + dp
+            n.full_polls = f0 + df
         if ran:
             self._idle = all(idle(k) for k in self.rep.kernels)
             self.composed_partly += 1
@@ -165,72 +174,122 @@ class RunComposer:
         return True
 
     def _known_runs(self, runs: Runs, ra: int, rb: int, full: bool) -> list | None:
-        """``(key, cache entry or None)`` of runs ``ra..rb`` of one poll, or None when together they could fill a
-        GRO bucket or a tunnel cell's poll (``_compose``)."""
+        """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
+        poll, or None when together they could fill a GRO bucket, or could fill a tunnel cell's poll without every
+        run known (``_compose``). A run's context: ``F`` when the poll is full, ``C`` and the cells when the runs
+        fill cells' polls. What a run holds and puts into the cells does not depend on how the poll ends (both
+        ends flush everything): a recording in any context answers that for the guards."""
         entries = self.runs.entries
         bounds = runs.bounds
         order = runs.order
+        ctx = b"F" if full else b""
         found = []
+        infos = []
         cells: dict[int, int] = {}
         unknown = 0
         spans: list[
             tuple[int, int | None, int]
-        ] = []  # (first position, last position or None: to the poll's end, packets held)
+        ] = []  # (first, last or None: to the poll's end, packets held)
         for j in range(ra, rb):
             a, b = int(bounds[j]), int(bounds[j + 1])
-            k = runs.keys[j] + (b"F" if full else b"")
+            k = runs.keys[j]
             if k in self._exact_runs:
                 k += runs.payload[a:b].tobytes()
-            e = entries.get(k)
-            found.append((k, e))
-            if e is None:
+            e = entries.get(k + ctx)
+            info = e or entries.get(k) or entries.get(k + b"F")
+            found.append((runs.keys[j], ctx, e, None))
+            infos.append(info)
+            if info is None:
                 spans.append((int(order[a]), None, int(runs.nkv[j])))
                 unknown += b - a
                 continue
-            x: RunEntry = e[3]
+            x: RunEntry = info[3]
             if x.holding:
                 spans.append((int(order[a]), None if x.ends_held else int(order[b - 1]), int(runs.nkv[j])))
             for nid, c in x.cells_in:
                 cells[nid] = cells.get(nid, 0) + c
-        if unknown >= self._cells_weight or any(c + unknown >= self._cells_weight for c in cells.values()):
-            return None
         if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and _most_held(spans) > MAX_GRO_SKBS:
             return None
-        return found
+        weight = self._cells_weight
+        if unknown:
+            if unknown >= weight or any(c + unknown >= weight for c in cells.values()):
+                return None
+            return found
+        filled = sorted(self._cells_index[nid] for nid, c in cells.items() if c >= weight)
+        if not filled:
+            return found
+        if any(c > weight for c in cells.values()):
+            return None
+        # the cells' polls take their whole budget: each run keyed (and recorded) as one that fills them
+        ctx += b"C" + bytes(filled)
+        out = []
+        for j, ((k, _c, _e, _w), info) in enumerate(zip(found, infos, strict=True)):
+            assert info is not None  # every run is known here
+            fill = {nid: c for nid, c in info[3].cells_in if c and self._cells_index[nid] in filled}
+            if k in self._exact_runs:
+                k_exact = k + runs.payload[int(bounds[ra + j]) : int(bounds[ra + j + 1])].tobytes()
+            else:
+                k_exact = k
+            out.append((k, ctx, entries.get(k_exact + ctx), fill))
+        return out
 
-    def _record_run(self, key: bytes, batch: list, t: int, payload: np.ndarray, full: bool) -> set[int]:
+    def _run_alone(
+        self, batch: list, t: int, full: bool, fill: dict[int, int] | None, tally: list | None
+    ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
+        """``Replayer.run_poll`` of one run with the NAPI weights ``_record_run`` says, ``tally`` noting the
+        length-adding counters. Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (their poll
+        counts are put back: ``_compose`` counts the poll's own) and ``(id(NapiStats), skbs)`` each cell took."""
+        stats = self._napis
+        polls0 = [(st.polls, st.full_polls) for st in stats]
+        counts0 = [sum(st.counts) for st in stats]
+        weights = [napi.weight for napi in self._weighted]
+        _skbuff.length_tally = tally
+        try:
+            if full:
+                for k in self.rep.kernels:
+                    k.phys_napi.weight = len(batch)
+            for nid, w in (fill or {}).items():
+                self._cells_napi_of[nid].weight = w
+            self.rep.run_poll(batch, t)
+        finally:
+            _skbuff.length_tally = None
+            for napi, w in zip(self._weighted, weights, strict=True):
+                napi.weight = w
+        polled = []
+        for st, (p0, f0) in zip(stats, polls0, strict=True):
+            if st.polls != p0:
+                polled.append((id(st), st.polls - p0, st.full_polls - f0))
+            st.polls, st.full_polls = p0, f0
+        cells_in = [
+            (id(st), sum(st.counts) - c0)
+            for st, c0 in zip(stats, counts0, strict=True)
+            if id(st) in self._cells_ids and sum(st.counts) != c0
+        ]
+        return polled, cells_in
+
+    def _record_run(
+        self,
+        key: bytes,
+        ctx: bytes,
+        batch: list,
+        t: int,
+        payload: np.ndarray,
+        full: bool,
+        fill: dict[int, int] | None = None,
+    ) -> list[tuple[int, int, int]]:
         """One flow run through the kernels as a poll of its own — with ``full``, one that takes its whole budget
-        (the phys NAPIs' weight set to the run's length for it) — its counter deltas kept under ``key`` (or, when
-        it adds bytes that are not an skb's length, under ``key`` and its exact lengths). Returns the ids of the
-        NapiStats it polled."""
+        (the phys NAPIs' weight set to the run's length for it), with ``fill``, one whose tunnel cells' polls take
+        theirs (each cell NAPI's weight set to the skbs this run puts there) — its counter deltas kept under
+        ``key`` and its context ``ctx`` (when it adds bytes that are not an skb's length, with its exact lengths
+        between them).
+        Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (``_compose`` counts them once)."""
         rep = self.rep
         cache = self.runs
         fids = {b[3] for b in batch}
-        record = len(cache.entries) < MAX_RUN_KEYS and cache.seen_before(key)
+        record = len(cache.entries) < MAX_RUN_KEYS and cache.seen_before(key + ctx)
         before = [counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
-        polls0 = [n.polls for n in self._napis]
-        full0 = [n.full_polls for n in self._napis]
-        counts0 = [sum(n.counts) for n in self._napis]
         tally: list | None = [] if record else None
-        _skbuff.length_tally = tally
-        weights = [k.phys_napi.weight for k in rep.kernels]
-        try:
-            if full:
-                for k in rep.kernels:
-                    k.phys_napi.weight = len(batch)
-            rep.run_poll(batch, t)
-        finally:
-            _skbuff.length_tally = None
-            for k, w in zip(rep.kernels, weights, strict=True):
-                k.phys_napi.weight = w
-        polled = {id(n) for n, p0 in zip(self._napis, polls0, strict=True) if n.polls != p0}
-        for n, f0 in zip(self._napis, full0, strict=True):
-            n.full_polls = f0  # ``_compose`` counts the poll's own
-        cells_in = [
-            (id(n), sum(n.counts) - c0)
-            for n, c0 in zip(self._napis, counts0, strict=True)
-            if id(n) in self._cells_ids and sum(n.counts) != c0
-        ]
+        polled, cells_in = self._run_alone(batch, t, full, fill, tally)
         if before is None or tally is None or not all(idle(k) for k in rep.kernels):
             cache.uncacheable += 1
             return polled
@@ -270,9 +329,11 @@ class RunComposer:
         lengths = length_ops(tally, {f.index: j for j, f in enumerate(batch)}, payload)
         if lengths is None:
             self._exact_runs.add(key)
-            key += payload.tobytes()
         elif not lengths.ops:
             lengths = None
+        if key in self._exact_runs:
+            key += payload.tobytes()
+        key += ctx
         cache.add(key, deltas, [])
-        cache.entries[key].append(RunEntry(holding, frozenset(polled), lengths, flow_ops, cells_in, to_end))
+        cache.entries[key].append(RunEntry(holding, tuple(polled), lengths, flow_ops, cells_in, to_end))
         return polled
