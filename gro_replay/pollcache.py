@@ -20,10 +20,13 @@ stack and NAPI counters) are kept as a delta — at once for the first polls and
 polls as it records, else the second time the key runs (``PollCache.seen_before``: recording snapshots every
 counter, wasted on irregular traffic whose keys rarely recur). Later polls with the same key add the delta. A poll
 is run through the kernels instead whenever a frame is not of the common layout (decoded one by one as before),
-whenever the kernels are not idle before it, and whenever its key is new.
+or the kernels are not idle before it. A poll of common frames whose key is new is composed of its flow runs
+(sim/compose.py ``RunComposer._compose``, keys in sim/runs.py: irregular traffic repeats runs, not polls), and
+run whole through the kernels only when its runs could fill a GRO bucket or a tunnel cell's poll together.
 
 Observers. With an ``on_deliver`` observer that reads only an skb's address, length, flow and frames (``--trace``,
-explain: ``served_from_events``), a recorded poll also keeps its delivery events in order (``_record``) and a
+explain: ``served_from_events``), polls are not composed of runs (a run's deliveries would have to be interleaved
+with the others' in the kernels' order), and a recorded poll also keeps its delivery events in order (``_record``) and a
 later poll with the same key hands them to the observer (``_hit``) with its own frames' capture indices, skb
 addresses (the first frame's: sim/driver.py) and time: the frames at each position have the same headers, so the
 same flows, and the kernels deliver the same skbs in the same order. An observer of the bytes (``--write-pcap``)
