@@ -62,7 +62,6 @@ from .sim.compose import RunComposer
 from .sim.deltas import PollCache, counters, delta, idle
 from .sim.flows import TCP_FIN_RST
 from .sim.ingest import Frame
-from .sim.runs import run_keys
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
 #: as 8 MB on the benchmark captures, and the per-block numpy temporaries stay small (peak RSS 75 instead of 106 MB
@@ -506,46 +505,28 @@ class BatchReplay(RunComposer):
             kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
         else:
             cached[:] = False
-        runs = None
-        composable = cached.copy()
-        if composable.any() and not self.observed:
-            ent = np.flatnonzero(np.repeat(composable, sizes))
-            rep = self.rep
-            runs = run_keys(
-                col,
-                idx[ent],
-                poll_of[ent],
-                ch.caplen,
-                self._limit,
-                self._block_fids[idx[ent]],
-                self._shapes,
-                rep._flow_ok if rep._select is not None else None,
-            )
-            run_src = src[ent][runs.order]
-            run_at = np.searchsorted(runs.poll, np.arange(len(starts) + 1)).tolist()
-        hit = self._hit
-        for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
-            e = s + size
-            key = kv[s:e].tobytes() + ext[s:e].tobytes() if cached[p] else None
+        keys: list[bytes | None] = []
+        for s, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+            key = kv[s : s + size].tobytes() + ext[s : s + size].tobytes() if cached[len(keys)] else None
             if key is not None and poll_end is not None:
                 # the frames' flow ids too: a key's frames name other flows once one of them was retired or its key
                 # came back as a new flow, and a recorded delta adds to the counters of the flows it was recorded with
-                key += efids[s:e].tobytes()
+                key += efids[s : s + size].tobytes()
+            keys.append(key)
+        # the polls the poll cache does not know are composed of their flow runs (sim/compose.py)
+        new = [k is not None and k not in self.cache.entries for k in keys]
+        runs = (
+            None
+            if self.observed or not any(new)
+            else self._block_runs(col, ch, src, idx, poll_of, sizes, new)
+        )
+        hit = self._hit
+        for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
+            e = s + size
+            key = keys[p]
             if key is None or not hit(key, src[s:e], t, base_index):
                 if not (
-                    runs is not None
-                    and composable[p]
-                    and self._compose(
-                        runs,
-                        run_at[p],
-                        run_at[p + 1],
-                        run_src,
-                        ch,
-                        extras,
-                        base_index,
-                        t,
-                        size == self.cfg.weight,
-                    )
+                    runs is not None and new[p] and self._compose(runs, p, ch, extras, base_index, t, size)
                 ):
                     batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
                     self._run_poll(batch, t, key)

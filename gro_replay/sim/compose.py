@@ -21,7 +21,7 @@ from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
 from .deltas import PollCache, apply_flow_ops, counters, delta, flow_containers, idle
 from .ingest import Frame
 from .replayer import Replayer
-from .runs import LengthOps, Runs, length_ops
+from .runs import LengthOps, Runs, length_ops, run_keys
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry's deltas ~3 KiB)
 MAX_RUN_KEYS = 16384
@@ -74,6 +74,7 @@ class RunComposer:
 
     rep: Replayer
     _idle: bool
+    _block_fids: np.ndarray
     retiring: bool
     _entry: Callable[..., tuple[int, Frame]]
 
@@ -100,22 +101,41 @@ class RunComposer:
         self.composed = 0  # polls answered from their runs, every run known
         self.composed_partly = 0  # polls composed of their runs, some of them run through the kernels
 
-    def _compose(
+    def _block_runs(
         self,
-        runs: Runs,
-        ra: int,
-        rb: int,
-        run_src: np.ndarray,
+        col: Any,
         ch: Any,
-        extras: list,
-        base_index: int,
-        t: int,
-        full: bool,
+        src: np.ndarray,
+        idx: np.ndarray,
+        poll_of: np.ndarray,
+        sizes: np.ndarray,
+        new: list,
+    ) -> tuple[Runs, np.ndarray, list[int]]:
+        """The flow runs of the block's polls marked ``new`` (``src``/``idx``: the entries and their block
+        positions, ``poll_of`` their polls): ``(runs, each run entry's src, run_at)``, poll ``p``'s runs being
+        ``run_at[p]..run_at[p + 1]``."""
+        ent = np.flatnonzero(np.repeat(np.asarray(new, bool), sizes))
+        rep = self.rep
+        runs = run_keys(
+            col,
+            idx[ent],
+            poll_of[ent],
+            ch.caplen,
+            self._limit,
+            self._block_fids[idx[ent]],
+            self._shapes,
+            rep._flow_ok if rep._select is not None else None,
+        )
+        run_at = np.searchsorted(runs.poll, np.arange(len(sizes) + 1)).tolist()
+        return runs, src[ent][runs.order], run_at
+
+    def _compose(
+        self, block_runs: tuple, p: int, ch: Any, extras: list, base_index: int, t: int, size: int
     ) -> bool:
-        """Answer a poll from its flow runs ``ra..rb`` (sim/runs.py): a known run adds its recorded counters, an
-        unknown one runs through the kernels as a poll of its own and is recorded. ``full``: the poll takes the
-        whole budget. False (nothing done) when the kernels are not idle, the runs could hold more packets than a
-        GRO bucket keeps, or could fill a tunnel cell's poll.
+        """Answer poll ``p`` of ``size`` frames at ``t`` (ns) from its flow runs (``_block_runs``, sim/runs.py): a
+        known run adds its recorded counters, an unknown one runs through the kernels as a poll of its own and is
+        recorded. False (nothing done) when the kernels are not idle, the runs could hold more packets than a
+        GRO bucket keeps, or could fill a tunnel cell's poll without every run known.
 
         Why it is exact. Every poll ends with GRO flushed (module docstring): below budget by
         ``napi_complete_done``, at budget by ``napi_poll`` (a run of a full poll is recorded as a poll that takes
@@ -135,6 +155,9 @@ class RunComposer:
         """
         if not self._idle:
             return False
+        runs, run_src, run_at = block_runs
+        ra, rb = run_at[p], run_at[p + 1]
+        full = size == self.rep.config.weight
         found = self._known_runs(runs, ra, rb, full)
         if found is None:
             return False
