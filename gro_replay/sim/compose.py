@@ -23,8 +23,8 @@ from .ingest import Frame
 from .replayer import Replayer
 from .runs import LengthOps, Runs, length_ops, run_keys
 
-#: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry's deltas ~3 KiB)
-MAX_RUN_KEYS = 16384
+#: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
+MAX_RUN_KEYS = 2048
 #: GRO results that leave a packet held on the NAPI (``GRO_HELD``) or merge into one (``GRO_MERGED*``)
 _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
 
