@@ -262,3 +262,27 @@ def test_runs_that_fill_a_tunnel_cell_poll(tmp_path):
     assert counts["polls_cached"] > 10, counts
     pre = want["kernels"][0]
     assert pre["stages"]["tunnel"]["end_reasons"].get(R.BUDGET_EXHAUSTED, 0) > 0, pre["stages"]["tunnel"]
+
+
+def test_shapes_and_runs_start_afresh_when_too_many(tmp_path, monkeypatch):
+    """Run keys name header shapes by number; past ``MAX_SHAPES`` shapes both are forgotten (pending counts added
+    first), so memory does not grow with the shapes a capture brings: the document is unchanged."""
+    from gro_replay import pollcache
+    from gro_replay.sim import compose
+
+    monkeypatch.setattr(compose, "MAX_SHAPES", 2)
+    monkeypatch.setattr(pollcache, "BLOCK", 65536)  # many blocks: the shapes are counted at each
+    resets = []
+    settle = compose.PollCache.settle
+    monkeypatch.setattr(compose.PollCache, "settle", lambda self: (resets.append(1), settle(self))[1])
+    rng = random.Random(23)
+    conns = [_Conn(i, "computed" if i % 2 else "zero") for i in range(5)]
+    conns[3].data = replace(conns[3].data, outer_ttl=17)  # another header shape
+    conns[4].data = replace(conns[4].data, tos=0x10)
+    polls = _writes(rng, conns, 200, lambda r: [MSS] * r.randint(0, 4) + [r.randint(1, MSS)])
+    path = tmp_path / "r.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, ReplayConfig())
+    _same(got, want)
+    assert counts["polls_composed"] > 100, counts
+    assert len(resets) > 3  # started afresh several times (and settled at the end)

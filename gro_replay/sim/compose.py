@@ -25,6 +25,8 @@ from .runs import LengthOps, Runs, length_ops, run_keys
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
 MAX_RUN_KEYS = 2048
+#: distinct header rows without flow names numbered (``run_keys``' ``shapes``; ~300 bytes each)
+MAX_SHAPES = 1 << 16
 #: GRO results that leave a packet held on the NAPI (``GRO_HELD``) or merge into one (``GRO_MERGED*``)
 _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
 
@@ -116,6 +118,11 @@ class RunComposer:
         ``run_at[p]..run_at[p + 1]``."""
         ent = np.flatnonzero(np.repeat(np.asarray(new, bool), sizes))
         rep = self.rep
+        if len(self._shapes) > MAX_SHAPES:  # run keys name shapes by number: start both afresh
+            self.runs.settle()
+            self.runs.entries.clear()
+            self._exact_runs.clear()
+            self._shapes.clear()
         runs = run_keys(
             col,
             idx[ent],
