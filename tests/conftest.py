@@ -8,6 +8,7 @@ when the folder is absent.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,35 @@ def without_engine_line(text: str) -> str:
     return "".join(
         line for line in text.splitlines(keepends=True) if not line.lstrip("- ").startswith("engine: ")
     )
+
+
+#: the command line in a child process (``cli_env`` puts this checkout's package first on its path)
+CLI = [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
+
+
+def cli_env() -> dict:
+    """The environment of a CLI child process: this checkout first on PYTHONPATH, GRO_REPLAY_DEBUG unset (errors
+    as users see them)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("GRO_REPLAY_DEBUG", None)
+    return env
+
+
+def required_cli_args(name: str, tmp: Path) -> list[str]:
+    """Valid values of command ``name``'s required arguments (a choice's first value, synth's output file in
+    ``tmp``, the fix sample otherwise)."""
+    import click
+
+    from gro_replay.cli import main
+
+    out = []
+    for p in main.commands[name].params:
+        if isinstance(p, click.Argument) and p.required:
+            if isinstance(p.type, click.Choice):
+                out.append(str(p.type.choices[0]))
+            elif name == "synth":
+                out.append(str(tmp / "out.pcap"))
+            else:
+                out.append(str(FIX_SAMPLE))
+    return out

@@ -19,26 +19,17 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from conftest import FIX_SAMPLE, ROOT
+from conftest import CLI, FIX_SAMPLE, cli_env
 
-_CLI = [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
 SAMPLE = str(FIX_SAMPLE)
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("GRO_REPLAY_DEBUG", None)
-    return env
 
 
 def _run(args, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [*_CLI, *args], capture_output=kw.pop("capture", True), env=_env(), timeout=120, **kw
+        [*CLI, *args], capture_output=kw.pop("capture", True), env=cli_env(), timeout=120, **kw
     )
 
 
@@ -46,7 +37,7 @@ def _closed_pipe_run(args) -> subprocess.CompletedProcess:
     r, w = os.pipe()
     os.close(r)  # the reader is gone before the first write: every write fails with EPIPE
     try:
-        return subprocess.run([*_CLI, *args], stdout=w, stderr=subprocess.PIPE, env=_env(), timeout=120)
+        return subprocess.run([*CLI, *args], stdout=w, stderr=subprocess.PIPE, env=cli_env(), timeout=120)
     finally:
         os.close(w)
 
@@ -103,7 +94,7 @@ def big_docs(tmp_path_factory) -> dict:
 def _early_close_run(args) -> tuple[int, bytes, bytes]:
     """Run the entry with a reader that takes 100 bytes of standard output, then closes its end (``| head -c 100``);
     returns (exit code, the bytes read, stderr)."""
-    p = subprocess.Popen([*_CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    p = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env())
     try:
         got = p.stdout.read(100)
         p.stdout.close()
@@ -146,7 +137,7 @@ def test_reader_closing_mid_document_ends_quietly_with_141(big_docs, args) -> No
 )
 def test_full_stdout_is_one_line_and_exit_2(args) -> None:
     with open("/dev/full", "wb") as full:
-        p = subprocess.run([*_CLI, *args], stdout=full, stderr=subprocess.PIPE, env=_env(), timeout=120)
+        p = subprocess.run([*CLI, *args], stdout=full, stderr=subprocess.PIPE, env=cli_env(), timeout=120)
     assert p.returncode == 2
     err = p.stderr.decode()
     assert err == "gro-replay: cannot write standard output: No space left on device\n"
@@ -197,11 +188,11 @@ def test_synth_output_error_names_the_output(tmp_path) -> None:
 def test_sigint_exits_130_without_traceback() -> None:
     """``gro-replay -`` on a pipe that stays open waits for data; SIGINT then ends it."""
     proc = subprocess.Popen(
-        [*_CLI, "-", "--format", "json"],
+        [*CLI, "-", "--format", "json"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=_env(),
+        env=cli_env(),
     )
     try:
         proc.stdin.write(FIX_SAMPLE.read_bytes()[:100])  # a header and part of a record: it reads on

@@ -14,7 +14,7 @@ import re
 
 import click
 import pytest
-from conftest import FIX_SAMPLE
+from conftest import FIX_SAMPLE, required_cli_args
 
 from gro_replay.cli import main
 from gro_replay.cli.app import COMMANDS, mount_all
@@ -23,19 +23,6 @@ from gro_replay.packet.flowsel import FlowSelector
 from gro_replay.sim.config import PollModel, parse_gro, parse_resegment
 
 mount_all()
-
-
-def _required_args(name: str, tmp) -> list[str]:
-    out = []
-    for p in main.commands[name].params:
-        if isinstance(p, click.Argument) and p.required:
-            if isinstance(p.type, click.Choice):
-                out.append(str(p.type.choices[0]))
-            elif name == "synth":
-                out.append(str(tmp / "out.pcap"))
-            else:
-                out.append(str(FIX_SAMPLE))
-    return out
 
 
 def _choice_params():
@@ -59,10 +46,11 @@ def test_every_choice_takes_any_letter_case(name, param, tmp_path) -> None:
         for spelled in (choice.upper(), choice.title()):
             if isinstance(param, click.Argument):
                 args = [
-                    spelled if a == str(param.type.choices[0]) else a for a in _required_args(name, tmp_path)
+                    spelled if a == str(param.type.choices[0]) else a
+                    for a in required_cli_args(name, tmp_path)
                 ]
             else:
-                args = [max(param.opts, key=len), spelled, *_required_args(name, tmp_path)]
+                args = [max(param.opts, key=len), spelled, *required_cli_args(name, tmp_path)]
             ctx = cmd.make_context(name, args)
             got = ctx.params[param.name]
             assert (choice in got) if param.multiple else (got == choice), (name, param.name, spelled, got)

@@ -13,26 +13,12 @@ import sys
 
 import click
 import pytest
-from conftest import FIX_SAMPLE
+from conftest import FIX_SAMPLE, required_cli_args
 
 from gro_replay.cli import main
 from gro_replay.cli.app import COMMANDS, mount_all
 
 mount_all()
-
-
-def _args(name: str, tmp) -> list[str]:
-    """Valid values of the command's required arguments (the parse fails before any is opened or written)."""
-    out = []
-    for p in main.commands[name].params:
-        if isinstance(p, click.Argument) and p.required:
-            if isinstance(p.type, click.Choice):
-                out.append(str(p.type.choices[0]))
-            elif name == "synth":
-                out.append(str(tmp / "out.pcap"))
-            else:
-                out.append(str(FIX_SAMPLE))
-    return out
 
 
 def _options(kind):
@@ -66,7 +52,9 @@ def one_line(r, *words: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_unknown_option(runner, tmp_path, name) -> None:
-    line = one_line(run(runner, [name, "--no-such-option", *_args(name, tmp_path)]), "--no-such-option")
+    line = one_line(
+        run(runner, [name, "--no-such-option", *required_cli_args(name, tmp_path)]), "--no-such-option"
+    )
     assert line.startswith("Error: no such option: --no-such-option")
     assert line.endswith(f"; see 'gro-replay {name} --help'")
 
@@ -86,7 +74,9 @@ def test_unknown_option_of_the_default_command_suggests(runner, args, expected) 
 @pytest.mark.parametrize(("name", "param"), _options(click.Choice), ids=lambda x: getattr(x, "name", x))
 def test_bad_choice(runner, tmp_path, name, param) -> None:
     opt = _long(param)
-    line = one_line(run(runner, [name, opt, "bogus-value", *_args(name, tmp_path)]), opt, "'bogus-value'")
+    line = one_line(
+        run(runner, [name, opt, "bogus-value", *required_cli_args(name, tmp_path)]), opt, "'bogus-value'"
+    )
     assert line.startswith(f"Error: {opt}: 'bogus-value' is not ")
 
 
@@ -102,7 +92,9 @@ def test_bad_choice_argument(runner) -> None:
 )
 def test_bad_number(runner, tmp_path, name, param) -> None:
     opt = _long(param)
-    one_line(run(runner, [name, opt, "x1", *_args(name, tmp_path)]), f"Error: {opt}: 'x1' is not ")
+    one_line(
+        run(runner, [name, opt, "x1", *required_cli_args(name, tmp_path)]), f"Error: {opt}: 'x1' is not "
+    )
 
 
 @pytest.mark.parametrize(
@@ -113,7 +105,12 @@ def test_number_out_of_range(runner, tmp_path, name, param) -> None:
     low = param.type.min
     assert low is not None, f"{opt} has no lower bound"
     value = str(low - 1)
-    one_line(run(runner, [name, opt, value, *_args(name, tmp_path)]), f"Error: {opt}: ", value, " is not ")
+    one_line(
+        run(runner, [name, opt, value, *required_cli_args(name, tmp_path)]),
+        f"Error: {opt}: ",
+        value,
+        " is not ",
+    )
 
 
 @pytest.mark.parametrize(
@@ -129,7 +126,7 @@ def test_missing_argument(runner, name) -> None:
     "name", sorted(n for n in COMMANDS if all(p.nargs != -1 for p in main.commands[n].params))
 )
 def test_extra_argument(runner, tmp_path, name) -> None:
-    line = one_line(run(runner, [name, *_args(name, tmp_path), "extra1"]))
+    line = one_line(run(runner, [name, *required_cli_args(name, tmp_path), "extra1"]))
     assert line.startswith("Error: got unexpected extra argument (extra1)")
 
 
@@ -155,7 +152,7 @@ def test_directory_as_file(runner, tmp_path, name, param) -> None:
         str(tmp_path) if p is param else a
         for p, a in zip(
             [p for p in main.commands[name].params if isinstance(p, click.Argument)],
-            _args(name, tmp_path),
+            required_cli_args(name, tmp_path),
             strict=True,
         )
     ]

@@ -17,22 +17,13 @@ import os
 import signal
 import struct
 import subprocess
-import sys
 import termios
 import time
 
 import pytest
-from conftest import FIX_SAMPLE, ROOT
+from conftest import CLI, FIX_SAMPLE, cli_env
 
-_CLI = [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
 SAMPLE = str(FIX_SAMPLE)
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("GRO_REPLAY_DEBUG", None)
-    return env
 
 
 def _closed_pipe() -> int:
@@ -55,7 +46,7 @@ def _run(args: list[str], stdout, stderr) -> int:
             streams[name] = subprocess.DEVNULL
     try:
         return subprocess.run(
-            [*_CLI, *args], stdin=subprocess.DEVNULL, env=_env(), timeout=120, **streams
+            [*CLI, *args], stdin=subprocess.DEVNULL, env=cli_env(), timeout=120, **streams
         ).returncode
     finally:
         for c in closed:
@@ -70,7 +61,7 @@ def docs(tmp_path_factory) -> tuple[str, str]:
     out = []
     for flag in ("--fix", "--no-fix"):
         path = str(d / f"{flag.strip('-')}.json")
-        subprocess.run([*_CLI, SAMPLE, flag, "-q", "--format", "json", "--json", path], env=_env(), check=True,
+        subprocess.run([*CLI, SAMPLE, flag, "-q", "--format", "json", "--json", path], env=cli_env(), check=True,
                        stdout=subprocess.DEVNULL, timeout=120)  # fmt: skip
         out.append(path)
     return out[0], out[1]
@@ -127,7 +118,7 @@ def test_signal_exit_code_survives_a_closed_stderr(sig, code) -> None:
     FIONREAD), its handlers are installed; the signal then ends it with 128 + the signal."""
     w = _closed_pipe()
     proc = subprocess.Popen(
-        [*_CLI, "-", "-q"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=w, env=_env()
+        [*CLI, "-", "-q"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=w, env=cli_env()
     )
     os.close(w)
     try:

@@ -14,13 +14,12 @@ import signal
 import stat
 import struct
 import subprocess
-import sys
 import time
 
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE, ROOT, without_engine
+from conftest import CLI, FIX_SAMPLE, cli_env, without_engine
 
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
@@ -219,24 +218,14 @@ def test_flow_matching_nothing_leaves_nothing(tmp_path):
     assert _left(out) == []
 
 
-_CLI = [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("GRO_REPLAY_DEBUG", None)
-    return env
-
-
 def _interrupt(args, stdin: bytes | None, wait_for, sig: int = signal.SIGINT) -> subprocess.CompletedProcess:
     """Run the CLI, wait until ``wait_for()`` holds (its output has started), then send it ``sig``."""
     proc = subprocess.Popen(
-        [*_CLI, *map(str, args)],
+        [*CLI, *map(str, args)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=_env(),
+        env=cli_env(),
     )
     try:
         if stdin is not None:

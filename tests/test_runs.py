@@ -41,6 +41,16 @@ def _same(got: dict, want: dict) -> None:
     assert json.dumps(got, sort_keys=True, default=str) == json.dumps(want, sort_keys=True, default=str)
 
 
+def _replayed(tmp_path, polls: list[list[bytes]], cfg: ReplayConfig) -> tuple[dict, dict]:
+    """Write ``polls`` (``_write``), replay them on both paths, assert equal documents; returns the reference
+    document and the batch path's poll counts."""
+    path = tmp_path / "c.pcap"
+    _write(path, polls)
+    got, want, counts = _docs(path, cfg)
+    _same(got, want)
+    return want, counts
+
+
 def _reasons(doc: dict, stage: str) -> dict:
     out: dict = {}
     for k in doc["kernels"]:
@@ -121,10 +131,7 @@ def test_runs_with_other_payload_lengths_are_composed_exactly(rx_csum, tmp_path)
     rng = random.Random(7)
     conns = [_Conn(i, "computed" if i % 3 == 0 else "zero") for i in range(6)]
     polls = _writes(rng, conns, 300, lambda r: [MSS] * r.randint(0, 5) + [r.randint(1, MSS)])
-    path = tmp_path / "w.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig(rx_csum=rx_csum))
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig(rx_csum=rx_csum))
     assert counts["polls_composed"] > 200 and counts["polls_cached"] > 100, counts
     assert want["kernels"][0]["stages"]["phys"]["bytes"] > 0
 
@@ -146,10 +153,7 @@ def test_lengths_out_of_order_without_psh(tmp_path):
             for size in sizes(rng):
                 burst.append(c.segment(size, False))
         polls.append(burst)
-    path = tmp_path / "o.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig())
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig())
     assert counts["polls_cached"] > 50, counts
     why = _reasons(want, "tunnel")
     assert why.get(R.TCP_LEN_GT_MSS, 0) > 0 and why.get(R.TCP_SHORT, 0) > 0, why
@@ -166,10 +170,7 @@ def test_runs_that_reach_the_merge_limit(gro_max_size, tmp_path):
         c = rng.choice(conns)
         n = rng.choice([8, 30, 47, 60])
         polls.append([c.segment(MSS if j < n - 1 else rng.randint(1, MSS), j == n - 1) for j in range(n)])
-    path = tmp_path / "l.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig(gro_max_size=gro_max_size))
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig(gro_max_size=gro_max_size))
     assert counts["polls_composed"] > 0, counts
     assert _reasons(want, "phys").get(R.SKB_GRO_RECEIVE_E2BIG, 0) > 0
 
@@ -186,10 +187,7 @@ def test_more_flows_held_than_a_bucket_keeps(rss, tmp_path):
         chosen = rng.sample(conns, rng.choice([3, 12]))
         burst = [c.segment(MSS, False) for c in chosen] + [c.segment(MSS, True) for c in chosen]
         polls.append(burst)
-    path = tmp_path / "h.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig(rss=rss))
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig(rss=rss))
     assert counts["polls_composed"] > 0, counts
     if rss == "none":
         assert _reasons(want, "phys").get(R.MAX_GRO_SKBS, 0) > 0
@@ -201,10 +199,7 @@ def test_full_polls_composed_of_runs(tmp_path):
     rng = random.Random(9)
     conns = [_Conn(i) for i in range(5)]
     polls = _writes(rng, conns, 400, lambda r: [MSS] * r.randint(0, 9) + [r.randint(1, MSS)])
-    path = tmp_path / "f.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig(poll=PollModel.parse("budget")))
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig(poll=PollModel.parse("budget")))
     assert counts["polls_composed"] > 0, counts
     assert _reasons(want, "phys").get(R.BUDGET_EXHAUSTED, 0) > 0
 
@@ -215,10 +210,7 @@ def test_bytes_the_stack_checksums_in_software(tmp_path):
     rng = random.Random(13)
     conns = [_Conn(i, "computed") for i in range(4)]
     polls = _writes(rng, conns, 200, lambda r: [MSS] * r.randint(0, 3) + [r.choice([100, 700, 1000])])
-    path = tmp_path / "s.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig(rx_csum="none"))
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig(rx_csum="none"))
     assert counts["polls_cached"] > 0, counts
     assert any(k["stages"]["phys"]["sw_csum_bytes"] > 0 for k in want["kernels"])
 
@@ -233,10 +225,7 @@ def test_a_run_in_a_full_poll_is_not_the_same_run_in_a_short_one(tmp_path):
     for _ in range(60):
         chosen = conns if rng.random() < 0.5 else rng.sample(conns, 2)
         polls.append([f for c in chosen for f in [c.segment(MSS, False) for _ in range(8)]])
-    path = tmp_path / "b.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig())
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig())
     assert counts["polls_cached"] > 10, counts
     why = _reasons(want, "phys")
     assert why.get(R.BUDGET_EXHAUSTED, 0) > 0 and why.get(R.POLL_END, 0) > 0, why
@@ -255,10 +244,7 @@ def test_runs_that_fill_a_tunnel_cell_poll(tmp_path):
         chosen = rng.choice([conns, conns[:6] + merged, rng.sample(conns + merged, 2)])
         chosen = rng.sample(chosen, len(chosen))  # in another order each time: the whole poll is new
         polls.append([f for c in chosen for f in [c.segment(MSS, False) for _ in range(8)]])
-    path = tmp_path / "c.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig())
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig())
     assert counts["polls_cached"] > 10, counts
     pre = want["kernels"][0]
     assert pre["stages"]["tunnel"]["end_reasons"].get(R.BUDGET_EXHAUSTED, 0) > 0, pre["stages"]["tunnel"]
@@ -280,9 +266,6 @@ def test_shapes_and_runs_start_afresh_when_too_many(tmp_path, monkeypatch):
     conns[3].data = replace(conns[3].data, outer_ttl=17)  # another header shape
     conns[4].data = replace(conns[4].data, tos=0x10)
     polls = _writes(rng, conns, 200, lambda r: [MSS] * r.randint(0, 4) + [r.randint(1, MSS)])
-    path = tmp_path / "r.pcap"
-    _write(path, polls)
-    got, want, counts = _docs(path, ReplayConfig())
-    _same(got, want)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig())
     assert counts["polls_composed"] > 100, counts
     assert len(resets) > 3  # started afresh several times (and settled at the end)

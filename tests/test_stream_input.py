@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dpkt
 import pytest
-from conftest import FIX_SAMPLE, ROOT, without_engine
+from conftest import CLI, FIX_SAMPLE, ROOT, cli_env, without_engine
 
 from gro_replay.capture.reader import open_capture
 from gro_replay.report.document import document
@@ -27,21 +27,13 @@ from gro_replay.sim import ReplayConfig, replay_capture
 
 ROBUSTNESS = ROOT.parent / "shared" / "robustness"
 
-_CLI = [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
 
 def _cli_doc(path: str, stdin: bytes | None = None) -> dict:
     p = subprocess.run(
-        [*_CLI, path, "--format", "json", "--quiet"],
+        [*CLI, path, "--format", "json", "--quiet"],
         input=stdin,
         capture_output=True,
-        env=_env(),
+        env=cli_env(),
         timeout=300,
     )
     assert p.returncode == 0, p.stderr.decode()
@@ -99,7 +91,7 @@ def synth20k(tmp_path_factory) -> Path:
             str(out),
         ],
         capture_output=True,
-        env=_env(),
+        env=cli_env(),
         timeout=300,
     )
     assert p.returncode == 0, p.stderr.decode()
@@ -141,12 +133,12 @@ def test_20k_frame_synth_through_a_pipe(synth20k, tmp_path) -> None:
 
 def test_shell_pipe_with_cat(synth20k) -> None:
     """`cat F | gro-replay - --format json` as a user types it (a real pipe between two processes)."""
-    cmd = " ".join(_CLI[:2]) + f" {json.dumps(_CLI[2])}"
+    cmd = " ".join(CLI[:2]) + f" {json.dumps(CLI[2])}"
     p = subprocess.run(
         f"cat {synth20k} | {cmd} - --format json --quiet",
         shell=True,
         capture_output=True,
-        env=_env(),
+        env=cli_env(),
         timeout=300,
     )
     assert p.returncode == 0, p.stderr.decode()
@@ -235,7 +227,7 @@ def test_stdin_terminal_is_refused() -> None:
     pid, fd = pty.fork()
     if pid == 0:  # child: stdin is the terminal
         os.environ["PYTHONPATH"] = str(ROOT)
-        os.execv(sys.executable, [*_CLI, "-", "--quiet"])
+        os.execv(sys.executable, [*CLI, "-", "--quiet"])
     out = b""
     while True:
         try:
@@ -272,9 +264,9 @@ def test_process_substitution_and_explain_from_stdin(tmp_path) -> None:
     feeder.start()
     try:
         p = subprocess.run(
-            [*_CLI, f"/dev/fd/{r}", "--format", "json", "--quiet"],
+            [*CLI, f"/dev/fd/{r}", "--format", "json", "--quiet"],
             capture_output=True,
-            env=_env(),
+            env=cli_env(),
             timeout=120,
             pass_fds=(r,),
         )
@@ -284,10 +276,10 @@ def test_process_substitution_and_explain_from_stdin(tmp_path) -> None:
     assert p.returncode == 0, p.stderr.decode()
     assert _without_path(json.loads(p.stdout)) == want
     file_explain = subprocess.run(
-        [*_CLI, "explain", str(FIX_SAMPLE)], capture_output=True, env=_env(), timeout=120
+        [*CLI, "explain", str(FIX_SAMPLE)], capture_output=True, env=cli_env(), timeout=120
     )
     stdin_explain = subprocess.run(
-        [*_CLI, "explain", "-"], input=FIX_SAMPLE.read_bytes(), capture_output=True, env=_env(), timeout=120
+        [*CLI, "explain", "-"], input=FIX_SAMPLE.read_bytes(), capture_output=True, env=cli_env(), timeout=120
     )
     assert stdin_explain.returncode == 0, stdin_explain.stderr.decode()
     assert stdin_explain.stdout.replace(b"-", b"") == file_explain.stdout.replace(

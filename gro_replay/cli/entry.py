@@ -55,30 +55,13 @@ class _WholeWrites(io.RawIOBase):
             done += os.write(self._fd, view[done:])
         return done
 
-    def close(self) -> None:  # descriptor 1 stays open (the interpreter's own sys.__stdout__ owns it)
+    def close(
+        self,
+    ) -> None:  # the descriptor stays open (the interpreter's own sys.__stdout__/__stderr__ owns it)
         super().close()
 
 
-def _whole_stdout_writes() -> None:
-    """Replace ``sys.stdout`` (a text stream on descriptor 1) by the same text stream over ``_WholeWrites``; leaves
-    any other standard output (a test's capture, a closed or missing one) alone."""
-    out = sys.stdout
-    if not isinstance(out, io.TextIOWrapper):
-        return
-    try:
-        fd = out.fileno()
-        out.flush()
-    except (OSError, ValueError):
-        return
-    sys.stdout = io.TextIOWrapper(
-        io.BufferedWriter(_WholeWrites(fd)),
-        encoding=out.encoding,
-        errors=out.errors,
-        line_buffering=out.line_buffering,
-    )
-
-
-class _LossyWrites(io.RawIOBase):
+class _LossyWrites(_WholeWrites):
     """File descriptor 2 for standard error: a write that fails (the reader of a ``2>&1 | head -0`` pipe went away:
     EPIPE; ``2>/dev/full``: ENOSPC) is dropped instead of raised.
 
@@ -89,19 +72,9 @@ class _LossyWrites(io.RawIOBase):
     """
 
     def __init__(self, fd: int) -> None:
-        super().__init__()
-        self._fd = fd
+        super().__init__(fd)
         #: a write failed: the rest is not attempted (a closed pipe stays closed)
         self.lost = False
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def isatty(self) -> bool:
-        return os.isatty(self._fd)
 
     def write(self, b) -> int:
         view = memoryview(b).cast("B")
@@ -113,28 +86,27 @@ class _LossyWrites(io.RawIOBase):
                 self.lost = True
         return len(view)
 
-    def close(self) -> None:  # descriptor 2 stays open (the interpreter's own sys.__stderr__ owns it)
-        super().close()
 
-
-def _lossy_stderr_writes() -> None:
-    """Replace ``sys.stderr`` (a text stream on descriptor 2) by the same text stream over ``_LossyWrites``; leaves
-    any other standard error (a test's capture, a closed or missing one) alone."""
-    err = sys.stderr
-    if not isinstance(err, io.TextIOWrapper):
+def _rewrap(name: str, raw: type, line_buffering: bool | None, write_through: bool = False) -> None:
+    """Replace ``sys.<name>`` (a text stream on its descriptor) by the same text stream over ``raw(fd)``
+    (``_WholeWrites`` for standard output, ``_LossyWrites`` for standard error); ``line_buffering`` None keeps the
+    stream's own. Leaves any other stream (a test's capture, a closed or missing one) alone."""
+    old = getattr(sys, name)
+    if not isinstance(old, io.TextIOWrapper):
         return
     try:
-        fd = err.fileno()
-        err.flush()
+        fd = old.fileno()
+        old.flush()
     except (OSError, ValueError):
         return
-    sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(_LossyWrites(fd)),
-        encoding=err.encoding,
-        errors=err.errors,
-        line_buffering=True,
-        write_through=True,
+    stream = io.TextIOWrapper(
+        io.BufferedWriter(raw(fd)),
+        encoding=old.encoding,
+        errors=old.errors,
+        line_buffering=old.line_buffering if line_buffering is None else line_buffering,
+        write_through=write_through,
     )
+    setattr(sys, name, stream)
 
 
 def _stdout_error() -> OSError | None:
@@ -187,8 +159,8 @@ def entry() -> None:
         signal.signal(signal.SIGINT, _on_sigint)
         signal.signal(signal.SIGTERM, _on_sigterm)
     code: int | str | None = 0
-    _whole_stdout_writes()
-    _lossy_stderr_writes()
+    _rewrap("stdout", _WholeWrites, None)
+    _rewrap("stderr", _LossyWrites, True, write_through=True)
     _sane_terminal_size_env()
     try:
         try:
