@@ -572,7 +572,7 @@ class BatchReplay(RunComposer):
         else:
             rep.run_poll(batch, t)
         self._idle = all(idle(k) for k in rep.kernels)
-        if record and self._idle and None not in events:
+        if key is not None and before is not None and self._idle and None not in events:
             cache.add(
                 key,
                 [
