@@ -19,8 +19,7 @@ import subprocess
 from dataclasses import replace
 
 import pytest
-from conftest import FIX_SAMPLE
-from test_stream_input import _CLI, _env
+from conftest import CLI, FIX_SAMPLE, cli_env
 
 from gro_replay.capture.writer import PcapngWriter, PcapWriter
 from gro_replay.cli import main
@@ -59,10 +58,10 @@ def _engine(runner, *args) -> dict:
 def _piped(data: bytes, *args: str) -> dict:
     """The document of ``gro-replay - ARGS --format json`` reading ``data`` from a pipe (a child process)."""
     p = subprocess.run(
-        [*_CLI, "-", *args, "--format", "json", "-q"],
+        [*CLI, "-", *args, "--format", "json", "-q"],
         input=data,
         capture_output=True,
-        env=_env(),
+        env=cli_env(),
         timeout=300,
     )
     assert p.returncode == 0, p.stderr.decode()
