@@ -173,7 +173,7 @@ def input_reasons(cap, sel) -> list[str]:
             why = (
                 "--interface"
                 if sel.reason == "--interface"
-                else "only the interface with the tunnel traffic is replayed"
+                else "only the interface with the most tunnel frames is replayed"
             )
             return [f"interface selection leaves records out ({why})"]
         return []

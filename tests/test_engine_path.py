@@ -232,7 +232,7 @@ def test_interface_selection_that_leaves_records_out(runner, tmp_path):
     doc = _json(runner, path)
     assert doc["input"]["skipped"].get("other_interface") == 5
     assert _only_reason(doc["engine"]) == (
-        "interface selection leaves records out (only the interface with the tunnel traffic is replayed)"
+        "interface selection leaves records out (only the interface with the most tunnel frames is replayed)"
     )
     doc = _json(runner, path, "--interface", "eth0")
     assert _only_reason(doc["engine"]) == "interface selection leaves records out (--interface)"

@@ -145,7 +145,7 @@ class CaptureSentences:
             first = t.pa_first
             assert first is not None  # set by the first of the t.pa flows
             why = (
-                _gate_words(_state_of(self.result.config, first.key, nic))
+                _gate_words(_state_of(self.result.config, first.key, nic), self.result.config)
                 if t.pa_zero
                 else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
             )
@@ -224,9 +224,9 @@ class CaptureSentences:
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
                     f"the zero-checksum bug: {t.affected} of {t.tunnel} tunnelled flow(s) lose phys-device "
                     f"aggregation ({gz} {plural(gz, 'frame')} refused by udp_gro_receive: "
-                    + _gate_words(_state_of(self.result.config, first.key, self.rx_csum)).removeprefix(
-                        "their "
-                    )
+                    + _gate_words(
+                        _state_of(self.result.config, first.key, self.rx_csum), self.result.config
+                    ).removeprefix("their ")
                     + f"); {fix_advice(self.result.config)}."
                 )
                 return text + self._unmerged_note(k)

@@ -190,10 +190,18 @@ def _nic_words(cfg, rx_csum: str) -> str:
     return f() if f is not None else f"--rx-csum {rx_csum}"
 
 
-def _gate_words(rx_csum: str) -> str:
+def _gate_words(rx_csum: str, cfg=None) -> str:
+    """Why udp_gro_receive refuses a flow before the fix. ``rx_csum``: the flow's RX checksum state; without a
+    --nic preset (``cfg.rx_csum`` not "nic") that state is the --rx-csum setting, an assumption about the NIC the
+    sentence says."""
+    said = ""
+    if getattr(cfg, "rx_csum", "nic") != "nic":
+        default = ", the default" if cfg.rx_csum == "unnecessary" else ""
+        said = f" (assumed: --rx-csum {cfg.rx_csum}{default}; --nic DRIVER models a driver)"
     return (
         "their outer UDP checksum is 0 and the NIC marks them "
         + ("CHECKSUM_NONE" if rx_csum == "none" else "CHECKSUM_UNNECESSARY level 0")
+        + said
         + ", so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses tunnel GRO"
     )
 
