@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..outputs import RunOutputs
 from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
@@ -41,6 +42,33 @@ def _interleave(ctx: click.Context, param: click.Parameter, value: str) -> int:
     if value.isascii() and value.isdigit() and len(value) <= 9 and int(value) >= 1:
         return int(value)
     raise click.BadParameter("expected rr or a block size K >= 1")
+
+
+#: the options --mix reads (the others describe bulk flows); --connections and --seed only mean something with it
+_MIX_OPTIONS = {"frames", "mss", "port", "start_ns", "connections", "seed", "mix", "output"}
+_MIX_ONLY = {"connections", "seed"}
+
+
+def _check_given(mixing: bool, output: Path) -> None:
+    """A one-line usage error (exit 2) for an option given on the command line that this kind of capture does not
+    read (with --mix: the bulk flows' options; without: --connections, --seed), or an OUTPUT named for another
+    format than the nanosecond pcap synth writes."""
+    ctx = click.get_current_context()
+    typed = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    given = [p for p in ctx.command.params if p.name and ctx.get_parameter_source(p.name) in typed]
+    for p in given:
+        opt = "/".join(p.opts + p.secondary_opts)
+        if mixing and p.name not in _MIX_OPTIONS:
+            raise click.UsageError(f"{opt} describes bulk flows: --mix does not read it", ctx)
+        if not mixing and p.name in _MIX_ONLY:
+            raise click.UsageError(f"{opt} goes with --mix", ctx)
+    name = str(output).lower()
+    if name.endswith((".pcapng", ".gz", ".ntar")):
+        raise click.UsageError(
+            f"synth writes a classic nanosecond pcap, not what {output} is named for: name it .pcap "
+            "(editcap -F pcapng or gzip converts it)",
+            ctx,
+        )
 
 
 @click.command("synth")
@@ -175,6 +203,7 @@ def synth(
     seed: int,
 ) -> None:
     """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap)."""
+    _check_given(mix is not None, output)
     try:
         # written beside OUTPUT and renamed into place when complete: an error or an interrupt leaves no half
         # capture (gro_replay/outputs.py)
