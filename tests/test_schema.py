@@ -30,7 +30,28 @@ def test_schema_command_prints_a_valid_2020_12_schema(name):
     schema = json.loads(r.stdout)
     Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert r.stdout == S.text(name)
+    assert r.stdout == S.bundled(name)
+    assert {k: v for k, v in schema.items() if k != "$defs"} == {
+        k: v for k, v in S.load(name).items() if k != "$defs"
+    }
+
+
+def test_printed_schemas_stand_alone(tmp_path):
+    """``gro-replay schema NAME`` is enough for any 2020-12 validator: no registry, the replay schema the explain,
+    batch and kernel-backend schemas refer to by URN is embedded (a newcomer's plain jsonschema validation stopped
+    at ``Unresolvable: urn:gro-replay:schema:replay#/$defs/input``). A document off the referenced part is caught."""
+    r = run("explain", FIX_SAMPLE, "--format", "json", "-q")
+    doc = json.loads(r.stdout)
+    v = Draft202012Validator(json.loads(run("schema", "explain").stdout))  # no registry
+    assert list(v.iter_errors(doc)) == []
+    doc["input"]["frames_read"] = "many"  # a key the explain schema takes from the replay schema's $defs
+    assert any("frames_read" in "/".join(map(str, e.absolute_path)) for e in v.iter_errors(doc))
+    for name in S.NAMES:
+        printed = run("schema", name).stdout
+        assert (
+            "urn:gro-replay:schema:replay#" not in printed
+            or '"$id": "urn:gro-replay:schema:replay"' in printed
+        )
 
 
 def test_schema_command_refuses_unknown_name():

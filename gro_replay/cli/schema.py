@@ -11,7 +11,8 @@ from .params import Keyword
 @click.argument("name", type=Keyword(["replay", "explain", "diff", "batch", "kernel-backend"]))
 def schema_cmd(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of a document: replay (CAPTURE --format json), explain, diff,
-    batch (the combined batch.json) or kernel-backend (kernel CAPTURE --format json)."""
-    from ..report.schema import text
+    batch (the combined batch.json) or kernel-backend (kernel CAPTURE --format json). Standalone: the replay
+    schema the others refer to is embedded in their $defs."""
+    from ..report.schema import bundled
 
-    click.echo(text(name), nl=False)
+    click.echo(bundled(name), nl=False)

@@ -39,6 +39,21 @@ def text(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.json").read_text(encoding="utf-8")
 
 
+def bundled(name: str) -> str:
+    """The schema ``NAME`` as one standalone document (JSON text): the schemas it refers to by URN are embedded in
+    its ``$defs`` with their own ``$id`` (draft 2020-12 compound schema), so any 2020-12 validator resolves them
+    without gro-replay's registry. Raises KeyError for an unknown name."""
+    own = text(name)
+    refs = sorted({n for n in NAMES if n != name and f'"{_URN}{n}#' in own})
+    if not refs:
+        return own
+    doc = json.loads(own)
+    defs = doc.setdefault("$defs", {})
+    for n in refs:
+        defs[f"gro-replay:{n}"] = load(n)
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
 @cache
 def load(name: str) -> dict:
     """The schema ``name`` (one of ``NAMES``) as a dict."""
