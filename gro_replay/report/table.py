@@ -178,7 +178,7 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
         lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
     if v.affected_count > limit:
         lines.append(
-            f"  … and {v.affected_count - limit} more affected flow(s) (explain or --format json lists them)"
+            f"  … and {v.affected_count - limit} more affected flow(s) (explain --limit 0 or --format json lists them)"
         )
     return lines
 
