@@ -22,6 +22,7 @@ from conftest import without_engine
 
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.kernel import reasons as R
+from gro_replay.kernel.model import K_5_12
 from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
@@ -154,7 +155,7 @@ def test_lengths_out_of_order_without_psh(tmp_path):
                 burst.append(c.segment(size, False))
         polls.append(burst)
     want, counts = _replayed(tmp_path, polls, ReplayConfig())
-    assert counts["polls_cached"] > 50, counts
+    assert counts["polls_cached"] > 20, counts
     why = _reasons(want, "tunnel")
     assert why.get(R.TCP_LEN_GT_MSS, 0) > 0 and why.get(R.TCP_SHORT, 0) > 0, why
 
@@ -269,3 +270,62 @@ def test_shapes_and_runs_start_afresh_when_too_many(tmp_path, monkeypatch):
     want, counts = _replayed(tmp_path, polls, ReplayConfig())
     assert counts["polls_composed"] > 100, counts
     assert len(resets) > 3  # started afresh several times (and settled at the end)
+
+
+def test_a_flush_reason_names_only_the_packet_s_own_header_differences(tmp_path):
+    """A held packet of flow A, a frame of flow B (other outer UDP source port, outer DF set) compared with it in
+    inet_gro_receive before the UDP ports tell the flows apart, then A's next frame with another inner TOS: A's
+    packet ends for its inner TOS only. The flush bit B set is cleared for every new skb (gro_list_prepare:
+    ``NAPI_GRO_CB(p)->flush = 0``), and so is the reason it noted; before, the reference said
+    ``outer_ttl_tos_df+inner_ttl_tos_df`` and the batch path, which records A's run alone, ``inner_ttl_tos_df``
+    (found by a breaker run, 5.12 and every model before l3_flush_in_tcp)."""
+    a = FrameSpec(
+        inner_src="10.244.1.1",
+        inner_dst="10.244.2.1",
+        sport=33000,
+        dport=8080,
+        udp_sport=40000,
+        outer_df=False,
+        outer_ip_id=10,
+        ip_id=1,
+        seq=1000,
+        payload=100,
+        flags=ACK,
+    )
+    b = replace(
+        a,
+        inner_src="10.244.1.2",
+        inner_dst="10.244.2.2",
+        sport=33001,
+        udp_sport=40007,
+        outer_df=True,
+        outer_ip_id=500,
+    )
+    a2 = replace(a, outer_ip_id=11, ip_id=2, seq=1100, tos=4)
+    cfg = ReplayConfig(kernels=(K_5_12,), rss="none")
+    want, _ = _replayed(tmp_path, [[build_frame(a), build_frame(b), build_frame(a2)]] * 2, cfg)
+    why = want["kernels"][0]["stages"]["phys"]["end_reasons"]
+    assert why.get("inet_gro_receive:inner_ttl_tos_df") == 2, why
+
+
+def test_an_aggregate_s_length_met_with_mss_is_keyed_exactly(tmp_path):
+    """Before 6.1 (no gro_accepts_gso) tcp_gro_receive compares a phys aggregate's whole length with the held
+    packet's mss at the tunnel device ((len - 1) >= mss): a sum of segment lengths, which ranks do not fix. One flow,
+    outer DF clear: 1398, then X and X with an outer ID jump (phys flushes the first alone and merges the others);
+    X = 600 (1200 < 1398) and X = 800 (1600 > 1398) have one rank pattern and different answers (breaker run)."""
+    a = FrameSpec(
+        inner_src="10.244.1.1", inner_dst="10.244.2.1", sport=33000, udp_sport=40000, outer_df=False
+    )
+    polls, seq, ip_id = [], 1000, 1
+    for x in (600, 800, 600, 800):
+        burst = []
+        for j, size in enumerate([1398, x, x]):
+            spec = replace(a, seq=seq, payload=size, ip_id=ip_id, outer_ip_id=ip_id + (4 if j else 0))
+            burst.append(build_frame(spec))
+            seq += size
+            ip_id += 1
+        polls.append(burst)
+    want, counts = _replayed(tmp_path, polls, ReplayConfig(kernels=(K_5_12,)))
+    assert counts["polls_composed"] > 0, counts
+    why = want["kernels"][0]["stages"]["tunnel"]["end_reasons"]
+    assert why.get(R.TCP_LEN_GT_MSS) == 4 and why.get(R.GSO_SKB) == 4, why

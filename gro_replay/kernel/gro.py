@@ -265,6 +265,8 @@ def gro_list_prepare(head: list[SkBuff], skb: SkBuff) -> None:
     for p in head:
         cb = p.cb
         cb.flush = 0
+        # observation only: the header-field bits of l3_why explain flush (reset here), its ID bits flush_id
+        cb.l3_why &= R.L3_ID_BITS
         if p.hash != h:
             cb.same_flow = 0
             if p.flow == skb.flow:

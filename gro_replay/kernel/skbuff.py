@@ -62,7 +62,8 @@ CHECKSUM_PARTIAL = IpSummed.CHECKSUM_PARTIAL
 #: While the batch engine records a run of frames (pollcache.py ``BatchReplay._record_run``), every counter that
 #: adds an skb's length notes where those bytes came from: ``(counter's container, attribute name, capture indices
 #: of the skb's wire frames)``, or ``(container, attribute, None)`` when the bytes added are not the skb's length
-#: from a fixed offset. None otherwise (the reference path notes nothing).
+#: from a fixed offset or when a decision compares a sum of lengths (tcp_gro_receive: an aggregate's length with
+#: mss), which a run key holding lengths by rank does not fix. None otherwise (the reference path notes nothing).
 length_tally: list | None = None
 
 

@@ -17,6 +17,7 @@ import struct
 
 from ..packet.csum import pseudo4, pseudo6
 from . import reasons as R
+from . import skbuff as _skbuff
 from .af_inet import inet_gro_flush, inet_gro_network_pseudo
 from .gro import __skb_gro_checksum_validate, skb_gro_header_ok, skb_gro_pull, skb_gro_receive
 from .ip6_offload import ip6_gro_network_pseudo, ipv6_gro_flush
@@ -158,6 +159,13 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
             else:
                 pcb.is_atomic = 0
         mss = p.gso_size
+        if (
+            _skbuff.length_tally is not None
+            and len(skb.frames) > 1
+            and not (model.gro_accepts_gso and skb.gso_size)
+        ):
+            # observation only (sim/runs.py): an aggregate's length, a sum of its segments', meets mss below
+            _skbuff.length_tally.append((None, "len", None))
         if model.gro_accepts_gso and skb.gso_size:
             if mss != skb.gso_size:
                 flush = 1

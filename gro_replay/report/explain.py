@@ -224,7 +224,9 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
         lines.append(f"  verdict: affected: {word}: {fv['why']}")
         lines.append("")
     if limit is not None and len(flows) > limit:
-        lines.append(f"… {len(flows) - limit} more flow(s): select with --flow, --limit 0 for all, or --format json")
+        lines.append(
+            f"… {len(flows) - limit} more flow(s): select with --flow, --limit 0 for all, or --format json"
+        )
         lines.append("")
     lines.append(f"capture: {doc['verdict']['text']}")
     lines.append(doc["summary"])
