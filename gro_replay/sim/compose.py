@@ -33,8 +33,9 @@ _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
 
 class RunEntry(NamedTuple):
     """What a recorded flow run (sim/runs.py) adds beyond its counter deltas: ``holding``: it held or merged a
-    packet on some NAPI; ``polled``: ``(id(NapiStats), polls, full polls)`` of each NAPI it polled; ``lengths``: its length-adding counters
-    (``LengthOps``, None when none); ``flow_ops``: its flows' counters by flow slot (``_apply_flow_ops``);
+    packet on some NAPI; ``polled``: ``(id(NapiStats), polls, full polls)`` of each NAPI it polled;
+    ``lengths``: its length-adding counters (``LengthOps``, None when none); ``flow_ops``: its flows' counters by
+    flow slot (``deltas.apply_flow_ops``);
     ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
     its last frame (flushed by the poll's end)."""
 

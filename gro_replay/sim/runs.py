@@ -15,7 +15,8 @@ the run's other frames:
   (a segment without payload), with another segment's length (``len > mss``, ``len < mss``; ``mss`` is the
   held packet's first segment's length) and a sum of lengths with the merge limit (``skb_gro_receive``:
   ``p->len + len >= gro_max_size``). A rank keeps every comparison between two lengths; the limit cannot be
-  reached when the run's frames together are shorter than it, else the row keeps the exact length;
+  reached when the run's frames together are shorter than it, else the row keeps the exact length (other sums:
+  below);
 - the checksum verdicts and residuals (``Columns.vbits``, ``resid``), the UDP residual zeroed when the UDP
   checksum field is 0 (``udp_gro_receive``/``udp_rcv`` neither verify nor convert a zero checksum, so nothing
   reads that sum);
@@ -27,8 +28,9 @@ counter adds an skb's length from a fixed offset, and an skb's length is the sum
 fixed header bytes (GRO appends payloads: ``skb_gro_receive`` adds ``skb_gro_len``), so the counter moves by
 one byte per byte of each frame it counted. A recorded run notes which frames each of those counters counted
 (``kernel/skbuff.py`` ``length_tally``) and a later run with the same key adds the difference of its frames'
-lengths (``LengthOps``). Bytes added otherwise (the stack's UDP checksum, ``udp_rcv``) mark the run
-length-exact: its key then holds the exact lengths.
+lengths (``LengthOps``). Bytes added otherwise (the stack's UDP checksum, ``udp_rcv``), and a decision on a sum
+of lengths (``tcp_gro_receive`` comparing an aggregate's length with mss before ``gro_accepts_gso``), mark the
+run length-exact: its key then holds the exact lengths.
 """
 
 from __future__ import annotations
