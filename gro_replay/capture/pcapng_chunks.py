@@ -233,12 +233,10 @@ class PcapngChunks:
                         off += size
                         slow -= 1
                     continue
-                if singles:
-                    runs.append(np.array(singles, np.int64))
-                    singles = []
-                if runs:
-                    pending, runs = runs, []
-                    self._epb(a, np.concatenate(pending) if len(pending) > 1 else pending[0], base, pieces)
+                offs = _gathered(runs, singles)
+                runs, singles = [], []
+                if offs is not None:
+                    self._epb(a, offs, base, pieces)
                     self._rec_end = off
                 if t == _PCAPNG_PB or t == _PCAPNG_SPB:
                     if size & 3 or size > _MAX_BLOCK_LEN or size < (16 if t == _PCAPNG_SPB else 32):
@@ -275,20 +273,19 @@ class PcapngChunks:
                         off = n
                         break
                     off += size
-            if singles:
-                runs.append(np.array(singles, np.int64))
-                singles = []
-            if runs:
-                pending, runs = runs, []
-                self._epb(a, np.concatenate(pending) if len(pending) > 1 else pending[0], base, pieces)
+            offs = _gathered(runs, singles)
+            runs, singles = [], []
+            if offs is not None:
+                self._epb(a, offs, base, pieces)
                 self._rec_end = off
         except (CaptureError, *READ_ERRORS) as e:
             err = e if isinstance(e, CaptureError) else cap._read_error(e, base + off)
-            if singles:
-                runs.append(np.array(singles, np.int64))
-            if runs:  # the enhanced packet blocks before the corrupt block (one of them may be corrupt first)
+            offs = _gathered(runs, singles)
+            if (
+                offs is not None
+            ):  # the enhanced packet blocks before the corrupt block (one may be corrupt first)
                 try:
-                    self._epb(a, np.concatenate(runs) if len(runs) > 1 else runs[0], base, pieces)
+                    self._epb(a, offs, base, pieces)
                 except CaptureError as first:
                     err = first
             if not pieces:
@@ -392,3 +389,13 @@ class PcapngChunks:
             one([self._ts], np.int64),
             one([iface_id + cap.iface_base], np.int64),
         )
+
+
+def _gathered(runs: list[np.ndarray], singles: list[int]) -> np.ndarray | None:
+    """The offsets of the enhanced packet blocks met since the last hand-over (``runs`` of equal-length blocks,
+    then ``singles``) as one int64 array, or None when there are none."""
+    if singles:
+        runs = [*runs, np.array(singles, np.int64)]
+    if not runs:
+        return None
+    return np.concatenate(runs) if len(runs) > 1 else runs[0]
