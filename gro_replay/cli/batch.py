@@ -117,7 +117,7 @@ def render_table(doc: dict, console: Console) -> None:
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     metavar="DIR",
     default=None,
     help="Write each capture's JSON document to DIR/STEM.json and the combined JSON to DIR/batch.json.",

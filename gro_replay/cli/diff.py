@@ -27,8 +27,8 @@ from .params import FiniteFloat, Keyword
 
 
 @click.command("diff")
-@click.argument("baseline", type=click.Path(dir_okay=False))
-@click.argument("current", type=click.Path(dir_okay=False))
+@click.argument("baseline", type=click.Path())
+@click.argument("current", type=click.Path())
 @click.option(
     "--max-regression",
     type=FiniteFloat(0, 1e6),

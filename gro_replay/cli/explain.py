@@ -21,7 +21,7 @@ from .params import BoundedInt, Keyword
 
 
 @click.command("explain")
-@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("capture", type=click.Path())
 @click.option(
     "--flow",
     "selector",

@@ -22,7 +22,7 @@ _RX = Keyword(["none", "unnecessary", "unnecessary-tunnel"])
 
 def _common(f):
     opts = [
-        click.argument("capture", type=click.Path(dir_okay=False)),
+        click.argument("capture", type=click.Path()),
         click.option(
             "--rx-csum",
             type=_RX,

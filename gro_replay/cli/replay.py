@@ -15,7 +15,7 @@ from .params import BoundedInt, Keyword, SecondsOrOff
 
 
 @click.command("replay")
-@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("capture", type=click.Path())
 @replay_options
 @click.option("--flow", "flow", default=None, metavar="SELECTOR", help=FLOW_HELP)
 @click.option(

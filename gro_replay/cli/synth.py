@@ -72,7 +72,7 @@ def _check_given(mixing: bool, output: Path) -> None:
 
 
 @click.command("synth")
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=click.Path(path_type=Path))
 @click.option("--encap", type=Keyword(["vxlan", "geneve"]), default="vxlan", show_default=True)
 @click.option("--outer-ipv6/--outer-ipv4", default=False, show_default=True, help="Outer IP family.")
 @click.option("--inner-ipv6/--inner-ipv4", default=False, show_default=True, help="Inner IP family.")
