@@ -38,8 +38,20 @@ class OutputError(click.ClickException):
     exit_code = 2
 
 
+#: How error lines name standard output (``Error: standard output: cannot write: No space left on device``).
+STDOUT_NAME = "standard output"
+
+
 def _named(what: str, path: str) -> str:
     return f"{what} {path}" if what else path
+
+
+def failure_text(what: str, path: str, reason: object, verb: str = "write") -> str:
+    """The one wording of every output that cannot be written (after ``Error: ``, exit 2): ``WHAT PATH: cannot
+    VERB: REASON``, e.g. ``--trace out.txt: cannot write: No space left on device``; ``what`` "" for an argument
+    (synth's OUTPUT) and for standard output (``path`` STDOUT_NAME); ``verb`` ``create`` for a directory or a
+    file that cannot be made."""
+    return f"{_named(what, path)}: cannot {verb}: {reason}"
 
 
 def _resolve(path: str | os.PathLike[str], what: str) -> tuple[str, str, os.stat_result | None]:
@@ -52,13 +64,13 @@ def _resolve(path: str | os.PathLike[str], what: str) -> tuple[str, str, os.stat
     except FileNotFoundError:
         return final, target, None
     except OSError as e:
-        raise OutputError(f"{_named(what, final)}: cannot write: {e.strerror or e}") from None
+        raise OutputError(failure_text(what, final, e.strerror or e)) from None
 
 
 def _is_dir(final: str, st: os.stat_result | None, what: str) -> None:
     """Refuse (OutputError, exit 2) a file output whose path is a directory."""
     if st is not None and stat.S_ISDIR(st.st_mode):
-        raise OutputError(f"{_named(what, final)}: cannot write: {os.strerror(errno.EISDIR)}")
+        raise OutputError(failure_text(what, final, os.strerror(errno.EISDIR)))
 
 
 class RunOutputs:
@@ -110,7 +122,7 @@ class RunOutputs:
             except FileExistsError:
                 continue
             except OSError as e:
-                raise OutputError(f"{_named(what, final)}: cannot write: {e.strerror or e}") from None
+                raise OutputError(failure_text(what, final, e.strerror or e)) from None
             break
         try:
             if st is not None:
@@ -163,7 +175,7 @@ class RunOutputs:
             f.write(text)
             f.close()
         except OSError as e:
-            raise OutputError(f"{_named(what, path)}: cannot write: {e.strerror or e}") from None
+            raise OutputError(failure_text(what, path, e.strerror or e)) from None
 
     def write_bytes(self, path: str, data: bytes, what: str) -> None:
         """Write ``data`` to ``path`` (``-``: standard output)."""
@@ -174,7 +186,7 @@ class RunOutputs:
             with open(self.temp_path(path, what), "wb") as f:
                 f.write(data)
         except OSError as e:
-            raise OutputError(f"{_named(what, path)}: cannot write: {e.strerror or e}") from None
+            raise OutputError(failure_text(what, path, e.strerror or e)) from None
 
     def make_dir(self, path: str | os.PathLike[str], what: str) -> None:
         """Create directory ``path`` (with parents) unless it exists; one this run created and leaves empty is
@@ -189,9 +201,9 @@ class RunOutputs:
             os.makedirs(d, exist_ok=True)
         except FileExistsError:
             # the path exists and is not a directory (a file, /dev/full): makedirs' EEXIST hides that reason
-            raise OutputError(f"{_named(what, d)}: cannot create: {os.strerror(errno.ENOTDIR)}") from None
+            raise OutputError(failure_text(what, d, os.strerror(errno.ENOTDIR), "create")) from None
         except OSError as e:
-            raise OutputError(f"{_named(what, d)}: cannot create: {e.strerror or e}") from None
+            raise OutputError(failure_text(what, d, e.strerror or e, "create")) from None
         self._created_dirs.extend(missing)  # innermost first
 
     # -- ending the run -----------------------------------------------------------------------------------------
@@ -209,7 +221,7 @@ class RunOutputs:
                 f.close()
             except OSError as e:
                 self.discard()
-                raise OutputError(f"{_named(what, path)}: cannot write: {e.strerror or e}") from None
+                raise OutputError(failure_text(what, path, e.strerror or e)) from None
         self._open.clear()
         while self._pending:
             tmp, final, what = self._pending[0]
@@ -217,7 +229,7 @@ class RunOutputs:
                 os.replace(tmp, final)
             except OSError as e:
                 self.discard()
-                raise OutputError(f"{_named(what, final)}: cannot write: {e.strerror or e}") from None
+                raise OutputError(failure_text(what, final, e.strerror or e)) from None
             self._pending.pop(0)
         self._created_dirs.clear()
 

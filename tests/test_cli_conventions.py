@@ -132,15 +132,26 @@ def test_reader_closing_mid_document_ends_quietly_with_141(big_docs, args) -> No
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 @pytest.mark.parametrize(
     "args",
-    [[SAMPLE], [SAMPLE, "--format", "json"], [SAMPLE, "--format", "markdown"], ["explain", SAMPLE]],
-    ids=["table", "json", "markdown", "explain"],
+    [
+        [SAMPLE],
+        [SAMPLE, "--format", "json"],
+        [SAMPLE, "--format", "markdown"],
+        [SAMPLE, "--trace", "-", "-q"],
+        [SAMPLE, "--json", "-"],
+        ["explain", SAMPLE],
+        ["kernels"],
+        ["schema", "replay"],
+        ["--help"],
+    ],
+    ids=["table", "json", "markdown", "trace", "json-dash", "explain", "kernels", "schema", "help"],
 )
 def test_full_stdout_is_one_line_and_exit_2(args) -> None:
     with open("/dev/full", "wb") as full:
         p = subprocess.run([*CLI, *args], stdout=full, stderr=subprocess.PIPE, env=cli_env(), timeout=120)
     assert p.returncode == 2
     err = p.stderr.decode()
-    assert err == "gro-replay: cannot write standard output: No space left on device\n"
+    # the wording of every output that cannot be written (tests/test_output_errors.py: --json /dev/full …)
+    assert err == "Error: standard output: cannot write: No space left on device\n"
 
 
 def _fsize_limit(nbytes: int):

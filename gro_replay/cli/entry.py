@@ -13,6 +13,7 @@ import threading
 
 import click
 
+from ..outputs import STDOUT_NAME, failure_text
 from .app import main
 from .errors import Interrupted, StdoutFailed, Terminated
 
@@ -151,7 +152,8 @@ def entry() -> None:
     """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT and 143 after
     SIGTERM (one line, no traceback; the command unwinds first, so its output files are removed); 141 when the
     reader of standard output went away (``| head -1``; nothing printed); 2 when standard output cannot be written
-    (``> /dev/full``: one line naming it); anything unexpected becomes one line on stderr and exit code 70
+    (``> /dev/full``: ``Error: standard output: cannot write: No space left on device``, the wording of every
+    output); anything unexpected becomes one line on stderr and exit code 70
     (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it). Every code stays the
     same when standard error cannot be written (a closed pipe, a full disk: ``_LossyWrites``).
     """
@@ -185,7 +187,8 @@ def entry() -> None:
         if e.errno == errno.EPIPE:
             code = EXIT_PIPE_CLOSED
         else:
-            click.echo(f"gro-replay: cannot write standard output: {e}", err=True)
+            # the wording of every output that cannot be written (gro_replay/outputs.py failure_text)
+            click.echo(f"Error: {failure_text('', STDOUT_NAME, e)}", err=True)
             code = 2
     except Exception as e:  # noqa: BLE001 - the last line of defence against tracebacks
         if os.environ.get("GRO_REPLAY_DEBUG"):

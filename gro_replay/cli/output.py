@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..outputs import RunOutputs
+from ..outputs import RunOutputs, failure_text
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -36,8 +36,7 @@ def output_error(what: str, path: str, e: OSError) -> UsageError:
     with ``e``: ``--trace out.txt: cannot write: No space left on device``. ``e.filename``, when set, is the file
     of the output that failed (a ``--write-pcap DIR``'s file) and is named instead of ``path``."""
     where = e.filename if isinstance(e.filename, str) and e.filename else path
-    name = f"{what} {where}" if what else where
-    return UsageError(f"{name}: cannot write: {e.strerror or e}")
+    return UsageError(failure_text(what, where, e.strerror or e))
 
 
 class NamedOutput:

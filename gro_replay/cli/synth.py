@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from ..outputs import RunOutputs
+from ..outputs import RunOutputs, failure_text
 from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
 from ..synth_mix import OverlayMix, mix_frames
 from .params import BoundedInt, FiniteFloat, Keyword
@@ -243,7 +243,7 @@ def synth(
     except ValueError as exc:
         raise SynthInputError(str(exc)) from exc
     except OSError as exc:
-        raise SynthInputError(f"{output}: cannot write: {exc.strerror or exc}") from exc
+        raise SynthInputError(failure_text("", str(output), exc.strerror or exc)) from exc
     click.echo(f"wrote {n} frames to {output}", err=True)
 
 
