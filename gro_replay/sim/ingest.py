@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import NamedTuple
 
 from ..capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
@@ -319,6 +320,12 @@ class Ingest:
         frame whose flow had ended starts a new flow, ``Replayer.fresh_flow``)."""
         return None
 
+    def flow_ended(self, fid: int, ts_ns: int) -> bool:
+        """Whether flow ``fid`` had ended by the arrival of a frame of its key at ``ts_ns`` (ns), so that the frame
+        starts a new flow. False here (flows never end); ``Replayer`` (sim/retiring.py) answers by the model's
+        clock and the flow tracker's timeouts."""
+        return False
+
     def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         inp = self.input
         filtered = inp.filtered
@@ -397,7 +404,7 @@ class Ingest:
                     continue
             segs = None
             if len(buf) > limit and reseg is not None and reseg.oversize(buf):
-                segs = reseg.split(buf, flow_mss)
+                segs = reseg.split(buf, None if flow_mss is None else partial(flow_mss, ts_ns=ts_ns))
                 if segs is not None:
                     self._count_split(buf, len(segs))
             for wire in (buf,) if segs is None else segs:
@@ -447,13 +454,24 @@ class Ingest:
             if opt:
                 self._syn_mss[fid] = opt
 
-    def _mss_of_flow(self, probe: bytes) -> int | None:
-        """The MSS the sender of ``probe``'s flow used (``probe``: a header-only frame), or None: its largest TCP
-        payload seen so far when at least ``TCP_MIN_SND_MSS`` (smaller writes say nothing of the MSS), else the
-        MSS option of its SYN."""
-        assert self._flow_mss is not None  # used only in auto mode, which keeps _flow_mss
+    def _mss_of_flow(self, probe: bytes, ts_ns: int) -> int | None:
+        """``flow_mss_at`` for the flow of ``probe`` (a header-only frame of a super-frame that arrived at ``ts_ns``,
+        ns), or None when ``probe`` does not decode."""
         r = self.decoder.decode(probe)
         if isinstance(r, str):
             return None
-        seen = self._flow_mss.get(r[2], 0)
-        return seen if seen >= TCP_MIN_SND_MSS else self._syn_mss.get(r[2])
+        return self.flow_mss_at(r[2], ts_ns)
+
+    def flow_mss_at(self, fid: int, ts_ns: int) -> int | None:
+        """The MSS ``--resegment auto`` may use for a frame of flow ``fid`` arriving at ``ts_ns`` (ns), or None (the
+        split then takes what fits ``--mtu``): what was known of that flow at the frame's arrival — its largest
+        TCP payload seen so far when at least ``TCP_MIN_SND_MSS`` (smaller writes say nothing of the MSS), else the
+        MSS option of its SYN. A flow that had ended by then (``flow_ended``: silent past its timeout, retired or
+        not yet) says nothing: the frame starts a new flow, which has learned nothing. The one rule on every path
+        and poll model: it depends on capture time only, not on when the record is decoded relative to the polls
+        that retire flows (the batch path decodes a block ahead of them, the gap and rx-usecs models a frame)."""
+        assert self._flow_mss is not None  # used only in auto mode, which keeps _flow_mss
+        if self.flow_ended(fid, ts_ns):
+            return None
+        seen = self._flow_mss.get(fid, 0)
+        return seen if seen >= TCP_MIN_SND_MSS else self._syn_mss.get(fid)

@@ -134,14 +134,24 @@ class Retiring(Ingest):
             tracker.note_live(tracker.live)
         return fid
 
-    def fresh_flow(self, fid: int, ts_ns: int) -> int:
-        """The flow id a frame of flow ``fid`` decoded at ``ts_ns`` belongs to: a new one when ``fid`` had ended
-        by then (``track`` then notes it; deciding it as the frame is decoded keeps what is kept per flow id at
-        decoding, the MSS ``--resegment auto`` takes, with the flow the frame belongs to)."""
+    def flow_ended(self, fid: int, ts_ns: int) -> bool:
+        """Whether flow ``fid`` had ended by the arrival of a frame of its key at ``ts_ns`` (ns): while flows are
+        retired, it is tracked and silent past its timeout (sim/flows.py ``FlowTracker.timed_out``) at the clock,
+        the largest frame time so far. A retired flow's key no longer names it (``Decoder.retire``). Decides both
+        which flow the frame belongs to (``fresh_flow``) and what ``--resegment auto`` knows of its MSS
+        (``Ingest.flow_mss_at``)."""
+        if not self._retiring:
+            return False
         c = self._clock
         if c is None or ts_ns > c:
             c = ts_ns
-        return self._restart_flow(fid) if self.tracker.timed_out(fid, c) else fid
+        return self.tracker.timed_out(fid, c)
+
+    def fresh_flow(self, fid: int, ts_ns: int) -> int:
+        """The flow id a frame of flow ``fid`` decoded at ``ts_ns`` belongs to: a new one when ``fid`` had ended
+        by then (``flow_ended``; ``track`` then notes it; deciding it as the frame is decoded keeps what is kept
+        per flow id at decoding, the MSS ``--resegment auto`` learns, with the flow the frame belongs to)."""
+        return self._restart_flow(fid) if self.flow_ended(fid, ts_ns) else fid
 
     def _fresh_hook(self) -> Callable[[int, int], int] | None:
         return self.fresh_flow if self._retiring else None

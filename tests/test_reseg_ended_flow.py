@@ -1,0 +1,128 @@
+"""``--resegment auto`` and flow retirement: the MSS a split may take from a flow is what was known of that flow at the
+super-frame's arrival, on the capture's clock — the same on the batch path and the reference path, for every poll
+model (sim/polls.py: budget, gap, rx-usecs; the scheduled polls of several RX queues or gro_flush_timeout).
+
+The rule (sim/ingest.py ``Ingest.flow_mss_at``): a flow that had ended by the frame's arrival (silent past
+``--flow-idle-timeout``, or past ``--flow-close-timeout`` after FIN/RST: sim/flows.py ``silent_past``, conntrack's
+timeouts) is not the frame's flow — the frame starts a new flow (as a new conntrack entry would), which has learned
+nothing, so the split takes what fits ``--mtu`` (resegment.py ``Resegmenter.split``). A flow that had not ended gives
+its largest wire segment so far (≥ ``TCP_MIN_SND_MSS``), else its SYN's MSS option, capped at what fits the MTU.
+Whether the flow's retirement ran before the record was decoded (budget polls end before the next frame is decoded,
+gap/rx-usecs polls after, the batch path a whole block later) must not matter.
+
+Sizes (packet/build.py defaults): outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet 14 + inner IPv4 20 + TCP 20 with
+NOP NOP timestamps 12 = 102 header bytes per segment's outer IP packet; the super-frame carries 1398 payload bytes
+(outer IP 1500 > ``--mtu`` 1000). By the MTU: 1000 − 102 = 898 per segment, 1398 = 898 + 500 → 2 segments. By a
+learned 600: 600 + 600 + 198 → 3.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from conftest import without_engine
+
+from gro_replay.packet.build import ACK, FIN, FrameSpec, build_frame
+from gro_replay.report.document import document
+from gro_replay.sim import PollModel, ReplayConfig, replay_capture
+
+US = 1000
+MS = 1_000_000
+T0 = 1_700_000_000 * 10**9
+A = FrameSpec(
+    inner_src="10.244.1.1", inner_dst="10.244.2.1", sport=33000, udp_sport=40000, seq=1000, payload=600
+)
+B = replace(A, inner_src="10.244.1.2", inner_dst="10.244.2.2", sport=33001, udp_sport=40007)
+#: flow A's super-frame after its 600-byte segment
+SUPER = replace(A, seq=1600, payload=1398)
+#: polls of 2 frames (budget: the first poll is [A's first frame, B's], ending before the super-frame is decoded)
+WEIGHT = 2
+POLLS = ["budget", "gap:3", "rx-usecs:16", "rx-usecs:5000"]
+#: poll schedules only the reference path forms (sim/polls.py ``PollSchedule``)
+SCHEDULED = [{"rx_queues": 2}, {"gro_flush_timeout_ns": 10 * US}]
+BY_MTU, BY_600 = 2, 3
+
+
+def _pcap(tmp_path, frames):
+    from gro_replay.capture.writer import PcapWriter
+
+    path = tmp_path / "c.pcap"
+    with PcapWriter(path) as w:
+        for ts, f in frames:
+            w.write(ts, f)
+    return str(path)
+
+
+def _three(first: FrameSpec, at_ns: int) -> list[tuple[int, bytes]]:
+    """Flow A's ``first`` frame at 0, flow B's segment 1 µs before ``at_ns``, A's super-frame at ``at_ns``."""
+    return [(T0, build_frame(first)), (T0 + at_ns - US, build_frame(B)), (T0 + at_ns, build_frame(SUPER))]
+
+
+def _cfg(poll: str, **kw) -> ReplayConfig:
+    return ReplayConfig(
+        resegment="auto",
+        mtu=1000,
+        poll=PollModel.parse(poll),
+        weight=WEIGHT,
+        flow_idle_timeout_ns=2 * MS,
+        **kw,
+    )
+
+
+def _segments_on_both_paths(path: str, cfg: ReplayConfig) -> int:
+    """``segments_created`` of the replay of ``path``, after checking that the batch path ran and gave the reference
+    path's whole document."""
+    a = replay_capture(path, cfg)
+    b = replay_capture(path, replace(cfg, fast_path=False))
+    assert a.batch is not None and b.batch is None
+    da, db = (json.dumps(without_engine(document(r)), sort_keys=True, default=str) for r in (a, b))
+    assert da == db
+    assert a.input.resegmented_frames == 1
+    return a.input.segments_created
+
+
+@pytest.mark.parametrize("poll", POLLS)
+def test_a_flow_idle_past_the_timeout_starts_afresh_without_its_mss(poll, tmp_path) -> None:
+    # A silent 3 ms ≥ --flow-idle-timeout 2 ms when its super-frame arrives: the super-frame starts a new flow, which
+    # has learned no MSS: split by the MTU (898 + 500), not by the 600 the ended flow sent
+    path = _pcap(tmp_path, _three(A, 3 * MS + US))
+    assert _segments_on_both_paths(path, _cfg(poll)) == BY_MTU
+
+
+@pytest.mark.parametrize("poll", POLLS)
+def test_a_live_flow_splits_with_its_largest_segment(poll, tmp_path) -> None:
+    # A silent 1.001 ms < 2 ms: the same flow, whose largest wire segment (600 ≥ TCP_MIN_SND_MSS, below the MTU's
+    # 898) is the MSS: 600 + 600 + 198
+    path = _pcap(tmp_path, _three(A, MS + US))
+    assert _segments_on_both_paths(path, _cfg(poll)) == BY_600
+
+
+@pytest.mark.parametrize("poll", POLLS)
+@pytest.mark.parametrize(("silent_ns", "want"), [(2 * MS - 1, BY_600), (2 * MS, BY_MTU)])
+def test_the_idle_timeout_s_boundary(poll, silent_ns, want, tmp_path) -> None:
+    # a flow has ended once its silence reaches the timeout (sim/flows.py silent_past: gap >= timeout)
+    path = _pcap(tmp_path, _three(A, silent_ns))
+    assert _segments_on_both_paths(path, _cfg(poll)) == want
+
+
+@pytest.mark.parametrize("poll", POLLS)
+@pytest.mark.parametrize(("silent_ns", "want"), [(MS // 2, BY_600), (3 * MS // 2, BY_MTU)])
+def test_a_flow_closed_by_fin_starts_afresh_after_the_close_timeout(poll, silent_ns, want, tmp_path) -> None:
+    # A's 600-byte segment carries FIN: with --flow-close-timeout 1 ms it has ended 1.5 ms later (not 0.5 ms later),
+    # below the 2 ms idle timeout
+    path = _pcap(tmp_path, _three(replace(A, flags=FIN | ACK), silent_ns))
+    assert _segments_on_both_paths(path, _cfg(poll, flow_close_timeout_ns=MS)) == want
+
+
+@pytest.mark.parametrize("scheduled", SCHEDULED)
+@pytest.mark.parametrize("poll", POLLS)
+@pytest.mark.parametrize(("silent_ns", "want"), [(MS + US, BY_600), (3 * MS + US, BY_MTU)])
+def test_scheduled_polls_follow_the_same_rule(poll, scheduled, silent_ns, want, tmp_path) -> None:
+    # several RX queues or gro_flush_timeout: poll schedules per queue (frame by frame only), flows retired as records
+    # are read but only once nothing of them is held — which must not change the flow a frame belongs to
+    path = _pcap(tmp_path, _three(A, silent_ns))
+    r = replay_capture(path, _cfg(poll, **scheduled))
+    assert r.batch is None
+    assert (r.input.resegmented_frames, r.input.segments_created) == (1, want)
