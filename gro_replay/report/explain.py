@@ -171,10 +171,10 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
         if key["tunnel"]:
             head = (
                 f"flow {f['id']}: outer {_outer_text(key)}, {key['tunnel']} VNI {key['vni']}; "
-                f"inner {_inner_text(key) if key['inner']['src'] else '(not IP)'}; {f['frames']} {plural(f['frames'], 'frame')}"
+                f"inner {_inner_text(key) if key['inner']['src'] else '(not IP)'}; {f['frames']:,} {plural(f['frames'], 'frame')}"
             )
         else:
-            head = f"flow {f['id']}: {f['flow']}; {f['frames']} frames"
+            head = f"flow {f['id']}: {f['flow']}; {f['frames']:,} frames"
         lines.append(head)
         for name, k in f["kernels"].items():
             where = " and ".join(STAGE_TITLES[s] for s in k["aggregated_at"])
@@ -188,9 +188,9 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     continue
                 dev = ", ".join(st["devices"]) or "-"
                 lines.append(
-                    f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']} {plural(st['skbs_in'], 'skb')} in ({st['frames_in']} "
-                    f"{plural(st['frames_in'], 'frame')}) → {st['skbs']} {plural(st['skbs'], 'skb')} out "
-                    f"({st['aggregates']} {plural(st['aggregates'], 'aggregate')}); {st['merged_here']} merged here"
+                    f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} in ({st['frames_in']:,} "
+                    f"{plural(st['frames_in'], 'frame')}) → {st['skbs']:,} {plural(st['skbs'], 'skb')} out "
+                    f"({st['aggregates']:,} {plural(st['aggregates'], 'aggregate')}); {st['merged_here']:,} merged here"
                 )
                 if not st["reasons"]:
                     none = "no skb left this stage" if not st["skbs"] else NO_REASON_RECORDED
@@ -201,7 +201,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     )
                 for r in st["reasons"]:
                     lines.append(
-                        f"      {r['count']:>6} × {r['function']}: {r['condition']}  ({r['description']})"
+                        f"      {r['count']:>6,} × {r['function']}: {r['condition']}  ({r['description']})"
                     )
                 if st.get("splits"):
                     lines.append(
@@ -209,15 +209,15 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     )
                     for r in st["splits"]:
                         lines.append(
-                            f"      {r['count']:>6} × {r['function']}: {r['condition']}  ({r['description']})"
+                            f"      {r['count']:>6,} × {r['function']}: {r['condition']}  ({r['description']})"
                         )
                 if s == "phys" and k["stack"]:
                     queued = k["stack"].get("queued", 0)
                     through = sum(k["stack"].values())
-                    drops = "".join(f", {o} ×{n}" for o, n in k["stack"].items() if o != "queued")
+                    drops = "".join(f", {o} ×{n:,}" for o, n in k["stack"].items() if o != "queued")
                     lines.append(
-                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through} {plural(through, 'skb')}; "
-                        f"{queued} queued to gro_cells{drops}"
+                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through:,} {plural(through, 'skb')}; "
+                        f"{queued:,} queued to gro_cells{drops}"
                     )
         fv = f["verdict"]
         word = "yes" if fv["affected"] else ("lost" if fv.get("outcome") == "lost" else "no")
@@ -225,7 +225,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
         lines.append("")
     if limit is not None and len(flows) > limit:
         lines.append(
-            f"… {len(flows) - limit} more flow(s): select with --flow, --limit 0 for all, or --format json"
+            f"… {len(flows) - limit:,} more flow(s): select with --flow, --limit 0 for all, or --format json"
         )
         lines.append("")
     lines.append(f"capture: {doc['verdict']['text']}")

@@ -152,7 +152,7 @@ def reason_lines(result) -> list[str]:
         drops = {k: v for k, v in ks.stack.items() if k != "queued"}
         if drops:
             lines.append(
-                f"not decapsulated ({ks.name}): " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items()))
+                f"not decapsulated ({ks.name}): " + ", ".join(f"{k} {v:,}" for k, v in sorted(drops.items()))
             )
     return lines
 
@@ -170,15 +170,15 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
         pre, post = f.pre, f.post
         parts = []
         if pre and post:
-            parts.append(f"phys skbs {pre.skbs['phys']} → {post.skbs['phys']}")
+            parts.append(f"phys skbs {pre.skbs['phys']:,} → {post.skbs['phys']:,}")
             if pre.skbs["tunnel"] != post.skbs["tunnel"]:
-                parts.append(f"tunnel skbs {pre.skbs['tunnel']} → {post.skbs['tunnel']}")
+                parts.append(f"tunnel skbs {pre.skbs['tunnel']:,} → {post.skbs['tunnel']:,}")
         elif pre:
-            parts.append(f"{f.gate_zero} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate")
+            parts.append(f"{f.gate_zero:,} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate")
         lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
     if v.affected_count > limit:
         lines.append(
-            f"  … and {v.affected_count - limit} more affected flow(s) (explain --limit 0 or --format json lists them)"
+            f"  … and {v.affected_count - limit:,} more affected flow(s) (explain --limit 0 or --format json lists them)"
         )
     return lines
 
@@ -186,8 +186,8 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
 def input_lines(result) -> list[str]:
     inp = result.input
     cfg = result.config
-    skipped = ", ".join(f"{k} {v}" for k, v in sorted(inp.skipped.items())) or "none"
-    classes = ", ".join(f"{k} {v}" for k, v in sorted(inp.classes.items())) or "none"
+    skipped = ", ".join(f"{k} {v:,}" for k, v in sorted(inp.skipped.items())) or "none"
+    classes = ", ".join(f"{k} {v:,}" for k, v in sorted(inp.classes.items())) or "none"
     resegmented = ""
     if getattr(inp, "resegmented_frames", 0) or getattr(inp, "oversize_not_split", None):
         kept = sum(inp.oversize_not_split.values())
@@ -221,7 +221,7 @@ def input_lines(result) -> list[str]:
     if getattr(cfg, "flow", None) is not None:
         shown = len({f for k in result.kernels for f in k.flows}) + retired
         lines.append(
-            f"--flow {cfg.flow}: {shown} of {len(result.flows)} flows, {inp.selected_frames:,} of "
+            f"--flow {cfg.flow}: {shown:,} of {len(result.flows):,} flows, {inp.selected_frames:,} of "
             f"{inp.frames_replayed:,} frames; every frame was replayed, the counts below are the selected flows' "
             "(bytes checksummed in software: n/a, a NAPI-wide counter)"
         )

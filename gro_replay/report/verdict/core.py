@@ -218,12 +218,12 @@ class Verdict(CaptureSentences):
         gate_set = sum(pre.gate_set.values())
         stages = [s for s in ("phys", "tunnel") if pre.gate_zero[s]]
         at = [
-            f"{pre.gate_zero[s]} of its {pre.frames} {plural(pre.frames, 'frame')} at {STAGE_NAMES[s]}"
+            f"{pre.gate_zero[s]:,} of its {pre.frames:,} {plural(pre.frames, 'frame')} at {STAGE_NAMES[s]}"
             if i == 0
-            else f"{pre.gate_zero[s]} at {STAGE_NAMES[s]} (a tunnel inside the tunnel)"
+            else f"{pre.gate_zero[s]:,} at {STAGE_NAMES[s]} (a tunnel inside the tunnel)"
             for i, s in enumerate(stages)
         ]
-        none = f"0 of its {pre.frames} {plural(pre.frames, 'frame')}"
+        none = f"0 of its {pre.frames:,} {plural(pre.frames, 'frame')}"
         refused = (
             f"before the fix udp_gro_receive refused {' and '.join(at) or none} "
             "(UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
@@ -232,29 +232,29 @@ class Verdict(CaptureSentences):
             bits = []
             if pre.skbs["phys"] > post.skbs["phys"]:
                 bits.append(
-                    f"phys skbs {pre.skbs['phys']} → {post.skbs['phys']}, "
-                    f"{fv.saved('phys')} fewer traversals of IP/UDP/{key.tunnel} decap"
+                    f"phys skbs {pre.skbs['phys']:,} → {post.skbs['phys']:,}, "
+                    f"{fv.saved('phys'):,} fewer traversals of IP/UDP/{key.tunnel} decap"
                 )
             elif pre.gate_zero["phys"]:
                 brk = self._reasons(_break_reasons(post.phys_reasons), post.name)
                 bits.append(f"at the phys device they are not merged after it either ({brk})")
             if pre.skbs["tunnel"] > post.skbs["tunnel"]:
                 bits.append(
-                    f"tunnel skbs {pre.skbs['tunnel']} → {post.skbs['tunnel']}, {fv.saved('tunnel')} fewer "
+                    f"tunnel skbs {pre.skbs['tunnel']:,} → {post.skbs['tunnel']:,}, {fv.saved('tunnel'):,} fewer "
                     "skbs handed up by the tunnel device"
                 )
             why = f"{refused}; after it: " + "; ".join(bits)
         elif fv.outcome == "refused_no_gain":
             why = (
-                f"{refused}, but after the fix they are not merged either (phys skbs {pre.skbs['phys']} → "
-                f"{post.skbs['phys']}): in this capture nothing of this flow can be aggregated"
+                f"{refused}, but after the fix they are not merged either (phys skbs {pre.skbs['phys']:,} → "
+                f"{post.skbs['phys']:,}): in this capture nothing of this flow can be aggregated"
             )
             breaks = _break_reasons(post.phys_reasons)
             if breaks and post.skbs["phys"] >= post.frames > 1:
                 why += f" ({post.name}: {self._reasons(breaks, post.name)})"
         elif not key.outer_csum_zero:
             why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
-                f" (the gate refuses {gate_set} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
+                f" (the gate refuses {gate_set:,} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
                 if gate_set
                 else ""
             )
@@ -285,7 +285,7 @@ class Verdict(CaptureSentences):
             lacks = lacks_fix_words(self.models.get(k.name), head)
             if gz:
                 return (
-                    f"{lacks}: udp_gro_receive refuses {gz} of its {k.frames} {plural(k.frames, 'frame')} "
+                    f"{lacks}: udp_gro_receive refuses {gz:,} of its {k.frames:,} {plural(k.frames, 'frame')} "
                     f"(UDP checksum 0, csum_cnt 0, csum_valid 0); {fix_advice(self.result.config)}"
                 )
             text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"

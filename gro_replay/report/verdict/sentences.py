@@ -73,7 +73,7 @@ class CaptureSentences:
             vx = ", ".join(str(p) for p in getattr(cfg, "vxlan_ports", ())) or "none"
             gn = ", ".join(str(p) for p in getattr(cfg, "geneve_ports", ())) or "none"
             return (
-                f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed} frames replayed is'} VXLAN "
+                f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
                 f"(UDP ports {vx}) or Geneve (UDP ports {gn}), so the fix has nothing to change here "
                 "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
             )
@@ -111,7 +111,7 @@ class CaptureSentences:
             text += f" {who}{split_text(kept.splits)}."
         if self.split_count:
             text += (
-                f" {self.split_count} flow(s) carry an inner flow that also travels under another outer key "
+                f" {self.split_count:,} flow(s) carry an inner flow that also travels under another outer key "
                 "(see explain: split): GRO never merges frames across outer keys."
             )
         return text
@@ -126,7 +126,7 @@ class CaptureSentences:
             if refused:
                 text = (
                     f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
-                    f"refuses {refused} frame(s) for their zero outer UDP checksum, but the post-fix kernel does "
+                    f"refuses {refused:,} frame(s) for their zero outer UDP checksum, but the post-fix kernel does "
                     "not merge those frames either (no skb is saved)."
                 )
             else:
@@ -162,15 +162,17 @@ class CaptureSentences:
                 later = "they are merged only later by the tunnel device's gro_cells"
             else:
                 drops = t.pa_drops
-                reason = ", ".join(f"{k} ×{v}" for k, v in drops.most_common(2))
+                reason = ", ".join(f"{k} ×{v:,}" for k, v in drops.most_common(2))
                 later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
-            count = f"{t.pa} of {tcp if all_tcp else t.tunnel} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+            count = (
+                f"{t.pa:,} of {tcp if all_tcp else t.tunnel:,} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+            )
             text = (
-                f"Before the fix, {count} lose phys-device aggregation ({frames} {plural(frames, 'frame')} {'goes' if frames == 1 else 'go'} up one by one): "
-                f"{why}; {later}, and the fix saves {saved} skb traversals of IP/UDP/tunnel decapsulation"
+                f"Before the fix, {count} lose phys-device aggregation ({frames:,} {plural(frames, 'frame')} {'goes' if frames == 1 else 'go'} up one by one): "
+                f"{why}; {later}, and the fix saves {saved:,} skb traversals of IP/UDP/tunnel decapsulation"
             )
             if saved_tun:
-                text += f" and {saved_tun} {plural(saved_tun, 'skb')} handed up by the tunnel device"
+                text += f" and {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device"
             parts.append(text + ".")
         if t.to:
             frames = t.to_frames
@@ -182,10 +184,10 @@ class CaptureSentences:
                 else ""
             )
             parts.append(
-                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to} of {t.tunnel} "
-                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames} {plural(frames, 'frame')} refused there "
+                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to:,} of {t.tunnel:,} "
+                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} refused there "
                 "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0); "
-                f"the fix saves {saved_tun} {plural(saved_tun, 'skb')} handed up by the tunnel device{phys_note}."
+                f"the fix saves {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device{phys_note}."
             )
         text = " ".join(parts)
         via = _via(self.models.get(post.name))
@@ -201,7 +203,7 @@ class CaptureSentences:
         if not u.flows:
             return ""
         return (
-            f" {kernel_label(k.name, k.release)} does not merge {u.flows} tunnelled TCP flow(s) at the phys device: "
+            f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP flow(s) at the phys device: "
             f"{self._reasons(u.reasons, k.name)}"
             + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
             + "."
@@ -222,8 +224,8 @@ class CaptureSentences:
                 # only later, at the tunnel device's gro_cells
                 text = (
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
-                    f"the zero-checksum bug: {t.affected} of {t.tunnel} tunnelled flow(s) lose phys-device "
-                    f"aggregation ({gz} {plural(gz, 'frame')} refused by udp_gro_receive: "
+                    f"the zero-checksum bug: {t.affected:,} of {t.tunnel:,} tunnelled flow(s) lose phys-device "
+                    f"aggregation ({gz:,} {plural(gz, 'frame')} refused by udp_gro_receive: "
                     + _gate_words(
                         _state_of(self.result.config, first.key, self.rx_csum), self.result.config
                     ).removeprefix("their ")
@@ -239,7 +241,7 @@ class CaptureSentences:
         text = (
             f"{head} carries {FIX}{_via(self.models.get(k.name))}: udp_gro_receive does not refuse tunnel frames "
             "for a zero UDP checksum, so it "
-            f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']} {plural(k.skbs['phys'], 'skb')} "
-            f"for {k.frames} {plural(k.frames, 'frame')} of {t.tunnel} tunnelled flow(s)."
+            f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']:,} {plural(k.skbs['phys'], 'skb')} "
+            f"for {k.frames:,} {plural(k.frames, 'frame')} of {t.tunnel:,} tunnelled flow(s)."
         )
         return text + self._unmerged_note(k)

@@ -60,7 +60,7 @@ LOSSES: dict[str, tuple[str, str | None]] = {
 def loss_text(outcome: str, frames: int) -> str:
     """``outcome`` (a normal-path drop reason) and ``frames`` as "N frame(s) lost: <function, counter>; knob: …"."""
     what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
-    return f"{frames} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
+    return f"{frames:,} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
 
 
 def not_replayed_text(inp) -> str:
@@ -68,13 +68,13 @@ def not_replayed_text(inp) -> str:
     (skipped snaplen_cut 12, 8 frames filtered out by -f)", or "the capture holds no frames"."""
     if not inp.frames_read:
         return "the capture holds no frames"
-    gone = [f"skipped {k} {v}" for k, v in sorted(inp.skipped.items()) if v]
+    gone = [f"skipped {k} {v:,}" for k, v in sorted(inp.skipped.items()) if v]
     gone += (
         [filtered_text(getattr(inp, "filtered", {}))] if any(getattr(inp, "filtered", {}).values()) else []
     )
     n = inp.frames_read
     return (
-        "the one frame read was not replayed" if n == 1 else f"none of the {n} frames read was replayed"
+        "the one frame read was not replayed" if n == 1 else f"none of the {n:,} frames read was replayed"
     ) + (f" ({', '.join(gone)})" if gone else "")
 
 
@@ -94,7 +94,7 @@ def split_text(splits: Counter) -> str:
         c = Counter({why: n for (s, why), n in splits.items() if s == stage})
         if c:
             parts.append(
-                f"{sum(c.values())} skb(s) started beside a held skb of the same flow at {STAGE_NAMES[stage]} "
+                f"{sum(c.values()):,} skb(s) started beside a held skb of the same flow at {STAGE_NAMES[stage]} "
                 f"instead of merging (kept apart by {reason_list(c)})"
             )
     return "; ".join(parts)
@@ -109,7 +109,7 @@ def id_step_text(steps: Counter, limit: int = 2) -> str:
         which = "IPv4 ID" if hdr == "ip" else f"{hdr} IPv4 ID"
         parts.append(
             f"the {which} stepped by {signed:+d} over a held packet of {held} segment(s) "
-            f"(incrementing: +{held}; fixed: +0) ×{n}"
+            f"(incrementing: +{held}; fixed: +0) ×{n:,}"
         )
     return "; ".join(parts)
 
@@ -227,17 +227,19 @@ def _rule_note(why: str, model: KernelModel | None) -> str:
     return ""
 
 
-def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None) -> str:
-    """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more" so the counts add up to the
-    skbs; ``model``: the kernel whose rules are named (a reason a switch introduced names its commit).
-    An empty ``counter`` reads ``NO_REASON_RECORDED``."""
+def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None, unit: str = "skb") -> str:
+    """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more skbs (M other reasons)" so the
+    counts add up to the skbs (``unit``: what the counter counts; every caller counts skbs); ``model``: the kernel
+    whose rules are named (a reason a switch introduced names its commit). An empty ``counter`` reads
+    ``NO_REASON_RECORDED``."""
     if not counter:
         return NO_REASON_RECORDED
 
     items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
     shown = items[:limit]
-    text = "; ".join(f"{R.describe(k)} [{k}] ×{v}{_rule_note(k, model)}" for k, v in shown)
+    text = "; ".join(f"{R.describe(k)} [{k}] ×{v:,}{_rule_note(k, model)}" for k, v in shown)
     rest = sum(v for _, v in items[limit:])
     if rest:
-        text += f"; and {rest} more"
+        others = len(items) - limit
+        text += f"; and {rest:,} more {plural(rest, unit)} ({others:,} other {plural(others, 'reason')})"
     return text
