@@ -98,3 +98,33 @@ def test_and_n_more_names_skbs_and_reasons():
         Counter({R.BUDGET_EXHAUSTED: 5, R.MAX_GRO_SKBS: 4, R.POLL_END: 3, R.TCP_FLAGS_PSH_FIN: 1})
     )
     assert one.endswith("; and 1 more skb (1 other reason)"), one
+
+
+def test_delta_column_names_its_pair_with_three_kernels():
+    """Δ is newest − oldest (report/table.py grid); with three kernels the header says which pair. The fix's own
+    capture: 5.10 (without 89e5c58fc1e2; the stable branch took it only in 5.10.24) refuses all 17 frames at the
+    phys device, post-fix merges them into 2 skbs (10 + 7 frames, the fix's commit message): Δ −15."""
+    from click.testing import CliRunner
+    from conftest import FIX_SAMPLE
+
+    runner = CliRunner()
+    r = runner.invoke(
+        main,
+        [str(FIX_SAMPLE), "--kernel", "5.12", "--kernel", "5.10", "--kernel", "5.11", "--format", "markdown"],
+    )
+    assert r.exit_code == 0, r.output
+    head = next(line for line in r.stdout.splitlines() if line.startswith("| metric"))
+    assert "| Δ phys (post-fix − 5.10) |" in head and head.endswith("| Δ tunnel (post-fix − 5.10) |"), head
+    row = next(line for line in r.stdout.splitlines() if line.startswith("| skbs delivered"))
+    assert row.split(" | ")[1:5] == ["17", "17", "2", "-15"], row
+    r = runner.invoke(
+        main,
+        [str(FIX_SAMPLE), "--kernel", "5.12", "--kernel", "5.10", "--kernel", "5.11"],
+        env={"COLUMNS": "250"},
+    )
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("Δ post-fix − 5.10") == 2, r.stdout
+    # two kernels: the only pair, the header stays short
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--format", "markdown"])
+    head = next(line for line in r.stdout.splitlines() if line.startswith("| metric"))
+    assert "| Δ phys |" in head and "−" not in head, head

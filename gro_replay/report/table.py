@@ -82,14 +82,23 @@ def table_title(kernels) -> str:
     return f"GRO aggregation, {names}"
 
 
+def delta_head(kernels) -> str:
+    """The Δ column's name for ``kernels`` (by release, oldest first): Δ is newest − oldest; with three kernels or
+    more the pair is named (``Δ post-fix − 5.10``), with two it is the only pair (``Δ``)."""
+    if len(kernels) > 2:
+        return f"Δ {kernels[-1].name} − {kernels[0].name}"
+    return "Δ"
+
+
 def grid(kernels, stages=STAGES) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the comparison: per stage one column per kernel (by release) and, with several
-    kernels, Δ (newest − oldest). Shared by the rich table and the Markdown table."""
+    kernels, Δ (newest − oldest, ``delta_head``). Shared by the rich table and the Markdown table."""
     head = ["metric"]
     for s in stages:
         head += [f"{k.name} {STAGE_TITLES[s]}" for k in kernels]
         if len(kernels) > 1:
-            head.append(f"Δ {s}")
+            pair = delta_head(kernels).removeprefix("Δ").strip()
+            head.append(f"Δ {s}" + (f" ({pair})" if pair else ""))
     rows = []
     for row in ROWS:
         cells = [row[0]]
@@ -110,7 +119,7 @@ def _rich_table(title: str, kernels, stages) -> Table:
             # stacked (one stage per table): the stage is in the title
             t.add_column(k.name if len(stages) == 1 else f"{k.name}\n{STAGE_TITLES[s]}", justify="right")
         if len(kernels) > 1:
-            t.add_column(f"Δ\n{s}", justify="right")
+            t.add_column(f"{delta_head(kernels)}\n{s}", justify="right")
     _head, rows = grid(kernels, stages)
     for cells in rows:
         t.add_row(*(Text(c, style="dim") if c in ("0", NO_SKBS) and i else c for i, c in enumerate(cells)))
