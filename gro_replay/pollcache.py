@@ -853,7 +853,8 @@ class BatchReplay(RunComposer):
 
     def _account(self, ch, col, common, snap, a: int, b: int, fids) -> None:
         """Input counters of records [a, b) that are common frames or snaplen-cut (``Replayer.decoded`` counts
-        the others), and, for ``--resegment auto``, the largest TCP payload per flow."""
+        the others), and, for ``--resegment auto``, what ``Ingest._learn_mss`` learns of each flow: its largest TCP
+        payload, and the MSS option of its SYNs (``Columns.syn_l4``, in capture order)."""
         if b <= a:
             return
         inp = self.rep.input
@@ -886,3 +887,10 @@ class BatchReplay(RunComposer):
                 inp.classes[cls] += int(cnt[j])
                 if mss is not None and cls == CLS_TUNNEL_TCP and mx[j] > mss.get(fid, 0):
                     mss[fid] = int(mx[j])
+            if mss is not None:
+                syn = sel[col.syn_l4[sel] != 0]
+                for r in syn.tolist():
+                    fid = int(fids[r])
+                    if flow_class[fid] == CLS_TUNNEL_TCP:
+                        o = int(ch.data[r])
+                        self.rep._learn_mss(fid, bytes(ch.buf[o : o + int(ch.caplen[r])]), int(col.syn_l4[r]))

@@ -13,7 +13,7 @@ gap/rx-usecs polls after, the batch path a whole block later) must not matter.
 Sizes (packet/build.py defaults): outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet 14 + inner IPv4 20 + TCP 20 with
 NOP NOP timestamps 12 = 102 header bytes per segment's outer IP packet; the super-frame carries 1398 payload bytes
 (outer IP 1500 > ``--mtu`` 1000). By the MTU: 1000 − 102 = 898 per segment, 1398 = 898 + 500 → 2 segments. By a
-learned 600: 600 + 600 + 198 → 3.
+learned 600: 600 + 600 + 198 → 3. By a SYN's MSS option 500: 500 + 500 + 398 → 3.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import replace
 import pytest
 from conftest import without_engine
 
-from gro_replay.packet.build import ACK, FIN, FrameSpec, build_frame
+from gro_replay.packet.build import ACK, FIN, SYN, FrameSpec, build_frame
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 
@@ -42,7 +42,7 @@ WEIGHT = 2
 POLLS = ["budget", "gap:3", "rx-usecs:16", "rx-usecs:5000"]
 #: poll schedules only the reference path forms (sim/polls.py ``PollSchedule``)
 SCHEDULED = [{"rx_queues": 2}, {"gro_flush_timeout_ns": 10 * US}]
-BY_MTU, BY_600 = 2, 3
+BY_MTU, BY_600, BY_SYN_500 = 2, 3, 3
 
 
 def _pcap(tmp_path, frames):
@@ -114,6 +114,25 @@ def test_a_flow_closed_by_fin_starts_afresh_after_the_close_timeout(poll, silent
     # below the 2 ms idle timeout
     path = _pcap(tmp_path, _three(replace(A, flags=FIN | ACK), silent_ns))
     assert _segments_on_both_paths(path, _cfg(poll, flow_close_timeout_ns=MS)) == want
+
+
+@pytest.mark.parametrize("poll", POLLS)
+@pytest.mark.parametrize(("silent_ns", "want"), [(MS + US, BY_SYN_500), (3 * MS + US, BY_MTU)])
+def test_an_ended_flow_s_syn_mss_option_is_forgotten_too(poll, silent_ns, want, tmp_path) -> None:
+    # A's first frame is its SYN announcing MSS 500 (tcp_parse_options), no data: a live flow splits by it
+    # (500 + 500 + 398), a flow that ended before the super-frame does not
+    syn = replace(A, flags=SYN, payload=0, tcp_options=b"\x02\x04\x01\xf4", timestamps=False)
+    path = _pcap(tmp_path, _three(syn, silent_ns))
+    assert _segments_on_both_paths(path, _cfg(poll)) == want
+
+
+@pytest.mark.parametrize("poll", POLLS)
+def test_the_batch_path_learns_a_syn_s_mss_option_without_retirement(poll, tmp_path) -> None:
+    # --flow-timeout off: the batch path's own accounting of common frames (pollcache.py BatchReplay._account) reads
+    # the SYN's MSS option 500 as the reference path does (500 + 500 + 398), not only the largest payload
+    syn = replace(A, flags=SYN, payload=0, tcp_options=b"\x02\x04\x01\xf4", timestamps=False)
+    path = _pcap(tmp_path, _three(syn, 3 * MS + US))
+    assert _segments_on_both_paths(path, replace(_cfg(poll), flow_idle_timeout_ns=0)) == BY_SYN_500
 
 
 @pytest.mark.parametrize("scheduled", SCHEDULED)

@@ -58,10 +58,12 @@ class Columns:
     another (``skb_gro_checksum_try_convert``, CHECKSUM_COMPLETE) can accept a wrong TCP checksum whose error
     equals the UDP one, so the verdict bits alone do not decide. ``payload``: TCP payload bytes. ``kv_hash()``: uint64 hash of each ``kv`` row and the UDP-zero bit (the
     flow-naming part of a frame). ``anon``: uint8 (n, H), ``kv`` without what names the flow among its peers —
-    the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py).
+    the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py). ``syn_l4``: uint16, the inner
+    TCP header's byte offset in a frame with SYN set and TCP options, else 0 (``--resegment auto`` learns a SYN's
+    MSS option: sim/ingest.py ``Ingest._learn_mss``).
     """
 
-    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload", "anon")
+    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload", "anon", "syn_l4")
     common: np.ndarray
     kv: np.ndarray
     rel: np.ndarray
@@ -70,6 +72,7 @@ class Columns:
     group: np.ndarray
     payload: np.ndarray
     anon: np.ndarray
+    syn_l4: np.ndarray
 
     def kv_hash(self) -> np.ndarray:
         h = (self.kv.view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
@@ -99,6 +102,7 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     c.group = np.zeros(n, np.uint64)
     c.payload = np.zeros(n, np.int64)
     c.anon = np.zeros((n, H), np.uint8)
+    c.syn_l4 = np.zeros(n, np.uint16)
 
     def be16(r, off):
         return (r[:, off].astype(np.int64) << 8) | r[:, off + 1]
@@ -251,6 +255,8 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
         gh = (gh ^ v[f"a{k}"].astype(np.uint64)) * prime
     c.group[sel] = (gh ^ v["ports"].astype(np.uint64)) * prime
     c.payload[sel] = L - hend
+    # SYN (include/net/tcp.h TCPHDR_SYN) with options after the 20-byte header
+    c.syn_l4[sel] = np.where((r[:, th + 13] & 0x02 != 0) & (hend > th + 20), th, 0)
 
     # kv: zero the varying fields, the options and whatever follows the TCP header
     kv = r  # c.kv itself, or a copy of its rows
