@@ -127,6 +127,23 @@ def test_diff_max_regression_threshold(docs):
     assert "OK" in r.stdout
 
 
+@pytest.mark.parametrize(("fails", "passes"), [("94%", "95%"), ("94 %", "95.0%"), (" 94% ", "1e2%")])
+def test_diff_max_regression_takes_the_percent_it_prints(docs, fails, passes):
+    """diff prints the threshold and every change with "%" ("allowed loss 5%", "-94.1%"): the option takes the
+    value back as printed. Loss 16/17 = 94.12 % (segments per phys skb 17 → 1): fails at 94%, passes at 95%."""
+    r = run("diff", docs["post"], docs["pre"], "--max-regression", fails)
+    assert r.exit_code == 1, r.output
+    assert "allowed loss 94%" in " ".join(r.stdout.split())
+    assert run("diff", docs["post"], docs["pre"], "--max-regression", passes).exit_code == 0
+
+
+@pytest.mark.parametrize("value", ["%", "5%%", "%5", "5 percent", "-5%", "nan%"])
+def test_diff_max_regression_refuses_what_is_not_a_percent(docs, value):
+    r = run("diff", docs["post"], docs["pre"], "--max-regression", value)
+    assert r.exit_code == 2 and r.stderr.startswith("Error: --max-regression: "), r.output
+    assert len(r.stderr.splitlines()) == 1
+
+
 def test_diff_metric_selection(docs):
     # skbs 1 → 17 is +1600 %: a regression of a lower-is-better metric
     r = run(

@@ -23,7 +23,7 @@ from ..report.schema import dumps
 from .errors import CheckFailed, UsageError
 from .options import FLOW_HELP
 from .output import report_console
-from .params import FiniteFloat, Keyword
+from .params import BoundedInt, Keyword, Percent
 
 
 @click.command("diff")
@@ -31,11 +31,11 @@ from .params import FiniteFloat, Keyword
 @click.argument("current", type=click.Path())
 @click.option(
     "--max-regression",
-    type=FiniteFloat(0, 1e6),
+    type=Percent(0, 1e6),
     default=0.0,
     show_default=True,
     metavar="PCT",
-    help="Allowed loss of a checked metric, in percent of its baseline value. 0: any loss fails "
+    help="Allowed loss of a checked metric, in percent of its baseline value (5 or 5%). 0: any loss fails "
     "(the replay is deterministic: same input and config give the same numbers).",
 )
 @click.option(
@@ -60,7 +60,7 @@ from .params import FiniteFloat, Keyword
 )
 @click.option(
     "--max-bytes",
-    type=click.IntRange(1),
+    type=BoundedInt(1, 2**63 - 1),
     metavar="BYTES",
     default=MAX_DOCUMENT_BYTES,
     show_default=True,

@@ -56,6 +56,21 @@ class FiniteFloat(click.FloatRange):
         return f"FiniteFloat({self.min}, {self.max})"
 
 
+class Percent(FiniteFloat):
+    """``FiniteFloat`` in percent, with or without the ``%`` the reports print beside it (``5``, ``5%``, ``2.5 %``
+    all mean 5 / 2.5 percent): what ``diff`` prints as "allowed loss 5%" is taken back as written."""
+
+    name = "percent"
+
+    def convert(self, value, param, ctx) -> float:
+        if isinstance(value, str):
+            value = value.strip().removesuffix("%").rstrip()
+        return super().convert(value, param, ctx)
+
+    def __repr__(self) -> str:
+        return f"Percent({self.min}, {self.max})"
+
+
 class BoundedInt(click.IntRange):
     """An integer in ``[min, max]`` written in ASCII digits (an optional sign), at most 20 digits."""
 
