@@ -22,7 +22,7 @@ from conftest import without_engine
 
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.kernel import reasons as R
-from gro_replay.kernel.model import K_5_12
+from gro_replay.kernel.model import K_5_11, K_5_12, K_6_12, K_6_18
 from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
@@ -329,3 +329,73 @@ def test_an_aggregate_s_length_met_with_mss_is_keyed_exactly(tmp_path):
     assert counts["polls_composed"] > 0, counts
     why = want["kernels"][0]["stages"]["tunnel"]["end_reasons"]
     assert why.get(R.TCP_LEN_GT_MSS) == 4 and why.get(R.GSO_SKB) == 4, why
+
+
+def _id_polls(outer_df: bool, shared_outer_ids: bool, inner_ipv6: bool) -> list[list[bytes]]:
+    """300 polls of 1–3 of 5 connections' writes of 2 or 4 full segments and their ACKs. Outer IDs: with
+    ``shared_outer_ids``, one counter per sending host over all its connections (``ip_select_ident``: a
+    connection's outer ID steps by 1 plus the frames the host sent in between), else one per connection,
+    stepping by 1. Inner IDs (IPv4; ``inner_ipv6`` has none) step by 1, stay fixed, or jump by 1–3 within a
+    write."""
+    rng = random.Random(29)
+    conns = [_Conn(i, "computed" if i % 2 else "zero") for i in range(5)]
+    for c in conns:
+        c.data = replace(c.data, outer_df=outer_df)
+        c.back = replace(c.back, outer_df=outer_df)
+        if inner_ipv6:
+            c.data = replace(
+                c.data, inner_ipv6=True, inner_src=f"fd00::1:{c.seq % 97}", inner_dst="fd00::2:1"
+            )
+            c.back = replace(c.back, inner_ipv6=True, inner_src=c.data.inner_dst, inner_dst=c.data.inner_src)
+    host_id = {"10.0.0.1": 7, "10.0.0.2": 9000}
+    polls = []
+    for _ in range(300):
+        burst = []
+        for c in rng.sample(conns, rng.randint(1, 3)):
+            mode = rng.choice(["step", "step", "step", "fixed", "jump"])
+            n = rng.choice([2, 4])
+            for j in range(n):
+                outer = host_id["10.0.0.1"] if shared_outer_ids else c.ip_id + 5000
+                spec = replace(c.data, seq=c.seq, payload=MSS, ip_id=c.ip_id, outer_ip_id=outer)
+                burst.append(build_frame(replace(spec, flags=ACK | (PSH if j == n - 1 else 0))))
+                host_id["10.0.0.1"] += 1 + rng.choice([0, 0, 0, 1, 2])  # other connections' frames between
+                c.seq += MSS
+                c.ip_id += {"step": 1, "fixed": 0, "jump": rng.choice([1, 2, 3])}[mode]
+            outer = host_id["10.0.0.2"] if shared_outer_ids else c.ip_id + 5000
+            burst.append(build_frame(replace(c.back, ack=c.seq, seq=1, ip_id=c.ip_id, outer_ip_id=outer)))
+            host_id["10.0.0.2"] += 1
+        polls.append(burst)
+    return polls
+
+
+@pytest.mark.parametrize("outer_df", [True, False], ids=["outer-df", "outer-no-df"])
+@pytest.mark.parametrize(
+    ("kernels", "inner_ipv6"),
+    [((K_5_11, K_5_12), False), ((K_5_11, K_5_12), True), ((K_6_12,), False), ((K_6_18,), False)],
+    ids=["5.11+5.12", "5.11+5.12-inner-ipv6", "6.12", "6.18"],
+)
+def test_runs_are_keyed_without_their_ip_ids(kernels, inner_ipv6, outer_df, tmp_path):
+    """Run keys leave the IPv4 IDs out; a recording serves a run only when its own IDs answer the differences the
+    recording used alike (0, 1, the held packet's segment count; the value where the report names an ID step).
+    Which IDs end an skb depends on the kernel (gro-spec §3.1: up to v6.9 ``flush_id``, the outer header's
+    overwritten by the inner header's after an atomic (DF) outer datagram, by ipv6_gro_receive's 0 for an
+    inner IPv6 header; §3.3: v6.10 ``inet_gro_flush`` ignores
+    the outer ID under DF and allows fixed IDs under DF; v6.18 checks the outer ID too and allows fixed IDs
+    without DF): the documents, whose verdicts name the ID steps, must equal the reference's. Where the kernel
+    never uses the outer ID (DF before v6.18), outer IDs from one counter per host must not split the runs
+    that outer IDs stepping by one per connection leave together: the batch path answers as many polls from
+    known runs for both."""
+    path = tmp_path / "c.pcap"
+    _write(path, _id_polls(outer_df, True, inner_ipv6))
+    cfg = ReplayConfig(kernels=kernels)
+    got, want, counts = _docs(path, cfg)
+    _same(got, want)
+    assert counts["polls_composed"] > 250, counts
+    ends = {why for stage in ("phys", "tunnel") for why in _reasons(want, stage)}
+    assert any("inner_ip_id" in why for why in ends) != inner_ipv6, ends  # an ID ended some skb
+    outer_used = not outer_df or kernels == (K_6_18,)
+    assert any("outer_ip_id" in why for why in ends) == outer_used, ends
+    if not outer_used:
+        _write(path, _id_polls(outer_df, False, inner_ipv6))
+        _got, _want, regular = _docs(path, cfg)
+        assert counts["polls_cached"] == regular["polls_cached"] > 200, (counts, regular)

@@ -14,6 +14,7 @@ import struct
 
 from ..packet.csum import csum_add, csum_fold, csum_sub, ip_fast_csum, pseudo_at
 from . import reasons as R
+from . import skbuff as _skbuff
 from .gro import skb_gro_header_ok, skb_gro_pull
 from .skbuff import ETH_P_IP, SkBuff
 
@@ -84,15 +85,20 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
                     pcb.l3_why |= R.L3_FIELDS << (R.L3_INNER_SHIFT * cb.encap_mark)  # observation only
                 pcb.flush |= flush
                 flush_id = (ip_id - _H.unpack_from(pbuf, b2 + 4)[0]) & 0xFFFF
+                tally = _skbuff.id_tally is not None  # observation only (sim/runs.py)
                 if not pcb.is_atomic or not df:
                     flush_id ^= pcb.count
                     flush_id = 0xFFFF if flush_id else 0
                 # If the previous IP ID value was based on an atomic datagram we can overwrite it and ignore it.
                 if cb.is_atomic:
+                    if tally and cb.encap_mark:
+                        _skbuff.untally_outer_id(skb, p)
                     pcb.flush_id = flush_id
                     pcb.l3_why &= ~R.L3_ID_BITS  # observation only, as flush_id
                 else:
                     pcb.flush_id |= flush_id
+                if tally:
+                    _skbuff.tally_id(skb, base + 4, p, b2 + 4, pcb.count)
                 if flush_id:
                     pcb.l3_why |= R.L3_ID << (R.L3_INNER_SHIFT * cb.encap_mark)
             cb.is_atomic = 1 if df else 0
@@ -112,7 +118,7 @@ def inet_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
     return pseudo_at(skb.buf, skb.network_header + 12, 8, skb.len - skb.cb.data_offset, proto)
 
 
-def inet_gro_flush(iph: int, iph2: int, skb_buf: bytes | bytearray, p: SkBuff, inner: bool) -> int:
+def inet_gro_flush(iph: int, iph2: int, skb: SkBuff, p: SkBuff, inner: bool) -> int:
     """IPv4 flush verdict against the held packet, evaluated from TCP (v6.10+); non-zero means flush.
 
     Kernel: include/net/gro.h ``inet_gro_flush``. TTL, TOS and DF must match. 4b0ebbca3e16 (v6.10): the outer
@@ -120,12 +126,14 @@ def inet_gro_flush(iph: int, iph2: int, skb_buf: bytes | bytearray, p: SkBuff, i
     (DF and same ID) vs incrementing (ID + count), one ``ip_fixedid`` flag for both headers. 21f7484220ac
     (v6.18): outer IDs are checked too, ``ip_fixedid`` keeps bit 0 for the outer (or only) header and bit 1 for
     the inner one; f095a358faf2 (v6.18): a fixed ID no longer needs DF. ``iph``/``iph2`` are absolute offsets
-    into ``skb_buf`` and ``p.buf``; ``inner`` is True for the inner header of an encapsulated packet.
+    into ``skb.buf`` and ``p.buf``; ``inner`` is True for the inner header of an encapsulated packet.
     Returns 0 (no flush) or which condition flushes, as ``reasons.L3_FIELDS`` (TTL/TOS/DF) or ``reasons.L3_ID``
     (the kernel's non-zero flush; the bits only name it for the report).
     """
     model = p.dev.kernel.model
+    skb_buf = skb.buf
     pbuf = p.buf
+    tally = _skbuff.id_tally is not None  # observation only (sim/runs.py): where the ID difference is used
     ipid_offset = (
         ((skb_buf[iph + 4] << 8) | skb_buf[iph + 5]) - ((pbuf[iph2 + 4] << 8) | pbuf[iph2 + 5])
     ) & 0xFFFF
@@ -145,6 +153,8 @@ def inet_gro_flush(iph: int, iph2: int, skb_buf: bytes | bytearray, p: SkBuff, i
     if not model.inet_gro_checks_outer_id:
         if not inner and pcb.encap_mark and df:
             return flush
+        if tally:
+            _skbuff.tally_id(skb, iph + 4, p, iph2 + 4, count)
         if count == 1 and df and not ipid_offset:
             pcb.ip_fixedid = 1
         if pcb.ip_fixedid and df:
@@ -152,6 +162,8 @@ def inet_gro_flush(iph: int, iph2: int, skb_buf: bytes | bytearray, p: SkBuff, i
         return flush | (R.L3_ID if ipid_offset != count & 0xFFFF else 0)
     if flush:
         return flush
+    if tally:
+        _skbuff.tally_id(skb, iph + 4, p, iph2 + 4, count)
     bit = 2 if inner else 1
     # When we receive our second frame we can make a decision on if we continue this flow as an atomic flow
     # with a fixed ID or if we use an incrementing ID.

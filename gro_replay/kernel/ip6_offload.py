@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..packet.csum import pseudo_at
 from . import reasons as R
+from . import skbuff as _skbuff
 from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
 from .skbuff import SkBuff
 
@@ -113,6 +114,8 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
                 pcb.l3_why |= R.L3_V6 << (R.L3_INNER_SHIFT * cb.encap_mark)  # observation only
             pcb.flush |= flush
             if cb.is_atomic:
+                if _skbuff.id_tally is not None and cb.encap_mark:  # observation only (sim/runs.py)
+                    _skbuff.untally_outer_id(skb, p)
                 pcb.flush_id = 0
                 pcb.l3_why &= ~R.L3_ID_BITS  # observation only, as flush_id
     cb.is_atomic = 1

@@ -66,6 +66,42 @@ CHECKSUM_PARTIAL = IpSummed.CHECKSUM_PARTIAL
 #: mss), which a run key holding lengths by rank does not fix. None otherwise (the reference path notes nothing).
 length_tally: list | None = None
 
+#: While the batch engine records a run (sim/compose.py ``RunComposer._record_run``), every IPv4 ID difference
+#: whose value reaches a decision or the report notes ``(capture index of the skb's first frame, byte offset of its ID, capture index of the held
+#: packet's first frame, byte offset of its ID, the difference (skb's ID - held packet's, modulo 2**16), the
+#: segment count it is compared with, or -1 when the difference itself is kept)``. A run key leaves the IDs out;
+#: a later run is served from the recording only when every noted difference compares alike (sim/runs.py
+#: ``ids_agree``). None otherwise (the reference path notes nothing).
+id_tally: list | None = None
+
+
+def tally_id(skb: SkBuff, id_at: int, p: SkBuff, pid_at: int, count: int) -> None:
+    """Note one IPv4 ID difference read (``id_tally``): ``id_at``/``pid_at`` are the absolute offsets of the
+    two IDs (bytes) in ``skb.buf``/``p.buf``; ``count`` the segment count compared with (-1: the value is kept)."""
+    assert id_tally is not None
+    diff = (
+        ((skb.buf[id_at] << 8) | skb.buf[id_at + 1]) - ((p.buf[pid_at] << 8) | p.buf[pid_at + 1])
+    ) & 0xFFFF
+    id_tally.append((skb.frames[0], id_at, p.frames[0], pid_at, diff, count))
+
+
+def untally_outer_id(skb: SkBuff, p: SkBuff) -> None:
+    """Forget the ID difference of ``skb``'s outer IPv4 header against ``p``'s noted by this GRO pass
+    (``id_tally``; called at the inner header, ``NAPI_GRO_CB(skb)->encap_mark`` 1): the outer ``flush_id`` that
+    an atomic outer datagram lets the inner header overwrite is never read (inet_gro_receive up to v6.9).
+    This pass noted it last for these two headers; earlier passes (the other stage, other kernels) keep theirs."""
+    assert id_tally is not None
+    e = (
+        skb.frames[0],
+        skb.data + skb.cb.network_offsets[0] + 4,
+        p.frames[0],
+        p.data + p.cb.network_offsets[0] + 4,
+    )
+    for i in range(len(id_tally) - 1, -1, -1):
+        if id_tally[i][:4] == e:
+            del id_tally[i]
+            return
+
 
 class NapiGroCb:
     """``struct napi_gro_cb``: per-packet GRO state, alive while the skb is inside GRO.

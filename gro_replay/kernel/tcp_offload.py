@@ -59,7 +59,7 @@ def _network_flush(skb: SkBuff, p: SkBuff) -> int:
         if skb.buf[nh] >> 4 == 6:
             f = ipv6_gro_flush(nh, nh2, skb.buf, p.buf)
         else:
-            f = inet_gro_flush(nh, nh2, skb.buf, p, inner == 1)
+            f = inet_gro_flush(nh, nh2, skb, p, inner == 1)
         flush |= f << (R.L3_INNER_SHIFT * inner)  # the kernel ORs the verdicts; the bits name them
     return flush
 
@@ -74,6 +74,8 @@ def _id_step(skb: SkBuff, p: SkBuff, inner: bool) -> tuple[str, int, int] | None
     if skb.buf[nh] >> 4 != 4 or p.buf[nh2] >> 4 != 4:
         return None
     step = (((skb.buf[nh + 4] << 8) | skb.buf[nh + 5]) - ((p.buf[nh2 + 4] << 8) | p.buf[nh2 + 5])) & 0xFFFF
+    if _skbuff.id_tally is not None:  # observation only (sim/runs.py): the step itself is reported
+        _skbuff.tally_id(skb, nh + 4, p, nh2 + 4, -1)
     hdr = ("inner" if i else "outer") if pcb.encap_mark else "ip"
     return hdr, step, pcb.count
 

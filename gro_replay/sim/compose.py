@@ -21,10 +21,12 @@ from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
 from .deltas import PollCache, apply_flow_ops, counters, delta, flow_containers, idle
 from .ingest import Frame
 from .replayer import Replayer
-from .runs import LengthOps, Runs, length_ops, run_keys
+from .runs import IdGuards, LengthOps, Runs, id_guards, length_ops, run_keys
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
 MAX_RUN_KEYS = 2048
+#: recordings of one run key told apart by what their IPv4 IDs answer, one below the other (``_id_walk``)
+MAX_ID_DEPTH = 8
 #: distinct header rows without flow names numbered (``run_keys``' ``shapes``; ~300 bytes each)
 MAX_SHAPES = 1 << 16
 #: GRO results that leave a packet held on the NAPI (``GRO_HELD``) or merge into one (``GRO_MERGED*``)
@@ -37,7 +39,8 @@ class RunEntry(NamedTuple):
     ``lengths``: its length-adding counters (``LengthOps``, None when none); ``flow_ops``: its flows' counters by
     flow slot (``deltas.apply_flow_ops``);
     ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
-    its last frame (flushed by the poll's end)."""
+    its last frame (flushed by the poll's end); ``ids``: the IPv4 ID differences it read (a run is served from
+    this recording only when its own IDs answer them alike)."""
 
     holding: bool
     polled: tuple
@@ -45,6 +48,7 @@ class RunEntry(NamedTuple):
     flow_ops: list
     cells_in: list
     ends_held: bool
+    ids: IdGuards
 
 
 def _ends_held(deltas: list) -> bool:
@@ -188,7 +192,7 @@ class RunComposer:
                 got = list(x.polled)
             else:
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]
-                got = self._record_run(k, ctx, batch, t, runs.payload[a:b], full, weights)
+                got = self._record_run(k, ctx, batch, t, runs.payload[a:b], runs.ids[a:b], full, weights)
                 ran = True
             for nid, dp, df in got:
                 p, f = polled.get(nid, (0, 0))
@@ -210,7 +214,6 @@ class RunComposer:
         run known (``_compose``). A run's context: ``F`` when the poll is full, ``C`` and the cells when the runs
         fill cells' polls. What a run holds and puts into the cells does not depend on how the poll ends (both
         ends flush everything): a recording in any context answers that for the guards."""
-        entries = self.runs.entries
         bounds = runs.bounds
         order = runs.order
         ctx = b"F" if full else b""
@@ -226,8 +229,9 @@ class RunComposer:
             k = runs.keys[j]
             if k in self._exact_runs:
                 k += runs.payload[a:b].tobytes()
-            e = entries.get(k + ctx)
-            info = e or entries.get(k) or entries.get(k + b"F")
+            ids = runs.ids[a:b]
+            e = self._find(k + ctx, ids)
+            info = e or self._find(k, ids) or self._find(k + b"F", ids)
             found.append((runs.keys[j], ctx, e, None))
             infos.append(info)
             if info is None:
@@ -257,24 +261,48 @@ class RunComposer:
         for j, ((k, _c, _e, _w), info) in enumerate(zip(found, infos, strict=True)):
             assert info is not None  # every run is known here
             fill = {nid: c for nid, c in info[3].cells_in if c and self._cells_index[nid] in filled}
-            if k in self._exact_runs:
-                k_exact = k + runs.payload[int(bounds[ra + j]) : int(bounds[ra + j + 1])].tobytes()
-            else:
-                k_exact = k
-            out.append((k, ctx, entries.get(k_exact + ctx), fill))
+            a, b = int(bounds[ra + j]), int(bounds[ra + j + 1])
+            k_exact = k + runs.payload[a:b].tobytes() if k in self._exact_runs else k
+            out.append((k, ctx, self._find(k_exact + ctx, runs.ids[a:b]), fill))
         return out
 
+    def _find(self, key: bytes, ids: np.ndarray) -> list | None:
+        """The cache entry of a run with ``key`` (context included) whose recording's IPv4 ID differences its own
+        IDs ``ids`` (``Runs.ids``) answer alike (sim/runs.py ``IdGuards``), or None. The first recording of a key
+        is kept under it; a run its IDs set apart from that one, under ``(how its IDs answer the first one's
+        differences, key)``, and so on (``_id_walk``)."""
+        return self._id_walk(key, ids)[1]
+
+    def _id_walk(self, key: bytes, ids: np.ndarray) -> tuple[Any, list | None]:
+        """``(place, entry)``: the entry ``_find`` answers with and its place, or (where a recording of this run
+        would go, None), the place None past ``MAX_ID_DEPTH`` recordings."""
+        entries = self.runs.entries
+        place: Any = key
+        for _ in range(MAX_ID_DEPTH):
+            e = entries.get(place)
+            if e is None or e[3].ids.agree(ids):
+                return place, e
+            place = (e[3].ids.signature(ids), place)
+        return None, None
+
     def _run_alone(
-        self, batch: list, t: int, full: bool, fill: dict[int, int] | None, tally: list | None
+        self,
+        batch: list,
+        t: int,
+        full: bool,
+        fill: dict[int, int] | None,
+        tally: list | None,
+        id_tally: list | None = None,
     ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
         """``Replayer.run_poll`` of one run with the NAPI weights ``_record_run`` says, ``tally`` noting the
-        length-adding counters. Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (their poll
+        length-adding counters, ``id_tally`` the IPv4 ID differences read. Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (their poll
         counts are put back: ``_compose`` counts the poll's own) and ``(id(NapiStats), skbs)`` each cell took."""
         stats = self._napis
         polls0 = [(st.polls, st.full_polls) for st in stats]
         counts0 = [sum(st.counts) for st in stats]
         weights = [napi.weight for napi in self._weighted]
         _skbuff.length_tally = tally
+        _skbuff.id_tally = id_tally
         try:
             if full:
                 for k in self.rep.kernels:
@@ -284,6 +312,7 @@ class RunComposer:
             self.rep.run_poll(batch, t)
         finally:
             _skbuff.length_tally = None
+            _skbuff.id_tally = None
             for napi, w in zip(self._weighted, weights, strict=True):
                 napi.weight = w
         polled = []
@@ -305,6 +334,7 @@ class RunComposer:
         batch: list,
         t: int,
         payload: np.ndarray,
+        ids: np.ndarray,
         full: bool,
         fill: dict[int, int] | None = None,
     ) -> list[tuple[int, int, int]]:
@@ -312,16 +342,20 @@ class RunComposer:
         (the phys NAPIs' weight set to the run's length for it), with ``fill``, one whose tunnel cells' polls take
         theirs (each cell NAPI's weight set to the skbs this run puts there) — its counter deltas kept under
         ``key`` and its context ``ctx`` (when it adds bytes that are not an skb's length, with its exact lengths
-        between them).
-        Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (``_compose`` counts them once)."""
+        between them; beside the key's first recording when their IPv4 IDs answer apart: ``_id_walk``). Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (``_compose`` counts them once)."""
         rep = self.rep
         cache = self.runs
         fids = {b[3] for b in batch}
         record = len(cache.entries) < MAX_RUN_KEYS and cache.seen_before(key + ctx)
         before = [counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
         tally: list | None = [] if record else None
-        polled, cells_in = self._run_alone(batch, t, full, fill, tally)
-        if before is None or tally is None or not all(idle(k) for k in rep.kernels):
+        read_ids: list | None = [] if record else None
+        polled, cells_in = self._run_alone(batch, t, full, fill, tally, read_ids)
+        if before is None or tally is None or read_ids is None or not all(idle(k) for k in rep.kernels):
+            cache.uncacheable += 1
+            return polled
+        guards = id_guards(read_ids, batch, ids)
+        if guards is None:
             cache.uncacheable += 1
             return polled
         slot = {fid: j for j, fid in enumerate(dict.fromkeys(f.flow_id for f in batch))}
@@ -365,6 +399,12 @@ class RunComposer:
         if key in self._exact_runs:
             key += payload.tobytes()
         key += ctx
-        cache.add(key, deltas, [])
-        cache.entries[key].append(RunEntry(holding, tuple(polled), lengths, flow_ops, cells_in, to_end))
+        slot_key, _e = self._id_walk(key, ids)
+        if slot_key is None or slot_key in cache.entries:
+            cache.uncacheable += 1
+            return polled
+        cache.add(slot_key, deltas, [])
+        cache.entries[slot_key].append(
+            RunEntry(holding, tuple(polled), lengths, flow_ops, cells_in, to_end, guards)
+        )
         return polled

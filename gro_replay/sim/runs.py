@@ -10,7 +10,16 @@ the run's other frames:
   first occurrence: GRO only tests a segment's start for equality with the end of what it holds
   (``tcp_gro_receive``: ``th2->seq + skb_gro_len(p) ^ th->seq``), so equal numbers stay equal and nothing else
   is kept; acknowledgment numbers likewise (``th->ack_seq ^ th2->ack_seq``);
-- window, IPv4 IDs and TCP option words relative to the run's first frame (exact, as the whole-poll key has them);
+- window and TCP option words relative to the run's first frame (exact, as the whole-poll key has them);
+- no IPv4 IDs: GRO reads an ID only as its difference with the held packet's, tested for 0, 1 and the held
+  packet's segment count (``inet_gro_receive``'s ``flush_id`` up to v6.9, ``inet_gro_flush`` from v6.10,
+  ``tcp_gro_receive``'s atomic test), and reports the difference where an ID condition ends an skb
+  (``tcp_offload._id_step``). A recording notes each difference it read (``kernel/skbuff.py`` ``id_tally``);
+  a later run with the same key is served from it only when each of those differences, taken from its own
+  frames, answers those tests alike (``IdGuards``: equal where the value is reported). The execution reads the
+  same differences in the same order up to its first different branch, and a branch on an ID needs a different
+  answer to one of those tests, so it takes no different branch. An ID's other reads are checksum sums,
+  which the checksum residuals in the key fix (a header's sum is its residual, whatever its ID);
 - TCP payload lengths by rank among the run's distinct lengths, 0 kept as 0: GRO compares a length with 0
   (a segment without payload), with another segment's length (``len > mss``, ``len < mss``; ``mss`` is the
   held packet's first segment's length) and a sum of lengths with the merge limit (``skb_gro_receive``:
@@ -53,7 +62,8 @@ class Runs(NamedTuple):
     ``order``: entry positions grouped by run, each run's entries in poll order (int64); ``bounds``: run ``r``'s
     entries are ``order[bounds[r]:bounds[r + 1]]``; ``poll``: each run's poll index; ``keys``: each run's key
     (bytes); ``payload``: TCP payload bytes and ``fids`` flow ids of each entry in ``order`` (int64); ``nkv``:
-    distinct header rows per run (GRO holds at most one packet per row per NAPI).
+    distinct header rows per run (GRO holds at most one packet per row per NAPI); ``ids``: the outer and inner
+    IPv4 IDs of each entry in ``order`` (int64 (m, 2); 0 for IPv6).
     """
 
     order: np.ndarray
@@ -63,6 +73,7 @@ class Runs(NamedTuple):
     payload: np.ndarray
     fids: np.ndarray
     nkv: np.ndarray
+    ids: np.ndarray
 
 
 def run_keys(
@@ -125,6 +136,7 @@ def run_keys(
     ext[:, 7] = exact
     k = 8 + len(FIELDS) - 2
     ext[:, 8:k] = (rel[:, 2:] - rel[start, 2:]) % _WIDTHS
+    ext[:, 9:11] = 0  # the IPv4 IDs: compared through ``IdGuards``
     vb = col.vbits[at]
     ext[:, k] = vb
     resid = col.resid[at].copy()
@@ -143,6 +155,7 @@ def run_keys(
         payload=pay,
         fids=fl,
         nkv=np.bincount(uk[:, 0].astype(np.int64), minlength=nrun),
+        ids=rel[:, 3:5],
     )
 
 
@@ -208,3 +221,59 @@ def length_ops(tally: list, position: dict[int, int], payload: np.ndarray) -> Le
         for x in frames:
             e[2][position[x]] += 1
     return LengthOps(list(acc.values()), payload.copy())
+
+
+#: the byte offset of the outer IPv4 ID in a frame of the common layout (untagged Ethernet, packet/columns.py)
+_OUTER_ID_AT = 14 + 4
+
+
+class IdGuards:
+    """The IPv4 ID differences a recorded run read (``kernel/skbuff.py`` ``id_tally``), by run position: the
+    guard of its cache entry (module docstring). ``a``/``b``: run positions of the two frames, ``ca``/``cb``: which
+    of their IDs (0 outer, 1 inner: ``Runs.ids`` columns), ``diff``: the difference read (ID of ``a`` - ID of ``b``
+    modulo 2**16), ``count``: the segment count it was compared with, -1 where the value itself was kept
+    (int64 arrays of one length)."""
+
+    __slots__ = ("a", "ca", "b", "cb", "diff", "count")
+
+    def __init__(self, rows: list[tuple[int, int, int, int, int, int]]) -> None:
+        cols = np.array(rows, np.int64).reshape(-1, 6).T
+        self.a, self.ca, self.b, self.cb, self.diff, self.count = cols
+
+    def agree(self, ids: np.ndarray) -> bool:
+        """Whether a run with the IDs ``ids`` (``Runs.ids`` of its entries, int64 (n, 2)) answers every test GRO
+        made of the recorded differences alike: equal to 0, to 1 and to the segment count (equal to the recorded
+        difference where it was kept)."""
+        d = (ids[self.a, self.ca] - ids[self.b, self.cb]) & 0xFFFF
+        rd = self.diff
+        same = ((d == 0) == (rd == 0)) & ((d == 1) == (rd == 1)) & ((d == self.count) == (rd == self.count))
+        return bool(np.where(self.count < 0, d == rd, same).all())
+
+    def signature(self, ids: np.ndarray) -> bytes:
+        """How a run with the IDs ``ids`` answers these differences' tests: per difference 0 (equal to 0), 1 (to 1),
+        2 (to the segment count), 3 (none of them), or the difference itself where its value is kept."""
+        d = (ids[self.a, self.ca] - ids[self.b, self.cb]) & 0xFFFF
+        code = np.where(d == 0, 0, np.where(d == 1, 1, np.where(d == self.count, 2, 3)))
+        return np.where(self.count < 0, d, code).astype(np.uint16).tobytes()
+
+
+def id_guards(tally: list, frames: list, ids: np.ndarray) -> IdGuards | None:
+    """``IdGuards`` from a recorded run's ``id_tally``; ``frames``: the run's frames (``sim.ingest.Frame``, in
+    run order), ``ids``: its ``Runs.ids``. None when a read cannot be placed: a frame noted twice (a resegmented
+    super-frame's segments share a capture index) or an ID that is not the one its column holds (the run is then
+    not recorded)."""
+    position: dict[int, int] = {}
+    for j, f in enumerate(frames):
+        if position.setdefault(f.index, j) != j:
+            return None
+    rows = []
+    for fa, at_a, fb, at_b, diff, count in dict.fromkeys(tally):
+        a, b = position.get(fa), position.get(fb)
+        if a is None or b is None:
+            return None
+        ca, cb = int(at_a != _OUTER_ID_AT), int(at_b != _OUTER_ID_AT)
+        for j, c, at in ((a, ca, at_a), (b, cb, at_b)):
+            if int.from_bytes(frames[j].frame[at : at + 2], "big") != ids[j, c]:
+                return None
+        rows.append((a, ca, b, cb, diff, count))
+    return IdGuards(rows)
