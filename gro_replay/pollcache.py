@@ -280,6 +280,7 @@ class BatchReplay(RunComposer):
             self._run_chunk_polls(None, None, src, starts, times, sizes, empties, carry, 0, lead, (ts, efid))
         self.cache.settle()
         self.runs.settle()
+        self.flow_ops.settle()
 
     # -- one block -----------------------------------------------------------------------------------------------
     def _chunk(self, ch, carry: list):
@@ -840,6 +841,7 @@ class BatchReplay(RunComposer):
         name ``new``."""
         self.cache.drop_flow(fid)
         self.runs.drop_flow(fid)
+        self.flow_ops.settle_flow(fid)
         keys = [k for k in self._keys_of.pop(fid, ()) if self._fid_of.get(k) == fid]
         if new is None:
             for k in keys:

@@ -18,7 +18,7 @@ import numpy as np
 from ..kernel import skbuff as _skbuff
 from ..kernel.gro import GRO_LEGACY_MAX_SIZE, MAX_GRO_SKBS, GroResult
 from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
-from .deltas import PollCache, apply_flow_ops, counters, delta, flow_containers, idle
+from .deltas import PendingFlowOps, PollCache, counters, delta, flow_containers, idle
 from .ingest import Frame
 from .replayer import Replayer
 from .runs import IdGuards, LengthOps, Runs, id_guards, length_ops, run_keys
@@ -88,6 +88,8 @@ class RunComposer:
     def _init_runs(self, rep: Replayer) -> None:
         #: flow runs: polls whose whole key misses are composed of their runs (``_compose``)
         self.runs = PollCache(MAX_RUN_KEYS)
+        #: known runs' flow counters, added at the end or when their flow is retired (``PendingFlowOps``)
+        self.flow_ops = PendingFlowOps(rep.stats)
         #: run keys whose runs add bytes that are not an skb's length: looked up with their exact lengths
         self._exact_runs: set[bytes] = set()
         self._shapes: dict[bytes, int] = {}  # header rows without flow names (sim/runs.py ``run_keys``)
@@ -188,7 +190,7 @@ class RunComposer:
                 if x.lengths is not None:
                     x.lengths.apply(runs.payload[a:b])
                 if x.flow_ops:
-                    apply_flow_ops(self.rep.stats, x.flow_ops, list(dict.fromkeys(runs.fids[a:b].tolist())))
+                    self.flow_ops.add(x.flow_ops, tuple(dict.fromkeys(runs.fids[a:b].tolist())))
                 got = list(x.polled)
             else:
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]

@@ -83,17 +83,55 @@ def flow_containers(st: KernelStats, fids: Iterable[int]) -> dict[int, tuple[int
     return out
 
 
-def apply_flow_ops(stats: list[KernelStats], flow_ops: list, fids: list[int]) -> None:
-    """Add a recorded run's flow counters to the flows ``fids`` of this run (``fids[slot]``: its flows in order of
-    first frame), ``flow_ops``: ``(kernel index, slot, path, key, is attribute, increment)``."""
+def apply_flow_ops(stats: list[KernelStats], flow_ops: list, fids: tuple[int, ...], times: int = 1) -> None:
+    """Add ``times`` a recorded run's flow counters to the flows ``fids`` of a run (``fids[slot]``: its flows in
+    order of first frame), ``flow_ops``: ``(kernel index, slot, path, key, is attribute, increment)``."""
     for i, slot, path, key, is_attr, inc in flow_ops:
         c: Any = stats[i].flow(fids[slot])
         for step in path:
             c = getattr(c, step) if isinstance(step, str) and not isinstance(c, dict) else c[step]
         if is_attr:
-            setattr(c, key, getattr(c, key) + inc)
+            setattr(c, key, getattr(c, key) + inc * times)
         else:
-            c[key] += inc
+            c[key] += inc * times
+
+
+class PendingFlowOps:
+    """Recorded runs' flow counters (``apply_flow_ops``) not yet added, counted by (counters, flows): the same run
+    of the same flows recurs, and its counters are added once, times its count. Flow counters are read only
+    after the replay or when a flow is retired or renamed (``settle_flow`` first); a recording's snapshots take
+    differences, which counters added later leave alone."""
+
+    __slots__ = ("stats", "pending", "by_fid")
+
+    def __init__(self, stats: list[KernelStats]) -> None:
+        self.stats = stats
+        #: (id of the flow ops, flows) → [flow ops, flows, count]; the list keeps the ops (and their id) alive
+        self.pending: dict[tuple[int, tuple[int, ...]], list] = {}
+        self.by_fid: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
+
+    def add(self, flow_ops: list, fids: tuple[int, ...]) -> None:
+        key = (id(flow_ops), fids)
+        e = self.pending.get(key)
+        if e is not None:
+            e[2] += 1
+            return
+        self.pending[key] = [flow_ops, fids, 1]
+        for fid in fids:
+            self.by_fid.setdefault(fid, []).append(key)
+
+    def settle_flow(self, fid: int) -> None:
+        """Add what waits for flow ``fid`` (and for the other flows of the same runs)."""
+        for key in self.by_fid.pop(fid, ()):
+            e = self.pending.pop(key, None)
+            if e is not None:
+                apply_flow_ops(self.stats, e[0], e[1], e[2])
+
+    def settle(self) -> None:
+        for flow_ops, fids, times in self.pending.values():
+            apply_flow_ops(self.stats, flow_ops, fids, times)
+        self.pending.clear()
+        self.by_fid.clear()
 
 
 def delta(before: dict, after: dict) -> tuple[list, list]:

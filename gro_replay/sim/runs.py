@@ -228,33 +228,38 @@ _OUTER_ID_AT = 14 + 4
 
 
 class IdGuards:
-    """The IPv4 ID differences a recorded run read (``kernel/skbuff.py`` ``id_tally``), by run position: the
-    guard of its cache entry (module docstring). ``a``/``b``: run positions of the two frames, ``ca``/``cb``: which
-    of their IDs (0 outer, 1 inner: ``Runs.ids`` columns), ``diff``: the difference read (ID of ``a`` - ID of ``b``
-    modulo 2**16), ``count``: the segment count it was compared with, -1 where the value itself was kept
-    (int64 arrays of one length)."""
+    """The IPv4 ID differences a recorded run used (``kernel/skbuff.py`` ``id_tally``), by run position: the guard
+    of its cache entry (module docstring). ``rows``: ``(a, ca, b, cb, diff, count)``: run positions of the two
+    frames, which of their IDs (0 outer, 1 inner: ``Runs.ids`` columns), the difference read (ID of ``a`` - ID of
+    ``b`` modulo 2**16) and the segment count it was compared with, -1 where the value itself was kept."""
 
-    __slots__ = ("a", "ca", "b", "cb", "diff", "count")
+    __slots__ = ("rows",)
 
     def __init__(self, rows: list[tuple[int, int, int, int, int, int]]) -> None:
-        cols = np.array(rows, np.int64).reshape(-1, 6).T
-        self.a, self.ca, self.b, self.cb, self.diff, self.count = cols
+        self.rows = tuple(rows)
 
     def agree(self, ids: np.ndarray) -> bool:
         """Whether a run with the IDs ``ids`` (``Runs.ids`` of its entries, int64 (n, 2)) answers every test GRO
         made of the recorded differences alike: equal to 0, to 1 and to the segment count (equal to the recorded
         difference where it was kept)."""
-        d = (ids[self.a, self.ca] - ids[self.b, self.cb]) & 0xFFFF
-        rd = self.diff
-        same = ((d == 0) == (rd == 0)) & ((d == 1) == (rd == 1)) & ((d == self.count) == (rd == self.count))
-        return bool(np.where(self.count < 0, d == rd, same).all())
+        if not self.rows:
+            return True
+        v = ids.tolist()
+        for a, ca, b, cb, rd, count in self.rows:
+            d = (v[a][ca] - v[b][cb]) & 0xFFFF
+            if d != rd and (count < 0 or d == 0 or rd == 0 or d == 1 or rd == 1 or d == count or rd == count):
+                return False
+        return True
 
     def signature(self, ids: np.ndarray) -> bytes:
-        """How a run with the IDs ``ids`` answers these differences' tests: per difference 0 (equal to 0), 1 (to 1),
-        2 (to the segment count), 3 (none of them), or the difference itself where its value is kept."""
-        d = (ids[self.a, self.ca] - ids[self.b, self.cb]) & 0xFFFF
-        code = np.where(d == 0, 0, np.where(d == 1, 1, np.where(d == self.count, 2, 3)))
-        return np.where(self.count < 0, d, code).astype(np.uint16).tobytes()
+        """How a run with the IDs ``ids`` answers these differences' tests: per difference 0 (equal to 0), 1 (to
+        1), 2 (to the segment count), 3 (none of them), or the difference itself where its value is kept."""
+        v = ids.tolist()
+        out = []
+        for a, ca, b, cb, _rd, count in self.rows:
+            d = (v[a][ca] - v[b][cb]) & 0xFFFF
+            out.append(d if count < 0 else 0 if d == 0 else 1 if d == 1 else 2 if d == count else 3)
+        return np.array(out, np.uint16).tobytes()
 
 
 def id_guards(tally: list, frames: list, ids: np.ndarray) -> IdGuards | None:
