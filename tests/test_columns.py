@@ -129,3 +129,27 @@ def test_relative_is_taken_per_base_row_modulo_the_field_width():
     out = C.relative(rel, np.array([0, 0, 2]))
     assert out[:, C.FIELDS.index("seq")].tolist() == [0, 0x200, 0]
     assert out[:, C.FIELDS.index("iid")].tolist() == [0, 1, 0]
+
+
+def test_word_sums_of_frames_at_any_offset_and_length():
+    """The per-frame sums of frames that do not form equal-length runs (odd and even offsets, odd and even
+    lengths, empty frames, frames back to back) equal packet/csum.py ``csum_partial`` (RFC 1071) folded modulo
+    0xFFFF: ``csum_partial`` returns the 16-bit folded sum, whose value modulo 0xFFFF is the sum's."""
+    import random
+
+    from gro_replay.packet.csum import csum_partial
+
+    rng = random.Random(41)
+    buf = bytes(rng.randrange(256) for _ in range(60_000))
+    starts, lengths, o = [], [], 1
+    while True:
+        k = rng.choice([0, 1, 2, 3, 59, 60, 1501, rng.randrange(3000)])
+        if o + k > len(buf):
+            break
+        starts.append(o)
+        lengths.append(k)
+        o += k + rng.choice([0, 0, 1, 16])
+    got = C._word_sums(buf, np.array(starts), np.array(lengths))
+    want = [csum_partial(buf, s, s + k) % 0xFFFF for s, k in zip(starts, lengths, strict=True)]
+    assert got.tolist() == want
+    assert {s & 1 for s in starts} == {0, 1} and {k & 1 for k in lengths} == {0, 1} and 0 in lengths
