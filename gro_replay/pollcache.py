@@ -245,11 +245,13 @@ class BatchReplay(RunComposer):
     def counts(self) -> dict[str, int]:
         """Polls answered without running a frame through the kernels (``polls_cached``: whole polls from the
         poll cache and polls whose runs were all known) and polls that ran some or all of their frames
-        (``polls_simulated``); ``polls_composed``: the polls answered from their flow runs (sim/compose.py)."""
+        (``polls_simulated``); ``polls_composed``: the polls answered from their flow runs (sim/compose.py),
+        ``runs_recorded``: the flow runs recorded for them."""
         return {
             "polls_cached": self.cache.hits + self.composed,
             "polls_simulated": self.cache.misses + self.cache.uncacheable + self.composed_partly,
             "polls_composed": self.composed + self.composed_partly,
+            "runs_recorded": self.runs.misses,
         }
 
     def run(self, cap, progress=None, on_block=None) -> None:

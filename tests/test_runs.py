@@ -232,6 +232,30 @@ def test_a_run_in_a_full_poll_is_not_the_same_run_in_a_short_one(tmp_path):
     assert why.get(R.BUDGET_EXHAUSTED, 0) > 0 and why.get(R.POLL_END, 0) > 0, why
 
 
+def test_a_run_that_holds_nothing_at_its_end_serves_full_and_short_polls(tmp_path):
+    """Writes of 2, 5 or 8 segments, the last with PSH, of 8 connections: a run's last segment ends its packet
+    (tcp_gro_receive: PSH), so nothing of it is held when the poll ends, by ``napi_poll`` at budget (64 frames:
+    all 8 connections' 8-segment writes) or by ``napi_complete_done`` below it. Both ends then flush nothing,
+    so one recording per write length serves both kinds of poll (the connections share one header shape without
+    their names): 3 runs recorded, not 6."""
+    rng = random.Random(31)
+    conns = [_Conn(i, "computed") for i in range(8)]
+    polls = []
+    for _ in range(120):
+        if rng.random() < 0.4:
+            chosen, sizes = conns, [8] * 8
+        else:
+            chosen = rng.sample(conns, rng.randint(1, 3))
+            sizes = [rng.choice([2, 5, 8]) for _ in chosen]
+        chosen = rng.sample(chosen, len(chosen))
+        polls.append(
+            [c.segment(MSS, j == n - 1) for c, n in zip(chosen, sizes, strict=True) for j in range(n)]
+        )
+    want, counts = _replayed(tmp_path, polls, ReplayConfig(kernels=(K_5_12,)))
+    assert counts["polls_composed"] > 60 and counts["runs_recorded"] == 3, counts
+    assert _reasons(want, "phys").get(R.TCP_FLAGS_PSH_FIN, 0) > 0
+
+
 def test_runs_that_fill_a_tunnel_cell_poll(tmp_path):
     """Before the fix, a full poll of zero-checksum VXLAN frames reaches the tunnel cell as 64 skbs, which fill
     its poll (``gro_cell_poll`` takes the weight; ``napi_poll`` flushes, budget exhausted, and polls it again):

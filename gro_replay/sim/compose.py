@@ -96,6 +96,7 @@ class RunComposer:
         self._phys_napis = [k.phys_napi.stats for k in rep.kernels]
         self._cells_napis = [c.napi.stats for k in rep.kernels for c in k.tunnel_cells]
         self._napis = self._phys_napis + self._cells_napis
+        self._phys_ids = [id(n) for n in self._phys_napis]
         self._cells_ids = {id(n) for n in self._cells_napis}
         self._cells_index = {id(n): i for i, n in enumerate(self._cells_napis)}
         self._cells_napi_of = {id(c.napi.stats): c.napi for k in rep.kernels for c in k.tunnel_cells}
@@ -153,7 +154,9 @@ class RunComposer:
 
         Why it is exact. Every poll ends with GRO flushed (module docstring): below budget by
         ``napi_complete_done``, at budget by ``napi_poll`` (a run of a full poll is recorded as a poll that takes
-        its whole, smaller, budget: the same end, ``napi_poll``'s flush); the tunnel cells likewise (when the
+        its whole, smaller, budget: the same end, ``napi_poll``'s flush; a run whose recording held nothing when it
+        ended serves full and short polls alike: both ends then flush nothing, and the phys NAPI's poll counts are
+        the poll's own, one poll, full or not); the tunnel cells likewise (when the
         poll's runs put a cell's whole budget there, each run is recorded with that cell's weight set to what it
         puts there, so that its cell poll too ends full and is polled again, as the poll's is). GRO compares
         packets only within a flow (``gro_list_prepare``, every offload's ``same_flow``) and a run holds every
@@ -199,6 +202,8 @@ class RunComposer:
             for nid, dp, df in got:
                 p, f = polled.get(nid, (0, 0))
                 polled[nid] = (max(p, dp), max(f, df))
+        for nid in self._phys_ids:  # every poll is one phys NAPI poll, full or not (``_known_runs``)
+            polled[nid] = (1, int(full))
         for n, (p0, f0) in zip(napis, before, strict=True):
             dp, df = polled.get(id(n), (0, 0))
             n.polls = p0 + dp
@@ -233,6 +238,12 @@ class RunComposer:
                 k += runs.payload[a:b].tobytes()
             ids = runs.ids[a:b]
             e = self._find(k + ctx, ids)
+            if e is None:
+                # a run that holds nothing when its poll ends: both ends flush nothing, and a full poll differs
+                # only in the phys NAPI's poll counts, which ``_compose`` counts itself
+                alt = self._find(k + (b"" if full else b"F"), ids)
+                if alt is not None and not alt[3].ends_held:
+                    e = alt
             info = e or self._find(k, ids) or self._find(k + b"F", ids)
             found.append((runs.keys[j], ctx, e, None))
             infos.append(info)
