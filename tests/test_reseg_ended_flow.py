@@ -145,3 +145,15 @@ def test_scheduled_polls_follow_the_same_rule(poll, scheduled, silent_ns, want, 
     r = replay_capture(path, _cfg(poll, **scheduled))
     assert r.batch is None
     assert (r.input.resegmented_frames, r.input.segments_created) == (1, want)
+
+
+@pytest.mark.parametrize("scheduled", [{}, *SCHEDULED])
+@pytest.mark.parametrize("poll", POLLS)
+@pytest.mark.parametrize(("selector", "frames"), [("id=0", 1), ("id=2", BY_MTU), ("sport=33000", 1 + BY_MTU)])
+def test_flow_selects_the_new_flow_by_its_own_id(poll, scheduled, selector, frames, tmp_path) -> None:
+    # the same rule for --flow: flow ids go in capture order (A's first frame 0, B 1, A's super-frame, a new flow
+    # since A ended, 2, its 2 segments); the new flow is matched by its own id and key whether A was retired before
+    # the super-frame was decoded (budget) or only found ended then (gap, rx-usecs, scheduled polls)
+    path = _pcap(tmp_path, _three(A, 3 * MS + US))
+    r = replay_capture(path, _cfg(poll, flow=selector, **scheduled))
+    assert r.input.selected_frames == frames

@@ -350,17 +350,27 @@ class Ingest:
         if sel is None:
             yield from self._decoded(records)
             return
-        ok = self._flow_ok
-        flows = self.decoder.flows
+        selected = self._selected
         for t in self._decoded(records):
-            fid = t.flow_id
-            while len(ok) <= fid:
-                ok.append(sel.matches(flows[len(ok)], len(ok)))
-            if ok[fid]:
+            if selected(t.flow_id):
                 # every frame that enters the simulation, as frames_replayed counts them: a resegmented
                 # super-frame's segments (same capture index) count one each
                 inp.selected_frames += 1  # type: ignore[operator]  # an int whenever a selection is set
             yield t
+
+    def _selected(self, fid: int) -> bool:
+        """Whether ``--flow`` selects flow ``fid`` (a selector is set): its key and id match (``FlowSelector.matches``),
+        decided once per flow id, in order of flow ids, before any of its frames reaches a kernel (``_flow_ok``).
+        A flow that starts when its key's flow ended (``Replayer.fresh_flow``) is matched as any new flow is, by its
+        own key and id, whether or not the ended flow was retired by then."""
+        ok = self._flow_ok
+        if fid >= len(ok):
+            sel = self._select
+            assert sel is not None  # called only with a selector
+            flows = self.decoder.flows
+            while len(ok) <= fid:
+                ok.append(sel.matches(flows[len(ok)], len(ok)))
+        return ok[fid]
 
     def _decoded(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         """Decode capture records ``(ts_ns, buf, orig_len, linktype)``; count skips; yield replayable ``Frame``s.

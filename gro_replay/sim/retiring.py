@@ -157,14 +157,13 @@ class Retiring(Ingest):
         return self.fresh_flow if self._retiring else None
 
     def _restart_flow(self, fid: int) -> int:
-        """A new flow id for the key of ended flow ``fid`` (``Decoder.restart``), selected as ``fid`` was."""
+        """A new flow id for the key of ended flow ``fid`` (``Decoder.restart``), selected by ``--flow`` as any new
+        flow is (``Ingest._selected``: by its key and its own id)."""
         new = self.decoder.restart(fid)
         if self.on_flow_change is not None:
             self.on_flow_change(fid, new)
         if self._select is not None:
-            ok = self._flow_ok
-            while len(ok) <= new:
-                ok.append(ok[fid])
+            self._selected(new)
         return new
 
     def _polled(self, batch: list[Frame]) -> None:
