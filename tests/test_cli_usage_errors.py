@@ -207,3 +207,104 @@ def test_console_entry_one_line(tmp_path) -> None:
 def test_help_kept(runner, name) -> None:
     r = run(runner, [name, "--help"])
     assert r.exit_code == 0 and r.stdout.startswith(f"Usage: gro-replay {name} [OPTIONS]")
+
+
+# -- options given twice: a contradiction is refused, a harmless repeat is not (cli/command.py) -------------------
+
+
+def test_every_command_refuses_contradicting_repeats() -> None:
+    from gro_replay.cli.command import Command
+
+    assert [n for n in sorted(COMMANDS) if not isinstance(main.commands[n], Command)] == []
+
+
+_PAIRS = [
+    (n, p)
+    for n in sorted(COMMANDS)
+    for p in main.commands[n].params
+    if isinstance(p, click.Option) and p.is_bool_flag and p.secondary_opts
+]
+
+
+@pytest.mark.parametrize(("name", "param"), _PAIRS, ids=lambda x: getattr(x, "name", x))
+def test_both_sides_of_a_flag_pair(runner, tmp_path, name, param) -> None:
+    """``--fix --no-fix`` (and every other --x/--no-x pair of every command): one line naming both, in the order
+    given, exit 2 — not the last one silently winning."""
+    yes, no = _long(param), max(param.secondary_opts, key=len)
+    for a, b in ((yes, no), (no, yes)):
+        line = one_line(run(runner, [name, a, b, *required_cli_args(name, tmp_path)]))
+        assert line == f"Error: {a} and {b} contradict each other: give one of them"
+    for side in (yes, no):  # the same side twice is harmless
+        ctx = main.commands[name].make_context(name, [side, side, *required_cli_args(name, tmp_path)])
+        assert ctx.params[param.name] is (side == yes)
+
+
+def _two_values(p: click.Option) -> tuple[str, str] | None:
+    """Two different valid values of option ``p`` (None: it has only one)."""
+    t = p.type
+    if isinstance(t, click.Choice):
+        return (str(t.choices[0]), str(t.choices[1])) if len(t.choices) > 1 else None
+    if isinstance(t, (click.IntRange, click.FloatRange)):
+        return (str(t.min), str(t.max if t.max is not None else t.min + 1))
+    if t.name == "PORT|auto":
+        return ("4789", "auto")
+    if p.name == "interleave":  # synth: rr or a block size
+        return ("rr", "2")
+    return ("a", "b")
+
+
+_SINGLE = [
+    (n, p, v)
+    for n in sorted(COMMANDS)
+    for p in main.commands[n].params
+    if isinstance(p, click.Option) and not (p.is_flag or p.multiple or p.count)
+    if (v := _two_values(p)) is not None
+]
+
+
+@pytest.mark.parametrize(("name", "param", "values"), _SINGLE, ids=lambda x: getattr(x, "name", str(x)))
+def test_single_valued_option_given_twice(runner, tmp_path, name, param, values) -> None:
+    """``--format json --format table`` (every single-valued option of every command): refused, naming the
+    option and both values; the same value twice (also in another letter case of a keyword) is accepted."""
+    opt, (a, b) = _long(param), values
+    line = one_line(run(runner, [name, opt, a, opt, b, *required_cli_args(name, tmp_path)]))
+    assert line.startswith(f"Error: {opt} given twice with different values (")
+    assert line.endswith("): give it once")
+    cmd = main.commands[name]
+    again = (
+        a.upper() if isinstance(param.type, click.Choice) else a
+    )  # a keyword in any letter case is one value
+    ctx = cmd.make_context(name, [opt, a, opt, again, *required_cli_args(name, tmp_path)])
+    assert (
+        ctx.params[param.name]
+        == cmd.make_context(name, [opt, a, *required_cli_args(name, tmp_path)]).params[param.name]
+    )
+
+
+def test_given_twice_wording(runner, tmp_path) -> None:
+    args = required_cli_args("replay", tmp_path)
+    assert one_line(run(runner, ["replay", "--format", "json", "--format", "TABLE", *args])) == (
+        "Error: --format given twice with different values (json, table): give it once"
+    )
+    assert one_line(run(runner, ["replay", "--hz", "100", "--hz", "100", "--hz", "1000", *args])) == (
+        "Error: --hz given 3 times with different values (100, 1000): give it once"
+    )
+    # a bad value is refused even when a later one would have replaced it
+    one_line(run(runner, ["replay", "--hz", "abc", "--hz", "250", *args]), "Error: --hz: 'abc' is not one of")
+
+
+def test_gro_device_given_on_and_off(runner, tmp_path) -> None:
+    """``--gro`` is repeatable (one item per device); one device both on and off is the same contradiction."""
+    for name in ("replay", "kernel"):
+        args = required_cli_args(name, tmp_path)
+        assert one_line(run(runner, [name, "--gro", "phys=on", "--gro", "PHYS=off", *args])) == (
+            "Error: --gro phys=on and --gro phys=off contradict each other: give one of them"
+        )
+    from gro_replay.sim import parse_gro
+
+    assert parse_gro(["tunnel=off", "tunnel=OFF"]) == {"phys": True, "tunnel": False}
+
+
+@pytest.mark.parametrize("value", ["١٢", "12²"])
+def test_max_bytes_other_scripts(runner, tmp_path, value) -> None:
+    one_line(run(runner, ["diff", "--max-bytes", value, *required_cli_args("diff", tmp_path)]), "--max-bytes")

@@ -25,6 +25,7 @@ from ..project import __version__
 from ..report.schema import dumps
 from ..report.stats import SCHEMA_VERSION
 from ..sim import ReplayConfig
+from .command import Command
 from .errors import UsageError
 from .options import build_config, replay_options
 from .params import BoundedInt, Keyword
@@ -98,7 +99,7 @@ def render_table(doc: dict, console: Console) -> None:
     )
 
 
-@click.command("batch")
+@click.command("batch", cls=Command)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(
     "--jobs",

@@ -20,13 +20,14 @@ from ..report.diff import (
     load_document,
 )
 from ..report.schema import dumps
+from .command import Command
 from .errors import CheckFailed, UsageError
 from .options import FLOW_HELP
 from .output import report_console
 from .params import BoundedInt, Keyword, Percent
 
 
-@click.command("diff")
+@click.command("diff", cls=Command)
 @click.argument("baseline", type=click.Path())
 @click.argument("current", type=click.Path())
 @click.option(

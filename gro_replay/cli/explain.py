@@ -14,13 +14,14 @@ import click
 from ..capture.reader import CaptureError
 from ..report.schema import dumps
 from ..sim import replay_capture
+from .command import Command
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
 from .output import start_progress
 from .params import BoundedInt, Keyword
 
 
-@click.command("explain")
+@click.command("explain", cls=Command)
 @click.argument("capture", type=click.Path())
 @click.option(
     "--flow",

@@ -13,6 +13,7 @@ from rich.console import Console
 from ..capture.reader import CaptureError
 from ..outputs import RunOutputs
 from ..report.schema import dumps
+from .command import Command
 from .errors import CheckFailed, EnvironmentProblem, UsageError
 from .output import NamedOutput, open_out, start_progress
 from .params import BoundedInt, Keyword
@@ -166,7 +167,7 @@ def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
         raise click.ClickException(f"kernel backend: {e}") from None
 
 
-@click.command("kernel")
+@click.command("kernel", cls=Command)
 @_common
 @click.option(
     "--format", "fmt", type=Keyword(["table", "json", "markdown"]), default="table", show_default=True
@@ -273,7 +274,7 @@ def _document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_t
     return doc
 
 
-@click.command("validate")
+@click.command("validate", cls=Command)
 @_common
 @click.option("--format", "fmt", type=Keyword(["text", "json"]), default="text", show_default=True)
 def validate_cmd(

@@ -16,6 +16,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ..kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel, resolve_kernel
+from .command import Command
 from .errors import UsageError
 from .params import Keyword
 
@@ -135,7 +136,7 @@ def switch_tables(models: list[KernelModel], console: Console) -> list[Table]:
     ]
 
 
-@click.command("kernels")
+@click.command("kernels", cls=Command)
 @click.option(
     "--kernel",
     "kernel_rel",

@@ -8,13 +8,14 @@ import click
 
 from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
+from .command import Command
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
 from .output import NamedOutput, open_out, output_error, report_console, start_progress, write_export
 from .params import BoundedInt, Keyword, SecondsOrOff
 
 
-@click.command("replay")
+@click.command("replay", cls=Command)
 @click.argument("capture", type=click.Path())
 @replay_options
 @click.option("--flow", "flow", default=None, metavar="SELECTOR", help=FLOW_HELP)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from .command import Command
 from .params import Keyword
 
 
-@click.command("schema")
+@click.command("schema", cls=Command)
 @click.argument("name", type=Keyword(["replay", "explain", "diff", "batch", "kernel-backend"]))
 def schema_cmd(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of a document: replay (CAPTURE --format json), explain, diff,

@@ -14,6 +14,7 @@ from click.core import ParameterSource
 from ..outputs import RunOutputs, failure_text
 from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
 from ..synth_mix import OverlayMix, mix_frames
+from .command import Command
 from .params import BoundedInt, FiniteFloat, Keyword
 
 
@@ -71,7 +72,7 @@ def _check_given(mixing: bool, output: Path) -> None:
         )
 
 
-@click.command("synth")
+@click.command("synth", cls=Command)
 @click.argument("output", type=click.Path(path_type=Path))
 @click.option("--encap", type=Keyword(["vxlan", "geneve"]), default="vxlan", show_default=True)
 @click.option("--outer-ipv6/--outer-ipv4", default=False, show_default=True, help="Outer IP family.")

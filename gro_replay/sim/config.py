@@ -286,9 +286,11 @@ def parse_gro(items: Iterable[str]) -> dict[str, bool]:
     What ``ethtool -K DEV gro off`` does: NETIF_F_GRO cleared, so ``netif_elide_gro`` is true on that device
     (phys: ``dev_gro_receive`` passes every skb up as GRO_NORMAL; tunnel: ``gro_cells_receive`` uses ``netif_rx``).
     Hardware GRO (``rx-gro-hw``) and LRO are refused: the NIC would merge before the kernel sees the frames, by
-    rules of its own. Raises ConfigError.
+    rules of its own. One device given both on and off is refused; the same value twice is harmless. Raises
+    ConfigError.
     """
     out = {role: True for role in GRO_DEVICES}
+    given: dict[str, str] = {}  # role → the value given first
     for item in items:
         dev, sep, value = str(item).partition("=")
         dev, value = dev.strip().lower(), value.strip().lower()
@@ -299,6 +301,12 @@ def parse_gro(items: Iterable[str]) -> dict[str, bool]:
             )
         if not sep or dev not in GRO_DEVICES or value not in ("on", "off"):
             raise ConfigError(f"invalid --gro {item!r}: use phys=on|off or tunnel=on|off")
+        if dev in given and given[dev] != value:
+            # as for every option given twice in contradiction (cli/command.py): refused, not "the last wins"
+            raise ConfigError(
+                f"--gro {dev}={given[dev]} and --gro {dev}={value} contradict each other: give one of them"
+            )
+        given[dev] = value
         out[dev] = value == "on"
     return out
 
