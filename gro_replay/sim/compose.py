@@ -120,10 +120,10 @@ class RunComposer:
         poll_of: np.ndarray,
         sizes: np.ndarray,
         new: list,
-    ) -> tuple[Runs, np.ndarray, list[int]]:
+    ) -> tuple[Runs, np.ndarray, list[int], tuple[list, list, list]]:
         """The flow runs of the block's polls marked ``new`` (``src``/``idx``: the entries and their block
-        positions, ``poll_of`` their polls): ``(runs, each run entry's src, run_at)``, poll ``p``'s runs being
-        ``run_at[p]..run_at[p + 1]``."""
+        positions, ``poll_of`` their polls): ``(runs, each run entry's src, run_at, lists)``, poll ``p``'s runs
+        being ``run_at[p]..run_at[p + 1]``, ``lists``: ``runs.bounds``, ``runs.order`` and ``runs.nkv`` as lists."""
         ent = np.flatnonzero(np.repeat(np.asarray(new, bool), sizes))
         rep = self.rep
         if len(self._shapes) > MAX_SHAPES:  # run keys name shapes by number: start both afresh
@@ -142,7 +142,8 @@ class RunComposer:
             rep._flow_ok if rep._select is not None else None,
         )
         run_at = np.searchsorted(runs.poll, np.arange(len(sizes) + 1)).tolist()
-        return runs, src[ent][runs.order], run_at
+        lists = (runs.bounds.tolist(), runs.order.tolist(), runs.nkv.tolist())
+        return runs, src[ent][runs.order], run_at, lists
 
     def _compose(
         self, block_runs: tuple, p: int, ch: Any, extras: list, base_index: int, t: int, size: int
@@ -172,20 +173,20 @@ class RunComposer:
         """
         if not self._idle:
             return False
-        runs, run_src, run_at = block_runs
+        runs, run_src, run_at, lists = block_runs
         ra, rb = run_at[p], run_at[p + 1]
         full = size == self.rep.config.weight
-        found = self._known_runs(runs, ra, rb, full)
+        found = self._known_runs(runs, lists, ra, rb, full)
         if found is None:
             return False
         cache = self.runs
-        bounds = runs.bounds
+        bounds = lists[0]
         napis = self._napis
         before = [(n.polls, n.full_polls) for n in napis]
         polled: dict[int, tuple[int, int]] = {}
         ran = False
         for j, (k, ctx, e, weights) in zip(range(ra, rb), found, strict=True):
-            a, b = int(bounds[j]), int(bounds[j + 1])
+            a, b = bounds[j], bounds[j + 1]
             if e is not None:
                 e[1] += 1
                 cache.hits += 1
@@ -215,14 +216,14 @@ class RunComposer:
             self.composed += 1
         return True
 
-    def _known_runs(self, runs: Runs, ra: int, rb: int, full: bool) -> list | None:
+    def _known_runs(self, runs: Runs, lists: tuple, ra: int, rb: int, full: bool) -> list | None:
         """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
         poll, or None when together they could fill a GRO bucket, or could fill a tunnel cell's poll without every
         run known (``_compose``). A run's context: ``F`` when the poll is full, ``C`` and the cells when the runs
         fill cells' polls. What a run holds and puts into the cells does not depend on how the poll ends (both
-        ends flush everything): a recording in any context answers that for the guards."""
-        bounds = runs.bounds
-        order = runs.order
+        ends flush everything): a recording in any context answers that for the guards. ``lists``: see
+        ``_block_runs``."""
+        bounds, order, nkv = lists
         ctx = b"F" if full else b""
         found = []
         infos = []
@@ -232,7 +233,7 @@ class RunComposer:
             tuple[int, int | None, int]
         ] = []  # (first, last or None: to the poll's end, packets held)
         for j in range(ra, rb):
-            a, b = int(bounds[j]), int(bounds[j + 1])
+            a, b = bounds[j], bounds[j + 1]
             k = runs.keys[j]
             if k in self._exact_runs:
                 k += runs.payload[a:b].tobytes()
@@ -248,12 +249,12 @@ class RunComposer:
             found.append((runs.keys[j], ctx, e, None))
             infos.append(info)
             if info is None:
-                spans.append((int(order[a]), None, int(runs.nkv[j])))
+                spans.append((order[a], None, nkv[j]))
                 unknown += b - a
                 continue
             x: RunEntry = info[3]
             if x.holding:
-                spans.append((int(order[a]), None if x.ends_held else int(order[b - 1]), int(runs.nkv[j])))
+                spans.append((order[a], None if x.ends_held else order[b - 1], nkv[j]))
             for nid, c in x.cells_in:
                 cells[nid] = cells.get(nid, 0) + c
         if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and _most_held(spans) > MAX_GRO_SKBS:
@@ -274,7 +275,7 @@ class RunComposer:
         for j, ((k, _c, _e, _w), info) in enumerate(zip(found, infos, strict=True)):
             assert info is not None  # every run is known here
             fill = {nid: c for nid, c in info[3].cells_in if c and self._cells_index[nid] in filled}
-            a, b = int(bounds[ra + j]), int(bounds[ra + j + 1])
+            a, b = bounds[ra + j], bounds[ra + j + 1]
             k_exact = k + runs.payload[a:b].tobytes() if k in self._exact_runs else k
             out.append((k, ctx, self._find(k_exact + ctx, runs.ids[a:b]), fill))
         return out

@@ -192,16 +192,17 @@ class LengthOps:
     lengths (bytes, int64 per position). ``apply(payload)`` adds, for a run with the same key and these
     ``payload`` lengths, what its counters add beyond the recorded run's (see the module docstring)."""
 
-    __slots__ = ("ops", "payload")
+    __slots__ = ("ops", "payload", "recorded")
 
     def __init__(self, ops: list, payload: np.ndarray) -> None:
         self.ops = ops
         self.payload = payload
+        self.recorded = payload.tobytes()
 
     def apply(self, payload: np.ndarray) -> None:
-        d = payload - self.payload
-        if not d.any():
+        if payload.tobytes() == self.recorded:
             return
+        d = payload - self.payload
         for obj, attr, coef in self.ops:
             setattr(obj, attr, getattr(obj, attr) + int(coef @ d))
 
