@@ -131,13 +131,16 @@ def run_batch(
     jobs: int | None = None,
     scheduler: str | None = None,
     on_done: Callable[[CaptureOutcome], None] | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> list[CaptureOutcome]:
     """Replay every capture of ``paths`` on Dask workers; return their outcomes in the order of ``paths``.
 
     Args: paths: capture files (pcap/pcapng, optionally gzip), sent to the workers as given; config: one
     validated ReplayConfig for all; jobs: worker processes of the local cluster (default: CPU count, at most
     one per capture), one thread each; scheduler: address of a running ``distributed`` scheduler instead
-    (``tcp://host:8786``); on_done: called with each outcome as it completes (any order).
+    (``tcp://host:8786``); on_done: called with each outcome as it completes (any order); on_start: called once
+    the cluster or the scheduler is there, before the first capture is sent (a progress display starts there, after
+    every refusal).
     Raises: BatchUnavailable (dask.distributed missing, scheduler unreachable, local cluster not started);
     ValueError (jobs < 1, or jobs and scheduler both given).
     Note: the local cluster's workers are spawned processes that import ``__main__`` again, so a script that
@@ -183,6 +186,8 @@ def run_batch(
                 raise BatchUnavailable(f"cannot start a local Dask cluster of {n} workers: {e}") from None
             client = distributed.Client(cluster)
         with client:
+            if on_start is not None:
+                on_start()
             # pure=False: the same path given twice is replayed twice, like the serial runs would
             futures = client.map(replay_one, list(paths), config=config, pure=False)
             index = {f.key: i for i, f in enumerate(futures)}

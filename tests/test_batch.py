@@ -216,3 +216,25 @@ def test_batch_display_names_tell_same_named_captures_apart():
 
     paths = ["/x/shared/ndpi/vxlan.pcap", "/x/shared/tcpdump/vxlan.pcap", "/y/z/fix.pcap", None]
     assert display_names(paths) == ["ndpi/vxlan.pcap", "tcpdump/vxlan.pcap", "fix.pcap", "-"]
+
+
+def test_batch_progress_starts_once_the_cluster_is_there(scheduler):
+    """The batch progress display starts in ``on_start`` (cli/batch.py): after the refusals that come before any
+    capture is sent (dask missing, a scheduler that cannot be reached: no call), before the first outcome."""
+    from gro_replay.batch import BatchUnavailable, run_batch
+
+    cfg = replay_config()
+    events: list[str] = []
+    with pytest.raises(BatchUnavailable):
+        run_batch(
+            [str(FIX_SAMPLE)], cfg, scheduler="udp://127.0.0.1:8786", on_start=lambda: events.append("start")
+        )
+    assert events == []
+    out = run_batch(
+        [str(FIX_SAMPLE)],
+        cfg,
+        scheduler=scheduler,
+        on_start=lambda: events.append("start"),
+        on_done=lambda o: events.append("done"),
+    )
+    assert events == ["start", "done"] and out[0].error is None

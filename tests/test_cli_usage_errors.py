@@ -163,6 +163,16 @@ def test_directory_as_file_covers_every_path_argument() -> None:
 
 @pytest.mark.parametrize(("name", "arg"), sorted(DIRECTORY_AS_FILE), ids=str)
 def test_directory_as_file(runner, tmp_path, name, arg) -> None:
+    if name in (
+        "kernel",
+        "validate",
+    ):  # without root, namespaces or tracefs: exit 3 before the capture is read
+        from gro_replay.oracle import OracleUnavailable, check_environment
+
+        try:
+            check_environment()
+        except OracleUnavailable as e:
+            pytest.skip(f"the kernel backend's environment is checked first here: {e}")
     params = [p for p in main.commands[name].params if isinstance(p, click.Argument)]
     args = [
         str(tmp_path) if p.name == arg else a

@@ -119,19 +119,30 @@ def test_progress_report_counts_the_bytes_of_the_file():
     class Recorder:
         def __init__(self):
             self.calls = []
+            self.shown = []
 
         def update(self, task, **kw):
             self.calls.append(kw)
+
+        def start(self):
+            self.shown.append("start")
+
+        def stop(self):
+            self.shown.append("stop")
 
     size = input_size(str(VXLAN4_SAMPLE))
     assert size == os.path.getsize(VXLAN4_SAMPLE)
     rec = Recorder()
     report = ProgressReport(rec, 0, size)
-    replay_capture(str(VXLAN4_SAMPLE), ReplayConfig(), None, report)  # 400 frames: one call per 1024 → none
+    report.stop()
+    assert rec.shown == []  # never called: never shown, nothing to stop
+    replay_capture(str(VXLAN4_SAMPLE), ReplayConfig(), None, report)
     replay_capture(str(VXLAN4_SAMPLE), ReplayConfig(), None, None)
     assert report.capture is not None  # bound to the open capture
     report(400)
     assert rec.calls[-1]["completed"] == size and rec.calls[-1]["frames"] == 400
+    report.stop()
+    assert rec.shown == ["start", "stop"]  # shown from the first call on (the batch path's first block), once
     assert input_size("-") is None and input_size("/nonexistent/x.pcap") is None
 
 
@@ -195,3 +206,64 @@ def test_man_pages_generate_and_render(tmp_path):
     text = re.sub(r".\x08", "", out.stdout)  # overstrike bold/underline, if any
     assert "gro-replay replay [OPTIONS] CAPTURE" in text
     assert "--write-pcap" in text and "--pcap-format" in text and "--flow" in text
+
+
+def _backend_environment() -> None:
+    """Skip unless the kernel backend can run here: without root, namespaces or tracefs ``kernel``/``validate``
+    report that (exit 3) before they read the capture."""
+    from gro_replay.oracle import OracleUnavailable, check_environment
+
+    try:
+        check_environment()
+    except OracleUnavailable as e:
+        pytest.skip(f"the kernel backend's environment is checked first here: {e}")
+
+
+def _on_a_terminal(*args: str) -> tuple[int, bytes]:
+    """Run the CLI with standard input, output and error on a pseudo-terminal (progress display on): exit code and
+    every byte written to the terminal."""
+    pty = pytest.importorskip("pty")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.environ.pop("NO_COLOR", None)
+        os.execv(sys.executable, [sys.executable, "-c", "from gro_replay.cli import entry; entry()", *args])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["-"], "Error: -: standard input is a terminal: pipe a capture into it"),
+        (["explain", "-"], "Error: -: standard input is a terminal: pipe a capture into it"),
+        (["kernel", "-"], "Error: -: standard input is a terminal: pipe a capture into it"),
+        (["/nonexistent/x.pcap"], "Error: /nonexistent/x.pcap: no such file"),
+        (["-", "--detect-tunnels"], "Error: -: --vxlan-port/--geneve-port auto reads the capture twice"),
+        (
+            [str(VXLAN4_SAMPLE), "--interface", "7"],
+            f"Error: {VXLAN4_SAMPLE}: --interface 7: the capture holds one",
+        ),
+    ],
+    ids=["stdin", "explain-stdin", "kernel-stdin", "missing", "detect-on-pipe", "interface"],
+)
+def test_early_refusal_comes_before_any_progress_display(args, line):
+    """With stderr a terminal (progress on) a refusal is the only thing written: before the fix rich's bar
+    ("replaying 0 frames …", cursor hidden, line erased) flashed before it. The display starts with the first
+    progress report (the batch path's first block, or 1,024 frames; cli/output.py ProgressReport), after every
+    refusal that comes before them."""
+    if args[0] == "kernel":
+        _backend_environment()
+    code, out = _on_a_terminal(*args)
+    assert code == 2, out
+    assert out.startswith(line.encode()) and out.endswith(b"\r\n") and out.count(b"\n") == 1, out
+    assert b"\x1b" not in out and b"replaying" not in out, out

@@ -166,20 +166,23 @@ def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: 
     from ..batch import BatchUnavailable, assign_out_files, run_batch
 
     progress = None
-    on_done = None
+    on_done = on_start = None
     if not quiet and sys.stderr.isatty():
         from rich.progress import Progress
 
         progress = Progress(console=Console(stderr=True), transient=True)
         task = progress.add_task("replaying captures", total=len(paths))
-        progress.start()
 
         def on_done(_outcome) -> None:
             progress.advance(task)
 
+        # shown once the cluster is there: a refusal before (dask missing, a scheduler that cannot be reached)
+        # prints its line alone, as every early refusal does (cli/output.py ProgressReport)
+        on_start = progress.start
+
     t0 = time.perf_counter()
     try:
-        outcomes = run_batch(paths, cfg, jobs=jobs, scheduler=scheduler, on_done=on_done)
+        outcomes = run_batch(paths, cfg, jobs=jobs, scheduler=scheduler, on_done=on_done, on_start=on_start)
     except BatchUnavailable as e:
         raise UsageError(str(e)) from None
     finally:

@@ -75,18 +75,33 @@ def open_out(outs: RunOutputs, path: str, what: str):
 
 class ProgressReport:
     """The progress callback ``replay_capture`` calls with the frame count; bound to the open capture, it shows
-    bytes read against the input's size (a regular file's, compressed or not): percentage, rate, time left."""
+    bytes read against the input's size (a regular file's, compressed or not): percentage, rate, time left.
+
+    The display starts at the first call (after the batch path's first block, or the first 1,024 frames:
+    ``sim.api.counting``), not before: every
+    refusal that comes earlier — standard input a terminal, a missing or unreadable file, not a capture, a bad
+    header, an option the input cannot serve — prints its one line alone, with no bar flashed and erased before
+    it. ``stop`` ends a display that started and does nothing otherwise."""
 
     def __init__(self, prog, task, total: int | None) -> None:
         self.prog = prog
         self.task = task
         self.total = total
         self.capture = None
+        self.started = False
 
     def bind_capture(self, cap) -> None:
         self.capture = cap
 
+    def stop(self) -> None:
+        if self.started:
+            self.started = False
+            self.prog.stop()
+
     def __call__(self, frames: int) -> None:
+        if not self.started:
+            self.started = True
+            self.prog.start()
         done = self.capture.bytes_consumed if self.capture is not None and self.total else None
         if done is None:
             self.prog.update(self.task, completed=frames, frames=frames)
@@ -141,7 +156,9 @@ def progress_display(total: int | None, console: Console):
 
 
 def start_progress(quiet: bool, path: str | None = None):
-    """A progress display on stderr when it is a terminal (else None, None) and the callback for the replay."""
+    """A progress display on stderr when it is a terminal (else None, None) and the callback for the replay: the
+    same ``ProgressReport`` twice (the display; the callback, which shows it from its first call on). The
+    caller calls ``stop`` on the first when the replay ends or fails."""
     if quiet or not sys.stderr.isatty():
         return None, None
     from rich.console import Console
@@ -149,9 +166,9 @@ def start_progress(quiet: bool, path: str | None = None):
     total = input_size(path) if path is not None else None
     console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
     prog = progress_display(total, console)
-    task = prog.add_task("replaying", total=total, frames=0)
-    prog.start()
-    return prog, ProgressReport(prog, task, total)
+    task = prog.add_task("replaying", total=total, frames=0)  # its clock runs from now: elapsed, rate
+    report = ProgressReport(prog, task, total)
+    return report, report
 
 
 def write_export(outs: RunOutputs | None, path: str, text: str, what: str) -> None:
