@@ -25,12 +25,14 @@ or the kernels are not idle before it. A poll of common frames whose key is new 
 run whole through the kernels only when its runs could fill a GRO bucket or a tunnel cell's poll together.
 
 Observers. With an ``on_deliver`` observer that reads only an skb's address, length, flow and frames (``--trace``,
-explain: ``served_from_events``), polls are not composed of runs (a run's deliveries would have to be interleaved
-with the others' in the kernels' order), and a recorded poll also keeps its delivery events in order (``_record``) and a
+explain: ``served_from_events``), a recorded poll also keeps its delivery events in order (``_record``) and a
 later poll with the same key hands them to the observer (``_hit``) with its own frames' capture indices, skb
 addresses (the first frame's: sim/driver.py) and time: the frames at each position have the same headers, so the
-same flows, and the kernels deliver the same skbs in the same order. An observer of the bytes (``--write-pcap``)
-keeps the reference path.
+same flows, and the kernels deliver the same skbs in the same order. Polls are composed of their runs as without
+an observer, each run keeping its deliveries with what places them in the kernels' order, and the poll's
+deliveries are merged in that order (sim/compose.py ``RunComposer._compose``: "The order of deliveries"); a poll
+whose runs' deliveries cannot be placed runs whole. An observer of the bytes (``--write-pcap``) keeps the
+reference path.
 
 Flow retirement (sim/flows.py, on by default). A block's records are noted in the replayer's flow tracker in
 capture order before its polls run (``_tracked_pass``: flow ids handed out in the order the frame-by-frame path
@@ -58,7 +60,7 @@ from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
 from .packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
-from .sim.compose import RunComposer
+from .sim.compose import DeliveredSkb, RunComposer
 from .sim.deltas import PollCache, counters, delta, idle
 from .sim.flows import TCP_FIN_RST
 from .sim.ingest import Frame
@@ -74,21 +76,6 @@ MIN_RUN = 32
 MAX_KEYS = 2048
 #: delivery events kept over all keys when an observer needs them (~250 bytes each: bounds them to ~64 MiB)
 MAX_EVENTS = 1 << 18
-
-
-class DeliveredSkb:
-    """A delivery answered from the cache, as an observer sees it: ``addr``, ``len`` (bytes at delivery),
-    ``flow`` (flow id), ``frames`` (capture indices of the wire frames it carries) — the values the reference
-    path's ``SkBuff`` had. Only these: an observer that reads other fields (the pcap writer reads the bytes)
-    does not declare ``served_from_events``."""
-
-    __slots__ = ("addr", "len", "flow", "frames")
-
-    def __init__(self, addr: int, length: int, flow: int, frames: list[int]) -> None:
-        self.addr = addr
-        self.len = length
-        self.flow = flow
-        self.frames = frames
 
 
 def served_from_events(observer) -> bool:
@@ -518,11 +505,7 @@ class BatchReplay(RunComposer):
             keys.append(key)
         # the polls the poll cache does not know are composed of their flow runs (sim/compose.py)
         new = [k is not None and k not in self.cache.entries for k in keys]
-        runs = (
-            None
-            if self.observed or not any(new)
-            else self._block_runs(col, ch, src, idx, poll_of, sizes, new)
-        )
+        runs = None if not any(new) else self._block_runs(col, ch, src, idx, poll_of, sizes, new)
         hit = self._hit
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
             e = s + size

@@ -429,6 +429,8 @@ def gro_normal_one(napi: GroNode, skb: SkBuff, segs: int) -> None:
 
     Kernel: net/core/dev.c / include/net/gro.h ``gro_normal_one``; gro-spec §1.7.
     """
+    if _skbuff.queue_tap is not None:  # observation only (sim/compose.py)
+        _skbuff.queue_tap(napi, skb, False)
     napi.rx_list.append(skb)
     napi.rx_count += segs
     if napi.rx_count >= napi.kernel.gro_normal_batch:
@@ -452,6 +454,8 @@ def napi_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:
     with one segment (``gro_normal_one(napi, skb, 1)``); merged skbs are gone; held ones wait.
     """
     skb.cb.data_offset = 0
+    if _skbuff.queue_tap is not None:  # observation only (sim/compose.py)
+        _skbuff.queue_tap(napi, skb, True)
     ret = dev_gro_receive(napi, skb)
     if ret == GRO_NORMAL:
         gro_normal_one(napi, skb, 1)

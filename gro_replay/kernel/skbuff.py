@@ -11,8 +11,9 @@ An skb here is a view into one captured frame (``buf``) plus the payload slices 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..packet.csum import PollSums, csum_add, csum_fold, csum_partial, csum_sub
 
@@ -101,6 +102,13 @@ def untally_outer_id(skb: SkBuff, p: SkBuff) -> None:
         if id_tally[i][:4] == e:
             del id_tally[i]
             return
+
+
+#: While the batch engine records a flow run with an observer of deliveries (sim/compose.py ``RunComposer``), a
+#: callable told ``(napi, skb, True)`` when ``napi_gro_receive`` takes an skb and ``(napi, skb, False)`` when
+#: ``gro_normal_one`` queues one for the stack: what places each delivery in the kernels' order (the frame whose
+#: processing queued it, or the poll's final flush). Observation only; None otherwise.
+queue_tap: Callable[[Any, Any, bool], None] | None = None
 
 
 class NapiGroCb:

@@ -4,19 +4,23 @@ On an overlay node nearly every poll is new as a whole (which connections, how m
 fall), but the runs it is made of — the frames of one inner flow within the poll — recur: ``run_keys`` keys them
 by what GRO reads, relative to each other. ``RunComposer._compose`` answers a poll whose whole key the poll
 cache (pollcache.py) does not know from its runs: a known run adds the counters it added when recorded, an
-unknown one runs through the kernels as a poll of its own and is recorded. Its docstring argues why the sum is
-the poll's own; tests/test_runs.py and tests/test_pollcache.py compare whole documents with the reference path.
+unknown one runs through the kernels as a poll of its own and is recorded. With an observer of deliveries
+(``--trace``, explain) a run also keeps its deliveries, and the poll's are handed over in the kernels' order.
+Its docstring argues why the sum is the poll's own and why that order is the kernels'; tests/test_runs.py,
+tests/test_runs_observed.py and tests/test_pollcache.py compare whole documents, trace text and explain's output
+with the reference path.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..kernel import skbuff as _skbuff
-from ..kernel.gro import GRO_LEGACY_MAX_SIZE, MAX_GRO_SKBS, GroResult
+from ..kernel.gro import GRO_HASH_BUCKETS, GRO_LEGACY_MAX_SIZE, MAX_GRO_SKBS, GroResult
 from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
 from .deltas import PendingFlowOps, PollCache, counters, delta, flow_containers, idle
 from .ingest import Frame
@@ -29,8 +33,29 @@ MAX_RUN_KEYS = 2048
 MAX_ID_DEPTH = 8
 #: distinct header rows without flow names numbered (``run_keys``' ``shapes``; ~300 bytes each)
 MAX_SHAPES = 1 << 16
+#: delivery events kept over all flow runs when an observer needs them (~250 bytes each: ~32 MiB)
+MAX_RUN_EVENTS = 1 << 17
 #: GRO results that leave a packet held on the NAPI (``GRO_HELD``) or merge into one (``GRO_MERGED*``)
 _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
+#: where a delivery stands in its stage's order (``_placed``), in that order: on a tunnel device handed to
+#: ``netif_rx`` (GRO elided: the cell's backlog, processed before its poll); queued while an skb was processed; queued
+#: by the poll's final flush
+_BACKLOG, _TRIGGERED, _FLUSHED = 0, 1, 2
+
+
+class DeliveredSkb:
+    """A delivery answered from cached events, as an observer sees it: ``addr``, ``len`` (bytes at delivery),
+    ``flow`` (flow id), ``frames`` (capture indices of the wire frames it carries) — the values the reference
+    path's ``SkBuff`` had. Only these: an observer that reads other fields (the pcap writer reads the bytes)
+    does not declare ``served_from_events`` (pollcache.py)."""
+
+    __slots__ = ("addr", "len", "flow", "frames")
+
+    def __init__(self, addr: int, length: int, flow: int, frames: list[int]) -> None:
+        self.addr = addr
+        self.len = length
+        self.flow = flow
+        self.frames = frames
 
 
 class RunEntry(NamedTuple):
@@ -40,7 +65,9 @@ class RunEntry(NamedTuple):
     flow slot (``deltas.apply_flow_ops``);
     ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
     its last frame (flushed by the poll's end); ``ids``: the IPv4 ID differences it read (a run is served from
-    this recording only when its own IDs answer them alike)."""
+    this recording only when its own IDs answer them alike); ``events``: when its delivery events were kept (the
+    cache entry's third item, ``_placed``: recorded while an observer watched, within ``MAX_RUN_EVENTS``), the
+    payload lengths they were recorded with (bytes per run position, int64), else None."""
 
     holding: bool
     polled: tuple
@@ -49,6 +76,7 @@ class RunEntry(NamedTuple):
     cells_in: list
     ends_held: bool
     ids: IdGuards
+    events: np.ndarray | None
 
 
 def _ends_held(deltas: list) -> bool:
@@ -81,6 +109,7 @@ class RunComposer:
 
     rep: Replayer
     _idle: bool
+    observed: bool
     _block_fids: np.ndarray
     retiring: bool
     _entry: Callable[..., tuple[int, Frame]]
@@ -108,6 +137,8 @@ class RunComposer:
         devs = [d for k in rep.kernels for d in [k.phys] + [c.dev for c in k.tunnel_cells]]
         #: the smallest merge limit of any device (bytes): a run shorter than it can never reach it
         self._limit = min([GRO_LEGACY_MAX_SIZE] + [min(d.gro_max_size, d.gro_ipv4_max_size) for d in devs])
+        #: each kernel's tunnel cells by device name (``_placed``)
+        self._cell_at = [{c.dev.name: ci for ci, c in enumerate(k.tunnel_cells)} for k in rep.kernels]
         self.composed = 0  # polls answered from their runs, every run known
         self.composed_partly = 0  # polls composed of their runs, some of them run through the kernels
 
@@ -129,6 +160,7 @@ class RunComposer:
         if len(self._shapes) > MAX_SHAPES:  # run keys name shapes by number: start both afresh
             self.runs.settle()
             self.runs.entries.clear()
+            self.runs.events_kept = 0
             self._exact_runs.clear()
             self._shapes.clear()
         runs = run_keys(
@@ -170,6 +202,35 @@ class RunComposer:
         run: its frames) say whether the cell's poll fills. Every counter but the NAPIs' poll counts then adds
         up over the runs; each NAPI's poll count is what any run that polled it counted (the same poll, whole or
         filled, in every run of the poll's context).
+
+        The order of deliveries (with an observer: ``--trace``, explain). Each run recorded alone keeps its
+        deliveries (``_placed``), each with what places it among the other runs', and ``_deliver`` hands the
+        poll's deliveries to the observers sorted by it. Kernel by kernel (``Replayer.run_poll``), the phys stage's
+        first: the tunnel cells are polled after the phys poll returns (``net_rx_action``; net/core/dev.c
+        ``napi_poll`` runs each NAPI's poll to its end). In a NAPI's poll an skb is queued for the stack
+        (``gro_normal_one``) either while ``napi_gro_receive`` processes an input — the input itself
+        (``GRO_NORMAL``), a held packet of the same flow it completes (``pp``), the oldest of a full bucket
+        (``gro_flush_oldest``) — or by the final flush (``napi_gro_flush`` from ``napi_complete_done``, or
+        ``napi_poll`` at budget). The first kind stands at its input's position, in the run's own order among the
+        deliveries of one input (only that input's run takes part: ``pp`` is of its flow, and no bucket fills
+        across runs, above). The flush goes bucket by bucket in ascending index (``napi_gro_flush``: the bitmask),
+        oldest first in a bucket (``__napi_gro_flush_chain`` walks the list from its tail; ``dev_gro_receive``
+        adds new packets at its head): a held packet's age is the position of the input that started it (its
+        first frame; merges never move a packet in its list). The bucket is ``skb->hash`` of that input, the
+        frame's RX hash on the phys device and, at a tunnel cell, the same or 0 (``skb_clear_hash_if_not_l4``);
+        a run with the same key may belong to other flows, so a known run's buckets are taken from this poll's
+        hashes by the rule recorded (``_known_events``), and a rule this poll's hashes do not decide sends it
+        whole. ``gro_normal_list`` hands the queued skbs up in the order they were queued: ``gro_normal_batch``
+        changes only when a batch goes up during the poll, and what the stack does with it (queue it to a cell)
+        keeps that order; every delivery is at the poll's time (``napi->now``). A tunnel cell's inputs are the
+        phys deliveries it was given, in phys order: its deliveries are placed as the phys ones, by the phys
+        position of the input, after the skbs ``netif_rx`` queued to the backlog when GRO is off on the device
+        (``process_backlog`` runs before the cell's poll), and cell by cell in device order (one round: a cell's
+        poll never takes more than its weight here, and a full one flushes at budget, HZ < 1000). A known run's
+        deliveries carry its own frames' capture indices, skb addresses (the first frame's: sim/driver.py),
+        flows (by slot: its flows in order of first frame) and lengths (each skb's ``len`` moves with its frames'
+        payloads, the key fixing the headers: sim/runs.py). A known run whose deliveries were not kept
+        (``MAX_RUN_EVENTS``) sends the poll whole.
         """
         if not self._idle:
             return False
@@ -179,12 +240,18 @@ class RunComposer:
         found = self._known_runs(runs, lists, ra, rb, full)
         if found is None:
             return False
+        observed = self.observed
         cache = self.runs
         bounds = lists[0]
+        # with an observer: each known run's events, for this run's lengths and RX hashes
+        known = self._known_placed(found, runs, bounds, ra) if observed else []
+        if known is None:
+            return False  # a known run's deliveries cannot be placed in this poll: it runs whole
         napis = self._napis
         before = [(n.polls, n.full_polls) for n in napis]
         polled: dict[int, tuple[int, int]] = {}
         ran = False
+        placed: list = []  # (run's events, its entries' poll order, their capture indices) with an observer
         for j, (k, ctx, e, weights) in zip(range(ra, rb), found, strict=True):
             a, b = bounds[j], bounds[j + 1]
             if e is not None:
@@ -196,10 +263,16 @@ class RunComposer:
                 if x.flow_ops:
                     self.flow_ops.add(x.flow_ops, tuple(dict.fromkeys(runs.fids[a:b].tolist())))
                 got = list(x.polled)
+                events = known[j - ra] if observed else []
             else:
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]
-                got = self._record_run(k, ctx, batch, t, runs.payload[a:b], runs.ids[a:b], full, weights)
+                got, events = self._record_run(
+                    k, ctx, batch, t, runs.payload[a:b], runs.ids[a:b], full, weights
+                )
                 ran = True
+            if observed:
+                flows = list(dict.fromkeys(runs.fids[a:b].tolist()))
+                placed.append((events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), flows))
             for nid, dp, df in got:
                 p, f = polled.get(nid, (0, 0))
                 polled[nid] = (max(p, dp), max(f, df))
@@ -214,7 +287,83 @@ class RunComposer:
             self.composed_partly += 1
         else:
             self.composed += 1
+        if observed:
+            self._deliver(placed, t)
         return True
+
+    def _known_placed(self, found: list, runs: Runs, bounds: list[int], ra: int) -> list | None:
+        """``_known_events`` of each known run of ``found`` (``_known_runs``, runs from ``ra``, ``bounds``: the
+        runs' bounds as a list; None for the others), or None when one cannot be placed."""
+        out = []
+        for j, (_k, _c, e, _w) in enumerate(found, ra):
+            evs = None if e is None else self._known_events(e, runs, bounds[j], bounds[j + 1])
+            if e is not None and evs is None:
+                return None
+            out.append(evs)
+        return out
+
+    def _known_events(self, e: list, runs: Runs, a: int, b: int) -> list | None:
+        """The delivery events of known run ``e`` (a run cache entry) for the run at ``runs`` entries ``a..b``, or
+        None when they cannot be placed: not kept (``MAX_RUN_EVENTS``, a bucket without a rule), or a flush from a
+        bucket the hashes of this run's frames do not fix (``_placed``'s rule ``fz`` on a non-zero hash). The same
+        key fixes the headers, not the payload lengths nor the flows' RX hashes (sim/runs.py): an skb's ``len``
+        moves with its frames' payloads (``skb_gro_receive`` appends them; the key fixes the headers), a flush's
+        bucket follows this run's hashes."""
+        x: RunEntry = e[3]
+        if x.events is None:
+            return None
+        grew = (runs.payload[a:b] - x.events).tolist()
+        moved = any(grew)
+        flow_rx = self.rep._flow_rx
+        hashes = None
+        out = []
+        for ev in e[2]:
+            how = ev[9]
+            kind, bucket, rule, at = how[-4:]
+            if kind == _FLUSHED and rule != "z":
+                if hashes is None:
+                    hashes = [flow_rx(f)[0] for f in runs.fids[a:b].tolist()]
+                h = hashes[at]
+                if rule == "fz" and h:
+                    return None
+                bucket = h & (GRO_HASH_BUCKETS - 1)
+                ev = (*ev[:9], (*how[:-3], bucket, rule, at))
+            elif kind == _FLUSHED:
+                ev = (*ev[:9], (*how[:-3], 0, rule, at))
+            if moved:
+                d = sum(grew[j] for j in ev[7])
+                if d:
+                    ev = (*ev[:5], ev[5] + d, *ev[6:])
+            out.append(ev)
+        return out
+
+    def _deliver(self, placed: list, t: int) -> None:
+        """Hand the observers the deliveries of a composed poll at ``t`` (ns), its runs' events (``_placed``) merged
+        into the kernels' order (``_compose``: "The order of deliveries"); ``placed``: per run, ``(events, poll order
+        of its entries, their capture indices, its flow ids in order of first frame)``."""
+        keyed = []
+        for r, (events, order, cap, flows) in enumerate(placed):
+            phys: dict[
+                tuple[int, int], tuple
+            ] = {}  # (kernel, first frame's run position) → its delivery's key
+            for n, ev in enumerate(events):
+                i, stage, where, how = ev[0], ev[2], ev[7], ev[9]
+                if stage == "phys":
+                    kind, bucket, _rule, at = how
+                    key: tuple = (i, 0, kind, bucket, order[at], r, n)
+                    phys[(i, where[0])] = key
+                else:
+                    cell, kind, bucket, _rule, at = (
+                        how  # ``at``: the first frame of the cell input that places it
+                    )
+                    key = (i, 1, cell, kind, bucket, phys[(i, at)], r, n)
+                keyed.append((key, ev, cap, flows))
+        keyed.sort(key=lambda x: x[0])
+        stats = self.rep.stats
+        for _key, (i, kernel, stage, dev, addr, length, flow, where, dt, _how), cap, flows in keyed:
+            frames = [cap[j] for j in where]
+            skb = DeliveredSkb(addr + (frames[0] << 8), length, flows[flow], frames)
+            stats[i].on_deliver(kernel, stage, dev, skb, t + dt)
 
     def _known_runs(self, runs: Runs, lists: tuple, ra: int, rb: int, full: bool) -> list | None:
         """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
@@ -307,26 +456,44 @@ class RunComposer:
         fill: dict[int, int] | None,
         tally: list | None,
         id_tally: list | None = None,
-    ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
+    ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]], tuple[list, bool]]:
         """``Replayer.run_poll`` of one run with the NAPI weights ``_record_run`` says, ``tally`` noting the
-        length-adding counters, ``id_tally`` the IPv4 ID differences read. Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (their poll
-        counts are put back: ``_compose`` counts the poll's own) and ``(id(NapiStats), skbs)`` each cell took."""
+        length-adding counters, ``id_tally`` the IPv4 ID differences read. Returns ``(id(NapiStats), polls, full
+        polls)`` of each NAPI it polled (their poll counts are put back: ``_compose`` counts the poll's own),
+        ``(id(NapiStats), skbs)`` each cell took, and with an observer the run's deliveries, kept instead of handed
+        on (``_placed``; else ``([], False)``)."""
         stats = self._napis
         polls0 = [(st.polls, st.full_polls) for st in stats]
         counts0 = [sum(st.counts) for st in stats]
         weights = [napi.weight for napi in self._weighted]
+        rep = self.rep
+        raw: list = []
+        taps: list = []
+        saved = [st.on_deliver for st in rep.stats]
+        if self.observed:
+            for i, ks in enumerate(rep.stats):
+                if saved[i] is not None:
+                    ks.on_deliver = lambda kernel, stage, dev, skb, now_ns, _i=i: raw.append(
+                        (_i, kernel, stage, dev, skb, skb.addr, skb.len, skb.flow, tuple(skb.frames), now_ns)
+                    )
+            _skbuff.queue_tap = lambda napi, skb, taken: taps.append(
+                (napi, skb, taken, sum(napi.stats.counts), skb.hash, skb.frames[0])
+            )
         _skbuff.length_tally = tally
         _skbuff.id_tally = id_tally
         try:
             if full:
-                for k in self.rep.kernels:
+                for k in rep.kernels:
                     k.phys_napi.weight = len(batch)
             for nid, w in (fill or {}).items():
                 self._cells_napi_of[nid].weight = w
-            self.rep.run_poll(batch, t)
+            rep.run_poll(batch, t)
         finally:
             _skbuff.length_tally = None
             _skbuff.id_tally = None
+            _skbuff.queue_tap = None
+            for ks, obs in zip(rep.stats, saved, strict=True):
+                ks.on_deliver = obs
             for napi, w in zip(self._weighted, weights, strict=True):
                 napi.weight = w
         polled = []
@@ -339,7 +506,65 @@ class RunComposer:
             for st, c0 in zip(stats, counts0, strict=True)
             if id(st) in self._cells_ids and sum(st.counts) != c0
         ]
-        return polled, cells_in
+        placed = self._placed(batch, t, raw, taps, counts0) if self.observed else ([], False)
+        return polled, cells_in, placed
+
+    def _placed(self, batch: list, t: int, raw: list, taps: list, counts0: list[int]) -> tuple[list, bool]:
+        """A run's deliveries (``raw``: as ``_run_alone`` kept them, in delivery order) as events ``(kernel index,
+        kernel name, stage, device, addr - (first frame's capture index << 8), len, flow slot (the run's flows in
+        order of first frame), run positions of its frames, now_ns - t, how)``, ``how`` placing it in the kernels' order (``_compose``: "The order of
+        deliveries"): ``(kind, GRO bucket, bucket rule, run position)`` at phys, ``(cell index, kind, bucket, rule,
+        run position)`` at a tunnel device. ``kind``: ``_TRIGGERED`` (queued while the skb whose first frame is at
+        that position was processed), ``_FLUSHED`` (queued by the poll's final flush from ``bucket``, held since
+        the skb with that first frame was taken), ``_BACKLOG`` (GRO elided: handed to ``netif_rx``). ``rule``
+        (``_bucket``) says how the bucket follows from the frames' RX hash (a known run's frames have other hashes:
+        the key does not name flows). ``taps``: ``(napi, skb, taken by napi_gro_receive / queued by gro_normal_one,
+        that NAPI's GRO results so far, skb->hash, first frame)`` in order (kernel/skbuff.py ``queue_tap``);
+        ``counts0``: each NAPI's GRO results before the run. Also whether every flush's bucket follows a rule (else
+        the events serve this poll only)."""
+        pos = {f.index: j for j, f in enumerate(batch)}
+        slot = {fid: j for j, fid in enumerate(dict.fromkeys(f.flow_id for f in batch))}
+        base = {id(st): c for st, c in zip(self._napis, counts0, strict=True)}
+        taken: dict[int, list[int]] = {}  # id(NapiStats) → first frames of the skbs napi_gro_receive took
+        queued: dict[int, deque] = {}  # id(NapiStats) → (skb, how) in gro_normal_one's order
+        ruled = True
+        for napi, skb, took, done, h, first in taps:
+            nid = id(napi.stats)
+            got = taken.setdefault(nid, [])
+            if took:
+                got.append(first)
+                continue
+            # GRO results counted: the skb being processed is the k-th taken (none taken then: the final flush)
+            k = done - base[nid]
+            how: tuple
+            if k < len(got):
+                how = (_TRIGGERED, 0, "", pos[got[k]])
+            else:
+                j = pos[first]
+                fh = batch[j].hash
+                rule = "f" if h == fh and fh else "z" if not h and fh else "fz" if not h else None
+                ruled = ruled and rule is not None
+                how = (_FLUSHED, h & (GRO_HASH_BUCKETS - 1), rule, j)
+            queued.setdefault(nid, deque()).append((skb, how))
+        kernels = self.rep.kernels
+        out = []
+        for i, kernel, stage, dev, skb, addr, length, flow, frames, now_ns in raw:
+            where = tuple(pos[x] for x in frames)
+            kern = kernels[i]
+            if stage == "phys":
+                got_skb, how = queued[id(kern.phys_napi.stats)].popleft()
+                assert got_skb is skb, "a phys delivery not queued by gro_normal_one"
+            else:
+                ci = self._cell_at[i][dev]
+                q = queued.get(id(kern.tunnel_cells[ci].napi.stats))
+                if q and q[0][0] is skb:
+                    how = (ci, *q.popleft()[1])
+                else:
+                    how = (ci, _BACKLOG, 0, "", where[0])
+            out.append(
+                (i, kernel, stage, dev, addr - (frames[0] << 8), length, slot[flow], where, now_ns - t, how)
+            )
+        return out, ruled
 
     def _record_run(
         self,
@@ -351,12 +576,15 @@ class RunComposer:
         ids: np.ndarray,
         full: bool,
         fill: dict[int, int] | None = None,
-    ) -> list[tuple[int, int, int]]:
+    ) -> tuple[list[tuple[int, int, int]], list]:
         """One flow run through the kernels as a poll of its own — with ``full``, one that takes its whole budget
         (the phys NAPIs' weight set to the run's length for it), with ``fill``, one whose tunnel cells' polls take
         theirs (each cell NAPI's weight set to the skbs this run puts there) — its counter deltas kept under
         ``key`` and its context ``ctx`` (when it adds bytes that are not an skb's length, with its exact lengths
-        between them; beside the key's first recording when their IPv4 IDs answer apart: ``_id_walk``). Returns ``(id(NapiStats), polls, full polls)`` of each NAPI it polled (``_compose`` counts them once)."""
+        between them; beside the key's first recording when their IPv4 IDs answer apart: ``_id_walk``); with an
+        observer, its delivery events too (``_placed``, within ``MAX_RUN_EVENTS``). Returns ``(id(NapiStats), polls,
+        full polls)`` of each NAPI it polled (``_compose`` counts them once) and the run's delivery events
+        (``_placed``; [] without an observer)."""
         rep = self.rep
         cache = self.runs
         fids = {b[3] for b in batch}
@@ -364,14 +592,14 @@ class RunComposer:
         before = [counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
         tally: list | None = [] if record else None
         read_ids: list | None = [] if record else None
-        polled, cells_in = self._run_alone(batch, t, full, fill, tally, read_ids)
+        polled, cells_in, (events, ruled) = self._run_alone(batch, t, full, fill, tally, read_ids)
         if before is None or tally is None or read_ids is None or not all(idle(k) for k in rep.kernels):
             cache.uncacheable += 1
-            return polled
+            return polled, events
         guards = id_guards(read_ids, batch, ids)
         if guards is None:
             cache.uncacheable += 1
-            return polled
+            return polled, events
         slot = {fid: j for j, fid in enumerate(dict.fromkeys(f.flow_id for f in batch))}
         deltas = []
         flow_ops: list = []
@@ -387,7 +615,7 @@ class RunComposer:
                     continue  # a NAPI is polled once per poll, whatever its runs (``_compose``)
                 if name == "dropped":
                     cache.uncacheable += 1  # a cell queue drop depends on the other runs
-                    return polled
+                    return polled, events
                 fw = where.get(id(o))
                 if fw is None:
                     keep_attr.append((o, name, inc))
@@ -416,9 +644,19 @@ class RunComposer:
         slot_key, _e = self._id_walk(key, ids)
         if slot_key is None or slot_key in cache.entries:
             cache.uncacheable += 1
-            return polled
-        cache.add(slot_key, deltas, [])
+            return polled, events
+        keep = self.observed and ruled and cache.events_kept + len(events) <= MAX_RUN_EVENTS
+        cache.add(slot_key, deltas, events if keep else [])
         cache.entries[slot_key].append(
-            RunEntry(holding, tuple(polled), lengths, flow_ops, cells_in, to_end, guards)
+            RunEntry(
+                holding,
+                tuple(polled),
+                lengths,
+                flow_ops,
+                cells_in,
+                to_end,
+                guards,
+                payload.copy() if keep else None,
+            )
         )
-        return polled
+        return polled, events
