@@ -137,6 +137,8 @@ class RunComposer:
         devs = [d for k in rep.kernels for d in [k.phys] + [c.dev for c in k.tunnel_cells]]
         #: the smallest merge limit of any device (bytes): a run shorter than it can never reach it
         self._limit = min([GRO_LEGACY_MAX_SIZE] + [min(d.gro_max_size, d.gro_ipv4_max_size) for d in devs])
+        #: equal parts of kept delivery events, kept once (``_placed``; emptied with the runs' shapes)
+        self._shared: dict = {}
         #: each kernel's tunnel cells by device name (``_placed``)
         self._cell_at = [{c.dev.name: ci for ci, c in enumerate(k.tunnel_cells)} for k in rep.kernels]
         self.composed = 0  # polls answered from their runs, every run known
@@ -161,6 +163,7 @@ class RunComposer:
             self.runs.settle()
             self.runs.entries.clear()
             self.runs.events_kept = 0
+            self._shared.clear()
             self._exact_runs.clear()
             self._shapes.clear()
         runs = run_keys(
@@ -522,6 +525,8 @@ class RunComposer:
         that NAPI's GRO results so far, skb->hash, first frame)`` in order (kernel/skbuff.py ``queue_tap``);
         ``counts0``: each NAPI's GRO results before the run. Also whether every flush's bucket follows a rule (else
         the events serve this poll only)."""
+        if len(self._shared) > MAX_SHAPES:
+            self._shared.clear()  # only memory shared is lost
         pos = {f.index: j for j, f in enumerate(batch)}
         slot = {fid: j for j, fid in enumerate(dict.fromkeys(f.flow_id for f in batch))}
         base = {id(st): c for st, c in zip(self._napis, counts0, strict=True)}
@@ -561,8 +566,22 @@ class RunComposer:
                     how = (ci, *q.popleft()[1])
                 else:
                     how = (ci, _BACKLOG, 0, "", where[0])
+            # kept events share their equal parts (``_shared``): most recur across runs, and each would cost more
+            # than the event's own slot
+            share = self._shared.setdefault
             out.append(
-                (i, kernel, stage, dev, addr - (frames[0] << 8), length, slot[flow], where, now_ns - t, how)
+                (
+                    i,
+                    kernel,
+                    stage,
+                    dev,
+                    share(addr - (frames[0] << 8), addr - (frames[0] << 8)),
+                    share(length, length),
+                    slot[flow],
+                    share(where, where),
+                    now_ns - t,
+                    share(how, how),
+                )
             )
         return out, ruled
 
