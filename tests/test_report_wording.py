@@ -128,3 +128,40 @@ def test_delta_column_names_its_pair_with_three_kernels():
     r = runner.invoke(main, [str(FIX_SAMPLE), "--format", "markdown"])
     head = next(line for line in r.stdout.splitlines() if line.startswith("| metric"))
     assert "| Δ phys |" in head and "−" not in head, head
+
+
+@pytest.mark.parametrize(
+    ("release", "head"),
+    [
+        (
+            "5.10.30-custom",
+            "kernel 5.10.30-custom: assumed upstream 5.10 with the stable backports of 5.10.30: 89e5c58fc1e2 as "
+            "09af4362ba47 (since 5.10.24), 8dc1c444df19 as 9e6ce473e96b (since 5.10.17)",
+        ),
+        (
+            "6.18.44-fc-v657",
+            "kernel 6.18.44-fc-v657: assumed upstream 6.18 with the stable backports of 6.18.44: none of a modelled "
+            "commit",
+        ),
+        ("5.4.0-42-generic", "kernel 5.4.0-42-generic: assumed upstream 5.4 without stable backports"),
+    ],
+)
+def test_kernel_assumption_lines_say_one_thing(release, head):
+    """A custom build's or distribution's uname -r (what the kernel backend reports for the running kernel: the
+    same ``kernel_lines``): the head line and the resolution's note state the same assumption in the same words —
+    before, the head said "assumed upstream 6.18.44 + no stable backports" beside a note "assumed upstream 6.18
+    with the stable backports of 6.18.44". 89e5c58fc1e2 reached linux-5.10.y as 09af4362ba47 in 5.10.24 and
+    8dc1c444df19 as 9e6ce473e96b in 5.10.17 (the stable tags' logs, kernel/model.py STABLE_BACKPORTS)."""
+    from click.testing import CliRunner
+    from conftest import FIX_SAMPLE
+
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q", "--no-hist"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    i = lines.index(head)
+    note = lines[i + 1]
+    assumed = head.split(": assumed ", 1)[1].split(":")[
+        0
+    ]  # "upstream 5.10 with the stable backports of 5.10.30"
+    assert note.startswith("  note: ") and assumed in note, (head, note)
+    assert not re.search(r"assumed upstream \d+\.\d+\.\d+", r.stdout)

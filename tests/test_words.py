@@ -67,7 +67,10 @@ def test_distribution_kernel_verdict_states_its_assumption(runner):
     assert "assumed an upstream 4.18 base, run as the upstream 4.19 model" in text
     assert "lacks 89e5c58fc1e2 unless Red Hat backported it" in text
     r = _run(runner, "--kernel", "4.18.0-305.el8")
-    assert "kernel 4.18.0-305.el8: assumed upstream 4.18, run as the upstream 4.19 model" in r.stdout
+    assert (
+        "kernel 4.18.0-305.el8: assumed upstream 4.18 without stable backports, run as the upstream 4.19 model\n"
+        in r.stdout
+    )
     assert "upstream 4.19 +" not in r.stdout
     assert "(v4.18.0-305.el8)" not in r.stdout
 

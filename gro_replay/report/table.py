@@ -267,15 +267,24 @@ def kernel_lines(kernels) -> list[str]:
         )
         vb = d.get("vendor_base")
         if vb:
-            # a distribution kernel: the base its version names (4.18 of 4.18.0-305.el8), and the profile run
+            # a distribution kernel or a custom build: the upstream release its version names (4.18 of
+            # 4.18.0-305.el8, 6.18 of 6.18.44-fc-v657), the profile run, and — when the version names a point
+            # release — the stable backports of that release: the same assumption as the resolution's note
+            # ("assumed upstream 6.18 with the stable backports of 6.18.44"), in the same words
+            upstream = ".".join(vb.split(".")[:2])
             ran = (
                 ""
                 if vb.split(".")[:2] == d["base"].split(".")[:2]
                 else f", run as the upstream {d['base']} model"
             )
-            head = f"kernel {d['name']}: assumed upstream {vb}{ran} + "
-        else:
-            head = f"kernel {d['name']}: upstream {d['base']} + "
+            if len(vb.split(".")) > 2:
+                tail = f"with the stable backports of {vb}: " + (bps or "none of a modelled commit")
+            else:
+                tail = "without stable backports"
+            out.append(f"kernel {d['name']}: assumed upstream {upstream} {tail}{ran}")
+            out += [f"  note: {n}" for n in d["notes"]]
+            continue
+        head = f"kernel {d['name']}: upstream {d['base']} + "
         out.append(head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit"))
         out += [f"  note: {n}" for n in d["notes"]]
     return out
