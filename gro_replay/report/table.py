@@ -281,7 +281,9 @@ def kernel_lines(kernels) -> list[str]:
                 tail = f"with the stable backports of {vb}: " + (bps or "none of a modelled commit")
             else:
                 tail = "without stable backports"
-            out.append(f"kernel {d['name']}: assumed upstream {upstream} {tail}{ran}")
+            # named as in the kernels: line (the kernel backend's linux-6.18.44 is uname -r 6.18.44-fc-v657)
+            label = kernel_label(d["name"], d["release"])
+            out.append(f"kernel {label}: assumed upstream {upstream} {tail}{ran}")
             out += [f"  note: {n}" for n in d["notes"]]
             continue
         head = f"kernel {d['name']}: upstream {d['base']} + "
