@@ -94,7 +94,7 @@ def render_table(doc: dict, console: Console) -> None:
     console.print(table)
     t = doc["totals"]
     console.print(
-        f"{t['captures']} capture(s), {t['failed']} failed, {t['frames']:,} frames in {t['seconds']:.1f} s",
+        f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames in {t['seconds']:.1f} s",
         highlight=False,
     )
 
@@ -157,7 +157,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
         render_table(doc, report_console())
     failed = doc["totals"]["failed"]
     if failed:
-        raise UsageError(f"{failed} of {len(outcomes)} capture(s) failed")
+        raise UsageError(f"{failed:,} of {len(outcomes):,} capture(s) failed")
 
 
 def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: bool) -> tuple[dict, list]:

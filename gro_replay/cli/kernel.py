@@ -231,7 +231,7 @@ def kernel_cmd(
     else:
         console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
         console.print(
-            f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent} frames sent"
+            f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
             + (
                 ", GRO deferred to the tunnel device (generic XDP on the phys device)"
                 if defer_to_tunnel
@@ -309,7 +309,9 @@ def validate_cmd(
     )
     oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
     if not oracle.frames_sent:
-        why = ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
+        why = (
+            ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
+        )
         raise EnvironmentProblem(f"nothing to validate: no frame of {capture} can be replayed here ({why})")
     devices = compare(loaded, oracle, sim_cfg)
     ok = all(d.agrees for d in devices)
@@ -343,7 +345,7 @@ def _print_validation(
     ok = all(d.agrees for d in devices)
     click.echo(
         f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
-        f"{oracle.frames_sent} frames, --rx-csum {rx_csum}"
+        f"{oracle.frames_sent:,} frames, --rx-csum {rx_csum}"
         + (", deferred to tunnel" if defer_to_tunnel else "")
     )
     for d in devices:
@@ -353,7 +355,7 @@ def _print_validation(
             name = tunnel_dev if d.port == sim_cfg.vxlan_ports[0] else f"{tunnel_dev}-{d.port}"
             name = sim_cfg.geneve_dev if d.port in sim_cfg.geneve_ports else name
         click.echo(f"  {name} ({d.stage}, port {d.port})" if d.port else f"  {name} ({d.stage})", nl=False)
-        click.echo(f": {d.matching}/{d.total} skbs agree")
+        click.echo(f": {d.matching:,}/{d.total:,} skbs agree")
         div = d.first_divergence()
         if div:
             click.echo(
@@ -362,7 +364,7 @@ def _print_validation(
             )
     if oracle.frames_not_replayable:
         click.echo(
-            "  not replayable: " + ", ".join(f"{k} {v}" for k, v in oracle.frames_not_replayable.items())
+            "  not replayable: " + ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items())
         )
     click.echo(
         f"SUMMARY validate agrees={'yes' if ok else 'no'} "

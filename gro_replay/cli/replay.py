@@ -144,13 +144,13 @@ def replay_cmd(
         if flow is not None and not result.input.selected_frames:
             # known only now, after the replay: nothing is rendered or written
             raise UsageError(
-                f"no flow matches --flow {flow!r} ({len(result.flows)} flows in {capture}; "
+                f"no flow matches --flow {flow!r} ({len(result.flows):,} flows in {capture}; "
                 "gro-replay explain CAPTURE lists them)"
             )
         _file_outputs(result, json_path, md_path, plot_path, outs)
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
-            click.echo(f"wrote {path} ({n} frames)", err=True)
+            click.echo(f"wrote {path} ({n:,} frames)", err=True)
     _outputs(result, fmt, json_path, md_path, no_hist)
 
 

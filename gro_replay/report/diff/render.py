@@ -72,7 +72,7 @@ def _status_text(cmp: dict) -> str:
     if not n:
         checked = ", ".join(cmp["metrics_checked"]) or "none"
         return f"OK: no checked metric ({checked}) lost more than {cmp['max_regression_pct']:g}%."
-    return f"REGRESSION: {n} checked value(s) lost more than {cmp['max_regression_pct']:g}%."
+    return f"REGRESSION: {n:,} checked value(s) lost more than {cmp['max_regression_pct']:g}%."
 
 
 def _input_line(cmp: dict) -> str:
@@ -133,7 +133,7 @@ def render_markdown(cmp: dict) -> str:
         if changed:
             lines += [
                 "",
-                f"Flows that changed ({len(changed)}; {unchanged} unchanged):",
+                f"Flows that changed ({len(changed):,}; {unchanged:,} unchanged):",
                 "",
                 "| flow | stage | skbs | segments / skb | change |",
                 "|---|---|---:|---:|---:|",
@@ -151,13 +151,13 @@ def render_markdown(cmp: dict) -> str:
                     )
             if len(changed) > _FLOW_LIMIT:
                 lines.append(
-                    f"\n… and {len(changed) - _FLOW_LIMIT} more changed flows (see `--format json`)."
+                    f"\n… and {len(changed) - _FLOW_LIMIT:,} more changed flows (see `--format json`)."
                 )
         else:
-            lines += ["", f"No flow changed ({len(k['flows'])} compared)."]
+            lines += ["", f"No flow changed ({len(k['flows']):,} compared)."]
         for what, fl in (("baseline", k["flows_only_in_baseline"]), ("current", k["flows_only_in_current"])):
             if fl:
-                lines.append(f"\n{len(fl)} flow(s) only in the {what}.")
+                lines.append(f"\n{len(fl):,} flow(s) only in the {what}.")
     lines += ["", "```", cmp["summary"], "```"]
     return "\n".join(lines)
 
@@ -217,7 +217,9 @@ def render_table(cmp: dict, console) -> None:
         console.print(t)
         changed = _changed_flows(k)
         if changed:
-            ft = Table(title=f"flows that changed ({len(changed)} of {len(k['flows'])})", box=box.SIMPLE_HEAD)
+            ft = Table(
+                title=f"flows that changed ({len(changed):,} of {len(k['flows']):,})", box=box.SIMPLE_HEAD
+            )
             ft.add_column("flow", overflow="fold")
             for s in STAGES:
                 ft.add_column(f"skbs\n{s}", justify="right")
@@ -234,9 +236,9 @@ def render_table(cmp: dict, console) -> None:
                 ft.add_row(*cells)
             console.print(ft)
             if len(changed) > _FLOW_LIMIT:
-                say(f"… and {len(changed) - _FLOW_LIMIT} more changed flows (see --format json)")
+                say(f"… and {len(changed) - _FLOW_LIMIT:,} more changed flows (see --format json)")
         else:
-            say(f"no flow changed ({len(k['flows'])} compared)", "dim")
+            say(f"no flow changed ({len(k['flows']):,} compared)", "dim")
     for r in cmp["regressions"]:
         say(f"regression: {regression_sentence(r, limit)}", "bold red")
     say(_status_text(cmp), "bold red" if cmp["regressions"] else "green")
