@@ -124,10 +124,16 @@ def test_delta_column_names_its_pair_with_three_kernels():
     )
     assert r.exit_code == 0, r.output
     assert r.stdout.count("Δ post-fix − 5.10") == 2, r.stdout
+    # the verdict names its pair too: the newest kernel without the fix (5.11, not 5.10) and the oldest with it
+    verdict = next(line for line in r.stdout.splitlines() if line.startswith("Compared for the fix: "))
+    assert verdict.startswith(
+        "Compared for the fix: pre-fix (v5.11), without it, and post-fix (v5.12), with it. Before the fix, 1 of 1 "
+    ), verdict
     # two kernels: the only pair, the header stays short
     r = runner.invoke(main, [str(FIX_SAMPLE), "--format", "markdown"])
     head = next(line for line in r.stdout.splitlines() if line.startswith("| metric"))
     assert "| Δ phys |" in head and "−" not in head, head
+    assert "Compared for the fix" not in r.stdout
 
 
 @pytest.mark.parametrize(

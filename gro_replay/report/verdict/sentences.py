@@ -101,6 +101,14 @@ class CaptureSentences:
             )
         elif self.compare:
             text = self._compare_text()
+            if len(self.kernels) > 2:
+                # which pair the sentence compares (as the table's Δ column names its pair): the newest kernel
+                # without the fix and the oldest with it
+                pre, post = (next(k for k in self.kernels if k.name == n) for n in (self.pre, self.post))
+                text = (
+                    f"Compared for the fix: {kernel_label(pre.name, pre.release)}, without it, and "
+                    f"{kernel_label(post.name, post.release)}, with it. {text}"
+                )
         else:
             text = " ".join(self._kernel_sentence(k) for k in self.kernels)
         loss = self._loss_sentence()
