@@ -193,8 +193,8 @@ class PcapChunks:
             m = 1
             if k > 1:
                 # speculate: records of equal size follow at a fixed stride; keep the prefix whose caplen agrees
-                lens = np.lib.stride_tricks.as_strided(a[off + 8 :], shape=(k, 4), strides=(step, 1))
-                bad = np.flatnonzero(lens.copy().view(u32).ravel() != c)
+                lens = np.ndarray((k,), dtype=u32, buffer=a, offset=off + 8, strides=(step,))
+                bad = np.flatnonzero(lens != c)
                 m = int(bad[0]) if len(bad) else k
             starts.append(off + step * np.arange(m, dtype=np.int64))
             off += step * m
