@@ -32,6 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import cached_bytecode  # noqa: E402
+
 BENCH = Path(__file__).resolve().parent
 CACHE = BENCH / "cache" / "batch"
 #: The ``gro-replay`` console script's entry point, run by this interpreter.
@@ -112,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--check", action="store_true", help="exit 1 when batch is not faster than serial")
     args = ap.parse_args(argv)
+    cached_bytecode()
 
     from gro_replay.cli.batch import replay_config
     from gro_replay.report.document import document
