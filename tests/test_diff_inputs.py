@@ -195,6 +195,22 @@ def test_size_limit_on_what_is_read(tmp_path, mini):
     assert run("diff", mini, p, "--max-bytes", 10_000).exit_code == 0
 
 
+def test_max_bytes_takes_the_size_as_printed(tmp_path, mini):
+    """The refusal prints "larger than 1,234 bytes (--max-bytes)" and README/--help say "128 MiB": each form is
+    taken back as written (cli/params.py ByteCount)."""
+    size = len(json.dumps(MINI))
+    p = _raw(tmp_path, json.dumps(MINI) + " " * 100)
+    limit = size + 50  # below the file's size + 100
+    for form in (f"{limit:,}", f"{limit:,} bytes", f"{limit} bytes", f"{limit}B"):
+        one_line_exit_2(run("diff", mini, p, "--max-bytes", form), p, f"larger than {limit:,} bytes")
+    for form in ("1 KiB", "1KIB", "128 MiB", "1 GiB"):  # 1 KiB = 1,024 bytes ≥ the file
+        assert size + 100 <= 1024
+        assert run("diff", mini, p, "--max-bytes", form).exit_code == 0, form
+    for bad in ("12 MB", ",123", "1,2", "1234,567", "1 KiB 2", "MiB"):
+        r = run("diff", mini, p, "--max-bytes", bad)
+        assert r.exit_code == 2 and r.stderr.startswith("Error: --max-bytes: "), (bad, r.output)
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
 def test_dev_zero_is_not_read_without_limit(mini):
     r = run("diff", mini, "/dev/zero", "--max-bytes", 1 << 20)

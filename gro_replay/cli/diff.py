@@ -24,7 +24,7 @@ from .command import Command
 from .errors import CheckFailed, UsageError
 from .options import FLOW_HELP
 from .output import report_console
-from .params import BoundedInt, Keyword, Percent
+from .params import ByteCount, Keyword, Percent
 
 
 @click.command("diff", cls=Command)
@@ -61,11 +61,11 @@ from .params import BoundedInt, Keyword, Percent
 )
 @click.option(
     "--max-bytes",
-    type=BoundedInt(1, 2**63 - 1),
+    type=ByteCount(1, 2**63 - 1),
     metavar="BYTES",
     default=MAX_DOCUMENT_BYTES,
     show_default=True,
-    help="Refuse a document larger than this many bytes (it is not read beyond).",
+    help="Refuse a document larger than this many bytes (it is not read beyond): N, N bytes or N KiB/MiB/GiB.",
 )
 @click.option("--flow", "flow", default=None, metavar="SELECTOR", help=FLOW_HELP)
 def diff(

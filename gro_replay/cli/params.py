@@ -83,6 +83,45 @@ class BoundedInt(click.IntRange):
         return super().convert(value, param, ctx)
 
 
+class ByteCount(BoundedInt):
+    """A number of bytes in ``[min, max]``, also as the tool prints byte counts and sizes: with thousands separators
+    and the unit (``134,217,728 bytes``, "larger than 134,217,728 bytes (--max-bytes)") or in binary units (``128
+    MiB`` as README and ``--help`` say, ``64KiB``; K/M/G/TiB = 2^10/20/30/40 bytes, any letter case)."""
+
+    name = "bytes"
+    _UNITS = {
+        "": 1,
+        "b": 1,
+        "byte": 1,
+        "bytes": 1,
+        "kib": 1 << 10,
+        "mib": 1 << 20,
+        "gib": 1 << 30,
+        "tib": 1 << 40,
+    }
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str):
+            text = value.strip()
+            number = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").rstrip()
+            unit = keyword(text[len(number) :])
+            digits = number.replace(",", "")
+            groups = number.split(",")
+            # 134,217,728: a first group of 1 to 3 digits, then groups of three
+            grouped = len(groups) == 1 or (1 <= len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:]))
+            if (
+                unit in self._UNITS
+                and grouped
+                and digits.isascii()
+                and digits.isdigit()
+                and len(digits) <= 20
+            ):
+                return super().convert(int(digits) * self._UNITS[unit], param, ctx)
+            if unit and unit not in self._UNITS:
+                self.fail(f"{value!r} is not a number of bytes (N, N bytes, N KiB/MiB/GiB/TiB)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def keyword(value: str) -> str:
     """``value`` as a keyword is compared: without surrounding blanks, in lower case (``AUTO`` → ``auto``)."""
     return value.strip().lower()
