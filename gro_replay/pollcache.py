@@ -147,22 +147,13 @@ def config_reasons(config) -> list[str]:
 def input_reasons(cap, sel) -> list[str]:
     """Why the batch path cannot read ``cap`` (an open ``capture.reader.Capture``) with interface selection ``sel``
     (``capture.interfaces.Selection``), one short sentence per condition ([]: it can). It reads a classic Ethernet
-    pcap with 16-byte record headers (``PcapChunks``), or a pcapng file or stream whose interface selection passes
-    every record on (``PcapngChunks``: a planned file whose interfaces are all chosen, or a pipe without
-    ``--interface``, whose notes ``capture.interface_blocks.BlockTally`` counts a block at a time). A selection
-    that leaves records out counts them as it reads, between the replayed ones: the frame-by-frame path."""
+    pcap with 16-byte record headers (``PcapChunks``) and any pcapng file or stream: one whose frames are all on one
+    interface that is replayed by its block walker (``PcapngChunks``; ``capture.interfaces.plan``), any other as
+    the records its interface selection passes on (``Selection.filter``, which counts the others as it reads;
+    ``capture.chunks.RecordPacker``)."""
     from .capture.linktypes import DLT_NAMES
 
     if cap.format == "pcapng":
-        if sel.stream_want is not None:
-            return [f"--interface {sel.stream_want} on a pipe leaves records out as they are read"]
-        if not (sel.chosen is None or sel.chosen == frozenset(sel.by_key)):
-            why = (
-                "--interface"
-                if sel.reason == "--interface"
-                else "only the interface with the most tunnel frames is replayed"
-            )
-            return [f"interface selection leaves records out ({why})"]
         return []
     out = []
     if not PcapChunks.supported(cap):
@@ -241,17 +232,15 @@ class BatchReplay(RunComposer):
             "runs_recorded": self.runs.misses,
         }
 
-    def run(self, cap, progress=None, on_block=None) -> None:
+    def run(self, cap, progress=None, on_block=None, reader=None) -> None:
         """Replay every record of ``cap`` (``batch_input``): a classic pcap is read in blocks (``PcapChunks``), a
         pcapng file or stream by its block walker (``PcapngChunks``). ``on_block(chunk, columns, common, n)`` is
         called after the first ``n`` records of each block were counted (``common``: bool per record, replayed as
-        the common layout): a pipe's interface notes (capture/interface_blocks.py). Raises CaptureError."""
+        the common layout). ``reader``: the blocks to read instead (capture/chunks.py ``RecordPacker``: the records
+        a pcapng capture's interface selection passes on, capture/interfaces.py). Raises CaptureError."""
         self._on_block = on_block
-        reader: PcapChunks | PcapngChunks
-        if cap.format == "pcapng":
-            reader = PcapngChunks(cap, self.block)
-        else:
-            reader = PcapChunks(cap, self.block)
+        if reader is None:
+            reader = PcapngChunks(cap, self.block) if cap.format == "pcapng" else PcapChunks(cap, self.block)
         carry: list = []
         keep = None
         while True:

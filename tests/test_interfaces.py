@@ -15,7 +15,7 @@ import sys
 
 import dpkt
 import pytest
-from conftest import ROOT, SHARED_CAPTURES
+from conftest import CLI, ROOT, SHARED_CAPTURES, cli_env, without_engine
 
 from gro_replay.capture.reader import CaptureError
 from gro_replay.cli import main
@@ -81,46 +81,40 @@ def test_interface_option_chooses_and_names_unknown_ones(runner, sll2):
     assert "--interface 9: no such interface (the capture holds: ifindex 2; ifindex 5)" in r.stderr
 
 
-def test_a_pipe_replays_every_interface_unless_told(sll2):
-    def run(*extra):
-        with open(sll2, "rb") as fh:
+def test_a_pipe_gives_the_files_document(sll2):
+    # a pipe is read once, and the choice is made as records are read (capture/interfaces.py): ifindex 2 carries the
+    # first VXLAN frame; ifindex 5's 20 frames are the decapsulated copies of its inner packets (the capture's triage
+    # README) and are left out from a pipe as from the file, where they were replayed as phys traffic before
+    def run(path, *extra):
+        with open(path, "rb") as fh:
             out = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    "from gro_replay.cli import entry; entry()",
-                    "-",
-                    "--format",
-                    "json",
-                    "-q",
-                    *extra,
-                ],
+                [*CLI, "-" if path == sll2 else path, "--format", "json", "-q", *extra],
                 stdin=fh,
                 capture_output=True,
                 check=True,
-                cwd=ROOT,
+                env=cli_env(),
             ).stdout
-        return json.loads(out)["input"]
+        doc = without_engine(json.loads(out))
+        doc["input"].pop("path")
+        return doc
 
-    inp = run()
-    assert inp["frames_replayed"] == 40
-    # the pipe's note says what the file's says (the product's rule: every sentence true and complete): ifindex 5
-    # holds the 20 decapsulated copies of ifindex 2's VXLAN frames (the capture's triage README), and on a pipe
-    # (interfaces not planned ahead) they were replayed too
-    (note,) = [n for n in inp["notes"] if "interfaces" in n]
-    assert (
-        "the same packets twice: 20 on ifindex 5 carry the inner packets of tunnel frames on another interface "
-        "(decapsulated copies, which never reach the physical device's NAPI)" in note
-    )
-    assert note.endswith(
-        "all were replayed as one device's traffic, the copies too (counted there): --interface N chooses one"
-    )
-    assert [i["copies_of_tunnel_payload"] for i in inp["interfaces"]] == [0, 20]
-    inp = run("--interface", "2")
+    for extra in ((), ("--interface", "2"), ("--interface", "5")):
+        piped = run(sll2, *extra)
+        assert piped == run(str(SLL2), *extra), extra
+    inp = run(sll2)["input"]
     assert (inp["frames_replayed"], inp["skipped"]) == (20, {"other_interface": 20})
     (note,) = [n for n in inp["notes"] if "interfaces" in n]
     assert "20 on ifindex 5 carry the inner packets of ifindex 2's tunnel frames" in note
-    assert note.endswith("replaying ifindex 2 only (--interface)")
+    assert (
+        "replaying ifindex 2 only (the interface of the capture's first tunnel frame; --interface chooses)"
+        in note
+    )
+    assert [i["copies_of_tunnel_payload"] for i in inp["interfaces"]] == [0, 20]
+    inp = run(sll2, "--interface", "2")["input"]
+    (note,) = [n for n in inp["notes"] if "interfaces" in n]
+    assert note.endswith("replaying ifindex 2 only (--interface); the same packets twice: 20 on ifindex 5 carry "
+                         "the inner packets of ifindex 2's tunnel frames (decapsulated copies, which never reach "
+                         "the physical device's NAPI)")  # fmt: skip
 
 
 def _pcapng(path, ifaces, records) -> None:
@@ -352,10 +346,14 @@ def test_plan_of_a_one_interface_pcapng_decodes_no_frame(tmp_path):
     with open_capture(one) as cap, pytest.raises(CaptureError, match="--interface 1: no such interface"):
         plan(str(one), cap, no_decoder, "1")
     from gro_replay.packet.decode import Decoder
+    from gro_replay.sim.ingest import InputStats
 
     two = _two_sections(tmp_path / "two.pcapng")
     with open_capture(two) as cap:
         sel = plan(two, cap, lambda: Decoder((4789,), ()), None)
+        assert not sel.planned and not sel.by_key  # several interfaces: chosen as the records are read
+        replayed = list(sel.filter(cap, cap, InputStats()))
+    assert len(replayed) == 20
     assert [(k[0], st.frames, st.tunnel_frames) for k, st in sel.by_key.items()] == [
         (0, 10, 10),
         (1, 10, 0),

@@ -227,3 +227,50 @@ class PcapChunks:
 
     def _corrupt(self, file_off: int, caplen: int) -> CaptureError:
         return self.capture._corrupt(file_off, f"caplen {caplen} > {MAX_CAPLEN}")
+
+
+class RecordPacker:
+    """Records from an iterator (``(ts_ns, bytes, orig_len, linktype)``, e.g. capture/interfaces.py
+    ``Selection.filter``'s) packed into ``RecordChunk`` blocks of about ``block`` new bytes, with
+    ``PcapChunks.next``'s contract: ``next(keep)`` returns the records of the previous chunk from offset ``keep``
+    (a record's ``record_start``; None: none) followed by new ones; None when there are none. Each record's bytes
+    follow a 16-byte gap (``record_start`` is ``data - 16``, as in a classic pcap block), so equal-length records
+    have an equal stride (packet/columns.py runs). Memory: the records of one block and the kept ones.
+    """
+
+    def __init__(self, records, block: int = 4 << 20) -> None:
+        self._it = iter(records)
+        self._block = block
+        self._last: list[tuple] = []  # the previous chunk's records
+        self._last_data: np.ndarray = np.zeros(0, np.int64)
+        self._peek: tuple | None = next(self._it, None)
+
+    def next(self, keep: int | None = None) -> RecordChunk | None:
+        recs: list[tuple] = []
+        if keep is not None and self._last:
+            i = int(np.searchsorted(self._last_data - _REC_LEN, keep))
+            recs = self._last[i:]
+        new = 0
+        while self._peek is not None and new < self._block:
+            recs.append(self._peek)
+            new += len(self._peek[1]) + _REC_LEN
+            self._peek = next(self._it, None)
+        self._last = recs
+        if not recs:
+            self._last_data = np.zeros(0, np.int64)
+            return None
+        caplen = np.fromiter((len(r[1]) for r in recs), np.int64, len(recs))
+        data = np.cumsum(caplen + _REC_LEN) - caplen
+        gap = bytes(_REC_LEN)
+        buf = bytearray(b"".join(b for r in recs for b in (gap, r[1])))
+        self._last_data = data
+        return RecordChunk(
+            buf,
+            data,
+            caplen,
+            np.fromiter((r[2] for r in recs), np.int64, len(recs)),
+            np.fromiter((r[0] for r in recs), np.int64, len(recs)),
+            len(buf),
+            self._peek is None,
+            np.fromiter((r[3] for r in recs), np.int64, len(recs)),
+        )

@@ -1,17 +1,33 @@
 """Captures that hold several interfaces: ``tcpdump -i any`` (Linux cooked v2 carries the ifindex of each packet,
 libpcap pcap/pcap-linktype.h ``LINKTYPE_LINUX_SLL2``) and pcapng files with several interface description blocks.
 
-Only one interface is the physical device whose NAPI GRO the replay models: on an overlay host ``-i any`` also
-captures the tunnel device's decapsulated copies (the inner packets, which never reach the physical device's NAPI)
-and other devices' traffic. ``plan`` reads a capture file once, counts frames and tunnel frames per interface and
-picks the one that carries the tunnel traffic (or the user's ``--interface``); ``Selection.filter`` then passes
-only that interface's records and counts the others as skipped (``other_interface``). A pipe cannot be read twice:
-without ``--interface`` every interface is replayed and the report says so; an ``--interface`` that matched none
-of its interfaces is the same error as for a file, at the end of the stream.
+The replay models one physical device: one NAPI whose GRO (``napi->gro_hash``) sees that device's frames only
+(net/core/gro.c ``napi_gro_receive`` is called by each driver for its own NAPI; gro-spec §1). A capture of several
+interfaces holds what the others received too: the tunnel device's decapsulated copies (inner packets, which never
+reach a physical device's NAPI), a bond's or bridge's second view of the same frames (``-i any`` taps the skb on
+the slave in ``__netif_receive_skb_core`` and again on the master after ``bond_handle_frame`` returns
+``RX_HANDLER_ANOTHER``: GRO ran once, on the slave's NAPI), and other NICs' traffic, which their own NAPIs merge.
+Replaying two NICs' frames as one device would put them in one GRO list; replaying a bond and its slave would
+count each frame twice. So one device is replayed, and what was left out is counted and said.
+
+The choice is one rule for a file and for a pipe (read once; a pipe cannot be read ahead without bound), made as
+the records are read (``Selection.filter``): ``--interface`` when given; else the device of the capture's first
+tunnel frame (for a bond, the slave: its tap runs first). Records read before that frame are held, at most
+``LOOKAHEAD_RECORDS`` records and ``LOOKAHEAD_BYTES`` bytes; when the look-ahead fills without a tunnel frame the
+device with the most of its frames is replayed; a capture that ends before any tunnel frame replays every
+interface. Interfaces that appear later are sorted as they appear (a pcapng interface block comes before its
+packets; an ifindex with its first packet). Each other interface's tunnel frames are counted as repeats of the
+replayed device's (the same frame: L4 header and payload of the innermost packet equal, a bond or bridge) or as
+left out (another device's traffic: ``--interface`` replays it instead), its other frames as decapsulated copies
+when they equal a replayed tunnel frame's inner packet. Memory: the look-ahead and two windows of the latest
+``COPY_WINDOW`` payload hashes, whatever the capture's size (a copy follows its tunnel frame within the same or
+the next NAPI poll of the tunnel device's gro_cells).
 
 A pcapng file may be several sections (``cat a.pcapng b.pcapng``), each numbering its interfaces from 0: an
 interface is (section, id), numbered here over the whole file in order of appearance (``interface_key``), and
 interfaces of one ``if_name`` in several sections are one device (chosen together by default and by name).
+A pcapng file whose frames are all on one interface of a link type that is not Linux cooked has nothing to
+choose: ``plan`` walks its blocks to count them (no frame decoded) and the batch path may read it.
 """
 
 from __future__ import annotations
@@ -19,6 +35,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -32,6 +49,15 @@ from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_
 SKIP_OTHER_INTERFACE = "other_interface"
 
 _IFINDEX = struct.Struct("!I")  # LINUX_SLL2 header bytes 4..8: interface index
+#: records held (and their bytes) while the replayed device is not known: no tunnel frame read yet
+LOOKAHEAD_RECORDS = 4096
+LOOKAHEAD_BYTES = 16 << 20
+#: payload hashes kept to tell repeats and decapsulated copies (8 bytes each, about 100 with the dict's entry)
+COPY_WINDOW = 65536
+
+
+def plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
 
 
 def interface_key(cap, buf: bytes, linktype: int) -> tuple:
@@ -56,8 +82,20 @@ class InterfaceStats:
     linktype: int
     frames: int = 0
     tunnel_frames: int = 0
-    #: frames whose L4 header and payload equal a tunnel frame's inner ones on the chosen interface
+    #: frames (not tunnel traffic) whose L4 header and payload equal a replayed tunnel frame's inner ones
     copies: int = 0
+    #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices
+    repeats: int = 0
+
+    @property
+    def left_out(self) -> int:
+        """Tunnel frames that are not repeats of replayed ones (meaningful for an interface not replayed)."""
+        return self.tunnel_frames - self.repeats
+
+    def select(self) -> str:
+        """The ``--interface`` argument that replays this interface (its device): its name, ifindex or index."""
+        index, ifindex = self.key
+        return str(ifindex) if ifindex is not None else self.name or str(index)
 
     def label(self, sections: int = 1, interfaces: int = 1) -> str:
         """``interface 3 (eth0)``, ``ifindex 2``, ``interface 3 (eth0, section 2) ifindex 2``: the section is said
@@ -94,6 +132,9 @@ class InterfaceStats:
             "tunnel_frames": self.tunnel_frames,
             "copies_of_tunnel_payload": self.copies,
             "replayed": replayed,
+            "tunnel_frames_repeated": self.repeats,
+            "tunnel_frames_left_out": 0 if replayed else self.left_out,
+            "select": f"--interface {self.select()}",
         }
 
 
@@ -134,18 +175,46 @@ def _payload(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, int |
     return tunnel, (hash(bytes(frame[l4:])) if l4 else None)
 
 
+class _Recent:
+    """The latest ``size`` payload hashes seen (a window: memory bounded whatever the capture's size), each with a
+    value: ``add`` keeps the newest, ``pop`` takes one out."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.d: OrderedDict[int, object] = OrderedDict()
+
+    def add(self, h: int, value: object = None) -> None:
+        d = self.d
+        d[h] = value
+        d.move_to_end(h)
+        if len(d) > self.size:
+            d.popitem(last=False)
+
+    def __contains__(self, h: int) -> bool:
+        return h in self.d
+
+    def pop(self, h: int) -> object:
+        return self.d.pop(h, None)
+
+
 @dataclass
 class Selection:
-    """Which interfaces are replayed, what each held, and the notes for the report."""
+    """Which interfaces are replayed (the module docstring's rule), what each held, and the notes for the report.
 
-    #: keys of the replayed interfaces (one device: the same name in every section); None: every interface
+    ``filter`` makes the choice as the records are read, for a file as for a pipe; ``planned`` only for a pcapng
+    file whose frames are all on one interface that is not Linux cooked (``plan``: nothing to choose)."""
+
+    #: ``--interface``: matched per interface as interfaces appear
+    want: str | None = None
+    #: keys of the replayed interfaces once the stream ended (or, planned, from the start); None: every interface
     chosen: frozenset | None = None
-    #: a pipe read once with ``--interface``: matched per record as interfaces appear
-    stream_want: str | None = None
-    planned: bool = False  # by_key was filled by a first read of the file
-    #: a pipe: ``packet.decode.Decoder`` factory, to count each interface's tunnel frames while streaming
+    #: the replayed device (``InterfaceStats.group``) once chosen without ``--interface``
+    device: tuple | None = None
+    decided: bool = False
+    planned: bool = False  # by_key was filled by walking the file's blocks: one interface, nothing to choose
+    #: ``packet.decode.Decoder`` factory: each record's class and payload hash as it is read
     decoder_factory: Callable[[], Decoder] | None = None
-    #: Linux cooked v1 (no ifindex): packets that appear as a tunnel frame's inner packet and again on their own
+    #: one device: packets that appear as a tunnel frame's inner packet and again on their own
     unattributed_copies: int = 0
     by_key: dict = field(default_factory=dict)  # key → InterfaceStats, in order of first frame
     reason: str = ""
@@ -154,64 +223,127 @@ class Selection:
     interfaces: int = 1
     path: str = ""
 
+    def member(self, st: InterfaceStats) -> bool:
+        """True when ``st``'s frames are replayed (every interface while nothing is decided)."""
+        if self.want is not None:
+            return st.matches(self.want)
+        if self.planned:
+            return self.chosen is None or st.key in self.chosen
+        return self.device is None or st.group() == self.device
+
     def filter(self, cap, records: Iterable, inp) -> Iterator:
-        """The records of the chosen interfaces; the others counted in ``inp`` (read, bytes, ``other_interface``).
-        Keys seen while streaming are kept (``by_key``, with frames and tunnel frames) for the notes when nothing
-        was planned (a pipe)."""
-        want = self.stream_want
-        seen = self.by_key
-        dec = None if self.planned or self.decoder_factory is None else self.decoder_factory()
-        # a pipe: the payload hashes the plan of a file collects (``_scan``), to tell the decapsulated copies at
-        # the end of the stream as a file's plan does (``_count_copies``)
-        inner: dict[tuple, set] = {}
-        plain: dict[tuple, list] = {}
-        chosen: set | None = (
-            set() if want is not None else set(self.chosen) if self.chosen is not None else None
-        )
+        """The records of the replayed interfaces, in capture order; the others counted in ``inp`` (read, bytes,
+        ``other_interface``) and in ``by_key`` (frames, tunnel frames, repeats, copies). Holds at most
+        ``LOOKAHEAD_RECORDS`` records / ``LOOKAHEAD_BYTES`` bytes until the replayed device is known."""
+        if self.planned:
+            yield from self._planned(cap, records, inp)
+            return
+        assert self.decoder_factory is not None  # plan sets one for every capture it does not plan
+        dec = self.decoder_factory()
+        self.decided = self.want is not None
+        if self.decided:
+            self.reason = "--interface"
+        inner = _Recent(COPY_WINDOW)  # replayed tunnel frames' inner payload hashes
+        left = _Recent(
+            COPY_WINDOW
+        )  # left-out tunnel frames' payload hash → their interface (repeats found later)
+        held: deque = deque()
+        held_bytes = 0
         for rec in records:
             key = interface_key(cap, rec[1], rec[3])
-            st = seen.get(key)
+            st = self.by_key.get(key)
             if st is None:
-                st = seen[key] = _new_stats(cap, key, rec[3])
-                if want is not None and chosen is not None and st.matches(want):
-                    chosen.add(key)
-                    self.chosen = frozenset(chosen)
-            if not self.planned:
-                st.frames += 1
-            if dec is not None:
-                _keep_payload(_payload(dec, rec[1], rec[2], rec[3]), key, inner, plain)
-            if chosen is not None and key not in chosen:
-                inp.frames_read += 1
-                inp.bytes_read += len(rec[1])
-                inp.skipped[SKIP_OTHER_INTERFACE] += 1
-                if inp.first_ts_ns is None:
-                    inp.first_ts_ns = rec[0]
-                inp.last_ts_ns = rec[0]
-                if dec is not None:
-                    got = _payload(dec, rec[1], rec[2], rec[3])
-                    st.tunnel_frames += got is not None and got[0]
-                continue
-            if dec is None:
+                st = self.by_key[key] = _new_stats(cap, key, rec[3])
+            st.frames += 1
+            if (
+                inp.first_ts_ns is None
+            ):  # the first record read, whichever is replayed (the batch path reads ahead)
+                inp.first_ts_ns = rec[0]
+            got = _payload(dec, rec[1], rec[2], rec[3])
+            if not self.decided:
+                if got is not None and got[0]:
+                    self._decide(st, "the interface of the capture's first tunnel frame")
+                else:
+                    held.append((rec, st, got))
+                    held_bytes += len(rec[1])
+                    if len(held) < LOOKAHEAD_RECORDS and held_bytes < LOOKAHEAD_BYTES:
+                        continue
+                    self._decide(
+                        _most_frames(held),
+                        f"no tunnel frame among the first {len(held):,} frames: the interface with the most of them",
+                    )
+                    rec = None
+                while held:
+                    h_rec, h_st, h_got = held.popleft()
+                    if self._route(h_rec, h_st, h_got, inp, inner, left):
+                        yield h_rec
+                held_bytes = 0
+                if rec is None:
+                    continue
+            if self._route(rec, st, got, inp, inner, left):
                 yield rec
-                continue
-            # a replayed record is classified by the replay itself (its classes: one decode per frame); one that
-            # the -f filter then leaves out is classified here
-            tunnel, bpf = inp.frames_replayed - inp.classes[CLS_NOT_TUNNEL], inp.filtered["bpf"]
-            yield rec
-            if inp.frames_replayed - inp.classes[CLS_NOT_TUNNEL] > tunnel:
-                st.tunnel_frames += 1
-            elif inp.filtered["bpf"] > bpf:
-                got = _payload(dec, rec[1], rec[2], rec[3])
-                st.tunnel_frames += got is not None and got[0]
-        self.stream_end(cap, inner, plain, dec is not None)
+        # the end before any tunnel frame: every interface is replayed
+        while held:
+            h_rec, h_st, h_got = held.popleft()
+            if self._route(h_rec, h_st, h_got, inp, inner, left):
+                yield h_rec
+        self._stream_end(cap)
 
-    def stream_end(self, cap, inner: dict, plain: dict, hashed: bool) -> None:
-        """After the last record: the sections and interfaces the labels say, and (``hashed``: the payloads of a
-        pipe were kept, ``inner``/``plain`` as ``_scan`` fills them) the copies of tunnel frames' inner packets."""
+    def passes_all(self) -> bool:
+        """True when every record is replayed and nothing needs counting as it is read: a planned file whose
+        interfaces are all chosen."""
+        return self.planned and (self.chosen is None or self.chosen == frozenset(self.by_key))
+
+    def _decide(self, st: InterfaceStats, reason: str) -> None:
+        self.device, self.reason, self.decided = st.group(), reason, True
+
+    def _route(self, rec, st: InterfaceStats, got, inp, inner: _Recent, left: _Recent) -> bool:
+        """Count one record (``got``: ``_payload``'s answer) in ``st``; True when it is replayed."""
+        tunnel = got is not None and got[0]
+        h = None if got is None else got[1]
+        st.tunnel_frames += tunnel
+        if self.member(st):
+            if tunnel and h is not None:
+                inner.add(h)
+                other = left.pop(
+                    h
+                )  # a left-out tunnel frame read before this one: the same frame, seen earlier
+                if other is not None:
+                    self.by_key[other].repeats += 1
+            elif h is not None and h in inner:
+                st.copies += 1
+            return True
+        _skip(rec, inp)
+        if tunnel and h is not None:
+            if h in inner:
+                st.repeats += 1
+            else:
+                left.add(h, st.key)
+        elif h is not None and h in inner:
+            st.copies += 1
+        return False
+
+    def _planned(self, cap, records: Iterable, inp) -> Iterator:
+        """A planned file (one interface, frames counted by ``plan``): its records, or none (``--interface``)."""
+        for rec in records:
+            st = self.by_key[interface_key(cap, rec[1], rec[3])]
+            if self.member(st):
+                yield rec
+            else:
+                _skip(rec, inp)
+
+    def _stream_end(self, cap) -> None:
+        """After the last record: the sections and interfaces the labels say, the replayed keys, and for one
+        device of a Linux cooked capture the copies on it."""
         if cap.format == "pcapng":
             self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
-        if hashed:
-            _count_copies(self, inner, plain)
+        if self.decided and self.by_key:
+            self.chosen = frozenset(k for k, st in self.by_key.items() if self.member(st))
+        if self.devices() == 1:
+            cooked = any(st.linktype in (DLT_LINUX_SLL, DLT_LINUX_SLL2) for st in self.by_key.values())
+            self.unattributed_copies = sum(st.copies for st in self.by_key.values()) if cooked else 0
+            for st in self.by_key.values():
+                st.copies = 0
 
     def devices(self) -> int:
         """Devices the capture holds: its interfaces, the interfaces of one ``if_name`` in several pcapng
@@ -219,10 +351,9 @@ class Selection:
         return len({st.group() for st in self.by_key.values()})
 
     def check(self) -> None:
-        """After a pipe was read: ``--interface`` that named none of its interfaces is the error a file gives.
-        Raises: CaptureError."""
-        if self.stream_want is not None and not self.chosen:
-            raise self._no_such(self.stream_want)
+        """After the capture was read: ``--interface`` that named none of its interfaces. Raises: CaptureError."""
+        if self.want is not None and not self.planned and not self.chosen:
+            raise self._no_such(self.want)
 
     def _no_such(self, want: str) -> CaptureError:
         names = "; ".join(self._labels(self.by_key)) or "none"
@@ -233,45 +364,92 @@ class Selection:
     def _labels(self, keys: Iterable) -> list[str]:
         return [self.by_key[k].label(self.sections, self.interfaces) for k in keys]
 
+    def left_out(self) -> int:
+        """Tunnel frames on interfaces not replayed that are not repeats of replayed ones (another device's)."""
+        return sum(st.left_out for k, st in self.by_key.items() if not self._replayed(k))
+
+    def _replayed(self, k: tuple) -> bool:
+        return self.chosen is None or k in self.chosen
+
     def notes(self) -> list[str]:
-        """One note when the capture held several interfaces (and the same packets twice, when it did)."""
+        """One note when the capture held several devices: each interface, which is replayed and why, and what the
+        others' frames were (another device's tunnel traffic left out, repeats, decapsulated copies)."""
         if self.devices() < 2:
             if self.unattributed_copies:
                 n = self.unattributed_copies
+                v1 = all(st.linktype == DLT_LINUX_SLL for st in self.by_key.values())
+                why = (
+                    "Linux cooked v1 does not say the interface, so they are replayed as the physical device's "
+                    "traffic and counted there; capture on the physical device, or as LINUX_SLL2 "
+                    "(tcpdump -i any -y LINUX_SLL2), to leave them out"
+                    if v1
+                    else "they are on the replayed interface itself, so they are replayed and counted there"
+                )
                 return [
                     f"the capture holds the same packets twice: {n:,} frames carry the inner packets of tunnel "
-                    "frames (decapsulated copies, as `tcpdump -i any` records them on the tunnel device); Linux "
-                    "cooked v1 does not say the interface, so they are replayed as the physical device's traffic "
-                    "and counted there; capture on the physical device, or as LINUX_SLL2 "
-                    "(tcpdump -i any -y LINUX_SLL2), to leave them out"
+                    f"frames (decapsulated copies, as `tcpdump -i any` records them on the tunnel device); {why}"
                 ]
             return []
+        lab = {k: st.label(self.sections, self.interfaces) for k, st in self.by_key.items()}
         parts = []
-        for st in self.by_key.values():
+        for k, st in self.by_key.items():
             what = f"{st.tunnel_frames:,} tunnel" if st.tunnel_frames else "no tunnel traffic"
-            parts.append(f"{st.label(self.sections, self.interfaces)}: {st.frames:,} frames, {what}")
+            parts.append(f"{lab[k]}: {st.frames:,} frames, {what}")
         head = f"the capture holds {len(self.by_key)} interfaces ({'; '.join(parts)})"
-        chosen = " and ".join(self._labels(k for k in self.by_key if self.chosen and k in self.chosen))
-        copies = [st for st in self.by_key.values() if st.copies]
-        if copies:
-            dup = ", ".join(f"{st.copies:,} on {st.label(self.sections, self.interfaces)}" for st in copies)
-            whose = f"{chosen}'s tunnel frames" if self.chosen else "tunnel frames on another interface"
-            head += (
-                f", and the same packets twice: {dup} carry the inner packets of {whose} "
+        if self.chosen is None:
+            return [
+                head + "; none carries tunnel traffic: all were replayed as one device's traffic; "
+                "--interface N chooses one"
+            ]
+        chosen = " and ".join(lab[k] for k in self.by_key if k in self.chosen)
+        why = self.reason if self.reason == "--interface" else f"{self.reason}; --interface chooses"
+        text = f"{head}; replaying {chosen} only ({why})"
+        others = [(k, st) for k, st in self.by_key.items() if k not in self.chosen]
+        for k, st in others:
+            if st.left_out:
+                text += (
+                    f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out (another "
+                    f"device's traffic, merged by its own NAPI: --interface {st.select()} replays it instead)"
+                )
+        rep = [f"{st.repeats:,} on {lab[k]}" for k, st in others if st.repeats]
+        if rep:
+            text += (
+                f"; the same tunnel frames twice: {', '.join(rep)} repeat {chosen}'s (a bond or bridge sees "
+                "the frames its port received: GRO ran once, on the port's NAPI; counted once)"
+            )
+        dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
+        if dup:
+            text += (
+                f"; the same packets twice: {', '.join(dup)} carry the inner packets of {chosen}'s tunnel frames "
                 "(decapsulated copies, which never reach the physical device's NAPI)"
             )
-        if self.chosen is None:
-            # a pipe without --interface (interfaces cannot be planned ahead on a stream): every one is replayed
-            also = ", the copies too (counted there)" if copies else ""
-            return [head + f"; all were replayed as one device's traffic{also}: --interface N chooses one"]
-        why = self.reason if self.reason == "--interface" else f"{self.reason}; --interface chooses"
-        return [f"{head}; replaying {chosen} only ({why})"]
+        return [text]
 
     def as_list(self) -> list[dict]:
         return [
-            st.as_dict(self.chosen is None or k in self.chosen, self.sections, self.interfaces)
-            for k, st in self.by_key.items()
+            st.as_dict(self._replayed(k), self.sections, self.interfaces) for k, st in self.by_key.items()
         ]
+
+
+def _skip(rec, inp) -> None:
+    """Count a record of an interface that is not replayed in ``inp`` (``sim.ingest.InputStats``)."""
+    inp.frames_read += 1
+    inp.bytes_read += len(rec[1])
+    inp.skipped[SKIP_OTHER_INTERFACE] += 1
+    if inp.first_ts_ns is None:
+        inp.first_ts_ns = rec[0]
+    inp.last_ts_ns = rec[0]
+
+
+def _most_frames(held: deque) -> InterfaceStats:
+    """The interface whose device has the most of the ``held`` records (the first to appear on a tie)."""
+    count: dict[tuple, int] = {}
+    first: dict[tuple, InterfaceStats] = {}
+    for _rec, st, _got in held:
+        g = st.group()
+        count[g] = count.get(g, 0) + 1
+        first.setdefault(g, st)
+    return first[max(count, key=lambda g: count[g])]
 
 
 def _regular_file(path: str) -> bool:
@@ -288,32 +466,26 @@ def may_hold_several(cap) -> bool:
 
 
 def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
-    """Read ``path`` once (a regular file; ``cap`` is its open Capture, not yet iterated) and choose the interfaces.
-
-    ``decoder_factory()`` gives a ``packet.decode.Decoder`` with the replay's tunnel ports. The chosen interfaces
-    are those ``want`` names (an ifindex, a pcapng interface index over all sections, or an ``if_name``: every
-    section's interface of that name) or else the device with the most tunnel frames (an ``if_name`` counts
-    over all sections). A pcapng file whose frames are all on one interface of a link type without an ifindex or
-    copies to tell (not Linux cooked) has nothing to choose among: its blocks are walked to count the frames
-    (``_one_interface``), and no frame is decoded (its tunnel frames are not counted; as for a classic pcap, no
-    report line says them). Raises: CaptureError when ``want`` names no interface of the capture.
+    """The interface selection of ``cap`` (open, not yet iterated) at ``path``: ``Selection.filter`` chooses as
+    the records are read (the module docstring's rule), the same for a file and a pipe. ``decoder_factory()``
+    gives a ``packet.decode.Decoder`` with the replay's tunnel ports. A regular pcapng file whose frames are all
+    on one interface of a link type without an ifindex or copies to tell (not Linux cooked) has nothing to choose:
+    its blocks are walked to count the frames (``_one_interface``), no frame is decoded, and the batch path may
+    read it. Raises: CaptureError when ``want`` names no interface of a planned file or of a capture that holds
+    one interface (a streamed selection raises it at the end: ``Selection.check``).
     """
-    sel = Selection(path=path)
+    sel = Selection(path=path, want=want, decoder_factory=decoder_factory)
     if not may_hold_several(cap):
         if want is not None:
             raise CaptureError(f"{path}: --interface {want}: the capture holds one interface")
         return sel
-    if not _regular_file(path):
-        sel.stream_want = want
-        sel.decoder_factory = decoder_factory
-        sel.reason = "--interface"
-        return sel
-    sel.planned = True
-    inner: dict[tuple, set] = {}
-    plain: dict[tuple, list] = {}
-    if cap.format != "pcapng" or not _one_interface(path, sel):
-        _scan(path, decoder_factory(), sel, inner, plain)
-    _choose(sel, want, inner, plain)
+    if cap.format == "pcapng" and _regular_file(path) and _one_interface(path, sel):
+        sel.planned = True
+        if want is not None:
+            match = frozenset(k for k, st in sel.by_key.items() if st.matches(want))
+            if not match:
+                raise sel._no_such(want)
+            sel.chosen, sel.reason = match, "--interface"
     return sel
 
 
@@ -342,84 +514,3 @@ def _one_interface(path: str, sel: Selection) -> bool:
             st.frames = frames
         sel.sections, sel.interfaces = max(1, scan.sections), len(scan.all_interfaces)
     return True
-
-
-def _scan(path: str, dec, sel: Selection, inner: dict, plain: dict) -> None:
-    """Decode every frame of ``path``: each interface's frames and tunnel frames into ``sel.by_key``, the hashes of
-    tunnel frames' inner payloads (``inner``) and of other frames' payloads (``plain``) by interface."""
-    with open_capture(path, digest=False) as scan:
-        for _ts, buf, orig_len, linktype in scan:
-            key = interface_key(scan, buf, linktype)
-            st = sel.by_key.get(key)
-            if st is None:
-                st = sel.by_key[key] = _new_stats(scan, key, linktype)
-            st.frames += 1
-            got = _payload(dec, buf, orig_len, linktype)
-            if got is None:
-                continue
-            tunnel, payload = got
-            if tunnel:
-                st.tunnel_frames += 1
-                if payload is not None:
-                    inner.setdefault(key, set()).add(payload)
-            elif payload is not None:
-                plain.setdefault(key, []).append(payload)
-        if scan.format == "pcapng":
-            sel.sections, sel.interfaces = max(1, scan.sections), len(scan.all_interfaces)
-
-
-def _choose(sel: Selection, want: str | None, inner: dict, plain: dict) -> None:
-    """The interfaces ``want`` names, else the device with the most tunnel frames; the copies of tunnel frames'
-    inner packets on the others (or, one device, on it). Raises: CaptureError when ``want`` names none."""
-    if want is not None:
-        match = frozenset(k for k, st in sel.by_key.items() if st.matches(want))
-        if not match:
-            raise sel._no_such(want)
-        sel.chosen = match
-        sel.reason = "--interface"
-    elif len(sel.by_key) > 1:
-        groups: dict[tuple, list] = {}
-        for k, st in sel.by_key.items():
-            groups.setdefault(st.group(), []).append(k)
-        best = max(groups.values(), key=lambda ks: sum(sel.by_key[k].tunnel_frames for k in ks))
-        if any(sel.by_key[k].tunnel_frames for k in best):
-            sel.chosen = frozenset(best)
-            sel.reason = "the interface that carries the tunnel traffic"
-    _count_copies(sel, inner, plain)
-
-
-def _keep_payload(got: tuple[bool, int | None] | None, key: tuple, inner: dict, plain: dict) -> None:
-    """Keep one record's payload hash (``_payload``'s answer) as ``_scan`` does: a tunnel frame's inner payload in
-    ``inner``, another frame's payload in ``plain``, by interface ``key``."""
-    if got is None or got[1] is None:
-        return
-    if got[0]:
-        inner.setdefault(key, set()).add(got[1])
-    else:
-        plain.setdefault(key, []).append(got[1])
-
-
-def _count_copies(sel: Selection, inner: dict, plain: dict) -> None:
-    """The frames whose L4 header and payload equal a tunnel frame's inner ones (``inner``/``plain``: payload hashes
-    by interface, ``_scan``; ``inner``'s a set or an int64 array each): with one device ``unattributed_copies``;
-    else each interface's ``copies`` of the chosen interfaces' tunnel frames, or, when every interface is replayed
-    (a pipe without --interface), of any other interface's tunnel frames."""
-    if sel.devices() == 1:  # one device (in one section or several): the copies cannot be told by interface
-        hashes = [h for hs in plain.values() for h in hs]
-        sel.unattributed_copies = _members(hashes, inner.values()) if hashes else 0
-        return
-    for k, hashes in plain.items():
-        if sel.chosen is not None and k in sel.chosen:
-            continue
-        src = sel.chosen if sel.chosen is not None else [o for o in inner if o != k]
-        sel.by_key[k].copies = _members(hashes, [inner[o] for o in src if o in inner])
-
-
-def _members(hashes: list[int], refs: Iterable) -> int:
-    """How many of ``hashes`` (with repeats) are in one of ``refs`` (sets or int64 arrays of hashes)."""
-    if not hashes:
-        return 0
-    parts = [r if isinstance(r, np.ndarray) else np.fromiter(r, np.int64, len(r)) for r in refs]
-    if not parts:
-        return 0
-    return int(np.count_nonzero(np.isin(np.array(hashes, np.int64), np.concatenate(parts))))

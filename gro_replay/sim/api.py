@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
-from ..capture.interface_blocks import block_tally
+from ..capture.chunks import RecordPacker
 from ..capture.interfaces import may_hold_several
 from ..capture.interfaces import plan as plan_interfaces
 from ..capture.reader import DLT_EN10MB, open_capture
@@ -29,8 +29,9 @@ def replay_capture(
 
     Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
     every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
-    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file whose interfaces are all replayed (a pipe
-    without ``--interface`` too: its interface notes are ``Selection.filter``'s) take the batch path (pollcache.py)
+    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file or stream (a file whose frames are all on
+    one interface read directly, any other as the records ``capture.interfaces.Selection.filter`` passes on,
+    ``capture.chunks.RecordPacker``) take the batch path (pollcache.py)
     when ``pollcache.batch_reasons`` finds no reason against it: the configuration allows it, ``on_deliver`` is None
     or reads only what cached delivery events hold (``pollcache.served_from_events``: --trace, explain) and the
     batch path reads the input; same results, same deliveries in the same order. ``Result.engine`` says which path
@@ -64,10 +65,9 @@ def replay_capture(
         reasons = batch_reasons(config, on_deliver, cap, sel)
         if not reasons:
             br = BatchReplay(rep)
-            tally = block_tally(sel, cap)  # a pipe: its interface notes, counted a block at a time
-            br.run(cap, progress, None if tally is None else tally.block)
-            if tally is not None:
-                tally.end()
+            # a pcapng capture sorted by interface as it is read: the batch path reads the records passed on
+            packed = None if sel.passes_all() or cap.format != "pcapng" else RecordPacker(records, br.block)
+            br.run(cap, progress, reader=packed)
             rep.batch = br.counts()
             rep.engine = engine(
                 reasons, rep.batch["polls_cached"] + rep.batch["polls_simulated"], rep.batch["polls_cached"]
@@ -77,7 +77,7 @@ def replay_capture(
             rep.engine = engine(reasons, rep.polls_run, 0)
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
         account_capture_end(cap, rep.input)
-        sel.check()  # a pipe's --interface that matched nothing: known only now
+        sel.check()  # an --interface that matched nothing, known once the records were read
         rep.input.notes.extend(sel.notes())
         if len(sel.by_key) > 1:
             rep.input.interfaces = sel.as_list()

@@ -111,7 +111,7 @@ class ReplayConfig:
     vxlan_ports: tuple[int, ...] = (4789, 8472)
     geneve_ports: tuple[int, ...] = (6081,)
     #: the interface to replay of a capture that holds several (``--interface``: an ifindex, a pcapng interface id
-    #: or name); None: the one that carries the tunnel traffic (capture/interfaces.py)
+    #: or name); None: the device of the first tunnel frame (capture/interfaces.py)
     interface: str | None = None
     #: tunnel kinds (``"vxlan"``, ``"geneve"``) whose ports are detected (``--vxlan-port auto``): a first read of
     #: the capture finds the UDP ports whose payloads parse as that tunnel (``packet.decode.sniff_tunnel``) and

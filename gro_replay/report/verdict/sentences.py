@@ -19,6 +19,7 @@ from .words import (
     id_step_text,
     kernel_label,
     lacks_fix_words,
+    left_out_text,
     loss_text,
     not_replayed_text,
     plural,
@@ -64,6 +65,13 @@ class CaptureSentences:
         return f"Lost on the way ({who}): {per}."
 
     def _capture_text(self) -> str:
+        """The verdict text: ``_capture_body``, then what the capture held that was not replayed (another
+        device's tunnel frames: ``left_out_text``), so that no sentence reads as covering traffic it did not see."""
+        text = self._capture_body()
+        left = left_out_text(self.result.input)
+        return f"{text} {left}" if left else text
+
+    def _capture_body(self) -> str:
         inp = self.result.input
         cfg = self.result.config
         if self.outcome == "nothing_replayed":

@@ -78,6 +78,30 @@ def not_replayed_text(inp) -> str:
     ) + (f" ({', '.join(gone)})" if gone else "")
 
 
+def left_out_text(inp) -> str:
+    """The tunnel traffic of a capture's other devices that was not replayed (``sim.InputStats.interfaces``, rows of
+    capture/interfaces.py ``Selection.as_list``), e.g. "Only interface 0 (eth0) was replayed: tunnel frames of
+    another device, which its own NAPI merges, are in no count here: 10 on interface 1 (eth1) (--interface eth1
+    replays them)."; "" when nothing was left out. Repeats of replayed frames (a bond) and decapsulated copies are
+    not left-out traffic."""
+    rows = getattr(inp, "interfaces", None) or []
+    out = [r for r in rows if not r.get("replayed", True) and r.get("tunnel_frames_left_out", 0)]
+    if not out:
+        return ""
+    replayed = " and ".join(r["interface"] for r in rows if r.get("replayed"))
+    each = "; ".join(
+        f"{r['tunnel_frames_left_out']:,} on {r['interface']} ({r['select']} replays "
+        f"{'it' if r['tunnel_frames_left_out'] == 1 else 'them'})"
+        for r in out
+    )
+    who = (
+        "another device, which its own NAPI merges"
+        if len(out) == 1
+        else "other devices, which their own NAPIs merge"
+    )
+    return f"Only {replayed} was replayed: tunnel frames of {who}, are in no count here: {each}."
+
+
 def filtered_text(filtered: dict) -> str:
     """``InputStats.filtered`` (option key → frames) in words: "17 frames filtered out by -f" ("" when none)."""
     return ", ".join(

@@ -1,0 +1,231 @@
+"""Tunnel traffic captured on more than one device: one device replayed, the others' frames said, file == pipe.
+
+Kernel rules the expected counts come from:
+- each NIC's frames are merged by its own NAPI: a driver calls ``napi_gro_receive(napi, skb)`` for its NAPI, whose
+  ``gro_hash`` holds only that NAPI's packets (net/core/gro.c ``dev_gro_receive``; gro-spec §1). Two NICs' frames
+  never share a GRO list, so the replay models one of them and counts the other's as left out.
+- ``tcpdump -i any`` taps an skb in ``__netif_receive_skb_core`` on every device it passes: on a bond's slave,
+  then (``bond_handle_frame`` → ``RX_HANDLER_ANOTHER``) on the bond; GRO ran once, on the slave's NAPI, so the
+  bond's frames repeat the slave's and add nothing; the tunnel device's decapsulated inner packets (delivered by its
+  gro_cells NAPI) never reach a physical device's NAPI (../shared/triage/README.md, kernel-checked).
+- the frames: synth's VXLAN with outer UDP checksum 0 and the default ``--rx-csum unnecessary`` (level 0): before
+  89e5c58fc1e2 ``udp_gro_receive`` refuses tunnel GRO for each (csum_cnt 0, csum_valid 0: the phys stage delivers
+  every frame alone) and the tunnel device's gro_cells merges a flow's 10 frames, 1 µs apart, into one skb; after
+  it the phys stage merges them into one skb (gro-spec §4, the fix's commit message).
+The choice is made as records are read (capture/interfaces.py): the device of the capture's first tunnel frame,
+or ``--interface``. Every capture is replayed from a file and through a FIFO: the documents are equal.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from test_interface_pipes import _fifo
+
+from gro_replay.capture import interfaces
+from gro_replay.capture.reader import DLT_LINUX_SLL2
+from gro_replay.capture.writer import PcapngWriter, PcapWriter
+from gro_replay.report.document import document
+from gro_replay.sim import ReplayConfig, replay_capture
+from gro_replay.synth import Scenario, synth_frames
+
+_OUTER = 14 + 20 + 8 + 8  # Ethernet + IPv4 + UDP + VXLAN before the inner Ethernet frame
+#: two VXLAN flows of 10 frames each, 1 µs apart, alternating (synth's round robin): flow j % 2 is frame j's
+_FRAMES = list(synth_frames(Scenario(frames=10, flows=2)))
+
+
+def _docs(path: Path, tmp_path: Path, *extra: str) -> dict:
+    """The replay document of ``path`` (``--interface`` from ``extra``) from the file and through a FIFO: equal but
+    for the input's path and the engine statement; the file's."""
+
+    def doc(p: str) -> dict:
+        cfg = ReplayConfig(interface=extra[1] if extra else None)
+        d = document(replay_capture(p, cfg))
+        d.pop("engine")
+        d["input"].pop("path")
+        return json.loads(json.dumps(d, default=str))
+
+    want = doc(str(path))
+    with _fifo(tmp_path / "fifo", path.read_bytes()) as fifo:
+        assert doc(fifo) == want
+    return want
+
+
+def _rows(doc: dict) -> list[tuple]:
+    return [
+        (
+            i["interface"],
+            i["frames"],
+            i["tunnel_frames"],
+            i["tunnel_frames_repeated"],
+            i["tunnel_frames_left_out"],
+            i["copies_of_tunnel_payload"],
+            i["replayed"],
+        )
+        for i in doc["input"]["interfaces"]
+    ]
+
+
+def _stages(doc: dict) -> dict:
+    return {
+        k["name"]: {s: (v["frames_in"], v["skbs_delivered"]) for s, v in k["stages"].items()}
+        for k in doc["kernels"]
+    }
+
+
+#: one flow of 10 VXLAN frames on one phys device (the module docstring's rules)
+_ONE_FLOW = {
+    "pre-fix": {"phys": (10, 10), "tunnel": (10, 1)},
+    "post-fix": {"phys": (10, 1), "tunnel": (10, 1)},
+}
+
+
+def _two_nics(path: Path) -> Path:
+    """eth0 receives flow 0, eth1 flow 1 (each its own NIC); vxlan0 the inner packet of every frame."""
+    with PcapngWriter(path, [("eth0", ""), ("eth1", ""), ("vxlan0", "")]) as w:
+        for j, (ts, f) in enumerate(_FRAMES):
+            w.write(ts, f, iface=j % 2)
+            w.write(ts + 500, f[_OUTER:], iface=2)
+    return path
+
+
+def test_two_nics_replay_the_first_tunnel_frames_device_and_name_the_other(tmp_path):
+    doc = _docs(_two_nics(tmp_path / "two-nics.pcapng"), tmp_path)
+    inp = doc["input"]
+    assert (inp["frames_read"], inp["frames_replayed"], inp["skipped"]) == (40, 10, {"other_interface": 30})
+    assert inp["classes"] == {"tunnel_tcp": 10}
+    assert _rows(doc) == [
+        ("interface 0 (eth0)", 10, 10, 0, 0, 0, True),
+        ("interface 2 (vxlan0)", 20, 0, 0, 0, 10, False),  # the 10 inner packets of eth0's frames
+        ("interface 1 (eth1)", 10, 10, 0, 10, 0, False),
+    ]
+    assert [i["select"] for i in inp["interfaces"]] == [
+        "--interface eth0",
+        "--interface vxlan0",
+        "--interface eth1",
+    ]
+    assert _stages(doc) == _ONE_FLOW  # eth0's flow only: eth1's frames are in no count
+    (note,) = [n for n in inp["notes"] if "interfaces" in n]
+    assert "replaying interface 0 (eth0) only (the interface of the capture's first tunnel frame" in note
+    assert "10 tunnel frames on interface 1 (eth1) left out" in note and "--interface eth1 replays it" in note
+    assert doc["verdict"]["text"].endswith(
+        "Only interface 0 (eth0) was replayed: tunnel frames of another device, which its own NAPI merges, are in "
+        "no count here: 10 on interface 1 (eth1) (--interface eth1 replays them)."
+    )
+    # the other NIC, chosen: its flow, and eth0's frames left out
+    other = _docs(tmp_path / "two-nics.pcapng", tmp_path, "--interface", "eth1")
+    assert _rows(other) == [
+        ("interface 0 (eth0)", 10, 10, 0, 10, 0, False),
+        ("interface 2 (vxlan0)", 20, 0, 0, 0, 10, False),
+        ("interface 1 (eth1)", 10, 10, 0, 0, 0, True),
+    ]
+    assert _stages(other) == _ONE_FLOW
+    assert "10 on interface 0 (eth0) (--interface eth0 replays them)." in other["verdict"]["text"]
+
+
+def _bond(path: Path) -> Path:
+    """eth0, a bond's slave, receives both flows; bond0 sees each frame again; vxlan0 the inner packets."""
+    with PcapngWriter(path, [("eth0", ""), ("bond0", ""), ("vxlan0", "")]) as w:
+        for ts, f in _FRAMES:
+            w.write(ts, f, iface=0)
+            w.write(ts, f, iface=1)
+            w.write(ts + 500, f[_OUTER:], iface=2)
+    return path
+
+
+@pytest.mark.parametrize("want", [None, "bond0"])
+def test_a_bond_and_its_slave_are_one_device_replayed_once(tmp_path, want):
+    path = _bond(tmp_path / "bond.pcapng")
+    doc = _docs(path, tmp_path, *(("--interface", want) if want else ()))
+    inp = doc["input"]
+    assert (inp["frames_read"], inp["frames_replayed"]) == (60, 20)
+    slave, master = ("interface 0 (eth0)", "interface 1 (bond0)")
+    # the device not replayed repeats the other's 20 tunnel frames: nothing left out (in either order of reading)
+    assert _rows(doc) == [
+        (slave, 20, 20, 20 if want else 0, 0, 0, bool(not want)),
+        (master, 20, 20, 0 if want else 20, 0, 0, bool(want)),
+        ("interface 2 (vxlan0)", 20, 0, 0, 0, 20, False),
+    ]
+    # both flows, 10 frames each, on one NAPI: per flow as _ONE_FLOW
+    assert _stages(doc) == {
+        "pre-fix": {"phys": (20, 20), "tunnel": (20, 2)},
+        "post-fix": {"phys": (20, 2), "tunnel": (20, 2)},
+    }
+    assert "Only" not in doc["verdict"]["text"]
+    (note,) = [n for n in inp["notes"] if "interfaces" in n]
+    assert "the same tunnel frames twice: 20 on" in note and "left out" not in note
+
+
+def _sll2(ifindex: int, f: bytes) -> bytes:
+    """A Linux cooked v2 record (``tcpdump -i any``): protocol, reserved, ifindex, ARPHRD_ETHER, packet type,
+    address length, address (8 bytes), then the frame after its Ethernet header."""
+    return struct.pack("!HHIHBB8s", 0x0800, 0, ifindex, 1, 0, 6, f[6:12]) + f[14:]
+
+
+def test_tcpdump_any_of_two_nics_from_a_pipe_leaves_the_copies_out(tmp_path):
+    # ifindex 2 (eth0) flow 0, ifindex 3 (eth1) flow 1, ifindex 5 (vxlan0) every inner packet: a pipe counted the
+    # copies as phys traffic before; now file and pipe replay ifindex 2 and name ifindex 5's copies
+    path = tmp_path / "any.pcap"
+    with PcapWriter(path, linktype=DLT_LINUX_SLL2) as w:
+        for j, (ts, f) in enumerate(_FRAMES):
+            w.write(ts, _sll2(2 + j % 2, f))
+            w.write(ts + 500, _sll2(5, f[_OUTER:]))
+    doc = _docs(path, tmp_path)
+    inp = doc["input"]
+    assert inp["classes"] == {"tunnel_tcp": 10} and inp["skipped"] == {"other_interface": 30}
+    assert _rows(doc) == [
+        ("ifindex 2", 10, 10, 0, 0, 0, True),
+        ("ifindex 5", 20, 0, 0, 0, 10, False),
+        ("ifindex 3", 10, 10, 0, 10, 0, False),
+    ]
+    assert _stages(doc) == _ONE_FLOW
+    assert doc["verdict"]["text"].endswith("10 on ifindex 3 (--interface 3 replays them).")
+
+
+def test_frames_before_the_first_tunnel_frame_wait_for_the_choice(tmp_path, monkeypatch):
+    # eth1 carries 3 plain frames (inner packets, not tunnel traffic) before eth0's first VXLAN frame: they are held
+    # until the choice and left out; eth0's own plain frame before it is replayed
+    plain = [f[_OUTER:] for _ts, f in _FRAMES[:4]]
+    t0 = _FRAMES[0][0] - 10_000
+    path = tmp_path / "late.pcapng"
+    with PcapngWriter(path, [("eth0", ""), ("eth1", "")]) as w:
+        for k in range(3):
+            w.write(t0 + k, plain[k], iface=1)
+        w.write(t0 + 3, plain[3], iface=0)
+        for ts, f in _FRAMES[::2]:  # flow 0
+            w.write(ts, f, iface=0)
+    doc = _docs(path, tmp_path)
+    assert doc["input"]["classes"] == {"tunnel_tcp": 10, "not_tunnel": 1}
+    assert _rows(doc) == [
+        ("interface 1 (eth1)", 3, 0, 0, 0, 0, False),
+        ("interface 0 (eth0)", 11, 10, 0, 0, 0, True),
+    ]
+    # a look-ahead of 3 records fills with eth1's: eth1 (the most frames held) is replayed, eth0's flow left out
+    monkeypatch.setattr(interfaces, "LOOKAHEAD_RECORDS", 3)
+    doc = _docs(path, tmp_path)
+    assert doc["input"]["classes"] == {"not_tunnel": 3}
+    assert _rows(doc) == [
+        ("interface 1 (eth1)", 3, 0, 0, 0, 0, True),
+        ("interface 0 (eth0)", 11, 10, 0, 10, 0, False),
+    ]
+    (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
+    assert (
+        "(no tunnel frame among the first 3 frames: the interface with the most of them; --interface" in note
+    )
+    assert doc["verdict"]["text"].endswith("10 on interface 0 (eth0) (--interface eth0 replays them).")
+
+
+def test_no_tunnel_traffic_replays_every_interface(tmp_path):
+    path = tmp_path / "plain.pcapng"
+    with PcapngWriter(path, [("eth0", ""), ("eth1", "")]) as w:
+        for j, (ts, f) in enumerate(_FRAMES):
+            w.write(ts, f[_OUTER:], iface=j % 2)
+    doc = _docs(path, tmp_path)
+    assert (doc["input"]["frames_replayed"], doc["input"]["classes"]) == (20, {"not_tunnel": 20})
+    (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
+    assert note.endswith(
+        "none carries tunnel traffic: all were replayed as one device's traffic; --interface N chooses one"
+    )
