@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -66,8 +67,8 @@ class RunEntry(NamedTuple):
     ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
     its last frame (flushed by the poll's end); ``ids``: the IPv4 ID differences it read (a run is served from
     this recording only when its own IDs answer them alike); ``events``: when its delivery events were kept (the
-    cache entry's third item, ``_placed``: recorded while an observer watched, within ``MAX_RUN_EVENTS``), the
-    payload lengths they were recorded with (bytes per run position, int64), else None."""
+    cache entry's third item, ``_placed``: recorded while an observer watched, within ``MAX_RUN_EVENTS``), what
+    places them in another run with the same key (``_event_rules``), else None."""
 
     holding: bool
     polled: tuple
@@ -76,7 +77,7 @@ class RunEntry(NamedTuple):
     cells_in: list
     ends_held: bool
     ids: IdGuards
-    events: np.ndarray | None
+    events: tuple | None
 
 
 def _ends_held(deltas: list) -> bool:
@@ -85,6 +86,14 @@ def _ends_held(deltas: list) -> bool:
     return any(
         key in (POLL_END, BUDGET_EXHAUSTED) and inc > 0 for _a, items in deltas for _c, key, inc in items
     )
+
+
+def _event_rules(events: list, payload: np.ndarray) -> tuple:
+    """``RunEntry.events`` of a run recorded with ``events`` (``RunComposer._placed``) and ``payload`` lengths:
+    ``(payload lengths, whether a flush's bucket follows the RX hashes, run positions of the flushes whose bucket
+    is 0 and follows the hash only if it is 0)``."""
+    hashed = [ev[9][-4:] for ev in events if ev[9][-4] == _FLUSHED and ev[9][-2] != "z"]
+    return payload.copy(), bool(hashed), tuple(at for _k, _b, rule, at in hashed if rule == "fz")
 
 
 def _most_held(spans: list) -> int:
@@ -266,16 +275,19 @@ class RunComposer:
                 if x.flow_ops:
                     self.flow_ops.add(x.flow_ops, tuple(dict.fromkeys(runs.fids[a:b].tolist())))
                 got = list(x.polled)
-                events = known[j - ra] if observed else []
+                events, grew, hashes = known[j - ra] if observed else ([], None, None)
             else:
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]
                 got, events = self._record_run(
                     k, ctx, batch, t, runs.payload[a:b], runs.ids[a:b], full, weights
                 )
+                grew = hashes = None  # recorded with this run's own lengths and hashes
                 ran = True
             if observed:
                 flows = list(dict.fromkeys(runs.fids[a:b].tolist()))
-                placed.append((events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), flows))
+                placed.append(
+                    (events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), flows, grew, hashes)
+                )
             for nid, dp, df in got:
                 p, f = polled.get(nid, (0, 0))
                 polled[nid] = (max(p, dp), max(f, df))
@@ -305,66 +317,63 @@ class RunComposer:
             out.append(evs)
         return out
 
-    def _known_events(self, e: list, runs: Runs, a: int, b: int) -> list | None:
-        """The delivery events of known run ``e`` (a run cache entry) for the run at ``runs`` entries ``a..b``, or
-        None when they cannot be placed: not kept (``MAX_RUN_EVENTS``, a bucket without a rule), or a flush from a
-        bucket the hashes of this run's frames do not fix (``_placed``'s rule ``fz`` on a non-zero hash). The same
-        key fixes the headers, not the payload lengths nor the flows' RX hashes (sim/runs.py): an skb's ``len``
-        moves with its frames' payloads (``skb_gro_receive`` appends them; the key fixes the headers), a flush's
-        bucket follows this run's hashes."""
+    def _known_events(self, e: list, runs: Runs, a: int, b: int) -> tuple | None:
+        """``(events, grew, hashes)`` of known run ``e`` (a run cache entry) for the run at ``runs`` entries
+        ``a..b``, or None when they cannot be placed: not kept (``MAX_RUN_EVENTS``, a bucket without a rule), or a
+        flush from a bucket the hashes of this run's frames do not fix (``_placed``'s rule ``fz`` on a non-zero
+        hash). The same key fixes the headers, not the payload lengths nor the flows' RX hashes (sim/runs.py): an
+        skb's ``len`` moves with its frames' payloads (``skb_gro_receive`` appends them; the key fixes the headers)
+        by ``grew`` (bytes more per run position, None when none), and a flush's bucket follows this run's
+        ``hashes`` (RX hash per run position; None when no bucket follows them): ``_deliver`` applies both."""
         x: RunEntry = e[3]
         if x.events is None:
             return None
-        grew = (runs.payload[a:b] - x.events).tolist()
-        moved = any(grew)
-        flow_rx = self.rep._flow_rx
+        payload, hashed, fz = x.events
+        grew = runs.payload[a:b] - payload
         hashes = None
-        out = []
-        for ev in e[2]:
-            how = ev[9]
-            kind, bucket, rule, at = how[-4:]
-            if kind == _FLUSHED and rule != "z":
-                if hashes is None:
-                    hashes = [flow_rx(f)[0] for f in runs.fids[a:b].tolist()]
-                h = hashes[at]
-                if rule == "fz" and h:
-                    return None
-                bucket = h & (GRO_HASH_BUCKETS - 1)
-                ev = (*ev[:9], (*how[:-3], bucket, rule, at))
-            elif kind == _FLUSHED:
-                ev = (*ev[:9], (*how[:-3], 0, rule, at))
-            if moved:
-                d = sum(grew[j] for j in ev[7])
-                if d:
-                    ev = (*ev[:5], ev[5] + d, *ev[6:])
-            out.append(ev)
-        return out
+        if hashed:
+            flow_rx = self.rep._flow_rx
+            hashes = [flow_rx(f)[0] for f in runs.fids[a:b].tolist()]
+            if any(hashes[j] for j in fz):
+                return None
+        return e[2], grew.tolist() if grew.any() else None, hashes
 
     def _deliver(self, placed: list, t: int) -> None:
         """Hand the observers the deliveries of a composed poll at ``t`` (ns), its runs' events (``_placed``) merged
         into the kernels' order (``_compose``: "The order of deliveries"); ``placed``: per run, ``(events, poll order
-        of its entries, their capture indices, its flow ids in order of first frame)``."""
+        of its entries, their capture indices, its flow ids in order of first frame, grew, hashes)`` (the last two:
+        ``_known_events``). Each delivery's place is one integer: kernel and stage, then at phys ``(kind, bucket,
+        poll position)``, at a tunnel device ``(cell, kind, bucket, the place of the phys delivery that was its
+        input)``, then its index among its run's events (deliveries of one input: the run's own order); 24 bits
+        for a position or an index (a block holds fewer entries), 64 for a phys place."""
         keyed = []
-        for r, (events, order, cap, flows) in enumerate(placed):
-            phys: dict[
-                tuple[int, int], tuple
-            ] = {}  # (kernel, first frame's run position) → its delivery's key
+        for events, order, cap, flows, grew, hashes in placed:
+            phys: dict[tuple[int, int], int] = {}  # (kernel, first frame's run position) → its place at phys
             for n, ev in enumerate(events):
-                i, stage, where, how = ev[0], ev[2], ev[7], ev[9]
-                if stage == "phys":
-                    kind, bucket, _rule, at = how
-                    key: tuple = (i, 0, kind, bucket, order[at], r, n)
-                    phys[(i, where[0])] = key
+                i, how = ev[0], ev[9]
+                if ev[2] == "phys":
+                    kind, bucket, rule, at = how
+                    if hashes is not None and kind == _FLUSHED and rule != "z":
+                        bucket = hashes[at] & (GRO_HASH_BUCKETS - 1)
+                    inner = (kind << 3 | bucket) << 64 | order[at] << 24 | n
+                    phys[(i, ev[7][0])] = inner
+                    key = i << 129 | inner
                 else:
-                    cell, kind, bucket, _rule, at = (
+                    cell, kind, bucket, rule, at = (
                         how  # ``at``: the first frame of the cell input that places it
                     )
-                    key = (i, 1, cell, kind, bucket, phys[(i, at)], r, n)
-                keyed.append((key, ev, cap, flows))
-        keyed.sort(key=lambda x: x[0])
+                    if hashes is not None and kind == _FLUSHED and rule != "z":
+                        bucket = hashes[at] & (GRO_HASH_BUCKETS - 1)
+                    key = (
+                        (i << 1 | 1) << 128 | (cell << 5 | kind << 3 | bucket) << 96 | phys[(i, at)] << 24 | n
+                    )
+                keyed.append((key, ev, cap, flows, grew))
+        keyed.sort(key=itemgetter(0))
         stats = self.rep.stats
-        for _key, (i, kernel, stage, dev, addr, length, flow, where, dt, _how), cap, flows in keyed:
+        for _key, (i, kernel, stage, dev, addr, length, flow, where, dt, _how), cap, flows, grew in keyed:
             frames = [cap[j] for j in where]
+            if grew is not None:
+                length += sum([grew[j] for j in where])
             skb = DeliveredSkb(addr + (frames[0] << 8), length, flows[flow], frames)
             stats[i].on_deliver(kernel, stage, dev, skb, t + dt)
 
@@ -675,7 +684,7 @@ class RunComposer:
                 cells_in,
                 to_end,
                 guards,
-                payload.copy() if keep else None,
+                _event_rules(events, payload) if keep else None,
             )
         )
         return polled, events
