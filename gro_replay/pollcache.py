@@ -56,6 +56,7 @@ from __future__ import annotations
 import numpy as np
 
 from .capture.chunks import PcapChunks
+from .capture.interfaces import SKIP_OTHER_INTERFACE
 from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, V_UDP_BAD, analyse, relative
@@ -266,7 +267,9 @@ class BatchReplay(RunComposer):
         n = len(ch)
         eof = ch.eof
         base_index = rep.input.frames_read
-        snap = ch.caplen < ch.origlen
+        snap = ch.caplen < ch.origlen  # with another interface's records: read and skipped, never replayed
+        if ch.skip is not None:
+            snap = snap | ch.skip
         col = analyse(ch.buf, ch.data, ch.caplen, self.cfg.vxlan_ports, self.cfg.geneve_ports)
         common = col.common & ~snap
         if ch.linktype is not None:
@@ -828,8 +831,8 @@ class BatchReplay(RunComposer):
         self._keys_of.setdefault(new, []).extend(keys)
 
     def _account(self, ch, col, common, snap, a: int, b: int, fids) -> None:
-        """Input counters of records [a, b) that are common frames or snaplen-cut (``Replayer.decoded`` counts
-        the others), and, for ``--resegment auto``, what ``Ingest._learn_mss`` learns of each flow: its largest TCP
+        """Input counters of records [a, b) that are common frames, snaplen-cut or another interface's
+        (``RecordChunk.skip``; ``Replayer.decoded`` counts the others), and, for ``--resegment auto``, what ``Ingest._learn_mss`` learns of each flow: its largest TCP
         payload, and the MSS option of its SYNs (``Columns.syn_l4``, in capture order)."""
         if b <= a:
             return
@@ -842,6 +845,11 @@ class BatchReplay(RunComposer):
         inp.saw_ts_range(int(ts.min()), int(ts.max()))
         inp.last_ts_ns = int(ts[-1])
         ns = int(snap[a:b].sum())
+        if ch.skip is not None and ns:
+            no = int(ch.skip[a:b].sum())
+            if no:
+                inp.skipped[SKIP_OTHER_INTERFACE] += no
+                ns -= no
         if ns:
             inp.skipped[SKIP_SNAPLEN] += ns
         sel = np.flatnonzero(common[a:b]) + a

@@ -57,6 +57,8 @@ class RecordChunk:
     #: pcapng: offset in ``buf`` of each record's block, and its interface (index in ``Capture.all_interfaces``)
     starts: np.ndarray | None = None
     iface: np.ndarray | None = None
+    #: bool per record: read and skipped as another interface's (``other_interface``), never replayed; None: none
+    skip: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -230,8 +232,9 @@ class PcapChunks:
 
 
 class RecordPacker:
-    """Records from an iterator (``(ts_ns, bytes, orig_len, linktype)``, e.g. capture/interfaces.py
-    ``Selection.filter``'s) packed into ``RecordChunk`` blocks of about ``block`` new bytes, with
+    """Records from an iterator of ``((ts_ns, bytes, orig_len, linktype), replayed)`` (capture/interfaces.py
+    ``Selection.marked``) packed into ``RecordChunk`` blocks of about ``block`` new bytes, every record in capture
+    order (its position is its capture index) and those not replayed marked (``RecordChunk.skip``), with
     ``PcapChunks.next``'s contract: ``next(keep)`` returns the records of the previous chunk from offset ``keep``
     (a record's ``record_start``; None: none) followed by new ones; None when there are none. Each record's bytes
     follow a 16-byte gap (``record_start`` is ``data - 16``, as in a classic pcap block), so equal-length records
@@ -253,24 +256,27 @@ class RecordPacker:
         new = 0
         while self._peek is not None and new < self._block:
             recs.append(self._peek)
-            new += len(self._peek[1]) + _REC_LEN
+            new += len(self._peek[0][1]) + _REC_LEN
             self._peek = next(self._it, None)
         self._last = recs
         if not recs:
             self._last_data = np.zeros(0, np.int64)
             return None
-        caplen = np.fromiter((len(r[1]) for r in recs), np.int64, len(recs))
+        n = len(recs)
+        caplen = np.fromiter((len(r[1]) for r, _ in recs), np.int64, n)
         data = np.cumsum(caplen + _REC_LEN) - caplen
         gap = bytes(_REC_LEN)
-        buf = bytearray(b"".join(b for r in recs for b in (gap, r[1])))
+        buf = bytearray(b"".join(b for r, _ in recs for b in (gap, r[1])))
         self._last_data = data
+        skip = ~np.fromiter((ok for _, ok in recs), bool, n)
         return RecordChunk(
             buf,
             data,
             caplen,
-            np.fromiter((r[2] for r in recs), np.int64, len(recs)),
-            np.fromiter((r[0] for r in recs), np.int64, len(recs)),
+            np.fromiter((r[2] for r, _ in recs), np.int64, n),
+            np.fromiter((r[0] for r, _ in recs), np.int64, n),
             len(buf),
             self._peek is None,
-            np.fromiter((r[3] for r in recs), np.int64, len(recs)),
+            np.fromiter((r[3] for r, _ in recs), np.int64, n),
+            skip=skip if skip.any() else None,
         )

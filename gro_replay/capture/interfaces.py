@@ -235,18 +235,28 @@ class Selection:
         """The records of the replayed interfaces, in capture order; the others counted in ``inp`` (read, bytes,
         ``other_interface``) and in ``by_key`` (frames, tunnel frames, repeats, copies). Holds at most
         ``LOOKAHEAD_RECORDS`` records / ``LOOKAHEAD_BYTES`` bytes until the replayed device is known."""
+        return (rec for rec, replayed in self._sorted(cap, records, inp, True) if replayed)
+
+    def marked(self, cap, records: Iterable, inp) -> Iterator[tuple[tuple, bool]]:
+        """Every record in capture order with True when it is replayed (``filter``'s choice and ``by_key`` counts);
+        the others are left to the reader to count in ``inp`` (the batch path: ``capture.chunks.RecordPacker``
+        keeps them in their blocks as skipped, so that every record keeps its capture index)."""
+        return self._sorted(cap, records, inp, False)
+
+    def _sorted(self, cap, records: Iterable, inp, count: bool) -> Iterator[tuple[tuple, bool]]:
+        """``(record, replayed)`` in capture order; ``count``: the records not replayed counted in ``inp``."""
         if self.planned:
-            yield from self._planned(cap, records, inp)
+            yield from self._planned(cap, records, inp, count)
             return
         assert self.decoder_factory is not None  # plan sets one for every capture it does not plan
         dec = self.decoder_factory()
         self.decided = self.want is not None
         if self.decided:
             self.reason = "--interface"
-        inner = _Recent(COPY_WINDOW)  # replayed tunnel frames' inner payload hashes
-        left = _Recent(
-            COPY_WINDOW
-        )  # left-out tunnel frames' payload hash → their interface (repeats found later)
+        # the replayed tunnel frames' inner payload hashes; the left-out ones' with their interface (a repeat of
+        # one may be replayed later)
+        inner = _Recent(COPY_WINDOW)
+        left = _Recent(COPY_WINDOW)
         held: deque = deque()
         held_bytes = 0
         for rec in records:
@@ -255,9 +265,8 @@ class Selection:
             if st is None:
                 st = self.by_key[key] = _new_stats(cap, key, rec[3])
             st.frames += 1
-            if (
-                inp.first_ts_ns is None
-            ):  # the first record read, whichever is replayed (the batch path reads ahead)
+            # the first record read, whichever is replayed (the batch path reads ahead of its accounting)
+            if inp.first_ts_ns is None:
                 inp.first_ts_ns = rec[0]
             got = _payload(dec, rec[1], rec[2], rec[3])
             if not self.decided:
@@ -268,25 +277,20 @@ class Selection:
                     held_bytes += len(rec[1])
                     if len(held) < LOOKAHEAD_RECORDS and held_bytes < LOOKAHEAD_BYTES:
                         continue
-                    self._decide(
-                        _most_frames(held),
-                        f"no tunnel frame among the first {len(held):,} frames: the interface with the most of them",
-                    )
+                    why = f"no tunnel frame among the first {len(held):,} frames: the interface with the most of them"
+                    self._decide(_most_frames(held), why)
                     rec = None
                 while held:
                     h_rec, h_st, h_got = held.popleft()
-                    if self._route(h_rec, h_st, h_got, inp, inner, left):
-                        yield h_rec
+                    yield h_rec, self._route(h_rec, h_st, h_got, inp if count else None, inner, left)
                 held_bytes = 0
                 if rec is None:
                     continue
-            if self._route(rec, st, got, inp, inner, left):
-                yield rec
+            yield rec, self._route(rec, st, got, inp if count else None, inner, left)
         # the end before any tunnel frame: every interface is replayed
         while held:
             h_rec, h_st, h_got = held.popleft()
-            if self._route(h_rec, h_st, h_got, inp, inner, left):
-                yield h_rec
+            yield h_rec, self._route(h_rec, h_st, h_got, inp if count else None, inner, left)
         self._stream_end(cap)
 
     def passes_all(self) -> bool:
@@ -298,22 +302,23 @@ class Selection:
         self.device, self.reason, self.decided = st.group(), reason, True
 
     def _route(self, rec, st: InterfaceStats, got, inp, inner: _Recent, left: _Recent) -> bool:
-        """Count one record (``got``: ``_payload``'s answer) in ``st``; True when it is replayed."""
+        """Count one record (``got``: ``_payload``'s answer) in ``st`` and, not replayed, in ``inp`` (unless None);
+        True when it is replayed."""
         tunnel = got is not None and got[0]
         h = None if got is None else got[1]
         st.tunnel_frames += tunnel
         if self.member(st):
             if tunnel and h is not None:
                 inner.add(h)
-                other = left.pop(
-                    h
-                )  # a left-out tunnel frame read before this one: the same frame, seen earlier
+                # a left-out tunnel frame read before this one was the same frame, seen earlier
+                other = left.pop(h)
                 if other is not None:
                     self.by_key[other].repeats += 1
             elif h is not None and h in inner:
                 st.copies += 1
             return True
-        _skip(rec, inp)
+        if inp is not None:
+            _skip(rec, inp)
         if tunnel and h is not None:
             if h in inner:
                 st.repeats += 1
@@ -323,14 +328,14 @@ class Selection:
             st.copies += 1
         return False
 
-    def _planned(self, cap, records: Iterable, inp) -> Iterator:
-        """A planned file (one interface, frames counted by ``plan``): its records, or none (``--interface``)."""
+    def _planned(self, cap, records: Iterable, inp, count: bool) -> Iterator[tuple[tuple, bool]]:
+        """A planned file (one interface, frames counted by ``plan``): its records, replayed unless ``--interface``
+        named another."""
         for rec in records:
-            st = self.by_key[interface_key(cap, rec[1], rec[3])]
-            if self.member(st):
-                yield rec
-            else:
+            replayed = self.member(self.by_key[interface_key(cap, rec[1], rec[3])])
+            if not replayed and count:
                 _skip(rec, inp)
+            yield rec, replayed
 
     def _stream_end(self, cap) -> None:
         """After the last record: the sections and interfaces the labels say, the replayed keys, and for one

@@ -56,17 +56,22 @@ def replay_capture(
         rep.input.path = str(path)
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
-        records = cap if progress is None else counting(cap, progress)
+        raw = records = cap if progress is None else counting(cap, progress)
         sel = plan_interfaces(
             str(path), cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface
         )
         if may_hold_several(cap):
-            records = sel.filter(cap, records, rep.input)
+            records = sel.filter(cap, raw, rep.input)
         reasons = batch_reasons(config, on_deliver, cap, sel)
         if not reasons:
             br = BatchReplay(rep)
-            # a pcapng capture sorted by interface as it is read: the batch path reads the records passed on
-            packed = None if sel.passes_all() or cap.format != "pcapng" else RecordPacker(records, br.block)
+            # a pcapng capture sorted by interface as it is read: the batch path reads its records in blocks, those
+            # of other interfaces marked as skipped (each keeps its capture index: skb addresses, trace times)
+            packed = (
+                None
+                if sel.passes_all() or cap.format != "pcapng"
+                else RecordPacker(sel.marked(cap, raw, rep.input), br.block)
+            )
             br.run(cap, progress, reader=packed)
             rep.batch = br.counts()
             rep.engine = engine(
