@@ -51,7 +51,9 @@ import numpy as np
 from ..packet.columns import FIELDS, V_UDP_ZERO, Columns, H
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_WIDTHS = np.array([1 << 16 if f in ("win", "oid", "iid") else 1 << 32 for f in FIELDS[2:]], np.int64)
+#: the modulus of each field a run key holds relative to the run's first frame: 1 for the IPv4 IDs, which keys
+#: leave out (their differences are compared through ``IdGuards``)
+_WIDTHS = np.array([{"win": 1 << 16, "oid": 1, "iid": 1}.get(f, 1 << 32) for f in FIELDS[2:]], np.int64)
 #: columns of a run row after the headers (uint32 each)
 _EXT = 8 + len(FIELDS) - 2 + 5
 
@@ -136,7 +138,6 @@ def run_keys(
     ext[:, 7] = exact
     k = 8 + len(FIELDS) - 2
     ext[:, 8:k] = (rel[:, 2:] - rel[start, 2:]) % _WIDTHS
-    ext[:, 9:11] = 0  # the IPv4 IDs: compared through ``IdGuards``
     vb = col.vbits[at]
     ext[:, k] = vb
     resid = col.resid[at].copy()
