@@ -23,12 +23,12 @@ from conftest import CLI, FIX_SAMPLE, cli_env
 
 from gro_replay.capture.writer import PcapngWriter, PcapWriter
 from gro_replay.cli import main
-from gro_replay.pollcache import OBSERVER_REASON, config_reasons
 from gro_replay.report.document import document
 from gro_replay.report.schema import check, load
 from gro_replay.report.table import engine_lines, input_lines, markdown
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture, replay_frames
 from gro_replay.sim.api import FRAMES_REASON
+from gro_replay.sim.engine_path import OBSERVER_REASON, config_reasons
 from gro_replay.synth import Scenario, synth_frames, write_scenario
 
 #: 10 bursts of 16 frames of one flow, 1 µs apart within a burst and 100 µs between bursts: 10 gap:3 polls

@@ -459,9 +459,10 @@ def test_the_batch_path_notes_runs_of_frames_as_the_reference(
     # after the silence fall in different blocks or the same one), or all at once; each run of frames noted a run
     # at a time (MIN_RUN 1) or frame by frame: the reference path's document either way
     from gro_replay import pollcache
+    from gro_replay.sim import block_flows
 
     monkeypatch.setattr(pollcache, "BLOCK", block)
-    monkeypatch.setattr(pollcache, "MIN_RUN", min_run)
+    monkeypatch.setattr(block_flows, "MIN_RUN", min_run)
     a, _b, da, db = _both(_pcap(tmp_path, frames), cfg)
     assert da == db
     s = document(a)["kernels"][0]["flows_summary"]
@@ -472,9 +473,9 @@ def test_the_batch_path_notes_runs_of_frames_as_the_reference(
 def test_many_flows_ending_in_one_block_on_the_batch_path(min_run, tmp_path, monkeypatch) -> None:
     # 600 short connections (SYN, data, FIN|ACK 1 µs apart), 50 µs close timeout, the whole capture in one block:
     # every flow but the last ones ends inside the block, each with its own classes (SYN, data, FIN)
-    from gro_replay import pollcache
+    from gro_replay.sim import block_flows
 
-    monkeypatch.setattr(pollcache, "MIN_RUN", min_run)
+    monkeypatch.setattr(block_flows, "MIN_RUN", min_run)
     n = 600
     path = _pcap(tmp_path, _connections(n))
     a, _b, da, db = _both(path, ReplayConfig(flow_close_timeout_ns=50 * US))

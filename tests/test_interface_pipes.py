@@ -27,7 +27,7 @@ from gro_replay.capture.interfaces import plan
 from gro_replay.capture.reader import DLT_LINUX_SLL2, open_capture
 from gro_replay.packet.decode import Decoder
 from gro_replay.report.document import document
-from gro_replay.sim import ReplayConfig, replay_capture
+from gro_replay.sim import ReplayConfig, engine_path, replay_capture
 from gro_replay.synth import Scenario, synth_frames
 
 _OUTER = 14 + 20 + 8 + 8  # Ethernet + IPv4 + UDP + VXLAN before the inner Ethernet frame (synth's default)
@@ -129,13 +129,13 @@ def _interfaces(doc) -> list[tuple]:
 
 
 def test_the_path_decision_of_a_pcapng_pipe(tmp_path):
-    # pollcache.input_reasons: a pipe's selection is not planned (another interface may be described later); the
+    # engine_path.input_reasons: a pipe's selection is not planned (another interface may be described later); the
     # batch path reads the records it passes on (capture/chunks.py RecordPacker)
     data = _shb() + _idb("eth0") + b"".join(_epb(0, ts, f) for ts, f in _frames(5))
     with _fifo(tmp_path / "fifo", data) as path, open_capture(path) as cap:
         sel = plan(path, cap, lambda: Decoder((4789,), (6081,)), None)
         assert not sel.planned and not sel.passes_all() and sel.chosen is None
-        assert pollcache.input_reasons(cap, sel) == []
+        assert engine_path.input_reasons(cap, sel) == []
         list(cap)
 
 

@@ -24,7 +24,6 @@ LONG_MODULES: dict[str, str] = {
     "kernel/model.py": "the switch table and the release profiles: data, one entry per kernel commit",
     "oracle/replay.py": "the kernel backend's one run (namespaces, devices, injection, tracing, teardown)",
     "packet/build.py": "frame builders for every header combination synth and the tests use",
-    "pollcache.py": "the batch path with its exactness argument; being rebuilt as the batch engine (issue 12 item 2)",
 }
 MAX_MODULE_LINES = 500
 

@@ -26,7 +26,7 @@ from gro_replay import pollcache
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
 from gro_replay.report.document import document
-from gro_replay.sim import PollModel, ReplayConfig, replay_capture
+from gro_replay.sim import PollModel, ReplayConfig, block_flows, engine_path, replay_capture
 from gro_replay.synth import Scenario, synth_frames, write_scenario
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "sample_pcaps").glob("*.pcap"))
@@ -69,8 +69,8 @@ def _seeded(seed: int, tmp_path: Path, monkeypatch) -> tuple[str, str, dict | No
     _write(path, frames, repeat=3)
     monkeypatch.setattr(pollcache, "BLOCK", rng.choice([2048, 9000, 65536]))
     # frames noted in the flow tracker a run at a time (``_track_run``) from runs of 1 frame or of 32
-    monkeypatch.setattr(pollcache, "MIN_RUN", rng.choice([1, 32]))
-    assert pollcache.batch_eligible(cfg, False)
+    monkeypatch.setattr(block_flows, "MIN_RUN", rng.choice([1, 32]))
+    assert engine_path.batch_eligible(cfg, False)
     got, batch = _run(path, cfg)
     return got, _doc(path, replace(cfg, fast_path=False)), batch
 
@@ -128,8 +128,8 @@ def test_batch_path_equals_reference_on_samples_and_shared_captures(rx_csum):
 
 def test_not_eligible_configs_take_the_reference_path():
     base = ReplayConfig()
-    assert pollcache.batch_eligible(base, False)
-    assert not pollcache.batch_eligible(base, True)  # a trace or pcap writer observes single deliveries
+    assert engine_path.batch_eligible(base, False)
+    assert not engine_path.batch_eligible(base, True)  # a trace or pcap writer observes single deliveries
     for change in (
         {"hz": 1000},  # napi_poll keeps young packets across polls (flush_old)
         {"gro_flush_timeout_ns": 20_000},
@@ -137,7 +137,7 @@ def test_not_eligible_configs_take_the_reference_path():
         {"rx_queues": 2},
         {"fast_path": False},
     ):
-        assert not pollcache.batch_eligible(replace(base, **change), False), change
+        assert not engine_path.batch_eligible(replace(base, **change), False), change
 
 
 @pytest.mark.parametrize(
@@ -366,9 +366,9 @@ def test_an_observer_of_skb_bytes_keeps_the_reference_path(tmp_path):
         pass
 
     for obs in (bytes_reader, Observers(TraceWriter(io.StringIO(), tag=True), bytes_reader)):
-        assert not pollcache.served_from_events(obs)
+        assert not engine_path.served_from_events(obs)
         assert replay_capture(str(path), ReplayConfig(), obs).batch is None
-    assert pollcache.served_from_events(TraceWriter(io.StringIO(), tag=False))
+    assert engine_path.served_from_events(TraceWriter(io.StringIO(), tag=False))
 
 
 def test_trace_with_the_event_budget_spent_equals_reference(tmp_path, monkeypatch):

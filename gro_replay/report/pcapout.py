@@ -124,7 +124,7 @@ class DevicePcaps:
     Raises: OSError when it cannot be created or written.
     """
 
-    #: why the replay takes the frame-by-frame path with this observer (pollcache.py ``observer_reasons``): it
+    #: why the replay takes the frame-by-frame path with this observer (sim/engine_path.py ``observer_reasons``): it
     #: reads each delivered skb's bytes, which the batch path's cached delivery events do not hold
     frame_by_frame_reason = "--write-pcap reads each skb's bytes"
 
@@ -264,7 +264,7 @@ class Observers:
 
     @property
     def frame_by_frame_reason(self) -> str | None:
-        """The first observer's that is not ``served_from_events`` (pollcache.py ``observer_reasons``)."""
+        """The first observer's that is not ``served_from_events`` (sim/engine_path.py ``observer_reasons``)."""
         for o in self.observers:
             if not getattr(o, "served_from_events", False):
                 return getattr(o, "frame_by_frame_reason", None)

@@ -32,14 +32,15 @@ def replay_capture(
     A classic pcap of Ethernet frames (plain or gzip) and a pcapng file or stream (a file whose frames are all on
     one interface read directly, any other as the records ``capture.interfaces.Selection.filter`` passes on,
     ``capture.chunks.RecordPacker``) take the batch path (pollcache.py)
-    when ``pollcache.batch_reasons`` finds no reason against it: the configuration allows it, ``on_deliver`` is None
-    or reads only what cached delivery events hold (``pollcache.served_from_events``: --trace, explain) and the
+    when sim/engine_path.py ``batch_reasons`` finds no reason against it: the configuration allows it, ``on_deliver`` is None
+    or reads only what cached delivery events hold (``engine_path.served_from_events``: --trace, explain) and the
     batch path reads the input; same results, same deliveries in the same order. ``Result.engine`` says which path
     ran, why, and how many polls the cache answered (``engine``); ``Result.batch`` counts the batch path's polls.
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.
     """
     # pollcache.py builds sim.ingest.Frames: imported here, so that importing pollcache first is no import cycle
-    from ..pollcache import BatchReplay, batch_reasons
+    from ..pollcache import BatchReplay
+    from .engine_path import batch_reasons
 
     detected: dict[str, dict[int, int]] = {}
     if config.detect_tunnels:
@@ -97,7 +98,7 @@ FRAMES_REASON = "in-memory frames (replay_frames) are replayed one by one"
 def engine(reasons: list[str], polls: int, polls_cached: int) -> dict:
     """The JSON document's ``engine`` object (``Result.engine``), the one statement of which path ran:
     ``{"path": "batch" | "frame-by-frame", "reasons": [...], "polls": N, "polls_cached": N}``. ``reasons``: why the
-    batch path did not run (``pollcache.batch_reasons``; [] when it ran); ``polls``: the polls of the replay, run
+    batch path did not run (sim/engine_path.py ``batch_reasons``; [] when it ran); ``polls``: the polls of the replay, run
     through the kernels or answered from the cache (a poll of a schedule the kernels share counts once;
     with --gro-flush-timeout every kernel polls on its own timer and each kernel's polls count);
     ``polls_cached``: those answered from the cache (0 on the frame-by-frame path, which runs every poll)."""

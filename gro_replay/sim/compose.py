@@ -48,7 +48,7 @@ class DeliveredSkb:
     """A delivery answered from cached events, as an observer sees it: ``addr``, ``len`` (bytes at delivery),
     ``flow`` (flow id), ``frames`` (capture indices of the wire frames it carries) — the values the reference
     path's ``SkBuff`` had. Only these: an observer that reads other fields (the pcap writer reads the bytes)
-    does not declare ``served_from_events`` (pollcache.py)."""
+    does not declare ``served_from_events`` (sim/engine_path.py)."""
 
     __slots__ = ("addr", "len", "flow", "frames")
 

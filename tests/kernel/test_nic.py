@@ -45,8 +45,8 @@ from gro_replay.kernel.model import K_5_11
 from gro_replay.kernel.nic import DEFAULT_RSS_KEY, NIC_PRESETS, hw_checksums_ok, toeplitz_hash
 from gro_replay.kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
 from gro_replay.packet.decode import Decoder
-from gro_replay.pollcache import batch_eligible
 from gro_replay.sim import PollModel, ReplayConfig, Replayer, replay_capture
+from gro_replay.sim.engine_path import batch_eligible
 
 
 # -- RX hash and buckets (§2.2; NIC RSS §7) -------------------------------------------------------------------------
