@@ -138,13 +138,11 @@ def run_batch(
     Args: paths: capture files (pcap/pcapng, optionally gzip), sent to the workers as given; config: one
     validated ReplayConfig for all; jobs: worker processes of the local cluster (default: CPU count, at most
     one per capture), one thread each; scheduler: address of a running ``distributed`` scheduler instead
-    (``tcp://host:8786``); on_done: called with each outcome as it completes (any order); on_start: called once
-    the cluster or the scheduler is there, before the first capture is sent (a progress display starts there, after
-    every refusal).
+    (``tcp://host:8786``); on_done: called with each outcome as it completes (any order); on_start: called when
+    the cluster or scheduler is there, before the first capture is sent (a progress display starts there).
     Raises: BatchUnavailable (dask.distributed missing, scheduler unreachable, local cluster not started);
-    ValueError (jobs < 1, or jobs and scheduler both given).
-    Note: the local cluster's workers are spawned processes that import ``__main__`` again, so a script that
-    calls this guards its entry point with ``if __name__ == "__main__":``.
+    ValueError (jobs < 1, or jobs and scheduler both given). Note: the local cluster's workers are spawned
+    processes that import ``__main__`` again: a calling script guards it (``if __name__ == "__main__":``).
     """
     if jobs is not None and scheduler is not None:
         raise ValueError("jobs and scheduler are exclusive")

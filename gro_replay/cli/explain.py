@@ -62,7 +62,7 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
     cfg = replace(cfg, flow_idle_timeout_ns=0, flows_max=1 << 62)
     shown = [m.name for m in cfg.kernels]
     obs = FlowDeliveries()
-    prog, cb = start_progress(quiet, capture)
+    _prog, cb = start_progress(quiet, capture)
     try:
         result = replay_capture(capture, cfg, obs, cb)
     except CaptureError as e:
@@ -70,8 +70,8 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
     except OSError as e:
         raise UsageError(f"{capture}: {e.strerror}") from None
     finally:
-        if prog is not None:
-            prog.stop()
+        if cb is not None:
+            cb.stop()  # the display, when it was shown
     try:
         ids = select_flows(result.flows, selector)
     except SelectorError as e:

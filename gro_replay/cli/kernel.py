@@ -124,14 +124,14 @@ def _prepare(
     )
     # the capture is read and decoded whole before the first frame is sent: the progress display of the replay
     # (stderr a terminal, not --quiet)
-    prog, cb = start_progress(quiet, capture)
+    _prog, cb = start_progress(quiet, capture)
     try:
         loaded = load_capture(capture, cfg, cb)
     except CaptureError as e:
         raise UsageError(str(e)) from None
     finally:
-        if prog is not None:
-            prog.stop()
+        if cb is not None:
+            cb.stop()  # the display, when it was shown
     if not vxlan_port:
         # the UDP destination ports after an option-less outer IPv4 or an outer IPv6 header, most used first
         at = {b"\x08\x00": 36, b"\x86\xdd": 56}

@@ -156,9 +156,9 @@ def progress_display(total: int | None, console: Console):
 
 
 def start_progress(quiet: bool, path: str | None = None):
-    """A progress display on stderr when it is a terminal (else None, None) and the callback for the replay: the
-    same ``ProgressReport`` twice (the display; the callback, which shows it from its first call on). The
-    caller calls ``stop`` on the first when the replay ends or fails."""
+    """A progress display on stderr when it is a terminal (else None, None) and the callback for the replay
+    (``ProgressReport``: it shows the display from its first call on). The caller calls the callback's ``stop``
+    when the replay ends or fails (the display's own ``stop`` would print a line on a display never shown)."""
     if quiet or not sys.stderr.isatty():
         return None, None
     from rich.console import Console
@@ -167,8 +167,7 @@ def start_progress(quiet: bool, path: str | None = None):
     console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
     prog = progress_display(total, console)
     task = prog.add_task("replaying", total=total, frames=0)  # its clock runs from now: elapsed, rate
-    report = ProgressReport(prog, task, total)
-    return report, report
+    return prog, ProgressReport(prog, task, total)
 
 
 def write_export(outs: RunOutputs | None, path: str, text: str, what: str) -> None:

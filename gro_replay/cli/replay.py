@@ -182,7 +182,7 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
     observer: TraceWriter | NamedOutput | Observers | None = tracer
     if pcaps is not None:
         observer = Observers(tracer, NamedOutput(pcaps, "--write-pcap", pcap_dir))
-    prog, cb = start_progress(quiet, capture)
+    _prog, cb = start_progress(quiet, capture)
     try:
         result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:
@@ -196,8 +196,8 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
             raise  # a write to standard output (--trace -): entry() reports it
         raise UsageError(f"{e.filename}: {e.strerror}") from None
     finally:
-        if prog is not None:
-            prog.stop()
+        if cb is not None:
+            cb.stop()  # the display, when it was shown
         if pcaps is not None:
             try:
                 pcaps.close()
