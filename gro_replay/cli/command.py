@@ -66,8 +66,11 @@ class Command(click.Command):
         parser = super().make_parser(ctx)
         given: list[tuple[Any, Any]] = []
         ctx.meta[_GIVEN] = given
-        # click's parser calls each option entry's process() once per occurrence, with the raw value; record it
-        entries = {id(o): o for o in (*parser._long_opt.values(), *parser._short_opt.values())}
+        # click's parser (click 8.x: _OptionParser, its _long_opt/_short_opt entries) calls each option entry's
+        # process() once per occurrence, with the raw value; record it. A click whose parser is shaped otherwise
+        # parses as before, without the check (tests/test_cli_usage_errors.py fails there, saying so)
+        long_opts, short_opts = getattr(parser, "_long_opt", {}), getattr(parser, "_short_opt", {})
+        entries = {id(o): o for o in (*long_opts.values(), *short_opts.values()) if hasattr(o, "process")}
         for popt in entries.values():
             process = popt.process
 
@@ -75,7 +78,7 @@ class Command(click.Command):
                 given.append((_popt, value))
                 _process(value, state)
 
-            popt.process = recording  # type: ignore[method-assign]
+            popt.process = recording
         return parser
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
