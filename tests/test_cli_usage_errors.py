@@ -318,3 +318,49 @@ def test_gro_device_given_on_and_off(runner, tmp_path) -> None:
 @pytest.mark.parametrize("value", ["١٢", "12²"])
 def test_max_bytes_other_scripts(runner, tmp_path, value) -> None:
     one_line(run(runner, ["diff", "--max-bytes", value, *required_cli_args("diff", tmp_path)]), "--max-bytes")
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--pcap-format", "pcap"], "Error: --pcap-format needs --write-pcap"),
+        (
+            ["--flow-timeout", "off", "--flow-close-timeout", "5"],
+            "Error: --flow-close-timeout needs --flow-timeout on (with 0 or off no flow is retired)",
+        ),
+        (
+            ["--flow-close-timeout", "5", "--flow-timeout", "0"],
+            "Error: --flow-close-timeout needs --flow-timeout on (with 0 or off no flow is retired)",
+        ),
+    ],
+)
+def test_option_the_others_make_void(runner, tmp_path, args, line) -> None:
+    """Given together, the second option would be ignored without a word (no --write-pcap file to format; no flow
+    retired, so no close timeout): refused as --nic-tunnel-port without --nic is."""
+    assert one_line(run(runner, [*required_cli_args("replay", tmp_path), *args])) == line
+
+
+def test_option_the_others_need_is_accepted_with_them(runner, tmp_path) -> None:
+    r = run(
+        runner,
+        [
+            *required_cli_args("replay", tmp_path),
+            "--write-pcap",
+            str(tmp_path / "p"),
+            "--pcap-format",
+            "pcap",
+            "-q",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert sorted(os.listdir(tmp_path / "p")) == [
+        "post-fix-eth0.pcap",
+        "post-fix-vxlan0.pcap",
+        "pre-fix-eth0.pcap",
+        "pre-fix-vxlan0.pcap",
+    ]
+    r = run(
+        runner,
+        [*required_cli_args("replay", tmp_path), "--flow-timeout", "60", "--flow-close-timeout", "5", "-q"],
+    )
+    assert r.exit_code == 0, r.output

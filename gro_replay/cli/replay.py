@@ -118,6 +118,7 @@ def replay_cmd(
     **opts,
 ) -> None:
     """Replay CAPTURE (pcap/pcapng, optionally gzip; - for stdin) through the GRO stages of each kernel model."""
+    _check_dependent_options(pcap_dir, flow_timeout)
     stdout_users = [f"--format {fmt}"] if fmt != "table" else []
     stdout_users += [f"{o} -" for o in _dash_options(trace_path, json_path, md_path)]
     if len(stdout_users) > 1:
@@ -152,6 +153,23 @@ def replay_cmd(
         for path, n in pcaps.written():
             click.echo(f"wrote {path} ({n:,} frames)", err=True)
     _outputs(result, fmt, json_path, md_path, no_hist)
+
+
+def _check_dependent_options(pcap_dir, flow_timeout) -> None:
+    """Refuse (UsageError, exit 2) an option given on the command line that the others make void, as
+    ``--nic-tunnel-port`` without ``--nic`` is (cli/options.py): ``--pcap-format`` without ``--write-pcap`` (no
+    file is written), ``--flow-close-timeout`` with ``--flow-timeout`` 0/off (no flow is retired)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+    if given("pcap_format") and pcap_dir is None:
+        raise UsageError("--pcap-format needs --write-pcap")
+    if given("flow_close_timeout") and not flow_timeout:
+        raise UsageError("--flow-close-timeout needs --flow-timeout on (with 0 or off no flow is retired)")
 
 
 def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs: RunOutputs):
