@@ -1,17 +1,16 @@
 """The batch path: whole blocks of a capture decoded as columns, and each distinct poll simulated once.
 
-Why it is exact. With HZ < 1000 (the default, 250), no gro_flush_timeout, no napi_defer_hard_irqs and one RX
-queue, every poll ends with all GRO state flushed: ``napi_poll`` flushes everything when the budget is used up
-("if HZ < 1000, flush all packets": ``napi_gro_flush(n, HZ >= 1000)``), ``napi_complete_done`` flushes everything
-when it is not (no timeout armed), and the tunnel devices' gro_cells, fed at most one poll's worth, are polled to
-empty in the same softirq round (Kernel: net/core/dev.c ``napi_poll``, ``napi_complete_done``;
-net/core/gro_cells.c ``gro_cell_poll``; gro-spec §1.3, §6.3). ``idle`` checks this after every simulated poll;
-a poll that leaves anything behind turns the cache off until the kernels are idle again. A poll then starts from the same (empty) state whatever
-came before, and what it adds to the counters depends only on its frames: their header bytes, lengths and
-checksum verdicts, and how the fields that change from segment to segment (TCP sequence and acknowledgment
-numbers, window, options; IPv4 IDs) relate between frames of the same inner flow. GRO never looks at
-anything else — not the payload beyond its checksum, not the time (jiffies only matter to ``flush_old``, which
-HZ < 1000 turns off).
+Why it is exact. With HZ < 1000 (the default, 250), no gro_flush_timeout, no napi_defer_hard_irqs and one RX queue,
+every poll ends with all GRO state flushed: ``napi_poll`` flushes everything when the budget is used up ("if HZ <
+1000, flush all packets": ``napi_gro_flush(n, HZ >= 1000)``), ``napi_complete_done`` flushes everything when it is
+not (no timeout armed), and the tunnel devices' gro_cells, fed at most one poll's worth, are polled to empty in the
+same softirq round (Kernel: net/core/dev.c ``napi_poll``, ``napi_complete_done``; net/core/gro_cells.c
+``gro_cell_poll``; gro-spec §1.3, §6.3). ``idle`` checks this after every simulated poll; a poll that leaves
+anything behind turns the cache off until the kernels are idle again. A poll then starts from the same (empty) state
+whatever came before, and what it adds to the counters depends only on its frames: their header bytes, lengths and
+checksum verdicts, and how the fields that change from segment to segment (TCP sequence and acknowledgment numbers,
+window, options; IPv4 IDs) relate between frames of the same inner flow. GRO never looks at anything else — not the
+payload beyond its checksum, not the time (jiffies only matter to ``flush_old``, which HZ < 1000 turns off).
 
 ``analyse`` (packet/columns.py) computes those per frame for a block; ``PollCache`` keys each poll by the
 concatenation of its frames' canonical rows (varying fields relative to the poll's first frame of the same inner
@@ -28,19 +27,15 @@ Observers. With an ``on_deliver`` observer that reads only an skb's address, len
 explain: ``served_from_events``), a recorded poll also keeps its delivery events in order (``_record``) and a
 later poll with the same key hands them to the observer (``_hit``) with its own frames' capture indices, skb
 addresses (the first frame's: sim/driver.py) and time: the frames at each position have the same headers, so the
-same flows, and the kernels deliver the same skbs in the same order. Polls are composed of their runs as without
-an observer, each run keeping its deliveries with what places them in the kernels' order, and the poll's
-deliveries are merged in that order (sim/compose.py ``RunComposer._compose``: "The order of deliveries"); a poll
-whose runs' deliveries cannot be placed runs whole. An observer of the bytes (``--write-pcap``) keeps the
+same flows, and the kernels deliver the same skbs in the same order. Composed polls merge their runs'
+deliveries in the kernels' order (sim/run_events.py). An observer of the bytes (``--write-pcap``) keeps the
 reference path.
 
-Flow retirement: sim/block_flows.py (each block's records noted in the flow tracker in capture order).
-
-Input: a classic Ethernet pcap is read in blocks (capture/chunks.py ``PcapChunks``); a pcapng file whose
-interfaces are all replayed by its block walker (``PcapngChunks``), records of other link types decoded one by one
-(sim/engine_path.py ``batch_input``). tests/test_pollcache.py compares whole JSON documents, trace
-text and explain's deliveries with the reference path (``ReplayConfig(fast_path=False)``) over the test captures,
-the shared captures, random scenarios and the overlay-node mix, as pcap, gzip and pcapng.
+Flow retirement: sim/block_flows.py. Input: a classic Ethernet pcap is read in blocks (capture/chunks.py
+``PcapChunks``); a pcapng file whose interfaces are all replayed by its block walker (``PcapngChunks``), records of
+other link types decoded one by one (sim/engine_path.py ``batch_input``). tests/test_pollcache.py compares whole
+JSON documents, trace text and explain's deliveries with the reference path (``ReplayConfig(fast_path=False)``) over
+the test captures, the shared captures, random scenarios and the overlay-node mix, as pcap, gzip and pcapng.
 """
 
 from __future__ import annotations
@@ -52,9 +47,10 @@ from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import FIELDS, analyse, relative
 from .sim.block_flows import FlowTracking
-from .sim.compose import DeliveredSkb, RunComposer
+from .sim.compose import RunComposer
 from .sim.deltas import PollCache, counters, delta, idle
 from .sim.ingest import Frame
+from .sim.run_events import DeliveredSkb
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
 #: as 8 MB on the benchmark captures, and the per-block numpy temporaries stay small (peak RSS 75 instead of 106 MB
@@ -182,7 +178,32 @@ class BatchReplay(RunComposer, FlowTracking):
         while nf < len(new_flows):
             self._new_flow(ch, fids, classes, *new_flows[nf])
             nf += 1
-        # the entry sequence: carried entries, then records in order
+        src, ts, rec_of = self._sequence(ch, common, carry, extras, after_unusual)
+        starts, times, sizes, empties, unfinished, lead = self._polls(ts, eof)
+        # the unfinished last poll: its records are read again with the next block when they are all common
+        # frames (nothing was counted for them yet); otherwise its entries are carried, decoded
+        cut = n
+        new_carry: list = []
+        if unfinished:
+            s0 = int(starts[-1])
+            first_rec = int(rec_of[s0])
+            if first_rec >= 0 and (src[s0:] >= 0).all() and (not unusual or unusual[-1] < first_rec):
+                cut = first_rec
+            else:
+                new_carry = [self._entry(ch, int(x), extras, base_index) for x in src[s0:].tolist()]
+            starts, times, sizes, empties = starts[:-1], times[:-1], sizes[:-1], empties[:-1]
+        self._account(ch, col, common, snap, last, cut, fids)
+        ends = self._entry_flows(src, ts, fids, extras, cut) if self.retiring else None
+        self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index, lead, ends)
+        if self._on_block is not None:
+            self._on_block(ch, col, common, cut)
+        return ch.record_start(cut), new_carry
+
+    @staticmethod
+    def _sequence(ch, common, carry: list, extras: list, after_unusual: list) -> tuple:
+        """The block's entry sequence: the carried entries, then its records in order, each unusual record's
+        decoded entries (``extras``) in its place: ``(src, ts_ns, record position, -1 where carried)``."""
+        n = len(ch)
         pos = np.flatnonzero(common)
         m = len(pos) + len(extras)
         src = np.empty(m, np.int64)
@@ -206,25 +227,7 @@ class BatchReplay(RunComposer, FlowTracking):
                 ts[k] = extras[x][0]
                 rec_of[k] = q
                 k += 1
-        starts, times, sizes, empties, unfinished, lead = self._polls(ts, eof)
-        # the unfinished last poll: its records are read again with the next block when they are all common
-        # frames (nothing was counted for them yet); otherwise its entries are carried, decoded
-        cut = n
-        new_carry: list = []
-        if unfinished:
-            s0 = int(starts[-1])
-            first_rec = int(rec_of[s0])
-            if first_rec >= 0 and (src[s0:] >= 0).all() and (not unusual or unusual[-1] < first_rec):
-                cut = first_rec
-            else:
-                new_carry = [self._entry(ch, int(x), extras, base_index) for x in src[s0:].tolist()]
-            starts, times, sizes, empties = starts[:-1], times[:-1], sizes[:-1], empties[:-1]
-        self._account(ch, col, common, snap, last, cut, fids)
-        ends = self._entry_flows(src, ts, fids, extras, cut) if self.retiring else None
-        self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index, lead, ends)
-        if self._on_block is not None:
-            self._on_block(ch, col, common, cut)
-        return ch.record_start(cut), new_carry
+        return src, ts, rec_of
 
     def _polls(self, ts: np.ndarray, eof: bool):
         """``(starts, times, sizes, empties, unfinished, lead)`` of the polls over entry times ``ts``: iter_polls'

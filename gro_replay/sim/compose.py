@@ -6,27 +6,43 @@ by what GRO reads, relative to each other. ``RunComposer._compose`` answers a po
 cache (pollcache.py) does not know from its runs: a known run adds the counters it added when recorded, an
 unknown one runs through the kernels as a poll of its own and is recorded. With an observer of deliveries
 (``--trace``, explain) a run also keeps its deliveries, and the poll's are handed over in the kernels' order.
-Its docstring argues why the sum is the poll's own and why that order is the kernels'; tests/test_runs.py,
+Below: why the sum is the poll's own; sim/run_events.py: why that order is the kernels'. tests/test_runs.py,
 tests/test_runs_observed.py and tests/test_pollcache.py compare whole documents, trace text and explain's output
 with the reference path.
+
+Why a composed poll is exact. Every poll ends with GRO flushed (pollcache.py): below budget by
+``napi_complete_done``, at budget by ``napi_poll`` (a run of a full poll is recorded as a poll that takes
+its whole, smaller, budget: the same end, ``napi_poll``'s flush; a run whose recording held nothing when it
+ended serves full and short polls alike: both ends then flush nothing, and the phys NAPI's poll counts are
+the poll's own, one poll, full or not); the tunnel cells likewise (when the
+poll's runs put a cell's whole budget there, each run is recorded with that cell's weight set to what it
+puts there, so that its cell poll too ends full and is polled again, as the poll's is). GRO compares
+packets only within a flow (``gro_list_prepare``, every offload's ``same_flow``) and a run holds every
+frame of its inner flow in the poll, so the runs share only the GRO buckets and the cells' budget: a
+bucket holding ``MAX_GRO_SKBS`` packets flushes its oldest (``dev_gro_receive``). A flow holds at most
+one packet per NAPI and a run's flows are its distinct header rows; counting those of every run that
+held or merged a packet when recorded (and of every unknown run) over the frames between its first and
+its last (or the poll's end, when its recording flushed a packet there), no bucket can fill when they
+are at most ``MAX_GRO_SKBS`` at every frame; the skbs each run's recording put into each cell (an unknown
+run: its frames) say whether the cell's poll fills. Every counter but the NAPIs' poll counts then adds
+up over the runs; each NAPI's poll count is what any run that polled it counted (the same poll, whole or
+filled, in every run of the poll's context).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
-from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..kernel import skbuff as _skbuff
-from ..kernel.gro import GRO_HASH_BUCKETS, GRO_LEGACY_MAX_SIZE, MAX_GRO_SKBS, GroResult
-from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
+from ..kernel.gro import GRO_LEGACY_MAX_SIZE, MAX_GRO_SKBS, GroResult
 from .deltas import PendingFlowOps, PollCache, counters, delta, flow_containers, idle
 from .ingest import Frame
 from .replayer import Replayer
-from .runs import IdGuards, LengthOps, Runs, id_guards, length_ops, run_keys
+from .run_events import MAX_RUN_EVENTS, RunEvents, _event_rules
+from .runs import IdGuards, LengthOps, Runs, ends_held, id_guards, length_ops, most_held, run_keys
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
 MAX_RUN_KEYS = 2048
@@ -34,29 +50,8 @@ MAX_RUN_KEYS = 2048
 MAX_ID_DEPTH = 8
 #: distinct header rows without flow names numbered (``run_keys``' ``shapes``; ~300 bytes each)
 MAX_SHAPES = 1 << 16
-#: delivery events kept over all flow runs when an observer needs them (~250 bytes each: ~32 MiB)
-MAX_RUN_EVENTS = 1 << 17
 #: GRO results that leave a packet held on the NAPI (``GRO_HELD``) or merge into one (``GRO_MERGED*``)
 _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
-#: where a delivery stands in its stage's order (``_placed``), in that order: on a tunnel device handed to
-#: ``netif_rx`` (GRO elided: the cell's backlog, processed before its poll); queued while an skb was processed; queued
-#: by the poll's final flush
-_BACKLOG, _TRIGGERED, _FLUSHED = 0, 1, 2
-
-
-class DeliveredSkb:
-    """A delivery answered from cached events, as an observer sees it: ``addr``, ``len`` (bytes at delivery),
-    ``flow`` (flow id), ``frames`` (capture indices of the wire frames it carries) — the values the reference
-    path's ``SkBuff`` had. Only these: an observer that reads other fields (the pcap writer reads the bytes)
-    does not declare ``served_from_events`` (sim/engine_path.py)."""
-
-    __slots__ = ("addr", "len", "flow", "frames")
-
-    def __init__(self, addr: int, length: int, flow: int, frames: list[int]) -> None:
-        self.addr = addr
-        self.len = length
-        self.flow = flow
-        self.frames = frames
 
 
 class RunEntry(NamedTuple):
@@ -80,39 +75,7 @@ class RunEntry(NamedTuple):
     events: tuple | None
 
 
-def _ends_held(deltas: list) -> bool:
-    """Whether a recorded run's ``deltas`` count a packet flushed by the end of its poll (``napi_complete_done``
-    or ``napi_poll``'s flush): the run still held something after its last frame."""
-    return any(
-        key in (POLL_END, BUDGET_EXHAUSTED) and inc > 0 for _a, items in deltas for _c, key, inc in items
-    )
-
-
-def _event_rules(events: list, payload: np.ndarray) -> tuple:
-    """``RunEntry.events`` of a run recorded with ``events`` (``RunComposer._placed``) and ``payload`` lengths:
-    ``(payload lengths, whether a flush's bucket follows the RX hashes, run positions of the flushes whose bucket
-    is 0 and follows the hash only if it is 0)``."""
-    hashed = [ev[9][-4:] for ev in events if ev[9][-4] == _FLUSHED and ev[9][-2] != "z"]
-    return payload.copy(), bool(hashed), tuple(at for _k, _b, rule, at in hashed if rule == "fz")
-
-
-def _most_held(spans: list) -> int:
-    """The most packets held at once by runs ``(first position, last position or None for the poll's end,
-    packets)``: each run holds its packets from its first frame to its last one (or to the end)."""
-    ev = []
-    for first, last, n in spans:
-        ev.append((first, n))
-        if last is not None:
-            ev.append((last + 0.5, -n))
-    ev.sort()
-    most = cur = 0
-    for _x, n in ev:
-        cur += n
-        most = max(most, cur)
-    return most
-
-
-class RunComposer:
+class RunComposer(RunEvents):
     """The flow-run part of ``pollcache.BatchReplay`` (a mixin: it uses the replay's ``rep``, ``_entry``,
     ``_idle`` and ``retiring``). ``_init_runs`` sets its state up."""
 
@@ -197,52 +160,8 @@ class RunComposer:
         recorded. False (nothing done) when the kernels are not idle, the runs could hold more packets than a
         GRO bucket keeps, or could fill a tunnel cell's poll without every run known.
 
-        Why it is exact. Every poll ends with GRO flushed (module docstring): below budget by
-        ``napi_complete_done``, at budget by ``napi_poll`` (a run of a full poll is recorded as a poll that takes
-        its whole, smaller, budget: the same end, ``napi_poll``'s flush; a run whose recording held nothing when it
-        ended serves full and short polls alike: both ends then flush nothing, and the phys NAPI's poll counts are
-        the poll's own, one poll, full or not); the tunnel cells likewise (when the
-        poll's runs put a cell's whole budget there, each run is recorded with that cell's weight set to what it
-        puts there, so that its cell poll too ends full and is polled again, as the poll's is). GRO compares
-        packets only within a flow (``gro_list_prepare``, every offload's ``same_flow``) and a run holds every
-        frame of its inner flow in the poll, so the runs share only the GRO buckets and the cells' budget: a
-        bucket holding ``MAX_GRO_SKBS`` packets flushes its oldest (``dev_gro_receive``). A flow holds at most
-        one packet per NAPI and a run's flows are its distinct header rows; counting those of every run that
-        held or merged a packet when recorded (and of every unknown run) over the frames between its first and
-        its last (or the poll's end, when its recording flushed a packet there), no bucket can fill when they
-        are at most ``MAX_GRO_SKBS`` at every frame; the skbs each run's recording put into each cell (an unknown
-        run: its frames) say whether the cell's poll fills. Every counter but the NAPIs' poll counts then adds
-        up over the runs; each NAPI's poll count is what any run that polled it counted (the same poll, whole or
-        filled, in every run of the poll's context).
-
-        The order of deliveries (with an observer: ``--trace``, explain). Each run recorded alone keeps its
-        deliveries (``_placed``), each with what places it among the other runs', and ``_deliver`` hands the
-        poll's deliveries to the observers sorted by it. Kernel by kernel (``Replayer.run_poll``), the phys stage's
-        first: the tunnel cells are polled after the phys poll returns (``net_rx_action``; net/core/dev.c
-        ``napi_poll`` runs each NAPI's poll to its end). In a NAPI's poll an skb is queued for the stack
-        (``gro_normal_one``) either while ``napi_gro_receive`` processes an input — the input itself
-        (``GRO_NORMAL``), a held packet of the same flow it completes (``pp``), the oldest of a full bucket
-        (``gro_flush_oldest``) — or by the final flush (``napi_gro_flush`` from ``napi_complete_done``, or
-        ``napi_poll`` at budget). The first kind stands at its input's position, in the run's own order among the
-        deliveries of one input (only that input's run takes part: ``pp`` is of its flow, and no bucket fills
-        across runs, above). The flush goes bucket by bucket in ascending index (``napi_gro_flush``: the bitmask),
-        oldest first in a bucket (``__napi_gro_flush_chain`` walks the list from its tail; ``dev_gro_receive``
-        adds new packets at its head): a held packet's age is the position of the input that started it (its
-        first frame; merges never move a packet in its list). The bucket is ``skb->hash`` of that input, the
-        frame's RX hash on the phys device and, at a tunnel cell, the same or 0 (``skb_clear_hash_if_not_l4``);
-        a run with the same key may belong to other flows, so a known run's buckets are taken from this poll's
-        hashes by the rule recorded (``_known_events``), and a rule this poll's hashes do not decide sends it
-        whole. ``gro_normal_list`` hands the queued skbs up in the order they were queued: ``gro_normal_batch``
-        changes only when a batch goes up during the poll, and what the stack does with it (queue it to a cell)
-        keeps that order; every delivery is at the poll's time (``napi->now``). A tunnel cell's inputs are the
-        phys deliveries it was given, in phys order: its deliveries are placed as the phys ones, by the phys
-        position of the input, after the skbs ``netif_rx`` queued to the backlog when GRO is off on the device
-        (``process_backlog`` runs before the cell's poll), and cell by cell in device order (one round: a cell's
-        poll never takes more than its weight here, and a full one flushes at budget, HZ < 1000). A known run's
-        deliveries carry its own frames' capture indices, skb addresses (the first frame's: sim/driver.py),
-        flows (by slot: its flows in order of first frame) and lengths (each skb's ``len`` moves with its frames'
-        payloads, the key fixing the headers: sim/runs.py). A known run whose deliveries were not kept
-        (``MAX_RUN_EVENTS``) sends the poll whole.
+        Why it is exact: the module docstring.
+        The order of deliveries with an observer (``--trace``, explain): sim/run_events.py.
         """
         if not self._idle:
             return False
@@ -291,12 +210,7 @@ class RunComposer:
             for nid, dp, df in got:
                 p, f = polled.get(nid, (0, 0))
                 polled[nid] = (max(p, dp), max(f, df))
-        for nid in self._phys_ids:  # every poll is one phys NAPI poll, full or not (``_known_runs``)
-            polled[nid] = (1, int(full))
-        for n, (p0, f0) in zip(napis, before, strict=True):
-            dp, df = polled.get(id(n), (0, 0))
-            n.polls = p0 + dp
-            n.full_polls = f0 + df
+        self._count_polls(polled, before, full)
         if ran:
             self._idle = all(idle(k) for k in self.rep.kernels)
             self.composed_partly += 1
@@ -306,76 +220,16 @@ class RunComposer:
             self._deliver(placed, t)
         return True
 
-    def _known_placed(self, found: list, runs: Runs, bounds: list[int], ra: int) -> list | None:
-        """``_known_events`` of each known run of ``found`` (``_known_runs``, runs from ``ra``, ``bounds``: the
-        runs' bounds as a list; None for the others), or None when one cannot be placed."""
-        out = []
-        for j, (_k, _c, e, _w) in enumerate(found, ra):
-            evs = None if e is None else self._known_events(e, runs, bounds[j], bounds[j + 1])
-            if e is not None and evs is None:
-                return None
-            out.append(evs)
-        return out
-
-    def _known_events(self, e: list, runs: Runs, a: int, b: int) -> tuple | None:
-        """``(events, grew, hashes)`` of known run ``e`` (a run cache entry) for the run at ``runs`` entries
-        ``a..b``, or None when they cannot be placed: not kept (``MAX_RUN_EVENTS``, a bucket without a rule), or a
-        flush from a bucket the hashes of this run's frames do not fix (``_placed``'s rule ``fz`` on a non-zero
-        hash). The same key fixes the headers, not the payload lengths nor the flows' RX hashes (sim/runs.py): an
-        skb's ``len`` moves with its frames' payloads (``skb_gro_receive`` appends them; the key fixes the headers)
-        by ``grew`` (bytes more per run position, None when none), and a flush's bucket follows this run's
-        ``hashes`` (RX hash per run position; None when no bucket follows them): ``_deliver`` applies both."""
-        x: RunEntry = e[3]
-        if x.events is None:
-            return None
-        payload, hashed, fz = x.events
-        grew = runs.payload[a:b] - payload
-        hashes = None
-        if hashed:
-            flow_rx = self.rep._flow_rx
-            hashes = [flow_rx(f)[0] for f in runs.fids[a:b].tolist()]
-            if any(hashes[j] for j in fz):
-                return None
-        return e[2], grew.tolist() if grew.any() else None, hashes
-
-    def _deliver(self, placed: list, t: int) -> None:
-        """Hand the observers the deliveries of a composed poll at ``t`` (ns), its runs' events (``_placed``) merged
-        into the kernels' order (``_compose``: "The order of deliveries"); ``placed``: per run, ``(events, poll order
-        of its entries, their capture indices, its flow ids in order of first frame, grew, hashes)`` (the last two:
-        ``_known_events``). Each delivery's place is one integer: kernel and stage, then at phys ``(kind, bucket,
-        poll position)``, at a tunnel device ``(cell, kind, bucket, the place of the phys delivery that was its
-        input)``, then its index among its run's events (deliveries of one input: the run's own order); 24 bits
-        for a position or an index (a block holds fewer entries), 64 for a phys place."""
-        keyed = []
-        for events, order, cap, flows, grew, hashes in placed:
-            phys: dict[tuple[int, int], int] = {}  # (kernel, first frame's run position) → its place at phys
-            for n, ev in enumerate(events):
-                i, how = ev[0], ev[9]
-                if ev[2] == "phys":
-                    kind, bucket, rule, at = how
-                    if hashes is not None and kind == _FLUSHED and rule != "z":
-                        bucket = hashes[at] & (GRO_HASH_BUCKETS - 1)
-                    inner = (kind << 3 | bucket) << 64 | order[at] << 24 | n
-                    phys[(i, ev[7][0])] = inner
-                    key = i << 129 | inner
-                else:
-                    cell, kind, bucket, rule, at = (
-                        how  # ``at``: the first frame of the cell input that places it
-                    )
-                    if hashes is not None and kind == _FLUSHED and rule != "z":
-                        bucket = hashes[at] & (GRO_HASH_BUCKETS - 1)
-                    key = (
-                        (i << 1 | 1) << 128 | (cell << 5 | kind << 3 | bucket) << 96 | phys[(i, at)] << 24 | n
-                    )
-                keyed.append((key, ev, cap, flows, grew))
-        keyed.sort(key=itemgetter(0))
-        stats = self.rep.stats
-        for _key, (i, kernel, stage, dev, addr, length, flow, where, dt, _how), cap, flows, grew in keyed:
-            frames = [cap[j] for j in where]
-            if grew is not None:
-                length += sum([grew[j] for j in where])
-            skb = DeliveredSkb(addr + (frames[0] << 8), length, flows[flow], frames)
-            stats[i].on_deliver(kernel, stage, dev, skb, t + dt)
+    def _count_polls(self, polled: dict[int, tuple[int, int]], before: list, full: bool) -> None:
+        """Each NAPI's poll counts after a composed poll: ``before`` them, plus the phys NAPIs' one poll (full or
+        not: ``_known_runs``) and the tunnel cells' polls ``polled`` by its runs (``id(NapiStats)`` → polls, full
+        polls: the most any run counted)."""
+        for nid in self._phys_ids:
+            polled[nid] = (1, int(full))
+        for n, (p0, f0) in zip(self._napis, before, strict=True):
+            dp, df = polled.get(id(n), (0, 0))
+            n.polls = p0 + dp
+            n.full_polls = f0 + df
 
     def _known_runs(self, runs: Runs, lists: tuple, ra: int, rb: int, full: bool) -> list | None:
         """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
@@ -418,7 +272,7 @@ class RunComposer:
                 spans.append((order[a], None if x.ends_held else order[b - 1], nkv[j]))
             for nid, c in x.cells_in:
                 cells[nid] = cells.get(nid, 0) + c
-        if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and _most_held(spans) > MAX_GRO_SKBS:
+        if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and most_held(spans) > MAX_GRO_SKBS:
             return None
         weight = self._cells_weight
         if unknown:
@@ -521,78 +375,42 @@ class RunComposer:
         placed = self._placed(batch, t, raw, taps, counts0) if self.observed else ([], False)
         return polled, cells_in, placed
 
-    def _placed(self, batch: list, t: int, raw: list, taps: list, counts0: list[int]) -> tuple[list, bool]:
-        """A run's deliveries (``raw``: as ``_run_alone`` kept them, in delivery order) as events ``(kernel index,
-        kernel name, stage, device, addr - (first frame's capture index << 8), len, flow slot (the run's flows in
-        order of first frame), run positions of its frames, now_ns - t, how)``, ``how`` placing it in the kernels' order (``_compose``: "The order of
-        deliveries"): ``(kind, GRO bucket, bucket rule, run position)`` at phys, ``(cell index, kind, bucket, rule,
-        run position)`` at a tunnel device. ``kind``: ``_TRIGGERED`` (queued while the skb whose first frame is at
-        that position was processed), ``_FLUSHED`` (queued by the poll's final flush from ``bucket``, held since
-        the skb with that first frame was taken), ``_BACKLOG`` (GRO elided: handed to ``netif_rx``). ``rule``
-        (``_bucket``) says how the bucket follows from the frames' RX hash (a known run's frames have other hashes:
-        the key does not name flows). ``taps``: ``(napi, skb, taken by napi_gro_receive / queued by gro_normal_one,
-        that NAPI's GRO results so far, skb->hash, first frame)`` in order (kernel/skbuff.py ``queue_tap``);
-        ``counts0``: each NAPI's GRO results before the run. Also whether every flush's bucket follows a rule (else
-        the events serve this poll only)."""
-        if len(self._shared) > MAX_SHAPES:
-            self._shared.clear()  # only memory shared is lost
-        pos = {f.index: j for j, f in enumerate(batch)}
+    def _split_deltas(self, before: list, batch: list, fids: set[int]) -> tuple[list, list, bool] | None:
+        """A recorded run's counter changes since the ``before`` snapshots (``counters``, one per kernel): ``(deltas
+        of the counters that are no flow's, one per kernel, flow counters by flow slot (``apply_flow_ops``), whether
+        it held or merged a packet on some NAPI)``; the NAPIs' poll counts left out (``_compose`` counts them);
+        None when a tunnel cell's queue dropped an skb (that depends on the other runs)."""
+        rep = self.rep
         slot = {fid: j for j, fid in enumerate(dict.fromkeys(f.flow_id for f in batch))}
-        base = {id(st): c for st, c in zip(self._napis, counts0, strict=True)}
-        taken: dict[int, list[int]] = {}  # id(NapiStats) → first frames of the skbs napi_gro_receive took
-        queued: dict[int, deque] = {}  # id(NapiStats) → (skb, how) in gro_normal_one's order
-        ruled = True
-        for napi, skb, took, done, h, first in taps:
-            nid = id(napi.stats)
-            got = taken.setdefault(nid, [])
-            if took:
-                got.append(first)
-                continue
-            # GRO results counted: the skb being processed is the k-th taken (none taken then: the final flush)
-            k = done - base[nid]
-            how: tuple
-            if k < len(got):
-                how = (_TRIGGERED, 0, "", pos[got[k]])
-            else:
-                j = pos[first]
-                fh = batch[j].hash
-                rule = "f" if h == fh and fh else "z" if not h and fh else "fz" if not h else None
-                ruled = ruled and rule is not None
-                how = (_FLUSHED, h & (GRO_HASH_BUCKETS - 1), rule, j)
-            queued.setdefault(nid, deque()).append((skb, how))
-        kernels = self.rep.kernels
-        out = []
-        for i, kernel, stage, dev, skb, addr, length, flow, frames, now_ns in raw:
-            where = tuple(pos[x] for x in frames)
-            kern = kernels[i]
-            if stage == "phys":
-                got_skb, how = queued[id(kern.phys_napi.stats)].popleft()
-                assert got_skb is skb, "a phys delivery not queued by gro_normal_one"
-            else:
-                ci = self._cell_at[i][dev]
-                q = queued.get(id(kern.tunnel_cells[ci].napi.stats))
-                if q and q[0][0] is skb:
-                    how = (ci, *q.popleft()[1])
+        deltas = []
+        flow_ops: list = []
+        holding = False
+        for i, (k, snap) in enumerate(zip(rep.kernels, before, strict=True)):
+            where = flow_containers(rep.stats[i], fids)
+            attr_ops, item_ops = delta(snap, counters(k, rep.stats[i], fids))
+            keep_attr: list = []
+            keep_item: list = []
+            for o, name, inc in attr_ops:
+                if name in ("polls", "full_polls"):
+                    continue
+                if name == "dropped":
+                    return None
+                fw = where.get(id(o))
+                if fw is None:
+                    keep_attr.append((o, name, inc))
                 else:
-                    how = (ci, _BACKLOG, 0, "", where[0])
-            # kept events share their equal parts (``_shared``): most recur across runs, and each would cost more
-            # than the event's own slot
-            share = self._shared.setdefault
-            out.append(
-                (
-                    i,
-                    kernel,
-                    stage,
-                    dev,
-                    share(addr - (frames[0] << 8), addr - (frames[0] << 8)),
-                    share(length, length),
-                    slot[flow],
-                    share(where, where),
-                    now_ns - t,
-                    share(how, how),
-                )
+                    flow_ops.append((i, slot[fw[0]], fw[1], name, True, inc))
+            for o, name, inc in item_ops:
+                fw = where.get(id(o))
+                if fw is None:
+                    keep_item.append((o, name, inc))
+                else:
+                    flow_ops.append((i, slot[fw[0]], fw[1], name, False, inc))
+            holding = holding or any(
+                id(c) in self._counts_ids and key_ in _HOLDING and inc > 0 for c, key_, inc in item_ops
             )
-        return out, ruled
+            deltas.append((keep_attr, keep_item))
+        return deltas, flow_ops, holding
 
     def _record_run(
         self,
@@ -628,39 +446,13 @@ class RunComposer:
         if guards is None:
             cache.uncacheable += 1
             return polled, events
-        slot = {fid: j for j, fid in enumerate(dict.fromkeys(f.flow_id for f in batch))}
-        deltas = []
-        flow_ops: list = []
-        holding = False
-        for i, (k, snap) in enumerate(zip(rep.kernels, before, strict=True)):
-            after = counters(k, rep.stats[i], fids)
-            where = flow_containers(rep.stats[i], fids)
-            attr_ops, item_ops = delta(snap, after)
-            keep_attr: list = []
-            keep_item: list = []
-            for o, name, inc in attr_ops:
-                if name in ("polls", "full_polls"):
-                    continue  # a NAPI is polled once per poll, whatever its runs (``_compose``)
-                if name == "dropped":
-                    cache.uncacheable += 1  # a cell queue drop depends on the other runs
-                    return polled, events
-                fw = where.get(id(o))
-                if fw is None:
-                    keep_attr.append((o, name, inc))
-                else:
-                    flow_ops.append((i, slot[fw[0]], fw[1], name, True, inc))
-            for o, name, inc in item_ops:
-                fw = where.get(id(o))
-                if fw is None:
-                    keep_item.append((o, name, inc))
-                else:
-                    flow_ops.append((i, slot[fw[0]], fw[1], name, False, inc))
-            holding = holding or any(
-                id(c) in self._counts_ids and key_ in _HOLDING and inc > 0 for c, key_, inc in item_ops
-            )
-            deltas.append((keep_attr, keep_item))
+        split = self._split_deltas(before, batch, fids)
+        if split is None:
+            cache.uncacheable += 1  # a cell queue drop depends on the other runs
+            return polled, events
+        deltas, flow_ops, holding = split
         # packets flushed by the end of the poll: the run held something after its last frame
-        to_end = _ends_held(deltas)
+        to_end = ends_held(deltas)
         lengths = length_ops(tally, {f.index: j for j, f in enumerate(batch)}, payload)
         if lengths is None:
             self._exact_runs.add(key)

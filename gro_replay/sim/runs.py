@@ -48,6 +48,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
 from ..packet.columns import FIELDS, V_UDP_ZERO, Columns, H
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -284,3 +285,27 @@ def id_guards(tally: list, frames: list, ids: np.ndarray) -> IdGuards | None:
                 return None
         rows.append((a, ca, b, cb, diff, count))
     return IdGuards(rows)
+
+
+def ends_held(deltas: list) -> bool:
+    """Whether a recorded run's ``deltas`` count a packet flushed by the end of its poll (``napi_complete_done``
+    or ``napi_poll``'s flush): the run still held something after its last frame."""
+    return any(
+        key in (POLL_END, BUDGET_EXHAUSTED) and inc > 0 for _a, items in deltas for _c, key, inc in items
+    )
+
+
+def most_held(spans: list) -> int:
+    """The most packets held at once by runs ``(first position, last position or None for the poll's end,
+    packets)``: each run holds its packets from its first frame to its last one (or to the end)."""
+    ev = []
+    for first, last, n in spans:
+        ev.append((first, n))
+        if last is not None:
+            ev.append((last + 0.5, -n))
+    ev.sort()
+    most = cur = 0
+    for _x, n in ev:
+        cur += n
+        most = max(most, cur)
+    return most
