@@ -144,9 +144,7 @@ class BatchReplay(RunComposer, FlowTracking):
         n = len(ch)
         eof = ch.eof
         base_index = rep.input.frames_read
-        snap = ch.caplen < ch.origlen  # with another interface's records: read and skipped, never replayed
-        if ch.skip is not None:
-            snap = snap | ch.skip
+        snap = (ch.caplen < ch.origlen) | (False if ch.skip is None else ch.skip)  # read, skipped (_account)
         col = analyse(ch.buf, ch.data, ch.caplen, self.cfg.vxlan_ports, self.cfg.geneve_ports)
         common = col.common & ~snap
         if ch.linktype is not None:

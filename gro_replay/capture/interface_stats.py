@@ -1,0 +1,106 @@
+"""One interface of a capture that holds several (capture/interfaces.py): its key (``interface_key``: the pcapng
+interface over all sections, a Linux cooked v2 ifindex), what it held (``InterfaceStats``: frames, tunnel frames,
+repeats of replayed tunnel frames, decapsulated copies), its label in notes and its JSON row.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .reader import DLT_LINUX_SLL2
+
+_IFINDEX = struct.Struct("!I")  # LINUX_SLL2 header bytes 4..8: interface index
+
+
+def plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def interface_key(cap, buf: bytes, linktype: int) -> tuple:
+    """``(pcapng interface index or None, SLL2 ifindex or None)`` of the record just read from ``cap``.
+
+    The pcapng index counts interface description blocks over every section in order of appearance
+    (``Capture.all_interfaces``): a file of several sections (``cat a.pcapng b.pcapng``) reuses ids from 0 in each
+    section, and (section, id) is one interface. In a one-section file it is the interface id."""
+    ifindex = _IFINDEX.unpack_from(buf, 4)[0] if linktype == DLT_LINUX_SLL2 and len(buf) >= 8 else None
+    return (cap.iface_base + cap.last_iface if cap.format == "pcapng" else None, ifindex)
+
+
+@dataclass
+class InterfaceStats:
+    """What one interface of the capture held: frames, frames that parse as tunnel traffic, link type."""
+
+    key: tuple
+    #: pcapng ``if_name`` (None: not named, or not pcapng)
+    name: str | None
+    #: pcapng section (1-based) that declared the interface; None when not pcapng
+    section: int | None
+    linktype: int
+    frames: int = 0
+    tunnel_frames: int = 0
+    #: frames (not tunnel traffic) whose L4 header and payload equal a replayed tunnel frame's inner ones
+    copies: int = 0
+    #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices
+    repeats: int = 0
+
+    @property
+    def left_out(self) -> int:
+        """Tunnel frames that are not repeats of replayed ones (meaningful for an interface not replayed)."""
+        return self.tunnel_frames - self.repeats
+
+    def select(self) -> str:
+        """The ``--interface`` argument that replays this interface (its device): its name, ifindex or index."""
+        index, ifindex = self.key
+        return str(ifindex) if ifindex is not None else self.name or str(index)
+
+    def label(self, sections: int = 1, interfaces: int = 1) -> str:
+        """``interface 3 (eth0)``, ``ifindex 2``, ``interface 3 (eth0, section 2) ifindex 2``: the section is said
+        when the file has several; the pcapng interface beside an ifindex when the file declares several."""
+        index, ifindex = self.key
+        parts = []
+        if index is not None and (ifindex is None or sections > 1 or interfaces > 1):
+            inside = [self.name] if self.name else []
+            if sections > 1 and self.section is not None:
+                inside.append(f"section {self.section}")
+            parts.append(f"interface {index}" + (f" ({', '.join(inside)})" if inside else ""))
+        if ifindex is not None:
+            parts.append(f"ifindex {ifindex}")
+        return " ".join(parts) or "the capture's interface"
+
+    def matches(self, want: str) -> bool:
+        """``--interface want``: a number is the SLL2 ifindex (when packets carry one) or else the pcapng interface
+        index (over all sections, in order of appearance); anything else is a pcapng ``if_name``."""
+        index, ifindex = self.key
+        if want.isascii() and want.isdigit():
+            n = int(want)
+            return ifindex == n if ifindex is not None else index == n
+        return self.name is not None and self.name == want
+
+    def group(self) -> tuple:
+        """Interfaces that are one device: the same ``if_name`` (and ifindex) in every section of the file."""
+        return (self.name, self.key[1]) if self.name else self.key
+
+    def as_dict(self, replayed: bool, sections: int = 1, interfaces: int = 1) -> dict:
+        return {
+            "interface": self.label(sections, interfaces),
+            "linktype": self.linktype,
+            "frames": self.frames,
+            "tunnel_frames": self.tunnel_frames,
+            "copies_of_tunnel_payload": self.copies,
+            "replayed": replayed,
+            "tunnel_frames_repeated": self.repeats,
+            "tunnel_frames_left_out": 0 if replayed else self.left_out,
+            "select": f"--interface {self.select()}",
+        }
+
+
+def _new_stats(cap, key: tuple, linktype: int) -> InterfaceStats:
+    index = key[0]
+    if index is None:
+        return InterfaceStats(key, None, None, linktype)
+    known = cap.all_interfaces
+    name = known[index][1] if index < len(known) else None
+    return InterfaceStats(
+        key, name, cap.iface_sections[index] if index < len(known) else cap.sections, linktype
+    )
