@@ -130,3 +130,25 @@ def required_cli_args(name: str, tmp: Path) -> list[str]:
             else:
                 out.append(str(FIX_SAMPLE))
     return out
+
+
+def on_a_terminal(*args: str) -> tuple[int, bytes]:
+    """Run the CLI with standard input, output and error on a pseudo-terminal (progress display on): exit code and
+    every byte written to the terminal."""
+    pty = pytest.importorskip("pty")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.environ.pop("NO_COLOR", None)
+        os.execv(sys.executable, [sys.executable, "-c", "from gro_replay.cli import entry; entry()", *args])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out

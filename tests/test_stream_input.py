@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dpkt
 import pytest
-from conftest import CLI, FIX_SAMPLE, ROOT, cli_env, without_engine
+from conftest import CLI, FIX_SAMPLE, ROOT, cli_env, on_a_terminal, without_engine
 
 from gro_replay.capture.reader import open_capture
 from gro_replay.report.document import document
@@ -220,25 +220,8 @@ def test_digest_of_reads_of_every_size_through_reused_buffers(block, monkeypatch
 
 def test_stdin_terminal_is_refused() -> None:
     """`gro-replay -` on a terminal would wait forever: one line, exit 2."""
-    try:
-        import pty
-    except ImportError:  # pragma: no cover
-        pytest.skip("no pty")
-    pid, fd = pty.fork()
-    if pid == 0:  # child: stdin is the terminal
-        os.environ["PYTHONPATH"] = str(ROOT)
-        os.execv(sys.executable, [*CLI, "-", "--quiet"])
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 2
+    code, out = on_a_terminal("-", "--quiet")
+    assert code == 2
     assert b"standard input is a terminal" in out
 
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE, ROOT, VXLAN4_SAMPLE
+from conftest import FIX_SAMPLE, ROOT, VXLAN4_SAMPLE, on_a_terminal
 from rich.console import Console
 
 from gro_replay.cli import main
@@ -219,28 +219,6 @@ def _backend_environment() -> None:
         pytest.skip(f"the kernel backend's environment is checked first here: {e}")
 
 
-def _on_a_terminal(*args: str) -> tuple[int, bytes]:
-    """Run the CLI with standard input, output and error on a pseudo-terminal (progress display on): exit code and
-    every byte written to the terminal."""
-    pty = pytest.importorskip("pty")
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the terminal is its stdin, stdout and stderr
-        os.environ["PYTHONPATH"] = str(ROOT)
-        os.environ.pop("NO_COLOR", None)
-        os.execv(sys.executable, [sys.executable, "-c", "from gro_replay.cli import entry; entry()", *args])
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), out
-
-
 @pytest.mark.parametrize(
     ("args", "line"),
     [
@@ -263,7 +241,7 @@ def test_early_refusal_comes_before_any_progress_display(args, line):
     refusal that comes before them."""
     if args[0] == "kernel":
         _backend_environment()
-    code, out = _on_a_terminal(*args)
+    code, out = on_a_terminal(*args)
     assert code == 2, out
     assert out.startswith(line.encode()) and out.endswith(b"\r\n") and out.count(b"\n") == 1, out
     assert b"\x1b" not in out and b"replaying" not in out, out
