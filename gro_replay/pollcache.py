@@ -92,7 +92,6 @@ class BatchReplay(RunComposer, FlowTracking):
         self._moved: dict[int, int] = {}  # flow id → the flow its key moved to in this block (retiring)
         self._ahead: list[int] = []  # flow ids of the records the previous block tracked and left to this one
         self._fids: np.ndarray | None = None  # the block's flow ids per record (retiring)
-        self._on_block = None  # ``run``'s on_block
         if self.retiring:
             rep._retiring = True
             rep._own_frames = True
@@ -110,13 +109,10 @@ class BatchReplay(RunComposer, FlowTracking):
             "runs_recorded": self.runs.misses,
         }
 
-    def run(self, cap, progress=None, on_block=None, reader=None) -> None:
+    def run(self, cap, progress=None, reader=None) -> None:
         """Replay every record of ``cap`` (``batch_input``): a classic pcap is read in blocks (``PcapChunks``), a
-        pcapng file or stream by its block walker (``PcapngChunks``). ``on_block(chunk, columns, common, n)`` is
-        called after the first ``n`` records of each block were counted (``common``: bool per record, replayed as
-        the common layout). ``reader``: the blocks to read instead (capture/chunks.py ``RecordPacker``: the records
+        pcapng file or stream by its block walker (``PcapngChunks``). ``reader``: the blocks to read instead (capture/chunks.py ``RecordPacker``: the records
         a pcapng capture's interface selection passes on, capture/interfaces.py). Raises CaptureError."""
-        self._on_block = on_block
         if reader is None:
             reader = PcapngChunks(cap, self.block) if cap.format == "pcapng" else PcapChunks(cap, self.block)
         carry: list = []
@@ -193,8 +189,6 @@ class BatchReplay(RunComposer, FlowTracking):
         self._account(ch, col, common, snap, last, cut, fids)
         ends = self._entry_flows(src, ts, fids, extras, cut) if self.retiring else None
         self._run_chunk_polls(ch, col, src, starts, times, sizes, empties, extras, base_index, lead, ends)
-        if self._on_block is not None:
-            self._on_block(ch, col, common, cut)
         return ch.record_start(cut), new_carry
 
     @staticmethod
