@@ -151,10 +151,12 @@ class TraceInstance:
 
     def create(self, devs: list[str], buffer_kb: int) -> None:
         """Make the instance and arm its events (tracing stays off until ``start``)."""
-        self.created = True  # before mkdir: an interrupt right after it must still remove the instance
+        # True before mkdir: a KeyboardInterrupt raised at the first bytecode after a successful mkdir
+        # (still inside the try) must leave the instance to remove(); only mkdir's own failure means none
+        self.created = True
         try:
             self.path.mkdir()  # a new instance starts with tracing_on 1 and no event enabled
-        except BaseException:
+        except OSError:
             self.created = False
             raise
         self._write("tracing_on", "0")
