@@ -2,7 +2,8 @@
 
 Versions: v5.10.13 text for K-pre/K-fix (per-held-packet TTL/TOS/DF checks and the ``flush_id`` verdict,
 gro-spec §3.1); from v6.10 (4b0ebbca3e16, switch ``l3_flush_in_tcp``) those checks move to ``tcp_gro_receive``
-through ``gro_receive_network_flush`` (include/net/gro.h ``inet_gro_flush``), gro-spec §3.3; v6.18 adds the outer
+through ``gro_receive_network_flush`` (include/net/gro.h ``inet_gro_flush``, the net-next v10 2/3 text as applied
+on 2024-05-14, unchanged through v6.17: one ``ip_fixedid`` bit for both headers), gro-spec §3.3; v6.18 adds the outer
 ID check (21f7484220ac, ``inet_gro_checks_outer_id``) and fixed IDs without DF (f095a358faf2,
 ``inet_gro_fixedid_without_df``), read in the v7 patch mails of Richard Gobert's series (2025-09-22).
 Left out: the recursion counter; IPv4 protocols other than TCP and UDP (their frames flush).
@@ -121,50 +122,41 @@ def inet_gro_network_pseudo(skb: SkBuff, proto: int) -> int:
 def inet_gro_flush(iph: int, iph2: int, skb: SkBuff, p: SkBuff, inner: bool) -> int:
     """IPv4 flush verdict against the held packet, evaluated from TCP (v6.10+); non-zero means flush.
 
-    Kernel: include/net/gro.h ``inet_gro_flush``. TTL, TOS and DF must match. 4b0ebbca3e16 (v6.10): the outer
-    header of an encapsulated packet with DF set ignores the ID; otherwise the second segment decides fixed ID
-    (DF and same ID) vs incrementing (ID + count), one ``ip_fixedid`` flag for both headers. 21f7484220ac
-    (v6.18): outer IDs are checked too, ``ip_fixedid`` keeps bit 0 for the outer (or only) header and bit 1 for
-    the inner one; f095a358faf2 (v6.18): a fixed ID no longer needs DF. ``iph``/``iph2`` are absolute offsets
-    into ``skb.buf`` and ``p.buf``; ``inner`` is True for the inner header of an encapsulated packet.
+    Kernel: include/net/gro.h ``inet_gro_flush``. TTL, TOS and DF must match; a difference returns at once, before
+    any ID is read. 4b0ebbca3e16 (v6.10, unchanged to v6.17): the outer header of an encapsulated packet with DF set
+    then returns too (its ID ignored); otherwise the second segment of a header with DF and the same ID sets
+    ``ip_fixedid``, one bit shared by the outer and the inner header, and while it is set every header's ID must be
+    fixed (whatever its DF), else it must step by the segment count. 21f7484220ac (v6.18): outer IDs are checked
+    too, ``ip_fixedid`` keeps bit 0 for the outer (or only) header and bit 1 for the inner one; f095a358faf2
+    (v6.18): a fixed ID no longer needs DF. ``iph``/``iph2`` are absolute offsets into ``skb.buf`` and ``p.buf``;
+    ``inner`` is True for the inner header of an encapsulated packet.
     Returns 0 (no flush) or which condition flushes, as ``reasons.L3_FIELDS`` (TTL/TOS/DF) or ``reasons.L3_ID``
     (the kernel's non-zero flush; the bits only name it for the report).
     """
     model = p.dev.kernel.model
     skb_buf = skb.buf
     pbuf = p.buf
-    tally = _skbuff.id_tally is not None  # observation only (sim/runs.py): where the ID difference is used
+    df = skb_buf[iph + 6] & 0x40
+    # All fields must match except length and checksum.
+    if (
+        skb_buf[iph + 8] != pbuf[iph2 + 8]
+        or skb_buf[iph + 1] != pbuf[iph2 + 1]
+        or df != (pbuf[iph2 + 6] & 0x40)
+    ):
+        return R.L3_FIELDS
+    pcb = p.cb
+    count = pcb.count
+    if not model.inet_gro_checks_outer_id:
+        bit = 1  # 4b0ebbca3e16: one bit for both headers
+        if not inner and pcb.encap_mark and df:
+            return 0
+    else:
+        bit = 2 if inner else 1
+    if _skbuff.id_tally is not None:  # observation only (sim/runs.py): where the ID difference is used
+        _skbuff.tally_id(skb, iph + 4, p, iph2 + 4, count)
     ipid_offset = (
         ((skb_buf[iph + 4] << 8) | skb_buf[iph + 5]) - ((pbuf[iph2 + 4] << 8) | pbuf[iph2 + 5])
     ) & 0xFFFF
-    df = skb_buf[iph + 6] & 0x40
-    count = p.cb.count
-    pcb = p.cb
-    # All fields must match except length and checksum.
-    flush = (
-        R.L3_FIELDS
-        if (
-            skb_buf[iph + 8] != pbuf[iph2 + 8]
-            or skb_buf[iph + 1] != pbuf[iph2 + 1]
-            or df != (pbuf[iph2 + 6] & 0x40)
-        )
-        else 0
-    )
-    if not model.inet_gro_checks_outer_id:
-        if not inner and pcb.encap_mark and df:
-            return flush
-        if tally:
-            _skbuff.tally_id(skb, iph + 4, p, iph2 + 4, count)
-        if count == 1 and df and not ipid_offset:
-            pcb.ip_fixedid = 1
-        if pcb.ip_fixedid and df:
-            return flush | (R.L3_ID if ipid_offset != 0 else 0)
-        return flush | (R.L3_ID if ipid_offset != count & 0xFFFF else 0)
-    if flush:
-        return flush
-    if tally:
-        _skbuff.tally_id(skb, iph + 4, p, iph2 + 4, count)
-    bit = 2 if inner else 1
     # When we receive our second frame we can make a decision on if we continue this flow as an atomic flow
     # with a fixed ID or if we use an incrementing ID.
     if count == 1 and not ipid_offset and (df or model.inet_gro_fixedid_without_df):

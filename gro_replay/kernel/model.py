@@ -64,7 +64,8 @@ class KernelModel:
     #: becomes "skb's innermost protocol is TCP and p is not encapsulation" for both families (IPv4 BIG TCP).
     gro_ipv4_max_size: bool = False
     #: 4b0ebbca3e16 (v6.10): IPv4/IPv6 flush checks (ttl, tos, DF, ID) evaluated from tcp_gro_receive via
-    #: gro_receive_network_flush, flush_id removed; outer ID ignored when the outer DF is set.
+    #: gro_receive_network_flush, flush_id removed; outer ID ignored when the outer DF is set; one ip_fixedid bit
+    #: shared by the outer and inner header (set by either, it holds both to a fixed ID).
     l3_flush_in_tcp: bool = False
     #: 4e4f7cefb130 (v6.15): CWR is part of the compared TCP flag word (a CWR head no longer absorbs non-CWR
     #: segments); completion marks SKB_GSO_TCP_ACCECN instead of SKB_GSO_TCP_ECN.

@@ -16,6 +16,7 @@ import pytest
 from rule_frames import FLUSH_P, K_6_10, POST, _three, fix_outer_ipv4_checksum, frames, specs
 from test_kernel_harness import rig
 
+from gro_replay.kernel import skbuff
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
 
 
@@ -92,3 +93,48 @@ def test_inet_gro_flush_outer_ip_id_rules(model, outer_df, ids, merged):
     sp = [replace(s, outer_df=outer_df, outer_ip_id=i) for s, i in zip(specs(3), ids, strict=True)]
     r.poll(frames(sp))
     assert r.rec.lens("phys") == ([4290] if merged else [1490] * 3)
+
+
+@pytest.mark.parametrize(
+    ("model", "lens"),
+    [
+        # ≤6.9 (inet_gro_receive, v5.10): the inner header's atomic flush_id overwrites the outer verdict
+        (K_5_12, [1490 + 3 * 1400]),
+        # 4b0ebbca3e16 (v6.10–v6.17), include/net/gro.h inet_gro_flush as applied (net-next v10 2/3, 2024-05-09;
+        # unchanged in a 6.17-rc tree, Kingxukai/linux@0291023e): at segment 2 the outer header (DF clear) is
+        # checked first against the incrementing rule (ip_fixedid still clear: the ID must step by the count),
+        # then the inner header (DF, same ID) sets the one ip_fixedid bit; from segment 3 on the outer header is
+        # held to the fixed rule too (the final test compares the step with 0 whenever the bit is set, whatever
+        # this header's DF), its step of 2 flushes, and the next held packet starts over: pairs
+        (K_6_10, [1490 + 1400, 1490 + 1400]),
+        # 21f7484220ac (v6.18): bit 0 for the outer header, bit 1 for the inner one: both rules hold, all merge
+        (K_6_18, [1490 + 3 * 1400]),
+    ],
+    ids=["5.12", "6.10", "6.18"],
+)
+def test_inet_gro_flush_one_fixedid_bit_for_both_headers(model, lens):
+    r = rig(model)
+    # outer DF clear with incrementing IDs (specs() steps the outer ID by one), inner DF set with a fixed ID
+    sp = [replace(s, outer_df=False, ip_id=9) for s in specs(4)]
+    r.poll(frames(sp))
+    assert r.rec.lens("phys") == lens
+
+
+@pytest.mark.parametrize("model", [K_6_10, K_6_18])
+def test_inet_gro_flush_ttl_difference_returns_before_the_id(model, monkeypatch):
+    # include/net/gro.h inet_gro_flush (4b0ebbca3e16 as applied, and 21f7484220ac): a TTL/TOS/DF difference
+    # returns at once, before the ID is read: the flush is named for the header fields only, though the inner ID
+    # jumps too, and the batch engine's ID tally notes no inner ID difference (only 6.18's outer ID check, which
+    # 4b0ebbca3e16 skips for an outer header with DF set)
+    tally: list = []
+    monkeypatch.setattr(skbuff, "id_tally", tally)
+    r = rig(model)
+    sp = specs(2)
+    sp[1] = replace(sp[1], ttl=63, ip_id=500)
+    r.poll(frames(sp))
+    assert [(d.len, d.why) for d in r.rec.at("phys")] == [
+        (1490, "tcp_gro_receive:inner_ttl_tos_df"),
+        (1490, "napi_complete_done:flush"),
+    ]
+    outer_id_at = 14 + 4  # Ethernet, then the outer IPv4 header's ID field
+    assert [t[1] for t in tally] == ([outer_id_at] if model.inet_gro_checks_outer_id else [])
