@@ -257,7 +257,10 @@ def switch_of_commit(commit: str) -> str:
 #: * 89e5c58fc1e2 → 4.19.y e5008f2e9157 (between "Linux 4.19.180" 030194a5b292 and "Linux 4.19.181" ac3af4beac43;
 #:   review "[PATCH 4.19 004/120]" of 2021-03-15, the 4.19.181-rc1 series); 5.4.y f2d78bbbca42 (linux-5.4.y range
 #:   "Linux 5.4.105" ce615a08404c → "Linux 5.4.106" 0437de26e28d); 5.10.y 09af4362ba47 (stable/linux push of
-#:   linux-5.10.y dfbf345b63c3 → "Linux 5.10.24" 05d125f7524e). (4.4.y, 4.9.y and 4.14.y took it too: no profile.)
+#:   linux-5.10.y dfbf345b63c3 → "Linux 5.10.24" 05d125f7524e); 5.11.y 9b815b6efaf8 (linux-stable push of
+#:   linux-rolling-stable e6711451ef30 → 42c4659cc6f4 of 2021-03-17, the 5.11.7 commits before "Linux 5.11.7"
+#:   dd5ae3523018 and "Merge v5.11.7"; the same commit in linux-stable-rc queue/5.11 of 2021-03-18, before "Linux
+#:   5.11.7"). (4.4.y, 4.9.y and 4.14.y took it too: no profile.)
 #: * 8dc1c444df19 → 5.4.y 2085d886630a (just before "Linux 5.4.99" 850e6a95deb5; review "[PATCH 5.4 52/60]" of
 #:   2021-02-15, the 5.4.99-rc1 series); 5.10.y 9e6ce473e96b (listed in the "Linux 5.10.17" announcement). 4.19.y has
 #:   no GRO_NORMAL list (323ebb61e32b, v5.4), so the commit it fixes (c80794323e82) does not apply there.
@@ -268,6 +271,7 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
         "4.19": ("e5008f2e9157247e7758d8f19707033a2956e08c", 181),
         "5.4": ("f2d78bbbca42e55e96b415f6f232b22844beb7c7", 106),
         "5.10": ("09af4362ba47c805347840c2bb9719c0458925ca", 24),
+        "5.11": ("9b815b6efaf8072ea0cdf2ed22ac51c0b76574d9", 7),
     },
     "8dc1c444df19": {
         "5.4": ("2085d886630a5efab216e677d03b51916cd77ff1", 99),
@@ -284,7 +288,7 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
 #: net-next only). A branch not read for a commit the branch's base lacks resolves without it and says so.
 BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
     "8dc1c444df19": ("4.19", "5.4", "5.10"),
-    "89e5c58fc1e2": ("4.19", "5.4", "5.10"),
+    "89e5c58fc1e2": ("4.19", "5.4", "5.10", "5.11"),
     # fixes 5eddb24901ee (v6.1): no branch before 6.1 has what it fixes; 6.1.y took it
     "7871f54e3dee": None,
     "eac1b93c14d6": None,

@@ -28,10 +28,13 @@ The stable commits and point releases are the ones read in the stable trees (mod
   5.4.106" (0437de26e28d).
 * linux-5.10.y: 09af4362ba47c805347840c2bb9719c0458925ca, in the stable/linux push of linux-5.10.y ending at
   "Linux 5.10.24" (05d125f7524e).
+* linux-5.11.y: 9b815b6efaf8072ea0cdf2ed22ac51c0b76574d9, in the linux-stable push of linux-rolling-stable of
+  2021-03-17 (e6711451ef30 → 42c4659cc6f4: the 5.11.7 commits, then "Linux 5.11.7" dd5ae3523018 and "Merge
+  v5.11.7"); the same commit precedes "Linux 5.11.7" in linux-stable-rc queue/5.11 of 2021-03-18.
 
-5.15, 6.1, 6.6 and 6.12 branched after v5.12-rc2 and carry the fix from upstream. No modelled LTS branch lacks it:
-the kernels that stay pre-fix are 5.11.y (whose backport was not read: "backports unknown") and distribution
-kernels whose backports cannot be known (Ubuntu 5.4.0-42-generic, RHEL 4.18.0-305.el8).
+5.15, 6.1, 6.6 and 6.12 branched after v5.12-rc2 and carry the fix from upstream. No modelled branch lacks it:
+the kernels that stay pre-fix are the point releases before the backport, 5.11.0–5.11.6, and distribution kernels
+whose backports cannot be known (Ubuntu 5.4.0-42-generic, RHEL 4.18.0-305.el8).
 
 Expected traces: test_fix_scenario's PRE (17 phys skbs of the wire frames, gro-spec §4.7 row 3) and POST (phys
 aggregates 14082 and 9162 = 50 + 14032 / 9112, the fix mail's numbers).
@@ -283,6 +286,7 @@ TOOK_FIX = [
     ("4.19", "4.19.180", "4.19.181", "e5008f2e9157247e7758d8f19707033a2956e08c"),
     ("5.4", "5.4.105", "5.4.106", "f2d78bbbca42e55e96b415f6f232b22844beb7c7"),
     ("5.10", "5.10.23", "5.10.24", "09af4362ba47c805347840c2bb9719c0458925ca"),
+    ("5.11", "5.11.6", "5.11.7", "9b815b6efaf8072ea0cdf2ed22ac51c0b76574d9"),  # no LTS
 ]
 
 
@@ -342,15 +346,15 @@ def test_lts_bases_after_the_fix_carry_it_upstream():
         assert m.carries(FIX_COMMIT) and m.stable_backport(FIX_COMMIT) is None
         assert m.describe()["fix_89e5c58fc1e2"]["via"] == "upstream"
     assert set(LTS) == {"4.19", "5.4", "5.10", "5.15", "6.1", "6.6", "6.12"}
-    # every LTS branch older than the fix took it (none is left pre-fix)
-    assert {b for b in LTS if not PROFILES[b].carries(FIX_COMMIT)} == set(STABLE_BACKPORTS[FIX_COMMIT])
+    # every LTS branch older than the fix took it (none is left pre-fix), and so did 5.11.y
+    took = set(STABLE_BACKPORTS[FIX_COMMIT])
+    assert {b for b in LTS if not PROFILES[b].carries(FIX_COMMIT)} == took - {"5.11"}
+    assert {b for b in PROFILES if not PROFILES[b].carries(FIX_COMMIT)} == took
 
 
 @pytest.mark.parametrize(
     ("release", "base", "note"),
     [
-        # 5.11.y is no LTS; its stable sources were not read for the fix → base only, said so
-        ("5.11.22", "5.11", "backports unknown: whether linux-5.11.y took 89e5c58fc1e2"),
         ("5.4.0-42-generic", "5.4", "Ubuntu kernel 5.4.0-42-generic"),
         ("4.18.0-305.el8", "4.19", "RHEL 8 kernel 4.18.0-305.el8"),
     ],
