@@ -57,13 +57,13 @@ class Columns:
     checksum field is 0), the inner IPv4 header and the inner TCP segment: a stack that converts one checksum into
     another (``skb_gro_checksum_try_convert``, CHECKSUM_COMPLETE) can accept a wrong TCP checksum whose error
     equals the UDP one, so the verdict bits alone do not decide. ``payload``: TCP payload bytes. ``kv_hash()``: uint64 hash of each ``kv`` row and the UDP-zero bit (the
-    flow-naming part of a frame). ``anon``: uint8 (n, H), ``kv`` without what names the flow among its peers —
+    flow-naming part of a frame; computed once per block, on first use after ``analyse``). ``anon``: uint8 (n, H), ``kv`` without what names the flow among its peers —
     the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py). ``syn_l4``: uint16, the inner
     TCP header's byte offset in a frame with SYN set and TCP options, else 0 (``--resegment auto`` learns a SYN's
     MSS option: sim/ingest.py ``Ingest._learn_mss``).
     """
 
-    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload", "anon", "syn_l4")
+    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload", "anon", "syn_l4", "_kvh")
     common: np.ndarray
     kv: np.ndarray
     rel: np.ndarray
@@ -74,10 +74,14 @@ class Columns:
     anon: np.ndarray
     syn_l4: np.ndarray
 
+    _kvh: np.ndarray | None
+
     def kv_hash(self) -> np.ndarray:
-        h = (self.kv.view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
-        zero = ((self.vbits & V_UDP_ZERO) != 0).astype(np.uint64)
-        return h ^ (zero << np.uint64(63))
+        if self._kvh is None:
+            h = (self.kv.view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
+            zero = ((self.vbits & V_UDP_ZERO) != 0).astype(np.uint64)
+            self._kvh = h ^ (zero << np.uint64(63))
+        return self._kvh
 
 
 def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports) -> Columns:
@@ -103,6 +107,7 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     c.payload = np.zeros(n, np.int64)
     c.anon = np.zeros((n, H), np.uint8)
     c.syn_l4 = np.zeros(n, np.uint16)
+    c._kvh = None
 
     def be16(r, off):
         return (r[:, off].astype(np.int64) << 8) | r[:, off + 1]
