@@ -388,6 +388,7 @@ class BatchReplay(RunComposer, FlowTracking):
                 poll_end(end_ts[e - 1], end_fid[e - 1])
             if empties[p] and not hit(b"", (), t):
                 self._run_poll([], t, b"")
+        self.settle_lengths()
 
     def _hit(self, key: bytes, srcs, t: int, base_index: int = 0) -> bool:
         """Answer a poll (at time ``t``, of the common frames at block positions ``srcs``) from the cache: True

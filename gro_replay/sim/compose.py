@@ -42,7 +42,7 @@ from .deltas import PendingFlowOps, PollCache, counters, delta, flow_containers,
 from .ingest import Frame
 from .replayer import Replayer
 from .run_events import MAX_RUN_EVENTS, RunEvents, _event_rules
-from .runs import IdGuards, LengthOps, Runs, ends_held, id_guards, length_ops, most_held, run_keys
+from .runs import IdGuards, LengthOps, Runs, ends_held, id_guards, length_ops, most_held, run_flows, run_keys
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
 MAX_RUN_KEYS = 2048
@@ -113,6 +113,8 @@ class RunComposer(RunEvents):
         self._shared: dict = {}
         #: each kernel's tunnel cells by device name (``_placed``)
         self._cell_at = [{c.dev.name: ci for ci, c in enumerate(k.tunnel_cells)} for k in rep.kernels]
+        #: known runs' length-adding counters not yet added (``LengthOps.add``; ``settle_lengths``)
+        self._lengths_due: list[LengthOps] = []
         self.composed = 0  # polls answered from their runs, every run known
         self.composed_partly = 0  # polls composed of their runs, some of them run through the kernels
 
@@ -125,10 +127,11 @@ class RunComposer(RunEvents):
         poll_of: np.ndarray,
         sizes: np.ndarray,
         new: list,
-    ) -> tuple[Runs, np.ndarray, list[int], tuple[list, list, list]]:
+    ) -> tuple[Runs, np.ndarray, list[int], tuple]:
         """The flow runs of the block's polls marked ``new`` (``src``/``idx``: the entries and their block
         positions, ``poll_of`` their polls): ``(runs, each run entry's src, run_at, lists)``, poll ``p``'s runs
-        being ``run_at[p]..run_at[p + 1]``, ``lists``: ``runs.bounds``, ``runs.order`` and ``runs.nkv`` as lists."""
+        being ``run_at[p]..run_at[p + 1]``, ``lists``: ``runs.bounds``, ``runs.order`` and ``runs.nkv`` as lists,
+        each run's flows in order of first frame (tuples) and the payload lengths (sim/runs.py ``run_flows``)."""
         ent = np.flatnonzero(np.repeat(np.asarray(new, bool), sizes))
         rep = self.rep
         if len(self._shapes) > MAX_SHAPES:  # run keys name shapes by number: start both afresh
@@ -149,7 +152,7 @@ class RunComposer(RunEvents):
             rep._flow_ok if rep._select is not None else None,
         )
         run_at = np.searchsorted(runs.poll, np.arange(len(sizes) + 1)).tolist()
-        lists = (runs.bounds.tolist(), runs.order.tolist(), runs.nkv.tolist())
+        lists = (runs.bounds.tolist(), runs.order.tolist(), runs.nkv.tolist(), *run_flows(runs))
         return runs, src[ent][runs.order], run_at, lists
 
     def _compose(
@@ -173,7 +176,7 @@ class RunComposer(RunEvents):
             return False
         observed = self.observed
         cache = self.runs
-        bounds = lists[0]
+        bounds, flows_of, pay = lists[0], lists[3], lists[4]
         # with an observer: each known run's events, for this run's lengths and RX hashes
         known = self._known_placed(found, runs, bounds, ra) if observed else []
         if known is None:
@@ -189,10 +192,10 @@ class RunComposer(RunEvents):
                 e[1] += 1
                 cache.hits += 1
                 x: RunEntry = e[3]
-                if x.lengths is not None:
-                    x.lengths.apply(runs.payload[a:b])
+                if x.lengths is not None and x.lengths.add(pay[8 * a : 8 * b]):
+                    self._lengths_due.append(x.lengths)
                 if x.flow_ops:
-                    self.flow_ops.add(x.flow_ops, tuple(dict.fromkeys(runs.fids[a:b].tolist())))
+                    self.flow_ops.add(x.flow_ops, flows_of[j])
                 got = list(x.polled)
                 events, grew, hashes = known[j - ra] if observed else ([], None, None)
             else:
@@ -203,7 +206,7 @@ class RunComposer(RunEvents):
                 grew = hashes = None  # recorded with this run's own lengths and hashes
                 ran = True
             if observed:
-                flows = list(dict.fromkeys(runs.fids[a:b].tolist()))
+                flows = list(flows_of[j])
                 placed.append(
                     (events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), flows, grew, hashes)
                 )
@@ -231,6 +234,13 @@ class RunComposer(RunEvents):
             n.polls = p0 + dp
             n.full_polls = f0 + df
 
+    def settle_lengths(self) -> None:
+        """Add the length-adding counters of the known runs served since the last call (``LengthOps.settle``):
+        counters are read only after the replay, and recordings take differences, which these leave alone."""
+        for lengths in self._lengths_due:
+            lengths.settle()
+        self._lengths_due.clear()
+
     def _known_runs(self, runs: Runs, lists: tuple, ra: int, rb: int, full: bool) -> list | None:
         """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
         poll, or None when together they could fill a GRO bucket, or could fill a tunnel cell's poll without every
@@ -238,7 +248,7 @@ class RunComposer(RunEvents):
         fill cells' polls. What a run holds and puts into the cells does not depend on how the poll ends (both
         ends flush everything): a recording in any context answers that for the guards. ``lists``: see
         ``_block_runs``."""
-        bounds, order, nkv = lists
+        bounds, order, nkv = lists[:3]
         ctx = b"F" if full else b""
         found = []
         infos = []

@@ -161,6 +161,21 @@ def run_keys(
     )
 
 
+def run_flows(runs: Runs) -> tuple[list[tuple[int, ...]], bytes]:
+    """Each run's flow ids in order of first frame (its flow slots: ``apply_flow_ops``), and the runs' payload
+    lengths as int64 bytes (run ``r``'s: ``[8 * bounds[r]:8 * bounds[r + 1]]``)."""
+    fids = runs.fids
+    nrun = len(runs.bounds) - 1
+    if not len(fids):
+        return [() for _ in range(nrun)], b""
+    r = np.repeat(np.arange(nrun, dtype=np.int64), np.diff(runs.bounds))
+    _u, first = np.unique(r * (int(fids.max()) + 1) + fids, return_index=True)
+    first.sort()
+    flows = fids[first].tolist()
+    cut = np.searchsorted(first, runs.bounds).tolist()
+    return [tuple(flows[cut[j] : cut[j + 1]]) for j in range(nrun)], runs.payload.tobytes()
+
+
 _HASH_MULT = (np.arange(1, H // 8 + 1, dtype=np.uint64) * _GOLDEN) | np.uint64(1)
 
 
@@ -191,20 +206,32 @@ class LengthOps:
     """How a recorded run's length-adding counters move with its frames' payload lengths.
 
     ``ops``: ``[(container, attribute, coefficient per run position)]``; ``payload``: the recorded payload
-    lengths (bytes, int64 per position). ``apply(payload)`` adds, for a run with the same key and these
-    ``payload`` lengths, what its counters add beyond the recorded run's (see the module docstring)."""
+    lengths (bytes, int64 per position). ``add(payload)`` notes a run with the same key and these ``payload``
+    lengths; ``settle()`` adds what the noted runs' counters add beyond the recorded run's (see the module
+    docstring): each counter moves by its coefficients times the runs' length differences, summed over the runs."""
 
-    __slots__ = ("ops", "payload", "recorded")
+    __slots__ = ("ops", "payload", "recorded", "due")
 
     def __init__(self, ops: list, payload: np.ndarray) -> None:
         self.ops = ops
         self.payload = payload
         self.recorded = payload.tobytes()
+        self.due: list[bytes] = []
 
-    def apply(self, payload: np.ndarray) -> None:
-        if payload.tobytes() == self.recorded:
+    def add(self, payload: bytes) -> bool:
+        """Note a run with ``payload`` lengths (int64 bytes per run position); True when it is the first noted
+        since ``settle`` that differs from the recorded run (the caller then settles this later)."""
+        if payload == self.recorded:
+            return False
+        self.due.append(payload)
+        return len(self.due) == 1
+
+    def settle(self) -> None:
+        if not self.due:
             return
-        d = payload - self.payload
+        n = len(self.due)
+        d = np.frombuffer(b"".join(self.due), np.int64).reshape(n, -1).sum(axis=0) - n * self.payload
+        self.due.clear()
         for obj, attr, coef in self.ops:
             setattr(obj, attr, getattr(obj, attr) + int(coef @ d))
 
