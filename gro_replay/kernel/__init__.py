@@ -6,6 +6,7 @@ version differences are ``model.KernelModel`` switches named after their commits
 
 - ``af_inet.py``: net/ipv4/af_inet.c
 - ``dst_metadata.py``: include/net/dst_metadata.h
+- ``distro.py``: none: distribution kernel release strings (``uname -r``): whose build and which upstream release
 - ``eth.py``: net/ethernet/eth.c
 - ``geneve.py``: drivers/net/geneve.c
 - ``gro.py``: net/core/gro.c (net/core/dev.c before v5.17)

@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields, replace
 
+from .distro import parse_distro_release
+
 
 @dataclass(frozen=True, slots=True)
 class KernelModel:
@@ -356,8 +358,6 @@ def profile(release: str) -> KernelModel:
 
 # ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
-_UBUNTU = re.compile(r"(\d+)\.(\d+)\.(\d+)-(\d+)(?:\.\d+)?-([a-z][a-z0-9-]*)", re.ASCII)
-_EL = re.compile(r"(\d+)\.(\d+)\.(\d+)-[\d.]+\.el(\d+)(?:_\d+)?(?:\.[\w.]+)?", re.ASCII)
 #: a pre-release: X.Y-rcN (Makefile EXTRAVERSION), X.Y.0-rcN (uname -r), X.Y.0-0.rcN.… (Fedora),
 #: X.Y.0-XXYY00rcN-… (Ubuntu mainline builds), with a local or distribution suffix after it
 _RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-(?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII)
@@ -430,9 +430,11 @@ def resolve_kernel(text: str) -> KernelModel:
     * a pre-release ``X.Y-rcN`` (``X.Y.0-rcN``): upstream ``X.Y`` without the commits that landed in a later rc
       (``SwitchCommit.upstream_rc``: ``5.12-rc1`` lacks 89e5c58fc1e2, ``5.12-rc2`` has it), with a note that
       the other commits of X.Y are assumed in;
-    * a distribution kernel (``5.4.0-42-generic``: Ubuntu; ``4.18.0-305.el8``: RHEL 8; any other suffix): its own
-      backports cannot be known here, so the upstream base is used (with a stable point release only when the
-      version carries one, X.Y.Z with Z > 0) and ``notes`` say so and which base was assumed.
+    * a distribution kernel (``distro.parse_distro_release``: ``5.10.0-21-amd64`` Debian 11, ``5.4.0-42-generic``
+      Ubuntu, ``4.18.0-305.el8`` RHEL 8, SUSE, Fedora, Amazon Linux, Oracle UEK, Proxmox, Arch; any other suffix:
+      "the distribution"): its own backports cannot be known here, so the upstream base is used (with a stable
+      point release only when the version carries one, X.Y.Z with Z > 0) and ``notes`` say whose kernel it is
+      and which base was assumed. Ubuntu's mainline builds (``5.11.7-051107-generic``) are upstream releases.
       A 4.18 base runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled); older
       ones are refused.
 
@@ -460,20 +462,6 @@ def resolve_kernel(text: str) -> KernelModel:
     if m:
         major, minor = int(m.group(1)), int(m.group(2))
         point = int(m.group(3) or 0)
-    elif (m := _UBUNTU.fullmatch(text)) is not None:
-        major, minor = int(m.group(1)), int(m.group(2))
-        vendor = "Ubuntu"
-        notes.append(
-            f"Ubuntu kernel {text}: the ABI number {m.group(4)} does not say which stable release it is based on "
-            f"nor which fixes Ubuntu backported; assumed upstream {major}.{minor} without stable backports"
-        )
-    elif (m := _EL.fullmatch(text)) is not None:
-        major, minor = int(m.group(1)), int(m.group(2))
-        vendor = "Red Hat"
-        notes.append(
-            f"RHEL {m.group(4)} kernel {text}: Red Hat backports are not known here; assumed upstream "
-            f"{major}.{minor} without stable backports"
-        )
     elif (m := _RC.fullmatch(text)) is not None:
         major, minor, rc = int(m.group(1)), int(m.group(2)), int(m.group(3))
         if m.group(4):  # "+": setlocalversion's mark of a tree past the tag
@@ -481,6 +469,9 @@ def resolve_kernel(text: str) -> KernelModel:
                 f"kernel {text}: a build of or after {major}.{minor}-rc{rc} (a later snapshot, a distribution's "
                 f"patches): what it adds is not known here; assumed {major}.{minor}-rc{rc}"
             )
+    elif (d := parse_distro_release(text)) is not None:
+        major, minor, point, vendor = d.major, d.minor, d.point, d.vendor
+        notes.append(d.note)
     elif (m := _OTHER.fullmatch(text)) is not None:
         major, minor = int(m.group(1)), int(m.group(2))
         point = int(m.group(3) or 0)

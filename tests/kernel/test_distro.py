@@ -1,0 +1,135 @@
+"""kernel/distro.py: which distribution a ``uname -r`` string belongs to, and the upstream release it names.
+
+The strings are the release strings those distributions' kernels print (``uname -r``), one per grammar and
+flavour family. Expected values follow each distribution's naming (kernel/distro.py docstring): Debian up to 12
+and Ubuntu keep ``X.Y.0`` and number builds by ABI (their strings name no stable release), the others name the
+upstream point release their source started from, and Ubuntu's mainline builds are upstream releases. What a
+resolved kernel carries follows model.py ``STABLE_BACKPORTS`` (89e5c58fc1e2: 5.4.106, 5.10.24, 5.11.7).
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIX_SAMPLE
+
+from gro_replay.cli import main
+from gro_replay.kernel.distro import parse_distro_release
+from gro_replay.kernel.model import FIX_COMMIT, resolve_kernel
+
+#: (uname -r, vendor, note prefix, upstream base run, stable point applied or 0)
+RELEASES = [
+    # Debian 10/11/12: X.Y.0-ABI-<architecture flavour>; backports 0.debNN / 0.bpo; Debian 13: X.Y.Z+debNN
+    ("4.19.0-25-amd64", "Debian", "Debian 10 kernel 4.19.0-25-amd64", "4.19", 0),
+    ("5.10.0-21-amd64", "Debian", "Debian 11 kernel 5.10.0-21-amd64", "5.10", 0),
+    ("5.10.0-28-arm64", "Debian", "Debian 11 kernel 5.10.0-28-arm64", "5.10", 0),
+    ("5.10.0-9-686-pae", "Debian", "Debian 11 kernel 5.10.0-9-686-pae", "5.10", 0),
+    ("6.1.0-13-amd64", "Debian", "Debian 12 kernel 6.1.0-13-amd64", "6.1", 0),
+    ("6.1.0-18-cloud-amd64", "Debian", "Debian 12 kernel 6.1.0-18-cloud-amd64", "6.1", 0),
+    ("6.1.0-21-rt-arm64", "Debian", "Debian 12 kernel 6.1.0-21-rt-arm64", "6.1", 0),
+    ("6.1.0-0.deb11.13-amd64", "Debian", "Debian 11 backports kernel 6.1.0-0.deb11.13-amd64", "6.1", 0),
+    ("5.10.0-0.bpo.15-amd64", "Debian", "Debian backports kernel 5.10.0-0.bpo.15-amd64", "5.10", 0),
+    ("6.12.38+deb13-amd64", "Debian", "Debian 13 kernel 6.12.38+deb13-amd64", "6.12", 38),
+    ("6.12.12+bpo-amd64", "Debian", "Debian backports kernel 6.12.12+bpo-amd64", "6.12", 12),
+    # Ubuntu: X.Y.0-ABI-<Ubuntu flavour>
+    ("5.4.0-42-generic", "Ubuntu", "Ubuntu kernel 5.4.0-42-generic", "5.4", 0),
+    ("5.15.0-91-lowlatency", "Ubuntu", "Ubuntu kernel 5.15.0-91-lowlatency", "5.15", 0),
+    ("5.15.0-1034-aws", "Ubuntu", "Ubuntu kernel 5.15.0-1034-aws", "5.15", 0),
+    ("5.15.0-1052-azure", "Ubuntu", "Ubuntu kernel 5.15.0-1052-azure", "5.15", 0),
+    ("6.8.0-1008-raspi", "Ubuntu", "Ubuntu kernel 6.8.0-1008-raspi", "6.8", 0),
+    ("5.15.0-60-generic-64k", "Ubuntu", "Ubuntu kernel 5.15.0-60-generic-64k", "5.15", 0),
+    # Proxmox VE (from Ubuntu's kernel, named by its upstream point release)
+    ("6.8.12-4-pve", "Proxmox", "Proxmox VE kernel 6.8.12-4-pve", "6.8", 12),
+    # Red Hat and its rebuilds: X.Y.Z-REL.elN[_M][.arch]; Oracle's UEK: .elNuek
+    ("4.18.0-305.el8", "Red Hat", "RHEL 8 kernel 4.18.0-305.el8", "4.19", 0),
+    ("5.14.0-362.8.1.el9_3.x86_64", "Red Hat", "RHEL 9 kernel 5.14.0-362.8.1.el9_3.x86_64", "5.14", 0),
+    (
+        "5.15.0-200.131.27.el9uek.x86_64",
+        "Oracle",
+        "Oracle UEK kernel 5.15.0-200.131.27.el9uek.x86_64",
+        "5.15",
+        0,
+    ),
+    (
+        "5.4.17-2136.330.7.1.el8uek.x86_64",
+        "Oracle",
+        "Oracle UEK kernel 5.4.17-2136.330.7.1.el8uek",
+        "5.4",
+        17,
+    ),
+    # Fedora, Amazon Linux, Arch: the upstream point release, then the distribution's release
+    ("6.5.6-300.fc39.x86_64", "Fedora", "Fedora 39 kernel 6.5.6-300.fc39.x86_64", "6.5", 6),
+    ("5.10.205-195.807.amzn2.x86_64", "Amazon", "Amazon Linux 2 kernel 5.10.205-195.807.amzn2", "5.10", 205),
+    ("6.1.66-91.160.amzn2023.x86_64", "Amazon", "Amazon Linux 2023 kernel 6.1.66-91.160.amzn2023", "6.1", 66),
+    ("6.6.7-arch1-1", "Arch Linux", "Arch Linux kernel 6.6.7-arch1-1", "6.6", 7),
+    # SUSE: X.Y.Z-REL-<SUSE flavour> (SLES/Leap 15: 150500.…; Tumbleweed: a plain build number)
+    ("5.14.21-150500.55.39-default", "SUSE", "SUSE kernel 5.14.21-150500.55.39-default", "5.14", 21),
+    ("6.4.0-150600.23.25-azure", "SUSE", "SUSE kernel 6.4.0-150600.23.25-azure", "6.4", 0),
+    ("5.3.18-22-default", "SUSE", "SUSE kernel 5.3.18-22-default", "5.3", 18),
+    ("6.6.1-1-default", "SUSE", "SUSE kernel 6.6.1-1-default", "6.6", 1),
+    # suffixes no rule knows (Arch's linux-lts and Alpine share X.Y.Z-N-lts): nobody is named
+    (
+        "6.1.69-1-lts",
+        "the distribution",
+        "kernel 6.1.69-1-lts: the distribution's or build's own patches",
+        "6.1",
+        69,
+    ),
+    ("5.15.143-0-virt", "the distribution", "kernel 5.15.143-0-virt: the distribution's", "5.15", 143),
+]
+
+
+@pytest.mark.parametrize(("text", "vendor", "note", "base", "point"), RELEASES, ids=[r[0] for r in RELEASES])
+def test_release_string_names_its_distribution(text, vendor, note, base, point):
+    m = resolve_kernel(text)
+    assert m.vendor == vendor
+    assert m.notes[0].startswith(note), m.notes
+    assert m.base == base
+    # the base the vendor's version names: X.Y, or X.Y.Z where the string names a stable release
+    stated = text.split("-")[0].split("+")[0]
+    x_y = ".".join(stated.split(".")[:2])
+    assert m.vendor_base == (f"{x_y}.{point}" if point else x_y)
+    assert ("with the stable backports of " + f"{x_y}.{point}" in m.notes[0]) == bool(point)
+
+
+def test_debian_release_strings_are_not_ubuntu():
+    # the reported fault: 5.10.0-21-amd64 (Debian 11) was labelled Ubuntu; Ubuntu has no amd64 flavour and Debian
+    # no generic one
+    assert resolve_kernel("5.10.0-21-amd64").vendor == "Debian"
+    assert resolve_kernel("5.10.0-21-generic").vendor == "Ubuntu"
+    # an unknown flavour on the same shape names nobody
+    assert resolve_kernel("5.10.0-21-foo").vendor == "the distribution"
+
+
+@pytest.mark.parametrize(
+    ("text", "carries", "point"),
+    [
+        ("5.11.7-051107-generic", True, "5.11.7"),  # 5.11.y took 89e5c58fc1e2 in 5.11.7 (9b815b6efaf8)
+        ("5.11.6-051106-generic", False, None),
+        ("5.4.224-0504224-generic", True, "5.4.106"),  # three digits of point release: 0504224
+    ],
+)
+def test_ubuntu_mainline_builds_are_upstream_stable_releases(text, carries, point):
+    m = resolve_kernel(text)
+    assert m.vendor == "" and m.carries(FIX_COMMIT) is carries
+    assert (m.stable_backport(FIX_COMMIT) or (None, None))[1] == point
+    assert m.notes[0].startswith(f"kernel {text}: Ubuntu's mainline build of upstream {text.split('-')[0]}")
+
+
+def test_ubuntu_mainline_shape_with_a_foreign_abi_is_plain_ubuntu():
+    # an ABI that is not the version's own 0XXYYZZ digits is an ordinary Ubuntu build number
+    d = parse_distro_release("5.15.0-105100-generic")
+    assert d is not None and d.vendor == "Ubuntu" and d.point == 0
+
+
+def test_non_distribution_strings_are_left_to_the_caller():
+    for text in ("5.10", "5.10.24", "5.12.0-rc1", "5.15.84-v8+"):
+        assert parse_distro_release(text) is None
+
+
+def test_report_names_debian_and_its_assumption():
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--poll", "gap:5", "--kernel", "5.10.0-21-amd64"])
+    assert r.exit_code == 0, r.output
+    assert "note: Debian 11 kernel 5.10.0-21-amd64: the ABI number 21" in r.output
+    assert "Ubuntu" not in r.output
+    assert "lacks 89e5c58fc1e2 unless Debian backported it" in r.output
