@@ -171,3 +171,63 @@ def test_kernel_assumption_lines_say_one_thing(release, head):
     ]  # "upstream 5.10 with the stable backports of 5.10.30"
     assert note.startswith("  note: ") and assumed in note, (head, note)
     assert not re.search(r"assumed upstream \d+\.\d+\.\d+", r.stdout)
+
+
+V6_FRAMES = 20
+
+
+@pytest.fixture(scope="module")
+def v6_zero_capture(tmp_path_factory):
+    """One VXLAN flow over outer IPv6 with outer UDP checksum 0, 20 frames 1 µs apart (synth's defaults)."""
+    from click.testing import CliRunner
+
+    path = tmp_path_factory.mktemp("v6z") / "v6z.pcap"
+    r = CliRunner().invoke(
+        main, ["synth", str(path), "--outer-ipv6", "--outer-csum", "zero", "--frames", str(V6_FRAMES)]
+    )
+    assert r.exit_code == 0, r.output
+    return str(path)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_drop_line_names_skbs_and_the_frames_the_verdict_counts(v6_zero_capture, fmt):
+    """__udp6_lib_rcv drops a UDPv6 datagram whose checksum is 0 unless the tunnel socket allows it
+    (net/ipv6/udp.c, udp6_csum_zero_error; RFC 6936): every phys skb is dropped. Pre-fix, udp_gro_receive refuses
+    each frame (zero checksum, csum_cnt 0: gro-spec §udp_gro_receive), so 20 skbs of one frame each; post-fix,
+    the 20 frames arrive 1 µs apart (< gap:3), in one poll under the weight of 64, and leave as one aggregate
+    (napi_complete_done flush): 1 skb carrying 20 frames. The drop line names both units; the verdict counts the
+    20 frames."""
+    from click.testing import CliRunner
+
+    r = CliRunner().invoke(main, [v6_zero_capture, "--format", fmt, "--no-hist"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    assert "not decapsulated (pre-fix): udp6_csum_zero_error 20 skbs (20 frames)" in r.stdout
+    assert "not decapsulated (post-fix): udp6_csum_zero_error 1 skb (20 frames)" in r.stdout
+    assert "20 frame(s) lost: __udp6_lib_rcv" in r.stdout
+
+
+def test_drop_counts_in_json_and_explain(v6_zero_capture):
+    """The same drops (see above) in JSON: ``stack`` counts skbs, ``stack_frames`` the frames they carried, per
+    kernel, per flow; explain's stack line names both."""
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    r = runner.invoke(main, [v6_zero_capture, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    got = {k["name"]: (k["stack"], k["stack_frames"], k["flows"][0]["stack_frames"]) for k in doc["kernels"]}
+    drop = "udp6_csum_zero_error"
+    assert got == {
+        "pre-fix": ({drop: 20}, {drop: 20}, {drop: 20}),
+        "post-fix": ({drop: 1}, {drop: 20}, {drop: 20}),
+    }
+    r = runner.invoke(main, ["explain", v6_zero_capture])
+    assert r.exit_code == 0, r.output
+    assert (
+        "stack (IP → UDP → vxlan decap): 1 skb (20 frames); 0 skbs (0 frames) queued to gro_cells; "
+        "dropped: udp6_csum_zero_error 1 skb (20 frames)"
+    ) in r.stdout
+    r = runner.invoke(main, ["explain", v6_zero_capture, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    k = json.loads(r.stdout)["flows"][0]["kernels"]["post-fix"]
+    assert (k["stack"], k["stack_frames"]) == ({drop: 1}, {drop: 20})

@@ -45,6 +45,7 @@ def flow_rows(result, ks, summary: FlowRows | None = None) -> list[dict]:
                 "phys": _stage_row(f, "phys"),
                 "tunnel": _stage_row(f, "tunnel"),
                 "stack": dict(f.stack),
+                "stack_frames": dict(f.stack_frames),
             }
         )
     return rows
@@ -68,6 +69,7 @@ def flows_summary_dict(summary: FlowRows, i: int, listed: int, live_max: int = 0
             "phys": _stage_row(om, "phys"),
             "tunnel": _stage_row(om, "tunnel"),
             "stack": dict(sorted(om.stack.items())),
+            "stack_frames": dict(sorted(om.stack_frames.items())),
         },
     }
 
@@ -131,6 +133,7 @@ def document(result, backend: str = "simulator", flows_max: int | None = None) -
                 "release": ks.release,
                 "stages": {s: st.as_dict() for s, st in ks.stages.items()},
                 "stack": dict(sorted(ks.stack.items())),
+                "stack_frames": dict(sorted(ks.stack_frames.items())),
                 "flows": rows,
                 "flows_summary": flows_summary_dict(
                     summary, i, len(rows), getattr(result, "flows_live_max", 0)

@@ -20,7 +20,7 @@ from ..kernel import reasons as R
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
-from .verdict.words import kernel_label, plural
+from .verdict.words import drop_counts, kernel_label, plural
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
@@ -107,6 +107,7 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
                 "aggregated_at": [s for s in STAGES if stages[s]["merged_here"] > 0],
                 "phys": stages["phys"],
                 "stack": dict(sorted(fs.stack.items())),
+                "stack_frames": dict(sorted(fs.stack_frames.items())),
                 "tunnel": stages["tunnel"],
             }
         flows.append(
@@ -212,12 +213,14 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                             f"      {r['count']:>6,} × {r['function']}: {r['condition']}  ({r['description']})"
                         )
                 if s == "phys" and k["stack"]:
-                    queued = k["stack"].get("queued", 0)
-                    through = sum(k["stack"].values())
-                    drops = "".join(f", {o} ×{n:,}" for o, n in k["stack"].items() if o != "queued")
+                    skbs, frames = Counter(k["stack"]), Counter(k.get("stack_frames", {}))
+                    queued, through, carried = skbs["queued"], sum(skbs.values()), sum(frames.values())
+                    drops = drop_counts(skbs, frames)
                     lines.append(
-                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through:,} {plural(through, 'skb')}; "
-                        f"{queued:,} queued to gro_cells{drops}"
+                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through:,} "
+                        f"{plural(through, 'skb')} ({carried:,} {plural(carried, 'frame')}); {queued:,} "
+                        f"{plural(queued, 'skb')} ({frames['queued']:,} {plural(frames['queued'], 'frame')}) "
+                        f"queued to gro_cells" + (f"; dropped: {drops}" if drops else "")
                     )
         fv = f["verdict"]
         word = "yes" if fv["affected"] else ("lost" if fv.get("outcome") == "lost" else "no")

@@ -247,7 +247,10 @@ class KernelStats(Sink):
         self.release = release
         self.stages = {s: StageStats() for s in STAGES}
         self.flows: dict[int, FlowStats] = {}
+        #: phys skbs by what the normal path did with them (``queued`` to a tunnel device, or a drop reason)
         self.stack: Counter = Counter()
+        #: the wire frames those skbs carried, by the same outcome (what the verdict counts)
+        self.stack_frames: Counter = Counter()
         self.on_deliver = on_deliver
         self.trace: list | None = None
         #: segments per stage of the flows retired (``retire``): their rows left ``flows``
@@ -304,6 +307,7 @@ class KernelStats(Sink):
         if self.selected is not None and not self.selected[skb.flow]:
             return
         self.stack[outcome] += 1
+        self.stack_frames[outcome] += len(skb.frames)
         if sw_bytes:
             self.stages["phys"].sw_csum_bytes += sw_bytes
             if _skbuff.length_tally is not None:

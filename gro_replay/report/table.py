@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .document import summary_line
-from .verdict.words import filtered_text, kernel_label, plural
+from .verdict.words import drop_counts, filtered_text, kernel_label, plural
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 STAGES = ("phys", "tunnel")
@@ -158,11 +158,9 @@ def reason_lines(result) -> list[str]:
                     f"{what} ended by ({ks.name}, {st.skbs:,} {plural(st.skbs, 'skb')}): "
                     + reason_list(st.reasons, 3, models.get(ks.name))
                 )
-        drops = {k: v for k, v in ks.stack.items() if k != "queued"}
+        drops = drop_counts(ks.stack, ks.stack_frames)
         if drops:
-            lines.append(
-                f"not decapsulated ({ks.name}): " + ", ".join(f"{k} {v:,}" for k, v in sorted(drops.items()))
-            )
+            lines.append(f"not decapsulated ({ks.name}): {drops}")
     return lines
 
 

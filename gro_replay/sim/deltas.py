@@ -44,6 +44,7 @@ def counters(k: Kernel, st: KernelStats, fids: Iterable[int]) -> dict:
         items(s.results)
         items(s.devices)
     items(st.stack)
+    items(st.stack_frames)
     for fid in fids:
         f = st.flows.get(fid)
         if f is None:

@@ -152,6 +152,20 @@ def plural(n: int, noun: str, many: str | None = None) -> str:
     return noun if n == 1 else (many or noun + "s")
 
 
+def drop_counts(skbs: Counter, frames: Counter) -> str:
+    """The phys skbs the normal path did not decapsulate, by drop reason, each with the wire frames they carried
+    (what the verdict counts): "udp6_csum_zero_error 1 skb (20 frames)"; "" when every skb was queued.
+
+    ``skbs``/``frames``: outcome → count (``KernelStats.stack``/``stack_frames``, ``FlowStats`` likewise)."""
+    parts = []
+    for outcome, n in sorted(skbs.items()):
+        if outcome == "queued":
+            continue
+        m = frames.get(outcome, 0)
+        parts.append(f"{outcome} {n:,} {plural(n, 'skb')} ({m:,} {plural(m, 'frame')})")
+    return ", ".join(parts)
+
+
 _UPSTREAM_TAG = re.compile(r"\d+\.\d+(?:\.\d+)?(?:-rc\d+)?", re.ASCII)
 
 
