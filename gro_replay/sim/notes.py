@@ -37,7 +37,13 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         ports = ", ".join(map(str, config.vxlan_ports)) or "none"
         gports = ", ".join(map(str, config.geneve_ports)) or "none"
         filtered = filtered_text(getattr(inp, "filtered", {}))
-        if filtered and not inp.frames_replayed:
+        cut = inp.skipped.get(SKIP_TRUNCATED_RECORD, 0)
+        if cut and inp.frames_read == cut:
+            # the capture ends inside its first record: there is no frame to say anything of
+            notes.append(
+                "no tunnel traffic replayed: the capture is truncated before its first complete frame"
+            )
+        elif filtered and not inp.frames_replayed:
             # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
             # (-f is a BPF filter on the frames as captured, i.e. on the outer headers of tunnelled frames)
             notes.append(
@@ -46,7 +52,8 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             )
         else:
             notes.append(
-                f"no tunnel traffic{f' among the frames replayed ({filtered})' if filtered else ''}: no frame goes "
+                f"no tunnel traffic{f' among the frames replayed ({filtered})' if filtered else ''}"
+                f"{truncated_text(inp)}: no frame goes "
                 f"to a configured tunnel port (VXLAN {ports}; Geneve {gports}) and none parses as VXLAN or Geneve "
                 "on another UDP port"
             )
@@ -113,18 +120,41 @@ JUMBO_MAX = 9216
 
 
 def account_capture_end(cap: Capture, inp: InputStats) -> None:
-    """How the capture ended, into the input accounting: a record cut short at its end is a frame read and skipped
-    (``truncated_record``); gzip data that ends before its end-of-stream marker (RFC 1952 trailer) gets a note
-    (the records before the cut were all read; only a record cut with it is counted)."""
+    """How the capture ended, into the input accounting, one rule for every reader (pcap, pcapng, gzip or not, a
+    file or a pipe): a record cut short at its end is a frame read and skipped (``truncated_record``), and a note
+    says the capture is truncated and what was read before the cut; gzip data that ends before its end-of-stream
+    marker (RFC 1952 trailer) is a truncated capture too, whose records before the cut were all read (only a
+    record cut with it is counted)."""
+    complete = inp.frames_read
     if cap.truncated_records:
         inp.frames_read += cap.truncated_records
         inp.skipped[SKIP_TRUNCATED_RECORD] += cap.truncated_records
-    if cap.stream_cut:
-        inp.notes.append(
-            "the gzip data ends before its end-of-stream marker (cut short, or still being written): "
-            + (
-                "the records before the cut were replayed, the one it cut is skipped (truncated_record)"
-                if cap.truncated_records
-                else "every record before the cut was complete and replayed"
-            )
+    if not cap.truncated_records and not cap.stream_cut:
+        return
+    how = "its gzip data ends before the end-of-stream marker" if cap.stream_cut else "it ends"
+    records = f"{complete:,} complete {plural(complete, 'record')}"
+    if cap.truncated_records:
+        read = (
+            ", so no complete record was read;"
+            if not complete
+            else f"; the {records} before the cut {'was' if complete == 1 else 'were'} read,"
         )
+        inp.notes.append(
+            f"the capture is truncated (cut short, or still being written): {how} inside record {complete + 1:,}"
+            f"{read} the cut one is skipped (truncated_record)"
+        )
+    else:
+        inp.notes.append(
+            f"the capture is truncated (cut short, or still being written): {how}, after {records}: every "
+            "record before the cut was read in full"
+        )
+
+
+def truncated_text(inp: InputStats) -> str:
+    """ " in the N complete frames read before the capture's cut" when the capture is truncated
+    (``account_capture_end``), else "": what a statement about the whole capture is limited to."""
+    cut = inp.skipped.get(SKIP_TRUNCATED_RECORD, 0)
+    if not cut:
+        return ""
+    n = inp.frames_read - cut
+    return f" in the {n:,} complete {plural(n, 'frame')} read before the capture's cut"
