@@ -11,6 +11,7 @@ both runs (post-fix the 17-segment GSO skb passes through the tunnel stage as on
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -283,7 +284,7 @@ def test_diff_prints_the_observed_change_beside_the_threshold(docs):
         1.0,
     )
     want = (
-        "observed: largest loss 94.12% (post-fix → pre-fix, phys NAPI: segments / skb 17.00 → 1.00); "
+        "observed: largest loss 94.1% (post-fix → pre-fix, phys NAPI: segments / skb 17.00 → 1.00); "
         "allowed loss 5%"
     )
     for fmt in ("table", "markdown"):
@@ -300,14 +301,14 @@ def test_diff_summary_line_carries_the_observed_largest_loss(docs):
     r = run("diff", docs["post"], docs["pre"], "--max-regression", "5")
     assert r.stdout.rstrip().splitlines()[-1] == (
         "DIFF status=regression regressions=2 stage_regressions=1 flows_regressed=1 max_regression=5% "
-        "largest_loss=94.12% kernels=post-fix→pre-fix"
+        "largest_loss=94.1% kernels=post-fix→pre-fix"
     )
     md = run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", "markdown").stdout
-    assert "max_regression=5% largest_loss=94.12% kernels=post-fix→pre-fix" in md
+    assert "max_regression=5% largest_loss=94.1% kernels=post-fix→pre-fix" in md
     doc = json.loads(
         run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", "json").stdout
     )
-    assert "max_regression=5% largest_loss=94.12% kernels=post-fix→pre-fix" in doc["summary"]
+    assert "max_regression=5% largest_loss=94.1% kernels=post-fix→pre-fix" in doc["summary"]
     r = run("diff", docs["pre"], docs["pre"])
     assert r.stdout.rstrip().splitlines()[-1] == (
         "DIFF status=ok regressions=0 stage_regressions=0 flows_regressed=0 max_regression=0% largest_loss=0% "
@@ -316,3 +317,33 @@ def test_diff_summary_line_carries_the_observed_largest_loss(docs):
     # a zero baseline (bytes checksummed in software 0 → 23,584 at phys NAPI, pre-fix → post-fix): no percentage
     r = run("diff", docs["pre"], docs["post"], "--metric", "sw_csum_bytes")
     assert " max_regression=0% largest_loss=from0 kernels=pre-fix→post-fix" in r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_diff_prints_every_measured_percentage_at_one_precision(docs, fmt):
+    """One precision for every measured percentage of one output: post-fix → pre-fix of the fix sample loses
+    16/17 = 94.117… % of its segments per phys skb (17 → 1): the table or Markdown cell, the regression sentence,
+    the observed sentence and the DIFF line all print -94.1% / 94.1%; skbs 1 → 17 is +1,600.0%; an exact zero
+    0%; the threshold as given (5)."""
+    r = run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", fmt)
+    text = " ".join(r.stdout.split())
+    pcts = set(re.findall(r"[-+]?[\d,.<]+%", text))
+    assert pcts == {"-94.1%", "94.1%", "+1,600.0%", "-100.0%", "0%", "5%"}, pcts
+
+
+def test_pct_text_one_rule():
+    """``pct_text``: one decimal place (half away from zero as Python's format rounds 94.117… → 94.1), exact zero
+    0%, a non-zero change below 0.05 % never printed as zero."""
+    from gro_replay.report.diff.comparison import pct_text
+
+    assert [pct_text(16 / 17 * 100), pct_text(-16 / 17 * 100, True), pct_text(1600.0, True)] == [
+        "94.1%",
+        "-94.1%",
+        "+1,600.0%",
+    ]
+    assert [pct_text(0), pct_text(0.0, True), pct_text(0.04), pct_text(-0.04, True)] == [
+        "0%",
+        "0%",
+        "<0.1%",
+        "-<0.1%",
+    ]

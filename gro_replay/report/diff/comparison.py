@@ -334,10 +334,23 @@ def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> 
     }
 
 
+def pct_text(pct: float, signed: bool = False) -> str:
+    """A measured percentage as every text output of diff prints it (table, Markdown, sentences, the DIFF line; JSON
+    keeps the value to two decimals): one decimal place, ``88.2%`` (``signed``: ``-88.2%``, ``+750.0%``), an exact
+    zero ``0%``, a change too small to show at one decimal ``<0.1%`` (signed ``-<0.1%``). A threshold the user
+    gave (``--max-regression``) is printed as given, so it can be passed back."""
+    if pct == 0:
+        return "0%"
+    sign = ("+" if pct > 0 else "-") if signed else ""
+    if abs(pct) < 0.05:
+        return f"{sign}<0.1%"
+    return f"{pct:+,.1f}%" if signed else f"{pct:,.1f}%"
+
+
 def _loss_text(w: dict) -> str:
-    """A ``largest_loss`` entry's loss as the text line and SUMMARY show it: ``88.24%``, or ``from 0`` (a zero
-    baseline: no percentage)."""
-    return "from 0" if w["loss_pct"] is None else f"{w['loss_pct']:g}%"
+    """A ``largest_loss`` entry's loss as the text line and SUMMARY show it: ``88.2%`` (``pct_text``), or
+    ``from 0`` (a zero baseline: no percentage)."""
+    return "from 0" if w["loss_pct"] is None else pct_text(w["loss_pct"])
 
 
 def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | None) -> str:

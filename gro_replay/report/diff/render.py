@@ -5,7 +5,7 @@ table (``gro-replay diff --format markdown|table``).
 from __future__ import annotations
 
 from ..stats import STAGES
-from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text, input_words
+from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text, input_words, pct_text
 
 
 # -- rendering ----------------------------------------------------------------------------------------------------------
@@ -30,11 +30,8 @@ def _cell_change(c: dict) -> str:
 
 
 def fmt_change(pct) -> str:
-    if pct is None:
-        return "new"
-    if pct == 0:
-        return "0%"
-    return f"{pct:+.1f}%"
+    """A cell's change in percent of its baseline (``pct_text``, signed), or ``new`` from a zero baseline."""
+    return "new" if pct is None else pct_text(pct, signed=True)
 
 
 def observed_sentence(cmp: dict) -> str:
