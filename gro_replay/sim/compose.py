@@ -32,7 +32,7 @@ filled, in every run of the poll's context).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +42,8 @@ from .deltas import PendingFlowOps, PollCache, counters, delta, flow_containers,
 from .ingest import Frame
 from .replayer import Replayer
 from .run_events import MAX_RUN_EVENTS, RunEvents, _event_rules
-from .runs import IdGuards, LengthOps, Runs, ends_held, id_guards, length_ops, most_held, run_flows, run_keys
+from .run_probe import RunProbe
+from .runs import LengthOps, RunEntry, Runs, ends_held, id_guards, length_ops, most_held, run_flows, run_keys
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
 MAX_RUN_KEYS = 2048
@@ -54,28 +55,7 @@ MAX_SHAPES = 1 << 16
 _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
 
 
-class RunEntry(NamedTuple):
-    """What a recorded flow run (sim/runs.py) adds beyond its counter deltas: ``holding``: it held or merged a
-    packet on some NAPI; ``polled``: ``(id(NapiStats), polls, full polls)`` of each NAPI it polled;
-    ``lengths``: its length-adding counters (``LengthOps``, None when none); ``flow_ops``: its flows' counters by
-    flow slot (``deltas.apply_flow_ops``);
-    ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
-    its last frame (flushed by the poll's end); ``ids``: the IPv4 ID differences it read (a run is served from
-    this recording only when its own IDs answer them alike); ``events``: when its delivery events were kept (the
-    cache entry's third item, ``_placed``: recorded while an observer watched, within ``MAX_RUN_EVENTS``), what
-    places them in another run with the same key (``_event_rules``), else None."""
-
-    holding: bool
-    polled: tuple
-    lengths: LengthOps | None
-    flow_ops: list
-    cells_in: list
-    ends_held: bool
-    ids: IdGuards
-    events: tuple | None
-
-
-class RunComposer(RunEvents):
+class RunComposer(RunEvents, RunProbe):
     """The flow-run part of ``pollcache.BatchReplay`` (a mixin: it uses the replay's ``rep``, ``_entry``,
     ``_idle`` and ``retiring``). ``_init_runs`` sets its state up."""
 
@@ -115,6 +95,7 @@ class RunComposer(RunEvents):
         self._cell_at = [{c.dev.name: ci for ci, c in enumerate(k.tunnel_cells)} for k in rep.kernels]
         #: known runs' length-adding counters not yet added (``LengthOps.add``; ``settle_lengths``)
         self._lengths_due: list[LengthOps] = []
+        self._cells_unknown: list[int] = []  # runs ``_known_runs`` refused a poll for (``_probe``)
         self.composed = 0  # polls answered from their runs, every run known
         self.composed_partly = 0  # polls composed of their runs, some of them run through the kernels
 
@@ -161,7 +142,8 @@ class RunComposer(RunEvents):
         """Answer poll ``p`` of ``size`` frames at ``t`` (ns) from its flow runs (``_block_runs``, sim/runs.py): a
         known run adds its recorded counters, an unknown one runs through the kernels as a poll of its own and is
         recorded. False (nothing done) when the kernels are not idle, the runs could hold more packets than a
-        GRO bucket keeps, or could fill a tunnel cell's poll without every run known.
+        GRO bucket keeps, or fill a tunnel cell's poll without every run known (the unknown ones are recorded
+        first, and the poll decided again: sim/run_probe.py).
 
         Why it is exact: the module docstring.
         The order of deliveries with an observer (``--trace``, explain): sim/run_events.py.
@@ -172,6 +154,11 @@ class RunComposer(RunEvents):
         ra, rb = run_at[p], run_at[p + 1]
         full = size == self.rep.config.weight
         found = self._known_runs(runs, lists, ra, rb, full)
+        done: dict = {}  # runs recorded by ``_probe`` whose counters stay
+        ran = bool(self._cells_unknown) and len(self.runs.entries) < MAX_RUN_KEYS
+        if ran:
+            probed = self._probe(block_runs, p, ch, extras, base_index, t, full)
+            found, done = probed or (None, {})
         if found is None:
             return False
         observed = self.observed
@@ -184,11 +171,13 @@ class RunComposer(RunEvents):
         napis = self._napis
         before = [(n.polls, n.full_polls) for n in napis]
         polled: dict[int, tuple[int, int]] = {}
-        ran = False
         placed: list = []  # (run's events, its entries' poll order, their capture indices) with an observer
         for j, (k, ctx, e, weights) in zip(range(ra, rb), found, strict=True):
             a, b = bounds[j], bounds[j + 1]
-            if e is not None:
+            if j in done:
+                got, events = done[j]
+                grew = hashes = None
+            elif e is not None:
                 e[1] += 1
                 cache.hits += 1
                 x: RunEntry = e[3]
@@ -254,6 +243,8 @@ class RunComposer(RunEvents):
         infos = []
         cells: dict[int, int] = {}
         unknown = 0
+        self._cells_unknown = []
+        unknown_at = []
         spans: list[
             tuple[int, int | None, int]
         ] = []  # (first, last or None: to the poll's end, packets held)
@@ -276,6 +267,7 @@ class RunComposer(RunEvents):
             if info is None:
                 spans.append((order[a], None, nkv[j]))
                 unknown += b - a
+                unknown_at.append(j)
                 continue
             x: RunEntry = info[3]
             if x.holding:
@@ -287,6 +279,7 @@ class RunComposer(RunEvents):
         weight = self._cells_weight
         if unknown:
             if unknown >= weight or any(c + unknown >= weight for c in cells.values()):
+                self._cells_unknown = unknown_at
                 return None
             return found
         filled = sorted(self._cells_index[nid] for nid, c in cells.items() if c >= weight)

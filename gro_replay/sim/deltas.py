@@ -150,6 +150,24 @@ def delta(before: dict, after: dict) -> tuple[list, list]:
     return attr_ops, item_ops
 
 
+def undo(before: dict, after: dict) -> None:
+    """Put every counter of the ``after`` snapshot back to its value in ``before`` (``counters``); a dict key that
+    ``before`` did not have is removed (sim/run_probe.py)."""
+    b = before["v"]
+    objs = after["o"]
+    for (oid, key, is_attr), v in after["v"].items():
+        was = b.get((oid, key, is_attr))
+        if was == v:
+            continue
+        o = objs[oid]
+        if is_attr:
+            setattr(o, key, was or 0)
+        elif was is None and isinstance(o, dict):
+            del o[key]
+        else:
+            o[key] = was or 0
+
+
 def idle(k: Kernel) -> bool:
     """True when kernel ``k`` holds nothing: no GRO packets, no GRO_NORMAL batch, no queued cell or backlog skbs."""
     for n in [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]:

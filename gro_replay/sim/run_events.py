@@ -107,7 +107,7 @@ class RunEvents:
         skb's ``len`` moves with its frames' payloads (``skb_gro_receive`` appends them; the key fixes the headers)
         by ``grew`` (bytes more per run position, None when none), and a flush's bucket follows this run's
         ``hashes`` (RX hash per run position; None when no bucket follows them): ``_deliver`` applies both."""
-        x = e[3]  # compose.RunEntry
+        x = e[3]  # runs.RunEntry
         if x.events is None:
             return None
         payload, hashed, fz = x.events

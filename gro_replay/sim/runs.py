@@ -314,6 +314,27 @@ def id_guards(tally: list, frames: list, ids: np.ndarray) -> IdGuards | None:
     return IdGuards(rows)
 
 
+class RunEntry(NamedTuple):
+    """What a recorded flow run (sim/compose.py ``_record_run``) adds beyond its counter deltas: ``holding``: it held or merged a
+    packet on some NAPI; ``polled``: ``(id(NapiStats), polls, full polls)`` of each NAPI it polled;
+    ``lengths``: its length-adding counters (``LengthOps``, None when none); ``flow_ops``: its flows' counters by
+    flow slot (``deltas.apply_flow_ops``);
+    ``cells_in``: ``(id(NapiStats), skbs)`` each tunnel cell took; ``ends_held``: it still held a packet after
+    its last frame (flushed by the poll's end); ``ids``: the IPv4 ID differences it read (a run is served from
+    this recording only when its own IDs answer them alike); ``events``: when its delivery events were kept (the
+    cache entry's third item, ``_placed``: recorded while an observer watched, within ``MAX_RUN_EVENTS``), what
+    places them in another run with the same key (``_event_rules``), else None."""
+
+    holding: bool
+    polled: tuple
+    lengths: LengthOps | None
+    flow_ops: list
+    cells_in: list
+    ends_held: bool
+    ids: IdGuards
+    events: tuple | None
+
+
 def ends_held(deltas: list) -> bool:
     """Whether a recorded run's ``deltas`` count a packet flushed by the end of its poll (``napi_complete_done``
     or ``napi_poll``'s flush): the run still held something after its last frame."""

@@ -1,0 +1,79 @@
+"""Polls whose unknown flow runs could fill a tunnel cell's poll (sim/run_probe.py) against the reference path.
+
+Before the fix (89e5c58fc1e2), zero-checksum VXLAN frames reach the tunnel cell one skb each, so a full poll of
+them fills the cell's poll (``gro_cell_poll`` takes its weight, ``napi_poll`` flushes with the budget used up and
+polls it again: ``budget_exhausted`` at the tunnel stage), while frames with an outer checksum merge on the
+physical device and put fewer skbs there. A poll whose known runs and unknown runs could together reach the
+cell's weight has its unknown runs recorded first (``RunProbe._probe``): when the cell's poll does not fill, the
+poll is composed with them as they ran; when it fills, their counters are put back and every run is served or
+recorded in the filled cell's context. Every comparison expects "identical" (the JSON document, and with
+observers the ``--trace`` text and explain's output, of the frame-by-frame reference path); each case checks that
+both outcomes of the probe happened and that the reference filled the cell's poll, so that it is not vacuous.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from test_runs import MSS, _Conn, _reasons, _replayed, _write
+from test_runs_observed import _compared
+
+from gro_replay.kernel import reasons as R
+from gro_replay.sim import ReplayConfig
+from gro_replay.sim.run_probe import RunProbe
+
+
+def _polls(seed: int, n: int) -> list[list[bytes]]:
+    """Full polls (64 frames) and a fifth cut short, of writes of 1–12 segments (the last one full or of random
+    length) of zero-checksum connections, or of five of them and three with an outer checksum (merged on the
+    physical device): runs of new shapes keep coming."""
+    rng = random.Random(seed)
+    zero = [_Conn(i) for i in range(8)]
+    summed = [_Conn(8 + i, "computed") for i in range(3)]
+    polls = []
+    for _ in range(n):
+        conns = rng.choice([zero, zero[:5] + summed])
+        burst: list[bytes] = []
+        while len(burst) < 64:
+            c = rng.choice(conns)
+            k = min(rng.randint(1, 12), 64 - len(burst))
+            burst += [
+                c.segment(MSS if j < k - 1 else rng.choice([MSS, rng.randint(1, MSS)]), False)
+                for j in range(k)
+            ]
+        polls.append(burst if rng.random() < 0.8 else burst[: rng.randint(10, 63)])
+    return polls
+
+
+def _outcomes(monkeypatch) -> Counter:
+    """Count ``_probe``'s outcomes: ``kept`` (composed with the recorded runs), ``put back`` (the cell's poll
+    fills: composed in its context) and ``whole``."""
+    seen: Counter = Counter()
+    probe = RunProbe._probe
+
+    def counted(self, *a, **k):
+        got = probe(self, *a, **k)
+        seen["whole" if got is None else "kept" if got[1] else "put back"] += 1
+        return got
+
+    monkeypatch.setattr(RunProbe, "_probe", counted)
+    return seen
+
+
+def test_unknown_runs_recorded_before_the_poll_is_decided(tmp_path, monkeypatch):
+    seen = _outcomes(monkeypatch)
+    want, counts = _replayed(tmp_path, _polls(1, 100), ReplayConfig())
+    assert seen["kept"] > 0 and seen["put back"] > 0, seen
+    assert counts["polls_composed"] > 50, counts
+    assert _reasons(want, "tunnel").get(R.BUDGET_EXHAUSTED, 0) > 0
+
+
+def test_unknown_runs_recorded_before_the_poll_is_decided_observed(tmp_path, monkeypatch):
+    seen = _outcomes(monkeypatch)
+    path = tmp_path / "c.pcap"
+    _write(path, _polls(2, 100))
+    want, counts, _trace = _compared(path, ReplayConfig())
+    assert seen["kept"] > 0 and seen["put back"] > 0, seen
+    assert counts["polls_composed"] > 50, counts
+    assert _reasons(want, "tunnel").get(R.BUDGET_EXHAUSTED, 0) > 0
