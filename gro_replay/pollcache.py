@@ -111,8 +111,9 @@ class BatchReplay(RunComposer, FlowTracking):
 
     def run(self, cap, progress=None, reader=None) -> None:
         """Replay every record of ``cap`` (``batch_input``): a classic pcap is read in blocks (``PcapChunks``), a
-        pcapng file or stream by its block walker (``PcapngChunks``). ``reader``: the blocks to read instead (capture/chunks.py ``RecordPacker``: the records
-        a pcapng capture's interface selection passes on, capture/interfaces.py). Raises CaptureError."""
+        pcapng file or stream by its block walker (``PcapngChunks``). ``reader``: the blocks to read instead
+        (capture/interface_chunks.py ``SelectedChunks``: a pcapng capture's blocks with the records of interfaces
+        not replayed marked, capture/interfaces.py). Raises CaptureError."""
         if reader is None:
             reader = PcapngChunks(cap, self.block) if cap.format == "pcapng" else PcapChunks(cap, self.block)
         carry: list = []
@@ -141,7 +142,9 @@ class BatchReplay(RunComposer, FlowTracking):
         eof = ch.eof
         base_index = rep.input.frames_read
         snap = (ch.caplen < ch.origlen) | (False if ch.skip is None else ch.skip)  # read, skipped (_account)
-        col = analyse(ch.buf, ch.data, ch.caplen, self.cfg.vxlan_ports, self.cfg.geneve_ports)
+        col = ch.columns  # computed by the reader (capture/interface_chunks.py), else here
+        if col is None:
+            col = analyse(ch.buf, ch.data, ch.caplen, self.cfg.vxlan_ports, self.cfg.geneve_ports)
         common = col.common & ~snap
         if ch.linktype is not None:
             common &= ch.linktype == DLT_EN10MB  # other link types: decoded one by one (l2_normalize)

@@ -22,7 +22,7 @@ import io
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -59,6 +59,8 @@ class RecordChunk:
     iface: np.ndarray | None = None
     #: bool per record: read and skipped as another interface's (``other_interface``), never replayed; None: none
     skip: np.ndarray | None = None
+    #: the records' ``packet.columns.Columns`` when the reader computed them (capture/interface_chunks.py)
+    columns: Any = None
 
     def __len__(self) -> int:
         return len(self.data)
@@ -229,54 +231,3 @@ class PcapChunks:
 
     def _corrupt(self, file_off: int, caplen: int) -> CaptureError:
         return self.capture._corrupt(file_off, f"caplen {caplen} > {MAX_CAPLEN}")
-
-
-class RecordPacker:
-    """Records from an iterator of ``((ts_ns, bytes, orig_len, linktype), replayed)`` (capture/interfaces.py
-    ``Selection.marked``) packed into ``RecordChunk`` blocks of about ``block`` new bytes, every record in capture
-    order (its position is its capture index) and those not replayed marked (``RecordChunk.skip``), with
-    ``PcapChunks.next``'s contract: ``next(keep)`` returns the records of the previous chunk from offset ``keep``
-    (a record's ``record_start``; None: none) followed by new ones; None when there are none. Each record's bytes
-    follow a 16-byte gap (``record_start`` is ``data - 16``, as in a classic pcap block), so equal-length records
-    have an equal stride (packet/columns.py runs). Memory: the records of one block and the kept ones.
-    """
-
-    def __init__(self, records, block: int = 4 << 20) -> None:
-        self._it = iter(records)
-        self._block = block
-        self._last: list[tuple] = []  # the previous chunk's records
-        self._last_data: np.ndarray = np.zeros(0, np.int64)
-        self._peek: tuple | None = next(self._it, None)
-
-    def next(self, keep: int | None = None) -> RecordChunk | None:
-        recs: list[tuple] = []
-        if keep is not None and self._last:
-            i = int(np.searchsorted(self._last_data - _REC_LEN, keep))
-            recs = self._last[i:]
-        new = 0
-        while self._peek is not None and new < self._block:
-            recs.append(self._peek)
-            new += len(self._peek[0][1]) + _REC_LEN
-            self._peek = next(self._it, None)
-        self._last = recs
-        if not recs:
-            self._last_data = np.zeros(0, np.int64)
-            return None
-        n = len(recs)
-        caplen = np.fromiter((len(r[1]) for r, _ in recs), np.int64, n)
-        data = np.cumsum(caplen + _REC_LEN) - caplen
-        gap = bytes(_REC_LEN)
-        buf = bytearray(b"".join(b for r, _ in recs for b in (gap, r[1])))
-        self._last_data = data
-        skip = ~np.fromiter((ok for _, ok in recs), bool, n)
-        return RecordChunk(
-            buf,
-            data,
-            caplen,
-            np.fromiter((r[2] for r, _ in recs), np.int64, n),
-            np.fromiter((r[0] for r, _ in recs), np.int64, n),
-            len(buf),
-            self._peek is None,
-            np.fromiter((r[3] for r, _ in recs), np.int64, n),
-            skip=skip if skip.any() else None,
-        )

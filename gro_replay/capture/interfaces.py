@@ -19,9 +19,12 @@ interface. Interfaces that appear later are sorted as they appear (a pcapng inte
 packets; an ifindex with its first packet). Each other interface's tunnel frames are counted as repeats of the
 replayed device's (the same frame: L4 header and payload of the innermost packet equal, a bond or bridge) or as
 left out (another device's traffic: ``--interface`` replays it instead), its other frames as decapsulated copies
-when they equal a replayed tunnel frame's inner packet. Memory: the look-ahead and two windows of the latest
-``COPY_WINDOW`` payload hashes, whatever the capture's size (a copy follows its tunnel frame within the same or
-the next NAPI poll of the tunnel device's gro_cells).
+when they equal a replayed tunnel frame's inner packet. Payloads are hashed only where that can tell anything
+(``Selection.hashed``): in a Linux cooked record, and in a pcapng record read after a second interface was
+described (an interface block comes before its packets: before it, the capture is one interface, all replayed).
+Memory: the look-ahead and two windows of the latest ``COPY_WINDOW`` payload hashes, whatever the capture's size
+(a copy follows its tunnel frame within the same or the next NAPI poll of the tunnel device's gro_cells).
+The batch path reads a pcapng capture in blocks by the same rule (capture/interface_chunks.py ``SelectedChunks``).
 
 A pcapng file may be several sections (``cat a.pcapng b.pcapng``), each numbering its interfaces from 0: an
 interface is (section, id), numbered here over the whole file in order of appearance (``interface_key``), and
@@ -71,14 +74,16 @@ def _l4_of(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, bytes, 
     return dec.flow_class[fid] != CLS_NOT_TUNNEL, frame, l4
 
 
-def _payload(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, int | None] | None:
-    """``(is tunnel traffic, hash of the L4 header and payload or None)`` of one record; None when it does not
-    decode (cut short, unsupported link layer, malformed)."""
+def _payload(
+    dec, buf: bytes, orig_len: int, linktype: int, hashed: bool = True
+) -> tuple[bool, int | None] | None:
+    """``(is tunnel traffic, hash of the L4 header and payload or None)`` of one record (no hash unless ``hashed``);
+    None when it does not decode (cut short, unsupported link layer, malformed)."""
     got = _l4_of(dec, buf, orig_len, linktype)
     if got is None:
         return None
     tunnel, frame, l4 = got
-    return tunnel, (hash(bytes(frame[l4:])) if l4 else None)
+    return tunnel, (hash(bytes(frame[l4:])) if l4 and hashed else None)
 
 
 class _Recent:
@@ -128,6 +133,16 @@ class Selection:
     sections: int = 1
     interfaces: int = 1
     path: str = ""
+    # what reading holds (``_begin``): the decoder, the windows of payload hashes, records read so far, and the
+    # look-ahead's counts while the device is not known
+    _dec: Decoder | None = field(default=None, init=False, repr=False)
+    _inner: _Recent = field(default_factory=lambda: _Recent(COPY_WINDOW), init=False, repr=False)
+    _left: _Recent = field(default_factory=lambda: _Recent(COPY_WINDOW), init=False, repr=False)
+    _index: int = field(default=0, init=False, repr=False)
+    _held: int = field(default=0, init=False, repr=False)
+    _held_bytes: int = field(default=0, init=False, repr=False)
+    _held_count: dict = field(default_factory=dict, init=False, repr=False)
+    _held_first: dict = field(default_factory=dict, init=False, repr=False)
 
     def member(self, st: InterfaceStats) -> bool:
         """True when ``st``'s frames are replayed (every interface while nothing is decided)."""
@@ -140,64 +155,90 @@ class Selection:
     def filter(self, cap, records: Iterable, inp) -> Iterator:
         """The records of the replayed interfaces, in capture order; the others counted in ``inp`` (read, bytes,
         ``other_interface``) and in ``by_key`` (frames, tunnel frames, repeats, copies). Holds at most
-        ``LOOKAHEAD_RECORDS`` records / ``LOOKAHEAD_BYTES`` bytes until the replayed device is known."""
-        return (rec for rec, replayed in self._sorted(cap, records, inp, True) if replayed)
-
-    def marked(self, cap, records: Iterable, inp) -> Iterator[tuple[tuple, bool]]:
-        """Every record in capture order with True when it is replayed (``filter``'s choice and ``by_key`` counts);
-        the others are left to the reader to count in ``inp`` (the batch path: ``capture.chunks.RecordPacker``
-        keeps them in their blocks as skipped, so that every record keeps its capture index)."""
-        return self._sorted(cap, records, inp, False)
-
-    def _sorted(self, cap, records: Iterable, inp, count: bool) -> Iterator[tuple[tuple, bool]]:
-        """``(record, replayed)`` in capture order; ``count``: the records not replayed counted in ``inp``."""
+        ``LOOKAHEAD_RECORDS`` records / ``LOOKAHEAD_BYTES`` bytes until the replayed device is known. The batch
+        path reads a pcapng capture in blocks instead (capture/interface_chunks.py ``SelectedChunks``: the same
+        ``_hold`` and ``_route`` of each record)."""
         if self.planned:
-            yield from self._planned(cap, records, inp, count)
+            yield from self._planned(cap, records, inp)
             return
+        self._begin()
+        held: deque = deque()
+        for rec in records:
+            st = self._stats(cap, interface_key(cap, rec[1], rec[3]), rec[3])
+            st.frames += 1
+            # the first record read, whichever is replayed
+            if inp.first_ts_ns is None:
+                inp.first_ts_ns = rec[0]
+            got = _payload(self._dec, rec[1], rec[2], rec[3], self.hashed(cap, self._index, rec[3]))
+            self._index += 1
+            held.append((rec, st, got))
+            if not self.decided and not self._hold(st, got is not None and got[0], len(rec[1])):
+                continue
+            while held:
+                rec, st, got = held.popleft()
+                if self._route(st, got):
+                    yield rec
+                else:
+                    _skip(rec, inp)
+        # the end before any tunnel frame: every interface is replayed
+        while held:
+            rec, st, got = held.popleft()
+            self._route(st, got)
+            yield rec
+        self.stream_end(cap)
+
+    def _begin(self) -> None:
+        """Start reading: the decoder, the windows of payload hashes, nothing held, ``--interface`` decided."""
         assert self.decoder_factory is not None  # plan sets one for every capture it does not plan
-        dec = self.decoder_factory()
+        self._dec = self.decoder_factory()
         self.decided = self.want is not None
         if self.decided:
             self.reason = "--interface"
         # the replayed tunnel frames' inner payload hashes; the left-out ones' with their interface (a repeat of
         # one may be replayed later)
-        inner = _Recent(COPY_WINDOW)
-        left = _Recent(COPY_WINDOW)
-        held: deque = deque()
-        held_bytes = 0
-        for rec in records:
-            key = interface_key(cap, rec[1], rec[3])
-            st = self.by_key.get(key)
-            if st is None:
-                st = self.by_key[key] = _new_stats(cap, key, rec[3])
-            st.frames += 1
-            # the first record read, whichever is replayed (the batch path reads ahead of its accounting)
-            if inp.first_ts_ns is None:
-                inp.first_ts_ns = rec[0]
-            got = _payload(dec, rec[1], rec[2], rec[3])
-            if not self.decided:
-                if got is not None and got[0]:
-                    self._decide(st, "the interface of the capture's first tunnel frame")
-                else:
-                    held.append((rec, st, got))
-                    held_bytes += len(rec[1])
-                    if len(held) < LOOKAHEAD_RECORDS and held_bytes < LOOKAHEAD_BYTES:
-                        continue
-                    why = f"no tunnel frame among the first {len(held):,} frames: the interface with the most of them"
-                    self._decide(_most_frames(held), why)
-                    rec = None
-                while held:
-                    h_rec, h_st, h_got = held.popleft()
-                    yield h_rec, self._route(h_rec, h_st, h_got, inp if count else None, inner, left)
-                held_bytes = 0
-                if rec is None:
-                    continue
-            yield rec, self._route(rec, st, got, inp if count else None, inner, left)
-        # the end before any tunnel frame: every interface is replayed
-        while held:
-            h_rec, h_st, h_got = held.popleft()
-            yield h_rec, self._route(h_rec, h_st, h_got, inp if count else None, inner, left)
-        self._stream_end(cap)
+        self._inner = _Recent(COPY_WINDOW)
+        self._left = _Recent(COPY_WINDOW)
+        self._index = 0
+        self._held = 0
+        self._held_bytes = 0
+        self._held_count = {}
+        self._held_first = {}
+
+    def _stats(self, cap, key: tuple, linktype: int) -> InterfaceStats:
+        """The ``InterfaceStats`` of ``key``, added (in order of first frame) when new."""
+        st = self.by_key.get(key)
+        if st is None:
+            st = self.by_key[key] = _new_stats(cap, key, linktype)
+        return st
+
+    @staticmethod
+    def hashed(cap, index: int, linktype: int) -> bool:
+        """True when record ``index`` (0: the first after the file header) needs its payload hash: a Linux cooked
+        record (an ``-i any`` capture: copies on one device or another ifindex), or a pcapng record read after a
+        second interface was described (``Capture.iface_records``). Before that the capture is one interface, whose
+        frames are all replayed: there is nothing to tell apart."""
+        if linktype in (DLT_LINUX_SLL, DLT_LINUX_SLL2):
+            return True
+        at = cap.iface_records
+        return cap.format == "pcapng" and len(at) > 1 and index >= at[1]
+
+    def _hold(self, st: InterfaceStats, tunnel: bool, size: int) -> bool:
+        """One more record (of ``st``, ``size`` bytes) read before the replayed device is known: True when it
+        decides (a tunnel frame: its device; the look-ahead full: the device with the most frames held)."""
+        if tunnel:
+            self._decide(st, "the interface of the capture's first tunnel frame")
+            return True
+        self._held += 1
+        self._held_bytes += size
+        g = st.group()
+        self._held_count[g] = self._held_count.get(g, 0) + 1
+        self._held_first.setdefault(g, st)
+        if self._held < LOOKAHEAD_RECORDS and self._held_bytes < LOOKAHEAD_BYTES:
+            return False
+        why = f"no tunnel frame among the first {self._held:,} frames: the interface with the most of them"
+        count = self._held_count
+        self._decide(self._held_first[max(count, key=lambda g: count[g])], why)
+        return True
 
     def passes_all(self) -> bool:
         """True when every record is replayed and nothing needs counting as it is read: a planned file whose
@@ -207,12 +248,13 @@ class Selection:
     def _decide(self, st: InterfaceStats, reason: str) -> None:
         self.device, self.reason, self.decided = st.group(), reason, True
 
-    def _route(self, rec, st: InterfaceStats, got, inp, inner: _Recent, left: _Recent) -> bool:
-        """Count one record (``got``: ``_payload``'s answer) in ``st`` and, not replayed, in ``inp`` (unless None);
-        True when it is replayed."""
+    def _route(self, st: InterfaceStats, got) -> bool:
+        """Count one record (``got``: ``_payload``'s answer) in ``st`` and in the windows of payload hashes; True
+        when it is replayed."""
         tunnel = got is not None and got[0]
         h = None if got is None else got[1]
         st.tunnel_frames += tunnel
+        inner, left = self._inner, self._left
         if self.member(st):
             if tunnel and h is not None:
                 inner.add(h)
@@ -223,8 +265,6 @@ class Selection:
             elif h is not None and h in inner:
                 st.copies += 1
             return True
-        if inp is not None:
-            _skip(rec, inp)
         if tunnel and h is not None:
             if h in inner:
                 st.repeats += 1
@@ -234,16 +274,16 @@ class Selection:
             st.copies += 1
         return False
 
-    def _planned(self, cap, records: Iterable, inp, count: bool) -> Iterator[tuple[tuple, bool]]:
-        """A planned file (one interface, frames counted by ``plan``): its records, replayed unless ``--interface``
-        named another."""
+    def _planned(self, cap, records: Iterable, inp) -> Iterator:
+        """A planned file (one interface, frames counted by ``plan``): its records, unless ``--interface`` named
+        another."""
         for rec in records:
-            replayed = self.member(self.by_key[interface_key(cap, rec[1], rec[3])])
-            if not replayed and count:
+            if self.member(self.by_key[interface_key(cap, rec[1], rec[3])]):
+                yield rec
+            else:
                 _skip(rec, inp)
-            yield rec, replayed
 
-    def _stream_end(self, cap) -> None:
+    def stream_end(self, cap) -> None:
         """After the last record: the sections and interfaces the labels say, the replayed keys, and for one
         device of a Linux cooked capture the copies on it."""
         if cap.format == "pcapng":
@@ -350,17 +390,6 @@ def _skip(rec, inp) -> None:
     if inp.first_ts_ns is None:
         inp.first_ts_ns = rec[0]
     inp.last_ts_ns = rec[0]
-
-
-def _most_frames(held: deque) -> InterfaceStats:
-    """The interface whose device has the most of the ``held`` records (the first to appear on a tie)."""
-    count: dict[tuple, int] = {}
-    first: dict[tuple, InterfaceStats] = {}
-    for _rec, st, _got in held:
-        g = st.group()
-        count[g] = count.get(g, 0) + 1
-        first.setdefault(g, st)
-    return first[max(count, key=lambda g: count[g])]
 
 
 def _regular_file(path: str) -> bool:

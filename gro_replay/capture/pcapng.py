@@ -65,6 +65,8 @@ class PcapngBlocks:
     sections: int
     iface_sections: list[int]
     iface_bases: list[int]
+    records_walked: int
+    iface_records: list[int]
     _iter: Iterator[tuple[int, bytes, int, int]]
 
     def _corrupt(self, off: int, detail: str) -> CaptureError:
@@ -198,6 +200,7 @@ class PcapngBlocks:
         self.all_interfaces.append((idb.linktype, name))
         self.iface_sections.append(self.sections)
         self.iface_bases.append(self.iface_base)
+        self.iface_records.append(self.records_walked)
 
     def _other_block(self, blk_type: int, blk_len: int, hdr: bytes) -> bool:
         """Consume a non-packet block. Returns False when it is cut short at end of file."""

@@ -46,6 +46,8 @@ class PcapngCaptureFile(CaptureFile, Protocol):
     @property
     def iface_base(self) -> int: ...
 
+    records_walked: int
+
     def _shb_layout(self, hdr: bytes, off: int) -> tuple[str, type, int]: ...
 
     def _start_section(self, block: bytes, order: str, cls: type) -> None: ...
@@ -93,6 +95,10 @@ class PcapngChunks:
         self._error: CaptureError | None = None  # raised by the next call (the records before it came first)
         self._last: RecordChunk | None = None
         self._ts = 0  # the last packet's timestamp (ns): a simple packet block's
+        #: ``all_interfaces`` index of the current section's interface 0 (the walker's own: ``Capture`` iteration
+        #: sets ``iface_base`` to each record's section as it yields records walked before a new section began)
+        self._iface_base = capture.iface_base
+        self._size = block
 
     def next(self, keep: int | None = None) -> RecordChunk | None:
         if self._error is not None:
@@ -158,7 +164,8 @@ class PcapngChunks:
         return self._last
 
     def _drop(self, keep: int) -> None:
-        """Drop ``buf[:keep]`` (records and blocks the caller is done with)."""
+        """Drop ``buf[:keep]`` (records and blocks the caller is done with); a buffer that grew (records kept
+        while they did not fit) goes back to its size once what is left fits."""
         if keep:
             buf = self._buf
             rest = self._fill - keep
@@ -166,6 +173,8 @@ class PcapngChunks:
             self._fill = rest
             self._pos -= keep
             self._rec_end = max(0, self._rec_end - keep)
+        if len(self._buf) > self._size and self._fill <= self._size // 2:
+            del self._buf[self._size :]
 
     def _read(self) -> None:
         """Fill the buffer (a pipe or FIFO returns what it holds: only a read of 0 bytes is the end), dropping
@@ -253,6 +262,7 @@ class PcapngChunks:
                     if off + size > n:
                         break
                     cap._start_section(bytes(buf[off : off + size]), order, cls)
+                    self._iface_base = cap.iface_base
                     blk = _NG_BLK[order].unpack_from
                     off += size
                 else:
@@ -336,8 +346,9 @@ class PcapngChunks:
         if m:
             self._ts = int(ts[m - 1])
             pieces.append(
-                (offs[:m], offs[:m] + _EPB_DATA, caplen[:m], f[:m, 6], ts[:m], iface[:m] + cap.iface_base)
+                (offs[:m], offs[:m] + _EPB_DATA, caplen[:m], f[:m, 6], ts[:m], iface[:m] + self._iface_base)
             )
+            cap.records_walked += m
         if m < len(offs):
             at = base + int(offs[m])
             if bad_len[m]:
@@ -380,6 +391,7 @@ class PcapngChunks:
             if not 0 <= ts_ns <= _TS_NS_MAX:
                 raise cap._corrupt(base + off, f"timestamp {ts_ns} ns outside 1970..2262")
             self._ts = ts_ns
+        cap.records_walked += 1
         one = np.array  # one record: arrays of one entry
         return (
             one([off], np.int64),
@@ -387,7 +399,7 @@ class PcapngChunks:
             one([caplen], np.int64),
             one([orig_len], np.int64),
             one([self._ts], np.int64),
-            one([iface_id + cap.iface_base], np.int64),
+            one([iface_id + self._iface_base], np.int64),
         )
 
 

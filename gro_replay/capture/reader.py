@@ -133,6 +133,10 @@ class Capture(PcapngBlocks):
         #: pcapng: the section (1-based) of each of ``all_interfaces``, and the index of its section's interface 0
         self.iface_sections: list[int] = []
         self.iface_bases: list[int] = []
+        #: pcapng: records walked so far (pcapng_chunks.py ``PcapngChunks``), and how many were walked before each of
+        #: ``all_interfaces`` was described (0: in the file header)
+        self.records_walked = 0
+        self.iface_records: list[int] = []
         self.pcap_layout: tuple[str, int, int] | None = None
         self._raw = raw
         self._digest = digest

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
-from ..capture.chunks import RecordPacker
+from ..capture.interface_chunks import SelectedChunks
 from ..capture.interfaces import may_hold_several
 from ..capture.interfaces import plan as plan_interfaces
+from ..capture.pcapng_chunks import PcapngChunks
 from ..capture.reader import DLT_EN10MB, open_capture
 from ..packet.decode import Decoder
 from .config import ReplayConfig
@@ -30,8 +31,8 @@ def replay_capture(
     Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
     every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
     A classic pcap of Ethernet frames (plain or gzip) and a pcapng file or stream (a file whose frames are all on
-    one interface read directly, any other as the records ``capture.interfaces.Selection.filter`` passes on,
-    ``capture.chunks.RecordPacker``) take the batch path (pollcache.py)
+    one interface read directly, any other in the block walker's blocks with the records of interfaces not
+    replayed marked, ``capture.interface_chunks.SelectedChunks``) take the batch path (pollcache.py)
     when sim/engine_path.py ``batch_reasons`` finds no reason against it: the configuration allows it, ``on_deliver`` is None
     or reads only what cached delivery events hold (``engine_path.served_from_events``: --trace, explain) and the
     batch path reads the input; same results, same deliveries in the same order. ``Result.engine`` says which path
@@ -66,12 +67,14 @@ def replay_capture(
         reasons = batch_reasons(config, on_deliver, cap, sel)
         if not reasons:
             br = BatchReplay(rep)
-            # a pcapng capture sorted by interface as it is read: the batch path reads its records in blocks, those
-            # of other interfaces marked as skipped (each keeps its capture index: skb addresses, trace times)
+            # a pcapng capture sorted by interface as it is read: the batch path reads its blocks, the records of
+            # other interfaces marked as skipped (each keeps its capture index: skb addresses, trace times)
             packed = (
                 None
                 if sel.passes_all() or cap.format != "pcapng"
-                else RecordPacker(sel.marked(cap, raw, rep.input), br.block)
+                else SelectedChunks(
+                    sel, cap, PcapngChunks(cap, br.block), config.vxlan_ports, config.geneve_ports
+                )
             )
             br.run(cap, progress, reader=packed)
             rep.batch = br.counts()

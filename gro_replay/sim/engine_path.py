@@ -84,9 +84,9 @@ def input_reasons(cap: Capture, sel: Selection | None) -> list[str]:
     """Why the batch path cannot read ``cap`` (an open ``capture.reader.Capture``) with interface selection ``sel``
     (``capture.interfaces.Selection``), one short sentence per condition ([]: it can). It reads a classic Ethernet
     pcap with 16-byte record headers (``PcapChunks``) and any pcapng file or stream: one whose frames are all on one
-    interface that is replayed by its block walker (``PcapngChunks``; ``capture.interfaces.plan``), any other as
-    the records its interface selection passes on (``Selection.filter``, which counts the others as it reads;
-    ``capture.chunks.RecordPacker``)."""
+    interface that is replayed by its block walker (``PcapngChunks``; ``capture.interfaces.plan``), any other in the
+    same blocks with the records of the interfaces not replayed marked (``capture.interface_chunks.SelectedChunks``:
+    the rule of ``Selection.filter``, which counts the others as it reads)."""
     from ..capture.linktypes import DLT_NAMES
 
     if cap.format == "pcapng":

@@ -1,0 +1,169 @@
+"""The batch path's reading of a pcapng capture whose interface is chosen as it is read (capture/interfaces.py
+``Selection``): the block walker's blocks (pcapng_chunks.py ``PcapngChunks``), each with the records of the
+interfaces not replayed marked as skipped (``RecordChunk.skip``: every record keeps its capture index) and its
+columns (packet/columns.py ``analyse``, ``RecordChunk.columns``: the batch path's own, computed once).
+
+The same rule as ``Selection.filter``, record by record in capture order (``Selection._hold`` while the device is
+not known, ``Selection._route`` for a record whose payload hash counts: ``Selection.hashed``), read from the
+blocks' columns: each record's interface (the pcapng interface column, a Linux cooked v2 record's ifindex) and
+whether it is tunnel traffic — a frame of the common layout (``Columns.common``, UDP to a tunnel port with
+every length field consistent) is, as ``packet.decode.Decoder`` finds it; any other record, and every record
+whose payload hash counts, is decoded by the selection's decoder (``interfaces._payload``). A capture of one
+interface is therefore read without decoding a common frame twice or hashing anything.
+
+Memory: the walker's block; while the device is not known (no tunnel frame yet) the records read are kept in it
+(the walker's buffer grows, up to ``LOOKAHEAD_BYTES`` and a block, and shrinks back once they are handed on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..packet.columns import analyse
+from .chunks import RecordChunk
+from .interface_stats import InterfaceStats
+from .interfaces import Selection, _payload
+from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2
+
+
+class SelectedChunks:
+    """``PcapChunks.next``'s contract over ``reader`` (a ``PcapngChunks`` of ``cap``), each chunk's other-interface
+    records marked (``RecordChunk.skip``) and its columns attached (``RecordChunk.columns``, of ``vxlan_ports``/
+    ``geneve_ports``); ``sel`` counts every interface's frames as ``Selection.filter`` does and is ended
+    (``Selection.stream_end``) when the reader is."""
+
+    def __init__(self, sel: Selection, cap, reader, vxlan_ports: Iterable[int], geneve_ports: Iterable[int]):
+        self.sel, self.cap, self.reader = sel, cap, reader
+        self.ports = (tuple(vxlan_ports), tuple(geneve_ports))
+        sel._begin()
+        self._sts: list[InterfaceStats] = []  # every interface met, by id
+        self._id_of: dict[int, int] = {}  # interface code (``_codes``) → id
+        self._last: RecordChunk | None = None
+        self._replayed = np.zeros(0, bool)  # of the last chunk's records
+        # records read while the device is not known (at the start of the chunk, after the routed ones)
+        self._pend: tuple | None = None
+        self._ended = False
+
+    def next(self, keep: int | None = None) -> RecordChunk | None:
+        last = self._last
+        prev = np.zeros(0, bool)
+        if last is not None:
+            assert last.starts is not None
+            k = len(last) if keep is None else int(np.searchsorted(last.starts, keep))
+            prev = self._replayed[k:]
+            last.columns = None
+        self._last = None
+        ch = self.reader.next(keep)
+        fresh = len(prev)
+        marks = None
+        while ch is not None:
+            marks = self._take(ch, fresh)
+            if marks is not None:
+                break
+            # the device is not known yet: keep every record read and read on
+            fresh = len(ch)
+            ch = self.reader.next(ch.record_start(0))
+        if ch is None:
+            if not self._ended:
+                self._ended = True
+                self.sel.stream_end(self.cap)
+            return None
+        assert marks is not None
+        self._replayed = np.concatenate([prev, marks]) if len(prev) else marks
+        ch.skip = None if self._replayed.all() else ~self._replayed
+        self._last = ch
+        return ch
+
+    def _take(self, ch: RecordChunk, fresh: int) -> np.ndarray | None:
+        """Read records ``fresh:`` of ``ch`` (those before were read already): each interface's frames, the
+        device when it is decided; the replayed marks of the records not yet routed (the held ones first), or None
+        while the device is not known and the capture goes on."""
+        sel, cap = self.sel, self.cap
+        col = ch.columns = analyse(ch.buf, ch.data, ch.caplen, *self.ports)
+        n = len(ch)
+        assert ch.linktype is not None
+        lt = ch.linktype[fresh:]
+        sid = self._ids(ch, fresh)
+        for i, c in enumerate(np.bincount(sid, minlength=len(self._sts)).tolist()):
+            self._sts[i].frames += c
+        index = sel._index + np.arange(n - fresh)
+        sel._index += n - fresh
+        at = cap.iface_records
+        hashed = (lt == DLT_LINUX_SLL) | (lt == DLT_LINUX_SLL2)
+        if len(at) > 1:
+            hashed |= index >= at[1]
+        common = col.common[fresh:] & (lt == DLT_EN10MB) & ~hashed
+        tunnel = common & (ch.caplen[fresh:] >= ch.origlen[fresh:])
+        gots: dict[int, object] = {}
+        for i in np.flatnonzero(~common).tolist():
+            o, c = int(ch.data[fresh + i]), int(ch.caplen[fresh + i])
+            got = _payload(
+                sel._dec, bytes(ch.buf[o : o + c]), int(ch.origlen[fresh + i]), int(lt[i]), hashed[i]
+            )
+            tunnel[i] = got is not None and got[0]
+            if hashed[i]:
+                gots[i] = got
+        if self._pend is not None:  # records read before, not routed: the device was not known
+            p_sid, p_tunnel, p_hashed, p_gots = self._pend
+            gots = {**p_gots, **{len(p_sid) + i: g for i, g in gots.items()}}
+            start = len(p_sid)
+            sid, tunnel, hashed = (
+                np.concatenate(x) for x in ((p_sid, sid), (p_tunnel, tunnel), (p_hashed, hashed))
+            )
+        else:
+            start = 0
+        if not sel.decided:
+            caplen = ch.caplen[fresh - start :].tolist()
+            sts = self._sts
+            for i, (s, t) in enumerate(zip(sid[start:].tolist(), tunnel[start:].tolist(), strict=True)):
+                if sel._hold(sts[s], t, caplen[start + i]):
+                    break
+            else:
+                if not ch.eof:
+                    self._pend = (sid, tunnel, hashed, gots)
+                    return None
+        self._pend = None
+        return self._route(sid, tunnel, hashed, gots)
+
+    def _route(self, sid: np.ndarray, tunnel: np.ndarray, hashed: np.ndarray, gots: dict) -> np.ndarray:
+        """The replayed marks of records of interfaces ``sid``; each counted in its interface (tunnel frames, and
+        for those whose hash counts, repeats and copies: ``Selection._route`` in capture order)."""
+        sel, sts = self.sel, self._sts
+        replayed = np.array([sel.member(st) for st in sts], bool)[sid]
+        plain = ~hashed
+        for i, c in enumerate(np.bincount(sid[plain], tunnel[plain], minlength=len(sts)).tolist()):
+            sts[i].tunnel_frames += int(c)
+        for i in np.flatnonzero(hashed).tolist():
+            replayed[i] = sel._route(sts[sid[i]], gots[i])
+        return replayed
+
+    def _ids(self, ch: RecordChunk, fresh: int) -> np.ndarray:
+        """The interface id (in ``_sts``) of each record ``fresh:`` of ``ch``: its pcapng interface and, Linux
+        cooked v2, its ifindex (``interface_stats.interface_key``); interfaces new to the capture added in order of
+        first frame."""
+        assert ch.iface is not None and ch.linktype is not None
+        g = ch.iface[fresh:]
+        lt = ch.linktype[fresh:]
+        code = g << 33
+        sll2 = np.flatnonzero((lt == DLT_LINUX_SLL2) & (ch.caplen[fresh:] >= 8))
+        if len(sll2):
+            o = ch.data[fresh:][sll2]
+            b = np.frombuffer(ch.buf, np.uint8)
+            ifx = (b[o + 4].astype(np.int64) << 24) | (b[o + 5].astype(np.int64) << 16)
+            ifx |= (b[o + 6].astype(np.int64) << 8) | b[o + 7]
+            code[sll2] += ifx + 1
+        uniq, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        ids = np.empty(len(uniq), np.int64)
+        for u in np.argsort(first, kind="stable").tolist():
+            c = int(uniq[u])
+            got = self._id_of.get(c)
+            if got is None:
+                j = int(first[u])
+                ifindex = None if c & ((1 << 33) - 1) == 0 else (c & ((1 << 33) - 1)) - 1
+                key = (c >> 33, ifindex)
+                got = self._id_of[c] = len(self._sts)
+                self._sts.append(self.sel._stats(self.cap, key, int(lt[j])))
+            ids[u] = got
+        return ids[inv.reshape(-1)]
