@@ -170,7 +170,7 @@ class RunComposer(RunEvents, RunProbe):
             return False  # a known run's deliveries cannot be placed in this poll: it runs whole
         napis = self._napis
         before = [(n.polls, n.full_polls) for n in napis]
-        polled: dict[int, tuple[int, int]] = {}
+        gots = set()  # what each run polled (``RunEntry.polled``; most runs of a poll poll the same)
         placed: list = []  # (run's events, its entries' poll order, their capture indices) with an observer
         for j, (k, ctx, e, weights) in zip(range(ra, rb), found, strict=True):
             a, b = bounds[j], bounds[j + 1]
@@ -185,7 +185,7 @@ class RunComposer(RunEvents, RunProbe):
                     self._lengths_due.append(x.lengths)
                 if x.flow_ops:
                     self.flow_ops.add(x.flow_ops, flows_of[j])
-                got = list(x.polled)
+                got = x.polled
                 events, grew, hashes = known[j - ra] if observed else ([], None, None)
             else:
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]
@@ -199,6 +199,9 @@ class RunComposer(RunEvents, RunProbe):
                 placed.append(
                     (events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), flows, grew, hashes)
                 )
+            gots.add(tuple(got))
+        polled: dict[int, tuple[int, int]] = {}
+        for got in gots:
             for nid, dp, df in got:
                 p, f = polled.get(nid, (0, 0))
                 polled[nid] = (max(p, dp), max(f, df))
@@ -303,6 +306,9 @@ class RunComposer(RunEvents, RunProbe):
         IDs ``ids`` (``Runs.ids``) answer alike (sim/runs.py ``IdGuards``), or None. The first recording of a key
         is kept under it; a run its IDs set apart from that one, under ``(how its IDs answer the first one's
         differences, key)``, and so on (``_id_walk``)."""
+        e = self.runs.entries.get(key)
+        if e is None or not e[3].ids.rows:  # no recording, or one that read no ID: the first answers
+            return e
         return self._id_walk(key, ids)[1]
 
     def _id_walk(self, key: bytes, ids: np.ndarray) -> tuple[Any, list | None]:
