@@ -147,8 +147,6 @@ def run_keys(
     flat = ext.tobytes()
     w = ext.shape[1] * 4
     b = (bounds * w).tolist()
-    kvh = col.kv_hash()[at]
-    uk = np.unique(np.stack((r.astype(np.uint64), kvh), axis=1), axis=0)
     return Runs(
         order=order,
         bounds=bounds,
@@ -156,7 +154,7 @@ def run_keys(
         keys=[flat[b[j] : b[j + 1]] for j in range(nrun)],
         payload=pay,
         fids=fl,
-        nkv=np.bincount(uk[:, 0].astype(np.int64), minlength=nrun),
+        nkv=_distinct_rows(r, col.kv_hash()[at], nrun),
         ids=rel[:, 3:5],
     )
 
@@ -182,6 +180,16 @@ _HASH_MULT = (np.arange(1, H // 8 + 1, dtype=np.uint64) * _GOLDEN) | np.uint64(1
 def _row_hash(rows: np.ndarray) -> np.ndarray:
     """A uint64 hash of each row of a uint8 (n, H) array (equal rows, equal hashes)."""
     return (np.ascontiguousarray(rows).view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
+
+
+def _distinct_rows(r: np.ndarray, kvh: np.ndarray, nrun: int) -> np.ndarray:
+    """Distinct ``kvh`` values (header rows) of each run ``r`` (int64 per run): the (run, hash) pairs sorted, a pair
+    counted where it differs from the one before."""
+    o = np.lexsort((kvh, r))
+    ro, ko = r[o], kvh[o]
+    distinct = np.ones(len(o), bool)
+    distinct[1:] = (ro[1:] != ro[:-1]) | (ko[1:] != ko[:-1])
+    return np.bincount(ro[distinct].astype(np.int64), minlength=nrun)
 
 
 def _length_ranks(r: np.ndarray, pay: np.ndarray, nrun: int) -> np.ndarray:
