@@ -14,7 +14,8 @@ payload beyond its checksum, not the time (jiffies only matter to ``flush_old``,
 
 ``analyse`` (packet/columns.py) computes those per frame for a block; ``PollCache`` keys each poll by the
 concatenation of its frames' canonical rows (varying fields relative to the poll's first frame of the same inner
-flow). A poll with a key runs through the reference kernels (kernel/), and the counters it changed (stage, flow,
+flow; built only for a poll whose key's number, sim/poll_keys.py, is a recorded key's, or that runs through the
+kernels). A poll with a key runs through the reference kernels (kernel/), and the counters it changed (stage, flow,
 stack and NAPI counters) are kept as a delta — at once for the first polls and while the cache answers as many
 polls as it records, else the second time the key runs (``PollCache.seen_before``: recording snapshots every
 counter, wasted on irregular traffic whose keys rarely recur). Later polls with the same key add the delta. A poll
@@ -45,11 +46,12 @@ import numpy as np
 from .capture.chunks import PcapChunks
 from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
-from .packet.columns import FIELDS, analyse, relative
+from .packet.columns import analyse
 from .sim.block_flows import FlowTracking
 from .sim.compose import RunComposer
 from .sim.deltas import PollCache, counters, delta, idle
 from .sim.ingest import Frame
+from .sim.poll_keys import BlockKeys, KnownPolls
 from .sim.run_events import DeliveredSkb
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
@@ -75,6 +77,8 @@ class BatchReplay(RunComposer, FlowTracking):
         self.rep = rep
         self.cfg = rep.config
         self.cache = PollCache(MAX_KEYS)
+        #: the numbers of the keys the poll cache recorded (sim/poll_keys.py)
+        self._known_polls = KnownPolls(self.cache.entries, 2 * MAX_KEYS)
         self._init_runs(rep)
         self._block_fids = np.zeros(0, np.int64)
         self.block = block or BLOCK
@@ -350,43 +354,25 @@ class BatchReplay(RunComposer, FlowTracking):
             end_fid = np.maximum.accumulate(efids).tolist()
         end = int(starts[-1] + sizes[-1])
         src = src[:end]
-        isc = src >= 0
-        cached = np.add.reduceat(isc.astype(np.int64), starts) == sizes
-        if ch is not None and cached.any():
-            idx = np.where(isc, src, 0)
-            poll_of = np.repeat(np.arange(len(starts), dtype=np.uint64), sizes)
-            grp = col.group[idx] ^ (poll_of * np.uint64(0x9E3779B97F4A7C15))
-            _u, first, inv = np.unique(grp, return_index=True, return_inverse=True)
-            nf = len(FIELDS)
-            ext = np.empty((len(idx), nf + 6), "<u4")
-            ext[:, :nf] = relative(col.rel[idx], first[inv])
-            ext[:, nf] = ch.caplen[idx]
-            ext[:, nf + 1] = col.vbits[idx]
-            ext[:, nf + 2 :] = col.resid[idx]
-            kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
-        else:
-            cached[:] = False
-        keys: list[bytes | None] = []
-        for s, size in zip(starts.tolist(), sizes.tolist(), strict=True):
-            key = kv[s : s + size].tobytes() + ext[s : s + size].tobytes() if cached[len(keys)] else None
-            if key is not None and poll_end is not None:
-                # the frames' flow ids too: a key's frames name other flows once one of them was retired or its key
-                # came back as a new flow, and a recorded delta adds to the counters of the flows it was recorded with
-                key += efids[s : s + size].tobytes()
-            keys.append(key)
-        # the polls the poll cache does not know are composed of their flow runs (sim/compose.py)
-        new = [k is not None and k not in self.cache.entries for k in keys]
-        runs = None if not any(new) else self._block_runs(col, ch, src, idx, poll_of, sizes, new)
+        bk = BlockKeys(col, ch, src, starts, sizes, efids if poll_end is not None else None)
+        known = self._known_polls
+        entries = self.cache.entries
+        # a poll is looked up in the poll cache only when the number of its key is known (sim/poll_keys.py);
+        # the others, not in the cache, are composed of their flow runs (sim/compose.py)
+        nums = [n if c else None for n, c in zip(bk.numbers.tolist(), bk.cached.tolist(), strict=True)]
+        new = [n is not None and (n not in known or bk.key(p) not in entries) for p, n in enumerate(nums)]
+        runs = None if not any(new) else self._block_runs(col, ch, src, bk.idx, bk.poll_of, sizes, new)
         hit = self._hit
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
             e = s + size
-            key = keys[p]
+            n = nums[p]
+            key = bk.key(p) if n is not None and n in known else None  # recorded earlier in the block too
             if key is None or not hit(key, src[s:e], t, base_index):
                 if not (
                     runs is not None and new[p] and self._compose(runs, p, ch, extras, base_index, t, size)
                 ):
                     batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
-                    self._run_poll(batch, t, key)
+                    self._run_poll(batch, t, bk.key(p), n)
             if poll_end is not None:
                 poll_end(end_ts[e - 1], end_fid[e - 1])
             if empties[p] and not hit(b"", (), t):
@@ -411,8 +397,9 @@ class BatchReplay(RunComposer, FlowTracking):
                 stats[i].on_deliver(kernel, stage, dev, skb, t + dt)
         return True
 
-    def _run_poll(self, batch: list, t: int, key: bytes | None) -> None:
-        """One poll through the kernels (``Replayer.run_poll``), its counter delta kept under ``key``."""
+    def _run_poll(self, batch: list, t: int, key: bytes | None, number: int | None = None) -> None:
+        """One poll through the kernels (``Replayer.run_poll``), its counter delta kept under ``key`` (``number``:
+        its number, sim/poll_keys.py, noted in ``_known_polls``)."""
         rep = self.rep
         cache = self.cache
         record = (
@@ -440,6 +427,8 @@ class BatchReplay(RunComposer, FlowTracking):
                 events,
                 fids if self.retiring else (),
             )
+            if number is not None:
+                self._known_polls.add(key, number)
         else:
             cache.uncacheable += 1
 
