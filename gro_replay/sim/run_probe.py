@@ -13,8 +13,11 @@ compose.py), and decides again with those runs known:
 - otherwise (the cells' polls fill, the runs could fill a GRO bucket, or an observer's deliveries cannot be
   placed) the counters the recorded runs changed are put back (``deltas.undo``: each counter as the snapshot
   before them had it, the flows they created removed; the kernels are idle after every run, pollcache.py, so
-  nothing else of them remains) and the poll goes on as it would have: composed in the cells' context, or run
-  whole. The recordings stay: each is what its run does alone in that context.
+  nothing else of them remains) and the poll runs whole, as it would have without them. The recordings stay:
+  each is what its run does alone in that context. A poll whose cells' polls fill is not composed in their
+  context (``C``) here: run whole, it is recorded in the poll cache (pollcache.py), which then answers regular
+  traffic's next polls whole (the 89e5c58fc1e2 bulk flow: every full poll fills the cell) instead of
+  composing each of them.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ class RunProbe:
     ) -> tuple[list, dict[int, tuple[list, list]]] | None:
         """Record the unknown runs ``_cells_unknown`` of poll ``p`` (``_compose``'s arguments) and decide the poll
         again: ``(found, done)`` — ``found`` as ``_known_runs`` gives it, ``done``: by run index, what
-        ``_record_run`` returned for each run recorded here whose counters stay (empty when they were put back) —
-        or None (counters put back) when the poll runs whole."""
+        ``_record_run`` returned for each run recorded here — or None (their counters put back) when the poll
+        runs whole."""
         runs, run_src, run_at, lists = block_runs
         ra, rb = run_at[p], run_at[p + 1]
         bounds = lists[0]
@@ -78,4 +81,4 @@ class RunProbe:
             undo(snap, counters(k, rep.stats[i], fids))
             for fid in new_flows[i]:
                 del rep.stats[i].flows[fid]
-        return None if found is None else (found, {})
+        return None
