@@ -81,6 +81,15 @@ def test_bad_inner_checksum_frame_goes_up_alone_and_the_gap_is_named():
             R.POLL_END: 1,
         }
         assert "seq_gap" in doc["verdict"]["sentence"] and "checksum_bad" in doc["verdict"]["sentence"]
+        if len(kernels) == 2:
+            # pre-fix, --rx-csum none: outer checksum 0 gives no checksum-complete value and csum_cnt 0, so
+            # udp_gro_receive refuses all 3 frames (gro-spec §4.4); the flow is not affected (post-fix merges
+            # nothing either), and the counts say what the sentence says: 3 refused, none of an affected flow
+            v = document(result)["verdict"]
+            assert "refuses 3 frame(s) for their zero outer UDP checksum" in v["text"]
+            assert (v["frames_refused"], v["frames_refused_affected"], v["affected_flows"]) == (3, 0, 0)
+            assert (doc["verdict"]["frames_refused"], doc["verdict"]["frames_refused_affected"]) == (3, 0)
+            assert " frames_refused=3 " in doc["summary"]
 
 
 def test_two_flows_shared_outer_id_verdict_is_about_618():
@@ -186,6 +195,15 @@ def test_every_capture_and_nic_profile_verdicts_agree():
             assert f"affected_flows={len(json_ids)} " in ex["summary"] + " ", where
             sentence = doc["verdict"]["text"]
             assert sentence == ex["verdict"]["sentence"], where
+            # a refusal count in the words is the document's: every refused frame, affected flows' apart
+            vd = doc["verdict"]
+            assert vd["frames_refused"] == ex["verdict"]["frames_refused"], where
+            assert vd["frames_refused_affected"] <= vd["frames_refused"], where
+            said = re.search(r"udp_gro_receive refuses ([\d,]+) frame", sentence)
+            if said:
+                assert int(said.group(1).replace(",", "")) == vd["frames_refused"], where
+            if not json_ids:
+                assert vd["frames_refused_affected"] == 0, where
             assert ex["verdict"]["text"].endswith(sentence), where
             assert _flat(sentence) in _flat(_table(result)), where
             assert sentence in markdown(result), where

@@ -356,7 +356,8 @@ class Verdict(CaptureSentences):
             "compared": {"without_fix": self.pre, "with_fix": self.post, "other_changes": self.other_changes}
             if self.compare
             else None,
-            "frames_refused": t.aff_gate_zero,
+            "frames_refused": t.refused,
+            "frames_refused_affected": t.aff_gate_zero,
             "stack_traversals_saved": t.aff_saved["phys"],
             "tunnel_skbs_saved": t.aff_saved["tunnel"],
             "kernels": [k.as_dict() for k in self.kernels],
