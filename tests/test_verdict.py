@@ -146,7 +146,11 @@ def test_ipv6_zero_checksum_flow_is_lost_with_reason_and_knob():
         lines = render_text(_explain(result, obs))
         out = "\n".join(lines)
         assert "affected: yes" not in out and "fewer traversals" not in out
-        assert "  verdict: affected: lost: lost before decapsulation in every kernel run" in out
+        # the word is the EXPLAIN line's affected=no, with the outcome beside it
+        assert "  verdict: affected: no (lost): lost before decapsulation in every kernel run" in out
+        ex = _explain(result, obs)
+        assert ex["verdict"]["text"].startswith("affected: no (lost): ")
+        assert " affected=no " in ex["summary"] and ex["summary"].endswith(" outcome=lost")
         assert doc["summary"].endswith(" affected_flows=0")
     # with the knob the frames are decapsulated and the zero-checksum bug matters again
     result, _ = _run(path, udp6_zero_csum_rx=True)
@@ -215,7 +219,9 @@ def test_every_capture_and_nic_profile_verdicts_agree():
                 else:
                     # v5.11 lacks the fix; linux-5.11.y took it in 5.11.7 as 9b815b6efaf8 (the stable tree)
                     backport = " (linux-5.11.y carries it since 5.11.7, as 9b815b6efaf8)"
-                    assert f"lacks 89e5c58fc1e2{backport} and is affected by the zero-checksum bug" in sentence, where
+                    assert (
+                        f"lacks 89e5c58fc1e2{backport} and is affected by the zero-checksum bug" in sentence
+                    ), where
             else:
                 assert not sentence.startswith("Before the fix"), where
                 assert (

@@ -81,6 +81,14 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int) -> dict:
     }
 
 
+def affected_word(affected: bool, outcome: str | None) -> str:
+    """The word after "affected:" in explain's text, as its EXPLAIN line's ``affected=`` says it: "yes", "no", or
+    "no (lost)" for a flow or capture whose tunnelled frames are all lost (``outcome`` ``lost``)."""
+    if affected:
+        return "yes"
+    return "no (lost)" if outcome == "lost" else "no"
+
+
 def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) -> dict:
     """The explanation of ``result`` (a ``sim.Result`` that ran at least the pre-fix and post-fix kernels).
 
@@ -125,8 +133,7 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
     aff = vd["affected_flows"]
     saved = vd["stack_traversals_saved"]
     frames = vd["frames_refused"]
-    word = "yes" if aff else ("lost" if v.outcome == "lost" else "no")
-    text = f"affected: {word}: {v.text}"
+    text = f"affected: {affected_word(bool(aff), v.outcome)}: {v.text}"
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "explain",
@@ -223,8 +230,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                         f"queued to gro_cells" + (f"; dropped: {drops}" if drops else "")
                     )
         fv = f["verdict"]
-        word = "yes" if fv["affected"] else ("lost" if fv.get("outcome") == "lost" else "no")
-        lines.append(f"  verdict: affected: {word}: {fv['why']}")
+        lines.append(f"  verdict: affected: {affected_word(fv['affected'], fv.get('outcome'))}: {fv['why']}")
         lines.append("")
     if limit is not None and len(flows) > limit:
         lines.append(
