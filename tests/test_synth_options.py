@@ -64,3 +64,26 @@ def test_what_mix_reads_still_works(runner, tmp_path):
     )
     assert r.exit_code == 0, r.stderr
     assert out.stat().st_size > 0
+
+
+#: a scenario the options' types accept but gro_replay/synth.py Scenario refuses: the error names the options
+#: (Geneve options are 4-byte words, at most 63 of them: geneve.c's opt_len is 6 bits of 4-byte units)
+REFUSED_SCENARIOS = [
+    (
+        ["--encap", "geneve", "--geneve-opt-bytes", "6"],
+        "--geneve-opt-bytes must be a multiple of 4, at most 252",
+    ),
+    (["--geneve-opt-bytes", "8"], "--geneve-opt-bytes needs --encap geneve"),
+    (["--mtu", "70", "--outer-ipv6", "--inner-ipv6"], "--mtu 70 leaves no room for TCP payload"),
+]
+
+
+@pytest.mark.parametrize(
+    ("opts", "words"), REFUSED_SCENARIOS, ids=lambda o: " ".join(o) if isinstance(o, list) else ""
+)
+def test_a_refused_scenario_names_its_options(runner, tmp_path, opts, words):
+    out = tmp_path / "s.pcap"
+    r = runner.invoke(main, ["synth", "--frames", "10", *opts, str(out)])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"Error: {words}; see '") and r.stderr.endswith(" synth --help'\n")
+    assert not out.exists()

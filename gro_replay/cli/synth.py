@@ -24,6 +24,36 @@ class SynthInputError(click.ClickException):
     exit_code = 2
 
 
+#: Scenario and OverlayMix fields by the option that sets each: their ValueErrors begin with the field's name
+_OPTION_OF = {
+    "encap": "--encap",
+    "outer_csum": "--outer-csum",
+    "flows": "--flows",
+    "frames": "--frames",
+    "mss": "--mss",
+    "mtu": "--mtu",
+    "last_payload": "--last-payload",
+    "port": "--port",
+    "geneve_opt_bytes": "--geneve-opt-bytes",
+    "interleave": "--interleave",
+    "gap_ns": "--gap-us",
+    "pause_every": "--pause-every",
+    "pause_ns": "--pause-us",
+    "start_ns": "--start-ns",
+    "connections": "--connections",
+    "seed": "--seed",
+    "vni": "--vni",
+}
+
+
+def _option_words(text: str) -> str:
+    """A scenario's ValueError in the command's words: the field it begins with (and an ``encap X`` it names)
+    as the option ("geneve_opt_bytes needs encap geneve" → "--geneve-opt-bytes needs --encap geneve")."""
+    head, sep, rest = text.partition(" ")
+    head = _OPTION_OF.get(head, head)
+    return head + sep + rest.replace("needs encap ", "needs --encap ")
+
+
 #: Longest gap or pause (µs): 1000 s.
 MAX_US = 1e9
 #: Latest first timestamp: a pcap record's seconds field is 32 bits; leave a day for the frames.
@@ -242,7 +272,7 @@ def synth(
                 )
                 n = write_scenario(outs.temp_path(output, ""), sc)
     except ValueError as exc:
-        raise SynthInputError(str(exc)) from exc
+        raise click.UsageError(_option_words(str(exc))) from exc
     except OSError as exc:
         raise SynthInputError(failure_text("", str(output), exc.strerror or exc)) from exc
     click.echo(f"wrote {n} frames to {output}", err=True)
