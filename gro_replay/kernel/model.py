@@ -106,6 +106,12 @@ class KernelModel:
         """
         return getattr(self, switch_of_commit(commit))
 
+    def knows(self, commit: str) -> bool:
+        """Whether ``carries(commit)`` is a fact: False for a distribution kernel whose assumed upstream base lacks
+        ``commit``, which its vendor may have backported (kernel/distro.py); True for upstream and stable kernels
+        and for a distribution kernel whose base already has it."""
+        return not (self.vendor and not self.carries(commit))
+
     def stable_backport(self, commit: str) -> tuple[str, str] | None:
         """``(stable commit, point release)`` when this kernel has ``commit`` from a stable backport, else None."""
         key = commit[:12]
@@ -133,7 +139,7 @@ class KernelModel:
             f"fix_{fix}": {
                 "carried": self.carries(fix),
                 # a distribution kernel whose base lacks the fix: the vendor may have backported it (not known)
-                "known": not (self.vendor and not self.carries(fix)),
+                "known": self.knows(fix),
                 "carried_basis": (
                     "assumed-upstream-base" if self.vendor else ("stable" if bp else "upstream")
                 ),

@@ -133,3 +133,32 @@ def test_report_names_debian_and_its_assumption():
     assert "note: Debian 11 kernel 5.10.0-21-amd64: the ABI number 21" in r.output
     assert "Ubuntu" not in r.output
     assert "lacks 89e5c58fc1e2 unless Debian backported it" in r.output
+
+
+def test_an_assumed_lack_of_the_fix_is_said_in_json_and_summary_too():
+    # Debian 11's 5.10.0-21-amd64 names no stable release: the model runs its upstream base 5.10.0, which lacks
+    # 89e5c58fc1e2 (linux-5.10.y took it in 5.10.24), so its 17 refusals hold only if Debian did not backport it;
+    # the JSON verdict, explain and both SUMMARY lines say that the lack is assumed, not only the sentence.
+    # An upstream point release after the backport (5.10.30) and a Debian base past it (6.1) assume nothing.
+    import json
+
+    for kernels, assumed in (
+        (["--kernel", "5.10.0-21-amd64"], ["5.10.0-21-amd64"]),
+        (["--kernel", "5.10.0-21-amd64", "--kernel", "5.12"], ["5.10.0-21-amd64"]),
+        (["--kernel", "5.10.30"], []),
+        (["--kernel", "6.1.0-13-amd64"], []),
+    ):
+        r = CliRunner().invoke(main, [str(FIX_SAMPLE), *kernels, "--format", "json", "-q"])
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.output)
+        assert doc["verdict"]["fix_assumed_lacking"] == assumed
+        assert [not k["fix_89e5c58fc1e2"]["known"] for k in doc["config"]["kernels"]].count(True) == len(
+            assumed
+        )
+        token = f" fix_assumed_lacking={','.join(assumed)}"
+        assert doc["summary"].endswith(token) if assumed else "fix_assumed_lacking" not in doc["summary"]
+        r = CliRunner().invoke(main, ["explain", str(FIX_SAMPLE), *kernels, "--format", "json", "-q"])
+        assert r.exit_code == 0, r.output
+        ex = json.loads(r.output)
+        assert ex["verdict"]["fix_assumed_lacking"] == assumed
+        assert ex["summary"].endswith(token) if assumed else "fix_assumed_lacking" not in ex["summary"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ...kernel.model import FIX_COMMIT
 from ...packet.decode import FlowKey
 from ..stats import FlowStats
 from .facts import (
@@ -361,11 +362,23 @@ class Verdict(CaptureSentences):
             "stack_traversals_saved": t.aff_saved["phys"],
             "tunnel_skbs_saved": t.aff_saved["tunnel"],
             "kernels": [k.as_dict() for k in self.kernels],
+            "fix_assumed_lacking": self.assumed_lacking(),
         }
 
+    def assumed_lacking(self) -> list[str]:
+        """The kernels whose lack of 89e5c58fc1e2 is an assumption (``KernelModel.knows``: a distribution kernel
+        whose vendor may have backported it): what the verdict says of them holds only if the vendor did not."""
+        knows = [(name, getattr(self.models.get(name), "knows", None)) for name, _ in self._kernels]
+        return [name for name, k in knows if k is not None and not k(FIX_COMMIT)]
+
     def summary_tokens(self) -> list[str]:
-        """Tokens the SUMMARY line carries from the verdict."""
-        return [f"affected_flows={self._tally.affected}"]
+        """Tokens the SUMMARY line carries from the verdict: ``affected_flows=N``, and ``fix_assumed_lacking=K,…``
+        when a kernel's lack of the fix is an assumption (``assumed_lacking``)."""
+        tokens = [f"affected_flows={self._tally.affected}"]
+        assumed = self.assumed_lacking()
+        if assumed:
+            tokens.append("fix_assumed_lacking=" + ",".join(assumed))
+        return tokens
 
 
 def verdict_of(result) -> Verdict:
