@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .capture.reader import CaptureError
+from .capture.reader import CaptureError, open_capture
 from .project import install_extra_hint
 from .sim import ReplayConfig, replay_capture
 
@@ -41,6 +41,8 @@ class CaptureOutcome:
     error: str | None = None
     seconds: float = 0.0
     out_file: str | None = field(default=None, compare=False)
+    #: False when the capture failed before any worker was asked (``unopenable``: it cannot be opened)
+    sent: bool = field(default=True, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -85,16 +87,38 @@ def replay_one(path: str, config: ReplayConfig) -> dict:
         # replay_capture opens the capture first: the reader's one-line errors (missing, a directory, not
         # pcap/pcapng, bad link type) come before any replay, and a stream is read once
         result = replay_capture(path, config)
-    except CaptureError as e:
-        return {"path": path, "document": None, "error": str(e), "seconds": time.perf_counter() - t0}
-    except OSError as e:
+    except (CaptureError, OSError) as e:
         return {
             "path": path,
             "document": None,
-            "error": _os_error_line(path, e),
+            "error": _error_line(path, e),
             "seconds": time.perf_counter() - t0,
         }
     return {"path": path, "document": document(result), "error": None, "seconds": time.perf_counter() - t0}
+
+
+def _error_line(path: str, e: CaptureError | OSError) -> str:
+    """The one line a capture that cannot be read gets: the reader's (CaptureError) or the system's."""
+    return _os_error_line(path, e) if isinstance(e, OSError) and not isinstance(e, CaptureError) else str(e)
+
+
+def unopenable(path: str) -> str | None:
+    """The error line ``replay_one`` would give ``path`` because it cannot be opened as a capture (missing, a
+    directory, unreadable, not pcap/pcapng), or None. Only a path that is not a regular file, or a regular file
+    (whose header is read), is tried: a FIFO or device is read once, by its worker."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None  # missing or unreadable: open_capture names it
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return None
+    try:
+        with open_capture(path):
+            return None
+    except (CaptureError, OSError) as e:
+        return _error_line(path, e)
 
 
 def _distributed():
@@ -124,6 +148,21 @@ def _future_error(path: str, fut) -> str:
     return f"{path}: {type(exc).__name__}" + (f": {text}" if text else "")
 
 
+def _openable(outcomes: list[CaptureOutcome], on_done: Callable[[CaptureOutcome], None] | None) -> list[int]:
+    """The indices of ``outcomes`` whose capture can be opened; the others get ``unopenable``'s error, are marked
+    not sent and handed to ``on_done``."""
+    todo = []
+    for i, out in enumerate(outcomes):
+        err = unopenable(out.path)
+        if err is None:
+            todo.append(i)
+            continue
+        out.error, out.sent = err, False
+        if on_done is not None:
+            on_done(out)
+    return todo
+
+
 def run_batch(
     paths: Sequence[str],
     config: ReplayConfig,
@@ -151,7 +190,10 @@ def run_batch(
     distributed = _distributed()
     config.validate()
     outcomes = [CaptureOutcome(p) for p in paths]
-    if not paths:
+    # the local workers share this file system: a capture that cannot be opened fails here, as its worker would,
+    # without starting a cluster for it (a remote scheduler's workers may see other files)
+    todo = list(range(len(paths))) if scheduler is not None else _openable(outcomes, on_done)
+    if not todo:
         return outcomes
     cluster = None
     try:
@@ -163,7 +205,7 @@ def run_batch(
                     f"cannot connect to scheduler {scheduler}: {' '.join(str(e).split())}"
                 ) from None
         else:
-            n = min(jobs or os.cpu_count() or 1, len(paths))
+            n = min(jobs or os.cpu_count() or 1, len(todo))
             # the nanny's default MALLOC_TRIM_THRESHOLD_ turns off glibc's dynamic mmap threshold: every large numpy
             # buffer of the batch path is then a fresh mmap, and page faults double a replay's time in a worker
             environ = dict(dask_config().get("distributed.nanny.pre-spawn-environ", {}) or {})
@@ -187,8 +229,8 @@ def run_batch(
             if on_start is not None:
                 on_start()
             # pure=False: the same path given twice is replayed twice, like the serial runs would
-            futures = client.map(replay_one, list(paths), config=config, pure=False)
-            index = {f.key: i for i, f in enumerate(futures)}
+            futures = client.map(replay_one, [paths[i] for i in todo], config=config, pure=False)
+            index = {f.key: i for i, f in zip(todo, futures, strict=True)}
             for fut in distributed.as_completed(futures):
                 i = index[fut.key]
                 out = outcomes[i]

@@ -238,3 +238,32 @@ def test_batch_progress_starts_once_the_cluster_is_there(scheduler):
         on_done=lambda o: events.append("done"),
     )
     assert events == ["start", "done"] and out[0].error is None
+
+
+def test_captures_that_cannot_be_opened_fail_before_a_cluster_starts(tmp_path, monkeypatch):
+    """A directory, a missing file and a file that is no capture fail with the line their worker would give
+    (replay_one, the reader's errors) without a local cluster being started for them; the others still run."""
+    from gro_replay import batch as batch_mod
+    from gro_replay.batch import replay_one, run_batch
+
+    notcap = tmp_path / "notes.txt"
+    notcap.write_text("not a capture\n")
+    bad = [str(tmp_path), str(tmp_path / "missing.pcap"), str(notcap)]
+    cfg = replay_config()
+    expected = [replay_one(p, cfg)["error"] for p in bad]
+    assert all(expected)
+
+    class NoCluster:
+        def __getattr__(self, name):
+            raise AssertionError(f"distributed.{name} used for captures that cannot be opened")
+
+    monkeypatch.setattr(batch_mod, "_distributed", lambda: NoCluster())
+    done = []
+    outcomes = run_batch(bad, cfg, on_done=done.append)
+    assert [o.error for o in outcomes] == expected and not any(o.sent for o in outcomes)
+    assert sorted(o.path for o in done) == sorted(bad)
+    r = CliRunner().invoke(main, ["batch", *bad, "--format", "json"])
+    assert r.exit_code == 2
+    doc = json.loads(r.stdout)
+    assert [c["error"] for c in doc["captures"]] == expected
+    assert doc["cluster"] == {"local_workers": 0}

@@ -192,7 +192,7 @@ def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: 
     where = (
         {"scheduler": scheduler}
         if scheduler
-        else {"local_workers": min(jobs or os.cpu_count() or 1, len(paths))}
+        else {"local_workers": min(jobs or os.cpu_count() or 1, sum(o.sent for o in outcomes))}
     )
     if out_files:
         assign_out_files(outcomes, reserved=(COMBINED_NAME,))
