@@ -231,3 +231,19 @@ def test_drop_counts_in_json_and_explain(v6_zero_capture):
     assert r.exit_code == 0, r.output
     k = json.loads(r.stdout)["flows"][0]["kernels"]["post-fix"]
     assert (k["stack"], k["stack_frames"]) == ({drop: 1}, {drop: 20})
+
+
+def test_a_count_of_one_takes_the_singular(tmp_path):
+    """Two back-to-back segments of one VXLAN flow, outer checksum 0 (synth's defaults): before the fix
+    udp_gro_receive refuses both (csum_cnt 0, csum_valid 0: gro-spec §4.4), after it they merge into one skb, so
+    the fix saves one traversal: '1 skb traversal', not '1 skb traversals'."""
+    from click.testing import CliRunner
+
+    path = tmp_path / "two.pcap"
+    r = CliRunner().invoke(main, ["synth", str(path), "--frames", "2"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, [str(path), "--format", "json", "-q"])
+    v = json.loads(r.stdout)["verdict"]
+    assert v["stack_traversals_saved"] == 1
+    assert "(2 frames go up one by one)" in v["text"]
+    assert "the fix saves 1 skb traversal of IP/UDP/tunnel decapsulation." in v["text"]

@@ -113,7 +113,7 @@ def test_two_flows_shared_outer_id_verdict_is_about_618():
     assert "in the outer header [tcp_gro_receive:outer_ip_id] ×2" in text and "21f7484220ac" in text
     # what the IDs did (flow A's outer IDs 0, 2; flow B's 1, 3): +2 where one held segment allows +1 or +0
     assert (
-        "the outer IPv4 ID stepped by +2 over a held packet of 1 segment(s) (incrementing: +1; fixed: +0) ×2"
+        "the outer IPv4 ID stepped by +2 over a held packet of 1 segment (incrementing: +1; fixed: +0) ×2"
         in text
     )
     steps = [dict(f.id_steps["phys"]) for _, f in sorted(result.kernels[0].flows.items())]

@@ -185,7 +185,7 @@ class CaptureSentences:
             )
             text = (
                 f"Before the fix, {count} lose phys-device aggregation ({frames:,} {plural(frames, 'frame')} {'goes' if frames == 1 else 'go'} up one by one): "
-                f"{why}; {later}, and the fix saves {saved:,} skb traversals of IP/UDP/tunnel decapsulation"
+                f"{why}; {later}, and the fix saves {saved:,} {plural(saved, 'skb traversal')} of IP/UDP/tunnel decapsulation"
             )
             if saved_tun:
                 text += f" and {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device"

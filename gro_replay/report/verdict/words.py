@@ -132,7 +132,7 @@ def id_step_text(steps: Counter, limit: int = 2) -> str:
         signed = step - 0x10000 if step > 0x7FFF else step
         which = "IPv4 ID" if hdr == "ip" else f"{hdr} IPv4 ID"
         parts.append(
-            f"the {which} stepped by {signed:+d} over a held packet of {held} segment(s) "
+            f"the {which} stepped by {signed:+d} over a held packet of {held} {plural(held, 'segment')} "
             f"(incrementing: +{held}; fixed: +0) ×{n:,}"
         )
     return "; ".join(parts)
