@@ -163,6 +163,29 @@ def _openable(outcomes: list[CaptureOutcome], on_done: Callable[[CaptureOutcome]
     return todo
 
 
+def _local_cluster(distributed, n: int):
+    """A ``distributed.LocalCluster`` of ``n`` single-threaded worker processes on the loopback, no dashboard.
+    Raises: BatchUnavailable when it cannot start."""
+    # the nanny's default MALLOC_TRIM_THRESHOLD_ turns off glibc's dynamic mmap threshold: every large numpy
+    # buffer of the batch path is then a fresh mmap, and page faults double a replay's time in a worker
+    environ = dict(dask_config().get("distributed.nanny.pre-spawn-environ", {}) or {})
+    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    try:
+        with dask_config().set({"distributed.nanny.pre-spawn-environ": environ}):
+            return distributed.LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                # no dashboard; the scheduler's HTTP endpoint on a free loopback port, not 8787
+                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                silence_logs=logging.ERROR,
+            )
+    except (RuntimeError, OSError, TimeoutError) as e:
+        raise BatchUnavailable(f"cannot start a local Dask cluster of {n} workers: {e}") from None
+
+
 def run_batch(
     paths: Sequence[str],
     config: ReplayConfig,
@@ -205,25 +228,7 @@ def run_batch(
                     f"cannot connect to scheduler {scheduler}: {' '.join(str(e).split())}"
                 ) from None
         else:
-            n = min(jobs or os.cpu_count() or 1, len(todo))
-            # the nanny's default MALLOC_TRIM_THRESHOLD_ turns off glibc's dynamic mmap threshold: every large numpy
-            # buffer of the batch path is then a fresh mmap, and page faults double a replay's time in a worker
-            environ = dict(dask_config().get("distributed.nanny.pre-spawn-environ", {}) or {})
-            environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-            try:
-                with dask_config().set({"distributed.nanny.pre-spawn-environ": environ}):
-                    cluster = distributed.LocalCluster(
-                        n_workers=n,
-                        threads_per_worker=1,
-                        processes=True,
-                        host="127.0.0.1",
-                        dashboard_address=None,
-                        # no dashboard; the scheduler's HTTP endpoint on a free loopback port, not 8787
-                        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-                        silence_logs=logging.ERROR,
-                    )
-            except (RuntimeError, OSError, TimeoutError) as e:
-                raise BatchUnavailable(f"cannot start a local Dask cluster of {n} workers: {e}") from None
+            cluster = _local_cluster(distributed, min(jobs or os.cpu_count() or 1, len(todo)))
             client = distributed.Client(cluster)
         with client:
             if on_start is not None:
