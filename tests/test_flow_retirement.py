@@ -524,3 +524,31 @@ def test_timing_out_answers_what_noting_frame_by_frame_finds(seed) -> None:
         ref.seen(f, c, e)
     got = tr.timing_out(np.array(fids, np.int64), np.array(now, np.int64), np.array(ended, bool))
     assert got.tolist() == sorted(found)
+
+
+@pytest.mark.parametrize("poll", ["budget", "gap:50"])
+def test_a_zero_close_timeout_retires_no_flow_with_frames_to_come(poll, tmp_path) -> None:
+    # --flow-close-timeout 0 (found by fuzzing: exit 70 on both paths): 62 segments of 1000 bytes 1 µs apart, then
+    # a 3000-byte FIN super-frame that --resegment auto splits into 3 segments of the flow's 1000 (all at the FIN's
+    # time), then a 1000-byte frame of the same key 1 µs later. The split straddles the first 64-frame budget poll:
+    # at its end the flow's last segment is decoded, not yet polled. A gap of 0 is no silence (sim/flows.py
+    # silent_past): the flow ends only past the FIN's time, so its 65 segments stay one flow and the frame after it
+    # starts flow 1 (a conntrack entry in CLOSE with a 0 timeout is gone by then).
+    from gro_replay.sim import PollModel
+
+    base = FrameSpec(timestamps=False)
+    t0, seq, frames = 1_614_373_368_000_000_000, 1000, []
+    for _ in range(62):
+        frames.append(build_frame(replace(base, seq=seq, payload=1000)))
+        seq += 1000
+    frames.append(build_frame(replace(base, seq=seq, payload=3000, flags=ACK | FIN)))
+    frames.append(build_frame(replace(base, seq=seq + 3000, payload=1000)))
+    path = _pcap(tmp_path, [(t0 + i * US, f) for i, f in enumerate(frames)])
+    cfg = ReplayConfig(poll=PollModel.parse(poll), resegment="auto", flow_close_timeout_ns=0)
+    a, _b, da, db = _both(path, cfg)
+    assert da == db
+    doc = document(a)
+    assert doc["input"]["segments_created"] == 3 and doc["input"]["frames_replayed"] == 66
+    for k in doc["kernels"]:
+        assert [(r["id"], r["phys"]["segments"]) for r in k["flows"]] == [(0, 65), (1, 1)]
+        assert (k["flows_summary"]["flows"], k["flows_summary"]["retired"]) == (2, 1)

@@ -43,8 +43,10 @@ def silent_past(
     when the flow carried FIN or RST (``closing``), else ``idle_timeout_ns`` (nf_conntrack_proto_tcp.c
     ``tcp_timeouts``: TCP_CONNTRACK_CLOSE; the idle timeout as ``udp_timeout_stream``). The one test of a flow's
     end: ``FlowTracker.timed_out`` calls it with ints and a bool, ``FlowTracker.timing_out`` with numpy arrays
-    (int64 gaps, bool ``closing``: a bool array of the same shape), elementwise."""
-    return gap_ns >= idle_timeout_ns - (idle_timeout_ns - close_timeout_ns) * closing
+    (int64 gaps, bool ``closing``: a bool array of the same shape), elementwise. A gap of 0 is no silence, whatever
+    the timeout (``--flow-close-timeout 0`` included): a frame noted at the clock's time — a segment of a super-frame
+    split with the FIN, or a frame decoded ahead of the poll that ends (the poll models look ahead) — is not past."""
+    return (gap_ns > 0) & (gap_ns >= idle_timeout_ns - (idle_timeout_ns - close_timeout_ns) * closing)
 
 
 class FlowTracker:
@@ -102,9 +104,9 @@ class FlowTracker:
             return False
         t = self.closing.get(fid)
         if t is not None:
-            return silent_past(now - t, True, self.idle_timeout_ns, self.close_timeout_ns)
+            return self._silent(now - t, True)
         t = self.open.get(fid)
-        return t is not None and silent_past(now - t, False, self.idle_timeout_ns, self.close_timeout_ns)
+        return t is not None and self._silent(now - t, False)
 
     def timing_out(self, fids: np.ndarray, now: np.ndarray, ended: np.ndarray) -> np.ndarray:
         """The flows among ``fids`` that some frame finds timed out (``timed_out``) when the frames of flows
@@ -149,17 +151,20 @@ class FlowTracker:
         """True when the oldest open or closing flow has been silent past its timeout at ``now`` (ns)."""
         if not self.idle_timeout_ns:
             return False
-        for d, timeout in ((self.closing, self.close_timeout_ns), (self.open, self.idle_timeout_ns)):
-            if d and now - next(iter(d.values())) >= timeout:
+        for d, closing in ((self.closing, True), (self.open, False)):
+            if d and self._silent(now - next(iter(d.values())), closing):
                 return True
         return False
+
+    def _silent(self, gap_ns: int, closing: bool) -> bool:
+        return silent_past(gap_ns, closing, self.idle_timeout_ns, self.close_timeout_ns)
 
     def expired(self, now: int) -> list[int]:
         """Flows silent past their timeout at ``now``, oldest first (not yet forgotten)."""
         out = []
-        for d, timeout in ((self.closing, self.close_timeout_ns), (self.open, self.idle_timeout_ns)):
+        for d, closing in ((self.closing, True), (self.open, False)):
             for fid, last in d.items():
-                if now - last < timeout:
+                if not self._silent(now - last, closing):
                     break
                 out.append(fid)
         return out
