@@ -143,6 +143,20 @@ def test_diff_max_regression_refuses_what_is_not_a_percent(docs, value):
     r = run("diff", docs["post"], docs["pre"], "--max-regression", value)
     assert r.exit_code == 2 and r.stderr.startswith("Error: --max-regression: "), r.output
     assert len(r.stderr.splitlines()) == 1
+    # the refusal quotes what was typed, '%' included, and its range as it can be typed back (not 1e+06)
+    assert r.stderr.startswith(f"Error: --max-regression: {value!r} is not a "), r.stderr
+    assert "e+" not in r.stderr
+
+
+@pytest.mark.parametrize(("given", "printed"), [("1e6", "1000000%"), ("2.50%", "2.5%"), ("0.001", "0.001%")])
+def test_diff_prints_the_threshold_so_that_it_can_be_passed_back(docs, given, printed):
+    """Every output prints --max-regression as positional digits with '%' (comparison.limit_text): the table's
+    'allowed loss', the OK/REGRESSION line and the DIFF line's max_regression=; passed back, it reads the same."""
+    r = run("diff", docs["post"], docs["pre"], "--max-regression", given)
+    out = " ".join(r.stdout.split())
+    assert f"allowed loss {printed}" in out and f"max_regression={printed} " in out, out
+    again = run("diff", docs["post"], docs["pre"], "--max-regression", printed)
+    assert again.exit_code == r.exit_code and " ".join(again.stdout.split()) == out
 
 
 def test_diff_metric_selection(docs):

@@ -206,6 +206,13 @@ def test_max_bytes_takes_the_size_as_printed(tmp_path, mini):
     for form in ("1 KiB", "1KIB", "128 MiB", "1 GiB"):  # 1 KiB = 1,024 bytes ≥ the file
         assert size + 100 <= 1024
         assert run("diff", mini, p, "--max-bytes", form).exit_code == 0, form
+    for form in ("1B", "1 byte", "1"):  # a one-byte limit is printed in the singular and read back alike
+        r = run("diff", mini, p, "--max-bytes", form)
+        assert (
+            r.exit_code == 2
+            and r.stderr
+            == f"Error: BASELINE {mini}: larger than 1 byte (--max-bytes): not a gro-replay document\n"
+        )
     for bad in ("12 MB", ",123", "1,2", "1234,567", "1 KiB 2", "MiB"):
         r = run("diff", mini, p, "--max-bytes", bad)
         assert r.exit_code == 2 and r.stderr.startswith("Error: --max-bytes: "), (bad, r.output)

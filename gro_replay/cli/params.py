@@ -15,11 +15,17 @@ from __future__ import annotations
 import math
 
 import click
+import numpy as np
 
 #: The largest 64-bit unsigned value (``unsigned long`` on 64-bit Linux: gro_flush_timeout).
 ULONG_MAX = (1 << 64) - 1
 #: ``S32_MAX``: net/core/net-sysfs.c refuses a larger napi_defer_hard_irqs (-ERANGE).
 S32_MAX = (1 << 31) - 1
+
+
+def _plain(x: float) -> str:
+    """A bound as it can be typed back: positional digits, trailing zeros trimmed (``1000000``, not ``1e+06``)."""
+    return np.format_float_positional(x, trim="-")
 
 
 class FiniteFloat(click.FloatRange):
@@ -35,6 +41,10 @@ class FiniteFloat(click.FloatRange):
         super().__init__(min, max)
 
     def convert(self, value, param, ctx) -> float:
+        return self._number(value, value, param, ctx)
+
+    def _number(self, value, given, param, ctx) -> float:
+        """``value`` as a float in range; a refusal quotes ``given``, what the user wrote."""
         if isinstance(value, float):
             x = value
         else:
@@ -44,13 +54,15 @@ class FiniteFloat(click.FloatRange):
                     raise ValueError
                 x = float(text)
             except ValueError:
-                self.fail(f"{value!r} is not a number", param, ctx)
+                self.fail(f"{given!r} is not a number", param, ctx)
         if not math.isfinite(x) or not self.min <= x <= self.max:
-            self.fail(f"{value!r} is not a finite number in {self.min:g}..{self.max:g}", param, ctx)
+            self.fail(
+                f"{given!r} is not a finite number in {_plain(self.min)}..{_plain(self.max)}", param, ctx
+            )
         return x
 
     def _describe_range(self) -> str:
-        return f"{self.min:g}<=x<={self.max:g}"
+        return f"{_plain(self.min)}<=x<={_plain(self.max)}"
 
     def __repr__(self) -> str:
         return f"FiniteFloat({self.min}, {self.max})"
@@ -63,9 +75,8 @@ class Percent(FiniteFloat):
     name = "percent"
 
     def convert(self, value, param, ctx) -> float:
-        if isinstance(value, str):
-            value = value.strip().removesuffix("%").rstrip()
-        return super().convert(value, param, ctx)
+        number = value.strip().removesuffix("%").rstrip() if isinstance(value, str) else value
+        return self._number(number, value, param, ctx)
 
     def __repr__(self) -> str:
         return f"Percent({self.min}, {self.max})"

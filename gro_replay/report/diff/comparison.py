@@ -18,6 +18,8 @@ import json
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..stats import SCHEMA_VERSION, STAGES
 
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
@@ -347,6 +349,13 @@ def pct_text(pct: float, signed: bool = False) -> str:
     return f"{pct:+,.1f}%" if signed else f"{pct:,.1f}%"
 
 
+def limit_text(limit: float) -> str:
+    """A threshold the user gave (``--max-regression``), as every output prints it, so that it can be passed back:
+    positional digits without exponent or separators, trailing zeros trimmed, with ``%``: ``5%``, ``2.5%``,
+    ``1000000%`` (``{:g}`` printed ``1e+06%``, which the option reads as 1e6 but reads as no percentage)."""
+    return np.format_float_positional(limit, trim="-") + "%"
+
+
 def _loss_text(w: dict) -> str:
     """A ``largest_loss`` entry's loss as the text line and SUMMARY show it: ``88.2%`` (``pct_text``), or
     ``from 0`` (a zero baseline: no percentage)."""
@@ -362,6 +371,6 @@ def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | 
     largest = "none" if not worst else _loss_text(worst).replace(" ", "")
     return (
         f"DIFF status={'regression' if regressions else 'ok'} regressions={len(regressions)} "
-        f"stage_regressions={stage_regs} flows_regressed={flows} max_regression={limit:g}% "
+        f"stage_regressions={stage_regs} flows_regressed={flows} max_regression={limit_text(limit)} "
         f"largest_loss={largest} kernels={','.join(k['label'].replace(' ', '') for k in kernels)}"
     )

@@ -8,6 +8,7 @@ import json
 import math
 import re
 
+from ..verdict.words import plural
 from .comparison import KNOWN_SCHEMA_VERSIONS, DiffError
 
 #: the most bytes ``load_document`` reads of one document (``gro-replay diff --max-bytes``)
@@ -92,7 +93,9 @@ def load_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> 
     except OSError as e:
         raise DiffError(f"{where}: cannot read: {e.strerror or e}") from None
     if len(data) > max_bytes:
-        raise DiffError(f"{where}: larger than {max_bytes:,} bytes (--max-bytes): not a gro-replay document")
+        raise DiffError(
+            f"{where}: larger than {max_bytes:,} {plural(max_bytes, 'byte')} (--max-bytes): not a gro-replay document"
+        )
     at = _too_deep(data)
     if at is not None:
         raise DiffError(f"{where}: arrays/objects nested deeper than {MAX_DEPTH} levels (at byte {at})")

@@ -5,7 +5,7 @@ table (``gro-replay diff --format markdown|table``).
 from __future__ import annotations
 
 from ..stats import STAGES
-from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text, input_words, pct_text
+from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text, input_words, limit_text, pct_text
 
 
 # -- rendering ----------------------------------------------------------------------------------------------------------
@@ -39,16 +39,16 @@ def observed_sentence(cmp: dict) -> str:
     w = cmp.get("largest_loss")
     limit = cmp["max_regression_pct"]
     if not w:
-        return f"nothing checked (allowed loss {limit:g}%)"
+        return f"nothing checked (allowed loss {limit_text(limit)})"
     if w["loss_pct"] == 0:
-        return f"observed: no checked value lost anything (allowed loss {limit:g}%)"
+        return f"observed: no checked value lost anything (allowed loss {limit_text(limit)})"
     m = METRICS[w["metric"]]
     flow = f", flow {w['flow']}" if w["flow"] else ""
     loss = _loss_text(w)
     return (
         f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
         f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
-        f"allowed loss {limit:g}%"
+        f"allowed loss {limit_text(limit)}"
     )
 
 
@@ -60,7 +60,7 @@ def regression_sentence(r: dict, limit: float) -> str:
     flow = f", flow {r['flow']}" if r["flow"] else ""
     return (
         f"{where}{flow}: {what} {fmt_value(r['baseline'])} → {fmt_value(r['current'])} "
-        f"({fmt_change(r['change_pct'])}; allowed loss {limit:g}%)"
+        f"({fmt_change(r['change_pct'])}; allowed loss {limit_text(limit)})"
     )
 
 
@@ -68,8 +68,8 @@ def _status_text(cmp: dict) -> str:
     n = len(cmp["regressions"])
     if not n:
         checked = ", ".join(cmp["metrics_checked"]) or "none"
-        return f"OK: no checked metric ({checked}) lost more than {cmp['max_regression_pct']:g}%."
-    return f"REGRESSION: {n:,} checked value(s) lost more than {cmp['max_regression_pct']:g}%."
+        return f"OK: no checked metric ({checked}) lost more than {limit_text(cmp['max_regression_pct'])}."
+    return f"REGRESSION: {n:,} checked value(s) lost more than {limit_text(cmp['max_regression_pct'])}."
 
 
 def _input_line(cmp: dict) -> str:
@@ -106,7 +106,7 @@ def render_markdown(cmp: dict) -> str:
     lines.append(f"- {_input_line(cmp)}")
     lines.append(f"- baseline: `{cmp['baseline']['document']}`, current: `{cmp['current']['document']}`")
     lines.append(
-        f"- checked: {', '.join(f'`{m}`' for m in cmp['metrics_checked']) or 'nothing'}; allowed loss {limit:g}%"
+        f"- checked: {', '.join(f'`{m}`' for m in cmp['metrics_checked']) or 'nothing'}; allowed loss {limit_text(limit)}"
     )
     for n in cmp["notes"]:
         lines.append(f"- note: {n}")
