@@ -91,3 +91,45 @@ def test_a_poll_that_fills_the_cell_is_recorded_whole(tmp_path, monkeypatch):
     assert seen == Counter({"put back": 1}), seen
     assert counts["polls_composed"] == 0 and counts["polls_cached"] >= 29, counts
     assert _reasons(want, "tunnel").get(R.BUDGET_EXHAUSTED, 0) == 30
+
+
+def test_a_probe_put_back_when_one_kernel_saw_nothing_of_a_flow(monkeypatch):
+    """A fuzzing reproducer (tests/data/probe-flow-unseen-by-one-kernel.pcap, 64 frames made with
+    gro_replay.packet.build, reduced by delta debugging): 5.4, 5.10 and 6.6 on budget polls, --resegment 700,
+    gro_max_size 20000, no tunnel metadata, flows retired after 40 µs. A probed poll that runs whole put its
+    recordings' counters back and removed the flows they created in every kernel's stats, one of which had none
+    of that flow: KeyError on the batch path. Both paths must give the same document, and the probe must have
+    run whole (so that the put-back is what is compared)."""
+    from pathlib import Path
+
+    from test_runs import _docs, _same
+
+    from gro_replay.kernel.model import resolve_kernel
+    from gro_replay.sim import PollModel
+
+    put_back = []
+    probe = RunProbe._probe
+
+    def watched(self, *a, **k):
+        out = probe(self, *a, **k)
+        put_back.append(out is None)
+        return out
+
+    monkeypatch.setattr(RunProbe, "_probe", watched)
+    path = Path(__file__).parent / "data" / "probe-flow-unseen-by-one-kernel.pcap"
+    cfg = ReplayConfig(
+        kernels=tuple(resolve_kernel(r) for r in ("5.4", "5.10", "6.6")),
+        poll=PollModel.parse("budget"),
+        vxlan_ports=(4789,),
+        tunnel_metadata=False,
+        gro_max_size=20000,
+        resegment=700,
+        flow_idle_timeout_ns=40_000,
+        flow_close_timeout_ns=1_000_000,
+    )
+    got, want, _counts = _docs(path, cfg)
+    _same(got, want)
+    assert any(put_back)
+    assert [k["flows_summary"]["flows"] for k in want["kernels"]] == [
+        k["flows_summary"]["flows"] for k in got["kernels"]
+    ]
