@@ -8,7 +8,6 @@ broken capture is reported with the reader's one-line error and does not stop th
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 
@@ -54,17 +53,10 @@ def _scenarios(n: int) -> list[Scenario]:
 
 @pytest.fixture(scope="module")
 def scheduler():
-    """A LocalCluster of two single-threaded worker processes on the loopback address."""
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        # no dashboard; the scheduler's HTTP endpoint on a free loopback port, not 8787
-        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        silence_logs=logging.ERROR,
-    ) as cluster:
+    """A LocalCluster of two single-threaded worker processes on the loopback address (the one batch starts)."""
+    from gro_replay.batch import _local_cluster
+
+    with _local_cluster(distributed, 2) as cluster:
         yield cluster.scheduler_address
 
 
