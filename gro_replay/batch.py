@@ -99,13 +99,13 @@ def replay_one(path: str, config: ReplayConfig) -> dict:
 
 def _error_line(path: str, e: CaptureError | OSError) -> str:
     """The one line a capture that cannot be read gets: the reader's (CaptureError) or the system's."""
-    return _os_error_line(path, e) if isinstance(e, OSError) and not isinstance(e, CaptureError) else str(e)
+    return str(e) if isinstance(e, CaptureError) else _os_error_line(path, e)
 
 
 def unopenable(path: str) -> str | None:
     """The error line ``replay_one`` would give ``path`` because it cannot be opened as a capture (missing, a
-    directory, unreadable, not pcap/pcapng), or None. Only a path that is not a regular file, or a regular file
-    (whose header is read), is tried: a FIFO or device is read once, by its worker."""
+    directory, unreadable, not pcap/pcapng), or None. Tried only for a missing or unreadable path, a directory or
+    a regular file (whose header is read): a FIFO or a device is read once, by its worker."""
     import stat
 
     try:
