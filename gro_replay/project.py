@@ -1,4 +1,5 @@
-"""Facts about the installed project that many modules print: the version and how to install an optional extra.
+"""Facts about the installed project that many modules print: the version, how to install an optional extra, and how
+a number the user typed is printed back (``plain_number``).
 
 A leaf module (it imports nothing of the package), so that reporting modules can name the version without
 importing the package's ``__init__`` (which imports the simulation on demand): no import cycle.
@@ -14,3 +15,13 @@ def install_extra_hint(extra: str) -> str:
     ``[project.optional-dependencies]``), as every missing-extra error says it: gro-replay is installed from its
     source tree (README's ``pip install .``), so the command names the tree, not a package index."""
     return f"pip install '.[{extra}]' in the gro-replay source tree"
+
+
+def plain_number(x: float) -> str:
+    """``x`` as it can be typed back: positional digits, no exponent, no separators, trailing zeros trimmed
+    (``1000000``, ``2.5``, ``0.0000001``; ``{:g}`` gives ``1e+06``). A leaf function: the CLI's option types use it
+    without importing numpy (tests/test_conventions.py)."""
+    from decimal import Decimal
+
+    text = format(Decimal(repr(float(x))), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text

@@ -15,17 +15,13 @@ from __future__ import annotations
 import math
 
 import click
-import numpy as np
+
+from ..project import plain_number
 
 #: The largest 64-bit unsigned value (``unsigned long`` on 64-bit Linux: gro_flush_timeout).
 ULONG_MAX = (1 << 64) - 1
 #: ``S32_MAX``: net/core/net-sysfs.c refuses a larger napi_defer_hard_irqs (-ERANGE).
 S32_MAX = (1 << 31) - 1
-
-
-def _plain(x: float) -> str:
-    """A bound as it can be typed back: positional digits, trailing zeros trimmed (``1000000``, not ``1e+06``)."""
-    return np.format_float_positional(x, trim="-")
 
 
 class FiniteFloat(click.FloatRange):
@@ -57,12 +53,14 @@ class FiniteFloat(click.FloatRange):
                 self.fail(f"{given!r} is not a number", param, ctx)
         if not math.isfinite(x) or not self.min <= x <= self.max:
             self.fail(
-                f"{given!r} is not a finite number in {_plain(self.min)}..{_plain(self.max)}", param, ctx
+                f"{given!r} is not a finite number in {plain_number(self.min)}..{plain_number(self.max)}",
+                param,
+                ctx,
             )
         return x
 
     def _describe_range(self) -> str:
-        return f"{_plain(self.min)}<=x<={_plain(self.max)}"
+        return f"{plain_number(self.min)}<=x<={plain_number(self.max)}"
 
     def __repr__(self) -> str:
         return f"FiniteFloat({self.min}, {self.max})"

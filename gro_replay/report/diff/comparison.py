@@ -18,8 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
 
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
@@ -353,7 +352,7 @@ def limit_text(limit: float) -> str:
     """A threshold the user gave (``--max-regression``), as every output prints it, so that it can be passed back:
     positional digits without exponent or separators, trailing zeros trimmed, with ``%``: ``5%``, ``2.5%``,
     ``1000000%`` (``{:g}`` printed ``1e+06%``, which the option reads as 1e6 but reads as no percentage)."""
-    return np.format_float_positional(limit, trim="-") + "%"
+    return plain_number(limit) + "%"
 
 
 def _loss_text(w: dict) -> str:
