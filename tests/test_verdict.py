@@ -266,16 +266,31 @@ def test_inner_flow_split_by_outer_source_port_is_named():
 
 
 # -- the tunnel stage ---------------------------------------------------------------------------------------------------
-def _nested_vxlan(inner: bytes, ip_id: int) -> bytes:
-    """``inner`` (a whole VXLAN frame) carried in another VXLAN/IPv4 frame, outer UDP checksum 0, DF set."""
+def _nested_vxlan(inner: bytes, ip_id: int, computed: bool = False) -> bytes:
+    """``inner`` (a whole VXLAN frame) carried in another VXLAN/IPv4 frame, DF set, outer UDP checksum 0 or (with
+    ``computed``) the RFC 768 sum over the pseudo-header and the datagram."""
     import struct
 
     from gro_replay.packet.csum import ipv4_header_checksum
 
     payload = struct.pack("!II", 0x08000000, 7 << 8) + inner  # VXLAN I flag, VNI 7
     ulen = 8 + len(payload)
-    udp = struct.pack("!HHHH", 50000, 4789, ulen, 0) + payload
     src, dst = bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2])
+    check = 0
+    if computed:
+        data = (
+            src
+            + dst
+            + struct.pack("!BBH", 0, 17, ulen)
+            + struct.pack("!HHHH", 50000, 4789, ulen, 0)
+            + payload
+        )
+        data += b"\0" * (len(data) % 2)
+        total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+        while total >> 16:
+            total = (total & 0xFFFF) + (total >> 16)
+        check = (~total & 0xFFFF) or 0xFFFF
+    udp = struct.pack("!HHHH", 50000, 4789, ulen, check) + payload
     hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, ip_id, 0x4000, 64, 17, 0, src, dst))
     struct.pack_into("!H", hdr, 10, ipv4_header_checksum(bytes(hdr)))
     return bytes.fromhex("020000000a02020000000a01") + b"\x08\x00" + bytes(hdr) + udp
@@ -505,3 +520,26 @@ def test_explain_text_with_no_reason_rows_says_why(tmp_path):
     st["reasons"] = []  # as a stage whose skbs carry no recorded reason
     text = "\n".join(render_text(doc))
     assert "why each skb out ended: no end reason recorded" in text
+
+
+def test_refusals_at_both_stages_are_counted_alike_in_words_and_json():
+    """A zero-checksum VXLAN flow (4 frames: the pre-fix gate refuses them at the phys device, gro-spec §4.4) and a
+    VXLAN-in-VXLAN flow whose outer UDP checksum is computed and whose inner one is 0 (4 frames: the NIC's
+    CHECKSUM_UNNECESSARY covers the outer header, so the phys gate passes them; decapsulated, their zero inner
+    checksum is refused at the tunnel device's gro_cells, §4.7). Each refused frame counts once: 8, in the
+    single-kernel sentence as in the JSON (the sentence took the larger stage total, 4)."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+    from gro_replay.sim import replay_frames
+
+    plain = build_flow(FrameSpec(outer_csum="zero"), [1000] * 4)
+    inner = build_flow(FrameSpec(outer_csum="zero", sport=40001), [1000] * 4)
+    frames = []
+    for i in range(4):
+        frames += [(2000 * i, plain[i]), (2000 * i + 1000, _nested_vxlan(inner[i], 200 + i, computed=True))]
+    result = replay_frames(frames, ReplayConfig(kernels=(K_5_11,), rx_csum="unnecessary"))
+    (k,) = result.kernels
+    assert k.stages["phys"].reasons[R.UDP_GATE_ZERO_CSUM] == 4
+    assert k.stages["tunnel"].reasons[R.UDP_GATE_ZERO_CSUM] == 4
+    v = document(result)["verdict"]
+    assert v["frames_refused"] == 8
+    assert "(8 frames refused by udp_gro_receive" in v["text"], v["text"]

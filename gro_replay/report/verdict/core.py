@@ -279,7 +279,7 @@ class Verdict(CaptureSentences):
 
     def _kernel_flow_why(self, k: KernelFacts, fv: FlowVerdict) -> str:
         head = kernel_label(k.name, k.release)
-        gz = max(k.gate_zero.values())
+        gz = k.refused
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile: no verdict on the zero-checksum fix"
         if not k.carries_fix:

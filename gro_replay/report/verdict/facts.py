@@ -82,6 +82,9 @@ class KernelFacts:
     skbs: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     gate_zero: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     gate_set: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    #: frames the zero-checksum gate refused, each once (a nested tunnel's frame can be refused at both stages):
+    #: per flow the larger of its two stage counts, summed over flows in a kernel's totals
+    refused: int = 0
     lost: Counter = field(default_factory=Counter)  # frames by drop reason
     phys_reasons: Counter = field(default_factory=Counter)
     #: phys skbs ended by an IP ID condition, by (header, step, segments held)
@@ -118,6 +121,7 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
         kf.skbs[s] = f.skbs[s]
         kf.gate_zero[s] = f.reasons[s][GATE_ZERO]
         kf.gate_set[s] = f.reasons[s][GATE_SET]
+    kf.refused = max(kf.gate_zero.values())
     frames_by = getattr(f, "stack_frames", None) or f.stack
     for outcome, n in frames_by.items():
         if outcome != "queued" and n:
@@ -155,7 +159,7 @@ class FlowVerdict:
     def gate_zero(self) -> int:
         """Frames refused by the zero-checksum gate in the kernel without the fix: at the phys device, or at the
         tunnel device (a nested tunnel's frames can be refused at both: counted once)."""
-        return max(self.pre.gate_zero.values()) if self.pre else 0
+        return self.pre.refused if self.pre else 0
 
     def sides(self) -> tuple[KernelFacts, KernelFacts]:
         """``(pre, post)`` of a flow judged in a comparison. Raises: ValueError when a side did not run."""

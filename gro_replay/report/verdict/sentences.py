@@ -230,7 +230,7 @@ class CaptureSentences:
         head = kernel_label(k.name, k.release)
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile, so no verdict on the zero-checksum fix."
-        gz = max(k.gate_zero.values())
+        gz = k.refused  # each refused frame once (KernelFacts.refused)
         model = self.models.get(k.name)
         if not k.carries_fix:
             lacks = lacks_fix_words(model, head)

@@ -90,6 +90,7 @@ class _Tally:
         for k in fv.kernels:
             tot = self.totals[k.name]
             tot.frames += k.frames
+            tot.refused += k.refused
             for s in ("phys", "tunnel"):
                 tot.skbs[s] += k.skbs[s]
                 tot.gate_zero[s] += k.gate_zero[s]
