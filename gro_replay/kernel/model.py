@@ -457,6 +457,13 @@ def resolve_kernel(text: str) -> KernelModel:
         raise ValueError(
             f"kernel release {text!r} is not ASCII (want X.Y, X.Y.Z or a distribution's uname -r)"
         )
+    if not re.fullmatch(r"[A-Za-z0-9._+~-]*", text):
+        # uname -r is letters, digits and . _ + ~ - (a build's LOCALVERSION too); a comma, bracket or = would also
+        # make the name ambiguous in the SUMMARY line's kernels=A,B and kernel[NAME]. keys
+        raise ValueError(
+            f"kernel release {text!r} has a character no release string has (want letters, digits and . _ + ~ -: "
+            "X.Y, X.Y.Z or a distribution's uname -r; give --kernel once per kernel)"
+        )
     version = re.match(r"[0-9.]*", text).group().rstrip(".")  # type: ignore[union-attr]  # * matches any text
     if _LEADING_ZERO.search(version):
         raise ValueError(f"kernel release {text!r}: version numbers have no leading zeros (e.g. 5.4.106)")

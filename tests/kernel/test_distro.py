@@ -162,3 +162,15 @@ def test_an_assumed_lack_of_the_fix_is_said_in_json_and_summary_too():
         ex = json.loads(r.output)
         assert ex["verdict"]["fix_assumed_lacking"] == assumed
         assert ex["summary"].endswith(token) if assumed else "fix_assumed_lacking" not in ex["summary"]
+
+
+@pytest.mark.parametrize("text", ["5.4.0-42-generic,5.10.0-21-amd64", "5.10.0-21-amd64]", "5.10=x", "6.1[0]"])
+def test_a_release_with_a_character_no_uname_has_is_refused(text):
+    # uname -r holds letters, digits and . _ + ~ - (utsname.release, a build's LOCALVERSION); a comma or a bracket
+    # would also make the SUMMARY line's kernels=A,B and kernel[NAME]. keys ambiguous
+    with pytest.raises(ValueError, match="has a character no release string has"):
+        resolve_kernel(text)
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", text])
+    assert r.exit_code == 2 and "has a character no release string has" in r.output
+    for ok in ("5.15.84-v8+", "6.1.0-rc1~exp1", "5.10.0-21-cloud_amd64"):
+        resolve_kernel(ok)
