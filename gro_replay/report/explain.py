@@ -151,7 +151,7 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
         "summary": (
             f"EXPLAIN affected={'yes' if aff else 'no'} flows={len(result.flows)} affected_flows={aff} "
             f"frames_refused={frames} stack_traversals_saved={saved} outcome={v.outcome}"
-            + "".join(f" {t}" for t in v.summary_tokens() if t.startswith("fix_assumed_lacking="))
+            + "".join(f" {t}" for t in v.assumed_tokens())
         ),
     }
 

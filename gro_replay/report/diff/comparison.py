@@ -351,7 +351,7 @@ def pct_text(pct: float, signed: bool = False) -> str:
 def limit_text(limit: float) -> str:
     """A threshold the user gave (``--max-regression``), as every output prints it, so that it can be passed back:
     positional digits without exponent or separators, trailing zeros trimmed, with ``%``: ``5%``, ``2.5%``,
-    ``1000000%`` (``{:g}`` printed ``1e+06%``, which the option reads as 1e6 but reads as no percentage)."""
+    ``1000000%`` (``{:g}`` printed ``1e+06%``, which reads as no percentage a user would type)."""
     return plain_number(limit) + "%"
 
 

@@ -374,11 +374,12 @@ class Verdict(CaptureSentences):
     def summary_tokens(self) -> list[str]:
         """Tokens the SUMMARY line carries from the verdict: ``affected_flows=N``, and ``fix_assumed_lacking=K,…``
         when a kernel's lack of the fix is an assumption (``assumed_lacking``)."""
-        tokens = [f"affected_flows={self._tally.affected}"]
+        return [f"affected_flows={self._tally.affected}", *self.assumed_tokens()]
+
+    def assumed_tokens(self) -> list[str]:
+        """``["fix_assumed_lacking=K,…"]`` when ``assumed_lacking`` names a kernel, else [] (SUMMARY and EXPLAIN)."""
         assumed = self.assumed_lacking()
-        if assumed:
-            tokens.append("fix_assumed_lacking=" + ",".join(assumed))
-        return tokens
+        return ["fix_assumed_lacking=" + ",".join(assumed)] if assumed else []
 
 
 def verdict_of(result) -> Verdict:
