@@ -43,6 +43,26 @@ def test_version_and_help_import_no_heavy_module(args):
     assert p.stderr.strip() == "[]"
 
 
+@pytest.mark.parametrize(
+    "args", [["--format", "json"], ["--json", "-"], ["--json", "{tmp}/r.json", "--format", "json"]]
+)
+def test_a_json_replay_imports_no_table_renderer(args, tmp_path):
+    """A CI job's JSON run does not import rich (the table and Markdown renderer): ~0.1 CPU s of start-up per run."""
+    argv = [str(FIX_SAMPLE), "-q", *(a.replace("{tmp}", str(tmp_path)) for a in args)]
+    code = (
+        "import sys\n"
+        "from gro_replay.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('rich')), file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert p.stderr.strip() == "[]"
+    assert '"schema_version"' in p.stdout
+
+
 def test_lazy_sub_commands_still_run(runner):
     r = runner.invoke(main, ["kernels"])
     assert r.exit_code == 0, r.output

@@ -231,19 +231,22 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
 
 def _file_outputs(result, json_path, md_path, plot_path, outs: RunOutputs) -> None:
     """The exports to files, as outputs of ``outs``: ``--plot``, ``--json FILE``, ``--markdown FILE``."""
-    from ..report.document import document
-    from ..report.plot import write_plot
-    from ..report.schema import dumps
-    from ..report.table import markdown
-
+    # imported only for the exports asked for: the table module brings rich, the plot module matplotlib
     if plot_path:
+        from ..report.plot import write_plot
+
         try:
             write_plot(result, plot_path, outs.temp_path(plot_path, "--plot"))
         except OSError as e:
             raise output_error("--plot", plot_path, e) from None
     if json_path and json_path != "-":
+        from ..report.document import document
+        from ..report.schema import dumps
+
         write_export(outs, json_path, dumps(document(result)), "--json")
     if md_path and md_path != "-":
+        from ..report.table import markdown
+
         write_export(outs, md_path, markdown(result), "--markdown")
 
 
@@ -251,15 +254,18 @@ def _outputs(result, fmt, json_path, md_path, no_hist) -> None:
     """The report on stdout: the table, JSON or Markdown (``--format``, or an export given ``-``)."""
     from ..report.document import document
     from ..report.schema import dumps
-    from ..report.table import markdown
 
     if json_path == "-":
         write_export(None, "-", dumps(document(result)), "--json")
     if md_path == "-":
+        from ..report.table import markdown
+
         write_export(None, "-", markdown(result), "--markdown")
     if fmt == "json":
         click.echo(dumps(document(result)))
     elif fmt == "markdown":
+        from ..report.table import markdown
+
         click.echo(markdown(result))
     elif "-" not in (json_path, md_path):
         from ..report.table import render
