@@ -542,4 +542,122 @@ def test_refusals_at_both_stages_are_counted_alike_in_words_and_json():
     assert k.stages["tunnel"].reasons[R.UDP_GATE_ZERO_CSUM] == 4
     v = document(result)["verdict"]
     assert v["frames_refused"] == 8
-    assert "(8 frames refused by udp_gro_receive" in v["text"], v["text"]
+    assert v["kernels"][0]["gate_refusals_zero_csum"] == {"phys": 4, "tunnel": 4}
+    # each flow under the stage that refused it (KernelFacts.refused_at): 4 + 4 frames, the JSON's 8
+    assert (
+        "1 of 2 tunnelled flow(s) lose phys-device aggregation (4 frames refused by udp_gro_receive at the phys "
+        "device: "
+    ) in v["text"], v["text"]
+    assert (
+        ", and 1 other tunnelled flow(s) lose aggregation at the tunnel device's gro_cells (4 frames refused there "
+        "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0; at the "
+        "phys device udp_gro_receive does not refuse them); "
+    ) in v["text"], v["text"]
+
+
+# -- one kernel: the sentence names the stage whose gate refused (KernelFacts.refused_at) -----------------------------
+_LACKS_511 = "pre-fix (v5.11) lacks 89e5c58fc1e2 (linux-5.11.y carries it since 5.11.7, as 9b815b6efaf8)"
+_ADVICE_NO_FIX = "run without --no-fix (5.11 beside 5.12, which carries the fix) to see what the fix saves"
+_PHYS_GATE = (
+    "outer UDP checksum is 0 and the NIC marks them CHECKSUM_UNNECESSARY level 0 (assumed: --rx-csum unnecessary, "
+    "the default; --nic DRIVER models a driver), so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses "
+    "tunnel GRO"
+)
+#: per case: (what the pre-fix gate refused per stage, the capture sentence, the flow's why, the affected line's tail)
+_STAGE_CASES = {
+    # gro-spec §4.7 row 3: outer checksum 0, CHECKSUM_UNNECESSARY level 0 — K-pre refuses at the phys device; the
+    # decapsulated inner TCP is merged by the tunnel device's gro_cells
+    "phys": (
+        {"phys": 4, "tunnel": 0},
+        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose phys-device "
+        f"aggregation (4 frames refused by udp_gro_receive at the phys device: {_PHYS_GATE}); {_ADVICE_NO_FIX}.",
+        f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the phys device (UDP checksum 0, csum_cnt 0, "
+        f"csum_valid 0); {_ADVICE_NO_FIX}",
+        "4 frames refused by the zero-checksum gate at the phys device",
+    ),
+    # VXLAN in VXLAN, outer checksum computed, inner 0, CHECKSUM_UNNECESSARY level 0. Phys: row 4 (the NIC's level
+    # vouches for the outer header: cnt 1 → 0, gate passes); the nested UDP header meets encap_mark (§4.4 gate:
+    # udp_gro_receive:encap_mark), and its zero checksum, "not needed", promotes the skb to level 1 (§4.1
+    # CONSUME_LEVEL). udp_rcv consumes one level (§6.1): the cell gets CHECKSUM_UNNECESSARY level 0, and the nested
+    # header is row 3 there: K-pre refuses at the tunnel device's gro_cells only
+    "tunnel": (
+        {"phys": 0, "tunnel": 4},
+        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose aggregation at the "
+        "tunnel device's gro_cells (4 frames refused there by udp_gro_receive: a tunnel inside the tunnel whose UDP "
+        "checksum is 0, csum_cnt 0, csum_valid 0; at the phys device udp_gro_receive does not refuse them); "
+        f"{_ADVICE_NO_FIX}.",
+        f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the tunnel device's gro_cells (a tunnel inside "
+        f"the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); {_ADVICE_NO_FIX}",
+        "4 frames refused by the zero-checksum gate at the tunnel device's gro_cells",
+    ),
+    # VXLAN in VXLAN, both checksums 0: row 3 at the phys device, and row 3 again at the cell (the zero outer
+    # checksum's "not needed" promoted the skb to level 1, udp_rcv took it back to 0): refused at both, each frame
+    # counted once (4, the JSON's frames_refused)
+    "both": (
+        {"phys": 4, "tunnel": 4},
+        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose phys-device "
+        f"aggregation (4 frames refused by udp_gro_receive at the phys device: {_PHYS_GATE}; at the tunnel device's "
+        f"gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)); {_ADVICE_NO_FIX}.",
+        f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the phys device and 4 again at the tunnel "
+        "device's gro_cells (a tunnel inside the tunnel; each time: UDP checksum 0, csum_cnt 0, csum_valid 0); "
+        f"{_ADVICE_NO_FIX}",
+        "4 frames refused by the zero-checksum gate at the phys device and again at the tunnel device's gro_cells",
+    ),
+}
+
+
+def _stage_capture(tmp_path, case: str) -> Path:
+    """4 contiguous 1000-byte segments of one flow (``_STAGE_CASES``): plain VXLAN with outer checksum 0 ("phys"),
+    or VXLAN in VXLAN with the outer checksum computed ("tunnel") or 0 ("both"), the nested one 0."""
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    inner = build_flow(FrameSpec(outer_csum="zero"), [1000] * 4)
+    frames = (
+        inner
+        if case == "phys"
+        else [_nested_vxlan(f, 100 + i, case == "tunnel") for i, f in enumerate(inner)]
+    )
+    path = tmp_path / f"{case}.pcap"
+    with PcapWriter(path) as w:
+        for i, f in enumerate(frames):
+            w.write(1_000_000_000 + i * 1000, f)
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(_STAGE_CASES))
+def test_one_kernel_names_the_stage_that_refused(tmp_path, runner, case):
+    import json
+
+    from gro_replay.cli import main
+
+    refused, sentence, why, affected = _STAGE_CASES[case]
+    cap = str(_stage_capture(tmp_path, case))
+    r = runner.invoke(main, [cap, "--no-fix", "--json", "-", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    v = doc["verdict"]
+    # the JSON the sentence is built from: where the gate refused, each frame once, one affected flow
+    assert v["kernels"][0]["gate_refusals_zero_csum"] == refused
+    assert (v["frames_refused"], v["frames_refused_affected"], v["affected_flows"]) == (4, 4, 1)
+    assert doc["summary"].endswith(" affected_flows=1")
+    assert v["text"] == sentence, v["text"]
+    r = runner.invoke(main, [cap, "--no-fix", "-q", "--no-hist"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert sentence in lines, r.stdout
+    assert any(line.startswith("  affected: ") and line.endswith(f": {affected}") for line in lines), r.stdout
+    r = runner.invoke(main, [cap, "--no-fix", "--format", "markdown"])
+    assert r.exit_code == 0, r.output
+    md = r.stdout.splitlines()
+    assert sentence in md and any(line.startswith("- affected: ") and line.endswith(affected) for line in md)
+    r = runner.invoke(main, ["explain", cap, "--no-fix"])
+    assert r.exit_code == 0, r.output
+    assert f"capture: affected: yes: {sentence}" in r.stdout.splitlines(), r.stdout
+    assert f"  verdict: affected: yes: {why}" in r.stdout.splitlines(), r.stdout
+    r = runner.invoke(main, ["explain", cap, "--no-fix", "--format", "json"])
+    ex = json.loads(r.stdout)
+    assert ex["verdict"]["text"] == f"affected: yes: {sentence}"
+    (flow,) = ex["flows"]
+    assert flow["verdict"]["why"] == why and flow["verdict"]["gate_refusals_zero_csum"] == 4
+    assert flow["verdict"]["kernels"][0]["gate_refusals_zero_csum"] == refused

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .document import summary_line
+from .verdict.facts import STAGE_NAMES
 from .verdict.words import drop_counts, filtered_text, kernel_label, plural
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
@@ -164,6 +165,16 @@ def reason_lines(result) -> list[str]:
     return lines
 
 
+def _refused_where(k) -> str:
+    """ " at the phys device", " at the tunnel device's gro_cells" or " at the phys device and again at the tunnel
+    device's gro_cells": where one flow's frames were refused in kernel facts ``k`` (``KernelFacts.refused_at``)."""
+    stage = k.refused_at()
+    if stage is None:
+        return ""
+    again = f" and again at {STAGE_NAMES['tunnel']}" if stage == "phys" and k.gate_zero["tunnel"] else ""
+    return f" at {STAGE_NAMES[stage]}{again}"
+
+
 def verdict_lines(result, limit: int = 10) -> list[str]:
     """The verdict sentence and the affected flows (at most ``limit``, then how many more)."""
     from .verdict import verdict_of
@@ -181,7 +192,9 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
             if pre.skbs["tunnel"] != post.skbs["tunnel"]:
                 parts.append(f"tunnel skbs {pre.skbs['tunnel']:,} → {post.skbs['tunnel']:,}")
         elif pre:
-            parts.append(f"{f.gate_zero:,} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate")
+            parts.append(
+                f"{f.gate_zero:,} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate{_refused_where(pre)}"
+            )
         lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
     if v.affected_count > limit:
         lines.append(

@@ -19,7 +19,9 @@ end reasons named after the kernel condition, and what the normal path did with 
   checksum, no socket, a full gro_cells queue, …). A flow all of whose frames are lost in every kernel run is
   *lost*, never *affected*: the fix changes how many skbs carry it to the drop, not what the host receives.
   Each loss is reported with the kernel function and counter that drop it and the knob that changes it.
-* **Per kernel**: whether it carries the fix, and, for tunnelled flows that its phys stage does not merge at all,
+* **Per kernel**: whether it carries the fix, the stage whose gate refused each affected flow first
+  (``KernelFacts.refused_at``: the phys device, or only the tunnel device's gro_cells for a tunnel inside the
+  tunnel; summed per kernel in ``tally.Refusals``), and, for tunnelled flows that its phys stage does not merge at all,
   the conditions that ended their skbs (the poll-end flush left out when other conditions exist), what the IPv4
   ID did where an ID condition ended one (``FlowStats.id_steps``), and the compares that kept a frame apart from
   a held skb of its own flow (``FlowStats.splits``); inner flows carried under several outer keys are named.

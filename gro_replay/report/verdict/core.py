@@ -11,7 +11,6 @@ from ...packet.decode import FlowKey
 from ..stats import FlowStats
 from .facts import (
     FIX,
-    STAGE_NAMES,
     FlowVerdict,
     KernelFacts,
     ReplayResult,
@@ -29,7 +28,7 @@ from .words import (
     kernel_label,
     lacks_fix_words,
     loss_text,
-    plural,
+    refusal_places,
     split_text,
 )
 
@@ -217,17 +216,8 @@ class Verdict(CaptureSentences):
     def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
         (pre, post), key = fv.sides(), fv.key
         gate_set = sum(pre.gate_set.values())
-        stages = [s for s in ("phys", "tunnel") if pre.gate_zero[s]]
-        at = [
-            f"{pre.gate_zero[s]:,} of its {pre.frames:,} {plural(pre.frames, 'frame')} at {STAGE_NAMES[s]}"
-            if i == 0
-            else f"{pre.gate_zero[s]:,} at {STAGE_NAMES[s]} (a tunnel inside the tunnel)"
-            for i, s in enumerate(stages)
-        ]
-        none = f"0 of its {pre.frames:,} {plural(pre.frames, 'frame')}"
-        refused = (
-            f"before the fix udp_gro_receive refused {' and '.join(at) or none} "
-            "(UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0)"
+        refused = "before the fix udp_gro_receive refused " + refusal_places(
+            pre, "UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0"
         )
         if fv.outcome == "affected":
             bits = []
@@ -286,8 +276,8 @@ class Verdict(CaptureSentences):
             lacks = lacks_fix_words(self.models.get(k.name), head)
             if gz:
                 return (
-                    f"{lacks}: udp_gro_receive refuses {gz:,} of its {k.frames:,} {plural(k.frames, 'frame')} "
-                    f"(UDP checksum 0, csum_cnt 0, csum_valid 0); {fix_advice(self.result.config)}"
+                    f"{lacks}: udp_gro_receive refuses "
+                    f"{refusal_places(k, 'UDP checksum 0, csum_cnt 0, csum_valid 0')}; {fix_advice(self.result.config)}"
                 )
             text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
         else:

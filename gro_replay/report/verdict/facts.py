@@ -96,6 +96,15 @@ class KernelFacts:
     def lost_frames(self) -> int:
         return sum(self.lost.values())
 
+    def refused_at(self) -> str | None:
+        """Of one flow's facts: the first stage whose zero-checksum gate refused its frames — ``"phys"`` (the outer
+        header at the phys device; a nested tunnel's frames may be refused again at the tunnel device), ``"tunnel"``
+        (only at the tunnel device's gro_cells: a tunnel inside the tunnel whose outer header passed) — or None.
+        Read from ``gate_zero``, the JSON's ``gate_refusals_zero_csum``: the one decision every sentence names."""
+        if self.gate_zero["phys"]:
+            return "phys"
+        return "tunnel" if self.gate_zero["tunnel"] else None
+
     def as_dict(self) -> dict:
         return {
             "kernel": self.name,

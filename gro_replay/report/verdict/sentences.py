@@ -9,8 +9,9 @@ from collections import Counter
 
 from ...kernel.model import KernelModel
 from .facts import FIX, REASONS_NOT_OBSERVED, KernelFacts, ReplayResult
-from .tally import _Tally
+from .tally import Refusals, _Tally
 from .words import (
+    TUNNEL_GATE_WORDS,
     _gate_words,
     _nic_words,
     _state_of,
@@ -202,7 +203,7 @@ class CaptureSentences:
             parts.append(
                 f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to:,} of {t.tunnel:,} "
                 f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} refused there "
-                "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0); "
+                f"by udp_gro_receive: {TUNNEL_GATE_WORDS}); "
                 f"the fix saves {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device{phys_note}."
             )
         text = " ".join(parts)
@@ -225,27 +226,54 @@ class CaptureSentences:
             + "."
         )
 
+    def _refusal_text(self, r: Refusals) -> str:
+        """A kernel's affected flows by the stage whose gate refused them (``Refusals``, from
+        ``KernelFacts.refused_at``): "F of T tunnelled flow(s) lose phys-device aggregation (N frames refused by
+        udp_gro_receive at the phys device: why)", then the flows refused only at the tunnel device's gro_cells."""
+        t = self._tally
+        parts = []
+        if r.flows["phys"]:
+            n, frames = r.flows["phys"], r.frames["phys"]
+            assert r.first_phys is not None  # set by the first phys-refused flow
+            # refused at the phys device: merged (if at all) only later, at the tunnel device's gro_cells
+            why = _gate_words(
+                _state_of(self.result.config, r.first_phys[1], self.rx_csum), self.result.config
+            )
+            again = (
+                ""
+                if not r.again
+                else "; at the tunnel device's gro_cells udp_gro_receive refuses "
+                + ("them" if r.again == n else f"the frames of {r.again:,} of these flows")
+                + " again (a tunnel inside the tunnel)"
+            )
+            parts.append(
+                f"{n:,} of {t.tunnel:,} tunnelled flow(s) lose phys-device aggregation ({frames:,} "
+                f"{plural(frames, 'frame')} refused by udp_gro_receive at the phys device: "
+                f"{why.removeprefix('their ')}{again})"
+            )
+        if r.flows["tunnel"]:
+            n, frames = r.flows["tunnel"], r.frames["tunnel"]
+            count = f"{n:,} other tunnelled flow(s)" if parts else f"{n:,} of {t.tunnel:,} tunnelled flow(s)"
+            parts.append(
+                f"{count} lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} "
+                "refused there by udp_gro_receive: "
+                f"{TUNNEL_GATE_WORDS}; at the phys device udp_gro_receive does not refuse them)"
+            )
+        return ", and ".join(parts)
+
     def _kernel_sentence(self, k: KernelFacts) -> str:
         t = self._tally
         head = kernel_label(k.name, k.release)
         if k.carries_fix is None:
             return f"{head}: not a modelled kernel profile, so no verdict on the zero-checksum fix."
-        gz = k.refused  # each refused frame once (KernelFacts.refused)
         model = self.models.get(k.name)
         if not k.carries_fix:
             lacks = lacks_fix_words(model, head)
-            first = t.first_affected
-            if first is not None:
-                # without the fix udp_gro_receive refuses them at the phys device: they are merged (if at all)
-                # only later, at the tunnel device's gro_cells
+            refused = t.refusals[k.name]
+            if any(refused.flows.values()):
                 text = (
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
-                    f"the zero-checksum bug: {t.affected:,} of {t.tunnel:,} tunnelled flow(s) lose phys-device "
-                    f"aggregation ({gz:,} {plural(gz, 'frame')} refused by udp_gro_receive: "
-                    + _gate_words(
-                        _state_of(self.result.config, first.key, self.rx_csum), self.result.config
-                    ).removeprefix("their ")
-                    + f"); {fix_advice(self.result.config)}."
+                    f"the zero-checksum bug: {self._refusal_text(refused)}; {fix_advice(self.result.config)}."
                 )
                 return text + self._unmerged_note(k)
             text = (

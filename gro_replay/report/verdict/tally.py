@@ -22,6 +22,31 @@ class Unmerged:
 
 
 @dataclass
+class Refusals:
+    """One kernel's affected flows that its zero-checksum gate refused, by the stage that refused them first
+    (``KernelFacts.refused_at``): flows and refused frames per stage, each frame once (a flow refused at both
+    stages counts its phys refusals); ``again``: the phys-refused flows refused again at the tunnel device's
+    gro_cells; ``first_phys``: (flow id, key) of the lowest phys-refused flow (its NIC checksum state is named)."""
+
+    flows: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    frames: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
+    again: int = 0
+    first_phys: tuple[int, FlowKey] | None = None
+
+    def add(self, fid: int, key: FlowKey, k: KernelFacts) -> None:
+        """Count flow ``fid`` (``key``) with this kernel's facts ``k`` for it, if the gate refused it."""
+        stage = k.refused_at()
+        if stage is None:
+            return
+        self.flows[stage] += 1
+        self.frames[stage] += k.gate_zero[stage]
+        if stage == "phys":
+            self.again += bool(k.gate_zero["tunnel"])
+            if self.first_phys is None or fid < self.first_phys[0]:
+                self.first_phys = (fid, key)
+
+
+@dataclass
 class SplitGroup:
     """The flows of one inner flow: ``(fid, key)`` of those judged, and how many started and are not retired yet."""
 
@@ -43,7 +68,6 @@ class _Tally:
         self.refused = 0  # gate_zero summed over every flow
         self.affected = 0
         self.affected_kept: list[tuple[int, FlowVerdict]] = []  # max-heap by -fid of the lowest ids
-        self.first_affected: FlowVerdict | None = None
         self.aff_gate_zero = 0
         self.aff_saved = {"phys": 0, "tunnel": 0}
         # affected flows that the fix saves phys skbs for ("phys_aff") and the others ("tun_only")
@@ -62,6 +86,8 @@ class _Tally:
         self.to_brk: Counter = Counter()
         #: per kernel name: the flows not merged at the phys stage
         self.unmerged = {n: Unmerged() for n in names}
+        #: per kernel name: the affected flows its zero-checksum gate refused, by stage
+        self.refusals = {n: Refusals() for n in names}
         self.totals: dict[str, KernelFacts] = {}
         #: inner flow → its flows; a group is closed (its split flows counted) when its last started flow is retired
         self.groups: dict[tuple, SplitGroup] = {}
@@ -121,14 +147,14 @@ class _Tally:
         import heapq
 
         self.affected += 1
-        if self.first_affected is None or fv.fid < self.first_affected.fid:
-            self.first_affected = fv
         heapq.heappush(self.affected_kept, (-fv.fid, fv))
         if self.keep is not None and len(self.affected_kept) > self.keep:
             heapq.heappop(self.affected_kept)
         self.aff_gate_zero += fv.gate_zero
         for s in ("phys", "tunnel"):
             self.aff_saved[s] += fv.saved(s)
+        for k in fv.kernels:
+            self.refusals[k.name].add(fv.fid, fv.key, k)
         if fv.pre is None or fv.post is None:
             return  # no comparison: what follows is only said when a kernel without and one with the fix ran
         if fv.saved("phys"):

@@ -244,6 +244,32 @@ def _gate_words(rx_csum: str, cfg=None) -> str:
     )
 
 
+#: why udp_gro_receive refuses a frame at the tunnel device's gro_cells before the fix (gro-spec §4.4 gate): the
+#: decapsulated frame carries a UDP tunnel header again, and the checksum levels the NIC gave were consumed by the
+#: headers before it (gro-spec §4.1 CONSUME_LEVEL, §6.1 udp4_csum_init)
+TUNNEL_GATE_WORDS = "a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0"
+
+
+def refusal_places(k, why: str) -> str:
+    """Where the zero-checksum gate refused one flow's frames in kernel facts ``k`` (``KernelFacts``), stage by
+    stage as ``k.gate_zero`` (the JSON's ``gate_refusals_zero_csum``) counts them, with ``why`` (the gate's
+    condition): "4 of its 4 frames at the phys device (why)", "4 of its 4 frames at the tunnel device's gro_cells
+    (a tunnel inside the tunnel: why)", "4 of its 4 frames at the phys device and 4 again at the tunnel device's
+    gro_cells (a tunnel inside the tunnel; each time: why)", or "0 of its 4 frames"."""
+    frames = f"{k.frames:,} {plural(k.frames, 'frame')}"
+    phys, tunnel = k.gate_zero["phys"], k.gate_zero["tunnel"]
+    if phys and tunnel:
+        return (
+            f"{phys:,} of its {frames} at {STAGE_NAMES['phys']} and {tunnel:,} again at {STAGE_NAMES['tunnel']} "
+            f"(a tunnel inside the tunnel; each time: {why})"
+        )
+    if phys:
+        return f"{phys:,} of its {frames} at {STAGE_NAMES['phys']} ({why})"
+    if tunnel:
+        return f"{tunnel:,} of its {frames} at {STAGE_NAMES['tunnel']} (a tunnel inside the tunnel: {why})"
+    return f"0 of its {frames}"
+
+
 #: end-reason part → (KernelModel switch, the rule's origin): named when the kernel that shows it has the switch on
 RULES = {
     "outer_ip_id": (
