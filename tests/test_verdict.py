@@ -661,3 +661,25 @@ def test_one_kernel_names_the_stage_that_refused(tmp_path, runner, case):
     (flow,) = ex["flows"]
     assert flow["verdict"]["why"] == why and flow["verdict"]["gate_refusals_zero_csum"] == 4
     assert flow["verdict"]["kernels"][0]["gate_refusals_zero_csum"] == refused
+
+
+def test_one_kernel_refusing_only_lost_flows_says_so():
+    """A VXLAN/IPv6 flow with outer checksum 0 (refused at the phys device before the fix, §4.7 row 3, then dropped
+    by __udp6_lib_rcv: ../shared/triage/README.md, ipv6-zero-csum) beside a VXLAN/IPv4 flow with a computed
+    checksum (never refused, row 4). No flow is affected, but the gate did refuse 4 frames (the JSON's
+    frames_refused): the sentence must not say it never refuses one."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+    from gro_replay.sim import replay_frames
+
+    v6 = build_flow(FrameSpec(outer_ipv6=True, outer_csum="zero"), [1000] * 4)
+    v4 = build_flow(FrameSpec(outer_csum="computed", sport=40001), [1000] * 4)
+    frames = [(2000 * i + 1000 * j, f[i]) for i in range(4) for j, f in enumerate((v6, v4))]
+    result = replay_frames(frames, ReplayConfig(kernels=(K_5_11,), rx_csum="unnecessary"))
+    v = document(result)["verdict"]
+    assert (v["frames_refused"], v["affected_flows"], v["lost_flows"]) == (4, 0, 1)
+    assert v["text"].startswith(
+        f"{_LACKS_511}, but is not affected here: udp_gro_receive refuses 4 frames for a zero checksum, all of flows "
+        "lost before decapsulation (below), whose frames never reach the host whatever GRO does. Lost on the way "
+        "(pre-fix): 4 frame(s) lost: __udp6_lib_rcv drops"
+    ), v["text"]
+    assert "never refuses" not in v["text"]

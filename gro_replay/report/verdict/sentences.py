@@ -276,6 +276,15 @@ class CaptureSentences:
                     f"the zero-checksum bug: {self._refusal_text(refused)}; {fix_advice(self.result.config)}."
                 )
                 return text + self._unmerged_note(k)
+            if k.refused:
+                # refused, yet no flow affected: in one kernel's verdict a refused flow is affected unless it is lost
+                # (Verdict._flow_outcome), so these frames belong to flows lost before decapsulation
+                text = (
+                    f"{lacks}, but is not affected here: udp_gro_receive refuses {k.refused:,} "
+                    f"{plural(k.refused, 'frame')} for a zero checksum, all of flows lost before decapsulation "
+                    "(below), whose frames never reach the host whatever GRO does."
+                )
+                return text + self._unmerged_note(k)
             text = (
                 f"{lacks}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
                 "and these outer "
