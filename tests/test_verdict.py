@@ -683,3 +683,31 @@ def test_one_kernel_refusing_only_lost_flows_says_so():
         "(pre-fix): 4 frame(s) lost: __udp6_lib_rcv drops"
     ), v["text"]
     assert "never refuses" not in v["text"]
+
+
+def test_compare_mode_refusing_only_lost_flows_says_so():
+    """The frames of test_one_kernel_refusing_only_lost_flows_says_so with 5.11 and 5.12: the post-fix gate passes
+    the zero-checksum IPv6 flow (gro-spec §4.5), so 5.12 merges its 4 frames into one skb, which __udp6_lib_rcv
+    drops as 5.11 drops its 4: the flow is lost, not affected, and the sentence must not say the post-fix kernel
+    does not merge those frames either."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+    from gro_replay.sim import replay_frames
+
+    v6 = build_flow(FrameSpec(outer_ipv6=True, outer_csum="zero"), [1000] * 4)
+    v4 = build_flow(FrameSpec(outer_csum="computed", sport=40001), [1000] * 4)
+    frames = [(2000 * i + 1000 * j, f[i]) for i in range(4) for j, f in enumerate((v6, v4))]
+    result = replay_frames(frames, ReplayConfig(rx_csum="unnecessary"))
+    assert [k.flows[0].skbs["phys"] for k in result.kernels] == [4, 1]
+    assert [dict(k.flows[0].stack) for k in result.kernels] == [
+        {"udp6_csum_zero_error": 4},
+        {"udp6_csum_zero_error": 1},
+    ]
+    v = document(result)["verdict"]
+    assert (v["frames_refused"], v["affected_flows"], v["lost_flows"]) == (4, 0, 1)
+    assert v["text"].startswith(
+        "No flow loses phys-device aggregation before the fix. With --rx-csum unnecessary, udp_gro_receive refuses 4 "
+        "frame(s) for a zero checksum of flows lost before decapsulation (below): the fix changes how many skbs carry "
+        "them to the drop, not what the host receives. Lost on the way (every kernel): 4 frame(s) lost: "
+        "__udp6_lib_rcv drops"
+    ), v["text"]
+    assert "not merge those frames either" not in v["text"]

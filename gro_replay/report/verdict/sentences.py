@@ -133,25 +133,42 @@ class CaptureSentences:
             )
         return text
 
+    def _no_effect_text(self, post: KernelFacts) -> str:
+        """Compare mode when no flow is affected: what the gate refused (frames of flows that reach decapsulation,
+        which the post-fix kernel does not merge either, and frames of flows lost before it) or that it refused
+        nothing."""
+        t = self._tally
+        nic = self.rx_csum
+        lost = t.refused_lost  # refused, then dropped before decapsulation: the fix changes no delivery
+        refused = t.refused - lost
+        nic_words = _nic_words(self.result.config, nic)
+        if refused:
+            text = (
+                f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
+                f"refuses {refused:,} frame(s) for their zero outer UDP checksum, but the post-fix kernel does "
+                "not merge those frames either (no skb is saved)."
+            )
+        elif lost:
+            text = "No flow loses phys-device aggregation before the fix."
+        else:
+            text = (
+                f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
+                "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
+            )
+        if lost:
+            text += (
+                f" {'It also refuses' if refused else f'With {nic_words}, udp_gro_receive refuses'} {lost:,} "
+                f"frame(s) for a zero checksum of flows lost before decapsulation (below): the fix changes how "
+                "many skbs carry them to the drop, not what the host receives."
+            )
+        return text + self._unmerged_note(post)
+
     def _compare_text(self) -> str:
         t = self._tally
         post = next(k for k in self.kernels if k.name == self.post)
         nic = self.rx_csum
         if not t.affected:
-            refused = t.refused
-            nic_words = _nic_words(self.result.config, nic)
-            if refused:
-                text = (
-                    f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
-                    f"refuses {refused:,} frame(s) for their zero outer UDP checksum, but the post-fix kernel does "
-                    "not merge those frames either (no skb is saved)."
-                )
-            else:
-                text = (
-                    f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
-                    "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
-                )
-            return text + self._unmerged_note(post)
+            return self._no_effect_text(post)
         parts = []
         if t.pa:
             tcp = t.tunnel_tcp

@@ -66,6 +66,7 @@ class _Tally:
         self.tunnel_tcp = 0
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
+        self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
         self.affected = 0
         self.affected_kept: list[tuple[int, FlowVerdict]] = []  # max-heap by -fid of the lowest ids
         self.aff_gate_zero = 0
@@ -104,6 +105,8 @@ class _Tally:
         """Sum flow ``fv`` (``live``: still live at the end of the input, else retired during the replay)."""
         self.flows += 1
         self.refused += fv.gate_zero
+        if fv.outcome == "lost":
+            self.refused_lost += fv.gate_zero
         if fv.key.tunnel:
             self._add_tunnel(fv, live)
         if fv.affected:
