@@ -711,3 +711,55 @@ def test_compare_mode_refusing_only_lost_flows_says_so():
         "__udp6_lib_rcv drops"
     ), v["text"]
     assert "not merge those frames either" not in v["text"]
+
+
+def _no_gain_frames(case: str) -> list[tuple[int, bytes]]:
+    """Frames 1 and 3 of a 4-segment inner TCP flow (a sequence gap: tcp_gro_receive never merges them, gro-spec
+    §5), carried as plain VXLAN with outer checksum 0 ("phys"), as VXLAN in VXLAN with the outer checksum computed
+    and the nested one 0 ("tunnel"), or both flows ("both")."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    plain = build_flow(FrameSpec(outer_csum="zero", sport=40001), [1000] * 4)
+    inner = build_flow(FrameSpec(outer_csum="zero"), [1000] * 4)
+    nested = [_nested_vxlan(f, 100 + i, computed=True) for i, f in enumerate(inner)]
+    flows = {"phys": [plain], "tunnel": [nested], "both": [plain, nested]}[case]
+    return [(4000 * i + 1000 * j, f[x]) for i, x in enumerate((0, 2)) for j, f in enumerate(flows)]
+
+
+@pytest.mark.parametrize(
+    ("case", "where"),
+    [
+        ("phys", "refuses 2 frame(s) for their zero outer UDP checksum"),
+        (
+            "tunnel",
+            "refuses 2 frame(s) at the tunnel device's gro_cells for the zero UDP checksum of a tunnel inside the "
+            "tunnel (their outer header passed at the phys device)",
+        ),
+        (
+            "both",
+            "refuses 4 frame(s) for a zero UDP checksum (2 at the phys device, 2 only at the tunnel device's "
+            "gro_cells for the zero UDP checksum of a tunnel inside the tunnel)",
+        ),
+    ],
+)
+def test_refusals_without_gain_name_the_checksum_refused(case, where):
+    """Compare mode, no flow affected: the pre-fix gate refuses frames that the post-fix kernel does not merge
+    either (a sequence gap). The sentence names whose zero checksum was refused as gate_refusals_zero_csum counts
+    it: the outer header's at the phys device (gro-spec §4.7 row 3), or a nested tunnel header's at the tunnel
+    device's gro_cells, its outer header (computed checksum, row 4) having passed at the phys device (§4.4, §6.1)."""
+    from gro_replay.sim import replay_frames
+
+    result = replay_frames(_no_gain_frames(case), ReplayConfig(rx_csum="unnecessary"))
+    v = document(result)["verdict"]
+    pre = v["kernels"][0]["gate_refusals_zero_csum"]
+    expect = {
+        "phys": {"phys": 2, "tunnel": 0},
+        "tunnel": {"phys": 0, "tunnel": 2},
+        "both": {"phys": 2, "tunnel": 2},
+    }
+    assert pre == expect[case]
+    assert (v["affected_flows"], v["frames_refused"]) == (0, sum(pre.values()))
+    assert v["text"].startswith(
+        "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive "
+        f"{where}, but the post-fix kernel does not merge those frames either (no skb is saved)."
+    ), v["text"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...kernel.model import KernelModel
-from .facts import FIX, REASONS_NOT_OBSERVED, KernelFacts, ReplayResult
+from .facts import FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
 from .tally import Refusals, _Tally
 from .words import (
     TUNNEL_GATE_WORDS,
@@ -27,6 +27,19 @@ from .words import (
     reason_list,
     split_text,
 )
+
+
+def _refused_where(at: dict) -> str:
+    """For which zero checksum the gate refused frames, from ``_Tally.refused_at`` (frames by the stage that refused
+    them first): the outer header's at the phys device, a nested tunnel header's at the tunnel device's gro_cells
+    (its outer header passed at the phys device), or both."""
+    phys, tunnel = at["phys"], at["tunnel"]
+    nested = f"at {STAGE_NAMES['tunnel']} for the zero UDP checksum of a tunnel inside the tunnel"
+    if not tunnel:
+        return "for their zero outer UDP checksum"
+    if not phys:
+        return f"{nested} (their outer header passed at {STAGE_NAMES['phys']})"
+    return f"for a zero UDP checksum ({phys:,} at {STAGE_NAMES['phys']}, {tunnel:,} only {nested})"
 
 
 class CaptureSentences:
@@ -145,7 +158,7 @@ class CaptureSentences:
         if refused:
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
-                f"refuses {refused:,} frame(s) for their zero outer UDP checksum, but the post-fix kernel does "
+                f"refuses {refused:,} frame(s) {_refused_where(t.refused_at)}, but the post-fix kernel does "
                 "not merge those frames either (no skb is saved)."
             )
         elif lost:

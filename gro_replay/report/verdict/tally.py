@@ -67,6 +67,8 @@ class _Tally:
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
         self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
+        #: the others by the stage that refused them first in the kernel without the fix (``KernelFacts.refused_at``)
+        self.refused_at = {"phys": 0, "tunnel": 0}
         self.affected = 0
         self.affected_kept: list[tuple[int, FlowVerdict]] = []  # max-heap by -fid of the lowest ids
         self.aff_gate_zero = 0
@@ -107,6 +109,10 @@ class _Tally:
         self.refused += fv.gate_zero
         if fv.outcome == "lost":
             self.refused_lost += fv.gate_zero
+        elif fv.gate_zero and fv.pre is not None:
+            stage = fv.pre.refused_at()
+            if stage is not None:
+                self.refused_at[stage] += fv.gate_zero
         if fv.key.tunnel:
             self._add_tunnel(fv, live)
         if fv.affected:
