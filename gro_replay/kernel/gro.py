@@ -303,6 +303,7 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
     bucket = skb.hash & (GRO_HASH_BUCKETS - 1)
     head = napi.gro_hash[bucket]
     cb = skb.cb
+    cb.ended_by = None  # observation only: set when a later skb's arrival completes this one once held
 
     if skb.dev.netif_elide_gro():
         cb.why = R.NETIF_ELIDE_GRO
@@ -356,6 +357,8 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
     ret = GRO_MERGED_FREE if cb.free else GRO_MERGED
 
     if pp is not None:
+        # observation only: the frame whose arrival completes pp (tcp_gro_receive records a sequence gap itself)
+        pp.cb.ended_by = pp.cb.ended_by or (skb.frames[0], None, None)
         head.remove(pp)
         napi_gro_complete(napi, pp)
         napi.gro_count[bucket] -= 1
@@ -367,6 +370,7 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
         return GRO_NORMAL
 
     if napi.gro_count[bucket] >= MAX_GRO_SKBS:
+        head[-1].cb.ended_by = (skb.frames[0], None, None)  # observation only: the oldest, evicted for skb
         gro_flush_oldest(napi, head)
     else:
         napi.gro_count[bucket] += 1

@@ -77,5 +77,7 @@ class GroCells:
         while q:
             skb = q.popleft()
             skb.cb.why = R.GRO_CELLS_NETIF_RX
+            # observation only: what completed it at the phys device does not apply here
+            skb.cb.ended_by = None
             self.napi.netif_receive_skb_list([skb])
         return n

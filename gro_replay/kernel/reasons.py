@@ -33,6 +33,9 @@ MAX_GRO_SKBS = "gro_flush_oldest:MAX_GRO_SKBS"
 POLL_END = "napi_complete_done:flush"
 BUDGET_EXHAUSTED = "napi_poll:budget_exhausted_flush"
 SKB_GRO_RECEIVE_E2BIG = "skb_gro_receive:gro_max_size"
+#: the reasons ``napi_gro_flush`` gives the held packets it completes at the end of a poll (no frame's arrival
+#: completed them: ``NAPI_GRO_CB(skb)->ended_by`` stays None)
+FLUSHES = frozenset({POLL_END, BUDGET_EXHAUSTED})
 # L3
 INET_NO_OFFLOAD = "inet_gro_receive:no_inet_offload"
 INET_HDR = "inet_gro_receive:not_0x45"

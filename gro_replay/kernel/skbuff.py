@@ -145,6 +145,7 @@ class NapiGroCb:
         "l3_why",
         "id_step",
         "split",
+        "ended_by",
     )
 
     def __init__(self) -> None:
@@ -175,6 +176,12 @@ class NapiGroCb:
         self.id_step: tuple[str, int, int] | None = None
         #: reasons.SPLIT_*: the comparison that kept this skb apart from a held packet of its reported flow
         self.split: str | None = None
+        #: (capture index of the first frame of the skb whose arrival completed this held packet, TCP sequence
+        #: number just past the held payload, sequence number of that skb) — the two numbers only when
+        #: tcp_gro_receive found a sequence gap, else None; None when no arrival completed it (end of poll, or an
+        #: skb that went up without being held). Set where the held packet is completed (gro.py dev_gro_receive,
+        #: gro_flush_oldest's caller; tcp_offload.py at the gap), never read by a decision (observation only)
+        self.ended_by: tuple[int, int | None, int | None] | None = None
 
 
 class SkBuff:

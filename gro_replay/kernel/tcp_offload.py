@@ -175,8 +175,11 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
         elif ((length - 1) & 0xFFFFFFFF) >= mss:
             flush = 1
             why = why or (R.TCP_PURE_ACK if length == 0 else R.TCP_LEN_GT_MSS)
-        if (seq2 + (p.len - pcb.data_offset)) & 0xFFFFFFFF != seq:
+        held_end = (seq2 + (p.len - pcb.data_offset)) & 0xFFFFFFFF
+        if held_end != seq:
             flush = 1
+            # observation only: p ends here (flush), at this gap, for skb's arrival
+            pcb.ended_by = (skb.frames[0], held_end, seq)
             # a sequence gap explains the ID step it implies (reasons.py): name the gap
             why = R.TCP_SEQ if why is None or R.id_step_only(why) else why
         if flush or skb_gro_receive(p, skb):
