@@ -20,6 +20,9 @@ from .options import FLOW_HELP, build_config, replay_options
 from .output import start_progress
 from .params import BoundedInt, Keyword
 
+#: ``--skbs-max`` default: skbs listed per flow, stage and kernel
+DEFAULT_SKBS_MAX = 50
+
 
 @click.command("explain", cls=Command)
 @click.argument("capture", type=click.Path())
@@ -40,8 +43,24 @@ from .params import BoundedInt, Keyword
     show_default=True,
     help="Text: at most N flows (0: all).",
 )
+@click.option(
+    "--skbs",
+    is_flag=True,
+    help="Also list, per flow, stage and kernel, each skb delivered in order: the capture frames it carries "
+    "(1-based frame numbers, as Wireshark's), why it ended and, where a later frame's arrival ended it, which "
+    "frame (with the TCP sequence numbers of a gap). Runs the frame-by-frame path (the report's engine line "
+    "says so).",
+)
+@click.option(
+    "--skbs-max",
+    type=BoundedInt(0, 10**9),
+    metavar="N",
+    default=DEFAULT_SKBS_MAX,
+    show_default=True,
+    help="With --skbs: at most N skbs listed per flow, stage and kernel, the rest counted (0: all).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
+def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) -> None:
     """Explain, per flow of CAPTURE, where its frames were aggregated (phys NAPI, tunnel gro_cells) and why
     every skb ended, named after the kernel function and condition; then whether the flow, and the capture,
     is affected by the zero-checksum bug fixed in 89e5c58fc1e2 and how many stack traversals the fix saves.
@@ -51,6 +70,9 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
     stage does not merge), the same verdict the replay prints.
     """
     from ..report.explain import FlowDeliveries, SelectorError, explain, render_text, select_flows
+    from ..report.explain_skbs import SkbEnds
+
+    _check_skbs_max(skbs)
 
     if selector is not None:  # a bad selector is refused before the replay
         try:
@@ -62,9 +84,10 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
     cfg = replace(cfg, flow_idle_timeout_ns=0, flows_max=1 << 62)
     shown = [m.name for m in cfg.kernels]
     obs = FlowDeliveries()
+    listing = SkbEnds(obs, skbs_max) if skbs else None
     _prog, cb = start_progress(quiet, capture)
     try:
-        result = replay_capture(capture, cfg, obs, cb)
+        result = replay_capture(capture, cfg, listing or obs, cb)
     except CaptureError as e:
         raise UsageError(str(e)) from None
     except OSError as e:
@@ -86,10 +109,21 @@ def explain_cmd(capture, selector, fmt, limit, quiet, **opts) -> None:
             f"no flow matches --flow {selector!r} ({len(result.flows)} flows in {capture}; "
             "run without --flow to list them)"
         )
-    doc = explain(result, obs, shown, ids)
+    doc = explain(result, obs, shown, ids, listing)
     if fmt == "json":
         click.echo(dumps(doc))
     else:
         out = sys.stdout
         for line in render_text(doc, limit or None):
             out.write(line + "\n")
+
+
+def _check_skbs_max(skbs: bool) -> None:
+    """Refuse (UsageError, exit 2) ``--skbs-max`` given without ``--skbs``, which it would leave void (as replay
+    refuses ``--pcap-format`` without ``--write-pcap``)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    src = ctx.get_parameter_source("skbs_max")
+    if not skbs and src in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+        raise UsageError("--skbs-max needs --skbs")

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 
 from ..kernel import reasons as R
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
+from .explain_skbs import SkbEnds, skb_lines, skb_list
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
 from .verdict.words import drop_counts, kernel_label, plural
@@ -63,13 +64,14 @@ def _reason_rows(counter: Counter) -> list[dict]:
     return rows
 
 
-def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int) -> dict:
+def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int, listing: SkbEnds | None) -> dict:
     """One stage of one flow: skbs in (phys: one per wire frame; tunnel: the skbs decapsulated and queued to
-    gro_cells), frames they carry, skbs delivered, aggregates among them, skbs merged at this stage, reasons."""
+    gro_cells), frames they carry, skbs delivered, aggregates among them, skbs merged at this stage, reasons;
+    with ``listing`` (``--skbs``) each skb delivered (``explain_skbs.skb_list``)."""
     skbs = fs.skbs[stage]
     skbs_in = fs.segs["phys"] if stage == "phys" else fs.stack.get("queued", 0)
     devs = obs.devices.get((ks.name, stage, fid), Counter())
-    return {
+    row = {
         "devices": sorted(devs),
         "skbs_in": skbs_in,
         "frames_in": fs.segs[stage],
@@ -79,6 +81,9 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int) -> dict:
         "reasons": _reason_rows(fs.reasons[stage]),
         "splits": _reason_rows(getattr(fs, "splits", {}).get(stage, Counter())),
     }
+    if listing is not None:
+        row["skb_list"] = skb_list(listing, ks.name, stage, fid)
+    return row
 
 
 def affected_word(affected: bool, outcome: str | None) -> str:
@@ -89,12 +94,16 @@ def affected_word(affected: bool, outcome: str | None) -> str:
     return "no (lost)" if outcome == "lost" else "no"
 
 
-def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) -> dict:
+def explain(
+    result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int], skbs: SkbEnds | None = None
+) -> dict:
     """The explanation of ``result`` (a ``sim.Result`` that ran at least the pre-fix and post-fix kernels).
 
     Args: obs: the observer that watched the run; shown: names of the kernels whose stages are detailed;
-    flow_ids: the flows to explain (the capture verdict still covers every flow). Returns a JSON-ready dict
-    (``flows``: one entry per selected flow; ``verdict``: the capture's; ``summary``: the EXPLAIN line).
+    flow_ids: the flows to explain (the capture verdict still covers every flow); skbs: ``--skbs``' observer
+    (it watched the run around ``obs``), or None. Returns a JSON-ready dict (``flows``: one entry per selected
+    flow; ``verdict``: the capture's; ``summary``: the EXPLAIN line; with ``skbs`` also ``skbs_max`` and the run's
+    ``engine``, which says that the frame-by-frame path ran and why).
     """
     by_name = {k.name: k for k in result.kernels}
     cfg = result.config
@@ -109,7 +118,7 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
             fs = ks.flows.get(fid)
             if fs is None:
                 continue
-            stages = {s: _stage_row(ks, fs, obs, s, fid) for s in STAGES}
+            stages = {s: _stage_row(ks, fs, obs, s, fid, skbs) for s in STAGES}
             kernels[name] = {
                 "release": ks.release,
                 "aggregated_at": [s for s in STAGES if stages[s]["merged_here"] > 0],
@@ -134,7 +143,7 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
     saved = vd["stack_traversals_saved"]
     frames = vd["frames_refused"]
     text = f"affected: {affected_word(bool(aff), v.outcome)}: {v.text}"
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "kind": "explain",
         "input": result.input.as_dict(),
@@ -154,6 +163,10 @@ def explain(result, obs: FlowDeliveries, shown: list[str], flow_ids: list[int]) 
             + "".join(f" {t}" for t in v.assumed_tokens())
         ),
     }
+    if skbs is not None:
+        doc["skbs_max"] = skbs.skbs_max
+        doc["engine"] = dict(result.engine)
+    return doc
 
 
 def _outer_text(key: dict) -> str:
@@ -220,6 +233,8 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                         lines.append(
                             f"      {r['count']:>6,} × {r['function']}: {r['condition']}  ({r['description']})"
                         )
+                if "skb_list" in st:
+                    lines.extend(skb_lines(st["skb_list"], s, doc["skbs_max"]))
                 if s == "phys" and k["stack"]:
                     skbs, frames = Counter(k["stack"]), Counter(k.get("stack_frames", {}))
                     queued, through, carried = skbs["queued"], sum(skbs.values()), sum(frames.values())
@@ -238,6 +253,10 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
             f"… {len(flows) - limit:,} more flow(s): select with --flow, --limit 0 for all, or --format json"
         )
         lines.append("")
+    if "engine" in doc:  # --skbs: the path the listing took (sim/engine_path.py)
+        from .table import engine_lines
+
+        lines.extend(engine_lines(doc["engine"]))
     lines.append(f"capture: {doc['verdict']['text']}")
     lines.append(doc["summary"])
     return lines

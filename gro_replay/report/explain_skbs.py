@@ -1,0 +1,149 @@
+"""``gro-replay explain --skbs``: per flow, stage and kernel, every skb delivered, in order, and why it ended.
+
+Each row names the capture frames the skb carries (1-based frame numbers, as Wireshark's ``frame.number`` and
+``tcpdump -#`` count every record of the capture; a super-frame split by ``--resegment`` gives its segments its own
+number), the reason recorded at the decision (``NAPI_GRO_CB(skb)->why``, kernel/reasons.py) and, when a later
+frame's arrival completed the held skb (a flush decided in ``dev_gro_receive`` while receiving that frame: sequence
+gap, flags, merge limit, a bucket full …), which frame that was (``NAPI_GRO_CB(skb)->ended_by``, recorded beside
+``why`` at the decision: kernel/gro.py ``dev_gro_receive``, kernel/tcp_offload.py ``tcp_gro_receive`` with the TCP
+sequence numbers of a gap). The text and the JSON are both made from ``skb_list``'s rows.
+
+Cached delivery events (pollcache.py) hold no end reason per skb: the observer is not ``served_from_events`` and
+the replay takes the frame-by-frame path, which the document's ``engine`` says (sim/engine_path.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+
+from ..kernel import reasons as R
+from .verdict.words import plural
+
+#: why the replay takes the frame-by-frame path with ``--skbs`` (sim/engine_path.py ``observer_reasons``)
+SKBS_REASON = (
+    "explain --skbs reads each skb's end reason and the frame whose arrival ended it "
+    "(NAPI_GRO_CB why, ended_by), which cached delivery events do not hold"
+)
+
+#: one delivered skb as recorded: (0-based capture indices of its frames, why, ended_by)
+Recorded = tuple[tuple[int, ...], str, tuple[int, int | None, int | None] | None]
+
+
+class SkbEnds:
+    """``on_deliver`` observer of ``explain --skbs``: passes every delivery on to ``inner`` (explain's
+    ``FlowDeliveries``) and keeps, per (kernel, stage, flow id), the first ``skbs_max`` skbs delivered (0: every
+    one) as ``Recorded`` tuples, and how many were delivered in all. Reads ``skb.cb.why`` and ``skb.cb.ended_by``,
+    which cached events do not hold (module docstring)."""
+
+    served_from_events = False
+    frame_by_frame_reason = SKBS_REASON
+
+    def __init__(self, inner: Callable, skbs_max: int) -> None:
+        self.inner = inner
+        self.skbs_max = skbs_max
+        self.listed: dict[tuple[str, str, int], list[Recorded]] = defaultdict(list)
+        self.delivered: Counter = Counter()
+
+    def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
+        self.inner(kernel, stage, dev, skb, now_ns)
+        key = (kernel, stage, skb.flow)
+        self.delivered[key] += 1
+        if not self.skbs_max or self.delivered[key] <= self.skbs_max:
+            cb = skb.cb
+            # copied now: the skb goes on to the tunnel device, whose GRO writes the same control block
+            self.listed[key].append((tuple(skb.frames), cb.why or "unknown", cb.ended_by))
+
+
+def _seq_gap(held_next: int, seq: int) -> dict:
+    """The JSON of a TCP sequence gap: absolute sequence numbers and the signed distance in bytes (negative: the
+    arriving segment overlaps what the held skb carries, as a retransmission does)."""
+    d = (seq - held_next) & 0xFFFFFFFF
+    return {"held_next_seq": held_next, "seq": seq, "bytes": d - (1 << 32) if d >= 1 << 31 else d}
+
+
+def skb_row(rec: Recorded) -> dict:
+    """One JSON row of ``skb_list`` from a ``Recorded`` delivery: ``frames`` (1-based frame numbers), the reason
+    (``reason``, ``function``, ``condition``, ``description``), ``held`` (it waited in a GRO list: a later frame's
+    arrival or a flush completed it; false: it went up without being held, GRO_NORMAL) and ``ended_by`` (None, or
+    the frame whose arrival completed it and, for a TCP sequence gap, ``seq_gap``)."""
+    frames, why, ended = rec
+    function, _, condition = why.partition(":")
+    by: dict[str, int | dict] | None = None
+    if ended is not None:
+        trigger, held_next, seq = ended
+        by = {"frame": trigger + 1}
+        if held_next is not None and seq is not None:
+            by["seq_gap"] = _seq_gap(held_next, seq)
+    return {
+        "frames": [i + 1 for i in frames],
+        "reason": why,
+        "function": function,
+        "condition": condition,
+        "description": R.describe(why),
+        "held": ended is not None or why in R.FLUSHES,
+        "ended_by": by,
+    }
+
+
+def skb_list(obs: SkbEnds, kernel: str, stage: str, fid: int) -> dict:
+    """The ``skb_list`` of one stage of one flow: ``skbs`` (rows of ``skb_row``, in delivery order) and
+    ``omitted`` (skbs delivered beyond ``--skbs-max``, counted, not listed)."""
+    key = (kernel, stage, fid)
+    rows = [skb_row(r) for r in obs.listed.get(key, ())]
+    return {"skbs": rows, "omitted": obs.delivered[key] - len(rows)}
+
+
+# -- text -------------------------------------------------------------------------------------------------------------
+def frames_text(frames: list[int]) -> str:
+    """``frame 3``, ``frames 1–45``, ``frames 1, 3–5``: 1-based frame numbers, consecutive runs as ranges."""
+    runs: list[list[int]] = []
+    for n in frames:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    parts = [f"{a}" if a == b else f"{a}–{b}" for a, b in runs]
+    return f"{plural(len(frames), 'frame')} {', '.join(parts)}"
+
+
+def _trigger_text(row: dict, stage: str) -> str:
+    """How a held skb ended: the frame whose arrival completed it (and the sequence numbers of a gap), or the
+    flush that took it at the end of a poll."""
+    by = row["ended_by"]
+    if by is None:
+        return "held until the poll's flush"
+    n = by["frame"]
+    if n in row["frames"]:
+        return f"ended with its last frame {n}"
+    arrived = f"frame {n}" if stage == "phys" else f"the skb starting with frame {n}"
+    gap = by.get("seq_gap")
+    if gap is None:
+        return f"ended when {arrived} arrived"
+    d = gap["bytes"]
+    between = (
+        f"a gap of {d:,} {plural(d, 'byte')}" if d > 0 else f"overlapping it by {-d:,} {plural(-d, 'byte')}"
+    )
+    return (
+        f"ended when {arrived} arrived and did not continue it (TCP sequence gap: frame {n} starts at seq "
+        f"{gap['seq']}, {frames_text(row['frames'])} {plural(len(row['frames']), 'ends', 'end')} before seq "
+        f"{gap['held_next_seq']}; absolute sequence "
+        f"numbers, {between})"
+    )
+
+
+def skb_lines(sl: dict, stage: str, skbs_max: int) -> list[str]:
+    """Text lines of one stage's ``skb_list``: one per skb in delivery order, then the count of those omitted."""
+    lines = ["      skbs delivered, in order (frame numbers as Wireshark's):"]
+    for i, row in enumerate(sl["skbs"], 1):
+        how = _trigger_text(row, stage) if row["held"] else "went up alone"
+        lines.append(
+            f"      {i:>6,}. {frames_text(row['frames'])}: {how}: {row['function']}: {row['condition']}  "
+            f"({row['description']})"
+        )
+    if sl["omitted"]:
+        lines.append(
+            f"      … {sl['omitted']:,} more {plural(sl['omitted'], 'skb')} not listed (--skbs-max {skbs_max}; "
+            "0 lists all)"
+        )
+    return lines
