@@ -147,6 +147,19 @@ def test_write_pcap_reads_the_bytes_frame_by_frame(runner, bursts, tmp_path):
     assert _only_reason(eng) == "--write-pcap reads each skb's bytes"
 
 
+def test_explain_skbs_reads_each_skbs_end_reason(runner, bursts):
+    # explain's per-flow counts are served from cached events; --skbs reads NAPI_GRO_CB(skb)->why and ->ended_by
+    # of each skb, which they do not hold (report/explain_skbs.py)
+    from gro_replay.report.explain_skbs import SKBS_REASON
+
+    r = runner.invoke(main, ["explain", str(bursts), "--skbs", "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    eng = json.loads(r.stdout)["engine"]
+    assert _only_reason(eng) == SKBS_REASON and eng["polls"] == BURST_POLLS
+    text = runner.invoke(main, ["explain", str(bursts), "--skbs", "-q"]).stdout
+    assert f"engine: frame-by-frame ({BURST_POLLS} polls run through the kernels): {SKBS_REASON}" in text
+
+
 def test_rx_queues(runner, bursts):
     assert _only_reason(_engine(runner, bursts, "--rx-queues", "4")) == (
         "--rx-queues 4: one NAPI per RX queue, polls interleaved across queues"

@@ -1,0 +1,253 @@
+"""``gro-replay explain --skbs``: each skb delivered, in order, with its frames, why it ended and what ended it.
+
+Expected values come from how the captures are built, read back with dpkt (frame numbers, TCP sequence numbers,
+the inner TCP checksum, frame lengths), and from the kernel's rules: ``skb_gro_receive`` refuses a merge that
+brings ``p->len`` (from the outer IP header at the phys device) to 65536 (GRO_LEGACY_MAX_SIZE, ``gro_max_size``
+of a default device), ``napi_poll`` flushes every held packet when a poll used its whole budget of 64 (HZ < 1000)
+and ``napi_complete_done`` when it did not; ``tcp4_gro_receive`` sends a segment with a bad checksum up alone and
+``tcp_gro_receive`` completes the held packet when the next segment's sequence number does not continue it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+import dpkt
+import pytest
+from click.testing import CliRunner
+
+from gro_replay.cli import main
+from gro_replay.kernel import reasons as R
+from gro_replay.report.explain_skbs import SKBS_REASON, frames_text
+from gro_replay.report.schema import SchemaViolation, check
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the triage captures beside the checkout (``<repo>/../shared/triage``) or beside a worktree's folder
+TRIAGE = next(
+    (p for p in (ROOT.parent / "shared" / "triage", ROOT.parents[1] / "shared" / "triage") if p.is_dir()),
+    ROOT.parent / "shared" / "triage",
+)
+BAD_CSUM = TRIAGE / "bad-inner-csum-3frames.pcap"
+TRIAGE_ARGS = ("--rx-csum", "none", "--kernel", "6.18")
+GRO_LEGACY_MAX_SIZE = 65536
+NAPI_WEIGHT = 64
+
+
+def run(*args) -> str:
+    r = CliRunner().invoke(main, ["explain", *map(str, args), "-q"])
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def run_json(*args) -> dict:
+    doc = json.loads(run(*args, "--format", "json"))
+    check(doc, "explain")
+    return doc
+
+
+# -- reading the captures back -------------------------------------------------------------------------------------
+def inner_segments(path: Path) -> list[dict]:
+    """Per capture frame (frame number = position + 1): outer IP length, the inner TCP sequence number, payload
+    length and whether the inner TCP checksum is right (VXLAN over IPv4, inner IPv4)."""
+    out = []
+    with open(path, "rb") as f:
+        for _ts, buf in dpkt.pcap.UniversalReader(f):
+            outer = dpkt.ethernet.Ethernet(buf).data
+            inner_eth = dpkt.ethernet.Ethernet(bytes(outer.data.data)[8:])  # the 8-byte VXLAN header
+            ip = inner_eth.data
+            tcp = ip.data
+            raw = bytes(tcp)
+            pseudo = struct.pack("!4s4sBBH", ip.src, ip.dst, 0, 6, len(raw))
+            out.append(
+                {
+                    "outer_len": outer.len,
+                    "seq": tcp.seq,
+                    "payload": len(tcp.data),
+                    "csum_ok": dpkt.in_cksum(pseudo + raw) == 0,
+                }
+            )
+    return out
+
+
+# -- the triage capture ----------------------------------------------------------------------------------------------
+@pytest.fixture
+def bad_csum() -> Path:
+    if not BAD_CSUM.is_file():
+        pytest.skip(f"triage capture not present ({BAD_CSUM})")
+    return BAD_CSUM
+
+
+def test_triage_bad_checksum_and_sequence_gap_are_named_per_frame(bad_csum):
+    segs = inner_segments(bad_csum)
+    assert len(segs) == 3
+    bad = [n for n, s in enumerate(segs, 1) if not s["csum_ok"]]
+    assert bad == [2]
+    held_next = segs[0]["seq"] + segs[0]["payload"]  # frame 1's next sequence number
+    seq3 = segs[2]["seq"]
+    assert seq3 - held_next == segs[1]["payload"]  # frame 2's bytes lie between them
+    doc = run_json(bad_csum, *TRIAGE_ARGS, "--skbs")
+    (flow,) = doc["flows"]
+    for stage in ("phys", "tunnel"):
+        sl = flow["kernels"]["6.18"][stage]["skb_list"]
+        assert sl["omitted"] == 0
+        rows = [(r["frames"], r["reason"], r["held"], r["ended_by"]) for r in sl["skbs"]]
+        # frame 2 goes up alone as it is received; frame 3's arrival completes frame 1; frame 3 waits for the flush
+        assert rows == [
+            ([2], R.TCP_CSUM, False, None),
+            (
+                [1],
+                R.TCP_SEQ,
+                True,
+                {"frame": 3, "seq_gap": {"held_next_seq": held_next, "seq": seq3, "bytes": seq3 - held_next}},
+            ),
+            ([3], R.POLL_END, True, None),
+        ], stage
+    assert doc["skbs_max"] == 50
+    assert doc["engine"]["path"] == "frame-by-frame" and doc["engine"]["reasons"] == [SKBS_REASON]
+
+
+def test_triage_text_says_which_frame_and_the_sequence_numbers(bad_csum):
+    segs = inner_segments(bad_csum)
+    held_next, seq3 = segs[0]["seq"] + segs[0]["payload"], segs[2]["seq"]
+    text = run(bad_csum, *TRIAGE_ARGS, "--skbs")
+    lines = text.splitlines()
+    start = lines.index("      skbs delivered, in order (frame numbers as Wireshark's):")
+    assert lines[start + 1] == (
+        f"           1. frame 2: went up alone: tcp4_gro_receive: checksum_bad  ({R.DESCRIPTIONS[R.TCP_CSUM]})"
+    )
+    assert lines[start + 2] == (
+        "           2. frame 1: ended when frame 3 arrived and did not continue it (TCP sequence gap: frame 3 "
+        f"starts at seq {seq3}, frame 1 ends before seq {held_next}; absolute sequence numbers, a gap of "
+        f"{seq3 - held_next:,} bytes): tcp_gro_receive: seq_gap  ({R.DESCRIPTIONS[R.TCP_SEQ]})"
+    )
+    assert lines[start + 3] == (
+        f"           3. frame 3: held until the poll's flush: napi_complete_done: flush  "
+        f"({R.DESCRIPTIONS[R.POLL_END]})"
+    )
+    assert f"engine: frame-by-frame (1 poll run through the kernels): {SKBS_REASON}" in lines
+
+
+# -- a synthetic bulk flow ------------------------------------------------------------------------------------------
+BULK_FRAMES = 100
+
+
+@pytest.fixture(scope="module")
+def bulk(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("skbs") / "bulk.pcap"
+    r = CliRunner().invoke(main, ["synth", str(path), "--frames", str(BULK_FRAMES)])
+    assert r.exit_code == 0, r.output
+    return path
+
+
+def _merge_limit_segments(segs: list[dict]) -> int:
+    """Frames the phys device merges before ``skb_gro_receive`` refuses the next: the held packet's length
+    starts at the first frame's outer IP length and grows by each payload; a merge reaching 65536 is refused."""
+    length, n = segs[0]["outer_len"], 1
+    while n < len(segs) and length + segs[n]["payload"] < GRO_LEGACY_MAX_SIZE:
+        length += segs[n]["payload"]
+        n += 1
+    return n
+
+
+def test_bulk_flow_skbs_carry_consecutive_frames_and_name_the_limit_and_the_flushes(bulk):
+    segs = inner_segments(bulk)
+    assert len(segs) == BULK_FRAMES
+    first = _merge_limit_segments(segs)
+    assert 1 < first < NAPI_WEIGHT
+    doc = run_json(bulk, "--fix", "--poll", "budget", "--skbs")
+    (flow,) = doc["flows"]
+    phys = flow["kernels"]["post-fix"]["phys"]["skb_list"]
+    rows = [(r["frames"], r["reason"], r["ended_by"]) for r in phys["skbs"]]
+    # poll 1 (frames 1-64, the whole budget): frame first+1 does not fit; the rest flushed as the budget ran out;
+    # poll 2 (frames 65-100, below budget): one aggregate flushed by napi_complete_done
+    assert rows == [
+        (list(range(1, first + 1)), R.SKB_GRO_RECEIVE_E2BIG, {"frame": first + 1}),
+        (list(range(first + 1, NAPI_WEIGHT + 1)), R.BUDGET_EXHAUSTED, None),
+        (list(range(NAPI_WEIGHT + 1, BULK_FRAMES + 1)), R.POLL_END, None),
+    ]
+    assert all(r["held"] for r in phys["skbs"]) and phys["omitted"] == 0
+    # the tunnel device gets those skbs in order: every frame once, each skb's frames consecutive
+    tunnel = flow["kernels"]["post-fix"]["tunnel"]["skb_list"]["skbs"]
+    frames = [n for r in tunnel for n in r["frames"]]
+    assert frames == list(range(1, BULK_FRAMES + 1))
+    for r in tunnel:
+        assert r["frames"] == list(range(r["frames"][0], r["frames"][-1] + 1))
+
+
+def test_skbs_max_bounds_the_list_and_counts_the_rest(bulk):
+    doc = run_json(bulk, "--fix", "--poll", "budget", "--skbs", "--skbs-max", "1")
+    phys = doc["flows"][0]["kernels"]["post-fix"]["phys"]
+    sl = phys["skb_list"]
+    assert len(sl["skbs"]) == 1 and sl["omitted"] == phys["skbs"] - 1 == 2
+    assert doc["skbs_max"] == 1
+    text = run(bulk, "--fix", "--poll", "budget", "--skbs", "--skbs-max", "1")
+    assert "      … 2 more skbs not listed (--skbs-max 1; 0 lists all)" in text.splitlines()
+    every = run_json(bulk, "--fix", "--poll", "budget", "--skbs", "--skbs-max", "0")
+    assert every["flows"][0]["kernels"]["post-fix"]["phys"]["skb_list"]["omitted"] == 0
+
+
+def test_skbs_max_without_skbs_is_refused(bulk):
+    r = CliRunner().invoke(main, ["explain", str(bulk), "--skbs-max", "3", "-q"])
+    assert r.exit_code == 2 and "--skbs-max needs --skbs" in r.stderr
+
+
+def test_without_skbs_the_document_is_unchanged(bulk):
+    doc = run_json(bulk, "--fix", "--poll", "budget")
+    assert "engine" not in doc and "skbs_max" not in doc
+    assert "skb_list" not in doc["flows"][0]["kernels"]["post-fix"]["phys"]
+
+
+# -- text and JSON agree; the schema --------------------------------------------------------------------------------
+_ROW = re.compile(r" +(\d[\d,]*)\. (frames? [\d–, ]+): (.+): (\S+): (\S+)  \((.*)\)")
+
+
+def _text_rows(text: str) -> list[tuple]:
+    return [m.groups() for m in map(_ROW.fullmatch, text.splitlines()) if m]
+
+
+@pytest.mark.parametrize("which", ["bulk", "triage"])
+def test_text_and_json_agree(which, bulk):
+    if which == "triage":
+        if not BAD_CSUM.is_file():
+            pytest.skip(f"triage capture not present ({BAD_CSUM})")
+        args: tuple = (BAD_CSUM, *TRIAGE_ARGS, "--skbs")
+    else:
+        args = (bulk, "--fix", "--poll", "budget", "--skbs")
+    doc = run_json(*args)
+    want = []
+    for f in doc["flows"]:
+        for k in f["kernels"].values():
+            for stage in ("phys", "tunnel"):
+                for i, r in enumerate(k[stage]["skb_list"]["skbs"], 1):
+                    want.append(
+                        (f"{i}", frames_text(r["frames"]), r, r["function"], r["condition"], r["description"])
+                    )
+    got = _text_rows(run(*args))
+    assert len(got) == len(want) > 0
+    for (n, frames, how, fn, cond, desc), (wn, wframes, row, wfn, wcond, wdesc) in zip(
+        got, want, strict=True
+    ):
+        assert (n, frames, fn, cond, desc) == (wn, wframes, wfn, wcond, wdesc)
+        by = row["ended_by"]
+        assert ("went up alone" in how) == (not row["held"])
+        if by is not None:
+            assert f"frame {by['frame']}" in how
+            if "seq_gap" in by:
+                assert f"seq {by['seq_gap']['seq']}" in how and f"seq {by['seq_gap']['held_next_seq']}" in how
+
+
+def test_the_schema_refuses_a_malformed_skb_row(bulk):
+    doc = run_json(bulk, "--fix", "--poll", "budget", "--skbs")
+    row = doc["flows"][0]["kernels"]["post-fix"]["phys"]["skb_list"]["skbs"][0]
+    for bad in (
+        {**row, "frames": [0]},
+        {**row, "frames": []},
+        {**row, "ended_by": {"frame": 0}},
+        {**row, "why": 1},
+    ):
+        doc["flows"][0]["kernels"]["post-fix"]["phys"]["skb_list"]["skbs"][0] = bad
+        with pytest.raises(SchemaViolation):
+            check(doc, "explain")
