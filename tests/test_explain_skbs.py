@@ -251,3 +251,35 @@ def test_the_schema_refuses_a_malformed_skb_row(bulk):
         doc["flows"][0]["kernels"]["post-fix"]["phys"]["skb_list"]["skbs"][0] = bad
         with pytest.raises(SchemaViolation):
             check(doc, "explain")
+
+
+# -- the other ways a held skb ends ---------------------------------------------------------------------------------
+def _synth(path: Path, *args: str) -> Path:
+    r = CliRunner().invoke(main, ["synth", str(path), *args])
+    assert r.exit_code == 0, r.output
+    return path
+
+
+def test_a_short_last_segment_ends_the_skb_it_merged_into(tmp_path):
+    # tcp_gro_receive merges the short segment, then completes p (out_check_final: len < mss)
+    path = _synth(tmp_path / "short.pcap", "--frames", "10", "--last-payload", "100")
+    segs = inner_segments(path)
+    assert [s["payload"] for s in segs][-2:] == [segs[0]["payload"], 100]
+    doc = run_json(path, "--fix", "--skbs")
+    (row,) = doc["flows"][0]["kernels"]["post-fix"]["phys"]["skb_list"]["skbs"]
+    assert (row["frames"], row["reason"], row["ended_by"]) == (list(range(1, 11)), R.TCP_SHORT, {"frame": 10})
+    assert "1. frames 1–10: ended with its last frame 10: tcp_gro_receive: len_lt_mss" in run(
+        path, "--fix", "--skbs"
+    )
+
+
+def test_a_full_bucket_names_the_frame_whose_flow_evicted_the_oldest(tmp_path):
+    # 9 flows, one frame each in turn, all in GRO bucket 0 (--rss none: hash 0): the 9th flow's frame finds
+    # MAX_GRO_SKBS (8) held and dev_gro_receive evicts the oldest, flow 0's frame 1 (gro_flush_oldest)
+    path = _synth(tmp_path / "nine.pcap", "--frames", "2", "--flows", "9")
+    doc = run_json(path, "--fix", "--rss", "none", "--skbs", "--flow", "0")
+    rows = doc["flows"][0]["kernels"]["post-fix"]["phys"]["skb_list"]["skbs"]
+    assert [(r["frames"], r["reason"], r["ended_by"]) for r in rows] == [
+        ([1], R.MAX_GRO_SKBS, {"frame": 9}),
+        ([10], R.MAX_GRO_SKBS, {"frame": 18}),
+    ]
