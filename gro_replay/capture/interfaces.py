@@ -35,8 +35,6 @@ choose: ``plan`` walks its blocks to count them (no frame decoded) and the batch
 
 from __future__ import annotations
 
-import os
-import stat
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +45,7 @@ from ..packet.decode import CLS_NOT_TUNNEL, Decoder
 from .interface_stats import InterfaceStats, _new_stats, interface_key, plural
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
+from .spool import is_regular_file
 
 #: Skip reason of the frames of an interface that is not replayed.
 SKIP_OTHER_INTERFACE = "other_interface"
@@ -392,13 +391,6 @@ def _skip(rec, inp) -> None:
     inp.last_ts_ns = rec[0]
 
 
-def _regular_file(path: str) -> bool:
-    try:
-        return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
 def may_hold_several(cap) -> bool:
     """True for inputs that can carry several interfaces: pcapng, Linux cooked v2 (per-packet ifindex), or Linux
     cooked v1 (``tcpdump -i any`` without the ifindex: only the copies can be told, by their bytes)."""
@@ -406,8 +398,9 @@ def may_hold_several(cap) -> bool:
 
 
 def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
-    """The interface selection of ``cap`` (open, not yet iterated) at ``path``: ``Selection.filter`` chooses as
-    the records are read (the module docstring's rule), the same for a file and a pipe. ``decoder_factory()``
+    """The interface selection of ``cap`` (open, not yet iterated; ``path`` names it in errors, ``cap.source`` is
+    the file opened): ``Selection.filter`` chooses as the records are read (the module docstring's rule), the same
+    for a file and a pipe. ``decoder_factory()``
     gives a ``packet.decode.Decoder`` with the replay's tunnel ports. A regular pcapng file whose frames are all
     on one interface of a link type without an ifindex or copies to tell (not Linux cooked) has nothing to choose:
     its blocks are walked to count the frames (``_one_interface``), no frame is decoded, and the batch path may
@@ -419,7 +412,7 @@ def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
         if want is not None:
             raise CaptureError(f"{path}: --interface {want}: the capture holds one interface")
         return sel
-    if cap.format == "pcapng" and _regular_file(path) and _one_interface(path, sel):
+    if cap.format == "pcapng" and is_regular_file(cap.source) and _one_interface(cap.source, sel):
         sel.planned = True
         if want is not None:
             match = frozenset(k for k, st in sel.by_key.items() if st.matches(want))

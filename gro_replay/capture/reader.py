@@ -114,6 +114,8 @@ class Capture(PcapngBlocks):
         digest: DigestingRaw | None = None,
     ) -> None:
         self.path = path
+        #: the file opened (``open_capture``'s ``path``): ``path`` unless the capture is a copy named as its stream
+        self.source = path
         self.compressed = compressed
         #: the gzip reader of a compressed capture (``stream_cut``), set by ``open_capture``
         self.gzip: GzipStream | None = None
@@ -295,33 +297,45 @@ class Capture(PcapngBlocks):
 STDIN_PATH = "-"
 
 
-def open_capture(path: str | os.PathLike[str], digest: bool = True) -> Capture:
+def open_stream(path: str | os.PathLike[str], name: str | None = None) -> io.FileIO:
+    """The file or stream at ``path`` opened for reading bytes: ``-`` is standard input (descriptor 0, left open
+    when the result is closed). ``name`` (default ``path``) names it in errors.
+
+    Raises: CaptureError (one line) when it is missing, unreadable or a directory, or ``-`` is a terminal.
+    """
+    shown = os.fspath(path) if name is None else name
+    try:
+        if os.fspath(path) == STDIN_PATH:
+            if sys.stdin is not None and sys.stdin.isatty():
+                raise CaptureError("-: standard input is a terminal: pipe a capture into it")
+            return io.FileIO(0, "rb", closefd=False)
+        return io.FileIO(os.fspath(path), "rb")
+    except FileNotFoundError:
+        raise CaptureError(f"{shown}: no such file") from None
+    except PermissionError:
+        raise CaptureError(f"{shown}: permission denied") from None
+    except IsADirectoryError:
+        raise CaptureError(f"{shown}: is a directory") from None
+    except OSError as e:
+        raise CaptureError(f"{shown}: cannot open ({e.strerror or e})") from None
+
+
+def open_capture(path: str | os.PathLike[str], digest: bool = True, name: str | None = None) -> Capture:
     """Open a pcap or pcapng capture, gzip-compressed or not (detected by the 1f 8b magic).
 
     Args: path: the capture file, or ``-`` for standard input; FIFOs, ``/dev/stdin`` and process substitutions
-        are read as streams (each byte once; nothing is reopened or seeked).
+        are read as streams (each byte once; nothing is reopened or seeked). name: what error messages and
+        ``Capture.path`` call it (default ``path``; capture/spool.py's copy of a stream is named as the stream).
     Returns: a Capture; the caller closes it (it is a context manager). Its ``sha256()`` hashes the bytes read
         (``digest=False``: no hash is computed, for a second read of a file, and ``sha256()`` raises ValueError).
+        ``Capture.source`` is ``path`` (the file opened).
     Raises: CaptureError (one line) when the file is missing, unreadable, a directory, empty, not pcap/pcapng,
         has a header cut short, corrupt gzip, or (pcap; pcapng first interface) an unsupported link type; or
         when ``-`` is a terminal.
     """
-    name = os.fspath(path)
-    try:
-        if name == STDIN_PATH:
-            if sys.stdin is not None and sys.stdin.isatty():
-                raise CaptureError("-: standard input is a terminal: pipe a capture into it")
-            fileio = io.FileIO(0, "rb", closefd=False)
-        else:
-            fileio = io.FileIO(name, "rb")
-    except FileNotFoundError:
-        raise CaptureError(f"{name}: no such file") from None
-    except PermissionError:
-        raise CaptureError(f"{name}: permission denied") from None
-    except IsADirectoryError:
-        raise CaptureError(f"{name}: is a directory") from None
-    except OSError as e:
-        raise CaptureError(f"{name}: cannot open ({e.strerror or e})") from None
+    source = os.fspath(path)
+    name = source if name is None else name
+    fileio = open_stream(source, name)
     hashing = DigestingRaw(fileio) if digest else None
     raw = io.BufferedReader(hashing or fileio, buffer_size=1 << 16)  # owned, and closed, by the Capture
     f: io.BufferedIOBase = raw
@@ -334,6 +348,7 @@ def open_capture(path: str | os.PathLike[str], digest: bool = True) -> Capture:
             compressed = True
         cap = Capture(name, raw, f, compressed, hashing)
         cap.gzip = gz
+        cap.source = source
         return cap
     except CaptureError:
         _close_quietly(f, raw)
