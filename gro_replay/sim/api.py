@@ -13,6 +13,7 @@ from ..capture.interfaces import may_hold_several
 from ..capture.interfaces import plan as plan_interfaces
 from ..capture.pcapng_chunks import PcapngChunks
 from ..capture.reader import DLT_EN10MB, open_capture
+from ..capture.spool import spooled
 from ..packet.decode import Decoder
 from .config import ReplayConfig
 from .ingest import detect_tunnel_ports
@@ -28,8 +29,10 @@ def replay_capture(
 ) -> Result:
     """Replay a capture file through every kernel model in ``config``.
 
-    Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once; config: models and NIC/poll settings; on_deliver: observer of
-    every ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
+    Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once (with ``config.detect_tunnels``
+    a stream is first copied to a temporary file, read twice as a file is and removed at the end:
+    capture/spool.py ``spooled``); config: models and NIC/poll settings; on_deliver: observer of every
+    ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
     A classic pcap of Ethernet frames (plain or gzip) and a pcapng file or stream (a file whose frames are all on
     one interface read directly, any other in the block walker's blocks with the records of interfaces not
     replayed marked, ``capture.interface_chunks.SelectedChunks``) take the batch path (pollcache.py)
@@ -39,28 +42,43 @@ def replay_capture(
     ran, why, and how many polls the cache answered (``engine``); ``Result.batch`` counts the batch path's polls.
     Raises: capture.reader.CaptureError (unreadable input), ConfigError.
     """
-    # pollcache.py builds sim.ingest.Frames: imported here, so that importing pollcache first is no import cycle
-    from ..pollcache import BatchReplay
-    from .engine_path import batch_reasons
-
-    detected: dict[str, dict[int, int]] = {}
-    if config.detect_tunnels:
-        detected = detect_tunnel_ports(path, config)
+    if not config.detect_tunnels:
+        return _replay(str(path), str(path), config, on_deliver, progress)
+    with spooled(str(path), "--vxlan-port/--geneve-port auto") as source:
+        detected = detect_tunnel_ports(source, config, name=str(path))
         if detected:
             config = replace(
                 config,
                 vxlan_ports=config.vxlan_ports + tuple(sorted(detected.get("vxlan", {}))),
                 geneve_ports=config.geneve_ports + tuple(sorted(detected.get("geneve", {}))),
             )
+        return _replay(str(path), source, config, on_deliver, progress, detected)
+
+
+def _replay(
+    path: str,
+    source: str,
+    config: ReplayConfig,
+    on_deliver: Callable | None,
+    progress: Callable[[int], None] | None,
+    detected: dict[str, dict[int, int]] | None = None,
+) -> Result:
+    """``replay_capture`` of the capture read from ``source`` (``path``, or a stream's copy named ``path``) with
+    the tunnel ports ``detected`` by ``--vxlan-port auto`` (already in ``config``'s ports)."""
+    # pollcache.py builds sim.ingest.Frames: imported here, so that importing pollcache first is no import cycle
+    from ..pollcache import BatchReplay
+    from .engine_path import batch_reasons
+
     rep = Replayer(config, on_deliver)
-    rep.input.tunnel_ports_detected = detected
-    with open_capture(path) as cap:  # first: a missing or unreadable file is a CaptureError (one line)
-        rep.input.path = str(path)
+    rep.input.tunnel_ports_detected = detected or {}
+    # first: a missing or unreadable file is a CaptureError (one line)
+    with open_capture(source, name=path) as cap:
+        rep.input.path = path
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
         raw = records = cap if progress is None else counting(cap, progress)
         sel = plan_interfaces(
-            str(path), cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface
+            path, cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface
         )
         if may_hold_several(cap):
             records = sel.filter(cap, raw, rep.input)

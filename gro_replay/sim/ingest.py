@@ -9,6 +9,7 @@ Every record is counted: replayed, skipped with a reason or filtered.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple
 
-from ..capture.reader import DLT_EN10MB, CaptureError, l2_normalize, open_capture
+from ..capture.reader import DLT_EN10MB, STDIN_PATH, CaptureError, l2_normalize, open_capture
+from ..capture.spool import is_regular_file
 from ..kernel.nic import toeplitz_hash
 from ..packet.decode import (
     CLS_NOT_TUNNEL,
@@ -178,29 +180,26 @@ def _outer_ip_len(buf: bytes) -> int:
 
 
 class TunnelScanError(CaptureError):
-    """``--vxlan-port auto`` on an input that cannot be read twice (a pipe)."""
+    """``detect_tunnel_ports`` on an input that cannot be read twice (a pipe; ``replay_capture`` reads a copy)."""
 
 
-def detect_tunnel_ports(path: str, config: ReplayConfig) -> dict[str, dict[int, int]]:
+def detect_tunnel_ports(
+    path: str, config: ReplayConfig, name: str | None = None
+) -> dict[str, dict[int, int]]:
     """First read of ``path`` for ``config.detect_tunnels``: kind → UDP destination port → frames whose payload
-    parses as that tunnel (``packet.decode.sniff_tunnel``) on ports without a socket of either kind.
+    parses as that tunnel (``packet.decode.sniff_tunnel``) on ports without a socket of either kind. ``name``
+    (default ``path``) names the capture in errors: sim/api.py ``replay_capture`` passes a stream's copy
+    (capture/spool.py ``spooled``) named as the stream.
 
     Raises: TunnelScanError when ``path`` is not a regular file (a pipe is read once); CaptureError.
     """
-    import os
-    import stat
-
-    try:
-        regular = path != "-" and stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        regular = True  # open_capture names the problem
-    if not regular:
+    if path == STDIN_PATH or (os.path.exists(path) and not is_regular_file(path)):
         raise TunnelScanError(
-            f"{path}: --vxlan-port/--geneve-port auto reads the capture twice and a pipe can be read once: "
-            "name the port (the report lists ports that carry tunnel traffic)"
+            f"{name or path}: --vxlan-port/--geneve-port auto reads the capture twice and a pipe can be read "
+            "once: name the port (the report lists ports that carry tunnel traffic)"
         )
     dec = Decoder(config.vxlan_ports, config.geneve_ports)
-    with open_capture(path) as cap:
+    with open_capture(path, name=name) as cap:
         buf: bytes | None  # l2_normalize gives None for a frame it cannot convert
         for _ts, buf, orig_len, linktype in cap:
             if len(buf) < orig_len:

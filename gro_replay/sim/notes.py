@@ -31,8 +31,8 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             notes.append(
                 f"{n:,} {plural(n, 'frame')} to UDP port {p} {'parses' if n == 1 else 'parse'} as {name[kind]}, but no {name[kind]} port is configured there: "
                 f"replayed as plain UDP (not_tunnel), as a kernel without that tunnel socket would; "
-                f"pass {opt[kind]} {p} to decode them (or, on a capture file, {opt[kind]} auto: it reads the input twice, "
-                "which a pipe cannot be)"
+                f"pass {opt[kind]} {p} to decode them (or {opt[kind]} auto, which finds such ports in a first read "
+                "of the capture)"
             )
     if not inp.classes.get(CLS_TUNNEL_TCP) and not inp.classes.get(CLS_TUNNEL_OTHER) and not notes:
         ports = ", ".join(map(str, config.vxlan_ports)) or "none"
