@@ -26,7 +26,8 @@ def replay(capture: str, config: ReplayConfig | None = None, **options: Any) -> 
     """Replay a capture through every kernel model of ``config`` (the CLI's replay, without the report).
 
     Args:
-        capture: a pcap/pcapng file (optionally gzip), a FIFO, or ``-`` for standard input; read once.
+        capture: a pcap/pcapng file (optionally gzip), a FIFO, or ``-`` for standard input; read once (a stream
+            with ``detect_tunnels``, which reads the capture twice, through a temporary copy: capture/spool.py).
         config: a ``ReplayConfig``; None builds one from ``options`` (its field names, e.g. ``rx_csum="none"``,
             ``kernels=(K_6_18,)``) — the library defaults, which differ from the CLI's in one place:
             ``resegment`` is ``"off"`` here and ``auto`` on the command line.
