@@ -25,11 +25,8 @@ from gro_replay.report.explain_skbs import SKBS_REASON, frames_text
 from gro_replay.report.schema import SchemaViolation, check
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the triage captures beside the checkout (``<repo>/../shared/triage``) or beside a worktree's folder
-TRIAGE = next(
-    (p for p in (ROOT.parent / "shared" / "triage", ROOT.parents[1] / "shared" / "triage") if p.is_dir()),
-    ROOT.parent / "shared" / "triage",
-)
+#: the triage captures beside the checkout (``<repo>/../shared/triage``), as every test reading ../shared finds them
+TRIAGE = ROOT.parent / "shared" / "triage"
 BAD_CSUM = TRIAGE / "bad-inner-csum-3frames.pcap"
 TRIAGE_ARGS = ("--rx-csum", "none", "--kernel", "6.18")
 GRO_LEGACY_MAX_SIZE = 65536
