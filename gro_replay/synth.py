@@ -25,12 +25,13 @@ import ipaddress
 import itertools
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
-from gro_replay.capture.writer import PcapWriter
-from gro_replay.packet.build import FrameSpec, build_frame, outer_ip_overhead
+from gro_replay.capture.writer import PCAP_TS_NS_MAX, PcapWriter
+from gro_replay.packet.build import FrameSpec, build_frame, frame_layout, outer_ip_overhead
 from gro_replay.packet.geneve import GENEVE_UDP_PORT, geneve_opt
 from gro_replay.packet.vxlan import IANA_VXLAN_UDP_PORT
 
@@ -50,6 +51,76 @@ FLOW_TS_STRIDE = 100_000
 MAX_FLOWS = 0x10000 - FrameSpec.sport
 
 _FLOW_KEY = struct.Struct("!16s16sHHB")
+#: The largest value of a 16-bit length field: IPv4 Total Length (RFC 791 §3.1), UDP Length (RFC 768), IPv6
+#: Payload Length (RFC 8200 §3).
+MAX_LENGTH_FIELD = 0xFFFF
+
+
+class ScenarioError(ValueError):
+    """A value a scenario (or a traffic mix) cannot use. The message names fields as ``{field}`` placeholders:
+    ``str()`` reads them as the field names (``mss 65535 is more than …``), :meth:`words` in other names (the
+    synth command's options: ``--mss 65535 is more than …``)."""
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        super().__init__(self.words({}))
+
+    def words(self, names: Mapping[str, str]) -> str:
+        """The message with each ``{field}`` read as ``names[field]`` (the field's own name when not there)."""
+        return self.template.format_map(_Names(names))
+
+
+class _Names(dict):
+    def __missing__(self, key: str) -> str:
+        return key
+
+
+class PayloadLimit(NamedTuple):
+    """The most TCP payload bytes one frame can carry, and what sets that limit."""
+
+    payload: int  #: the largest payload whose frame every 16-bit length field can hold
+    field: str  #: the length field that sets it, with its RFC
+    headers: tuple[tuple[int, str], ...]  #: (bytes, name) of each header that field counts, outermost first
+
+
+def payload_limit(spec: FrameSpec) -> PayloadLimit:
+    """The largest TCP payload :func:`~gro_replay.packet.build.build_frame` can build with ``spec``'s headers.
+
+    Every length field on the way is 16 bits (:data:`MAX_LENGTH_FIELD`); the one that counts the most header bytes
+    besides the payload sets the limit: an outer IPv4 packet's total length counts everything from its own header
+    on; an outer IPv6 packet's payload length does not count its own header and equals the outer UDP length (no
+    outer extension headers), which counts the UDP header on. The inner IPv4 total length and IPv6 payload length
+    count fewer headers than either, so they never set it.
+    """
+    lay = frame_layout(replace(spec, payload=0))
+    tunnel = "VXLAN" if spec.encap == "vxlan" else "Geneve"
+    inner = "IPv6" if spec.inner_ipv6 else "IPv4"
+    headers = [
+        (lay.outer_l4 - lay.outer_l3, "IPv6" if spec.outer_ipv6 else "IPv4"),
+        (lay.tunnel - lay.outer_l4, "UDP"),
+        (lay.inner_l2 - lay.tunnel, tunnel),
+        (lay.inner_l3 - lay.inner_l2, "Ethernet"),
+        (lay.inner_l4 - lay.inner_l3, inner),
+        (lay.payload - lay.inner_l4, "TCP"),
+    ]
+    field = "an outer IPv4 packet's total length (RFC 791)"
+    if spec.outer_ipv6:
+        headers = headers[1:]
+        field = "an outer UDP datagram's length (RFC 768; the outer IPv6 payload length, RFC 8200)"
+    return PayloadLimit(MAX_LENGTH_FIELD - sum(n for n, _ in headers), field, tuple(headers))
+
+
+def check_payload(name: str, size: int, spec: FrameSpec) -> None:
+    """Raise ScenarioError naming field ``name`` when a frame of ``spec`` cannot carry ``size`` payload bytes
+    (:func:`payload_limit`): ``mss 65535 is more than the 65433 payload bytes … 65535 = 20 IPv4 + … + 65433``."""
+    limit = payload_limit(spec)
+    if size <= limit.payload:
+        return
+    parts = " + ".join(f"{n} {what}" for n, what in limit.headers)
+    raise ScenarioError(
+        f"{{{name}}} {size} is more than the {limit.payload} payload bytes a segment can carry with these headers: "
+        f"{limit.field} is 16 bits, {MAX_LENGTH_FIELD} = {parts} + {limit.payload}"
+    )
 
 
 @dataclass(frozen=True)
@@ -86,33 +157,81 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if self.encap not in ("vxlan", "geneve"):
-            raise ValueError(f"encap must be vxlan or geneve, not {self.encap!r}")
+            raise ScenarioError(f"{{encap}} must be vxlan or geneve, not {self.encap!r}")
         if self.outer_csum not in ("zero", "computed", "bad"):
-            raise ValueError(f"outer_csum must be zero, computed or bad, not {self.outer_csum!r}")
+            raise ScenarioError(f"{{outer_csum}} must be zero, computed or bad, not {self.outer_csum!r}")
         for name in ("flows", "frames"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ScenarioError(f"{{{name}}} must be at least 1")
         if self.flows > MAX_FLOWS:
-            raise ValueError(
-                f"flows must be at most {MAX_FLOWS} (one inner TCP source port each, from 40000)"
+            raise ScenarioError(
+                f"{{flows}} must be at most {MAX_FLOWS} (one inner TCP source port each, from 40000)"
             )
         for name in ("gap_ns", "pause_every", "pause_ns", "start_ns", "geneve_opt_bytes"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative")
+                raise ScenarioError(f"{{{name}}} must not be negative")
         if self.mss is not None and self.mss < 1:
-            raise ValueError("mss must be at least 1")
+            raise ScenarioError("{mss} must be at least 1")
         if self.last_payload is not None and self.last_payload < 0:
-            raise ValueError("last_payload must not be negative")
-        if self.port is not None and not 0 < self.port <= 0xFFFF:
-            raise ValueError(f"port {self.port} is not a UDP port")
-        if self.geneve_opt_bytes:
-            if self.encap != "geneve":
-                raise ValueError("geneve_opt_bytes needs encap geneve")
-            if self.geneve_opt_bytes % 4 or self.geneve_opt_bytes > 252:
-                raise ValueError("geneve_opt_bytes must be a multiple of 4, at most 252")
+            raise ScenarioError("{last_payload} must not be negative")
+        self._check_tunnel()
         self.interleave_block()  # validates
         if self.resolved_mss() < 1:
-            raise ValueError(f"mtu {self.mtu} leaves no room for TCP payload")
+            raise ScenarioError(f"{{mtu}} {self.mtu} leaves no room for TCP payload")
+        self._check_payloads()
+        self._check_last_timestamp()
+
+    def _check_tunnel(self) -> None:
+        """The tunnel's fields fit their headers: UDP port, 24-bit VNI, Geneve options (Geneve only)."""
+        if self.port is not None and not 0 < self.port <= 0xFFFF:
+            raise ScenarioError(f"{{port}} {self.port} is not a UDP port")
+        if not 0 <= self.vni < 1 << 24:
+            raise ScenarioError(f"{{vni}} {self.vni} does not fit the 24-bit VNI field")
+        if self.geneve_opt_bytes:
+            if self.encap != "geneve":
+                raise ScenarioError("{geneve_opt_bytes} needs {encap} geneve")
+            if self.geneve_opt_bytes % 4 or self.geneve_opt_bytes > 252:
+                raise ScenarioError("{geneve_opt_bytes} must be a multiple of 4, at most 252")
+
+    def _check_payloads(self) -> None:
+        """Every payload a frame carries fits the frame's 16-bit length fields (:func:`check_payload`): the full
+        segments' (``mss``, or what ``mtu`` leaves) unless the one frame is the last, and ``last_payload``."""
+        first = flow_spec(self, 0)
+        if self.last_payload is None or self.frames > 1:
+            if self.mss is not None:
+                check_payload("mss", self.mss, first)
+            elif self.resolved_mss() > payload_limit(first).payload:
+                raise ScenarioError(
+                    f"{{mtu}} {self.mtu} is more than a 16-bit length field holds: at most "
+                    f"{self.mtu - self.resolved_mss() + payload_limit(first).payload}"
+                )
+        if self.last_payload is not None:
+            check_payload("last_payload", self.last_payload, first)
+
+    def last_ns(self) -> int:
+        """The timestamp of the last frame: ``start_ns`` plus the gaps and pauses between ``flows × frames``."""
+        n = self.flows * self.frames
+        pauses = (n - 1) // self.pause_every if self.pause_every else 0
+        return self.start_ns + (n - 1 - pauses) * self.gap_ns + pauses * self.pause_ns
+
+    def _check_last_timestamp(self) -> None:
+        """The last frame's timestamp fits a pcap record: its seconds field is 32 bits (``PCAP_TS_NS_MAX``)."""
+        last = self.last_ns()
+        if last <= PCAP_TS_NS_MAX:
+            return
+        n = self.flows * self.frames
+        apart = "{gap_ns}/{pause_ns}" if self.pause_every and n > self.pause_every else "{gap_ns}"
+        frames = f"last of {n:,} frames ({{flows}} × {{frames}}, {apart} apart)" if n > 1 else "only frame"
+        room = PCAP_TS_NS_MAX - (last - self.start_ns)
+        if room < 0:
+            raise ScenarioError(
+                f"the {frames} comes {last - self.start_ns} ns after the first, past a pcap record's 32-bit "
+                f"seconds (at most {PCAP_TS_NS_MAX} ns): shorten {apart} or send fewer frames"
+            )
+        raise ScenarioError(
+            f"{{start_ns}} {self.start_ns} puts the {frames} at {last} ns, past a pcap record's 32-bit "
+            f"seconds (at most {PCAP_TS_NS_MAX} ns): {{start_ns}} at most {room} with these gaps"
+        )
 
     def interleave_block(self) -> int:
         """Frames of one flow sent back to back before the next flow's turn ("rr" is 1)."""
@@ -120,12 +239,12 @@ class Scenario:
             if self.interleave in ("rr", "round-robin"):
                 return 1
             if not (self.interleave.isascii() and self.interleave.isdigit()):
-                raise ValueError(f"interleave must be rr or a block size, not {self.interleave!r}")
+                raise ScenarioError(f"{{interleave}} must be rr or a block size, not {self.interleave!r}")
             block = int(self.interleave)
         else:
             block = self.interleave
         if block < 1:
-            raise ValueError("interleave block size must be at least 1")
+            raise ScenarioError("{interleave} block size must be at least 1")
         return block
 
     def resolved_port(self) -> int:
@@ -217,7 +336,8 @@ def synth_frames(sc: Scenario) -> Iterator[tuple[int, bytes]]:
     ``payload_size(k)`` bytes at ``seq + k·mss`` (all segments before the last are full) with inner IPv4 id
     ``ip_id + k`` (``ip_select_ident_segs``), as :func:`~gro_replay.packet.build.flow_specs` lays them out.
 
-    Raises: ValueError if a frame cannot be built (e.g. an mss too large for the IP length fields).
+    Every frame can be built and timestamped in a pcap record: ``Scenario`` refuses payloads its length fields
+    cannot hold and a last timestamp past the record's 32-bit seconds before any frame is built.
     """
     firsts = [flow_spec(sc, f) for f in range(sc.flows)]
     mss = sc.resolved_mss()
@@ -242,8 +362,7 @@ def synth_frames(sc: Scenario) -> Iterator[tuple[int, bytes]]:
 def write_scenario(path: str | Path, sc: Scenario) -> int:
     """Write the frames of ``sc`` to a nanosecond pcap at ``path``; return the number of frames.
 
-    Raises: ValueError for an unbuildable scenario (before ``path`` is created); OSError if ``path``
-        cannot be written.
+    Raises: OSError if ``path`` cannot be written (``Scenario`` refused every unbuildable value already).
     """
     return write_frames(path, synth_frames(sc))
 

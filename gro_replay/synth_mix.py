@@ -22,12 +22,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from .packet.build import ACK, PSH, FrameSpec, build_frame
-from .synth import DEFAULT_START_NS, inner_flow_hash, udp_flow_src_port
+from .synth import DEFAULT_START_NS, ScenarioError, check_payload, inner_flow_hash, udp_flow_src_port
 
 #: wire time of a 1514-byte frame at 10 Gbit/s (ns): frames of one burst leave this far apart
 LINE_RATE_GAP_NS = 1_230
 #: round-trip time between the two hosts, drawn per ACK from this range (ns)
 RTT_NS = (20_000, 60_000)
+#: connection i sends from TCP port 33000 + i (``_connection``), at most 65535
+MAX_CONNECTIONS = 0x10000 - 33000
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,17 @@ class OverlayMix:
     def __post_init__(self) -> None:
         for name in ("frames", "connections", "mss", "max_write"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ScenarioError(f"{{{name}}} must be at least 1")
+        if self.connections > MAX_CONNECTIONS:
+            raise ScenarioError(
+                f"{{connections}} must be at most {MAX_CONNECTIONS} (one TCP source port each, from 33000)"
+            )
         if self.idle_ns < 0 or self.csum_every < 0:
-            raise ValueError("idle_ns and csum_every must not be negative")
+            raise ScenarioError("{idle_ns} and {csum_every} must not be negative")
+        if not 0 < self.port <= 0xFFFF:
+            raise ScenarioError(f"{{port}} {self.port} is not a UDP port")
+        # the data segments are the largest frames: the same headers for every connection
+        check_payload("mss", self.mss, _connection(self, 0)[0])
 
 
 def _connection(mix: OverlayMix, i: int) -> tuple[FrameSpec, FrameSpec]:
@@ -101,7 +111,7 @@ def _connection(mix: OverlayMix, i: int) -> tuple[FrameSpec, FrameSpec]:
 def mix_frames(mix: OverlayMix) -> Iterator[tuple[int, bytes]]:
     """Yield ``(ts_ns, frame)`` of ``mix`` in time order, ``mix.frames`` of them.
 
-    Raises: ValueError for an unbuildable mix (from ``OverlayMix``).
+    Every frame can be built: ``OverlayMix`` refuses an ``mss`` its length fields cannot hold (ScenarioError).
     """
     rng = random.Random(mix.seed)
     conns = [list(_connection(mix, i)) for i in range(mix.connections)]

@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from ..outputs import RunOutputs, failure_text
-from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, write_frames, write_scenario
+from ..synth import DEFAULT_START_NS, MAX_FLOWS, Scenario, ScenarioError, write_frames, write_scenario
 from ..synth_mix import OverlayMix, mix_frames
 from .command import Command
 from .params import BoundedInt, FiniteFloat, Keyword
@@ -46,12 +46,14 @@ _OPTION_OF = {
 }
 
 
-def _option_words(text: str) -> str:
-    """A scenario's ValueError in the command's words: the field it begins with (and an ``encap X`` it names)
-    as the option ("geneve_opt_bytes needs encap geneve" → "--geneve-opt-bytes needs --encap geneve")."""
-    head, sep, rest = text.partition(" ")
-    head = _OPTION_OF.get(head, head)
-    return head + sep + rest.replace("needs encap ", "needs --encap ")
+def _option_words(exc: ValueError) -> str:
+    """A scenario's ValueError in the command's words: each field a ScenarioError names as its option
+    ("geneve_opt_bytes needs encap geneve" → "--geneve-opt-bytes needs --encap geneve"); any other ValueError
+    with the field it begins with as the option."""
+    if isinstance(exc, ScenarioError):
+        return exc.words(_OPTION_OF)
+    head, sep, rest = str(exc).partition(" ")
+    return _OPTION_OF.get(head, head) + sep + rest
 
 
 #: Longest gap or pause (µs): 1000 s.
@@ -272,7 +274,7 @@ def synth(
                 )
                 n = write_scenario(outs.temp_path(output, ""), sc)
     except ValueError as exc:
-        raise click.UsageError(_option_words(str(exc))) from exc
+        raise click.UsageError(_option_words(exc)) from exc
     except OSError as exc:
         raise SynthInputError(failure_text("", str(output), exc.strerror or exc)) from exc
     click.echo(f"wrote {n} frames to {output}", err=True)
