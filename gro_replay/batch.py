@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -119,6 +120,42 @@ def unopenable(path: str) -> str | None:
             return None
     except (CaptureError, OSError) as e:
         return _error_line(path, e)
+
+
+#: a path of this process's descriptor ``N`` (group 2): ``/dev/fd/N``, ``/proc/self/fd/N``, ``/proc/PID/fd/N`` (group 1
+#: PID, one's own only), ``/proc/PID/task/TID/fd/N`` (what ``/proc/thread-self`` is)
+_FD_PATH = re.compile(r"/(?:dev/fd|proc/(?:self|thread-self|(\d+)(?:/task/\d+)?)/fd)/(\d+)")
+_STD_PATHS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def own_descriptor(path: str) -> int | None:
+    """The file descriptor of this process that ``path`` names, or None for any other path.
+
+    ``-`` and ``/dev/stdin`` are 0; ``/dev/fd/N`` and ``/proc/self/fd/N`` are N (a process substitution ``<(…)`` is
+    ``/dev/fd/63``); a symbolic link to one of them, or under a link to one of their directories, too. A Dask
+    worker given such a path opens its own descriptor, not this process's: a local worker inherits none but 0
+    (whose bytes this process may already have read), a remote one none at all.
+    """
+    if path == "-":
+        return 0
+    p = os.path.abspath(path)
+    for _ in range(40):  # links followed one at a time, at most as many as open(2) does (ELOOP)
+        if p in _STD_PATHS:
+            return _STD_PATHS[p]
+        m = _FD_PATH.fullmatch(p)
+        if m is not None and m.group(1) in (None, str(os.getpid())):
+            return int(m.group(2))
+        head, tail = os.path.split(p)
+        resolved = os.path.join(os.path.realpath(head), tail)
+        if resolved != p:
+            p = resolved
+            continue
+        try:
+            target = os.readlink(p)
+        except OSError:  # not a link (or gone): the path is what it names
+            return None
+        p = os.path.normpath(os.path.join(head, target))
+    return None
 
 
 def _distributed():

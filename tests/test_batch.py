@@ -8,7 +8,9 @@ broken capture is reported with the reader's one-line error and does not stop th
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 from pathlib import Path
 
 import distributed  # the `batch` extra (dask[distributed]); CI installs it: no test here is skipped
@@ -259,3 +261,70 @@ def test_captures_that_cannot_be_opened_fail_before_a_cluster_starts(tmp_path, m
     doc = json.loads(r.stdout)
     assert [c["error"] for c in doc["captures"]] == expected
     assert doc["cluster"] == {"local_workers": 0}
+
+
+def _refusal(path: str, what: str, single: str) -> str:
+    return (
+        f"Error: batch reads capture files: its Dask workers do not share this process's {what} ({path}); for a "
+        f"single stream use 'gro-replay {single}'; see 'gro-replay batch --help'\n"
+    )
+
+
+def test_a_descriptor_of_this_process_is_refused_before_any_worker(tmp_path, monkeypatch):
+    """``batch -`` read as '-: empty file' (the pre-check here read the header off standard input, its worker the
+    rest); ``<(…)`` as '/dev/fd/63: no such file' (a worker has no descriptor 63). Refused with one line, exit 2,
+    before Dask is asked for anything."""
+    from gro_replay import batch as batch_mod
+
+    def no_dask():
+        raise AssertionError("dask used for a refused PATH")
+
+    monkeypatch.setattr(batch_mod, "_distributed", no_dask)
+    (tmp_path / "in").symlink_to("/dev/stdin")
+    (tmp_path / "fds").symlink_to("/dev/fd")
+    cases = [
+        ("-", "standard input", "-"),
+        ("/dev/stdin", "standard input", "-"),
+        (str(tmp_path / "in"), "standard input", "-"),
+        ("/dev/fd/63", "file descriptor 63", "/dev/fd/63"),
+        ("/proc/self/fd/7", "file descriptor 7", "/proc/self/fd/7"),
+        (str(tmp_path / "fds" / "5"), "file descriptor 5", str(tmp_path / "fds" / "5")),
+    ]
+    runner = CliRunner()
+    for path, what, single in cases:
+        r = runner.invoke(
+            main, ["batch", str(FIX_SAMPLE), path], input=FIX_SAMPLE.read_bytes(), prog_name="gro-replay"
+        )
+        assert r.exit_code == 2, (path, r.stderr)
+        assert r.stderr == _refusal(path, what, single)
+        assert r.stdout == ""
+
+
+def test_own_descriptor_names_only_this_process_descriptors(tmp_path):
+    from gro_replay.batch import own_descriptor
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert own_descriptor("-") == 0 and own_descriptor("/dev/stdin") == 0
+    assert own_descriptor(f"/proc/{os.getpid()}/fd/4") == 4
+    assert own_descriptor("/proc/thread-self/fd/9") == 9
+    # a FIFO, a file, another process's descriptor and a missing path are paths a worker opens itself
+    for path in (str(fifo), str(FIX_SAMPLE), "/proc/1/fd/0", str(tmp_path / "missing"), "/dev/null"):
+        assert own_descriptor(path) is None, path
+
+
+def test_a_named_fifo_is_read_by_its_worker(tmp_path, scheduler):
+    """A named FIFO is a path the workers open themselves (a local cluster's share this file system): replayed as
+    the file is."""
+    fifo = tmp_path / "capture.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(FIX_SAMPLE.read_bytes())
+
+    threading.Thread(target=feed, daemon=True).start()
+    r = CliRunner().invoke(main, ["batch", str(fifo), "--scheduler", scheduler, "--format", "json", "-q"])
+    assert r.exit_code == 0, r.stderr
+    (row,) = json.loads(r.stdout)["captures"]
+    assert (row["path"], row["frames"], row["error"]) == (str(fifo), 17, None)

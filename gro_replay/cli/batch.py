@@ -136,6 +136,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     """
     if jobs is not None and scheduler is not None:
         raise UsageError("--jobs and --scheduler are exclusive")
+    _refuse_descriptors(paths)
     cfg = build_config(**opts)
     # the --out files are written beside their paths and renamed into place once all are written; an interrupted
     # or failed run removes them (and the directory when it made it): gro_replay/outputs.py. A capture that fails
@@ -158,6 +159,24 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     failed = doc["totals"]["failed"]
     if failed:
         raise UsageError(f"{failed:,} of {len(outcomes):,} capture(s) failed")
+
+
+def _refuse_descriptors(paths: Sequence[str]) -> None:
+    """A one-line usage error (exit 2) for a PATH that is a descriptor of this process (``-``, ``/dev/stdin``,
+    ``/dev/fd/N``, ``<(…)``: ``gro_replay.batch.own_descriptor``): its workers open paths on their own and cannot
+    read it (``-`` read as an empty file). A named FIFO is a path: a local worker opens it."""
+    from ..batch import own_descriptor
+
+    for path in paths:
+        fd = own_descriptor(path)
+        if fd is None:
+            continue
+        what = "standard input" if fd == 0 else f"file descriptor {fd}"
+        single = "-" if fd == 0 else path
+        raise click.UsageError(
+            f"batch reads capture files: its Dask workers do not share this process's {what} ({path}); for a "
+            f"single stream use 'gro-replay {single}'"
+        )
 
 
 def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: bool) -> tuple[dict, list]:
