@@ -225,6 +225,11 @@ def _backend_environment() -> None:
         (["-"], "Error: -: standard input is a terminal: pipe a capture into it"),
         (["explain", "-"], "Error: -: standard input is a terminal: pipe a capture into it"),
         (["kernel", "-"], "Error: -: standard input is a terminal: pipe a capture into it"),
+        (
+            ["batch", "-"],
+            "Error: batch reads capture files: its Dask workers do not share this process's standard input (-); "
+            "for a single stream use 'gro-replay -'; see 'gro-replay batch --help'",
+        ),
         (["/nonexistent/x.pcap"], "Error: /nonexistent/x.pcap: no such file"),
         # refused before a copy of standard input is begun (capture/spool.py)
         (["-", "--detect-tunnels"], "Error: -: standard input is a terminal: pipe a capture into it"),
@@ -233,7 +238,7 @@ def _backend_environment() -> None:
             f"Error: {VXLAN4_SAMPLE}: --interface 7: the capture holds one",
         ),
     ],
-    ids=["stdin", "explain-stdin", "kernel-stdin", "missing", "detect-on-terminal", "interface"],
+    ids=["stdin", "explain-stdin", "kernel-stdin", "batch-stdin", "missing", "detect-on-terminal", "interface"],
 )
 def test_early_refusal_comes_before_any_progress_display(args, line):
     """With stderr a terminal (progress on) a refusal is the only thing written: before the fix rich's bar
