@@ -21,6 +21,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from .capture.writer import PCAP_TS_NS_MAX
 from .packet.build import ACK, PSH, FrameSpec, build_frame
 from .synth import DEFAULT_START_NS, ScenarioError, check_payload, inner_flow_hash, udp_flow_src_port
 
@@ -63,6 +64,12 @@ class OverlayMix:
             raise ScenarioError("{idle_ns} and {csum_every} must not be negative")
         if not 0 < self.port <= 0xFFFF:
             raise ScenarioError(f"{{port}} {self.port} is not a UDP port")
+        # the mix's span is drawn as it goes (idle gaps, round trips): the start is checked, the end is the
+        # writer's (the CLI's --start-ns leaves a day; 10^9 frames, about 1.7 µs each on average, span under an hour)
+        if not 0 <= self.start_ns <= PCAP_TS_NS_MAX:
+            raise ScenarioError(
+                f"{{start_ns}} {self.start_ns} is not in a pcap record's 0 .. {PCAP_TS_NS_MAX} ns"
+            )
         # the data segments are the largest frames: the same headers for every connection
         check_payload("mss", self.mss, _connection(self, 0)[0])
 

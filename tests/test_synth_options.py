@@ -273,3 +273,7 @@ def test_a_scenario_error_reads_field_names_outside_the_command():
         OverlayMix(port=0)
     with pytest.raises(ScenarioError, match=r"^connections must be at most 32536 "):
         OverlayMix(connections=32537)
+    with pytest.raises(
+        ScenarioError, match=r"^start_ns -1 is not in a pcap record's 0 \.\. 4294967295999999999 ns$"
+    ):
+        OverlayMix(start_ns=-1)
