@@ -223,6 +223,23 @@ def _local_cluster(distributed, n: int):
         raise BatchUnavailable(f"cannot start a local Dask cluster of {n} workers: {e}") from None
 
 
+def descriptor_refusal(paths: Sequence[str]) -> str | None:
+    """Why ``paths`` cannot be replayed by ``run_batch``, or None: the first PATH that is a descriptor of this
+    process (``-``, ``/dev/stdin``, ``/dev/fd/N``, ``<(…)``: ``own_descriptor``), which the workers, opening paths
+    on their own, cannot read (``-`` read as an empty file). A named FIFO is a path: a local worker opens it."""
+    for path in paths:
+        fd = own_descriptor(path)
+        if fd is None:
+            continue
+        what = "standard input" if fd == 0 else f"file descriptor {fd}"
+        single = "-" if fd == 0 else path
+        return (
+            f"batch reads capture files: its Dask workers do not share this process's {what} ({path}); for a "
+            f"single stream use 'gro-replay {single}'"
+        )
+    return None
+
+
 def run_batch(
     paths: Sequence[str],
     config: ReplayConfig,
@@ -240,13 +257,17 @@ def run_batch(
     (``tcp://host:8786``); on_done: called with each outcome as it completes (any order); on_start: called when
     the cluster or scheduler is there, before the first capture is sent (a progress display starts there).
     Raises: BatchUnavailable (dask.distributed missing, scheduler unreachable, local cluster not started);
-    ValueError (jobs < 1, or jobs and scheduler both given). Note: the local cluster's workers are spawned
+    ValueError (jobs < 1, jobs and scheduler both given, or a path that is this process's descriptor:
+    ``descriptor_refusal``). Note: the local cluster's workers are spawned
     processes that import ``__main__`` again: a calling script guards it (``if __name__ == "__main__":``).
     """
     if jobs is not None and scheduler is not None:
         raise ValueError("jobs and scheduler are exclusive")
     if jobs is not None and jobs < 1:
         raise ValueError("jobs must be at least 1")
+    refusal = descriptor_refusal(paths)
+    if refusal is not None:
+        raise ValueError(refusal)
     distributed = _distributed()
     config.validate()
     outcomes = [CaptureOutcome(p) for p in paths]

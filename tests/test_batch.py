@@ -300,6 +300,21 @@ def test_a_descriptor_of_this_process_is_refused_before_any_worker(tmp_path, mon
         assert r.stdout == ""
 
 
+def test_run_batch_refuses_a_descriptor_as_the_cli_does(monkeypatch):
+    """The Python API (``gro_replay.batch.run_batch``) refuses the same paths with the CLI's words, as ValueError,
+    before Dask is asked for anything (it read ``-`` as an empty file)."""
+    from gro_replay import batch as batch_mod
+    from gro_replay.sim.config import ReplayConfig
+
+    def no_dask():
+        raise AssertionError("dask used for a refused PATH")
+
+    monkeypatch.setattr(batch_mod, "_distributed", no_dask)
+    with pytest.raises(ValueError) as e:
+        batch_mod.run_batch([str(FIX_SAMPLE), "-"], ReplayConfig())
+    assert f"Error: {e.value}; see 'gro-replay batch --help'\n" == _refusal("-", "standard input", "-")
+
+
 def test_own_descriptor_names_only_this_process_descriptors(tmp_path):
     from gro_replay.batch import own_descriptor
 

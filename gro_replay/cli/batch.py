@@ -162,21 +162,13 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
 
 
 def _refuse_descriptors(paths: Sequence[str]) -> None:
-    """A one-line usage error (exit 2) for a PATH that is a descriptor of this process (``-``, ``/dev/stdin``,
-    ``/dev/fd/N``, ``<(…)``: ``gro_replay.batch.own_descriptor``): its workers open paths on their own and cannot
-    read it (``-`` read as an empty file). A named FIFO is a path: a local worker opens it."""
-    from ..batch import own_descriptor
+    """A one-line usage error (exit 2) for a PATH that is a descriptor of this process
+    (``gro_replay.batch.descriptor_refusal``)."""
+    from ..batch import descriptor_refusal
 
-    for path in paths:
-        fd = own_descriptor(path)
-        if fd is None:
-            continue
-        what = "standard input" if fd == 0 else f"file descriptor {fd}"
-        single = "-" if fd == 0 else path
-        raise click.UsageError(
-            f"batch reads capture files: its Dask workers do not share this process's {what} ({path}); for a "
-            f"single stream use 'gro-replay {single}'"
-        )
+    refusal = descriptor_refusal(paths)
+    if refusal is not None:
+        raise click.UsageError(refusal)
 
 
 def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: bool) -> tuple[dict, list]:
