@@ -238,7 +238,15 @@ def _backend_environment() -> None:
             f"Error: {VXLAN4_SAMPLE}: --interface 7: the capture holds one",
         ),
     ],
-    ids=["stdin", "explain-stdin", "kernel-stdin", "batch-stdin", "missing", "detect-on-terminal", "interface"],
+    ids=[
+        "stdin",
+        "explain-stdin",
+        "kernel-stdin",
+        "batch-stdin",
+        "missing",
+        "detect-on-terminal",
+        "interface",
+    ],
 )
 def test_early_refusal_comes_before_any_progress_display(args, line):
     """With stderr a terminal (progress on) a refusal is the only thing written: before the fix rich's bar
