@@ -191,10 +191,15 @@ def test_skbs_max_without_skbs_is_refused(bulk):
     assert r.exit_code == 2 and "--skbs-max needs --skbs" in r.stderr
 
 
-def test_without_skbs_the_document_is_unchanged(bulk):
+def test_without_skbs_no_listing_and_the_batch_path(bulk):
+    """Without --skbs no skb is listed and the replay keeps the batch path, which the document says as the replay's
+    does (``engine``: every poll of the budget model's 100 frames, 64 + 36, run once: nothing to answer twice)."""
     doc = run_json(bulk, "--fix", "--poll", "budget")
-    assert "engine" not in doc and "skbs_max" not in doc
+    assert "skbs_max" not in doc
     assert "skb_list" not in doc["flows"][0]["kernels"]["post-fix"]["phys"]
+    assert (doc["engine"]["path"], doc["engine"]["reasons"], doc["engine"]["polls"]) == ("batch", [], 2)
+    text = CliRunner().invoke(main, ["explain", str(bulk), "--fix", "--poll", "budget", "-q"]).stdout
+    assert "engine: batch (0 of 2 polls answered from the cache)" in text.splitlines()
 
 
 # -- text and JSON agree; the schema --------------------------------------------------------------------------------

@@ -41,7 +41,8 @@ def _observed(path, cfg: ReplayConfig) -> tuple[tuple, dict | None, dict]:
     deliveries = FlowDeliveries()
     r = replay_capture(str(path), cfg, Observers(TraceWriter(out, tag=True), deliveries))
     doc = without_engine(document(r))
-    ex = explain(r, deliveries, [m.name for m in cfg.kernels], list(range(len(r.flows))))
+    # which path ran (``engine``) differs by design: the rest must not
+    ex = without_engine(explain(r, deliveries, [m.name for m in cfg.kernels], list(range(len(r.flows)))))
     ex_text = "\n".join(render_text(ex))
     dumped = json.dumps(doc, sort_keys=True, default=str)
     return (out.getvalue(), json.dumps(ex, sort_keys=True, default=str), ex_text, dumped), r.batch, doc

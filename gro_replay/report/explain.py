@@ -102,8 +102,9 @@ def explain(
     Args: obs: the observer that watched the run; shown: names of the kernels whose stages are detailed;
     flow_ids: the flows to explain (the capture verdict still covers every flow); skbs: ``--skbs``' observer
     (it watched the run around ``obs``), or None. Returns a JSON-ready dict (``flows``: one entry per selected
-    flow; ``verdict``: the capture's; ``summary``: the EXPLAIN line; with ``skbs`` also ``skbs_max`` and the run's
-    ``engine``, which says that the frame-by-frame path ran and why).
+    flow; ``verdict``: the capture's; ``summary``: the EXPLAIN line; ``engine``: which path the run took and why,
+    as the replay document's, when the result says (the kernel backend's does not); with ``skbs`` also
+    ``skbs_max``).
     """
     by_name = {k.name: k for k in result.kernels}
     cfg = result.config
@@ -163,9 +164,10 @@ def explain(
             + "".join(f" {t}" for t in v.assumed_tokens())
         ),
     }
+    if getattr(result, "engine", None):
+        doc["engine"] = dict(result.engine)
     if skbs is not None:
         doc["skbs_max"] = skbs.skbs_max
-        doc["engine"] = dict(result.engine)
     return doc
 
 
@@ -253,7 +255,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
             f"… {len(flows) - limit:,} more flow(s): select with --flow, --limit 0 for all, or --format json"
         )
         lines.append("")
-    if "engine" in doc:  # --skbs: the path the listing took (sim/engine_path.py)
+    if "engine" in doc:  # the path the run took (sim/engine_path.py), as the replay's report says it
         from .table import engine_lines
 
         lines.extend(engine_lines(doc["engine"]))
