@@ -324,18 +324,45 @@ def test_batch_document_that_cannot_be_written_takes_the_others_along(tmp_path):
     assert _left(out) == ["batch.json"]
 
 
-def test_a_terminated_synth_leaves_no_capture(tmp_path):
-    # SIGTERM (kill, timeout, a stopped CI job): the command unwinds like an interrupt, exit 143 (128 + SIGTERM)
+@pytest.mark.parametrize(("sig", "line"), [(signal.SIGTERM, "terminated"), (signal.SIGHUP, "hangup")])
+def test_a_terminated_synth_leaves_no_capture(tmp_path, sig, line):
+    # SIGTERM (kill, timeout, a stopped CI job) or SIGHUP (the terminal or ssh session closed): the command unwinds
+    # like an interrupt, exit 128 + the signal's number (143, 129)
     out = tmp_path / "big.pcap"
     p = _interrupt(
         ["synth", "--mix", "overlay-node", "--frames", "5000000", out],
         None,
         lambda: any(os.path.getsize(tmp_path / n) > 100_000 for n in _temps(tmp_path)),
-        signal.SIGTERM,
+        sig,
     )
-    assert p.returncode == 143, p.stderr
-    assert p.stderr.decode().strip().splitlines()[-1] == "gro-replay: terminated"
+    assert p.returncode == 128 + sig, p.stderr
+    assert p.stderr.decode().strip().splitlines()[-1] == f"gro-replay: {line}"
     assert _left(tmp_path) == []
+
+
+def test_an_ignored_sighup_stays_ignored(tmp_path):
+    """Under nohup (SIGHUP ignored when the command starts, inherited through exec) a hangup during the run does not
+    stop it: the capture is written whole, exit 0."""
+    out = tmp_path / "s.pcap"
+    proc = subprocess.Popen(
+        [*CLI, "synth", "--mix", "overlay-node", "--frames", "300000", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any(os.path.getsize(tmp_path / n) > 100_000 for n in _temps(tmp_path)):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGHUP)
+        _out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert out.stat().st_size > 100_000 and _left(tmp_path) == ["s.pcap"]
 
 
 # -- an output never replaces the input or another output of the run (breaker's reproducers, 2026-12-01) ----------

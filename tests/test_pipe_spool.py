@@ -314,7 +314,13 @@ def test_a_file_size_limit_while_copying_is_exit_2_and_the_copy_goes(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("sig", "code", "line"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+    ("sig", "code", "line"),
+    # SIGHUP: the terminal or ssh session closed (129, unwinding as SIGTERM does; it left the copy behind)
+    [
+        (signal.SIGTERM, 143, "terminated"),
+        (signal.SIGINT, 130, "interrupted"),
+        (signal.SIGHUP, 129, "hangup"),
+    ],
 )
 def test_a_signal_while_copying_removes_the_copy(tmp_path, sig, code, line):
     data = _write_pcap(tmp_path / "p.pcap", synth_frames(Scenario(frames=N, port=4790))).read_bytes()
@@ -343,3 +349,34 @@ def test_a_signal_while_copying_removes_the_copy(tmp_path, sig, code, line):
             p.stdin.close()
     assert err == f"gro-replay: {line}\n"
     assert not list(tmpdir.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("head", "line"),
+    [
+        (b"\0" * 64, "Error: -: not a pcap or pcapng file (magic 0x00000000)"),
+        (b"hello\n", "Error: -: not a pcap or pcapng file (magic 0x68656c6c)"),
+    ],
+)
+def test_a_stream_that_is_no_capture_is_refused_before_it_is_copied(tmp_path, head, line):
+    """A stream whose first bytes are no capture header gets the line a replay without the copy gives, at once:
+    the header is read and checked as it is copied (spool.py ``capture_of`` through ``_Tee``), not after the
+    whole stream (a producer that keeps writing, ``yes``/``/dev/zero``, filled the temporary directory first).
+    The producer here keeps its end of the pipe open: the refusal comes while it still runs, and no copy is left."""
+    plain = _run(["-"], input=head)
+    assert (plain.returncode, plain.stderr.decode().strip()) == (2, line)
+    with subprocess.Popen(
+        ["sh", "-c", 'cat "$0"; exec sleep 200', str(_write_bytes(tmp_path / "head", head))],
+        stdout=subprocess.PIPE,
+    ) as producer:
+        p = _run(["-", "--vxlan-port", "auto"], stdin=producer.stdout, tmpdir=tmp_path)
+        still_writing = producer.poll() is None  # the end of the stream was not waited for
+        producer.kill()
+    assert (p.returncode, p.stderr.decode().strip()) == (2, line)
+    assert still_writing
+    assert not list(tmp_path.glob(f"{spool.SPOOL_PREFIX}*"))
+
+
+def _write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path

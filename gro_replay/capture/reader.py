@@ -335,7 +335,15 @@ def open_capture(path: str | os.PathLike[str], digest: bool = True, name: str | 
     """
     source = os.fspath(path)
     name = source if name is None else name
-    fileio = open_stream(source, name)
+    cap = capture_of(open_stream(source, name), name, digest)
+    cap.source = source
+    return cap
+
+
+def capture_of(fileio: io.RawIOBase, name: str, digest: bool = True) -> Capture:
+    """``open_capture``'s work on a stream already open (``open_stream``'s, or capture/spool.py's copying one):
+    the gzip, pcap or pcapng header read and checked, the Capture (named ``name``) returned; it owns ``fileio``.
+    Raises: CaptureError, as ``open_capture``; a CaptureError that ``fileio`` itself raises passes unchanged."""
     hashing = DigestingRaw(fileio) if digest else None
     raw = io.BufferedReader(hashing or fileio, buffer_size=1 << 16)  # owned, and closed, by the Capture
     f: io.BufferedIOBase = raw
@@ -348,7 +356,6 @@ def open_capture(path: str | os.PathLike[str], digest: bool = True, name: str | 
             compressed = True
         cap = Capture(name, raw, f, compressed, hashing)
         cap.gzip = gz
-        cap.source = source
         return cap
     except CaptureError:
         _close_quietly(f, raw)

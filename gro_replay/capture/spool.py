@@ -16,12 +16,13 @@ above: sim/api.py ``replay_capture``). Memory: one ``COPY_BLOCK`` buffer; disk: 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import tempfile
 from collections.abc import Iterator
 
-from .reader import STDIN_PATH, open_stream
+from .reader import STDIN_PATH, capture_of, open_stream
 from .stream import CaptureError
 
 #: bytes copied per read of the stream
@@ -44,11 +45,13 @@ def is_regular_file(path: str) -> bool:
 def spooled(path: str, why: str) -> Iterator[str]:
     """The path to read ``path``'s capture from, as often as needed, while the block runs: ``path`` itself when it
     is a regular file (or cannot be examined: opening it names the problem), else a temporary file holding every
-    byte of the stream, read to its end first, and removed when the block ends (normally or by any exception).
+    byte of the stream, read to its end first, and removed when the block ends (normally or by any exception). The
+    stream's capture header is read and checked as it is copied (``capture_of``): a stream that is not a capture
+    (or whose header is cut short or unsupported) is refused with the replay's own line before more is copied.
 
     ``why`` names what reads the capture twice in the error lines (``--vxlan-port/--geneve-port auto``).
-    Raises: CaptureError, one line naming ``path``: the stream cannot be opened (``-`` a terminal …) or read, or
-    the copy cannot be created or written (``No space left on device``, ``File too large``); the copy is removed.
+    Raises: CaptureError, one line naming ``path``: the stream cannot be opened (``-`` a terminal …), read or
+    taken as a capture, or the copy cannot be created or written (``No space left on device``, ``File too large``); the copy is removed.
     """
     if path != STDIN_PATH and (is_regular_file(path) or not os.path.exists(path)):
         yield path
@@ -61,6 +64,10 @@ def spooled(path: str, why: str) -> Iterator[str]:
         except OSError as e:
             raise _cannot_copy(path, why, tempfile.gettempdir(), e) from None
         with open(fd, "wb", buffering=0) as out:
+            # the header read and checked as the replay reads it, through the copy: a stream that is not a capture
+            # is refused at once, with the line a replay without the copy gives, before anything more is copied
+            with capture_of(_Tee(src, out, path, why, tmp), path, digest=False):
+                pass
             _copy(src, out, path, why, tmp)
         yield tmp
     finally:
@@ -68,6 +75,35 @@ def spooled(path: str, why: str) -> Iterator[str]:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+class _Tee(io.RawIOBase):
+    """Reads stream ``src`` and writes every byte it hands out to ``out`` (the copy ``tmp``), so that what reads
+    through it and what ``_copy`` writes after it are the stream's bytes in order. Closing it leaves ``src`` open.
+    Raises (from ``readinto``): CaptureError when the copy cannot be written; OSError of ``src``."""
+
+    def __init__(self, src, out, path: str, why: str, tmp: str) -> None:
+        super().__init__()
+        self._src, self._out, self._path, self._why, self._tmp = src, out, path, why, tmp
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self._src.readinto(b) or 0
+        _write_all(self._out, memoryview(b).cast("B")[:n], self._path, self._why, self._tmp)
+        return n
+
+
+def _write_all(out, data: memoryview, path: str, why: str, tmp: str) -> None:
+    """Write ``data`` to the copy ``out`` (unbuffered: short writes continue). Raises: CaptureError (``_cannot_copy``)."""
+    done = 0
+    while done < len(data):
+        try:
+            w = out.write(data[done:])
+        except OSError as e:
+            raise _cannot_copy(path, why, os.path.dirname(tmp), e) from None
+        done += w or 0
 
 
 def _copy(src, out, path: str, why: str, tmp: str) -> None:
@@ -82,13 +118,7 @@ def _copy(src, out, path: str, why: str, tmp: str) -> None:
             raise CaptureError(f"{path}: read error ({e.strerror or e})") from None
         if not n:
             return
-        done = 0
-        while done < n:
-            try:
-                w = out.write(view[done:n])
-            except OSError as e:
-                raise _cannot_copy(path, why, os.path.dirname(tmp), e) from None
-            done += w or 0
+        _write_all(out, view[:n], path, why, tmp)
 
 
 def _cannot_copy(path: str, why: str, where: str, e: OSError) -> CaptureError:

@@ -22,8 +22,6 @@ from .errors import Interrupted, StdoutFailed, Terminated
 EXIT_PIPE_CLOSED = 128 + signal.SIGPIPE
 #: Exit code after SIGINT: 128 + SIGINT.
 EXIT_INTERRUPTED = 128 + signal.SIGINT
-#: Exit code after SIGTERM: 128 + SIGTERM, what a shell reports for a process killed by it
-EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 class _WholeWrites(io.RawIOBase):
@@ -136,7 +134,7 @@ def _on_sigint(signum, frame) -> None:
 
 
 def _on_sigterm(signum, frame) -> None:
-    raise Terminated()
+    raise Terminated(signum)
 
 
 def _sane_terminal_size_env() -> None:
@@ -149,8 +147,9 @@ def _sane_terminal_size_env() -> None:
 
 
 def entry() -> None:
-    """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT and 143 after
-    SIGTERM (one line, no traceback; the command unwinds first, so its output files are removed); 141 when the
+    """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT, 143 after
+    SIGTERM and 129 after SIGHUP unless it was ignored (nohup) (one line, no traceback; the command unwinds first,
+    so its output files are removed); 141 when the
     reader of standard output went away (``| head -1``; nothing printed); 2 when standard output cannot be written
     (``> /dev/full``: ``Error: standard output: cannot write: No space left on device``, the wording of every
     output); anything unexpected becomes one line on stderr and exit code 70
@@ -160,6 +159,8 @@ def entry() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_sigint)
         signal.signal(signal.SIGTERM, _on_sigterm)
+        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup: stay deaf to it
+            signal.signal(signal.SIGHUP, _on_sigterm)
     code: int | str | None = 0
     _rewrap("stdout", _WholeWrites, None)
     _rewrap("stderr", _LossyWrites, True, write_through=True)
@@ -178,10 +179,10 @@ def entry() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         click.echo("gro-replay: interrupted", err=True)
         code = EXIT_INTERRUPTED
-    except Terminated:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        click.echo("gro-replay: terminated", err=True)
-        code = EXIT_TERMINATED
+    except Terminated as e:
+        signal.signal(e.signum, signal.SIG_DFL)
+        click.echo(f"gro-replay: {(signal.strsignal(e.signum) or 'terminated').lower()}", err=True)
+        code = 128 + e.signum
     except StdoutFailed as e:
         _silence_stdout()
         if e.errno == errno.EPIPE:

@@ -34,9 +34,14 @@ class Interrupted(BaseException):
 
 
 class Terminated(BaseException):
-    """SIGTERM (``kill``, ``timeout``, a stopped service): raised by ``entry``'s handler so that the command unwinds
-    (its output files are removed, gro_replay/outputs.py; the kernel backend's namespaces are torn down) before
-    exit code 143, instead of the interpreter dying at once."""
+    """SIGTERM (``kill``, ``timeout``, a stopped service) or SIGHUP (the terminal or ssh session closed): raised by
+    ``entry``'s handler so that the command unwinds (its output files and a stream's temporary copy are removed,
+    gro_replay/outputs.py, capture/spool.py; the kernel backend's namespaces are torn down) before exit code
+    128 + ``signum`` (143, 129), instead of the interpreter dying at once."""
+
+    def __init__(self, signum: int = 15) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class StdoutFailed(Exception):
