@@ -563,6 +563,12 @@ _PHYS_GATE = (
     "the default; --nic DRIVER models a driver), so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses "
     "tunnel GRO"
 )
+#: why the phys device's refusal costs a tunnel inside the tunnel nothing (gro-spec §4.4 encap_mark, §4.5)
+_NESTED_PHYS = (
+    "after the fix udp_gro_receive passes the outer header and stops at the nested tunnel header "
+    "(NAPI_GRO_CB(skb)->encap_mark already set: udp_gro_receive:encap_mark), so the phys device merges a tunnel "
+    "inside the tunnel in no kernel"
+)
 #: per case: (what the pre-fix gate refused per stage, the capture sentence, the flow's why, the affected line's tail)
 _STAGE_CASES = {
     # gro-spec §4.7 row 3: outer checksum 0, CHECKSUM_UNNECESSARY level 0 — K-pre refuses at the phys device; the
@@ -592,15 +598,18 @@ _STAGE_CASES = {
     ),
     # VXLAN in VXLAN, both checksums 0: row 3 at the phys device, and row 3 again at the cell (the zero outer
     # checksum's "not needed" promoted the skb to level 1, udp_rcv took it back to 0): refused at both, each frame
-    # counted once (4, the JSON's frames_refused)
+    # counted once (4, the JSON's frames_refused). Only the cell's refusal costs aggregation: after the fix
+    # udp_gro_receive passes the outer header (§4.5) and stops at the nested one (§4.4: encap_mark already set), so
+    # the phys device merges the flow in no kernel (compare mode: phys 4 → 4, tunnel 4 → 1)
     "both": (
         {"phys": 4, "tunnel": 4},
-        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose phys-device "
-        f"aggregation (4 frames refused by udp_gro_receive at the phys device: {_PHYS_GATE}; at the tunnel device's "
-        f"gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)); {_ADVICE_NO_FIX}.",
-        f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the phys device and 4 again at the tunnel "
-        "device's gro_cells (a tunnel inside the tunnel; each time: UDP checksum 0, csum_cnt 0, csum_valid 0); "
-        f"{_ADVICE_NO_FIX}",
+        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose aggregation at the "
+        "tunnel device's gro_cells (4 frames refused there by udp_gro_receive: a tunnel inside the tunnel whose UDP "
+        f"checksum is 0, csum_cnt 0, csum_valid 0; at the phys device it refuses their outer header too, which costs "
+        f"nothing: {_NESTED_PHYS}); {_ADVICE_NO_FIX}.",
+        f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the tunnel device's gro_cells (a tunnel inside "
+        "the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); it also refuses 4 of its 4 frames at the phys device "
+        f"(UDP checksum 0, csum_cnt 0, csum_valid 0), which costs nothing: {_NESTED_PHYS}; {_ADVICE_NO_FIX}",
         "4 frames refused by the zero-checksum gate at the phys device and again at the tunnel device's gro_cells",
     ),
 }

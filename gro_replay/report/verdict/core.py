@@ -11,23 +11,27 @@ from ...packet.decode import FlowKey
 from ..stats import FlowStats
 from .facts import (
     FIX,
+    STAGE_NAMES,
     FlowVerdict,
     KernelFacts,
     ReplayResult,
     _break_reasons,
     _model_of,
     _release_key,
+    carries_tunnel,
     facts_of,
 )
 from .sentences import CaptureSentences
 from .tally import _Tally
 from .words import (
+    NESTED_PHYS_WORDS,
     _via,
     fix_advice,
     id_step_text,
     kernel_label,
     lacks_fix_words,
     loss_text,
+    plural,
     refusal_places,
     split_text,
 )
@@ -112,6 +116,7 @@ class Verdict(CaptureSentences):
             facts,
             by.get(self._pre_side) if self._pre_side else None,
             by.get(self._post_side) if self._post_side else None,
+            nested=carries_tunnel(key, self.config),
         )
         fv.outcome = self._flow_outcome(fv)
         return fv
@@ -189,9 +194,11 @@ class Verdict(CaptureSentences):
             if refused and gain:
                 return "affected"
             return "refused_no_gain" if refused else "not_affected"
-        if any(sum(k.gate_zero.values()) for k in fv.kernels if k.carries_fix is False):
+        # one kernel: what the fixed kernel would do is inferred (FlowVerdict.costly), as compare mode measures it
+        lacking = [k for k in fv.kernels if k.carries_fix is False]
+        if any(fv.costly_at(k) for k in lacking):
             return "affected"
-        return "not_affected"
+        return "refused_no_gain" if any(k.refused for k in lacking) else "not_affected"
 
     def _flow_why(self, fv: FlowVerdict) -> str:
         if fv.outcome == "not_tunnel":
@@ -275,10 +282,7 @@ class Verdict(CaptureSentences):
         if not k.carries_fix:
             lacks = lacks_fix_words(self.models.get(k.name), head)
             if gz:
-                return (
-                    f"{lacks}: udp_gro_receive refuses "
-                    f"{refusal_places(k, 'UDP checksum 0, csum_cnt 0, csum_valid 0')}; {fix_advice(self.result.config)}"
-                )
+                return self._lacking_flow_why(k, fv, lacks)
             text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
         else:
             text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
@@ -288,6 +292,22 @@ class Verdict(CaptureSentences):
             if k.id_steps:
                 text += f"; {id_step_text(k.id_steps)}"
         return text
+
+    def _lacking_flow_why(self, k: KernelFacts, fv: FlowVerdict, lacks: str) -> str:
+        """The flow why of a kernel ``k`` without the fix whose gate refused the flow's frames: where, and for a
+        flow carrying a tunnel inside the tunnel that its phys refusal costs nothing (``FlowVerdict.costly``)."""
+        gate = "UDP checksum 0, csum_cnt 0, csum_valid 0"
+        if not fv.nested:
+            return f"{lacks}: udp_gro_receive refuses {refusal_places(k, gate)}; {fix_advice(self.result.config)}"
+        frames = f"{k.frames:,} {plural(k.frames, 'frame')}"
+        phys, tunnel = k.gate_zero["phys"], k.gate_zero["tunnel"]
+        costless = f"{phys:,} of its {frames} at {STAGE_NAMES['phys']} ({gate}), which costs nothing: {NESTED_PHYS_WORDS}"
+        if not tunnel:
+            return f"{lacks}, but this flow is not affected: udp_gro_receive refuses {costless}"
+        text = f"{lacks}: udp_gro_receive refuses {tunnel:,} of its {frames} at {STAGE_NAMES['tunnel']} (a tunnel inside the tunnel: {gate})"
+        if phys:
+            text += f"; it also refuses {costless}"
+        return f"{text}; {fix_advice(self.result.config)}"
 
     # -- the capture -----------------------------------------------------------------------------------------------
     def _capture_outcome(self) -> str:

@@ -100,7 +100,8 @@ class KernelFacts:
         """Of one flow's facts: the first stage whose zero-checksum gate refused its frames — ``"phys"`` (the outer
         header at the phys device; a nested tunnel's frames may be refused again at the tunnel device), ``"tunnel"``
         (only at the tunnel device's gro_cells: a tunnel inside the tunnel whose outer header passed) — or None.
-        Read from ``gate_zero``, the JSON's ``gate_refusals_zero_csum``: the one decision every sentence names."""
+        Read from ``gate_zero``, the JSON's ``gate_refusals_zero_csum``. Where a refusal costs aggregation (what
+        the single-kernel verdict names) is ``FlowVerdict.costly_at``."""
         if self.gate_zero["phys"]:
             return "phys"
         return "tunnel" if self.gate_zero["tunnel"] else None
@@ -118,6 +119,16 @@ class KernelFacts:
             "lost_frames": self.lost_frames,
             "lost": dict(sorted(self.lost.items())),
         }
+
+
+def carries_tunnel(key: FlowKey, config) -> bool:
+    """Whether the flow of ``key`` carries a tunnel inside the tunnel: its inner packet is UDP to a port on which
+    the run opened a tunnel socket (``config``'s ``vxlan_ports`` and ``geneve_ports``, those --vxlan-port auto
+    detected included), so the decapsulated frame meets udp_gro_receive again with a tunnel socket."""
+    if not key.tunnel or key.inner_proto != 17:
+        return False
+    ports = (*getattr(config, "vxlan_ports", ()), *getattr(config, "geneve_ports", ()))
+    return key.inner_dport in ports
 
 
 def facts_of(name: str, release: str, model, f) -> KernelFacts:
@@ -149,7 +160,8 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
 class FlowVerdict:
     """The verdict for one flow: ``outcome`` is ``affected``, ``lost``, ``refused_no_gain``, ``not_affected`` or
     ``not_tunnel``; ``pre``/``post``: the facts of the kernel without / with the fix that were compared (None
-    when that side did not run); ``kernels``: every kernel's facts."""
+    when that side did not run); ``kernels``: every kernel's facts; ``nested``: the flow carries a tunnel inside
+    the tunnel (``carries_tunnel``)."""
 
     fid: int
     key: FlowKey
@@ -159,6 +171,7 @@ class FlowVerdict:
     pre: KernelFacts | None
     post: KernelFacts | None
     why: str = ""
+    nested: bool = False
 
     @property
     def affected(self) -> bool:
@@ -169,6 +182,21 @@ class FlowVerdict:
         """Frames refused by the zero-checksum gate in the kernel without the fix: at the phys device, or at the
         tunnel device (a nested tunnel's frames can be refused at both: counted once)."""
         return self.pre.refused if self.pre else 0
+
+    def costly(self, k: KernelFacts) -> dict[str, int]:
+        """Of kernel ``k``'s zero-checksum refusals of this flow (``k.gate_zero``), per stage, those that cost
+        aggregation a kernel with the fix gives back: what the single-kernel verdict infers of the fixed kernel,
+        as compare mode measures it. Every refusal, except at the phys device for a flow that carries a tunnel
+        inside the tunnel (``nested``): after the fix udp_gro_receive passes its outer header and stops at the
+        nested one (NAPI_GRO_CB(skb)->encap_mark already set, gro-spec §4.4/§4.5), so its phys device merges it
+        in no kernel; the nested header's refusal at the tunnel device's gro_cells does cost (§6.1, §4.7 row 3)."""
+        return {"phys": 0 if self.nested else k.gate_zero["phys"], "tunnel": k.gate_zero["tunnel"]}
+
+    def costly_at(self, k: KernelFacts) -> str | None:
+        """The first stage whose refusals in kernel ``k`` cost this flow aggregation (``costly``): ``"phys"``,
+        ``"tunnel"`` or None (refused nowhere, or only where it costs nothing)."""
+        cost = self.costly(k)
+        return "phys" if cost["phys"] else "tunnel" if cost["tunnel"] else None
 
     def sides(self) -> tuple[KernelFacts, KernelFacts]:
         """``(pre, post)`` of a flow judged in a comparison. Raises: ValueError when a side did not run."""

@@ -11,6 +11,7 @@ from ...kernel.model import KernelModel
 from .facts import FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
 from .tally import Refusals, _Tally
 from .words import (
+    NESTED_PHYS_WORDS,
     TUNNEL_GATE_WORDS,
     _gate_words,
     _nic_words,
@@ -284,12 +285,27 @@ class CaptureSentences:
         if r.flows["tunnel"]:
             n, frames = r.flows["tunnel"], r.frames["tunnel"]
             count = f"{n:,} other tunnelled flow(s)" if parts else f"{n:,} of {t.tunnel:,} tunnelled flow(s)"
+            if not r.phys_too:
+                phys = "at the phys device udp_gro_receive does not refuse them"
+            else:
+                whose = "their" if r.phys_too == n else f"{r.phys_too:,} of these flows'"
+                phys = f"at the phys device it refuses {whose} outer header too, which costs nothing: {NESTED_PHYS_WORDS}"
             parts.append(
                 f"{count} lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} "
-                "refused there by udp_gro_receive: "
-                f"{TUNNEL_GATE_WORDS}; at the phys device udp_gro_receive does not refuse them)"
+                f"refused there by udp_gro_receive: {TUNNEL_GATE_WORDS}; {phys})"
             )
         return ", and ".join(parts)
+
+    @staticmethod
+    def _costless_text(r: Refusals) -> str:
+        """The refusals of a kernel that cost no flow aggregation (``Refusals.costless``): "udp_gro_receive refuses
+        N frames at the phys device for the zero outer UDP checksum of F flow(s) carrying a tunnel inside the
+        tunnel, which costs no aggregation: why"."""
+        return (
+            f"udp_gro_receive refuses {r.costless_frames:,} {plural(r.costless_frames, 'frame')} at "
+            f"{STAGE_NAMES['phys']} for the zero outer UDP checksum of {r.costless:,} flow(s) carrying a tunnel "
+            f"inside the tunnel, which costs no aggregation: {NESTED_PHYS_WORDS}"
+        )
 
     def _kernel_sentence(self, k: KernelFacts) -> str:
         t = self._tally
@@ -301,19 +317,32 @@ class CaptureSentences:
             lacks = lacks_fix_words(model, head)
             refused = t.refusals[k.name]
             if any(refused.flows.values()):
+                costless = f"; {self._costless_text(refused)}" if refused.costless else ""
                 text = (
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
-                    f"the zero-checksum bug: {self._refusal_text(refused)}; {fix_advice(self.result.config)}."
+                    f"the zero-checksum bug: {self._refusal_text(refused)}{costless}; "
+                    f"{fix_advice(self.result.config)}."
                 )
                 return text + self._unmerged_note(k)
             if k.refused:
-                # refused, yet no flow affected: in one kernel's verdict a refused flow is affected unless it is lost
-                # (Verdict._flow_outcome), so these frames belong to flows lost before decapsulation
-                text = (
-                    f"{lacks}, but is not affected here: udp_gro_receive refuses {k.refused:,} "
-                    f"{plural(k.refused, 'frame')} for a zero checksum, all of flows lost before decapsulation "
-                    "(below), whose frames never reach the host whatever GRO does."
-                )
+                # refused, yet no flow affected (Verdict._flow_outcome): the refusals cost nothing (a tunnel inside
+                # the tunnel refused at the phys device, FlowVerdict.costly) or the flows are lost before
+                # decapsulation
+                lost = k.refused - refused.costless_frames
+                text = f"{lacks}, but is not affected here: "
+                if refused.costless:
+                    text += f"{self._costless_text(refused)}."
+                    if lost:
+                        text += (
+                            f" It also refuses {lost:,} {plural(lost, 'frame')} of flows lost before "
+                            "decapsulation (below), whose frames never reach the host whatever GRO does."
+                        )
+                else:
+                    text += (
+                        f"udp_gro_receive refuses {k.refused:,} {plural(k.refused, 'frame')} for a zero checksum, "
+                        "all of flows lost before decapsulation (below), whose frames never reach the host "
+                        "whatever GRO does."
+                    )
                 return text + self._unmerged_note(k)
             text = (
                 f"{lacks}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "

@@ -23,27 +23,38 @@ class Unmerged:
 
 @dataclass
 class Refusals:
-    """One kernel's affected flows that its zero-checksum gate refused, by the stage that refused them first
-    (``KernelFacts.refused_at``): flows and refused frames per stage, each frame once (a flow refused at both
-    stages counts its phys refusals); ``again``: the phys-refused flows refused again at the tunnel device's
-    gro_cells; ``first_phys``: (flow id, key) of the lowest phys-refused flow (its NIC checksum state is named)."""
+    """One kernel's flows that its zero-checksum gate refused. Affected flows by the first stage whose refusals
+    cost them aggregation (``FlowVerdict.costly_at``): flows and refused frames per stage, each frame once (a flow
+    refused at both stages counts its phys refusals); ``again``: the phys-refused flows refused again at the tunnel
+    device's gro_cells; ``phys_too``: the tunnel-stage flows (a tunnel inside the tunnel) whose outer header was
+    refused at the phys device too, at no cost; ``first_phys``: (flow id, key) of the lowest phys-refused flow (its
+    NIC checksum state is named). ``costless``/``costless_frames``: the flows (and their refused frames) whose
+    every refusal costs nothing (a tunnel inside the tunnel refused only at the phys device: ``refused_no_gain``)."""
 
     flows: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     frames: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     again: int = 0
+    phys_too: int = 0
     first_phys: tuple[int, FlowKey] | None = None
+    costless: int = 0
+    costless_frames: int = 0
 
-    def add(self, fid: int, key: FlowKey, k: KernelFacts) -> None:
-        """Count flow ``fid`` (``key``) with this kernel's facts ``k`` for it, if the gate refused it."""
-        stage = k.refused_at()
+    def add(self, fv: FlowVerdict, k: KernelFacts) -> None:
+        """Count flow ``fv`` with this kernel's facts ``k`` for it, if the gate refused it."""
+        stage = fv.costly_at(k)
         if stage is None:
+            if k.refused:
+                self.costless += 1
+                self.costless_frames += k.refused
             return
         self.flows[stage] += 1
         self.frames[stage] += k.gate_zero[stage]
-        if stage == "phys":
+        if stage == "tunnel":
+            self.phys_too += bool(k.gate_zero["phys"])
+        else:
             self.again += bool(k.gate_zero["tunnel"])
-            if self.first_phys is None or fid < self.first_phys[0]:
-                self.first_phys = (fid, key)
+            if self.first_phys is None or fv.fid < self.first_phys[0]:
+                self.first_phys = (fv.fid, fv.key)
 
 
 @dataclass
@@ -117,6 +128,9 @@ class _Tally:
             self._add_tunnel(fv, live)
         if fv.affected:
             self._add_affected(fv)
+        elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
+            for k in fv.kernels:  # one kernel: refusals that cost nothing (FlowVerdict.costly)
+                self.refusals[k.name].add(fv, k)
 
     def _add_tunnel(self, fv: FlowVerdict, live: bool) -> None:
         self.tunnel += 1
@@ -163,7 +177,7 @@ class _Tally:
         for s in ("phys", "tunnel"):
             self.aff_saved[s] += fv.saved(s)
         for k in fv.kernels:
-            self.refusals[k.name].add(fv.fid, fv.key, k)
+            self.refusals[k.name].add(fv, k)
         if fv.pre is None or fv.post is None:
             return  # no comparison: what follows is only said when a kernel without and one with the fix ran
         if fv.saved("phys"):

@@ -248,6 +248,13 @@ def _gate_words(rx_csum: str, cfg=None) -> str:
 #: decapsulated frame carries a UDP tunnel header again, and the checksum levels the NIC gave were consumed by the
 #: headers before it (gro-spec §4.1 CONSUME_LEVEL, §6.1 udp4_csum_init)
 TUNNEL_GATE_WORDS = "a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0"
+#: why a zero-checksum refusal at the phys device costs a flow carrying a tunnel inside the tunnel nothing
+#: (``FlowVerdict.costly``; gro-spec §4.4, §4.5)
+NESTED_PHYS_WORDS = (
+    "after the fix udp_gro_receive passes the outer header and stops at the nested tunnel header "
+    "(NAPI_GRO_CB(skb)->encap_mark already set: udp_gro_receive:encap_mark), so the phys device merges a tunnel "
+    "inside the tunnel in no kernel"
+)
 
 
 def refusal_places(k, why: str) -> str:
