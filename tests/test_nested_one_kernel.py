@@ -1,0 +1,180 @@
+"""One kernel's verdict on a tunnel inside the tunnel agrees with compare mode (report/verdict/: FlowVerdict.costly).
+
+A single-kernel verdict infers what the fixed kernel would do. For VXLAN in VXLAN the phys device merges nothing in
+any kernel: before the fix a zero outer UDP checksum with CHECKSUM_UNNECESSARY level 0 is refused by the gate
+(gro-spec §4.4, §4.7 row 3); after it (§4.5) udp_gro_receive passes the outer header and stops at the nested one
+(§4.4: NAPI_GRO_CB(skb)->encap_mark already set, ``udp_gro_receive:encap_mark``). Only the nested header's refusal
+at the tunnel device's gro_cells (its zero checksum, level 0 again after udp_rcv consumed one, §6.1) costs
+aggregation. Compare mode measures both kernels; it is the reference for what one kernel must conclude.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from test_verdict import _LACKS_511, _NESTED_PHYS, _nested_vxlan
+
+from gro_replay.kernel.model import K_5_4, K_5_11, K_5_12, K_6_18
+from gro_replay.packet.build import FrameSpec, build_flow
+from gro_replay.report.document import document
+from gro_replay.report.verdict import verdict_of
+from gro_replay.sim import ReplayConfig, replay_frames
+
+
+def _nested(j: int, outer_zero: bool, nested_zero: bool) -> list[bytes]:
+    """4 contiguous inner TCP segments in VXLAN (nested UDP checksum 0 or computed) in VXLAN (outer 0 or computed)."""
+    csum = "zero" if nested_zero else "computed"
+    inner = build_flow(FrameSpec(outer_csum=csum, udp_sport=41000 + j), [1000] * 4)
+    return [_nested_vxlan(f, 100 + 10 * j + i, computed=not outer_zero) for i, f in enumerate(inner)]
+
+
+def _frames(streams: list[list[bytes]]) -> list[tuple[int, bytes]]:
+    return [(1000 * (i * len(streams) + j), s[i]) for i in range(4) for j, s in enumerate(streams)]
+
+
+def _plain(j: int) -> list[bytes]:
+    """4 contiguous inner TCP segments in plain VXLAN with outer UDP checksum 0 (§4.7 row 3 before the fix)."""
+    return build_flow(FrameSpec(outer_csum="zero", udp_sport=42000 + j), [1000] * 4)
+
+
+def _judged(frames, kernels, **kw) -> tuple[int, list[str], str]:
+    result = replay_frames(frames, ReplayConfig(kernels=kernels, rx_csum="unnecessary", **kw))
+    v = verdict_of(result)
+    doc = document(result)
+    assert doc["summary"].endswith(f" affected_flows={doc['verdict']['affected_flows']}")
+    return doc["verdict"]["affected_flows"], [f.outcome for f in v.flows], doc["verdict"]["outcome"]
+
+
+_COMBOS = list(itertools.product((True, False), (True, False), (False, True), (True, False)))
+
+
+@pytest.mark.parametrize(("pre", "post"), [(K_5_11, K_5_12), (K_5_4, K_6_18)], ids=["5.11-5.12", "5.4-6.18"])
+@pytest.mark.parametrize(("outer_zero", "nested_zero", "plain", "tunnel_gro"), _COMBOS)
+def test_one_kernel_agrees_with_compare_mode(pre, post, outer_zero, nested_zero, plain, tunnel_gro):
+    """Every nested combination (outer checksum zero/set × nested zero/set, beside a plain zero-checksum VXLAN flow
+    or not, GRO on or off on the tunnel device): the kernel without the fix alone counts the affected flows, and
+    judges each flow, as compare mode with that kernel as its pre-fix side does. A phys refusal of a nested flow
+    costs nothing (§4.4 encap_mark after §4.5); its nested header's refusal at gro_cells (§6.1, §4.7 row 3) is
+    affected only while GRO runs there; the plain flow's phys refusal is affected (§4.7 row 3)."""
+    streams = ([_plain(0)] if plain else []) + [_nested(1, outer_zero, nested_zero)]
+    kw = {} if tunnel_gro else {"gro": {"tunnel": False}}
+    one = _judged(_frames(streams), (pre,), **kw)
+    both = _judged(_frames(streams), (pre, post), **kw)
+    assert one == both
+    nested_affected = nested_zero and tunnel_gro  # whatever the outer checksum
+    assert one[0] == int(plain) + int(nested_affected)
+
+
+def test_five_flow_mix_with_tunnel_gro_off():
+    """The tester's mix (plain zero, nested set/zero, zero/set, zero/zero, set/set) with --gro tunnel=off: only the
+    plain flow is affected (§4.7 row 3); the nested ones refused at the phys device cost nothing (§4.4), and with
+    no GRO at the tunnel device no nested refusal is met there. One kernel: 1, as compare mode."""
+    streams = [_plain(0), _nested(1, False, True), _nested(2, True, False), _nested(3, True, True)]
+    streams.append(_nested(4, False, False))
+    kw = {"gro": {"tunnel": False}}
+    one = _judged(_frames(streams), (K_5_11,), **kw)
+    assert one == _judged(_frames(streams), (K_5_11, K_5_12), **kw)
+    assert one[0] == 1
+    assert one[1] == ["affected", "not_affected", "refused_no_gain", "refused_no_gain", "not_affected"]
+
+
+_COSTLESS = (
+    "udp_gro_receive refuses 4 frames at the phys device for the zero outer UDP checksum of 1 flow(s) carrying a "
+    f"tunnel inside the tunnel, which costs no aggregation: {_NESTED_PHYS}."
+)
+_FLOW_COSTLESS = (
+    f"{_LACKS_511}, but this flow is not affected: udp_gro_receive refuses 4 of its 4 frames at the phys device "
+    f"(UDP checksum 0, csum_cnt 0, csum_valid 0), which costs nothing: {_NESTED_PHYS}"
+)
+
+
+def _write(tmp_path, streams) -> str:
+    from gro_replay.capture.writer import PcapWriter
+
+    path = tmp_path / "c.pcap"
+    with PcapWriter(path) as w:
+        for t, f in _frames(streams):
+            w.write(1_614_373_368_000_000_000 + t, f)
+    return str(path)
+
+
+@pytest.mark.parametrize("flag", [["--no-fix"], ["--kernel", "5.4"]])
+def test_outer_zero_nested_set_is_not_affected_in_one_kernel(tmp_path, runner, flag):
+    """The repro (/work/repro/nested-vxlan-outer-zero-inner-set.pcap): outer checksum 0, nested set, 4 frames. The
+    pre-fix gate refuses the outer header at the phys device (§4.7 row 3), but the fix would stop at the nested
+    header (§4.4 encap_mark), and the nested header passes at gro_cells (computed checksum, §4.7 row 4): not affected
+    in the sentence, the JSON, SUMMARY and explain, as compare mode says."""
+    from gro_replay.cli import main
+
+    cap = _write(tmp_path, [_nested(0, True, False)])
+    r = runner.invoke(main, [cap, *flag, "--json", "-", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    v = doc["verdict"]
+    assert (v["outcome"], v["affected"], v["affected_flows"], v["frames_refused"]) == (
+        "not_affected",
+        False,
+        0,
+        4,
+    )
+    assert doc["summary"].endswith(" affected_flows=0")
+    if flag == ["--no-fix"]:
+        assert v["text"] == f"{_LACKS_511}, but is not affected here: {_COSTLESS}", v["text"]
+    else:
+        assert v["text"].endswith(f", but is not affected here: {_COSTLESS}"), v["text"]
+    assert "lose phys-device aggregation" not in v["text"]
+    r = runner.invoke(main, ["explain", cap, *flag, "--format", "json"])
+    ex = json.loads(r.stdout)
+    (flow,) = ex["flows"]
+    assert (flow["verdict"]["affected"], flow["verdict"]["outcome"]) == (False, "refused_no_gain")
+    assert ex["verdict"]["text"].startswith("affected: no: ")
+    if flag == ["--no-fix"]:
+        assert flow["verdict"]["why"] == _FLOW_COSTLESS
+
+
+def test_nested_zero_beside_plain_names_each_stage_once(tmp_path, runner):
+    """The repro nested-vxlan-zero-plus-plain.pcap with --no-fix: the plain flow loses phys-device aggregation
+    (§4.7 row 3); the nested flow (both checksums 0) loses aggregation at gro_cells only (§6.1, row 3 again): its
+    phys refusal costs nothing (§4.4 encap_mark after §4.5). 2 affected flows, as compare mode counts (phys 1, tunnel
+    1), not "2 of 2 lose phys-device aggregation"."""
+    from gro_replay.cli import main
+
+    cap = _write(tmp_path, [_nested(0, True, True), _plain(1)])
+    r = runner.invoke(main, [cap, "--no-fix", "--json", "-", "-q"])
+    v = json.loads(r.stdout)["verdict"]
+    assert (v["outcome"], v["affected_flows"]) == ("affected", 2)
+    assert (
+        "1 of 2 tunnelled flow(s) lose phys-device aggregation (4 frames refused by udp_gro_receive"
+        in v["text"]
+    )
+    assert (
+        ", and 1 other tunnelled flow(s) lose aggregation at the tunnel device's gro_cells (4 frames refused there "
+        "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0; at the "
+        f"phys device it refuses their outer header too, which costs nothing: {_NESTED_PHYS}); "
+    ) in v["text"], v["text"]
+    r = runner.invoke(main, [cap, "--json", "-", "-q"])
+    assert json.loads(r.stdout)["verdict"]["affected_flows"] == 2
+
+
+def test_costless_beside_lost_flow(tmp_path, runner):
+    """The repro nested-vxlan-outer-zero-inner-set-plus-v6zero.pcap: the nested flow's phys refusal costs nothing
+    (§4.4), the VXLAN/IPv6 zero-checksum flow is lost (__udp6_lib_rcv, §6.1): not affected, and the sentence names
+    both kinds of refused frames."""
+    from gro_replay.cli import main
+
+    v6 = build_flow(FrameSpec(outer_csum="zero", outer_ipv6=True, udp_sport=43001), [1000] * 4)
+    cap = _write(tmp_path, [_nested(0, True, False), v6])
+    r = runner.invoke(main, [cap, "--no-fix", "--json", "-", "-q"])
+    v = json.loads(r.stdout)["verdict"]
+    assert (v["outcome"], v["affected_flows"], v["lost_flows"], v["frames_refused"]) == (
+        "not_affected",
+        0,
+        1,
+        8,
+    )
+    assert v["text"].startswith(
+        f"{_LACKS_511}, but is not affected here: {_COSTLESS} It also refuses 4 frames of flows lost before "
+        "decapsulation (below), whose frames never reach the host whatever GRO does. Lost on the way (pre-fix): "
+    ), v["text"]
