@@ -113,6 +113,18 @@ def test_number_out_of_range(runner, tmp_path, name, param) -> None:
     )
 
 
+@pytest.mark.parametrize(("name", "param"), _options(click.IntRange), ids=lambda x: getattr(x, "name", x))
+@pytest.mark.parametrize("sign", ["", "-"])
+def test_huge_integer_out_of_range(runner, tmp_path, name, param, sign) -> None:
+    """An integer of more than 20 digits is out of range, worded as a smaller one is (click's "is not in the
+    range"), not "not an integer": cut to 20 digits, its length given."""
+    opt = _long(param)
+    value = sign + "1" + "0" * 22
+    line = one_line(run(runner, [name, opt, value, *required_cli_args(name, tmp_path)]), f"Error: {opt}: ")
+    assert f"{sign}1{'0' * 19}… (23 digits) is not in the range " in line, line
+    assert "not an integer" not in line
+
+
 @pytest.mark.parametrize(
     "name", sorted(n for n in COMMANDS if any(p.required for p in main.commands[n].params))
 )

@@ -13,6 +13,7 @@ with click's one-line usage error (exit 2), instead of failing later (exit 70) o
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 import click
 
@@ -81,15 +82,24 @@ class Percent(FiniteFloat):
 
 
 class BoundedInt(click.IntRange):
-    """An integer in ``[min, max]`` written in ASCII digits (an optional sign), at most 20 digits."""
+    """An integer in ``[min, max]`` written in ASCII digits (an optional sign). One of more than 20 digits is
+    refused as out of range, as click refuses a smaller one, without being converted (``_out_of_range``)."""
 
     def convert(self, value, param, ctx):
         if not isinstance(value, int):
             text = str(value).strip()
             digits = text[1:] if text[:1] in "+-" else text
-            if not (text.isascii() and digits.isdigit() and len(digits) <= 20):
+            if not (text.isascii() and digits.isdigit()):
                 self.fail(f"{value!r} is not an integer in {self.min}..{self.max}", param, ctx)
+            if len(digits) > 20:
+                self._out_of_range(text, digits, param, ctx)
         return super().convert(value, param, ctx)
+
+    def _out_of_range(self, text: str, digits: str, param, ctx) -> NoReturn:
+        """Refuse integer ``text`` of more than 20 ``digits``, beyond every bound this type is given: click's own
+        out-of-range words, the number cut to its first 20 digits and its length given."""
+        shown = f"{text[: len(text) - len(digits) + 20]}… ({len(digits)} digits)"
+        self.fail(f"{shown} is not in the range {self._describe_range()}", param, ctx)
 
 
 class ByteCount(BoundedInt):
@@ -118,13 +128,9 @@ class ByteCount(BoundedInt):
             groups = number.split(",")
             # 134,217,728: a first group of 1 to 3 digits, then groups of three
             grouped = len(groups) == 1 or (1 <= len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:]))
-            if (
-                unit in self._UNITS
-                and grouped
-                and digits.isascii()
-                and digits.isdigit()
-                and len(digits) <= 20
-            ):
+            if unit in self._UNITS and grouped and digits.isascii() and digits.isdigit():
+                if len(digits) > 20:
+                    self._out_of_range(number, digits, param, ctx)
                 return super().convert(int(digits) * self._UNITS[unit], param, ctx)
             if unit and unit not in self._UNITS:
                 self.fail(f"{value!r} is not a number of bytes (N, N bytes, N KiB/MiB/GiB/TiB)", param, ctx)
