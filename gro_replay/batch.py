@@ -134,7 +134,8 @@ def own_descriptor(path: str) -> int | None:
     ``-`` and ``/dev/stdin`` are 0; ``/dev/fd/N`` and ``/proc/self/fd/N`` are N (a process substitution ``<(…)`` is
     ``/dev/fd/63``); a symbolic link to one of them, or under a link to one of their directories, too. A Dask
     worker given such a path opens its own descriptor, not this process's: a local worker inherits none but 0
-    (whose bytes this process may already have read), a remote one none at all.
+    (whose bytes this process may already have read), a remote one none at all. An N no descriptor of this process
+    can be (``_may_be_open``) is a path as any other, which open(2) refuses.
     """
     if path == "-":
         return 0
@@ -144,7 +145,8 @@ def own_descriptor(path: str) -> int | None:
             return _STD_PATHS[p]
         m = _FD_PATH.fullmatch(p)
         if m is not None and m.group(1) in (None, str(os.getpid())):
-            return int(m.group(2))
+            fd = int(m.group(2))
+            return fd if _may_be_open(fd) else None
         head, tail = os.path.split(p)
         resolved = os.path.join(os.path.realpath(head), tail)
         if resolved != p:
@@ -156,6 +158,23 @@ def own_descriptor(path: str) -> int | None:
             return None
         p = os.path.normpath(os.path.join(head, target))
     return None
+
+
+def _may_be_open(fd: int) -> bool:
+    """False when ``fd`` cannot be a descriptor of this process: beyond INT_MAX (descriptors are C ints), or not
+    open and at or beyond the RLIMIT_NOFILE hard limit, which no descriptor opened under it reaches."""
+    if fd > (1 << 31) - 1:
+        return False
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY or fd < hard:
+        return True
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def _distributed():
@@ -223,20 +242,37 @@ def _local_cluster(distributed, n: int):
         raise BatchUnavailable(f"cannot start a local Dask cluster of {n} workers: {e}") from None
 
 
+#: what the refusal calls standard descriptors
+_STD_NAMES = {0: "standard input", 1: "standard output", 2: "standard error"}
+
+
+def _readable(fd: int) -> bool:
+    """False only when ``fd`` is open write-only (a pipe's writing end, a file opened for writing); True when it
+    is readable or not open here (``<(…)``'s descriptor is the shell's, open in the command it starts)."""
+    import fcntl
+
+    try:
+        mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+    except OSError:
+        return True
+    return mode != os.O_WRONLY
+
+
 def descriptor_refusal(paths: Sequence[str]) -> str | None:
     """Why ``paths`` cannot be replayed by ``run_batch``, or None: the first PATH that is a descriptor of this
     process (``-``, ``/dev/stdin``, ``/dev/fd/N``, ``<(…)``: ``own_descriptor``), which the workers, opening paths
-    on their own, cannot read (``-`` read as an empty file). A named FIFO is a path: a local worker opens it."""
+    on their own, cannot read (``-`` read as an empty file). A named FIFO is a path: a local worker opens it. The
+    single-stream command is advised for a descriptor it could read, not for standard output or error (1, 2) nor
+    one open write-only."""
     for path in paths:
         fd = own_descriptor(path)
         if fd is None:
             continue
-        what = "standard input" if fd == 0 else f"file descriptor {fd}"
-        single = "-" if fd == 0 else path
-        return (
-            f"batch reads capture files: its Dask workers do not share this process's {what} ({path}); for a "
-            f"single stream use 'gro-replay {single}'"
-        )
+        what = _STD_NAMES.get(fd, f"file descriptor {fd}")
+        refusal = f"batch reads capture files: its Dask workers do not share this process's {what} ({path})"
+        if fd in (1, 2) or not _readable(fd):  # an output: nothing a single-stream replay could read either
+            return refusal
+        return f"{refusal}; for a single stream use 'gro-replay {'-' if fd == 0 else path}'"
     return None
 
 

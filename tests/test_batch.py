@@ -282,13 +282,14 @@ def test_a_descriptor_of_this_process_is_refused_before_any_worker(tmp_path, mon
     monkeypatch.setattr(batch_mod, "_distributed", no_dask)
     (tmp_path / "in").symlink_to("/dev/stdin")
     (tmp_path / "fds").symlink_to("/dev/fd")
+    # descriptors 61-63, not open here (one open write-only would be refused without the advice)
     cases = [
         ("-", "standard input", "-"),
         ("/dev/stdin", "standard input", "-"),
         (str(tmp_path / "in"), "standard input", "-"),
         ("/dev/fd/63", "file descriptor 63", "/dev/fd/63"),
-        ("/proc/self/fd/7", "file descriptor 7", "/proc/self/fd/7"),
-        (str(tmp_path / "fds" / "5"), "file descriptor 5", str(tmp_path / "fds" / "5")),
+        ("/proc/self/fd/62", "file descriptor 62", "/proc/self/fd/62"),
+        (str(tmp_path / "fds" / "61"), "file descriptor 61", str(tmp_path / "fds" / "61")),
     ]
     runner = CliRunner()
     for path, what, single in cases:
@@ -326,6 +327,53 @@ def test_own_descriptor_names_only_this_process_descriptors(tmp_path):
     # a FIFO, a file, another process's descriptor and a missing path are paths a worker opens itself
     for path in (str(fifo), str(FIX_SAMPLE), "/proc/1/fd/0", str(tmp_path / "missing"), "/dev/null"):
         assert own_descriptor(path) is None, path
+
+
+def test_own_descriptor_beyond_any_descriptor_is_a_path():
+    """An N no descriptor can be (beyond INT_MAX; not open and at or beyond the RLIMIT_NOFILE hard limit) names no
+    descriptor of this process: a path, which the workers fail to open as any missing one."""
+    import resource
+
+    from gro_replay.batch import descriptor_refusal, own_descriptor
+
+    huge = "9" * 23
+    for path in (f"/dev/fd/{huge}", f"/proc/self/fd/{huge}", f"/dev/fd/{1 << 31}"):
+        assert own_descriptor(path) is None, path
+        assert descriptor_refusal([path]) is None
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY:
+        assert own_descriptor(f"/dev/fd/{hard}") is None
+        assert own_descriptor(f"/dev/fd/{hard - 1}") == hard - 1  # may be open: refused as a descriptor
+
+
+@pytest.mark.parametrize(
+    ("path", "what"), [("/dev/stdout", "standard output"), ("/dev/stderr", "standard error")]
+)
+def test_an_output_descriptor_is_refused_without_advice(path, what):
+    """``batch /dev/stderr``: refused, without advising 'gro-replay /dev/stderr' (an output, no capture to read)."""
+    from gro_replay.batch import descriptor_refusal
+
+    assert descriptor_refusal([path]) == (
+        f"batch reads capture files: its Dask workers do not share this process's {what} ({path})"
+    )
+
+
+def test_a_write_only_descriptor_is_refused_without_advice():
+    """A descriptor open write-only (a pipe's writing end) is no stream to replay either: no advice."""
+    from gro_replay.batch import descriptor_refusal
+
+    r, w = os.pipe()
+    try:
+        assert descriptor_refusal([f"/dev/fd/{w}"]) == (
+            f"batch reads capture files: its Dask workers do not share this process's file descriptor {w} "
+            f"(/dev/fd/{w})"
+        )
+        assert descriptor_refusal([f"/dev/fd/{r}"]).endswith(
+            f"; for a single stream use 'gro-replay /dev/fd/{r}'"
+        )
+    finally:
+        os.close(r)
+        os.close(w)
 
 
 def test_a_named_fifo_is_read_by_its_worker(tmp_path, scheduler):
