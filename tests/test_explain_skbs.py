@@ -285,3 +285,52 @@ def test_a_full_bucket_names_the_frame_whose_flow_evicted_the_oldest(tmp_path):
         ([1], R.MAX_GRO_SKBS, {"frame": 9}),
         ([10], R.MAX_GRO_SKBS, {"frame": 18}),
     ]
+
+
+# -- --flow: only the selected flows' skbs are kept ----------------------------------------------------------------
+def _kept_by_cli(monkeypatch, *args: str):
+    """Run explain --skbs through the CLI and return its ``SkbEnds`` (its kept ``listed`` and ``delivered``)."""
+    from gro_replay.report import explain_skbs
+
+    made = []
+
+    class Kept(explain_skbs.SkbEnds):
+        def __init__(self, *a, **kw) -> None:
+            super().__init__(*a, **kw)
+            made.append(self)
+
+    monkeypatch.setattr(explain_skbs, "SkbEnds", Kept)
+    run(*args)
+    (obs,) = made
+    return obs
+
+
+def fids(obs) -> set[int]:
+    """The flow ids of which ``SkbEnds`` ``obs`` kept anything."""
+    return {k[2] for k in (*obs.listed, *obs.delivered)}
+
+
+def test_flow_keeps_only_the_selected_flows_skbs(tmp_path, monkeypatch):
+    """``--skbs --flow SEL`` keeps nothing of an unselected flow (its memory was every flow's skb list): no key of
+    ``listed`` nor ``delivered`` for it, whether selected by id or by key; with ``--limit 1`` every selected flow is
+    still kept (the JSON lists them all)."""
+    path = _synth(tmp_path / "three.pcap", "--frames", "20", "--flows", "3")
+    every = _kept_by_cli(monkeypatch, path, "--no-fix", "--skbs", "--skbs-max", "0")
+    assert fids(every) == {0, 1, 2}
+    assert fids(_kept_by_cli(monkeypatch, path, "--no-fix", "--skbs", "--flow", "1")) == {1}
+    doc = run_json(path, "--no-fix", "--skbs", "--flow", "1")
+    sport = doc["flows"][0]["key"]["inner"]["sport"]
+    by_key = _kept_by_cli(monkeypatch, path, "--no-fix", "--skbs", "--flow", f"sport={sport}", "--limit", "1")
+    assert fids(by_key) == {1}
+    assert by_key.listed == {k: v for k, v in every.listed.items() if k[2] == 1}
+    # a selector of several flows, the text limited to one: both kept
+    two = _kept_by_cli(monkeypatch, path, "--no-fix", "--skbs", "--flow", "proto=tcp", "--limit", "1")
+    assert fids(two) == {0, 1, 2}
+
+
+def test_skb_ends_unbound_keeps_every_flow():
+    """Without the flow keys (a caller whose replayer binds none), nothing is left out."""
+    from gro_replay.report.explain_skbs import SkbEnds
+
+    obs = SkbEnds(lambda *a: None, 0, "1")
+    assert obs.wanted(0) and obs.wanted(5)

@@ -84,7 +84,8 @@ def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) ->
     cfg = replace(cfg, flow_idle_timeout_ns=0, flows_max=1 << 62)
     shown = [m.name for m in cfg.kernels]
     obs = FlowDeliveries()
-    listing = SkbEnds(obs, skbs_max) if skbs else None
+    # only the selected flows' skbs are kept: all of them, the JSON's flows, not only the text's --limit
+    listing = SkbEnds(obs, skbs_max, selector) if skbs else None
     _prog, cb = start_progress(quiet, capture)
     try:
         result = replay_capture(capture, cfg, listing or obs, cb)

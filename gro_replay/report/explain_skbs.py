@@ -15,9 +15,10 @@ the replay takes the frame-by-frame path, which the document's ``engine`` says (
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..kernel import reasons as R
+from ..packet.flowsel import FlowSelector
 from .verdict.words import plural
 
 #: why the replay takes the frame-by-frame path with ``--skbs`` (sim/engine_path.py ``observer_reasons``)
@@ -32,21 +33,47 @@ Recorded = tuple[tuple[int, ...], str, tuple[int, int | None, int | None] | None
 
 class SkbEnds:
     """``on_deliver`` observer of ``explain --skbs``: passes every delivery on to ``inner`` (explain's
-    ``FlowDeliveries``) and keeps, per (kernel, stage, flow id), the first ``skbs_max`` skbs delivered (0: every
-    one) as ``Recorded`` tuples, and how many were delivered in all. Reads ``skb.cb.why`` and ``skb.cb.ended_by``,
-    which cached events do not hold (module docstring)."""
+    ``FlowDeliveries``) and keeps, per (kernel, stage, flow id) of the flows ``selector`` selects (None: every
+    flow), the first ``skbs_max`` skbs delivered (0: every one) as ``Recorded`` tuples, and how many were delivered
+    in all. Reads ``skb.cb.why`` and ``skb.cb.ended_by``, which cached events do not hold (module docstring).
+
+    A flow is selected as explain selects it once the run is over (``packet.flowsel.select_flows`` over the
+    result's flows: its key and id), decided once per flow id when its first skb is delivered, from the flow keys
+    the replayer binds (``bind_flows``: the decoder's list, which flows started during the run join). Unbound (a
+    caller that gives no flow keys), every flow is kept. Nothing is kept of a flow that is not explained."""
 
     served_from_events = False
     frame_by_frame_reason = SKBS_REASON
 
-    def __init__(self, inner: Callable, skbs_max: int) -> None:
+    def __init__(self, inner: Callable, skbs_max: int, selector: str | None = None) -> None:
         self.inner = inner
         self.skbs_max = skbs_max
         self.listed: dict[tuple[str, str, int], list[Recorded]] = defaultdict(list)
         self.delivered: Counter = Counter()
+        self._select = None if selector is None else FlowSelector.parse(selector)
+        self._flows: Sequence | None = None
+        self._wanted: list[bool] = []  # per flow id, whether it is selected (decided in order of ids)
+
+    def bind_flows(self, flows: Sequence) -> None:
+        """Take the run's flow keys by id (the decoder's ``flows``; sim/replayer.py calls it)."""
+        self._flows = flows
+
+    def wanted(self, fid: int) -> bool:
+        """Whether flow ``fid`` is explained, so that its skbs are kept (class docstring)."""
+        sel, flows = self._select, self._flows
+        if sel is None or flows is None or fid >= len(flows):
+            return True
+        ok = self._wanted
+        while len(ok) <= fid:
+            key = flows[len(ok)]
+            # a retired flow's key is gone (None): explain retires none (cli/explain.py); kept if ever
+            ok.append(key is None or sel.matches(key, len(ok)))
+        return ok[fid]
 
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
         self.inner(kernel, stage, dev, skb, now_ns)
+        if not self.wanted(skb.flow):
+            return
         key = (kernel, stage, skb.flow)
         self.delivered[key] += 1
         if not self.skbs_max or self.delivered[key] <= self.skbs_max:

@@ -153,6 +153,8 @@ class Replayer(Retiring):
         )
         if on_deliver is not None and hasattr(on_deliver, "bind"):
             on_deliver.bind(self.input)
+        if on_deliver is not None and hasattr(on_deliver, "bind_flows"):
+            on_deliver.bind_flows(self.decoder.flows)  # the flow keys by id, appended to as flows start
 
     def run_polls(self, frames: Iterable[Frame]) -> None:
         """Run every poll of ``frames`` through every kernel (one read feeds all models).
