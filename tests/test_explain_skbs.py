@@ -334,3 +334,62 @@ def test_skb_ends_unbound_keeps_every_flow():
 
     obs = SkbEnds(lambda *a: None, 0, "1")
     assert obs.wanted(0) and obs.wanted(5)
+
+
+# -- --resegment: a super-frame's segments share its frame number ------------------------------------------------
+ROBUSTNESS_RESEG = ROOT.parent / "shared" / "robustness" / "reseg-mss1-one-tso64k.pcap"
+
+
+def test_frames_text_says_segments_once_per_frame():
+    assert frames_text([1, 2, 3, 5]) == "frames 1–3, 5"
+    assert frames_text([2] * 47) == "frame 2 (47 segments of it)"
+    assert frames_text([1, 2, 2, 3]) == "frames 1, 2 (2 segments of it), 3"
+    assert frames_text([2], frozenset({2})) == "frame 2 (a segment of it)"
+    assert frames_text([1, 2, 3], frozenset({3})) == "frames 1–2, 3 (a segment of it)"
+
+
+def _assert_no_repeated_numbers(text: str) -> None:
+    assert not re.search(r"frames? (\d+), \1\b", text), text
+    assert not re.search(r"ended with its last frame", text), text
+
+
+def test_resegmented_super_frames_in_text_and_json(tmp_path):
+    """3 super-frames of 4 segments each (--mss 4000, --resegment 1000): the JSON repeats each frame number per
+    segment and counts them (``segments``, ``capture_frames``); the text names each capture frame once."""
+    path = _synth(tmp_path / "super.pcap", "--frames", "3", "--mss", "4000", "--mtu", "9000")
+    args = (path, "--resegment", "1000", "--skbs")
+    doc = run_json(*args)
+    post = doc["flows"][0]["kernels"]["post-fix"]
+    rows = post["phys"]["skb_list"]["skbs"]
+    assert [(r["frames"], r["segments"], r["capture_frames"]) for r in rows] == [
+        ([n] * 4, 4, 1) for n in (1, 2, 3)
+    ]
+    pre_rows = doc["flows"][0]["kernels"]["pre-fix"]["phys"]["skb_list"]["skbs"]
+    assert [(r["frames"], r["segments"], r["capture_frames"]) for r in pre_rows] == [
+        ([n], 1, 1) for n in (1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+    ]
+    text = run(*args)
+    _assert_no_repeated_numbers(text)
+    assert "1. frame 1 (4 segments of it): ended when a segment of frame 2 arrived: " in text
+    assert "5. frame 2 (a segment of it): went up alone: " in text
+
+
+def test_resegmented_64k_super_frame_robustness_capture():
+    """The robustness capture whose 64 KB super-frame --resegment auto cuts into 47 segments: "frames 2, 2, …"
+    (47 times) and "ended with its last frame 2" were said of one capture frame."""
+    if not ROBUSTNESS_RESEG.is_file():
+        pytest.skip(f"robustness capture not present ({ROBUSTNESS_RESEG})")
+    text = run(ROBUSTNESS_RESEG, "--skbs")
+    _assert_no_repeated_numbers(text)
+    assert text.count("frame 2 (47 segments of it)") == 3  # post-fix phys, both tunnel stages
+    assert text.count("frame 2 (a segment of it): went up alone") == 47  # pre-fix phys, one skb per segment
+    doc = run_json(ROBUSTNESS_RESEG, "--skbs")
+    rows = [
+        r
+        for k in doc["flows"][0]["kernels"].values()
+        for s in ("phys", "tunnel")
+        for r in k[s]["skb_list"]["skbs"]
+        if 2 in r["frames"]
+    ]
+    assert sorted({(r["segments"], r["capture_frames"]) for r in rows}) == [(1, 1), (47, 1)]
+    assert all(r["frames"] == [2] * r["segments"] for r in rows)

@@ -1,8 +1,8 @@
 """``gro-replay explain --skbs``: per flow, stage and kernel, every skb delivered, in order, and why it ended.
 
 Each row names the capture frames the skb carries (1-based frame numbers, as Wireshark's ``frame.number`` and
-``tcpdump -#`` count every record of the capture; a super-frame split by ``--resegment`` gives its segments its own
-number), the reason recorded at the decision (``NAPI_GRO_CB(skb)->why``, kernel/reasons.py) and, when a later
+``tcpdump -#`` count every record of the capture; the segments of a super-frame split by ``--resegment`` share its
+number, each segment listed: ``segments`` counts them, ``capture_frames`` the distinct numbers), the reason recorded at the decision (``NAPI_GRO_CB(skb)->why``, kernel/reasons.py) and, when a later
 frame's arrival completed the held skb (a flush decided in ``dev_gro_receive`` while receiving that frame: sequence
 gap, flags, merge limit, a bucket full …), which frame that was (``NAPI_GRO_CB(skb)->ended_by``, recorded beside
 ``why`` at the decision: kernel/gro.py ``dev_gro_receive``, kernel/tcp_offload.py ``tcp_gro_receive`` with the TCP
@@ -90,7 +90,9 @@ def _seq_gap(held_next: int, seq: int) -> dict:
 
 
 def skb_row(rec: Recorded) -> dict:
-    """One JSON row of ``skb_list`` from a ``Recorded`` delivery: ``frames`` (1-based frame numbers), the reason
+    """One JSON row of ``skb_list`` from a ``Recorded`` delivery: ``frames`` (1-based frame numbers, one per
+    segment: a super-frame split by ``--resegment`` repeats its number), ``segments`` (their count: the frames the
+    GRO stage received) and ``capture_frames`` (the distinct numbers), the reason
     (``reason``, ``function``, ``condition``, ``description``), ``held`` (it waited in a GRO list: a later frame's
     arrival or a flush completed it; false: it went up without being held, GRO_NORMAL) and ``ended_by`` (None, or
     the frame whose arrival completed it and, for a TCP sequence gap, ``seq_gap``)."""
@@ -104,6 +106,8 @@ def skb_row(rec: Recorded) -> dict:
             by["seq_gap"] = _seq_gap(held_next, seq)
     return {
         "frames": [i + 1 for i in frames],
+        "segments": len(frames),
+        "capture_frames": len(set(frames)),
         "reason": why,
         "function": function,
         "condition": condition,
@@ -122,38 +126,65 @@ def skb_list(obs: SkbEnds, kernel: str, stage: str, fid: int) -> dict:
 
 
 # -- text -------------------------------------------------------------------------------------------------------------
-def frames_text(frames: list[int]) -> str:
-    """``frame 3``, ``frames 1–45``, ``frames 1, 3–5``: 1-based frame numbers, consecutive runs as ranges."""
-    runs: list[list[int]] = []
+def split_frames(rows: list[dict]) -> frozenset[int]:
+    """The frame numbers listed more than once among ``rows`` (one stage's skbs): super-frames split by
+    ``--resegment``, whose segments share their number (a capture frame otherwise reaches a stage in one skb)."""
+    seen = Counter(n for row in rows for n in row["frames"])
+    return frozenset(n for n, c in seen.items() if c > 1)
+
+
+def frames_text(frames: list[int], split: frozenset[int] = frozenset()) -> str:
+    """``frame 3``, ``frames 1–45``, ``frames 1, 3–5``: 1-based frame numbers, consecutive runs as ranges, each
+    number once. The segments of a frame of ``split`` (a super-frame split by ``--resegment``) are said as such:
+    ``frame 2 (47 segments of it)``, ``frames 1, 2 (a segment of it)``; the count is of capture frames."""
+    runs: list[list[int]] = []  # [first, last, segments of last]
     for n in frames:
-        if runs and n == runs[-1][1] + 1:
+        if runs and n == runs[-1][1] and runs[-1][0] < n:  # a range's last number repeated: a run of its own
+            runs[-1][1] = n - 1
+            runs.append([n, n, 2])
+        elif runs and n == runs[-1][1]:
+            runs[-1][2] += 1
+        elif runs and n == runs[-1][1] + 1 and runs[-1][2] == 1 and n not in split:
             runs[-1][1] = n
         else:
-            runs.append([n, n])
-    parts = [f"{a}" if a == b else f"{a}–{b}" for a, b in runs]
-    return f"{plural(len(frames), 'frame')} {', '.join(parts)}"
+            runs.append([n, n, 1])
+    parts = []
+    for a, b, segs in runs:
+        text = f"{a}" if a == b else f"{a}–{b}"
+        if segs > 1 or b in split:
+            text += f" ({segs} segments of it)" if segs > 1 else " (a segment of it)"
+        parts.append(text)
+    distinct = sum(b - a + 1 for a, b, _ in runs)
+    return f"{plural(distinct, 'frame')} {', '.join(parts)}"
 
 
-def _trigger_text(row: dict, stage: str) -> str:
+def _trigger_text(row: dict, stage: str, split: frozenset[int] = frozenset()) -> str:
     """How a held skb ended: the frame whose arrival completed it (and the sequence numbers of a gap), or the
-    flush that took it at the end of a poll."""
+    flush that took it at the end of a poll. A frame of ``split`` is a super-frame's segments, which share its
+    number: which segment arrived is not recorded (it may have merged or started the next skb)."""
     by = row["ended_by"]
     if by is None:
         return "held until the poll's flush"
     n = by["frame"]
-    if n in row["frames"]:
+    if n in split:
+        arrived = f"a segment of frame {n}"
+        if stage != "phys":
+            arrived = f"the skb starting with {arrived}"
+    elif n in row["frames"]:
         return f"ended with its last frame {n}"
-    arrived = f"frame {n}" if stage == "phys" else f"the skb starting with frame {n}"
+    else:
+        arrived = f"frame {n}" if stage == "phys" else f"the skb starting with frame {n}"
     gap = by.get("seq_gap")
     if gap is None:
         return f"ended when {arrived} arrived"
     d = gap["bytes"]
+    starts = f"that segment of frame {n} starts" if n in split else f"frame {n} starts"
     between = (
         f"a gap of {d:,} {plural(d, 'byte')}" if d > 0 else f"overlapping it by {-d:,} {plural(-d, 'byte')}"
     )
     return (
-        f"ended when {arrived} arrived and did not continue it (TCP sequence gap: frame {n} starts at seq "
-        f"{gap['seq']}, {frames_text(row['frames'])} {plural(len(row['frames']), 'ends', 'end')} before seq "
+        f"ended when {arrived} arrived and did not continue it (TCP sequence gap: {starts} at seq "
+        f"{gap['seq']}, {frames_text(row['frames'], split)} {plural(row['capture_frames'], 'ends', 'end')} before seq "
         f"{gap['held_next_seq']}; absolute sequence "
         f"numbers, {between})"
     )
@@ -162,10 +193,11 @@ def _trigger_text(row: dict, stage: str) -> str:
 def skb_lines(sl: dict, stage: str, skbs_max: int) -> list[str]:
     """Text lines of one stage's ``skb_list``: one per skb in delivery order, then the count of those omitted."""
     lines = ["      skbs delivered, in order (frame numbers as Wireshark's):"]
+    split = split_frames(sl["skbs"])
     for i, row in enumerate(sl["skbs"], 1):
-        how = _trigger_text(row, stage) if row["held"] else "went up alone"
+        how = _trigger_text(row, stage, split) if row["held"] else "went up alone"
         lines.append(
-            f"      {i:>6,}. {frames_text(row['frames'])}: {how}: {row['function']}: {row['condition']}  "
+            f"      {i:>6,}. {frames_text(row['frames'], split)}: {how}: {row['function']}: {row['condition']}  "
             f"({row['description']})"
         )
     if sl["omitted"]:
