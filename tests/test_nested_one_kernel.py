@@ -81,8 +81,8 @@ def test_five_flow_mix_with_tunnel_gro_off():
 
 
 _COSTLESS = (
-    "udp_gro_receive refuses 4 frames at the phys device for the zero outer UDP checksum of 1 flow(s) carrying a "
-    f"tunnel inside the tunnel, which costs no aggregation: {_NESTED_PHYS}."
+    "udp_gro_receive refuses 4 frames for a zero UDP checksum at no cost to aggregation: 1 flow(s) carrying a "
+    f"tunnel inside the tunnel, 4 frames ({_NESTED_PHYS})."
 )
 _FLOW_COSTLESS = (
     f"{_LACKS_511}, but this flow is not affected: udp_gro_receive refuses 4 of its 4 frames at the phys device "
@@ -178,3 +178,23 @@ def test_costless_beside_lost_flow(tmp_path, runner):
         f"{_LACKS_511}, but is not affected here: {_COSTLESS} It also refuses 4 frames of flows lost before "
         "decapsulation (below), whose frames never reach the host whatever GRO does. Lost on the way (pre-fix): "
     ), v["text"]
+
+
+def _fragments(j: int) -> list[bytes]:
+    """4 inner IPv4 fragments (offset 800 bytes) in plain VXLAN with outer UDP checksum 0: refused at the phys device by the
+    gate before the fix (§4.7 row 3), flushed by inet_gro_receive after it (a fragment, §3.1): merged in no kernel."""
+    return build_flow(FrameSpec(outer_csum="zero", udp_sport=43000 + j, frag_off=100), [1000] * 4)
+
+
+@pytest.mark.parametrize(("pre", "post"), [(K_5_11, K_5_12), (K_5_4, K_6_18)], ids=["5.11-5.12", "5.4-6.18"])
+def test_refusals_no_kernel_would_merge_cost_nothing_with_one_kernel(pre, post):
+    """Beside a plain zero-checksum TCP flow (affected, §4.7 row 3): a flow of inner IPv4 fragments and a TCP flow
+    of one frame, both refused by the gate at the phys device before the fix. After it the fragments flush in
+    inet_gro_receive (§3.1) and the single frame has nothing to merge with: compare mode measures no gain for
+    either (refused_no_gain), and the kernel without the fix alone concludes the same."""
+    lone = build_flow(FrameSpec(outer_csum="zero", udp_sport=44000), [1000])
+    streams = [_plain(0), _fragments(1)]
+    frames = _frames(streams) + [(9000, lone[0])]
+    one = _judged(frames, (pre,))
+    assert one == _judged(frames, (pre, post))
+    assert one[0] == 1 and one[1] == ["affected", "refused_no_gain", "refused_no_gain"]

@@ -24,6 +24,7 @@ from .facts import (
 from .sentences import CaptureSentences
 from .tally import _Tally
 from .words import (
+    COSTLESS_WORDS,
     NESTED_PHYS_WORDS,
     _via,
     fix_advice,
@@ -297,6 +298,12 @@ class Verdict(CaptureSentences):
         """The flow why of a kernel ``k`` without the fix whose gate refused the flow's frames: where, and for a
         flow carrying a tunnel inside the tunnel that its phys refusal costs nothing (``FlowVerdict.costly``)."""
         gate = "UDP checksum 0, csum_cnt 0, csum_valid 0"
+        why = fv.costless_why(k)
+        if why in ("one_frame", "not_tcp"):
+            return (
+                f"{lacks}, but this flow is not affected: udp_gro_receive refuses {refusal_places(k, gate)}, which "
+                f"costs nothing: {COSTLESS_WORDS[why][1]}"
+            )
         if not fv.nested:
             return f"{lacks}: udp_gro_receive refuses {refusal_places(k, gate)}; {fix_advice(self.result.config)}"
         frames = f"{k.frames:,} {plural(k.frames, 'frame')}"

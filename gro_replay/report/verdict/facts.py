@@ -189,8 +189,26 @@ class FlowVerdict:
         as compare mode measures it. Every refusal, except at the phys device for a flow that carries a tunnel
         inside the tunnel (``nested``): after the fix udp_gro_receive passes its outer header and stops at the
         nested one (NAPI_GRO_CB(skb)->encap_mark already set, gro-spec §4.4/§4.5), so its phys device merges it
-        in no kernel; the nested header's refusal at the tunnel device's gro_cells does cost (§6.1, §4.7 row 3)."""
-        return {"phys": 0 if self.nested else k.gate_zero["phys"], "tunnel": k.gate_zero["tunnel"]}
+        in no kernel; the nested header's refusal at the tunnel device's gro_cells does cost (§6.1, §4.7 row 3).
+        Nor does a refusal cost anything where no kernel merges what was refused: at the phys device a flow whose
+        inner packets are not TCP segments (``cls`` other than tunnel_tcp: an inner fragment or another protocol
+        flushes in inet_gro_receive, an inner UDP datagram without a tunnel socket in udp_gro_receive, §3.1,
+        §4.4), and at either stage a flow of one frame (nothing to merge it with)."""
+        if self.costless_why(k) == "one_frame":
+            return {"phys": 0, "tunnel": 0}
+        phys = 0 if self.costless_why(k) else k.gate_zero["phys"]
+        return {"phys": phys, "tunnel": k.gate_zero["tunnel"]}
+
+    def costless_why(self, k: KernelFacts) -> str | None:
+        """Why kernel ``k``'s phys-device refusals of this flow cost nothing (``costly``): ``"one_frame"`` (a flow of
+        one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel: stopped at
+        the nested header after the fix), ``"not_tcp"`` (inner packets that are not TCP segments: flushed at the
+        inner header after the fix), or None (they cost what the fix gives back). ``COSTLESS_WORDS`` words each."""
+        if k.frames < 2:
+            return "one_frame"
+        if self.nested:
+            return "nested"
+        return None if self.cls == "tunnel_tcp" else "not_tcp"
 
     def costly_at(self, k: KernelFacts) -> str | None:
         """The first stage whose refusals in kernel ``k`` cost this flow aggregation (``costly``): ``"phys"``,

@@ -11,6 +11,7 @@ from ...kernel.model import KernelModel
 from .facts import FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
 from .tally import Refusals, _Tally
 from .words import (
+    COSTLESS_WORDS,
     NESTED_PHYS_WORDS,
     TUNNEL_GATE_WORDS,
     _gate_words,
@@ -297,14 +298,18 @@ class CaptureSentences:
         return ", and ".join(parts)
 
     @staticmethod
-    def _costless_text(r: Refusals) -> str:
-        """The refusals of a kernel that cost no flow aggregation (``Refusals.costless``): "udp_gro_receive refuses
-        N frames at the phys device for the zero outer UDP checksum of F flow(s) carrying a tunnel inside the
-        tunnel, which costs no aggregation: why"."""
+    def _costless_text(r: Refusals, also: bool = False) -> str:
+        """The refusals of a kernel that cost no flow aggregation (``Refusals.costless_by``, by
+        ``FlowVerdict.costless_why``): "udp_gro_receive [also] refuses N frames for a zero UDP checksum at no cost to
+        aggregation: F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..."."""
+        parts = []
+        for why, (flows, frames) in sorted(r.costless_by.items()):
+            what, because = COSTLESS_WORDS[why]
+            parts.append(f"{flows:,} flow(s) {what}, {frames:,} {plural(frames, 'frame')} ({because})")
+        n = r.costless_frames
         return (
-            f"udp_gro_receive refuses {r.costless_frames:,} {plural(r.costless_frames, 'frame')} at "
-            f"{STAGE_NAMES['phys']} for the zero outer UDP checksum of {r.costless:,} flow(s) carrying a tunnel "
-            f"inside the tunnel, which costs no aggregation: {NESTED_PHYS_WORDS}"
+            f"udp_gro_receive {'also ' if also else ''}refuses {n:,} {plural(n, 'frame')} for a zero UDP checksum "
+            f"at no cost to aggregation: " + "; ".join(parts)
         )
 
     def _kernel_sentence(self, k: KernelFacts) -> str:
@@ -317,7 +322,7 @@ class CaptureSentences:
             lacks = lacks_fix_words(model, head)
             refused = t.refusals[k.name]
             if any(refused.flows.values()):
-                costless = f"; {self._costless_text(refused)}" if refused.costless else ""
+                costless = f"; {self._costless_text(refused, also=True)}" if refused.costless else ""
                 text = (
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
                     f"the zero-checksum bug: {self._refusal_text(refused)}{costless}; "

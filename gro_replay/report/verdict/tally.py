@@ -29,7 +29,8 @@ class Refusals:
     device's gro_cells; ``phys_too``: the tunnel-stage flows (a tunnel inside the tunnel) whose outer header was
     refused at the phys device too, at no cost; ``first_phys``: (flow id, key) of the lowest phys-refused flow (its
     NIC checksum state is named). ``costless``/``costless_frames``: the flows (and their refused frames) whose
-    every refusal costs nothing (a tunnel inside the tunnel refused only at the phys device: ``refused_no_gain``)."""
+    every refusal costs nothing (``refused_no_gain``: a tunnel inside the tunnel refused only at the phys device, inner
+    packets that are not TCP segments, a single frame), and by reason (``costless_by``)."""
 
     flows: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     frames: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
@@ -38,6 +39,8 @@ class Refusals:
     first_phys: tuple[int, FlowKey] | None = None
     costless: int = 0
     costless_frames: int = 0
+    #: ``FlowVerdict.costless_why`` → [flows, refused frames] of the costless flows
+    costless_by: dict = field(default_factory=dict)
 
     def add(self, fv: FlowVerdict, k: KernelFacts) -> None:
         """Count flow ``fv`` with this kernel's facts ``k`` for it, if the gate refused it."""
@@ -46,6 +49,9 @@ class Refusals:
             if k.refused:
                 self.costless += 1
                 self.costless_frames += k.refused
+                c = self.costless_by.setdefault(fv.costless_why(k), [0, 0])
+                c[0] += 1
+                c[1] += k.refused
             return
         self.flows[stage] += 1
         self.frames[stage] += k.gate_zero[stage]

@@ -255,6 +255,16 @@ NESTED_PHYS_WORDS = (
     "(NAPI_GRO_CB(skb)->encap_mark already set: udp_gro_receive:encap_mark), so the phys device merges a tunnel "
     "inside the tunnel in no kernel"
 )
+#: ``FlowVerdict.costless_why`` → (what the flows are, why their refusal costs nothing)
+COSTLESS_WORDS = {
+    "nested": ("carrying a tunnel inside the tunnel", NESTED_PHYS_WORDS),
+    "not_tcp": (
+        "whose inner packets are not TCP segments",
+        "after the fix GRO flushes them at the inner header (inet_gro_receive: a fragment or a protocol without "
+        "GRO; udp_gro_receive: a UDP datagram without a tunnel socket), so no kernel merges them",
+    ),
+    "one_frame": ("of a single frame", "there is nothing to merge it with in any kernel"),
+}
 
 
 def refusal_places(k, why: str) -> str:
