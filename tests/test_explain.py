@@ -16,7 +16,7 @@ from gro_replay.cli import main
 from gro_replay.kernel import reasons as R
 from gro_replay.packet.build import FrameSpec, build_flow
 from gro_replay.packet.decode import FlowKey
-from gro_replay.report.explain import FlowDeliveries, SelectorError, explain, select_flows
+from gro_replay.report.explain import FlowDeliveries, SelectorError, explain, render_text, select_flows
 from gro_replay.sim import PollModel, ReplayConfig, replay_frames
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,6 +180,20 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
         "refuses 4 frame(s) for their zero outer UDP checksum, but the post-fix kernel does not merge"
         in (doc["verdict"]["text"])
     )
+
+
+def test_explain_flow_line_brackets_ipv6_endpoints():
+    # an IPv6 address followed by :port is ambiguous (fd00::1:49152): the flow line writes the endpoints as the
+    # replay's flow label does (packet.decode.endpoint), for the outer and the inner 5-tuple
+    frames = build_flow(FrameSpec(outer_ipv6=True, inner_ipv6=True), [1000, 1000])
+    obs = FlowDeliveries()
+    result = replay_frames([(1000 * k, f) for k, f in enumerate(frames)], ReplayConfig(), obs)
+    head = render_text(explain(result, obs, ["pre-fix", "post-fix"], [0]))[0]
+    assert head == (
+        "flow 0: outer [fd00::1]:49152 → [fd00::2]:4789 UDP (checksum 0), vxlan VNI 100; "
+        "inner [fd01::1]:40000 → [fd01::2]:5201 TCP; 2 frames"
+    )
+    assert "[fd00::1]:49152→[fd00::2]:4789" in result.flows[0].label()
 
 
 def test_explain_selector_errors_exit_2():

@@ -70,7 +70,7 @@ class FlowKey:
 
         IPv6 endpoints are bracketed (``[fd00::1]:49152``), the form ``explain --flow`` accepts.
         """
-        ep = _endpoint
+        ep = endpoint
         if not self.tunnel:
             return f"{ep(self.outer_src, self.outer_sport)}→{ep(self.outer_dst, self.outer_dport)} (not tunnelled)"
         proto = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}.get(self.inner_proto, str(self.inner_proto))
@@ -110,8 +110,9 @@ class FlowKey:
         }
 
 
-def _endpoint(addr: str, port: int) -> str:
-    """``addr:port``, with IPv6 addresses in brackets (RFC 3986)."""
+def endpoint(addr: str, port: int) -> str:
+    """``addr:port``, with IPv6 addresses in brackets (RFC 3986): ``[fd00::1]:37531``. The one address:port form of
+    the reports (``FlowKey.label``, explain's flow line)."""
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..kernel import reasons as R
+from ..packet.decode import endpoint
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from .explain_skbs import SkbEnds, skb_lines, skb_list
 from .stats import SCHEMA_VERSION, STAGES
@@ -174,14 +175,14 @@ def explain(
 def _outer_text(key: dict) -> str:
     o = key["outer"]
     csum = "checksum 0" if o["udp_csum_zero"] else "checksum set"
-    return f"{o['src']}:{o['sport']} → {o['dst']}:{o['dport']} UDP ({csum})"
+    return f"{endpoint(o['src'], o['sport'])} → {endpoint(o['dst'], o['dport'])} UDP ({csum})"
 
 
 def _inner_text(key: dict) -> str:
     i = key["inner"]
     proto = {6: "TCP", 17: "UDP", 1: "ICMP", 58: "ICMPv6"}.get(i["proto"], f"proto {i['proto']}")
     if i["sport"] or i["dport"]:
-        return f"{i['src']}:{i['sport']} → {i['dst']}:{i['dport']} {proto}"
+        return f"{endpoint(i['src'], i['sport'])} → {endpoint(i['dst'], i['dport'])} {proto}"
     return f"{i['src']} → {i['dst']} {proto}"
 
 
