@@ -123,7 +123,7 @@ def test_flow_selects_one_flow_in_diff(tmp_path):
     assert r.exit_code == 2 and "no flow of the documents matches --flow 'sport=50000'" in r.stderr
 
 
-NO_MATCH = "Error: no flow matches --flow 'vni=101' (1 flows in {}; {})\n"
+NO_MATCH = "Error: no flow matches --flow 'vni=101' (1 flow in {}; {})\n"
 
 
 @pytest.mark.parametrize(

@@ -247,3 +247,12 @@ def test_a_count_of_one_takes_the_singular(tmp_path):
     assert v["stack_traversals_saved"] == 1
     assert "(2 frames go up one by one)" in v["text"]
     assert "the fix saves 1 skb traversal of IP/UDP/tunnel decapsulation." in v["text"]
+
+
+def test_tunnel_ports_take_the_singular_for_one():
+    """The no-tunnel sentence names each kind's ports: 'UDP port 6081' for one (was 'UDP ports 6081')."""
+    from gro_replay.report.verdict.words import ports_text
+
+    assert ports_text((6081,)) == "UDP port 6081"
+    assert ports_text((4789, 8472)) == "UDP ports 4789, 8472"
+    assert ports_text(()) == "no UDP port"

@@ -8,6 +8,7 @@ import click
 
 from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
+from ..report.verdict.words import plural
 from .command import Command
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
@@ -145,7 +146,8 @@ def replay_cmd(
         if flow is not None and not result.input.selected_frames:
             # known only now, after the replay: nothing is rendered or written
             raise UsageError(
-                f"no flow matches --flow {flow!r} ({len(result.flows):,} flows in {capture}; "
+                f"no flow matches --flow {flow!r} ({len(result.flows):,} {plural(len(result.flows), 'flow')} "
+                f"in {capture}; "
                 "gro-replay explain CAPTURE lists them)"
             )
         _file_outputs(result, json_path, md_path, plot_path, outs)

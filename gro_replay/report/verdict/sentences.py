@@ -26,6 +26,7 @@ from .words import (
     loss_text,
     not_replayed_text,
     plural,
+    ports_text,
     reason_list,
     split_text,
 )
@@ -94,11 +95,11 @@ class CaptureSentences:
             hint = " (capture whole frames: tcpdump -s 0)" if "snaplen_cut" in inp.skipped else ""
             return f"Nothing to compare: {not_replayed_text(inp)}{hint}."
         if self.outcome == "no_tunnel":
-            vx = ", ".join(str(p) for p in getattr(cfg, "vxlan_ports", ())) or "none"
-            gn = ", ".join(str(p) for p in getattr(cfg, "geneve_ports", ())) or "none"
+            vx = ports_text(getattr(cfg, "vxlan_ports", ()))
+            gn = ports_text(getattr(cfg, "geneve_ports", ()))
             return (
                 f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
-                f"(UDP ports {vx}) or Geneve (UDP ports {gn}), so the fix has nothing to change here "
+                f"({vx}) or Geneve ({gn}), so the fix has nothing to change here "
                 "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
             )
         if self.outcome == "lost":

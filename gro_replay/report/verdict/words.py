@@ -152,6 +152,14 @@ def plural(n: int, noun: str, many: str | None = None) -> str:
     return noun if n == 1 else (many or noun + "s")
 
 
+def ports_text(ports) -> str:
+    """The tunnel ports of one kind, for a sentence: "UDP port 6081", "UDP ports 4789, 8472", "no UDP port"."""
+    ports = list(ports)
+    if not ports:
+        return "no UDP port"
+    return f"UDP {plural(len(ports), 'port')} {', '.join(str(p) for p in ports)}"
+
+
 def drop_counts(skbs: Counter, frames: Counter) -> str:
     """The phys skbs the normal path did not decapsulate, by drop reason, each with the wire frames they carried
     (what the verdict counts): "udp6_csum_zero_error 1 skb (20 frames)"; "" when every skb was queued.
