@@ -256,3 +256,39 @@ def test_tunnel_ports_take_the_singular_for_one():
     assert ports_text((6081,)) == "UDP port 6081"
     assert ports_text((4789, 8472)) == "UDP ports 4789, 8472"
     assert ports_text(()) == "no UDP port"
+
+
+@pytest.mark.parametrize(
+    ("release", "head"),
+    [
+        (
+            "5.12-rc1",
+            "kernel 5.12-rc1: upstream 5.12-rc1 (a release candidate: the commits merged by rc1, not 89e5c58fc1e2 "
+            "of a later rc, which 5.12 carries)",
+        ),
+        (
+            "5.12.0-rc1+",
+            "kernel 5.12.0-rc1+: upstream 5.12-rc1 (a release candidate: the commits merged by rc1, not "
+            "89e5c58fc1e2 of a later rc, which 5.12 carries)",
+        ),
+        (
+            "5.12-rc2",
+            "kernel 5.12-rc2: upstream 5.12-rc2 (a release candidate: the commits merged by rc2; no modelled "
+            "commit of 5.12 is known to have landed after rc2)",
+        ),
+    ],
+)
+def test_a_release_candidate_is_not_called_its_release(release, head):
+    """89e5c58fc1e2 landed in v5.12-rc2 (kernel/model.py SWITCH_COMMITS): the kernel line of 5.12-rc1 must not
+    say "upstream 5.12 + no stable backports" (5.12 carries the fix, rc1 does not; an rc has no stable branch)."""
+    from click.testing import CliRunner
+    from conftest import FIX_SAMPLE
+
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q", "--no-hist"])
+    assert r.exit_code == 0, r.output
+    assert head in r.stdout.splitlines()
+    assert "upstream 5.12 +" not in r.stdout
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q", "--format", "json"])
+    (k,) = json.loads(r.stdout)["config"]["kernels"]
+    rc = release.replace(".0-", "-").rstrip("+")
+    assert k["pre_release"] == {"release": rc, "lacks": ["89e5c58fc1e2"] if rc.endswith("rc1") else []}

@@ -94,6 +94,9 @@ class KernelModel:
     #: a distribution kernel: the upstream release its version names ("4.18" for 4.18.0-305.el8), which may differ
     #: from ``base`` (the profile run: 4.18 runs as 4.19)
     vendor_base: str = ""
+    #: a pre-release: the release candidate it is ("5.12-rc1" for 5.12-rc1 and 5.12.0-rc1+), whose switches are
+    #: ``base``'s without the commits that landed in a later rc; "" otherwise
+    pre_release: str = ""
 
     def with_name(self, name: str) -> KernelModel:
         return replace(self, name=name)
@@ -136,6 +139,7 @@ class KernelModel:
             "notes": list(self.notes),
             "vendor": self.vendor or None,
             "vendor_base": self.vendor_base or None,
+            "pre_release": self._pre_release_entry(),
             f"fix_{fix}": {
                 "carried": self.carries(fix),
                 # a distribution kernel whose base lacks the fix: the vendor may have backported it (not known)
@@ -148,6 +152,16 @@ class KernelModel:
                 "point_release": bp[1] if bp else None,
             },
         }
+
+    def _pre_release_entry(self) -> dict | None:
+        """``describe``'s ``pre_release``: the release candidate and the commits of ``base`` it lacks (they landed
+        in a later rc: ``SwitchCommit.upstream_rc``); None for a release."""
+        if not self.pre_release:
+            return None
+        rc = int(self.pre_release.rsplit("-rc", 1)[1])
+        own = _release_tuple(self.base)
+        lacks = [c.commit for c in SWITCH_COMMITS if c.upstream == own and (c.upstream_rc or 0) > rc]
+        return {"release": self.pre_release, "lacks": lacks}
 
     def switches(self) -> dict[str, bool]:
         """The behaviour switches (every boolean field) and their values."""
@@ -424,7 +438,7 @@ def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str)
     if not own:
         parts.append(f"no modelled commit landed in {rel}'s merge window or release candidates: ran as {rel}")
     note = f"kernel {text}: a pre-release of upstream {rel}; " + "; ".join(parts)
-    return replace(model, **{c.switch: False for c in lacks}), note  # type: ignore[arg-type]  # bool switches
+    return replace(model, pre_release=f"{rel}-rc{rc}", **{c.switch: False for c in lacks}), note  # type: ignore[arg-type]  # bool switches
 
 
 def resolve_kernel(text: str) -> KernelModel:

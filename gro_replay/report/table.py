@@ -264,6 +264,22 @@ def engine_lines(engine: dict | None) -> list[str]:
     ]
 
 
+def rc_words(pre: dict, base: str) -> str:
+    """What a release candidate (``describe``'s ``pre_release``) carries, for the kernel line: "a release
+    candidate: the commits merged by rc1, not 89e5c58fc1e2 of a later rc, which 5.12 carries"."""
+    rc = pre["release"].rsplit("-", 1)[1]
+    lacks = pre["lacks"]
+    if lacks:
+        return (
+            f"a release candidate: the commits merged by {rc}, not {', '.join(lacks)} of a later rc, "
+            f"which {base} carries"
+        )
+    return (
+        f"a release candidate: the commits merged by {rc}; no modelled commit of {base} is known to have landed "
+        f"after {rc}"
+    )
+
+
 def kernel_lines(kernels) -> list[str]:
     """One line per resolved kernel that is not an upstream profile: its base, its stable backports (each with
     the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``)."""
@@ -297,8 +313,14 @@ def kernel_lines(kernels) -> list[str]:
             out.append(f"kernel {label}: assumed upstream {upstream} {tail}{ran}")
             out += [f"  note: {n}" for n in d["notes"]]
             continue
-        head = f"kernel {d['name']}: upstream {d['base']} + "
-        out.append(head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit"))
+        pre = d.get("pre_release")
+        if pre:  # a release candidate has no stable backports, and not every commit its release carries
+            out.append(f"kernel {d['name']}: upstream {pre['release']} ({rc_words(pre, d['base'])})")
+        else:
+            head = f"kernel {d['name']}: upstream {d['base']} + "
+            out.append(
+                head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit")
+            )
         out += [f"  note: {n}" for n in d["notes"]]
     return out
 
