@@ -142,6 +142,20 @@ def test_extra_argument(runner, tmp_path, name) -> None:
     assert line.startswith("Error: got unexpected extra argument (extra1)")
 
 
+@pytest.mark.parametrize("prefix", [[], ["replay"]], ids=["default", "replay"])
+def test_several_captures_name_batch(runner, prefix) -> None:
+    """``gro-replay sample_pcaps/*.pcap``: the shell gives the replay command several captures; the one line
+    says which command replays several (exit 2, as any usage error). Other commands' extra arguments do not."""
+    caps = [str(FIX_SAMPLE), str(FIX_SAMPLE.with_name("vxlan-4flows-computed-csum.pcap"))]
+    line = one_line(run(runner, [*prefix, *caps]))
+    assert line == (
+        f"Error: got unexpected extra argument ({caps[1]}): gro-replay batch PATH... replays several captures; "
+        "see 'gro-replay replay --help'"
+    )
+    line = one_line(run(runner, ["explain", *caps]))
+    assert "batch" not in line
+
+
 @pytest.mark.parametrize(("name", "param"), _options(object), ids=lambda x: getattr(x, "name", x))
 def test_option_without_value(runner, name, param) -> None:
     """The option is the last word: click's "requires an argument", on one line."""

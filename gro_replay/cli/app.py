@@ -99,7 +99,8 @@ def _param_name(param: click.Parameter | None, hint: str | None) -> str:
 def one_line_usage(e: click.UsageError) -> str:
     """The one line (without ``Error: ``) that says what ``e`` says: e.g. ``no such option: --fixx (did you mean
     --fix or --no-fix?); see 'gro-replay replay --help'``. Every kind of click usage error: unknown option, bad
-    choice/number/path (``BadParameter``), missing and extra arguments, an option without its value."""
+    choice/number/path (``BadParameter``), missing and extra arguments (the replay command's with the hint that
+    ``gro-replay batch PATH...`` replays several captures), an option without its value."""
     if isinstance(e, click.NoSuchOption):
         text = f"no such option: {e.option_name}"
         if e.possibilities:
@@ -115,6 +116,13 @@ def one_line_usage(e: click.UsageError) -> str:
         text = f"{_param_name(e.param, hint)}: {_phrase(e.message)}"
     else:
         text = _phrase(e.format_message())
+        if (
+            text.startswith("got unexpected extra argument")
+            and e.ctx is not None
+            and e.ctx.info_name == "replay"
+        ):
+            # gro-replay sample_pcaps/*.pcap: the shell gave several captures to the replay command
+            text += ": gro-replay batch PATH... replays several captures"
     if e.ctx is not None:
         text += f"; see '{e.ctx.command_path} --help'"
     return text
