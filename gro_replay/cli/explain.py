@@ -13,7 +13,6 @@ import click
 
 from ..capture.reader import CaptureError
 from ..report.schema import dumps
-from ..report.verdict.words import plural
 from ..sim import replay_capture
 from .command import Command
 from .errors import UsageError
@@ -107,6 +106,8 @@ def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) ->
 
         raise UsageError(f"{capture}: {not_replayed_text(inp)}, so there is no flow to explain")
     if not ids:
+        from ..report.verdict.words import plural  # the verdict package is heavy: not at --help
+
         raise UsageError(
             f"no flow matches --flow {selector!r} ({len(result.flows):,} {plural(len(result.flows), 'flow')} "
             f"in {capture}; "

@@ -8,7 +8,6 @@ import click
 
 from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
-from ..report.verdict.words import plural
 from .command import Command
 from .errors import UsageError
 from .options import FLOW_HELP, build_config, replay_options
@@ -145,6 +144,8 @@ def replay_cmd(
         result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs)
         if flow is not None and not result.input.selected_frames:
             # known only now, after the replay: nothing is rendered or written
+            from ..report.verdict.words import plural  # the verdict package is heavy: not at --help
+
             raise UsageError(
                 f"no flow matches --flow {flow!r} ({len(result.flows):,} {plural(len(result.flows), 'flow')} "
                 f"in {capture}; "
