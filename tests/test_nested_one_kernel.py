@@ -39,8 +39,13 @@ def _plain(j: int) -> list[bytes]:
     return build_flow(FrameSpec(outer_csum="zero", udp_sport=42000 + j), [1000] * 4)
 
 
-def _judged(frames, kernels, **kw) -> tuple[int, list[str], str]:
-    result = replay_frames(frames, ReplayConfig(kernels=kernels, rx_csum="unnecessary", **kw))
+def _frames_of(frames: list[bytes]) -> list[tuple[int, bytes]]:
+    return [(1000 * i, f) for i, f in enumerate(frames)]
+
+
+def _judged(frames, kernels, rx_csum_none: bool = False, **kw) -> tuple[int, list[str], str]:
+    rx = "none" if rx_csum_none else "unnecessary"
+    result = replay_frames(frames, ReplayConfig(kernels=kernels, rx_csum=rx, **kw))
     v = verdict_of(result)
     doc = document(result)
     assert doc["summary"].endswith(f" affected_flows={doc['verdict']['affected_flows']}")
@@ -198,3 +203,69 @@ def test_refusals_no_kernel_would_merge_cost_nothing_with_one_kernel(pre, post):
     one = _judged(frames, (pre,))
     assert one == _judged(frames, (pre, post))
     assert one[0] == 1 and one[1] == ["affected", "refused_no_gain", "refused_no_gain"]
+
+
+# -- measured: the counterfactual kernel (report/verdict/facts.py fix_counterfactual) ------------------------------
+def _captures() -> list:
+    from conftest import ROOT, SAMPLES, shared_capture_paths
+
+    triage = ROOT.parent / "shared" / "triage"
+    return sorted(SAMPLES.glob("*.pcap")) + shared_capture_paths() + sorted(triage.glob("*.pcap"))
+
+
+@pytest.mark.parametrize("path", _captures(), ids=lambda p: p.name)
+@pytest.mark.parametrize("rx_csum", ["none", "unnecessary"])
+def test_one_kernel_judges_every_capture_as_compare_mode(path, rx_csum):
+    """What the fix changes is measured with one kernel too: a replay of one kernel without 89e5c58fc1e2 runs the
+    same model with the fix applied beside it (hidden from every output but the verdict), so every flow's outcome
+    and the count of affected flows equal compare mode's with that kernel as the pre-fix side — also where the
+    fixed kernel would not merge for another reason (the bad-inner-csum triage capture: a bad checksum and a
+    sequence gap; geneve.pcap; the outer DF difference), which no rule of the gate alone can tell."""
+    from gro_replay.sim import replay_capture
+
+    def judged(kernels):
+        r = replay_capture(str(path), ReplayConfig(kernels=kernels, rx_csum=rx_csum))
+        v = verdict_of(r)
+        return document(r)["verdict"]["affected_flows"], [(f.fid, f.outcome) for f in v.flows]
+
+    assert judged((K_5_11,)) == judged((K_5_11, K_5_12))
+
+
+def test_the_counterfactual_is_seen_by_the_verdict_alone(tmp_path):
+    """The counterfactual kernel (``pre-fix+89e5c58fc1e2``) runs only when no kernel with the fix does, and no
+    output shows it: not the document's kernels, not the trace, not --write-pcap (one file, the pre-fix kernel's)."""
+    import io
+
+    from conftest import FIX_SAMPLE
+
+    from gro_replay.report.trace import TraceWriter
+    from gro_replay.sim import replay_capture
+
+    out = io.StringIO()
+    r = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_5_11,)), TraceWriter(out, tag=True))
+    assert [k.name for k in r.kernels] == ["pre-fix"] and r.counterfactual is not None
+    assert r.counterfactual.name == "pre-fix+89e5c58fc1e2"
+    # the fix sample's 17 frames, a pause after the 10th (Makefile samples: --pause-every 10 --pause-us 10), two
+    # polls of the default gap:3 model: the counterfactual merges each poll's at the phys device (gro-spec §4.5)
+    assert r.counterfactual.stages["phys"].skbs == 2 and r.kernels[0].stages["phys"].skbs == 17
+    assert "89e5c58fc1e2" not in out.getvalue() and out.getvalue().count("dev=eth0") == 17
+    doc = document(r)
+    assert [k["name"] for k in doc["kernels"]] == ["pre-fix"]
+    both = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_5_11, K_5_12)))
+    assert both.counterfactual is None
+    fixed = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_6_18,)))
+    assert fixed.counterfactual is None
+
+
+def test_a_flow_the_fix_would_not_merge_is_not_affected_with_one_kernel():
+    """../shared/triage/bad-inner-csum-3frames.pcap's kind, built here: 3 segments of one zero-checksum flow, the
+    second with a bad inner TCP checksum (it goes up alone, tcp4_gro_receive) so the third does not continue the
+    first (sequence gap, tcp_gro_receive): before the fix the gate refuses all 3 (§4.7 row 3), after it none is
+    merged either. One kernel: not affected, measured."""
+    frames = build_flow(FrameSpec(outer_csum="zero"), [1000] * 3)
+    bad = bytearray(frames[1])
+    bad[-1] ^= 0xFF  # a payload byte: the inner TCP checksum no longer verifies
+    frames[1] = bytes(bad)
+    one = _judged(_frames_of(frames), (K_5_4,), rx_csum_none=True)
+    assert one == _judged(_frames_of(frames), (K_5_4, K_6_18), rx_csum_none=True)
+    assert one[:2] == (0, ["refused_no_gain"])

@@ -67,6 +67,9 @@ class Result:
     #: what produced the counters: ``"simulator"``, or ``"kernel"`` (validate.kernel_result: the running kernel's
     #: deliveries, without end reasons or software-checksum counts)
     backend: str = "simulator"
+    #: the stats of the kernel run beside a pre-fix kernel when no kernel with the fix ran (report/verdict/facts.py
+    #: ``fix_counterfactual``): read by the verdict alone, so that what the fix would change is measured
+    counterfactual: KernelStats | None = None
 
 
 class Replayer(Retiring):
@@ -86,8 +89,17 @@ class Replayer(Retiring):
         self.stats: list[KernelStats] = []
         self.kernels: list[Kernel] = []
         selected = self._flow_ok if self._select is not None else None
-        for m in config.kernels:
-            st = KernelStats(m.name, m.release, on_deliver, selected)
+        from ..report.verdict.facts import fix_counterfactual
+
+        #: the kernel run beside the pre-fix side when no kernel with the fix runs (its stats last in ``stats``,
+        #: seen by no observer and no output but the verdict: ``Result.counterfactual``), or None
+        self.counterfactual = fix_counterfactual(list(config.kernels))
+        #: the kernels the outputs show: the first ``shown`` of ``kernels`` and ``stats``
+        self.shown = len(config.kernels)
+        for m in [*config.kernels, *([self.counterfactual] if self.counterfactual else [])]:
+            st = KernelStats(
+                m.name, m.release, on_deliver if m is not self.counterfactual else None, selected
+            )
             k = Kernel(
                 m,
                 hz=config.hz,
@@ -142,7 +154,7 @@ class Replayer(Retiring):
         #: called ``(fid, None)`` before flow ``fid`` is retired, ``(fid, new)`` when its key moved to flow ``new``
         #: (``_restart_flow``): the batch path drops what it cached of ``fid``
         self.on_flow_change: Callable[[int, int | None], None] | None = None
-        self.flow_rows = FlowRows(len(self.kernels), config.flows_max)
+        self.flow_rows = FlowRows(self.shown, config.flows_max)
         from ..report.verdict import Verdict
 
         self.retired_verdict = Verdict.start(
@@ -389,7 +401,7 @@ class Replayer(Retiring):
         return Result(
             self.input,
             self.config,
-            self.stats,
+            self.stats[: self.shown],
             self.decoder.flows,
             self.decoder.flow_class,
             self.batch,
@@ -398,4 +410,5 @@ class Replayer(Retiring):
             self.retired_verdict if self.tracker.retired else None,
             # without retirement every flow stays live
             self.tracker.live_max if self._retiring else sum(1 for k in self.decoder.flows if k is not None),
+            counterfactual=self.stats[self.shown] if self.counterfactual is not None else None,
         )

@@ -27,6 +27,7 @@ class Retiring(Ingest):
     tracker: FlowTracker
     retired_verdict: Any
     flow_rows: FlowRows
+    shown: int
     stats: list[KernelStats]
     kernels: list
     queues: list[list[RxQueue]]
@@ -212,7 +213,7 @@ class Retiring(Ingest):
             stats = [st.retire(fid) for st in self.stats]
             key, cls = dec.flows[fid], dec.flow_class[fid]
             if any(f is not None for f in stats):
-                self.flow_rows.offer(FlowRow(fid, key, cls, stats), retired=True)
+                self.flow_rows.offer(FlowRow(fid, key, cls, stats[: self.shown]), retired=True)
                 self.retired_verdict.retire(fid, key, cls, stats)
             dec.retire(fid)
             if fid < len(self._rx_of_flow):

@@ -10,6 +10,7 @@ from ...kernel.model import FIX_COMMIT
 from ...packet.decode import FlowKey
 from ..stats import FlowStats
 from .facts import (
+    COUNTERFACTUAL_SUFFIX,
     FIX,
     STAGE_NAMES,
     FlowVerdict,
@@ -17,9 +18,9 @@ from .facts import (
     ReplayResult,
     _break_reasons,
     _model_of,
-    _release_key,
     carries_tunnel,
     facts_of,
+    fix_sides,
 )
 from .sentences import CaptureSentences
 from .tally import _Tally
@@ -79,10 +80,9 @@ class Verdict(CaptureSentences):
         models = {name: _model_of(cfg, name, release) for name, release in kernels}
         self.models = models
         self._kernels = kernels
-        order = sorted(kernels, key=lambda k: _release_key(k[1]))
-        modelled = [(n, m) for n, _ in order if (m := models[n]) is not None]
-        without = [(n, m) for n, m in modelled if not m.udp_tunnel_gate_checks_uh_check]
-        with_fix = [(n, m) for n, m in modelled if m.udp_tunnel_gate_checks_uh_check]
+        without_m, with_m = fix_sides([models[n] for n, _ in kernels])
+        without = [(m.name, m) for m in without_m]
+        with_fix = [(m.name, m) for m in with_m]
         #: the kernels compared for the fix (both None unless one without and one with the fix ran)
         self.pre = without[-1][0] if without and with_fix else None
         self.post = with_fix[0][0] if without and with_fix else None
@@ -103,12 +103,17 @@ class Verdict(CaptureSentences):
 
     def judge(self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None]) -> FlowVerdict:
         """The ``FlowVerdict`` of one flow (its ``why`` left empty) from its ``FlowStats`` per kernel (run order,
-        None where a kernel saw none of it)."""
+        None where a kernel saw none of it), then, when the replay ran one (``Result.counterfactual``), the
+        counterfactual kernel's (``facts.fix_counterfactual``)."""
+        n = len(self._kernels)
         facts = [
             facts_of(name, release, self.models[name], f)
-            for (name, release), f in zip(self._kernels, stats, strict=True)
+            for (name, release), f in zip(self._kernels, stats[:n], strict=True)
         ]
         by = {k.name: k for k in facts}
+        shadow = None
+        if len(stats) > n and self._pre_side is not None:
+            shadow = facts_of(f"{self._pre_side}{COUNTERFACTUAL_SUFFIX}", "", None, stats[n])
         fv = FlowVerdict(
             fid,
             key,
@@ -118,6 +123,7 @@ class Verdict(CaptureSentences):
             by.get(self._pre_side) if self._pre_side else None,
             by.get(self._post_side) if self._post_side else None,
             nested=carries_tunnel(key, self.config),
+            shadow=shadow,
         )
         fv.outcome = self._flow_outcome(fv)
         return fv
@@ -158,7 +164,11 @@ class Verdict(CaptureSentences):
 
     def _judge_live(self, fid: int, key: FlowKey) -> FlowVerdict:
         r = self.result
-        return self.judge(fid, key, r.flow_classes[fid], [ks.flows.get(fid) for ks in r.kernels])
+        shadow = getattr(r, "counterfactual", None)
+        stats = [ks.flows.get(fid) for ks in r.kernels] + (
+            [shadow.flows.get(fid)] if shadow is not None else []
+        )
+        return self.judge(fid, key, r.flow_classes[fid], stats)
 
     @property
     def flows(self) -> list[FlowVerdict]:
@@ -299,7 +309,7 @@ class Verdict(CaptureSentences):
         flow carrying a tunnel inside the tunnel that its phys refusal costs nothing (``FlowVerdict.costly``)."""
         gate = "UDP checksum 0, csum_cnt 0, csum_valid 0"
         why = fv.costless_why(k)
-        if why in ("one_frame", "not_tcp"):
+        if why in ("one_frame", "not_tcp", "no_gain"):
             return (
                 f"{lacks}, but this flow is not affected: udp_gro_receive refuses {refusal_places(k, gate)}, which "
                 f"costs nothing: {COSTLESS_WORDS[why][1]}"

@@ -5,7 +5,7 @@ kernels' release order and models, and the inner flows carried under several out
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ...kernel import reasons as R
@@ -61,6 +61,31 @@ def _release_key(release: str) -> tuple:
     for part in release.replace("-", ".").split("."):
         out.append(int(part) if part.isascii() and part.isdigit() else 0)
     return tuple(out)
+
+
+#: the name the counterfactual kernel of a single-kernel replay takes: NAME + this (``fix_counterfactual``)
+COUNTERFACTUAL_SUFFIX = "+89e5c58fc1e2"
+
+
+def fix_sides(models: list) -> tuple[list, list]:
+    """``(without, with_fix)``: the kernel models of ``models`` (None entries skipped) lacking / carrying
+    89e5c58fc1e2, each by release, oldest first. The verdict compares ``without[-1]`` with ``with_fix[0]``."""
+    order = sorted((m for m in models if m is not None), key=lambda m: _release_key(m.release))
+    return [m for m in order if not m.udp_tunnel_gate_checks_uh_check], [
+        m for m in order if m.udp_tunnel_gate_checks_uh_check
+    ]
+
+
+def fix_counterfactual(models: list) -> KernelModel | None:
+    """The kernel a replay runs beside ``models`` (hidden from every output but the verdict) when no kernel of
+    them carries 89e5c58fc1e2 but one lacks it: the newest lacking it (the verdict's pre-fix side) with the fix
+    applied (``udp_tunnel_gate_checks_uh_check`` on; named NAME+89e5c58fc1e2), so that what the fix would change
+    is measured, as compare mode measures it, not inferred. None when a kernel with the fix runs or none lacks it."""
+    without, with_fix = fix_sides(models)
+    if with_fix or not without:
+        return None
+    m = without[-1]
+    return replace(m, name=m.name + COUNTERFACTUAL_SUFFIX, udp_tunnel_gate_checks_uh_check=True)
 
 
 def _model_of(config, name: str, release: str) -> KernelModel | None:
@@ -172,6 +197,9 @@ class FlowVerdict:
     post: KernelFacts | None
     why: str = ""
     nested: bool = False
+    #: the counterfactual kernel's facts (``fix_counterfactual``: the pre-fix side with the fix applied, run beside
+    #: it when no kernel with the fix ran), or None
+    shadow: KernelFacts | None = None
 
     @property
     def affected(self) -> bool:
@@ -193,22 +221,46 @@ class FlowVerdict:
         Nor does a refusal cost anything where no kernel merges what was refused: at the phys device a flow whose
         inner packets are not TCP segments (``cls`` other than tunnel_tcp: an inner fragment or another protocol
         flushes in inet_gro_receive, an inner UDP datagram without a tunnel socket in udp_gro_receive, §3.1,
-        §4.4), and at either stage a flow of one frame (nothing to merge it with)."""
+        §4.4), and at either stage a flow of one frame (nothing to merge it with).
+        Where the replay ran ``k``'s counterfactual (``shadow``), what the fix gives back is measured instead, as
+        compare mode measures it: a stage's refusals cost where the counterfactual delivers fewer skbs there (a
+        refusal at one stage whose gain shows at the other counts where it was refused), none where it nowhere
+        delivers fewer (a sequence gap, an IP header difference, a bad checksum keep the frames apart anyway)."""
+        gains = self._gains(k)
+        if gains is not None:
+            if not any(gains.values()):
+                return {"phys": 0, "tunnel": 0}
+            cost = {s: k.gate_zero[s] if gains[s] else 0 for s in ("phys", "tunnel")}
+            return cost if any(cost.values()) else dict(k.gate_zero)
         if self.costless_why(k) == "one_frame":
             return {"phys": 0, "tunnel": 0}
         phys = 0 if self.costless_why(k) else k.gate_zero["phys"]
         return {"phys": phys, "tunnel": k.gate_zero["tunnel"]}
 
+    def _gains(self, k: KernelFacts) -> dict[str, bool] | None:
+        """Per stage, whether ``k``'s counterfactual (``shadow``) delivers fewer skbs of this flow than ``k``; None
+        when the replay ran no counterfactual of ``k``."""
+        s = self.shadow
+        if s is None or s.name != k.name + COUNTERFACTUAL_SUFFIX:
+            return None
+        return {st: s.skbs[st] < k.skbs[st] for st in ("phys", "tunnel")}
+
     def costless_why(self, k: KernelFacts) -> str | None:
         """Why kernel ``k``'s phys-device refusals of this flow cost nothing (``costly``): ``"one_frame"`` (a flow of
         one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel: stopped at
         the nested header after the fix), ``"not_tcp"`` (inner packets that are not TCP segments: flushed at the
-        inner header after the fix), or None (they cost what the fix gives back). ``COSTLESS_WORDS`` words each."""
+        inner header after the fix), ``"no_gain"`` (none of those, but ``k``'s counterfactual, ``shadow``, delivers
+        no fewer skbs: measured), or None (they cost what the fix gives back). ``COSTLESS_WORDS`` words each."""
+        gains = self._gains(k)
+        if gains is not None and any(gains.values()):
+            return None
         if k.frames < 2:
             return "one_frame"
         if self.nested:
             return "nested"
-        return None if self.cls == "tunnel_tcp" else "not_tcp"
+        if self.cls != "tunnel_tcp":
+            return "not_tcp"
+        return None if gains is None else "no_gain"
 
     def costly_at(self, k: KernelFacts) -> str | None:
         """The first stage whose refusals in kernel ``k`` cost this flow aggregation (``costly``): ``"phys"``,
