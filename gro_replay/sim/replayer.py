@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..kernel.kernel import Kernel
+from ..kernel.model import KernelModel
 from ..kernel.napi import Napi
 from ..report.stats import (
     ConservationError,
@@ -72,6 +73,33 @@ class Result:
     counterfactual: KernelStats | None = None
 
 
+def _kernel(m: KernelModel, config: ReplayConfig, st: KernelStats) -> Kernel:
+    """Kernel model ``m`` built with the replay's devices, ports and knobs, delivering into ``st``."""
+    k = Kernel(
+        m,
+        hz=config.hz,
+        gro_normal_batch=config.gro_normal_batch,
+        vxlan_ports=config.vxlan_ports,
+        geneve_ports=config.geneve_ports,
+        phys_dev=config.phys_dev,
+        vxlan_dev=config.vxlan_dev,
+        geneve_dev=config.geneve_dev,
+        tunnel_metadata=config.tunnel_metadata,
+        udp6_zero_csum_rx=config.udp6_zero_csum_rx,
+        vxlan_gbp=config.vxlan_gbp,
+        gro_max_size=config.gro_max_size,
+        sink=st,
+    )
+    k.phys.gro_flush_timeout = config.gro_flush_timeout_ns
+    k.phys.napi_defer_hard_irqs = config.napi_defer_hard_irqs
+    k.phys.xdp_generic = config.phys_xdp_generic
+    k.phys.gro = config.gro.get("phys", True)
+    for cells in k.tunnel_cells:
+        cells.dev.gro = config.gro.get("tunnel", True)
+    k.phys_napi.weight = config.weight
+    return k
+
+
 class Replayer(Retiring):
     """Owns the decoder, the kernels and their stats for one run: ``run_polls(decoded(records))``, then ``finish``.
 
@@ -100,30 +128,8 @@ class Replayer(Retiring):
             st = KernelStats(
                 m.name, m.release, on_deliver if m is not self.counterfactual else None, selected
             )
-            k = Kernel(
-                m,
-                hz=config.hz,
-                gro_normal_batch=config.gro_normal_batch,
-                vxlan_ports=config.vxlan_ports,
-                geneve_ports=config.geneve_ports,
-                phys_dev=config.phys_dev,
-                vxlan_dev=config.vxlan_dev,
-                geneve_dev=config.geneve_dev,
-                tunnel_metadata=config.tunnel_metadata,
-                udp6_zero_csum_rx=config.udp6_zero_csum_rx,
-                vxlan_gbp=config.vxlan_gbp,
-                gro_max_size=config.gro_max_size,
-                sink=st,
-            )
-            k.phys.gro_flush_timeout = config.gro_flush_timeout_ns
-            k.phys.napi_defer_hard_irqs = config.napi_defer_hard_irqs
-            k.phys.xdp_generic = config.phys_xdp_generic
-            k.phys.gro = config.gro.get("phys", True)
-            for cells in k.tunnel_cells:
-                cells.dev.gro = config.gro.get("tunnel", True)
-            k.phys_napi.weight = config.weight
             self.stats.append(st)
-            self.kernels.append(k)
+            self.kernels.append(_kernel(m, config, st))
         #: per kernel, its RX queues (queue 0 is the kernel's own phys NAPI)
         self.queues: list[list[RxQueue]] = [
             add_rx_queues(k, config.rx_queues, config.weight) for k in self.kernels
