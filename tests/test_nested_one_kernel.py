@@ -205,7 +205,7 @@ def test_refusals_no_kernel_would_merge_cost_nothing_with_one_kernel(pre, post):
     assert one[0] == 1 and one[1] == ["affected", "refused_no_gain", "refused_no_gain"]
 
 
-# -- measured: the counterfactual kernel (report/verdict/facts.py fix_counterfactual) ------------------------------
+# -- measured: the counterfactual kernels (report/verdict/facts.py fix_counterfactuals) ----------------------------
 def _captures() -> list:
     from conftest import ROOT, SAMPLES, shared_capture_paths
 
@@ -243,18 +243,18 @@ def test_the_counterfactual_is_seen_by_the_verdict_alone(tmp_path):
 
     out = io.StringIO()
     r = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_5_11,)), TraceWriter(out, tag=True))
-    assert [k.name for k in r.kernels] == ["pre-fix"] and r.counterfactual is not None
-    assert r.counterfactual.name == "pre-fix+89e5c58fc1e2"
+    (cf,) = r.counterfactuals
+    assert [k.name for k in r.kernels] == ["pre-fix"] and cf.name == "pre-fix+89e5c58fc1e2"
     # the fix sample's 17 frames, a pause after the 10th (Makefile samples: --pause-every 10 --pause-us 10), two
     # polls of the default gap:3 model: the counterfactual merges each poll's at the phys device (gro-spec §4.5)
-    assert r.counterfactual.stages["phys"].skbs == 2 and r.kernels[0].stages["phys"].skbs == 17
+    assert cf.stages["phys"].skbs == 2 and r.kernels[0].stages["phys"].skbs == 17
     assert "89e5c58fc1e2" not in out.getvalue() and out.getvalue().count("dev=eth0") == 17
     doc = document(r)
     assert [k["name"] for k in doc["kernels"]] == ["pre-fix"]
     both = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_5_11, K_5_12)))
-    assert both.counterfactual is None
+    assert both.counterfactuals == []
     fixed = replay_capture(str(FIX_SAMPLE), ReplayConfig(kernels=(K_6_18,)))
-    assert fixed.counterfactual is None
+    assert fixed.counterfactuals == []
 
 
 def test_a_flow_the_fix_would_not_merge_is_not_affected_with_one_kernel():
@@ -269,3 +269,37 @@ def test_a_flow_the_fix_would_not_merge_is_not_affected_with_one_kernel():
     one = _judged(_frames_of(frames), (K_5_4,), rx_csum_none=True)
     assert one == _judged(_frames_of(frames), (K_5_4, K_6_18), rx_csum_none=True)
     assert one[:2] == (0, ["refused_no_gain"])
+
+
+def test_several_kernels_without_the_fix_each_measured_the_capture_judged_by_the_newest():
+    """4.19 and 5.10, neither with the fix: each runs beside its own counterfactual, and the capture's verdict judges
+    the newest (5.10), as compare mode with 5.12 beside them does. The bad-checksum flow (a sequence gap behind
+    it: no kernel merges it, tcp4_gro_receive / tcp_gro_receive) is affected in neither; the plain zero-checksum
+    flow is (gro-spec §4.7 row 3). Before, 4.19 was judged by the gate's rule alone and counted the first."""
+    from gro_replay.kernel.model import K_4_19, K_5_10
+
+    frames = build_flow(FrameSpec(outer_csum="zero", udp_sport=45000), [1000] * 3)
+    bad = bytearray(frames[1])
+    bad[-1] ^= 0xFF
+    frames[1] = bytes(bad)
+    streams = [frames + [frames[2]], _plain(0)[:4]]  # 4 frames each for _frames
+    both = (K_4_19, K_5_10)
+    one = _judged(_frames(streams), both, rx_csum_none=True)
+    assert one == _judged(_frames(streams), (*both, K_5_12), rx_csum_none=True)
+    assert one[:2] == (1, ["refused_no_gain", "affected"])
+    result = replay_frames(_frames(streams), ReplayConfig(kernels=both, rx_csum="none"))
+    assert [k.name for k in result.counterfactuals] == ["4.19+89e5c58fc1e2", "5.10+89e5c58fc1e2"]
+
+
+def test_the_counterfactual_polls_are_not_counted():
+    """With --gro-flush-timeout each kernel polls on its own schedule; the counterfactual's polls are not the
+    replay's: the engine counts the same polls with and without it (the fix sample: 4)."""
+    from conftest import FIX_SAMPLE
+
+    from gro_replay.sim import replay_capture
+
+    def polls(kernels):
+        cfg = ReplayConfig(kernels=kernels, gro_flush_timeout_ns=20000, napi_defer_hard_irqs=2)
+        return replay_capture(str(FIX_SAMPLE), cfg).engine["polls"]
+
+    assert polls((K_5_11,)) == polls((K_5_12,)) == 4

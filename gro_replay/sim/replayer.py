@@ -15,7 +15,7 @@ simulated once), which gives the same results.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..kernel.kernel import Kernel
 from ..kernel.model import KernelModel
@@ -68,9 +68,9 @@ class Result:
     #: what produced the counters: ``"simulator"``, or ``"kernel"`` (validate.kernel_result: the running kernel's
     #: deliveries, without end reasons or software-checksum counts)
     backend: str = "simulator"
-    #: the stats of the kernel run beside a pre-fix kernel when no kernel with the fix ran (report/verdict/facts.py
-    #: ``fix_counterfactual``): read by the verdict alone, so that what the fix would change is measured
-    counterfactual: KernelStats | None = None
+    #: the stats of the kernels run beside those without the fix when no kernel with it ran (report/verdict/facts.py
+    #: ``fix_counterfactuals``): read by the verdict alone, so that what the fix would change is measured
+    counterfactuals: list[KernelStats] = field(default_factory=list)
 
 
 def _kernel(m: KernelModel, config: ReplayConfig, st: KernelStats) -> Kernel:
@@ -117,17 +117,15 @@ class Replayer(Retiring):
         self.stats: list[KernelStats] = []
         self.kernels: list[Kernel] = []
         selected = self._flow_ok if self._select is not None else None
-        from ..report.verdict.facts import fix_counterfactual
+        from ..report.verdict.facts import fix_counterfactuals
 
-        #: the kernel run beside the pre-fix side when no kernel with the fix runs (its stats last in ``stats``,
-        #: seen by no observer and no output but the verdict: ``Result.counterfactual``), or None
-        self.counterfactual = fix_counterfactual(list(config.kernels))
+        #: the kernels run beside those without the fix when none with it runs (their stats after the shown ones
+        #: in ``stats``, seen by no observer and no output but the verdict: ``Result.counterfactuals``)
+        cfs = fix_counterfactuals(list(config.kernels))
         #: the kernels the outputs show: the first ``shown`` of ``kernels`` and ``stats``
         self.shown = len(config.kernels)
-        for m in [*config.kernels, *([self.counterfactual] if self.counterfactual else [])]:
-            st = KernelStats(
-                m.name, m.release, on_deliver if m is not self.counterfactual else None, selected
-            )
+        for i, m in enumerate([*config.kernels, *cfs]):
+            st = KernelStats(m.name, m.release, on_deliver if i < self.shown else None, selected)
             self.stats.append(st)
             self.kernels.append(_kernel(m, config, st))
         #: per kernel, its RX queues (queue 0 is the kernel's own phys NAPI)
@@ -265,13 +263,16 @@ class Replayer(Retiring):
     def _poll(self, group: list[int], s: PollSchedule, q: int, t: int, now: int | None) -> None:
         """One poll of RX queue ``q`` at ``t`` on each kernel of ``group``; feeds the outcome back to ``s``."""
         multi = len(self.queues[group[0]]) > 1
+        shown = (
+            group[0] < self.shown
+        )  # the counterfactual kernel's own schedule is not counted (Result.engine)
         if s.state == _MASKED and len(group) == 1 and self.skip_idle_timer_polls:
             napi = self.queues[group[0]][q].napi
             skipped = self._skip_idle_timer_polls(s, napi, t, now)
-            if skipped != t:  # the empty timer polls it shortcut, one per gro_flush_timeout
+            if skipped != t and shown:  # the empty timer polls it shortcut, one per gro_flush_timeout
                 self.polls_run += (skipped - t) // napi.dev.gro_flush_timeout
             t = skipped
-        self.polls_run += 1
+        self.polls_run += shown
         batch = s.take(t)
         work = len(batch)
         if self._retire_on_records:
@@ -416,5 +417,5 @@ class Replayer(Retiring):
             self.retired_verdict if self.tracker.retired else None,
             # without retirement every flow stays live
             self.tracker.live_max if self._retiring else sum(1 for k in self.decoder.flows if k is not None),
-            counterfactual=self.stats[self.shown] if self.counterfactual is not None else None,
+            counterfactuals=self.stats[self.shown :],
         )

@@ -20,6 +20,7 @@ from .facts import (
     _model_of,
     carries_tunnel,
     facts_of,
+    fix_counterfactuals,
     fix_sides,
 )
 from .sentences import CaptureSentences
@@ -81,6 +82,8 @@ class Verdict(CaptureSentences):
         self.models = models
         self._kernels = kernels
         without_m, with_m = fix_sides([models[n] for n, _ in kernels])
+        #: the kernels a replay of these runs beside them (``fix_counterfactuals``; their stats follow the kernels')
+        self._counterfactuals = fix_counterfactuals([models[n] for n, _ in kernels])
         without = [(m.name, m) for m in without_m]
         with_fix = [(m.name, m) for m in with_m]
         #: the kernels compared for the fix (both None unless one without and one with the fix ran)
@@ -103,17 +106,18 @@ class Verdict(CaptureSentences):
 
     def judge(self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None]) -> FlowVerdict:
         """The ``FlowVerdict`` of one flow (its ``why`` left empty) from its ``FlowStats`` per kernel (run order,
-        None where a kernel saw none of it), then, when the replay ran one (``Result.counterfactual``), the
-        counterfactual kernel's (``facts.fix_counterfactual``)."""
+        None where a kernel saw none of it), then those of the counterfactual kernels the replay ran beside them
+        (``Result.counterfactuals``, ``facts.fix_counterfactuals``, in that order)."""
         n = len(self._kernels)
         facts = [
             facts_of(name, release, self.models[name], f)
             for (name, release), f in zip(self._kernels, stats[:n], strict=True)
         ]
         by = {k.name: k for k in facts}
-        shadow = None
-        if len(stats) > n and self._pre_side is not None:
-            shadow = facts_of(f"{self._pre_side}{COUNTERFACTUAL_SUFFIX}", "", None, stats[n])
+        shadows = {
+            m.name.removesuffix(COUNTERFACTUAL_SUFFIX): facts_of(m.name, m.release, None, f)
+            for m, f in zip(self._counterfactuals, stats[n:], strict=False)
+        }
         fv = FlowVerdict(
             fid,
             key,
@@ -123,7 +127,7 @@ class Verdict(CaptureSentences):
             by.get(self._pre_side) if self._pre_side else None,
             by.get(self._post_side) if self._post_side else None,
             nested=carries_tunnel(key, self.config),
-            shadow=shadow,
+            shadows=shadows,
         )
         fv.outcome = self._flow_outcome(fv)
         return fv
@@ -164,10 +168,7 @@ class Verdict(CaptureSentences):
 
     def _judge_live(self, fid: int, key: FlowKey) -> FlowVerdict:
         r = self.result
-        shadow = getattr(r, "counterfactual", None)
-        stats = [ks.flows.get(fid) for ks in r.kernels] + (
-            [shadow.flows.get(fid)] if shadow is not None else []
-        )
+        stats = [ks.flows.get(fid) for ks in [*r.kernels, *getattr(r, "counterfactuals", ())]]
         return self.judge(fid, key, r.flow_classes[fid], stats)
 
     @property
@@ -205,11 +206,14 @@ class Verdict(CaptureSentences):
             if refused and gain:
                 return "affected"
             return "refused_no_gain" if refused else "not_affected"
-        # one kernel: what the fixed kernel would do is inferred (FlowVerdict.costly), as compare mode measures it
-        lacking = [k for k in fv.kernels if k.carries_fix is False]
-        if any(fv.costly_at(k) for k in lacking):
+        # no kernel with the fix ran: the kernel compare mode would judge (the newest without it) against its
+        # counterfactual (FlowVerdict.costly: measured; inferred where none ran, the kernel backend)
+        lacking = fv.pre
+        if lacking is None or lacking.carries_fix is not False:
+            return "not_affected"
+        if fv.costly_at(lacking):
             return "affected"
-        return "refused_no_gain" if any(k.refused for k in lacking) else "not_affected"
+        return "refused_no_gain" if lacking.refused else "not_affected"
 
     def _flow_why(self, fv: FlowVerdict) -> str:
         if fv.outcome == "not_tunnel":

@@ -63,7 +63,7 @@ def _release_key(release: str) -> tuple:
     return tuple(out)
 
 
-#: the name the counterfactual kernel of a single-kernel replay takes: NAME + this (``fix_counterfactual``)
+#: the name the counterfactual kernel of a single-kernel replay takes: NAME + this (``fix_counterfactuals``)
 COUNTERFACTUAL_SUFFIX = "+89e5c58fc1e2"
 
 
@@ -76,16 +76,20 @@ def fix_sides(models: list) -> tuple[list, list]:
     ]
 
 
-def fix_counterfactual(models: list) -> KernelModel | None:
-    """The kernel a replay runs beside ``models`` (hidden from every output but the verdict) when no kernel of
-    them carries 89e5c58fc1e2 but one lacks it: the newest lacking it (the verdict's pre-fix side) with the fix
-    applied (``udp_tunnel_gate_checks_uh_check`` on; named NAME+89e5c58fc1e2), so that what the fix would change
-    is measured, as compare mode measures it, not inferred. None when a kernel with the fix runs or none lacks it."""
+def fix_counterfactuals(models: list) -> list[KernelModel]:
+    """The kernels a replay runs beside ``models`` (hidden from every output but the verdict) when none of them
+    carries 89e5c58fc1e2: each one lacking it (in the order of ``models``) with the fix applied
+    (``udp_tunnel_gate_checks_uh_check`` on; named NAME+89e5c58fc1e2), so that what the fix would change is
+    measured for each, as compare mode measures it, not inferred. [] when a kernel with the fix runs."""
     without, with_fix = fix_sides(models)
-    if with_fix or not without:
-        return None
-    m = without[-1]
-    return replace(m, name=m.name + COUNTERFACTUAL_SUFFIX, udp_tunnel_gate_checks_uh_check=True)
+    if with_fix:
+        return []
+    lacking = {id(m) for m in without}
+    return [
+        replace(m, name=m.name + COUNTERFACTUAL_SUFFIX, udp_tunnel_gate_checks_uh_check=True)
+        for m in models
+        if m is not None and id(m) in lacking
+    ]
 
 
 def _model_of(config, name: str, release: str) -> KernelModel | None:
@@ -197,9 +201,9 @@ class FlowVerdict:
     post: KernelFacts | None
     why: str = ""
     nested: bool = False
-    #: the counterfactual kernel's facts (``fix_counterfactual``: the pre-fix side with the fix applied, run beside
-    #: it when no kernel with the fix ran), or None
-    shadow: KernelFacts | None = None
+    #: the counterfactual kernels' facts by the name of the kernel each stands for (``fix_counterfactuals``: each
+    #: kernel without the fix, with it applied, run beside it when no kernel with the fix ran)
+    shadows: dict = field(default_factory=dict)
 
     @property
     def affected(self) -> bool:
@@ -222,7 +226,7 @@ class FlowVerdict:
         inner packets are not TCP segments (``cls`` other than tunnel_tcp: an inner fragment or another protocol
         flushes in inet_gro_receive, an inner UDP datagram without a tunnel socket in udp_gro_receive, §3.1,
         §4.4), and at either stage a flow of one frame (nothing to merge it with).
-        Where the replay ran ``k``'s counterfactual (``shadow``), what the fix gives back is measured instead, as
+        Where the replay ran ``k``'s counterfactual (``shadows``), what the fix gives back is measured instead, as
         compare mode measures it: a stage's refusals cost where the counterfactual delivers fewer skbs there (a
         refusal at one stage whose gain shows at the other counts where it was refused), none where it nowhere
         delivers fewer (a sequence gap, an IP header difference, a bad checksum keep the frames apart anyway)."""
@@ -238,10 +242,10 @@ class FlowVerdict:
         return {"phys": phys, "tunnel": k.gate_zero["tunnel"]}
 
     def _gains(self, k: KernelFacts) -> dict[str, bool] | None:
-        """Per stage, whether ``k``'s counterfactual (``shadow``) delivers fewer skbs of this flow than ``k``; None
+        """Per stage, whether ``k``'s counterfactual (``shadows``) delivers fewer skbs of this flow than ``k``; None
         when the replay ran no counterfactual of ``k``."""
-        s = self.shadow
-        if s is None or s.name != k.name + COUNTERFACTUAL_SUFFIX:
+        s = self.shadows.get(k.name)
+        if s is None:
             return None
         return {st: s.skbs[st] < k.skbs[st] for st in ("phys", "tunnel")}
 
@@ -249,7 +253,7 @@ class FlowVerdict:
         """Why kernel ``k``'s phys-device refusals of this flow cost nothing (``costly``): ``"one_frame"`` (a flow of
         one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel: stopped at
         the nested header after the fix), ``"not_tcp"`` (inner packets that are not TCP segments: flushed at the
-        inner header after the fix), ``"no_gain"`` (none of those, but ``k``'s counterfactual, ``shadow``, delivers
+        inner header after the fix), ``"no_gain"`` (none of those, but ``k``'s counterfactual, ``shadows``, delivers
         no fewer skbs: measured), or None (they cost what the fix gives back). ``COSTLESS_WORDS`` words each."""
         gains = self._gains(k)
         if gains is not None and any(gains.values()):

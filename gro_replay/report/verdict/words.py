@@ -275,7 +275,8 @@ COSTLESS_WORDS = {
     "no_gain": (
         "that a kernel with the fix does not merge further either",
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
-        "them (the skbs' end reasons say what keeps their frames apart)",
+        "them, so something other than the zero-checksum gate keeps their frames apart (run beside a kernel with "
+        "the fix, e.g. --kernel 5.12, to see what)",
     ),
 }
 
