@@ -236,10 +236,10 @@ class FlowVerdict:
                 return {"phys": 0, "tunnel": 0}
             cost = {s: k.gate_zero[s] if gains[s] else 0 for s in ("phys", "tunnel")}
             return cost if any(cost.values()) else dict(k.gate_zero)
-        if self.costless_why(k) == "one_frame":
+        why = self.costless_why(k)
+        if why == "one_frame":
             return {"phys": 0, "tunnel": 0}
-        phys = 0 if self.costless_why(k) else k.gate_zero["phys"]
-        return {"phys": phys, "tunnel": k.gate_zero["tunnel"]}
+        return {"phys": 0 if why else k.gate_zero["phys"], "tunnel": k.gate_zero["tunnel"]}
 
     def _gains(self, k: KernelFacts) -> dict[str, bool] | None:
         """Per stage, whether ``k``'s counterfactual (``shadows``) delivers fewer skbs of this flow than ``k``; None
