@@ -185,12 +185,19 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
     lines = [v.text]
     aff = v.affected_flows()
     for f in aff[:limit]:
-        pre, post = f.pre, f.post
+        pre, post, fixed = f.pre, f.post, f.fixed
         parts = []
-        if pre and post:
-            parts.append(f"phys skbs {pre.skbs['phys']:,} → {post.skbs['phys']:,}")
-            if pre.skbs["tunnel"] != post.skbs["tunnel"]:
-                parts.append(f"tunnel skbs {pre.skbs['tunnel']:,} → {post.skbs['tunnel']:,}")
+        if pre and post and fixed:
+            parts.append(f"phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}")
+            if pre.skbs["tunnel"] != fixed.skbs["tunnel"]:
+                parts.append(f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}")
+            if (
+                fixed is not post
+            ):  # measured with the fix alone (Verdict.fix_alone): the other kernel's own counts
+                parts[-1] += (
+                    f" with the fix alone ({post.name}: phys skbs {post.skbs['phys']:,}, "
+                    f"tunnel skbs {post.skbs['tunnel']:,})"
+                )
         elif pre:
             parts.append(
                 f"{f.gate_zero:,} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate{_refused_where(pre)}"

@@ -22,6 +22,7 @@ from .facts import (
     facts_of,
     fix_counterfactuals,
     fix_sides,
+    other_changes,
 )
 from .sentences import CaptureSentences
 from .tally import _Tally
@@ -34,6 +35,7 @@ from .words import (
     kernel_label,
     lacks_fix_words,
     loss_text,
+    no_gain_text,
     plural,
     refusal_places,
     split_text,
@@ -95,8 +97,12 @@ class Verdict(CaptureSentences):
         #: switches other than the fix that differ between the compared kernels
         self.other_changes: list[str] = []
         if without and with_fix:
-            a, b = without[-1][1].switches(), with_fix[0][1].switches()
-            self.other_changes = [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check"]
+            self.other_changes = other_changes(without[-1][1], with_fix[0][1])
+        #: compare mode with ``other_changes``: the kernel the fix is judged on, ``pre`` with only the fix applied
+        #: (``FlowVerdict.fix_alone``), so that what another commit changes is not counted for or against the fix
+        self.fix_alone = self._counterfactuals[0].name if self.pre and self._counterfactuals else None
+        for cf in self._counterfactuals:
+            models[cf.name] = cf
         self._tally = _Tally([n for n, _ in kernels], keep)
         for name, release in kernels:
             m = models[name]
@@ -200,9 +206,11 @@ class Verdict(CaptureSentences):
         if fv.kernels and all(k.frames and k.lost_frames >= k.frames for k in fv.kernels):
             return "lost"
         if self.compare:
-            pre, post = fv.sides()
+            pre, _ = fv.sides()
+            fixed = fv.fixed
+            assert fixed is not None  # compared: post ran
             refused = sum(pre.gate_zero.values())
-            gain = any(pre.skbs[s] > post.skbs[s] for s in ("phys", "tunnel"))
+            gain = any(pre.skbs[s] > fixed.skbs[s] for s in ("phys", "tunnel"))
             if refused and gain:
                 return "affected"
             return "refused_no_gain" if refused else "not_affected"
@@ -237,34 +245,37 @@ class Verdict(CaptureSentences):
 
     def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
         (pre, post), key = fv.sides(), fv.key
+        fixed = fv.fixed
+        assert fixed is not None  # compared: post ran
+        after = "after it" if fixed is post else f"with the fix alone ({self.fix_alone})"
         gate_set = sum(pre.gate_set.values())
         refused = "before the fix udp_gro_receive refused " + refusal_places(
             pre, "UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0"
         )
         if fv.outcome == "affected":
             bits = []
-            if pre.skbs["phys"] > post.skbs["phys"]:
+            if pre.skbs["phys"] > fixed.skbs["phys"]:
                 bits.append(
-                    f"phys skbs {pre.skbs['phys']:,} → {post.skbs['phys']:,}, "
+                    f"phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}, "
                     f"{fv.saved('phys'):,} fewer traversals of IP/UDP/{key.tunnel} decap"
                 )
             elif pre.gate_zero["phys"]:
-                brk = self._reasons(_break_reasons(post.phys_reasons), post.name)
-                bits.append(f"at the phys device they are not merged after it either ({brk})")
-            if pre.skbs["tunnel"] > post.skbs["tunnel"]:
+                brk = self._reasons(_break_reasons(fixed.phys_reasons), fixed.name)
+                bits.append(f"at the phys device they are not merged {after} either ({brk})")
+            if pre.skbs["tunnel"] > fixed.skbs["tunnel"]:
                 bits.append(
-                    f"tunnel skbs {pre.skbs['tunnel']:,} → {post.skbs['tunnel']:,}, {fv.saved('tunnel'):,} fewer "
+                    f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}, {fv.saved('tunnel'):,} fewer "
                     "skbs handed up by the tunnel device"
                 )
-            why = f"{refused}; after it: " + "; ".join(bits)
+            why = f"{refused}; {after}: " + "; ".join(bits)
         elif fv.outcome == "refused_no_gain":
             why = (
-                f"{refused}, but after the fix they are not merged either (phys skbs {pre.skbs['phys']:,} → "
-                f"{post.skbs['phys']:,}): in this capture nothing of this flow can be aggregated"
+                f"{refused}, but {after} they are not merged either (phys skbs {pre.skbs['phys']:,} → "
+                f"{fixed.skbs['phys']:,}): in this capture nothing of this flow can be aggregated"
             )
-            breaks = _break_reasons(post.phys_reasons)
-            if breaks and post.skbs["phys"] >= post.frames > 1:
-                why += f" ({post.name}: {self._reasons(breaks, post.name)})"
+            breaks = _break_reasons(fixed.phys_reasons)
+            if breaks and fixed.skbs["phys"] >= fixed.frames > 1:
+                why += f" ({fixed.name}: {self._reasons(breaks, fixed.name)})"
         elif not key.outer_csum_zero:
             why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
                 f" (the gate refuses {gate_set:,} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
@@ -284,7 +295,10 @@ class Verdict(CaptureSentences):
                 "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
             )
         if self.other_changes and fv.outcome in ("affected", "refused_no_gain"):
-            why += f" ({pre.name} → {post.name} also changes {', '.join(self.other_changes)})"
+            why += f" ({pre.name} → {post.name} also changes {', '.join(self.other_changes)}"
+            if fixed is not post:
+                why += f"; {post.name}: phys skbs {post.skbs['phys']:,}, tunnel skbs {post.skbs['tunnel']:,}"
+            why += ")"
         if loss:
             why += f"; {loss}"
         return why
@@ -308,6 +322,15 @@ class Verdict(CaptureSentences):
                 text += f"; {id_step_text(k.id_steps)}"
         return text
 
+    def _costless_because(self, k: KernelFacts, fv: FlowVerdict, why: str) -> str:
+        """Why kernel ``k``'s refusals of flow ``fv`` cost nothing (``COSTLESS_WORDS``), for ``no_gain`` with the
+        end reasons of the phys skbs of ``k``'s counterfactual (``FlowVerdict.shadows``)."""
+        if why != "no_gain":
+            return COSTLESS_WORDS[why][1]
+        shadow = fv.shadows[k.name]
+        brk = _break_reasons(shadow.phys_reasons)
+        return no_gain_text(self._reasons(brk, shadow.name) if brk else None)
+
     def _lacking_flow_why(self, k: KernelFacts, fv: FlowVerdict, lacks: str) -> str:
         """The flow why of a kernel ``k`` without the fix whose gate refused the flow's frames: where, and for a
         flow carrying a tunnel inside the tunnel that its phys refusal costs nothing (``FlowVerdict.costly``)."""
@@ -316,7 +339,7 @@ class Verdict(CaptureSentences):
         if why in ("one_frame", "not_tcp", "no_gain"):
             return (
                 f"{lacks}, but this flow is not affected: udp_gro_receive refuses {refusal_places(k, gate)}, which "
-                f"costs nothing: {COSTLESS_WORDS[why][1]}"
+                f"costs nothing: {self._costless_because(k, fv, why)}"
             )
         if not fv.nested:
             return f"{lacks}: udp_gro_receive refuses {refusal_places(k, gate)}; {fix_advice(self.result.config)}"
@@ -371,6 +394,7 @@ class Verdict(CaptureSentences):
                     "tunnel_skbs_pre": pre.skbs["tunnel"] if pre else f.kernels[0].skbs["tunnel"],
                     "tunnel_skbs_post": post.skbs["tunnel"] if post else 0,
                     "stack_traversals_saved": f.saved("phys"),
+                    **f._fix_alone_dict(),
                 }
             )
         return rows
@@ -385,7 +409,12 @@ class Verdict(CaptureSentences):
             "affected_flows": t.affected,
             "tunnel_flows": t.tunnel,
             "lost_flows": t.lost_tunnel,
-            "compared": {"without_fix": self.pre, "with_fix": self.post, "other_changes": self.other_changes}
+            "compared": {
+                "without_fix": self.pre,
+                "with_fix": self.post,
+                "other_changes": self.other_changes,
+                "fix_alone": self.fix_alone,
+            }
             if self.compare
             else None,
             "frames_refused": t.refused,

@@ -63,7 +63,7 @@ def _release_key(release: str) -> tuple:
     return tuple(out)
 
 
-#: the name the counterfactual kernel of a single-kernel replay takes: NAME + this (``fix_counterfactuals``)
+#: the name a counterfactual kernel takes: NAME + this (``fix_counterfactuals``)
 COUNTERFACTUAL_SUFFIX = "+89e5c58fc1e2"
 
 
@@ -76,20 +76,33 @@ def fix_sides(models: list) -> tuple[list, list]:
     ]
 
 
+def other_changes(pre: KernelModel, post: KernelModel) -> list[str]:
+    """The behaviour switches (kernel/model.py, each named after its commit) other than 89e5c58fc1e2's
+    (``udp_tunnel_gate_checks_uh_check``) that differ between ``pre`` and ``post``, in ``switches()`` order."""
+    a, b = pre.switches(), post.switches()
+    return [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check"]
+
+
 def fix_counterfactuals(models: list) -> list[KernelModel]:
-    """The kernels a replay runs beside ``models`` (hidden from every output but the verdict) when none of them
-    carries 89e5c58fc1e2: each one lacking it (in the order of ``models``) with the fix applied
-    (``udp_tunnel_gate_checks_uh_check`` on; named NAME+89e5c58fc1e2), so that what the fix would change is
-    measured for each, as compare mode measures it, not inferred. [] when a kernel with the fix runs."""
+    """The kernels a replay runs beside ``models`` (hidden from every output but the verdict) so that what
+    89e5c58fc1e2 alone changes is measured, not inferred: a kernel lacking it with the fix applied
+    (``udp_tunnel_gate_checks_uh_check`` on; named NAME+89e5c58fc1e2).
+
+    When none of ``models`` carries the fix: one for each kernel lacking it, in the order of ``models``. When
+    kernels without and with it run (compare mode), and the two compared (``fix_sides``: the newest without, the
+    oldest with) differ in other switches too (``other_changes``, e.g. 5.10 and 6.18): one for the kernel without
+    the fix, so that the comparison does not count against or for the fix what another commit changed. Else []."""
     without, with_fix = fix_sides(models)
     if with_fix:
+        if without and other_changes(without[-1], with_fix[0]):
+            return [_with_fix(without[-1])]
         return []
     lacking = {id(m) for m in without}
-    return [
-        replace(m, name=m.name + COUNTERFACTUAL_SUFFIX, udp_tunnel_gate_checks_uh_check=True)
-        for m in models
-        if m is not None and id(m) in lacking
-    ]
+    return [_with_fix(m) for m in models if m is not None and id(m) in lacking]
+
+
+def _with_fix(m: KernelModel) -> KernelModel:
+    return replace(m, name=m.name + COUNTERFACTUAL_SUFFIX, udp_tunnel_gate_checks_uh_check=True)
 
 
 def _model_of(config, name: str, release: str) -> KernelModel | None:
@@ -280,10 +293,28 @@ class FlowVerdict:
             )
         return self.pre, self.post
 
+    @property
+    def fix_alone(self) -> KernelFacts | None:
+        """In compare mode, the facts of the kernel without the fix run again with only 89e5c58fc1e2 applied
+        (``shadows``; ``fix_counterfactuals``: when the compared kernels differ in other switches too); None when
+        the replay ran none for ``pre``."""
+        if self.pre is None or self.post is None:
+            return None
+        return self.shadows.get(self.pre.name)
+
+    @property
+    def fixed(self) -> KernelFacts | None:
+        """What the fix's side of a comparison is judged by: ``fix_alone`` where it ran, else ``post``."""
+        return self.fix_alone or self.post
+
     def saved(self, stage: str) -> int:
-        if self.outcome != "affected" or not self.pre or not self.post:
+        """skbs fewer that the fix alone delivers at ``stage`` (``"phys"``/``"tunnel"``) than ``pre`` in compare
+        mode (``fixed``: the counterfactual where the compared kernels differ in other switches too); 0 for a flow
+        that is not affected or was not compared."""
+        fixed = self.fixed
+        if self.outcome != "affected" or not self.pre or not self.post or fixed is None:
             return 0  # not compared: what the fix saves needs a kernel without it and one with it
-        return max(self.pre.skbs[stage] - self.post.skbs[stage], 0)
+        return max(self.pre.skbs[stage] - fixed.skbs[stage], 0)
 
     def as_dict(self) -> dict:
         """explain's per-flow ``verdict`` (keys of the earlier format kept, facts added)."""
@@ -299,10 +330,18 @@ class FlowVerdict:
             "tunnel_skbs_pre_fix": pre.skbs["tunnel"] if pre else 0,
             "tunnel_skbs_post_fix": post.skbs["tunnel"] if post else 0,
             "tunnel_skbs_saved": self.saved("tunnel"),
+            **self._fix_alone_dict(),
             "lost_frames": max((k.lost_frames for k in self.kernels), default=0),
             "kernels": [k.as_dict() for k in self.kernels],
             "why": self.why,
         }
+
+    def _fix_alone_dict(self) -> dict:
+        """``phys_skbs_fix_alone``/``tunnel_skbs_fix_alone`` where ``fix_alone`` ran, else {}."""
+        alone = self.fix_alone
+        if alone is None:
+            return {}
+        return {"phys_skbs_fix_alone": alone.skbs["phys"], "tunnel_skbs_fix_alone": alone.skbs["tunnel"]}
 
 
 def _break_reasons(reasons: Counter) -> Counter:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...kernel.model import KernelModel
-from .facts import FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
+from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
 from .tally import Refusals, _Tally
 from .words import (
     COSTLESS_WORDS,
@@ -24,6 +24,7 @@ from .words import (
     lacks_fix_words,
     left_out_text,
     loss_text,
+    no_gain_text,
     not_replayed_text,
     plural,
     ports_text,
@@ -55,6 +56,7 @@ class CaptureSentences:
     pre: str | None
     post: str | None
     other_changes: list[str]
+    fix_alone: str | None
     rx_csum: str
     models: dict[str, KernelModel | None]
     reasons_observed: bool
@@ -161,8 +163,13 @@ class CaptureSentences:
         if refused:
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
-                f"refuses {refused:,} frame(s) {_refused_where(t.refused_at)}, but the post-fix kernel does "
-                "not merge those frames either (no skb is saved)."
+                f"refuses {refused:,} frame(s) {_refused_where(t.refused_at)}, but "
+                + (
+                    f"{self.pre} with the fix alone ({self.fix_alone})"
+                    if self.fix_alone
+                    else "the post-fix kernel"
+                )
+                + " does not merge those frames either (no skb is saved)."
             )
         elif lost:
             text = "No flow loses phys-device aggregation before the fix."
@@ -177,7 +184,7 @@ class CaptureSentences:
                 f"frame(s) for a zero checksum of flows lost before decapsulation (below): the fix changes how "
                 "many skbs carry them to the drop, not what the host receives."
             )
-        return text + self._unmerged_note(post)
+        return text + self._other_changes_note() + self._unmerged_note(post)
 
     def _compare_text(self) -> str:
         t = self._tally
@@ -229,7 +236,7 @@ class CaptureSentences:
             saved_tun = t.to_saved_tunnel
             brk = t.to_brk
             phys_note = (
-                f" (at the phys device the fix changes nothing for them: {self._reasons(brk, self.post)})"
+                f" (at the phys device the fix changes nothing for them: {self._reasons(brk, self.fix_alone or self.post)})"
                 if brk or not self.reasons_observed
                 else ""
             )
@@ -243,9 +250,19 @@ class CaptureSentences:
         via = _via(self.models.get(post.name))
         if via:
             text += f" {self.post} has the fix{via}."
-        if self.other_changes:
-            text += f" ({self.pre} → {self.post} also changes {', '.join(self.other_changes)}.)"
-        return text + self._unmerged_note(post)
+        return text + self._other_changes_note() + self._unmerged_note(post)
+
+    def _other_changes_note(self) -> str:
+        """ " (PRE → POST also changes S1, S2.)", and where the fix was measured on its own (``fix_alone``) on what."""
+        if not self.other_changes:
+            return ""
+        changes = ", ".join(self.other_changes)
+        if not self.fix_alone:
+            return f" ({self.pre} → {self.post} also changes {changes}.)"
+        return (
+            f" What the fix saves is measured on {self.pre} with only {FIX} applied ({self.fix_alone}, run beside "
+            f"it): {self.pre} → {self.post} also changes {changes}, which the table's columns include."
+        )
 
     def _unmerged_note(self, k: KernelFacts) -> str:
         """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or ""."""
@@ -298,14 +315,15 @@ class CaptureSentences:
             )
         return ", and ".join(parts)
 
-    @staticmethod
-    def _costless_text(r: Refusals, also: bool = False) -> str:
+    def _costless_text(self, r: Refusals, kernel: str, also: bool = False) -> str:
         """The refusals of a kernel that cost no flow aggregation (``Refusals.costless_by``, by
         ``FlowVerdict.costless_why``): "udp_gro_receive [also] refuses N frames for a zero UDP checksum at no cost to
         aggregation: F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..."."""
         parts = []
         for why, (flows, frames) in sorted(r.costless_by.items()):
             what, because = COSTLESS_WORDS[why]
+            if why == "no_gain" and r.no_gain_reasons:
+                because = no_gain_text(self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX))
             parts.append(f"{flows:,} flow(s) {what}, {frames:,} {plural(frames, 'frame')} ({because})")
         n = r.costless_frames
         return (
@@ -323,7 +341,7 @@ class CaptureSentences:
             lacks = lacks_fix_words(model, head)
             refused = t.refusals[k.name]
             if any(refused.flows.values()):
-                costless = f"; {self._costless_text(refused, also=True)}" if refused.costless else ""
+                costless = f"; {self._costless_text(refused, k.name, also=True)}" if refused.costless else ""
                 text = (
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
                     f"the zero-checksum bug: {self._refusal_text(refused)}{costless}; "
@@ -337,7 +355,7 @@ class CaptureSentences:
                 lost = k.refused - refused.costless_frames
                 text = f"{lacks}, but is not affected here: "
                 if refused.costless:
-                    text += f"{self._costless_text(refused)}."
+                    text += f"{self._costless_text(refused, k.name)}."
                     if lost:
                         text += (
                             f" It also refuses {lost:,} {plural(lost, 'frame')} of flows lost before "

@@ -41,6 +41,9 @@ class Refusals:
     costless_frames: int = 0
     #: ``FlowVerdict.costless_why`` → [flows, refused frames] of the costless flows
     costless_by: dict = field(default_factory=dict)
+    #: the ``no_gain`` flows' phys end reasons in the kernel's counterfactual (``FlowVerdict.shadows``), poll-end
+    #: flushes left out (``_break_reasons``): what keeps their frames apart with the fix
+    no_gain_reasons: Counter = field(default_factory=Counter)
 
     def add(self, fv: FlowVerdict, k: KernelFacts) -> None:
         """Count flow ``fv`` with this kernel's facts ``k`` for it, if the gate refused it."""
@@ -49,9 +52,12 @@ class Refusals:
             if k.refused:
                 self.costless += 1
                 self.costless_frames += k.refused
-                c = self.costless_by.setdefault(fv.costless_why(k), [0, 0])
+                why = fv.costless_why(k)
+                c = self.costless_by.setdefault(why, [0, 0])
                 c[0] += 1
                 c[1] += k.refused
+                if why == "no_gain":
+                    self.no_gain_reasons.update(_break_reasons(fv.shadows[k.name].phys_reasons))
             return
         self.flows[stage] += 1
         self.frames[stage] += k.gate_zero[stage]
@@ -202,7 +208,7 @@ class _Tally:
             self.to += 1
             self.to_frames += fv.pre.gate_zero["tunnel"]
             self.to_saved_tunnel += fv.saved("tunnel")
-            self.to_brk.update(_break_reasons(fv.post.phys_reasons))
+            self.to_brk.update(_break_reasons((fv.fixed or fv.post).phys_reasons))
 
     def close(self, ident: tuple) -> None:
         """Drop the group of ``ident`` (none of its flows is live any more), counting its split flows."""

@@ -275,10 +275,17 @@ COSTLESS_WORDS = {
     "no_gain": (
         "that a kernel with the fix does not merge further either",
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
-        "them, so something other than the zero-checksum gate keeps their frames apart (run beside a kernel with "
-        "the fix, e.g. --kernel 5.12, to see what)",
+        "them, so something other than the zero-checksum gate keeps their frames apart",
     ),
 }
+
+
+def no_gain_text(reasons: str | None) -> str:
+    """``COSTLESS_WORDS["no_gain"]``'s reason, followed, where the counterfactual's phys skbs of those flows ended
+    by something other than a poll's end, by ``reasons`` (a ``reason_list``): "…; with the fix there their phys
+    skbs end by: …"."""
+    because = COSTLESS_WORDS["no_gain"][1]
+    return f"{because}; with the fix there their phys skbs end by: {reasons}" if reasons else because
 
 
 def refusal_places(k, why: str) -> str:
