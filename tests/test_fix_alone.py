@@ -124,3 +124,25 @@ def test_no_gain_names_what_keeps_the_frames_apart_with_the_fix():
         assert "with the fix there their phys skbs end by:" in text
         assert "[tcp4_gro_receive:checksum_bad] ×1" in text and "[tcp_gro_receive:seq_gap] ×1" in text
     assert flow.outcome == "refused_no_gain" and document(r)["verdict"]["affected_flows"] == 0
+
+
+def test_refused_without_gain_beside_a_kernel_that_merges_for_another_reason():
+    """A flow the fix alone does not merge further, beside a kernel with the fix that merges it for another reason:
+    8 segments with outer checksum 0 and a fixed inner IPv4 ID without DF. Before 6.18 a fixed ID needs DF set
+    (gro-spec §3.3: "fixed" is DF set and the same ID), so 5.10 with the fix alone ends an skb at every frame
+    (8 phys skbs, as the gate's refusals gave, and 8 at the tunnel device's gro_cells, whose GRO applies the same
+    rule); 6.18 drops the DF requirement (f095a358faf2,
+    ``inet_gro_fixedid_without_df``) and merges all 8 (1 phys skb). The flow is not affected by the zero-checksum
+    bug, and its sentence must not say it cannot be aggregated: 6.18's column shows it aggregated."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+    from gro_replay.sim import replay_frames
+
+    frames = build_flow(FrameSpec(outer_csum="zero", df=False), [1000] * 8, id_step=0)
+    r = replay_frames([(1000 * i, f) for i, f in enumerate(frames)], ReplayConfig(kernels=(K_5_10, K_6_18)))
+    (flow,) = verdict_of(r).flows
+    assert flow.outcome == "refused_no_gain" and document(r)["verdict"]["affected_flows"] == 0
+    assert [k.skbs["phys"] for k in flow.kernels] == [8, 1] and flow.fix_alone.skbs["phys"] == 8
+    assert (
+        "phys skbs 8 → 8, tunnel skbs 8 → 8): the zero-checksum gate is not what keeps them apart" in flow.why
+    )
+    assert "6.18: phys skbs 1, tunnel skbs 1" in flow.why and "cannot" not in flow.why

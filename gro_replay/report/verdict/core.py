@@ -270,8 +270,9 @@ class Verdict(CaptureSentences):
             why = f"{refused}; {after}: " + "; ".join(bits)
         elif fv.outcome == "refused_no_gain":
             why = (
-                f"{refused}, but {after} they are not merged either (phys skbs {pre.skbs['phys']:,} → "
-                f"{fixed.skbs['phys']:,}): in this capture nothing of this flow can be aggregated"
+                f"{refused}, but {after} its frames are not merged further (phys skbs {pre.skbs['phys']:,} → "
+                f"{fixed.skbs['phys']:,}, tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}): the "
+                "zero-checksum gate is not what keeps them apart"
             )
             breaks = _break_reasons(fixed.phys_reasons)
             if breaks and fixed.skbs["phys"] >= fixed.frames > 1:

@@ -257,7 +257,7 @@ class CaptureSentences:
         if not self.other_changes:
             return ""
         changes = ", ".join(self.other_changes)
-        if not self.fix_alone:
+        if not self.fix_alone or not self._tally.refused:  # nothing refused: the fix had nothing to change
             return f" ({self.pre} → {self.post} also changes {changes}.)"
         return (
             f" What the fix saves is measured on {self.pre} with only {FIX} applied ({self.fix_alone}, run beside "
