@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..kernel.banner import shown
 from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, resolve_kernel
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from .errors import UsageError
@@ -42,8 +43,12 @@ def replay_options(f):
             + ", ".join(PROFILES)
             + "), a stable point release (5.4.120: base + the stable backports it carries), a pre-release "
             "(5.12-rc1: base without the commits of a later rc, with a note) or a distribution's uname -r "
-            "(5.4.0-42-generic, 4.18.0-305.el8: base only, with a note); 4.18 runs as 4.19 with a note, older "
-            "than 4.18 or newer than the newest profile is refused. `gro-replay kernels` lists them.",
+            "(5.4.0-42-generic, 4.18.0-305.el8: base only, with a note). Debian and Ubuntu name their stable "
+            'release elsewhere; give it whole: "$(uname -rv)" or "$(cat /proc/version)" (Debian: '
+            "'5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)' runs as 5.10.162), \"$(cat "
+            "/proc/version_signature)\" (Ubuntu: 'Ubuntu 5.4.0-42.46-generic 5.4.44' runs as 5.4.44), named by "
+            "their uname -r, with a note. 4.18 runs as 4.19 with a note, older than 4.18 or newer than the "
+            "newest profile is refused. `gro-replay kernels` lists them.",
         ),
         click.option(
             "--rx-csum",
@@ -306,11 +311,20 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
         given: list[KernelModel] = []
+        named: dict[str, str] = {}
         for r in dict.fromkeys(kernel_rel):  # each release once, in order given
             try:
-                given.append(resolve_kernel(r))
+                k = resolve_kernel(r)
             except ValueError as e:
                 raise UsageError(str(e)) from None
+            if k.name in named:
+                # two strings of one kernel (its uname -r and its uname -rv): one name in kernels=A,B and kernel[NAME].
+                raise UsageError(
+                    f"--kernel {shown(named[k.name], 48)} and --kernel {shown(r, 48)} both name kernel {k.name}: "
+                    "give each kernel once"
+                )
+            named[k.name] = r
+            given.append(k)
         from ..report.verdict import _release_key
 
         # one order for every output (table, text lines, SUMMARY, JSON, explain, trace tags): by release, oldest

@@ -5,6 +5,8 @@ version differences are ``model.KernelModel`` switches named after their commits
 (``none:`` marks a module that is not one kernel file, and says what it is):
 
 - ``af_inet.py``: net/ipv4/af_inet.c
+- ``banner.py``: none: the longer strings naming the stable release a distribution kernel is built from
+  (``/proc/version``, Debian's ``uname -v``, Ubuntu's ``/proc/version_signature``)
 - ``dst_metadata.py``: include/net/dst_metadata.h
 - ``distro.py``: none: distribution kernel release strings (``uname -r``): whose build and which upstream release
 - ``eth.py``: net/ethernet/eth.c

@@ -11,7 +11,13 @@ caller says the build's own patches are not known without naming anyone.
 ``X.Y.Z`` is kept as the string gives it: Debian (up to 12) and Ubuntu keep ``X.Y.0`` for a whole release and
 number builds by ABI, so their ``Z`` is 0 and names no stable release; the others name the upstream point release
 their source started from (Fedora, Amazon Linux, Arch, Debian 13, Proxmox, SUSE's 5.14.21), a lower bound of
-the stable backports they carry.
+the stable backports they carry. Debian and Ubuntu print the stable release elsewhere, and ``--kernel`` takes
+those strings whole (kernel/banner.py): Debian's ``uname -v`` and ``/proc/version`` end in the source package
+version (``#1 SMP Debian 5.10.162-1 (2023-01-21)``: debian/rules.real builds with
+``KBUILD_BUILD_VERSION_TIMESTAMP="$(DISTRIBUTOR) $(SOURCEVERSION) ($(SOURCE_DATE_UTC_ISO))"``, which Debian's
+mkcompile_h patch puts in the timestamp's place), Ubuntu's ``/proc/version_signature`` ends in the upstream version
+of its tree (``Ubuntu 5.4.0-42.46-generic 5.4.44``: debian/rules.d/2-binary-arch.mk sets CONFIG_VERSION_SIGNATURE
+to ``"Ubuntu $(release)-$(revision)-$* $(raw_kernelversion)"``, raw_kernelversion being ``make kernelversion``).
 Sources: the distributions' kernel packaging (Debian linux ``debian/config`` flavours and ABI naming, Ubuntu kernel
 flavours and its mainline builds' ``X.Y.Z-0XXYYZZ-generic`` names, Fedora/RHEL/Amazon Linux ``kernel.spec``
 release tags, SUSE ``kernel-source`` flavours) and the release strings those kernels print.
@@ -53,7 +59,7 @@ _FEDORA = re.compile(_V + r"-[\d.]+\.fc(\d+)" + _ARCH, re.ASCII)
 _AMAZON = re.compile(_V + r"-[\d.]+\.amzn(\d+)" + _ARCH, re.ASCII)
 _ARCH_LINUX = re.compile(_V + r"-arch\d+-\d+", re.ASCII)
 #: Debian's release of each kernel series it shipped (a backport names its own release: 0.debNN)
-_DEBIAN_RELEASE = {(4, 19): "10", (5, 10): "11", (6, 1): "12", (6, 12): "13"}
+DEBIAN_RELEASE = {(4, 19): "10", (5, 10): "11", (6, 1): "12", (6, 12): "13"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +76,11 @@ class DistroRelease:
     minor: int
     point: int
     note: str
+    #: who built it, as notes name it ("Debian 11", "Debian 11 backports", "Ubuntu"); "" where no note needs it
+    who: str = ""
 
 
-def _base(major: int, minor: int, point: int) -> str:
+def base_words(major: int, minor: int, point: int) -> str:
     rel = f"{major}.{minor}"
     return f"upstream {rel}" + (
         f" with the stable backports of {rel}.{point}" if point else " without stable backports"
@@ -87,19 +95,19 @@ def parse_distro_release(text: str) -> DistroRelease | None:  # noqa: C901, PLR0
     if (m := _DEBIAN.fullmatch(text)) is not None and m.group(3) == "0":
         x, y = int(m.group(1)), int(m.group(2))
         backport = "-0." in text  # a backport to an older release: 0.debNN names it, 0.bpo does not
-        rel = m.group(4) if backport else _DEBIAN_RELEASE.get((x, y), "")
+        rel = m.group(4) if backport else DEBIAN_RELEASE.get((x, y), "")
         who = (f"Debian {rel}" if rel else "Debian") + (" backports" if backport else "")
         note = (
             f"{who} kernel {text}: the ABI number {m.group(5)} does not say which stable release it is "
-            f"based on (the package version does: uname -v prints it, e.g. 'Debian {x}.{y}.N-1') nor which fixes "
-            f"Debian backported; assumed {_base(x, y, 0)}"
+            f"based on (the package version does: uname -v prints it, e.g. 'Debian {x}.{y}.N-1'; give --kernel "
+            f'"$(uname -rv)" to use it) nor which fixes Debian backported; assumed {base_words(x, y, 0)}'
         )
-        return DistroRelease("Debian", x, y, 0, note)
+        return DistroRelease("Debian", x, y, 0, note, who)
     if (m := _DEBIAN_PLUS.fullmatch(text)) is not None:
         x, y, z = int(m.group(1)), int(m.group(2)), int(m.group(3))
         who = f"Debian {m.group(4)}" if m.group(4) else "Debian backports"
-        note = f"{who} kernel {text}: Debian's own patches are not known here; assumed {_base(x, y, z)}"
-        return DistroRelease("Debian", x, y, z, note)
+        note = f"{who} kernel {text}: Debian's own patches are not known here; assumed {base_words(x, y, z)}"
+        return DistroRelease("Debian", x, y, z, note, who)
     if (m := _UBUNTU_MAINLINE.fullmatch(text)) is not None:
         x, y, z = int(m.group(1)), int(m.group(2)), int(m.group(3))
         if m.group(4) == f"{x:02d}{y:02d}{z:02d}":
@@ -112,32 +120,33 @@ def parse_distro_release(text: str) -> DistroRelease | None:  # noqa: C901, PLR0
         x, y = int(m.group(1)), int(m.group(2))
         note = (
             f"Ubuntu kernel {text}: the ABI number {m.group(4)} does not say which stable release it is based on "
-            f"(/proc/version_signature does) nor which fixes Ubuntu backported; assumed {_base(x, y, 0)}"
+            f'(/proc/version_signature does: give --kernel "$(cat /proc/version_signature)" to use it) nor which '
+            f"fixes Ubuntu backported; assumed {base_words(x, y, 0)}"
         )
-        return DistroRelease("Ubuntu", x, y, 0, note)
+        return DistroRelease("Ubuntu", x, y, 0, note, "Ubuntu")
     if (m := _PROXMOX.fullmatch(text)) is not None:
         x, y, z = int(m.group(1)), int(m.group(2)), int(m.group(3))
         note = (
             f"Proxmox VE kernel {text} (built from Ubuntu's kernel): Proxmox's and Ubuntu's own patches are not "
-            f"known here; assumed {_base(x, y, z)}"
+            f"known here; assumed {base_words(x, y, z)}"
         )
         return DistroRelease("Proxmox", x, y, z, note)
     if (m := _SUSE.fullmatch(text)) is not None:
         x, y, z = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        note = f"SUSE kernel {text} (SLES or openSUSE): SUSE's backports are not known here; assumed {_base(x, y, z)}"
+        note = f"SUSE kernel {text} (SLES or openSUSE): SUSE's backports are not known here; assumed {base_words(x, y, z)}"
         return DistroRelease("SUSE", x, y, z, note)
     if (m := _ORACLE_UEK.fullmatch(text)) is not None:
         x, y, z = int(m.group(1)), int(m.group(2)), int(m.group(3))
         note = (
             f"Oracle UEK kernel {text} (Oracle Linux {m.group(4)}): Oracle's backports are not known here; "
-            f"assumed {_base(x, y, z)}"
+            f"assumed {base_words(x, y, z)}"
         )
         return DistroRelease("Oracle", x, y, z, note)
     if (m := _RHEL.fullmatch(text)) is not None:
         x, y, z = int(m.group(1)), int(m.group(2)), int(m.group(3))
         note = (
             f"RHEL {m.group(4)} kernel {text}: Red Hat backports are not known here (CentOS, Rocky and AlmaLinux "
-            f"build the same source); assumed {_base(x, y, z)}"
+            f"build the same source); assumed {base_words(x, y, z)}"
         )
         return DistroRelease("Red Hat", x, y, z, note)
     for rx, vendor, label in (
@@ -148,7 +157,7 @@ def parse_distro_release(text: str) -> DistroRelease | None:  # noqa: C901, PLR0
         if (m := rx.fullmatch(text)) is not None:
             x, y, z = int(m.group(1)), int(m.group(2)), int(m.group(3))
             who = label.format(m.group(4)) if m.re.groups > 3 else label
-            note = f"{who} {text}: {vendor}'s own patches are not known here; assumed {_base(x, y, z)}"
+            note = f"{who} {text}: {vendor}'s own patches are not known here; assumed {base_words(x, y, z)}"
             return DistroRelease(vendor, x, y, z, note)
     return None
 

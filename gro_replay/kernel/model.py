@@ -36,7 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, fields, replace
 
-from .distro import parse_distro_release
+from .banner import MAX_LEN, Banner, is_banner, parse_banner, shown
+from .distro import base_words, parse_distro_release
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +442,69 @@ def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str)
     return replace(model, pre_release=f"{rel}-rc{rc}", **{c.switch: False for c in lacks}), note  # type: ignore[arg-type]  # bool switches
 
 
+def _check_release_chars(text: str) -> None:
+    """Raises ValueError when ``text`` has a character or a number no kernel release string has."""
+    if not text.isascii():
+        raise ValueError(
+            f"kernel release {text!r} is not ASCII (want X.Y, X.Y.Z or a distribution's uname -r)"
+        )
+    if not re.fullmatch(r"[A-Za-z0-9._+~-]*", text):
+        # uname -r is letters, digits and . _ + ~ - (a build's LOCALVERSION too); a comma, bracket or = would also
+        # make the name ambiguous in the SUMMARY line's kernels=A,B and kernel[NAME]. keys
+        raise ValueError(
+            f"kernel release {text!r} has a character no release string has (want letters, digits and . _ + ~ -: "
+            "X.Y, X.Y.Z or a distribution's uname -r; give --kernel once per kernel)"
+        )
+    version = re.match(r"[0-9.]*", text).group().rstrip(".")  # type: ignore[union-attr]  # * matches any text
+    if _LEADING_ZERO.search(version):
+        raise ValueError(f"kernel release {text!r}: version numbers have no leading zeros (e.g. 5.4.106)")
+
+
+def _resolve_banner(text: str, b: Banner) -> KernelModel:
+    """The model of kernel string ``text`` parsed as ``b`` (kernel/banner.py): its release's model when it names no
+    more; else upstream X.Y with the stable backports of the X.Y.Z it names (its pre-release for X.Y-rcN), named
+    ``b.name``, with the vendor's note: the vendor's own patches stay unknown, the stable base is now known.
+
+    Raises: ValueError when the release and the version the string names differ in X.Y (two kernels), and as
+    ``resolve_kernel`` does for the release or the named version.
+    """
+    m = resolve_kernel(b.release) if b.release else None
+    s = b.stated
+    if s is None:
+        assert m is not None  # parse_banner refuses a uname -v that names neither a release nor a package
+        if m.vendor == "Debian" and len(m.vendor_base.split(".")) == 2 and b.version_part:
+            note = (
+                f"kernel {b.release}: its uname -v {shown(b.version_part, 48)} names no Debian package version "
+                "('Debian X.Y.Z-N'), so its stable release stays unknown"
+            )
+            return replace(m, notes=m.notes + (note,))
+        return m
+    xy = f"{s.major}.{s.minor}"
+    rel_xy = ".".join((m.vendor_base or m.base).split(".")[:2]) if m is not None else xy
+    if rel_xy != xy:
+        raise ValueError(
+            f"kernel string {shown(text)}: its release {b.release} is {rel_xy} but its {s.where} names {s.what} "
+            f"({s.version}): two different kernels (give one machine's uname -rv, /proc/version or "
+            "/proc/version_signature)"
+        )
+    up = resolve_kernel(xy if s.rc is None else f"{xy}-rc{s.rc}")
+    point = s.point if s.rc is None and up.base == xy else 0
+    model = with_stable(up, point, b.name) if point else replace(up, name=b.name, release=b.name)
+    d = parse_distro_release(b.release) if b.release else None
+    who = (d.who if d else "") if b.release else s.who
+    vendor = m.vendor if m is not None and m.vendor else s.vendor
+    assumed = f"upstream {xy}-rc{s.rc}" if s.rc is not None else base_words(s.major, s.minor, point)
+    note = (
+        f"{who + ' ' if who else ''}kernel {b.name} ({s.where}: {s.what}): built from upstream {s.version}; {vendor}'s own "
+        f"patches are not known here; assumed {assumed}"
+    )
+    own = re.match(r"[0-9]+\.[0-9]+\.([0-9]+)", b.release)
+    if own and int(own.group(1)) not in (0, s.point):
+        note += f" (its release names {xy}.{own.group(1)}; the version the build names is used)"
+    notes = (note,) + up.notes + (model.notes if point else ())
+    return replace(model, notes=notes, vendor=vendor, vendor_base=xy + (f".{point}" if point else ""))
+
+
 def resolve_kernel(text: str) -> KernelModel:
     """The model for a kernel release string as ``uname -r`` or a changelog writes it.
 
@@ -457,30 +521,26 @@ def resolve_kernel(text: str) -> KernelModel:
       and which base was assumed. Ubuntu's mainline builds (``5.11.7-051107-generic``) are upstream releases.
       A 4.18 base runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled); older
       ones are refused.
+    * a string that names the stable release a distribution kernel is built from (kernel/banner.py: Debian's
+      ``uname -v``, ``uname -rv`` and ``/proc/version``, Ubuntu's ``/proc/version_signature``, any
+      ``/proc/version``): the vendor's kernel on upstream X.Y with the stable backports of the X.Y.Z it names
+      (``5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)`` carries 89e5c58fc1e2 from 5.10.24 on), named by
+      its ``uname -r`` (the package version for a ``uname -v`` alone); one that names nothing beyond its release
+      resolves as that release.
 
     Raises: ValueError for a string that is no kernel release (non-ASCII digits, a leading zero such as
         ``5.4.0106``), for a base older than 4.18, and for a base
         newer than the newest profile
     (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
-    newest profile.
+    newest profile; for a longer kernel string as ``banner.parse_banner`` and ``_resolve_banner`` raise (a release
+    and a package version of different X.Y, two releases, a ``uname -v`` naming no release, over MAX_LEN).
     """
     text = text.strip()
     if text in PROFILES:
         return PROFILES[text]
-    if not text.isascii():
-        raise ValueError(
-            f"kernel release {text!r} is not ASCII (want X.Y, X.Y.Z or a distribution's uname -r)"
-        )
-    if not re.fullmatch(r"[A-Za-z0-9._+~-]*", text):
-        # uname -r is letters, digits and . _ + ~ - (a build's LOCALVERSION too); a comma, bracket or = would also
-        # make the name ambiguous in the SUMMARY line's kernels=A,B and kernel[NAME]. keys
-        raise ValueError(
-            f"kernel release {text!r} has a character no release string has (want letters, digits and . _ + ~ -: "
-            "X.Y, X.Y.Z or a distribution's uname -r; give --kernel once per kernel)"
-        )
-    version = re.match(r"[0-9.]*", text).group().rstrip(".")  # type: ignore[union-attr]  # * matches any text
-    if _LEADING_ZERO.search(version):
-        raise ValueError(f"kernel release {text!r}: version numbers have no leading zeros (e.g. 5.4.106)")
+    if len(text) > MAX_LEN or is_banner(text):
+        return _resolve_banner(text, parse_banner(text))
+    _check_release_chars(text)
     notes: list[str] = []
     point = 0
     rc = None

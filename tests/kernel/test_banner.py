@@ -1,0 +1,336 @@
+"""kernel/banner.py and ``resolve_kernel``: Debian's ``uname -v`` / ``uname -rv`` / ``/proc/version`` and Ubuntu's
+``/proc/version_signature``, which name the upstream stable release a distribution kernel is built from.
+
+The strings follow the formats banner.py's docstring cites (Debian's debian/rules.real KBUILD_BUILD_VERSION_TIMESTAMP
+"$(DISTRIBUTOR) $(SOURCEVERSION) ($(SOURCE_DATE_UTC_ISO))", Ubuntu's CONFIG_VERSION_SIGNATURE "Ubuntu
+$(release)-$(revision)-$* $(raw_kernelversion)", init/version.c's linux_proc_banner); the /proc/version compiler
+parts are those of Debian 11's gcc-10 and Ubuntu 20.04's gcc 9.3.0. Whether a kernel carries 89e5c58fc1e2 follows
+model.py STABLE_BACKPORTS: linux-5.10.y took it in 5.10.24 (09af4362ba47), linux-5.4.y in 5.4.106 (f2d78bbbca42),
+linux-4.19.y in 4.19.181 (e5008f2e9157).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIX_SAMPLE
+
+from gro_replay.cli import main
+from gro_replay.kernel.banner import MAX_LEN, parse_banner
+from gro_replay.kernel.model import FIX_COMMIT, resolve_kernel
+
+DEB11_V = "#1 SMP Debian 5.10.162-1 (2023-01-21)"
+DEB11_RV = "5.10.0-21-amd64 " + DEB11_V
+DEB11_PROC = (
+    "Linux version 5.10.0-21-amd64 (debian-kernel@lists.debian.org) (gcc-10 (Debian 10.2.1-6) 10.2.1 20210110, "
+    "GNU ld (GNU Binutils for Debian) 2.35.2) " + DEB11_V
+)
+#: Debian 11's first kernel, 5.10.0-8 (package 5.10.46-4): past 5.10.24
+DEB11_EARLY_RV = "5.10.0-8-amd64 #1 SMP Debian 5.10.46-4 (2021-08-03)"
+#: a Debian 11 install-media kernel of before the backport (5.10.13, testing in February 2021)
+DEB11_BEFORE_RV = "5.10.0-3-amd64 #1 SMP Debian 5.10.13-1 (2021-02-06)"
+UBU2004_SIG = "Ubuntu 5.4.0-42.46-generic 5.4.44"  # lacks: 5.4.44 < 5.4.106
+UBU2004_GA_SIG = "Ubuntu 5.4.0-26.30-generic 5.4.30"  # Ubuntu 20.04's release kernel: lacks
+UBU2004_LATE_SIG = "Ubuntu 5.4.0-150.167-generic 5.4.233"  # carries (5.4.233 ≥ 5.4.106)
+UBU2004_PROC = (
+    "Linux version 5.4.0-42-generic (buildd@lgw01-amd64-039) (gcc version 9.3.0 (Ubuntu 9.3.0-10ubuntu2)) "
+    "#46-Ubuntu SMP Fri Jul 10 00:24:02 UTC 2020"
+)
+
+#: (string, name in the outputs, vendor, vendor_base, carries 89e5c58fc1e2, its stable point release)
+CASES = [
+    # Debian 11: the three ways in, all on package 5.10.162-1
+    (DEB11_V, "5.10.162-1", "Debian", "5.10.162", True, "5.10.24"),
+    (DEB11_RV, "5.10.0-21-amd64", "Debian", "5.10.162", True, "5.10.24"),
+    (DEB11_PROC, "5.10.0-21-amd64", "Debian", "5.10.162", True, "5.10.24"),
+    (DEB11_EARLY_RV, "5.10.0-8-amd64", "Debian", "5.10.46", True, "5.10.24"),
+    (DEB11_BEFORE_RV, "5.10.0-3-amd64", "Debian", "5.10.13", False, None),
+    # Debian 10 (4.19.304 ≥ 4.19.181) and a 5.10 backport to it, Debian 12, Debian 13 (+deb13: the same X.Y.Z)
+    (
+        "4.19.0-26-amd64 #1 SMP Debian 4.19.304-1 (2024-01-09)",
+        "4.19.0-26-amd64",
+        "Debian",
+        "4.19.304",
+        True,
+        "4.19.181",
+    ),
+    (
+        "5.10.0-0.deb10.16-amd64 #1 SMP Debian 5.10.127-2~bpo10+1 (2022-07-28)",
+        "5.10.0-0.deb10.16-amd64",
+        "Debian",
+        "5.10.127",
+        True,
+        "5.10.24",
+    ),
+    (
+        "6.1.0-17-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.69-1 (2023-12-30)",
+        "6.1.0-17-amd64",
+        "Debian",
+        "6.1.69",
+        True,
+        None,
+    ),
+    (
+        "6.12.38+deb13-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.12.38-1 (2025-07-16)",
+        "6.12.38+deb13-amd64",
+        "Debian",
+        "6.12.38",
+        True,
+        None,
+    ),
+    # Ubuntu 20.04: the signature names the stable release; uname -r is release-ABI-flavour
+    (UBU2004_SIG, "5.4.0-42-generic", "Ubuntu", "5.4.44", False, None),
+    (UBU2004_GA_SIG, "5.4.0-26-generic", "Ubuntu", "5.4.30", False, None),
+    (UBU2004_LATE_SIG, "5.4.0-150-generic", "Ubuntu", "5.4.233", True, "5.4.106"),
+    # Ubuntu's backport kernels (~20.04.1) and a cloud flavour
+    ("Ubuntu 5.15.0-67.74~20.04.1-generic 5.15.85", "5.15.0-67-generic", "Ubuntu", "5.15.85", True, None),
+    ("Ubuntu 5.4.0-1034.35-aws 5.4.150", "5.4.0-1034-aws", "Ubuntu", "5.4.150", True, "5.4.106"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "vendor", "vendor_base", "carries", "point"), CASES, ids=[c[0] for c in CASES]
+)
+def test_a_string_naming_the_stable_release_resolves_to_it(text, name, vendor, vendor_base, carries, point):
+    m = resolve_kernel(text)
+    assert (m.name, m.release, m.vendor, m.vendor_base) == (name, name, vendor, vendor_base)
+    assert m.carries(FIX_COMMIT) is carries
+    assert (m.stable_backport(FIX_COMMIT) or (None, None))[1] == point
+    # the vendor's own patches stay unknown: a lack of the fix is an assumption, a carried fix (from the stable
+    # base) is known
+    assert m.knows(FIX_COMMIT) is carries
+    assert m.notes[0].startswith(f"{vendor}"), m.notes
+    assert f"{vendor}'s own patches are not known here" in m.notes[0]
+    assert m.notes[0].endswith(
+        f"assumed upstream {vendor_base.rsplit('.', 1)[0]} with the stable backports of {vendor_base}"
+    )
+
+
+def test_the_three_ways_in_name_one_kernel():
+    # Debian 11: uname -rv and /proc/version give one model; uname -v alone the same switches under the package
+    # version's name (it has no uname -r)
+    rv, proc, v = resolve_kernel(DEB11_RV), resolve_kernel(DEB11_PROC), resolve_kernel(DEB11_V)
+    assert rv == proc
+    assert v.switches() == rv.switches() and v.backports == rv.backports
+    assert rv.notes[0] == (
+        "Debian 11 kernel 5.10.0-21-amd64 (uname -v: Debian package 5.10.162-1): built from upstream 5.10.162; "
+        "Debian's own patches are not known here; assumed upstream 5.10 with the stable backports of 5.10.162"
+    )
+    assert v.notes[0].startswith("Debian 11 kernel 5.10.162-1 (uname -v: Debian package 5.10.162-1)")
+    # a backport's package version names its release
+    d10 = resolve_kernel("#1 SMP Debian 5.10.127-2~bpo10+1 (2022-07-28)")
+    assert d10.notes[0].startswith("Debian 10 backports kernel 5.10.127-2~bpo10+1 ")
+    assert resolve_kernel(UBU2004_SIG).notes[0] == (
+        "Ubuntu kernel 5.4.0-42-generic (/proc/version_signature: Ubuntu 5.4.0-42.46-generic 5.4.44): built from "
+        "upstream 5.4.44; Ubuntu's own patches are not known here; assumed upstream 5.4 with the stable backports "
+        "of 5.4.44"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        UBU2004_PROC,  # Ubuntu's uname -v (#46-Ubuntu: the upload number) names no version
+        "5.4.0-42-generic #46-Ubuntu SMP Fri Jul 10 00:24:02 UTC 2020",
+        "Linux version 6.5.6-300.fc39.x86_64 (mockbuild@bkernel01.iad2.fedoraproject.org) (gcc (GCC) 13.2.1 "
+        "20230918 (Red Hat 13.2.1-3), GNU ld version 2.40-13.fc39) #1 SMP PREEMPT_DYNAMIC Fri Oct  6 19:57:21 UTC 2023",
+        "Linux version 5.14.0-362.8.1.el9_3.x86_64 (mockbuild@x64-builder02.almalinux.org) (gcc (GCC) 11.4.1 "
+        "20230605 (Red Hat 11.4.1-2), GNU ld version 2.35.2-42.el9) #1 SMP PREEMPT_DYNAMIC Tue Nov 7 14:54:22 EST 2023",
+        "5.10.24 #1 SMP Tue Mar 16 10:00:00 UTC 2021",
+    ],
+)
+def test_a_proc_version_is_its_release_when_it_names_no_more(text):
+    # the compiler's versions (9.3.0, 13.2.1, "Red Hat 13.2.1-3") are never read as the kernel's
+    release = text.split()[2] if text.startswith("Linux version ") else text.split()[0]
+    assert resolve_kernel(text) == resolve_kernel(release)
+
+
+def test_debian_compiler_versions_in_proc_version_are_not_the_kernels():
+    # "(Debian 10.2.1-6)" is gcc's package, inside the compiler's parentheses: without a uname -v version the
+    # model is the release alone (plus the note that the #… part named no package)
+    text = DEB11_PROC.replace(DEB11_V, "#1 SMP")
+    m = resolve_kernel(text)
+    assert m.vendor_base == "5.10" and not m.knows(FIX_COMMIT)
+    assert m.notes[-1] == (
+        "kernel 5.10.0-21-amd64: its uname -v '#1 SMP' names no Debian package version ('Debian X.Y.Z-N'), so its "
+        "stable release stays unknown"
+    )
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        "#",
+        "#1",
+        "#1 SMP Debian",
+        "#1 SMP Debian 2024_01_01 - Rockchip (0123abc)",  # Rockchip's KBUILD_BUILD_VERSION_TIMESTAMP
+        "#1 SMP PREEMPT_DYNAMIC Debian 6.1.6",  # cut at 64 bytes (UTS_LEN) inside the version: no revision
+        "#1 SMP Debian 5.10.0162-1 (2023-01-21)",  # a leading zero: no version
+        "#1 SMP Debiann 5.10.162-1",
+        "#((((",
+    ],
+)
+def test_an_empty_or_garbage_version_part_adds_nothing(version):
+    alone = resolve_kernel("5.10.0-21-amd64")
+    m = resolve_kernel(f"5.10.0-21-amd64 {version}")
+    assert m.switches() == alone.switches() and m.vendor_base == "5.10" and m.notes[0] == alone.notes[0]
+    assert m.name == "5.10.0-21-amd64"
+
+
+def test_a_version_differing_in_point_release_from_the_release_is_used_and_said():
+    m = resolve_kernel("6.12.38+deb13-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.12.41-1 (2025-08-01)")
+    assert m.vendor_base == "6.12.41"
+    assert m.notes[0].endswith("(its release names 6.12.38; the version the build names is used)")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "5.10.0-21-amd64 #1 SMP Debian 6.1.55-1",
+            "kernel string '5.10.0-21-amd64 #1 SMP Debian 6.1.55-1': its release 5.10.0-21-amd64 is 5.10 but its "
+            "uname -v names Debian package 6.1.55-1 (6.1.55): two different kernels",
+        ),
+        (
+            "Ubuntu 5.4.0-42.46-generic 5.10.44",
+            "its release 5.4.0-42-generic is 5.4 but its /proc/version_signature names Ubuntu 5.4.0-42.46-generic "
+            "5.10.44 (5.10.44): two different kernels",
+        ),
+        ("5.10.0-21-amd64 5.4.0-42-generic", "not uname -v's '#…'"),
+        ("Linux host 5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21) x86_64 GNU/Linux", "uname -a?"),
+        ("#46-Ubuntu SMP Fri Jul 10 00:24:02 UTC 2020", "this uname -v names no release"),
+        ("#1 SMP Debian 5.10.162-1 Debian 5.10.178-3", "names 2 Debian package versions"),
+        (
+            "Linux version 5.10.0-21-amd64 (gcc (Debian 10.2.1-6) #1 SMP",
+            "a parenthesis of /proc/version does not close",
+        ),
+        ("Ubuntu 5.4.0-42-generic", "is no Ubuntu /proc/version_signature"),
+        ("4.9.0-13-amd64 #1 SMP Debian 4.9.228-1 (2020-07-05)", "older than 4.18"),
+        ("#1 SMP Debian 7.2.3-1 (2027-01-01)", "newer than 6.18"),
+        ("5.10.0-21-amd64\n#1 SMP Debian 5.10.162-1", "has several lines"),
+        ("5.10.0-21-amd64, #1 SMP Debian 5.10.162-1", "has a character no release string has"),
+        ("x" * (MAX_LEN + 1), f"kernel string of {MAX_LEN + 1:,} characters is longer than any"),
+        ("5.10.0-21-amd64 #" + "1" * 5000, "characters is longer than any"),
+    ],
+)
+def test_odd_strings_are_one_line_errors(text, message):
+    with pytest.raises(ValueError, match=None) as e:
+        resolve_kernel(text)
+    assert message in str(e.value) and "\n" not in str(e.value) and len(str(e.value)) < 400
+
+
+def test_the_cli_refuses_them_in_one_line_exit_2():
+    for text in ("5.10.0-21-amd64 #1 SMP Debian 6.1.55-1", "y" * 20000):
+        r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", text, "-q"])
+        assert r.exit_code == 2, r.output
+        assert "Traceback" not in r.output and len(r.output.strip().splitlines()) <= 3
+    r = CliRunner().invoke(
+        main, [str(FIX_SAMPLE), "--kernel", "5.10.0-21-amd64 #1 SMP Debian 6.1.55-1", "-q"]
+    )
+    assert "5.10.0-21-amd64 is 5.10 but its uname -v names Debian package 6.1.55-1 (6.1.55)" in r.output
+
+
+def test_two_strings_of_one_kernel_are_refused():
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", "5.10.0-21-amd64", "--kernel", DEB11_RV, "-q"])
+    assert r.exit_code == 2 and "both name kernel 5.10.0-21-amd64: give each kernel once" in r.output
+
+
+def _run(*kernels: str) -> dict:
+    args = [str(FIX_SAMPLE)]
+    for k in kernels:
+        args += ["--kernel", k]
+    r = CliRunner().invoke(main, [*args, "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def _summary_fields(summary: str) -> dict[str, str]:
+    # README: split on spaces, then on the first "="
+    assert summary.startswith("SUMMARY ")
+    return dict(tok.split("=", 1) for tok in summary.split()[1:])
+
+
+@pytest.mark.parametrize("text", [DEB11_V, DEB11_RV, DEB11_PROC])
+def test_cli_debian_11_carries_the_fix_through_5_10_24(text):
+    # FIX_SAMPLE: 17 frames of one zero-csum VXLAN TCP flow; with the fix they merge into 2 phys skbs
+    doc = _run(text)
+    (k,) = doc["config"]["kernels"]
+    name = "5.10.162-1" if text == DEB11_V else "5.10.0-21-amd64"
+    assert (k["name"], k["vendor"], k["vendor_base"], k["base"]) == (name, "Debian", "5.10.162", "5.10")
+    fix = k[f"fix_{FIX_COMMIT}"]
+    assert (fix["carried"], fix["known"], fix["via"], fix["point_release"]) == (
+        True,
+        True,
+        "stable",
+        "5.10.24",
+    )
+    assert fix["stable_commit"].startswith("09af4362ba47")
+    assert k["notes"][0].startswith(
+        (
+            "Debian 11 kernel 5.10.0-21-amd64 (uname -v: Debian package 5.10.162-1)",
+            "Debian 11 kernel 5.10.162-1 (uname -v: Debian package 5.10.162-1)",
+        )
+    )
+    assert doc["verdict"]["fix_assumed_lacking"] == []
+    f = _summary_fields(doc["summary"])
+    assert f["kernel"] == name and f["phys_skbs"] == "2" and f["affected_flows"] == "0"
+    assert "fix_assumed_lacking" not in f
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "lacks"),
+    [
+        (UBU2004_GA_SIG, "5.4.0-26-generic", True),
+        (UBU2004_SIG, "5.4.0-42-generic", True),
+        (UBU2004_LATE_SIG, "5.4.0-150-generic", False),
+    ],
+)
+def test_cli_ubuntu_20_04_by_its_signature(text, name, lacks):
+    doc = _run(text)
+    (k,) = doc["config"]["kernels"]
+    assert (k["name"], k["vendor"]) == (name, "Ubuntu")
+    assert k[f"fix_{FIX_COMMIT}"]["carried"] is not lacks and k[f"fix_{FIX_COMMIT}"]["known"] is not lacks
+    f = _summary_fields(doc["summary"])
+    assert f["kernel"] == name
+    assert f["phys_skbs"] == ("17" if lacks else "2")
+    assert f.get("fix_assumed_lacking") == (name if lacks else None)
+    assert doc["verdict"]["fix_assumed_lacking"] == ([name] if lacks else [])
+
+
+def test_cli_text_report_and_summary_of_two_such_kernels_stay_parseable():
+    r = CliRunner().invoke(
+        main, [str(FIX_SAMPLE), "--poll", "gap:5", "--kernel", UBU2004_GA_SIG, "--kernel", DEB11_PROC]
+    )
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert (
+        "kernel 5.10.0-21-amd64: assumed upstream 5.10 with the stable backports of 5.10.162: 89e5c58fc1e2 as "
+        in out
+    )
+    assert (
+        "kernel 5.4.0-26-generic: assumed upstream 5.4 with the stable backports of 5.4.30: none of a modelled"
+        in out
+    )
+    assert "5.10.0-21-amd64 has the fix (stable backport 09af4362ba47, since 5.10.24)" in out
+    (summary,) = [line for line in out.splitlines() if line.startswith("SUMMARY ")]
+    f = _summary_fields(summary)
+    assert f["kernels"] == "5.4.0-26-generic,5.10.0-21-amd64"  # by release, oldest first
+    assert f["kernel[5.4.0-26-generic].phys_skbs"] == "17" and f["kernel[5.10.0-21-amd64].phys_skbs"] == "2"
+    assert f["fix_assumed_lacking"] == "5.4.0-26-generic"
+
+
+def test_parse_banner_parts():
+    b = parse_banner(DEB11_PROC)
+    assert (b.kind, b.release, b.name, b.version_part) == (
+        "/proc/version",
+        "5.10.0-21-amd64",
+        "5.10.0-21-amd64",
+        DEB11_V,
+    )
+    assert b.stated is not None and (b.stated.version, b.stated.who) == ("5.10.162", "Debian 11")
+    s = parse_banner("#1 SMP PREEMPT Debian 1:6.1.63-1+rpt1 (2023-11-24)")  # an epoch (Raspberry Pi OS)
+    assert s.name == "6.1.63-1+rpt1" and s.stated is not None and s.stated.version == "6.1.63"
+    rc = resolve_kernel("Ubuntu 6.8.0-0.1-generic 6.8.0-rc4")  # a development kernel: its rc
+    assert rc.pre_release == "6.8-rc4" and rc.vendor == "Ubuntu" and rc.name == "6.8.0-0-generic"
