@@ -142,7 +142,8 @@ def switch_tables(models: list[KernelModel], console: Console) -> list[Table]:
     "kernel_rel",
     metavar="RELEASE",
     multiple=True,
-    help="Also resolve these releases (5.4.120, 5.4.0-42-generic, …) and show their columns and notes.",
+    help="Also resolve these releases (5.4.120, 5.4.0-42-generic, Debian's \"$(uname -rv)\", Ubuntu's "
+    '"$(cat /proc/version_signature)", …) and show their columns and notes.',
 )
 @click.option("--format", "fmt", type=Keyword(["table", "json"]), default="table", show_default=True)
 def kernels_cmd(kernel_rel, fmt) -> None:

@@ -491,8 +491,9 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
     point = s.point if s.rc is None and up.base == xy else 0
     model = with_stable(up, point, b.name) if point else replace(up, name=b.name, release=b.name)
     d = parse_distro_release(b.release) if b.release else None
-    who = (d.who if d else "") if b.release else s.who
-    vendor = m.vendor if m is not None and m.vendor else s.vendor
+    signed = b.kind == "/proc/version_signature"  # Ubuntu's, whatever flavour its uname -r has
+    who = d.who if d is not None and d.who else ("" if b.release and not signed else s.who)
+    vendor = m.vendor if m is not None and m.vendor and not signed else s.vendor
     assumed = f"upstream {xy}-rc{s.rc}" if s.rc is not None else base_words(s.major, s.minor, point)
     note = (
         f"{who + ' ' if who else ''}kernel {b.name} ({s.where}: {s.what}): built from upstream {s.version}; {vendor}'s own "

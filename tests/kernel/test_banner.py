@@ -334,3 +334,18 @@ def test_parse_banner_parts():
     assert s.name == "6.1.63-1+rpt1" and s.stated is not None and s.stated.version == "6.1.63"
     rc = resolve_kernel("Ubuntu 6.8.0-0.1-generic 6.8.0-rc4")  # a development kernel: its rc
     assert rc.pre_release == "6.8-rc4" and rc.vendor == "Ubuntu" and rc.name == "6.8.0-0-generic"
+
+
+def test_whose_kernel_a_string_names():
+    # a signature is Ubuntu's whatever its flavour; a Debian package version on a release string of another
+    # grammar (Raspberry Pi OS rebuilds Debian's packaging) gives the stable base, the release's vendor stays
+    odd = resolve_kernel("Ubuntu 5.15.0-1034.38-newflavour 5.15.94")
+    assert (odd.name, odd.vendor, odd.vendor_base) == ("5.15.0-1034-newflavour", "Ubuntu", "5.15.94")
+    assert odd.notes[0].startswith("Ubuntu kernel 5.15.0-1034-newflavour (/proc/version_signature: ")
+    rpi = resolve_kernel("6.1.0-rpi7-rpi-v8 #1 SMP PREEMPT Debian 1:6.1.63-1+rpt1 (2023-11-24)")
+    assert (rpi.name, rpi.vendor, rpi.vendor_base) == ("6.1.0-rpi7-rpi-v8", "the distribution", "6.1.63")
+    assert rpi.notes[0].startswith(
+        "kernel 6.1.0-rpi7-rpi-v8 (uname -v: Debian package 6.1.63-1+rpt1): built from "
+    )
+    # an upstream release string with Debian's uname -v: Debian built it
+    assert resolve_kernel("5.10.162 #1 SMP Debian 5.10.162-1 (2023-01-21)").vendor == "Debian"
