@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .capture.reader import open_capture
-from .kernel.model import PROFILES, KernelModel, resolve_kernel
+from .kernel.model import PROFILES, KernelModel
+from .kernel.release import resolve_kernel
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
 from .sim.notes import account_capture_end

@@ -104,7 +104,7 @@ def test_a_probe_put_back_when_one_kernel_saw_nothing_of_a_flow(monkeypatch):
 
     from test_runs import _docs, _same
 
-    from gro_replay.kernel.model import resolve_kernel
+    from gro_replay.kernel.release import resolve_kernel
     from gro_replay.sim import PollModel
 
     put_back = []

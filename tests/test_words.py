@@ -52,7 +52,7 @@ def test_fix_advice_works_from_the_invocation(runner, invocation):
 
 def test_distribution_kernel_verdict_states_its_assumption(runner):
     """4.18.0-305.el8: Red Hat's backports are not known, so "lacks the fix" is an assumption (upstream 4.18 base,
-    run as the 4.19 model: kernel/model.py resolve_kernel) — the text and the JSON say so, and the header names the
+    run as the 4.19 model: kernel/release.py resolve_kernel) — the text and the JSON say so, and the header names the
     same base as the note; a distribution's uname -r is no v-tag."""
     r = _run(runner, "--kernel", "4.18.0-305.el8", "--json", "-")
     assert r.exit_code == 0, r.output

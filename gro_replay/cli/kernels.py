@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from ..kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel, resolve_kernel
+from ..kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel
+from ..kernel.release import resolve_kernel
 from .command import Command
 from .errors import UsageError
 from .params import Keyword

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 import click
 
 from ..kernel.banner import shown
-from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, resolve_kernel
+from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
+from ..kernel.release import resolve_kernel
 from .errors import UsageError
 from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword
 

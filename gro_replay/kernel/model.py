@@ -3,7 +3,7 @@
 Each switch is read by exactly one ``if`` at the branch point its commit changed. A profile is a
 ``KernelModel`` value; ``Kernel`` instances built from two profiles run side by side over one read of a capture.
 Profiles (4.19, 5.4, 5.10, 5.11, 5.12, 5.15, 6.1, 6.6, 6.12, 6.18) are computed from ``SWITCH_COMMITS`` (each switch's
-commit and upstream release); ``resolve_kernel`` adds the stable backports a point release carries
+commit and upstream release); ``release.resolve_kernel`` adds the stable backports a point release carries
 (``STABLE_BACKPORTS``, read in the stable trees) and says what it cannot know (distribution kernels).
 Not modelled for 4.19: it has no GRO_NORMAL list (323ebb61e32b, v5.4) and hands each skb up at once; the list only
 changes when within a poll the stack sees an skb, not the order, the merges or any count this tool reports.
@@ -33,11 +33,7 @@ UDP path) only matters with NETIF_F_GRO_FRAGLIST or NETIF_F_GRO_UDP_FWD, both of
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields, replace
-
-from .banner import MAX_LEN, Banner, is_banner, parse_banner, shown
-from .distro import base_words, parse_distro_release
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +177,7 @@ class SwitchCommit:
 
     ``upstream_rc``: the release candidate of ``upstream`` it first appeared in, where known (``X.Y-rcN`` is the
     X.Y tree before its release: an ``-rcM`` with M < N lacks the commit); None: not pinned, and a pre-release of
-    ``upstream`` is assumed to carry it (``resolve_kernel`` says so in a note).
+    ``upstream`` is assumed to carry it (``release.resolve_kernel`` says so in a note).
     """
 
     switch: str
@@ -377,229 +373,7 @@ def profile(release: str) -> KernelModel:
         raise KeyError(f"unknown kernel {release!r}; known: {', '.join(PROFILES)}") from None
 
 
-# ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
-_UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
-#: a pre-release: X.Y-rcN (Makefile EXTRAVERSION), X.Y.0-rcN (uname -r), X.Y.0-0.rcN.… (Fedora),
-#: X.Y.0-XXYY00rcN-… (Ubuntu mainline builds), with a local or distribution suffix after it
-_RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-(?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII)
-_OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?[-+.~_]\S*", re.ASCII)
-#: a version number with a leading zero (05, 0106): kernel versions have none
-_LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
-
-
 def _release_tuple(release: str) -> tuple[int, int]:
     """``"6.18"`` → ``(6, 18)`` (a profile's release: upstream X.Y)."""
     major, minor = release.split(".")[:2]
     return int(major), int(minor)
-
-
-def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
-    """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
-
-    Switches whose commit's backports were not researched for this branch stay as in ``base`` and add a note.
-    """
-    branch = base.release
-    on: dict[str, bool] = {}
-    backports = []
-    notes = []
-    for c in SWITCH_COMMITS:
-        if getattr(base, c.switch):
-            continue
-        took = STABLE_BACKPORTS.get(c.commit, {}).get(branch)
-        if took is not None:
-            stable, first = took
-            if point >= first:
-                on[c.switch] = True
-                backports.append((c.commit, stable, f"{branch}.{first}"))
-            continue
-        researched = BACKPORTS_RESEARCHED.get(c.commit, ())
-        if researched is not None and branch not in researched:
-            notes.append(
-                f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
-                f"stable sources; {name} has it off as upstream {branch} does"
-            )
-    return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)  # type: ignore[arg-type]  # bool switches
-
-
-def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str) -> tuple[KernelModel, str]:
-    """``model`` (upstream X.Y) as its pre-release ``X.Y-rcN``: a switch whose commit landed in a later rc of X.Y
-    (``SwitchCommit.upstream_rc``) is off; the others of X.Y are assumed in. Returns the model and its note."""
-    rel = f"{major}.{minor}"
-    own = [c for c in SWITCH_COMMITS if c.upstream == (major, minor)]
-    lacks = [c for c in own if c.upstream_rc is not None and c.upstream_rc > rc]
-    parts = [f"{c.commit} ({c.switch}) landed in v{rel}-rc{c.upstream_rc}: off" for c in lacks]
-    parts += [
-        f"{c.commit} ({c.switch}) landed in v{rel}-rc{c.upstream_rc}: on"
-        for c in own
-        if c.upstream_rc is not None and c.upstream_rc <= rc
-    ]
-    unpinned = [c.commit for c in own if c.upstream_rc is None]
-    if unpinned:
-        parts.append(f"assumed to carry {', '.join(unpinned)} of {rel} (the rc each landed in is not known)")
-    if not own:
-        parts.append(f"no modelled commit landed in {rel}'s merge window or release candidates: ran as {rel}")
-    note = f"kernel {text}: a pre-release of upstream {rel}; " + "; ".join(parts)
-    return replace(model, pre_release=f"{rel}-rc{rc}", **{c.switch: False for c in lacks}), note  # type: ignore[arg-type]  # bool switches
-
-
-def _check_release_chars(text: str) -> None:
-    """Raises ValueError when ``text`` has a character or a number no kernel release string has."""
-    if not text.isascii():
-        raise ValueError(
-            f"kernel release {text!r} is not ASCII (want X.Y, X.Y.Z or a distribution's uname -r)"
-        )
-    if not re.fullmatch(r"[A-Za-z0-9._+~-]*", text):
-        # uname -r is letters, digits and . _ + ~ - (a build's LOCALVERSION too); a comma, bracket or = would also
-        # make the name ambiguous in the SUMMARY line's kernels=A,B and kernel[NAME]. keys
-        raise ValueError(
-            f"kernel release {text!r} has a character no release string has (want letters, digits and . _ + ~ -: "
-            "X.Y, X.Y.Z or a distribution's uname -r; give --kernel once per kernel)"
-        )
-    version = re.match(r"[0-9.]*", text).group().rstrip(".")  # type: ignore[union-attr]  # * matches any text
-    if _LEADING_ZERO.search(version):
-        raise ValueError(f"kernel release {text!r}: version numbers have no leading zeros (e.g. 5.4.106)")
-
-
-def _resolve_banner(text: str, b: Banner) -> KernelModel:
-    """The model of kernel string ``text`` parsed as ``b`` (kernel/banner.py): its release's model when it names no
-    more; else upstream X.Y with the stable backports of the X.Y.Z it names (its pre-release for X.Y-rcN), named
-    ``b.name``, with the vendor's note: the vendor's own patches stay unknown, the stable base is now known.
-
-    Raises: ValueError when the release and the version the string names differ in X.Y (two kernels), and as
-    ``resolve_kernel`` does for the release or the named version.
-    """
-    m = resolve_kernel(b.release) if b.release else None
-    s = b.stated
-    if s is None:
-        assert m is not None  # parse_banner refuses a uname -v that names neither a release nor a package
-        if m.vendor == "Debian" and len(m.vendor_base.split(".")) == 2 and b.version_part:
-            note = (
-                f"kernel {b.release}: its uname -v {shown(b.version_part, 48)} names no Debian package version "
-                "('Debian X.Y.Z-N'), so its stable release stays unknown"
-            )
-            return replace(m, notes=m.notes + (note,))
-        return m
-    xy = f"{s.major}.{s.minor}"
-    rel_xy = ".".join((m.vendor_base or m.base).split(".")[:2]) if m is not None else xy
-    if rel_xy != xy:
-        raise ValueError(
-            f"kernel string {shown(text)}: its release {b.release} is {rel_xy} but its {s.where} names {s.what} "
-            f"({s.version}): two different kernels (give one machine's uname -rv, /proc/version or "
-            "/proc/version_signature)"
-        )
-    up = resolve_kernel(xy if s.rc is None else f"{xy}-rc{s.rc}")
-    point = s.point if s.rc is None and up.base == xy else 0
-    model = with_stable(up, point, b.name) if point else replace(up, name=b.name, release=b.name)
-    d = parse_distro_release(b.release) if b.release else None
-    signed = b.kind == "/proc/version_signature"  # Ubuntu's, whatever flavour its uname -r has
-    who = d.who if d is not None and d.who else ("" if b.release and not signed else s.who)
-    vendor = m.vendor if m is not None and m.vendor and not signed else s.vendor
-    assumed = f"upstream {xy}-rc{s.rc}" if s.rc is not None else base_words(s.major, s.minor, point)
-    note = (
-        f"{who + ' ' if who else ''}kernel {b.name} ({s.where}: {s.what}): built from upstream {s.version}; {vendor}'s own "
-        f"patches are not known here; assumed {assumed}"
-    )
-    own = re.match(r"[0-9]+\.[0-9]+\.([0-9]+)", b.release)
-    if own and int(own.group(1)) not in (0, s.point):
-        note += f" (its release names {xy}.{own.group(1)}; the version the build names is used)"
-    notes = (note,) + up.notes + (model.notes if point else ())
-    return replace(model, notes=notes, vendor=vendor, vendor_base=xy + (f".{point}" if point else ""))
-
-
-def resolve_kernel(text: str) -> KernelModel:
-    """The model for a kernel release string as ``uname -r`` or a changelog writes it.
-
-    * a named profile (``5.11``, ``5.4``, ``6.18``) or any upstream ``X.Y`` from 4.19 to 6.18 (switches by release);
-    * a stable point release ``X.Y.Z``: upstream ``X.Y`` plus the backports STABLE_BACKPORTS lists for branch
-      ``X.Y`` with a first point release ≤ Z (``5.4.106`` carries 89e5c58fc1e2 as f2d78bbbca42, ``5.4.105`` not);
-    * a pre-release ``X.Y-rcN`` (``X.Y.0-rcN``): upstream ``X.Y`` without the commits that landed in a later rc
-      (``SwitchCommit.upstream_rc``: ``5.12-rc1`` lacks 89e5c58fc1e2, ``5.12-rc2`` has it), with a note that
-      the other commits of X.Y are assumed in;
-    * a distribution kernel (``distro.parse_distro_release``: ``5.10.0-21-amd64`` Debian 11, ``5.4.0-42-generic``
-      Ubuntu, ``4.18.0-305.el8`` RHEL 8, SUSE, Fedora, Amazon Linux, Oracle UEK, Proxmox, Arch; any other suffix:
-      "the distribution"): its own backports cannot be known here, so the upstream base is used (with a stable
-      point release only when the version carries one, X.Y.Z with Z > 0) and ``notes`` say whose kernel it is
-      and which base was assumed. Ubuntu's mainline builds (``5.11.7-051107-generic``) are upstream releases.
-      A 4.18 base runs as 4.19 with a note (the one GRO list before 07d78363dcff is not modelled); older
-      ones are refused.
-    * a string that names the stable release a distribution kernel is built from (kernel/banner.py: Debian's
-      ``uname -v``, ``uname -rv`` and ``/proc/version``, Ubuntu's ``/proc/version_signature``, any
-      ``/proc/version``): the vendor's kernel on upstream X.Y with the stable backports of the X.Y.Z it names
-      (``5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)`` carries 89e5c58fc1e2 from 5.10.24 on), named by
-      its ``uname -r`` (the package version for a ``uname -v`` alone); one that names nothing beyond its release
-      resolves as that release.
-
-    Raises: ValueError for a string that is no kernel release (non-ASCII digits, a leading zero such as
-        ``5.4.0106``), for a base older than 4.18, and for a base
-        newer than the newest profile
-    (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
-    newest profile; for a longer kernel string as ``banner.parse_banner`` and ``_resolve_banner`` raise (a release
-    and a package version of different X.Y, two releases, a ``uname -v`` naming no release, over MAX_LEN).
-    """
-    text = text.strip()
-    if text in PROFILES:
-        return PROFILES[text]
-    if len(text) > MAX_LEN or is_banner(text):
-        return _resolve_banner(text, parse_banner(text))
-    _check_release_chars(text)
-    notes: list[str] = []
-    point = 0
-    rc = None
-    vendor = ""
-    m = _UPSTREAM.fullmatch(text)
-    if m:
-        major, minor = int(m.group(1)), int(m.group(2))
-        point = int(m.group(3) or 0)
-    elif (m := _RC.fullmatch(text)) is not None:
-        major, minor, rc = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        if m.group(4):  # "+": setlocalversion's mark of a tree past the tag
-            notes.append(
-                f"kernel {text}: a build of or after {major}.{minor}-rc{rc} (a later snapshot, a distribution's "
-                f"patches): what it adds is not known here; assumed {major}.{minor}-rc{rc}"
-            )
-    elif (d := parse_distro_release(text)) is not None:
-        major, minor, point, vendor = d.major, d.minor, d.point, d.vendor
-        notes.append(d.note)
-    elif (m := _OTHER.fullmatch(text)) is not None:
-        major, minor = int(m.group(1)), int(m.group(2))
-        point = int(m.group(3) or 0)
-        vendor = "the distribution"
-        notes.append(
-            f"kernel {text}: the distribution's or build's own patches are not known here; assumed upstream "
-            f"{major}.{minor}" + (f" with the stable backports of {major}.{minor}.{point}" if point else "")
-        )
-    else:
-        raise ValueError(
-            f"cannot parse kernel release {text!r} (want X.Y, X.Y.Z or a distribution's uname -r)"
-        )
-    newest = max(PROFILES.values(), key=lambda m: _release_tuple(m.release))
-    if (major, minor) > _release_tuple(newest.release):
-        raise ValueError(
-            f"kernel {text} is newer than {newest.release}, the newest modelled release (GRO changes after it are "
-            f"not modelled, so its verdict would be a guess): use --kernel {newest.release}"
-        )
-    if (major, minor) < (4, 18):
-        raise ValueError(
-            f"kernel {text} is older than 4.18: its GRO (one GRO list, no 8 hash buckets of 07d78363dcff, an older "
-            "UDP tunnel offload) is not modelled, so its verdict would be a guess; the oldest modelled release is "
-            "4.19 (4.18, RHEL 8's base, runs as 4.19 with a note)"
-        )
-    vendor_base = f"{major}.{minor}" + (f".{point}" if point else "") if vendor else ""
-    if (major, minor) < (4, 19):
-        notes.append(
-            f"upstream {major}.{minor} predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), "
-            f"which is not modelled; ran as 4.19 (every switch off, as in {major}.{minor})"
-        )
-        major, minor, point = 4, 19, 0
-    base_rel = f"{major}.{minor}"
-    base = PROFILES.get(base_rel) or upstream_profile(major, minor)
-    base = replace(base, name=base_rel, release=base_rel) if base.name != base_rel else base
-    model = with_stable(base, point, text) if point else replace(base, name=text, release=text)
-    if rc is not None:
-        model, rc_note = _pre_release(model, major, minor, rc, text)
-        notes.append(rc_note)
-    if base_rel not in PROFILES:
-        notes.append(
-            f"upstream {base_rel} is not a named profile: switches set by the release of each commit"
-        )
-    return replace(model, notes=tuple(notes) + model.notes, vendor=vendor, vendor_base=vendor_base)

@@ -19,7 +19,8 @@ from conftest import FIX_SAMPLE
 
 from gro_replay.cli import main
 from gro_replay.kernel.banner import MAX_LEN, parse_banner
-from gro_replay.kernel.model import FIX_COMMIT, resolve_kernel
+from gro_replay.kernel.model import FIX_COMMIT
+from gro_replay.kernel.release import resolve_kernel
 
 DEB11_V = "#1 SMP Debian 5.10.162-1 (2023-01-21)"
 DEB11_RV = "5.10.0-21-amd64 " + DEB11_V

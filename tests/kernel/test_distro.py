@@ -15,7 +15,8 @@ from conftest import FIX_SAMPLE
 
 from gro_replay.cli import main
 from gro_replay.kernel.distro import parse_distro_release
-from gro_replay.kernel.model import FIX_COMMIT, resolve_kernel
+from gro_replay.kernel.model import FIX_COMMIT
+from gro_replay.kernel.release import resolve_kernel
 
 #: (uname -r, vendor, note prefix, upstream base run, stable point applied or 0)
 RELEASES = [

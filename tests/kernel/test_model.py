@@ -65,8 +65,8 @@ from gro_replay.kernel.model import (
     SWITCH_COMMITS,
     KernelModel,
     profile,
-    resolve_kernel,
 )
+from gro_replay.kernel.release import resolve_kernel
 
 # -- from the former tests/test_profiles.py ----------------------------------------
 ALL_SWITCHES = [
