@@ -170,6 +170,26 @@ def match_deliveries(
     return out
 
 
+def _running_model(oracle) -> KernelModel:
+    """The running kernel's model (base, backports, notes: KernelModel.describe) from its longest name
+    (``OracleResult.kernel_identity``: Ubuntu's /proc/version_signature or /proc/version, whose stable release a
+    Debian or Ubuntu ``uname -r`` does not say), else from ``uname -r``; a model without switches and a note when
+    neither parses or the release is newer than every profile (the measured numbers stand on their own)."""
+    error = None
+    for text in dict.fromkeys(
+        t for t in (getattr(oracle, "kernel_identity", ""), oracle.kernel_release) if t
+    ):
+        try:
+            return resolve_kernel(text)
+        except ValueError as e:
+            error = error or e
+    return KernelModel(
+        name=oracle.kernel_release,
+        release=oracle.kernel_release,
+        notes=(f"no model for this release: {error}",),
+    )
+
+
 def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
     """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``)."""
     rep = loaded.replayer
@@ -233,14 +253,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     for reason, n in oracle.frames_not_replayable.items():
         rep.input.skipped[f"kernel_backend:{reason}"] += n
     rep.input.frames_replayed = len(sent)
-    try:  # the running kernel as its release resolves (base, backports, notes: KernelModel.describe)
-        running = replace(resolve_kernel(oracle.kernel_release), name=name)
-    except (
-        ValueError
-    ) as e:  # not parsed, or newer than every profile: the measured numbers stand on their own
-        running = KernelModel(
-            name=name, release=oracle.kernel_release, notes=(f"no model for this release: {e}",)
-        )
+    running = replace(_running_model(oracle), name=name)
     cfg = replace(config, kernels=(running,))
     flows = list(rep.decoder.flows)
     classes = list(rep.decoder.flow_class)

@@ -427,3 +427,46 @@ def test_self_check_failure_raises_oracle_error_after_the_retries(monkeypatch):
 
 def test_oracle_error_is_not_oracle_unavailable():
     assert not issubclass(OracleError, OracleUnavailable)
+
+
+# -- the running kernel's name (env.kernel_identity) and its model (validate._running_model) ----------------------
+_DEBIAN_PROC_VERSION = (
+    "Linux version 5.10.0-21-amd64 (debian-kernel@lists.debian.org) (gcc-10 (Debian 10.2.1-6) 10.2.1 20210110, GNU "
+    "ld (GNU Binutils for Debian) 2.35.2) #1 SMP Debian 5.10.162-1 (2023-01-21)"
+)
+
+
+def test_kernel_identity_prefers_the_strings_that_name_the_stable_release(tmp_path):
+    """Ubuntu's /proc/version_signature, else /proc/version, else uname -r (an empty or missing file skipped)."""
+    from gro_replay.oracle.env import kernel_identity
+
+    assert kernel_identity(tmp_path) == kernel_release()
+    (tmp_path / "version").write_text(_DEBIAN_PROC_VERSION + "\n")
+    assert kernel_identity(tmp_path) == _DEBIAN_PROC_VERSION
+    (tmp_path / "version_signature").write_text("")
+    assert kernel_identity(tmp_path) == _DEBIAN_PROC_VERSION
+    (tmp_path / "version_signature").write_text("Ubuntu 5.4.0-150.167-generic 5.4.233\n")
+    assert kernel_identity(tmp_path) == "Ubuntu 5.4.0-150.167-generic 5.4.233"
+
+
+def test_the_running_kernel_resolves_from_its_longest_name():
+    """A Debian 11 kernel's uname -r (5.10.0-21-amd64) says no stable release, so alone it is assumed to lack
+    89e5c58fc1e2; its /proc/version names the package 5.10.162-1, past 5.10.24, where linux-5.10.y took the fix
+    as 09af4362ba47 (kernel/model.py STABLE_BACKPORTS). A name that does not parse falls back to uname -r."""
+    from types import SimpleNamespace
+
+    from gro_replay.kernel.model import FIX_COMMIT
+    from gro_replay.validate import _running_model
+
+    debian = _running_model(
+        SimpleNamespace(kernel_identity=_DEBIAN_PROC_VERSION, kernel_release="5.10.0-21-amd64")
+    )
+    assert debian.name == "5.10.0-21-amd64" and debian.udp_tunnel_gate_checks_uh_check
+    commit, since = debian.stable_backport(FIX_COMMIT)
+    assert commit.startswith("09af4362ba47") and since == "5.10.24"
+    bare = _running_model(SimpleNamespace(kernel_identity="", kernel_release="5.10.0-21-amd64"))
+    assert not bare.udp_tunnel_gate_checks_uh_check
+    odd = _running_model(SimpleNamespace(kernel_identity="no kernel here", kernel_release="5.10.0-21-amd64"))
+    assert odd == bare
+    none = _running_model(SimpleNamespace(kernel_identity="", kernel_release="99.1-x"))
+    assert none.notes[0].startswith("no model for this release:")

@@ -36,6 +36,22 @@ def kernel_release() -> str:
     return platform.release()
 
 
+def kernel_identity(proc: Path = Path("/proc")) -> str:
+    """The running kernel named by the longest string ``kernel.release.resolve_kernel`` takes (kernel/banner.py):
+    Ubuntu's ``/proc/version_signature`` (its last field is the upstream stable release the build is based on),
+    else ``/proc/version`` (``uname -r`` and ``uname -v``: Debian's names its package version, e.g. 'Debian
+    5.10.162-1'), else ``uname -r``: Debian 11 and Ubuntu 20.04 kernels then resolve with their stable backports
+    instead of an assumed bare X.Y.0. ``proc``: where procfs is mounted (tests). Raises nothing."""
+    for name in ("version_signature", "version"):
+        try:
+            text = (proc / name).read_text(errors="replace").strip()
+        except OSError:
+            continue
+        if text:
+            return text
+    return kernel_release()
+
+
 def kernel_config() -> dict[str, str]:
     """``CONFIG_*`` of the running kernel from /boot/config-<release> or /proc/config.gz ({} if neither)."""
     text = ""

@@ -54,6 +54,7 @@ from gro_replay.oracle.env import (
     check_environment,
     kernel_config,
     kernel_hz,
+    kernel_identity,
     kernel_release,
 )
 from gro_replay.oracle.tracefs import TraceEvent, Tracefs, TraceInstance
@@ -108,6 +109,9 @@ class OracleResult:
     sent: list[int] = field(default_factory=list)  # indices into ``frames`` of the frames sent, in order
     devices: dict[str, str] = field(default_factory=dict)  # device name -> 'phys' | 'tunnel'
     tunnel_ports: dict[str, int] = field(default_factory=dict)  # tunnel device name -> its UDP port
+    #: the running kernel's longest name (env.kernel_identity: /proc/version_signature or /proc/version), resolved
+    #: instead of ``kernel_release`` where it parses (Debian's and Ubuntu's name their stable release)
+    kernel_identity: str = ""
 
 
 @dataclass
@@ -617,6 +621,7 @@ def run_kernel(
                     deliveries=deliveries,
                     polls=polls,
                     kernel_release=release,
+                    kernel_identity=kernel_identity(),
                     hz=hz,
                     frames_sent=len(plan.sent),
                     frames_not_replayable=dict(plan.not_replayable),
