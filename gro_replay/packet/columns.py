@@ -17,9 +17,9 @@ matching the frame — it computes:
   flow) always share a group (hash collisions only merge groups, which loses nothing).
 
 Checksums are ones' complement sums (RFC 1071) taken modulo 0xFFFF: the sum of a frame's bytes is read as
-little-endian 32-bit words over a strided view for runs of equal-length records (one numpy pass), or with
-``int.from_bytes`` for the others; a checksum is correct iff the covered words, checksum included, sum to 0
-modulo 0xFFFF (the kernel's ``csum_fold(...) == 0``; the pseudo-header is never all zero). tests/test_columns.py
+little-endian 32-bit words over a strided view for runs of equal-length records (one numpy pass), or by one
+``reduceat`` over the block's aligned 32-bit words for the others (``_word_sums``); a checksum is correct iff the
+covered words, checksum included, sum to 0 modulo 0xFFFF (the kernel's ``csum_fold(...) == 0``; the pseudo-header is never all zero). tests/test_columns.py
 checks every verdict against packet/csum.py.
 """
 
@@ -211,12 +211,14 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
         return
     c.common[sel] = True
 
-    # checksum verdicts, from sums of the header's big-endian 16-bit words
-    words = (r[:, 0:th:2].astype(np.int32) << 8) | r[:, 1:th:2]
+    # checksum verdicts, from sums of the header's 16-bit words: read little-endian (a view, no byte swap), whose
+    # sum times 256 equals the big-endian words' sum modulo 0xFFFF (``_word_sums``); every use is taken modulo it
+    words = r.view("<u2")
 
     def wsum(a, b):
-        """Sum of the 16-bit words of bytes [a, b) (even offsets, b ≤ th)."""
-        return words[:, a // 2 : b // 2].sum(axis=1, dtype=np.int64)
+        """The sum of the big-endian 16-bit words of bytes [a, b) modulo 0xFFFF, up to a multiple of 0xFFFF (even
+        offsets, b ≤ th)."""
+        return words[:, a // 2 : b // 2].sum(axis=1, dtype=np.int64) * 256
 
     ucsum = g("ucsum")
     resid = np.zeros((len(sel), 4), np.int64)
@@ -249,8 +251,9 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
         rel[:, 3] = v["oid"]
     if not i6:
         rel[:, 4] = v["iid"]
-    for k in range(nopt):
-        rel[:, 5 + k] = np.where(th + 24 + 4 * k <= hend, v[f"o{k}"], 0)
+    if nopt:  # option words within the header (hend), else 0
+        opts = r[:, th + 20 : th + 20 + 4 * nopt].view(">u4")
+        rel[:, 5 : 5 + nopt] = np.where(th + 24 + 4 * np.arange(nopt) <= hend[:, None], opts, 0)
     c.rel[sel] = rel
 
     # group: inner addresses and ports (hash; a collision only merges groups)
@@ -331,6 +334,14 @@ def _rows(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
         )
         done[s:e] = True
     rest = np.flatnonzero(~done)
+    if len(rest) and len(a) >= H:
+        # the others: each frame's H bytes from a window view of the block (one gather), then zeroed past its end;
+        # frames that start less than H bytes before the block's end are cut by hand below
+        inside = rest[data[rest] <= len(a) - H]
+        rows[inside] = np.lib.stride_tricks.sliding_window_view(a, H)[data[inside]]
+        short = inside[caplen[inside] < H]
+        rows[short] *= np.arange(H) < caplen[short, None]
+        rest = rest[data[rest] > len(a) - H]
     if len(rest):
         lim = np.minimum(caplen[rest], H).tolist()
         parts = [buf[o : o + k].ljust(H, b"\0") for o, k in zip(data[rest].tolist(), lim, strict=True)]
@@ -361,24 +372,39 @@ def _frame_sums(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.nd
 
 def _word_sums(buf: bytes, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """The sums modulo 0xFFFF of the big-endian 16-bit words of ``buf[start:start + length]`` (an odd last byte is
-    a word's high byte), for frames in increasing, non-overlapping order: one ``reduceat`` over the words of the
-    frames that start at even offsets and one over those at odd offsets (int64 per frame)."""
-    a = np.frombuffer(buf + b"\0\0\0", dtype=np.uint8)
+    a word's high byte), for frames in increasing, non-overlapping order (int64 per frame).
+
+    One ``reduceat`` over the block read as little-endian 32-bit words (native, no byte swap, half as many
+    elements as 16-bit words) sums each frame's whole aligned words; its at most 3 leading and 3 trailing bytes
+    are added one by one. A byte at buffer offset ``a`` then weighs ``256 ** (a % 4)``, which is ``256 ** (a %
+    2)`` modulo 0xFFFF (``256 ** 2 = 65536 ≡ 1``): the frame's own big-endian weight when it starts at an odd
+    offset, that weight times 256 (a byte swap) when it starts at an even one (``_frame_sums``' equal-length runs
+    are summed the same way)."""
+    a = np.frombuffer(buf, dtype=np.uint8)
     start = start.astype(np.int64)
-    length = length.astype(np.int64)
-    words = length // 2
+    end = start + length.astype(np.int64)
     out = np.zeros(len(start), np.int64)
-    for par in (0, 1):
-        sel = np.flatnonzero((start & 1) == par)
-        if not len(sel):
-            continue
-        v = a[par : par + (len(a) - par) // 2 * 2].view(">u2")
-        s = (start[sel] - par) // 2
-        idx = np.empty(2 * len(sel), np.int64)
-        idx[0::2] = s
-        idx[1::2] = s + words[sel]
-        sums = np.add.reduceat(v, idx, dtype=np.int64)[0::2]
-        out[sel] = np.where(words[sel] > 0, sums, 0)
-    odd = (length & 1) == 1
-    out[odd] += a[start[odd] + length[odd] - 1].astype(np.int64) << 8
-    return out % _M
+    if not len(start):
+        return out
+    lo = np.minimum((start + 3) & ~3, end)  # the first whole aligned word (or the frame's end)
+    hi = np.maximum(end & ~3, lo)  # after the last one
+    w4 = a[: len(a) // 4 * 4].view("<u4")
+    nw = len(w4)
+    words = hi > lo
+    if nw:
+        idx = np.empty(2 * len(start), np.int64)
+        idx[0::2] = np.minimum(lo // 4, nw - 1)
+        idx[1::2] = np.minimum(hi // 4, nw - 1)  # reduceat sums idx[2i]..idx[2i + 1] - 1
+        out = np.add.reduceat(w4, idx, dtype=np.uint64)[0::2].astype(np.int64)
+        out[~words] = 0
+        # a frame whose words end with the block's last word: its index was clipped to that word's (reduceat
+        # then sums up to it, or returns that one word alone when it is also the frame's first)
+        out[words & (hi // 4 == nw) & (lo // 4 < nw - 1)] += int(w4[-1])
+    for k in range(3):
+        for p, stop in ((start + k, lo), (hi + k, end)):
+            m = p < stop
+            out[m] += a[p[m]].astype(np.int64) << (8 * (p[m] & 1))
+    out %= _M
+    even = (start & 1) == 0
+    out[even] = out[even] * 256 % _M
+    return out
