@@ -212,15 +212,24 @@ class PcapChunks:
         return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, self._eof)
 
     def _walk_slow(self, buf: bytearray, off: int, n: int, starts: list, file_base: int) -> int:
-        """Walk up to 64 records one at a time (sizes vary); returns the next record's offset."""
+        """Walk records one at a time (sizes vary) until ``_MIN_RUN`` in a row have the same caplen, the next
+        ones then being worth a vectorised check (``_walk``), or the buffer ends; returns the offset of the first
+        record not walked (such a run's records from its ``_MIN_RUN``-th on are left to ``_walk``)."""
         caplen_at = self._caplen_at
         got = []
-        for _ in range(64):
-            if off + _REC_LEN > n:
-                break
+        last = -1
+        same = 0
+        while off + _REC_LEN <= n:
             c = caplen_at(buf, off + 8)[0]
             if c > MAX_CAPLEN:
                 raise self._corrupt(file_base + off, c)
+            if c == last:
+                same += 1
+                if same >= _MIN_RUN:
+                    break
+            else:
+                last = c
+                same = 1
             if off + _REC_LEN + c > n:
                 break
             got.append(off)
