@@ -8,15 +8,22 @@ deterministic: the same scenario gives byte-identical output.
 What a real sender does, and the scenario mirrors:
 - each flow has its own inner TCP source port, and the outer UDP source port comes from a hash of the
   inner flow, scaled into the local port range the way ``udp_flow_src_port`` does;
-- segments of a flow are contiguous; the inner IPv4 id advances by one per segment (``ip_select_ident_segs``
-  on a connected socket) and the outer IPv4 id by one per frame across all flows (one tunnel destination);
+- segments of a flow are contiguous; the inner IPv4 id advances by the number of wire segments of each frame
+  (``ip_select_ident_segs`` with ``gso_segs`` on a connected socket) and the outer IPv4 id the same way per frame
+  across all flows (one tunnel destination, ``iptunnel_xmit``): by one for a frame within ``mtu``, by the
+  number of segments GSO/TSO makes of a larger one (a super-frame, as a sending host's capture shows it;
+  :meth:`Scenario.gso_segs`);
 - the TCP timestamp clock ticks every millisecond (``tcp_clock_ms``) from a per-flow offset.
 
-Kernel: net/ipv4/udp.c / include/net/udp.h ``udp_flow_src_port``; include/net/ip.h ``ip_select_ident_segs``;
+Kernel: net/ipv4/udp.c / include/net/udp.h ``udp_flow_src_port``; include/net/ip.h ``ip_select_ident_segs``
+(called from net/ipv4/ip_output.c ``__ip_queue_xmit`` with ``skb_shinfo(skb)->gso_segs ?: 1``);
+net/ipv4/ip_tunnel_core.c ``iptunnel_xmit`` (``__ip_select_ident(net, iph, skb_shinfo(skb)->gso_segs ?: 1)``);
 include/net/tcp.h ``tcp_time_stamp``.
 
 Left out: the real flow hash (``skb_get_hash`` is a keyed jhash; a CRC-32 of the inner 5-tuple stands in),
-ACKs in the reverse direction, loss and reordering.
+the random step ``ip_idents_reserve`` (net/ipv4/route.c) adds to the outer id when jiffies moved since the
+counter's last use (the outer ids here advance by the segments alone, as within one jiffy), ACKs in the reverse
+direction, loss and reordering.
 """
 
 from __future__ import annotations
@@ -127,7 +134,9 @@ def check_payload(name: str, size: int, spec: FrameSpec) -> None:
 class Scenario:
     """A bulk-TCP traffic pattern over a UDP tunnel.
 
-    ``mss`` is the payload of a full segment; ``None`` fills an outer IP packet of ``mtu`` bytes.
+    ``mss`` is the payload of a full frame (bytes); ``None`` fills an outer IP packet of ``mtu`` bytes. A frame
+    whose outer IP packet exceeds ``mtu`` is a GSO/TSO super-frame as the sending host captures it before
+    segmentation: its IPv4 ids leave room for the :meth:`gso_segs` wire segments it becomes.
     ``frames`` counts the frames of each flow; with ``last_payload`` the last of them carries that many
     bytes instead of ``mss``. ``interleave`` is ``"rr"`` (one frame of each flow in turn) or a block size
     ``k``: k frames of flow 1, then k of flow 2, and so on. Frame ``j`` (1-based, across all flows) is
@@ -257,7 +266,30 @@ class Scenario:
         """``mss``, or the payload that makes a full segment's outer IP packet exactly ``mtu`` bytes."""
         if self.mss is not None:
             return self.mss
+        return self.wire_mss()
+
+    def wire_mss(self) -> int:
+        """TCP payload bytes per wire segment that make the outer IP packet exactly ``mtu`` bytes: the MSS, and so
+        the ``gso_size``, of a sender whose tunnel underlay has MTU ``mtu`` (the tunnel device's MTU is ``mtu``
+        less the outer IP, UDP, tunnel and inner Ethernet headers). Below 1 when ``mtu`` cannot hold the headers."""
         return self.mtu - outer_ip_overhead(flow_spec(self, 0))
+
+    def gso_segs(self, payload: int) -> int:
+        """Wire segments a Linux sender makes of a frame carrying ``payload`` TCP bytes: ``skb_shinfo(skb)->
+        gso_segs`` = ceil(payload / gso_size) with gso_size = :meth:`wire_mss` (net/ipv4/tcp_output.c
+        ``tcp_set_skb_tso_segs``: ``DIV_ROUND_UP(skb->len, mss_now)``, copied into ``gso_segs`` by
+        ``__tcp_transmit_skb``) when the frame's outer IP packet exceeds
+        ``mtu``; 1 for a frame within ``mtu`` (``gso_segs ?: 1``), and when ``mtu`` holds no payload at all.
+
+        Each IPv4 id counter advances by this many per frame: include/net/ip.h ``ip_select_ident_segs`` (inner,
+        the TCP socket's ``inet_id``), net/ipv4/ip_tunnel_core.c ``iptunnel_xmit`` (outer, ``__ip_select_ident``),
+        so that the segments net/ipv4/af_inet.c ``inet_gso_segment`` numbers id, id + 1, … end just below the
+        next frame's id.
+        """
+        fit = self.wire_mss()
+        if fit < 1 or payload <= fit:
+            return 1
+        return -(-payload // fit)
 
     def payload_size(self, k: int) -> int:
         """TCP payload bytes of frame ``k`` (0-based) of one flow: ``mss``, or ``last_payload`` for the last."""
@@ -332,29 +364,36 @@ def synth_frames(sc: Scenario) -> Iterator[tuple[int, bytes]]:
     """Yield ``(ts_ns, frame)`` for every frame of ``sc`` in wire order.
 
     Frames are built one at a time as they are asked for: memory holds one first-segment spec per flow
-    (``sc.flows`` of them), never a list of ``sc.frames`` frames or specs. Segment ``k`` of a flow carries
-    ``payload_size(k)`` bytes at ``seq + k·mss`` (all segments before the last are full) with inner IPv4 id
-    ``ip_id + k`` (``ip_select_ident_segs``), as :func:`~gro_replay.packet.build.flow_specs` lays them out.
+    (``sc.flows`` of them), never a list of ``sc.frames`` frames or specs. Frame ``k`` of a flow carries
+    ``payload_size(k)`` bytes at ``seq + k·mss`` (all frames before the last are full) with inner IPv4 id
+    ``ip_id + k·gso_segs(mss)``; the outer IPv4 id starts at 0 and advances by each frame's ``gso_segs`` in
+    wire order (``ip_select_ident_segs``, ``iptunnel_xmit``; :meth:`Scenario.gso_segs`). Frames within ``mtu``
+    step both by one, as :func:`~gro_replay.packet.build.flow_specs` lays them out.
 
     Every frame can be built and timestamped in a pcap record: ``Scenario`` refuses payloads its length fields
     cannot hold and a last timestamp past the record's 32-bit seconds before any frame is built.
     """
     firsts = [flow_spec(sc, f) for f in range(sc.flows)]
     mss = sc.resolved_mss()
+    # every frame but a flow's last carries mss bytes: frame k's inner id follows k full frames
+    id_step = sc.gso_segs(mss)
+    outer_id = 0
     ts = sc.start_ns
     for j, (flow, k) in enumerate(_wire_order(sc)):
         first = firsts[flow]
+        payload = sc.payload_size(k)
         # the TCP clock ticks each millisecond from the flow's offset
         tsval = (first.tsval + (ts - sc.start_ns) // 1_000_000) & 0xFFFFFFFF
         spec = replace(
             first,
-            payload=sc.payload_size(k),
+            payload=payload,
             seq=(first.seq + k * mss) & 0xFFFFFFFF,
-            ip_id=(first.ip_id + k) & 0xFFFF,
-            outer_ip_id=j & 0xFFFF,
+            ip_id=(first.ip_id + k * id_step) & 0xFFFF,
+            outer_ip_id=outer_id,
             tsval=tsval,
         )
         yield ts, build_frame(spec)
+        outer_id = (outer_id + sc.gso_segs(payload)) & 0xFFFF
         pause = sc.pause_every and (j + 1) % sc.pause_every == 0
         ts += sc.pause_ns if pause else sc.gap_ns
 

@@ -279,6 +279,58 @@ def test_synth_frames_outer_ip_id_counts_frames_across_flows():
     assert ids == list(range(6))
 
 
+# A frame whose outer IP packet exceeds --mtu is a GSO/TSO super-frame as the sending host captures it. A Linux
+# sender numbers it with the count of wire segments it becomes: net/ipv4/tcp_output.c tcp_set_skb_tso_segs
+# (pcount = DIV_ROUND_UP(skb->len, mss_now), copied to skb_shinfo(skb)->gso_segs by __tcp_transmit_skb);
+# net/ipv4/ip_output.c __ip_queue_xmit → include/net/ip.h ip_select_ident_segs(net, skb, sk, gso_segs ?: 1) (the
+# inner id: the socket's inet_id, advanced by gso_segs); net/ipv4/ip_tunnel_core.c iptunnel_xmit →
+# __ip_select_ident(net, iph, gso_segs ?: 1) (the outer id). GSO then numbers the segments id, id + 1, …
+# (net/ipv4/af_inet.c inet_gso_segment), which end just below the next super-frame's id.
+#: VXLAN over IPv4, inner IPv4, TCP timestamps: 102 bytes of the outer IP packet are headers, so MTU 1102 → MSS 1000
+MTU_FOR_MSS_1000 = 1102
+
+
+def _ids(frame: bytes) -> tuple[int, int | None]:
+    """(outer IPv4 id, inner IPv4 id) of an untagged frame with an outer IPv4 header."""
+    return struct.unpack_from("!H", frame, 18)[0], fields(frame)["inner_ip_id"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "segs"), [(0, 1), (1, 1), (1000, 1), (1001, 2), (3999, 4), (4000, 4), (4001, 5), (65000, 65)]
+)
+def test_gso_segs_is_payload_over_the_mtus_mss_rounded_up(payload, segs):
+    sc = Scenario(mss=4000, mtu=MTU_FOR_MSS_1000)
+    assert sc.wire_mss() == 1000
+    assert sc.gso_segs(payload) == segs  # DIV_ROUND_UP(len, mss); a frame within the MTU (or empty) is 1
+
+
+def test_gso_segs_is_one_when_the_mtu_holds_no_payload():
+    sc = Scenario(mss=100, mtu=68)  # 68 < 102 bytes of headers: no wire segment exists, the frame counts once
+    assert sc.wire_mss() < 1 and sc.gso_segs(100) == 1
+
+
+def test_super_frame_ids_advance_by_their_segments():
+    """--mss 4000 --mtu 1102: 4 segments of 1000 bytes per frame, so both ids step by 4 (ip_select_ident_segs,
+    iptunnel_xmit); the outer id counts every flow's segments in wire order, each flow's inner id its own."""
+    sc = Scenario(flows=2, frames=3, mss=4000, mtu=MTU_FOR_MSS_1000)
+    ids = [_ids(f) for _, f in synth_frames(sc)]
+    # wire order rr: flow 0 frame 0, flow 1 frame 0, flow 0 frame 1, …; flow 1's inner ids start at 0x1000
+    assert ids == [(0, 0), (4, 0x1000), (8, 4), (12, 0x1004), (16, 8), (20, 0x1008)]
+
+
+def test_super_frame_last_payload_steps_the_outer_id_by_its_own_segments():
+    """A flow's last frame of 1500 bytes is 2 segments: the next frame's outer id is 2 on, not 4."""
+    sc = Scenario(flows=2, frames=2, mss=4000, mtu=MTU_FOR_MSS_1000, last_payload=1500, interleave=2)
+    ids = [_ids(f) for _, f in synth_frames(sc)]
+    assert ids == [(0, 0), (4, 4), (6, 0x1000), (10, 0x1004)]
+
+
+def test_frames_within_the_mtu_step_ids_by_one():
+    """--mss 4000 --mtu 9000: 4102-byte frames are wire frames of a jumbo underlay (gso_segs 1), ids step by 1."""
+    sc = Scenario(frames=4, mss=4000, mtu=9000)
+    assert [_ids(f) for _, f in synth_frames(sc)] == [(0, 0), (1, 1), (2, 2), (3, 3)]
+
+
 def test_flow_spec_first_flow_is_the_default_spec_but_for_the_udp_source_port():
     spec = flow_spec(Scenario(), 0)
     assert replace(spec, udp_sport=FrameSpec().udp_sport, udp_dport=None) == FrameSpec()
