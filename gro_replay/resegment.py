@@ -19,15 +19,27 @@ code would have produced:
 Headers are read in place with ``struct`` (the replay path never builds dpkt object trees); tests
 verify the output independently with dpkt and ``packet.build``.
 
-Kernel: net/ipv4/tcp_offload.c ``tcp_gso_segment`` (seq, FIN/PSH cleared on all but the last, CWR cleared after
-the first); net/ipv4/af_inet.c ``inet_gso_segment`` (``iph->id`` incremented per segment unless
-SKB_GSO_TCP_FIXEDID, ``tot_len``, ``ip_send_check``); net/ipv6/ip6_offload.c ``ipv6_gso_segment``
-(``payload_len``); net/ipv4/udp_offload.c ``__skb_udp_tunnel_segment`` (outer UDP length per segment, checksum
-only with SKB_GSO_UDP_TUNNEL_CSUM); BIG TCP: net/ipv4/ip_output.c / include/net/ip.h ``iph_set_totlen`` (0 above
-64 KiB), include/linux/ipv6.h ``ipv6_has_hopopt_jumbo``.
-Left out: SKB_GSO_TCP_FIXEDID (IDs always increment), AccECN's CWR on every segment, the URG pointer (copied),
-non-TCP inner protocols (UDP GSO, fraglist), IPv6 extension headers other than a jumbo-only hop-by-hop header,
-inner VLAN tags, and tunnels other than VXLAN and Geneve (those frames are replayed as captured and counted).
+Kernel: net/ipv4/tcp_offload.c ``tcp_gso_segment`` (seq, FIN/PSH cleared on all but the last, CWR cleared after the
+first); net/ipv4/af_inet.c ``inet_gso_segment`` (``id = ntohs(iph->id)`` of the super-frame, then
+``iph->id = htons(id++)`` per segment unless fixedid, ``tot_len``, ``ip_send_check``; it runs once for the outer and once for
+the inner IPv4 header, so segment i of a super-frame with ids (O, I) carries (O + i, I + i) mod 2^16; fixedid is
+SKB_GSO_TCP_FIXEDID, innermost header only until "net: gso: restore ids of outer ip headers correctly" (net-next,
+Sep 2025), ``SKB_GSO_TCP_FIXEDID << encap`` (outer / FIXEDID_INNER) since); net/ipv6/ip6_offload.c
+``ipv6_gso_segment`` (``payload_len``; IPv6 has no id); net/ipv4/udp_offload.c ``__skb_udp_tunnel_segment`` (outer
+UDP length per segment, checksum only with SKB_GSO_UDP_TUNNEL_CSUM); BIG TCP: net/ipv4/ip_output.c /
+include/net/ip.h ``iph_set_totlen`` (0 above 64 KiB), include/linux/ipv6.h ``ipv6_has_hopopt_jumbo``.
+
+IDs across super-frames are the capture's: a Linux sender leaves room for every segment (the next super-frame's id
+is ``gso_segs`` on: include/net/ip.h ``ip_select_ident_segs`` for the inner header, net/ipv4/ip_tunnel_core.c
+``iptunnel_xmit`` for the outer; synth.py ``Scenario.gso_segs``). Where the capture leaves no room (a non-Linux
+sender, FIXEDID upstream, an MSS smaller than the sender's gso_size, jumbo wire frames taken for super-frames) the
+segments still count up from each super-frame's id, the ids of neighbouring super-frames overlap, and the replay
+shows GRO's IP ID rule ending the aggregates there (``tcp_gro_receive:inner_ip_id``): input, not smoothed over.
+
+Left out: SKB_GSO_TCP_FIXEDID (IDs always increment; a capture does not show gso_type), AccECN's CWR on every
+segment, the URG pointer (copied), non-TCP inner protocols (UDP GSO, fraglist), IPv6 extension headers other than a
+jumbo-only hop-by-hop header, inner VLAN tags, and tunnels other than VXLAN and Geneve (those frames are replayed as
+captured and counted).
 """
 
 from __future__ import annotations
@@ -264,7 +276,8 @@ def build_segment(sf: SuperFrame, buf: bytes, index: int, count: int, mss: int) 
     """Segment ``index`` of ``count`` of super-frame ``sf`` (captured bytes ``buf``), payload pieces of ``mss``.
 
     Kernel: ``tcp_gso_segment``, ``inet_gso_segment``/``ipv6_gso_segment``, ``__skb_udp_tunnel_segment``.
-    Returns the frame's bytes with every length, ID and checksum rebuilt (see the module docstring).
+    Returns the frame's bytes with every length, ID and checksum rebuilt (see the module docstring): each IPv4
+    header's ID is the super-frame's plus ``index`` (mod 2^16), ``inet_gso_segment``'s ``htons(id++)``.
     """
     start = sf.payload[0] + index * mss
     stop = min(start + mss, sf.payload[1])

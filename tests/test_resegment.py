@@ -329,3 +329,105 @@ def test_cli_rejects_a_bad_resegment_value(runner, tmp_path, bad):
     r = runner.invoke(main, [str(cap), "--resegment", bad])
     assert r.exit_code == 2
     assert "--resegment" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- IPv4 ids: what inet_gso_segment gives the segments, and what a Linux sender leaves room for ----------------
+# net/ipv4/af_inet.c inet_gso_segment: id = ntohs(iph->id) of the super-frame, then per segment (not GSO partial)
+# `iph->id = htons(id++)` unless fixedid; it runs once per IPv4 header, outer and inner of a VXLAN/Geneve frame.
+# fixedid is SKB_GSO_TCP_FIXEDID, which applied only to the innermost header (`if (!skb->encapsulation || encap)`:
+# outer ids always increment) until "net: gso: restore ids of outer ip headers correctly" (Richard Gobert, net-next
+# Sep 2025): mainline reads `SKB_GSO_TCP_FIXEDID << encap` (FIXEDID outer, FIXEDID_INNER inner). resegment.py leaves
+# FIXEDID out: a capture does not show gso_type, and a sender's own TCP skbs never carry it. IPv6 has no id
+# (net/ipv6/ip6_offload.c ipv6_gso_segment sets payload_len only).
+# A Linux sender numbers consecutive super-frames `gso_segs` apart: include/net/ip.h ip_select_ident_segs(…,
+# skb_shinfo(skb)->gso_segs ?: 1) from net/ipv4/ip_output.c __ip_queue_xmit (inner), __ip_select_ident(…, gso_segs
+# ?: 1) from net/ipv4/ip_tunnel_core.c iptunnel_xmit (outer) — synth.py Scenario.gso_segs.
+def _ipv4_ids(seg: bytes, spec: FrameSpec) -> tuple[int | None, int | None]:
+    """(outer, inner) IPv4 id of ``seg`` laid out as ``spec`` (None for an IPv6 header)."""
+    lay = frame_layout(spec)
+    outer = None if spec.outer_ipv6 else struct.unpack_from("!H", seg, lay.outer_l3 + 4)[0]
+    inner = None if spec.inner_ipv6 else struct.unpack_from("!H", seg, lay.inner_l3 + 4)[0]
+    return outer, inner
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        # outer 0x1234 → 0x1234…0x1237, inner 0xFFFE → 0xFFFE, 0xFFFF, 0, 1 (16 bits wrap: htons(id++))
+        ("vxlan4-in4-zero-csum", [(0x1234, 0xFFFE), (0x1235, 0xFFFF), (0x1236, 0), (0x1237, 1)]),
+        ("geneve4-in4-options", [(0x1234, 0xFFFE), (0x1235, 0xFFFF), (0x1236, 0), (0x1237, 1)]),
+        ("vxlan4-in6-vlan", [(0x1234, None), (0x1235, None), (0x1236, None), (0x1237, None)]),
+        ("vxlan6-in4", [(None, 0xFFFE), (None, 0xFFFF), (None, 0), (None, 1)]),
+        ("geneve6-in6", [(None, None)] * 4),
+    ],
+)
+def test_inet_gso_segment_ids_count_up_from_the_super_frames(name, want):
+    spec = replace(VARIANTS[name], payload=1000, ip_id=0xFFFE, outer_ip_id=0x1234)
+    sup = build_frame(replace(spec, payload=4000))
+    segs = resegmenter(mss=1000).split(sup)
+    assert [_ipv4_ids(s, spec) for s in segs] == want
+
+
+def test_linux_sender_super_frames_resegment_into_one_id_sequence():
+    """8 super-frames of a Linux sender at MTU 1102 (4000 bytes = 4 × MSS 1000 each, ids 0, 4, 8, …: synth's
+    Scenario) split at MSS 1000 give ids 0…31 in both headers: no id repeats, none is skipped."""
+    from gro_replay.synth import Scenario, synth_frames
+
+    segs = [
+        s
+        for _, f in synth_frames(Scenario(frames=8, mss=4000, mtu=1102))
+        for s in resegmenter(mss=1000).split(f)
+    ]
+    assert [_ipv4_ids(s, FrameSpec()) for s in segs] == [(i, i) for i in range(32)]
+
+
+def test_super_frames_one_id_apart_are_split_as_the_kernel_would_regardless():
+    """Super-frames whose next one's id leaves no room (ids 0, 1, 2: a non-Linux sender, FIXEDID upstream of a
+    forwarder, jumbo wire frames taken for super-frames): each is still numbered id, id + 1, … (the overlap stays;
+    the replay shows what GRO does with it, test_cli_resegmented_linux_super_frames_aggregate_across_frames)."""
+    from gro_replay.synth import Scenario, synth_frames
+
+    frames = [f for _, f in synth_frames(Scenario(frames=3, mss=4000, mtu=9000))]
+    ids = [[_ipv4_ids(s, FrameSpec()) for s in resegmenter(mss=1000).split(f)] for f in frames]
+    assert ids == [[(k + i, k + i) for i in range(4)] for k in range(3)]
+
+
+def _stages(runner, path, *args) -> dict:
+    r = runner.invoke(main, [str(path), "--format", "json", "-q", *args])
+    assert r.exit_code == 0, r.output
+    return {k["name"]: k["stages"] for k in json.loads(r.stdout)["kernels"]}
+
+
+KERNELS = ("4.19", "5.10", "5.12", "6.1", "6.6", "6.12", "6.18")
+
+
+def test_cli_resegmented_linux_super_frames_aggregate_across_frames(runner, tmp_path):
+    """`synth --mss 4000 --mtu 1102` (super-frames of a sender whose MTU makes MSS 1000) replayed with
+    `--resegment 1000`: the 32 segments carry ids 0…31 and every kernel merges them into one skb, ended by the
+    poll, never by an IP id condition. The same frames written by `synth --mss 4000 --mtu 9000` are jumbo wire
+    frames (ids 0, 1, 2, …); split at 1000 anyway, their ids overlap and GRO ends an skb at each frame boundary
+    (tcp_gro_receive ip_id), as the kernel does: the running 6.18 kernel delivered 8 × 4102 bytes at the phys
+    veth for that capture and 1 × 32102 for the first (kernel-oracle.md; test_validate.py)."""
+    from gro_replay.cli.synth import synth
+
+    linux, jumbo = tmp_path / "linux.pcap", tmp_path / "jumbo.pcap"
+    for out, mtu in ((linux, "1102"), (jumbo, "9000")):
+        r = runner.invoke(synth, [str(out), "--frames", "8", "--mss", "4000", "--mtu", mtu])
+        assert r.exit_code == 0, r.output
+    kernels = [a for k in KERNELS for a in ("--kernel", k)]
+    for name, st in _stages(runner, linux, "--resegment", "1000", *kernels).items():
+        # kernels without 89e5c58fc1e2 (4.19, 5.10) refuse this zero-checksum tunnel at phys: gro_cells merges
+        stages = ("phys", "tunnel") if name not in ("4.19", "5.10") else ("tunnel",)
+        assert [st[s]["segs_per_skb_hist"] for s in stages] == [{"32": 1}] * len(stages), name
+        assert not [r for s in st.values() for r in s["end_reasons"] if "ip_id" in r], name
+    # --kernel 5.12 is reported as "post-fix"
+    st = _stages(runner, jumbo, "--resegment", "1000", "--kernel", "5.12", "--kernel", "6.18")
+    assert st["post-fix"]["phys"]["end_reasons"] == {
+        "tcp_gro_receive:inner_ip_id": 7,
+        "napi_complete_done:flush": 1,
+    }
+    assert st["6.18"]["phys"]["end_reasons"] == {
+        "tcp_gro_receive:outer_ip_id+inner_ip_id": 7,
+        "napi_complete_done:flush": 1,
+    }
+    assert st["6.18"]["phys"]["segs_per_skb_hist"] == {"4": 8}
