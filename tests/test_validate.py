@@ -143,6 +143,29 @@ def test_validate_wrong_outer_checksum(tmp_path):
     _assert_agree(devices)
 
 
+@pytest.mark.parametrize(("mtu", "phys"), [(1102, [32102]), (9000, [4102] * 8)])
+def test_validate_resegmented_super_frames_ip_ids(tmp_path, mtu, phys):
+    """8 frames of 4000 payload bytes split into 1000-byte wire segments (resegment.py, as ``--resegment 1000``):
+    super-frames of a Linux sender at MTU 1102 (synth: ids 0, 4, 8, …, ip_select_ident_segs / iptunnel_xmit) give
+    segments with ids 0…31 and the kernel merges all 32 (the poll ends the skb); jumbo wire frames (--mtu 9000: ids
+    0, 1, 2, …) split the same way overlap their neighbours' ids and the kernel ends an skb at every frame
+    boundary (4 segments, 4102 bytes from the outer IP header), as the simulator's tcp_gro_receive ip_id rule
+    says. Both run in one 64-frame poll (budget polls); every --rx-csum state agrees."""
+    from gro_replay.resegment import Resegmenter
+    from gro_replay.synth import Scenario, synth_frames
+
+    split = Resegmenter(1500, 1000, (4789,), ())
+    frames = [
+        s for _, f in synth_frames(Scenario(frames=8, mss=4000, mtu=mtu)) for s in split.split(f) or [f]
+    ]
+    assert len(frames) == 32
+    path = _write(tmp_path, frames)
+    for rx in RX:
+        devices, _ = _validate(path, rx)
+        _assert_agree(devices)
+        assert devices[0].kernel == phys, rx
+
+
 def test_kernel_defer_to_tunnel_matches_prefix_simulator(tmp_path):
     """The fix's sample with GRO elided on the phys device (generic XDP) is what the pre-fix kernel does there."""
     from gro_replay.kernel.model import K_5_11
