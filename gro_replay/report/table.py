@@ -191,9 +191,8 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
             parts.append(f"phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}")
             if pre.skbs["tunnel"] != fixed.skbs["tunnel"]:
                 parts.append(f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}")
-            if (
-                fixed is not post
-            ):  # measured with the fix alone (Verdict.fix_alone): the other kernel's own counts
+            # measured with the fix alone (Verdict.fix_alone): the other kernel's own counts beside
+            if fixed is not post:
                 parts[-1] += (
                     f" with the fix alone ({post.name}: phys skbs {post.skbs['phys']:,}, "
                     f"tunnel skbs {post.skbs['tunnel']:,})"
