@@ -11,6 +11,11 @@ SIGINT or SIGTERM stops it (the CLI turns both into exceptions that unwind the s
 
 Every other replay reads a stream as it comes, without a copy (``spooled`` is entered only for the options
 above: sim/api.py ``replay_capture``). Memory: one ``COPY_BLOCK`` buffer; disk: the stream's bytes.
+
+The copy can be watched (``on_copy``: the CLI's progress display, cli/output.py ``ProgressReport.copying``): it is
+told the bytes copied and, for a capture that is not gzip-compressed, the records among them (``RecordCounter``,
+which walks the record headers as the bytes go by, while that is cheap: ``_Meter``), at most every
+``REPORT_EVERY`` seconds and once at the end. Without ``on_copy`` nothing is counted or timed.
 """
 
 from __future__ import annotations
@@ -19,9 +24,14 @@ import contextlib
 import io
 import os
 import stat
+import struct
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
+import numpy as np
+
+from .pcapng import MAX_CAPLEN
 from .reader import STDIN_PATH, capture_of, open_stream
 from .stream import CaptureError
 
@@ -29,6 +39,16 @@ from .stream import CaptureError
 COPY_BLOCK = 1 << 20
 #: the temporary file's name: ``gro-replay-spool-XXXXXXXX.pcap`` in the temporary directory
 SPOOL_PREFIX = "gro-replay-spool-"
+#: seconds between two reports to ``spooled``'s ``on_copy`` (at most; a report waits for the stream's next bytes)
+REPORT_EVERY = 0.25
+#: records are counted while counting takes at most this share of the copy's time, once past ``COUNT_FREE``
+#: seconds of counting (``_Meter``)
+COUNT_SHARE = 0.1
+COUNT_FREE = 0.05
+
+#: ``on_copy(copied, records, ended)``: bytes of the stream copied so far; complete records among them (None: not
+#: counted: gzip, counting too dear, or bytes that are no records); True once the stream has ended (the last report)
+OnCopy = Callable[[int, "int | None", bool], None]
 
 
 def is_regular_file(path: str) -> bool:
@@ -42,7 +62,7 @@ def is_regular_file(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def spooled(path: str, why: str) -> Iterator[str]:
+def spooled(path: str, why: str, on_copy: OnCopy | None = None) -> Iterator[str]:
     """The path to read ``path``'s capture from, as often as needed, while the block runs: ``path`` itself when it
     is a regular file (or cannot be examined: opening it names the problem), else a temporary file holding every
     byte of the stream, read to its end first, and removed when the block ends (normally or by any exception). The
@@ -50,6 +70,9 @@ def spooled(path: str, why: str) -> Iterator[str]:
     (or whose header is cut short or unsupported) is refused with the replay's own line before more is copied.
 
     ``why`` names what reads the capture twice in the error lines (``--vxlan-port/--geneve-port auto``).
+    ``on_copy`` (``OnCopy``), when given, is told how far the copy is: first once the header has been checked,
+    then at most every ``REPORT_EVERY`` seconds as bytes arrive, last with ``ended`` True when the stream has ended
+    (not when the copy fails: the exception says why). It is never called for a regular file.
     Raises: CaptureError, one line naming ``path``: the stream cannot be opened (``-`` a terminal …), read or
     taken as a capture, or the copy cannot be created or written (``No space left on device``, ``File too large``); the copy is removed.
     """
@@ -66,9 +89,16 @@ def spooled(path: str, why: str) -> Iterator[str]:
         with open(fd, "wb", buffering=0) as out:
             # the header read and checked as the replay reads it, through the copy: a stream that is not a capture
             # is refused at once, with the line a replay without the copy gives, before anything more is copied
-            with capture_of(_Tee(src, out, path, why, tmp), path, digest=False):
-                pass
-            _copy(src, out, path, why, tmp)
+            tee = _Tee(src, out, path, why, tmp)
+            with capture_of(tee, path, digest=False) as cap:
+                meter = None
+                if on_copy is not None:
+                    meter = _Meter(on_copy, RecordCounter.of(cap))
+                    # the bytes the header's reading copied (up to one read buffer): counted from the copy
+                    meter.add(memoryview(os.pread(out.fileno(), tee.copied, 0)), force=True)
+            _copy(src, out, path, why, tmp, meter)
+            if meter is not None:
+                meter.end()
         yield tmp
     finally:
         src.close()
@@ -85,6 +115,8 @@ class _Tee(io.RawIOBase):
     def __init__(self, src, out, path: str, why: str, tmp: str) -> None:
         super().__init__()
         self._src, self._out, self._path, self._why, self._tmp = src, out, path, why, tmp
+        #: bytes written to the copy so far
+        self.copied = 0
 
     def readable(self) -> bool:
         return True
@@ -92,6 +124,7 @@ class _Tee(io.RawIOBase):
     def readinto(self, b) -> int:
         n = self._src.readinto(b) or 0
         _write_all(self._out, memoryview(b).cast("B")[:n], self._path, self._why, self._tmp)
+        self.copied += n
         return n
 
 
@@ -106,9 +139,10 @@ def _write_all(out, data: memoryview, path: str, why: str, tmp: str) -> None:
         done += w or 0
 
 
-def _copy(src, out, path: str, why: str, tmp: str) -> None:
-    """Every byte of stream ``src`` written to ``out`` (the temporary file ``tmp``, unbuffered). Raises:
-    CaptureError on a read error of the stream or a write error of the copy."""
+def _copy(src, out, path: str, why: str, tmp: str, meter: _Meter | None = None) -> None:
+    """Every byte of stream ``src`` written to ``out`` (the temporary file ``tmp``, unbuffered), each block then
+    shown to ``meter`` (when given). Raises: CaptureError on a read error of the stream or a write error of the
+    copy."""
     buf = bytearray(COPY_BLOCK)
     view = memoryview(buf)
     while True:
@@ -119,6 +153,186 @@ def _copy(src, out, path: str, why: str, tmp: str) -> None:
         if not n:
             return
         _write_all(out, view[:n], path, why, tmp)
+        if meter is not None:
+            meter.add(view[:n])
+
+
+class _Meter:
+    """How far a copy is, reported to ``on_copy`` (``OnCopy``) at most every ``REPORT_EVERY`` seconds: bytes
+    copied and, with a ``RecordCounter``, the complete records among them — while counting them takes at most
+    ``COUNT_SHARE`` of the copy's time (past ``COUNT_FREE`` seconds of counting): a producer slower than the copy
+    (tcpdump on a live link) leaves it all the time it needs; a fast one (``cat`` of a capture of small frames of
+    varied sizes, about 1 µs per record) has its records left uncounted, bytes only, rather than a slower copy."""
+
+    def __init__(self, on_copy: OnCopy, records: RecordCounter | None) -> None:
+        self._on_copy = on_copy
+        self._records = records
+        self.copied = 0  # bytes
+        self._due = 0.0  # time.monotonic() of the next report
+        self._start = time.monotonic()
+        self._counting = 0.0  # seconds spent counting records
+
+    def add(self, block: memoryview, force: bool = False) -> None:
+        """Count ``block``, the next bytes copied; report when a report is due (or ``force``)."""
+        self.copied += len(block)
+        if self._records is not None:
+            began = time.monotonic()
+            self._records.feed(block)
+            now = time.monotonic()
+            self._counting += now - began
+            if self._counting > COUNT_FREE and self._counting > COUNT_SHARE * (now - self._start):
+                self._records = None  # too dear: bytes only from now on
+        else:
+            now = time.monotonic()
+        if force or now >= self._due:
+            self._due = now + REPORT_EVERY
+            self._report(False)
+
+    def end(self) -> None:
+        """The last report: the stream has ended."""
+        self._report(True)
+
+    def _report(self, ended: bool) -> None:
+        self._on_copy(self.copied, None if self._records is None else self._records.complete(), ended)
+
+
+_U32 = {"<": struct.Struct("<I").unpack_from, ">": struct.Struct(">I").unpack_from}
+#: pcapng block types that hold a frame: enhanced, simple and (obsolete) packet blocks
+_NG_FRAMES = frozenset({6, 3, 2})
+_NG_SHB = 0x0A0D0D0A
+_BOM_LE, _BOM_BE = (0x1A2B3C4D).to_bytes(4, "little"), (0x1A2B3C4D).to_bytes(4, "big")
+#: a run of equal records shorter than this is not taken: the next ``_PLAIN_WALK`` records are walked one by one
+_MIN_RUN = 16
+_PLAIN_WALK = 64
+
+
+class RecordCounter:
+    """Counts the records of a capture that is not compressed from its bytes as they are copied (``feed``), with
+    one header read per record and no record body looked at: classic pcap records (the file header of 24 bytes
+    skipped, then ``caplen`` at offset 8 of each record header) or pcapng packet blocks (every block walked by its
+    total length; a section header block sets the byte order of those after it). Runs of records of one length
+    (bulk traffic) are counted with one vectorised check, as chunks.py reads them. Bytes that cannot be a record
+    (a caplen over ``MAX_CAPLEN``, a block length under 12 or not a multiple of 4) end the count: ``complete``
+    is then None (the replay names the problem when it reads the copy)."""
+
+    def __init__(self, fmt: str, order: str, head: int, first: int) -> None:
+        self._pcapng = fmt == "pcapng"
+        self._u32 = _U32[order]
+        self._head = head  # bytes of a record or block header read: pcap 16 or 24, pcapng 12
+        self._next = first  # stream offset of the next record or block header
+        self._base = 0  # stream offset of the next byte fed
+        self._tail = b""  # the start of a header cut by the end of the last block fed
+        self._counted = 0  # records whose header was read
+        self._last_frame = False  # the last header read was a record's (pcapng: a packet block's)
+        self._np = np.dtype(order + "u4")
+        self._kind = self._length = self._step = 0  # the last header's block type, length field, record bytes
+        self._plain = 0  # records still to walk one by one before the next speculation
+        self.lost = False
+
+    @classmethod
+    def of(cls, cap) -> RecordCounter | None:
+        """The counter of open ``reader.Capture`` ``cap`` (its header read), None for gzip (its bytes are
+        compressed) or an unknown layout."""
+        if cap.compressed:
+            return None
+        if cap.format == "pcap" and cap.pcap_layout is not None:
+            order, rec_len, _ = cap.pcap_layout
+            return cls("pcap", order, rec_len, 24)
+        if cap.format == "pcapng":
+            return cls("pcapng", "<", 12, 0)  # the section header block sets the order
+        return None
+
+    def complete(self) -> int | None:
+        """Records whose every byte has been fed; None when the count was lost."""
+        if self.lost:
+            return None
+        return self._counted - (1 if self._last_frame and self._next > self._base else 0)
+
+    def feed(self, block: memoryview) -> None:
+        """Walk the headers in ``block``, the stream's next bytes."""
+        if self.lost:
+            return
+        start = self._base
+        n = len(block)
+        self._base += n
+        off = self._next - start  # negative: a header began in the last block (``_tail``)
+        head = self._head
+        if off < 0:
+            need = head - len(self._tail)  # the tail holds the header's first -off bytes
+            if n < need:
+                self._tail += bytes(block)
+                return
+            self._header(self._tail + bytes(block[:need]), 0, self._next)
+            self._tail = b""
+            if self.lost:
+                return
+            off = self._next - start
+        arr = None
+        while off + head <= n:
+            self._header(block, off, start + off)
+            if self.lost:
+                return
+            off = self._next - start
+            if self._plain:
+                self._plain -= 1
+                continue
+            # speculate, as chunks.py does: records of the same length (and pcapng block type) follow at a
+            # fixed stride; the prefix that agrees is counted with one vectorised check
+            step = self._step
+            k = (n - off - head) // step + 1 if off + head <= n else 0
+            if k < _MIN_RUN:
+                continue
+            if arr is None:
+                arr = np.frombuffer(block, dtype=np.uint8)
+            m = self._same(arr, off, step, k)
+            self._next += m * step
+            self._counted += m * self._last_frame
+            off = self._next - start
+            if m < _MIN_RUN:
+                self._plain = _PLAIN_WALK  # sizes vary: the next records one by one
+        if off < n:
+            self._tail = bytes(block[off:])
+
+    def _same(self, arr, off: int, step: int, k: int) -> int:
+        """How many of the ``k`` headers at ``arr[off::step]`` repeat the last one's length (and pcapng type)."""
+        at = 8 if not self._pcapng else 4
+        same = np.ndarray((k,), dtype=self._np, buffer=arr, offset=off + at, strides=(step,)) == self._length
+        if self._pcapng:
+            same &= np.ndarray((k,), dtype=self._np, buffer=arr, offset=off, strides=(step,)) == self._kind
+        bad = np.flatnonzero(~same)
+        return int(bad[0]) if len(bad) else k
+
+    def _header(self, buf, off: int, at: int) -> None:
+        """The header at ``buf[off:]`` (stream offset ``at``): counted, ``_next`` moved past its record."""
+        if not self._pcapng:
+            caplen = self._u32(buf, off + 8)[0]
+            if caplen > MAX_CAPLEN:
+                self.lost = True
+                return
+            self._length = caplen
+            self._step = self._head + caplen
+            self._next = at + self._step
+            self._counted += 1
+            self._last_frame = True
+            return
+        kind = self._u32(buf, off)[0]
+        if kind == _NG_SHB:
+            bom = bytes(buf[off + 8 : off + 12])
+            order = "<" if bom == _BOM_LE else ">" if bom == _BOM_BE else ""
+            if not order:
+                self.lost = True
+                return
+            self._u32 = _U32[order]
+            self._np = np.dtype(order + "u4")
+            self._plain = 1  # no run of section headers
+        length = self._u32(buf, off + 4)[0]
+        if length < 12 or length & 3:
+            self.lost = True
+            return
+        self._kind, self._length, self._step = kind, length, length
+        self._next = at + length
+        self._last_frame = kind in _NG_FRAMES
+        self._counted += self._last_frame
 
 
 def _cannot_copy(path: str, why: str, where: str, e: OSError) -> CaptureError:

@@ -16,6 +16,7 @@ from .errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import Progress
 
 
 def report_console():
@@ -81,25 +82,63 @@ class ProgressReport:
     ``sim.api.counting``), not before: every
     refusal that comes earlier — standard input a terminal, a missing or unreadable file, not a capture, a bad
     header, an option the input cannot serve — prints its one line alone, with no bar flashed and erased before
-    it. ``stop`` ends a display that started and does nothing otherwise."""
+    it. ``stop`` ends a display that started and does nothing otherwise.
 
-    def __init__(self, prog, task, total: int | None) -> None:
+    Before that, a stream copied for ``--vxlan-port auto`` (capture/spool.py) is shown while it is copied by
+    ``copying``: a display of its own (``copy_text``), from the copy's first report (its header checked) until the
+    replay's display starts or ``stop``."""
+
+    def __init__(self, prog, task, total: int | None, name: str = "-") -> None:
         self.prog = prog
         self.task = task
         self.total = total
+        self.name = name
         self.capture = None
         self.started = False
+        self.copy_display: Progress | None = None  # the copy's display while it is shown
+        self.copied_stream = False  # a stream's copy was shown
 
     def bind_capture(self, cap) -> None:
         self.capture = cap
 
     def stop(self) -> None:
+        self._stop_copy_display()
         if self.started:
             self.started = False
             self.prog.stop()
 
+    def copying(self, copied: int, frames: int | None, ended: bool) -> None:
+        """capture/spool.py ``spooled``'s ``on_copy``: ``copied`` bytes of the stream copied so far, ``frames``
+        records among them (None: not counted, gzip), ``ended`` once the stream has ended (tunnel ports are then
+        looked for in the copy until the replay's display takes over)."""
+        text = copy_text(self.name, copied, frames, ended)
+        if self.copy_display is None:
+            from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+            self.copy_display = Progress(
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=self.prog.console,
+                transient=True,
+            )
+            self.copy_display.add_task(text, total=None)
+            self.copy_display.start()
+            self.copied_stream = True
+        else:
+            self.copy_display.update(self.copy_display.task_ids[0], description=text)
+
+    def _stop_copy_display(self) -> None:
+        if self.copy_display is not None:
+            self.copy_display.stop()
+            self.copy_display = None
+
     def __call__(self, frames: int) -> None:
         if not self.started:
+            if self.copied_stream:
+                self._stop_copy_display()
+                self.prog.reset(
+                    self.task, frames=0
+                )  # elapsed and frames/s from the replay's start, not the copy's
             self.started = True
             self.prog.start()
         done = self.capture.bytes_consumed if self.capture is not None and self.total else None
@@ -107,6 +146,21 @@ class ProgressReport:
             self.prog.update(self.task, completed=frames, frames=frames)
         else:
             self.prog.update(self.task, completed=min(done, self.total), frames=frames)
+
+
+def copy_text(name: str, copied: int, frames: int | None, ended: bool) -> str:
+    """The line of the copy of stream ``name`` (``-``: stdin) made for ``--vxlan-port auto`` (capture/spool.py):
+    ``copied`` bytes (shown in decimal units: 12.3 MB), ``frames`` records (None: left out), the stream not yet
+    ``ended`` (the replay waits for its end) or ended (the ports are being found in the copy)."""
+    from rich.filesize import decimal
+
+    what = "stdin" if name == "-" else name
+    size = decimal(copied)
+    if frames is not None:
+        size += f", {frames:,} {'frame' if frames == 1 else 'frames'}"
+    if ended:
+        return f"{what} ended after {size}: finding tunnel ports"
+    return f"reading {what} to its end for tunnel ports: {size}"
 
 
 def input_size(path: str) -> int | None:
@@ -167,7 +221,7 @@ def start_progress(quiet: bool, path: str | None = None):
     console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
     prog = progress_display(total, console)
     task = prog.add_task("replaying", total=total, frames=0)  # its clock runs from now: elapsed, rate
-    return prog, ProgressReport(prog, task, total)
+    return prog, ProgressReport(prog, task, total, "-" if path is None else path)
 
 
 def write_export(outs: RunOutputs | None, path: str, text: str, what: str) -> None:

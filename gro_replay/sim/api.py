@@ -32,7 +32,8 @@ def replay_capture(
     Args: path: pcap/pcapng (optionally gzip), a FIFO or ``-`` (stdin), read once (with ``config.detect_tunnels``
     a stream is first copied to a temporary file, read twice as a file is and removed at the end:
     capture/spool.py ``spooled``); config: models and NIC/poll settings; on_deliver: observer of every
-    ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count.
+    ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count (when it
+    has them: ``bind_capture(cap)`` is given the open capture, ``copying`` is a stream's copy's ``on_copy``).
     A classic pcap of Ethernet frames (plain or gzip) and a pcapng file or stream (a file whose frames are all on
     one interface read directly, any other in the block walker's blocks with the records of interfaces not
     replayed marked, ``capture.interface_chunks.SelectedChunks``) take the batch path (pollcache.py)
@@ -44,7 +45,9 @@ def replay_capture(
     """
     if not config.detect_tunnels:
         return _replay(str(path), str(path), config, on_deliver, progress)
-    with spooled(str(path), "--vxlan-port/--geneve-port auto") as source:
+    # a progress display that shows the copy of a stream (cli/output.py ProgressReport.copying)
+    on_copy = getattr(progress, "copying", None)
+    with spooled(str(path), "--vxlan-port/--geneve-port auto", on_copy) as source:
         detected = detect_tunnel_ports(source, config, name=str(path))
         if detected:
             config = replace(

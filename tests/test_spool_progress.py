@@ -1,0 +1,378 @@
+"""The progress display while a stream is copied for ``--vxlan-port auto`` (capture/spool.py ``spooled``'s
+``on_copy``, cli/output.py ``ProgressReport.copying``).
+
+A stream replayed with auto ports is read to its end before the replay starts. With the replay's progress display
+on (stderr a terminal, no ``-q``: cli/output.py ``start_progress``) the copy is shown as it goes — bytes and, for a
+capture that is not gzip-compressed, the records among them (``RecordCounter``) — then the replay's own display.
+With the display off nothing more is written to stderr; the document is the file's either way.
+
+The record counts expected are the reader's (``open_capture`` iterated): the counter must agree with it whatever
+the sizes of the pieces the stream arrives in, for a stream cut anywhere, for both pcapng byte orders and for
+several sections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import pty
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, cli_env
+from test_interface_pipes import _fifo
+
+from gro_replay.capture import spool
+from gro_replay.capture.reader import CaptureError, open_capture
+from gro_replay.capture.spool import RecordCounter, spooled
+from gro_replay.capture.writer import PcapngWriter, PcapWriter
+from gro_replay.cli.output import ProgressReport, copy_text
+from gro_replay.synth import Scenario, synth_frames
+
+SAMPLES = ROOT / "sample_pcaps"
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _records(path: Path) -> int:
+    with open_capture(str(path)) as cap:
+        return sum(1 for _ in cap)
+
+
+def _counter(path: Path) -> RecordCounter | None:
+    with open_capture(str(path)) as cap:
+        return RecordCounter.of(cap)
+
+
+def _fed(path: Path, data: bytes, sizes: list[int], rng: random.Random) -> int | None:
+    counter = _counter(path)
+    assert counter is not None
+    i = 0
+    while i < len(data):
+        k = rng.choice(sizes)
+        counter.feed(memoryview(data[i : i + k]))
+        i += k
+    return counter.complete()
+
+
+def _pcapng_swapped(path: Path) -> bytes:
+    """``path`` (pcapng, little-endian, written by PcapngWriter) with every block's type and lengths and the section
+    header's byte-order magic in big-endian order: all the counter reads of a big-endian capture (the blocks'
+    bodies are left as they are: not a capture the reader would take)."""
+    data = bytearray(path.read_bytes())
+    off = 0
+    while off < len(data):
+        kind, length = (
+            int.from_bytes(data[off : off + 4], "little"),
+            int.from_bytes(data[off + 4 : off + 8], "little"),
+        )
+        data[off : off + 4] = kind.to_bytes(4, "big")
+        data[off + 4 : off + 8] = length.to_bytes(4, "big")
+        data[off + length - 4 : off + length] = length.to_bytes(4, "big")
+        if kind == 0x0A0D0D0A:
+            data[off + 8 : off + 12] = (0x1A2B3C4D).to_bytes(4, "big")
+        off += length
+    return bytes(data)
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("counts")
+    frames = list(synth_frames(Scenario(frames=100, flows=3)))
+    ng = tmp / "two-ifaces.pcapng"
+    with PcapngWriter(ng, [("eth0", ""), ("eth1", "")]) as w:
+        for i, (ts, f) in enumerate(frames):
+            w.write(ts, f, iface=i % 2)
+    sections = tmp / "sections.pcapng"
+    sections.write_bytes(ng.read_bytes() * 2)  # cat a.pcapng a.pcapng
+    # alternating sizes (a full segment, then a short one): no run of equal records to speculate on
+    mixed = tmp / "mixed.pcap"
+    with PcapWriter(mixed) as pw:
+        for i, (ts, f) in enumerate(frames):
+            pw.write(ts, f[: 60 + (i % 7) * 100])
+    return {
+        "geneve": SAMPLES / "geneve-ipv6-bulk.pcap",
+        "vxlan4": SAMPLES / "vxlan-4flows-computed-csum.pcap",
+        "pcapng": ng,
+        "sections": sections,
+        "mixed": mixed,
+    }
+
+
+@pytest.mark.parametrize("name", ["geneve", "vxlan4", "pcapng", "sections", "mixed"])
+def test_the_counter_counts_the_readers_records_in_any_pieces(captures, name, tmp_path):
+    path = captures[name]
+    want = _records(path)
+    data = path.read_bytes()
+    rng = random.Random(name)
+    for sizes in ([1], [3, 7, 12, 13, 16, 17], [100, 1000, 1 << 16], [len(data)]):
+        assert _fed(path, data, sizes, rng) == want, sizes
+    # cut anywhere: the records the reader returns before the cut (one cut short is not counted)
+    cut = tmp_path / "cut"  # never beside a shipped sample
+    for at in sorted(rng.sample(range(30, len(data)), 25)):
+        cut.write_bytes(data[:at])
+        try:
+            got = _records(cut)
+        except CaptureError:
+            continue  # a pcapng cut inside its first interface block: refused before any record
+        assert _fed(path, data[:at], [1 << 16], rng) == got, at
+
+
+def test_the_counter_reads_big_endian_pcapng(captures):
+    # a big-endian section, then a little-endian one: each section header sets the order of the blocks after it
+    one = captures["pcapng"]
+    counter = RecordCounter("pcapng", "<", 12, 0)
+    counter.feed(memoryview(_pcapng_swapped(one) + one.read_bytes()))
+    assert counter.complete() == 2 * _records(one)
+
+
+def test_gzip_is_not_counted_and_garbage_loses_the_count(captures, tmp_path):
+    gz = tmp_path / "x.pcap.gz"
+    gz.write_bytes(gzip.compress(captures["vxlan4"].read_bytes()))
+    assert _counter(gz) is None
+    data = bytearray(captures["vxlan4"].read_bytes())
+    data[24 + 8 : 24 + 12] = (1 << 30).to_bytes(4, "little")  # the first record's caplen: impossible
+    counter = _counter(captures["vxlan4"])
+    assert counter is not None
+    counter.feed(memoryview(bytes(data)))
+    assert counter.complete() is None
+
+
+# --- spooled's reports -------------------------------------------------------------------------------------------
+
+
+def test_the_copy_is_reported_from_its_header_to_its_end(captures, tmp_path):
+    path = captures["vxlan4"]
+    calls: list[tuple[int, int | None, bool]] = []
+    with spooled(str(path), "auto", lambda *a: calls.append(a)) as source:
+        assert source == str(path)
+    assert calls == []  # a regular file is not copied, and not reported
+    with (
+        _fifo(tmp_path / "fifo", path.read_bytes()) as fifo,
+        spooled(fifo, "auto", lambda *a: calls.append(a)),
+    ):
+        pass
+    size, n = path.stat().st_size, _records(path)
+    assert calls[0][2] is False and 0 < calls[0][0] <= size  # first: once the header was read and checked
+    assert calls[-1] == (size, n, True)  # last: the stream's end
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls)
+
+
+def test_records_too_dear_to_count_are_left_out(captures, tmp_path, monkeypatch):
+    # counting allowed no time at all: bytes only, from the first report on (as a fast producer of small frames
+    # of varied sizes gets once counting passes a tenth of the copy's time)
+    monkeypatch.setattr(spool, "COUNT_FREE", 0.0)
+    monkeypatch.setattr(spool, "COUNT_SHARE", 0.0)
+    path = captures["mixed"]
+    calls: list[tuple[int, int | None, bool]] = []
+    with (
+        _fifo(tmp_path / "fifo", path.read_bytes()) as fifo,
+        spooled(fifo, "auto", lambda *a: calls.append(a)),
+    ):
+        pass
+    assert {c[1] for c in calls} == {None} and calls[-1] == (path.stat().st_size, None, True)
+
+
+def test_reports_come_at_most_every_quarter_second(tmp_path, monkeypatch):
+    # 200 blocks of a stream, each arriving 10 ms after the last (2 s): about 8 reports, not 200
+    data = (SAMPLES / "vxlan-4flows-computed-csum.pcap").read_bytes()
+    monkeypatch.setattr(spool, "COPY_BLOCK", 1 << 12)
+    calls: list[float] = []
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    stream = data + data[24:] * 3  # the records again after the header: 2.4 MB
+    piece = len(stream) // 200 + 1
+
+    def feed() -> None:
+        with open(fifo, "wb", buffering=0) as w:
+            for i in range(0, len(stream), piece):
+                w.write(stream[i : i + piece])
+                time.sleep(0.01)
+
+    t = threading.Thread(target=feed)
+    t.start()
+    try:
+        with spooled(str(fifo), "auto", lambda *a: calls.append(time.monotonic())):
+            pass
+    finally:
+        t.join()
+    gaps = [b - a for a, b in zip(calls[1:-2], calls[2:-1], strict=True)]
+    assert 3 <= len(calls) <= 2 + 2.5 / spool.REPORT_EVERY
+    assert min(gaps) >= spool.REPORT_EVERY * 0.99
+
+
+def test_the_lines_of_the_copy():
+    assert (
+        copy_text("-", 12_345_678, 8112, False)
+        == "reading stdin to its end for tunnel ports: 12.3 MB, 8,112 frames"
+    )
+    assert (
+        copy_text("/tmp/fifo", 999, None, False) == "reading /tmp/fifo to its end for tunnel ports: 999 bytes"
+    )
+    assert copy_text("-", 2_000_000, 1, True) == "stdin ended after 2.0 MB, 1 frame: finding tunnel ports"
+
+
+def test_the_copy_display_gives_way_to_the_replay_display():
+    class Recorder:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+            self.console = None
+
+        def start(self) -> None:
+            self.seen.append("start")
+
+        def stop(self) -> None:
+            self.seen.append("stop")
+
+        def update(self, task, **kw) -> None:
+            self.seen.append("update")
+
+        def reset(self, task, **kw) -> None:
+            self.seen.append("reset")
+
+    class CopyDisplay(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.task_ids = [0]
+
+    rec, shown = Recorder(), CopyDisplay()
+    report = ProgressReport(rec, 0, None)
+    report.copy_display = shown  # as ``copying``'s first call leaves it
+    report.copied_stream = True
+    report.copying(10, 1, False)
+    report(1024)  # the replay's first report: the copy's display goes, the replay's clock restarts
+    assert shown.seen == ["update", "stop"] and report.copy_display is None
+    assert rec.seen == ["reset", "start", "update"]
+    report.stop()
+    assert rec.seen[-1] == "stop"
+
+
+# --- the command line: stderr a terminal or not ------------------------------------------------------------------
+
+
+def _run(args: list[str], data: bytes, tty: bool, hold: bool = False, tmpdir: Path | None = None):
+    """``gro-replay ARGS`` with ``data`` written to its standard input (a pipe) and stderr a pseudo-terminal
+    (``tty``) or a pipe: ``(exit code, stdout, stderr)``. ``hold``: the pipe is left open after ``data`` and the
+    process is sent SIGINT once its copy holds it all (``tmpdir``: its ``$TMPDIR``)."""
+    env = cli_env()
+    env.pop("NO_COLOR", None)
+    env["COLUMNS"] = "120"
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
+    ctl, term = pty.openpty() if tty else (None, None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from gro_replay.cli import entry; entry()", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=term if tty else subprocess.PIPE,
+        env=env,
+    )
+    err = bytearray()
+
+    def read_tty() -> None:
+        while True:
+            try:
+                chunk = os.read(ctl, 65536)
+            except OSError:  # EIO: the child closed its end
+                return
+            if not chunk:
+                return
+            err.extend(chunk)
+
+    reader = None
+    if tty:
+        os.close(term)
+        reader = threading.Thread(target=read_tty)
+        reader.start()
+    assert proc.stdin is not None and proc.stdout is not None
+    out = b""
+    try:
+        if hold:
+            proc.stdin.write(data)
+            proc.stdin.flush()
+            assert tmpdir is not None
+            deadline = time.monotonic() + 60
+            while not [q for q in tmpdir.iterdir() if q.stat().st_size == len(data)] or b"tunnel" not in err:
+                assert time.monotonic() < deadline and proc.poll() is None, bytes(err)
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=60)
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
+        else:
+            out, e = proc.communicate(data, timeout=300)
+            code = proc.returncode
+            if not tty:
+                err.extend(e)
+    finally:
+        if reader is not None:
+            reader.join(timeout=60)
+            os.close(ctl)
+        proc.kill()
+        proc.wait()
+    return code, out, bytes(err)
+
+
+def _doc(out: bytes) -> dict:
+    doc = json.loads(out)
+    doc["input"].pop("path")
+    return doc
+
+
+def test_a_terminal_shows_the_copy_then_the_replay_and_the_document_is_the_files(captures):
+    path = captures["vxlan4"]
+    want = _doc(
+        subprocess.run(
+            [*_cli(), str(path), "--vxlan-port", "auto", "--format", "json", "-q"],
+            capture_output=True,
+            env=cli_env(),
+            check=True,
+        ).stdout
+    )
+    data = path.read_bytes()
+    code, out, err = _run(["-", "--vxlan-port", "auto", "--format", "json"], data, tty=True)
+    assert code == 0, err
+    assert _doc(out) == want
+    text = _ANSI.sub(b"", err).decode()
+    size = f"{path.stat().st_size / 1000:.1f} kB"
+    assert "reading stdin to its end for tunnel ports: " in text
+    assert f"stdin ended after {size}, {_records(path)} frames: finding tunnel ports" in text
+    # the replay's display follows the copy's (the batch path reports from its first block)
+    assert text.index("replaying") > text.index("stdin ended after")
+    # every display erased: the terminal is left as it was (cursor shown again, last line cleared)
+    assert err.endswith(b"\x1b[2K")
+
+
+@pytest.mark.parametrize("opts", [("-q",), ()], ids=["quiet", "stderr-a-pipe"])
+def test_no_display_without_a_terminal_or_with_quiet(captures, opts):
+    path = captures["vxlan4"]
+    tty = bool(opts)  # -q on a terminal; without -q stderr a pipe
+    code, out, err = _run(
+        ["-", "--vxlan-port", "auto", "--format", "json", *opts], path.read_bytes(), tty=tty
+    )
+    assert code == 0 and err == b""
+    assert _doc(out)["input"]["tunnel_ports_detected"] == {}
+
+
+def test_sigint_while_copying_erases_the_display_and_removes_the_copy(captures, tmp_path):
+    code, _, err = _run(
+        ["-", "--vxlan-port", "auto"], captures["vxlan4"].read_bytes(), tty=True, hold=True, tmpdir=tmp_path
+    )
+    assert code == 130
+    assert b"reading stdin to its end for tunnel ports" in err
+    # the display erased before the one line of the interruption
+    assert err.endswith(b"gro-replay: interrupted\r\n") and b"\x1b[2Kgro-replay: interrupted" in err
+    assert not list(tmp_path.iterdir())
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-c", "from gro_replay.cli import entry; entry()"]
