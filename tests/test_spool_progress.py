@@ -346,8 +346,10 @@ def test_a_terminal_shows_the_copy_then_the_replay_and_the_document_is_the_files
     size = f"{path.stat().st_size / 1000:.1f} kB"
     assert "reading stdin to its end for tunnel ports: " in text
     assert f"stdin ended after {size}, {_records(path)} frames: finding tunnel ports" in text
-    # the replay's display follows the copy's (the batch path reports from its first block)
+    # the replay's display follows the copy's (the batch path reports from its first block), with the copy's size
+    # as its total, as a file's: a percentage
     assert text.index("replaying") > text.index("stdin ended after")
+    assert "%" in text[text.index("replaying") :] and "%" not in text[: text.index("replaying")]
     # every display erased: the terminal is left as it was (cursor shown again, last line cleared)
     assert err.endswith(b"\x1b[2K")
 

@@ -86,7 +86,7 @@ class ProgressReport:
 
     Before that, a stream copied for ``--vxlan-port auto`` (capture/spool.py) is shown while it is copied by
     ``copying``: a display of its own (``copy_text``), from the copy's first report (its header checked) until the
-    replay's display starts or ``stop``."""
+    replay's display starts (then with the copy's size as its total) or ``stop``."""
 
     def __init__(self, prog, task, total: int | None, name: str = "-") -> None:
         self.prog = prog
@@ -132,13 +132,23 @@ class ProgressReport:
             self.copy_display.stop()
             self.copy_display = None
 
+    def _replaying_the_copy(self) -> None:
+        """The replay's display once a stream has been copied: its clock restarted (elapsed, frames/s from the
+        replay's start, not the copy's); the copy being a regular file, its size (bytes) is the total, as a
+        file's: a bar, percentage, MB/s and time left."""
+        total = input_size(self.capture.source) if self.capture is not None and not self.total else None
+        if total:
+            self.prog = progress_display(total, self.prog.console)
+            self.task = self.prog.add_task("replaying", total=total, frames=0)
+            self.total = total
+        else:
+            self.prog.reset(self.task, frames=0)
+
     def __call__(self, frames: int) -> None:
         if not self.started:
             if self.copied_stream:
                 self._stop_copy_display()
-                self.prog.reset(
-                    self.task, frames=0
-                )  # elapsed and frames/s from the replay's start, not the copy's
+                self._replaying_the_copy()
             self.started = True
             self.prog.start()
         done = self.capture.bytes_consumed if self.capture is not None and self.total else None
