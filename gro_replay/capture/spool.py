@@ -94,8 +94,8 @@ def spooled(path: str, why: str, on_copy: OnCopy | None = None) -> Iterator[str]
                 meter = None
                 if on_copy is not None:
                     meter = _Meter(on_copy, RecordCounter.of(cap))
-                    # the bytes the header's reading copied (up to one read buffer): counted from the copy
-                    meter.add(memoryview(os.pread(out.fileno(), tee.copied, 0)), force=True)
+                    # the bytes the header's reading copied (a read buffer or so), then the rest as it comes
+                    meter.add(memoryview(tee.copied), force=True)
             _copy(src, out, path, why, tmp, meter)
             if meter is not None:
                 meter.end()
@@ -115,8 +115,8 @@ class _Tee(io.RawIOBase):
     def __init__(self, src, out, path: str, why: str, tmp: str) -> None:
         super().__init__()
         self._src, self._out, self._path, self._why, self._tmp = src, out, path, why, tmp
-        #: bytes written to the copy so far
-        self.copied = 0
+        #: the bytes written to the copy (the header's reading: a read buffer or a few)
+        self.copied = bytearray()
 
     def readable(self) -> bool:
         return True
@@ -124,7 +124,7 @@ class _Tee(io.RawIOBase):
     def readinto(self, b) -> int:
         n = self._src.readinto(b) or 0
         _write_all(self._out, memoryview(b).cast("B")[:n], self._path, self._why, self._tmp)
-        self.copied += n
+        self.copied += memoryview(b).cast("B")[:n]
         return n
 
 
