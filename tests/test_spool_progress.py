@@ -181,33 +181,31 @@ def test_records_too_dear_to_count_are_left_out(captures, tmp_path, monkeypatch)
     assert {c[1] for c in calls} == {None} and calls[-1] == (path.stat().st_size, None, True)
 
 
+class _Clock:
+    """A clock for capture/spool.py in place of ``time``: each ``monotonic()`` call moves it 10 ms on."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 0.01
+        return self.now
+
+
 def test_reports_come_at_most_every_quarter_second(tmp_path, monkeypatch):
-    # 200 blocks of a stream, each arriving 10 ms after the last (2 s): about 8 reports, not 200
+    # blocks of at most 4 kB of a 2.4 MB stream (600 and more), the copy's clock 10 or 20 ms on per block (a
+    # clock of its own: the test does not depend on the machine's load): a report every 0.25 s of it, not per block
     data = (SAMPLES / "vxlan-4flows-computed-csum.pcap").read_bytes()
     monkeypatch.setattr(spool, "COPY_BLOCK", 1 << 12)
+    clock = _Clock()
+    monkeypatch.setattr(spool, "time", clock)
     calls: list[float] = []
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-
-    stream = data + data[24:] * 3  # the records again after the header: 2.4 MB
-    piece = len(stream) // 200 + 1
-
-    def feed() -> None:
-        with open(fifo, "wb", buffering=0) as w:
-            for i in range(0, len(stream), piece):
-                w.write(stream[i : i + piece])
-                time.sleep(0.01)
-
-    t = threading.Thread(target=feed)
-    t.start()
-    try:
-        with spooled(str(fifo), "auto", lambda *a: calls.append(time.monotonic())):
-            pass
-    finally:
-        t.join()
-    gaps = [b - a for a, b in zip(calls[1:-2], calls[2:-1], strict=True)]
-    assert 3 <= len(calls) <= 2 + 2.5 / spool.REPORT_EVERY
-    assert min(gaps) >= spool.REPORT_EVERY * 0.99
+    stream = data + data[24:] * 3  # the records again after the header
+    with _fifo(tmp_path / "fifo", stream) as fifo, spooled(fifo, "auto", lambda *a: calls.append(clock.now)):
+        pass
+    gaps = [b - a for a, b in zip(calls[:-2], calls[1:-1], strict=True)]  # but the last, the end's
+    assert 10 <= len(calls) <= 2 + clock.now / spool.REPORT_EVERY
+    assert min(gaps) >= spool.REPORT_EVERY - 1e-9
 
 
 def test_the_lines_of_the_copy():
