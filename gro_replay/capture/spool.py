@@ -10,7 +10,8 @@ short, its truncated record counted alike). The copy is removed when the replay 
 SIGINT or SIGTERM stops it (the CLI turns both into exceptions that unwind the stack: cli/entry.py).
 
 Every other replay reads a stream as it comes, without a copy (``spooled`` is entered only for the options
-above: sim/api.py ``replay_capture``). Memory: one ``COPY_BLOCK`` buffer; disk: the stream's bytes.
+above: sim/api.py ``replay_capture``). Memory: one ``COPY_BLOCK`` buffer and the bytes read for the capture header
+(a 64 kB read buffer or a few); disk: the stream's bytes.
 
 The copy can be watched (``on_copy``: the CLI's progress display, cli/output.py ``ProgressReport.copying``): it is
 told the bytes copied and, for a capture that is not gzip-compressed, the records among them (``RecordCounter``,
