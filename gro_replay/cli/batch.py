@@ -91,7 +91,9 @@ def render_table(doc: dict, console: Console) -> None:
             cells.append(str(r["affected_flows"]) if r["affected_flows"] is not None else "-")
         cells.append(r["error"] or "")
         table.add_row(*cells)
-    console.print(table)
+    from ..report.table import uncut
+
+    console.print(uncut(table, console))
     t = doc["totals"]
     console.print(
         f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames in {t['seconds']:.1f} s",

@@ -171,8 +171,10 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     models = list(PROFILES.values()) + extra
     for line in profiles_lines(console.width):
         console.print(line, highlight=False, soft_wrap=True)
+    from ..report.table import uncut
+
     for t in switch_tables(models, console):
-        console.print(t)
+        console.print(uncut(t, console))
     for note in footnotes():
         for line in textwrap.wrap(note, console.width, subsequent_indent="  "):
             console.print(line, highlight=False, soft_wrap=True)
@@ -184,7 +186,7 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     for up, branches in STABLE_BACKPORTS.items():
         for br, (st, pt) in branches.items():
             b.add_row(up, f"linux-{br}.y", st[:12], f"{br}.{pt}")
-    console.print(b)
+    console.print(uncut(b, console))
     for m in extra:
         for n in m.notes:
             console.print(f"note ({m.name}): {n}", highlight=False)

@@ -127,6 +127,20 @@ def _rich_table(title: str, kernels, stages) -> Table:
     return t
 
 
+def uncut(table: Table, console: Console) -> Table:
+    """``table`` made safe for ``console``'s width: when its natural width (every cell on one line) does not fit,
+    every column wraps and folds a word longer than the column onto the next line (rich's ``overflow="fold"``)
+    instead of cutting it with an ellipsis or cropping a ``no_wrap`` cell, so that no number or name of a report is
+    ever shown cut short on a narrow terminal (``COLUMNS=40``). Returns ``table`` (changed in place)."""
+    from rich.measure import Measurement
+
+    if Measurement.get(console, console.options.update_width(1 << 20), table).maximum > console.width:
+        for col in table.columns:
+            col.no_wrap = False
+            col.overflow = "fold"
+    return table
+
+
 def render_tables(result, console: Console) -> None:
     """The numbers: one table with every stage side by side when it fits ``console.width``, else stacked (one
     table per stage); kernels by release."""
@@ -140,7 +154,7 @@ def render_tables(result, console: Console) -> None:
         console.print(wide)
         return
     for s in STAGES:
-        console.print(_rich_table(f"{title}: {STAGE_TITLES[s]}", kernels, (s,)))
+        console.print(uncut(_rich_table(f"{title}: {STAGE_TITLES[s]}", kernels, (s,)), console))
 
 
 def reason_lines(result) -> list[str]:

@@ -198,6 +198,8 @@ def render_table(cmp: dict, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from ..table import uncut
+
     limit = cmp["max_regression_pct"]
 
     def say(text: str, style: str | None = None) -> None:
@@ -211,7 +213,7 @@ def render_table(cmp: dict, console) -> None:
         t = _stage_table(k, no_wrap=True)
         if Measurement.get(console, console.options.update_width(1 << 20), t).maximum > console.width:
             t = _stage_table(k, no_wrap=False)  # too narrow for whole cells: wrap them rather than cut them
-        console.print(t)
+        console.print(uncut(t, console))
         changed = _changed_flows(k)
         if changed:
             ft = Table(
@@ -231,7 +233,7 @@ def render_table(cmp: dict, console) -> None:
                         Text(f"{ra['baseline']:.2f} → {ra['current']:.2f}", style=style),
                     ]
                 ft.add_row(*cells)
-            console.print(ft)
+            console.print(uncut(ft, console))
             if len(changed) > _FLOW_LIMIT:
                 say(f"… and {len(changed) - _FLOW_LIMIT:,} more changed flows (see --format json)")
         else:

@@ -1,0 +1,56 @@
+"""No report table cuts a cell on a narrow terminal (report/table.py ``uncut``).
+
+rich shortens a cell that does not fit its column to ``…`` (or crops a ``no_wrap`` one): on an 80-column terminal
+the diff's phys Δ of the fix sample read ``(+1,600.…``, the batch table's capture names and the kernels table's
+switch names were cut. Every table of every command (replay, diff, batch, kernels) now folds such a cell onto
+the next line when the table does not fit, so every number and name is there whole at any width.
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIX_SAMPLE, SAMPLES, VXLAN4_SAMPLE
+
+from gro_replay.cli import main
+
+WIDTHS = (40, 60, 80, 100)
+
+
+def _run(columns: int, *args) -> str:
+    r = CliRunner().invoke(main, [str(a) for a in args], env={"COLUMNS": str(columns)})
+    assert r.exit_code in (0, 1), r.output
+    return r.stdout
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory) -> tuple:
+    d = tmp_path_factory.mktemp("narrow")
+    out = []
+    for name, flag in (("post", "--fix"), ("pre", "--no-fix")):
+        path = d / f"{name}.json"
+        path.write_text(_run(120, FIX_SAMPLE, "--poll", "budget", flag, "--format", "json", "-q"))
+        out.append(path)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_no_table_cuts_a_cell(docs, columns):
+    post, pre = docs
+    outputs = {
+        "replay": _run(columns, VXLAN4_SAMPLE),
+        "replay 3 kernels": _run(
+            columns, FIX_SAMPLE, "--kernel", "4.19", "--kernel", "5.10", "--kernel", "6.18"
+        ),
+        "diff": _run(columns, "diff", post, pre, "--max-regression", "5"),
+        "batch": _run(columns, "batch", *sorted(SAMPLES.glob("*.pcap"))),
+        "kernels": _run(columns, "kernels", "--kernel", "5.4.0-42-generic"),
+    }
+    for what, text in outputs.items():
+        assert "…" not in text, (what, columns, text)
+
+
+def test_the_diff_cell_is_whole_when_it_fits(docs):
+    """At 120 columns (a pipe's width) the fix sample's phys skbs 1 → 17 reads +16 (+1,600.0%) on one line."""
+    post, pre = docs
+    assert "(+1,600.0%)" in _run(120, "diff", post, pre)
