@@ -158,9 +158,9 @@ def kernels_cmd(kernel_rel, fmt) -> None:
             raise UsageError(str(e)) from None
         if m.release not in PROFILES:
             extra.append(m)
-    from ..report.verdict import _release_key
+    from ..report.verdict import release_order
 
-    extra.sort(key=lambda m: _release_key(m.release))  # by release, as every report orders kernels
+    extra.sort(key=release_order)  # by release, as every report orders kernels
     doc = kernels_document(tuple(extra))
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))

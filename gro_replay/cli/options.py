@@ -326,11 +326,11 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
                 )
             named[k.name] = r
             given.append(k)
-        from ..report.verdict import _release_key
+        from ..report.verdict import release_order
 
         # one order for every output (table, text lines, SUMMARY, JSON, explain, trace tags): by release, oldest
         # first; a stable sort, so kernels of one release keep the options' order
-        return tuple(sorted(given, key=lambda k: _release_key(k.release)))
+        return tuple(sorted(given, key=release_order))
     if fix is None:
         return (K_5_11, K_5_12)
     return (K_5_12,) if fix else (K_5_11,)

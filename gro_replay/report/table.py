@@ -71,9 +71,10 @@ def _delta(a, b) -> Text:
 
 def kernels_by_release(result) -> list:
     """The result's kernels ordered by release (oldest first), whatever the order of the options."""
-    from .verdict import _release_key
+    from .verdict import release_order
 
-    return sorted(result.kernels, key=lambda k: _release_key(k.release))
+    models = {m.name: m for m in getattr(result.config, "kernels", ()) if m is not None}
+    return sorted(result.kernels, key=lambda k: release_order(models.get(k.name, k)))
 
 
 def table_title(kernels) -> str:

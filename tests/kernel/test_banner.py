@@ -350,3 +350,31 @@ def test_whose_kernel_a_string_names():
     )
     # an upstream release string with Debian's uname -v: Debian built it
     assert resolve_kernel("5.10.162 #1 SMP Debian 5.10.162-1 (2023-01-21)").vendor == "Debian"
+
+
+def test_kernels_are_ordered_by_the_release_their_string_names():
+    """Every output orders kernels oldest first (report/verdict/facts.py ``release_order``) by the release the
+    string names, not by its name: Debian's 5.10.0-21-amd64 built from 5.10.162 comes after 5.10.20 (the table's
+    Δ then reads 5.10.20 → 5.10.162, not backwards), a Debian 5.12~rc2 package after 5.4 and between 5.11.22
+    and 5.12 (a release candidate precedes its release)."""
+    from gro_replay.report.verdict import release_order
+
+    debian = resolve_kernel("5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)")
+    rc = resolve_kernel("#1 SMP Debian 5.12~rc2-1~exp1 (2021-03-10)")
+    order = [resolve_kernel(t) for t in ("5.4", "5.10.20", "5.11.22", "5.12")] + [debian, rc]
+    assert [m.name for m in sorted(order, key=release_order)] == [
+        "5.4",
+        "5.10.20",
+        "5.10.0-21-amd64",
+        "5.11.22",
+        "5.12~rc2-1~exp1",
+        "post-fix",
+    ]
+    for pair, names in (
+        (["5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)", "5.10.20"], "5.10.20,5.10.0-21-amd64"),
+        (["#1 SMP Debian 5.12~rc2-1~exp1 (2021-03-10)", "5.4"], "5.4,5.12~rc2-1~exp1"),
+    ):
+        args = [str(FIX_SAMPLE), "-q", "--no-hist"] + [a for k in pair for a in ("--kernel", k)]
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+        assert f"SUMMARY kernels={names} " in r.stdout

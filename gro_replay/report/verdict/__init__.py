@@ -54,6 +54,7 @@ from .facts import (
     _split_ident,
     _split_texts,
     facts_of,
+    release_order,
 )
 from .tally import _Tally
 from .words import (
@@ -88,6 +89,7 @@ __all__ = [
     "_break_reasons",
     "_model_of",
     "_release_key",
+    "release_order",
     "_split_fields",
     "_split_ident",
     "_split_texts",

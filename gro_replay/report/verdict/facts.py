@@ -4,6 +4,7 @@ kernels' release order and models, and the inner flows carried under several out
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
@@ -63,6 +64,19 @@ def _release_key(release: str) -> tuple:
     return tuple(out)
 
 
+def release_order(m) -> tuple[int, ...]:
+    """The order of kernel model ``m`` among releases (oldest first): by the version its string names, not by its
+    name — a distribution kernel by the upstream release it is built from (``vendor_base``: Debian's
+    ``5.10.0-21-amd64`` built from 5.10.162 after 5.10.20), a release candidate before its release and after
+    the one before (``pre_release``: 5.12-rc2 between 5.11.x and 5.12). ``(major, minor, point, rc)`` with
+    point -1 for a release candidate, else rc 0."""
+    rc = re.fullmatch(r"(\d+)\.(\d+)-rc(\d+)", getattr(m, "pre_release", "") or "", re.ASCII)
+    if rc is not None:
+        return (int(rc[1]), int(rc[2]), -1, int(rc[3]))
+    key = _release_key(getattr(m, "vendor_base", "") or m.release)
+    return (*(key + (0, 0, 0))[:3], 0)
+
+
 #: the name a counterfactual kernel takes: NAME + this (``fix_counterfactuals``)
 COUNTERFACTUAL_SUFFIX = "+89e5c58fc1e2"
 
@@ -70,7 +84,7 @@ COUNTERFACTUAL_SUFFIX = "+89e5c58fc1e2"
 def fix_sides(models: list) -> tuple[list, list]:
     """``(without, with_fix)``: the kernel models of ``models`` (None entries skipped) lacking / carrying
     89e5c58fc1e2, each by release, oldest first. The verdict compares ``without[-1]`` with ``with_fix[0]``."""
-    order = sorted((m for m in models if m is not None), key=lambda m: _release_key(m.release))
+    order = sorted((m for m in models if m is not None), key=release_order)
     return [m for m in order if not m.udp_tunnel_gate_checks_uh_check], [
         m for m in order if m.udp_tunnel_gate_checks_uh_check
     ]
