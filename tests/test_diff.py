@@ -363,3 +363,23 @@ def test_pct_text_one_rule():
         "<0.1%",
         "-<0.1%",
     ]
+
+
+def test_diff_notes_a_kernel_name_that_is_another_model(tmp_path):
+    """One Debian kernel named by its uname -r alone (5.10 without stable backports: lacks 89e5c58fc1e2) and by
+    its uname -rv (built from 5.10.162: carries it since 5.10.24, kernel/model.py STABLE_BACKPORTS): the same name
+    in both documents, two models. The diff pairs them by name and says the models differ, so the regression it
+    finds (phys segments per skb 8.50 → 1.00) is not read as the kernel's own."""
+    docs = []
+    for i, k in enumerate(("5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)", "5.10.0-21-amd64")):
+        r = run(FIX_SAMPLE, "--kernel", k, "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        docs.append(tmp_path / f"{i}.json")
+        docs[-1].write_text(r.stdout)
+    r = run("diff", *docs)
+    note = (
+        "note: kernel 5.10.0-21-amd64 is another model in the two documents (vendor_base '5.10.162' → '5.10'; "
+        "backports ['89e5c58fc1e2', '8dc1c444df19'] → []; carries 89e5c58fc1e2 True → False)"
+    )
+    assert note in r.stdout and r.exit_code == 1
+    assert "another model" not in run("diff", docs[0], docs[0]).stdout

@@ -171,6 +171,38 @@ def _config_notes(base: dict, cur: dict) -> list[str]:
             notes.append(f"config {key}: {bc.get(key)!r} → {cc.get(key)!r}")
     if base.get("backend") != cur.get("backend"):
         notes.append(f"backend: {base.get('backend')} → {cur.get('backend')}")
+    return notes + _kernel_model_notes(base, cur)
+
+
+#: what makes a kernel's model (``config.kernels[]``) another model under the same name, read by ``_model_words``
+_MODEL_FIELDS = ("release", "base", "vendor", "vendor_base", "pre_release")
+
+
+def _model_words(k: dict) -> dict:
+    words = {f: k.get(f) for f in _MODEL_FIELDS}
+    words["backports"] = sorted(b.get("upstream", "") for b in k.get("backports") or ())
+    words["carries 89e5c58fc1e2"] = (k.get("fix_89e5c58fc1e2") or {}).get("carried")
+    return words
+
+
+def _kernel_model_notes(base: dict, cur: dict) -> list[str]:
+    """A note per kernel name whose model differs between the documents (``config.kernels[]``: release, base,
+    vendor base, pre-release, stable backports, whether it carries the fix): e.g. ``--kernel 5.10.0-21-amd64``
+    and ``--kernel "$(uname -rv)"`` name one Debian kernel by name but two models (5.10 and 5.10.162), so a change
+    between the documents may be the model's, not the kernel's."""
+    cur_by = {k.get("name"): k for k in cur.get("config", {}).get("kernels") or () if isinstance(k, dict)}
+    notes = []
+    for k in base.get("config", {}).get("kernels") or ():
+        other = cur_by.get(k.get("name")) if isinstance(k, dict) else None
+        if other is None:
+            continue
+        a, b = _model_words(k), _model_words(other)
+        changed = [f"{f} {a[f]!r} → {b[f]!r}" for f in a if a[f] != b[f]]
+        if changed:
+            notes.append(
+                f"kernel {k.get('name')} is another model in the two documents ({'; '.join(changed)}): a change "
+                "between them may be the model's, not the kernel's"
+            )
     return notes
 
 
