@@ -174,7 +174,7 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
     v = flow["verdict"]
     assert (v["affected"], v["gate_refusals_zero_csum"], v["stack_traversals_saved"]) == (False, 4, 0)
     assert (v["phys_skbs_pre_fix"], v["phys_skbs_post_fix"]) == (4, 4)
-    assert "not merged either" in v["why"]
+    assert "its frames are not merged further" in v["why"]
     assert doc["verdict"]["affected"] is False
     assert (
         "refuses 4 frame(s) for their zero outer UDP checksum, but the post-fix kernel does not merge"

@@ -33,7 +33,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "kernel/release.py::resolve_kernel": "the release-string grammar (stable, rc, distribution builds), a note per case",
     "packet/columns.py::_layout": "the header layout of a block as numpy passes over every layer, in order",
     "oracle/replay.py::run_kernel": "the kernel backend's run: namespaces, devices, injection, tracing, teardown",
-    "validate.py::kernel_result": "the kernel backend's deliveries per device collected in one pass",
 }
 MAX_FUNCTION_LINES = 80
 
