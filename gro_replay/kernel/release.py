@@ -104,7 +104,8 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
     more; else upstream X.Y with the stable backports of the X.Y.Z it names (its pre-release for X.Y-rcN), named
     ``b.name``, with the vendor's note: the vendor's own patches stay unknown, the stable base is now known.
 
-    Raises: ValueError when the release and the version the string names differ in X.Y (two kernels), and as
+    Raises: ValueError when the release and the version the string names differ in X.Y or, for a release
+    candidate, in its rc (two kernels), and as
     ``resolve_kernel`` does for the release or the named version.
     """
     m = resolve_kernel(b.release) if b.release else None
@@ -126,7 +127,14 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
             f"({s.version}): two different kernels (give one machine's uname -rv, /proc/version or "
             "/proc/version_signature)"
         )
-    up = resolve_kernel(xy if s.rc is None else f"{xy}-rc{s.rc}")
+    named = xy if s.rc is None else f"{xy}-rc{s.rc}"
+    if m is not None and m.pre_release and m.pre_release != named:
+        raise ValueError(
+            f"kernel string {shown(text)}: its release {b.release} is {m.pre_release} but its {s.where} names "
+            f"{s.what} ({named}): two different kernels (give one machine's uname -rv, /proc/version or "
+            "/proc/version_signature)"
+        )
+    up = resolve_kernel(named)
     point = s.point if s.rc is None and up.base == xy else 0
     model = with_stable(up, point, b.name) if point else replace(up, name=b.name, release=b.name)
     d = parse_distro_release(b.release) if b.release else None

@@ -378,3 +378,18 @@ def test_kernels_are_ordered_by_the_release_their_string_names():
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, r.output
         assert f"SUMMARY kernels={names} " in r.stdout
+
+
+def test_a_release_candidate_and_a_package_of_another_rc_are_two_kernels():
+    """A uname -r of 5.12-rc1 with a uname -v naming Debian's 5.12~rc2 package names two kernels: refused as a
+    release and a version of different X.Y are (exit 2, one line), not run as rc2 — which carries 89e5c58fc1e2
+    (v5.12-rc2) where rc1 lacks it. The same rc in both is one kernel, with the fix."""
+    bad = "5.12.0-rc1-amd64 #1 SMP Debian 5.12~rc2-1~exp1 (2021-03-10)"
+    with pytest.raises(
+        ValueError, match=r"is 5\.12-rc1 but its uname -v names .*\(5\.12-rc2\): two different kernels"
+    ):
+        resolve_kernel(bad)
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", bad])
+    assert r.exit_code == 2 and "Traceback" not in r.output and "two different kernels" in r.output
+    good = resolve_kernel("5.12.0-rc2-amd64 #1 SMP Debian 5.12~rc2-1~exp1 (2021-03-10)")
+    assert good.pre_release == "5.12-rc2" and good.udp_tunnel_gate_checks_uh_check
