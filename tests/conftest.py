@@ -152,3 +152,19 @@ def on_a_terminal(*args: str) -> tuple[int, bytes]:
         out += chunk
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), out
+
+
+def read_terminal(ctl: int, out: bytearray | None = None) -> bytes:
+    """Everything a child wrote to the pseudo-terminal whose controlling side is ``ctl``, until it closed its end
+    (EIO) or the end of file; each chunk is added to ``out`` as it arrives (a reader thread's buffer that the test
+    watches), when given."""
+    out = bytearray() if out is None else out
+    while True:
+        try:
+            chunk = os.read(ctl, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        out.extend(chunk)
+    return bytes(out)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, read_terminal
 
 from gro_replay.cli import main
 from gro_replay.cli.app import mount_all
@@ -62,15 +62,7 @@ def _stderr_on_a_terminal(args: list[str]) -> tuple[int, bytes]:
         env=env,
     )
     os.close(term)
-    out = b""
-    while True:
-        try:
-            data = os.read(ctl, 65536)
-        except OSError:  # EIO: the child closed its end
-            break
-        if not data:
-            break
-        out += data
+    out = read_terminal(ctl)
     os.close(ctl)
     return proc.wait(timeout=120), out
 

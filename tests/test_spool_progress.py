@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env
+from conftest import ROOT, cli_env, read_terminal
 from test_interface_pipes import _fifo
 
 from gro_replay.capture import spool
@@ -277,14 +277,7 @@ def _run(args: list[str], data: bytes, tty: bool, hold: bool = False, tmpdir: Pa
     err = bytearray()
 
     def read_tty() -> None:
-        while True:
-            try:
-                chunk = os.read(ctl, 65536)
-            except OSError:  # EIO: the child closed its end
-                return
-            if not chunk:
-                return
-            err.extend(chunk)
+        read_terminal(ctl, err)
 
     reader = None
     if tty:
