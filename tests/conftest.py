@@ -168,3 +168,12 @@ def read_terminal(ctl: int, out: bytearray | None = None) -> bytes:
             break
         out.extend(chunk)
     return bytes(out)
+
+
+def in_a_session() -> None:
+    """``preexec_fn`` of a child that is sent SIGHUP as a terminal or ssh session's end would send it: the
+    default disposition, whatever the test process inherited (a suite run under nohup ignores SIGHUP, and an
+    ignored signal stays ignored through exec, which the tool keeps on purpose: tests/test_outputs.py)."""
+    import signal
+
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)

@@ -19,7 +19,7 @@ import time
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import CLI, FIX_SAMPLE, cli_env, without_engine
+from conftest import CLI, FIX_SAMPLE, cli_env, in_a_session, without_engine
 
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
@@ -226,6 +226,7 @@ def _interrupt(args, stdin: bytes | None, wait_for, sig: int = signal.SIGINT) ->
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=cli_env(),
+        preexec_fn=in_a_session,
     )
     try:
         if stdin is not None:

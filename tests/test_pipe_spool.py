@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLI, cli_env
+from conftest import CLI, cli_env, in_a_session
 from test_interface_pipes import _fifo
 
 from gro_replay.capture import spool
@@ -333,6 +333,7 @@ def test_a_signal_while_copying_removes_the_copy(tmp_path, sig, code, line):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
+        preexec_fn=in_a_session,
     ) as p:
         assert p.stdin is not None and p.stderr is not None
         p.stdin.write(data[: len(data) // 2])
