@@ -557,7 +557,14 @@ def test_refusals_at_both_stages_are_counted_alike_in_words_and_json():
 
 # -- one kernel: the sentence names the stage whose gate refused (KernelFacts.refused_at) -----------------------------
 _LACKS_511 = "pre-fix (v5.11) lacks 89e5c58fc1e2 (linux-5.11.y carries it since 5.11.7, as 9b815b6efaf8)"
-_ADVICE_NO_FIX = "run without --no-fix (5.11 beside 5.12, which carries the fix) to see what the fix saves"
+#: what the counterfactual (pre-fix with 89e5c58fc1e2 applied, report/verdict/facts.py fix_counterfactuals) measures
+#: for the 4 contiguous segments of _stage_capture, one poll: plain VXLAN merges at the phys device after the fix
+#: (gro-spec §4.5: 4 phys skbs → 1, the tunnel's 1 unchanged); VXLAN in VXLAN stops at the nested header at the phys
+#: device in every kernel (§4.4 encap_mark) and merges at the cell after the fix (tunnel 4 → 1)
+_MEASURED = "with 89e5c58fc1e2 applied (measured: the same kernel model replayed beside it) they go up in "
+_THEN_NO_FIX = "run without --no-fix to compare with 5.12, a released kernel carrying it"
+_ADVICE_PHYS = f"{_MEASURED}3 fewer phys skbs (each one IP/UDP/tunnel decapsulation); {_THEN_NO_FIX}"
+_ADVICE_TUNNEL = f"{_MEASURED}3 fewer skbs handed up by the tunnel device; {_THEN_NO_FIX}"
 _PHYS_GATE = (
     "outer UDP checksum is 0 and the NIC marks them CHECKSUM_UNNECESSARY level 0 (assumed: --rx-csum unnecessary, "
     "the default; --nic DRIVER models a driver), so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses "
@@ -576,9 +583,9 @@ _STAGE_CASES = {
     "phys": (
         {"phys": 4, "tunnel": 0},
         f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose phys-device "
-        f"aggregation (4 frames refused by udp_gro_receive at the phys device: {_PHYS_GATE}); {_ADVICE_NO_FIX}.",
+        f"aggregation (4 frames refused by udp_gro_receive at the phys device: {_PHYS_GATE}); {_ADVICE_PHYS}.",
         f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the phys device (UDP checksum 0, csum_cnt 0, "
-        f"csum_valid 0); {_ADVICE_NO_FIX}",
+        f"csum_valid 0); {_ADVICE_PHYS}",
         "4 frames refused by the zero-checksum gate at the phys device",
     ),
     # VXLAN in VXLAN, outer checksum computed, inner 0, CHECKSUM_UNNECESSARY level 0. Phys: row 4 (the NIC's level
@@ -591,9 +598,9 @@ _STAGE_CASES = {
         f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose aggregation at the "
         "tunnel device's gro_cells (4 frames refused there by udp_gro_receive: a tunnel inside the tunnel whose UDP "
         "checksum is 0, csum_cnt 0, csum_valid 0; at the phys device udp_gro_receive does not refuse them); "
-        f"{_ADVICE_NO_FIX}.",
+        f"{_ADVICE_TUNNEL}.",
         f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the tunnel device's gro_cells (a tunnel inside "
-        f"the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); {_ADVICE_NO_FIX}",
+        f"the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); {_ADVICE_TUNNEL}",
         "4 frames refused by the zero-checksum gate at the tunnel device's gro_cells",
     ),
     # VXLAN in VXLAN, both checksums 0: row 3 at the phys device, and row 3 again at the cell (the zero outer
@@ -606,10 +613,10 @@ _STAGE_CASES = {
         f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose aggregation at the "
         "tunnel device's gro_cells (4 frames refused there by udp_gro_receive: a tunnel inside the tunnel whose UDP "
         f"checksum is 0, csum_cnt 0, csum_valid 0; at the phys device it refuses their outer header too, which costs "
-        f"nothing: {_NESTED_PHYS}); {_ADVICE_NO_FIX}.",
+        f"nothing: {_NESTED_PHYS}); {_ADVICE_TUNNEL}.",
         f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the tunnel device's gro_cells (a tunnel inside "
         "the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); it also refuses 4 of its 4 frames at the phys device "
-        f"(UDP checksum 0, csum_cnt 0, csum_valid 0), which costs nothing: {_NESTED_PHYS}; {_ADVICE_NO_FIX}",
+        f"(UDP checksum 0, csum_cnt 0, csum_valid 0), which costs nothing: {_NESTED_PHYS}; {_ADVICE_TUNNEL}",
         "4 frames refused by the zero-checksum gate at the phys device and again at the tunnel device's gro_cells",
     ),
 }

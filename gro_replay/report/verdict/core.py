@@ -343,7 +343,7 @@ class Verdict(CaptureSentences):
                 f"costs nothing: {self._costless_because(k, fv, why)}"
             )
         if not fv.nested:
-            return f"{lacks}: udp_gro_receive refuses {refusal_places(k, gate)}; {fix_advice(self.result.config)}"
+            return f"{lacks}: udp_gro_receive refuses {refusal_places(k, gate)}; {self._advice(k, fv)}"
         frames = f"{k.frames:,} {plural(k.frames, 'frame')}"
         phys, tunnel = k.gate_zero["phys"], k.gate_zero["tunnel"]
         costless = f"{phys:,} of its {frames} at {STAGE_NAMES['phys']} ({gate}), which costs nothing: {NESTED_PHYS_WORDS}"
@@ -352,7 +352,15 @@ class Verdict(CaptureSentences):
         text = f"{lacks}: udp_gro_receive refuses {tunnel:,} of its {frames} at {STAGE_NAMES['tunnel']} (a tunnel inside the tunnel: {gate})"
         if phys:
             text += f"; it also refuses {costless}"
-        return f"{text}; {fix_advice(self.result.config)}"
+        return f"{text}; {self._advice(k, fv)}"
+
+    def _advice(self, k: KernelFacts, fv: FlowVerdict) -> str:
+        """``fix_advice`` for flow ``fv`` in kernel ``k``, with what ``k``'s counterfactual saves where it ran."""
+        shadow = fv.shadows.get(k.name)
+        saved = (
+            None if shadow is None else {s: max(k.skbs[s] - shadow.skbs[s], 0) for s in ("phys", "tunnel")}
+        )
+        return fix_advice(self.result.config, saved)
 
     # -- the capture -----------------------------------------------------------------------------------------------
     def _capture_outcome(self) -> str:

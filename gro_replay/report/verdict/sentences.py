@@ -345,7 +345,7 @@ class CaptureSentences:
                 text = (
                     f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
                     f"the zero-checksum bug: {self._refusal_text(refused)}{costless}; "
-                    f"{fix_advice(self.result.config)}."
+                    f"{fix_advice(self.result.config, t.shadow_saved.get(k.name))}."
                 )
                 return text + self._unmerged_note(k)
             if k.refused:

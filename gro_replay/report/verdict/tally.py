@@ -96,6 +96,8 @@ class _Tally:
         self.affected_kept: list[tuple[int, FlowVerdict]] = []  # max-heap by -fid of the lowest ids
         self.aff_gate_zero = 0
         self.aff_saved = {"phys": 0, "tunnel": 0}
+        #: per kernel without the fix whose counterfactual ran: the skbs fewer it delivers for the affected flows
+        self.shadow_saved: dict[str, dict[str, int]] = {}
         # affected flows that the fix saves phys skbs for ("phys_aff") and the others ("tun_only")
         self.pa = 0
         self.pa_first: FlowVerdict | None = None
@@ -190,6 +192,11 @@ class _Tally:
             self.aff_saved[s] += fv.saved(s)
         for k in fv.kernels:
             self.refusals[k.name].add(fv, k)
+            shadow = fv.shadows.get(k.name)
+            if shadow is not None:
+                got = self.shadow_saved.setdefault(k.name, {"phys": 0, "tunnel": 0})
+                for s in ("phys", "tunnel"):
+                    got[s] += max(k.skbs[s] - shadow.skbs[s], 0)
         if fv.pre is None or fv.post is None:
             return  # no comparison: what follows is only said when a kernel without and one with the fix ran
         if fv.saved("phys"):

@@ -197,16 +197,36 @@ def stable_fix_hint(model) -> str:
     return f" (linux-{branch}.y carries it since {branch}.{took[1]}, as {took[0][:12]})"
 
 
-def fix_advice(cfg) -> str:
+def fix_advice(cfg, saved: dict | None = None) -> str:
     """Options that show what the fix saves, from the user's own invocation (``ReplayConfig.kernels_option``):
     after --no-fix, leaving it out runs 5.11 beside 5.12; after --kernel, another --kernel adds a kernel (--kernel
-    and --fix/--no-fix are exclusive: cli/options.py ``_kernels``)."""
+    and --fix/--no-fix are exclusive: cli/options.py ``_kernels``). ``saved``: what the fix measured on the same
+    kernel model saves (``{"phys": skbs, "tunnel": skbs}``: its counterfactual, report/verdict/facts.py
+    ``fix_counterfactuals``), said first; the options then compare with a released kernel carrying it."""
     how = getattr(cfg, "kernels_option", "")
+    if saved is None:
+        if how == "no-fix":
+            return "run without --no-fix (5.11 beside 5.12, which carries the fix) to see what the fix saves"
+        if how == "kernel":
+            return "add --kernel 5.12 (a kernel carrying the fix) to see what the fix saves"
+        return "compare with a kernel carrying the fix (5.12) to see what the fix saves"
     if how == "no-fix":
-        return "run without --no-fix (5.11 beside 5.12, which carries the fix) to see what the fix saves"
-    if how == "kernel":
-        return "add --kernel 5.12 (a kernel carrying the fix) to see what the fix saves"
-    return "compare with a kernel carrying the fix (5.12) to see what the fix saves"
+        advice = "run without --no-fix to compare with 5.12, a released kernel carrying it"
+    elif how == "kernel":
+        advice = "add --kernel 5.12 to compare with a released kernel carrying it"
+    else:
+        advice = "compare with 5.12, a released kernel carrying it"
+    parts = []
+    if saved["phys"]:
+        parts.append(
+            f"{saved['phys']:,} fewer phys {plural(saved['phys'], 'skb')} (each one IP/UDP/tunnel decapsulation)"
+        )
+    if saved["tunnel"]:
+        parts.append(
+            f"{saved['tunnel']:,} fewer {plural(saved['tunnel'], 'skb')} handed up by the tunnel device"
+        )
+    measured = " and ".join(parts) or "no fewer skbs"
+    return f"with {FIX_COMMIT} applied (measured: the same kernel model replayed beside it) they go up in {measured}; {advice}"
 
 
 def lacks_fix_words(model, label: str) -> str:
