@@ -378,8 +378,34 @@ def test_diff_notes_a_kernel_name_that_is_another_model(tmp_path):
         docs[-1].write_text(r.stdout)
     r = run("diff", *docs)
     note = (
-        "note: kernel 5.10.0-21-amd64 is another model in the two documents (vendor_base '5.10.162' → '5.10'; "
-        "backports ['89e5c58fc1e2', '8dc1c444df19'] → []; carries 89e5c58fc1e2 True → False)"
+        'note: kernel 5.10.0-21-amd64 is another model in the two documents (vendor_base "5.10.162" → "5.10"; '
+        'backports ["89e5c58fc1e2", "8dc1c444df19"] → []; carries 89e5c58fc1e2 true → false)'
     )
     assert note in r.stdout and r.exit_code == 1
     assert "another model" not in run("diff", docs[0], docs[0]).stdout
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", [1]),
+        ("backports", [{"upstream": None}, {"upstream": "x"}, 3]),
+        ("backports", "abc"),
+        ("fix_89e5c58fc1e2", "yes"),
+        ("release", None),
+    ],
+)
+def test_diff_reads_odd_kernel_entries_without_failing(docs, tmp_path, field, value):
+    """config.kernels[] fields of another type than the tool writes (the schema lets them through): the model
+    note compares them as found, never assumes their type, and a name that is not a string pairs nothing."""
+    doc = json.loads(docs["pre"].read_text())
+    doc["config"]["kernels"][0][field] = value
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(doc))
+    for pair in ((docs["pre"], odd), (odd, odd)):
+        r = run("diff", *pair)
+        assert r.exit_code in (0, 1) and "internal error" not in r.output, r.output
+    if field != "name":
+        assert f"note: kernel pre-fix is another model in the two documents ({field}" in run(
+            "diff", docs["pre"], odd
+        ).stdout.replace("carries 89e5c58fc1e2", "fix_89e5c58fc1e2")

@@ -1,12 +1,15 @@
-"""No report table cuts a cell on a narrow terminal (report/table.py ``uncut``).
+"""No report table cuts a cell on a narrow terminal (report/table.py ``print_uncut``).
 
 rich shortens a cell that does not fit its column to ``…`` (or crops a ``no_wrap`` one): on an 80-column terminal
 the diff's phys Δ of the fix sample read ``(+1,600.…``, the batch table's capture names and the kernels table's
-switch names were cut. Every table of every command (replay, diff, batch, kernels) now folds such a cell onto
-the next line when the table does not fit, so every number and name is there whole at any width.
+switch names were cut; folding every cell instead split 23,244 into "23,24" over "4", another number. Every table
+of every command (replay, diff, batch, kernels) now folds only its text columns and keeps each number on one line,
+printing wider than the terminal when it must: every number of the wide rendering is there whole at any width.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +17,9 @@ from conftest import FIX_SAMPLE, SAMPLES, VXLAN4_SAMPLE
 
 from gro_replay.cli import main
 
-WIDTHS = (40, 60, 80, 100)
+WIDTHS = (20, 30, 40, 60, 80, 100)
+#: a number as the reports print it: 24,774 / -1,530 / 8.50 / +1,600.0%
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?%?")
 
 
 def _run(columns: int, *args) -> str:
@@ -48,6 +53,10 @@ def test_no_table_cuts_a_cell(docs, columns):
     }
     for what, text in outputs.items():
         assert "…" not in text, (what, columns, text)
+    wide = _run(200, FIX_SAMPLE, "--kernel", "4.19", "--kernel", "5.10", "--kernel", "6.18")
+    assert set(NUMBER.findall(wide)) <= set(NUMBER.findall(outputs["replay 3 kernels"])), columns
+    wide = _run(200, "diff", post, pre, "--max-regression", "5")
+    assert set(NUMBER.findall(wide)) <= set(NUMBER.findall(outputs["diff"])), columns
 
 
 def test_the_diff_cell_is_whole_when_it_fits(docs):

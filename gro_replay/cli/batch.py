@@ -91,9 +91,9 @@ def render_table(doc: dict, console: Console) -> None:
             cells.append(str(r["affected_flows"]) if r["affected_flows"] is not None else "-")
         cells.append(r["error"] or "")
         table.add_row(*cells)
-    from ..report.table import uncut
+    from ..report.table import print_uncut
 
-    console.print(uncut(table, console))
+    print_uncut(console, table)
     t = doc["totals"]
     console.print(
         f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames in {t['seconds']:.1f} s",

@@ -171,10 +171,10 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     models = list(PROFILES.values()) + extra
     for line in profiles_lines(console.width):
         console.print(line, highlight=False, soft_wrap=True)
-    from ..report.table import uncut
+    from ..report.table import print_uncut
 
     for t in switch_tables(models, console):
-        console.print(uncut(t, console))
+        print_uncut(console, t)
     for note in footnotes():
         for line in textwrap.wrap(note, console.width, subsequent_indent="  "):
             console.print(line, highlight=False, soft_wrap=True)
@@ -186,7 +186,7 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     for up, branches in STABLE_BACKPORTS.items():
         for br, (st, pt) in branches.items():
             b.add_row(up, f"linux-{br}.y", st[:12], f"{br}.{pt}")
-    console.print(uncut(b, console))
+    print_uncut(console, b)
     for m in extra:
         for n in m.notes:
             console.print(f"note ({m.name}): {n}", highlight=False)

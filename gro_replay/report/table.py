@@ -128,18 +128,35 @@ def _rich_table(title: str, kernels, stages) -> Table:
     return t
 
 
-def uncut(table: Table, console: Console) -> Table:
-    """``table`` made safe for ``console``'s width: when its natural width (every cell on one line) does not fit,
-    every column wraps and folds a word longer than the column onto the next line (rich's ``overflow="fold"``)
-    instead of cutting it with an ellipsis or cropping a ``no_wrap`` cell, so that no number or name of a report is
-    ever shown cut short on a narrow terminal (``COLUMNS=40``). Returns ``table`` (changed in place)."""
+def print_uncut(console: Console, table: Table) -> None:
+    """Print ``table`` on ``console`` with no cell cut short: when its natural width (every cell on one line) does
+    not fit, the text columns (left-justified: metric labels, flow names, switch names) wrap and fold a word longer
+    than the column, while the number columns (right-justified) keep each cell on one line, and if even then the
+    table is wider than the console it is printed at the width it needs (the terminal wraps the lines; nothing is
+    dropped). rich's default cuts such a cell with an ellipsis or crops it: the diff's phys Δ of the fix sample read
+    "(+1,600.…" at 80 columns, and folding numbers split 23,244 into "23,24" over "4", a different number."""
     from rich.measure import Measurement
 
-    if Measurement.get(console, console.options.update_width(1 << 20), table).maximum > console.width:
-        for col in table.columns:
-            col.no_wrap = False
-            col.overflow = "fold"
-    return table
+    wide = console.options.update_width(1 << 20)
+    if Measurement.get(console, wide, table).maximum <= console.width:
+        console.print(table)
+        return
+    from rich.cells import cell_len
+
+    need = 4  # the outer edges' padding
+    for col in table.columns:
+        numbers = col.justify == "right"
+        col.no_wrap = numbers
+        col.overflow = "fold"
+        lines = [ln for c in (col.header, *col.cells) for ln in str(getattr(c, "plain", c)).splitlines()]
+        words = [cell_len(w) for ln in lines for w in (ln.split() if not numbers else [ln])]
+        need += 2 + (max(words, default=1) if numbers else min(max(words, default=1), 12))
+    width = console.width
+    console.width = max(width, need, Measurement.get(console, wide, table).minimum)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def render_tables(result, console: Console) -> None:
@@ -155,7 +172,7 @@ def render_tables(result, console: Console) -> None:
         console.print(wide)
         return
     for s in STAGES:
-        console.print(uncut(_rich_table(f"{title}: {STAGE_TITLES[s]}", kernels, (s,)), console))
+        print_uncut(console, _rich_table(f"{title}: {STAGE_TITLES[s]}", kernels, (s,)))
 
 
 def reason_lines(result) -> list[str]:

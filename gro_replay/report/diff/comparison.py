@@ -179,10 +179,24 @@ _MODEL_FIELDS = ("release", "base", "vendor", "vendor_base", "pre_release")
 
 
 def _model_words(k: dict) -> dict:
+    """What makes ``k`` (a ``config.kernels[]`` entry, read as found: a field of another type is compared as it is,
+    never assumed to be a list or an object) the model it is, by the words the note uses."""
     words = {f: k.get(f) for f in _MODEL_FIELDS}
-    words["backports"] = sorted(b.get("upstream", "") for b in k.get("backports") or ())
-    words["carries 89e5c58fc1e2"] = (k.get("fix_89e5c58fc1e2") or {}).get("carried")
+    backports = k.get("backports")
+    if isinstance(backports, list):
+        words["backports"] = sorted(
+            str(b.get("upstream")) if isinstance(b, dict) else str(b) for b in backports
+        )
+    else:
+        words["backports"] = backports
+    fix = k.get("fix_89e5c58fc1e2")
+    words["carries 89e5c58fc1e2"] = fix.get("carried") if isinstance(fix, dict) else fix
     return words
+
+
+def _shown(value) -> str:
+    """A field's value in a note, as JSON writes it ("5.10", null, ["89e5c58fc1e2"], true)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _kernel_model_notes(base: dict, cur: dict) -> list[str]:
@@ -190,17 +204,24 @@ def _kernel_model_notes(base: dict, cur: dict) -> list[str]:
     vendor base, pre-release, stable backports, whether it carries the fix): e.g. ``--kernel 5.10.0-21-amd64``
     and ``--kernel "$(uname -rv)"`` name one Debian kernel by name but two models (5.10 and 5.10.162), so a change
     between the documents may be the model's, not the kernel's."""
-    cur_by = {k.get("name"): k for k in cur.get("config", {}).get("kernels") or () if isinstance(k, dict)}
+
+    def named(doc: dict) -> dict:
+        kernels = (doc.get("config") or {}).get("kernels") if isinstance(doc.get("config"), dict) else None
+        if not isinstance(kernels, list):
+            return {}
+        return {k["name"]: k for k in kernels if isinstance(k, dict) and isinstance(k.get("name"), str)}
+
+    cur_by = named(cur)
     notes = []
-    for k in base.get("config", {}).get("kernels") or ():
-        other = cur_by.get(k.get("name")) if isinstance(k, dict) else None
+    for name, k in named(base).items():
+        other = cur_by.get(name)
         if other is None:
             continue
         a, b = _model_words(k), _model_words(other)
-        changed = [f"{f} {a[f]!r} → {b[f]!r}" for f in a if a[f] != b[f]]
+        changed = [f"{f} {_shown(a[f])} → {_shown(b[f])}" for f in a if a[f] != b[f]]
         if changed:
             notes.append(
-                f"kernel {k.get('name')} is another model in the two documents ({'; '.join(changed)}): a change "
+                f"kernel {name} is another model in the two documents ({'; '.join(changed)}): a change "
                 "between them may be the model's, not the kernel's"
             )
     return notes

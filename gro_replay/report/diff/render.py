@@ -198,7 +198,7 @@ def render_table(cmp: dict, console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..table import uncut
+    from ..table import print_uncut
 
     limit = cmp["max_regression_pct"]
 
@@ -213,7 +213,7 @@ def render_table(cmp: dict, console) -> None:
         t = _stage_table(k, no_wrap=True)
         if Measurement.get(console, console.options.update_width(1 << 20), t).maximum > console.width:
             t = _stage_table(k, no_wrap=False)  # too narrow for whole cells: wrap them rather than cut them
-        console.print(uncut(t, console))
+        print_uncut(console, t)
         changed = _changed_flows(k)
         if changed:
             ft = Table(
@@ -233,7 +233,7 @@ def render_table(cmp: dict, console) -> None:
                         Text(f"{ra['baseline']:.2f} → {ra['current']:.2f}", style=style),
                     ]
                 ft.add_row(*cells)
-            console.print(uncut(ft, console))
+            print_uncut(console, ft)
             if len(changed) > _FLOW_LIMIT:
                 say(f"… and {len(changed) - _FLOW_LIMIT:,} more changed flows (see --format json)")
         else:
