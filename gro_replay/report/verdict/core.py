@@ -356,11 +356,7 @@ class Verdict(CaptureSentences):
 
     def _advice(self, k: KernelFacts, fv: FlowVerdict) -> str:
         """``fix_advice`` for flow ``fv`` in kernel ``k``, with what ``k``'s counterfactual saves where it ran."""
-        shadow = fv.shadows.get(k.name)
-        saved = (
-            None if shadow is None else {s: max(k.skbs[s] - shadow.skbs[s], 0) for s in ("phys", "tunnel")}
-        )
-        return fix_advice(self.result.config, saved)
+        return fix_advice(self.result.config, fv.shadow_saved(k))
 
     # -- the capture -----------------------------------------------------------------------------------------------
     def _capture_outcome(self) -> str:

@@ -268,13 +268,19 @@ class FlowVerdict:
             return {"phys": 0, "tunnel": 0}
         return {"phys": 0 if why else k.gate_zero["phys"], "tunnel": k.gate_zero["tunnel"]}
 
-    def _gains(self, k: KernelFacts) -> dict[str, bool] | None:
-        """Per stage, whether ``k``'s counterfactual (``shadows``) delivers fewer skbs of this flow than ``k``; None
-        when the replay ran no counterfactual of ``k``."""
+    def shadow_saved(self, k: KernelFacts) -> dict[str, int] | None:
+        """Per stage, the skbs of this flow fewer that ``k``'s counterfactual (``shadows``: ``k`` with the fix
+        applied) delivers than ``k``; None when the replay ran no counterfactual of ``k``."""
         s = self.shadows.get(k.name)
         if s is None:
             return None
-        return {st: s.skbs[st] < k.skbs[st] for st in ("phys", "tunnel")}
+        return {st: max(k.skbs[st] - s.skbs[st], 0) for st in ("phys", "tunnel")}
+
+    def _gains(self, k: KernelFacts) -> dict[str, bool] | None:
+        """Per stage, whether ``k``'s counterfactual delivers fewer skbs of this flow than ``k`` (``shadow_saved``);
+        None when the replay ran no counterfactual of ``k``."""
+        saved = self.shadow_saved(k)
+        return None if saved is None else {st: n > 0 for st, n in saved.items()}
 
     def costless_why(self, k: KernelFacts) -> str | None:
         """Why kernel ``k``'s phys-device refusals of this flow cost nothing (``costly``): ``"one_frame"`` (a flow of

@@ -192,11 +192,11 @@ class _Tally:
             self.aff_saved[s] += fv.saved(s)
         for k in fv.kernels:
             self.refusals[k.name].add(fv, k)
-            shadow = fv.shadows.get(k.name)
-            if shadow is not None:
+            saved = fv.shadow_saved(k)
+            if saved is not None:
                 got = self.shadow_saved.setdefault(k.name, {"phys": 0, "tunnel": 0})
                 for s in ("phys", "tunnel"):
-                    got[s] += max(k.skbs[s] - shadow.skbs[s], 0)
+                    got[s] += saved[s]
         if fv.pre is None or fv.post is None:
             return  # no comparison: what follows is only said when a kernel without and one with the fix ran
         if fv.saved("phys"):
