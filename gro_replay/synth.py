@@ -393,7 +393,8 @@ def synth_frames(sc: Scenario) -> Iterator[tuple[int, bytes]]:
             tsval=tsval,
         )
         yield ts, build_frame(spec)
-        outer_id = (outer_id + sc.gso_segs(payload)) & 0xFFFF
+        # a full frame's segments are id_step (no second wire_mss, which builds a frame layout, per frame)
+        outer_id = (outer_id + (id_step if payload == mss else sc.gso_segs(payload))) & 0xFFFF
         pause = sc.pause_every and (j + 1) % sc.pause_every == 0
         ts += sc.pause_ns if pause else sc.gap_ns
 

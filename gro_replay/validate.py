@@ -176,9 +176,7 @@ def _running_model(oracle) -> KernelModel:
     Debian or Ubuntu ``uname -r`` does not say), else from ``uname -r``; a model without switches and a note when
     neither parses or the release is newer than every profile (the measured numbers stand on their own)."""
     error = None
-    for text in dict.fromkeys(
-        t for t in (getattr(oracle, "kernel_identity", ""), oracle.kernel_release) if t
-    ):
+    for text in dict.fromkeys(t for t in (oracle.kernel_identity, oracle.kernel_release) if t):
         try:
             return resolve_kernel(text)
         except ValueError as e:

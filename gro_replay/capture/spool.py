@@ -25,14 +25,15 @@ import contextlib
 import io
 import os
 import stat
-import struct
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from .pcapng import MAX_CAPLEN
+from .chunks import _MIN_RUN
+from .pcapng import _NG_U32, _PCAPNG_EPB, _PCAPNG_PB, _PCAPNG_SHB, _PCAPNG_SPB, MAX_CAPLEN
+from .pcapng_chunks import _SLOW_WALK
 from .reader import STDIN_PATH, capture_of, open_stream
 from .stream import CaptureError
 
@@ -124,8 +125,9 @@ class _Tee(io.RawIOBase):
 
     def readinto(self, b) -> int:
         n = self._src.readinto(b) or 0
-        _write_all(self._out, memoryview(b).cast("B")[:n], self._path, self._why, self._tmp)
-        self.copied += memoryview(b).cast("B")[:n]
+        data = memoryview(b).cast("B")[:n]
+        _write_all(self._out, data, self._path, self._why, self._tmp)
+        self.copied += data
         return n
 
 
@@ -197,14 +199,12 @@ class _Meter:
         self._on_copy(self.copied, None if self._records is None else self._records.complete(), ended)
 
 
-_U32 = {"<": struct.Struct("<I").unpack_from, ">": struct.Struct(">I").unpack_from}
+_U32 = {order: st.unpack_from for order, st in _NG_U32.items()}
 #: pcapng block types that hold a frame: enhanced, simple and (obsolete) packet blocks
-_NG_FRAMES = frozenset({6, 3, 2})
-_NG_SHB = 0x0A0D0D0A
+_NG_FRAMES = frozenset({_PCAPNG_EPB, _PCAPNG_SPB, _PCAPNG_PB})
 _BOM_LE, _BOM_BE = (0x1A2B3C4D).to_bytes(4, "little"), (0x1A2B3C4D).to_bytes(4, "big")
-#: a run of equal records shorter than this is not taken: the next ``_PLAIN_WALK`` records are walked one by one
-_MIN_RUN = 16
-_PLAIN_WALK = 64
+#: a run of equal records shorter than ``_MIN_RUN`` (chunks.py's) is not taken: the next ``_SLOW_WALK`` records
+#: (pcapng_chunks.py's) are walked one by one
 
 
 class RecordCounter:
@@ -290,7 +290,7 @@ class RecordCounter:
             self._counted += m * self._last_frame
             off = self._next - start
             if m < _MIN_RUN:
-                self._plain = _PLAIN_WALK  # sizes vary: the next records one by one
+                self._plain = _SLOW_WALK  # sizes vary: the next records one by one
         if off < n:
             self._tail = bytes(block[off:])
 
@@ -317,7 +317,7 @@ class RecordCounter:
             self._last_frame = True
             return
         kind = self._u32(buf, off)[0]
-        if kind == _NG_SHB:
+        if kind == _PCAPNG_SHB:
             bom = bytes(buf[off + 8 : off + 12])
             order = "<" if bom == _BOM_LE else ">" if bom == _BOM_BE else ""
             if not order:
