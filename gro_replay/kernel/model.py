@@ -156,9 +156,10 @@ class KernelModel:
         if not self.pre_release:
             return None
         rc = int(self.pre_release.rsplit("-rc", 1)[1])
-        own = _release_tuple(self.base)
-        lacks = [c.commit for c in SWITCH_COMMITS if c.upstream == own and (c.upstream_rc or 0) > rc]
-        return {"release": self.pre_release, "lacks": lacks}
+        return {
+            "release": self.pre_release,
+            "lacks": [c.commit for c in rc_lacks(*_release_tuple(self.base), rc)],
+        }
 
     def switches(self) -> dict[str, bool]:
         """The behaviour switches (every boolean field) and their values."""
@@ -255,6 +256,16 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
 
 _BY_COMMIT = {c.commit: c for c in SWITCH_COMMITS}
 _BY_SWITCH = {c.switch: c for c in SWITCH_COMMITS}
+
+
+def rc_lacks(major: int, minor: int, rc: int) -> list[SwitchCommit]:
+    """The modelled commits of upstream ``major.minor`` that a pre-release ``X.Y-rcN`` lacks: those that landed in a
+    later rc (``SwitchCommit.upstream_rc`` > ``rc``; a commit whose rc is not known is assumed in)."""
+    return [
+        c
+        for c in SWITCH_COMMITS
+        if c.upstream == (major, minor) and c.upstream_rc is not None and c.upstream_rc > rc
+    ]
 
 
 def switch_of_commit(commit: str) -> str:

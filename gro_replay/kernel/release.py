@@ -19,6 +19,7 @@ from .model import (
     SWITCH_COMMITS,
     KernelModel,
     _release_tuple,
+    rc_lacks,
     upstream_profile,
 )
 
@@ -65,7 +66,7 @@ def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str)
     (``SwitchCommit.upstream_rc``) is off; the others of X.Y are assumed in. Returns the model and its note."""
     rel = f"{major}.{minor}"
     own = [c for c in SWITCH_COMMITS if c.upstream == (major, minor)]
-    lacks = [c for c in own if c.upstream_rc is not None and c.upstream_rc > rc]
+    lacks = rc_lacks(major, minor, rc)
     parts = [f"{c.commit} ({c.switch}) landed in v{rel}-rc{c.upstream_rc}: off" for c in lacks]
     parts += [
         f"{c.commit} ({c.switch}) landed in v{rel}-rc{c.upstream_rc}: on"
