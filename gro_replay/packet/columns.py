@@ -60,10 +60,23 @@ class Columns:
     flow-naming part of a frame; computed once per block, on first use after ``analyse``). ``anon``: uint8 (n, H), ``kv`` without what names the flow among its peers —
     the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py). ``syn_l4``: uint16, the inner
     TCP header's byte offset in a frame with SYN set and TCP options, else 0 (``--resegment auto`` learns a SYN's
-    MSS option: sim/ingest.py ``Ingest._learn_mss``).
+    MSS option: sim/ingest.py ``Ingest._learn_mss``). ``tflags``: uint8, the inner TCP header's flags byte (byte 13:
+    CWR ECE URG ACK PSH RST SYN FIN from the high bit; sim/runs.py cuts a flow's frames into pieces by it).
     """
 
-    __slots__ = ("common", "kv", "rel", "vbits", "resid", "group", "payload", "anon", "syn_l4", "_kvh")
+    __slots__ = (
+        "common",
+        "kv",
+        "rel",
+        "vbits",
+        "resid",
+        "group",
+        "payload",
+        "anon",
+        "syn_l4",
+        "tflags",
+        "_kvh",
+    )
     common: np.ndarray
     kv: np.ndarray
     rel: np.ndarray
@@ -73,6 +86,7 @@ class Columns:
     payload: np.ndarray
     anon: np.ndarray
     syn_l4: np.ndarray
+    tflags: np.ndarray
 
     _kvh: np.ndarray | None
 
@@ -107,6 +121,7 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     c.payload = np.zeros(n, np.int64)
     c.anon = np.zeros((n, H), np.uint8)
     c.syn_l4 = np.zeros(n, np.uint16)
+    c.tflags = np.zeros(n, np.uint8)
     c._kvh = None
 
     def be16(r, off):
@@ -263,6 +278,7 @@ def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i
         gh = (gh ^ v[f"a{k}"].astype(np.uint64)) * prime
     c.group[sel] = (gh ^ v["ports"].astype(np.uint64)) * prime
     c.payload[sel] = L - hend
+    c.tflags[sel] = r[:, th + 13]
     # SYN (include/net/tcp.h TCPHDR_SYN) with options after the 20-byte header
     c.syn_l4[sel] = np.where((r[:, th + 13] & 0x02 != 0) & (hend > th + 20), th, 0)
 

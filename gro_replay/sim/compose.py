@@ -1,7 +1,8 @@
 """Polls composed of their flow runs (sim/runs.py): the batch engine's answer to irregular traffic.
 
 On an overlay node nearly every poll is new as a whole (which connections, how many segments, where the ACKs
-fall), but the runs it is made of — the frames of one inner flow within the poll — recur: ``run_keys`` keys them
+fall), but the runs it is made of — the frames of one inner flow within the poll, in pieces that end where a
+frame ends its packet (sim/runs.py) — recur: ``run_keys`` keys them
 by what GRO reads, relative to each other. ``RunComposer._compose`` answers a poll whose whole key the poll
 cache (pollcache.py) does not know from its runs: a known run adds the counters it added when recorded, an
 unknown one runs through the kernels as a poll of its own and is recorded. With an observer of deliveries
@@ -18,7 +19,14 @@ the poll's own, one poll, full or not); the tunnel cells likewise (when the
 poll's runs put a cell's whole budget there, each run is recorded with that cell's weight set to what it
 puts there, so that its cell poll too ends full and is polled again, as the poll's is). GRO compares
 packets only within a flow (``gro_list_prepare``, every offload's ``same_flow``) and a run holds every
-frame of its inner flow in the poll, so the runs share only the GRO buckets and the cells' budget: a
+frame of its inner flow in the poll, or a piece of them whose frames all follow those of the flow's pieces before
+it and all precede those of its pieces after it. A piece that is not its flow's last is served only from a
+recording that held nothing after its last frame (``RunEntry.ends_held`` false: no packet flushed by its poll's
+end, on the phys NAPI or a tunnel cell): the next piece then meets nothing of the earlier ones on the phys NAPI,
+nor on a cell, where its skbs follow theirs in the queue — as when each ran alone. A recording that held something
+there notes its key (``_held_pieces``): the poll runs whole, and from the next block on no run is cut where that
+key would end (``_block_runs``); an unknown piece that is not its flow's last is recorded before the poll is decided
+(sim/run_probe.py). So the runs share only the GRO buckets and the cells' budget: a
 bucket holding ``MAX_GRO_SKBS`` packets flushes its oldest (``dev_gro_receive``). A flow holds at most
 one packet per NAPI and a run's flows are its distinct header rows; counting those of every run that
 held or merged a packet when recorded (and of every unknown run) over the frames between its first and
@@ -74,6 +82,9 @@ class RunComposer(RunEvents, RunProbe):
         #: run keys whose runs add bytes that are not an skb's length: looked up with their exact lengths
         self._exact_runs: set[bytes] = set()
         self._shapes: dict[bytes, int] = {}  # header rows without flow names (sim/runs.py ``run_keys``)
+        #: keys of runs recorded holding a packet after their last frame: no piece of a run ends where one of
+        #: them would (``_block_runs``)
+        self._held_pieces: set[bytes] = set()
         self._phys_napis = [k.phys_napi.stats for k in rep.kernels]
         self._cells_napis = [c.napi.stats for k in rep.kernels for c in k.tunnel_cells]
         self._napis = self._phys_napis + self._cells_napis
@@ -122,18 +133,35 @@ class RunComposer(RunEvents, RunProbe):
             self._shared.clear()
             self._exact_runs.clear()
             self._shapes.clear()
-        runs = run_keys(
-            col,
-            idx[ent],
-            poll_of[ent],
-            ch.caplen,
-            self._limit,
-            self._block_fids[idx[ent]],
-            self._shapes,
-            rep._flow_ok if rep._select is not None else None,
-        )
+            self._held_pieces.clear()
+        at = idx[ent]
+        no_cut = None
+        while True:
+            runs = run_keys(
+                col,
+                at,
+                poll_of[ent],
+                ch.caplen,
+                self._limit,
+                self._block_fids[at],
+                self._shapes,
+                rep._flow_ok if rep._select is not None else None,
+                no_cut,
+            )
+            held = [j for j in np.flatnonzero(runs.more).tolist() if runs.keys[j] in self._held_pieces]
+            if not held:
+                break
+            if no_cut is None:
+                no_cut = np.zeros(len(at), bool)
+            no_cut[runs.order[runs.bounds[np.array(held) + 1] - 1]] = True  # the runs' last frames
         run_at = np.searchsorted(runs.poll, np.arange(len(sizes) + 1)).tolist()
-        lists = (runs.bounds.tolist(), runs.order.tolist(), runs.nkv.tolist(), *run_flows(runs))
+        lists = (
+            runs.bounds.tolist(),
+            runs.order.tolist(),
+            runs.nkv.tolist(),
+            *run_flows(runs),
+            runs.more.tolist(),
+        )
         return runs, src[ent][runs.order], run_at, lists
 
     def _compose(
@@ -241,6 +269,7 @@ class RunComposer(RunEvents, RunProbe):
         ends flush everything): a recording in any context answers that for the guards. ``lists``: see
         ``_block_runs``."""
         bounds, order, nkv = lists[:3]
+        more = lists[5]
         ctx = b"F" if full else b""
         found = []
         infos = []
@@ -248,35 +277,32 @@ class RunComposer(RunEvents, RunProbe):
         unknown = 0
         self._cells_unknown = []
         unknown_at = []
+        unknown_more = False  # some run not its flow's last in the poll is unknown
         spans: list[
             tuple[int, int | None, int]
         ] = []  # (first, last or None: to the poll's end, packets held)
         for j in range(ra, rb):
             a, b = bounds[j], bounds[j + 1]
-            k = runs.keys[j]
-            if k in self._exact_runs:
-                k += runs.payload[a:b].tobytes()
-            ids = runs.ids[a:b]
-            e = self._find(k + ctx, ids)
-            if e is None:
-                # a run that holds nothing when its poll ends: both ends flush nothing, and a full poll differs
-                # only in the phys NAPI's poll counts, which ``_compose`` counts itself
-                alt = self._find(k + (b"" if full else b"F"), ids)
-                if alt is not None and not alt[3].ends_held:
-                    e = alt
-            info = e or self._find(k, ids) or self._find(k + b"F", ids)
+            e, info = self._lookup(runs, j, a, b, ctx)
             found.append((runs.keys[j], ctx, e, None))
             infos.append(info)
             if info is None:
                 spans.append((order[a], None, nkv[j]))
                 unknown += b - a
                 unknown_at.append(j)
+                unknown_more = unknown_more or more[j]
                 continue
             x: RunEntry = info[3]
+            if more[j] and x.ends_held:  # a later piece of its flow would meet what it holds
+                self._held_pieces.add(runs.keys[j])
+                return None
             if x.holding:
                 spans.append((order[a], None if x.ends_held else order[b - 1], nkv[j]))
             for nid, c in x.cells_in:
                 cells[nid] = cells.get(nid, 0) + c
+        if unknown_more:  # whether it holds something at its end only its recording tells (``_probe``)
+            self._cells_unknown = unknown_at
+            return None
         if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and most_held(spans) > MAX_GRO_SKBS:
             return None
         weight = self._cells_weight
@@ -300,6 +326,23 @@ class RunComposer(RunEvents, RunProbe):
             k_exact = k + runs.payload[a:b].tobytes() if k in self._exact_runs else k
             out.append((k, ctx, self._find(k_exact + ctx, runs.ids[a:b]), fill))
         return out
+
+    def _lookup(self, runs: Runs, j: int, a: int, b: int, ctx: bytes) -> tuple[list | None, list | None]:
+        """``(entry, info)`` of run ``j`` (entries ``a..b``) in a poll of context ``ctx`` (``_known_runs``): its
+        cache entry to serve it from, or None, and a recording of it in any context (what it holds and puts into
+        the cells), or None."""
+        k = runs.keys[j]
+        if k in self._exact_runs:
+            k += runs.payload[a:b].tobytes()
+        ids = runs.ids[a:b]
+        e = self._find(k + ctx, ids)
+        if e is None:
+            # a run that holds nothing when its poll ends: both ends flush nothing, and a full poll differs only
+            # in the phys NAPI's poll counts, which ``_compose`` counts itself
+            alt = self._find(k + (b"F" if ctx == b"" else b""), ids)
+            if alt is not None and not alt[3].ends_held:
+                e = alt
+        return e, e or self._find(k, ids) or self._find(k + b"F", ids)
 
     def _find(self, key: bytes, ids: np.ndarray) -> list | None:
         """The cache entry of a run with ``key`` (context included) whose recording's IPv4 ID differences its own

@@ -1,17 +1,19 @@
-"""Polls whose unknown flow runs could fill a tunnel cell's poll: those runs are recorded first and the poll
-decided again (sim/compose.py ``RunComposer._compose``).
+"""Polls whose unknown flow runs could fill a tunnel cell's poll, or include a piece that is not its flow's last:
+those runs are recorded first and the poll decided again (sim/compose.py ``RunComposer._compose``).
 
 ``_known_runs`` refuses a poll when the skbs its known runs put into a tunnel cell and the frames of its unknown
 runs could reach the cell's weight: whether the cell's poll fills, and so in which context every run is to be
 recorded (``C``: compose.py), depends on the skbs the unknown runs put there, which only running them tells.
-``_probe`` records each unknown run as ``_compose`` records one (a poll of its own in the poll's context),
-which tells what it holds and how many skbs it puts into each cell (neither depends on how its poll ends:
-compose.py), and decides again with those runs known:
+Likewise whether a piece that is not its flow's last holds something after its last frame (compose.py: then the
+poll is not composed of these pieces). ``_probe`` records each unknown run as ``_compose`` records one (a poll of
+its own in the poll's context), which tells what it holds, whether it still holds it at its end and how many skbs
+it puts into each cell (none of which depends on how its poll ends: compose.py), and decides again with those runs
+known:
 
 - when no cell's poll fills, the poll is composed with the recorded runs as they ran (compose.py's argument,
   the unknown runs now known: each ran alone in the poll's own context);
-- otherwise (the cells' polls fill, the runs could fill a GRO bucket, or an observer's deliveries cannot be
-  placed) the counters the recorded runs changed are put back (``deltas.undo``: each counter as the snapshot
+- otherwise (the cells' polls fill, the runs could fill a GRO bucket, a piece not its flow's last still holds
+  something at its end, or an observer's deliveries cannot be placed) the counters the recorded runs changed are put back (``deltas.undo``: each counter as the snapshot
   before them had it, the flows they created removed; the kernels are idle after every run, pollcache.py, so
   nothing else of them remains) and the poll runs whole, as it would have without them. The recordings stay:
   each is what its run does alone in that context. A poll whose cells' polls fill is not composed in their

@@ -1,7 +1,12 @@
-"""Flow runs: the frames of one inner flow within one poll, keyed so that runs GRO treats alike share a key.
+"""Flow runs: the frames of one inner flow within one poll, in pieces, keyed so that runs GRO treats alike share a key.
 
 The batch engine (pollcache.py) answers a poll whose whole key it has not seen by composing it from its runs
-(``BatchReplay._compose``). A run's key is the concatenation of its frames' rows (``run_keys``); a row holds
+(``BatchReplay._compose``). A run is a piece of an inner flow's frames in the poll: they are cut after each frame
+that carries URG, PSH, RST, SYN or FIN or no payload (``ENDS_PIECE``), which ``tcp_gro_receive`` ends its packet
+with (flushed, or not held at all), unless a recording showed that a packet of the flow was still held there
+(sim/compose.py's argument; ``no_cut``). On an overlay node a flow's frames in a poll are the end of one
+application write and the start of the next, or a few delayed ACKs, in ever new combinations; the writes and ACKs
+themselves recur. A run's key is the concatenation of its frames' rows (``run_keys``); a row holds
 what GRO and the stack read of a frame, with every value that varies from run to run replaced by its relation to
 the run's other frames:
 
@@ -49,9 +54,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
+from ..kernel.tcp_offload import TCP_FLAG_FIN, TCP_FLAG_PSH, TCP_FLAG_RST, TCP_FLAG_SYN, TCP_FLAG_URG
 from ..packet.columns import FIELDS, V_UDP_ZERO, Columns, H
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: the TCP flags (byte 13 of the header) that make ``tcp_gro_receive`` end the segment's packet at its
+#: ``out_check_final`` (net/ipv4/tcp_offload.c): URG, PSH, RST, SYN, FIN. A frame with one of them or without payload
+#: (never held: ``len < mss``) usually leaves its flow with nothing held; a run's piece ends after it (``run_keys``)
+ENDS_PIECE = (TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN) >> 16
 #: the modulus of each field a run key holds relative to the run's first frame: 1 for the IPv4 IDs, which keys
 #: leave out (their differences are compared through ``IdGuards``)
 _WIDTHS = np.array([{"win": 1 << 16, "oid": 1, "iid": 1}.get(f, 1 << 32) for f in FIELDS[2:]], np.int64)
@@ -66,7 +76,8 @@ class Runs(NamedTuple):
     entries are ``order[bounds[r]:bounds[r + 1]]``; ``poll``: each run's poll index; ``keys``: each run's key
     (bytes); ``payload``: TCP payload bytes and ``fids`` flow ids of each entry in ``order`` (int64); ``nkv``:
     distinct header rows per run (GRO holds at most one packet per row per NAPI); ``ids``: the outer and inner
-    IPv4 IDs of each entry in ``order`` (int64 (m, 2); 0 for IPv6).
+    IPv4 IDs of each entry in ``order`` (int64 (m, 2); 0 for IPv6); ``more``: each run is followed by another piece
+    of its flow in its poll (bool).
     """
 
     order: np.ndarray
@@ -77,6 +88,43 @@ class Runs(NamedTuple):
     fids: np.ndarray
     nkv: np.ndarray
     ids: np.ndarray
+    more: np.ndarray
+
+
+def _pieces(
+    col: Columns, idx: np.ndarray, poll_of: np.ndarray, no_cut: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(each entry's run, numbered by first entry; whether each run is followed by another piece of its flow)``:
+    the entries of ``run_keys``, by inner flow and poll, cut after each one that ends a piece (module docstring)."""
+    m = len(idx)
+    grp = col.group[idx] ^ (poll_of.astype(np.uint64) * _GOLDEN)
+    _u, lead_of_flow, flow = np.unique(grp, return_index=True, return_inverse=True)
+    flow = flow.reshape(-1)  # each entry's inner flow in its poll
+    ends = ((col.tflags[idx] & ENDS_PIECE) != 0) | (col.payload[idx] == 0)
+    if no_cut is not None:
+        ends &= ~no_cut
+    piece = _ends_before(flow, ends)
+    last_piece = np.zeros(len(lead_of_flow), np.int64)
+    np.maximum.at(last_piece, flow, piece)
+    _u, first, rid = np.unique(flow * (m + 1) + piece, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(by_first))
+    lead = first[by_first]  # each run's first entry
+    return rank[rid.reshape(-1)], piece[lead] < last_piece[flow[lead]]
+
+
+def _ends_before(flow: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """For each entry (in poll order), how many entries of its ``flow`` before it are marked in ``ends``."""
+    o = np.argsort(flow, kind="stable")
+    e = ends[o].astype(np.int64)
+    before = np.cumsum(e) - e
+    fo = flow[o]
+    start = np.ones(len(o), bool)
+    start[1:] = fo[1:] != fo[:-1]
+    out = np.empty(len(o), np.int64)
+    out[o] = before - before[start][np.cumsum(start) - 1]
+    return out
 
 
 def run_keys(
@@ -88,20 +136,17 @@ def run_keys(
     fids: np.ndarray,
     shapes: dict[bytes, int],
     selected: list[bool] | None = None,
+    no_cut: np.ndarray | None = None,
 ) -> Runs:
     """Runs of the entries at block positions ``idx`` (all of the common layout; ``poll_of``: each entry's poll
     index, non-decreasing), keyed as the module docstring says. ``caplen``: each block record's length (bytes);
     ``limit``: the smallest merge limit of every device of every kernel (bytes); ``fids``: each entry's flow id;
     ``shapes``: the header rows without flow names met so far (``Columns.anon`` bytes → number, grown here);
-    ``selected``: ``--flow``'s choice per flow id, or None."""
+    ``selected``: ``--flow``'s choice per flow id, or None; ``no_cut``: bool per entry, True where a frame that
+    would end a piece does not (``ENDS_PIECE``), or None."""
     m = len(idx)
-    grp = col.group[idx] ^ (poll_of.astype(np.uint64) * _GOLDEN)
-    _u, first, rid = np.unique(grp, return_index=True, return_inverse=True)
-    by_first = np.argsort(first, kind="stable")
-    rank = np.empty_like(by_first)
-    rank[by_first] = np.arange(len(by_first))
-    rid = rank[rid.reshape(-1)]
-    nrun = len(first)
+    rid, more = _pieces(col, idx, poll_of, no_cut)
+    nrun = len(more)
     order = np.argsort(rid, kind="stable")
     r = rid[order].astype(np.int64)
     counts = np.bincount(r, minlength=nrun)
@@ -156,6 +201,7 @@ def run_keys(
         fids=fl,
         nkv=_distinct_rows(r, col.kv_hash()[at], nrun),
         ids=rel[:, 3:5],
+        more=more,
     )
 
 
