@@ -38,9 +38,10 @@ def _doc(path, cfg) -> str:
 
 
 def _run(path, cfg) -> tuple[str, dict | None]:
-    """The JSON document (text) and the batch path's poll counts (None: the frame-by-frame path ran)."""
+    """The JSON document (text, in the order it is printed: the batch path must not reorder a dict) and the batch
+    path's poll counts (None: the frame-by-frame path ran)."""
     r = replay_capture(str(path), cfg)
-    return json.dumps(without_engine(document(r)), sort_keys=True, default=str), r.batch
+    return json.dumps(without_engine(document(r)), default=str), r.batch
 
 
 def _eligible(cfg: ReplayConfig, rng: random.Random) -> ReplayConfig:

@@ -39,7 +39,7 @@ def _docs(path, cfg: ReplayConfig) -> tuple[dict, dict, dict]:
 
 
 def _same(got: dict, want: dict) -> None:
-    assert json.dumps(got, sort_keys=True, default=str) == json.dumps(want, sort_keys=True, default=str)
+    assert json.dumps(got, default=str) == json.dumps(want, default=str)  # as printed: dict order too
 
 
 def _replayed(tmp_path, polls: list[list[bytes]], cfg: ReplayConfig) -> tuple[dict, dict]:

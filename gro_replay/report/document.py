@@ -8,7 +8,11 @@ from .verdict import verdict_of
 
 
 def _stage_row(f, stage: str) -> dict:
-    return {"skbs": f.skbs[stage], "segments": f.segs[stage], "end_reasons": dict(f.reasons[stage])}
+    return {
+        "skbs": f.skbs[stage],
+        "segments": f.segs[stage],
+        "end_reasons": dict(sorted(f.reasons[stage].items())),
+    }
 
 
 def flow_summary(result, limit: int | None = None) -> FlowRows:
@@ -44,8 +48,8 @@ def flow_rows(result, ks, summary: FlowRows | None = None) -> list[dict]:
                 "class": r.cls,
                 "phys": _stage_row(f, "phys"),
                 "tunnel": _stage_row(f, "tunnel"),
-                "stack": dict(f.stack),
-                "stack_frames": dict(f.stack_frames),
+                "stack": dict(sorted(f.stack.items())),
+                "stack_frames": dict(sorted(f.stack_frames.items())),
             }
         )
     return rows
