@@ -39,6 +39,7 @@ class FlowTracking:
     cache: PollCache
     runs: PollCache
     flow_ops: PendingFlowOps
+    _looked: dict
     _fid_of: dict[bytes, int]
     _keys_of: dict[int, list[bytes]]
     _fin_of: dict[bytes, bool]
@@ -261,6 +262,7 @@ class FlowTracking:
         name ``new``."""
         self.cache.drop_flow(fid)
         self.runs.drop_flow(fid)
+        self._looked.clear()  # answers from the runs' entries (sim/compose.py ``_lookup``)
         self.flow_ops.settle_flow(fid)
         keys = [k for k in self._keys_of.pop(fid, ()) if self._fid_of.get(k) == fid]
         if new is None:

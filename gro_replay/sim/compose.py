@@ -85,6 +85,9 @@ class RunComposer(RunEvents, RunProbe):
         #: keys of runs recorded holding a packet after their last frame: no piece of a run ends where one of
         #: them would (``_block_runs``)
         self._held_pieces: set[bytes] = set()
+        #: ``_lookup``'s answers that no run's IPv4 IDs change, by key and context; emptied whenever a run is
+        #: recorded or the runs are forgotten, and past ``MAX_RUN_KEYS`` answers
+        self._looked: dict[tuple[bytes, bytes], tuple] = {}
         self._phys_napis = [k.phys_napi.stats for k in rep.kernels]
         self._cells_napis = [c.napi.stats for k in rep.kernels for c in k.tunnel_cells]
         self._napis = self._phys_napis + self._cells_napis
@@ -129,6 +132,7 @@ class RunComposer(RunEvents, RunProbe):
         if len(self._shapes) > MAX_SHAPES:  # run keys name shapes by number: start both afresh
             self.runs.settle()
             self.runs.entries.clear()
+            self._looked.clear()
             self.runs.events_kept = 0
             self._shared.clear()
             self._exact_runs.clear()
@@ -334,6 +338,9 @@ class RunComposer(RunEvents, RunProbe):
         k = runs.keys[j]
         if k in self._exact_runs:
             k += runs.payload[a:b].tobytes()
+        got = self._looked.get((k, ctx))
+        if got is not None:
+            return got
         ids = runs.ids[a:b]
         e = self._find(k + ctx, ids)
         if e is None:
@@ -342,7 +349,15 @@ class RunComposer(RunEvents, RunProbe):
             alt = self._find(k + (b"F" if ctx == b"" else b""), ids)
             if alt is not None and not alt[3].ends_held:
                 e = alt
-        return e, e or self._find(k, ids) or self._find(k + b"F", ids)
+        got = (e, e or self._find(k, ids) or self._find(k + b"F", ids))
+        entries = self.runs.entries
+        if not any(
+            (x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx)
+        ):  # no recording the IDs could tell apart: the answer holds for any run with this key
+            if len(self._looked) >= MAX_RUN_KEYS:
+                self._looked.clear()
+            self._looked[(k, ctx)] = got
+        return got
 
     def _find(self, key: bytes, ids: np.ndarray) -> list | None:
         """The cache entry of a run with ``key`` (context included) whose recording's IPv4 ID differences its own
@@ -519,6 +534,7 @@ class RunComposer(RunEvents, RunProbe):
             return polled, events
         keep = self.observed and ruled and cache.events_kept + len(events) <= MAX_RUN_EVENTS
         cache.add(slot_key, deltas, events if keep else [])
+        self._looked.clear()
         cache.entries[slot_key].append(
             RunEntry(
                 holding,
