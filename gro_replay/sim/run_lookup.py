@@ -1,0 +1,146 @@
+"""Which of a poll's flow runs are known, and in which context to serve or record them (sim/compose.py
+``RunComposer._compose``): the run cache's lookups, the GRO-bucket and tunnel-cell checks of compose.py's argument,
+and the pieces that may not end where they do (a recording that still held a packet at its end)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..kernel.gro import MAX_GRO_SKBS
+from .deltas import PollCache
+from .runs import RunEntry, Runs, most_held
+
+#: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
+MAX_RUN_KEYS = 2048
+#: recordings of one run key told apart by what their IPv4 IDs answer, one below the other (``_id_walk``)
+MAX_ID_DEPTH = 8
+
+
+class RunLookup:
+    """The lookup part of ``compose.RunComposer`` (a mixin: ``_init_runs`` sets its state up)."""
+
+    runs: PollCache
+    _exact_runs: set[bytes]
+    _held_pieces: set[bytes]
+    _looked: dict[tuple[bytes, bytes], tuple]
+    _cells_unknown: list[int]
+    _cells_weight: int
+    _cells_index: dict[int, int]
+
+    def _known_runs(self, runs: Runs, lists: tuple, ra: int, rb: int, full: bool) -> list | None:
+        """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
+        poll, or None when together they could fill a GRO bucket, or could fill a tunnel cell's poll without every
+        run known (``_compose``). A run's context: ``F`` when the poll is full, ``C`` and the cells when the runs
+        fill cells' polls. What a run holds and puts into the cells does not depend on how the poll ends (both
+        ends flush everything): a recording in any context answers that for the guards. ``lists``: see
+        ``_block_runs``."""
+        bounds, order, nkv = lists[:3]
+        more = lists[5]
+        ctx = b"F" if full else b""
+        found = []
+        infos = []
+        cells: dict[int, int] = {}
+        unknown = 0
+        self._cells_unknown = []
+        unknown_at = []
+        unknown_more = False  # some run not its flow's last in the poll is unknown
+        spans: list[
+            tuple[int, int | None, int]
+        ] = []  # (first, last or None: to the poll's end, packets held)
+        for j in range(ra, rb):
+            a, b = bounds[j], bounds[j + 1]
+            e, info = self._lookup(runs, j, a, b, ctx)
+            found.append((runs.keys[j], ctx, e, None))
+            infos.append(info)
+            if info is None:
+                spans.append((order[a], None, nkv[j]))
+                unknown += b - a
+                unknown_at.append(j)
+                unknown_more = unknown_more or more[j]
+                continue
+            x: RunEntry = info[3]
+            if more[j] and x.ends_held:  # a later piece of its flow would meet what it holds
+                self._held_pieces.add(runs.keys[j])
+                return None
+            if x.holding:
+                spans.append((order[a], None if x.ends_held else order[b - 1], nkv[j]))
+            for nid, c in x.cells_in:
+                cells[nid] = cells.get(nid, 0) + c
+        if unknown_more:  # whether it holds something at its end only its recording tells (``_probe``)
+            self._cells_unknown = unknown_at
+            return None
+        if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and most_held(spans) > MAX_GRO_SKBS:
+            return None
+        weight = self._cells_weight
+        if unknown:
+            if unknown >= weight or any(c + unknown >= weight for c in cells.values()):
+                self._cells_unknown = unknown_at
+                return None
+            return found
+        filled = sorted(self._cells_index[nid] for nid, c in cells.items() if c >= weight)
+        if not filled:
+            return found
+        if any(c > weight for c in cells.values()):
+            return None
+        # the cells' polls take their whole budget: each run keyed (and recorded) as one that fills them
+        ctx += b"C" + bytes(filled)
+        out = []
+        for j, ((k, _c, _e, _w), info) in enumerate(zip(found, infos, strict=True)):
+            assert info is not None  # every run is known here
+            fill = {nid: c for nid, c in info[3].cells_in if c and self._cells_index[nid] in filled}
+            a, b = bounds[ra + j], bounds[ra + j + 1]
+            k_exact = k + runs.payload[a:b].tobytes() if k in self._exact_runs else k
+            out.append((k, ctx, self._find(k_exact + ctx, runs.ids[a:b]), fill))
+        return out
+
+    def _lookup(self, runs: Runs, j: int, a: int, b: int, ctx: bytes) -> tuple[list | None, list | None]:
+        """``(entry, info)`` of run ``j`` (entries ``a..b``) in a poll of context ``ctx`` (``_known_runs``): its
+        cache entry to serve it from, or None, and a recording of it in any context (what it holds and puts into
+        the cells), or None."""
+        k = runs.keys[j]
+        if k in self._exact_runs:
+            k += runs.payload[a:b].tobytes()
+        got = self._looked.get((k, ctx))
+        if got is not None:
+            return got
+        ids = runs.ids[a:b]
+        e = self._find(k + ctx, ids)
+        if e is None:
+            # a run that holds nothing when its poll ends: both ends flush nothing, and a full poll differs only
+            # in the phys NAPI's poll counts, which ``_compose`` counts itself
+            alt = self._find(k + (b"F" if ctx == b"" else b""), ids)
+            if alt is not None and not alt[3].ends_held:
+                e = alt
+        got = (e, e or self._find(k, ids) or self._find(k + b"F", ids))
+        entries = self.runs.entries
+        if not any(
+            (x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx)
+        ):  # no recording the IDs could tell apart: the answer holds for any run with this key
+            if len(self._looked) >= MAX_RUN_KEYS:
+                self._looked.clear()
+            self._looked[(k, ctx)] = got
+        return got
+
+    def _find(self, key: bytes, ids: np.ndarray) -> list | None:
+        """The cache entry of a run with ``key`` (context included) whose recording's IPv4 ID differences its own
+        IDs ``ids`` (``Runs.ids``) answer alike (sim/runs.py ``IdGuards``), or None. The first recording of a key
+        is kept under it; a run its IDs set apart from that one, under ``(how its IDs answer the first one's
+        differences, key)``, and so on (``_id_walk``)."""
+        e = self.runs.entries.get(key)
+        if e is None or not e[3].ids.rows:  # no recording, or one that read no ID: the first answers
+            return e
+        return self._id_walk(key, ids)[1]
+
+    def _id_walk(self, key: bytes, ids: np.ndarray) -> tuple[Any, list | None]:
+        """``(place, entry)``: the entry ``_find`` answers with and its place, or (where a recording of this run
+        would go, None), the place None past ``MAX_ID_DEPTH`` recordings."""
+        entries = self.runs.entries
+        place: Any = key
+        for _ in range(MAX_ID_DEPTH):
+            e = entries.get(place)
+            if e is None or e[3].ids.agree(ids):
+                return place, e
+            place = (e[3].ids.signature(ids), place)
+        return None, None
