@@ -137,7 +137,7 @@ class RunComposer(RunEvents, RunProbe, RunLookup):
             self._held_pieces.clear()
         at = idx[ent]
         no_cut = None
-        while True:
+        while True:  # each round joins at least one piece to the next: at most as many rounds as cuts
             runs = run_keys(
                 col,
                 at,

@@ -32,7 +32,8 @@ class RunLookup:
     def _known_runs(self, runs: Runs, lists: tuple, ra: int, rb: int, full: bool) -> list | None:
         """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
         poll, or None when together they could fill a GRO bucket, or could fill a tunnel cell's poll without every
-        run known (``_compose``). A run's context: ``F`` when the poll is full, ``C`` and the cells when the runs
+        run known, or when a piece that is not its flow's last is unknown or held a packet at its end when recorded
+        (``_compose``; ``_cells_unknown`` then lists the unknown runs to record first: sim/run_probe.py). A run's context: ``F`` when the poll is full, ``C`` and the cells when the runs
         fill cells' polls. What a run holds and puts into the cells does not depend on how the poll ends (both
         ends flush everything): a recording in any context answers that for the guards. ``lists``: see
         ``_block_runs``."""
