@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .chunks import _MIN_RUN, CaptureFile, RecordChunk, _read_into
+from .chunks import _MIN_RUN, CaptureFile, RecordChunk, _read_into, stride_prefix
 from .pcapng import (
     _MAX_BLOCK_LEN,
     _NG_BLK,
@@ -226,10 +226,7 @@ class PcapngChunks:
                     if k == 0:
                         break
                     if k >= _MIN_RUN and slow <= 0:
-                        hdr = np.lib.stride_tricks.as_strided(a[off:], shape=(k, 8), strides=(size, 1))
-                        w = hdr.copy().view(np.dtype(order + "u4"))
-                        bad = np.flatnonzero((w[:, 0] != t) | (w[:, 1] != size))
-                        m = int(bad[0]) if len(bad) else k
+                        m = stride_prefix(a, off, size, k, np.dtype(order + "u4"), t, size)
                         if singles:
                             runs.append(np.array(singles, np.int64))
                             singles = []

@@ -31,9 +31,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from .chunks import _MIN_RUN
+from .chunks import _MIN_RUN, stride_prefix
 from .pcapng import _NG_U32, _PCAPNG_EPB, _PCAPNG_PB, _PCAPNG_SHB, _PCAPNG_SPB, MAX_CAPLEN
-from .pcapng_chunks import _SLOW_WALK
 from .reader import STDIN_PATH, capture_of, open_stream
 from .stream import CaptureError
 
@@ -203,8 +202,6 @@ _U32 = {order: st.unpack_from for order, st in _NG_U32.items()}
 #: pcapng block types that hold a frame: enhanced, simple and (obsolete) packet blocks
 _NG_FRAMES = frozenset({_PCAPNG_EPB, _PCAPNG_SPB, _PCAPNG_PB})
 _BOM_LE, _BOM_BE = (0x1A2B3C4D).to_bytes(4, "little"), (0x1A2B3C4D).to_bytes(4, "big")
-#: a run of equal records shorter than ``_MIN_RUN`` (chunks.py's) is not taken: the next ``_SLOW_WALK`` records
-#: (pcapng_chunks.py's) are walked one by one
 
 
 class RecordCounter:
@@ -212,7 +209,9 @@ class RecordCounter:
     one header read per record and no record body looked at: classic pcap records (the file header of 24 bytes
     skipped, then ``caplen`` at offset 8 of each record header) or pcapng packet blocks (every block walked by its
     total length; a section header block sets the byte order of those after it). Runs of records of one length
-    (bulk traffic) are counted with one vectorised check, as chunks.py reads them. Bytes that cannot be a record
+    (bulk traffic) are counted with one vectorised check (chunks.py ``stride_prefix``), by chunks.py's rule: after a
+    run shorter than ``_MIN_RUN`` the headers are walked one by one until ``_MIN_RUN`` in a row share a length (and
+    pcapng block type), never across a section header block. Bytes that cannot be a record
     (a caplen over ``MAX_CAPLEN``, a block length under 12 or not a multiple of 4) end the count: ``complete``
     is then None (the replay names the problem when it reads the copy)."""
 
@@ -227,7 +226,8 @@ class RecordCounter:
         self._last_frame = False  # the last header read was a record's (pcapng: a packet block's)
         self._np = np.dtype(order + "u4")
         self._kind = self._length = self._step = 0  # the last header's block type, length field, record bytes
-        self._plain = 0  # records still to walk one by one before the next speculation
+        self._same = 0  # headers in a row of the last one's type and length
+        self._slow = False  # headers are walked one by one until ``_same`` reaches ``_MIN_RUN``
         self.lost = False
 
     @classmethod
@@ -274,9 +274,10 @@ class RecordCounter:
             if self.lost:
                 return
             off = self._next - start
-            if self._plain:
-                self._plain -= 1
-                continue
+            if self._slow:
+                if self._same < _MIN_RUN:
+                    continue
+                self._slow = False
             # speculate, as chunks.py does: records of the same length (and pcapng block type) follow at a
             # fixed stride; the prefix that agrees is counted with one vectorised check
             step = self._step
@@ -285,23 +286,17 @@ class RecordCounter:
                 continue
             if arr is None:
                 arr = np.frombuffer(block, dtype=np.uint8)
-            m = self._same(arr, off, step, k)
+            if self._pcapng:
+                m = stride_prefix(arr, off, step, k, self._np, self._kind, self._length)
+            else:
+                m = stride_prefix(arr, off + 8, step, k, self._np, self._length)
             self._next += m * step
             self._counted += m * self._last_frame
             off = self._next - start
             if m < _MIN_RUN:
-                self._plain = _SLOW_WALK  # sizes vary: the next records one by one
+                self._slow = True  # sizes vary: the next records one by one
         if off < n:
             self._tail = bytes(block[off:])
-
-    def _same(self, arr, off: int, step: int, k: int) -> int:
-        """How many of the ``k`` headers at ``arr[off::step]`` repeat the last one's length (and pcapng type)."""
-        at = 8 if not self._pcapng else 4
-        same = np.ndarray((k,), dtype=self._np, buffer=arr, offset=off + at, strides=(step,)) == self._length
-        if self._pcapng:
-            same &= np.ndarray((k,), dtype=self._np, buffer=arr, offset=off, strides=(step,)) == self._kind
-        bad = np.flatnonzero(~same)
-        return int(bad[0]) if len(bad) else k
 
     def _header(self, buf, off: int, at: int) -> None:
         """The header at ``buf[off:]`` (stream offset ``at``): counted, ``_next`` moved past its record."""
@@ -310,8 +305,7 @@ class RecordCounter:
             if caplen > MAX_CAPLEN:
                 self.lost = True
                 return
-            self._length = caplen
-            self._step = self._head + caplen
+            self._walked(0, caplen, self._head + caplen)
             self._next = at + self._step
             self._counted += 1
             self._last_frame = True
@@ -325,15 +319,22 @@ class RecordCounter:
                 return
             self._u32 = _U32[order]
             self._np = np.dtype(order + "u4")
-            self._plain = 1  # no run of section headers
         length = self._u32(buf, off + 4)[0]
         if length < 12 or length & 3:
             self.lost = True
             return
-        self._kind, self._length, self._step = kind, length, length
+        self._walked(kind, length, length)
+        if kind == _PCAPNG_SHB:
+            # no run of section headers: each one sets the byte order of the blocks after it
+            self._slow, self._same = True, 0
         self._next = at + length
         self._last_frame = kind in _NG_FRAMES
         self._counted += self._last_frame
+
+    def _walked(self, kind: int, length: int, step: int) -> None:
+        """A header of block type ``kind`` (pcap: 0) and length field ``length`` read, its record ``step`` bytes."""
+        self._same = self._same + 1 if kind == self._kind and length == self._length else 1
+        self._kind, self._length, self._step = kind, length, step
 
 
 def _cannot_copy(path: str, why: str, where: str, e: OSError) -> CaptureError:
