@@ -245,7 +245,6 @@ def test_the_copy_display_gives_way_to_the_replay_display():
     rec, shown = Recorder(), CopyDisplay()
     report = ProgressReport(rec, 0, None)
     report.copy_display = shown  # as ``copying``'s first call leaves it
-    report.copied_stream = True
     report.copying(10, 1, False)
     report(1024)  # the replay's first report: the copy's display goes, the replay's clock restarts
     assert shown.seen == ["update", "stop"] and report.copy_display is None

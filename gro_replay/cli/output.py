@@ -96,7 +96,6 @@ class ProgressReport:
         self.capture = None
         self.started = False
         self.copy_display: Progress | None = None  # the copy's display while it is shown
-        self.copied_stream = False  # a stream's copy was shown
 
     def bind_capture(self, cap) -> None:
         self.capture = cap
@@ -123,7 +122,6 @@ class ProgressReport:
             )
             self.copy_display.add_task(text, total=None)
             self.copy_display.start()
-            self.copied_stream = True
         else:
             self.copy_display.update(self.copy_display.task_ids[0], description=text)
 
@@ -146,7 +144,7 @@ class ProgressReport:
 
     def __call__(self, frames: int) -> None:
         if not self.started:
-            if self.copied_stream:
+            if self.copy_display is not None:  # a stream's copy was shown: the replay's display takes over
                 self._stop_copy_display()
                 self._replaying_the_copy()
             self.started = True
