@@ -1,5 +1,6 @@
-"""Facts about the installed project that many modules print: the version, how to install an optional extra, and how
-a number the user typed is printed back (``plain_number``).
+"""Facts about the installed project that many modules print: the version, how to install an optional extra, how
+a number the user typed is printed back (``plain_number``) and how a long text is cut for a one-line message
+(``shortened``).
 
 A leaf module (it imports nothing of the package), so that reporting modules can name the version without
 importing the package's ``__init__`` (which imports the simulation on demand): no import cycle.
@@ -25,3 +26,9 @@ def plain_number(x: float) -> str:
 
     text = format(Decimal(repr(float(x))), "f")
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def shortened(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters for a one-line message, its last one then ``…`` (kernel/banner.py
+    ``shown`` quotes it; report/schema cuts a schema violation's reason)."""
+    return text if len(text) <= width else text[: width - 1] + "…"

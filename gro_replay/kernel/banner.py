@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..project import shortened
 from .distro import DEBIAN_RELEASE
 
 #: longer than any /proc/version (release and version are at most 64 bytes each; the compiler string ~200)
@@ -103,8 +104,8 @@ class Banner:
 
 
 def shown(text: str, width: int = 72) -> str:
-    """``text`` quoted for a one-line message, cut to ``width`` characters."""
-    return repr(text if len(text) <= width else text[: width - 1] + "…")
+    """``text`` quoted for a one-line message, cut to ``width`` characters (``project.shortened``)."""
+    return repr(shortened(text, width))
 
 
 def is_banner(text: str) -> bool:

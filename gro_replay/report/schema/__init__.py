@@ -18,6 +18,8 @@ import os
 from functools import cache
 from importlib import resources
 
+from ...project import shortened
+
 NAMES = ("replay", "explain", "diff", "batch", "kernel-backend")
 _URN = "urn:gro-replay:schema:"
 _MESSAGE_MAX = 160
@@ -93,10 +95,6 @@ def pointer(path) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def _short(message: str) -> str:
-    return message if len(message) <= _MESSAGE_MAX else message[: _MESSAGE_MAX - 1] + "…"
-
-
 def check(doc, ref: str | None = None) -> None:
     """Validate ``doc`` against ``ref`` (default: ``kind_of(doc)``).
 
@@ -113,7 +111,7 @@ def check(doc, ref: str | None = None) -> None:
             reason = f"an integer of {len(str(abs(inst)))} digits is out of range (at most 2**63-1)"
         else:
             reason = err.message
-        raise SchemaViolation(pointer(err.absolute_path), _short(reason))
+        raise SchemaViolation(pointer(err.absolute_path), shortened(reason, _MESSAGE_MAX))
 
 
 def dumps(doc: dict) -> str:
