@@ -30,7 +30,6 @@ MAX_MODULE_LINES = 500
 #: instead state its reason in a ``# long: ...`` comment right above its ``def`` (or its decorators), or beside a
 #: ruff complexity exception on its signature (``# noqa: PLR0915 - reason``).
 LONG_FUNCTIONS: dict[str, str] = {
-    "kernel/release.py::resolve_kernel": "the release-string grammar (stable, rc, distribution builds), a note per case",
     "packet/columns.py::_layout": "the header layout of a block as numpy passes over every layer, in order",
     "oracle/replay.py::run_kernel": "the kernel backend's run: namespaces, devices, injection, tracing, teardown",
 }

@@ -11,7 +11,7 @@ import re
 from dataclasses import replace
 
 from .banner import MAX_LEN, Banner, is_banner, parse_banner, shown
-from .distro import base_words, parse_distro_release
+from .distro import DistroRelease, base_words, parse_distro_release
 from .model import (
     BACKPORTS_RESEARCHED,
     PROFILES,
@@ -109,7 +109,7 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
     candidate, in its rc (two kernels), and as
     ``resolve_kernel`` does for the release or the named version.
     """
-    m = resolve_kernel(b.release) if b.release else None
+    m, d = _resolved(b.release) if b.release else (None, None)
     s = b.stated
     if s is None:
         assert m is not None  # parse_banner refuses a uname -v that names neither a release nor a package
@@ -138,7 +138,6 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
     up = resolve_kernel(named)
     point = s.point if s.rc is None and up.base == xy else 0
     model = with_stable(up, point, b.name) if point else replace(up, name=b.name, release=b.name)
-    d = parse_distro_release(b.release) if b.release else None
     signed = b.kind == "/proc/version_signature"  # Ubuntu's, whatever flavour its uname -r has
     who = d.who if d is not None and d.who else ("" if b.release and not signed else s.who)
     vendor = m.vendor if m is not None and m.vendor and not signed else s.vendor
@@ -184,16 +183,24 @@ def resolve_kernel(text: str) -> KernelModel:
     newest profile; for a longer kernel string as ``banner.parse_banner`` and ``_resolve_banner`` raise (a release
     and a package version of different X.Y, two releases, a ``uname -v`` naming no release, over MAX_LEN).
     """
+    return _resolved(text)[0]
+
+
+def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
+    """``resolve_kernel``'s model of ``text`` and the distribution release it parsed ``text`` as (None: a profile,
+    an upstream or pre-release, another build, a longer string), so that ``_resolve_banner`` names a release's
+    vendor without parsing it again. Raises: ValueError as ``resolve_kernel``."""
     text = text.strip()
     if text in PROFILES:
-        return PROFILES[text]
+        return PROFILES[text], None
     if len(text) > MAX_LEN or is_banner(text):
-        return _resolve_banner(text, parse_banner(text))
+        return _resolve_banner(text, parse_banner(text)), None
     _check_release_chars(text)
     notes: list[str] = []
     point = 0
     rc = None
     vendor = ""
+    d = None
     m = _UPSTREAM.fullmatch(text)
     if m:
         major, minor = int(m.group(1)), int(m.group(2))
@@ -250,4 +257,4 @@ def resolve_kernel(text: str) -> KernelModel:
         notes.append(
             f"upstream {base_rel} is not a named profile: switches set by the release of each commit"
         )
-    return replace(model, notes=tuple(notes) + model.notes, vendor=vendor, vendor_base=vendor_base)
+    return replace(model, notes=tuple(notes) + model.notes, vendor=vendor, vendor_base=vendor_base), d
