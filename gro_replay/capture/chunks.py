@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .pcapng import MAX_CAPLEN
+from .snaplen import CaplenOverSnaplen
 from .stream import CaptureError
 
 _NS = 1_000_000_000
@@ -76,9 +77,12 @@ class CaptureFile(Protocol):
     """What the block readers read of an open ``reader.Capture`` (a protocol, so that reader.py, which reads pcapng
     through pcapng_chunks.py, is not imported back): its format (``"pcap"``/``"pcapng"``), classic pcap's record
     layout, the decompressed stream and the offset of the next record in it (bytes), the count of records cut at
-    end of file, and the capture's error messages (``CaptureError`` naming a file offset)."""
+    end of file, the declared snaplens and the count of records longer than theirs (snaplen.py), and the capture's
+    error messages (``CaptureError`` naming a file offset)."""
 
     truncated_records: int
+    snaplens: list[int]
+    caplen_over_snaplen: CaplenOverSnaplen
 
     @property
     def format(self) -> str: ...
@@ -124,7 +128,8 @@ class PcapChunks:
     chunk's ``end``), followed by newly read bytes. None when the file and the kept bytes hold no complete record.
     A chunk's ``buf`` is valid until the next call (the buffer is reused; copy what must outlive it).
     A record cut short at end of file is counted in ``capture.truncated_records`` (as ``Capture`` iteration
-    does) when ``next`` reaches it.
+    does) when ``next`` reaches it; a complete record longer than the file header's snaplen in
+    ``capture.caplen_over_snaplen`` the first time a chunk holds it (records kept are not counted again).
     Raises: CaptureError for a record claiming more than MAX_CAPLEN bytes and for read errors.
     """
 
@@ -140,6 +145,7 @@ class PcapChunks:
         self._fill = 0  # bytes of _buf holding data
         self._end = 0  # the last chunk's end
         self._file_off = capture._offset  # file offset of _buf[_fill]
+        self._counted = capture._offset  # file offset after the last record counted in caplen_over_snaplen
         self._eof = False
 
     @staticmethod
@@ -190,7 +196,15 @@ class PcapChunks:
             cap.truncated_records = 1  # the cut record is counted, never returned
         if not len(chunk):
             return None
+        self._count_over_snaplen(chunk, self._file_off - fill)
         return chunk
+
+    def _count_over_snaplen(self, chunk: RecordChunk, file_base: int) -> None:
+        """Count the records of ``chunk`` (``file_base``: file offset of its ``buf[0]``) not counted before (the
+        records a caller kept come again) that are longer than the file header's snaplen."""
+        fresh = chunk.data - _REC_LEN + file_base >= self._counted
+        self.capture.caplen_over_snaplen.add_records(self.capture.snaplens[0], chunk.caplen[fresh])
+        self._counted = max(self._counted, file_base + chunk.end)
 
     def _walk(self, buf: bytearray, n: int, file_base: int) -> RecordChunk:
         """Find the complete records in ``buf[:n]`` (``file_base``: file offset of ``buf[0]``)."""

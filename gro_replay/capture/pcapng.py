@@ -67,6 +67,7 @@ class PcapngBlocks:
     iface_bases: list[int]
     records_walked: int
     iface_records: list[int]
+    snaplens: list[int]
     _iter: Iterator[tuple[int, bytes, int, int]]
 
     def _corrupt(self, off: int, detail: str) -> CaptureError:
@@ -176,7 +177,7 @@ class PcapngBlocks:
 
     def _add_interface(self, block: bytes) -> None:
         """Add the interface whose interface description block is ``block`` (all of it) to the current section:
-        link type, name, timestamp units (``if_tsresol``) and offset (``if_tsoffset``).
+        link type, name, snaplen (bytes, 0: no limit), timestamp units (``if_tsresol``) and offset (``if_tsoffset``).
         Raises: dpkt's errors for a malformed block."""
         order = self._order
         cls = (
@@ -198,6 +199,7 @@ class PcapngBlocks:
         self._ifaces.append((idb.linktype, num // g, den // g, offset_ns))
         self.interfaces.append((idb.linktype, name))
         self.all_interfaces.append((idb.linktype, name))
+        self.snaplens.append(idb.snaplen)
         self.iface_sections.append(self.sections)
         self.iface_bases.append(self.iface_base)
         self.iface_records.append(self.records_walked)

@@ -76,6 +76,7 @@ class PcapngChunks:
     ``RecordChunk.starts``/``iface``/``linktype`` give each record's block offset, interface (index in
     ``Capture.all_interfaces``) and link type; records kept by the caller (``next(keep)``) are returned again
     without their blocks being walked twice.
+    Each record walked that is longer than its interface's snaplen is counted in ``capture.caplen_over_snaplen``.
     A block cut short at end of file is counted in ``capture.truncated_records``; a corrupt block raises
     CaptureError (with the reference's message and offset) after the records before it were returned.
     Raises: CaptureError for corrupt blocks, unsupported versions and read errors.
@@ -342,10 +343,10 @@ class PcapngChunks:
         m = int(bad[0]) if len(bad) else len(offs)
         if m:
             self._ts = int(ts[m - 1])
-            pieces.append(
-                (offs[:m], offs[:m] + _EPB_DATA, caplen[:m], f[:m, 6], ts[:m], iface[:m] + self._iface_base)
-            )
+            glob = iface[:m] + self._iface_base
+            pieces.append((offs[:m], offs[:m] + _EPB_DATA, caplen[:m], f[:m, 6], ts[:m], glob))
             cap.records_walked += m
+            cap.caplen_over_snaplen.add_records(np.array(cap.snaplens, np.int64)[glob], caplen[:m])
         if m < len(offs):
             at = base + int(offs[m])
             if bad_len[m]:
@@ -389,6 +390,7 @@ class PcapngChunks:
                 raise cap._corrupt(base + off, f"timestamp {ts_ns} ns outside 1970..2262")
             self._ts = ts_ns
         cap.records_walked += 1
+        cap.caplen_over_snaplen.add(cap.snaplens[iface_id + self._iface_base], caplen)
         one = np.array  # one record: arrays of one entry
         return (
             one([off], np.int64),

@@ -52,6 +52,7 @@ from .linktypes import (
 )
 from .pcapng import _NS, _PCAPNG_SHB, MAX_CAPLEN, PcapngBlocks
 from .pcapng_chunks import PcapngChunks
+from .snaplen import CaplenOverSnaplen
 from .stream import READ_ERRORS, CaptureError, DigestingRaw, GzipStream, read_exactly
 
 __all__ = [
@@ -99,6 +100,9 @@ class Capture(PcapngBlocks):
         compressed: True when the file is gzip-compressed.
         linktype: DLT of the first (pcap: only) interface.
         truncated_records: records cut short at end of file (0 or 1), set when iteration stops.
+        snaplens: the snaplen (bytes, 0: no limit) the file header declares (pcap: one) or each interface of
+            ``all_interfaces`` (pcapng).
+        caplen_over_snaplen: the records read so far that hold more bytes than their snaplen (snaplen.py).
         sha256(): the SHA-256 of the whole file or stream, from the bytes read (call after iterating).
 
     Raises (from iteration): CaptureError for corrupt records, unsupported link types of later pcapng
@@ -120,6 +124,10 @@ class Capture(PcapngBlocks):
         #: the gzip reader of a compressed capture (``stream_cut``), set by ``open_capture``
         self.gzip: GzipStream | None = None
         self.truncated_records = 0
+        #: the declared snaplen (bytes, 0: no limit): pcap the file header's, pcapng each of ``all_interfaces``'
+        self.snaplens: list[int] = []
+        #: records longer than their declared snaplen, counted by the record readers as they read each record
+        self.caplen_over_snaplen = CaplenOverSnaplen()
         #: pcapng: (link type, if_name or None) of each interface of the current section, by interface id
         self.interfaces: list[tuple[int, str | None]] = []
         #: pcapng: the interface id of the record last yielded, within its section (None for classic pcap)
@@ -174,6 +182,7 @@ class Capture(PcapngBlocks):
         if linktype not in SUPPORTED_LINKTYPES:
             raise linktype_error(self.path, linktype)
         self.linktype = linktype
+        self.snaplens = [fh.snaplen]
         self._offset = size
         #: (byte order, record header bytes, ns per timestamp fraction unit): what ``chunks.PcapChunks`` needs
         self.pcap_layout = (order, rec_cls.__hdr_len__, 1 if magic in _PCAP_NANO_MAGICS else 1000)
@@ -189,6 +198,8 @@ class Capture(PcapngBlocks):
         read = self._f.read
         unpack_from = rec.unpack_from
         linktype = self.linktype
+        snaplen = self.snaplens[0] or MAX_CAPLEN  # 0: no limit (no record holds more than MAX_CAPLEN)
+        over = self.caplen_over_snaplen.add
         off = self._offset
         try:
             while True:
@@ -209,6 +220,8 @@ class Capture(PcapngBlocks):
                         self.truncated_records += 1
                         return
                 off += rec_len + caplen
+                if caplen > snaplen:
+                    over(snaplen, caplen)
                 yield sec * _NS + frac * frac_ns, buf, orig_len, linktype
         except READ_ERRORS as e:
             raise self._read_error(e, off) from e

@@ -106,6 +106,11 @@ class InputStats:
     #: pcapng EPB Original Packet Length < Captured Packet Length): a fault of the capture writer, replayed as
     #: captured and reported (``capture_notes``); counted once per record on both paths
     caplen_over_orig_len: int = 0
+    #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
+    #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
+    #: ``[{"snaplen", "records", "longest"}, …]`` (bytes; one entry per declared snaplen exceeded), [] when none;
+    #: replayed as captured and reported (``capture_notes``)
+    caplen_over_snaplen: list = field(default_factory=list)
 
     _last_ts_ns: int | None = None  # not a field: ``last_ts_ns`` below
 
@@ -154,6 +159,7 @@ class InputStats:
             "interfaces": list(self.interfaces),
             "outer_udp_csum_bad": self.outer_csum_bad,
             "caplen_over_orig_len": self.caplen_over_orig_len,
+            "caplen_over_snaplen": [dict(e) for e in self.caplen_over_snaplen],
         }
 
 

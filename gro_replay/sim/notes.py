@@ -1,7 +1,9 @@
 """The input notes of a replay: facts about the capture a reader must know, one sentence each (``InputStats.notes``).
 
 ``tunnel_notes``: tunnel traffic on ports without a tunnel socket, ports ``auto`` found, or no tunnel traffic at all;
-``capture_notes``: how the capture was taken (outer checksums that do not verify, super-frames split at ``--mtu``).
+``capture_notes``: how the capture was taken (outer checksums that do not verify, super-frames split at ``--mtu``);
+``account_capture_end``: what the capture's reader found (records longer than their declared snaplen, a truncated
+capture).
 """
 
 from __future__ import annotations
@@ -115,17 +117,57 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     return notes
 
 
+def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
+    """The note on records longer than the snaplen their capture declares (``InputStats.caplen_over_snaplen``: one
+    ``{"snaplen", "records", "longest"}`` entry per declared snaplen exceeded, bytes) of a capture of format ``fmt``
+    (``"pcap"``, ``"pcapng"``), e.g. "3 records are longer than the snaplen the pcap file header declares (1,500
+    bytes; the longest record 1,514 bytes): …"."""
+    n = sum(e["records"] for e in over)
+    if len(over) == 1:
+        sizes = f"{over[0]['snaplen']:,} bytes; the longest record {over[0]['longest']:,} bytes"
+    else:  # pcapng interfaces that declare different snaplens
+        sizes = "; ".join(
+            f"{e['snaplen']:,} bytes: {e['records']:,} {plural(e['records'], 'record')}, the longest "
+            f"{e['longest']:,} bytes"
+            for e in over
+        )
+    # Readers that take such records whole replay them whole (Wireshark flags them:
+    # pcap.capt_len_larger_than_snap_len). libpcap (tcpdump -r, checked with 1.10.3) does not: it cuts a pcap
+    # record to the file header's snaplen as it reads it (sf-pcap.c), and refuses a pcapng one (sf-pcapng.c:
+    # "invalid packet capture length N, bigger than snaplen of S"), which ends tcpdump's reading there
+    if fmt == "pcapng":
+        where = "their pcapng interface declares"
+        copy = (
+            "tcpdump -r refuses such a record (invalid packet capture length, bigger than snaplen) and stops "
+            "reading there"
+        )
+    else:
+        where = "the pcap file header declares"
+        copy = (
+            "tcpdump -r cuts such records to that snaplen as it reads them, so a copy through it (tcpdump -r IN "
+            "-w OUT) holds them cut, and a replay of the copy skips them (snaplen_cut)"
+        )
+    return (
+        f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} longer than the snaplen {where} ({sizes}): "
+        f"replayed as captured, every byte is there; {copy} (JSON input.caplen_over_snaplen)"
+    )
+
+
 #: Above this an outer IP packet is no jumbo frame: 9216 bytes, the usual jumbo MTU ceiling of data-centre
 #: switches (NICs allow a little more: i40e 9702 = ``I40E_MAX_RXBUFFER`` 9728 less ``I40E_PACKET_HDR_PAD``).
 JUMBO_MAX = 9216
 
 
 def account_capture_end(cap: Capture, inp: InputStats) -> None:
-    """How the capture ended, into the input accounting, one rule for every reader (pcap, pcapng, gzip or not, a
-    file or a pipe): a record cut short at its end is a frame read and skipped (``truncated_record``), and a note
-    says the capture is truncated and what was read before the cut; gzip data that ends before its end-of-stream
-    marker (RFC 1952 trailer) is a truncated capture too, whose records before the cut were all read (only a
-    record cut with it is counted)."""
+    """How the capture ended, and what its reader counted as it read, into the input accounting, one rule for every
+    reader (pcap, pcapng, gzip or not, a file or a pipe): the records longer than their declared snaplen
+    (``InputStats.caplen_over_snaplen``, capture/snaplen.py) and their note (``over_snaplen_text``); a record cut
+    short at its end is a frame read and skipped (``truncated_record``), and a note says the capture is truncated
+    and what was read before the cut; gzip data that ends before its end-of-stream marker (RFC 1952 trailer) is a
+    truncated capture too, whose records before the cut were all read (only a record cut with it is counted)."""
+    inp.caplen_over_snaplen = cap.caplen_over_snaplen.as_list()
+    if inp.caplen_over_snaplen:
+        inp.notes.append(over_snaplen_text(inp.caplen_over_snaplen, cap.format))
     complete = inp.frames_read
     if cap.truncated_records:
         inp.frames_read += cap.truncated_records
