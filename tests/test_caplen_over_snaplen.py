@@ -1,6 +1,8 @@
 """Records longer than the snaplen their capture declares (pcap file header, pcapng interface description block):
 counted by the record readers (capture/snaplen.py), reported in ``input.caplen_over_snaplen`` and one note
-(sim/notes.py ``over_snaplen_text``), alike for pcap and pcapng, both replay paths, files, gzip and pipes.
+(sim/notes.py ``over_snaplen_text``), alike for pcap and pcapng, both replay paths, files, gzip and pipes. And
+records cut short (captured < original length, skipped as ``snaplen_cut``): a note and the verdict say what is
+known and how to get whole frames, in words true whether the capture or a copy cut them (``WHOLE_FRAMES_HINT``).
 
 draft-ietf-opsawg-pcap (File Header: SnapLen) and draft-ietf-opsawg-pcapng (Interface Description Block: SnapLen, 0
 meaning no limit) declare the most bytes kept of a packet; a file whose records hold more is readable and is replayed
@@ -207,5 +209,67 @@ def test_a_copy_through_tcpdump_cuts_what_the_note_counts() -> None:
     assert doc["input"]["caplen_over_snaplen"] == [{"snaplen": 1500, "records": 3, "longest": LONG}]
     copy = subprocess.run([tcpdump, "-r", "-", "-w", "-"], input=data, capture_output=True, timeout=60)
     assert copy.returncode == 0, copy.stderr
-    cut = json.loads(_cli(copy.stdout, "--format", "json"))["input"]
-    assert cut["skipped"] == {"snaplen_cut": 3} and cut["caplen_over_snaplen"] == []
+    cut = json.loads(_cli(copy.stdout, "--format", "json"))
+    assert cut["input"]["skipped"] == {"snaplen_cut": 3} and cut["input"]["caplen_over_snaplen"] == []
+    # the hint names the copy as a cause, not only a capture's snap length
+    assert "a copy through tcpdump -r cuts records at the file's declared snaplen" in cut["verdict"]["text"]
+
+
+def _cut(path: Path, snaplen: int, fmt: str, frames: list[tuple[int, bytes]] | None = None) -> Path:
+    """``frames`` (default the fix sample's) as a capture taken with snap length ``snaplen`` (tcpdump -s): each
+    record cut to it, its original length kept (capture/writer.py)."""
+    writer = (
+        PcapWriter(path, snaplen=snaplen)
+        if fmt == "pcap"
+        else PcapngWriter(path, [("eth0", "")], snaplen=snaplen)
+    )
+    with writer as w:
+        for ts, buf in _records() if frames is None else frames:
+            w.write(ts, buf)
+    return path
+
+
+#: what the words say of records cut short: what the file shows, and how to get whole frames, whatever cut them
+CUT_HINT = (
+    "capture or copy whole frames: tcpdump -s 0 when capturing; a copy through tcpdump -r cuts records at the "
+    "file's declared snaplen"
+)
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITE))
+def test_every_frame_cut_short_is_said_so(tmp_path, fmt) -> None:
+    """Snap length 700: all 17 records cut. The notes say none was decoded (not that the capture holds no tunnel
+    traffic: its frames are VXLAN) and what a cut record shows; the verdict's hint is true for a capture taken
+    with a small snap length and for a copy that cut it. Nothing longer than the declared snaplen."""
+    got, ref = _docs(_cut(tmp_path / f"cut.{fmt}", 700, fmt))
+    assert without_engine(got) == without_engine(ref)
+    inp = got["input"]
+    assert inp["skipped"] == {"snaplen_cut": 17} and inp["caplen_over_snaplen"] == []
+    assert inp["notes"] == [
+        "no tunnel traffic replayed: every frame read was cut short (snaplen_cut), none was decoded",
+        "17 records hold fewer bytes than their frames on the wire (captured length < original length): skipped "
+        f"(snaplen_cut), a frame cut short cannot be checksummed; {CUT_HINT}",
+    ]
+    assert got["verdict"]["text"] == (
+        "Nothing to compare: none of the 17 frames read was replayed (skipped snaplen_cut 17) (captured length < "
+        f"original length; {CUT_HINT})."
+    )
+
+
+def test_frames_cut_short_are_not_said_to_carry_no_tunnel_traffic(tmp_path) -> None:
+    """The fix sample sent to UDP port 53 with its VXLAN header zeroed (no tunnel traffic), snap length 1,000: the
+    788-byte frame is decoded, the 16 others cut. The no-tunnel-traffic note covers the frame decoded."""
+    frames = []
+    for ts, buf in _records():
+        b = bytearray(buf)
+        b[14 + 20 + 2 : 14 + 20 + 4] = (53).to_bytes(2, "big")  # UDP destination port
+        b[14 + 20 + 8 : 14 + 20 + 16] = bytes(8)  # the VXLAN header
+        frames.append((ts, bytes(b)))
+    got, ref = _docs(_cut(tmp_path / "udp.pcap", 1000, "pcap", frames))
+    assert without_engine(got) == without_engine(ref)
+    assert got["input"]["notes"] == [
+        "no tunnel traffic: no frame decoded goes to a configured tunnel port (VXLAN 4789, 8472; Geneve 6081) and "
+        "none parses as VXLAN or Geneve on another UDP port (16 cut short were not decoded: snaplen_cut)",
+        "16 records hold fewer bytes than their frames on the wire (captured length < original length): skipped "
+        f"(snaplen_cut), a frame cut short cannot be checksummed; {CUT_HINT}",
+    ]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_TRUNCATED_RECORD
-from ..report.verdict.words import filtered_text, plural
+from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
+from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, plural
 
 if TYPE_CHECKING:
     from ..capture.reader import Capture
@@ -41,10 +41,16 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         gports = ", ".join(map(str, config.geneve_ports)) or "none"
         filtered = filtered_text(getattr(inp, "filtered", {}))
         cut = inp.skipped.get(SKIP_TRUNCATED_RECORD, 0)
+        snap_cut = inp.skipped.get(SKIP_SNAPLEN, 0)
         if cut and inp.frames_read == cut:
             # the capture ends inside its first record: there is no frame to say anything of
             notes.append(
                 "no tunnel traffic replayed: the capture is truncated before its first complete frame"
+            )
+        elif snap_cut and inp.frames_read == cut + snap_cut:
+            # every frame was cut short: none was decoded, so nothing is said of what they carry
+            notes.append(
+                "no tunnel traffic replayed: every frame read was cut short (snaplen_cut), none was decoded"
             )
         elif filtered and not inp.frames_replayed:
             # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
@@ -54,19 +60,29 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
                 "captured: a tunnelled frame by its outer headers)"
             )
         else:
+            unread = f" ({snap_cut:,} cut short were not decoded: snaplen_cut)" if snap_cut else ""
             notes.append(
                 f"no tunnel traffic{f' among the frames replayed ({filtered})' if filtered else ''}"
-                f"{truncated_text(inp)}: no frame goes "
+                f"{truncated_text(inp)}: no frame {'decoded ' if snap_cut else ''}goes "
                 f"to a configured tunnel port (VXLAN {ports}; Geneve {gports}) and none parses as VXLAN or Geneve "
-                "on another UDP port"
+                f"on another UDP port{unread}"
             )
     return notes
 
 
 def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     """Notes on how the capture was taken: records whose captured length exceeds their stated wire length, outer
-    checksums that do not verify, super-frames split at ``--mtu``."""
+    checksums that do not verify, super-frames split at ``--mtu``; and records cut short (``snaplen_cut``)."""
     notes = []
+    cut = inp.skipped.get(SKIP_SNAPLEN, 0)
+    if cut:
+        # all a record says is that it holds less than the frame (captured < original length): a capture taken
+        # with a small snap length and a copy that cut the records at the file's declared one look alike
+        notes.append(
+            f"{cut:,} {plural(cut, 'record')} {'holds' if cut == 1 else 'hold'} fewer bytes than "
+            f"{'its frame' if cut == 1 else 'their frames'} on the wire (captured length < original length): "
+            f"skipped (snaplen_cut), a frame cut short cannot be checksummed; {WHOLE_FRAMES_HINT}"
+        )
     if inp.caplen_over_orig_len:
         # pcap (draft-ietf-opsawg-pcap, Packet Record) and pcapng (draft-ietf-opsawg-pcapng, Enhanced Packet
         # Block): the original length is the packet's length on the wire, the captured length at most that (less

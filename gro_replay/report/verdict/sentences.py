@@ -14,6 +14,7 @@ from .words import (
     COSTLESS_WORDS,
     NESTED_PHYS_WORDS,
     TUNNEL_GATE_WORDS,
+    WHOLE_FRAMES_HINT,
     _gate_words,
     _nic_words,
     _state_of,
@@ -94,7 +95,11 @@ class CaptureSentences:
         inp = self.result.input
         cfg = self.result.config
         if self.outcome == "nothing_replayed":
-            hint = " (capture whole frames: tcpdump -s 0)" if "snaplen_cut" in inp.skipped else ""
+            hint = (
+                f" (captured length < original length; {WHOLE_FRAMES_HINT})"
+                if "snaplen_cut" in inp.skipped
+                else ""
+            )
             return f"Nothing to compare: {not_replayed_text(inp)}{hint}."
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))

@@ -63,6 +63,16 @@ def loss_text(outcome: str, frames: int) -> str:
     return f"{frames:,} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
 
 
+#: How to get whole frames when records were cut short (captured length < original length, skipped as
+#: ``snaplen_cut``), true whatever cut them: a record cut by the snap length of the capture (tcpdump -s N) and one cut
+#: by a copy (tcpdump -r cuts a pcap file's records that hold more than its declared snaplen: sim/notes.py
+#: ``over_snaplen_text``) look alike, so the file cannot tell which it was
+WHOLE_FRAMES_HINT = (
+    "capture or copy whole frames: tcpdump -s 0 when capturing; a copy through tcpdump -r cuts records at the "
+    "file's declared snaplen"
+)
+
+
 def not_replayed_text(inp) -> str:
     """Why no frame of ``inp`` (``sim.InputStats``) was replayed, e.g. "none of the 20 frames read was replayed
     (skipped snaplen_cut 12, 8 frames filtered out by -f)", or "the capture holds no frames"."""
