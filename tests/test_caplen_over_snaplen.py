@@ -31,6 +31,7 @@ from gro_replay.capture.writer import PcapngWriter, PcapWriter
 from gro_replay.cli import main
 from gro_replay.report.document import document
 from gro_replay.sim import ReplayConfig, replay_capture
+from gro_replay.sim.notes import over_snaplen_text
 
 #: the fix sample's records: 16 × 1,514 bytes (indexes 0–15), then one of 788
 LONG, SHORT = 1514, 788
@@ -273,3 +274,10 @@ def test_frames_cut_short_are_not_said_to_carry_no_tunnel_traffic(tmp_path) -> N
         "16 records hold fewer bytes than their frames on the wire (captured length < original length): skipped "
         f"(snaplen_cut), a frame cut short cannot be checksummed; {CUT_HINT}",
     ]
+
+
+def test_one_record_is_said_in_the_singular() -> None:
+    assert over_snaplen_text([{"snaplen": 100, "records": 1, "longest": LONG}], "pcapng").startswith(
+        "1 record is longer than the snaplen its pcapng interface declares (100 bytes; the record 1,514 bytes): "
+        "replayed as captured, every byte is there; tcpdump -r refuses such a record"
+    )

@@ -4,8 +4,10 @@ A classic pcap file header declares one snaplen for the file, a pcapng interface
 interface (draft-ietf-opsawg-pcap, File Header: SnapLen, "the maximum number of octets captured from each packet";
 draft-ietf-opsawg-pcapng, Interface Description Block: SnapLen, 0 meaning no limit; a pcap snaplen of 0 is taken
 as no limit too). A record that holds more is readable, and is read and replayed as captured (its bytes are all
-there; Wireshark flags it, ``pcap.capt_len_larger_than_snap_len``), but a program that copies the capture
-(``tcpdump -r IN -w OUT``, ``editcap``) cuts it to the declared snaplen, and the copy's frames are then cut short.
+there; Wireshark flags it, ``pcap.capt_len_larger_than_snap_len``, and editcap 4.0 copies it whole), but libpcap
+does not take it whole (checked with libpcap 1.10.3): it cuts a pcap record to the declared snaplen as it reads it,
+so a copy through ``tcpdump -r IN -w OUT`` holds the frame cut short, and it refuses a pcapng one ("invalid packet
+capture length N, bigger than snaplen of S"), which ends tcpdump's reading there.
 
 Counted where each record's header is read, once per complete record, by the reader that reads it: reader.py
 ``Capture._iter_pcap`` (classic pcap, frame-by-frame path), chunks.py ``PcapChunks`` (classic pcap, batch path),

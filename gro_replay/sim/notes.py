@@ -140,7 +140,7 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
     bytes; the longest record 1,514 bytes): …"."""
     n = sum(e["records"] for e in over)
     if len(over) == 1:
-        sizes = f"{over[0]['snaplen']:,} bytes; the longest record {over[0]['longest']:,} bytes"
+        sizes = f"{over[0]['snaplen']:,} bytes; {'the record' if n == 1 else 'the longest record'} {over[0]['longest']:,} bytes"
     else:  # pcapng interfaces that declare different snaplens
         sizes = "; ".join(
             f"{e['snaplen']:,} bytes: {e['records']:,} {plural(e['records'], 'record')}, the longest "
@@ -152,7 +152,7 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
     # record to the file header's snaplen as it reads it (sf-pcap.c), and refuses a pcapng one (sf-pcapng.c:
     # "invalid packet capture length N, bigger than snaplen of S"), which ends tcpdump's reading there
     if fmt == "pcapng":
-        where = "their pcapng interface declares"
+        where = f"{'its' if n == 1 else 'their'} pcapng interface declares"
         copy = (
             "tcpdump -r refuses such a record (invalid packet capture length, bigger than snaplen) and stops "
             "reading there"
