@@ -175,3 +175,62 @@ def test_a_release_with_a_character_no_uname_has_is_refused(text):
     assert r.exit_code == 2 and "has a character no release string has" in r.output
     for ok in ("5.15.84-v8+", "6.1.0-rc1~exp1", "5.10.0-21-cloud_amd64"):
         resolve_kernel(ok)
+
+
+RHEL8_ASSUMED = (
+    "4.18.0-305.el8, assumed an upstream 4.18 base, run as the upstream 4.19 model, lacks 89e5c58fc1e2 unless Red "
+    "Hat backported it; what follows assumes Red Hat did not"
+)
+
+
+@pytest.mark.parametrize(
+    ("kernels", "head", "assumed"),
+    [
+        # RHEL 8's 4.18.0-305.el8 names no stable release: upstream 4.18 (run as the 4.19 model) lacks the fix
+        (["4.18.0-305.el8", "6.18"], "", RHEL8_ASSUMED),
+        # Debian 11's uname -r: upstream 5.10, whose stable branch took the fix in 5.10.24 (model.py STABLE_BACKPORTS)
+        (
+            ["5.10.0-21-amd64", "5.12"],
+            "",
+            "5.10.0-21-amd64, assumed an upstream 5.10 base, lacks 89e5c58fc1e2 unless Debian backported it "
+            "(linux-5.10.y carries it since 5.10.24, as 09af4362ba47); what follows assumes Debian did not",
+        ),
+        # three kernels: the pair compared is the newest without the fix and the oldest with it
+        (
+            ["4.18.0-305.el8", "5.12", "6.18"],
+            "Compared for the fix: 4.18.0-305.el8, assumed without it, and post-fix (v5.12), with it. ",
+            RHEL8_ASSUMED,
+        ),
+        # the assumed kernel is not the one compared (5.10 is newer, its lack of the fix a fact): no assumption
+        (
+            ["4.18.0-305.el8", "5.10", "6.18"],
+            "Compared for the fix: 5.10 (v5.10), without it, and 6.18 (v6.18), with it. ",
+            "",
+        ),
+        # Debian's uname -rv names 5.10.162, which carries the fix (5.10.24): 5.10's lack of it is known
+        (["5.10", "5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)"], "", ""),
+    ],
+)
+def test_compare_mode_says_the_lack_of_the_fix_is_assumed_where_the_json_does(kernels, head, assumed):
+    # the verdict sentence reads the fact the JSON prints (verdict.fix_assumed_lacking, KernelModel.knows): the
+    # kernel compared without the fix lacks it by assumption exactly when its sentence says so, and then every
+    # claim after it (17 frames refused by the pre-fix gate, 15 skbs saved) holds only if the vendor did not
+    # backport 89e5c58fc1e2; explain's per-flow verdict says it too
+    import json
+
+    args = [a for k in kernels for a in ("--kernel", k)]
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), *args, "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    v = json.loads(r.output)["verdict"]
+    lead = f"{assumed}. " if assumed else ""
+    assert v["text"].startswith(f"{head}{lead}Before the fix, 1 of 1 tunnelled TCP flow(s) lose"), v["text"]
+    assert (v["compared"]["without_fix"] in v["fix_assumed_lacking"]) is bool(assumed)
+    assert v["text"].count("what follows assumes") == bool(assumed)
+    assert v["stack_traversals_saved"] == 15 and v["affected_flows"] == 1
+    r = CliRunner().invoke(main, ["explain", str(FIX_SAMPLE), *args, "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    (flow,) = json.loads(r.output)["flows"]
+    lead = f"{assumed}: " if assumed else ""
+    assert flow["verdict"]["why"].startswith(
+        f"{lead}before the fix udp_gro_receive refused 17 of its 17 frames"
+    )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...kernel.model import FIX_COMMIT
 from ...packet.decode import FlowKey
 from ..stats import FlowStats
 from .facts import (
@@ -295,6 +294,9 @@ class Verdict(CaptureSentences):
                 "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
                 "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
             )
+        lead = self._assumed_lead()
+        if lead and fv.outcome in ("affected", "refused_no_gain"):
+            why = f"{lead}: {why}"
         if self.other_changes and fv.outcome in ("affected", "refused_no_gain"):
             why += f" ({pre.name} → {post.name} also changes {', '.join(self.other_changes)}"
             if fixed is not post:
@@ -429,12 +431,6 @@ class Verdict(CaptureSentences):
             "kernels": [k.as_dict() for k in self.kernels],
             "fix_assumed_lacking": self.assumed_lacking(),
         }
-
-    def assumed_lacking(self) -> list[str]:
-        """The kernels whose lack of 89e5c58fc1e2 is an assumption (``KernelModel.knows``: a distribution kernel
-        whose vendor may have backported it): what the verdict says of them holds only if the vendor did not."""
-        knows = [(name, getattr(self.models.get(name), "knows", None)) for name, _ in self._kernels]
-        return [name for name, k in knows if k is not None and not k(FIX_COMMIT)]
 
     def summary_tokens(self) -> list[str]:
         """Tokens the SUMMARY line carries from the verdict: ``affected_flows=N``, and ``fix_assumed_lacking=K,…``

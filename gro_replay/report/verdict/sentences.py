@@ -19,7 +19,9 @@ from .words import (
     _nic_words,
     _state_of,
     _via,
+    assumed_lack_lead,
     fix_advice,
+    fix_lack_assumed,
     id_step_text,
     kernel_label,
     lacks_fix_words,
@@ -63,10 +65,26 @@ class CaptureSentences:
     reasons_observed: bool
     split_count: int
     _tally: _Tally
+    _kernels: list[tuple[str, str]]
 
     @property
     def compare(self) -> bool:
         return self.pre is not None
+
+    def assumed_lacking(self) -> list[str]:
+        """The kernels whose lack of 89e5c58fc1e2 is an assumption (``fix_lack_assumed``: a distribution kernel whose
+        vendor may have backported it): what the verdict says of them holds only if the vendor did not. The JSON's
+        ``verdict.fix_assumed_lacking``, the SUMMARY's token and the sentences' assumption (``_assumed_lead``)."""
+        return [name for name, _ in self._kernels if fix_lack_assumed(self.models.get(name))]
+
+    def _assumed_lead(self) -> str:
+        """Compare mode: ``assumed_lack_lead`` of the kernel compared without the fix when ``assumed_lacking`` names
+        it ("4.18.0-305.el8, assumed an upstream 4.18 base, …, lacks 89e5c58fc1e2 unless Red Hat backported it; what
+        follows assumes Red Hat did not"); else ""."""
+        if self.pre is None or self.pre not in self.assumed_lacking():
+            return ""
+        release = dict(self._kernels)[self.pre]
+        return assumed_lack_lead(self.models[self.pre], kernel_label(self.pre, release))
 
     def _reasons(self, counter: Counter, kernel: str | None) -> str:
         """``reason_list`` of ``counter`` for kernel ``kernel``, or, when the backend does not record end reasons,
@@ -133,12 +151,16 @@ class CaptureSentences:
             )
         elif self.compare:
             text = self._compare_text()
+            lead = self._assumed_lead()
+            if lead:
+                text = f"{lead}. {text}"
             if len(self.kernels) > 2:
                 # which pair the sentence compares (as the table's Δ column names its pair): the newest kernel
                 # without the fix and the oldest with it
                 pre, post = (next(k for k in self.kernels if k.name == n) for n in (self.pre, self.post))
                 text = (
-                    f"Compared for the fix: {kernel_label(pre.name, pre.release)}, without it, and "
+                    f"Compared for the fix: {kernel_label(pre.name, pre.release)}, "
+                    f"{'assumed without it' if lead else 'without it'}, and "
                     f"{kernel_label(post.name, post.release)}, with it. {text}"
                 )
         else:
@@ -348,7 +370,7 @@ class CaptureSentences:
             if any(refused.flows.values()):
                 costless = f"; {self._costless_text(refused, k.name, also=True)}" if refused.costless else ""
                 text = (
-                    f"{lacks}{'; if it does not, it is' if getattr(model, 'vendor', '') else ' and is'} affected by "
+                    f"{lacks}{'; if it does not, it is' if fix_lack_assumed(model) else ' and is'} affected by "
                     f"the zero-checksum bug: {self._refusal_text(refused)}{costless}; "
                     f"{fix_advice(self.result.config, t.shadow_saved.get(k.name))}."
                 )

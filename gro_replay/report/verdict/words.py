@@ -239,20 +239,34 @@ def fix_advice(cfg, saved: dict | None = None) -> str:
     return f"with {FIX_COMMIT} applied (measured: the same kernel model replayed beside it) they go up in {measured}; {advice}"
 
 
+def fix_lack_assumed(model) -> bool:
+    """Whether ``model`` lacks 89e5c58fc1e2 by assumption (``KernelModel.knows`` false: a distribution kernel whose
+    assumed upstream base lacks it, which its vendor may have backported): the one rule behind the JSON's
+    ``verdict.fix_assumed_lacking`` and ``config.kernels[].fix_89e5c58fc1e2.known``, the SUMMARY's
+    ``fix_assumed_lacking=`` and every sentence that says the lack is assumed."""
+    knows = getattr(model, "knows", None)
+    return knows is not None and not knows(FIX_COMMIT)
+
+
 def lacks_fix_words(model, label: str) -> str:
-    """ "<label> lacks 89e5c58fc1e2" — or, for a distribution kernel whose backports are not known
-    (``KernelModel.vendor``), the assumption it rests on: "<label>, assumed an upstream 4.18 base (run as 4.19),
-    lacks 89e5c58fc1e2 unless Red Hat backported it" — with the stable branch that carries it, if any."""
-    vendor = getattr(model, "vendor", "") if model is not None else ""
+    """ "<label> lacks 89e5c58fc1e2" — or, for a kernel whose lack of it is assumed (``fix_lack_assumed``: a
+    distribution kernel whose backports are not known), the assumption it rests on: "<label>, assumed an upstream
+    4.18 base, run as the upstream 4.19 model, lacks 89e5c58fc1e2 unless Red Hat backported it" — with the stable
+    branch that carries it, if any."""
     hint = stable_fix_hint(model)
-    if not vendor:
+    if not fix_lack_assumed(model):
         return f"{label} lacks {FIX_COMMIT}{hint}"
     vb = model.vendor_base
     base = model.base or model.release
     ran = "" if vb.split(".")[:2] == base.split(".")[:2] else f", run as the upstream {base} model"
-    return (
-        f"{label}, assumed an upstream {vb} base{ran}, lacks {FIX_COMMIT} unless {vendor} backported it{hint}"
-    )
+    return f"{label}, assumed an upstream {vb} base{ran}, lacks {FIX_COMMIT} unless {model.vendor} backported it{hint}"
+
+
+def assumed_lack_lead(model, label: str) -> str:
+    """The lead of a comparison whose kernel without the fix lacks it by assumption (``fix_lack_assumed``): "<label>,
+    assumed an upstream 4.18 base, run as the upstream 4.19 model, lacks 89e5c58fc1e2 unless Red Hat backported
+    it; what follows assumes Red Hat did not"."""
+    return f"{lacks_fix_words(model, label)}; what follows assumes {model.vendor} did not"
 
 
 def _state_of(cfg, key, rx_csum: str) -> str:
