@@ -306,9 +306,14 @@ def test_kernel_order_is_by_release_in_every_output(runner):
     assert list(dict.fromkeys(events)) == ["5.4", "6.18"]
 
 
-def test_kernels_of_one_release_keep_the_options_order(runner):
-    """Ties (two distribution strings of one release, 5.4.0-42): the options' order, as given."""
+def test_kernels_of_one_release_are_one_model_and_refused(runner):
+    """Ties in the release order (two distribution strings of one release, 5.4.0-42: upstream 5.4 assumed for both,
+    kernel/distro.py) resolve to one kernel model, equal switches: refused in one line, exit 2, whatever the order
+    (cli/options.py ``_kernels``), instead of two identical columns."""
     for order in (("5.4.0-42-lowlatency", "5.4.0-42-generic"), ("5.4.0-42-generic", "5.4.0-42-lowlatency")):
         r = _run(runner, FIX_SAMPLE, "--kernel", "6.1", "--kernel", order[0], "--kernel", order[1])
-        (summary,) = [ln for ln in r.stdout.splitlines() if ln.startswith("SUMMARY ")]
-        assert summary.startswith(f"SUMMARY kernels={order[0]},{order[1]},6.1 ")
+        assert r.exit_code == 2
+        (line,) = r.output.strip().splitlines()
+        assert line.startswith(
+            f"Error: --kernel {order[0]!r} and --kernel {order[1]!r} run one kernel model (every modelled commit off)"
+        )

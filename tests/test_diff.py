@@ -379,10 +379,49 @@ def test_diff_notes_a_kernel_name_that_is_another_model(tmp_path):
     r = run("diff", *docs)
     note = (
         'note: kernel 5.10.0-21-amd64 is another model in the two documents (vendor_base "5.10.162" → "5.10"; '
-        'backports ["89e5c58fc1e2", "8dc1c444df19"] → []; carries 89e5c58fc1e2 true → false)'
+        'backports ["89e5c58fc1e2", "8dc1c444df19"] → []; carries 89e5c58fc1e2 true → false; modelled commits '
+        "89e5c58fc1e2 on → off, 8dc1c444df19 on → off): a change between them may be the model's, not the kernel's"
     )
-    assert note in r.stdout and r.exit_code == 1
+    assert note in " ".join(r.stdout.split()) and r.exit_code == 1
     assert "another model" not in run("diff", docs[0], docs[0]).stdout
+
+
+def test_diff_says_when_two_documents_ran_one_kernel_model(tmp_path):
+    """The words of --kernel's refusal (cli/options.py): a kernel model is the switches the simulation runs
+    (config.kernels[].switches). 5.10 and Debian 11's 5.10.0-21-amd64 (upstream 5.10 assumed: every modelled commit
+    off, as 4.19 to 5.10) are one model under two names, so the diff of their documents compares a model with
+    itself; a name described differently (an older document without vendor) but with equal switches is one model
+    too, and a change between them is not the model's."""
+    paths = {}
+    for k in ("5.10", "5.10.0-21-amd64"):
+        r = run(FIX_SAMPLE, "--kernel", k, "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        paths[k] = tmp_path / f"{k}.json"
+        paths[k].write_text(r.stdout)
+    r = run("diff", paths["5.10"], paths["5.10.0-21-amd64"])
+    assert r.exit_code == 0, r.output
+    assert (
+        "note: kernels 5.10 and 5.10.0-21-amd64 run one kernel model (every modelled commit off): a change between "
+        "the documents is not a difference of the kernels"
+    ) in " ".join(r.stdout.split())
+    doc = json.loads(paths["5.10.0-21-amd64"].read_text())
+    doc["config"]["kernels"][0]["vendor"] = None
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(doc))
+    r = run("diff", older, paths["5.10.0-21-amd64"])
+    assert (
+        'note: kernel 5.10.0-21-amd64 is described differently in the two documents (vendor null → "Debian") but '
+        "runs one kernel model in both (every modelled commit off): a change between them is not the model's"
+    ) in " ".join(r.stdout.split())
+    assert "another model" not in r.stdout
+    # a document of before config.kernels[].switches: the descriptive fields stand for the model, as before
+    del doc["config"]["kernels"][0]["switches"]
+    older.write_text(json.dumps(doc))
+    r = run("diff", older, paths["5.10.0-21-amd64"])
+    assert (
+        'note: kernel 5.10.0-21-amd64 is another model in the two documents (vendor null → "Debian")'
+        in r.stdout
+    )
 
 
 @pytest.mark.parametrize(
@@ -393,6 +432,8 @@ def test_diff_notes_a_kernel_name_that_is_another_model(tmp_path):
         ("backports", "abc"),
         ("fix_89e5c58fc1e2", "yes"),
         ("release", None),
+        ("switches", "abc"),
+        ("switches", {"udp_tunnel_gate_checks_uh_check": "yes", "x": [1]}),
     ],
 )
 def test_diff_reads_odd_kernel_entries_without_failing(docs, tmp_path, field, value):
@@ -405,7 +446,11 @@ def test_diff_reads_odd_kernel_entries_without_failing(docs, tmp_path, field, va
     for pair in ((docs["pre"], odd), (odd, odd)):
         r = run("diff", *pair)
         assert r.exit_code in (0, 1) and "internal error" not in r.output, r.output
-    if field != "name":
-        assert f"note: kernel pre-fix is another model in the two documents ({field}" in run(
-            "diff", docs["pre"], odd
-        ).stdout.replace("carries 89e5c58fc1e2", "fix_89e5c58fc1e2")
+    out = run("diff", docs["pre"], odd).stdout.replace("carries 89e5c58fc1e2", "fix_89e5c58fc1e2")
+    if field == "switches":
+        # switches the tool did not write: the model is another, the values shown as found
+        assert "note: kernel pre-fix is another model in the two documents (" in out
+        assert ('"yes"' if isinstance(value, dict) else '"abc"') in out
+    elif field != "name":
+        # the same switches in both: one kernel model, described differently
+        assert f"note: kernel pre-fix is described differently in the two documents ({field}" in out

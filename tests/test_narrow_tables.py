@@ -45,7 +45,7 @@ def test_no_table_cuts_a_cell(docs, columns):
     outputs = {
         "replay": _run(columns, VXLAN4_SAMPLE),
         "replay 3 kernels": _run(
-            columns, FIX_SAMPLE, "--kernel", "4.19", "--kernel", "5.10", "--kernel", "6.18"
+            columns, FIX_SAMPLE, "--kernel", "4.19", "--kernel", "5.11", "--kernel", "6.18"
         ),
         "diff": _run(columns, "diff", post, pre, "--max-regression", "5"),
         "batch": _run(columns, "batch", *sorted(SAMPLES.glob("*.pcap"))),
@@ -53,7 +53,7 @@ def test_no_table_cuts_a_cell(docs, columns):
     }
     for what, text in outputs.items():
         assert "…" not in text, (what, columns, text)
-    wide = _run(200, FIX_SAMPLE, "--kernel", "4.19", "--kernel", "5.10", "--kernel", "6.18")
+    wide = _run(200, FIX_SAMPLE, "--kernel", "4.19", "--kernel", "5.11", "--kernel", "6.18")
     assert set(NUMBER.findall(wide)) <= set(NUMBER.findall(outputs["replay 3 kernels"])), columns
     wide = _run(200, "diff", post, pre, "--max-regression", "5")
     assert set(NUMBER.findall(wide)) <= set(NUMBER.findall(outputs["diff"])), columns

@@ -23,12 +23,12 @@ from .params import Keyword
 
 
 def kernels_document(extra: tuple[KernelModel, ...] = ()) -> dict:
-    """JSON-ready: ``profiles`` (each ``KernelModel.describe()`` plus its switches), ``switches`` (commit, upstream
+    """JSON-ready: ``profiles`` (each ``KernelModel.describe()``, its switches included, and ``lts``), ``switches`` (commit, upstream
     release, ``upstream_rc``: the rc of that release the commit landed in or None, title), ``stable_backports``
     (upstream commit → branch → stable commit, first point release)."""
     models = list(PROFILES.values()) + list(extra)
     return {
-        "profiles": [dict(m.describe(), lts=m.release in LTS, switches=m.switches()) for m in models],
+        "profiles": [dict(m.describe(), lts=m.release in LTS) for m in models],
         "switches": [
             {
                 "switch": c.switch,

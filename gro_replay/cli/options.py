@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..kernel.banner import shown
-from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel
+from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, switches_text
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from ..kernel.release import resolve_kernel
 from .errors import UsageError
@@ -307,7 +307,9 @@ def build_config(
 
 
 def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel, ...]:
-    """The kernel models of ``--fix``/``--no-fix`` or ``--kernel`` (by release, oldest first). Raises UsageError."""
+    """The kernel models of ``--fix``/``--no-fix`` or ``--kernel`` (by release, oldest first). Raises UsageError for
+    two strings of one name (a host's uname -r and uname -rv) and for two strings of one model (equal switches:
+    ``5.11`` and ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``), which would compare a model with itself."""
     if kernel_rel:
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
@@ -323,6 +325,15 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
                 raise UsageError(
                     f"--kernel {shown(named[k.name], 48)} and --kernel {shown(r, 48)} both name kernel {k.name}: "
                     "give each kernel once"
+                )
+            same = next((g for g in given if g.switches() == k.switches()), None)
+            if same is not None:
+                # the simulation runs the switches alone: the same switches give the same counts, whatever the names
+                raise UsageError(
+                    f"--kernel {shown(named[same.name], 48)} and --kernel {shown(r, 48)} run one kernel model "
+                    f"({switches_text(k.switches())}): compared with itself it shows no difference; give one of "
+                    "them, or kernels that differ in a modelled commit (gro-replay kernels --kernel … shows each "
+                    "one's switches)"
                 )
             named[k.name] = r
             given.append(k)

@@ -122,7 +122,8 @@ class KernelModel:
 
     def describe(self) -> dict:
         """The JSON ``config.kernels[]`` entry: name, release, upstream base, backports (each with its stable commit
-        and first point release), notes, and where 89e5c58fc1e2 comes from (``fix_89e5c58fc1e2``)."""
+        and first point release), notes, the switches (``switches``: the model the simulation runs), and where
+        89e5c58fc1e2 comes from (``fix_89e5c58fc1e2``)."""
         fix = FIX_COMMIT
         bp = self.stable_backport(fix)
         return {
@@ -137,6 +138,9 @@ class KernelModel:
             "vendor": self.vendor or None,
             "vendor_base": self.vendor_base or None,
             "pre_release": self._pre_release_entry(),
+            # what the simulation runs: two kernels with equal switches are one model (cli/options.py refuses to
+            # compare them; diff says so)
+            "switches": self.switches(),
             f"fix_{fix}": {
                 "carried": self.carries(fix),
                 # a distribution kernel whose base lacks the fix: the vendor may have backported it (not known)
@@ -266,6 +270,24 @@ def rc_lacks(major: int, minor: int, rc: int) -> list[SwitchCommit]:
         for c in SWITCH_COMMITS
         if c.upstream == (major, minor) and c.upstream_rc is not None and c.upstream_rc > rc
     ]
+
+
+def switches_text(switches: dict) -> str:
+    """A model's switches (``KernelModel.switches()``, or a document's ``config.kernels[].switches``) by the commits
+    they are named after: "modelled commits on: 8dc1c444df19, 89e5c58fc1e2; the other 12 off", or "every modelled
+    commit off"; a switch of no known commit (a document of another version) by its name."""
+    on = [commit_of_switch(s) for s, v in switches.items() if v is True]
+    if not on:
+        return "every modelled commit off"
+    off = len(switches) - len(on)
+    return f"modelled commits on: {', '.join(on)}" + (f"; the other {off} off" if off else "")
+
+
+def commit_of_switch(switch: object) -> str:
+    """The commit ``switch`` is named after (``SWITCH_COMMITS``); a name no switch has (a document of another
+    version) as it is."""
+    c = _BY_SWITCH.get(switch) if isinstance(switch, str) else None
+    return c.commit if c is not None else str(switch)
 
 
 def switch_of_commit(commit: str) -> str:

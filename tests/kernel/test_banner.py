@@ -238,6 +238,63 @@ def test_two_strings_of_one_kernel_are_refused():
     assert r.exit_code == 2 and "both name kernel 5.10.0-21-amd64: give each kernel once" in r.output
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "model"),
+    [
+        # Ubuntu 21.04's 5.11.0-16-generic names no stable release: upstream 5.11 (8dc1c444df19, v5.11), as 5.11 is
+        ("5.11", "5.11.0-16-generic", "modelled commits on: 8dc1c444df19; the other 13 off"),
+        # 89e5c58fc1e2 landed in v5.12-rc2 (model.py SWITCH_COMMITS): 5.12-rc2 carries every modelled commit of 5.12
+        ("5.12-rc2", "5.12", "modelled commits on: 89e5c58fc1e2, 8dc1c444df19; the other 12 off"),
+        # 5.12-rc1 lacks it: the model of 5.11
+        ("5.11", "5.12-rc1", "modelled commits on: 8dc1c444df19; the other 13 off"),
+        # RHEL 8's 4.18 base runs as the 4.19 model; 4.19 to 5.10 have every modelled commit off
+        ("4.18.0-305.el8", "5.4", "every modelled commit off"),
+        # no stable backport of a modelled commit before 5.4.99 (8dc1c444df19, STABLE_BACKPORTS)
+        ("5.4", "5.4.50", "every modelled commit off"),
+        # 5.10.24 took 89e5c58fc1e2 (09af4362ba47) after 8dc1c444df19 (5.10.17), 5.11.7 took it (9b815b6efaf8) on 5.11
+        ("5.10.24", "5.11.7", "modelled commits on: 89e5c58fc1e2, 8dc1c444df19; the other 12 off"),
+        # Ubuntu 20.04's uname -r names no stable release: upstream 5.4 assumed, the model of 5.4...
+        ("5.4.0-42-generic", "5.4", "every modelled commit off"),
+        # ...while Debian 11's uname -rv names 5.10.162: the model of 5.10.24
+        (DEB11_RV, "5.10.24", "modelled commits on: 89e5c58fc1e2, 8dc1c444df19; the other 12 off"),
+    ],
+)
+def test_two_strings_of_one_kernel_model_are_refused(first, second, model):
+    """Two --kernel strings whose models have the same switches (KernelModel.switches: all the simulation reads of a
+    kernel) would compare a model with itself: one line, exit 2, naming both strings and the switches they share;
+    the same with a third kernel beside them."""
+    for extra in ([], ["--kernel", "6.18"]):
+        r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", first, "--kernel", second, *extra, "-q"])
+        assert r.exit_code == 2, r.output
+        (line,) = r.output.strip().splitlines()
+        assert line == (
+            f"Error: --kernel {first[:47] + '…' if len(first) > 48 else first!r} and --kernel {second!r} run one "
+            f"kernel model ({model}): compared with itself it shows no difference; give one of them, or kernels "
+            "that differ in a modelled commit (gro-replay kernels --kernel … shows each one's switches)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("5.11", "5.11.7"),  # 5.11.7 adds 89e5c58fc1e2 (9b815b6efaf8)
+        ("5.10", "5.10.17"),  # 5.10.17 adds 8dc1c444df19 (9e6ce473e96b)
+        (
+            "5.4.0-42-generic",
+            UBU2004_LATE_SIG,
+        ),  # 5.4.233: 8dc1c444df19 and 89e5c58fc1e2 since 5.4.99 / 5.4.106
+        ("6.1", "6.1.7"),  # 6.1.7 adds 7871f54e3dee (0b1605e45c36)
+    ],
+)
+def test_strings_of_models_that_differ_in_a_switch_are_compared(first, second):
+    r = CliRunner().invoke(
+        main, [str(FIX_SAMPLE), "--kernel", first, "--kernel", second, "--format", "json", "-q"]
+    )
+    assert r.exit_code == 0, r.output
+    a, b = (k["switches"] for k in json.loads(r.output)["config"]["kernels"])
+    assert a != b
+
+
 def _run(*kernels: str) -> dict:
     args = [str(FIX_SAMPLE)]
     for k in kernels:

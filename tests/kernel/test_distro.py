@@ -201,10 +201,10 @@ RHEL8_ASSUMED = (
             "Compared for the fix: 4.18.0-305.el8, assumed without it, and post-fix (v5.12), with it. ",
             RHEL8_ASSUMED,
         ),
-        # the assumed kernel is not the one compared (5.10 is newer, its lack of the fix a fact): no assumption
+        # the assumed kernel is not the one compared (5.11 is newer, its lack of the fix a fact): no assumption
         (
-            ["4.18.0-305.el8", "5.10", "6.18"],
-            "Compared for the fix: 5.10 (v5.10), without it, and 6.18 (v6.18), with it. ",
+            ["4.18.0-305.el8", "5.11", "6.18"],
+            "Compared for the fix: pre-fix (v5.11), without it, and 6.18 (v6.18), with it. ",
             "",
         ),
         # Debian's uname -rv names 5.10.162, which carries the fix (5.10.24): 5.10's lack of it is known

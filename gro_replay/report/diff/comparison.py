@@ -18,6 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from ...kernel.model import commit_of_switch, switches_text
 from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
 
@@ -199,11 +200,19 @@ def _shown(value) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _onoff(value) -> str:
+    """A switch's value in a note: on, off, or as JSON writes anything else (null: absent in that document)."""
+    return "on" if value is True else "off" if value is False else _shown(value)
+
+
 def _kernel_model_notes(base: dict, cur: dict) -> list[str]:
-    """A note per kernel name whose model differs between the documents (``config.kernels[]``: release, base,
-    vendor base, pre-release, stable backports, whether it carries the fix): e.g. ``--kernel 5.10.0-21-amd64``
-    and ``--kernel "$(uname -rv)"`` name one Debian kernel by name but two models (5.10 and 5.10.162), so a change
-    between the documents may be the model's, not the kernel's."""
+    """A note per kernel name whose model differs between the documents (``config.kernels[]``: the switches the
+    simulation ran, ``switches``, where both documents hold them; else what makes a model: release, base, vendor
+    base, pre-release, stable backports, whether it carries the fix): e.g. ``--kernel 5.10.0-21-amd64`` and
+    ``--kernel "$(uname -rv)"`` name one Debian kernel by name but two models (5.10 and 5.10.162), so a change
+    between the documents may be the model's, not the kernel's. A name described differently whose switches are
+    equal runs one kernel model in both, and so do two kernels of different names paired as one each
+    (``_pair_kernels``) whose switches are equal: the words of cli/options.py, which refuses to compare those."""
 
     def named(doc: dict) -> dict:
         kernels = (doc.get("config") or {}).get("kernels") if isinstance(doc.get("config"), dict) else None
@@ -211,20 +220,52 @@ def _kernel_model_notes(base: dict, cur: dict) -> list[str]:
             return {}
         return {k["name"]: k for k in kernels if isinstance(k, dict) and isinstance(k.get("name"), str)}
 
-    cur_by = named(cur)
+    base_by, cur_by = named(base), named(cur)
     notes = []
-    for name, k in named(base).items():
+    for name, k in base_by.items():
         other = cur_by.get(name)
-        if other is None:
-            continue
-        a, b = _model_words(k), _model_words(other)
-        changed = [f"{f} {_shown(a[f])} → {_shown(b[f])}" for f in a if a[f] != b[f]]
-        if changed:
+        if other is not None:
+            notes += _same_name_notes(name, k, other)
+    if len(base_by) == 1 and len(cur_by) == 1 and not base_by.keys() & cur_by.keys():
+        ((a_name, a),), ((b_name, b),) = base_by.items(), cur_by.items()
+        sw = a.get("switches")
+        if isinstance(sw, dict) and sw == b.get("switches"):
             notes.append(
-                f"kernel {name} is another model in the two documents ({'; '.join(changed)}): a change "
-                "between them may be the model's, not the kernel's"
+                f"kernels {a_name} and {b_name} run one kernel model ({switches_text(sw)}): a change between the "
+                "documents is not a difference of the kernels"
             )
     return notes
+
+
+def _same_name_notes(name: str, k: dict, other: dict) -> list[str]:
+    """``_kernel_model_notes`` for kernel ``name``, ``k`` in the baseline and ``other`` in the current document."""
+    a, b = _model_words(k), _model_words(other)
+    changed = [f"{f} {_shown(a[f])} → {_shown(b[f])}" for f in a if a[f] != b[f]]
+    sa, sb = k.get("switches"), other.get("switches")
+    if isinstance(sa, dict) and isinstance(sb, dict):
+        if sa == sb:
+            return (
+                [
+                    f"kernel {name} is described differently in the two documents ({'; '.join(changed)}) but runs "
+                    f"one kernel model in both ({switches_text(sa)}): a change between them is not the model's"
+                ]
+                if changed
+                else []
+            )
+        flips = [
+            f"{commit_of_switch(sw)} {_onoff(sa.get(sw))} → {_onoff(sb.get(sw))}"
+            for sw in dict.fromkeys([*sa, *sb])
+            if sa.get(sw) != sb.get(sw)
+        ]
+        changed.append(f"modelled commits {', '.join(flips)}")
+    elif sa is not None and sb is not None and sa != sb:
+        changed.append(f"switches {_shown(sa)} → {_shown(sb)}")
+    if not changed:
+        return []
+    return [
+        f"kernel {name} is another model in the two documents ({'; '.join(changed)}): a change between them may be "
+        "the model's, not the kernel's"
+    ]
 
 
 def _flow_id(row: dict) -> str:
