@@ -78,8 +78,11 @@ KEEP_WITHIN_MSS = "payload_within_mss"
 KEEP_MSS_TOO_SMALL = "mss_below_tcp_min_snd_mss"
 
 #: The smallest MSS a Linux sender uses: include/net/tcp.h ``TCP_MIN_SND_MSS`` (48), the default of
-#: net.ipv4.tcp_min_snd_mss (5f3e2bf008c2 "tcp: add tcp_min_snd_mss sysctl", v5.2). A split into smaller segments is
-#: absurd (no sender produced it) and would cost work out of proportion to the input: refused, counted.
+#: net.ipv4.tcp_min_snd_mss (5f3e2bf008c2 "tcp: add tcp_min_snd_mss sysctl", v5.2). ``__tcp_mtu_to_mss`` floors the
+#: MSS before ``tcp_mtu_to_mss`` subtracts the TCP options, so a Linux sender's segments carry at least 48 bytes of
+#: options and payload (synth.py ``Scenario.min_mtu``); a split here keeps at least 48 bytes of payload, stricter by
+#: the options' bytes. A split into smaller segments would cost work out of proportion to the input: refused,
+#: counted.
 TCP_MIN_SND_MSS = 48
 
 

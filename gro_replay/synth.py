@@ -41,6 +41,7 @@ from gro_replay.capture.writer import PCAP_TS_NS_MAX, PcapWriter
 from gro_replay.packet.build import FrameSpec, build_frame, frame_layout, outer_ip_overhead
 from gro_replay.packet.geneve import GENEVE_UDP_PORT, geneve_opt
 from gro_replay.packet.vxlan import IANA_VXLAN_UDP_PORT
+from gro_replay.resegment import TCP_MIN_SND_MSS
 
 #: 2021-02-26 21:02:48 UTC, the date of the fix's mail: a fixed start keeps output reproducible.
 DEFAULT_START_NS = 1614373368 * 10**9
@@ -82,6 +83,10 @@ class _Names(dict):
         return key
 
 
+#: The TCP header without options (RFC 9293 §3.1: data offset 5)
+TCP_HEADER = 20
+
+
 class PayloadLimit(NamedTuple):
     """The most TCP payload bytes one frame can carry, and what sets that limit."""
 
@@ -99,22 +104,27 @@ def payload_limit(spec: FrameSpec) -> PayloadLimit:
     outer extension headers), which counts the UDP header on. The inner IPv4 total length and IPv6 payload length
     count fewer headers than either, so they never set it.
     """
-    lay = frame_layout(replace(spec, payload=0))
-    tunnel = "VXLAN" if spec.encap == "vxlan" else "Geneve"
-    inner = "IPv6" if spec.inner_ipv6 else "IPv4"
-    headers = [
-        (lay.outer_l4 - lay.outer_l3, "IPv6" if spec.outer_ipv6 else "IPv4"),
-        (lay.tunnel - lay.outer_l4, "UDP"),
-        (lay.inner_l2 - lay.tunnel, tunnel),
-        (lay.inner_l3 - lay.inner_l2, "Ethernet"),
-        (lay.inner_l4 - lay.inner_l3, inner),
-        (lay.payload - lay.inner_l4, "TCP"),
-    ]
+    headers = header_sizes(spec)
     field = "an outer IPv4 packet's total length (RFC 791)"
     if spec.outer_ipv6:
         headers = headers[1:]
         field = "an outer UDP datagram's length (RFC 768; the outer IPv6 payload length, RFC 8200)"
     return PayloadLimit(MAX_LENGTH_FIELD - sum(n for n, _ in headers), field, tuple(headers))
+
+
+def header_sizes(spec: FrameSpec, outer: str = "", inner: str = "") -> list[tuple[int, str]]:
+    """(bytes, name) of each header of ``spec``'s outer IP packet before the TCP payload, outermost first: outer IP,
+    UDP, VXLAN or Geneve (its options included), inner Ethernet, inner IP, TCP (its options included); ``outer`` and
+    ``inner`` prefix the names of the outer IP and of the inner Ethernet and IP headers."""
+    lay = frame_layout(replace(spec, payload=0))
+    return [
+        (lay.outer_l4 - lay.outer_l3, outer + ("IPv6" if spec.outer_ipv6 else "IPv4")),
+        (lay.tunnel - lay.outer_l4, "UDP"),
+        (lay.inner_l2 - lay.tunnel, "VXLAN" if spec.encap == "vxlan" else "Geneve"),
+        (lay.inner_l3 - lay.inner_l2, inner + "Ethernet"),
+        (lay.inner_l4 - lay.inner_l3, inner + ("IPv6" if spec.inner_ipv6 else "IPv4")),
+        (lay.payload - lay.inner_l4, "TCP"),
+    ]
 
 
 def check_payload(name: str, size: int, spec: FrameSpec) -> None:
@@ -185,8 +195,7 @@ class Scenario:
             raise ScenarioError("{last_payload} must not be negative")
         self._check_tunnel()
         self.interleave_block()  # validates
-        if self.resolved_mss() < 1:
-            raise ScenarioError(f"{{mtu}} {self.mtu} leaves no room for TCP payload")
+        self._check_mtu()
         self._check_payloads()
         self._check_last_timestamp()
 
@@ -201,6 +210,37 @@ class Scenario:
                 raise ScenarioError("{geneve_opt_bytes} needs {encap} geneve")
             if self.geneve_opt_bytes % 4 or self.geneve_opt_bytes > 252:
                 raise ScenarioError("{geneve_opt_bytes} must be a multiple of 4, at most 252")
+
+    def min_mtu(self) -> int:
+        """The smallest ``mtu`` that leaves a full segment's inner TCP options and payload ``TCP_MIN_SND_MSS`` bytes:
+        the headers without the TCP options, plus 48. Kernel: net/ipv4/tcp_output.c ``__tcp_mtu_to_mss`` raises the
+        MSS a path MTU leaves (IP and 20-byte TCP headers off, the options not yet) to ``sysctl_tcp_min_snd_mss``
+        (default TCP_MIN_SND_MSS, include/net/tcp.h: "reserve room for full set of TCP options and 8 bytes of
+        data"); ``tcp_mtu_to_mss`` then subtracts the options (``tcp_header_len - sizeof(struct tcphdr)``: 12 for
+        timestamps), so at this MTU a full segment carries 48 bytes less its TCP options."""
+        return sum(n for n, _ in header_sizes(flow_spec(self, 0))[:-1]) + TCP_HEADER + TCP_MIN_SND_MSS
+
+    def _check_mtu(self) -> None:
+        """``mtu`` is one a Linux sender could have segmented for: its inner MSS not below ``TCP_MIN_SND_MSS``
+        (``min_mtu``; the MSS and every super-frame's segment count come from ``mtu``: :meth:`wire_mss`)."""
+        least = self.min_mtu()
+        if self.mtu >= least:
+            return
+        *outer, tcp = header_sizes(flow_spec(self, 0), "outer ", "inner ")
+        parts = " + ".join(f"{n} {what}" for n, what in outer)
+        opts = tcp[0] - TCP_HEADER
+        counted = (
+            f"; the MSS counts the {opts} bytes of TCP options, so a full segment carries at least "
+            f"{TCP_MIN_SND_MSS - opts} payload bytes"
+            if opts
+            else ""
+        )
+        raise ScenarioError(
+            f"{{mtu}} {self.mtu} is less than {least}, the smallest MTU that leaves these headers an inner TCP MSS "
+            f"of {TCP_MIN_SND_MSS} bytes ({least} = {parts} + {TCP_HEADER} TCP + {TCP_MIN_SND_MSS}{counted}): no "
+            "Linux sender segments below that MSS (TCP_MIN_SND_MSS, include/net/tcp.h, applied by "
+            "__tcp_mtu_to_mss in net/ipv4/tcp_output.c)"
+        )
 
     def _check_payloads(self) -> None:
         """Every payload a frame carries fits the frame's 16-bit length fields (:func:`check_payload`): the full
@@ -271,7 +311,8 @@ class Scenario:
     def wire_mss(self) -> int:
         """TCP payload bytes per wire segment that make the outer IP packet exactly ``mtu`` bytes: the MSS, and so
         the ``gso_size``, of a sender whose tunnel underlay has MTU ``mtu`` (the tunnel device's MTU is ``mtu``
-        less the outer IP, UDP, tunnel and inner Ethernet headers). Below 1 when ``mtu`` cannot hold the headers."""
+        less the outer IP, UDP, tunnel and inner Ethernet headers); at least ``TCP_MIN_SND_MSS`` less the TCP
+        options (``_check_mtu``)."""
         return self.mtu - outer_ip_overhead(flow_spec(self, 0))
 
     def gso_segs(self, payload: int) -> int:
@@ -279,7 +320,7 @@ class Scenario:
         gso_segs`` = ceil(payload / gso_size) with gso_size = :meth:`wire_mss` (net/ipv4/tcp_output.c
         ``tcp_set_skb_tso_segs``: ``DIV_ROUND_UP(skb->len, mss_now)``, copied into ``gso_segs`` by
         ``__tcp_transmit_skb``) when the frame's outer IP packet exceeds
-        ``mtu``; 1 for a frame within ``mtu`` (``gso_segs ?: 1``), and when ``mtu`` holds no payload at all.
+        ``mtu``; 1 for a frame within ``mtu`` (``gso_segs ?: 1``).
 
         Each IPv4 id counter advances by this many per frame: include/net/ip.h ``ip_select_ident_segs`` (inner,
         the TCP socket's ``inet_id``), net/ipv4/ip_tunnel_core.c ``iptunnel_xmit`` (outer, ``__ip_select_ident``),
@@ -287,7 +328,7 @@ class Scenario:
         next frame's id.
         """
         fit = self.wire_mss()
-        if fit < 1 or payload <= fit:
+        if payload <= fit:
             return 1
         return -(-payload // fit)
 

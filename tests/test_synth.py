@@ -304,9 +304,41 @@ def test_gso_segs_is_payload_over_the_mtus_mss_rounded_up(payload, segs):
     assert sc.gso_segs(payload) == segs  # DIV_ROUND_UP(len, mss); a frame within the MTU (or empty) is 1
 
 
-def test_gso_segs_is_one_when_the_mtu_holds_no_payload():
-    sc = Scenario(mss=100, mtu=68)  # 68 < 102 bytes of headers: no wire segment exists, the frame counts once
-    assert sc.wire_mss() < 1 and sc.gso_segs(100) == 1
+@pytest.mark.parametrize("outer_ipv6", [False, True])
+@pytest.mark.parametrize("inner_ipv6", [False, True])
+@pytest.mark.parametrize(("encap", "opt_bytes"), [("vxlan", 0), ("geneve", 0), ("geneve", 8)])
+@pytest.mark.parametrize("timestamps", [True, False])
+def test_the_smallest_mtu_leaves_an_inner_mss_of_tcp_min_snd_mss(
+    outer_ipv6, inner_ipv6, encap, opt_bytes, timestamps
+):
+    """No Linux sender segments below an MSS of 48 (include/net/tcp.h TCP_MIN_SND_MSS; net/ipv4/tcp_output.c
+    __tcp_mtu_to_mss floors the MSS before ``tcp_mtu_to_mss`` subtracts the TCP options): the smallest --mtu is the
+    headers without TCP options + 20 TCP + 48 — outer IPv4 20 / IPv6 40, UDP 8 (RFC 768), VXLAN 8 (RFC 7348) or
+    Geneve 8 + options (RFC 8926), inner Ethernet 14, inner IPv4 20 / IPv6 40 — whatever the TCP options: at that
+    MTU a full segment carries 48 − 12 = 36 payload bytes with timestamps (NOP NOP TS), 48 without. One byte less
+    is refused, naming it."""
+    sc = dict(outer_ipv6=outer_ipv6, inner_ipv6=inner_ipv6, encap=encap, timestamps=timestamps, frames=2)
+    if opt_bytes:
+        sc["geneve_opt_bytes"] = opt_bytes
+    least = (40 if outer_ipv6 else 20) + 8 + 8 + opt_bytes + 14 + (40 if inner_ipv6 else 20) + 20 + 48
+    ok = Scenario(mtu=least, **sc)
+    assert ok.min_mtu() == least and ok.resolved_mss() == (36 if timestamps else 48)
+    assert [outer_ip_len(f) for _, f in synth_frames(ok)] == [least, least]
+    with pytest.raises(ValueError) as e:
+        Scenario(mtu=least - 1, **sc)
+    assert str(e.value).startswith(
+        f"mtu {least - 1} is less than {least}, the smallest MTU that leaves these headers an inner TCP MSS of 48 "
+        f"bytes ({least} = {40 if outer_ipv6 else 20} outer IPv{6 if outer_ipv6 else 4} + 8 UDP + "
+        f"{8 + opt_bytes} {'VXLAN' if encap == 'vxlan' else 'Geneve'} + 14 inner Ethernet + "
+        f"{40 if inner_ipv6 else 20} inner IPv{6 if inner_ipv6 else 4} + 20 TCP + 48"
+    )
+    assert ("the MSS counts the 12 bytes of TCP options" in str(e.value)) is timestamps
+
+
+def test_an_mtu_below_the_smallest_mss_is_refused_with_mss_given_too():
+    # --mss 100 at --mtu 100 would be super-frames of a sender whose MSS is below 48: no Linux sender's
+    with pytest.raises(ValueError, match="mtu 100 is less than 138, the smallest MTU"):
+        Scenario(mss=100, mtu=100)
 
 
 def test_super_frame_ids_advance_by_their_segments():

@@ -81,7 +81,13 @@ REFUSED_SCENARIOS = [
         "--geneve-opt-bytes must be a multiple of 4, at most 252",
     ),
     (["--geneve-opt-bytes", "8"], "--geneve-opt-bytes needs --encap geneve"),
-    (["--mtu", "70", "--outer-ipv6", "--inner-ipv6"], "--mtu 70 leaves no room for TCP payload"),
+    (
+        ["--mtu", "177", "--outer-ipv6", "--inner-ipv6"],
+        "--mtu 177 is less than 178, the smallest MTU that leaves these headers an inner TCP MSS of 48 bytes (178 = "
+        "40 outer IPv6 + 8 UDP + 8 VXLAN + 14 inner Ethernet + 40 inner IPv6 + 20 TCP + 48; the MSS counts the 12 "
+        "bytes of TCP options, so a full segment carries at least 36 payload bytes): no Linux sender segments below "
+        "that MSS (TCP_MIN_SND_MSS, include/net/tcp.h, applied by __tcp_mtu_to_mss in net/ipv4/tcp_output.c)",
+    ),
 ]
 
 
