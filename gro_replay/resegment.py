@@ -47,6 +47,7 @@ from __future__ import annotations
 import struct
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .packet.csum import ipv4_header_checksum, l4_checksum_field, pseudo4, pseudo6
@@ -84,6 +85,17 @@ KEEP_MSS_TOO_SMALL = "mss_below_tcp_min_snd_mss"
 #: the options' bytes. A split into smaller segments would cost work out of proportion to the input: refused,
 #: counted.
 TCP_MIN_SND_MSS = 48
+
+
+@dataclass(slots=True)
+class AboveMtu:
+    """The segments splits made whose outer IP packet exceeds the MTU, which only a ``--resegment MSS`` larger than
+    what fits does (``auto`` never takes more than fits): ``segments``, the ``largest`` such packet (bytes) and
+    ``fit``, the largest MSS that fits the MTU with the headers of every super-frame they came from (None: none)."""
+
+    segments: int = 0
+    largest: int = 0
+    fit: int | None = None
 
 
 class SuperFrame(NamedTuple):
@@ -343,7 +355,7 @@ class Resegmenter:
     sender used — its largest wire segment, else its SYN's MSS option) capped at what fits the MTU, else from
     the MTU; vxlan_ports / geneve_ports: tunnel UDP destination ports.
     Counters: ``resegmented_frames``, ``segments_created``, ``not_split`` (reason → frames above the MTU replayed
-    as captured). Work is bounded per input byte: a segment carries at least ``TCP_MIN_SND_MSS`` payload bytes
+    as captured), ``above`` (segments still above the MTU: ``AboveMtu``). Work is bounded per input byte: a segment carries at least ``TCP_MIN_SND_MSS`` payload bytes
     (a flow's segments smaller than that do not set the MSS; a split below it is refused, ``KEEP_MSS_TOO_SMALL``).
     """
 
@@ -359,6 +371,7 @@ class Resegmenter:
         self.resegmented_frames = 0
         self.segments_created = 0
         self.not_split: Counter = Counter()
+        self.above = AboveMtu()
 
     def oversize(self, buf: bytes) -> bool:
         """True when ``buf`` (longer than ``limit``) carries an outer IP datagram above the MTU or of length 0."""
@@ -408,4 +421,9 @@ class Resegmenter:
         segs = [build_segment(sf, buf, i, count, mss) for i in range(count)]
         self.resegmented_frames += 1
         self.segments_created += count
+        if sf.mtu_overhead + min(mss, plen) > self.mtu:  # the first segment is the largest
+            a = self.above
+            a.segments += sum(sf.mtu_overhead + min(mss, plen - i * mss) > self.mtu for i in range(count))
+            a.largest = max(a.largest, sf.mtu_overhead + min(mss, plen))
+            a.fit = fit if a.fit is None else min(a.fit, fit)
         return segs

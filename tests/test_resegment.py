@@ -433,3 +433,53 @@ def test_cli_resegmented_linux_super_frames_aggregate_across_frames(runner, tmp_
         "napi_complete_done:flush": 1,
     }
     assert st["6.18"]["phys"]["segs_per_skb_hist"] == {"4": 8}
+
+
+@pytest.mark.parametrize(
+    ("timestamps", "mss", "above", "largest", "fit", "segments"),
+    [
+        # 102 header bytes (20 outer IPv4 + 8 UDP + 8 VXLAN + 14 Ethernet + 20 IPv4 + 20 TCP + 12 NOP NOP TS): --mtu
+        # 1500 leaves 1398; tcp_gso_segment cuts each 4000-byte payload into gso_size pieces, the last the remainder
+        (True, 3000, 8, 3102, 1398, 16),  # 3000 (3102 bytes: above) + 1000 (1102) per frame
+        (True, 1399, 16, 1501, 1398, 24),  # 1399, 1399 (1501 bytes: above) + 1202 (1304) per frame
+        (True, 1398, 0, 0, None, 24),  # 1398, 1398 (1500 bytes) + 1204: every segment fits
+        (False, 1411, 16, 1501, 1410, 24),  # 90 header bytes without timestamps: 1410 fit
+        (True, None, 0, 0, None, 24),  # auto: what fits --mtu (the flow's wire segments are all super-frames)
+    ],
+)
+def test_segments_an_mss_makes_above_the_mtu_are_said(
+    runner, tmp_path, timestamps, mss, above, largest, fit, segments
+):
+    """`--resegment MSS` above what --mtu leaves with a super-frame's headers makes segments the link could not
+    carry: replayed as made, counted (JSON input.segments_above_mtu, largest_segment_above_mtu; SUMMARY
+    segments_above_mtu=N) and said in the resegment note with the MSS that fits; `auto` never makes them."""
+    from gro_replay.cli.synth import synth
+
+    cap = tmp_path / "super.pcap"
+    ts = ["--timestamps"] if timestamps else ["--no-timestamps"]
+    r = runner.invoke(synth, [str(cap), "--frames", "8", "--mss", "4000", "--mtu", "1102", *ts])
+    assert r.exit_code == 0, r.output
+    reseg = ["--resegment", str(mss)] if mss else []
+    r = runner.invoke(main, [str(cap), "--no-fix", "--format", "json", "-q", *reseg])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    inp = doc["input"]
+    assert (inp["resegmented_frames"], inp["segments_created"]) == (8, segments)
+    assert (inp["segments_above_mtu"], inp["largest_segment_above_mtu"]) == (above, largest)
+    (note,) = [n for n in inp["notes"] if "split into" in n]
+    big = 4102 if timestamps else 4090
+    head = f"8 frames larger than --mtu 1500 (the largest outer IP packet {big:,} bytes) were split into {segments} "
+    if above:
+        assert note.startswith(
+            head + "segments, taken for TSO/GSO or GRO super-frames of the capturing host; "
+        )
+        assert (
+            f"; {above} of the segments are larger than --mtu 1500 too (outer IP packets of up to {largest:,} "
+            f"bytes): --resegment {mss} is more TCP payload than the {fit:,} bytes --mtu 1500 leaves with their "
+            "headers, so GRO here receives segments no link of that MTU carries (--resegment "
+            f"{fit} or less splits them to wire size; a link that carries them needs --mtu {largest}); "
+        ) in note
+        assert f" skipped=0 segments_above_mtu={above} " in doc["summary"]
+    else:
+        assert note.startswith(head + "wire segments, ")
+        assert "segments_above_mtu" not in doc["summary"] and "larger than --mtu 1500 too" not in note

@@ -169,7 +169,9 @@ def replay_options(f):
             default="auto",
             show_default=True,
             metavar="auto|off|MSS",
-            help="Split tunnelled TCP super-frames above --mtu (GSO/TSO, post-GRO, BIG TCP) into wire frames.",
+            help="Split tunnelled TCP super-frames above --mtu (GSO/TSO, post-GRO, BIG TCP) into wire frames: "
+            "auto takes the flow's MSS, at most what fits --mtu; an MSS above what fits makes segments larger than "
+            "--mtu, which a note and the SUMMARY line (segments_above_mtu=N) count.",
         ),
         click.option(
             "--mtu",

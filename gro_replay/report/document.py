@@ -102,6 +102,9 @@ def summary_line(result) -> str:
     else:
         parts.append("kernels=" + ",".join(k.name for k in result.kernels))
     parts += [f"frames={inp.frames_read}", f"skipped={sum(inp.skipped.values())}"]
+    above = getattr(getattr(inp, "above_mtu", None), "segments", 0)
+    if above:  # --resegment MSS made segments larger than --mtu (input.segments_above_mtu; sim/notes.py)
+        parts.append(f"segments_above_mtu={above}")
     for k in result.kernels:
         pre = "" if len(result.kernels) == 1 else f"kernel[{k.name}]."
         for stage in ("phys", "tunnel"):

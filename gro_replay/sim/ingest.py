@@ -28,7 +28,7 @@ from ..packet.decode import (
     Decoder,
     outer_udp_csum_bad,
 )
-from ..resegment import TCP_MIN_SND_MSS, Resegmenter
+from ..resegment import TCP_MIN_SND_MSS, AboveMtu, Resegmenter
 from .config import ConfigError, ReplayConfig
 
 
@@ -102,6 +102,8 @@ class InputStats:
     #: super-frames split by ``--resegment`` whose outer UDP checksum was not final as captured (the sender's
     #: CHECKSUM_PARTIAL, filled in by TX offload): not bad checksums, each segment gets a computed one (resegment.py)
     resegmented_csum_partial: int = 0
+    #: segments ``--resegment MSS`` made that are still larger than ``--mtu`` (resegment.py ``AboveMtu``)
+    above_mtu: AboveMtu = field(default_factory=AboveMtu)
     #: records whose captured length exceeds the original (wire) length they state (pcap ``orig_len`` < ``incl_len``,
     #: pcapng EPB Original Packet Length < Captured Packet Length): a fault of the capture writer, replayed as
     #: captured and reported (``capture_notes``); counted once per record on both paths
@@ -150,6 +152,8 @@ class InputStats:
             "duration_ns": self.duration_ns,
             "resegmented_frames": self.resegmented_frames,
             "segments_created": self.segments_created,
+            "segments_above_mtu": self.above_mtu.segments,
+            "largest_segment_above_mtu": self.above_mtu.largest,
             "oversize_not_split": dict(sorted(self.oversize_not_split.items())),
             "filtered": dict(sorted(self.filtered.items())),
             **({"selected_frames": self.selected_frames} if self.selected_frames is not None else {}),
@@ -270,6 +274,7 @@ class Ingest:
             mss = None if config.resegment == "auto" else int(config.resegment)
             self.reseg = Resegmenter(config.mtu, mss, config.vxlan_ports, config.geneve_ports)
             self.reseg.not_split = self.input.oversize_not_split
+            self.reseg.above = self.input.above_mtu
             if mss is None:
                 self._flow_mss = {}
         #: ``-f`` (None: every record)

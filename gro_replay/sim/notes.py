@@ -15,6 +15,7 @@ from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, plural
 
 if TYPE_CHECKING:
     from ..capture.reader import Capture
+    from ..resegment import AboveMtu
     from .config import ReplayConfig
     from .ingest import InputStats
 
@@ -124,11 +125,13 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             if partial
             else ""
         )
+        above = inp.above_mtu
         notes.append(
             f"{n:,} {plural(n, 'frame')} larger than --mtu {config.mtu} (the largest outer IP packet "
-            f"{big:,} bytes) {'was' if n == 1 else 'were'} split into {inp.segments_created:,} wire "
-            f"{plural(inp.segments_created, 'segment')}, taken for TSO/GSO or GRO super-frames of the capturing "
-            f"host{csum}; {jumbo}"
+            f"{big:,} bytes) {'was' if n == 1 else 'were'} split into {inp.segments_created:,} "
+            f"{'' if above.segments else 'wire '}{plural(inp.segments_created, 'segment')}, taken for TSO/GSO or "
+            f"GRO super-frames of the capturing host{csum}; {above_mtu_text(above, config) + '; ' if above.segments else ''}"
+            f"{jumbo}"
         )
     return notes
 
@@ -166,6 +169,22 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
     return (
         f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} longer than the snaplen {where} ({sizes}): "
         f"replayed as captured, every byte is there; {copy} (JSON input.caplen_over_snaplen)"
+    )
+
+
+def above_mtu_text(above: AboveMtu, config: ReplayConfig) -> str:
+    """What ``--resegment MSS`` made that a link of ``--mtu`` does not carry (``InputStats.above_mtu``, resegment.py
+    ``AboveMtu``): "8 of the segments are larger than --mtu 1500 too (outer IP packets of up to 3,102 bytes):
+    --resegment 3000 is more TCP payload than the 1,398 bytes --mtu 1500 leaves with their headers, so GRO here
+    receives segments no link of that MTU carries (--resegment 1398 or less splits them to wire size; a link that
+    carries them needs --mtu 3102)"."""
+    n = above.segments
+    return (
+        f"{n:,} of the segments {'is' if n == 1 else 'are'} larger than --mtu {config.mtu} too (outer IP packets of "
+        f"up to {above.largest:,} bytes): --resegment {config.resegment} is more TCP payload than the "
+        f"{above.fit:,} bytes --mtu {config.mtu} leaves with their headers, so GRO here receives segments no link "
+        f"of that MTU carries (--resegment {above.fit} or less splits them to wire size; a link that carries them "
+        f"needs --mtu {above.largest})"
     )
 
 
