@@ -35,6 +35,7 @@ from .words import (
     lacks_fix_words,
     loss_text,
     no_gain_text,
+    other_changes_words,
     plural,
     refusal_places,
     split_text,
@@ -298,7 +299,7 @@ class Verdict(CaptureSentences):
         if lead and fv.outcome in ("affected", "refused_no_gain"):
             why = f"{lead}: {why}"
         if self.other_changes and fv.outcome in ("affected", "refused_no_gain"):
-            why += f" ({pre.name} → {post.name} also changes {', '.join(self.other_changes)}"
+            why += f" ({pre.name} → {post.name} also changes {other_changes_words(self.other_changes)}"
             if fixed is not post:
                 why += f"; {post.name}: phys skbs {post.skbs['phys']:,}, tunnel skbs {post.skbs['tunnel']:,}"
             why += ")"

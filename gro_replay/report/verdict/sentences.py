@@ -29,6 +29,7 @@ from .words import (
     loss_text,
     no_gain_text,
     not_replayed_text,
+    other_changes_words,
     plural,
     ports_text,
     reason_list,
@@ -283,12 +284,12 @@ class CaptureSentences:
         """ " (PRE → POST also changes S1, S2.)", and where the fix was measured on its own (``fix_alone``) on what."""
         if not self.other_changes:
             return ""
-        changes = ", ".join(self.other_changes)
+        changes = other_changes_words(self.other_changes)
         if not self.fix_alone or not self._tally.refused:  # nothing refused: the fix had nothing to change
             return f" ({self.pre} → {self.post} also changes {changes}.)"
         return (
             f" What the fix saves is measured on {self.pre} with only {FIX} applied ({self.fix_alone}, run beside "
-            f"it): {self.pre} → {self.post} also changes {changes}, which the table's columns include."
+            f"it): {self.pre} → {self.post} also changes {changes}, whose effects the table's columns include."
         )
 
     def _unmerged_note(self, k: KernelFacts) -> str:

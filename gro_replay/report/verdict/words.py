@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from ...kernel import reasons as R
-from ...kernel.model import FIX_COMMIT, STABLE_BACKPORTS, KernelModel
+from ...kernel.model import FIX_COMMIT, STABLE_BACKPORTS, KernelModel, commit_of_switch
 from .facts import _FILTER_OPTIONS, NO_REASON_RECORDED, STAGE_NAMES
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
@@ -155,6 +155,15 @@ def _via(model) -> str:
         model.stable_backport(FIX_COMMIT) if model is not None and hasattr(model, "stable_backport") else None
     )
     return f" (stable backport {bp[0][:12]}, since {bp[1]})" if bp else ""
+
+
+def other_changes_words(switches: list[str]) -> str:
+    """The modelled commits besides 89e5c58fc1e2 two compared kernels differ in (facts.py ``other_changes``: switch
+    names, kernel/model.py ``SWITCH_COMMITS``), by commit as ``gro-replay kernels`` lists them: "2 other modelled
+    commits (21f7484220ac, f095a358faf2; gro-replay kernels names them)"."""
+    n = len(switches)
+    commits = ", ".join(commit_of_switch(s) for s in switches)
+    return f"{n} other modelled {plural(n, 'commit')} ({commits}; gro-replay kernels names them)"
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:
