@@ -151,6 +151,22 @@ def test_empty_file(runner, tmp_path):
     assert one_line_error(runner.invoke(main, [str(path)])) == f"Error: {path}: empty file"
 
 
+@pytest.mark.parametrize("args", [[], ["--vxlan-port", "auto"]])
+@pytest.mark.parametrize("gz", [False, True])
+def test_empty_pipe_is_empty_input(args, gz):
+    """An empty stream is no empty file: '-: empty input', also when it is copied for auto ports (the copy is a
+    file, the input is not) and when it is an empty gzip stream."""
+    import subprocess
+    import sys
+
+    data = gzip.compress(b"") if gz else b""
+    r = subprocess.run(
+        [sys.executable, "-m", "gro_replay", "-", *args], input=data, capture_output=True, timeout=120
+    )
+    want = "Error: -: empty input" + (" (after gzip decompression)" if gz else "")
+    assert (r.returncode, r.stderr.decode().strip()) == (2, want)
+
+
 def test_garbage(runner, tmp_path):
     path = tmp_path / "garbage.pcap"
     path.write_bytes(b"this is not a capture file at all\n" * 20)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 import struct
 import sys
 import zlib
@@ -154,7 +155,8 @@ class Capture(PcapngBlocks):
         self._offset = 0  # byte offset of the next record in the decompressed stream
         head = read_exactly(f, 4)
         if not head:
-            raise CaptureError(f"{path}: empty file" + (" (after gzip decompression)" if compressed else ""))
+            what = "empty file" if _regular(raw) else "empty input"  # a pipe or terminal holds no file
+            raise CaptureError(f"{path}: {what}" + (" (after gzip decompression)" if compressed else ""))
         if len(head) < 4:
             raise CaptureError(f"{path}: not a pcap or pcapng file (only {len(head)} bytes)")
         magic = int.from_bytes(head, "big")
@@ -385,6 +387,14 @@ def capture_of(fileio: io.RawIOBase, name: str, digest: bool = True) -> Capture:
         if isinstance(e, OSError):
             raise CaptureError(f"{name}: read error ({e.strerror or e})") from None
         raise CaptureError(f"{name}: corrupt capture header ({type(e).__name__}: {e})") from None
+
+
+def _regular(f: io.IOBase) -> bool:
+    """Whether ``f`` reads a regular file (not a pipe, FIFO, socket or terminal); True when it cannot tell."""
+    try:
+        return stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is an OSError
+        return True
 
 
 def _close_quietly(f: io.BufferedIOBase, raw: io.BufferedIOBase) -> None:

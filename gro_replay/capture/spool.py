@@ -122,6 +122,10 @@ class _Tee(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def fileno(self) -> int:
+        """The stream's descriptor (what a reader asks of the input it reads, e.g. whether it is a file)."""
+        return self._src.fileno()
+
     def readinto(self, b) -> int:
         n = self._src.readinto(b) or 0
         data = memoryview(b).cast("B")[:n]
