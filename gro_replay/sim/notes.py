@@ -119,8 +119,10 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         )
         n = inp.resegmented_frames
         partial = inp.resegmented_csum_partial
+        # the frames, not their segments, carry it: "it", "all 3" or "2 of those 5 frames"
+        who = "it" if n == 1 else f"all {n:,}" if partial == n else f"{partial:,} of those {n:,} frames"
         csum = (
-            f"; {partial:,} of them {'carries' if partial == 1 else 'carry'} the sender's partial outer UDP checksum "
+            f"; {who} {'carries' if partial == 1 else 'carry'} the sender's partial outer UDP checksum "
             "(CHECKSUM_PARTIAL, filled in by TX offload), not a bad one: each segment gets a computed checksum"
             if partial
             else ""
