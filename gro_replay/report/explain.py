@@ -22,7 +22,7 @@ from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re
 from .explain_skbs import SkbEnds, skb_lines, skb_list
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
-from .verdict.words import drop_counts, kernel_label, plural
+from .verdict.words import by_count, drop_counts, kernel_label, plural
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
@@ -51,7 +51,7 @@ SELECTOR_KEYS = KEYS
 # -- the explanation ----------------------------------------------------------------------------------------------------
 def _reason_rows(counter: Counter) -> list[dict]:
     rows = []
-    for why, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])):
+    for why, n in by_count(counter):
         function, _, condition = why.partition(":")
         rows.append(
             {

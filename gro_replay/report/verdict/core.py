@@ -29,6 +29,7 @@ from .words import (
     COSTLESS_WORDS,
     NESTED_PHYS_WORDS,
     _via,
+    by_count,
     fix_advice,
     id_step_text,
     kernel_label,
@@ -230,7 +231,7 @@ class Verdict(CaptureSentences):
         for k in fv.kernels:
             for o, n in k.lost.items():
                 losses[o] = max(losses[o], n)
-        loss = "; ".join(loss_text(o, n) for o, n in losses.most_common())
+        loss = "; ".join(loss_text(o, n) for o, n in by_count(losses))
         if fv.outcome == "lost":
             kernels = ", ".join(k.name for k in fv.kernels)
             return f"lost before decapsulation in every kernel run ({kernels}): {loss}"

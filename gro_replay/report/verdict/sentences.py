@@ -20,6 +20,7 @@ from .words import (
     _state_of,
     _via,
     assumed_lack_lead,
+    by_count,
     fix_advice,
     fix_lack_assumed,
     id_step_text,
@@ -98,7 +99,7 @@ class CaptureSentences:
         worst = max(self.kernels, key=lambda k: k.lost_frames)
         if not worst.lost_frames:
             return ""
-        per = "; ".join(loss_text(o, n) for o, n in worst.lost.most_common())
+        per = "; ".join(loss_text(o, n) for o, n in by_count(worst.lost))
         every = all(k.lost_frames == worst.lost_frames for k in self.kernels)
         who = "every kernel" if every and len(self.kernels) > 1 else worst.name
         return f"Lost on the way ({who}): {per}."
@@ -133,8 +134,7 @@ class CaptureSentences:
                 f"Every tunnelled frame is lost before decapsulation, in every kernel run "
                 f"({', '.join(k.name for k in self.kernels)}): "
                 + "; ".join(
-                    loss_text(o, n)
-                    for o, n in max(self.kernels, key=lambda k: k.lost_frames).lost.most_common()
+                    loss_text(o, n) for o, n in by_count(max(self.kernels, key=lambda k: k.lost_frames).lost)
                 )
                 + ". No flow is affected by the zero-checksum bug: what the host receives does not depend on it."
             )
@@ -247,7 +247,7 @@ class CaptureSentences:
                 later = "they are merged only later by the tunnel device's gro_cells"
             else:
                 drops = t.pa_drops
-                reason = ", ".join(f"{k} ×{v:,}" for k, v in drops.most_common(2))
+                reason = ", ".join(f"{k} ×{v:,}" for k, v in by_count(drops, 2))
                 later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
             count = (
                 f"{t.pa:,} of {tcp if all_tcp else t.tunnel:,} tunnelled {'TCP ' if all_tcp else ''}flow(s)"

@@ -138,7 +138,7 @@ def id_step_text(steps: Counter, limit: int = 2) -> str:
     """What the IPv4 IDs did where an ID condition ended skbs, e.g. "the outer IPv4 ID stepped by +2 over a held
     packet of 1 segment (incrementing: +1) ×2"; "" when nothing was observed."""
     parts = []
-    for (hdr, step, held), n in sorted(steps.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+    for (hdr, step, held), n in by_count(steps, limit):
         signed = step - 0x10000 if step > 0x7FFF else step
         which = "IPv4 ID" if hdr == "ip" else f"{hdr} IPv4 ID"
         parts.append(
@@ -155,6 +155,13 @@ def _via(model) -> str:
         model.stable_backport(FIX_COMMIT) if model is not None and hasattr(model, "stable_backport") else None
     )
     return f" (stable backport {bp[0][:12]}, since {bp[1]})" if bp else ""
+
+
+def by_count(counter: Counter | dict, limit: int | None = None) -> list:
+    """``counter``'s ``(key, count)`` items, most first and equal counts by key: one order whatever order the
+    counts were added in (``Counter.most_common`` keeps insertion order among equals, and the batch path adds a
+    flow's counts in another order than the reference path)."""
+    return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
 def other_changes_words(switches: list[str]) -> str:
@@ -390,7 +397,7 @@ def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = No
     if not counter:
         return NO_REASON_RECORDED
 
-    items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    items = by_count(counter)
     shown = items[:limit]
     text = "; ".join(f"{R.describe(k)} [{k}] ×{v:,}{_rule_note(k, model)}" for k, v in shown)
     rest = sum(v for _, v in items[limit:])
