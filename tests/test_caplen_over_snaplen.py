@@ -87,14 +87,15 @@ def _docs(path: Path, **cfg) -> tuple[dict, dict]:
 
 PCAP_NOTE = (
     "16 records are longer than the snaplen the pcap file header declares (1,000 bytes; the longest record "
-    "1,514 bytes): replayed as captured, every byte is there; tcpdump -r cuts such records to that snaplen as it "
+    "1,514 bytes): gro-replay reads them as captured; tcpdump -r cuts such records to that snaplen as it "
     "reads them, so a copy through it (tcpdump -r IN -w OUT) holds them cut, and a replay of the copy skips them "
     "(snaplen_cut) (JSON input.caplen_over_snaplen)"
 )
 PCAPNG_NOTE = (
     "16 records are longer than the snaplen their pcapng interface declares (1,000 bytes; the longest record "
-    "1,514 bytes): replayed as captured, every byte is there; tcpdump -r refuses such a record (invalid packet "
-    "capture length, bigger than snaplen) and stops reading there (JSON input.caplen_over_snaplen)"
+    "1,514 bytes): gro-replay reads them as captured; tcpdump -r does not copy such records whole: it refuses an "
+    "enhanced packet block longer than its interface's snaplen (invalid packet capture length, bigger than "
+    "snaplen), which ends its reading, and cuts a simple packet block to it (JSON input.caplen_over_snaplen)"
 )
 WRITE = {"pcap": lambda p, s: _pcap(p, s), "pcapng": lambda p, s: _pcapng(p, [s])}
 NOTE = {"pcap": PCAP_NOTE, "pcapng": PCAPNG_NOTE}
@@ -140,7 +141,7 @@ def test_each_pcapng_interface_its_own_snaplen(tmp_path) -> None:
     assert inp["skipped"] == {"other_interface": 9}
     assert (
         "9 records are longer than the snaplen their pcapng interface declares (700 bytes: 1 record, the longest "
-        "788 bytes; 1,000 bytes: 8 records, the longest 1,514 bytes): replayed as captured"
+        "788 bytes; 1,000 bytes: 8 records, the longest 1,514 bytes): gro-replay reads them as captured"
         in " ".join(inp["notes"])
     )
 
@@ -279,5 +280,19 @@ def test_frames_cut_short_are_not_said_to_carry_no_tunnel_traffic(tmp_path) -> N
 def test_one_record_is_said_in_the_singular() -> None:
     assert over_snaplen_text([{"snaplen": 100, "records": 1, "longest": LONG}], "pcapng").startswith(
         "1 record is longer than the snaplen its pcapng interface declares (100 bytes; the record 1,514 bytes): "
-        "replayed as captured, every byte is there; tcpdump -r refuses such a record"
+        "gro-replay reads them as captured; tcpdump -r does not copy such records whole"
     )
+
+
+def test_the_note_claims_no_replay_and_counts_a_byte_as_one():
+    """The note counts every record of the capture, whatever --interface, -f or --flow keep and whether a record is
+    also cut short, so it says the tool reads them as captured, not that they were replayed; a snaplen of 1 is one
+    byte (breaker's findings)."""
+    from gro_replay.sim.notes import over_snaplen_text
+
+    text = over_snaplen_text([{"snaplen": 1, "records": 2, "longest": 60}], "pcap")
+    assert text.startswith(
+        "2 records are longer than the snaplen the pcap file header declares (1 byte; the longest record 60 bytes): "
+        "gro-replay reads them as captured; "
+    )
+    assert "replayed" not in text.split("; ")[1]

@@ -483,3 +483,26 @@ def test_segments_an_mss_makes_above_the_mtu_are_said(
     else:
         assert note.startswith(head + "wire segments, ")
         assert "segments_above_mtu" not in doc["summary"] and "larger than --mtu 1500 too" not in note
+
+
+@pytest.mark.parametrize(("mtu", "room"), [(120, "30 bytes"), (68, "none")])
+def test_an_mtu_that_leaves_less_than_the_smallest_mss_names_no_mss(runner, tmp_path, mtu, room):
+    """When --mtu leaves the super-frames' segments less TCP payload than ``TCP_MIN_SND_MSS`` (48, the smallest
+    --resegment takes: include/net/tcp.h), the note names no MSS to split them to wire size (--resegment 30 would be
+    refused): 90 header bytes without timestamps, so --mtu 120 leaves 30 bytes and --mtu 68 none (breaker's
+    finding)."""
+    from gro_replay.cli.synth import synth
+
+    cap = tmp_path / "super.pcap"
+    r = runner.invoke(synth, [str(cap), "--frames", "4", "--mss", "4000", "--mtu", "1090", "--no-timestamps"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        main, [str(cap), "--no-fix", "--format", "json", "-q", "--resegment", "100", "--mtu", str(mtu)]
+    )
+    assert r.exit_code == 0, r.output
+    (note,) = [n for n in json.loads(r.stdout)["input"]["notes"] if "split into" in n]
+    assert (
+        f"--resegment 100 is more TCP payload than --mtu {mtu} leaves with their headers ({room}, below the 48-byte "
+        "TCP_MIN_SND_MSS), so GRO here receives segments no link of that MTU carries (no --resegment splits them to "
+        "wire size; a link that carries them needs --mtu 190)"
+    ) in note

@@ -153,10 +153,11 @@ def test_sniffing_needs_the_header_rules_and_a_plausible_inner_frame():
 
 
 def test_auto_on_an_empty_pipe_is_the_readers_one_line_error(runner):
-    # a pipe is copied for auto (capture/spool.py) and the copy read as a file: an empty one is refused as ever
+    # a pipe is copied for auto (capture/spool.py) and the copy read through it: an empty one is refused as the
+    # reader refuses any empty input (CliRunner's input is no file)
     r = runner.invoke(main, ["-", "--vxlan-port", "auto"], input=b"")
     assert r.exit_code == 2
-    assert r.stderr == "Error: -: empty file\n"
+    assert r.stderr == "Error: -: empty input\n"
 
 
 @pytest.mark.parametrize("poll", ["gap:3", "budget"])

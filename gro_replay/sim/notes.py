@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
 from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, plural
+from ..resegment import TCP_MIN_SND_MSS
 
 if TYPE_CHECKING:
     from ..capture.reader import Capture
@@ -145,22 +146,26 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
     bytes; the longest record 1,514 bytes): …"."""
     n = sum(e["records"] for e in over)
     if len(over) == 1:
-        sizes = f"{over[0]['snaplen']:,} bytes; {'the record' if n == 1 else 'the longest record'} {over[0]['longest']:,} bytes"
+        snap = over[0]["snaplen"]
+        sizes = f"{snap:,} {plural(snap, 'byte')}; {'the record' if n == 1 else 'the longest record'} {over[0]['longest']:,} bytes"
     else:  # pcapng interfaces that declare different snaplens
         sizes = "; ".join(
-            f"{e['snaplen']:,} bytes: {e['records']:,} {plural(e['records'], 'record')}, the longest "
-            f"{e['longest']:,} bytes"
+            f"{e['snaplen']:,} {plural(e['snaplen'], 'byte')}: {e['records']:,} {plural(e['records'], 'record')}, "
+            f"the longest {e['longest']:,} bytes"
             for e in over
         )
-    # Readers that take such records whole replay them whole (Wireshark flags them:
-    # pcap.capt_len_larger_than_snap_len). libpcap (tcpdump -r, checked with 1.10.3) does not: it cuts a pcap
-    # record to the file header's snaplen as it reads it (sf-pcap.c), and refuses a pcapng one (sf-pcapng.c:
-    # "invalid packet capture length N, bigger than snaplen of S"), which ends tcpdump's reading there
+    # Readers that take such records whole read them whole (Wireshark flags them:
+    # pcap.capt_len_larger_than_snap_len). libpcap (tcpdump -r, checked with 1.10.3 / tcpdump 4.99.3) does not: it
+    # cuts a pcap record to the file header's snaplen as it reads it (sf-pcap.c); in pcapng it refuses an enhanced
+    # packet block longer than its interface's snaplen (sf-pcapng.c: "invalid packet capture length N, bigger than
+    # snaplen of S"), which ends tcpdump's reading there, and cuts a simple packet block to it. (It also refuses a
+    # pcapng file whose interfaces declare different snaplens before any record.)
     if fmt == "pcapng":
         where = f"{'its' if n == 1 else 'their'} pcapng interface declares"
         copy = (
-            "tcpdump -r refuses such a record (invalid packet capture length, bigger than snaplen) and stops "
-            "reading there"
+            "tcpdump -r does not copy such records whole: it refuses an enhanced packet block longer than its "
+            "interface's snaplen (invalid packet capture length, bigger than snaplen), which ends its reading, and "
+            "cuts a simple packet block to it"
         )
     else:
         where = "the pcap file header declares"
@@ -170,7 +175,7 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
         )
     return (
         f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} longer than the snaplen {where} ({sizes}): "
-        f"replayed as captured, every byte is there; {copy} (JSON input.caplen_over_snaplen)"
+        f"gro-replay reads them as captured; {copy} (JSON input.caplen_over_snaplen)"
     )
 
 
@@ -181,12 +186,23 @@ def above_mtu_text(above: AboveMtu, config: ReplayConfig) -> str:
     receives segments no link of that MTU carries (--resegment 1398 or less splits them to wire size; a link that
     carries them needs --mtu 3102)"."""
     n = above.segments
+    fit = above.fit or 0  # None: no MSS fits
+    if fit >= TCP_MIN_SND_MSS:
+        room = (
+            f"is more TCP payload than the {above.fit:,} bytes --mtu {config.mtu} leaves with their headers"
+        )
+        smaller = f"--resegment {above.fit} or less splits them to wire size"
+    else:  # what the MTU leaves is below the smallest MSS --resegment takes (and a Linux sender uses)
+        room = (
+            f"is more TCP payload than --mtu {config.mtu} leaves with their headers ("
+            + (f"{fit:,} bytes" if fit > 0 else "none")
+            + f", below the {TCP_MIN_SND_MSS}-byte TCP_MIN_SND_MSS)"
+        )
+        smaller = "no --resegment splits them to wire size"
     return (
         f"{n:,} of the segments {'is' if n == 1 else 'are'} larger than --mtu {config.mtu} too (outer IP packets of "
-        f"up to {above.largest:,} bytes): --resegment {config.resegment} is more TCP payload than the "
-        f"{above.fit:,} bytes --mtu {config.mtu} leaves with their headers, so GRO here receives segments no link "
-        f"of that MTU carries (--resegment {above.fit} or less splits them to wire size; a link that carries them "
-        f"needs --mtu {above.largest})"
+        f"up to {above.largest:,} bytes): --resegment {config.resegment} {room}, so GRO here receives segments no "
+        f"link of that MTU carries ({smaller}; a link that carries them needs --mtu {above.largest})"
     )
 
 
