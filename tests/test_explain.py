@@ -7,11 +7,14 @@ stage); the expected counts below follow from the kernel's rules for the shipped
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from gro_replay.capture.reader import open_capture
+from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
 from gro_replay.kernel import reasons as R
 from gro_replay.packet.build import FrameSpec, build_flow
@@ -188,12 +191,101 @@ def test_explain_flow_line_brackets_ipv6_endpoints():
     frames = build_flow(FrameSpec(outer_ipv6=True, inner_ipv6=True), [1000, 1000])
     obs = FlowDeliveries()
     result = replay_frames([(1000 * k, f) for k, f in enumerate(frames)], ReplayConfig(), obs)
-    head = render_text(explain(result, obs, ["pre-fix", "post-fix"], [0]))[0]
+    (head,) = [
+        ln for ln in render_text(explain(result, obs, ["pre-fix", "post-fix"], [0])) if ln.startswith("flow ")
+    ]
     assert head == (
         "flow 0: outer [fd00::1]:49152 → [fd00::2]:4789 UDP (checksum 0), vxlan VNI 100; "
         "inner [fd01::1]:40000 → [fd01::2]:5201 TCP; 2 frames"
     )
     assert "[fd00::1]:49152→[fd00::2]:4789" in result.flows[0].label()
+
+
+def _over_snaplen(tmp_path) -> list[str]:
+    """The fix sample with its pcap header declaring a 1,000-byte snaplen: 16 of its 17 records are longer
+    (tests/test_caplen_over_snaplen.py). Returns the capture's arguments."""
+    data = bytearray(FIX_SAMPLE.read_bytes())
+    # a little-endian, nanosecond pcap: the snaplen is the file header's 5th word
+    assert data[:4] == b"\x4d\x3c\xb2\xa1"
+    struct.pack_into("<I", data, 16, 1000)
+    path = tmp_path / "over-snaplen.pcap"
+    path.write_bytes(bytes(data))
+    return [str(path)]
+
+
+def _cut_short(tmp_path) -> list[str]:
+    """The fix sample with its last 4 records cut to 200 bytes (captured < original length: snaplen_cut)."""
+    path = tmp_path / "cut.pcap"
+    with open_capture(str(FIX_SAMPLE), digest=False) as cap, PcapWriter(path) as w:
+        for i, (ts, buf, _orig, _lt) in enumerate(cap):
+            w.write(ts, buf[:200] if i >= 13 else buf, len(buf))
+    return [str(path)]
+
+
+def _truncated(tmp_path) -> list[str]:
+    """The fix sample cut 100 bytes into its last record (a capture still being written)."""
+    data = FIX_SAMPLE.read_bytes()
+    path = tmp_path / "truncated.pcap"
+    path.write_bytes(data[: len(data) - 700])  # the last record holds 788 bytes
+    return [str(path)]
+
+
+def _resegmented(tmp_path) -> list[str]:
+    """8 super-frames of 4,000-byte payloads split by --resegment 3000 into segments larger than --mtu 1500 too
+    (tests/test_resegment.py)."""
+    from gro_replay.cli.synth import synth
+
+    path = tmp_path / "super.pcap"
+    r = CliRunner().invoke(
+        synth, [str(path), "--frames", "8", "--mss", "4000", "--mtu", "1102", "--timestamps"]
+    )
+    assert r.exit_code == 0, r.output
+    return [str(path), "--resegment", "3000"]
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (_over_snaplen, "16 records are longer than the snaplen the pcap file header declares (1,000 bytes;"),
+        (_cut_short, "4 records hold fewer bytes than their frames on the wire"),
+        (_truncated, "the capture is truncated (cut short, or still being written)"),
+        (_resegmented, "8 of the segments are larger than --mtu 1500 too"),
+    ],
+    ids=["over-snaplen", "cut-short", "truncated", "resegment"],
+)
+def test_explain_text_prints_the_replays_input_line_and_notes(tmp_path, make, words):
+    """explain's text opens with the input line and notes the replay's text prints for the same capture and
+    options, rendered by the same functions (report/table.py input_line, note_lines) from the document's input;
+    its JSON input (notes included) and its EXPLAIN line are the replay's and unchanged."""
+    args = make(tmp_path)
+    runner = CliRunner()
+    rep = runner.invoke(main, [*args, "--no-hist", "-q"])
+    ex = runner.invoke(main, ["explain", *args, "-q"])
+    assert rep.exit_code == 0 and ex.exit_code == 0, rep.output + ex.output
+
+    def head(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.startswith(("input: ", "note: "))]
+
+    lines = ex.stdout.splitlines()
+    got = head(ex.stdout)
+    assert len(got) >= 2 and got == head(rep.stdout)
+    assert any(words in ln for ln in got), got
+    # first, before the flows: the input line, its notes, a blank line, then flow 0
+    assert lines[: len(got) + 1] == [*got, ""] and lines[len(got) + 1].startswith("flow 0: ")
+    assert lines[-1].startswith("EXPLAIN affected=")
+    doc = json.loads(runner.invoke(main, ["explain", *args, "-q", "--format", "json"]).stdout)
+    rdoc = json.loads(runner.invoke(main, [*args, "-q", "--format", "json"]).stdout)
+    assert doc["input"] == rdoc["input"] and [f"note: {n}" for n in doc["input"]["notes"]] == got[1:]
+    assert doc["summary"] == lines[-1]
+
+
+def test_explain_text_input_line_without_notes():
+    """A capture without notes: the input line alone, a blank line, then the flows."""
+    r = CliRunner().invoke(main, ["explain", str(FIX_SAMPLE), "-q"])
+    assert r.exit_code == 0, r.output
+    first, blank, flow = r.stdout.splitlines()[:3]
+    assert (first, blank) == (f"input: {FIX_SAMPLE}: 17 frames read, 17 replayed; skipped: none", "")
+    assert flow.startswith("flow 0: ")
 
 
 def test_explain_selector_errors_exit_2():

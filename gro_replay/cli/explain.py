@@ -67,7 +67,8 @@ def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) ->
 
     The kernels are those of the replay (default: pre-fix 5.11 and post-fix 5.12, compared); with --fix,
     --no-fix or --kernel the verdict is about the kernels named (whether each carries the fix, and why its phys
-    stage does not merge), the same verdict the replay prints.
+    stage does not merge), the same verdict the replay prints. The text opens with the capture's input line and
+    notes (records cut short, --resegment segments larger than --mtu …), the lines the replay's text prints.
     """
     from ..report.explain import FlowDeliveries, SelectorError, explain, render_text, select_flows
     from ..report.explain_skbs import SkbEnds

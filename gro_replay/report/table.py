@@ -241,25 +241,44 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
     return lines
 
 
+def input_line(inp: dict) -> str:
+    """The ``input:`` line from a document's ``input`` object (``InputStats.as_dict``): frames read and replayed,
+    frames skipped and why, super-frames resegmented, frames filtered. The replay's text and Markdown print it
+    (``input_lines``), and so does explain's text (report/explain.py ``render_text``)."""
+    skipped = ", ".join(f"{k} {v:,}" for k, v in sorted(inp["skipped"].items())) or "none"
+    resegmented = ""
+    if inp.get("resegmented_frames") or inp.get("oversize_not_split"):
+        made, kept = inp["resegmented_frames"], sum(inp["oversize_not_split"].values())
+        resegmented = (
+            f"; resegmented: {made:,} {plural(made, 'super-frame')} into "
+            f"{inp['segments_created']:,} {plural(inp['segments_created'], 'segment')}"
+            + (f", {kept:,} above the MTU kept as captured" if kept else "")
+        )
+    filtered = inp.get("filtered")
+    if filtered and any(filtered.values()):
+        resegmented += "; " + filtered_text(filtered)
+    read, replayed = inp["frames_read"], inp["frames_replayed"]
+    return (
+        f"input: {inp['path'] or '(frames)'}: {read:,} {plural(read, 'frame')} read, {replayed:,} replayed; "
+        f"skipped: {skipped}{resegmented}"
+    )
+
+
+def note_lines(inp: dict) -> list[str]:
+    """The input notes of a document's ``input`` object (``InputStats.notes``, sim/notes.py: records longer than
+    the declared snaplen or cut short, --resegment segments larger than --mtu, tunnel ports, how the capture was
+    taken), one ``note:`` line each: the replay's text and Markdown print them (``input_lines``), and so does
+    explain's text (report/explain.py ``render_text``)."""
+    return [f"note: {n}" for n in inp.get("notes", ())]
+
+
 def input_lines(result) -> list[str]:
     inp = result.input
     cfg = result.config
-    skipped = ", ".join(f"{k} {v:,}" for k, v in sorted(inp.skipped.items())) or "none"
+    doc = inp.as_dict()  # the JSON document's input object: the input line and notes are rendered from it
     classes = ", ".join(f"{k} {v:,}" for k, v in sorted(inp.classes.items())) or "none"
-    resegmented = ""
-    if getattr(inp, "resegmented_frames", 0) or getattr(inp, "oversize_not_split", None):
-        kept = sum(inp.oversize_not_split.values())
-        resegmented = (
-            f"; resegmented: {inp.resegmented_frames:,} {plural(inp.resegmented_frames, 'super-frame')} into "
-            f"{inp.segments_created:,} {plural(inp.segments_created, 'segment')}"
-            + (f", {kept:,} above the MTU kept as captured" if kept else "")
-        )
-    filtered = getattr(inp, "filtered", None)
-    if filtered and any(filtered.values()):
-        resegmented += "; " + filtered_text(filtered)
     lines = [
-        f"input: {inp.path or '(frames)'}: {inp.frames_read:,} {plural(inp.frames_read, 'frame')} read, {inp.frames_replayed:,} replayed; "
-        f"skipped: {skipped}{resegmented}",
+        input_line(doc),
         f"frames: {classes}",
         f"NIC: {cfg.nic_words() if hasattr(cfg, 'nic_words') else '--rx-csum ' + cfg.rx_csum}, RSS {cfg.rss}"
         + (f", {cfg.rx_queues} RX queues" if getattr(cfg, "rx_queues", 1) > 1 else "")
@@ -267,7 +286,7 @@ def input_lines(result) -> list[str]:
         f"kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels),
         *kernel_lines(cfg.kernels),
         *engine_lines(getattr(result, "engine", None)),
-        *(f"note: {n}" for n in getattr(inp, "notes", ())),
+        *note_lines(doc),
     ]
     rows = getattr(result, "flow_rows", None)
     retired = rows.retired if rows is not None else 0  # flows with counters, retired during the replay
