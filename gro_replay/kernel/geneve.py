@@ -2,6 +2,10 @@
 
 Kernel: drivers/net/geneve.c ``geneve_gro_receive``, ``geneve_gro_complete``, ``geneve_udp_encap_recv``,
 ``geneve_rx``. gro-spec §5.2, §6.2.
+GRO and the C bit: ``geneve_gro_receive`` refuses only a non-zero version or the O bit; the C bit and the options
+matter only through the memcmp of the whole header with each held packet, so frames with C set aggregate with each
+other at the phys device (a C and a non-C frame of one flow are two flows), and ``geneve_rx`` then drops the whole
+aggregate on a device without collect metadata (one skb: rx_frame_errors and rx_errors count it once).
 Left out: inner protocols other than transparent Ethernet bridging (``inner_proto_inherit``), the 2026 GRO-hint
 option.
 """
@@ -17,6 +21,10 @@ from .udp_tunnel import UdpTunnelSock
 
 GENEVE_BASE_HLEN = 8
 GENEVE_VER = 0
+#: the second header byte's flags (include/net/geneve.h ``struct genevehdr``, big-endian bit order: ``oam`` is the
+#: high bit, ``critical`` the next)
+GENEVE_OAM = 0x80
+GENEVE_CRIT = 0x40
 
 
 def geneve_hlen(buf: bytes | bytearray, start: int) -> int:
@@ -39,7 +47,7 @@ def geneve_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> Sk
         return None
     start = skb.data + off_gnv
     buf = skb.buf
-    if buf[start] >> 6 != GENEVE_VER or buf[start + 1] & 0x80:
+    if buf[start] >> 6 != GENEVE_VER or buf[start + 1] & GENEVE_OAM:
         cb.why = R.GENEVE_HDR
         cb.flush |= flush
         return None
@@ -84,20 +92,50 @@ def geneve_gro_complete(sk: UdpTunnelSock, skb: SkBuff, nhoff: int) -> int:
 def geneve_udp_encap_recv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     """Validate the Geneve header (``skb->data`` at UDP) and decapsulate into the geneve device's gro_cells.
 
-    Kernel: ``geneve_udp_encap_recv`` + ``geneve_rx``. Returns None when queued, or the drop reason.
+    Kernel: drivers/net/geneve.c ``geneve_udp_encap_recv`` then ``geneve_rx``, tests in kernel order:
+
+    1. ``pskb_may_pull(skb, GENEVE_BASE_HLEN)`` (UDP + 8-byte header) → R.GENEVE_SHORT (no counter);
+    2. ``geneveh->ver != GENEVE_VER`` → R.GENEVE_VERSION (no counter);
+    3. ``proto_type`` not ETH_P_TEB → R.GENEVE_INNER_PROTO (v4.19–v5.13: tested before the device lookup, no
+       counter; v5.14+ with ``inner_proto_inherit``: IPv4/IPv6 pass the first test and the device without
+       ``inner_proto_inherit`` drops them with rx_dropped — the outcome is the same drop);
+    4. ``iptunnel_pull_header(skb, GENEVE_BASE_HLEN + opt_len * 4, …)`` → R.GENEVE_SHORT (rx_dropped);
+    5. ``geneve_rx``: without collect metadata (``ip_tunnel_collect_metadata() || gs->collect_md`` false; here
+       ``--no-tunnel-metadata``) a header with the C bit (``gnvh->critical``) is dropped, "since we don't support
+       any" critical option: R.GENEVE_CRITICAL, rx_frame_errors and rx_errors. The same test in every modelled
+       release (4.19 … 6.18): read in the v4.19-era text (list-based GRO and the four-argument
+       ``ip_tunnel_info_opts_set``, both v4.19; counters with ``stats.rx_frame_errors++``), the v6.8 text
+       (``DEV_STATS_INC``) and the 2026 net-next text (GRO hints); texts before v4.19 (pointer-chained GRO lists)
+       drop it without counting. In collect-metadata mode the C
+       and O bits only go into the metadata dst (``geneve_tun_flags``) and the frame is queued. The O bit
+       (``gnvh->oam``) is never a reason to drop in ``geneve_rx``: only ``geneve_gro_receive`` refuses to
+       aggregate it (gro-spec §5.2). ``rsvd1``/``rsvd2`` are never tested.
+    6. ``eth_type_trans`` on the device, ECN (``IP_ECN_decapsulate``: CE on a not-ECT inner packet, err > 1,
+       rx_frame_errors and rx_errors), ``gro_cells_receive``: ip_tunnel_core.py ``udp_tunnel_decap``.
+
+    Returns None when queued, or the drop reason (``reasons.GENEVE_*``).
+    Left out: the device lookup by VNI and outer source (every VNI reaches the one device of the port), the
+    source-MAC loop check (the device MAC is not modelled) and ``pskb_inet_may_pull`` (1ca1ba465e55, v6.8 and
+    stable: an inner IPv4/IPv6 header shorter than its fixed part is dropped with rx_length_errors).
     """
     buf = skb.buf
     u = skb.data
     if skb.headlen() < 8 + GENEVE_BASE_HLEN:
-        return "geneve_rx:short"
+        return R.GENEVE_SHORT
     gs = u + 8
     if buf[gs] >> 6 != GENEVE_VER:
-        return "geneve_rx:version"
+        return R.GENEVE_VERSION
     if ((buf[gs + 2] << 8) | buf[gs + 3]) != ETH_P_TEB:
-        return "geneve_rx:inner_proto"
+        return R.GENEVE_INNER_PROTO
     gh_len = geneve_hlen(buf, gs)
+    if skb.headlen() < 8 + gh_len:
+        return R.GENEVE_SHORT
+    # geneve_rx
+    metadata = sk.dev.kernel.tunnel_metadata
+    if not metadata and buf[gs + 1] & GENEVE_CRIT:
+        return R.GENEVE_CRITICAL
     if skb.headlen() < 8 + gh_len + ETH_HLEN:
-        return "geneve_rx:short"
+        return R.GENEVE_INNER_SHORT
     vni = int.from_bytes(buf[gs + 4 : gs + 7], "big")
     opts = bytes(buf[gs + 8 : gs + gh_len])
     return udp_tunnel_decap(sk, skb, 8 + gh_len, ETH_P_TEB, vni, opts, geneve_tun_flags(buf[gs + 1], opts))
@@ -108,7 +146,7 @@ def geneve_tun_flags(b1: int, opts: bytes = b"") -> int:
     TUNNEL_GENEVE_OPT when there are options (``ip_tunnel_info_opts_set`` ORs its flags in only for len > 0)."""
     return (
         TUNNEL_KEY
-        | (TUNNEL_OAM if b1 & 0x80 else 0)
-        | (TUNNEL_CRIT_OPT if b1 & 0x40 else 0)
+        | (TUNNEL_OAM if b1 & GENEVE_OAM else 0)
+        | (TUNNEL_CRIT_OPT if b1 & GENEVE_CRIT else 0)
         | (TUNNEL_GENEVE_OPT if opts else 0)
     )

@@ -73,6 +73,28 @@ TCP_SEQ = "tcp_gro_receive:seq_gap"
 TCP_GSO_SIZE = "tcp_gro_receive:gso_size_differs"
 IP_FLUSH = "tcp_gro_receive:ip_flush"
 
+# Stack drops in the Geneve receive path (drivers/net/geneve.c ``geneve_udp_encap_recv`` → ``geneve_rx``): the
+# outcome ``Kernel.netif_receive_skb_core`` reports for the skb (``stack`` / ``stack_frames`` in the report; one skb,
+# one kernel counter increment, whatever the number of segments GRO merged into it). The kernel frees each with a
+# plain ``kfree_skb(skb)`` at the functions' ``drop:`` label in every modelled release (v4.19-era text, the v6.8
+# text and the 2026 net-next text read in drivers/net/geneve.c): the kfree_skb tracepoint reports
+# SKB_DROP_REASON_NOT_SPECIFIED from v5.17 (c504e5c2f964 made kfree_skb a wrapper of kfree_skb_reason) and no reason
+# before; the names below say which test dropped it, and the device counters it bumped are named in
+# report/verdict/words.py ``LOSSES``.
+#: ``pskb_may_pull(skb, GENEVE_BASE_HLEN)`` (UDP + 8-byte Geneve header) fails, or ``iptunnel_pull_header`` cannot
+#: pull UDP + Geneve header + options (that one: rx_dropped)
+GENEVE_SHORT = "geneve_udp_encap_recv:short"
+#: ``geneveh->ver != GENEVE_VER`` (no counter)
+GENEVE_VERSION = "geneve_udp_encap_recv:version"
+#: ``proto_type`` not ETH_P_TEB on a device without ``inner_proto_inherit`` (the only device modelled)
+GENEVE_INNER_PROTO = "geneve_udp_encap_recv:inner_proto"
+#: ``geneve_rx``: C bit (``gnvh->critical``) set and the device not in collect-metadata mode
+#: (``ip_tunnel_collect_metadata() || gs->collect_md`` false): rx_frame_errors and rx_errors
+GENEVE_CRITICAL = "geneve_rx:critical_options"
+#: ``geneve_rx``: no inner Ethernet header after the options for ``eth_type_trans`` (the model's own bound: the
+#: kernel has no test of its own here)
+GENEVE_INNER_SHORT = "geneve_rx:short"
+
 # Flow splits: why a frame started a new skb beside a held packet of the same reported flow (outer and inner
 # addresses, ports, VNI and outer checksum presence equal): the held packet's same_flow was cleared by a header
 # field the report's flow key does not carry. Recorded on the new skb (NAPI_GRO_CB(skb)->split, observation only)

@@ -50,6 +50,22 @@ LOSSES: dict[str, tuple[str, str | None]] = {
         None,
     ),
     "vxlan_rcv:no_vni_flag": ("vxlan_rcv drops it: VXLAN I flag clear", None),
+    R.GENEVE_SHORT: (
+        "geneve_udp_encap_recv drops it: UDP + Geneve header and options not all present (rx_dropped when the "
+        "options are cut)",
+        None,
+    ),
+    R.GENEVE_VERSION: ("geneve_udp_encap_recv drops it: Geneve version not 0", None),
+    R.GENEVE_INNER_PROTO: (
+        "geneve_udp_encap_recv drops it: Geneve protocol type not Ethernet (ETH_P_TEB)",
+        None,
+    ),
+    R.GENEVE_CRITICAL: (
+        "geneve_rx drops it: Geneve C bit (critical options) on a device without collect metadata "
+        "(rx_frame_errors, rx_errors)",
+        "a collect-metadata geneve device (ip link add … type geneve external; here --tunnel-metadata)",
+    ),
+    R.GENEVE_INNER_SHORT: ("geneve_rx drops it: no inner Ethernet header after the Geneve options", None),
     "vxlan_rcv:reserved_bits": (
         "vxlan_rcv drops it: reserved VXLAN bits set",
         "--vxlan-gbp when they are Group Based Policy bits (the G flag)",
