@@ -186,6 +186,24 @@ def _inner_text(key: dict) -> str:
     return f"{i['src']} → {i['dst']} {proto}"
 
 
+def _why_lines(st: dict) -> list[str]:
+    """One stage's end reasons and splits (``flows[].kernels[].STAGE`` of the explain document) as text lines."""
+
+    def row(r: dict) -> str:
+        return f"      {r['count']:>6,} × {r['function']}: {r['condition']}  ({r['description']})"
+
+    if not st["reasons"]:
+        none = "no skb left this stage" if not st["skbs"] else NO_REASON_RECORDED
+        lines = [f"      why each skb out ended: {none}"]
+    else:
+        lines = ["      why each skb out ended (a frame not merged, or an aggregate completed):"]
+    lines += [row(r) for r in st["reasons"]]
+    if st.get("splits"):
+        lines.append("      skbs started beside a held skb of this flow instead of merging, kept apart by:")
+        lines += [row(r) for r in st["splits"]]
+    return lines
+
+
 def render_text(doc: dict, limit: int | None = None) -> list[str]:
     """The explanation as text lines; at most ``limit`` flows (None: all), affected flows first.
 
@@ -224,25 +242,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                     f"{plural(st['frames_in'], 'frame')}) → {st['skbs']:,} {plural(st['skbs'], 'skb')} out "
                     f"({st['aggregates']:,} {plural(st['aggregates'], 'aggregate')}); {st['merged_here']:,} merged here"
                 )
-                if not st["reasons"]:
-                    none = "no skb left this stage" if not st["skbs"] else NO_REASON_RECORDED
-                    lines.append(f"      why each skb out ended: {none}")
-                else:
-                    lines.append(
-                        "      why each skb out ended (a frame not merged, or an aggregate completed):"
-                    )
-                for r in st["reasons"]:
-                    lines.append(
-                        f"      {r['count']:>6,} × {r['function']}: {r['condition']}  ({r['description']})"
-                    )
-                if st.get("splits"):
-                    lines.append(
-                        "      skbs started beside a held skb of this flow instead of merging, kept apart by:"
-                    )
-                    for r in st["splits"]:
-                        lines.append(
-                            f"      {r['count']:>6,} × {r['function']}: {r['condition']}  ({r['description']})"
-                        )
+                lines.extend(_why_lines(st))
                 if "skb_list" in st:
                     lines.extend(skb_lines(st["skb_list"], s, doc["skbs_max"]))
                 if s == "phys" and k["stack"]:
