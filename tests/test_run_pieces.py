@@ -32,24 +32,34 @@ def _engines(monkeypatch) -> list:
     return made
 
 
+def _polls(seed: int, n_conns: int, n_polls: int, most: int, frames_of) -> list[list[bytes]]:
+    """``n_polls`` polls, each of 1 to ``most`` of ``n_conns`` connections (``_Conn``, outer checksums computed) in
+    random order, each connection's frames in it ``frames_of(connection, rng)``."""
+    rng = random.Random(seed)
+    conns = [_Conn(i, "computed") for i in range(n_conns)]
+    return [
+        [f for c in rng.sample(conns, rng.randint(1, most)) for f in frames_of(c, rng)]
+        for _ in range(n_polls)
+    ]
+
+
 def test_writes_in_new_combinations_are_served_from_one_recording_per_write(tmp_path, monkeypatch):
-    """Four connections, each poll one to three of them with one to three application writes each, of 2, 5 or 8
+    """Four connections, each poll one or two of them with one to three application writes each, of 2, 5 or 8
     full segments, the last one with PSH (tcp_gro_receive flushes the packet it completes: nothing of the flow is
     held after it). Whole, a connection's frames in a poll make 3 + 9 + 27 different runs; cut after each PSH, they
     are the three writes, whatever comes before or after them: 3 recordings (the connections share one header shape
     without their names, sim/runs.py). A poll holds at most two connections' three 8-segment writes: 48 frames,
     below the NAPI weight of 64."""
     made = _engines(monkeypatch)
-    rng = random.Random(5)
-    conns = [_Conn(i, "computed") for i in range(4)]
-    polls = []
-    for _ in range(150):
-        burst = []
-        for c in rng.sample(conns, rng.randint(1, 2)):
-            for _w in range(rng.randint(1, 3)):
-                n = rng.choice([2, 5, 8])
-                burst += [c.segment(MSS, j == n - 1) for j in range(n)]
-        polls.append(burst)
+
+    def writes(c: _Conn, rng: random.Random) -> list[bytes]:
+        frames = []
+        for _w in range(rng.randint(1, 3)):
+            n = rng.choice([2, 5, 8])
+            frames += [c.segment(MSS, j == n - 1) for j in range(n)]
+        return frames
+
+    polls = _polls(5, 4, 150, 2, writes)
     want, counts = _replayed(tmp_path, polls, ReplayConfig(kernels=(K_5_12,)))
     assert counts["runs_recorded"] == 3, counts
     assert counts["polls_composed"] > 50, counts
@@ -66,20 +76,15 @@ def test_a_piece_that_still_holds_a_packet_is_not_cut_off(tmp_path, monkeypatch)
     follow it (the PSH segment between them took its sequence numbers): ``tcp_gro_receive`` ends it, seq_gap."""
     made = _engines(monkeypatch)
     monkeypatch.setattr(pollcache, "BLOCK", 65536)  # runs are cut block by block: the next block knows
-    rng = random.Random(9)
-    conns = [_Conn(i, "computed") for i in range(5)]
-    polls = []
-    for _ in range(120):
-        burst = []
-        for c in rng.sample(conns, rng.randint(1, 3)):
-            other = replace(c.data, udp_sport=c.data.udp_sport + 1)
-            a = c.segment(MSS, False)
-            main = c.data
-            c.data = other
-            b = c.segment(MSS, True)
-            c.data = main
-            burst += [a, b, c.segment(MSS, False), c.segment(MSS, True)]
-        polls.append(burst)
+
+    def two_ports(c: _Conn, _rng: random.Random) -> list[bytes]:
+        a = c.segment(MSS, False)
+        main, c.data = c.data, replace(c.data, udp_sport=c.data.udp_sport + 1)
+        b = c.segment(MSS, True)
+        c.data = main
+        return [a, b, c.segment(MSS, False), c.segment(MSS, True)]
+
+    polls = _polls(9, 5, 120, 3, two_ports)
     want, counts = _replayed(tmp_path, polls, ReplayConfig(kernels=(K_5_12,)))
     assert len(made[0]._held_pieces) == 1
     assert counts["polls_composed"] > 50, counts
