@@ -247,14 +247,17 @@ def test_every_frame_cut_short_is_said_so(tmp_path, fmt) -> None:
     assert without_engine(got) == without_engine(ref)
     inp = got["input"]
     assert inp["skipped"] == {"snaplen_cut": 17} and inp["caplen_over_snaplen"] == []
+    # their headers are whole: each goes to VXLAN port 4789
+    assert inp["skipped_to_tunnel_ports"] == {"snaplen_cut": {"vxlan": 17}} and inp["skipped_unread"] == {}
     assert inp["notes"] == [
-        "no tunnel traffic replayed: every frame read was cut short (snaplen_cut), none was decoded",
+        f"no tunnel traffic replayed: 17 frames to a VXLAN port were cut short (snaplen_cut) and not replayed: {CUT_HINT}",
         "17 records hold fewer bytes than their frames on the wire (captured length < original length): skipped "
         f"(snaplen_cut), a frame cut short cannot be checksummed; {CUT_HINT}",
     ]
+    assert got["verdict"]["outcome"] == "nothing_replayed"
     assert got["verdict"]["text"] == (
-        "Nothing to compare: none of the 17 frames read was replayed (skipped snaplen_cut 17) (captured length < "
-        f"original length; {CUT_HINT})."
+        "Nothing to compare: none of the 17 frames read was replayed (skipped snaplen_cut 17): 17 frames to a VXLAN "
+        f"port were cut short (snaplen_cut) and not replayed: {CUT_HINT}."
     )
 
 
@@ -269,9 +272,10 @@ def test_frames_cut_short_are_not_said_to_carry_no_tunnel_traffic(tmp_path) -> N
         frames.append((ts, bytes(b)))
     got, ref = _docs(_cut(tmp_path / "udp.pcap", 1000, "pcap", frames))
     assert without_engine(got) == without_engine(ref)
+    assert got["input"]["skipped_to_tunnel_ports"] == {} and got["input"]["skipped_unread"] == {}
     assert got["input"]["notes"] == [
-        "no tunnel traffic: no frame decoded goes to a configured tunnel port (VXLAN 4789, 8472; Geneve 6081) and "
-        "none parses as VXLAN or Geneve on another UDP port (16 cut short were not decoded: snaplen_cut)",
+        "no tunnel traffic: no frame goes to a configured tunnel port (VXLAN 4789, 8472; Geneve 6081; the 16 cut "
+        "short by their headers: snaplen_cut) and none decoded parses as VXLAN or Geneve on another UDP port",
         "16 records hold fewer bytes than their frames on the wire (captured length < original length): skipped "
         f"(snaplen_cut), a frame cut short cannot be checksummed; {CUT_HINT}",
     ]

@@ -227,7 +227,7 @@ def test_no_tunnel_traffic_replays_every_interface(tmp_path):
     assert (doc["input"]["frames_replayed"], doc["input"]["classes"]) == (20, {"not_tunnel": 20})
     (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
     assert note.endswith(
-        "none carries tunnel traffic: all were replayed as one device's traffic; --interface N chooses one"
+        "none carries tunnel traffic: every interface was replayed as one device's traffic; --interface N chooses one"
     )
 
 

@@ -95,7 +95,10 @@ class SelectedChunks:
         if len(at) > 1:
             hashed |= index >= at[1]
         common = col.common[fresh:] & (lt == DLT_EN10MB) & ~hashed
-        tunnel = common & (ch.caplen[fresh:] >= ch.origlen[fresh:])
+        # a common frame is tunnel traffic by its headers, whole or cut short (``_payload`` says the same)
+        tunnel = common.copy()
+        cut = ch.caplen[fresh:] < ch.origlen[fresh:]
+        unread = np.zeros(len(tunnel), bool)
         gots: dict[int, object] = {}
         for i in np.flatnonzero(~common).tolist():
             o, c = int(ch.data[fresh + i]), int(ch.caplen[fresh + i])
@@ -103,38 +106,43 @@ class SelectedChunks:
                 sel._dec, bytes(ch.buf[o : o + c]), int(ch.origlen[fresh + i]), int(lt[i]), hashed[i]
             )
             tunnel[i] = got is not None and got[0]
+            unread[i] = got is None
             if hashed[i]:
                 gots[i] = got
+        flags = np.stack([tunnel, tunnel & cut, unread])
         if self._pend is not None:  # records read before, not routed: the device was not known
-            p_sid, p_tunnel, p_hashed, p_gots = self._pend
+            p_sid, p_flags, p_hashed, p_gots = self._pend
             gots = {**p_gots, **{len(p_sid) + i: g for i, g in gots.items()}}
             start = len(p_sid)
-            sid, tunnel, hashed = (
-                np.concatenate(x) for x in ((p_sid, sid), (p_tunnel, tunnel), (p_hashed, hashed))
-            )
+            sid, hashed = (np.concatenate(x) for x in ((p_sid, sid), (p_hashed, hashed)))
+            flags = np.concatenate((p_flags, flags), axis=1)
         else:
             start = 0
         if not sel.decided:
             caplen = ch.caplen[fresh - start :].tolist()
             sts = self._sts
-            for i, (s, t) in enumerate(zip(sid[start:].tolist(), tunnel[start:].tolist(), strict=True)):
+            for i, (s, t) in enumerate(zip(sid[start:].tolist(), flags[0, start:].tolist(), strict=True)):
                 if sel._hold(sts[s], t, caplen[start + i]):
                     break
             else:
                 if not ch.eof:
-                    self._pend = (sid, tunnel, hashed, gots)
+                    self._pend = (sid, flags, hashed, gots)
                     return None
         self._pend = None
-        return self._route(sid, tunnel, hashed, gots)
+        return self._route(sid, flags, hashed, gots)
 
-    def _route(self, sid: np.ndarray, tunnel: np.ndarray, hashed: np.ndarray, gots: dict) -> np.ndarray:
-        """The replayed marks of records of interfaces ``sid``; each counted in its interface (tunnel frames, and
-        for those whose hash counts, repeats and copies: ``Selection._route`` in capture order)."""
+    def _route(self, sid: np.ndarray, flags: np.ndarray, hashed: np.ndarray, gots: dict) -> np.ndarray:
+        """The replayed marks of records of interfaces ``sid``; each counted in its interface (``flags``: rows
+        tunnel, tunnel cut short, unread; for those whose hash counts, repeats and copies too: ``Selection._route``
+        in capture order)."""
         sel, sts = self.sel, self._sts
         replayed = np.array([sel.member(st) for st in sts], bool)[sid]
         plain = ~hashed
-        for i, c in enumerate(np.bincount(sid[plain], tunnel[plain], minlength=len(sts)).tolist()):
-            sts[i].tunnel_frames += int(c)
+        tunnel, cut, unread = (np.bincount(sid[plain], f[plain], minlength=len(sts)).tolist() for f in flags)
+        for i, st in enumerate(sts):
+            st.tunnel_frames += int(tunnel[i])
+            st.tunnel_cut += int(cut[i])
+            st.unread += int(unread[i])
         for i in np.flatnonzero(hashed).tolist():
             replayed[i] = sel._route(sts[sid[i]], gots[i])
         return replayed

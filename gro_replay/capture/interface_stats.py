@@ -38,7 +38,13 @@ class InterfaceStats:
     section: int | None
     linktype: int
     frames: int = 0
+    #: frames to a tunnel port, whole or not (a frame cut short or malformed: by its outer headers)
     tunnel_frames: int = 0
+    #: of ``tunnel_frames``, those cut short (captured < original length: skipped as ``snaplen_cut``)
+    tunnel_cut: int = 0
+    #: frames whose headers end before the outer UDP destination port, or of a link layer not read: whether they are
+    #: tunnel traffic is unknown
+    unread: int = 0
     #: frames (not tunnel traffic) whose L4 header and payload equal a replayed tunnel frame's inner ones
     copies: int = 0
     #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices
@@ -87,12 +93,24 @@ class InterfaceStats:
             "linktype": self.linktype,
             "frames": self.frames,
             "tunnel_frames": self.tunnel_frames,
+            "tunnel_frames_cut": self.tunnel_cut,
+            "frames_unread": self.unread,
             "copies_of_tunnel_payload": self.copies,
             "replayed": replayed,
             "tunnel_frames_repeated": self.repeats,
             "tunnel_frames_left_out": 0 if replayed else self.left_out,
+            "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
             "select": f"--interface {self.select()}",
         }
+
+
+def cut_words(left_out: int, cut: int) -> str:
+    """What ``--interface`` would replay of ``left_out`` tunnel frames of which ``cut`` were cut short: "" when none
+    was, else e.g. "; all 20 are cut short (snaplen_cut), skipped there too"."""
+    if not cut:
+        return ""
+    which = f"all {cut:,} are" if cut == left_out else f"{cut:,} {'is' if cut == 1 else 'are'}"
+    return f"; {which} cut short (snaplen_cut), skipped there too"
 
 
 def _new_stats(cap, key: tuple, linktype: int) -> InterfaceStats:

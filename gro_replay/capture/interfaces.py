@@ -12,7 +12,8 @@ count each frame twice. So one device is replayed, and what was left out is coun
 
 The choice is one rule for a file and for a pipe (read once; a pipe cannot be read ahead without bound), made as
 the records are read (``Selection.filter``): ``--interface`` when given; else the device of the capture's first
-tunnel frame (for a bond, the slave: its tap runs first). Records read before that frame are held, at most
+tunnel frame (for a bond, the slave: its tap runs first; a frame cut short or malformed is one when its outer
+headers go to a tunnel port, packet/headers.py ``tunnel_port_of``, though it is skipped). Records read before that frame are held, at most
 ``LOOKAHEAD_RECORDS`` records and ``LOOKAHEAD_BYTES`` bytes; when the look-ahead fills without a tunnel frame the
 device with the most of its frames is replayed; a capture that ends before any tunnel frame replays every
 interface. Interfaces that appear later are sorted as they appear (a pcapng interface block comes before its
@@ -42,7 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
-from .interface_stats import InterfaceStats, _new_stats, interface_key, plural
+from ..packet.headers import UNREAD, tunnel_port_of
+from .interface_stats import InterfaceStats, _new_stats, cut_words, interface_key, plural
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 from .spool import is_regular_file
@@ -57,32 +59,35 @@ LOOKAHEAD_BYTES = 16 << 20
 COPY_WINDOW = 65536
 
 
-def _l4_of(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, bytes, int] | None:
-    """``(is tunnel traffic, the frame as decoded, offset of its innermost L4 header or 0)`` of one record
-    (``packet.decode.Decoder.decode``); None when it does not decode (cut short, unsupported link layer,
-    malformed)."""
-    if len(buf) < orig_len:
-        return None
+def _l4_of(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, bytes, int, bool] | None:
+    """``(is tunnel traffic, the frame as decoded, offset of its innermost L4 header or 0, cut short)`` of one record
+    (``packet.decode.Decoder.decode``); a record cut short (captured < original length) or that does not decode is
+    tunnel traffic when its outer headers go to a tunnel port (packet/headers.py ``tunnel_port_of``: the headers of
+    a cut frame are whole), with no L4 offset. None when that is unknown: an unsupported link layer, or bytes that
+    end before the outer UDP destination port."""
     eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
     if eth is None:
         return None
-    r = dec.decode(eth)
-    if isinstance(r, str):
-        return None
+    cut = len(buf) < orig_len
+    r = None if cut else dec.decode(eth)
+    if r is None or isinstance(r, str):
+        kind = tunnel_port_of(eth, dec.tunnel_ports)
+        return None if kind == UNREAD else (kind is not None, eth, 0, cut)
     frame, _vlan, fid, _rss, l4 = r
-    return dec.flow_class[fid] != CLS_NOT_TUNNEL, frame, l4
+    return dec.flow_class[fid] != CLS_NOT_TUNNEL, frame, l4, False
 
 
 def _payload(
     dec, buf: bytes, orig_len: int, linktype: int, hashed: bool = True
-) -> tuple[bool, int | None] | None:
-    """``(is tunnel traffic, hash of the L4 header and payload or None)`` of one record (no hash unless ``hashed``);
-    None when it does not decode (cut short, unsupported link layer, malformed)."""
+) -> tuple[bool, int | None, bool] | None:
+    """``(is tunnel traffic, hash of the L4 header and payload or None, cut short)`` of one record (no hash unless
+    ``hashed``, nor for a frame that does not decode); None when whether it is tunnel traffic is unknown
+    (``_l4_of``)."""
     got = _l4_of(dec, buf, orig_len, linktype)
     if got is None:
         return None
-    tunnel, frame, l4 = got
-    return tunnel, (hash(bytes(frame[l4:])) if l4 and hashed else None)
+    tunnel, frame, l4, cut = got
+    return tunnel, (hash(bytes(frame[l4:])) if l4 and hashed else None), cut
 
 
 class _Recent:
@@ -253,6 +258,8 @@ class Selection:
         tunnel = got is not None and got[0]
         h = None if got is None else got[1]
         st.tunnel_frames += tunnel
+        st.tunnel_cut += tunnel and got[2]
+        st.unread += got is None
         inner, left = self._inner, self._left
         if self.member(st):
             if tunnel and h is not None:
@@ -341,14 +348,14 @@ class Selection:
                 ]
             return []
         lab = {k: st.label(self.sections, self.interfaces) for k, st in self.by_key.items()}
-        parts = []
-        for k, st in self.by_key.items():
-            what = f"{st.tunnel_frames:,} tunnel" if st.tunnel_frames else "no tunnel traffic"
-            parts.append(f"{lab[k]}: {st.frames:,} frames, {what}")
+        parts = [f"{lab[k]}: {st.frames:,} frames, {_tunnel_words(st)}" for k, st in self.by_key.items()]
         head = f"the capture holds {len(self.by_key)} interfaces ({'; '.join(parts)})"
         if self.chosen is None:
+            unread = sum(st.unread for st in self.by_key.values())
+            # what is known of the frames: one whose headers end before its UDP port may be tunnel traffic
+            none = "none carries" if not unread else "no frame whose headers could be read carries"
             return [
-                head + "; none carries tunnel traffic: all were replayed as one device's traffic; "
+                f"{head}; {none} tunnel traffic: every interface was replayed as one device's traffic; "
                 "--interface N chooses one"
             ]
         chosen = " and ".join(lab[k] for k in self.by_key if k in self.chosen)
@@ -359,7 +366,8 @@ class Selection:
             if st.left_out:
                 text += (
                     f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out (another "
-                    f"device's traffic, merged by its own NAPI: --interface {st.select()} replays it instead)"
+                    f"device's traffic, merged by its own NAPI: --interface {st.select()} replays it instead"
+                    f"{cut_words(st.left_out, st.tunnel_cut)})"
                 )
         rep = [f"{st.repeats:,} on {lab[k]}" for k, st in others if st.repeats]
         if rep:
@@ -379,6 +387,23 @@ class Selection:
         return [
             st.as_dict(self._replayed(k), self.sections, self.interfaces) for k, st in self.by_key.items()
         ]
+
+
+def _tunnel_words(st: InterfaceStats) -> str:
+    """What interface ``st``'s frames are, by their headers: "20 tunnel (all cut short: snaplen_cut, not
+    replayed)", "no tunnel traffic", "no tunnel traffic in the 12 frames whose headers could be read"."""
+    n, cut = st.tunnel_frames, st.tunnel_cut
+    if n:
+        if not cut:
+            return f"{n:,} tunnel"
+        return f"{n:,} tunnel ({'all' if cut == n else f'{cut:,}'} cut short: snaplen_cut, not replayed)"
+    if st.unread:
+        read = st.frames - st.unread
+        return (
+            f"no tunnel traffic in the {read:,} {plural(read, 'frame')} whose headers could be read "
+            f"({st.unread:,} could not be read to their UDP port)"
+        )
+    return "no tunnel traffic"
 
 
 def _skip(rec, inp) -> None:

@@ -25,6 +25,7 @@ from ..packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
 from .deltas import PendingFlowOps, PollCache
 from .flows import TCP_FIN_RST
 from .replayer import Replayer
+from .skipped import count_skip
 
 #: common frames between two unusual records noted in the flow tracker a run at a time (``_track_run``); fewer
 #: are noted one by one (the same result: tests shrink it to compare)
@@ -297,7 +298,13 @@ class FlowTracking:
                 inp.skipped[SKIP_OTHER_INTERFACE] += no
                 ns -= no
         if ns:
-            inp.skipped[SKIP_SNAPLEN] += ns
+            # each record cut short, read for where its headers say it goes (Ingest._decoded's count_skip)
+            cut = snap[a:b] if ch.skip is None else snap[a:b] & ~ch.skip[a:b]
+            ports = self.rep.decoder.tunnel_ports
+            for r in (np.flatnonzero(cut) + a).tolist():
+                o = int(ch.data[r])
+                lt = DLT_EN10MB if ch.linktype is None else int(ch.linktype[r])
+                count_skip(inp, SKIP_SNAPLEN, bytes(ch.buf[o : o + int(ch.caplen[r])]), lt, ports)
         sel = np.flatnonzero(common[a:b]) + a
         if len(sel):
             inp.frames_replayed += len(sel)

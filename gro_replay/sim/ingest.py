@@ -28,8 +28,10 @@ from ..packet.decode import (
     Decoder,
     outer_udp_csum_bad,
 )
+from ..packet.headers import tcp_mss_option
 from ..resegment import TCP_MIN_SND_MSS, AboveMtu, Resegmenter
 from .config import ConfigError, ReplayConfig
+from .skipped import count_skip, to_tunnel_ports, unread
 
 
 class Frame(NamedTuple):
@@ -113,6 +115,9 @@ class InputStats:
     #: ``[{"snaplen", "records", "longest"}, …]`` (bytes; one entry per declared snaplen exceeded), [] when none;
     #: replayed as captured and reported (``capture_notes``)
     caplen_over_snaplen: list = field(default_factory=list)
+    #: frames skipped (cut short, malformed, an unsupported link layer) by what their outer headers say: reason →
+    #: tunnel kind, or ``packet.headers.UNREAD`` → frames (sim/skipped.py ``count_skip``; to no tunnel port: unlisted)
+    skipped_seen: dict = field(default_factory=dict)
 
     _last_ts_ns: int | None = None  # not a field: ``last_ts_ns`` below
 
@@ -164,6 +169,8 @@ class InputStats:
             "outer_udp_csum_bad": self.outer_csum_bad,
             "caplen_over_orig_len": self.caplen_over_orig_len,
             "caplen_over_snaplen": [dict(e) for e in self.caplen_over_snaplen],
+            "skipped_to_tunnel_ports": to_tunnel_ports(self),
+            "skipped_unread": unread(self),
         }
 
 
@@ -220,31 +227,6 @@ def detect_tunnel_ports(
                     continue
             dec.decode(buf)
     return {k: dict(v) for k, v in dec.unconfigured.items() if k in config.detect_tunnels}
-
-
-def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
-    """The MSS option (kind 2, length 4) in the TCP options ``buf[start:end]``, or None.
-
-    Kernel: net/ipv4/tcp_input.c ``tcp_parse_options`` (EOL ends the list, NOP is one byte, others carry a length
-    of at least 2). Never raises.
-    """
-    i = start
-    while i < end:
-        kind = buf[i]
-        if kind == 0:
-            return None
-        if kind == 1:
-            i += 1
-            continue
-        if i + 1 >= end:
-            return None
-        size = buf[i + 1]
-        if size < 2 or i + size > end:
-            return None
-        if kind == 2 and size == 4:
-            return (buf[i + 2] << 8) | buf[i + 3]
-        i += size
-    return None
 
 
 class Ingest:
@@ -395,7 +377,7 @@ class Ingest:
         dec = self.decoder.decode
         flow_class = self.decoder.flow_class
         classes = inp.classes
-        skipped = inp.skipped
+        ports = self.decoder.tunnel_ports
         rxs = self._rx_of_flow
         fresh = self._fresh_hook()
         reseg = self.reseg
@@ -414,13 +396,13 @@ class Ingest:
             inp.last_ts_ns = ts_ns
             if len(buf) != orig_len:
                 if len(buf) < orig_len:
-                    skipped[SKIP_SNAPLEN] += 1
+                    count_skip(inp, SKIP_SNAPLEN, buf, linktype, ports)
                     continue
                 inp.caplen_over_orig_len += 1
             if linktype != DLT_EN10MB:
                 buf = l2_normalize(buf, linktype)
                 if buf is None:
-                    skipped[SKIP_LINKTYPE] += 1
+                    count_skip(inp, SKIP_LINKTYPE, None, linktype, ports)
                     continue
             segs = None
             if len(buf) > limit and reseg is not None and reseg.oversize(buf):
@@ -430,7 +412,7 @@ class Ingest:
             for wire in (buf,) if segs is None else segs:
                 r = dec(wire)
                 if r.__class__ is str:
-                    skipped[r] += 1
+                    count_skip(inp, r, wire, DLT_EN10MB, ports)
                     continue
                 frame, vlan, fid, _rss, l4 = r
                 if fresh is not None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
-from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, plural
+from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, hidden_text, plural, unread_text
 from ..resegment import TCP_MIN_SND_MSS
+from .skipped import unread_count
 
 if TYPE_CHECKING:
     from ..capture.reader import Capture
@@ -38,38 +40,61 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
                 f"pass {opt[kind]} {p} to decode them (or {opt[kind]} auto, which finds such ports in a first read "
                 "of the capture)"
             )
-    if not inp.classes.get(CLS_TUNNEL_TCP) and not inp.classes.get(CLS_TUNNEL_OTHER) and not notes:
-        ports = ", ".join(map(str, config.vxlan_ports)) or "none"
-        gports = ", ".join(map(str, config.geneve_ports)) or "none"
-        filtered = filtered_text(getattr(inp, "filtered", {}))
-        cut = inp.skipped.get(SKIP_TRUNCATED_RECORD, 0)
-        snap_cut = inp.skipped.get(SKIP_SNAPLEN, 0)
-        if cut and inp.frames_read == cut:
-            # the capture ends inside its first record: there is no frame to say anything of
-            notes.append(
-                "no tunnel traffic replayed: the capture is truncated before its first complete frame"
-            )
-        elif snap_cut and inp.frames_read == cut + snap_cut:
-            # every frame was cut short: none was decoded, so nothing is said of what they carry
-            notes.append(
-                "no tunnel traffic replayed: every frame read was cut short (snaplen_cut), none was decoded"
-            )
-        elif filtered and not inp.frames_replayed:
-            # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
-            # (-f is a BPF filter on the frames as captured, i.e. on the outer headers of tunnelled frames)
-            notes.append(
-                f"no tunnel traffic replayed: {filtered}, none left to replay (-f matches the frames as "
-                "captured: a tunnelled frame by its outer headers)"
-            )
-        else:
-            unread = f" ({snap_cut:,} cut short were not decoded: snaplen_cut)" if snap_cut else ""
-            notes.append(
-                f"no tunnel traffic{f' among the frames replayed ({filtered})' if filtered else ''}"
-                f"{truncated_text(inp)}: no frame {'decoded ' if snap_cut else ''}goes "
-                f"to a configured tunnel port (VXLAN {ports}; Geneve {gports}) and none parses as VXLAN or Geneve "
-                f"on another UDP port{unread}"
-            )
+    replayed = inp.classes.get(CLS_TUNNEL_TCP) or inp.classes.get(CLS_TUNNEL_OTHER)
+    hidden = hidden_text(inp)
+    if hidden and (replayed or notes):
+        # tunnel frames replayed (or other notes on tunnel ports) and others skipped: the counts cover the replayed
+        notes.append(f"not in the counts: {hidden}")
+    elif not replayed and not notes:
+        notes.append(_no_tunnel_note(inp, config, hidden))
     return notes
+
+
+def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
+    """The note of a replay without tunnel traffic: tunnel frames skipped (cut short, malformed: ``hidden``), or why
+    nothing was looked at, or that no frame goes to a tunnel port, said of the frames whose headers were read
+    (sim/skipped.py: a frame cut short is read by its headers; one whose bytes end before its UDP port is not)."""
+    ports = ", ".join(map(str, config.vxlan_ports)) or "none"
+    gports = ", ".join(map(str, config.geneve_ports)) or "none"
+    filtered = filtered_text(getattr(inp, "filtered", {}))
+    cut = inp.skipped.get(SKIP_TRUNCATED_RECORD, 0)
+    snap_cut = inp.skipped.get(SKIP_SNAPLEN, 0)
+    unread = unread_text(inp)
+    if cut and inp.frames_read == cut:
+        # the capture ends inside its first record: there is no frame to say anything of
+        return "no tunnel traffic replayed: the capture is truncated before its first complete frame"
+    if hidden:
+        return f"no tunnel traffic replayed: {hidden}"
+    if filtered and not inp.frames_replayed:
+        # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
+        # (-f is a BPF filter on the frames as captured, i.e. on the outer headers of tunnelled frames)
+        return (
+            f"no tunnel traffic replayed: {filtered}, none left to replay (-f matches the frames as "
+            "captured: a tunnelled frame by its outer headers)"
+        )
+    # a frame cut short goes to the port its headers say; whether one read before its UDP port does is unknown
+    which = "whose headers could be read " if unread else ""
+    read_cut = snap_cut - unread_count(inp, SKIP_SNAPLEN)
+    by_headers = f"; the {read_cut:,} cut short by their headers: snaplen_cut" if read_cut else ""
+    none = "none decoded" if snap_cut or unread else "none"
+    if snap_cut and inp.frames_read == cut + snap_cut:
+        # every frame was cut short: none was decoded, what their headers say is all there is
+        if not read_cut:
+            return (
+                "no tunnel traffic replayed: every frame read was cut short (snaplen_cut) before its UDP port, none "
+                "was decoded: whether they are tunnel traffic is unknown"
+            )
+        return (
+            f"no tunnel traffic replayed: every frame read was cut short (snaplen_cut), none was decoded; no frame "
+            f"{which}goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}){f' ({unread})' if unread else ''}"
+        )
+    # another interface's frames are said in the interfaces' note (capture/interfaces.py)
+    where = " on the interface replayed" if inp.skipped.get(SKIP_OTHER_INTERFACE) else ""
+    return (
+        f"no tunnel traffic{where}{f' among the frames replayed ({filtered})' if filtered else ''}"
+        f"{truncated_text(inp)}: no frame {which}goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}"
+        f"{by_headers}) and {none} parses as VXLAN or Geneve on another UDP port{f' ({unread})' if unread else ''}"
+    )
 
 
 def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:

@@ -26,7 +26,9 @@ end reasons named after the kernel condition, and what the normal path did with 
   ID did where an ID condition ended one (``FlowStats.id_steps``), and the compares that kept a frame apart from
   a held skb of its own flow (``FlowStats.splits``); inner flows carried under several outer keys are named.
 * **Outcome** of the capture: ``nothing_replayed``, ``no_tunnel`` (no flow carries VXLAN/Geneve on the
-  configured ports), ``lost``, ``affected`` or ``not_affected``.
+  configured ports, and no frame skipped goes to one by its headers), ``tunnel_not_replayed`` (frames were
+  replayed, none of them tunnel traffic, and frames to a tunnel port were skipped: cut short or malformed, sim/skipped.py),
+  ``lost``, ``affected`` or ``not_affected``.
 
 Modules: ``facts.py`` (what the verdict reasons from), ``tally.py`` (the flow-by-flow sums), ``words.py`` (drop
 reasons, reason lists, phrases), ``sentences.py`` (the capture sentences), ``core.py`` (``Verdict``,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...packet.decode import FlowKey
+from ...sim.skipped import hidden_tunnel_frames
 from ..stats import FlowStats
 from .facts import (
     COUNTERFACTUAL_SUFFIX,
@@ -49,7 +50,8 @@ class Verdict(CaptureSentences):
     Attributes: ``flows`` (one ``FlowVerdict`` per flow live at the end of the input: every flow unless the replay
     retired some, sim/flows.py), ``kernels`` (``KernelFacts`` summed over the tunnelled flows, per kernel, in run
     order), ``pre``/``post`` (names of the kernels compared for the fix, or None), ``outcome`` (capture:
-    ``nothing_replayed``, ``no_tunnel``, ``lost``, ``affected``, ``not_affected``), ``text`` (the sentence).
+    ``nothing_replayed``, ``no_tunnel``, ``tunnel_not_replayed``, ``lost``, ``affected``, ``not_affected``),
+    ``text`` (the sentence).
 
     Every capture-level fact is summed flow by flow (``_Tally``) as each flow is judged: the flows retired during
     the replay (``start`` / ``retire``, their counters final) and then the live ones (``complete``), so the verdict
@@ -368,7 +370,8 @@ class Verdict(CaptureSentences):
             return "nothing_replayed"
         t = self._tally
         if not t.tunnel:
-            return "no_tunnel"
+            # tunnel frames skipped (cut short, malformed) are tunnel traffic the replay did not see
+            return "tunnel_not_replayed" if hidden_tunnel_frames(self.result.input) else "no_tunnel"
         if t.affected:
             return "affected"
         if t.lost_tunnel == t.tunnel:

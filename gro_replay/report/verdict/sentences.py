@@ -23,6 +23,7 @@ from .words import (
     by_count,
     fix_advice,
     fix_lack_assumed,
+    hidden_text,
     id_step_text,
     kernel_label,
     lacks_fix_words,
@@ -35,6 +36,7 @@ from .words import (
     ports_text,
     reason_list,
     split_text,
+    unread_text,
 )
 
 
@@ -109,24 +111,40 @@ class CaptureSentences:
         device's tunnel frames: ``left_out_text``), so that no sentence reads as covering traffic it did not see."""
         text = self._capture_body()
         left = left_out_text(self.result.input)
-        return f"{text} {left}" if left else text
+        text = f"{text} {left}" if left else text
+        hidden = hidden_text(self.result.input)
+        if hidden and self.outcome not in ("nothing_replayed", "tunnel_not_replayed"):
+            # said by those outcomes' own sentences
+            text += f" Not in these counts: {hidden}."
+        return text
 
     def _capture_body(self) -> str:
         inp = self.result.input
         cfg = self.result.config
+        hidden = hidden_text(inp)
         if self.outcome == "nothing_replayed":
             hint = (
                 f" (captured length < original length; {WHOLE_FRAMES_HINT})"
                 if "snaplen_cut" in inp.skipped
                 else ""
             )
-            return f"Nothing to compare: {not_replayed_text(inp)}{hint}."
+            # the tunnel frames among those skipped, by their headers (the hint is in their words)
+            return f"Nothing to compare: {not_replayed_text(inp)}{f': {hidden}' if hidden else hint}."
+        if self.outcome == "tunnel_not_replayed":
+            n = inp.frames_replayed
+            return (
+                f"No tunnel frame was replayed: {hidden}, so what the fix changes for them is not known here; "
+                f"{'the one frame replayed is' if n == 1 else f'the {n:,} frames replayed are'} not tunnel traffic."
+            )
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
             gn = ports_text(getattr(cfg, "geneve_ports", ()))
+            # frames skipped before their UDP port was read may be tunnel traffic: the sentence is of the others
+            unread = unread_text(inp)
+            where = f"for them; {unread}" if unread else "here"
             return (
                 f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
-                f"({vx}) or Geneve ({gn}), so the fix has nothing to change here "
+                f"({vx}) or Geneve ({gn}), so the fix has nothing to change {where} "
                 "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
             )
         if self.outcome == "lost":

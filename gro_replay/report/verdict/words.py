@@ -8,8 +8,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ...capture.interface_stats import cut_words
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, STABLE_BACKPORTS, KernelModel, commit_of_switch
+from ...packet.decode import SKIP_SNAPLEN
+from ...sim.skipped import to_tunnel_ports, unread
 from .facts import _FILTER_OPTIONS, NO_REASON_RECORDED, STAGE_NAMES
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
@@ -89,6 +92,40 @@ WHOLE_FRAMES_HINT = (
 )
 
 
+#: the tunnel kinds in words
+_KIND_NAMES = {"vxlan": "VXLAN", "geneve": "Geneve"}
+
+
+def hidden_text(inp) -> str:
+    """The tunnel frames skipped, in words, e.g. "20 frames to a VXLAN port were cut short (snaplen_cut) and not
+    replayed: capture or copy whole frames: …"; "" when none. Each reason is one clause, by reason."""
+    parts = []
+    for reason, kinds in to_tunnel_ports(inp).items():
+        n = sum(kinds.values())
+        where = " or ".join(_KIND_NAMES.get(k, k) for k in kinds)
+        port = "port" if len(kinds) == 1 else "ports"
+        what = "cut short" if reason == SKIP_SNAPLEN else "skipped as malformed"
+        parts.append(
+            f"{n:,} {plural(n, 'frame')} to a {where} {port} {'was' if n == 1 else 'were'} {what} ({reason}) and "
+            f"not replayed{': ' + WHOLE_FRAMES_HINT if reason == SKIP_SNAPLEN else ''}"
+        )
+    return "; ".join(parts)
+
+
+def unread_text(inp) -> str:
+    """ "3 frames skipped before their UDP port could be read (snaplen_cut 3)": the frames whose tunnel traffic is
+    unknown (``unread``); "" when none."""
+    un = unread(inp)
+    n = sum(un.values())
+    if not n:
+        return ""
+    each = ", ".join(f"{r} {c:,}" for r, c in un.items())
+    return (
+        f"{n:,} {plural(n, 'frame')} skipped before {'its' if n == 1 else 'their'} UDP port could be read "
+        f"({each}): whether {'it is' if n == 1 else 'they are'} tunnel traffic is unknown"
+    )
+
+
 def not_replayed_text(inp) -> str:
     """Why no frame of ``inp`` (``sim.InputStats``) was replayed, e.g. "none of the 20 frames read was replayed
     (skipped snaplen_cut 12, 8 frames filtered out by -f)", or "the capture holds no frames"."""
@@ -117,7 +154,8 @@ def left_out_text(inp) -> str:
     replayed = " and ".join(r["interface"] for r in rows if r.get("replayed"))
     each = "; ".join(
         f"{r['tunnel_frames_left_out']:,} on {r['interface']} ({r['select']} replays "
-        f"{'it' if r['tunnel_frames_left_out'] == 1 else 'them'})"
+        f"{'it' if r['tunnel_frames_left_out'] == 1 else 'them'}"
+        f"{cut_words(r['tunnel_frames_left_out'], r.get('tunnel_frames_left_out_cut', 0))})"
         for r in out
     )
     who = (

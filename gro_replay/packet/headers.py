@@ -1,0 +1,85 @@
+"""Header fields read in place outside the decoder's pass: where a frame that is not replayed was going, read from its outer headers alone: a record cut short
+(``snaplen_cut``: captured length < original length) or one the decoder refuses (``malformed:*``) still holds
+its Ethernet, IP and UDP headers, and the outer UDP destination port says whether it is tunnel traffic the way a
+kernel's tunnel socket lookup does (``udp4_gro_receive``/``udp6_gro_receive`` find the socket by that port).
+
+``tunnel_port_of`` is what ``packet.decode.Decoder.decode`` reads up to the port, without its checks of the
+lengths the headers state against the bytes captured (a cut frame fails them, its headers are whole): VLAN tags,
+IPv4 (IHL, fragment offset) or IPv6 (the extension headers the decoder walks), then the UDP destination port
+against the configured tunnel ports. A fragment is not tunnel traffic, as for the decoder. Never raises.
+
+``tcp_mss_option``: the MSS option of a TCP header (``--resegment auto`` learns a flow's MSS from its SYN).
+"""
+
+from __future__ import annotations
+
+from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6
+
+#: ``tunnel_port_of``'s answer for a frame whose captured bytes end before its outer UDP destination port (or
+#: whose link layer is not read): whether it is tunnel traffic is unknown
+UNREAD = "unread"
+
+
+def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | None:
+    """The tunnel kind (``tunnel_ports[port]``: ``"vxlan"``, ``"geneve"``) of the Ethernet frame ``buf``'s outer
+    UDP destination port, None when its headers say it goes to no tunnel port (not IP, not UDP, a fragment,
+    another port), ``UNREAD`` when ``buf`` is None (a link layer not converted) or ends before that port."""
+    if buf is None:
+        return UNREAD
+    n = len(buf)
+    off = 12
+    if n < 14:
+        return UNREAD
+    (etype,) = _H.unpack_from(buf, off)
+    while etype in _VLAN_TPIDS:
+        off += 4
+        if off + 2 > n:
+            return UNREAD
+        (etype,) = _H.unpack_from(buf, off)
+    l3 = off + 2
+    if etype == ETH_P_IP:
+        if l3 + 20 > n:
+            return UNREAD
+        if buf[l3] >> 4 != 4 or buf[l3 + 9] != 17 or _H.unpack_from(buf, l3 + 6)[0] & 0x3FFF:
+            return None
+        l4 = l3 + (buf[l3] & 0x0F) * 4
+    elif etype == ETH_P_IPV6:
+        if l3 + 40 > n:
+            return UNREAD
+        proto, l4 = buf[l3 + 6], l3 + 40
+        while proto in (0, 43, 60):
+            if l4 + 2 > n:
+                return UNREAD
+            proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
+        if proto != 17:  # 44: a fragment
+            return None
+    else:
+        return None
+    if l4 + 4 > n:
+        return UNREAD
+    return tunnel_ports.get(_H.unpack_from(buf, l4 + 2)[0])
+
+
+def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
+    """The MSS option (kind 2, length 4) in the TCP options ``buf[start:end]``, or None.
+
+    Kernel: net/ipv4/tcp_input.c ``tcp_parse_options`` (EOL ends the list, NOP is one byte, others carry a length
+    of at least 2). Never raises.
+    """
+    i = start
+    while i < end:
+        kind = buf[i]
+        if kind == 0:
+            return None
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= end:
+            return None
+        size = buf[i + 1]
+        if size < 2 or i + size > end:
+            return None
+        if kind == 2 and size == 4:
+            return (buf[i + 2] << 8) | buf[i + 3]
+        i += size
+    return None

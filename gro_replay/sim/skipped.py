@@ -1,0 +1,56 @@
+"""Frames skipped before the replay, read for where they were going: a record cut short (``snaplen_cut``) or
+refused by the decoder (``malformed:*``) holds its outer headers, so its outer UDP destination port says whether it
+is tunnel traffic (packet/headers.py ``tunnel_port_of``); an unsupported link layer, or bytes that end before that
+port, leave it unknown. ``count_skip`` is the one count of every such skip, on both replay paths
+(``Ingest._decoded``, the batch path's ``FlowTracking._account``); the notes and the verdict read it
+(``InputStats.skipped_seen``; report/verdict/words.py ``hidden_text``) so that nothing said of the capture's tunnel traffic covers frames it did not see.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..capture.linktypes import l2_normalize
+from ..packet.decode import SKIP_LINKTYPE
+from ..packet.headers import UNREAD, tunnel_port_of
+
+#: ``inp`` below: sim/ingest.py ``InputStats`` (not imported: ingest imports this module)
+InputStats = Any
+
+
+def count_skip(inp: InputStats, reason: str, buf: bytes | None, linktype: int, tunnel_ports: dict) -> None:
+    """Count one frame skipped for ``reason`` in ``inp.skipped`` and, by what its headers say (``buf``: the record
+    as captured, of link type ``linktype``; None when not read), in ``inp.skipped_seen``: reason → tunnel kind or
+    ``UNREAD`` → frames (frames to no tunnel port are not listed)."""
+    inp.skipped[reason] += 1
+    if reason == SKIP_LINKTYPE or buf is None:
+        kind: str | None = UNREAD
+    else:
+        kind = tunnel_port_of(l2_normalize(buf, linktype), tunnel_ports)
+    if kind is not None:
+        inp.skipped_seen.setdefault(reason, Counter())[kind] += 1
+
+
+def to_tunnel_ports(inp: InputStats) -> dict[str, dict[str, int]]:
+    """JSON ``input.skipped_to_tunnel_ports``: reason → tunnel kind → frames skipped that go to a tunnel port."""
+    seen = getattr(inp, "skipped_seen", {})
+    out = {r: {k: n for k, n in sorted(c.items()) if k != UNREAD and n} for r, c in sorted(seen.items())}
+    return {r: c for r, c in out.items() if c}
+
+
+def unread(inp: InputStats) -> dict[str, int]:
+    """JSON ``input.skipped_unread``: reason → frames skipped whose headers end before their outer UDP destination
+    port (or whose link layer is not read): whether they are tunnel traffic is unknown."""
+    seen = getattr(inp, "skipped_seen", {})
+    return {r: c[UNREAD] for r, c in sorted(seen.items()) if c.get(UNREAD)}
+
+
+def unread_count(inp: InputStats, reason: str) -> int:
+    """Frames skipped for ``reason`` whose headers were not read to their UDP port (``unread``)."""
+    return unread(inp).get(reason, 0)
+
+
+def hidden_tunnel_frames(inp: InputStats) -> int:
+    """Frames to a tunnel port that were skipped (``to_tunnel_ports``), every reason and kind."""
+    return sum(sum(c.values()) for c in to_tunnel_ports(inp).values())
