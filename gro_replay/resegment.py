@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .packet.csum import ipv4_header_checksum, l4_checksum_field, pseudo4, pseudo6
+from .packet.headers import vlan_l3
 
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
@@ -162,16 +163,10 @@ def parse_super_frame(buf: bytes, tunnel_ports: dict[int, str]) -> SuperFrame | 
     Returns: a SuperFrame, or a reason (``KEEP_*``) why the frame cannot be split.
     """
     n = len(buf)
-    if n < 14:
+    eth = vlan_l3(buf)
+    if eth is None:
         return KEEP_MALFORMED
-    off = 12
-    (etype,) = _H.unpack_from(buf, off)
-    while etype in _VLAN_TPIDS:
-        off += 4
-        if off + 2 > n:
-            return KEEP_MALFORMED
-        (etype,) = _H.unpack_from(buf, off)
-    l3 = off + 2
+    etype, l3 = eth
     pieces: list[bytes] = []
     zero_len = False
     if etype == ETH_P_IP:

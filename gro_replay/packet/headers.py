@@ -20,23 +20,31 @@ from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6
 UNREAD = "unread"
 
 
-def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | None:
-    """The tunnel kind (``tunnel_ports[port]``: ``"vxlan"``, ``"geneve"``) of the Ethernet frame ``buf``'s outer
-    UDP destination port, None when its headers say it goes to no tunnel port (not IP, not UDP, a fragment,
-    another port), ``UNREAD`` when ``buf`` is None (a link layer not converted) or ends before that port."""
-    if buf is None:
-        return UNREAD
+def vlan_l3(buf: bytes) -> tuple[int, int] | None:
+    """``(EtherType, offset of the network header)`` of the Ethernet frame ``buf`` past its VLAN tags (802.1Q,
+    802.1ad, 0x9100), or None when it ends before them."""
     n = len(buf)
-    off = 12
     if n < 14:
-        return UNREAD
+        return None
+    off = 12
     (etype,) = _H.unpack_from(buf, off)
     while etype in _VLAN_TPIDS:
         off += 4
         if off + 2 > n:
-            return UNREAD
+            return None
         (etype,) = _H.unpack_from(buf, off)
-    l3 = off + 2
+    return etype, off + 2
+
+
+def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | None:
+    """The tunnel kind (``tunnel_ports[port]``: ``"vxlan"``, ``"geneve"``) of the Ethernet frame ``buf``'s outer
+    UDP destination port, None when its headers say it goes to no tunnel port (not IP, not UDP, a fragment,
+    another port), ``UNREAD`` when ``buf`` is None (a link layer not converted) or ends before that port."""
+    eth = None if buf is None else vlan_l3(buf)
+    if buf is None or eth is None:
+        return UNREAD
+    n = len(buf)
+    etype, l3 = eth
     if etype == ETH_P_IP:
         if l3 + 20 > n:
             return UNREAD
