@@ -140,10 +140,11 @@ def test_each_pcapng_interface_its_own_snaplen(tmp_path) -> None:
     ]
     assert inp["skipped"] == {"other_interface": 9}
     assert (
-        "9 records are longer than the snaplen their pcapng interface declares (700 bytes: 1 record, the longest "
-        "788 bytes; 1,000 bytes: 8 records, the longest 1,514 bytes): gro-replay reads them as captured"
+        "9 records are longer than the snaplen their pcapng interfaces declare (700 bytes: 1 record, the longest "
+        "788 bytes; 1,000 bytes: 8 records, the longest 1,514 bytes): gro-replay reads them as captured; tcpdump -r "
+        "refuses this file before its first record (its interfaces declare different snaplens)"
         in " ".join(inp["notes"])
-    )
+    )  # tcpdump 4.99.3: "an interface has a snapshot length … different from the snapshot length of the first"
 
 
 @pytest.mark.parametrize("block", [64, 5000, 12000, 1 << 20])

@@ -348,7 +348,10 @@ class Selection:
                 ]
             return []
         lab = {k: st.label(self.sections, self.interfaces) for k, st in self.by_key.items()}
-        parts = [f"{lab[k]}: {st.frames:,} frames, {_tunnel_words(st)}" for k, st in self.by_key.items()]
+        parts = [
+            f"{lab[k]}: {st.frames:,} {plural(st.frames, 'frame')}, {_tunnel_words(st)}"
+            for k, st in self.by_key.items()
+        ]
         head = f"the capture holds {len(self.by_key)} interfaces ({'; '.join(parts)})"
         if self.chosen is None:
             unread = sum(st.unread for st in self.by_key.values())

@@ -96,9 +96,10 @@ def geneve_udp_encap_recv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
 
     1. ``pskb_may_pull(skb, GENEVE_BASE_HLEN)`` (UDP + 8-byte header) → R.GENEVE_SHORT (no counter);
     2. ``geneveh->ver != GENEVE_VER`` → R.GENEVE_VERSION (no counter);
-    3. ``proto_type`` not ETH_P_TEB → R.GENEVE_INNER_PROTO (v4.19–v5.13: tested before the device lookup, no
-       counter; v5.14+ with ``inner_proto_inherit``: IPv4/IPv6 pass the first test and the device without
-       ``inner_proto_inherit`` drops them with rx_dropped — the outcome is the same drop);
+    3. ``proto_type`` not ETH_P_TEB → R.GENEVE_INNER_PROTO (up to v5.17: tested before the device lookup, no
+       counter; v5.18+ with ``inner_proto_inherit``, 435fe1c0c1f7: IPv4/IPv6 pass the first test and the device
+       without ``inner_proto_inherit`` drops them with rx_dropped; later trees test every type at the device — the
+       outcome is the same drop);
     4. ``iptunnel_pull_header(skb, GENEVE_BASE_HLEN + opt_len * 4, …)`` → R.GENEVE_SHORT (rx_dropped);
     5. ``geneve_rx``: without collect metadata (``ip_tunnel_collect_metadata() || gs->collect_md`` false; here
        ``--no-tunnel-metadata``) a header with the C bit (``gnvh->critical``) is dropped, "since we don't support

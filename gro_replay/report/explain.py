@@ -207,13 +207,15 @@ def _why_lines(st: dict) -> list[str]:
 def render_text(doc: dict, limit: int | None = None) -> list[str]:
     """The explanation as text lines; at most ``limit`` flows (None: all), affected flows first.
 
-    First the capture's ``input:`` line and its notes (records cut short or longer than the declared snaplen,
+    First the capture's ``input:`` line, the resolved kernels' lines (a distribution kernel's base, backports and
+    notes: report/table.py ``kernel_lines``) and the input's notes (records cut short or longer than the declared snaplen,
     --resegment segments larger than --mtu, tunnel ports …), rendered from the document's ``input`` by the
     replay's own functions (report/table.py ``input_line``, ``note_lines``): the same lines ``gro-replay CAPTURE``
     prints; then the flows, the engine line, the capture verdict and the EXPLAIN line."""
-    from .table import input_line, note_lines
+    from .table import input_line, kernel_lines, note_lines
 
-    lines = [input_line(doc["input"]), *note_lines(doc["input"]), ""]
+    kernels = doc.get("config", {}).get("kernels", [])
+    lines = [input_line(doc["input"]), *kernel_lines(kernels), *note_lines(doc["input"]), ""]
     flows = sorted(doc["flows"], key=lambda f: (not f["verdict"]["affected"], -f["frames"], f["id"]))
     shown = flows if limit is None else flows[:limit]
     for f in shown:

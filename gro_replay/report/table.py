@@ -339,10 +339,11 @@ def rc_words(pre: dict, base: str) -> str:
 
 def kernel_lines(kernels) -> list[str]:
     """One line per resolved kernel that is not an upstream profile: its base, its stable backports (each with
-    the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``)."""
+    the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``).
+    ``kernels``: ``KernelModel``s, or their ``describe()`` dicts (a document's ``config.kernels``)."""
     out = []
     for k in kernels:
-        d = k.describe() if hasattr(k, "describe") else None
+        d = k.describe() if hasattr(k, "describe") else k if isinstance(k, dict) else None
         if not d or (not d["backports"] and not d["notes"] and d["base"] == d["release"]):
             continue
         bps = ", ".join(

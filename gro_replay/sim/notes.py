@@ -185,7 +185,13 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
     # packet block longer than its interface's snaplen (sf-pcapng.c: "invalid packet capture length N, bigger than
     # snaplen of S"), which ends tcpdump's reading there, and cuts a simple packet block to it. (It also refuses a
     # pcapng file whose interfaces declare different snaplens before any record.)
-    if fmt == "pcapng":
+    if fmt == "pcapng" and len(over) > 1:
+        where = "their pcapng interfaces declare"
+        copy = (
+            "tcpdump -r refuses this file before its first record (its interfaces declare different snaplens), and "
+            "of a file it reads refuses an enhanced packet block longer than its interface's snaplen"
+        )
+    elif fmt == "pcapng":
         where = f"{'its' if n == 1 else 'their'} pcapng interface declares"
         copy = (
             "tcpdump -r does not copy such records whole: it refuses an enhanced packet block longer than its "
