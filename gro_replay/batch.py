@@ -317,10 +317,11 @@ def run_batch(
         if scheduler is not None:
             try:
                 client = distributed.Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError, ValueError) as e:
-                raise BatchUnavailable(
-                    f"cannot connect to scheduler {scheduler}: {' '.join(str(e).split())}"
-                ) from None
+            except Exception as e:  # noqa: BLE001 - whatever Dask raises while connecting is one line, no traceback
+                # OSError, TimeoutError, ValueError (an unknown scheme) are the usual; Dask's own IO-loop thread,
+                # started with a 10 s wait, fails with a bare AssertionError on a machine too busy to start it
+                why = " ".join(str(e).split()) or f"{type(e).__name__} in distributed.Client"
+                raise BatchUnavailable(f"cannot connect to scheduler {scheduler}: {why}") from None
         else:
             cluster = _local_cluster(distributed, min(jobs or os.cpu_count() or 1, len(todo)))
             client = distributed.Client(cluster)

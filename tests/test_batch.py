@@ -391,3 +391,24 @@ def test_a_named_fifo_is_read_by_its_worker(tmp_path, scheduler):
     assert r.exit_code == 0, r.stderr
     (row,) = json.loads(r.stdout)["captures"]
     assert (row["path"], row["frames"], row["error"]) == (str(fifo), 17, None)
+
+
+def test_a_scheduler_connection_that_dask_fails_oddly_is_one_line(monkeypatch):
+    """Whatever distributed.Client raises while connecting is BatchUnavailable, one line: on a busy machine Dask's
+    own IO-loop thread, given 10 s to start, fails with a bare AssertionError (seen in a CI run with two suites on 2
+    cores), which escaped as a traceback."""
+    from types import SimpleNamespace
+
+    from gro_replay import batch
+    from gro_replay.batch import BatchUnavailable, run_batch
+
+    def client(*_a, **_k):
+        raise AssertionError
+
+    monkeypatch.setattr(batch, "_distributed", lambda: SimpleNamespace(Client=client))
+    with pytest.raises(BatchUnavailable) as e:
+        run_batch([str(FIX_SAMPLE)], replay_config(), scheduler="tcp://127.0.0.1:8786")
+    assert (
+        str(e.value)
+        == "cannot connect to scheduler tcp://127.0.0.1:8786: AssertionError in distributed.Client"
+    )
