@@ -3,11 +3,12 @@
 A classic pcap file header declares one snaplen for the file, a pcapng interface description block one per
 interface (draft-ietf-opsawg-pcap, File Header: SnapLen, "the maximum number of octets captured from each packet";
 draft-ietf-opsawg-pcapng, Interface Description Block: SnapLen, 0 meaning no limit; a pcap snaplen of 0 is taken
-as no limit too). A record that holds more is readable, and is read and replayed as captured (its bytes are all
-there; Wireshark flags it, ``pcap.capt_len_larger_than_snap_len``, and editcap 4.0 copies it whole), but libpcap
-does not take it whole (checked with libpcap 1.10.3): it cuts a pcap record to the declared snaplen as it reads it,
-so a copy through ``tcpdump -r IN -w OUT`` holds the frame cut short, and it refuses a pcapng one ("invalid packet
-capture length N, bigger than snaplen of S"), which ends tcpdump's reading there.
+as no limit too). A record that holds more is readable, and is read as captured (its bytes are all there;
+Wireshark flags it, ``pcap.capt_len_larger_than_snap_len``, and editcap 4.0 copies it whole), but libpcap does not
+take it whole (checked with libpcap 1.10.3, tcpdump 4.99.3): it cuts a pcap record to the declared snaplen as it
+reads it, so a copy through ``tcpdump -r IN -w OUT`` holds the frame cut short; in pcapng it refuses an enhanced
+packet block ("invalid packet capture length N, bigger than snaplen of S"), which ends tcpdump's reading there, and
+cuts a simple packet block (sim/notes.py ``over_snaplen_text`` says so).
 
 Counted where each record's header is read, once per complete record, by the reader that reads it: reader.py
 ``Capture._iter_pcap`` (classic pcap, frame-by-frame path), chunks.py ``PcapChunks`` (classic pcap, batch path),

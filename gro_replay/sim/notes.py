@@ -219,10 +219,8 @@ def above_mtu_text(above: AboveMtu, config: ReplayConfig) -> str:
     n = above.segments
     fit = above.fit or 0  # None: no MSS fits
     if fit >= TCP_MIN_SND_MSS:
-        room = (
-            f"is more TCP payload than the {above.fit:,} bytes --mtu {config.mtu} leaves with their headers"
-        )
-        smaller = f"--resegment {above.fit} or less splits them to wire size"
+        room = f"is more TCP payload than the {fit:,} bytes --mtu {config.mtu} leaves with their headers"
+        smaller = f"--resegment {fit} or less splits them to wire size"
     else:  # what the MTU leaves is below the smallest MSS --resegment takes (and a Linux sender uses)
         room = (
             f"is more TCP payload than --mtu {config.mtu} leaves with their headers ("
