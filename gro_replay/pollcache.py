@@ -105,11 +105,13 @@ class BatchReplay(RunComposer, FlowTracking):
         """Polls answered without running a frame through the kernels (``polls_cached``: whole polls from the
         poll cache and polls whose runs were all known) and polls that ran some or all of their frames
         (``polls_simulated``); ``polls_composed``: the polls answered from their flow runs (sim/compose.py),
-        ``runs_recorded``: the flow runs recorded for them."""
+        ``polls_served`` those of them answered a block at a time (sim/run_serve.py), ``runs_recorded``: the flow
+        runs recorded for them."""
         return {
             "polls_cached": self.cache.hits + self.composed,
             "polls_simulated": self.cache.misses + self.cache.uncacheable + self.composed_partly,
             "polls_composed": self.composed + self.composed_partly,
+            "polls_served": self.served,
             "runs_recorded": self.runs.misses,
         }
 
@@ -362,14 +364,21 @@ class BatchReplay(RunComposer, FlowTracking):
         nums = [n if c else None for n, c in zip(bk.numbers.tolist(), bk.cached.tolist(), strict=True)]
         new = [n is not None and (n not in known or bk.key(p) not in entries) for p, n in enumerate(nums)]
         runs = None if not any(new) else self._block_runs(col, ch, src, bk.idx, bk.poll_of, sizes, new)
+        self._marks = None  # the polls sim/run_serve.py may answer: marked at its first call
         hit = self._hit
-        for p, (s, size, t) in enumerate(zip(starts.tolist(), sizes.tolist(), times.tolist(), strict=True)):
+        sz = sizes.tolist()
+        for p, (s, size, t) in enumerate(zip(starts.tolist(), sz, times.tolist(), strict=True)):
             e = s + size
             n = nums[p]
             key = bk.key(p) if n is not None and n in known else None  # recorded earlier in the block too
             if key is None or not hit(key, src[s:e], t, base_index):
                 if not (
-                    runs is not None and new[p] and self._compose(runs, p, ch, extras, base_index, t, size)
+                    runs is not None
+                    and new[p]
+                    and (
+                        self._serve(runs, p, sz, new)
+                        or self._compose(runs, p, ch, extras, base_index, t, size)
+                    )
                 ):
                     batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
                     self._run_poll(batch, t, bk.key(p), n)
@@ -377,6 +386,7 @@ class BatchReplay(RunComposer, FlowTracking):
                 poll_end(end_ts[e - 1], end_fid[e - 1])
             if empties[p] and not hit(b"", (), t):
                 self._run_poll([], t, b"")
+        self._settle_served()
         self.settle_lengths()
 
     def _hit(self, key: bytes, srcs, t: int, base_index: int = 0) -> bool:

@@ -14,6 +14,7 @@ back as a new flow (``PollCache.drop_flow``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ class FlowTracking:
     runs: PollCache
     flow_ops: PendingFlowOps
     _looked: dict
+    _settle_served: Callable[[], None]
     _fid_of: dict[bytes, int]
     _keys_of: dict[int, list[bytes]]
     _fin_of: dict[bytes, bool]
@@ -261,6 +263,7 @@ class FlowTracking:
         """``Replayer.on_flow_change``: flow ``fid`` is retired (``new`` None) or its key now names flow ``new``.
         Cached polls with its frames are dropped (their deltas hold its counters), and its keys are forgotten or
         name ``new``."""
+        self._settle_served()  # the served runs' counters (sim/run_serve.py), this flow's among them
         self.cache.drop_flow(fid)
         self.runs.drop_flow(fid)
         self._looked.clear()  # answers from the runs' entries (sim/compose.py ``_lookup``)

@@ -52,6 +52,7 @@ from .replayer import Replayer
 from .run_events import MAX_RUN_EVENTS, RunEvents, _event_rules
 from .run_lookup import MAX_RUN_KEYS, RunLookup
 from .run_probe import RunProbe
+from .run_serve import RunServe
 from .runs import LengthOps, RunEntry, Runs, ends_held, id_guards, length_ops, run_flows, run_keys
 
 #: distinct header rows without flow names numbered (``run_keys``' ``shapes``; ~300 bytes each)
@@ -60,7 +61,7 @@ MAX_SHAPES = 1 << 16
 _HOLDING = (GroResult.GRO_MERGED, GroResult.GRO_MERGED_FREE, GroResult.GRO_HELD)
 
 
-class RunComposer(RunEvents, RunProbe, RunLookup):
+class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
     """The flow-run part of ``pollcache.BatchReplay`` (a mixin: it uses the replay's ``rep``, ``_entry``,
     ``_idle`` and ``retiring``). ``_init_runs`` sets its state up."""
 
@@ -109,6 +110,7 @@ class RunComposer(RunEvents, RunProbe, RunLookup):
         self._cells_unknown: list[int] = []  # runs ``_known_runs`` refused a poll for (``_probe``)
         self.composed = 0  # polls answered from their runs, every run known
         self.composed_partly = 0  # polls composed of their runs, some of them run through the kernels
+        self._init_serve()
 
     def _block_runs(
         self,

@@ -111,13 +111,14 @@ class PendingFlowOps:
         self.pending: dict[tuple[int, tuple[int, ...]], list] = {}
         self.by_fid: dict[int, list[tuple[int, tuple[int, ...]]]] = {}
 
-    def add(self, flow_ops: list, fids: tuple[int, ...]) -> None:
+    def add(self, flow_ops: list, fids: tuple[int, ...], times: int = 1) -> None:
+        """Note ``times`` runs with the counters ``flow_ops`` of flows ``fids`` (``apply_flow_ops``)."""
         key = (id(flow_ops), fids)
         e = self.pending.get(key)
         if e is not None:
-            e[2] += 1
+            e[2] += times
             return
-        self.pending[key] = [flow_ops, fids, 1]
+        self.pending[key] = [flow_ops, fids, times]
         for fid in fids:
             self.by_fid.setdefault(fid, []).append(key)
 

@@ -47,16 +47,14 @@ class RunLookup:
         self._cells_unknown = []
         unknown_at = []
         unknown_more = False  # some run not its flow's last in the poll is unknown
-        spans: list[
-            tuple[int, int | None, int]
-        ] = []  # (first, last or None: to the poll's end, packets held)
+        spans: list[tuple[int, int, int]] = []  # (first, last or -1: to the poll's end, packets held)
         for j in range(ra, rb):
             a, b = bounds[j], bounds[j + 1]
             e, info = self._lookup(runs, j, a, b, ctx)
             found.append((runs.keys[j], ctx, e, None))
             infos.append(info)
             if info is None:
-                spans.append((order[a], None, nkv[j]))
+                spans.append((order[a], -1, nkv[j]))
                 unknown += b - a
                 unknown_at.append(j)
                 unknown_more = unknown_more or more[j]
@@ -66,14 +64,16 @@ class RunLookup:
                 self._held_pieces.add(runs.keys[j])
                 return None
             if x.holding:
-                spans.append((order[a], None if x.ends_held else order[b - 1], nkv[j]))
+                spans.append((order[a], -1 if x.ends_held else order[b - 1], nkv[j]))
             for nid, c in x.cells_in:
                 cells[nid] = cells.get(nid, 0) + c
         if unknown_more:  # whether it holds something at its end only its recording tells (``_probe``)
             self._cells_unknown = unknown_at
             return None
-        if sum(sp[2] for sp in spans) > MAX_GRO_SKBS and most_held(spans) > MAX_GRO_SKBS:
-            return None
+        if sum(sp[2] for sp in spans) > MAX_GRO_SKBS:
+            first, last, n = np.array(spans, np.int64).reshape(-1, 3).T
+            if most_held(np.zeros(len(spans), np.int64), first, last, n, 1)[0] > MAX_GRO_SKBS:
+                return None
         weight = self._cells_weight
         if unknown:
             if unknown >= weight or any(c + unknown >= weight for c in cells.values()):

@@ -264,13 +264,15 @@ class LengthOps:
     lengths; ``settle()`` adds what the noted runs' counters add beyond the recorded run's (see the module
     docstring): each counter moves by its coefficients times the runs' length differences, summed over the runs."""
 
-    __slots__ = ("ops", "payload", "recorded", "due")
+    __slots__ = ("ops", "payload", "recorded", "due", "more")
 
     def __init__(self, ops: list, payload: np.ndarray) -> None:
         self.ops = ops
         self.payload = payload
         self.recorded = payload.tobytes()
         self.due: list[bytes] = []
+        #: the summed length differences of the runs noted by ``add_runs`` (int64 per run position), or None
+        self.more: np.ndarray | None = None
 
     def add(self, payload: bytes) -> bool:
         """Note a run with ``payload`` lengths (int64 bytes per run position); True when it is the first noted
@@ -278,14 +280,27 @@ class LengthOps:
         if payload == self.recorded:
             return False
         self.due.append(payload)
-        return len(self.due) == 1
+        return len(self.due) == 1 and self.more is None
+
+    def add_runs(self, payloads: np.ndarray) -> bool:
+        """``add`` for many runs at once: ``payloads`` int64 (runs, run positions). True when they are the first
+        noted since ``settle`` that differ from the recorded run."""
+        d = payloads.sum(axis=0) - len(payloads) * self.payload
+        if not d.any():
+            return False
+        first = self.more is None and not self.due
+        self.more = d if self.more is None else self.more + d
+        return first
 
     def settle(self) -> None:
-        if not self.due:
+        if not self.due and self.more is None:
             return
-        n = len(self.due)
-        d = np.frombuffer(b"".join(self.due), np.int64).reshape(n, -1).sum(axis=0) - n * self.payload
+        d = np.zeros(len(self.payload), np.int64) if self.more is None else self.more
+        if self.due:
+            n = len(self.due)
+            d = d + np.frombuffer(b"".join(self.due), np.int64).reshape(n, -1).sum(axis=0) - n * self.payload
         self.due.clear()
+        self.more = None
         for obj, attr, coef in self.ops:
             setattr(obj, attr, getattr(obj, attr) + int(coef @ d))
 
@@ -397,17 +412,23 @@ def ends_held(deltas: list) -> bool:
     )
 
 
-def most_held(spans: list) -> int:
-    """The most packets held at once by runs ``(first position, last position or None for the poll's end,
-    packets)``: each run holds its packets from its first frame to its last one (or to the end)."""
-    ev = []
-    for first, last, n in spans:
-        ev.append((first, n))
-        if last is not None:
-            ev.append((last + 0.5, -n))
-    ev.sort()
-    most = cur = 0
-    for _x, n in ev:
-        cur += n
-        most = max(most, cur)
-    return most
+def most_held(
+    poll: np.ndarray, first: np.ndarray, last: np.ndarray, n: np.ndarray, npolls: int
+) -> np.ndarray:
+    """The most packets held at once in each of ``npolls`` polls (int64 per poll) by runs of poll ``poll``, each
+    holding ``n`` packets from its entry position ``first`` to its position ``last`` (-1: to the poll's end). A
+    run's packets are released just after its last frame; positions are distinct, runs of a poll in any order."""
+    ends = last >= 0
+    x = np.concatenate([2 * first, 2 * last[ends] + 1]).astype(np.int64)
+    d = np.concatenate([n, -n[ends]]).astype(np.int64)
+    pp = np.concatenate([poll, poll[ends]]).astype(np.int64)
+    out = np.zeros(npolls, np.int64)
+    if not len(x):
+        return out
+    o = np.lexsort((x, pp))
+    d, pp = d[o], pp[o]
+    c = np.cumsum(d)
+    start = np.flatnonzero(np.r_[True, pp[1:] != pp[:-1]])
+    held = c - np.repeat((c - d)[start], np.diff(np.r_[start, len(c)]))
+    out[pp[start]] = np.maximum(np.maximum.reduceat(held, start), 0)
+    return out

@@ -1,0 +1,251 @@
+"""Polls whose flow runs are all known, answered a block at a time (sim/compose.py's argument, unchanged).
+
+``RunComposer._compose`` answers one poll from its runs with Python work per run: look each run up, check the
+GRO buckets and the tunnel cells, add each run's counters. On an overlay node a poll holds ~9 runs of ~2 frames and
+nearly every run is known, so that per-run work was most of a composed poll's cost. ``RunServe`` does it for the
+polls of a block together:
+
+- ``_servable`` looks every run of the block's polls up in its poll's context (``RunLookup._lookup``, as
+  ``_known_runs`` does) and marks the polls ``_known_runs`` answers with every run's own entry and nothing else:
+  every run known; no piece that is not its flow's last held a packet at its end when recorded; the runs that held
+  or merged a packet have at most ``MAX_GRO_SKBS`` distinct header rows together, or hold at most that many at
+  once (``most_held``: then no bucket can fill); and the skbs the runs' recordings put into each tunnel cell stay below the cell's
+  weight (no cell's poll fills: no ``C`` context). Such a poll is composed as ``_compose`` composes it when every
+  run is known: each run's cache entry counted once more, its length and flow counters added for its own
+  lengths and flows, and the NAPIs' polls counted once (``_count_polls``: the phys NAPIs one poll, full or not;
+  each cell what the runs polled it, the most of any run).
+- ``_serve`` answers one marked poll in its turn: the kernels must be idle (as ``_compose`` needs); it counts the
+  NAPIs' polls at once.
+- ``_settle_served`` adds the served runs' counters for all of them: entry counts (``PollCache``: added at its
+  ``settle``), length counters (``LengthOps.add_runs``) and flow counters (``PendingFlowOps``), all of which wait
+  anyway until they are read. It runs at the end of the block's polls and before a flow is retired or renamed
+  (``FlowTracking._flow_changed`` settles that flow's counters).
+
+Any other poll goes to ``_compose``. Entries are only added within a block (``_block_runs`` forgets them between
+blocks), but a recording can make a key length-exact: after one (``_generation``), the polls left are marked again;
+and a poll not marked for a run then unknown is marked again when runs were recorded since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from ..kernel.gro import MAX_GRO_SKBS
+from .deltas import PendingFlowOps, PollCache
+from .runs import LengthOps, RunEntry, Runs, most_held
+
+
+class RunServe:
+    """The block-at-a-time part of ``compose.RunComposer`` (a mixin: ``_init_runs`` calls ``_init_serve``)."""
+
+    runs: PollCache
+    flow_ops: PendingFlowOps
+    rep: Any
+    observed: bool
+    composed: int
+    _idle: bool
+    _exact_runs: set[bytes]
+    _lengths_due: list[LengthOps]
+    _cells_index: dict[int, int]
+    _cells_weight: int
+    _phys_napis: list
+    _cells_napis: list
+    _lookup: Callable[..., tuple]
+
+    def _init_serve(self) -> None:
+        #: the marks of the current block (``_servable``), or None
+        self._marks: _Marks | None = None
+        #: the block's polls served (``_serve``) and not yet settled (``_settle_served``)
+        self._served: list[int] = []
+        self.served = 0  # polls answered by ``_serve`` (also counted in ``composed``)
+
+    def _generation(self) -> int:
+        """What makes a lookup's earlier answer wrong: a key made length-exact (its runs are then looked up with
+        their exact lengths). A new recording only adds answers: a run a mark found stays answered rightly by the
+        entry it found (``_lookup``: the poll's own context, or a recording that held nothing at its end), and a
+        run it did not find sends its poll to ``_compose``."""
+        return len(self._exact_runs)
+
+    def _serve(self, block_runs: tuple, p: int, sizes: list[int], new: list[bool]) -> bool:
+        """Answer poll ``p`` of the block (``_block_runs``' answer ``block_runs``; ``sizes``: each poll's frames;
+        ``new``: the polls composed of their runs) from its runs when ``_servable`` marks it (module docstring);
+        False (nothing done) otherwise, or when the kernels are not idle."""
+        if not self._idle or self.observed:
+            return False
+        m = self._marks
+        if m is None or m.block_runs is not block_runs:
+            m = self._marks = _Marks(block_runs, sizes, new)
+        if m.generation != self._generation():
+            self._servable(m, range(p, len(sizes)))
+        elif not m.ok[p] and m.unknown[p] and m.misses != self.runs.misses:
+            # runs recorded since: a run then unknown may be known now
+            self._servable(m, [q for q in range(p, len(sizes)) if m.unknown[q]])
+        if not m.ok[p]:
+            return False
+        full = int(sizes[p] == self.rep.config.weight)
+        for n in self._phys_napis:
+            n.polls += 1
+            n.full_polls += full
+        most = m.most[p]
+        for ci, n in enumerate(self._cells_napis):
+            n.polls += most[2 * ci]
+            n.full_polls += most[2 * ci + 1]
+        self.composed += 1
+        self.served += 1
+        self._served.append(p)
+        return True
+
+    def _servable(self, m: _Marks, polls: Iterable[int]) -> None:
+        """Mark polls ``polls`` of ``m``'s block (module docstring): look their runs up, and check them together."""
+        self._settle_served()
+        polls = np.asarray([q for q in polls if m.new[q]], np.int64)
+        js, at = m.runs_of(polls)
+        nrun = np.diff(at)
+        runs, lists = m.runs, m.lists
+        weight = self.rep.config.weight
+        m.ei[js] = self._look_up(runs, lists, js, [s == weight for s in m.sizes], m)
+        holding, ends, cells_in, polled = self._entry_table(m.entries)
+        known = m.ei[js] >= 0
+        ei = np.where(known, m.ei[js], len(m.entries))
+
+        def per_poll(v: np.ndarray) -> np.ndarray:  # sums over each poll's runs
+            c = np.zeros((len(v) + 1, *v.shape[1:]), np.int64)
+            np.cumsum(v, axis=0, out=c[1:])
+            return c[at[1:]] - c[at[:-1]]
+
+        unknown = per_poll((~known).astype(np.int64)) > 0
+        bad = per_poll((np.asarray(lists[5], bool)[js] & ends[ei]).astype(np.int64)) > 0
+        held = holding[ei] & known
+        rows = np.asarray(lists[2], np.int64)[js]
+        load = per_poll(rows * held)
+        over = load > MAX_GRO_SKBS
+        if over.any():  # the runs' distinct rows could fill a bucket: count the packets held at once
+            hj = np.flatnonzero(held & np.repeat(over, nrun))
+            b = np.asarray(lists[0], np.int64)
+            first = runs.order[b[js[hj]]]
+            last = np.where(ends[ei[hj]], -1, runs.order[b[js[hj] + 1] - 1])
+            poll = np.repeat(np.arange(len(polls)), nrun)[hj]
+            load = np.where(over, most_held(poll, first, last, rows[hj], len(polls)), load)
+        fill = per_poll(cells_in[ei]).max(axis=1, initial=0)
+        ok = (nrun > 0) & ~unknown & ~bad & (load <= MAX_GRO_SKBS) & (fill < self._cells_weight)
+        most = np.zeros((len(polls), polled.shape[1]), np.int64)
+        some = np.flatnonzero(nrun > 0)
+        if len(some) and polled.shape[1]:
+            most[some] = np.maximum.reduceat(polled[ei], at[some], axis=0)
+        for q, o, u, x in zip(polls.tolist(), ok.tolist(), unknown.tolist(), most.tolist(), strict=True):
+            m.ok[q], m.unknown[q], m.most[q] = o, u, x
+        m.generation = self._generation()
+        m.misses = self.runs.misses
+
+    def _look_up(self, runs: Runs, lists: tuple, js: np.ndarray, full: list[bool], m: _Marks) -> list[int]:
+        """Runs ``js`` looked up in their polls' contexts (``full``: per poll): each one's index in ``m.entries``
+        (grown with the entries met first), or -1 (unknown)."""
+        bounds = lists[0]
+        uniq = m.uniq
+        entries = m.entries
+        out: list[int] = []
+        lookup = self._lookup
+        for j, p in zip(js.tolist(), runs.poll[js].tolist(), strict=True):
+            e = lookup(runs, j, bounds[j], bounds[j + 1], b"F" if full[p] else b"")[0]
+            if e is None:
+                out.append(-1)
+                continue
+            i = uniq.get(id(e))
+            if i is None:
+                i = uniq[id(e)] = len(entries)
+                entries.append(e)
+            out.append(i)
+        return out
+
+    def _entry_table(self, entries: list[list]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per entry, and a last row of zeros for unknown runs: held or merged a packet, still held one at its end
+        (bool), skbs put into each tunnel cell (int64 (entries + 1, cells)), and each cell's polls and full polls
+        (int64 (entries + 1, 2 * cells))."""
+        cells = self._cells_index
+        nu, nc = len(entries), len(cells)
+        holding = np.zeros(nu + 1, bool)
+        ends = np.zeros(nu + 1, bool)
+        cells_in = np.zeros((nu + 1, nc), np.int64)
+        polled = np.zeros((nu + 1, 2 * nc), np.int64)
+        for i, e in enumerate(entries):
+            x: RunEntry = e[3]
+            holding[i] = x.holding
+            ends[i] = x.ends_held
+            for nid, c in x.cells_in:
+                cells_in[i, cells[nid]] += c
+            for nid, dp, df in x.polled:
+                ci = cells.get(nid)
+                if ci is not None:
+                    polled[i, 2 * ci : 2 * ci + 2] = dp, df
+        return holding, ends, cells_in, polled
+
+    def _settle_served(self) -> None:
+        """Add the counters of the runs of the polls ``_serve`` answered since the last call (module docstring)."""
+        m = self._marks
+        if m is None or not self._served:
+            return
+        js, _at = m.runs_of(np.asarray(self._served, np.int64))
+        self._served = []
+        ei = m.ei[js]
+        self.runs.hits += len(js)
+        nt = len(m.tuples)
+        pair, first, times = np.unique(ei * nt + m.flows[js], return_index=True, return_counts=True)
+        by_entry = np.bincount(ei, minlength=len(m.entries))
+        grouped = js[np.argsort(ei, kind="stable")]  # the runs, entry by entry
+        cut = np.cumsum(by_entry) - by_entry
+        bounds = np.asarray(m.lists[0], np.int64)
+        for i in np.flatnonzero(by_entry).tolist():
+            e = m.entries[i]
+            e[1] += int(by_entry[i])
+            x = e[3]
+            if x.lengths is not None:
+                mine = grouped[cut[i] : cut[i] + by_entry[i]]
+                a = bounds[mine]
+                width = int(bounds[mine[0] + 1] - a[0])
+                if x.lengths.add_runs(m.runs.payload[a[:, None] + np.arange(width)]):
+                    self._lengths_due.append(x.lengths)
+        # flow counters in the order the runs came (``PendingFlowOps`` keeps them in that order)
+        for k in np.argsort(first, kind="stable").tolist():
+            i, f = divmod(int(pair[k]), nt)
+            x = m.entries[i][3]
+            if x.flow_ops:
+                self.flow_ops.add(x.flow_ops, m.tuples[f], int(times[k]))
+
+
+class _Marks:
+    """The polls of one block ``_serve`` may answer (``_servable``), per poll: ``ok`` (may be served), ``unknown``
+    (not, for a run not known when ``misses`` runs had been recorded), ``most`` (each cell's polls and full polls,
+    ``2 * cell`` and ``2 * cell + 1``); per run: ``ei``, its entry's index in ``entries`` (-1: unknown or not
+    looked up); each run's flows (``run_flows``) by number ``flows`` in ``tuples``; the ``generation`` the marks
+    were made in."""
+
+    def __init__(self, block_runs: tuple, sizes: list[int], new: list[bool]) -> None:
+        self.block_runs = block_runs
+        self.runs: Runs = block_runs[0]
+        self.run_at = np.asarray(block_runs[2], np.int64)
+        self.lists: tuple = block_runs[3]
+        self.sizes, self.new = sizes, new
+        n = len(sizes)
+        self.ok = [False] * n
+        self.unknown = [False] * n
+        self.most: list[list[int]] = [[]] * n
+        self.ei = np.full(len(self.runs.bounds) - 1, -1, np.int64)
+        self.entries: list[list] = []
+        self.uniq: dict[int, int] = {}  # id(entry) → its index in ``entries``
+        tuples: dict[tuple, int] = {}
+        self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists[3]], np.int64)
+        self.tuples = list(tuples)
+        self.generation = -1
+        self.misses = 0
+
+    def runs_of(self, polls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The runs of ``polls`` (int64 run indexes, poll by poll) and where each poll's begin among them (``at``:
+        poll ``polls[q]``'s are ``[at[q], at[q + 1])``)."""
+        a, b = self.run_at[polls], self.run_at[polls + 1]
+        n = b - a
+        at = np.zeros(len(polls) + 1, np.int64)
+        np.cumsum(n, out=at[1:])
+        return np.repeat(a - at[:-1], n) + np.arange(int(at[-1])), at
