@@ -47,12 +47,12 @@ from .capture.chunks import PcapChunks
 from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import analyse
+from .report.deliveries import hand_over
 from .sim.block_flows import FlowTracking
 from .sim.compose import RunComposer
 from .sim.deltas import PollCache, counters, delta, idle
 from .sim.ingest import Frame
 from .sim.poll_keys import BlockKeys, KnownPolls
-from .sim.run_events import DeliveredSkb
 
 #: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
 #: as 8 MB on the benchmark captures, and the per-block numpy temporaries stay small (peak RSS 75 instead of 106 MB
@@ -376,7 +376,7 @@ class BatchReplay(RunComposer, FlowTracking):
                     runs is not None
                     and new[p]
                     and (
-                        self._serve(runs, p, sz, new)
+                        self._serve(runs, p, sz, new, base_index, t)
                         or self._compose(runs, p, ch, extras, base_index, t, size)
                     )
                 ):
@@ -401,10 +401,18 @@ class BatchReplay(RunComposer, FlowTracking):
         if events:
             stats = self.rep.stats
             idx = (np.asarray(srcs, np.int64) + base_index).tolist()
+            rows: list = []
+            at = events[0][
+                0
+            ]  # the kernel whose rows are gathered (consecutive: run_poll goes kernel by kernel)
+            name = events[0][1]
             for i, kernel, stage, dev, addr, length, flow, pos, dt in events:
+                if i != at:
+                    hand_over(stats[at].on_deliver, name, rows)
+                    at, name, rows = i, kernel, []
                 frames = [idx[j] for j in pos]
-                skb = DeliveredSkb(addr + (frames[0] << 8), length, flow, frames)
-                stats[i].on_deliver(kernel, stage, dev, skb, t + dt)
+                rows.append((stage, dev, addr + (frames[0] << 8), length, flow, frames, t + dt))
+            hand_over(stats[at].on_deliver, name, rows)
         return True
 
     def _run_poll(self, batch: list, t: int, key: bytes | None, number: int | None = None) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..outputs import RunOutputs, failure_text
+from ..report.deliveries import hand_over
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -64,6 +65,13 @@ class NamedOutput:
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
         try:
             self.observer(kernel, stage, dev, skb, now_ns)
+        except OSError as e:
+            raise output_error(self.what, self.path, e) from None
+
+    def deliver_batch(self, kernel: str, rows: list) -> None:
+        """Many deliveries at once (report/deliveries.py ``hand_over``), errors named as ``__call__``'s."""
+        try:
+            hand_over(self.observer, kernel, rows)
         except OSError as e:
             raise output_error(self.what, self.path, e) from None
 

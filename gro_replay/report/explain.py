@@ -38,10 +38,16 @@ class FlowDeliveries:
         self.aggregates: Counter = Counter()
 
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
-        key = (kernel, stage, skb.flow)
-        self.devices[key][dev] += 1
-        if len(skb.frames) > 1:
-            self.aggregates[key] += 1
+        self.deliver_batch(kernel, [(stage, dev, 0, 0, skb.flow, skb.frames, now_ns)])
+
+    def deliver_batch(self, kernel: str, rows: list) -> None:
+        """Count the deliveries ``rows`` of ``kernel`` (report/deliveries.py ``Row``)."""
+        devices, aggregates = self.devices, self.aggregates
+        for stage, dev, _addr, _len, flow, frames, _now in rows:
+            key = (kernel, stage, flow)
+            devices[key][dev] += 1
+            if len(frames) > 1:
+                aggregates[key] += 1
 
 
 # -- flow selection: the shared --flow grammar (packet/flowsel.py), re-exported for explain's callers ------------------

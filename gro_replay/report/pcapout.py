@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..capture.writer import PCAP_TS_NS_MAX, PCAPNG_TS_NS_MAX, PcapngWriter, PcapWriter
 from ..project import __version__
+from .deliveries import hand_over
 
 ETH_P_8021Q = 0x8100
 ETH_P_8021AD = 0x88A8
@@ -278,3 +279,8 @@ class Observers:
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
         for o in self.observers:
             o(kernel, stage, dev, skb, now_ns)
+
+    def deliver_batch(self, kernel: str, rows: list) -> None:
+        """Many deliveries at once, to each observer in turn (report/deliveries.py ``hand_over``)."""
+        for o in self.observers:
+            hand_over(o, kernel, rows)

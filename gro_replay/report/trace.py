@@ -28,14 +28,19 @@ class TraceWriter:
         self.input = input_stats
 
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
-        t0 = (
-            self.input.first_ts_ns
-            if self.input is not None and self.input.first_ts_ns is not None
-            else now_ns
-        )
-        t = (now_ns - t0) / 1e9
+        self.deliver_batch(kernel, [(stage, dev, skb.addr, skb.len, 0, [], now_ns)])
+
+    def deliver_batch(self, kernel: str, rows: list) -> None:
+        """Lines for the deliveries ``rows`` of ``kernel`` (report/deliveries.py ``Row``), in order."""
+        if not rows:
+            return
+        first = None if self.input is None else self.input.first_ts_ns  # the time origin (ns), when known
         prefix = f"{kernel:<8}" if self.tag else ""
-        self.out.write(
-            f"{prefix}{t:12.6f}: net:netif_receive_skb: dev={dev} skbaddr=0x{skb.addr:x} len={skb.len}\n"
-        )
-        self.lines += 1
+        lines = []
+        for _stage, dev, addr, length, _flow, _frames, now_ns in rows:
+            t = 0 if first is None else now_ns - first
+            lines.append(
+                f"{prefix}{t / 1e9:12.6f}: net:netif_receive_skb: dev={dev} skbaddr=0x{addr:x} len={length}\n"
+            )
+        self.out.write("".join(lines))
+        self.lines += len(rows)

@@ -49,7 +49,7 @@ from ..kernel.gro import GRO_LEGACY_MAX_SIZE, GroResult
 from .deltas import PendingFlowOps, PollCache, counters, delta, flow_containers, idle
 from .ingest import Frame
 from .replayer import Replayer
-from .run_events import MAX_RUN_EVENTS, RunEvents, _event_rules
+from .run_events import MAX_RUN_EVENTS, RunEvents, _event_rules, placed_run
 from .run_lookup import MAX_RUN_KEYS, RunLookup
 from .run_probe import RunProbe
 from .run_serve import RunServe
@@ -226,10 +226,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
                 grew = hashes = None  # recorded with this run's own lengths and hashes
                 ran = True
             if observed:
-                flows = list(flows_of[j])
-                placed.append(
-                    (events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), flows, grew, hashes)
-                )
+                placed.append(placed_run(block_runs, j, base_index, events, grew, hashes))
             gots.add(tuple(got))
         polled: dict[int, tuple[int, int]] = {}
         for got in gots:

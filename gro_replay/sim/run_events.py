@@ -43,6 +43,7 @@ from operator import itemgetter
 import numpy as np
 
 from ..kernel.gro import GRO_HASH_BUCKETS
+from ..report.deliveries import hand_over
 from .replayer import Replayer
 from .runs import Runs
 
@@ -56,19 +57,15 @@ MAX_SHARED = 1 << 16
 _BACKLOG, _TRIGGERED, _FLUSHED = 0, 1, 2
 
 
-class DeliveredSkb:
-    """A delivery answered from cached events, as an observer sees it: ``addr``, ``len`` (bytes at delivery),
-    ``flow`` (flow id), ``frames`` (capture indices of the wire frames it carries) — the values the reference
-    path's ``SkBuff`` had. Only these: an observer that reads other fields (the pcap writer reads the bytes)
-    does not declare ``served_from_events`` (sim/engine_path.py)."""
-
-    __slots__ = ("addr", "len", "flow", "frames")
-
-    def __init__(self, addr: int, length: int, flow: int, frames: list[int]) -> None:
-        self.addr = addr
-        self.len = length
-        self.flow = flow
-        self.frames = frames
+def placed_run(
+    block_runs: tuple, j: int, base_index: int, events: list, grew: list | None, hashes: list | None
+) -> tuple:
+    """What ``RunEvents._deliver`` takes of run ``j`` of ``_block_runs``' answer ``block_runs``: its ``events``
+    (``_placed``; ``grew``, ``hashes``: ``_known_events``), its entries' poll order, their capture indices
+    (``base_index``: the block's first) and its flows in order of first frame."""
+    _runs, run_src, _run_at, lists = block_runs
+    a, b = lists[0][j], lists[0][j + 1]
+    return events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), list(lists[3][j]), grew, hashes
 
 
 def _event_rules(events: list, payload: np.ndarray) -> tuple:
@@ -225,9 +222,19 @@ class RunEvents:
                 keyed.append((key, ev, cap, flows, grew))
         keyed.sort(key=itemgetter(0))
         stats = self.rep.stats
+        rows: list = []
+        at, name = (
+            -1,
+            "",
+        )  # the kernel whose rows are gathered (its deliveries come together: the key's top bits)
         for _key, (i, kernel, stage, dev, addr, length, flow, where, dt, _how), cap, flows, grew in keyed:
+            if i != at:
+                if rows:
+                    hand_over(stats[at].on_deliver, name, rows)
+                at, name, rows = i, kernel, []
             frames = [cap[j] for j in where]
             if grew is not None:
                 length += sum([grew[j] for j in where])
-            skb = DeliveredSkb(addr + (frames[0] << 8), length, flows[flow], frames)
-            stats[i].on_deliver(kernel, stage, dev, skb, t + dt)
+            rows.append((stage, dev, addr + (frames[0] << 8), length, flows[flow], frames, t + dt))
+        if rows:
+            hand_over(stats[at].on_deliver, name, rows)

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..kernel.gro import MAX_GRO_SKBS
 from .deltas import PendingFlowOps, PollCache
+from .run_events import placed_run
 from .runs import LengthOps, RunEntry, Runs, most_held
 
 
@@ -54,6 +55,8 @@ class RunServe:
     _phys_napis: list
     _cells_napis: list
     _lookup: Callable[..., tuple]
+    _known_placed: Callable[..., list | None]
+    _deliver: Callable[[list, int], None]
 
     def _init_serve(self) -> None:
         #: the marks of the current block (``_servable``), or None
@@ -69,11 +72,15 @@ class RunServe:
         run it did not find sends its poll to ``_compose``."""
         return len(self._exact_runs)
 
-    def _serve(self, block_runs: tuple, p: int, sizes: list[int], new: list[bool]) -> bool:
-        """Answer poll ``p`` of the block (``_block_runs``' answer ``block_runs``; ``sizes``: each poll's frames;
-        ``new``: the polls composed of their runs) from its runs when ``_servable`` marks it (module docstring);
-        False (nothing done) otherwise, or when the kernels are not idle."""
-        if not self._idle or self.observed:
+    def _serve(
+        self, block_runs: tuple, p: int, sizes: list[int], new: list[bool], base_index: int, t: int
+    ) -> bool:
+        """Answer poll ``p`` at ``t`` (ns) of the block (``_block_runs``' answer ``block_runs``; ``sizes``: each
+        poll's frames; ``new``: the polls composed of their runs; ``base_index``: capture index of the block's first
+        record) from its runs when ``_servable`` marks it (module docstring); False (nothing done) otherwise, when
+        the kernels are not idle, or when an observer's deliveries of a run cannot be placed in this poll
+        (``_known_events``: ``_compose`` then runs it whole)."""
+        if not self._idle:
             return False
         m = self._marks
         if m is None or m.block_runs is not block_runs:
@@ -85,6 +92,16 @@ class RunServe:
             self._servable(m, [q for q in range(p, len(sizes)) if m.unknown[q]])
         if not m.ok[p]:
             return False
+        placed: list = []
+        if self.observed:  # each run's deliveries, for this run's lengths and RX hashes (sim/run_events.py)
+            ra, rb = int(m.run_at[p]), int(m.run_at[p + 1])
+            found = [(None, None, m.entries[i], None) for i in m.ei[ra:rb].tolist()]
+            known = self._known_placed(found, m.runs, m.lists[0], ra)
+            if known is None:
+                return False
+            placed = [
+                placed_run(block_runs, j, base_index, *k) for j, k in zip(range(ra, rb), known, strict=True)
+            ]
         full = int(sizes[p] == self.rep.config.weight)
         for n in self._phys_napis:
             n.polls += 1
@@ -96,6 +113,8 @@ class RunServe:
         self.composed += 1
         self.served += 1
         self._served.append(p)
+        if placed:
+            self._deliver(placed, t)
         return True
 
     def _servable(self, m: _Marks, polls: Iterable[int]) -> None:
