@@ -5,11 +5,12 @@ fall), but the runs it is made of — the frames of one inner flow within the po
 frame ends its packet (sim/runs.py) — recur: ``run_keys`` keys them
 by what GRO reads, relative to each other. ``RunComposer._compose`` answers a poll whose whole key the poll
 cache (pollcache.py) does not know from its runs: a known run adds the counters it added when recorded, an
-unknown one runs through the kernels as a poll of its own and is recorded. With an observer of deliveries
+unknown one runs through the kernels as a poll of its own and is recorded; the polls whose runs are all known, the
+most, are answered a block at a time by sim/run_serve.py, under the same argument. With an observer of deliveries
 (``--trace``, explain) a run also keeps its deliveries, and the poll's are handed over in the kernels' order.
 Below: why the sum is the poll's own; sim/run_events.py: why that order is the kernels'. tests/test_runs.py,
-tests/test_runs_observed.py and tests/test_pollcache.py compare whole documents, trace text and explain's output
-with the reference path.
+tests/test_runs_observed.py, tests/test_run_serve.py and tests/test_pollcache.py compare whole documents, trace text
+and explain's output with the reference path.
 
 Why a composed poll is exact. Every poll ends with GRO flushed (pollcache.py): below budget by
 ``napi_complete_done``, at budget by ``napi_poll`` (a run of a full poll is recorded as a poll that takes
