@@ -108,14 +108,14 @@ class RunEvents:
         if x.events is None:
             return None
         payload, hashed, fz = x.events
-        grew = runs.payload[a:b] - payload
+        grew = (runs.payload[a:b] - payload).tolist()
         hashes = None
         if hashed:
             flow_rx = self.rep._flow_rx
             hashes = [flow_rx(f)[0] for f in runs.fids[a:b].tolist()]
             if any(hashes[j] for j in fz):
                 return None
-        return e[2], grew.tolist() if grew.any() else None, hashes
+        return e[2], grew if any(grew) else None, hashes
 
     def _placed(self, batch: list, t: int, raw: list, taps: list, counts0: list[int]) -> tuple[list, bool]:
         """A run's deliveries (``raw``: as ``_run_alone`` kept them, in delivery order) as events ``(kernel index,
