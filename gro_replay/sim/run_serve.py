@@ -9,8 +9,8 @@ polls of a block together:
   ``_known_runs`` does) and marks the polls ``_known_runs`` answers with every run's own entry and nothing else:
   every run known; no piece that is not its flow's last held a packet at its end when recorded; the runs that held
   or merged a packet have at most ``MAX_GRO_SKBS`` distinct header rows together, or hold at most that many at
-  once (``most_held``: then no bucket can fill); and the skbs the runs' recordings put into each tunnel cell stay below the cell's
-  weight (no cell's poll fills: no ``C`` context). Such a poll is composed as ``_compose`` composes it when every
+  once (``most_held``: then no bucket can fill); and the skbs the runs' recordings put into each tunnel cell stay
+  below the cell's weight (no cell's poll fills: no ``C`` context). Such a poll is composed as ``_compose`` composes it when every
   run is known: each run's cache entry counted once more, its length and flow counters added for its own
   lengths and flows, and the NAPIs' polls counted once (``_count_polls``: the phys NAPIs one poll, full or not;
   each cell what the runs polled it, the most of any run).
