@@ -6,6 +6,7 @@ the CONFIG_HZ values of kernel/Kconfig.hz; a LICENSE file; no docstring points o
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -43,11 +44,29 @@ def test_version_and_help_import_no_heavy_module(args):
     assert p.stderr.strip() == "[]"
 
 
+#: What a JSON replay of a classic pcap does not import (each costs start-up CPU on every run of a CI job; measured by
+#: bench/startup.py, not here): rich (the table renderer, ~0.1 CPU s) and dpkt (its package loads every protocol
+#: module it has, and socket, ~0.08 CPU s: only pcapng's section and interface blocks and the writers use it).
+NOT_ON_THE_JSON_PATH = ("rich", "dpkt", "socket")
+
+
+def _clean_interpreter_env() -> dict:
+    """The environment of a child that runs with ``python -S`` on this interpreter's module path: no site module,
+    so nothing a ``.pth`` file imports (an editable install's finder imports pathlib; other environments import
+    more) is counted as the replay's; and no check the suite turns on (conftest.py: the schema check loads the
+    schema files and jsonschema), as a user's run."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env.pop("GRO_REPLAY_CHECK_SCHEMA", None)
+    env.pop("GRO_REPLAY_CHECK_INVARIANTS", None)
+    return env
+
+
 @pytest.mark.parametrize(
     "args", [["--format", "json"], ["--json", "-"], ["--json", "{tmp}/r.json", "--format", "json"]]
 )
-def test_a_json_replay_imports_no_table_renderer(args, tmp_path):
-    """A CI job's JSON run does not import rich (the table and Markdown renderer): ~0.1 CPU s of start-up per run."""
+def test_a_json_replay_imports_no_table_renderer_nor_dpkt(args, tmp_path):
+    """A CI job's JSON run of a classic pcap imports none of ``NOT_ON_THE_JSON_PATH``."""
     argv = [str(FIX_SAMPLE), "-q", *(a.replace("{tmp}", str(tmp_path)) for a in args)]
     code = (
         "import sys\n"
@@ -56,11 +75,52 @@ def test_a_json_replay_imports_no_table_renderer(args, tmp_path):
         f"    main({argv!r})\n"
         "except SystemExit as e:\n"
         "    assert not e.code, e.code\n"
-        "print(sorted(m for m in sys.modules if m.startswith('rich')), file=sys.stderr)\n"
+        f"heavy = {NOT_ON_THE_JSON_PATH!r}\n"
+        "print(sorted(m for m in sys.modules if m in heavy or m.startswith(tuple(h + '.' for h in heavy))), "
+        "file=sys.stderr)\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    p = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        env=_clean_interpreter_env(),
+    )
     assert p.stderr.strip() == "[]"
     assert '"schema_version"' in p.stdout
+
+
+def test_the_lazy_imports_come_when_needed(tmp_path):
+    """What ``NOT_ON_THE_JSON_PATH`` leaves out is there when a run needs it: dpkt for a pcapng capture, rich for
+    the table."""
+    from gro_replay.capture.reader import open_capture
+    from gro_replay.capture.writer import PcapngWriter
+
+    ng = tmp_path / "fix.pcapng"
+    with open_capture(FIX_SAMPLE, digest=False) as cap, PcapngWriter(ng, [("eth0", "")]) as w:
+        for ts_ns, buf, _orig_len, _linktype in cap:
+            w.write(ts_ns, buf)
+    code = (
+        "import sys\n"
+        "from gro_replay.cli import main\n"
+        "try:\n"
+        f"    main([{str(ng)!r}, '-q'])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(sorted(m for m in ('rich', 'dpkt') if m in sys.modules), "
+        "file=sys.stderr)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_clean_interpreter_env(),
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip() == "['dpkt', 'rich']"
+    assert "SUMMARY kernels=pre-fix,post-fix frames=17 " in p.stdout
 
 
 def test_lazy_sub_commands_still_run(runner):

@@ -565,3 +565,73 @@ def test_shared_bigtcp_frame_is_80116_bytes():
         pytest.skip(f"{p} absent")
     frames, _ = read_all(p)
     assert (len(frames[0][1]), frames[0][2]) == (80116, 80116)
+
+
+# --- the format values the reader writes out instead of importing dpkt (a classic pcap is read without it) ---
+
+
+def test_pcap_magics_and_header_layouts_are_dpkts():
+    from gro_replay.capture import reader
+
+    assert {
+        magic: (cls.__hdr_fmt__[0], cls.__hdr_len__) for magic, cls in dpkt.pcap.MAGIC_TO_PKT_HDR.items()
+    } == reader._PCAP_MAGICS
+    assert reader._PCAP_NANO_MAGICS == {dpkt.pcap.TCPDUMP_MAGIC_NANO, dpkt.pcap.PMUDPCT_MAGIC_NANO}
+    assert reader._PCAP_FILE_HDR["<"].format == dpkt.pcap.LEFileHdr.__hdr_fmt__
+    assert reader._PCAP_FILE_HDR[">"].format == dpkt.pcap.FileHdr.__hdr_fmt__
+    assert reader._PCAP_FILE_HDR["<"].size == dpkt.pcap.FileHdr.__hdr_len__ == 24
+    assert dpkt.pcap.FileHdr.__hdr_fields__[-2:] == ["snaplen", "linktype"]
+    assert reader._PCAP_REC["<"].format == dpkt.pcap.LEPktHdr.__hdr_fmt__
+    assert reader._PCAP_REC[">"].format == dpkt.pcap.PktHdr.__hdr_fmt__
+    for cls in (dpkt.pcap.PktModHdr, dpkt.pcap.LEPktModHdr):  # its first four fields are PktHdr's
+        assert cls.__hdr_fields__[:4] == dpkt.pcap.PktHdr.__hdr_fields__
+
+
+def test_pcapng_block_types_and_packet_block_layout_are_dpkts():
+    from gro_replay.capture import pcapng
+
+    ng = dpkt.pcapng
+    assert (
+        pcapng._PCAPNG_SHB,
+        pcapng._PCAPNG_IDB,
+        pcapng._PCAPNG_EPB,
+        pcapng._PCAPNG_PB,
+        pcapng._PCAPNG_SPB,
+    ) == (
+        ng.PCAPNG_BT_SHB,
+        ng.PCAPNG_BT_IDB,
+        ng.PCAPNG_BT_EPB,
+        ng.PCAPNG_BT_PB,
+        ng.PCAPNG_BT_SPB,
+    )
+    for order, cls in (("<", ng.PacketBlockLE), (">", ng.PacketBlock)):
+        # the fields after type and length, the trailing length left out
+        assert pcapng._NG_PB[order].format == cls.__hdr_fmt__[0] + cls.__hdr_fmt__[3:-1]
+
+
+def test_dlt_names_are_dpkts_with_the_linktype_names():
+    from gro_replay.capture.linktypes import DLT_NAMES
+
+    assert DLT_NAMES[DLT_EN10MB] == "EN10MB"
+    assert DLT_NAMES[105] == "IEEE802_11"
+    assert (
+        DLT_NAMES.get(DLT_RAW) == "RAW"
+        and DLT_NAMES[LINKTYPE_IPV4] == "IPV4"
+        and DLT_NAMES[LINKTYPE_IPV6] == "IPV6"
+    )
+    assert DLT_NAMES.get(0xFFFF) is None and 0xFFFF not in DLT_NAMES
+    dlts = {v for k, v in vars(dpkt.pcap).items() if k.startswith("DLT_") and isinstance(v, int)}
+    assert set(DLT_NAMES) == dlts | {DLT_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6}
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["in-the-file-header", "after-a-record"])
+def test_an_interface_block_dpkt_cannot_parse_is_a_corrupt_record(tmp_path, first):
+    # dpkt parses interface description blocks; one of 12 bytes (no fields) makes it raise NeedData, an
+    # UnpackError, which is a corrupt record: read while opening the file (pcapng.py _open_pcapng) and by the block
+    # walker (pcapng_chunks.py), though stream.py's READ_ERRORS does not name dpkt's error (pcapng.py with_dpkt_errors)
+    bad = struct.pack("<III", dpkt.pcapng.PCAPNG_BT_IDB, 12, 12)
+    head = shb() + (b"" if first else idb(DLT_EN10MB) + epb(0, 0, frame(0)))
+    p = write(tmp_path, "short-idb.pcapng", head + bad + idb(DLT_EN10MB) + epb(0, 1, frame(1)))
+    with pytest.raises(CaptureError) as e:
+        read_all(p)
+    assert str(e.value) == f"{p}: corrupt record at offset {len(head)} (NeedData: got 12, 20 needed at least)"

@@ -97,3 +97,10 @@ def test_pcap_writer_leaves_caller_file_open():
     with PcapWriter(bio) as w:
         w.write(0, b"\x00" * 14)
     assert not bio.closed and len(bio.getvalue()) == 24 + 16 + 14
+
+
+def test_record_header_layout_is_dpkts():
+    # written out in capture/writer.py so that importing it does not import dpkt
+    from gro_replay.capture import writer
+
+    assert writer._REC.format == dpkt.pcap.LEPktHdr.__hdr_fmt__

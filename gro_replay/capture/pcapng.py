@@ -3,6 +3,11 @@ stream) and the parsing of section and interface blocks (dpkt's block classes; t
 per interface: ``if_tsresol``, ``if_tsoffset``). The blocks after the header, packet blocks included, are walked by
 pcapng_chunks.py ``PcapngChunks``, which calls ``_shb_layout``/``_start_section``/``_add_interface`` for section
 and interface blocks in file order.
+
+dpkt is imported by the parsers of section and interface blocks, on a file's first section, not with this module:
+``import dpkt`` loads every protocol module of dpkt (~0.08 CPU s), which a classic pcap never needs. The block
+types and the packet block's layout are therefore written out here: they are the values of dpkt.pcapng
+(``PCAPNG_BT_*``, ``PacketBlock``), which tests/test_reader.py checks.
 """
 
 from __future__ import annotations
@@ -10,10 +15,8 @@ from __future__ import annotations
 import io
 import math
 import struct
+import sys
 from collections.abc import Iterator
-
-import dpkt
-import dpkt.pcapng
 
 from .stream import READ_ERRORS, CaptureError, read_exactly
 
@@ -26,26 +29,31 @@ _NS = 1_000_000_000
 #: the largest timestamp (ns since the epoch) a record may carry: int64, as the JSON schema's integers
 _TS_NS_MAX = (1 << 63) - 1
 
-_PCAPNG_SHB = dpkt.pcapng.PCAPNG_BT_SHB
-_PCAPNG_IDB = dpkt.pcapng.PCAPNG_BT_IDB
-_PCAPNG_EPB = dpkt.pcapng.PCAPNG_BT_EPB
-_PCAPNG_PB = dpkt.pcapng.PCAPNG_BT_PB
-_PCAPNG_SPB = dpkt.pcapng.PCAPNG_BT_SPB
+# block types (dpkt.pcapng PCAPNG_BT_SHB, _IDB, _EPB, _PB, _SPB)
+_PCAPNG_SHB = 0x0A0D0D0A
+_PCAPNG_IDB = 0x00000001
+_PCAPNG_EPB = 0x00000006
+_PCAPNG_PB = 0x00000002
+_PCAPNG_SPB = 0x00000003
 _PCAPNG_OPT_IF_NAME = 2  #: pcapng IDB option if_name (draft-ietf-opsawg-pcapng §4.2)
-
-
-def _block_fields(cls: type[dpkt.Packet]) -> struct.Struct:
-    """Struct for a dpkt pcapng block class's fields after type and length, trailing length excluded."""
-    fmt = cls.__hdr_fmt__
-    return struct.Struct(fmt[0] + fmt[3:-1])
 
 
 # pcapng block header: type, total length.
 _NG_BLK = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}
-# PB after the block header: iface_id, drops_count, ts_high, ts_low, caplen, pkt_len (dpkt PacketBlock).
-_NG_PB = {"<": _block_fields(dpkt.pcapng.PacketBlockLE), ">": _block_fields(dpkt.pcapng.PacketBlock)}
+# PB after the block header: iface_id, drops_count, ts_high, ts_low, caplen, pkt_len (dpkt PacketBlock's fields
+# after type and length, its trailing length left out).
+_NG_PB = {"<": struct.Struct("<HHIIII"), ">": struct.Struct(">HHIIII")}
 _NG_U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 _NG_I64 = {"<": struct.Struct("<q"), ">": struct.Struct(">q")}
+
+
+def with_dpkt_errors(*errors: type[Exception]) -> tuple[type[Exception], ...]:
+    """``errors`` and, once dpkt is loaded, ``dpkt.UnpackError`` (what dpkt's parsers of section and interface
+    blocks raise for a malformed one). For ``except`` clauses (``except with_dpkt_errors(*READ_ERRORS)``), which
+    evaluate it only when an exception is on its way: a dpkt error can be on its way only when dpkt is loaded, so
+    this never imports it."""
+    dpkt = sys.modules.get("dpkt")
+    return errors if dpkt is None else (*errors, dpkt.UnpackError)
 
 
 class PcapngBlocks:
@@ -101,7 +109,7 @@ class PcapngBlocks:
             raise CaptureError(f"{self.path}: pcapng file header cut short") from None
         except CaptureError:
             raise
-        except READ_ERRORS as e:
+        except with_dpkt_errors(*READ_ERRORS) as e:
             raise self._read_error(e, self._offset) from e
         self.linktype = self._ifaces[0][0]
         self._iter = self._iter_pcapng()
@@ -145,6 +153,8 @@ class PcapngBlocks:
     def _shb_layout(self, hdr: bytes, off: int) -> tuple[str, type, int]:
         """``(byte order, dpkt class, block length)`` of the section header block at file offset ``off`` from its
         first 12 bytes ``hdr``. Raises: CaptureError (corrupt) for a bad byte-order magic or block length."""
+        import dpkt.pcapng
+
         bom = hdr[8:12]
         if bom == b"\x1a\x2b\x3c\x4d":
             order, cls = ">", dpkt.pcapng.SectionHeaderBlock
@@ -160,6 +170,8 @@ class PcapngBlocks:
     def _start_section(self, block: bytes, order: str, cls: type) -> None:
         """Start the section whose section header block is ``block`` (all of it, ``_shb_layout``'s ``order`` and
         ``cls``). Raises: CaptureError for an unsupported version; dpkt's errors for a malformed block."""
+        import dpkt.pcapng
+
         shb = cls(block)
         if shb.v_major != dpkt.pcapng.PCAPNG_VERSION_MAJOR:
             raise CaptureError(f"{self.path}: unsupported pcapng version {shb.v_major}.{shb.v_minor}")
@@ -179,6 +191,8 @@ class PcapngBlocks:
         """Add the interface whose interface description block is ``block`` (all of it) to the current section:
         link type, name, snaplen (bytes, 0: no limit), timestamp units (``if_tsresol``) and offset (``if_tsoffset``).
         Raises: dpkt's errors for a malformed block."""
+        import dpkt.pcapng
+
         order = self._order
         cls = (
             dpkt.pcapng.InterfaceDescriptionBlockLE if order == "<" else dpkt.pcapng.InterfaceDescriptionBlock

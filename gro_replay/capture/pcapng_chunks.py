@@ -24,6 +24,7 @@ from .pcapng import (
     _PCAPNG_SPB,
     _TS_NS_MAX,
     MAX_CAPLEN,
+    with_dpkt_errors,
 )
 from .stream import READ_ERRORS, CaptureError
 
@@ -286,7 +287,7 @@ class PcapngChunks:
             if offs is not None:
                 self._epb(a, offs, base, pieces)
                 self._rec_end = off
-        except (CaptureError, *READ_ERRORS) as e:
+        except with_dpkt_errors(CaptureError, *READ_ERRORS) as e:
             err = e if isinstance(e, CaptureError) else cap._read_error(e, base + off)
             offs = _gathered(runs, singles)
             if (

@@ -12,10 +12,8 @@ import struct
 import threading
 import zlib
 
-import dpkt
-
-# dpkt raises these from its Packet classes; gzip and the file object raise the rest.
-READ_ERRORS = (OSError, EOFError, ValueError, IndexError, struct.error, zlib.error, dpkt.UnpackError)
+# gzip and the file object raise these; the pcapng block parsers add dpkt's (pcapng.py with_dpkt_errors)
+READ_ERRORS = (OSError, EOFError, ValueError, IndexError, struct.error, zlib.error)
 
 
 class CaptureError(Exception):

@@ -11,22 +11,23 @@ interface description block per interface (``if_name``, ``if_description``, ``if
 timestamps), and enhanced packet blocks with an interface id and an ``opt_comment``.
 
 Left out: the packet direction (``epb_flags``).
+
+dpkt is imported when a writer is made, not with this module (report/pcapout.py imports it for every replay, and
+``import dpkt`` loads every protocol module of dpkt: ~0.08 CPU s); the record header's layout is written out
+(``_REC``; tests/test_writer.py checks it against ``dpkt.pcap.LEPktHdr``).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from functools import cache
 from typing import BinaryIO, TypeVar
-
-import dpkt
-import dpkt.pcap
-import dpkt.pcapng as ng
 
 from gro_replay.capture.reader import DLT_EN10MB
 
 _NS = 1_000_000_000
-_REC = struct.Struct(dpkt.pcap.LEPktHdr.__hdr_fmt__)  # tv_sec, tv_usec|tv_nsec, caplen, len
+_REC = struct.Struct("<IIII")  # dpkt.pcap.LEPktHdr: tv_sec, tv_usec|tv_nsec, caplen, len
 _U32_MAX = 0xFFFFFFFF
 #: the last nanosecond a classic pcap record holds (ts_sec is a u32: 2106-02-07 06:28:15.999999999 UTC)
 PCAP_TS_NS_MAX = (_U32_MAX + 1) * _NS - 1
@@ -90,6 +91,8 @@ class PcapWriter(_OutputFile):
             self._owned = False
         self.snaplen = snaplen
         self._frac_div = 1 if nano else 1000
+        import dpkt.pcap
+
         magic = dpkt.pcap.TCPDUMP_MAGIC_NANO if nano else dpkt.pcap.TCPDUMP_MAGIC
         self._f.write(bytes(dpkt.pcap.LEFileHdr(magic=magic, snaplen=snaplen, linktype=linktype)))
 
@@ -144,7 +147,9 @@ class PcapngWriter(_OutputFile):
             self._f = dest
             self._owned = False
         self.snaplen = snaplen
-        shb = ng.SectionHeaderBlockLE(opts=[_opt(ng.PCAPNG_OPT_SHB_USERAPPL, application.encode()), _END])
+        import dpkt.pcapng as ng
+
+        shb = ng.SectionHeaderBlockLE(opts=[_opt(ng.PCAPNG_OPT_SHB_USERAPPL, application.encode()), _end()])
         self._f.write(bytes(shb))
         for name, description in interfaces:
             idb = ng.InterfaceDescriptionBlockLE(
@@ -154,7 +159,7 @@ class PcapngWriter(_OutputFile):
                     _opt(ng.PCAPNG_OPT_IF_NAME, name.encode()),
                     _opt(ng.PCAPNG_OPT_IF_DESCRIPTION, description.encode()),
                     _opt(ng.PCAPNG_OPT_IF_TSRESOL, b"\x09"),
-                    _END,
+                    _end(),
                 ],
             )
             self._f.write(bytes(idb))
@@ -171,6 +176,8 @@ class PcapngWriter(_OutputFile):
             raise ValueError(f"timestamp {ts_ns} ns does not fit a pcapng block")
         if not 0 <= iface < self.interfaces:
             raise ValueError(f"interface {iface} not declared")
+        import dpkt.pcapng as ng
+
         wire = len(buf)
         opts = [ng.PcapngOptionLE(code=ng.PCAPNG_OPT_COMMENT, text=comment)] if comment else []
         epb = ng.EnhancedPacketBlockLE(
@@ -178,7 +185,7 @@ class PcapngWriter(_OutputFile):
             ts_high=ts_ns >> 32,
             ts_low=ts_ns & 0xFFFFFFFF,
             pkt_data=buf[: self.snaplen],
-            opts=[*opts, _END] if opts else [],
+            opts=[*opts, _end()] if opts else [],
         )
         raw = bytearray(bytes(epb))
         if wire > self.snaplen:  # dpkt writes pkt_len = caplen: put the wire length back (offset 24)
@@ -187,7 +194,14 @@ class PcapngWriter(_OutputFile):
 
 
 def _opt(code: int, data: bytes):
+    import dpkt.pcapng as ng
+
     return ng.PcapngOptionLE(code=code, data=data)
 
 
-_END = ng.PcapngOptionLE(code=ng.PCAPNG_OPT_ENDOFOPT)
+@cache
+def _end():
+    """The ``opt_endofopt`` option that ends an option list (one object, made once, as the module constant was)."""
+    import dpkt.pcapng as ng
+
+    return ng.PcapngOptionLE(code=ng.PCAPNG_OPT_ENDOFOPT)
