@@ -45,9 +45,21 @@ def test_version_and_help_import_no_heavy_module(args):
 
 
 #: What a JSON replay of a classic pcap does not import (each costs start-up CPU on every run of a CI job; measured by
-#: bench/startup.py, not here): rich (the table renderer, ~0.1 CPU s) and dpkt (its package loads every protocol
-#: module it has, and socket, ~0.08 CPU s: only pcapng's section and interface blocks and the writers use it).
-NOT_ON_THE_JSON_PATH = ("rich", "dpkt", "socket")
+#: bench/startup.py, not here): rich (the table renderer, ~0.1 CPU s), dpkt (its package loads every protocol module
+#: it has, and socket, ~0.08 CPU s: only pcapng's section and interface blocks and the writers use it), the --kernel
+#: release parsers (~20 regular expressions), tempfile (a stream's copy: capture/spool.py), importlib.resources
+#: (the schema files) and pathlib (--write-pcap).
+NOT_ON_THE_JSON_PATH = (
+    "rich",
+    "dpkt",
+    "socket",
+    "gro_replay.kernel.release",
+    "gro_replay.kernel.banner",
+    "gro_replay.kernel.distro",
+    "tempfile",
+    "importlib.resources",
+    "pathlib",
+)
 
 
 def _clean_interpreter_env() -> dict:
@@ -92,8 +104,8 @@ def test_a_json_replay_imports_no_table_renderer_nor_dpkt(args, tmp_path):
 
 
 def test_the_lazy_imports_come_when_needed(tmp_path):
-    """What ``NOT_ON_THE_JSON_PATH`` leaves out is there when a run needs it: dpkt for a pcapng capture, rich for
-    the table."""
+    """What ``NOT_ON_THE_JSON_PATH`` leaves out is there when a run needs it: dpkt for a pcapng capture, pathlib and
+    dpkt for --write-pcap, the release parsers for --kernel, rich for the table."""
     from gro_replay.capture.reader import open_capture
     from gro_replay.capture.writer import PcapngWriter
 
@@ -105,10 +117,10 @@ def test_the_lazy_imports_come_when_needed(tmp_path):
         "import sys\n"
         "from gro_replay.cli import main\n"
         "try:\n"
-        f"    main([{str(ng)!r}, '-q'])\n"
+        f"    main([{str(ng)!r}, '-q', '--kernel', '5.11', '--kernel', '6.1', '--write-pcap', {str(tmp_path / 'o')!r}])\n"
         "except SystemExit as e:\n"
         "    assert not e.code, e.code\n"
-        "print(sorted(m for m in ('rich', 'dpkt') if m in sys.modules), "
+        "print(sorted(m for m in ('rich', 'dpkt', 'pathlib', 'gro_replay.kernel.release') if m in sys.modules), "
         "file=sys.stderr)\n"
     )
     p = subprocess.run(
@@ -119,8 +131,9 @@ def test_the_lazy_imports_come_when_needed(tmp_path):
         env=_clean_interpreter_env(),
     )
     assert p.returncode == 0, p.stderr
-    assert p.stderr.strip() == "['dpkt', 'rich']"
-    assert "SUMMARY kernels=pre-fix,post-fix frames=17 " in p.stdout
+    assert p.stderr.strip() == "['dpkt', 'gro_replay.kernel.release', 'pathlib', 'rich']"
+    assert "SUMMARY kernels=pre-fix,6.1 frames=17 " in p.stdout
+    assert sorted(f.name for f in (tmp_path / "o").iterdir()) == ["6.1.pcapng", "pre-fix.pcapng"]
 
 
 def test_lazy_sub_commands_still_run(runner):

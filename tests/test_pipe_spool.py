@@ -27,6 +27,7 @@ import resource
 import signal
 import struct
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -234,14 +235,14 @@ def _in_process(path: str, cfg: ReplayConfig) -> dict:
 
 def test_only_auto_copies_a_stream_and_the_copy_goes(tmp_path, monkeypatch):
     made: list[str] = []
-    real = spool.tempfile.mkstemp
+    real = tempfile.mkstemp
 
     def mkstemp(*a, **kw):
         fd, name = real(*a, **kw)
         made.append(name)
         return fd, name
 
-    monkeypatch.setattr(spool.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     one = _write_pcap(tmp_path / "one.pcap", synth_frames(Scenario(frames=N, port=4790)))
     two = _two_nics(tmp_path / "two.pcapng")
     for path in (one, two):  # one interface, several: read as they stream, never copied
@@ -281,7 +282,7 @@ def test_a_full_disk_while_copying_is_one_line_and_the_copy_goes(tmp_path, monke
         marker.write_bytes(b"")
         return os.open("/dev/full", os.O_WRONLY), str(marker)
 
-    monkeypatch.setattr(spool.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     path = _write_pcap(tmp_path / "p.pcap", synth_frames(Scenario(frames=N, port=4790)))
     with _fifo(tmp_path / "fifo", path.read_bytes()) as fifo, pytest.raises(spool.CaptureError) as e:
         replay_capture(fifo, ReplayConfig(detect_tunnels=("vxlan",)))

@@ -25,7 +25,6 @@ import contextlib
 import io
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 
@@ -80,6 +79,8 @@ def spooled(path: str, why: str, on_copy: OnCopy | None = None) -> Iterator[str]
     if path != STDIN_PATH and (is_regular_file(path) or not os.path.exists(path)):
         yield path
         return
+    import tempfile  # only for a copy: ~0.02 CPU s of imports (shutil, random) a replay of a file does without
+
     src = open_stream(path)  # before the temporary file: a terminal or a missing FIFO is refused as ever
     tmp = None
     try:

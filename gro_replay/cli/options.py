@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..kernel.banner import shown
 from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, switches_text
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
-from ..kernel.release import resolve_kernel
 from .errors import UsageError
 from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword
 
@@ -313,6 +311,11 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
     two strings of one name (a host's uname -r and uname -rv) and for two strings of one model (equal switches:
     ``5.11`` and ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``), which would compare a model with itself."""
     if kernel_rel:
+        # the release parsers (kernel/release.py, banner.py, distro.py: ~20 regular expressions compiled at import,
+        # ~0.01 CPU s) only for --kernel
+        from ..kernel.banner import shown
+        from ..kernel.release import resolve_kernel
+
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
         given: list[KernelModel] = []

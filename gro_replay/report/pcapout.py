@@ -27,11 +27,14 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..capture.writer import PCAP_TS_NS_MAX, PCAPNG_TS_NS_MAX, PcapngWriter, PcapWriter
 from ..project import __version__
 from .deliveries import hand_over
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ETH_P_8021Q = 0x8100
 ETH_P_8021AD = 0x88A8
@@ -139,6 +142,8 @@ class DevicePcaps:
     ) -> None:
         if fmt not in ("pcap", "pcapng"):
             raise ValueError(f"unknown pcap format {fmt!r}")
+        from pathlib import Path  # only with --write-pcap: pathlib brings urllib.parse and ipaddress (~5 ms)
+
         self.name = os.fspath(directory)
         self.dir = Path(directory)
         self.outputs = outputs

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from importlib import resources
 
 from ...project import shortened
 
@@ -38,6 +37,9 @@ def text(name: str) -> str:
     """The schema file ``NAME.json`` as shipped. Raises KeyError for an unknown name."""
     if name not in NAMES:
         raise KeyError(name)
+    # imported here: importlib.resources brings tempfile and zipfile (~0.03 CPU s), which a replay does without
+    from importlib import resources
+
     return resources.files(__package__).joinpath(f"{name}.json").read_text(encoding="utf-8")
 
 
