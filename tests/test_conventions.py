@@ -136,6 +136,48 @@ def test_the_lazy_imports_come_when_needed(tmp_path):
     assert sorted(f.name for f in (tmp_path / "o").iterdir()) == ["6.1.pcapng", "pre-fix.pcapng"]
 
 
+BLAS_AT_NUMPY_IMPORT = (
+    "import os, sys\n"
+    "seen = []\n"
+    "def hook(event, args):\n"
+    "    if event == 'import' and args[0] == 'numpy' and not seen:\n"
+    "        seen.append({v: os.environ.get(v) for v in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS')})\n"
+    "sys.addaudithook(hook)\n"
+    "import atexit\n"
+    "atexit.register(lambda: print(seen, file=sys.stderr))\n"
+    "sys.argv = ['gro-replay', CAPTURE, '-q', '--format', 'json']\n"
+    "from gro_replay.cli import entry\n"
+    "entry()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "given, at_import",
+    [
+        ({}, {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": None}),
+        ({"OPENBLAS_NUM_THREADS": "2"}, {"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": None}),
+        ({"OMP_NUM_THREADS": "2"}, {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "2"}),
+        ({"GOTO_NUM_THREADS": "2"}, {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": None}),
+    ],
+    ids=["unset", "openblas-given", "omp-given", "goto-given"],
+)
+def test_the_console_entry_runs_numpy_blas_on_one_thread_unless_told(given, at_import):
+    """cli/entry.py ``_one_blas_thread``: when numpy is first imported, OPENBLAS_NUM_THREADS is 1 (OpenBLAS starts
+    no thread per core) unless the user set a thread count of their own, which stands."""
+    blas = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOTO_NUM_THREADS")
+    env = {k: v for k, v in os.environ.items() if k not in blas}
+    p = subprocess.run(
+        [sys.executable, "-c", BLAS_AT_NUMPY_IMPORT.replace("CAPTURE", repr(str(FIX_SAMPLE)))],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**env, **given},
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip() == repr([at_import])
+    assert '"schema_version"' in p.stdout
+
+
 def test_lazy_sub_commands_still_run(runner):
     r = runner.invoke(main, ["kernels"])
     assert r.exit_code == 0, r.output
