@@ -47,7 +47,7 @@ from .capture.chunks import PcapChunks
 from .capture.pcapng_chunks import PcapngChunks
 from .capture.reader import DLT_EN10MB
 from .packet.columns import analyse
-from .report.deliveries import hand_over
+from .report.deliveries import hand_over_kernels
 from .sim.block_flows import FlowTracking
 from .sim.compose import RunComposer
 from .sim.deltas import PollCache, counters, delta, idle
@@ -364,7 +364,6 @@ class BatchReplay(RunComposer, FlowTracking):
         nums = [n if c else None for n, c in zip(bk.numbers.tolist(), bk.cached.tolist(), strict=True)]
         new = [n is not None and (n not in known or bk.key(p) not in entries) for p, n in enumerate(nums)]
         runs = None if not any(new) else self._block_runs(col, ch, src, bk.idx, bk.poll_of, sizes, new)
-        self._marks = None  # the polls sim/run_serve.py may answer: marked at its first call
         hit = self._hit
         sz = sizes.tolist()
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sz, times.tolist(), strict=True)):
@@ -372,10 +371,11 @@ class BatchReplay(RunComposer, FlowTracking):
             n = nums[p]
             key = bk.key(p) if n is not None and n in known else None  # recorded earlier in the block too
             if key is None or not hit(key, src[s:e], t, base_index):
-                if not (
-                    runs is not None
-                    and new[p]
-                    and (
+                # from its runs: all known, sim/run_serve.py; else sim/compose.py
+                if (
+                    runs is None
+                    or not new[p]
+                    or not (
                         self._serve(runs, p, sz, new, base_index, t)
                         or self._compose(runs, p, ch, extras, base_index, t, size)
                     )
@@ -399,20 +399,12 @@ class BatchReplay(RunComposer, FlowTracking):
         if events is None:
             return False
         if events:
-            stats = self.rep.stats
             idx = (np.asarray(srcs, np.int64) + base_index).tolist()
-            rows: list = []
-            at = events[0][
-                0
-            ]  # the kernel whose rows are gathered (consecutive: run_poll goes kernel by kernel)
-            name = events[0][1]
+            rows = []
             for i, kernel, stage, dev, addr, length, flow, pos, dt in events:
-                if i != at:
-                    hand_over(stats[at].on_deliver, name, rows)
-                    at, name, rows = i, kernel, []
                 frames = [idx[j] for j in pos]
-                rows.append((stage, dev, addr + (frames[0] << 8), length, flow, frames, t + dt))
-            hand_over(stats[at].on_deliver, name, rows)
+                rows.append((i, kernel, stage, dev, addr + (frames[0] << 8), length, flow, frames, t + dt))
+            hand_over_kernels(self.rep.stats, rows)
         return True
 
     def _run_poll(self, batch: list, t: int, key: bytes | None, number: int | None = None) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from gro_replay.cli.errors import UsageError
 from gro_replay.cli.output import NamedOutput
-from gro_replay.report.deliveries import DeliveredSkb, hand_over
+from gro_replay.report.deliveries import DeliveredSkb, hand_over, hand_over_kernels
 from gro_replay.report.explain import FlowDeliveries
 from gro_replay.report.pcapout import Observers
 from gro_replay.report.trace import TraceWriter
@@ -92,3 +92,15 @@ def test_a_write_error_of_many_lines_names_the_output():
     with pytest.raises(UsageError) as e:
         hand_over(NamedOutput(w, "--trace", "out.txt"), "pre-fix", ROWS)
     assert e.value.message == "--trace out.txt: cannot write: No space left on device"
+
+
+def test_each_kernel_gets_its_own_rows_in_order():
+    class _Stats:
+        def __init__(self, obs) -> None:
+            self.on_deliver = obs
+
+    (pre, out1), (post, out2) = _trace(), _trace()
+    rows = [(0, "pre-fix", *ROWS[0]), (0, "pre-fix", *ROWS[1]), (1, "post-fix", *ROWS[2])]
+    hand_over_kernels([_Stats(pre), _Stats(post)], rows)
+    assert out1.getvalue() == "".join(LINES.splitlines(keepends=True)[:2])
+    assert out2.getvalue() == LINES.splitlines(keepends=True)[2].replace("pre-fix ", "post-fix")

@@ -41,3 +41,13 @@ def hand_over(observer: Any, kernel: str, rows: list[Row]) -> None:
         return
     for stage, dev, addr, length, flow, frames, now_ns in rows:
         observer(kernel, stage, dev, DeliveredSkb(addr, length, flow, frames), now_ns)
+
+
+def hand_over_kernels(stats: list, rows: list[tuple]) -> None:
+    """``hand_over`` of ``rows`` ``(kernel index, kernel name, *Row)`` to each kernel's observer
+    (``stats[i].on_deliver``), a kernel's consecutive rows together, in order."""
+    a = 0
+    for b in range(1, len(rows) + 1):
+        if b == len(rows) or rows[b][0] != rows[a][0]:
+            hand_over(stats[rows[a][0]].on_deliver, rows[a][1], [r[2:] for r in rows[a:b]])
+            a = b

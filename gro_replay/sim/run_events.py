@@ -43,7 +43,7 @@ from operator import itemgetter
 import numpy as np
 
 from ..kernel.gro import GRO_HASH_BUCKETS
-from ..report.deliveries import hand_over
+from ..report.deliveries import hand_over_kernels
 from .replayer import Replayer
 from .runs import Runs
 
@@ -221,20 +221,10 @@ class RunEvents:
                     )
                 keyed.append((key, ev, cap, flows, grew))
         keyed.sort(key=itemgetter(0))
-        stats = self.rep.stats
-        rows: list = []
-        at, name = (
-            -1,
-            "",
-        )  # the kernel whose rows are gathered (its deliveries come together: the key's top bits)
+        rows = []
         for _key, (i, kernel, stage, dev, addr, length, flow, where, dt, _how), cap, flows, grew in keyed:
-            if i != at:
-                if rows:
-                    hand_over(stats[at].on_deliver, name, rows)
-                at, name, rows = i, kernel, []
             frames = [cap[j] for j in where]
             if grew is not None:
                 length += sum([grew[j] for j in where])
-            rows.append((stage, dev, addr + (frames[0] << 8), length, flows[flow], frames, t + dt))
-        if rows:
-            hand_over(stats[at].on_deliver, name, rows)
+            rows.append((i, kernel, stage, dev, addr + (frames[0] << 8), length, flows[flow], frames, t + dt))
+        hand_over_kernels(self.rep.stats, rows)
