@@ -56,15 +56,19 @@ def failure_text(what: str, path: str, reason: object, verb: str = "write") -> s
 
 def _resolve(path: str | os.PathLike[str], what: str) -> tuple[str, str, os.stat_result | None]:
     """``(path as given, the file written: a symbolic link's target, its stat or None when missing)``; raises
-    OutputError (exit 2) when it cannot be examined."""
+    OutputError (exit 2) when it cannot be examined. A path that is not a regular file or a directory through its
+    links (``/dev/stdout`` on a pipe: ``/proc/self/fd/1`` names ``pipe:[N]``, which no path reaches) is written
+    through the path as given."""
     final = os.fspath(path)
-    target = os.path.realpath(final) if os.path.islink(final) else final
     try:
-        return final, target, os.stat(target)
+        st = os.stat(final)
     except FileNotFoundError:
-        return final, target, None
+        st = None
     except OSError as e:
         raise OutputError(failure_text(what, final, e.strerror or e)) from None
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return final, final, st
+    return final, os.path.realpath(final) if os.path.islink(final) else final, st
 
 
 def _is_dir(final: str, st: os.stat_result | None, what: str) -> None:

@@ -73,6 +73,28 @@ def test_devices_and_fifos_are_written_directly(tmp_path):
         assert outs.temp_path(fifo, "--trace") == str(fifo)
 
 
+@pytest.mark.parametrize("option", ["--trace", "--json"])
+@pytest.mark.parametrize("path", ["/dev/stdout", "/dev/fd/1"])
+def test_dev_stdout_on_a_pipe_is_written_directly(option, path):
+    # /dev/stdout is a link to /proc/self/fd/1, which names "pipe:[N]" on a pipe: no path reaches that name, so
+    # the output is written through the path as given (newcomer's finding: "cannot write: No such file")
+    r = subprocess.run(
+        [*CLI, str(FIX_SAMPLE), option, path, "--format", "markdown"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    if option == "--trace":  # the fix sample's 17 + 2 skbs at phys and 2 + 2 at the tunnel device (README)
+        lines = [x for x in r.stdout.splitlines() if "net:netif_receive_skb" in x]
+        assert len(lines) == 23 and lines[0].startswith(
+            "pre-fix     0.000009: net:netif_receive_skb: dev=eth0 "
+        )
+    else:
+        assert '"schema_version": 1' in r.stdout
+
+
 def test_a_symlink_is_followed_and_kept(tmp_path):
     target = tmp_path / "real.json"
     target.write_text("old")
