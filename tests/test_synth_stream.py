@@ -136,3 +136,22 @@ def test_no_frame_generator_is_made_a_list_outside_the_tests():
         if pattern.search(line)
     ]
     assert found == []
+
+
+def test_synth_dash_writes_standard_output_into_a_replay(tmp_path):
+    # "-" is standard output, as every other command reads it (newcomer's finding: a file named "-" was written)
+    import subprocess
+
+    from conftest import CLI, cli_env
+
+    synth = subprocess.run(
+        [*CLI, "synth", "-", "--frames", "10"], env=cli_env(), cwd=tmp_path, capture_output=True, timeout=120
+    )
+    assert synth.returncode == 0 and synth.stderr == b"wrote 10 frames to standard output\n"
+    assert not (tmp_path / "-").exists()
+    replay = subprocess.run(
+        [*CLI, "-", "--format", "json"], input=synth.stdout, env=cli_env(), capture_output=True, timeout=120
+    )
+    import json
+
+    assert json.loads(replay.stdout)["input"]["frames_read"] == 10

@@ -6,6 +6,7 @@ prints one line to stderr: ``wrote N frames to PATH``.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -237,8 +238,15 @@ def synth(
     connections: int,
     seed: int,
 ) -> None:
-    """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap)."""
+    """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap; ``-``: standard output)."""
     _check_given(mix is not None, output)
+    if str(output) == "-":  # standard output, as every other command reads "-"; never a terminal
+        if sys.stdout.isatty():
+            raise click.UsageError(
+                "OUTPUT -: standard output is a terminal: redirect it or name a .pcap file"
+            )
+        sys.stdout.flush()
+        output = Path("/dev/stdout")  # outputs.py writes a pipe through this path directly
     try:
         # written beside OUTPUT and renamed into place when complete: an error or an interrupt leaves no half
         # capture (gro_replay/outputs.py)
@@ -279,7 +287,9 @@ def synth(
         raise click.UsageError(_option_words(exc)) from exc
     except OSError as exc:
         raise SynthInputError(failure_text("", str(output), exc.strerror or exc)) from exc
-    click.echo(f"wrote {n} frames to {output}", err=True)
+    click.echo(
+        f"wrote {n} frames to {'standard output' if str(output) == '/dev/stdout' else output}", err=True
+    )
 
 
 if __name__ == "__main__":
