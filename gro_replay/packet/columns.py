@@ -18,14 +18,17 @@ matching the frame — it computes:
 
 Checksums are ones' complement sums (RFC 1071) taken modulo 0xFFFF: the sum of a frame's bytes is read as
 little-endian 32-bit words over a strided view for runs of equal-length records (one numpy pass), or by one
-``reduceat`` over the block's aligned 32-bit words for the others (``_word_sums``); a checksum is correct iff the
-covered words, checksum included, sum to 0 modulo 0xFFFF (the kernel's ``csum_fold(...) == 0``; the pseudo-header is never all zero). tests/test_columns.py
-checks every verdict against packet/csum.py.
+``reduceat`` over the block's aligned 32-bit words for the others (packet/csum.py ``frame_sums``, ``word_sums``);
+a checksum is correct iff the covered words, checksum included, sum to 0 modulo 0xFFFF (the kernel's
+``csum_fold(...) == 0``; the pseudo-header is never all zero). tests/test_columns.py checks every verdict against
+packet/csum.py.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .csum import frame_sums
 
 #: bytes of each frame's headers kept in ``kv`` (IPv6 in IPv6 with 40 bytes of TCP options needs 184)
 H = 192
@@ -58,7 +61,7 @@ class Columns:
     another (``skb_gro_checksum_try_convert``, CHECKSUM_COMPLETE) can accept a wrong TCP checksum whose error
     equals the UDP one, so the verdict bits alone do not decide. ``payload``: TCP payload bytes. ``kv_hash()``: uint64 hash of each ``kv`` row and the UDP-zero bit (the
     flow-naming part of a frame; computed once per block, on first use after ``analyse``). ``anon``: uint8 (n, H), ``kv`` without what names the flow among its peers —
-    the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py). ``syn_l4``: uint16, the inner
+    the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py; computed on first use). ``syn_l4``: uint16, the inner
     TCP header's byte offset in a frame with SYN set and TCP options, else 0 (``--resegment auto`` learns a SYN's
     MSS option: sim/ingest.py ``Ingest._learn_mss``). ``tflags``: uint8, the inner TCP header's flags byte (byte 13:
     CWR ECE URG ACK PSH RST SYN FIN from the high bit; sim/runs.py cuts a flow's frames into pieces by it).
@@ -72,10 +75,11 @@ class Columns:
         "resid",
         "group",
         "payload",
-        "anon",
         "syn_l4",
         "tflags",
         "_kvh",
+        "_anon",
+        "_anon_of",
     )
     common: np.ndarray
     kv: np.ndarray
@@ -84,11 +88,13 @@ class Columns:
     resid: np.ndarray
     group: np.ndarray
     payload: np.ndarray
-    anon: np.ndarray
     syn_l4: np.ndarray
     tflags: np.ndarray
 
     _kvh: np.ndarray | None
+    _anon: np.ndarray | None
+    #: the rows of each layout found (a slice or an index array) and the mask that keeps their ``anon`` bytes
+    _anon_of: list[tuple[slice | np.ndarray, np.ndarray]]
 
     def kv_hash(self) -> np.ndarray:
         if self._kvh is None:
@@ -96,6 +102,24 @@ class Columns:
             zero = ((self.vbits & V_UDP_ZERO) != 0).astype(np.uint64)
             self._kvh = h ^ (zero << np.uint64(63))
         return self._kvh
+
+    @property
+    def anon(self) -> np.ndarray:
+        """uint8 (n, H): ``kv`` with the outer UDP source port, the inner addresses and the TCP ports zeroed (zero
+        rows where the layout is not common)."""
+        if self._anon is None:
+            kv = self.kv
+            parts = self._anon_of
+            if len(parts) == 1 and isinstance(parts[0][0], slice):
+                sel, mask = parts[0]
+                a = np.zeros_like(kv)
+                np.bitwise_and(kv[sel], mask, out=a[sel])
+            else:
+                a = np.zeros_like(kv)
+                for sel, mask in parts:
+                    a[sel] = kv[sel] & mask
+            self._anon = a
+        return self._anon
 
 
 def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports) -> Columns:
@@ -119,194 +143,264 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     c.kv = rows  # rewritten in place, group by group
     c.group = np.zeros(n, np.uint64)
     c.payload = np.zeros(n, np.int64)
-    c.anon = np.zeros((n, H), np.uint8)
     c.syn_l4 = np.zeros(n, np.uint16)
     c.tflags = np.zeros(n, np.uint8)
     c._kvh = None
-
-    def be16(r, off):
-        return (r[:, off].astype(np.int64) << 8) | r[:, off + 1]
+    c._anon = None
+    c._anon_of = []
 
     # outer layer, at fixed offsets: Ethernet, IPv4 (no options, not a fragment) or IPv6, UDP
-    et = be16(rows, 12)
-    o4 = (et == ETH_P_IP) & (rows[:, 14] == 0x45) & ((rows[:, 20] & 0x3F) == 0) & (rows[:, 21] == 0)
-    o4 &= (rows[:, 23] == 17) & (be16(rows, 16) + 14 == L)
-    o6 = (et == ETH_P_IPV6) & ((rows[:, 14] >> 4) == 6) & (rows[:, 20] == 17) & (be16(rows, 18) + 54 == L)
-    dport = np.where(o6, be16(rows, 56), be16(rows, 36))
-    vx = np.isin(dport, np.asarray(list(vxlan_ports) or [-1]))
-    gn = np.isin(dport, np.asarray(list(geneve_ports) or [-1]))
+    o = rows.view(_OUTER)[:, 0]
+    et = o["et"]
+    o4 = (et == ETH_P_IP) & (o["b14"] == 0x45) & ((o["b20"] & 0x3F) == 0) & (o["b21"] == 0)
+    o4 &= (o["b23"] == 17) & (o["tot4"] + 14 == L)
+    o6 = (et == ETH_P_IPV6) & ((o["b14"] >> 4) == 6) & (o["b20"] == 17) & (o["plen6"] + 54 == L)
+    dport = np.where(o6, o["dport6"], o["dport4"])
+    vx = _port_in(dport, vxlan_ports)
+    gn = _port_in(dport, geneve_ports)
     # tunnel header length (Geneve: 8 + options), which places the inner frame
-    gbyte = np.where(o6, rows[:, 62], rows[:, 42]).astype(np.int64)
+    gbyte = np.where(o6, o["g6"], o["g4"]).astype(np.int64)
     tlen = np.where(vx, 8, 8 + (gbyte & 0x3F) * 4)
     cand = (o4 | o6) & (vx | gn)
     if not cand.any():
         return c
     lay = np.where(cand, (o6.astype(np.int64) << 16) | (gn.astype(np.int64) << 15) | tlen, -1)
-    fs = _frame_sums(buf, data, caplen, runs)
-    for key in np.unique(lay[cand]).tolist():
-        sel = np.flatnonzero(lay == key)
-        whole = len(sel) == n
-        r = rows if whole else rows[sel]
+    fs = frame_sums(buf, data, caplen, runs)
+    lc = lay[cand]
+    keys = [int(lc[0])] if (lc == lc[0]).all() else np.unique(lc).tolist()
+    for key in keys:
+        # the rows of this layout: a slice when they are all the block's, else their indexes
+        sel: slice | np.ndarray = slice(0, n) if len(keys) == 1 and cand.all() else np.flatnonzero(lay == key)
+        r = rows if isinstance(sel, slice) else rows[sel]
         is6 = bool(key >> 16)
         u = 54 if is6 else 34
         e = u + 8 + (key & 0x7FFF)
         if e + 14 + 20 + 20 > H:
             continue
-        itype = be16(r, e + 12)
+        itype = (r[:, e + 12].astype(np.int64) << 8) | r[:, e + 13]
         for inner6 in (False, True):
-            il3 = e + 14
-            th = il3 + (40 if inner6 else 20)
+            th = e + 14 + (40 if inner6 else 20)
             if th + 20 > H:
                 continue
             m = itype == (ETH_P_IPV6 if inner6 else ETH_P_IP)
             if not m.any():
                 continue
-            s2 = sel[m] if not m.all() else sel
-            r2 = r if s2 is sel else r[m]
-            _layout(c, r2, s2, L[s2], fs[s2], is6, bool(key & (1 << 15)), u, e, inner6, il3, th)
+            if m.all():
+                s2, r2 = sel, r
+            else:
+                s2 = np.arange(n)[sel][m]
+                r2 = r[m]
+            _layout(c, r2, s2, L[s2], fs[s2], _shape(is6, bool(key & (1 << 15)), e, inner6))
     return c
 
 
-def _layout(c: Columns, r, sel, L, fs, o6: bool, geneve: bool, u: int, e: int, i6: bool, il3: int, th: int):
-    """Fill ``c``'s rows ``sel`` for one layout (headers at the given fixed offsets); ``r`` = their rows
-    (C-contiguous uint8, (len(sel), H)). Fields are read through one structured (big-endian) view."""
-    f = {
-        "ulen": (u + 4, ">u2"),
-        "ucsum": (u + 6, ">u2"),
-        "gproto": (u + 10, ">u2"),
-        "ib0": (il3, "u1"),
-        "doff": (th + 12, "u1"),
-        "seq": (th + 4, ">u4"),
-        "ack": (th + 8, ">u4"),
-        "win": (th + 14, ">u2"),
-        "ports": (th, ">u4"),
+def _port_in(dport: np.ndarray, ports) -> np.ndarray:
+    """bool per frame: ``dport`` is one of ``ports`` (a few UDP ports)."""
+    hit = np.zeros(len(dport), bool)
+    for p in ports:
+        hit |= dport == p
+    return hit
+
+
+#: the outer headers' fields (Ethernet, IPv4 or IPv6, UDP destination port, the tunnel header's first byte)
+_OUTER = np.dtype(
+    {
+        "names": ["et", "b14", "tot4", "b20", "b21", "b23", "plen6", "dport4", "dport6", "g4", "g6"],
+        "formats": [">u2", "u1", ">u2", "u1", "u1", "u1", ">u2", ">u2", ">u2", "u1", "u1"],
+        "offsets": [12, 14, 16, 20, 21, 23, 18, 36, 56, 42, 62],
+        "itemsize": H,
     }
-    if i6:
-        f.update(inh=(il3 + 6, "u1"), iplen=(il3 + 4, ">u2"))
-        addr = range(il3 + 8, il3 + 40, 4)
-    else:
-        f.update(ifrag=(il3 + 6, ">u2"), iproto=(il3 + 9, "u1"), itot=(il3 + 2, ">u2"), iid=(il3 + 4, ">u2"))
-        addr = range(il3 + 12, il3 + 20, 4)
-    if not o6:
-        f["oid"] = (18, ">u2")
-    for k, o in enumerate(addr):
-        f[f"a{k}"] = (o, ">u4")
-    nopt = min(10, (H - th - 20) // 4)
-    for k in range(nopt):
-        f[f"o{k}"] = (th + 20 + 4 * k, ">u4")
-    dt = np.dtype(
-        {
-            "names": list(f),
-            "formats": [v[1] for v in f.values()],
-            "offsets": [v[0] for v in f.values()],
-            "itemsize": H,
-        }
+)
+
+
+class _Shape:
+    """The fixed offsets and constant arrays of one header layout (``_shape``): outer IPv6 ``o6``, Geneve, inner
+    Ethernet at ``e``, inner IPv6 ``i6``; UDP header at ``u``, inner IP at ``il3``, TCP at ``th``; ``dt``: the
+    structured (big-endian) view of a row's fields; ``kv_mask``/``anon_mask``: the bytes ``kv``/``anon`` keep
+    (0xFF) and zero (0); ``ps_o``/``ps_i``: where the outer/inner pseudo-header's addresses start; ``naddr``:
+    inner address words; ``nopt``: option words read; ``opt_end``: the header end each option word needs."""
+
+    __slots__ = (
+        "o6",
+        "geneve",
+        "i6",
+        "u",
+        "il3",
+        "th",
+        "dt",
+        "kv_mask",
+        "anon_mask",
+        "ps_o",
+        "ps_i",
+        "naddr",
+        "nopt",
+        "opt_end",
     )
-    v = r.view(dt)[:, 0]
 
-    def g(name):
-        return v[name].astype(np.int64)
+    def __init__(self, o6: bool, geneve: bool, e: int, i6: bool) -> None:
+        self.o6, self.geneve, self.i6 = o6, geneve, i6
+        u = self.u = 54 if o6 else 34
+        il3 = self.il3 = e + 14
+        th = self.th = il3 + (40 if i6 else 20)
+        f = {
+            "ulen": (u + 4, ">u2"),
+            "ucsum": (u + 6, ">u2"),
+            "gproto": (u + 10, ">u2"),
+            "ib0": (il3, "u1"),
+            "doff": (th + 12, "u1"),
+            "seq": (th + 4, ">u4"),
+            "ack": (th + 8, ">u4"),
+            "win": (th + 14, ">u2"),
+            "ports": (th, ">u4"),
+            "tflags": (th + 13, "u1"),
+        }
+        if i6:
+            f.update(inh=(il3 + 6, "u1"), iplen=(il3 + 4, ">u2"))
+            addr = range(il3 + 8, il3 + 40, 4)
+        else:
+            f.update(
+                ifrag=(il3 + 6, ">u2"), iproto=(il3 + 9, "u1"), itot=(il3 + 2, ">u2"), iid=(il3 + 4, ">u2")
+            )
+            addr = range(il3 + 12, il3 + 20, 4)
+        if not o6:
+            f["oid"] = (18, ">u2")
+        for k, o in enumerate(addr):
+            f[f"a{k}"] = (o, ">u4")
+        self.naddr = len(addr)
+        self.nopt = min(10, (H - th - 20) // 4)
+        self.opt_end = th + 24 + 4 * np.arange(self.nopt)
+        self.dt = np.dtype(
+            {
+                "names": list(f),
+                "formats": [v[1] for v in f.values()],
+                "offsets": [v[0] for v in f.values()],
+                "itemsize": H,
+            }
+        )
+        self.ps_o = 22 if o6 else 26
+        self.ps_i = il3 + (8 if i6 else 12)
+        # kv: the varying fields, the options and whatever follows the TCP header zeroed; the length fields too
+        # (the common layout has every one equal to what the frame's length gives: checked in ``_layout``)
+        keep = np.full(H, 0xFF, np.uint8)
+        zero = [(u + 6, u + 8), (th + 4, th + 12), (th + 14, th + 18), (th + 20, H)]
+        if not o6:
+            zero += [(18, 20), (24, 26)]
+        if not i6:
+            zero += [(il3 + 4, il3 + 6), (il3 + 10, il3 + 12)]
+        lo = 18 if o6 else 16
+        li = il3 + 4 if i6 else il3 + 2
+        zero += [(lo, lo + 2), (u + 4, u + 6), (li, li + 2)]
+        for a, b in zero:
+            keep[a:b] = 0
+        self.kv_mask = keep
+        anon = keep.copy()
+        for a, b in ((u, u + 2), (addr.start, addr.stop), (th, th + 4)):
+            anon[a:b] = 0
+        self.anon_mask = anon
 
-    ulen = g("ulen")
+
+_SHAPES: dict[tuple[bool, bool, int, bool], _Shape] = {}
+
+
+def _shape(o6: bool, geneve: bool, e: int, i6: bool) -> _Shape:
+    """The ``_Shape`` of a layout, made once."""
+    k = (o6, geneve, e, i6)
+    got = _SHAPES.get(k)
+    if got is None:
+        got = _SHAPES[k] = _Shape(o6, geneve, e, i6)
+    return got
+
+
+def _layout(c: Columns, r, sel, L, fs, sh: _Shape) -> None:
+    """Fill ``c``'s rows ``sel`` (a slice: all of them, in order; else their indexes) for one layout (headers at
+    ``sh``'s fixed offsets); ``r`` = their rows (C-contiguous uint8, (rows, H): ``c.kv`` itself when ``sel`` is a
+    slice, else a copy). Fields are read through one structured (big-endian) view."""
+    u, il3, th, i6 = sh.u, sh.il3, sh.th, sh.i6
+    v = r.view(sh.dt)[:, 0]
+    ulen = v["ulen"].astype(np.int64)
     ok = ulen == L - u
-    if geneve:
-        ok &= g("gproto") == ETH_P_TEB
+    if sh.geneve:
+        ok &= v["gproto"] == ETH_P_TEB
     ib0 = v["ib0"]
     if i6:
-        ok &= ((ib0 >> 4) == 6) & (v["inh"] == 6) & (g("iplen") + 40 == L - il3)
+        ok &= ((ib0 >> 4) == 6) & (v["inh"] == 6) & (v["iplen"].astype(np.int64) + 40 == L - il3)
     else:
-        ok &= (ib0 == 0x45) & ((v["ifrag"] & 0x3FFF) == 0) & (v["iproto"] == 6) & (g("itot") == L - il3)
+        ok &= (ib0 == 0x45) & ((v["ifrag"] & 0x3FFF) == 0) & (v["iproto"] == 6)
+        ok &= v["itot"].astype(np.int64) == L - il3
     doff = (v["doff"] >> 4).astype(np.int64)
     hend = th + doff * 4
     ok &= (doff >= 5) & (hend <= L) & (hend <= H)
     if not ok.all():
-        sel, r, v = sel[ok], r[ok], v[ok]
+        sel = np.arange(len(c.common))[sel][ok] if isinstance(sel, slice) else sel[ok]
+        r, v = r[ok], v[ok]
         L, fs, ulen, hend = L[ok], fs[ok], ulen[ok], hend[ok]
-    if not len(sel):
+    k = len(r)
+    if not k:
         return
+    whole = isinstance(sel, slice)
     c.common[sel] = True
 
-    # checksum verdicts, from sums of the header's 16-bit words: read little-endian (a view, no byte swap), whose
-    # sum times 256 equals the big-endian words' sum modulo 0xFFFF (``_word_sums``); every use is taken modulo it
-    words = r.view("<u2")
-
-    def wsum(a, b):
-        """The sum of the big-endian 16-bit words of bytes [a, b) modulo 0xFFFF, up to a multiple of 0xFFFF (even
-        offsets, b ≤ th)."""
-        return words[:, a // 2 : b // 2].sum(axis=1, dtype=np.int64) * 256
-
-    ucsum = g("ucsum")
-    resid = np.zeros((len(sel), 4), np.int64)
-    if not o6:
-        resid[:, 0] = wsum(14, 34) % _M
-        o_pseudo = wsum(26, 34)
-    else:
-        o_pseudo = wsum(22, 54)
-    resid[:, 1] = (o_pseudo + 17 + ulen + fs - wsum(0, u)) % _M
+    # checksum verdicts, from sums of the header's 16-bit words: read little-endian (no byte swap), whose sum
+    # times 256 equals the big-endian words' sum modulo 0xFFFF (packet/csum.py ``word_sums``); every use is
+    # taken modulo it. The words are summed down the columns of a transposed copy (one vectorised add per
+    # header word, instead of one short sum per frame). The headers a checksum subtracts from the frame's sum
+    # ``fs`` end where its pseudo-header's addresses start: the words from there to the UDP / TCP header are
+    # the pseudo-header's own, which it adds back
+    wt = np.ascontiguousarray(r.view("<u2")[:, : th // 2].T, dtype=np.int32)
+    ps_o, ps_i = sh.ps_o // 2, sh.ps_i // 2
+    head_o = wt[:ps_o].sum(axis=0, dtype=np.int64)
+    head_i = head_o + wt[ps_o:ps_i].sum(axis=0, dtype=np.int64)
+    resid = c.resid[sel] if whole else np.zeros((k, 4), np.int64)
+    if not sh.o6:
+        resid[:, 0] = wt[7:17].sum(axis=0, dtype=np.int64) * 256 % _M
+    resid[:, 1] = (17 + ulen + fs - head_o * 256) % _M
     if not i6:
-        resid[:, 2] = wsum(il3, il3 + 20) % _M
-        i_pseudo = wsum(il3 + 12, il3 + 20)
-    else:
-        i_pseudo = wsum(il3 + 8, il3 + 40)
-    resid[:, 3] = (i_pseudo + 6 + (L - th) + fs - wsum(0, th)) % _M
+        resid[:, 2] = wt[il3 // 2 : il3 // 2 + 10].sum(axis=0, dtype=np.int64) * 256 % _M
+    resid[:, 3] = (6 + (L - th) + fs - head_i * 256) % _M
+    ucsum = v["ucsum"]
+    bad = resid != 0
     vb = np.where(ucsum == 0, V_UDP_ZERO, 0)
-    vb |= np.where(resid[:, 0] != 0, V_OUTER_IP_BAD, 0)
-    vb |= np.where((ucsum != 0) & (resid[:, 1] != 0), V_UDP_BAD, 0)
-    vb |= np.where(resid[:, 2] != 0, V_INNER_IP_BAD, 0)
-    vb |= np.where(resid[:, 3] != 0, V_TCP_BAD, 0)
+    vb |= np.where(bad[:, 0], V_OUTER_IP_BAD, 0)
+    vb |= np.where((ucsum != 0) & bad[:, 1], V_UDP_BAD, 0)
+    vb |= np.where(bad[:, 2], V_INNER_IP_BAD, 0)
+    vb |= np.where(bad[:, 3], V_TCP_BAD, 0)
     c.vbits[sel] = vb
-    c.resid[sel] = resid
+    if not whole:
+        c.resid[sel] = resid
 
     # varying fields
-    rel = np.zeros((len(sel), len(FIELDS)), np.int64)
+    rel = c.rel[sel] if whole else np.zeros((k, len(FIELDS)), np.int64)
     rel[:, 0] = v["seq"]
     rel[:, 1] = v["ack"]
     rel[:, 2] = v["win"]
-    if not o6:
+    if not sh.o6:
         rel[:, 3] = v["oid"]
     if not i6:
         rel[:, 4] = v["iid"]
+    nopt = sh.nopt
     if nopt:  # option words within the header (hend), else 0
         opts = r[:, th + 20 : th + 20 + 4 * nopt].view(">u4")
-        rel[:, 5 : 5 + nopt] = np.where(th + 24 + 4 * np.arange(nopt) <= hend[:, None], opts, 0)
-    c.rel[sel] = rel
+        rel[:, 5 : 5 + nopt] = np.where(sh.opt_end <= hend[:, None], opts, 0)
+    if not whole:
+        c.rel[sel] = rel
 
     # group: inner addresses and ports (hash; a collision only merges groups)
     prime = np.uint64(0x100000001B3)
-    gh = np.full(len(sel), 0xCBF29CE484222325, np.uint64)
-    for k in range(len(addr)):
-        gh = (gh ^ v[f"a{k}"].astype(np.uint64)) * prime
+    gh = np.full(k, 0xCBF29CE484222325, np.uint64)
+    for a in range(sh.naddr):
+        gh = (gh ^ v[f"a{a}"].astype(np.uint64)) * prime
     c.group[sel] = (gh ^ v["ports"].astype(np.uint64)) * prime
     c.payload[sel] = L - hend
-    c.tflags[sel] = r[:, th + 13]
+    tflags = v["tflags"]
+    c.tflags[sel] = tflags
     # SYN (include/net/tcp.h TCPHDR_SYN) with options after the 20-byte header
-    c.syn_l4[sel] = np.where((r[:, th + 13] & 0x02 != 0) & (hend > th + 20), th, 0)
+    c.syn_l4[sel] = np.where((tflags & 0x02 != 0) & (hend > th + 20), th, 0)
 
-    # kv: zero the varying fields, the options and whatever follows the TCP header
-    kv = r  # c.kv itself, or a copy of its rows
-    if not o6:
-        kv[:, 18:20] = 0
-        kv[:, 24:26] = 0
-    kv[:, u + 6 : u + 8] = 0
-    if not i6:
-        kv[:, il3 + 4 : il3 + 6] = 0
-        kv[:, il3 + 10 : il3 + 12] = 0
-    # the length fields: the common layout has every one equal to what the frame's length gives (checked above)
-    lo = 18 if o6 else 16
-    kv[:, lo : lo + 2] = 0
-    kv[:, u + 4 : u + 6] = 0
-    li = il3 + 4 if i6 else il3 + 2
-    kv[:, li : li + 2] = 0
-    kv[:, th + 4 : th + 12] = 0
-    kv[:, th + 14 : th + 18] = 0
-    kv[:, th + 20 :] = 0
-    if kv is not c.kv:
-        c.kv[sel] = kv
-    anon = kv.copy()
-    anon[:, u : u + 2] = 0
-    anon[:, addr.start : addr.stop] = 0
-    anon[:, th : th + 4] = 0
-    c.anon[sel] = anon
+    # kv: the varying fields, the options and whatever follows the TCP header zeroed (``_Shape.kv_mask``)
+    np.bitwise_and(r, sh.kv_mask, out=r)  # c.kv itself, or a copy of its rows
+    if not whole:
+        c.kv[sel] = r
+    c._anon_of.append((sel, sh.anon_mask))
 
 
 def relative(rel: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -324,10 +418,11 @@ def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int
     if not n:
         return []
     brk = np.flatnonzero(np.diff(caplen)) + 1
+    first = np.concatenate(([0], brk))
+    end = np.concatenate((brk, [n]))
+    long = np.flatnonzero(end - first >= 8)
     out = []
-    for s, e in zip(np.concatenate(([0], brk)).tolist(), np.concatenate((brk, [n])).tolist(), strict=True):
-        if e - s < 8:
-            continue
+    for s, e in zip(first[long].tolist(), end[long].tolist(), strict=True):
         clen = int(caplen[s])
         stride = int(data[s + 1] - data[s])
         if stride >= clen and (np.diff(data[s:e]) == stride).all():
@@ -339,6 +434,13 @@ def _rows(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
     """The first H bytes of each frame as an (n, H) uint8 array, zero past the frame's end."""
     n = len(data)
     a = np.frombuffer(buf, dtype=np.uint8)
+    if not runs and n and len(a) >= H and int(data.max()) <= len(a) - H:
+        # no equal-length runs and every frame H bytes or more before the block's end: one gather
+        rows = np.lib.stride_tricks.sliding_window_view(a, H)[data]
+        short = np.flatnonzero(caplen < H)
+        if len(short):
+            rows[short] *= np.arange(H) < caplen[short, None]
+        return rows
     rows = np.zeros((n, H), np.uint8)
     done = np.zeros(n, bool)
     for s, e, clen, stride in runs:
@@ -363,64 +465,3 @@ def _rows(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
         parts = [buf[o : o + k].ljust(H, b"\0") for o, k in zip(data[rest].tolist(), lim, strict=True)]
         rows[rest] = np.frombuffer(b"".join(parts), dtype=np.uint8).reshape(len(rest), H)
     return rows
-
-
-def _frame_sums(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
-    """Ones' complement sum (mod 0xFFFF, big-endian 16-bit words, odd tail padded) of each whole frame."""
-    n = len(data)
-    out = np.zeros(n, np.int64)
-    a = np.frombuffer(buf, dtype=np.uint8)
-    done = np.zeros(n, bool)
-    for s, e, clen, stride in runs:
-        c4 = clen & ~3
-        base = int(data[s])
-        view = np.lib.stride_tricks.as_strided(a[base:], shape=(e - s, c4), strides=(stride, 1))
-        le = view.view("<u4").sum(axis=1, dtype=np.uint64).astype(np.int64)
-        for k in range(c4, clen):  # tail bytes: little-endian weights 1, 256 for positions 0, 1 (mod 2)
-            le += a[base + k :: stride][: e - s].astype(np.int64) * (256 if k & 1 else 1)
-        out[s:e] = ((le % _M) * 256) % _M  # little-endian sums are byte-swapped: ×256 swaps modulo 0xFFFF
-        done[s:e] = True
-    rest = np.flatnonzero(~done)
-    if len(rest):
-        out[rest] = _word_sums(buf, data[rest], caplen[rest])
-    return out
-
-
-def _word_sums(buf: bytes, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """The sums modulo 0xFFFF of the big-endian 16-bit words of ``buf[start:start + length]`` (an odd last byte is
-    a word's high byte), for frames in increasing, non-overlapping order (int64 per frame).
-
-    One ``reduceat`` over the block read as little-endian 32-bit words (native, no byte swap, half as many
-    elements as 16-bit words) sums each frame's whole aligned words; its at most 3 leading and 3 trailing bytes
-    are added one by one. A byte at buffer offset ``a`` then weighs ``256 ** (a % 4)``, which is ``256 ** (a %
-    2)`` modulo 0xFFFF (``256 ** 2 = 65536 ≡ 1``): the frame's own big-endian weight when it starts at an odd
-    offset, that weight times 256 (a byte swap) when it starts at an even one (``_frame_sums``' equal-length runs
-    are summed the same way)."""
-    a = np.frombuffer(buf, dtype=np.uint8)
-    start = start.astype(np.int64)
-    end = start + length.astype(np.int64)
-    out = np.zeros(len(start), np.int64)
-    if not len(start):
-        return out
-    lo = np.minimum((start + 3) & ~3, end)  # the first whole aligned word (or the frame's end)
-    hi = np.maximum(end & ~3, lo)  # after the last one
-    w4 = a[: len(a) // 4 * 4].view("<u4")
-    nw = len(w4)
-    words = hi > lo
-    if nw:
-        idx = np.empty(2 * len(start), np.int64)
-        idx[0::2] = np.minimum(lo // 4, nw - 1)
-        idx[1::2] = np.minimum(hi // 4, nw - 1)  # reduceat sums idx[2i]..idx[2i + 1] - 1
-        out = np.add.reduceat(w4, idx, dtype=np.uint64)[0::2].astype(np.int64)
-        out[~words] = 0
-        # a frame whose words end with the block's last word: its index was clipped to that word's (reduceat
-        # then sums up to it, or returns that one word alone when it is also the frame's first)
-        out[words & (hi // 4 == nw) & (lo // 4 < nw - 1)] += int(w4[-1])
-    for k in range(3):
-        for p, stop in ((start + k, lo), (hi + k, end)):
-            m = p < stop
-            out[m] += a[p[m]].astype(np.int64) << (8 * (p[m] & 1))
-    out %= _M
-    even = (start & 1) == 0
-    out[even] = out[even] * 256 % _M
-    return out

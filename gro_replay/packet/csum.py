@@ -200,3 +200,77 @@ class PollSums:
         if start == 14:
             return sums[i] % 0xFFFF
         return (sums[i] - int.from_bytes(self.bufs[i][14:start], "big")) % 0xFFFF
+
+
+_M = 0xFFFF
+
+
+def frame_sums(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
+    """Ones' complement sum (mod 0xFFFF, big-endian 16-bit words, odd tail padded) of each whole frame
+    ``buf[data[i]:data[i] + caplen[i]]`` (int64 per frame): the frames of ``runs`` (``(first, end, caplen,
+    stride)``: equal-length records at a fixed stride, packet/columns.py ``_runs``) read as little-endian 32-bit
+    words over a strided view, one numpy pass a run; the others by ``word_sums``."""
+    n = len(data)
+    out = np.zeros(n, np.int64)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    done = np.zeros(n, bool)
+    for s, e, clen, stride in runs:
+        c4 = clen & ~3
+        base = int(data[s])
+        view = np.lib.stride_tricks.as_strided(a[base:], shape=(e - s, c4), strides=(stride, 1))
+        le = view.view("<u4").sum(axis=1, dtype=np.uint64).astype(np.int64)
+        for k in range(c4, clen):  # tail bytes: little-endian weights 1, 256 for positions 0, 1 (mod 2)
+            le += a[base + k :: stride][: e - s].astype(np.int64) * (256 if k & 1 else 1)
+        out[s:e] = ((le % _M) * 256) % _M  # little-endian sums are byte-swapped: ×256 swaps modulo 0xFFFF
+        done[s:e] = True
+    rest = np.flatnonzero(~done)
+    if len(rest):
+        out[rest] = word_sums(buf, data[rest], caplen[rest])
+    return out
+
+
+def word_sums(buf: bytes, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The sums modulo 0xFFFF of the big-endian 16-bit words of ``buf[start:start + length]`` (an odd last byte is
+    a word's high byte), for frames in increasing, non-overlapping order (int64 per frame).
+
+    One ``reduceat`` over the block read as little-endian 32-bit words (native, no byte swap, half as many
+    elements as 16-bit words) sums each frame's whole aligned words; its at most 3 leading and 3 trailing bytes
+    are added one by one. A byte at buffer offset ``a`` then weighs ``256 ** (a % 4)``, which is ``256 ** (a %
+    2)`` modulo 0xFFFF (``256 ** 2 = 65536 ≡ 1``): the frame's own big-endian weight when it starts at an odd
+    offset, that weight times 256 (a byte swap) when it starts at an even one (``frame_sums``' equal-length runs
+    are summed the same way)."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    start = start.astype(np.int64)
+    end = start + length.astype(np.int64)
+    out = np.zeros(len(start), np.int64)
+    if not len(start):
+        return out
+    lo = np.minimum((start + 3) & ~3, end)  # the first whole aligned word (or the frame's end)
+    hi = np.maximum(end & ~3, lo)  # after the last one
+    w4 = a[: len(a) // 4 * 4].view("<u4")
+    nw = len(w4)
+    words = hi > lo
+    if nw:
+        idx = np.empty(2 * len(start), np.int64)
+        idx[0::2] = np.minimum(lo // 4, nw - 1)
+        idx[1::2] = np.minimum(hi // 4, nw - 1)  # reduceat sums idx[2i]..idx[2i + 1] - 1
+        out = np.add.reduceat(w4, idx, dtype=np.uint64)[0::2].astype(np.int64)
+        out[~words] = 0
+        # a frame whose words end with the block's last word: its index was clipped to that word's (reduceat
+        # then sums up to it, or returns that one word alone when it is also the frame's first)
+        out[words & (hi // 4 == nw) & (lo // 4 < nw - 1)] += int(w4[-1])
+    # the bytes before the first whole word and after the last: the buffer's words that hold them, masked (the
+    # words read at the same weights); a buffer's last bytes past its whole words are one more, zero-padded word
+    n = len(start)
+    at = np.concatenate((start >> 2, hi >> 2))
+    nb = np.concatenate((lo - start, end - hi)).astype(np.uint64)  # 0 to 3 bytes
+    shift = np.concatenate((start & 3, np.zeros(n, np.int64))).astype(np.uint64) * np.uint64(8)
+    tail = np.uint64(int.from_bytes(bytes(a[nw * 4 :]), "little"))
+    got = np.where(at < nw, w4[np.minimum(at, nw - 1)], tail) if nw else np.full(2 * n, tail)
+    mask = ((np.uint64(1) << (nb * np.uint64(8))) - np.uint64(1)) << shift
+    part = (got & mask).astype(np.int64)
+    out += part[:n] + part[n:]
+    out %= _M
+    even = (start & 1) == 0
+    out[even] = out[even] * 256 % _M
+    return out
