@@ -207,59 +207,65 @@ class PcapChunks:
         self._counted = max(self._counted, file_base + chunk.end)
 
     def _walk(self, buf: bytearray, n: int, file_base: int) -> RecordChunk:
-        """Find the complete records in ``buf[:n]`` (``file_base``: file offset of ``buf[0]``)."""
+        """Find the complete records in ``buf[:n]`` (``file_base``: file offset of ``buf[0]``).
+
+        Records are walked one at a time (a record's size is in its header) until ``_MIN_RUN`` in a row have the
+        same caplen; the records that follow at that stride with that caplen are then found with one vectorised
+        check (``stride_prefix``), and the walk goes on after them. Their headers are read at the end, as columns.
+        """
         a = np.frombuffer(buf, dtype=np.uint8, count=n)
         u32 = self._u32
         caplen_at = self._caplen_at
-        starts: list[np.ndarray] = []
+        # runs (first offset, stride, records) and records walked one at a time (got[:k] as (k, 0, 0)), in order
+        parts: list[tuple[int, int, int]] = []
+        got: list[int] = []  # offsets of the records walked one at a time
         off = 0
-        while off + _REC_LEN <= n:
-            c = caplen_at(buf, off + 8)[0]
-            if c > MAX_CAPLEN:
-                raise self._corrupt(file_base + off, c)
-            step = _REC_LEN + c
-            k = (n - off) // step  # records of this size that would fit
-            if k == 0:
-                break
-            # speculate: records of equal size follow at a fixed stride; keep the prefix whose caplen agrees
-            m = stride_prefix(a, off + 8, step, k, u32, c) if k > 1 else 1
-            starts.append(off + step * np.arange(m, dtype=np.int64))
-            off += step * m
-            if m < _MIN_RUN:
-                off = self._walk_slow(buf, off, n, starts, file_base)
-        rec = np.concatenate(starts) if starts else np.zeros(0, dtype=np.int64)
-        f32 = (
-            a[rec[:, None] + np.arange(_REC_LEN)[None, :]].view(u32).astype(np.int64)
-        )  # sec, frac, caplen, len
-        ts = f32[:, 0] * _NS + f32[:, 1] * self._frac_ns
-        return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, self._eof)
-
-    def _walk_slow(self, buf: bytearray, off: int, n: int, starts: list, file_base: int) -> int:
-        """Walk records one at a time (sizes vary) until ``_MIN_RUN`` in a row have the same caplen, the next
-        ones then being worth a vectorised check (``_walk``), or the buffer ends; returns the offset of the first
-        record not walked (such a run's records from its ``_MIN_RUN``-th on are left to ``_walk``)."""
-        caplen_at = self._caplen_at
-        got = []
         last = -1
         same = 0
         while off + _REC_LEN <= n:
             c = caplen_at(buf, off + 8)[0]
             if c > MAX_CAPLEN:
                 raise self._corrupt(file_base + off, c)
-            if c == last:
-                same += 1
-                if same >= _MIN_RUN:
-                    break
-            else:
+            step = _REC_LEN + c
+            if off + step > n:
+                break
+            if c != last:
                 last = c
                 same = 1
-            if off + _REC_LEN + c > n:
-                break
+            else:
+                same += 1
+                if same >= _MIN_RUN:
+                    # a run of records of one size: the records that follow at this stride with this caplen
+                    m = stride_prefix(a, off + 8, step, (n - off) // step, u32, c)
+                    parts.append((len(got), 0, 0))
+                    parts.append((off, step, m))
+                    off += step * m
+                    last = -1
+                    continue
             got.append(off)
-            off += _REC_LEN + c
-        if got:
-            starts.append(np.array(got, dtype=np.int64))
-        return off
+            off += step
+        parts.append((len(got), 0, 0))
+        # the record headers (sec, frac, caplen, len) as columns: a run's at its stride, the others gathered
+        walked = np.array(got, dtype=np.int64)
+        heads, offs = [], []
+        at = 0
+        for first, step, m in parts:
+            if step:
+                heads.append(np.ndarray((m, 4), dtype=u32, buffer=a, offset=first, strides=(step, 4)))
+                offs.append(first + step * np.arange(m, dtype=np.int64))
+            elif first > at:
+                o = walked[at:first]
+                heads.append(np.lib.stride_tricks.sliding_window_view(a, _REC_LEN)[o].view(u32))
+                offs.append(o)
+                at = first
+        if len(heads) == 1:
+            rec, f32 = offs[0], heads[0].astype(np.int64)
+        elif heads:
+            rec, f32 = np.concatenate(offs), np.concatenate(heads).astype(np.int64)
+        else:
+            rec, f32 = np.zeros(0, np.int64), np.zeros((0, 4), np.int64)
+        ts = f32[:, 0] * _NS + f32[:, 1] * self._frac_ns
+        return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, self._eof)
 
     def _corrupt(self, file_off: int, caplen: int) -> CaptureError:
         return self.capture._corrupt(file_off, f"caplen {caplen} > {MAX_CAPLEN}")
