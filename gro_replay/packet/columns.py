@@ -98,7 +98,7 @@ class Columns:
 
     def kv_hash(self) -> np.ndarray:
         if self._kvh is None:
-            h = (self.kv.view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
+            h = self.kv.view(np.uint64) @ _HASH_MULT  # the weighted sum of each row's words, modulo 2**64
             zero = ((self.vbits & V_UDP_ZERO) != 0).astype(np.uint64)
             self._kvh = h ^ (zero << np.uint64(63))
         return self._kvh

@@ -58,10 +58,21 @@ class FlowTracking:
         pos = np.flatnonzero(common)
         if not len(pos):
             return fids, [], None
-        _u, first, inv = np.unique(col.kv_hash()[pos], return_index=True, return_inverse=True)
-        rep_rows = pos[first]
+        h = col.kv_hash()
+        every = len(pos) == n
         kv64 = col.kv.view(np.uint64)
-        same = (kv64[pos] == kv64[rep_rows[inv]]).all(axis=1)
+        rows = kv64 if every else kv64[pos]
+        if every and (h == h[0]).all():  # one class (one flow, one direction)
+            first = np.zeros(1, np.int64)
+            inv = np.zeros(n, np.int64)
+            eq = rows == rows[0]
+        else:
+            _u, first, inv = np.unique(h if every else h[pos], return_index=True, return_inverse=True)
+            inv = inv.reshape(-1)
+            eq = rows == rows[first][inv]
+        # the rows of a class equal its first one's (a row at a time only when some differ: a hash collision)
+        same = np.ones(len(pos), bool) if eq.all() else eq.all(axis=1)
+        rep_rows = pos[first]
         if not same.all():
             bad = pos[~same]
             common[bad] = False
@@ -176,12 +187,13 @@ class FlowTracking:
             last: dict[int, tuple[int, bool]] = {}
         else:
             slow, last = self._quiet_flows(fids, run, sel, clock)
-        clock_l = clock.tolist()
         if len(slow):
             steps = sorted([*slow.tolist(), *last]) if last else slow.tolist()
             rs_l, cls_l, ts_l = rs.tolist(), inv[sel].tolist(), ts_all[sel].tolist()
-        else:
+            clock_l = clock.tolist()
+        else:  # every flow quiet: the clock only at their last frames
             steps = sorted(last)
+            clock_l = dict(zip(steps, clock[steps].tolist(), strict=True))
         track = rep.track
         seen = rep.tracker.seen
         for x in steps:
@@ -198,7 +210,7 @@ class FlowTracking:
                 fid = moved[fid]
             rep._clock = clock_l[x]
             fids[r] = track(fid, ts_l[x], fin_of[keys[j]] and flow_class[fid] == CLS_TUNNEL_TCP)
-        rep._clock = clock_l[-1]
+        rep._clock = int(clock[-1])
 
     def _quiet_flows(
         self, fids: Any, run: Any, sel: Any, clock: Any
@@ -214,7 +226,11 @@ class FlowTracking:
         moved = self._moved
         fin_of = self._fin_of
         flow_class = rep.decoder.flow_class
-        ucls, cinv = np.unique(inv[sel], return_inverse=True)
+        cls = inv[sel]
+        if (cls == cls[0]).all():  # one class
+            ucls, cinv = cls[:1], np.zeros(len(cls), np.int64)
+        else:
+            ucls, cinv = np.unique(cls, return_inverse=True)
         cf = np.empty(len(ucls), np.int64)
         ce = np.zeros(len(ucls), bool)
         for u, j in enumerate(ucls.tolist()):
@@ -237,12 +253,14 @@ class FlowTracking:
         qf = rf[qi]
         fids[pos[sel][qi]] = qf
         # each quiet flow's last frame, and whether any of its frames ended it
+        if not len(qi):
+            return np.flatnonzero(slow_m), {}
         o = np.argsort(qf, kind="stable")
+        qs = qf[o]
         is_last = np.ones(len(o), bool)
-        is_last[:-1] = qf[o][1:] != qf[o][:-1]
-        flow_run = np.cumsum(is_last) - is_last
-        any_end = np.zeros(int(is_last.sum()), bool)
-        np.logical_or.at(any_end, flow_run, ended[qi[o]])
+        is_last[:-1] = qs[1:] != qs[:-1]
+        flow_first = np.flatnonzero(np.concatenate(([True], is_last[:-1])))
+        any_end = np.logical_or.reduceat(ended[qi[o]], flow_first)
         lasts = qi[o[is_last]].tolist()
         last = dict(zip(lasts, zip(qf[o[is_last]].tolist(), any_end.tolist(), strict=True), strict=True))
         return np.flatnonzero(slow_m), last

@@ -118,6 +118,14 @@ class FlowTracker:
         would do). Time and memory grow with the frames, not with the flows tracked."""
         if not self.idle_timeout_ns or not len(fids):
             return np.zeros(0, np.int64)
+        # no gap here can reach the shorter timeout: the frames span less, and so do they and the oldest flow
+        # tracked (each dict is in order of last frames, noted on the clock)
+        oldest = int(now[0])
+        for d in (self.closing, self.open):
+            if d:
+                oldest = min(oldest, next(iter(d.values())))
+        if int(now[-1]) - oldest < self.close_timeout_ns:
+            return np.zeros(0, np.int64)
         order = np.argsort(fids, kind="stable")
         f, t, e = fids[order], now[order], ended[order]
         first = np.ones(len(f), bool)
