@@ -405,10 +405,11 @@ def _layout(c: Columns, r, sel, L, fs, sh: _Shape) -> None:
 
 def relative(rel: np.ndarray, base: np.ndarray) -> np.ndarray:
     """``rel`` with each row made relative to row ``base[i]`` (modulo each field's width; options: 2**32)."""
-    return (rel - rel[base]) % _WIDTHS
+    return (rel - rel[base]) & _WIDTH_MASKS  # the widths are powers of two: modulo by a mask
 
 
 _WIDTHS = np.array([_MOD.get(name, 1 << 32) for name in FIELDS], np.int64)
+_WIDTH_MASKS = _WIDTHS - 1
 
 
 def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int]]:

@@ -69,11 +69,17 @@ class BlockKeys:
             return got
         if self._rows is None:
             col, ch, idx = self.col, self.ch, self.idx
-            grp = col.group[idx] ^ (self.poll_of * _GOLDEN)
-            _u, first, inv = np.unique(grp, return_index=True, return_inverse=True)
+            g = col.group[idx]
+            if (g == g[0]).all():  # one inner flow: each entry's poll's first entry
+                base = np.repeat(self.starts, self.sizes)
+            else:
+                _u, first, inv = np.unique(
+                    g ^ (self.poll_of * _GOLDEN), return_index=True, return_inverse=True
+                )
+                base = first[inv.reshape(-1)]
             nf = len(FIELDS)
             ext = np.empty((len(idx), nf + 6), "<u4")
-            ext[:, :nf] = relative(col.rel[idx], first[inv])
+            ext[:, :nf] = relative(col.rel[idx], base)
             ext[:, nf] = ch.caplen[idx]
             ext[:, nf + 1] = col.vbits[idx]
             ext[:, nf + 2 :] = col.resid[idx]
