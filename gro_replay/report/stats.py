@@ -24,6 +24,20 @@ STAGES = ("phys", "tunnel")
 _HIST_MAX = 64
 
 
+class Counts(Counter):
+    """A ``Counter`` for the counters touched per skb: the same mapping, whose ``c[key] += n`` costs about half.
+
+    ``Counter`` defines ``__delitem__`` (deleting a missing key is no error), and a class that defines one of
+    ``__setitem__``/``__delitem__`` in Python has both go through a Python-level slot: every item assignment then
+    looks ``__setitem__`` up and calls it. Taking dict's own ``__delitem__`` back keeps dict's C slot for both
+    (1,700 → 950 machine instructions per increment, callgrind); deleting a missing key raises KeyError, as a
+    dict does. Kernel stats and flow stats count reasons, devices and stack outcomes in these.
+    """
+
+    __slots__ = ()
+    __delitem__ = dict.__delitem__
+
+
 class StageStats:
     """What one GRO stage (phys NAPI or the tunnel devices' gro_cells) delivered.
 
@@ -57,12 +71,12 @@ class StageStats:
         #: counted as a list (a Python int increment is cheaper than a numpy element's); ``segs_hist`` is the array
         self.hist = [0] * (_HIST_MAX + 1)
         #: skbs of more than _HIST_MAX segments, by segment count
-        self.hist_over: Counter = Counter()
+        self.hist_over: Counter = Counts()
         self.bytes = 0
-        self.reasons: Counter = Counter()
+        self.reasons: Counter = Counts()
         self.sw_csum_bytes = 0
-        self.results: Counter = Counter()
-        self.devices: Counter = Counter()
+        self.results: Counter = Counts()
+        self.devices: Counter = Counts()
         self.complete_errors = 0
 
     @property
@@ -134,13 +148,13 @@ class FlowStats:
         self.frames = 0
         self.skbs = {"phys": 0, "tunnel": 0}
         self.segs = {"phys": 0, "tunnel": 0}
-        self.reasons: dict[str, Counter[str]] = {"phys": Counter(), "tunnel": Counter()}
-        self.stack: Counter = Counter()
-        self.stack_frames: Counter = Counter()
+        self.reasons: dict[str, Counter[str]] = {"phys": Counts(), "tunnel": Counts()}
+        self.stack: Counter = Counts()
+        self.stack_frames: Counter = Counts()
         #: skbs an IP ID condition ended, by (header, ID step, segments held): what the ID did (observation)
-        self.id_steps: dict[str, Counter[tuple[str, int, int]]] = {"phys": Counter(), "tunnel": Counter()}
+        self.id_steps: dict[str, Counter[tuple[str, int, int]]] = {"phys": Counts(), "tunnel": Counts()}
         #: skbs that started beside a held packet of this flow, by the compare that kept them apart (SPLIT_*)
-        self.splits: dict[str, Counter[str]] = {"phys": Counter(), "tunnel": Counter()}
+        self.splits: dict[str, Counter[str]] = {"phys": Counts(), "tunnel": Counts()}
 
 
 def fold_flow(into: FlowStats, f: FlowStats) -> None:
@@ -248,9 +262,9 @@ class KernelStats(Sink):
         self.stages = {s: StageStats() for s in STAGES}
         self.flows: dict[int, FlowStats] = {}
         #: phys skbs by what the normal path did with them (``queued`` to a tunnel device, or a drop reason)
-        self.stack: Counter = Counter()
+        self.stack: Counter = Counts()
         #: the wire frames those skbs carried, by the same outcome (what the verdict counts)
-        self.stack_frames: Counter = Counter()
+        self.stack_frames: Counter = Counts()
         self.on_deliver = on_deliver
         self.trace: list | None = None
         #: segments per stage of the flows retired (``retire``): their rows left ``flows``
@@ -272,10 +286,12 @@ class KernelStats(Sink):
         return f
 
     def netif_receive_skb(self, stage: str, dev: NetDevice, skb: SkBuff, now_ns: int) -> None:
-        if self.selected is not None and not self.selected[skb.flow]:
+        flow = skb.flow
+        if self.selected is not None and not self.selected[flow]:
             return
         st = self.stages[stage]
-        segs = len(skb.frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
+        frames = skb.frames
+        segs = len(frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
         st.skbs += 1
         if segs <= _HIST_MAX:
             st.hist[segs] += 1
@@ -283,44 +299,48 @@ class KernelStats(Sink):
             st.hist_over[segs] += 1
         st.bytes += skb.len
         if _skbuff.length_tally is not None:
-            _skbuff.length_tally.append((st, "bytes", tuple(skb.frames)))
-        why = skb.cb.why or "unknown"
+            _skbuff.length_tally.append((st, "bytes", tuple(frames)))
+        cb = skb.cb
+        why = cb.why or "unknown"
         st.reasons[why] += 1
         st.devices[dev.name] += 1
-        f = self.flows.get(skb.flow)
+        f = self.flows.get(flow)
         if f is None:
-            f = self.flows[skb.flow] = FlowStats()
+            f = self.flows[flow] = FlowStats()
         f.skbs[stage] += 1
         f.segs[stage] += segs
         f.reasons[stage][why] += 1
-        split = getattr(skb.cb, "split", None)
+        # the kernel backend's deliveries (validate.py) carry a control block with ``why`` alone
+        split = getattr(cb, "split", None)
         if split is not None:
             f.splits[stage][split] += 1
-        if why.endswith("ip_id"):
-            step = getattr(skb.cb, "id_step", None)
-            if step is not None:
-                f.id_steps[stage][step] += 1
+        step = getattr(cb, "id_step", None)  # set only when an IP ID condition ended the held packet
+        if step is not None and why.endswith("ip_id"):
+            f.id_steps[stage][step] += 1
         if self.on_deliver is not None:
             self.on_deliver(self.name, stage, dev.name, skb, now_ns)
 
     def stack_outcome(self, skb: SkBuff, outcome: str, sw_bytes: int) -> None:
-        if self.selected is not None and not self.selected[skb.flow]:
+        flow = skb.flow
+        if self.selected is not None and not self.selected[flow]:
             return
+        frames = len(skb.frames)
         self.stack[outcome] += 1
-        self.stack_frames[outcome] += len(skb.frames)
+        self.stack_frames[outcome] += frames
         if sw_bytes:
-            self.stages["phys"].sw_csum_bytes += sw_bytes
+            phys = self.stages["phys"]
+            phys.sw_csum_bytes += sw_bytes
             if _skbuff.length_tally is not None:
-                _skbuff.length_tally.append((self.stages["phys"], "sw_csum_bytes", None))
+                _skbuff.length_tally.append((phys, "sw_csum_bytes", None))
         if outcome == "queued":
             tun = self.stages["tunnel"]
             tun.skbs_in += 1
-            tun.frames_in += len(skb.frames)
-        f = self.flows.get(skb.flow)
+            tun.frames_in += frames
+        f = self.flows.get(flow)
         if f is None:
-            f = self.flows[skb.flow] = FlowStats()
+            f = self.flows[flow] = FlowStats()
         f.stack[outcome] += 1
-        f.stack_frames[outcome] += len(skb.frames)
+        f.stack_frames[outcome] += frames
 
 
 #: environment variable that turns on ``check_conservation`` at the end of every replay (the test suite sets it)
