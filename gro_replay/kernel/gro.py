@@ -144,12 +144,14 @@ def skb_gro_incr_csum_unnecessary(skb: SkBuff) -> None:
         __skb_incr_checksum_unnecessary(skb)
 
 
-def __skb_gro_checksum_validate(skb: SkBuff, zero_okay: bool, check: int, psum: int) -> int:
+def __skb_gro_checksum_validate(
+    skb: SkBuff, proto: int, zero_okay: bool, check: int, compute_pseudo: Callable[[SkBuff, int], int]
+) -> int:
     """VALIDATE of gro-spec §4.1; returns 0 when the checksum is good or need not be checked.
 
     Kernel: include/net/gro.h ``__skb_gro_checksum_validate`` with ``__skb_gro_checksum_validate_needed`` and
-    ``__skb_gro_checksum_validate_complete``. ``psum`` is the pseudo-header sum (``compute_pseudo``), computed
-    by the caller only for its value (the kernel computes it lazily; the result is the same).
+    ``__skb_gro_checksum_validate_complete``. ``compute_pseudo(skb, proto)`` gives the pseudo-header sum
+    (``inet_gro_compute_pseudo``), computed only when the checksum is checked, as the kernel's macro does.
     """
     cb = skb.cb
     ret = 0
@@ -159,6 +161,7 @@ def __skb_gro_checksum_validate(skb: SkBuff, zero_okay: bool, check: int, psum: 
         and (not zero_okay or check != 0)
     )
     if needed:
+        psum = compute_pseudo(skb, proto)
         if cb.csum_valid and csum_fold(csum_add(psum, cb.csum)) == 0:
             ret = 0
         else:
@@ -169,15 +172,17 @@ def __skb_gro_checksum_validate(skb: SkBuff, zero_okay: bool, check: int, psum: 
     return ret
 
 
-def skb_gro_checksum_try_convert(skb: SkBuff, psum: int) -> None:
+def skb_gro_checksum_try_convert(
+    skb: SkBuff, proto: int, compute_pseudo: Callable[[SkBuff, int], int]
+) -> None:
     """Derive a checksum-complete value from a vouched-for L4 checksum (2abb7cdc0dc8).
 
     Kernel: include/net/gro.h ``skb_gro_checksum_try_convert``: when ``csum_cnt == 0`` and not ``csum_valid``,
-    ``cb.csum := ~pseudo`` and ``csum_valid := 1``.
+    ``cb.csum := ~compute_pseudo(skb, proto)`` and ``csum_valid := 1``.
     """
     cb = skb.cb
     if cb.csum_cnt == 0 and not cb.csum_valid:
-        cb.csum = ~psum & 0xFFFF
+        cb.csum = ~compute_pseudo(skb, proto) & 0xFFFF
         cb.csum_valid = 1
 
 

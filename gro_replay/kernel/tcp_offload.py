@@ -196,9 +196,9 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
 
     # out_check_final: force a flush if the last segment is smaller than mss.
     if model.gro_accepts_gso and skb.gso_size:
-        final = int(length != cb.count * skb.gso_size)
+        final = 1 if length != cb.count * skb.gso_size else 0
     else:
-        final = int(length < mss)
+        final = 1 if length < mss else 0
     special = flags & (TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FLAG_FIN)
     if special or final:
         if special & (TCP_FLAG_URG | TCP_FLAG_RST | TCP_FLAG_SYN):
@@ -231,7 +231,7 @@ def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """
     cb = skb.cb
     # Don't bother verifying checksum if we're going to flush anyway.
-    if not cb.flush and __skb_gro_checksum_validate(skb, False, 0, inet_gro_network_pseudo(skb, 6)):
+    if not cb.flush and __skb_gro_checksum_validate(skb, 6, False, 0, inet_gro_network_pseudo):
         cb.why = R.TCP_CSUM
         cb.flush = 1
         return None
@@ -241,7 +241,7 @@ def tcp4_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
 def tcp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """IPv6 variant. Kernel: net/ipv6/tcpv6_offload.c ``tcp6_gro_receive``."""
     cb = skb.cb
-    if not cb.flush and __skb_gro_checksum_validate(skb, False, 0, ip6_gro_network_pseudo(skb, 6)):
+    if not cb.flush and __skb_gro_checksum_validate(skb, 6, False, 0, ip6_gro_network_pseudo):
         cb.why = R.TCP_CSUM
         cb.flush = 1
         return None

@@ -43,13 +43,12 @@ def _udp_gro_receive_family(
     sport, dport, _ulen, check = _UDPH.unpack_from(skb.buf, skb.data + off)
     # Don't bother verifying checksum if we're going to flush anyway.
     if not cb.flush:
-        psum = pseudo(skb, 17)
-        if __skb_gro_checksum_validate(skb, True, check, psum):
+        if __skb_gro_checksum_validate(skb, 17, True, check, pseudo):
             cb.why = R.UDP_CSUM
             cb.flush = 1
             return None
         if check:
-            skb_gro_checksum_try_convert(skb, psum)
+            skb_gro_checksum_try_convert(skb, 17, pseudo)
     sk = skb.dev.kernel.udp_tunnel_sockets.get(dport)
     return udp_gro_receive(head, skb, sport, dport, check, sk)
 
