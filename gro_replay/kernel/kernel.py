@@ -156,15 +156,19 @@ class Kernel:
 
     # -- stack between the stages -------------------------------------------------------------------------------
     def _phys_deliver(self, batch: list[SkBuff]) -> None:
-        napi = self.phys_napi
+        sink = self.sink
+        phys = self.phys
+        now_ns = self.phys_napi.now_ns
         for skb in batch:
-            self.sink.netif_receive_skb("phys", self.phys, skb, napi.now_ns)
+            sink.netif_receive_skb("phys", phys, skb, now_ns)
             outcome, sw = self.netif_receive_skb_core(skb)
-            self.sink.stack_outcome(skb, outcome, sw)
+            sink.stack_outcome(skb, outcome, sw)
 
     def _tunnel_deliver(self, dev: NetDevice, batch: list[SkBuff]) -> None:
+        sink = self.sink
+        now_ns = dev.napi.now_ns
         for skb in batch:
-            self.sink.netif_receive_skb("tunnel", dev, skb, dev.napi.now_ns)
+            sink.netif_receive_skb("tunnel", dev, skb, now_ns)
 
     def netif_receive_skb_core(self, skb: SkBuff) -> tuple[str, int]:
         """IP → UDP → tunnel ``encap_rcv`` for an skb the phys device delivered.
@@ -174,10 +178,10 @@ class Kernel:
         r = ip_rcv(skb)
         if isinstance(r, str):
             return r, 0
-        proto, saddr, daddr, family = r
+        proto, family = r
         if proto != 17:
             return "ip_local_deliver:not_udp", 0
-        sk, sw = udp_rcv(skb, saddr, daddr, family, self.udp_tunnel_sockets)
+        sk, sw = udp_rcv(skb, family, self.udp_tunnel_sockets)
         if isinstance(sk, str):
             return sk, sw
         res = sk.encap_rcv(sk, skb)

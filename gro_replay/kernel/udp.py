@@ -9,7 +9,9 @@ the tunnel port table, UDP-Lite, ICMP errors.
 
 from __future__ import annotations
 
-from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo4, pseudo6
+from collections.abc import Callable
+
+from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo_at
 from .ip6_offload import ipv6_gso_pull_exthdrs
 from .skbuff import (
     CHECKSUM_BREAK,
@@ -45,11 +47,12 @@ def _sum_at(skb: SkBuff, start: int, end: int) -> int:
     return s
 
 
-def ip_rcv(skb: SkBuff) -> tuple[int, bytes, bytes, int] | str:
+def ip_rcv(skb: SkBuff) -> tuple[int, int] | str:
     """IPv4/IPv6 input up to local delivery: header checks, trim, pull to the transport header.
 
     Kernel: ``ip_rcv_core`` + ``ip_local_deliver_finish`` / ``ipv6_rcv`` + ``ip6_input_finish``.
-    Returns ``(protocol, saddr, daddr, family)`` with ``skb->data`` at the L4 header, or a drop reason string.
+    Returns ``(protocol, family)`` with ``skb->data`` at the L4 header and ``skb->network_header`` at the IP
+    header, or a drop reason string.
     """
     buf = skb.buf
     nh = skb.data
@@ -71,7 +74,7 @@ def ip_rcv(skb: SkBuff) -> tuple[int, bytes, bytes, int] | str:
             return "ip_local_deliver:fragment_not_reassembled"
         skb.pull(ihl)  # a valid IPv4 header sums to zero: no checksum adjustment
         skb.transport_header = skb.data
-        return buf[nh + 9], bytes(buf[nh + 12 : nh + 16]), bytes(buf[nh + 16 : nh + 20]), 4
+        return buf[nh + 9], 4
     if skb.protocol == ETH_P_IPV6:
         if skb.headlen() < 40 or buf[nh] >> 4 != 6:
             return "ipv6_rcv:bad_header"
@@ -89,23 +92,45 @@ def ip_rcv(skb: SkBuff) -> tuple[int, bytes, bytes, int] | str:
         if skb.ip_summed == CHECKSUM_COMPLETE:
             skb.csum = csum_sub(skb.csum, csum_partial(buf, start, l4))
         skb.transport_header = skb.data
-        return proto, bytes(buf[nh + 8 : nh + 24]), bytes(buf[nh + 24 : nh + 40]), 6
+        return proto, 6
     return "netif_receive_skb:not_ip"
 
 
-def __skb_checksum_validate(skb: SkBuff, complete: bool, zero_okay: bool, check: int, psum: int) -> int:
+def inet_compute_pseudo(skb: SkBuff, proto: int) -> int:
+    """Pseudo-header sum over the IPv4 header's addresses, ``skb->len`` and ``proto`` (not complemented).
+
+    Kernel: include/net/ip.h ``inet_compute_pseudo`` (``csum_tcpudp_nofold`` of ``ip_hdr(skb)``'s addresses).
+    """
+    return pseudo_at(skb.buf, skb.network_header + 12, 8, skb.len, proto)
+
+
+def ip6_compute_pseudo(skb: SkBuff, proto: int) -> int:
+    """IPv6 variant. Kernel: include/net/ip6_checksum.h ``ip6_compute_pseudo`` (``csum_ipv6_magic``)."""
+    return pseudo_at(skb.buf, skb.network_header + 8, 32, skb.len, proto)
+
+
+def __skb_checksum_validate(
+    skb: SkBuff,
+    proto: int,
+    complete: bool,
+    zero_okay: bool,
+    check: int,
+    compute_pseudo: Callable[[SkBuff, int], int],
+) -> int:
     """Normal-path checksum init/validate; returns 0 when good or deferred.
 
     Kernel: include/linux/skbuff.h ``__skb_checksum_validate`` (+ ``_needed``, ``_complete``): clears
     ``csum_valid``; UNNECESSARY (or a zero checksum when allowed) is "not needed" and consumes one level;
     COMPLETE is checked against ``skb->csum``; otherwise ``csum`` := pseudo and the sum is done now only when
-    ``complete`` or the packet is at most CHECKSUM_BREAK (76) bytes.
+    ``complete`` or the packet is at most CHECKSUM_BREAK (76) bytes. ``compute_pseudo(skb, proto)`` is called
+    only when the checksum is checked, as the kernel's macro does.
     """
     skb.csum_valid = 0
     if skb_csum_unnecessary(skb) or (zero_okay and not check):
         skb.csum_valid = 1
         __skb_decr_checksum_unnecessary(skb)
         return 0
+    psum = compute_pseudo(skb, proto)
     if skb.ip_summed == CHECKSUM_COMPLETE and csum_fold(csum_add(psum, skb.csum)) == 0:
         skb.csum_valid = 1
         return 0
@@ -116,15 +141,14 @@ def __skb_checksum_validate(skb: SkBuff, complete: bool, zero_okay: bool, check:
     return 0
 
 
-def udp_rcv(
-    skb: SkBuff, saddr: bytes, daddr: bytes, family: int, sockets: dict[int, UdpTunnelSock]
-) -> tuple[UdpTunnelSock | str, int]:
+def udp_rcv(skb: SkBuff, family: int, sockets: dict[int, UdpTunnelSock]) -> tuple[UdpTunnelSock | str, int]:
     """UDP input: length checks, trim, ``udp4_csum_init``, socket lookup, convert, encap checksum check.
 
     Kernel: net/ipv4/udp.c ``__udp4_lib_rcv`` → ``udp_unicast_rcv_skb`` → ``udp_queue_rcv_one_skb`` (same steps
-    in net/ipv6/udp.c). Returns ``(tunnel socket, software-summed bytes)`` with ``skb->data`` at the UDP header,
-    or ``(drop reason string, software-summed bytes)`` ("udp_rcv:no_socket" for non-tunnel datagrams): bytes
-    summed before a checksum drop count as work done.
+    in net/ipv6/udp.c); ``family`` (4 or 6) is the IP header's at ``skb->network_header``. Returns ``(tunnel
+    socket, software-summed bytes)`` with ``skb->data`` at the UDP header, or ``(drop reason string,
+    software-summed bytes)`` ("udp_rcv:no_socket" for non-tunnel datagrams): bytes summed before a checksum drop
+    count as work done.
     """
     buf = skb.buf
     u = skb.data
@@ -135,12 +159,11 @@ def udp_rcv(
     if ulen > skb.len or ulen < 8:
         return "udp_rcv:short_packet", 0
     pskb_trim_rcsum(skb, ulen)
-    pseudo = pseudo4 if family == 4 else pseudo6
-    psum = pseudo(saddr, daddr, skb.len, 17)
+    compute_pseudo = inet_compute_pseudo if family == 4 else ip6_compute_pseudo
     sw = 0
     # udp4_csum_init: skb_checksum_init_zero_check
     before = skb.csum_complete_sw
-    verdict = __skb_checksum_validate(skb, False, True, check, psum)
+    verdict = __skb_checksum_validate(skb, 17, False, True, check, compute_pseudo)
     if skb.csum_complete_sw and not before:
         sw += skb.len
     if verdict:
@@ -156,9 +179,10 @@ def udp_rcv(
     if family == 6 and not check and not sk.no_check6_rx:
         # __udp6_lib_rcv: a zero UDPv6 checksum only for sockets with no_check6_rx (udp6zerocsumrx), RFC 6936
         return "udp6_csum_zero_error", sw
-    # udp_unicast_rcv_skb: every UDP tunnel socket has convert_csum (setup_udp_tunnel_sock)
+    # udp_unicast_rcv_skb: every UDP tunnel socket has convert_csum (setup_udp_tunnel_sock);
+    # skb_checksum_try_convert
     if check and skb.ip_summed == CHECKSUM_NONE and skb.csum_valid:
-        skb.csum = ~psum & 0xFFFF
+        skb.csum = ~compute_pseudo(skb, 17) & 0xFFFF
         skb.ip_summed = CHECKSUM_COMPLETE
     # udp_queue_rcv_one_skb: verify checksum before giving to encap
     if not skb_csum_unnecessary(skb):

@@ -18,6 +18,8 @@ features off), FDB learning, the source-MAC loop check (the device MAC is not mo
 
 from __future__ import annotations
 
+import struct
+
 from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, TUNNEL_VXLAN_OPT
 from .eth import eth_gro_complete, eth_gro_receive
@@ -27,6 +29,7 @@ from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
 from .udp_tunnel import UdpTunnelSock
 
 VXLAN_HLEN = 16  #: UDP + VXLAN header, bytes
+_VXLANHDR = struct.Struct("!II")  # struct vxlanhdr: vx_flags, vx_vni (host order)
 VXLAN_HF_VNI = 0x08000000
 #: include/net/vxlan.h, as host-order values of the first header word: the G flag, every bit the GBP parser consumes
 #: (``VXLAN_GBP_USED_BITS``: G and the low 24 bits), and the ``struct vxlan_metadata`` ``gbp`` bits (D, A, policy ID)
@@ -98,8 +101,7 @@ def vxlan_rcv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     u = skb.data
     if skb.headlen() < VXLAN_HLEN + ETH_HLEN:
         return "vxlan_rcv:short"
-    flags = int.from_bytes(buf[u + 8 : u + 12], "big")
-    vni_word = int.from_bytes(buf[u + 12 : u + 16], "big")
+    flags, vni_word = _VXLANHDR.unpack_from(buf, u + 8)
     if not flags & VXLAN_HF_VNI:
         return "vxlan_rcv:no_vni_flag"
     unparsed = flags & ~VXLAN_HF_VNI
