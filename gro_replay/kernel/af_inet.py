@@ -22,7 +22,7 @@ from .skbuff import ETH_P_IP, SkBuff
 IP_DF = 0x4000
 IP_MF = 0x2000
 IP_OFFSET = 0x1FFF
-_IPH = struct.Struct("!BBHHHBBH4s4s")  # ver_ihl tos tot_len id frag_off ttl protocol check saddr daddr
+_IPH = struct.Struct("!BBHHHBBH8s")  # ver_ihl tos tot_len id frag_off ttl protocol check saddr+daddr
 _H = struct.Struct("!H")
 
 
@@ -44,7 +44,7 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
         return None
     base = skb.data + off
     buf = skb.buf
-    ver_ihl, tos, tot_len, ip_id, frag_off, ttl, proto, _check, saddr, daddr = _IPH.unpack_from(buf, base)
+    ver_ihl, tos, tot_len, ip_id, frag_off, ttl, proto, _check, addrs = _IPH.unpack_from(buf, base)
     ops = k.inet_offloads.get(proto)
     if ops is None:
         cb.why = R.at_header(R.INET_NO_OFFLOAD, cb.encap_mark)
@@ -56,10 +56,9 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
         cb.why = R.at_header(R.INET_CSUM, cb.encap_mark)
     else:
         cb.proto = proto
-        flush = int((tot_len != skb.len - off) or (frag_off & ~IP_DF & 0xFFFF) != 0)
+        flush = 1 if tot_len != skb.len - off or frag_off & ~IP_DF & 0xFFFF else 0
         if flush:
             cb.why = R.at_header(R.INET_TOT_LEN, cb.encap_mark)
-        addrs = saddr + daddr
         if k.model.l3_flush_in_tcp:
             for p in head:
                 if not p.cb.same_flow:
