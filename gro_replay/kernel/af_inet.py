@@ -23,7 +23,6 @@ IP_DF = 0x4000
 IP_MF = 0x2000
 IP_OFFSET = 0x1FFF
 _IPH = struct.Struct("!BBHHHBBH8s")  # ver_ihl tos tot_len id frag_off ttl protocol check saddr+daddr
-_H = struct.Struct("!H")
 
 
 def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: C901, PLR0915 - net/ipv4/af_inet.c inet_gro_receive is one C function, kept in its order
@@ -73,18 +72,18 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
                 pcb = p.cb
                 if not pcb.same_flow:
                     continue
-                b2 = p.data + off
-                pbuf = p.buf
-                if pbuf[b2 + 9] != proto or pbuf[b2 + 12 : b2 + 20] != addrs:
+                b2 = p.data + off  # iph2
+                _v2, tos2, _l2, id2, frag_off2, ttl2, proto2, _c2, addrs2 = _IPH.unpack_from(p.buf, b2)
+                if proto2 != proto or addrs2 != addrs:
                     pcb.same_flow = 0
                     continue
                 # All fields must match except length and checksum.
-                if pbuf[b2 + 8] != ttl or pbuf[b2 + 1] != tos or (pbuf[b2 + 6] << 8 & IP_DF) != df:
+                if ttl2 != ttl or tos2 != tos or (frag_off2 & IP_DF) != df:
                     pcb.flush |= 1
                     pcb.why = R.IP_TTL_TOS_DF
                     pcb.l3_why |= R.L3_FIELDS << (R.L3_INNER_SHIFT * cb.encap_mark)  # observation only
                 pcb.flush |= flush
-                flush_id = (ip_id - _H.unpack_from(pbuf, b2 + 4)[0]) & 0xFFFF
+                flush_id = (ip_id - id2) & 0xFFFF
                 tally = _skbuff.id_tally is not None  # observation only (sim/runs.py)
                 if not pcb.is_atomic or not df:
                     flush_id ^= pcb.count

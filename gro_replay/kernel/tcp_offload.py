@@ -43,6 +43,7 @@ TCP_FLAG_FIN = 0x00010000
 _FLAGS_MUST_MATCH = ~(TCP_FLAG_FIN | TCP_FLAG_PSH) & 0xFFFFFFFF
 _FLAGS_MUST_MATCH_PRE_ACCECN = ~(TCP_FLAG_CWR | TCP_FLAG_FIN | TCP_FLAG_PSH) & 0xFFFFFFFF
 _TCPH = struct.Struct("!HHIIIHH")  # source dest seq ack_seq flag_word(doff|flags|window) check urg_ptr
+_PORTS = struct.Struct("!I")  # source and dest as one word
 
 
 def _network_flush(skb: SkBuff, p: SkBuff) -> int:
@@ -114,9 +115,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
     for q in head:
         if not q.cb.same_flow:
             continue
-        t2 = q.transport_header
-        qb = q.buf
-        if ((qb[t2] << 24) | (qb[t2 + 1] << 16) | (qb[t2 + 2] << 8) | qb[t2 + 3]) != ports:
+        if _PORTS.unpack_from(q.buf, q.transport_header)[0] != ports:  # *(u32 *)&th2->source
             q.cb.same_flow = 0
             continue
         p = q
