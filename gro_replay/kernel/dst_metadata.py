@@ -40,6 +40,8 @@ layout only, not which skbs compare equal.
 
 from __future__ import annotations
 
+import struct
+
 from .model import KernelModel
 
 #: ``tun_flags`` bits (include/net/ip_tunnels.h; the pre-6.10 __be16 values, used here only as distinct bits)
@@ -52,6 +54,7 @@ TUNNEL_GENEVE_OPT = 0x0800
 TUNNEL_VXLAN_OPT = 0x1000
 
 IP_DF = 0x4000
+_UDPH = struct.Struct("!HHHH")  # struct udphdr: source dest len check
 
 
 def udp_tun_rx_dst(
@@ -67,7 +70,8 @@ def udp_tun_rx_dst(
     Kernel: net/ipv4/udp_tunnel_core.c ``udp_tun_rx_dst`` → include/net/dst_metadata.h ``ip_tun_rx_dst`` /
     ``ipv6_tun_rx_dst``; a9888628cb2c for the DF bit (``KernelModel.ip_tun_rx_dst_sets_df``).
     """
-    if (buf[uh + 6] | buf[uh + 7]) != 0:
+    sport, dport, _len, check = _UDPH.unpack_from(buf, uh)
+    if check:
         tun_flags |= TUNNEL_CSUM
     if buf[nh] >> 4 == 4:
         if model.ip_tun_rx_dst_sets_df and buf[nh + 6] << 8 & IP_DF:
@@ -82,6 +86,4 @@ def udp_tun_rx_dst(
             buf[nh + 7],
             w & 0xFFFFF,
         )
-    sport = (buf[uh] << 8) | buf[uh + 1]
-    dport = (buf[uh + 2] << 8) | buf[uh + 3]
     return (family, addrs, tos, ttl, label, sport, dport, tun_flags, vni, opts)

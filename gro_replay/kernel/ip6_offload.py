@@ -10,6 +10,8 @@ Left out: the recursion counter; extension headers other than hop-by-hop, routin
 
 from __future__ import annotations
 
+import struct
+
 from ..packet.csum import pseudo_at
 from . import reasons as R
 from . import skbuff as _skbuff
@@ -21,6 +23,7 @@ NEXTHDR_ROUTING = 43
 NEXTHDR_FRAGMENT = 44
 NEXTHDR_DEST = 60
 _EXTHDRS = (NEXTHDR_ROUTING, NEXTHDR_DEST)  # registered with INET6_PROTO_GSO_EXTHDR (exthdrs_offload.c)
+_WORD = struct.Struct("!I")  # the first header word: version, traffic class, flow label
 
 
 def ipv6_gso_pull_exthdrs(skb: SkBuff, start: int, proto: int) -> tuple[int, int]:
@@ -62,7 +65,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     cb.network_offsets[cb.encap_mark] = off
     skb.network_header = base
     payload_len = (buf[base + 4] << 8) | buf[base + 5]
-    own = int(payload_len != skb.len - off - 40)
+    own = 1 if payload_len != skb.len - off - 40 else 0
     flush += own
     proto = buf[base + 6]
     ops = k.inet6_offloads.get(proto)
@@ -81,7 +84,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     if own:
         cb.why = R.at_header(R.IPV6_PAYLOAD_LEN, cb.encap_mark)
     nlen = l4 - base
-    w1 = int.from_bytes(buf[base : base + 4], "big")
+    w1 = _WORD.unpack_from(buf, base)[0]
     addrs = buf[base + 8 : base + 40]
     hop_limit = buf[base + 7]
     nexthdr = buf[base + 6]
@@ -91,7 +94,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
             continue
         b2 = p.data + off
         pbuf = p.buf
-        first_word = w1 ^ int.from_bytes(pbuf[b2 : b2 + 4], "big")
+        first_word = w1 ^ _WORD.unpack_from(pbuf, b2)[0]
         if model.ipv6_hop_limit_flushes or model.l3_flush_in_tcp:
             nh_differs = pbuf[b2 + 6] != nexthdr
         else:
@@ -130,7 +133,7 @@ def ipv6_gro_flush(iph: int, iph2: int, skb_buf: bytes | bytearray, pbuf: bytes 
 
     Kernel: include/net/gro.h ``ipv6_gro_flush``.
     """
-    w = int.from_bytes(skb_buf[iph : iph + 4], "big") ^ int.from_bytes(pbuf[iph2 : iph2 + 4], "big")
+    w = _WORD.unpack_from(skb_buf, iph)[0] ^ _WORD.unpack_from(pbuf, iph2)[0]
     return R.L3_V6 if (w & 0x0FF00000) | (skb_buf[iph + 7] ^ pbuf[iph2 + 7]) else 0
 
 

@@ -9,6 +9,7 @@ the tunnel port table, UDP-Lite, ICMP errors.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo_at
@@ -25,6 +26,9 @@ from .skbuff import (
     skb_csum_unnecessary,
 )
 from .udp_tunnel import UdpTunnelSock
+
+_IPH = struct.Struct("!BBHHHBB")  # struct iphdr up to protocol: ver_ihl tos tot_len id frag_off ttl protocol
+_UDPH = struct.Struct("!HHHH")  # struct udphdr: source dest len check
 
 
 def pskb_trim_rcsum(skb: SkBuff, length: int) -> None:
@@ -60,21 +64,20 @@ def ip_rcv(skb: SkBuff) -> tuple[int, int] | str:
     if skb.protocol == ETH_P_IP:
         if skb.headlen() < 20:
             return "ip_rcv:short"
-        ihl = (buf[nh] & 0x0F) * 4
-        if buf[nh] >> 4 != 4 or ihl < 20 or skb.headlen() < ihl:
+        ver_ihl, _tos, tot_len, _id, frag_off, _ttl, protocol = _IPH.unpack_from(buf, nh)
+        ihl = (ver_ihl & 0x0F) * 4
+        if ver_ihl >> 4 != 4 or ihl < 20 or skb.headlen() < ihl:
             return "ip_rcv:bad_header"
         if ip_fast_csum(buf, nh, ihl >> 2):
             return "ip_rcv:csum_error"
-        tot_len = (buf[nh + 2] << 8) | buf[nh + 3]
         if skb.len < tot_len or tot_len < ihl:
             return "ip_rcv:bad_length"
         pskb_trim_rcsum(skb, tot_len)
-        frag = ((buf[nh + 6] << 8) | buf[nh + 7]) & 0x3FFF
-        if frag:
+        if frag_off & 0x3FFF:  # ip_is_fragment: MF or a fragment offset
             return "ip_local_deliver:fragment_not_reassembled"
         skb.pull(ihl)  # a valid IPv4 header sums to zero: no checksum adjustment
         skb.transport_header = skb.data
-        return buf[nh + 9], 4
+        return protocol, 4
     if skb.protocol == ETH_P_IPV6:
         if skb.headlen() < 40 or buf[nh] >> 4 != 6:
             return "ipv6_rcv:bad_header"
@@ -154,8 +157,7 @@ def udp_rcv(skb: SkBuff, family: int, sockets: dict[int, UdpTunnelSock]) -> tupl
     u = skb.data
     if skb.headlen() < 8:
         return "udp_rcv:short", 0
-    ulen = (buf[u + 4] << 8) | buf[u + 5]
-    check = (buf[u + 6] << 8) | buf[u + 7]
+    _source, dest, ulen, check = _UDPH.unpack_from(buf, u)
     if ulen > skb.len or ulen < 8:
         return "udp_rcv:short_packet", 0
     pskb_trim_rcsum(skb, ulen)
@@ -172,8 +174,7 @@ def udp_rcv(skb: SkBuff, family: int, sockets: dict[int, UdpTunnelSock]) -> tupl
         if skb.csum_complete_sw:
             return "udp_rcv:csum_error", sw
         skb.ip_summed = CHECKSUM_NONE  # skb_checksum_complete_unset: hardware said bad, check in software
-    dport = (buf[u + 2] << 8) | buf[u + 3]
-    sk = sockets.get(dport)
+    sk = sockets.get(dest)
     if sk is None:
         return "udp_rcv:no_socket", sw
     if family == 6 and not check and not sk.no_check6_rx:
