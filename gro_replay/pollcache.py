@@ -54,10 +54,11 @@ from .sim.deltas import PollCache, counters, delta, idle
 from .sim.ingest import Frame
 from .sim.poll_keys import BlockKeys, KnownPolls
 
-#: bytes read per block (a module attribute so that tests can force many block boundaries); 2 MB: the same CPU time
-#: as 8 MB on the benchmark captures, and the per-block numpy temporaries stay small (peak RSS 75 instead of 106 MB
-#: on the 200k-frame overlay-node mix)
-BLOCK = 2 << 20
+#: bytes read per block (a module attribute so that tests can force many block boundaries), of at most
+#: capture/chunks.py ``RECORDS`` (4,096) records: 4 MB, ~2,700 bulk frames or ~4,100 of the overlay-node mix, 12 %
+#: less CPU than 2 MB on both (fewer blocks: each costs ~1 ms of numpy calls whatever its size) for 3-7 MB more peak
+#: RSS; 8 MB is no faster (the block no longer stays in cache between its passes) and holds 10 MB more
+BLOCK = 4 << 20
 #: distinct poll keys kept (each key is ~16 KiB for a full poll): bounds the cache to ~32 MiB
 MAX_KEYS = 2048
 #: delivery events kept over all keys when an observer needs them (~250 bytes each: bounds them to ~64 MiB)

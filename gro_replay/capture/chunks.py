@@ -34,6 +34,9 @@ _NS = 1_000_000_000
 _REC_LEN = 16
 #: a run of equal-caplen records shorter than this is walked one record at a time
 _MIN_RUN = 16
+#: records per chunk at most (``PcapChunks``, ``PcapngChunks``): what a block's columns and the batch engine's
+#: per-frame arrays hold grows with its records, not its bytes (a block of small frames holds more of them)
+RECORDS = 4096
 
 
 @dataclass
@@ -127,13 +130,15 @@ class PcapChunks:
     chunk's buffer (records the caller did not process, plus the incomplete tail; ``keep=None``: the previous
     chunk's ``end``), followed by newly read bytes. None when the file and the kept bytes hold no complete record.
     A chunk's ``buf`` is valid until the next call (the buffer is reused; copy what must outlive it).
+    A chunk holds at most ``records`` records (the next ones stay in the buffer for the next call; a caller that
+    keeps all of them gets twice as many, and a larger buffer, the next time).
     A record cut short at end of file is counted in ``capture.truncated_records`` (as ``Capture`` iteration
     does) when ``next`` reaches it; a complete record longer than the file header's snaplen in
     ``capture.caplen_over_snaplen`` the first time a chunk holds it (records kept are not counted again).
     Raises: CaptureError for a record claiming more than MAX_CAPLEN bytes and for read errors.
     """
 
-    def __init__(self, capture: CaptureFile, block: int = 4 << 20) -> None:
+    def __init__(self, capture: CaptureFile, block: int = 4 << 20, records: int = RECORDS) -> None:
         if not self.supported(capture):
             raise ValueError("PcapChunks reads classic pcap only")
         self.capture = capture
@@ -147,6 +152,11 @@ class PcapChunks:
         self._file_off = capture._offset  # file offset of _buf[_fill]
         self._counted = capture._offset  # file offset after the last record counted in caplen_over_snaplen
         self._eof = False
+        self._records = records
+        self._first = 0  # offset in _buf of the last chunk's first record
+        self._count = 0  # its records
+        self._took = 0  # its bytes
+        self._capped = False  # it stopped at ``_records``: complete records may follow it in the buffer
 
     @staticmethod
     def supported(capture: CaptureFile) -> bool:
@@ -158,46 +168,62 @@ class PcapChunks:
         return _read_into(self.capture, view)
 
     def next(self, keep: int | None = None) -> RecordChunk | None:
-        cap = self.capture
-        buf = self._buf
         keep = self._end if keep is None else keep
+        need = 0  # records the chunk must hold more than
+        if keep == self._first and keep < self._end:
+            # the caller consumed nothing (an unfinished poll fills the chunk): twice as many records, and more
+            # than it had (a larger buffer when they do not fit)
+            self._records *= 2
+            need = self._count
+        if not (self._capped and self._fill - keep >= self._took):
+            keep = self._refill(
+                keep
+            )  # not as much left as the last chunk took: moved to the front, more read
+        while True:
+            chunk = self._walk(self._buf, keep, self._fill, self._file_off - self._fill, self._records)
+            if len(chunk) > need or self._eof:
+                break
+            keep = self._refill(keep, grow=True)  # a record larger than what the buffer holds
+        fill = self._fill
+        self._first, self._end, self._count = keep, chunk.end, len(chunk)
+        self._capped = not chunk.eof and len(chunk) >= self._records
+        self._took = chunk.end - keep
+        if chunk.eof and chunk.end < fill:
+            self.capture.truncated_records = 1  # the cut record is counted, never returned
+        if not len(chunk):
+            return None
+        self._count_over_snaplen(chunk, self._file_off - fill)
+        return chunk
+
+    def _refill(self, keep: int, grow: bool = False) -> int:
+        """Move the buffer's bytes from ``keep`` to its front (twice as large a buffer with ``grow`` when they fill
+        it) and read until it is full or the stream ends (a pipe or FIFO returns what it holds: only a read of 0
+        bytes is the end); returns where the kept bytes now start (0)."""
+        buf = self._buf
         rest = self._fill - keep
-        if rest and keep == 0 and not self._eof:
-            # the caller consumed nothing (an unfinished poll fills the buffer): read into a larger one
-            self._buf = buf = buf + bytes(len(buf))
-        elif rest:
+        if keep:
             buf[:rest] = buf[keep : self._fill]
         fill = rest
-        while True:
-            # fill the buffer: a pipe or FIFO returns what it holds (a short read); only a read of 0 bytes is the
-            # end of the stream
-            view = memoryview(buf)
+        if grow and fill == len(buf) and not self._eof:
+            self._buf = buf = buf + bytes(len(buf))
+        view = memoryview(buf)
+        try:
             while not self._eof and fill < len(buf):
                 try:
                     got = self._read_into(view[fill:])
                 except (OSError, zlib.error) as e:
-                    view.release()
                     # named at the record being read, as the record reader names it
-                    at = self._file_off - fill + self._walk(buf, fill, self._file_off - fill).end
-                    raise cap._read_error(e, at) from None
+                    at = self._file_off - fill + self._walk(buf, 0, fill, self._file_off - fill, None).end
+                    raise self.capture._read_error(e, at) from None
                 if not got:
                     self._eof = True
                     break
                 fill += got
                 self._file_off += got
+        finally:
             view.release()
-            chunk = self._walk(buf, fill, self._file_off - fill)
-            if len(chunk) or self._eof:
-                break
-            self._buf = buf = buf + bytes(len(buf))  # a record larger than the buffer: grow it
-        self._fill = fill
-        self._end = chunk.end
-        if self._eof and chunk.end < fill:
-            cap.truncated_records = 1  # the cut record is counted, never returned
-        if not len(chunk):
-            return None
-        self._count_over_snaplen(chunk, self._file_off - fill)
-        return chunk
+            self._fill = fill
+        return 0
 
     def _count_over_snaplen(self, chunk: RecordChunk, file_base: int) -> None:
         """Count the records of ``chunk`` (``file_base``: file offset of its ``buf[0]``) not counted before (the
@@ -206,8 +232,9 @@ class PcapChunks:
         self.capture.caplen_over_snaplen.add_records(self.capture.snaplens[0], chunk.caplen[fresh])
         self._counted = max(self._counted, file_base + chunk.end)
 
-    def _walk(self, buf: bytearray, n: int, file_base: int) -> RecordChunk:
-        """Find the complete records in ``buf[:n]`` (``file_base``: file offset of ``buf[0]``).
+    def _walk(self, buf: bytearray, start: int, n: int, file_base: int, limit: int | None) -> RecordChunk:
+        """Find the complete records in ``buf[start:n]`` (``file_base``: file offset of ``buf[0]``), the first
+        ``limit`` of them (None: all).
 
         Records are walked one at a time (a record's size is in its header) until ``_MIN_RUN`` in a row have the
         same caplen; the records that follow at that stride with that caplen are then found with one vectorised
@@ -219,10 +246,11 @@ class PcapChunks:
         # runs (first offset, stride, records) and records walked one at a time (got[:k] as (k, 0, 0)), in order
         parts: list[tuple[int, int, int]] = []
         got: list[int] = []  # offsets of the records walked one at a time
-        off = 0
+        off = start
         last = -1
         same = 0
-        while off + _REC_LEN <= n:
+        left = n if limit is None else limit  # records still to find (each takes 16 bytes or more)
+        while off + _REC_LEN <= n and left:
             c = caplen_at(buf, off + 8)[0]
             if c > MAX_CAPLEN:
                 raise self._corrupt(file_base + off, c)
@@ -236,14 +264,16 @@ class PcapChunks:
                 same += 1
                 if same >= _MIN_RUN:
                     # a run of records of one size: the records that follow at this stride with this caplen
-                    m = stride_prefix(a, off + 8, step, (n - off) // step, u32, c)
+                    m = stride_prefix(a, off + 8, step, min((n - off) // step, left), u32, c)
                     parts.append((len(got), 0, 0))
                     parts.append((off, step, m))
                     off += step * m
+                    left -= m
                     last = -1
                     continue
             got.append(off)
             off += step
+            left -= 1
         parts.append((len(got), 0, 0))
         # the record headers (sec, frac, caplen, len) as columns: a run's at its stride, the others gathered
         walked = np.array(got, dtype=np.int64)
@@ -265,7 +295,9 @@ class PcapChunks:
         else:
             rec, f32 = np.zeros(0, np.int64), np.zeros((0, 4), np.int64)
         ts = f32[:, 0] * _NS + f32[:, 1] * self._frac_ns
-        return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, self._eof)
+        # the end of the file is the end of the chunk only when the limit did not stop the walk
+        eof = self._eof and left > 0
+        return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, eof)
 
     def _corrupt(self, file_off: int, caplen: int) -> CaptureError:
         return self.capture._corrupt(file_off, f"caplen {caplen} > {MAX_CAPLEN}")

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .chunks import _MIN_RUN, CaptureFile, RecordChunk, _read_into, stride_prefix
+from .chunks import _MIN_RUN, RECORDS, CaptureFile, RecordChunk, _read_into, stride_prefix
 from .pcapng import (
     _MAX_BLOCK_LEN,
     _NG_BLK,
@@ -78,12 +78,13 @@ class PcapngChunks:
     ``Capture.all_interfaces``) and link type; records kept by the caller (``next(keep)``) are returned again
     without their blocks being walked twice.
     Each record walked that is longer than its interface's snaplen is counted in ``capture.caplen_over_snaplen``.
+    A chunk holds at most ``records`` records (the blocks after them are walked by the next call).
     A block cut short at end of file is counted in ``capture.truncated_records``; a corrupt block raises
     CaptureError (with the reference's message and offset) after the records before it were returned.
     Raises: CaptureError for corrupt blocks, unsupported versions and read errors.
     """
 
-    def __init__(self, capture: PcapngCaptureFile, block: int = 4 << 20) -> None:
+    def __init__(self, capture: PcapngCaptureFile, block: int = 4 << 20, records: int = RECORDS) -> None:
         if capture.format != "pcapng":
             raise ValueError("PcapngChunks reads pcapng only")
         self.capture = capture
@@ -101,6 +102,10 @@ class PcapngChunks:
         #: sets ``iface_base`` to each record's section as it yields records walked before a new section began)
         self._iface_base = capture.iface_base
         self._size = block
+        self._records = records
+        #: the last walk stopped after ``records`` records (more may follow in the buffer), and the bytes it walked
+        self._capped = False
+        self._took = 0
 
     def next(self, keep: int | None = None) -> RecordChunk | None:
         if self._error is not None:
@@ -108,26 +113,32 @@ class PcapngChunks:
             raise err
         last = self._last
         pieces: list[tuple] = []
-        if last is None:
-            keep = self._pos if keep is None else keep
-        else:
+        keep = (self._pos if last is None else last.end) if keep is None else keep
+        # the blocks after the last walk's are walked where they are when it stopped at its limit and as many
+        # bytes are left as it took; else what is kept moves to the front and the buffer is filled
+        in_place = self._capped and self._fill - self._pos >= self._took
+        shift = 0 if in_place else keep
+        if last is not None:
             assert last.starts is not None
-            keep = last.end if keep is None else keep
             k = int(np.searchsorted(last.starts, keep))
             if k < len(last):
                 pieces.append(
                     (
-                        last.starts[k:] - keep,
-                        last.data[k:] - keep,
+                        last.starts[k:] - shift,
+                        last.data[k:] - shift,
                         last.caplen[k:],
                         last.origlen[k:],
                         last.ts_ns[k:],
                         last.iface[k:],  # type: ignore[index]
                     )
                 )
-        self._drop(keep)
+        if not in_place:
+            self._drop(keep)
+        walked_from = self._pos
         while True:
-            self._read()
+            if not in_place:
+                self._read()
+            in_place = False
             got = self._walk()
             pieces.extend(got)
             if got or self._eof or self._error is not None:
@@ -140,8 +151,9 @@ class PcapngChunks:
                 self._pos = end
             elif self._fill == len(self._buf):
                 self._buf += bytes(len(self._buf))
+        self._took = self._pos - walked_from
         cap = self.capture
-        if self._eof and self._error is None and (self._skip or self._pos < self._fill):
+        if self._eof and self._error is None and not self._capped and (self._skip or self._pos < self._fill):
             cap.truncated_records = 1  # the cut block is counted, never returned
         if not pieces:
             self._last = None
@@ -158,7 +170,7 @@ class PcapngChunks:
             origlen,
             ts,
             self._pos,
-            self._eof and self._error is None,
+            self._eof and self._error is None and not self._capped,
             lt,
             starts,
             iface,
@@ -215,16 +227,21 @@ class PcapngChunks:
         runs: list[np.ndarray] = []  # enhanced packet blocks not yet in a piece: runs, then single offsets
         singles: list[int] = []
         slow = 0
+        left = self._records  # records still to walk in this chunk
+        self._capped = False
         a = np.frombuffer(buf, np.uint8, count=n)
         try:
             order = cap._order
             blk = _NG_BLK[order].unpack_from
             while off + 8 <= n:
+                if left <= 0:
+                    self._capped = True
+                    break
                 t, size = blk(buf, off)
                 if t == _PCAPNG_EPB:
                     if size & 3 or size > _MAX_BLOCK_LEN or size < 32:
                         raise cap._corrupt(base + off, f"block length {size}")
-                    k = (n - off) // size
+                    k = min((n - off) // size, left)
                     if k == 0:
                         break
                     if k >= _MIN_RUN and slow <= 0:
@@ -234,11 +251,13 @@ class PcapngChunks:
                             singles = []
                         runs.append(off + size * np.arange(m, dtype=np.int64))
                         off += size * m
+                        left -= m
                         if m < _MIN_RUN:
                             slow = _SLOW_WALK
                     else:
                         singles.append(off)
                         off += size
+                        left -= 1
                         slow -= 1
                     continue
                 offs = _gathered(runs, singles)
@@ -253,6 +272,7 @@ class PcapngChunks:
                         break
                     pieces.append(self._packet(buf, off, size, t, base))
                     off += size
+                    left -= 1
                     self._rec_end = off
                 elif t == _PCAPNG_SHB:
                     if off + 12 > n:
