@@ -104,3 +104,16 @@ def test_each_kernel_gets_its_own_rows_in_order():
     hand_over_kernels([_Stats(pre), _Stats(post)], rows)
     assert out1.getvalue() == "".join(LINES.splitlines(keepends=True)[:2])
     assert out2.getvalue() == LINES.splitlines(keepends=True)[2].replace("pre-fix ", "post-fix")
+
+
+def test_several_observers_see_each_skb_in_turn():
+    # two trace writers on one stream: each skb goes to every observer before the next skb, as on the reference
+    # path, where Observers is called once per skb (breaker's finding: the batch hand-over gave the first observer
+    # the whole poll first)
+    out = io.StringIO()
+    tagged, plain = TraceWriter(out, tag=True), TraceWriter(out, tag=False)
+    for w in (tagged, plain):
+        w.bind(_Input())
+    hand_over(Observers(tagged, plain), "pre-fix", ROWS[:2])
+    lines = LINES.splitlines(keepends=True)
+    assert out.getvalue() == lines[0] + lines[0][8:] + lines[1] + lines[1][8:]

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 from ..capture.writer import PCAP_TS_NS_MAX, PCAPNG_TS_NS_MAX, PcapngWriter, PcapWriter
 from ..project import __version__
-from .deliveries import hand_over
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -259,7 +258,9 @@ def open_device_pcaps(
 
 
 class Observers:
-    """Several ``on_deliver`` observers behind one callable (the replay takes one); forwards ``bind``."""
+    """Several ``on_deliver`` observers behind one callable (the replay takes one); forwards ``bind``. Each skb
+    goes to every observer before the next skb (observers may share a stream), so it takes deliveries one at a time
+    (no ``deliver_batch``: report/deliveries.py)."""
 
     def __init__(self, *observers) -> None:
         self.observers = [o for o in observers if o is not None]
@@ -284,8 +285,3 @@ class Observers:
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
         for o in self.observers:
             o(kernel, stage, dev, skb, now_ns)
-
-    def deliver_batch(self, kernel: str, rows: list) -> None:
-        """Many deliveries at once, to each observer in turn (report/deliveries.py ``hand_over``)."""
-        for o in self.observers:
-            hand_over(o, kernel, rows)
