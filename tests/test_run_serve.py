@@ -87,3 +87,41 @@ def test_length_counters_of_runs_added_together():
     assert st.bytes == 10_000 - 200 - 398 - 10
     ops.settle()
     assert st.bytes == 9_392
+
+
+def test_each_poll_is_marked_again_in_its_turn_only(tmp_path, monkeypatch):
+    # 500 polls (gap:3: each triple is one poll), each with a known run (flow a: one PSH frame) and a run never seen
+    # before (flow b: a random TCP window on its second frame): every poll records a run. Each poll's runs are
+    # looked up when the block is first marked and at most once more in its turn (breaker's finding: every poll
+    # left with an unknown run was marked again after each recording, quadratic in the block's polls)
+    import random
+
+    from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
+    from gro_replay.sim import run_serve
+
+    rng = random.Random(1)
+    a = FrameSpec(sport=40001, inner_src="192.168.1.11", payload=1)
+    b = FrameSpec(sport=40002, inner_src="192.168.1.12", payload=1, seq=7_000_000)
+    path, t = tmp_path / "new-runs.pcap", 1_000_000_000
+    with PcapWriter(path) as w:
+        for i in range(500):
+            w.write(t, build_frame(replace(a, flags=ACK | PSH, ip_id=i)))
+            a = replace(a, seq=a.seq + 1)
+            w.write(t + 100, build_frame(replace(b, flags=ACK, ip_id=2 * i)))
+            b = replace(b, seq=b.seq + 1 + rng.randrange(2, 1 << 20))
+            window = rng.randrange(1, 65535)
+            w.write(t + 200, build_frame(replace(b, flags=ACK | PSH, ip_id=2 * i + 1, window=window)))
+            b = replace(b, seq=b.seq + 1)
+            t += 10_000
+    looked = []
+    look_up = run_serve.RunServe._look_up
+
+    def counted(self, runs, lists, js, full, m):
+        looked.append(len(js))
+        return look_up(self, runs, lists, js, full, m)
+
+    monkeypatch.setattr(run_serve.RunServe, "_look_up", counted)
+    got, want, counts = _both(path, ReplayConfig())
+    assert got == want
+    assert counts["polls_composed"] == 500, counts
+    assert sum(looked) <= 2 * 2 * 500  # two runs a poll, looked up at most twice

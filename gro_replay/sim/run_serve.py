@@ -22,8 +22,9 @@ polls of a block together:
   (``FlowTracking._flow_changed`` settles that flow's counters).
 
 Any other poll goes to ``_compose``. Entries are only added within a block (``_block_runs`` forgets them between
-blocks), but a recording can make a key length-exact: after one (``_generation``), the polls left are marked again;
-and a poll not marked for a run then unknown is marked again when runs were recorded since.
+blocks), but a recording can make a key length-exact: after one (``_generation``), each poll left is marked again in
+its turn; and a poll not marked for a run then unknown, in its turn, when runs were recorded since (one poll at a
+time: a block whose every poll records a run is marked once per poll, not once per poll for each poll after it).
 """
 
 from __future__ import annotations
@@ -85,11 +86,12 @@ class RunServe:
         m = self._marks
         if m is None or m.block_runs is not block_runs:
             m = self._marks = _Marks(block_runs, sizes, new)
-        if m.generation != self._generation():
             self._servable(m, range(p, len(sizes)))
-        elif not m.ok[p] and m.unknown[p] and m.misses != self.runs.misses:
-            # runs recorded since: a run then unknown may be known now
-            self._servable(m, [q for q in range(p, len(sizes)) if m.unknown[q]])
+        elif (
+            m.generation[p] != self._generation()
+            or (not m.ok[p] and m.unknown[p] and m.misses[p] != self.runs.misses)
+        ):  # a key made length-exact since, or runs recorded since (a run then unknown may be known): this poll
+            self._servable(m, [p])
         if not m.ok[p]:
             return False
         placed: list = []
@@ -118,8 +120,8 @@ class RunServe:
         return True
 
     def _servable(self, m: _Marks, polls: Iterable[int]) -> None:
-        """Mark polls ``polls`` of ``m``'s block (module docstring): look their runs up, and check them together."""
-        self._settle_served()
+        """Mark polls ``polls`` of ``m``'s block (module docstring): look their runs up, and check them together.
+        The marks of the polls served already stay (their runs' entries are settled from them)."""
         polls = np.asarray([q for q in polls if m.new[q]], np.int64)
         js, at = m.runs_of(polls)
         nrun = np.diff(at)
@@ -154,10 +156,10 @@ class RunServe:
         some = np.flatnonzero(nrun > 0)
         if len(some) and polled.shape[1]:
             most[some] = np.maximum.reduceat(polled[ei], at[some], axis=0)
+        generation, misses = self._generation(), self.runs.misses
         for q, o, u, x in zip(polls.tolist(), ok.tolist(), unknown.tolist(), most.tolist(), strict=True):
             m.ok[q], m.unknown[q], m.most[q] = o, u, x
-        m.generation = self._generation()
-        m.misses = self.runs.misses
+            m.generation[q], m.misses[q] = generation, misses
 
     def _look_up(self, runs: Runs, lists: tuple, js: np.ndarray, full: list[bool], m: _Marks) -> list[int]:
         """Runs ``js`` looked up in their polls' contexts (``full``: per poll): each one's index in ``m.entries``
@@ -237,9 +239,9 @@ class RunServe:
 class _Marks:
     """The polls of one block ``_serve`` may answer (``_servable``), per poll: ``ok`` (may be served), ``unknown``
     (not, for a run not known when ``misses`` runs had been recorded), ``most`` (each cell's polls and full polls,
-    ``2 * cell`` and ``2 * cell + 1``); per run: ``ei``, its entry's index in ``entries`` (-1: unknown or not
-    looked up); each run's flows (``run_flows``) by number ``flows`` in ``tuples``; the ``generation`` the marks
-    were made in."""
+    ``2 * cell`` and ``2 * cell + 1``), the ``generation`` its mark was made in (-1: not marked); per run: ``ei``,
+    its entry's index in ``entries`` (-1: unknown or not looked up); each run's flows (``run_flows``) by number
+    ``flows`` in ``tuples``."""
 
     def __init__(self, block_runs: tuple, sizes: list[int], new: list[bool]) -> None:
         self.block_runs = block_runs
@@ -257,8 +259,8 @@ class _Marks:
         tuples: dict[tuple, int] = {}
         self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists[3]], np.int64)
         self.tuples = list(tuples)
-        self.generation = -1
-        self.misses = 0
+        self.generation = [-1] * n
+        self.misses = [0] * n
 
     def runs_of(self, polls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The runs of ``polls`` (int64 run indexes, poll by poll) and where each poll's begin among them (``at``:
