@@ -264,14 +264,13 @@ class LengthOps:
     lengths; ``settle()`` adds what the noted runs' counters add beyond the recorded run's (see the module
     docstring): each counter moves by its coefficients times the runs' length differences, summed over the runs."""
 
-    __slots__ = ("ops", "payload", "recorded", "due", "more")
+    __slots__ = ("ops", "payload", "recorded", "more")
 
     def __init__(self, ops: list, payload: np.ndarray) -> None:
         self.ops = ops
         self.payload = payload
         self.recorded = payload.tobytes()
-        self.due: list[bytes] = []
-        #: the summed length differences of the runs noted by ``add_runs`` (int64 per run position), or None
+        #: the summed length differences of the runs noted since ``settle`` (int64 per run position), or None
         self.more: np.ndarray | None = None
 
     def add(self, payload: bytes) -> bool:
@@ -279,8 +278,7 @@ class LengthOps:
         since ``settle`` that differs from the recorded run (the caller then settles this later)."""
         if payload == self.recorded:
             return False
-        self.due.append(payload)
-        return len(self.due) == 1 and self.more is None
+        return self.add_runs(np.frombuffer(payload, np.int64).reshape(1, -1))
 
     def add_runs(self, payloads: np.ndarray) -> bool:
         """``add`` for many runs at once: ``payloads`` int64 (runs, run positions). True when they are the first
@@ -288,21 +286,15 @@ class LengthOps:
         d = payloads.sum(axis=0) - len(payloads) * self.payload
         if not d.any():
             return False
-        first = self.more is None and not self.due
-        self.more = d if self.more is None else self.more + d
+        first = self.more is None
+        self.more = d if first else self.more + d
         return first
 
     def settle(self) -> None:
-        if not self.due and self.more is None:
-            return
-        d = np.zeros(len(self.payload), np.int64) if self.more is None else self.more
-        if self.due:
-            n = len(self.due)
-            d = d + np.frombuffer(b"".join(self.due), np.int64).reshape(n, -1).sum(axis=0) - n * self.payload
-        self.due.clear()
-        self.more = None
-        for obj, attr, coef in self.ops:
-            setattr(obj, attr, getattr(obj, attr) + int(coef @ d))
+        d, self.more = self.more, None
+        if d is not None:
+            for obj, attr, coef in self.ops:
+                setattr(obj, attr, getattr(obj, attr) + int(coef @ d))
 
 
 def length_ops(tally: list, position: dict[int, int], payload: np.ndarray) -> LengthOps | None:
