@@ -329,11 +329,10 @@ class PcapngChunks:
         Raises CaptureError at the first corrupt one (after appending those before it)."""
         cap = self.capture
         u32 = np.dtype(cap._order + "u4")
-        f = (
-            a[offs[:, None] + np.arange(_EPB_DATA)].view(u32).astype(np.int64)
-        )  # type, len, iface, hi, lo, cap, len
+        window = np.lib.stride_tricks.sliding_window_view
+        f = window(a, _EPB_DATA)[offs].view(u32).astype(np.int64)  # type, len, iface, hi, lo, cap, len
         size = f[:, 1]
-        trail = a[(offs + size - 4)[:, None] + np.arange(4)].view(u32)[:, 0].astype(np.int64)
+        trail = window(a, 4)[offs + size - 4].view(u32)[:, 0].astype(np.int64)
         iface, caplen = f[:, 2], f[:, 5]
         ifaces = cap._ifaces
         known = iface < len(ifaces)

@@ -239,12 +239,13 @@ def word_sums(buf: bytes, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     2)`` modulo 0xFFFF (``256 ** 2 = 65536 ≡ 1``): the frame's own big-endian weight when it starts at an odd
     offset, that weight times 256 (a byte swap) when it starts at an even one (``frame_sums``' equal-length runs
     are summed the same way)."""
-    a = np.frombuffer(buf, dtype=np.uint8)
     start = start.astype(np.int64)
     end = start + length.astype(np.int64)
     out = np.zeros(len(start), np.int64)
     if not len(start):
         return out
+    # the buffer up to the frames' end: reduceat's last sum runs to the end of what it is given
+    a = np.frombuffer(buf, dtype=np.uint8, count=int(end.max()))
     lo = np.minimum((start + 3) & ~3, end)  # the first whole aligned word (or the frame's end)
     hi = np.maximum(end & ~3, lo)  # after the last one
     w4 = a[: len(a) // 4 * 4].view("<u4")
