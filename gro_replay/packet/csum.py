@@ -98,7 +98,12 @@ def pseudo4(saddr: bytes | bytearray, daddr: bytes | bytearray, length: int, pro
     Computed as the value of the address bytes plus length and protocol, mod 0xFFFF (2^16 ≡ 1), a non-zero
     multiple of 0xFFFF giving 0xFFFF as end-around-carry folding does (see ``csum_partial``).
     """
-    s = int.from_bytes(saddr, "big") + int.from_bytes(daddr, "big") + length + proto
+    return _fold_pseudo(int.from_bytes(saddr, "big") + int.from_bytes(daddr, "big") + length + proto)
+
+
+def _fold_pseudo(s: int) -> int:
+    """A pseudo-header's value ``s`` (addresses as one number, plus length and protocol) as its 16-bit
+    one's-complement sum: mod 0xFFFF (2^16 ≡ 1), a non-zero multiple of 0xFFFF giving 0xFFFF."""
     return s % 0xFFFF or (0xFFFF if s else 0)
 
 
@@ -109,15 +114,13 @@ def pseudo6(saddr: bytes | bytearray, daddr: bytes | bytearray, length: int, pro
     Args: saddr/daddr: 16-byte addresses; length: L4 length in bytes; proto: next header number.
     Same arithmetic as ``pseudo4``.
     """
-    s = int.from_bytes(saddr, "big") + int.from_bytes(daddr, "big") + length + proto
-    return s % 0xFFFF or (0xFFFF if s else 0)
+    return _fold_pseudo(int.from_bytes(saddr, "big") + int.from_bytes(daddr, "big") + length + proto)
 
 
 def pseudo_at(buf: bytes | bytearray, addrs: int, addr_len: int, length: int, proto: int) -> int:
     """``pseudo4``/``pseudo6`` over the ``addr_len`` address bytes (8: IPv4 saddr+daddr, 32: IPv6) at ``addrs``
     in ``buf``: the same value without slicing the two addresses apart."""
-    s = int.from_bytes(buf[addrs : addrs + addr_len], "big") + length + proto
-    return s % 0xFFFF or (0xFFFF if s else 0)
+    return _fold_pseudo(int.from_bytes(buf[addrs : addrs + addr_len], "big") + length + proto)
 
 
 def l4_checksum_field(pseudo: int, buf: bytes | bytearray | memoryview, start: int, end: int) -> int:
