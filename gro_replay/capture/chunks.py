@@ -176,9 +176,8 @@ class PcapChunks:
             self._records *= 2
             need = self._count
         if not (self._capped and self._fill - keep >= self._took):
-            keep = self._refill(
-                keep
-            )  # not as much left as the last chunk took: moved to the front, more read
+            # not as much left as the last chunk took: moved to the front, more read
+            keep = self._refill(keep)
         while True:
             chunk = self._walk(self._buf, keep, self._fill, self._file_off - self._fill, self._records)
             if len(chunk) > need or self._eof:

@@ -240,6 +240,7 @@ def synth(
 ) -> None:
     """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap; ``-``: standard output)."""
     _check_given(mix is not None, output)
+    named = "standard output" if str(output) == "-" else output  # in the closing line
     if str(output) == "-":  # standard output, as every other command reads "-"; never a terminal
         if sys.stdout.isatty():
             raise click.UsageError(
@@ -287,9 +288,7 @@ def synth(
         raise click.UsageError(_option_words(exc)) from exc
     except OSError as exc:
         raise SynthInputError(failure_text("", str(output), exc.strerror or exc)) from exc
-    click.echo(
-        f"wrote {n} frames to {'standard output' if str(output) == '/dev/stdout' else output}", err=True
-    )
+    click.echo(f"wrote {n} frames to {named}", err=True)
 
 
 if __name__ == "__main__":
