@@ -197,15 +197,13 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     dev_ports = getattr(oracle, "tunnel_ports", {}) or {}
 
     def sim_name(d) -> str:
-        """The simulator's name of the kernel's device (kernel/kernel.py ``Kernel._add_tunnel``)."""
+        """The simulator's name of the kernel's device (``ReplayConfig.devices``; the first VXLAN device for a
+        tunnel device of no known port)."""
         if d.dev_role == "phys":
             return config.phys_dev
         port = dev_ports.get(d.dev)
-        if port is None or port in config.vxlan_ports[:1]:
-            return config.vxlan_dev
-        if port in config.geneve_ports:
-            return config.geneve_dev if port == config.geneve_ports[0] else f"{config.geneve_dev}-{port}"
-        return f"{config.vxlan_dev}-{port}"
+        tunnels = (name for name, stage, p in config.devices() if stage == "tunnel" and p == port)
+        return next(tunnels, config.vxlan_dev)
 
     # each device's deliveries are matched to the frames that can reach it: all for phys, a tunnel device's
     # port's for a tunnel device (one device per port)

@@ -72,7 +72,9 @@ def test_pcapng_one_interface_per_device_with_the_kernel_profile(fix_run):
     out, _doc, _ = fix_run
     for kernel, release in (("pre-fix", "5.11"), ("post-fix", "5.12")):
         ifs = interfaces(out / f"{kernel}.pcapng")
-        assert [name for name, _ in ifs] == ["eth0", "vxlan0", "geneve0"]
+        # a device per tunnel socket (default ports: VXLAN 4789 and 8472, Geneve 6081), named as
+        # sim/config.py ReplayConfig.devices names them
+        assert [name for name, _ in ifs] == ["eth0", "vxlan0", "vxlan0-8472", "geneve0"]
         for _name, desc in ifs:
             assert f"kernel {kernel} (Linux v{release} model)" in desc
         assert ifs[0][1].startswith("physical device: NAPI GRO")
@@ -149,3 +151,69 @@ def test_pcapng_geneve_device_is_its_own_interface(tmp_path):
     assert r.exit_code == 0, r.output
     devs = Counter(d for (d,) in tshark_rows(tmp_path / "post-fix.pcapng", "frame.interface_name"))
     assert set(devs) == {"eth0", "geneve0"} and devs["eth0"] == devs["geneve0"]
+
+
+def _fix_sample_on_port(tmp_path, port: int):
+    """The fix sample with every frame's outer UDP destination port set to ``port`` (its outer checksum is 0,
+    so nothing else changes): outer Ethernet 14 + IPv4 20, then the UDP source and destination ports."""
+    import dpkt
+
+    out = tmp_path / f"fix-{port}.pcap"
+    with open(FIX_SAMPLE, "rb") as src, open(out, "wb") as dst:
+        r = dpkt.pcap.Reader(src)
+        w = dpkt.pcap.Writer(dst, nano=True, linktype=r.datalink())
+        for ts, buf in r:
+            frame = bytearray(buf)
+            assert frame[40:42] == b"\x00\x00"  # outer UDP checksum 0
+            frame[36:38] = port.to_bytes(2, "big")
+            w.writepkt(bytes(frame), ts)
+    return out
+
+
+@needs_tshark
+@pytest.mark.parametrize(
+    ("port", "options", "device", "interface_names"),
+    [
+        # the second default VXLAN port: its socket's device is declared with the others
+        (8472, [], "vxlan0-8472", ["eth0", "vxlan0", "vxlan0-8472", "geneve0"]),
+        # a port found while replaying (--vxlan-port auto): its device's interface block comes after the
+        # declared ones, before its first packet (pcapng allows an interface block anywhere in a section)
+        (
+            5555,
+            ["--vxlan-port", "auto"],
+            "vxlan0-5555",
+            ["eth0", "vxlan0", "vxlan0-8472", "geneve0", "vxlan0-5555"],
+        ),
+    ],
+)
+def test_pcapng_tunnel_device_of_any_port_is_an_interface(tmp_path, port, options, device, interface_names):
+    capture = _fix_sample_on_port(tmp_path, port)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, [str(capture), "--poll", "gap:5", "--write-pcap", str(out), "-q", *options])
+    assert r.exit_code == 0, r.output
+    # the fix sample's values (module docstring): pre-fix 17 single skbs on eth0, gro_cells merges 10 + 7 on the
+    # port's device; post-fix eth0 merges 10 + 7 and the tunnel device passes both aggregates up
+    expected = {
+        "pre-fix": [["eth0", "segments=1"]] * 10
+        + [[device, "segments=10"]]
+        + [["eth0", "segments=1"]] * 7
+        + [[device, "segments=7"]],
+        "post-fix": [
+            ["eth0", "segments=10"],
+            [device, "segments=10"],
+            ["eth0", "segments=7"],
+            [device, "segments=7"],
+        ],
+    }
+    for kernel, rows in expected.items():
+        path = out / f"{kernel}.pcapng"
+        assert [name for name, _ in interfaces(path)] == interface_names
+        got = tshark_rows(path, "frame.interface_name", "frame.comment")
+        assert [[d, c.split()[0]] for d, c in got] == rows
+        tcpdump = shutil.which("tcpdump")
+        if tcpdump:  # libpcap reads the file too, late interface block included
+            lines = subprocess.run(
+                [tcpdump, "-n", "-r", str(path)], capture_output=True, text=True, check=True
+            )
+            # a packet's first line starts with its time; an encapsulated packet adds lines that do not
+            assert sum(line[:1].isdigit() for line in lines.stdout.splitlines()) == len(rows)

@@ -151,19 +151,29 @@ class PcapngWriter(_OutputFile):
 
         shb = ng.SectionHeaderBlockLE(opts=[_opt(ng.PCAPNG_OPT_SHB_USERAPPL, application.encode()), _end()])
         self._f.write(bytes(shb))
+        self.interfaces = 0
         for name, description in interfaces:
-            idb = ng.InterfaceDescriptionBlockLE(
-                linktype=DLT_EN10MB,
-                snaplen=snaplen,
-                opts=[
-                    _opt(ng.PCAPNG_OPT_IF_NAME, name.encode()),
-                    _opt(ng.PCAPNG_OPT_IF_DESCRIPTION, description.encode()),
-                    _opt(ng.PCAPNG_OPT_IF_TSRESOL, b"\x09"),
-                    _end(),
-                ],
-            )
-            self._f.write(bytes(idb))
-        self.interfaces = len(interfaces)
+            self.add_interface(name, description)
+
+    def add_interface(self, name: str, description: str) -> int:
+        """Append an interface description block and return its interface id (ids count from 0 in block order).
+        The pcapng format allows one anywhere in the section before the first packet that uses it
+        (draft-ietf-opsawg-pcapng §4.2); Wireshark, tshark and libpcap read such files. Raises: OSError."""
+        import dpkt.pcapng as ng
+
+        idb = ng.InterfaceDescriptionBlockLE(
+            linktype=DLT_EN10MB,
+            snaplen=self.snaplen,
+            opts=[
+                _opt(ng.PCAPNG_OPT_IF_NAME, name.encode()),
+                _opt(ng.PCAPNG_OPT_IF_DESCRIPTION, description.encode()),
+                _opt(ng.PCAPNG_OPT_IF_TSRESOL, b"\x09"),
+                _end(),
+            ],
+        )
+        self._f.write(bytes(idb))
+        self.interfaces += 1
+        return self.interfaces - 1
 
     def write(self, ts_ns: int, buf: bytes, iface: int = 0, comment: str | None = None) -> None:
         """Append one enhanced packet block.

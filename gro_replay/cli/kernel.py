@@ -348,12 +348,14 @@ def _print_validation(
         f"{oracle.frames_sent:,} frames, --rx-csum {rx_csum}"
         + (", deferred to tunnel" if defer_to_tunnel else "")
     )
+    names = {
+        port: name for name, stage, port in sim_cfg.devices() if stage == "tunnel"
+    }  # the simulator's names
     for d in devices:
         if d.stage == "phys":
             name = phys_dev
-        else:  # the simulator's device names (kernel/kernel.py Kernel._add_tunnel)
-            name = tunnel_dev if d.port == sim_cfg.vxlan_ports[0] else f"{tunnel_dev}-{d.port}"
-            name = sim_cfg.geneve_dev if d.port in sim_cfg.geneve_ports else name
+        else:
+            name = names.get(d.port, tunnel_dev)
         click.echo(f"  {name} ({d.stage}, port {d.port})" if d.port else f"  {name} ({d.stage})", nl=False)
         click.echo(f": {d.matching:,}/{d.total:,} skbs agree")
         div = d.first_divergence()

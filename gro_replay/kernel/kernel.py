@@ -28,6 +28,20 @@ from .udp_tunnel import UdpTunnelSock
 from .vxlan_core import vxlan_gro_complete, vxlan_gro_receive, vxlan_rcv
 
 
+def tunnel_devices(
+    vxlan_dev: str, vxlan_ports: tuple[int, ...], geneve_dev: str, geneve_ports: tuple[int, ...]
+) -> list[tuple[str, str, int]]:
+    """``(device name, kind, UDP port)`` of every tunnel device a ``Kernel`` makes, in the order it makes them:
+    the VXLAN ports, then the Geneve ports. Each port's socket has its own device (as ``ip link add … dstport
+    PORT`` makes one per port); the first port of a kind takes the kind's name, a further port the name
+    ``NAME-PORT`` (``vxlan0-8472``). The one place the simulator names its tunnel devices."""
+    return [
+        (base if i == 0 else f"{base}-{port}", kind, port)
+        for kind, base, ports in (("vxlan", vxlan_dev, vxlan_ports), ("geneve", geneve_dev, geneve_ports))
+        for i, port in enumerate(ports)
+    ]
+
+
 class Sink:
     """Observer of a kernel: every ``netif_receive_skb`` and every drop on the path between the stages.
 
@@ -46,7 +60,7 @@ class Kernel:
 
     Args: model: behaviour switches; hz: CONFIG_HZ (jiffies per second); gro_normal_batch: sysctl
     ``net.core.gro_normal_batch``; vxlan_ports/geneve_ports: UDP destination ports of tunnel sockets;
-    phys_dev / vxlan_dev / geneve_dev: device names (tunnel devices on further ports get a numeric suffix);
+    phys_dev / vxlan_dev / geneve_dev: device names (tunnel devices on further ports: ``tunnel_devices``);
     tunnel_metadata: collect-metadata ("external") tunnel devices that attach a metadata dst per skb;
     udp6_zero_csum_rx: tunnel sockets accept a zero UDPv6 checksum (``udp6zerocsumrx``; kernel default off);
     vxlan_gbp: the vxlan devices are made with ``gbp`` (VXLAN_F_GBP, the Group Based Policy extension);
@@ -91,10 +105,8 @@ class Kernel:
         self.phys = NetDevice(phys_dev, self, **sizes)
         self.phys_napi = Napi(self, self.phys, self._phys_deliver)
         self.tunnel_cells: list[GroCells] = []
-        for i, port in enumerate(vxlan_ports):
-            self._add_tunnel("vxlan", port, vxlan_dev if i == 0 else f"{vxlan_dev}-{port}", sizes)
-        for i, port in enumerate(geneve_ports):
-            self._add_tunnel("geneve", port, geneve_dev if i == 0 else f"{geneve_dev}-{port}", sizes)
+        for name, kind, port in tunnel_devices(vxlan_dev, vxlan_ports, geneve_dev, geneve_ports):
+            self._add_tunnel(kind, port, name, sizes)
 
     def _add_tunnel(self, kind: str, port: int, name: str, sizes: dict) -> None:
         if port in self.udp_tunnel_sockets:

@@ -12,8 +12,9 @@ A VLAN tag the NIC stripped into ``skb->vlan_tci`` is put back after the MAC add
 Kernel: net/core/dev.c ``__netif_receive_skb_core`` (``deliver_skb`` to ``ptype_all`` taps); net/packet/af_packet.c
 ``packet_rcv`` (``skb_mac_header``, ``tp_vlan_tci``); the chain of gro-spec §5.7.
 Formats: pcapng (the CLI's default): one file per kernel, ``DIR/<kernel>.pcapng``, with one interface block per
-simulated device (``eth0``, ``vxlan0``, ``geneve0``: ``if_name``; the kernel model and the device's GRO stage in
-``if_description``) and, per packet, an ``opt_comment`` saying what GRO did: ``segments=N gso_size=BYTES
+simulated device (``eth0``, ``vxlan0``, ``vxlan0-8472``, ``geneve0``: ``if_name``, as sim/config.py
+``ReplayConfig.devices`` names them; the kernel model and the device's GRO stage in ``if_description``; a device
+of a port found while replaying, ``--vxlan-port auto``, gets its block before its first packet) and, per packet, an ``opt_comment`` saying what GRO did: ``segments=N gso_size=BYTES
 end=FUNCTION:CONDITION`` (the wire frames the skb carries, ``skb_shinfo(skb)->gso_size`` and the reason it
 ended, ``kernel/reasons.py``), so Wireshark's packet list shows it. Classic pcap: one file per kernel and device,
 ``DIR/<kernel>-<dev>.pcap``, frames only.
@@ -154,9 +155,10 @@ class DevicePcaps:
         self.fmt = fmt
         self.devices = list(devices or [("eth0", "phys"), ("vxlan0", "tunnel"), ("geneve0", "tunnel")])
         self.kernels = dict(kernels or {})
-        self._iface = {name: i for i, (name, _stage) in enumerate(self.devices)}
         self.writers: dict[tuple[str, str], PcapWriter | PcapngWriter] = {}
         self.frames: Counter = Counter()
+        #: per kernel, each device's pcapng interface id
+        self._ifaces: dict[str, dict[str, int]] = {}
 
     def path(self, kernel: str, dev: str) -> Path:
         """Where ``kernel``'s ``dev`` capture is written (pcapng: the kernel's file, shared by its devices)."""
@@ -170,26 +172,30 @@ class DevicePcaps:
             return path
         return self.outputs.temp_path(path, "--write-pcap")
 
-    def _pcapng(self, kernel: str) -> PcapngWriter:
+    def _description(self, kernel: str, stage: str) -> str:
+        """An interface block's ``if_description``: the device's GRO stage and ``kernel``'s model."""
         release = self.kernels.get(kernel)
         model = f"kernel {kernel}" + (f" (Linux v{release} model)" if release else "")
-        return PcapngWriter(
-            self._dest(self.path(kernel, "")),
-            [(name, f"{STAGE_DESCRIPTIONS[stage]}; {model}; gro-replay") for name, stage in self.devices],
-            application=f"gro-replay {__version__}",
-        )
+        return f"{STAGE_DESCRIPTIONS[stage]}; {model}; gro-replay"
+
+    def _pcapng(self, kernel: str) -> PcapngWriter:
+        w = PcapngWriter(self._dest(self.path(kernel, "")), [], application=f"gro-replay {__version__}")
+        self._ifaces[kernel] = {
+            name: w.add_interface(name, self._description(kernel, stage)) for name, stage in self.devices
+        }
+        return w
 
     def __call__(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
         """Write the skb ``dev`` of ``kernel`` delivered at ``now_ns`` (ns since the epoch). Raises: PcapTimeError
         when the output format cannot hold ``now_ns``; OSError whose ``filename`` is the file's path in the
         directory (not its temporary name)."""
         try:
-            self._write(kernel, dev, skb, now_ns)
+            self._write(kernel, stage, dev, skb, now_ns)
         except OSError as e:
             key = (kernel, "") if self.fmt == "pcapng" else (kernel, dev)
             raise OSError(e.errno, e.strerror, str(self.path(*key))) from None
 
-    def _write(self, kernel: str, dev: str, skb, now_ns: int) -> None:
+    def _write(self, kernel: str, stage: str, dev: str, skb, now_ns: int) -> None:
         last, holds = _TS_LIMITS[self.fmt]
         if not 0 <= now_ns <= last:
             raise PcapTimeError(
@@ -200,9 +206,12 @@ class DevicePcaps:
             w = self.writers.get((kernel, ""))
             if not isinstance(w, PcapngWriter):  # None: this kernel's first skb (one format per run)
                 w = self.writers[(kernel, "")] = self._pcapng(kernel)
-            iface = self._iface.get(dev)
-            if iface is None:  # a device not declared up front: its own interface block cannot follow in dpkt
-                raise ValueError(f"--write-pcap: device {dev!r} is not one of the declared interfaces")
+            ifaces = self._ifaces[kernel]
+            iface = ifaces.get(dev)
+            if (
+                iface is None
+            ):  # a device not declared up front (a port found by --vxlan-port auto): its block here
+                iface = ifaces[dev] = w.add_interface(dev, self._description(kernel, stage))
             w.write(now_ns, skb_frame(skb), iface, skb_comment(skb))
             self.frames[(kernel, "")] += 1
             return
@@ -245,11 +254,7 @@ def open_device_pcaps(
         return None
     devices = kernels = None
     if config is not None:
-        devices = list(
-            dict.fromkeys(
-                [(config.phys_dev, "phys"), (config.vxlan_dev, "tunnel"), (config.geneve_dev, "tunnel")]
-            )
-        )
+        devices = list(dict.fromkeys((name, stage) for name, stage, _port in config.devices()))
         kernels = {m.name: m.release for m in config.kernels}
     try:
         return DevicePcaps(directory, fmt, devices, kernels, outputs)

@@ -222,6 +222,15 @@ class ReplayConfig:
             return "unnecessary-tunnel" if level else "unnecessary"
         return {CHECKSUM_NONE: "none", CHECKSUM_COMPLETE: "complete"}.get(ip_summed, "partial")
 
+    def devices(self) -> list[tuple[str, str, int | None]]:
+        """``(name, stage, UDP port)`` of every simulated device a kernel of this configuration makes: the phys
+        device (``"phys"``, port None), then each tunnel device (``"tunnel"``) as kernel/kernel.py
+        ``tunnel_devices`` names it."""
+        from ..kernel.kernel import tunnel_devices
+
+        tunnels = tunnel_devices(self.vxlan_dev, self.vxlan_ports, self.geneve_dev, self.geneve_ports)
+        return [(self.phys_dev, "phys", None)] + [(name, "tunnel", port) for name, _kind, port in tunnels]
+
     def nic_words(self) -> str:
         """How the report names the NIC model: ``--rx-csum X`` or ``--nic NAME (tunnel port on|off)``."""
         if self.rx_csum == "nic":
