@@ -412,3 +412,29 @@ def test_batch_path_equals_reference_with_flows_retired_between_cached_polls(pol
     k = json.loads(a)["kernels"][0]
     assert k["flows_summary"]["flows"] == 8 and k["flows_summary"]["retired"] == 4
     assert [r["phys"]["segments"] for r in k["flows"]] == [96] * 8
+
+
+def test_tunnel_devices_listed_by_name_on_both_paths(tmp_path):
+    """A poll holding a Geneve and a VXLAN flow: the order in which the two tunnel devices first deliver differs
+    between the paths (the batch path places cached runs), so the document lists them by name. Values from the
+    rules (gro-spec §4.4/§4.5): both flows have outer checksum 0, so pre-fix udp_gro_receive refuses every frame and
+    each device's gro_cells merges its flow's 3 frames of a poll into 1 skb; post-fix the phys stage merges them
+    and each device passes 1 aggregate up per poll. Two polls (1 ms apart, gap:5): 2 skbs per device."""
+    g = FrameSpec(encap="geneve", timestamps=False)
+    v = FrameSpec(timestamps=False, udp_sport=50000)
+    first = [build_frame(s) for s in flow_specs(g, [1000] * 3) + flow_specs(v, [1000] * 3)]
+    second = [
+        build_frame(s)
+        for s in flow_specs(v, [1000] * 3, seq0=10_000) + flow_specs(g, [1000] * 3, seq0=10_000)
+    ]
+    path = tmp_path / "mixed.pcap"
+    with PcapWriter(path) as w:
+        for i, f in enumerate(first):
+            w.write(1_000_000_000 + i * 1000, f)
+        for i, f in enumerate(second):
+            w.write(1_001_000_000 + i * 1000, f)
+    cfg = ReplayConfig(poll=PollModel("gap", 5.0))
+    got = _doc(path, cfg)
+    assert got == _doc(path, replace(cfg, fast_path=False))
+    for k in json.loads(got)["kernels"]:
+        assert list(k["stages"]["tunnel"]["devices"].items()) == [("geneve0", 2), ("vxlan0", 2)], k["name"]

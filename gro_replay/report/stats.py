@@ -130,7 +130,7 @@ class StageStats:
             if self.results is None
             else {k.name: v for k, v in sorted(self.results.items())},
             "end_reasons": dict(sorted(self.reasons.items())),
-            "devices": dict(self.devices),
+            "devices": dict(sorted(self.devices.items())),
             "gro_complete_errors": self.complete_errors,
         }
 
