@@ -12,6 +12,7 @@ statistics.
 from __future__ import annotations
 
 from ..packet.csum import ipv4_header_checksum
+from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
 from .skbuff import (
     ETH_HLEN,
@@ -70,19 +71,22 @@ def udp_tunnel_decap(
     skb.protocol = (buf[e + 12] << 8) | buf[e + 13]
     skb.pull(ETH_HLEN)
     skb_postpull_rcsum(skb, e, ETH_HLEN)
-    reason = INET_ECN_decapsulate(skb, outer_tos)
-    if reason:
-        return reason
+    if INET_ECN_decapsulate(skb, outer_tos) > 1:  # err > 1: vxlan_ecn_decapsulate / geneve_rx drop the skb
+        return R.GENEVE_ECN_DROP if sk.kind == "geneve" else R.VXLAN_ECN_DROP
     if not sk.cells.gro_cells_receive(skb):
-        return "gro_cells_receive:backlog_full"
+        return R.GRO_CELLS_BACKLOG_FULL
     return None
 
 
-def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> str | None:  # noqa: N802 - the kernel's name
-    """CE on a not-ECT inner packet drops it; CE on ECT marks the inner header CE (IPv4: checksum redone).
+def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> int:  # noqa: N802 - the kernel's name
+    """ECN on decapsulation: CE outside a not-ECT inner packet is an error; CE outside an ECT one marks the inner
+    header CE (IPv4: checksum redone).
 
-    Kernel: include/net/inet_ecn.h ``INET_ECN_decapsulate`` (via ``vxlan_ecn_decapsulate`` / geneve's
-    ``ip_tunnel_ecn_decapsulate``). ``skb->data`` is at the inner network header. Returns a drop reason or None.
+    Kernel: include/net/inet_ecn.h ``INET_ECN_decapsulate`` / ``__INET_ECN_decapsulate``, called by
+    ``vxlan_ecn_decapsulate`` and by ``geneve_rx`` (``IP_ECN_decapsulate`` / ``IP6_ECN_decapsulate``).
+    ``skb->data`` is at the inner network header. Returns the kernel's ``err``: 2 for CE outside a not-ECT inner
+    packet (both callers drop the skb, rx_frame_errors and rx_errors), 1 for ECT outside not-ECT (only logged),
+    else 0.
     """
     buf = skb.buf
     i = skb.data
@@ -91,11 +95,12 @@ def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> str | None:  # noqa: N8
     elif skb.protocol == ETH_P_IPV6 and skb.headlen() >= 40:
         inner = (((buf[i] << 8) | buf[i + 1]) >> 4) & INET_ECN_MASK
     else:
-        return None
-    if outer_tos & INET_ECN_MASK != INET_ECN_CE:
-        return None
-    if inner == 0:
-        return "vxlan_ecn_decapsulate:ce_on_not_ect"
+        return 0
+    outer = outer_tos & INET_ECN_MASK
+    if inner == 0:  # INET_ECN_NOT_ECT
+        return 2 if outer == INET_ECN_CE else int(outer != 0)
+    if outer != INET_ECN_CE:
+        return 0
     if inner != INET_ECN_CE:
         b = bytearray(buf)
         if skb.protocol == ETH_P_IP:
@@ -105,4 +110,4 @@ def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> str | None:  # noqa: N8
         else:
             b[i + 1] |= INET_ECN_CE << 4
         skb.buf = b
-    return None
+    return 0

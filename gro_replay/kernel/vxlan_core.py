@@ -100,10 +100,10 @@ def vxlan_rcv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     buf = skb.buf
     u = skb.data
     if skb.headlen() < VXLAN_HLEN + ETH_HLEN:
-        return "vxlan_rcv:short"
+        return R.VXLAN_SHORT
     flags, vni_word = _VXLANHDR.unpack_from(buf, u + 8)
     if not flags & VXLAN_HF_VNI:
-        return "vxlan_rcv:no_vni_flag"
+        return R.VXLAN_NO_VNI_FLAG
     unparsed = flags & ~VXLAN_HF_VNI
     opts, tun_flags = b"", TUNNEL_KEY
     if sk.gbp:
@@ -111,5 +111,5 @@ def vxlan_rcv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
         tun_flags |= opt_flag
     if unparsed or vni_word & 0xFF:
         # any unprocessed flag or reserved bit is a malformed packet (GPE/RCO not configured)
-        return "vxlan_rcv:reserved_bits"
+        return R.VXLAN_RESERVED_BITS
     return udp_tunnel_decap(sk, skb, VXLAN_HLEN, ETH_P_TEB, vni_word >> 8, opts, tun_flags)

@@ -17,42 +17,48 @@ from .facts import _FILTER_OPTIONS, NO_REASON_RECORDED, STAGE_NAMES
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
 LOSSES: dict[str, tuple[str, str | None]] = {
-    "udp6_csum_zero_error": (
+    R.UDP6_CSUM_ZERO: (
         "__udp6_lib_rcv drops a UDPv6 datagram with checksum 0 (RFC 6936; counter Udp6InCsumErrors)",
         "udp6zerocsumrx on the tunnel device (ip link add … udp6zerocsumrx; here --udp6zerocsumrx)",
     ),
-    "udp_rcv:csum_error": (
+    R.UDP_CSUM_ERROR: (
         "udp_rcv drops it: the outer UDP checksum does not verify (UdpInCsumErrors / Udp6InCsumErrors)",
         "a capture taken before TX checksum offload carries unfilled checksums: replay with "
         "--rx-csum unnecessary (what a receiving NIC verifies)",
     ),
-    "udp_rcv:no_socket": (
+    R.UDP_NO_SOCKET: (
         "udp_rcv finds no socket on the destination port (UdpNoPorts)",
         "the tunnel's UDP port: --vxlan-port P / --geneve-port P",
     ),
-    "udp_rcv:short": ("udp_rcv drops a truncated UDP header", None),
-    "udp_rcv:short_packet": ("udp_rcv drops it: UDP length beyond the packet", None),
-    "ip_rcv:csum_error": (
+    R.UDP_SHORT: ("udp_rcv drops a truncated UDP header", None),
+    R.UDP_SHORT_PACKET: ("udp_rcv drops it: UDP length beyond the packet", None),
+    R.IP_RCV_CSUM_ERROR: (
         "ip_rcv drops it: the outer IPv4 header checksum does not verify (InCsumErrors)",
         None,
     ),
-    "ip_rcv:bad_header": ("ip_rcv drops a malformed outer IPv4 header (InHdrErrors)", None),
-    "ip_rcv:bad_length": (
+    R.IP_RCV_BAD_HEADER: ("ip_rcv drops a malformed outer IPv4 header (InHdrErrors)", None),
+    R.IP_RCV_BAD_LENGTH: (
         "ip_rcv drops it: outer IPv4 total length beyond the frame (InTruncatedPkts)",
         None,
     ),
-    "ip_rcv:short": ("ip_rcv drops a truncated outer IPv4 header", None),
-    "ipv6_rcv:bad_header": ("ipv6_rcv drops a malformed outer IPv6 header (Ip6InHdrErrors)", None),
-    "ipv6_rcv:bad_length": ("ipv6_rcv drops it: payload length beyond the frame (Ip6InTruncatedPkts)", None),
-    "gro_cells_receive:backlog_full": (
+    R.IP_RCV_SHORT: ("ip_rcv drops a truncated outer IPv4 header", None),
+    R.IPV6_RCV_BAD_HEADER: ("ipv6_rcv drops a malformed outer IPv6 header (Ip6InHdrErrors)", None),
+    R.IPV6_RCV_BAD_LENGTH: ("ipv6_rcv drops it: payload length beyond the frame (Ip6InTruncatedPkts)", None),
+    R.GRO_CELLS_BACKLOG_FULL: (
         "gro_cells_receive drops it: the tunnel device's cell queue is full",
         "sysctl net.core.netdev_max_backlog",
     ),
-    "vxlan_ecn_decapsulate:ce_on_not_ect": (
-        "INET_ECN_decapsulate drops it: CE on the outer header of a not-ECT inner packet (rx_frame_errors)",
+    R.VXLAN_ECN_DROP: (
+        "vxlan_rcv drops it: CE on the outer header of a not-ECT inner packet (vxlan_ecn_decapsulate; "
+        "rx_frame_errors, rx_errors)",
         None,
     ),
-    "vxlan_rcv:no_vni_flag": ("vxlan_rcv drops it: VXLAN I flag clear", None),
+    R.GENEVE_ECN_DROP: (
+        "geneve_rx drops it: CE on the outer header of a not-ECT inner packet (IP_ECN_decapsulate; "
+        "rx_frame_errors, rx_errors)",
+        None,
+    ),
+    R.VXLAN_NO_VNI_FLAG: ("vxlan_rcv drops it: VXLAN I flag clear", None),
     R.GENEVE_SHORT: (
         "geneve_udp_encap_recv drops it: UDP + Geneve header and options not all present (rx_dropped when the "
         "options are cut)",
@@ -69,7 +75,7 @@ LOSSES: dict[str, tuple[str, str | None]] = {
         "a collect-metadata geneve device (ip link add … type geneve external; here --tunnel-metadata)",
     ),
     R.GENEVE_INNER_SHORT: ("geneve_rx drops it: no inner Ethernet header after the Geneve options", None),
-    "vxlan_rcv:reserved_bits": (
+    R.VXLAN_RESERVED_BITS: (
         "vxlan_rcv drops it: reserved VXLAN bits set",
         "--vxlan-gbp when they are Group Based Policy bits (the G flag)",
     ),

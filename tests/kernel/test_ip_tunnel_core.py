@@ -1,0 +1,67 @@
+"""ECN on decapsulation (gro-spec §6.2): include/net/inet_ecn.h ``INET_ECN_decapsulate`` as
+drivers/net/vxlan/vxlan_core.c ``vxlan_ecn_decapsulate`` and drivers/net/geneve.c ``geneve_rx``
+(``IP_ECN_decapsulate`` / ``IP6_ECN_decapsulate``, by the outer family) call it.
+
+Kernel rule (``__INET_ECN_decapsulate``): a not-ECT inner packet under a CE outer header is an error of 2, which
+both drivers drop (rx_frame_errors, rx_errors); under an ECT(0)/ECT(1) outer header it is an error of 1, only
+logged; an ECT inner packet under a CE outer header is marked CE (IPv4: header checksum redone); otherwise nothing
+changes. The drop is named after the driver function that makes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from rule_frames import BASE, frames, specs
+from test_kernel_harness import rig
+
+from gro_replay.kernel.model import K_5_12, K_6_18
+from gro_replay.packet.csum import ipv4_header_checksum
+
+NOT_ECT, ECT_1, ECT_0, CE = 0, 1, 2, 3
+
+
+def _inner_ecn(data: bytes, ipv6: bool) -> int:
+    """The ECN bits of the inner IP header at the start of ``data`` (the tunnel device's skb->data)."""
+    return ((((data[0] << 8) | data[1]) >> 4) & 3) if ipv6 else data[1] & 3
+
+
+@pytest.mark.parametrize("model", [K_5_12, K_6_18], ids=lambda m: m.name)
+@pytest.mark.parametrize("encap", ["vxlan", "geneve"])
+@pytest.mark.parametrize("outer_ipv6", [False, True], ids=["outer4", "outer6"])
+@pytest.mark.parametrize("inner_ipv6", [False, True], ids=["inner4", "inner6"])
+@pytest.mark.parametrize(
+    ("outer", "inner", "want"),
+    [
+        (CE, NOT_ECT, "drop"),  # err 2
+        (CE, ECT_0, CE),  # marked CE
+        (CE, ECT_1, CE),
+        (CE, CE, CE),
+        (ECT_0, NOT_ECT, NOT_ECT),  # err 1: logged only
+        (ECT_1, NOT_ECT, NOT_ECT),
+        (NOT_ECT, ECT_0, ECT_0),
+        (ECT_0, ECT_1, ECT_1),
+    ],
+)
+def test_ecn_decapsulation(model, encap, outer_ipv6, inner_ipv6, outer, inner, want):
+    spec = replace(
+        BASE, encap=encap, outer_ipv6=outer_ipv6, inner_ipv6=inner_ipv6, outer_tos=outer, tos=inner
+    )
+    if outer_ipv6:
+        spec = replace(spec, outer_csum="computed")  # a zero UDPv6 checksum is dropped first (RFC 6936)
+    r = rig(model, nic="unnecessary")
+    r.poll(frames(specs(1, spec=spec)))
+    if want == "drop":
+        # named after the function that drops it: geneve_rx, or vxlan_rcv's vxlan_ecn_decapsulate
+        assert r.rec.stack == [
+            "geneve_rx:ce_on_not_ect" if encap == "geneve" else "vxlan_ecn_decapsulate:ce_on_not_ect"
+        ]
+        assert r.rec.at("tunnel") == []
+        return
+    assert r.rec.stack == ["queued"]
+    (d,) = r.rec.at("tunnel")
+    h = d.head
+    assert _inner_ecn(h, inner_ipv6) == want
+    if not inner_ipv6:  # the inner IPv4 header checksum still verifies (redone after marking CE)
+        assert ipv4_header_checksum(h[:10] + b"\0\0" + h[12:20]) == int.from_bytes(h[10:12], "big")
