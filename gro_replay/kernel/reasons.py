@@ -144,6 +144,37 @@ GENEVE_CRITICAL = "geneve_rx:critical_options"
 #: kernel has no test of its own here)
 GENEVE_INNER_SHORT = "geneve_rx:short"
 
+#: every stack drop reason above, in the order of the receive path
+STACK_DROPS = (
+    NOT_IP,
+    IP_RCV_SHORT,
+    IP_RCV_BAD_HEADER,
+    IP_RCV_CSUM_ERROR,
+    IP_RCV_BAD_LENGTH,
+    IP_FRAGMENT,
+    IPV6_RCV_BAD_HEADER,
+    IPV6_RCV_BAD_LENGTH,
+    IP6_FRAGMENT,
+    IP6_BAD_EXTHDR,
+    NOT_UDP,
+    UDP_SHORT,
+    UDP_SHORT_PACKET,
+    UDP_CSUM_ERROR,
+    UDP_NO_SOCKET,
+    UDP6_CSUM_ZERO,
+    VXLAN_SHORT,
+    VXLAN_NO_VNI_FLAG,
+    VXLAN_RESERVED_BITS,
+    VXLAN_ECN_DROP,
+    GENEVE_SHORT,
+    GENEVE_VERSION,
+    GENEVE_INNER_PROTO,
+    GENEVE_CRITICAL,
+    GENEVE_INNER_SHORT,
+    GENEVE_ECN_DROP,
+    GRO_CELLS_BACKLOG_FULL,
+)
+
 # Flow splits: why a frame started a new skb beside a held packet of the same reported flow (outer and inner
 # addresses, ports, VNI and outer checksum presence equal): the held packet's same_flow was cleared by a header
 # field the report's flow key does not carry. Recorded on the new skb (NAPI_GRO_CB(skb)->split, observation only)

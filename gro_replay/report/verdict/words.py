@@ -59,6 +59,18 @@ LOSSES: dict[str, tuple[str, str | None]] = {
         None,
     ),
     R.VXLAN_NO_VNI_FLAG: ("vxlan_rcv drops it: VXLAN I flag clear", None),
+    R.VXLAN_SHORT: ("vxlan_rcv drops it: UDP + VXLAN header + inner Ethernet header not all present", None),
+    R.NOT_IP: ("__netif_receive_skb_core finds no IPv4/IPv6 handler for the outer ethertype", None),
+    R.NOT_UDP: ("ip_local_deliver: an outer IP protocol other than UDP reaches no tunnel socket", None),
+    R.IP_FRAGMENT: (
+        "ip_local_deliver: an outer IPv4 fragment (reassembly is not modelled: counted as dropped)",
+        None,
+    ),
+    R.IP6_FRAGMENT: (
+        "ip6_input: an outer IPv6 fragment (reassembly is not modelled: counted as dropped)",
+        None,
+    ),
+    R.IP6_BAD_EXTHDR: ("ip6_input drops it: an outer IPv6 extension header that cannot be parsed", None),
     R.GENEVE_SHORT: (
         "geneve_udp_encap_recv drops it: UDP + Geneve header and options not all present (rx_dropped when the "
         "options are cut)",
