@@ -261,6 +261,13 @@ class CaptureSentences:
                 )
             elif reached and t.pa_tunnel_gate:
                 later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
+            elif reached and t.pa_drops:  # some of their frames never reach the tunnel device
+                lost = sum(t.pa_drops.values())
+                reason = ", ".join(f"{k} ×{v:,}" for k, v in by_count(t.pa_drops, 2))
+                later = (
+                    "those that reach the tunnel device are merged only later by its gro_cells "
+                    f"({lost:,} {plural(lost, 'frame')} of these flows never reach it: {reason})"
+                )
             elif reached:
                 later = "they are merged only later by the tunnel device's gro_cells"
             else:
