@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..kernel.geneve import GENEVE_VER, geneve_hlen
 from ..kernel.vxlan_core import VXLAN_HF_VNI, vxlan_parse_gbp_hdr
+from .csum import l4_checksum_field, pseudo_at
 
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
@@ -187,8 +188,6 @@ def outer_udp_csum_bad(frame: bytes) -> bool:
     """True when the untagged Ethernet ``frame``'s outer UDP checksum is set and does not verify (RFC 768/1071 over
     the pseudo-header and the UDP length's bytes): the verdict ``__udp4_lib_rcv``/``udp4_csum_init`` reach in
     software (net/ipv4/udp.c), and packet/columns.py's ``V_UDP_BAD`` for the batch path's frames."""
-    from .csum import l4_checksum_field, pseudo_at
-
     n = len(frame)
     if n < 14:
         return False
