@@ -54,7 +54,17 @@ from .run_events import MAX_RUN_EVENTS, RunEvents, _event_rules, placed_run
 from .run_lookup import MAX_RUN_KEYS, RunLookup
 from .run_probe import RunProbe
 from .run_serve import RunServe
-from .runs import LengthOps, RunEntry, Runs, ends_held, id_guards, length_ops, run_flows, run_keys
+from .runs import (
+    BlockRuns,
+    LengthOps,
+    RunEntry,
+    RunLists,
+    ends_held,
+    id_guards,
+    length_ops,
+    run_flows,
+    run_keys,
+)
 
 #: distinct header rows without flow names numbered (``run_keys``' ``shapes``; ~300 bytes each)
 MAX_SHAPES = 1 << 16
@@ -122,11 +132,9 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         poll_of: np.ndarray,
         sizes: np.ndarray,
         new: list,
-    ) -> tuple[Runs, np.ndarray, list[int], tuple]:
+    ) -> BlockRuns:
         """The flow runs of the block's polls marked ``new`` (``src``/``idx``: the entries and their block
-        positions, ``poll_of`` their polls): ``(runs, each run entry's src, run_at, lists)``, poll ``p``'s runs
-        being ``run_at[p]..run_at[p + 1]``, ``lists``: ``runs.bounds``, ``runs.order`` and ``runs.nkv`` as lists,
-        each run's flows in order of first frame (tuples) and the payload lengths (sim/runs.py ``run_flows``)."""
+        positions, ``poll_of`` their polls): sim/runs.py ``BlockRuns``."""
         ent = np.flatnonzero(np.repeat(np.asarray(new, bool), sizes))
         rep = self.rep
         if len(self._shapes) > MAX_SHAPES:  # run keys name shapes by number: start both afresh
@@ -159,17 +167,14 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
                 no_cut = np.zeros(len(at), bool)
             no_cut[runs.order[runs.bounds[np.array(held) + 1] - 1]] = True  # the runs' last frames
         run_at = np.searchsorted(runs.poll, np.arange(len(sizes) + 1)).tolist()
-        lists = (
-            runs.bounds.tolist(),
-            runs.order.tolist(),
-            runs.nkv.tolist(),
-            *run_flows(runs),
-            runs.more.tolist(),
+        flows, pay = run_flows(runs)
+        lists = RunLists(
+            runs.bounds.tolist(), runs.order.tolist(), runs.nkv.tolist(), flows, pay, runs.more.tolist()
         )
-        return runs, src[ent][runs.order], run_at, lists
+        return BlockRuns(runs, src[ent][runs.order], run_at, lists)
 
     def _compose(
-        self, block_runs: tuple, p: int, ch: Any, extras: list, base_index: int, t: int, size: int
+        self, block_runs: BlockRuns, p: int, ch: Any, extras: list, base_index: int, t: int, size: int
     ) -> bool:
         """Answer poll ``p`` of ``size`` frames at ``t`` (ns) from its flow runs (``_block_runs``, sim/runs.py): a
         known run adds its recorded counters, an unknown one runs through the kernels as a poll of its own and is
@@ -195,7 +200,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
             return False
         observed = self.observed
         cache = self.runs
-        bounds, flows_of, pay = lists[0], lists[3], lists[4]
+        bounds, flows_of, pay = lists.bounds, lists.flows, lists.pay
         # with an observer: each known run's events, for this run's lengths and RX hashes
         known = self._known_placed(found, runs, bounds, ra) if observed else []
         if known is None:

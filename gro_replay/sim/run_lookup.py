@@ -10,7 +10,7 @@ import numpy as np
 
 from ..kernel.gro import MAX_GRO_SKBS
 from .deltas import PollCache
-from .runs import RunEntry, Runs, most_held
+from .runs import RunEntry, RunLists, Runs, most_held
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
 MAX_RUN_KEYS = 2048
@@ -29,7 +29,7 @@ class RunLookup:
     _cells_weight: int
     _cells_index: dict[int, int]
 
-    def _known_runs(self, runs: Runs, lists: tuple, ra: int, rb: int, full: bool) -> list | None:
+    def _known_runs(self, runs: Runs, lists: RunLists, ra: int, rb: int, full: bool) -> list | None:
         """``(key, context, cache entry or None, cell weights to record it with or None)`` of runs ``ra..rb`` of one
         poll, or None when together they could fill a GRO bucket, or could fill a tunnel cell's poll without every
         run known, or when a piece that is not its flow's last is unknown or held a packet at its end when recorded
@@ -37,8 +37,7 @@ class RunLookup:
         fill cells' polls. What a run holds and puts into the cells does not depend on how the poll ends (both
         ends flush everything): a recording in any context answers that for the guards. ``lists``: see
         ``_block_runs``."""
-        bounds, order, nkv = lists[:3]
-        more = lists[5]
+        bounds, order, nkv, more = lists.bounds, lists.order, lists.nkv, lists.more
         ctx = b"F" if full else b""
         found = []
         infos = []

@@ -29,6 +29,7 @@ from typing import Any
 
 from .deltas import PollCache, counters, undo
 from .replayer import Replayer
+from .runs import BlockRuns
 
 
 class RunProbe:
@@ -45,7 +46,7 @@ class RunProbe:
     _record_run: Callable[..., Any]
 
     def _probe(
-        self, block_runs: tuple, p: int, ch: Any, extras: list, base_index: int, t: int, full: bool
+        self, block_runs: BlockRuns, p: int, ch: Any, extras: list, base_index: int, t: int, full: bool
     ) -> tuple[list, dict[int, tuple[list, list]]] | None:
         """Record the unknown runs ``_cells_unknown`` of poll ``p`` (``_compose``'s arguments) and decide the poll
         again: ``(found, done)`` — ``found`` as ``_known_runs`` gives it, ``done``: by run index, what
@@ -53,7 +54,7 @@ class RunProbe:
         runs whole."""
         runs, run_src, run_at, lists = block_runs
         ra, rb = run_at[p], run_at[p + 1]
-        bounds = lists[0]
+        bounds = lists.bounds
         rep = self.rep
         todo = list(self._cells_unknown)
         batches = {

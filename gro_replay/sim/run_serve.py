@@ -37,7 +37,7 @@ import numpy as np
 from ..kernel.gro import MAX_GRO_SKBS
 from .deltas import PendingFlowOps, PollCache
 from .run_events import placed_run
-from .runs import LengthOps, RunEntry, Runs, most_held
+from .runs import BlockRuns, LengthOps, RunEntry, RunLists, Runs, most_held
 
 
 class RunServe:
@@ -74,7 +74,7 @@ class RunServe:
         return len(self._exact_runs)
 
     def _serve(
-        self, block_runs: tuple, p: int, sizes: list[int], new: list[bool], base_index: int, t: int
+        self, block_runs: BlockRuns, p: int, sizes: list[int], new: list[bool], base_index: int, t: int
     ) -> bool:
         """Answer poll ``p`` at ``t`` (ns) of the block (``_block_runs``' answer ``block_runs``; ``sizes``: each
         poll's frames; ``new``: the polls composed of their runs; ``base_index``: capture index of the block's first
@@ -98,7 +98,7 @@ class RunServe:
         if self.observed:  # each run's deliveries, for this run's lengths and RX hashes (sim/run_events.py)
             ra, rb = int(m.run_at[p]), int(m.run_at[p + 1])
             found = [(None, None, m.entries[i], None) for i in m.ei[ra:rb].tolist()]
-            known = self._known_placed(found, m.runs, m.lists[0], ra)
+            known = self._known_placed(found, m.runs, m.lists.bounds, ra)
             if known is None:
                 return False
             placed = [
@@ -138,14 +138,14 @@ class RunServe:
             return c[at[1:]] - c[at[:-1]]
 
         unknown = per_poll((~known).astype(np.int64)) > 0
-        bad = per_poll((np.asarray(lists[5], bool)[js] & ends[ei]).astype(np.int64)) > 0
+        bad = per_poll((np.asarray(lists.more, bool)[js] & ends[ei]).astype(np.int64)) > 0
         held = holding[ei] & known
-        rows = np.asarray(lists[2], np.int64)[js]
+        rows = np.asarray(lists.nkv, np.int64)[js]
         load = per_poll(rows * held)
         over = load > MAX_GRO_SKBS
         if over.any():  # the runs' distinct rows could fill a bucket: count the packets held at once
             hj = np.flatnonzero(held & np.repeat(over, nrun))
-            b = np.asarray(lists[0], np.int64)
+            b = np.asarray(lists.bounds, np.int64)
             first = runs.order[b[js[hj]]]
             last = np.where(ends[ei[hj]], -1, runs.order[b[js[hj] + 1] - 1])
             poll = np.repeat(np.arange(len(polls)), nrun)[hj]
@@ -161,10 +161,10 @@ class RunServe:
             m.ok[q], m.unknown[q], m.most[q] = o, u, x
             m.generation[q], m.misses[q] = generation, misses
 
-    def _look_up(self, runs: Runs, lists: tuple, js: np.ndarray, full: list[bool], m: _Marks) -> list[int]:
+    def _look_up(self, runs: Runs, lists: RunLists, js: np.ndarray, full: list[bool], m: _Marks) -> list[int]:
         """Runs ``js`` looked up in their polls' contexts (``full``: per poll): each one's index in ``m.entries``
         (grown with the entries met first), or -1 (unknown)."""
-        bounds = lists[0]
+        bounds = lists.bounds
         uniq = m.uniq
         entries = m.entries
         out: list[int] = []
@@ -217,7 +217,7 @@ class RunServe:
         by_entry = np.bincount(ei, minlength=len(m.entries))
         grouped = js[np.argsort(ei, kind="stable")]  # the runs, entry by entry
         cut = np.cumsum(by_entry) - by_entry
-        bounds = np.asarray(m.lists[0], np.int64)
+        bounds = np.asarray(m.lists.bounds, np.int64)
         for i in np.flatnonzero(by_entry).tolist():
             e = m.entries[i]
             e[1] += int(by_entry[i])
@@ -243,11 +243,11 @@ class _Marks:
     its entry's index in ``entries`` (-1: unknown or not looked up); each run's flows (``run_flows``) by number
     ``flows`` in ``tuples``."""
 
-    def __init__(self, block_runs: tuple, sizes: list[int], new: list[bool]) -> None:
+    def __init__(self, block_runs: BlockRuns, sizes: list[int], new: list[bool]) -> None:
         self.block_runs = block_runs
-        self.runs: Runs = block_runs[0]
-        self.run_at = np.asarray(block_runs[2], np.int64)
-        self.lists: tuple = block_runs[3]
+        self.runs: Runs = block_runs.runs
+        self.run_at = np.asarray(block_runs.run_at, np.int64)
+        self.lists: RunLists = block_runs.lists
         self.sizes, self.new = sizes, new
         n = len(sizes)
         self.ok = [False] * n
@@ -257,7 +257,7 @@ class _Marks:
         self.entries: list[list] = []
         self.uniq: dict[int, int] = {}  # id(entry) → its index in ``entries``
         tuples: dict[tuple, int] = {}
-        self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists[3]], np.int64)
+        self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists.flows], np.int64)
         self.tuples = list(tuples)
         self.generation = [-1] * n
         self.misses = [0] * n

@@ -91,6 +91,30 @@ class Runs(NamedTuple):
     more: np.ndarray
 
 
+class RunLists(NamedTuple):
+    """The columns of ``Runs`` the per-poll code reads one run at a time, as Python lists (``BlockRuns.lists``):
+    ``bounds``, ``order`` and ``nkv`` of ``Runs``; ``flows``: each run's flow ids in order of first frame and
+    ``pay``: the payload lengths as int64 bytes (``run_flows``); ``more`` of ``Runs``."""
+
+    bounds: list[int]
+    order: list[int]
+    nkv: list[int]
+    flows: list[tuple[int, ...]]
+    pay: bytes
+    more: list[bool]
+
+
+class BlockRuns(NamedTuple):
+    """The flow runs of a block's polls (sim/compose.py ``_block_runs``): ``runs``; ``src``: each run entry's
+    position in the block's entries (int64, in ``runs.order``'s order); ``run_at``: poll ``p``'s runs are
+    ``run_at[p]..run_at[p + 1]``; ``lists``."""
+
+    runs: Runs
+    src: np.ndarray
+    run_at: list[int]
+    lists: RunLists
+
+
 def _pieces(
     col: Columns, idx: np.ndarray, poll_of: np.ndarray, no_cut: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
