@@ -14,9 +14,10 @@ Kernel: net/core/dev.c ``__netif_receive_skb_core`` (``deliver_skb`` to ``ptype_
 Formats: pcapng (the CLI's default): one file per kernel, ``DIR/<kernel>.pcapng``, with one interface block per
 simulated device (``eth0``, ``vxlan0``, ``vxlan0-8472``, ``geneve0``: ``if_name``, as sim/config.py
 ``ReplayConfig.devices`` names them; the kernel model and the device's GRO stage in ``if_description``; a device
-of a port found while replaying, ``--vxlan-port auto``, gets its block before its first packet) and, per packet, an ``opt_comment`` saying what GRO did: ``segments=N gso_size=BYTES
-end=FUNCTION:CONDITION`` (the wire frames the skb carries, ``skb_shinfo(skb)->gso_size`` and the reason it
-ended, ``kernel/reasons.py``), so Wireshark's packet list shows it. Classic pcap: one file per kernel and device,
+of a port found while replaying, ``--vxlan-port auto``, gets its block before its first packet) and, per packet,
+an ``opt_comment`` saying what GRO did: ``segments=N gso_size=BYTES end=FUNCTION:CONDITION`` (the wire frames
+the skb carries, ``skb_shinfo(skb)->gso_size`` and the reason it ended, ``kernel/reasons.py``), so Wireshark's
+packet list shows it. Classic pcap: one file per kernel and device,
 ``DIR/<kernel>-<dev>.pcap``, frames only.
 
 Left out: the TPID of a stripped tag (not kept by the model: 802.1Q is written, 802.1ad outside it for a QinQ
@@ -208,9 +209,7 @@ class DevicePcaps:
                 w = self.writers[(kernel, "")] = self._pcapng(kernel)
             ifaces = self._ifaces[kernel]
             iface = ifaces.get(dev)
-            if (
-                iface is None
-            ):  # a device not declared up front (a port found by --vxlan-port auto): its block here
+            if iface is None:  # not declared up front (a port found by --vxlan-port auto): its block here
                 iface = ifaces[dev] = w.add_interface(dev, self._description(kernel, stage))
             w.write(now_ns, skb_frame(skb), iface, skb_comment(skb))
             self.frames[(kernel, "")] += 1
