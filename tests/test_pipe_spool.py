@@ -358,6 +358,11 @@ def test_a_signal_while_copying_removes_the_copy(tmp_path, sig, code, line):
     [
         (b"\0" * 64, "Error: -: not a pcap or pcapng file (magic 0x00000000)"),
         (b"hello\n", "Error: -: not a pcap or pcapng file (magic 0x68656c6c)"),
+        (  # xz's stream header magic: what the file is, told from the 4 bytes a refusal reads
+            b"\xfd7zXZ\0" + bytes(26),
+            "Error: -: xz-compressed, not a pcap or pcapng file: decompress it first (xz -dc FILE | gro-replay -); "
+            "only gzip is read directly",
+        ),
     ],
 )
 def test_a_stream_that_is_no_capture_is_refused_before_it_is_copied(tmp_path, head, line):

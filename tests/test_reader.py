@@ -471,6 +471,44 @@ def test_open_garbage(tmp_path):
     assert_open_error(p, f"{p}: not a pcap or pcapng file (magic 0x47415242)")
 
 
+def _zip(data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("capture.pcap", data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("pack", "what", "todo"),
+    [
+        # xz and bzip2 from the standard library; zstd (RFC 8878 magic 0xFD2FB528) and the LZ4 frame format (magic
+        # 0x184D2204) are little-endian magic numbers at the start of a frame; a zip local file header starts "PK\3\4";
+        # a snoop file (RFC 1761) with "snoop\0\0\0"
+        (
+            lambda d: __import__("lzma").compress(d),
+            "xz-compressed",
+            "decompress it first (xz -dc FILE | gro-replay -)",
+        ),
+        (lambda d: __import__("bz2").compress(d), "bzip2-compressed", "decompress it first (bzip2 -dc FILE"),
+        (lambda d: b"\x28\xb5\x2f\xfd" + d, "zstd-compressed", "decompress it first (zstd -dc FILE"),
+        (lambda d: b"\x04\x22\x4d\x18" + d, "lz4-compressed", "decompress it first (lz4 -dc FILE"),
+        (_zip, "a zip archive", "extract the capture first (unzip -p ARCHIVE NAME | gro-replay -)"),
+        (lambda d: b"snoop\0\0\0" + d, "a snoop capture", "convert it first (editcap -F pcap FILE out.pcap)"),
+    ],
+    ids=["xz", "bzip2", "zstd", "lz4", "zip", "snoop"],
+)
+def test_open_another_compression_or_format_says_what_it_is(tmp_path, pack, what, todo):
+    p = write(tmp_path, "capture.pcap", pack(b"\xd4\xc3\xb2\xa1" + bytes(200)))
+    with pytest.raises(CaptureError) as e:
+        open_capture(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: {what}, not a pcap or pcapng file: {todo}")
+    assert "\n" not in msg
+
+
 def test_open_two_byte_file(tmp_path):
     p = write(tmp_path, "tiny.pcap", b"\xd4\xc3")
     assert_open_error(p, f"{p}: not a pcap or pcapng file (only 2 bytes)")

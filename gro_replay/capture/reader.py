@@ -86,6 +86,45 @@ _PCAP_MAGICS = {
     0x4D3CB2A1: ("<", 16),  # PMUDPCT_MAGIC_NANO
     0x34CDB2A1: ("<", 24),  # PMUDPCT_MODPCAP_MAGIC
 }
+#: the first bytes of files that are not captures gro-replay reads, and what to do with them (the error names it):
+#: compressed files other than gzip (xz, zstd, bzip2, lz4: their format specifications' magic numbers), zip
+#: archives, and capture formats that editcap converts (Sun snoop, RFC 1761: "snoop\0\0\0"); each told by the
+#: first 4 bytes, all a replay reads before it refuses (more could wait on a pipe whose writer is still open)
+OTHER_FORMATS = (
+    (
+        b"\xfd7zX",
+        "xz-compressed",
+        "decompress it first (xz -dc FILE | gro-replay -); only gzip is read directly",
+    ),
+    (
+        b"\x28\xb5\x2f\xfd",
+        "zstd-compressed",
+        "decompress it first (zstd -dc FILE | gro-replay -); only gzip is read directly",
+    ),
+    (
+        b"BZh",
+        "bzip2-compressed",
+        "decompress it first (bzip2 -dc FILE | gro-replay -); only gzip is read directly",
+    ),
+    (
+        b"\x04\x22\x4d\x18",
+        "lz4-compressed",
+        "decompress it first (lz4 -dc FILE | gro-replay -); only gzip is read directly",
+    ),
+    (b"PK\x03\x04", "a zip archive", "extract the capture first (unzip -p ARCHIVE NAME | gro-replay -)"),
+    (b"snoo", "a snoop capture", "convert it first (editcap -F pcap FILE out.pcap)"),
+)
+
+
+def other_format(path: str, head: bytes) -> str | None:
+    """The error for ``path`` when ``head`` (its first bytes) is one of ``OTHER_FORMATS``: what it is and what to
+    do; else None."""
+    for magic, what, todo in OTHER_FORMATS:
+        if head.startswith(magic):
+            return f"{path}: {what}, not a pcap or pcapng file: {todo}"
+    return None
+
+
 _PCAP_NANO_MAGICS = frozenset({0xA1B23C4D, 0x4D3CB2A1})  # dpkt.pcap TCPDUMP_MAGIC_NANO, PMUDPCT_MAGIC_NANO
 #: pcap file header (dpkt.pcap.FileHdr/LEFileHdr): magic, v_major, v_minor, thiszone, sigfigs, snaplen, linktype
 _PCAP_FILE_HDR = {"<": struct.Struct("<IHHIIII"), ">": struct.Struct(">IHHIIII")}
@@ -175,7 +214,8 @@ class Capture(PcapngBlocks):
             self.format = "pcapng"
             self._open_pcapng(head)
         else:
-            raise CaptureError(f"{path}: not a pcap or pcapng file (magic 0x{magic:08x})")
+            other = other_format(path, head)  # the 4 bytes read: reading more could wait on a pipe
+            raise CaptureError(other or f"{path}: not a pcap or pcapng file (magic 0x{magic:08x})")
 
     # --- pcap ---
 
