@@ -11,10 +11,11 @@ statistics.
 
 from __future__ import annotations
 
-from ..packet.csum import ipv4_header_checksum
+from ..packet.csum import csum_add, csum_partial, csum_sub, ipv4_header_checksum
 from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
 from .skbuff import (
+    CHECKSUM_COMPLETE,
     ETH_HLEN,
     ETH_P_IP,
     ETH_P_IPV6,
@@ -26,8 +27,11 @@ from .skbuff import (
 )
 from .udp_tunnel import UdpTunnelSock
 
-INET_ECN_MASK = 3
+INET_ECN_NOT_ECT = 0
+INET_ECN_ECT_1 = 1
+INET_ECN_ECT_0 = 2
 INET_ECN_CE = 3
+INET_ECN_MASK = 3
 
 
 def udp_tunnel_decap(
@@ -79,14 +83,19 @@ def udp_tunnel_decap(
 
 
 def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> int:  # noqa: N802 - the kernel's name
-    """ECN on decapsulation: CE outside a not-ECT inner packet is an error; CE outside an ECT one marks the inner
-    header CE (IPv4: checksum redone).
+    """ECN on decapsulation (RFC 6040 §4.2): CE outside a not-ECT inner packet is an error; CE outside an ECT one
+    marks the inner header CE; from b723748750ec (``inet_ecn_decap_sets_ect1``) ECT(1) outside ECT(0) marks the
+    inner header ECT(1).
 
     Kernel: include/net/inet_ecn.h ``INET_ECN_decapsulate`` / ``__INET_ECN_decapsulate``, called by
-    ``vxlan_ecn_decapsulate`` and by ``geneve_rx`` (``IP_ECN_decapsulate`` / ``IP6_ECN_decapsulate``).
-    ``skb->data`` is at the inner network header. Returns the kernel's ``err``: 2 for CE outside a not-ECT inner
-    packet (both callers drop the skb, rx_frame_errors and rx_errors), 1 for ECT outside not-ECT (only logged),
-    else 0.
+    ``vxlan_ecn_decapsulate`` and by ``geneve_rx`` (``IP_ECN_decapsulate`` / ``IP6_ECN_decapsulate``); the marks
+    by ``IP_ECN_set_ce`` / ``IP_ECN_set_ect1`` (the IPv4 header checksum follows: the header's sum, and so
+    ``skb->csum``, does not change) and ``IP6_ECN_set_ce`` / ``IP6_ECN_set_ect1`` (CHECKSUM_COMPLETE: ``skb->csum``
+    follows the changed word). ``skb->data`` is at the inner network header. Returns the kernel's ``err``: 2 for CE
+    outside a not-ECT inner packet (both callers drop the skb, rx_frame_errors and rx_errors), 1 for ECT outside
+    not-ECT (only logged), else 0.
+    Left out: 2867e1eac610 (v5.8) fixed the IPv4 checksum update of ``IP_ECN_set_ect1``, wrong in v5.7 and the
+    stable trees that took b723748750ec before it: the model writes the right checksum.
     """
     buf = skb.buf
     i = skb.data
@@ -97,17 +106,34 @@ def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> int:  # noqa: N802 - th
     else:
         return 0
     outer = outer_tos & INET_ECN_MASK
-    if inner == 0:  # INET_ECN_NOT_ECT
-        return 2 if outer == INET_ECN_CE else int(outer != 0)
-    if outer != INET_ECN_CE:
-        return 0
-    if inner != INET_ECN_CE:
-        b = bytearray(buf)
-        if skb.protocol == ETH_P_IP:
-            b[i + 1] |= INET_ECN_CE
-            b[i + 10 : i + 12] = b"\0\0"
-            b[i + 10 : i + 12] = ipv4_header_checksum(bytes(b[i : i + 20])).to_bytes(2, "big")
-        else:
-            b[i + 1] |= INET_ECN_CE << 4
-        skb.buf = b
+    if inner == INET_ECN_NOT_ECT:
+        return 2 if outer == INET_ECN_CE else int(outer != INET_ECN_NOT_ECT)
+    if outer == INET_ECN_CE:
+        _set_ecn(skb, INET_ECN_CE)  # INET_ECN_set_ce (nothing changes on a CE inner header)
+    elif (
+        outer == INET_ECN_ECT_1 and inner == INET_ECN_ECT_0 and skb.dev.kernel.model.inet_ecn_decap_sets_ect1
+    ):
+        _set_ecn(skb, INET_ECN_ECT_1)  # INET_ECN_set_ect1
     return 0
+
+
+def _set_ecn(skb: SkBuff, ecn: int) -> None:
+    """Write ``ecn`` into the ECN bits of the inner IP header at ``skb->data`` (when they differ): IPv4 with its
+    header checksum redone, IPv6 with ``skb->csum`` following the header's first word under CHECKSUM_COMPLETE.
+    Kernel: include/net/inet_ecn.h ``IP_ECN_set_ce``/``IP_ECN_set_ect1``, ``IP6_ECN_set_ce``/``IP6_ECN_set_ect1``."""
+    i = skb.data
+    old = skb.buf
+    b = bytearray(old)
+    if skb.protocol == ETH_P_IP:
+        b[i + 1] = (b[i + 1] & ~INET_ECN_MASK) | ecn
+        if b[i + 1] == old[i + 1]:
+            return
+        b[i + 10 : i + 12] = b"\0\0"
+        b[i + 10 : i + 12] = ipv4_header_checksum(bytes(b[i : i + 20])).to_bytes(2, "big")
+    else:
+        b[i + 1] = (b[i + 1] & ~(INET_ECN_MASK << 4)) | (ecn << 4)
+        if b[i + 1] == old[i + 1]:
+            return
+        if skb.ip_summed == CHECKSUM_COMPLETE:
+            skb.csum = csum_add(csum_sub(skb.csum, csum_partial(old, i, i + 4)), csum_partial(b, i, i + 4))
+    skb.buf = b

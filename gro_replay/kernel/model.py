@@ -49,6 +49,9 @@ class KernelModel:
     udp_tunnel_gate_checks_uh_check: bool = False
     #: 8dc1c444df19 (v5.11): a completed GRO packet adds its segment count to napi->rx_count.
     gro_normal_counts_segs: bool = True
+    #: b723748750ec (v5.7; 5.4.41 took it): decapsulation copies an outer ECT(1) onto an inner ECT(0) header
+    #: (``INET_ECN_set_ect1``, RFC 6040 §4.2), which the tunnel device's inet_gro_receive then compares.
+    inet_ecn_decap_sets_ect1: bool = False
     #: eac1b93c14d6 (v5.17): skb_gro_receive limits p->len + len by dev->gro_max_size instead of 65536.
     gro_max_size_from_dev: bool = False
     #: 6fc2f3832d36 (v5.18): an IPv6 hop_limit difference flushes instead of splitting the flow.
@@ -209,6 +212,12 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
         "net: gro: do not keep too many GRO packets in napi->rx_list",
     ),
     SwitchCommit(
+        "inet_ecn_decap_sets_ect1",
+        "b723748750ec",
+        (5, 7),
+        "tunnel: Propagate ECT(1) when decapsulating as recommended by RFC6040",
+    ),
+    SwitchCommit(
         "gro_max_size_from_dev", "eac1b93c14d6", (5, 17), "gro: add ability to control gro max packet size"
     ),
     SwitchCommit(
@@ -355,6 +364,9 @@ BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
     "ab4c8b6f7fcb": None,
     # taken into 6.16.y (6.16.9-rc1 review, 2025-09-22: no profile); the LTS branches were not read
     "a9888628cb2c": (),
+    # 5.4.y took it in 5.4.41 (stable review "[PATCH 5.4 30/90]", 2020-05-13), its stable commit not read; 4.19.y
+    # not read
+    "b723748750ec": (),
 }
 
 

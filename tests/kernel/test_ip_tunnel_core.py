@@ -4,8 +4,9 @@ drivers/net/vxlan/vxlan_core.c ``vxlan_ecn_decapsulate`` and drivers/net/geneve.
 
 Kernel rule (``__INET_ECN_decapsulate``): a not-ECT inner packet under a CE outer header is an error of 2, which
 both drivers drop (rx_frame_errors, rx_errors); under an ECT(0)/ECT(1) outer header it is an error of 1, only
-logged; an ECT inner packet under a CE outer header is marked CE (IPv4: header checksum redone); otherwise nothing
-changes. The drop is named after the driver function that makes it.
+logged; an ECT inner packet under a CE outer header is marked CE (IPv4: header checksum redone); from b723748750ec
+(v5.7) an ECT(0) inner packet under an ECT(1) outer header is marked ECT(1); otherwise nothing changes. The drop is
+named after the driver function that makes it.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import pytest
 from rule_frames import BASE, frames, specs
 from test_kernel_harness import rig
 
-from gro_replay.kernel.model import K_5_12, K_6_18
+from gro_replay.kernel.model import K_4_19, K_5_12, K_6_18
 from gro_replay.packet.csum import ipv4_header_checksum
+from gro_replay.report.document import document
+from gro_replay.sim import ReplayConfig, replay_frames
 
 NOT_ECT, ECT_1, ECT_0, CE = 0, 1, 2, 3
 
@@ -42,6 +45,9 @@ def _inner_ecn(data: bytes, ipv6: bool) -> int:
         (ECT_1, NOT_ECT, NOT_ECT),
         (NOT_ECT, ECT_0, ECT_0),
         (ECT_0, ECT_1, ECT_1),
+        (ECT_1, ECT_0, ECT_1),  # INET_ECN_set_ect1 (b723748750ec, v5.7: both models here carry it)
+        (ECT_1, ECT_1, ECT_1),
+        (ECT_1, CE, CE),
     ],
 )
 def test_ecn_decapsulation(model, encap, outer_ipv6, inner_ipv6, outer, inner, want):
@@ -65,3 +71,26 @@ def test_ecn_decapsulation(model, encap, outer_ipv6, inner_ipv6, outer, inner, w
     assert _inner_ecn(h, inner_ipv6) == want
     if not inner_ipv6:  # the inner IPv4 header checksum still verifies (redone after marking CE)
         assert ipv4_header_checksum(h[:10] + b"\0\0" + h[12:20]) == int.from_bytes(h[10:12], "big")
+
+
+def test_before_b723748750ec_an_outer_ect1_leaves_the_inner_ect0():
+    # 4.19 (base) has no INET_ECN_set_ect1 step: the inner header keeps ECT(0)
+    spec = replace(BASE, outer_tos=ECT_1, tos=ECT_0)
+    r = rig(K_4_19, nic="unnecessary")
+    r.poll(frames(specs(1, spec=spec)))
+    (d,) = r.rec.at("tunnel")
+    assert _inner_ecn(d.head, False) == ECT_0
+
+
+@pytest.mark.parametrize(("outer", "inner"), [(CE, ECT_0), (ECT_1, ECT_0)])
+def test_ipv6_marks_keep_checksum_complete_right(outer, inner):
+    """IP6_ECN_set_ce / IP6_ECN_set_ect1 update skb->csum under CHECKSUM_COMPLETE (the IPv6 header has no checksum
+    of its own), so the tunnel device's GRO validates the inner TCP checksum from it, summing nothing in software,
+    as for the same frames unmarked (gro-spec §3: CHECKSUM_COMPLETE needs no software sum when it verifies). GRO
+    off at the phys device: each frame reaches the tunnel device alone; 4 contiguous segments merge there."""
+    spec = replace(BASE, inner_ipv6=True, outer_tos=outer, tos=inner, outer_csum="computed")
+    cfg = ReplayConfig(kernels=(K_6_18,), rx_csum="complete", gro={"phys": False, "tunnel": True})
+    for s in (spec, replace(spec, outer_tos=NOT_ECT)):
+        frames_ = [(1000 * n, f) for n, f in enumerate(frames(specs(4, spec=s)))]
+        tunnel = document(replay_frames(frames_, cfg))["kernels"][0]["stages"]["tunnel"]
+        assert (tunnel["skbs_delivered"], tunnel["aggregates"], tunnel["sw_csum_bytes"]) == (1, 1, 0)

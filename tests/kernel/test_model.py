@@ -84,6 +84,7 @@ ALL_SWITCHES = [
     "inet_gro_fixedid_without_df",
     "tcp_gro_cwr_no_flush",
     "ip_tun_rx_dst_sets_df",
+    "inet_ecn_decap_sets_ect1",
 ]
 
 
@@ -97,20 +98,25 @@ def test_profile_lookup_by_release():
 @pytest.mark.parametrize(
     ("model", "on"),
     [
-        # v5.11: only the segment-counting GRO_NORMAL batch (8dc1c444df19 is in v5.11)
-        (K_5_11, {"gro_normal_counts_segs"}),
+        # v5.11: the ECT(1) propagation (b723748750ec, v5.7) and the segment-counting GRO_NORMAL batch
+        # (8dc1c444df19 is in v5.11)
+        (K_5_11, {"inet_ecn_decap_sets_ect1", "gro_normal_counts_segs"}),
         # v5.12: + 89e5c58fc1e2 (v5.12-rc2)
-        (K_5_12, {"gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
+        (K_5_12, {"inet_ecn_decap_sets_ect1", "gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
         # v6.18: every switch whose commit is in v6.18; ab4c8b6f7fcb (2026) is not
         (K_6_18, set(ALL_SWITCHES) - {"tcp_gro_cwr_no_flush"}),
         # LTS bases, each switch by its commit's upstream release (module docstring above)
         (PROFILES["4.19"], set()),
         (PROFILES["5.4"], set()),
-        (PROFILES["5.10"], set()),
-        (PROFILES["5.15"], {"gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
+        (PROFILES["5.10"], {"inet_ecn_decap_sets_ect1"}),  # v5.7
+        (
+            PROFILES["5.15"],
+            {"inet_ecn_decap_sets_ect1", "gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"},
+        ),
         (
             PROFILES["6.1"],
             {
+                "inet_ecn_decap_sets_ect1",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
                 "gro_max_size_from_dev",  # v5.17
@@ -122,6 +128,7 @@ def test_profile_lookup_by_release():
         (
             PROFILES["6.6"],
             {
+                "inet_ecn_decap_sets_ect1",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
                 "gro_max_size_from_dev",
