@@ -22,6 +22,7 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``napi.py``: net/core/dev.c (``napi_poll``, ``napi_complete_done``, ``netif_elide_gro``)
 - ``netdevice.py``: include/linux/netdevice.h
 - ``nic.py``: none: the drivers' RX checksum state and RX hash (gro-spec §7: ice, i40e, mlx5, virtio-net)
+- ``nic_skb.py``: none: the skb layout (``head_frag``, page frags) each ``--nic`` preset's driver builds
 - ``release.py``: none: kernel release strings (``uname -r``, stable, rc, distribution builds) → a ``KernelModel``
 - ``reasons.py``: none: every flush and drop reason, named after the kernel function and condition
 - ``skbuff.py``: include/linux/skbuff.h, net/core/skbuff.c

@@ -226,6 +226,8 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     # Where the payload goes decides only skb_has_frag_list(p), which makes dev_gro_receive flush p if it
     # enters GRO again (the tunnel device, ≥ 6.1): page fragments move into the last skb's frags while
     # MAX_SKB_FRAGS allows, a kmalloc'd linear head (veth from AF_PACKET) is always chained on the frag_list.
+    # The driver step sets head_frag from the --nic preset's layout (kernel/nic_skb.py); no skb built here has
+    # page frags of its own, so headlen <= offset (the header-split case) does not occur.
     lp: SkBuff | None
     lp = p.cb.last
     if skb.tail - skb.data <= off:

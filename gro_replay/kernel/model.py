@@ -165,7 +165,7 @@ class KernelModel:
         rc = int(self.pre_release.rsplit("-rc", 1)[1])
         return {
             "release": self.pre_release,
-            "lacks": [c.commit for c in rc_lacks(*_release_tuple(self.base), rc)],
+            "lacks": [c.commit for c in rc_lacks(*release_tuple(self.base), rc)],
         }
 
     def switches(self) -> dict[str, bool]:
@@ -418,7 +418,7 @@ def profile(release: str) -> KernelModel:
         raise KeyError(f"unknown kernel {release!r}; known: {', '.join(PROFILES)}") from None
 
 
-def _release_tuple(release: str) -> tuple[int, int]:
-    """``"6.18"`` → ``(6, 18)`` (a profile's release: upstream X.Y)."""
+def release_tuple(release: str) -> tuple[int, int]:
+    """``"6.18"`` → ``(6, 18)`` (a profile's release or base: upstream X.Y). Raises: ValueError for another form."""
     major, minor = release.split(".")[:2]
     return int(major), int(minor)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..packet.csum import csum_add, csum_partial, pseudo_at
+from .nic_skb import RX_SKB_LAYOUTS, VETH_LINEAR, RxSkbLayout
 from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, IpSummed
 
 #: Microsoft's RSS verification-suite key, the usual default RSS key.
@@ -87,7 +88,8 @@ class NicPreset:
     RX hash covers (RSS_FIELDS). ``rx_usecs``: the interrupt moderation default in µs (0: none) for the
     time-aware poll model; ``adaptive``: the driver adapts it (DIM/dynamic ITR) from there.
     ``source``: the driver function and file the decision follows; ``notes``: hardware behaviour the driver code
-    cannot show (derived, marked [D]) and variants.
+    cannot show (derived, marked [D]) and variants. ``rx_skb``: the skb layout the driver builds for a full-sized
+    frame (``RxSkbLayout``), which decides whether ``skb_gro_receive`` chains segments on a frag_list.
     """
 
     name: str
@@ -99,6 +101,7 @@ class NicPreset:
     adaptive: bool
     tunnel_port_offload: bool
     notes: tuple[str, ...] = ()
+    rx_skb: RxSkbLayout = VETH_LINEAR
 
     def rx_state(
         self, outer_v6: bool, outer_csum_zero: bool, tunnel_port: bool, tunnelled: bool = True
@@ -132,6 +135,7 @@ class NicPreset:
             "adaptive_moderation": self.adaptive,
             "poll": self.poll,
             "tunnel_port_offload": self.tunnel_port_offload,
+            "rx_skb": self.rx_skb.as_dict(),
         }
 
 
@@ -222,6 +226,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             50,
             True,
             True,
+            rx_skb=RX_SKB_LAYOUTS["ice"],
         ),
         NicPreset(
             "i40e",
@@ -232,6 +237,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             50,
             True,
             True,
+            rx_skb=RX_SKB_LAYOUTS["i40e"],
         ),
         NicPreset(
             "ixgbe",
@@ -246,6 +252,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
                 "port off models the 82599 (UDP zero-checksum errata), port on the X550 VXLAN parser",
                 "UDP RSS hashes addresses only unless ethtool -N rx-flow-hash udp4 sdfn",
             ),
+            rx_skb=RX_SKB_LAYOUTS["ixgbe"],
         ),
         NicPreset(
             "mlx5",
@@ -257,6 +264,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             True,
             True,
             ("the tunnel port only matters with CHECKSUM_COMPLETE off (priv flag rx_no_csum_complete, XDP)",),
+            rx_skb=RX_SKB_LAYOUTS["mlx5"],
         ),
         NicPreset(
             "bnxt",
@@ -268,6 +276,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             False,
             True,
             ("[D] a zero outer UDP checksum is taken as not calculated (no T_L4_CS_CALC / L4_CS_CALC bit)",),
+            rx_skb=RX_SKB_LAYOUTS["bnxt"],
         ),
         NicPreset(
             "virtio-net",
@@ -279,6 +288,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             False,
             False,
             ("no RX hash without VIRTIO_NET_F_HASH_REPORT; a bad checksum: the host sets no DATA_VALID",),
+            rx_skb=RX_SKB_LAYOUTS["virtio-net"],
         ),
         NicPreset(
             "vmxnet3",
@@ -295,6 +305,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
                 "level 0 even then",
                 "UDP RSS hashes addresses only unless enabled on the host",
             ),
+            rx_skb=RX_SKB_LAYOUTS["vmxnet3"],
         ),
         NicPreset(
             "ena",
@@ -306,6 +317,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             True,
             False,
             ("[D] l4_csum_checked is taken as clear for a zero UDP checksum",),
+            rx_skb=RX_SKB_LAYOUTS["ena"],
         ),
         NicPreset(
             "gve",
@@ -319,6 +331,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             (
                 "the DQO queue format (gve_rx_skb_csum, gve_rx_dqo.c) hands UNNECESSARY level 0: --rx-csum unnecessary",
             ),
+            rx_skb=RX_SKB_LAYOUTS["gve"],
         ),
         NicPreset(
             "veth",
@@ -332,6 +345,7 @@ NIC_PRESETS: dict[str, NicPreset] = {
             (
                 "give the peer's state with --rx-csum (e.g. unnecessary when the peer forwarded a NIC's frame)",
             ),
+            rx_skb=RX_SKB_LAYOUTS["veth"],
         ),
     )
 }

@@ -18,8 +18,8 @@ from .model import (
     STABLE_BACKPORTS,
     SWITCH_COMMITS,
     KernelModel,
-    _release_tuple,
     rc_lacks,
+    release_tuple,
     upstream_profile,
 )
 
@@ -227,8 +227,8 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
         raise ValueError(
             f"cannot parse kernel release {text!r} (want X.Y, X.Y.Z or a distribution's uname -r)"
         )
-    newest = max(PROFILES.values(), key=lambda m: _release_tuple(m.release))
-    if (major, minor) > _release_tuple(newest.release):
+    newest = max(PROFILES.values(), key=lambda m: release_tuple(m.release))
+    if (major, minor) > release_tuple(newest.release):
         raise ValueError(
             f"kernel {text} is newer than {newest.release}, the newest modelled release (GRO changes after it are "
             f"not modelled, so its verdict would be a guess): use --kernel {newest.release}"

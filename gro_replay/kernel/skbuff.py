@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ..packet.csum import PollSums, csum_add, csum_fold, csum_partial, csum_sub
 
 SKB_MAX_CSUM_LEVEL = 3  #: include/linux/skbuff.h
-MAX_SKB_FRAGS = 17  #: include/linux/skbuff.h (CONFIG_MAX_SKB_FRAGS default from v6.2, 4 KiB pages)
+#: include/linux/skbuff.h: 65536/PAGE_SIZE + 1 with 4 KiB pages; CONFIG_MAX_SKB_FRAGS (default 17) from 3948b05950fd
+#: (net-next 2023-03: v6.4 [D]): 17 in every profile
+MAX_SKB_FRAGS = 17
 if TYPE_CHECKING:
     from .netdevice import NetDevice
 

@@ -1,15 +1,19 @@
 """The NIC driver's RX step: the skb a driver builds for each frame of a poll (RX hash, VLAN tag, checksum state
-``ip_summed`` / ``csum_level`` / ``csum``), the same for every kernel model.
+``ip_summed`` / ``csum_level`` / ``csum``, and whether its head is a page fragment, ``head_frag``), the same for
+every kernel model but the layout, which a driver changed between releases (kernel/nic_skb.py).
 
 Kernel: a driver's RX completion (e.g. drivers/net/ethernet/mellanox/mlx5/core/en_rx.c ``mlx5e_build_rx_skb``:
 ``skb_set_hash``, ``__vlan_hwaccel_put_tag``, ``mlx5e_handle_csum``) before ``napi_gro_receive``. The per-preset
-checksum decisions are in ``kernel/nic.py``.
+checksum decisions are in ``kernel/nic.py``, the skb layouts in ``kernel/nic_skb.py`` (a --nic preset's layout is
+the driver's even when --rx-csum overrides its checksum state; without --nic, veth's linear head).
 """
 
 from __future__ import annotations
 
 from ..kernel.kernel import Kernel
+from ..kernel.model import KernelModel, release_tuple
 from ..kernel.nic import NIC_PRESETS, RX_CSUM_PROFILES, hw_checksums_ok
+from ..kernel.nic_skb import VETH_LINEAR
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
 from ..packet.csum import PollSums
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
@@ -26,6 +30,8 @@ class DriverRx:
         #: the driver preset deciding each frame's checksum state (rx_csum "nic"), else None
         self.preset = NIC_PRESETS[config.nic] if config.rx_csum == "nic" and config.nic is not None else None
         self._flow_state: list[tuple[int, int, str]] = []
+        #: the skb layout of the driver (--nic), whether or not its checksum state decides; veth's without --nic
+        self.layout = NIC_PRESETS[config.nic].rx_skb if config.nic is not None else VETH_LINEAR
         self.profile = RX_CSUM_PROFILES["none" if self.preset else config.rx_csum]
         prof = self.profile
         # (ip_summed, ip_summed of a PARTIAL-profile frame without an L4 header, csum_level) the driver sets
@@ -76,7 +82,15 @@ class DriverRx:
                     j,
                 )
             )
+        if self.layout.head_frag_from is not None and self.head_frag(k.model):
+            for skb in skbs:
+                skb.head_frag = True
         return skbs
+
+    def head_frag(self, model: KernelModel) -> bool:
+        """Whether the driver builds a full-sized frame's skb around its RX page (``skb->head_frag``) on a kernel of
+        ``model`` (its upstream base release: ``RxSkbLayout.head_frag``)."""
+        return self.layout.head_frag(release_tuple(model.base or model.release))
 
     def poll_shared(self, batch: list[Frame]) -> tuple:
         """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values, the ``PollSums`` batch that

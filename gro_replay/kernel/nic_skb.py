@@ -1,0 +1,136 @@
+"""The skb layout a driver's RX path builds, as far as ``skb_gro_receive`` reads it (``head_frag``, page fragments).
+
+Kernel: the drivers' RX skb construction (``ice_build_skb``, ``i40e_build_skb``, ``ixgbe_build_skb``,
+``mlx5e_build_linear_skb``, ``bnxt_rx_skb``; ``build_skb``/``napi_build_skb`` in net/core/skbuff.c set
+``head_frag`` when given a fragment size) and veth carrying AF_PACKET's linear skbs (``packet_snd``,
+``veth_xmit``). Which layout decides only where ``skb_gro_receive`` (kernel/gro.py) puts a merged segment's payload:
+into the last skb's page frags while ``MAX_SKB_FRAGS`` allows, or on the frag_list, which makes ``dev_gro_receive``
+flush the aggregate when it enters GRO again on the tunnel device (v6.1+, 5eddb24901ee).
+Left out: header-split layouts (a copied header plus page frags: legacy-rx, virtio-net mergeable buffers, gve
+GQI), copybreak copies of short frames, XDP multi-buffer, hardware GRO; presets whose driver builds those are
+built with veth's linear layout, and their ``notes`` say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RxSkbLayout:
+    """How a driver's default RX path lays out the skb of a full-sized frame (1500-byte MTU, no XDP program, a
+    frame longer than the driver's copybreak), as far as ``skb_gro_receive`` reads it (kernel/gro.py).
+
+    ``head_frag_from``: the first upstream release ``(major, minor)`` whose default path builds that skb around
+    the RX page buffer (``build_skb``/``napi_build_skb`` with a fragment size: ``skb->head_frag = 1``, the whole
+    frame in the head, no page fragments); (4, 19) when the driver did so before every profile; None when the model
+    builds no such skb for this driver. A kernel older than it, or None, gets veth's layout from AF_PACKET, which
+    the kernel backend measures: a kmalloc'd linear head (``head_frag = 0``), no page fragments.
+    ``source``: the driver functions and commits; ``notes``: what the driver builds that the model does not
+    (header split, copybreak copies, older releases), each saying how it is built here instead.
+    """
+
+    head_frag_from: tuple[int, int] | None
+    source: str
+    notes: tuple[str, ...] = ()
+
+    def head_frag(self, release: tuple[int, int]) -> bool:
+        """Whether a kernel of upstream ``release`` builds the full-sized frame's skb with ``head_frag`` set."""
+        return self.head_frag_from is not None and release >= self.head_frag_from
+
+    def as_dict(self) -> dict:
+        return {
+            "head_frag_from": (None if self.head_frag_from is None else "{}.{}".format(*self.head_frag_from)),
+            "source": self.source,
+            "notes": list(self.notes),
+        }
+
+
+#: veth carrying a frame written by AF_PACKET (packet_snd → sock_alloc_send_pskb with the whole frame linear;
+#: veth_xmit → veth_forward_skb keeps the skb): a kmalloc'd linear head, what the kernel backend measures
+VETH_LINEAR = RxSkbLayout(None, "packet_snd (net/packet/af_packet.c) → veth_xmit: the sender's linear skb")
+
+
+#: The layout of each --nic preset (kernel/nic.py ``NIC_PRESETS``), named after it.
+RX_SKB_LAYOUTS: dict[str, RxSkbLayout] = {
+    "ice": RxSkbLayout(
+        (5, 5),
+        "ice_build_skb (napi_build_skb around the RX page), ice_txrx.c; ice_setup_rx_ctx enables it unless the "
+        "legacy-rx private flag is set ('ice: add build_skb() support' with 7237f5b0dba4, net-next 2019-10: "
+        "v5.5 [D])",
+        (
+            "before v5.5, and with legacy-rx: ice_construct_skb copies eth_get_headlen bytes into a "
+            "napi_alloc_skb(ICE_RX_HDR_SIZE 256) head and adds the rest as a page frag: built linear here",
+        ),
+    ),
+    "i40e": RxSkbLayout(
+        (4, 19),
+        "i40e_build_skb (build_skb around the RX page), i40e_txrx.c: i40e_clean_rx_irq's default "
+        "(ring_uses_build_skb) unless the legacy-rx private flag is set; [D] in the driver before v4.19",
+        ("legacy-rx: i40e_construct_skb (header copy + page frag): built linear here",),
+    ),
+    "ixgbe": RxSkbLayout(
+        (4, 19),
+        "ixgbe_build_skb (build_skb around the RX page), ixgbe_main.c: ixgbe_set_rx_buffer_len enables it "
+        "unless IXGBE_FLAG2_RX_LEGACY (legacy-rx); [D] in the driver before v4.19",
+        ("legacy-rx: ixgbe_construct_skb (header copy + page frag): built linear here",),
+    ),
+    "mlx5": RxSkbLayout(
+        (4, 19),
+        "mlx5e_skb_from_cqe_mpwrq_linear (striding RQ, the default from ConnectX-5) and "
+        "mlx5e_skb_from_cqe_linear (legacy RQ) → mlx5e_build_linear_skb (napi_build_skb), en_rx.c: linear "
+        "when frame, headroom and skb_shared_info fit a stride, as a 1500-byte MTU does "
+        "(mlx5e_rx_mpwqe_is_linear_skb); striding RQ linear since 619a8f2a42f1 (2018, before v4.19 [D])",
+        (
+            "non-linear RQs (large MTU, XDP multi-buffer): mlx5e_skb_from_cqe_mpwrq_nonlinear copies up to "
+            "MLX5E_RX_MAX_HEAD (256) bytes into a napi_alloc_skb head plus page frags: not built",
+        ),
+    ),
+    "bnxt": RxSkbLayout(
+        (5, 17),
+        "bnxt_rx_pkt → bnxt_rx_skb (build_skb with the buffer size) on page-frag RX buffers from 720908e5f816 "
+        "'bnxt_en: Use page frag RX buffers for better software GRO performance' (net-next 2021-12: v5.17 "
+        "[D]); before it kmalloc'd buffers and build_skb(data, 0): head_frag 0, segments on the frag_list",
+        (
+            "frames of at most rx_copy_thresh (256) bytes are copied into a napi_alloc_skb head "
+            "(bnxt_copy_skb): built as full-sized frames here",
+            "hardware GRO (NETIF_F_GRO_HW, TPA) is not modelled",
+        ),
+    ),
+    "virtio-net": RxSkbLayout(
+        None,
+        "receive_mergeable → page_to_skb, drivers/net/virtio_net.c (VIRTIO_NET_F_MRG_RXBUF)",
+        (
+            "[D] page_to_skb copies a frame longer than GOOD_COPY_LEN (128) only up to its Ethernet header "
+            "into a napi_alloc_skb head and adds the rest as a page frag (build_skb needs tailroom, "
+            "fb32856b16ad, that buffers sized by the average packet length lack): a header split whose "
+            "merges move frags; not built: built linear here",
+        ),
+    ),
+    "vmxnet3": RxSkbLayout(
+        None,
+        "vmxnet3_rq_rx_complete, drivers/net/vmxnet3/vmxnet3_drv.c",
+        (
+            "[D] the first buffer is an skb preallocated by netdev_alloc_skb_ip_align (a page-frag head for a "
+            "1500-byte MTU), not confirmed across releases (XDP rework, v6.6): built linear here",
+        ),
+    ),
+    "ena": RxSkbLayout(
+        None,
+        "ena_rx_skb, drivers/net/ethernet/amazon/ena/ena_netdev.c",
+        (
+            "frames above rx_copybreak (256) are built around the RX page (napi_build_skb) in recent "
+            "drivers, earlier as a small head plus page frags; the release that changed it was not read: "
+            "built linear here",
+        ),
+    ),
+    "gve": RxSkbLayout(
+        None,
+        "gve_rx (GQI), drivers/net/ethernet/google/gve/gve_rx.c",
+        (
+            "GQI hands page frags to napi_gro_frags (napi_get_frags, headers pulled from frag0): a header "
+            "split whose merges move frags; frames up to rx_copybreak (256) are copied; built linear here",
+        ),
+    ),
+    "veth": VETH_LINEAR,
+}
