@@ -87,6 +87,12 @@ KEEP_MSS_TOO_SMALL = "mss_below_tcp_min_snd_mss"
 #: counted.
 TCP_MIN_SND_MSS = 48
 
+#: The smallest link MTU IPv6 runs on: RFC 8200 §5 ("every link in the Internet have an MTU of 1280 octets or
+#: greater"), include/uapi/linux/ipv6.h ``IPV6_MIN_MTU``. Linux never sizes an IPv6 packet below it: net/ipv6/addrconf.c
+#: takes IPv6 off a device whose MTU drops below it (``addrconf_notify`` NETDEV_CHANGEMTU), and net/ipv6/route.c
+#: ``__ip6_rt_update_pmtu`` never lowers a path MTU below it (raised to it; ignored in newer kernels).
+IPV6_MIN_MTU = 1280
+
 
 @dataclass(slots=True)
 class AboveMtu:

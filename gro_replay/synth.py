@@ -41,7 +41,7 @@ from gro_replay.capture.writer import PCAP_TS_NS_MAX, PcapWriter
 from gro_replay.packet.build import FrameSpec, build_frame, frame_layout, outer_ip_overhead
 from gro_replay.packet.geneve import GENEVE_UDP_PORT, geneve_opt
 from gro_replay.packet.vxlan import IANA_VXLAN_UDP_PORT
-from gro_replay.resegment import TCP_MIN_SND_MSS
+from gro_replay.resegment import IPV6_MIN_MTU, TCP_MIN_SND_MSS
 
 #: 2021-02-26 21:02:48 UTC, the date of the fix's mail: a fixed start keeps output reproducible.
 DEFAULT_START_NS = 1614373368 * 10**9
@@ -217,15 +217,24 @@ class Scenario:
         MSS a path MTU leaves (IP and 20-byte TCP headers off, the options not yet) to ``sysctl_tcp_min_snd_mss``
         (default TCP_MIN_SND_MSS, include/net/tcp.h: "reserve room for full set of TCP options and 8 bytes of
         data"); ``tcp_mtu_to_mss`` then subtracts the options (``tcp_header_len - sizeof(struct tcphdr)``: 12 for
-        timestamps), so at this MTU a full segment carries 48 bytes less its TCP options."""
-        return sum(n for n, _ in header_sizes(flow_spec(self, 0))[:-1]) + TCP_HEADER + TCP_MIN_SND_MSS
+        timestamps), so at this MTU a full segment carries 48 bytes less its TCP options.
+        With an outer IPv6 header, at least ``IPV6_MIN_MTU`` (1280, RFC 8200 §5), which is always more."""
+        least = sum(n for n, _ in header_sizes(flow_spec(self, 0))[:-1]) + TCP_HEADER + TCP_MIN_SND_MSS
+        return max(least, IPV6_MIN_MTU) if self.outer_ipv6 else least
 
     def _check_mtu(self) -> None:
-        """``mtu`` is one a Linux sender could have segmented for: its inner MSS not below ``TCP_MIN_SND_MSS``
-        (``min_mtu``; the MSS and every super-frame's segment count come from ``mtu``: :meth:`wire_mss`)."""
+        """``mtu`` is one a Linux sender could have segmented for: with an outer IPv6 header at least 1280 (no IPv6
+        link has less), and its inner MSS not below ``TCP_MIN_SND_MSS`` (``min_mtu``; the MSS and every
+        super-frame's segment count come from ``mtu``: :meth:`wire_mss`). Raises ScenarioError."""
         least = self.min_mtu()
         if self.mtu >= least:
             return
+        if self.outer_ipv6 and self.mtu < IPV6_MIN_MTU:
+            raise ScenarioError(
+                f"{{mtu}} {self.mtu} is less than {IPV6_MIN_MTU}, the smallest link MTU of IPv6 (RFC 8200 §5; "
+                "IPV6_MIN_MTU, include/uapi/linux/ipv6.h): Linux runs no IPv6 on a link below it, so no outer IPv6 "
+                "packet is segmented smaller"
+            )
         *outer, tcp = header_sizes(flow_spec(self, 0), "outer ", "inner ")
         parts = " + ".join(f"{n} {what}" for n, what in outer)
         opts = tcp[0] - TCP_HEADER

@@ -304,19 +304,17 @@ def test_gso_segs_is_payload_over_the_mtus_mss_rounded_up(payload, segs):
     assert sc.gso_segs(payload) == segs  # DIV_ROUND_UP(len, mss); a frame within the MTU (or empty) is 1
 
 
-@pytest.mark.parametrize("outer_ipv6", [False, True])
 @pytest.mark.parametrize("inner_ipv6", [False, True])
 @pytest.mark.parametrize(("encap", "opt_bytes"), [("vxlan", 0), ("geneve", 0), ("geneve", 8)])
 @pytest.mark.parametrize("timestamps", [True, False])
-def test_the_smallest_mtu_leaves_an_inner_mss_of_tcp_min_snd_mss(
-    outer_ipv6, inner_ipv6, encap, opt_bytes, timestamps
-):
+def test_the_smallest_mtu_leaves_an_inner_mss_of_tcp_min_snd_mss(inner_ipv6, encap, opt_bytes, timestamps):
     """No Linux sender segments below an MSS of 48 (include/net/tcp.h TCP_MIN_SND_MSS; net/ipv4/tcp_output.c
     __tcp_mtu_to_mss floors the MSS before ``tcp_mtu_to_mss`` subtracts the TCP options): the smallest --mtu is the
     headers without TCP options + 20 TCP + 48 — outer IPv4 20 / IPv6 40, UDP 8 (RFC 768), VXLAN 8 (RFC 7348) or
     Geneve 8 + options (RFC 8926), inner Ethernet 14, inner IPv4 20 / IPv6 40 — whatever the TCP options: at that
     MTU a full segment carries 48 − 12 = 36 payload bytes with timestamps (NOP NOP TS), 48 without. One byte less
-    is refused, naming it."""
+    is refused, naming it. (Outer IPv4: an outer IPv6 packet's floor is IPv6's 1280, below.)"""
+    outer_ipv6 = False
     sc = dict(outer_ipv6=outer_ipv6, inner_ipv6=inner_ipv6, encap=encap, timestamps=timestamps, frames=2)
     if opt_bytes:
         sc["geneve_opt_bytes"] = opt_bytes
@@ -333,6 +331,38 @@ def test_the_smallest_mtu_leaves_an_inner_mss_of_tcp_min_snd_mss(
         f"{40 if inner_ipv6 else 20} inner IPv{6 if inner_ipv6 else 4} + 20 TCP + 48"
     )
     assert ("the MSS counts the 12 bytes of TCP options" in str(e.value)) is timestamps
+
+
+@pytest.mark.parametrize("inner_ipv6", [False, True])
+@pytest.mark.parametrize(("encap", "opt_bytes"), [("vxlan", 0), ("geneve", 252)])
+@pytest.mark.parametrize("mss", [None, 100])
+def test_an_outer_ipv6_mtu_is_at_least_1280(inner_ipv6, encap, opt_bytes, mss):
+    """RFC 8200 §5: every IPv6 link has an MTU of at least 1280 (include/uapi/linux/ipv6.h IPV6_MIN_MTU; Linux
+    takes IPv6 off a device below it, net/ipv6/addrconf.c addrconf_notify). The TCP_MIN_SND_MSS floor is below it
+    with any headers (at most 40 + 8 + 8 + 252 + 14 + 40 + 20 + 48 = 430), so 1280 is the smallest outer IPv6 MTU:
+    its full segments fill 1280-byte outer packets, and 1279 (or 1000) is refused naming 1280."""
+    sc = dict(outer_ipv6=True, inner_ipv6=inner_ipv6, encap=encap, frames=2, mss=mss)
+    if opt_bytes:
+        sc["geneve_opt_bytes"] = opt_bytes
+    ok = Scenario(mtu=1280, **sc)
+    assert ok.min_mtu() == 1280
+    headers = 40 + 8 + 8 + opt_bytes + 14 + (40 if inner_ipv6 else 20) + 20 + 12
+    assert ok.wire_mss() == 1280 - headers
+    if mss is None:
+        assert [outer_ip_len(f) for _, f in synth_frames(ok)] == [1280, 1280]
+    for mtu in (1279, 1000):
+        with pytest.raises(ValueError) as e:
+            Scenario(mtu=mtu, **sc)
+        assert str(e.value).startswith(
+            f"mtu {mtu} is less than 1280, the smallest link MTU of IPv6 (RFC 8200 §5; IPV6_MIN_MTU"
+        )
+
+
+def test_an_outer_ipv4_mtu_below_1280_is_kept():
+    """IPv4's floor is 68 (RFC 791), and TCP_MIN_SND_MSS above it: outer IPv4 at --mtu 1000 stands, even with inner
+    IPv6 (the inner MSS of a Linux sender may come from the peer's SYN, down to 48: it is not bound to 1280)."""
+    sc = Scenario(mtu=1000, inner_ipv6=True, frames=2)
+    assert [outer_ip_len(f) for _, f in synth_frames(sc)] == [1000, 1000]
 
 
 def test_an_mtu_below_the_smallest_mss_is_refused_with_mss_given_too():

@@ -82,11 +82,18 @@ REFUSED_SCENARIOS = [
     ),
     (["--geneve-opt-bytes", "8"], "--geneve-opt-bytes needs --encap geneve"),
     (
-        ["--mtu", "177", "--outer-ipv6", "--inner-ipv6"],
-        "--mtu 177 is less than 178, the smallest MTU that leaves these headers an inner TCP MSS of 48 bytes (178 = "
-        "40 outer IPv6 + 8 UDP + 8 VXLAN + 14 inner Ethernet + 40 inner IPv6 + 20 TCP + 48; the MSS counts the 12 "
+        ["--mtu", "157", "--inner-ipv6"],
+        "--mtu 157 is less than 158, the smallest MTU that leaves these headers an inner TCP MSS of 48 bytes (158 = "
+        "20 outer IPv4 + 8 UDP + 8 VXLAN + 14 inner Ethernet + 40 inner IPv6 + 20 TCP + 48; the MSS counts the 12 "
         "bytes of TCP options, so a full segment carries at least 36 payload bytes): no Linux sender segments below "
         "that MSS (TCP_MIN_SND_MSS, include/net/tcp.h, applied by __tcp_mtu_to_mss in net/ipv4/tcp_output.c)",
+    ),
+    # RFC 8200 §5: no IPv6 link has an MTU below 1280 (include/uapi/linux/ipv6.h IPV6_MIN_MTU)
+    (
+        ["--mtu", "1000", "--outer-ipv6"],
+        "--mtu 1000 is less than 1280, the smallest link MTU of IPv6 (RFC 8200 §5; IPV6_MIN_MTU, "
+        "include/uapi/linux/ipv6.h): Linux runs no IPv6 on a link below it, so no outer IPv6 packet is segmented "
+        "smaller",
     ),
 ]
 

@@ -131,7 +131,8 @@ def _check_given(mixing: bool, output: Path) -> None:
     show_default=True,
     help="Outer IP MTU: a frame above it is a GSO super-frame, its IPv4 IDs stepping by the segments it makes. At "
     "least the headers plus an inner TCP MSS of 48, the smallest a Linux sender uses (TCP_MIN_SND_MSS; the MSS "
-    "counts the TCP options): 138 with outer and inner IPv4 and VXLAN.",
+    "counts the TCP options): 138 with outer and inner IPv4 and VXLAN; with --outer-ipv6 at least 1280, IPv6's "
+    "smallest link MTU (RFC 8200 §5).",
 )
 @click.option("--timestamps/--no-timestamps", default=True, show_default=True, help="TCP timestamp option.")
 @click.option("--flows", type=BoundedInt(1, MAX_FLOWS), metavar="N", default=1, show_default=True)
