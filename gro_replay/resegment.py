@@ -351,7 +351,8 @@ def build_segment(sf: SuperFrame, buf: bytes, index: int, count: int, mss: int) 
 class Resegmenter:
     """Splits frames whose outer IP datagram exceeds ``mtu`` (or carries a zero length field) into segments.
 
-    Args: mtu: bytes of the outer IP datagram a wire frame may carry (``--mtu``); mss: fixed TCP payload per
+    Args: mtu: bytes of the outer IP datagram a wire frame may carry (``--mtu``; an outer IPv6 datagram's at least
+    ``IPV6_MIN_MTU``, ``mtu6``: no IPv6 link has less, so no Linux sender segmented one smaller); mss: fixed TCP payload per
     segment (``--resegment MSS``), or None to take it from the flow (``flow_mss`` passed to ``split``: the MSS the
     sender used — its largest wire segment, else its SYN's MSS option) capped at what fits the MTU, else from
     the MTU; vxlan_ports / geneve_ports: tunnel UDP destination ports.
@@ -364,6 +365,8 @@ class Resegmenter:
         self, mtu: int, mss: int | None, vxlan_ports: tuple[int, ...], geneve_ports: tuple[int, ...]
     ) -> None:
         self.mtu = mtu
+        #: the MTU of outer IPv6 datagrams: ``mtu``, raised to IPv6's smallest link MTU (RFC 8200 §5)
+        self.mtu6 = max(mtu, IPV6_MIN_MTU)
         self.mss = mss
         self.tunnel_ports = {p: "vxlan" for p in vxlan_ports}
         self.tunnel_ports.update({p: "geneve" for p in geneve_ports})
@@ -382,28 +385,31 @@ class Resegmenter:
             off += 4
             (etype,) = _H.unpack_from(buf, off)
         l3 = off + 2
+        mtu = self.mtu
         if etype == ETH_P_IP:
             (length,) = _H.unpack_from(buf, l3 + 2)
         elif etype == ETH_P_IPV6:
             (length,) = _H.unpack_from(buf, l3 + 4)
             length = length + 40 if length else 0
+            mtu = self.mtu6
         else:
             return len(buf) - l3 > self.mtu
-        return length == 0 or length > self.mtu or len(buf) - l3 > 0xFFFF
+        return length == 0 or length > mtu or len(buf) - l3 > 0xFFFF
 
     def split(self, buf: bytes, flow_mss: Callable[[bytes], int | None] | None = None) -> list[bytes] | None:
         """The wire-sized frames for ``buf``, or None to replay it as captured.
 
         ``flow_mss(probe)`` returns the largest TCP payload seen so far in the flow of ``probe`` (a header-only
-        frame of the same flow), or None. Frames at or below the MTU are never split.
+        frame of the same flow), or None. Frames at or below the MTU (``mtu6`` for outer IPv6) are never split.
         """
         sf = parse_super_frame(buf, self.tunnel_ports)
         if isinstance(sf, str):
             self.not_split[sf] += 1
             return None
-        if sf.outer_len <= self.mtu and not sf.zero_len:
+        mtu = self.mtu6 if sf.outer_v6 else self.mtu
+        if sf.outer_len <= mtu and not sf.zero_len:
             return None
-        fit = self.mtu - sf.mtu_overhead
+        fit = mtu - sf.mtu_overhead
         mss = self.mss
         if mss is None:
             seen = flow_mss(build_segment(sf, buf, 0, 1, 0)) if flow_mss is not None else None
@@ -422,9 +428,9 @@ class Resegmenter:
         segs = [build_segment(sf, buf, i, count, mss) for i in range(count)]
         self.resegmented_frames += 1
         self.segments_created += count
-        if sf.mtu_overhead + min(mss, plen) > self.mtu:  # the first segment is the largest
+        if sf.mtu_overhead + min(mss, plen) > mtu:  # the first segment is the largest
             a = self.above
-            a.segments += sum(sf.mtu_overhead + min(mss, plen - i * mss) > self.mtu for i in range(count))
+            a.segments += sum(sf.mtu_overhead + min(mss, plen - i * mss) > mtu for i in range(count))
             a.largest = max(a.largest, sf.mtu_overhead + min(mss, plen))
             a.fit = fit if a.fit is None else min(a.fit, fit)
         return segs

@@ -506,3 +506,58 @@ def test_an_mtu_that_leaves_less_than_the_smallest_mss_names_no_mss(runner, tmp_
         "TCP_MIN_SND_MSS), so GRO here receives segments no link of that MTU carries (no --resegment splits them to "
         "wire size; a link that carries them needs --mtu 190)"
     ) in note
+
+
+def test_an_outer_ipv6_datagram_is_split_at_no_less_than_1280():
+    """No IPv6 link has an MTU below 1280 (RFC 8200 §5, IPV6_MIN_MTU: Linux takes IPv6 off a device below it,
+    net/ipv6/addrconf.c), so with --mtu 1000 an outer IPv6 datagram of up to 1280 bytes is a wire frame and a larger
+    one splits at 1280: 1280 − 122 header bytes (40 IPv6 + 8 UDP + 8 VXLAN + 14 Ethernet + 20 IPv4 + 20 TCP + 12
+    NOP NOP TS) = 1158 per segment. Outer IPv4 keeps --mtu 1000 (IPv4 links go down to 68, RFC 791): 1000 − 102 =
+    898."""
+    r = resegmenter(mtu=1000)
+    v6 = FrameSpec(outer_ipv6=True, payload=1158)
+    wire = build_frame(v6)
+    assert len(wire) - 14 == 1280 and not r.oversize(wire) and r.split(wire) is None
+    segs = r.split(build_frame(replace(v6, payload=4000)))
+    assert segs == expected_segments(v6, [1158, 1158, 1158, 526])
+    assert [len(s) - 14 for s in segs] == [1280, 1280, 1280, 648]
+    v4 = FrameSpec(payload=898)
+    assert r.oversize(build_frame(replace(v4, payload=899)))
+    segs = r.split(build_frame(replace(v4, payload=2000)))
+    assert segs == expected_segments(v4, [898, 898, 204])
+    assert r.not_split == {} and r.above.segments == 0
+
+
+def test_cli_replay_mtu_below_1280_splits_outer_ipv6_at_1280(runner, tmp_path):
+    """`--mtu 1000` over outer IPv6 super-frames (a sender at 1280: 4000 payload bytes → 3 × 1158 + 526): the
+    replay splits them at 1280, as the sender's segmentation did, and the note says where (RFC 8200 §5)."""
+    from gro_replay.cli.synth import synth
+
+    cap = tmp_path / "v6.pcap"
+    r = runner.invoke(synth, [str(cap), "--outer-ipv6", "--frames", "4", "--mss", "4000", "--mtu", "1280"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, [str(cap), "--no-fix", "--format", "json", "-q", "--mtu", "1000"])
+    assert r.exit_code == 0, r.output
+    inp = json.loads(r.stdout)["input"]
+    assert (inp["resegmented_frames"], inp["segments_created"], inp["segments_above_mtu"]) == (4, 16, 0)
+    (note,) = [n for n in inp["notes"] if "split into" in n]
+    assert note.startswith(
+        "4 frames larger than --mtu 1000 (1,280 for outer IPv6: RFC 8200 §5) (the largest outer IP packet 4,122 "
+        "bytes) were split into 16 wire segments"
+    )
+
+
+def test_auto_learns_the_mss_of_outer_ipv6_wire_frames_above_an_mtu_below_1280():
+    """--mtu 1000, outer IPv6: a 1200-byte outer datagram (1078 payload bytes with 122 of headers) is a wire frame
+    (no IPv6 link is below 1280, RFC 8200 §5), so auto learns its MSS and splits the flow's 2200-byte super-frame
+    into 1078 + 1078 + 44, not at what fits 1280 (1158 + 1042)."""
+    base = FrameSpec(outer_ipv6=True, payload=1078)
+    first = flow_specs(base, [1078])
+    sup = replace(base, seq=first[-1].seq + 1078, payload=2200, flags=ACK | PSH)
+    cfg = ReplayConfig(kernels=(K_5_12,), resegment="auto", mtu=1000)
+    res = replay_frames(_frames(first + [sup]), cfg)
+    assert (res.input.resegmented_frames, res.input.segments_created) == (1, 3)
+    assert res.input.largest_split == 122 + 2200
+    # with no history the split fills 1280: 1158 + 1042
+    res = replay_frames(_frames([sup]), cfg)
+    assert res.input.segments_created == 2

@@ -177,7 +177,8 @@ def replay_options(f):
             metavar="BYTES",
             default=1500,
             show_default=True,
-            help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold).",
+            help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold); an outer IPv6 "
+            "packet's at least 1280, IPv6's smallest link MTU (RFC 8200 §5).",
         ),
         click.option(
             "-f",

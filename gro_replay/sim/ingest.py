@@ -424,7 +424,13 @@ class Ingest:
                 if segs is None and cls != CLS_NOT_TUNNEL:
                     if outer_udp_csum_bad(frame):
                         inp.outer_csum_bad += 1
-                    if learn and l4 and cls == CLS_TUNNEL_TCP and len(frame) <= limit:
+                    # a wire frame: within the MTU (an outer IPv6 one may be longer than ``limit``: ``mtu6``)
+                    if (
+                        learn
+                        and l4
+                        and cls == CLS_TUNNEL_TCP
+                        and (len(frame) <= limit or (reseg is not None and not reseg.oversize(frame)))
+                    ):
                         self._learn_mss(fid, frame, l4)
                 h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
                 yield new(Frame, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
 from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, hidden_text, plural, unread_text
-from ..resegment import TCP_MIN_SND_MSS
+from ..resegment import IPV6_MIN_MTU, TCP_MIN_SND_MSS
 from .skipped import unread_count
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         )
         above = inp.above_mtu
         notes.append(
-            f"{n:,} {plural(n, 'frame')} larger than --mtu {config.mtu} (the largest outer IP packet "
+            f"{n:,} {plural(n, 'frame')} larger than {mtu_words(config)} (the largest outer IP packet "
             f"{big:,} bytes) {'was' if n == 1 else 'were'} split into {inp.segments_created:,} "
             f"{'' if above.segments else 'wire '}{plural(inp.segments_created, 'segment')}, taken for TSO/GSO or "
             f"GRO super-frames of the capturing host{csum}; {above_mtu_text(above, config) + '; ' if above.segments else ''}"
@@ -210,6 +210,14 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
     )
 
 
+def mtu_words(config: ReplayConfig) -> str:
+    """``--mtu N`` as the resegmenter applies it: "--mtu 1500", or below IPv6's smallest link MTU "--mtu 1000
+    (1,280 for outer IPv6: RFC 8200 §5)" (resegment.py ``Resegmenter.mtu6``, ``IPV6_MIN_MTU``)."""
+    if config.mtu < IPV6_MIN_MTU:
+        return f"--mtu {config.mtu} ({IPV6_MIN_MTU:,} for outer IPv6: RFC 8200 §5)"
+    return f"--mtu {config.mtu}"
+
+
 def above_mtu_text(above: AboveMtu, config: ReplayConfig) -> str:
     """What ``--resegment MSS`` made that a link of ``--mtu`` does not carry (``InputStats.above_mtu``, resegment.py
     ``AboveMtu``): "8 of the segments are larger than --mtu 1500 too (outer IP packets of up to 3,102 bytes):
@@ -219,7 +227,7 @@ def above_mtu_text(above: AboveMtu, config: ReplayConfig) -> str:
     n = above.segments
     fit = above.fit or 0  # None: no MSS fits
     if fit >= TCP_MIN_SND_MSS:
-        room = f"is more TCP payload than the {fit:,} bytes --mtu {config.mtu} leaves with their headers"
+        room = f"is more TCP payload than the {fit:,} bytes {mtu_words(config)} leaves with their headers"
         smaller = f"--resegment {fit} or less splits them to wire size"
     else:  # what the MTU leaves is below the smallest MSS --resegment takes (and a Linux sender uses)
         room = (
