@@ -80,12 +80,23 @@ KEEP_WITHIN_MSS = "payload_within_mss"
 KEEP_MSS_TOO_SMALL = "mss_below_tcp_min_snd_mss"
 
 #: The smallest MSS a Linux sender uses: include/net/tcp.h ``TCP_MIN_SND_MSS`` (48), the default of
-#: net.ipv4.tcp_min_snd_mss (5f3e2bf008c2 "tcp: add tcp_min_snd_mss sysctl", v5.2). ``__tcp_mtu_to_mss`` floors the
-#: MSS before ``tcp_mtu_to_mss`` subtracts the TCP options, so a Linux sender's segments carry at least 48 bytes of
-#: options and payload (synth.py ``Scenario.min_mtu``); a split here keeps at least 48 bytes of payload, stricter by
-#: the options' bytes. A split into smaller segments would cost work out of proportion to the input: refused,
-#: counted.
+#: net.ipv4.tcp_min_snd_mss (5f3e2bf008c2 "tcp: add tcp_min_snd_mss sysctl", v5.2). It counts the TCP options:
+#: net/ipv4/tcp_output.c ``__tcp_mtu_to_mss`` floors the MSS before ``tcp_mtu_to_mss`` subtracts them ("reserve room
+#: for full set of TCP options and 8 bytes of data"), so a full segment carries at least 48 bytes of options and
+#: payload (:func:`min_payload`; synth.py ``Scenario.min_mtu``). A split into smaller segments is refused, counted.
 TCP_MIN_SND_MSS = 48
+#: The most TCP option bytes a segment carries (a 4-bit data offset: 60 − 20), so the smallest payload
+#: :func:`min_payload` gives is 8.
+MAX_TCP_OPTION_BYTES = 40
+
+
+def min_payload(tcp_opt_len: int) -> int:
+    """The smallest payload (bytes) of a full segment a Linux sender makes when its segments carry ``tcp_opt_len``
+    bytes of TCP options (0..40): ``TCP_MIN_SND_MSS`` less the options, 36 with timestamps (12 bytes), 48 without.
+    Kernel: net/ipv4/tcp_output.c ``__tcp_mtu_to_mss`` (the floor) and ``tcp_mtu_to_mss`` / ``tcp_current_mss``
+    (the options subtracted after it)."""
+    return TCP_MIN_SND_MSS - tcp_opt_len
+
 
 #: The smallest link MTU IPv6 runs on: RFC 8200 §5 ("every link in the Internet have an MTU of 1280 octets or
 #: greater"), include/uapi/linux/ipv6.h ``IPV6_MIN_MTU``. Linux never sizes an IPv6 packet below it: net/ipv6/addrconf.c
@@ -98,11 +109,14 @@ IPV6_MIN_MTU = 1280
 class AboveMtu:
     """The segments splits made whose outer IP packet exceeds the MTU, which only a ``--resegment MSS`` larger than
     what fits does (``auto`` never takes more than fits): ``segments``, the ``largest`` such packet (bytes) and
-    ``fit``, the largest MSS that fits the MTU with the headers of every super-frame they came from (None: none)."""
+    ``fit``, the largest MSS that fits the MTU with the headers of every super-frame they came from (None: none),
+    and ``floor``, the largest of those super-frames' smallest full-segment payloads (:func:`min_payload`: a
+    ``--resegment`` of ``fit`` splits them all when ``fit >= floor``)."""
 
     segments: int = 0
     largest: int = 0
     fit: int | None = None
+    floor: int = 0
 
 
 class SuperFrame(NamedTuple):
@@ -129,6 +143,11 @@ class SuperFrame(NamedTuple):
     @property
     def payload_len(self) -> int:
         return self.payload[1] - self.payload[0]
+
+    @property
+    def min_payload(self) -> int:
+        """The smallest payload of a full segment carrying this frame's TCP options (:func:`min_payload`)."""
+        return min_payload(len(self.hdr) - self.tcp - 20)
 
     @property
     def mtu_overhead(self) -> int:
@@ -356,9 +375,10 @@ class Resegmenter:
     segment (``--resegment MSS``), or None to take it from the flow (``flow_mss`` passed to ``split``: the MSS the
     sender used — its largest wire segment, else its SYN's MSS option) capped at what fits the MTU, else from
     the MTU; vxlan_ports / geneve_ports: tunnel UDP destination ports.
-    Counters: ``resegmented_frames``, ``segments_created``, ``not_split`` (reason → frames above the MTU replayed
-    as captured), ``above`` (segments still above the MTU: ``AboveMtu``). Work is bounded per input byte: a segment carries at least ``TCP_MIN_SND_MSS`` payload bytes
-    (a flow's segments smaller than that do not set the MSS; a split below it is refused, ``KEEP_MSS_TOO_SMALL``).
+    Counters: ``resegmented_frames``, ``segments_created``, ``ipv6_at_min_mtu``, ``not_split`` (reason → frames above the MTU replayed
+    as captured), ``above`` (segments still above the MTU: ``AboveMtu``). Work is bounded per input byte: a segment carries at
+    least ``TCP_MIN_SND_MSS`` bytes of TCP options and payload, so at least 8 of payload (:func:`min_payload`; a flow's
+    segments smaller than that do not set the MSS; a split below it is refused, ``KEEP_MSS_TOO_SMALL``).
     """
 
     def __init__(
@@ -376,6 +396,8 @@ class Resegmenter:
         self.segments_created = 0
         self.not_split: Counter = Counter()
         self.above = AboveMtu()
+        #: outer IPv6 super-frames split at ``mtu6`` where it is above ``mtu`` (the resegment note says so)
+        self.ipv6_at_min_mtu = 0
 
     def oversize(self, buf: bytes) -> bool:
         """True when ``buf`` (longer than ``limit``) carries an outer IP datagram above the MTU or of length 0."""
@@ -413,11 +435,11 @@ class Resegmenter:
         mss = self.mss
         if mss is None:
             seen = flow_mss(build_segment(sf, buf, 0, 1, 0)) if flow_mss is not None else None
-            mss = min(seen, fit) if seen and seen >= TCP_MIN_SND_MSS else fit
+            mss = min(seen, fit) if seen and seen >= sf.min_payload else fit
         if mss <= 0:
             self.not_split[KEEP_NO_MSS] += 1
             return None
-        if mss < TCP_MIN_SND_MSS:
+        if mss < sf.min_payload:
             self.not_split[KEEP_MSS_TOO_SMALL] += 1
             return None
         plen = sf.payload_len
@@ -428,9 +450,12 @@ class Resegmenter:
         segs = [build_segment(sf, buf, i, count, mss) for i in range(count)]
         self.resegmented_frames += 1
         self.segments_created += count
+        if sf.outer_v6 and self.mtu6 > self.mtu:
+            self.ipv6_at_min_mtu += 1
         if sf.mtu_overhead + min(mss, plen) > mtu:  # the first segment is the largest
             a = self.above
             a.segments += sum(sf.mtu_overhead + min(mss, plen - i * mss) > mtu for i in range(count))
             a.largest = max(a.largest, sf.mtu_overhead + min(mss, plen))
             a.fit = fit if a.fit is None else min(a.fit, fit)
+            a.floor = max(a.floor, sf.min_payload)
         return segs

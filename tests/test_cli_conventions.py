@@ -230,7 +230,7 @@ NUMERIC_OPTIONS = [
     ([SAMPLE], "--mtu", ["67", "65536"]),
     ([SAMPLE], "--vxlan-port", ["0", "65536"]),
     ([SAMPLE], "--geneve-port", ["0", "65536"]),
-    ([SAMPLE], "--resegment", ["47", "65536"]),
+    ([SAMPLE], "--resegment", ["7", "65536"]),  # 48 (TCP_MIN_SND_MSS) less at most 40 TCP option bytes
     (["synth", "OUT"], "--gap-us", ["1e10"]),
     (["synth", "OUT"], "--pause-us", ["1e10"]),
     (["synth", "OUT"], "--mss", ["0", "65536"]),

@@ -561,3 +561,73 @@ def test_auto_learns_the_mss_of_outer_ipv6_wire_frames_above_an_mtu_below_1280()
     # with no history the split fills 1280: 1158 + 1042
     res = replay_frames(_frames([sup]), cfg)
     assert res.input.segments_created == 2
+
+
+# TCP_MIN_SND_MSS (48, include/net/tcp.h) bounds the MSS with the TCP options counted: net/ipv4/tcp_output.c
+# __tcp_mtu_to_mss raises the MSS to it, then tcp_mtu_to_mss subtracts the options ("reserve room for full set of
+# TCP options and 8 bytes of data"). A full segment with timestamps (NOP NOP TS, 12 bytes) carries at least 36
+# payload bytes; without options 48.
+@pytest.mark.parametrize(("timestamps", "least"), [(True, 36), (False, 48)])
+def test_the_split_floor_counts_the_tcp_options(timestamps, least):
+    sup = build_frame(FrameSpec(payload=3600, timestamps=timestamps))
+    segs = resegmenter(mss=least).split(sup)
+    assert segs == expected_segments(
+        FrameSpec(payload=least, timestamps=timestamps), [least] * (3600 // least)
+    )
+    r = resegmenter(mss=least - 1)
+    assert r.split(sup) is None and r.not_split == {"mss_below_tcp_min_snd_mss": 1}
+
+
+@pytest.mark.parametrize(("timestamps", "segments"), [(True, 84), (False, 3)])
+def test_auto_takes_a_36_byte_mss_only_with_timestamps(timestamps, segments):
+    """A flow whose wire segments carry 36 payload bytes: with timestamps that is a full segment of the smallest
+    MSS (48 = 36 + 12 option bytes), so auto splits the 3000-byte super-frame at 36 (⌈3000 / 36⌉ = 84); without
+    options 36 is below any Linux MSS (a small write), so the MTU decides: 1500 − 90 = 1410, ⌈3000 / 1410⌉ = 3."""
+    base = FrameSpec(payload=36, timestamps=timestamps)
+    first = flow_specs(base, [36, 36])
+    sup = replace(base, seq=first[-1].seq + 36, payload=3000, flags=ACK | PSH)
+    res = replay_frames(_frames(first + [sup]), ReplayConfig(kernels=(K_5_12,), resegment="auto"))
+    assert (res.input.resegmented_frames, res.input.segments_created) == (1, segments)
+
+
+def test_resegment_mss_parses_down_to_8():
+    """48 less the most TCP option bytes a header holds (40: data offset 15 × 4 − 20) is 8."""
+    from gro_replay.sim import ConfigError, parse_resegment
+
+    assert parse_resegment("8") == 8 and parse_resegment("36") == 36
+    with pytest.raises(
+        ConfigError, match=r"\(8\.\.65535: TCP_MIN_SND_MSS 48 less at most 40 bytes of TCP options\)"
+    ):
+        parse_resegment("7")
+
+
+@pytest.mark.parametrize(
+    ("mtu", "words"),
+    [
+        (
+            140,
+            "the 38 bytes --mtu 140 leaves with their headers, so GRO here receives segments no link of that MTU "
+            "carries (--resegment 38 or less splits them to wire size",
+        ),
+        (
+            130,
+            "--mtu 130 leaves with their headers (28 bytes, below the 36 payload bytes the 48-byte TCP_MIN_SND_MSS "
+            "leaves with 12 bytes of TCP options), so GRO here receives segments no link of that MTU carries (no "
+            "--resegment splits them to wire size",
+        ),
+    ],
+)
+def test_the_above_mtu_note_counts_the_tcp_options(runner, tmp_path, mtu, words):
+    """Timestamps (102 header bytes with the 12 option bytes): --mtu 140 leaves 38 payload bytes, a full segment of
+    a Linux sender (38 + 12 ≥ 48), so --resegment 38 splits to wire size; --mtu 130 leaves 28 (< 36): none does."""
+    from gro_replay.cli.synth import synth
+
+    cap = tmp_path / "super.pcap"
+    r = runner.invoke(synth, [str(cap), "--frames", "4", "--mss", "4000", "--mtu", "1102"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(
+        main, [str(cap), "--no-fix", "--format", "json", "-q", "--resegment", "100", "--mtu", str(mtu)]
+    )
+    assert r.exit_code == 0, r.output
+    (note,) = [n for n in json.loads(r.stdout)["input"]["notes"] if "split into" in n]
+    assert words in note

@@ -235,7 +235,16 @@ def test_split_below_tcp_min_snd_mss_is_refused_and_counted() -> None:
     assert r.split(sup) is None
     assert r.not_split == {KEEP_MSS_TOO_SMALL: 1}
     assert len(Resegmenter(1500, TCP_MIN_SND_MSS, (4789,), ()).split(sup)) == 63  # ⌈3000 / 48⌉
-    for bad in ("1", "47", "0", "65536", "1e3", "٤٨", "inf", "-48"):
+    for bad in (
+        "1",
+        "7",
+        "0",
+        "65536",
+        "1e3",
+        "٤٨",
+        "inf",
+        "-48",
+    ):  # 8..65535: 48 less at most 40 option bytes
         with pytest.raises(ConfigError):
             parse_resegment(bad)
     assert parse_resegment("48") == 48

@@ -18,7 +18,7 @@ from ..kernel.nic import (
 )
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
 from ..report import FLOWS_MAX_DEFAULT
-from ..resegment import TCP_MIN_SND_MSS
+from ..resegment import MAX_TCP_OPTION_BYTES, TCP_MIN_SND_MSS, min_payload
 from .flows import CLOSE_TIMEOUT_NS, IDLE_TIMEOUT_NS
 
 if TYPE_CHECKING:
@@ -321,13 +321,17 @@ def parse_gro(items: Iterable[str]) -> dict[str, bool]:
 
 
 def parse_resegment(text: str) -> str | int:
-    """Parse ``--resegment``: ``auto``, ``off`` or an MSS in bytes (48..65535: ``TCP_MIN_SND_MSS`` is the smallest
-    MSS a Linux sender uses); keywords in any letter case. Raises ConfigError."""
+    """Parse ``--resegment``: ``auto``, ``off`` or an MSS (TCP payload bytes per segment, 8..65535: the smallest full
+    segment a Linux sender makes carries ``TCP_MIN_SND_MSS`` = 48 bytes of TCP options and payload, and at most 40
+    of options; a split below the floor of a super-frame's own options is refused per frame, resegment.py
+    ``min_payload``); keywords in any letter case. Raises ConfigError."""
     if text.strip().lower() in ("auto", "off"):
         return text.strip().lower()
     mss = int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else 0
-    if not TCP_MIN_SND_MSS <= mss <= 65535:
+    least = min_payload(MAX_TCP_OPTION_BYTES)
+    if not least <= mss <= 65535:
         raise ConfigError(
-            f"invalid --resegment {text!r}: use auto, off or an MSS in bytes ({TCP_MIN_SND_MSS}..65535)"
+            f"invalid --resegment {text!r}: use auto, off or an MSS in bytes ({least}..65535: TCP_MIN_SND_MSS "
+            f"{TCP_MIN_SND_MSS} less at most {MAX_TCP_OPTION_BYTES} bytes of TCP options)"
         )
     return mss

@@ -29,7 +29,7 @@ from ..packet.decode import (
     outer_udp_csum_bad,
 )
 from ..packet.headers import tcp_mss_option
-from ..resegment import TCP_MIN_SND_MSS, AboveMtu, Resegmenter
+from ..resegment import TCP_MIN_SND_MSS, AboveMtu, Resegmenter, min_payload
 from .config import ConfigError, ReplayConfig
 from .skipped import count_skip, to_tunnel_ports, unread
 
@@ -104,6 +104,9 @@ class InputStats:
     #: super-frames split by ``--resegment`` whose outer UDP checksum was not final as captured (the sender's
     #: CHECKSUM_PARTIAL, filled in by TX offload): not bad checksums, each segment gets a computed one (resegment.py)
     resegmented_csum_partial: int = 0
+    #: super-frames of outer IPv6 split at 1280, IPv6's smallest link MTU, above a smaller ``--mtu`` (resegment.py
+    #: ``Resegmenter.mtu6``)
+    split_at_ipv6_min_mtu: int = 0
     #: segments ``--resegment MSS`` made that are still larger than ``--mtu`` (resegment.py ``AboveMtu``)
     above_mtu: AboveMtu = field(default_factory=AboveMtu)
     #: records whose captured length exceeds the original (wire) length they state (pcap ``orig_len`` < ``incl_len``,
@@ -409,6 +412,7 @@ class Ingest:
                 segs = reseg.split(buf, None if flow_mss is None else partial(flow_mss, ts_ns=ts_ns))
                 if segs is not None:
                     self._count_split(buf, len(segs))
+                    inp.split_at_ipv6_min_mtu = reseg.ipv6_at_min_mtu
             for wire in (buf,) if segs is None else segs:
                 r = dec(wire)
                 if r.__class__ is str:
@@ -468,12 +472,15 @@ class Ingest:
         r = self.decoder.decode(probe)
         if isinstance(r, str):
             return None
-        return self.flow_mss_at(r[2], ts_ns)
+        frame, _vlan, fid, _rss, l4 = r
+        least = min_payload(((frame[l4 + 12] >> 4) << 2) - 20) if l4 else TCP_MIN_SND_MSS
+        return self.flow_mss_at(fid, ts_ns, least)
 
-    def flow_mss_at(self, fid: int, ts_ns: int) -> int | None:
+    def flow_mss_at(self, fid: int, ts_ns: int, least: int = TCP_MIN_SND_MSS) -> int | None:
         """The MSS ``--resegment auto`` may use for a frame of flow ``fid`` arriving at ``ts_ns`` (ns), or None (the
         split then takes what fits ``--mtu``): what was known of that flow at the frame's arrival — its largest
-        TCP payload seen so far when at least ``TCP_MIN_SND_MSS`` (smaller writes say nothing of the MSS), else the
+        TCP payload seen so far when at least ``least`` (the smallest full segment with the frame's TCP options,
+        resegment.py ``min_payload``: 36 with timestamps; smaller writes say nothing of the MSS), else the
         MSS option of its SYN. A flow that had ended by then (``flow_ended``: silent past its timeout, retired or
         not yet) says nothing: the frame starts a new flow, which has learned nothing. The one rule on every path
         and poll model: it depends on capture time only, not on when the record is decoded relative to the polls
@@ -482,4 +489,4 @@ class Ingest:
         if self.flow_ended(fid, ts_ns):
             return None
         seen = self._flow_mss.get(fid, 0)
-        return seen if seen >= TCP_MIN_SND_MSS else self._syn_mss.get(fid)
+        return seen if seen >= least else self._syn_mss.get(fid)

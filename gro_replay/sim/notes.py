@@ -155,10 +155,10 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         )
         above = inp.above_mtu
         notes.append(
-            f"{n:,} {plural(n, 'frame')} larger than {mtu_words(config)} (the largest outer IP packet "
+            f"{n:,} {plural(n, 'frame')} larger than {mtu_words(config, inp)} (the largest outer IP packet "
             f"{big:,} bytes) {'was' if n == 1 else 'were'} split into {inp.segments_created:,} "
             f"{'' if above.segments else 'wire '}{plural(inp.segments_created, 'segment')}, taken for TSO/GSO or "
-            f"GRO super-frames of the capturing host{csum}; {above_mtu_text(above, config) + '; ' if above.segments else ''}"
+            f"GRO super-frames of the capturing host{csum}; {above_mtu_text(above, config, inp) + '; ' if above.segments else ''}"
             f"{jumbo}"
         )
     return notes
@@ -210,15 +210,16 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
     )
 
 
-def mtu_words(config: ReplayConfig) -> str:
-    """``--mtu N`` as the resegmenter applies it: "--mtu 1500", or below IPv6's smallest link MTU "--mtu 1000
-    (1,280 for outer IPv6: RFC 8200 §5)" (resegment.py ``Resegmenter.mtu6``, ``IPV6_MIN_MTU``)."""
-    if config.mtu < IPV6_MIN_MTU:
+def mtu_words(config: ReplayConfig, inp: InputStats) -> str:
+    """``--mtu N`` as the resegmenter applied it: "--mtu 1500", or when it split outer IPv6 super-frames at IPv6's
+    smallest link MTU, above ``--mtu`` (``inp.split_at_ipv6_min_mtu``), "--mtu 1000 (1,280 for outer IPv6: RFC 8200
+    §5)" (resegment.py ``Resegmenter.mtu6``, ``IPV6_MIN_MTU``)."""
+    if inp.split_at_ipv6_min_mtu:
         return f"--mtu {config.mtu} ({IPV6_MIN_MTU:,} for outer IPv6: RFC 8200 §5)"
     return f"--mtu {config.mtu}"
 
 
-def above_mtu_text(above: AboveMtu, config: ReplayConfig) -> str:
+def above_mtu_text(above: AboveMtu, config: ReplayConfig, inp: InputStats) -> str:
     """What ``--resegment MSS`` made that a link of ``--mtu`` does not carry (``InputStats.above_mtu``, resegment.py
     ``AboveMtu``): "8 of the segments are larger than --mtu 1500 too (outer IP packets of up to 3,102 bytes):
     --resegment 3000 is more TCP payload than the 1,398 bytes --mtu 1500 leaves with their headers, so GRO here
@@ -226,14 +227,23 @@ def above_mtu_text(above: AboveMtu, config: ReplayConfig) -> str:
     carries them needs --mtu 3102)"."""
     n = above.segments
     fit = above.fit or 0  # None: no MSS fits
-    if fit >= TCP_MIN_SND_MSS:
-        room = f"is more TCP payload than the {fit:,} bytes {mtu_words(config)} leaves with their headers"
+    if fit >= above.floor:
+        room = (
+            f"is more TCP payload than the {fit:,} bytes {mtu_words(config, inp)} leaves with their headers"
+        )
         smaller = f"--resegment {fit} or less splits them to wire size"
-    else:  # what the MTU leaves is below the smallest MSS --resegment takes (and a Linux sender uses)
+    else:  # what the MTU leaves is below the smallest full segment a Linux sender makes (resegment.min_payload)
+        opts = TCP_MIN_SND_MSS - above.floor
+        least = (
+            f"the {TCP_MIN_SND_MSS}-byte TCP_MIN_SND_MSS"
+            if not opts
+            else f"the {above.floor} payload bytes the {TCP_MIN_SND_MSS}-byte TCP_MIN_SND_MSS leaves with {opts} "
+            "bytes of TCP options"
+        )
         room = (
             f"is more TCP payload than --mtu {config.mtu} leaves with their headers ("
             + (f"{fit:,} bytes" if fit > 0 else "none")
-            + f", below the {TCP_MIN_SND_MSS}-byte TCP_MIN_SND_MSS)"
+            + f", below {least})"
         )
         smaller = "no --resegment splits them to wire size"
     return (
