@@ -19,7 +19,7 @@ mkcompile_h patch puts in the timestamp's place), Ubuntu's ``/proc/version_signa
 of its tree (``Ubuntu 5.4.0-42.46-generic 5.4.44``: debian/rules.d/2-binary-arch.mk sets CONFIG_VERSION_SIGNATURE
 to ``"Ubuntu $(release)-$(revision)-$* $(raw_kernelversion)"``, raw_kernelversion being ``make kernelversion``).
 Sources: the distributions' kernel packaging (Debian linux ``debian/config`` flavours and ABI naming, Ubuntu kernel
-flavours and its mainline builds' ``X.Y.Z-0XXYYZZ-generic`` names, Fedora/RHEL/Amazon Linux ``kernel.spec``
+flavours, its package versions ``X.Y.0-ABI.UPLOAD`` and its mainline builds' ``X.Y.Z-0XXYYZZ-generic`` names, Fedora/RHEL/Amazon Linux ``kernel.spec``
 release tags, SUSE ``kernel-source`` flavours) and the release strings those kernels print.
 """
 
@@ -51,6 +51,11 @@ _DEBIAN_PLUS = re.compile(_V + r"\+(?:deb(\d+)|bpo)-" + _DEBIAN_FLAVOUR, re.ASCI
 #: Ubuntu mainline builds of upstream releases: X.Y.Z-0XXYYZZ-flavour (kernel.ubuntu.com/mainline)
 _UBUNTU_MAINLINE = re.compile(_V + r"-(\d{6,7})-(?:generic|lowlatency)(?:-64k|-lpae)?", re.ASCII)
 _UBUNTU = re.compile(_V + r"-(\d+)-" + _UBUNTU_FLAVOUR, re.ASCII)
+#: Ubuntu's package version X.Y.0-ABI.UPLOAD (dpkg -l linux-image-…; ~YY.MM.N for a backport to an older release),
+#: alone or with the flavour as /proc/version_signature writes it (X.Y.0-ABI.UPLOAD-flavour)
+_UBUNTU_PKG = re.compile(
+    _V + r"-(\d+)\.(\d+)((?:~\d+\.\d+(?:\.\d+)?)?)(?:-(" + _UBUNTU_FLAVOUR + r"))?", re.ASCII
+)
 _PROXMOX = re.compile(_V + r"-(\d+)-pve", re.ASCII)
 _SUSE = re.compile(_V + r"-(\d+(?:\.\d+)*)-" + _SUSE_FLAVOUR, re.ASCII)
 _ORACLE_UEK = re.compile(_V + r"-[\d.]+\.el(\d+)uek" + _ARCH, re.ASCII)
@@ -120,6 +125,16 @@ def parse_distro_release(text: str) -> DistroRelease | None:  # noqa: C901, PLR0
         x, y = int(m.group(1)), int(m.group(2))
         note = (
             f"Ubuntu kernel {text}: the ABI number {m.group(4)} does not say which stable release it is based on "
+            f'(/proc/version_signature does: give --kernel "$(cat /proc/version_signature)" to use it) nor which '
+            f"fixes Ubuntu backported; assumed {base_words(x, y, 0)}"
+        )
+        return DistroRelease("Ubuntu", x, y, 0, note, "Ubuntu")
+    if (m := _UBUNTU_PKG.fullmatch(text)) is not None and m.group(3) == "0":
+        x, y = int(m.group(1)), int(m.group(2))
+        flavour = m.group(7) or "<flavour>"
+        note = (
+            f"Ubuntu kernel package version {text} (uname -r {x}.{y}.0-{m.group(4)}-{flavour}): neither the ABI "
+            f"number {m.group(4)} nor the upload {m.group(5)}{m.group(6)} says which stable release it is based on "
             f'(/proc/version_signature does: give --kernel "$(cat /proc/version_signature)" to use it) nor which '
             f"fixes Ubuntu backported; assumed {base_words(x, y, 0)}"
         )

@@ -234,3 +234,76 @@ def test_compare_mode_says_the_lack_of_the_fix_is_assumed_where_the_json_does(ke
     assert flow["verdict"]["why"].startswith(
         f"{lead}before the fix udp_gro_receive refused 17 of its 17 frames"
     )
+
+
+# Ubuntu 24.04's kernel in every form it prints (Ubuntu's packaging, kernel/banner.py docstring): uname -r is
+# release-ABI-flavour, uname -v '#UPLOAD-Ubuntu …' (KBUILD_BUILD_VERSION is the upload number: no version),
+# /proc/version_signature 'Ubuntu release-ABI.UPLOAD-flavour upstream' (raw_kernelversion, `make kernelversion`),
+# the package version release-ABI.UPLOAD (dpkg -l). Only the signature names the stable release (6.8.12 here); the
+# others resolve to upstream 6.8 without stable backports, with a note that says so and where the release is named.
+UBUNTU_2404_FORMS = [
+    (
+        "6.8.0-88-generic",
+        "6.8.0-88-generic",
+        "Ubuntu kernel 6.8.0-88-generic: the ABI number 88 does not say",
+    ),
+    (
+        "6.8.0-88-generic #101-Ubuntu SMP PREEMPT_DYNAMIC Fri Nov  7 14:42:49 UTC 2025",
+        "6.8.0-88-generic",
+        "Ubuntu kernel 6.8.0-88-generic: the ABI number 88 does not say",
+    ),
+    (
+        "6.8.0-88.89-generic",
+        "6.8.0-88.89-generic",
+        "Ubuntu kernel package version 6.8.0-88.89-generic (uname -r 6.8.0-88-generic): neither the ABI number 88 "
+        "nor the upload 89 says",
+    ),
+    (
+        "6.8.0-88.89",
+        "6.8.0-88.89",
+        "Ubuntu kernel package version 6.8.0-88.89 (uname -r 6.8.0-88-<flavour>): neither the ABI number 88 nor the "
+        "upload 89 says",
+    ),
+    (
+        "6.8.0-88.89~22.04.1",  # the 24.04 kernel built for 22.04 (HWE)
+        "6.8.0-88.89~22.04.1",
+        "Ubuntu kernel package version 6.8.0-88.89~22.04.1 (uname -r 6.8.0-88-<flavour>): neither the ABI number 88 "
+        "nor the upload 89~22.04.1 says",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "note"), UBUNTU_2404_FORMS, ids=[f[0][:30] for f in UBUNTU_2404_FORMS]
+)
+def test_ubuntu_forms_without_the_stable_release_run_as_their_base(text, name, note):
+    m = resolve_kernel(text)
+    assert (m.name, m.vendor, m.base, m.vendor_base, m.backports) == (name, "Ubuntu", "6.8", "6.8", ())
+    assert m.notes[0].startswith(note), m.notes
+    assert m.notes[0].endswith(
+        'which stable release it is based on (/proc/version_signature does: give --kernel "$(cat '
+        '/proc/version_signature)" to use it) nor which fixes Ubuntu backported; assumed upstream 6.8 without stable '
+        "backports"
+    )
+
+
+@pytest.mark.parametrize("flavour", ["generic", "lowlatency", "aws"])
+def test_ubuntu_version_signature_names_the_stable_release(flavour):
+    abi = "1015.16" if flavour == "aws" else "88.89"
+    m = resolve_kernel(f"Ubuntu 6.8.0-{abi}-{flavour} 6.8.12")
+    assert (m.name, m.vendor, m.base, m.vendor_base) == (
+        f"6.8.0-{abi.split('.')[0]}-{flavour}",
+        "Ubuntu",
+        "6.8",
+        "6.8.12",
+    )
+    assert m.notes[0].endswith(
+        "built from upstream 6.8.12; Ubuntu's own patches are not known here; assumed upstream 6.8 with the stable "
+        "backports of 6.8.12"
+    )
+
+
+def test_ubuntu_package_versions_of_other_shapes_are_not_ubuntu():
+    # a non-zero point (Ubuntu keeps X.Y.0) and SUSE's three-part release are not Ubuntu package versions
+    assert resolve_kernel("6.8.1-88.89").vendor == "the distribution"
+    assert resolve_kernel("6.4.0-150600.23.25").vendor == "the distribution"
