@@ -317,3 +317,43 @@ def test_kernels_of_one_release_are_one_model_and_refused(runner):
         assert line.startswith(
             f"Error: --kernel {order[0]!r} and --kernel {order[1]!r} run one kernel model (every modelled commit off)"
         )
+
+
+#: 5.11 and Ubuntu 21.04's 5.11.0-16-generic (upstream 5.11 assumed: its uname -r names no stable release,
+#: kernel/distro.py) are one model: of the modelled commits only 8dc1c444df19 (v5.11, "net: gro: do not keep too
+#: many GRO packets in napi->rx_list") is in; 89e5c58fc1e2 came in v5.12-rc2
+SAME_511 = [
+    ("5.11", "5.11"),
+    ("5.11", "5.11.0-16-generic"),
+    ("5.11.0-16-generic", "5.11"),
+    ("5.11.0-16-generic", "5.11.0-16-generic"),
+]
+
+
+@pytest.mark.parametrize("pair", SAME_511, ids=["+".join(p) for p in SAME_511])
+def test_one_kernel_model_given_twice_is_refused_in_either_order_and_when_identical(runner, pair):
+    """A repeated string is refused like two strings of one model (it ran one column silently): one line, exit 2,
+    naming the commits the two share."""
+    r = _run(runner, FIX_SAMPLE, "--kernel", pair[0], "--kernel", pair[1])
+    assert r.exit_code == 2
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith(
+        f"Error: --kernel {pair[0]!r} and --kernel {pair[1]!r} run one kernel model (modelled commits on: "
+        "8dc1c444df19; the other "
+    )
+
+
+@pytest.mark.parametrize("pair", SAME_511, ids=["+".join(p) for p in SAME_511])
+def test_the_library_refuses_one_kernel_model_twice(pair):
+    """ReplayConfig.validate gives API users the CLI's answer (ConfigError, naming the shared commits)."""
+    from gro_replay.kernel.release import resolve_kernel
+    from gro_replay.sim import ConfigError, ReplayConfig, replay_capture
+
+    cfg = ReplayConfig(kernels=tuple(resolve_kernel(k) for k in pair))
+    with pytest.raises(
+        ConfigError, match=r"run one kernel model \(modelled commits on: 8dc1c444df19; the other "
+    ):
+        cfg.validate()
+    with pytest.raises(ConfigError):
+        replay_capture(str(FIX_SAMPLE), cfg)
+    ReplayConfig(kernels=(resolve_kernel(pair[0]), resolve_kernel("5.12"))).validate()  # 89e5c58fc1e2 differs

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, switches_text
+from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, same_model, same_model_words
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from .errors import UsageError
 from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword
@@ -309,8 +309,9 @@ def build_config(
 
 def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel, ...]:
     """The kernel models of ``--fix``/``--no-fix`` or ``--kernel`` (by release, oldest first). Raises UsageError for
-    two strings of one name (a host's uname -r and uname -rv) and for two strings of one model (equal switches:
-    ``5.11`` and ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``), which would compare a model with itself."""
+    two strings of one model (equal switches: ``5.11`` and ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``, one
+    string twice), which would compare a model with itself (``model.same_model``, as ``ReplayConfig.validate``), and
+    for two strings of one name (a host's uname -r and uname -rv)."""
     if kernel_rel:
         # the release parsers (kernel/release.py, banner.py, distro.py: ~20 regular expressions compiled at import,
         # ~0.01 CPU s) only for --kernel
@@ -320,29 +321,31 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
         if fix is not None:
             raise UsageError("--kernel and --fix/--no-fix are exclusive")
         given: list[KernelModel] = []
-        named: dict[str, str] = {}
-        for r in dict.fromkeys(kernel_rel):  # each release once, in order given
+        for r in kernel_rel:  # every string given, a repeated one too: it would compare a model with itself
             try:
-                k = resolve_kernel(r)
+                given.append(resolve_kernel(r))
             except ValueError as e:
                 raise UsageError(str(e)) from None
+        pair = same_model(given)
+        if pair is not None:
+            # the simulation runs the switches alone: the same switches give the same counts, whatever the names
+            i, j = pair
+            raise UsageError(
+                same_model_words(
+                    f"--kernel {shown(kernel_rel[i], 48)}",
+                    f"--kernel {shown(kernel_rel[j], 48)}",
+                    given[j].switches(),
+                )
+            )
+        named: dict[str, str] = {}
+        for r, k in zip(kernel_rel, given, strict=True):
             if k.name in named:
                 # two strings of one kernel (its uname -r and its uname -rv): one name in kernels=A,B and kernel[NAME].
                 raise UsageError(
                     f"--kernel {shown(named[k.name], 48)} and --kernel {shown(r, 48)} both name kernel {k.name}: "
                     "give each kernel once"
                 )
-            same = next((g for g in given if g.switches() == k.switches()), None)
-            if same is not None:
-                # the simulation runs the switches alone: the same switches give the same counts, whatever the names
-                raise UsageError(
-                    f"--kernel {shown(named[same.name], 48)} and --kernel {shown(r, 48)} run one kernel model "
-                    f"({switches_text(k.switches())}): compared with itself it shows no difference; give one of "
-                    "them, or kernels that differ in a modelled commit (gro-replay kernels --kernel … shows each "
-                    "one's switches)"
-                )
             named[k.name] = r
-            given.append(k)
         from ..report.verdict import release_order
 
         # one order for every output (table, text lines, SUMMARY, JSON, explain, trace tags): by release, oldest

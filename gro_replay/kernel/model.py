@@ -33,6 +33,7 @@ UDP path) only matters with NETIF_F_GRO_FRAGLIST or NETIF_F_GRO_UDP_FWD, both of
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 
 
@@ -290,6 +291,30 @@ def switches_text(switches: dict) -> str:
         return "every modelled commit off"
     off = len(switches) - len(on)
     return f"modelled commits on: {', '.join(on)}" + (f"; the other {off} off" if off else "")
+
+
+def same_model(models: Iterable[KernelModel]) -> tuple[int, int] | None:
+    """The first pair ``(i, j)``, i < j, of ``models`` that are one kernel model (equal ``switches()``: the simulation
+    runs the switches alone, so the two give the same counts whatever their names: ``5.11`` and
+    ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``, a model and itself), or None. Compared with itself a model
+    shows no difference: the CLI and ``ReplayConfig.validate`` refuse such a pair."""
+    seen: dict[tuple[tuple[str, bool], ...], int] = {}
+    for j, m in enumerate(models):
+        key = tuple(m.switches().items())
+        if key in seen:
+            return seen[key], j
+        seen[key] = j
+    return None
+
+
+def same_model_words(a: str, b: str, switches: dict) -> str:
+    """The refusal of two kernels ``a`` and ``b`` (as the user gave them) that are one model (:func:`same_model`),
+    naming the commits they share (:func:`switches_text`)."""
+    return (
+        f"{a} and {b} run one kernel model ({switches_text(switches)}): compared with itself it shows no "
+        "difference; give one of them, or kernels that differ in a modelled commit (gro-replay kernels --kernel … "
+        "shows each one's switches)"
+    )
 
 
 def commit_of_switch(switch: object) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..kernel.model import K_5_11, K_5_12, KernelModel
+from ..kernel.model import K_5_11, K_5_12, KernelModel, same_model, same_model_words
 from ..kernel.nic import (
     DEFAULT_POLL_GAP_USECS,
     DEFAULT_RSS_KEY,
@@ -162,8 +162,17 @@ class ReplayConfig:
         if self.flows_max < 0 or self.flow_idle_timeout_ns < 0 or self.flow_close_timeout_ns < 0:
             raise ConfigError("--flows-max and the flow timeouts must be >= 0")
 
+    def _validate_kernels(self) -> None:
+        """Two ``kernels`` of one model (``model.same_model``) would compare a model with itself: refused, as the CLI
+        refuses two such ``--kernel`` strings."""
+        pair = same_model(self.kernels)
+        if pair is not None:
+            a, b = (self.kernels[i] for i in pair)
+            raise ConfigError(same_model_words(f"kernels {a.name}", b.name, b.switches()))
+
     def validate(self) -> None:
         """Raises ConfigError naming the bad value."""
+        self._validate_kernels()
         if self.nic is not None and self.nic not in NIC_PRESETS:
             raise ConfigError(f"unknown --nic {self.nic!r}; choose from {', '.join(NIC_PRESETS)}")
         if self.rx_csum == "nic" and self.nic is None:
