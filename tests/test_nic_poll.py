@@ -43,3 +43,36 @@ def test_explicit_poll_wins_over_the_preset(runner):
     got_poll, phys = _doc(runner, "--nic", "ice", "--fix", "--poll", "gap:5")
     assert got_poll == "gap:5"
     assert phys["post-fix"] == 2
+
+
+# The NIC line says which driver each default is: without --nic the checksum state (--rx-csum unnecessary:
+# CHECKSUM_UNNECESSARY level 0, what ice/i40e without the tunnel port programmed and virtio-net's DATA_VALID hand up,
+# gro-spec §7) and the poll model (gap:3, mlx5's CQE-based moderation, MLX5E_PARAMS_DEFAULT_RX_CQ_MODERATION_USEC_FROM_CQE)
+# are no one driver's; the line, the Markdown and JSON config.nic.description say so from one computation
+# (ReplayConfig.nic_words, poll_words).
+NO_NIC = (
+    "no --nic (checksum state and poll model set separately, not one driver's preset): --rx-csum unnecessary "
+    "(CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID)"
+)
+MLX5_POLL = "gap:3 (a poll after each pause > 3 µs, the default time-aware model: mlx5's CQE-based moderation"
+
+
+def test_the_default_nic_line_names_each_defaults_driver(runner):
+    d = json.loads(runner.invoke(main, [str(FIX_SAMPLE), "--format", "json", "-q"]).stdout)["config"]
+    assert (d["nic"]["description"], d["poll_model"]) == (NO_NIC, MLX5_POLL + ")")
+    line = f"NIC: {NO_NIC}, RSS toeplitz; poll model {MLX5_POLL}), weight 64, HZ 250; "
+    assert line in runner.invoke(main, [str(FIX_SAMPLE), "-q"]).stdout
+    assert f"- {line}" in runner.invoke(main, [str(FIX_SAMPLE), "-q", "--format", "markdown"]).stdout
+
+
+def test_a_preset_without_moderation_says_the_default_poll_model_stands(runner):
+    """virtio-net has no interrupt moderation (kernel/nic.py presets): the default gap:3, mlx5's, stands; the line
+    says so instead of pairing --nic virtio-net with mlx5's moderation unexplained. mlx5's own preset needs no
+    such words."""
+    out = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "virtio-net"]).stdout
+    assert (
+        f"NIC: --nic virtio-net (tunnel port off), RSS none; poll model {MLX5_POLL}; virtio-net has no interrupt "
+        "moderation of its own here, so that default stands), weight 64" in out
+    )
+    out = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "mlx5"]).stdout
+    assert f"NIC: --nic mlx5 (tunnel port off), RSS toeplitz; poll model {MLX5_POLL}), weight 64" in out

@@ -282,7 +282,8 @@ def input_lines(result) -> list[str]:
         f"frames: {classes}",
         f"NIC: {cfg.nic_words() if hasattr(cfg, 'nic_words') else '--rx-csum ' + cfg.rx_csum}, RSS {cfg.rss}"
         + (f", {cfg.rx_queues} RX queues" if getattr(cfg, "rx_queues", 1) > 1 else "")
-        + f"; poll model {cfg.poll.describe()}, weight {cfg.weight}, HZ {cfg.hz}; "
+        + f"; poll model {cfg.poll_words() if hasattr(cfg, 'poll_words') else cfg.poll.describe()}, weight "
+        f"{cfg.weight}, HZ {cfg.hz}; "
         f"kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels),
         *kernel_lines(cfg.kernels),
         *engine_lines(getattr(result, "engine", None)),

@@ -88,6 +88,16 @@ class PollModel:
         return f"{self} (interrupt moderation: a poll {self.usecs:g} µs after the first frame)"
 
 
+#: The drivers whose RX checksum state each ``--rx-csum`` profile is (kernel/nic.py ``RxCsumProfile``; gro-spec §7.6)
+RX_CSUM_DRIVERS = {
+    "none": "CHECKSUM_NONE: RX checksum offload off or a packet type the parser does not know",
+    "unnecessary": "CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID",
+    "unnecessary-tunnel": "CHECKSUM_UNNECESSARY level 1: a tunnel-aware parser",
+    "complete": "CHECKSUM_COMPLETE: mlx5",
+    "partial": "CHECKSUM_PARTIAL: veth carrying locally generated frames",
+}
+
+
 @dataclass
 class ReplayConfig:
     """Everything a replay needs besides the frames. Units: ns for times, bytes for sizes."""
@@ -240,11 +250,38 @@ class ReplayConfig:
         tunnels = tunnel_devices(self.vxlan_dev, self.vxlan_ports, self.geneve_dev, self.geneve_ports)
         return [(self.phys_dev, "phys", None)] + [(name, "tunnel", port) for name, _kind, port in tunnels]
 
-    def nic_words(self) -> str:
-        """How the report names the NIC model: ``--rx-csum X`` or ``--nic NAME (tunnel port on|off)``."""
+    def rx_csum_words(self) -> str:
+        """The RX checksum model in short, for notes: ``--rx-csum X``, ``--rx-csum X (--nic NAME)`` or ``--nic NAME
+        (tunnel port on|off)``."""
         if self.rx_csum == "nic":
             return f"--nic {self.nic} (tunnel port {'on' if self.nic_tunnel_port else 'off'})"
         return f"--rx-csum {self.rx_csum}" + (f" (--nic {self.nic})" if self.nic else "")
+
+    def nic_words(self) -> str:
+        """How the report's NIC line (text, Markdown) and JSON ``config.nic.description`` name the NIC model. With
+        ``--nic`` the preset's; without it the checksum state and the poll model are separate defaults that no one
+        driver has together (``unnecessary`` is ice/i40e's or virtio-net's, the default poll model mlx5's):
+        "no --nic (checksum state and poll model set separately, not one driver's preset): --rx-csum unnecessary
+        (CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID)"."""
+        if self.nic is not None:
+            return self.rx_csum_words()
+        return (
+            "no --nic (checksum state and poll model set separately, not one driver's preset): "
+            f"--rx-csum {self.rx_csum} ({RX_CSUM_DRIVERS[self.rx_csum]})"
+        )
+
+    def poll_words(self) -> str:
+        """The poll model for the report's NIC line and JSON ``config.poll_model``: ``PollModel.describe``, and when a
+        ``--nic`` preset without interrupt moderation of its own (virtio-net, vmxnet3, ena, gve, veth: kernel/nic.py
+        ``NicPreset.poll``) leaves the default (mlx5's) standing, that it does."""
+        words = self.poll.describe()
+        preset = NIC_PRESETS.get(self.nic) if self.nic else None
+        if preset is not None and preset.poll is None and self.poll == PollModel():
+            words = (
+                words[:-1]
+                + f"; {self.nic} has no interrupt moderation of its own here, so that default stands)"
+            )
+        return words
 
     def as_dict(self) -> dict:
         return {
@@ -254,6 +291,8 @@ class ReplayConfig:
                 "rx_csum": self.rx_csum,
                 "rss": self.rss,
                 "rss_key": self.rss_key.hex(),
+                # the NIC line's words: the preset's, or that the defaults are no one driver's (nic_words)
+                "description": self.nic_words(),
                 # the driver preset (--nic): its source, RSS fields, moderation default; None without one
                 "preset": (
                     dict(NIC_PRESETS[self.nic].as_dict(), tunnel_port=self.nic_tunnel_port)
@@ -262,7 +301,7 @@ class ReplayConfig:
                 ),
             },
             "poll": str(self.poll),
-            "poll_model": self.poll.describe(),
+            "poll_model": self.poll_words(),
             "constants": {
                 "napi_weight": self.weight,
                 "hz": self.hz,

@@ -128,7 +128,7 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             how = "--rx-csum none has the kernels check them in software and drop them (udp_rcv, UdpInCsumErrors)"
         else:
             how = (
-                f"{config.nic_words()} replays them as that checksum state says; --rx-csum none has the kernels "
+                f"{config.rx_csum_words()} replays them as that checksum state says; --rx-csum none has the kernels "
                 "check them in software and drop them (udp_rcv, UdpInCsumErrors)"
             )
         notes.append(

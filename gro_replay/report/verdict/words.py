@@ -364,7 +364,7 @@ def _state_of(cfg, key, rx_csum: str) -> str:
 
 
 def _nic_words(cfg, rx_csum: str) -> str:
-    f = getattr(cfg, "nic_words", None)
+    f = getattr(cfg, "rx_csum_words", None)
     return f() if f is not None else f"--rx-csum {rx_csum}"
 
 
