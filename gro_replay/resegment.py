@@ -98,6 +98,15 @@ def min_payload(tcp_opt_len: int) -> int:
     return TCP_MIN_SND_MSS - tcp_opt_len
 
 
+def mss_option_payload(mss_option: int, tcp_opt_len: int) -> int:
+    """The payload (bytes) of a full segment of a sender whose MSS is ``mss_option`` (a SYN's MSS option value,
+    which counts no TCP options: RFC 6691 §2) when its segments carry ``tcp_opt_len`` bytes of TCP options: the MSS
+    raised to ``TCP_MIN_SND_MSS``, less the options. Kernel: net/ipv4/tcp_output.c ``__tcp_mtu_to_mss`` clamps to
+    ``rx_opt.mss_clamp`` (the MSS option) and floors at ``tcp_min_snd_mss``; ``tcp_mtu_to_mss`` and
+    ``tcp_current_mss`` then subtract the options (12 for timestamps: MSS 1000 sends 988-byte segments)."""
+    return max(mss_option, TCP_MIN_SND_MSS) - tcp_opt_len
+
+
 #: The smallest link MTU IPv6 runs on: RFC 8200 §5 ("every link in the Internet have an MTU of 1280 octets or
 #: greater"), include/uapi/linux/ipv6.h ``IPV6_MIN_MTU``. Linux never sizes an IPv6 packet below it: net/ipv6/addrconf.c
 #: takes IPv6 off a device whose MTU drops below it (``addrconf_notify`` NETDEV_CHANGEMTU), and net/ipv6/route.c

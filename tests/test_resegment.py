@@ -631,3 +631,19 @@ def test_the_above_mtu_note_counts_the_tcp_options(runner, tmp_path, mtu, words)
     assert r.exit_code == 0, r.output
     (note,) = [n for n in json.loads(r.stdout)["input"]["notes"] if "split into" in n]
     assert words in note
+
+
+@pytest.mark.parametrize(("mss_option", "segments"), [(1000, 6), (40, 139)])
+def test_auto_subtracts_the_tcp_options_from_the_syn_mss_option(mss_option, segments):
+    """A SYN's MSS option counts no TCP options (RFC 6691 §2); a Linux sender clamps to it, floors at
+    TCP_MIN_SND_MSS (48), then subtracts its segments' options (net/ipv4/tcp_output.c __tcp_mtu_to_mss,
+    tcp_mtu_to_mss): with timestamps (12 bytes) MSS 1000 sends 988-byte segments (5000 = 5 × 988 + 60) and MSS 40
+    sends 48 − 12 = 36 (5000 = 138 × 36 + 32)."""
+    syn = FrameSpec(
+        payload=0, flags=0x02, tcp_options=b"\x02\x04" + struct.pack("!H", mss_option), timestamps=False
+    )
+    tiny = replace(syn, flags=ACK, tcp_options=None, timestamps=True, seq=syn.seq + 1, payload=1)
+    sup = replace(tiny, seq=tiny.seq + 1, payload=5000, flags=ACK | PSH)
+    res = replay_frames(_frames([syn, tiny, sup]), ReplayConfig(kernels=(K_5_12,), resegment="auto"))
+    assert (res.input.resegmented_frames, res.input.segments_created) == (1, segments)
+    assert res.input.frames_replayed == 2 + segments

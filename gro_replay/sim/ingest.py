@@ -29,7 +29,7 @@ from ..packet.decode import (
     outer_udp_csum_bad,
 )
 from ..packet.headers import tcp_mss_option
-from ..resegment import TCP_MIN_SND_MSS, AboveMtu, Resegmenter, min_payload
+from ..resegment import AboveMtu, Resegmenter, min_payload, mss_option_payload
 from .config import ConfigError, ReplayConfig
 from .skipped import count_skip, to_tunnel_ports, unread
 
@@ -473,20 +473,24 @@ class Ingest:
         if isinstance(r, str):
             return None
         frame, _vlan, fid, _rss, l4 = r
-        least = min_payload(((frame[l4 + 12] >> 4) << 2) - 20) if l4 else TCP_MIN_SND_MSS
-        return self.flow_mss_at(fid, ts_ns, least)
+        return self.flow_mss_at(fid, ts_ns, ((frame[l4 + 12] >> 4) << 2) - 20 if l4 else 0)
 
-    def flow_mss_at(self, fid: int, ts_ns: int, least: int = TCP_MIN_SND_MSS) -> int | None:
-        """The MSS ``--resegment auto`` may use for a frame of flow ``fid`` arriving at ``ts_ns`` (ns), or None (the
-        split then takes what fits ``--mtu``): what was known of that flow at the frame's arrival — its largest
-        TCP payload seen so far when at least ``least`` (the smallest full segment with the frame's TCP options,
-        resegment.py ``min_payload``: 36 with timestamps; smaller writes say nothing of the MSS), else the
-        MSS option of its SYN. A flow that had ended by then (``flow_ended``: silent past its timeout, retired or
-        not yet) says nothing: the frame starts a new flow, which has learned nothing. The one rule on every path
-        and poll model: it depends on capture time only, not on when the record is decoded relative to the polls
-        that retire flows (the batch path decodes a block ahead of them, the gap and rx-usecs models a frame)."""
+    def flow_mss_at(self, fid: int, ts_ns: int, tcp_opt_len: int = 0) -> int | None:
+        """The MSS (TCP payload bytes per segment) ``--resegment auto`` may use for a frame of flow ``fid`` arriving at
+        ``ts_ns`` (ns) whose segments carry ``tcp_opt_len`` bytes of TCP options, or None (the split then takes what
+        fits ``--mtu``): what was known of that flow at the frame's arrival — its largest TCP payload seen so far
+        when at least a full segment's smallest (resegment.py ``min_payload``: 36 with timestamps, 48 without;
+        smaller writes say nothing of the MSS), else the MSS option of its SYN less the options
+        (``mss_option_payload``: the option counts none). A flow that had ended by then (``flow_ended``: silent past
+        its timeout, retired or not yet) says nothing: the frame starts a new flow, which has learned nothing. The
+        one rule on every path and poll model: it depends on capture time only, not on when the record is decoded
+        relative to the polls that retire flows (the batch path decodes a block ahead of them, the gap and rx-usecs
+        models a frame)."""
         assert self._flow_mss is not None  # used only in auto mode, which keeps _flow_mss
         if self.flow_ended(fid, ts_ns):
             return None
         seen = self._flow_mss.get(fid, 0)
-        return seen if seen >= least else self._syn_mss.get(fid)
+        if seen >= min_payload(tcp_opt_len):
+            return seen
+        syn = self._syn_mss.get(fid)
+        return mss_option_payload(syn, tcp_opt_len) if syn else None
