@@ -272,23 +272,24 @@ def test_a_flow_the_fix_would_not_merge_is_not_affected_with_one_kernel():
 
 
 def test_several_kernels_without_the_fix_each_measured_the_capture_judged_by_the_newest():
-    """4.19 and 5.10, neither with the fix: each runs beside its own counterfactual, and the capture's verdict judges
-    the newest (5.10), as compare mode with 5.12 beside them does. The bad-checksum flow (a sequence gap behind
+    """4.19 and 5.11, neither with the fix (two models: 5.11 has 8dc1c444df19; 4.19 and 5.10 are one model, which
+    ReplayConfig refuses): each runs beside its own counterfactual, and the capture's verdict judges the newest
+    (5.11), as compare mode with 5.12 beside them does. The bad-checksum flow (a sequence gap behind
     it: no kernel merges it, tcp4_gro_receive / tcp_gro_receive) is affected in neither; the plain zero-checksum
     flow is (gro-spec §4.7 row 3). Before, 4.19 was judged by the gate's rule alone and counted the first."""
-    from gro_replay.kernel.model import K_4_19, K_5_10
+    from gro_replay.kernel.model import K_4_19, K_5_11
 
     frames = build_flow(FrameSpec(outer_csum="zero", udp_sport=45000), [1000] * 3)
     bad = bytearray(frames[1])
     bad[-1] ^= 0xFF
     frames[1] = bytes(bad)
     streams = [frames + [frames[2]], _plain(0)[:4]]  # 4 frames each for _frames
-    both = (K_4_19, K_5_10)
+    both = (K_4_19, K_5_11)
     one = _judged(_frames(streams), both, rx_csum_none=True)
     assert one == _judged(_frames(streams), (*both, K_5_12), rx_csum_none=True)
     assert one[:2] == (1, ["refused_no_gain", "affected"])
     result = replay_frames(_frames(streams), ReplayConfig(kernels=both, rx_csum="none"))
-    assert [k.name for k in result.counterfactuals] == ["4.19+89e5c58fc1e2", "5.10+89e5c58fc1e2"]
+    assert [k.name for k in result.counterfactuals] == ["4.19+89e5c58fc1e2", "pre-fix+89e5c58fc1e2"]
 
 
 def test_the_counterfactual_polls_are_not_counted():
