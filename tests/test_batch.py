@@ -172,7 +172,10 @@ def test_batch_usage_errors_exit_2(tmp_path):
         main, ["batch", str(FIX_SAMPLE), "--jobs", "2", "--scheduler", "tcp://127.0.0.1:1"]
     )
     assert r.exit_code == 2
-    assert r.stderr.strip() == "Error: --jobs and --scheduler are exclusive"
+    assert r.stderr.strip() == (
+        "Error: --jobs and --scheduler are exclusive: --jobs sizes a local cluster, a running scheduler has its "
+        "own workers; give one of them"
+    )
     r = CliRunner().invoke(main, ["batch", str(FIX_SAMPLE), "--jobs", "0"])
     assert r.exit_code == 2
     r = CliRunner().invoke(main, ["batch", str(FIX_SAMPLE), "--scheduler", "udp://127.0.0.1:8786"])

@@ -225,10 +225,33 @@ def test_geneve_sample_flows(runner):
         assert k["stages"]["tunnel"]["devices"] == {"geneve0": k["stages"]["tunnel"]["skbs_delivered"]}
 
 
-def test_fix_and_kernel_are_exclusive(runner):
-    r = _run(runner, FIX_SAMPLE, "--fix", "--kernel", "6.18")
+@pytest.mark.parametrize(
+    ("flag", "release", "phys_skbs"),
+    # the sample's 17 frames: refused by udp_gro_receive's zero-checksum gate before 89e5c58fc1e2 (5.11: 17 skbs
+    # at phys), merged after it (5.12: 1 skb), gro-spec §4.6
+    [("--fix", "5.12", 1), ("--no-fix", "5.11", 17)],
+)
+def test_fix_and_kernel_are_exclusive_and_the_refusal_names_the_spelling(runner, flag, release, phys_skbs):
+    """--fix/--no-fix beside --kernel is a one-line usage error (exit 2) that names what to write instead; the
+    spelling it names runs (the model of the flag beside the given release)."""
+    r = _run(runner, FIX_SAMPLE, flag, "--kernel", "6.18")
     assert r.exit_code == 2 and r.stdout == ""
-    assert r.stderr.strip().splitlines() == ["Error: --kernel and --fix/--no-fix are exclusive"]
+    which = "post-fix" if flag == "--fix" else "pre-fix"
+    assert r.stderr.strip().splitlines() == [
+        f"Error: --kernel and {flag} are exclusive: {flag} is --kernel {release} (the {which} model); write "
+        f"--kernel {release} in place of {flag} to run it beside --kernel '6.18'"
+    ]
+    r = _run(runner, FIX_SAMPLE, "--kernel", release, "--kernel", "6.18", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert [k["release"] for k in doc["kernels"]] == [release, "6.18"]
+    assert [k["stages"]["phys"]["skbs_delivered"] for k in doc["kernels"]] == [phys_skbs, 1]
+    # a --kernel of the flag's own model: the flag is left out, not added again (which would be refused)
+    r = _run(runner, FIX_SAMPLE, flag, "--kernel", release)
+    assert r.exit_code == 2 and r.stderr.strip().splitlines() == [
+        f"Error: --kernel and {flag} are exclusive: {flag} is --kernel {release} (the {which} model), which "
+        f"--kernel '{release}' already runs: leave out {flag}"
+    ]
 
 
 def test_kernel_profiles_run_side_by_side(runner):

@@ -137,7 +137,10 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     failed (or on bad usage, or when dask.distributed is missing or the scheduler cannot be reached).
     """
     if jobs is not None and scheduler is not None:
-        raise UsageError("--jobs and --scheduler are exclusive")
+        raise UsageError(
+            "--jobs and --scheduler are exclusive: --jobs sizes a local cluster, a running scheduler has its own "
+            "workers; give one of them"
+        )
     _refuse_descriptors(paths)
     cfg = build_config(**opts)
     # the --out files are written beside their paths and renamed into place once all are written; an interrupted

@@ -318,8 +318,6 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
         from ..kernel.banner import shown
         from ..kernel.release import resolve_kernel
 
-        if fix is not None:
-            raise UsageError("--kernel and --fix/--no-fix are exclusive")
         given: list[KernelModel] = []
         for r in kernel_rel:  # every string given, a repeated one too: it would compare a model with itself
             try:
@@ -346,6 +344,8 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
                     "give each kernel once"
                 )
             named[k.name] = r
+        if fix is not None:
+            raise UsageError(_fix_with_kernel(fix, given, named))
         from ..report.verdict import release_order
 
         # one order for every output (table, text lines, SUMMARY, JSON, explain, trace tags): by release, oldest
@@ -354,6 +354,23 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
     if fix is None:
         return (K_5_11, K_5_12)
     return (K_5_12,) if fix else (K_5_11,)
+
+
+def _fix_with_kernel(fix: bool, given: list[KernelModel], named: dict[str, str]) -> str:
+    """The refusal of ``--fix``/``--no-fix`` beside ``--kernel`` (one kernel set per run), naming the spelling that
+    works: ``--fix`` runs the 5.12 profile alone (K_5_12, "post-fix"), ``--no-fix`` the 5.11 profile (K_5_11,
+    "pre-fix"), so ``--kernel 5.12`` / ``--kernel 5.11`` in its place runs that model beside the given releases;
+    when one of them already runs that model (equal switches) the flag is dropped instead. ``given``: the
+    resolved ``--kernel`` models, ``named``: model name to the string given."""
+    from ..kernel.banner import shown
+
+    flag, model, which = ("--fix", K_5_12, "post-fix") if fix else ("--no-fix", K_5_11, "pre-fix")
+    head = f"--kernel and {flag} are exclusive: {flag} is --kernel {model.release} (the {which} model)"
+    same = next((g for g in given if g.switches() == model.switches()), None)
+    if same is not None:
+        return f"{head}, which --kernel {shown(named[same.name], 48)} already runs: leave out {flag}"
+    rels = " ".join(f"--kernel {shown(named[g.name], 48)}" for g in given)
+    return f"{head}; write --kernel {model.release} in place of {flag} to run it beside {rels}"
 
 
 def _default_poll(nic: str | None) -> str:
