@@ -55,9 +55,13 @@ def test_diff_ci_scenario_post_fix_baseline_pre_fix_current_fails(docs):
         .splitlines()[-1]
         .startswith("DIFF status=regression regressions=2 stage_regressions=1")
     )
-    # the error line on stderr names the phys-stage regression too
-    assert r.stderr.startswith("Error: aggregation regressed: post-fix → pre-fix, phys NAPI: segments / skb")
-    assert r.stderr.count("\n") == 1
+    # the line on stderr names the phys-stage regression too: a finding, not an error (no "Error: " as a usage
+    # error has), and exit 1 as README "Exit codes" documents
+    assert r.stderr == (
+        "aggregation regressed: post-fix → pre-fix, phys NAPI: segments / skb 17.00 → 1.00 (-94.1%; allowed loss "
+        "0%) (and 1 more)\n"
+    )
+    assert "Error" not in r.stdout + r.stderr
 
 
 def test_diff_same_document_passes(docs):
@@ -455,3 +459,17 @@ def test_diff_reads_odd_kernel_entries_without_failing(docs, tmp_path, field, va
     elif field != "name":
         # the same switches in both: one kernel model, described differently
         assert f"note: kernel pre-fix is described differently in the two documents ({field}" in out
+
+
+def test_every_failed_check_is_printed_as_a_finding(capsys):
+    """The kind: every CheckFailed (diff's regression, the kernel backend's "simulator and kernel differ", which
+    needs root to reach) prints its finding alone on stderr, exit 1; a usage error keeps its "Error: " (exit 2)."""
+    from gro_replay.cli.errors import CheckFailed, UsageError
+
+    for exc, line in (
+        (CheckFailed("simulator and kernel differ"), "simulator and kernel differ\n"),
+        (UsageError("--nic-tunnel-port needs --nic"), "Error: --nic-tunnel-port needs --nic\n"),
+    ):
+        exc.show()
+        assert capsys.readouterr().err == line
+    assert (CheckFailed("x").exit_code, UsageError("x").exit_code) == (1, 2)

@@ -17,9 +17,15 @@ class UsageError(click.ClickException):
 
 
 class CheckFailed(click.ClickException):
-    """A check failed (diff threshold, validate mismatch): exit code 1."""
+    """A check failed (diff threshold, validate mismatch): exit code 1. It is a finding about the inputs, not an
+    error of the command: its line on standard error is the finding itself (``aggregation regressed: …``), without
+    the ``Error: `` of usage errors."""
 
     exit_code = 1
+
+    def show(self, file=None) -> None:
+        """Print the finding (``format_message``) as one line to ``file`` (default standard error)."""
+        click.echo(self.format_message(), file=file, err=True)
 
 
 class EnvironmentProblem(click.ClickException):
