@@ -34,7 +34,7 @@ def test_diff_table_cells_whole_at_120_columns(runner, tmp_path) -> None:
         for x in lines
     )
     assert any(
-        re.fullmatch(r"\s+aggregates \(≥2 segs\)\s+2\s+0\s+-2 \(-100\.0%\)\s+2\s+2\s+0 \(0%\)\s*", x)
+        re.fullmatch(r"\s+skbs delivered with ≥2 segs\s+2\s+0\s+-2 \(-100\.0%\)\s+2\s+2\s+0 \(0%\)\s*", x)
         for x in lines
     )
     assert any(

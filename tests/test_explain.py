@@ -91,7 +91,12 @@ def test_explain_fix_sample_text_gap_poll():
     assert "    17 × udp_gro_receive: csum_cnt0_csum_valid0_not_partial(uh.check=0)" in out
     # post-fix, two polls (10 µs gap > 5 µs): the first aggregate ends with the poll (napi_complete_done,
     # gro-spec §1.3), the second with the short last segment (§5.5); 17 → 2 phys skbs saves 15 traversals
-    assert "phys NAPI (eth0): 17 skbs in (17 frames) → 2 skbs out (2 aggregates); 15 merged here" in out
+    assert "phys NAPI (eth0): 17 skbs in (17 frames) → 2 skbs out (2 with ≥2 segs); 15 merged here" in out
+    # post-fix the two phys aggregates reach gro_cells already aggregated: delivered with ≥2 segs there too, none
+    # merged by the tunnel stage (dev_gro_receive flushes a GSO skb before 5eddb24901ee: gro-spec §6.6)
+    assert (
+        "tunnel gro_cells (vxlan0): 2 skbs in (17 frames) → 2 skbs out (2 with ≥2 segs); 0 merged here" in out
+    )
     assert "1 × napi_complete_done: flush" in out and "1 × tcp_gro_receive: len_lt_mss" in out
     assert "  verdict: affected: yes: " in out
     assert "capture: affected: yes: Before the fix, 1 of 1 tunnelled TCP flow(s)" in out

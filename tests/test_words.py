@@ -142,7 +142,7 @@ def test_counts_of_one_take_the_singular(runner, tmp_path):
     out = runner.invoke(main, [str(one)]).stdout
     out += runner.invoke(main, ["explain", str(one)]).stdout
     assert "1 frame read" in out and "(pre-fix, 1 skb)" in out and "1 seg  │" in out
-    assert "1 skb in (1 frame) → 1 skb out (0 aggregates)" in out
+    assert "1 skb in (1 frame) → 1 skb out (0 with ≥2 segs)" in out
     assert not re.findall(r"(?<![\d.,])1 (frames|skbs|segs|super-frames|segments)\b", out)
 
 
@@ -150,3 +150,42 @@ def test_one_super_frame_in_the_input_line(runner, shared_captures):
     cap = shared_captures / "tcpdump" / "gso-ipv4-vxlan-ipv4.pcap"
     r = runner.invoke(main, [str(cap), "-q", "--no-hist"])
     assert "resegmented: 1 super-frame into 5 segments" in r.stdout
+
+
+def test_tunnel_stage_rows_say_what_they_count(runner, tmp_path):
+    """Post-fix the phys stage merges the sample's 17 frames into 2 skbs (gro-spec §4.7 row 3, K-fix), which reach
+    vxlan0's gro_cells as 2 skbs of 10 and 7 segments and leave it unmerged (dev_gro_receive flushes a GSO skb
+    before 5eddb24901ee, gro-spec §6.6). The row counting skbs of ≥2 segments says "delivered" in the table, the
+    Markdown and the diff, and the JSON schemas describe the key as such, from one text (report AGGREGATES_*)."""
+    from gro_replay.report import AGGREGATES_LABEL, AGGREGATES_MEANS
+
+    assert AGGREGATES_LABEL == "skbs delivered with ≥2 segs"
+    table = _run(runner, "--fix", "--poll", "gap:5").stdout
+    rows = {m[1]: m[2] for m in re.finditer(r"(?m)^  (\S.*?\S)  +.*?([\d,.]+)\s*$", table)}
+    assert rows["skbs in"] == "2" and rows["skbs delivered"] == "2" and rows[AGGREGATES_LABEL] == "2"
+    assert "aggregates (" not in table
+    md = _run(runner, "--fix", "--poll", "gap:5", "--format", "markdown").stdout
+    assert f"| {AGGREGATES_LABEL} |" in md
+    for name in ("replay", "explain"):
+        doc = json.loads(runner.invoke(main, ["schema", name]).stdout)
+        found = [
+            d["aggregates"].get("description") for d in _dicts(doc) if isinstance(d.get("aggregates"), dict)
+        ]
+        assert found and all(d == AGGREGATES_MEANS for d in found), (name, found)
+        assert AGGREGATES_MEANS.startswith(
+            "skbs delivered carrying 2 segments or more, whether this stage merged"
+        )
+    post = tmp_path / "post.json"
+    post.write_text(_run(runner, "--fix", "--format", "json").stdout)
+    diff = runner.invoke(main, ["diff", str(post), str(post)]).stdout
+    assert AGGREGATES_LABEL in diff and "aggregates (" not in diff
+
+
+def _dicts(node):
+    """Every JSON object in ``node`` (depth first)."""
+    if isinstance(node, dict):
+        yield node
+        node = list(node.values())
+    if isinstance(node, list):
+        for v in node:
+            yield from _dicts(v)

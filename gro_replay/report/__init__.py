@@ -3,3 +3,15 @@
 #: ``--flows-max``'s default: per kernel, the JSON document lists at most this many flows in full (``flows[]``), the
 #: others counted and summed in ``flows_summary.omitted`` (here, not in stats.py: the CLI reads it without numpy)
 FLOWS_MAX_DEFAULT = 1000
+
+#: The row label of ``StageStats.aggregates`` in every report (table, Markdown, diff) and what it counts (the JSON
+#: schemas' description of ``aggregates``): skbs a stage delivered carrying 2 segments or more, whether the stage
+#: merged them or they arrived so. Post-fix the phys stage's aggregates reach the tunnel device's gro_cells already
+#: aggregated and count there again (whether gro_cells merges them further or not: dev_gro_receive flushes GSO skbs
+#: before 5eddb24901ee); what a stage merged itself is skbs_in − skbs_delivered (explain's "merged here").
+AGGREGATES_LABEL = "skbs delivered with ≥2 segs"
+AGGREGATES_MEANS = (
+    "skbs delivered carrying 2 segments or more, whether this stage merged them or they arrived so (post-fix the "
+    "phys stage's aggregates reach the tunnel device's gro_cells already aggregated and count there again); what "
+    "the stage merged itself is skbs_in - skbs_delivered"
+)

@@ -248,7 +248,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                 lines.append(
                     f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} in ({st['frames_in']:,} "
                     f"{plural(st['frames_in'], 'frame')}) → {st['skbs']:,} {plural(st['skbs'], 'skb')} out "
-                    f"({st['aggregates']:,} {plural(st['aggregates'], 'aggregate')}); {st['merged_here']:,} merged here"
+                    f"({st['aggregates']:,} with ≥2 segs); {st['merged_here']:,} merged here"
                 )
                 lines.extend(_why_lines(st))
                 if "skb_list" in st:

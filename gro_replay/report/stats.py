@@ -98,7 +98,7 @@ class StageStats:
 
     @property
     def aggregates(self) -> int:
-        """skbs delivered carrying 2 segments or more."""
+        """skbs delivered carrying 2 segments or more, merged at this stage or arrived so (``AGGREGATES_MEANS``)."""
         return sum(self.hist[2:]) + sum(self.hist_over.values())
 
     @property

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from . import AGGREGATES_LABEL
 from .document import summary_line
 from .verdict.facts import STAGE_NAMES
 from .verdict.words import drop_counts, filtered_text, kernel_label, plural
@@ -27,7 +28,7 @@ ROWS = (
     ("skbs in", _skbs_in, False),
     ("segments in (wire frames)", lambda st, s: st.frames_in, False),
     ("skbs delivered", lambda st, s: st.skbs, False),
-    ("aggregates (≥2 segs)", lambda st, s: st.aggregates, False),
+    (AGGREGATES_LABEL, lambda st, s: st.aggregates, False),
     ("segments / skb, mean", lambda st, s: round(st.mean_segs, 2), True),
     ("segments / skb, max", lambda st, s: st.max_segs, True),
     ("bytes (skb->len)", lambda st, s: st.bytes, False),

@@ -161,7 +161,7 @@ def render_markdown(cmp: dict) -> str:
 
 def _stage_table(k: dict, no_wrap: bool):
     """The per-stage table of one kernel pair ``k`` (a ``comparison.kernels[]`` entry). ``no_wrap``: the metric
-    labels ("aggregates (≥2 segs)") and the changes ("-2 (-100.0%)") stay on one line, the stage titles of the
+    labels ("skbs delivered with ≥2 segs") and the changes ("-2 (-100.0%)") stay on one line, the stage titles of the
     headers a word a line; without it every cell may wrap (terminals too narrow for that)."""
     from rich import box
     from rich.table import Table
