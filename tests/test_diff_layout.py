@@ -38,6 +38,6 @@ def test_diff_table_cells_whole_at_120_columns(runner, tmp_path) -> None:
         for x in lines
     )
     assert any(
-        re.fullmatch(r"\s+bytes checksummed in software\s+[\d,]+\s+0\s+-[\d,]+ \(-100\.0%\)\s.*", x)
+        re.fullmatch(r"\s+bytes the CPU checksummed here\s+[\d,]+\s+0\s+-[\d,]+ \(-100\.0%\)\s.*", x)
         for x in lines
     )

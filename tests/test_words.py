@@ -189,3 +189,24 @@ def _dicts(node):
     if isinstance(node, list):
         for v in node:
             yield from _dicts(v)
+
+
+def test_sw_csum_row_says_where_the_cpu_summed(runner):
+    """The fix sample (outer UDP checksum 0, CHECKSUM_UNNECESSARY level 0): pre-fix udp_gro_receive refuses the
+    frames at phys and vxlan0's gro_cells verifies the inner TCP checksums; post-fix the phys stage does (the
+    frames are merged there, gro-spec §4.7 row 3): the same 23,584 bytes, summed at another stage. The row names
+    the stage's CPU work and a line says the total did not grow, in the table and the Markdown alike."""
+    from gro_replay.report import SW_CSUM_LABEL
+
+    line = (
+        "bytes the CPU checksummed: pre-fix 23,584 at tunnel gro_cells, post-fix 23,584 at phys NAPI: the same total "
+        "in each kernel, summed at another stage (not more work)"
+    )
+    table = _run(runner).stdout
+    assert re.search(rf"(?m)^  {SW_CSUM_LABEL}\s+0\s+23,584\s+\+23,584\s+23,584\s+0\s+-23,584\s*$", table)
+    assert line in table.splitlines()
+    md = _run(runner, "--format", "markdown").stdout
+    assert f"| {SW_CSUM_LABEL} | 0 | 23,584 | +23,584 | 23,584 | 0 | -23,584 |" in md
+    assert line in md.splitlines()
+    # one kernel: nothing moved between kernels, no such line
+    assert "bytes the CPU checksummed:" not in _run(runner, "--fix").stdout

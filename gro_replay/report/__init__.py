@@ -10,6 +10,11 @@ FLOWS_MAX_DEFAULT = 1000
 #: aggregated and count there again (whether gro_cells merges them further or not: dev_gro_receive flushes GSO skbs
 #: before 5eddb24901ee); what a stage merged itself is skbs_in − skbs_delivered (explain's "merged here").
 AGGREGATES_LABEL = "skbs delivered with ≥2 segs"
+#: The row label of ``StageStats.sw_csum_bytes`` in every report (table, Markdown, diff): the bytes the CPU summed
+#: at that stage (GRO's checksum checks, and at phys the normal path's UDP checks). Where they are summed is a
+#: property of the kernel: post-fix the phys stage verifies the inner checksums the tunnel stage verified pre-fix
+#: (udp_gro_receive no longer refuses the frames), the same bytes (``csum_lines`` says so).
+SW_CSUM_LABEL = "bytes the CPU checksummed here"
 AGGREGATES_MEANS = (
     "skbs delivered carrying 2 segments or more, whether this stage merged them or they arrived so (post-fix the "
     "phys stage's aggregates reach the tunnel device's gro_cells already aggregated and count there again); what "

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import AGGREGATES_LABEL
+from . import AGGREGATES_LABEL, SW_CSUM_LABEL
 from .document import summary_line
 from .verdict.facts import STAGE_NAMES
 from .verdict.words import drop_counts, filtered_text, kernel_label, plural
@@ -32,7 +32,7 @@ ROWS = (
     ("segments / skb, mean", lambda st, s: round(st.mean_segs, 2), True),
     ("segments / skb, max", lambda st, s: st.max_segs, True),
     ("bytes (skb->len)", lambda st, s: st.bytes, False),
-    ("bytes checksummed in software", lambda st, s: st.sw_csum_bytes, False),
+    (SW_CSUM_LABEL, lambda st, s: st.sw_csum_bytes, False),
 )
 
 
@@ -176,6 +176,25 @@ def render_tables(result, console: Console) -> None:
         print_uncut(console, _rich_table(f"{title}: {STAGE_TITLES[s]}", kernels, (s,)))
 
 
+def csum_lines(kernels) -> list[str]:
+    """Where the CPU checksummed bytes in software, per kernel (``kernels`` by release), when the kernels sum them
+    at different stages: one line, e.g. "bytes the CPU checksummed: pre-fix 23,584 at tunnel gro_cells, post-fix
+    23,584 at phys NAPI: the same total in each kernel, summed at another stage (not more work)" (the fix sample:
+    post-fix the phys stage verifies the inner checksums gro_cells verified pre-fix). [] for one kernel, equal
+    splits, or counters not measured (None: the kernel backend, ``--flow``)."""
+    split = [tuple(k.stages[s].sw_csum_bytes for s in STAGES) for k in kernels]
+    if len(kernels) < 2 or len(set(split)) < 2 or any(v is None for sp in split for v in sp):
+        return []
+    parts = []
+    for k, sp in zip(kernels, split, strict=True):
+        where = " and ".join(f"{v:,} at {STAGE_TITLES[s]}" for s, v in zip(STAGES, sp, strict=True) if v)
+        parts.append(f"{k.name} {where or 'none'}")
+    line = "bytes the CPU checksummed: " + ", ".join(parts)
+    if len({sum(sp) for sp in split}) == 1:
+        line += ": the same total in each kernel, summed at another stage (not more work)"
+    return [line]
+
+
 def reason_lines(result) -> list[str]:
     """Per kernel and stage: what ended the skbs (top 3, then "and N more", adding up to the skbs delivered),
     and the phys skbs the stack did not decapsulate."""
@@ -302,7 +321,7 @@ def input_lines(result) -> list[str]:
         lines.append(
             f"--flow {cfg.flow}: {shown:,} of {len(result.flows):,} flows, {inp.selected_frames:,} of "
             f"{inp.frames_replayed:,} frames; every frame was replayed, the counts below are the selected flows' "
-            "(bytes checksummed in software: n/a, a NAPI-wide counter)"
+            "(bytes the CPU checksummed: n/a, a NAPI-wide counter)"
         )
     return lines
 
@@ -410,6 +429,8 @@ def render(result, console: Console, hist: bool = True) -> None:
         say(line)
     render_tables(result, console)
     kernels = kernels_by_release(result)
+    for line in csum_lines(kernels):
+        say(line)
     if hist:
         for ks in kernels:
             for stage in STAGES:
@@ -427,11 +448,13 @@ def markdown(result) -> str:
     """The same content as the table, in Markdown (CI job summaries): input lines, the table with its deltas,
     the end reasons, the verdict with the affected flows, and the SUMMARY line."""
     lines = [f"- {x}" for x in input_lines(result)] + [""]
-    head, rows = grid(kernels_by_release(result))
+    kernels = kernels_by_release(result)
+    head, rows = grid(kernels)
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|" + "---:|" * (len(head) - 1))
     for cells in rows:
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", *csum_lines(kernels)] if csum_lines(kernels) else []
     extra = reason_lines(result)
     if extra:
         lines += [""] + [f"- {x}" for x in extra]

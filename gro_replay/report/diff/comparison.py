@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ...kernel.model import commit_of_switch, switches_text
 from ...project import plain_number
-from .. import AGGREGATES_LABEL
+from .. import AGGREGATES_LABEL, SW_CSUM_LABEL
 from ..stats import SCHEMA_VERSION, STAGES
 
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
@@ -67,7 +67,7 @@ METRICS: dict[str, Metric] = {
         Metric("skbs", "skbs delivered", "stage", "lower"),
         Metric("segs_per_skb", "segments / skb", "stage", "higher"),
         Metric("aggregates", AGGREGATES_LABEL, "stage", ""),
-        Metric("sw_csum_bytes", "bytes checksummed in software", "stage", "lower"),
+        Metric("sw_csum_bytes", SW_CSUM_LABEL, "stage", "lower"),
         Metric("flow_skbs", "skbs delivered (per flow)", "flow", "lower"),
         Metric("flow_segs_per_skb", "segments / skb (per flow)", "flow", "higher"),
     )
