@@ -177,7 +177,8 @@ def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
     "trace_path",
     default=None,
     metavar="FILE",
-    help="netif_receive_skb lines to FILE, or - for standard output.",
+    help="netif_receive_skb lines to FILE, or - for standard output; the time is in seconds from the first skb "
+    "the running kernel delivered.",
 )
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
 def kernel_cmd(

@@ -41,7 +41,8 @@ from .params import BoundedInt, Keyword, SecondsOrOff
     "trace_path",
     default=None,
     metavar="FILE",
-    help="Write netif_receive_skb lines (perf script style) to FILE, or - for standard output.",
+    help="Write netif_receive_skb lines (perf script style) to FILE, or - for standard output; the time is the "
+    "delivery's poll time in seconds from the capture's first frame (--write-pcap keeps the capture's clock).",
 )
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
 @click.option(
@@ -84,7 +85,8 @@ from .params import BoundedInt, Keyword, SecondsOrOff
     "pcap_dir",
     default=None,
     metavar="DIR",
-    help="Write the skbs each device delivered, as tcpdump on it would capture them, into DIR: with "
+    help="Write the skbs each device delivered, as tcpdump on it would capture them (timestamps: the delivery's "
+    "poll time on the capture's clock), into DIR: with "
     "--pcap-format pcapng (default) one file per kernel, DIR/<kernel>.pcapng (pre-fix.pcapng and "
     "post-fix.pcapng; --kernel 6.18: 6.18.pcapng), an interface per device and a comment per packet "
     "(segments, gso_size, why the skb ended); with --pcap-format pcap one file per kernel and device, "
