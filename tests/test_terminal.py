@@ -193,19 +193,53 @@ def test_man_pages_generate_and_render(tmp_path):
     pages = write_man_pages(tmp_path)
     names = {p.name for p in pages}
     assert {"gro-replay.1", "gro-replay-replay.1", "gro-replay-diff.1", "gro-replay-explain.1"} <= names
-    page = tmp_path / "gro-replay-replay.1"
+    text = _rendered(tmp_path / "gro-replay-replay.1")
+    assert "gro-replay replay [OPTIONS] CAPTURE" in text
+    assert "--write-pcap" in text and "--pcap-format" in text and "--flow" in text
+
+
+def _rendered(page, width: int = 100) -> str:
+    """``page`` as ``man -l`` (else ``groff -man``) renders it, ``width`` columns, plain text."""
     man, groff = shutil.which("man"), shutil.which("groff")
     assert man or groff, "neither man nor groff is installed: make deps installs man-db and groff-base"
     if man:
         cmd = [man, "-l", str(page)]
-        env = {**os.environ, "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "100", "LANG": "C.UTF-8"}
+        env = {**os.environ, "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": str(width), "LANG": "C.UTF-8"}
     else:
-        cmd, env = [groff, "-man", "-Tutf8", str(page)], dict(os.environ)
+        cmd, env = [groff, "-man", "-Tutf8", f"-rLL={width}n", str(page)], dict(os.environ)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     text = re.sub(r".\x08", "", out.stdout)  # overstrike bold/underline, if any
-    assert "gro-replay replay [OPTIONS] CAPTURE" in text
-    assert "--write-pcap" in text and "--pcap-format" in text and "--flow" in text
+    return re.sub("\u2010\n\\s*", "", text)  # a word hyphenated at the end of a line, whole again
+
+
+def test_man_pages_keep_examples_apart_and_name_lines_whole(tmp_path):
+    """The help's unwrapped blocks (click's \\b paragraphs: gro-replay's examples) render one example a line, and
+    every NAME line and COMMANDS entry is the command's whole summary, not cut at 45 characters with "..."
+    (click-man 0.6's default); "--fix" is typed as hyphen-minus (\\-), so it can be copied from the page."""
+    pytest.importorskip("click_man", reason="the man extra (click-man) is part of the test extra")
+    from gro_replay.cli.app import main, mount_all
+    from gro_replay.manpage import summary, write_man_pages
+
+    pages = write_man_pages(tmp_path)
+    text = _rendered(tmp_path / "gro-replay.1", 150)
+    lines = [ln.strip() for ln in text.splitlines()]
+    for example in (
+        "gro-replay CAPTURE              compare the pre-fix (5.11) and post-fix (5.12) kernels",
+        "gro-replay CAPTURE --no-fix     only the pre-fix kernel (--fix: only post-fix; --kernel 6.18: that release)",
+        "gro-replay synth OUT.pcap       write a scenario capture",
+    ):
+        assert example in lines
+    assert not re.search(r"[a-z,]\.\.\.", text) and "\x08" not in (tmp_path / "gro-replay.1").read_text()
+    mount_all()
+    flat = " ".join(text.split())
+    for name, cmd in main.commands.items():
+        assert " ".join(summary(cmd).split()) in flat, name  # the COMMANDS entry, whole
+    for page in pages:
+        rendered = " ".join(_rendered(page, 150).split())
+        name = page.stem.removeprefix("gro-replay").removeprefix("-")
+        cmd = main.commands[name] if name else main
+        assert f"NAME {page.stem} - {' '.join(summary(cmd).split())} SYNOPSIS" in rendered, page.name
 
 
 def _backend_environment() -> None:
