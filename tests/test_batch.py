@@ -145,25 +145,36 @@ def test_batch_jobs_2_equals_serial_runs_on_20_captures(tmp_path):
 
 def test_batch_table_lists_each_capture_and_its_error(tmp_path, scheduler):
     missing = str(tmp_path / "missing.pcap")
-    # a wide terminal, so that rich folds neither the long path nor the error
+    # a wide terminal: every name on one line
     r = CliRunner().invoke(
         main, ["batch", str(FIX_SAMPLE), missing, "--scheduler", scheduler], env={"COLUMNS": "400"}
     )
     assert r.exit_code == 2
-    rows = [ln.split("│")[1:-1] for ln in r.stdout.splitlines() if ln.startswith("│")]
-    # the capture column shows file names (the JSON keeps the paths)
-    assert [c.strip() for c in rows[1]] == [
-        "missing.pcap",
-        "-",
-        "-",
-        "-",
-        "-",
-        "-",
-        "-",
-        f"{missing}: no such file",
-    ]
-    assert [c.strip() for c in rows[0]][:2] == [FIX_SAMPLE.name, "17"]
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith(" ") and "─" not in ln]
+    # the capture column shows file names (the JSON keeps the paths); the fix sample's 17 frames: 17 pre-fix phys
+    # skbs, 2 tunnel, 2 and 2 post-fix, 1 affected flow (gro-spec §4.7 row 3, the default gap:3 polls)
+    assert [FIX_SAMPLE.name, "17", "17", "2", "2", "2", "1"] in rows
+    assert ["missing.pcap", "-", "-", "-", "-", "-", "-"] in rows
+    # the error is a line of its own under the table, whole
+    assert f"failed: missing.pcap: {missing}: no such file" in r.stdout.splitlines()
     assert "2 capture(s), 1 failed, 17 frames" in r.stdout
+
+
+def test_batch_table_names_are_readable_at_80_columns(tmp_path, scheduler):
+    """At 80 columns the table fits and the capture column gets what the number columns leave (their headers a
+    word a line): the fix sample's 37-character name folds once onto a second line instead of being squeezed
+    into a 9-column pipe beside an error column."""
+    missing = str(tmp_path / "missing.pcap")
+    r = CliRunner().invoke(
+        main, ["batch", str(FIX_SAMPLE), missing, "--scheduler", scheduler], env={"COLUMNS": "80"}
+    )
+    assert r.exit_code == 2
+    lines = r.stdout.splitlines()
+    table = lines[: lines.index(f"failed: missing.pcap: {missing}: no such file")]  # the error line: whole
+    assert max(len(ln) for ln in table) <= 80
+    at = next(i for i, ln in enumerate(table) if ln.split()[1:] == ["17", "17", "2", "2", "2", "1"])
+    first, rest = lines[at].split()[0], lines[at + 1].split()[0]
+    assert first + rest == FIX_SAMPLE.name and len(first) >= 20
     assert r.stderr.strip() == "Error: 1 of 2 capture(s) failed"
 
 

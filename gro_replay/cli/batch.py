@@ -69,19 +69,25 @@ def display_names(paths: list[str | None]) -> list[str]:
 
 def render_table(doc: dict, console: Console) -> None:
     """The combined report as a rich table: per capture (file name) frames, phys/tunnel skbs per kernel,
-    affected flows; the full paths are in the JSON."""
+    affected flows; then one line per capture that failed, with its error; the full paths are in the JSON.
+
+    Fits 80 columns with the names readable: the number columns' headers are stacked a word a line
+    (``pre-fix`` / ``phys`` / ``skbs``) and their cells never wrap, so the capture column gets the rest (a name
+    longer than that folds onto a second line); errors are lines under the table, not a column beside the names."""
+    from rich import box
+
     names = [k["name"] for k in doc["config"]["kernels"]]
     compare = any(r["affected_flows"] is not None for r in doc["captures"])
-    table = Table(title="gro-replay batch", show_lines=False)
-    table.add_column("capture", no_wrap=True, overflow="ellipsis")
-    table.add_column("frames", justify="right")
+    table = Table(title="gro-replay batch", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    table.add_column("capture", overflow="fold")
+    table.add_column("frames", justify="right", no_wrap=True)
     for n in names:
-        table.add_column(f"{n} phys skbs", justify="right")
-        table.add_column(f"{n} tunnel skbs", justify="right")
+        table.add_column(f"{n}\nphys\nskbs", justify="right", no_wrap=True)
+        table.add_column(f"{n}\ntunnel\nskbs", justify="right", no_wrap=True)
     if compare:
-        table.add_column("affected flows", justify="right")
-    table.add_column("error", overflow="fold")
+        table.add_column("affected\nflows", justify="right", no_wrap=True)
     names_shown = display_names([r["path"] for r in doc["captures"]])
+    failed = []
     for r, shown in zip(doc["captures"], names_shown, strict=True):
         cells = [shown, f"{r['frames']:,}" if r["frames"] is not None else "-"]
         for n in names:
@@ -89,11 +95,22 @@ def render_table(doc: dict, console: Console) -> None:
             cells += [f"{k['phys_skbs']:,}", f"{k['tunnel_skbs']:,}"] if k else ["-", "-"]
         if compare:
             cells.append(str(r["affected_flows"]) if r["affected_flows"] is not None else "-")
-        cells.append(r["error"] or "")
         table.add_row(*cells)
+        if r["error"]:
+            failed.append(f"failed: {shown}: {r['error']}")
+    from rich.cells import cell_len
+    from rich.measure import Measurement
+
     from ..report.table import print_uncut
 
+    # the capture column takes what the others leave of the console's width (at least 12 columns); a longer name
+    # folds, the numbers stay whole (print_uncut)
+    natural = max(cell_len(x) for x in ("capture", *names_shown))
+    others = Measurement.get(console, console.options.update_width(1 << 20), table).maximum - natural
+    table.columns[0].max_width = max(12, console.width - others)
     print_uncut(console, table)
+    for line in failed:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     t = doc["totals"]
     console.print(
         f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames in {t['seconds']:.1f} s",
@@ -132,9 +149,10 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     """Replay many captures in parallel on Dask, each exactly as ``gro-replay CAPTURE`` would.
 
     \b
-    Per capture: frames, phys/tunnel skbs per kernel, affected flows, or the error that stopped it;
-    a failed capture does not stop the others. Exit 0 when every capture was replayed, 2 when any
-    failed (or on bad usage, or when dask.distributed is missing or the scheduler cannot be reached).
+    Per capture: frames, phys/tunnel skbs per kernel, affected flows; under the table, the error
+    that stopped each failed capture (a failed capture does not stop the others). Exit 0 when
+    every capture was replayed, 2 when any failed (or on bad usage, or when dask.distributed is
+    missing or the scheduler cannot be reached).
     """
     if jobs is not None and scheduler is not None:
         raise UsageError(
