@@ -191,8 +191,11 @@ def _running_model(oracle) -> KernelModel:
 def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
     """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``)."""
     rep = loaded.replayer
-    name = f"linux-{oracle.kernel_release.split('-')[0]}"
-    ks = KernelStats(name, oracle.kernel_release, on_deliver)
+    # one name for the running kernel: its model's, as --kernel "$(uname -rv)" names it (kernel/release.py
+    # resolve_kernel: 6.18.44-fc-v1098), in the table, JSON, trace and verdict alike
+    running = _running_model(oracle)
+    name = running.name
+    ks = KernelStats(name, running.release, on_deliver)
     sent = [loaded.frames[i] for i in oracle.sent]
     dev_ports = getattr(oracle, "tunnel_ports", {}) or {}
 
@@ -249,7 +252,6 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     for reason, n in oracle.frames_not_replayable.items():
         rep.input.skipped[f"kernel_backend:{reason}"] += n
     rep.input.frames_replayed = len(sent)
-    running = replace(_running_model(oracle), name=name)
     cfg = replace(config, kernels=(running,))
     flows = list(rep.decoder.flows)
     classes = list(rep.decoder.flow_class)

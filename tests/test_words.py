@@ -239,3 +239,51 @@ def test_trace_and_write_pcap_times_are_what_the_help_says(runner, tmp_path):
     assert "timestamps: the delivery's poll time on the capture's clock" in help_text
     kernel_help = " ".join(runner.invoke(main, ["kernel", "--help"]).stdout.split())
     assert "the time is in seconds from the first skb the running kernel delivered" in kernel_help
+
+
+@pytest.mark.parametrize(
+    ("uname_r", "identity", "uname_rv"),
+    [
+        (
+            "6.18.44-fc-v1098",
+            "Linux version 6.18.44-fc-v1098 (builder@sandboxing) (gcc (GCC) 15.3.0, GNU ld (GNU Binutils) 2.46) #1 "
+            "SMP PREEMPT_DYNAMIC @0",
+            "6.18.44-fc-v1098 #1 SMP PREEMPT_DYNAMIC @0",
+        ),
+        (
+            "5.10.0-21-amd64",
+            "Linux version 5.10.0-21-amd64 (debian-kernel@lists.debian.org) (gcc-10 (Debian 10.2.1-6) 10.2.1 "
+            "20210110, GNU ld (GNU Binutils for Debian) 2.35.2) #1 SMP Debian 5.10.162-1 (2023-01-21)",
+            "5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)",
+        ),
+    ],
+)
+def test_the_kernel_backend_names_the_running_kernel_as_kernel_option_does(
+    runner, uname_r, identity, uname_rv
+):
+    """The kernel backend's result (validate.kernel_result, from what the running kernel reported: its uname -r
+    and /proc/version, oracle/env.py kernel_identity) names the kernel as --kernel "$(uname -rv)" names it
+    (kernel/release.py resolve_kernel), in the stats, the config and the JSON: one name, not linux-X.Y.Z beside
+    it. The kernel's deliveries do not enter the name: none are given here, so no root is needed."""
+    from gro_replay.oracle.replay import OracleResult
+    from gro_replay.report.document import document
+    from gro_replay.sim import PollModel, ReplayConfig
+    from gro_replay.validate import kernel_result, load_capture
+
+    cfg = ReplayConfig(poll=PollModel("budget"), rss="none", tunnel_metadata=True)
+    oracle = OracleResult(
+        deliveries=[],
+        polls=[],
+        kernel_release=uname_r,
+        hz=250,
+        frames_sent=0,
+        frames_not_replayable={},
+        attempts=1,
+        kernel_identity=identity,
+    )
+    result = kernel_result(load_capture(SAMPLE, cfg, None), oracle, cfg)
+    doc = document(result, backend="kernel")
+    simulated = json.loads(_run(runner, "--kernel", uname_rv, "--format", "json").stdout)
+    assert [k["name"] for k in simulated["kernels"]] == [uname_r]
+    assert result.kernels[0].name == result.config.kernels[0].name == uname_r
+    assert [k["name"] for k in doc["kernels"]] == [uname_r] and f"kernel={uname_r} " in doc["summary"]
