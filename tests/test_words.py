@@ -212,6 +212,26 @@ def test_sw_csum_row_says_where_the_cpu_summed(runner):
     assert "bytes the CPU checksummed:" not in _run(runner, "--fix").stdout
 
 
+def test_diff_notes_checksum_bytes_moved_between_stages(runner, tmp_path):
+    """diff of the fix sample's --fix document (baseline) against its --no-fix one: the 23,584 bytes leave the phys
+    stage's row (-23,584) and appear at the tunnel stage's (+23,584, new); a note in the replay's words says it is
+    the same total summed at another stage (JSON notes too)."""
+    docs = {}
+    for flag in ("--fix", "--no-fix"):
+        docs[flag] = tmp_path / f"{flag.strip('-')}.json"
+        docs[flag].write_text(_run(runner, flag, "--format", "json").stdout)
+    note = (
+        "post-fix → pre-fix: bytes the CPU checksummed: baseline post-fix 23,584 at phys NAPI, current pre-fix "
+        "23,584 at tunnel gro_cells: the same total in each kernel, summed at another stage (not more work)"
+    )
+    r = runner.invoke(main, ["diff", str(docs["--fix"]), str(docs["--no-fix"])])
+    assert r.exit_code == 1 and f"note: {note}" in r.stdout.splitlines()
+    r = runner.invoke(main, ["diff", str(docs["--fix"]), str(docs["--no-fix"]), "--format", "json"])
+    assert note in json.loads(r.stdout)["notes"]
+    same = runner.invoke(main, ["diff", str(docs["--fix"]), str(docs["--fix"]), "--format", "json"])
+    assert not any("CPU checksummed" in n for n in json.loads(same.stdout)["notes"])
+
+
 def test_trace_and_write_pcap_times_are_what_the_help_says(runner, tmp_path):
     """--trace prints the delivery's poll time in seconds from the capture's first frame; --write-pcap stamps the
     same delivery on the capture's own clock (since the epoch). The fix sample's first poll (gap:3, at its 10th

@@ -182,17 +182,24 @@ def csum_lines(kernels) -> list[str]:
     23,584 at phys NAPI: the same total in each kernel, summed at another stage (not more work)" (the fix sample:
     post-fix the phys stage verifies the inner checksums gro_cells verified pre-fix). [] for one kernel, equal
     splits, or counters not measured (None: the kernel backend, ``--flow``)."""
-    split = [tuple(k.stages[s].sw_csum_bytes for s in STAGES) for k in kernels]
-    if len(kernels) < 2 or len(set(split)) < 2 or any(v is None for sp in split for v in sp):
-        return []
+    line = csum_words([(k.name, tuple(k.stages[s].sw_csum_bytes for s in STAGES)) for k in kernels])
+    return [line] if line else []
+
+
+def csum_words(named: list[tuple[str, tuple]]) -> str:
+    """The line of ``csum_lines`` for ``named``: (who, (phys bytes, tunnel bytes)) in order (kernels, or diff's
+    baseline and current); "" for fewer than two, equal splits, or a count not measured (None)."""
+    splits = [sp for _, sp in named]
+    if len(named) < 2 or len(set(splits)) < 2 or any(v is None for sp in splits for v in sp):
+        return ""
     parts = []
-    for k, sp in zip(kernels, split, strict=True):
+    for who, sp in named:
         where = " and ".join(f"{v:,} at {STAGE_TITLES[s]}" for s, v in zip(STAGES, sp, strict=True) if v)
-        parts.append(f"{k.name} {where or 'none'}")
+        parts.append(f"{who} {where or 'none'}")
     line = "bytes the CPU checksummed: " + ", ".join(parts)
-    if len({sum(sp) for sp in split}) == 1:
+    if len({sum(sp) for sp in splits}) == 1:
         line += ": the same total in each kernel, summed at another stage (not more work)"
-    return [line]
+    return line
 
 
 def reason_lines(result) -> list[str]:

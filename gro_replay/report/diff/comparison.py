@@ -206,6 +206,19 @@ def _onoff(value) -> str:
     return "on" if value is True else "off" if value is False else _shown(value)
 
 
+def _csum_moved(kb: dict, kc: dict) -> str:
+    """The note of a kernel pair (baseline ``kb``, current ``kc``) whose bytes checksummed in software moved
+    between stages, in the words of the replay's line (report/table.py ``csum_words``), or ""."""
+    from ..table import csum_words
+
+    return csum_words(
+        [
+            (f"{side} {k['name']}", tuple(k["stages"][s]["sw_csum_bytes"] for s in STAGES))
+            for side, k in (("baseline", kb), ("current", kc))
+        ]
+    )
+
+
 def _kernel_model_notes(base: dict, cur: dict) -> list[str]:
     """A note per kernel name whose model differs between the documents (``config.kernels[]``: the switches the
     simulation ran, ``switches``, where both documents hold them; else what makes a model: release, base, vendor
@@ -357,6 +370,9 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
                 if c["regression"]:
                     regressions.append(_regression(pair_label, s, m, c, None))
             stages[s] = cells
+        moved = _csum_moved(kb, kc)
+        if moved:
+            notes.append(f"{pair_label}: {moved}")
         flows_b = {_flow_id(f): f for f in kb.get("flows", []) if select is None or select(f)}
         flows_c = {_flow_id(f): f for f in kc.get("flows", []) if select is None or select(f)}
         matched += len(flows_b) + len(flows_c)
