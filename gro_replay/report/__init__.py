@@ -12,8 +12,8 @@ FLOWS_MAX_DEFAULT = 1000
 AGGREGATES_LABEL = "skbs delivered with ≥2 segs"
 #: The row label of ``StageStats.sw_csum_bytes`` in every report (table, Markdown, diff): the bytes the CPU summed
 #: at that stage (GRO's checksum checks, and at phys the normal path's UDP checks). Where they are summed is a
-#: property of the kernel: post-fix the phys stage verifies the inner checksums the tunnel stage verified pre-fix
-#: (udp_gro_receive no longer refuses the frames), the same bytes (``csum_lines`` says so).
+#: property of the kernel: for the fix's frames (outer UDP checksum 0, CHECKSUM_UNNECESSARY level 0) the phys stage
+#: verifies post-fix the inner checksums gro_cells verified pre-fix, as many bytes (table.py ``csum_lines`` says so).
 SW_CSUM_LABEL = "bytes the CPU checksummed here"
 AGGREGATES_MEANS = (
     "skbs delivered carrying 2 segments or more, whether this stage merged them or they arrived so (post-fix the "
