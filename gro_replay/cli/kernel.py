@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from dataclasses import replace
 
 import click
@@ -97,17 +96,18 @@ def _prepare(
     quiet=False,
 ):
     from ..oracle import OracleUnavailable, check_environment
+    from ..oracle.replay import GENEVE_PORT
     from ..sim import ConfigError, PollModel, ReplayConfig, parse_gro
     from ..validate import load_capture
 
+    if GENEVE_PORT in vxlan_port:  # run_kernel's geneve device has the port whenever the capture holds Geneve
+        raise UsageError(
+            f"--vxlan-port {GENEVE_PORT}: the kernel backend keeps UDP port {GENEVE_PORT} for its geneve device"
+        )
     try:
         gro_on = parse_gro(gro)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    try:
-        check_environment()
-    except OracleUnavailable as e:
-        raise EnvironmentProblem(str(e)) from None
     ports = tuple(dict.fromkeys(vxlan_port)) or (4789, 8472)
     cfg = ReplayConfig(
         rx_csum=rx_csum,
@@ -122,6 +122,14 @@ def _prepare(
         vxlan_gbp=vxlan_gbp,
         gro=gro_on,
     )
+    try:
+        cfg.validate()
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    try:
+        check_environment()
+    except OracleUnavailable as e:
+        raise EnvironmentProblem(str(e)) from None
     # the capture is read and decoded whole before the first frame is sent: the progress display of the replay
     # (stderr a terminal, not --quiet)
     _prog, cb = start_progress(quiet, capture)
@@ -133,14 +141,15 @@ def _prepare(
         if cb is not None:
             cb.stop()  # the display, when it was shown
     if not vxlan_port:
-        # the UDP destination ports after an option-less outer IPv4 or an outer IPv6 header, most used first
+        # the default ports the capture uses (UDP destination ports after an option-less outer IPv4 or an outer
+        # IPv6 header), in the default order: the devices are named by it as in a replay (ReplayConfig.devices)
         at = {b"\x08\x00": 36, b"\x86\xdd": 56}
-        used = Counter(
+        used = {
             int.from_bytes(f[1][o : o + 2], "big")
             for f in loaded.frames
             if (o := at.get(bytes(f[1][12:14]))) is not None and len(f[1]) >= o + 2
-        )
-        ports = tuple(p for p, _ in used.most_common() if p in ports) or (4789,)
+        }
+        ports = tuple(p for p in ports if p in used) or (4789,)
     return cfg, loaded, ports
 
 

@@ -34,13 +34,15 @@ def tunnel_devices(
 ) -> list[tuple[str, str, int]]:
     """``(device name, kind, UDP port)`` of every tunnel device a ``Kernel`` makes, in the order it makes them:
     the VXLAN ports, then the Geneve ports. Each port's socket has its own device (as ``ip link add … dstport
-    PORT`` makes one per port); the first port of a kind takes the kind's name, a further port the name
-    ``NAME-PORT`` (``vxlan0-8472``). The one place the simulator names its tunnel devices."""
-    return [
-        (base if i == 0 else f"{base}-{port}", kind, port)
-        for kind, base, ports in (("vxlan", vxlan_dev, vxlan_ports), ("geneve", geneve_dev, geneve_ports))
-        for i, port in enumerate(ports)
-    ]
+    PORT`` makes one per port); the first port of a kind takes the kind's name, a further port, or a first Geneve
+    port whose name the VXLAN devices took (one ``--tunnel-dev`` for both kinds), the name ``NAME-PORT``
+    (``vxlan0-8472``). The one place the simulator names its tunnel devices."""
+    out: list[tuple[str, str, int]] = []
+    for kind, base, ports in (("vxlan", vxlan_dev, vxlan_ports), ("geneve", geneve_dev, geneve_ports)):
+        for i, port in enumerate(ports):
+            name = base if i == 0 and all(base != n for n, _k, _p in out) else f"{base}-{port}"
+            out.append((name, kind, port))
+    return out
 
 
 class Sink:

@@ -98,6 +98,10 @@ RX_CSUM_DRIVERS = {
 }
 
 
+#: include/uapi/linux/if.h: bytes of a device name, its terminating NUL included
+IFNAMSIZ = 16
+
+
 @dataclass
 class ReplayConfig:
     """Everything a replay needs besides the frames. Units: ns for times, bytes for sizes."""
@@ -180,6 +184,29 @@ class ReplayConfig:
             a, b = (self.kernels[i] for i in pair)
             raise ConfigError(same_model_words(f"kernels {a.name}", b.name, b.switches()))
 
+    def _validate_devices(self) -> None:
+        """Device names as the kernel takes them (net/core/dev.c ``dev_valid_name``: 1..15 bytes, IFNAMSIZ 16 with
+        its NUL; not ``.`` or ``..``; no ``/``, ``:`` or white space), and the physical device not named like a
+        tunnel device (one name, one device: the reports key devices by name)."""
+        for option, name in (
+            ("--phys-dev", self.phys_dev),
+            ("--tunnel-dev", self.vxlan_dev),
+            ("--tunnel-dev", self.geneve_dev),
+        ):
+            raw = name.encode("utf-8", "surrogateescape")
+            if (
+                not raw
+                or len(raw) >= IFNAMSIZ
+                or name in (".", "..")
+                or any(c in "/:" or c.isspace() for c in name)
+            ):
+                raise ConfigError(
+                    f"{option} {name[:40]!r}: not a Linux device name (1 to {IFNAMSIZ - 1} bytes, not . or .., "
+                    "no /, : or white space)"
+                )
+        if self.phys_dev in (self.vxlan_dev, self.geneve_dev):
+            raise ConfigError(f"--phys-dev and --tunnel-dev both name {self.phys_dev!r}: one device each")
+
     def validate(self) -> None:
         """Raises ConfigError naming the bad value."""
         self._validate_kernels()
@@ -194,6 +221,7 @@ class ReplayConfig:
         if self.rss not in RSS_MODES:
             raise ConfigError(f"unknown --rss {self.rss!r}; choose {', '.join(RSS_MODES)}")
         self._validate_flows()
+        self._validate_devices()
         if not 1 <= self.weight <= 64:
             raise ConfigError("NAPI weight must be 1..64")
         if self.hz <= 0:

@@ -23,6 +23,15 @@ def test_tunnel_devices_one_per_port_in_creation_order():
     ]
 
 
+def test_one_name_for_both_kinds_names_the_geneve_device_by_its_port():
+    # --tunnel-dev flannel.1 names both kinds: the Geneve device takes NAME-PORT, one name per device
+    assert tunnel_devices("flannel.1", (4789, 8472), "flannel.1", (6081,)) == [
+        ("flannel.1", "vxlan", 4789),
+        ("flannel.1-8472", "vxlan", 8472),
+        ("flannel.1-6081", "geneve", 6081),
+    ]
+
+
 def test_the_kernel_makes_the_devices_tunnel_devices_names():
     k = Kernel(K_6_18, vxlan_ports=(4789, 8472), geneve_ports=(6081,))
     assert {p: (sk.kind, sk.dev.name) for p, sk in k.udp_tunnel_sockets.items()} == {
