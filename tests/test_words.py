@@ -307,3 +307,17 @@ def test_the_kernel_backend_names_the_running_kernel_as_kernel_option_does(
     assert [k["name"] for k in simulated["kernels"]] == [uname_r]
     assert result.kernels[0].name == result.config.kernels[0].name == uname_r
     assert [k["name"] for k in doc["kernels"]] == [uname_r] and f"kernel={uname_r} " in doc["summary"]
+
+
+def test_a_drop_list_adds_up_to_every_frame():
+    """The verdict's drop lists name the two largest reasons and count the rest, so the frames add up (breaker's
+    finding: a third reason was left out without a word)."""
+    from collections import Counter
+
+    from gro_replay.report.verdict.words import drop_list
+
+    drops = Counter({"geneve_rx:ce_on_not_ect": 3, "geneve_rx:critical_options": 2, "ip_rcv:csum_error": 1})
+    assert drop_list(drops) == (
+        "geneve_rx:ce_on_not_ect ×3, geneve_rx:critical_options ×2 and 1 more frame (1 other reason)"
+    )
+    assert drop_list(Counter({"ip_rcv:csum_error": 4})) == "ip_rcv:csum_error ×4"

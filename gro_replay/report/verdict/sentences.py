@@ -21,6 +21,7 @@ from .words import (
     _via,
     assumed_lack_lead,
     by_count,
+    drop_list,
     fix_advice,
     fix_lack_assumed,
     hidden_text,
@@ -263,7 +264,7 @@ class CaptureSentences:
                 later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
             elif reached and t.pa_drops:  # some of their frames never reach the tunnel device
                 lost = sum(t.pa_drops.values())
-                reason = ", ".join(f"{k} ×{v:,}" for k, v in by_count(t.pa_drops, 2))
+                reason = drop_list(t.pa_drops)
                 later = (
                     "those that reach the tunnel device are merged only later by its gro_cells "
                     f"({lost:,} {plural(lost, 'frame')} of these flows never reach it: {reason})"
@@ -271,8 +272,7 @@ class CaptureSentences:
             elif reached:
                 later = "they are merged only later by the tunnel device's gro_cells"
             else:
-                drops = t.pa_drops
-                reason = ", ".join(f"{k} ×{v:,}" for k, v in by_count(drops, 2))
+                reason = drop_list(t.pa_drops)
                 later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
             count = (
                 f"{t.pa:,} of {tcp if all_tcp else t.tunnel:,} tunnelled {'TCP ' if all_tcp else ''}flow(s)"

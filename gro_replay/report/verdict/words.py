@@ -461,6 +461,18 @@ def _rule_note(why: str, model: KernelModel | None) -> str:
     return ""
 
 
+def drop_list(counter: Counter, unit: str = "frame", limit: int = 2) -> str:
+    """``reason ×n, …`` of the top ``limit`` drop reasons, then "and N more frames (M other reasons)" so the counts
+    add up (``unit``: what the counter counts)."""
+    items = by_count(counter)
+    text = ", ".join(f"{k} ×{v:,}" for k, v in items[:limit])
+    rest = sum(v for _, v in items[limit:])
+    if rest:
+        others = len(items) - limit
+        text += f" and {rest:,} more {plural(rest, unit)} ({others:,} other {plural(others, 'reason')})"
+    return text
+
+
 def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None, unit: str = "skb") -> str:
     """``desc [reason] ×n; …`` for the top ``limit`` reasons, then "and N more skbs (M other reasons)" so the
     counts add up to the skbs (``unit``: what the counter counts; every caller counts skbs); ``model``: the kernel
