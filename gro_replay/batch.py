@@ -276,6 +276,38 @@ def descriptor_refusal(paths: Sequence[str]) -> str | None:
     return None
 
 
+#: file names a directory given to ``batch`` contributes (``expand_directories``): what tcpdump, dumpcap and
+#: editcap write, and those gzip-compressed (the reader takes gzip)
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".cap.gz")
+
+
+def expand_directories(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each directory replaced by the capture files directly in it (``CAPTURE_SUFFIXES``, case
+    ignored; not its subdirectories), sorted by name; other paths as given, in order.
+
+    Raises ValueError (one line) for a directory that holds no such file, or that cannot be listed.
+    """
+    out: list[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as e:
+            raise ValueError(f"{path}: {e.strerror or e}") from None
+        found = [
+            os.path.join(path, n)
+            for n in names
+            if n.lower().endswith(CAPTURE_SUFFIXES) and os.path.isfile(os.path.join(path, n))
+        ]
+        if not found:
+            kinds = ", ".join(f"*{s}" for s in CAPTURE_SUFFIXES)
+            raise ValueError(f"{path}: a directory with no capture file in it ({kinds})")
+        out.extend(found)
+    return out
+
+
 def run_batch(
     paths: Sequence[str],
     config: ReplayConfig,

@@ -426,3 +426,27 @@ def test_a_scheduler_connection_that_dask_fails_oddly_is_one_line(monkeypatch):
         str(e.value)
         == "cannot connect to scheduler tcp://127.0.0.1:8786: AssertionError in distributed.Client"
     )
+
+
+def test_a_directory_is_its_capture_files(tmp_path):
+    """A directory PATH stands for the capture files directly in it, by name (newcomer's finding: it failed as
+    'is a directory'); other files and subdirectories are left out, and plain paths keep their place."""
+    from gro_replay.batch import expand_directories
+
+    d = tmp_path / "caps"
+    (d / "sub").mkdir(parents=True)
+    for name in ("b.pcapng", "a.pcap", "c.PCAP.GZ", "d.cap", "notes.txt", "sub/e.pcap"):
+        (d / name).write_bytes(b"")
+    assert expand_directories([str(tmp_path / "x.pcap"), str(d)]) == [
+        str(tmp_path / "x.pcap"),
+        *(str(d / n) for n in ("a.pcap", "b.pcapng", "c.PCAP.GZ", "d.cap")),
+    ]
+
+
+def test_a_directory_without_captures_is_a_usage_error(runner, tmp_path):
+    (tmp_path / "notes.txt").write_text("")
+    r = runner.invoke(main, ["batch", str(tmp_path)])
+    assert r.exit_code == 2
+    assert r.stderr.startswith(
+        f"Error: {tmp_path}: a directory with no capture file in it (*.pcap, *.pcapng, *.cap"
+    )

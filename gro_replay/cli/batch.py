@@ -148,6 +148,9 @@ def render_table(doc: dict, console: Console) -> None:
 def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     """Replay many captures in parallel on Dask, each exactly as ``gro-replay CAPTURE`` would.
 
+    PATHS are capture files, or directories whose *.pcap, *.pcapng and *.cap files (also gzip-compressed,
+    *.pcap.gz …) are replayed, in name order (not their subdirectories).
+
     \b
     Per capture: frames, phys/tunnel skbs per kernel, affected flows; under the table, the error
     that stopped each failed capture (a failed capture does not stop the others). Exit 0 when
@@ -160,6 +163,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
             "workers; give one of them"
         )
     _refuse_descriptors(paths)
+    paths = _expand(paths)
     cfg = build_config(**opts)
     # the --out files are written beside their paths and renamed into place once all are written; an interrupted
     # or failed run removes them (and the directory when it made it): gro_replay/outputs.py. A capture that fails
@@ -182,6 +186,17 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     failed = doc["totals"]["failed"]
     if failed:
         raise UsageError(f"{failed:,} of {len(outcomes):,} capture(s) failed")
+
+
+def _expand(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each directory replaced by its capture files (``gro_replay.batch.expand_directories``); a
+    directory without any is a one-line usage error (exit 2)."""
+    from ..batch import expand_directories
+
+    try:
+        return expand_directories(paths)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _refuse_descriptors(paths: Sequence[str]) -> None:
