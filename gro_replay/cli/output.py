@@ -219,7 +219,15 @@ def progress_display(total: int | None, console: Console):
         columns += [BarColumn(), TaskProgressColumn()]
     columns += [TextColumn("{task.fields[frames]:,} frames"), FramesPerSecond()]
     if total:
-        columns += [TransferSpeedColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+        # "elapsed 0:00:02 · 0:00:08 left"
+        columns += [
+            TransferSpeedColumn(),
+            TextColumn("elapsed"),
+            TimeElapsedColumn(),
+            TextColumn("·"),
+            TimeRemainingColumn(),
+            TextColumn("left"),
+        ]
     else:
         columns += [TimeElapsedColumn()]
     return Progress(*columns, console=console, transient=True)
