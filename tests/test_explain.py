@@ -371,7 +371,7 @@ def test_explain_text_names_a_resolved_kernel_as_the_replay_does():
     rep = runner.invoke(main, args).stdout.splitlines()
     want = [ln for ln in rep if ln.startswith(("kernel 4.18:", "  note: upstream 4.18 predates 4.19"))]
     assert want == [
-        "kernel 4.18: upstream 4.19 + no stable backports of a modelled commit",
+        "kernel 4.18: run as upstream 4.19, no stable backports of a modelled commit",
         "  note: upstream 4.18 predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), which is not "
         "modelled; ran as 4.19 (every switch off, as in 4.18)",
     ]

@@ -403,7 +403,11 @@ def kernel_lines(kernels) -> list[str]:
         if pre:  # a release candidate has no stable backports, and not every commit its release carries
             out.append(f"kernel {d['name']}: upstream {pre['release']} ({rc_words(pre, d['base'])})")
         else:
-            head = f"kernel {d['name']}: upstream {d['base']} + "
+            # a release older than every profile runs as the oldest (4.18 as 4.19: a note says what that leaves out)
+            ran_as = d["release"].split(".")[:2] != d["base"].split(".")[:2]
+            head = f"kernel {d['name']}: " + (
+                f"run as upstream {d['base']}, " if ran_as else f"upstream {d['base']} + "
+            )
             out.append(
                 head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit")
             )
