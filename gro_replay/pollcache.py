@@ -33,8 +33,9 @@ deliveries in the kernels' order (sim/run_events.py). An observer of the bytes (
 reference path.
 
 Flow retirement: sim/block_flows.py. Input: a classic Ethernet pcap is read in blocks (capture/chunks.py
-``PcapChunks``); a pcapng file whose interfaces are all replayed by its block walker (``PcapngChunks``), records of
-other link types decoded one by one (sim/engine_path.py ``batch_input``). tests/test_pollcache.py compares whole
+``PcapChunks``); a pcapng file or stream by its block walker (``PcapngChunks``), with the records of the interfaces
+not replayed marked (capture/interface_chunks.py ``SelectedChunks``), records of other link types decoded one by
+one (sim/engine_path.py ``batch_input``). tests/test_pollcache.py compares whole
 JSON documents, trace text and explain's deliveries with the reference path (``ReplayConfig(fast_path=False)``) over
 the test captures, the shared captures, random scenarios and the overlay-node mix, as pcap, gzip and pcapng.
 """

@@ -31,7 +31,8 @@ A pcapng file may be several sections (``cat a.pcapng b.pcapng``), each numberin
 interface is (section, id), numbered here over the whole file in order of appearance (``interface_key``), and
 interfaces of one ``if_name`` in several sections are one device (chosen together by default and by name).
 A pcapng file whose frames are all on one interface of a link type that is not Linux cooked has nothing to
-choose: ``plan`` walks its blocks to count them (no frame decoded) and the batch path may read it.
+choose: for the frame-by-frame path ``plan`` walks its blocks to count them (no frame decoded); the batch path
+reads it once, as a stream, by the same rule (``SelectedChunks`` decodes no frame of the common layout).
 """
 
 from __future__ import annotations
@@ -244,11 +245,6 @@ class Selection:
         self._decide(self._held_first[max(count, key=lambda g: count[g])], why)
         return True
 
-    def passes_all(self) -> bool:
-        """True when every record is replayed and nothing needs counting as it is read: a planned file whose
-        interfaces are all chosen."""
-        return self.planned and (self.chosen is None or self.chosen == frozenset(self.by_key))
-
     def _decide(self, st: InterfaceStats, reason: str) -> None:
         self.device, self.reason, self.decided = st.group(), reason, True
 
@@ -425,22 +421,30 @@ def may_hold_several(cap) -> bool:
     return cap.format == "pcapng" or cap.linktype in (DLT_LINUX_SLL2, DLT_LINUX_SLL)
 
 
-def plan(path: str, cap, decoder_factory, want: str | None) -> Selection:
+def plan(path: str, cap, decoder_factory, want: str | None, batch: bool = False) -> Selection:
     """The interface selection of ``cap`` (open, not yet iterated; ``path`` names it in errors, ``cap.source`` is
     the file opened): ``Selection.filter`` chooses as the records are read (the module docstring's rule), the same
     for a file and a pipe. ``decoder_factory()``
-    gives a ``packet.decode.Decoder`` with the replay's tunnel ports. A regular pcapng file whose frames are all
-    on one interface of a link type without an ifindex or copies to tell (not Linux cooked) has nothing to choose:
-    its blocks are walked to count the frames (``_one_interface``), no frame is decoded, and the batch path may
-    read it. Raises: CaptureError when ``want`` names no interface of a planned file or of a capture that holds
-    one interface (a streamed selection raises it at the end: ``Selection.check``).
+    gives a ``packet.decode.Decoder`` with the replay's tunnel ports. For the frame-by-frame path (``batch``
+    False), a regular pcapng file whose frames are all on one interface of a link type without an ifindex or
+    copies to tell (not Linux cooked) has nothing to choose: its blocks are walked to count the frames
+    (``_one_interface``) and no frame is decoded. The batch path (``batch``) reads a pcapng file as a stream, once,
+    choosing as it reads without decoding a frame of the common layout (capture/interface_chunks.py
+    ``SelectedChunks``): walking the file first would read it twice. Raises: CaptureError when ``want`` names no
+    interface of a planned file or of a capture that holds one interface (a streamed selection raises it at the
+    end: ``Selection.check``).
     """
     sel = Selection(path=path, want=want, decoder_factory=decoder_factory)
     if not may_hold_several(cap):
         if want is not None:
             raise CaptureError(f"{path}: --interface {want}: the capture holds one interface")
         return sel
-    if cap.format == "pcapng" and is_regular_file(cap.source) and _one_interface(cap.source, sel):
+    if (
+        cap.format == "pcapng"
+        and not batch
+        and is_regular_file(cap.source)
+        and _one_interface(cap.source, sel)
+    ):
         sel.planned = True
         if want is not None:
             match = frozenset(k for k, st in sel.by_key.items() if st.matches(want))

@@ -34,9 +34,9 @@ def replay_capture(
     capture/spool.py ``spooled``); config: models and NIC/poll settings; on_deliver: observer of every
     ``netif_receive_skb`` (kernel name, stage, device, skb, ns); progress: called with the frame count (when it
     has them: ``bind_capture(cap)`` is given the open capture, ``copying`` is a stream's copy's ``on_copy``).
-    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file or stream (a file whose frames are all on
-    one interface read directly, any other in the block walker's blocks with the records of interfaces not
-    replayed marked, ``capture.interface_chunks.SelectedChunks``) take the batch path (pollcache.py)
+    A classic pcap of Ethernet frames (plain or gzip) and a pcapng file or stream (read once, a file as a stream,
+    in the block walker's blocks with the records of interfaces not replayed marked,
+    ``capture.interface_chunks.SelectedChunks``) take the batch path (pollcache.py)
     when sim/engine_path.py ``batch_reasons`` finds no reason against it: the configuration allows it, ``on_deliver`` is None
     or reads only what cached delivery events hold (``engine_path.served_from_events``: --trace, explain) and the
     batch path reads the input; same results, same deliveries in the same order. ``Result.engine`` says which path
@@ -80,22 +80,24 @@ def _replay(
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
         raw = records = cap if progress is None else counting(cap, progress)
+        reasons = batch_reasons(config, on_deliver, cap, None)
         sel = plan_interfaces(
-            path, cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface
+            path,
+            cap,
+            lambda: Decoder(config.vxlan_ports, config.geneve_ports),
+            config.interface,
+            batch=not reasons,
         )
         if may_hold_several(cap):
             records = sel.filter(cap, raw, rep.input)
-        reasons = batch_reasons(config, on_deliver, cap, sel)
         if not reasons:
             br = BatchReplay(rep)
             # a pcapng capture sorted by interface as it is read: the batch path reads its blocks, the records of
             # other interfaces marked as skipped (each keeps its capture index: skb addresses, trace times)
             packed = (
-                None
-                if sel.passes_all() or cap.format != "pcapng"
-                else SelectedChunks(
-                    sel, cap, PcapngChunks(cap, br.block), config.vxlan_ports, config.geneve_ports
-                )
+                SelectedChunks(sel, cap, PcapngChunks(cap, br.block), config.vxlan_ports, config.geneve_ports)
+                if cap.format == "pcapng"
+                else None
             )
             br.run(cap, progress, reader=packed)
             rep.batch = br.counts()

@@ -83,10 +83,10 @@ def config_reasons(config: ReplayConfig) -> list[str]:
 def input_reasons(cap: Capture, sel: Selection | None) -> list[str]:
     """Why the batch path cannot read ``cap`` (an open ``capture.reader.Capture``) with interface selection ``sel``
     (``capture.interfaces.Selection``), one short sentence per condition ([]: it can). It reads a classic Ethernet
-    pcap with 16-byte record headers (``PcapChunks``) and any pcapng file or stream: one whose frames are all on one
-    interface that is replayed by its block walker (``PcapngChunks``; ``capture.interfaces.plan``), any other in the
-    same blocks with the records of the interfaces not replayed marked (``capture.interface_chunks.SelectedChunks``:
-    the rule of ``Selection.filter``, which counts the others as it reads)."""
+    pcap with 16-byte record headers (``PcapChunks``) and any pcapng file or stream, in its block walker's blocks
+    (``PcapngChunks``) with the records of the interfaces not replayed marked
+    (``capture.interface_chunks.SelectedChunks``: the rule of ``Selection.filter``, which counts the others as it
+    reads). ``sel`` is not read: the batch path reads a pcapng file once, as a stream (``capture.interfaces.plan``)."""
     from ..capture.linktypes import DLT_NAMES
 
     if cap.format == "pcapng":
