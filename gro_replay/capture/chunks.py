@@ -117,6 +117,101 @@ def stride_prefix(a: np.ndarray, off: int, step: int, k: int, u32: np.dtype, *wo
     return int(at[0]) if len(at) else k
 
 
+class SizeWalk:
+    """The walk of records that each give their own size, shared by classic pcap (``PcapChunks``: records) and
+    pcapng (pcapng_chunks.py ``PcapngChunks``: consecutive enhanced packet blocks). Two 32-bit words in ``order``
+    are read at ``at`` in each record: pcap (``kind`` None): caplen and len at 8, the record is ``extra`` (16) more
+    bytes than caplen; pcapng: block type (``kind``, the walk stops at another) and block length, the record's
+    size (``extra`` 0). A size word outside ``least..most`` or not a multiple of ``align + 1`` stops the walk as
+    bad (the caller names the problem).
+
+    Records are walked one at a time until ``_MIN_RUN`` in a row have the same size; the records that follow at
+    that stride with the same words are then found with one vectorised check (``stride_prefix``), and the walk
+    goes on after them. ``walk`` adds the records it finds to those not yet taken; ``take`` returns their offsets
+    and first ``width`` header bytes (as 32-bit words, int64), a run's read at its stride, the others gathered."""
+
+    def __init__(self, order: str, at: int, kind: int | None, extra: int, least: int, most: int, align: int):
+        self._words = struct.Struct(order + "II").unpack_from
+        self.u32 = np.dtype(order + "u4")
+        self._at, self._kind, self._extra = at, kind, extra
+        self._least, self._most, self._align = least, most, align
+        #: runs (first offset, stride, records) and records walked one at a time (``_got[:k]`` as (k, 0, 0))
+        self._parts: list[tuple[int, int, int]] = []
+        self._got: list[int] = []
+
+    def __bool__(self) -> bool:
+        """True when records walked are not taken yet."""
+        return bool(self._got or self._parts)
+
+    def walk(self, buf: bytearray, a: np.ndarray, off: int, n: int, left: int) -> tuple[int, int, bool]:
+        """Walk the complete records in ``buf[off:n]`` (``a``: its bytes, uint8), at most ``left``; returns the
+        offset after the last one, the records still to find, and True when the walk stopped at a bad size word
+        (at the returned offset)."""
+        words, at, kind, extra = self._words, self._at, self._kind, self._extra
+        least, most, align, u32 = self._least, self._most, self._align, self.u32
+        parts, got = self._parts, self._got
+        last = -1
+        same = 0
+        while off + at + 8 <= n and left:
+            w0, w1 = words(buf, off + at)
+            if kind is None:
+                size = w0
+            elif w0 != kind:
+                break
+            else:
+                size = w1
+            if size < least or size > most or size & align:
+                return off, left, True
+            step = size + extra
+            if off + step > n:
+                break
+            if size != last:
+                last = size
+                same = 1
+            else:
+                same += 1
+                if same >= _MIN_RUN:
+                    # a run of records of one size: the records that follow at this stride with these words
+                    k = min((n - off) // step, left)
+                    m = stride_prefix(a, off + at, step, k, u32, *((size,) if kind is None else (kind, size)))
+                    parts.append((len(got), 0, 0))
+                    parts.append((off, step, m))
+                    off += step * m
+                    left -= m
+                    last = -1
+                    continue
+            got.append(off)
+            off += step
+            left -= 1
+        return off, left, False
+
+    def take(self, a: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """The offsets (int64, in order) of the records walked and not yet taken, and their first ``width`` bytes
+        as ``(records, width // 4)`` 32-bit words (int64); none are left."""
+        parts, got = self._parts, self._got
+        parts.append((len(got), 0, 0))
+        walked = np.array(got, dtype=np.int64)
+        heads, offs = [], []
+        at = 0
+        for first, step, m in parts:
+            if step:
+                heads.append(
+                    np.ndarray((m, width // 4), dtype=self.u32, buffer=a, offset=first, strides=(step, 4))
+                )
+                offs.append(first + step * np.arange(m, dtype=np.int64))
+            elif first > at:
+                o = walked[at:first]
+                heads.append(np.lib.stride_tricks.sliding_window_view(a, width)[o].view(self.u32))
+                offs.append(o)
+                at = first
+        self._parts, self._got = [], []
+        if len(heads) == 1:
+            return offs[0], heads[0].astype(np.int64)
+        if heads:
+            return np.concatenate(offs), np.concatenate(heads).astype(np.int64)
+        return np.zeros(0, np.int64), np.zeros((0, width // 4), np.int64)
+
+
 def _read_into(capture: CaptureFile, view: memoryview) -> int:
     """Bytes read into ``view`` (0: end of stream). A gzip capture is read through ``GzipStream``
     (capture/stream.py), which ends a cut stream like a file and loses no decompressed byte."""
@@ -143,7 +238,7 @@ class PcapChunks:
             raise ValueError("PcapChunks reads classic pcap only")
         self.capture = capture
         order, _rec_len, frac_ns = capture.pcap_layout  # type: ignore[misc]
-        self._u32 = np.dtype("<u4" if order == "<" else ">u4")
+        self._sizes = SizeWalk(order, 8, None, _REC_LEN, 0, MAX_CAPLEN, 0)
         self._caplen_at = struct.Struct(order + "I").unpack_from
         self._frac_ns = frac_ns
         self._buf = bytearray(block)
@@ -233,66 +328,15 @@ class PcapChunks:
 
     def _walk(self, buf: bytearray, start: int, n: int, file_base: int, limit: int | None) -> RecordChunk:
         """Find the complete records in ``buf[start:n]`` (``file_base``: file offset of ``buf[0]``), the first
-        ``limit`` of them (None: all).
-
-        Records are walked one at a time (a record's size is in its header) until ``_MIN_RUN`` in a row have the
-        same caplen; the records that follow at that stride with that caplen are then found with one vectorised
-        check (``stride_prefix``), and the walk goes on after them. Their headers are read at the end, as columns.
-        """
+        ``limit`` of them (None: all), by the walk shared with pcapng (``SizeWalk``); their headers are read at
+        the end, as columns."""
         a = np.frombuffer(buf, dtype=np.uint8, count=n)
-        u32 = self._u32
-        caplen_at = self._caplen_at
-        # runs (first offset, stride, records) and records walked one at a time (got[:k] as (k, 0, 0)), in order
-        parts: list[tuple[int, int, int]] = []
-        got: list[int] = []  # offsets of the records walked one at a time
-        off = start
-        last = -1
-        same = 0
         left = n if limit is None else limit  # records still to find (each takes 16 bytes or more)
-        while off + _REC_LEN <= n and left:
-            c = caplen_at(buf, off + 8)[0]
-            if c > MAX_CAPLEN:
-                raise self._corrupt(file_base + off, c)
-            step = _REC_LEN + c
-            if off + step > n:
-                break
-            if c != last:
-                last = c
-                same = 1
-            else:
-                same += 1
-                if same >= _MIN_RUN:
-                    # a run of records of one size: the records that follow at this stride with this caplen
-                    m = stride_prefix(a, off + 8, step, min((n - off) // step, left), u32, c)
-                    parts.append((len(got), 0, 0))
-                    parts.append((off, step, m))
-                    off += step * m
-                    left -= m
-                    last = -1
-                    continue
-            got.append(off)
-            off += step
-            left -= 1
-        parts.append((len(got), 0, 0))
-        # the record headers (sec, frac, caplen, len) as columns: a run's at its stride, the others gathered
-        walked = np.array(got, dtype=np.int64)
-        heads, offs = [], []
-        at = 0
-        for first, step, m in parts:
-            if step:
-                heads.append(np.ndarray((m, 4), dtype=u32, buffer=a, offset=first, strides=(step, 4)))
-                offs.append(first + step * np.arange(m, dtype=np.int64))
-            elif first > at:
-                o = walked[at:first]
-                heads.append(np.lib.stride_tricks.sliding_window_view(a, _REC_LEN)[o].view(u32))
-                offs.append(o)
-                at = first
-        if len(heads) == 1:
-            rec, f32 = offs[0], heads[0].astype(np.int64)
-        elif heads:
-            rec, f32 = np.concatenate(offs), np.concatenate(heads).astype(np.int64)
-        else:
-            rec, f32 = np.zeros(0, np.int64), np.zeros((0, 4), np.int64)
+        off, left, bad = self._sizes.walk(buf, a, start, n, left)
+        if bad:
+            self._sizes.take(a, _REC_LEN)  # dropped: the chunk ends in an error
+            raise self._corrupt(file_base + off, self._caplen_at(buf, off + 8)[0])
+        rec, f32 = self._sizes.take(a, _REC_LEN)
         ts = f32[:, 0] * _NS + f32[:, 1] * self._frac_ns
         # the end of the file is the end of the chunk only when the limit did not stop the walk
         eof = self._eof and left > 0

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .chunks import _MIN_RUN, RECORDS, CaptureFile, RecordChunk, _read_into, stride_prefix
+from .chunks import RECORDS, CaptureFile, RecordChunk, SizeWalk, _read_into
 from .pcapng import (
     _MAX_BLOCK_LEN,
     _NG_BLK,
@@ -59,8 +59,6 @@ class PcapngCaptureFile(CaptureFile, Protocol):
 #: bytes of an enhanced packet block before the packet data: type, length, interface, ts high/low, caplen, len
 #: (dpkt ``EnhancedPacketBlock``)
 _EPB_DATA = 28
-#: fewer consecutive blocks of one size than this are walked one at a time, for the next 64 blocks
-_SLOW_WALK = 64
 
 
 class PcapngChunks:
@@ -224,14 +222,12 @@ class PcapngChunks:
         off = self._pos
         base = self._pos_file - off  # file offset of buf[0] (for messages)
         pieces: list[tuple] = []
-        runs: list[np.ndarray] = []  # enhanced packet blocks not yet in a piece: runs, then single offsets
-        singles: list[int] = []
-        slow = 0
         left = self._records  # records still to walk in this chunk
         self._capped = False
         a = np.frombuffer(buf, np.uint8, count=n)
+        order = cap._order
+        epbs = _epb_walk(order)  # the enhanced packet blocks walked, not yet in a piece
         try:
-            order = cap._order
             blk = _NG_BLK[order].unpack_from
             while off + 8 <= n:
                 if left <= 0:
@@ -239,31 +235,16 @@ class PcapngChunks:
                     break
                 t, size = blk(buf, off)
                 if t == _PCAPNG_EPB:
-                    if size & 3 or size > _MAX_BLOCK_LEN or size < 32:
-                        raise cap._corrupt(base + off, f"block length {size}")
-                    k = min((n - off) // size, left)
-                    if k == 0:
-                        break
-                    if k >= _MIN_RUN and slow <= 0:
-                        m = stride_prefix(a, off, size, k, np.dtype(order + "u4"), t, size)
-                        if singles:
-                            runs.append(np.array(singles, np.int64))
-                            singles = []
-                        runs.append(off + size * np.arange(m, dtype=np.int64))
-                        off += size * m
-                        left -= m
-                        if m < _MIN_RUN:
-                            slow = _SLOW_WALK
-                    else:
-                        singles.append(off)
-                        off += size
-                        left -= 1
-                        slow -= 1
+                    end, left, bad = epbs.walk(buf, a, off, n, left)
+                    if bad:
+                        off = end
+                        raise cap._corrupt(base + off, f"block length {blk(buf, off)[1]}")
+                    if end == off:
+                        break  # cut short: the rest is read first
+                    off = end
                     continue
-                offs = _gathered(runs, singles)
-                runs, singles = [], []
-                if offs is not None:
-                    self._epb(a, offs, base, pieces)
+                if epbs:
+                    self._epb(a, epbs, base, pieces)
                     self._rec_end = off
                 if t == _PCAPNG_PB or t == _PCAPNG_SPB:
                     if size & 3 or size > _MAX_BLOCK_LEN or size < (16 if t == _PCAPNG_SPB else 32):
@@ -283,6 +264,7 @@ class PcapngChunks:
                     cap._start_section(bytes(buf[off : off + size]), order, cls)
                     self._iface_base = cap.iface_base
                     blk = _NG_BLK[order].unpack_from
+                    epbs = _epb_walk(order)
                     off += size
                 else:
                     if size < 12 or size & 3:
@@ -302,19 +284,14 @@ class PcapngChunks:
                         off = n
                         break
                     off += size
-            offs = _gathered(runs, singles)
-            runs, singles = [], []
-            if offs is not None:
-                self._epb(a, offs, base, pieces)
+            if epbs:
+                self._epb(a, epbs, base, pieces)
                 self._rec_end = off
         except with_dpkt_errors(CaptureError, *READ_ERRORS) as e:
             err = e if isinstance(e, CaptureError) else cap._read_error(e, base + off)
-            offs = _gathered(runs, singles)
-            if (
-                offs is not None
-            ):  # the enhanced packet blocks before the corrupt block (one may be corrupt first)
+            if epbs:  # the enhanced packet blocks before the corrupt block (one may be corrupt first)
                 try:
-                    self._epb(a, offs, base, pieces)
+                    self._epb(a, epbs, base, pieces)
                 except CaptureError as first:
                     err = first
             if not pieces:
@@ -324,15 +301,14 @@ class PcapngChunks:
         self._pos_file = base + off
         return pieces
 
-    def _epb(self, a: np.ndarray, offs: np.ndarray, base: int, pieces: list) -> None:
-        """Append the records of the enhanced packet blocks at ``offs`` (of the current section) to ``pieces``.
-        Raises CaptureError at the first corrupt one (after appending those before it)."""
+    def _epb(self, a: np.ndarray, epbs: SizeWalk, base: int, pieces: list) -> None:
+        """Append the records of the enhanced packet blocks walked by ``epbs`` (of the current section) to
+        ``pieces``. Raises CaptureError at the first corrupt one (after appending those before it)."""
         cap = self.capture
-        u32 = np.dtype(cap._order + "u4")
-        window = np.lib.stride_tricks.sliding_window_view
-        f = window(a, _EPB_DATA)[offs].view(u32).astype(np.int64)  # type, len, iface, hi, lo, cap, len
+        offs, f = epbs.take(a, _EPB_DATA)  # type, len, iface, hi, lo, cap, len
         size = f[:, 1]
-        trail = window(a, 4)[offs + size - 4].view(u32)[:, 0].astype(np.int64)
+        window = np.lib.stride_tricks.sliding_window_view
+        trail = window(a, 4)[offs + size - 4].view(epbs.u32)[:, 0].astype(np.int64)
         iface, caplen = f[:, 2], f[:, 5]
         ifaces = cap._ifaces
         known = iface < len(ifaces)
@@ -422,11 +398,7 @@ class PcapngChunks:
         )
 
 
-def _gathered(runs: list[np.ndarray], singles: list[int]) -> np.ndarray | None:
-    """The offsets of the enhanced packet blocks met since the last hand-over (``runs`` of equal-length blocks,
-    then ``singles``) as one int64 array, or None when there are none."""
-    if singles:
-        runs = [*runs, np.array(singles, np.int64)]
-    if not runs:
-        return None
-    return np.concatenate(runs) if len(runs) > 1 else runs[0]
+def _epb_walk(order: str) -> SizeWalk:
+    """The walk of consecutive enhanced packet blocks of a section in byte order ``order``: block type and length
+    at the start of each (length 32 to ``_MAX_BLOCK_LEN``, a multiple of 4)."""
+    return SizeWalk(order, 0, _PCAPNG_EPB, 0, 32, _MAX_BLOCK_LEN, 3)
