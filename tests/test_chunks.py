@@ -325,3 +325,29 @@ def test_pcapng_blocks_grow_when_the_caller_keeps_every_record(tmp_path):
         again = r.next(first.record_start(0))
         assert len(again) > len(first) and not first.eof
         assert bytes(again.buf[: first.end]) == bytes(first.buf[: first.end])
+
+
+@pytest.mark.parametrize("block", [40_000, 1 << 20])
+def test_a_run_of_enhanced_packet_blocks_ends_at_a_block_of_their_length_and_another_type(block, tmp_path):
+    """A run of equal-length enhanced packet blocks is taken with one vectorised check (chunks.py ``SizeWalk``,
+    after ``_MIN_RUN`` in a row): it ends at a block of the same length but another type (here an interface
+    statistics block, then an interface description block: pcapng spec §4.6, §4.2), and the walk goes on after
+    it: the records are the 60 built (the last 10 on the interface described mid-run), the statistics block
+    skipped."""
+    from test_reader import epb, idb, shb
+
+    data = [bytes([i % 251]) * 1000 for i in range(60)]
+    blocks = [epb(int(i >= 50), 1_700_000_000_000_000 + i, d) for i, d in enumerate(data)]
+    size = len(blocks[0])
+    isb = _block(5, struct.pack("<III", 0, 0, 0) + bytes(size - 24))
+    second = idb(1)
+    second = _block(1, second[8:-4] + bytes(size - len(second)))
+    assert len(isb) == len(second) == size  # the same length as every enhanced packet block around them
+    runs = [b"".join(blocks[:25]), isb, b"".join(blocks[25:50]), second, b"".join(blocks[50:])]
+    out = shb() + idb(1) + b"".join(runs)
+    p = tmp_path / "runs.pcapng"
+    p.write_bytes(out)
+    recs = [(1_700_000_000_000_000_000 + 1000 * i, d, 1000, 1, int(i >= 50)) for i, d in enumerate(data)]
+    assert _blocks(p, block) == (recs, 0)
+    assert _blocks(p, block, keep_some=True) == (recs, 0)
+    assert _iterated(p) == (recs, 0)

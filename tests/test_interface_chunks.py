@@ -60,6 +60,18 @@ def test_one_interface_decodes_no_frame_of_the_common_layout(tmp_path, monkeypat
     assert calls == [True] * 2 * 220
 
 
+def test_the_batch_path_reads_a_pcapng_file_once(tmp_path, monkeypatch):
+    # one interface (eth0), 60 VXLAN frames: the frame-by-frame path walks the file's blocks first to find that
+    # nothing is to be chosen (interfaces.plan); the batch path reads the file once, as a pipe, and chooses as it
+    # reads (SelectedChunks). Same document either way (_both: file, pipe, reference path)
+    walks = []
+    real = interfaces._one_interface
+    monkeypatch.setattr(interfaces, "_one_interface", lambda *a: walks.append(a[0]) or real(*a))
+    doc = _both(_shb() + _idb("eth0") + b"".join(_epb(0, ts, f) for ts, f in _frames(60)), tmp_path)
+    assert doc["input"]["frames_replayed"] == 60 and doc["input"]["interfaces"] == []
+    assert walks == [str(tmp_path / "capture")]  # the reference path's file only
+
+
 def test_a_copy_of_a_frame_read_before_its_interface_was_described_is_not_told(tmp_path):
     # eth0's first VXLAN frame, then vxlan0's interface block and that frame's copy, then 9 frames each with its
     # copy: the first copy's tunnel frame was read while the capture was one interface (no hash kept): 9 copies
