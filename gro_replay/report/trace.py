@@ -8,7 +8,11 @@ starts with the kernel's name in perf's ``comm`` column, e.g. ``pre-fix      0.0
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TextIO
+
+#: a delivery's time (report/deliveries.py ``Row``)
+_NOW = itemgetter(6)
 
 
 class TraceWriter:
@@ -36,11 +40,23 @@ class TraceWriter:
             return
         first = None if self.input is None else self.input.first_ts_ns  # the time origin (ns), when known
         prefix = f"{kernel:<8}" if self.tag else ""
-        lines = []
-        for _stage, dev, addr, length, _flow, _frames, now_ns in rows:
-            t = 0 if first is None else now_ns - first
-            lines.append(
-                f"{prefix}{t / 1e9:12.6f}: net:netif_receive_skb: dev={dev} skbaddr=0x{addr:x} len={length}\n"
-            )
+        times = set(map(_NOW, rows))
+        if len(times) == 1:  # the deliveries of one poll, at its time: the line's start to "dev=" once
+            head = self._head(prefix, first, times.pop())
+            lines = [
+                f"{head}{dev} skbaddr=0x{addr:x} len={length}\n"
+                for _s, dev, addr, length, _f, _fr, _t in rows
+            ]
+        else:
+            lines = [
+                f"{self._head(prefix, first, now_ns)}{dev} skbaddr=0x{addr:x} len={length}\n"
+                for _s, dev, addr, length, _f, _fr, now_ns in rows
+            ]
         self.out.write("".join(lines))
         self.lines += len(rows)
+
+    @staticmethod
+    def _head(prefix: str, first: int | None, now_ns: int) -> str:
+        """A line's start up to ``dev=``: ``prefix``, then the time (``now_ns``) in seconds from ``first``."""
+        t = 0 if first is None else now_ns - first
+        return f"{prefix}{t / 1e9:12.6f}: net:netif_receive_skb: dev="

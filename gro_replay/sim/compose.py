@@ -114,6 +114,8 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         self._limit = min([GRO_LEGACY_MAX_SIZE] + [min(d.gro_max_size, d.gro_ipv4_max_size) for d in devs])
         #: equal parts of kept delivery events, kept once (``_placed``; emptied with the runs' shapes)
         self._shared: dict = {}
+        #: each list of kept delivery events as ``_deliver`` reads it (``_forms``), by id
+        self._event_forms: dict = {}
         #: each kernel's tunnel cells by device name (``_placed``)
         self._cell_at = [{c.dev.name: ci for ci, c in enumerate(k.tunnel_cells)} for k in rep.kernels]
         #: known runs' length-adding counters not yet added (``LengthOps.add``; ``settle_lengths``)
@@ -232,7 +234,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
                 grew = hashes = None  # recorded with this run's own lengths and hashes
                 ran = True
             if observed:
-                placed.append(placed_run(block_runs, j, base_index, events, grew, hashes))
+                placed.append(placed_run(block_runs, j, events, grew, hashes))
             gots.add(tuple(got))
         polled: dict[int, tuple[int, int]] = {}
         for got in gots:
@@ -246,7 +248,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         else:
             self.composed += 1
         if observed:
-            self._deliver(placed, t)
+            self._deliver(block_runs, base_index, placed, t)
         return True
 
     def _count_polls(self, polled: dict[int, tuple[int, int]], before: list, full: bool) -> None:

@@ -37,13 +37,13 @@ payloads, the key fixing the headers: sim/runs.py). A known run whose deliveries
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
-from operator import itemgetter
 
 import numpy as np
 
 from ..kernel.gro import GRO_HASH_BUCKETS
-from ..report.deliveries import hand_over_kernels
+from ..report.deliveries import hand_over
 from .replayer import Replayer
 from .runs import Runs
 
@@ -51,54 +51,64 @@ from .runs import Runs
 MAX_RUN_EVENTS = 1 << 17
 #: equal parts of kept events shared (``_placed``) before the table starts afresh
 MAX_SHARED = 1 << 16
+#: lists of events worked out for ``_deliver`` (``_forms``) kept before the table starts afresh
+MAX_FORMS = 1 << 12
 #: where a delivery stands in its stage's order (``_placed``), in that order: on a tunnel device handed to
 #: ``netif_rx`` (GRO elided: the cell's backlog, processed before its poll); queued while an skb was processed; queued
 #: by the poll's final flush
 _BACKLOG, _TRIGGERED, _FLUSHED = 0, 1, 2
+#: bit offsets in a delivery's place (``_deliver``): a poll position or an index among the poll's events (24 bits), a
+#: phys delivery's kind and bucket, a tunnel delivery's cell, kind and bucket, the stage (then the kernel)
+_POS, _PHYS_KIND, _CELL_KIND, _STAGE = 24, 48, 80, 96
 
 
-def placed_run(
-    block_runs: tuple, j: int, base_index: int, events: list, grew: list | None, hashes: list | None
-) -> tuple:
+def placed_run(block_runs: tuple, j: int, events: list, grew: list | None, hashes: list | None) -> tuple:
     """What ``RunEvents._deliver`` takes of run ``j`` of ``_block_runs``' answer ``block_runs``: its ``events``
-    (``_placed``; ``grew``, ``hashes``: ``_known_events``), its entries' poll order, their capture indices
-    (``base_index``: the block's first) and its flows in order of first frame."""
-    _runs, run_src, _run_at, lists = block_runs
+    (``_placed``; ``grew``, ``hashes``: ``_known_events``), its entries' poll order, their bounds among the block's
+    runs' entries and its flows in order of first frame."""
+    lists = block_runs[3]
     a, b = lists[0][j], lists[0][j + 1]
-    return events, lists[1][a:b], (run_src[a:b] + base_index).tolist(), list(lists[3][j]), grew, hashes
+    return events, lists[1][a:b], a, b, lists[3][j], grew, hashes
 
 
 def _event_rules(events: list, payload: np.ndarray) -> tuple:
     """``RunEntry.events`` of a run recorded with ``events`` (``RunComposer._placed``) and ``payload`` lengths:
-    ``(payload lengths, whether a flush's bucket follows the RX hashes, run positions of the flushes whose bucket
+    ``(payload lengths (bytes per run position, a list), whether a flush's bucket follows the RX hashes, run positions of the flushes whose bucket
     is 0 and follows the hash only if it is 0)``."""
     hashed = [ev[9][-4:] for ev in events if ev[9][-4] == _FLUSHED and ev[9][-2] != "z"]
-    return payload.copy(), bool(hashed), tuple(at for _k, _b, rule, at in hashed if rule == "fz")
+    return payload.tolist(), bool(hashed), tuple(at for _k, _b, rule, at in hashed if rule == "fz")
 
 
 class RunEvents:
     """The delivery-event part of ``compose.RunComposer`` (a mixin: it uses the composer's ``rep``, ``_napis``,
-    ``_shared`` and ``_cell_at``)."""
+    ``_shared``, ``_event_forms`` and ``_cell_at``)."""
 
     rep: Replayer
     _napis: list
     _shared: dict
+    _event_forms: dict
     _cell_at: list
 
     def _known_placed(self, found: list, runs: Runs, bounds: list[int], ra: int) -> list | None:
         """``_known_events`` of each known run of ``found`` (``_known_runs``, runs from ``ra``, ``bounds``: the
         runs' bounds as a list; None for the others), or None when one cannot be placed."""
         out = []
+        first = bounds[ra]
+        pay = runs.payload[first : bounds[ra + len(found)]].tolist()
         for j, (_k, _c, e, _w) in enumerate(found, ra):
-            evs = None if e is None else self._known_events(e, runs, bounds[j], bounds[j + 1])
+            evs = (
+                None
+                if e is None
+                else self._known_events(e, runs, bounds[j], bounds[j + 1], pay[bounds[j] - first :])
+            )
             if e is not None and evs is None:
                 return None
             out.append(evs)
         return out
 
-    def _known_events(self, e: list, runs: Runs, a: int, b: int) -> tuple | None:
+    def _known_events(self, e: list, runs: Runs, a: int, b: int, pay: list[int]) -> tuple | None:
         """``(events, grew, hashes)`` of known run ``e`` (a run cache entry) for the run at ``runs`` entries
-        ``a..b``, or None when they cannot be placed: not kept (``MAX_RUN_EVENTS``, a bucket without a rule), or a
+        ``a..b`` (``pay``: payload lengths from ``a`` on, bytes), or None when they cannot be placed: not kept (``MAX_RUN_EVENTS``, a bucket without a rule), or a
         flush from a bucket the hashes of this run's frames do not fix (``_placed``'s rule ``fz`` on a non-zero
         hash). The same key fixes the headers, not the payload lengths nor the flows' RX hashes (sim/runs.py): an
         skb's ``len`` moves with its frames' payloads (``skb_gro_receive`` appends them; the key fixes the headers)
@@ -108,14 +118,15 @@ class RunEvents:
         if x.events is None:
             return None
         payload, hashed, fz = x.events
-        grew = (runs.payload[a:b] - payload).tolist()
+        got = pay[: b - a]
+        grew = None if got == payload else [p - q for p, q in zip(got, payload, strict=True)]
         hashes = None
         if hashed:
             flow_rx = self.rep._flow_rx
             hashes = [flow_rx(f)[0] for f in runs.fids[a:b].tolist()]
             if any(hashes[j] for j in fz):
                 return None
-        return e[2], grew if any(grew) else None, hashes
+        return e[2], grew, hashes
 
     def _placed(self, batch: list, t: int, raw: list, taps: list, counts0: list[int]) -> tuple[list, bool]:
         """A run's deliveries (``raw``: as ``_run_alone`` kept them, in delivery order) as events ``(kernel index,
@@ -190,41 +201,95 @@ class RunEvents:
             )
         return out, ruled
 
-    def _deliver(self, placed: list, t: int) -> None:
+    def _forms(self, events: list) -> tuple[list, list, list]:
+        """``events`` (a run's, ``_placed``) as ``_deliver`` reads them, worked out once per list of events (a known
+        run's are served many times): ``(phys, tunnel, outs)``. ``phys``: ``(index n among the events, kernel and
+        stage bits, kind and bucket bits, run position of its first frame, kind when an RX hash moves its bucket
+        else None)``; ``tunnel``: ``(n, kernel, stage, cell, kind and bucket bits, n of the phys delivery that was
+        its input, cell and kind bits when an RX hash moves its bucket else None, run position that places it)``; a
+        bucket moves with the hash when the skb is ``_FLUSHED`` by a rule other than ``z``. ``outs``: per event
+        ``(stage, device, addr less the first frame's, len, flow slot, run position of its first frame, run
+        positions of its frames when more than one else None, now_ns - t)``."""
+        got = self._event_forms.get(id(events))
+        if got is not None and got[0] is events:
+            return got[1]
+        phys_of: dict[tuple[int, int], int] = {}  # (kernel, first frame's run position) → its phys event
+        phys, tunnel = [], []
+        outs = [
+            (ev[2], ev[3], ev[4], ev[5], ev[6], ev[7][0], ev[7] if len(ev[7]) > 1 else None, ev[8])
+            for ev in events
+        ]
+        for n, ev in enumerate(events):
+            i, how = ev[0], ev[9]
+            if ev[2] == "phys":
+                kind, bucket, rule, at = how
+                moves = kind == _FLUSHED and rule != "z"
+                phys_of[(i, ev[7][0])] = n
+                phys.append(
+                    (n, (i << 1) << _STAGE, (kind << 3 | bucket) << _PHYS_KIND, at, kind if moves else None)
+                )
+            else:
+                cell, kind, bucket, rule, at = how  # ``at``: the first frame of the cell input that places it
+                moves = kind == _FLUSHED and rule != "z"
+                hi = (i << 1 | 1) << _STAGE | (cell << 5 | kind << 3 | bucket) << _CELL_KIND
+                tunnel.append((n, hi, phys_of[(i, at)], (cell << 5 | kind << 3) if moves else None, at))
+        if len(self._event_forms) > MAX_FORMS:
+            self._event_forms.clear()
+        self._event_forms[id(events)] = (events, (phys, tunnel, outs))
+        return phys, tunnel, outs
+
+    def _deliver(self, block_runs: tuple, base_index: int, placed: list, t: int) -> None:
         """Hand the observers the deliveries of a composed poll at ``t`` (ns), its runs' events (``_placed``) merged
-        into the kernels' order (``_compose``: "The order of deliveries"); ``placed``: per run, ``(events, poll order
-        of its entries, their capture indices, its flow ids in order of first frame, grew, hashes)`` (the last two:
-        ``_known_events``). Each delivery's place is one integer: kernel and stage, then at phys ``(kind, bucket,
+        into the kernels' order (``_compose``: "The order of deliveries"); ``placed``: per run of ``_block_runs``'
+        answer ``block_runs``, consecutive, ``placed_run``'s ``(events, poll order of its entries, their bounds, its
+        flow ids in order of first frame, grew, hashes)`` (the last two: ``_known_events``); ``base_index``: the
+        capture index of the block's first record. Each delivery's place is one integer: kernel and stage, then at phys ``(kind, bucket,
         poll position)``, at a tunnel device ``(cell, kind, bucket, the place of the phys delivery that was its
-        input)``, then its index among its run's events (deliveries of one input: the run's own order); 24 bits
-        for a position or an index (a block holds fewer entries), 64 for a phys place."""
-        keyed = []
-        for events, order, cap, flows, grew, hashes in placed:
-            phys: dict[tuple[int, int], int] = {}  # (kernel, first frame's run position) → its place at phys
-            for n, ev in enumerate(events):
-                i, how = ev[0], ev[9]
-                if ev[2] == "phys":
-                    kind, bucket, rule, at = how
-                    if hashes is not None and kind == _FLUSHED and rule != "z":
-                        bucket = hashes[at] & (GRO_HASH_BUCKETS - 1)
-                    inner = (kind << 3 | bucket) << 64 | order[at] << 24 | n
-                    phys[(i, ev[7][0])] = inner
-                    key = i << 129 | inner
+        input)``, then its index among the poll's events (deliveries of one input: its run's own order, the same
+        run's events being consecutive); 24 bits for a position or an index (a block holds fewer entries)."""
+        keys = []
+        evs: list = []  # the poll's events (``_forms``), run after run, each with its run's (capture indices, flow ids, grew)
+        if not placed:
+            return
+        mask = GRO_HASH_BUCKETS - 1
+        first = placed[0][2]
+        caps = (block_runs[1][first : placed[-1][3]] + base_index).tolist()  # the runs' capture indices
+        for events, order, a, b, flows, grew, hashes in placed:
+            cap = caps[a - first : b - first]
+            base = len(evs)
+            phys, tunnel, outs = self._forms(events)
+            inner = {}
+            for n, hi, kb, at, moves in phys:
+                if moves is not None and hashes is not None:
+                    kb = (moves << 3 | hashes[at] & mask) << _PHYS_KIND
+                inner[n] = v = kb | order[at] << _POS | base + n
+                keys.append(hi | v)
+            for n, hi, link, moves, at in tunnel:
+                if moves is not None and hashes is not None:
+                    hi = hi >> _STAGE << _STAGE | (moves | hashes[at] & mask) << _CELL_KIND
+                keys.append(hi | inner[link] << _POS | base + n)
+            ctx = (cap, flows, grew)
+            evs += [(o, ctx) for o in outs]
+        keys.sort()
+        stats = self.rep.stats
+        names = [k.name for k in stats]
+        low = (1 << _POS) - 1
+        a = 0
+        while a < len(keys):
+            i = keys[a] >> _STAGE >> 1
+            b = bisect_left(keys, (i + 1) << 1 << _STAGE, a)
+            rows = []
+            for k in keys[a:b]:
+                (stage, dev, addr, length, flow, w0, where, dt), (cap, flows, grew) = evs[k & low]
+                c0 = cap[w0]
+                if where is None:
+                    frames = [c0]
+                    if grew is not None:
+                        length += grew[w0]
                 else:
-                    cell, kind, bucket, rule, at = (
-                        how  # ``at``: the first frame of the cell input that places it
-                    )
-                    if hashes is not None and kind == _FLUSHED and rule != "z":
-                        bucket = hashes[at] & (GRO_HASH_BUCKETS - 1)
-                    key = (
-                        (i << 1 | 1) << 128 | (cell << 5 | kind << 3 | bucket) << 96 | phys[(i, at)] << 24 | n
-                    )
-                keyed.append((key, ev, cap, flows, grew))
-        keyed.sort(key=itemgetter(0))
-        rows = []
-        for _key, (i, kernel, stage, dev, addr, length, flow, where, dt, _how), cap, flows, grew in keyed:
-            frames = [cap[j] for j in where]
-            if grew is not None:
-                length += sum([grew[j] for j in where])
-            rows.append((i, kernel, stage, dev, addr + (frames[0] << 8), length, flows[flow], frames, t + dt))
-        hand_over_kernels(self.rep.stats, rows)
+                    frames = [cap[j] for j in where]
+                    if grew is not None:
+                        length += sum([grew[j] for j in where])
+                rows.append((stage, dev, addr + (c0 << 8), length, flows[flow], frames, t + dt))
+            hand_over(stats[i].on_deliver, names[i], rows)
+            a = b

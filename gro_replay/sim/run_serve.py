@@ -57,7 +57,7 @@ class RunServe:
     _cells_napis: list
     _lookup: Callable[..., tuple]
     _known_placed: Callable[..., list | None]
-    _deliver: Callable[[list, int], None]
+    _deliver: Callable[[tuple, int, list, int], None]
 
     def _init_serve(self) -> None:
         #: the marks of the current block (``_servable``), or None
@@ -101,9 +101,7 @@ class RunServe:
             known = self._known_placed(found, m.runs, m.lists.bounds, ra)
             if known is None:
                 return False
-            placed = [
-                placed_run(block_runs, j, base_index, *k) for j, k in zip(range(ra, rb), known, strict=True)
-            ]
+            placed = [placed_run(block_runs, j, *k) for j, k in zip(range(ra, rb), known, strict=True)]
         full = int(sizes[p] == self.rep.config.weight)
         for n in self._phys_napis:
             n.polls += 1
@@ -116,7 +114,7 @@ class RunServe:
         self.served += 1
         self._served.append(p)
         if placed:
-            self._deliver(placed, t)
+            self._deliver(block_runs, base_index, placed, t)
         return True
 
     def _servable(self, m: _Marks, polls: Iterable[int]) -> None:
