@@ -45,7 +45,7 @@ import numpy as np
 from ..kernel.gro import GRO_HASH_BUCKETS
 from ..report.deliveries import hand_over
 from .replayer import Replayer
-from .runs import Runs
+from .runs import BlockRuns, Runs
 
 #: delivery events kept over all flow runs when an observer needs them (~250 bytes each: ~32 MiB)
 MAX_RUN_EVENTS = 1 << 17
@@ -62,13 +62,13 @@ _BACKLOG, _TRIGGERED, _FLUSHED = 0, 1, 2
 _POS, _PHYS_KIND, _CELL_KIND, _STAGE = 24, 48, 80, 96
 
 
-def placed_run(block_runs: tuple, j: int, events: list, grew: list | None, hashes: list | None) -> tuple:
+def placed_run(block_runs: BlockRuns, j: int, events: list, grew: list | None, hashes: list | None) -> tuple:
     """What ``RunEvents._deliver`` takes of run ``j`` of ``_block_runs``' answer ``block_runs``: its ``events``
     (``_placed``; ``grew``, ``hashes``: ``_known_events``), its entries' poll order, their bounds among the block's
     runs' entries and its flows in order of first frame."""
-    lists = block_runs[3]
-    a, b = lists[0][j], lists[0][j + 1]
-    return events, lists[1][a:b], a, b, lists[3][j], grew, hashes
+    lists = block_runs.lists
+    a, b = lists.bounds[j], lists.bounds[j + 1]
+    return events, lists.order[a:b], a, b, lists.flows[j], grew, hashes
 
 
 def _event_rules(events: list, payload: np.ndarray) -> tuple:
