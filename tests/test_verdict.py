@@ -12,9 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLES, shared_capture_paths
+from conftest import FIX_SAMPLE, ROOT, SAMPLES, shared_capture_paths
 from rich.console import Console
 
+from gro_replay.cli import main
 from gro_replay.kernel import reasons as R
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
 from gro_replay.kernel.nic import RX_CSUM_PROFILES
@@ -566,8 +567,8 @@ _THEN_NO_FIX = "run without --no-fix to compare with 5.12, a released kernel car
 _ADVICE_PHYS = f"{_MEASURED}3 fewer phys skbs (each one IP/UDP/tunnel decapsulation); {_THEN_NO_FIX}"
 _ADVICE_TUNNEL = f"{_MEASURED}3 fewer skbs handed up by the tunnel device; {_THEN_NO_FIX}"
 _PHYS_GATE = (
-    "outer UDP checksum is 0 and the NIC marks them CHECKSUM_UNNECESSARY level 0 (assumed: --rx-csum unnecessary, "
-    "the default; --nic DRIVER models a driver), so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses "
+    "outer UDP checksum is 0 and the NIC marks them CHECKSUM_UNNECESSARY level 0 (assumed: --rx-csum unnecessary; "
+    "--nic DRIVER models a driver), so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses "
     "tunnel GRO"
 )
 #: why the phys device's refusal costs a tunnel inside the tunnel nothing (gro-spec §4.4 encap_mark, §4.5)
@@ -779,3 +780,25 @@ def test_refusals_without_gain_name_the_checksum_refused(case, where):
         "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive "
         f"{where}, but the post-fix kernel does not merge those frames either (no skb is saved)."
     ), v["text"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ([], "(assumed: --rx-csum unnecessary; --nic DRIVER models a driver)"),
+        (["--rx-csum", "unnecessary"], "(assumed: --rx-csum unnecessary; --nic DRIVER models a driver)"),
+        (
+            ["--nic", "mlx5", "--rx-csum", "unnecessary"],
+            "(assumed: --rx-csum unnecessary, in place of what the mlx5 driver hands up)",
+        ),
+    ],
+)
+def test_the_gate_sentence_says_what_set_the_checksum_state(runner, args, said):
+    """The fix sample (outer checksum 0): pre-fix the gate refuses its frames (gro-spec §4.4). The sentence names the
+    checksum state as an assumption, never as "the default" when it was given, and beside --nic as standing in for
+    the driver's (newcomer's finding)."""
+    r = runner.invoke(main, [str(FIX_SAMPLE), "-q", *args])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    assert f"CHECKSUM_UNNECESSARY level 0 {said}, so udp_gro_receive" in text
+    assert "the default; --nic" not in text

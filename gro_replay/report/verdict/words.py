@@ -369,13 +369,17 @@ def _nic_words(cfg, rx_csum: str) -> str:
 
 
 def _gate_words(rx_csum: str, cfg=None) -> str:
-    """Why udp_gro_receive refuses a flow before the fix. ``rx_csum``: the flow's RX checksum state; without a
-    --nic preset (``cfg.rx_csum`` not "nic") that state is the --rx-csum setting, an assumption about the NIC the
-    sentence says."""
+    """Why udp_gro_receive refuses a flow before the fix. ``rx_csum``: the flow's RX checksum state; unless a
+    --nic preset decides it (``cfg.rx_csum`` "nic") that state is the --rx-csum setting, given or by default: an
+    assumption about the NIC the sentence says, and, beside a --nic preset, that it stands in for the driver's."""
     said = ""
     if getattr(cfg, "rx_csum", "nic") != "nic":
-        default = ", the default" if cfg.rx_csum == "unnecessary" else ""
-        said = f" (assumed: --rx-csum {cfg.rx_csum}{default}; --nic DRIVER models a driver)"
+        nic = getattr(cfg, "nic", None)
+        said = (
+            f" (assumed: --rx-csum {cfg.rx_csum}, in place of what the {nic} driver hands up)"
+            if nic
+            else f" (assumed: --rx-csum {cfg.rx_csum}; --nic DRIVER models a driver)"
+        )
     return (
         "their outer UDP checksum is 0 and the NIC marks them "
         + ("CHECKSUM_NONE" if rx_csum == "none" else "CHECKSUM_UNNECESSARY level 0")
