@@ -6,14 +6,15 @@ The rule (sim/ingest.py ``Ingest.flow_mss_at``): a flow that had ended by the fr
 ``--flow-idle-timeout``, or past ``--flow-close-timeout`` after FIN/RST: sim/flows.py ``silent_past``, conntrack's
 timeouts) is not the frame's flow — the frame starts a new flow (as a new conntrack entry would), which has learned
 nothing, so the split takes what fits ``--mtu`` (resegment.py ``Resegmenter.split``). A flow that had not ended gives
-its largest wire segment so far (≥ ``TCP_MIN_SND_MSS``), else its SYN's MSS option, capped at what fits the MTU.
+its largest wire segment so far (≥ ``TCP_MIN_SND_MSS``), else the MSS option of its peer's SYN (the other direction
+of its TCP connection, while that flow has not ended), capped at what fits the MTU.
 Whether the flow's retirement ran before the record was decoded (budget polls end before the next frame is decoded,
 gap/rx-usecs polls after, the batch path a whole block later) must not matter.
 
 Sizes (packet/build.py defaults): outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet 14 + inner IPv4 20 + TCP 20 with
 NOP NOP timestamps 12 = 102 header bytes per segment's outer IP packet; the super-frame carries 1398 payload bytes
 (outer IP 1500 > ``--mtu`` 1000). By the MTU: 1000 − 102 = 898 per segment, 1398 = 898 + 500 → 2 segments. By a
-learned 600: 600 + 600 + 198 → 3. By a SYN's MSS option 500: 500 + 500 + 398 → 3.
+learned 600: 600 + 600 + 198 → 3. By the MSS option 500 of the peer's SYN: 500 + 500 + 398 → 3.
 """
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ A = FrameSpec(
 B = replace(A, inner_src="10.244.1.2", inner_dst="10.244.2.2", sport=33001, udp_sport=40007)
 #: flow A's super-frame after its 600-byte segment
 SUPER = replace(A, seq=1600, payload=1398)
+#: A's peer: the other direction of A's TCP connection (inner and outer addresses and ports swapped), whose SYN's MSS
+#: option is what A's sender clamps its segments to (net/ipv4/tcp_input.c tcp_parse_options → rx_opt.mss_clamp)
+A_PEER = replace(
+    A,
+    inner_src=A.inner_dst,
+    inner_dst=A.inner_src,
+    sport=A.dport,
+    dport=A.sport,
+    outer_src="10.0.0.2",
+    outer_dst="10.0.0.1",
+)
 #: polls of 2 frames (budget: the first poll is [A's first frame, B's], ending before the super-frame is decoded)
 WEIGHT = 2
 POLLS = ["budget", "gap:3", "rx-usecs:16", "rx-usecs:5000"]
@@ -119,9 +131,9 @@ def test_a_flow_closed_by_fin_starts_afresh_after_the_close_timeout(poll, silent
 @pytest.mark.parametrize("poll", POLLS)
 @pytest.mark.parametrize(("silent_ns", "want"), [(MS + US, BY_SYN_500), (3 * MS + US, BY_MTU)])
 def test_an_ended_flow_s_syn_mss_option_is_forgotten_too(poll, silent_ns, want, tmp_path) -> None:
-    # A's first frame is its SYN announcing MSS 500 (tcp_parse_options), no data: a live flow splits by it
-    # (500 + 500 + 398), a flow that ended before the super-frame does not
-    syn = replace(A, flags=SYN, payload=0, tcp_options=b"\x02\x04\x01\xf4", timestamps=False)
+    # the first frame is A's peer's SYN-ACK announcing MSS 500 (tcp_parse_options), no data: while that flow is live
+    # A's super-frame splits by it (500 + 500 + 398), once it has ended before the super-frame it does not
+    syn = replace(A_PEER, flags=SYN | ACK, payload=0, tcp_options=b"\x02\x04\x01\xf4", timestamps=False)
     path = _pcap(tmp_path, _three(syn, silent_ns))
     assert _segments_on_both_paths(path, _cfg(poll)) == want
 
@@ -129,8 +141,8 @@ def test_an_ended_flow_s_syn_mss_option_is_forgotten_too(poll, silent_ns, want, 
 @pytest.mark.parametrize("poll", POLLS)
 def test_the_batch_path_learns_a_syn_s_mss_option_without_retirement(poll, tmp_path) -> None:
     # --flow-timeout off: the batch path's own accounting of common frames (pollcache.py BatchReplay._account) reads
-    # the SYN's MSS option 500 as the reference path does (500 + 500 + 398), not only the largest payload
-    syn = replace(A, flags=SYN, payload=0, tcp_options=b"\x02\x04\x01\xf4", timestamps=False)
+    # the peer's SYN MSS option 500 as the reference path does (500 + 500 + 398), not only the largest payload
+    syn = replace(A_PEER, flags=SYN | ACK, payload=0, tcp_options=b"\x02\x04\x01\xf4", timestamps=False)
     path = _pcap(tmp_path, _three(syn, 3 * MS + US))
     assert _segments_on_both_paths(path, replace(_cfg(poll), flow_idle_timeout_ns=0)) == BY_SYN_500
 

@@ -635,15 +635,48 @@ def test_the_above_mtu_note_counts_the_tcp_options(runner, tmp_path, mtu, words)
 
 @pytest.mark.parametrize(("mss_option", "segments"), [(1000, 6), (40, 139)])
 def test_auto_subtracts_the_tcp_options_from_the_syn_mss_option(mss_option, segments):
-    """A SYN's MSS option counts no TCP options (RFC 6691 §2); a Linux sender clamps to it, floors at
+    """A SYN's MSS option counts no TCP options (RFC 6691 §2); the peer's sender clamps to it, floors at
     TCP_MIN_SND_MSS (48), then subtracts its segments' options (net/ipv4/tcp_output.c __tcp_mtu_to_mss,
     tcp_mtu_to_mss): with timestamps (12 bytes) MSS 1000 sends 988-byte segments (5000 = 5 × 988 + 60) and MSS 40
     sends 48 − 12 = 36 (5000 = 138 × 36 + 32)."""
-    syn = FrameSpec(
-        payload=0, flags=0x02, tcp_options=b"\x02\x04" + struct.pack("!H", mss_option), timestamps=False
+    data = FrameSpec(flags=ACK, timestamps=True, payload=1)
+    # the peer's SYN-ACK announces the MSS (the other direction of the connection: addresses and ports swapped)
+    syn = replace(
+        data,
+        inner_src="192.168.1.2",
+        inner_dst="192.168.1.1",
+        sport=data.dport,
+        dport=data.sport,
+        payload=0,
+        flags=0x12,
+        tcp_options=b"\x02\x04" + struct.pack("!H", mss_option),
+        timestamps=False,
     )
-    tiny = replace(syn, flags=ACK, tcp_options=None, timestamps=True, seq=syn.seq + 1, payload=1)
+    tiny = replace(data, seq=data.seq + 1)
     sup = replace(tiny, seq=tiny.seq + 1, payload=5000, flags=ACK | PSH)
     res = replay_frames(_frames([syn, tiny, sup]), ReplayConfig(kernels=(K_5_12,), resegment="auto"))
     assert (res.input.resegmented_frames, res.input.segments_created) == (1, segments)
     assert res.input.frames_replayed == 2 + segments
+
+
+@pytest.mark.parametrize(("a_announces", "b_announces", "segments"), [(400, 1400, 3), (1400, 400, 8)])
+def test_auto_takes_the_mss_the_peer_announced(a_announces, b_announces, segments):
+    """A's SYN announces the MSS B may send, B's SYN-ACK the MSS A may send (tcp_parse_options stores the peer's
+    option in rx_opt.mss_clamp, which __tcp_mtu_to_mss caps the sender's MSS by): A's 3000-byte super-frame (no TCP
+    options) splits by B's figure: 1400 → 1400 + 1400 + 200, 400 → 7 × 400 + 200 (breaker's finding: the flow's
+    own SYN was used)."""
+    a = FrameSpec(flags=ACK, timestamps=False, payload=1)
+    a_syn = replace(a, flags=0x02, payload=0, tcp_options=b"\x02\x04" + struct.pack("!H", a_announces))
+    b_syn = replace(
+        a_syn,
+        inner_src="192.168.1.2",
+        inner_dst="192.168.1.1",
+        sport=a.dport,
+        dport=a.sport,
+        flags=0x12,
+        tcp_options=b"\x02\x04" + struct.pack("!H", b_announces),
+    )
+    tiny = replace(a, seq=a.seq + 1)
+    sup = replace(tiny, seq=tiny.seq + 1, payload=3000, flags=ACK | PSH)
+    res = replay_frames(_frames([a_syn, b_syn, tiny, sup]), ReplayConfig(kernels=(K_5_12,), resegment="auto"))
+    assert (res.input.resegmented_frames, res.input.segments_created) == (1, segments)

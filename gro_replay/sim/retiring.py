@@ -222,7 +222,9 @@ class Retiring(Ingest):
                 self.driver._flow_state[fid] = _FORGOTTEN_NIC
             if self._flow_mss is not None:
                 self._flow_mss.pop(fid, None)
-            self._syn_mss.pop(fid, None)
+            mss_key = self._syn_mss_key.pop(fid, None)  # the MSS this flow announced, for its peer
+            if mss_key is not None:
+                self._syn_mss.pop(mss_key, None)
             self.tracker.forget(fid)
             n += 1
         return n
