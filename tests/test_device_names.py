@@ -40,7 +40,18 @@ def test_one_name_for_the_physical_and_a_tunnel_device_is_refused(runner, tmp_pa
     args = [command, *required_cli_args(command, tmp_path), "--phys-dev", "ens1", "--tunnel-dev", "ens1"]
     r = runner.invoke(main, args)
     assert r.exit_code == 2, r.output
-    assert r.stderr.strip() == "Error: --phys-dev and --tunnel-dev both name 'ens1': one device each"
+    assert r.stderr.strip() == (
+        "Error: --phys-dev 'ens1' is also the name of a tunnel device (--tunnel-dev, or a further port's NAME-PORT): "
+        "one device each"
+    )
+
+
+@pytest.mark.parametrize("command", WITH_DEVICES)
+def test_the_physical_device_named_like_a_further_port_s_device_is_refused(runner, tmp_path, command):
+    # the default VXLAN ports 4789 and 8472 make vxlan0 and vxlan0-8472 (kernel/kernel.py tunnel_devices)
+    r = runner.invoke(main, [command, *required_cli_args(command, tmp_path), "--phys-dev", "vxlan0-8472"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("Error: --phys-dev 'vxlan0-8472' is also the name of a tunnel device")
 
 
 def test_fifteen_bytes_are_a_name():

@@ -36,13 +36,23 @@ def tunnel_devices(
     the VXLAN ports, then the Geneve ports. Each port's socket has its own device (as ``ip link add … dstport
     PORT`` makes one per port); the first port of a kind takes the kind's name, a further port, or a first Geneve
     port whose name the VXLAN devices took (one ``--tunnel-dev`` for both kinds), the name ``NAME-PORT``
-    (``vxlan0-8472``). The one place the simulator names its tunnel devices."""
+    (``vxlan0-8472``; ``NAME`` cut to keep the name within 15 bytes). The one place the simulator names its tunnel
+    devices."""
     out: list[tuple[str, str, int]] = []
     for kind, base, ports in (("vxlan", vxlan_dev, vxlan_ports), ("geneve", geneve_dev, geneve_ports)):
         for i, port in enumerate(ports):
-            name = base if i == 0 and all(base != n for n, _k, _p in out) else f"{base}-{port}"
+            name = base if i == 0 and all(base != n for n, _k, _p in out) else _with_port(base, port)
             out.append((name, kind, port))
     return out
+
+
+def _with_port(base: str, port: int) -> str:
+    """``BASE-PORT``, the base cut so that the name stays a valid device name (IFNAMSIZ 16: at most 15 bytes,
+    net/core/dev.c ``dev_valid_name``): ``cilium_vxlan-8472`` becomes ``cilium_vxl-8472``."""
+    suffix = f"-{port}"
+    room = 15 - len(suffix)
+    cut = base.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
+    return cut + suffix
 
 
 class Sink:

@@ -204,8 +204,12 @@ class ReplayConfig:
                     f"{option} {name[:40]!r}: not a Linux device name (1 to {IFNAMSIZ - 1} bytes, not . or .., "
                     "no /, : or white space)"
                 )
-        if self.phys_dev in (self.vxlan_dev, self.geneve_dev):
-            raise ConfigError(f"--phys-dev and --tunnel-dev both name {self.phys_dev!r}: one device each")
+        tunnels = [name for name, stage, _port in self.devices() if stage == "tunnel"]
+        if self.phys_dev in tunnels:
+            raise ConfigError(
+                f"--phys-dev {self.phys_dev!r} is also the name of a tunnel device (--tunnel-dev, or a further port's "
+                "NAME-PORT): one device each"
+            )
 
     def validate(self) -> None:
         """Raises ConfigError naming the bad value."""

@@ -32,6 +32,17 @@ def test_one_name_for_both_kinds_names_the_geneve_device_by_its_port():
     ]
 
 
+def test_a_further_port_s_name_stays_within_fifteen_bytes():
+    # dev_valid_name (net/core/dev.c): at most IFNAMSIZ - 1 = 15 bytes; the base is cut to leave room for -PORT
+    assert tunnel_devices("cilium_vxlan", (8472, 4789), "abcdefghijklmno", (6081, 6082)) == [
+        ("cilium_vxlan", "vxlan", 8472),
+        ("cilium_vxl-4789", "vxlan", 4789),
+        ("abcdefghijklmno", "geneve", 6081),
+        ("abcdefghij-6082", "geneve", 6082),
+    ]
+    assert all(len(n.encode()) <= 15 for n, _k, _p in tunnel_devices("é" * 7, (1, 4789), "g", ()))
+
+
 def test_the_kernel_makes_the_devices_tunnel_devices_names():
     k = Kernel(K_6_18, vxlan_ports=(4789, 8472), geneve_ports=(6081,))
     assert {p: (sk.kind, sk.dev.name) for p, sk in k.udp_tunnel_sockets.items()} == {
