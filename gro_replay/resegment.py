@@ -78,6 +78,21 @@ KEEP_MALFORMED = "malformed"
 KEEP_NO_MSS = "mtu_below_headers"
 KEEP_WITHIN_MSS = "payload_within_mss"
 KEEP_MSS_TOO_SMALL = "mss_below_tcp_min_snd_mss"
+#: why, in words (the input note: sim/notes.py ``kept_text``)
+KEEP_WORDS = {
+    KEEP_NOT_IP: "not IP",
+    KEEP_FRAGMENT: "an IP fragment",
+    KEEP_NOT_TUNNEL: "not VXLAN or Geneve on a configured port",
+    KEEP_NOT_TCP: "the inner packet is not TCP",
+    KEEP_IPV6_EXT: "IPv6 extension headers",
+    KEEP_MALFORMED: "malformed headers",
+    KEEP_NO_MSS: "--mtu leaves no room for TCP payload after the headers",
+    KEEP_WITHIN_MSS: "its TCP payload fits one segment already",
+    KEEP_MSS_TOO_SMALL: (
+        "the MSS would make segments smaller than a Linux sender ever does (TCP_MIN_SND_MSS 48 bytes with the TCP "
+        "options: 36 payload bytes with timestamps, 48 without)"
+    ),
+}
 
 #: The smallest MSS a Linux sender uses: include/net/tcp.h ``TCP_MIN_SND_MSS`` (48), the default of
 #: net.ipv4.tcp_min_snd_mss (5f3e2bf008c2 "tcp: add tcp_min_snd_mss sysctl", v5.2). It counts the TCP options:

@@ -680,3 +680,26 @@ def test_auto_takes_the_mss_the_peer_announced(a_announces, b_announces, segment
     sup = replace(tiny, seq=tiny.seq + 1, payload=3000, flags=ACK | PSH)
     res = replay_frames(_frames([a_syn, b_syn, tiny, sup]), ReplayConfig(kernels=(K_5_12,), resegment="auto"))
     assert (res.input.resegmented_frames, res.input.segments_created) == (1, segments)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "count"),
+    [
+        # --resegment 20: below the 48 bytes a segment without TCP options carries at least (TCP_MIN_SND_MSS)
+        ({"resegment": 20}, 2),
+        # auto at --mtu 130: 130 - 90 header bytes leave 40 < 48
+        ({"resegment": "auto", "mtu": 130}, 2),
+    ],
+)
+def test_frames_kept_unsplit_are_said_with_why(cfg, count):
+    """A super-frame the split refuses is replayed as captured; the input notes say how many and why, as JSON
+    input.oversize_not_split counts them (breaker's finding: only the count in the input line showed it)."""
+    sp = FrameSpec(timestamps=False, payload=3000)
+    res = replay_frames(_frames([sp, replace(sp, seq=sp.seq + 3000)]), ReplayConfig(kernels=(K_5_12,), **cfg))
+    assert res.input.oversize_not_split == {"mss_below_tcp_min_snd_mss": count}
+    mtu = cfg.get("mtu", 1500)
+    assert (
+        f"{count} frames larger than --mtu {mtu} were replayed as captured, not split: {count} because the MSS would "
+        "make segments smaller than a Linux sender ever does (TCP_MIN_SND_MSS 48 bytes with the TCP options: 36 "
+        "payload bytes with timestamps, 48 without) (mss_below_tcp_min_snd_mss)"
+    ) in res.input.notes

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
 from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, hidden_text, plural, unread_text
-from ..resegment import IPV6_MIN_MTU, TCP_MIN_SND_MSS
+from ..resegment import IPV6_MIN_MTU, KEEP_WORDS, TCP_MIN_SND_MSS
 from .skipped import unread_count
 
 if TYPE_CHECKING:
@@ -161,7 +161,28 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             f"GRO super-frames of the capturing host{csum}; {above_mtu_text(above, config, inp) + '; ' if above.segments else ''}"
             f"{jumbo}"
         )
+    kept = kept_text(inp, config)
+    if kept:
+        notes.append(kept)
     return notes
+
+
+def kept_text(inp: InputStats, config: ReplayConfig) -> str:
+    """Why frames larger than ``--mtu`` were replayed as captured, not split (``InputStats.oversize_not_split``,
+    resegment.py ``KEEP_WORDS``), or "" when none was: "4 frames larger than --mtu 1500 were replayed as captured,
+    not split: 4 because the MSS would make segments smaller than a Linux sender ever does (…)"."""
+    kept = inp.oversize_not_split
+    n = sum(kept.values())
+    if not n:
+        return ""
+    why = "; ".join(
+        f"{c:,} because {KEEP_WORDS.get(k, k)} ({k})"
+        for k, c in sorted(kept.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    return (
+        f"{n:,} {plural(n, 'frame')} larger than {mtu_words(config, inp)} {'was' if n == 1 else 'were'} replayed as "
+        f"captured, not split: {why}"
+    )
 
 
 def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
