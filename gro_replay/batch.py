@@ -283,7 +283,8 @@ CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".cap.
 
 def expand_directories(paths: Sequence[str]) -> list[str]:
     """``paths`` with each directory replaced by the capture files directly in it (``CAPTURE_SUFFIXES``, case
-    ignored; not its subdirectories), sorted by name; other paths as given, in order.
+    ignored; not hidden files, whose names start with ".", nor its subdirectories), sorted by name; other paths as
+    given, in order.
 
     Raises ValueError (one line) for a directory that holds no such file, or that cannot be listed.
     """
@@ -299,7 +300,9 @@ def expand_directories(paths: Sequence[str]) -> list[str]:
         found = [
             os.path.join(path, n)
             for n in names
-            if n.lower().endswith(CAPTURE_SUFFIXES) and os.path.isfile(os.path.join(path, n))
+            if not n.startswith(".")
+            and n.lower().endswith(CAPTURE_SUFFIXES)
+            and os.path.isfile(os.path.join(path, n))
         ]
         if not found:
             kinds = ", ".join(f"*{s}" for s in CAPTURE_SUFFIXES)

@@ -435,7 +435,7 @@ def test_a_directory_is_its_capture_files(tmp_path):
 
     d = tmp_path / "caps"
     (d / "sub").mkdir(parents=True)
-    for name in ("b.pcapng", "a.pcap", "c.PCAP.GZ", "d.cap", "notes.txt", "sub/e.pcap"):
+    for name in ("b.pcapng", "a.pcap", "c.PCAP.GZ", "d.cap", "notes.txt", "sub/e.pcap", ".hidden.pcap"):
         (d / name).write_bytes(b"")
     assert expand_directories([str(tmp_path / "x.pcap"), str(d)]) == [
         str(tmp_path / "x.pcap"),

@@ -146,16 +146,15 @@ def render_table(doc: dict, console: Console) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @replay_options
 def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
-    """Replay many captures in parallel on Dask, each exactly as ``gro-replay CAPTURE`` would.
+    """Replay many captures in parallel on Dask, each exactly as 'gro-replay CAPTURE' would.
 
-    PATHS are capture files, or directories whose *.pcap, *.pcapng and *.cap files (also gzip-compressed,
-    *.pcap.gz …) are replayed, in name order (not their subdirectories).
+    PATHS are capture files, or directories whose *.pcap, *.pcapng and *.cap files (any case, also
+    gzip-compressed: *.pcap.gz …) are replayed, in name order (not hidden files, not subdirectories).
 
-    \b
-    Per capture: frames, phys/tunnel skbs per kernel, affected flows; under the table, the error
-    that stopped each failed capture (a failed capture does not stop the others). Exit 0 when
-    every capture was replayed, 2 when any failed (or on bad usage, or when dask.distributed is
-    missing or the scheduler cannot be reached).
+    Per capture: frames, phys/tunnel skbs per kernel, affected flows; under the table, the error that
+    stopped each failed capture (a failed capture does not stop the others). Exit 0 when every capture
+    was replayed, 2 when any failed (or on bad usage, or when dask.distributed is missing or the
+    scheduler cannot be reached).
     """
     if jobs is not None and scheduler is not None:
         raise UsageError(

@@ -239,7 +239,7 @@ def synth(
     connections: int,
     seed: int,
 ) -> None:
-    """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap; ``-``: standard output)."""
+    """Write a synthetic bulk-TCP-over-VXLAN/Geneve capture to OUTPUT (nanosecond pcap; - for standard output)."""
     _check_given(mix is not None, output)
     named = "standard output" if str(output) == "-" else output  # in the closing line
     if str(output) == "-":  # standard output, as every other command reads "-"; never a terminal
