@@ -67,3 +67,32 @@ def test_the_kernel_backend_refuses_its_geneve_port_as_a_vxlan_port(runner, tmp_
     assert r.stderr.strip() == (
         "Error: --vxlan-port 6081: the kernel backend keeps UDP port 6081 for its geneve device"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [
+        (
+            "vxl\u00e0",
+            False,
+        ),  # UTF-8 C3 A0: the kernel's isspace takes 0xA0 (lib/ctype.c), one byte at a time
+        ("vx\x1f", True),  # a control byte that is no space: dev_valid_name takes it
+        ("vx\u2028", True),  # a Unicode line separator is no space byte (E2 80 A8)
+        ("vx\x0b", False),  # vertical tab, 11
+    ],
+    ids=["a0-byte", "unit-separator", "line-separator", "vertical-tab"],
+)
+def test_space_is_the_kernel_s_isspace_byte_by_byte(name, ok):
+    cfg = ReplayConfig(vxlan_dev=name)
+    if ok:
+        cfg.validate()
+    else:
+        with pytest.raises(ConfigError, match="not a Linux device name"):
+            cfg.validate()
+
+
+def test_two_tunnel_devices_of_one_name_are_refused():
+    # --tunnel-dev abcdefghij-4789 on ports 8472 and 4789: the 4789 device's NAME-PORT, cut to 15 bytes, is the
+    # same name (kernel/kernel.py tunnel_devices)
+    with pytest.raises(ConfigError, match="two tunnel devices would be named 'abcdefghij-4789'"):
+        ReplayConfig(vxlan_dev="abcdefghij-4789", vxlan_ports=(8472, 4789)).validate()

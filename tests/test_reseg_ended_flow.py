@@ -169,3 +169,48 @@ def test_flow_selects_the_new_flow_by_its_own_id(poll, scheduled, selector, fram
     path = _pcap(tmp_path, _three(A, 3 * MS + US))
     r = replay_capture(path, _cfg(poll, flow=selector, **scheduled))
     assert r.input.selected_frames == frames
+
+
+def _mss(value: int) -> bytes:
+    return b"\x02\x04" + value.to_bytes(2, "big")
+
+
+@pytest.mark.parametrize("poll", POLLS)
+def test_a_re_announced_mss_outlives_the_flow_that_first_announced_it(poll, tmp_path) -> None:
+    # A's peer sends its SYN-ACK (MSS 500) on outer source port 40000, then again on 41000 (another outer flow of the
+    # same connection), which stays live with an ACK; the first outer flow ends (silent 2 ms) and is retired, which
+    # must not forget what the live one announced: A's 1398-byte super-frame splits by 500 (500 + 500 + 398 → 3) on
+    # both paths (breaker's finding: the reference path split by the MTU)
+    syn = replace(A_PEER, flags=SYN | ACK, payload=0, tcp_options=_mss(500), timestamps=False)
+    again = replace(syn, udp_sport=41000)
+    ack = replace(again, flags=ACK, tcp_options=None, seq=syn.seq + 1)
+    frames = [
+        (T0, build_frame(syn)),
+        (T0 + MS, build_frame(again)),
+        (T0 + 2 * MS, build_frame(replace(A, payload=10))),
+        (T0 + 2 * MS + 500 * US, build_frame(ack)),
+        (T0 + 3 * MS, build_frame(B)),
+        (T0 + 3 * MS + 100 * US, build_frame(replace(B, seq=B.seq + 600))),
+        (T0 + 3 * MS + 200 * US, build_frame(replace(SUPER, seq=1010))),
+    ]
+    assert _segments_on_both_paths(_pcap(tmp_path, frames), _cfg(poll)) == BY_SYN_500
+
+
+@pytest.mark.parametrize("poll", POLLS)
+def test_a_flow_that_starts_over_keeps_its_live_peer_s_mss(poll, tmp_path) -> None:
+    # A's SYN (MSS 400) at 0 and nothing more from A until 3.4 ms: A has ended (2 ms idle) and its frame starts a
+    # new flow, which has learned nothing of its own payloads; its peer, live (ACKs at 2.2 and 3.0 ms), announced
+    # MSS 500: A's 2500-byte super-frame at --mtu 1000 splits by it, 5 × 500, on both paths (breaker's finding:
+    # the batch path split by the MTU: 3)
+    syn = replace(A, flags=SYN, payload=0, tcp_options=_mss(400), timestamps=False, seq=1000)
+    peer_syn = replace(A_PEER, flags=SYN | ACK, payload=0, tcp_options=_mss(500), timestamps=False)
+    ack = replace(peer_syn, flags=ACK, tcp_options=None, seq=peer_syn.seq + 1)
+    data = replace(A, flags=ACK, seq=1001, payload=2500, timestamps=False)
+    frames = [
+        (T0, build_frame(syn)),
+        (T0 + 300 * US, build_frame(peer_syn)),
+        (T0 + 2200 * US, build_frame(ack)),
+        (T0 + 3000 * US, build_frame(ack)),
+        (T0 + 3400 * US, build_frame(data)),
+    ]
+    assert _segments_on_both_paths(_pcap(tmp_path, frames), _cfg(poll)) == 5

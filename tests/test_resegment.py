@@ -703,3 +703,28 @@ def test_frames_kept_unsplit_are_said_with_why(cfg, count):
         "make segments smaller than a Linux sender ever does (TCP_MIN_SND_MSS 48 bytes with the TCP options: 36 "
         "payload bytes with timestamps, 48 without) (mss_below_tcp_min_snd_mss)"
     ) in res.input.notes
+
+
+@pytest.mark.parametrize(
+    ("options", "want"),
+    [
+        (b"\x02\x04\x03\xe8", 1000),
+        (b"\x02\x04\x03\xe8\x02\x04\x05\x78", 1400),  # a later MSS option replaces an earlier one (mss_clamp)
+        (b"\x02\x04\x00\x00", None),  # an MSS of 0 is ignored
+        (b"\x02\x04\x00\x00\x01\x01\x01\x01", None),
+        (
+            b"\x02\x04\x03\xe8\x05\x01\x00\x00",
+            1000,
+        ),  # a length below 2 stops the parse; what came before stands
+        (b"\x02\x04\x03\xe8\x05\x09\x00\x00", 1000),  # so does an option past the end
+        (b"\x00\x00\x02\x04\x03\xe8\x00\x00", None),  # EOL ends the list
+        (b"\x01\x01\x02\x04\x03\xe8\x00\x00", 1000),  # NOPs are one byte
+        (b"\x02\x03\x03\xe8", None),  # length 3 is no MSS option
+    ],
+)
+def test_tcp_mss_option_parses_as_tcp_parse_options(options, want):
+    """net/ipv4/tcp_input.c tcp_parse_options on a SYN: the MSS the peer will be held to (breaker's finding: the
+    first MSS option was taken, and a malformed option after it discarded it)."""
+    from gro_replay.packet.headers import tcp_mss_option
+
+    assert tcp_mss_option(options, 0, len(options)) == want

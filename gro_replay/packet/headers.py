@@ -69,25 +69,29 @@ def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | Non
 
 
 def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
-    """The MSS option (kind 2, length 4) in the TCP options ``buf[start:end]``, or None.
+    """The MSS a SYN's TCP options ``buf[start:end]`` announce (kind 2, length 4), or None.
 
-    Kernel: net/ipv4/tcp_input.c ``tcp_parse_options`` (EOL ends the list, NOP is one byte, others carry a length
-    of at least 2). Never raises.
+    Kernel: net/ipv4/tcp_input.c ``tcp_parse_options``: EOL ends the list, NOP is one byte, a length below 2 or past
+    the end stops the parse (what was parsed before stands), an MSS of 0 is ignored and a later MSS option
+    replaces an earlier one (``opt_rx->mss_clamp``). Never raises.
     """
+    mss = None
     i = start
     while i < end:
         kind = buf[i]
         if kind == 0:
-            return None
+            break
         if kind == 1:
             i += 1
             continue
         if i + 1 >= end:
-            return None
+            break
         size = buf[i + 1]
         if size < 2 or i + size > end:
-            return None
+            break
         if kind == 2 and size == 4:
-            return (buf[i + 2] << 8) | buf[i + 3]
+            value = (buf[i + 2] << 8) | buf[i + 3]
+            if value:
+                mss = value
         i += size
-    return None
+    return mss

@@ -100,6 +100,9 @@ RX_CSUM_DRIVERS = {
 
 #: include/uapi/linux/if.h: bytes of a device name, its terminating NUL included
 IFNAMSIZ = 16
+#: the bytes net/core/dev.c ``dev_valid_name`` refuses in a name: ``/``, ``:`` and what the kernel's ``isspace``
+#: (lib/ctype.c, one byte at a time) calls space: 9–13, 32 and 0xA0
+_NOT_IN_NAMES = frozenset(b"/:\t\n\v\f\r \xa0")
 
 
 @dataclass
@@ -186,8 +189,9 @@ class ReplayConfig:
 
     def _validate_devices(self) -> None:
         """Device names as the kernel takes them (net/core/dev.c ``dev_valid_name``: 1..15 bytes, IFNAMSIZ 16 with
-        its NUL; not ``.`` or ``..``; no ``/``, ``:`` or white space), and the physical device not named like a
-        tunnel device (one name, one device: the reports key devices by name)."""
+        its NUL; not ``.`` or ``..``; no ``/``, ``:`` or byte the kernel's ``isspace`` takes), and one name per
+        device: no two tunnel devices alike, the physical device not named like a tunnel device (the reports key
+        devices by name)."""
         for option, name in (
             ("--phys-dev", self.phys_dev),
             ("--tunnel-dev", self.vxlan_dev),
@@ -197,14 +201,19 @@ class ReplayConfig:
             if (
                 not raw
                 or len(raw) >= IFNAMSIZ
-                or name in (".", "..")
-                or any(c in "/:" or c.isspace() for c in name)
+                or raw in (b".", b"..")
+                or any(b in _NOT_IN_NAMES for b in raw)
             ):
                 raise ConfigError(
                     f"{option} {name[:40]!r}: not a Linux device name (1 to {IFNAMSIZ - 1} bytes, not . or .., "
-                    "no /, : or white space)"
+                    "no /, : or space: bytes 9-13, 32, 0xA0)"
                 )
         tunnels = [name for name, stage, _port in self.devices() if stage == "tunnel"]
+        twice = next((name for i, name in enumerate(tunnels) if name in tunnels[:i]), None)
+        if twice is not None:  # a --tunnel-dev NAME-PORT equal to a further port's name cut to 15 bytes
+            raise ConfigError(
+                f"--tunnel-dev {self.vxlan_dev!r}: two tunnel devices would be named {twice!r}; choose another name"
+            )
         if self.phys_dev in tunnels:
             raise ConfigError(
                 f"--phys-dev {self.phys_dev!r} is also the name of a tunnel device (--tunnel-dev, or a further port's "

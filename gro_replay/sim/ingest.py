@@ -501,16 +501,14 @@ class Ingest:
         smaller writes say nothing of the MSS), else the MSS option of the peer's SYN (or SYN-ACK) less the options
         (``mss_option_payload``: the option counts none; a sender clamps its segments to what the peer announced:
         net/ipv4/tcp_input.c ``tcp_parse_options`` into ``rx_opt.mss_clamp``, which net/ipv4/tcp_output.c
-        ``__tcp_mtu_to_mss`` applies). A flow that had ended by then (``flow_ended``: silent past
-        its timeout, retired or not yet) says nothing: the frame starts a new flow, which has learned nothing; nor does
-        a SYN whose flow had ended by then. The
+        ``__tcp_mtu_to_mss`` applies). A flow that had ended by then (``flow_ended``: silent past its timeout,
+        retired or not yet) has learned nothing of its payloads: the frame starts a new flow; the peer's SYN counts
+        while the peer's flow that sent it had not ended. The
         one rule on every path and poll model: it depends on capture time only, not on when the record is decoded
         relative to the polls that retire flows (the batch path decodes a block ahead of them, the gap and rx-usecs
         models a frame)."""
         assert self._flow_mss is not None  # used only in auto mode, which keeps _flow_mss
-        if self.flow_ended(fid, ts_ns):
-            return None
-        seen = self._flow_mss.get(fid, 0)
+        seen = 0 if self.flow_ended(fid, ts_ns) else self._flow_mss.get(fid, 0)
         if seen >= min_payload(tcp_opt_len):
             return seen
         key = self._peer_of(fid)

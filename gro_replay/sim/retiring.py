@@ -222,9 +222,10 @@ class Retiring(Ingest):
                 self.driver._flow_state[fid] = _FORGOTTEN_NIC
             if self._flow_mss is not None:
                 self._flow_mss.pop(fid, None)
-            mss_key = self._syn_mss_key.pop(fid, None)  # the MSS this flow announced, for its peer
-            if mss_key is not None:
-                self._syn_mss.pop(mss_key, None)
+            # the MSS this flow announced for its peer, unless another flow has announced one since
+            mss_key = self._syn_mss_key.pop(fid, None)
+            if mss_key is not None and self._syn_mss.get(mss_key, (0, -1))[1] == fid:
+                del self._syn_mss[mss_key]
             self.tracker.forget(fid)
             n += 1
         return n
