@@ -14,6 +14,7 @@ The batch path (``pollcache.py``) runs the same ``Replayer`` block by block. Eve
 re-exported here: ``from gro_replay.sim import X`` is the stable spelling.
 """
 
+from ..packet.headers import tcp_mss_option
 from .api import replay_capture, replay_frames
 from .config import (
     GRO_DEVICES,
@@ -31,7 +32,6 @@ from .ingest import (
     InputStats,
     TunnelScanError,
     detect_tunnel_ports,
-    tcp_mss_option,
 )
 from .notes import JUMBO_MAX, capture_notes, tunnel_notes
 from .polls import (
