@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from gro_replay.cli import main
 from gro_replay.synth import Scenario, write_scenario
 
@@ -98,3 +100,37 @@ def test_bad_checksum_note_names_each_option_once(runner, tmp_path):
     )
     (note,) = [n for n in _input(runner, bad)["notes"] if "does not verify" in n]
     assert "--rx-csum unnecessary replays them as that checksum state says; --rx-csum none has" in note
+
+
+@pytest.mark.parametrize("nic", ["ice", "mlx5", "virtio-net", "bnxt"])
+def test_bad_checksum_note_with_a_nic_preset_says_the_frames_are_dropped(runner, tmp_path, nic):
+    """With a --nic preset the driver hands a frame whose outer UDP checksum is wrong as CHECKSUM_NONE (its hardware
+    checked it) or COMPLETE with the sum (mlx5): udp_rcv verifies it in software and drops it either way
+    (net/ipv4/udp.c, UdpInCsumErrors). The note says so, as the verdict's losses count them (newcomer's finding: it
+    read 'replays them as that checksum state says')."""
+    bad = tmp_path / "bad.pcap"
+    write_scenario(bad, Scenario(frames=20, outer_csum="bad"))
+    r = runner.invoke(main, [str(bad), "--nic", nic, "--format", "json", "-q"])
+    doc = json.loads(r.stdout)
+    (note,) = [n for n in doc["input"]["notes"] if "does not verify" in n]
+    assert (
+        f"--nic {nic} (tunnel port off) hands them up as that driver does, so the kernels check them in "
+        in note
+    )
+    assert all(k["lost_frames"] == 20 for k in doc["verdict"]["kernels"])
+
+
+def test_the_jumbo_advice_names_the_inner_checksums(runner, shared_captures):
+    # a TX-side GSO super-frame replayed whole (--mtu 7092) has the sender's partial inner TCP checksum too: with
+    # CHECKSUM_UNNECESSARY level 0 tcp4_gro_receive checks it in software and finds it wrong; level 1 (a NIC that
+    # verified the inner checksum) merges: the advice says which (newcomer's finding)
+    cap = shared_captures / "tcpdump" / "gso-ipv4-vxlan-ipv4.pcap"
+    (note,) = [n for n in _input(runner, cap)["notes"] if "--mtu" in n]
+    assert (
+        "pass --mtu 7092 or --resegment off (with --rx-csum unnecessary-tunnel when their inner TCP" in note
+    )
+    r = runner.invoke(
+        main, [str(cap), "--mtu", "7092", "--rx-csum", "unnecessary-tunnel", "--format", "json", "-q"]
+    )
+    phys = json.loads(r.stdout)["kernels"][1]["stages"]["phys"]
+    assert phys["end_reasons"] == {"tcp_gro_receive:psh_or_fin": 1}

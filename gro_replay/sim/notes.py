@@ -126,6 +126,14 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         if config.rx_csum == "none":
             # CHECKSUM_NONE: udp_rcv checks them in software and drops them (UdpInCsumErrors)
             how = "--rx-csum none has the kernels check them in software and drop them (udp_rcv, UdpInCsumErrors)"
+        elif config.rx_csum == "nic":
+            # a preset hands a checksum its hardware found wrong as CHECKSUM_NONE, or (COMPLETE drivers) the sum for
+            # the stack to check (kernel/nic.py ``bad_csum_none``): udp_rcv finds it wrong either way
+            how = (
+                f"{config.rx_csum_words()} hands them up as that driver does, so the kernels check them in software "
+                "and drop them (udp_rcv, UdpInCsumErrors); --rx-csum unnecessary replays them as a NIC that had "
+                "verified them would"
+            )
         else:
             how = (
                 f"{config.rx_csum_words()} replays them as that checksum state says; --rx-csum none has the kernels "
@@ -139,7 +147,9 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     if inp.resegmented_frames:
         big = inp.largest_split
         jumbo = (
-            f"if the underlay really carries frames this large (jumbo MTU), pass --mtu {big} or --resegment off"
+            f"if the underlay really carries frames this large (jumbo MTU), pass --mtu {big} or --resegment off "
+            "(with --rx-csum unnecessary-tunnel when their inner TCP checksums are the sender's partial sums too, "
+            "as on a host before TX offload: a receiving NIC would have verified both)"
             if big <= JUMBO_MAX
             else "no underlay MTU carries them (above 9216 bytes: BIG TCP or GRO aggregates)"
         )
