@@ -303,9 +303,17 @@ class ReplayConfig:
         ``--nic`` the preset's; without it the checksum state and the poll model are separate defaults that no one
         driver has together (``unnecessary`` is ice/i40e's or virtio-net's, the default poll model mlx5's):
         "no --nic (checksum state and poll model set separately, not one driver's preset): --rx-csum unnecessary
-        (CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID)"."""
+        (CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID)". A preset
+        whose driver's skb layout is not modelled (kernel/nic_skb.py: virtio-net, vmxnet3, ena, gve) says so."""
         if self.nic is not None:
-            return self.rx_csum_words()
+            preset = NIC_PRESETS.get(self.nic)
+            unbuilt = preset is not None and preset.rx_skb.head_frag_from is None and self.nic != "veth"
+            return self.rx_csum_words() + (
+                f"; its skbs built with veth's linear layout (the {self.nic} driver's is not modelled: on 6.1+ the "
+                "tunnel device's skb_has_frag_list flushes may be more than the driver's)"
+                if unbuilt
+                else ""
+            )
         return (
             "no --nic (checksum state and poll model set separately, not one driver's preset): "
             f"--rx-csum {self.rx_csum} ({RX_CSUM_DRIVERS[self.rx_csum]})"
