@@ -393,3 +393,22 @@ def test_resegmented_64k_super_frame_robustness_capture():
     ]
     assert sorted({(r["segments"], r["capture_frames"]) for r in rows}) == [(1, 1), (47, 1)]
     assert all(r["frames"] == [2] * r["segments"] for r in rows)
+
+
+def test_a_split_super_frame_s_psh_segment_ends_its_own_skb(runner, shared_captures):
+    """tcpdump's bigtcp-ipv4-vxlan-ipv4.pcap: one BIG TCP super-frame split by --resegment auto into 58 segments;
+    at the phys device of 5.12 the first 46 reach 64 KiB (gro_max_size) and the last 12 end with the PSH of the
+    last segment, which tcp_gro_receive merges before out_check_final flushes (net/ipv4/tcp_offload.c): the skb
+    ended with its own last segment, not when another one arrived (newcomer's finding)."""
+    cap = shared_captures / "tcpdump" / "bigtcp-ipv4-vxlan-ipv4.pcap"
+    r = runner.invoke(main, ["explain", str(cap), "--skbs", "--fix"])
+    assert r.exit_code == 0, r.output
+    lines = [ln.strip() for ln in r.stdout.splitlines()]
+    assert (
+        "2. frame 1 (12 segments of it): ended with its last segment, of frame 1: tcp_gro_receive: psh_or_fin  "
+        "(PSH or FIN ends the aggregate)"
+    ) in lines
+    assert any(
+        ln.startswith("1. frame 1 (46 segments of it): ended when a segment of frame 1 arrived")
+        for ln in lines
+    )

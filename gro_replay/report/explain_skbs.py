@@ -158,6 +158,12 @@ def frames_text(frames: list[int], split: frozenset[int] = frozenset()) -> str:
     return f"{plural(distinct, 'frame')} {', '.join(parts)}"
 
 
+#: end reasons whose triggering segment merged into the skb before it ended: tcp_gro_receive lets a PSH/FIN segment
+#: and one shorter than the MSS merge, then its out_check_final flushes (net/ipv4/tcp_offload.c); so a split
+#: super-frame's segment that ended such an skb was its last, whichever segment it was
+ENDS_WITH_ITS_TRIGGER = frozenset({R.TCP_FLAGS_PSH_FIN, R.TCP_SHORT})
+
+
 def _trigger_text(row: dict, stage: str, split: frozenset[int] = frozenset()) -> str:
     """How a held skb ended: the frame whose arrival completed it (and the sequence numbers of a gap), or the
     flush that took it at the end of a poll. A frame of ``split`` is a super-frame's segments, which share its
@@ -166,6 +172,8 @@ def _trigger_text(row: dict, stage: str, split: frozenset[int] = frozenset()) ->
     if by is None:
         return "held until the poll's flush"
     n = by["frame"]
+    if n in split and n in row["frames"] and f"{row['function']}:{row['condition']}" in ENDS_WITH_ITS_TRIGGER:
+        return f"ended with its last segment, of frame {n}"
     if n in split:
         arrived = f"a segment of frame {n}"
         if stage != "phys":
