@@ -164,13 +164,19 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def _value_words(flat: dict, key: str) -> str:
+    """A document's value of ``key`` as the JSON spells it (``"ice"``, ``null``, ``true``, ``[4789, 8472]``), or
+    ``(absent)`` when the document has no such key (an older one)."""
+    return json.dumps(flat[key], ensure_ascii=False) if key in flat else "(absent)"
+
+
 def _config_notes(base: dict, cur: dict) -> list[str]:
     bc = _flat({k: v for k, v in base.get("config", {}).items() if k != "kernels"})
     cc = _flat({k: v for k, v in cur.get("config", {}).items() if k != "kernels"})
     notes = []
     for key in sorted(set(bc) | set(cc)):
-        if bc.get(key) != cc.get(key):
-            notes.append(f"config {key}: {bc.get(key)!r} → {cc.get(key)!r}")
+        if bc.get(key) != cc.get(key) or (key in bc) != (key in cc):
+            notes.append(f"config {key}: {_value_words(bc, key)} → {_value_words(cc, key)}")
     if base.get("backend") != cur.get("backend"):
         notes.append(f"backend: {base.get('backend')} → {cur.get('backend')}")
     return notes + _kernel_model_notes(base, cur)
