@@ -321,3 +321,20 @@ def test_a_drop_list_adds_up_to_every_frame():
         "geneve_rx:ce_on_not_ect ×3, geneve_rx:critical_options ×2 and 1 more frame (1 other reason)"
     )
     assert drop_list(Counter({"ip_rcv:csum_error": 4})) == "ip_rcv:csum_error ×4"
+
+
+@pytest.mark.parametrize(
+    ("release", "label"),
+    [
+        ("5.11", "5.11 (v5.11)"),
+        ("5.10.24", "5.10.24 (v5.10.24)"),
+        ("5.10.0", "5.10.0 (v5.10)"),  # upstream tags have no .0 patch level (v5.10)
+        ("5.12.0-rc2", "5.12.0-rc2 (v5.12-rc2)"),
+        ("5.12-rc1", "5.12-rc1 (v5.12-rc1)"),
+        ("4.18.0-305.el8", "4.18.0-305.el8"),
+    ],
+)
+def test_kernel_labels_name_tags_that_exist(release, label):
+    from gro_replay.report.verdict.words import kernel_label
+
+    assert kernel_label(release, release) == label

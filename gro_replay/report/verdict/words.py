@@ -272,14 +272,17 @@ def drop_counts(skbs: Counter, frames: Counter) -> str:
     return ", ".join(parts)
 
 
-_UPSTREAM_TAG = re.compile(r"\d+\.\d+(?:\.\d+)?(?:-rc\d+)?", re.ASCII)
+_UPSTREAM_TAG = re.compile(r"(\d+\.\d+)(\.\d+)?(-rc\d+)?", re.ASCII)
 
 
 def kernel_label(name: str, release: str) -> str:
     """How reports name a kernel: ``5.11 (v5.11)`` when the release is an upstream tag (X.Y, X.Y.Z, X.Y-rcN), else
-    the name alone (``4.18.0-305.el8``: a distribution's uname -r is no v-tag), or ``name (release)``."""
-    if _UPSTREAM_TAG.fullmatch(release):
-        return f"{name} (v{release})"
+    the name alone (``4.18.0-305.el8``: a distribution's uname -r is no v-tag), or ``name (release)``. A ``.0``
+    patch level is not in the tag (``5.10.0`` is v5.10, ``5.12.0-rc2`` v5.12-rc2: the tags have none)."""
+    m = _UPSTREAM_TAG.fullmatch(release)
+    if m:
+        patch = m[2] if m[2] and m[2] != ".0" else ""
+        return f"{name} (v{m[1]}{patch}{m[3] or ''})"
     return name if name == release else f"{name} ({release})"
 
 
