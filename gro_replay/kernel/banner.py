@@ -140,11 +140,17 @@ def parse_banner(text: str) -> Banner:
     if text.startswith("#"):
         return _with_version("uname -v", "", text, text)
     release, rest = _split_release(text, text)
+    if release == "Linux" and not rest.startswith(
+        "#"
+    ):  # uname -a: kernel name, host name, release, version, …
+        raise ValueError(
+            f"kernel string {shown(text)}: that is uname -a (it starts with the kernel name, then the host name); "
+            "give uname -rv or /proc/version (--kernel once per kernel)"
+        )
     if not rest.startswith("#"):
-        hint = " (uname -a? give uname -rv or /proc/version)" if release == "Linux" else ""
         raise ValueError(
             f"kernel string {shown(text)}: after the release {release!r} comes {shown(rest, 24)}, not uname -v's "
-            f"'#…'{hint}; want a release, uname -rv, Debian's uname -v, /proc/version or Ubuntu's "
+            "'#…'; want a release, uname -rv, Debian's uname -v, /proc/version or Ubuntu's "
             "/proc/version_signature (--kernel once per kernel)"
         )
     return _with_version("uname -rv", release, rest, text)

@@ -200,7 +200,11 @@ def test_a_version_differing_in_point_release_from_the_release_is_used_and_said(
             "5.10.44 (5.10.44): two different kernels",
         ),
         ("5.10.0-21-amd64 5.4.0-42-generic", "not uname -v's '#…'"),
-        ("Linux host 5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21) x86_64 GNU/Linux", "uname -a?"),
+        # uname -a: kernel name, host name, release, …: said as such (it read "after the release 'Linux'")
+        (
+            "Linux host 5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21) x86_64 GNU/Linux",
+            "that is uname -a (it starts with the kernel name, then the host name); give uname -rv or /proc/version",
+        ),
         ("#46-Ubuntu SMP Fri Jul 10 00:24:02 UTC 2020", "this uname -v names no release"),
         ("#1 SMP Debian 5.10.162-1 Debian 5.10.178-3", "names 2 Debian package versions"),
         (
