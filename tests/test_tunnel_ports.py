@@ -108,6 +108,11 @@ def test_with_the_port_the_flow_is_affected_as_on_4789(runner, tmp_path, option)
     if "4790" not in option:
         assert doc["input"]["tunnel_ports_detected"] == {"vxlan": {"4790": N}}
         assert 4790 in doc["config"]["vxlan_ports"] and doc["config"]["detect_tunnels"][0] == "vxlan"
+        # the note names both options that find ports (it named --vxlan-port auto after --detect-tunnels)
+        assert (
+            f"VXLAN found on UDP port 4790 ({N} frames) by a first read of the capture (--vxlan-port auto or "
+            "--detect-tunnels); decoded there"
+        ) in doc["input"]["notes"]
 
 
 def test_geneve_on_an_unconfigured_port(runner, tmp_path):

@@ -31,7 +31,10 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     name = {"vxlan": "VXLAN", "geneve": "Geneve"}
     for kind, ports in sorted(inp.tunnel_ports_detected.items()):
         found = ", ".join(f"{p} ({n:,} {plural(n, 'frame')})" for p, n in sorted(ports.items()))
-        notes.append(f"{opt[kind]} auto: {name[kind]} found on UDP port {found}; decoded there")
+        notes.append(
+            f"{name[kind]} found on UDP port {found} by a first read of the capture ({opt[kind]} auto or "
+            "--detect-tunnels); decoded there"
+        )
     for kind, ports in sorted(inp.tunnel_ports_not_configured.items()):
         for p, n in sorted(ports.items()):
             notes.append(
