@@ -167,10 +167,22 @@ def test_option_without_value(runner, name, param) -> None:
 #: "is a directory", diff's "cannot read:" and synth's "cannot write:" with os.strerror(EISDIR)); click.Path's
 #: own check ("file '…' is a directory; see …") is not used, so every command words it as its other input errors
 DIRECTORY_AS_FILE = {
-    ("replay", "capture"): "Error: {path}: is a directory",
-    ("explain", "capture"): "Error: {path}: is a directory",
-    ("kernel", "capture"): "Error: {path}: is a directory",
-    ("validate", "capture"): "Error: {path}: is a directory",
+    (
+        "replay",
+        "capture",
+    ): "Error: {path}: is a directory: 'gro-replay batch {path}' replays the captures in it",
+    (
+        "explain",
+        "capture",
+    ): "Error: {path}: is a directory: 'gro-replay batch {path}' replays the captures in it",
+    (
+        "kernel",
+        "capture",
+    ): "Error: {path}: is a directory: 'gro-replay batch {path}' replays the captures in it",
+    (
+        "validate",
+        "capture",
+    ): "Error: {path}: is a directory: 'gro-replay batch {path}' replays the captures in it",
     ("diff", "baseline"): "Error: BASELINE {path}: cannot read: Is a directory",
     ("diff", "current"): "Error: CURRENT {path}: cannot read: Is a directory",
     ("synth", "output"): "Error: {path}: cannot write: Is a directory",

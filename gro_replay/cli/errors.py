@@ -16,6 +16,15 @@ class UsageError(click.ClickException):
     exit_code = 2
 
 
+def capture_error(e: Exception, capture: str) -> UsageError:
+    """The usage error (exit 2) for a capture the reader refused (``CaptureError``): its one line, and for a
+    directory the command that replays the captures in it."""
+    text = str(e)
+    if text.endswith(": is a directory"):
+        text += f": 'gro-replay batch {capture}' replays the captures in it"
+    return UsageError(text)
+
+
 class CheckFailed(click.ClickException):
     """A check failed (diff threshold, validate mismatch): exit code 1. It is a finding about the inputs, not an
     error of the command: its line on standard error is the finding itself (``aggregation regressed: …``), without

@@ -15,7 +15,7 @@ from ..capture.reader import CaptureError
 from ..report.schema import dumps
 from ..sim import replay_capture
 from .command import Command
-from .errors import UsageError
+from .errors import UsageError, capture_error
 from .options import FLOW_HELP, build_config, replay_options
 from .output import start_progress
 from .params import BoundedInt, Keyword
@@ -91,7 +91,7 @@ def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) ->
     try:
         result = replay_capture(capture, cfg, listing or obs, cb)
     except CaptureError as e:
-        raise UsageError(str(e)) from None
+        raise capture_error(e, str(capture)) from None
     except OSError as e:
         raise UsageError(f"{capture}: {e.strerror}") from None
     finally:

@@ -13,7 +13,7 @@ from ..capture.reader import CaptureError
 from ..outputs import RunOutputs
 from ..report.schema import dumps
 from .command import Command
-from .errors import CheckFailed, EnvironmentProblem, UsageError
+from .errors import CheckFailed, EnvironmentProblem, UsageError, capture_error
 from .output import NamedOutput, open_out, start_progress
 from .params import BoundedInt, Keyword
 
@@ -136,7 +136,7 @@ def _prepare(
     try:
         loaded = load_capture(capture, cfg, cb)
     except CaptureError as e:
-        raise UsageError(str(e)) from None
+        raise capture_error(e, str(capture)) from None
     finally:
         if cb is not None:
             cb.stop()  # the display, when it was shown

@@ -9,7 +9,7 @@ import click
 from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
 from .command import Command
-from .errors import UsageError
+from .errors import UsageError, capture_error
 from .options import FLOW_HELP, build_config, replay_options
 from .output import NamedOutput, open_out, output_error, report_console, start_progress, write_export
 from .params import BoundedInt, Keyword, SecondsOrOff
@@ -209,7 +209,7 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
     try:
         result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:
-        raise UsageError(str(e)) from None
+        raise capture_error(e, str(capture)) from None
     except PcapTimeError as e:
         # the run stops: the --write-pcap files it wrote would lack this frame and every later one, so they go
         # (with every other output of the run)
