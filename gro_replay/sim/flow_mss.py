@@ -31,8 +31,9 @@ class FlowMss:
     _syn_mss_key: dict[int, tuple]
 
     def flow_ended(self, fid: int, ts_ns: int) -> bool:
-        """Whether flow ``fid`` had ended by ``ts_ns``: ``Ingest.flow_ended`` (never), overridden by the Replayer
-        (sim/retiring.py) when flows are retired."""
+        """Whether flow ``fid`` had ended by the arrival of a frame of its key at ``ts_ns`` (ns), so that the frame
+        starts a new flow. False here (flows never end); ``Replayer`` (sim/retiring.py) answers by the model's
+        clock and the flow tracker's timeouts."""
         return False
 
     def _learn_mss(self, fid: int, frame: bytes, l4: int) -> None:

@@ -316,12 +316,6 @@ class Ingest(FlowMss):
         frame whose flow had ended starts a new flow, ``Replayer.fresh_flow``)."""
         return None
 
-    def flow_ended(self, fid: int, ts_ns: int) -> bool:
-        """Whether flow ``fid`` had ended by the arrival of a frame of its key at ``ts_ns`` (ns), so that the frame
-        starts a new flow. False here (flows never end); ``Replayer`` (sim/retiring.py) answers by the model's
-        clock and the flow tracker's timeouts."""
-        return False
-
     def _filtered(self, records: Iterable[tuple[int, bytes, int, int]]) -> Iterator[Frame]:
         inp = self.input
         filtered = inp.filtered
