@@ -234,7 +234,6 @@ class ReplayConfig:
         if self.rss not in RSS_MODES:
             raise ConfigError(f"unknown --rss {self.rss!r}; choose {', '.join(RSS_MODES)}")
         self._validate_flows()
-        self._validate_devices()
         if not 1 <= self.weight <= 64:
             raise ConfigError("NAPI weight must be 1..64")
         if self.hz <= 0:
@@ -245,6 +244,7 @@ class ReplayConfig:
         overlap = set(self.vxlan_ports) & set(self.geneve_ports)
         if overlap:
             raise ConfigError(f"port {min(overlap)} given as both VXLAN and Geneve")
+        self._validate_devices()  # the devices of the ports as the kernels make them
         if not 1 <= self.rx_queues <= RSS_INDIR_TABLE_SIZE:
             raise ConfigError(f"--rx-queues must be 1..{RSS_INDIR_TABLE_SIZE}")
         self.resegment = parse_resegment(str(self.resegment))
