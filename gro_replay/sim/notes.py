@@ -44,7 +44,7 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
                 "of the capture)"
             )
     replayed = inp.classes.get(CLS_TUNNEL_TCP) or inp.classes.get(CLS_TUNNEL_OTHER)
-    hidden = hidden_text(inp)
+    hidden = hidden_text(inp, hint=False)  # capture_notes' snaplen note says how to get whole frames
     if hidden and (replayed or notes):
         # tunnel frames replayed (or other notes on tunnel ports) and others skipped: the counts cover the replayed
         notes.append(f"not in the counts: {hidden}")

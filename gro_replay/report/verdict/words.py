@@ -114,9 +114,10 @@ WHOLE_FRAMES_HINT = (
 _KIND_NAMES = {"vxlan": "VXLAN", "geneve": "Geneve"}
 
 
-def hidden_text(inp) -> str:
+def hidden_text(inp, hint: bool = True) -> str:
     """The tunnel frames skipped, in words, e.g. "20 frames to a VXLAN port were cut short (snaplen_cut) and not
-    replayed: capture or copy whole frames: …"; "" when none. Each reason is one clause, by reason."""
+    replayed: capture or copy whole frames: …"; "" when none. Each reason is one clause, by reason. ``hint``:
+    with how to get whole frames (``WHOLE_FRAMES_HINT``; the input notes leave it to the snaplen note)."""
     parts = []
     for reason, kinds in to_tunnel_ports(inp).items():
         n = sum(kinds.values())
@@ -125,7 +126,7 @@ def hidden_text(inp) -> str:
         what = "cut short" if reason == SKIP_SNAPLEN else "skipped as malformed"
         parts.append(
             f"{n:,} {plural(n, 'frame')} to a {where} {port} {'was' if n == 1 else 'were'} {what} ({reason}) and "
-            f"not replayed{': ' + WHOLE_FRAMES_HINT if reason == SKIP_SNAPLEN else ''}"
+            f"not replayed{': ' + WHOLE_FRAMES_HINT if hint and reason == SKIP_SNAPLEN else ''}"
         )
     return "; ".join(parts)
 
