@@ -381,3 +381,18 @@ def test_the_library_refuses_one_kernel_model_twice(pair):
     with pytest.raises(ConfigError):
         replay_capture(str(FIX_SAMPLE), cfg)
     ReplayConfig(kernels=(resolve_kernel(pair[0]), resolve_kernel("5.12"))).validate()  # 89e5c58fc1e2 differs
+
+
+@pytest.mark.parametrize("nic", ["virtio-net", "ena", "gve", "veth"])
+def test_a_tunnel_port_is_programmed_only_on_a_nic_that_offloads_them(runner, nic):
+    # kernel/nic.py NicPreset.tunnel_port_offload: these drivers register no udp_tunnel_nic ports (newcomer's
+    # finding: '--nic virtio-net --nic-tunnel-port on' was taken and reported as 'tunnel port on')
+    r = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", nic, "--nic-tunnel-port", "on"])
+    assert r.exit_code == 2
+    assert r.stderr.strip() == (
+        f"Error: --nic-tunnel-port on: the {nic} preset has no tunnel port offload (udp_tunnel_nic) to program; "
+        "leave it off"
+    )
+    assert (
+        runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "ice", "--nic-tunnel-port", "on"]).exit_code == 0
+    )

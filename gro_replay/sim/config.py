@@ -220,13 +220,23 @@ class ReplayConfig:
                 "NAME-PORT): one device each"
             )
 
-    def validate(self) -> None:
-        """Raises ConfigError naming the bad value."""
-        self._validate_kernels()
+    def _validate_nic(self) -> None:
+        """The --nic preset known, the checksum state it decides only with it, and its tunnel port programmable only
+        when its driver offloads tunnel ports (kernel/nic.py ``NicPreset.tunnel_port_offload``)."""
         if self.nic is not None and self.nic not in NIC_PRESETS:
             raise ConfigError(f"unknown --nic {self.nic!r}; choose from {', '.join(NIC_PRESETS)}")
         if self.rx_csum == "nic" and self.nic is None:
             raise ConfigError("rx_csum 'nic' needs a --nic preset")
+        if self.nic_tunnel_port and self.nic is not None and not NIC_PRESETS[self.nic].tunnel_port_offload:
+            raise ConfigError(
+                f"--nic-tunnel-port on: the {self.nic} preset has no tunnel port offload (udp_tunnel_nic) to "
+                "program; leave it off"
+            )
+
+    def validate(self) -> None:
+        """Raises ConfigError naming the bad value."""
+        self._validate_kernels()
+        self._validate_nic()
         if self.rx_csum not in RX_CSUM_PROFILES and self.rx_csum != "nic":
             raise ConfigError(
                 f"unknown --rx-csum {self.rx_csum!r}; choose from {', '.join(RX_CSUM_PROFILES)}"
