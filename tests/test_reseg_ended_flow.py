@@ -25,7 +25,7 @@ from dataclasses import replace
 import pytest
 from conftest import without_engine
 
-from gro_replay.packet.build import ACK, FIN, SYN, FrameSpec, build_frame
+from gro_replay.packet.build import ACK, FIN, SYN, FrameSpec, build_frame, peer_spec
 from gro_replay.report.document import document
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 
@@ -40,15 +40,7 @@ B = replace(A, inner_src="10.244.1.2", inner_dst="10.244.2.2", sport=33001, udp_
 SUPER = replace(A, seq=1600, payload=1398)
 #: A's peer: the other direction of A's TCP connection (inner and outer addresses and ports swapped), whose SYN's MSS
 #: option is what A's sender clamps its segments to (net/ipv4/tcp_input.c tcp_parse_options → rx_opt.mss_clamp)
-A_PEER = replace(
-    A,
-    inner_src=A.inner_dst,
-    inner_dst=A.inner_src,
-    sport=A.dport,
-    dport=A.sport,
-    outer_src="10.0.0.2",
-    outer_dst="10.0.0.1",
-)
+A_PEER = peer_spec(A)
 #: polls of 2 frames (budget: the first poll is [A's first frame, B's], ending before the super-frame is decoded)
 WEIGHT = 2
 POLLS = ["budget", "gap:3", "rx-usecs:16", "rx-usecs:5000"]

@@ -31,6 +31,7 @@ from gro_replay.packet.build import (
     flow_specs,
     frame_layout,
     pattern_payload,
+    peer_spec,
 )
 from gro_replay.resegment import KEEP_NOT_TUNNEL, Resegmenter, parse_super_frame
 from gro_replay.sim import ReplayConfig, replay_capture, replay_frames
@@ -641,16 +642,8 @@ def test_auto_subtracts_the_tcp_options_from_the_syn_mss_option(mss_option, segm
     sends 48 − 12 = 36 (5000 = 138 × 36 + 32)."""
     data = FrameSpec(flags=ACK, timestamps=True, payload=1)
     # the peer's SYN-ACK announces the MSS (the other direction of the connection: addresses and ports swapped)
-    syn = replace(
-        data,
-        inner_src="192.168.1.2",
-        inner_dst="192.168.1.1",
-        sport=data.dport,
-        dport=data.sport,
-        payload=0,
-        flags=0x12,
-        tcp_options=b"\x02\x04" + struct.pack("!H", mss_option),
-        timestamps=False,
+    syn = peer_spec(
+        data, payload=0, flags=0x12, tcp_options=b"\x02\x04" + struct.pack("!H", mss_option), timestamps=False
     )
     tiny = replace(data, seq=data.seq + 1)
     sup = replace(tiny, seq=tiny.seq + 1, payload=5000, flags=ACK | PSH)
@@ -667,15 +660,7 @@ def test_auto_takes_the_mss_the_peer_announced(a_announces, b_announces, segment
     own SYN was used)."""
     a = FrameSpec(flags=ACK, timestamps=False, payload=1)
     a_syn = replace(a, flags=0x02, payload=0, tcp_options=b"\x02\x04" + struct.pack("!H", a_announces))
-    b_syn = replace(
-        a_syn,
-        inner_src="192.168.1.2",
-        inner_dst="192.168.1.1",
-        sport=a.dport,
-        dport=a.sport,
-        flags=0x12,
-        tcp_options=b"\x02\x04" + struct.pack("!H", b_announces),
-    )
+    b_syn = peer_spec(a_syn, flags=0x12, tcp_options=b"\x02\x04" + struct.pack("!H", b_announces))
     tiny = replace(a, seq=a.seq + 1)
     sup = replace(tiny, seq=tiny.seq + 1, payload=3000, flags=ACK | PSH)
     res = replay_frames(_frames([a_syn, b_syn, tiny, sup]), ReplayConfig(kernels=(K_5_12,), resegment="auto"))

@@ -210,22 +210,13 @@ def test_reseg_mss1_one_tso64k_uses_the_senders_mss() -> None:
 def test_auto_takes_the_syn_mss_option_when_no_segment_says_more() -> None:
     from dataclasses import replace
 
-    from gro_replay.packet.build import build_frame
+    from gro_replay.packet.build import build_frame, peer_spec
 
     SYN = 0x02
     mss_opt = b"\x02\x04\x03\xe8"  # MSS 1000
     data = FrameSpec(flags=0x10, timestamps=False, payload=1)
     # the peer's SYN-ACK (addresses and ports swapped) announces the MSS the data's sender may use
-    syn = replace(
-        data,
-        inner_src="192.168.1.2",
-        inner_dst="192.168.1.1",
-        sport=data.dport,
-        dport=data.sport,
-        payload=0,
-        flags=SYN | 0x10,
-        tcp_options=mss_opt,
-    )
+    syn = peer_spec(data, payload=0, flags=SYN | 0x10, tcp_options=mss_opt)
     tiny = replace(data, seq=data.seq + 1)
     sup = replace(tiny, seq=tiny.seq + 1, payload=5000, flags=0x18)
     frames = [(i * US, build_frame(s)) for i, s in enumerate((syn, tiny, sup))]

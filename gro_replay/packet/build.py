@@ -164,6 +164,23 @@ class FrameSpec:
         return self.inner_src or d_src, self.inner_dst or d_dst
 
 
+def peer_spec(spec: FrameSpec, **changes) -> FrameSpec:
+    """The other direction of ``spec``'s connection: outer and inner addresses and TCP ports swapped (the outer UDP
+    source port is the sender's flow hash, kept unless ``changes`` set it), then ``changes`` applied."""
+    osrc, odst = spec.resolved_outer_addrs()
+    isrc, idst = spec.resolved_inner_addrs()
+    peer = replace(
+        spec,
+        outer_src=odst,
+        outer_dst=osrc,
+        inner_src=idst,
+        inner_dst=isrc,
+        sport=spec.dport,
+        dport=spec.sport,
+    )
+    return replace(peer, **changes)
+
+
 class FrameLayout(NamedTuple):
     """Byte offsets of each header in a frame from :func:`build_frame`, and its lengths."""
 
