@@ -96,3 +96,17 @@ def test_two_tunnel_devices_of_one_name_are_refused():
     # same name (kernel/kernel.py tunnel_devices)
     with pytest.raises(ConfigError, match="two tunnel devices would be named 'abcdefghij-4789'"):
         ReplayConfig(vxlan_dev="abcdefghij-4789", vxlan_ports=(8472, 4789)).validate()
+
+
+def test_the_json_names_each_tunnel_port_s_device(runner):
+    """config.tunnel_devices: one device per tunnel port, as the kernels make them (kernel/kernel.py
+    tunnel_devices): the default ports 4789 and 8472 (VXLAN) and 6081 (Geneve)."""
+    import json
+
+    from conftest import FIX_SAMPLE
+
+    doc = json.loads(runner.invoke(main, [str(FIX_SAMPLE), "-q", "--format", "json"]).stdout)
+    assert doc["config"]["tunnel_devices"] == {"4789": "vxlan0", "8472": "vxlan0-8472", "6081": "geneve0"}
+    args = [str(FIX_SAMPLE), "-q", "--format", "json", "--tunnel-dev", "flannel.1", "--vxlan-port", "8472"]
+    doc = json.loads(runner.invoke(main, args).stdout)
+    assert doc["config"]["tunnel_devices"] == {"8472": "flannel.1", "6081": "flannel.1-6081"}

@@ -389,7 +389,9 @@ def test_interrupted_run_cleans_up(sig, phase):
 
 @needs_kernel
 def test_remove_leftovers_deletes_what_a_killed_run_left_and_nothing_else():
-    dead = f"groreplay-{2**22 + 1}-0123abcd"  # above PID_MAX_LIMIT: never a live process
+    # above PID_MAX_LIMIT: never a live process; a random tag of its own, so that two test runs at once (two
+    # clones' CI) do not add the same namespace
+    dead = f"groreplay-{2**22 + 1}-{os.urandom(4).hex()}"
     subprocess.run(["ip", "netns", "add", f"{dead}-a"], check=True)
     with Tracefs() as t:
         (t.root / "instances" / dead).mkdir()

@@ -254,6 +254,15 @@ def kernel_cmd(
         render(result, console, hist=not no_hist)
 
 
+def _backend_tunnel_devices(cfg, ports, oracle) -> dict[str, str]:
+    """``config.tunnel_devices`` of the kernel backend's document: the tunnel devices the backend made (its vxlan
+    devices on ``ports``, its geneve device when the capture held Geneve: ``oracle.tunnel_ports``), each under the
+    simulator's name for its port (``ReplayConfig.devices``), keyed by the port as text."""
+    names = replace(cfg, vxlan_ports=tuple(ports)).tunnel_devices_by_port()
+    made = set((getattr(oracle, "tunnel_ports", None) or {}).values()) or set(ports)
+    return {port: name for port, name in names.items() if int(port) in made}
+
+
 def _document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_to_tunnel) -> dict:
     """The kernel backend's JSON document: the replay document with the config the backend really used (the
     simulator's constants do not apply) and a ``kernel`` object about the run."""
@@ -268,6 +277,7 @@ def _document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_t
         "vxlan_ports": list(ports),
         "vxlan_gbp": cfg.vxlan_gbp,
         "devices": {"phys": phys_dev, "vxlan": tunnel_dev},
+        "tunnel_devices": _backend_tunnel_devices(cfg, ports, oracle),
         "resegment": "auto",
         "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
         "gro": dict(cfg.gro),

@@ -308,6 +308,11 @@ class ReplayConfig:
             return f"--nic {self.nic} (tunnel port {'on' if self.nic_tunnel_port else 'off'})"
         return f"--rx-csum {self.rx_csum}" + (f" (--nic {self.nic})" if self.nic else "")
 
+    def tunnel_devices_by_port(self) -> dict[str, str]:
+        """Each tunnel port's device name (``devices``), keyed by the port as text: the JSON's
+        ``config.tunnel_devices``, e.g. ``{"4789": "vxlan0", "8472": "vxlan0-8472", "6081": "geneve0"}``."""
+        return {str(port): name for name, stage, port in self.devices() if stage == "tunnel"}
+
     def nic_words(self) -> str:
         """How the report's NIC line (text, Markdown) and JSON ``config.nic.description`` name the NIC model. With
         ``--nic`` the preset's; without it the checksum state and the poll model are separate defaults that no one
@@ -376,6 +381,7 @@ class ReplayConfig:
             "detect_tunnels": list(self.detect_tunnels),
             "interface": self.interface,
             "devices": {"phys": self.phys_dev, "vxlan": self.vxlan_dev, "geneve": self.geneve_dev},
+            "tunnel_devices": self.tunnel_devices_by_port(),
             "tunnel_metadata": self.tunnel_metadata,
             "udp6_zero_csum_rx": self.udp6_zero_csum_rx,
             "vxlan_gbp": self.vxlan_gbp,
