@@ -277,8 +277,13 @@ def descriptor_refusal(paths: Sequence[str]) -> str | None:
 
 
 #: file names a directory given to ``batch`` contributes (``expand_directories``): what tcpdump, dumpcap and
-#: editcap write, and those gzip-compressed (the reader takes gzip)
-CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".cap.gz")
+#: editcap write, and those compressed: gzip (the reader takes it), and xz, zstd, bzip2, lz4, which the reader
+#: refuses naming what to do (capture/reader.py ``OTHER_FORMATS``), so that they fail visibly, not vanish
+CAPTURE_SUFFIXES = tuple(
+    base + comp
+    for base in (".pcap", ".pcapng", ".cap")
+    for comp in ("", ".gz", ".xz", ".zst", ".bz2", ".lz4")
+)
 
 
 def expand_directories(paths: Sequence[str]) -> list[str]:
@@ -305,8 +310,9 @@ def expand_directories(paths: Sequence[str]) -> list[str]:
             and os.path.isfile(os.path.join(path, n))
         ]
         if not found:
-            kinds = ", ".join(f"*{s}" for s in CAPTURE_SUFFIXES)
-            raise ValueError(f"{path}: a directory with no capture file in it ({kinds})")
+            raise ValueError(
+                f"{path}: a directory with no capture file in it (*.pcap, *.pcapng, *.cap, also compressed)"
+            )
         out.extend(found)
     return out
 

@@ -436,11 +436,21 @@ def test_a_directory_is_its_capture_files(tmp_path):
 
     d = tmp_path / "caps"
     (d / "sub").mkdir(parents=True)
-    for name in ("b.pcapng", "a.pcap", "c.PCAP.GZ", "d.cap", "notes.txt", "sub/e.pcap", ".hidden.pcap"):
+    for name in (
+        "b.pcapng",
+        "a.pcap",
+        "c.PCAP.GZ",
+        "d.cap",
+        "notes.txt",
+        "sub/e.pcap",
+        ".hidden.pcap",
+        "f.pcap.xz",
+    ):
         (d / name).write_bytes(b"")
     assert expand_directories([str(tmp_path / "x.pcap"), str(d)]) == [
         str(tmp_path / "x.pcap"),
-        *(str(d / n) for n in ("a.pcap", "b.pcapng", "c.PCAP.GZ", "d.cap")),
+        # an xz-compressed one too: the reader refuses it naming what to do, so it fails visibly
+        *(str(d / n) for n in ("a.pcap", "b.pcapng", "c.PCAP.GZ", "d.cap", "f.pcap.xz")),
     ]
 
 

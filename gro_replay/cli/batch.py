@@ -151,7 +151,8 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
     """Replay many captures in parallel on Dask, each exactly as 'gro-replay CAPTURE' would.
 
     PATHS are capture files, or directories whose *.pcap, *.pcapng and *.cap files (any case, also
-    gzip-compressed: *.pcap.gz …) are replayed, in name order (not hidden files, not subdirectories).
+    compressed: *.pcap.gz …; only gzip is read, the others fail saying so) are replayed, in name order
+    (not hidden files, not subdirectories).
 
     Per capture: frames, phys/tunnel skbs per kernel, affected flows; under the table, the error that
     stopped each failed capture (a failed capture does not stop the others). Exit 0 when every capture
