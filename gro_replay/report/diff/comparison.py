@@ -153,30 +153,37 @@ def _pair_kernels(base: dict, cur: dict) -> list[tuple[dict, dict]]:
     )
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flat(v, key + "."))
-        else:
-            out[key] = v
-    return out
+_ABSENT = object()
 
 
-def _value_words(flat: dict, key: str) -> str:
-    """A document's value of ``key`` as the JSON spells it (``"ice"``, ``null``, ``true``, ``[4789, 8472]``), or
-    ``(absent)`` when the document has no such key (an older one)."""
-    return json.dumps(flat[key], ensure_ascii=False) if key in flat else "(absent)"
+def _value_words(value) -> str:
+    """A document's value as the JSON spells it (``"ice"``, ``null``, ``true``, ``[4789, 8472]``; an object as
+    ``{…N fields}``), or ``(absent)`` for a key the document lacks (an older one)."""
+    if value is _ABSENT:
+        return "(absent)"
+    if isinstance(value, dict):
+        return f"{{…{len(value)} {'field' if len(value) == 1 else 'fields'}}}"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _changes(base, cur, key: str) -> list[str]:
+    """``config KEY: BASE → CUR`` for each value that differs under ``key``, objects present on both sides compared
+    field by field, an object on one side only said once (``null → {…9 fields}``)."""
+    if isinstance(base, dict) and isinstance(cur, dict):
+        return [
+            line
+            for k in sorted(set(base) | set(cur))
+            for line in _changes(base.get(k, _ABSENT), cur.get(k, _ABSENT), f"{key}.{k}" if key else k)
+        ]
+    if base is not _ABSENT and cur is not _ABSENT and base == cur:
+        return []
+    return [f"config {key}: {_value_words(base)} → {_value_words(cur)}"]
 
 
 def _config_notes(base: dict, cur: dict) -> list[str]:
-    bc = _flat({k: v for k, v in base.get("config", {}).items() if k != "kernels"})
-    cc = _flat({k: v for k, v in cur.get("config", {}).items() if k != "kernels"})
-    notes = []
-    for key in sorted(set(bc) | set(cc)):
-        if bc.get(key) != cc.get(key) or (key in bc) != (key in cc):
-            notes.append(f"config {key}: {_value_words(bc, key)} → {_value_words(cc, key)}")
+    bc = {k: v for k, v in base.get("config", {}).items() if k != "kernels"}
+    cc = {k: v for k, v in cur.get("config", {}).items() if k != "kernels"}
+    notes = _changes(bc, cc, "")
     if base.get("backend") != cur.get("backend"):
         notes.append(f"backend: {base.get('backend')} → {cur.get('backend')}")
     return notes + _kernel_model_notes(base, cur)
