@@ -29,6 +29,7 @@ import numpy as np
 from .pcapng import MAX_CAPLEN
 from .snaplen import CaplenOverSnaplen
 from .stream import CaptureError
+from .time_order import TimeOrder
 
 _NS = 1_000_000_000
 _REC_LEN = 16
@@ -80,12 +81,14 @@ class CaptureFile(Protocol):
     """What the block readers read of an open ``reader.Capture`` (a protocol, so that reader.py, which reads pcapng
     through pcapng_chunks.py, is not imported back): its format (``"pcap"``/``"pcapng"``), classic pcap's record
     layout, the decompressed stream and the offset of the next record in it (bytes), the count of records cut at
-    end of file, the declared snaplens and the count of records longer than theirs (snaplen.py), and the capture's
+    end of file, the declared snaplens and the count of records longer than theirs (snaplen.py), the records' time
+    order (time_order.py), and the capture's
     error messages (``CaptureError`` naming a file offset)."""
 
     truncated_records: int
     snaplens: list[int]
     caplen_over_snaplen: CaplenOverSnaplen
+    time_order: TimeOrder
 
     @property
     def format(self) -> str: ...
@@ -321,9 +324,10 @@ class PcapChunks:
 
     def _count_over_snaplen(self, chunk: RecordChunk, file_base: int) -> None:
         """Count the records of ``chunk`` (``file_base``: file offset of its ``buf[0]``) not counted before (the
-        records a caller kept come again) that are longer than the file header's snaplen."""
+        records a caller kept come again) that are longer than the file header's snaplen, and their time order."""
         fresh = chunk.data - _REC_LEN + file_base >= self._counted
         self.capture.caplen_over_snaplen.add_records(self.capture.snaplens[0], chunk.caplen[fresh])
+        self.capture.time_order.add_records(chunk.ts_ns[fresh])
         self._counted = max(self._counted, file_base + chunk.end)
 
     def _walk(self, buf: bytearray, start: int, n: int, file_base: int, limit: int | None) -> RecordChunk:

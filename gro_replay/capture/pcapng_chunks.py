@@ -343,6 +343,7 @@ class PcapngChunks:
             pieces.append((offs[:m], offs[:m] + _EPB_DATA, caplen[:m], f[:m, 6], ts[:m], glob))
             cap.records_walked += m
             cap.caplen_over_snaplen.add_records(np.array(cap.snaplens, np.int64)[glob], caplen[:m])
+            cap.time_order.add_records(ts[:m])
         if m < len(offs):
             at = base + int(offs[m])
             if bad_len[m]:
@@ -385,6 +386,7 @@ class PcapngChunks:
             if not 0 <= ts_ns <= _TS_NS_MAX:
                 raise cap._corrupt(base + off, f"timestamp {ts_ns} ns outside 1970..2262")
             self._ts = ts_ns
+            cap.time_order.add(ts_ns)
         cap.records_walked += 1
         cap.caplen_over_snaplen.add(cap.snaplens[iface_id + self._iface_base], caplen)
         one = np.array  # one record: arrays of one entry

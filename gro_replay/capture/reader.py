@@ -54,6 +54,7 @@ from .pcapng import _NS, _PCAPNG_SHB, MAX_CAPLEN, PcapngBlocks, with_dpkt_errors
 from .pcapng_chunks import PcapngChunks
 from .snaplen import CaplenOverSnaplen
 from .stream import READ_ERRORS, CaptureError, DigestingRaw, GzipStream, read_exactly
+from .time_order import TimeOrder
 
 __all__ = [
     "DLT_EN10MB",
@@ -176,6 +177,8 @@ class Capture(PcapngBlocks):
         self.snaplens: list[int] = []
         #: records longer than their declared snaplen, counted by the record readers as they read each record
         self.caplen_over_snaplen = CaplenOverSnaplen()
+        #: records timestamped before one read before them (capture/time_order.py)
+        self.time_order = TimeOrder()
         #: pcapng: (link type, if_name or None) of each interface of the current section, by interface id
         self.interfaces: list[tuple[int, str | None]] = []
         #: pcapng: the interface id of the record last yielded, within its section (None for classic pcap)
@@ -250,6 +253,7 @@ class Capture(PcapngBlocks):
         linktype = self.linktype
         snaplen = self.snaplens[0] or MAX_CAPLEN  # 0: no limit (no record holds more than MAX_CAPLEN)
         over = self.caplen_over_snaplen.add
+        in_order = self.time_order.add
         off = self._offset
         try:
             while True:
@@ -272,7 +276,9 @@ class Capture(PcapngBlocks):
                 off += rec_len + caplen
                 if caplen > snaplen:
                     over(snaplen, caplen)
-                yield sec * _NS + frac * frac_ns, buf, orig_len, linktype
+                ts = sec * _NS + frac * frac_ns
+                in_order(ts)
+                yield ts, buf, orig_len, linktype
         except READ_ERRORS as e:
             raise self._read_error(e, off) from e
 

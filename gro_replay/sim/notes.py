@@ -295,13 +295,23 @@ JUMBO_MAX = 9216
 def account_capture_end(cap: Capture, inp: InputStats) -> None:
     """How the capture ended, and what its reader counted as it read, into the input accounting, one rule for every
     reader (pcap, pcapng, gzip or not, a file or a pipe): the records longer than their declared snaplen
-    (``InputStats.caplen_over_snaplen``, capture/snaplen.py) and their note (``over_snaplen_text``); a record cut
+    (``InputStats.caplen_over_snaplen``, capture/snaplen.py) and their note (``over_snaplen_text``); records
+    timestamped before one read before them (capture/time_order.py), in a note; a record cut
     short at its end is a frame read and skipped (``truncated_record``), and a note says the capture is truncated
     and what was read before the cut; gzip data that ends before its end-of-stream marker (RFC 1952 trailer) is a
     truncated capture too, whose records before the cut were all read (only a record cut with it is counted)."""
     inp.caplen_over_snaplen = cap.caplen_over_snaplen.as_list()
     if inp.caplen_over_snaplen:
         inp.notes.append(over_snaplen_text(inp.caplen_over_snaplen, cap.format))
+    order = cap.time_order
+    if order.behind:
+        n = order.behind
+        inp.notes.append(
+            f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} timestamped before a record read before "
+            f"{'it' if n == 1 else 'them'} (by up to {order.largest_step_back_ns / 1000:,.3f} µs): the capture is "
+            "not in time order (captures joined with mergecap -a, a clock step, several interfaces' clocks); the "
+            "replay takes a frame that goes back in time as arriving at the latest time seen, so no poll goes back"
+        )
     complete = inp.frames_read
     if cap.truncated_records:
         inp.frames_read += cap.truncated_records
