@@ -214,9 +214,10 @@ class RecordCounter:
     one header read per record and no record body looked at: classic pcap records (the file header of 24 bytes
     skipped, then ``caplen`` at offset 8 of each record header) or pcapng packet blocks (every block walked by its
     total length; a section header block sets the byte order of those after it). Runs of records of one length
-    (bulk traffic) are counted with one vectorised check (chunks.py ``stride_prefix``), by chunks.py's rule: after a
-    run shorter than ``_MIN_RUN`` the headers are walked one by one until ``_MIN_RUN`` in a row share a length (and
-    pcapng block type), never across a section header block. Bytes that cannot be a record
+    (bulk traffic) are counted with one vectorised check (chunks.py ``stride_prefix``), by the rule of the readers'
+    walk (chunks.py ``SizeWalk``): the headers are walked one by one until ``_MIN_RUN`` in a row share a length
+    (and pcapng block type), never across a section header block; the counter keeps its own loop, as it reads a
+    stream being copied, not a reader's buffer. Bytes that cannot be a record
     (a caplen over ``MAX_CAPLEN``, a block length under 12 or not a multiple of 4) end the count: ``complete``
     is then None (the replay names the problem when it reads the copy)."""
 
