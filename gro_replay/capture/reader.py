@@ -91,27 +91,19 @@ _PCAP_MAGICS = {
 #: compressed files other than gzip (xz, zstd, bzip2, lz4: their format specifications' magic numbers), zip
 #: archives, and capture formats that editcap converts (Sun snoop, RFC 1761: "snoop\0\0\0"); each told by the
 #: first 4 bytes, all a replay reads before it refuses (more could wait on a pipe whose writer is still open)
-OTHER_FORMATS = (
+OTHER_FORMATS = tuple(
     (
-        b"\xfd7zX",
-        "xz-compressed",
-        "decompress it first (xz -dc FILE | gro-replay -); only gzip is read directly",
-    ),
-    (
-        b"\x28\xb5\x2f\xfd",
-        "zstd-compressed",
-        "decompress it first (zstd -dc FILE | gro-replay -); only gzip is read directly",
-    ),
-    (
-        b"BZh",
-        "bzip2-compressed",
-        "decompress it first (bzip2 -dc FILE | gro-replay -); only gzip is read directly",
-    ),
-    (
-        b"\x04\x22\x4d\x18",
-        "lz4-compressed",
-        "decompress it first (lz4 -dc FILE | gro-replay -); only gzip is read directly",
-    ),
+        magic,
+        f"{tool}-compressed",
+        f"decompress it first ({tool} -dc FILE | gro-replay -); only gzip is read directly",
+    )
+    for magic, tool in (
+        (b"\xfd7zX", "xz"),
+        (b"\x28\xb5\x2f\xfd", "zstd"),
+        (b"BZh", "bzip2"),
+        (b"\x04\x22\x4d\x18", "lz4"),
+    )
+) + (
     (b"PK\x03\x04", "a zip archive", "extract the capture first (unzip -p ARCHIVE NAME | gro-replay -)"),
     (b"snoo", "a snoop capture", "convert it first (editcap -F pcap FILE out.pcap)"),
 )

@@ -97,8 +97,7 @@ def render_table(doc: dict, console: Console) -> None:
             cells.append(str(r["affected_flows"]) if r["affected_flows"] is not None else "-")
         table.add_row(*cells)
         if r["error"]:
-            error = r["error"]  # the reader's errors start with the path: named once
-            error = error.removeprefix(f"{r['path']}: ")
+            error = r["error"].removeprefix(f"{r['path']}: ")  # the reader's errors name the path: once here
             failed.append(f"failed: {shown}: {error}")
     from rich.cells import cell_len
     from rich.measure import Measurement

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 
@@ -20,7 +22,7 @@ def capture_error(e: Exception, capture: str) -> UsageError:
     """The usage error (exit 2) for a capture the reader refused (``CaptureError``): its one line, and for a
     directory the command that replays the captures in it."""
     text = str(e)
-    if text.endswith(": is a directory"):
+    if os.path.isdir(capture):
         text += f": 'gro-replay batch {capture}' replays the captures in it"
     return UsageError(text)
 

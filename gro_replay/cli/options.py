@@ -366,7 +366,7 @@ def _fix_with_kernel(fix: bool, given: list[KernelModel], named: dict[str, str])
 
     flag, model, which = ("--fix", K_5_12, "post-fix") if fix else ("--no-fix", K_5_11, "pre-fix")
     head = f"--kernel and {flag} are exclusive: {flag} is --kernel {model.release} (the {which} model)"
-    same = next((g for g in given if g.switches() == model.switches()), None)
+    same = next((g for g in given if same_model((g, model))), None)
     if same is not None:
         return f"{head}, which --kernel {shown(named[same.name], 48)} already runs: leave out {flag}"
     rels = " ".join(f"--kernel {shown(named[g.name], 48)}" for g in given)

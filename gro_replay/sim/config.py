@@ -16,6 +16,7 @@ from ..kernel.nic import (
     RSS_MODES,
     RX_CSUM_PROFILES,
 )
+from ..kernel.nic_skb import VETH_LINEAR
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
 from ..report import FLOWS_MAX_DEFAULT
 from ..resegment import MAX_TCP_OPTION_BYTES, TCP_MIN_SND_MSS, min_payload
@@ -322,7 +323,11 @@ class ReplayConfig:
         whose driver's skb layout is not modelled (kernel/nic_skb.py: virtio-net, vmxnet3, ena, gve) says so."""
         if self.nic is not None:
             preset = NIC_PRESETS.get(self.nic)
-            unbuilt = preset is not None and preset.rx_skb.head_frag_from is None and self.nic != "veth"
+            unbuilt = (
+                preset is not None
+                and preset.rx_skb.head_frag_from is None
+                and preset.rx_skb is not VETH_LINEAR
+            )
             return self.rx_csum_words() + (
                 f"; its skbs built with veth's linear layout (the {self.nic} driver's is not modelled: on 6.1+ the "
                 "tunnel device's skb_has_frag_list flushes may be more than the driver's)"

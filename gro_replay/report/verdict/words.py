@@ -473,12 +473,17 @@ def drop_list(counter: Counter, unit: str = "frame", limit: int = 2) -> str:
     """``reason ×n, …`` of the top ``limit`` drop reasons, then "and N more frames (M other reasons)" so the counts
     add up (``unit``: what the counter counts)."""
     items = by_count(counter)
-    text = ", ".join(f"{k} ×{v:,}" for k, v in items[:limit])
+    return ", ".join(f"{k} ×{v:,}" for k, v in items[:limit]) + _the_rest(items, limit, unit, " and")
+
+
+def _the_rest(items: list, limit: int, unit: str, join: str) -> str:
+    """What ``items`` (``by_count``'s) beyond the first ``limit`` add up to: "{join} N more UNITs (M other
+    reasons)", or "" when there are none."""
     rest = sum(v for _, v in items[limit:])
-    if rest:
-        others = len(items) - limit
-        text += f" and {rest:,} more {plural(rest, unit)} ({others:,} other {plural(others, 'reason')})"
-    return text
+    if not rest:
+        return ""
+    others = len(items) - limit
+    return f"{join} {rest:,} more {plural(rest, unit)} ({others:,} other {plural(others, 'reason')})"
 
 
 def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None, unit: str = "skb") -> str:
@@ -492,8 +497,4 @@ def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = No
     items = by_count(counter)
     shown = items[:limit]
     text = "; ".join(f"{R.describe(k)} [{k}] ×{v:,}{_rule_note(k, model)}" for k, v in shown)
-    rest = sum(v for _, v in items[limit:])
-    if rest:
-        others = len(items) - limit
-        text += f"; and {rest:,} more {plural(rest, unit)} ({others:,} other {plural(others, 'reason')})"
-    return text
+    return text + _the_rest(items, limit, unit, "; and")
