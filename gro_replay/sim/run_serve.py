@@ -85,7 +85,7 @@ class RunServe:
             return False
         m = self._marks
         if m is None or m.block_runs is not block_runs:
-            m = self._marks = _Marks(block_runs, sizes, new)
+            m = self._marks = _Marks(block_runs, sizes, new, self.rep.config.weight)
             self._servable(m, range(p, len(sizes)))
         elif (
             m.generation[p] != self._generation()
@@ -123,10 +123,9 @@ class RunServe:
         polls = np.asarray([q for q in polls if m.new[q]], np.int64)
         js, at = m.runs_of(polls)
         nrun = np.diff(at)
-        runs, lists = m.runs, m.lists
-        weight = self.rep.config.weight
-        m.ei[js] = self._look_up(runs, lists, js, [s == weight for s in m.sizes], m)
-        holding, ends, cells_in, polled = self._entry_table(m.entries)
+        runs = m.runs
+        m.ei[js] = self._look_up(runs, m.lists, js, m.full, m)
+        holding, ends, cells_in, polled = self._entry_table(m)
         known = m.ei[js] >= 0
         ei = np.where(known, m.ei[js], len(m.entries))
 
@@ -136,14 +135,14 @@ class RunServe:
             return c[at[1:]] - c[at[:-1]]
 
         unknown = per_poll((~known).astype(np.int64)) > 0
-        bad = per_poll((np.asarray(lists.more, bool)[js] & ends[ei]).astype(np.int64)) > 0
+        bad = per_poll((m.more[js] & ends[ei]).astype(np.int64)) > 0
         held = holding[ei] & known
-        rows = np.asarray(lists.nkv, np.int64)[js]
+        rows = m.nkv[js]
         load = per_poll(rows * held)
         over = load > MAX_GRO_SKBS
         if over.any():  # the runs' distinct rows could fill a bucket: count the packets held at once
             hj = np.flatnonzero(held & np.repeat(over, nrun))
-            b = np.asarray(lists.bounds, np.int64)
+            b = m.bounds
             first = runs.order[b[js[hj]]]
             last = np.where(ends[ei[hj]], -1, runs.order[b[js[hj] + 1] - 1])
             poll = np.repeat(np.arange(len(polls)), nrun)[hj]
@@ -179,18 +178,28 @@ class RunServe:
             out.append(i)
         return out
 
-    def _entry_table(self, entries: list[list]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per entry, and a last row of zeros for unknown runs: held or merged a packet, still held one at its end
-        (bool), skbs put into each tunnel cell (int64 (entries + 1, cells)), and each cell's polls and full polls
-        (int64 (entries + 1, 2 * cells))."""
+    def _entry_table(self, m: _Marks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per entry of ``m.entries``, and a last row of zeros for unknown runs: held or merged a packet, still held
+        one at its end (bool), skbs put into each tunnel cell (int64 (entries + 1, cells)), and each cell's polls
+        and full polls (int64 (entries + 1, 2 * cells)). Entries only grow and a ``RunEntry`` does not change, so
+        the rows made already are kept in ``m.table`` and only the entries met since are added (all again when a
+        tunnel cell was met since)."""
         cells = self._cells_index
-        nu, nc = len(entries), len(cells)
+        nc = len(cells)
+        t = m.table
+        done = 0 if t is None or t[2].shape[1] != nc else len(t[0]) - 1
+        nu = len(m.entries)
+        if t is not None and done == nu:
+            return t
         holding = np.zeros(nu + 1, bool)
         ends = np.zeros(nu + 1, bool)
         cells_in = np.zeros((nu + 1, nc), np.int64)
         polled = np.zeros((nu + 1, 2 * nc), np.int64)
-        for i, e in enumerate(entries):
-            x: RunEntry = e[3]
+        if done and t is not None:
+            for new, old in zip((holding, ends, cells_in, polled), t, strict=True):
+                new[:done] = old[:done]
+        for i in range(done, nu):
+            x: RunEntry = m.entries[i][3]
             holding[i] = x.holding
             ends[i] = x.ends_held
             for nid, c in x.cells_in:
@@ -199,7 +208,8 @@ class RunServe:
                 ci = cells.get(nid)
                 if ci is not None:
                     polled[i, 2 * ci : 2 * ci + 2] = dp, df
-        return holding, ends, cells_in, polled
+        m.table = (holding, ends, cells_in, polled)
+        return m.table
 
     def _settle_served(self) -> None:
         """Add the counters of the runs of the polls ``_serve`` answered since the last call (module docstring)."""
@@ -215,7 +225,7 @@ class RunServe:
         by_entry = np.bincount(ei, minlength=len(m.entries))
         grouped = js[np.argsort(ei, kind="stable")]  # the runs, entry by entry
         cut = np.cumsum(by_entry) - by_entry
-        bounds = np.asarray(m.lists.bounds, np.int64)
+        bounds = m.bounds
         for i in np.flatnonzero(by_entry).tolist():
             e = m.entries[i]
             e[1] += int(by_entry[i])
@@ -241,12 +251,19 @@ class _Marks:
     its entry's index in ``entries`` (-1: unknown or not looked up); each run's flows (``run_flows``) by number
     ``flows`` in ``tuples``."""
 
-    def __init__(self, block_runs: BlockRuns, sizes: list[int], new: list[bool]) -> None:
+    def __init__(self, block_runs: BlockRuns, sizes: list[int], new: list[bool], weight: int) -> None:
         self.block_runs = block_runs
         self.runs: Runs = block_runs.runs
         self.run_at = np.asarray(block_runs.run_at, np.int64)
         self.lists: RunLists = block_runs.lists
         self.sizes, self.new = sizes, new
+        self.full = [s == weight for s in sizes]  # per poll: it took ``weight`` frames
+        # per run, as arrays once for every marking of the block
+        self.more = np.asarray(self.lists.more, bool)
+        self.nkv = np.asarray(self.lists.nkv, np.int64)
+        self.bounds = np.asarray(self.lists.bounds, np.int64)
+        #: ``_entry_table``'s rows for ``entries`` so far
+        self.table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         n = len(sizes)
         self.ok = [False] * n
         self.unknown = [False] * n
