@@ -46,7 +46,7 @@ class BlockKeys:
         self.cached = np.add.reduceat(isc.astype(np.int64), starts) == sizes
         self.idx = idx = np.where(isc, src, 0)
         self.poll_of = np.repeat(np.arange(len(starts), dtype=np.uint64), sizes)
-        self._rows: tuple | None = None
+        self._rows: tuple[bytes, int] | None = None  # every entry's key row, as one bytes; its width
         self._keys: dict[int, bytes] = {}
         self.numbers: np.ndarray
         if ch is None or not self.cached.any():
@@ -83,16 +83,18 @@ class BlockKeys:
             ext[:, nf] = ch.caplen[idx]
             ext[:, nf + 1] = col.vbits[idx]
             ext[:, nf + 2 :] = col.resid[idx]
-            whole = len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all()
-            self._rows = (col.kv if whole else col.kv[idx], ext)
-        kv, ext = self._rows
-        s = int(self.starts[p])
-        e = s + int(self.sizes[p])
-        key = kv[s:e].tobytes() + ext[s:e].tobytes()
-        if self.efids is not None:
-            # the frames' flow ids too: a key's frames name other flows once one of them was retired or its key
-            # came back as a new flow, and a recorded delta adds to the counters of the flows it was recorded with
-            key += self.efids[s:e].tobytes()
+            kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
+            # each frame's row: kv, the fields above, and with flows retired its flow id (a key's frames name
+            # other flows once one of them was retired or its key came back as a new flow, and a recorded delta
+            # adds to the counters of the flows it was recorded with); all rows as one bytes, a key a slice of it
+            parts = [kv, ext.view(np.uint8)]
+            if self.efids is not None:
+                parts.append(self.efids[: len(idx)].astype("<i8").reshape(-1, 1).view(np.uint8))
+            rows = np.concatenate(parts, axis=1)
+            self._rows = (rows.tobytes(), rows.shape[1])
+        flat, width = self._rows
+        s = int(self.starts[p]) * width
+        key = flat[s : s + int(self.sizes[p]) * width]
         self._keys[p] = key
         return key
 
