@@ -212,6 +212,19 @@ def test_sw_csum_row_says_where_the_cpu_summed(runner):
     assert "bytes the CPU checksummed:" not in _run(runner, "--fix").stdout
 
 
+def test_sw_csum_line_says_its_scope_when_the_totals_differ(runner):
+    """The fix sample with GRO off on vxlan0: pre-fix the frames pass the phys stage unmerged (UNNECESSARY level 0,
+    outer checksum 0: the udp_gro_receive gate) and udp4_csum_init consumes the level, so they reach the tunnel
+    device as CHECKSUM_NONE, and gro_cells_receive hands them to netif_rx: no GRO stage sums them, TCP does
+    (gro-spec §6.5; tcp_v4_rcv: skb_checksum_init, tcp_checksum_complete). Post-fix the phys stage sums the same
+    23,584 bytes. The line must not read as if the fix added CPU work: it says the count is the GRO stages'."""
+    line = (
+        "bytes the CPU checksummed: pre-fix none, post-fix 23,584 at phys NAPI: counted in the GRO stages only; a "
+        "checksum they leave unverified is verified by TCP (tcp_v4_rcv/tcp_v6_rcv) for the frames that reach it"
+    )
+    assert line in _run(runner, "--gro", "tunnel=off").stdout.splitlines()
+
+
 def test_diff_notes_checksum_bytes_moved_between_stages(runner, tmp_path):
     """diff of the fix sample's --fix document (baseline) against its --no-fix one: the 23,584 bytes leave the phys
     stage's row (-23,584) and appear at the tunnel stage's (+23,584, new); a note in the replay's words says it is

@@ -253,7 +253,8 @@ DESCRIPTIONS = {
     MAX_GRO_SKBS: "bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)",
     POLL_END: "poll ended below budget: napi_complete_done flushed GRO",
     BUDGET_EXHAUSTED: "poll used its whole budget: napi_poll flushed GRO",
-    SKB_GRO_RECEIVE_E2BIG: "merge would reach 64 KiB (gro_max_size)",
+    SKB_GRO_RECEIVE_E2BIG: "merge would reach the size limit (64 KiB; from v5.17 the device's gro_max_size, for IPv4 "
+    "from v6.3 gro_ipv4_max_size)",
     INET_NO_OFFLOAD: "IPv4 protocol without GRO handler",
     INET_HDR: "IPv4 header with options (version/IHL byte not 0x45)",
     INET_FRAGMENT: "IPv4 fragment",

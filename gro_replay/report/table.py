@@ -180,7 +180,10 @@ def csum_lines(kernels) -> list[str]:
     """Where the CPU checksummed bytes in software, per kernel (``kernels`` by release), when the kernels sum them
     at different stages: one line, e.g. "bytes the CPU checksummed: pre-fix 23,584 at tunnel gro_cells, post-fix
     23,584 at phys NAPI: the same total in each kernel, summed at another stage (not more work)" (the fix sample:
-    post-fix the phys stage verifies the inner checksums gro_cells verified pre-fix). [] for one kernel, equal
+    post-fix the phys stage verifies the inner checksums gro_cells verified pre-fix); when the totals differ (GRO
+    off on the tunnel device: pre-fix no GRO stage sums them) it says that the count is the GRO stages' and that
+    TCP verifies what they leave (net/ipv4/tcp_ipv4.c ``tcp_v4_rcv``: ``skb_checksum_init``, then
+    ``tcp_checksum_complete``). [] for one kernel, equal
     splits, or counters not measured (None: the kernel backend, ``--flow``)."""
     line = csum_words([(k.name, tuple(k.stages[s].sw_csum_bytes for s in STAGES)) for k in kernels])
     return [line] if line else []
@@ -199,6 +202,11 @@ def csum_words(named: list[tuple[str, tuple]]) -> str:
     line = "bytes the CPU checksummed: " + ", ".join(parts)
     if len({sum(sp) for sp in splits}) == 1:
         line += ": the same total in each kernel, summed at another stage (not more work)"
+    else:  # the counter is the GRO stages': a kernel that left the sums to the stack did them later, in TCP
+        line += (
+            ": counted in the GRO stages only; a checksum they leave unverified is verified by TCP "
+            "(tcp_v4_rcv/tcp_v6_rcv) for the frames that reach it"
+        )
     return line
 
 

@@ -30,3 +30,14 @@ def test_no_kernel_module_spells_a_reason_of_its_own():
 def test_every_stack_drop_has_the_verdicts_words():
     assert len(set(R.STACK_DROPS)) == len(R.STACK_DROPS)
     assert set(LOSSES) == set(R.STACK_DROPS)
+
+
+def test_the_size_limit_reads_true_on_every_kernel():
+    """skb_gro_receive refuses a merge that reaches 65536 bytes before eac1b93c14d6 (v5.17: the literal in
+    ``p->len + len >= 65536``), ``dev->gro_max_size`` from it, ``dev->gro_ipv4_max_size`` for IPv4 from
+    b1a78b9b9886 (v6.3) (kernel/gro.py ``skb_gro_receive``). One reason names all three (a 5.12 run shows it
+    too), so its words give the 64 KiB and say from which release the device's sizes apply."""
+    words = R.describe(R.SKB_GRO_RECEIVE_E2BIG)
+    assert "64 KiB" in words
+    assert "from v5.17 the device's gro_max_size" in words
+    assert "from v6.3 gro_ipv4_max_size" in words
