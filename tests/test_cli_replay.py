@@ -22,7 +22,7 @@ from gro_replay.cli import main
 from gro_replay.kernel import reasons as R
 
 FIX_SUMMARY = (
-    "SUMMARY kernels=pre-fix,post-fix frames=17 skipped=0 "
+    "SUMMARY kernels=pre-fix,post-fix frames=17 skipped=0 replayed=17 "
     "kernel[pre-fix].phys_skbs=17 kernel[pre-fix].phys_aggregates=0 kernel[pre-fix].tunnel_skbs=1 "
     "kernel[pre-fix].tunnel_aggregates=1 "
     "kernel[post-fix].phys_skbs=1 kernel[post-fix].phys_aggregates=1 kernel[post-fix].tunnel_skbs=1 "
@@ -137,7 +137,7 @@ def test_summary_line_single_kernel(runner):
     r = _run(runner, FIX_SAMPLE, "--no-fix")
     assert r.exit_code == 0
     assert _summary_lines(r.stdout) == [
-        "SUMMARY kernel=pre-fix frames=17 skipped=0 phys_skbs=17 phys_aggregates=0 tunnel_skbs=1 tunnel_aggregates=1 affected_flows=1"
+        "SUMMARY kernel=pre-fix frames=17 skipped=0 replayed=17 phys_skbs=17 phys_aggregates=0 tunnel_skbs=1 tunnel_aggregates=1 affected_flows=1"
     ]
 
 

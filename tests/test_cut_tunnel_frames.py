@@ -268,7 +268,7 @@ def test_tcpdump_copy_of_the_triage_any_capture() -> None:
     for claim in ("none carries tunnel traffic", "all were replayed", "No flow carries tunnel traffic"):
         assert claim not in text
     assert f"note: no tunnel traffic replayed: {hidden.removesuffix(': ' + CUT_HINT)}" in text
-    assert "SUMMARY kernel=6.18 frames=40 skipped=40 phys_skbs=0" in text
+    assert "SUMMARY kernel=6.18 frames=40 skipped=40 replayed=0 phys_skbs=0" in text
     # the copies chosen by hand: replayed, and the words keep the cut tunnel frames of ifindex 2 in view
     r = _piped(copy.stdout, *args, "--interface", "5", "--format", "json")
     doc = json.loads(r.stdout)

@@ -205,6 +205,11 @@ def test_reseg_mss1_one_tso64k_uses_the_senders_mss() -> None:
     assert inp["frames_read"] == 2
     assert (inp["resegmented_frames"], inp["segments_created"]) == (1, 47)
     assert inp["frames_replayed"] == 48
+    # the SUMMARY line says both: 2 frames read, 48 replayed (a CI reader sees why the skbs outnumber the frames)
+    from gro_replay.report.document import summary_line
+
+    r = replay_capture(str(shared("reseg-mss1-one-tso64k.pcap")), ReplayConfig(resegment="auto"))
+    assert " frames=2 skipped=0 replayed=48 " in summary_line(r)
 
 
 def test_auto_takes_the_syn_mss_option_when_no_segment_says_more() -> None:

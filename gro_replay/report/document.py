@@ -101,7 +101,13 @@ def summary_line(result) -> str:
         parts.append(f"kernel={result.kernels[0].name}")
     else:
         parts.append("kernels=" + ",".join(k.name for k in result.kernels))
-    parts += [f"frames={inp.frames_read}", f"skipped={sum(inp.skipped.values())}"]
+    # frames read, then what entered the simulation: a resegmented GSO super-frame is one frame read and its
+    # segments replayed (input.frames_read, input.frames_replayed)
+    parts += [
+        f"frames={inp.frames_read}",
+        f"skipped={sum(inp.skipped.values())}",
+        f"replayed={inp.frames_replayed}",
+    ]
     above = getattr(getattr(inp, "above_mtu", None), "segments", 0)
     if above:  # --resegment MSS made segments larger than --mtu (input.segments_above_mtu; sim/notes.py)
         parts.append(f"segments_above_mtu={above}")
