@@ -28,6 +28,7 @@ direction, loss and reordering.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import itertools
 import struct
@@ -322,6 +323,11 @@ class Scenario:
         the ``gso_size``, of a sender whose tunnel underlay has MTU ``mtu`` (the tunnel device's MTU is ``mtu``
         less the outer IP, UDP, tunnel and inner Ethernet headers); at least ``TCP_MIN_SND_MSS`` less the TCP
         options (``_check_mtu``)."""
+        return self._wire_mss
+
+    @functools.cached_property
+    def _wire_mss(self) -> int:
+        """``wire_mss``, computed once (a frame layout built from flow 0's spec; the scenario is frozen)."""
         return self.mtu - outer_ip_overhead(flow_spec(self, 0))
 
     def gso_segs(self, payload: int) -> int:

@@ -21,6 +21,7 @@ the routing-header rule for the TCP pseudo header (the final destination is alwa
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from dataclasses import dataclass, field, replace
@@ -196,16 +197,22 @@ class FrameLayout(NamedTuple):
 
 
 def _mac(value: str | bytes) -> bytes:
-    if isinstance(value, bytes | bytearray):
-        raw = bytes(value)
-    else:
-        raw = bytes(int(part, 16) for part in value.split(":"))
+    """A MAC address (``aa:bb:…`` or 6 bytes) as 6 bytes. Raises: ValueError when it is not 6 bytes."""
+    raw = bytes(value) if isinstance(value, bytes | bytearray) else _mac_text(value)
     if len(raw) != 6:
         raise ValueError(f"MAC address must be 6 bytes: {value!r}")
     return raw
 
 
+@functools.lru_cache(maxsize=1024)
+def _mac_text(value: str) -> bytes:
+    """``aa:bb:…`` as bytes, parsed once per string (a capture's frames repeat a few)."""
+    return bytes(int(part, 16) for part in value.split(":"))
+
+
+@functools.lru_cache(maxsize=1024)
 def _addr(value: str, ipv6: bool) -> bytes:
+    """An IP address string as its packed bytes; parsed once per value. Raises: ValueError for another family."""
     addr = ipaddress.ip_address(value)
     if addr.version != (6 if ipv6 else 4):
         raise ValueError(f"address {value} is not IPv{6 if ipv6 else 4}")
