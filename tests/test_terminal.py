@@ -106,6 +106,21 @@ def test_progress_with_a_known_size_shows_percentage_rate_and_time_left():
     assert re.search(r"elapsed \d+:\d\d:\d\d · (\d+:\d\d:\d\d|-:--:--) left", text), text
 
 
+def test_progress_fits_one_line_of_an_80_column_terminal():
+    """At 80 columns the line drops MB/s and the elapsed time and shortens the bar (newcomer's finding: it wrapped
+    onto two lines, cut to "frames…"), keeping the percentage, frames, rate and time left; 10 million frames fit."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=80, color_system=None)
+    prog = progress_display(10**10, console)
+    task = prog.add_task("replaying", total=10**10, frames=0)
+    prog.update(task, completed=5 * 10**9, frames=10_000_000)
+    prog.tasks[0].start_time -= 10  # 10 s in: 1,000,000 frames/s (an instant would give billions)
+    console.print(prog.make_tasks_table(prog.tasks))
+    lines = console.file.getvalue().splitlines()
+    assert len(lines) == 1 and len(lines[0]) <= 80, lines
+    assert "50%" in lines[0] and "10,000,000 frames" in lines[0] and "frames/s" in lines[0]
+    assert re.search(r"(\d+:\d\d:\d\d|-:--:--) left$", lines[0].rstrip()), lines
+
+
 def test_progress_without_a_size_shows_frames_and_rate():
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
     prog = progress_display(None, console)

@@ -192,9 +192,14 @@ def input_size(path: str) -> int | None:
     return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > 0 else None
 
 
+#: terminal columns from which the progress line shows everything (its widest form takes ~125)
+_WIDE = 130
+
+
 def progress_display(total: int | None, console: Console):
     """A rich ``Progress`` for a replay: with a known input size (bytes) a bar, percentage, frames, frames/s,
-    MB/s, elapsed and time left; without one (stdin, a pipe) frames, frames/s and elapsed."""
+    MB/s, elapsed and time left (under ``_WIDE`` columns: a short bar, percentage, frames, frames/s, time left);
+    without one (stdin, a pipe) frames, frames/s and elapsed."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -214,11 +219,13 @@ def progress_display(total: int | None, console: Console):
             speed = frames / elapsed if elapsed else None
             return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
 
+    # a terminal under _WIDE columns gets a short bar and no MB/s or elapsed time: the line stays one line at 80
+    wide = console.width >= _WIDE
     columns: list[ProgressColumn] = [TextColumn("[progress.description]{task.description}")]
     if total:
-        columns += [BarColumn(), TaskProgressColumn()]
+        columns += [BarColumn(bar_width=40 if wide else 12), TaskProgressColumn()]
     columns += [TextColumn("{task.fields[frames]:,} frames"), FramesPerSecond()]
-    if total:
+    if total and wide:
         # "elapsed 0:00:02 · 0:00:08 left"
         columns += [
             TransferSpeedColumn(),
@@ -228,6 +235,8 @@ def progress_display(total: int | None, console: Console):
             TimeRemainingColumn(),
             TextColumn("left"),
         ]
+    elif total:
+        columns += [TimeRemainingColumn(), TextColumn("left")]
     else:
         columns += [TimeElapsedColumn()]
     return Progress(*columns, console=console, transient=True)
