@@ -368,10 +368,30 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
     },
 }
 
+#: Stable branches that ended: their last release, and the first upstream release whose merge window opened after
+#: it — no commit first released there or later can be in the branch, so its backports need no reading (kernel.org's
+#: releases page and the stable announcements: 4.19.325 was the last 4.19, 2024-12-05, before v6.13's release;
+#: 5.11.22, 2021-05-19, and 5.12.19, 2021-07-20, ended those branches before v5.13's and v5.14's merge windows
+#: closed).
+STABLE_ENDED: dict[str, tuple[str, tuple[int, int]]] = {
+    "4.19": ("4.19.325, December 2024", (6, 14)),
+    "5.11": ("5.11.22, May 2021", (5, 14)),
+    "5.12": ("5.12.19, July 2021", (5, 15)),
+}
+
+
+def ended_before(branch: str, upstream: tuple[int, int] | None) -> bool:
+    """Whether stable branch ``branch`` ("4.19") ended before a commit first released in upstream ``upstream``
+    could reach it (``STABLE_ENDED``); False for a branch not known to have ended or an unknown release."""
+    ended = STABLE_ENDED.get(branch)
+    return ended is not None and upstream is not None and upstream >= ended[1]
+
+
 #: Commits whose stable backports were looked for in the stable mailing-list archive and the stable trees' push
 #: notifications, and the branches read (None: every branch; no stable review or stable commit of it exists in the
 #: archive besides those in STABLE_BACKPORTS). Feature commits were never marked for stable (6fc2f3832d36 went to
-#: net-next only). A branch not read for a commit the branch's base lacks resolves without it and says so.
+#: net-next only). A branch not read for a commit the branch's base lacks resolves without it and says so, unless
+#: the branch ended before the commit was released (``ended_before``).
 BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
     "8dc1c444df19": ("4.19", "5.4", "5.10"),
     "89e5c58fc1e2": ("4.19", "5.4", "5.10", "5.11"),

@@ -18,6 +18,7 @@ from .model import (
     STABLE_BACKPORTS,
     SWITCH_COMMITS,
     KernelModel,
+    ended_before,
     rc_lacks,
     release_tuple,
     upstream_profile,
@@ -36,7 +37,8 @@ _LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
 def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
 
-    Switches whose commit's backports were not researched for this branch stay as in ``base`` and add a note.
+    Switches whose commit's backports were not researched for this branch stay as in ``base`` and add a note (none
+    when the branch ended before the commit was released: ``model.ended_before``).
     """
     branch = base.release
     on: dict[str, bool] = {}
@@ -53,7 +55,7 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
                 backports.append((c.commit, stable, f"{branch}.{first}"))
             continue
         researched = BACKPORTS_RESEARCHED.get(c.commit, ())
-        if researched is not None and branch not in researched:
+        if researched is not None and branch not in researched and not ended_before(branch, c.upstream):
             notes.append(
                 f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
                 f"stable sources; {name} has it off as upstream {branch} does"

@@ -403,6 +403,25 @@ def test_other_backports_by_point_release():
     assert any(n.startswith("backports unknown: whether linux-5.15.y took a9888628cb2c") for n in m.notes)
 
 
+def test_a_branch_that_ended_before_a_commit_notes_no_unknown_backport():
+    """a9888628cb2c landed in v6.17 (2025): 4.19.y ended with 4.19.325 (December 2024, before v6.13's release),
+    5.11.y with 5.11.22 (May 2021), 5.12.y with 5.12.19 (July 2021), so none can carry it: off, with no "backports
+    unknown" note (the old note was noise). b723748750ec (v5.7, 2020) was released while 4.19.y lived: its note
+    stays; 5.4.y, maintained into December 2025, keeps the note for a9888628cb2c."""
+    for release in ("4.19.200", "5.11.7", "5.12.5"):
+        m = resolve_kernel(release)
+        assert not m.ip_tun_rx_dst_sets_df
+        assert not any("a9888628cb2c" in n for n in m.notes), (release, m.notes)
+    assert any(
+        n.startswith("backports unknown: whether linux-4.19.y took b723748750ec")
+        for n in resolve_kernel("4.19.200").notes
+    )
+    assert any(
+        n.startswith("backports unknown: whether linux-5.4.y took a9888628cb2c")
+        for n in resolve_kernel("5.4.200").notes
+    )
+
+
 def test_every_switch_has_its_commit_release_row():
     # a switch added later must come with its commit and upstream release (and its backports researched)
     assert {c.switch for c in SWITCH_COMMITS} == set(KernelModel(name="x", release="x").switches())
