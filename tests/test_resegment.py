@@ -480,7 +480,7 @@ def test_segments_an_mss_makes_above_the_mtu_are_said(
             "headers, so GRO here receives segments no link of that MTU carries (--resegment "
             f"{fit} or less splits them to wire size; a link that carries them needs --mtu {largest}); "
         ) in note
-        assert f" skipped=0 segments_above_mtu={above} " in doc["summary"]
+        assert f" skipped=0 replayed={segments} segments_above_mtu={above} " in doc["summary"]
     else:
         assert note.startswith(head + "wire segments, ")
         assert "segments_above_mtu" not in doc["summary"] and "larger than --mtu 1500 too" not in note
