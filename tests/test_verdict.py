@@ -464,7 +464,7 @@ def test_a_split_names_what_keeps_each_other_flow_apart(tmp_path):
     assert (
         "split: the same inner flow also travels as flow(s) #1, #3 with another outer destination port "
         "(udp_gro_receive compares the UDP ports) and #2 with another VXLAN flags word (vxlan_gro_receive compares "
-        "the flags and VNI words), so GRO never merges its frames with theirs"
+        "the flags and VNI words), so the phys device's GRO never merges its frames with theirs"
     ) in why
 
 
@@ -481,7 +481,7 @@ def test_empty_lists_read_as_what_they_are():
     key = FlowKey("10.0.0.1", "10.0.0.2", 49152, 4789, "vxlan", 1, "1.1.1.1", "2.2.2.2", 6, 1, 2, True)
     assert _split_texts([(0, key), (1, key)])[0] == (
         "split: the same inner flow also travels as flow(s) #1 with another VXLAN flags word (vxlan_gro_receive "
-        "compares the flags and VNI words), so GRO never merges its frames with theirs"
+        "compares the flags and VNI words), so the phys device's GRO never merges its frames with theirs"
     )
     assert not_replayed_text(InputStats()) == "the capture holds no frames"
     filtered = InputStats(frames_read=20, filtered=Counter(bpf=12), skipped=Counter(snaplen_cut=8))

@@ -217,10 +217,11 @@ def test_sw_csum_line_says_its_scope_when_the_totals_differ(runner):
     outer checksum 0: the udp_gro_receive gate) and udp4_csum_init consumes the level, so they reach the tunnel
     device as CHECKSUM_NONE, and gro_cells_receive hands them to netif_rx: no GRO stage sums them, TCP does
     (gro-spec §6.5; tcp_v4_rcv: skb_checksum_init, tcp_checksum_complete). Post-fix the phys stage sums the same
-    23,584 bytes. The line must not read as if the fix added CPU work: it says the count is the GRO stages'."""
+    23,584 bytes. The line must not read as if the fix added CPU work: it says the count is the GRO stages', and
+    nothing about who sums the rest (an inner UDP frame, a dropped one or a bad checksum differ)."""
     line = (
-        "bytes the CPU checksummed: pre-fix none, post-fix 23,584 at phys NAPI: counted in the GRO stages only; a "
-        "checksum they leave unverified is verified by TCP (tcp_v4_rcv/tcp_v6_rcv) for the frames that reach it"
+        "bytes the CPU checksummed: pre-fix none, post-fix 23,584 at phys NAPI: the totals differ; counted in the GRO "
+        "stages only (checksums verified later in the stack are not counted)"
     )
     assert line in _run(runner, "--gro", "tunnel=off").stdout.splitlines()
 

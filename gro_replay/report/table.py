@@ -191,7 +191,9 @@ def csum_lines(kernels) -> list[str]:
 
 def csum_words(named: list[tuple[str, tuple]]) -> str:
     """The line of ``csum_lines`` for ``named``: (who, (phys bytes, tunnel bytes)) in order (kernels, or diff's
-    baseline and current); "" for fewer than two, equal splits, or a count not measured (None)."""
+    baseline and current); "" for fewer than two, equal splits, or a count not measured (None). Different totals
+    are said to be the GRO stages' count only: a sum they skip may be done later (udp_rcv, tcp_v4_rcv) or never
+    (a frame dropped first), which the line does not judge."""
     splits = [sp for _, sp in named]
     if len(named) < 2 or len(set(splits)) < 2 or any(v is None for sp in splits for v in sp):
         return ""
@@ -202,10 +204,11 @@ def csum_words(named: list[tuple[str, tuple]]) -> str:
     line = "bytes the CPU checksummed: " + ", ".join(parts)
     if len({sum(sp) for sp in splits}) == 1:
         line += ": the same total in each kernel, summed at another stage (not more work)"
-    else:  # the counter is the GRO stages': a kernel that left the sums to the stack did them later, in TCP
+    else:  # the counter is the GRO stages' only: which later layer (UDP, TCP, none for a dropped frame) sums
+        # what they leave depends on the frame, so the line claims nothing about it
         line += (
-            ": counted in the GRO stages only; a checksum they leave unverified is verified by TCP "
-            "(tcp_v4_rcv/tcp_v6_rcv) for the frames that reach it"
+            ": the totals differ; counted in the GRO stages only (checksums verified later in the stack are not "
+            "counted)"
         )
     return line
 

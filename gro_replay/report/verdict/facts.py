@@ -408,7 +408,8 @@ def _split_fields(me: FlowKey, other: FlowKey) -> tuple:
 
 def _split_texts(members: list[tuple[int, FlowKey]]) -> dict[int, str]:
     """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note. It
-    says that GRO keeps them apart, not that a merge was lost: whether frames on both sides could have merged (data
+    says that the phys device's GRO keeps them apart (the tunnel device may merge them after decapsulation:
+    without tunnel metadata its GRO compares no outer field), not that a merge was lost: whether frames on both sides could have merged (data
     segments in sequence, not ACKs, RST or SYN, which tcp_gro_receive flushes under any key) is not judged here."""
     out: dict[int, str] = {}
     if len(members) < 2:
@@ -426,7 +427,7 @@ def _split_texts(members: list[tuple[int, FlowKey]]) -> dict[int, str]:
             rules = "; ".join(dict.fromkeys(r for _, r in fields))
             parts.append(f"{', '.join(f'#{o}' for o in others)} with another {what} ({rules})")
         out[fid] = (
-            f"split: the same inner flow also travels as flow(s) {' and '.join(parts)}, so GRO never merges "
-            "its frames with theirs"
+            f"split: the same inner flow also travels as flow(s) {' and '.join(parts)}, so the phys "
+            "device's GRO never merges its frames with theirs"
         )
     return out

@@ -194,7 +194,7 @@ class CaptureSentences:
         if self.split_count:
             text += (
                 f" {self.split_count:,} flow(s) carry an inner flow that also travels under another outer key "
-                "(see explain: split): GRO never merges frames across outer keys."
+                "(see explain: split): the phys device's GRO never merges frames across outer keys."
             )
         return text
 
