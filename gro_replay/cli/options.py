@@ -169,7 +169,7 @@ def replay_options(f):
             metavar="auto|off|MSS",
             help="Split tunnelled TCP super-frames above --mtu (GSO/TSO, post-GRO, BIG TCP) into wire frames: "
             "auto takes the flow's MSS, at most what fits --mtu; an MSS above what fits makes segments larger than "
-            "--mtu, which a note and the SUMMARY line (segments_above_mtu=N) count.",
+            "--mtu, which a note counts (and the replay's SUMMARY line: segments_above_mtu=N).",
         ),
         click.option(
             "--mtu",
