@@ -121,6 +121,22 @@ def test_progress_fits_one_line_of_an_80_column_terminal():
     assert re.search(r"(\d+:\d\d:\d\d|-:--:--) left$", lines[0].rstrip()), lines
 
 
+@pytest.mark.parametrize("width", [40, 63, 64, 79, 80, 129, 130])
+@pytest.mark.parametrize("total", [10**10, None])
+def test_progress_stays_one_line_at_any_width(width, total):
+    """Narrower terminals drop the bar (under 80 columns), then the rate and time (under 64): the line never wraps
+    (breaker's finding: it did at 60 and 40 columns), and percentage and frames always show."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+    prog = progress_display(total, console)
+    task = prog.add_task("replaying", total=total, frames=0)
+    prog.update(task, completed=5 * 10**9 if total else 0, frames=10_000_000)
+    prog.tasks[0].start_time -= 10
+    console.print(prog.make_tasks_table(prog.tasks))
+    lines = console.file.getvalue().splitlines()
+    assert len(lines) == 1 and len(lines[0].rstrip()) <= width, lines
+    assert "10,000,000 frames" in lines[0] and (total is None or "50%" in lines[0])
+
+
 def test_progress_without_a_size_shows_frames_and_rate():
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
     prog = progress_display(None, console)

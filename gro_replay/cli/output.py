@@ -192,14 +192,18 @@ def input_size(path: str) -> int | None:
     return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > 0 else None
 
 
-#: terminal columns from which the progress line shows everything (its widest form takes ~125)
+#: terminal columns from which the progress line shows everything (its widest form takes 129 at 10 million frames),
+#: a short bar, and any bar; under _NARROW it keeps percentage and frames only
 _WIDE = 130
+_BAR = 80
+_NARROW = 64
 
 
 def progress_display(total: int | None, console: Console):
     """A rich ``Progress`` for a replay: with a known input size (bytes) a bar, percentage, frames, frames/s,
-    MB/s, elapsed and time left (under ``_WIDE`` columns: a short bar, percentage, frames, frames/s, time left);
-    without one (stdin, a pipe) frames, frames/s and elapsed."""
+    MB/s, elapsed and time left (under ``_WIDE`` columns: a short bar, percentage, frames, frames/s, time left;
+    under ``_BAR`` no bar; under ``_NARROW`` percentage and frames); without one (stdin, a pipe) frames, frames/s
+    and elapsed (under ``_NARROW`` frames). The line stays one line of ``console.width`` columns."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -220,11 +224,17 @@ def progress_display(total: int | None, console: Console):
             return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
 
     # a terminal under _WIDE columns gets a short bar and no MB/s or elapsed time: the line stays one line at 80
-    wide = console.width >= _WIDE
+    width = console.width
+    wide = width >= _WIDE
     columns: list[ProgressColumn] = [TextColumn("[progress.description]{task.description}")]
+    if total and width >= _BAR:
+        columns += [BarColumn(bar_width=40 if wide else 12)]
     if total:
-        columns += [BarColumn(bar_width=40 if wide else 12), TaskProgressColumn()]
-    columns += [TextColumn("{task.fields[frames]:,} frames"), FramesPerSecond()]
+        columns += [TaskProgressColumn()]
+    columns += [TextColumn("{task.fields[frames]:,} frames")]
+    if width < _NARROW:
+        return Progress(*columns, console=console, transient=True)
+    columns += [FramesPerSecond()]
     if total and wide:
         # "elapsed 0:00:02 · 0:00:08 left"
         columns += [
