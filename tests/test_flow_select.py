@@ -147,6 +147,21 @@ def test_flow_matching_nothing_prints_only_the_error(extra):
     assert r.stderr == NO_MATCH.format(FIX_SAMPLE, "gro-replay explain CAPTURE lists them")
 
 
+@pytest.mark.parametrize("command", [[], ["explain"]])
+def test_flow_matching_nothing_says_what_the_filter_removed(command):
+    """The fix sample's 17 frames are all UDP to 4789: ``-f tcp`` (outer TCP) removes every one, so no flow is
+    left; the error says they were filtered (breaker's finding: "0 flows in …" read as an empty capture), on the
+    replay and on explain alike."""
+    pytest.importorskip("pcapy", reason="the bpf extra (pcapy-ng) is part of the test extra")
+    r = run(*command, FIX_SAMPLE, "-f", "tcp", "--flow", "vni=101")
+    hint = "run without --flow to list them" if command else "gro-replay explain CAPTURE lists them"
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"Error: no flow matches --flow 'vni=101' (0 flows in {FIX_SAMPLE} after 17 frames filtered out by -f; "
+        f"{hint})\n"
+    )
+
+
 def test_flow_matching_nothing_writes_no_file_output(tmp_path):
     """--trace FILE, --write-pcap DIR, --json FILE, --markdown FILE: none is left behind (the trace
     file and pcap directory the run created empty are removed again)."""

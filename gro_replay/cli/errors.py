@@ -27,6 +27,21 @@ def capture_error(e: Exception, capture: str) -> UsageError:
     return UsageError(text)
 
 
+def no_flow_error(selector: str, result, capture: str, hint: str) -> UsageError:
+    """The usage error (exit 2) for a ``--flow`` selector that matched no flow of ``result`` (a ``ReplayResult``):
+    how many flows there were, after which filters (``-f``, ``--interface``: ``input.filtered``) when they
+    removed frames, and ``hint`` (where the flows are listed)."""
+    from ..report.verdict.words import filtered_text, plural  # the verdict package is heavy: not at --help
+
+    n = len(result.flows)
+    after = filtered_text(result.input.filtered)
+    return UsageError(
+        f"no flow matches --flow {selector!r} ({n:,} {plural(n, 'flow')} in {capture}"
+        + (f" after {after}" if after else "")
+        + f"; {hint})"
+    )
+
+
 class CheckFailed(click.ClickException):
     """A check failed (diff threshold, validate mismatch): exit code 1. It is a finding about the inputs, not an
     error of the command: its line on standard error is the finding itself (``aggregation regressed: …``), without

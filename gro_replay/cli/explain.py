@@ -15,7 +15,7 @@ from ..capture.reader import CaptureError
 from ..report.schema import dumps
 from ..sim import replay_capture
 from .command import Command
-from .errors import UsageError, capture_error
+from .errors import UsageError, capture_error, no_flow_error
 from .options import FLOW_HELP, build_config, replay_options
 from .output import start_progress
 from .params import BoundedInt, Keyword
@@ -107,13 +107,7 @@ def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) ->
 
         raise UsageError(f"{capture}: {not_replayed_text(inp)}, so there is no flow to explain")
     if not ids:
-        from ..report.verdict.words import plural  # the verdict package is heavy: not at --help
-
-        raise UsageError(
-            f"no flow matches --flow {selector!r} ({len(result.flows):,} {plural(len(result.flows), 'flow')} "
-            f"in {capture}; "
-            "run without --flow to list them)"
-        )
+        raise no_flow_error(selector, result, capture, "run without --flow to list them")
     doc = explain(result, obs, shown, ids, listing)
     if fmt == "json":
         click.echo(dumps(doc))

@@ -9,7 +9,7 @@ import click
 from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
 from .command import Command
-from .errors import UsageError, capture_error
+from .errors import UsageError, capture_error, no_flow_error
 from .options import FLOW_HELP, build_config, replay_options
 from .output import NamedOutput, open_out, output_error, report_console, start_progress, write_export
 from .params import BoundedInt, Keyword, SecondsOrOff
@@ -146,13 +146,7 @@ def replay_cmd(
         result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs)
         if flow is not None and not result.input.selected_frames:
             # known only now, after the replay: nothing is rendered or written
-            from ..report.verdict.words import plural  # the verdict package is heavy: not at --help
-
-            raise UsageError(
-                f"no flow matches --flow {flow!r} ({len(result.flows):,} {plural(len(result.flows), 'flow')} "
-                f"in {capture}; "
-                "gro-replay explain CAPTURE lists them)"
-            )
+            raise no_flow_error(flow, result, capture, "gro-replay explain CAPTURE lists them")
         _file_outputs(result, json_path, md_path, plot_path, outs)
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
