@@ -368,15 +368,15 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
     },
 }
 
-#: Stable branches that ended: their last release, and the first upstream release whose merge window opened after
+#: Stable branches that ended: their last point release and its month, and the first upstream release whose merge window opened after
 #: it — no commit first released there or later can be in the branch, so its backports need no reading (kernel.org's
 #: releases page and the stable announcements: 4.19.325, 2024-12-05, came before v6.13's release opened v6.14's
 #: merge window, 2025-01-20; 5.11.22, 2021-05-19, before v5.13's opened v5.14's, 2021-06-27; 5.12.19, 2021-07-20,
 #: before v5.14's opened v5.15's, 2021-08-29).
-STABLE_ENDED: dict[str, tuple[str, tuple[int, int]]] = {
-    "4.19": ("4.19.325, December 2024", (6, 14)),
-    "5.11": ("5.11.22, May 2021", (5, 14)),
-    "5.12": ("5.12.19, July 2021", (5, 15)),
+STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
+    "4.19": (325, "December 2024", (6, 14)),
+    "5.11": (22, "May 2021", (5, 14)),
+    "5.12": (19, "July 2021", (5, 15)),
 }
 
 
@@ -384,7 +384,28 @@ def ended_before(branch: str, upstream: tuple[int, int] | None) -> bool:
     """Whether stable branch ``branch`` ("4.19") ended before a commit first released in upstream ``upstream``
     could reach it (``STABLE_ENDED``); False for a branch not known to have ended or an unknown release."""
     ended = STABLE_ENDED.get(branch)
-    return ended is not None and upstream is not None and upstream >= ended[1]
+    return ended is not None and upstream is not None and upstream >= ended[2]
+
+
+def past_end(branch: str, point: int, name: str, after: list[str]) -> str | None:
+    """The note for point release ``point`` past the last of an ended stable branch (``STABLE_ENDED``: 4.19.326 is
+    no upstream release), naming ``after``, the commits released after the branch ended ("a9888628cb2c
+    (ip_tun_rx_dst_sets_df)"), which a vendor's continuation may have taken; None for one of the branch's own."""
+    ended = STABLE_ENDED.get(branch)
+    if ended is None or point <= ended[0]:
+        return None
+    last, when, _ = ended
+    text = (
+        f"linux-{branch}.y ended with {branch}.{last} ({when}): {branch}.{point} is no upstream stable release (a "
+        f"vendor's continuation, or a typo?); {name} runs with the stable backports up to {branch}.{last}"
+    )
+    if after:
+        one = len(after) == 1
+        text += (
+            f"; {', '.join(after)}, released after that end, {'is' if one else 'are'} off as in upstream {branch}, "
+            f"and whether its maker took {'it' if one else 'them'} is not known here"
+        )
+    return text
 
 
 #: Commits whose stable backports were looked for in the stable mailing-list archive and the stable trees' push

@@ -19,6 +19,7 @@ from .model import (
     SWITCH_COMMITS,
     KernelModel,
     ended_before,
+    past_end,
     rc_lacks,
     release_tuple,
     upstream_profile,
@@ -38,12 +39,14 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
 
     Switches whose commit's backports were not researched for this branch stay as in ``base`` and add a note (none
-    when the branch ended before the commit was released: ``model.ended_before``).
+    when the branch ended before the commit was released: ``model.ended_before``); a ``point`` past an ended
+    branch's last release gets one note saying so and naming those commits (``model.past_end``).
     """
     branch = base.release
     on: dict[str, bool] = {}
     backports = []
     notes = []
+    after = []  # commits released after the branch ended: no note unless point is past its end (past_end)
     for c in SWITCH_COMMITS:
         if getattr(base, c.switch):
             continue
@@ -55,11 +58,15 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
                 backports.append((c.commit, stable, f"{branch}.{first}"))
             continue
         researched = BACKPORTS_RESEARCHED.get(c.commit, ())
-        if researched is not None and branch not in researched and not ended_before(branch, c.upstream):
+        if researched is not None and branch not in researched and ended_before(branch, c.upstream):
+            after.append(f"{c.commit} ({c.switch})")
+        elif researched is not None and branch not in researched:
             notes.append(
                 f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
                 f"stable sources; {name} has it off as upstream {branch} does"
             )
+    beyond = past_end(branch, point, name, after)
+    notes = [beyond, *notes] if beyond else notes
     return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)  # type: ignore[arg-type]  # bool switches
 
 

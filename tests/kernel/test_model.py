@@ -422,6 +422,27 @@ def test_a_branch_that_ended_before_a_commit_notes_no_unknown_backport():
     )
 
 
+@pytest.mark.parametrize(
+    ("release", "last", "when"), [("4.19.326", 325, "December 2024"), ("5.12.20", 19, "July 2021")]
+)
+def test_a_point_release_past_a_branch_end_says_so(release, last, when):
+    """4.19.326 and 5.12.20 are no upstream releases (4.19.y ended with 4.19.325, 5.12.y with 5.12.19: kernel.org's
+    releases page): a vendor's continuation may have taken a9888628cb2c (v6.17), so instead of silence the note
+    says the point is past the branch's end and names the commit, off as upstream (breaker's finding: accepted
+    silently). The branch's own last release keeps no such note."""
+    branch = release.rsplit(".", 1)[0]
+    m = resolve_kernel(release)
+    assert not m.ip_tun_rx_dst_sets_df
+    assert m.notes[0] == (
+        f"linux-{branch}.y ended with {branch}.{last} ({when}): {release} is no upstream stable release (a vendor's "
+        f"continuation, or a typo?); {release} runs with the stable backports up to {branch}.{last}; a9888628cb2c "
+        f"(ip_tun_rx_dst_sets_df), released after that end, is off as in upstream {branch}, and whether its maker "
+        "took it is not known here"
+    )
+    own = resolve_kernel(f"{branch}.{last}")
+    assert not any("ended with" in n or "a9888628cb2c" in n for n in own.notes), own.notes
+
+
 def test_every_switch_has_its_commit_release_row():
     # a switch added later must come with its commit and upstream release (and its backports researched)
     assert {c.switch for c in SWITCH_COMMITS} == set(KernelModel(name="x", release="x").switches())
