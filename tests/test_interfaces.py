@@ -81,6 +81,31 @@ def test_interface_option_chooses_and_names_unknown_ones(runner, sll2):
     assert "--interface 9: no such interface (the capture holds: ifindex 2; ifindex 5)" in r.stderr
 
 
+def test_the_pcapng_id_of_an_any_capture_names_its_ifindexes(runner, sll2, tmp_path):
+    """The sll2 triage capture (tcpdump -i any: ifindex 2, the VXLAN device's NIC, and 5) rewritten as pcapng: one
+    interface block, id 0, whose packets carry ifindexes 2 and 5. A number selects the ifindex there (as
+    ``--interface 2`` does on the pcap), so ``--interface 0`` matches none; the error says why and names the two
+    numbers that do (breaker's finding: "no such interface" while the list showed interface 0 twice), from a file
+    and from a pipe."""
+    path = tmp_path / "any.pcapng"
+    with open(sll2, "rb") as src, open(path, "wb") as dst:
+        w = dpkt.pcapng.Writer(dst, snaplen=65535, linktype=276)  # LINKTYPE_LINUX_SLL2
+        for ts, buf in dpkt.pcap.Reader(src):
+            w.writepkt(buf, ts)
+    want = (
+        "--interface 0: no such interface (the capture holds: ifindex 2; ifindex 5); pcapng interface 0 is a Linux "
+        "cooked v2 capture (tcpdump -i any) whose packets carry the ifindex of their device, which a number "
+        "selects: --interface 2 or --interface 5\n"
+    )
+    r = runner.invoke(main, [str(path), "--interface", "0", "-q"])
+    assert r.exit_code == 2 and r.stderr == f"Error: {path}: {want}"
+    r = _pipe(path, "-", "--interface", "0", "-q")
+    assert r.returncode == 2 and r.stderr == f"Error: -: {want}"
+    assert _phys(_json(runner, str(path), "--interface", "2")) == _phys(
+        _json(runner, sll2, "--interface", "2")
+    )
+
+
 def test_a_pipe_gives_the_files_document(sll2):
     # a pipe is read once, and the choice is made as records are read (capture/interfaces.py): ifindex 2 carries the
     # first VXLAN frame; ifindex 5's 20 frames are the decapsulated copies of its inner packets (the capture's triage

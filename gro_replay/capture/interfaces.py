@@ -309,9 +309,21 @@ class Selection:
             raise self._no_such(self.want)
 
     def _no_such(self, want: str) -> CaptureError:
+        """The error for ``--interface want`` naming none of the interfaces; a number that is the pcapng interface
+        id of an ``-i any`` capture (whose packets carry ifindexes, which a number selects: ``matches``) says so
+        and names the ifindexes."""
         names = "; ".join(self._labels(self.by_key)) or "none"
+        hint = ""
+        if want.isascii() and want.isdigit():
+            ifindexes = sorted({k[1] for k in self.by_key if k[0] == int(want) and k[1] is not None})
+            if ifindexes:
+                hint = (
+                    f"; pcapng interface {int(want)} is a Linux cooked v2 capture (tcpdump -i any) whose packets "
+                    "carry the ifindex of their device, which a number selects: "
+                    + " or ".join(f"--interface {i}" for i in ifindexes)
+                )
         return CaptureError(
-            f"{self.path}: --interface {want}: no such interface (the capture holds: {names})"
+            f"{self.path}: --interface {want}: no such interface (the capture holds: {names}){hint}"
         )
 
     def _labels(self, keys: Iterable) -> list[str]:
