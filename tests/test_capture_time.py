@@ -46,6 +46,11 @@ def test_default_poll_model_is_mlx5_cqe_moderation_and_is_reported(runner):
         "budget",
         "budget (64-frame polls in capture order, times ignored)",
     )
+    # the library's NAPI weight (ReplayConfig.weight) is the poll's size: the words say it (breaker's finding: 64
+    # whatever the weight)
+    cfg = ReplayConfig(poll=PollModel("budget"), weight=16)
+    assert cfg.poll_words() == "budget (16-frame polls in capture order, times ignored)"
+    assert cfg.as_dict()["poll_model"] == cfg.poll_words()
 
 
 def test_fix_sample_with_default_options_shows_the_commits_10_7_split(runner):

@@ -75,10 +75,11 @@ class PollModel:
     def __str__(self) -> str:
         return self.kind if self.kind == "budget" else f"{self.kind}:{self.usecs:g}"
 
-    def describe(self) -> str:
-        """One line for the report: the model and what it means, e.g. ``gap:3 (a poll after each pause > 3 µs, …)``."""
+    def describe(self, weight: int = 64) -> str:
+        """One line for the report: the model and what it means, e.g. ``gap:3 (a poll after each pause > 3 µs, …)``;
+        ``weight``: the NAPI weight (frames per poll, ``ReplayConfig.weight``; NAPI_POLL_WEIGHT 64 by default)."""
         if self.kind == "budget":
-            return "budget (64-frame polls in capture order, times ignored)"
+            return f"budget ({weight}-frame polls in capture order, times ignored)"
         if self.kind == "gap":
             src = (
                 ", the default time-aware model: mlx5's CQE-based moderation"
@@ -343,7 +344,7 @@ class ReplayConfig:
         """The poll model for the report's NIC line and JSON ``config.poll_model``: ``PollModel.describe``, and when a
         ``--nic`` preset without interrupt moderation of its own (virtio-net, vmxnet3, ena, gve, veth: kernel/nic.py
         ``NicPreset.poll``) leaves the default (mlx5's) standing, that it does."""
-        words = self.poll.describe()
+        words = self.poll.describe(self.weight)
         preset = NIC_PRESETS.get(self.nic) if self.nic else None
         if preset is not None and preset.poll is None and self.poll == PollModel():
             words = (
