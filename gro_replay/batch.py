@@ -50,14 +50,16 @@ class CaptureOutcome:
         return self.error is None
 
     def row(self) -> dict:
-        """The combined report's row: frames, phys/tunnel skbs per kernel, affected flows, error."""
+        """The combined report's row: frames read, skipped and replayed (``input.frames_replayed``: a super-frame
+        split by ``--resegment`` counts as its segments), phys/tunnel skbs per kernel, affected flows, error."""
         row: dict = {"path": self.path, "document": self.out_file, "error": self.error}
         doc = self.document
         if doc is None:
-            row.update(frames=None, skipped=None, kernels={}, affected_flows=None)
+            row.update(frames=None, skipped=None, replayed=None, kernels={}, affected_flows=None)
             return row
         row["frames"] = doc["input"]["frames_read"]
         row["skipped"] = sum(doc["input"]["skipped"].values())
+        row["replayed"] = doc["input"]["frames_replayed"]
         row["kernels"] = {
             k["name"]: {
                 "phys_skbs": k["stages"]["phys"]["skbs_delivered"],

@@ -210,6 +210,11 @@ def test_reseg_mss1_one_tso64k_uses_the_senders_mss() -> None:
 
     r = replay_capture(str(shared("reseg-mss1-one-tso64k.pcap")), ReplayConfig(resegment="auto"))
     assert " frames=2 skipped=0 replayed=48 " in summary_line(r)
+    # and batch's row (batch.json captures[]): frames read, skipped, replayed
+    from gro_replay.batch import CaptureOutcome
+
+    row = CaptureOutcome(path="x.pcap", document=doc).row()
+    assert (row["frames"], row["skipped"], row["replayed"]) == (2, 0, 48)
 
 
 def test_auto_takes_the_syn_mss_option_when_no_segment_says_more() -> None:
