@@ -106,6 +106,18 @@ def test_the_pcapng_id_of_an_any_capture_names_its_ifindexes(runner, sll2, tmp_p
     )
 
 
+def test_a_flow_matching_nothing_names_the_other_interfaces_frames(runner, sll2):
+    """--interface 5 replays ifindex 5's 20 frames (the decapsulated copies: one not-tunnel flow) and leaves
+    ifindex 2's 20 out: a --flow matching none says so beside the flow count (breaker's finding: it said "1 flow"
+    only, silent about the frames left out)."""
+    r = runner.invoke(main, [sll2, "-q", "--interface", "5", "--flow", "vni=100"])
+    assert r.exit_code == 2
+    assert r.stderr == (
+        f"Error: no flow matches --flow 'vni=100' (1 flow in {sll2}; frames not replayed: skipped other_interface "
+        "20; gro-replay explain CAPTURE with the same options lists them)\n"
+    )
+
+
 def test_a_pipe_gives_the_files_document(sll2):
     # a pipe is read once, and the choice is made as records are read (capture/interfaces.py): ifindex 2 carries the
     # first VXLAN frame; ifindex 5's 20 frames are the decapsulated copies of its inner packets (the capture's triage

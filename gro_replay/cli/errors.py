@@ -29,17 +29,20 @@ def capture_error(e: Exception, capture: str) -> UsageError:
 
 def no_flow_error(selector: str, result, capture: str, hint: str) -> UsageError:
     """The usage error (exit 2) for a ``--flow`` selector that matched no flow of ``result`` (a ``ReplayResult``):
-    how many flows there were, after which filters (``-f``, ``--interface``: ``input.filtered``) when they
-    removed frames, and ``hint`` (where the flows are listed)."""
-    from ..report.verdict.words import filtered_text, plural  # the verdict package is heavy: not at --help
+    how many flows there were and what kept frames from the replay (skip reasons such as other_interface or
+    snaplen_cut, ``-f``: ``verdict.words.gone_words``), then ``hint`` (where the flows are listed; left out when
+    no frame was replayed, since no listing has any)."""
+    from ..report.verdict.words import gone_words, not_replayed_text, plural  # heavy: not at --help
 
+    inp = result.input
     n = len(result.flows)
-    after = filtered_text(result.input.filtered)
-    return UsageError(
-        f"no flow matches --flow {selector!r} ({n:,} {plural(n, 'flow')} in {capture}"
-        + (f" after {after}" if after else "")
-        + f"; {hint})"
-    )
+    text = f"no flow matches --flow {selector!r} ({n:,} {plural(n, 'flow')} in {capture}"
+    if not inp.frames_replayed:
+        return UsageError(f"{text}: {not_replayed_text(inp)})")
+    gone = gone_words(inp)
+    if gone:
+        text += f"; frames not replayed: {', '.join(gone)}"
+    return UsageError(f"{text}; {hint})")
 
 
 class CheckFailed(click.ClickException):

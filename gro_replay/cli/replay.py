@@ -146,7 +146,9 @@ def replay_cmd(
         result, pcaps = _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs)
         if flow is not None and not result.input.selected_frames:
             # known only now, after the replay: nothing is rendered or written
-            raise no_flow_error(flow, result, capture, "gro-replay explain CAPTURE lists them")
+            raise no_flow_error(
+                flow, result, capture, "gro-replay explain CAPTURE with the same options lists them"
+            )
         _file_outputs(result, json_path, md_path, plot_path, outs)
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():

@@ -145,15 +145,20 @@ def unread_text(inp) -> str:
     )
 
 
+def gone_words(inp) -> list[str]:
+    """What kept frames of ``inp`` (``sim.InputStats``) from the replay, e.g. ["skipped other_interface 20",
+    "8 frames filtered out by -f"] (skip reasons, then filters; [] when nothing was left out)."""
+    gone = [f"skipped {k} {v:,}" for k, v in sorted(inp.skipped.items()) if v]
+    filtered = getattr(inp, "filtered", {})
+    return gone + ([filtered_text(filtered)] if any(filtered.values()) else [])
+
+
 def not_replayed_text(inp) -> str:
     """Why no frame of ``inp`` (``sim.InputStats``) was replayed, e.g. "none of the 20 frames read was replayed
     (skipped snaplen_cut 12, 8 frames filtered out by -f)", or "the capture holds no frames"."""
     if not inp.frames_read:
         return "the capture holds no frames"
-    gone = [f"skipped {k} {v:,}" for k, v in sorted(inp.skipped.items()) if v]
-    gone += (
-        [filtered_text(getattr(inp, "filtered", {}))] if any(getattr(inp, "filtered", {}).values()) else []
-    )
+    gone = gone_words(inp)
     n = inp.frames_read
     return (
         "the one frame read was not replayed" if n == 1 else f"none of the {n:,} frames read was replayed"
