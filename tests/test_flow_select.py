@@ -163,6 +163,23 @@ def test_flow_matching_nothing_says_what_the_filter_removed(command):
     )
 
 
+def test_summary_says_what_was_filtered_and_selected():
+    """The fix sample: 17 frames of one VXLAN flow (VNI 100), all UDP. ``-f tcp`` filters all 17 out: the SUMMARY
+    line says filtered=17 beside replayed=0 (newcomer's finding: frames − skipped ≠ replayed with no reason);
+    ``--flow vni=100`` selects the flow's 17 frames, which the skb counts cover: selected=17. Neither key appears
+    unless asked for."""
+    pytest.importorskip("pcapy", reason="the bpf extra (pcapy-ng) is part of the test extra")
+
+    def summary(*args):
+        r = run(FIX_SAMPLE, "-q", *args)
+        return r.stdout.splitlines()[-1]
+
+    assert " frames=17 skipped=0 replayed=0 filtered=17 kernel[" in summary("-f", "tcp")
+    assert " frames=17 skipped=0 replayed=17 selected=17 kernel[" in summary("--flow", "vni=100")
+    plain = summary()
+    assert " replayed=17 kernel[" in plain and "filtered=" not in plain and "selected=" not in plain
+
+
 def test_flow_matching_nothing_writes_no_file_output(tmp_path):
     """--trace FILE, --write-pcap DIR, --json FILE, --markdown FILE: none is left behind (the trace
     file and pcap directory the run created empty are removed again)."""

@@ -108,6 +108,14 @@ def summary_line(result) -> str:
         f"skipped={sum(inp.skipped.values())}",
         f"replayed={inp.frames_replayed}",
     ]
+    # then, when asked for: frames -f filtered out (input.filtered), and under --flow the selected flows' frames,
+    # which the skb counts below cover (input.selected_frames)
+    filtered = sum(getattr(inp, "filtered", {}).values())
+    if filtered:
+        parts.append(f"filtered={filtered}")
+    selected = getattr(inp, "selected_frames", None)
+    if selected is not None:
+        parts.append(f"selected={selected}")
     above = getattr(getattr(inp, "above_mtu", None), "segments", 0)
     if above:  # --resegment MSS made segments larger than --mtu (input.segments_above_mtu; sim/notes.py)
         parts.append(f"segments_above_mtu={above}")
