@@ -396,8 +396,9 @@ def past_end(branch: str, point: int, name: str, after: list[str]) -> str | None
         return None
     last, when, _ = ended
     text = (
-        f"linux-{branch}.y ended with {branch}.{last} ({when}): {branch}.{point} is no upstream stable release (a "
-        f"vendor's continuation, or a typo?); {name} runs with the stable backports up to {branch}.{last}"
+        f"linux-{branch}.y ended on kernel.org with {branch}.{last} ({when}): {branch}.{point} is past it (a "
+        f"vendor's own continuation of the branch, or a typo); {name} runs with kernel.org's stable backports up "
+        f"to {branch}.{last}"
     )
     if after:
         one = len(after) == 1

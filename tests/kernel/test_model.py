@@ -434,8 +434,9 @@ def test_a_point_release_past_a_branch_end_says_so(release, last, when):
     m = resolve_kernel(release)
     assert not m.ip_tun_rx_dst_sets_df
     assert m.notes[0] == (
-        f"linux-{branch}.y ended with {branch}.{last} ({when}): {release} is no upstream stable release (a vendor's "
-        f"continuation, or a typo?); {release} runs with the stable backports up to {branch}.{last}; a9888628cb2c "
+        f"linux-{branch}.y ended on kernel.org with {branch}.{last} ({when}): {release} is past it (a vendor's own "
+        f"continuation of the branch, or a typo); {release} runs with kernel.org's stable backports up to "
+        f"{branch}.{last}; a9888628cb2c "
         f"(ip_tun_rx_dst_sets_df), released after that end, is off as in upstream {branch}, and whether its maker "
         "took it is not known here"
     )
