@@ -47,6 +47,7 @@ def combined(outcomes, cfg, where: dict, seconds: float) -> dict:
             "captures": len(rows),
             "failed": sum(1 for r in rows if r["error"] is not None),
             "frames": sum(r["frames"] or 0 for r in rows),
+            "replayed": sum(r["replayed"] or 0 for r in rows),
             "seconds": round(seconds, 3),
         },
     }
@@ -68,7 +69,8 @@ def display_names(paths: list[str | None]) -> list[str]:
 
 
 def render_table(doc: dict, console: Console) -> None:
-    """The combined report as a rich table: per capture (file name) frames, phys/tunnel skbs per kernel,
+    """The combined report as a rich table: per capture (file name) frames read (and replayed, when that differs
+    for some capture), phys/tunnel skbs per kernel,
     affected flows; then one line per capture that failed, with its error; the full paths are in the JSON.
 
     Fits 80 columns with the names readable: the number columns' headers are stacked a word a line
@@ -81,6 +83,13 @@ def render_table(doc: dict, console: Console) -> None:
     table = Table(title="gro-replay batch", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
     table.add_column("capture", overflow="fold")
     table.add_column("frames", justify="right", no_wrap=True)
+    # what entered the simulation (a super-frame split by --resegment is its segments, a skipped frame none): a
+    # column when it differs from the frames read somewhere, so the usual table keeps the names' room at 80 columns
+    counts = (
+        ("frames", "replayed") if any(r["replayed"] != r["frames"] for r in doc["captures"]) else ("frames",)
+    )
+    if len(counts) == 2:
+        table.add_column("re-\nplayed", justify="right", no_wrap=True)
     for n in names:
         table.add_column(f"{n}\nphys\nskbs", justify="right", no_wrap=True)
         table.add_column(f"{n}\ntunnel\nskbs", justify="right", no_wrap=True)
@@ -89,7 +98,7 @@ def render_table(doc: dict, console: Console) -> None:
     names_shown = display_names([r["path"] for r in doc["captures"]])
     failed = []
     for r, shown in zip(doc["captures"], names_shown, strict=True):
-        cells = [shown, f"{r['frames']:,}" if r["frames"] is not None else "-"]
+        cells = [shown] + [f"{r[c]:,}" if r[c] is not None else "-" for c in counts]
         for n in names:
             k = r["kernels"].get(n)
             cells += [f"{k['phys_skbs']:,}", f"{k['tunnel_skbs']:,}"] if k else ["-", "-"]
@@ -114,7 +123,8 @@ def render_table(doc: dict, console: Console) -> None:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     t = doc["totals"]
     console.print(
-        f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames in {t['seconds']:.1f} s",
+        f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames read, {t['replayed']:,} "
+        f"replayed in {t['seconds']:.1f} s",
         highlight=False,
     )
 
