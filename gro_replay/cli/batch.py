@@ -151,7 +151,9 @@ def render_table(doc: dict, console: Console) -> None:
     type=click.Path(path_type=Path),
     metavar="DIR",
     default=None,
-    help="Write each capture's JSON document to DIR/STEM.json and the combined JSON to DIR/batch.json.",
+    help="Write each capture's JSON document to DIR/STEM.json (STEM: the file name without capture suffixes; "
+    "repeated stems numbered STEM-2, … in path order; a failed capture gets none) and the combined JSON to "
+    "DIR/batch.json.",
 )
 @click.option("--format", "fmt", type=Keyword(["table", "json"]), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
