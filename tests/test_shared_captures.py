@@ -119,6 +119,25 @@ def test_vxlan_port_8472_is_decoded_as_vxlan(shared_captures, runner):
     assert_accounted(doc)
 
 
+def test_a_one_frame_flow_is_not_said_to_be_kept_apart(shared_captures, runner):
+    """The 8472 capture's two ARP frames are two flows of one frame each (README: inner ARP ×2), both refused by
+    the pre-fix gate (outer checksum 0): with nothing to merge, the verdict says so instead of "the zero-checksum
+    gate is not what keeps them apart" (newcomer's finding); the ICMP flows of 4 frames keep that sentence."""
+    r = runner.invoke(
+        main, ["explain", str(shared_captures / "tcpdump" / "vxlan_port_8472.pcap"), "--format", "json"]
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    whys = {f["key"]["inner"]["ethertype"]: f["verdict"]["why"] for f in doc["flows"]}
+    singles = [f["verdict"]["why"] for f in doc["flows"] if f["key"]["inner"]["ethertype"] == 0x0806]
+    assert len(singles) == 2
+    for why in singles:
+        assert why.endswith(
+            "(phys skbs 1 → 1, tunnel skbs 1 → 1): a flow of one frame has nothing to merge it with"
+        )
+    assert "the zero-checksum gate is not what keeps them apart" in whys[0x0800]
+
+
 def test_ndpi_vlan_tagged_vxlan_tls_flows_are_found(shared_captures, runner):
     path = shared_captures / "ndpi" / "vxlan.pcap"
     # independent parse with dpkt: outer 802.1Q VLAN 5, UDP 4789, inner TCP to/from 443 (TLS) or UDP (DNS)

@@ -274,8 +274,12 @@ class Verdict(CaptureSentences):
         elif fv.outcome == "refused_no_gain":
             why = (
                 f"{refused}, but {after} its frames are not merged further (phys skbs {pre.skbs['phys']:,} → "
-                f"{fixed.skbs['phys']:,}, tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}): the "
-                "zero-checksum gate is not what keeps them apart"
+                f"{fixed.skbs['phys']:,}, tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}): "
+                + (
+                    "the zero-checksum gate is not what keeps them apart"
+                    if fixed.frames > 1
+                    else "a flow of one frame has nothing to merge it with"
+                )
             )
             breaks = _break_reasons(fixed.phys_reasons)
             if breaks and fixed.skbs["phys"] >= fixed.frames > 1:
