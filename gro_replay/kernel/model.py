@@ -368,11 +368,11 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
     },
 }
 
-#: Stable branches that ended: their last point release and its month, and the first upstream release whose merge
-#: window opened after it — no commit first released there or later can be in the branch, so its backports need no reading (kernel.org's
-#: releases page and the stable announcements: 4.19.325, 2024-12-05, came before v6.13's release opened v6.14's
-#: merge window, 2025-01-20; 5.11.22, 2021-05-19, before v5.13's opened v5.14's, 2021-06-27; 5.12.19, 2021-07-20,
-#: before v5.14's opened v5.15's, 2021-08-29).
+#: Stable branches that ended: their last point release and its month, and the first upstream release whose merge window
+#: opened after it — no commit first released there or later can be in the branch, so its backports need no reading
+#: (kernel.org's releases page and the stable announcements: 4.19.325, 2024-12-05, came before v6.13's release opened
+#: v6.14's merge window, 2025-01-20; 5.11.22, 2021-05-19, before v5.13's opened v5.14's, 2021-06-27; 5.12.19,
+#: 2021-07-20, before v5.14's opened v5.15's, 2021-08-29).
 STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
     "4.19": (325, "December 2024", (6, 14)),
     "5.11": (22, "May 2021", (5, 14)),
