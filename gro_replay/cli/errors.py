@@ -30,9 +30,10 @@ def capture_error(e: Exception, capture: str) -> UsageError:
 def no_flow_error(selector: str, result, capture: str, hint: str) -> UsageError:
     """The usage error (exit 2) for a ``--flow`` selector that matched no flow of ``result`` (a ``ReplayResult``):
     how many flows there were and what kept frames from the replay (skip reasons such as other_interface or
-    snaplen_cut, ``-f``: ``verdict.words.gone_words``), then ``hint`` (where the flows are listed; left out when
+    snaplen_cut, ``-f``: ``verdict.input_words.gone_words``), then ``hint`` (where the flows are listed; left out when
     no frame was replayed, since no listing has any)."""
-    from ..report.verdict.words import gone_words, not_replayed_text, plural  # heavy: not at --help
+    from ..report.verdict.input_words import gone_words, not_replayed_text  # heavy: not at --help
+    from ..report.verdict.words import plural
 
     inp = result.input
     n = len(result.flows)

@@ -10,7 +10,8 @@ from rich.text import Text
 from . import AGGREGATES_LABEL, SW_CSUM_LABEL
 from .document import summary_line
 from .verdict.facts import STAGE_NAMES
-from .verdict.words import drop_counts, filtered_text, kernel_label, plural
+from .verdict.input_words import filtered_text
+from .verdict.words import drop_counts, kernel_label, plural
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 STAGES = ("phys", "tunnel")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
-from ..report.verdict.words import WHOLE_FRAMES_HINT, filtered_text, hidden_text, plural, unread_text
+from ..report.verdict.input_words import filtered_text
+from ..report.verdict.words import WHOLE_FRAMES_HINT, hidden_text, plural, unread_text
 from ..resegment import IPV6_MIN_MTU, KEEP_WORDS, TCP_MIN_SND_MSS
 from .skipped import unread_count
 

@@ -58,6 +58,7 @@ from .facts import (
     facts_of,
     release_order,
 )
+from .input_words import left_out_text, not_replayed_text
 from .tally import _Tally
 from .words import (
     LOSSES,
@@ -68,9 +69,7 @@ from .words import (
     _state_of,
     _via,
     id_step_text,
-    left_out_text,
     loss_text,
-    not_replayed_text,
     reason_list,
     split_text,
 )

@@ -9,6 +9,7 @@ from collections import Counter
 
 from ...kernel.model import KernelModel
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
+from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, _Tally
 from .words import (
     COSTLESS_WORDS,
@@ -28,10 +29,8 @@ from .words import (
     id_step_text,
     kernel_label,
     lacks_fix_words,
-    left_out_text,
     loss_text,
     no_gain_text,
-    not_replayed_text,
     other_changes_words,
     plural,
     ports_text,

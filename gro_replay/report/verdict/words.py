@@ -1,6 +1,6 @@
-"""The verdict's words: what drops a lost frame and the knob that changes it (``LOSSES``), why nothing was
-replayed, end-reason lists with the commit of the rule a switch introduced (``reason_list``), the split, IPv4 ID,
-gate and NIC phrases.
+"""The verdict's words: what drops a lost frame and the knob that changes it (``LOSSES``), end-reason lists with
+the commit of the rule a switch introduced (``reason_list``), the split, IPv4 ID, gate and NIC phrases (the words
+about the input, what was not replayed and why, are in ``input_words``).
 """
 
 from __future__ import annotations
@@ -8,12 +8,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ...capture.interface_stats import cut_words
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, STABLE_BACKPORTS, KernelModel, commit_of_switch
 from ...packet.decode import SKIP_SNAPLEN
 from ...sim.skipped import to_tunnel_ports, unread
-from .facts import _FILTER_OPTIONS, NO_REASON_RECORDED, STAGE_NAMES
+from .facts import NO_REASON_RECORDED, STAGE_NAMES
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
 LOSSES: dict[str, tuple[str, str | None]] = {
@@ -142,60 +141,6 @@ def unread_text(inp) -> str:
     return (
         f"{n:,} {plural(n, 'frame')} skipped before {'its' if n == 1 else 'their'} UDP port could be read "
         f"({each}): whether {'it is' if n == 1 else 'they are'} tunnel traffic is unknown"
-    )
-
-
-def gone_words(inp) -> list[str]:
-    """What kept frames of ``inp`` (``sim.InputStats``) from the replay, e.g. ["skipped other_interface 20",
-    "8 frames filtered out by -f"] (skip reasons, then filters; [] when nothing was left out)."""
-    gone = [f"skipped {k} {v:,}" for k, v in sorted(inp.skipped.items()) if v]
-    filtered = getattr(inp, "filtered", {})
-    return gone + ([filtered_text(filtered)] if any(filtered.values()) else [])
-
-
-def not_replayed_text(inp) -> str:
-    """Why no frame of ``inp`` (``sim.InputStats``) was replayed, e.g. "none of the 20 frames read was replayed
-    (skipped snaplen_cut 12, 8 frames filtered out by -f)", or "the capture holds no frames"."""
-    if not inp.frames_read:
-        return "the capture holds no frames"
-    gone = gone_words(inp)
-    n = inp.frames_read
-    return (
-        "the one frame read was not replayed" if n == 1 else f"none of the {n:,} frames read was replayed"
-    ) + (f" ({', '.join(gone)})" if gone else "")
-
-
-def left_out_text(inp) -> str:
-    """The tunnel traffic of a capture's other devices that was not replayed (``sim.InputStats.interfaces``, rows of
-    capture/interfaces.py ``Selection.as_list``), e.g. "Only interface 0 (eth0) was replayed: tunnel frames of
-    another device, which its own NAPI merges, are in no count here: 10 on interface 1 (eth1) (--interface eth1
-    replays them)."; "" when nothing was left out. Repeats of replayed frames (a bond) and decapsulated copies are
-    not left-out traffic."""
-    rows = getattr(inp, "interfaces", None) or []
-    out = [r for r in rows if not r.get("replayed", True) and r.get("tunnel_frames_left_out", 0)]
-    if not out:
-        return ""
-    replayed = " and ".join(r["interface"] for r in rows if r.get("replayed"))
-    each = "; ".join(
-        f"{r['tunnel_frames_left_out']:,} on {r['interface']} ({r['select']} replays "
-        f"{'it' if r['tunnel_frames_left_out'] == 1 else 'them'}"
-        f"{cut_words(r['tunnel_frames_left_out'], r.get('tunnel_frames_left_out_cut', 0))})"
-        for r in out
-    )
-    who = (
-        "another device, which its own NAPI merges"
-        if len(out) == 1
-        else "other devices, which their own NAPIs merge"
-    )
-    return f"Only {replayed} was replayed: tunnel frames of {who}, are in no count here: {each}."
-
-
-def filtered_text(filtered: dict) -> str:
-    """``InputStats.filtered`` (option key → frames) in words: "17 frames filtered out by -f" ("" when none)."""
-    return ", ".join(
-        f"{v:,} {plural(v, 'frame')} filtered out by {_FILTER_OPTIONS.get(k, k)}"
-        for k, v in sorted(filtered.items())
-        if v
     )
 
 
