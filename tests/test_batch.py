@@ -169,7 +169,7 @@ def test_batch_table_shows_replayed_frames_where_they_differ(scheduler):
     --resegment auto into ⌈65,000 / 1,410⌉ = 47 wire segments (1500 − 90 header bytes), so 48 replayed: the table
     gets a replayed column and the footer the total (newcomer's and breaker's finding: 2 frames beside 48 skbs
     read as a bug); batch.json has it per capture and in totals."""
-    reseg = Path(__file__).resolve().parents[2] / "shared" / "robustness" / "reseg-mss1-one-tso64k.pcap"
+    reseg = ROOT.parent / "shared" / "robustness" / "reseg-mss1-one-tso64k.pcap"
     if not reseg.is_file():
         pytest.skip(f"{reseg} not present")
     args = ["batch", str(FIX_SAMPLE), str(reseg), "--scheduler", scheduler]

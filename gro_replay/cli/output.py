@@ -232,23 +232,22 @@ def progress_display(total: int | None, console: Console):
     if total:
         columns += [TaskProgressColumn()]
     columns += [TextColumn("{task.fields[frames]:,} frames")]
-    if width < _NARROW:
-        return Progress(*columns, console=console, transient=True)
-    columns += [FramesPerSecond()]
-    if total and wide:
-        # "elapsed 0:00:02 · 0:00:08 left"
-        columns += [
-            TransferSpeedColumn(),
-            TextColumn("elapsed"),
-            TimeElapsedColumn(),
-            TextColumn("·"),
-            TimeRemainingColumn(),
-            TextColumn("left"),
-        ]
-    elif total:
-        columns += [TimeRemainingColumn(), TextColumn("left")]
-    else:
-        columns += [TimeElapsedColumn()]
+    if width >= _NARROW:  # under it: percentage and frames only
+        columns += [FramesPerSecond()]
+        if total and wide:
+            # "elapsed 0:00:02 · 0:00:08 left"
+            columns += [
+                TransferSpeedColumn(),
+                TextColumn("elapsed"),
+                TimeElapsedColumn(),
+                TextColumn("·"),
+                TimeRemainingColumn(),
+                TextColumn("left"),
+            ]
+        elif total:
+            columns += [TimeRemainingColumn(), TextColumn("left")]
+        else:
+            columns += [TimeElapsedColumn()]
     return Progress(*columns, console=console, transient=True)
 
 
