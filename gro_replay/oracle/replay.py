@@ -376,9 +376,10 @@ class _Run:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
-        _out, err = self.injector.communicate(payload, timeout=60 + n / 1000)
+        out, err = self.injector.communicate(payload, timeout=60 + n / 1000)
         if self.injector.returncode != 0:
             raise _AttemptFailed(err.decode().strip().splitlines()[-1] if err.strip() else "injector failed")
+        log.debug("injector: %s", out.decode().strip())  # "sent N waited W": W sleeps on a full veth ring
         self._wait_quiet()
         self.trace.stop()
         lost = self.trace.overrun()
