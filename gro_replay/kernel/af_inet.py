@@ -38,7 +38,7 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     pp = None
     flush = 1
     if not skb_gro_header_ok(skb, off + 20):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= flush
         return None
     base = skb.data + off
@@ -46,18 +46,18 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     ver_ihl, tos, tot_len, ip_id, frag_off, ttl, proto, _check, addrs = _IPH.unpack_from(buf, base)
     ops = k.inet_offloads.get(proto)
     if ops is None:
-        cb.why = R.at_header(R.INET_NO_OFFLOAD, cb.encap_mark)
+        R.skb_flush_reason(cb, R.at_header(R.INET_NO_OFFLOAD, cb.encap_mark))
     elif ver_ihl != 0x45:
-        cb.why = R.at_header(R.INET_HDR, cb.encap_mark)
+        R.skb_flush_reason(cb, R.at_header(R.INET_HDR, cb.encap_mark))
     elif frag_off & (IP_MF | IP_OFFSET):
-        cb.why = R.at_header(R.INET_FRAGMENT, cb.encap_mark)
+        R.skb_flush_reason(cb, R.at_header(R.INET_FRAGMENT, cb.encap_mark))
     elif ip_fast_csum(buf, base, 5):
-        cb.why = R.at_header(R.INET_CSUM, cb.encap_mark)
+        R.skb_flush_reason(cb, R.at_header(R.INET_CSUM, cb.encap_mark))
     else:
         cb.proto = proto
         flush = 1 if tot_len != skb.len - off or frag_off & ~IP_DF & 0xFFFF else 0
         if flush:
-            cb.why = R.at_header(R.INET_TOT_LEN, cb.encap_mark)
+            R.skb_flush_reason(cb, R.at_header(R.INET_TOT_LEN, cb.encap_mark))
         if k.model.l3_flush_in_tcp:
             for p in head:
                 if not p.cb.same_flow:

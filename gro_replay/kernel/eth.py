@@ -23,7 +23,7 @@ def eth_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     off_eth = cb.data_offset
     hlen = off_eth + ETH_HLEN
     if not skb_gro_header_ok(skb, hlen):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= flush
         return None
     start = skb.data + off_eth
@@ -38,7 +38,7 @@ def eth_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
                 cb.split = R.SPLIT_INNER_ETH  # observation only
     ptype = skb.dev.kernel.offload_base.get((eh[12] << 8) | eh[13])
     if ptype is None:
-        cb.why = R.ETH_NO_OFFLOAD
+        R.skb_flush_reason(cb, R.ETH_NO_OFFLOAD)
     else:
         flush = 0
         skb_gro_pull(skb, ETH_HLEN)

@@ -42,18 +42,18 @@ def geneve_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> Sk
     flush = 1
     pp = None
     if not skb_gro_header_ok(skb, off_gnv + GENEVE_BASE_HLEN):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= flush
         return None
     start = skb.data + off_gnv
     buf = skb.buf
     if buf[start] >> 6 != GENEVE_VER or buf[start + 1] & GENEVE_OAM:
-        cb.why = R.GENEVE_HDR
+        R.skb_flush_reason(cb, R.GENEVE_HDR)
         cb.flush |= flush
         return None
     gh_len = geneve_hlen(buf, start)
     if not skb_gro_header_ok(skb, off_gnv + gh_len):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= flush
         return None
     gh = buf[start : start + gh_len]
@@ -67,7 +67,7 @@ def geneve_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> Sk
                 cb.split = R.SPLIT_GENEVE  # observation only
     ptype = skb.dev.kernel.offload_base.get((gh[2] << 8) | gh[3])
     if ptype is None:
-        cb.why = R.TUNNEL_INNER_PROTO
+        R.skb_flush_reason(cb, R.TUNNEL_INNER_PROTO)
     else:
         skb_gro_pull(skb, gh_len)
         skb_gro_postpull_rcsum(skb, start, gh_len)

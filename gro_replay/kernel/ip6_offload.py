@@ -57,7 +57,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     flush = 1
     pp = None
     if not skb_gro_header_ok(skb, off + 40):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= flush
         return None
     buf = skb.buf
@@ -74,7 +74,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
         proto, l4 = ipv6_gso_pull_exthdrs(skb, base + 40, proto)
         ops = k.inet6_offloads.get(proto)
         if ops is None:
-            cb.why = R.at_header(R.IPV6_NO_OFFLOAD, cb.encap_mark)
+            R.skb_flush_reason(cb, R.at_header(R.IPV6_NO_OFFLOAD, cb.encap_mark))
             cb.flush |= flush
             return None
     skb_gro_pull(skb, l4 - base)
@@ -82,7 +82,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     cb.proto = proto
     flush -= 1
     if own:
-        cb.why = R.at_header(R.IPV6_PAYLOAD_LEN, cb.encap_mark)
+        R.skb_flush_reason(cb, R.at_header(R.IPV6_PAYLOAD_LEN, cb.encap_mark))
     nlen = l4 - base
     w1 = _WORD.unpack_from(buf, base)[0]
     addrs = buf[base + 8 : base + 40]

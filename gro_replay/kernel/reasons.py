@@ -224,6 +224,15 @@ def l3_reason(bits: int, encap: int, default: str = IP_FLUSH, fn: str = "tcp_gro
     return f"{fn}:" + "+".join(parts) if parts else default
 
 
+def skb_flush_reason(cb: NapiGroCb, why: str) -> None:
+    """Record ``why`` as the reason the skb itself is flushed (``NAPI_GRO_CB(skb)->flush``), unless a flush set
+    earlier in this GRO pass named one: dev_gro_receive's (skb_is_gso, skb_has_frag_list), then each header's
+    gro_receive from the outside in. The first flush set is the skb's reason: the ones after it could not change
+    that the skb goes up unmerged (a GSO skb before v6.1 ending in PSH is flushed for skb_is_gso, not the PSH)."""
+    if not cb.flush:
+        cb.why = why
+
+
 def p_flush_reason(pcb: NapiGroCb, encap: int) -> str:
     """Why a held packet's own ``flush`` (set up to v6.9 by ``inet_gro_receive``/``ipv6_gro_receive``) ends it.
 

@@ -92,7 +92,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
     model = k.model
     off = cb.data_offset
     if not skb_gro_header_ok(skb, off + 20):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= 1
         return None
     th = skb.data + off
@@ -100,7 +100,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
     sport, dport, seq, ack, flag_word, _check, _urg = _TCPH.unpack_from(buf, th)
     thlen = (flag_word >> 28) * 4
     if thlen < 20 or not skb_gro_header_ok(skb, off + thlen):
-        cb.why = R.TCP_HDR if thlen < 20 else R.TRUNCATED
+        R.skb_flush_reason(cb, R.TCP_HDR if thlen < 20 else R.TRUNCATED)
         cb.flush |= 1
         return None
     skb_gro_pull(skb, thlen)
@@ -185,7 +185,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
             mss = 1
             if flush:
                 assert why is not None  # every flush above names its reason
-                cb.why = why
+                R.skb_flush_reason(cb, why)  # a flush set before this layer stays the reason (and p's below)
                 if why.endswith("ip_id"):
                     pcb.id_step = _id_step(skb, p, "inner_ip_id" in why and "outer_ip_id" not in why)
         elif flags & (TCP_FLAG_FIN | TCP_FLAG_PSH):
@@ -216,9 +216,9 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
             p.cb.why = cb.why
             pp = p
             if final:
-                cb.why = tag
+                R.skb_flush_reason(cb, tag)
     elif final:
-        cb.why = tag
+        R.skb_flush_reason(cb, tag)
     cb.flush |= final
     return pp
 

@@ -37,7 +37,7 @@ def _udp_gro_receive_family(
     cb = skb.cb
     off = cb.data_offset
     if not skb_gro_header_ok(skb, off + 8):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush = 1
         return None
     sport, dport, _ulen, check = _UDPH.unpack_from(skb.buf, skb.data + off)
@@ -82,15 +82,17 @@ def udp_gro_receive(
     pp = None
     flush = 1
     if sk is None:
-        cb.why = R.at_header(R.UDP_NO_TUNNEL_SOCKET, cb.encap_mark)  # the inner UDP header when encapsulated
+        R.skb_flush_reason(
+            cb, R.at_header(R.UDP_NO_TUNNEL_SOCKET, cb.encap_mark)
+        )  # the inner UDP header when encapsulated
     elif cb.encap_mark:
-        cb.why = R.UDP_ENCAP_MARK
+        R.skb_flush_reason(cb, R.UDP_ENCAP_MARK)
     else:
         gate = skb.ip_summed != CHECKSUM_PARTIAL and cb.csum_cnt == 0 and not cb.csum_valid
         if skb.dev.kernel.model.udp_tunnel_gate_checks_uh_check:
             gate = gate and check != 0
         if gate:
-            cb.why = R.UDP_GATE if check else R.UDP_GATE_ZERO_CSUM
+            R.skb_flush_reason(cb, R.UDP_GATE if check else R.UDP_GATE_ZERO_CSUM)
         else:
             # mark that this skb passed once through the tunnel gro layer
             cb.encap_mark = 1

@@ -48,7 +48,7 @@ def vxlan_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> SkB
     cb = skb.cb
     off_vx = cb.data_offset
     if not skb_gro_header_ok(skb, off_vx + 8):
-        cb.why = R.TRUNCATED
+        R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= 1
         return None
     start = skb.data + off_vx

@@ -16,8 +16,10 @@ import pytest
 from rule_frames import FLUSH_P, K_6_10, POST, _three, fix_outer_ipv4_checksum, frames, specs
 from test_kernel_harness import rig
 
+from gro_replay.kernel import reasons as R
 from gro_replay.kernel import skbuff
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
+from gro_replay.packet.build import ACK, PSH
 
 
 # -- IPv4 (§3.1, §3.3) -------------------------------------------------------------------------------------------
@@ -70,6 +72,20 @@ def test_inet_gro_receive_tot_len_or_reserved_bit_flushes_skb_and_completes_p(mo
     # ≤6.9 the own flush is also OR-ed into p->flush; ≥6.10 only into the skb's, and skb_gro_receive refuses a
     # flushed skb: either way tcp_gro_receive returns p as pp and the skb itself is GRO_NORMAL
     assert _three(r, f)[0] == ([(0,), (1,)], [])
+
+
+@pytest.mark.parametrize("model", POST)
+def test_an_own_ip_flush_stays_the_reason_of_a_final_segment(model):
+    # frame 1 padded (tot_len != skb_gro_len: inet_gro_receive flushes it) and carrying PSH: it would be passed up
+    # for the padding alone, so the padding, set first, is its reason, not tcp_gro_receive's PSH
+    r = rig(model)
+    sp = specs(3)
+    sp[1] = replace(sp[1], flags=ACK | PSH)
+    f = frames(sp)
+    f[1] = f[1] + b"\0\0\0\0"
+    r.poll(f)
+    assert r.rec.lens("phys") == [1490, 1494, 1490]  # the padding is trimmed later, in ip_rcv_core
+    assert [d.why for d in r.rec.at("phys")][1] == R.INET_TOT_LEN
 
 
 @pytest.mark.parametrize(

@@ -237,6 +237,28 @@ def test_dev_gro_receive_on_the_tunnel_device_with_a_gso_aggregate(model, head_f
     assert {d.why for d in r.rec.at("tunnel")} == {why}
 
 
+@pytest.mark.parametrize(
+    ("model", "head_frag", "why"),
+    [
+        # ≤ 6.0: flushed for skb_is_gso before tcp_gro_receive sees the PSH; without the PSH it is flushed all the
+        # same, so the PSH is not the reason (bigtcp-ipv4-vxlan-ipv4.pcap --fix said psh_or_fin for one of two)
+        (K_5_12, True, R.GSO_SKB),
+        (K_6_18, False, R.FRAG_LIST),  # skb_has_frag_list, as above
+        # 5eddb24901ee: a TCP GSO skb may be held; the PSH of its last segment is then the only reason it is not
+        (K_6_18, True, R.TCP_FLAGS_PSH_FIN),
+    ],
+)
+def test_a_flush_set_by_dev_gro_receive_stays_the_reason_of_a_final_gso_skb(model, head_frag, why):
+    r = rig(model, head_frag=head_frag, tunnel_metadata=False)
+    sp = specs(4)
+    sp[2:] = [replace(s, udp_sport=49153) for s in sp[2:]]  # two phys aggregates (outer ports differ)
+    sp[1], sp[3] = replace(sp[1], flags=ACK | PSH), replace(sp[3], flags=ACK | PSH)  # each ends in PSH
+    r.poll(frames(sp))
+    assert r.rec.lens("phys") == [2890, 2890]
+    assert r.rec.lens("tunnel") == [2840, 2840]
+    assert [d.why for d in r.rec.at("tunnel")] == [why, why]
+
+
 # -- VXLAN, Geneve, outer UDP flow matching (§4.4, §5.1, §5.2) ---------------------------------------------------
 @pytest.mark.parametrize("metadata", [True, False])
 def test_gro_list_prepare_on_the_tunnel_device_compares_the_inner_mac_header(metadata):
