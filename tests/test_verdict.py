@@ -776,10 +776,56 @@ def test_refusals_without_gain_name_the_checksum_refused(case, where):
     }
     assert pre == expect[case]
     assert (v["affected_flows"], v["frames_refused"]) == (0, sum(pre.values()))
+    flows, frames = (2, 4) if case == "both" else (1, 2)
     assert v["text"].startswith(
         "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive "
-        f"{where}, but the post-fix kernel does not merge those frames either (no skb is saved)."
+        f"{where}, but the post-fix kernel does not merge those frames either (no skb is saved): {flows} flow(s) "
+        f"that the post-fix kernel merges no further, {frames} frames (it delivers as many skbs of them: something "
+        "other than the zero-checksum gate keeps their frames apart)."
     ), v["text"]
+
+
+def _icmp_inside(frame: bytes) -> bytes:
+    """``frame`` (VXLAN over IPv4, inner IPv4 at byte 64) with the inner IPv4 protocol made ICMP (1) and the inner
+    header checksum recomputed: no inet_offloads entry, so inet_gro_receive flushes it in every kernel
+    (net/ipv4/af_inet.c registers GRO for TCP, UDP, GRE, IPIP, not ICMP)."""
+    from gro_replay.packet.csum import ip_fast_csum
+
+    b = bytearray(frame)
+    b[64 + 9] = 1
+    b[64 + 10 : 64 + 12] = b"\0\0"
+    b[64 + 10 : 64 + 12] = ip_fast_csum(b, 64, 5).to_bytes(2, "big")
+    return bytes(b)
+
+
+def test_compare_mode_names_why_refused_frames_stay_unmerged_as_one_kernel_does():
+    """Compare mode, no flow affected (vxlan_port_8472.pcap's kind): the pre-fix gate refuses 3 frames of a flow of
+    inner ICMP (no kernel merges it: flushed at the inner header after the fix) and a flow of a single TCP frame
+    (nothing to merge it with). The comparison names both, in the words --kernel 5.11 alone uses for them (one
+    computation: Refusals.costless_by); before, it said only that the post-fix kernel does not merge them either."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+    from gro_replay.sim import replay_frames
+
+    icmp = [_icmp_inside(f) for f in build_flow(FrameSpec(outer_csum="zero"), [1000] * 3)]
+    single = build_flow(FrameSpec(outer_csum="zero", sport=40009), [1000])
+    frames = [(1000 * i, f) for i, f in enumerate([*icmp, *single])]
+    parts = (
+        "1 flow(s) whose inner packets are not TCP segments, 3 frames (after the fix GRO flushes them at the inner "
+        "header (inet_gro_receive: a fragment or a protocol without GRO; udp_gro_receive: a UDP datagram without a "
+        "tunnel socket), so no kernel merges them); 1 flow(s) of a single frame, 1 frame (there is nothing to merge "
+        "it with in any kernel)"
+    )
+    compared = document(replay_frames(frames, ReplayConfig(rx_csum="unnecessary")))["verdict"]
+    assert (compared["frames_refused"], compared["affected_flows"]) == (4, 0)
+    assert compared["text"].startswith(
+        "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive refuses "
+        f"4 frame(s) for their zero outer UDP checksum, but the post-fix kernel does not merge those frames either "
+        f"(no skb is saved): {parts}."
+    ), compared["text"]
+    alone = document(replay_frames(frames, ReplayConfig(kernels=(K_5_11,), rx_csum="unnecessary")))["verdict"]
+    assert f"refuses 4 frames for a zero UDP checksum at no cost to aggregation: {parts}." in alone["text"], (
+        alone["text"]
+    )
 
 
 @pytest.mark.parametrize(

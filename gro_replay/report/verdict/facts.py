@@ -284,8 +284,8 @@ class FlowVerdict:
 
     def costless_why(self, k: KernelFacts) -> str | None:
         """Why kernel ``k``'s phys-device refusals of this flow cost nothing (``costly``): ``"one_frame"`` (a flow of
-        one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel: stopped at
-        the nested header after the fix), ``"not_tcp"`` (inner packets that are not TCP segments: flushed at the
+        one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel refused at the
+        phys device only: stopped at the nested header after the fix), ``"not_tcp"`` (inner packets that are not TCP segments: flushed at the
         inner header after the fix), ``"no_gain"`` (none of those, but ``k``'s counterfactual, ``shadows``, delivers
         no fewer skbs: measured), or None (they cost what the fix gives back). ``COSTLESS_WORDS`` words each."""
         gains = self._gains(k)
@@ -294,8 +294,10 @@ class FlowVerdict:
         if k.frames < 2:
             return "one_frame"
         if self.nested:
-            return "nested"
-        if self.cls != "tunnel_tcp":
+            if not k.gate_zero["tunnel"]:  # refused at the phys device only: its outer header
+                return "nested"
+            # refused at the tunnel device too: the nested tunnel's packets there decide, measured (no_gain) or not
+        elif self.cls != "tunnel_tcp":
             return "not_tcp"
         return None if gains is None else "no_gain"
 

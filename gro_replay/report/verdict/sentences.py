@@ -207,6 +207,10 @@ class CaptureSentences:
         refused = t.refused - lost
         nic_words = _nic_words(self.result.config, nic)
         if refused:
+            # why each refused frame stays unmerged with the fix, as a single kernel's verdict says it; the pre-fix
+            # kernel's refusals, all costless here, are the frames counted (less those of lost flows)
+            pre = t.refusals.get(self.pre) if self.pre is not None else None
+            why = f": {self._costless_parts(pre, self.pre)}" if pre and pre.costless_frames == refused else ""
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
                 f"refuses {refused:,} frame(s) {_refused_where(t.refused_at)}, but "
@@ -215,7 +219,7 @@ class CaptureSentences:
                     if self.fix_alone
                     else "the post-fix kernel"
                 )
-                + " does not merge those frames either (no skb is saved)."
+                + f" does not merge those frames either (no skb is saved){why}."
             )
         elif lost:
             text = "No flow loses phys-device aggregation before the fix."
@@ -371,17 +375,22 @@ class CaptureSentences:
         """The refusals of a kernel that cost no flow aggregation (``Refusals.costless_by``, by
         ``FlowVerdict.costless_why``): "udp_gro_receive [also] refuses N frames for a zero UDP checksum at no cost to
         aggregation: F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..."."""
+        n = r.costless_frames
+        return (
+            f"udp_gro_receive {'also ' if also else ''}refuses {n:,} {plural(n, 'frame')} for a zero UDP checksum "
+            f"at no cost to aggregation: {self._costless_parts(r, kernel)}"
+        )
+
+    def _costless_parts(self, r: Refusals, kernel: str) -> str:
+        """"F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ...": the flows whose
+        refusals in ``kernel`` cost nothing, by why (``Refusals.costless_by``)."""
         parts = []
         for why, (flows, frames) in sorted(r.costless_by.items()):
             what, because = COSTLESS_WORDS[why]
             if why == "no_gain" and r.no_gain_reasons:
                 because = no_gain_text(self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX))
             parts.append(f"{flows:,} flow(s) {what}, {frames:,} {plural(frames, 'frame')} ({because})")
-        n = r.costless_frames
-        return (
-            f"udp_gro_receive {'also ' if also else ''}refuses {n:,} {plural(n, 'frame')} for a zero UDP checksum "
-            f"at no cost to aggregation: " + "; ".join(parts)
-        )
+        return "; ".join(parts)
 
     def _kernel_sentence(self, k: KernelFacts) -> str:
         t = self._tally

@@ -50,12 +50,8 @@ class Refusals:
         stage = fv.costly_at(k)
         if stage is None:
             if k.refused:
-                self.costless += 1
-                self.costless_frames += k.refused
                 why = fv.costless_why(k)
-                c = self.costless_by.setdefault(why, [0, 0])
-                c[0] += 1
-                c[1] += k.refused
+                self.add_costless(k, why)
                 if why == "no_gain":
                     self.no_gain_reasons.update(_break_reasons(fv.shadows[k.name].phys_reasons))
             return
@@ -67,6 +63,16 @@ class Refusals:
             self.again += bool(k.gate_zero["tunnel"])
             if self.first_phys is None or fv.fid < self.first_phys[0]:
                 self.first_phys = (fv.fid, fv.key)
+
+
+    def add_costless(self, k: KernelFacts, why: str | None) -> None:
+        """Count a flow whose refusals in kernel ``k`` cost nothing, under ``why`` (``COSTLESS_WORDS``' keys;
+        ``post_no_gain`` in a comparison: the post-fix kernel merges the flow no further)."""
+        self.costless += 1
+        self.costless_frames += k.refused
+        c = self.costless_by.setdefault(why, [0, 0])
+        c[0] += 1
+        c[1] += k.refused
 
 
 @dataclass
@@ -145,6 +151,9 @@ class _Tally:
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
             for k in fv.kernels:  # one kernel: refusals that cost nothing (FlowVerdict.costly)
                 self.refusals[k.name].add(fv, k)
+        elif fv.outcome == "refused_no_gain" and fv.pre.refused:
+            # compared: the pre-fix kernel's refusals, none costing a skb the post-fix kernel saves
+            self.refusals[fv.pre.name].add_costless(fv.pre, fv.costless_why(fv.pre) or "post_no_gain")
 
     def _add_tunnel(self, fv: FlowVerdict, live: bool) -> None:
         self.tunnel += 1

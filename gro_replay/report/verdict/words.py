@@ -367,6 +367,10 @@ COSTLESS_WORDS = {
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
         "them, so something other than the zero-checksum gate keeps their frames apart",
     ),
+    "post_no_gain": (
+        "that the post-fix kernel merges no further",
+        "it delivers as many skbs of them: something other than the zero-checksum gate keeps their frames apart",
+    ),
 }
 
 
