@@ -368,15 +368,50 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
     },
 }
 
-#: Stable branches that ended: their last point release and its month, and the first upstream release whose merge window
-#: opened after it — no commit first released there or later can be in the branch, so its backports need no reading
-#: (kernel.org's releases page and the stable announcements: 4.19.325, 2024-12-05, came before v6.13's release opened
-#: v6.14's merge window, 2025-01-20; 5.11.22, 2021-05-19, before v5.13's opened v5.14's, 2021-06-27; 5.12.19,
-#: 2021-07-20, before v5.14's opened v5.15's, 2021-08-29).
+#: Stable branches that ended: their last point release and its month, and the first upstream release whose merge
+#: window opened after it — no commit first released there or later can be in the branch, so its backports need no
+#: reading. Last releases and their dates: the stable announcements ("this is the LAST X.Y.z kernel") and the git tag
+#: dates of linux-stable as endoflife.date's release-data lists them (4.20.17 and 5.2.21 have no announcement: tags
+#: only; 5.2.20 was announced as the last, 5.2.21 followed). The window is two releases after the last upstream release
+#: tagged on or before the branch's last (that one opened the next window while the branch lived): 4.19.325,
+#: 2024-12-05, came after v6.12 (2024-11-17), so v6.13's commits could reach it and v6.14's could not; 5.4.302,
+#: 2025-12-03, came after v6.18 (2025-11-30), so v6.19's could and 7.0's could not. Not listed: the long-term
+#: branches 5.10, 5.15, 6.1, 6.6, 6.12 and 6.18, 6.16, 6.17 and later ones (their end is not read here), and those older
+#: than the oldest modelled release (4.19).
 STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
     "4.19": (325, "December 2024", (6, 14)),
+    "4.20": (17, "March 2019", (5, 2)),
+    "5.0": (21, "June 2019", (5, 3)),
+    "5.1": (21, "July 2019", (5, 4)),
+    "5.2": (21, "October 2019", (5, 5)),
+    "5.3": (18, "December 2019", (5, 6)),
+    "5.4": (302, "December 2025", (7, 0)),
+    "5.5": (19, "April 2020", (5, 8)),
+    "5.6": (19, "June 2020", (5, 9)),
+    "5.7": (19, "August 2020", (5, 10)),
+    "5.8": (18, "November 2020", (5, 11)),
+    "5.9": (16, "December 2020", (5, 12)),
     "5.11": (22, "May 2021", (5, 14)),
     "5.12": (19, "July 2021", (5, 15)),
+    "5.13": (19, "September 2021", (5, 16)),
+    "5.14": (21, "November 2021", (5, 17)),
+    "5.16": (20, "April 2022", (5, 19)),
+    "5.17": (15, "June 2022", (6, 0)),
+    "5.18": (19, "August 2022", (6, 1)),
+    "5.19": (17, "October 2022", (6, 2)),
+    "6.0": (19, "January 2023", (6, 3)),
+    "6.2": (16, "May 2023", (6, 5)),
+    "6.3": (13, "July 2023", (6, 6)),
+    "6.4": (16, "September 2023", (6, 7)),
+    "6.5": (13, "November 2023", (6, 8)),
+    "6.7": (12, "April 2024", (6, 10)),
+    "6.8": (12, "May 2024", (6, 11)),
+    "6.9": (12, "July 2024", (6, 12)),
+    "6.10": (14, "October 2024", (6, 13)),
+    "6.11": (11, "December 2024", (6, 14)),
+    "6.13": (12, "April 2025", (6, 16)),
+    "6.14": (11, "June 2025", (6, 17)),
+    "6.15": (11, "August 2025", (6, 18)),
 }
 
 

@@ -444,6 +444,51 @@ def test_a_point_release_past_a_branch_end_says_so(release, last, when):
     assert not any("ended with" in n or "a9888628cb2c" in n for n in own.notes), own.notes
 
 
+@pytest.mark.parametrize(
+    ("release", "noted"),
+    [
+        # a9888628cb2c was first released in v6.17, merged in the window v6.16's release opened (2025-07-27)
+        ("5.2.21", False),  # 5.2.y's last, 2019-10-11
+        ("5.13.19", False),  # 2021-09-18
+        ("5.17.15", False),  # 2022-06-14
+        ("6.5.13", False),  # 2023-11-28
+        ("6.11.11", False),  # 2024-12-05
+        ("6.14.11", False),  # 2025-06-10: before v6.17's merge window opened
+        ("6.15.11", True),  # 2025-08-20: v6.17's merge window was open, a backport was possible: not read
+        ("5.4.302", True),  # 2025-12-03, likewise
+    ],
+)
+def test_every_ended_branch_says_backports_unknown_only_for_commits_it_outlived(release, noted):
+    """The stable announcements' last releases (STABLE_ENDED): a branch that ended before a commit's merge window
+    opened cannot carry it, so its "backports unknown" note for it was noise (the breaker's 5.13.19, 6.5.13, …);
+    a branch that lived while the commit was in mainline keeps the note."""
+    m = resolve_kernel(release)
+    assert not m.ip_tun_rx_dst_sets_df
+    assert any("a9888628cb2c" in n for n in m.notes) is noted, m.notes
+    assert not any("ended on kernel.org" in n for n in m.notes), m.notes
+
+
+@pytest.mark.parametrize(
+    ("release", "last", "when"),
+    [
+        ("4.20.18", 17, "March 2019"),
+        ("5.2.22", 21, "October 2019"),
+        ("6.5.14", 13, "November 2023"),
+        ("6.15.12", 11, "August 2025"),
+        ("5.4.303", 302, "December 2025"),
+    ],
+)
+def test_every_ended_branch_names_its_last_release_past_it(release, last, when):
+    """A point release past a branch's last (4.20.17, 5.2.21 — after 5.2.20 was announced as the last —, 6.5.13,
+    6.15.11, 5.4.302: kernel.org's stable tags and announcements) says so, once."""
+    branch = release.rsplit(".", 1)[0]
+    notes = resolve_kernel(release).notes
+    said = f"linux-{branch}.y ended on kernel.org with {branch}.{last} ({when}): {release} is past it"
+    assert [n for n in notes if n.startswith("linux-")] == [n for n in notes if n.startswith(said)] != [], (
+        notes
+    )
+
+
 def test_every_switch_has_its_commit_release_row():
     # a switch added later must come with its commit and upstream release (and its backports researched)
     assert {c.switch for c in SWITCH_COMMITS} == set(KernelModel(name="x", release="x").switches())
