@@ -210,7 +210,9 @@ class CaptureSentences:
             # why each refused frame stays unmerged with the fix, as a single kernel's verdict says it; the pre-fix
             # kernel's refusals, all costless here, are the frames counted (less those of lost flows)
             pre = t.refusals.get(self.pre) if self.pre is not None else None
-            why = f": {self._costless_parts(pre, self.pre)}" if pre and pre.costless_frames == refused else ""
+            why = ""
+            if self.pre is not None and pre is not None and pre.costless_frames == refused:
+                why = f": {self._costless_parts(pre, self.pre)}"
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
                 f"refuses {refused:,} frame(s) {_refused_where(t.refused_at)}, but "
@@ -382,8 +384,8 @@ class CaptureSentences:
         )
 
     def _costless_parts(self, r: Refusals, kernel: str) -> str:
-        """"F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ...": the flows whose
-        refusals in ``kernel`` cost nothing, by why (``Refusals.costless_by``)."""
+        """The flows whose refusals in ``kernel`` cost nothing, by why (``Refusals.costless_by``): "F1 flow(s)
+        carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..."."""
         parts = []
         for why, (flows, frames) in sorted(r.costless_by.items()):
             what, because = COSTLESS_WORDS[why]

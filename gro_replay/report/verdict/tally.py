@@ -64,7 +64,6 @@ class Refusals:
             if self.first_phys is None or fv.fid < self.first_phys[0]:
                 self.first_phys = (fv.fid, fv.key)
 
-
     def add_costless(self, k: KernelFacts, why: str | None) -> None:
         """Count a flow whose refusals in kernel ``k`` cost nothing, under ``why`` (``COSTLESS_WORDS``' keys;
         ``post_no_gain`` in a comparison: the post-fix kernel merges the flow no further)."""
@@ -151,9 +150,10 @@ class _Tally:
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
             for k in fv.kernels:  # one kernel: refusals that cost nothing (FlowVerdict.costly)
                 self.refusals[k.name].add(fv, k)
-        elif fv.outcome == "refused_no_gain" and fv.pre.refused:
+        elif fv.outcome == "refused_no_gain" and fv.pre is not None and fv.pre.refused:
             # compared: the pre-fix kernel's refusals, none costing a skb the post-fix kernel saves
-            self.refusals[fv.pre.name].add_costless(fv.pre, fv.costless_why(fv.pre) or "post_no_gain")
+            pre = fv.pre
+            self.refusals[pre.name].add_costless(pre, fv.costless_why(pre) or "post_no_gain")
 
     def _add_tunnel(self, fv: FlowVerdict, live: bool) -> None:
         self.tunnel += 1
