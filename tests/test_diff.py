@@ -386,7 +386,7 @@ def test_pct_text_one_rule():
 
 def test_diff_notes_a_kernel_name_that_is_another_model(tmp_path):
     """One Debian kernel named by its uname -r alone (5.10 without stable backports: lacks 89e5c58fc1e2) and by
-    its uname -rv (built from 5.10.162: carries it since 5.10.24, kernel/model.py STABLE_BACKPORTS): the same name
+    its uname -rv (built from 5.10.162: carries it since 5.10.24, kernel/stable.py STABLE_BACKPORTS): the same name
     in both documents, two models. The diff pairs them by name and says the models differ, so the regression it
     finds (phys segments per skb 8.50 → 1.00) is not read as the kernel's own."""
     docs = []

@@ -69,7 +69,7 @@ def test_explain_fix_sample_pre_fix_gate_is_reason_for_every_phys_frame():
     assert (v["gate_refusals_zero_csum"], v["phys_skbs_pre_fix"], v["phys_skbs_post_fix"]) == (17, 17, 0)
     assert v["stack_traversals_saved"] == 0
     # v5.11 itself lacks the fix; linux-5.11.y took it as 9b815b6efaf8 in 5.11.7 (read in the stable tree:
-    # kernel/model.py STABLE_BACKPORTS), so the sentence says where a 5.11 kernel gets it
+    # kernel/stable.py STABLE_BACKPORTS), so the sentence says where a 5.11 kernel gets it
     assert (
         "pre-fix (v5.11) lacks 89e5c58fc1e2 (linux-5.11.y carries it since 5.11.7, as 9b815b6efaf8): "
         "udp_gro_receive refuses 17 of its 17 frames"

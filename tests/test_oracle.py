@@ -470,7 +470,7 @@ def test_kernel_identity_prefers_the_strings_that_name_the_stable_release(tmp_pa
 def test_the_running_kernel_resolves_from_its_longest_name():
     """A Debian 11 kernel's uname -r (5.10.0-21-amd64) says no stable release, so alone it is assumed to lack
     89e5c58fc1e2; its /proc/version names the package 5.10.162-1, past 5.10.24, where linux-5.10.y took the fix
-    as 09af4362ba47 (kernel/model.py STABLE_BACKPORTS). A name that does not parse falls back to uname -r."""
+    as 09af4362ba47 (kernel/stable.py STABLE_BACKPORTS). A name that does not parse falls back to uname -r."""
     from types import SimpleNamespace
 
     from gro_replay.kernel.model import FIX_COMMIT

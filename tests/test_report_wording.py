@@ -157,7 +157,7 @@ def test_kernel_assumption_lines_say_one_thing(release, head):
     same ``kernel_lines``): the head line and the resolution's note state the same assumption in the same words —
     before, the head said "assumed upstream 6.18.44 + no stable backports" beside a note "assumed upstream 6.18
     with the stable backports of 6.18.44". 89e5c58fc1e2 reached linux-5.10.y as 09af4362ba47 in 5.10.24 and
-    8dc1c444df19 as 9e6ce473e96b in 5.10.17 (the stable tags' logs, kernel/model.py STABLE_BACKPORTS)."""
+    8dc1c444df19 as 9e6ce473e96b in 5.10.17 (the stable tags' logs, kernel/stable.py STABLE_BACKPORTS)."""
     from click.testing import CliRunner
     from conftest import FIX_SAMPLE
 

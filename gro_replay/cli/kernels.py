@@ -1,7 +1,7 @@
 """``gro-replay kernels``: the kernel profiles, the switches × releases table and the stable backports.
 
-Every value comes from gro_replay/kernel/model.py (``PROFILES``, ``SWITCH_COMMITS``, ``STABLE_BACKPORTS``,
-``resolve_kernel``); this module only lays them out. Exit codes: 0; 2 for a release string that cannot be parsed.
+Every value comes from gro_replay/kernel/model.py (``PROFILES``, ``SWITCH_COMMITS``), stable.py
+(``STABLE_BACKPORTS``) and release.py (``resolve_kernel``); this module only lays them out. Exit codes: 0; 2 for a release string that cannot be parsed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from ..kernel.model import LTS, PROFILES, STABLE_BACKPORTS, SWITCH_COMMITS, KernelModel
+from ..kernel.model import LTS, PROFILES, SWITCH_COMMITS, KernelModel
 from ..kernel.release import resolve_kernel
+from ..kernel.stable import STABLE_BACKPORTS
 from .command import Command
 from .errors import UsageError
 from .params import Keyword

@@ -26,6 +26,7 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``release.py``: none: kernel release strings (``uname -r``, stable, rc, distribution builds) → a ``KernelModel``
 - ``reasons.py``: none: every flush and drop reason, named after the kernel function and condition
 - ``skbuff.py``: include/linux/skbuff.h, net/core/skbuff.c
+- ``stable.py``: none: the stable branches' backports of the switches' commits and the branches that ended
 - ``tcp_offload.py``: net/ipv4/tcp_offload.c, net/ipv6/tcpv6_offload.c
 - ``udp.py``: net/ipv4/ip_input.c, net/ipv6/ip6_input.c, net/ipv4/udp.c
 - ``udp_offload.py``: net/ipv4/udp_offload.c, net/ipv6/udp_offload.c

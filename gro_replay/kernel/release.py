@@ -1,5 +1,5 @@
 """Kernel release strings → ``KernelModel`` (``resolve_kernel``): a profile, an upstream ``X.Y``, a stable point
-release (``with_stable``: the backports its branch took, ``model.STABLE_BACKPORTS``), a pre-release (``X.Y-rcN``),
+release (``with_stable``: the backports its branch took, ``stable.STABLE_BACKPORTS``), a pre-release (``X.Y-rcN``),
 a distribution's ``uname -r`` (kernel/distro.py) or the longer strings naming the stable release it is built from
 (kernel/banner.py). Kernel: none (release naming: the top-level Makefile's VERSION/PATCHLEVEL/SUBLEVEL/EXTRAVERSION,
 scripts/setlocalversion; the distributions' packaging, cited in distro.py and banner.py).
@@ -13,17 +13,14 @@ from dataclasses import replace
 from .banner import MAX_LEN, Banner, is_banner, parse_banner, shown
 from .distro import DistroRelease, base_words, parse_distro_release
 from .model import (
-    BACKPORTS_RESEARCHED,
     PROFILES,
-    STABLE_BACKPORTS,
     SWITCH_COMMITS,
     KernelModel,
-    ended_before,
-    past_end,
     rc_lacks,
     release_tuple,
     upstream_profile,
 )
+from .stable import BACKPORTS_RESEARCHED, STABLE_BACKPORTS, ended_before, past_end
 
 # ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
@@ -39,8 +36,8 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
 
     Switches whose commit's backports were not researched for this branch stay as in ``base`` and add a note (none
-    when the branch ended before the commit was released: ``model.ended_before``); a ``point`` past an ended
-    branch's last release gets one note saying so and naming those commits (``model.past_end``).
+    when the branch ended before the commit was released: ``stable.ended_before``); a ``point`` past an ended
+    branch's last release gets one note saying so and naming those commits (``stable.past_end``).
     """
     branch = base.release
     on: dict[str, bool] = {}

@@ -5,7 +5,7 @@ The strings follow the formats banner.py's docstring cites (Debian's debian/rule
 "$(DISTRIBUTOR) $(SOURCEVERSION) ($(SOURCE_DATE_UTC_ISO))", Ubuntu's CONFIG_VERSION_SIGNATURE "Ubuntu
 $(release)-$(revision)-$* $(raw_kernelversion)", init/version.c's linux_proc_banner); the /proc/version compiler
 parts are those of Debian 11's gcc-10 and Ubuntu 20.04's gcc 9.3.0. Whether a kernel carries 89e5c58fc1e2 follows
-model.py STABLE_BACKPORTS: linux-5.10.y took it in 5.10.24 (09af4362ba47), linux-5.4.y in 5.4.106 (f2d78bbbca42),
+stable.py STABLE_BACKPORTS: linux-5.10.y took it in 5.10.24 (09af4362ba47), linux-5.4.y in 5.4.106 (f2d78bbbca42),
 linux-4.19.y in 4.19.181 (e5008f2e9157).
 """
 

@@ -4,7 +4,7 @@ The strings are the release strings those distributions' kernels print (``uname 
 flavour family. Expected values follow each distribution's naming (kernel/distro.py docstring): Debian up to 12
 and Ubuntu keep ``X.Y.0`` and number builds by ABI (their strings name no stable release), the others name the
 upstream point release their source started from, and Ubuntu's mainline builds are upstream releases. What a
-resolved kernel carries follows model.py ``STABLE_BACKPORTS`` (89e5c58fc1e2: 5.4.106, 5.10.24, 5.11.7).
+resolved kernel carries follows stable.py ``STABLE_BACKPORTS`` (89e5c58fc1e2: 5.4.106, 5.10.24, 5.11.7).
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ RHEL8_ASSUMED = (
     [
         # RHEL 8's 4.18.0-305.el8 names no stable release: upstream 4.18 (run as the 4.19 model) lacks the fix
         (["4.18.0-305.el8", "6.18"], "", RHEL8_ASSUMED),
-        # Debian 11's uname -r: upstream 5.10, whose stable branch took the fix in 5.10.24 (model.py STABLE_BACKPORTS)
+        # Debian 11's uname -r: upstream 5.10, whose stable branch took the fix in 5.10.24 (stable.py STABLE_BACKPORTS)
         (
             ["5.10.0-21-amd64", "5.12"],
             "",

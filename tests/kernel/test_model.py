@@ -19,7 +19,7 @@ without leading zeros (the top-level Makefile's VERSION/PATCHLEVEL/SUBLEVEL).
 From the former tests/test_lts_profiles.py:
 LTS kernels and their stable point releases (issue 11 item 2): which point release first carries 89e5c58fc1e2.
 
-The stable commits and point releases are the ones read in the stable trees (model.py ``STABLE_BACKPORTS``):
+The stable commits and point releases are the ones read in the stable trees (stable.py ``STABLE_BACKPORTS``):
 
 * linux-4.19.y: e5008f2e9157247e7758d8f19707033a2956e08c "net: Fix gro aggregation for udp encaps with zero csum"
   ("commit 89e5c58fc1e2… upstream"), between the "Linux 4.19.180" (030194a5b292) and "Linux 4.19.181"
@@ -61,12 +61,12 @@ from gro_replay.kernel.model import (
     K_6_18,
     LTS,
     PROFILES,
-    STABLE_BACKPORTS,
     SWITCH_COMMITS,
     KernelModel,
     profile,
 )
 from gro_replay.kernel.release import resolve_kernel
+from gro_replay.kernel.stable import STABLE_BACKPORTS
 
 # -- from the former tests/test_profiles.py ----------------------------------------
 ALL_SWITCHES = [

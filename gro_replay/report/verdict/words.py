@@ -9,7 +9,8 @@ import re
 from collections import Counter
 
 from ...kernel import reasons as R
-from ...kernel.model import FIX_COMMIT, STABLE_BACKPORTS, KernelModel, commit_of_switch
+from ...kernel.model import FIX_COMMIT, KernelModel, commit_of_switch
+from ...kernel.stable import STABLE_BACKPORTS
 from ...packet.decode import SKIP_SNAPLEN
 from ...sim.skipped import to_tunnel_ports, unread
 from .facts import NO_REASON_RECORDED, STAGE_NAMES
@@ -239,7 +240,7 @@ def kernel_label(name: str, release: str) -> str:
 
 def stable_fix_hint(model) -> str:
     """ " (linux-X.Y.y carries it since X.Y.N as <stable commit>)" when ``model`` lacks the fix but its upstream
-    branch took it as a stable backport (kernel/model.py STABLE_BACKPORTS), else ""."""
+    branch took it as a stable backport (kernel/stable.py STABLE_BACKPORTS), else ""."""
     if model is None or not hasattr(model, "carries") or model.carries(FIX_COMMIT):
         return ""
     branch = ".".join((getattr(model, "base", "") or model.release).split(".")[:2])

@@ -1,0 +1,142 @@
+"""Stable kernel.org branches: the backports each took of the switches' commits (``STABLE_BACKPORTS``), which
+commits' backports were looked for (``BACKPORTS_RESEARCHED``), and the branches that ended, with their last releases
+(``STABLE_ENDED``). Kernel: none (the stable trees' history and the stable announcements, cited below);
+kernel/release.py applies them to a point release (``with_stable``).
+"""
+
+from __future__ import annotations
+
+#: Stable backports of the switches' commits: upstream commit → {stable branch: (stable commit, first point release)}.
+#: Each was read in the stable trees' history as mirrored by the kernel.org post-receive notifications and the
+#: stable review mails (the stable commit message says "commit <upstream> upstream"):
+#:
+#: * 89e5c58fc1e2 → 4.19.y e5008f2e9157 (between "Linux 4.19.180" 030194a5b292 and "Linux 4.19.181" ac3af4beac43;
+#:   review "[PATCH 4.19 004/120]" of 2021-03-15, the 4.19.181-rc1 series); 5.4.y f2d78bbbca42 (linux-5.4.y range
+#:   "Linux 5.4.105" ce615a08404c → "Linux 5.4.106" 0437de26e28d); 5.10.y 09af4362ba47 (stable/linux push of
+#:   linux-5.10.y dfbf345b63c3 → "Linux 5.10.24" 05d125f7524e); 5.11.y 9b815b6efaf8 (linux-stable push of
+#:   linux-rolling-stable e6711451ef30 → 42c4659cc6f4 of 2021-03-17, the 5.11.7 commits before "Linux 5.11.7"
+#:   dd5ae3523018 and "Merge v5.11.7"; the same commit in linux-stable-rc queue/5.11 of 2021-03-18, before "Linux
+#:   5.11.7"). (4.4.y, 4.9.y and 4.14.y took it too: no profile.)
+#: * 8dc1c444df19 → 5.4.y 2085d886630a (just before "Linux 5.4.99" 850e6a95deb5; review "[PATCH 5.4 52/60]" of
+#:   2021-02-15, the 5.4.99-rc1 series); 5.10.y 9e6ce473e96b (listed in the "Linux 5.10.17" announcement). 4.19.y has
+#:   no GRO_NORMAL list (323ebb61e32b, v5.4), so the commit it fixes (c80794323e82) does not apply there.
+#: * 7871f54e3dee → 6.1.y 0b1605e45c36 (before "Linux 6.1.7" 21e996306a6a; review "[PATCH 6.1 133/183]" of
+#:   2023-01-16). It fixes 5eddb24901ee (v6.1), so no older branch needs it.
+STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
+    "89e5c58fc1e2": {
+        "4.19": ("e5008f2e9157247e7758d8f19707033a2956e08c", 181),
+        "5.4": ("f2d78bbbca42e55e96b415f6f232b22844beb7c7", 106),
+        "5.10": ("09af4362ba47c805347840c2bb9719c0458925ca", 24),
+        "5.11": ("9b815b6efaf8072ea0cdf2ed22ac51c0b76574d9", 7),
+    },
+    "8dc1c444df19": {
+        "5.4": ("2085d886630a5efab216e677d03b51916cd77ff1", 99),
+        "5.10": ("9e6ce473e96ba0ad63820325892373d24c1aa8aa", 17),
+    },
+    "7871f54e3dee": {
+        "6.1": ("0b1605e45c36968a508703e08bf0947a68732841", 7),
+    },
+}
+
+#: Stable branches that ended: their last point release and its month, and the first upstream release whose merge
+#: window opened after it — no commit first released there or later can be in the branch, so its backports need no
+#: reading. Last releases and their dates: the stable announcements ("this is the LAST X.Y.z kernel") and the git tag
+#: dates of linux-stable as endoflife.date's release-data lists them (4.20.17 and 5.2.21 have no announcement: tags
+#: only; 5.2.20 was announced as the last, 5.2.21 followed). The window is two releases after the last upstream release
+#: tagged on or before the branch's last (that one opened the next window while the branch lived): 4.19.325,
+#: 2024-12-05, came after v6.12 (2024-11-17), so v6.13's commits could reach it and v6.14's could not; 5.4.302,
+#: 2025-12-03, came after v6.18 (2025-11-30), so v6.19's could and 7.0's could not. Not listed: the long-term
+#: branches 5.10, 5.15, 6.1, 6.6, 6.12 and 6.18, 6.16, 6.17 and later ones (their end is not read here), and those older
+#: than the oldest modelled release (4.19).
+STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
+    "4.19": (325, "December 2024", (6, 14)),
+    "4.20": (17, "March 2019", (5, 2)),
+    "5.0": (21, "June 2019", (5, 3)),
+    "5.1": (21, "July 2019", (5, 4)),
+    "5.2": (21, "October 2019", (5, 5)),
+    "5.3": (18, "December 2019", (5, 6)),
+    "5.4": (302, "December 2025", (7, 0)),
+    "5.5": (19, "April 2020", (5, 8)),
+    "5.6": (19, "June 2020", (5, 9)),
+    "5.7": (19, "August 2020", (5, 10)),
+    "5.8": (18, "November 2020", (5, 11)),
+    "5.9": (16, "December 2020", (5, 12)),
+    "5.11": (22, "May 2021", (5, 14)),
+    "5.12": (19, "July 2021", (5, 15)),
+    "5.13": (19, "September 2021", (5, 16)),
+    "5.14": (21, "November 2021", (5, 17)),
+    "5.16": (20, "April 2022", (5, 19)),
+    "5.17": (15, "June 2022", (6, 0)),
+    "5.18": (19, "August 2022", (6, 1)),
+    "5.19": (17, "October 2022", (6, 2)),
+    "6.0": (19, "January 2023", (6, 3)),
+    "6.2": (16, "May 2023", (6, 5)),
+    "6.3": (13, "July 2023", (6, 6)),
+    "6.4": (16, "September 2023", (6, 7)),
+    "6.5": (13, "November 2023", (6, 8)),
+    "6.7": (12, "April 2024", (6, 10)),
+    "6.8": (12, "May 2024", (6, 11)),
+    "6.9": (12, "July 2024", (6, 12)),
+    "6.10": (14, "October 2024", (6, 13)),
+    "6.11": (11, "December 2024", (6, 14)),
+    "6.13": (12, "April 2025", (6, 16)),
+    "6.14": (11, "June 2025", (6, 17)),
+    "6.15": (11, "August 2025", (6, 18)),
+}
+
+
+def ended_before(branch: str, upstream: tuple[int, int] | None) -> bool:
+    """Whether stable branch ``branch`` ("4.19") ended before a commit first released in upstream ``upstream``
+    could reach it (``STABLE_ENDED``); False for a branch not known to have ended or an unknown release."""
+    ended = STABLE_ENDED.get(branch)
+    return ended is not None and upstream is not None and upstream >= ended[2]
+
+
+def past_end(branch: str, point: int, name: str, after: list[str]) -> str | None:
+    """The note for point release ``point`` past the last of an ended stable branch (``STABLE_ENDED``: 4.19.326 is
+    no upstream release), naming ``after``, the commits released after the branch ended ("a9888628cb2c
+    (ip_tun_rx_dst_sets_df)"), which a vendor's continuation may have taken; None for one of the branch's own."""
+    ended = STABLE_ENDED.get(branch)
+    if ended is None or point <= ended[0]:
+        return None
+    last, when, _ = ended
+    text = (
+        f"linux-{branch}.y ended on kernel.org with {branch}.{last} ({when}): {branch}.{point} is past it (a "
+        f"vendor's own continuation of the branch, or a typo); {name} runs with kernel.org's stable backports up "
+        f"to {branch}.{last}"
+    )
+    if after:
+        one = len(after) == 1
+        text += (
+            f"; {', '.join(after)}, released after that end, {'is' if one else 'are'} off as in upstream {branch}, "
+            f"and whether its maker took {'it' if one else 'them'} is not known here"
+        )
+    return text
+
+
+#: Commits whose stable backports were looked for in the stable mailing-list archive and the stable trees' push
+#: notifications, and the branches read (None: every branch; no stable review or stable commit of it exists in the
+#: archive besides those in STABLE_BACKPORTS). Feature commits were never marked for stable (6fc2f3832d36 went to
+#: net-next only). A branch not read for a commit the branch's base lacks resolves without it and says so, unless
+#: the branch ended before the commit was released (``ended_before``).
+BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
+    "8dc1c444df19": ("4.19", "5.4", "5.10"),
+    "89e5c58fc1e2": ("4.19", "5.4", "5.10", "5.11"),
+    # fixes 5eddb24901ee (v6.1): no branch before 6.1 has what it fixes; 6.1.y took it
+    "7871f54e3dee": None,
+    "eac1b93c14d6": None,
+    "6fc2f3832d36": None,
+    "0fe79f28bfaf": None,
+    "5eddb24901ee": None,
+    "b1a78b9b9886": None,
+    "4b0ebbca3e16": None,
+    "4e4f7cefb130": None,
+    "21f7484220ac": None,
+    "f095a358faf2": None,
+    "ab4c8b6f7fcb": None,
+    # taken into 6.16.y (6.16.9-rc1 review, 2025-09-22: no profile); the LTS branches were not read
+    "a9888628cb2c": (),
+    # 5.4.y took it in 5.4.41 (stable review "[PATCH 5.4 30/90]", 2020-05-13), its stable commit not read; 4.19.y
+    # not read
+    "b723748750ec": (),
+}
