@@ -108,7 +108,7 @@ def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple
 class _Delivered:
     """What the backend knows of one delivered skb, shaped like an SkBuff for the report sinks."""
 
-    __slots__ = ("len", "frames", "flow", "addr", "cb")
+    __slots__ = ("len", "frames", "flow", "mixed", "addr", "cb")
 
     class _Cb:
         __slots__ = ("why",)
@@ -120,6 +120,8 @@ class _Delivered:
         self.len = length
         self.frames = frames
         self.flow = flow
+        #: deliveries are matched to the frames of one flow (``match_deliveries``): none carries another flow's
+        self.mixed = None
         self.addr = addr
         self.cb = self._Cb(why)
 

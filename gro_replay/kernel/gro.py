@@ -248,10 +248,25 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
     p.frags.append((skb.buf, start, skb.tail))
     p.frags.extend(skb.frags)
     p.frames.extend(skb.frames)
+    if skb.flow != p.flow or skb.mixed is not None:
+        _mix_flows(p, skb)
     p.cb.count += cb.count
     p.len += length
     cb.same_flow = 1
     return 0
+
+
+def _mix_flows(p: SkBuff, skb: SkBuff) -> None:
+    """Observation only: count in ``p.mixed`` the frames of other flows than ``p.flow`` that ``skb`` brings (its
+    own, and those it carries of others): GRO merges by headers, and at a tunnel device without tunnel metadata the
+    same inner flow under two outer keys is one flow to it (gro-spec §6.6)."""
+    mixed = p.mixed if p.mixed is not None else {}
+    brought = dict(skb.mixed) if skb.mixed is not None else {}
+    brought[skb.flow] = brought.get(skb.flow, 0) + len(skb.frames) - sum(brought.values())
+    for flow, n in brought.items():
+        if flow != p.flow:
+            mixed[flow] = mixed.get(flow, 0) + n
+    p.mixed = mixed or None
 
 
 # -- the engine ---------------------------------------------------------------------------------------------------

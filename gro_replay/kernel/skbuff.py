@@ -192,7 +192,9 @@ class SkBuff:
     Offsets (``data``, ``tail``, ``mac_header``, ``network_header``, ``transport_header``, ``csum_start`` and the
     ``inner_*`` ones) are byte offsets into ``buf``; ``len`` is ``skb->len`` in bytes (linear part + merged
     payload). ``frags`` holds ``(buf, start, end)`` slices of payload merged by ``skb_gro_receive``.
-    ``frames`` lists the capture indices of the wire frames this skb carries, in order.
+    ``frames`` lists the capture indices of the wire frames this skb carries, in order; ``flow`` is the flow of the
+    first, and ``mixed`` (None unless ``skb_gro_receive`` merged frames of another flow into it: the same inner flow
+    under another outer key at a tunnel device without tunnel metadata) counts the frames of each other flow.
     Memory layout, only as far as ``skb_has_frag_list`` depends on it: ``head_frag`` (the driver built the skb
     around a page fragment, ``build_skb``; False for a kmalloc'd linear head such as veth carries from AF_PACKET),
     ``nr_frags`` (page fragments in ``skb_shinfo``) and ``frag_list`` (segments chained on the frag_list).
@@ -235,6 +237,7 @@ class SkBuff:
         "frag_list",
         "frames",
         "flow",
+        "mixed",
         "ts_ns",
         "addr",
         "psums",
@@ -303,6 +306,8 @@ class SkBuff:
         self.frag_list = False
         self.frames = [frame]
         self.flow = flow
+        #: observation only: {other flow: frames} merged into this skb (see the class docstring)
+        self.mixed: dict[int, int] | None = None
         self.ts_ns = ts_ns
         self.addr = addr
         self.psums = psums

@@ -11,6 +11,8 @@ def _stage_row(f, stage: str) -> dict:
     return {
         "skbs": f.skbs[stage],
         "segments": f.segs[stage],
+        "segments_carried_for_other_flows": f.carried[stage],
+        "segments_carried_by_other_flows": f.carried_by[stage],
         "end_reasons": dict(sorted(f.reasons[stage].items())),
     }
 

@@ -85,12 +85,31 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int, listing: SkbEn
         "skbs": skbs,
         "aggregates": obs.aggregates[(ks.name, stage, fid)],
         "merged_here": max(skbs_in - skbs, 0),
+        "segments_carried_for_other_flows": fs.carried[stage],
+        "segments_carried_by_other_flows": fs.carried_by[stage],
         "reasons": _reason_rows(fs.reasons[stage]),
         "splits": _reason_rows(getattr(fs, "splits", {}).get(stage, Counter())),
     }
     if listing is not None:
         row["skb_list"] = skb_list(listing, ks.name, stage, fid)
     return row
+
+
+def _mixed_words(st: dict) -> str:
+    """ "; they also carry N frames of other flows" / "; N of its frames went up in other flows' skbs": a stage row
+    whose skbs merged frames of flows under another outer key (the tunnel device without tunnel metadata: one inner
+    flow to it, gro-spec §6.6), or ""."""
+    words = ""
+    mine, theirs = st["segments_carried_by_other_flows"], st["segments_carried_for_other_flows"]
+    if theirs:
+        words += f"; they also carry {theirs:,} {plural(theirs, 'frame')} of other flows"
+    if mine:
+        words += f"; {mine:,} of its frames went up in other flows' skbs"
+    if words:
+        words += (
+            " (the same inner flow under another outer key, merged where no tunnel metadata tells them apart)"
+        )
+    return words
 
 
 def affected_word(affected: bool, outcome: str | None) -> str:
@@ -242,13 +261,15 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
             )
             for s in STAGES:
                 st = k[s]
-                if not st["skbs"] and s == "tunnel":
+                if not st["skbs"] and not st["segments_carried_by_other_flows"] and s == "tunnel":
                     continue
-                dev = ", ".join(st["devices"]) or "-"
+                dev = (
+                    f" ({', '.join(st['devices'])})" if st["devices"] else ""
+                )  # none: carried by other flows'
                 lines.append(
-                    f"    {STAGE_TITLES[s]} ({dev}): {st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} in ({st['frames_in']:,} "
+                    f"    {STAGE_TITLES[s]}{dev}: {st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} in ({st['frames_in']:,} "
                     f"{plural(st['frames_in'], 'frame')}) → {st['skbs']:,} {plural(st['skbs'], 'skb')} out "
-                    f"({st['aggregates']:,} with ≥2 segs); {st['merged_here']:,} merged here"
+                    f"({st['aggregates']:,} with ≥2 segs); {st['merged_here']:,} merged here{_mixed_words(st)}"
                 )
                 lines.extend(_why_lines(st))
                 if "skb_list" in st:

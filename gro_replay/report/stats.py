@@ -142,7 +142,18 @@ class FlowStats:
     ``stack_frames``: the wire frames those skbs carried, by the same outcome (frames lost on the way).
     """
 
-    __slots__ = ("frames", "skbs", "segs", "reasons", "stack", "stack_frames", "id_steps", "splits")
+    __slots__ = (
+        "frames",
+        "skbs",
+        "segs",
+        "reasons",
+        "stack",
+        "stack_frames",
+        "id_steps",
+        "splits",
+        "carried",
+        "carried_by",
+    )
 
     def __init__(self) -> None:
         self.frames = 0
@@ -155,6 +166,10 @@ class FlowStats:
         self.id_steps: dict[str, Counter[tuple[str, int, int]]] = {"phys": Counts(), "tunnel": Counts()}
         #: skbs that started beside a held packet of this flow, by the compare that kept them apart (SPLIT_*)
         self.splits: dict[str, Counter[str]] = {"phys": Counts(), "tunnel": Counts()}
+        #: frames of other flows this flow's skbs carried, and frames of this flow carried in other flows' skbs
+        #: (``SkBuff.mixed``: merged at a tunnel device without tunnel metadata); ``segs`` counts each flow's own
+        self.carried = {"phys": 0, "tunnel": 0}
+        self.carried_by = {"phys": 0, "tunnel": 0}
 
 
 def fold_flow(into: FlowStats, f: FlowStats) -> None:
@@ -165,6 +180,8 @@ def fold_flow(into: FlowStats, f: FlowStats) -> None:
         into.reasons[s].update(f.reasons[s])
         into.id_steps[s].update(f.id_steps[s])
         into.splits[s].update(f.splits[s])
+        into.carried[s] += f.carried[s]
+        into.carried_by[s] += f.carried_by[s]
     into.stack.update(f.stack)
     into.stack_frames.update(f.stack_frames)
 
@@ -308,8 +325,11 @@ class KernelStats(Sink):
         if f is None:
             f = self.flows[flow] = FlowStats()
         f.skbs[stage] += 1
-        f.segs[stage] += segs
         f.reasons[stage][why] += 1
+        if skb.mixed is None:
+            f.segs[stage] += segs
+        else:
+            self._mixed(stage, skb, f, segs)
         # the kernel backend's deliveries (validate.py) carry a control block with ``why`` alone
         split = getattr(cb, "split", None)
         if split is not None:
@@ -319,6 +339,23 @@ class KernelStats(Sink):
             f.id_steps[stage][step] += 1
         if self.on_deliver is not None:
             self.on_deliver(self.name, stage, dev.name, skb, now_ns)
+
+    def _mixed(self, stage: str, skb: SkBuff, f: FlowStats, segs: int) -> None:
+        """An skb carrying frames of other flows too (``SkBuff.mixed``): each flow counts its own frames as
+        segments; the skb is the first frame's flow's, which counts the others' frames (``carried``), and each
+        other flow the frames it left in another flow's skbs (``carried_by``)."""
+        assert skb.mixed is not None
+        others = sum(skb.mixed.values())
+        f.segs[stage] += segs - others
+        f.carried[stage] += others
+        for other, n in skb.mixed.items():
+            if self.selected is not None and not self.selected[other]:
+                continue
+            o = self.flows.get(other)
+            if o is None:
+                o = self.flows[other] = FlowStats()
+            o.segs[stage] += n
+            o.carried_by[stage] += n
 
     def stack_outcome(self, skb: SkBuff, outcome: str, sw_bytes: int) -> None:
         flow = skb.flow

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ..kernel.skbuff import SkBuff
 from ..packet.decode import CLS_TUNNEL_TCP
 from ..report.stats import FlowRow, FlowRows, KernelStats
 from .driver import DriverRx
@@ -180,7 +181,8 @@ class Retiring(Ingest):
 
     def held_flows(self) -> set[int]:
         """Flow ids with something still in the simulation: frames decoded and not yet polled, GRO packets held
-        in any NAPI's lists, GRO_NORMAL batches, gro_cells queues and backlogs."""
+        in any NAPI's lists, GRO_NORMAL batches, gro_cells queues and backlogs (with the other flows whose frames
+        such a packet carries: ``SkBuff.mixed``)."""
         held = set(self._inflight)
         for queues in self.queues:
             for rq in queues:
@@ -188,12 +190,12 @@ class Retiring(Ingest):
                     napi = rq.napi if cells is None else cells.napi
                     if any(napi.gro_count):
                         for head in napi.gro_hash:
-                            held.update(skb.flow for skb in head)
+                            _add_flows(held, head)
                     if napi.rx_list:
-                        held.update(skb.flow for skb in napi.rx_list)
+                        _add_flows(held, napi.rx_list)
                     if cells is not None and (cells.napi_skbs or cells.backlog):
-                        held.update(skb.flow for skb in cells.napi_skbs)
-                        held.update(skb.flow for skb in cells.backlog)
+                        _add_flows(held, cells.napi_skbs)
+                        _add_flows(held, cells.backlog)
         return held
 
     def retire_flows(self, now: int) -> int:
@@ -229,3 +231,11 @@ class Retiring(Ingest):
             self.tracker.forget(fid)
             n += 1
         return n
+
+
+def _add_flows(held: set[int], skbs: Iterable[SkBuff]) -> None:
+    """Add to ``held`` the flows whose frames ``skbs`` carry: each skb's own and those merged into it (``mixed``)."""
+    for skb in skbs:
+        held.add(skb.flow)
+        if skb.mixed is not None:
+            held.update(skb.mixed)

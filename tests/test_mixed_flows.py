@@ -1,0 +1,103 @@
+"""Frames of two flows in one skb: the same inner TCP flow under two outer UDP source ports, merged by the tunnel
+device's gro_cells where no tunnel metadata tells them apart (a vxlan device without ``external``: no ``md_dst`` for
+``gro_list_prepare`` to compare, gro-spec §6.6) and one RX queue puts both on one CPU (``--rss none``).
+
+Eight contiguous 1400-byte segments alternate outer ports in pairs (frames 0-1 port 49152, 2-3 port 49153, …). The
+phys device merges each pair (``udp_gro_receive`` compares the outer ports, so 4-5 does not continue 0-1: a sequence
+gap for ``tcp_gro_receive``): 4 skbs of 2 segments. v6.18 with head_frag buffers (mlx5: no frag_list, so
+``dev_gro_receive`` does not flush them) holds TCP GSO skbs (5eddb24901ee) and merges the four, in sequence, into
+one skb of 8 segments. That skb counts for flow 0 (its first frame's); each flow counts its own 4 frames as
+segments, flow 0 the 4 of flow 1 its skb carried, flow 1 the 4 that went up in flow 0's skb.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.kernel.model import K_6_18
+from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+from gro_replay.report.document import document
+from gro_replay.report.explain import FlowDeliveries, explain, render_text
+from gro_replay.sim import ReplayConfig, replay_capture
+
+GROUPS = 5  #: the eight frames' pattern, again and again: one poll each (100 µs apart), the cache answers the later
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory) -> str:
+    """The frames as a pcap: a capture file takes the batch path (in-memory frames are replayed one by one)."""
+    sp = flow_specs(FrameSpec(timestamps=False, payload=1400), [1400] * 8 * GROUPS)
+    sp = [replace(s, udp_sport=49152 + (i // 2) % 2) for i, s in enumerate(sp)]
+    path = tmp_path_factory.mktemp("mixed") / "mixed.pcap"
+    with PcapWriter(path) as w:
+        for i, s in enumerate(sp):
+            w.write(100_000 * (i // 8) + 1_000 * (i % 8), build_frame(s))
+    return str(path)
+
+
+def _config(**kw) -> ReplayConfig:
+    # rx_csum given: the checksum state is one for every frame, so the batch path runs (--nic alone decides it per
+    # frame); mlx5's head_frag buffers stay
+    return ReplayConfig(kernels=(K_6_18,), nic="mlx5", rx_csum="unnecessary", rss="none", **kw)
+
+
+def _stages(doc: dict) -> list[tuple]:
+    return [
+        (
+            f["id"],
+            f["tunnel"]["skbs"],
+            f["tunnel"]["segments"],
+            f["tunnel"]["segments_carried_for_other_flows"],
+            f["tunnel"]["segments_carried_by_other_flows"],
+        )
+        for f in sorted(doc["kernels"][0]["flows"], key=lambda f: f["id"])
+    ]
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_an_skb_of_two_flows_counts_each_flows_frames(capture, fast_path):
+    doc = document(replay_capture(capture, _config(tunnel_metadata=False, fast_path=fast_path)))
+    tunnel = doc["kernels"][0]["stages"]["tunnel"]
+    g = GROUPS
+    assert (tunnel["skbs_delivered"], tunnel["segments_delivered"]) == (g, 8 * g)
+    assert _stages(doc) == [(0, g, 4 * g, 4 * g, 0), (1, 0, 4 * g, 0, 4 * g)]
+    phys = [(f["phys"]["skbs"], f["phys"]["segments"]) for f in doc["kernels"][0]["flows"]]
+    assert phys == [(2 * g, 4 * g)] * 2
+    if fast_path:
+        assert (doc["engine"]["path"], doc["engine"]["polls_cached"]) == ("batch", g - 1), doc["engine"]
+
+
+def test_the_batch_path_gives_the_reference_document(capture):
+    docs = [
+        document(replay_capture(capture, _config(tunnel_metadata=False, fast_path=fast)))
+        for fast in (True, False)
+    ]
+    for d in docs:
+        d.pop("engine", None)
+    assert docs[0] == docs[1]
+
+
+def test_with_tunnel_metadata_no_skb_mixes_flows(capture):
+    # md_dst differs (the outer source ports are part of the tunnel key): each flow's two aggregates meet at the
+    # tunnel device without continuing each other (the other flow's segments lie between): 2 skbs each
+    doc = document(replay_capture(capture, _config()))
+    g = GROUPS
+    assert _stages(doc) == [(0, 2 * g, 4 * g, 0, 0), (1, 2 * g, 4 * g, 0, 0)]
+
+
+def test_explain_says_where_each_flows_frames_went_up(capture):
+    obs = FlowDeliveries()
+    result = replay_capture(capture, _config(tunnel_metadata=False), obs)
+    text = "\n".join(render_text(explain(result, obs, [k.name for k in result.kernels], [0, 1])))
+    why = "(the same inner flow under another outer key, merged where no tunnel metadata tells them apart)"
+    assert (
+        "tunnel gro_cells (vxlan0): 10 skbs in (20 frames) → 5 skbs out (5 with ≥2 segs); 5 merged here; they also "
+        f"carry 20 frames of other flows {why}"
+    ) in text, text
+    assert (
+        "tunnel gro_cells: 10 skbs in (20 frames) → 0 skbs out (0 with ≥2 segs); 10 merged here; 20 of its frames "
+        f"went up in other flows' skbs {why}"
+    ) in text, text
