@@ -364,8 +364,10 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
             if k.model.gro_flushes_dodgy_gso and skb.gso_type & SKB_GSO_DODGY:
                 gso_flush = 1
         if gso_flush:
+            # up to v6.0 one expression, skb_is_gso(skb) || skb_has_frag_list(skb), names the GSO skb first; from
+            # 5eddb24901ee skb_has_frag_list is tested first and a GSO flush comes after it (observation only)
+            cb.why = cb.why if k.model.gro_accepts_gso and cb.flush else R.GSO_SKB
             cb.flush = 1
-            cb.why = R.GSO_SKB
     ip_summed = skb.ip_summed
     if ip_summed == CHECKSUM_COMPLETE:
         cb.csum = skb.csum

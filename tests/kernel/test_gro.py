@@ -205,6 +205,25 @@ def test_dev_gro_receive_non_tcp_gso_skb_is_flushed_from_6_1():
 
 
 @pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        # ≤ 6.0: NAPI_GRO_CB(skb)->flush = skb_is_gso(skb) || skb_has_frag_list(skb): the GSO test comes first
+        (K_5_12, R.GSO_SKB),
+        # 5eddb24901ee: flush = skb_has_frag_list(skb), then a non-TCP (or DODGY) GSO skb's flush = 1 after it
+        (K_6_18, R.FRAG_LIST),
+    ],
+)
+def test_dev_gro_receive_names_the_first_of_its_two_flushes(model, why):
+    from gro_replay.kernel.gro import GroResult, napi_gro_receive
+
+    r = rig(model)
+    skb = _gso_skb(r, 2800, 1400, SKB_GSO_UDP_TUNNEL)
+    skb.frag_list = True
+    assert napi_gro_receive(r.kernel.phys_napi, skb) == GroResult.GRO_NORMAL
+    assert skb.cb.why == why
+
+
+@pytest.mark.parametrize(
     ("head_frag", "segs", "frag_list"), [(False, 2, True), (True, 18, False), (True, 19, True)]
 )
 def test_skb_gro_receive_frag_list_use_depends_on_the_driver_buffers(head_frag, segs, frag_list):
