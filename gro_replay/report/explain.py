@@ -96,9 +96,9 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int, listing: SkbEn
 
 
 def _mixed_words(st: dict) -> str:
-    """ "; they also carry N frames of other flows" / "; N of its frames went up in other flows' skbs": a stage row
-    whose skbs merged frames of flows under another outer key (the tunnel device without tunnel metadata: one inner
-    flow to it, gro-spec §6.6), or ""."""
+    """The words for a stage row whose skbs merged frames of flows under another outer key (the tunnel device
+    without tunnel metadata: one inner flow to it, gro-spec §6.6): "; they also carry N frames of other flows",
+    "; N of its frames went up in other flows' skbs", with why; "" when it has none."""
     words = ""
     mine, theirs = st["segments_carried_by_other_flows"], st["segments_carried_for_other_flows"]
     if theirs:
@@ -263,9 +263,8 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                 st = k[s]
                 if not st["skbs"] and not st["segments_carried_by_other_flows"] and s == "tunnel":
                     continue
-                dev = (
-                    f" ({', '.join(st['devices'])})" if st["devices"] else ""
-                )  # none: carried by other flows'
+                # no device: the flow's frames at this stage all went up in other flows' skbs
+                dev = f" ({', '.join(st['devices'])})" if st["devices"] else ""
                 lines.append(
                     f"    {STAGE_TITLES[s]}{dev}: {st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} in ({st['frames_in']:,} "
                     f"{plural(st['frames_in'], 'frame')}) → {st['skbs']:,} {plural(st['skbs'], 'skb')} out "

@@ -284,10 +284,11 @@ class FlowVerdict:
 
     def costless_why(self, k: KernelFacts) -> str | None:
         """Why kernel ``k``'s phys-device refusals of this flow cost nothing (``costly``): ``"one_frame"`` (a flow of
-        one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel refused at the
-        phys device only: stopped at the nested header after the fix), ``"not_tcp"`` (inner packets that are not TCP segments: flushed at the
-        inner header after the fix), ``"no_gain"`` (none of those, but ``k``'s counterfactual, ``shadows``, delivers
-        no fewer skbs: measured), or None (they cost what the fix gives back). ``COSTLESS_WORDS`` words each."""
+        one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel refused at
+        the phys device only: stopped at the nested header after the fix), ``"not_tcp"`` (inner packets that are
+        not TCP segments: flushed at the inner header after the fix), ``"no_gain"`` (none of those, but ``k``'s
+        counterfactual, ``shadows``, delivers no fewer skbs: measured), or None (they cost what the fix gives back).
+        ``COSTLESS_WORDS`` words each."""
         gains = self._gains(k)
         if gains is not None and any(gains.values()):
             return None
