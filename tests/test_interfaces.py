@@ -155,13 +155,11 @@ def test_a_pipe_gives_the_files_document(sll2):
 
 
 def _pcapng(path, ifaces, records) -> None:
-    """ifaces: [(linktype, name)]; records: [(iface, ts_us, bytes)] written with dpkt's pcapng blocks."""
+    """ifaces: [(linktype, name or None)]; records: [(iface, ts_us, bytes)] written with dpkt's pcapng blocks."""
     blocks = [bytes(dpkt.pcapng.SectionHeaderBlockLE())]
     for lt, name in ifaces:
-        opts = [
-            dpkt.pcapng.PcapngOptionLE(code=2, data=name.encode()),
-            dpkt.pcapng.PcapngOptionLE(code=dpkt.pcapng.PCAPNG_OPT_ENDOFOPT),
-        ]
+        opts = [dpkt.pcapng.PcapngOptionLE(code=2, data=name.encode())] if name is not None else []
+        opts.append(dpkt.pcapng.PcapngOptionLE(code=dpkt.pcapng.PCAPNG_OPT_ENDOFOPT))
         blocks.append(bytes(dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=lt, opts=opts)))
     for i, ts, data in records:
         blk = dpkt.pcapng.EnhancedPacketBlockLE(
@@ -169,6 +167,34 @@ def _pcapng(path, ifaces, records) -> None:
         )
         blocks.append(bytes(blk))
     path.write_bytes(b"".join(blocks))
+
+
+def test_a_number_that_is_an_ifindex_and_an_interface_number_is_refused(runner, sll2, tmp_path):
+    """Interfaces 0-2 Ethernet without names (interface 2 carries 10 VXLAN frames), interface 3 the sll2 triage
+    capture (tcpdump -i any: ifindex 2, 20 VXLAN frames, and 5). A bare 2 is the ifindex 2 of interface 3's packets
+    and interface 2: two devices, one GRO (newcomer's finding: both were replayed together, 37 frames). It is refused;
+    ifindex=2 and index=2 each replay one device, and the notes name the left-out one that way."""
+    frames = list(synth_frames(Scenario(frames=10)))
+    with open(sll2, "rb") as src:
+        cooked = [(3, int(ts * 1e6), bytes(buf)) for ts, buf in dpkt.pcap.Reader(src)]
+    path = tmp_path / "mixed.pcapng"
+    eth = [(2, cooked[0][1] + 10_000 + ts // 1000, f) for ts, f in frames]
+    _pcapng(path, [(1, None), (1, None), (1, None), (276, "any")], cooked + eth)
+    r = runner.invoke(main, [str(path), "--interface", "2", "-q"])
+    assert r.exit_code == 2 and r.stderr == (
+        f"Error: {path}: --interface 2 names two devices here (interface 3 (any) ifindex 2 and interface 2), and GRO "
+        "runs on one: a number is the ifindex of Linux cooked v2 packets and the pcapng interface number of the "
+        "others; give --interface ifindex=2 or --interface index=2\n"
+    ), r.stderr
+    assert _json(runner, path, "--interface", "ifindex=2")["input"]["frames_replayed"] == 20
+    inp = _json(runner, path, "--interface", "index=2")["input"]
+    assert (inp["frames_replayed"], inp["classes"]) == (10, {"tunnel_tcp": 10})
+    chosen = _json(runner, path)["input"]["interfaces"]
+    assert {i["interface"]: i["select"] for i in chosen} == {
+        "interface 3 (any) ifindex 2": "--interface ifindex=2",
+        "interface 3 (any) ifindex 5": "--interface 5",
+        "interface 2": "--interface index=2",
+    }
 
 
 def test_pcapng_interfaces_by_name_and_an_unsupported_link_type_skipped(runner, tmp_path):

@@ -55,10 +55,16 @@ class InterfaceStats:
         """Tunnel frames that are not repeats of replayed ones (meaningful for an interface not replayed)."""
         return self.tunnel_frames - self.repeats
 
-    def select(self) -> str:
-        """The ``--interface`` argument that replays this interface (its device): its name, ifindex or index."""
+    def select(self, ambiguous: frozenset[int] = frozenset()) -> str:
+        """The ``--interface`` argument that replays this interface (its device): its name, ifindex or index;
+        ``ifindex=N`` / ``index=N`` for a number in ``ambiguous`` (one that is both an ifindex and another
+        interface's index in this capture)."""
         index, ifindex = self.key
-        return str(ifindex) if ifindex is not None else self.name or str(index)
+        if ifindex is not None:
+            return f"ifindex={ifindex}" if ifindex in ambiguous else str(ifindex)
+        if self.name:
+            return self.name
+        return f"index={index}" if index in ambiguous else str(index)
 
     def label(self, sections: int = 1, interfaces: int = 1) -> str:
         """``interface 3 (eth0)``, ``ifindex 2``, ``interface 3 (eth0, section 2) ifindex 2``: the section is said
@@ -76,8 +82,14 @@ class InterfaceStats:
 
     def matches(self, want: str) -> bool:
         """``--interface want``: a number is the SLL2 ifindex (when packets carry one) or else the pcapng interface
-        index (over all sections, in order of appearance); anything else is a pcapng ``if_name``."""
+        index (over all sections, in order of appearance); ``ifindex=N`` and ``index=N`` say which (an interface
+        whose packets carry ifindexes is several devices, selected by ifindex only); anything else is a pcapng
+        ``if_name``."""
         index, ifindex = self.key
+        kind, eq, value = want.partition("=")
+        if eq and kind in ("ifindex", "index") and value.isascii() and value.isdigit():
+            n = int(value)
+            return ifindex == n if kind == "ifindex" else ifindex is None and index == n
         if want.isascii() and want.isdigit():
             n = int(want)
             return ifindex == n if ifindex is not None else index == n
@@ -87,7 +99,9 @@ class InterfaceStats:
         """Interfaces that are one device: the same ``if_name`` (and ifindex) in every section of the file."""
         return (self.name, self.key[1]) if self.name else self.key
 
-    def as_dict(self, replayed: bool, sections: int = 1, interfaces: int = 1) -> dict:
+    def as_dict(
+        self, replayed: bool, sections: int = 1, interfaces: int = 1, ambiguous: frozenset[int] = frozenset()
+    ) -> dict:
         return {
             "interface": self.label(sections, interfaces),
             "linktype": self.linktype,
@@ -100,7 +114,7 @@ class InterfaceStats:
             "tunnel_frames_repeated": self.repeats,
             "tunnel_frames_left_out": 0 if replayed else self.left_out,
             "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
-            "select": f"--interface {self.select()}",
+            "select": f"--interface {self.select(ambiguous)}",
         }
 
 

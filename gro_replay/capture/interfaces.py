@@ -304,9 +304,25 @@ class Selection:
         return len({st.group() for st in self.by_key.values()})
 
     def check(self) -> None:
-        """After the capture was read: ``--interface`` that named none of its interfaces. Raises: CaptureError."""
-        if self.want is not None and not self.planned and not self.chosen:
+        """After the capture was read: ``--interface`` that named none of its interfaces, or a number that named
+        two devices (an ifindex of Linux cooked v2 packets and another interface's index). Raises: CaptureError."""
+        if self.want is None or self.planned:
+            return
+        if not self.chosen:
             raise self._no_such(self.want)
+        if self.want.isascii() and self.want.isdigit() and int(self.want) in self.ambiguous():
+            n = int(self.want)
+            raise CaptureError(
+                f"{self.path}: --interface {n} names two devices here "
+                f"({' and '.join(self._labels(k for k in self.by_key if k in self.chosen))}), "
+                f"and GRO runs on one: a number is the ifindex of Linux cooked v2 packets and the pcapng interface "
+                f"number of the others; give --interface ifindex={n} or --interface index={n}"
+            )
+
+    def ambiguous(self) -> frozenset[int]:
+        """Numbers that are both an ifindex of one interface's packets and another interface's index here."""
+        ifindexes = {k[1] for k in self.by_key if k[1] is not None}
+        return frozenset(k[0] for k in self.by_key if k[1] is None and k[0] in ifindexes)
 
     def _no_such(self, want: str) -> CaptureError:
         """The error for ``--interface want`` naming none of the interfaces; a number that is the pcapng interface
@@ -314,13 +330,15 @@ class Selection:
         and names the ifindexes."""
         names = "; ".join(self._labels(self.by_key)) or "none"
         hint = ""
-        if want.isascii() and want.isdigit():
-            ifindexes = sorted({k[1] for k in self.by_key if k[0] == int(want) and k[1] is not None})
+        number = want.removeprefix("index=")
+        if number.isascii() and number.isdigit():
+            ifindexes = sorted({k[1] for k in self.by_key if k[0] == int(number) and k[1] is not None})
             if ifindexes:
+                amb = self.ambiguous()
                 hint = (
-                    f"; pcapng interface {int(want)} is a Linux cooked v2 capture (tcpdump -i any) whose packets "
+                    f"; pcapng interface {int(number)} is a Linux cooked v2 capture (tcpdump -i any) whose packets "
                     "carry the ifindex of their device, which a number selects: "
-                    + " or ".join(f"--interface {i}" for i in ifindexes)
+                    + " or ".join(f"--interface {'ifindex=' if i in amb else ''}{i}" for i in ifindexes)
                 )
         return CaptureError(
             f"{self.path}: --interface {want}: no such interface (the capture holds: {names}){hint}"
@@ -377,7 +395,8 @@ class Selection:
             if st.left_out:
                 text += (
                     f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out (another "
-                    f"device's traffic, merged by its own NAPI: --interface {st.select()} replays it instead"
+                    f"device's traffic, merged by its own NAPI: --interface {st.select(self.ambiguous())} replays it "
+                    "instead"
                     f"{cut_words(st.left_out, st.tunnel_cut)})"
                 )
         rep = [f"{st.repeats:,} on {lab[k]}" for k, st in others if st.repeats]
@@ -395,8 +414,10 @@ class Selection:
         return [text]
 
     def as_list(self) -> list[dict]:
+        amb = self.ambiguous()
         return [
-            st.as_dict(self._replayed(k), self.sections, self.interfaces) for k, st in self.by_key.items()
+            st.as_dict(self._replayed(k), self.sections, self.interfaces, amb)
+            for k, st in self.by_key.items()
         ]
 
 

@@ -114,7 +114,8 @@ def replay_options(f):
             default=None,
             metavar="N|NAME",
             help="Of a capture holding several interfaces (tcpdump -i any, pcapng): the one to replay, by ifindex, "
-            "pcapng interface id or name. Default: the device of its first tunnel frame; the others' frames are counted, not replayed.",
+            "pcapng interface id or name (ifindex=N, index=N where a number is both). Default: the device of its "
+            "first tunnel frame; the others' frames are counted, not replayed.",
         ),
         click.option(
             "--detect-tunnels",
