@@ -785,6 +785,27 @@ def test_refusals_without_gain_name_the_checksum_refused(case, where):
     ), v["text"]
 
 
+def test_the_gate_is_named_and_counted_after_an_earlier_flush():
+    """Four contiguous segments, each with a 4-byte trailer after the outer IPv4 datagram (a captured FCS): the
+    outer tot_len is short of the bytes present, so inet_gro_receive flushes each (gro-spec §3.1), and still calls
+    udp4_gro_receive, which skips checksum validation for a flushed skb, and udp_gro_receive's pre-fix gate refuses
+    it (zero outer checksum, --rx-csum none: csum_cnt 0, csum_valid 0; gro-spec §4.4). The gate is named and counted
+    (breaker's finding: the first-flush rule had named the padding and counted no refusal), and no kernel merges
+    the frames, so no flow is affected."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+    from gro_replay.sim import replay_frames
+
+    frames = [
+        (1000 * i, f + b"\0" * 4) for i, f in enumerate(build_flow(FrameSpec(outer_csum="zero"), [1000] * 4))
+    ]
+    doc = document(replay_frames(frames, ReplayConfig(rx_csum="none")))
+    pre, post = (k["stages"]["phys"]["end_reasons"] for k in doc["kernels"])
+    assert pre == {R.UDP_GATE_ZERO_CSUM: 4}
+    assert post == {R.INET_TOT_LEN: 4}
+    v = doc["verdict"]
+    assert (v["frames_refused"], v["affected_flows"]) == (4, 0)
+
+
 def _icmp_inside(frame: bytes) -> bytes:
     """``frame`` (VXLAN over IPv4, inner IPv4 at byte 64) with the inner IPv4 protocol made ICMP (1) and the inner
     header checksum recomputed: no inet_offloads entry, so inet_gro_receive flushes it in every kernel

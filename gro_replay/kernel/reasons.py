@@ -228,7 +228,9 @@ def skb_flush_reason(cb: NapiGroCb, why: str) -> None:
     """Record ``why`` as the reason the skb itself is flushed (``NAPI_GRO_CB(skb)->flush``), unless a flush set
     earlier in this GRO pass named one: dev_gro_receive's (skb_is_gso, skb_has_frag_list), then each header's
     gro_receive from the outside in. The first flush set is the skb's reason: the ones after it could not change
-    that the skb goes up unmerged (a GSO skb before v6.1 ending in PSH is flushed for skb_is_gso, not the PSH)."""
+    that the skb goes up unmerged (a GSO skb before v6.1 ending in PSH is flushed for skb_is_gso, not the PSH).
+    One exception: udp_gro_receive's checksum gate is named whenever it refuses (udp_offload.py), as the verdict
+    counts the gate's refusals by their reason."""
     if not cb.flush:
         cb.why = why
 

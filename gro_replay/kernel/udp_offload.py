@@ -82,9 +82,8 @@ def udp_gro_receive(
     pp = None
     flush = 1
     if sk is None:
-        R.skb_flush_reason(
-            cb, R.at_header(R.UDP_NO_TUNNEL_SOCKET, cb.encap_mark)
-        )  # the inner UDP header when encapsulated
+        # the inner UDP header when encapsulated
+        R.skb_flush_reason(cb, R.at_header(R.UDP_NO_TUNNEL_SOCKET, cb.encap_mark))
     elif cb.encap_mark:
         R.skb_flush_reason(cb, R.UDP_ENCAP_MARK)
     else:
@@ -92,7 +91,9 @@ def udp_gro_receive(
         if skb.dev.kernel.model.udp_tunnel_gate_checks_uh_check:
             gate = gate and check != 0
         if gate:
-            R.skb_flush_reason(cb, R.UDP_GATE if check else R.UDP_GATE_ZERO_CSUM)
+            # named even after an earlier flush (an outer padding, a GSO skb before v6.1): the gate refused the
+            # skb all the same, and the verdict counts its refusals by this reason (reasons.skb_flush_reason)
+            cb.why = R.UDP_GATE if check else R.UDP_GATE_ZERO_CSUM
         else:
             # mark that this skb passed once through the tunnel gro layer
             cb.encap_mark = 1
