@@ -92,7 +92,10 @@ def test_explain_says_where_each_flows_frames_went_up(capture):
     obs = FlowDeliveries()
     result = replay_capture(capture, _config(tunnel_metadata=False), obs)
     text = "\n".join(render_text(explain(result, obs, [k.name for k in result.kernels], [0, 1])))
-    why = "(the same inner flow under another outer key, merged where no tunnel metadata tells them apart)"
+    why = (
+        "(GRO compares headers, not flows: the same inner flow under another outer key where no tunnel metadata "
+        "tells them apart, or a key that came back as a new flow while GRO held its frames)"
+    )
     assert (
         "tunnel gro_cells (vxlan0): 10 skbs in (20 frames) → 5 skbs out (5 with ≥2 segs); 5 merged here; they also "
         f"carry 20 frames of other flows {why}"
@@ -101,3 +104,62 @@ def test_explain_says_where_each_flows_frames_went_up(capture):
         "tunnel gro_cells: 10 skbs in (20 frames) → 0 skbs out (0 with ≥2 segs); 10 merged here; 20 of its frames "
         f"went up in other flows' skbs {why}"
     ) in text, text
+
+
+MIXED = [
+    "--kernel",
+    "6.18",
+    "--nic",
+    "mlx5",
+    "--rx-csum",
+    "unnecessary",
+    "--rss",
+    "none",
+    "-q",
+    "--format",
+    "json",
+]
+
+
+def _cli(*args) -> dict:
+    import json
+
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("selected", [0, 1])
+def test_flow_selection_keeps_a_selected_flows_frames_in_another_flows_skb(capture, selected):
+    """--flow 1 selects the flow whose frames all went up in flow 0's skbs (breaker's finding: its tunnel frames
+    were lost, the skb being flow 0's): it keeps them, carried by the other flow. Either selection counts at the
+    stage the skbs its frames went up in with the selected flow's segments (4 of each skb's 8), so that segments in
+    and delivered stay its frames."""
+    doc = _cli(capture, *MIXED, "--no-tunnel-metadata", "--flow", selected)
+    g = GROUPS
+    tunnel = doc["kernels"][0]["stages"]["tunnel"]
+    assert (tunnel["frames_in"], tunnel["skbs_delivered"], tunnel["segments_delivered"]) == (4 * g, g, 4 * g)
+    want = {0: (0, g, 4 * g, 4 * g, 0), 1: (1, 0, 4 * g, 0, 4 * g)}[selected]
+    assert _stages(doc) == [want]
+
+
+def test_diff_measures_a_flows_own_skbs_and_not_a_flow_without_any(capture, tmp_path):
+    """diff of the capture with and without tunnel metadata (breaker's finding: flow 1 read 2.00 → 0.00 segments per
+    skb, a regression, while the stage went from 2 to 8): flow 0's skbs carried 2 then 8 segments (4 of its own and
+    4 of flow 1's); flow 1 has no skb of its own without metadata: n/a, not checked."""
+    from gro_replay.report.diff.comparison import compare
+
+    base = _cli(capture, *MIXED)
+    cur = _cli(capture, *MIXED, "--no-tunnel-metadata")
+    cmp = compare(base, cur)
+    rows = {
+        r["key"]["outer"]["sport"]: r["stages"]["tunnel"]["flow_segs_per_skb"]
+        for r in cmp["kernels"][0]["flows"]
+    }
+    assert (rows[49152]["baseline"], rows[49152]["current"]) == (2.0, 8.0)
+    assert (rows[49153]["baseline"], rows[49153]["current"], rows[49153]["checked"]) == (2.0, None, False)
+    assert cmp["regressions"] == []

@@ -96,8 +96,9 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int, listing: SkbEn
 
 
 def _mixed_words(st: dict) -> str:
-    """The words for a stage row whose skbs merged frames of flows under another outer key (the tunnel device
-    without tunnel metadata: one inner flow to it, gro-spec §6.6): "; they also carry N frames of other flows",
+    """The words for a stage row whose skbs merged frames of other flows (the tunnel device without tunnel metadata
+    merges one inner flow under two outer keys, gro-spec §6.6; a key retired and back while GRO held its frames is
+    two flows with one header): "; they also carry N frames of other flows",
     "; N of its frames went up in other flows' skbs", with why; "" when it has none."""
     words = ""
     mine, theirs = st["segments_carried_by_other_flows"], st["segments_carried_for_other_flows"]
@@ -107,7 +108,8 @@ def _mixed_words(st: dict) -> str:
         words += f"; {mine:,} of its frames went up in other flows' skbs"
     if words:
         words += (
-            " (the same inner flow under another outer key, merged where no tunnel metadata tells them apart)"
+            " (GRO compares headers, not flows: the same inner flow under another outer key where no tunnel "
+            "metadata tells them apart, or a key that came back as a new flow while GRO held its frames)"
         )
     return words
 

@@ -304,16 +304,19 @@ class KernelStats(Sink):
 
     def netif_receive_skb(self, stage: str, dev: NetDevice, skb: SkBuff, now_ns: int) -> None:
         flow = skb.flow
-        if self.selected is not None and not self.selected[flow]:
-            return
+        sel = self.selected
+        mine = sel is None or sel[flow]
+        if not mine and (sel is None or skb.mixed is None or not any(sel[o] for o in skb.mixed)):
+            return  # --flow: an skb carrying no selected flow's frame
         st = self.stages[stage]
         frames = skb.frames
         segs = len(frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
+        counted = segs if sel is None or skb.mixed is None else _selected_segs(skb, segs, sel)
         st.skbs += 1
-        if segs <= _HIST_MAX:
-            st.hist[segs] += 1
+        if counted <= _HIST_MAX:
+            st.hist[counted] += 1
         else:
-            st.hist_over[segs] += 1
+            st.hist_over[counted] += 1
         st.bytes += skb.len
         if _skbuff.length_tally is not None:
             _skbuff.length_tally.append((st, "bytes", tuple(frames)))
@@ -321,33 +324,39 @@ class KernelStats(Sink):
         why = cb.why or "unknown"
         st.reasons[why] += 1
         st.devices[dev.name] += 1
-        f = self.flows.get(flow)
-        if f is None:
-            f = self.flows[flow] = FlowStats()
-        f.skbs[stage] += 1
-        f.reasons[stage][why] += 1
-        if skb.mixed is None:
-            f.segs[stage] += segs
-        else:
-            self._mixed(stage, skb, f, segs)
-        # the kernel backend's deliveries (validate.py) carry a control block with ``why`` alone
-        split = getattr(cb, "split", None)
-        if split is not None:
-            f.splits[stage][split] += 1
-        step = getattr(cb, "id_step", None)  # set only when an IP ID condition ended the held packet
-        if step is not None and why.endswith("ip_id"):
-            f.id_steps[stage][step] += 1
+        if skb.mixed is not None:
+            self._mixed(stage, skb, segs, mine)
+        if mine:
+            f = self.flows.get(flow)
+            if f is None:
+                f = self.flows[flow] = FlowStats()
+            f.skbs[stage] += 1
+            f.reasons[stage][why] += 1
+            if skb.mixed is None:
+                f.segs[stage] += segs
+            # the kernel backend's deliveries (validate.py) carry a control block with ``why`` alone
+            split = getattr(cb, "split", None)
+            if split is not None:
+                f.splits[stage][split] += 1
+            step = getattr(cb, "id_step", None)  # set only when an IP ID condition ended the held packet
+            if step is not None and why.endswith("ip_id"):
+                f.id_steps[stage][step] += 1
         if self.on_deliver is not None:
             self.on_deliver(self.name, stage, dev.name, skb, now_ns)
 
-    def _mixed(self, stage: str, skb: SkBuff, f: FlowStats, segs: int) -> None:
+    def _mixed(self, stage: str, skb: SkBuff, segs: int, mine: bool) -> None:
         """An skb carrying frames of other flows too (``SkBuff.mixed``): each flow counts its own frames as
         segments; the skb is the first frame's flow's, which counts the others' frames (``carried``), and each
-        other flow the frames it left in another flow's skbs (``carried_by``)."""
+        other flow the frames it left in another flow's skbs (``carried_by``). ``mine``: the first frame's flow
+        is counted (``--flow`` selects it); a flow not selected is not."""
         assert skb.mixed is not None
         others = sum(skb.mixed.values())
-        f.segs[stage] += segs - others
-        f.carried[stage] += others
+        if mine:
+            f = self.flows.get(skb.flow)
+            if f is None:
+                f = self.flows[skb.flow] = FlowStats()
+            f.segs[stage] += segs - others
+            f.carried[stage] += others
         for other, n in skb.mixed.items():
             if self.selected is not None and not self.selected[other]:
                 continue
@@ -391,6 +400,15 @@ class ConservationError(AssertionError):
 def checks_enabled() -> bool:
     """True when ``GRO_REPLAY_CHECK_INVARIANTS`` is set to a non-empty value other than 0."""
     return os.environ.get(CHECK_ENV, "") not in ("", "0")
+
+
+def _selected_segs(skb: SkBuff, segs: int, selected: list[bool]) -> int:
+    """Of an skb's ``segs`` segments, those of the flows ``--flow`` selects: its first frame's flow's own and each
+    selected flow's it carries (``SkBuff.mixed``): what the stage counts of an skb whose frames are of several
+    flows, so that segments in and delivered stay the selected flows' frames."""
+    assert skb.mixed is not None
+    own = segs - sum(skb.mixed.values()) if selected[skb.flow] else 0
+    return own + sum(n for other, n in skb.mixed.items() if selected[other])
 
 
 def check_conservation(ks: KernelStats) -> None:

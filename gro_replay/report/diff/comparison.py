@@ -86,7 +86,13 @@ def _stage_values(st: dict) -> dict:
 
 
 def _flow_values(st: dict) -> dict:
-    return {"flow_skbs": st["skbs"], "flow_segs_per_skb": _ratio(st["segments"], st["skbs"])}
+    """A flow's stage values. Segments per skb are those its own skbs carried: its frames less those that went up
+    in other flows' skbs, plus the other flows' frames its skbs carried (the tunnel device without tunnel metadata
+    merges one inner flow under two outer keys); None (n/a) for a flow whose frames all went up in other flows'."""
+    carried_by = st.get("segments_carried_by_other_flows", 0)
+    carried = st["segments"] - carried_by + st.get("segments_carried_for_other_flows", 0)
+    per_skb = None if not st["skbs"] and carried_by else _ratio(carried, st["skbs"])
+    return {"flow_skbs": st["skbs"], "flow_segs_per_skb": per_skb}
 
 
 # -- comparing ---------------------------------------------------------------------------------------------------------

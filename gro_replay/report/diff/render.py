@@ -29,6 +29,12 @@ def _cell_change(c: dict) -> str:
     return "n/a" if c["delta"] is None else fmt_change(c["change_pct"])
 
 
+def _pair(c: dict) -> str:
+    """A ratio cell's "baseline → current", each "n/a" where there is none (a flow whose frames all went up in
+    other flows' skbs has no segments per skb of its own)."""
+    return f"{fmt_value(c['baseline'])} → {fmt_value(c['current'])}"
+
+
 def fmt_change(pct) -> str:
     """A cell's change in percent of its baseline (``pct_text``, signed), or ``new`` from a zero baseline."""
     return "new" if pct is None else pct_text(pct, signed=True)
@@ -94,6 +100,7 @@ def _changed_flows(k: dict) -> list[dict]:
             _loss_pct(METRICS[n], c["baseline"], c["current"])
             for st in r["stages"].values()
             for n, c in st.items()
+            if c["baseline"] is not None and c["current"] is not None  # n/a: nothing to rank by
         )
 
     return sorted(rows, key=worst)
@@ -144,7 +151,7 @@ def render_markdown(cmp: dict) -> str:
                     label = r["flow"].replace("|", "\\|")  # a pipe ends a Markdown table cell
                     lines.append(
                         f"| `{label}` | {STAGE_TITLES[s]} | {sk['baseline']:,} → {sk['current']:,} | "
-                        f"{ra['baseline']:.2f} → {ra['current']:.2f} | {fmt_change(ra['change_pct'])}{flag} |"
+                        f"{_pair(ra)} | {_cell_change(ra)}{flag} |"
                     )
             if len(changed) > _FLOW_LIMIT:
                 lines.append(
@@ -230,7 +237,7 @@ def render_table(cmp: dict, console) -> None:
                     style = "bold red" if sk["regression"] or ra["regression"] else ""
                     cells += [
                         Text(f"{sk['baseline']:,} → {sk['current']:,}", style=style),
-                        Text(f"{ra['baseline']:.2f} → {ra['current']:.2f}", style=style),
+                        Text(_pair(ra), style=style),
                     ]
                 ft.add_row(*cells)
             print_uncut(console, ft)
