@@ -31,6 +31,23 @@ NOTE = (
 )
 
 
+@pytest.mark.parametrize(
+    ("ns", "words"),
+    [
+        (25_000, "25.000 µs"),
+        (3_200_000, "3.200 ms"),
+        (12_500_000_000, "12.500 s"),
+        (3 * 86_400 * 10**9, "3.0 days"),
+        # newcomer's finding: two captures taken 51 years apart read "1,614,373,367,000,025.000 µs"
+        (1_614_373_367_000_025_000, "51.2 years"),
+    ],
+)
+def test_the_step_back_is_said_in_the_unit_that_reads(ns, words):
+    from gro_replay.sim.notes import step_words
+
+    assert step_words(ns) == words
+
+
 def _records() -> list[tuple[int, bytes]]:
     with open(FIX_SAMPLE, "rb") as f:
         r = dpkt.pcap.Reader(f)

@@ -833,8 +833,8 @@ def test_compare_mode_names_why_refused_frames_stay_unmerged_as_one_kernel_does(
     parts = (
         "1 flow(s) whose inner packets are not TCP segments, 3 frames (after the fix GRO flushes them at the inner "
         "header (inet_gro_receive: a fragment or a protocol without GRO; udp_gro_receive: a UDP datagram without a "
-        "tunnel socket), so no kernel merges them); 1 flow(s) of a single frame, 1 frame (there is nothing to merge "
-        "it with in any kernel)"
+        "tunnel socket), so no kernel merges them); 1 flow(s) of a single frame, 1 frame (a single frame has nothing to "
+        "merge with, in any kernel)"
     )
     compared = document(replay_frames(frames, ReplayConfig(rx_csum="unnecessary")))["verdict"]
     assert (compared["frames_refused"], compared["affected_flows"]) == (4, 0)

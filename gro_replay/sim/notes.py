@@ -293,6 +293,20 @@ def above_mtu_text(above: AboveMtu, config: ReplayConfig, inp: InputStats) -> st
 JUMBO_MAX = 9216
 
 
+def step_words(ns: int) -> str:
+    """A step back in time (ns) in the unit that reads: "25.000 µs", "3.200 ms", "12.500 s", "51.2 years" (two
+    joined captures of different days step back by their distance)."""
+    if ns < 1_000_000:
+        return f"{ns / 1e3:,.3f} µs"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:,.3f} ms"
+    seconds = ns / 1e9
+    if seconds < 2 * 86_400:
+        return f"{seconds:,.3f} s"
+    days = seconds / 86_400
+    return f"{days:,.1f} days" if days < 2 * 365.25 else f"{days / 365.25:,.1f} years"
+
+
 def account_capture_end(cap: Capture, inp: InputStats) -> None:
     """How the capture ended, and what its reader counted as it read, into the input accounting, one rule for every
     reader (pcap, pcapng, gzip or not, a file or a pipe): the records longer than their declared snaplen
@@ -309,7 +323,7 @@ def account_capture_end(cap: Capture, inp: InputStats) -> None:
         n = order.behind
         inp.notes.append(
             f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} timestamped before a record read before "
-            f"{'it' if n == 1 else 'them'} (by up to {order.largest_step_back_ns / 1000:,.3f} µs): the capture is "
+            f"{'it' if n == 1 else 'them'} (by up to {step_words(order.largest_step_back_ns)}): the capture is "
             "not in time order (captures joined with mergecap -a, a clock step, several interfaces' clocks); the "
             "replay takes a frame that goes back in time as arriving at the latest time seen, so no poll goes back"
         )

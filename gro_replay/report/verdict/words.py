@@ -362,7 +362,7 @@ COSTLESS_WORDS = {
         "after the fix GRO flushes them at the inner header (inet_gro_receive: a fragment or a protocol without "
         "GRO; udp_gro_receive: a UDP datagram without a tunnel socket), so no kernel merges them",
     ),
-    "one_frame": ("of a single frame", "there is nothing to merge it with in any kernel"),
+    "one_frame": ("of a single frame", "a single frame has nothing to merge with, in any kernel"),
     "no_gain": (
         "that a kernel with the fix does not merge further either",
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
