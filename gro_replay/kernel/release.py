@@ -20,7 +20,7 @@ from .model import (
     release_tuple,
     upstream_profile,
 )
-from .stable import BACKPORTS_RESEARCHED, STABLE_BACKPORTS, ended_before, past_end
+from .stable import BACKPORTS_RESEARCHED, STABLE_BACKPORTS, ended_before, past_end, point_words
 
 # ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
@@ -227,7 +227,8 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
         vendor = "the distribution"
         notes.append(
             f"kernel {text}: the distribution's or build's own patches are not known here; assumed upstream "
-            f"{major}.{minor}" + (f" with the stable backports of {major}.{minor}.{point}" if point else "")
+            f"{major}.{minor}"
+            + (f" with the stable backports of {point_words(f'{major}.{minor}', point)}" if point else "")
         )
     else:
         raise ValueError(

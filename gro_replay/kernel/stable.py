@@ -92,6 +92,15 @@ def ended_before(branch: str, upstream: tuple[int, int] | None) -> bool:
     return ended is not None and upstream is not None and upstream >= ended[2]
 
 
+def point_words(branch: str, point: int) -> str:
+    """Point release ``point`` of ``branch`` as the notes name the backports it carries: "5.4.120", or for a point
+    past an ended branch's last (``STABLE_ENDED``) "5.4.303 (up to 5.4.302, where kernel.org's linux-5.4.y ended)"."""
+    ended = STABLE_ENDED.get(branch)
+    if ended is not None and point > ended[0]:
+        return f"{branch}.{point} (up to {branch}.{ended[0]}, where kernel.org's linux-{branch}.y ended)"
+    return f"{branch}.{point}"
+
+
 def past_end(branch: str, point: int, name: str, after: list[str]) -> str | None:
     """The note for point release ``point`` past the last of an ended stable branch (``STABLE_ENDED``: 4.19.326 is
     no upstream release), naming ``after``, the commits released after the branch ended ("a9888628cb2c

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..kernel.stable import point_words
 from . import AGGREGATES_LABEL, SW_CSUM_LABEL
 from .document import summary_line
 from .verdict.facts import STAGE_NAMES
@@ -403,7 +404,9 @@ def kernel_lines(kernels) -> list[str]:
                 else f", run as the upstream {d['base']} model"
             )
             if len(vb.split(".")) > 2:
-                tail = f"with the stable backports of {vb}: " + (bps or "none of a modelled commit")
+                branch, _, point = vb.rpartition(".")
+                words = point_words(branch, int(point)) if point.isdigit() else vb
+                tail = f"with the stable backports of {words}: " + (bps or "none of a modelled commit")
             else:
                 tail = "without stable backports"
             # named as in the kernels: line (the kernel backend's linux-6.18.44 is uname -r 6.18.44-fc-v657)

@@ -565,3 +565,16 @@ def test_kernels_command_lists_profiles_switches_and_backports(runner):
     sw = {p["release"]: p["switches"]["udp_tunnel_gate_checks_uh_check"] for p in doc["profiles"]}
     assert sw == {"4.19": False, "5.4": False, "5.10": False, "5.11": False, "5.12": True, "5.15": True,
                   "6.1": True, "6.6": True, "6.12": True, "6.18": True}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text", ["Ubuntu 5.4.0-216.236-generic 5.4.303", "5.4.303-1-vendor", "6.5.14-300.fc39.x86_64"]
+)
+def test_a_vendor_point_past_the_branch_end_names_the_backports_it_runs_with(text):
+    """A distribution's string naming a point past its branch's last on kernel.org (breaker's finding: "the stable
+    backports of 5.4.303", then "up to 5.4.302" in the next note) says in one breath which backports run."""
+    m = resolve_kernel(text)
+    branch, point = ("5.4", "5.4.303") if "5.4" in text else ("6.5", "6.5.14")
+    last = {"5.4": "5.4.302", "6.5": "6.5.13"}[branch]
+    said = f"with the stable backports of {point} (up to {last}, where kernel.org's linux-{branch}.y ended)"
+    assert any(said in n for n in m.notes), m.notes
