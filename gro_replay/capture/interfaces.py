@@ -45,7 +45,8 @@ import numpy as np
 
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
 from ..packet.headers import UNREAD, tunnel_port_of
-from .interface_stats import InterfaceStats, _new_stats, cut_words, interface_key, plural
+from .interface_notes import interface_notes
+from .interface_stats import InterfaceStats, _new_stats, interface_key
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 from .spool import is_regular_file
@@ -355,63 +356,15 @@ class Selection:
         return self.chosen is None or k in self.chosen
 
     def notes(self) -> list[str]:
-        """One note when the capture held several devices: each interface, which is replayed and why, and what the
-        others' frames were (another device's tunnel traffic left out, repeats, decapsulated copies)."""
-        if self.devices() < 2:
-            if self.unattributed_copies:
-                n = self.unattributed_copies
-                v1 = all(st.linktype == DLT_LINUX_SLL for st in self.by_key.values())
-                why = (
-                    "Linux cooked v1 does not say the interface, so they are replayed as the physical device's "
-                    "traffic and counted there; capture on the physical device, or as LINUX_SLL2 "
-                    "(tcpdump -i any -y LINUX_SLL2), to leave them out"
-                    if v1
-                    else "they are on the replayed interface itself, so they are replayed and counted there"
-                )
-                return [
-                    f"the capture holds the same packets twice: {n:,} frames carry the inner packets of tunnel "
-                    f"frames (decapsulated copies, as `tcpdump -i any` records them on the tunnel device); {why}"
-                ]
-            return []
-        lab = {k: st.label(self.sections, self.interfaces) for k, st in self.by_key.items()}
-        parts = [
-            f"{lab[k]}: {st.frames:,} {plural(st.frames, 'frame')}, {_tunnel_words(st)}"
-            for k, st in self.by_key.items()
-        ]
-        head = f"the capture holds {len(self.by_key)} interfaces ({'; '.join(parts)})"
-        if self.chosen is None:
-            unread = sum(st.unread for st in self.by_key.values())
-            # what is known of the frames: one whose headers end before its UDP port may be tunnel traffic
-            none = "none carries" if not unread else "no frame whose headers could be read carries"
-            return [
-                f"{head}; {none} tunnel traffic: every interface was replayed as one device's traffic; "
-                "--interface N chooses one"
-            ]
-        chosen = " and ".join(lab[k] for k in self.by_key if k in self.chosen)
-        why = self.reason if self.reason == "--interface" else f"{self.reason}; --interface chooses"
-        text = f"{head}; replaying {chosen} only ({why})"
-        others = [(k, st) for k, st in self.by_key.items() if k not in self.chosen]
-        for k, st in others:
-            if st.left_out:
-                text += (
-                    f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out (another "
-                    f"device's traffic, merged by its own NAPI: --interface {st.select(self.ambiguous())} replays it "
-                    "instead"
-                    f"{cut_words(st.left_out, st.tunnel_cut)})"
-                )
-        rep = [f"{st.repeats:,} on {lab[k]}" for k, st in others if st.repeats]
-        if rep:
-            text += (
-                f"; the same tunnel frames twice: {', '.join(rep)} repeat {chosen}'s (a bond or bridge sees "
-                "the frames its port received: GRO ran once, on the port's NAPI; counted once)"
-            )
-        dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
-        if dup:
-            text += (
-                f"; the same packets twice: {', '.join(dup)} carry the inner packets of {chosen}'s tunnel frames "
-                "(decapsulated copies, which never reach the physical device's NAPI)"
-            )
-        return [text]
+        """The note on the capture's interfaces (capture/interface_notes.py ``interface_notes``)."""
+        return interface_notes(
+            self.by_key,
+            self.chosen,
+            self.reason,
+            (self.sections, self.interfaces),
+            self.unattributed_copies,
+            self.ambiguous(),
+        )
 
     def as_list(self) -> list[dict]:
         amb = self.ambiguous()
@@ -419,23 +372,6 @@ class Selection:
             st.as_dict(self._replayed(k), self.sections, self.interfaces, amb)
             for k, st in self.by_key.items()
         ]
-
-
-def _tunnel_words(st: InterfaceStats) -> str:
-    """What interface ``st``'s frames are, by their headers: "20 tunnel (all cut short: snaplen_cut, not
-    replayed)", "no tunnel traffic", "no tunnel traffic in the 12 frames whose headers could be read"."""
-    n, cut = st.tunnel_frames, st.tunnel_cut
-    if n:
-        if not cut:
-            return f"{n:,} tunnel"
-        return f"{n:,} tunnel ({'all' if cut == n else f'{cut:,}'} cut short: snaplen_cut, not replayed)"
-    if st.unread:
-        read = st.frames - st.unread
-        return (
-            f"no tunnel traffic in the {read:,} {plural(read, 'frame')} whose headers could be read "
-            f"({st.unread:,} could not be read to their UDP port)"
-        )
-    return "no tunnel traffic"
 
 
 def _skip(rec, inp) -> None:

@@ -11,22 +11,20 @@ Documents are refused (``DiffError``, one line) when their ``schema_version`` is
 different kernel sets (unless each holds exactly one kernel: then those two are compared, e.g. a ``--fix`` run
 against a ``--no-fix`` run), and when their inputs differ (``input.sha256``) unless explicitly allowed.
 
-Modules: ``comparison.py`` (the metrics and ``compare``), ``load.py`` (reading a document: bounded, honest numbers,
-schema-checked), ``render.py`` (sentences, Markdown, the table); their public names are re-exported here.
+Modules: ``metrics.py`` (what is compared and how a loss is measured), ``comparison.py`` (``compare``),
+``load.py`` (reading a document: bounded, honest numbers, schema-checked), ``render.py`` (sentences, Markdown, the
+table); their public names are re-exported here.
 """
 
 from .comparison import (
-    CHECKABLE,
     DEFAULT_MAX_REGRESSION_PCT,
-    DEFAULT_METRICS,
     KNOWN_SCHEMA_VERSIONS,
-    METRICS,
     STAGE_TITLES,
     DiffError,
-    Metric,
     compare,
 )
 from .load import MAX_DEPTH, MAX_DOCUMENT_BYTES, load_document
+from .metrics import CHECKABLE, DEFAULT_METRICS, METRICS, Metric
 from .render import (
     fmt_change,
     fmt_delta,

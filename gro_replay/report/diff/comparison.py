@@ -16,31 +16,28 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
 from ...kernel.model import commit_of_switch, switches_text
 from ...project import plain_number
-from .. import AGGREGATES_LABEL, SW_CSUM_LABEL
 from ..stats import SCHEMA_VERSION, STAGES
+from .metrics import (
+    CHECKABLE,
+    DEFAULT_METRICS,
+    METRICS,
+    Metric,
+    cell,
+    flow_values,
+    loss_pct,
+    stage_values,
+)
 
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 DEFAULT_MAX_REGRESSION_PCT = 0.0
-_EPS = 1e-9
 
 
 class DiffError(ValueError):
     """The documents cannot be compared (one-line message; the CLI exits 2)."""
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A compared quantity: ``better`` is ``"higher"``, ``"lower"`` or ``""`` (shown, never checked)."""
-
-    name: str
-    label: str
-    level: str  # "stage" or "flow"
-    better: str
 
 
 def input_words(inp: dict | None, short: bool = False) -> str:
@@ -55,94 +52,6 @@ def input_words(inp: dict | None, short: bool = False) -> str:
         return "has no input recorded"
     where = f"replayed {path}" if path else "replayed an unnamed input"
     return f"{where} (sha256 {str(sha)[:12]})" if sha else f"{where} (no sha256 recorded)"
-
-
-def _ratio(segments: int, skbs: int) -> float:
-    return segments / skbs if skbs else 0.0
-
-
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        Metric("skbs", "skbs delivered", "stage", "lower"),
-        Metric("segs_per_skb", "segments / skb", "stage", "higher"),
-        Metric("aggregates", AGGREGATES_LABEL, "stage", ""),
-        Metric("sw_csum_bytes", SW_CSUM_LABEL, "stage", "lower"),
-        Metric("flow_skbs", "skbs delivered (per flow)", "flow", "lower"),
-        Metric("flow_segs_per_skb", "segments / skb (per flow)", "flow", "higher"),
-    )
-}
-CHECKABLE = tuple(n for n, m in METRICS.items() if m.better)
-DEFAULT_METRICS = ("segs_per_skb", "flow_segs_per_skb")
-
-
-def _stage_values(st: dict) -> dict:
-    return {
-        "skbs": st["skbs_delivered"],
-        "segs_per_skb": _ratio(st["segments_delivered"], st["skbs_delivered"]),
-        "aggregates": st["aggregates"],
-        "sw_csum_bytes": st["sw_csum_bytes"],
-    }
-
-
-def _flow_values(st: dict) -> dict:
-    """A flow's stage values. Segments per skb are those its own skbs carried: its frames less those that went up
-    in other flows' skbs, plus the other flows' frames its skbs carried (the tunnel device without tunnel metadata
-    merges one inner flow under two outer keys); None (n/a) for a flow whose frames all went up in other flows'."""
-    carried_by = st.get("segments_carried_by_other_flows", 0)
-    carried = st["segments"] - carried_by + st.get("segments_carried_for_other_flows", 0)
-    per_skb = None if not st["skbs"] and carried_by else _ratio(carried, st["skbs"])
-    return {"flow_skbs": st["skbs"], "flow_segs_per_skb": per_skb}
-
-
-# -- comparing ---------------------------------------------------------------------------------------------------------
-def _loss_pct(metric: Metric, base: float, cur: float) -> float:
-    """How much worse ``cur`` is than ``base``, in percent of ``base`` (0 when not worse; inf from a zero base)."""
-    if metric.better == "higher":
-        worse = base - cur
-    elif metric.better == "lower":
-        worse = cur - base
-    else:
-        return 0.0
-    if worse <= _EPS * max(1.0, abs(base)):
-        return 0.0
-    return math.inf if base == 0 else 100.0 * worse / abs(base)
-
-
-def _change_pct(base: float, cur: float) -> float | None:
-    if base == cur:
-        return 0.0
-    return None if base == 0 else 100.0 * (cur - base) / abs(base)
-
-
-def _cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
-    if (
-        base is None or cur is None
-    ):  # not measured (kernel backend) or not attributable (--flow): shown as n/a
-        return {
-            "baseline": base,
-            "current": cur,
-            "delta": None,
-            "change_pct": None,
-            "checked": False,
-            "regression": False,
-        }
-    loss = _loss_pct(metric, base, cur)
-    regression = checked and loss > limit + _EPS
-    if isinstance(base, float) or isinstance(cur, float):
-        base, cur = round(base, 4), round(cur, 4)
-        delta = round(cur - base, 4)
-    else:
-        delta = cur - base
-    change = _change_pct(base, cur)
-    return {
-        "baseline": base,
-        "current": cur,
-        "delta": delta,
-        "change_pct": None if change is None else round(change, 2),
-        "checked": checked,
-        "regression": regression,
-    }
 
 
 def _pair_kernels(base: dict, cur: dict) -> list[tuple[dict, dict]]:
@@ -365,7 +274,7 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         nonlocal largest
         if not c["checked"]:
             return
-        loss = _loss_pct(m, c["baseline"], c["current"])
+        loss = loss_pct(m, c["baseline"], c["current"])
         if largest is None or loss > largest["_loss"]:
             largest = {**_regression(pair, stage, m, c, flow), "_loss": loss}
 
@@ -379,12 +288,12 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         pair_label = kb["name"] if kb["name"] == kc["name"] else f"{kb['name']} → {kc['name']}"
         stages = {}
         for s in STAGES:
-            vb, vc = _stage_values(kb["stages"][s]), _stage_values(kc["stages"][s])
+            vb, vc = stage_values(kb["stages"][s]), stage_values(kc["stages"][s])
             cells = {}
             for name, v in vb.items():
                 m = METRICS[name]
                 stage_checked = name in checked and select is None
-                cells[name] = c = _cell(m, v, vc[name], stage_checked, max_regression_pct)
+                cells[name] = c = cell(m, v, vc[name], stage_checked, max_regression_pct)
                 observe(pair_label, s, m, c, None)
                 if c["regression"]:
                     regressions.append(_regression(pair_label, s, m, c, None))
@@ -402,11 +311,11 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
                 continue
             row = {"flow": fb["flow"], "key": fb.get("key"), "stages": {}}
             for s in STAGES:
-                vb, vc = _flow_values(fb[s]), _flow_values(fc[s])
+                vb, vc = flow_values(fb[s]), flow_values(fc[s])
                 cells = {}
                 for name, v in vb.items():
                     m = METRICS[name]
-                    cells[name] = c = _cell(m, v, vc[name], name in checked, max_regression_pct)
+                    cells[name] = c = cell(m, v, vc[name], name in checked, max_regression_pct)
                     observe(pair_label, s, m, c, fb["flow"])
                     if c["regression"]:
                         regressions.append(_regression(pair_label, s, m, c, fb["flow"]))

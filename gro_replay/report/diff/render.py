@@ -5,7 +5,8 @@ table (``gro-replay diff --format markdown|table``).
 from __future__ import annotations
 
 from ..stats import STAGES
-from .comparison import METRICS, STAGE_TITLES, _loss_pct, _loss_text, input_words, limit_text, pct_text
+from .comparison import STAGE_TITLES, _loss_text, input_words, limit_text, pct_text
+from .metrics import METRICS, loss_pct
 
 
 # -- rendering ----------------------------------------------------------------------------------------------------------
@@ -97,7 +98,7 @@ def _changed_flows(k: dict) -> list[dict]:
 
     def worst(r):
         return -max(
-            _loss_pct(METRICS[n], c["baseline"], c["current"])
+            loss_pct(METRICS[n], c["baseline"], c["current"])
             for st in r["stages"].values()
             for n, c in st.items()
             if c["baseline"] is not None and c["current"] is not None  # n/a: nothing to rank by

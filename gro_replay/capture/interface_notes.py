@@ -1,0 +1,96 @@
+"""The note on a capture's interfaces (``Selection.notes``): each interface, which is replayed and why, and what
+the others' frames were. Kernel: none (capture/interfaces.py says why one device is replayed)."""
+
+from __future__ import annotations
+
+from .interface_stats import InterfaceStats, cut_words, plural
+from .reader import DLT_LINUX_SLL
+
+
+def interface_notes(
+    by_key: dict[tuple, InterfaceStats],
+    chosen: frozenset | None,
+    reason: str,
+    labels: tuple[int, int],
+    unattributed_copies: int,
+    ambiguous: frozenset[int],
+) -> list[str]:
+    """One note when the capture held several devices: each interface, which is replayed and why, and what the
+    others' frames were (another device's tunnel traffic left out, repeats, decapsulated copies).
+
+    Args: by_key: the interfaces' counts in order of first frame; chosen: the replayed keys (None: every
+    interface); reason: why they were; labels: the file's (sections, interfaces) as ``InterfaceStats.label`` says
+    them; unattributed_copies: decapsulated copies on the one device replayed; ambiguous: numbers that are both an
+    ifindex and an interface number (``InterfaceStats.select``)."""
+    if len({st.group() for st in by_key.values()}) < 2:
+        if unattributed_copies:
+            n = unattributed_copies
+            v1 = all(st.linktype == DLT_LINUX_SLL for st in by_key.values())
+            why = (
+                "Linux cooked v1 does not say the interface, so they are replayed as the physical device's "
+                "traffic and counted there; capture on the physical device, or as LINUX_SLL2 "
+                "(tcpdump -i any -y LINUX_SLL2), to leave them out"
+                if v1
+                else "they are on the replayed interface itself, so they are replayed and counted there"
+            )
+            return [
+                f"the capture holds the same packets twice: {n:,} frames carry the inner packets of tunnel "
+                f"frames (decapsulated copies, as `tcpdump -i any` records them on the tunnel device); {why}"
+            ]
+        return []
+    lab = {k: st.label(*labels) for k, st in by_key.items()}
+    parts = [
+        f"{lab[k]}: {st.frames:,} {plural(st.frames, 'frame')}, {_tunnel_words(st)}"
+        for k, st in by_key.items()
+    ]
+    head = f"the capture holds {len(by_key)} interfaces ({'; '.join(parts)})"
+    if chosen is None:
+        unread = sum(st.unread for st in by_key.values())
+        # what is known of the frames: one whose headers end before its UDP port may be tunnel traffic
+        none = "none carries" if not unread else "no frame whose headers could be read carries"
+        return [
+            f"{head}; {none} tunnel traffic: every interface was replayed as one device's traffic; "
+            "--interface N chooses one"
+        ]
+    replayed = " and ".join(lab[k] for k in by_key if k in chosen)
+    why = reason if reason == "--interface" else f"{reason}; --interface chooses"
+    text = f"{head}; replaying {replayed} only ({why})"
+    others = [(k, st) for k, st in by_key.items() if k not in chosen]
+    for k, st in others:
+        if st.left_out:
+            text += (
+                f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out (another "
+                f"device's traffic, merged by its own NAPI: --interface {st.select(ambiguous)} replays it "
+                "instead"
+                f"{cut_words(st.left_out, st.tunnel_cut)})"
+            )
+    rep = [f"{st.repeats:,} on {lab[k]}" for k, st in others if st.repeats]
+    if rep:
+        text += (
+            f"; the same tunnel frames twice: {', '.join(rep)} repeat {replayed}'s (a bond or bridge sees "
+            "the frames its port received: GRO ran once, on the port's NAPI; counted once)"
+        )
+    dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
+    if dup:
+        text += (
+            f"; the same packets twice: {', '.join(dup)} carry the inner packets of {replayed}'s tunnel frames "
+            "(decapsulated copies, which never reach the physical device's NAPI)"
+        )
+    return [text]
+
+
+def _tunnel_words(st: InterfaceStats) -> str:
+    """What interface ``st``'s frames are, by their headers: "20 tunnel (all cut short: snaplen_cut, not
+    replayed)", "no tunnel traffic", "no tunnel traffic in the 12 frames whose headers could be read"."""
+    n, cut = st.tunnel_frames, st.tunnel_cut
+    if n:
+        if not cut:
+            return f"{n:,} tunnel"
+        return f"{n:,} tunnel ({'all' if cut == n else f'{cut:,}'} cut short: snaplen_cut, not replayed)"
+    if st.unread:
+        read = st.frames - st.unread
+        return (
+            f"no tunnel traffic in the {read:,} {plural(read, 'frame')} whose headers could be read "
+            f"({st.unread:,} could not be read to their UDP port)"
+        )
+    return "no tunnel traffic"
