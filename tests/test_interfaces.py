@@ -197,6 +197,25 @@ def test_a_number_that_is_an_ifindex_and_an_interface_number_is_refused(runner, 
     }
 
 
+def test_a_name_that_reads_as_a_number_or_form_is_not_offered_as_the_selector(runner, tmp_path):
+    """if_name may be "1" or "index=0" (Linux refuses only '/', ':' and blanks in device names): --interface reads
+    them as numbers or forms, so the notes and JSON offer index=N instead (second breaker's finding: "index=0" named
+    interface 1 and selected interface 0)."""
+    frames = list(synth_frames(Scenario(frames=10)))
+    other = list(synth_frames(Scenario(frames=6, outer_csum="computed")))
+    path = tmp_path / "names.pcapng"
+    recs = [(0, ts // 1000, f) for ts, f in frames] + [
+        (1, frames[-1][0] // 1000 + 10 + k, f) for k, (_t, f) in enumerate(other)
+    ]
+    _pcapng(path, [(1, "1"), (1, "index=0")], recs)
+    inp = _json(runner, path)["input"]
+    assert [(i["interface"], i["select"]) for i in inp["interfaces"]] == [
+        ("interface 0 (1)", "--interface index=0"),
+        ("interface 1 (index=0)", "--interface index=1"),
+    ]
+    assert _json(runner, path, "--interface", "index=1")["input"]["frames_replayed"] == 6
+
+
 def test_pcapng_interfaces_by_name_and_an_unsupported_link_type_skipped(runner, tmp_path):
     # eth0 carries the VXLAN flow; wlan0 (802.11, link type 105: not supported) carries 5 frames, which are skipped
     # and counted (unsupported_link_layer) instead of rejecting the file

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, VXLAN4_SAMPLE
 
 from gro_replay.cli import main
@@ -26,8 +27,22 @@ def test_interface_selector_with_non_ascii_digits_is_a_name(runner):
     assert r.exit_code == 2 and "--interface ²" in r.stderr
 
 
-def test_columns_that_are_not_a_number_are_ignored():
-    env = {"COLUMNS": "²", "LINES": "٣", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+LONG = (
+    "1" * 5000
+)  # beyond Python's 4,300-digit limit for int(): a ValueError where the text is not checked first
+
+
+@pytest.mark.parametrize("selector", [LONG, f"ifindex={LONG}", f"index={LONG}"])
+def test_interface_numbers_of_any_length_are_one_line(runner, selector):
+    # second breaker's finding: ifindex=<5,000 digits> ended in an internal error (exit 70); the line is cut
+    r = runner.invoke(main, [str(VXLAN4_SAMPLE), "--interface", selector, "-q"])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and len(r.stderr) < 300, r.stderr
+    assert f"--interface {selector[:39]}…:" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["²", LONG])
+def test_columns_that_are_not_a_number_are_ignored(value):
+    env = {"COLUMNS": value, "LINES": value, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     r = subprocess.run(
         [sys.executable, "-m", "gro_replay", str(VXLAN4_SAMPLE), "-q"],
         capture_output=True,

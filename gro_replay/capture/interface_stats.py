@@ -58,13 +58,13 @@ class InterfaceStats:
     def select(self, ambiguous: frozenset[int] = frozenset()) -> str:
         """The ``--interface`` argument that replays this interface (its device): its name, ifindex or index;
         ``ifindex=N`` / ``index=N`` for a number in ``ambiguous`` (one that is both an ifindex and another
-        interface's index in this capture)."""
+        interface's index in this capture), and ``index=N`` for a name that would be read as a number or a form."""
         index, ifindex = self.key
         if ifindex is not None:
             return f"ifindex={ifindex}" if ifindex in ambiguous else str(ifindex)
-        if self.name:
+        if self.name and not reads_as_selector(self.name):
             return self.name
-        return f"index={index}" if index in ambiguous else str(index)
+        return f"index={index}" if index in ambiguous or self.name else str(index)
 
     def label(self, sections: int = 1, interfaces: int = 1) -> str:
         """``interface 3 (eth0)``, ``ifindex 2``, ``interface 3 (eth0, section 2) ifindex 2``: the section is said
@@ -87,11 +87,11 @@ class InterfaceStats:
         ``if_name``."""
         index, ifindex = self.key
         kind, eq, value = want.partition("=")
-        if eq and kind in ("ifindex", "index") and value.isascii() and value.isdigit():
-            n = int(value)
+        n = selector_number(value) if eq and kind in ("ifindex", "index") else None
+        if n is not None:
             return ifindex == n if kind == "ifindex" else ifindex is None and index == n
-        if want.isascii() and want.isdigit():
-            n = int(want)
+        n = selector_number(want)
+        if n is not None:
             return ifindex == n if ifindex is not None else index == n
         return self.name is not None and self.name == want
 
@@ -116,6 +116,26 @@ class InterfaceStats:
             "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
             "select": f"--interface {self.select(ambiguous)}",
         }
+
+
+#: digits a number selecting an interface may have: ifindexes and interface numbers are 32-bit
+_MAX_DIGITS = 10
+
+
+def selector_number(text: str) -> int | None:
+    """``--interface`` text as a number: ASCII digits (at most ``_MAX_DIGITS``: longer names no interface, and
+    Python refuses to convert over 4,300), else None."""
+    if text.isascii() and text.isdigit():
+        return int(text) if len(text) <= _MAX_DIGITS else -1
+    return None
+
+
+def reads_as_selector(name: str) -> bool:
+    """Whether an ``if_name`` would be read as a number or as ``ifindex=N`` / ``index=N`` by ``--interface``."""
+    kind, eq, value = name.partition("=")
+    return selector_number(name) is not None or (
+        bool(eq) and kind in ("ifindex", "index") and selector_number(value) is not None
+    )
 
 
 def cut_words(left_out: int, cut: int) -> str:

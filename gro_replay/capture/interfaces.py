@@ -45,8 +45,9 @@ import numpy as np
 
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
 from ..packet.headers import UNREAD, tunnel_port_of
+from ..project import shortened
 from .interface_notes import interface_notes
-from .interface_stats import InterfaceStats, _new_stats, interface_key
+from .interface_stats import InterfaceStats, _new_stats, interface_key, selector_number
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 from .spool import is_regular_file
@@ -311,10 +312,10 @@ class Selection:
             return
         if not self.chosen:
             raise self._no_such(self.want)
-        if self.want.isascii() and self.want.isdigit() and int(self.want) in self.ambiguous():
-            n = int(self.want)
+        n = selector_number(self.want)
+        if n is not None and n in self.ambiguous():
             raise CaptureError(
-                f"{self.path}: --interface {n} names two devices here "
+                f"{self.path}: --interface {shortened(self.want, 40)} names two devices here "
                 f"({' and '.join(self._labels(k for k in self.by_key if k in self.chosen))}), "
                 f"and GRO runs on one: a number is the ifindex of Linux cooked v2 packets and the pcapng interface "
                 f"number of the others; give --interface ifindex={n} or --interface index={n}"
@@ -331,18 +332,18 @@ class Selection:
         and names the ifindexes."""
         names = "; ".join(self._labels(self.by_key)) or "none"
         hint = ""
-        number = want.removeprefix("index=")
-        if number.isascii() and number.isdigit():
-            ifindexes = sorted({k[1] for k in self.by_key if k[0] == int(number) and k[1] is not None})
+        number = selector_number(want.removeprefix("index="))
+        if number is not None:
+            ifindexes = sorted({k[1] for k in self.by_key if k[0] == number and k[1] is not None})
             if ifindexes:
                 amb = self.ambiguous()
                 hint = (
-                    f"; pcapng interface {int(number)} is a Linux cooked v2 capture (tcpdump -i any) whose packets "
+                    f"; pcapng interface {number} is a Linux cooked v2 capture (tcpdump -i any) whose packets "
                     "carry the ifindex of their device, which a number selects: "
                     + " or ".join(f"--interface {'ifindex=' if i in amb else ''}{i}" for i in ifindexes)
                 )
         return CaptureError(
-            f"{self.path}: --interface {want}: no such interface (the capture holds: {names}){hint}"
+            f"{self.path}: --interface {shortened(want, 40)}: no such interface (the capture holds: {names}){hint}"
         )
 
     def _labels(self, keys: Iterable) -> list[str]:
@@ -406,7 +407,7 @@ def plan(path: str, cap, decoder_factory, want: str | None, batch: bool = False)
     sel = Selection(path=path, want=want, decoder_factory=decoder_factory)
     if not may_hold_several(cap):
         if want is not None:
-            raise CaptureError(f"{path}: --interface {want}: the capture holds one interface")
+            raise CaptureError(f"{path}: --interface {shortened(want, 40)}: the capture holds one interface")
         return sel
     if (
         cap.format == "pcapng"

@@ -160,10 +160,11 @@ def _one_blas_thread() -> None:
 
 def _sane_terminal_size_env() -> None:
     """Drop ``COLUMNS``/``LINES`` values that are not a plain number: rich's Console takes them with ``int()``
-    after ``str.isdigit()``, which lets '²' through and ends in a ValueError."""
+    after ``str.isdigit()``, which lets '²' through and ends in a ValueError (as does a number of over 4,300
+    digits)."""
     for name in ("COLUMNS", "LINES"):
         v = os.environ.get(name)
-        if v is not None and not (v.isascii() and v.isdigit() and 0 < int(v) < 100_000):
+        if v is not None and not (v.isascii() and v.isdigit() and len(v) <= 5 and 0 < int(v) < 100_000):
             del os.environ[name]
 
 

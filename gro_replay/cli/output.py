@@ -29,7 +29,8 @@ def report_console():
     if sys.stdout.isatty():
         width = Console().width
     else:
-        width = int(cols) if cols.isascii() and cols.isdigit() and 0 < int(cols) < 100_000 else 120
+        sane = cols.isascii() and cols.isdigit() and len(cols) <= 5 and 0 < int(cols) < 100_000
+        width = int(cols) if sane else 120
     return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
 
 

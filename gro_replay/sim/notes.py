@@ -293,18 +293,27 @@ def above_mtu_text(above: AboveMtu, config: ReplayConfig, inp: InputStats) -> st
 JUMBO_MAX = 9216
 
 
+#: (ns per unit, unit, decimals, the value from which the next unit reads better)
+_STEP_UNITS = (
+    (1e3, "µs", 3, 1000),
+    (1e6, "ms", 3, 1000),
+    (1e9, "s", 3, 60),
+    (60e9, "min", 1, 60),
+    (3600e9, "h", 1, 24),
+    (86_400e9, "days", 1, 730.5),
+    (31_557_600e9, "years", 1, None),
+)
+
+
 def step_words(ns: int) -> str:
-    """A step back in time (ns) in the unit that reads: "25.000 µs", "3.200 ms", "12.500 s", "51.2 years" (two
-    joined captures of different days step back by their distance)."""
-    if ns < 1_000_000:
-        return f"{ns / 1e3:,.3f} µs"
-    if ns < 1_000_000_000:
-        return f"{ns / 1e6:,.3f} ms"
-    seconds = ns / 1e9
-    if seconds < 2 * 86_400:
-        return f"{seconds:,.3f} s"
-    days = seconds / 86_400
-    return f"{days:,.1f} days" if days < 2 * 365.25 else f"{days / 365.25:,.1f} years"
+    """A step back in time (ns) in the unit that reads: "25.000 µs", "3.200 ms", "12.500 s", "1.0 h", "51.2 years"
+    (two joined captures of different days step back by their distance); a value that rounds to the next unit's
+    one is said in it ("1.000 s", not "1,000.000 ms")."""
+    for scale, unit, decimals, limit in _STEP_UNITS:
+        value = round(ns / scale, decimals)
+        if limit is None or value < limit:
+            return f"{value:,.{decimals}f} {unit}"
+    raise AssertionError("the last unit has no limit")
 
 
 def account_capture_end(cap: Capture, inp: InputStats) -> None:
