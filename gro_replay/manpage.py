@@ -35,6 +35,8 @@ def write_man_pages(target: str | os.PathLike[str]) -> list[Path]:
     out = Path(target)
     out.mkdir(parents=True, exist_ok=True)
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch and not (epoch.isascii() and epoch.isdigit() and len(epoch) <= 12):
+        raise SystemExit(f"SOURCE_DATE_EPOCH {epoch[:40]!r} is not a number of seconds since 1970")
     date = time.strftime("%Y-%m-%d", time.gmtime(int(epoch) if epoch else None))
     written = []
     todo: list[tuple[click.Command, str, click.Context | None]] = [(main, "gro-replay", None)]
