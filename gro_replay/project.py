@@ -32,3 +32,11 @@ def shortened(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters for a one-line message, its last one then ``…`` (kernel/banner.py
     ``shown`` quotes it; report/schema cuts a schema violation's reason)."""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def terminal_size(text: str) -> int | None:
+    """A ``COLUMNS``/``LINES`` value as a number of cells: ASCII digits from 1 to 99,999, else None (``str.isdigit``
+    lets '²' through, and ``int`` refuses over 4,300 digits: rich would fail on either)."""
+    if text.isascii() and text.isdigit() and len(text) <= 5 and 0 < int(text):
+        return int(text)
+    return None

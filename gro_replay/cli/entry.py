@@ -14,6 +14,7 @@ import threading
 import click
 
 from ..outputs import STDOUT_NAME, failure_text
+from ..project import terminal_size
 from .app import main
 from .errors import Interrupted, StdoutFailed, Terminated
 
@@ -160,11 +161,10 @@ def _one_blas_thread() -> None:
 
 def _sane_terminal_size_env() -> None:
     """Drop ``COLUMNS``/``LINES`` values that are not a plain number: rich's Console takes them with ``int()``
-    after ``str.isdigit()``, which lets '²' through and ends in a ValueError (as does a number of over 4,300
-    digits)."""
+    after ``str.isdigit()``, which lets '²' through and ends in a ValueError (``project.terminal_size``)."""
     for name in ("COLUMNS", "LINES"):
         v = os.environ.get(name)
-        if v is not None and not (v.isascii() and v.isdigit() and len(v) <= 5 and 0 < int(v) < 100_000):
+        if v is not None and terminal_size(v) is None:
             del os.environ[name]
 
 

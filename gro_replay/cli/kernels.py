@@ -1,7 +1,8 @@
 """``gro-replay kernels``: the kernel profiles, the switches × releases table and the stable backports.
 
 Every value comes from gro_replay/kernel/model.py (``PROFILES``, ``SWITCH_COMMITS``), stable.py
-(``STABLE_BACKPORTS``) and release.py (``resolve_kernel``); this module only lays them out. Exit codes: 0; 2 for a release string that cannot be parsed.
+(``STABLE_BACKPORTS``) and release.py (``resolve_kernel``); this module only lays them out. Exit codes: 0; 2 for a
+release string that cannot be parsed.
 """
 
 from __future__ import annotations

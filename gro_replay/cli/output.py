@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..outputs import RunOutputs, failure_text
+from ..project import terminal_size
 from ..report.deliveries import hand_over
 from .errors import UsageError
 
@@ -29,8 +30,7 @@ def report_console():
     if sys.stdout.isatty():
         width = Console().width
     else:
-        sane = cols.isascii() and cols.isdigit() and len(cols) <= 5 and 0 < int(cols) < 100_000
-        width = int(cols) if sane else 120
+        width = terminal_size(cols) or 120
     return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
 
 

@@ -304,14 +304,16 @@ class KernelStats(Sink):
 
     def netif_receive_skb(self, stage: str, dev: NetDevice, skb: SkBuff, now_ns: int) -> None:
         flow = skb.flow
-        sel = self.selected
-        mine = sel is None or sel[flow]
-        if not mine and (sel is None or skb.mixed is None or not any(sel[o] for o in skb.mixed)):
-            return  # --flow: an skb carrying no selected flow's frame
-        st = self.stages[stage]
+        mine = self.selected is None or self.selected[flow]
         frames = skb.frames
         segs = len(frames)  # wire frames carried (== NAPI_GRO_CB(skb)->count for GRO packets)
-        counted = segs if sel is None or skb.mixed is None else _selected_segs(skb, segs, sel)
+        # the segments counted: under --flow the selected flows' (an skb of other flows' frames counts none)
+        counted = segs if mine else 0
+        if skb.mixed is not None:
+            counted = self._mixed(stage, skb, segs, mine)
+        if not counted:
+            return
+        st = self.stages[stage]
         st.skbs += 1
         if counted <= _HIST_MAX:
             st.hist[counted] += 1
@@ -324,8 +326,6 @@ class KernelStats(Sink):
         why = cb.why or "unknown"
         st.reasons[why] += 1
         st.devices[dev.name] += 1
-        if skb.mixed is not None:
-            self._mixed(stage, skb, segs, mine)
         if mine:
             f = self.flows.get(flow)
             if f is None:
@@ -344,19 +344,22 @@ class KernelStats(Sink):
         if self.on_deliver is not None:
             self.on_deliver(self.name, stage, dev.name, skb, now_ns)
 
-    def _mixed(self, stage: str, skb: SkBuff, segs: int, mine: bool) -> None:
+    def _mixed(self, stage: str, skb: SkBuff, segs: int, mine: bool) -> int:
         """An skb carrying frames of other flows too (``SkBuff.mixed``): each flow counts its own frames as
         segments; the skb is the first frame's flow's, which counts the others' frames (``carried``), and each
         other flow the frames it left in another flow's skbs (``carried_by``). ``mine``: the first frame's flow
-        is counted (``--flow`` selects it); a flow not selected is not."""
+        is counted (``--flow`` selects it); a flow not selected is not. Returns the segments counted: the
+        counted flows' frames, so that under ``--flow`` the stage's segments in and delivered stay theirs."""
         assert skb.mixed is not None
         others = sum(skb.mixed.values())
+        counted = 0
         if mine:
             f = self.flows.get(skb.flow)
             if f is None:
                 f = self.flows[skb.flow] = FlowStats()
             f.segs[stage] += segs - others
             f.carried[stage] += others
+            counted = segs - others
         for other, n in skb.mixed.items():
             if self.selected is not None and not self.selected[other]:
                 continue
@@ -365,6 +368,8 @@ class KernelStats(Sink):
                 o = self.flows[other] = FlowStats()
             o.segs[stage] += n
             o.carried_by[stage] += n
+            counted += n
+        return counted
 
     def stack_outcome(self, skb: SkBuff, outcome: str, sw_bytes: int) -> None:
         flow = skb.flow
@@ -400,15 +405,6 @@ class ConservationError(AssertionError):
 def checks_enabled() -> bool:
     """True when ``GRO_REPLAY_CHECK_INVARIANTS`` is set to a non-empty value other than 0."""
     return os.environ.get(CHECK_ENV, "") not in ("", "0")
-
-
-def _selected_segs(skb: SkBuff, segs: int, selected: list[bool]) -> int:
-    """Of an skb's ``segs`` segments, those of the flows ``--flow`` selects: its first frame's flow's own and each
-    selected flow's it carries (``SkBuff.mixed``): what the stage counts of an skb whose frames are of several
-    flows, so that segments in and delivered stay the selected flows' frames."""
-    assert skb.mixed is not None
-    own = segs - sum(skb.mixed.values()) if selected[skb.flow] else 0
-    return own + sum(n for other, n in skb.mixed.items() if selected[other])
 
 
 def check_conservation(ks: KernelStats) -> None:
