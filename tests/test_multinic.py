@@ -159,6 +159,38 @@ def test_a_bond_and_its_slave_are_one_device_replayed_once(tmp_path, want):
     assert "the same tunnel frames twice: 20 on" in note and "left out" not in note
 
 
+def _bridged_bond(path: Path) -> Path:
+    """eth0, a bond's slave, receives both flows; bond0 and br0 (a bridge above the bond) see each frame again, in
+    that order (each master's tap runs after its slave's rx_handler returns RX_HANDLER_ANOTHER)."""
+    with PcapngWriter(path, [("eth0", ""), ("bond0", ""), ("br0", "")]) as w:
+        for ts, f in _FRAMES:
+            for iface in range(3):
+                w.write(ts, f, iface=iface)
+    return path
+
+
+@pytest.mark.parametrize("want", [None, "bond0", "br0"])
+def test_three_views_of_one_frame_are_repeats_whichever_is_replayed(tmp_path, want):
+    # every view not replayed repeats the replayed one's 20 tunnel frames, also those read before it (two views
+    # before br0's: each counts; one window entry per frame used to keep only the latest view, and the other's 20
+    # frames were said "left out")
+    doc = _docs(
+        _bridged_bond(tmp_path / "bridged-bond.pcapng"), tmp_path, *(("--interface", want) if want else ())
+    )
+    names = ["eth0", "bond0", "br0"]
+    chosen = want or "eth0"
+    assert doc["input"]["frames_read"] == 60 and doc["input"]["frames_replayed"] == 20
+    assert _rows(doc) == [
+        (f"interface {i} ({n})", 20, 20, 0 if n == chosen else 20, 0, 0, n == chosen)
+        for i, n in enumerate(names)
+    ]
+    assert "left out" not in json.dumps(doc["input"]["notes"]) and "Only" not in doc["verdict"]["text"]
+    assert _stages(doc) == {
+        "pre-fix": {"phys": (20, 20), "tunnel": (20, 2)},
+        "post-fix": {"phys": (20, 2), "tunnel": (20, 2)},
+    }
+
+
 def _sll2(ifindex: int, f: bytes) -> bytes:
     """A Linux cooked v2 record (``tcpdump -i any``): protocol, reserved, ifindex, ARPHRD_ETHER, packet type,
     address length, address (8 bytes), then the frame after its Ethernet header."""

@@ -95,7 +95,7 @@ def _payload(
 
 class _Recent:
     """The latest ``size`` payload hashes seen (a window: memory bounded whatever the capture's size), each with a
-    value: ``add`` keeps the newest, ``pop`` takes one out."""
+    value: ``add`` keeps the newest, ``get`` reads one, ``pop`` takes one out."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -113,6 +113,36 @@ class _Recent:
 
     def pop(self, h: int) -> object:
         return self.d.pop(h, None)
+
+
+class _Views(_Recent):
+    """The latest ``size`` payload hashes of left-out tunnel frames, each with the interfaces that read a frame of
+    those bytes (a bond and a bridge above the slave: any number of views of one frame, read before the replayed
+    view). The value is one interface key (the common case: one view) or a dict key → frames not matched yet."""
+
+    def note(self, h: int, key: tuple) -> None:
+        """Interface ``key`` read a tunnel frame of hash ``h``."""
+        seen = self.d.get(h)
+        if seen is None:
+            self.add(h, key)
+            return
+        if not isinstance(seen, dict):
+            seen = {seen: 1}
+        seen[key] = seen.get(key, 0) + 1
+        self.add(h, seen)
+
+    def match(self, h: int) -> list:
+        """A replayed tunnel frame of hash ``h`` was read: the interfaces that read it before (one frame of each is
+        a repeat of it, taken out of the window)."""
+        seen = self.pop(h)
+        if seen is None:
+            return []
+        if not isinstance(seen, dict):
+            return [seen]
+        rest = {key: n - 1 for key, n in seen.items() if n > 1}
+        if rest:
+            self.add(h, rest)
+        return list(seen)
 
 
 @dataclass
@@ -144,7 +174,7 @@ class Selection:
     # look-ahead's counts while the device is not known
     _dec: Decoder | None = field(default=None, init=False, repr=False)
     _inner: _Recent = field(default_factory=lambda: _Recent(COPY_WINDOW), init=False, repr=False)
-    _left: _Recent = field(default_factory=lambda: _Recent(COPY_WINDOW), init=False, repr=False)
+    _left: _Views = field(default_factory=lambda: _Views(COPY_WINDOW), init=False, repr=False)
     _index: int = field(default=0, init=False, repr=False)
     _held: int = field(default=0, init=False, repr=False)
     _held_bytes: int = field(default=0, init=False, repr=False)
@@ -204,7 +234,7 @@ class Selection:
         # the replayed tunnel frames' inner payload hashes; the left-out ones' with their interface (a repeat of
         # one may be replayed later)
         self._inner = _Recent(COPY_WINDOW)
-        self._left = _Recent(COPY_WINDOW)
+        self._left = _Views(COPY_WINDOW)
         self._index = 0
         self._held = 0
         self._held_bytes = 0
@@ -262,9 +292,9 @@ class Selection:
         if self.member(st):
             if tunnel and h is not None:
                 inner.add(h)
-                # a left-out tunnel frame read before this one was the same frame, seen earlier
-                other = left.pop(h)
-                if other is not None:
+                # the tunnel frames of other interfaces read before this one with its bytes were this frame, seen
+                # there first: one of each such interface is a repeat
+                for other in left.match(h):
                     self.by_key[other].repeats += 1
             elif h is not None and h in inner:
                 st.copies += 1
@@ -273,7 +303,7 @@ class Selection:
             if h in inner:
                 st.repeats += 1
             else:
-                left.add(h, st.key)
+                left.note(h, st.key)
         elif h is not None and h in inner:
             st.copies += 1
         return False
