@@ -552,3 +552,35 @@ def test_a_zero_close_timeout_retires_no_flow_with_frames_to_come(poll, tmp_path
     for k in doc["kernels"]:
         assert [(r["id"], r["phys"]["segments"]) for r in k["flows"]] == [(0, 65), (1, 1)]
         assert (k["flows_summary"]["flows"], k["flows_summary"]["retired"]) == (2, 1)
+
+
+@pytest.mark.parametrize("fin", [False, True])
+def test_a_key_back_as_a_new_flow_is_no_split(fin) -> None:
+    # a connection silent past conntrack's timeout (or after its FIN), then its key again: two flows with the same
+    # headers (Decoder.restart). Nothing keeps them apart but time, so no outer key differs: the verdict must not
+    # say the inner flow "also travels under another outer key", nor explain name a split
+    from gro_replay.report.verdict.core import verdict_of
+
+    gap = (11 if fin else 121) * 10**9
+    result = replay_frames(_returning(gap, fin), ReplayConfig())
+    assert document(result)["kernels"][0]["flows_summary"]["flows"] == 2
+    v = verdict_of(result)
+    assert "another outer key" not in v.text and v.split_count == 0
+    assert not any("split:" in f.why for f in v.flows)
+    # the same, and a third flow of the inner flow under another outer source port while the first is live: all
+    # three flows carry an inner flow that travels under another key (the two of one key name the third only)
+    frames = _returning(gap, fin)
+    other = build_frame(replace(FrameSpec(outer_csum="zero", seq=1001, payload=100), udp_sport=50001))
+    frames.insert(1, (frames[0][0] + 500, other))
+    v = verdict_of(replay_frames(frames, ReplayConfig()))
+    assert v.split_count == 3
+    assert "3 flow(s) carry an inner flow that also travels under another outer key" in v.text
+    # the notes of the flows live at the end (#0 retired when silent past its timeout, #1 too without FIN): #2,
+    # with #0's key, names #1 only; #1 names #0 and #2
+    notes = {f.fid: f.why.split("split: the same inner flow also travels as flow(s) ")[1] for f in v.flows}
+    rule = (
+        " with another outer source port (udp_gro_receive compares the UDP ports), so the phys device's GRO"
+    )
+    assert {fid: n.split(" never merges")[0] for fid, n in notes.items()} == (
+        {1: "#0, #2" + rule, 2: "#1" + rule} if fin else {2: "#1" + rule}
+    )

@@ -470,6 +470,7 @@ def test_a_split_names_what_keeps_each_other_flow_apart(tmp_path):
 
 def test_empty_lists_read_as_what_they_are():
     from collections import Counter
+    from dataclasses import replace
 
     from gro_replay.packet.decode import FlowKey
     from gro_replay.report.verdict import NO_REASON_RECORDED, _split_texts, not_replayed_text, reason_list
@@ -478,8 +479,12 @@ def test_empty_lists_read_as_what_they_are():
     assert reason_list(Counter()) == NO_REASON_RECORDED
     # two flows of one inner flow that differ in no field of the flow key (the decoder keys VXLAN flows by the
     # whole header: another flags word): the rule is named, never an empty "()"
-    key = FlowKey("10.0.0.1", "10.0.0.2", 49152, 4789, "vxlan", 1, "1.1.1.1", "2.2.2.2", 6, 1, 2, True)
-    assert _split_texts([(0, key), (1, key)])[0] == (
+    key = FlowKey("10.0.0.1", "10.0.0.2", 49152, 4789, "vxlan", 1, "1.1.1.1", "2.2.2.2", 6, 1, 2, True, 0x800)
+    gbp = replace(key, tunnel_sig=bytes.fromhex("8800000100000100"))  # G flag and a group policy ID
+    key = replace(key, tunnel_sig=bytes.fromhex("0800000000000100"))
+    # the same headers twice (a key back as a new flow) are no split
+    assert _split_texts([(0, key), (1, key)]) == {}
+    assert _split_texts([(0, key), (1, gbp)])[0] == (
         "split: the same inner flow also travels as flow(s) #1 with another VXLAN flags word (vxlan_gro_receive "
         "compares the flags and VNI words), so the phys device's GRO never merges its frames with theirs"
     )

@@ -50,6 +50,10 @@ class FlowKey:
     """Names a flow for the report: outer addresses/ports, tunnel kind and VNI, inner addresses/ports/protocol.
 
     Addresses are text; ports 0 where absent. The simulation never matches flows through this key.
+    ``tunnel_sig``: the tunnel header bytes the decoder keys a flow by besides the fields above (VXLAN: the 8-byte
+    header, flags word and VNI; Geneve: the VNI word with its reserved byte; b"" otherwise), so that two keys are
+    equal exactly when their frames carry the same headers (a key that came back as a new flow). It is not printed:
+    the flags word of a VXLAN-GBP flow is named where it tells two flows apart (report/verdict/facts.py).
     """
 
     outer_src: str
@@ -65,6 +69,7 @@ class FlowKey:
     inner_dport: int
     outer_csum_zero: bool
     inner_ethertype: int = 0
+    tunnel_sig: bytes = b""
 
     def label(self) -> str:
         """One-line description, e.g. ``10.0.0.1:49152→10.0.0.2:4789 vxlan vni 100 192.168.1.1:40000→… tcp``.
@@ -453,6 +458,7 @@ class Decoder:
                 idport,
                 ucheck == 0,
                 itype,
+                bytes(tun_sig),
             )
             cls = CLS_TUNNEL_TCP if iproto == 6 and il4 else CLS_TUNNEL_OTHER
             fid = self._new_flow(raw, key, cls, src + dst + buf[l4 : l4 + 4])

@@ -410,7 +410,9 @@ def _split_fields(me: FlowKey, other: FlowKey) -> tuple:
 
 
 def _split_texts(members: list[tuple[int, FlowKey]]) -> dict[int, str]:
-    """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note. It
+    """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note, which
+    names the flows under another key (those with its own key are the same headers back as a new flow: a
+    connection after the last one ended, or a key retired while GRO held its frames; no note when all are). It
     says that the phys device's GRO keeps them apart (the tunnel device may merge them after decapsulation:
     without tunnel metadata its GRO compares no outer field), not that a merge was lost: whether frames on both sides could have merged (data
     segments in sequence, not ACKs, RST or SYN, which tcp_gro_receive flushes under any key) is not judged here."""
@@ -422,8 +424,10 @@ def _split_texts(members: list[tuple[int, FlowKey]]) -> dict[int, str]:
         # destination port (rule) and #2 with another VXLAN flags word (rule)"
         by_fields: dict[tuple, list[int]] = {}
         for o, k in members:
-            if o != fid:
+            if k != me:
                 by_fields.setdefault(_split_fields(me, k), []).append(o)
+        if not by_fields:
+            continue
         parts = []
         for fields, others in by_fields.items():
             what = ", ".join(w for w, _ in fields)

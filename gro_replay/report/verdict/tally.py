@@ -227,9 +227,11 @@ class _Tally:
             self.to_brk.update(_break_reasons((fv.fixed or fv.post).phys_reasons))
 
     def close(self, ident: tuple) -> None:
-        """Drop the group of ``ident`` (none of its flows is live any more), counting its split flows."""
+        """Drop the group of ``ident`` (none of its flows is live any more), counting its split flows: all of its
+        flows when they are under two outer keys or more, none when they are one key's flows (a key that came back
+        as a new flow: a connection after the last one ended, or a key retired while GRO held its frames)."""
         members = self.groups.pop(ident).members
-        if len(members) >= 2:
+        if len({key for _, key in members}) >= 2:
             self.split_flows += len(members)
 
     def split_notes(self) -> dict[int, str]:
