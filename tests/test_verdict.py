@@ -874,3 +874,44 @@ def test_the_gate_sentence_says_what_set_the_checksum_state(runner, args, said):
     text = " ".join(r.stdout.split())
     assert f"CHECKSUM_UNNECESSARY level 0 {said}, so udp_gro_receive" in text
     assert "the default; --nic" not in text
+
+
+def test_flows_of_pure_acks_are_said_apart_from_flows_not_merged():
+    # a bulk flow of 4 contiguous segments (merged: one skb), its peer's 3 pure ACKs, and another connection whose
+    # 2 segments do not continue each other (sequence gap). Outer checksums computed and --rx-csum complete: the
+    # gate passes (gro-spec §4.7). tcp_gro_receive flushes a segment without payload ((len - 1) >= mss, 0 - 1 read
+    # unsigned, net/ipv4/tcp_offload.c), so the ACK flow's 3 skbs are each a pure ACK: nothing to merge in any
+    # kernel, said apart from the flow that GRO does not merge for a reason of its own (seq_gap)
+    from dataclasses import replace
+
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, peer_spec
+    from gro_replay.report.verdict.core import verdict_of
+    from gro_replay.sim import replay_frames
+
+    spec = FrameSpec(outer_csum="computed")
+    data = flow_specs(spec, [1398] * 4)
+    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
+    gap = replace(spec, sport=40001)
+    gapped = [replace(gap, payload=1000), replace(gap, payload=1000, seq=gap.seq + 2000)]
+    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3], *gapped]
+    frames = [(1000 * i, build_frame(s)) for i, s in enumerate(order)]
+    result = replay_frames(frames, ReplayConfig(kernels=(K_6_18,), rx_csum="complete"))
+    (k,) = result.kernels
+    assert k.stages["phys"].skbs == 1 + 3 + 2
+    text = verdict_of(result).text
+    assert (
+        "6.18 (v6.18) does not merge 1 tunnelled TCP flow(s) at the phys device: TCP sequence does not continue"
+    ) in text
+    assert "[tcp_gro_receive:seq_gap] ×1." in text
+    assert text.endswith(
+        " 1 other tunnelled TCP flow(s) carry only pure ACKs, which go up one by one (no payload (pure ACK) "
+        "[tcp_gro_receive:len_zero] ×3): tcp_gro_receive merges no segment without payload, in any kernel."
+    )
+    # without the gapped connection only the ACK flow's sentence, not "does not merge"
+    result = replay_frames(frames[:7], ReplayConfig(kernels=(K_6_18,), rx_csum="complete"))
+    text = verdict_of(result).text
+    assert "does not merge" not in text
+    assert text.endswith(
+        " 1 tunnelled TCP flow(s) carry only pure ACKs, which go up one by one (no payload (pure ACK) "
+        "[tcp_gro_receive:len_zero] ×3): tcp_gro_receive merges no segment without payload, in any kernel."
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...kernel.model import KernelModel
+from ...kernel.reasons import TCP_PURE_ACK
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
 from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, _Tally
@@ -323,16 +324,25 @@ class CaptureSentences:
         )
 
     def _unmerged_note(self, k: KernelFacts) -> str:
-        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or ""."""
+        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." and the flows of pure
+        ACKs apart (" N other tunnelled TCP flow(s) carry only pure ACKs, which go up one by one (reason ×skbs):
+        tcp_gro_receive merges no segment without payload, in any kernel."), or ""."""
         u = self._tally.unmerged[k.name]
-        if not u.flows:
-            return ""
-        return (
-            f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP flow(s) at the phys device: "
-            f"{self._reasons(u.reasons, k.name)}"
-            + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
-            + "."
-        )
+        text = ""
+        if u.flows:
+            text = (
+                f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP flow(s) at the phys "
+                f"device: {self._reasons(u.reasons, k.name)}"
+                + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
+                + "."
+            )
+        if u.acks:
+            acks = self._reasons(Counter({TCP_PURE_ACK: u.ack_skbs}), k.name)
+            text += (
+                f" {u.acks:,} {'other ' if u.flows else ''}tunnelled TCP flow(s) carry only pure ACKs, which go up "
+                f"one by one ({acks}): tcp_gro_receive merges no segment without payload, in any kernel."
+            )
+        return text
 
     def _refusal_text(self, r: Refusals) -> str:
         """A kernel's affected flows by the stage whose gate refused them (``Refusals``, from
