@@ -183,13 +183,19 @@ def resolve_kernel(text: str) -> KernelModel:
       resolves as that release.
 
     Raises: ValueError for a string that is no kernel release (non-ASCII digits, a leading zero such as
-        ``5.4.0106``), for a base older than 4.18, and for a base
+        ``5.4.0106``), for a base that names no mainline release (``5.20``, ``4.21``: ``LAST_MINOR``), for a base
+        older than 4.18, and for a base
         newer than the newest profile
     (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
     newest profile; for a longer kernel string as ``banner.parse_banner`` and ``_resolve_banner`` raise (a release
     and a package version of different X.Y, two releases, a ``uname -v`` naming no release, over MAX_LEN).
     """
     return _resolved(text)[0]
+
+
+#: the last mainline release of each finished major number (kernel.org: 3.19 was followed by 4.0 in April 2015,
+#: 4.20 by 5.0 in March 2019, 5.19 by 6.0 in October 2022): a higher minor names no release
+LAST_MINOR = {3: 19, 4: 20, 5: 19}
 
 
 def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
@@ -239,6 +245,12 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
         raise ValueError(
             f"kernel {text} is newer than {newest.release}, the newest modelled release (GRO changes after it are "
             f"not modelled, so its verdict would be a guess): use --kernel {newest.release}"
+        )
+    last = LAST_MINOR.get(major)
+    if last is not None and minor > last:
+        raise ValueError(
+            f"kernel {text} names no release: the {major}.x releases ran from {major}.0 to {major}.{last}, "
+            f"then {major + 1}.0 followed"
         )
     if (major, minor) < (4, 18):
         raise ValueError(

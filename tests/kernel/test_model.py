@@ -521,6 +521,45 @@ def test_release_newer_than_every_profile_is_one_line_exit_2(runner, release):
         assert r.stderr == NEWER.format(release)
 
 
+@pytest.mark.parametrize(
+    ("release", "major", "last"),
+    [
+        ("5.20", 5, 19),
+        ("5.99", 5, 19),
+        ("5.20.3", 5, 19),
+        ("5.25.0-1-generic", 5, 19),
+        ("5.20-rc1", 5, 19),
+        ("4.21", 4, 20),
+        ("4.21.1-1.el8", 4, 20),
+    ],
+)
+def test_a_minor_past_its_major_s_last_release_names_no_release(runner, release, major, last):
+    """Mainline went from 4.20 to 5.0 (March 2019) and from 5.19 to 6.0 (October 2022, kernel.org): 5.20 … 5.99
+    and 4.21 … name no release, in any form. They were run as 'upstream 5.99' with switches by commit release."""
+    with pytest.raises(ValueError, match="names no release"):
+        resolve_kernel(release)
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", release])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"Error: kernel {release} names no release: the {major}.x releases ran from {major}.0 to {major}.{last}, "
+        f"then {major + 1}.0 followed\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("release", "base"),
+    [
+        ("4.20", "4.20"),
+        ("4.20.17", "4.20"),
+        ("5.19", "5.19"),
+        ("5.19.17", "5.19"),
+        ("5.19.0-76-generic", "5.19"),
+    ],
+)
+def test_the_last_release_of_a_major_stays_accepted(release, base):
+    assert resolve_kernel(release).base == base
+
+
 @pytest.mark.parametrize("release", ["6.18", "6.18.5", "6.18.0-1-generic"])
 def test_newest_profile_point_and_distribution_releases_stay_accepted(runner, release):
     m = resolve_kernel(release)
