@@ -46,8 +46,9 @@ def replay_options(f):
             'release elsewhere; give it whole: "$(uname -rv)" or "$(cat /proc/version)" (Debian: '
             "'5.10.0-21-amd64 #1 SMP Debian 5.10.162-1 (2023-01-21)' runs as 5.10.162), \"$(cat "
             "/proc/version_signature)\" (Ubuntu: 'Ubuntu 5.4.0-42.46-generic 5.4.44' runs as 5.4.44), named by "
-            "their uname -r, with a note. 4.18 runs as 4.19 with a note, older than 4.18 or newer than the "
-            "newest profile is refused. `gro-replay kernels` lists them.",
+            "their uname -r, with a note. 4.18 runs as 4.19 with a note; older than 4.18, newer than the "
+            "newest profile or never released (5.20: 5.19 was followed by 6.0) is refused. `gro-replay kernels` "
+            "lists them.",
         ),
         click.option(
             "--rx-csum",
