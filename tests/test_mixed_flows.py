@@ -163,3 +163,35 @@ def test_diff_measures_a_flows_own_skbs_and_not_a_flow_without_any(capture, tmp_
     assert (rows[49152]["baseline"], rows[49152]["current"]) == (2.0, 8.0)
     assert (rows[49153]["baseline"], rows[49153]["current"], rows[49153]["checked"]) == (2.0, None, False)
     assert cmp["regressions"] == []
+
+
+@pytest.mark.parametrize("selected", ["0", "1", None])
+def test_the_flow_line_says_when_counted_skbs_carried_frames_not_selected(capture, selected):
+    """Under --flow the table counts each skb of both flows' frames with the selected flow's 4 segments of its 8
+    (the test above): the --flow line says so, per stage, with the count (GROUPS skbs at the tunnel device, each
+    with 4 frames of the flow not selected), so that 4.00 segments per skb and the whole skbs' bytes are not read
+    as the flow's own aggregates. Without --flow there is no such line."""
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    args = [
+        capture,
+        *MIXED[:8],
+        "--no-tunnel-metadata",
+        "--no-hist",
+        *(("--flow", selected) if selected else ()),
+    ]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "not selected too" not in r.stdout if selected is None else r.stdout.count("not selected too") == 1
+    if selected is None:
+        return
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("--flow ")]
+    said = (
+        f"; at tunnel gro_cells {GROUPS} skbs carried {4 * GROUPS} frames of flows not selected too (GRO compares "
+        "headers, not flows: the same inner flow under another outer key where no tunnel metadata tells them apart, "
+        "or a key that came back as a new flow while GRO held its frames): counted with the selected flows' frames "
+        "as segments, their bytes whole (explain --flow says where each flow's frames went)"
+    )
+    assert line.endswith(said), line  # the phys device merges no two flows: the tunnel device only

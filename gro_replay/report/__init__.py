@@ -20,3 +20,9 @@ AGGREGATES_MEANS = (
     "phys stage's aggregates reach the tunnel device's gro_cells already aggregated and count there again); what "
     "the stage merged itself is skbs_in - skbs_delivered"
 )
+#: Why GRO merged frames of two flows into one skb (kernel/skbuff.py ``SkBuff.mixed``; explain's per-flow line and
+#: the replay's --flow line say it)
+MIXED_WHY = (
+    "GRO compares headers, not flows: the same inner flow under another outer key where no tunnel metadata tells "
+    "them apart, or a key that came back as a new flow while GRO held its frames"
+)

@@ -19,6 +19,7 @@ from collections import Counter, defaultdict
 from ..kernel import reasons as R
 from ..packet.decode import endpoint
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
+from . import MIXED_WHY
 from .explain_skbs import SkbEnds, skb_lines, skb_list
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
@@ -107,10 +108,7 @@ def _mixed_words(st: dict) -> str:
     if mine:
         words += f"; {mine:,} of its frames went up in other flows' skbs"
     if words:
-        words += (
-            " (GRO compares headers, not flows: the same inner flow under another outer key where no tunnel "
-            "metadata tells them apart, or a key that came back as a new flow while GRO held its frames)"
-        )
+        words += f" ({MIXED_WHY})"
     return words
 
 

@@ -286,6 +286,9 @@ class KernelStats(Sink):
         self.trace: list | None = None
         #: segments per stage of the flows retired (``retire``): their rows left ``flows``
         self.retired_segs = {"phys": 0, "tunnel": 0}
+        #: ``--flow``: per stage [skbs counted, frames of flows not selected they carried too] of the skbs that GRO
+        #: merged from selected and other flows' frames (``_mixed``; --flow runs frame by frame, never cached)
+        self.shared = {"phys": [0, 0], "tunnel": [0, 0]}
 
     def retire(self, fid: int) -> FlowStats | None:
         """Take flow ``fid``'s final counters out of ``flows`` (it ended; sim/flows.py), keeping the stage sums
@@ -353,6 +356,7 @@ class KernelStats(Sink):
         assert skb.mixed is not None
         others = sum(skb.mixed.values())
         counted = 0
+        unselected = 0 if mine else segs - others  # frames of flows not selected (--flow) the skb carried
         if mine:
             f = self.flows.get(skb.flow)
             if f is None:
@@ -362,6 +366,7 @@ class KernelStats(Sink):
             counted = segs - others
         for other, n in skb.mixed.items():
             if self.selected is not None and not self.selected[other]:
+                unselected += n
                 continue
             o = self.flows.get(other)
             if o is None:
@@ -369,6 +374,10 @@ class KernelStats(Sink):
             o.segs[stage] += n
             o.carried_by[stage] += n
             counted += n
+        if counted and unselected:
+            shared = self.shared[stage]
+            shared[0] += 1
+            shared[1] += unselected
         return counted
 
     def stack_outcome(self, skb: SkBuff, outcome: str, sw_bytes: int) -> None:

@@ -7,9 +7,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..kernel.stable import point_words
-from . import AGGREGATES_LABEL, SW_CSUM_LABEL
+from . import AGGREGATES_LABEL, MIXED_WHY, SW_CSUM_LABEL
 from .document import summary_line
+from .kernel_lines import kernel_lines
 from .verdict.facts import STAGE_NAMES
 from .verdict.input_words import filtered_text
 from .verdict.words import drop_counts, kernel_label, plural
@@ -341,9 +341,41 @@ def input_lines(result) -> list[str]:
         lines.append(
             f"--flow {cfg.flow}: {shown:,} of {len(result.flows):,} flows, {inp.selected_frames:,} of "
             f"{inp.frames_replayed:,} frames; every frame was replayed, the counts below are the selected flows' "
-            "(bytes the CPU checksummed: n/a, a NAPI-wide counter)"
+            "(bytes the CPU checksummed: n/a, a NAPI-wide counter)" + _shared_words(result.kernels)
         )
     return lines
+
+
+def _shared_words(kernels) -> str:
+    """Under ``--flow``: "; at tunnel gro_cells (6.18) 5 skbs carried 20 frames of flows not selected too …" (the
+    kernels named when not all of them), the skbs that GRO merged from selected and other flows' frames
+    (``KernelStats.shared``, ``MIXED_WHY``), which the table counts with the selected frames only; "" when there are
+    none."""
+    parts = []
+    for s in STAGES:
+        by_kernel = {k.name: tuple(k.shared[s]) for k in kernels if getattr(k, "shared", {}).get(s, [0])[0]}
+        for (skbs, frames), names in _grouped(by_kernel).items():
+            who = f" ({', '.join(names)})" if len(names) < len(kernels) else ""
+            parts.append(
+                f"at {STAGE_TITLES[s]}{who} {skbs:,} {plural(skbs, 'skb')} carried {frames:,} "
+                f"{plural(frames, 'frame')} of flows not selected too"
+            )
+    if not parts:
+        return ""
+    return (
+        "; "
+        + "; ".join(parts)
+        + f" ({MIXED_WHY}): counted with the selected flows' frames as segments, their "
+        "bytes whole (explain --flow says where each flow's frames went)"
+    )
+
+
+def _grouped(by_kernel: dict) -> dict:
+    """{value: [kernel names]} of {kernel name: value}, in kernel order."""
+    out: dict = {}
+    for name, v in by_kernel.items():
+        out.setdefault(v, []).append(name)
+    return out
 
 
 def engine_lines(engine: dict | None) -> list[str]:
@@ -360,74 +392,6 @@ def engine_lines(engine: dict | None) -> list[str]:
         f"engine: frame-by-frame ({polls:,} {plural(polls, 'poll')} run through the kernels): "
         + "; ".join(engine["reasons"])
     ]
-
-
-def rc_words(pre: dict, base: str) -> str:
-    """What a release candidate (``describe``'s ``pre_release``) carries, for the kernel line: "a release
-    candidate: the commits merged by rc1, not 89e5c58fc1e2 of a later rc, which 5.12 carries"."""
-    rc = pre["release"].rsplit("-", 1)[1]
-    lacks = pre["lacks"]
-    if lacks:
-        return (
-            f"a release candidate: the commits merged by {rc}, not {', '.join(lacks)} of a later rc, "
-            f"which {base} carries"
-        )
-    return (
-        f"a release candidate: the commits merged by {rc}; no modelled commit of {base} is known to have landed "
-        f"after {rc}"
-    )
-
-
-def kernel_lines(kernels) -> list[str]:
-    """One line per resolved kernel that is not an upstream profile: its base, its stable backports (each with
-    the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``).
-    ``kernels``: ``KernelModel``s, or their ``describe()`` dicts (a document's ``config.kernels``)."""
-    out = []
-    for k in kernels:
-        d = k.describe() if hasattr(k, "describe") else k if isinstance(k, dict) else None
-        if not d or (not d["backports"] and not d["notes"] and d["base"] == d["release"]):
-            continue
-        bps = ", ".join(
-            f"{b['upstream']} as {b['stable_commit'][:12]} (since {b['point_release']})"
-            for b in d["backports"]
-        )
-        vb = d.get("vendor_base")
-        if vb:
-            # a distribution kernel or a custom build: the upstream release its version names (4.18 of
-            # 4.18.0-305.el8, 6.18 of 6.18.44-fc-v657), the profile run, and — when the version names a point
-            # release — the stable backports of that release: the same assumption as the resolution's note
-            # ("assumed upstream 6.18 with the stable backports of 6.18.44"), in the same words
-            upstream = ".".join(vb.split(".")[:2])
-            ran = (
-                ""
-                if vb.split(".")[:2] == d["base"].split(".")[:2]
-                else f", run as the upstream {d['base']} model"
-            )
-            if len(vb.split(".")) > 2:
-                branch, _, point = vb.rpartition(".")
-                words = point_words(branch, int(point)) if point.isdigit() else vb
-                tail = f"with the stable backports of {words}: " + (bps or "none of a modelled commit")
-            else:
-                tail = "without stable backports"
-            # named as in the kernels: line (the kernel backend's linux-6.18.44 is uname -r 6.18.44-fc-v657)
-            label = kernel_label(d["name"], d["release"])
-            out.append(f"kernel {label}: assumed upstream {upstream} {tail}{ran}")
-            out += [f"  note: {n}" for n in d["notes"]]
-            continue
-        pre = d.get("pre_release")
-        if pre:  # a release candidate has no stable backports, and not every commit its release carries
-            out.append(f"kernel {d['name']}: upstream {pre['release']} ({rc_words(pre, d['base'])})")
-        else:
-            # a release older than every profile runs as the oldest (4.18 as 4.19: a note says what that leaves out)
-            ran_as = d["release"].split(".")[:2] != d["base"].split(".")[:2]
-            head = f"kernel {d['name']}: " + (
-                f"run as upstream {d['base']}, " if ran_as else f"upstream {d['base']} + "
-            )
-            out.append(
-                head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit")
-            )
-        out += [f"  note: {n}" for n in d["notes"]]
-    return out
 
 
 def _histogram(st, width: int = 30) -> list[str]:

@@ -1,0 +1,76 @@
+"""The ``kernel …:`` lines of the replay's and explain's text: what each resolved kernel that is not an upstream
+profile runs as (its base, its stable backports with their stable commits and first point releases, a release
+candidate's commits, a distribution's assumed base) and the notes of its resolution (``KernelModel.describe``)."""
+
+from __future__ import annotations
+
+from ..kernel.stable import point_words
+from .verdict.words import kernel_label
+
+
+def rc_words(pre: dict, base: str) -> str:
+    """What a release candidate (``describe``'s ``pre_release``) carries, for the kernel line: "a release
+    candidate: the commits merged by rc1, not 89e5c58fc1e2 of a later rc, which 5.12 carries"."""
+    rc = pre["release"].rsplit("-", 1)[1]
+    lacks = pre["lacks"]
+    if lacks:
+        return (
+            f"a release candidate: the commits merged by {rc}, not {', '.join(lacks)} of a later rc, "
+            f"which {base} carries"
+        )
+    return (
+        f"a release candidate: the commits merged by {rc}; no modelled commit of {base} is known to have landed "
+        f"after {rc}"
+    )
+
+
+def kernel_lines(kernels) -> list[str]:
+    """One line per resolved kernel that is not an upstream profile: its base, its stable backports (each with
+    the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``).
+    ``kernels``: ``KernelModel``s, or their ``describe()`` dicts (a document's ``config.kernels``)."""
+    out = []
+    for k in kernels:
+        d = k.describe() if hasattr(k, "describe") else k if isinstance(k, dict) else None
+        if not d or (not d["backports"] and not d["notes"] and d["base"] == d["release"]):
+            continue
+        bps = ", ".join(
+            f"{b['upstream']} as {b['stable_commit'][:12]} (since {b['point_release']})"
+            for b in d["backports"]
+        )
+        vb = d.get("vendor_base")
+        if vb:
+            # a distribution kernel or a custom build: the upstream release its version names (4.18 of
+            # 4.18.0-305.el8, 6.18 of 6.18.44-fc-v657), the profile run, and — when the version names a point
+            # release — the stable backports of that release: the same assumption as the resolution's note
+            # ("assumed upstream 6.18 with the stable backports of 6.18.44"), in the same words
+            upstream = ".".join(vb.split(".")[:2])
+            ran = (
+                ""
+                if vb.split(".")[:2] == d["base"].split(".")[:2]
+                else f", run as the upstream {d['base']} model"
+            )
+            if len(vb.split(".")) > 2:
+                branch, _, point = vb.rpartition(".")
+                words = point_words(branch, int(point)) if point.isdigit() else vb
+                tail = f"with the stable backports of {words}: " + (bps or "none of a modelled commit")
+            else:
+                tail = "without stable backports"
+            # named as in the kernels: line (the kernel backend's linux-6.18.44 is uname -r 6.18.44-fc-v657)
+            label = kernel_label(d["name"], d["release"])
+            out.append(f"kernel {label}: assumed upstream {upstream} {tail}{ran}")
+            out += [f"  note: {n}" for n in d["notes"]]
+            continue
+        pre = d.get("pre_release")
+        if pre:  # a release candidate has no stable backports, and not every commit its release carries
+            out.append(f"kernel {d['name']}: upstream {pre['release']} ({rc_words(pre, d['base'])})")
+        else:
+            # a release older than every profile runs as the oldest (4.18 as 4.19: a note says what that leaves out)
+            ran_as = d["release"].split(".")[:2] != d["base"].split(".")[:2]
+            head = f"kernel {d['name']}: " + (
+                f"run as upstream {d['base']}, " if ran_as else f"upstream {d['base']} + "
+            )
+            out.append(
+                head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit")
+            )
+        out += [f"  note: {n}" for n in d["notes"]]
+    return out
