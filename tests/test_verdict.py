@@ -876,12 +876,35 @@ def test_the_gate_sentence_says_what_set_the_checksum_state(runner, args, said):
     assert "the default; --nic" not in text
 
 
-def test_flows_of_pure_acks_are_said_apart_from_flows_not_merged():
-    # a bulk flow of 4 contiguous segments (merged: one skb), its peer's 3 pure ACKs, and another connection whose
-    # 2 segments do not continue each other (sequence gap). Outer checksums computed and --rx-csum complete: the
-    # gate passes (gro-spec §4.7). tcp_gro_receive flushes a segment without payload ((len - 1) >= mss, 0 - 1 read
-    # unsigned, net/ipv4/tcp_offload.c), so the ACK flow's 3 skbs are each a pure ACK: nothing to merge in any
-    # kernel, said apart from the flow that GRO does not merge for a reason of its own (seq_gap)
+_NO_PAYLOAD = (
+    "tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without data), whose segments go up one by "
+    "one ("
+)
+_NEVER = "): tcp_gro_receive merges no segment without payload, in any kernel."
+
+
+@pytest.mark.parametrize(
+    ("last", "reason"),
+    [
+        (0x10, "no payload (pure ACK) [tcp_gro_receive:len_zero] ×4"),  # ACK
+        (
+            0x11,
+            "no payload (pure ACK) [tcp_gro_receive:len_zero] ×3; PSH or FIN ends the aggregate "
+            "[tcp_gro_receive:psh_or_fin] ×1",
+        ),  # FIN|ACK
+        (
+            0x14,
+            "no payload (pure ACK) [tcp_gro_receive:len_zero] ×3; URG, RST or SYN [tcp_gro_receive:urg_rst_syn] ×1",
+        ),
+    ],
+)
+def test_flows_without_payload_are_said_apart_from_flows_not_merged(last, reason):
+    # a bulk flow of 4 contiguous segments (merged: one skb), its peer's 4 segments without payload (3 ACKs, then
+    # an ACK, FIN|ACK or RST|ACK), and another connection whose 2 segments do not continue each other (sequence
+    # gap). Outer checksums computed and --rx-csum complete: the gate passes (gro-spec §4.7). tcp_gro_receive
+    # flushes a segment without payload ((len - 1) >= mss, 0 - 1 read unsigned, net/ipv4/tcp_offload.c), so the
+    # peer's 4 skbs go up one by one in any kernel: said apart from the flow that GRO does not merge for a reason
+    # of its own (seq_gap), with the reasons that named its skbs (a FIN or RST by its flag: out_check_final)
     from dataclasses import replace
 
     from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, peer_spec
@@ -890,28 +913,24 @@ def test_flows_of_pure_acks_are_said_apart_from_flows_not_merged():
 
     spec = FrameSpec(outer_csum="computed")
     data = flow_specs(spec, [1398] * 4)
-    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
+    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(4)]
+    acks[3] = replace(acks[3], flags=last)
     gap = replace(spec, sport=40001)
     gapped = [replace(gap, payload=1000), replace(gap, payload=1000, seq=gap.seq + 2000)]
-    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3], *gapped]
+    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3], acks[3], *gapped]
     frames = [(1000 * i, build_frame(s)) for i, s in enumerate(order)]
     result = replay_frames(frames, ReplayConfig(kernels=(K_6_18,), rx_csum="complete"))
     (k,) = result.kernels
-    assert k.stages["phys"].skbs == 1 + 3 + 2
+    assert k.stages["phys"].skbs == 1 + 4 + 2
     text = verdict_of(result).text
     assert (
         "6.18 (v6.18) does not merge 1 tunnelled TCP flow(s) at the phys device: TCP sequence does not continue"
     ) in text
     assert "[tcp_gro_receive:seq_gap] ×1." in text
-    assert text.endswith(
-        " 1 other tunnelled TCP flow(s) carry only pure ACKs, which go up one by one (no payload (pure ACK) "
-        "[tcp_gro_receive:len_zero] ×3): tcp_gro_receive merges no segment without payload, in any kernel."
-    )
-    # without the gapped connection only the ACK flow's sentence, not "does not merge"
-    result = replay_frames(frames[:7], ReplayConfig(kernels=(K_6_18,), rx_csum="complete"))
+    assert text.endswith(f" 1 {_NO_PAYLOAD}{reason}{_NEVER}")
+    # without the gapped connection only the sentence of the flow without payload; two kernels that agree say it
+    # once, without naming a kernel
+    result = replay_frames(frames[:8], ReplayConfig(kernels=(K_5_12, K_6_18), rx_csum="complete"))
     text = verdict_of(result).text
-    assert "does not merge" not in text
-    assert text.endswith(
-        " 1 tunnelled TCP flow(s) carry only pure ACKs, which go up one by one (no payload (pure ACK) "
-        "[tcp_gro_receive:len_zero] ×3): tcp_gro_receive merges no segment without payload, in any kernel."
-    )
+    assert "does not merge" not in text and text.count(_NO_PAYLOAD) == 1
+    assert text.endswith(f" 1 {_NO_PAYLOAD}{reason}{_NEVER}")

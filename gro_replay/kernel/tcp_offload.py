@@ -105,6 +105,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
         return None
     skb_gro_pull(skb, thlen)
     length = skb.len - cb.data_offset
+    cb.no_payload = length == 0  # observation only (report/verdict: flows without payload)
     flags = flag_word  # tcp_flag_word(th): doff | flags | window
     mss = 1
     flush = 1

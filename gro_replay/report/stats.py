@@ -153,6 +153,7 @@ class FlowStats:
         "splits",
         "carried",
         "carried_by",
+        "empty",
     )
 
     def __init__(self) -> None:
@@ -170,6 +171,9 @@ class FlowStats:
         #: (``SkBuff.mixed``: merged at a tunnel device without tunnel metadata); ``segs`` counts each flow's own
         self.carried = {"phys": 0, "tunnel": 0}
         self.carried_by = {"phys": 0, "tunnel": 0}
+        #: skbs delivered without TCP payload (``NAPI_GRO_CB(skb)->no_payload``, observation: tcp_gro_receive
+        #: merges none such)
+        self.empty = {"phys": 0, "tunnel": 0}
 
 
 def fold_flow(into: FlowStats, f: FlowStats) -> None:
@@ -182,6 +186,7 @@ def fold_flow(into: FlowStats, f: FlowStats) -> None:
         into.splits[s].update(f.splits[s])
         into.carried[s] += f.carried[s]
         into.carried_by[s] += f.carried_by[s]
+        into.empty[s] += f.empty[s]
     into.stack.update(f.stack)
     into.stack_frames.update(f.stack_frames)
 
@@ -335,6 +340,8 @@ class KernelStats(Sink):
                 f = self.flows[flow] = FlowStats()
             f.skbs[stage] += 1
             f.reasons[stage][why] += 1
+            if getattr(cb, "no_payload", False):  # the kernel backend's control block has ``why`` alone
+                f.empty[stage] += 1
             if skb.mixed is None:
                 f.segs[stage] += segs
             # the kernel backend's deliveries (validate.py) carry a control block with ``why`` alone

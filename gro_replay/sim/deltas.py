@@ -70,7 +70,7 @@ def flow_parts(f: FlowStats) -> list[tuple[tuple, object]]:
     parts += [(("stack",), f.stack), (("stack_frames",), f.stack_frames)]
     parts += [(("id_steps", stage), c) for stage, c in f.id_steps.items()]
     parts += [(("splits", stage), c) for stage, c in f.splits.items()]
-    parts += [(("carried",), f.carried), (("carried_by",), f.carried_by)]
+    parts += [(("carried",), f.carried), (("carried_by",), f.carried_by), (("empty",), f.empty)]
     return parts
 
 

@@ -143,6 +143,8 @@ class KernelFacts:
     refused: int = 0
     lost: Counter = field(default_factory=Counter)  # frames by drop reason
     phys_reasons: Counter = field(default_factory=Counter)
+    #: phys skbs delivered without TCP payload (``FlowStats.empty``)
+    phys_empty: int = 0
     #: phys skbs ended by an IP ID condition, by (header, step, segments held)
     id_steps: Counter = field(default_factory=Counter)
     #: skbs started beside a held skb of the same flow, by (stage, reasons.SPLIT_*)
@@ -203,6 +205,7 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
         if outcome != "queued" and n:
             kf.lost[outcome] += n
     kf.phys_reasons = Counter(f.reasons["phys"])
+    kf.phys_empty = getattr(f, "empty", {}).get("phys", 0)
     steps = getattr(f, "id_steps", None)
     if steps:
         kf.id_steps = Counter(steps["phys"])

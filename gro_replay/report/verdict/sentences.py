@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter
 
 from ...kernel.model import KernelModel
-from ...kernel.reasons import TCP_PURE_ACK
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
 from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, _Tally
@@ -185,6 +184,11 @@ class CaptureSentences:
                 )
         else:
             text = " ".join(self._kernel_sentence(k) for k in self.kernels)
+        # the flows without payload, once: in compare mode as the kernel with the fix has them
+        named = [
+            k for k in self.kernels if (k.name == self.post if self.compare else k.carries_fix is not None)
+        ]
+        text += self._empty_note(named)
         loss = self._loss_sentence()
         text += f" {loss}" if loss else ""
         kept = max(self.kernels, key=lambda k: sum(k.splits.values()), default=None)
@@ -324,25 +328,41 @@ class CaptureSentences:
         )
 
     def _unmerged_note(self, k: KernelFacts) -> str:
-        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." and the flows of pure
-        ACKs apart (" N other tunnelled TCP flow(s) carry only pure ACKs, which go up one by one (reason ×skbs):
-        tcp_gro_receive merges no segment without payload, in any kernel."), or ""."""
+        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or "" (the flows
+        without payload are said apart, once: ``_empty_note``)."""
         u = self._tally.unmerged[k.name]
-        text = ""
-        if u.flows:
-            text = (
-                f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP flow(s) at the phys "
-                f"device: {self._reasons(u.reasons, k.name)}"
-                + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
-                + "."
+        if not u.flows:
+            return ""
+        return (
+            f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP flow(s) at the phys "
+            f"device: {self._reasons(u.reasons, k.name)}"
+            + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
+            + "."
+        )
+
+    def _empty_note(self, kernels: list[KernelFacts]) -> str:
+        """The tunnelled TCP flows whose every phys skb carried no TCP payload (``Unmerged.empty``), in ``kernels``
+        (compare mode: the kernel with the fix): " N tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or
+        RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no segment without
+        payload, in any kernel." — once when every kernel counts the same, else per kernel; "" when none."""
+        counts = [(k, self._tally.unmerged[k.name]) for k in kernels if self._tally.unmerged[k.name].empty]
+        if not counts:
+            return ""
+        same = (
+            len(counts) == len(kernels)
+            and len({(u.empty, tuple(sorted(u.empty_reasons.items()))) for _, u in counts}) == 1
+        )
+        parts = []
+        for k, u in counts:
+            who = "" if same or len(kernels) == 1 else f"in {kernel_label(k.name, k.release)}, "
+            parts.append(
+                f"{who}{u.empty:,} tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without "
+                f"data), whose segments go up one by one ({self._reasons(u.empty_reasons, k.name)})"
             )
-        if u.acks:
-            acks = self._reasons(Counter({TCP_PURE_ACK: u.ack_skbs}), k.name)
-            text += (
-                f" {u.acks:,} {'other ' if u.flows else ''}tunnelled TCP flow(s) carry only pure ACKs, which go up "
-                f"one by one ({acks}): tcp_gro_receive merges no segment without payload, in any kernel."
-            )
-        return text
+            if same:
+                break
+        joined = "; ".join(parts)
+        return f" {joined[0].upper()}{joined[1:]}: tcp_gro_receive merges no segment without payload, in any kernel."
 
     def _refusal_text(self, r: Refusals) -> str:
         """A kernel's affected flows by the stage whose gate refused them (``Refusals``, from

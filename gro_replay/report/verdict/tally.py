@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ...kernel.reasons import TCP_PURE_ACK
 from ...packet.decode import FlowKey
 from .facts import FlowVerdict, KernelFacts, _break_reasons, _split_ident, _split_texts
 
@@ -15,13 +14,14 @@ from .facts import FlowVerdict, KernelFacts, _break_reasons, _split_ident, _spli
 @dataclass
 class Unmerged:
     """One kernel's tunnelled TCP flows not merged at the phys stage: how many, their break reasons (end reason →
-    skbs) and their IP ID steps ((header, step, segments held) → skbs); ``acks``: those of them whose every phys skb
-    is a pure ACK (tcp_gro_receive flushes a segment without payload: (len - 1) >= mss, net/ipv4/tcp_offload.c),
-    which no kernel merges, counted apart and not in ``flows``."""
+    skbs) and their IP ID steps ((header, step, segments held) → skbs); ``empty``: those of them whose every phys skb
+    carried no TCP payload (ACKs, SYN, FIN or RST without data: tcp_gro_receive flushes a segment without payload,
+    (len - 1) >= mss, net/ipv4/tcp_offload.c), which no kernel merges, counted apart (not in ``flows``), with their
+    end reasons (``empty_reasons``)."""
 
     flows: int = 0
-    acks: int = 0
-    ack_skbs: int = 0
+    empty: int = 0
+    empty_reasons: Counter = field(default_factory=Counter)
     reasons: Counter = field(default_factory=Counter)
     id_steps: Counter = field(default_factory=Counter)
 
@@ -182,9 +182,9 @@ class _Tally:
                 and not sum(k.gate_zero.values())
             ):
                 u = self.unmerged[k.name]
-                if k.phys_reasons and set(k.phys_reasons) == {TCP_PURE_ACK}:
-                    u.acks += 1
-                    u.ack_skbs += k.phys_reasons[TCP_PURE_ACK]
+                if k.phys_empty and k.phys_empty == k.skbs["phys"]:
+                    u.empty += 1
+                    u.empty_reasons.update(_break_reasons(k.phys_reasons))
                     continue
                 u.flows += 1
                 u.reasons.update(_break_reasons(k.phys_reasons))
