@@ -320,3 +320,22 @@ def test_a_silent_replayed_interface_beside_a_busy_one_reads_each_record_once(tm
     )
     per_block = (64 << 10) // 100  # records of at least 100 bytes (these are ~150): a block holds fewer
     assert len(sizes) > 3000 // per_block and max(sizes) <= per_block, sizes
+
+
+@pytest.mark.parametrize("order", ["before", "after"])
+def test_frames_of_the_replayed_bytes_are_repeats_in_any_order_and_number(tmp_path, order):
+    # eth0 holds each of the 20 frames twice, bond0 (replayed) once: eth0's 40 frames carry bytes bond0's frames
+    # carry, so all 40 are repeats, whether eth0 read them before bond0 or after (breaker's finding: read before,
+    # one per replayed frame was a repeat and the other "left out"; read after, both were repeats)
+    path = tmp_path / f"dup-{order}.pcapng"
+    with PcapngWriter(path, [("eth0", ""), ("bond0", "")]) as w:
+        for ts, f in _FRAMES:
+            views = [0, 0, 1] if order == "before" else [0, 1, 0]
+            for iface in views:
+                w.write(ts, f, iface=iface)
+    doc = _docs(path, tmp_path, "--interface", "bond0")
+    assert _rows(doc) == [
+        ("interface 0 (eth0)", 40, 40, 40, 0, 0, False),
+        ("interface 1 (bond0)", 20, 20, 0, 0, 0, True),
+    ]
+    assert "Only" not in doc["verdict"]["text"]

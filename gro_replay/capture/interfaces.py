@@ -118,7 +118,7 @@ class _Recent:
 class _Views(_Recent):
     """The latest ``size`` payload hashes of left-out tunnel frames, each with the interfaces that read a frame of
     those bytes (a bond and a bridge above the slave: any number of views of one frame, read before the replayed
-    view). The value is one interface key (the common case: one view) or a dict key → frames not matched yet."""
+    view). The value is one interface key (the common case: one view, one frame) or a dict key → frames."""
 
     def note(self, h: int, key: tuple) -> None:
         """Interface ``key`` read a tunnel frame of hash ``h``."""
@@ -131,18 +131,14 @@ class _Views(_Recent):
         seen[key] = seen.get(key, 0) + 1
         self.add(h, seen)
 
-    def match(self, h: int) -> list:
-        """A replayed tunnel frame of hash ``h`` was read: the interfaces that read it before (one frame of each is
-        a repeat of it, taken out of the window)."""
+    def match(self, h: int) -> list[tuple[tuple, int]]:
+        """A replayed tunnel frame of hash ``h`` was read: (interface key, frames) of the interfaces that read
+        frames of its bytes before, all repeats of it (as every such frame read after it is: ``h`` is then in the
+        replayed window), taken out of the window."""
         seen = self.pop(h)
         if seen is None:
             return []
-        if not isinstance(seen, dict):
-            return [seen]
-        rest = {key: n - 1 for key, n in seen.items() if n > 1}
-        if rest:
-            self.add(h, rest)
-        return list(seen)
+        return [(seen, 1)] if not isinstance(seen, dict) else list(seen.items())
 
 
 @dataclass
@@ -293,9 +289,9 @@ class Selection:
             if tunnel and h is not None:
                 inner.add(h)
                 # the tunnel frames of other interfaces read before this one with its bytes were this frame, seen
-                # there first: one of each such interface is a repeat
-                for other in left.match(h):
-                    self.by_key[other].repeats += 1
+                # there first: repeats
+                for other, n in left.match(h):
+                    self.by_key[other].repeats += n
             elif h is not None and h in inner:
                 st.copies += 1
             return True
