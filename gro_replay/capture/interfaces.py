@@ -95,7 +95,7 @@ def _payload(
 
 class _Recent:
     """The latest ``size`` payload hashes seen (a window: memory bounded whatever the capture's size), each with a
-    value: ``add`` keeps the newest, ``get`` reads one, ``pop`` takes one out."""
+    value: ``add`` keeps the newest, ``pop`` takes one out."""
 
     def __init__(self, size: int) -> None:
         self.size = size
