@@ -186,20 +186,15 @@ class BatchReplay(RunComposer, FlowTracking):
         src, ts, rec_of = self._sequence(ch, common, carry, extras, after_unusual)
         starts, times, sizes, empties, unfinished, lead = self._polls(ts, eof)
         # the unfinished last poll: its records are read again with the next block when they are all common
-        # frames (nothing was counted for them yet) and no record after its first is another interface's (those
-        # would be read again and again while that interface streams on and the replayed one is silent: memory
-        # and time growing with the run of them); otherwise its entries are carried, decoded
+        # frames (nothing was counted for them yet) and none after its first is another interface's (read again
+        # and again while the replayed one is silent); otherwise its entries are carried, decoded
         cut = n
         new_carry: list = []
         if unfinished:
             s0 = int(starts[-1])
             first_rec = int(rec_of[s0])
-            if (
-                first_rec >= 0
-                and (src[s0:] >= 0).all()
-                and (not unusual or unusual[-1] < first_rec)
-                and (ch.skip is None or not ch.skip[first_rec:].any())
-            ):
+            ok = first_rec >= 0 and (src[s0:] >= 0).all() and (not unusual or unusual[-1] < first_rec)
+            if ok and (ch.skip is None or not ch.skip[first_rec:].any()):
                 cut = first_rec
             else:
                 new_carry = [self._entry(ch, int(x), extras, base_index) for x in src[s0:].tolist()]

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -131,7 +132,7 @@ class _Views(_Recent):
         seen[key] = seen.get(key, 0) + 1
         self.add(h, seen)
 
-    def match(self, h: int) -> list[tuple[tuple, int]]:
+    def match(self, h: int) -> list[tuple[Any, int]]:
         """A replayed tunnel frame of hash ``h`` was read: (interface key, frames) of the interfaces that read
         frames of its bytes before, all repeats of it (as every such frame read after it is: ``h`` is then in the
         replayed window), taken out of the window."""

@@ -184,11 +184,15 @@ class CaptureSentences:
                 )
         else:
             text = " ".join(self._kernel_sentence(k) for k in self.kernels)
-        # the flows without payload, once: in compare mode as the kernel with the fix has them
+        return text + self._closing_text()
+
+    def _closing_text(self) -> str:
+        """What the capture text ends with, in any mode: the flows without payload (once; in compare mode as the
+        kernel with the fix has them), the losses, the split notes."""
         named = [
             k for k in self.kernels if (k.name == self.post if self.compare else k.carries_fix is not None)
         ]
-        text += self._empty_note(named)
+        text = self._empty_note(named)
         loss = self._loss_sentence()
         text += f" {loss}" if loss else ""
         kept = max(self.kernels, key=lambda k: sum(k.splits.values()), default=None)
