@@ -934,3 +934,40 @@ def test_flows_without_payload_are_said_apart_from_flows_not_merged(last, reason
     text = verdict_of(result).text
     assert "does not merge" not in text and text.count(_NO_PAYLOAD) == 1
     assert text.endswith(f" 1 {_NO_PAYLOAD}{reason}{_NEVER}")
+
+
+def test_refusals_of_flows_without_payload_are_accounted_in_every_mode():
+    # a bulk flow of 4 contiguous segments and its peer's 3 pure ACKs, both with outer UDP checksum 0 and the
+    # default --rx-csum unnecessary: a kernel without 89e5c58fc1e2 refuses all 7 frames at udp_gro_receive's gate
+    # (gro-spec §4.7). The data flow is affected (4 skbs → 1 with the fix); the ACKs cost nothing, since
+    # tcp_gro_receive flushes a segment without payload in any kernel ((len - 1) >= mss). Compare mode used to say
+    # the 4 affected frames only, --no-fix called the ACK flow one "that a kernel with the fix does not merge
+    # further either" (newcomer's finding): both now name the 3 refused frames as those of a flow without payload
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, peer_spec
+    from gro_replay.report.verdict.core import verdict_of
+    from gro_replay.sim import replay_frames
+
+    spec = FrameSpec(outer_csum="zero")
+    data = flow_specs(spec, [1398] * 4)
+    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
+    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3]]
+    frames = [(1000 * i, build_frame(s)) for i, s in enumerate(order)]
+    costless = (
+        "udp_gro_receive also refuses 3 frames for a zero UDP checksum at no cost to aggregation: 1 flow(s) without "
+        "payload (ACKs, and SYN, FIN or RST without data), 3 frames (tcp_gro_receive merges no segment without "
+        "payload, in any kernel)"
+    )
+    compared = verdict_of(replay_frames(frames, ReplayConfig())).text
+    assert (
+        "Before the fix, 1 of 2 tunnelled TCP flow(s) lose phys-device aggregation (4 frames go up"
+        in compared
+    )
+    assert f"Before the fix {costless}." in compared
+    # the count is the post-fix kernel's (the pre-fix one refused them before tcp_gro_receive): named
+    assert compared.endswith(
+        " In post-fix (v5.12), 1 tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without data), "
+        "whose segments go up one by one (no payload (pure ACK) [tcp_gro_receive:len_zero] ×3): tcp_gro_receive "
+        "merges no segment without payload, in any kernel."
+    )
+    alone = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,)))).text
+    assert f"; {costless};" in alone and "does not merge further either" not in alone

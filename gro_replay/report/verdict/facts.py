@@ -289,7 +289,9 @@ class FlowVerdict:
         """Why kernel ``k``'s phys-device refusals of this flow cost nothing (``costly``): ``"one_frame"`` (a flow of
         one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel refused at
         the phys device only: stopped at the nested header after the fix), ``"not_tcp"`` (inner packets that are
-        not TCP segments: flushed at the inner header after the fix), ``"no_gain"`` (none of those, but ``k``'s
+        not TCP segments: flushed at the inner header after the fix), ``"no_payload"`` (TCP segments without payload
+        only, as the kernel with the fix, counterfactual or compared, delivers them: tcp_gro_receive merges none),
+        ``"no_gain"`` (none of those, but ``k``'s
         counterfactual, ``shadows``, delivers no fewer skbs: measured), or None (they cost what the fix gives back).
         ``COSTLESS_WORDS`` words each."""
         gains = self._gains(k)
@@ -303,6 +305,10 @@ class FlowVerdict:
             # refused at the tunnel device too: the nested tunnel's packets there decide, measured (no_gain) or not
         elif self.cls != "tunnel_tcp":
             return "not_tcp"
+        # with the fix (its counterfactual, or the post-fix kernel compared) every phys skb carried no payload
+        fixed = self.shadows.get(k.name) or self.post
+        if fixed is not None and fixed.phys_empty and fixed.phys_empty == fixed.skbs["phys"]:
+            return "no_payload"
         return None if gains is None else "no_gain"
 
     def costly_at(self, k: KernelFacts) -> str | None:

@@ -313,6 +313,10 @@ class CaptureSentences:
                 f"by udp_gro_receive: {TUNNEL_GATE_WORDS}); "
                 f"the fix saves {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device{phys_note}."
             )
+        pre = next(k for k in self.kernels if k.name == self.pre)
+        r = t.refusals[pre.name]
+        if r.costless:  # the pre-fix kernel's other refusals, at no cost (as one kernel's verdict says them)
+            parts.append(f"Before the fix {self._costless_text(r, pre.name, also=True)}.")
         text = " ".join(parts)
         via = _via(self.models.get(post.name))
         if via:
@@ -348,7 +352,8 @@ class CaptureSentences:
         """The tunnelled TCP flows whose every phys skb carried no TCP payload (``Unmerged.empty``), in ``kernels``
         (compare mode: the kernel with the fix): " N tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or
         RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no segment without
-        payload, in any kernel." — once when every kernel counts the same, else per kernel; "" when none."""
+        payload, in any kernel." — once when every kernel of the run counts the same, else per kernel named; ""
+        when none."""
         counts = [(k, self._tally.unmerged[k.name]) for k in kernels if self._tally.unmerged[k.name].empty]
         if not counts:
             return ""
@@ -356,9 +361,11 @@ class CaptureSentences:
             len(counts) == len(kernels)
             and len({(u.empty, tuple(sorted(u.empty_reasons.items()))) for _, u in counts}) == 1
         )
+        # a kernel is named unless the count is every kernel's of the run (compare mode: the post-fix kernel's)
+        named = not same or len(kernels) < len(self.kernels)
         parts = []
         for k, u in counts:
-            who = "" if same or len(kernels) == 1 else f"in {kernel_label(k.name, k.release)}, "
+            who = f"in {kernel_label(k.name, k.release)}, " if named else ""
             parts.append(
                 f"{who}{u.empty:,} tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without "
                 f"data), whose segments go up one by one ({self._reasons(u.empty_reasons, k.name)})"

@@ -363,6 +363,10 @@ COSTLESS_WORDS = {
         "GRO; udp_gro_receive: a UDP datagram without a tunnel socket), so no kernel merges them",
     ),
     "one_frame": ("of a single frame", "a single frame has nothing to merge with, in any kernel"),
+    "no_payload": (
+        "without payload (ACKs, and SYN, FIN or RST without data)",
+        "tcp_gro_receive merges no segment without payload, in any kernel",
+    ),
     "no_gain": (
         "that a kernel with the fix does not merge further either",
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
