@@ -352,3 +352,12 @@ def test_kernel_labels_name_tags_that_exist(release, label):
     from gro_replay.report.verdict.words import kernel_label
 
     assert kernel_label(release, release) == label
+
+
+def test_other_changes_name_one_commit_as_it():
+    # one other commit is "it" (newcomer's finding: "1 other modelled commit (8dc1c444df19; … names them)")
+    from gro_replay.report.verdict.words import other_changes_words
+
+    assert other_changes_words(["gro_normal_counts_segs"]) == (
+        "1 other modelled commit (8dc1c444df19; gro-replay kernels names it)"
+    )

@@ -289,7 +289,7 @@ def synth(
         raise click.UsageError(_option_words(exc)) from exc
     except OSError as exc:
         raise SynthInputError(failure_text("", str(output), exc.strerror or exc)) from exc
-    click.echo(f"wrote {n} frames to {named}", err=True)
+    click.echo(f"wrote {n:,} frame{'' if n == 1 else 's'} to {named}", err=True)
 
 
 if __name__ == "__main__":

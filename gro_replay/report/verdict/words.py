@@ -194,7 +194,7 @@ def other_changes_words(switches: list[str]) -> str:
     commits (21f7484220ac, f095a358faf2; gro-replay kernels names them)"."""
     n = len(switches)
     commits = ", ".join(commit_of_switch(s) for s in switches)
-    return f"{n} other modelled {plural(n, 'commit')} ({commits}; gro-replay kernels names them)"
+    return f"{n} other modelled {plural(n, 'commit')} ({commits}; gro-replay kernels names {'it' if n == 1 else 'them'})"
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:
