@@ -971,3 +971,30 @@ def test_refusals_of_flows_without_payload_are_accounted_in_every_mode():
     )
     alone = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,)))).text
     assert f"; {costless};" in alone and "does not merge further either" not in alone
+
+
+def test_no_payload_is_noted_where_tcp_gro_receive_ran_and_named_only_where_kernels_differ():
+    # the peer's 3 pure ACKs with computed outer checksums: both compared kernels pass the gate and deliver the
+    # same 3 skbs without payload, so the sentence names no kernel. With GRO off at the tunnel device
+    # (gro_cells_receive hands the skbs to netif_rx) tcp_gro_receive does not run there: no skb is counted as
+    # without payload at that stage (the phys stage's note was carried over before: second breaker's finding)
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, peer_spec
+    from gro_replay.report.verdict.core import verdict_of
+    from gro_replay.sim import replay_frames
+
+    spec = FrameSpec(outer_csum="computed")
+    data = flow_specs(spec, [1398] * 4)
+    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
+    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3]]
+    frames = [(1000 * i, build_frame(s)) for i, s in enumerate(order)]
+    text = verdict_of(replay_frames(frames, ReplayConfig())).text
+    assert text.endswith(
+        ". 1 tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without data), whose segments go up "
+        "one by one (no payload (pure ACK) [tcp_gro_receive:len_zero] ×3): tcp_gro_receive merges no segment "
+        "without payload, in any kernel."
+    )
+    for gro, tunnel in (({"phys": True, "tunnel": True}, 3), ({"phys": True, "tunnel": False}, 0)):
+        result = replay_frames(frames, ReplayConfig(gro=gro))
+        for k in result.kernels:
+            (ack_flow,) = [f for f in k.flows.values() if f.segs["phys"] == 3]
+            assert ack_flow.empty == {"phys": 3, "tunnel": tunnel}, gro

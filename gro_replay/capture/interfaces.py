@@ -37,10 +37,9 @@ reads it once, as a stream, by the same rule (``SelectedChunks`` decodes no fram
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -49,6 +48,7 @@ from ..packet.headers import UNREAD, tunnel_port_of
 from ..project import shortened
 from .interface_notes import interface_notes
 from .interface_stats import InterfaceStats, _new_stats, interface_key, selector_number
+from .payload_windows import Replayed, Views
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 from .spool import is_regular_file
@@ -94,54 +94,6 @@ def _payload(
     return tunnel, (hash(bytes(frame[l4:])) if l4 and hashed else None), cut
 
 
-class _Recent:
-    """The latest ``size`` payload hashes seen (a window: memory bounded whatever the capture's size), each with a
-    value: ``add`` keeps the newest, ``pop`` takes one out."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.d: OrderedDict[int, object] = OrderedDict()
-
-    def add(self, h: int, value: object = None) -> None:
-        d = self.d
-        d[h] = value
-        d.move_to_end(h)
-        if len(d) > self.size:
-            d.popitem(last=False)
-
-    def __contains__(self, h: int) -> bool:
-        return h in self.d
-
-    def pop(self, h: int) -> object:
-        return self.d.pop(h, None)
-
-
-class _Views(_Recent):
-    """The latest ``size`` payload hashes of left-out tunnel frames, each with the interfaces that read a frame of
-    those bytes (a bond and a bridge above the slave: any number of views of one frame, read before the replayed
-    view). The value is one interface key (the common case: one view, one frame) or a dict key → frames."""
-
-    def note(self, h: int, key: tuple) -> None:
-        """Interface ``key`` read a tunnel frame of hash ``h``."""
-        seen = self.d.get(h)
-        if seen is None:
-            self.add(h, key)
-            return
-        if not isinstance(seen, dict):
-            seen = {seen: 1}
-        seen[key] = seen.get(key, 0) + 1
-        self.add(h, seen)
-
-    def match(self, h: int) -> list[tuple[Any, int]]:
-        """A replayed tunnel frame of hash ``h`` was read: (interface key, frames) of the interfaces that read
-        frames of its bytes before, all repeats of it (as every such frame read after it is: ``h`` is then in the
-        replayed window), taken out of the window."""
-        seen = self.pop(h)
-        if seen is None:
-            return []
-        return [(seen, 1)] if not isinstance(seen, dict) else list(seen.items())
-
-
 @dataclass
 class Selection:
     """Which interfaces are replayed (the module docstring's rule), what each held, and the notes for the report.
@@ -170,8 +122,8 @@ class Selection:
     # what reading holds (``_begin``): the decoder, the windows of payload hashes, records read so far, and the
     # look-ahead's counts while the device is not known
     _dec: Decoder | None = field(default=None, init=False, repr=False)
-    _inner: _Recent = field(default_factory=lambda: _Recent(COPY_WINDOW), init=False, repr=False)
-    _left: _Views = field(default_factory=lambda: _Views(COPY_WINDOW), init=False, repr=False)
+    _inner: Replayed = field(default_factory=lambda: Replayed(COPY_WINDOW), init=False, repr=False)
+    _left: Views = field(default_factory=lambda: Views(COPY_WINDOW), init=False, repr=False)
     _index: int = field(default=0, init=False, repr=False)
     _held: int = field(default=0, init=False, repr=False)
     _held_bytes: int = field(default=0, init=False, repr=False)
@@ -230,8 +182,8 @@ class Selection:
             self.reason = "--interface"
         # the replayed tunnel frames' inner payload hashes; the left-out ones' with their interface (a repeat of
         # one may be replayed later)
-        self._inner = _Recent(COPY_WINDOW)
-        self._left = _Views(COPY_WINDOW)
+        self._inner = Replayed(COPY_WINDOW)
+        self._left = Views(COPY_WINDOW)
         self._index = 0
         self._held = 0
         self._held_bytes = 0
@@ -288,16 +240,17 @@ class Selection:
         inner, left = self._inner, self._left
         if self.member(st):
             if tunnel and h is not None:
-                inner.add(h)
-                # the tunnel frames of other interfaces read before this one with its bytes were this frame, seen
-                # there first: repeats
-                for other, n in left.match(h):
-                    self.by_key[other].repeats += n
+                # a tunnel frame of another interface read before this one with its bytes was this frame, seen
+                # there first: a repeat (one per interface)
+                matched = left.match(h)
+                for other in matched:
+                    self.by_key[other].repeats += 1
+                inner.replayed(h, matched)
             elif h is not None and h in inner:
                 st.copies += 1
             return True
         if tunnel and h is not None:
-            if h in inner:
+            if inner.take(h, st.key):
                 st.repeats += 1
             else:
                 left.note(h, st.key)

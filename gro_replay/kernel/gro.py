@@ -326,6 +326,7 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
     head = napi.gro_hash[bucket]
     cb = skb.cb
     cb.ended_by = None  # observation only: set when a later skb's arrival completes this one once held
+    cb.no_payload = False  # observation only: set by tcp_gro_receive at this device
 
     if skb.dev.netif_elide_gro():
         cb.why = R.NETIF_ELIDE_GRO

@@ -361,8 +361,13 @@ class CaptureSentences:
             len(counts) == len(kernels)
             and len({(u.empty, tuple(sorted(u.empty_reasons.items()))) for _, u in counts}) == 1
         )
-        # a kernel is named unless the count is every kernel's of the run (compare mode: the post-fix kernel's)
-        named = not same or len(kernels) < len(self.kernels)
+        # a kernel is named unless every kernel of the run counts the same (compare mode: the post-fix kernel's
+        # count, which the pre-fix one may not share: its gate refuses zero-checksum frames before tcp_gro_receive)
+        every = {
+            (u.empty, tuple(sorted(u.empty_reasons.items())))
+            for u in (self._tally.unmerged[k.name] for k in self.kernels if k.carries_fix is not None)
+        }
+        named = not same or len(every) > 1
         parts = []
         for k, u in counts:
             who = f"in {kernel_label(k.name, k.release)}, " if named else ""

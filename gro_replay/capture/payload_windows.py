@@ -1,0 +1,90 @@
+"""The windows of payload hashes capture/interfaces.py ``Selection`` keeps to sort other interfaces' tunnel frames
+as repeats of replayed ones or as left out (the latest ``COPY_WINDOW`` hashes each: memory bounded whatever the
+capture's size)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+
+class Recent:
+    """The latest ``size`` payload hashes seen (a window: memory bounded whatever the capture's size), each with a
+    value: ``add`` keeps the newest, ``pop`` takes one out."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.d: OrderedDict[int, object] = OrderedDict()
+
+    def add(self, h: int, value: object = None) -> None:
+        d = self.d
+        d[h] = value
+        d.move_to_end(h)
+        if len(d) > self.size:
+            d.popitem(last=False)
+
+    def __contains__(self, h: int) -> bool:
+        return h in self.d
+
+    def pop(self, h: int) -> object:
+        return self.d.pop(h, None)
+
+
+class Views(Recent):
+    """The latest ``size`` payload hashes of left-out tunnel frames, each with the interfaces that read a frame of
+    those bytes (a bond and a bridge above the slave: any number of views of one frame, read before the replayed
+    view). The value is one interface key (the common case: one view, one frame) or a dict key → frames."""
+
+    def note(self, h: int, key: tuple) -> None:
+        """Interface ``key`` read a tunnel frame of hash ``h``."""
+        seen = self.d.get(h)
+        if seen is None:
+            self.add(h, key)
+            return
+        if not isinstance(seen, dict):
+            seen = {seen: 1}
+        seen[key] = seen.get(key, 0) + 1
+        self.add(h, seen)
+
+    def match(self, h: int) -> list:
+        """A replayed tunnel frame of hash ``h`` was read: the interfaces that read a frame of its bytes before,
+        one frame of each taken out of the window (a repeat of it: one view of one frame per interface)."""
+        seen = self.pop(h)
+        if seen is None:
+            return []
+        if not isinstance(seen, dict):
+            return [seen]
+        rest = {key: n - 1 for key, n in seen.items() if n > 1}
+        if rest:
+            self.add(h, rest)
+        return list(seen)
+
+
+class Replayed(Recent):
+    """The latest ``size`` payload hashes of replayed tunnel frames, each with how many were replayed and, per
+    other interface, how many of its frames were matched to them as repeats (a frame of those bytes on another
+    interface is a repeat while it has one left to match, read before or after: one view of one frame per
+    interface; a keepalive sent again and again on a NIC that then failed over is that NIC's traffic)."""
+
+    def replayed(self, h: int, matched: list) -> None:
+        """One more replayed frame of hash ``h``, already matched to frames of interfaces ``matched`` (read
+        before it)."""
+        v: Any = self.d.get(h)
+        if v is None:
+            v = [0, {}]
+        v[0] += 1
+        for key in matched:
+            v[1][key] = v[1].get(key, 0) + 1
+        self.add(h, v)
+
+    def take(self, h: int, key: tuple) -> bool:
+        """Whether a frame of hash ``h`` read on interface ``key`` (not replayed) is a repeat: a replayed frame of
+        those bytes has no frame of ``key`` matched yet (it is matched now)."""
+        v: Any = self.d.get(h)
+        if v is None:
+            return False
+        got = v[1].get(key, 0)
+        if got >= v[0]:
+            return False
+        v[1][key] = got + 1
+        return True
