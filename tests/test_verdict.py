@@ -936,6 +936,18 @@ def test_flows_without_payload_are_said_apart_from_flows_not_merged(last, reason
     assert text.endswith(f" 1 {_NO_PAYLOAD}{reason}{_NEVER}")
 
 
+def _bulk_and_acks(outer_csum: str) -> list[tuple[int, bytes]]:
+    """A bulk flow of 4 contiguous 1398-byte segments and its peer's 3 pure ACKs, interleaved 1 µs apart, outer
+    UDP checksums ``outer_csum``."""
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, peer_spec
+
+    spec = FrameSpec(outer_csum=outer_csum)
+    data = flow_specs(spec, [1398] * 4)
+    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
+    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3]]
+    return [(1000 * i, build_frame(s)) for i, s in enumerate(order)]
+
+
 def test_refusals_of_flows_without_payload_are_accounted_in_every_mode():
     # a bulk flow of 4 contiguous segments and its peer's 3 pure ACKs, both with outer UDP checksum 0 and the
     # default --rx-csum unnecessary: a kernel without 89e5c58fc1e2 refuses all 7 frames at udp_gro_receive's gate
@@ -943,15 +955,10 @@ def test_refusals_of_flows_without_payload_are_accounted_in_every_mode():
     # tcp_gro_receive flushes a segment without payload in any kernel ((len - 1) >= mss). Compare mode used to say
     # the 4 affected frames only, --no-fix called the ACK flow one "that a kernel with the fix does not merge
     # further either" (newcomer's finding): both now name the 3 refused frames as those of a flow without payload
-    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, peer_spec
     from gro_replay.report.verdict.core import verdict_of
     from gro_replay.sim import replay_frames
 
-    spec = FrameSpec(outer_csum="zero")
-    data = flow_specs(spec, [1398] * 4)
-    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
-    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3]]
-    frames = [(1000 * i, build_frame(s)) for i, s in enumerate(order)]
+    frames = _bulk_and_acks("zero")
     costless = (
         "udp_gro_receive also refuses 3 frames for a zero UDP checksum at no cost to aggregation: 1 flow(s) without "
         "payload (ACKs, and SYN, FIN or RST without data), 3 frames (tcp_gro_receive merges no segment without "
@@ -978,15 +985,10 @@ def test_no_payload_is_noted_where_tcp_gro_receive_ran_and_named_only_where_kern
     # same 3 skbs without payload, so the sentence names no kernel. With GRO off at the tunnel device
     # (gro_cells_receive hands the skbs to netif_rx) tcp_gro_receive does not run there: no skb is counted as
     # without payload at that stage (the phys stage's note was carried over before: second breaker's finding)
-    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs, peer_spec
     from gro_replay.report.verdict.core import verdict_of
     from gro_replay.sim import replay_frames
 
-    spec = FrameSpec(outer_csum="computed")
-    data = flow_specs(spec, [1398] * 4)
-    acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
-    order = [data[0], acks[0], data[1], acks[1], data[2], acks[2], data[3]]
-    frames = [(1000 * i, build_frame(s)) for i, s in enumerate(order)]
+    frames = _bulk_and_acks("computed")
     text = verdict_of(replay_frames(frames, ReplayConfig())).text
     assert text.endswith(
         ". 1 tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without data), whose segments go up "
