@@ -64,14 +64,19 @@ class Replayed(Recent):
     """The latest ``size`` payload hashes of replayed tunnel frames, each with how many were replayed and, per
     other interface, how many of its frames were matched to them as repeats (a frame of those bytes on another
     interface is a repeat while it has one left to match, read before or after: one view of one frame per
-    interface; a keepalive sent again and again on a NIC that then failed over is that NIC's traffic)."""
+    interface; a keepalive sent again and again on a NIC that then failed over is that NIC's traffic). The value
+    is the count alone while nothing was matched (the common case: a few dozen bytes less per hash), else
+    ``[count, {interface key: frames matched}]``."""
 
     def replayed(self, h: int, matched: list) -> None:
         """One more replayed frame of hash ``h``, already matched to frames of interfaces ``matched`` (read
         before it)."""
         v: Any = self.d.get(h)
-        if v is None:
-            v = [0, {}]
+        if not matched and not isinstance(v, list):
+            self.add(h, (v or 0) + 1)
+            return
+        if not isinstance(v, list):
+            v = [v or 0, {}]
         v[0] += 1
         for key in matched:
             v[1][key] = v[1].get(key, 0) + 1
@@ -83,6 +88,8 @@ class Replayed(Recent):
         v: Any = self.d.get(h)
         if v is None:
             return False
+        if not isinstance(v, list):
+            v = self.d[h] = [v, {}]
         got = v[1].get(key, 0)
         if got >= v[0]:
             return False
