@@ -111,10 +111,12 @@ class _Delivered:
     __slots__ = ("len", "frames", "flow", "mixed", "addr", "cb")
 
     class _Cb:
-        __slots__ = ("why",)
+        __slots__ = ("why", "no_payload")
 
         def __init__(self, why):
             self.why = why
+            #: not observed: the running kernel's control block is not read (report.stats counts none)
+            self.no_payload = False
 
     def __init__(self, length: int, frames: list[int], flow: int, addr: int, why: str) -> None:
         self.len = length

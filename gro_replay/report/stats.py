@@ -340,7 +340,7 @@ class KernelStats(Sink):
                 f = self.flows[flow] = FlowStats()
             f.skbs[stage] += 1
             f.reasons[stage][why] += 1
-            if getattr(cb, "no_payload", False):  # the kernel backend's control block has ``why`` alone
+            if cb.no_payload:
                 f.empty[stage] += 1
             if skb.mixed is None:
                 f.segs[stage] += segs

@@ -353,7 +353,7 @@ def _shared_words(kernels) -> str:
     none."""
     parts = []
     for s in STAGES:
-        by_kernel = {k.name: tuple(k.shared[s]) for k in kernels if getattr(k, "shared", {}).get(s, [0])[0]}
+        by_kernel = {k.name: tuple(k.shared[s]) for k in kernels if k.shared[s][0]}
         for (skbs, frames), names in _grouped(by_kernel).items():
             who = f" ({', '.join(names)})" if len(names) < len(kernels) else ""
             parts.append(

@@ -357,17 +357,13 @@ class CaptureSentences:
         counts = [(k, self._tally.unmerged[k.name]) for k in kernels if self._tally.unmerged[k.name].empty]
         if not counts:
             return ""
-        same = (
-            len(counts) == len(kernels)
-            and len({(u.empty, tuple(sorted(u.empty_reasons.items()))) for _, u in counts}) == 1
-        )
         # a kernel is named unless every kernel of the run counts the same (compare mode: the post-fix kernel's
         # count, which the pre-fix one may not share: its gate refuses zero-checksum frames before tcp_gro_receive)
         every = {
             (u.empty, tuple(sorted(u.empty_reasons.items())))
             for u in (self._tally.unmerged[k.name] for k in self.kernels if k.carries_fix is not None)
         }
-        named = not same or len(every) > 1
+        named = len(every) > 1
         parts = []
         for k, u in counts:
             who = f"in {kernel_label(k.name, k.release)}, " if named else ""
@@ -375,7 +371,7 @@ class CaptureSentences:
                 f"{who}{u.empty:,} tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without "
                 f"data), whose segments go up one by one ({self._reasons(u.empty_reasons, k.name)})"
             )
-            if same:
+            if not named:  # every kernel's is this one
                 break
         joined = "; ".join(parts)
         return f" {joined[0].upper()}{joined[1:]}: tcp_gro_receive merges no segment without payload, in any kernel."
