@@ -67,6 +67,8 @@ class FlowTracker:
         #: fid → time of its last frame (ns); insertion order is the order of last frames
         self.open: dict[int, int] = {}
         self.closing: dict[int, int] = {}
+        #: fid → the clock at its first frame (ns), until ``first_seen`` takes it (the verdict: sim/retiring.py)
+        self.first: dict[int, int] = {}
         #: flows retired, and the largest number of flows live at once
         self.retired = 0
         self.live_max = 0
@@ -84,11 +86,17 @@ class FlowTracker:
             cl[fid] = ts_ns
             return False
         new = op.pop(fid, None) is None
+        if new:
+            self.first[fid] = ts_ns
         if ended:
             cl[fid] = ts_ns
         else:
             op[fid] = ts_ns
         return new
+
+    def first_seen(self, fid: int) -> int | None:
+        """The clock (ns) at flow ``fid``'s first frame, once: the entry is dropped (None: not noted, or taken)."""
+        return self.first.pop(fid, None)
 
     def note_live(self, n: int) -> None:
         """``n`` flows are live now (``live_max`` keeps the largest): the replayer counts, at the end of each poll,
@@ -178,6 +186,7 @@ class FlowTracker:
         return out
 
     def forget(self, fid: int) -> None:
+        self.first.pop(fid, None)
         self.open.pop(fid, None)
         self.closing.pop(fid, None)
         self.retired += 1

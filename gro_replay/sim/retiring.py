@@ -55,9 +55,11 @@ class Retiring(Ingest):
             # flow's group open while one of its flows is live (report/verdict.py ``Verdict.started``)
             flows = self.decoder.flows
             started = self.retired_verdict.started
+            tracker = self.tracker
             for f in range(self._polled_fids, fid + 1):
+                first = tracker.first_seen(f)
                 if flows[f] is not None:
-                    started(flows[f])
+                    started(f, flows[f], first, tracker.timed_out)
             self._polled_fids = fid + 1
         tracker = self.tracker
         tracker.note_live(self._polled_fids - tracker.retired)
@@ -132,7 +134,8 @@ class Retiring(Ingest):
         if tracker.timed_out(fid, c):
             fid = self._restart_flow(fid)
         if tracker.seen(fid, c, ended) and self._retire_on_records:
-            self.retired_verdict.started(self.decoder.flows[fid])
+            tracker.first_seen(fid)
+            self.retired_verdict.started(fid, self.decoder.flows[fid], c, tracker.timed_out)
             tracker.note_live(tracker.live)
         return fid
 

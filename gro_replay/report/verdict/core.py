@@ -5,6 +5,7 @@ words.py and sentences.py; rendered by the table, Markdown, JSON, ``explain`` an
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from ...packet.decode import FlowKey
 from ...sim.skipped import hidden_tunnel_frames
@@ -141,9 +142,13 @@ class Verdict(CaptureSentences):
         fv.outcome = self._flow_outcome(fv)
         return fv
 
-    def started(self, key: FlowKey) -> None:
-        """A flow with ``key`` started (a replay that retires flows calls this for each new flow)."""
-        self._tally.started(key)
+    def started(
+        self, fid: int, key: FlowKey, first_ns: int | None, ended_by: Callable[[int, int], bool]
+    ) -> None:
+        """Flow ``fid`` with ``key`` started, its first frame at ``first_ns`` (ns of capture time; None: not known):
+        a replay that retires flows calls this for each new flow, ``ended_by(fid, ns)`` telling whether a flow not
+        retired yet had ended by then (sim/flows.py ``FlowTracker.timed_out``). See ``_Tally.started``."""
+        self._tally.started(fid, key, first_ns, ended_by)
 
     def retire(self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None]) -> None:
         """Add a flow that ended during the replay (its counters final): judged now, summed, kept only if it is

@@ -5,6 +5,7 @@ inner-flow split groups while a member is live), so a flow can be added when it 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...packet.decode import FlowKey
@@ -79,12 +80,14 @@ class Refusals:
         c[1] += k.refused
 
 
-@dataclass
+@dataclass(eq=False)
 class SplitGroup:
-    """The flows of one inner flow: ``(fid, key)`` of those judged, and how many started and are not retired yet."""
+    """Flows of one inner flow that were live at the same time, one after another (each started before every
+    earlier one had ended): ``(fid, key)`` of those judged, and the ids of those started and not retired yet."""
 
+    ident: tuple
     members: list[tuple[int, FlowKey]] = field(default_factory=list)
-    started: int = 0
+    live: set[int] = field(default_factory=set)
 
 
 class _Tally:
@@ -127,16 +130,36 @@ class _Tally:
         #: per kernel name: the affected flows its zero-checksum gate refused, by stage
         self.refusals = {n: Refusals() for n in names}
         self.totals: dict[str, KernelFacts] = {}
-        #: inner flow → its flows; a group is closed (its split flows counted) when its last started flow is retired
+        #: inner flow → the group its next flow joins; a group is closed (its split flows counted) when its last
+        #: started flow is retired
         self.groups: dict[tuple, SplitGroup] = {}
+        #: groups no flow joins any more (every flow of theirs had ended when another of the inner flow started),
+        #: open while one of their flows is not retired; and the group of each flow started and not retired
+        self.ended_groups: list[SplitGroup] = []
+        self.group_of: dict[int, SplitGroup] = {}
         self.split_flows = 0
 
-    def started(self, key: FlowKey) -> None:
-        """A flow with ``key`` started during a replay that retires flows: its inner flow's group stays open until
-        it is retired, so that the flows of one inner flow live at the same time name each other."""
+    def started(
+        self, fid: int, key: FlowKey, first_ns: int | None, ended_by: Callable[[int, int], bool]
+    ) -> None:
+        """Flow ``fid`` with ``key`` started during a replay that retires flows, its first frame at ``first_ns``
+        (ns; None: not known). It joins its inner flow's group, which stays open until all of its flows are
+        retired, so that flows of one inner flow live at the same time name each other — unless every flow of the
+        group had ended by ``first_ns`` (``ended_by(fid, ns)``: sim/flows.py ``FlowTracker.timed_out``, silent past
+        conntrack's timeout): then the flow starts a group of its own, whether or not the others were retired yet.
+        Flows are retired only at the end of a poll, so when that happens depends on the polls and other flows'
+        traffic; whether two flows were live at the same time depends on their own frames' times only."""
         ident = _split_ident(key)
-        if ident is not None:
-            self.groups.setdefault(ident, SplitGroup()).started += 1
+        if ident is None:
+            return
+        g = self.groups.get(ident)
+        if g is not None and first_ns is not None and all(ended_by(f, first_ns) for f in g.live):
+            self.ended_groups.append(g)
+            g = None
+        if g is None:
+            g = self.groups[ident] = SplitGroup(ident)
+        g.live.add(fid)
+        self.group_of[fid] = g
 
     def add(self, fv: FlowVerdict, live: bool) -> None:
         """Sum flow ``fv`` (``live``: still live at the end of the input, else retired during the replay)."""
@@ -191,12 +214,14 @@ class _Tally:
                 u.id_steps.update(k.id_steps)
         ident = _split_ident(fv.key)
         if ident is not None:
-            g = self.groups.setdefault(ident, SplitGroup())
+            g = self.group_of.pop(fv.fid, None)
+            if g is None:  # a replay that retires no flow: one group per inner flow
+                g = self.groups.get(ident) or self.groups.setdefault(ident, SplitGroup(ident))
             g.members.append((fv.fid, fv.key))
             if not live:
-                g.started -= 1
-                if g.started <= 0:
-                    self.close(ident)
+                g.live.discard(fv.fid)
+                if not g.live:
+                    self.close(g)
 
     def _add_affected(self, fv: FlowVerdict) -> None:
         import heapq
@@ -235,17 +260,20 @@ class _Tally:
             self.to_saved_tunnel += fv.saved("tunnel")
             self.to_brk.update(_break_reasons((fv.fixed or fv.post).phys_reasons))
 
-    def close(self, ident: tuple) -> None:
-        """Drop the group of ``ident`` (none of its flows is live any more), counting its split flows: all of its
-        flows when they are under two outer keys or more, none when they are one key's flows (a key that came back
-        as a new flow: a connection after the last one ended, or a key retired while GRO held its frames)."""
-        members = self.groups.pop(ident).members
-        if len({key for _, key in members}) >= 2:
-            self.split_flows += len(members)
+    def close(self, g: SplitGroup) -> None:
+        """Drop group ``g`` (none of its flows is live any more), counting its split flows: all of its flows when
+        they are under two outer keys or more, none when they are one key's flows (a key that came back as a new
+        flow: a connection after the last one ended, or a key retired while GRO held its frames)."""
+        if self.groups.get(g.ident) is g:
+            del self.groups[g.ident]
+        else:
+            self.ended_groups.remove(g)
+        if len({key for _, key in g.members}) >= 2:
+            self.split_flows += len(g.members)
 
     def split_notes(self) -> dict[int, str]:
         """Split notes of the flows in the groups still open (the live flows and their retired siblings)."""
         out: dict[int, str] = {}
-        for g in self.groups.values():
+        for g in [*self.ended_groups, *self.groups.values()]:
             out.update(_split_texts(g.members))
         return out
