@@ -185,8 +185,9 @@ class NapiGroCb:
         #: skb that went up without being held). Set where the held packet is completed (gro.py dev_gro_receive,
         #: gro_flush_oldest's caller; tcp_offload.py at the gap), never read by a decision (observation only)
         self.ended_by: tuple[int, int | None, int | None] | None = None
-        #: tcp_gro_receive found no TCP payload (skb_gro_len 0: an ACK, or SYN, FIN or RST without data), which it
-        #: never merges ((len - 1) >= mss) — observation only, for the report
+        #: tcp_gro_receive found no TCP payload (skb_gro_len 0, or none by the IP header's length when bytes follow
+        #: the datagram: padding, an FCS; an ACK, or SYN, FIN or RST without data), which it never merges
+        #: ((len - 1) >= mss) — observation only, for the report
         self.no_payload = False
 
 

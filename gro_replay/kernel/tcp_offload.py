@@ -81,6 +81,21 @@ def _id_step(skb: SkBuff, p: SkBuff, inner: bool) -> tuple[str, int, int] | None
     return hdr, step, pcb.count
 
 
+def _past_ip_payload(skb: SkBuff, end: int) -> bool:
+    """Whether the segment whose TCP header ends at ``end`` (offset into ``skb.buf``) carries no payload by its IP
+    header's length (IPv4 ``tot_len``, IPv6 ``payload_len`` + 40): a frame with bytes past its datagram (Ethernet
+    padding to 60 bytes, a captured FCS or trailer), which ``skb_gro_len`` counts until ip_rcv_core trims them. A
+    length of 0 (BIG TCP: ``iph_totlen``) says nothing. Observation only (``NAPI_GRO_CB(skb)->no_payload``)."""
+    buf = skb.buf
+    nh = skb.network_header
+    if buf[nh] >> 4 == 4:
+        ip_len = (buf[nh + 2] << 8) | buf[nh + 3]
+    else:
+        ip_len = (buf[nh + 4] << 8) | buf[nh + 5]
+        ip_len = ip_len and ip_len + 40
+    return 0 < ip_len <= end - nh
+
+
 def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: C901, PLR0915 - net/ipv4/tcp_offload.c tcp_gro_receive is one C function, kept in its order
     """Find the held packet of this TCP flow and merge into it, or decide which packet to complete.
 
@@ -105,7 +120,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
         return None
     skb_gro_pull(skb, thlen)
     length = skb.len - cb.data_offset
-    cb.no_payload = length == 0  # observation only (report/verdict: flows without payload)
+    cb.no_payload = length == 0 or _past_ip_payload(skb, th + thlen)  # observation only (report/verdict)
     flags = flag_word  # tcp_flag_word(th): doff | flags | window
     mss = 1
     flush = 1
