@@ -67,7 +67,12 @@ TCP_FLAGS_DIFFER = "tcp_gro_receive:flags_or_window_or_doff_differ"
 TCP_ACK = "tcp_gro_receive:ack_seq_differs"
 TCP_OPTIONS = "tcp_gro_receive:options_differ"
 TCP_LEN_GT_MSS = "tcp_gro_receive:len_gt_mss"
+#: the skb itself carries no payload: out_check_final's ``len < mss`` with len 0 (it goes up alone, never held)
 TCP_PURE_ACK = "tcp_gro_receive:len_zero"
+#: the held packet, completed by an arriving segment without payload: the compare's ``(len - 1) >= mss`` with
+#: len 0 (read unsigned). The held packet may carry payload (a 1-byte keepalive or zero-window probe, a small
+#: write without PSH): the reason names the segment that came next, not the skb it ended
+TCP_NEXT_PURE_ACK = "tcp_gro_receive:next_len_zero"
 TCP_SHORT = "tcp_gro_receive:len_lt_mss"
 TCP_SEQ = "tcp_gro_receive:seq_gap"
 TCP_GSO_SIZE = "tcp_gro_receive:gso_size_differs"
@@ -295,6 +300,7 @@ DESCRIPTIONS = {
     TCP_OPTIONS: "TCP option bytes differ (e.g. timestamp)",
     TCP_LEN_GT_MSS: "segment longer than the aggregate's mss",
     TCP_PURE_ACK: "no payload (pure ACK)",
+    TCP_NEXT_PURE_ACK: "a segment without payload (pure ACK) came next",
     TCP_SHORT: "segment shorter than mss ends the aggregate",
     TCP_SEQ: "TCP sequence does not continue the held packet (gap or overlap: a segment in between is missing here, "
     "lost, reordered or gone up alone)",

@@ -189,7 +189,9 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
                 why = why or R.TCP_GSO_SIZE
         elif ((length - 1) & 0xFFFFFFFF) >= mss:
             flush = 1
-            why = why or (R.TCP_PURE_ACK if length == 0 else R.TCP_LEN_GT_MSS)
+            # the held packet's reason (p takes the arriving segment's below); the segment's own, when it carries
+            # no payload, is out_check_final's (len < mss): TCP_PURE_ACK
+            why = why or (R.TCP_NEXT_PURE_ACK if length == 0 else R.TCP_LEN_GT_MSS)
         held_end = (seq2 + (p.len - pcb.data_offset)) & 0xFFFFFFFF
         if held_end != seq:
             flush = 1

@@ -17,6 +17,7 @@ import pytest
 from rule_frames import BASE, K_AB4C, POST, frames, specs
 from test_kernel_harness import TCP_FIN, rig
 
+from gro_replay.kernel import reasons as R
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
 from gro_replay.kernel.skbuff import SKB_GSO_TCP_ACCECN, SKB_GSO_TCP_ECN
 from gro_replay.packet.build import ACK, CWR, ECE, FIN, PSH, RST, SYN, URG, build_frame
@@ -131,6 +132,54 @@ def test_tcp_gro_receive_timestamp_value_change_flushes(model):
 )
 def test_tcp_gro_receive_out_check_final(model, sizes, changes, expected):
     assert _tcp(rig(model), sizes, changes) == expected
+
+
+_S = BASE.seq
+_ACK0 = {"payload": 0}
+
+
+@pytest.mark.parametrize("model", POST)
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        # ACK at snd_nxt, 1 byte at snd_nxt - 1 (a keepalive or zero-window probe), twice. An ACK with no p held:
+        # mss stays 1, out_check_final's len < mss (0 < 1) flushes it at once. The probe with no p: 1 < 1 is false
+        # and no flag in URG|PSH|RST|SYN|FIN, so it is held (gso_size: its 1 byte, dev_gro_receive). The next ACK
+        # fails the compare's (len - 1) >= mss (0 - 1 read unsigned): the probe is completed, named by the ACK that
+        # came (not as an skb without payload), and the ACK flushed as before (mss 1 after the mismatch). The last
+        # probe stays held until napi_complete_done flushes the poll.
+        (
+            [_ACK0, {"payload": 1, "seq": _S - 1}, _ACK0, {"payload": 1, "seq": _S - 1}],
+            [(90, R.TCP_PURE_ACK), (91, R.TCP_NEXT_PURE_ACK), (90, R.TCP_PURE_ACK), (91, R.POLL_END)],
+        ),
+        # the same probes with PSH: out_check_final flushes each at once (PSH), never held
+        (
+            [_ACK0, {"payload": 1, "seq": _S - 1, "flags": ACK | PSH}] * 2,
+            [(90, R.TCP_PURE_ACK), (91, R.TCP_FLAGS_PSH_FIN)] * 2,
+        ),
+        # small writes of 100 bytes without PSH, each followed by an ACK (seq continuing): held like the probe
+        (
+            [{"payload": 100}, {"payload": 0, "seq": _S + 100}, {"payload": 100, "seq": _S + 100}],
+            [(190, R.TCP_NEXT_PURE_ACK), (90, R.TCP_PURE_ACK), (190, R.POLL_END)],
+        ),
+        # a SYN carrying 50 bytes (TCP Fast Open: the SYN takes seq _S - 1, its data _S to _S + 49), then ACKs at
+        # _S + 50: the SYN flag flushes it at once (URG|RST|SYN), 90 header bytes + 50
+        (
+            [{"payload": 50, "seq": _S - 1, "flags": SYN, "ack": 0}] + [{"payload": 0, "seq": _S + 50}] * 2,
+            [(140, R.TCP_FLAGS_URG_RST_SYN), (90, R.TCP_PURE_ACK), (90, R.TCP_PURE_ACK)],
+        ),
+    ],
+    ids=["probe", "probe_psh", "small_write", "syn_data"],
+)
+def test_short_segments_among_acks_are_named_by_what_ended_each(model, order, expected):
+    # one flow's segments in one poll (gro-spec §5.5, net/ipv4/tcp_offload.c tcp_gro_receive): every skb goes up
+    # alone, each named by the condition that ended it, in delivery order (a completed p before the segment that
+    # completed it: napi_gro_complete then the segment's GRO_NORMAL)
+    r = rig(model)
+    r.poll(frames([replace(BASE, **o) for o in order]))
+    assert [(d.frames, d.len, d.why) for d in r.rec.at("phys")] == [
+        ((i,), n, why) for i, (n, why) in enumerate(expected)
+    ]
 
 
 @pytest.mark.parametrize("model", POST)
