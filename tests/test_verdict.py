@@ -442,7 +442,14 @@ def test_a_backend_without_end_reasons_says_so_instead_of_an_empty_list(tmp_path
     )
     note = "6.18 (v6.18) does not merge 2 tunnelled TCP flow(s) at the phys device: "
     sim = Verdict(result)
-    assert note + "TCP sequence does not continue the held packet" in sim.text
+    # each 4790 flow's 2 skbs, every one named: its first frame held, then completed when the second arrives and
+    # does not continue it (seq_gap); the second held until the poll's end (20 frames, under the budget of 64:
+    # napi_complete_done flushes it, net/core/dev.c)
+    assert (
+        note
+        + "poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×2; TCP sequence "
+        "does not continue the held packet"
+    ) in sim.text
     assert "[tcp_gro_receive:seq_gap] ×2." in sim.text
     # the kernel backend's result has the same deliveries and no end reasons (validate.kernel_result): the sentence
     # must not pretend to list them
@@ -923,8 +930,11 @@ def test_flows_without_payload_are_said_apart_from_flows_not_merged(last, reason
     (k,) = result.kernels
     assert k.stages["phys"].skbs == 1 + 4 + 2
     text = verdict_of(result).text
+    # the gapped connection's 2 skbs, each named: the first completed by the second's arrival (seq_gap), the
+    # second held until the poll's end (napi_complete_done)
     assert (
-        "6.18 (v6.18) does not merge 1 tunnelled TCP flow(s) at the phys device: TCP sequence does not continue"
+        "6.18 (v6.18) does not merge 1 tunnelled TCP flow(s) at the phys device: poll ended below budget: "
+        "napi_complete_done flushed GRO [napi_complete_done:flush] ×1; TCP sequence does not continue"
     ) in text
     assert "[tcp_gro_receive:seq_gap] ×1." in text
     assert text.endswith(f" 1 {_NO_PAYLOAD}{reason}{_NEVER}")
@@ -1000,3 +1010,136 @@ def test_no_payload_is_noted_where_tcp_gro_receive_ran_and_named_only_where_kern
         for k in result.kernels:
             (ack_flow,) = [f for f in k.flows.values() if f.segs["phys"] == 3]
             assert ack_flow.empty == {"phys": 3, "tunnel": tunnel}, gro
+
+
+_POLL = "poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush]"
+_ACK_NEXT = "a segment without payload (pure ACK) came next [tcp_gro_receive:next_len_zero]"
+
+
+def _short_among_acks(kind: str, outer_csum: str = "computed") -> list:
+    """Specs of tunnelled TCP flows mixing ACKs without payload with short data, 1 µs apart (one poll under the
+    default gap:3 model, fewer than 64 frames), outer checksums ``outer_csum`` (computed: no gate refusal,
+    gro-spec §4.7)."""
+    from dataclasses import replace
+
+    from gro_replay.packet.build import ACK, PSH, SYN, FrameSpec
+
+    spec = FrameSpec(outer_csum=outer_csum)
+    s = spec.seq
+    if (
+        kind == "probes"
+    ):  # two connections, each: ACK, 1-byte probe at snd_nxt - 1, ACK, probe (keepalive, TCP)
+        out = []
+        for sport in (40000, 40001):
+            c = replace(spec, sport=sport)
+            out += [replace(c, payload=0), replace(c, payload=1, seq=s - 1)] * 2
+        return out
+    if kind == "psh_writes":  # ACK, then a 100-byte write with PSH, three times
+        return [
+            replace(spec, payload=n, seq=s + 100 * k, flags=ACK | (PSH if n else 0))
+            for k in range(3)
+            for n in (0, 100)
+        ]
+    # "syn_data": a SYN carrying 50 bytes (TCP Fast Open: SYN at s - 1, data s to s + 49), then 2 ACKs at s + 50
+    return [replace(spec, payload=50, seq=s - 1, flags=SYN, ack=0)] + [
+        replace(spec, payload=0, seq=s + 50)
+    ] * 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "flows", "skbs", "clause", "reasons"),
+    [
+        # per connection: its 2 ACKs go up at once (no p held: len 0 < mss 1, out_check_final), its first probe is
+        # held (1 < 1 false, no flag) and completed when the second ACK fails (len - 1) >= mss (0 - 1 unsigned),
+        # its last probe is held until napi_complete_done flushes the poll (net/ipv4/tcp_offload.c
+        # tcp_gro_receive; net/core/dev.c napi_complete_done): 8 skbs, 4 without payload
+        (
+            "probes",
+            2,
+            8,
+            "4 of their 8 skbs carry no payload",
+            f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×4; {_POLL} ×2; {_ACK_NEXT} ×2",
+        ),
+        # the 3 ACKs as above; each PSH write is flushed by out_check_final at once (flag PSH)
+        (
+            "psh_writes",
+            1,
+            6,
+            "3 of their 6 skbs carry no payload",
+            "no payload (pure ACK) [tcp_gro_receive:len_zero] ×3; PSH or FIN ends the aggregate "
+            "[tcp_gro_receive:psh_or_fin] ×3",
+        ),
+        # the SYN with data flushed at once (flag SYN), the 2 ACKs as above
+        (
+            "syn_data",
+            1,
+            3,
+            "2 of their 3 skbs carry no payload",
+            "no payload (pure ACK) [tcp_gro_receive:len_zero] ×2; URG, RST or SYN [tcp_gro_receive:urg_rst_syn] ×1",
+        ),
+    ],
+    ids=["probes", "psh_writes", "syn_data"],
+)
+def test_flows_mixing_acks_with_short_data_name_every_skb(
+    tmp_path, runner, kind, flows, skbs, clause, reasons
+):
+    # breaker's finding: keepalive probes between ACKs read "does not merge 2 flows: no payload ×6" — the probes
+    # ended by the next ACK were named as if without payload and the last ones (held to the poll's end) were left
+    # out. Every output that names the reasons says every skb's, the ACK's own apart from the held segment an ACK
+    # ended, and how many skbs carried no payload; the flows are not said to carry none
+    import json
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import build_frame
+
+    path = tmp_path / f"{kind}.pcap"
+    with PcapWriter(path) as w:
+        for i, s in enumerate(_short_among_acks(kind)):
+            w.write(1_000_000_000 + 1000 * i, build_frame(s))
+    sentence = f"post-fix (v5.12) does not merge {flows} tunnelled TCP flow(s) at the phys device ({clause}): {reasons}."
+    r = runner.invoke(main, [str(path), "-q"])
+    assert r.exit_code == 0, r.output
+    text = _flat(r.stdout)
+    assert sentence in text and _NO_PAYLOAD not in text
+    r = runner.invoke(main, [str(path), "-q", "--format", "json"])
+    doc = json.loads(r.stdout)
+    assert sentence in doc["verdict"]["text"]
+    for k in doc["kernels"]:
+        rows = [f["phys"] for f in k["flows"]]
+        assert sum(f["skbs"] for f in rows) == skbs
+        assert sum(sum(f["end_reasons"].values()) for f in rows) == skbs  # every skb has its reason
+    r = runner.invoke(main, ["explain", str(path), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "capture: affected: no: " in r.stdout and sentence in _flat(r.stdout)
+    # one kernel: each flow's why names its own skbs the same way
+    from gro_replay.report.verdict import Verdict
+
+    result, _ = _run(path, kernels=(K_6_18,))
+    whys = [f.why for f in Verdict(result).flows]
+    assert len(whys) == flows
+    if kind == "probes":  # each connection: half the counts above
+        assert all(
+            "not merged at the phys device (2 of its 4 skbs carry no payload): no payload (pure ACK) "
+            f"[tcp_gro_receive:len_zero] ×2; {_POLL} ×1; {_ACK_NEXT} ×1" in w
+            for w in whys
+        )
+    else:
+        assert f"not merged at the phys device ({clause.replace('their', 'its')}): {reasons}" in whys[0]
+
+
+def test_refused_probes_name_every_skb_the_fix_leaves_apart():
+    # the probes' two connections with outer UDP checksum 0 and the default --rx-csum unnecessary: a kernel without
+    # 89e5c58fc1e2 refuses all 8 frames at udp_gro_receive's gate (gro-spec §4.7), and with the fix (compared, or
+    # its counterfactual) each skb ends as in test_flows_mixing_acks_with_short_data_name_every_skb: the reasons
+    # that say so name all 8 (4 ACKs, 2 probes completed by the next ACK, 2 held to the poll's end)
+    from gro_replay.packet.build import build_frame
+    from gro_replay.report.verdict.core import verdict_of
+    from gro_replay.sim import replay_frames
+
+    frames = [(1000 * i, build_frame(s)) for i, s in enumerate(_short_among_acks("probes", "zero"))]
+    every = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×4; {_POLL} ×2; {_ACK_NEXT} ×2"
+    alone = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,)))).text
+    assert f"with the fix there their phys skbs end by: {every})." in alone
+    compared = verdict_of(replay_frames(frames, ReplayConfig()))
+    half = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×2; {_POLL} ×1; {_ACK_NEXT} ×1"
+    assert [f.why.endswith(f"(post-fix: {half})") for f in compared.flows] == [True, True]

@@ -22,7 +22,8 @@ end reasons named after the kernel condition, and what the normal path did with 
 * **Per kernel**: whether it carries the fix, the stage whose gate refused each affected flow first
   (``KernelFacts.refused_at``: the phys device, or only the tunnel device's gro_cells for a tunnel inside the
   tunnel; summed per kernel in ``tally.Refusals``), and, for tunnelled flows that its phys stage does not merge at all,
-  the conditions that ended their skbs (the poll-end flush left out when other conditions exist), what the IPv4
+  the conditions that ended every one of their skbs (``facts.break_reasons``, poll-end flushes included, and how
+  many of the skbs carried no TCP payload, ``FlowStats.empty``), what the IPv4
   ID did where an ID condition ended one (``FlowStats.id_steps``), and the compares that kept a frame apart from
   a held skb of its own flow (``FlowStats.splits``); inner flows carried under several outer keys are named.
 * **Outcome** of the capture: ``nothing_replayed``, ``no_tunnel`` (no flow carries VXLAN/Geneve on the
@@ -55,6 +56,7 @@ from .facts import (
     _split_fields,
     _split_ident,
     _split_texts,
+    break_reasons,
     facts_of,
     release_order,
 )
@@ -88,6 +90,7 @@ __all__ = [
     "_SPLIT_KEYS",
     "_SPLIT_TUNNEL_HEADER",
     "_break_reasons",
+    "break_reasons",
     "_model_of",
     "_release_key",
     "release_order",

@@ -17,8 +17,8 @@ from .facts import (
     FlowVerdict,
     KernelFacts,
     ReplayResult,
-    _break_reasons,
     _model_of,
+    break_reasons,
     carries_tunnel,
     facts_of,
     fix_counterfactuals,
@@ -39,6 +39,7 @@ from .words import (
     loss_text,
     no_gain_text,
     other_changes_words,
+    payload_clause,
     plural,
     refusal_places,
     split_text,
@@ -268,7 +269,7 @@ class Verdict(CaptureSentences):
                     f"{fv.saved('phys'):,} fewer traversals of IP/UDP/{key.tunnel} decap"
                 )
             elif pre.gate_zero["phys"]:
-                brk = self._reasons(_break_reasons(fixed.phys_reasons), fixed.name)
+                brk = self._reasons(break_reasons(fixed), fixed.name)
                 bits.append(f"at the phys device they are not merged {after} either ({brk})")
             if pre.skbs["tunnel"] > fixed.skbs["tunnel"]:
                 bits.append(
@@ -286,7 +287,7 @@ class Verdict(CaptureSentences):
                     else "a flow of one frame has nothing to merge it with"
                 )
             )
-            breaks = _break_reasons(fixed.phys_reasons)
+            breaks = break_reasons(fixed)
             if breaks and fixed.skbs["phys"] >= fixed.frames > 1:
                 why += f" ({fixed.name}: {self._reasons(breaks, fixed.name)})"
         elif not key.outer_csum_zero:
@@ -332,8 +333,10 @@ class Verdict(CaptureSentences):
         else:
             text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
-            brk = self._reasons(_break_reasons(k.phys_reasons), k.name)
-            text += f"; not merged at the phys device: {brk}"
+            brk = self._reasons(break_reasons(k), k.name)
+            text += (
+                f"; not merged at the phys device{payload_clause(k.skbs['phys'], k.phys_empty, 'its')}: {brk}"
+            )
             if k.id_steps:
                 text += f"; {id_step_text(k.id_steps)}"
         return text
@@ -344,7 +347,7 @@ class Verdict(CaptureSentences):
         if why != "no_gain":
             return COSTLESS_WORDS[why][1]
         shadow = fv.shadows[k.name]
-        brk = _break_reasons(shadow.phys_reasons)
+        brk = break_reasons(shadow)
         return no_gain_text(self._reasons(brk, shadow.name) if brk else None)
 
     def _lacking_flow_why(self, k: KernelFacts, fv: FlowVerdict, lacks: str) -> str:

@@ -382,6 +382,19 @@ def _break_reasons(reasons: Counter) -> Counter:
     return other or Counter(reasons)
 
 
+def break_reasons(k: KernelFacts) -> Counter:
+    """Why one flow's phys skbs in kernel ``k`` (``KernelFacts`` of one flow) were not merged, end reason → skbs.
+    A flow none of whose frames merged (``skbs["phys"] >= frames``): every skb's end reason, so that the counts add
+    up to its skbs — each names why its one frame went up without the next (the next segment's condition in
+    tcp_gro_receive, or the poll's flush of a held segment nothing else joined: napi_complete_done, net/core/dev.c),
+    whether or not the skb carried payload. Otherwise ``_break_reasons``: an aggregate completed at a poll's end is
+    not why frames were kept apart. What every verdict sentence and flow why that names a flow's unmerged skbs
+    reads."""
+    if k.skbs["phys"] >= k.frames:
+        return Counter({r: n for r, n in k.phys_reasons.items() if n})
+    return _break_reasons(k.phys_reasons)
+
+
 #: outer flow key field → (words, the kernel function that keeps frames apart on it)
 _SPLIT_KEYS = (
     ("outer_src", "outer source address", "inet_gro_receive/ipv6_gro_receive compare the addresses"),

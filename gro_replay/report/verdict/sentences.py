@@ -32,6 +32,7 @@ from .words import (
     loss_text,
     no_gain_text,
     other_changes_words,
+    payload_clause,
     plural,
     ports_text,
     reason_list,
@@ -336,14 +337,15 @@ class CaptureSentences:
         )
 
     def _unmerged_note(self, k: KernelFacts) -> str:
-        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device: reasons." or "" (the flows
-        without payload are said apart, once: ``_empty_note``)."""
+        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device (E of their S skbs carry no
+        payload): reasons." or "" (the flows without payload are said apart, once: ``_empty_note``). The reasons are
+        every unmerged skb's (``break_reasons``), the clause only when some carried no payload (``payload_clause``)."""
         u = self._tally.unmerged[k.name]
         if not u.flows:
             return ""
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP flow(s) at the phys "
-            f"device: {self._reasons(u.reasons, k.name)}"
+            f"device{payload_clause(u.skbs, u.skbs_empty)}: {self._reasons(u.reasons, k.name)}"
             + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
             + "."
         )

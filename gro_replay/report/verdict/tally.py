@@ -9,18 +9,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...packet.decode import FlowKey
-from .facts import FlowVerdict, KernelFacts, _break_reasons, _split_ident, _split_texts
+from .facts import FlowVerdict, KernelFacts, _split_ident, _split_texts, break_reasons
 
 
 @dataclass
 class Unmerged:
-    """One kernel's tunnelled TCP flows not merged at the phys stage: how many, their break reasons (end reason →
-    skbs) and their IP ID steps ((header, step, segments held) → skbs); ``empty``: those of them whose every phys skb
-    carried no TCP payload (ACKs, SYN, FIN or RST without data: tcp_gro_receive flushes a segment without payload,
-    (len - 1) >= mss, net/ipv4/tcp_offload.c), which no kernel merges, counted apart (not in ``flows``), with their
-    end reasons (``empty_reasons``)."""
+    """One kernel's tunnelled TCP flows not merged at the phys stage: how many, their phys skbs (``skbs``), of them
+    those without TCP payload (``skbs_empty``: a flow mixing ACKs with short data, e.g. 1-byte keepalive or
+    zero-window probes), the skbs' end reasons (end reason → skbs, ``break_reasons``: every skb's, adding up to
+    ``skbs``) and their IP ID steps ((header, step, segments held) → skbs); ``empty``: those of them whose every
+    phys skb carried no TCP payload (ACKs, SYN, FIN or RST without data: tcp_gro_receive flushes a segment without
+    payload, (len - 1) >= mss, net/ipv4/tcp_offload.c), which no kernel merges, counted apart (not in ``flows``),
+    with their end reasons (``empty_reasons``)."""
 
     flows: int = 0
+    skbs: int = 0
+    skbs_empty: int = 0
     empty: int = 0
     empty_reasons: Counter = field(default_factory=Counter)
     reasons: Counter = field(default_factory=Counter)
@@ -59,7 +63,7 @@ class Refusals:
                 why = fv.costless_why(k)
                 self.add_costless(k, why)
                 if why == "no_gain":
-                    self.no_gain_reasons.update(_break_reasons(fv.shadows[k.name].phys_reasons))
+                    self.no_gain_reasons.update(break_reasons(fv.shadows[k.name]))
             return
         self.flows[stage] += 1
         self.frames[stage] += k.gate_zero[stage]
@@ -207,10 +211,12 @@ class _Tally:
                 u = self.unmerged[k.name]
                 if k.phys_empty and k.phys_empty == k.skbs["phys"]:
                     u.empty += 1
-                    u.empty_reasons.update(_break_reasons(k.phys_reasons))
+                    u.empty_reasons.update(break_reasons(k))
                     continue
                 u.flows += 1
-                u.reasons.update(_break_reasons(k.phys_reasons))
+                u.skbs += k.skbs["phys"]
+                u.skbs_empty += k.phys_empty
+                u.reasons.update(break_reasons(k))
                 u.id_steps.update(k.id_steps)
         ident = _split_ident(fv.key)
         if ident is not None:
@@ -258,7 +264,7 @@ class _Tally:
             self.to += 1
             self.to_frames += fv.pre.gate_zero["tunnel"]
             self.to_saved_tunnel += fv.saved("tunnel")
-            self.to_brk.update(_break_reasons((fv.fixed or fv.post).phys_reasons))
+            self.to_brk.update(break_reasons(fv.fixed or fv.post))
 
     def close(self, g: SplitGroup) -> None:
         """Drop group ``g`` (none of its flows is live any more), counting its split flows: all of its flows when

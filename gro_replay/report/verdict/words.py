@@ -172,6 +172,19 @@ def id_step_text(steps: Counter, limit: int = 2) -> str:
     return "; ".join(parts)
 
 
+def payload_clause(skbs: int, empty: int, whose: str = "their") -> str:
+    """ " (E of <whose> S skbs carry no payload)" beside the end reasons of unmerged phys skbs (``skbs``) of which
+    ``empty`` carried no TCP payload (``FlowStats.empty``: NAPI_GRO_CB(skb)->no_payload, set where tcp_gro_receive
+    read the segment), so that a reason list mixing ACKs with short data (1-byte probes, small writes, a SYN with
+    data) does not read as all without payload, nor the other way round; "" when ``empty`` is 0 (none, or not
+    observed: the kernel backend)."""
+    if not empty:
+        return ""
+    if empty == skbs:
+        return f" (all {skbs:,} of {whose} skbs carry no payload)"
+    return f" ({empty:,} of {whose} {skbs:,} skbs carry no payload)"
+
+
 def _via(model) -> str:
     """ " (stable backport <commit>, since <point release>)" when ``model`` has the fix from a stable branch
     (KernelModel.stable_backport), else ""."""
