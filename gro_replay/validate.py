@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from .capture.reader import open_capture
 from .kernel.model import PROFILES, KernelModel
 from .kernel.release import resolve_kernel
+from .packet.decode import CLS_TUNNEL_TCP
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
 from .sim.notes import account_capture_end
@@ -105,6 +106,32 @@ def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple
     return outer, end - inner_l3, max(0, end - (l4 + doff))
 
 
+def gro_runs(config: ReplayConfig) -> dict[str, bool]:
+    """Per stage (``"phys"``, ``"tunnel"``) whether GRO runs there: not where ``netif_elide_gro`` holds
+    (include/linux/netdevice.h: the GRO feature off, ``--gro phys=off`` / ``--gro tunnel=off``, or a generic XDP
+    program on the phys device, ``--defer-to-tunnel``: ``ReplayConfig.phys_xdp_generic``). Where it does not, no
+    skb reaches tcp_gro_receive (dev_gro_receive passes it up as GRO_NORMAL; gro_cells_receive hands it to
+    netif_rx)."""
+    gro = config.gro or {}
+    return {
+        "phys": gro.get("phys", True) and not config.phys_xdp_generic,
+        "tunnel": gro.get("tunnel", True),
+    }
+
+
+def no_payload_frames(frames: list[tuple], classes: list[str], tunnel_ports: dict[int, str]) -> set[int]:
+    """The indices (``frames``' eighth field) of the decoded ``frames`` that are tunnelled TCP segments (their flow's
+    class in ``classes`` is ``tunnel_tcp``) carrying no TCP payload (ACKs, and SYN, FIN or RST without data):
+    ``_frame_lengths``' payload length 0, read from the outer IP length and the inner TCP data offset;
+    ``tunnel_ports``: the decoder's (UDP port → ``"vxlan"``/``"geneve"``)."""
+    out = set()
+    for f in frames:
+        _ts, frame, _vlan, fid, _h, _l4h, l4, index = f[:8]
+        if classes[fid] == CLS_TUNNEL_TCP and _frame_lengths(frame, l4, tunnel_ports)[2] == 0:
+            out.add(index)
+    return out
+
+
 class _Delivered:
     """What the backend knows of one delivered skb, shaped like an SkBuff for the report sinks."""
 
@@ -113,19 +140,23 @@ class _Delivered:
     class _Cb:
         __slots__ = ("why", "no_payload")
 
-        def __init__(self, why):
+        def __init__(self, why: str, no_payload: bool) -> None:
             self.why = why
-            #: not observed: the running kernel's control block is not read (report.stats counts none)
-            self.no_payload = False
+            #: ``NAPI_GRO_CB(skb)->no_payload`` as the simulator sets it (kernel/tcp_offload.py tcp_gro_receive):
+            #: not read from the running kernel, whose control block the trace does not show, but known from the
+            #: frames the skb carries (``kernel_result``)
+            self.no_payload = no_payload
 
-    def __init__(self, length: int, frames: list[int], flow: int, addr: int, why: str) -> None:
+    def __init__(
+        self, length: int, frames: list[int], flow: int, addr: int, why: str, no_payload: bool = False
+    ) -> None:
         self.len = length
         self.frames = frames
         self.flow = flow
         #: deliveries are matched to the frames of one flow (``match_deliveries``): none carries another flow's
         self.mixed = None
         self.addr = addr
-        self.cb = self._Cb(why)
+        self.cb = self._Cb(why, no_payload)
 
 
 class _Dev:
@@ -192,8 +223,21 @@ def _running_model(oracle) -> KernelModel:
     )
 
 
+def _forget_unobserved(ks: KernelStats) -> None:
+    """Clear what the trace does not say: why each skb ended (per stage and per flow) and how many bytes software
+    summed (None: not measured)."""
+    for st in ks.stages.values():
+        st.reasons.clear()
+        st.sw_csum_bytes = None
+    for f in ks.flows.values():
+        for c in f.reasons.values():
+            c.clear()
+
+
 def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
-    """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``)."""
+    """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``): each delivery matched to
+    the frames it carries (``match_deliveries``), without end reasons, and marked as carrying no TCP payload as
+    the simulator's tcp_gro_receive marks it (``no_payload_frames``, where ``gro_runs``)."""
     rep = loaded.replayer
     # one name for the running kernel: its model's, as --kernel "$(uname -rv)" names it (kernel/release.py
     # resolve_kernel: 6.18.44-fc-v1098), in the table, JSON, trace and verdict alike
@@ -229,23 +273,22 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     cursor = dict.fromkeys(by_dev, 0)
     t0 = rep.input.first_ts_ns or 0
     first_ts = oracle.deliveries[0].ts if oracle.deliveries else 0.0
+    # an skb carries no TCP payload when none of its frames does (a segment without payload is never merged:
+    # tcp_gro_receive); counted, as the simulator counts it, only where GRO runs and so tcp_gro_receive sees it
+    empty = no_payload_frames(sent, rep.decoder.flow_class, tports)
+    runs = gro_runs(config)
     for n, d in enumerate(oracle.deliveries):
         i = cursor[d.dev]
         cursor[d.dev] += 1
         frames_idx, fid = matched_dev[d.dev][i]
-        skb = _Delivered(
-            d.len, frames_idx or [-1], fid, 0xFFFF888200000000 + (len(ks.flows) << 8) + n, "kernel"
-        )
+        no_payload = runs[d.dev_role] and bool(frames_idx) and empty.issuperset(frames_idx)
+        addr = 0xFFFF888200000000 + (len(ks.flows) << 8) + n
+        skb = _Delivered(d.len, frames_idx or [-1], fid, addr, "kernel", no_payload)
         if fid < 0:
             skb.flow = -1
         now = t0 + int((d.ts - first_ts) * 1e9)
         ks.netif_receive_skb(d.dev_role, _Dev(sim_name(d)), skb, now)
-    for st in ks.stages.values():
-        st.reasons.clear()  # the trace does not say why an skb ended
-        st.sw_csum_bytes = None  # nor how many bytes software summed
-    for f in ks.flows.values():
-        for c in f.reasons.values():
-            c.clear()
+    _forget_unobserved(ks)
     ks.stages["phys"].frames_in = len(sent)
     ks.stages["phys"].skbs_in = len(sent)
     ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)

@@ -172,7 +172,7 @@ class FlowStats:
         self.carried = {"phys": 0, "tunnel": 0}
         self.carried_by = {"phys": 0, "tunnel": 0}
         #: skbs delivered without TCP payload (``NAPI_GRO_CB(skb)->no_payload``, observation: tcp_gro_receive
-        #: merges none such)
+        #: merges none such; the kernel backend's from the lengths of the frames each skb carries, validate.py)
         self.empty = {"phys": 0, "tunnel": 0}
 
 
@@ -344,7 +344,7 @@ class KernelStats(Sink):
                 f.empty[stage] += 1
             if skb.mixed is None:
                 f.segs[stage] += segs
-            # the kernel backend's deliveries (validate.py) carry a control block with ``why`` alone
+            # the kernel backend's deliveries (validate.py) carry a control block with ``why`` and ``no_payload``
             split = getattr(cb, "split", None)
             if split is not None:
                 f.splits[stage][split] += 1

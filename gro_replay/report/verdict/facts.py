@@ -154,6 +154,14 @@ class KernelFacts:
     def lost_frames(self) -> int:
         return sum(self.lost.values())
 
+    @property
+    def without_payload(self) -> bool:
+        """Every phys skb of the flow (at least one) carried no TCP payload (``phys_empty``: ACKs, and SYN, FIN or
+        RST without data): segments that tcp_gro_receive merges in no kernel ((len - 1) >= mss, len < mss at
+        out_check_final; net/ipv4/tcp_offload.c). Recorded by the simulator's tcp_gro_receive, and by the kernel
+        backend from the lengths of the frames each skb carries (validate.kernel_result)."""
+        return bool(self.phys_empty) and self.phys_empty == self.skbs["phys"]
+
     def refused_at(self) -> str | None:
         """Of one flow's facts: the first stage whose zero-checksum gate refused its frames — ``"phys"`` (the outer
         header at the phys device; a nested tunnel's frames may be refused again at the tunnel device), ``"tunnel"``
@@ -307,7 +315,7 @@ class FlowVerdict:
             return "not_tcp"
         # with the fix (its counterfactual, or the post-fix kernel compared) every phys skb carried no payload
         fixed = self.shadows.get(k.name) or self.post
-        if fixed is not None and fixed.phys_empty and fixed.phys_empty == fixed.skbs["phys"]:
+        if fixed is not None and fixed.without_payload:
             return "no_payload"
         return None if gains is None else "no_gain"
 

@@ -209,7 +209,7 @@ class _Tally:
                 and not sum(k.gate_zero.values())
             ):
                 u = self.unmerged[k.name]
-                if k.phys_empty and k.phys_empty == k.skbs["phys"]:
+                if k.without_payload:
                     u.empty += 1
                     u.empty_reasons.update(break_reasons(k))
                     continue
