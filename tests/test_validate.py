@@ -97,14 +97,20 @@ def test_validate_one_flow_1000_frames(tmp_path, rx, outer_csum):
 
 @pytest.mark.parametrize("nflows", [2, 8])
 def test_validate_interleaved_flows(tmp_path, nflows):
+    """``nflows`` bulk flows and a flow of 60 pure ACKs (another connection of the same hosts, whose data flows the
+    other way), one frame of each in turn: the kernel and the simulator agree skb for skb, and each ACK goes up
+    alone at both devices (tcp_gro_receive merges no segment without payload, net/ipv4/tcp_offload.c: len 0 <
+    mss 1 at out_check_final). Without timestamps a frame's outer L3 length is 90 bytes plus its payload."""
     flows = [
         build_flow(replace(BASE, sport=40000 + i, udp_sport=50000 + i, seq=1000 + 7919 * i), [1400] * 60)
         for i in range(nflows)
     ]
+    flows.append(build_flow(replace(BASE, sport=39999, udp_sport=49999, seq=5000), [0] * 60))
     frames = [f for group in zip(*flows, strict=True) for f in group]
     for rx in ("none", "unnecessary"):
         devices, _ = _validate(_write(tmp_path, frames, f"f{rx}.pcap"), rx)
         _assert_agree(devices)
+        assert devices[0].kernel.count(90) == 60 and devices[1].kernel.count(40) == 60
 
 
 @pytest.mark.parametrize("rx", RX)
@@ -345,6 +351,60 @@ def test_kernel_backend_verdict_says_end_reasons_are_not_observable(tmp_path):
     text = " ".join(r.stdout.split())
     assert f"does not merge 2 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}." in text
     assert "phys device: ." not in text
+
+
+@pytest.mark.parametrize("rx", RX)
+def test_validate_flows_without_payload(tmp_path, rx):
+    """``own_acks_capture`` (a bulk flow, the pure ACKs of another connection and a gapped one, all from one host
+    to another): the running kernel delivers what its rules say (test_kernel_no_payload.GRO_ON: each ACK alone at
+    both devices; the two skbs of the poll's end flush in the order of their GRO hash buckets), and the simulator
+    agrees skb for skb."""
+    from test_kernel_no_payload import GRO_ON, own_acks_capture
+
+    devices, _ = _validate(str(own_acks_capture(tmp_path / "acks.pcap")), rx)
+    _assert_agree(devices)
+    assert sorted(devices[0].kernel) == sorted(GRO_ON["phys"])
+    assert sorted(devices[1].kernel) == sorted(GRO_ON["tunnel"])
+
+
+def test_kernel_backend_says_flows_without_payload_apart(tmp_path):
+    """``gro-replay kernel`` on ``own_acks_capture``: of its 3 tunnelled TCP flows the running kernel's phys device
+    merges the bulk flow only. The verdict counts 1 flow that it does not merge (the gapped one: why is not
+    observable) and says the ACK flow apart, as the simulator's verdict does: tcp_gro_receive merges no segment
+    without payload, in any kernel (net/ipv4/tcp_offload.c; the backend knows the skbs carried none from the
+    lengths of their frames). The table, the JSON document and the SUMMARY line come from that one verdict. Outer
+    checksums computed: CHECKSUM_NONE with a non-zero outer checksum passes udp_gro_receive's gate with or without
+    89e5c58fc1e2 (gro-spec §4.7 row 2), so the sentences hold on any running kernel."""
+    import json
+
+    from test_kernel_no_payload import NEVER, NO_PAYLOAD, SIM_ACK_REASONS, own_acks_capture
+
+    from gro_replay.report.verdict import REASONS_NOT_OBSERVED
+
+    path = str(own_acks_capture(tmp_path / "acks.pcap", outer_csum="computed"))
+    r = CliRunner().invoke(main, ["kernel", path, "--no-hist"], env={"COLUMNS": "2000"})
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.stdout.split())
+    unmerged = f"does not merge 1 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}."
+    note = f" 1 {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"
+    assert unmerged in text and note in text
+    assert "affected_flows=0" in text.split("SUMMARY ")[1]
+    r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    verdict = json.loads(r.output)["verdict"]
+    assert unmerged in verdict["text"] and verdict["text"].endswith(note)
+    assert (verdict["affected_flows"], verdict["tunnel_flows"]) == (0, 3)
+    # the simulator with the running kernel's profile and the backend's polls says the same, with its reasons
+    release = kernel_release()
+    r = CliRunner().invoke(
+        main,
+        [path, "--kernel", release, "--rx-csum", "none", "--poll", "budget", "--rss", "none", "--no-hist"],
+        env={"COLUMNS": "2000"},
+    )
+    assert r.exit_code == 0, r.output
+    sim = " ".join(r.stdout.split())
+    assert "does not merge 1 tunnelled TCP flow(s) at the phys device: TCP sequence does not continue" in sim
+    assert f" 1 {NO_PAYLOAD}{SIM_ACK_REASONS}{NEVER}" in sim
 
 
 def test_kernel_trace_file_is_written_whole(tmp_path):
