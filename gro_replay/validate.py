@@ -103,7 +103,23 @@ def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple
     if l4 + 13 >= len(frame) or l4 <= inner_l3:
         return outer, end - inner_l3, 0
     doff = (frame[l4 + 12] >> 4) * 4
-    return outer, end - inner_l3, max(0, end - (l4 + doff))
+    return outer, end - inner_l3, max(0, min(end, _inner_ip_end(frame, inner_l3, l4)) - (l4 + doff))
+
+
+def _inner_ip_end(frame: bytes, l3: int, l4: int) -> int:
+    """Where the inner IP datagram at ``l3`` ends by its own length (IPv4 ``tot_len``, IPv6 ``payload_len`` + 40),
+    so that bytes after it inside the outer datagram (a frame padded to 60 bytes before a hardware VTEP
+    encapsulated it) are no TCP payload, as kernel/tcp_offload.py ``_past_ip_payload`` reads it; the frame's length
+    when the header is not where ``l4`` says (an inner VLAN tag, IPv6 extension headers) or says 0 (BIG TCP)."""
+    version = frame[l3] >> 4
+    if version == 4 and l3 + (frame[l3] & 0x0F) * 4 == l4:
+        length = (frame[l3 + 2] << 8) | frame[l3 + 3]
+    elif version == 6 and l3 + 40 == l4:
+        length = (frame[l3 + 4] << 8) | frame[l3 + 5]
+        length = length and length + 40
+    else:
+        return len(frame)
+    return l3 + length if length else len(frame)
 
 
 def gro_runs(config: ReplayConfig) -> dict[str, bool]:
@@ -122,7 +138,7 @@ def gro_runs(config: ReplayConfig) -> dict[str, bool]:
 def no_payload_frames(frames: list[tuple], classes: list[str], tunnel_ports: dict[int, str]) -> set[int]:
     """The indices (``frames``' eighth field) of the decoded ``frames`` that are tunnelled TCP segments (their flow's
     class in ``classes`` is ``tunnel_tcp``) carrying no TCP payload (ACKs, and SYN, FIN or RST without data):
-    ``_frame_lengths``' payload length 0, read from the outer IP length and the inner TCP data offset;
+    ``_frame_lengths``' payload length 0, read from the outer and inner IP lengths and the inner TCP data offset;
     ``tunnel_ports``: the decoder's (UDP port → ``"vxlan"``/``"geneve"``)."""
     out = set()
     for f in frames:

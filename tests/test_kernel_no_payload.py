@@ -157,7 +157,11 @@ def test_kernel_backend_says_the_flow_without_payload_apart(tmp_path):
     cfg = replace(_config(), kernels=(K_6_18,))
     sim = verdict_of(replay_capture(str(path), cfg)).text
     assert sim.endswith(f" 1 {NO_PAYLOAD}{SIM_ACK_REASONS}{NEVER}")
-    assert "does not merge 1 tunnelled TCP flow(s) at the phys device: TCP sequence does not continue" in sim
+    # the gapped flow: G1 completed by G2 (seq_gap), G2 held to the poll's end (every skb's reason)
+    assert (
+        "does not merge 1 tunnelled TCP flow(s) at the phys device: poll ended below budget: napi_complete_done "
+        "flushed GRO [napi_complete_done:flush] ×1; TCP sequence does not continue"
+    ) in sim
 
 
 def test_no_payload_is_counted_only_where_gro_runs(tmp_path):
