@@ -29,7 +29,8 @@ end reasons named after the kernel condition, and what the normal path did with 
 * **Outcome** of the capture: ``nothing_replayed``, ``no_tunnel`` (no flow carries VXLAN/Geneve on the
   configured ports, and no frame skipped goes to one by its headers), ``tunnel_not_replayed`` (frames were
   replayed, none of them tunnel traffic, and frames to a tunnel port were skipped: cut short or malformed, sim/skipped.py),
-  ``lost``, ``affected`` or ``not_affected``.
+  ``lost``, ``affected``, ``not_affected`` or ``not_observed`` (the kernel backend on a kernel without the fix:
+  ``CaptureSentences.refusals_unseen``).
 
 Modules: ``facts.py`` (what the verdict reasons from), ``tally.py`` (the flow-by-flow sums), ``words.py`` (drop
 reasons, reason lists, phrases), ``sentences.py`` (the capture sentences), ``core.py`` (``Verdict``,

@@ -329,7 +329,13 @@ class Verdict(CaptureSentences):
             lacks = lacks_fix_words(self.models.get(k.name), head)
             if gz:
                 return self._lacking_flow_why(k, fv, lacks)
-            text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
+            if not self.reasons_observed and fv.key.outer_csum_zero:
+                text = (
+                    f"{lacks}: whether udp_gro_receive refuses this flow's frames for their zero outer UDP checksum "
+                    f"is not observable with the kernel backend"
+                )
+            else:
+                text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
         else:
             text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
@@ -388,6 +394,8 @@ class Verdict(CaptureSentences):
             return "affected"
         if t.lost_tunnel == t.tunnel:
             return "lost"
+        if self.refusals_unseen():
+            return "not_observed"
         return "not_affected"
 
     def affected_flows(self) -> list[FlowVerdict]:
@@ -450,9 +458,11 @@ class Verdict(CaptureSentences):
         }
 
     def summary_tokens(self) -> list[str]:
-        """Tokens the SUMMARY line carries from the verdict: ``affected_flows=N``, and ``fix_assumed_lacking=K,…``
-        when a kernel's lack of the fix is an assumption (``assumed_lacking``)."""
-        return [f"affected_flows={self._tally.affected}", *self.assumed_tokens()]
+        """Tokens the SUMMARY line carries from the verdict: ``affected_flows=N``, ``gate_refusals=not_observed``
+        when the outcome is ``not_observed`` (N counts no flow then: ``refusals_unseen``), and
+        ``fix_assumed_lacking=K,…`` when a kernel's lack of the fix is an assumption (``assumed_lacking``)."""
+        unseen = ["gate_refusals=not_observed"] if self.outcome == "not_observed" else []
+        return [f"affected_flows={self._tally.affected}", *unseen, *self.assumed_tokens()]
 
     def assumed_tokens(self) -> list[str]:
         """``["fix_assumed_lacking=K,…"]`` when ``assumed_lacking`` names a kernel, else [] (SUMMARY and EXPLAIN)."""

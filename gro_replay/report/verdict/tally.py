@@ -104,6 +104,9 @@ class _Tally:
         self.flows = 0
         self.tunnel = 0
         self.tunnel_tcp = 0
+        #: tunnelled flows whose outer UDP checksum is 0 (``FlowKey.outer_csum_zero``): what a kernel without the fix
+        #: may refuse, where the refusals cannot be seen (the kernel backend: ``Verdict.refusals_unseen``)
+        self.tunnel_zero = 0
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
         self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
@@ -189,6 +192,7 @@ class _Tally:
 
     def _add_tunnel(self, fv: FlowVerdict, live: bool) -> None:
         self.tunnel += 1
+        self.tunnel_zero += bool(fv.key.outer_csum_zero)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
         self.lost_tunnel += fv.outcome == "lost"
         for k in fv.kernels:

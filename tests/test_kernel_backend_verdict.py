@@ -1,0 +1,89 @@
+"""The kernel backend's verdict on a running kernel without 89e5c58fc1e2.
+
+The backend's trace (net:netif_receive_skb) gives each delivered skb's device and length, not why GRO ended it
+(kernel-oracle.md), so the zero-checksum gate's refusals, which decide whether a kernel without the fix is affected,
+cannot be seen. Before, the verdict read the missing refusals as none and said such a kernel "is not affected here:
+… udp_gro_receive never refuses a tunnelled frame for a zero checksum", with SUMMARY ``affected_flows=0`` — on a
+capture that kernel refuses (helper's finding). No root: the running kernel's deliveries are given as an
+``OracleResult`` whose lengths follow from the kernel's rules (tests/test_kernel_no_payload.py builds the capture).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from test_kernel_no_payload import GRO_ON, PHYS_ELIDED, _config, fake_oracle, own_acks_capture
+
+from gro_replay.report.document import document
+from gro_replay.report.schema import check
+from gro_replay.report.verdict.core import verdict_of
+from gro_replay.validate import kernel_result, load_capture
+
+UNSEEN = (
+    "lacks 89e5c58fc1e2 (linux-5.10.y carries it since 5.10.24, as 09af4362ba47): whether its udp_gro_receive "
+    "refuses tunnelled frames for a zero UDP checksum, and so whether it is affected, is not observable with the "
+    "kernel backend"
+)
+
+
+def _run(tmp_path, outer_csum: str, release: str, lengths: dict[str, list[int]]):
+    path = own_acks_capture(tmp_path / "c.pcap", outer_csum)
+    cfg = _config()
+    oracle = replace(fake_oracle(lengths, 9), kernel_release=release)
+    return kernel_result(load_capture(str(path), cfg), oracle, cfg)
+
+
+def test_a_kernel_without_the_fix_is_not_called_unaffected_when_its_refusals_cannot_be_seen(tmp_path):
+    # upstream 5.10.0 (the fix reached linux-5.10.y in 5.10.24), the 9 frames with outer UDP checksum 0 and
+    # CHECKSUM_NONE (the backend's default --rx-csum none): udp4_gro_receive skips validating a zero checksum, so
+    # csum_cnt 0 and csum_valid 0, and the pre-fix udp_gro_receive refuses every frame (gro-spec §4.4): the phys
+    # device hands each up alone, in capture order, as with GRO elided there, and the tunnel device's gro_cells
+    # merge as then (PHYS_ELIDED)
+    result = _run(tmp_path, "zero", "5.10.0", PHYS_ELIDED)
+    v = verdict_of(result)
+    assert v.outcome == "not_observed"
+    assert v.text.startswith(f"5.10.0 (v5.10) {UNSEEN}")
+    assert (
+        "3 of 3 tunnelled flow(s) carry outer UDP checksum 0, and at the phys device it delivered 9 skbs for the 9 "
+        "frames of the tunnelled flows; gro-replay "
+    ) in v.text
+    assert (
+        " --kernel 5.10.0 --rx-csum none --poll budget --rss none names the frames its rules refuse" in v.text
+    )
+    assert "not affected" not in v.text and "never refuses" not in v.text
+    for f in v.flows:  # every flow carries checksum 0: none is said to be never refused
+        assert (
+            "whether udp_gro_receive refuses this flow's frames for their zero outer UDP checksum is not "
+            in f.why
+        )
+    doc = document(result, backend="kernel")
+    check(json.loads(json.dumps(doc["verdict"], default=str)), "replay#/$defs/verdict")  # the schema knows it
+    assert (doc["verdict"]["outcome"], doc["verdict"]["affected"], doc["verdict"]["text"]) == (
+        "not_observed",
+        False,
+        v.text,
+    )
+    assert doc["summary"].endswith(" affected_flows=0 gate_refusals=not_observed")
+
+
+@pytest.mark.parametrize(
+    ("outer_csum", "release", "lengths"),
+    [
+        # outer checksums computed: udp4_gro_receive validates each in software (csum_valid 1), so the pre-fix
+        # gate passes them and the phys device merges as 6.18 does (GRO_ON): no zero checksum, judged by the rule
+        ("computed", "5.10.0", GRO_ON),
+        # 6.18 carries the fix: its gate does not refuse a zero checksum
+        ("zero", "6.18.0", GRO_ON),
+    ],
+)
+def test_a_kernel_is_judged_by_the_rule_where_no_refusal_is_unseen(tmp_path, outer_csum, release, lengths):
+    result = _run(tmp_path, outer_csum, release, lengths)
+    v = verdict_of(result)
+    assert v.outcome == "not_affected"
+    assert (
+        "not observable with the kernel backend (the netif_receive_skb trace" in v.text
+    )  # the end reasons only
+    assert "whether its udp_gro_receive refuses" not in v.text
+    assert document(result, backend="kernel")["summary"].endswith(" affected_flows=0")
