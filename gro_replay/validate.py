@@ -316,7 +316,10 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         rep.input.skipped[f"kernel_backend:{reason}"] += n
     rep.input.frames_replayed = len(sent)
     cfg = replace(config, kernels=(running,))
-    flows = list(rep.decoder.flows)
+    # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
+    # run: the running kernel never saw them, so the verdict neither counts nor judges them
+    reached = {f[3] for f in sent}
+    flows = [k if fid in reached else None for fid, k in enumerate(rep.decoder.flows)]
     classes = list(rep.decoder.flow_class)
     if -1 in ks.flows:
         from .packet.decode import FlowKey

@@ -87,3 +87,34 @@ def test_a_kernel_is_judged_by_the_rule_where_no_refusal_is_unseen(tmp_path, out
     )  # the end reasons only
     assert "whether its udp_gro_receive refuses" not in v.text
     assert document(result, backend="kernel")["summary"].endswith(" affected_flows=0")
+
+
+def test_flows_the_backend_did_not_send_are_no_flows_of_its_verdict(tmp_path):
+    # the 3 ACKs (frames 1, 3, 5) not replayable (e.g. to a second outer destination, oracle/replay.py plan_frames):
+    # the running kernel received the bulk flow's 4 segments and the gapped flow's 2. 6.18 with GRO on: G1 goes up
+    # when G2 arrives (sequence gap), the 4 bulk segments as one skb and G2 at the poll's end; the tunnel device the
+    # same skbs, the aggregate first (dev_gro_receive flushes an skb with a frag_list). Before, the verdict said
+    # "… 3 skbs for 6 frames of 3 tunnelled flow(s)", counting the ACK flow the kernel never saw (helper's finding)
+    path = own_acks_capture(tmp_path / "c.pcap", "zero")
+    cfg = _config()
+    sent = [0, 2, 4, 6, 7, 8]
+    lengths = {
+        "phys": [n for n in GRO_ON["phys"] if n != GRO_ON["phys"][0]],
+        "tunnel": [n for n in GRO_ON["tunnel"] if n != GRO_ON["tunnel"][0]],
+    }
+    assert (len(lengths["phys"]), len(lengths["tunnel"])) == (
+        3,
+        3,
+    )  # the ACKs' 3 skbs left out at each device
+    oracle = replace(
+        fake_oracle(lengths, 6),
+        sent=sent,
+        frames_sent=6,
+        frames_not_replayable={"outer_destination_differs": 3},
+    )
+    result = kernel_result(load_capture(str(path), cfg), oracle, cfg)
+    v = verdict_of(result)
+    assert "at the phys device it delivers 3 skbs for 6 frames of 2 tunnelled flow(s)." in v.text
+    assert "carry no payload" not in v.text  # the ACK flow is not judged either
+    doc = document(result, backend="kernel")
+    assert (doc["verdict"]["tunnel_flows"], doc["input"]["frames_replayed"]) == (2, 6)
