@@ -33,7 +33,8 @@ end reasons named after the kernel condition, and what the normal path did with 
   ``CaptureSentences.refusals_unseen``).
 
 Modules: ``facts.py`` (what the verdict reasons from), ``tally.py`` (the flow-by-flow sums), ``words.py`` (drop
-reasons, reason lists, phrases), ``sentences.py`` (the capture sentences), ``core.py`` (``Verdict``,
+reasons, reason lists, phrases), ``unseen.py`` (where the kernel backend cannot see the gate's refusals),
+``sentences.py`` (the capture sentences), ``core.py`` (``Verdict``,
 ``verdict_of``); their names are re-exported here.
 """
 

@@ -11,6 +11,7 @@ from ...kernel.model import KernelModel
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
 from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, _Tally
+from .unseen import refusals_unseen, unseen_text
 from .words import (
     COSTLESS_WORDS,
     NESTED_PHYS_WORDS,
@@ -439,35 +440,8 @@ class CaptureSentences:
         return "; ".join(parts)
 
     def refusals_unseen(self) -> bool:
-        """Whether the zero-checksum gate's refusals, which decide ``affected``, cannot be known: the backend records
-        no end reasons (the kernel backend's trace gives each skb's device and length only), a kernel without the
-        fix ran (or one whose lack is assumed), and some tunnelled flow carries outer UDP checksum 0, which that
-        kernel's udp_gro_receive refuses when the NIC did not validate it (gro-spec §4.4). A flow with a checksum
-        set it validates and passes (udp4_gro_receive), so a capture without zero checksums is judged by the rule."""
-        return (
-            not self.reasons_observed
-            and bool(self._tally.tunnel_zero)
-            and any(k.carries_fix is False for k in self.kernels)
-        )
-
-    def _unseen_text(self, lacks: str, k: KernelFacts) -> str:
-        """The sentence of a kernel without the fix whose zero-checksum refusals cannot be seen (outcome
-        ``not_observed``: ``refusals_unseen``), with what was measured and the command that applies the rules."""
-        import shlex
-
-        t = self._tally
-        cfg = self.result.config
-        path = shlex.quote(self.result.input.path) if self.result.input.path not in (None, "-") else "CAPTURE"
-        return (
-            f"{lacks}: whether its udp_gro_receive refuses tunnelled frames for a zero UDP checksum, and so whether "
-            f"it is affected, is not observable with the kernel backend (the netif_receive_skb trace gives each "
-            f"skb's device and length, not why GRO ended it): {t.tunnel_zero:,} of {t.tunnel:,} tunnelled flow(s) "
-            f"carry outer UDP checksum 0, and at the phys device it delivered {k.skbs['phys']:,} "
-            f"{plural(k.skbs['phys'], 'skb')} for the {k.frames:,} {plural(k.frames, 'frame')} of the tunnelled "
-            f"flows; gro-replay {path} --kernel {shlex.quote(k.release)} --rx-csum {cfg.rx_csum} --poll budget "
-            f"--rss none names the frames its rules refuse (gro-replay validate checks those rules against this "
-            "kernel)."
-        )
+        """``unseen.refusals_unseen`` of this verdict: outcome ``not_observed``."""
+        return refusals_unseen(self.reasons_observed, self._tally.tunnel_zero, self.kernels)
 
     def _kernel_sentence(self, k: KernelFacts) -> str:
         t = self._tally
@@ -507,7 +481,8 @@ class CaptureSentences:
                     )
                 return text + self._unmerged_note(k)
             if self.refusals_unseen():
-                return self._unseen_text(lacks, k) + self._unmerged_note(k)
+                t = self._tally
+                return unseen_text(lacks, k, t.tunnel_zero, t.tunnel, self.result) + self._unmerged_note(k)
             text = (
                 f"{lacks}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
                 "and these outer "

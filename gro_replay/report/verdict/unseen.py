@@ -1,0 +1,38 @@
+"""What the verdict says where the zero-checksum gate's refusals cannot be seen: the kernel backend (validate.py)
+on a running kernel without 89e5c58fc1e2. Its trace (net:netif_receive_skb) gives each delivered skb's device and
+length, not why GRO ended it (kernel-oracle.md), so the refusals that decide whether such a kernel is affected are
+not known; the verdict's outcome is then ``not_observed``.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from .facts import KernelFacts, ReplayResult
+from .words import plural
+
+
+def refusals_unseen(reasons_observed: bool, zero: int, kernels: list[KernelFacts]) -> bool:
+    """Whether the refusals that decide ``affected`` cannot be known: no end reasons recorded (``reasons_observed``
+    False: the kernel backend), a kernel of ``kernels`` without the fix (or whose lack is assumed), and ``zero`` > 0
+    tunnelled flows with outer UDP checksum 0, which its udp_gro_receive refuses when the NIC did not validate them
+    (gro-spec §4.4). udp4_gro_receive validates a checksum that is set, so without zero checksums the rule judges."""
+    return not reasons_observed and bool(zero) and any(k.carries_fix is False for k in kernels)
+
+
+def unseen_text(lacks: str, k: KernelFacts, zero: int, tunnel: int, result: ReplayResult) -> str:
+    """The sentence of kernel ``k`` (totals), without the fix (``lacks``), whose zero-checksum refusals the kernel
+    backend cannot see (outcome ``not_observed``: ``refusals_unseen``): ``zero`` of ``tunnel``
+    tunnelled flows carry outer UDP checksum 0; what was measured, and the replay that applies the kernel's rules."""
+    cfg = result.config
+    path = result.input.path
+    path = shlex.quote(path) if path not in (None, "-") else "CAPTURE"
+    return (
+        f"{lacks}: whether its udp_gro_receive refuses tunnelled frames for a zero UDP checksum, and so whether "
+        f"it is affected, is not observable with the kernel backend (the netif_receive_skb trace gives each "
+        f"skb's device and length, not why GRO ended it): {zero:,} of {tunnel:,} tunnelled flow(s) carry outer UDP "
+        f"checksum 0, and at the phys device it delivered {k.skbs['phys']:,} {plural(k.skbs['phys'], 'skb')} for "
+        f"the {k.frames:,} {plural(k.frames, 'frame')} of the tunnelled flows; gro-replay {path} --kernel "
+        f"{shlex.quote(k.release)} --rx-csum {cfg.rx_csum} --poll budget --rss none names the frames its rules "
+        "refuse (gro-replay validate checks those rules against this kernel)."
+    )
