@@ -122,19 +122,6 @@ def _inner_ip_end(frame: bytes, l3: int, l4: int) -> int:
     return l3 + length if length else len(frame)
 
 
-def gro_runs(config: ReplayConfig) -> dict[str, bool]:
-    """Per stage (``"phys"``, ``"tunnel"``) whether GRO runs there: not where ``netif_elide_gro`` holds
-    (include/linux/netdevice.h: the GRO feature off, ``--gro phys=off`` / ``--gro tunnel=off``, or a generic XDP
-    program on the phys device, ``--defer-to-tunnel``: ``ReplayConfig.phys_xdp_generic``). Where it does not, no
-    skb reaches tcp_gro_receive (dev_gro_receive passes it up as GRO_NORMAL; gro_cells_receive hands it to
-    netif_rx)."""
-    gro = config.gro or {}
-    return {
-        "phys": gro.get("phys", True) and not config.phys_xdp_generic,
-        "tunnel": gro.get("tunnel", True),
-    }
-
-
 def no_payload_frames(frames: list[tuple], classes: list[str], tunnel_ports: dict[int, str]) -> set[int]:
     """The indices (``frames``' eighth field) of the decoded ``frames`` that are tunnelled TCP segments (their flow's
     class in ``classes`` is ``tunnel_tcp``) carrying no TCP payload (ACKs, and SYN, FIN or RST without data):
@@ -253,7 +240,7 @@ def _forget_unobserved(ks: KernelStats) -> None:
 def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
     """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``): each delivery matched to
     the frames it carries (``match_deliveries``), without end reasons, and marked as carrying no TCP payload as
-    the simulator's tcp_gro_receive marks it (``no_payload_frames``, where ``gro_runs``)."""
+    the simulator's tcp_gro_receive marks it (``no_payload_frames``, where ``ReplayConfig.gro_runs``)."""
     rep = loaded.replayer
     # one name for the running kernel: its model's, as --kernel "$(uname -rv)" names it (kernel/release.py
     # resolve_kernel: 6.18.44-fc-v1098), in the table, JSON, trace and verdict alike
@@ -292,7 +279,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     # an skb carries no TCP payload when none of its frames does (a segment without payload is never merged:
     # tcp_gro_receive); counted, as the simulator counts it, only where GRO runs and so tcp_gro_receive sees it
     empty = no_payload_frames(sent, rep.decoder.flow_class, tports)
-    runs = gro_runs(config)
+    runs = config.gro_runs()
     for n, d in enumerate(oracle.deliveries):
         i = cursor[d.dev]
         cursor[d.dev] += 1

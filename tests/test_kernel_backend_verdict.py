@@ -118,3 +118,22 @@ def test_flows_the_backend_did_not_send_are_no_flows_of_its_verdict(tmp_path):
     assert "carry no payload" not in v.text  # the ACK flow is not judged either
     doc = document(result, backend="kernel")
     assert (doc["verdict"]["tunnel_flows"], doc["input"]["frames_replayed"]) == (2, 6)
+
+
+@pytest.mark.parametrize("off", [{"gro": {"phys": False, "tunnel": True}}, {"phys_xdp_generic": True}])
+def test_no_refusal_is_unseen_where_gro_does_not_run_on_the_phys_device(tmp_path, off):
+    # GRO elided on the phys veth (--gro phys=off, or a generic XDP program: --defer-to-tunnel; netif_elide_gro,
+    # include/linux/netdevice.h): no frame reaches udp_gro_receive there, so a kernel without the fix refuses none
+    # of these zero-checksum frames at the phys device, whatever the trace shows; the phys device hands each frame
+    # up alone (PHYS_ELIDED). The refusals are known (none): outcome not_affected, as the simulator says with
+    # --gro phys=off (breaker's finding: the outcome was not_observed, and with --defer-to-tunnel the text too)
+    path = own_acks_capture(tmp_path / "c.pcap", "zero")
+    cfg = _config(**off)
+    oracle = replace(fake_oracle(PHYS_ELIDED, 9), kernel_release="5.10.0")
+    result = kernel_result(load_capture(str(path), cfg), oracle, cfg)
+    v = verdict_of(result)
+    assert v.outcome == "not_affected"
+    assert (
+        "whether its udp_gro_receive refuses" not in v.text and "gate_refusals" not in v.summary_tokens()[-1]
+    )
+    assert document(result, backend="kernel")["summary"].endswith(" affected_flows=0")

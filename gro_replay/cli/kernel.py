@@ -220,7 +220,7 @@ def kernel_cmd(
         cfg, loaded, ports = _prepare(
             capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp, quiet
         )
-        # the devices the backend made (device names, JSON), and whether GRO ran on the phys veth (validate.gro_runs)
+        # the devices the backend made (device names, JSON), and whether GRO ran on the phys veth (ReplayConfig.gro_runs)
         cfg = replace(cfg, vxlan_ports=ports, phys_xdp_generic=defer_to_tunnel)
         oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
         tracer: TraceWriter | NamedOutput | None = None

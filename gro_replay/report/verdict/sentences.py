@@ -441,7 +441,9 @@ class CaptureSentences:
 
     def refusals_unseen(self) -> bool:
         """``unseen.refusals_unseen`` of this verdict: outcome ``not_observed``."""
-        return refusals_unseen(self.reasons_observed, self._tally.tunnel_zero, self.kernels)
+        return refusals_unseen(
+            self.reasons_observed, self._tally.tunnel_zero, self.kernels, self.result.config
+        )
 
     def _kernel_sentence(self, k: KernelFacts) -> str:
         t = self._tally

@@ -7,17 +7,29 @@ not known; the verdict's outcome is then ``not_observed``.
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from .facts import KernelFacts, ReplayResult
 from .words import plural
 
+if TYPE_CHECKING:
+    from ...sim.config import ReplayConfig
 
-def refusals_unseen(reasons_observed: bool, zero: int, kernels: list[KernelFacts]) -> bool:
+
+def refusals_unseen(
+    reasons_observed: bool, zero: int, kernels: list[KernelFacts], config: ReplayConfig
+) -> bool:
     """Whether the refusals that decide ``affected`` cannot be known: no end reasons recorded (``reasons_observed``
-    False: the kernel backend), a kernel of ``kernels`` without the fix (or whose lack is assumed), and ``zero`` > 0
-    tunnelled flows with outer UDP checksum 0, which its udp_gro_receive refuses when the NIC did not validate them
-    (gro-spec §4.4). udp4_gro_receive validates a checksum that is set, so without zero checksums the rule judges."""
-    return not reasons_observed and bool(zero) and any(k.carries_fix is False for k in kernels)
+    False: the kernel backend), a kernel of ``kernels`` without the fix (or whose lack is assumed), GRO running on
+    the phys device (``ReplayConfig.gro_runs``: else no frame reaches the gate), and ``zero`` > 0 tunnelled flows
+    with outer UDP checksum 0, which its udp_gro_receive refuses when the NIC did not validate them (gro-spec §4.4).
+    udp4_gro_receive validates a checksum that is set, so without zero checksums the rule judges."""
+    return (
+        not reasons_observed
+        and bool(zero)
+        and any(k.carries_fix is False for k in kernels)
+        and config.gro_runs()["phys"]
+    )
 
 
 def unseen_text(lacks: str, k: KernelFacts, zero: int, tunnel: int, result: ReplayResult) -> str:
