@@ -629,3 +629,48 @@ def test_a_split_is_flows_live_at_the_same_time_whatever_else_the_capture_carrie
         v = verdict_of(r)
         assert v.split_count == (2 if split else 0)
         assert ("2 flow(s) carry an inner flow that also travels under another outer key" in v.text) is split
+
+
+def test_each_flow_of_a_split_names_the_flows_live_with_it() -> None:
+    # one inner flow under outer source ports 50000 (#0, t = 0), 50001 (#1, t = 60 s) and 50002 (#2, t = 150 s),
+    # one data segment each. #0 ends at 120 s (idle timeout, sim/flows.py): it lived with #1, not with #2; #1 lives
+    # to the end (its 120 s run past the capture). All three carry the inner flow while another key's flow lives,
+    # but #2's note names #1 only (breaker's finding: the group is a chain, and the note named #0 too)
+    from gro_replay.report.verdict.core import verdict_of
+
+    spec = FrameSpec(outer_csum="computed", seq=1000, payload=100)
+    frames = [
+        (k * 10**9, build_frame(replace(spec, seq=1000 + 100 * n, udp_sport=50000 + n)))
+        for n, k in enumerate((0, 60, 150))
+    ]
+    v = verdict_of(replay_frames(frames, ReplayConfig()))
+    assert v.split_count == 3
+    lead = "split: the same inner flow also travels as flow(s) "
+    notes = {f.fid: f.why.split(lead)[1].split(" with another")[0] for f in v.flows if lead in f.why}
+    assert notes == {1: "#0, #2", 2: "#1"}  # #0 was retired: the live flows' notes
+
+
+@pytest.mark.parametrize("poll", ["budget", "gap:1000"])
+def test_a_flow_outside_the_selection_keeps_no_split_group_open(poll, tmp_path) -> None:
+    # --flow outer-src=10.0.0.1: A (outer port 50000, t = 0) and C (50001, t = 1000 s) of one inner flow are
+    # selected; U, the same inner flow from outer source 10.0.0.9 at t = 10 ns, is not; N, another inner flow, at
+    # t = 200 s is. A and C never lived together (A ended at 120 s): no split. U is retired unjudged (outside the
+    # selection) and leaves the group; before, it stayed in it forever, and with N's poll retiring A and U the
+    # verdict said C split from A (breaker's finding), with some poll models only
+    from gro_replay.report.verdict.core import verdict_of
+    from gro_replay.sim import PollModel
+
+    spec = FrameSpec(outer_csum="computed", seq=1000, payload=100)
+    frames = [
+        (0, build_frame(replace(spec, udp_sport=50000))),
+        (10, build_frame(replace(spec, udp_sport=50009, outer_src="10.0.0.9"))),
+        (200 * 10**9, build_frame(replace(spec, sport=41000, udp_sport=50005))),
+        (1000 * 10**9, build_frame(replace(spec, seq=1100, udp_sport=50001))),
+    ]
+    from gro_replay.sim import replay_capture
+
+    path = _pcap(tmp_path, frames)
+    cfg = ReplayConfig(flow="outer-src=10.0.0.1", poll=PollModel.parse(poll))
+    for c in (cfg, replace(cfg, rx_queues=2)):  # one RX queue (retired at poll ends) and scheduled polls
+        v = verdict_of(replay_capture(str(path), c))
+        assert v.split_count == 0 and "another outer key" not in v.text

@@ -185,6 +185,15 @@ class FlowTracker:
                 out.append(fid)
         return out
 
+    def ended_at(self, fid: int) -> int | None:
+        """When flow ``fid`` ended (ns): its last frame plus its timeout (``close_timeout_ns`` after FIN or RST, else
+        ``idle_timeout_ns``), the first instant at which ``timed_out`` holds; None when it is not tracked."""
+        t = self.closing.get(fid)
+        if t is not None:
+            return t + max(self.close_timeout_ns, 1)  # a gap of 0 is no silence (``silent_past``)
+        t = self.open.get(fid)
+        return None if t is None else t + max(self.idle_timeout_ns, 1)
+
     def forget(self, fid: int) -> None:
         self.first.pop(fid, None)
         self.open.pop(fid, None)

@@ -219,7 +219,7 @@ class Retiring(Ingest):
             key, cls = dec.flows[fid], dec.flow_class[fid]
             if any(f is not None for f in stats):
                 self.flow_rows.offer(FlowRow(fid, key, cls, stats[: self.shown]), retired=True)
-                self.retired_verdict.retire(fid, key, cls, stats)
+            self.retired_verdict.retire(fid, key, cls, stats, self.tracker.ended_at(fid))
             dec.retire(fid)
             if fid < len(self._rx_of_flow):
                 self._rx_of_flow[fid] = _FORGOTTEN_RX  # one shared tuple: nothing per retired flow

@@ -151,11 +151,16 @@ class Verdict(CaptureSentences):
         retired yet had ended by then (sim/flows.py ``FlowTracker.timed_out``). See ``_Tally.started``."""
         self._tally.started(fid, key, first_ns, ended_by)
 
-    def retire(self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None]) -> None:
-        """Add a flow that ended during the replay (its counters final): judged now, summed, kept only if it is
-        among the affected flows kept in full."""
-        if self._selected(fid):
-            self._tally.add(self.judge(fid, key, cls, stats), live=False)
+    def retire(
+        self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None], end_ns: int | None
+    ) -> None:
+        """Add a flow that ended during the replay at ``end_ns`` (ns: its last frame plus its timeout; its counters
+        final): judged now, summed, kept only if it is among the affected flows kept in full; a flow outside
+        ``--flow``'s selection or without counters (``stats`` all None) is not judged, and leaves its split group."""
+        if self._selected(fid) and any(st is not None for st in stats):
+            self._tally.add(self.judge(fid, key, cls, stats), live=False, end_ns=end_ns)
+        else:
+            self._tally.forget(fid)
 
     def complete(self, result: ReplayResult) -> None:
         """Judge the flows still live at the end of ``result`` and build the capture's verdict. Each flow's

@@ -439,9 +439,30 @@ def _split_fields(me: FlowKey, other: FlowKey) -> tuple:
     return fields or (_SPLIT_TUNNEL_HEADER.get(me.tunnel, ("outer header", "the outer headers differ")),)
 
 
-def _split_texts(members: list[tuple[int, FlowKey]]) -> dict[int, str]:
+#: per flow id, when it lived: (its first frame, when it ended), ns of capture time; None: not known (a replay that
+#: retires no flow: every flow lives to the end) or still live at the end
+Lives = dict[int, tuple[int | None, int | None]]
+
+
+def lived_together(lives: Lives | None, a: int, b: int) -> bool:
+    """Whether flows ``a`` and ``b`` were live at the same time: each started before the other had ended (a flow
+    ends when silent past its timeout: sim/flows.py ``silent_past``; one that starts at that instant starts after
+    it). Without ``lives``, or a time not known, they are taken to have been."""
+    if lives is None:
+        return True
+    fa, ea = lives.get(a, (None, None))
+    fb, eb = lives.get(b, (None, None))
+    return (fb is None or ea is None or fb < ea) and (fa is None or eb is None or fa < eb)
+
+
+def split_members(members: list[tuple[int, FlowKey]], lives: Lives | None = None) -> int:
+    """How many of ``members`` (one inner flow's flows) carry it while a flow under another outer key lives."""
+    return sum(any(k != me and lived_together(lives, fid, o) for o, k in members) for fid, me in members)
+
+
+def _split_texts(members: list[tuple[int, FlowKey]], lives: Lives | None = None) -> dict[int, str]:
     """Per flow id of ``members`` (``(fid, key)`` of one inner flow under several outer keys): its split note, which
-    names the flows under another key (those with its own key are the same headers back as a new flow: a
+    names the flows under another key that were live at the same time (``lived_together``) (those with its own key are the same headers back as a new flow: a
     connection after the last one ended, or a key retired while GRO held its frames; no note when all are). It
     says that the phys device's GRO keeps them apart (the tunnel device may merge them after decapsulation:
     without tunnel metadata its GRO compares no outer field), not that a merge was lost: whether frames on both sides could have merged (data
@@ -454,7 +475,7 @@ def _split_texts(members: list[tuple[int, FlowKey]]) -> dict[int, str]:
         # destination port (rule) and #2 with another VXLAN flags word (rule)"
         by_fields: dict[tuple, list[int]] = {}
         for o, k in members:
-            if k != me:
+            if k != me and lived_together(lives, fid, o):
                 by_fields.setdefault(_split_fields(me, k), []).append(o)
         if not by_fields:
             continue

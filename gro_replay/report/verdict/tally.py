@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...packet.decode import FlowKey
-from .facts import FlowVerdict, KernelFacts, _split_ident, _split_texts, break_reasons
+from .facts import FlowVerdict, KernelFacts, Lives, _split_ident, _split_texts, break_reasons, split_members
 
 
 @dataclass
@@ -92,6 +92,8 @@ class SplitGroup:
     ident: tuple
     members: list[tuple[int, FlowKey]] = field(default_factory=list)
     live: set[int] = field(default_factory=set)
+    #: per flow id: (first frame, end) in ns (``facts.Lives``), so that each flow names only those live with it
+    lives: Lives = field(default_factory=dict)
 
 
 class _Tally:
@@ -166,10 +168,22 @@ class _Tally:
         if g is None:
             g = self.groups[ident] = SplitGroup(ident)
         g.live.add(fid)
+        g.lives[fid] = (first_ns, None)
         self.group_of[fid] = g
 
-    def add(self, fv: FlowVerdict, live: bool) -> None:
-        """Sum flow ``fv`` (``live``: still live at the end of the input, else retired during the replay)."""
+    def forget(self, fid: int) -> None:
+        """Flow ``fid`` was retired unjudged (outside ``--flow``'s selection, or without counters): it leaves its
+        group, unnamed, so that the group closes when its judged flows are retired."""
+        g = self.group_of.pop(fid, None)
+        if g is not None:
+            g.live.discard(fid)
+            g.lives.pop(fid, None)
+            if not g.live:
+                self.close(g)
+
+    def add(self, fv: FlowVerdict, live: bool, end_ns: int | None = None) -> None:
+        """Sum flow ``fv`` (``live``: still live at the end of the input, else retired during the replay, having
+        ended at ``end_ns``: its last frame plus its timeout, ns)."""
         self.flows += 1
         self.refused += fv.gate_zero
         if fv.outcome == "lost":
@@ -179,7 +193,7 @@ class _Tally:
             if stage is not None:
                 self.refused_at[stage] += fv.gate_zero
         if fv.key.tunnel:
-            self._add_tunnel(fv, live)
+            self._add_tunnel(fv, live, end_ns)
         if fv.affected:
             self._add_affected(fv)
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
@@ -190,7 +204,7 @@ class _Tally:
             pre = fv.pre
             self.refusals[pre.name].add_costless(pre, fv.costless_why(pre) or "post_no_gain")
 
-    def _add_tunnel(self, fv: FlowVerdict, live: bool) -> None:
+    def _add_tunnel(self, fv: FlowVerdict, live: bool, end_ns: int | None) -> None:
         self.tunnel += 1
         self.tunnel_zero += bool(fv.key.outer_csum_zero)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
@@ -228,6 +242,8 @@ class _Tally:
             if g is None:  # a replay that retires no flow: one group per inner flow
                 g = self.groups.get(ident) or self.groups.setdefault(ident, SplitGroup(ident))
             g.members.append((fv.fid, fv.key))
+            if fv.fid in g.lives:
+                g.lives[fv.fid] = (g.lives[fv.fid][0], end_ns)
             if not live:
                 g.live.discard(fv.fid)
                 if not g.live:
@@ -278,12 +294,11 @@ class _Tally:
             del self.groups[g.ident]
         else:
             self.ended_groups.remove(g)
-        if len({key for _, key in g.members}) >= 2:
-            self.split_flows += len(g.members)
+        self.split_flows += split_members(g.members, g.lives)
 
     def split_notes(self) -> dict[int, str]:
         """Split notes of the flows in the groups still open (the live flows and their retired siblings)."""
         out: dict[int, str] = {}
         for g in [*self.ended_groups, *self.groups.values()]:
-            out.update(_split_texts(g.members))
+            out.update(_split_texts(g.members, g.lives))
         return out
