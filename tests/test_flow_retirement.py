@@ -674,3 +674,29 @@ def test_a_flow_outside_the_selection_keeps_no_split_group_open(poll, tmp_path) 
     for c in (cfg, replace(cfg, rx_queues=2)):  # one RX queue (retired at poll ends) and scheduled polls
         v = verdict_of(replay_capture(str(path), c))
         assert v.split_count == 0 and "another outer key" not in v.text
+
+
+def test_explain_ends_flows_as_the_replay_does(runner, tmp_path) -> None:
+    # explain keeps every flow's counters (ReplayConfig.flows_kept) but ends flows by the replay's timeouts: a key
+    # back after 121 s of silence is a second flow, and an inner flow under another outer port 1000 s after the
+    # first flow is no split (#0 ended at 120 s), in explain as in the replay. Before, explain ran without
+    # timeouts: one flow, and "2 flow(s) carry an inner flow that also travels under another outer key"
+    # (breaker's finding)
+    import json
+
+    from gro_replay.cli import main
+
+    spec = FrameSpec(outer_csum="computed", seq=1000, payload=100)
+    later = 1000 * 10**9
+    frames = [
+        (0, build_frame(replace(spec, udp_sport=50000))),
+        (later, build_frame(replace(spec, seq=1100, udp_sport=50001))),
+    ]
+    cases = {"back": _returning(121 * 10**9, False), "moved": frames}
+    for name, fr in cases.items():
+        path = str(_pcap(tmp_path, fr, f"{name}.pcap"))
+        replay = json.loads(runner.invoke(main, [path, "--format", "json", "-q"]).stdout)
+        explained = json.loads(runner.invoke(main, ["explain", path, "--format", "json", "-q"]).stdout)
+        assert explained["flows_total"] == replay["kernels"][0]["flows_summary"]["flows"] == 2
+        assert explained["verdict"]["text"] == "affected: no: " + replay["verdict"]["text"]
+        assert "another outer key" not in replay["verdict"]["text"]

@@ -81,8 +81,9 @@ def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) ->
         except SelectorError as e:
             raise UsageError(str(e)) from None
     cfg = build_config(**opts)  # validates, and rejects --kernel with --fix/--no-fix
-    # every flow is explained from its own counters: none is retired (sim/flows.py), none summed
-    cfg = replace(cfg, flow_idle_timeout_ns=0, flows_max=1 << 62)
+    # every flow is explained from its own counters: flows end as in the replay (a key back is a new flow, splits
+    # are judged by when flows lived: sim/flows.py), but none is retired, none summed
+    cfg = replace(cfg, flows_kept=True, flows_max=1 << 62)
     shown = [m.name for m in cfg.kernels]
     obs = FlowDeliveries()
     # only the selected flows' skbs are kept: all of them, the JSON's flows, not only the text's --limit

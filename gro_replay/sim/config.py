@@ -176,6 +176,9 @@ class ReplayConfig:
     flow_idle_timeout_ns: int = IDLE_TIMEOUT_NS
     #: a flow whose TCP connection sent FIN or RST is retired after this much silence (ns)
     flow_close_timeout_ns: int = CLOSE_TIMEOUT_NS
+    #: flows end by the timeouts above (a key back starts a new flow; splits are judged by when flows lived) but are
+    #: never retired, every flow's counters kept to the end (``explain``, which explains every flow)
+    flows_kept: bool = False
 
     def _validate_flows(self) -> None:
         if self.flows_max < 0 or self.flow_idle_timeout_ns < 0 or self.flow_close_timeout_ns < 0:

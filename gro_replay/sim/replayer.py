@@ -414,7 +414,8 @@ class Replayer(Retiring):
             self.batch,
             self.engine,
             self.flow_rows,
-            self.retired_verdict if self.tracker.retired else None,
+            # the verdict the flows started into (their split groups: when each lived) and retired ones were added to
+            self.retired_verdict if self._retiring else None,
             # without retirement every flow stays live
             self.tracker.live_max if self._retiring else sum(1 for k in self.decoder.flows if k is not None),
             counterfactuals=self.stats[self.shown :],

@@ -203,7 +203,10 @@ class Retiring(Ingest):
 
     def retire_flows(self, now: int) -> int:
         """Retire every flow that ended (sim/flows.py) by ``now`` (ns) and holds nothing in the simulation: its
-        final counters go to ``flow_rows`` and the verdict, and every per-flow entry is dropped. Returns how many."""
+        final counters go to ``flow_rows`` and the verdict, and every per-flow entry is dropped. Returns how many
+        (none with ``ReplayConfig.flows_kept``)."""
+        if self.config.flows_kept:  # ended flows are kept (explain): nothing is retired
+            return 0
         cands = self.tracker.expired(now)
         if not cands:
             return 0
