@@ -1143,3 +1143,32 @@ def test_refused_probes_name_every_skb_the_fix_leaves_apart():
     compared = verdict_of(replay_frames(frames, ReplayConfig()))
     half = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×2; {_POLL} ×1; {_ACK_NEXT} ×1"
     assert [f.why.endswith(f"(post-fix: {half})") for f in compared.flows] == [True, True]
+
+
+def test_flows_without_payload_past_the_gate_are_the_other_ones():
+    # the bulk flow and its peer's 3 pure ACKs with outer checksum 0 (the pre-fix gate refuses them, at no cost:
+    # tcp_gro_receive merges no segment without payload), and 3 pure ACKs of another connection (inner port
+    # 40001) with a computed outer checksum, which the gate passes (gro-spec §4.7). 5.11 alone names the refused
+    # ACK flow among its costless refusals, then the ACK flow it did not refuse as "1 other" flow without payload
+    # (newcomer's finding: "12 tunnelled TCP flow(s) carry no payload" beside "36 flow(s) without payload" read as
+    # if 12 were all of them)
+    from gro_replay.packet.build import FrameSpec, build_frame, peer_spec
+    from gro_replay.report.verdict.core import verdict_of
+    from gro_replay.sim import replay_frames
+
+    frames = _bulk_and_acks("zero")
+    spec = FrameSpec(outer_csum="computed", sport=40001)
+    other = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
+    frames += [(frames[-1][0] + 1000 * (k + 1), build_frame(s)) for k, s in enumerate(other)]
+    text = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,)))).text
+    assert (
+        "at no cost to aggregation: 1 flow(s) without payload (ACKs, and SYN, FIN or RST without data), 3 frames"
+        in text
+    )
+    assert (
+        " 1 other tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without data), whose segments go "
+        "up one by one (no payload (pure ACK) [tcp_gro_receive:len_zero] ×3)"
+    ) in text
+    # compare mode names the post-fix kernel's count, with no gate refusal of its own: all 2 flows, no "other"
+    compared = verdict_of(replay_frames(frames, ReplayConfig())).text
+    assert "In post-fix (v5.12), 2 tunnelled TCP flow(s) carry no payload" in compared

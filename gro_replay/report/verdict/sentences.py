@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...kernel.model import KernelModel
-from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts, ReplayResult
+from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts, ReplayResult
 from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, _Tally
 from .unseen import refusals_unseen, unseen_text
@@ -37,22 +37,10 @@ from .words import (
     plural,
     ports_text,
     reason_list,
+    refused_where,
     split_text,
     unread_text,
 )
-
-
-def _refused_where(at: dict) -> str:
-    """For which zero checksum the gate refused frames, from ``_Tally.refused_at`` (frames by the stage that refused
-    them first): the outer header's at the phys device, a nested tunnel header's at the tunnel device's gro_cells
-    (its outer header passed at the phys device), or both."""
-    phys, tunnel = at["phys"], at["tunnel"]
-    nested = f"at {STAGE_NAMES['tunnel']} for the zero UDP checksum of a tunnel inside the tunnel"
-    if not tunnel:
-        return "for their zero outer UDP checksum"
-    if not phys:
-        return f"{nested} (their outer header passed at {STAGE_NAMES['phys']})"
-    return f"for a zero UDP checksum ({phys:,} at {STAGE_NAMES['phys']}, {tunnel:,} only {nested})"
 
 
 class CaptureSentences:
@@ -226,7 +214,7 @@ class CaptureSentences:
                 why = f": {self._costless_parts(pre, self.pre)}"
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
-                f"refuses {refused:,} frame(s) {_refused_where(t.refused_at)}, but "
+                f"refuses {refused:,} frame(s) {refused_where(t.refused_at)}, but "
                 + (
                     f"{self.pre} with the fix alone ({self.fix_alone})"
                     if self.fix_alone
@@ -353,10 +341,10 @@ class CaptureSentences:
 
     def _empty_note(self, kernels: list[KernelFacts]) -> str:
         """The tunnelled TCP flows whose every phys skb carried no TCP payload (``Unmerged.empty``), in ``kernels``
-        (compare mode: the kernel with the fix): " N tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or
-        RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no segment without
-        payload, in any kernel." — once when every kernel of the run counts the same, else per kernel named; ""
-        when none."""
+        (compare mode: the kernel with the fix): " N [other] tunnelled TCP flow(s) carry no payload (ACKs, and SYN,
+        FIN or RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no segment
+        without payload, in any kernel." — "other" than those the kernel's gate refused (``_costless_text``); once
+        when every kernel of the run counts the same, else per kernel named; "" when none."""
         counts = [(k, self._tally.unmerged[k.name]) for k in kernels if self._tally.unmerged[k.name].empty]
         if not counts:
             return ""
@@ -370,8 +358,11 @@ class CaptureSentences:
         parts = []
         for k, u in counts:
             who = f"in {kernel_label(k.name, k.release)}, " if named else ""
+            other = (
+                " other" if "no_payload" in self._tally.refusals[k.name].costless_by else ""
+            )  # than the gate's
             parts.append(
-                f"{who}{u.empty:,} tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without "
+                f"{who}{u.empty:,}{other} tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without "
                 f"data), whose segments go up one by one ({self._reasons(u.empty_reasons, k.name)})"
             )
             if not named:  # every kernel's is this one

@@ -470,3 +470,16 @@ def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = No
     shown = items[:limit]
     text = "; ".join(f"{R.describe(k)} [{k}] ×{v:,}{_rule_note(k, model)}" for k, v in shown)
     return text + _the_rest(items, limit, unit, "; and")
+
+
+def refused_where(at: dict) -> str:
+    """For which zero checksum the gate refused frames, from ``_Tally.refused_at`` (frames by the stage that refused
+    them first): the outer header's at the phys device, a nested tunnel header's at the tunnel device's gro_cells
+    (its outer header passed at the phys device), or both."""
+    phys, tunnel = at["phys"], at["tunnel"]
+    nested = f"at {STAGE_NAMES['tunnel']} for the zero UDP checksum of a tunnel inside the tunnel"
+    if not tunnel:
+        return "for their zero outer UDP checksum"
+    if not phys:
+        return f"{nested} (their outer header passed at {STAGE_NAMES['phys']})"
+    return f"for a zero UDP checksum ({phys:,} at {STAGE_NAMES['phys']}, {tunnel:,} only {nested})"
