@@ -126,6 +126,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
     flush = 1
     pp = None
     ports = (sport << 16) | dport
+    p_why = None  # observation only: why the held packet ends, when not the arriving segment's own reason
 
     p = None
     for q in head:
@@ -199,13 +200,19 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
             pcb.ended_by = (skb.frames[0], held_end, seq)
             # a sequence gap explains the ID step it implies (reasons.py): name the gap
             why = R.TCP_SEQ if why is None or R.id_step_only(why) else why
+        arrived_flushing = cb.flush  # NAPI_GRO_CB(skb)->flush set before this layer: skb_gro_receive refuses
         if flush or skb_gro_receive(p, skb):
             mss = 1
             if flush:
                 assert why is not None  # every flush above names its reason
-                R.skb_flush_reason(cb, why)  # a flush set before this layer stays the reason (and p's below)
+                R.skb_flush_reason(cb, why)  # a flush set before this layer stays the skb's reason
+                p_why = why
                 if why.endswith("ip_id"):
                     pcb.id_step = _id_step(skb, p, "inner_ip_id" in why and "outer_ip_id" not in why)
+            elif arrived_flushing:
+                # p is ended by an skb that was flushing on its own (GSO before v6.1, bytes past its IP datagram):
+                # named as such, not by that skb's own reason (which would read as p's)
+                p_why = R.SKB_GRO_RECEIVE_FLUSH
         elif flags & (TCP_FLAG_FIN | TCP_FLAG_PSH):
             if not isinstance(pbuf, bytearray):
                 p.buf = pbuf = bytearray(pbuf)
@@ -231,7 +238,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
                 p.cb.why = tag
                 pp = p
         else:
-            p.cb.why = cb.why
+            p.cb.why = p_why or cb.why
             pp = p
             if final:
                 R.skb_flush_reason(cb, tag)
