@@ -364,18 +364,21 @@ def test_max_bytes_other_scripts(runner, tmp_path, value) -> None:
         (["--pcap-format", "pcap"], "Error: --pcap-format needs --write-pcap"),
         (
             ["--flow-timeout", "off", "--flow-close-timeout", "5"],
-            "Error: --flow-close-timeout needs --flow-timeout on (with 0 or off no flow is retired)",
+            "Error: --flow-close-timeout needs --flow-timeout on (with 0 or off no flow ends)",
         ),
         (
             ["--flow-close-timeout", "5", "--flow-timeout", "0"],
-            "Error: --flow-close-timeout needs --flow-timeout on (with 0 or off no flow is retired)",
+            "Error: --flow-close-timeout needs --flow-timeout on (with 0 or off no flow ends)",
         ),
     ],
 )
 def test_option_the_others_make_void(runner, tmp_path, args, line) -> None:
     """Given together, the second option would be ignored without a word (no --write-pcap file to format; no flow
-    retired, so no close timeout): refused as --nic-tunnel-port without --nic is."""
+    ends, so no close timeout): refused as --nic-tunnel-port without --nic is, by explain too (it ends flows as
+    the replay does)."""
     assert one_line(run(runner, [*required_cli_args("replay", tmp_path), *args])) == line
+    if "--write-pcap" not in line:
+        assert one_line(run(runner, [*required_cli_args("explain", tmp_path), *args])) == line
 
 
 def test_option_the_others_need_is_accepted_with_them(runner, tmp_path) -> None:

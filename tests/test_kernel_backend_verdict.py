@@ -136,4 +136,13 @@ def test_no_refusal_is_unseen_where_gro_does_not_run_on_the_phys_device(tmp_path
     assert (
         "whether its udp_gro_receive refuses" not in v.text and "gate_refusals" not in v.summary_tokens()[-1]
     )
+    # the cause named is the elided GRO, not the checksums; each flow's why agrees (one decision:
+    # refusals_unseen)
+    cause = (
+        "with GRO off on eth0" if "gro" in off else "with a generic XDP program on eth0 (--defer-to-tunnel)"
+    )
+    assert v.text.startswith(
+        f"The fix changes nothing {cause}: dev_gro_receive passes every frame up unmerged"
+    )
+    assert not any("not observable with the kernel backend;" in f.why for f in v.flows)
     assert document(result, backend="kernel")["summary"].endswith(" affected_flows=0")

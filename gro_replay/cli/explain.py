@@ -16,7 +16,7 @@ from ..report.schema import dumps
 from ..sim import replay_capture
 from .command import Command
 from .errors import UsageError, capture_error, no_flow_error
-from .options import FLOW_HELP, build_config, replay_options
+from .options import FLOW_HELP, build_config, flow_timeout_options, flow_timeouts, replay_options
 from .output import start_progress
 from .params import BoundedInt, Keyword
 
@@ -34,6 +34,7 @@ DEFAULT_SKBS_MAX = 50
     help=FLOW_HELP + " Explain replays every frame and details the matching flows.",
 )
 @replay_options
+@flow_timeout_options
 @click.option("--format", "fmt", type=Keyword(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--limit",
@@ -60,7 +61,9 @@ DEFAULT_SKBS_MAX = 50
     help="With --skbs: at most N skbs listed per flow, stage and kernel, the rest counted (0: all).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) -> None:
+def explain_cmd(
+    capture, selector, fmt, limit, skbs, skbs_max, quiet, flow_timeout, flow_close_timeout, **opts
+) -> None:
     """Explain, per flow of CAPTURE, where its frames were aggregated (phys NAPI, tunnel gro_cells) and why
     every skb ended, named after the kernel function and condition; then whether the flow, and the capture,
     is affected by the zero-checksum bug fixed in 89e5c58fc1e2 and how many stack traversals the fix saves.
@@ -83,7 +86,7 @@ def explain_cmd(capture, selector, fmt, limit, skbs, skbs_max, quiet, **opts) ->
     cfg = build_config(**opts)  # validates, and rejects --kernel with --fix/--no-fix
     # every flow is explained from its own counters: flows end as in the replay (a key back is a new flow, splits
     # are judged by when flows lived: sim/flows.py), but none is retired, none summed
-    cfg = replace(cfg, flows_kept=True, flows_max=1 << 62)
+    cfg = flow_timeouts(replace(cfg, flows_kept=True, flows_max=1 << 62), flow_timeout, flow_close_timeout)
     shown = [m.name for m in cfg.kernels]
     obs = FlowDeliveries()
     # only the selected flows' skbs are kept: all of them, the JSON's flows, not only the text's --limit

@@ -11,7 +11,7 @@ import click
 from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, same_model, same_model_words
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from .errors import UsageError
-from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword
+from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword, SecondsOrOff
 
 if TYPE_CHECKING:
     from ..sim import ReplayConfig
@@ -382,3 +382,49 @@ def _default_poll(nic: str | None) -> str:
 
     preset = NIC_PRESETS.get(nic) if nic else None
     return (preset.poll if preset is not None else None) or f"gap:{DEFAULT_POLL_GAP_USECS}"
+
+
+def given(name: str) -> bool:
+    """Whether option ``name`` (its parameter name) was given on the command line or by environment, not defaulted."""
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(name) in (
+        ParameterSource.COMMANDLINE,
+        ParameterSource.ENVIRONMENT,
+    )
+
+
+def flow_timeout_options(f):
+    """``--flow-timeout`` and ``--flow-close-timeout``, shared by the replay and ``explain`` (which ends flows as
+    the replay does, keeping them all: ``ReplayConfig.flows_kept``); read with ``flow_timeouts``."""
+    f = click.option(
+        "--flow-close-timeout",
+        type=BoundedInt(0, 10**9),
+        default=10,
+        show_default=True,
+        metavar="SECONDS",
+        help="End a tunnelled TCP flow this long after its FIN or RST (conntrack's CLOSE; unless --flow-timeout "
+        "is off); the replay retires it.",
+    )(f)
+    return click.option(
+        "--flow-timeout",
+        type=SecondsOrOff(0, 10**9),
+        default="120",
+        show_default=True,
+        metavar="SECONDS|off",
+        help="End a flow silent this long (capture time; 120 as conntrack; 0 or off: no flow ends): a later "
+        "frame with its key starts a new flow. The replay retires it (its counters are final, it is summed or "
+        "listed, memory grows with the flows live at once); explain keeps every flow.",
+    )(f)
+
+
+def flow_timeouts(cfg: ReplayConfig, flow_timeout: int, flow_close_timeout: int) -> ReplayConfig:
+    """``cfg`` with ``--flow-timeout`` and ``--flow-close-timeout`` (seconds) as its flow timeouts (ns). Raises
+    UsageError (exit 2) for ``--flow-close-timeout`` given with ``--flow-timeout`` 0/off (no flow ends)."""
+    from dataclasses import replace
+
+    if given("flow_close_timeout") and not flow_timeout:
+        raise UsageError("--flow-close-timeout needs --flow-timeout on (with 0 or off no flow ends)")
+    return replace(
+        cfg, flow_idle_timeout_ns=flow_timeout * 10**9, flow_close_timeout_ns=flow_close_timeout * 10**9
+    )

@@ -10,9 +10,9 @@ from ..outputs import RunOutputs
 from ..report import FLOWS_MAX_DEFAULT
 from .command import Command
 from .errors import UsageError, capture_error, no_flow_error
-from .options import FLOW_HELP, build_config, replay_options
+from .options import FLOW_HELP, build_config, flow_timeout_options, flow_timeouts, given, replay_options
 from .output import NamedOutput, open_out, output_error, report_console, start_progress, write_export
-from .params import BoundedInt, Keyword, SecondsOrOff
+from .params import BoundedInt, Keyword
 
 
 @click.command("replay", cls=Command)
@@ -54,25 +54,7 @@ from .params import BoundedInt, Keyword, SecondsOrOff
     help="JSON: per kernel, list at most N flows in full in flows[] (those with most segments); the others are "
     "counted and their counters summed in flows_summary.omitted.",
 )
-@click.option(
-    "--flow-timeout",
-    type=SecondsOrOff(0, 10**9),
-    default="120",
-    show_default=True,
-    metavar="SECONDS|off",
-    help="Retire a flow silent this long (capture time; 120 as conntrack; 0 or off: keep every flow to the "
-    "end): its counters are final, it is summed or listed, and a later frame with its key starts a new flow. "
-    "Memory grows with the flows live at once.",
-)
-@click.option(
-    "--flow-close-timeout",
-    type=BoundedInt(0, 10**9),
-    default=10,
-    show_default=True,
-    metavar="SECONDS",
-    help="Retire a tunnelled TCP flow this long after its FIN or RST (conntrack's CLOSE; unless --flow-timeout "
-    "is off).",
-)
+@flow_timeout_options
 @click.option(
     "--quiet",
     "-q",
@@ -120,18 +102,14 @@ def replay_cmd(
     **opts,
 ) -> None:
     """Replay CAPTURE (pcap/pcapng, optionally gzip; - for stdin) through the GRO stages of each kernel model."""
-    _check_dependent_options(pcap_dir, flow_timeout)
+    _check_dependent_options(pcap_dir)
     stdout_users = [f"--format {fmt}"] if fmt != "table" else []
     stdout_users += [f"{o} -" for o in _dash_options(trace_path, json_path, md_path)]
     if len(stdout_users) > 1:
         both = "both" if len(stdout_users) == 2 else "all"
         raise UsageError(f"{' and '.join(stdout_users)} {both} write to stdout: give all but one a file")
-    cfg = replace(
-        build_config(flow=flow, **opts),
-        flows_max=flows_max,
-        flow_idle_timeout_ns=flow_timeout * 10**9,
-        flow_close_timeout_ns=flow_close_timeout * 10**9,
-    )
+    cfg = replace(build_config(flow=flow, **opts), flows_max=flows_max)
+    cfg = flow_timeouts(cfg, flow_timeout, flow_close_timeout)
     # every file output (--trace, --write-pcap, --plot, --json, --markdown) is written beside its path and renamed
     # into place when the run succeeds; a run that stops (exit 2, 130) removes them (gro_replay/outputs.py)
     with RunOutputs(inputs=[capture]) as outs:
@@ -156,21 +134,12 @@ def replay_cmd(
     _outputs(result, fmt, json_path, md_path, no_hist)
 
 
-def _check_dependent_options(pcap_dir, flow_timeout) -> None:
+def _check_dependent_options(pcap_dir) -> None:
     """Refuse (UsageError, exit 2) an option given on the command line that the others make void, as
     ``--nic-tunnel-port`` without ``--nic`` is (cli/options.py): ``--pcap-format`` without ``--write-pcap`` (no
-    file is written), ``--flow-close-timeout`` with ``--flow-timeout`` 0/off (no flow is retired)."""
-    from click.core import ParameterSource
-
-    ctx = click.get_current_context()
-
-    def given(name: str) -> bool:
-        return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-
+    file is written); ``flow_timeouts`` checks ``--flow-close-timeout``."""
     if given("pcap_format") and pcap_dir is None:
         raise UsageError("--pcap-format needs --write-pcap")
-    if given("flow_close_timeout") and not flow_timeout:
-        raise UsageError("--flow-close-timeout needs --flow-timeout on (with 0 or off no flow is retired)")
 
 
 def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs: RunOutputs):

@@ -334,7 +334,7 @@ class Verdict(CaptureSentences):
             lacks = lacks_fix_words(self.models.get(k.name), head)
             if gz:
                 return self._lacking_flow_why(k, fv, lacks)
-            if not self.reasons_observed and fv.key.outer_csum_zero:
+            if fv.key.outer_csum_zero and self.refusals_unseen():
                 text = (
                     f"{lacks}: whether udp_gro_receive refuses this flow's frames for their zero outer UDP checksum "
                     f"is not observable with the kernel backend"

@@ -146,15 +146,20 @@ class CaptureSentences:
                 )
                 + ". No flow is affected by the zero-checksum bug: what the host receives does not depend on it."
             )
-        gro = getattr(cfg, "gro", None) or {}
-        if not gro.get("phys", True) and not self._tally.affected:
+        runs = cfg.gro_runs()
+        if not runs["phys"] and not self._tally.affected:
             tunnel = (
                 "the tunnel device's gro_cells do all the merging"
-                if gro.get("tunnel", True)
+                if runs["tunnel"]
                 else "with GRO off on the tunnel device too, nothing is merged anywhere"
             )
+            off = (
+                f"with a generic XDP program on {cfg.phys_dev} (--defer-to-tunnel)"
+                if cfg.phys_xdp_generic
+                else f"with GRO off on {cfg.phys_dev}"
+            )
             text = (
-                f"The fix changes nothing with GRO off on {cfg.phys_dev}: dev_gro_receive passes every frame up "
+                f"The fix changes nothing {off}: dev_gro_receive passes every frame up "
                 "unmerged (netif_elide_gro) in every kernel, so udp_gro_receive's checksum gate (what "
                 f"{FIX} changed) is never reached; {tunnel}."
             )
