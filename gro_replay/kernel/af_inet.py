@@ -82,6 +82,8 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
                     pcb.flush |= 1
                     pcb.why = R.IP_TTL_TOS_DF
                     pcb.l3_why |= R.L3_FIELDS << (R.L3_INNER_SHIFT * cb.encap_mark)  # observation only
+                if flush and not pcb.flush:
+                    pcb.why = R.TCP_NEXT_FLUSHING  # observation only: skb's own flush, folded into p's
                 pcb.flush |= flush
                 flush_id = (ip_id - id2) & 0xFFFF
                 tally = _skbuff.id_tally is not None  # observation only (sim/runs.py)

@@ -115,6 +115,8 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
                 pcb.flush |= 1
                 pcb.why = R.IPV6_TCLASS_HOPLIMIT
                 pcb.l3_why |= R.L3_V6 << (R.L3_INNER_SHIFT * cb.encap_mark)  # observation only
+            if flush and not pcb.flush:
+                pcb.why = R.TCP_NEXT_FLUSHING  # observation only: skb's own flush, folded into p's
             pcb.flush |= flush
             if cb.is_atomic:
                 if _skbuff.id_tally is not None and cb.encap_mark:  # observation only (sim/runs.py)

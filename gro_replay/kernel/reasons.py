@@ -34,9 +34,11 @@ POLL_END = "napi_complete_done:flush"
 BUDGET_EXHAUSTED = "napi_poll:budget_exhausted_flush"
 SKB_GRO_RECEIVE_E2BIG = "skb_gro_receive:gro_max_size"
 #: the held packet, completed by an arriving skb of its flow that was flushing on its own
-#: (``NAPI_GRO_CB(skb)->flush`` set before tcp_gro_receive: a GSO skb before v6.1, bytes past its IP datagram),
-#: which skb_gro_receive refuses (-E2BIG): the arriving skb's own reason names it, not the held packet
-SKB_GRO_RECEIVE_FLUSH = "skb_gro_receive:next_flushing"
+#: (``NAPI_GRO_CB(skb)->flush`` set before tcp_gro_receive: a GSO skb before v6.1, bytes past its IP datagram):
+#: up to v6.9 inet_gro_receive/ipv6_gro_receive fold that flush into the held packet's
+#: (``NAPI_GRO_CB(p)->flush |= flush``), from v6.10 skb_gro_receive refuses the skb (-E2BIG); either way
+#: tcp_gro_receive completes the held packet. The arriving skb's own reason names it, not the held packet
+TCP_NEXT_FLUSHING = "tcp_gro_receive:next_flushing"
 #: the reasons ``napi_gro_flush`` gives the held packets it completes at the end of a poll (no frame's arrival
 #: completed them: ``NAPI_GRO_CB(skb)->ended_by`` stays None)
 FLUSHES = frozenset({POLL_END, BUDGET_EXHAUSTED})
@@ -251,6 +253,8 @@ def p_flush_reason(pcb: NapiGroCb, encap: int) -> str:
     reason the L3 function recorded; anything else is IP_FLUSH.
     """
     why = pcb.why
+    if why == TCP_NEXT_FLUSHING:  # the arriving skb's own flush, folded into p's (inet_gro_receive)
+        return why
     if why == IP_TTL_TOS_DF or why == IPV6_TCLASS_HOPLIMIT:
         fn = why.partition(":")[0]
         return l3_reason(pcb.l3_why & ~L3_ID_BITS, encap, why, fn)
@@ -273,7 +277,7 @@ DESCRIPTIONS = {
     MAX_GRO_SKBS: "bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)",
     POLL_END: "poll ended below budget: napi_complete_done flushed GRO",
     BUDGET_EXHAUSTED: "poll used its whole budget: napi_poll flushed GRO",
-    SKB_GRO_RECEIVE_FLUSH: "the next skb of its flow was itself flushed (its own reason is listed for it)",
+    TCP_NEXT_FLUSHING: "the next skb of its flow was itself flushed (its own reason is listed for it)",
     SKB_GRO_RECEIVE_E2BIG: "merge would reach the size limit (64 KiB; from v5.17 the device's gro_max_size, for IPv4 "
     "from v6.3 gro_ipv4_max_size)",
     INET_NO_OFFLOAD: "IPv4 protocol without GRO handler",

@@ -212,7 +212,7 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
             elif arrived_flushing:
                 # p is ended by an skb that was flushing on its own (GSO before v6.1, bytes past its IP datagram):
                 # named as such, not by that skb's own reason (which would read as p's)
-                p_why = R.SKB_GRO_RECEIVE_FLUSH
+                p_why = R.TCP_NEXT_FLUSHING
         elif flags & (TCP_FLAG_FIN | TCP_FLAG_PSH):
             if not isinstance(pbuf, bytearray):
                 p.buf = pbuf = bytearray(pbuf)
