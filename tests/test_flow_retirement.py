@@ -700,3 +700,15 @@ def test_explain_ends_flows_as_the_replay_does(runner, tmp_path) -> None:
         assert explained["flows_total"] == replay["kernels"][0]["flows_summary"]["flows"] == 2
         assert explained["verdict"]["text"] == "affected: no: " + replay["verdict"]["text"]
         assert "another outer key" not in replay["verdict"]["text"]
+    # a chain A (port 50000, 0 s), B (50001, 60 s), C (50002, 150 s): A ended at 120 s, before C started. Every
+    # flow is kept by explain: A's note names B only, C's B only, as the replay names them for its live flows
+    # (second breaker's finding: explain's kept flows had no end, and A and C named each other)
+    chain = [
+        (k * 10**9, build_frame(replace(spec, seq=1000 + 100 * n, udp_sport=50000 + n)))
+        for n, k in enumerate((0, 60, 150))
+    ]
+    path = str(_pcap(tmp_path, chain, "chain.pcap"))
+    lines = runner.invoke(main, ["explain", path, "-q"]).stdout.splitlines()
+    lead = "split: the same inner flow also travels as flow(s) "
+    notes = [ln.split(lead)[1].split(" with another")[0] for ln in lines if lead in ln and "verdict:" in ln]
+    assert notes == ["#1", "#0, #2", "#1"]

@@ -339,6 +339,12 @@ class Replayer(Retiring):
         """
         if self._retiring and self._clock is not None and self.tracker.due(self._clock):
             self.retire_flows(self._clock)  # the flows that had ended by the last frame (nothing is held now)
+        if self._retiring:  # when the flows not retired end (ended, kept by explain: ReplayConfig.flows_kept)
+            tracker = self.tracker
+            for fid in [*tracker.closing, *tracker.open]:
+                end = tracker.ended_at(fid)
+                if end is not None:
+                    self.retired_verdict.ends(fid, end)
         if self._select is not None:
             self._finish_selected()
             return

@@ -151,6 +151,10 @@ class Verdict(CaptureSentences):
         retired yet had ended by then (sim/flows.py ``FlowTracker.timed_out``). See ``_Tally.started``."""
         self._tally.started(fid, key, first_ns, ended_by)
 
+    def ends(self, fid: int, end_ns: int) -> None:
+        """Flow ``fid``, not retired, ends at ``end_ns`` (ns): ``_Tally.ends``."""
+        self._tally.ends(fid, end_ns)
+
     def retire(
         self, fid: int, key: FlowKey, cls: str, stats: list[FlowStats | None], end_ns: int | None
     ) -> None:

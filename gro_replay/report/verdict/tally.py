@@ -171,6 +171,13 @@ class _Tally:
         g.lives[fid] = (first_ns, None)
         self.group_of[fid] = g
 
+    def ends(self, fid: int, end_ns: int) -> None:
+        """Flow ``fid``, not retired, ends (or ended) at ``end_ns`` (ns: its last frame plus its timeout): the end
+        its split notes compare (``facts.lived_together``); ``explain`` keeps ended flows, the replay its live ones."""
+        g = self.group_of.get(fid)
+        if g is not None and fid in g.lives:
+            g.lives[fid] = (g.lives[fid][0], end_ns)
+
     def forget(self, fid: int) -> None:
         """Flow ``fid`` was retired unjudged (outside ``--flow``'s selection, or without counters): it leaves its
         group, unnamed, so that the group closes when its judged flows are retired."""
@@ -242,7 +249,7 @@ class _Tally:
             if g is None:  # a replay that retires no flow: one group per inner flow
                 g = self.groups.get(ident) or self.groups.setdefault(ident, SplitGroup(ident))
             g.members.append((fv.fid, fv.key))
-            if fv.fid in g.lives:
+            if end_ns is not None and fv.fid in g.lives:
                 g.lives[fv.fid] = (g.lives[fv.fid][0], end_ns)
             if not live:
                 g.live.discard(fv.fid)
