@@ -337,9 +337,10 @@ def test_an_aggregate_s_length_met_with_mss_is_keyed_exactly(tmp_path):
     packet's mss at the tunnel device ((len - 1) >= mss): a sum of segment lengths, which ranks do not fix. One flow,
     outer DF clear: 1398, then X and X with an outer ID jump (phys flushes the first alone and merges the others);
     X = 600 (1200 < 1398) and X = 800 (1600 > 1398) have one rank pattern and different answers (breaker run).
-    The aggregate arrives flushed already (dev_gro_receive: skb_is_gso, before 6.1), so that flush, the first the
-    kernel meets, names both its end and the held packet's whatever the length compare says (reasons.py
-    skb_flush_reason): the batch path must still give the reference document in both cases."""
+    The aggregate arrives flushed already (dev_gro_receive: skb_is_gso, before 6.1), which names its own end
+    (reasons.py skb_flush_reason); the held packet is named by the length compare where it flushes (X = 800:
+    len_gt_mss), else by the flushing arrival, which skb_gro_receive refuses (X = 600: next_flushing). The batch
+    path must give the reference document in both cases."""
     a = FrameSpec(
         inner_src="10.244.1.1", inner_dst="10.244.2.1", sport=33000, udp_sport=40000, outer_df=False
     )
@@ -355,7 +356,8 @@ def test_an_aggregate_s_length_met_with_mss_is_keyed_exactly(tmp_path):
     want, counts = _replayed(tmp_path, polls, ReplayConfig(kernels=(K_5_12,)))
     assert counts["polls_composed"] > 0, counts
     why = want["kernels"][0]["stages"]["tunnel"]["end_reasons"]
-    assert why == {R.GSO_SKB: 8}, why  # per poll: the held 1398-byte segment and the aggregate
+    # per poll: the aggregate (skb_is_gso) and the held 1398-byte segment (by the compare, or by the arrival)
+    assert why == {R.GSO_SKB: 4, R.TCP_LEN_GT_MSS: 2, R.TCP_NEXT_FLUSHING: 2}, why
 
 
 def _id_polls(outer_df: bool, shared_outer_ids: bool, inner_ipv6: bool) -> list[list[bytes]]:
