@@ -18,6 +18,7 @@ from .capture.reader import open_capture
 from .kernel.model import PROFILES, KernelModel
 from .kernel.release import resolve_kernel
 from .packet.decode import CLS_TUNNEL_TCP
+from .packet.headers import ip_datagram_len
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
 from .sim.notes import account_capture_end
@@ -109,16 +110,12 @@ def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple
 def _inner_ip_end(frame: bytes, l3: int, l4: int) -> int:
     """Where the inner IP datagram at ``l3`` ends by its own length (IPv4 ``tot_len``, IPv6 ``payload_len`` + 40),
     so that bytes after it inside the outer datagram (a frame padded to 60 bytes before a hardware VTEP
-    encapsulated it) are no TCP payload, as kernel/tcp_offload.py ``_past_ip_payload`` reads it; the frame's length
+    encapsulated it) are no TCP payload (``packet.headers.ip_datagram_len``, as kernel/tcp_offload.py reads it); the frame's length
     when the header is not where ``l4`` says (an inner VLAN tag, IPv6 extension headers) or says 0 (BIG TCP)."""
     version = frame[l3] >> 4
-    if version == 4 and l3 + (frame[l3] & 0x0F) * 4 == l4:
-        length = (frame[l3 + 2] << 8) | frame[l3 + 3]
-    elif version == 6 and l3 + 40 == l4:
-        length = (frame[l3 + 4] << 8) | frame[l3 + 5]
-        length = length and length + 40
-    else:
+    if not (version == 4 and l3 + (frame[l3] & 0x0F) * 4 == l4 or version == 6 and l3 + 40 == l4):
         return len(frame)
+    length = ip_datagram_len(frame, l3)
     return l3 + length if length else len(frame)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 
 from ..packet.csum import pseudo4, pseudo6
+from ..packet.headers import ip_datagram_len
 from . import reasons as R
 from . import skbuff as _skbuff
 from .af_inet import inet_gro_flush, inet_gro_network_pseudo
@@ -83,17 +84,11 @@ def _id_step(skb: SkBuff, p: SkBuff, inner: bool) -> tuple[str, int, int] | None
 
 def _past_ip_payload(skb: SkBuff, end: int) -> bool:
     """Whether the segment whose TCP header ends at ``end`` (offset into ``skb.buf``) carries no payload by its IP
-    header's length (IPv4 ``tot_len``, IPv6 ``payload_len`` + 40): a frame with bytes past its datagram (Ethernet
-    padding to 60 bytes, a captured FCS or trailer), which ``skb_gro_len`` counts until ip_rcv_core trims them. A
-    length of 0 (BIG TCP: ``iph_totlen``) says nothing. Observation only (``NAPI_GRO_CB(skb)->no_payload``)."""
-    buf = skb.buf
+    header's length (``packet.headers.ip_datagram_len``): a frame with bytes past its datagram (Ethernet padding to
+    60 bytes, a captured FCS or trailer), which ``skb_gro_len`` counts until ip_rcv_core trims them. A length of 0
+    (BIG TCP) says nothing. Observation only (``NAPI_GRO_CB(skb)->no_payload``)."""
     nh = skb.network_header
-    if buf[nh] >> 4 == 4:
-        ip_len = (buf[nh + 2] << 8) | buf[nh + 3]
-    else:
-        ip_len = (buf[nh + 4] << 8) | buf[nh + 5]
-        ip_len = ip_len and ip_len + 40
-    return 0 < ip_len <= end - nh
+    return 0 < ip_datagram_len(skb.buf, nh) <= end - nh
 
 
 def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: C901, PLR0915 - net/ipv4/tcp_offload.c tcp_gro_receive is one C function, kept in its order

@@ -9,6 +9,7 @@ IPv4 (IHL, fragment offset) or IPv6 (the extension headers the decoder walks), t
 against the configured tunnel ports. A fragment is not tunnel traffic, as for the decoder. Never raises.
 
 ``tcp_mss_option``: the MSS option of a TCP header (``--resegment auto`` learns a flow's MSS from its SYN).
+``ip_datagram_len``: the length an IP header declares (bytes after it in the frame are padding or a trailer).
 """
 
 from __future__ import annotations
@@ -95,3 +96,15 @@ def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
                 mss = value
         i += size
     return mss
+
+
+def ip_datagram_len(buf: bytes | bytearray, off: int) -> int:
+    """The length in bytes the IP header at ``buf[off]`` declares for its datagram, header included: IPv4
+    ``tot_len``, IPv6 ``payload_len`` + 40 (extension headers counted in it); 0 when the header declares none (a
+    length of 0: BIG TCP's, ``iph_totlen``, include/net/ip.h; an IPv6 jumbogram). Bytes of the frame past it
+    (Ethernet padding to 60 bytes, a captured FCS or trailer) are no part of the datagram: ``ip_rcv_core`` trims
+    them, after GRO. The caller has checked that the header's bytes are there."""
+    if buf[off] >> 4 == 4:
+        return _H.unpack_from(buf, off + 2)[0]
+    plen = _H.unpack_from(buf, off + 4)[0]
+    return plen + 40 if plen else 0

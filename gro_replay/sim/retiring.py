@@ -50,18 +50,17 @@ class Retiring(Ingest):
         c = self._poll_clock
         if c is None or ts_ns > c:
             c = self._poll_clock = ts_ns
+        tracker = self.tracker
         if fid >= self._polled_fids:
             # the flows started in this poll (flow ids are handed out in capture order): the verdict keeps an inner
             # flow's group open while one of its flows is live (report/verdict.py ``Verdict.started``)
             flows = self.decoder.flows
             started = self.retired_verdict.started
-            tracker = self.tracker
             for f in range(self._polled_fids, fid + 1):
                 first = tracker.first_seen(f)
                 if flows[f] is not None:
                     started(f, flows[f], first, tracker.timed_out)
             self._polled_fids = fid + 1
-        tracker = self.tracker
         tracker.note_live(self._polled_fids - tracker.retired)
         if tracker.due(c):
             self.retire_flows(c)

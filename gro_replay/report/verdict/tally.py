@@ -247,7 +247,9 @@ class _Tally:
         if ident is not None:
             g = self.group_of.pop(fv.fid, None)
             if g is None:  # a replay that retires no flow: one group per inner flow
-                g = self.groups.get(ident) or self.groups.setdefault(ident, SplitGroup(ident))
+                g = self.groups.get(ident)
+                if g is None:
+                    g = self.groups[ident] = SplitGroup(ident)
             g.members.append((fv.fid, fv.key))
             if end_ns is not None and fv.fid in g.lives:
                 g.lives[fv.fid] = (g.lives[fv.fid][0], end_ns)
