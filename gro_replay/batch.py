@@ -23,6 +23,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .capture.reader import CaptureError, open_capture
 from .project import install_extra_hint
@@ -223,12 +224,13 @@ def _openable(outcomes: list[CaptureOutcome], on_done: Callable[[CaptureOutcome]
 
 def _local_cluster(distributed, n: int):
     """A ``distributed.LocalCluster`` of ``n`` single-threaded worker processes on the loopback, no dashboard.
-    Raises: BatchUnavailable when it cannot start."""
+    Raises: BatchUnavailable when it cannot start (``_dask_tried``)."""
     # the nanny's default MALLOC_TRIM_THRESHOLD_ turns off glibc's dynamic mmap threshold: every large numpy
     # buffer of the batch path is then a fresh mmap, and page faults double a replay's time in a worker
     environ = dict(dask_config().get("distributed.nanny.pre-spawn-environ", {}) or {})
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    try:
+
+    def start():
         with dask_config().set({"distributed.nanny.pre-spawn-environ": environ}):
             return distributed.LocalCluster(
                 n_workers=n,
@@ -240,8 +242,37 @@ def _local_cluster(distributed, n: int):
                 scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.ERROR,
             )
-    except (RuntimeError, OSError, TimeoutError) as e:
-        raise BatchUnavailable(f"cannot start a local Dask cluster of {n} workers: {e}") from None
+
+    return _dask_tried(start, f"cannot start a local Dask cluster of {n} workers")
+
+
+_T = TypeVar("_T")
+
+#: tries at a Dask cluster or client whose IO-loop thread did not start: Dask gives the thread a fixed 10 s
+#: (distributed/utils.py LoopRunner._start_unlocked) and then fails with a bare AssertionError, which a machine
+#: busy with other work can cause; each further try waits another 10 s
+_LOOP_START_TRIES = 3
+
+
+def _dask_tried(make: Callable[[], _T], failed: str) -> _T:
+    """``make()`` (a ``distributed.Client`` or ``LocalCluster``), tried again up to ``_LOOP_START_TRIES`` times in
+    all when only Dask's IO-loop thread failed to start.
+    Raises: BatchUnavailable "FAILED: why", one line, for whatever Dask raises (OSError, TimeoutError, ValueError
+    for an unknown scheme, RuntimeError, the bare AssertionError of a loop that never started, after the last
+    try)."""
+    tries = 1
+    while True:
+        try:
+            return make()
+        except Exception as e:  # noqa: BLE001 - whatever Dask raises while starting is one line, no traceback
+            loop_not_started = isinstance(e, AssertionError) and not str(e)
+            if loop_not_started and tries < _LOOP_START_TRIES:
+                tries += 1
+                continue
+            why = " ".join(str(e).split()) or f"{type(e).__name__} in Dask"
+            if loop_not_started:
+                why = f"Dask's IO-loop thread did not start within 10 s in {tries} tries (a busy machine?)"
+            raise BatchUnavailable(f"{failed}: {why}") from None
 
 
 #: what the refusal calls standard descriptors
@@ -358,16 +389,15 @@ def run_batch(
     cluster = None
     try:
         if scheduler is not None:
-            try:
-                client = distributed.Client(scheduler, timeout="10s")
-            except Exception as e:  # noqa: BLE001 - whatever Dask raises while connecting is one line, no traceback
-                # OSError, TimeoutError, ValueError (an unknown scheme) are the usual; Dask's own IO-loop thread,
-                # started with a 10 s wait, fails with a bare AssertionError on a machine too busy to start it
-                why = " ".join(str(e).split()) or f"{type(e).__name__} in distributed.Client"
-                raise BatchUnavailable(f"cannot connect to scheduler {scheduler}: {why}") from None
+            client = _dask_tried(
+                lambda: distributed.Client(scheduler, timeout="10s"),
+                f"cannot connect to scheduler {scheduler}",
+            )
         else:
             cluster = _local_cluster(distributed, min(jobs or os.cpu_count() or 1, len(todo)))
-            client = distributed.Client(cluster)
+            client = _dask_tried(
+                lambda: distributed.Client(cluster), "cannot connect to the local Dask cluster"
+            )
         with client:
             if on_start is not None:
                 on_start()
