@@ -344,31 +344,37 @@ class FlowVerdict:
 
     @property
     def fixed(self) -> KernelFacts | None:
-        """What the fix's side of a comparison is judged by: ``fix_alone`` where it ran, else ``post``."""
-        return self.fix_alone or self.post
+        """What the fix's side is judged by: in compare mode ``fix_alone`` where it ran, else ``post``; without a
+        kernel with the fix, ``pre``'s counterfactual (``shadows``: ``pre`` with 89e5c58fc1e2 applied, replayed
+        beside it) where the replay ran one; else None (nothing with the fix was measured)."""
+        if self.post is not None:
+            return self.fix_alone or self.post
+        return self.shadows.get(self.pre.name) if self.pre is not None else None
 
     def saved(self, stage: str) -> int:
-        """skbs fewer that the fix alone delivers at ``stage`` (``"phys"``/``"tunnel"``) than ``pre`` in compare
-        mode (``fixed``: the counterfactual where the compared kernels differ in other switches too); 0 for a flow
-        that is not affected or was not compared."""
+        """skbs fewer that the fix alone delivers at ``stage`` (``"phys"``/``"tunnel"``) than ``pre`` (``fixed``:
+        the counterfactual where the compared kernels differ in other switches too, or where no kernel with the
+        fix ran); 0 for a flow that is not affected or where nothing with the fix was measured."""
         fixed = self.fixed
-        if self.outcome != "affected" or not self.pre or not self.post or fixed is None:
-            return 0  # not compared: what the fix saves needs a kernel without it and one with it
+        if self.outcome != "affected" or not self.pre or fixed is None:
+            return 0  # what the fix saves needs a kernel without it and one with it (or its counterfactual)
         return max(self.pre.skbs[stage] - fixed.skbs[stage], 0)
 
     def as_dict(self) -> dict:
         """explain's per-flow ``verdict`` (keys of the earlier format kept, facts added)."""
-        pre, post = self.pre, self.post
+        # the kernel without the fix and the one with it (or, where none with it ran, the counterfactual of the
+        # one without: measured); None where no such kernel ran
+        pre, post = self.pre, self.post or self.fixed
         return {
             "affected": self.affected,
             "outcome": self.outcome,
             "gate_refusals_zero_csum": self.gate_zero,
             "gate_refusals_csum_set": max((sum(k.gate_set.values()) for k in self.kernels), default=0),
-            "phys_skbs_pre_fix": pre.skbs["phys"] if pre else 0,
-            "phys_skbs_post_fix": post.skbs["phys"] if post else 0,
+            "phys_skbs_pre_fix": pre.skbs["phys"] if pre else None,
+            "phys_skbs_post_fix": post.skbs["phys"] if post else None,
             "stack_traversals_saved": self.saved("phys"),
-            "tunnel_skbs_pre_fix": pre.skbs["tunnel"] if pre else 0,
-            "tunnel_skbs_post_fix": post.skbs["tunnel"] if post else 0,
+            "tunnel_skbs_pre_fix": pre.skbs["tunnel"] if pre else None,
+            "tunnel_skbs_post_fix": post.skbs["tunnel"] if post else None,
             "tunnel_skbs_saved": self.saved("tunnel"),
             **self._fix_alone_dict(),
             "lost_frames": max((k.lost_frames for k in self.kernels), default=0),

@@ -1,0 +1,182 @@
+"""Why one flow got its verdict (``FlowVerdict.why``): the per-flow sentences of ``core.Verdict``, mixed into it,
+for compare mode (a kernel without the fix beside one with it) and per kernel otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, break_reasons
+from .sentences import CaptureSentences
+from .words import (
+    COSTLESS_WORDS,
+    NESTED_PHYS_WORDS,
+    _via,
+    by_count,
+    fix_advice,
+    id_step_text,
+    kernel_label,
+    lacks_fix_words,
+    loss_text,
+    no_gain_text,
+    other_changes_words,
+    payload_clause,
+    plural,
+    refusal_places,
+)
+
+
+class FlowWhys(CaptureSentences):
+    """Per-flow sentence builders mixed into ``core.Verdict`` (state as ``CaptureSentences`` lists it)."""
+
+    compare: bool
+
+    def _flow_why(self, fv: FlowVerdict) -> str:
+        if fv.outcome == "not_tunnel":
+            return "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it"
+        losses: Counter[str] = Counter()
+        for k in fv.kernels:
+            for o, n in k.lost.items():
+                losses[o] = max(losses[o], n)
+        loss = "; ".join(loss_text(o, n) for o, n in by_count(losses))
+        if fv.outcome == "lost":
+            kernels = ", ".join(k.name for k in fv.kernels)
+            return f"lost before decapsulation in every kernel run ({kernels}): {loss}"
+        if self.compare:
+            return self._compare_why(fv, loss)
+        parts = []
+        for k in fv.kernels:
+            parts.append(self._kernel_flow_why(k, fv))
+        if loss:
+            parts.append(loss)
+        return "; ".join(parts)
+
+    def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
+        (pre, post), key = fv.sides(), fv.key
+        fixed = fv.fixed
+        assert fixed is not None  # compared: post ran
+        after = "after it" if fixed is post else f"with the fix alone ({self.fix_alone})"
+        gate_set = sum(pre.gate_set.values())
+        refused = "before the fix udp_gro_receive refused " + refusal_places(
+            pre, "UDP checksum 0, not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0"
+        )
+        if fv.outcome == "affected":
+            bits = []
+            if pre.skbs["phys"] > fixed.skbs["phys"]:
+                bits.append(
+                    f"phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}, "
+                    f"{fv.saved('phys'):,} fewer traversals of IP/UDP/{key.tunnel} decap"
+                )
+            elif pre.gate_zero["phys"]:
+                brk = self._reasons(break_reasons(fixed), fixed.name)
+                bits.append(f"at the phys device they are not merged {after} either ({brk})")
+            if pre.skbs["tunnel"] > fixed.skbs["tunnel"]:
+                bits.append(
+                    f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}, {fv.saved('tunnel'):,} fewer "
+                    "skbs handed up by the tunnel device"
+                )
+            why = f"{refused}; {after}: " + "; ".join(bits)
+        elif fv.outcome == "refused_no_gain":
+            why = (
+                f"{refused}, but {after} its frames are not merged further (phys skbs {pre.skbs['phys']:,} → "
+                f"{fixed.skbs['phys']:,}, tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}): "
+                + (
+                    "the zero-checksum gate is not what keeps them apart"
+                    if fixed.frames > 1
+                    else "a flow of one frame has nothing to merge it with"
+                )
+            )
+            breaks = break_reasons(fixed)
+            if breaks and fixed.skbs["phys"] >= fixed.frames > 1:
+                why += f" ({fixed.name}: {self._reasons(breaks, fixed.name)})"
+        elif not key.outer_csum_zero:
+            why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
+                f" (the gate refuses {gate_set:,} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
+                if gate_set
+                else ""
+            )
+        elif fv.cls != "tunnel_tcp":
+            why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"
+        elif not (getattr(self.result.config, "gro", None) or {}).get("phys", True):
+            why = (
+                f"outer UDP checksum 0, but GRO is off on {self.result.config.phys_dev}: dev_gro_receive passes "
+                "every frame up unmerged (netif_elide_gro) before udp_gro_receive's gate, in every kernel"
+            )
+        else:
+            why = (
+                "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
+                "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
+            )
+        lead = self._assumed_lead()
+        if lead and fv.outcome in ("affected", "refused_no_gain"):
+            why = f"{lead}: {why}"
+        if self.other_changes and fv.outcome in ("affected", "refused_no_gain"):
+            why += f" ({pre.name} → {post.name} also changes {other_changes_words(self.other_changes)}"
+            if fixed is not post:
+                why += f"; {post.name}: phys skbs {post.skbs['phys']:,}, tunnel skbs {post.skbs['tunnel']:,}"
+            why += ")"
+        if loss:
+            why += f"; {loss}"
+        return why
+
+    def _kernel_flow_why(self, k: KernelFacts, fv: FlowVerdict) -> str:
+        head = kernel_label(k.name, k.release)
+        gz = k.refused
+        if k.carries_fix is None:
+            return f"{head}: not a modelled kernel profile: no verdict on the zero-checksum fix"
+        if not k.carries_fix:
+            lacks = lacks_fix_words(self.models.get(k.name), head)
+            if gz:
+                return self._lacking_flow_why(k, fv, lacks)
+            if fv.key.outer_csum_zero and self.refusals_unseen():
+                text = (
+                    f"{lacks}: whether udp_gro_receive refuses this flow's frames for their zero outer UDP checksum "
+                    f"is not observable with the kernel backend"
+                )
+            else:
+                text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
+        else:
+            text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
+        if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
+            brk = self._reasons(break_reasons(k), k.name)
+            text += (
+                f"; not merged at the phys device{payload_clause(k.skbs['phys'], k.phys_empty, 'its')}: {brk}"
+            )
+            if k.id_steps:
+                text += f"; {id_step_text(k.id_steps)}"
+        return text
+
+    def _costless_because(self, k: KernelFacts, fv: FlowVerdict, why: str) -> str:
+        """Why kernel ``k``'s refusals of flow ``fv`` cost nothing (``COSTLESS_WORDS``), for ``no_gain`` with the
+        end reasons of the phys skbs of ``k``'s counterfactual (``FlowVerdict.shadows``)."""
+        if why != "no_gain":
+            return COSTLESS_WORDS[why][1]
+        shadow = fv.shadows[k.name]
+        brk = break_reasons(shadow)
+        return no_gain_text(self._reasons(brk, shadow.name) if brk else None)
+
+    def _lacking_flow_why(self, k: KernelFacts, fv: FlowVerdict, lacks: str) -> str:
+        """The flow why of a kernel ``k`` without the fix whose gate refused the flow's frames: where, and for a
+        flow carrying a tunnel inside the tunnel that its phys refusal costs nothing (``FlowVerdict.costly``)."""
+        gate = "UDP checksum 0, csum_cnt 0, csum_valid 0"
+        why = fv.costless_why(k)
+        if why in ("one_frame", "not_tcp", "no_gain"):
+            return (
+                f"{lacks}, but this flow is not affected: udp_gro_receive refuses {refusal_places(k, gate)}, which "
+                f"costs nothing: {self._costless_because(k, fv, why)}"
+            )
+        if not fv.nested:
+            return f"{lacks}: udp_gro_receive refuses {refusal_places(k, gate)}; {self._advice(k, fv)}"
+        frames = f"{k.frames:,} {plural(k.frames, 'frame')}"
+        phys, tunnel = k.gate_zero["phys"], k.gate_zero["tunnel"]
+        costless = f"{phys:,} of its {frames} at {STAGE_NAMES['phys']} ({gate}), which costs nothing: {NESTED_PHYS_WORDS}"
+        if not tunnel:
+            return f"{lacks}, but this flow is not affected: udp_gro_receive refuses {costless}"
+        text = f"{lacks}: udp_gro_receive refuses {tunnel:,} of its {frames} at {STAGE_NAMES['tunnel']} (a tunnel inside the tunnel: {gate})"
+        if phys:
+            text += f"; it also refuses {costless}"
+        return f"{text}; {self._advice(k, fv)}"
+
+    def _advice(self, k: KernelFacts, fv: FlowVerdict) -> str:
+        """``fix_advice`` for flow ``fv`` in kernel ``k``, with what ``k``'s counterfactual saves where it ran."""
+        return fix_advice(self.result.config, fv.shadow_saved(k))
