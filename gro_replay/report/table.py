@@ -274,10 +274,12 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
                 f"{f.gate_zero:,} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate{_refused_where(pre)}"
             )
         lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
-    if v.affected_count > limit:
-        lines.append(
-            f"  … and {v.affected_count - limit:,} more affected flow(s) (explain --limit 0 or --format json lists them)"
-        )
+    more = v.affected_count - min(len(aff), limit)
+    if more > 0:
+        # the JSON's comparison.affected_flows[] keeps the flows the verdict kept (--flows-max): it lists the
+        # others only when it kept every one
+        json_too = "" if len(aff) < v.affected_count else " or --format json"
+        lines.append(f"  … and {more:,} more affected flow(s) (explain --limit 0{json_too} lists them)")
     return lines
 
 
