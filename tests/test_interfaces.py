@@ -197,6 +197,54 @@ def test_a_number_that_is_an_ifindex_and_an_interface_number_is_refused(runner, 
     }
 
 
+def _sll2(ifindex: int, frame: bytes) -> bytes:
+    """Ethernet ``frame`` as a Linux cooked v2 record of ``ifindex`` (libpcap pcap/sll.h ``sll2_header``: protocol,
+    reserved, ifindex, ARPHRD_ETHER 1, PACKET_HOST 0, address length 6, address padded to 8 bytes)."""
+    return struct.pack("!HHIHBB8s", int.from_bytes(frame[12:14], "big"), 0, ifindex, 1, 0, 6, frame[6:12]) + frame[14:]
+
+
+@pytest.mark.parametrize("stdin", [False, True])
+@pytest.mark.parametrize("path_opts", [[], ["--hz", "1000"]], ids=["batch", "frame-by-frame"])
+def test_a_number_that_names_two_devices_is_refused_before_the_rest_is_read(tmp_path, stdin, path_opts):
+    """Interface 0 is Linux cooked v2 (-i any) with 10 VXLAN frames of ifindex 2, interface 1 Ethernet, interface 2
+    Ethernet with 10 VXLAN frames; then a block whose length (13) is not a multiple of 4, which the reader refuses
+    (pcapng: block total length is a multiple of 4). --interface 2 is ambiguous from interface 2's first frame on:
+    the error says so then, from a file and from standard input, on both paths, not the corrupt block's error that
+    reading the capture to its end met first."""
+    frames = [f for _ts, f in synth_frames(Scenario(frames=10))]
+    recs = [(0, k, _sll2(2, f)) for k, f in enumerate(frames)] + [(2, 100 + k, f) for k, f in enumerate(frames)]
+    path = tmp_path / "ambiguous.pcapng"
+    _pcapng(path, [(276, "any"), (1, None), (1, None)], recs)
+    path.write_bytes(path.read_bytes() + struct.pack("<II", 6, 13) + bytes(64))
+    name = "-" if stdin else str(path)
+    with open(path, "rb") as f:
+        r = subprocess.run(
+            [*CLI, name, "--interface", "2", "-q", *path_opts],
+            stdin=f if stdin else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=cli_env(),
+            timeout=120,
+        )
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr
+    assert r.stderr == (
+        f"Error: {name}: --interface 2 names two devices here (interface 0 (any) ifindex 2 and interface 2), and GRO "
+        "runs on one: a number is the ifindex of Linux cooked v2 packets and the pcapng interface number of the "
+        "others; give --interface ifindex=2 or --interface index=2\n"
+    )
+    # the capture's tail is refused when the ambiguity is not: index=2 reads on to the corrupt block
+    with open(path, "rb") as f:
+        r = subprocess.run(
+            [*CLI, name, "--interface", "index=2", "-q", *path_opts],
+            stdin=f if stdin else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=cli_env(),
+            timeout=120,
+        )
+    assert r.returncode == 2 and "corrupt record" in r.stderr and "block length 13" in r.stderr, r.stderr
+
+
 def test_a_name_that_reads_as_a_number_or_form_is_not_offered_as_the_selector(runner, tmp_path):
     """if_name may be "1" or "index=0" (Linux refuses only '/', ':' and blanks in device names): --interface reads
     them as numbers or forms, so the notes and JSON offer index=N instead (second breaker's finding: "index=0" named

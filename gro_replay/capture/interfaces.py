@@ -195,6 +195,12 @@ class Selection:
         st = self.by_key.get(key)
         if st is None:
             st = self.by_key[key] = _new_stats(cap, key, linktype)
+            if self.want is not None:
+                # a number that names two devices is known with the second one's first frame: refused there, not
+                # after the rest of the capture was read (labelled by the sections and interfaces declared so far)
+                if cap.format == "pcapng":
+                    self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
+                self._refuse_ambiguous([k for k, s in self.by_key.items() if self.member(s)])
         return st
 
     @staticmethod
@@ -286,17 +292,23 @@ class Selection:
         return len({st.group() for st in self.by_key.values()})
 
     def check(self) -> None:
-        """After the capture was read: ``--interface`` that named none of its interfaces, or a number that named
-        two devices (an ifindex of Linux cooked v2 packets and another interface's index). Raises: CaptureError."""
+        """After the capture was read: ``--interface`` that named none of its interfaces (a number that names two
+        devices is refused as it is read: ``_refuse_ambiguous``). Raises: CaptureError."""
         if self.want is None or self.planned:
             return
         if not self.chosen:
             raise self._no_such(self.want)
-        n = selector_number(self.want)
+
+    def _refuse_ambiguous(self, matched: list) -> None:
+        """Refuse ``--interface N`` when N is both an ifindex of Linux cooked v2 packets and another interface's
+        pcapng number among the interfaces met so far (``ambiguous``); ``matched``: the keys it selects, named in
+        the error. Called as each interface's first frame is read (``_stats``), so the capture is refused at the
+        frame that makes it ambiguous. Raises: CaptureError."""
+        n = selector_number(self.want or "")
         if n is not None and n in self.ambiguous():
             raise CaptureError(
-                f"{self.path}: --interface {shortened(self.want, 40)} names two devices here "
-                f"({' and '.join(self._labels(k for k in self.by_key if k in self.chosen))}), "
+                f"{self.path}: --interface {shortened(self.want or '', 40)} names two devices here "
+                f"({' and '.join(self._labels(matched))}), "
                 f"and GRO runs on one: a number is the ifindex of Linux cooked v2 packets and the pcapng interface "
                 f"number of the others; give --interface ifindex={n} or --interface index={n}"
             )
