@@ -488,3 +488,59 @@ def test_every_failed_check_is_printed_as_a_finding(capsys):
         exc.show()
         assert capsys.readouterr().err == line
     assert (CheckFailed("x").exit_code, UsageError("x").exit_code) == (1, 2)
+
+
+def _flow_docs(tmp_path) -> tuple[Path, Path, str, str]:
+    """Two flows in one budget poll (64 frames a poll: all 20 in one): A, VXLAN over IPv4 with outer checksum 0, 16
+    full segments; B, VXLAN over IPv6 with outer checksum 0, 4 full segments. The baseline runs the post-fix kernel
+    without udp6zerocsumrx: the phys device merges each flow into one skb (89e5c58fc1e2: udp_gro_receive no longer
+    refuses a zero outer checksum), and B's skb is dropped by the normal path before decapsulation
+    (net/ipv6/udp.c __udp6_lib_rcv: zero UDPv6 checksum), so B has no tunnel skb. The current runs the pre-fix
+    kernel with udp6zerocsumrx: the phys device merges nothing (16 and 4 skbs) and gro_cells merges each flow into
+    one skb, B's included. A moves the skb counts by 15 (phys 1 → 16), B by 4 (phys 1 → 4, tunnel 0 → 1)."""
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.synth import DEFAULT_START_NS, Scenario, synth_frames
+
+    a = list(synth_frames(Scenario(frames=16)))
+    b = list(synth_frames(Scenario(frames=4, outer_ipv6=True, vni=200, start_ns=DEFAULT_START_NS + 10**6)))
+    cap = tmp_path / "two.pcap"
+    with PcapWriter(cap) as w:
+        for ts, f in a + b:
+            w.write(ts, f)
+    docs = []
+    for name, opts in (("base", ["--fix"]), ("cur", ["--no-fix", "--udp6zerocsumrx"])):
+        r = run(cap, *opts, "--poll", "budget", "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        docs.append(tmp_path / f"{name}.json")
+        docs[-1].write_text(r.stdout)
+    inner = "192.168.1.1:40000→192.168.1.2:5201 tcp"
+    return (
+        docs[0],
+        docs[1],
+        f"10.0.0.1:37531→10.0.0.2:4789 vxlan vni 100 (csum 0) | {inner}",
+        f"[fd00::1]:37531→[fd00::2]:4789 vxlan vni 200 (csum 0) | {inner}",
+    )
+
+
+def test_changed_flows_rank_by_the_skbs_they_moved_not_by_a_loss_from_zero(tmp_path):
+    """A flow that had no tunnel skb in the baseline and has one now is not an infinite loss that ranks first: both
+    flows lost aggregation at the phys device (checked, flagged), and A, which moved the counts by 15 skbs, comes
+    before B, which moved them by 4; B's tunnel row says it was delivered in the current document only."""
+    base, cur, a, b = _flow_docs(tmp_path)
+    r = run("diff", base, cur, "--format", "markdown")
+    assert r.exit_code == 1, r.output
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| `")]
+    assert rows == [
+        f"| `{a.replace('|', chr(92) + '|')}` | phys NAPI | 1 → 16 | 16.00 → 1.00 | -93.8% ❌ |",
+        f"| `{b.replace('|', chr(92) + '|')}` | phys NAPI | 1 → 4 | 4.00 → 1.00 | -75.0% ❌ |",
+        f"| `{b.replace('|', chr(92) + '|')}` | tunnel gro_cells | 0 → 1 | 0.00 → 4.00 | delivered in current only |",
+    ]
+    table = run("diff", base, cur).stdout
+    # the table lists A first too, and prints B's outer IPv6 addresses (rich markup would read "[fd00::1]" as a tag)
+    assert table.index("10.0.0.1:37531→10.0.0.2:4789") < table.index("[fd00::1]:37531→[fd00::2]:4789 vxlan vni 200")
+    # the other way round, B's tunnel skb is gone: named so, and its segments per skb 4 → 0 is the checked loss
+    rows = [line for line in run("diff", cur, base, "--format", "markdown").stdout.splitlines() if "| `" in line]
+    assert rows[:2] == [
+        f"| `{b.replace('|', chr(92) + '|')}` | phys NAPI | 4 → 1 | 1.00 → 4.00 | +300.0% |",
+        f"| `{b.replace('|', chr(92) + '|')}` | tunnel gro_cells | 1 → 0 | 4.00 → 0.00 | not delivered in current ❌ |",
+    ]

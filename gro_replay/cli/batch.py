@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..outputs import RunOutputs
 from ..project import __version__
@@ -98,7 +99,8 @@ def render_table(doc: dict, console: Console) -> None:
     names_shown = display_names([r["path"] for r in doc["captures"]])
     failed = []
     for r, shown in zip(doc["captures"], names_shown, strict=True):
-        cells = [shown] + [f"{r[c]:,}" if r[c] is not None else "-" for c in counts]
+        # a Text: rich reads a name's "[x]" in a str as a markup tag and drops it
+        cells: list = [Text(shown)] + [f"{r[c]:,}" if r[c] is not None else "-" for c in counts]
         for n in names:
             k = r["kernels"].get(n)
             cells += [f"{k['phys_skbs']:,}", f"{k['tunnel_skbs']:,}"] if k else ["-", "-"]
