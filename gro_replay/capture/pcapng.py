@@ -75,6 +75,7 @@ class PcapngBlocks:
     iface_bases: list[int]
     records_walked: int
     iface_records: list[int]
+    iface_tsresol: list[int | None]
     snaplens: list[int]
     _iter: Iterator[tuple[int, bytes, int, int]]
 
@@ -200,10 +201,11 @@ class PcapngBlocks:
         idb = cls(block)
         name = None
         num, den, offset_ns = _NS, 1_000_000, 0  # if_tsresol absent: microseconds
+        tsresol = None
         for opt in idb.opts:
             if opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSRESOL and opt.data:
                 # MSB clear: 10^-n seconds per unit; set: 2^-n (dpkt reads this byte as signed)
-                res = opt.data[0]
+                res = tsresol = opt.data[0]
                 den = 2 ** (res & 0x7F) if res & 0x80 else 10 ** (res & 0x7F)
             elif opt.code == dpkt.pcapng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
                 offset_ns = _NG_I64[order].unpack_from(opt.data)[0] * _NS
@@ -217,6 +219,7 @@ class PcapngBlocks:
         self.iface_sections.append(self.sections)
         self.iface_bases.append(self.iface_base)
         self.iface_records.append(self.records_walked)
+        self.iface_tsresol.append(tsresol)
 
     def _other_block(self, blk_type: int, blk_len: int, hdr: bytes) -> bool:
         """Consume a non-packet block. Returns False when it is cut short at end of file."""

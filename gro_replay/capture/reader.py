@@ -190,6 +190,8 @@ class Capture(PcapngBlocks):
         #: ``all_interfaces`` was described (0: in the file header)
         self.records_walked = 0
         self.iface_records: list[int] = []
+        #: pcapng: the ``if_tsresol`` byte of each of ``all_interfaces`` (None: absent, microseconds)
+        self.iface_tsresol: list[int | None] = []
         self.pcap_layout: tuple[str, int, int] | None = None
         self._raw = raw
         self._digest = digest

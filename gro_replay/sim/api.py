@@ -14,10 +14,11 @@ from ..capture.interfaces import plan as plan_interfaces
 from ..capture.pcapng_chunks import PcapngChunks
 from ..capture.reader import DLT_EN10MB, open_capture
 from ..capture.spool import spooled
+from ..capture.ts_resolution import coarse_units
 from ..packet.decode import Decoder
 from .config import ReplayConfig
 from .ingest import detect_tunnel_ports
-from .notes import account_capture_end
+from .notes import account_capture_end, resolution_note
 from .replayer import Replayer, Result
 
 
@@ -113,8 +114,17 @@ def _replay(
         rep.input.notes.extend(sel.notes())
         if len(sel.by_key) > 1:
             rep.input.interfaces = sel.as_list()
+        # the replayed interfaces' timestamp units (pcapng: the interfaces with frames that were replayed)
+        replayed = [
+            k[0] for k, st in sel.by_key.items() if st.frames and (sel.chosen is None or k in sel.chosen)
+        ]
+        coarse = coarse_units(cap, replayed) if rep.input.frames_replayed else []
     rep.finish()
-    return rep.result()
+    result = rep.result()
+    note = resolution_note(coarse, config)
+    if note:  # after the notes on what the capture holds: a note on how its times are read
+        result.input.notes.append(note)
+    return result
 
 
 #: why ``replay_frames`` takes the frame-by-frame path: the batch path reads blocks of a capture

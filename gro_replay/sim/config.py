@@ -75,6 +75,12 @@ class PollModel:
     def __str__(self) -> str:
         return self.kind if self.kind == "budget" else f"{self.kind}:{self.usecs:g}"
 
+    @property
+    def reads_times(self) -> bool:
+        """Whether the capture's times decide which frames share a poll: ``gap`` and ``rx-usecs``; ``budget`` takes
+        ``weight`` frames whatever their times."""
+        return self.kind != "budget"
+
     def describe(self, weight: int = 64) -> str:
         """One line for the report: the model and what it means, e.g. ``gap:3 (a poll after each pause > 3 µs, …)``;
         ``weight``: the NAPI weight (frames per poll, ``ReplayConfig.weight``; NAPI_POLL_WEIGHT 64 by default)."""

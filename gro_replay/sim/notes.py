@@ -3,7 +3,7 @@
 ``tunnel_notes``: tunnel traffic on ports without a tunnel socket, ports ``auto`` found, or no tunnel traffic at all;
 ``capture_notes``: how the capture was taken (outer checksums that do not verify, super-frames split at ``--mtu``);
 ``account_capture_end``: what the capture's reader found (records longer than their declared snaplen, a truncated
-capture).
+capture); ``resolution_note``: a time-aware poll schedule on timestamps coarser than the nanosecond.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
+from ..capture.ts_resolution import Coarse, unit_words
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
 from ..report.verdict.input_words import filtered_text
 from ..report.verdict.words import WHOLE_FRAMES_HINT, hidden_text, plural, unread_text
@@ -359,6 +360,31 @@ def account_capture_end(cap: Capture, inp: InputStats) -> None:
             f"the capture is truncated (cut short, or still being written): {how}, after {records}: every "
             "record before the cut was read in full"
         )
+
+
+def resolution_note(coarse: list[Coarse], config: ReplayConfig) -> str | None:
+    """The note that the poll schedule follows timestamps coarser than the nanosecond, or None: when ``coarse``
+    (capture/ts_resolution.py ``coarse_units``: the replayed frames' units above 1 ns) is empty, or when no poll
+    boundary reads the times (``budget`` without ``--gro-flush-timeout``: ``weight`` frames a poll, whatever
+    their times). ``gap:US`` compares each pause with US µs, ``rx-usecs:US`` polls US µs after a frame's time and
+    takes the frames timed by then, the gro_flush_timeout hrtimer fires at a poll's time plus the timeout
+    (net/core/dev.c ``napi_complete_done``, ``napi_watchdog``): each reads the times as the capture holds them."""
+    readers = [f"the poll model {config.poll}"] if config.poll.reads_times else []
+    if config.gro_flush_timeout_ns:
+        readers.append("--gro-flush-timeout's timer")
+    if not coarse or not readers:
+        return None
+    if len(coarse) == 1:
+        (c,) = coarse
+        what = f"the timestamps of {c.who} are held to {unit_words(c.unit_ns)} ({c.source})"
+    else:
+        units = "; ".join(f"{c.who} to {unit_words(c.unit_ns)} ({c.source})" for c in coarse)
+        what = f"the replayed interfaces' timestamps are held to more than 1 ns ({units})"
+    return (
+        f"{what}: the poll boundaries of {' and of '.join(readers)} follow them, so a nanosecond capture of the same "
+        "traffic can poll, and so merge, differently (a copy through tcpdump -w holds microseconds unless given "
+        "--time-stamp-precision=nano)"
+    )
 
 
 def truncated_text(inp: InputStats) -> str:
