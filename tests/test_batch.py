@@ -520,3 +520,13 @@ def test_a_directory_without_captures_is_a_usage_error(runner, tmp_path):
     assert r.stderr.startswith(
         f"Error: {tmp_path}: a directory with no capture file in it (*.pcap, *.pcapng, *.cap"
     )
+
+
+def test_batch_table_prints_a_name_with_brackets_whole(tmp_path, scheduler):
+    """A capture named "[ab].pcap": rich reads "[ab]" in a str cell as a markup tag and printed ".pcap"; the cell is
+    text, so the name is printed as the file is named."""
+    path = tmp_path / "[ab].pcap"
+    path.write_bytes(FIX_SAMPLE.read_bytes())
+    r = CliRunner().invoke(main, ["batch", str(path), "--scheduler", scheduler], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    assert any(ln.split()[0] == "[ab].pcap" for ln in r.stdout.splitlines() if ln.split())

@@ -537,9 +537,13 @@ def test_changed_flows_rank_by_the_skbs_they_moved_not_by_a_loss_from_zero(tmp_p
     ]
     table = run("diff", base, cur).stdout
     # the table lists A first too, and prints B's outer IPv6 addresses (rich markup would read "[fd00::1]" as a tag)
-    assert table.index("10.0.0.1:37531→10.0.0.2:4789") < table.index("[fd00::1]:37531→[fd00::2]:4789 vxlan vni 200")
+    assert table.index("10.0.0.1:37531→10.0.0.2:4789") < table.index(
+        "[fd00::1]:37531→[fd00::2]:4789 vxlan vni 200"
+    )
     # the other way round, B's tunnel skb is gone: named so, and its segments per skb 4 → 0 is the checked loss
-    rows = [line for line in run("diff", cur, base, "--format", "markdown").stdout.splitlines() if "| `" in line]
+    rows = [
+        line for line in run("diff", cur, base, "--format", "markdown").stdout.splitlines() if "| `" in line
+    ]
     assert rows[:2] == [
         f"| `{b.replace('|', chr(92) + '|')}` | phys NAPI | 4 → 1 | 1.00 → 4.00 | +300.0% |",
         f"| `{b.replace('|', chr(92) + '|')}` | tunnel gro_cells | 1 → 0 | 4.00 → 0.00 | not delivered in current ❌ |",

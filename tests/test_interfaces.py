@@ -200,7 +200,10 @@ def test_a_number_that_is_an_ifindex_and_an_interface_number_is_refused(runner, 
 def _sll2(ifindex: int, frame: bytes) -> bytes:
     """Ethernet ``frame`` as a Linux cooked v2 record of ``ifindex`` (libpcap pcap/sll.h ``sll2_header``: protocol,
     reserved, ifindex, ARPHRD_ETHER 1, PACKET_HOST 0, address length 6, address padded to 8 bytes)."""
-    return struct.pack("!HHIHBB8s", int.from_bytes(frame[12:14], "big"), 0, ifindex, 1, 0, 6, frame[6:12]) + frame[14:]
+    return (
+        struct.pack("!HHIHBB8s", int.from_bytes(frame[12:14], "big"), 0, ifindex, 1, 0, 6, frame[6:12])
+        + frame[14:]
+    )
 
 
 @pytest.mark.parametrize("stdin", [False, True])
@@ -212,7 +215,9 @@ def test_a_number_that_names_two_devices_is_refused_before_the_rest_is_read(tmp_
     the error says so then, from a file and from standard input, on both paths, not the corrupt block's error that
     reading the capture to its end met first."""
     frames = [f for _ts, f in synth_frames(Scenario(frames=10))]
-    recs = [(0, k, _sll2(2, f)) for k, f in enumerate(frames)] + [(2, 100 + k, f) for k, f in enumerate(frames)]
+    recs = [(0, k, _sll2(2, f)) for k, f in enumerate(frames)] + [
+        (2, 100 + k, f) for k, f in enumerate(frames)
+    ]
     path = tmp_path / "ambiguous.pcapng"
     _pcapng(path, [(276, "any"), (1, None), (1, None)], recs)
     path.write_bytes(path.read_bytes() + struct.pack("<II", 6, 13) + bytes(64))
