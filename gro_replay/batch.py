@@ -52,11 +52,12 @@ class CaptureOutcome:
 
     def row(self) -> dict:
         """The combined report's row: frames read, skipped and replayed (``input.frames_replayed``: a super-frame
-        split by ``--resegment`` counts as its segments), phys/tunnel skbs per kernel, affected flows, error."""
+        split by ``--resegment`` counts as its segments), phys/tunnel skbs per kernel, the verdict's affected flows
+        (``verdict.affected_flows``: all of them, whatever --flows-max lists) and outcome, error."""
         row: dict = {"path": self.path, "document": self.out_file, "error": self.error}
         doc = self.document
         if doc is None:
-            row.update(frames=None, skipped=None, replayed=None, kernels={}, affected_flows=None)
+            row.update(frames=None, skipped=None, replayed=None, kernels={}, affected_flows=None, outcome=None)
             return row
         row["frames"] = doc["input"]["frames_read"]
         row["skipped"] = sum(doc["input"]["skipped"].values())
@@ -68,8 +69,10 @@ class CaptureOutcome:
             }
             for k in doc["kernels"]
         }
-        comparison = doc.get("comparison")
-        row["affected_flows"] = len(comparison["affected_flows"]) if comparison is not None else None
+        # the verdict's count of every affected flow, in every mode (comparison.affected_flows[] lists those
+        # --flows-max keeps, and exists in compare mode only), and its outcome
+        row["affected_flows"] = doc["verdict"]["affected_flows"]
+        row["outcome"] = doc["verdict"]["outcome"]
         return row
 
 

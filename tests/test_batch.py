@@ -7,6 +7,7 @@ broken capture is reported with the reader's one-line error and does not stop th
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import distributed  # the `batch` extra (dask[distributed]); CI installs it: no test here is skipped
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from gro_replay.batch import CaptureOutcome, assign_out_files
 from gro_replay.capture.reader import CaptureError, open_capture
@@ -530,3 +532,36 @@ def test_batch_table_prints_a_name_with_brackets_whole(tmp_path, scheduler):
     r = CliRunner().invoke(main, ["batch", str(path), "--scheduler", scheduler], env={"COLUMNS": "120"})
     assert r.exit_code == 0, r.output
     assert any(ln.split()[0] == "[ab].pcap" for ln in r.stdout.splitlines() if ln.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "affected", "outcome"),
+    [
+        # one kernel without the fix: the verdict judges it alone (breaker's finding: batch.json said null and the
+        # table had no column, while each capture's own document said affected, 1 flow)
+        (["--kernel", "5.10"], 1, "affected"),
+        # compare mode where the document lists no affected flow in full (flows_max 0, as past 1000 affected
+        # flows, the default): comparison.affected_flows[] lists none, the verdict counts the one
+        ([], 1, "affected"),
+        # a kernel with the fix alone: nothing to refuse, 0 affected flows (not null: the verdict says so)
+        (["--kernel", "6.18"], 0, "not_affected"),
+    ],
+)
+def test_batch_row_carries_the_verdict_count_in_every_mode(args, affected, outcome):
+    """A batch row's affected flows are the capture's verdict.affected_flows (every mode, every flow whatever
+    --flows-max lists) and its outcome. The fix sample's one flow has outer UDP checksum 0 with CHECKSUM_UNNECESSARY
+    level 0: every kernel without 89e5c58fc1e2 refuses it (gro-spec §4.7 row 3) and the fix merges it."""
+    from dataclasses import replace
+
+    from gro_replay.cli.batch import combined, render_table
+    from gro_replay.report import schema
+
+    cfg = replay_config(args)
+    doc = document(replay_capture(str(FIX_SAMPLE), replace(cfg, flows_max=0) if not args else cfg))
+    row = CaptureOutcome(str(FIX_SAMPLE), document=doc).row()
+    assert (row["affected_flows"], row["outcome"]) == (affected, outcome)
+    whole = combined([CaptureOutcome(str(FIX_SAMPLE), document=doc)], cfg, {}, 0.0)
+    schema.check(whole, "batch")
+    buf = io.StringIO()
+    render_table(whole, Console(file=buf, width=200))
+    assert "affected" in buf.getvalue()  # the column is there whatever the mode
