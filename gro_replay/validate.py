@@ -10,7 +10,7 @@ fits). The match is reported as inferred; ``validate`` compares lengths, not inf
 from __future__ import annotations
 
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -299,6 +299,9 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     for reason, n in oracle.frames_not_replayable.items():
         rep.input.skipped[f"kernel_backend:{reason}"] += n
     rep.input.frames_replayed = len(sent)
+    # the classes count the frames replayed, as the simulator counts them (sim/ingest.py): those sent, not those
+    # the backend skipped above, so that classes plus skipped add up to the frames read
+    rep.input.classes = Counter(rep.decoder.flow_class[f[3]] for f in sent)
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them
