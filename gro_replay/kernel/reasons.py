@@ -365,3 +365,108 @@ def at_header(why: str, encap_mark: int) -> str:
     """``why`` as recorded at an IP (or UDP) header: the ``inner_`` form when the packet is encapsulated
     (``encap_mark``)."""
     return INNER[why] if encap_mark else why
+
+
+#: the end reasons in the order the receive path tests them for one frame (gro_cells_receive/dev_gro_receive,
+#: then each header's gro_receive from the outside in: outer IP, outer UDP and the tunnel header, inner Ethernet and
+#: IP, TCP — tcp_gro_receive's compares with the held packet in net/ipv4/tcp_offload.c's order, then skb_gro_receive,
+#: then out_check_final), then what ends held packets after the frame (gro_flush_oldest), then the poll's flushes
+#: (napi_poll's at a used-up budget, napi_complete_done's below it). ``check_rank`` reads it.
+CHECK_ORDER = (
+    GRO_CELLS_NETIF_RX,
+    NETIF_ELIDE_GRO,
+    NO_PACKET_OFFLOAD,
+    GSO_SKB,
+    FRAG_LIST,
+    TRUNCATED,
+    INET_NO_OFFLOAD,
+    INET_HDR,
+    INET_FRAGMENT,
+    INET_CSUM,
+    INET_TOT_LEN,
+    IP_TTL_TOS_DF,
+    IPV6_NO_OFFLOAD,
+    IPV6_PAYLOAD_LEN,
+    IPV6_TCLASS_HOPLIMIT,
+    UDP_CSUM,
+    UDP_ENCAP_MARK,
+    UDP_GATE,
+    UDP_GATE_ZERO_CSUM,
+    UDP_NO_TUNNEL_SOCKET,
+    GENEVE_HDR,
+    TUNNEL_INNER_PROTO,
+    ETH_NO_OFFLOAD,
+    *(INNER[r] for r in _HEADER_REASONS),
+    TCP_CSUM,
+    TCP_HDR,
+    TCP_CWR,
+    TCP_FLAGS_DIFFER,
+    TCP_ACK,
+    TCP_OPTIONS,
+    IP_FLUSH,
+    IP_ID,
+    TCP_GSO_SIZE,
+    TCP_LEN_GT_MSS,
+    TCP_NEXT_PURE_ACK,
+    TCP_SEQ,
+    SKB_GRO_RECEIVE_E2BIG,
+    TCP_NEXT_FLUSHING,
+    TCP_FLAGS_URG_RST_SYN,
+    TCP_FLAGS_PSH_FIN,
+    TCP_PURE_ACK,
+    TCP_SHORT,
+    MAX_GRO_SKBS,
+    BUDGET_EXHAUSTED,
+    POLL_END,
+)
+_CHECK_RANK = {why: i for i, why in enumerate(CHECK_ORDER)}
+#: an IP header condition named by ``l3_reason`` (``tcp_gro_receive:outer_ip_id``, ``inet_gro_receive:inner_ttl_tos_df``)
+#: ranks where its function compares the held packet's header
+_L3_RANK = {
+    fn: _CHECK_RANK[r]
+    for fn, r in (
+        ("tcp_gro_receive", IP_FLUSH),
+        ("inet_gro_receive", IP_TTL_TOS_DF),
+        ("ipv6_gro_receive", IPV6_TCLASS_HOPLIMIT),
+    )
+}
+_STACK_RANK = {why: i for i, why in enumerate(STACK_DROPS)}
+#: the flow splits in the order gro_list_prepare, then each header's gro_receive, compares them
+SPLIT_ORDER = (
+    SPLIT_HASH,
+    SPLIT_DEV,
+    SPLIT_VLAN,
+    SPLIT_MAC,
+    SPLIT_MD_DST,
+    SPLIT_UDP,
+    SPLIT_VXLAN,
+    SPLIT_GENEVE,
+    SPLIT_INNER_ETH,
+)
+_SPLIT_RANK = {why: i for i, why in enumerate(SPLIT_ORDER)}
+
+
+def check_rank(why: str) -> int:
+    """Where the kernel tests end reason ``why`` for a frame (``CHECK_ORDER``: lower first): what a list of reasons
+    that end as many skbs each is ordered by, so that a frame's own condition comes before the poll's flush of what
+    nothing else ended. An ``l3_reason`` name ranks at its function's compare of the held packet's IP header; a
+    stack drop (``STACK_DROPS``) after every GRO reason, in the receive path's order, then the flow splits
+    (``SPLIT_ORDER``); any other name just before the poll's flushes."""
+    rank = _CHECK_RANK.get(why)
+    if rank is not None:
+        return rank
+    fn, _, cond = why.partition(":")
+    if (
+        cond
+        and fn in _L3_RANK
+        and all(
+            p.removeprefix("outer_").removeprefix("inner_") in dict(_L3_FIELD_NAMES).values()
+            for p in cond.split("+")
+        )
+    ):
+        return _L3_RANK[fn]
+    if why in _STACK_RANK:
+        return len(CHECK_ORDER) + _STACK_RANK[why]
+    if why in _SPLIT_RANK:
+        return len(CHECK_ORDER) + len(STACK_DROPS) + _SPLIT_RANK[why]
+    return _CHECK_RANK[MAX_GRO_SKBS]

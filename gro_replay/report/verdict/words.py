@@ -195,10 +195,17 @@ def _via(model) -> str:
 
 
 def by_count(counter: Counter | dict, limit: int | None = None) -> list:
-    """``counter``'s ``(key, count)`` items, most first and equal counts by key: one order whatever order the
-    counts were added in (``Counter.most_common`` keeps insertion order among equals, and the batch path adds a
-    flow's counts in another order than the reference path)."""
-    return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    """``counter``'s ``(key, count)`` items, most first; equal counts of end reasons, drop reasons or splits in the
+    order the kernel tests them (``reasons.check_rank``: a frame's own condition before the poll's flush of a held
+    packet nothing else ended), other keys by key. One order whatever order the counts were added in
+    (``Counter.most_common`` keeps insertion order among equals, and the batch path adds a flow's counts in another
+    order than the reference path)."""
+    return sorted(counter.items(), key=_count_order)[:limit]
+
+
+def _count_order(kv: tuple) -> tuple:
+    key, n = kv
+    return (-n, R.check_rank(key) if isinstance(key, str) else 0, key)
 
 
 def other_changes_words(switches: list[str]) -> str:
@@ -224,12 +231,13 @@ def ports_text(ports) -> str:
 
 
 def drop_counts(skbs: Counter, frames: Counter) -> str:
-    """The phys skbs the normal path did not decapsulate, by drop reason, each with the wire frames they carried
-    (what the verdict counts): "udp6_csum_zero_error 1 skb (20 frames)"; "" when every skb was queued.
+    """The phys skbs the normal path did not decapsulate, by drop reason in the receive path's order
+    (``reasons.STACK_DROPS``), each with the wire frames they carried (what the verdict counts):
+    "udp6_csum_zero_error 1 skb (20 frames)"; "" when every skb was queued.
 
     ``skbs``/``frames``: outcome → count (``KernelStats.stack``/``stack_frames``, ``FlowStats`` likewise)."""
     parts = []
-    for outcome, n in sorted(skbs.items()):
+    for outcome, n in sorted(skbs.items(), key=lambda kv: (R.check_rank(kv[0]), kv[0])):
         if outcome == "queued":
             continue
         m = frames.get(outcome, 0)
