@@ -28,7 +28,8 @@ def test_every_named_end_reason_has_its_place_in_the_receive_path():
     assert order[-2:] == (R.BUDGET_EXHAUSTED, R.POLL_END)
     rank = R.check_rank
     assert rank(R.GSO_SKB) < rank(R.INET_CSUM) < rank(R.UDP_GATE_ZERO_CSUM) < rank(R.TCP_ACK)
-    assert rank(R.TCP_SEQ) < rank(R.TCP_FLAGS_PSH_FIN) < rank(R.TCP_PURE_ACK) < rank(R.MAX_GRO_SKBS)
+    # out_check_final: "flush = len < mss; flush |= flags & (URG | PSH | RST | SYN | FIN)"
+    assert rank(R.TCP_SEQ) < rank(R.TCP_PURE_ACK) < rank(R.TCP_FLAGS_PSH_FIN) < rank(R.MAX_GRO_SKBS)
     # an l3_reason name sits at its function's compare of the held packet's IP header
     assert (
         rank("tcp_gro_receive:outer_ip_id")

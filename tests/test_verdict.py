@@ -1017,6 +1017,8 @@ def test_no_payload_is_noted_where_tcp_gro_receive_ran_and_named_only_where_kern
 
 _POLL = "poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush]"
 _ACK_NEXT = "a segment without payload (pure ACK) came next [tcp_gro_receive:next_len_zero]"
+# equal counts in the order the kernel tests them (kernel/reasons.py CHECK_ORDER): tcp_gro_receive's compare of the
+# next segment ((len - 1) >= mss) before napi_complete_done's flush after the poll
 
 
 def _short_among_acks(kind: str, outer_csum: str = "computed") -> list:
@@ -1061,7 +1063,7 @@ def _short_among_acks(kind: str, outer_csum: str = "computed") -> list:
             2,
             8,
             "4 of their 8 skbs carry no payload",
-            f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×4; {_POLL} ×2; {_ACK_NEXT} ×2",
+            f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×4; {_ACK_NEXT} ×2; {_POLL} ×2",
         ),
         # the 3 ACKs as above; each PSH write is flushed by out_check_final at once (flag PSH)
         (
@@ -1123,7 +1125,7 @@ def test_flows_mixing_acks_with_short_data_name_every_skb(
     if kind == "probes":  # each connection: half the counts above
         assert all(
             "not merged at the phys device (2 of its 4 skbs carry no payload): no payload (pure ACK) "
-            f"[tcp_gro_receive:len_zero] ×2; {_POLL} ×1; {_ACK_NEXT} ×1" in w
+            f"[tcp_gro_receive:len_zero] ×2; {_ACK_NEXT} ×1; {_POLL} ×1" in w
             for w in whys
         )
     else:
@@ -1140,11 +1142,11 @@ def test_refused_probes_name_every_skb_the_fix_leaves_apart():
     from gro_replay.sim import replay_frames
 
     frames = [(1000 * i, build_frame(s)) for i, s in enumerate(_short_among_acks("probes", "zero"))]
-    every = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×4; {_POLL} ×2; {_ACK_NEXT} ×2"
+    every = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×4; {_ACK_NEXT} ×2; {_POLL} ×2"
     alone = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,)))).text
     assert f"with the fix there their phys skbs end by: {every})." in alone
     compared = verdict_of(replay_frames(frames, ReplayConfig()))
-    half = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×2; {_POLL} ×1; {_ACK_NEXT} ×1"
+    half = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×2; {_ACK_NEXT} ×1; {_POLL} ×1"
     assert [f.why.endswith(f"(post-fix: {half})") for f in compared.flows] == [True, True]
 
 

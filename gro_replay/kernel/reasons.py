@@ -370,7 +370,7 @@ def at_header(why: str, encap_mark: int) -> str:
 #: the end reasons in the order the receive path tests them for one frame (gro_cells_receive/dev_gro_receive,
 #: then each header's gro_receive from the outside in: outer IP, outer UDP and the tunnel header, inner Ethernet and
 #: IP, TCP — tcp_gro_receive's compares with the held packet in net/ipv4/tcp_offload.c's order, then skb_gro_receive,
-#: then out_check_final), then what ends held packets after the frame (gro_flush_oldest), then the poll's flushes
+#: then out_check_final's len < mss and its flags), then what ends held packets after the frame (gro_flush_oldest), then the poll's flushes
 #: (napi_poll's at a used-up budget, napi_complete_done's below it). ``check_rank`` reads it.
 CHECK_ORDER = (
     GRO_CELLS_NETIF_RX,
@@ -411,10 +411,11 @@ CHECK_ORDER = (
     TCP_SEQ,
     SKB_GRO_RECEIVE_E2BIG,
     TCP_NEXT_FLUSHING,
-    TCP_FLAGS_URG_RST_SYN,
-    TCP_FLAGS_PSH_FIN,
+    # out_check_final: len < mss, then the flags
     TCP_PURE_ACK,
     TCP_SHORT,
+    TCP_FLAGS_URG_RST_SYN,
+    TCP_FLAGS_PSH_FIN,
     MAX_GRO_SKBS,
     BUDGET_EXHAUSTED,
     POLL_END,
