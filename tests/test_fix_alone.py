@@ -85,7 +85,7 @@ def test_two_flows_shared_outer_id_between_5_10_and_6_18():
     ]
     assert "measured on 5.10 with only 89e5c58fc1e2 applied" in v["text"]
     assert "6.18 (v6.18) does not merge 2 tunnelled TCP flow(s) at the phys device" in v["text"]
-    assert doc["summary"].endswith("affected_flows=2")
+    assert doc["summary"].endswith(" affected_flows=2 fix_alone=5.10+89e5c58fc1e2")
 
 
 @pytest.mark.skipif(not SHARED_ID.exists(), reason="../shared/triage not present")
@@ -166,3 +166,76 @@ def test_one_kernel_says_what_the_fix_measured_saves():
     )
     assert measured in v.text and measured in v.flows[0].why
     assert "to see what the fix saves" not in v.text
+
+
+def replay_frames_of(frames, kernels):
+    from gro_replay.sim import replay_frames
+
+    return replay_frames(frames, ReplayConfig(kernels=kernels))
+
+
+def _shared_outer_id_frames() -> list[tuple[int, bytes]]:
+    """../shared/triage/two-flows-shared-outer-id.pcap's shape built here: 2 VXLAN flows × 2 contiguous 1000-byte
+    segments, outer checksum 0, sent round-robin A B A B 1 µs apart (one poll of the default gap:3 model), outer
+    IPv4 IDs from one counter (A 0, 2; B 1, 3)."""
+    from dataclasses import replace
+
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+
+    a = FrameSpec(outer_csum="zero", sport=40000, udp_sport=49152)
+    b = replace(a, sport=40001, udp_sport=49153, inner_src="192.168.1.3")
+    sa, sb = (flow_specs(s, [1000, 1000]) for s in (a, b))
+    order = [(sa[0], 0), (sb[0], 1), (sa[1], 2), (sb[1], 3)]
+    return [(1000 * i, build_frame(replace(s, outer_ip_id=oid))) for i, (s, oid) in enumerate(order)]
+
+
+def test_the_sentence_says_first_that_it_measures_the_fix_alone_and_how_the_columns_differ():
+    """5.10 (gate refuses all 4 frames, --rx-csum unnecessary: gro-spec §4.7 row 3) delivers 4 phys skbs; 6.18
+    compares the outer IPv4 ID (21f7484220ac) and each flow's IDs step by 2: 4 phys skbs too, the table's Δ 0; 5.10
+    with the fix alone compares no outer ID (before 21f7484220ac) and merges each flow: 2. The tunnel device
+    sees the inner headers only (IDs +1 per flow): 1 skb per flow in all three. So the sentence must say before its
+    "the fix alone saves 2" that it measures 5.10+89e5c58fc1e2, and that between 5.10 and 6.18 the phys skbs do not
+    change: the fix alone saves 2, the other commits add 2 (no such note for the tunnel stage, which they do not
+    change); the SUMMARY line names the counterfactual, and each affected flow's line gives the counterfactual's
+    counts as such, the other kernel's after them."""
+    from gro_replay.report.table import verdict_lines
+
+    r = replay_frames_of(_shared_outer_id_frames(), (K_5_10, K_6_18))
+    doc = document(r)
+    text = doc["verdict"]["text"]
+    assert text.startswith(
+        "What the fix saves is measured on 5.10 with only 89e5c58fc1e2 applied (5.10+89e5c58fc1e2, run beside it), "
+        "not between the table's columns: 5.10 → 6.18 also changes 12 other modelled commits ("
+    )
+    between = (
+        "; between 5.10 and 6.18 the phys skbs do not change (4 → 4): the fix alone saves 2 (5.10+89e5c58fc1e2 "
+        "delivers 2), the other commits add 2. Before the fix, 2 of 2 tunnelled TCP flow(s)"
+    )
+    assert between in text and "the tunnel skbs" not in text
+    assert text.index(between) < text.index("and the fix alone saves 2 skb traversals")
+    assert [(k["name"], k["stages"]["phys"]["skbs_delivered"]) for k in doc["kernels"]] == [
+        ("5.10", 4),
+        ("6.18", 4),
+    ]
+    assert doc["summary"].endswith(" affected_flows=2 fix_alone=5.10+89e5c58fc1e2")
+    flows = [x for x in verdict_lines(r) if x.startswith("  affected: ")]
+    assert len(flows) == 2 and all(
+        x.endswith(
+            ": with the fix alone (5.10+89e5c58fc1e2): phys skbs 2 → 1; 6.18: phys skbs 2, tunnel skbs 1"
+        )
+        for x in flows
+    )
+
+
+def test_no_between_note_where_the_newer_kernel_counts_what_the_fix_alone_does():
+    """One flow of 8 contiguous segments, outer checksum 0, IDs incrementing: 5.10 refuses each at the gate (8 phys
+    skbs); with the fix alone, and on 6.18, the phys device merges all 8 (1 skb). The columns differ by what the fix
+    alone changes: the lead says what is measured, no "between" note."""
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    frames = build_flow(FrameSpec(outer_csum="zero"), [1000] * 8)
+    r = replay_frames_of([(1000 * i, f) for i, f in enumerate(frames)], (K_5_10, K_6_18))
+    text = verdict_of(r).text
+    assert text.startswith("What the fix saves is measured on 5.10 with only 89e5c58fc1e2 applied")
+    assert "between 5.10 and 6.18" not in text and "the fix alone saves 7 skb traversals" in text
+    assert [k.stages["phys"].skbs for k in (*r.kernels, *r.counterfactuals)] == [8, 1, 1]

@@ -48,7 +48,10 @@ def _judged(frames, kernels, rx_csum_none: bool = False, **kw) -> tuple[int, lis
     result = replay_frames(frames, ReplayConfig(kernels=kernels, rx_csum=rx, **kw))
     v = verdict_of(result)
     doc = document(result)
-    assert doc["summary"].endswith(f" affected_flows={doc['verdict']['affected_flows']}")
+    # the count the SUMMARY line carries, followed by the counterfactual it is measured on where one ran
+    compared = doc["verdict"]["compared"] or {}
+    alone = f" fix_alone={compared['fix_alone']}" if compared.get("fix_alone") else ""
+    assert doc["summary"].endswith(f" affected_flows={doc['verdict']['affected_flows']}{alone}")
     return doc["verdict"]["affected_flows"], [f.outcome for f in v.flows], doc["verdict"]["outcome"]
 
 

@@ -187,7 +187,7 @@ def explain(
         "summary": (
             f"EXPLAIN affected={'yes' if aff else 'no'} flows={len(result.flows)} affected_flows={aff} "
             f"frames_refused={frames} stack_traversals_saved={saved} outcome={v.outcome}"
-            + "".join(f" {t}" for t in v.assumed_tokens())
+            + "".join(f" {t}" for t in (*v.fix_alone_tokens(), *v.assumed_tokens()))
         ),
     }
     if getattr(result, "engine", None):

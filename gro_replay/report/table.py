@@ -260,14 +260,15 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
         pre, post, fixed = f.pre, f.post, f.fixed
         parts = []
         if pre and post and fixed:
-            parts.append(f"phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}")
+            # measured with the fix alone (Verdict.fix_alone), as the verdict says first: the counterfactual named
+            # before the counts it gives, the other kernel's own counts after them
+            alone = f"with the fix alone ({fixed.name}): " if fixed is not post else ""
+            parts.append(f"{alone}phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}")
             if pre.skbs["tunnel"] != fixed.skbs["tunnel"]:
                 parts.append(f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}")
-            # measured with the fix alone (Verdict.fix_alone): the other kernel's own counts beside
             if fixed is not post:
                 parts[-1] += (
-                    f" with the fix alone ({post.name}: phys skbs {post.skbs['phys']:,}, "
-                    f"tunnel skbs {post.skbs['tunnel']:,})"
+                    f"; {post.name}: phys skbs {post.skbs['phys']:,}, tunnel skbs {post.skbs['tunnel']:,}"
                 )
         elif pre:
             parts.append(

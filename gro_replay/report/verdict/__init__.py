@@ -34,8 +34,8 @@ end reasons named after the kernel condition, and what the normal path did with 
 
 Modules: ``facts.py`` (what the verdict reasons from), ``tally.py`` (the flow-by-flow sums), ``words.py`` (drop
 reasons, reason lists, phrases), ``unseen.py`` (where the kernel backend cannot see the gate's refusals),
-``sentences.py`` (the capture sentences), ``core.py`` (``Verdict``,
-``verdict_of``); their names are re-exported here.
+``compare.py`` (the comparison's sentences), ``sentences.py`` (the other capture sentences), ``flow_sentences.py``
+(each flow's why), ``core.py`` (``Verdict``, ``verdict_of``); their names are re-exported here.
 """
 
 from .core import Verdict, verdict_of

@@ -21,14 +21,14 @@ from .facts import (
     fix_sides,
     other_changes,
 )
-from .flow_why import FlowWhys
+from .flow_sentences import FlowSentences
 from .tally import _Tally
 from .words import (
     split_text,
 )
 
 
-class Verdict(FlowWhys):
+class Verdict(FlowSentences):
     """The verdict of one ``sim.Result`` (see the module doc). Build once, render everywhere.
 
     Attributes: ``flows`` (one ``FlowVerdict`` per flow live at the end of the input: every flow unless the replay
@@ -307,10 +307,23 @@ class Verdict(FlowWhys):
 
     def summary_tokens(self) -> list[str]:
         """Tokens the SUMMARY line carries from the verdict: ``affected_flows=N``, ``gate_refusals=not_observed``
-        when the outcome is ``not_observed`` (N counts no flow then: ``refusals_unseen``), and
-        ``fix_assumed_lacking=K,…`` when a kernel's lack of the fix is an assumption (``assumed_lacking``)."""
+        when the outcome is ``not_observed`` (N counts no flow then: ``refusals_unseen``), ``fix_alone=NAME`` when
+        N is measured on a counterfactual (``fix_alone_tokens``), and ``fix_assumed_lacking=K,…`` when a kernel's
+        lack of the fix is an assumption (``assumed_lacking``)."""
         unseen = ["gate_refusals=not_observed"] if self.outcome == "not_observed" else []
-        return [f"affected_flows={self._tally.affected}", *unseen, *self.assumed_tokens()]
+        return [
+            f"affected_flows={self._tally.affected}",
+            *unseen,
+            *self.fix_alone_tokens(),
+            *self.assumed_tokens(),
+        ]
+
+    def fix_alone_tokens(self) -> list[str]:
+        """``["fix_alone=PRE+89e5c58fc1e2"]`` when the comparison measures the fix on the kernel without it run again
+        with only the fix applied (``fix_alone``, JSON ``verdict.compared.fix_alone``), not on the kernel with it:
+        the affected flows and skbs saved the line counts are that counterfactual's; else [] (SUMMARY and
+        EXPLAIN)."""
+        return [f"fix_alone={self.fix_alone}"] if self.fix_alone else []
 
     def assumed_tokens(self) -> list[str]:
         """``["fix_assumed_lacking=K,…"]`` when ``assumed_lacking`` names a kernel, else [] (SUMMARY and EXPLAIN)."""

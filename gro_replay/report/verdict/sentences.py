@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...kernel.model import KernelModel
-from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts, ReplayResult
+from .compare import CompareSentences
+from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts
 from .input_words import left_out_text, not_replayed_text
-from .tally import Refusals, _Tally
+from .tally import Refusals, Unmerged
 from .unseen import refusals_unseen, unseen_text
 from .words import (
     COSTLESS_WORDS,
@@ -23,7 +23,6 @@ from .words import (
     _via,
     assumed_lack_lead,
     by_count,
-    drop_list,
     fix_advice,
     fix_lack_assumed,
     hidden_text,
@@ -32,34 +31,17 @@ from .words import (
     lacks_fix_words,
     loss_text,
     no_gain_text,
-    other_changes_words,
     payload_clause,
     plural,
     ports_text,
     reason_list,
-    refused_where,
     split_text,
     unread_text,
 )
 
 
-class CaptureSentences:
-    """Sentence builders mixed into ``core.Verdict``."""
-
-    # the state core.Verdict computes (``_setup``, ``complete``), read here
-    result: ReplayResult
-    kernels: list[KernelFacts]
-    outcome: str
-    pre: str | None
-    post: str | None
-    other_changes: list[str]
-    fix_alone: str | None
-    rx_csum: str
-    models: dict[str, KernelModel | None]
-    reasons_observed: bool
-    split_count: int
-    _tally: _Tally
-    _kernels: list[tuple[str, str]]
+class CaptureSentences(CompareSentences):
+    """Sentence builders mixed into ``core.Verdict`` (the comparison's: ``compare.CompareSentences``)."""
 
     @property
     def compare(self) -> bool:
@@ -201,135 +183,6 @@ class CaptureSentences:
             )
         return text
 
-    def _no_effect_text(self, post: KernelFacts) -> str:
-        """Compare mode when no flow is affected: what the gate refused (frames of flows that reach decapsulation,
-        which the post-fix kernel does not merge either, and frames of flows lost before it) or that it refused
-        nothing."""
-        t = self._tally
-        nic = self.rx_csum
-        lost = t.refused_lost  # refused, then dropped before decapsulation: the fix changes no delivery
-        refused = t.refused - lost
-        nic_words = _nic_words(self.result.config, nic)
-        if refused:
-            # why each refused frame stays unmerged with the fix, as a single kernel's verdict says it; the pre-fix
-            # kernel's refusals, all costless here, are the frames counted (less those of lost flows)
-            pre = t.refusals.get(self.pre) if self.pre is not None else None
-            why = ""
-            if self.pre is not None and pre is not None and pre.costless_frames == refused:
-                why = f": {self._costless_parts(pre, self.pre)}"
-            text = (
-                f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
-                f"refuses {refused:,} frame(s) {refused_where(t.refused_at)}, but "
-                + (
-                    f"{self.pre} with the fix alone ({self.fix_alone})"
-                    if self.fix_alone
-                    else "the post-fix kernel"
-                )
-                + f" does not merge those frames either (no skb is saved){why}."
-            )
-        elif lost:
-            text = "No flow loses phys-device aggregation before the fix."
-        else:
-            text = (
-                f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
-                "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
-            )
-        if lost:
-            text += (
-                f" {'It also refuses' if refused else f'With {nic_words}, udp_gro_receive refuses'} {lost:,} "
-                f"frame(s) for a zero checksum of flows lost before decapsulation (below): the fix changes how "
-                "many skbs carry them to the drop, not what the host receives."
-            )
-        return text + self._other_changes_note() + self._unmerged_note(post)
-
-    def _compare_text(self) -> str:
-        t = self._tally
-        post = next(k for k in self.kernels if k.name == self.post)
-        nic = self.rx_csum
-        if not t.affected:
-            return self._no_effect_text(post)
-        parts = []
-        if t.pa:
-            tcp = t.tunnel_tcp
-            all_tcp = t.pa_all_tcp
-            frames = t.pa_frames
-            saved = t.pa_saved["phys"]
-            saved_tun = t.pa_saved["tunnel"]
-            first = t.pa_first
-            assert first is not None  # set by the first of the t.pa flows
-            why = (
-                _gate_words(_state_of(self.result.config, first.key, nic), self.result.config)
-                if t.pa_zero
-                else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
-            )
-            reached = t.pa_reached
-            gro = getattr(self.result.config, "gro", None) or {}
-            if reached and not gro.get("tunnel", True):
-                later = (
-                    "with GRO off on the tunnel device they are not merged later either "
-                    "(gro_cells_receive hands them to netif_rx)"
-                )
-            elif reached and t.pa_tunnel_gate:
-                later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
-            elif reached and t.pa_drops:  # some of their frames never reach the tunnel device
-                lost = sum(t.pa_drops.values())
-                reason = drop_list(t.pa_drops)
-                later = (
-                    "those that reach the tunnel device are merged only later by its gro_cells "
-                    f"({lost:,} {plural(lost, 'frame')} of these flows never reach it: {reason})"
-                )
-            elif reached:
-                later = "they are merged only later by the tunnel device's gro_cells"
-            else:
-                reason = drop_list(t.pa_drops)
-                later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
-            count = (
-                f"{t.pa:,} of {tcp if all_tcp else t.tunnel:,} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
-            )
-            text = (
-                f"Before the fix, {count} lose phys-device aggregation ({frames:,} {plural(frames, 'frame')} {'goes' if frames == 1 else 'go'} up one by one): "
-                f"{why}; {later}, and the fix saves {saved:,} {plural(saved, 'skb traversal')} of IP/UDP/tunnel decapsulation"
-            )
-            if saved_tun:
-                text += f" and {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device"
-            parts.append(text + ".")
-        if t.to:
-            frames = t.to_frames
-            saved_tun = t.to_saved_tunnel
-            brk = t.to_brk
-            phys_note = (
-                f" (at the phys device the fix changes nothing for them: {self._reasons(brk, self.fix_alone or self.post)})"
-                if brk or not self.reasons_observed
-                else ""
-            )
-            parts.append(
-                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to:,} of {t.tunnel:,} "
-                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} refused there "
-                f"by udp_gro_receive: {TUNNEL_GATE_WORDS}); "
-                f"the fix saves {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device{phys_note}."
-            )
-        pre = next(k for k in self.kernels if k.name == self.pre)
-        r = t.refusals[pre.name]
-        if r.costless:  # the pre-fix kernel's other refusals, at no cost (as one kernel's verdict says them)
-            parts.append(f"Before the fix {self._costless_text(r, pre.name, also=True)}.")
-        text = " ".join(parts)
-        via = _via(self.models.get(post.name))
-        if via:
-            text += f" {self.post} has the fix{via}."
-        return text + self._other_changes_note() + self._unmerged_note(post)
-
-    def _other_changes_note(self) -> str:
-        """ " (PRE → POST also changes S1, S2.)", and where the fix was measured on its own (``fix_alone``) on what."""
-        if not self.other_changes:
-            return ""
-        changes = other_changes_words(self.other_changes)
-        if not self.fix_alone or not self._tally.refused:  # nothing refused: the fix had nothing to change
-            return f" ({self.pre} → {self.post} also changes {changes}.)"
-        return (
-            f" What the fix saves is measured on {self.pre} with only {FIX} applied ({self.fix_alone}, run beside "
-            f"it): {self.pre} → {self.post} also changes {changes}, whose effects the table's columns include."
-        )
-
     def _unmerged_note(self, k: KernelFacts) -> str:
         """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device (E of their S skbs carry no
         payload): reasons." or "" (the flows without payload are said apart, once: ``_empty_note``). The reasons are
@@ -367,13 +220,27 @@ class CaptureSentences:
                 " other" if "no_payload" in self._tally.refusals[k.name].costless_by else ""
             )  # than the gate's
             parts.append(
-                f"{who}{u.empty:,}{other} tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without "
-                f"data), whose segments go up one by one ({self._reasons(u.empty_reasons, k.name)})"
+                f"{who}{u.empty:,}{other} tunnelled TCP flow(s) carry no payload ({self._said_above(k, u)}ACKs, and "
+                f"SYN, FIN or RST without data), whose segments go up one by one "
+                f"({self._reasons(u.empty_reasons, k.name)})"
             )
             if not named:  # every kernel's is this one
                 break
         joined = "; ".join(parts)
         return f" {joined[0].upper()}{joined[1:]}: tcp_gro_receive merges no segment without payload, in any kernel."
+
+    def _said_above(self, k: KernelFacts, u: Unmerged) -> str:
+        """Compare mode, for the kernel with the fix (``k``, its flows without payload ``u``): "the 36 above and 12
+        others; " when the comparison's text listed some of them before, as flows without payload the kernel without
+        the fix refused at no cost (``Unmerged.empty_refused_before``, ``_pre_costless_listed``), so that the two
+        counts do not read as adding up; else ""."""
+        listed = self._pre_costless_listed() if k.name == self.post else None
+        said = u.empty_refused_before
+        if listed is None or "no_payload" not in listed.costless_by or not said:
+            return ""
+        rest = u.empty - said
+        others = f" and {rest:,} {plural(rest, 'other')}" if rest else ""
+        return f"the {said:,} above{others}; "
 
     def _refusal_text(self, r: Refusals) -> str:
         """A kernel's affected flows by the stage whose gate refused them (``Refusals``, from

@@ -26,6 +26,9 @@ class Unmerged:
     skbs: int = 0
     skbs_empty: int = 0
     empty: int = 0
+    #: of ``empty``, the flows whose refusals by the compared kernel without the fix the verdict lists as costing
+    #: nothing for want of payload (``Refusals.costless_by["no_payload"]``): the same flows said twice, once per kernel
+    empty_refused_before: int = 0
     empty_reasons: Counter = field(default_factory=Counter)
     reasons: Counter = field(default_factory=Counter)
     id_steps: Counter = field(default_factory=Counter)
@@ -199,8 +202,7 @@ class _Tally:
             stage = fv.pre.refused_at()
             if stage is not None:
                 self.refused_at[stage] += fv.gate_zero
-        if fv.key.tunnel:
-            self._add_tunnel(fv, live, end_ns)
+        empty_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else set()
         if fv.affected:
             self._add_affected(fv)
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
@@ -209,9 +211,15 @@ class _Tally:
         elif fv.outcome == "refused_no_gain" and fv.pre is not None and fv.pre.refused:
             # compared: the pre-fix kernel's refusals, none costing a skb the post-fix kernel saves
             pre = fv.pre
-            self.refusals[pre.name].add_costless(pre, fv.costless_why(pre) or "post_no_gain")
+            why = fv.costless_why(pre) or "post_no_gain"
+            self.refusals[pre.name].add_costless(pre, why)
+            if why == "no_payload" and fv.post is not None and fv.post.name in empty_in:
+                self.unmerged[fv.post.name].empty_refused_before += 1
 
-    def _add_tunnel(self, fv: FlowVerdict, live: bool, end_ns: int | None) -> None:
+    def _add_tunnel(self, fv: FlowVerdict, live: bool, end_ns: int | None) -> set[str]:
+        """Sum tunnelled flow ``fv`` into the kernels' totals, unmerged flows and split groups. Returns the names of
+        the kernels that counted it among their flows without payload (``Unmerged.empty``)."""
+        empty_in: set[str] = set()
         self.tunnel += 1
         self.tunnel_zero += bool(fv.key.outer_csum_zero)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
@@ -237,6 +245,7 @@ class _Tally:
                 if k.without_payload:
                     u.empty += 1
                     u.empty_reasons.update(break_reasons(k))
+                    empty_in.add(k.name)
                     continue
                 u.flows += 1
                 u.skbs += k.skbs["phys"]
@@ -257,6 +266,7 @@ class _Tally:
                 g.live.discard(fv.fid)
                 if not g.live:
                     self.close(g)
+        return empty_in
 
     def _add_affected(self, fv: FlowVerdict) -> None:
         import heapq

@@ -1,5 +1,6 @@
-"""Why one flow got its verdict (``FlowVerdict.why``): the per-flow sentences of ``core.Verdict``, mixed into it,
-for compare mode (a kernel without the fix beside one with it) and per kernel otherwise.
+"""The per-flow sentences of a ``Verdict`` (its base class, above ``sentences.CaptureSentences``): each flow's
+``why``, in compare mode (``_compare_why``) and per kernel run (``_kernel_flow_why``), for ``explain`` and the JSON.
+They read the ``FlowVerdict`` judged by ``core.Verdict`` and compute nothing of their own.
 """
 
 from __future__ import annotations
@@ -26,10 +27,8 @@ from .words import (
 )
 
 
-class FlowWhys(CaptureSentences):
-    """Per-flow sentence builders mixed into ``core.Verdict`` (state as ``CaptureSentences`` lists it)."""
-
-    compare: bool
+class FlowSentences(CaptureSentences):
+    """Per-flow sentence builders mixed into ``core.Verdict``."""
 
     def _flow_why(self, fv: FlowVerdict) -> str:
         if fv.outcome == "not_tunnel":

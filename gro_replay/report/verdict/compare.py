@@ -1,0 +1,235 @@
+"""The comparison's sentences of a ``Verdict`` (the base of ``sentences.CaptureSentences``): what the fix saves
+between the kernel compared without it and the one with it, measured on the fix alone where the two differ in other
+commits too (``fix_alone``), or what the gate refused at no cost when no flow is affected. They read the state
+``core.Verdict`` computed and compute nothing of their own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ...kernel.model import KernelModel
+from .facts import FIX, KernelFacts, ReplayResult
+from .tally import Refusals, _Tally
+from .words import (
+    TUNNEL_GATE_WORDS,
+    _gate_words,
+    _nic_words,
+    _state_of,
+    _via,
+    drop_list,
+    other_changes_words,
+    plural,
+    refused_where,
+)
+
+
+class CompareSentences:
+    """The comparison's sentence builders; the helpers they share with the other sentences are
+    ``sentences.CaptureSentences``'."""
+
+    # the state core.Verdict computes (``_setup``, ``complete``), read here
+    result: ReplayResult
+    kernels: list[KernelFacts]
+    outcome: str
+    pre: str | None
+    post: str | None
+    other_changes: list[str]
+    fix_alone: str | None
+    rx_csum: str
+    models: dict[str, KernelModel | None]
+    reasons_observed: bool
+    split_count: int
+    _tally: _Tally
+    _kernels: list[tuple[str, str]]
+
+    if TYPE_CHECKING:  # defined by sentences.CaptureSentences
+
+        def _reasons(self, counter: Counter, kernel: str | None) -> str: ...
+        def _costless_parts(self, r: Refusals, kernel: str) -> str: ...
+        def _costless_text(self, r: Refusals, kernel: str, also: bool = False) -> str: ...
+        def _unmerged_note(self, k: KernelFacts) -> str: ...
+
+    def _no_effect_text(self, post: KernelFacts) -> str:
+        """Compare mode when no flow is affected: what the gate refused (frames of flows that reach decapsulation,
+        which the post-fix kernel does not merge either, and frames of flows lost before it) or that it refused
+        nothing."""
+        t = self._tally
+        nic = self.rx_csum
+        lost = t.refused_lost  # refused, then dropped before decapsulation: the fix changes no delivery
+        refused = t.refused - lost
+        nic_words = _nic_words(self.result.config, nic)
+        if refused:
+            # why each refused frame stays unmerged with the fix, as a single kernel's verdict says it; the pre-fix
+            # kernel's refusals, all costless here, are the frames counted (less those of lost flows)
+            listed = self._pre_costless_listed()
+            why = f": {self._costless_parts(listed, self.pre)}" if listed is not None and self.pre else ""
+            text = (
+                f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
+                f"refuses {refused:,} frame(s) {refused_where(t.refused_at)}, but "
+                + (
+                    f"{self.pre} with the fix alone ({self.fix_alone})"
+                    if self.fix_alone
+                    else "the post-fix kernel"
+                )
+                + f" does not merge those frames either (no skb is saved){why}."
+            )
+        elif lost:
+            text = "No flow loses phys-device aggregation before the fix."
+        else:
+            text = (
+                f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
+                "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
+            )
+        if lost:
+            text += (
+                f" {'It also refuses' if refused else f'With {nic_words}, udp_gro_receive refuses'} {lost:,} "
+                f"frame(s) for a zero checksum of flows lost before decapsulation (below): the fix changes how "
+                "many skbs carry them to the drop, not what the host receives."
+            )
+        return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post)
+
+    def _pre_costless_listed(self) -> Refusals | None:
+        """Compare mode: the refusals of the kernel compared without the fix (``Refusals``) when the comparison's
+        text lists those that cost nothing flow by flow (``_costless_parts``: ``_compare_text`` whenever some
+        cost nothing, ``_no_effect_text`` when all those of flows not lost do), else None. What "the N above" of
+        ``sentences._empty_note`` refers to."""
+        if self.pre is None:
+            return None
+        t = self._tally
+        r = t.refusals[self.pre]
+        if t.affected:
+            return r if r.costless else None
+        refused = t.refused - t.refused_lost
+        gro_phys = self.result.config.gro_runs()["phys"]
+        return r if refused and gro_phys and r.costless_frames == refused else None
+
+    def _compare_text(self) -> str:
+        t = self._tally
+        post = next(k for k in self.kernels if k.name == self.post)
+        if not t.affected:
+            return self._no_effect_text(post)
+        parts = [self._phys_affected_text()] if t.pa else []
+        if t.to:
+            frames = t.to_frames
+            saved_tun = t.to_saved_tunnel
+            brk = t.to_brk
+            phys_note = (
+                f" (at the phys device the fix changes nothing for them: {self._reasons(brk, self.fix_alone or self.post)})"
+                if brk or not self.reasons_observed
+                else ""
+            )
+            parts.append(
+                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to:,} of {t.tunnel:,} "
+                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} refused there "
+                f"by udp_gro_receive: {TUNNEL_GATE_WORDS}); "
+                f"the fix{' alone' if self.fix_alone else ''} saves {saved_tun:,} {plural(saved_tun, 'skb')} handed up "
+                f"by the tunnel device{phys_note}."
+            )
+        listed = self._pre_costless_listed()
+        if (
+            listed is not None and self.pre
+        ):  # the pre-fix kernel's other refusals, at no cost (as one kernel's says)
+            parts.append(f"Before the fix {self._costless_text(listed, self.pre, also=True)}.")
+        text = " ".join(parts)
+        via = _via(self.models.get(post.name))
+        if via:
+            text += f" {self.post} has the fix{via}."
+        return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post)
+
+    def _phys_affected_text(self) -> str:
+        """Compare mode: the affected flows whose phys skbs the fix saves (``_Tally.pa``): how many, why the gate
+        refused them, what became of them at the tunnel device, what the fix (alone, where ``fix_alone`` ran)
+        saves."""
+        t = self._tally
+        nic = self.rx_csum
+        alone = " alone" if self.fix_alone else ""
+        tcp = t.tunnel_tcp
+        all_tcp = t.pa_all_tcp
+        frames = t.pa_frames
+        saved = t.pa_saved["phys"]
+        saved_tun = t.pa_saved["tunnel"]
+        first = t.pa_first
+        assert first is not None  # set by the first of the t.pa flows
+        why = (
+            _gate_words(_state_of(self.result.config, first.key, nic), self.result.config)
+            if t.pa_zero
+            else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
+        )
+        reached = t.pa_reached
+        gro = getattr(self.result.config, "gro", None) or {}
+        if reached and not gro.get("tunnel", True):
+            later = (
+                "with GRO off on the tunnel device they are not merged later either "
+                "(gro_cells_receive hands them to netif_rx)"
+            )
+        elif reached and t.pa_tunnel_gate:
+            later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
+        elif reached and t.pa_drops:  # some of their frames never reach the tunnel device
+            lost = sum(t.pa_drops.values())
+            reason = drop_list(t.pa_drops)
+            later = (
+                "those that reach the tunnel device are merged only later by its gro_cells "
+                f"({lost:,} {plural(lost, 'frame')} of these flows never reach it: {reason})"
+            )
+        elif reached:
+            later = "they are merged only later by the tunnel device's gro_cells"
+        else:
+            reason = drop_list(t.pa_drops)
+            later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
+        count = f"{t.pa:,} of {tcp if all_tcp else t.tunnel:,} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+        text = (
+            f"Before the fix, {count} lose phys-device aggregation ({frames:,} {plural(frames, 'frame')} {'goes' if frames == 1 else 'go'} up one by one): "
+            f"{why}; {later}, and the fix{alone} saves {saved:,} {plural(saved, 'skb traversal')} of IP/UDP/tunnel decapsulation"
+        )
+        if saved_tun:
+            text += f" and {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device"
+        return text + "."
+
+    def _other_changes_note(self) -> str:
+        """ " (PRE → POST also changes S1, S2.)" where the compared kernels differ in other commits too and the fix
+        was not measured alone (nothing refused: it had nothing to change); "" otherwise (``_fix_alone_lead`` says
+        them)."""
+        if not self.other_changes or self._fix_alone_lead():
+            return ""
+        return f" ({self.pre} → {self.post} also changes {other_changes_words(self.other_changes)}.)"
+
+    def _fix_alone_lead(self) -> str:
+        """What the comparison's text starts with where the fix was measured alone (``fix_alone``: the compared
+        kernels differ in other commits too, and the gate refused frames): "What the fix saves is measured on PRE
+        with only 89e5c58fc1e2 applied (PRE+89e5c58fc1e2, run beside it), not between the table's columns: PRE →
+        POST also changes N other modelled commits (…), whose effects the columns include", then, where the
+        columns' difference at a stage is not the fix alone's, ``_between_text``. "" otherwise."""
+        if not self.fix_alone or not self._tally.refused:
+            return ""
+        changes = other_changes_words(self.other_changes)
+        between = self._between_text()
+        return (
+            f"What the fix saves is measured on {self.pre} with only {FIX} applied ({self.fix_alone}, run beside it), "
+            f"not between the table's columns: {self.pre} → {self.post} also changes {changes}, whose effects the "
+            f"columns include{f'; {between}' if between else ''}. "
+        )
+
+    def _between_text(self) -> str:
+        """Per stage where the compared kernels' skbs (the table's columns, ``Result.kernels``) differ by another
+        count than the fix alone changes them (its counterfactual's, ``Result.counterfactuals``): "between PRE and
+        POST the phys skbs do not change (4 → 4): the fix alone saves 2 (PRE+89e5c58fc1e2 delivers 2), the other
+        commits add 2"; "" where they differ by the fix alone's count at both stages."""
+        runs = {k.name: k for k in (*self.result.kernels, *getattr(self.result, "counterfactuals", ()))}
+        pre, post, alone = (runs.get(n) for n in (self.pre, self.post, self.fix_alone))
+        if pre is None or post is None or alone is None:
+            return ""
+        parts = []
+        for stage in ("phys", "tunnel"):
+            a, b, c = (k.stages[stage].skbs for k in (pre, post, alone))
+            if b == c:
+                continue
+            change = "do not change" if a == b else f"change by {b - a:+,}"
+            fix = f"saves {a - c:,}" if a >= c else f"adds {c - a:,}"
+            other = f"add {b - c:,}" if b > c else f"save {c - b:,}"
+            parts.append(
+                f"between {self.pre} and {self.post} the {stage} skbs {change} ({a:,} → {b:,}): the fix alone {fix} "
+                f"({self.fix_alone} delivers {c:,}), the other commits {other}"
+            )
+        return "; ".join(parts)
