@@ -57,7 +57,9 @@ class CaptureOutcome:
         row: dict = {"path": self.path, "document": self.out_file, "error": self.error}
         doc = self.document
         if doc is None:
-            row.update(frames=None, skipped=None, replayed=None, kernels={}, affected_flows=None, outcome=None)
+            row.update(
+                frames=None, skipped=None, replayed=None, kernels={}, affected_flows=None, outcome=None
+            )
             return row
         row["frames"] = doc["input"]["frames_read"]
         row["skipped"] = sum(doc["input"]["skipped"].values())
