@@ -10,24 +10,27 @@ against the configured tunnel ports. A fragment is not tunnel traffic, as for th
 
 ``tcp_mss_option``: the MSS option of a TCP header (``--resegment auto`` learns a flow's MSS from its SYN).
 ``ip_datagram_len``: the length an IP header declares (bytes after it in the frame are padding or a trailer).
+``tcp_payload_len``: the TCP payload of a frame's innermost TCP segment, by the lengths its IP headers declare: the
+one definition of a segment without payload, for the simulator's driver step (sim/driver.py) and the kernel
+backend (validate.py).
 """
 
 from __future__ import annotations
 
-from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6
+from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
 
 #: ``tunnel_port_of``'s answer for a frame whose captured bytes end before its outer UDP destination port (or
 #: whose link layer is not read): whether it is tunnel traffic is unknown
 UNREAD = "unread"
 
 
-def vlan_l3(buf: bytes) -> tuple[int, int] | None:
-    """``(EtherType, offset of the network header)`` of the Ethernet frame ``buf`` past its VLAN tags (802.1Q,
-    802.1ad, 0x9100), or None when it ends before them."""
+def vlan_l3(buf: bytes | bytearray, mac: int = 0) -> tuple[int, int] | None:
+    """``(EtherType, offset of the network header)`` of the Ethernet frame at ``buf[mac]`` past its VLAN tags
+    (802.1Q, 802.1ad, 0x9100), or None when it ends before them."""
     n = len(buf)
-    if n < 14:
+    if n < mac + 14:
         return None
-    off = 12
+    off = mac + 12
     (etype,) = _H.unpack_from(buf, off)
     while etype in _VLAN_TPIDS:
         off += 4
@@ -108,3 +111,67 @@ def ip_datagram_len(buf: bytes | bytearray, off: int) -> int:
         return _H.unpack_from(buf, off + 2)[0]
     plen = _H.unpack_from(buf, off + 4)[0]
     return plen + 40 if plen else 0
+
+
+def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int | None:
+    """Bytes of TCP payload of the innermost TCP segment of the Ethernet frame ``buf``: from the end of its TCP
+    header to where the datagram ends by the lengths its IP headers declare (the nearest of the ends each outer
+    and inner header declares, ``ip_datagram_len``; a length of 0, BIG TCP's or an IPv6 jumbogram's, declares none:
+    the frame's end), 0 when none (an ACK, SYN, FIN or RST without data; bytes past the datagram, Ethernet padding
+    to 60 bytes or a captured FCS, are no payload: ``ip_rcv_core`` trims them after GRO). None when the innermost
+    packet is no whole TCP segment: not IP, an IPv4 fragment or IPv6 fragment header, another protocol, a UDP
+    datagram to no port of ``tunnel_ports`` (UDP port → ``"vxlan"``/``"geneve"``, the decoder's), a Geneve header
+    carrying no Ethernet, a TCP header cut short or with a data offset below 5 words.
+
+    Walks what the kernel's GRO walks to reach tcp_gro_receive, wherever the frame is stopped before it: VLAN tags
+    (outer and inner: vlan_gro_receive, net/8021q/vlan_core.c), IPv4 with options (inet_gro_receive flushes them),
+    IPv6 hop-by-hop, routing and destination-options headers (ipv6_gro_receive's ``ipv6_gso_pull_exthdrs``),
+    UDP to a tunnel port, VXLAN (8 bytes) or Geneve (8 + options). A segment without payload is one that
+    tcp_gro_receive merges in no kernel ((len - 1) >= mss, len < mss at out_check_final; net/ipv4/tcp_offload.c).
+    Never raises.
+    """
+    n = len(buf)
+    end = n
+    eth = vlan_l3(buf)
+    while eth is not None:
+        etype, l3 = eth
+        if etype == ETH_P_IP:
+            if (
+                l3 + 20 > n
+                or buf[l3] >> 4 != 4
+                or buf[l3] & 0x0F < 5
+                or _H.unpack_from(buf, l3 + 6)[0] & 0x3FFF
+            ):
+                return None
+            proto, l4 = buf[l3 + 9], l3 + (buf[l3] & 0x0F) * 4
+        elif etype == ETH_P_IPV6:
+            if l3 + 40 > n or buf[l3] >> 4 != 6:
+                return None
+            proto, l4 = buf[l3 + 6], l3 + 40
+            while proto in (0, 43, 60):
+                if l4 + 8 > n:
+                    return None
+                proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
+        else:
+            return None
+        declared = ip_datagram_len(buf, l3)
+        if declared:
+            end = min(end, l3 + declared)
+        if proto == 6:
+            if l4 + 20 > n:
+                return None
+            doff = (buf[l4 + 12] >> 4) * 4
+            if doff < 20 or l4 + doff > n:
+                return None
+            return max(0, end - l4 - doff)
+        if proto != 17 or l4 + 16 > n:
+            return None
+        kind = tunnel_ports.get(_H.unpack_from(buf, l4 + 2)[0])
+        t = l4 + 8
+        if kind == "vxlan":
+            eth = vlan_l3(buf, t + 8)
+        elif kind == "geneve" and _H.unpack_from(buf, t + 2)[0] == ETH_P_TEB:
+            eth = vlan_l3(buf, t + 8 + (buf[t] & 0x3F) * 4)
+        else:
+            return None
+    return None
