@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, replace
 from .capture.reader import open_capture
 from .kernel.model import PROFILES, KernelModel
 from .kernel.release import resolve_kernel
-from .packet.decode import CLS_TUNNEL_TCP
-from .packet.headers import ip_datagram_len
+from .packet.headers import tcp_payload_len
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
 from .sim.notes import account_capture_end
@@ -82,7 +81,9 @@ def load_capture(
 def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int, int]:
     """(outer L3 length, inner L3 length, inner TCP payload length) of a decoded frame, in bytes.
 
-    ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled TCP.
+    ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled, and the
+    payload length 0 for frames that are not tunnelled TCP; the payload is ``packet.headers.tcp_payload_len``'s,
+    by the lengths the IP headers declare (bytes past the datagrams are none), as the simulator reads it.
     """
     e = frame[12] << 8 | frame[13]
     if e == 0x0800:
@@ -101,35 +102,15 @@ def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple
         return outer, 0, 0
     tun = 8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4
     inner_l3 = udp + 8 + tun + 14
-    if l4 + 13 >= len(frame) or l4 <= inner_l3:
-        return outer, end - inner_l3, 0
-    doff = (frame[l4 + 12] >> 4) * 4
-    return outer, end - inner_l3, max(0, min(end, _inner_ip_end(frame, inner_l3, l4)) - (l4 + doff))
+    return outer, end - inner_l3, tcp_payload_len(frame, tunnel_ports) or 0
 
 
-def _inner_ip_end(frame: bytes, l3: int, l4: int) -> int:
-    """Where the inner IP datagram at ``l3`` ends by its own length (IPv4 ``tot_len``, IPv6 ``payload_len`` + 40),
-    so that bytes after it inside the outer datagram (a frame padded to 60 bytes before a hardware VTEP
-    encapsulated it) are no TCP payload (``packet.headers.ip_datagram_len``, as kernel/tcp_offload.py reads it); the frame's length
-    when the header is not where ``l4`` says (an inner VLAN tag, IPv6 extension headers) or says 0 (BIG TCP)."""
-    version = frame[l3] >> 4
-    if not (version == 4 and l3 + (frame[l3] & 0x0F) * 4 == l4 or version == 6 and l3 + 40 == l4):
-        return len(frame)
-    length = ip_datagram_len(frame, l3)
-    return l3 + length if length else len(frame)
-
-
-def no_payload_frames(frames: list[tuple], classes: list[str], tunnel_ports: dict[int, str]) -> set[int]:
-    """The indices (``frames``' eighth field) of the decoded ``frames`` that are tunnelled TCP segments (their flow's
-    class in ``classes`` is ``tunnel_tcp``) carrying no TCP payload (ACKs, and SYN, FIN or RST without data):
-    ``_frame_lengths``' payload length 0, read from the outer and inner IP lengths and the inner TCP data offset;
-    ``tunnel_ports``: the decoder's (UDP port → ``"vxlan"``/``"geneve"``)."""
-    out = set()
-    for f in frames:
-        _ts, frame, _vlan, fid, _h, _l4h, l4, index = f[:8]
-        if classes[fid] == CLS_TUNNEL_TCP and _frame_lengths(frame, l4, tunnel_ports)[2] == 0:
-            out.add(index)
-    return out
+def no_payload_frames(frames: list[tuple], tunnel_ports: dict[int, str]) -> set[int]:
+    """The indices (``frames``' eighth field) of the decoded ``frames`` whose innermost TCP segment carries no TCP
+    payload (ACKs, and SYN, FIN or RST without data): ``packet.headers.tcp_payload_len`` 0, the simulator's driver
+    step's reading (sim/driver.py, ``SkBuff.no_payload``); ``tunnel_ports``: the decoder's (UDP port →
+    ``"vxlan"``/``"geneve"``)."""
+    return {f[7] for f in frames if tcp_payload_len(f[1], tunnel_ports) == 0}
 
 
 class _Delivered:
@@ -142,9 +123,9 @@ class _Delivered:
 
         def __init__(self, why: str, no_payload: bool) -> None:
             self.why = why
-            #: ``NAPI_GRO_CB(skb)->no_payload`` as the simulator sets it (kernel/tcp_offload.py tcp_gro_receive):
-            #: not read from the running kernel, whose control block the trace does not show, but known from the
-            #: frames the skb carries (``kernel_result``)
+            #: ``NapiGroCb.no_payload`` as the simulator sets it (kernel/gro.py dev_gro_receive, from the driver
+            #: step's ``SkBuff.no_payload``): not read from the running kernel, whose control block the trace does
+            #: not show, but known from the frames the skb carries (``kernel_result``)
             self.no_payload = no_payload
 
     def __init__(
@@ -237,7 +218,8 @@ def _forget_unobserved(ks: KernelStats) -> None:
 def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
     """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``): each delivery matched to
     the frames it carries (``match_deliveries``), without end reasons, and marked as carrying no TCP payload as
-    the simulator's tcp_gro_receive marks it (``no_payload_frames``, where ``ReplayConfig.gro_runs``)."""
+    the simulator marks it (``no_payload_frames``: none of its frames carries any, where
+    ``ReplayConfig.gro_runs``)."""
     rep = loaded.replayer
     # one name for the running kernel: its model's, as --kernel "$(uname -rv)" names it (kernel/release.py
     # resolve_kernel: 6.18.44-fc-v1098), in the table, JSON, trace and verdict alike
@@ -274,8 +256,8 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     t0 = rep.input.first_ts_ns or 0
     first_ts = oracle.deliveries[0].ts if oracle.deliveries else 0.0
     # an skb carries no TCP payload when none of its frames does (a segment without payload is never merged:
-    # tcp_gro_receive); counted, as the simulator counts it, only where GRO runs and so tcp_gro_receive sees it
-    empty = no_payload_frames(sent, rep.decoder.flow_class, tports)
+    # tcp_gro_receive); counted, as the simulator counts it (kernel/gro.py dev_gro_receive), only where GRO runs
+    empty = no_payload_frames(sent, tports)
     runs = config.gro_runs()
     for n, d in enumerate(oracle.deliveries):
         i = cursor[d.dev]

@@ -4,7 +4,7 @@ switch's trailer — and what the verdict says of their flows.
 ``skb_gro_len`` counts those bytes until ``ip_rcv_core`` trims the skb to the IP length, after GRO, so
 inet_gro_receive flushes such a frame (``tot_len`` differs from the bytes present: net/ipv4/af_inet.c, gro-spec
 §3.1), and tcp_gro_receive sees them as payload. Whether a segment carries TCP payload is read from its IP header
-(kernel/tcp_offload.py ``_past_ip_payload``): an ACK with padding is still a segment without payload, which
+(packet/headers.py ``tcp_payload_len``, read by the driver step): an ACK with padding is still a segment without payload, which
 tcp_gro_receive never merges (``(len - 1) >= mss``, net/ipv4/tcp_offload.c), and its flow is said apart from the
 flows GRO does not merge for a reason of their own.
 """

@@ -413,6 +413,57 @@ def test_kernel_backend_says_flows_without_payload_apart(tmp_path):
     assert f" 1 {NO_PAYLOAD}{SIM_ACK_REASONS}{NEVER}" in sim
 
 
+@pytest.mark.parametrize("case", ["inner IPv4 options", "bad inner IPv4 checksum"])
+def test_an_ack_flow_stopped_before_tcp_gro_receive_reads_alike_in_both_backends(tmp_path, case):
+    """``own_acks_capture`` with the ACKs' inner IPv4 header carrying options (inet_gro_receive: ``*(u8 *)iph !=
+    0x45`` → out) or a bad checksum (``ip_fast_csum`` → out): GRO stops them before tcp_gro_receive. The running
+    kernel delivers each ACK alone at both devices (test_kernel_no_payload.GRO_ON, the ACKs 4 bytes longer with
+    options), the simulator agrees skb for skb, and both verdicts say the ACK flow apart as carrying no payload
+    (tests/test_no_payload_from_the_frame.py: before, the replay counted it among the flows the kernel "does not
+    merge"). Outer checksums computed: the gate passes them with or without 89e5c58fc1e2 (gro-spec §4.7 row 2)."""
+    from test_kernel_no_payload import GRO_ON, NEVER, NO_PAYLOAD
+    from test_no_payload_from_the_frame import CASES, _acks_longer, _capture
+
+    from gro_replay.report.verdict import REASONS_NOT_OBSERVED
+    from gro_replay.report.verdict.core import verdict_of
+    from gro_replay.validate import kernel_result
+
+    ack_kw, _post, extra, _reason = CASES[case]
+    path = str(_capture(tmp_path / "c.pcap", ack_kw, outer_csum="computed"))
+    cfg = ReplayConfig(rx_csum="none", poll=PollModel("budget"), rss="none", vxlan_ports=(4789,))
+    loaded = load_capture(path, cfg)
+    oracle = run_kernel([f[1] for f in loaded.frames], rx_csum="none", csum_level=0)
+    sim_cfg = replace(cfg, kernels=(profile_for_release(kernel_release()),), hz=kernel_hz())
+    devices = compare(loaded, oracle, sim_cfg)
+    _assert_agree(devices)
+    expected = _acks_longer(GRO_ON, extra)
+    assert sorted(devices[0].kernel) == sorted(expected["phys"])
+    assert sorted(devices[1].kernel) == sorted(expected["tunnel"])
+    kern = verdict_of(kernel_result(load_capture(path, cfg), oracle, cfg)).text
+    assert kern.endswith(f" 1 {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"), kern
+    assert f"does not merge 1 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}." in kern
+    r = CliRunner().invoke(
+        main,
+        [
+            path,
+            "--kernel",
+            kernel_release(),
+            "--rx-csum",
+            "none",
+            "--poll",
+            "budget",
+            "--rss",
+            "none",
+            "--no-hist",
+        ],
+        env={"COLUMNS": "2000"},
+    )
+    assert r.exit_code == 0, r.output
+    sim = " ".join(r.stdout.split())
+    assert f" 1 {NO_PAYLOAD}" in sim and NEVER in sim
+    assert "does not merge 1 tunnelled TCP flow(s) at the phys device" in sim
+
+
 def test_kernel_trace_file_is_written_whole(tmp_path):
     """``kernel --trace FILE``: written beside FILE and renamed into place when the report is made
     (gro_replay/outputs.py), one line per skb the running kernel delivered on either device."""

@@ -79,6 +79,6 @@ class GroCells:
             skb.cb.why = R.GRO_CELLS_NETIF_RX
             # observation only: what completed it at the phys device does not apply here
             skb.cb.ended_by = None
-            skb.cb.no_payload = False  # nor whether tcp_gro_receive found payload there
+            skb.cb.no_payload = False  # nor is an skb without payload counted: GRO does not run here
             self.napi.netif_receive_skb_list([skb])
         return n

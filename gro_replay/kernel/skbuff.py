@@ -185,9 +185,10 @@ class NapiGroCb:
         #: skb that went up without being held). Set where the held packet is completed (gro.py dev_gro_receive,
         #: gro_flush_oldest's caller; tcp_offload.py at the gap), never read by a decision (observation only)
         self.ended_by: tuple[int, int | None, int | None] | None = None
-        #: tcp_gro_receive found no TCP payload (skb_gro_len 0, or none by the IP header's length when bytes follow
-        #: the datagram: padding, an FCS; an ACK, or SYN, FIN or RST without data), which it never merges
-        #: ((len - 1) >= mss) — observation only, for the report
+        #: the skb carries no TCP payload (``SkBuff.no_payload``: an ACK, or SYN, FIN or RST without data, by the
+        #: lengths its IP headers declare), which tcp_gro_receive never merges ((len - 1) >= mss), and GRO runs on
+        #: this device (dev_gro_receive copies it past netif_elide_gro; a gro_cells netif_rx skb: False) —
+        #: observation only, for the report: whatever stops GRO before tcp_gro_receive
         self.no_payload = False
 
 
@@ -247,6 +248,7 @@ class SkBuff:
         "addr",
         "psums",
         "pidx",
+        "no_payload",
     )
 
     def __init__(
@@ -269,11 +271,13 @@ class SkBuff:
         addr: int = 0,
         psums: PollSums | None = None,
         pidx: int = 0,
+        no_payload: bool = False,
     ) -> None:
         """The arguments after ``flow`` are what a driver fills in (``data``: after ``eth_type_trans``, default
         ``mac_header``), by name or, on the driver's per-frame path (sim/driver.py), in this order.
         ``psums``/``pidx``: the frame's poll batch of checksums and its index there (None/0: sums computed from
-        ``buf``)."""
+        ``buf``). ``no_payload``: the frame's innermost TCP segment carries no payload (observation only, set by
+        the driver step from the frame: sim/driver.py, ``packet.headers.tcp_payload_len``)."""
         if data is None:
             data = mac_header
         self.buf = buf
@@ -317,6 +321,12 @@ class SkBuff:
         self.addr = addr
         self.psums = psums
         self.pidx = pidx
+        #: observation only, not a kernel field: the frame's innermost TCP segment carries no payload
+        #: (``packet.headers.tcp_payload_len`` 0, set by the driver step); dev_gro_receive copies it into
+        #: ``cb.no_payload`` where GRO runs. Such a segment is never held nor merged into (len 0: ``len < mss`` at
+        #: out_check_final; bytes past the datagram: inet_gro_receive/ipv6_gro_receive flush it for its length),
+        #: so an skb that carries more than one frame carries payload and keeps its first frame's False
+        self.no_payload = no_payload
 
     # -- geometry ---------------------------------------------------------------------------------------------
     def headlen(self) -> int:

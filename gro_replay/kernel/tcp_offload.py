@@ -16,7 +16,6 @@ from __future__ import annotations
 import struct
 
 from ..packet.csum import pseudo4, pseudo6
-from ..packet.headers import ip_datagram_len
 from . import reasons as R
 from . import skbuff as _skbuff
 from .af_inet import inet_gro_flush, inet_gro_network_pseudo
@@ -82,15 +81,6 @@ def _id_step(skb: SkBuff, p: SkBuff, inner: bool) -> tuple[str, int, int] | None
     return hdr, step, pcb.count
 
 
-def _past_ip_payload(skb: SkBuff, end: int) -> bool:
-    """Whether the segment whose TCP header ends at ``end`` (offset into ``skb.buf``) carries no payload by its IP
-    header's length (``packet.headers.ip_datagram_len``): a frame with bytes past its datagram (Ethernet padding to
-    60 bytes, a captured FCS or trailer), which ``skb_gro_len`` counts until ip_rcv_core trims them. A length of 0
-    (BIG TCP) says nothing. Observation only (``NAPI_GRO_CB(skb)->no_payload``)."""
-    nh = skb.network_header
-    return 0 < ip_datagram_len(skb.buf, nh) <= end - nh
-
-
 def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: C901, PLR0915 - net/ipv4/tcp_offload.c tcp_gro_receive is one C function, kept in its order
     """Find the held packet of this TCP flow and merge into it, or decide which packet to complete.
 
@@ -115,7 +105,6 @@ def tcp_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa: 
         return None
     skb_gro_pull(skb, thlen)
     length = skb.len - cb.data_offset
-    cb.no_payload = length == 0 or _past_ip_payload(skb, th + thlen)  # observation only (report/verdict)
     flags = flag_word  # tcp_flag_word(th): doff | flags | window
     mss = 1
     flush = 1

@@ -171,8 +171,9 @@ class FlowStats:
         #: (``SkBuff.mixed``: merged at a tunnel device without tunnel metadata); ``segs`` counts each flow's own
         self.carried = {"phys": 0, "tunnel": 0}
         self.carried_by = {"phys": 0, "tunnel": 0}
-        #: skbs delivered without TCP payload (``NAPI_GRO_CB(skb)->no_payload``, observation: tcp_gro_receive
-        #: merges none such; the kernel backend's from the lengths of the frames each skb carries, validate.py)
+        #: skbs delivered without TCP payload where GRO runs (``NapiGroCb.no_payload``, observation: tcp_gro_receive
+        #: merges none such), read from the frames each skb carries (``packet.headers.tcp_payload_len``: the
+        #: simulator's driver step and the kernel backend, validate.py, alike)
         self.empty = {"phys": 0, "tunnel": 0}
 
 

@@ -3,7 +3,9 @@
 every kernel model but the layout, which a driver changed between releases (kernel/nic_skb.py).
 
 Kernel: a driver's RX completion (e.g. drivers/net/ethernet/mellanox/mlx5/core/en_rx.c ``mlx5e_build_rx_skb``:
-``skb_set_hash``, ``__vlan_hwaccel_put_tag``, ``mlx5e_handle_csum``) before ``napi_gro_receive``. The per-preset
+``skb_set_hash``, ``__vlan_hwaccel_put_tag``, ``mlx5e_handle_csum``) before ``napi_gro_receive``. Also, an observation
+and no kernel field: whether the frame's innermost TCP segment carries no payload (``SkBuff.no_payload``, read once
+per frame by ``packet.headers.tcp_payload_len``, the kernel backend's reading too: validate.py). The per-preset
 checksum decisions are in ``kernel/nic.py``, the skb layouts in ``kernel/nic_skb.py`` (a --nic preset's layout is
 the driver's even when --rx-csum overrides its checksum state; without --nic, veth's linear head).
 """
@@ -17,6 +19,7 @@ from ..kernel.nic_skb import VETH_LINEAR
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
 from ..packet.csum import PollSums
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
+from ..packet.headers import tcp_payload_len
 from .config import ReplayConfig
 from .ingest import Frame
 
@@ -44,9 +47,10 @@ class DriverRx:
     def skbs(self, k: Kernel, batch: list[Frame], shared: tuple) -> list[SkBuff]:
         """The skbs the driver builds for one poll's frames on kernel ``k``: RSS hash, VLAN tag, checksum state.
 
-        ``shared``: ``poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, the poll's ``PollSums``).
+        ``shared``: ``poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, the poll's ``PollSums``, the frames
+        without TCP payload).
         """
-        sums, ps, states = shared
+        sums, ps, states, empty = shared
         ip_summed, ip_summed_no_l4, csum_level = self._rx_csum
         complete = ip_summed == CHECKSUM_COMPLETE
         partial = ip_summed == CHECKSUM_PARTIAL
@@ -59,7 +63,7 @@ class DriverRx:
                 complete = ip_summed == CHECKSUM_COMPLETE
             # SkBuff's arguments in order (positional: 40 % less than binding them by name, once per frame and
             # kernel): buf, mac_header, ts_ns, frame, flow, data (after eth_type_trans), protocol, dev, hash,
-            # l4_hash, vlan_tci, ip_summed, csum_level, csum, csum_start, addr, psums, pidx
+            # l4_hash, vlan_tci, ip_summed, csum_level, csum, csum_start, addr, psums, pidx, no_payload
             append(
                 SkBuff(
                     frame,
@@ -80,6 +84,7 @@ class DriverRx:
                     0xFFFF888100000000 + (index << 8),
                     ps,
                     j,
+                    empty[j],
                 )
             )
         if self.layout.head_frag_from is not None and self.head_frag(k.model):
@@ -94,18 +99,18 @@ class DriverRx:
 
     def poll_shared(self, batch: list[Frame]) -> tuple:
         """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values, the ``PollSums`` batch that
-        serves software checksums (where bytes are summed, not a decision) and, with a --nic preset deciding,
-        each frame's ``(ip_summed, csum_level)`` (``_nic_states``)."""
+        serves software checksums (where bytes are summed, not a decision), with a --nic preset deciding, each
+        frame's ``(ip_summed, csum_level)`` (``_nic_states``), else None, and per frame whether its innermost TCP
+        segment carries no payload (``packet.headers.tcp_payload_len`` 0: ``SkBuff.no_payload``)."""
         states = self._nic_states(batch) if self.preset is not None else None
         if states is not None:
             complete = any(st[0] == CHECKSUM_COMPLETE for st in states)
         else:
             complete = self.profile.ip_summed == CHECKSUM_COMPLETE
         ps = PollSums([f.frame for f in batch])
-        if complete:
-            sums = ps.fill()
-            return sums, ps, states
-        return None, ps, states
+        ports = self.decoder.tunnel_ports
+        empty = [tcp_payload_len(f.frame, ports) == 0 for f in batch]
+        return (ps.fill() if complete else None), ps, states, empty
 
     def _nic_state_of_flow(self, fid: int) -> tuple[int, int, str]:
         """(ip_summed, csum_level, tunnel kind) the preset decides for flow ``fid``'s frames when their checksums

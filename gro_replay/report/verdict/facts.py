@@ -158,8 +158,9 @@ class KernelFacts:
     def without_payload(self) -> bool:
         """Every phys skb of the flow (at least one) carried no TCP payload (``phys_empty``: ACKs, and SYN, FIN or
         RST without data): segments that tcp_gro_receive merges in no kernel ((len - 1) >= mss, len < mss at
-        out_check_final; net/ipv4/tcp_offload.c). Recorded by the simulator's tcp_gro_receive, and by the kernel
-        backend from the lengths of the frames each skb carries (validate.kernel_result)."""
+        out_check_final; net/ipv4/tcp_offload.c), whatever stops GRO before tcp_gro_receive. Read from the frames each
+        skb carries, by the lengths their IP headers declare (``packet.headers.tcp_payload_len``), by both backends:
+        the simulator's driver step (sim/driver.py) and the kernel backend (validate.kernel_result)."""
         return bool(self.phys_empty) and self.phys_empty == self.skbs["phys"]
 
     def refused_at(self) -> str | None:

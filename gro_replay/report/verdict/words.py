@@ -174,10 +174,9 @@ def id_step_text(steps: Counter, limit: int = 2) -> str:
 
 def payload_clause(skbs: int, empty: int, whose: str = "their") -> str:
     """ " (E of <whose> S skbs carry no payload)" beside the end reasons of unmerged phys skbs (``skbs``) of which
-    ``empty`` carried no TCP payload (``FlowStats.empty``: NAPI_GRO_CB(skb)->no_payload, set where tcp_gro_receive
-    read the segment), so that a reason list mixing ACKs with short data (1-byte probes, small writes, a SYN with
-    data) does not read as all without payload, nor the other way round; "" when ``empty`` is 0 (none, or not
-    observed: the kernel backend)."""
+    ``empty`` carried no TCP payload (``FlowStats.empty``: ``NapiGroCb.no_payload``, read from the frames by the
+    driver step, ``packet.headers.tcp_payload_len``, and counted where GRO runs), so that a reason list mixing ACKs with short data (1-byte probes, small writes, a SYN with
+    data) does not read as all without payload, nor the other way round; "" when ``empty`` is 0."""
     if not empty:
         return ""
     if empty == skbs:
