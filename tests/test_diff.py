@@ -548,3 +548,22 @@ def test_changed_flows_rank_by_the_skbs_they_moved_not_by_a_loss_from_zero(tmp_p
         f"| `{b.replace('|', chr(92) + '|')}` | phys NAPI | 4 → 1 | 1.00 → 4.00 | +300.0% |",
         f"| `{b.replace('|', chr(92) + '|')}` | tunnel gro_cells | 1 → 0 | 4.00 → 0.00 | not delivered in current ❌ |",
     ]
+
+
+def test_flows_regressed_counts_a_flow_once_whatever_kernels_it_regressed_in(tmp_path):
+    """``flows_regressed`` is the flows with at least one regression (docs/ci.md): the fix sample's one flow
+    regressing in both kernels is 1 flow (breaker's finding: it said 2, one per kernel). Budget polls against
+    ``--poll gap:5``: gap:5 splits the 17 frames into polls of 10 and 7 (frames 1-10 and 11-17 1 µs apart, 10 µs
+    between them, gro-spec §1.8), so pre-fix gro_cells goes from 1 to 2 skbs (17 → 8.5 segments / skb) and post-fix
+    the phys device and gro_cells too: 3 stage regressions and 3 of the flow, over 2 kernels."""
+    a, b = tmp_path / "budget.json", tmp_path / "gap5.json"
+    for path, poll in ((a, "budget"), (b, "gap:5")):
+        r = run(FIX_SAMPLE, "--poll", poll, "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        path.write_text(r.stdout)
+    r = run("diff", a, b)
+    assert (
+        r.stdout.rstrip()
+        .splitlines()[-1]
+        .startswith("DIFF status=regression regressions=6 stage_regressions=3 flows_regressed=1 ")
+    )

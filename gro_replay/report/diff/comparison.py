@@ -405,7 +405,8 @@ def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | 
     checked value, as ``observed_sentence`` says it; ``none`` when nothing was checked, ``from0`` from a zero
     baseline) sits beside ``max_regression`` (the allowed loss)."""
     stage_regs = sum(1 for r in regressions if r["flow"] is None)
-    flows = len({(r["kernel"], r["flow"]) for r in regressions if r["flow"] is not None})
+    # flows with at least one regression, in any kernel pair: a flow is the capture's, not a kernel's
+    flows = len({r["flow"] for r in regressions if r["flow"] is not None})
     largest = "none" if not worst else _loss_text(worst).replace(" ", "")
     return (
         f"DIFF status={'regression' if regressions else 'ok'} regressions={len(regressions)} "
