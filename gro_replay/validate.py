@@ -215,6 +215,16 @@ def _forget_unobserved(ks: KernelStats) -> None:
             c.clear()
 
 
+def _account_sent(rep: Replayer, oracle, sent: list[tuple]) -> None:
+    """The input's counts after the kernel backend's send: the frames it could not replay skipped by reason
+    (``kernel_backend:<reason>``), and the frames replayed and their classes those ``sent``, as the simulator
+    counts them (sim/ingest.py), so that classes plus skipped add up to the frames read."""
+    for reason, n in oracle.frames_not_replayable.items():
+        rep.input.skipped[f"kernel_backend:{reason}"] += n
+    rep.input.frames_replayed = len(sent)
+    rep.input.classes = Counter(rep.decoder.flow_class[f[3]] for f in sent)
+
+
 def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
     """Build a simulator-shaped ``Result`` from an ``OracleResult`` (backend ``kernel``): each delivery matched to
     the frames it carries (``match_deliveries``), without end reasons, and marked as carrying no TCP payload as
@@ -278,12 +288,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     # to gro_cells as one skb, however many segments it carries)
     at_tunnel = {i for f, _ in matched["tunnel"] if f for i in f}
     ks.stages["tunnel"].skbs_in = sum(1 for f, _ in matched["phys"] if f and at_tunnel.intersection(f))
-    for reason, n in oracle.frames_not_replayable.items():
-        rep.input.skipped[f"kernel_backend:{reason}"] += n
-    rep.input.frames_replayed = len(sent)
-    # the classes count the frames replayed, as the simulator counts them (sim/ingest.py): those sent, not those
-    # the backend skipped above, so that classes plus skipped add up to the frames read
-    rep.input.classes = Counter(rep.decoder.flow_class[f[3]] for f in sent)
+    _account_sent(rep, oracle, sent)
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them
