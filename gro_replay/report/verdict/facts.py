@@ -142,6 +142,7 @@ class KernelFacts:
     #: per flow the larger of its two stage counts, summed over flows in a kernel's totals
     refused: int = 0
     lost: Counter = field(default_factory=Counter)  # frames by drop reason
+    lost_skbs: Counter = field(default_factory=Counter)  # the skbs they were in: what the drop counters count
     phys_reasons: Counter = field(default_factory=Counter)
     #: phys skbs delivered without TCP payload (``FlowStats.empty``)
     phys_empty: int = 0
@@ -213,6 +214,7 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
     for outcome, n in frames_by.items():
         if outcome != "queued" and n:
             kf.lost[outcome] += n
+            kf.lost_skbs[outcome] += f.stack[outcome]
     kf.phys_reasons = Counter(f.reasons["phys"])
     kf.phys_empty = getattr(f, "empty", {}).get("phys", 0)
     steps = getattr(f, "id_steps", None)
@@ -363,8 +365,7 @@ class FlowVerdict:
 
     def as_dict(self) -> dict:
         """explain's per-flow ``verdict`` (keys of the earlier format kept, facts added)."""
-        # the kernel without the fix and the one with it (or, where none with it ran, the counterfactual of the
-        # one without: measured); None where no such kernel ran
+        # with the fix: the kernel with it, else the counterfactual of the one without (``fixed``); None: none ran
         pre, post = self.pre, self.post or self.fixed
         return {
             "affected": self.affected,

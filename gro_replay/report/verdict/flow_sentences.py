@@ -37,7 +37,7 @@ class FlowSentences(CaptureSentences):
         for k in fv.kernels:
             for o, n in k.lost.items():
                 losses[o] = max(losses[o], n)
-        loss = "; ".join(loss_text(o, n) for o, n in by_count(losses))
+        loss = "; ".join(loss_text(o, n, self._lost_skbs(o, n, fv.kernels)) for o, n in by_count(losses))
         if fv.outcome == "lost":
             kernels = ", ".join(k.name for k in fv.kernels)
             return f"lost before decapsulation in every kernel run ({kernels}): {loss}"

@@ -69,11 +69,18 @@ class CaptureSentences(CompareSentences):
             return REASONS_NOT_OBSERVED
         return reason_list(counter, model=self.models.get(kernel) if kernel else None)
 
+    def _lost_skbs(
+        self, outcome: str, frames: int, kernels: list[KernelFacts] | None = None
+    ) -> list[tuple[str, int]]:
+        """(kernel, skbs) for each kernel of ``kernels`` (default: every kernel run) that lost ``frames`` frames to
+        drop reason ``outcome``: the skbs they were in (``KernelFacts.lost_skbs``, what ``loss_text`` names)."""
+        return [(k.name, k.lost_skbs[outcome]) for k in kernels or self.kernels if k.lost[outcome] == frames]
+
     def _loss_sentence(self) -> str:
         worst = max(self.kernels, key=lambda k: k.lost_frames)
         if not worst.lost_frames:
             return ""
-        per = "; ".join(loss_text(o, n) for o, n in by_count(worst.lost))
+        per = "; ".join(loss_text(o, n, self._lost_skbs(o, n)) for o, n in by_count(worst.lost))
         every = all(k.lost_frames == worst.lost_frames for k in self.kernels)
         who = "every kernel" if every and len(self.kernels) > 1 else worst.name
         return f"Lost on the way ({who}): {per}."
@@ -124,7 +131,8 @@ class CaptureSentences(CompareSentences):
                 f"Every tunnelled frame is lost before decapsulation, in every kernel run "
                 f"({', '.join(k.name for k in self.kernels)}): "
                 + "; ".join(
-                    loss_text(o, n) for o, n in by_count(max(self.kernels, key=lambda k: k.lost_frames).lost)
+                    loss_text(o, n, self._lost_skbs(o, n))
+                    for o, n in by_count(max(self.kernels, key=lambda k: k.lost_frames).lost)
                 )
                 + ". No flow is affected by the zero-checksum bug: what the host receives does not depend on it."
             )

@@ -233,6 +233,7 @@ class _Tally:
                 tot.gate_zero[s] += k.gate_zero[s]
                 tot.gate_set[s] += k.gate_set[s]
             tot.lost.update(k.lost)
+            tot.lost_skbs.update(k.lost_skbs)
             tot.splits.update(k.splits)
             if (
                 fv.cls == "tunnel_tcp"

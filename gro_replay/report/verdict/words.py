@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, KernelModel, commit_of_switch
@@ -94,10 +95,16 @@ LOSSES: dict[str, tuple[str, str | None]] = {
 }
 
 
-def loss_text(outcome: str, frames: int) -> str:
-    """``outcome`` (a normal-path drop reason) and ``frames`` as "N frame(s) lost: <function, counter>; knob: …"."""
+def loss_text(outcome: str, frames: int, skbs: Sequence[tuple[str, int]] = ()) -> str:
+    """``outcome`` (a normal-path drop reason) and ``frames`` as "N frame(s) lost: <function, counter>; knob: …".
+    ``skbs``: (kernel, skbs those frames were in) for each kernel run; where GRO merged some (skbs fewer than
+    frames in a kernel) they are named, since the stack drops, and its counter counts, skbs: "… (RFC 6936; counter
+    Udp6InCsumErrors); the stack drops, and counts, skbs: pre-fix 40, post-fix 2"."""
     what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
-    return f"{frames:,} frame(s) lost: {what}" + (f"; knob: {knob}" if knob else "")
+    text = f"{frames:,} frame(s) lost: {what}"
+    if any(n != frames for _, n in skbs):
+        text += "; the stack drops, and counts, skbs: " + ", ".join(f"{k} {n:,}" for k, n in skbs)
+    return text + (f"; knob: {knob}" if knob else "")
 
 
 #: How to get whole frames when records were cut short (captured length < original length, skipped as
