@@ -383,3 +383,17 @@ def test_explain_text_names_a_resolved_kernel_as_the_replay_does():
         "modelled; ran as 4.19 (every switch off, as in 4.18)",
     ]
     assert ex[1:3] == want
+
+
+def test_explain_capture_line_says_it_judges_every_flow_when_flow_chose_fewer():
+    """explain's capture verdict judges every flow of the capture (README), also under --flow, where the replay's
+    --flow judges the selected ones only: the line says so where --flow chose fewer flows than the capture has
+    (breaker's finding: 'capture: affected: yes … 36 of 96' under a --flow whose one flow the replay judged
+    unaffected read as a contradiction). The 4-flow sample: flow 0 chosen, 4 judged."""
+    r = CliRunner().invoke(main, ["explain", str(VXLAN4_SAMPLE), "--flow", "0", "-q"])
+    assert r.exit_code == 0, r.output
+    assert any(
+        ln.startswith("capture (all 4 flows, not only those chosen): ") for ln in r.stdout.splitlines()
+    )
+    r = CliRunner().invoke(main, ["explain", str(VXLAN4_SAMPLE), "-q"])
+    assert any(ln.startswith("capture: ") for ln in r.stdout.splitlines())

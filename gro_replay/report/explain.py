@@ -295,6 +295,12 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
         from .table import engine_lines
 
         lines.extend(engine_lines(doc["engine"]))
-    lines.append(f"capture: {doc['verdict']['text']}")
+    total = doc["flows_total"]
+    # the capture's verdict judges every flow, also where --flow chose fewer to show (the replay's --flow judges
+    # the selected flows only): said, so that the two do not read as a contradiction
+    label = (
+        "capture" if len(doc["flows"]) >= total else f"capture (all {total:,} flows, not only those chosen)"
+    )
+    lines.append(f"{label}: {doc['verdict']['text']}")
     lines.append(doc["summary"])
     return lines
