@@ -40,6 +40,19 @@ def vlan_l3(buf: bytes | bytearray, mac: int = 0) -> tuple[int, int] | None:
     return etype, off + 2
 
 
+def ipv6_upper(buf: bytes | bytearray, l3: int) -> tuple[int, int] | None:
+    """``(next header, offset)`` of the header after the IPv6 header at ``buf[l3]`` (its 40 bytes there) and its
+    hop-by-hop (0), routing (43) and destination-options (60) headers, each (hdrlen + 1) × 8 bytes, as
+    ``ipv6_gso_pull_exthdrs`` walks them (net/ipv6/ip6_offload.c); a fragment header (44) is a next header like
+    any other. None when ``buf`` ends inside an extension header's first 2 bytes."""
+    proto, off = buf[l3 + 6], l3 + 40
+    while proto in (0, 43, 60):
+        if off + 2 > len(buf):
+            return None
+        proto, off = buf[off], off + (buf[off + 1] + 1) * 8
+    return proto, off
+
+
 def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | None:
     """The tunnel kind (``tunnel_ports[port]``: ``"vxlan"``, ``"geneve"``) of the Ethernet frame ``buf``'s outer
     UDP destination port, None when its headers say it goes to no tunnel port (not IP, not UDP, a fragment,
@@ -58,11 +71,10 @@ def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | Non
     elif etype == ETH_P_IPV6:
         if l3 + 40 > n:
             return UNREAD
-        proto, l4 = buf[l3 + 6], l3 + 40
-        while proto in (0, 43, 60):
-            if l4 + 2 > n:
-                return UNREAD
-            proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
+        upper = ipv6_upper(buf, l3)
+        if upper is None:
+            return UNREAD
+        proto, l4 = upper
         if proto != 17:  # 44: a fragment
             return None
     else:
@@ -147,11 +159,10 @@ def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int
         elif etype == ETH_P_IPV6:
             if l3 + 40 > n or buf[l3] >> 4 != 6:
                 return None
-            proto, l4 = buf[l3 + 6], l3 + 40
-            while proto in (0, 43, 60):
-                if l4 + 8 > n:
-                    return None
-                proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
+            upper = ipv6_upper(buf, l3)
+            if upper is None:
+                return None
+            proto, l4 = upper
         else:
             return None
         declared = ip_datagram_len(buf, l3)
