@@ -18,13 +18,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from ..outputs import RunOutputs
 from ..project import __version__
 from ..report.schema import dumps
 from ..report.stats import SCHEMA_VERSION
+from ..report.verbatim import VerbatimTable, say, verbatim_console
 from ..sim import ReplayConfig
 from .command import Command
 from .errors import UsageError
@@ -81,7 +80,9 @@ def render_table(doc: dict, console: Console) -> None:
 
     names = [k["name"] for k in doc["config"]["kernels"]]
     compare = any(r["affected_flows"] is not None for r in doc["captures"])
-    table = Table(title="gro-replay batch", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    table = VerbatimTable(
+        title="gro-replay batch", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False
+    )
     table.add_column("capture", overflow="fold")
     table.add_column("frames", justify="right", no_wrap=True)
     # what entered the simulation (a super-frame split by --resegment is its segments, a skipped frame none): a
@@ -99,8 +100,7 @@ def render_table(doc: dict, console: Console) -> None:
     names_shown = display_names([r["path"] for r in doc["captures"]])
     failed = []
     for r, shown in zip(doc["captures"], names_shown, strict=True):
-        # a Text: rich reads a name's "[x]" in a str as a markup tag and drops it
-        cells: list = [Text(shown)] + [f"{r[c]:,}" if r[c] is not None else "-" for c in counts]
+        cells: list = [shown] + [f"{r[c]:,}" if r[c] is not None else "-" for c in counts]
         for n in names:
             k = r["kernels"].get(n)
             cells += [f"{k['phys_skbs']:,}", f"{k['tunnel_skbs']:,}"] if k else ["-", "-"]
@@ -122,12 +122,13 @@ def render_table(doc: dict, console: Console) -> None:
     table.columns[0].max_width = max(12, console.width - others)
     print_uncut(console, table)
     for line in failed:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        say(console, line)
     t = doc["totals"]
-    console.print(
+    say(
+        console,
         f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames read, {t['replayed']:,} "
         f"replayed in {t['seconds']:.1f} s",
-        highlight=False,
+        soft_wrap=False,
     )
 
 
@@ -234,7 +235,7 @@ def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: 
     if not quiet and sys.stderr.isatty():
         from rich.progress import Progress
 
-        progress = Progress(console=Console(stderr=True), transient=True)
+        progress = Progress(console=verbatim_console(stderr=True), transient=True)
         task = progress.add_task("replaying captures", total=len(paths))
 
         def on_done(_outcome) -> None:

@@ -12,6 +12,7 @@ from rich.console import Console
 from ..capture.reader import CaptureError
 from ..outputs import RunOutputs
 from ..report.schema import dumps
+from ..report.verbatim import say, verbatim_console
 from .command import Command
 from .errors import CheckFailed, EnvironmentProblem, UsageError, capture_error
 from .output import NamedOutput, open_out, start_progress
@@ -240,8 +241,9 @@ def kernel_cmd(
 
         click.echo(markdown(result))
     else:
-        console = Console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
-        console.print(
+        console = verbatim_console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
+        say(
+            console,
             f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
             + (
                 ", GRO deferred to the tunnel device (generic XDP on the phys device)"
@@ -249,8 +251,7 @@ def kernel_cmd(
                 else ""
             )
             + "; segments per skb inferred from lengths",
-            highlight=False,
-            markup=False,
+            soft_wrap=False,
         )
         render(result, console, hist=not no_hist)
 

@@ -19,6 +19,7 @@ from rich.table import Table
 from ..kernel.model import LTS, PROFILES, SWITCH_COMMITS, KernelModel
 from ..kernel.release import resolve_kernel
 from ..kernel.stable import STABLE_BACKPORTS
+from ..report.verbatim import VerbatimTable, say
 from .command import Command
 from .errors import UsageError
 from .params import Keyword
@@ -67,7 +68,7 @@ def _cell(m: KernelModel, c) -> str:
 
 
 def _matrix(models: list[KernelModel], title: str, with_commits: bool) -> Table:
-    t = Table(title=title, box=box.SIMPLE_HEAD)
+    t = VerbatimTable(title=title, box=box.SIMPLE_HEAD)
     t.add_column("switch", no_wrap=True)
     if with_commits:
         t.add_column("commit", no_wrap=True)
@@ -122,7 +123,7 @@ def switch_tables(models: list[KernelModel], console: Console) -> list[Table]:
     full = _matrix(models, _TITLE, with_commits=True)
     if _width(console, full) <= console.width:
         return [full]
-    commits = Table(title="behaviour switches (each named after its commit)", box=box.SIMPLE_HEAD)
+    commits = VerbatimTable(title="behaviour switches (each named after its commit)", box=box.SIMPLE_HEAD)
     for name in ("switch", "commit", "upstream"):
         commits.add_column(name, no_wrap=True)
     for c in SWITCH_COMMITS:
@@ -172,15 +173,15 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     console = report_console()
     models = list(PROFILES.values()) + extra
     for line in profiles_lines(console.width):
-        console.print(line, highlight=False, soft_wrap=True)
+        say(console, line)
     from ..report.table import print_uncut
 
     for t in switch_tables(models, console):
         print_uncut(console, t)
     for note in footnotes():
         for line in textwrap.wrap(note, console.width, subsequent_indent="  "):
-            console.print(line, highlight=False, soft_wrap=True)
-    b = Table(title="stable backports (first point release carrying the commit)", box=box.SIMPLE_HEAD)
+            say(console, line)
+    b = VerbatimTable(title="stable backports (first point release carrying the commit)", box=box.SIMPLE_HEAD)
     b.add_column("upstream commit")
     b.add_column("branch")
     b.add_column("stable commit")
@@ -191,4 +192,4 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     print_uncut(console, b)
     for m in extra:
         for n in m.notes:
-            console.print(f"note ({m.name}): {n}", highlight=False)
+            say(console, f"note ({m.name}): {n}", soft_wrap=False)

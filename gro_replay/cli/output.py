@@ -26,12 +26,14 @@ def report_console():
     stacked, one table per stage), else ``COLUMNS`` when set, else 120 columns (a pipe or file)."""
     from rich.console import Console
 
+    from ..report.verbatim import verbatim_console
+
     cols = os.environ.get("COLUMNS", "")
     if sys.stdout.isatty():
         width = Console().width
     else:
         width = terminal_size(cols) or 120
-    return Console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
+    return verbatim_console(no_color=bool(os.environ.get("NO_COLOR")), soft_wrap=False, width=width)
 
 
 def output_error(what: str, path: str, e: OSError) -> UsageError:
@@ -124,7 +126,7 @@ class ProgressReport:
             from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
             self.copy_display = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),  # the stream's name, as is
                 TimeElapsedColumn(),
                 console=self.prog.console,
                 transient=True,
@@ -227,12 +229,14 @@ def progress_display(total: int | None, console: Console):
     # a terminal under _WIDE columns gets a short bar and no MB/s or elapsed time: the line stays one line at 80
     width = console.width
     wide = width >= _WIDE
-    columns: list[ProgressColumn] = [TextColumn("[progress.description]{task.description}")]
+    columns: list[ProgressColumn] = [
+        TextColumn("{task.description}", style="progress.description", markup=False)
+    ]
     if total and width >= _BAR:
         columns += [BarColumn(bar_width=40 if wide else 12)]
     if total:
         columns += [TaskProgressColumn()]
-    columns += [TextColumn("{task.fields[frames]:,} frames")]
+    columns += [TextColumn("{task.fields[frames]:,} frames", markup=False)]
     if width >= _NARROW:  # under it: percentage and frames only
         columns += [FramesPerSecond()]
         if total and wide:
@@ -258,10 +262,10 @@ def start_progress(quiet: bool, path: str | None = None):
     when the replay ends or fails (the display's own ``stop`` would print a line on a display never shown)."""
     if quiet or not sys.stderr.isatty():
         return None, None
-    from rich.console import Console
+    from ..report.verbatim import verbatim_console
 
     total = input_size(path) if path is not None else None
-    console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
+    console = verbatim_console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
     prog = progress_display(total, console)
     task = prog.add_task("replaying", total=total, frames=0)  # its clock runs from now: elapsed, rate
     return prog, ProgressReport(prog, task, total, "-" if path is None else path)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from . import AGGREGATES_LABEL, MIXED_WHY, SW_CSUM_LABEL
 from .document import summary_line
 from .kernel_lines import kernel_lines
+from .verbatim import VerbatimTable, say, verbatim
 from .verdict.facts import STAGE_NAMES
 from .verdict.input_words import filtered_text
 from .verdict.words import drop_counts, kernel_label, plural
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 STAGES = ("phys", "tunnel")
@@ -67,11 +71,6 @@ def delta_text(a, b) -> str:
     return f"{d:+,.2f}" if isinstance(d, float) else f"{d:+,}"
 
 
-def _delta(a, b) -> Text:
-    t = delta_text(a, b)
-    return Text(t, style="dim" if t in ("0", "n/a", NO_SKBS) else "")
-
-
 def kernels_by_release(result) -> list:
     """The result's kernels ordered by release (oldest first), whatever the order of the options."""
     from .verdict import release_order
@@ -117,7 +116,7 @@ def grid(kernels, stages=STAGES) -> tuple[list[str], list[list[str]]]:
 
 
 def _rich_table(title: str, kernels, stages) -> Table:
-    t = Table(title=title, box=box.SIMPLE_HEAD)
+    t = VerbatimTable(title=title, box=box.SIMPLE_HEAD)
     t.add_column("metric")
     for s in stages:
         for k in kernels:
@@ -127,7 +126,7 @@ def _rich_table(title: str, kernels, stages) -> Table:
             t.add_column(f"{delta_head(kernels)}\n{s}", justify="right")
     _head, rows = grid(kernels, stages)
     for cells in rows:
-        t.add_row(*(Text(c, style="dim") if c in ("0", NO_SKBS) and i else c for i, c in enumerate(cells)))
+        t.add_row(*(verbatim(c, "dim") if c in ("0", NO_SKBS) and i else c for i, c in enumerate(cells)))
     return t
 
 
@@ -414,27 +413,23 @@ def _histogram(st, width: int = 30) -> list[str]:
 
 def render(result, console: Console, hist: bool = True) -> None:
     """Print the input summary, the table(s), the reasons, the verdict and the SUMMARY line."""
-
-    def say(line: str) -> None:
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-
     for line in input_lines(result):
-        say(line)
+        say(console, line)
     render_tables(result, console)
     kernels = kernels_by_release(result)
     for line in csum_lines(kernels):
-        say(line)
+        say(console, line)
     if hist:
         for ks in kernels:
             for stage in STAGES:
                 lines = _histogram(ks.stages[stage])
                 if lines:
-                    say(f"segments per skb, {ks.name} {STAGE_TITLES[stage]}:")
+                    say(console, f"segments per skb, {ks.name} {STAGE_TITLES[stage]}:")
                     for line in lines:
-                        say(line)
+                        say(console, line)
     for line in reason_lines(result) + verdict_lines(result):
-        say(line)
-    say(summary_line(result))
+        say(console, line)
+    say(console, summary_line(result))
 
 
 def markdown(result) -> str:

@@ -198,10 +198,10 @@ def _stage_table(k: dict, no_wrap: bool):
     labels ("skbs delivered with ≥2 segs") and the changes ("-2 (-100.0%)") stay on one line, the stage titles of the
     headers a word a line; without it every cell may wrap (terminals too narrow for that)."""
     from rich import box
-    from rich.table import Table
-    from rich.text import Text
 
-    t = Table(title=f"GRO aggregation diff, kernel {k['label']}", box=box.SIMPLE_HEAD)
+    from ..verbatim import VerbatimTable, verbatim
+
+    t = VerbatimTable(title=f"GRO aggregation diff, kernel {k['label']}", box=box.SIMPLE_HEAD)
     t.add_column("metric", no_wrap=no_wrap)
     for s in STAGES:
         title = STAGE_TITLES[s].replace(" ", "\n") if no_wrap else STAGE_TITLES[s]
@@ -216,9 +216,9 @@ def _stage_table(k: dict, no_wrap: bool):
             row += [
                 fmt_value(c["baseline"]),
                 fmt_value(c["current"]),
-                Text(
+                verbatim(
                     "n/a" if c["delta"] is None else f"{fmt_delta(c['delta'])} ({_cell_change(c)})",
-                    style=style,
+                    style,
                 ),
             ]
         t.add_row(*row)
@@ -229,15 +229,15 @@ def render_table(cmp: dict, console) -> None:
     """Print the comparison with rich tables on ``console``."""
     from rich import box
     from rich.measure import Measurement
-    from rich.table import Table
-    from rich.text import Text
 
     from ..table import print_uncut
+    from ..verbatim import VerbatimTable, verbatim
+    from ..verbatim import say as say_on
 
     limit = cmp["max_regression_pct"]
 
-    def say(text: str, style: str | None = None) -> None:
-        console.print(Text(text, style=style or ""), highlight=False, soft_wrap=True)
+    def say(text: str, style: str = "") -> None:
+        say_on(console, text, style)
 
     say(_input_line(cmp))
     say(f"baseline {cmp['baseline']['document']}, current {cmp['current']['document']}")
@@ -250,7 +250,7 @@ def render_table(cmp: dict, console) -> None:
         print_uncut(console, t)
         changed = _changed_flows(k)
         if changed:
-            ft = Table(
+            ft = VerbatimTable(
                 title=f"flows that changed ({len(changed):,} of {len(k['flows']):,})", box=box.SIMPLE_HEAD
             )
             ft.add_column("flow", overflow="fold")
@@ -258,13 +258,13 @@ def render_table(cmp: dict, console) -> None:
                 ft.add_column(f"skbs\n{s}", justify="right")
                 ft.add_column(f"segs/skb\n{s}", justify="right")
             for r in changed[:_FLOW_LIMIT]:
-                cells: list = [Text(r["flow"])]  # a Text: rich reads "[fd00::1]" in a str as a markup tag
+                cells: list = [r["flow"]]
                 for s in STAGES:
                     sk, ra = r["stages"][s]["flow_skbs"], r["stages"][s]["flow_segs_per_skb"]
                     style = "bold red" if sk["regression"] or ra["regression"] else ""
                     cells += [
-                        Text(f"{sk['baseline']:,} → {sk['current']:,}", style=style),
-                        Text(_pair(ra), style=style),
+                        verbatim(f"{sk['baseline']:,} → {sk['current']:,}", style),
+                        verbatim(_pair(ra), style),
                     ]
                 ft.add_row(*cells)
             print_uncut(console, ft)
