@@ -12,6 +12,7 @@ udp_gro_receive (net/ipv4/udp_offload.c, before 89e5c58fc1e2) refusing a zero ou
 from __future__ import annotations
 
 import io
+import re
 import shutil
 from dataclasses import replace
 
@@ -152,3 +153,19 @@ def test_kernel_names_print_whole_in_every_table(text, width):
     out = " ".join(printed(lambda c: render_diff(compare(doc, doc), c)).split())
     for k in kernels:  # one table per kernel of the two documents, titled with its name
         assert f"GRO aggregation diff, kernel {k.name} " in out
+
+
+def test_only_verbatim_makes_rich_tables_and_consoles():
+    """Every rich table is a VerbatimTable and every console a verbatim_console (report/verbatim.py): a plain
+    ``Table(`` or ``Console(`` elsewhere would read its text as markup again. ``Console().width`` only measures."""
+    from pathlib import Path
+
+    pkg = Path(__file__).resolve().parents[1] / "gro_replay"
+    found = []
+    for p in sorted(pkg.rglob("*.py")):
+        if p.name == "verbatim.py":
+            continue
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            if re.search(r"(?<!Verbatim)\bTable\(|\bConsole\((?!\)\.width)", line):
+                found.append(f"{p.relative_to(pkg)}:{i}: {line.strip()}")
+    assert found == []
