@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from gro_replay.capture.writer import PCAP_TS_NS_MAX, PcapWriter
 from gro_replay.packet.build import FrameSpec, build_frame, frame_layout, outer_ip_overhead
@@ -455,16 +455,18 @@ def synth_frames(sc: Scenario) -> Iterator[tuple[int, bytes]]:
         ts += sc.pause_ns if pause else sc.gap_ns
 
 
-def write_scenario(path: str | Path, sc: Scenario) -> int:
-    """Write the frames of ``sc`` to a nanosecond pcap at ``path``; return the number of frames.
+def write_scenario(path: str | Path | BinaryIO, sc: Scenario) -> int:
+    """Write the frames of ``sc`` to a nanosecond pcap at ``path`` (or an open binary file: standard output);
+    return the number of frames.
 
     Raises: OSError if ``path`` cannot be written (``Scenario`` refused every unbuildable value already).
     """
     return write_frames(path, synth_frames(sc))
 
 
-def write_frames(path: str | Path, frames: Iterator[tuple[int, bytes]]) -> int:
-    """Write ``(ts_ns, frame)`` items to a nanosecond pcap at ``path``; return the number of frames.
+def write_frames(path: str | Path | BinaryIO, frames: Iterator[tuple[int, bytes]]) -> int:
+    """Write ``(ts_ns, frame)`` items to a nanosecond pcap at ``path`` (or an open binary file, left open); return
+    the number of frames.
 
     The first frame is built before ``path`` is created, so an unbuildable scenario leaves no file.
     Raises: ValueError from the generator; OSError if ``path`` cannot be written.

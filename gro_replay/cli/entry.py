@@ -87,6 +87,24 @@ class _LossyWrites(_WholeWrites):
         return len(view)
 
 
+def _closed_stdout() -> None:
+    """Standard output whose descriptor was closed before the command started (``>&-``: the interpreter then sets
+    ``sys.stdout`` to None, and the first writer died on it, exit 70): descriptor 1 becomes /dev/null opened for
+    reading, so that every write to it fails with EBADF, as a write to a closed descriptor does, and the report
+    meets the one-line error of ``> /dev/full`` (exit 2) whoever writes (click, rich, ``synth -``); a command that
+    writes nothing there runs as usual, and no file the command opens later takes the number 1."""
+    if sys.stdout is not None:
+        return
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+    except OSError:
+        return
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - the interpreter's standard output, never closed
+
+
 def _rewrap(name: str, raw: type, line_buffering: bool | None, write_through: bool = False) -> None:
     """Replace ``sys.<name>`` (a text stream on its descriptor) by the same text stream over ``raw(fd)``
     (``_WholeWrites`` for standard output, ``_LossyWrites`` for standard error); ``line_buffering`` None keeps the
@@ -185,6 +203,7 @@ def entry() -> None:
             signal.signal(signal.SIGHUP, _on_sigterm)
     code: int | str | None = 0
     _one_blas_thread()
+    _closed_stdout()
     _rewrap("stdout", _WholeWrites, None)
     _rewrap("stderr", _LossyWrites, True, write_through=True)
     _sane_terminal_size_env()

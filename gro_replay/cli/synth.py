@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 from click.core import ParameterSource
@@ -248,7 +249,6 @@ def synth(
                 "OUTPUT -: standard output is a terminal: redirect it or name a .pcap file"
             )
         sys.stdout.flush()
-        output = Path("/dev/stdout")  # outputs.py writes a pipe through this path directly
     try:
         # written beside OUTPUT and renamed into place when complete: an error or an interrupt leaves no half
         # capture (gro_replay/outputs.py)
@@ -262,7 +262,7 @@ def synth(
                     start_ns=start_ns,
                     port=port or OverlayMix.port,
                 )
-                n = write_frames(outs.temp_path(output, ""), mix_frames(m))
+                n = write_frames(_target(outs, output), mix_frames(m))
             else:
                 sc = Scenario(
                     encap=encap,
@@ -284,12 +284,23 @@ def synth(
                     geneve_opt_bytes=geneve_opt_bytes,
                     vni=vni,
                 )
-                n = write_scenario(outs.temp_path(output, ""), sc)
+                n = write_scenario(_target(outs, output), sc)
     except ValueError as exc:
         raise click.UsageError(_option_words(exc)) from exc
     except OSError as exc:
+        if str(output) == "-":
+            raise  # standard output's: the entry's one handling (a closed pipe 141, /dev/full one line, exit 2)
         raise SynthInputError(failure_text("", str(output), exc.strerror or exc)) from exc
+    if str(output) == "-":
+        sys.stdout.buffer.flush()  # a write error here is standard output's too
     click.echo(f"wrote {n:,} frame{'' if n == 1 else 's'} to {named}", err=True)
+
+
+def _target(outs: RunOutputs, output) -> str | BinaryIO:
+    """Where synth writes: standard output's own descriptor for ``-`` (through ``sys.stdout.buffer``, as every
+    command writes it: not by reopening /dev/stdout, which reaches another file when descriptor 1 was closed), else
+    a file beside OUTPUT renamed into place when complete (gro_replay/outputs.py)."""
+    return sys.stdout.buffer if str(output) == "-" else outs.temp_path(output, "")
 
 
 if __name__ == "__main__":
