@@ -28,6 +28,20 @@ def plain_number(x: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def decimal_number(text: str) -> float | None:
+    """``text`` as a decimal number (``12``, ``2.5``, ``1e3``, an optional sign, spaces around; ``inf`` and
+    ``nan`` too, which the caller's range refuses), or None for no number: a word, digits of other scripts
+    (``١٢``, ``𝟏``) and ``_`` separators, which ``float`` takes. The one reading of every option value that is a
+    decimal number (cli/params.py ``FiniteFloat``, sim/config.py ``PollModel.parse``)."""
+    text = text.strip()
+    if not text.isascii() or "_" in text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def shortened(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters for a one-line message, its last one then ``…`` (kernel/banner.py
     ``shown`` quotes it; report/schema cuts a schema violation's reason)."""

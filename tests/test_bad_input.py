@@ -194,14 +194,29 @@ def test_corrupt_record_in_the_middle(runner, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--poll", "gap:x"], "Error: invalid poll model 'gap:x': use budget, gap:US or rx-usecs:US"),
-        (["--poll", "gap:-1"], "Error: invalid poll model 'gap:-1': use budget, gap:US or rx-usecs:US"),
-        (["--poll", "gap:inf"], "Error: invalid poll model 'gap:inf': use budget, gap:US or rx-usecs:US"),
+        (
+            ["--poll", "gap:x"],
+            "Error: invalid poll model 'gap:x': use budget, gap:US or rx-usecs:US"
+            ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
+        ),
+        (
+            ["--poll", "gap:-1"],
+            "Error: invalid poll model 'gap:-1': use budget, gap:US or rx-usecs:US"
+            ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
+        ),
+        (
+            ["--poll", "gap:inf"],
+            "Error: invalid poll model 'gap:inf': use budget, gap:US or rx-usecs:US"
+            ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
+        ),
         (
             ["--poll", "rx-usecs:nan"],
-            "Error: invalid poll model 'rx-usecs:nan': use budget, gap:US or rx-usecs:US",
+            "Error: invalid poll model 'rx-usecs:nan': use budget, gap:US or rx-usecs:US"
+            ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
         ),
         (["--rss-key", "zz"], "Error: --rss-key must be hex digits"),
+        # an empty key is a key of no bytes, not the default (breaker's finding)
+        (["--rss-key", ""], "Error: --rss-key needs at least 40 bytes (80 hex digits) for IPv6 4-tuples"),
         (
             ["--rss-key", "00" * 8],
             "Error: --rss-key needs at least 40 bytes (80 hex digits) for IPv6 4-tuples",

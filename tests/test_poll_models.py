@@ -22,6 +22,7 @@ import random
 from dataclasses import replace
 
 import pytest
+from conftest import FIX_SAMPLE
 
 from gro_replay.kernel.model import K_5_11, K_5_12
 from gro_replay.packet.build import FrameSpec, build_flow
@@ -303,3 +304,52 @@ def test_idle_deferral_shortcut_equals_running_every_empty_poll():
         return out, napi.stats.polls, napi.defer_hard_irqs_count
 
     assert run(True) == run(False)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "rx-usecs:1e20",
+        "rx-usecs:4294967296",
+        "gap:١٢",
+        "gap:𝟏",
+        "gap:1_000",
+        "gap:nan",
+        "gap:inf",
+        "gap:-1",
+        "",
+        "gap:",
+    ],
+)
+def test_poll_time_constants_outside_a_32_bit_decimal_number_of_us_are_one_line(value):
+    """--poll's US is read as every decimal option value is (project.decimal_number: ASCII digits, no '_') and
+    bounded by ethtool's rx-usecs, a __u32 of µs (include/uapi/linux/ethtool.h struct ethtool_coalesce):
+    rx-usecs:1e20 ended in an OverflowError in the batch engine, exit 70, while the frame-by-frame engine ran it,
+    and foreign digits or separators were read as numbers (breaker's finding); an empty value was the default."""
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), f"--poll={value}", "-q"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith(
+        f"Error: invalid poll model {value!r}: use budget, gap:US or rx-usecs:US, US a decimal"
+    )
+    assert len(r.stderr.splitlines()) == 1
+
+
+def test_the_largest_poll_time_constant_runs_on_both_engines():
+    """rx-usecs:4294967295 (the bound): one poll 4,294,967,295 µs after the first frame takes all 17 frames of the
+    fix sample, on the batch engine and on the frame-by-frame one (--rx-queues 2 with --rss none: one queue gets
+    every frame); pre-fix the gate refuses all 17 (gro-spec §4.7 row 3), gro_cells merges them into 1 skb (§5.5)."""
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    lines = []
+    for extra in ([], ["--rx-queues", "2", "--rss", "none"]):
+        r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--poll", "rx-usecs:4294967295", "-q", *extra])
+        assert r.exit_code == 0, r.output
+        lines.append(r.stdout.splitlines()[-1])
+        assert "kernel[pre-fix].phys_skbs=17 " in lines[-1] and "kernel[post-fix].phys_skbs=1 " in lines[-1]
+    assert lines[0].split()[4:] == lines[1].split()[4:]

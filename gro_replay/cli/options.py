@@ -267,7 +267,7 @@ def build_config(
         raise UsageError(f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz)")
     kernels = _kernels(fix, kernel_rel)
     try:
-        key = bytes.fromhex(rss_key) if rss_key else None
+        key = bytes.fromhex(rss_key) if rss_key is not None else None  # empty: refused below, not the default
     except ValueError:
         raise UsageError("--rss-key must be hex digits") from None
     try:
@@ -277,7 +277,8 @@ def build_config(
             rx_csum=rx_csum,
             nic=nic,
             nic_tunnel_port=nic_tunnel_port == "on",
-            poll=PollModel.parse(poll or _default_poll(nic)),
+            # an empty --poll is no model (refused), not the default
+            poll=PollModel.parse(_default_poll(nic) if poll is None else poll),
             hz=int(hz),
             rss=rss,
             vxlan_ports=tuple(vxlan_port) or (4789, 8472),

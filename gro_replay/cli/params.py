@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import click
 
-from ..project import plain_number
+from ..project import decimal_number, plain_number
 
 #: The largest 64-bit unsigned value (``unsigned long`` on 64-bit Linux: gro_flush_timeout).
 ULONG_MAX = (1 << 64) - 1
@@ -45,13 +45,10 @@ class FiniteFloat(click.FloatRange):
         if isinstance(value, float):
             x = value
         else:
-            text = str(value).strip()
-            try:
-                if not text.isascii() or "_" in text:
-                    raise ValueError
-                x = float(text)
-            except ValueError:
+            number = decimal_number(str(value))
+            if number is None:
                 self.fail(f"{given!r} is not a number", param, ctx)
+            x = number
         if not math.isfinite(x) or not self.min <= x <= self.max:
             self.fail(
                 f"{given!r} is not a finite number in {plain_number(self.min)}..{plain_number(self.max)}",

@@ -18,6 +18,7 @@ from ..kernel.nic import (
 )
 from ..kernel.nic_skb import VETH_LINEAR
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
+from ..project import decimal_number
 from ..report import FLOWS_MAX_DEFAULT
 from ..resegment import MAX_TCP_OPTION_BYTES, TCP_MIN_SND_MSS, min_payload
 from .flows import CLOSE_TIMEOUT_NS, IDLE_TIMEOUT_NS
@@ -31,6 +32,12 @@ RSS_INDIR_TABLE_SIZE = 128
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used (one-line message)."""
+
+
+#: The largest time constant of a poll model, µs: ethtool's rx-usecs (``struct ethtool_coalesce``'s
+#: ``rx_coalesce_usecs``, include/uapi/linux/ethtool.h) is a __u32; a larger one would also overflow the batch
+#: engine's 64-bit nanosecond poll times
+POLL_USECS_MAX = (1 << 32) - 1
 
 
 @dataclass(frozen=True)
@@ -58,19 +65,20 @@ class PollModel:
 
     @classmethod
     def parse(cls, text: str) -> PollModel:
-        """Parse ``budget``, ``gap:US`` or ``rx-usecs:US`` (keywords in any letter case). Raises ConfigError."""
+        """Parse ``budget``, ``gap:US`` or ``rx-usecs:US`` (keywords in any letter case; US a decimal number of µs,
+        ``project.decimal_number``, from 0 to ``POLL_USECS_MAX``). Raises ConfigError."""
         given, text = text, text.strip().lower()
         if text == "budget":
             return cls("budget")
         kind, _, value = text.partition(":")
         if kind in ("gap", "rx-usecs") and value:
-            try:
-                us = float(value)
-            except ValueError:
-                us = -1.0
-            if 0 <= us < float("inf"):  # NaN and infinity fail too
+            us = decimal_number(value)
+            if us is not None and 0 <= us <= POLL_USECS_MAX:  # NaN and infinity fail too
                 return cls(kind, us)
-        raise ConfigError(f"invalid poll model {given!r}: use budget, gap:US or rx-usecs:US")
+        raise ConfigError(
+            f"invalid poll model {given!r}: use budget, gap:US or rx-usecs:US, US a decimal number of µs from 0 to "
+            f"{POLL_USECS_MAX} (ethtool's rx-usecs is 32 bits)"
+        )
 
     def __str__(self) -> str:
         return self.kind if self.kind == "budget" else f"{self.kind}:{self.usecs:g}"
