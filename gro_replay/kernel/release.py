@@ -27,7 +27,9 @@ _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
 #: a pre-release: X.Y-rcN (Makefile EXTRAVERSION), X.Y.0-rcN (uname -r), X.Y.0-0.rcN.… (Fedora),
 #: X.Y.0-XXYY00rcN-… (Ubuntu mainline builds), with a local or distribution suffix after it
 _RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-(?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII)
-_OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?[-+.~_]\S*", re.ASCII)
+#: a build's own string: X.Y or X.Y.Z, then a separator and its suffix; a dot after X.Y starts the point release,
+#: digits (``5.10.-1``, ``5.10.0x1``, ``5.10.1e3`` are typos, not a distribution's uname -r)
+_OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+)[-+.~_]|[-+~_])\S*", re.ASCII)
 #: a version number with a leading zero (05, 0106): kernel versions have none
 _LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
 

@@ -494,12 +494,20 @@ def test_every_switch_has_its_commit_release_row():
     assert {c.switch for c in SWITCH_COMMITS} == set(KernelModel(name="x", release="x").switches())
 
 
-@pytest.mark.parametrize("bad", ["", "linux", "5", "five.four"])
+# a dot after X.Y starts the point release, which is digits: "5.10.-1", "5.10.0x1" and "5.10.1e3" are typos, not a
+# distribution's uname -r (each was read as "assumed an upstream 5.10 base … unless the distribution backported
+# it", so a typo became an affected verdict: breaker's finding), while 5.10.0-21-amd64 and 5.10-custom are builds
+@pytest.mark.parametrize("bad", ["", "linux", "5", "five.four", "5.10.-1", "5.10.0x1", "5.10.1e3", "5.4.-1"])
 def test_unparsable_release_is_a_usage_error(runner, bad):
     with pytest.raises(ValueError, match="cannot parse kernel release"):
         resolve_kernel(bad)
     r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", bad])
     assert r.exit_code == 2 and "cannot parse kernel release" in r.output
+
+
+@pytest.mark.parametrize("build", ["5.10.0-21-amd64", "5.10-custom", "5.10.0.el8", "6.1.0+", "6.1+"])
+def test_a_build_string_after_x_y_or_x_y_z_resolves_to_its_base(build):
+    assert resolve_kernel(build).release == build and resolve_kernel(build).vendor
 
 
 NEWER = (
