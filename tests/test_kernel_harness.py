@@ -240,7 +240,8 @@ def rig(model: KernelModel, nic: str = "none", head_frag: bool = False, **kernel
 
 
 def innermost_l4(frame: bytes) -> int:
-    """Absolute offset of the innermost L4 header of an untagged tunnelled Ethernet frame."""
+    """Absolute offset of the innermost L4 header of a tunnelled Ethernet frame without outer VLAN tags (inner ones
+    are skipped)."""
     off = 14
     hlen, _ = _ip_hdr_len(frame, off)
     off += hlen
@@ -248,5 +249,7 @@ def innermost_l4(frame: bytes) -> int:
     off += 8
     off += 8 + (frame[off] & 0x3F) * 4 if dport in GENEVE_PORTS else 8
     off += 14
+    while struct.unpack_from("!H", frame, off - 2)[0] in (0x8100, 0x88A8):  # inner VLAN tags
+        off += 4
     hlen, _ = _ip_hdr_len(frame, off)
     return off + hlen

@@ -31,6 +31,7 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``udp.py``: net/ipv4/ip_input.c, net/ipv6/ip6_input.c, net/ipv4/udp.c
 - ``udp_offload.py``: net/ipv4/udp_offload.c, net/ipv6/udp_offload.c
 - ``udp_tunnel.py``: include/net/udp_tunnel.h, net/ipv4/udp_tunnel_core.c
+- ``vlan_core.py``: net/8021q/vlan_core.c, include/linux/if_vlan.h
 - ``vxlan_core.py``: drivers/net/vxlan/vxlan_core.c
 
 tests/test_layout.py checks that this map lists every module and that each C file it names appears in that

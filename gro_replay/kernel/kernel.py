@@ -3,7 +3,7 @@
 The tables are filled by explicit init calls in the kernel's order (``eth_offload_init``, ``ipv4_offload_init``,
 ``ipv6_offload_init``, then the tunnel sockets), never at import time, so kernels of different models coexist in
 one process. Kernel: net/ethernet/eth.c ``eth_offload_init``; net/ipv4/af_inet.c ``ipv4_offload_init``;
-net/ipv6/ip6_offload.c ``ipv6_offload_init``; drivers/net/vxlan ``vxlan_sock_add``; drivers/net/geneve.c
+net/ipv6/ip6_offload.c ``ipv6_offload_init``; net/8021q/vlan_core.c ``vlan_offload_init``; drivers/net/vxlan ``vxlan_sock_add``; drivers/net/geneve.c
 ``geneve_sock_add``; net/ipv4/udp_tunnel_core.c ``setup_udp_tunnel_sock``. Decapsulation is ip_tunnel_core.py.
 """
 
@@ -21,11 +21,12 @@ from .ip6_offload import ipv6_gro_complete, ipv6_gro_receive
 from .model import KernelModel
 from .napi import Napi
 from .netdevice import NetDevice, PacketOffload
-from .skbuff import ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, SkBuff
+from .skbuff import ETH_P_8021AD, ETH_P_8021Q, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, SkBuff
 from .tcp_offload import tcp4_gro_complete, tcp4_gro_receive, tcp6_gro_complete, tcp6_gro_receive
 from .udp import ip_rcv, udp_rcv
 from .udp_offload import udp4_gro_complete, udp4_gro_receive, udp6_gro_complete, udp6_gro_receive
 from .udp_tunnel import UdpTunnelSock
+from .vlan_core import vlan_gro_complete, vlan_gro_receive
 from .vxlan_core import vxlan_gro_complete, vxlan_gro_receive, vxlan_rcv
 
 
@@ -77,6 +78,8 @@ class Kernel:
     tunnel_metadata: collect-metadata ("external") tunnel devices that attach a metadata dst per skb;
     udp6_zero_csum_rx: tunnel sockets accept a zero UDPv6 checksum (``udp6zerocsumrx``; kernel default off);
     vxlan_gbp: the vxlan devices are made with ``gbp`` (VXLAN_F_GBP, the Group Based Policy extension);
+    vlan_offload: the kernel has the VLAN GRO offloads (CONFIG_VLAN_8021Q y or m: ``vlan_offload_init``), so an
+    802.1Q/802.1ad tag in the inner frame is GRO'd through (kernel/vlan_core.py); False for a kernel without them;
     gro_max_size / gro_ipv4_max_size: every device's limits in bytes (``ip link set … gro_max_size``; the IPv4
     one follows gro_max_size up to 65536 unless given, as ``netif_set_gro_max_size`` does);
     sink: observer of deliveries.
@@ -96,6 +99,7 @@ class Kernel:
         tunnel_metadata: bool = True,
         udp6_zero_csum_rx: bool = False,
         vxlan_gbp: bool = False,
+        vlan_offload: bool = True,
         gro_max_size: int = 65536,
         gro_ipv4_max_size: int | None = None,
         sink: Sink | None = None,
@@ -114,6 +118,8 @@ class Kernel:
         eth_offload_init(self)
         ipv4_offload_init(self)
         ipv6_offload_init(self)
+        if vlan_offload:
+            vlan_offload_init(self)
         sizes: dict[str, Any] = {"gro_max_size": gro_max_size, "gro_ipv4_max_size": gro_ipv4_max_size}
         self.phys = NetDevice(phys_dev, self, **sizes)
         self.phys_napi = Napi(self, self.phys, self._phys_deliver)
@@ -223,6 +229,13 @@ def ipv4_offload_init(k: Kernel) -> None:
     k.inet_offloads[6] = PacketOffload(tcp4_gro_receive, tcp4_gro_complete)
     k.inet_offloads[17] = PacketOffload(udp4_gro_receive, udp4_gro_complete)
     k.offload_base[ETH_P_IP] = PacketOffload(inet_gro_receive, inet_gro_complete)
+
+
+def vlan_offload_init(k: Kernel) -> None:
+    """Register ETH_P_8021Q and ETH_P_8021AD → VLAN GRO (``vlan_packet_offloads``). Kernel: net/8021q/vlan_core.c
+    ``vlan_offload_init`` (an ``fs_initcall``, at boot)."""
+    k.offload_base[ETH_P_8021Q] = PacketOffload(vlan_gro_receive, vlan_gro_complete)
+    k.offload_base[ETH_P_8021AD] = PacketOffload(vlan_gro_receive, vlan_gro_complete)
 
 
 def ipv6_offload_init(k: Kernel) -> None:

@@ -63,6 +63,7 @@ UDP_GATE_ZERO_CSUM = "udp_gro_receive:csum_cnt0_csum_valid0_not_partial(uh.check
 GENEVE_HDR = "geneve_gro_receive:version_or_oam"
 TUNNEL_INNER_PROTO = "geneve_gro_receive:no_inner_offload"
 ETH_NO_OFFLOAD = "eth_gro_receive:no_packet_offload"
+VLAN_NO_OFFLOAD = "vlan_gro_receive:no_packet_offload"
 # TCP
 TCP_CSUM = "tcp4_gro_receive:checksum_bad"
 TCP_HDR = "tcp_gro_receive:bad_doff"
@@ -299,6 +300,7 @@ DESCRIPTIONS = {
     GENEVE_HDR: "Geneve version non-zero or OAM",
     TUNNEL_INNER_PROTO: "tunnel inner protocol without GRO handler",
     ETH_NO_OFFLOAD: "inner ethertype without GRO handler",
+    VLAN_NO_OFFLOAD: "protocol inside an inner VLAN tag without GRO handler",
     TCP_CSUM: "inner TCP checksum bad",
     TCP_HDR: "TCP data offset below 20 bytes",
     TCP_FLAGS_PSH_FIN: "PSH or FIN ends the aggregate",
@@ -396,6 +398,7 @@ CHECK_ORDER = (
     GENEVE_HDR,
     TUNNEL_INNER_PROTO,
     ETH_NO_OFFLOAD,
+    VLAN_NO_OFFLOAD,
     *(INNER[r] for r in _HEADER_REASONS),
     TCP_CSUM,
     TCP_HDR,

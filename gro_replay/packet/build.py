@@ -1,8 +1,8 @@
 """Literal Ethernet frames of TCP over VXLAN/Geneve, built field by field for tests and ``synth``.
 
 One :class:`FrameSpec` describes one frame: outer Ethernet (optional 802.1Q tag or 802.1ad+802.1Q QinQ
-pair), outer IPv4 or IPv6, outer UDP, a VXLAN or Geneve header, inner Ethernet, inner IPv4 (options,
-fragment fields) or IPv6 (extension headers), TCP (options, payload). The defaults are one bulk-TCP
+pair), outer IPv4 or IPv6, outer UDP, a VXLAN or Geneve header, inner Ethernet (the same optional tags,
+``inner_vlan``), inner IPv4 (options, fragment fields) or IPv6 (extension headers), TCP (options, payload). The defaults are one bulk-TCP
 segment over VXLAN over IPv4 at MTU 1500: inner IPv4/TCP with timestamps, 1398 payload bytes, outer IP
 total length 1500, a 1514-byte frame, outer UDP checksum 0.
 
@@ -15,7 +15,7 @@ Kernel: the layouts the receive path parses (include/uapi/linux/if_ether.h, if_v
 tcp.h, udp.h; include/net/vxlan.h, include/net/geneve.h); ``udp_set_csum``/``udp6_set_csum`` for the
 zero-to-0xFFFF rule.
 
-Left out: building anything but TCP inside the tunnel; inner VLAN tags; outer IPv6 extension headers;
+Left out: building anything but TCP inside the tunnel; VLAN tags with PCP/DEI bits; outer IPv6 extension headers;
 the routing-header rule for the TCP pseudo header (the final destination is always ``inner_dst``).
 """
 
@@ -86,6 +86,8 @@ class FrameSpec:
     ``ipv6_ext`` lists ``(type, body)`` pairs in order; ``body`` is what follows the next-header and
     length bytes (for a fragment header (44): the 6 bytes after next-header and reserved, empty meaning
     offset 0, id 0); hop-by-hop and destination-option bodies are padded with Pad1/PadN, others with zeros.
+    ``outer_vlan``/``inner_vlan``: None, a VID (one 802.1Q tag) or an (S-VID, C-VID) pair (802.1ad, then 802.1Q);
+    PCP and DEI are 0.
     """
 
     # outer Ethernet
@@ -116,6 +118,7 @@ class FrameSpec:
     # inner Ethernet
     inner_src_mac: str | bytes = "02:00:00:00:01:01"
     inner_dst_mac: str | bytes = "02:00:00:00:01:02"
+    inner_vlan: int | tuple[int, int] | None = None
     # inner IPv4 / IPv6
     inner_ipv6: bool = False
     inner_src: str | None = None
@@ -189,7 +192,7 @@ class FrameLayout(NamedTuple):
     outer_l4: int  #: outer UDP header
     tunnel: int  #: VXLAN/Geneve header
     inner_l2: int  #: inner Ethernet header
-    inner_l3: int  #: inner IPv4/IPv6 header
+    inner_l3: int  #: inner IPv4/IPv6 header (after any inner VLAN tags)
     inner_l4: int  #: TCP header (after any IPv6 extension headers)
     payload: int  #: TCP payload
     end: int  #: end of the outer IP datagram (padding, if any, follows)
@@ -359,7 +362,8 @@ def build_inner_frame(spec: FrameSpec) -> bytes:
     _check_choice("ip_csum", spec.ip_csum, _CSUM_CHOICES)
     _check_choice("tcp_csum", spec.tcp_csum, _CSUM_CHOICES)
     ethertype = ETH_P_IPV6 if spec.inner_ipv6 else ETH_P_IP
-    return _ETH.pack(_mac(spec.inner_dst_mac), _mac(spec.inner_src_mac), ethertype) + _inner_ip_packet(spec)
+    vids = _vlan_ids(spec.inner_vlan, "inner_vlan")
+    return _l2(spec.inner_dst_mac, spec.inner_src_mac, vids, ethertype) + _inner_ip_packet(spec)
 
 
 def _tunnel_header(spec: FrameSpec) -> bytes:
@@ -376,26 +380,33 @@ def _tunnel_header(spec: FrameSpec) -> bytes:
     return bytes(gh)
 
 
-def _outer_l2(spec: FrameSpec) -> bytes:
-    ethertype = ETH_P_IPV6 if spec.outer_ipv6 else ETH_P_IP
-    vlan = spec.outer_vlan
+def _vlan_ids(vlan: int | tuple[int, int] | None, name: str) -> tuple[int, ...]:
+    """The VIDs of an ``outer_vlan``/``inner_vlan`` field, outermost first. Raises: ValueError for another shape or a
+    VID beyond 12 bits."""
     if vlan is None:
-        vids: tuple[int, ...] = ()
-    elif isinstance(vlan, int):
-        vids = (vlan,)
-    else:
-        vids = tuple(vlan)
-        if len(vids) != 2:
-            raise ValueError("outer_vlan is None, a VID, or an (outer_vid, inner_vid) pair")
+        return ()
+    vids = (vlan,) if isinstance(vlan, int) else tuple(vlan)
+    if len(vids) not in (1, 2):
+        raise ValueError(f"{name} is None, a VID, or an (outer_vid, inner_vid) pair")
     for vid in vids:
         if not 0 <= vid < 4096:
             raise ValueError(f"VLAN id {vid} does not fit 12 bits")
-    # each type field names what follows it: S-tag, C-tag, then the network protocol
+    return vids
+
+
+def _l2(dst: str | bytes, src: str | bytes, vids: tuple[int, ...], ethertype: int) -> bytes:
+    """An Ethernet header with the VLAN tags of ``vids`` (one: 802.1Q; two: 802.1ad S-tag, then 802.1Q C-tag),
+    then ``ethertype``: each type field names what follows it."""
     types = {0: (), 1: (ETH_P_8021Q,), 2: (ETH_P_8021AD, ETH_P_8021Q)}[len(vids)] + (ethertype,)
-    out = _ETH.pack(_mac(spec.outer_dst_mac), _mac(spec.outer_src_mac), types[0])
+    out = _ETH.pack(_mac(dst), _mac(src), types[0])
     for vid, nxt in zip(vids, types[1:], strict=True):
         out += _VLAN.pack(vid, nxt)
     return out
+
+
+def _outer_l2(spec: FrameSpec) -> bytes:
+    ethertype = ETH_P_IPV6 if spec.outer_ipv6 else ETH_P_IP
+    return _l2(spec.outer_dst_mac, spec.outer_src_mac, _vlan_ids(spec.outer_vlan, "outer_vlan"), ethertype)
 
 
 def build_frame(spec: FrameSpec) -> bytes:
@@ -453,11 +464,11 @@ def build_frame(spec: FrameSpec) -> bytes:
 
 def frame_layout(spec: FrameSpec) -> FrameLayout:
     """Header offsets and lengths of ``build_frame(spec)``, computed without building it."""
-    outer_l3 = 14 + 4 * (0 if spec.outer_vlan is None else 1 if isinstance(spec.outer_vlan, int) else 2)
+    outer_l3 = 14 + 4 * len(_vlan_ids(spec.outer_vlan, "outer_vlan"))
     outer_l4 = outer_l3 + (40 if spec.outer_ipv6 else 20)
     tunnel = outer_l4 + _UDP.size
     inner_l2 = tunnel + 8 + (len(spec.geneve_options) if spec.encap == "geneve" else 0)
-    inner_l3 = inner_l2 + _ETH.size
+    inner_l3 = inner_l2 + _ETH.size + 4 * len(_vlan_ids(spec.inner_vlan, "inner_vlan"))
     if spec.inner_ipv6:
         inner_l4 = inner_l3 + 40 + len(_ipv6_ext_bytes(spec)[1])
     else:
