@@ -206,7 +206,7 @@ def _ipv6(buf: bytes, l3: int, limit: int) -> tuple[int, int, int, bool] | str:
 
 
 def parse_super_frame(buf: bytes, tunnel_ports: dict[int, str]) -> SuperFrame | str:  # noqa: C901, PLR0915 - one pass over the headers, outer to inner, each layer's refusal inline
-    """Parse an Ethernet frame of TCP in VXLAN/Geneve over IPv4/IPv6 (outer VLAN tags allowed).
+    """Parse an Ethernet frame of TCP in VXLAN/Geneve over IPv4/IPv6 (outer and inner VLAN tags allowed).
 
     Args: buf: the captured frame; tunnel_ports: UDP destination port → ``"vxlan"`` or ``"geneve"``.
     Returns: a SuperFrame, or a reason (``KEEP_*``) why the frame cannot be split.
@@ -273,10 +273,11 @@ def parse_super_frame(buf: bytes, tunnel_ports: dict[int, str]) -> SuperFrame | 
         ie = t + 8 + (buf[t] & 0x3F) * 4
     else:
         ie = t + 8
-    if ie + 14 > end:
+    # the inner frame's VLAN tags, if any, stay in every segment's headers
+    ieth = vlan_l3(buf, ie) if ie + 14 <= end else None
+    if ieth is None or ieth[1] > end:
         return KEEP_MALFORMED
-    (itype,) = _H.unpack_from(buf, ie + 12)
-    il3 = ie + 14
+    itype, il3 = ieth
     if itype == ETH_P_IP:
         if il3 + 20 > end or buf[il3] >> 4 != 4:
             return KEEP_MALFORMED

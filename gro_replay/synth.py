@@ -115,14 +115,17 @@ def payload_limit(spec: FrameSpec) -> PayloadLimit:
 
 def header_sizes(spec: FrameSpec, outer: str = "", inner: str = "") -> list[tuple[int, str]]:
     """(bytes, name) of each header of ``spec``'s outer IP packet before the TCP payload, outermost first: outer IP,
-    UDP, VXLAN or Geneve (its options included), inner Ethernet, inner IP, TCP (its options included); ``outer`` and
-    ``inner`` prefix the names of the outer IP and of the inner Ethernet and IP headers."""
+    UDP, VXLAN or Geneve (its options included), inner Ethernet (its VLAN tags included), inner IP, TCP (its options
+    included); ``outer`` and ``inner`` prefix the names of the outer IP and of the inner Ethernet and IP headers."""
     lay = frame_layout(replace(spec, payload=0))
     return [
         (lay.outer_l4 - lay.outer_l3, outer + ("IPv6" if spec.outer_ipv6 else "IPv4")),
         (lay.tunnel - lay.outer_l4, "UDP"),
         (lay.inner_l2 - lay.tunnel, "VXLAN" if spec.encap == "vxlan" else "Geneve"),
-        (lay.inner_l3 - lay.inner_l2, inner + "Ethernet"),
+        (
+            lay.inner_l3 - lay.inner_l2,
+            inner + ("Ethernet + VLAN" if spec.inner_vlan is not None else "Ethernet"),
+        ),
         (lay.inner_l4 - lay.inner_l3, inner + ("IPv6" if spec.inner_ipv6 else "IPv4")),
         (lay.payload - lay.inner_l4, "TCP"),
     ]
@@ -153,7 +156,7 @@ class Scenario:
     ``k``: k frames of flow 1, then k of flow 2, and so on. Frame ``j`` (1-based, across all flows) is
     followed by ``pause_ns`` instead of ``gap_ns`` when ``pause_every`` divides ``j``. ``port`` defaults
     to 4789 (VXLAN) or 6081 (Geneve); ``geneve_opt_bytes`` is the total size of the Geneve options,
-    option headers included (a multiple of 4).
+    option headers included (a multiple of 4); ``inner_vlan`` a VID the inner frames carry in an 802.1Q tag.
     """
 
     encap: str = "vxlan"
@@ -174,6 +177,7 @@ class Scenario:
     port: int | None = None
     geneve_opt_bytes: int = 0
     vni: int = 100
+    inner_vlan: int | None = None
 
     def __post_init__(self) -> None:
         if self.encap not in ("vxlan", "geneve"):
@@ -201,7 +205,8 @@ class Scenario:
         self._check_last_timestamp()
 
     def _check_tunnel(self) -> None:
-        """The tunnel's fields fit their headers: UDP port, 24-bit VNI, Geneve options (Geneve only)."""
+        """The tunnel's fields fit their headers: UDP port, 24-bit VNI, Geneve options (Geneve only), the inner
+        12-bit VID."""
         if self.port is not None and not 0 < self.port <= 0xFFFF:
             raise ScenarioError(f"{{port}} {self.port} is not a UDP port")
         if not 0 <= self.vni < 1 << 24:
@@ -211,6 +216,8 @@ class Scenario:
                 raise ScenarioError("{geneve_opt_bytes} needs {encap} geneve")
             if self.geneve_opt_bytes % 4 or self.geneve_opt_bytes > 252:
                 raise ScenarioError("{geneve_opt_bytes} must be a multiple of 4, at most 252")
+        if self.inner_vlan is not None and not 0 <= self.inner_vlan < 4096:
+            raise ScenarioError(f"{{inner_vlan}} {self.inner_vlan} does not fit the 12-bit VLAN ID field")
 
     def min_mtu(self) -> int:
         """The smallest ``mtu`` that leaves a full segment's inner TCP options and payload ``TCP_MIN_SND_MSS`` bytes:
@@ -397,6 +404,7 @@ def flow_spec(sc: Scenario, flow: int) -> FrameSpec:
         vni=sc.vni,
         geneve_options=geneve_options(sc.geneve_opt_bytes),
         inner_ipv6=sc.inner_ipv6,
+        inner_vlan=sc.inner_vlan,
         sport=base.sport + flow,
         seq=(base.seq + flow * FLOW_SEQ_STRIDE) & 0xFFFFFFFF,
         ip_id=(flow * FLOW_ID_STRIDE) & 0xFFFF,

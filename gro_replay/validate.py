@@ -79,7 +79,9 @@ def load_capture(
 
 
 def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int, int]:
-    """(outer L3 length, inner L3 length, inner TCP payload length) of a decoded frame, in bytes.
+    """(outer L3 length, inner L3 length, inner TCP payload length) of a decoded frame, in bytes. The inner length is
+    what follows the inner Ethernet header, an inner VLAN tag included (the tunnel device's ``skb->len``: GRO and
+    the trace see the tag, ``skb_vlan_untag`` pulls it later in ``__netif_receive_skb_core``).
 
     ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled, and the
     payload length 0 for frames that are not tunnelled TCP; the payload is ``packet.headers.tcp_payload_len``'s,

@@ -243,6 +243,7 @@ NUMERIC_OPTIONS = [
     (["synth", "OUT"], "--port", ["0"]),
     (["synth", "OUT"], "--geneve-opt-bytes", ["256"]),
     (["synth", "OUT"], "--vni", [str(1 << 24)]),
+    (["synth", "OUT"], "--inner-vlan", ["4096"]),  # a 12-bit VLAN ID
     (["synth", "OUT"], "--start-ns", [str(1 << 62)]),
     (["synth", "OUT"], "--connections", ["251"]),
     (["synth", "OUT"], "--seed", [str(1 << 64)]),

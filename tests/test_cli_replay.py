@@ -102,6 +102,7 @@ def test_json_document_keys_and_values(runner):
             "sport": 40000,
             "dport": 5201,
             "ethertype": 0x0800,
+            "vlan": [],  # untagged inner frame
         }
     ph, tu = pre["stages"]["phys"], pre["stages"]["tunnel"]
     assert (ph["frames_in"], ph["skbs_delivered"], ph["aggregates"]) == (17, 17, 0)

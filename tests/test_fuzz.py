@@ -258,6 +258,7 @@ _SYNTH_OPTIONS = [
     "--port",
     "--geneve-opt-bytes",
     "--vni",
+    "--inner-vlan",
     "--start-ns",
     "--interleave",
 ]

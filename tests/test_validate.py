@@ -18,7 +18,14 @@ from click.testing import CliRunner
 
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
-from gro_replay.oracle import OracleUnavailable, check_environment, kernel_hz, kernel_release, run_kernel
+from gro_replay.oracle import (
+    OracleUnavailable,
+    check_environment,
+    kernel_hz,
+    kernel_release,
+    kernel_vlan_offload,
+    run_kernel,
+)
 from gro_replay.oracle.tracefs import trace_instances
 from gro_replay.packet.build import ACK, FIN, PSH, FrameSpec, build_flow, build_frame, flow_specs
 from gro_replay.sim import PollModel, ReplayConfig
@@ -70,7 +77,11 @@ def _validate(path: str, rx_csum: str, defer: bool = False):
     mode, level = ORACLE_RX_CSUM[rx_csum]
     oracle = run_kernel([f[1] for f in loaded.frames], rx_csum=mode, csum_level=level, defer_to_tunnel=defer)
     sim_cfg = replace(
-        cfg, kernels=(profile_for_release(kernel_release()),), hz=kernel_hz(), phys_xdp_generic=defer
+        cfg,
+        kernels=(profile_for_release(kernel_release()),),
+        hz=kernel_hz(),
+        phys_xdp_generic=defer,
+        vlan_offload=kernel_vlan_offload(),  # as gro-replay validate: the running kernel's CONFIG_VLAN_8021Q
     )
     return compare(loaded, oracle, sim_cfg), oracle
 
@@ -478,3 +489,27 @@ def test_kernel_trace_file_is_written_whole(tmp_path):
     skbs = sum(doc["kernels"][0]["stages"][s]["skbs_delivered"] for s in ("phys", "tunnel"))
     assert os.listdir(out) == ["t.txt"]
     assert len((out / "t.txt").read_text().splitlines()) == skbs > 0
+
+
+def test_validate_inner_vlan_tags(tmp_path):
+    """Three flows with one inner 5-tuple: inner 802.1Q VID 10, VID 20, untagged, 30 segments each, round-robin (90
+    frames: budget polls of 64 and 26). With the VLAN GRO offloads (CONFIG_VLAN_8021Q y/m: net/8021q/vlan_core.c
+    ``vlan_gro_receive``) compare_vlan_header keeps the VIDs apart and each flow merges within each poll: 3 + 3 phys
+    skbs; without them (eth_gro_receive finds no handler for 0x8100) only the untagged flow merges: 2 phys skbs
+    and 60 single ones. Either way the simulator, given the running kernel's config, must agree skb for skb."""
+    flows = [
+        build_flow(replace(BASE, inner_vlan=vid, seq=1000 + 7919 * i), [1400] * 30)
+        for i, vid in enumerate((10, 20, None))
+    ]
+    frames = [f for trio in zip(*flows, strict=True) for f in trio]
+    devices, _oracle = _validate(_write(tmp_path, frames), "none")
+    _assert_agree(devices)
+    phys = devices[0].kernel
+    tagged, plain = 1400 + 94, 1400 + 90  # one segment at the phys device: headers, inner tag or not
+    # poll 1: frames 0-63 = 22 of VID 10, 21 of VID 20, 21 untagged; poll 2: 8, 9, 9
+    untagged = [plain + 20 * 1400, plain + 8 * 1400]
+    if kernel_vlan_offload():
+        want = [tagged + 21 * 1400, tagged + 20 * 1400, untagged[0], tagged + 7 * 1400, tagged + 8 * 1400]
+        assert sorted(phys) == sorted([*want, untagged[1]])
+    else:
+        assert sorted(phys) == sorted([tagged] * 60 + untagged)

@@ -315,7 +315,7 @@ def validate_cmd(
     """Run the simulator (profile of the running kernel, same checksum state, budget polls, --rss none) and the
     kernel backend on the same frames; compare the delivered lengths per device. Exit 0 when they agree, 1 when
     they differ, 3 when the kernel backend cannot run."""
-    from ..oracle import kernel_hz, kernel_release
+    from ..oracle import kernel_hz, kernel_release, kernel_vlan_offload
     from ..validate import compare, profile_for_release
 
     cfg, loaded, ports = _prepare(
@@ -327,7 +327,12 @@ def validate_cmd(
     except ValueError as e:
         raise EnvironmentProblem(str(e)) from None
     sim_cfg = replace(
-        cfg, kernels=(model,), hz=kernel_hz(), vxlan_ports=ports, phys_xdp_generic=defer_to_tunnel
+        cfg,
+        kernels=(model,),
+        hz=kernel_hz(),
+        vxlan_ports=ports,
+        phys_xdp_generic=defer_to_tunnel,
+        vlan_offload=kernel_vlan_offload(),
     )
     oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
     if not oracle.frames_sent:

@@ -209,6 +209,12 @@ def _check_given(mixing: bool, output: Path) -> None:
 )
 @click.option("--vni", type=BoundedInt(0, (1 << 24) - 1), metavar="VNI", default=100, show_default=True)
 @click.option(
+    "--inner-vlan",
+    type=BoundedInt(0, 4095),
+    metavar="VID",
+    help="An 802.1Q tag with this VLAN ID in every inner frame (after the inner Ethernet addresses).",
+)
+@click.option(
     "--start-ns",
     type=BoundedInt(0, MAX_START_NS),
     metavar="NS",
@@ -235,6 +241,7 @@ def synth(
     port: int | None,
     geneve_opt_bytes: int,
     vni: int,
+    inner_vlan: int | None,
     start_ns: int,
     mix: str | None,
     connections: int,
@@ -283,6 +290,7 @@ def synth(
                     port=port,
                     geneve_opt_bytes=geneve_opt_bytes,
                     vni=vni,
+                    inner_vlan=inner_vlan,
                 )
                 n = write_scenario(_target(outs, output), sc)
     except ValueError as exc:

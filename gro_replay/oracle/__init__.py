@@ -11,6 +11,7 @@ from gro_replay.oracle.env import (
     check_environment,
     kernel_hz,
     kernel_release,
+    kernel_vlan_offload,
 )
 from gro_replay.oracle.replay import KernelDelivery, OracleResult, remove_leftovers, run_kernel
 from gro_replay.oracle.tracefs import trace_instances
@@ -23,6 +24,7 @@ __all__ = [
     "check_environment",
     "kernel_hz",
     "kernel_release",
+    "kernel_vlan_offload",
     "remove_leftovers",
     "run_kernel",
     "trace_instances",

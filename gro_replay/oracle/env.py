@@ -67,6 +67,16 @@ def kernel_config() -> dict[str, str]:
     return dict(re.findall(r"^(CONFIG_\w+)=(.*)$", text, re.M))
 
 
+def kernel_vlan_offload() -> bool:
+    """Whether the running kernel has the VLAN GRO offloads (net/8021q/vlan_core.c ``vlan_offload_init``, built in
+    whenever CONFIG_VLAN_8021Q is y or m): from its config, or the 8021q module being loaded; True when neither
+    says (the distributions build it), the simulator's default (``ReplayConfig.vlan_offload``)."""
+    if Path("/sys/module/8021q").exists():
+        return True
+    config = kernel_config()
+    return config.get("CONFIG_VLAN_8021Q") in ("y", "m") if config else True
+
+
 def _jiffies() -> int:
     m = re.search(r"^jiffies: (\d+)", Path("/proc/timer_list").read_text(), re.M)
     if m is None:

@@ -4,17 +4,19 @@ The simulation parses headers itself (as the kernel does); this module only (1) 
 untagged Ethernet frame (the NIC strips VLAN tags into ``vlan_tci``, as with RX VLAN offload), (2) decides
 whether a frame can be replayed at all (a skip with a reason otherwise), (3) names its flow for the report, and
 (4) gives the NIC model the RSS input and the checksum start of the innermost L4 header.
+VLAN tags inside a tunnel stay in the frame (GRO reads them: kernel/vlan_core.py); the decoder reads 802.1Q and
+802.1ad ones, any number, to reach the inner packet, and keys the flow by them (``FlowKey.inner_vlan``).
 Headers are read with precompiled ``struct.Struct`` objects; no per-frame object trees.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from ..kernel.geneve import GENEVE_VER, geneve_hlen
 from ..kernel.vxlan_core import VXLAN_HF_VNI, vxlan_parse_gbp_hdr
 from .csum import l4_checksum_field, pseudo_at
+from .flowkey import FlowKey, ip_text
 
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
@@ -23,6 +25,9 @@ ETH_P_8021AD = 0x88A8
 ETH_P_QINQ1 = 0x9100
 ETH_P_TEB = 0x6558
 _VLAN_TPIDS = (ETH_P_8021Q, ETH_P_8021AD, ETH_P_QINQ1)
+#: the inner frame's tags the kernel's GRO reads: the TPIDs of net/8021q/vlan_core.c ``vlan_packet_offloads`` (a
+#: 0x9100 tag has no GRO handler: ``eth_gro_receive`` flushes, and such a frame is ``tunnel_other``)
+_GRO_VLAN_TPIDS = (ETH_P_8021Q, ETH_P_8021AD)
 
 _H = struct.Struct("!H")
 _HH = struct.Struct("!HH")
@@ -43,91 +48,6 @@ SKIP_INNER = "malformed:inner_headers"
 CLS_TUNNEL_TCP = "tunnel_tcp"
 CLS_TUNNEL_OTHER = "tunnel_other"
 CLS_NOT_TUNNEL = "not_tunnel"
-
-
-@dataclass(frozen=True, slots=True)
-class FlowKey:
-    """Names a flow for the report: outer addresses/ports, tunnel kind and VNI, inner addresses/ports/protocol.
-
-    Addresses are text; ports 0 where absent. The simulation never matches flows through this key.
-    ``tunnel_sig``: the tunnel header bytes the decoder keys a flow by besides the fields above (VXLAN: the 8-byte
-    header, flags word and VNI; Geneve: the VNI word with its reserved byte; b"" otherwise), so that two keys are
-    equal exactly when their frames carry the same headers (a key that came back as a new flow). It is not printed:
-    the flags word of a VXLAN-GBP flow is named where it tells two flows apart (report/verdict/facts.py).
-    """
-
-    outer_src: str
-    outer_dst: str
-    outer_sport: int
-    outer_dport: int
-    tunnel: str
-    vni: int
-    inner_src: str
-    inner_dst: str
-    inner_proto: int
-    inner_sport: int
-    inner_dport: int
-    outer_csum_zero: bool
-    inner_ethertype: int = 0
-    tunnel_sig: bytes = b""
-
-    def label(self) -> str:
-        """One-line description, e.g. ``10.0.0.1:49152→10.0.0.2:4789 vxlan vni 100 192.168.1.1:40000→… tcp``.
-
-        IPv6 endpoints are bracketed (``[fd00::1]:49152``), the form ``explain --flow`` accepts.
-        """
-        ep = endpoint
-        if not self.tunnel:
-            return f"{ep(self.outer_src, self.outer_sport)}→{ep(self.outer_dst, self.outer_dport)} (not tunnelled)"
-        proto = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}.get(self.inner_proto, str(self.inner_proto))
-        if self.inner_sport or self.inner_dport:
-            inner = f"{ep(self.inner_src, self.inner_sport)}→{ep(self.inner_dst, self.inner_dport)} {proto}"
-        elif self.inner_src:
-            inner = f"{self.inner_src}→{self.inner_dst} {proto}"
-        else:
-            inner = f"ethertype 0x{self.inner_ethertype:04x}"
-        csum = "csum 0" if self.outer_csum_zero else "csum set"
-        return (
-            f"{ep(self.outer_src, self.outer_sport)}→{ep(self.outer_dst, self.outer_dport)} "
-            f"{self.tunnel} vni {self.vni} ({csum}) | {inner}"
-        )
-
-    def as_dict(self) -> dict:
-        return {
-            "outer": {
-                "src": self.outer_src,
-                "dst": self.outer_dst,
-                "sport": self.outer_sport,
-                "dport": self.outer_dport,
-                "udp_csum_zero": self.outer_csum_zero,
-            },
-            "tunnel": self.tunnel or None,
-            "vni": self.vni if self.tunnel else None,
-            "inner": {
-                "src": self.inner_src,
-                "dst": self.inner_dst,
-                "proto": self.inner_proto,
-                "sport": self.inner_sport,
-                "dport": self.inner_dport,
-                "ethertype": self.inner_ethertype,
-            }
-            if self.tunnel
-            else None,
-        }
-
-
-def endpoint(addr: str, port: int) -> str:
-    """``addr:port``, with IPv6 addresses in brackets (RFC 3986): ``[fd00::1]:37531``. The one address:port form of
-    the reports (``FlowKey.label``, explain's flow line)."""
-    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
-
-
-def _ip_text(b: bytes) -> str:
-    if len(b) == 4:
-        return ".".join(str(x) for x in b)
-    import ipaddress
-
-    return str(ipaddress.IPv6Address(b))
 
 
 ETH_P_ARP = 0x0806
@@ -340,7 +260,7 @@ class Decoder:
             fid = self._flow(
                 raw,
                 lambda: (
-                    FlowKey(_ip_text(src), _ip_text(dst), 0, 0, "", 0, "", "", proto, 0, 0, False),
+                    FlowKey(ip_text(src), ip_text(dst), 0, 0, "", 0, "", "", proto, 0, 0, False),
                     CLS_NOT_TUNNEL,
                     src + dst,
                 ),
@@ -359,7 +279,7 @@ class Decoder:
             raw = ("l4", src, dst, proto, sport, dport)
             fid = self._flow_ids.get(raw)
             if fid is None:
-                key = FlowKey(_ip_text(src), _ip_text(dst), sport, dport, "", 0, "", "", proto, 0, 0, False)
+                key = FlowKey(ip_text(src), ip_text(dst), sport, dport, "", 0, "", "", proto, 0, 0, False)
                 fid = self._new_flow(raw, key, CLS_NOT_TUNNEL, src + dst + buf[l4 : l4 + 4])
             return buf, vlan, fid, self.flow_rss[fid], l4
         if ulen < 8 or l4 + ulen > end:
@@ -384,8 +304,8 @@ class Decoder:
                     raw,
                     lambda: (
                         FlowKey(
-                            _ip_text(src),
-                            _ip_text(dst),
+                            ip_text(src),
+                            ip_text(dst),
                             sport,
                             dport,
                             kind,
@@ -409,6 +329,16 @@ class Decoder:
             return SKIP_INNER
         (itype,) = _H.unpack_from(buf, inner_eth + 12)
         il3 = inner_eth + 14
+        tags: tuple[
+            tuple[int, int], ...
+        ] = ()  # the inner frame's (TPID, TCI) tags, read as vlan_gro_receive reads them
+        while itype in _GRO_VLAN_TPIDS:
+            if il3 + 4 > end:
+                return SKIP_INNER
+            tci, next_type = _HH.unpack_from(buf, il3)
+            tags += ((itype, tci),)
+            itype = next_type
+            il3 += 4
         iproto = 0
         isrc = idst = b""
         il4 = 0
@@ -441,24 +371,40 @@ class Decoder:
             if il4 + (20 if iproto == 6 else 8) > end:
                 return SKIP_INNER
             isport, idport = _HH.unpack_from(buf, il4)
-        raw = ("tun", src, dst, sport, dport, tun_sig, ucheck == 0, itype, isrc, idst, iproto, isport, idport)
+        raw = (
+            "tun",
+            src,
+            dst,
+            sport,
+            dport,
+            tun_sig,
+            ucheck == 0,
+            tags,
+            itype,
+            isrc,
+            idst,
+            iproto,
+            isport,
+            idport,
+        )
         fid = self._flow_ids.get(raw)
         if fid is None:
             key = FlowKey(
-                _ip_text(src),
-                _ip_text(dst),
+                ip_text(src),
+                ip_text(dst),
                 sport,
                 dport,
                 kind,
                 int.from_bytes(buf[t + 4 : t + 7], "big"),
-                _ip_text(isrc) if isrc else "",
-                _ip_text(idst) if idst else "",
+                ip_text(isrc) if isrc else "",
+                ip_text(idst) if idst else "",
                 iproto,
                 isport,
                 idport,
                 ucheck == 0,
                 itype,
                 bytes(tun_sig),
+                tags,
             )
             cls = CLS_TUNNEL_TCP if iproto == 6 and il4 else CLS_TUNNEL_OTHER
             fid = self._new_flow(raw, key, cls, src + dst + buf[l4 : l4 + 4])

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..kernel import reasons as R
-from ..packet.decode import endpoint
+from ..packet.flowkey import endpoint, vlan_text
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from . import MIXED_WHY
 from .explain_skbs import SkbEnds, skb_lines, skb_list
@@ -207,8 +207,13 @@ def _inner_text(key: dict) -> str:
     i = key["inner"]
     proto = {6: "TCP", 17: "UDP", 1: "ICMP", 58: "ICMPv6"}.get(i["proto"], f"proto {i['proto']}")
     if i["sport"] or i["dport"]:
-        return f"{endpoint(i['src'], i['sport'])} → {endpoint(i['dst'], i['dport'])} {proto}"
-    return f"{i['src']} → {i['dst']} {proto}"
+        text = f"{endpoint(i['src'], i['sport'])} → {endpoint(i['dst'], i['dport'])} {proto}"
+    else:
+        text = f"{i['src']} → {i['dst']} {proto}"
+    tags = [
+        (t["tpid"], (t["pcp"] << 13) | (0x1000 if t["dei"] else 0) | t["vid"]) for t in i.get("vlan") or ()
+    ]
+    return f"{vlan_text(tuple(tags))}: {text}" if tags else text
 
 
 def _why_lines(st: dict) -> list[str]:

@@ -159,6 +159,9 @@ class ReplayConfig:
     #: the vxlan devices are made with ``gbp`` (VXLAN_F_GBP): G-flagged frames are accepted and their Group Based Policy
     #: ID and D/A bits go into the tunnel metadata (kernel/vxlan_core.py ``vxlan_parse_gbp_hdr``)
     vxlan_gbp: bool = False
+    #: the kernels have the VLAN GRO offloads (CONFIG_VLAN_8021Q y or m, as distribution kernels are built): an
+    #: 802.1Q/802.1ad tag in the inner frame is GRO'd through (kernel/vlan_core.py); False: it finds no handler
+    vlan_offload: bool = True
     gro_normal_batch: int = 8
     gro_max_size: int = 65536
     gro_flush_timeout_ns: int = 0
@@ -420,6 +423,7 @@ class ReplayConfig:
             "tunnel_metadata": self.tunnel_metadata,
             "udp6_zero_csum_rx": self.udp6_zero_csum_rx,
             "vxlan_gbp": self.vxlan_gbp,
+            "vlan_offload": self.vlan_offload,
             "gro": {role: bool(self.gro.get(role, True)) for role in GRO_DEVICES},
             "rx_queues": self.rx_queues,
             "resegment": str(self.resegment),

@@ -55,14 +55,14 @@ class FlowMss:
 
     def _peer_of(self, fid: int, reverse: bool = False) -> tuple | None:
         """The inner TCP connection's direction of flow ``fid`` (``reverse``: the other direction), as a key
-        ``_syn_mss`` shares between the two directions: tunnel, VNI, inner addresses and ports (the outer
-        headers of the two directions differ). None for a flow no longer known."""
+        ``_syn_mss`` shares between the two directions: tunnel, VNI, inner VLAN tags, inner addresses and ports (the
+        outer headers of the two directions differ). None for a flow no longer known."""
         k = self.decoder.flows[fid] if fid < len(self.decoder.flows) else None
         if k is None:
             return None
         if reverse:
-            return (k.tunnel, k.vni, k.inner_dst, k.inner_src, k.inner_dport, k.inner_sport)
-        return (k.tunnel, k.vni, k.inner_src, k.inner_dst, k.inner_sport, k.inner_dport)
+            return (k.tunnel, k.vni, k.inner_vlan, k.inner_dst, k.inner_src, k.inner_dport, k.inner_sport)
+        return (k.tunnel, k.vni, k.inner_vlan, k.inner_src, k.inner_dst, k.inner_sport, k.inner_dport)
 
     def _mss_of_flow(self, probe: bytes, ts_ns: int) -> int | None:
         """``flow_mss_at`` for the flow of ``probe`` (a header-only frame of a super-frame that arrived at ``ts_ns``,

@@ -87,6 +87,7 @@ def _kernel(m: KernelModel, config: ReplayConfig, st: KernelStats) -> Kernel:
         tunnel_metadata=config.tunnel_metadata,
         udp6_zero_csum_rx=config.udp6_zero_csum_rx,
         vxlan_gbp=config.vxlan_gbp,
+        vlan_offload=config.vlan_offload,
         gro_max_size=config.gro_max_size,
         sink=st,
     )

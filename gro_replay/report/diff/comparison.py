@@ -211,7 +211,15 @@ def _same_name_notes(name: str, k: dict, other: dict) -> list[str]:
 
 
 def _flow_id(row: dict) -> str:
-    return json.dumps(row.get("key"), sort_keys=True) if row.get("key") is not None else row["flow"]
+    """A flow's identity across two documents: its key as JSON, without an empty inner ``vlan`` list (an untagged
+    inner frame: documents before the key was added have none, and name the same flow), else its label."""
+    key = row.get("key")
+    if key is None:
+        return row["flow"]
+    inner = key.get("inner")
+    if isinstance(inner, dict) and inner.get("vlan") == []:
+        key = {**key, "inner": {k: v for k, v in inner.items() if k != "vlan"}}
+    return json.dumps(key, sort_keys=True)
 
 
 def compare(  # noqa: C901, PLR0915 - one rule per document section, in the order of the diff document

@@ -424,9 +424,9 @@ _SPLIT_KEYS = (
 
 
 def _split_ident(k: FlowKey) -> tuple | None:
-    """The inner flow a tunnelled flow key carries (None: not tunnelled or no inner addresses)."""
+    """The inner flow a tunnelled flow key carries, on its inner VLAN (None: not tunnelled or no inner addresses)."""
     if k.tunnel and k.inner_src:
-        return (k.inner_src, k.inner_dst, k.inner_proto, k.inner_sport, k.inner_dport)
+        return (k.inner_vlan, k.inner_src, k.inner_dst, k.inner_proto, k.inner_sport, k.inner_dport)
     return None
 
 
