@@ -164,6 +164,13 @@ def test_diff_takes_an_untagged_flow_of_an_older_document_for_the_same_flow(thre
         # the untagged flow is matched; the tagged ones are new
         assert [row["flow"] for row in k["flows"]] == [cur["kernels"][0]["flows"][2]["flow"]]
         assert k["flows_only_in_baseline"] == [] and len(k["flows_only_in_current"]) == 2
+    # --flow reads the tags from the documents (none in the older one: its flows are untagged)
+    d = CliRunner().invoke(
+        main, ["diff", str(old_path), str(cur_path), "--flow", "vlan=none", "--format", "json"]
+    )
+    assert d.exit_code == 0, d.output
+    for k in json.loads(d.stdout)["kernels"]:
+        assert len(k["flows"]) == 1 and k["flows_only_in_current"] == []
 
 
 def test_synth_writes_the_inner_tag(tmp_path):
@@ -182,3 +189,17 @@ def test_synth_writes_the_inner_tag(tmp_path):
         main, ["synth", str(tmp_path / "m.pcap"), "--mix", "overlay-node", "--inner-vlan", "1"]
     )
     assert mix.exit_code == 2 and "--inner-vlan describes bulk flows" in mix.output
+
+
+def test_flow_selector_vlan(three):
+    # vlan=VID: a tag of the inner frame with that VID; vlan=none: a tunnelled flow without one
+    for sel, want in (
+        ("vlan=20", ["flow 1:"]),
+        ("vlan=none", ["flow 2:"]),
+        ("vlan=10,sport=40000", ["flow 0:"]),
+    ):
+        e = CliRunner().invoke(main, ["explain", three, "--flow", sel], env={"COLUMNS": "2000"})
+        assert e.exit_code == 0, e.output
+        assert [ln.split(" outer")[0] for ln in e.stdout.splitlines() if ln.startswith("flow ")] == want, sel
+    bad = CliRunner().invoke(main, [three, "--flow", "vlan=4096"])
+    assert bad.exit_code == 2 and "vlan 4096 is out of range (0…4095)" in bad.output

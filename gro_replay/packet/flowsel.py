@@ -8,9 +8,11 @@ Grammar (README "Selecting flows"): comma-separated terms, all of which a flow m
               | KEY "=" VALUE
     KEY      := id | vni | tunnel | outer-src | outer-dst | outer-sport | outer-dport
               | src | dst | sport | dport | proto | csum          (src … dport: the inner packet)
+              | vlan                                        (a tag of the inner frame)
 
 Values: ``id`` 0 … 2**63-1; ``vni`` 0 … 16777215 (24 bits); ports 0 … 65535; ``proto`` tcp, udp, icmp, icmpv6 or
-0 … 255; ``tunnel`` vxlan, geneve or none; ``csum`` zero or set (the outer UDP checksum); addresses IPv4 or IPv6
+0 … 255; ``tunnel`` vxlan, geneve or none; ``csum`` zero or set (the outer UDP checksum); ``vlan`` 0 … 4095 (the VID of any
+802.1Q/802.1ad tag of the inner frame) or none (a tunnelled flow whose inner frame has no tag); addresses IPv4 or IPv6
 (compared in canonical form, ``2001:DB8::1`` matches ``2001:db8::1``). Numbers are ASCII digits, at most 20
 of them. Anything else is a ``SelectorError`` (one line), raised by ``parse`` before any frame is read.
 """
@@ -35,6 +37,7 @@ KEYS = (
     "dport",
     "proto",
     "csum",
+    "vlan",
 )
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 _RANGES = {
@@ -46,6 +49,7 @@ _RANGES = {
     "dport": (0, 65535),
     "proto": (0, 255),
     "port": (0, 65535),
+    "vlan": (0, 4095),
 }
 _MAX_DIGITS = 20
 _MAX_TERMS = 64
@@ -113,6 +117,11 @@ class Term:
             return bool(key.tunnel) and key.outer_csum_zero == (self.value == "zero")
         if f == "proto":
             return key.inner_proto == self.value
+        if f == "vlan":
+            tags = key.inner_vlan
+            return bool(key.tunnel) and (
+                not tags if self.value is None else any(t & 0x0FFF == self.value for _, t in tags)
+            )
         attr = {
             "outer-src": "outer_src",
             "outer-dst": "outer_dst",
@@ -151,6 +160,8 @@ def _term(term: str) -> Term:
     value = value.strip()
     if name not in KEYS:
         raise SelectorError(f"--flow: unknown key {name[:40]!r}; use {', '.join(KEYS)}")
+    if name == "vlan" and value.lower() == "none":
+        return Term(name, None)
     if name in _RANGES and name not in ("proto", "port"):
         return Term(name, _number(value, name))
     if name == "proto":
@@ -210,6 +221,7 @@ class KeyView:
         "inner_dport",
         "inner_proto",
         "outer_csum_zero",
+        "inner_vlan",
     )
 
     def __init__(self, key: dict | None) -> None:
@@ -224,6 +236,10 @@ class KeyView:
         self.inner_sport, self.inner_dport = i.get("sport", 0), i.get("dport", 0)
         self.inner_proto = i.get("proto", 0)
         self.outer_csum_zero = bool(o.get("udp_csum_zero", False))
+        tags = i.get("vlan") or ()  # FlowKey.inner_vlan's (TPID, TCI) pairs; absent in older documents
+        self.inner_vlan = tuple(
+            (t["tpid"], (t["pcp"] << 13) | (0x1000 if t["dei"] else 0) | t["vid"]) for t in tags
+        )
 
 
 def select_flows(flows: list, selector: str | None) -> list[int]:
