@@ -27,6 +27,7 @@ from gro_replay.packet.build import FrameSpec, build_flow, build_frame
 from gro_replay.packet.csum import ipv4_header_checksum
 from gro_replay.packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, Decoder
 from gro_replay.report.document import document
+from gro_replay.report.schema import check
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 
 BASE = FrameSpec(timestamps=False, payload=1400, outer_csum="computed")
@@ -103,6 +104,7 @@ def test_flows_apart_by_vlan_each_merge(three):
     the others' held packets apart), 2 phys skbs per flow in both kernels (outer checksum set: 89e5c58fc1e2 changes
     nothing)."""
     doc = document(replay_capture(three, ReplayConfig(poll=PollModel("budget"))))
+    check(json.loads(json.dumps(doc, default=str)), "replay")  # key.inner.vlan as the schema describes it
     for k in (0, 1):
         flows = _flows(doc, k)
         assert [f["class"] for f in flows] == [CLS_TUNNEL_TCP] * 3
@@ -133,6 +135,9 @@ def test_the_report_names_no_split_between_vlans(three):
     assert e.exit_code == 0, e.output
     assert "inner vlan 20: 192.168.1.1:40000 → 192.168.1.2:5201 TCP; 30 frames" in e.stdout
     assert "split:" not in e.stdout
+    j = CliRunner().invoke(main, ["explain", three, "--format", "json"])
+    assert j.exit_code == 0, j.output
+    check(json.loads(j.stdout), "explain")
 
 
 @pytest.mark.parametrize("poll", ["budget", "gap:5"])
