@@ -88,8 +88,9 @@ def dpkt_check(seg: bytes, *, v6_outer: bool, v6_inner: bool, geneve: bool) -> d
         assert _sum_ok(ph + udp_raw), "outer UDP checksum"
     tun = udp_raw[8:]
     inner = tun[8 + (tun[0] & 0x3F) * 4 if geneve else 8 :]
-    iip = dpkt.ethernet.Ethernet(inner).data
-    iraw = inner[14:]
+    ieth = dpkt.ethernet.Ethernet(inner)
+    iip = ieth.data
+    iraw = inner[14 + 4 * len(getattr(ieth, "vlan_tags", []) or []) :]  # past the inner VLAN tags, if any
     if v6_inner:
         assert isinstance(iip, dpkt.ip6.IP6)
         assert iip.plen == len(iraw) - 40
@@ -115,6 +116,8 @@ VARIANTS = {
     "vxlan6-in4": FrameSpec(outer_ipv6=True, outer_csum="computed"),
     "geneve4-in4-options": FrameSpec(encap="geneve", geneve_options=bytes(range(8))),
     "geneve6-in6": FrameSpec(encap="geneve", outer_ipv6=True, inner_ipv6=True, outer_csum="computed"),
+    # an inner 802.1Q tag stays in every segment's headers (the receive side's vlan_gro_receive reads it)
+    "vxlan4-in4-inner-vlan": FrameSpec(inner_vlan=10, outer_csum="computed"),
 }
 
 
