@@ -567,3 +567,29 @@ def test_flows_regressed_counts_a_flow_once_whatever_kernels_it_regressed_in(tmp
         .splitlines()[-1]
         .startswith("DIFF status=regression regressions=6 stage_regressions=3 flows_regressed=1 ")
     )
+
+
+def test_flows_found_in_one_document_only_are_named_in_every_format(tmp_path):
+    """Flows whose key is in one document only are not compared: the text said nothing of them ("no flow changed
+    (0 compared)") where Markdown counted them and JSON listed them (breaker's finding: an older document keyed a
+    tagged flow otherwise). The fix sample's one flow (outer checksum 0) is no flow of the 4-flow sample (computed
+    checksums): 1 only in the baseline, 4 only in the current, each line naming at most 3."""
+    a, b = tmp_path / "fix.json", tmp_path / "four.json"
+    for path, cap in ((a, FIX_SAMPLE), (b, VXLAN4_SAMPLE)):
+        r = run(cap, "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        path.write_text(r.stdout)
+    only_b = json.loads(a.read_text())["kernels"][0]["flows"][0]["flow"]
+    four = [f["flow"] for f in json.loads(b.read_text())["kernels"][0]["flows"]]
+    assert len(four) == 4 and only_b not in four
+    doc = json.loads(run("diff", a, b, "--allow-different-input", "--format", "json").stdout)
+    shown = doc["kernels"][0]["flows_only_in_current"][:3]
+    want = [
+        f"1 flow(s) only in the baseline, not compared: {only_b}",
+        f"4 flow(s) only in the current, not compared: {'; '.join(shown)} and 1 more (see --format json)",
+    ]
+    text = run("diff", a, b, "--allow-different-input").stdout
+    md = run("diff", a, b, "--allow-different-input", "--format", "markdown").stdout
+    for line in want:
+        assert line in " ".join(text.split()), line
+    assert f"1 flow(s) only in the baseline, not compared: `{only_b}`." in md

@@ -133,6 +133,28 @@ def _flow_change(sk: dict, ra: dict) -> str:
     return _cell_change(ra)
 
 
+#: flows named in an "only in" line; the others are counted
+_ONLY_IN_NAMED = 3
+
+
+def _only_in(k: dict, quote: str) -> list[str]:
+    """The flows of one kernel pair found in one document only, not compared (their key differs: another capture's
+    flow, or a document that keys it otherwise), a line per document, for every format: "2 flow(s) only in the
+    baseline, not compared: A; B" (``quote`` around each label: Markdown's backquote); at most
+    ``_ONLY_IN_NAMED`` named, then how many more (``--format json`` lists them all)."""
+    lines = []
+    for what, fl in (("baseline", k["flows_only_in_baseline"]), ("current", k["flows_only_in_current"])):
+        if fl:
+            named = "; ".join(f"{quote}{f}{quote}" for f in fl[:_ONLY_IN_NAMED])
+            more = (
+                f" and {len(fl) - _ONLY_IN_NAMED:,} more (see --format json)"
+                if len(fl) > _ONLY_IN_NAMED
+                else ""
+            )
+            lines.append(f"{len(fl):,} flow(s) only in the {what}, not compared: {named}{more}")
+    return lines
+
+
 def render_markdown(cmp: dict) -> str:
     """The comparison as Markdown for a CI job summary (``$GITHUB_STEP_SUMMARY``)."""
     limit = cmp["max_regression_pct"]
@@ -186,9 +208,7 @@ def render_markdown(cmp: dict) -> str:
                 )
         else:
             lines += ["", f"No flow changed ({len(k['flows']):,} compared)."]
-        for what, fl in (("baseline", k["flows_only_in_baseline"]), ("current", k["flows_only_in_current"])):
-            if fl:
-                lines.append(f"\n{len(fl):,} flow(s) only in the {what}.")
+        lines += [f"\n{line}." for line in _only_in(k, "`")]
     lines += ["", "```", cmp["summary"], "```"]
     return "\n".join(lines)
 
@@ -272,6 +292,8 @@ def render_table(cmp: dict, console) -> None:
                 say(f"… and {len(changed) - _FLOW_LIMIT:,} more changed flows (see --format json)")
         else:
             say(f"no flow changed ({len(k['flows']):,} compared)", "dim")
+        for line in _only_in(k, ""):
+            say(line, "yellow")
     for r in cmp["regressions"]:
         say(f"regression: {regression_sentence(r, limit)}", "bold red")
     say(_status_text(cmp), "bold red" if cmp["regressions"] else "green")
