@@ -382,17 +382,23 @@ def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> 
     }
 
 
-def pct_text(pct: float, signed: bool = False) -> str:
+def pct_text(pct: float, signed: bool = False, limit: float | None = None) -> str:
     """A measured percentage as every text output of diff prints it (table, Markdown, sentences, the DIFF line; JSON
     keeps the value to two decimals): one decimal place, ``88.2%`` (``signed``: ``-88.2%``, ``+750.0%``), an exact
     zero ``0%``, a change too small to show at one decimal ``<0.1%`` (signed ``-<0.1%``). A threshold the user
-    gave (``--max-regression``) is printed as given, so it can be passed back."""
+    gave (``--max-regression``) is printed as given, so it can be passed back. ``limit``: the threshold a loss is
+    printed beside; a second decimal is shown where one would put the loss on the wrong side of it (a loss of
+    88.24 % against 88.2 % allowed reads ``88.24%``, not ``88.2%`` beside "lost more than 88.2%")."""
     if pct == 0:
         return "0%"
     sign = ("+" if pct > 0 else "-") if signed else ""
     if abs(pct) < 0.05:
         return f"{sign}<0.1%"
-    return f"{pct:+,.1f}%" if signed else f"{pct:,.1f}%"
+    digits = 1
+    loss = -pct if signed else pct  # a signed change is a loss when negative
+    if limit is not None and loss > 0 and (round(loss, 1) > limit) != (loss > limit):
+        digits = 2
+    return f"{pct:+,.{digits}f}%" if signed else f"{pct:,.{digits}f}%"
 
 
 def limit_text(limit: float) -> str:
@@ -402,10 +408,10 @@ def limit_text(limit: float) -> str:
     return plain_number(limit) + "%"
 
 
-def _loss_text(w: dict) -> str:
+def _loss_text(w: dict, limit: float | None = None) -> str:
     """A ``largest_loss`` entry's loss as the text line and SUMMARY show it: ``88.2%`` (``pct_text``), or
     ``from 0`` (a zero baseline: no percentage)."""
-    return "from 0" if w["loss_pct"] is None else pct_text(w["loss_pct"])
+    return "from 0" if w["loss_pct"] is None else pct_text(w["loss_pct"], limit=limit)
 
 
 def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | None) -> str:
@@ -415,7 +421,7 @@ def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | 
     stage_regs = sum(1 for r in regressions if r["flow"] is None)
     # flows with at least one regression, in any kernel pair: a flow is the capture's, not a kernel's
     flows = len({r["flow"] for r in regressions if r["flow"] is not None})
-    largest = "none" if not worst else _loss_text(worst).replace(" ", "")
+    largest = "none" if not worst else _loss_text(worst, limit).replace(" ", "")
     return (
         f"DIFF status={'regression' if regressions else 'ok'} regressions={len(regressions)} "
         f"stage_regressions={stage_regs} flows_regressed={flows} max_regression={limit_text(limit)} "

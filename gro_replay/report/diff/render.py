@@ -36,9 +36,10 @@ def _pair(c: dict) -> str:
     return f"{fmt_value(c['baseline'])} → {fmt_value(c['current'])}"
 
 
-def fmt_change(pct) -> str:
-    """A cell's change in percent of its baseline (``pct_text``, signed), or ``new`` from a zero baseline."""
-    return "new" if pct is None else pct_text(pct, signed=True)
+def fmt_change(pct, limit: float | None = None) -> str:
+    """A cell's change in percent of its baseline (``pct_text``, signed; ``limit``: the allowed loss it is printed
+    beside), or ``new`` from a zero baseline."""
+    return "new" if pct is None else pct_text(pct, signed=True, limit=limit)
 
 
 def observed_sentence(cmp: dict) -> str:
@@ -51,7 +52,7 @@ def observed_sentence(cmp: dict) -> str:
         return f"observed: no checked value lost anything (allowed loss {limit_text(limit)})"
     m = METRICS[w["metric"]]
     flow = f", flow {w['flow']}" if w["flow"] else ""
-    loss = _loss_text(w)
+    loss = _loss_text(w, limit)
     return (
         f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
         f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
@@ -67,7 +68,7 @@ def regression_sentence(r: dict, limit: float) -> str:
     flow = f", flow {r['flow']}" if r["flow"] else ""
     return (
         f"{where}{flow}: {what} {fmt_value(r['baseline'])} → {fmt_value(r['current'])} "
-        f"({fmt_change(r['change_pct'])}; allowed loss {limit_text(limit)})"
+        f"({fmt_change(r['change_pct'], limit)}; allowed loss {limit_text(limit)})"
     )
 
 
