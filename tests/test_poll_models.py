@@ -353,3 +353,14 @@ def test_the_largest_poll_time_constant_runs_on_both_engines():
         lines.append(r.stdout.splitlines()[-1])
         assert "kernel[pre-fix].phys_skbs=17 " in lines[-1] and "kernel[post-fix].phys_skbs=1 " in lines[-1]
     assert lines[0].split()[4:] == lines[1].split()[4:]
+
+
+def test_a_poll_model_prints_its_time_constant_as_it_can_be_typed_back():
+    """gap:4294967295 printed as gap:4.29497e+09 (4,294,970,000 µs, not the model that ran) and gap:-0 as
+    'pause > -0 µs' (breaker's finding)."""
+    assert str(PollModel.parse("gap:4294967295")) == "gap:4294967295"
+    assert "pause > 4294967295 µs" in PollModel.parse("gap:4294967295").describe()
+    assert (
+        str(PollModel.parse("gap:-0")) == "gap:0" and str(PollModel.parse("rx-usecs:2.5")) == "rx-usecs:2.5"
+    )
+    assert str(PollModel.parse("GAP:1e3")) == "gap:1000"

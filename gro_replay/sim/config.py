@@ -18,7 +18,7 @@ from ..kernel.nic import (
 )
 from ..kernel.nic_skb import VETH_LINEAR
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
-from ..project import decimal_number
+from ..project import decimal_number, plain_number
 from ..report import FLOWS_MAX_DEFAULT
 from ..resegment import MAX_TCP_OPTION_BYTES, TCP_MIN_SND_MSS, min_payload
 from .flows import CLOSE_TIMEOUT_NS, IDLE_TIMEOUT_NS
@@ -74,14 +74,16 @@ class PollModel:
         if kind in ("gap", "rx-usecs") and value:
             us = decimal_number(value)
             if us is not None and 0 <= us <= POLL_USECS_MAX:  # NaN and infinity fail too
-                return cls(kind, us)
+                return cls(kind, us + 0.0)  # -0 is 0
         raise ConfigError(
             f"invalid poll model {given!r}: use budget, gap:US or rx-usecs:US, US a decimal number of µs from 0 to "
             f"{POLL_USECS_MAX} (ethtool's rx-usecs is 32 bits)"
         )
 
     def __str__(self) -> str:
-        return self.kind if self.kind == "budget" else f"{self.kind}:{self.usecs:g}"
+        """``budget``, ``gap:3``, ``rx-usecs:4294967295``: the time constant as it can be typed back
+        (``project.plain_number``; ``:g`` printed 4.29497e+09)."""
+        return self.kind if self.kind == "budget" else f"{self.kind}:{plain_number(self.usecs)}"
 
     @property
     def reads_times(self) -> bool:
@@ -100,8 +102,8 @@ class PollModel:
                 if self.usecs == DEFAULT_POLL_GAP_USECS
                 else ""
             )
-            return f"{self} (a poll after each pause > {self.usecs:g} µs{src})"
-        return f"{self} (interrupt moderation: a poll {self.usecs:g} µs after the first frame)"
+            return f"{self} (a poll after each pause > {plain_number(self.usecs)} µs{src})"
+        return f"{self} (interrupt moderation: a poll {plain_number(self.usecs)} µs after the first frame)"
 
 
 #: The drivers whose RX checksum state each ``--rx-csum`` profile is (kernel/nic.py ``RxCsumProfile``; gro-spec §7.6)
