@@ -193,22 +193,20 @@ class RunOutputs:
             raise OutputError(failure_text(what, path, e.strerror or e)) from None
 
     def make_dir(self, path: str | os.PathLike[str], what: str) -> None:
-        """Create directory ``path`` (with parents) unless it exists; one this run created and leaves empty is
-        removed again on failure."""
+        """Create directory ``path`` unless it exists, in a directory that exists, as every output file's parent
+        must (``mkdir``, not ``mkdir -p``: a mistyped path is one line, exit 2, not a tree made silently); one this
+        run created and leaves empty is removed again on failure."""
         d = os.fspath(path)
-        missing = []
-        p = os.path.abspath(d)
-        while p and not os.path.lexists(p):
-            missing.append(p)
-            p = os.path.dirname(p)
         try:
-            os.makedirs(d, exist_ok=True)
+            os.mkdir(d)
         except FileExistsError:
-            # the path exists and is not a directory (a file, /dev/full): makedirs' EEXIST hides that reason
-            raise OutputError(failure_text(what, d, os.strerror(errno.ENOTDIR), "create")) from None
+            if not os.path.isdir(d):
+                # the path exists and is not a directory (a file, /dev/full)
+                raise OutputError(failure_text(what, d, os.strerror(errno.ENOTDIR), "create")) from None
+            return
         except OSError as e:
             raise OutputError(failure_text(what, d, e.strerror or e, "create")) from None
-        self._created_dirs.extend(missing)  # innermost first
+        self._created_dirs.append(os.path.abspath(d))
 
     # -- ending the run -----------------------------------------------------------------------------------------
     def _close_all(self) -> None:

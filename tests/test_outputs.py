@@ -122,8 +122,8 @@ def test_modes_new_as_open_would_make_them_replaced_kept(tmp_path):
 
 def test_a_directory_made_by_a_failed_run_goes_again(tmp_path):
     with pytest.raises(KeyboardInterrupt), RunOutputs() as outs:
-        outs.make_dir(tmp_path / "a" / "b", "--write-pcap")
-        outs.temp_path(tmp_path / "a" / "b" / "k.pcapng", "--write-pcap")
+        outs.make_dir(tmp_path / "a", "--write-pcap")
+        outs.temp_path(tmp_path / "a" / "k.pcapng", "--write-pcap")
         raise KeyboardInterrupt
     assert _left(tmp_path) == []
     (tmp_path / "mine").mkdir()
@@ -131,6 +131,17 @@ def test_a_directory_made_by_a_failed_run_goes_again(tmp_path):
         outs.make_dir(tmp_path / "mine", "--write-pcap")
         raise KeyboardInterrupt
     assert _left(tmp_path) == ["mine"]  # it was there before
+
+
+@pytest.mark.parametrize("what", ["--write-pcap", "--out"])
+def test_an_output_directory_in_a_missing_directory_is_one_line(tmp_path, what):
+    """A directory output is made in a directory that exists, as every output file is (mkdir, not mkdir -p):
+    --write-pcap /nonexistent/dir/x made the whole tree and said it wrote there, while --json and --trace refuse a
+    missing parent (newcomer's finding)."""
+    with pytest.raises(OutputError) as e, RunOutputs() as outs:
+        outs.make_dir(tmp_path / "missing" / "x", what)
+    assert e.value.exit_code == 2 and what in e.value.message
+    assert e.value.message.endswith("No such file or directory") and _left(tmp_path) == []
 
 
 def test_an_unwritable_directory_is_a_one_line_error_naming_the_output(tmp_path):
