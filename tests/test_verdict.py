@@ -840,7 +840,8 @@ def _icmp_inside(frame: bytes) -> bytes:
 
 def test_compare_mode_names_why_refused_frames_stay_unmerged_as_one_kernel_does():
     """Compare mode, no flow affected (vxlan_port_8472.pcap's kind): the pre-fix gate refuses 3 frames of a flow of
-    inner ICMP (no kernel merges it: flushed at the inner header after the fix) and a flow of a single TCP frame
+    inner ICMP (no kernel merges it: inet_gro_receive finds no inet_offloads entry for ICMP and flushes the 3 frames
+    at the inner header after the fix, net/ipv4/af_inet.c, named as the fixed kernel recorded it) and a flow of a single TCP frame
     (nothing to merge it with). The comparison names both, in the words --kernel 5.11 alone uses for them (one
     computation: Refusals.costless_by); before, it said only that the post-fix kernel does not merge them either."""
     from gro_replay.packet.build import FrameSpec, build_flow
@@ -850,10 +851,10 @@ def test_compare_mode_names_why_refused_frames_stay_unmerged_as_one_kernel_does(
     single = build_flow(FrameSpec(outer_csum="zero", sport=40009), [1000])
     frames = [(1000 * i, f) for i, f in enumerate([*icmp, *single])]
     parts = (
-        "1 flow(s) whose inner packets are not TCP segments, 3 frames (after the fix GRO flushes them at the inner "
-        "header (inet_gro_receive: a fragment or a protocol without GRO; udp_gro_receive: a UDP datagram without a "
-        "tunnel socket), so no kernel merges them); 1 flow(s) of a single frame, 1 frame (a single frame has nothing to "
-        "merge with, in any kernel)"
+        "1 flow(s) whose inner packets are not TCP segments, 3 frames (after the fix GRO stops them at the inner "
+        "header: IPv4 protocol without GRO handler (inner header) [inet_gro_receive:inner_no_inet_offload] ×3, so no "
+        "kernel merges them); 1 flow(s) of a single frame, 1 frame (a single frame has nothing to merge with, in any "
+        "kernel)"
     )
     compared = document(replay_frames(frames, ReplayConfig(rx_csum="unnecessary")))["verdict"]
     assert (compared["frames_refused"], compared["affected_flows"]) == (4, 0)

@@ -9,6 +9,7 @@ from collections import Counter
 
 from .compare import CompareSentences
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts
+from .inner_stop import not_tcp_text
 from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, Unmerged
 from .unseen import refusals_unseen, unseen_text
@@ -307,6 +308,8 @@ class CaptureSentences(CompareSentences):
             what, because = COSTLESS_WORDS[why]
             if why == "no_gain" and r.no_gain_reasons:
                 because = no_gain_text(self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX))
+            elif why == "not_tcp" and r.not_tcp_reasons and self.reasons_observed:
+                because = not_tcp_text(self._reasons(r.not_tcp_reasons, r.not_tcp_kernel))
             parts.append(f"{flows:,} flow(s) {what}, {frames:,} {plural(frames, 'frame')} ({because})")
         return "; ".join(parts)
 

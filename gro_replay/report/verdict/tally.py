@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ...packet.decode import FlowKey
 from .facts import FlowVerdict, KernelFacts, Lives, _split_ident, _split_texts, break_reasons, split_members
+from .inner_stop import not_tcp_reasons, not_tcp_side
 
 
 @dataclass
@@ -57,6 +58,10 @@ class Refusals:
     #: the ``no_gain`` flows' phys end reasons in the kernel's counterfactual (``FlowVerdict.shadows``), poll-end
     #: flushes left out (``_break_reasons``): what keeps their frames apart with the fix
     no_gain_reasons: Counter = field(default_factory=Counter)
+    #: the ``not_tcp`` flows' phys end reasons with the fix (``inner_stop.not_tcp_reasons``: what stops them at the
+    #: inner header), and the name of the kernel they were recorded in (its counterfactual's, or the post-fix one's)
+    not_tcp_reasons: Counter = field(default_factory=Counter)
+    not_tcp_kernel: str | None = None
 
     def add(self, fv: FlowVerdict, k: KernelFacts) -> None:
         """Count flow ``fv`` with this kernel's facts ``k`` for it, if the gate refused it."""
@@ -64,7 +69,7 @@ class Refusals:
         if stage is None:
             if k.refused:
                 why = fv.costless_why(k)
-                self.add_costless(k, why)
+                self.add_costless(fv, k, why)
                 if why == "no_gain":
                     self.no_gain_reasons.update(break_reasons(fv.shadows[k.name]))
             return
@@ -77,9 +82,13 @@ class Refusals:
             if self.first_phys is None or fv.fid < self.first_phys[0]:
                 self.first_phys = (fv.fid, fv.key)
 
-    def add_costless(self, k: KernelFacts, why: str | None) -> None:
-        """Count a flow whose refusals in kernel ``k`` cost nothing, under ``why`` (``COSTLESS_WORDS``' keys;
-        ``post_no_gain`` in a comparison: the post-fix kernel merges the flow no further)."""
+    def add_costless(self, fv: FlowVerdict, k: KernelFacts, why: str | None) -> None:
+        """Count flow ``fv``, whose refusals in kernel ``k`` cost nothing, under ``why`` (``COSTLESS_WORDS``' keys;
+        ``post_no_gain`` in a comparison: the post-fix kernel merges the flow no further); for ``not_tcp`` its phys
+        end reasons with the fix (``not_tcp_reasons``)."""
+        if why == "not_tcp" and (side := not_tcp_side(fv, k)) is not None:
+            self.not_tcp_reasons.update(not_tcp_reasons(fv, k))
+            self.not_tcp_kernel = self.not_tcp_kernel or side.name
         self.costless += 1
         self.costless_frames += k.refused
         c = self.costless_by.setdefault(why, [0, 0])
@@ -212,7 +221,7 @@ class _Tally:
             # compared: the pre-fix kernel's refusals, none costing a skb the post-fix kernel saves
             pre = fv.pre
             why = fv.costless_why(pre) or "post_no_gain"
-            self.refusals[pre.name].add_costless(pre, why)
+            self.refusals[pre.name].add_costless(fv, pre, why)
             if why == "no_payload" and fv.post is not None and fv.post.name in empty_in:
                 self.unmerged[fv.post.name].empty_refused_before += 1
 

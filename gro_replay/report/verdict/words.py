@@ -386,8 +386,8 @@ COSTLESS_WORDS = {
     "nested": ("carrying a tunnel inside the tunnel", NESTED_PHYS_WORDS),
     "not_tcp": (
         "whose inner packets are not TCP segments",
-        "after the fix GRO flushes them at the inner header (inet_gro_receive: a fragment or a protocol without "
-        "GRO; udp_gro_receive: a UDP datagram without a tunnel socket), so no kernel merges them",
+        "after the fix GRO stops them at their inner header, which carries no TCP segment for tcp_gro_receive, "
+        "so no kernel merges them",
     ),
     "one_frame": ("of a single frame", "a single frame has nothing to merge with, in any kernel"),
     "no_payload": (

@@ -1,0 +1,43 @@
+"""What stops the inner packets of a tunnelled flow that are not TCP segments (``FlowVerdict.costless_why`` is
+``"not_tcp"``) after the fix: the end reasons of the phys skbs of those flows in the kernel with the fix, as GRO
+recorded them at the inner header. eth_gro_receive (net/ethernet/eth.c) flushes an inner ethertype for which
+gro_find_receive_by_type finds no handler (ARP …); vlan_gro_receive (net/8021q/vlan_core.c) flushes the protocol
+behind an inner tag alike; inet_gro_receive (net/ipv4/af_inet.c) flushes a fragment or a protocol without
+inet_offloads entry; udp_gro_receive (net/ipv4/udp_offload.c) flushes a UDP datagram without a tunnel socket. So the
+sentence names the function that stopped them, not a list of guesses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .facts import FlowVerdict, KernelFacts, break_reasons
+from .words import COSTLESS_WORDS
+
+#: the reason where no kernel with the fix ran for those flows (the kernel backend runs no counterfactual): what
+#: stops them is not measured, so no function is named
+NOT_TCP_UNMEASURED = COSTLESS_WORDS["not_tcp"][1]
+
+
+def not_tcp_side(fv: FlowVerdict, k: KernelFacts) -> KernelFacts | None:
+    """The facts that say what stops flow ``fv``'s inner packets after the fix, for kernel ``k`` without it:
+    ``k``'s counterfactual (``FlowVerdict.shadows``: ``k`` with 89e5c58fc1e2 applied) where it ran, else the
+    post-fix kernel compared (``FlowVerdict.post``), as ``costless_why`` judges ``no_payload``; None where neither
+    ran (the kernel backend)."""
+    return fv.shadows.get(k.name) or fv.post
+
+
+def not_tcp_reasons(fv: FlowVerdict, k: KernelFacts) -> Counter:
+    """End reason → phys skbs of flow ``fv`` in ``not_tcp_side(fv, k)`` (``break_reasons``: every skb's where none
+    merged); empty where no kernel with the fix ran."""
+    side = not_tcp_side(fv, k)
+    return break_reasons(side) if side is not None else Counter()
+
+
+def not_tcp_text(reasons: str | None) -> str:
+    """``COSTLESS_WORDS["not_tcp"]``'s reason: "after the fix GRO stops them at the inner header: ``reasons``, so no
+    kernel merges them", ``reasons`` a ``reason_list`` of ``not_tcp_reasons`` (e.g. "inner ethertype without GRO
+    handler [eth_gro_receive:no_packet_offload] ×5"); ``NOT_TCP_UNMEASURED`` where None or empty."""
+    if not reasons:
+        return NOT_TCP_UNMEASURED
+    return f"after the fix GRO stops them at the inner header: {reasons}, so no kernel merges them"
