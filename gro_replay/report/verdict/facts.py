@@ -290,6 +290,11 @@ class FlowVerdict:
             return None
         return {st: max(k.skbs[st] - s.skbs[st], 0) for st in ("phys", "tunnel")}
 
+    def with_fix(self, k: KernelFacts) -> KernelFacts | None:
+        """Kernel ``k`` (without the fix) with it: its counterfactual (``shadows``) where it ran, else the post-fix
+        kernel compared (``post``); None where neither ran (the kernel backend)."""
+        return self.shadows.get(k.name) or self.post
+
     def _gains(self, k: KernelFacts) -> dict[str, bool] | None:
         """Per stage, whether ``k``'s counterfactual delivers fewer skbs of this flow than ``k`` (``shadow_saved``);
         None when the replay ran no counterfactual of ``k``."""
@@ -301,10 +306,8 @@ class FlowVerdict:
         one frame: nothing to merge it with, at either stage), ``"nested"`` (a tunnel inside the tunnel refused at
         the phys device only: stopped at the nested header after the fix), ``"not_tcp"`` (inner packets that are
         not TCP segments: flushed at the inner header after the fix), ``"no_payload"`` (TCP segments without payload
-        only, as the kernel with the fix, counterfactual or compared, delivers them: tcp_gro_receive merges none),
-        ``"no_gain"`` (none of those, but ``k``'s
-        counterfactual, ``shadows``, delivers no fewer skbs: measured), or None (they cost what the fix gives back).
-        ``COSTLESS_WORDS`` words each."""
+        only, as ``with_fix(k)`` delivers them: tcp_gro_receive merges none), ``"no_gain"`` (none of those, but
+        ``k``'s counterfactual delivers no fewer skbs: measured), or None (they cost what the fix gives back)."""
         gains = self._gains(k)
         if gains is not None and any(gains.values()):
             return None
@@ -316,8 +319,7 @@ class FlowVerdict:
             # refused at the tunnel device too: the nested tunnel's packets there decide, measured (no_gain) or not
         elif self.cls != "tunnel_tcp":
             return "not_tcp"
-        # with the fix (its counterfactual, or the post-fix kernel compared) every phys skb carried no payload
-        fixed = self.shadows.get(k.name) or self.post
+        fixed = self.with_fix(k)  # every phys skb of it carried no payload
         if fixed is not None and fixed.without_payload:
             return "no_payload"
         return None if gains is None else "no_gain"
@@ -338,9 +340,8 @@ class FlowVerdict:
 
     @property
     def fix_alone(self) -> KernelFacts | None:
-        """In compare mode, the facts of the kernel without the fix run again with only 89e5c58fc1e2 applied
-        (``shadows``; ``fix_counterfactuals``: when the compared kernels differ in other switches too); None when
-        the replay ran none for ``pre``."""
+        """In compare mode, ``pre`` run again with only 89e5c58fc1e2 applied (``shadows``, ``fix_counterfactuals``:
+        where the compared kernels differ in other switches too); None when the replay ran none for ``pre``."""
         if self.pre is None or self.post is None:
             return None
         return self.shadows.get(self.pre.name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, break_reasons
-from .inner_stop import not_tcp_reasons, not_tcp_side, not_tcp_text
+from .inner_stop import not_tcp_reasons, not_tcp_text
 from .sentences import CaptureSentences
 from .words import (
     COSTLESS_WORDS,
@@ -150,7 +150,7 @@ class FlowSentences(CaptureSentences):
         """Why kernel ``k``'s refusals of flow ``fv`` cost nothing (``COSTLESS_WORDS``), for ``no_gain`` with the
         end reasons of the phys skbs of ``k``'s counterfactual (``FlowVerdict.shadows``)."""
         if why == "not_tcp":
-            side = not_tcp_side(fv, k)
+            side = fv.with_fix(k)
             brk = not_tcp_reasons(fv, k)
             return not_tcp_text(
                 self._reasons(brk, side.name) if side and brk and self.reasons_observed else None

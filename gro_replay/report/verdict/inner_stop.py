@@ -19,18 +19,10 @@ from .words import COSTLESS_WORDS
 NOT_TCP_UNMEASURED = COSTLESS_WORDS["not_tcp"][1]
 
 
-def not_tcp_side(fv: FlowVerdict, k: KernelFacts) -> KernelFacts | None:
-    """The facts that say what stops flow ``fv``'s inner packets after the fix, for kernel ``k`` without it:
-    ``k``'s counterfactual (``FlowVerdict.shadows``: ``k`` with 89e5c58fc1e2 applied) where it ran, else the
-    post-fix kernel compared (``FlowVerdict.post``), as ``costless_why`` judges ``no_payload``; None where neither
-    ran (the kernel backend)."""
-    return fv.shadows.get(k.name) or fv.post
-
-
 def not_tcp_reasons(fv: FlowVerdict, k: KernelFacts) -> Counter:
-    """End reason → phys skbs of flow ``fv`` in ``not_tcp_side(fv, k)`` (``break_reasons``: every skb's where none
-    merged); empty where no kernel with the fix ran."""
-    side = not_tcp_side(fv, k)
+    """End reason → phys skbs of flow ``fv`` in kernel ``k`` with the fix (``FlowVerdict.with_fix``;
+    ``break_reasons``: every skb's where none merged); empty where no kernel with the fix ran."""
+    side = fv.with_fix(k)
     return break_reasons(side) if side is not None else Counter()
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ...packet.decode import FlowKey
 from .facts import FlowVerdict, KernelFacts, Lives, _split_ident, _split_texts, break_reasons, split_members
-from .inner_stop import not_tcp_reasons, not_tcp_side
+from .inner_stop import not_tcp_reasons
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Refusals:
         """Count flow ``fv``, whose refusals in kernel ``k`` cost nothing, under ``why`` (``COSTLESS_WORDS``' keys;
         ``post_no_gain`` in a comparison: the post-fix kernel merges the flow no further); for ``not_tcp`` its phys
         end reasons with the fix (``not_tcp_reasons``)."""
-        if why == "not_tcp" and (side := not_tcp_side(fv, k)) is not None:
+        if why == "not_tcp" and (side := fv.with_fix(k)) is not None:
             self.not_tcp_reasons.update(not_tcp_reasons(fv, k))
             self.not_tcp_kernel = self.not_tcp_kernel or side.name
         self.costless += 1
