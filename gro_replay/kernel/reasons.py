@@ -292,7 +292,7 @@ DESCRIPTIONS = {
     IPV6_PAYLOAD_LEN: "IPv6 payload length differs from the bytes present",
     IPV6_TCLASS_HOPLIMIT: "IPv6 traffic class or hop limit differs",
     TRUNCATED: "header shorter than the parser needs",
-    UDP_CSUM: "outer UDP checksum bad",
+    UDP_CSUM: "UDP checksum bad",
     UDP_NO_TUNNEL_SOCKET: "UDP without tunnel socket (not VXLAN/Geneve)",
     UDP_ENCAP_MARK: "UDP tunnel inside a tunnel",
     UDP_GATE: "udp_gro_receive refused: not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0",
@@ -356,8 +356,10 @@ _HEADER_REASONS = (
     INET_TOT_LEN,
     IPV6_NO_OFFLOAD,
     IPV6_PAYLOAD_LEN,
-    # the inner UDP header of a tunnelled packet (inner DNS, say) finds no tunnel socket either
+    # the inner UDP header of a tunnelled packet (inner DNS, say) finds no tunnel socket either, and its checksum
+    # is validated as the outer one is (udp4_gro_receive)
     UDP_NO_TUNNEL_SOCKET,
+    UDP_CSUM,
 )
 INNER = {r: r.replace(":", ":inner_", 1) for r in _HEADER_REASONS}
 DESCRIPTIONS.update({INNER[r]: f"{DESCRIPTIONS[r]} (inner header)" for r in _HEADER_REASONS})

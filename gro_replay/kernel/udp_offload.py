@@ -44,7 +44,7 @@ def _udp_gro_receive_family(
     # Don't bother verifying checksum if we're going to flush anyway.
     if not cb.flush:
         if __skb_gro_checksum_validate(skb, 17, True, check, pseudo):
-            cb.why = R.UDP_CSUM
+            cb.why = R.at_header(R.UDP_CSUM, cb.encap_mark)
             cb.flush = 1
             return None
         if check:
