@@ -8,7 +8,8 @@ Left out: the recursion counter (``call_gro_receive``).
 from __future__ import annotations
 
 from . import reasons as R
-from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro_csum import skb_gro_postpull_rcsum
 from .skbuff import ETH_HLEN, SkBuff
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from . import reasons as R
 from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_GENEVE_OPT, TUNNEL_KEY, TUNNEL_OAM
-from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro_csum import skb_gro_postpull_rcsum
 from .ip_tunnel_core import udp_tunnel_decap
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
 from .udp_tunnel import UdpTunnelSock

@@ -15,7 +15,8 @@ import struct
 from ..packet.csum import pseudo_at
 from . import reasons as R
 from . import skbuff as _skbuff
-from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro_csum import skb_gro_postpull_rcsum
 from .skbuff import SkBuff
 
 NEXTHDR_HOP = 0

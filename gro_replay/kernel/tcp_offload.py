@@ -19,7 +19,8 @@ from ..packet.csum import pseudo4, pseudo6
 from . import reasons as R
 from . import skbuff as _skbuff
 from .af_inet import inet_gro_flush, inet_gro_network_pseudo
-from .gro import __skb_gro_checksum_validate, skb_gro_header_ok, skb_gro_pull, skb_gro_receive
+from .gro import skb_gro_header_ok, skb_gro_pull, skb_gro_receive
+from .gro_csum import __skb_gro_checksum_validate
 from .ip6_offload import ip6_gro_network_pseudo, ipv6_gro_flush
 from .skbuff import (
     CHECKSUM_PARTIAL,

@@ -17,13 +17,8 @@ from collections.abc import Callable
 from ..packet.csum import pseudo4, pseudo6
 from . import reasons as R
 from .af_inet import inet_gro_network_pseudo
-from .gro import (
-    __skb_gro_checksum_validate,
-    skb_gro_checksum_try_convert,
-    skb_gro_header_ok,
-    skb_gro_postpull_rcsum,
-    skb_gro_pull,
-)
+from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro_csum import __skb_gro_checksum_validate, skb_gro_checksum_try_convert, skb_gro_postpull_rcsum
 from .ip6_offload import ip6_gro_network_pseudo
 from .netdevice import TunnelSockGro
 from .skbuff import CHECKSUM_PARTIAL, SKB_GSO_UDP_TUNNEL, SKB_GSO_UDP_TUNNEL_CSUM, SkBuff

@@ -17,7 +17,8 @@ Left out: the recursion counter (``gro_recursion_inc_test`` in ``indirect_call_g
 from __future__ import annotations
 
 from . import reasons as R
-from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro_csum import skb_gro_postpull_rcsum
 from .skbuff import SkBuff
 
 #: include/linux/if_vlan.h: the 4 bytes of ``struct vlan_hdr`` (TCI, encapsulated protocol)

@@ -23,7 +23,8 @@ import struct
 from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, TUNNEL_VXLAN_OPT
 from .eth import eth_gro_complete, eth_gro_receive
-from .gro import skb_gro_header_ok, skb_gro_postpull_rcsum, skb_gro_pull
+from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro_csum import skb_gro_postpull_rcsum
 from .ip_tunnel_core import udp_tunnel_decap
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
 from .udp_tunnel import UdpTunnelSock
