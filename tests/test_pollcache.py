@@ -15,6 +15,7 @@ import io
 import json
 import random
 import struct
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -438,3 +439,20 @@ def test_tunnel_devices_listed_by_name_on_both_paths(tmp_path):
     assert got == _doc(path, replace(cfg, fast_path=False))
     for k in json.loads(got)["kernels"]:
         assert list(k["stages"]["tunnel"]["devices"].items()) == [("geneve0", 2), ("vxlan0", 2)], k["name"]
+
+
+def test_frames_at_the_gro_recursion_limit_equal_the_reference(tmp_path):
+    """Inner VLAN tags lengthen the gro_receive chain (include/net/gro.h GRO_RECURSION_LIMIT 15, counted calls:
+    tests/kernel/test_gro_recursion.py): 10 tags flush each frame at the phys device, 9 merge. Tagged frames are
+    not of the batch path's common layout (packet/columns.py: inner untagged Ethernet), so both paths run them
+    through the kernels; mixed with untagged flows that the poll cache keys, the documents are the same."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "kernel"))
+    from test_gro_recursion import deep
+
+    plain = [build_frame(s) for s in flow_specs(FrameSpec(timestamps=False), [1000] * 4, seq0=9_000_000)]
+    frames = (plain + deep(10, n=4) + deep(9, n=4)) * 3
+    path = _pcap(tmp_path / "deep.pcap", frames)
+    cfg = ReplayConfig()
+    doc = _doc(path, cfg)
+    assert doc == _doc(path, replace(cfg, fast_path=False))
+    assert '"gro_recursion_inc_test:GRO_RECURSION_LIMIT"' in doc

@@ -11,7 +11,8 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``distro.py``: none: distribution kernel release strings (``uname -r``): whose build and which upstream release
 - ``eth.py``: net/ethernet/eth.c
 - ``geneve.py``: drivers/net/geneve.c
-- ``gro.py``: net/core/gro.c (net/core/dev.c before v5.17)
+- ``gro.py``: net/core/gro.c (net/core/dev.c before v5.17), include/net/gro.h ``call_gro_receive``
+- ``gro_csum.py``: include/net/gro.h checksum helpers, net/core/gro.c ``__skb_gro_checksum_complete``
 - ``gro_cells.py``: net/core/gro_cells.c
 - ``ip6_offload.py``: net/ipv6/ip6_offload.c
 - ``ip_tunnel_core.py``: net/ipv4/ip_tunnel_core.c, include/net/inet_ecn.h

@@ -6,7 +6,7 @@ through ``gro_receive_network_flush`` (include/net/gro.h ``inet_gro_flush``, the
 on 2024-05-14, unchanged through v6.17: one ``ip_fixedid`` bit for both headers), gro-spec §3.3; v6.18 adds the outer
 ID check (21f7484220ac, ``inet_gro_checks_outer_id``) and fixed IDs without DF (f095a358faf2,
 ``inet_gro_fixedid_without_df``), read in the v7 patch mails of Richard Gobert's series (2025-09-22).
-Left out: the recursion counter; IPv4 protocols other than TCP and UDP (their frames flush).
+Left out: IPv4 protocols other than TCP and UDP (their frames flush).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import struct
 from ..packet.csum import csum_add, csum_fold, csum_sub, ip_fast_csum, pseudo_at
 from . import reasons as R
 from . import skbuff as _skbuff
-from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .skbuff import ETH_P_IP, SkBuff
 
 IP_DF = 0x4000
@@ -108,7 +108,7 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
         skb.network_header = base
         skb_gro_pull(skb, 20)
         skb.transport_header = skb.data + cb.data_offset
-        pp = ops.gro_receive(head, skb)
+        pp = call_gro_receive(ops.gro_receive, head, skb)
         return pp
     cb.flush |= flush
     return pp

@@ -2,13 +2,12 @@
 
 Kernel: net/ethernet/eth.c ``eth_gro_receive`` / ``eth_gro_complete`` (v5.x text; v6.x adds the network offset
 bookkeeping, mirrored here). gro-spec §5.3.
-Left out: the recursion counter (``call_gro_receive``).
 """
 
 from __future__ import annotations
 
 from . import reasons as R
-from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
 from .skbuff import ETH_HLEN, SkBuff
 
@@ -44,7 +43,7 @@ def eth_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         flush = 0
         skb_gro_pull(skb, ETH_HLEN)
         skb_gro_postpull_rcsum(skb, start, ETH_HLEN)
-        pp = ptype.gro_receive(head, skb)
+        pp = call_gro_receive(ptype.gro_receive, head, skb)
     cb.flush |= flush
     return pp
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from . import reasons as R
 from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_GENEVE_OPT, TUNNEL_KEY, TUNNEL_OAM
-from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
 from .ip_tunnel_core import udp_tunnel_decap
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
@@ -72,7 +72,7 @@ def geneve_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> Sk
     else:
         skb_gro_pull(skb, gh_len)
         skb_gro_postpull_rcsum(skb, start, gh_len)
-        pp = ptype.gro_receive(head, skb)
+        pp = call_gro_receive(ptype.gro_receive, head, skb)
         flush = 0
     cb.flush |= flush
     return pp

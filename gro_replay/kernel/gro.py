@@ -8,13 +8,13 @@ the same logic; v6.1 GSO entry (5eddb24901ee). gro-spec §1, §2, §4.1, §5.6.
 Left out: frag0 and the fast/slow header paths, truesize, the memory layout beyond what ``skb_has_frag_list``
 needs (a merged skb keeps ``(buf, start, end)`` payload slices; page-fragment counts and the frag_list flag are
 tracked), GRO_CONSUMED/-EINPROGRESS (async XFRM), GRO_DROP, remote checksum
-offload, the recursion counter (the deepest chain here is 7 calls, below GRO_RECURSION_LIMIT 15), busy polling.
+offload, busy polling.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from . import reasons as R
 from . import skbuff as _skbuff
@@ -33,6 +33,7 @@ from .skbuff import (
 if TYPE_CHECKING:
     from .skbuff import NapiGroCb
 
+_Sk = TypeVar("_Sk")
 GRO_HASH_BUCKETS = 8  #: include/linux/netdevice.h (07d78363dcff, v4.19)
 MAX_GRO_SKBS = 8  #: net/core/dev.c / net/core/gro.c
 GRO_LEGACY_MAX_SIZE = 65536  #: include/linux/netdevice.h; the 64 KiB merge limit before gro_max_size existed
@@ -101,6 +102,48 @@ def skb_gro_pull(skb: SkBuff, length: int) -> None:
 def skb_gro_header_ok(skb: SkBuff, hlen: int) -> bool:
     """True when ``hlen`` bytes from ``skb->data`` are present (``skb_gro_header`` would not return NULL)."""
     return skb.data + hlen <= skb.tail
+
+
+# -- the recursion limit (include/net/gro.h, fcd91dd44946 "net: add recursion limit to GRO", v4.9) ---------------
+GRO_RECURSION_LIMIT = 15  #: include/net/gro.h (include/linux/netdevice.h before v5.17)
+
+#: a header's ``gro_receive``: ``(head, skb) -> pp`` (a held packet to complete, or None)
+GroReceive = Callable[[list[SkBuff], SkBuff], "SkBuff | None"]
+
+
+def gro_recursion_inc_test(skb: SkBuff) -> bool:
+    """``gro_recursion_inc_test``: ``++NAPI_GRO_CB(skb)->recursion_counter == GRO_RECURSION_LIMIT``."""
+    cb = skb.cb
+    cb.recursion_counter += 1
+    return cb.recursion_counter == GRO_RECURSION_LIMIT
+
+
+def call_gro_receive(cb: GroReceive, head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """Call the next header's ``gro_receive``, or flush ``skb`` and return None at the 15th nested call.
+
+    Kernel: include/net/gro.h ``call_gro_receive`` (eth_gro_receive, vlan_gro_receive, vxlan_gro_receive,
+    geneve_gro_receive) and its INDIRECT_CALL forms with the same test, ``indirect_call_gro_receive_inet``
+    (eth, vlan) and the L4 call of inet_gro_receive/ipv6_gro_receive. Not counted: dev_gro_receive's call of
+    the L3 handler, tcp4/udp4_gro_receive's direct calls of tcp_gro_receive/udp_gro_receive. The counter is
+    zeroed by dev_gro_receive. Every kernel modelled (4.19 on) has it.
+    """
+    if gro_recursion_inc_test(skb):
+        R.skb_flush_reason(skb.cb, R.GRO_RECURSION_LIMIT)
+        skb.cb.flush |= 1
+        return None
+    return cb(head, skb)
+
+
+def call_gro_receive_sk(
+    cb: Callable[[_Sk, list[SkBuff], SkBuff], SkBuff | None], sk: _Sk, head: list[SkBuff], skb: SkBuff
+) -> SkBuff | None:
+    """``call_gro_receive_sk`` (include/net/gro.h): ``call_gro_receive`` for a socket's ``gro_receive``
+    (udp_gro_receive → the tunnel socket's vxlan/geneve_gro_receive)."""
+    if gro_recursion_inc_test(skb):
+        R.skb_flush_reason(skb.cb, R.GRO_RECURSION_LIMIT)
+        skb.cb.flush |= 1
+        return None
+    return cb(sk, head, skb)
 
 
 # -- merge (skb_gro_receive) -------------------------------------------------------------------------------------
@@ -273,6 +316,7 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
     cb.l3_why = 0  # observation only (reasons.L3_*)
     cb.id_step = None  # observation only
     cb.is_flist = 0
+    cb.recursion_counter = 0
     cb.csum_valid = 0
     cb.csum_cnt = 0
     cb.count = 1

@@ -4,7 +4,7 @@ Versions: v5.10.13 text (gro-spec §3.2): version, flow label, addresses and the
 flows, traffic class flushes; 6fc2f3832d36 (v5.18, switch ``ipv6_hop_limit_flushes``) turns a hop-limit
 difference into a flush; v6.10 (``l3_flush_in_tcp``) evaluates traffic class and hop limit from TCP
 (include/net/gro.h ``ipv6_gro_flush``).
-Left out: the recursion counter; extension headers other than hop-by-hop, routing and destination options
+Left out: extension headers other than hop-by-hop, routing and destination options
 (a fragment header ends the parse and the frame flushes, as in the kernel).
 """
 
@@ -15,7 +15,7 @@ import struct
 from ..packet.csum import pseudo_at
 from . import reasons as R
 from . import skbuff as _skbuff
-from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
 from .skbuff import SkBuff
 
@@ -127,7 +127,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     cb.is_atomic = 1
     cb.flush |= flush
     skb_gro_postpull_rcsum(skb, base, nlen)
-    pp = ops.gro_receive(head, skb)
+    pp = call_gro_receive(ops.gro_receive, head, skb)
     return pp
 
 

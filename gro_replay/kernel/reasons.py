@@ -64,6 +64,8 @@ GENEVE_HDR = "geneve_gro_receive:version_or_oam"
 TUNNEL_INNER_PROTO = "geneve_gro_receive:no_inner_offload"
 ETH_NO_OFFLOAD = "eth_gro_receive:no_packet_offload"
 VLAN_NO_OFFLOAD = "vlan_gro_receive:no_packet_offload"
+#: include/net/gro.h gro_recursion_inc_test in call_gro_receive(_sk): the 15th nested gro_receive call
+GRO_RECURSION_LIMIT = "gro_recursion_inc_test:GRO_RECURSION_LIMIT"
 # TCP
 TCP_CSUM = "tcp4_gro_receive:checksum_bad"
 TCP_HDR = "tcp_gro_receive:bad_doff"
@@ -301,6 +303,7 @@ DESCRIPTIONS = {
     TUNNEL_INNER_PROTO: "tunnel inner protocol without GRO handler",
     ETH_NO_OFFLOAD: "inner ethertype without GRO handler",
     VLAN_NO_OFFLOAD: "protocol inside an inner VLAN tag without GRO handler",
+    GRO_RECURSION_LIMIT: "headers nested too deep: the 15th nested gro_receive call (GRO_RECURSION_LIMIT) flushed the skb instead",
     TCP_CSUM: "inner TCP checksum bad",
     TCP_HDR: "TCP data offset below 20 bytes",
     TCP_FLAGS_PSH_FIN: "PSH or FIN ends the aggregate",
@@ -401,6 +404,7 @@ CHECK_ORDER = (
     TUNNEL_INNER_PROTO,
     ETH_NO_OFFLOAD,
     VLAN_NO_OFFLOAD,
+    GRO_RECURSION_LIMIT,
     *(INNER[r] for r in _HEADER_REASONS),
     TCP_CSUM,
     TCP_HDR,

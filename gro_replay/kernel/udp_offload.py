@@ -17,7 +17,7 @@ from collections.abc import Callable
 from ..packet.csum import pseudo4, pseudo6
 from . import reasons as R
 from .af_inet import inet_gro_network_pseudo
-from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro import call_gro_receive_sk, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import __skb_gro_checksum_validate, skb_gro_checksum_try_convert, skb_gro_postpull_rcsum
 from .ip6_offload import ip6_gro_network_pseudo
 from .netdevice import TunnelSockGro
@@ -108,7 +108,7 @@ def udp_gro_receive(
             start = skb.data + off
             skb_gro_pull(skb, 8)
             skb_gro_postpull_rcsum(skb, start, 8)
-            pp = sk.gro_receive(sk, head, skb)
+            pp = call_gro_receive_sk(sk.gro_receive, sk, head, skb)
     cb.flush |= flush
     return pp
 

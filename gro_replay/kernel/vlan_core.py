@@ -11,13 +11,13 @@ later moved to vlan_core.c, built in whenever CONFIG_VLAN_8021Q is y or m (net/8
 exist from boot. A kernel built without CONFIG_VLAN_8021Q has neither: ``Kernel(vlan_offload=False)``, and the
 inner ethertype finds no handler in ``eth_gro_receive``. The receive and compare logic is the same in every text
 read.
-Left out: the recursion counter (``gro_recursion_inc_test`` in ``indirect_call_gro_receive_inet``), as in eth.py.
+The call of the encapsulated protocol counts towards GRO_RECURSION_LIMIT (``call_gro_receive``, gro.py).
 """
 
 from __future__ import annotations
 
 from . import reasons as R
-from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
 from .skbuff import SkBuff
 
@@ -59,7 +59,7 @@ def vlan_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
             p.cb.same_flow = 0
     skb_gro_pull(skb, VLAN_HLEN)
     skb_gro_postpull_rcsum(skb, start, VLAN_HLEN)
-    pp = ptype.gro_receive(head, skb)
+    pp = call_gro_receive(ptype.gro_receive, head, skb)
     cb.flush |= flush  # skb_gro_flush_final
     return pp
 

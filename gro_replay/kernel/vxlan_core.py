@@ -23,7 +23,7 @@ import struct
 from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, TUNNEL_VXLAN_OPT
 from .eth import eth_gro_complete, eth_gro_receive
-from .gro import skb_gro_header_ok, skb_gro_pull
+from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
 from .ip_tunnel_core import udp_tunnel_decap
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
@@ -64,7 +64,7 @@ def vxlan_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> SkB
             p.cb.same_flow = 0
             if p.flow == skb.flow:
                 cb.split = R.SPLIT_VXLAN  # observation only
-    pp = eth_gro_receive(head, skb)
+    pp = call_gro_receive(eth_gro_receive, head, skb)
     return pp
 
 
