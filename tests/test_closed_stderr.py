@@ -137,6 +137,19 @@ def test_signal_exit_code_survives_a_closed_stderr(sig, code) -> None:
     assert proc.returncode == code
 
 
+def _with_stdout_closed(args: list[str]) -> subprocess.CompletedProcess:
+    """The CLI run with descriptor 1 closed before it starts (``>&-``), its standard error captured."""
+    return subprocess.run(
+        [*CLI, *args],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        text=True,
+        timeout=300,
+        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - in the child only: no thread there
+    )
+
+
 CLOSED_STDOUT_COMMANDS = [
     [SAMPLE, "-q"],
     [SAMPLE, "--format", "json"],
@@ -155,29 +168,13 @@ def test_a_closed_stdout_descriptor_is_one_line_exit_2(args) -> None:
     command that prints there says so in one line, exit 2, as for ``> /dev/full`` (a write to a closed descriptor
     fails with EBADF); before, the first writer died on None: "internal error: AttributeError", exit 70 (breaker's
     finding). synth - wrote its frames to /dev/null (it reopened /dev/stdout) and said it wrote them."""
-    r = subprocess.run(
-        [*CLI, *args],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        text=True,
-        timeout=300,
-        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - in the child only: no thread there
-    )
+    r = _with_stdout_closed(args)
     assert (r.returncode, r.stderr) == (2, "Error: standard output: cannot write: Bad file descriptor\n")
 
 
 def test_a_closed_stdout_that_nothing_is_written_to_is_no_error(tmp_path) -> None:
     """A command that prints nothing to standard output (synth into a file) runs as usual with it closed."""
     out = tmp_path / "s.pcap"
-    r = subprocess.run(
-        [*CLI, "synth", str(out), "--frames", "5"],
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        text=True,
-        timeout=300,
-        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - in the child only: no thread there
-    )
+    r = _with_stdout_closed(["synth", str(out), "--frames", "5"])
     assert (r.returncode, r.stderr) == (0, f"wrote 5 frames to {out}\n")
     assert out.stat().st_size > 0
