@@ -88,6 +88,7 @@ def test_diff_json_names_regressions(docs):
             "baseline": 17.0,
             "current": 1.0,
             "change_pct": -94.12,
+            "loss_pct": 94.117647,  # 16/17, the loss the check compared, to 6 decimals
         },
         {
             "kernel": "post-fix → pre-fix",
@@ -97,6 +98,7 @@ def test_diff_json_names_regressions(docs):
             "baseline": 17.0,
             "current": 1.0,
             "change_pct": -94.12,
+            "loss_pct": 94.117647,  # 16/17, the loss the check compared, to 6 decimals
         },
     ]
     (k,) = cmp["kernels"]
@@ -312,7 +314,7 @@ def test_diff_prints_the_observed_change_beside_the_threshold(docs):
     r = run("diff", docs["post"], docs["pre"], "--max-regression", "5", "--format", "json")
     w = json.loads(r.stdout)["largest_loss"]
     assert (w["loss_pct"], w["stage"], w["flow"], w["baseline"], w["current"]) == (
-        94.12,
+        94.117647,
         "phys",
         None,
         17.0,
@@ -607,3 +609,40 @@ def test_a_loss_printed_beside_its_threshold_is_on_the_side_the_gate_put_it(docs
     assert out.endswith("largest_loss=94.12% kernels=post-fix→pre-fix")
     r = run("diff", docs["post"], docs["pre"], "--max-regression", "94.2")
     assert r.exit_code == 0 and "observed: largest loss 94.1%" in " ".join(r.stdout.split())
+
+
+def _with_phys(doc: dict, path, **stage) -> None:
+    """Write ``doc`` with its first kernel's phys-stage counters set to ``stage``'s values to ``path``."""
+    d = json.loads(json.dumps(doc))
+    d["kernels"][0]["stages"]["phys"].update(stage)
+    path.write_text(json.dumps(d))
+
+
+@pytest.mark.parametrize(
+    ("stage", "metric", "limit", "printed"),
+    [
+        # 10.00 → 1,000,000 / 847,486 segments per skb: a loss of 88.2004 %, beyond 88.2 only at the 4th decimal
+        ({"segments_delivered": 1_000_000, "skbs_delivered": 847_486}, "segs_per_skb", "88.2", "-88.2004%"),
+        # 1,000,000 / 850,412: 88.2409 %, beyond 88.24 at the 3rd (two decimals read 88.24, not beyond)
+        ({"segments_delivered": 1_000_000, "skbs_delivered": 850_412}, "segs_per_skb", "88.24", "-88.241%"),
+        # skbs 100,000 → 188,241: lower is better, the loss is the rise, 88.241 %: "+88.24%"
+        ({"segments_delivered": 1_000_000, "skbs_delivered": 188_241}, "skbs", "88.2", "+88.24%"),
+    ],
+)
+def test_a_failed_check_prints_its_loss_beyond_the_threshold(tmp_path, docs, stage, metric, limit, printed):
+    """A failed check's loss is printed with the decimals that show it beyond the threshold (metrics.loss_digits),
+    in the regression line, the Markdown table and sentence, the observed sentence and largest_loss=: a loss of
+    88.2004 % read "-88.2%; allowed loss 88.2%" under "lost more than 88.2%", the digits were chosen from values
+    already rounded to 2 decimals, and a metric where lower is better (skbs) never got them (breaker's findings).
+    The baseline: 1,000,000 segments in 100,000 skbs (10.00 per skb) at the first kernel's phys device."""
+    base = json.loads(Path(docs["post"]).read_text())
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    _with_phys(base, a, segments_delivered=1_000_000, skbs_delivered=100_000)
+    _with_phys(base, b, **stage)
+    args = ["diff", a, b, "--metric", metric, "--max-regression", limit]
+    text = " ".join(run(*args).stdout.split())
+    assert f"({printed}; allowed loss {limit}%)" in text
+    loss = printed.lstrip("+-")
+    assert f"observed: largest loss {loss} " in text and f"largest_loss={loss} " in text
+    md = run(*args, "--format", "markdown").stdout
+    assert f"| {printed} ❌ |" in md and f"({printed}; allowed loss {limit}%)" in md

@@ -27,7 +27,7 @@ from .metrics import (
     Metric,
     cell,
     flow_values,
-    loss_pct,
+    loss_digits,
     stage_values,
 )
 
@@ -282,7 +282,8 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         nonlocal largest
         if not c["checked"]:
             return
-        loss = loss_pct(m, c["baseline"], c["current"])
+        # the loss the check compared (the cell's; None: from a zero baseline), not one of the rounded values
+        loss = math.inf if c["loss_pct"] is None else c["loss_pct"]
         if largest is None or loss > largest["_loss"]:
             largest = {**_regression(pair, stage, m, c, flow), "_loss": loss}
 
@@ -367,7 +368,7 @@ def _largest_loss(largest: dict | None) -> dict | None:
     if largest is None:
         return None
     loss = largest.pop("_loss")
-    return {**largest, "loss_pct": None if math.isinf(loss) else round(loss, 2)}
+    return {**largest, "loss_pct": None if math.isinf(loss) else round(loss, 6)}
 
 
 def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> dict:
@@ -379,25 +380,21 @@ def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> 
         "baseline": c["baseline"],
         "current": c["current"],
         "change_pct": c["change_pct"],
+        "loss_pct": c["loss_pct"],
     }
 
 
-def pct_text(pct: float, signed: bool = False, limit: float | None = None) -> str:
+def pct_text(pct: float, signed: bool = False, digits: int = 1) -> str:
     """A measured percentage as every text output of diff prints it (table, Markdown, sentences, the DIFF line; JSON
-    keeps the value to two decimals): one decimal place, ``88.2%`` (``signed``: ``-88.2%``, ``+750.0%``), an exact
-    zero ``0%``, a change too small to show at one decimal ``<0.1%`` (signed ``-<0.1%``). A threshold the user
-    gave (``--max-regression``) is printed as given, so it can be passed back. ``limit``: the threshold a loss is
-    printed beside; a second decimal is shown where one would put the loss on the wrong side of it (a loss of
-    88.24 % against 88.2 % allowed reads ``88.24%``, not ``88.2%`` beside "lost more than 88.2%")."""
+    keeps change_pct to two decimals, loss_pct to six): ``digits`` decimal places, one by default, ``88.2%`` (``signed``: ``-88.2%``,
+    ``+750.0%``), an exact zero ``0%``, a change too small to show at one decimal ``<0.1%`` (signed ``-<0.1%``).
+    A loss printed beside the threshold takes the places ``metrics.loss_digits`` gives. A threshold the user
+    gave (``--max-regression``) is printed as given, so it can be passed back."""
     if pct == 0:
         return "0%"
     sign = ("+" if pct > 0 else "-") if signed else ""
-    if abs(pct) < 0.05:
+    if abs(pct) < 0.05 and digits == 1:
         return f"{sign}<0.1%"
-    digits = 1
-    loss = -pct if signed else pct  # a signed change is a loss when negative
-    if limit is not None and loss > 0 and (round(loss, 1) > limit) != (loss > limit):
-        digits = 2
     return f"{pct:+,.{digits}f}%" if signed else f"{pct:,.{digits}f}%"
 
 
@@ -408,10 +405,13 @@ def limit_text(limit: float) -> str:
     return plain_number(limit) + "%"
 
 
-def _loss_text(w: dict, limit: float | None = None) -> str:
-    """A ``largest_loss`` entry's loss as the text line and SUMMARY show it: ``88.2%`` (``pct_text``), or
-    ``from 0`` (a zero baseline: no percentage)."""
-    return "from 0" if w["loss_pct"] is None else pct_text(w["loss_pct"], limit=limit)
+def _loss_text(w: dict, limit: float, exceeded: bool) -> str:
+    """A ``largest_loss`` entry's loss as the text line and SUMMARY show it: ``88.2%`` (``pct_text``, with the places
+    ``loss_digits`` gives beside ``limit``, ``exceeded`` whether any check failed), or ``from 0`` (a zero
+    baseline: no percentage)."""
+    if w["loss_pct"] is None:
+        return "from 0"
+    return pct_text(w["loss_pct"], digits=loss_digits(w["loss_pct"], limit, exceeded))
 
 
 def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | None) -> str:
@@ -421,7 +421,7 @@ def _summary_line(regressions: list, limit: float, kernels: list, worst: dict | 
     stage_regs = sum(1 for r in regressions if r["flow"] is None)
     # flows with at least one regression, in any kernel pair: a flow is the capture's, not a kernel's
     flows = len({r["flow"] for r in regressions if r["flow"] is not None})
-    largest = "none" if not worst else _loss_text(worst, limit).replace(" ", "")
+    largest = "none" if not worst else _loss_text(worst, limit, bool(regressions)).replace(" ", "")
     return (
         f"DIFF status={'regression' if regressions else 'ok'} regressions={len(regressions)} "
         f"stage_regressions={stage_regs} flows_regressed={flows} max_regression={limit_text(limit)} "

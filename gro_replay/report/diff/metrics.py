@@ -93,12 +93,12 @@ def cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
         }
     loss = loss_pct(metric, base, cur)
     regression = checked and loss > limit + _EPS
+    change = change_pct(base, cur)  # of the values compared, before they are rounded for the document
     if isinstance(base, float) or isinstance(cur, float):
         base, cur = round(base, 4), round(cur, 4)
         delta = round(cur - base, 4)
     else:
         delta = cur - base
-    change = change_pct(base, cur)
     return {
         "baseline": base,
         "current": cur,
@@ -106,4 +106,18 @@ def cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
         "change_pct": None if change is None else round(change, 2),
         "checked": checked,
         "regression": regression,
+        # the loss the check compared with the threshold, to 6 decimals (None from a zero baseline): what the text
+        # prints beside the threshold with as many decimals as put it on the check's side of it (``loss_digits``)
+        "loss_pct": round(loss, 6) if math.isfinite(loss) else None,
     }
+
+
+def loss_digits(loss: float, limit: float, exceeded: bool) -> int:
+    """Decimal places (1 to 6) for a loss of ``loss`` percent printed beside the threshold ``limit``: the fewest
+    that put the printed value on the side of the threshold the check put it (``exceeded``: ``loss > limit`` up
+    to ``_EPS``): a loss of 88.2004 % against 88.2 allowed prints as 88.2004%, not 88.2% under "lost more than
+    88.2%"."""
+    for d in range(1, 7):
+        if (round(loss, d) > limit) == exceeded:
+            return d
+    return 6

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..stats import STAGES
 from .comparison import STAGE_TITLES, _loss_text, input_words, limit_text, pct_text
-from .metrics import METRICS, loss_pct
+from .metrics import METRICS, loss_digits, loss_pct
 
 
 # -- rendering ----------------------------------------------------------------------------------------------------------
@@ -26,8 +26,21 @@ def fmt_delta(v) -> str:
     return f"{v:+,.2f}" if isinstance(v, float) else f"{v:+,}"
 
 
-def _cell_change(c: dict) -> str:
-    return "n/a" if c["delta"] is None else fmt_change(c["change_pct"])
+def _cell_change(c: dict, metric: str | None = None, limit: float | None = None) -> str:
+    """A cell's change (``fmt_change``); a failed check's (``regression``) as its loss beside ``limit`` reads
+    (``loss_change``), where the cell's ``metric`` and the threshold are given."""
+    if c["delta"] is None:
+        return "n/a"
+    if metric is not None and limit is not None and c.get("regression") and c.get("loss_pct") is not None:
+        return loss_change(metric, c["loss_pct"], limit)
+    return fmt_change(c["change_pct"])
+
+
+def loss_change(metric: str, loss: float, limit: float) -> str:
+    """A failed check's change, signed as the metric moves when it loses (``-`` where higher is better, ``+`` where
+    lower is: skbs, checksummed bytes), with the decimals that show it beyond ``limit`` (``loss_digits``)."""
+    sign = -1 if METRICS[metric].better == "higher" else 1
+    return pct_text(sign * loss, signed=True, digits=loss_digits(loss, limit, True))
 
 
 def _pair(c: dict) -> str:
@@ -36,10 +49,9 @@ def _pair(c: dict) -> str:
     return f"{fmt_value(c['baseline'])} → {fmt_value(c['current'])}"
 
 
-def fmt_change(pct, limit: float | None = None) -> str:
-    """A cell's change in percent of its baseline (``pct_text``, signed; ``limit``: the allowed loss it is printed
-    beside), or ``new`` from a zero baseline."""
-    return "new" if pct is None else pct_text(pct, signed=True, limit=limit)
+def fmt_change(pct) -> str:
+    """A cell's change in percent of its baseline (``pct_text``, signed), or ``new`` from a zero baseline."""
+    return "new" if pct is None else pct_text(pct, signed=True)
 
 
 def observed_sentence(cmp: dict) -> str:
@@ -52,7 +64,7 @@ def observed_sentence(cmp: dict) -> str:
         return f"observed: no checked value lost anything (allowed loss {limit_text(limit)})"
     m = METRICS[w["metric"]]
     flow = f", flow {w['flow']}" if w["flow"] else ""
-    loss = _loss_text(w, limit)
+    loss = _loss_text(w, limit, bool(cmp["regressions"]))
     return (
         f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
         f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
@@ -68,7 +80,8 @@ def regression_sentence(r: dict, limit: float) -> str:
     flow = f", flow {r['flow']}" if r["flow"] else ""
     return (
         f"{where}{flow}: {what} {fmt_value(r['baseline'])} → {fmt_value(r['current'])} "
-        f"({fmt_change(r['change_pct'], limit)}; allowed loss {limit_text(limit)})"
+        f"({fmt_change(None) if r['loss_pct'] is None else loss_change(r['metric'], r['loss_pct'], limit)}; "
+        f"allowed loss {limit_text(limit)})"
     )
 
 
@@ -122,7 +135,7 @@ def _changed_flows(k: dict) -> list[dict]:
     return sorted(rows, key=rank)
 
 
-def _flow_change(sk: dict, ra: dict) -> str:
+def _flow_change(sk: dict, ra: dict, limit: float | None = None) -> str:
     """A changed flow's change at one stage (``sk``: its skbs cell, ``ra``: its segments-per-skb cell): "delivered in
     current only" when it had no skb there in the baseline and has some now, "not delivered in current" for the
     reverse (a flow whose frames went up in other flows' skbs has n/a segments per skb, not 0: it was delivered,
@@ -131,7 +144,7 @@ def _flow_change(sk: dict, ra: dict) -> str:
         return "delivered in current only"
     if ra["current"] is not None and sk["baseline"] and not sk["current"]:
         return "not delivered in current"
-    return _cell_change(ra)
+    return _cell_change(ra, "flow_segs_per_skb", limit)
 
 
 #: flows named in an "only in" line; the others are counted
@@ -180,7 +193,7 @@ def render_markdown(cmp: dict) -> str:
                 flag = " ❌" if c["regression"] else ""
                 lines.append(
                     f"| {METRICS[name].label} | {STAGE_TITLES[s]} | {fmt_value(c['baseline'])} | "
-                    f"{fmt_value(c['current'])} | {fmt_delta(c['delta'])} | {_cell_change(c)}{flag} |"
+                    f"{fmt_value(c['current'])} | {fmt_delta(c['delta'])} | {_cell_change(c, name, limit)}{flag} |"
                 )
         changed = _changed_flows(k)
         unchanged = len(k["flows"]) - len(changed)
@@ -201,7 +214,7 @@ def render_markdown(cmp: dict) -> str:
                     label = r["flow"].replace("|", "\\|")  # a pipe ends a Markdown table cell
                     lines.append(
                         f"| `{label}` | {STAGE_TITLES[s]} | {sk['baseline']:,} → {sk['current']:,} | "
-                        f"{_pair(ra)} | {_flow_change(sk, ra)}{flag} |"
+                        f"{_pair(ra)} | {_flow_change(sk, ra, limit)}{flag} |"
                     )
             if len(changed) > _FLOW_LIMIT:
                 lines.append(
@@ -214,7 +227,7 @@ def render_markdown(cmp: dict) -> str:
     return "\n".join(lines)
 
 
-def _stage_table(k: dict, no_wrap: bool):
+def _stage_table(k: dict, no_wrap: bool, limit: float | None = None):
     """The per-stage table of one kernel pair ``k`` (a ``comparison.kernels[]`` entry). ``no_wrap``: the metric
     labels ("skbs delivered with ≥2 segs") and the changes ("-2 (-100.0%)") stay on one line, the stage titles of the
     headers a word a line; without it every cell may wrap (terminals too narrow for that)."""
@@ -238,7 +251,9 @@ def _stage_table(k: dict, no_wrap: bool):
                 fmt_value(c["baseline"]),
                 fmt_value(c["current"]),
                 verbatim(
-                    "n/a" if c["delta"] is None else f"{fmt_delta(c['delta'])} ({_cell_change(c)})",
+                    "n/a"
+                    if c["delta"] is None
+                    else f"{fmt_delta(c['delta'])} ({_cell_change(c, name, limit)})",
                     style,
                 ),
             ]
@@ -265,9 +280,11 @@ def render_table(cmp: dict, console) -> None:
     for n in cmp["notes"]:
         say(f"note: {n}", "yellow")
     for k in cmp["kernels"]:
-        t = _stage_table(k, no_wrap=True)
+        t = _stage_table(k, no_wrap=True, limit=limit)
         if Measurement.get(console, console.options.update_width(1 << 20), t).maximum > console.width:
-            t = _stage_table(k, no_wrap=False)  # too narrow for whole cells: wrap them rather than cut them
+            t = _stage_table(
+                k, no_wrap=False, limit=limit
+            )  # too narrow for whole cells: wrap them rather than cut them
         print_uncut(console, t)
         changed = _changed_flows(k)
         if changed:
