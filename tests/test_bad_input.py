@@ -453,3 +453,19 @@ def test_fuzzed_samples_exit_0_or_2_without_traceback(runner, tmp_path):
             one_line_error(r)
         path.unlink()
     assert codes[0] > 100  # most corruptions leave a readable capture: the skip/merge paths were exercised
+
+
+def test_an_rss_key_as_ethtool_prints_it_is_the_same_key(runner):
+    """`ethtool -x DEV` prints the RSS key as colon-separated pairs (6d:5a:56:…): that form is the same key as its
+    plain digits (breaker's finding: it was refused as "must be hex digits"); a colon inside a pair is not hex."""
+    pairs = [f"{(i * 37) % 256:02x}" for i in range(52)]
+    docs = []
+    for key in (":".join(pairs), "".join(pairs), " ".join(pairs)):
+        r = run_json(runner, FIX_SAMPLE, "--rss-key", key)
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        docs.append((doc["config"], doc["kernels"]))
+    assert docs[0] == docs[1] == docs[2]
+    assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), "--rss-key", "6:d5a"])) == (
+        "Error: --rss-key must be hex digits"
+    )

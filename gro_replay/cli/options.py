@@ -95,7 +95,10 @@ def replay_options(f):
             "(toeplitz-l3), or none (hash 0, as on veth); with --nic the preset's fields unless this is given.",
         ),
         click.option(
-            "--rss-key", default=None, metavar="HEX", help="RSS key as hex (default: the common 40-byte key)."
+            "--rss-key",
+            default=None,
+            metavar="HEX",
+            help="RSS key as hex, as `ethtool -x` prints it (6d:5a:…) or plain (default: the common 40-byte key).",
         ),
         click.option(
             "--vxlan-port",
@@ -267,7 +270,9 @@ def build_config(
         raise UsageError(f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz)")
     kernels = _kernels(fix, kernel_rel)
     try:
-        key = bytes.fromhex(rss_key) if rss_key is not None else None  # empty: refused below, not the default
+        # hex digits, in pairs separated by ':' as `ethtool -x` prints the key, or by spaces, or none; empty:
+        # refused below, not the default
+        key = bytes.fromhex(rss_key.replace(":", " ")) if rss_key is not None else None
     except ValueError:
         raise UsageError("--rss-key must be hex digits") from None
     try:
