@@ -348,12 +348,10 @@ class FlowVerdict:
 
     @property
     def fixed(self) -> KernelFacts | None:
-        """What the fix's side is judged by: in compare mode ``fix_alone`` where it ran, else ``post``; without a
-        kernel with the fix, ``pre``'s counterfactual (``shadows``: ``pre`` with 89e5c58fc1e2 applied, replayed
-        beside it) where the replay ran one; else None (nothing with the fix was measured)."""
-        if self.post is not None:
-            return self.fix_alone or self.post
-        return self.shadows.get(self.pre.name) if self.pre is not None else None
+        """What the fix's side is judged by: ``pre`` with the fix (``with_fix``: its counterfactual, the fix alone,
+        where the replay ran one, else ``post``); ``post`` where no kernel without the fix ran; None where nothing
+        with the fix was measured."""
+        return self.with_fix(self.pre) if self.pre is not None else self.post
 
     def saved(self, stage: str) -> int:
         """skbs fewer that the fix alone delivers at ``stage`` (``"phys"``/``"tunnel"``) than ``pre`` (``fixed``:
