@@ -74,7 +74,7 @@ def test_explain_fix_sample_pre_fix_gate_is_reason_for_every_phys_frame():
         1,
         1,
     )
-    assert "they go up in 16 fewer phys skbs" in doc["verdict"]["text"]
+    assert "the affected flows go up in 16 fewer phys skbs" in doc["verdict"]["text"]
     # v5.11 itself lacks the fix; linux-5.11.y took it as 9b815b6efaf8 in 5.11.7 (read in the stable tree:
     # kernel/stable.py STABLE_BACKPORTS), so the sentence says where a 5.11 kernel gets it
     assert (
@@ -107,7 +107,7 @@ def test_explain_fix_sample_text_gap_poll():
     assert "1 × napi_complete_done: flush" in out and "1 × tcp_gro_receive: len_lt_mss" in out
     assert "  verdict: affected: yes: " in out
     assert "capture: affected: yes: Before the fix, 1 of 1 tunnelled TCP flow(s)" in out
-    assert "the fix saves 15 skb traversals" in out
+    assert "The fix saves 15 skb traversals" in out
     assert out.rstrip().endswith("stack_traversals_saved=15 outcome=affected")
 
 

@@ -33,7 +33,7 @@ def _json(*args: str) -> dict:
 
 def test_one_kernel_without_the_fix_reports_what_its_counterfactual_saves():
     v = _json(str(FIX_SAMPLE), "--kernel", "5.10")["verdict"]
-    assert "they go up in 16 fewer phys skbs" in v["text"]
+    assert "the affected flows go up in 16 fewer phys skbs" in v["text"]
     assert (v["stack_traversals_saved"], v["tunnel_skbs_saved"]) == (16, 0)
     (k,) = v["kernels"]
     assert (k["kernel"], k["phys_skbs"], k["fix_applied_saves"]) == ("5.10", 17, {"phys": 16, "tunnel": 0})
@@ -43,7 +43,7 @@ def test_each_kernel_without_the_fix_has_its_own_figure():
     """4.19 and 5.10 both lack the fix: the sentence gives each its figure, and so does each kernel's entry; the
     verdict's totals are those of the newest without it (the one compare mode would judge)."""
     v = _json(str(FIX_SAMPLE), "--kernel", "4.19", "--kernel", "5.10")["verdict"]
-    assert v["text"].count("they go up in 16 fewer phys skbs") == 2
+    assert v["text"].count("the affected flows go up in 16 fewer phys skbs") == 2
     assert [k["fix_applied_saves"] for k in v["kernels"]] == [{"phys": 16, "tunnel": 0}] * 2
     assert v["stack_traversals_saved"] == 16
 

@@ -154,13 +154,13 @@ def test_nested_zero_beside_plain_names_each_stage_once(tmp_path, runner):
     v = json.loads(r.stdout)["verdict"]
     assert (v["outcome"], v["affected_flows"]) == ("affected", 2)
     assert (
-        "1 of 2 tunnelled flow(s) lose phys-device aggregation (4 frames refused by udp_gro_receive"
+        "1 of 2 tunnelled flow(s) lose phys-device aggregation: udp_gro_receive refuses 4 frames at the phys device."
         in v["text"]
     )
     assert (
-        ", and 1 other tunnelled flow(s) lose aggregation at the tunnel device's gro_cells (4 frames refused there "
-        "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0; at the "
-        f"phys device it refuses their outer header too, which costs nothing: {_NESTED_PHYS}); "
+        " 1 other tunnelled flow(s) lose aggregation at the tunnel device's gro_cells: udp_gro_receive refuses 4 "
+        "frames there (a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0). At the "
+        f"phys device it refuses their outer header too, which costs nothing: {_NESTED_PHYS}. "
     ) in v["text"], v["text"]
     r = runner.invoke(main, [cap, "--json", "-", "-q"])
     assert json.loads(r.stdout)["verdict"]["affected_flows"] == 2

@@ -245,8 +245,8 @@ def test_a_count_of_one_takes_the_singular(tmp_path):
     r = CliRunner().invoke(main, [str(path), "--format", "json", "-q"])
     v = json.loads(r.stdout)["verdict"]
     assert v["stack_traversals_saved"] == 1
-    assert "(2 frames go up one by one)" in v["text"]
-    assert "the fix saves 1 skb traversal of IP/UDP/tunnel decapsulation." in v["text"]
+    assert "lose phys-device aggregation: 2 frames go up one by one." in v["text"]
+    assert "The fix saves 1 skb traversal of IP/UDP/tunnel decapsulation." in v["text"]
 
 
 def test_tunnel_ports_take_the_singular_for_one():
@@ -292,3 +292,42 @@ def test_a_release_candidate_is_not_called_its_release(release, head):
     (k,) = json.loads(r.stdout)["config"]["kernels"]
     rc = release.replace(".0-", "-").rstrip("+")
     assert k["pre_release"] == {"release": rc, "lacks": ["89e5c58fc1e2"] if rc.endswith("rc1") else []}
+
+
+def test_a_gso_skb_passed_up_at_the_tunnel_device_reads_as_a_pass_through_not_a_flush(runner):
+    """A newcomer read "skb already GSO (flushed by dev_gro_receive)" as a failure. Up to v6.0 dev_gro_receive sets
+    NAPI_GRO_CB(skb)->flush = skb_is_gso(skb) || skb_has_frag_list(skb) and sends a flushing skb to "normal"
+    (GRO_NORMAL): it is neither held nor merged into and goes up as it arrived (net/core/gro.c, before 5eddb24901ee
+    "gro: add support of (hw)gro packets to gro stack", v6.1). The tunnel device of a kernel before v6.1 receives
+    every phys aggregate as such an skb (napi_gro_complete made it GSO): the sample's 28 aggregates (the JSON's
+    phys ``aggregates``) end so, under the unchanged key, described once (reasons.DESCRIPTIONS) for the table,
+    explain's JSON and the report."""
+    from pathlib import Path
+
+    from gro_replay.kernel.model import profile
+    from gro_replay.report.verdict.words import _rule_note
+
+    sample = "sample_pcaps/vxlan-4flows-computed-csum.pcap"
+    path = str(Path(__file__).resolve().parents[1] / sample)
+    doc = json.loads(runner.invoke(main, [path, "--format", "json", "-q"]).stdout)
+    pre = doc["kernels"][0]["stages"]
+    assert pre["tunnel"]["end_reasons"] == {R.GSO_SKB: pre["phys"]["aggregates"]} == {R.GSO_SKB: 28}
+    desc = R.describe(R.GSO_SKB)
+    assert desc == (
+        "arrived merged already (a GSO skb from the phys device's GRO); dev_gro_receive passes it up as it is"
+    )
+    assert "flush" not in desc and "flush" not in R.describe(R.FRAG_LIST)
+    line = (
+        f"tunnel skbs ended by (pre-fix, 28 skbs): {desc} [dev_gro_receive:skb_is_gso] ×28 (every GSO skb before "
+        "5eddb24901ee, v6.1; from it GRO can merge a TCP one further)"
+    )
+    assert line in runner.invoke(main, [path]).stdout.splitlines()
+    # from v6.1 a TCP GSO skb enters GRO (count = gso_segs): the note is of the kernels before it only
+    assert _rule_note(R.GSO_SKB, profile("6.18")) == ""
+    ex = json.loads(runner.invoke(main, ["explain", path, "--format", "json"]).stdout)
+    said = {
+        (e["reason"], e["description"])
+        for f in ex["flows"]
+        for e in f["kernels"]["pre-fix"]["tunnel"]["reasons"]
+    }
+    assert said == {(R.GSO_SKB, desc)}

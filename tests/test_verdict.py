@@ -334,7 +334,10 @@ def test_nested_tunnel_fix_matters_at_the_tunnel_stage_only():
     assert text.startswith(
         "Before the fix, 1 of 1 tunnelled flow(s) lose aggregation at the tunnel device's gro_cells"
     )
-    assert "(4 frames refused there" in text and "the fix saves 3 skbs handed up by the tunnel device" in text
+    assert (
+        "udp_gro_receive refuses 4 frames there (" in text
+        and "The fix saves 3 skbs handed up by the tunnel device" in text
+    )
     assert "[udp_gro_receive:encap_mark] ×4" in text and "phys-device aggregation" not in text
     assert doc["summary"].endswith(" affected_flows=1")
     (f,) = _explain(result, obs)["flows"]
@@ -565,13 +568,13 @@ def test_refusals_at_both_stages_are_counted_alike_in_words_and_json():
     assert v["kernels"][0]["gate_refusals_zero_csum"] == {"phys": 4, "tunnel": 4}
     # each flow under the stage that refused it (KernelFacts.refused_at): 4 + 4 frames, the JSON's 8
     assert (
-        "1 of 2 tunnelled flow(s) lose phys-device aggregation (4 frames refused by udp_gro_receive at the phys "
-        "device: "
+        "1 of 2 tunnelled flow(s) lose phys-device aggregation: udp_gro_receive refuses 4 frames at the phys "
+        "device. Their outer UDP checksum is 0"
     ) in v["text"], v["text"]
     assert (
-        ", and 1 other tunnelled flow(s) lose aggregation at the tunnel device's gro_cells (4 frames refused there "
-        "by udp_gro_receive: a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0; at the "
-        "phys device udp_gro_receive does not refuse them); "
+        " 1 other tunnelled flow(s) lose aggregation at the tunnel device's gro_cells: udp_gro_receive refuses 4 "
+        "frames there (a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0). At the "
+        "phys device udp_gro_receive does not refuse them. "
     ) in v["text"], v["text"]
 
 
@@ -585,6 +588,17 @@ _MEASURED = "with 89e5c58fc1e2 applied (measured: the same kernel model replayed
 _THEN_NO_FIX = "run without --no-fix to compare with 5.12, a released kernel carrying it"
 _ADVICE_PHYS = f"{_MEASURED}3 fewer phys skbs (each one IP/UDP/tunnel decapsulation); {_THEN_NO_FIX}"
 _ADVICE_TUNNEL = f"{_MEASURED}3 fewer skbs handed up by the tunnel device; {_THEN_NO_FIX}"
+#: the capture verdict says the same in sentences, one claim each (fix_words.fix_advice_sentences)
+_SAVES_PHYS = (
+    "With 89e5c58fc1e2 applied (measured: the same kernel model replayed beside it) the affected flows go up in 3 "
+    "fewer phys skbs (each one IP/UDP/tunnel decapsulation). Run without --no-fix to compare with 5.12, a released "
+    "kernel carrying it."
+)
+_SAVES_TUNNEL = (
+    "With 89e5c58fc1e2 applied (measured: the same kernel model replayed beside it) the affected flows go up in 3 "
+    "fewer skbs handed up by the tunnel device. Run without --no-fix to compare with 5.12, a released kernel "
+    "carrying it."
+)
 _PHYS_GATE = (
     "outer UDP checksum is 0 and the NIC marks them CHECKSUM_UNNECESSARY level 0 (assumed: --rx-csum unnecessary; "
     "--nic DRIVER models a driver), so udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses "
@@ -602,8 +616,8 @@ _STAGE_CASES = {
     # decapsulated inner TCP is merged by the tunnel device's gro_cells
     "phys": (
         {"phys": 4, "tunnel": 0},
-        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose phys-device "
-        f"aggregation (4 frames refused by udp_gro_receive at the phys device: {_PHYS_GATE}); {_ADVICE_PHYS}.",
+        f"{_LACKS_511} and is affected by the zero-checksum bug. 1 of 1 tunnelled flow(s) lose phys-device "
+        f"aggregation: udp_gro_receive refuses 4 frames at the phys device. Their {_PHYS_GATE}. {_SAVES_PHYS}",
         f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the phys device (UDP checksum 0, csum_cnt 0, "
         f"csum_valid 0); {_ADVICE_PHYS}",
         "4 frames refused by the zero-checksum gate at the phys device",
@@ -615,10 +629,10 @@ _STAGE_CASES = {
     # header is row 3 there: K-pre refuses at the tunnel device's gro_cells only
     "tunnel": (
         {"phys": 0, "tunnel": 4},
-        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose aggregation at the "
-        "tunnel device's gro_cells (4 frames refused there by udp_gro_receive: a tunnel inside the tunnel whose UDP "
-        "checksum is 0, csum_cnt 0, csum_valid 0; at the phys device udp_gro_receive does not refuse them); "
-        f"{_ADVICE_TUNNEL}.",
+        f"{_LACKS_511} and is affected by the zero-checksum bug. 1 of 1 tunnelled flow(s) lose aggregation at the "
+        "tunnel device's gro_cells: udp_gro_receive refuses 4 frames there (a tunnel inside the tunnel whose UDP "
+        "checksum is 0, csum_cnt 0, csum_valid 0). At the phys device udp_gro_receive does not refuse them. "
+        f"{_SAVES_TUNNEL}",
         f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the tunnel device's gro_cells (a tunnel inside "
         f"the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); {_ADVICE_TUNNEL}",
         "4 frames refused by the zero-checksum gate at the tunnel device's gro_cells",
@@ -630,10 +644,10 @@ _STAGE_CASES = {
     # the phys device merges the flow in no kernel (compare mode: phys 4 → 4, tunnel 4 → 1)
     "both": (
         {"phys": 4, "tunnel": 4},
-        f"{_LACKS_511} and is affected by the zero-checksum bug: 1 of 1 tunnelled flow(s) lose aggregation at the "
-        "tunnel device's gro_cells (4 frames refused there by udp_gro_receive: a tunnel inside the tunnel whose UDP "
-        f"checksum is 0, csum_cnt 0, csum_valid 0; at the phys device it refuses their outer header too, which costs "
-        f"nothing: {_NESTED_PHYS}); {_ADVICE_TUNNEL}.",
+        f"{_LACKS_511} and is affected by the zero-checksum bug. 1 of 1 tunnelled flow(s) lose aggregation at the "
+        "tunnel device's gro_cells: udp_gro_receive refuses 4 frames there (a tunnel inside the tunnel whose UDP "
+        f"checksum is 0, csum_cnt 0, csum_valid 0). At the phys device it refuses their outer header too, which costs "
+        f"nothing: {_NESTED_PHYS}. {_SAVES_TUNNEL}",
         f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the tunnel device's gro_cells (a tunnel inside "
         "the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); it also refuses 4 of its 4 frames at the phys device "
         f"(UDP checksum 0, csum_cnt 0, csum_valid 0), which costs nothing: {_NESTED_PHYS}; {_ADVICE_TUNNEL}",
@@ -987,7 +1001,7 @@ def test_refusals_of_flows_without_payload_are_accounted_in_every_mode():
     )
     compared = verdict_of(replay_frames(frames, ReplayConfig())).text
     assert (
-        "Before the fix, 1 of 2 tunnelled TCP flow(s) lose phys-device aggregation (4 frames go up"
+        "Before the fix, 1 of 2 tunnelled TCP flow(s) lose phys-device aggregation: 4 frames go up one by one."
         in compared
     )
     assert f"Before the fix {costless}." in compared
@@ -1000,7 +1014,11 @@ def test_refusals_of_flows_without_payload_are_accounted_in_every_mode():
         "merges no segment without payload, in any kernel."
     )
     alone = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,)))).text
-    assert f"; {costless};" in alone and "does not merge further either" not in alone
+    # one kernel: its own sentence, after the one naming udp_gro_receive's refusal of the affected flow
+    assert (
+        f" It{costless.removeprefix('udp_gro_receive')}. " in alone
+        and "does not merge further either" not in alone
+    )
 
 
 def test_no_payload_is_noted_where_tcp_gro_receive_ran_and_named_only_where_kernels_differ():

@@ -275,8 +275,13 @@ DESCRIPTIONS = {
     NETIF_ELIDE_GRO: "GRO elided on the device (GRO off or generic XDP attached)",
     GRO_CELLS_NETIF_RX: "GRO off on the tunnel device: gro_cells_receive passed it to netif_rx, no GRO",
     NO_PACKET_OFFLOAD: "no GRO handler for the ethertype",
-    GSO_SKB: "skb already GSO (flushed by dev_gro_receive)",
-    FRAG_LIST: "aggregate chained on a frag_list (flushed by dev_gro_receive)",
+    # an skb the phys device's GRO merged: dev_gro_receive sets NAPI_GRO_CB(skb)->flush (up to v6.0 for any GSO skb,
+    # from 5eddb24901ee for one GRO does not take: not TCP, or SKB_GSO_DODGY from 7871f54e3dee; and for one chained
+    # on a frag_list), so it is neither held nor merged into: GRO_NORMAL hands it up as it arrived, a normal pass
+    # through, not a failure (net/core/gro.c dev_gro_receive, "goto normal")
+    GSO_SKB: "arrived merged already (a GSO skb from the phys device's GRO); dev_gro_receive passes it up as it is",
+    FRAG_LIST: "arrived merged already, chained on a frag_list by the phys device's GRO; dev_gro_receive passes it "
+    "up as it is",
     MAX_GRO_SKBS: "bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)",
     POLL_END: "poll ended below budget: napi_complete_done flushed GRO",
     BUDGET_EXHAUSTED: "poll used its whole budget: napi_poll flushed GRO",

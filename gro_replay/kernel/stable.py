@@ -47,8 +47,11 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
 #: 2024-12-05, came after v6.12 (2024-11-17), so v6.13's commits could reach it and v6.14's could not; 5.4.302,
 #: 2025-12-03, came after v6.18 (2025-11-30), so v6.19's could and 7.0's could not. Not listed: the long-term
 #: branches 5.10, 5.15, 6.1, 6.6, 6.12 and 6.18, 6.16, 6.17 and later ones (their end is not read here), and those older
-#: than the oldest modelled release (4.19).
+#: than 4.18 (refused by release.resolve_kernel). 4.18 (run as 4.19, RHEL 8's base): its last tag, "Linux 4.18.20"
+#: a9da8725, is of 2018-11-21 (linux-stable's tags; no v4.18.21), after v4.19 (2018-10-22), so v4.20's commits could
+#: reach it and v5.0's could not.
 STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
+    "4.18": (20, "November 2018", (5, 0)),
     "4.19": (325, "December 2024", (6, 14)),
     "4.20": (17, "March 2019", (5, 2)),
     "5.0": (21, "June 2019", (5, 3)),

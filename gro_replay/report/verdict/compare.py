@@ -48,7 +48,9 @@ class CompareSentences:
 
         def _reasons(self, counter: Counter, kernel: str | None) -> str: ...
         def _costless_parts(self, r: Refusals, kernel: str) -> str: ...
-        def _costless_text(self, r: Refusals, kernel: str, also: bool = False) -> str: ...
+        def _costless_text(
+            self, r: Refusals, kernel: str, also: bool = False, subject: str = "udp_gro_receive"
+        ) -> str: ...
         def _unmerged_note(self, k: KernelFacts) -> str: ...
 
     def _no_effect_text(self, post: KernelFacts) -> str:
@@ -122,10 +124,10 @@ class CompareSentences:
             )
             parts.append(
                 f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to:,} of {t.tunnel:,} "
-                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} refused there "
-                f"by udp_gro_receive: {TUNNEL_GATE_WORDS}); "
-                f"the fix{' alone' if self.fix_alone else ''} saves {saved_tun:,} {plural(saved_tun, 'skb')} handed up "
-                f"by the tunnel device{phys_note}."
+                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells: udp_gro_receive refuses "
+                f"{frames:,} {plural(frames, 'frame')} there ({TUNNEL_GATE_WORDS}). "
+                f"The fix{' alone' if self.fix_alone else ''} saves {saved_tun:,} {plural(saved_tun, 'skb')} handed "
+                f"up by the tunnel device{phys_note}."
             )
         listed = self._pre_costless_listed()
         if (
@@ -155,7 +157,7 @@ class CompareSentences:
         why = (
             _gate_words(_state_of(self.result.config, first.key, nic), self.result.config)
             if t.pa_zero
-            else "udp_gro_receive refuses tunnel GRO for them (csum_cnt 0, csum_valid 0)"
+            else "for them udp_gro_receive refuses tunnel GRO (csum_cnt 0, csum_valid 0)"
         )
         reached = t.pa_reached
         gro = getattr(self.result.config, "gro", None) or {}
@@ -179,9 +181,11 @@ class CompareSentences:
             reason = drop_list(t.pa_drops)
             later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
         count = f"{t.pa:,} of {tcp if all_tcp else t.tunnel:,} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+        # one claim a sentence: what is affected, why, what becomes of it later, what the fix saves
         text = (
-            f"Before the fix, {count} lose phys-device aggregation ({frames:,} {plural(frames, 'frame')} {'goes' if frames == 1 else 'go'} up one by one): "
-            f"{why}; {later}, and the fix{alone} saves {saved:,} {plural(saved, 'skb traversal')} of IP/UDP/tunnel decapsulation"
+            f"Before the fix, {count} lose phys-device aggregation: {frames:,} {plural(frames, 'frame')} "
+            f"{'goes' if frames == 1 else 'go'} up one by one. {why[0].upper()}{why[1:]}. {later[0].upper()}{later[1:]}. "
+            f"The fix{alone} saves {saved:,} {plural(saved, 'skb traversal')} of IP/UDP/tunnel decapsulation"
         )
         if saved_tun:
             text += f" and {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device"

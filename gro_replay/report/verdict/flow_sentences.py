@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, break_reasons
+from .fix_words import fix_advice, lacks_fix_words
 from .inner_stop import not_tcp_reasons, not_tcp_text
 from .sentences import CaptureSentences
 from .words import (
@@ -15,10 +16,8 @@ from .words import (
     NESTED_PHYS_WORDS,
     _via,
     by_count,
-    fix_advice,
     id_step_text,
     kernel_label,
-    lacks_fix_words,
     loss_text,
     no_gain_text,
     other_changes_words,

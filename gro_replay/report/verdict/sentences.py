@@ -9,6 +9,13 @@ from collections import Counter
 
 from .compare import CompareSentences
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts
+from .fix_words import (
+    assumed_lack_lead,
+    ended_branch_advice,
+    fix_advice_sentences,
+    fix_lack_assumed,
+    lacks_fix_words,
+)
 from .inner_stop import not_tcp_text
 from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, Unmerged
@@ -22,14 +29,10 @@ from .words import (
     _nic_words,
     _state_of,
     _via,
-    assumed_lack_lead,
     by_count,
-    fix_advice,
-    fix_lack_assumed,
     hidden_text,
     id_step_text,
     kernel_label,
-    lacks_fix_words,
     loss_text,
     no_gain_text,
     payload_clause,
@@ -253,8 +256,9 @@ class CaptureSentences(CompareSentences):
 
     def _refusal_text(self, r: Refusals) -> str:
         """A kernel's affected flows by the stage whose gate refused them (``Refusals``, from
-        ``KernelFacts.refused_at``): "F of T tunnelled flow(s) lose phys-device aggregation (N frames refused by
-        udp_gro_receive at the phys device: why)", then the flows refused only at the tunnel device's gro_cells."""
+        ``KernelFacts.refused_at``), in sentences: "F of T tunnelled flow(s) lose phys-device aggregation:
+        udp_gro_receive refuses N frames at the phys device. Their outer UDP checksum is 0 … (why).", then the flows
+        refused only at the tunnel device's gro_cells, likewise."""
         t = self._tally
         parts = []
         if r.flows["phys"]:
@@ -264,39 +268,40 @@ class CaptureSentences(CompareSentences):
             why = _gate_words(
                 _state_of(self.result.config, r.first_phys[1], self.rx_csum), self.result.config
             )
-            again = (
-                ""
-                if not r.again
-                else "; at the tunnel device's gro_cells udp_gro_receive refuses "
-                + ("them" if r.again == n else f"the frames of {r.again:,} of these flows")
-                + " again (a tunnel inside the tunnel)"
-            )
             parts.append(
-                f"{n:,} of {t.tunnel:,} tunnelled flow(s) lose phys-device aggregation ({frames:,} "
-                f"{plural(frames, 'frame')} refused by udp_gro_receive at the phys device: "
-                f"{why.removeprefix('their ')}{again})"
+                f"{n:,} of {t.tunnel:,} tunnelled flow(s) lose phys-device aggregation: udp_gro_receive refuses "
+                f"{frames:,} {plural(frames, 'frame')} at the phys device. {why[0].upper()}{why[1:]}."
             )
+            if r.again:
+                whose = "them" if r.again == n else f"the frames of {r.again:,} of these flows"
+                parts.append(
+                    f"At the tunnel device's gro_cells udp_gro_receive refuses {whose} again (a tunnel inside the "
+                    "tunnel)."
+                )
         if r.flows["tunnel"]:
             n, frames = r.flows["tunnel"], r.frames["tunnel"]
             count = f"{n:,} other tunnelled flow(s)" if parts else f"{n:,} of {t.tunnel:,} tunnelled flow(s)"
             if not r.phys_too:
-                phys = "at the phys device udp_gro_receive does not refuse them"
+                phys = "At the phys device udp_gro_receive does not refuse them"
             else:
                 whose = "their" if r.phys_too == n else f"{r.phys_too:,} of these flows'"
-                phys = f"at the phys device it refuses {whose} outer header too, which costs nothing: {NESTED_PHYS_WORDS}"
+                phys = f"At the phys device it refuses {whose} outer header too, which costs nothing: {NESTED_PHYS_WORDS}"
             parts.append(
-                f"{count} lose aggregation at the tunnel device's gro_cells ({frames:,} {plural(frames, 'frame')} "
-                f"refused there by udp_gro_receive: {TUNNEL_GATE_WORDS}; {phys})"
+                f"{count} lose aggregation at the tunnel device's gro_cells: udp_gro_receive refuses {frames:,} "
+                f"{plural(frames, 'frame')} there ({TUNNEL_GATE_WORDS}). {phys}."
             )
-        return ", and ".join(parts)
+        return " ".join(parts)
 
-    def _costless_text(self, r: Refusals, kernel: str, also: bool = False) -> str:
+    def _costless_text(
+        self, r: Refusals, kernel: str, also: bool = False, subject: str = "udp_gro_receive"
+    ) -> str:
         """The refusals of a kernel that cost no flow aggregation (``Refusals.costless_by``, by
         ``FlowVerdict.costless_why``): "udp_gro_receive [also] refuses N frames for a zero UDP checksum at no cost to
-        aggregation: F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..."."""
+        aggregation: F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..." (``subject``:
+        who refuses, "It" after a sentence naming udp_gro_receive)."""
         n = r.costless_frames
         return (
-            f"udp_gro_receive {'also ' if also else ''}refuses {n:,} {plural(n, 'frame')} for a zero UDP checksum "
+            f"{subject} {'also ' if also else ''}refuses {n:,} {plural(n, 'frame')} for a zero UDP checksum "
             f"at no cost to aggregation: {self._costless_parts(r, kernel)}"
         )
 
@@ -319,6 +324,23 @@ class CaptureSentences(CompareSentences):
             self.reasons_observed, self._tally.tunnel_zero, self.kernels, self.result.config
         )
 
+    def _affected_kernel_text(self, k: KernelFacts, lacks: str, refused: Refusals) -> str:
+        """One kernel without the fix whose gate cost flows their aggregation, in short sentences, one claim each:
+        that it lacks the fix and is affected (``lacks``: ``lacks_fix_words``), which flows lose what and why
+        (``_refusal_text``), what else the gate refuses at no cost, what the fix saves and how to compare
+        (``fix_advice_sentences``), and, for a branch that ended without the fix, where to get it
+        (``ended_branch_advice``)."""
+        model = self.models.get(k.name)
+        text = (
+            f"{lacks}{'; if it does not, it is' if fix_lack_assumed(model) else ' and is'} affected by the "
+            f"zero-checksum bug. {self._refusal_text(refused)}"
+        )
+        if refused.costless:
+            text += f" {self._costless_text(refused, k.name, also=True, subject='It')}."
+        text += f" {fix_advice_sentences(self.result.config, self._tally.shadow_saved.get(k.name))}"
+        move = ended_branch_advice(model)
+        return f"{text} {move}" if move else text
+
     def _kernel_sentence(self, k: KernelFacts) -> str:
         t = self._tally
         head = kernel_label(k.name, k.release)
@@ -329,13 +351,7 @@ class CaptureSentences(CompareSentences):
             lacks = lacks_fix_words(model, head)
             refused = t.refusals[k.name]
             if any(refused.flows.values()):
-                costless = f"; {self._costless_text(refused, k.name, also=True)}" if refused.costless else ""
-                text = (
-                    f"{lacks}{'; if it does not, it is' if fix_lack_assumed(model) else ' and is'} affected by "
-                    f"the zero-checksum bug: {self._refusal_text(refused)}{costless}; "
-                    f"{fix_advice(self.result.config, t.shadow_saved.get(k.name))}."
-                )
-                return text + self._unmerged_note(k)
+                return self._affected_kernel_text(k, lacks, refused) + self._unmerged_note(k)
             if k.refused:
                 # refused, yet no flow affected (Verdict._flow_outcome): the refusals cost nothing (a tunnel inside
                 # the tunnel refused at the phys device, FlowVerdict.costly) or the flows are lost before

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, KernelModel, commit_of_switch
-from ...kernel.stable import STABLE_BACKPORTS
 from ...packet.decode import SKIP_SNAPLEN
 from ...sim.skipped import to_tunnel_ports, unread
 from .facts import NO_REASON_RECORDED, STAGE_NAMES
@@ -265,80 +264,6 @@ def kernel_label(name: str, release: str) -> str:
     return name if name == release else f"{name} ({release})"
 
 
-def stable_fix_hint(model) -> str:
-    """ " (linux-X.Y.y carries it since X.Y.N as <stable commit>)" when ``model`` lacks the fix but its upstream
-    branch took it as a stable backport (kernel/stable.py STABLE_BACKPORTS), else ""."""
-    if model is None or not hasattr(model, "carries") or model.carries(FIX_COMMIT):
-        return ""
-    branch = ".".join((getattr(model, "base", "") or model.release).split(".")[:2])
-    took = STABLE_BACKPORTS.get(FIX_COMMIT, {}).get(branch)
-    if took is None or (getattr(model, "vendor_base", "") or branch).split(".")[:2] != branch.split("."):
-        return ""
-    return f" (linux-{branch}.y carries it since {branch}.{took[1]}, as {took[0][:12]})"
-
-
-def fix_advice(cfg, saved: dict | None = None) -> str:
-    """Options that show what the fix saves, from the user's own invocation (``ReplayConfig.kernels_option``):
-    after --no-fix, leaving it out runs 5.11 beside 5.12; after --kernel, another --kernel adds a kernel (--kernel
-    and --fix/--no-fix are exclusive: cli/options.py ``_kernels``). ``saved``: what the fix measured on the same
-    kernel model saves (``{"phys": skbs, "tunnel": skbs}``: its counterfactual, report/verdict/facts.py
-    ``fix_counterfactuals``), said first; the options then compare with a released kernel carrying it."""
-    how = getattr(cfg, "kernels_option", "")
-    if saved is None:
-        if how == "no-fix":
-            return "run without --no-fix (5.11 beside 5.12, which carries the fix) to see what the fix saves"
-        if how == "kernel":
-            return "add --kernel 5.12 (a kernel carrying the fix) to see what the fix saves"
-        return "compare with a kernel carrying the fix (5.12) to see what the fix saves"
-    if how == "no-fix":
-        advice = "run without --no-fix to compare with 5.12, a released kernel carrying it"
-    elif how == "kernel":
-        advice = "add --kernel 5.12 to compare with a released kernel carrying it"
-    else:
-        advice = "compare with 5.12, a released kernel carrying it"
-    parts = []
-    if saved["phys"]:
-        parts.append(
-            f"{saved['phys']:,} fewer phys {plural(saved['phys'], 'skb')} (each one IP/UDP/tunnel decapsulation)"
-        )
-    if saved["tunnel"]:
-        parts.append(
-            f"{saved['tunnel']:,} fewer {plural(saved['tunnel'], 'skb')} handed up by the tunnel device"
-        )
-    measured = " and ".join(parts) or "no fewer skbs"
-    return f"with {FIX_COMMIT} applied (measured: the same kernel model replayed beside it) they go up in {measured}; {advice}"
-
-
-def fix_lack_assumed(model) -> bool:
-    """Whether ``model`` lacks 89e5c58fc1e2 by assumption (``KernelModel.knows`` false: a distribution kernel whose
-    assumed upstream base lacks it, which its vendor may have backported): the one rule behind the JSON's
-    ``verdict.fix_assumed_lacking`` and ``config.kernels[].fix_89e5c58fc1e2.known``, the SUMMARY's
-    ``fix_assumed_lacking=`` and every sentence that says the lack is assumed."""
-    knows = getattr(model, "knows", None)
-    return knows is not None and not knows(FIX_COMMIT)
-
-
-def lacks_fix_words(model, label: str) -> str:
-    """ "<label> lacks 89e5c58fc1e2" — or, for a kernel whose lack of it is assumed (``fix_lack_assumed``: a
-    distribution kernel whose backports are not known), the assumption it rests on: "<label>, assumed an upstream
-    4.18 base, run as the upstream 4.19 model, lacks 89e5c58fc1e2 unless Red Hat backported it" — with the stable
-    branch that carries it, if any."""
-    hint = stable_fix_hint(model)
-    if not fix_lack_assumed(model):
-        return f"{label} lacks {FIX_COMMIT}{hint}"
-    vb = model.vendor_base
-    base = model.base or model.release
-    ran = "" if vb.split(".")[:2] == base.split(".")[:2] else f", run as the upstream {base} model"
-    return f"{label}, assumed an upstream {vb} base{ran}, lacks {FIX_COMMIT} unless {model.vendor} backported it{hint}"
-
-
-def assumed_lack_lead(model, label: str) -> str:
-    """The lead of a comparison whose kernel without the fix lacks it by assumption (``fix_lack_assumed``): "<label>,
-    assumed an upstream 4.18 base, run as the upstream 4.19 model, lacks 89e5c58fc1e2 unless Red Hat backported
-    it; what follows assumes Red Hat did not"."""
-    return f"{lacks_fix_words(model, label)}; what follows assumes {model.vendor} did not"
-
-
 def _state_of(cfg, key, rx_csum: str) -> str:
     """The RX checksum state of flow ``key``'s frames (a --nic preset decides per flow: sim.ReplayConfig)."""
     f = getattr(cfg, "rx_csum_of_flow", None)
@@ -451,7 +376,7 @@ def _rule_note(why: str, model: KernelModel | None) -> str:
         if part in why and text and getattr(model, switch, False):
             return f" ({text})"
     if why == R.GSO_SKB and not model.gro_accepts_gso:
-        return " (dev_gro_receive flushes GSO skbs before 5eddb24901ee, v6.1)"
+        return " (every GSO skb before 5eddb24901ee, v6.1; from it GRO can merge a TCP one further)"
     return ""
 
 
