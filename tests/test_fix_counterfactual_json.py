@@ -63,3 +63,26 @@ def test_explain_flow_verdict_with_no_kernel_without_the_fix():
     v = flow["verdict"]
     assert (v["phys_skbs_pre_fix"], v["tunnel_skbs_pre_fix"]) == (None, None)
     assert (v["phys_skbs_post_fix"], v["stack_traversals_saved"]) == (1, 0)
+
+
+COMPUTED = FIX_SAMPLE.parent / "vxlan-4flows-computed-csum.pcap"
+
+
+def test_a_counterfactual_that_saves_nothing_says_zero():
+    """The 4-flow sample's outer UDP checksums are computed: 89e5c58fc1e2 changes only udp_gro_receive's test of a
+    zero checksum (gro-spec §4.7 rows 3–4), so 5.10 with it applied delivers the skbs 5.10 does and saves 0 at each
+    stage. The kernel's entry says 0, not nothing (breaker's finding: the key was missing unless a flow was affected,
+    so "saved 0" read as "not measured")."""
+    v = _json(str(COMPUTED), "--kernel", "5.10")["verdict"]
+    assert (v["affected_flows"], v["stack_traversals_saved"], v["tunnel_skbs_saved"]) == (0, 0, 0)
+    (k,) = v["kernels"]
+    assert k["fix_applied_saves"] == {"phys": 0, "tunnel": 0}
+
+
+def test_no_counterfactual_no_figure():
+    """Where a kernel with the fix ran and no other commit separates it from the one without (5.11 and 5.12), or
+    only kernels with it ran (6.18), no kernel is replayed again with the fix applied: no kernel's entry has
+    fix_applied_saves."""
+    for args in (["--kernel", "6.18"], ["--kernel", "5.11", "--kernel", "5.12"]):
+        v = _json(str(FIX_SAMPLE), *args)["verdict"]
+        assert all("fix_applied_saves" not in k for k in v["kernels"]), args
