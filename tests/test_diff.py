@@ -627,6 +627,22 @@ def _with_phys(doc: dict, path, **stage) -> None:
         ({"segments_delivered": 1_000_000, "skbs_delivered": 850_412}, "segs_per_skb", "88.24", "-88.241%"),
         # skbs 100,000 → 188,241: lower is better, the loss is the rise, 88.241 %: "+88.24%"
         ({"segments_delivered": 1_000_000, "skbs_delivered": 188_241}, "skbs", "88.2", "+88.24%"),
+        # 1,000,000 / 112,500 = 8.888… per skb: 11.111… %, beyond a threshold of 7 decimals at the 8th, of 6 at the
+        # 7th (six decimals read 11.111111, at or below them: breaker's finding)
+        (
+            {"segments_delivered": 1_000_000, "skbs_delivered": 112_500},
+            "segs_per_skb",
+            "11.1111111",
+            "-11.11111111%",
+        ),
+        (
+            {"segments_delivered": 1_000_000, "skbs_delivered": 112_500},
+            "segs_per_skb",
+            "11.111111",
+            "-11.1111111%",
+        ),
+        # skbs 100,000 → 233,333: a rise of 133.333 %, beyond 133.3329999 at the 3rd decimal
+        ({"segments_delivered": 1_000_000, "skbs_delivered": 233_333}, "skbs", "133.3329999", "+133.333%"),
     ],
 )
 def test_a_failed_check_prints_its_loss_beyond_the_threshold(tmp_path, docs, stage, metric, limit, printed):
@@ -646,3 +662,8 @@ def test_a_failed_check_prints_its_loss_beyond_the_threshold(tmp_path, docs, sta
     assert f"observed: largest loss {loss} " in text and f"largest_loss={loss} " in text
     md = run(*args, "--format", "markdown").stdout
     assert f"| {printed} ❌ |" in md and f"({printed}; allowed loss {limit}%)" in md
+    # JSON: the loss the check compared, with at least those decimals: beyond the threshold, as its status says
+    doc = json.loads(run(*args, "--format", "json").stdout)
+    assert doc["status"] == "regression"
+    got, shown = doc["largest_loss"]["loss_pct"], loss.rstrip("%")
+    assert round(got, len(shown.split(".")[1])) == float(shown) and got > float(limit)

@@ -368,7 +368,7 @@ def _largest_loss(largest: dict | None) -> dict | None:
     if largest is None:
         return None
     loss = largest.pop("_loss")
-    return {**largest, "loss_pct": None if math.isinf(loss) else round(loss, 6)}
+    return {**largest, "loss_pct": None if math.isinf(loss) else loss}
 
 
 def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> dict:
@@ -386,7 +386,7 @@ def _regression(pair: str, stage: str, m: Metric, c: dict, flow: str | None) -> 
 
 def pct_text(pct: float, signed: bool = False, digits: int = 1) -> str:
     """A measured percentage as every text output of diff prints it (table, Markdown, sentences, the DIFF line; JSON
-    keeps change_pct to two decimals, loss_pct to six): ``digits`` decimal places, one by default, ``88.2%`` (``signed``: ``-88.2%``,
+    keeps change_pct to two decimals, loss_pct to six or more: ``metrics.cell``): ``digits`` decimal places, one by default, ``88.2%`` (``signed``: ``-88.2%``,
     ``+750.0%``), an exact zero ``0%``, a change too small to show at one decimal ``<0.1%`` (signed ``-<0.1%``).
     A loss printed beside the threshold takes the places ``metrics.loss_digits`` gives. A threshold the user
     gave (``--max-regression``) is printed as given, so it can be passed back."""

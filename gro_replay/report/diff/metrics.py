@@ -94,6 +94,7 @@ def cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
     loss = loss_pct(metric, base, cur)
     regression = checked and loss > limit + _EPS
     change = change_pct(base, cur)  # of the values compared, before they are rounded for the document
+    digits = max(6, loss_digits(loss, limit, regression)) if checked and math.isfinite(loss) else 6
     if isinstance(base, float) or isinstance(cur, float):
         base, cur = round(base, 4), round(cur, 4)
         delta = round(cur - base, 4)
@@ -106,18 +107,23 @@ def cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
         "change_pct": None if change is None else round(change, 2),
         "checked": checked,
         "regression": regression,
-        # the loss the check compared with the threshold, to 6 decimals (None from a zero baseline): what the text
-        # prints beside the threshold with as many decimals as put it on the check's side of it (``loss_digits``)
-        "loss_pct": round(loss, 6) if math.isfinite(loss) else None,
+        # the loss the check compared with the threshold (None from a zero baseline), to 6 decimals or, for a
+        # checked value, as many more as put it on the check's side of the threshold (``loss_digits``): what the
+        # text prints beside the threshold
+        "loss_pct": round(loss, digits) if math.isfinite(loss) else None,
     }
 
 
+#: decimals enough to show any loss the check found beyond the threshold (``loss > limit + _EPS``, ``_EPS`` 1e-9)
+_MOST_DIGITS = 10
+
+
 def loss_digits(loss: float, limit: float, exceeded: bool) -> int:
-    """Decimal places (1 to 6) for a loss of ``loss`` percent printed beside the threshold ``limit``: the fewest
-    that put the printed value on the side of the threshold the check put it (``exceeded``: ``loss > limit`` up
-    to ``_EPS``): a loss of 88.2004 % against 88.2 allowed prints as 88.2004%, not 88.2% under "lost more than
-    88.2%"."""
-    for d in range(1, 7):
+    """Decimal places (1 to ``_MOST_DIGITS``) for a loss of ``loss`` percent printed beside the threshold ``limit``:
+    the fewest that put the printed value on the side of the threshold the check put it (``exceeded``: ``loss >
+    limit`` up to ``_EPS``): a loss of 88.2004 % against 88.2 allowed prints as 88.2004%, not 88.2% under "lost
+    more than 88.2%"; 11.1111111111 % against 11.1111111 prints as 11.11111111%, not 11.111111%."""
+    for d in range(1, _MOST_DIGITS + 1):
         if (round(loss, d) > limit) == exceeded:
             return d
-    return 6
+    return _MOST_DIGITS

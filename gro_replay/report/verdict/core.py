@@ -162,7 +162,9 @@ class Verdict(FlowSentences):
                 continue  # retired during the replay (already in the tally), or outside --flow's selection
             tally.add(self._judge_live(fid, key), live=True)
         for cf in getattr(result, "counterfactuals", ()):  # ran, and no affected flow: it saves none
-            tally.shadow_saved.setdefault(cf.name.removesuffix(COUNTERFACTUAL_SUFFIX), {"phys": 0, "tunnel": 0})
+            tally.shadow_saved.setdefault(
+                cf.name.removesuffix(COUNTERFACTUAL_SUFFIX), {"phys": 0, "tunnel": 0}
+            )
         self.splits = tally.split_notes()
         #: flows that carry an inner flow also carried under another outer key (live ones and retired ones)
         self.split_count = tally.split_flows + len(self.splits)
