@@ -29,6 +29,9 @@ _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
 _RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-(?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII)
 #: a build's own string: X.Y or X.Y.Z, then a separator and its suffix; a dot after X.Y starts the point release,
 #: digits (``5.10.-1``, ``5.10.0x1``, ``5.10.1e3`` are typos, not a distribution's uname -r)
+#: X.Y or X.Y.Z, "+" and a commit id: how the verdict names a kernel it replays with a commit applied
+#: (``NAME+89e5c58fc1e2``), refused as a release when the id is a modelled commit's (``_applied_commit``)
+_APPLIED = re.compile(r"\d+\.\d+(?:\.\d+)?\+([0-9a-fA-F]{7,40})", re.ASCII)
 _OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+)[-+.~_]|[-+~_])\S*", re.ASCII)
 #: a version number with a leading zero (05, 0106): kernel versions have none
 _LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
@@ -195,6 +198,32 @@ def resolve_kernel(text: str) -> KernelModel:
     return _resolved(text)[0]
 
 
+def _applied_commit(text: str) -> None:
+    """Refuse ``X.Y+<commit>`` where the commit id is one of ``SWITCH_COMMITS``: the name the verdict gives a kernel
+    it replays with that commit applied (``5.10+89e5c58fc1e2``, SUMMARY ``fix_alone=``), which a user may copy; read
+    as a build's suffix, it ran the release without the commit and the verdict said so of it (breaker's finding).
+    Raises: ValueError naming the commit and what to run instead."""
+    m = _APPLIED.fullmatch(text)
+    if m is None:
+        return
+    h = m.group(1).lower()
+    for c in SWITCH_COMMITS:
+        if c.commit.startswith(h) or h.startswith(c.commit):
+            base = text.split("+", 1)[0]
+            model = _resolved(base)[0]  # raises as for the release alone (7.99+89e5c58fc1e2: newer than 6.18)
+            if getattr(model, c.switch):  # a switch is on where its commit is in (SWITCH_COMMITS)
+                how = f" ({base} carries it)"
+            elif c.switch == "udp_tunnel_gate_checks_uh_check":
+                how = f" ({base} lacks it: the verdict replays {base} with it applied beside it)"
+            else:
+                how = f" ({base} lacks it)"
+            raise ValueError(
+                f'kernel {text}: +{h} names {c.commit} ("{c.title}"), a commit gro-replay models, not a '
+                "build's suffix; no commit is applied to a release by name (NAME+89e5c58fc1e2 is only how the "
+                f"verdict names a kernel it replays with the fix applied): use --kernel {base}{how}"
+            )
+
+
 #: the last mainline release of each finished major number (kernel.org: 3.19 was followed by 4.0 in April 2015,
 #: 4.20 by 5.0 in March 2019, 5.19 by 6.0 in October 2022): a higher minor names no release
 LAST_MINOR = {3: 19, 4: 20, 5: 19}
@@ -210,6 +239,7 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
     if len(text) > MAX_LEN or is_banner(text):
         return _resolve_banner(text, parse_banner(text)), None
     _check_release_chars(text)
+    _applied_commit(text)
     notes: list[str] = []
     point = 0
     rc = None

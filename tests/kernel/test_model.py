@@ -625,3 +625,35 @@ def test_a_vendor_point_past_the_branch_end_names_the_backports_it_runs_with(tex
     last = {"5.4": "5.4.302", "6.5": "6.5.13"}[branch]
     said = f"with the stable backports of {point} (up to {last}, where kernel.org's linux-{branch}.y ended)"
     assert any(said in n for n in m.notes), m.notes
+
+
+@pytest.mark.parametrize(
+    ("text", "how"),
+    [
+        # 5.11 lacks the fix (89e5c58fc1e2 landed in v5.12): it runs as 5.11 with a counterfactual beside it
+        (
+            "5.11+89e5c58fc1e2",
+            "use --kernel 5.11 (5.11 lacks it: the verdict replays 5.11 with it applied beside it)",
+        ),
+        (
+            "5.11+89E5C58",
+            "use --kernel 5.11 (5.11 lacks it: the verdict replays 5.11 with it applied beside it)",
+        ),
+        ("6.18+89e5c58fc1e2", "use --kernel 6.18 (6.18 carries it)"),
+        # linux-5.4.y took it as f2d78bbbca42 in 5.4.106 (kernel/stable.py)
+        ("5.4.106+89e5c58fc1e2", "use --kernel 5.4.106 (5.4.106 carries it)"),
+        # 5eddb24901ee is in v6.1, not in 5.10
+        ("5.10+5eddb24901ee", "use --kernel 5.10 (5.10 lacks it)"),
+    ],
+)
+def test_a_release_with_a_modelled_commit_after_plus_is_refused(runner, text, how):
+    """NAME+89e5c58fc1e2 is how the verdict names the kernel it replays with the fix applied (SUMMARY fix_alone=).
+    Copied into --kernel it was read as a build's suffix: 5.11 ran without the fix, and the verdict said
+    "5.11+89e5c58fc1e2 … lacks 89e5c58fc1e2" (breaker's finding). A modelled commit's id after "+" is refused, one
+    line, exit 2; any other suffix stays a build's (``6.1+`` above, ``5.11+deadbeef1`` here)."""
+    with pytest.raises(ValueError, match="a commit gro-replay models, not a build's suffix"):
+        resolve_kernel(text)
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", text])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.rstrip().endswith(how)
+    assert resolve_kernel("5.11+deadbeef1").vendor
