@@ -214,18 +214,22 @@ def test_corrupt_record_in_the_middle(runner, tmp_path):
             "Error: invalid poll model 'rx-usecs:nan': use budget, gap:US or rx-usecs:US"
             ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
         ),
-        (["--rss-key", "zz"], "Error: --rss-key must be hex digits"),
+        (["--rss-key", "zz"], "Error: --rss-key: must be hex digits"),
         # an empty key is a key of no bytes, not the default (breaker's finding)
-        (["--rss-key", ""], "Error: --rss-key needs at least 40 bytes (80 hex digits) for IPv6 4-tuples"),
+        (
+            ["--rss-key", ""],
+            "Error: --rss-key: needs at least 40 bytes (80 hex digits) for IPv6 4-tuples",
+        ),
         (
             ["--rss-key", "00" * 8],
-            "Error: --rss-key needs at least 40 bytes (80 hex digits) for IPv6 4-tuples",
+            "Error: --rss-key: needs at least 40 bytes (80 hex digits) for IPv6 4-tuples",
         ),
         (["--vxlan-port", "6081"], "Error: port 6081 given as both VXLAN and Geneve"),
     ],
 )
 def test_bad_option_values(runner, args, message):
-    assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), *args])) == message
+    # click's "; see 'PROG replay --help'" after a bad value names the program as it was started
+    assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), *args])).split("; see '")[0] == message
 
 
 # -- counted skips (exit 0) -----------------------------------------------------------------------------------------
@@ -466,6 +470,37 @@ def test_an_rss_key_as_ethtool_prints_it_is_the_same_key(runner):
         doc = json.loads(r.stdout)
         docs.append((doc["config"], doc["kernels"]))
     assert docs[0] == docs[1] == docs[2]
-    assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), "--rss-key", "6:d5a"])) == (
-        "Error: --rss-key must be hex digits"
+    assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), "--rss-key", "6:d5a"])).split("; see '")[
+        0
+    ] == ("Error: --rss-key: must be hex digits")
+
+
+def test_one_rss_key_written_two_ways_is_one_value(runner):
+    """The same key in colon pairs, plain, and upper case is one value, given twice (README: "the same value twice
+    is accepted"); two different keys are refused (breaker's finding: the strings were compared)."""
+    pairs = [f"{(i * 37) % 256:02x}" for i in range(52)]
+    plain = "".join(pairs)
+    r = run_json(runner, FIX_SAMPLE, "--rss-key", ":".join(pairs), "--rss-key", plain.upper())
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["config"]["nic"]["rss_key"] == plain
+    other = "ff" + plain[2:]
+    assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), "--rss-key", plain, "--rss-key", other])) == (
+        f"Error: --rss-key given twice with different values ({plain}, {other}): give it once"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [(["--rss", "none"], "--rss none"), (["--nic", "veth"], "--nic veth's preset (no RX hash)")],
+)
+def test_an_rss_key_without_an_rx_hash_is_refused(runner, args, why):
+    """--rss none (hash 0, as on veth) and the presets without RX hash (veth, virtio-net: NicPreset.rss "none")
+    read no key: --rss-key beside them is void, refused as README's Usage says of an option another makes void
+    (breaker's finding: accepted, and config.nic showed rss none with the key)."""
+    key = "6d" * 40
+    assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), *args, "--rss-key", key])) == (
+        f"Error: --rss-key needs an RX hash: with {why} every hash is 0 and no key is read"
+    )
+    # a given --rss with a hash makes the preset's fields void instead: the key is read
+    r = run_json(runner, FIX_SAMPLE, "--nic", "veth", "--rss", "toeplitz", "--rss-key", key)
+    assert r.exit_code == 0, r.output

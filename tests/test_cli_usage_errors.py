@@ -298,6 +298,8 @@ def _two_values(p: click.Option) -> tuple[str, str] | None:
         return ("4789", "auto")
     if p.name == "interleave":  # synth: rr or a block size
         return ("rr", "2")
+    if t.name == "HEX":  # --rss-key: 40 bytes or more
+        return ("6d" * 40, "5a" * 40)
     return ("a", "b")
 
 

@@ -11,7 +11,16 @@ import click
 from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, same_model, same_model_words
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from .errors import UsageError
-from .params import CONFIG_HZ_VALUES, PORT_OR_AUTO, S32_MAX, ULONG_MAX, BoundedInt, Keyword, SecondsOrOff
+from .params import (
+    CONFIG_HZ_VALUES,
+    PORT_OR_AUTO,
+    RSS_KEY,
+    S32_MAX,
+    ULONG_MAX,
+    BoundedInt,
+    Keyword,
+    SecondsOrOff,
+)
 
 if TYPE_CHECKING:
     from ..sim import ReplayConfig
@@ -96,6 +105,7 @@ def replay_options(f):
         ),
         click.option(
             "--rss-key",
+            type=RSS_KEY,
             default=None,
             metavar="HEX",
             help="RSS key as hex, as `ethtool -x` prints it (6d:5a:…) or plain (default: the common 40-byte key).",
@@ -254,6 +264,9 @@ def build_config(
 
     if nic_tunnel_port is not None and nic is None:
         raise UsageError("--nic-tunnel-port needs --nic")
+    if rss_key is not None and (rss or (NIC_PRESETS[nic].rss_mode if nic else "")) == "none":
+        why = "--rss none" if rss else f"--nic {nic}'s preset (no RX hash)"
+        raise UsageError(f"--rss-key needs an RX hash: with {why} every hash is 0 and no key is read")
     if nic is not None:
         rx_csum = rx_csum or "nic"
         rss = rss or NIC_PRESETS[nic].rss_mode
@@ -269,12 +282,6 @@ def build_config(
     if str(hz) not in CONFIG_HZ_VALUES:
         raise UsageError(f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz)")
     kernels = _kernels(fix, kernel_rel)
-    try:
-        # hex digits, in pairs separated by ':' as `ethtool -x` prints the key, or by spaces, or none; empty:
-        # refused below, not the default
-        key = bytes.fromhex(rss_key.replace(":", " ")) if rss_key is not None else None
-    except ValueError:
-        raise UsageError("--rss-key must be hex digits") from None
     try:
         cfg = ReplayConfig(
             kernels=kernels,
@@ -305,10 +312,8 @@ def build_config(
             flow=flow,
             capture_filter=capture_filter,
         )
-        if key is not None:
-            if len(key) < 40:
-                raise UsageError("--rss-key needs at least 40 bytes (80 hex digits) for IPv6 4-tuples")
-            cfg.rss_key = key
+        if rss_key is not None:  # plain hex (params.RssKey)
+            cfg.rss_key = bytes.fromhex(rss_key)
         cfg.validate()
     except ConfigError as e:
         raise UsageError(str(e)) from None

@@ -173,3 +173,27 @@ class PortOrAuto(click.ParamType):
 
 _UDP_PORT = BoundedInt(1, 65535)
 PORT_OR_AUTO = PortOrAuto()
+
+
+class RssKey(click.ParamType):
+    """An RSS key (``--rss-key``): hex digits, in pairs separated by ``:`` as ``ethtool -x`` prints the key
+    (``6d:5a:…``), or by spaces, or none, in any letter case; at least 40 bytes (the IPv6 4-tuple's Toeplitz input
+    is 36 bytes, plus 4: ``netdev_rss_key`` is 52). Converted to its plain lowercase hex, so that one key written
+    two ways is one value (``Command`` compares converted values). Fails (BadParameter) for other characters, an
+    odd digit, or fewer than 40 bytes; an empty key is refused, not the default."""
+
+    name = "HEX"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, bytes):
+            value = value.hex()
+        try:
+            key = bytes.fromhex(str(value).replace(":", " "))
+        except ValueError:
+            self.fail("must be hex digits", param, ctx)
+        if len(key) < 40:
+            self.fail("needs at least 40 bytes (80 hex digits) for IPv6 4-tuples", param, ctx)
+        return key.hex()
+
+
+RSS_KEY = RssKey()
