@@ -365,12 +365,13 @@ def test_inner_icmp_in_vxlan_is_tunnel_other(runner, tmp_path):
     accounted(doc)
     pre, post = doc["kernels"]
     for k in doc["kernels"]:
-        # decapsulated and queued like any VXLAN frame (§6.2); ICMP has no inet offload, so neither stage merges it
+        # decapsulated and queued like any VXLAN frame (§6.2); ICMP (protocol 1) has no inet_offloads entry, so
+        # neither stage merges it (inet_gro_receive, net/ipv4/af_inet.c; the reason carries iph->protocol)
         assert k["stack"]["queued"] >= 2
         (icmp,) = [f for f in k["flows"] if f["class"] == "tunnel_other"]
         assert icmp["key"]["tunnel"] == "vxlan" and icmp["key"]["inner"]["proto"] == 1
         assert (icmp["phys"]["skbs"], icmp["tunnel"]["skbs"]) == (2, 2)
-        assert icmp["tunnel"]["end_reasons"] == {"inet_gro_receive:no_inet_offload": 2}
+        assert icmp["tunnel"]["end_reasons"] == {"inet_gro_receive:no_inet_offload(proto=1)": 2}
     # the TCP flow shows the fix as usual (§4.7 row 3)
     assert [k["stages"]["phys"]["skbs_delivered"] for k in (pre, post)] == [4, 3]
 

@@ -6,14 +6,17 @@ Where it stops depends on what the inner frame carries, and the sentence names t
 of the fixed kernel's phys skbs of those flows (post-fix kernel compared, or the counterfactual of --kernel 5.10):
 
 - inner ARP (ethertype 0x0806): eth_gro_receive (net/ethernet/eth.c) finds no handler (gro_find_receive_by_type
-  returns NULL: only IPv4, IPv6, 802.1Q/802.1ad, TEB … register packet offloads) and flushes;
+  returns NULL: only IPv4, IPv6, 802.1Q/802.1ad, TEB … register packet offloads) and flushes; the reason carries the
+  ethertype it looked up (``type = eh->h_proto``), named: "inner ethertype ARP (0x0806)", and one without a name
+  (0x88b5, IEEE 802 local experimental, registers no offload) as its hex value;
 - an 802.1Q tag with ARP behind it: vlan_gro_receive (net/8021q/vlan_core.c) finds no handler for the encapsulated
-  protocol and flushes;
+  protocol (``type = vhdr->h_vlan_encapsulated_proto``) and flushes;
 - an inner IPv4 fragment (MF set): inet_gro_receive (net/ipv4/af_inet.c) flushes ip_is_fragment();
 - inner UDP: udp_gro_receive (net/ipv4/udp_offload.c) finds no tunnel socket on the inner port and flushes.
 
 Before, every such sentence said "inet_gro_receive: a fragment or a protocol without GRO; udp_gro_receive: a UDP
-datagram without a tunnel socket", naming the wrong function for ARP and a tagged inner frame. Each capture here is
+datagram without a tunnel socket", naming the wrong function for ARP and a tagged inner frame; then "inner ethertype
+without GRO handler", not which. Each capture here is
 one flow of N frames, outer UDP checksum 0 (FrameSpec's default), so every frame is refused before the fix and
 stopped at the inner header after it: N skbs, each for the one reason.
 """
@@ -38,10 +41,16 @@ INNER_IP = INNER_ETHERTYPE + 2
 OLD = "a fragment or a protocol without GRO"
 
 
-def _arp(frames: list[bytes], tagged: bool) -> list[bytes]:
-    """``frames`` with the inner ethertype (behind the 4-byte tag where ``tagged``) made ARP (0x0806)."""
+def _arp(frames: list[bytes], tagged: bool, etype: bytes = b"\x08\x06") -> list[bytes]:
+    """``frames`` with the inner ethertype (behind the 4-byte tag where ``tagged``) made ``etype`` (ARP, 0x0806)."""
     at = INNER_ETHERTYPE + (4 if tagged else 0)
-    return [f[:at] + b"\x08\x06" + f[at + 2 :] for f in frames]
+    return [f[:at] + etype + f[at + 2 :] for f in frames]
+
+
+def _next_header(frames: list[bytes], nexthdr: int) -> list[bytes]:
+    """Inner IPv6 ``frames`` with the next header made ``nexthdr`` (the byte 6 into the IPv6 header; the TCP bytes
+    after it are left as they are: payload behind an unknown next header)."""
+    return [f[: INNER_IP + 6] + bytes([nexthdr]) + f[INNER_IP + 7 :] for f in frames]
 
 
 def _udp(frames: list[bytes], check: bytes = b"\0\0") -> list[bytes]:
@@ -62,19 +71,40 @@ def _udp(frames: list[bytes], check: bytes = b"\0\0") -> list[bytes]:
 
 
 CASES = {
-    # name: (frames, the reason every fixed-kernel phys skb ends with)
-    "arp": (_arp(build_flow(BASE, [1000] * 5), False), "eth_gro_receive:no_packet_offload", 5),
+    # name: (frames, the reason every fixed-kernel phys skb ends with, frames, its words where they name a value)
+    "arp": (
+        _arp(build_flow(BASE, [1000] * 5), False),
+        "eth_gro_receive:no_packet_offload(type=0x0806)",
+        5,
+        "inner ethertype ARP (0x0806) without GRO handler",
+    ),
+    "unnamed_ethertype": (
+        _arp(build_flow(BASE, [1000] * 2), False, b"\x88\xb5"),
+        "eth_gro_receive:no_packet_offload(type=0x88b5)",
+        2,
+        "inner ethertype 0x88b5 without GRO handler",
+    ),
     "vlan_arp": (
         _arp(build_flow(replace(BASE, inner_vlan=10), [1000] * 4), True),
-        "vlan_gro_receive:no_packet_offload",
+        "vlan_gro_receive:no_packet_offload(type=0x0806)",
         4,
+        "protocol ARP (0x0806) inside an inner VLAN tag without GRO handler",
+    ),
+    # inner IPv6 whose next header is 59 (No Next Header, RFC 8200 §4.7): no inet6_offloads entry, and
+    # ipv6_gso_pull_exthdrs walks no extension header for it, so ipv6_gro_receive flushes with proto 59
+    "ipv6_no_next": (
+        _next_header(build_flow(replace(BASE, inner_ipv6=True), [1000] * 3), 59),
+        "ipv6_gro_receive:inner_no_inet6_offload(proto=59)",
+        3,
+        "IPv6 next header NONE (59) without GRO handler (inner header)",
     ),
     "fragment": (
         build_flow(replace(BASE, mf=True, df=False), [1000] * 3),
         "inet_gro_receive:inner_ip_is_fragment",
         3,
+        None,
     ),
-    "udp": (_udp(build_flow(BASE, [1000] * 3)), "udp_gro_receive:inner_no_tunnel_socket", 3),
+    "udp": (_udp(build_flow(BASE, [1000] * 3)), "udp_gro_receive:inner_no_tunnel_socket", 3, None),
     # a wrong inner UDP checksum: CHECKSUM_UNNECESSARY level 0 was used up by the outer UDP header (csum_cnt 0), so
     # udp4_gro_receive validates the inner one in software and flushes it; named at the inner header (before,
     # "outer UDP checksum bad": helper's finding)
@@ -82,6 +112,7 @@ CASES = {
         _udp(build_flow(BASE, [1000] * 3), b"\x12\x34"),
         "udp4_gro_receive:inner_checksum_bad",
         3,
+        None,
     ),
 }
 
@@ -103,11 +134,11 @@ def _run(*args: str) -> str:
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("kernels", [[], ["--kernel", "5.10"]], ids=["compare", "5.10"])
 def test_the_sentence_names_what_stops_the_inner_packets(tmp_path, name, kernels):
-    frames, reason, n = CASES[name]
+    frames, reason, n, words = CASES[name]
     cap = _capture(tmp_path, frames)
     said = (
         f"1 flow(s) whose inner packets are not TCP segments, {n} frames (after the fix GRO stops them at the inner "
-        f"header: "
+        f"header: {words or ''}"
     )
     named = f"[{reason}] ×{n}, so no kernel merges them"
     doc = json.loads(_run(cap, *kernels, "--rx-csum", "unnecessary", "--json", "-", "-q"))
@@ -124,3 +155,32 @@ def test_the_sentence_names_what_stops_the_inner_packets(tmp_path, name, kernels
     assert ex.count(f"[{reason}] ×{n}") == 2, ex
     assert ex.count(named) == (2 if kernels else 1), ex
     assert OLD not in v["text"] + text + ex
+    # never the words that do not say which ethertype (or protocol) found no handler
+    assert (
+        "ethertype without" not in v["text"] + text + ex and "protocol without" not in v["text"] + text + ex
+    )
+
+
+def test_each_ethertype_is_named_on_both_paths(tmp_path):
+    """Two polls alike but for the inner ethertype (ARP 0x0806, then 0x88b5: every other byte equal, 1 ms apart so
+    that each is a poll of its own): the batch path (poll cache) and the reference path record each poll's own
+    ethertype in eth_gro_receive's reason, 3 phys skbs each in the post-fix kernel (one per frame: flushed)."""
+    from gro_replay.report.document import document
+    from gro_replay.sim import ReplayConfig, replay_capture
+
+    arp = _arp(build_flow(BASE, [1000] * 3), False)
+    other = _arp(build_flow(BASE, [1000] * 3), False, b"\x88\xb5")
+    path = str(tmp_path / "two.pcap")
+    with PcapWriter(path) as w:
+        for i, f in enumerate(arp + other):
+            w.write(1_614_373_368_000_000_000 + (i // 3) * 1_000_000 + (i % 3) * 1000, f)
+    cfg = ReplayConfig(rx_csum="unnecessary")
+    runs = [replay_capture(path, c) for c in (cfg, replace(cfg, fast_path=False))]
+    assert runs[0].batch is not None and runs[1].batch is None  # the batch path, then the reference path
+    docs = [document(r) for r in runs]
+    for doc in docs:
+        post = doc["kernels"][1]
+        assert post["stages"]["phys"]["end_reasons"] == {
+            "eth_gro_receive:no_packet_offload(type=0x0806)": 3,
+            "eth_gro_receive:no_packet_offload(type=0x88b5)": 3,
+        }

@@ -14,6 +14,7 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``gro.py``: net/core/gro.c (net/core/dev.c before v5.17), include/net/gro.h ``call_gro_receive``
 - ``gro_csum.py``: include/net/gro.h checksum helpers, net/core/gro.c ``__skb_gro_checksum_complete``
 - ``gro_cells.py``: net/core/gro_cells.c
+- ``handler_miss.py``: none: the value a GRO handler look-up missed (ethertype, IP protocol), in its reason and named
 - ``ip6_offload.py``: net/ipv6/ip6_offload.c
 - ``ip_tunnel_core.py``: net/ipv4/ip_tunnel_core.c, include/net/inet_ecn.h
 - ``kernel.py``: none: one simulated kernel: its offload tables (filled by the kernel's ``*_offload_init`` calls), its

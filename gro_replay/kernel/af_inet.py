@@ -17,6 +17,7 @@ from ..packet.csum import csum_add, csum_fold, csum_sub, ip_fast_csum, pseudo_at
 from . import reasons as R
 from . import skbuff as _skbuff
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
+from .handler_miss import missed_proto
 from .skbuff import ETH_P_IP, SkBuff
 
 IP_DF = 0x4000
@@ -46,7 +47,7 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     ver_ihl, tos, tot_len, ip_id, frag_off, ttl, proto, _check, addrs = _IPH.unpack_from(buf, base)
     ops = k.inet_offloads.get(proto)
     if ops is None:
-        R.skb_flush_reason(cb, R.at_header(R.INET_NO_OFFLOAD, cb.encap_mark))
+        R.skb_flush_reason(cb, missed_proto(R.at_header(R.INET_NO_OFFLOAD, cb.encap_mark), proto))
     elif ver_ihl != 0x45:
         R.skb_flush_reason(cb, R.at_header(R.INET_HDR, cb.encap_mark))
     elif frag_off & (IP_MF | IP_OFFSET):

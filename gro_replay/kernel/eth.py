@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import reasons as R
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
+from .handler_miss import missed_type
 from .skbuff import ETH_HLEN, SkBuff
 
 
@@ -38,7 +39,7 @@ def eth_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
                 cb.split = R.SPLIT_INNER_ETH  # observation only
     ptype = skb.dev.kernel.offload_base.get((eh[12] << 8) | eh[13])
     if ptype is None:
-        R.skb_flush_reason(cb, R.ETH_NO_OFFLOAD)
+        R.skb_flush_reason(cb, missed_type(R.ETH_NO_OFFLOAD, (eh[12] << 8) | eh[13]))
     else:
         flush = 0
         skb_gro_pull(skb, ETH_HLEN)

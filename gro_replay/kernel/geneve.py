@@ -16,6 +16,7 @@ from . import reasons as R
 from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_GENEVE_OPT, TUNNEL_KEY, TUNNEL_OAM
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
+from .handler_miss import missed_type
 from .ip_tunnel_core import udp_tunnel_decap
 from .skbuff import ETH_HLEN, ETH_P_TEB, SkBuff
 from .udp_tunnel import UdpTunnelSock
@@ -68,7 +69,7 @@ def geneve_gro_receive(sk: UdpTunnelSock, head: list[SkBuff], skb: SkBuff) -> Sk
                 cb.split = R.SPLIT_GENEVE  # observation only
     ptype = skb.dev.kernel.offload_base.get((gh[2] << 8) | gh[3])
     if ptype is None:
-        R.skb_flush_reason(cb, R.TUNNEL_INNER_PROTO)
+        R.skb_flush_reason(cb, missed_type(R.TUNNEL_INNER_PROTO, (gh[2] << 8) | gh[3]))
     else:
         skb_gro_pull(skb, gh_len)
         skb_gro_postpull_rcsum(skb, start, gh_len)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from . import reasons as R
 from . import skbuff as _skbuff
+from .handler_miss import missed_type
 from .netdevice import GroResult, KernelView, NapiStats
 from .skbuff import (
     CHECKSUM_COMPLETE,
@@ -300,7 +301,7 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
 
     ptype = k.offload_base.get(skb.protocol)
     if ptype is None:
-        cb.why = R.NO_PACKET_OFFLOAD
+        cb.why = missed_type(R.NO_PACKET_OFFLOAD, skb.protocol)
         return GRO_NORMAL
 
     skb.network_header = skb.data + cb.data_offset

@@ -17,6 +17,7 @@ from . import reasons as R
 from . import skbuff as _skbuff
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
+from .handler_miss import missed_proto
 from .skbuff import SkBuff
 
 NEXTHDR_HOP = 0
@@ -75,7 +76,7 @@ def ipv6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
         proto, l4 = ipv6_gso_pull_exthdrs(skb, base + 40, proto)
         ops = k.inet6_offloads.get(proto)
         if ops is None:
-            R.skb_flush_reason(cb, R.at_header(R.IPV6_NO_OFFLOAD, cb.encap_mark))
+            R.skb_flush_reason(cb, missed_proto(R.at_header(R.IPV6_NO_OFFLOAD, cb.encap_mark), proto))
             cb.flush |= flush
             return None
     skb_gro_pull(skb, l4 - base)

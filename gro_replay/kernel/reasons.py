@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .handler_miss import split
+
 if TYPE_CHECKING:
     from .skbuff import NapiGroCb
 
@@ -335,12 +337,15 @@ _L3_DESCRIPTIONS = {
 
 
 def describe(why: str) -> str:
-    """A person's description of an end reason (``DESCRIPTIONS``, or composed for ``l3_reason`` names) or a
-    flow split (``SPLIT_DESCRIPTIONS``)."""
+    """A person's description of an end reason (``DESCRIPTIONS``, composed for ``handler_miss`` (``MISSED_WORDS``)
+    and ``l3_reason`` names) or a flow split (``SPLIT_DESCRIPTIONS``)."""
     if why in DESCRIPTIONS:
         return DESCRIPTIONS[why]
     if why in SPLIT_DESCRIPTIONS:
         return SPLIT_DESCRIPTIONS[why]
+    base, value = split(why)  # a handler look-up's miss, with the value it missed
+    if value is not None and base in MISSED_WORDS:
+        return MISSED_WORDS[base].format(value)
     fn, _, cond = why.partition(":")
     if cond:
         out = []
@@ -371,6 +376,18 @@ _HEADER_REASONS = (
 )
 INNER = {r: r.replace(":", ":inner_", 1) for r in _HEADER_REASONS}
 DESCRIPTIONS.update({INNER[r]: f"{DESCRIPTIONS[r]} (inner header)" for r in _HEADER_REASONS})
+#: a handler look-up's miss (kernel/handler_miss.py: the reason carries the value) → its words, ``{}`` the value named
+MISSED_WORDS = {
+    NO_PACKET_OFFLOAD: "no GRO handler for ethertype {}",
+    ETH_NO_OFFLOAD: "inner ethertype {} without GRO handler",
+    VLAN_NO_OFFLOAD: "protocol {} inside an inner VLAN tag without GRO handler",
+    TUNNEL_INNER_PROTO: "tunnel inner protocol {} without GRO handler",
+    INET_NO_OFFLOAD: "IPv4 protocol {} without GRO handler",
+    IPV6_NO_OFFLOAD: "IPv6 next header {} without GRO handler",
+}
+MISSED_WORDS.update(
+    {INNER[r]: f"{MISSED_WORDS[r]} (inner header)" for r in (INET_NO_OFFLOAD, IPV6_NO_OFFLOAD)}
+)
 
 
 def at_header(why: str, encap_mark: int) -> str:
@@ -466,8 +483,9 @@ def check_rank(why: str) -> int:
     that end as many skbs each is ordered by, so that a frame's own condition comes before the poll's flush of what
     nothing else ended. An ``l3_reason`` name ranks at its function's compare of the held packet's IP header; a
     stack drop (``STACK_DROPS``) after every GRO reason, in the receive path's order, then the flow splits
-    (``SPLIT_ORDER``); any other name just before the poll's flushes."""
-    rank = _CHECK_RANK.get(why)
+    (``SPLIT_ORDER``); any other name just before the poll's flushes. A ``handler_miss`` name (the value a look-up
+    missed) ranks as its reason."""
+    rank = _CHECK_RANK.get(split(why)[0])
     if rank is not None:
         return rank
     fn, _, cond = why.partition(":")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from . import reasons as R
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
+from .handler_miss import missed_type
 from .skbuff import SkBuff
 
 #: include/linux/if_vlan.h: the 4 bytes of ``struct vlan_hdr`` (TCI, encapsulated protocol)
@@ -47,7 +48,7 @@ def vlan_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     vhdr = skb.buf[start : start + VLAN_HLEN]
     ptype = skb.dev.kernel.offload_base.get((vhdr[2] << 8) | vhdr[3])
     if ptype is None:
-        R.skb_flush_reason(cb, R.VLAN_NO_OFFLOAD)
+        R.skb_flush_reason(cb, missed_type(R.VLAN_NO_OFFLOAD, (vhdr[2] << 8) | vhdr[3]))
         cb.flush |= flush
         return None
     flush = 0

@@ -36,16 +36,16 @@ def test_a_different_inner_ethernet_header_is_another_flow(model, field):
 @pytest.mark.parametrize("model", POST, ids=lambda m: m.name)
 def test_an_inner_ethertype_without_gro_handler_flushes(model):
     # eth_gro_receive finds no packet offload for the inner ethertype (here ARP, 0x0806): flush, every frame goes up
-    # on its own with the reason eth_gro_receive:no_packet_offload; at the tunnel device dev_gro_receive finds no
-    # handler for skb->protocol either
+    # on its own with the reason eth_gro_receive:no_packet_offload, carrying the ethertype looked up
+    # (``type = eh->h_proto``); at the tunnel device dev_gro_receive finds no handler for skb->protocol either
     fs = [bytearray(f) for f in frames(specs(3))]
     for f in fs:
         f[INNER_ETHERTYPE : INNER_ETHERTYPE + 2] = b"\x08\x06"
     r = rig(model)
     r.poll([bytes(f) for f in fs])
     assert r.rec.lens("phys") == [1490] * 3
-    assert {d.why for d in r.rec.at("phys")} == {"eth_gro_receive:no_packet_offload"}
-    assert {d.why for d in r.rec.at("tunnel")} == {"dev_gro_receive:no_packet_offload"}
+    assert {d.why for d in r.rec.at("phys")} == {"eth_gro_receive:no_packet_offload(type=0x0806)"}
+    assert {d.why for d in r.rec.at("tunnel")} == {"dev_gro_receive:no_packet_offload(type=0x0806)"}
 
 
 @pytest.mark.parametrize("model", POST, ids=lambda m: m.name)

@@ -65,6 +65,18 @@ def test_geneve_gro_receive_version_or_oam_flushes(model, bad):
     assert r.rec.lens("phys") == [1498, 1498]
 
 
+@pytest.mark.parametrize("model", POST)
+def test_geneve_gro_receive_names_the_protocol_type_without_handler(model):
+    # geneve_gro_receive: type = gh->proto_type; gro_find_receive_by_type(type) is NULL for 0x88b5 (IEEE 802 local
+    # experimental: no packet offload registers it), so the skb is flushed, each frame alone, and the reason carries
+    # the protocol type it looked up (bytes 2-3 of the Geneve header: outer IPv4 20 + UDP 8 after the 14-byte MACs)
+    r = rig(model)
+    f = [x[:44] + b"\x88\xb5" + x[46:] for x in frames(specs(2, spec=GENEVE))]
+    r.poll(f)
+    assert r.rec.lens("phys") == [1498, 1498]
+    assert {d.why for d in r.rec.at("phys")} == {"geneve_gro_receive:no_inner_offload(type=0x88b5)"}
+
+
 # -- geneve_udp_encap_recv / geneve_rx (gro-spec §6.2): the C bit without collect metadata ------------------------
 # Kernel rule (drivers/net/geneve.c ``geneve_rx``, same test in every modelled release 4.19 … 6.18):
 #     if (ip_tunnel_collect_metadata() || gs->collect_md) { …metadata dst with TUNNEL_CRIT_OPT… }

@@ -41,3 +41,31 @@ def test_the_size_limit_reads_true_on_every_kernel():
     assert "64 KiB" in words
     assert "from v5.17 the device's gro_max_size" in words
     assert "from v6.3 gro_ipv4_max_size" in words
+
+
+def test_a_handler_miss_names_the_value_looked_up():
+    """The reasons of a handler look-up that found none carry the value (kernel/handler_miss.py) and say it, named
+    as dpkt's ETH_TYPE_*/IP_PROTO_* tables name it (ARP is 0x0806 and ICMP 1 in the IEEE and IANA registries), the
+    value alone where the table has none (0x88b5, IEEE 802 local experimental; 143, IANA Ethernet, unnamed by dpkt;
+    0x0000, which dpkt calls ETH_TYPE_UNKNOWN, no name); they rank where the reason without the value does."""
+    from gro_replay.kernel.handler_miss import missed_proto, missed_type
+
+    cases = {
+        missed_type(R.ETH_NO_OFFLOAD, 0x0806): "inner ethertype ARP (0x0806) without GRO handler",
+        missed_type(R.ETH_NO_OFFLOAD, 0x88B5): "inner ethertype 0x88b5 without GRO handler",
+        missed_type(R.NO_PACKET_OFFLOAD, 0): "no GRO handler for ethertype 0x0000",
+        missed_type(
+            R.VLAN_NO_OFFLOAD, 0x0806
+        ): "protocol ARP (0x0806) inside an inner VLAN tag without GRO handler",
+        missed_type(R.TUNNEL_INNER_PROTO, 0x88B5): "tunnel inner protocol 0x88b5 without GRO handler",
+        missed_proto(R.INET_NO_OFFLOAD, 1): "IPv4 protocol ICMP (1) without GRO handler",
+        missed_proto(R.INNER[R.INET_NO_OFFLOAD], 143): "IPv4 protocol 143 without GRO handler (inner header)",
+        missed_proto(
+            R.INNER[R.IPV6_NO_OFFLOAD], 59
+        ): "IPv6 next header NONE (59) without GRO handler (inner header)",
+    }
+    assert list(cases)[0] == "eth_gro_receive:no_packet_offload(type=0x0806)"
+    assert list(cases)[5] == "inet_gro_receive:no_inet_offload(proto=1)"
+    for why, words in cases.items():
+        assert R.describe(why) == words
+        assert R.check_rank(why) == R.CHECK_ORDER.index(why.partition("(")[0])

@@ -107,8 +107,8 @@ def test_a_kernel_without_the_vlan_offloads_merges_nothing(model):
     r.poll(tagged(3))
     assert r.rec.lens("phys") == [ONE] * 3
     assert r.rec.lens("tunnel") == [TUNNEL_ONE] * 3
-    assert {d.why for d in r.rec.at("phys")} == {"eth_gro_receive:no_packet_offload"}
-    assert {d.why for d in r.rec.at("tunnel")} == {"dev_gro_receive:no_packet_offload"}
+    assert {d.why for d in r.rec.at("phys")} == {"eth_gro_receive:no_packet_offload(type=0x8100)"}
+    assert {d.why for d in r.rec.at("tunnel")} == {"dev_gro_receive:no_packet_offload(type=0x8100)"}
 
 
 @pytest.mark.parametrize("model", POST, ids=lambda m: m.name)
@@ -121,4 +121,4 @@ def test_an_encapsulated_protocol_without_handler_flushes(model):
     r = rig(model)
     r.poll([bytes(f) for f in fs])
     assert r.rec.lens("phys") == [ONE] * 3
-    assert {d.why for d in r.rec.at("phys")} == {"vlan_gro_receive:no_packet_offload"}
+    assert {d.why for d in r.rec.at("phys")} == {"vlan_gro_receive:no_packet_offload(type=0x0806)"}
