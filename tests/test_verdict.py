@@ -810,11 +810,21 @@ def test_refusals_without_gain_name_the_checksum_refused(case, where):
     assert pre == expect[case]
     assert (v["affected_flows"], v["frames_refused"]) == (0, sum(pre.values()))
     flows, frames = (2, 4) if case == "both" else (1, 2)
+    # and what the post-fix kernel's phys skbs of them end by (break_reasons, as --kernel 5.10's counterfactual
+    # words them: before, compare mode kept the generic words). "phys": frames 4 µs apart, each alone in its poll
+    # (gap:3 polls after a pause > 3 µs), flushed by napi_complete_done; "tunnel": the nested tunnel header at the
+    # phys device, udp_gro_receive's encap_mark flush (net/ipv4/udp_offload.c); "both": the four frames 1 µs apart
+    # in one poll: the plain flow's first segment ended by the sequence gap (tcp_gro_receive), its second by the poll
+    flush = "poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush]"
+    encap = "UDP tunnel inside a tunnel [udp_gro_receive:encap_mark] ×2"
+    seq = f"{R.describe(R.TCP_SEQ)} [tcp_gro_receive:seq_gap] ×1"
+    ends = {"phys": f"{flush} ×2", "tunnel": encap, "both": f"{encap}; {seq}; {flush} ×1"}[case]
     assert v["text"].startswith(
         "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive "
         f"{where}, but the post-fix kernel does not merge those frames either (no skb is saved): {flows} flow(s) "
         f"that the post-fix kernel merges no further, {frames} frames (it delivers as many skbs of them: something "
-        "other than the zero-checksum gate keeps their frames apart)."
+        f"other than the zero-checksum gate keeps their frames apart; with the fix there their phys skbs end by: "
+        f"{ends})."
     ), v["text"]
 
 

@@ -313,6 +313,8 @@ class CaptureSentences(CompareSentences):
             what, because = COSTLESS_WORDS[why]
             if why == "no_gain" and r.no_gain_reasons:
                 because = no_gain_text(self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX))
+            elif why == "post_no_gain" and r.post_no_gain_reasons:
+                because = no_gain_text(self._reasons(r.post_no_gain_reasons, r.post_kernel), why)
             elif why == "not_tcp" and r.not_tcp_reasons and self.reasons_observed:
                 because = not_tcp_text(self._reasons(r.not_tcp_reasons, r.not_tcp_kernel))
             parts.append(f"{flows:,} flow(s) {what}, {frames:,} {plural(frames, 'frame')} ({because})")

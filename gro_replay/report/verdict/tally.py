@@ -62,6 +62,10 @@ class Refusals:
     #: inner header), and the name of the kernel they were recorded in (its counterfactual's, or the post-fix one's)
     not_tcp_reasons: Counter = field(default_factory=Counter)
     not_tcp_kernel: str | None = None
+    #: in a comparison, the ``post_no_gain`` flows' phys end reasons in the post-fix kernel (``break_reasons``: what
+    #: keeps their frames apart there), and its name
+    post_no_gain_reasons: Counter = field(default_factory=Counter)
+    post_kernel: str | None = None
 
     def add(self, fv: FlowVerdict, k: KernelFacts) -> None:
         """Count flow ``fv`` with this kernel's facts ``k`` for it, if the gate refused it."""
@@ -85,10 +89,14 @@ class Refusals:
     def add_costless(self, fv: FlowVerdict, k: KernelFacts, why: str | None) -> None:
         """Count flow ``fv``, whose refusals in kernel ``k`` cost nothing, under ``why`` (``COSTLESS_WORDS``' keys;
         ``post_no_gain`` in a comparison: the post-fix kernel merges the flow no further); for ``not_tcp`` its phys
-        end reasons with the fix (``not_tcp_reasons``)."""
+        end reasons with the fix (``not_tcp_reasons``), for ``post_no_gain`` the post-fix kernel's
+        (``post_no_gain_reasons``)."""
         if why == "not_tcp" and (side := fv.with_fix(k)) is not None:
             self.not_tcp_reasons.update(not_tcp_reasons(fv, k))
             self.not_tcp_kernel = self.not_tcp_kernel or side.name
+        elif why == "post_no_gain" and fv.post is not None:
+            self.post_no_gain_reasons.update(break_reasons(fv.post))
+            self.post_kernel = fv.post.name
         self.costless += 1
         self.costless_frames += k.refused
         c = self.costless_by.setdefault(why, [0, 0])
