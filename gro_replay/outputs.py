@@ -71,6 +71,21 @@ def _resolve(path: str | os.PathLike[str], what: str) -> tuple[str, str, os.stat
     return final, os.path.realpath(final) if os.path.islink(final) else final, st
 
 
+def _dangling(path: str, reason: object) -> object:
+    """``reason`` for an output at ``path`` that cannot be made, prefixed where ``path`` is a symbolic link to a
+    missing path (the link exists, so the system's reason alone, ``No such file or directory`` or ``Not a
+    directory``, misleads): "a symbolic link to a missing path (TARGET as the link says it): REASON", or that alone
+    where ``reason`` is None."""
+    try:
+        if not os.path.islink(path) or os.path.exists(path):
+            return reason
+        target = os.readlink(path)
+    except OSError:
+        return reason
+    said = f"a symbolic link to a missing path ({target})"
+    return said if reason is None else f"{said}: {reason}"
+
+
 def _is_dir(final: str, st: os.stat_result | None, what: str) -> None:
     """Refuse (OutputError, exit 2) a file output whose path is a directory."""
     if st is not None and stat.S_ISDIR(st.st_mode):
@@ -126,7 +141,7 @@ class RunOutputs:
             except FileExistsError:
                 continue
             except OSError as e:
-                raise OutputError(failure_text(what, final, e.strerror or e)) from None
+                raise OutputError(failure_text(what, final, _dangling(final, e.strerror or e))) from None
             break
         try:
             if st is not None:
@@ -153,11 +168,15 @@ class RunOutputs:
 
     def reserve(self, path: str | None, what: str) -> None:
         """Check before a long run that output ``path`` (None or ``-``: nothing to check) can be examined (its
-        parent is a directory), is not a directory, and is neither an input nor another output's path; raises
+        parent is a directory that exists, a symbolic link's target's too), is not a directory, and is neither an
+        input nor another output's path; raises
         OutputError (exit 2). The output is made later with the same ``what``."""
         if path is None or path == "-":
             return
         final, target, st = _resolve(path, what)
+        if st is None and not os.path.isdir(os.path.dirname(target) or "."):
+            # its directory is missing (through a symbolic link to a missing path, say so): known now, not after
+            raise OutputError(failure_text(what, final, _dangling(final, os.strerror(errno.ENOENT))))
         _is_dir(final, st, what)
         self._check_target(final, target, st, what)
 
@@ -195,14 +214,17 @@ class RunOutputs:
     def make_dir(self, path: str | os.PathLike[str], what: str) -> None:
         """Create directory ``path`` unless it exists, in a directory that exists, as every output file's parent
         must (``mkdir``, not ``mkdir -p``: a mistyped path is one line, exit 2, not a tree made silently); one this
-        run created and leaves empty is removed again on failure."""
+        run created and leaves empty is removed again on failure. A symbolic link to a directory is followed; one to
+        a missing path is refused as that (OutputError, exit 2: mkdir does not make a link's target)."""
         d = os.fspath(path)
         try:
             os.mkdir(d)
         except FileExistsError:
             if not os.path.isdir(d):
-                # the path exists and is not a directory (a file, /dev/full)
-                raise OutputError(failure_text(what, d, os.strerror(errno.ENOTDIR), "create")) from None
+                # the path exists and is not a directory (a file, /dev/full), or is a symbolic link to a missing
+                # path (mkdir does not follow it: EEXIST)
+                reason = _dangling(d, None) or os.strerror(errno.ENOTDIR)
+                raise OutputError(failure_text(what, d, reason, "create")) from None
             return
         except OSError as e:
             raise OutputError(failure_text(what, d, e.strerror or e, "create")) from None

@@ -10,7 +10,10 @@ the option. Each output option of each command is driven into three failures:
 - a directory where the file goes (EISDIR, "Is a directory"; for the options that take a directory, a directory
   where one of its files goes, and a regular file as the directory: ENOTDIR);
 - ``/dev/full`` (write(2) gives ENOSPC, "No space left on device"; for a directory option, a file of the
-  directory that is a symbolic link to it).
+  directory that is a symbolic link to it);
+- a symbolic link to a missing path (mkdir(2) gives EEXIST for the link, open(2) of a file beside its target ENOENT:
+  neither says the link is why): "a symbolic link to a missing path (TARGET)", then for a file the system's cause.
+  Before, a directory option said "Not a directory" of it.
 
 The cause is the C library's text for the errno (``os.strerror``), so the expectation does not copy the tool's
 output. ``diff --baseline-update`` writes BASELINE, which it first reads as a document: a BASELINE under a
@@ -31,6 +34,7 @@ from gro_replay.outputs import OutputError, RunOutputs
 ENOTDIR = os.strerror(errno.ENOTDIR)
 EISDIR = os.strerror(errno.EISDIR)
 ENOSPC = os.strerror(errno.ENOSPC)
+ENOENT = os.strerror(errno.ENOENT)
 full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
 
 #: (command line before the output, option, the name of the file the option writes: None for a file option)
@@ -150,12 +154,56 @@ def test_directory_output_to_dev_full(runner, tmp_path, before, option, name) ->
     assert sorted(os.listdir(d)) == [name]
 
 
+@pytest.mark.parametrize(("before", "option", "name"), FILE_OPTIONS, ids=_ids)
+def test_file_output_that_is_a_link_to_a_missing_path(runner, tmp_path, before, option, name) -> None:
+    link, target = tmp_path / name, tmp_path / "missing" / name
+    os.symlink(target, link)
+    cause = f"a symbolic link to a missing path ({target}): {ENOENT}"
+    _one_line(_invoke(runner, before, option, str(link)), option, str(link), "write", cause)
+    assert os.readlink(link) == str(target) and not target.parent.exists()
+
+
+def test_a_link_to_a_missing_file_in_a_directory_is_followed(runner, tmp_path) -> None:
+    """A symbolic link is followed (gro_replay/outputs.py): where the target's directory exists the file is made
+    there and the link stays."""
+    link, target = tmp_path / "out.json", tmp_path / "t.json"
+    os.symlink(target, link)
+    r = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--json", str(link)], prog_name="gro-replay")
+    assert r.exit_code == 0, r.stderr
+    assert os.path.islink(link) and target.read_text().startswith("{")
+
+
+@pytest.mark.parametrize(("before", "option", "name"), DIR_OPTIONS, ids=_ids)
+def test_directory_output_that_is_a_link_to_a_missing_path(runner, tmp_path, before, option, name) -> None:
+    link, target = tmp_path / "out", tmp_path / "missing" / "out"
+    os.symlink(target, link)
+    cause = f"a symbolic link to a missing path ({target})"
+    _one_line(_invoke(runner, before, option, str(link)), option, str(link), "create", cause)
+    assert os.readlink(link) == str(target) and not target.parent.exists()
+    # a file of the directory that is such a link: the same words, then the system's cause
+    d = tmp_path / "d"
+    d.mkdir()
+    os.symlink(target, d / name)
+    cause = f"a symbolic link to a missing path ({target}): {ENOENT}"
+    _one_line(_invoke(runner, before, option, str(d)), option, str(d / name), "write", cause)
+    assert sorted(os.listdir(d)) == [name]
+
+
 def test_kernel_trace_is_checked_before_the_backend_runs(runner, tmp_path) -> None:
-    """kernel ``--trace`` under a file or at a directory: refused (exit 2, the cause) before the backend's
-    environment check (which, without root, would be exit 3)."""
+    """kernel ``--trace`` under a file, at a directory, in a missing directory or at a symbolic link to a missing
+    path: refused (exit 2, the cause) before the backend's environment check (which, without root, would be exit 3)
+    and before it runs."""
     regular = tmp_path / "regular"
     regular.write_text("x")
-    for path, cause in ((str(regular / "t.txt"), ENOTDIR), (str(tmp_path), EISDIR)):
+    link, target = tmp_path / "link.txt", tmp_path / "missing" / "t.txt"
+    os.symlink(target, link)
+    dangling = f"a symbolic link to a missing path ({target}): {ENOENT}"
+    for path, cause in (
+        (str(regular / "t.txt"), ENOTDIR),
+        (str(tmp_path), EISDIR),
+        (str(tmp_path / "missing" / "t.txt"), ENOENT),
+        (str(link), dangling),
+    ):
         r = runner.invoke(main, ["kernel", str(FIX_SAMPLE), "--trace", path], prog_name="gro-replay")
         _one_line(r, "--trace", path, "write", cause)
 
