@@ -43,6 +43,8 @@ class CaptureOutcome:
     error: str | None = None
     seconds: float = 0.0
     out_file: str | None = field(default=None, compare=False)
+    #: a failed capture's ``out_file`` had it been replayed (``assign_out_files``): removed from ``--out DIR``
+    failed_file: str | None = field(default=None, compare=False)
     #: False when the capture failed before any worker was asked (``unopenable``: it cannot be opened)
     sent: bool = field(default=True, compare=False)
 
@@ -427,11 +429,11 @@ def run_batch(
 
 
 def assign_out_files(outcomes: Sequence[CaptureOutcome], reserved: Sequence[str] = ()) -> None:
-    """Name each successful capture's document file ``STEM.json`` (``STEM-2.json``... for repeated stems)."""
+    """Name each capture's document file ``STEM.json`` (``STEM-2.json``... for repeated stems, in path order):
+    ``out_file`` for a successful capture, ``failed_file`` for a failed one (it gets no document, and a file left
+    there by an earlier run is removed), so that a capture's name does not depend on which others failed."""
     used = set(reserved)
     for out in outcomes:
-        if not out.ok:
-            continue
         base = os.path.basename(out.path.rstrip("/\\")) or "capture"
         for ext in (".gz", ".pcapng", ".pcap", ".cap"):
             if base.lower().endswith(ext) and len(base) > len(ext):
@@ -441,4 +443,7 @@ def assign_out_files(outcomes: Sequence[CaptureOutcome], reserved: Sequence[str]
             n += 1
             name = f"{base}-{n}.json"
         used.add(name)
-        out.out_file = name
+        if out.ok:
+            out.out_file = name
+        else:
+            out.failed_file = name

@@ -5,7 +5,9 @@ A run that stops on an error (exit 2: a truncated capture, an unwritable output,
 exit 130: interrupted; 143: terminated) leaves no half-written file behind and an earlier file at the same path untouched; a run
 that ends normally renames every output into place (``os.replace``: atomic within a file system, so a reader sees
 the old file or the whole new one). A command whose complete outputs come with a non-zero exit (``batch`` with a
-failed capture) raises that exit after the block. Standard output (``-``) is written directly. Paths that are not
+failed capture) raises that exit after the block. A file an earlier run made that this run does not make again
+(``batch --out``'s document of a capture that failed now) is removed with the commit (``RunOutputs.remove``), and
+kept when the run fails. Standard output (``-``) is written directly. Paths that are not
 regular files (``/dev/stdout``, a FIFO, a terminal, ``/dev/null``) are written directly too: renaming over them
 would replace the device node. A symbolic link is followed: its target
 is replaced, the link stays. A new file gets the mode ``open()`` would give it (0666 less the umask); a replaced
@@ -122,6 +124,8 @@ class RunOutputs:
         self._created_dirs: list[str] = []
         #: files opened by ``open_text``, each with the output's name and its path as given
         self._open: list[tuple[IO[Any], str, str]] = []
+        #: (path, what): regular files an earlier run left that this run removes on ``commit`` (``remove``)
+        self._removals: list[tuple[str, str]] = []
 
     # -- making outputs -------------------------------------------------------------------------------------------
     def temp_path(self, path: str | os.PathLike[str], what: str) -> str:
@@ -230,6 +234,21 @@ class RunOutputs:
             raise OutputError(failure_text(what, d, e.strerror or e, "create")) from None
         self._created_dirs.append(os.path.abspath(d))
 
+    def remove(self, path: str | os.PathLike[str], what: str) -> None:
+        """Remove ``path`` when the run commits (an earlier run's output this run does not make again; kept when it
+        fails): only a regular file itself (not followed through a symbolic link; nothing when missing, or a
+        directory, a link, a device), never one of the run's inputs. OutputError (exit 2) when it cannot be
+        examined, or on ``commit`` removed."""
+        p = os.fspath(path)
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise OutputError(failure_text(what, p, e.strerror or e, "remove")) from None
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in self._inputs:
+            self._removals.append((p, what))
+
     # -- ending the run -----------------------------------------------------------------------------------------
     def _close_all(self) -> None:
         for f, _what, _path in self._open:
@@ -238,8 +257,8 @@ class RunOutputs:
         self._open.clear()
 
     def commit(self) -> None:
-        """Close every output and rename each into place. Raises OutputError (and removes what is left) when one
-        cannot be closed or renamed."""
+        """Close every output, remove the files to ``remove``, and rename each output into place. Raises OutputError
+        (and removes what is left) when one cannot be closed, removed or renamed."""
         for f, what, path in self._open:
             try:
                 f.close()
@@ -247,6 +266,18 @@ class RunOutputs:
                 self.discard()
                 raise OutputError(failure_text(what, path, e.strerror or e)) from None
         self._open.clear()
+        while (
+            self._removals
+        ):  # before the renames: a file that cannot be removed leaves the run's files unmade
+            path, what = self._removals[0]
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                self.discard()
+                raise OutputError(failure_text(what, path, e.strerror or e, "remove")) from None
+            self._removals.pop(0)
         while self._pending:
             tmp, final, what = self._pending[0]
             try:
@@ -258,8 +289,10 @@ class RunOutputs:
         self._created_dirs.clear()
 
     def discard(self) -> None:
-        """Close and remove every temporary file, and the directories this run created that are left empty."""
+        """Close and remove every temporary file, and the directories this run created that are left empty; files
+        to ``remove`` are kept."""
         self._close_all()
+        self._removals.clear()
         for tmp, _final, _what in self._pending:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

@@ -242,6 +242,36 @@ def test_assign_out_files_keeps_stems_and_disambiguates():
     ]
     assign_out_files(outs, reserved=("batch.json",))
     assert [o.out_file for o in outs] == ["x.json", "x-2.json", None, "batch-2.json", "y.json"]
+    assert [o.failed_file for o in outs] == [None, None, "bad.json", None, None]
+
+
+def test_a_failed_capture_keeps_its_place_in_the_names():
+    """A capture's file does not depend on which others failed: a.pcap failing leaves a.pcapng at a-2.json, where
+    a run in which both were replayed put it (before, a.pcapng took a.json, a.pcap's file of that run)."""
+    outs = [CaptureOutcome("a.pcap", error="a.pcap: truncated"), CaptureOutcome("a.pcapng", document={})]
+    assign_out_files(outs, reserved=("batch.json",))
+    assert [(o.out_file, o.failed_file) for o in outs] == [(None, "a.json"), ("a-2.json", None)]
+
+
+def test_a_capture_that_failed_now_leaves_no_earlier_document(tmp_path, scheduler):
+    """Two runs into one --out DIR, the second with one capture broken: its STEM.json from the first run would sit
+    beside batch.json's "document": null as if current; it is removed, the other capture's document replaced, and
+    a file of no capture of this run left alone."""
+    good, bad = tmp_path / "good.pcap", tmp_path / "bad.pcap"
+    good.write_bytes(FIX_SAMPLE.read_bytes())
+    bad.write_bytes(FIX_SAMPLE.read_bytes())
+    out = tmp_path / "out"
+    args = ["batch", str(good), str(bad), "--scheduler", scheduler, "--out", str(out), "-q"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    (out / "other.json").write_text("{}")
+    assert sorted(p.name for p in out.iterdir()) == ["bad.json", "batch.json", "good.json", "other.json"]
+    bad.write_bytes(b"this is not a capture file\n")
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and "1 of 2 capture(s) failed" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["batch.json", "good.json", "other.json"]
+    rows = {Path(c["path"]).name: c for c in json.loads((out / "batch.json").read_text())["captures"]}
+    assert rows["bad.pcap"]["document"] is None and rows["bad.pcap"]["error"]
+    assert rows["good.pcap"]["document"] == "good.json"
 
 
 def test_batch_display_names_tell_same_named_captures_apart():

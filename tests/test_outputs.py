@@ -62,6 +62,26 @@ def test_discarded_on_failure_and_the_old_file_untouched(tmp_path, error):
     assert _left(tmp_path) == ["t.txt"]
 
 
+def test_an_earlier_file_is_removed_with_the_commit_only(tmp_path):
+    """``remove``: an earlier run's regular file goes when the run commits, not before, and stays when the run
+    fails; a symbolic link (not followed), a directory, a missing path and an input are left as they are."""
+    stale, data = tmp_path / "stale.json", tmp_path / "in.pcap"
+    stale.write_text("earlier\n")
+    data.write_text("capture")
+    (tmp_path / "dir").mkdir()
+    os.symlink(data, tmp_path / "link.json")
+    with pytest.raises(KeyboardInterrupt), RunOutputs() as outs:
+        outs.remove(stale, "--out")
+        raise KeyboardInterrupt
+    assert stale.read_text() == "earlier\n"
+    with RunOutputs(inputs=[data]) as outs:
+        for name in ("stale.json", "dir", "link.json", "missing.json", "in.pcap"):
+            outs.remove(tmp_path / name, "--out")
+        assert stale.exists()  # until the commit
+    assert _left(tmp_path) == ["dir", "in.pcap", "link.json"]
+    assert data.read_text() == "capture"
+
+
 def test_devices_and_fifos_are_written_directly(tmp_path):
     with RunOutputs() as outs:
         assert outs.temp_path(os.devnull, "--trace") == os.devnull

@@ -155,8 +155,8 @@ def render_table(doc: dict, console: Console) -> None:
     metavar="DIR",
     default=None,
     help="Write each capture's JSON document to DIR/STEM.json (STEM: the file name without capture suffixes; "
-    "repeated stems numbered STEM-2, … in path order; a failed capture gets none) and the combined JSON to "
-    "DIR/batch.json.",
+    "repeated stems numbered STEM-2, … in path order; a failed capture gets none, and an earlier run's "
+    "DIR/STEM.json of it is removed) and the combined JSON to DIR/batch.json.",
 )
 @click.option("--format", "fmt", type=Keyword(["table", "json"]), default="table", show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -192,6 +192,10 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
             for o in outcomes:
                 if o.out_file is not None:
                     _write_json(outs, out_dir / o.out_file, o.document)
+                elif o.failed_file is not None:
+                    # an earlier run's document of this capture would sit beside this run's batch.json as if
+                    # current: removed when this run's files are put in place
+                    outs.remove(out_dir / o.failed_file, "--out")
             _write_json(outs, out_dir / COMBINED_NAME, doc)
     if fmt == "json":
         click.echo(dumps(doc))
@@ -227,7 +231,7 @@ def _refuse_descriptors(paths: Sequence[str]) -> None:
 
 def _replay_all(paths: list[str], cfg, jobs, scheduler, quiet: bool, out_files: bool) -> tuple[dict, list]:
     """Replay ``paths`` on Dask with a progress display: ``(combined document, outcomes)``; with ``out_files``
-    each successful outcome's ``out_file`` is named first. Raises UsageError when Dask cannot run."""
+    each outcome's ``out_file`` (or ``failed_file``) is named first. Raises UsageError when Dask cannot run."""
     from ..batch import BatchUnavailable, assign_out_files, run_batch
 
     progress = None
