@@ -31,7 +31,8 @@ def vlan_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     packets with other header bytes, pull the 4 bytes and call the handler.
 
     Kernel: net/8021q/vlan_core.c ``vlan_gro_receive``. The handler is looked up before the held packets are swept:
-    an encapsulated protocol without one flushes the skb (reason ``vlan_gro_receive:no_packet_offload``) and
+    an encapsulated protocol without one flushes the skb (reason
+    ``vlan_gro_receive:no_packet_offload(type=0x0806)``, the protocol looked up: kernel/handler_miss.py) and
     leaves the held packets alone. Returns ``pp`` (a held packet to complete) or None.
     """
     cb = skb.cb

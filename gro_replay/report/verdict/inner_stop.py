@@ -1,8 +1,8 @@
 """What stops the inner packets of a tunnelled flow that are not TCP segments (``FlowVerdict.costless_why`` is
 ``"not_tcp"``) after the fix: the end reasons of the phys skbs of those flows in the kernel with the fix, as GRO
 recorded them at the inner header. eth_gro_receive (net/ethernet/eth.c) flushes an inner ethertype for which
-gro_find_receive_by_type finds no handler (ARP …); vlan_gro_receive (net/8021q/vlan_core.c) flushes the protocol
-behind an inner tag alike; inet_gro_receive (net/ipv4/af_inet.c) flushes a fragment or a protocol without
+gro_find_receive_by_type finds no handler (ARP …; the reason names the ethertype: kernel/handler_miss.py);
+vlan_gro_receive (net/8021q/vlan_core.c) flushes the protocol behind an inner tag alike; inet_gro_receive (net/ipv4/af_inet.c) flushes a fragment or a protocol without
 inet_offloads entry; udp_gro_receive (net/ipv4/udp_offload.c) flushes a UDP datagram without a tunnel socket. So the
 sentence names the function that stopped them, not a list of guesses.
 """
@@ -28,8 +28,9 @@ def not_tcp_reasons(fv: FlowVerdict, k: KernelFacts) -> Counter:
 
 def not_tcp_text(reasons: str | None) -> str:
     """``COSTLESS_WORDS["not_tcp"]``'s reason: "after the fix GRO stops them at the inner header: ``reasons``, so no
-    kernel merges them", ``reasons`` a ``reason_list`` of ``not_tcp_reasons`` (e.g. "inner ethertype without GRO
-    handler [eth_gro_receive:no_packet_offload] ×5"); ``NOT_TCP_UNMEASURED`` where None or empty."""
+    kernel merges them", ``reasons`` a ``reason_list`` of ``not_tcp_reasons`` (e.g. "inner ethertype ARP (0x0806)
+    without GRO handler [eth_gro_receive:no_packet_offload(type=0x0806)] ×5"); ``NOT_TCP_UNMEASURED`` where None or
+    empty."""
     if not reasons:
         return NOT_TCP_UNMEASURED
     return f"after the fix GRO stops them at the inner header: {reasons}, so no kernel merges them"
