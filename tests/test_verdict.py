@@ -876,9 +876,9 @@ def test_compare_mode_names_why_refused_frames_stay_unmerged_as_one_kernel_does(
     frames = [(1000 * i, f) for i, f in enumerate([*icmp, *single])]
     parts = (
         "1 flow(s) whose inner packets are not TCP segments, 3 frames (after the fix GRO stops them at the inner "
-        "header: IPv4 protocol ICMP (1) without GRO handler (inner header) [inet_gro_receive:inner_no_inet_offload(proto=1)] ×3, so no "
-        "kernel merges them); 1 flow(s) of a single frame, 1 frame (a single frame has nothing to merge with, in any "
-        "kernel)"
+        "header: IPv4 protocol ICMP (1) without GRO handler (inner header) "
+        "[inet_gro_receive:inner_no_inet_offload(proto=1)] ×3, so no kernel merges them); 1 flow(s) of a single "
+        "frame, 1 frame (a single frame has nothing to merge with, in any kernel)"
     )
     compared = document(replay_frames(frames, ReplayConfig(rx_csum="unnecessary")))["verdict"]
     assert (compared["frames_refused"], compared["affected_flows"]) == (4, 0)

@@ -2,9 +2,10 @@
 ``"not_tcp"``) after the fix: the end reasons of the phys skbs of those flows in the kernel with the fix, as GRO
 recorded them at the inner header. eth_gro_receive (net/ethernet/eth.c) flushes an inner ethertype for which
 gro_find_receive_by_type finds no handler (ARP …; the reason names the ethertype: kernel/handler_miss.py);
-vlan_gro_receive (net/8021q/vlan_core.c) flushes the protocol behind an inner tag alike; inet_gro_receive (net/ipv4/af_inet.c) flushes a fragment or a protocol without
-inet_offloads entry; udp_gro_receive (net/ipv4/udp_offload.c) flushes a UDP datagram without a tunnel socket. So the
-sentence names the function that stopped them, not a list of guesses.
+vlan_gro_receive (net/8021q/vlan_core.c) flushes the protocol behind an inner tag alike; inet_gro_receive
+(net/ipv4/af_inet.c) flushes a fragment or a protocol without inet_offloads entry; udp_gro_receive
+(net/ipv4/udp_offload.c) flushes a UDP datagram without a tunnel socket. So the sentence names the function that
+stopped them, not a list of guesses.
 """
 
 from __future__ import annotations
