@@ -331,3 +331,17 @@ def test_bpf_without_the_binding_names_the_extra(monkeypatch):
         "install the bpf extra (pip install '.[bpf]' in the gro-replay source tree, i.e. pcapy-ng)"
         in r.stderr
     )
+
+
+@pytest.mark.parametrize("command", ["replay", "explain", "diff"])
+def test_the_help_of_flow_names_every_selector_term(command):
+    """Every term the selector reads (packet/flowsel.py KEYS, but the bare flow id, written as N) is named in the
+    --flow help of each command that takes it (breaker's finding: vlan= was missing after inner VLAN tags landed)."""
+    from gro_replay.packet.flowsel import KEYS
+
+    r = CliRunner().invoke(main, [command, "--help"], terminal_width=1000)
+    assert r.exit_code == 0
+    text = " ".join(r.output.split())
+    for k in KEYS:
+        if k != "id":
+            assert f"{k}=" in text, k
