@@ -188,7 +188,8 @@ def resolve_kernel(text: str) -> KernelModel:
       resolves as that release.
 
     Raises: ValueError for a string that is no kernel release (non-ASCII digits, a leading zero such as
-        ``5.4.0106``), for a base that names no mainline release (``5.20``, ``4.21``: ``LAST_MINOR``), for a base
+        ``5.4.0106``), for a base that names no mainline release (``5.20``, ``4.21``: ``LAST_MINOR``; ``5.12-rc0``:
+        release candidates start at rc1), for a modelled commit after ``+`` (``_applied_commit``), for a base
         older than 4.18, and for a base
         newer than the newest profile
     (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
@@ -251,6 +252,8 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
         point = int(m.group(3) or 0)
     elif (m := _RC.fullmatch(text)) is not None:
         major, minor, rc = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if rc == 0:  # the Makefile's EXTRAVERSION of the merge window's first tag is -rc1
+            raise ValueError(f"kernel {text} names no release: release candidates start at -rc1")
         if m.group(4):  # "+": setlocalversion's mark of a tree past the tag
             notes.append(
                 f"kernel {text}: a build of or after {major}.{minor}-rc{rc} (a later snapshot, a distribution's "

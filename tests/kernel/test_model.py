@@ -657,3 +657,13 @@ def test_a_release_with_a_modelled_commit_after_plus_is_refused(runner, text, ho
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and r.stderr.rstrip().endswith(how)
     assert resolve_kernel("5.11+deadbeef1").vendor
+
+
+@pytest.mark.parametrize("text", ["5.12-rc0", "5.12.0-rc0", "5.12.0-rc0+", "6.2-rc0-amd64"])
+def test_rc0_names_no_release(runner, text):
+    """A merge window's first tag is X.Y-rc1 (Makefile EXTRAVERSION = -rc1; v5.12-rc1, v6.2-rc1): rc0 names no
+    release. It ran as a pre-release lacking every commit of a later rc (breaker's finding)."""
+    with pytest.raises(ValueError, match="names no release: release candidates start at -rc1"):
+        resolve_kernel(text)
+    r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", text])
+    assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
