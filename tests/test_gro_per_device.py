@@ -103,7 +103,7 @@ def test_cli_verdict_and_json(runner):
 def test_cli_tunnel_off_verdict_says_nothing_merges_later(runner):
     r = runner.invoke(main, [str(FIX_SAMPLE), "--poll", "gap:5", "--gro", "tunnel=off", "-q"])
     assert r.exit_code == 0, r.output
-    assert "with GRO off on the tunnel device they are not merged later either" in r.stdout
+    assert "With GRO off on the tunnel device they are not merged later either" in r.stdout
     assert "merged only later by the tunnel device's gro_cells" not in r.stdout
 
 

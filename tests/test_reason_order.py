@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from gro_replay.kernel import drop_reasons as D
 from gro_replay.kernel import reasons as R
 from gro_replay.kernel.model import K_6_18
 from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
@@ -48,8 +49,8 @@ def test_equal_counts_by_the_order_of_the_checks_whatever_the_order_added():
     # more skbs still first
     assert [k for k, _ in by_count(Counter({R.POLL_END: 2, R.TCP_SEQ: 1}))] == [R.POLL_END, R.TCP_SEQ]
     # stack drops in the receive path's order (STACK_DROPS): __udp6_lib_rcv before gro_cells_receive's queue
-    drops = Counter({R.GRO_CELLS_BACKLOG_FULL: 3, R.UDP6_CSUM_ZERO: 3})
-    assert drop_list(drops).startswith(f"{R.UDP6_CSUM_ZERO} ×3, {R.GRO_CELLS_BACKLOG_FULL} ×3")
+    drops = Counter({D.GRO_CELLS_BACKLOG_FULL: 3, D.UDP6_CSUM_ZERO: 3})
+    assert drop_list(drops).startswith(f"{D.UDP6_CSUM_ZERO} ×3, {D.GRO_CELLS_BACKLOG_FULL} ×3")
 
 
 def _two_flows_one_outer_id_counter() -> list[tuple[int, bytes]]:

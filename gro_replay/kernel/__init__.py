@@ -9,6 +9,8 @@ version differences are ``model.KernelModel`` switches named after their commits
   (``/proc/version``, Debian's ``uname -v``, Ubuntu's ``/proc/version_signature``)
 - ``dst_metadata.py``: include/net/dst_metadata.h
 - ``distro.py``: none: distribution kernel release strings (``uname -r``): whose build and which upstream release
+- ``drop_reasons.py``: none: the stack's drop reasons between the GRO stages (IP/UDP input, VXLAN/Geneve receive,
+  gro_cells), modelled on include/net/dropreason-core.h
 - ``eth.py``: net/ethernet/eth.c
 - ``geneve.py``: drivers/net/geneve.c
 - ``gro.py``: net/core/gro.c (net/core/dev.c before v5.17), include/net/gro.h ``call_gro_receive``
@@ -26,7 +28,7 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``nic.py``: none: the drivers' RX checksum state and RX hash (gro-spec §7: ice, i40e, mlx5, virtio-net)
 - ``nic_skb.py``: none: the skb layout (``head_frag``, page frags) each ``--nic`` preset's driver builds
 - ``release.py``: none: kernel release strings (``uname -r``, stable, rc, distribution builds) → a ``KernelModel``
-- ``reasons.py``: none: every flush and drop reason, named after the kernel function and condition
+- ``reasons.py``: none: every GRO flush and flow-split reason, named after the kernel function and condition
 - ``skbuff.py``: include/linux/skbuff.h, net/core/skbuff.c
 - ``stable.py``: none: the stable branches' backports of the switches' commits and the branches that ended
 - ``tcp_offload.py``: net/ipv4/tcp_offload.c, net/ipv6/tcpv6_offload.c

@@ -12,6 +12,7 @@ option.
 
 from __future__ import annotations
 
+from . import drop_reasons as D
 from . import reasons as R
 from .dst_metadata import TUNNEL_CRIT_OPT, TUNNEL_GENEVE_OPT, TUNNEL_KEY, TUNNEL_OAM
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
@@ -96,16 +97,16 @@ def geneve_udp_encap_recv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
 
     Kernel: drivers/net/geneve.c ``geneve_udp_encap_recv`` then ``geneve_rx``, tests in kernel order:
 
-    1. ``pskb_may_pull(skb, GENEVE_BASE_HLEN)`` (UDP + 8-byte header) → R.GENEVE_SHORT (no counter);
-    2. ``geneveh->ver != GENEVE_VER`` → R.GENEVE_VERSION (no counter);
-    3. ``proto_type`` not ETH_P_TEB → R.GENEVE_INNER_PROTO (up to v5.17: tested before the device lookup, no
+    1. ``pskb_may_pull(skb, GENEVE_BASE_HLEN)`` (UDP + 8-byte header) → D.GENEVE_SHORT (no counter);
+    2. ``geneveh->ver != GENEVE_VER`` → D.GENEVE_VERSION (no counter);
+    3. ``proto_type`` not ETH_P_TEB → D.GENEVE_INNER_PROTO (up to v5.17: tested before the device lookup, no
        counter; v5.18+ with ``inner_proto_inherit``, 435fe1c0c1f7: IPv4/IPv6 pass the first test and the device
        without ``inner_proto_inherit`` drops them with rx_dropped; later trees test every type at the device — the
        outcome is the same drop);
-    4. ``iptunnel_pull_header(skb, GENEVE_BASE_HLEN + opt_len * 4, …)`` → R.GENEVE_SHORT (rx_dropped);
+    4. ``iptunnel_pull_header(skb, GENEVE_BASE_HLEN + opt_len * 4, …)`` → D.GENEVE_SHORT (rx_dropped);
     5. ``geneve_rx``: without collect metadata (``ip_tunnel_collect_metadata() || gs->collect_md`` false; here
        ``--no-tunnel-metadata``) a header with the C bit (``gnvh->critical``) is dropped, "since we don't support
-       any" critical option: R.GENEVE_CRITICAL, rx_frame_errors and rx_errors. The same test in every modelled
+       any" critical option: D.GENEVE_CRITICAL, rx_frame_errors and rx_errors. The same test in every modelled
        release (4.19 … 6.18): read in the v4.19-era text (list-based GRO and the four-argument
        ``ip_tunnel_info_opts_set``, both v4.19; counters with ``stats.rx_frame_errors++``), the v6.8 text
        (``DEV_STATS_INC``) and the 2026 net-next text (GRO hints); texts before v4.19 (pointer-chained GRO lists)
@@ -124,21 +125,21 @@ def geneve_udp_encap_recv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     buf = skb.buf
     u = skb.data
     if skb.headlen() < 8 + GENEVE_BASE_HLEN:
-        return R.GENEVE_SHORT
+        return D.GENEVE_SHORT
     gs = u + 8
     if buf[gs] >> 6 != GENEVE_VER:
-        return R.GENEVE_VERSION
+        return D.GENEVE_VERSION
     if ((buf[gs + 2] << 8) | buf[gs + 3]) != ETH_P_TEB:
-        return R.GENEVE_INNER_PROTO
+        return D.GENEVE_INNER_PROTO
     gh_len = geneve_hlen(buf, gs)
     if skb.headlen() < 8 + gh_len:
-        return R.GENEVE_SHORT
+        return D.GENEVE_SHORT
     # geneve_rx
     metadata = sk.dev.kernel.tunnel_metadata
     if not metadata and buf[gs + 1] & GENEVE_CRIT:
-        return R.GENEVE_CRITICAL
+        return D.GENEVE_CRITICAL
     if skb.headlen() < 8 + gh_len + ETH_HLEN:
-        return R.GENEVE_INNER_SHORT
+        return D.GENEVE_INNER_SHORT
     vni = int.from_bytes(buf[gs + 4 : gs + 7], "big")
     opts = bytes(buf[gs + 8 : gs + gh_len])
     return udp_tunnel_decap(sk, skb, 8 + gh_len, ETH_P_TEB, vni, opts, geneve_tun_flags(buf[gs + 1], opts))

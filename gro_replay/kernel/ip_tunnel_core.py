@@ -12,7 +12,7 @@ statistics.
 from __future__ import annotations
 
 from ..packet.csum import csum_add, csum_partial, csum_sub, ipv4_header_checksum
-from . import reasons as R
+from . import drop_reasons as D
 from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
 from .skbuff import (
     CHECKSUM_COMPLETE,
@@ -76,9 +76,9 @@ def udp_tunnel_decap(
     skb.pull(ETH_HLEN)
     skb_postpull_rcsum(skb, e, ETH_HLEN)
     if INET_ECN_decapsulate(skb, outer_tos) > 1:  # err > 1: vxlan_ecn_decapsulate / geneve_rx drop the skb
-        return R.GENEVE_ECN_DROP if sk.kind == "geneve" else R.VXLAN_ECN_DROP
+        return D.GENEVE_ECN_DROP if sk.kind == "geneve" else D.VXLAN_ECN_DROP
     if not sk.cells.gro_cells_receive(skb):
-        return R.GRO_CELLS_BACKLOG_FULL
+        return D.GRO_CELLS_BACKLOG_FULL
     return None
 
 

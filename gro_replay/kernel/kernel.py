@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..packet.csum import csum_partial
-from . import reasons as R
+from . import drop_reasons as D
 from .af_inet import inet_gro_complete, inet_gro_receive
 from .eth import eth_gro_complete, eth_gro_receive
 from .geneve import geneve_gro_complete, geneve_gro_receive, geneve_udp_encap_recv
@@ -211,7 +211,7 @@ class Kernel:
             return r, 0
         proto, family = r
         if proto != 17:
-            return R.NOT_UDP, 0
+            return D.NOT_UDP, 0
         sk, sw = udp_rcv(skb, family, self.udp_tunnel_sockets)
         if isinstance(sk, str):
             return sk, sw

@@ -189,7 +189,7 @@ def resolve_kernel(text: str) -> KernelModel:
 
     Raises: ValueError for a string that is no kernel release (non-ASCII digits, a leading zero such as
         ``5.4.0106``), for a base that names no mainline release (``5.20``, ``4.21``: ``LAST_MINOR``; ``5.12-rc0``:
-        release candidates start at rc1), for a modelled commit after ``+`` (``_applied_commit``), for a base
+        release candidates start at rc1), for a modelled commit after ``+`` (``_no_release``), for a base
         older than 4.18, and for a base
         newer than the newest profile
     (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
@@ -197,6 +197,15 @@ def resolve_kernel(text: str) -> KernelModel:
     and a package version of different X.Y, two releases, a ``uname -v`` naming no release, over MAX_LEN).
     """
     return _resolved(text)[0]
+
+
+def _no_release(text: str) -> None:
+    """Refuse release strings of a release's shape that name none: ``X.Y-rc0`` (a merge window's first tag is
+    -rc1, the Makefile's EXTRAVERSION) and ``X.Y+<modelled commit>`` (``_applied_commit``). Raises: ValueError."""
+    m = _RC.fullmatch(text)
+    if m is not None and int(m.group(3)) == 0:
+        raise ValueError(f"kernel {text} names no release: release candidates start at -rc1")
+    _applied_commit(text)
 
 
 def _applied_commit(text: str) -> None:
@@ -240,7 +249,7 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
     if len(text) > MAX_LEN or is_banner(text):
         return _resolve_banner(text, parse_banner(text)), None
     _check_release_chars(text)
-    _applied_commit(text)
+    _no_release(text)
     notes: list[str] = []
     point = 0
     rc = None
@@ -252,8 +261,6 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
         point = int(m.group(3) or 0)
     elif (m := _RC.fullmatch(text)) is not None:
         major, minor, rc = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        if rc == 0:  # the Makefile's EXTRAVERSION of the merge window's first tag is -rc1
-            raise ValueError(f"kernel {text} names no release: release candidates start at -rc1")
         if m.group(4):  # "+": setlocalversion's mark of a tree past the tag
             notes.append(
                 f"kernel {text}: a build of or after {major}.{minor}-rc{rc} (a later snapshot, a distribution's "

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable
 
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo_at
-from . import reasons as R
+from . import drop_reasons as D
 from .ip6_offload import ipv6_gso_pull_exthdrs
 from .skbuff import (
     CHECKSUM_BREAK,
@@ -64,40 +64,40 @@ def ip_rcv(skb: SkBuff) -> tuple[int, int] | str:
     skb.network_header = nh
     if skb.protocol == ETH_P_IP:
         if skb.headlen() < 20:
-            return R.IP_RCV_SHORT
+            return D.IP_RCV_SHORT
         ver_ihl, _tos, tot_len, _id, frag_off, _ttl, protocol = _IPH.unpack_from(buf, nh)
         ihl = (ver_ihl & 0x0F) * 4
         if ver_ihl >> 4 != 4 or ihl < 20 or skb.headlen() < ihl:
-            return R.IP_RCV_BAD_HEADER
+            return D.IP_RCV_BAD_HEADER
         if ip_fast_csum(buf, nh, ihl >> 2):
-            return R.IP_RCV_CSUM_ERROR
+            return D.IP_RCV_CSUM_ERROR
         if skb.len < tot_len or tot_len < ihl:
-            return R.IP_RCV_BAD_LENGTH
+            return D.IP_RCV_BAD_LENGTH
         pskb_trim_rcsum(skb, tot_len)
         if frag_off & 0x3FFF:  # ip_is_fragment: MF or a fragment offset
-            return R.IP_FRAGMENT
+            return D.IP_FRAGMENT
         skb.pull(ihl)  # a valid IPv4 header sums to zero: no checksum adjustment
         skb.transport_header = skb.data
         return protocol, 4
     if skb.protocol == ETH_P_IPV6:
         if skb.headlen() < 40 or buf[nh] >> 4 != 6:
-            return R.IPV6_RCV_BAD_HEADER
+            return D.IPV6_RCV_BAD_HEADER
         plen = (buf[nh + 4] << 8) | buf[nh + 5]
         if plen + 40 > skb.len:
-            return R.IPV6_RCV_BAD_LENGTH
+            return D.IPV6_RCV_BAD_LENGTH
         pskb_trim_rcsum(skb, plen + 40)
         proto, l4 = ipv6_gso_pull_exthdrs(skb, nh + 40, buf[nh + 6])
         if proto == 44:
-            return R.IP6_FRAGMENT
+            return D.IP6_FRAGMENT
         if proto < 0:
-            return R.IP6_BAD_EXTHDR
+            return D.IP6_BAD_EXTHDR
         start = skb.data
         skb.pull(l4 - nh)
         if skb.ip_summed == CHECKSUM_COMPLETE:
             skb.csum = csum_sub(skb.csum, csum_partial(buf, start, l4))
         skb.transport_header = skb.data
         return proto, 6
-    return R.NOT_IP
+    return D.NOT_IP
 
 
 def inet_compute_pseudo(skb: SkBuff, proto: int) -> int:
@@ -157,10 +157,10 @@ def udp_rcv(skb: SkBuff, family: int, sockets: dict[int, UdpTunnelSock]) -> tupl
     buf = skb.buf
     u = skb.data
     if skb.headlen() < 8:
-        return R.UDP_SHORT, 0
+        return D.UDP_SHORT, 0
     _source, dest, ulen, check = _UDPH.unpack_from(buf, u)
     if ulen > skb.len or ulen < 8:
-        return R.UDP_SHORT_PACKET, 0
+        return D.UDP_SHORT_PACKET, 0
     pskb_trim_rcsum(skb, ulen)
     compute_pseudo = inet_compute_pseudo if family == 4 else ip6_compute_pseudo
     sw = 0
@@ -170,17 +170,17 @@ def udp_rcv(skb: SkBuff, family: int, sockets: dict[int, UdpTunnelSock]) -> tupl
     if skb.csum_complete_sw and not before:
         sw += skb.len
     if verdict:
-        return R.UDP_CSUM_ERROR, sw
+        return D.UDP_CSUM_ERROR, sw
     if skb.ip_summed == CHECKSUM_COMPLETE and not skb.csum_valid:
         if skb.csum_complete_sw:
-            return R.UDP_CSUM_ERROR, sw
+            return D.UDP_CSUM_ERROR, sw
         skb.ip_summed = CHECKSUM_NONE  # skb_checksum_complete_unset: hardware said bad, check in software
     sk = sockets.get(dest)
     if sk is None:
-        return R.UDP_NO_SOCKET, sw
+        return D.UDP_NO_SOCKET, sw
     if family == 6 and not check and not sk.no_check6_rx:
         # __udp6_lib_rcv: a zero UDPv6 checksum only for sockets with no_check6_rx (udp6zerocsumrx), RFC 6936
-        return R.UDP6_CSUM_ZERO, sw
+        return D.UDP6_CSUM_ZERO, sw
     # udp_unicast_rcv_skb: every UDP tunnel socket has convert_csum (setup_udp_tunnel_sock);
     # skb_checksum_try_convert
     if check and skb.ip_summed == CHECKSUM_NONE and skb.csum_valid:
@@ -191,7 +191,7 @@ def udp_rcv(skb: SkBuff, family: int, sockets: dict[int, UdpTunnelSock]) -> tupl
         verdict = __skb_checksum_complete(skb, skb.data)
         sw += skb.len
         if verdict:
-            return R.UDP_CSUM_ERROR, sw
+            return D.UDP_CSUM_ERROR, sw
     return sk, sw
 
 

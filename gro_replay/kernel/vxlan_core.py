@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 
+from . import drop_reasons as D
 from . import reasons as R
 from .dst_metadata import TUNNEL_KEY, TUNNEL_VXLAN_OPT
 from .eth import eth_gro_complete, eth_gro_receive
@@ -101,10 +102,10 @@ def vxlan_rcv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
     buf = skb.buf
     u = skb.data
     if skb.headlen() < VXLAN_HLEN + ETH_HLEN:
-        return R.VXLAN_SHORT
+        return D.VXLAN_SHORT
     flags, vni_word = _VXLANHDR.unpack_from(buf, u + 8)
     if not flags & VXLAN_HF_VNI:
-        return R.VXLAN_NO_VNI_FLAG
+        return D.VXLAN_NO_VNI_FLAG
     unparsed = flags & ~VXLAN_HF_VNI
     opts, tun_flags = b"", TUNNEL_KEY
     if sk.gbp:
@@ -112,5 +113,5 @@ def vxlan_rcv(sk: UdpTunnelSock, skb: SkBuff) -> str | None:
         tun_flags |= opt_flag
     if unparsed or vni_word & 0xFF:
         # any unprocessed flag or reserved bit is a malformed packet (GPE/RCO not configured)
-        return R.VXLAN_RESERVED_BITS
+        return D.VXLAN_RESERVED_BITS
     return udp_tunnel_decap(sk, skb, VXLAN_HLEN, ETH_P_TEB, vni_word >> 8, opts, tun_flags)

@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from ...kernel import drop_reasons as D
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, KernelModel, commit_of_switch
 from ...packet.decode import SKIP_SNAPLEN
@@ -17,77 +18,77 @@ from .facts import NO_REASON_RECORDED, STAGE_NAMES
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
 LOSSES: dict[str, tuple[str, str | None]] = {
-    R.UDP6_CSUM_ZERO: (
+    D.UDP6_CSUM_ZERO: (
         "__udp6_lib_rcv drops a UDPv6 datagram with checksum 0 (RFC 6936; counter Udp6InCsumErrors)",
         "udp6zerocsumrx on the tunnel device (ip link add … udp6zerocsumrx; here --udp6zerocsumrx)",
     ),
-    R.UDP_CSUM_ERROR: (
+    D.UDP_CSUM_ERROR: (
         "udp_rcv drops it: the outer UDP checksum does not verify (UdpInCsumErrors / Udp6InCsumErrors)",
         "a capture taken before TX checksum offload carries unfilled checksums: replay with "
         "--rx-csum unnecessary (what a receiving NIC verifies)",
     ),
-    R.UDP_NO_SOCKET: (
+    D.UDP_NO_SOCKET: (
         "udp_rcv finds no socket on the destination port (UdpNoPorts)",
         "the tunnel's UDP port: --vxlan-port P / --geneve-port P",
     ),
-    R.UDP_SHORT: ("udp_rcv drops a truncated UDP header", None),
-    R.UDP_SHORT_PACKET: ("udp_rcv drops it: UDP length beyond the packet", None),
-    R.IP_RCV_CSUM_ERROR: (
+    D.UDP_SHORT: ("udp_rcv drops a truncated UDP header", None),
+    D.UDP_SHORT_PACKET: ("udp_rcv drops it: UDP length beyond the packet", None),
+    D.IP_RCV_CSUM_ERROR: (
         "ip_rcv drops it: the outer IPv4 header checksum does not verify (InCsumErrors)",
         None,
     ),
-    R.IP_RCV_BAD_HEADER: ("ip_rcv drops a malformed outer IPv4 header (InHdrErrors)", None),
-    R.IP_RCV_BAD_LENGTH: (
+    D.IP_RCV_BAD_HEADER: ("ip_rcv drops a malformed outer IPv4 header (InHdrErrors)", None),
+    D.IP_RCV_BAD_LENGTH: (
         "ip_rcv drops it: outer IPv4 total length beyond the frame (InTruncatedPkts)",
         None,
     ),
-    R.IP_RCV_SHORT: ("ip_rcv drops a truncated outer IPv4 header", None),
-    R.IPV6_RCV_BAD_HEADER: ("ipv6_rcv drops a malformed outer IPv6 header (Ip6InHdrErrors)", None),
-    R.IPV6_RCV_BAD_LENGTH: ("ipv6_rcv drops it: payload length beyond the frame (Ip6InTruncatedPkts)", None),
-    R.GRO_CELLS_BACKLOG_FULL: (
+    D.IP_RCV_SHORT: ("ip_rcv drops a truncated outer IPv4 header", None),
+    D.IPV6_RCV_BAD_HEADER: ("ipv6_rcv drops a malformed outer IPv6 header (Ip6InHdrErrors)", None),
+    D.IPV6_RCV_BAD_LENGTH: ("ipv6_rcv drops it: payload length beyond the frame (Ip6InTruncatedPkts)", None),
+    D.GRO_CELLS_BACKLOG_FULL: (
         "gro_cells_receive drops it: the tunnel device's cell queue is full",
         "sysctl net.core.netdev_max_backlog",
     ),
-    R.VXLAN_ECN_DROP: (
+    D.VXLAN_ECN_DROP: (
         "vxlan_rcv drops it: CE on the outer header of a not-ECT inner packet (vxlan_ecn_decapsulate; "
         "rx_frame_errors, rx_errors)",
         None,
     ),
-    R.GENEVE_ECN_DROP: (
+    D.GENEVE_ECN_DROP: (
         "geneve_rx drops it: CE on the outer header of a not-ECT inner packet (IP_ECN_decapsulate; "
         "rx_frame_errors, rx_errors)",
         None,
     ),
-    R.VXLAN_NO_VNI_FLAG: ("vxlan_rcv drops it: VXLAN I flag clear", None),
-    R.VXLAN_SHORT: ("vxlan_rcv drops it: UDP + VXLAN header + inner Ethernet header not all present", None),
-    R.NOT_IP: ("__netif_receive_skb_core finds no IPv4/IPv6 handler for the outer ethertype", None),
-    R.NOT_UDP: ("ip_local_deliver: an outer IP protocol other than UDP reaches no tunnel socket", None),
-    R.IP_FRAGMENT: (
+    D.VXLAN_NO_VNI_FLAG: ("vxlan_rcv drops it: VXLAN I flag clear", None),
+    D.VXLAN_SHORT: ("vxlan_rcv drops it: UDP + VXLAN header + inner Ethernet header not all present", None),
+    D.NOT_IP: ("__netif_receive_skb_core finds no IPv4/IPv6 handler for the outer ethertype", None),
+    D.NOT_UDP: ("ip_local_deliver: an outer IP protocol other than UDP reaches no tunnel socket", None),
+    D.IP_FRAGMENT: (
         "ip_local_deliver: an outer IPv4 fragment (reassembly is not modelled: counted as dropped)",
         None,
     ),
-    R.IP6_FRAGMENT: (
+    D.IP6_FRAGMENT: (
         "ip6_input: an outer IPv6 fragment (reassembly is not modelled: counted as dropped)",
         None,
     ),
-    R.IP6_BAD_EXTHDR: ("ip6_input drops it: an outer IPv6 extension header that cannot be parsed", None),
-    R.GENEVE_SHORT: (
+    D.IP6_BAD_EXTHDR: ("ip6_input drops it: an outer IPv6 extension header that cannot be parsed", None),
+    D.GENEVE_SHORT: (
         "geneve_udp_encap_recv drops it: UDP + Geneve header and options not all present (rx_dropped when the "
         "options are cut)",
         None,
     ),
-    R.GENEVE_VERSION: ("geneve_udp_encap_recv drops it: Geneve version not 0", None),
-    R.GENEVE_INNER_PROTO: (
+    D.GENEVE_VERSION: ("geneve_udp_encap_recv drops it: Geneve version not 0", None),
+    D.GENEVE_INNER_PROTO: (
         "geneve_udp_encap_recv drops it: Geneve protocol type not Ethernet (ETH_P_TEB)",
         None,
     ),
-    R.GENEVE_CRITICAL: (
+    D.GENEVE_CRITICAL: (
         "geneve_rx drops it: Geneve C bit (critical options) on a device without collect metadata "
         "(rx_frame_errors, rx_errors)",
         "a collect-metadata geneve device (ip link add … type geneve external; here --tunnel-metadata)",
     ),
-    R.GENEVE_INNER_SHORT: ("geneve_rx drops it: no inner Ethernet header after the Geneve options", None),
-    R.VXLAN_RESERVED_BITS: (
+    D.GENEVE_INNER_SHORT: ("geneve_rx drops it: no inner Ethernet header after the Geneve options", None),
+    D.VXLAN_RESERVED_BITS: (
         "vxlan_rcv drops it: reserved VXLAN bits set",
         "--vxlan-gbp when they are Group Based Policy bits (the G flag)",
     ),
@@ -237,7 +238,7 @@ def ports_text(ports) -> str:
 
 def drop_counts(skbs: Counter, frames: Counter) -> str:
     """The phys skbs the normal path did not decapsulate, by drop reason in the receive path's order
-    (``reasons.STACK_DROPS``), each with the wire frames they carried (what the verdict counts):
+    (``drop_reasons.STACK_DROPS``), each with the wire frames they carried (what the verdict counts):
     "udp6_csum_zero_error 1 skb (20 frames)"; "" when every skb was queued.
 
     ``skbs``/``frames``: outcome → count (``KernelStats.stack``/``stack_frames``, ``FlowStats`` likewise)."""
