@@ -125,3 +125,58 @@ def test_each_poll_is_marked_again_in_its_turn_only(tmp_path, monkeypatch):
     assert got == want
     assert counts["polls_composed"] == 500, counts
     assert sum(looked) <= 2 * 2 * 500  # two runs a poll, looked up at most twice
+
+
+def test_a_key_made_length_exact_marks_again_only_the_polls_with_its_runs(tmp_path, monkeypatch):
+    # 600 polls (10 µs apart) of one PSH frame of flow b, its payload length new to each poll (its run key holds the
+    # length's rank, the whole-poll key the length: every poll is composed of its run), and from poll 300 on every
+    # 50th poll also a two-frame run of flow a, whose key is made length-exact when it is recorded (forced here:
+    # looking a run up by its exact lengths is always right, sim/runs.py). A run's lookup reads whether its own key
+    # is length-exact (sim/run_lookup.py ``_lookup``), so after that recording only the polls with a run of a's key
+    # are marked again (sim/run_serve.py ``_unmark``); b's polls keep their marks and are served
+    import random
+
+    from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
+    from gro_replay.sim import compose, run_serve
+
+    rng = random.Random(2)
+    a = FrameSpec(sport=40001, inner_src="192.168.1.11", payload=100)
+    b = FrameSpec(sport=40002, inner_src="192.168.1.12", payload=1, seq=7_000_000)
+    path, t = tmp_path / "exact.pcap", 1_000_000_000
+    with PcapWriter(path) as w:
+        for i in range(600):
+            n = rng.randrange(1, 1000)
+            w.write(t, build_frame(replace(b, flags=ACK | PSH, ip_id=i, payload=n)))
+            b = replace(b, seq=b.seq + n)
+            if i >= 300 and i % 50 == 0:
+                w.write(t + 100, build_frame(replace(a, flags=ACK, ip_id=i)))
+                w.write(t + 200, build_frame(replace(a, flags=ACK | PSH, ip_id=i + 1, seq=a.seq + 100)))
+                a = replace(a, seq=a.seq + 200)
+            t += 10_000
+    record_run = compose.RunComposer._record_run
+
+    def exact_a(self, key, ctx, batch, *args):
+        if len(batch) == 2:  # flow a's run
+            self._exact_runs.add(key)
+        return record_run(self, key, ctx, batch, *args)
+
+    marked_again = []  # per poll marked again after a's key was made length-exact: it has a run of a's key
+    servable = run_serve.RunServe._servable
+
+    def noted(self, m, polls):
+        polls = list(polls)
+        if len(polls) == 1 and self._exact_runs:
+            q = polls[0]
+            marked_again.append(
+                any(k in self._exact_runs for k in m.runs.keys[m.run_at[q] : m.run_at[q + 1]])
+            )
+        return servable(self, m, polls)
+
+    monkeypatch.setattr(pollcache, "BLOCK", 60_000)
+    monkeypatch.setattr(compose.RunComposer, "_record_run", exact_a)
+    monkeypatch.setattr(run_serve.RunServe, "_servable", noted)
+    got, want, counts = _both(path, ReplayConfig())
+    assert got == want
+    assert counts["runs_recorded"] == 2, counts  # b's run and a's
+    assert marked_again == [True] * len(marked_again) and 1 <= len(marked_again) <= 5, marked_again
+    assert counts["polls_served"] >= 590, counts

@@ -22,9 +22,10 @@ polls of a block together:
   (``FlowTracking._flow_changed`` settles that flow's counters).
 
 Any other poll goes to ``_compose``. Entries are only added within a block (``_block_runs`` forgets them between
-blocks), but a recording can make a key length-exact: after one (``_generation``), each poll left is marked again in
-its turn; and a poll not marked for a run then unknown, in its turn, when runs were recorded since (one poll at a
-time: a block whose every poll records a run is marked once per poll, not once per poll for each poll after it).
+blocks), but a recording can make a key length-exact: after one (``_unmark``), each poll left with a run of that key
+is marked again in its turn (a run's lookup reads whether its own key is length-exact, no other's); and a poll not
+marked for a run then unknown, in its turn, when runs were recorded since (one poll at a time: a block whose every
+poll records a run is marked once per poll, not once per poll for each poll after it).
 """
 
 from __future__ import annotations
@@ -66,12 +67,18 @@ class RunServe:
         self._served: list[int] = []
         self.served = 0  # polls answered by ``_serve`` (also counted in ``composed``)
 
-    def _generation(self) -> int:
-        """What makes a lookup's earlier answer wrong: a key made length-exact (its runs are then looked up with
-        their exact lengths). A new recording only adds answers: a run a mark found stays answered rightly by the
-        entry it found (``_lookup``: the poll's own context, or a recording that held nothing at its end), and a
-        run it did not find sends its poll to ``_compose``."""
-        return len(self._exact_runs)
+    def _unmark(self, m: _Marks) -> None:
+        """Note the keys made length-exact since ``m``'s marks and mark the polls with a run of one of them to be
+        marked again (``stale``): what makes a lookup's earlier answer wrong is its run's key made length-exact
+        (its runs are then looked up with their exact lengths: ``_lookup`` reads ``_exact_runs`` for the run's own
+        key only). A new recording only adds answers: a run a mark found stays answered rightly by the entry it
+        found (``_lookup``: the poll's own context, or a recording that held nothing at its end), and a run it did
+        not find sends its poll to ``_compose``."""
+        made = [m.key_no[k] for k in self._exact_runs - m.exact if k in m.key_no]
+        m.exact = set(self._exact_runs)
+        if made:
+            for q in np.unique(m.runs.poll[np.isin(m.run_key, made)]).tolist():
+                m.stale[q] = True
 
     def _serve(
         self, block_runs: BlockRuns, p: int, sizes: list[int], new: list[bool], base_index: int, t: int
@@ -85,13 +92,16 @@ class RunServe:
             return False
         m = self._marks
         if m is None or m.block_runs is not block_runs:
-            m = self._marks = _Marks(block_runs, sizes, new, self.rep.config.weight)
+            m = self._marks = _Marks(block_runs, sizes, new, self.rep.config.weight, self._exact_runs)
             self._servable(m, range(p, len(sizes)))
-        elif (
-            m.generation[p] != self._generation()
-            or (not m.ok[p] and m.unknown[p] and m.misses[p] != self.runs.misses)
-        ):  # a key made length-exact since, or runs recorded since (a run then unknown may be known): this poll
-            self._servable(m, [p])
+        else:
+            if len(self._exact_runs) != len(
+                m.exact
+            ):  # keys made length-exact since (only ever added in a block)
+                self._unmark(m)
+            if m.stale[p] or (not m.ok[p] and m.unknown[p] and m.misses[p] != self.runs.misses):
+                # a run's key made length-exact since, or runs recorded since (a run then unknown may be known)
+                self._servable(m, [p])
         if not m.ok[p]:
             return False
         placed: list = []
@@ -153,10 +163,10 @@ class RunServe:
         some = np.flatnonzero(nrun > 0)
         if len(some) and polled.shape[1]:
             most[some] = np.maximum.reduceat(polled[ei], at[some], axis=0)
-        generation, misses = self._generation(), self.runs.misses
+        misses = self.runs.misses
         for q, o, u, x in zip(polls.tolist(), ok.tolist(), unknown.tolist(), most.tolist(), strict=True):
             m.ok[q], m.unknown[q], m.most[q] = o, u, x
-            m.generation[q], m.misses[q] = generation, misses
+            m.stale[q], m.misses[q] = False, misses
 
     def _look_up(self, runs: Runs, lists: RunLists, js: np.ndarray, full: list[bool], m: _Marks) -> list[int]:
         """Runs ``js`` looked up in their polls' contexts (``full``: per poll): each one's index in ``m.entries``
@@ -247,11 +257,14 @@ class RunServe:
 class _Marks:
     """The polls of one block ``_serve`` may answer (``_servable``), per poll: ``ok`` (may be served), ``unknown``
     (not, for a run not known when ``misses`` runs had been recorded), ``most`` (each cell's polls and full polls,
-    ``2 * cell`` and ``2 * cell + 1``), the ``generation`` its mark was made in (-1: not marked); per run: ``ei``,
-    its entry's index in ``entries`` (-1: unknown or not looked up); each run's flows (``run_flows``) by number
-    ``flows`` in ``tuples``."""
+    ``2 * cell`` and ``2 * cell + 1``), ``stale`` (to be marked again: a run's key was made length-exact since its
+    mark, ``_unmark``); per run: ``ei``, its entry's index in ``entries`` (-1: unknown or not looked up); each run's
+    flows (``run_flows``) by number ``flows`` in ``tuples``, and its key by number ``run_key`` (``key_no``: key →
+    number); ``exact``: the length-exact keys the marks were made or brought up to date with."""
 
-    def __init__(self, block_runs: BlockRuns, sizes: list[int], new: list[bool], weight: int) -> None:
+    def __init__(
+        self, block_runs: BlockRuns, sizes: list[int], new: list[bool], weight: int, exact: set[bytes]
+    ) -> None:
         self.block_runs = block_runs
         self.runs: Runs = block_runs.runs
         self.run_at = np.asarray(block_runs.run_at, np.int64)
@@ -274,7 +287,11 @@ class _Marks:
         tuples: dict[tuple, int] = {}
         self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists.flows], np.int64)
         self.tuples = list(tuples)
-        self.generation = [-1] * n
+        self.stale = [False] * n
+        self.exact = set(exact)
+        keys = self.runs.keys
+        self.key_no: dict[bytes, int] = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+        self.run_key = np.fromiter(map(self.key_no.__getitem__, keys), np.int64, len(keys))
         self.misses = [0] * n
 
     def runs_of(self, polls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
