@@ -74,11 +74,12 @@ class RunServe:
         key only). A new recording only adds answers: a run a mark found stays answered rightly by the entry it
         found (``_lookup``: the poll's own context, or a recording that held nothing at its end), and a run it did
         not find sends its poll to ``_compose``."""
-        made = [m.key_no[k] for k in self._exact_runs - m.exact if k in m.key_no]
+        made = self._exact_runs - m.exact
         m.exact = set(self._exact_runs)
-        if made:
-            for q in np.unique(m.runs.poll[np.isin(m.run_key, made)]).tolist():
-                m.stale[q] = True
+        poll = m.runs.poll
+        for j, k in enumerate(m.runs.keys):
+            if k in made:
+                m.stale[poll[j]] = True
 
     def _serve(
         self, block_runs: BlockRuns, p: int, sizes: list[int], new: list[bool], base_index: int, t: int
@@ -259,8 +260,8 @@ class _Marks:
     (not, for a run not known when ``misses`` runs had been recorded), ``most`` (each cell's polls and full polls,
     ``2 * cell`` and ``2 * cell + 1``), ``stale`` (to be marked again: a run's key was made length-exact since its
     mark, ``_unmark``); per run: ``ei``, its entry's index in ``entries`` (-1: unknown or not looked up); each run's
-    flows (``run_flows``) by number ``flows`` in ``tuples``, and its key by number ``run_key`` (``key_no``: key →
-    number); ``exact``: the length-exact keys the marks were made or brought up to date with."""
+    flows (``run_flows``) by number ``flows`` in ``tuples``; ``exact``: the length-exact keys the marks were made
+    or brought up to date with."""
 
     def __init__(
         self, block_runs: BlockRuns, sizes: list[int], new: list[bool], weight: int, exact: set[bytes]
@@ -272,9 +273,9 @@ class _Marks:
         self.sizes, self.new = sizes, new
         self.full = [s == weight for s in sizes]  # per poll: it took ``weight`` frames
         # per run, as arrays once for every marking of the block
-        self.more = np.asarray(self.lists.more, bool)
-        self.nkv = np.asarray(self.lists.nkv, np.int64)
-        self.bounds = np.asarray(self.lists.bounds, np.int64)
+        self.more = np.asarray(self.runs.more, bool)
+        self.nkv = np.asarray(self.runs.nkv, np.int64)
+        self.bounds = np.asarray(self.runs.bounds, np.int64)
         #: ``_entry_table``'s rows for ``entries`` so far
         self.table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         n = len(sizes)
@@ -289,9 +290,6 @@ class _Marks:
         self.tuples = list(tuples)
         self.stale = [False] * n
         self.exact = set(exact)
-        keys = self.runs.keys
-        self.key_no: dict[bytes, int] = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-        self.run_key = np.fromiter(map(self.key_no.__getitem__, keys), np.int64, len(keys))
         self.misses = [0] * n
 
     def runs_of(self, polls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
