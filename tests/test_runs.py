@@ -428,3 +428,27 @@ def test_runs_are_keyed_without_their_ip_ids(kernels, inner_ipv6, outer_df, tmp_
         _write(path, _id_polls(outer_df, False, inner_ipv6))
         _got, _want, regular = _docs(path, cfg)
         assert counts["polls_cached"] == regular["polls_cached"] > 200, (counts, regular)
+
+
+def test_id_key_fixes_the_id_differences_guards_read():
+    # GRO reads an IPv4 ID only as its difference with another one modulo 2**16 (inet_gro_receive / inet_gro_flush:
+    # ntohs(iph2->id) - ntohs(iph->id), a u16 sum), so a run's lookup answer (sim/run_lookup.py ``_lookup``) is kept
+    # by what fixes every such difference: IDs shifted by one constant per column share a key; one difference
+    # changed does not; outer less inner enters only once some recording compared the two
+    import numpy as np
+
+    from gro_replay.sim.run_lookup import RunLookup
+    from gro_replay.sim.runs import Runs
+
+    # (outer, inner) IDs of three runs of two entries: run 1 is run 0 shifted by 65435 and 65532 (wrapping);
+    # run 2 is run 0 with its second outer ID one higher
+    ids = np.array([[100, 7], [101, 9], [65535, 3], [0, 5], [100, 7], [102, 9]], np.int64)
+    z = np.zeros(6, np.int64)
+    runs = Runs(z, np.array([0, 2, 4, 6]), z[:3], [b"k"] * 3, z, z, z[:3], ids, z[:3].astype(bool))
+    look = RunLookup.__new__(RunLookup)
+    look._id_rel, look._ids_across = (None, b"", b""), False
+    key = [look._id_key(runs, 2 * r, 2 * r + 2) for r in range(3)]
+    assert key[0] == key[1] != key[2]
+    look._ids_across = True  # outer 100 - inner 7 = 93 and 65535 - 3 = 65532 now tell runs 0 and 1 apart
+    across = [look._id_key(runs, 2 * r, 2 * r + 2) for r in range(3)]
+    assert across[0] != across[1] and across[0][:8] == key[0]

@@ -94,9 +94,14 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         #: keys of runs recorded holding a packet after their last frame: no piece of a run ends where one of
         #: them would (``_block_runs``)
         self._held_pieces: set[bytes] = set()
-        #: ``_lookup``'s answers that no run's IPv4 IDs change, by key and context; emptied whenever a run is
-        #: recorded or the runs are forgotten, and past ``MAX_RUN_KEYS`` answers
-        self._looked: dict[tuple[bytes, bytes], tuple] = {}
+        #: ``_lookup``'s answers by key and context (and the run's IPv4 ID differences where a recording read
+        #: IDs: ``_id_key``); emptied whenever a run is recorded or the runs are forgotten, and past
+        #: ``MAX_RUN_KEYS`` answers
+        self._looked: dict[tuple, tuple] = {}
+        #: some recording's ``IdGuards`` compare an outer IPv4 ID with an inner one (``_id_key``)
+        self._ids_across = False
+        #: ``_id_key``'s IDs of the last runs it read: (runs, relative IDs, outer less inner IDs)
+        self._id_rel: tuple = (None, b"", b"")
         self._phys_napis = [k.phys_napi.stats for k in rep.kernels]
         self._cells_napis = [c.napi.stats for k in rep.kernels for c in k.tunnel_cells]
         self._napis = self._phys_napis + self._cells_napis
@@ -143,6 +148,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
             self.runs.settle()
             self.runs.entries.clear()
             self._looked.clear()
+            self._ids_across = False
             self.runs.events_kept = 0
             self._shared.clear()
             self._exact_runs.clear()
@@ -423,6 +429,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         keep = self.observed and ruled and cache.events_kept + len(events) <= MAX_RUN_EVENTS
         cache.add(slot_key, deltas, events if keep else [])
         self._looked.clear()
+        self._ids_across = self._ids_across or any(ca != cb for _a, ca, _b, cb, _d, _n in guards.rows)
         cache.entries[slot_key].append(
             RunEntry(
                 holding,

@@ -24,7 +24,9 @@ class RunLookup:
     runs: PollCache
     _exact_runs: set[bytes]
     _held_pieces: set[bytes]
-    _looked: dict[tuple[bytes, bytes], tuple]
+    _looked: dict[tuple, tuple]
+    _ids_across: bool
+    _id_rel: tuple
     _cells_unknown: list[int]
     _cells_weight: int
     _cells_index: dict[int, int]
@@ -98,14 +100,27 @@ class RunLookup:
     def _lookup(self, runs: Runs, j: int, a: int, b: int, ctx: bytes) -> tuple[list | None, list | None]:
         """``(entry, info)`` of run ``j`` (entries ``a..b``) in a poll of context ``ctx`` (``_known_runs``): its
         cache entry to serve it from, or None, and a recording of it in any context (what it holds and puts into
-        the cells), or None."""
+        the cells), or None.
+
+        The answer reads the cache, the run's key (with its exact lengths when length-exact) and, through the
+        ``IdGuards`` of the recordings under it (``_find``), its IPv4 IDs, only as differences of two IDs modulo
+        2**16. ``_looked`` keeps it until the cache changes: by key and context when no recording under the key
+        read an ID, else by key, context and ``_id_key`` of the run's IDs, which fixes every such difference."""
         k = runs.keys[j]
         if k in self._exact_runs:
             k += runs.payload[a:b].tobytes()
-        got = self._looked.get((k, ctx))
+        looked = self._looked
+        got = looked.get((k, ctx))
         if got is not None:
             return got
         ids = runs.ids[a:b]
+        entries = self.runs.entries
+        memo: tuple = (k, ctx)
+        if any((x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx)):
+            memo = (k, ctx, self._id_key(runs, a, b))  # a recording the IDs could tell apart
+            got = looked.get(memo)
+            if got is not None:
+                return got
         e = self._find(k + ctx, ids)
         if e is None:
             # a run that holds nothing when its poll ends: both ends flush nothing, and a full poll differs only
@@ -114,14 +129,28 @@ class RunLookup:
             if alt is not None and not alt[3].ends_held:
                 e = alt
         got = (e, e or self._find(k, ids) or self._find(k + b"F", ids))
-        entries = self.runs.entries
-        if not any(
-            (x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx)
-        ):  # no recording the IDs could tell apart: the answer holds for any run with this key
-            if len(self._looked) >= MAX_RUN_KEYS:
-                self._looked.clear()
-            self._looked[(k, ctx)] = got
+        if len(looked) >= MAX_RUN_KEYS:
+            looked.clear()
+        looked[memo] = got
         return got
+
+    def _id_key(self, runs: Runs, a: int, b: int) -> bytes:
+        """What fixes every difference modulo 2**16 of two IPv4 IDs of the run of entries ``a..b`` of ``runs``
+        that an ``IdGuards`` row can read: each ID less the run's first in its column (uint16 per entry and column,
+        computed for all of ``runs`` at once), and while some recording read a difference of an outer and an inner
+        ID (``_ids_across``), the first outer less the first inner."""
+        rel = self._id_rel
+        if rel[0] is not runs:
+            ids = runs.ids.astype(np.int64)
+            start = np.repeat(runs.bounds[:-1], np.diff(runs.bounds))
+            cross = (ids[:, 0] - ids[:, 1]) & 0xFFFF
+            rel = self._id_rel = (
+                runs,
+                ((ids - ids[start]) & 0xFFFF).astype(np.uint16).tobytes(),
+                cross.astype(np.uint16).tobytes(),
+            )
+        d = rel[1][4 * a : 4 * b]
+        return d + rel[2][2 * a : 2 * a + 2] if self._ids_across else d
 
     def _find(self, key: bytes, ids: np.ndarray) -> list | None:
         """The cache entry of a run with ``key`` (context included) whose recording's IPv4 ID differences its own
