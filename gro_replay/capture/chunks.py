@@ -135,6 +135,7 @@ class SizeWalk:
 
     def __init__(self, order: str, at: int, kind: int | None, extra: int, least: int, most: int, align: int):
         self._words = struct.Struct(order + "II").unpack_from
+        self._word = struct.Struct(order + "I").unpack_from
         self.u32 = np.dtype(order + "u4")
         self._at, self._kind, self._extra = at, kind, extra
         self._least, self._most, self._align = least, most, align
@@ -150,6 +151,8 @@ class SizeWalk:
         """Walk the complete records in ``buf[off:n]`` (``a``: its bytes, uint8), at most ``left``; returns the
         offset after the last one, the records still to find, and True when the walk stopped at a bad size word
         (at the returned offset)."""
+        if self._kind is None and not self._least and not self._align:
+            return self._walk_sizes(buf, a, off, n, left)
         words, at, kind, extra = self._words, self._at, self._kind, self._extra
         least, most, align, u32 = self._least, self._most, self._align, self.u32
         parts, got = self._parts, self._got
@@ -184,6 +187,43 @@ class SizeWalk:
                     last = -1
                     continue
             got.append(off)
+            off += step
+            left -= 1
+        return off, left, False
+
+    def _walk_sizes(
+        self, buf: bytearray, a: np.ndarray, off: int, n: int, left: int
+    ) -> tuple[int, int, bool]:
+        """``walk`` where the first word is the size and only ``most`` bounds it (classic pcap): the same steps,
+        one word read a record."""
+        word, at, extra, most, u32 = self._word, self._at, self._extra, self._most, self.u32
+        parts, got = self._parts, self._got
+        append = got.append
+        last = -1
+        same = 0
+        stop = n - at - 8  # the last offset whose two words lie in buf[:n] (as ``walk`` reads them)
+        while off <= stop and left:
+            size = word(buf, off + at)[0]
+            if size > most:
+                return off, left, True
+            step = size + extra
+            if off + step > n:
+                break
+            if size != last:
+                last = size
+                same = 1
+            else:
+                same += 1
+                if same >= _MIN_RUN:
+                    k = min((n - off) // step, left)
+                    m = stride_prefix(a, off + at, step, k, u32, size)
+                    parts.append((len(got), 0, 0))
+                    parts.append((off, step, m))
+                    off += step * m
+                    left -= m
+                    last = -1
+                    continue
+            append(off)
             off += step
             left -= 1
         return off, left, False
