@@ -211,13 +211,21 @@ _M = 0xFFFF
 def frame_sums(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
     """Ones' complement sum (mod 0xFFFF, big-endian 16-bit words, odd tail padded) of each whole frame
     ``buf[data[i]:data[i] + caplen[i]]`` (int64 per frame): the frames of ``runs`` (``(first, end, caplen,
-    stride)``: equal-length records at a fixed stride, packet/columns.py ``_runs``) read as little-endian 32-bit
-    words over a strided view, one numpy pass a run; the others by ``word_sums``."""
+    stride)``: equal-length records at a fixed stride, packet/columns.py ``_runs``) after the last frame outside
+    them read as little-endian 32-bit words over a strided view, one numpy pass a run; the others by one
+    ``word_sums``, which reads the block's words up to its last frame's end whatever frames it is given (a run
+    before a frame outside the runs costs it nothing more)."""
     n = len(data)
     out = np.zeros(n, np.int64)
     a = np.frombuffer(buf, dtype=np.uint8)
     done = np.zeros(n, bool)
+    for s, e, _clen, _stride in runs:
+        done[s:e] = True
+    odd = np.flatnonzero(~done)
+    rest = int(odd[-1]) + 1 if len(odd) else 0  # frames [0, rest) by word_sums
     for s, e, clen, stride in runs:
+        if s < rest:
+            continue
         c4 = clen & ~3
         base = int(data[s])
         view = np.lib.stride_tricks.as_strided(a[base:], shape=(e - s, c4), strides=(stride, 1))
@@ -225,10 +233,8 @@ def frame_sums(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.nda
         for k in range(c4, clen):  # tail bytes: little-endian weights 1, 256 for positions 0, 1 (mod 2)
             le += a[base + k :: stride][: e - s].astype(np.int64) * (256 if k & 1 else 1)
         out[s:e] = ((le % _M) * 256) % _M  # little-endian sums are byte-swapped: ×256 swaps modulo 0xFFFF
-        done[s:e] = True
-    rest = np.flatnonzero(~done)
-    if len(rest):
-        out[rest] = word_sums(buf, data[rest], caplen[rest])
+    if rest:
+        out[:rest] = word_sums(buf, data[:rest], caplen[:rest])
     return out
 
 
