@@ -65,6 +65,8 @@ ENDS_PIECE = (TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FL
 #: the modulus of each field a run key holds relative to the run's first frame: 1 for the IPv4 IDs, which keys
 #: leave out (their differences are compared through ``IdGuards``)
 _WIDTHS = np.array([{"win": 1 << 16, "oid": 1, "iid": 1}.get(f, 1 << 32) for f in FIELDS[2:]], np.int64)
+#: the widths are powers of two: modulo by a mask (two's complement: ``x & (w - 1) == x % w`` for every int64 x)
+_WIDTH_MASKS = _WIDTHS - 1
 #: columns of a run row after the headers (uint32 each)
 _EXT = 8 + len(FIELDS) - 2 + 5
 
@@ -122,13 +124,13 @@ def _pieces(
     the entries of ``run_keys``, by inner flow and poll, cut after each one that ends a piece (module docstring)."""
     m = len(idx)
     grp = col.group[idx] ^ (poll_of.astype(np.uint64) * _GOLDEN)
-    _u, lead_of_flow, flow = np.unique(grp, return_index=True, return_inverse=True)
+    flows, flow = np.unique(grp, return_inverse=True)
     flow = flow.reshape(-1)  # each entry's inner flow in its poll
     ends = ((col.tflags[idx] & ENDS_PIECE) != 0) | (col.payload[idx] == 0)
     if no_cut is not None:
         ends &= ~no_cut
     piece = _ends_before(flow, ends)
-    last_piece = np.zeros(len(lead_of_flow), np.int64)
+    last_piece = np.zeros(len(flows), np.int64)
     np.maximum.at(last_piece, flow, piece)
     _u, first, rid = np.unique(flow * (m + 1) + piece, return_index=True, return_inverse=True)
     by_first = np.argsort(first, kind="stable")
@@ -184,11 +186,13 @@ def run_keys(
     ext = np.zeros((m, _EXT), np.uint32)
     rhi = r.astype(np.uint64) << np.uint64(32)
     # the headers without flow names, by number (exact: rows compared whole)
-    anon = col.anon[at]
-    _h, rep_at, shape_of = np.unique(_row_hash(anon), return_index=True, return_inverse=True)
+    anon = col.anon.view(np.uint64)[at]  # the rows as 64-bit words (H // 8 a row)
+    _h, rep_at, shape_of = np.unique(anon @ _HASH_MULT, return_index=True, return_inverse=True)
     shape_of = shape_of.reshape(-1)
-    if not (anon == anon[rep_at[shape_of]]).all():  # a hash collision: compare the rows themselves
-        _rows, rep_at, shape_of = np.unique(anon, axis=0, return_index=True, return_inverse=True)
+    if not (anon == anon[rep_at][shape_of]).all():  # a hash collision: compare the rows themselves
+        _rows, rep_at, shape_of = np.unique(
+            anon.view(np.uint8), axis=0, return_index=True, return_inverse=True
+        )  # the bytes, in their order
         shape_of = shape_of.reshape(-1)
     num = np.array([shapes.setdefault(anon[x].tobytes(), len(shapes)) for x in rep_at.tolist()], np.int64)
     ext[:, 0] = num[shape_of]
@@ -199,7 +203,7 @@ def run_keys(
     # sequence points: starts and ends, numbered by first occurrence in the run's list s0, e0, s1, e1, ...
     pts = np.empty(2 * m, np.uint64)
     pts[0::2] = rel[:, 0].astype(np.uint64)
-    pts[1::2] = ((rel[:, 0] + pay) % (1 << 32)).astype(np.uint64)
+    pts[1::2] = ((rel[:, 0] + pay) & 0xFFFFFFFF).astype(np.uint64)
     ext[:, 3:5] = _first_seen(np.repeat(rhi, 2) | pts, np.repeat(2 * start, 2)).reshape(m, 2)
     ext[:, 5] = _first_seen(rhi | rel[:, 1].astype(np.uint64), start)
     total = np.add.reduceat(caplen[at].astype(np.int64), bounds[:-1]) if m else np.zeros(0, np.int64)
@@ -207,7 +211,7 @@ def run_keys(
     ext[:, 6] = np.where(exact, pay, _length_ranks(r, pay, nrun))
     ext[:, 7] = exact
     k = 8 + len(FIELDS) - 2
-    ext[:, 8:k] = (rel[:, 2:] - rel[start, 2:]) % _WIDTHS
+    ext[:, 8:k] = (rel[:, 2:] - rel[start, 2:]) & _WIDTH_MASKS
     vb = col.vbits[at]
     ext[:, k] = vb
     resid = col.resid[at].copy()
@@ -220,7 +224,7 @@ def run_keys(
         order=order,
         bounds=bounds,
         poll=poll_of[order[bounds[:-1]]] if m else np.zeros(0, np.int64),
-        keys=[flat[b[j] : b[j + 1]] for j in range(nrun)],
+        keys=[flat[x:y] for x, y in zip(b[:-1], b[1:], strict=True)],
         payload=pay,
         fids=fl,
         nkv=_distinct_rows(r, col.kv_hash()[at], nrun),
@@ -244,12 +248,8 @@ def run_flows(runs: Runs) -> tuple[list[tuple[int, ...]], bytes]:
     return [tuple(flows[cut[j] : cut[j + 1]]) for j in range(nrun)], runs.payload.tobytes()
 
 
+#: a row's hash: the weighted sum of its 64-bit words (equal rows, equal hashes)
 _HASH_MULT = (np.arange(1, H // 8 + 1, dtype=np.uint64) * _GOLDEN) | np.uint64(1)
-
-
-def _row_hash(rows: np.ndarray) -> np.ndarray:
-    """A uint64 hash of each row of a uint8 (n, H) array (equal rows, equal hashes)."""
-    return (np.ascontiguousarray(rows).view(np.uint64) * _HASH_MULT).sum(axis=1, dtype=np.uint64)
 
 
 def _distinct_rows(r: np.ndarray, kvh: np.ndarray, nrun: int) -> np.ndarray:
