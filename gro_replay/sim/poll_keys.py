@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..packet.columns import FIELDS, relative
+from ..packet.columns import FIELDS, H, relative
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -46,7 +46,7 @@ class BlockKeys:
         self.cached = np.add.reduceat(isc.astype(np.int64), starts) == sizes
         self.idx = idx = np.where(isc, src, 0)
         self.poll_of = np.repeat(np.arange(len(starts), dtype=np.uint64), sizes)
-        self._rows: tuple[bytes, int] | None = None  # every entry's key row, as one bytes; its width
+        self._rows: tuple[np.ndarray, int] | None = None  # every entry's key row (one uint8 array); width
         self._keys: dict[int, bytes] = {}
         self.numbers: np.ndarray
         if ch is None or not self.cached.any():
@@ -78,23 +78,25 @@ class BlockKeys:
                 )
                 base = first[inv.reshape(-1)]
             nf = len(FIELDS)
-            ext = np.empty((len(idx), nf + 6), "<u4")
-            ext[:, :nf] = relative(col.rel[idx], base)
-            ext[:, nf] = ch.caplen[idx]
-            ext[:, nf + 1] = col.vbits[idx]
-            ext[:, nf + 2 :] = col.resid[idx]
-            kv = col.kv if len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all() else col.kv[idx]
-            # each frame's row: kv, the fields above, and with flows retired its flow id (a key's frames name
+            whole = len(idx) == len(col.kv) and (idx == np.arange(len(idx))).all()
+            kv = col.kv if whole else col.kv[idx]
+            # each frame's row: kv, the fields below, and with flows retired its flow id (a key's frames name
             # other flows once one of them was retired or its key came back as a new flow, and a recorded delta
-            # adds to the counters of the flows it was recorded with); all rows as one bytes, a key a slice of it
-            parts = [kv, ext.view(np.uint8)]
+            # adds to the counters of the flows it was recorded with); all rows as one array, a key a slice of it
+            w = H + 4 * (nf + 6) + (8 if self.efids is not None else 0)
+            rows = np.empty((len(idx), w), np.uint8)
+            rows[:, :H] = kv
+            ext = rows[:, H : H + 4 * (nf + 6)].view("<u4")
+            ext[:, :nf] = relative(col.rel if whole else col.rel[idx], base)
+            ext[:, nf] = ch.caplen if whole else ch.caplen[idx]
+            ext[:, nf + 1] = col.vbits if whole else col.vbits[idx]
+            ext[:, nf + 2 :] = col.resid if whole else col.resid[idx]
             if self.efids is not None:
-                parts.append(self.efids[: len(idx)].astype("<i8").reshape(-1, 1).view(np.uint8))
-            rows = np.concatenate(parts, axis=1)
-            self._rows = (rows.tobytes(), rows.shape[1])
+                rows[:, w - 8 :].view("<i8")[:, 0] = self.efids[: len(idx)]
+            self._rows = (rows.reshape(-1), w)
         flat, width = self._rows
         s = int(self.starts[p]) * width
-        key = flat[s : s + int(self.sizes[p]) * width]
+        key = flat[s : s + int(self.sizes[p]) * width].tobytes()
         self._keys[p] = key
         return key
 
