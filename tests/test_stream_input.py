@@ -218,6 +218,77 @@ def test_digest_of_reads_of_every_size_through_reused_buffers(block, monkeypatch
     d.close()
 
 
+def test_digest_of_lent_reads_hashed_where_they_lie(monkeypatch) -> None:
+    """``DigestingRaw.lend``: reads of ``_LENT_MIN`` bytes or more into the lent buffer are hashed in place, in
+    stream order with the copied ones (reads into other buffers, shorter reads, a partly filled digest buffer
+    before a lent read); the owner scrambles the buffer after each ``settle`` (which waits for the hash) and
+    before its next read: the digest is still the sha256 of the bytes read, computed here by hashlib at once."""
+    import io
+    import random
+
+    from gro_replay.capture import stream
+
+    monkeypatch.setattr(stream, "_DIGEST_BLOCK", 1000)
+    monkeypatch.setattr(stream, "_LENT_MIN", 300)
+    data = random.Random(5).randbytes(200_000)
+    d = stream.DigestingRaw(io.BytesIO(data))  # type: ignore[arg-type]
+    lent = bytearray(5000)
+    other = bytearray(5000)
+    d.lend(lent)
+    rng = random.Random(2)
+    got = 0
+    while got < 150_000:
+        d.settle()
+        lent[:] = rng.randbytes(len(lent))  # the owner writes to its buffer again, after settle
+        target = rng.choice([lent, lent, other])
+        at = rng.choice([0, 7, 1000])
+        size = rng.choice([1, 299, 300, 2500, 4000])
+        n = d.readinto(memoryview(target)[at : at + size])
+        assert bytes(target[at : at + n]) == data[got : got + n]
+        got += n
+    d.lend(None)
+    assert d.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert d.bytes_read == len(data)
+    d.close()
+
+
+@pytest.mark.parametrize("block", [1 << 17, 1 << 18])
+def test_digest_of_a_pcap_read_in_blocks_with_lent_reads(block, tmp_path, monkeypatch) -> None:
+    """chunks.py ``PcapChunks`` lends its buffer to the capture's digest (moves its kept bytes and grows it for a
+    record larger than a block, after ``settle``); blocks larger than the reader's 64 KiB buffer are read into it
+    directly, so reads are lent: the sha256 is the file's (hashlib), the records those read."""
+    import random
+
+    from gro_replay.capture import stream
+    from gro_replay.capture.chunks import PcapChunks
+    from gro_replay.capture.writer import PcapWriter
+
+    monkeypatch.setattr(stream, "_LENT_MIN", 256)
+    inside = stream._inside
+    lent = []
+    monkeypatch.setattr(stream, "_inside", lambda v, b: lent.append(inside(v, b)) or lent[-1])
+    f = tmp_path / "x.pcap"
+    rng = random.Random(block)
+    sizes = [rng.choice([60, 1514, 3000, 9000]) for _ in range(600)]
+    sizes[300] = 200_000  # larger than the first block: the buffer grows
+    with PcapWriter(str(f)) as w:
+        for i, size in enumerate(sizes):
+            w.write(1_000_000 * i, rng.randbytes(size))
+    with open_capture(f) as cap:
+        r = PcapChunks(cap, block)
+        got = []
+        keep = None
+        while (ch := r.next(keep)) is not None:
+            take = (
+                len(ch) - len(ch) // 3 if not ch.eof and len(ch) > 2 else len(ch)
+            )  # some records read again
+            got.extend(int(x) for x in ch.caplen[:take])
+            keep = ch.record_start(take)
+        assert got == sizes
+        assert cap.sha256() == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert sum(lent) >= 5
+
+
 def test_stdin_terminal_is_refused() -> None:
     """`gro-replay -` on a terminal would wait forever: one line, exit 2."""
     code, out = on_a_terminal("-", "--quiet")

@@ -290,6 +290,9 @@ class PcapChunks:
         self._file_off = capture._offset  # file offset of _buf[_fill]
         self._counted = capture._offset  # file offset after the last record counted in caplen_over_snaplen
         self._eof = False
+        #: an uncompressed capture's digest, which hashes the reads into ``_buf`` where they lie (stream.py
+        #: ``DigestingRaw.lend``): settled before ``_buf`` is written to again
+        self._lender = getattr(capture, "_digest", None) if not getattr(capture, "compressed", True) else None
         self._records = records
         self._first = 0  # offset in _buf of the last chunk's first record
         self._count = 0  # its records
@@ -336,6 +339,8 @@ class PcapChunks:
         """Move the buffer's bytes from ``keep`` to its front (twice as large a buffer with ``grow`` when they fill
         it) and read until it is full or the stream ends (a pipe or FIFO returns what it holds: only a read of 0
         bytes is the end); returns where the kept bytes now start (0)."""
+        if self._lender is not None:
+            self._lender.settle()  # the thread hashed what was read into the buffer before it is written to
         buf = self._buf
         rest = self._fill - keep
         if keep:
@@ -343,6 +348,8 @@ class PcapChunks:
         fill = rest
         if grow and fill == len(buf) and not self._eof:
             self._buf = buf = buf + bytes(len(buf))
+        if self._lender is not None:
+            self._lender.lend(buf)
         view = memoryview(buf)
         try:
             while not self._eof and fill < len(buf):

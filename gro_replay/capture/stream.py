@@ -5,6 +5,7 @@ bytes as they are read (the path is never opened a second time).
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import io
 import queue
@@ -79,6 +80,8 @@ def read_exactly(f: io.BufferedIOBase, n: int) -> bytes:
 _DIGEST_BLOCK = 1 << 20
 #: buffers in use at once (filling, queued, hashing): the reader waits for the hash when all are taken
 _DIGEST_BUFFERS = 8
+#: a read of at least this many bytes into memory lent by its owner (``DigestingRaw.lend``) is hashed where it lies
+_LENT_MIN = 1 << 20
 
 
 class DigestingRaw(io.RawIOBase):
@@ -87,9 +90,11 @@ class DigestingRaw(io.RawIOBase):
     The bytes read are copied into one of ``_DIGEST_BUFFERS`` reused buffers of ``_DIGEST_BLOCK`` bytes (one
     copy, no allocation per read), and each full buffer is hashed by a helper thread (hashlib releases the GIL for
     large blocks, so the hash runs on another core instead of on the replay's critical path), which hands the
-    buffer back; small reads are gathered the same way. ``hexdigest()`` reads what is left of the stream (a file's
-    bytes after the last record, padding) so the digest is always that of the whole stream, then waits for the
-    thread.
+    buffer back; small reads are gathered the same way. A read of ``_LENT_MIN`` bytes or more into ``lend``'s
+    buffer is not copied: the thread hashes it where it lies, in stream order with the rest, and the owner calls
+    ``settle()`` before it writes to that buffer again or lets it go. ``hexdigest()`` reads what is left of the
+    stream (a file's bytes after the last record, padding) so the digest is always that of the whole stream, then
+    waits for the thread.
     Raises (from ``readinto``/``hexdigest``): OSError of the underlying stream.
     """
 
@@ -101,9 +106,14 @@ class DigestingRaw(io.RawIOBase):
         self._fill = 0
         self._made = 1  # buffers allocated (at most _DIGEST_BUFFERS)
         self._free: queue.SimpleQueue[bytearray] = queue.SimpleQueue()
-        self._queue: queue.SimpleQueue[tuple[bytearray, int] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[
+            tuple[bytearray, int] | tuple[memoryview, bytearray] | threading.Event | None
+        ]
+        self._queue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self.bytes_read = 0
+        self._lent: bytearray | None = None  # the buffer lent (``lend``)
+        self._unsettled = False  # lent bytes were queued since the last ``settle``
 
     def readable(self) -> bool:
         return True
@@ -111,11 +121,33 @@ class DigestingRaw(io.RawIOBase):
     def fileno(self) -> int:
         return self._raw.fileno()
 
+    def lend(self, buf: bytearray | None) -> None:
+        """Reads into ``buf`` (its owner's, reused: None ends the loan) need not be copied: the owner calls
+        ``settle()`` before it writes to ``buf`` again or drops it (the thread may still be hashing it)."""
+        self._lent = buf
+
+    def settle(self) -> None:
+        """Wait until the thread has hashed every lent read queued (nothing to wait for when none was)."""
+        if self._unsettled and self._thread is not None:
+            done = threading.Event()
+            self._queue.put(done)
+            done.wait()
+        self._unsettled = False
+
     def readinto(self, b) -> int:
         n = self._raw.readinto(b)
         if n:
             self.bytes_read += n
             src = memoryview(b).cast("B")[:n]
+            lent = self._lent
+            if lent is not None and n >= _LENT_MIN and not src.readonly and _inside(src, lent):
+                # hashed where it lies (after the bytes gathered before it): the owner settles before reuse
+                if self._fill:
+                    self._hand_over()
+                self._start()
+                self._queue.put((src, lent))
+                self._unsettled = True
+                return n
             done = 0
             while done < n:
                 k = min(n - done, _DIGEST_BLOCK - self._fill)
@@ -126,11 +158,14 @@ class DigestingRaw(io.RawIOBase):
                     self._hand_over()
         return n or 0
 
-    def _hand_over(self) -> None:
-        """Queue the buffer being filled for the hashing thread; take a free one (wait when all are in use)."""
+    def _start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="gro-replay-sha256", daemon=True)
             self._thread.start()
+
+    def _hand_over(self) -> None:
+        """Queue the buffer being filled for the hashing thread; take a free one (wait when all are in use)."""
+        self._start()
         self._queue.put((self._buf, self._fill))
         if self._made < _DIGEST_BUFFERS:
             self._made += 1
@@ -144,7 +179,14 @@ class DigestingRaw(io.RawIOBase):
             item = self._queue.get()
             if item is None:
                 return
+            if isinstance(item, threading.Event):
+                item.set()  # ``settle``: everything queued before it is hashed
+                continue
             buf, n = item
+            if isinstance(buf, memoryview):
+                self._sha.update(buf)  # lent bytes (``n``: their owner's buffer, kept alive until hashed)
+                continue
+            assert isinstance(n, int)
             with memoryview(buf) as v:
                 self._sha.update(v[:n])
             self._free.put(buf)
@@ -154,6 +196,7 @@ class DigestingRaw(io.RawIOBase):
             self._queue.put(None)
             self._thread.join()
             self._thread = None
+        self._unsettled = False
 
     def hexdigest(self) -> str:
         """SHA-256 (hex) of every byte of the stream: what was read, then the rest up to its end."""
@@ -172,3 +215,13 @@ class DigestingRaw(io.RawIOBase):
             self._raw.close()
         finally:
             super().close()
+
+
+def _inside(view: memoryview, buf: bytearray) -> bool:
+    """``view``'s bytes (writable, non-empty) lie in ``buf``'s memory: a read into the lent buffer, not into a
+    reader's own."""
+    if not len(buf):
+        return False
+    lo = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    at = ctypes.addressof(ctypes.c_char.from_buffer(view))
+    return lo <= at and at + view.nbytes <= lo + len(buf)
