@@ -29,9 +29,10 @@ _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
 _RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-(?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII)
 #: a build's own string: X.Y or X.Y.Z, then a separator and its suffix; a dot after X.Y starts the point release,
 #: digits (``5.10.-1``, ``5.10.0x1``, ``5.10.1e3`` are typos, not a distribution's uname -r)
-#: X.Y or X.Y.Z, "+" and a commit id: how the verdict names a kernel it replays with a commit applied
+#: a release (X.Y, X.Y.Z, X.Y-rcN, a distribution's uname -r), "+" and a commit id: how the verdict names a kernel
+#: it replays with a commit applied
 #: (``NAME+89e5c58fc1e2``), refused as a release when the id is a modelled commit's (``_applied_commit``)
-_APPLIED = re.compile(r"\d+\.\d+(?:\.\d+)?\+([0-9a-fA-F]{7,40})", re.ASCII)
+_APPLIED = re.compile(r"(\d+\.\d+\S*?)\+([0-9a-fA-F]{7,40})", re.ASCII)
 _OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+)[-+.~_]|[-+~_])\S*", re.ASCII)
 #: a version number with a leading zero (05, 0106): kernel versions have none
 _LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
@@ -201,10 +202,12 @@ def resolve_kernel(text: str) -> KernelModel:
 
 def _no_release(text: str) -> None:
     """Refuse release strings of a release's shape that name none: ``X.Y-rc0`` (a merge window's first tag is
-    -rc1, the Makefile's EXTRAVERSION) and ``X.Y+<modelled commit>`` (``_applied_commit``). Raises: ValueError."""
+    -rc1, the Makefile's EXTRAVERSION), ``X.Y-rc01`` (no leading zeros, as ``_check_release_chars`` says of X.Y.Z) and ``X.Y+<modelled commit>`` (``_applied_commit``). Raises: ValueError."""
     m = _RC.fullmatch(text)
     if m is not None and int(m.group(3)) == 0:
         raise ValueError(f"kernel {text} names no release: release candidates start at -rc1")
+    if m is not None and m.group(3) != str(int(m.group(3))):
+        raise ValueError(f"kernel {text}: version numbers have no leading zeros (-rc{int(m.group(3))})")
     _applied_commit(text)
 
 
@@ -216,17 +219,21 @@ def _applied_commit(text: str) -> None:
     m = _APPLIED.fullmatch(text)
     if m is None:
         return
-    h = m.group(1).lower()
+    base, h = m.group(1), m.group(2).lower()
     for c in SWITCH_COMMITS:
         if c.commit.startswith(h) or h.startswith(c.commit):
-            base = text.split("+", 1)[0]
             model = _resolved(base)[0]  # raises as for the release alone (7.99+89e5c58fc1e2: newer than 6.18)
             if getattr(model, c.switch):  # a switch is on where its commit is in (SWITCH_COMMITS)
                 how = f" ({base} carries it)"
-            elif c.switch == "udp_tunnel_gate_checks_uh_check":
-                how = f" ({base} lacks it: the verdict replays {base} with it applied beside it)"
             else:
-                how = f" ({base} lacks it)"
+                lacks = (
+                    f"{base} is assumed to lack it, as its upstream base does"
+                    if model.vendor
+                    else f"{base} lacks it"
+                )
+                if c.switch == "udp_tunnel_gate_checks_uh_check":
+                    lacks += f": the verdict replays {base} with it applied beside it"
+                how = f" ({lacks})"
             raise ValueError(
                 f'kernel {text}: +{h} names {c.commit} ("{c.title}"), a commit gro-replay models, not a '
                 "build's suffix; no commit is applied to a release by name (NAME+89e5c58fc1e2 is only how the "

@@ -644,6 +644,18 @@ def test_a_vendor_point_past_the_branch_end_names_the_backports_it_runs_with(tex
         ("5.4.106+89e5c58fc1e2", "use --kernel 5.4.106 (5.4.106 carries it)"),
         # 5eddb24901ee is in v6.1, not in 5.10
         ("5.10+5eddb24901ee", "use --kernel 5.10 (5.10 lacks it)"),
+        # any release form before the "+" (breaker's finding: a pre-release and a distribution string still ran)
+        (
+            "5.11-rc1+89e5c58fc1e2",
+            "use --kernel 5.11-rc1 (5.11-rc1 lacks it: the verdict replays 5.11-rc1 with it "
+            "applied beside it)",
+        ),
+        ("5.12-rc2+89e5c58fc1e2", "use --kernel 5.12-rc2 (5.12-rc2 carries it)"),
+        (
+            "4.18.0-305.el8+89e5c58fc1e2",
+            "use --kernel 4.18.0-305.el8 (4.18.0-305.el8 is assumed to lack it, as its "
+            "upstream base does: the verdict replays 4.18.0-305.el8 with it applied beside it)",
+        ),
     ],
 )
 def test_a_release_with_a_modelled_commit_after_plus_is_refused(runner, text, how):
@@ -667,3 +679,10 @@ def test_rc0_names_no_release(runner, text):
         resolve_kernel(text)
     r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", text])
     assert r.exit_code == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("text", ["5.12-rc01", "5.12.0-rc02", "6.2-rc004+"])
+def test_an_rc_number_with_a_leading_zero_is_refused(text):
+    """Tags are v5.12-rc1, never -rc01 (breaker's finding: it ran and printed "(v5.12-rc01)"), as 5.4.0106 is refused."""
+    with pytest.raises(ValueError, match="version numbers have no leading zeros"):
+        resolve_kernel(text)
