@@ -667,3 +667,22 @@ def test_a_failed_check_prints_its_loss_beyond_the_threshold(tmp_path, docs, sta
     assert doc["status"] == "regression"
     got, shown = doc["largest_loss"]["loss_pct"], loss.rstrip("%")
     assert round(got, len(shown.split(".")[1])) == float(shown) and got > float(limit)
+
+
+@pytest.mark.parametrize("limit", ["66.66666666666", "66.666666666", "66.66666666666666"])
+def test_a_passed_check_never_prints_its_loss_above_the_allowance(tmp_path, docs, limit):
+    """1,000,000 segments in 100,000 skbs (10.00 per skb) → in 300,000 (3.33…): a loss of 66.666…%, within 1e-9
+    (metrics._EPS) of these thresholds, so the check passes (exit 0). Rounded it reads 66.6666666667%, above the
+    allowance under "OK" (breaker's finding); it is cut to the threshold's side: the document's loss_pct and every
+    text are at or below it."""
+    base = json.loads(Path(docs["post"]).read_text())
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    _with_phys(base, a, segments_delivered=1_000_000, skbs_delivered=100_000)
+    _with_phys(base, b, segments_delivered=1_000_000, skbs_delivered=300_000)
+    args = ["diff", a, b, "--metric", "segs_per_skb", "--max-regression", limit]
+    r = run(*args, "--format", "json")
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "ok" and doc["largest_loss"]["loss_pct"] <= float(limit)
+    text = " ".join(run(*args).stdout.split())
+    shown = text.split("largest loss ")[1].split("%")[0]
+    assert float(shown) <= float(limit), text

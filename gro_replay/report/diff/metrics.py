@@ -94,7 +94,7 @@ def cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
     loss = loss_pct(metric, base, cur)
     regression = checked and loss > limit + _EPS
     change = change_pct(base, cur)  # of the values compared, before they are rounded for the document
-    digits = max(6, loss_digits(loss, limit, regression)) if checked and math.isfinite(loss) else 6
+    shown = loss_shown(loss, limit, regression) if checked and math.isfinite(loss) else round(loss, 6)
     if isinstance(base, float) or isinstance(cur, float):
         base, cur = round(base, 4), round(cur, 4)
         delta = round(cur - base, 4)
@@ -110,12 +110,13 @@ def cell(metric: Metric, base, cur, checked: bool, limit: float) -> dict:
         # the loss the check compared with the threshold (None from a zero baseline), to 6 decimals or, for a
         # checked value, as many more as put it on the check's side of the threshold (``loss_digits``): what the
         # text prints beside the threshold
-        "loss_pct": round(loss, digits) if math.isfinite(loss) else None,
+        "loss_pct": shown if math.isfinite(loss) else None,
     }
 
 
-#: decimals enough to show any loss the check found beyond the threshold (``loss > limit + _EPS``, ``_EPS`` 1e-9)
-_MOST_DIGITS = 10
+#: decimals enough to show any loss the check found beyond the threshold (``loss > limit + _EPS``, ``_EPS`` 1e-9: 10)
+#: and a loss that passed it at or below a threshold of up to 15 places
+_MOST_DIGITS = 15
 
 
 def loss_digits(loss: float, limit: float, exceeded: bool) -> int:
@@ -127,3 +128,16 @@ def loss_digits(loss: float, limit: float, exceeded: bool) -> int:
         if (round(loss, d) > limit) == exceeded:
             return d
     return _MOST_DIGITS
+
+
+def loss_shown(loss: float, limit: float, exceeded: bool) -> float:
+    """A checked value's loss (percent) as the document keeps it and every text prints it (``loss_digits`` places
+    beside ``limit``): rounded to at least 6 places and as many more as put it on the check's side of the
+    threshold. A loss within ``_EPS`` above the threshold passed the check: where no rounding reads at or below it
+    (66.6666…% against 66.66666666666), it is cut down to the places instead, and to the threshold itself if that
+    is still above it, so that a passed check never prints a loss above its allowance."""
+    d = loss_digits(loss, limit, exceeded)
+    shown = round(loss, max(6, d))
+    if not exceeded and shown > limit:
+        shown = min(math.floor(loss * 10**d) / 10**d, limit)
+    return shown
