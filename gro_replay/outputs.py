@@ -79,8 +79,16 @@ def _dangling(path: str, reason: object) -> object:
     directory``, misleads): "a symbolic link to a missing path (TARGET as the link says it): REASON", or that alone
     where ``reason`` is None."""
     try:
-        if not os.path.islink(path) or os.path.exists(path):
+        if not os.path.islink(path):
             return reason
+        os.stat(path)
+        return reason
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a loop of links is no missing path
+            return reason or e.strerror
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return reason
+    try:
         target = os.readlink(path)
     except OSError:
         return reason

@@ -189,6 +189,17 @@ def test_directory_output_that_is_a_link_to_a_missing_path(runner, tmp_path, bef
     assert sorted(os.listdir(d)) == [name]
 
 
+@pytest.mark.parametrize(("before", "option", "name"), FILE_OPTIONS + DIR_OPTIONS, ids=_ids)
+def test_an_output_that_is_a_loop_of_links_says_so(runner, tmp_path, before, option, name) -> None:
+    """Two links naming each other: open(2) and stat(2) give ELOOP; the path is not missing (breaker's finding:
+    directory outputs said "a symbolic link to a missing path (loop2)")."""
+    a, b = tmp_path / "loop1", tmp_path / "loop2"
+    os.symlink(b, a)
+    os.symlink(a, b)
+    how = "create" if (before, option, name) in DIR_OPTIONS else "write"
+    _one_line(_invoke(runner, before, option, str(a)), option, str(a), how, os.strerror(errno.ELOOP))
+
+
 def test_kernel_trace_is_checked_before_the_backend_runs(runner, tmp_path) -> None:
     """kernel ``--trace`` under a file, at a directory, in a missing directory or at a symbolic link to a missing
     path: refused (exit 2, the cause) before the backend's environment check (which, without root, would be exit 3)
