@@ -214,7 +214,8 @@ def test_corrupt_record_in_the_middle(runner, tmp_path):
             "Error: invalid poll model 'rx-usecs:nan': use budget, gap:US or rx-usecs:US"
             ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
         ),
-        (["--rss-key", "zz"], "Error: --rss-key: must be hex digits"),
+        (["--rss-key", "zz"], "Error: --rss-key: must be hex digits, two per byte"),
+        (["--rss-key", "6d" * 40 + "5"], "Error: --rss-key: must be hex digits, two per byte"),
         # an empty key is a key of no bytes, not the default (breaker's finding)
         (
             ["--rss-key", ""],
@@ -473,7 +474,7 @@ def test_an_rss_key_as_ethtool_prints_it_is_the_same_key(runner):
     assert docs[0] == docs[1] == docs[2]
     assert one_line_error(runner.invoke(main, [str(FIX_SAMPLE), "--rss-key", "6:d5a"])).split("; see '")[
         0
-    ] == ("Error: --rss-key: must be hex digits")
+    ] == ("Error: --rss-key: must be hex digits, two per byte")
 
 
 def test_one_rss_key_written_two_ways_is_one_value(runner):

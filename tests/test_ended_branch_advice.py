@@ -56,7 +56,9 @@ def test_an_ended_branch_without_the_fix_is_told_to_move(runner, branch, release
         f"{label} lacks 89e5c58fc1e2 (no {branch}.y release has it: linux-{branch}.y ended with {last} in {when}) "
         "and is affected by the zero-checksum bug. "
     ), text
-    assert f" To get the fix, move to a branch that carries it: the nearest is {move}." in text, text
+    assert f" To get the fix, move to a branch that carries it: the nearest newer one is {move}." in text, (
+        text
+    )
     assert "carries it since" not in text
     r = runner.invoke(main, [str(FIX_SAMPLE), "--kernel", kernel, "-q"])
     assert text in r.stdout.splitlines()

@@ -190,7 +190,7 @@ class RssKey(click.ParamType):
         try:
             key = bytes.fromhex(str(value).replace(":", " "))
         except ValueError:
-            self.fail("must be hex digits", param, ctx)
+            self.fail("must be hex digits, two per byte", param, ctx)
         if len(key) < 40:
             self.fail("needs at least 40 bytes (80 hex digits) for IPv6 4-tuples", param, ctx)
         return key.hex()

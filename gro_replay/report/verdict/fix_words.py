@@ -85,7 +85,7 @@ def stable_fix_hint(model) -> str:
 def ended_branch_advice(model) -> str:
     """For a kernel of a branch that ended without the fix (``ended_without_fix``), the sentence of what to do: move
     to the nearest newer branch carrying it (``nearest_fix_branch``), from its first release carrying it — "To get
-    the fix, move to a branch that carries it: the nearest is linux-4.19.y, from 4.19.181 (e5008f2e9157), itself
+    the fix, move to a branch that carries it: the nearest newer one is linux-4.19.y, from 4.19.181 (e5008f2e9157), itself
     ended with 4.19.325 in December 2024." —; "" for any other kernel (updating within its branch is
     ``stable_fix_hint``'s)."""
     ended = ended_without_fix(model)
@@ -95,7 +95,7 @@ def ended_branch_advice(model) -> str:
     where = f"linux-{branch}.y, from {first} ({commit})" if commit else f"{branch}, from {first}"
     stop = STABLE_ENDED.get(branch)
     tail = f", itself ended with {branch}.{stop[0]} in {stop[1]}" if stop else ""
-    return f"To get the fix, move to a branch that carries it: the nearest is {where}{tail}."
+    return f"To get the fix, move to a branch that carries it: the nearest newer one is {where}{tail}."
 
 
 def fix_advice_parts(cfg, saved: dict | None = None, who: str = "they") -> list[str]:
