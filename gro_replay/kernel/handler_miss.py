@@ -22,13 +22,17 @@ from functools import cache
 _MISSED = re.compile(r"^(.+)\((type=0x[0-9a-f]{4}|proto=[0-9]{1,3})\)$")
 
 
+_NO_NAMES = ("ETH_TYPE_UNKNOWN", "IP_PROTO_IP")
+
+
 @cache
 def _names(module: str, prefix: str) -> dict[int, str]:
     """Value → name of module ``module``'s ``prefix*`` int constants; the first defined wins (dpkt repeats values:
-    IP_PROTO_HOPOPTS/IP_PROTO_IP); dpkt.ethernet's ETH_TYPE_UNKNOWN (0) is no name."""
+    IP_PROTO_HOPOPTS/IP_PROTO_IP); dpkt.ethernet's ETH_TYPE_UNKNOWN (0) and dpkt.ip's IP_PROTO_IP (0, "dummy for
+    IP") are no names: 0 is HOPOPTS, IPv6 Hop-by-Hop Option, in IANA's protocol numbers."""
     names: dict[int, str] = {}
     for name, value in vars(importlib.import_module(module)).items():
-        if name.startswith(prefix) and isinstance(value, int) and name != "ETH_TYPE_UNKNOWN":
+        if name.startswith(prefix) and isinstance(value, int) and name not in _NO_NAMES:
             names.setdefault(value, name[len(prefix) :])
     return names
 

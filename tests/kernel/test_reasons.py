@@ -61,6 +61,8 @@ def test_a_handler_miss_names_the_value_looked_up():
         missed_type(R.TUNNEL_INNER_PROTO, 0x88B5): "tunnel inner protocol 0x88b5 without GRO handler",
         missed_proto(R.INET_NO_OFFLOAD, 1): "IPv4 protocol ICMP (1) without GRO handler",
         missed_proto(R.INNER[R.INET_NO_OFFLOAD], 143): "IPv4 protocol 143 without GRO handler (inner header)",
+        # 0 is HOPOPTS in IANA's registry; dpkt's IP_PROTO_IP ("dummy for IP") is no name (breaker's finding)
+        missed_proto(R.INET_NO_OFFLOAD, 0): "IPv4 protocol HOPOPTS (0) without GRO handler",
         missed_proto(
             R.INNER[R.IPV6_NO_OFFLOAD], 59
         ): "IPv6 next header NONE (59) without GRO handler (inner header)",
