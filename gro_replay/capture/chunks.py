@@ -154,8 +154,8 @@ class SizeWalk:
         if self._kind is None and not self._least and not self._align:
             return self._walk_sizes(buf, a, off, n, left)
         words, at, kind, extra = self._words, self._at, self._kind, self._extra
-        least, most, align, u32 = self._least, self._most, self._align, self.u32
-        parts, got = self._parts, self._got
+        least, most, align = self._least, self._most, self._align
+        got = self._got
         last = -1
         same = 0
         while off + at + 8 <= n and left:
@@ -178,10 +178,7 @@ class SizeWalk:
                 same += 1
                 if same >= _MIN_RUN:
                     # a run of records of one size: the records that follow at this stride with these words
-                    k = min((n - off) // step, left)
-                    m = stride_prefix(a, off + at, step, k, u32, *((size,) if kind is None else (kind, size)))
-                    parts.append((len(got), 0, 0))
-                    parts.append((off, step, m))
+                    m = self._run(a, off, n, left, step, *((size,) if kind is None else (kind, size)))
                     off += step * m
                     left -= m
                     last = -1
@@ -196,9 +193,8 @@ class SizeWalk:
     ) -> tuple[int, int, bool]:
         """``walk`` where the first word is the size and only ``most`` bounds it (classic pcap): the same steps,
         one word read a record."""
-        word, at, extra, most, u32 = self._word, self._at, self._extra, self._most, self.u32
-        parts, got = self._parts, self._got
-        append = got.append
+        word, at, extra, most = self._word, self._at, self._extra, self._most
+        append = self._got.append
         last = -1
         same = 0
         stop = n - at - 8  # the last offset whose two words lie in buf[:n] (as ``walk`` reads them)
@@ -215,10 +211,7 @@ class SizeWalk:
             else:
                 same += 1
                 if same >= _MIN_RUN:
-                    k = min((n - off) // step, left)
-                    m = stride_prefix(a, off + at, step, k, u32, size)
-                    parts.append((len(got), 0, 0))
-                    parts.append((off, step, m))
+                    m = self._run(a, off, n, left, step, size)
                     off += step * m
                     left -= m
                     last = -1
@@ -227,6 +220,15 @@ class SizeWalk:
             off += step
             left -= 1
         return off, left, False
+
+    def _run(self, a: np.ndarray, off: int, n: int, left: int, step: int, *words: int) -> int:
+        """The records of a run of one size at ``off`` (``walk``): how many follow at stride ``step`` (bytes) with
+        these header ``words`` in ``a[:n]``, at most ``left``; recorded as one part after the records walked."""
+        k = min((n - off) // step, left)
+        m = stride_prefix(a, off + self._at, step, k, self.u32, *words)
+        self._parts.append((len(self._got), 0, 0))
+        self._parts.append((off, step, m))
+        return m
 
     def take(self, a: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
         """The offsets (int64, in order) of the records walked and not yet taken, and their first ``width`` bytes
