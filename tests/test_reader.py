@@ -509,6 +509,19 @@ def test_open_another_compression_or_format_says_what_it_is(tmp_path, pack, what
     assert "\n" not in msg
 
 
+def test_open_gzip_inside_gzip_says_so(tmp_path):
+    """A capture gzipped twice (RFC 1952 magic 1f 8b after the first decompression): one gzip is read, so the data
+    inside is named, not "not a pcap or pcapng file (magic 0x1f8b0808)" (newcomer's finding)."""
+    import gzip
+
+    p = write(tmp_path, "twice.pcap.gz", gzip.compress(gzip.compress(pcap_bytes([]))))
+    assert_open_error(
+        p,
+        f"{p}: gzip-compressed twice, not a pcap or pcapng file inside the gzip: decompress it once first "
+        "(gzip -dc FILE | gro-replay -)",
+    )
+
+
 def test_open_two_byte_file(tmp_path):
     p = write(tmp_path, "tiny.pcap", b"\xd4\xc3")
     assert_open_error(p, f"{p}: not a pcap or pcapng file (only 2 bytes)")

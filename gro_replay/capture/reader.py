@@ -210,6 +210,11 @@ class Capture(PcapngBlocks):
         elif magic == _PCAPNG_SHB:
             self.format = "pcapng"
             self._open_pcapng(head)
+        elif compressed and head.startswith(_GZIP_MAGIC):  # one gzip is read; its data is gzip again
+            raise CaptureError(
+                f"{path}: gzip-compressed twice, not a pcap or pcapng file inside the gzip: decompress it once "
+                "first (gzip -dc FILE | gro-replay -)"
+            )
         else:
             other = other_format(path, head)  # the 4 bytes read: reading more could wait on a pipe
             raise CaptureError(other or f"{path}: not a pcap or pcapng file (magic 0x{magic:08x})")
