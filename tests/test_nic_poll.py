@@ -71,7 +71,7 @@ def test_a_preset_without_moderation_says_the_default_poll_model_stands(runner):
     such words."""
     out = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "virtio-net"]).stdout
     assert (
-        "NIC: --nic virtio-net (tunnel port off); its skbs built with veth's linear layout (the virtio-net driver's "
+        "NIC: --nic virtio-net (no tunnel port offload); its skbs built with veth's linear layout (the virtio-net driver's "
         "is not modelled: on 6.1+ the tunnel device's skb_has_frag_list flushes may be more than the driver's), "
         f"RSS none; poll model {MLX5_POLL}; virtio-net has no interrupt moderation of its own here, so that default "
         "stands), weight 64" in out
