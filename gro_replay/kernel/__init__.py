@@ -13,6 +13,7 @@ version differences are ``model.KernelModel`` switches named after their commits
   gro_cells), modelled on include/net/dropreason-core.h
 - ``eth.py``: net/ethernet/eth.c
 - ``geneve.py``: drivers/net/geneve.c
+- ``gre_offload.py``: net/ipv4/gre_offload.c (the encap_mark test of ``gre_gro_receive`` only; the rest flushes, said as not modelled)
 - ``gro.py``: net/core/gro.c (net/core/dev.c before v5.17), include/net/gro.h ``call_gro_receive``
 - ``gro_csum.py``: include/net/gro.h checksum helpers, net/core/gro.c ``__skb_gro_checksum_complete``
 - ``gro_cells.py``: net/core/gro_cells.c

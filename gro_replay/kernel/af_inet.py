@@ -6,7 +6,11 @@ through ``gro_receive_network_flush`` (include/net/gro.h ``inet_gro_flush``, the
 on 2024-05-14, unchanged through v6.17: one ``ip_fixedid`` bit for both headers), gro-spec §3.3; v6.18 adds the outer
 ID check (21f7484220ac, ``inet_gro_checks_outer_id``) and fixed IDs without DF (f095a358faf2,
 ``inet_gro_fixedid_without_df``), read in the v7 patch mails of Richard Gobert's series (2025-09-22).
-Left out: IPv4 protocols other than TCP and UDP (their frames flush).
+IPv4 in IPv4 (protocol 4): ``ipip_gro_receive`` / ``ipip_gro_complete`` (the ``ipip_offload`` that
+``ipv4_offload_init`` registers), the same text from v4.19 (d4546c2509b1, list_head GRO) on: a second
+encapsulation flushes (``NAPI_GRO_CB(skb)->encap_mark``), else the inner IPv4 header is parsed by
+``inet_gro_receive`` called directly. IPv6 in IPv4 (41) is ip6_offload.py ``sit_ip6ip6_gro_receive``, GRE (47)
+gre_offload.py. Left out: IPv4 protocols other than TCP, UDP, IPIP, IPv6 and GRE (their frames flush).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from . import reasons as R
 from . import skbuff as _skbuff
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .handler_miss import missed_proto
-from .skbuff import ETH_P_IP, SkBuff
+from .skbuff import ETH_P_IP, SKB_GSO_IPXIP4, SkBuff
 
 IP_DF = 0x4000
 IP_MF = 0x2000
@@ -195,4 +199,40 @@ def inet_gro_complete(skb: SkBuff, nhoff: int) -> int:
     return ops.gro_complete(skb, nhoff + 20)
 
 
-__all__ = ["ETH_P_IP", "inet_gro_receive", "inet_gro_complete", "inet_gro_flush", "inet_gro_network_pseudo"]
+def ipip_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """IPv4 in IPv4 (IP protocol 4): flush a second encapsulation, else mark the skb encapsulated and parse the inner
+    IPv4 header.
+
+    Kernel: net/ipv4/af_inet.c ``ipip_gro_receive``: ``NAPI_GRO_CB(skb)->encap_mark`` already set (the outer UDP
+    tunnel's udp_gro_receive set it on the phys device, or an IPIP header before this one) sets ``flush = 1`` and
+    returns NULL; else it sets ``encap_mark`` and returns ``inet_gro_receive(head, skb)``, called directly (not
+    through ``call_gro_receive``: no recursion count). Returns ``pp`` or None.
+    """
+    cb = skb.cb
+    if cb.encap_mark:
+        R.skb_flush_reason(cb, R.IPIP_ENCAP_MARK)
+        cb.flush = 1
+        return None
+    cb.encap_mark = 1
+    return inet_gro_receive(head, skb)
+
+
+def ipip_gro_complete(skb: SkBuff, nhoff: int) -> int:
+    """Mark the aggregate encapsulated (``SKB_GSO_IPXIP4``), then complete the inner IPv4 header at ``nhoff``.
+
+    Kernel: net/ipv4/af_inet.c ``ipip_gro_complete``. Returns 0 or a negative errno.
+    """
+    skb.encapsulation = 1
+    skb.gso_type |= SKB_GSO_IPXIP4
+    return inet_gro_complete(skb, nhoff)
+
+
+__all__ = [
+    "ETH_P_IP",
+    "inet_gro_receive",
+    "inet_gro_complete",
+    "ipip_gro_receive",
+    "ipip_gro_complete",
+    "inet_gro_flush",
+    "inet_gro_network_pseudo",
+]

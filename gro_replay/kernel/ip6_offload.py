@@ -4,6 +4,11 @@ Versions: v5.10.13 text (gro-spec §3.2): version, flow label, addresses and the
 flows, traffic class flushes; 6fc2f3832d36 (v5.18, switch ``ipv6_hop_limit_flushes``) turns a hop-limit
 difference into a flush; v6.10 (``l3_flush_in_tcp``) evaluates traffic class and hop limit from TCP
 (include/net/gro.h ``ipv6_gro_flush``).
+IP in IP with IPv6: ``sit_ip6ip6_gro_receive`` (IPv6 in IPv4, ``sit_offload``, and IPv6 in IPv6,
+``ip6ip6_offload``), ``ip4ip6_gro_receive`` (IPv4 in IPv6, ``ip4ip6_offload``) and their gro_complete functions,
+registered by ``ipv6_offload_init``; the same text from v4.19 (d4546c2509b1) on: a second encapsulation flushes
+(``NAPI_GRO_CB(skb)->encap_mark``), else the inner header is parsed by ``ipv6_gro_receive`` /
+``inet_gro_receive`` called directly.
 Left out: extension headers other than hop-by-hop, routing and destination options
 (a fragment header ends the parse and the frame flushes, as in the kernel).
 """
@@ -15,10 +20,11 @@ import struct
 from ..packet.csum import pseudo_at
 from . import reasons as R
 from . import skbuff as _skbuff
+from .af_inet import inet_gro_complete, inet_gro_receive
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
 from .handler_miss import missed_proto
-from .skbuff import SkBuff
+from .skbuff import SKB_GSO_IPXIP4, SKB_GSO_IPXIP6, SkBuff
 
 NEXTHDR_HOP = 0
 NEXTHDR_ROUTING = 43
@@ -164,3 +170,66 @@ def ipv6_gro_complete(skb: SkBuff, nhoff: int) -> int:
     if ops is None:
         return -2
     return ops.gro_complete(skb, l4 - skb.data)
+
+
+def sit_ip6ip6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """IPv6 in IPv4 (IP protocol 41, SIT) or in IPv6 (next header 41): flush a second encapsulation, else mark the skb
+    encapsulated and parse the inner IPv6 header.
+
+    Kernel: net/ipv6/ip6_offload.c ``sit_ip6ip6_gro_receive`` ("Common GRO receive for SIT and IP6IP6"):
+    ``NAPI_GRO_CB(skb)->encap_mark`` set → ``flush = 1``, NULL; else ``encap_mark = 1`` and
+    ``ipv6_gro_receive(head, skb)``, called directly. Returns ``pp`` or None.
+    """
+    cb = skb.cb
+    if cb.encap_mark:
+        R.skb_flush_reason(cb, R.SIT_IP6IP6_ENCAP_MARK)
+        cb.flush = 1
+        return None
+    cb.encap_mark = 1
+    return ipv6_gro_receive(head, skb)
+
+
+def ip4ip6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
+    """IPv4 in IPv6 (next header 4): flush a second encapsulation, else mark the skb encapsulated and parse the inner
+    IPv4 header.
+
+    Kernel: net/ipv6/ip6_offload.c ``ip4ip6_gro_receive``: as ``sit_ip6ip6_gro_receive``, then
+    ``inet_gro_receive(head, skb)``, called directly. Returns ``pp`` or None.
+    """
+    cb = skb.cb
+    if cb.encap_mark:
+        R.skb_flush_reason(cb, R.IP4IP6_ENCAP_MARK)
+        cb.flush = 1
+        return None
+    cb.encap_mark = 1
+    return inet_gro_receive(head, skb)
+
+
+def sit_gro_complete(skb: SkBuff, nhoff: int) -> int:
+    """Mark the aggregate encapsulated (``SKB_GSO_IPXIP4``), then complete the inner IPv6 header at ``nhoff``.
+
+    Kernel: net/ipv6/ip6_offload.c ``sit_gro_complete``. Returns 0 or a negative errno.
+    """
+    skb.encapsulation = 1
+    skb.gso_type |= SKB_GSO_IPXIP4
+    return ipv6_gro_complete(skb, nhoff)
+
+
+def ip6ip6_gro_complete(skb: SkBuff, nhoff: int) -> int:
+    """Mark the aggregate encapsulated (``SKB_GSO_IPXIP6``), then complete the inner IPv6 header at ``nhoff``.
+
+    Kernel: net/ipv6/ip6_offload.c ``ip6ip6_gro_complete``. Returns 0 or a negative errno.
+    """
+    skb.encapsulation = 1
+    skb.gso_type |= SKB_GSO_IPXIP6
+    return ipv6_gro_complete(skb, nhoff)
+
+
+def ip4ip6_gro_complete(skb: SkBuff, nhoff: int) -> int:
+    """Mark the aggregate encapsulated (``SKB_GSO_IPXIP6``), then complete the inner IPv4 header at ``nhoff``.
+
+    Kernel: net/ipv6/ip6_offload.c ``ip4ip6_gro_complete``. Returns 0 or a negative errno.
+    """
+    skb.encapsulation = 1
+    skb.gso_type |= SKB_GSO_IPXIP6
+    return inet_gro_complete(skb, nhoff)

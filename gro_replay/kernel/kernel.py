@@ -13,11 +13,20 @@ from typing import Any
 
 from ..packet.csum import csum_partial
 from . import drop_reasons as D
-from .af_inet import inet_gro_complete, inet_gro_receive
+from .af_inet import inet_gro_complete, inet_gro_receive, ipip_gro_complete, ipip_gro_receive
 from .eth import eth_gro_complete, eth_gro_receive
 from .geneve import geneve_gro_complete, geneve_gro_receive, geneve_udp_encap_recv
+from .gre_offload import gre_gro_complete, gre_gro_receive
 from .gro_cells import GroCells
-from .ip6_offload import ipv6_gro_complete, ipv6_gro_receive
+from .ip6_offload import (
+    ip4ip6_gro_complete,
+    ip4ip6_gro_receive,
+    ip6ip6_gro_complete,
+    ipv6_gro_complete,
+    ipv6_gro_receive,
+    sit_gro_complete,
+    sit_ip6ip6_gro_receive,
+)
 from .model import KernelModel
 from .napi import Napi
 from .netdevice import NetDevice, PacketOffload
@@ -219,16 +228,28 @@ class Kernel:
         return (res or "queued"), sw
 
 
+IPPROTO_IPIP = 4  #: include/uapi/linux/in.h
+IPPROTO_IPV6 = 41
+IPPROTO_GRE = 47
+
+
 def eth_offload_init(k: Kernel) -> None:
     """Register ETH_P_TEB → Ethernet GRO. Kernel: net/ethernet/eth.c ``eth_offload_init``."""
     k.offload_base[ETH_P_TEB] = PacketOffload(eth_gro_receive, eth_gro_complete)
 
 
 def ipv4_offload_init(k: Kernel) -> None:
-    """Register IPv4 and its TCP/UDP handlers. Kernel: net/ipv4/af_inet.c ``ipv4_offload_init``."""
+    """Register IPv4 and its TCP, UDP and IPIP handlers, then GRE in both tables. Kernel: net/ipv4/af_inet.c
+    ``ipv4_offload_init`` (``tcpv4_offload_init``, ``udpv4_offload_init``, ``dev_add_offload(&ip_packet_offload)``,
+    ``inet_add_offload(&ipip_offload, IPPROTO_IPIP)``); net/ipv4/gre_offload.c ``gre_offload_init`` (a
+    ``device_initcall``, IPPROTO_GRE in ``inet_offloads`` and ``inet6_offloads``)."""
     k.inet_offloads[6] = PacketOffload(tcp4_gro_receive, tcp4_gro_complete)
     k.inet_offloads[17] = PacketOffload(udp4_gro_receive, udp4_gro_complete)
     k.offload_base[ETH_P_IP] = PacketOffload(inet_gro_receive, inet_gro_complete)
+    k.inet_offloads[IPPROTO_IPIP] = PacketOffload(ipip_gro_receive, ipip_gro_complete)
+    gre = PacketOffload(gre_gro_receive, gre_gro_complete)
+    k.inet_offloads[IPPROTO_GRE] = gre
+    k.inet6_offloads[IPPROTO_GRE] = gre
 
 
 def vlan_offload_init(k: Kernel) -> None:
@@ -239,10 +260,15 @@ def vlan_offload_init(k: Kernel) -> None:
 
 
 def ipv6_offload_init(k: Kernel) -> None:
-    """Register IPv6 and its TCP/UDP handlers. Kernel: net/ipv6/ip6_offload.c ``ipv6_offload_init``."""
+    """Register IPv6, its TCP/UDP handlers and the IP-in-IP ones. Kernel: net/ipv6/ip6_offload.c
+    ``ipv6_offload_init``: ``sit_offload`` in ``inet_offloads`` (IPPROTO_IPV6), ``ip6ip6_offload`` (IPPROTO_IPV6)
+    and ``ip4ip6_offload`` (IPPROTO_IPIP) in ``inet6_offloads``."""
     k.inet6_offloads[6] = PacketOffload(tcp6_gro_receive, tcp6_gro_complete)
     k.inet6_offloads[17] = PacketOffload(udp6_gro_receive, udp6_gro_complete)
     k.offload_base[ETH_P_IPV6] = PacketOffload(ipv6_gro_receive, ipv6_gro_complete)
+    k.inet_offloads[IPPROTO_IPV6] = PacketOffload(sit_ip6ip6_gro_receive, sit_gro_complete)
+    k.inet6_offloads[IPPROTO_IPV6] = PacketOffload(sit_ip6ip6_gro_receive, ip6ip6_gro_complete)
+    k.inet6_offloads[IPPROTO_IPIP] = PacketOffload(ip4ip6_gro_receive, ip4ip6_gro_complete)
 
 
 __all__ = ["Kernel", "Sink", "PacketOffload", "UdpTunnelSock", "csum_partial"]

@@ -65,6 +65,19 @@ UDP_GATE = "udp_gro_receive:csum_cnt0_csum_valid0_not_partial"
 UDP_GATE_ZERO_CSUM = "udp_gro_receive:csum_cnt0_csum_valid0_not_partial(uh.check=0)"
 GENEVE_HDR = "geneve_gro_receive:version_or_oam"
 TUNNEL_INNER_PROTO = "geneve_gro_receive:no_inner_offload"
+#: IP in IP and GRE inside a tunnel: the tunnel protocol's gro_receive finds NAPI_GRO_CB(skb)->encap_mark set (a UDP
+#: tunnel, or an IP-in-IP header, before it) and flushes (net/ipv4/af_inet.c, net/ipv6/ip6_offload.c,
+#: net/ipv4/gre_offload.c)
+IPIP_ENCAP_MARK = "ipip_gro_receive:encap_mark"
+SIT_IP6IP6_ENCAP_MARK = "sit_ip6ip6_gro_receive:encap_mark"
+IP4IP6_ENCAP_MARK = "ip4ip6_gro_receive:encap_mark"
+GRE_ENCAP_MARK = "gre_gro_receive:encap_mark"
+#: GRE with encap_mark clear (the tunnel device): the kernel parses it and may merge; gro-replay flushes it
+#: (kernel/gre_offload.py), so the counts at that stage may be too high
+GRE_NOT_MODELLED = "gre_gro_receive:not_modelled"
+#: the IP-in-IP and GRE flushes of a second encapsulation: the phys device stops there, the tunnel device (encap_mark
+#: clear after decapsulation) goes on into the header inside
+IP_TUNNEL_ENCAP_MARKS = (IPIP_ENCAP_MARK, SIT_IP6IP6_ENCAP_MARK, IP4IP6_ENCAP_MARK, GRE_ENCAP_MARK)
 ETH_NO_OFFLOAD = "eth_gro_receive:no_packet_offload"
 VLAN_NO_OFFLOAD = "vlan_gro_receive:no_packet_offload"
 #: include/net/gro.h gro_recursion_inc_test in call_gro_receive(_sk): the 15th nested gro_receive call
@@ -207,6 +220,13 @@ DESCRIPTIONS = {
     UDP_GATE_ZERO_CSUM: "udp_gro_receive refused: outer checksum 0, csum_cnt 0, csum_valid 0 (fixed by 89e5c58fc1e2)",
     GENEVE_HDR: "Geneve version non-zero or OAM",
     TUNNEL_INNER_PROTO: "tunnel inner protocol without GRO handler",
+    IPIP_ENCAP_MARK: "IPv4 in IPv4 (IPIP) inside a tunnel: ipip_gro_receive flushes a second encapsulation",
+    SIT_IP6IP6_ENCAP_MARK: "IPv6 in IP (SIT or IP6IP6) inside a tunnel: sit_ip6ip6_gro_receive flushes a second "
+    "encapsulation",
+    IP4IP6_ENCAP_MARK: "IPv4 in IPv6 inside a tunnel: ip4ip6_gro_receive flushes a second encapsulation",
+    GRE_ENCAP_MARK: "GRE inside a tunnel: gre_gro_receive flushes a second encapsulation",
+    GRE_NOT_MODELLED: "GRE inside the tunnel: the kernel's gre_gro_receive would parse it and may merge here; "
+    "gro-replay does not model it, so counts at this stage may be too high",
     ETH_NO_OFFLOAD: "inner ethertype without GRO handler",
     VLAN_NO_OFFLOAD: "protocol inside an inner VLAN tag without GRO handler",
     GRO_RECURSION_LIMIT: "headers nested too deep: the 15th nested gro_receive call (GRO_RECURSION_LIMIT) flushed the skb instead",
@@ -327,6 +347,12 @@ CHECK_ORDER = (
     VLAN_NO_OFFLOAD,
     GRO_RECURSION_LIMIT,
     *(INNER[r] for r in _HEADER_REASONS),
+    # the inner IP header's protocol handler (inet_gro_receive/ipv6_gro_receive call it after their own tests)
+    IPIP_ENCAP_MARK,
+    SIT_IP6IP6_ENCAP_MARK,
+    IP4IP6_ENCAP_MARK,
+    GRE_ENCAP_MARK,
+    GRE_NOT_MODELLED,
     TCP_CSUM,
     TCP_HDR,
     TCP_CWR,

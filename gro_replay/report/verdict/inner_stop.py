@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ...kernel.reasons import IP_TUNNEL_ENCAP_MARKS
 from .facts import FlowVerdict, KernelFacts, break_reasons
 from .words import COSTLESS_WORDS
 
@@ -31,7 +32,14 @@ def not_tcp_text(reasons: str | None) -> str:
     """``COSTLESS_WORDS["not_tcp"]``'s reason: "after the fix GRO stops them at the inner header: ``reasons``, so no
     kernel merges them", ``reasons`` a ``reason_list`` of ``not_tcp_reasons`` (e.g. "inner ethertype ARP (0x0806)
     without GRO handler [eth_gro_receive:no_packet_offload(type=0x0806)] ×5"); ``NOT_TCP_UNMEASURED`` where None or
-    empty."""
+    empty. Where an IP-in-IP or GRE header inside the tunnel stopped them (``IP_TUNNEL_ENCAP_MARKS``) only the phys
+    device is said not to merge them: after decapsulation the tunnel device's GRO parses the header inside (its
+    encap_mark is clear) and may merge them."""
     if not reasons:
         return NOT_TCP_UNMEASURED
+    if any(f"[{r}]" in reasons for r in IP_TUNNEL_ENCAP_MARKS):
+        return (
+            f"after the fix GRO stops them at the inner header: {reasons}, so the phys device merges them in no "
+            "kernel (the tunnel device, after decapsulation, parses the header inside and may merge them)"
+        )
     return f"after the fix GRO stops them at the inner header: {reasons}, so no kernel merges them"
