@@ -165,3 +165,29 @@ def test_the_words_say_what_is_modelled(tmp_path):
     assert "gro-replay does not model it, so counts at this stage may be too high" in " ".join(
         r.output.split()
     )
+
+
+@pytest.mark.parametrize("kernel", ["4.19", "6.12", "6.18"])
+def test_ipip_merges_on_the_tunnel_device_in_every_l3_model(tmp_path, kernel):
+    """The same IPIP capture under the per-packet L3 checks (4.19: inet_gro_receive's flush_id), the TCP-side checks
+    (6.12: gro_receive_network_flush, the outer DF header's ID ignored) and the outer-ID check (6.18: the outer ID
+    steps by one per segment, as built): one tunnel skb of N segments, the phys device none merged. 4.19 lacks
+    89e5c58fc1e2, so its udp_gro_receive gate refuses the zero outer checksum (csum_cnt 0, csum_valid 0) before the
+    IPIP header is reached."""
+    import json
+
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    path = _capture(tmp_path, CASES["ipip"][0])
+    r = CliRunner().invoke(main, [path, "--rx-csum", "unnecessary", "--kernel", kernel, "--json", "-", "-q"])
+    assert r.exit_code == 0, r.output
+    stages = json.loads(r.output)["kernels"][0]["stages"]
+    phys = (
+        "udp_gro_receive:csum_cnt0_csum_valid0_not_partial(uh.check=0)"
+        if kernel == "4.19"
+        else "ipip_gro_receive:encap_mark"
+    )
+    assert stages["phys"]["end_reasons"] == {phys: N}
+    assert (stages["tunnel"]["skbs_delivered"], stages["tunnel"]["segs_per_skb_max"]) == (1, N)
