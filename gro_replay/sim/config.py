@@ -341,7 +341,7 @@ class ReplayConfig:
         """The RX checksum model in short, for notes: ``--rx-csum X``, ``--rx-csum X (--nic NAME)`` or ``--nic NAME
         (tunnel port on|off)``, ``(no tunnel port offload)`` for a preset without one (virtio-net, veth: no
         udp_tunnel_nic port to turn on or off)."""
-        if self.rx_csum == "nic":
+        if self.rx_csum == "nic" and self.nic is not None:  # validate(): "nic" needs a preset
             if not NIC_PRESETS[self.nic].tunnel_port_offload:
                 return f"--nic {self.nic} (no tunnel port offload)"
             return f"--nic {self.nic} (tunnel port {'on' if self.nic_tunnel_port else 'off'})"
