@@ -72,6 +72,9 @@ class SelectedChunks:
             return None
         assert marks is not None
         self._replayed = np.concatenate([prev, marks]) if len(prev) else marks
+        # the records marked now (after those kept from the last chunk), in capture order: the replayed ones' times
+        assert self.sel.time_order is not None and len(self._replayed) == len(ch)
+        self.sel.time_order.add_records(ch.ts_ns[len(prev) :][marks])
         ch.skip = None if self._replayed.all() else ~self._replayed
         self._last = ch
         return ch

@@ -52,6 +52,7 @@ from .payload_windows import Replayed, Views
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
 from .spool import is_regular_file
+from .time_order import TimeOrder
 
 #: Skip reason of the frames of an interface that is not replayed.
 SKIP_OTHER_INTERFACE = "other_interface"
@@ -129,6 +130,9 @@ class Selection:
     _held_bytes: int = field(default=0, init=False, repr=False)
     _held_count: dict = field(default_factory=dict, init=False, repr=False)
     _held_first: dict = field(default_factory=dict, init=False, repr=False)
+    #: the time order of the records handed on to the replay, counted as they are (``filter``, ``_planned``,
+    #: capture/interface_chunks.py ``SelectedChunks``); None until reading starts
+    time_order: TimeOrder | None = field(default=None, init=False, repr=False)
 
     def member(self, st: InterfaceStats) -> bool:
         """True when ``st``'s frames are replayed (every interface while nothing is decided)."""
@@ -148,6 +152,8 @@ class Selection:
             yield from self._planned(cap, records, inp)
             return
         self._begin()
+        assert self.time_order is not None
+        in_order = self.time_order.add
         held: deque = deque()
         for rec in records:
             st = self._stats(cap, interface_key(cap, rec[1], rec[3]), rec[3])
@@ -163,6 +169,7 @@ class Selection:
             while held:
                 rec, st, got = held.popleft()
                 if self._route(st, got):
+                    in_order(rec[0])
                     yield rec
                 else:
                     _skip(rec, inp)
@@ -170,6 +177,7 @@ class Selection:
         while held:
             rec, st, got = held.popleft()
             self._route(st, got)
+            in_order(rec[0])
             yield rec
         self.stream_end(cap)
 
@@ -189,6 +197,7 @@ class Selection:
         self._held_bytes = 0
         self._held_count = {}
         self._held_first = {}
+        self.time_order = TimeOrder()
 
     def _stats(self, cap, key: tuple, linktype: int) -> InterfaceStats:
         """The ``InterfaceStats`` of ``key``, added (in order of first frame) when new."""
@@ -267,8 +276,10 @@ class Selection:
     def _planned(self, cap, records: Iterable, inp) -> Iterator:
         """A planned file (one interface, frames counted by ``plan``): its records, unless ``--interface`` named
         another."""
+        self.time_order = order = TimeOrder()
         for rec in records:
             if self.member(self.by_key[interface_key(cap, rec[1], rec[3])]):
+                order.add(rec[0])
                 yield rec
             else:
                 _skip(rec, inp)
@@ -285,6 +296,17 @@ class Selection:
             self.unattributed_copies = sum(st.copies for st in self.by_key.values()) if cooked else 0
             for st in self.by_key.values():
                 st.copies = 0
+
+    def replayed_time_order(self) -> tuple[TimeOrder, list[str]] | None:
+        """After the last record: the time order of the records handed on to the replay (capture/time_order.py),
+        with the labels of the replayed interfaces when some interface read was not replayed (none when every
+        record read was: the count is then the capture's); None when no record went through the selection (a
+        capture of one interface: the reader's count, of every record, is the replayed one's)."""
+        if self.time_order is None:
+            return None
+        if self.chosen is None or all(k in self.chosen for k in self.by_key):
+            return self.time_order, []
+        return self.time_order, self._labels(k for k in self.by_key if k in self.chosen)
 
     def devices(self) -> int:
         """Devices the capture holds: its interfaces, the interfaces of one ``if_name`` in several pcapng

@@ -3,9 +3,13 @@
 
 Counted where each record's header is read, once per complete record, as capture/snaplen.py counts its records:
 reader.py ``Capture._iter_pcap`` (classic pcap, frame-by-frame path), chunks.py ``PcapChunks`` (classic pcap,
-batch path), pcapng_chunks.py ``PcapngChunks`` (every pcapng record with a timestamp, both paths). sim/notes.py
-``account_capture_end`` says it in a note: the simulation takes a frame that goes back in time as arriving at the
-latest time seen (sim/polls.py), so no poll goes back in time.
+batch path), pcapng_chunks.py ``PcapngChunks`` (every pcapng record with a timestamp, both paths): every record of
+the file. A capture that may hold several interfaces is counted again where its records are handed to the replay,
+the replayed interfaces' only (capture/interfaces.py ``Selection.filter``/``_planned``, capture/interface_chunks.py
+``SelectedChunks``): another interface's records, skipped, are no part of what the replay reads, and their clock
+says nothing about the replayed one's. sim/notes.py ``account_capture_end`` says the replayed records' count in a
+note: the simulation takes a frame that goes back in time as arriving at the latest time seen (sim/polls.py), so no
+poll goes back in time.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def _replay(
             rep.run_polls(rep.decoded(records))
             rep.engine = engine(reasons, rep.polls_run, 0)
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
-        account_capture_end(cap, rep.input)
+        account_capture_end(cap, rep.input, sel.replayed_time_order())
         sel.check()  # an --interface that matched nothing, known once the records were read
         rep.input.notes.extend(sel.notes())
         if len(sel.by_key) > 1:

@@ -20,6 +20,7 @@ from .skipped import unread_count
 
 if TYPE_CHECKING:
     from ..capture.reader import Capture
+    from ..capture.time_order import TimeOrder
     from ..resegment import AboveMtu
     from .config import ReplayConfig
     from .ingest import InputStats
@@ -317,26 +318,24 @@ def step_words(ns: int) -> str:
     raise AssertionError("the last unit has no limit")
 
 
-def account_capture_end(cap: Capture, inp: InputStats) -> None:
+def account_capture_end(
+    cap: Capture, inp: InputStats, replayed: tuple[TimeOrder, list[str]] | None = None
+) -> None:
     """How the capture ended, and what its reader counted as it read, into the input accounting, one rule for every
     reader (pcap, pcapng, gzip or not, a file or a pipe): the records longer than their declared snaplen
     (``InputStats.caplen_over_snaplen``, capture/snaplen.py) and their note (``over_snaplen_text``); records
-    timestamped before one read before them (capture/time_order.py), in a note; a record cut
+    timestamped before one read before them (capture/time_order.py), in a note (``time_order_text``): of the
+    replayed interface's records (``replayed``: capture/interfaces.py ``Selection.replayed_time_order``) when a
+    selection handed the records on, else of every record the reader read (all replayed); a record cut
     short at its end is a frame read and skipped (``truncated_record``), and a note says the capture is truncated
     and what was read before the cut; gzip data that ends before its end-of-stream marker (RFC 1952 trailer) is a
     truncated capture too, whose records before the cut were all read (only a record cut with it is counted)."""
     inp.caplen_over_snaplen = cap.caplen_over_snaplen.as_list()
     if inp.caplen_over_snaplen:
         inp.notes.append(over_snaplen_text(inp.caplen_over_snaplen, cap.format))
-    order = cap.time_order
+    order, labels = (cap.time_order, []) if replayed is None else replayed
     if order.behind:
-        n = order.behind
-        inp.notes.append(
-            f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} timestamped before a record read before "
-            f"{'it' if n == 1 else 'them'} (by up to {step_words(order.largest_step_back_ns)}): the capture is "
-            "not in time order (captures joined with mergecap -a, a clock step, several interfaces' clocks); the "
-            "replay takes a frame that goes back in time as arriving at the latest time seen, so no poll goes back"
-        )
+        inp.notes.append(time_order_text(order, labels))
     complete = inp.frames_read
     if cap.truncated_records:
         inp.frames_read += cap.truncated_records
@@ -360,6 +359,34 @@ def account_capture_end(cap: Capture, inp: InputStats) -> None:
             f"the capture is truncated (cut short, or still being written): {how}, after {records}: every "
             "record before the cut was read in full"
         )
+
+
+def time_order_text(order: TimeOrder, labels: list[str]) -> str:
+    """The note on records timestamped before one read before them (``order.behind`` > 0): of the capture (no
+    ``labels``: every record read was replayed) or of the replayed interfaces (``labels``, ``Selection``'s: other
+    interfaces' records were read and not replayed, and their times are no part of the count)."""
+    n = order.behind
+    them = "it" if n == 1 else "them"
+    by = f"(by up to {step_words(order.largest_step_back_ns)})"
+    causes = "captures joined with mergecap -a, a clock step"
+    several = f"{causes}, several interfaces' clocks"
+    if not labels:
+        what = (
+            f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} timestamped before a record read before {them} "
+            f"{by}: the capture is not in time order ({several})"
+        )
+    else:
+        one = len(labels) == 1
+        which = f"{' and '.join(labels)}, the {'interface' if one else 'interfaces'} replayed,"
+        what = (
+            f"{n:,} {plural(n, 'record')} of {which} {'is' if n == 1 else 'are'} timestamped before one of "
+            f"{'its' if one else 'their'} records read before {them} {by}: {'its' if one else 'their'} frames are "
+            f"not in time order ({causes if one else several})"
+        )
+    return (
+        f"{what}; the replay takes a frame that goes back in time as arriving at the latest time seen, so no poll "
+        "goes back"
+    )
 
 
 def resolution_note(coarse: list[Coarse], config: ReplayConfig) -> str | None:
