@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .joined import header_words, joined_error
 from .pcapng import MAX_CAPLEN
 from .snaplen import CaplenOverSnaplen
 from .stream import CaptureError
@@ -85,6 +86,7 @@ class CaptureFile(Protocol):
     order (time_order.py), and the capture's
     error messages (``CaptureError`` naming a file offset)."""
 
+    path: str
     truncated_records: int
     snaplens: list[int]
     caplen_over_snaplen: CaplenOverSnaplen
@@ -275,7 +277,8 @@ class PcapChunks:
     A record cut short at end of file is counted in ``capture.truncated_records`` (as ``Capture`` iteration
     does) when ``next`` reaches it; a complete record longer than the file header's snaplen in
     ``capture.caplen_over_snaplen`` the first time a chunk holds it (records kept are not counted again).
-    Raises: CaptureError for a record claiming more than MAX_CAPLEN bytes and for read errors.
+    Raises: CaptureError for a record claiming more than MAX_CAPLEN bytes, for another capture's header where a
+    record starts (``cat a.pcap b.pcap``: joined.py) and for read errors.
     """
 
     def __init__(self, capture: CaptureFile, block: int = 4 << 20, records: int = RECORDS) -> None:
@@ -286,6 +289,8 @@ class PcapChunks:
         self._sizes = SizeWalk(order, 8, None, _REC_LEN, 0, MAX_CAPLEN, 0)
         self._caplen_at = struct.Struct(order + "I").unpack_from
         self._frac_ns = frac_ns
+        #: a record header's first word where another capture's header starts (joined.py)
+        self._heads = np.array(sorted(header_words(order)), np.int64)
         self._buf = bytearray(block)
         self._fill = 0  # bytes of _buf holding data
         self._end = 0  # the last chunk's end
@@ -386,14 +391,23 @@ class PcapChunks:
         a = np.frombuffer(buf, dtype=np.uint8, count=n)
         left = n if limit is None else limit  # records still to find (each takes 16 bytes or more)
         off, left, bad = self._sizes.walk(buf, a, start, n, left)
-        if bad:
-            self._sizes.take(a, _REC_LEN)  # dropped: the chunk ends in an error
-            raise self._corrupt(file_base + off, self._caplen_at(buf, off + 8)[0])
         rec, f32 = self._sizes.take(a, _REC_LEN)
+        # another capture's header read as a record (``cat a.pcap b.pcap``), the first one, before a corrupt caplen
+        for i in np.flatnonzero(np.isin(f32[:, 0], self._heads)).tolist():
+            self._joined(buf, int(rec[i]), file_base)
+        if bad:
+            self._joined(buf, off, file_base)
+            raise self._corrupt(file_base + off, self._caplen_at(buf, off + 8)[0])
         ts = f32[:, 0] * _NS + f32[:, 1] * self._frac_ns
         # the end of the file is the end of the chunk only when the limit did not stop the walk
         eof = self._eof and left > 0
         return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, eof)
+
+    def _joined(self, buf: bytearray, off: int, file_base: int) -> None:
+        """Raise joined.py's error when the record header at ``buf[off]`` is another capture's file header."""
+        err = joined_error(self.capture.path, file_base + off, bytes(buf[off : off + _REC_LEN]), "pcap")
+        if err is not None:
+            raise err
 
     def _corrupt(self, file_off: int, caplen: int) -> CaptureError:
         return self.capture._corrupt(file_off, f"caplen {caplen} > {MAX_CAPLEN}")

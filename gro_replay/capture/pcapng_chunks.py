@@ -12,6 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from .chunks import RECORDS, CaptureFile, RecordChunk, SizeWalk, _read_into
+from .joined import header_words, joined_error
 from .pcapng import (
     _MAX_BLOCK_LEN,
     _NG_BLK,
@@ -79,7 +80,8 @@ class PcapngChunks:
     A chunk holds at most ``records`` records (the blocks after them are walked by the next call).
     A block cut short at end of file is counted in ``capture.truncated_records``; a corrupt block raises
     CaptureError (with the reference's message and offset) after the records before it were returned.
-    Raises: CaptureError for corrupt blocks, unsupported versions and read errors.
+    Raises: CaptureError for corrupt blocks, a pcap file header where a block starts (``cat a.pcapng b.pcap``:
+    joined.py), unsupported versions and read errors.
     """
 
     def __init__(self, capture: PcapngCaptureFile, block: int = 4 << 20, records: int = RECORDS) -> None:
@@ -267,6 +269,10 @@ class PcapngChunks:
                     epbs = _epb_walk(order)
                     off += size
                 else:
+                    if t in header_words(order):  # a pcap file header (``cat a.pcapng b.pcap``)?
+                        joined = joined_error(cap.path, base + off, bytes(buf[off : off + 8]), "pcapng")
+                        if joined is not None:
+                            raise joined
                     if size < 12 or size & 3:
                         raise cap._corrupt(base + off, f"block length {size}")
                     if t == _PCAPNG_IDB:

@@ -35,6 +35,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 
+from .joined import PCAP_MAGICS, header_words, joined_error
 from .linktypes import (
     DLT_EN10MB,
     DLT_LINUX_SLL,
@@ -77,16 +78,9 @@ __all__ = [
 ]
 
 _GZIP_MAGIC = b"\x1f\x8b"
-#: pcap magic number (read big-endian) -> (byte order, record header bytes): dpkt.pcap ``MAGIC_TO_PKT_HDR``'s
-#: classes' ``__hdr_fmt__[0]`` and ``__hdr_len__`` (PktHdr 16 bytes; the modified-pcap PktModHdr 24)
-_PCAP_MAGICS = {
-    0xA1B2C3D4: (">", 16),  # TCPDUMP_MAGIC
-    0xA1B23C4D: (">", 16),  # TCPDUMP_MAGIC_NANO
-    0xA1B2CD34: (">", 24),  # MODPCAP_MAGIC
-    0xD4C3B2A1: ("<", 16),  # PMUDPCT_MAGIC
-    0x4D3CB2A1: ("<", 16),  # PMUDPCT_MAGIC_NANO
-    0x34CDB2A1: ("<", 24),  # PMUDPCT_MODPCAP_MAGIC
-}
+#: pcap magic number (read big-endian) -> (byte order, record header bytes) (joined.py, whose readers look for
+#: them where a record should start)
+_PCAP_MAGICS = PCAP_MAGICS
 #: the first bytes of files that are not captures gro-replay reads, and what to do with them (the error names it):
 #: compressed files other than gzip (xz, zstd, bzip2, lz4: their format specifications' magic numbers), zip
 #: archives, and capture formats that editcap converts (Sun snoop, RFC 1761: "snoop\0\0\0"); each told by the
@@ -146,8 +140,9 @@ class Capture(PcapngBlocks):
         caplen_over_snaplen: the records read so far that hold more bytes than their snaplen (snaplen.py).
         sha256(): the SHA-256 of the whole file or stream, from the bytes read (call after iterating).
 
-    Raises (from iteration): CaptureError for corrupt records, unsupported link types of later pcapng
-    interfaces, corrupt gzip data and read errors. A record cut short at end of file does not raise.
+    Raises (from iteration): CaptureError for corrupt records, another capture's header where a record starts
+    (captures joined with cat: joined.py), unsupported link types of later pcapng interfaces, corrupt gzip data and
+    read errors. A record cut short at end of file does not raise.
     """
 
     def __init__(
@@ -253,6 +248,8 @@ class Capture(PcapngBlocks):
         snaplen = self.snaplens[0] or MAX_CAPLEN  # 0: no limit (no record holds more than MAX_CAPLEN)
         over = self.caplen_over_snaplen.add
         in_order = self.time_order.add
+        # a record header's first word where another capture's header starts (``cat a.pcap b.pcap``: joined.py)
+        heads = header_words(rec.format[0])
         off = self._offset
         try:
             while True:
@@ -264,6 +261,8 @@ class Capture(PcapngBlocks):
                             self.truncated_records += 1
                         return
                 sec, frac, caplen, orig_len = unpack_from(hdr)
+                if sec in heads and (joined := joined_error(self.path, off, hdr, "pcap")) is not None:
+                    raise joined
                 if caplen > MAX_CAPLEN:
                     raise self._corrupt(off, f"caplen {caplen} > {MAX_CAPLEN}")
                 buf = read(caplen)
