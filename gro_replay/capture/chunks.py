@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .joined import header_words, joined_error
+from .joined import joined_before_corrupt
 from .pcapng import MAX_CAPLEN
 from .snaplen import CaplenOverSnaplen
 from .stream import CaptureError
@@ -289,8 +289,8 @@ class PcapChunks:
         self._sizes = SizeWalk(order, 8, None, _REC_LEN, 0, MAX_CAPLEN, 0)
         self._caplen_at = struct.Struct(order + "I").unpack_from
         self._frac_ns = frac_ns
-        #: a record header's first word where another capture's header starts (joined.py)
-        self._heads = np.array(sorted(header_words(order)), np.int64)
+        #: the last record header walked (file offset, 16 bytes), looked at when the next one is corrupt (joined.py)
+        self._last: tuple[int, bytes] | None = None
         self._buf = bytearray(block)
         self._fill = 0  # bytes of _buf holding data
         self._end = 0  # the last chunk's end
@@ -392,9 +392,11 @@ class PcapChunks:
         left = n if limit is None else limit  # records still to find (each takes 16 bytes or more)
         off, left, bad = self._sizes.walk(buf, a, start, n, left)
         rec, f32 = self._sizes.take(a, _REC_LEN)
-        # another capture's header read as a record (``cat a.pcap b.pcap``), the first one, before a corrupt caplen
-        for i in np.flatnonzero(np.isin(f32[:, 0], self._heads)).tolist():
-            self._joined(buf, int(rec[i]), file_base)
+        if len(
+            rec
+        ):  # the last record header walked: where another capture's header may have been read as one
+            r = int(rec[-1])
+            self._last = (file_base + r, bytes(buf[r : r + _REC_LEN]))
         if bad:
             self._joined(buf, off, file_base)
             raise self._corrupt(file_base + off, self._caplen_at(buf, off + 8)[0])
@@ -404,8 +406,10 @@ class PcapChunks:
         return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, eof)
 
     def _joined(self, buf: bytearray, off: int, file_base: int) -> None:
-        """Raise joined.py's error when the record header at ``buf[off]`` is another capture's file header."""
-        err = joined_error(self.capture.path, file_base + off, bytes(buf[off : off + _REC_LEN]), "pcap")
+        """Before the corrupt record at ``buf[off]`` is reported: raise joined.py's error where another capture's
+        file header is that record, or the record just before it, of caplen 0 (``joined_before_corrupt``)."""
+        here = (file_base + off, bytes(buf[off : off + _REC_LEN]))
+        err = joined_before_corrupt(self.capture.path, here, self._last)
         if err is not None:
             raise err
 

@@ -6,10 +6,13 @@ pcap/pcap.h ``struct pcap_file_header``: magic, version 2.4, thiszone, sigfigs, 
 record header (``struct pcap_pkthdr`` as written: tv_sec, tv_usec, caplen, len) is expected, and reads as one:
 its magic as tv_sec, its version as tv_usec, thiszone (0) as caplen, and the next "record" starts with its snaplen
 and link type, whose caplen is the first real record's tv_sec (newcomer's finding: ``corrupt record at offset
-25324 (caplen 1614373368 > 262144)``, 16 bytes after the header it did not name). So the record readers look at
-each record header's first word: where it is a pcap magic number followed by version 2, or a pcapng section
-header block (type 0x0A0D0D0A and a byte-order magic 0x1A2B3C4D, draft-ietf-opsawg-pcapng §4.1), the error names
-it. A pcapng section is no error inside pcapng (``cat a.pcapng b.pcapng`` is a file of two sections); a pcap file
+25324 (caplen 1614373368 > 262144)``, 16 bytes after the header it did not name). So where a pcap record is
+corrupt, its reader looks at it and at the record header just before it, if that one had caplen 0 (the header's
+thiszone): where one starts with a pcap magic number followed by version 2, or is a pcapng section header block
+(type 0x0A0D0D0A and a byte-order magic 0x1A2B3C4D, draft-ietf-opsawg-pcapng §4.1), the error names it. Only
+there: a good record's tv_sec and tv_usec can spell a magic and version 2 (1295823521.000512, in 2011, is
+0xA1B23C4D and 2 read big-endian; breaker's finding: such captures were refused), so a record that reads well is a
+record (a second capture whose first record's tv_sec is below 262,144, in 1970, is then read on as records). A pcapng section is no error inside pcapng (``cat a.pcapng b.pcapng`` is a file of two sections); a pcap file
 header is, where a pcapng block type is expected. The readers: reader.py ``Capture._iter_pcap`` (frame-by-frame),
 chunks.py ``PcapChunks`` (batch), pcapng_chunks.py ``PcapngChunks`` (both paths).
 """
@@ -34,6 +37,18 @@ PCAP_MAGICS = {
 #: a pcapng section header block's type (the same bytes in either byte order) and its byte-order magic's bytes
 _SHB_TYPE = 0x0A0D0D0A
 _SHB_BOMS = (b"\x1a\x2b\x3c\x4d", b"\x4d\x3c\x2b\x1a")
+
+
+def joined_before_corrupt(
+    path: str, here: tuple[int, bytes], before: tuple[int, bytes] | None
+) -> CaptureError | None:
+    """For a corrupt pcap record header ``here`` (byte offset, 16 bytes) of capture ``path``: ``joined_error`` of it,
+    else of ``before`` (the record header read before it, offset and bytes) where that one lies right before it
+    (caplen 0, as a second file header's thiszone reads); None when neither starts another capture."""
+    err = joined_error(path, here[0], here[1], "pcap")
+    if err is None and before is not None and before[0] + len(before[1]) == here[0]:
+        err = joined_error(path, before[0], before[1], "pcap")
+    return err
 
 
 @cache

@@ -35,7 +35,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 
-from .joined import PCAP_MAGICS, header_words, joined_error
+from .joined import PCAP_MAGICS, joined_before_corrupt
 from .linktypes import (
     DLT_EN10MB,
     DLT_LINUX_SLL,
@@ -248,9 +248,8 @@ class Capture(PcapngBlocks):
         snaplen = self.snaplens[0] or MAX_CAPLEN  # 0: no limit (no record holds more than MAX_CAPLEN)
         over = self.caplen_over_snaplen.add
         in_order = self.time_order.add
-        # a record header's first word where another capture's header starts (``cat a.pcap b.pcap``: joined.py)
-        heads = header_words(rec.format[0])
         off = self._offset
+        last: tuple[int, bytes] | None = None  # the record header before this one (joined.py)
         try:
             while True:
                 hdr = read(rec_len)
@@ -261,10 +260,11 @@ class Capture(PcapngBlocks):
                             self.truncated_records += 1
                         return
                 sec, frac, caplen, orig_len = unpack_from(hdr)
-                if sec in heads and (joined := joined_error(self.path, off, hdr, "pcap")) is not None:
-                    raise joined
                 if caplen > MAX_CAPLEN:
-                    raise self._corrupt(off, f"caplen {caplen} > {MAX_CAPLEN}")
+                    raise joined_before_corrupt(self.path, (off, hdr), last) or self._corrupt(
+                        off, f"caplen {caplen} > {MAX_CAPLEN}"
+                    )
+                last = (off, hdr)
                 buf = read(caplen)
                 if len(buf) < caplen:
                     buf += read_exactly(self._f, caplen - len(buf))
