@@ -517,8 +517,8 @@ def test_open_gzip_inside_gzip_says_so(tmp_path):
     p = write(tmp_path, "twice.pcap.gz", gzip.compress(gzip.compress(pcap_bytes([]))))
     assert_open_error(
         p,
-        f"{p}: gzip-compressed twice, not a pcap or pcapng file inside the gzip: decompress it once first "
-        "(gzip -dc FILE | gro-replay -)",
+        f"{p}: gzip-compressed more than once, not a pcap or pcapng file inside the gzip: decompress the outer "
+        "gzip first (gzip -dc FILE | gro-replay -; again for each further one)",
     )
 
 

@@ -207,8 +207,8 @@ class Capture(PcapngBlocks):
             self._open_pcapng(head)
         elif compressed and head.startswith(_GZIP_MAGIC):  # one gzip is read; its data is gzip again
             raise CaptureError(
-                f"{path}: gzip-compressed twice, not a pcap or pcapng file inside the gzip: decompress it once "
-                "first (gzip -dc FILE | gro-replay -)"
+                f"{path}: gzip-compressed more than once, not a pcap or pcapng file inside the gzip: decompress "
+                "the outer gzip first (gzip -dc FILE | gro-replay -; again for each further one)"
             )
         else:
             other = other_format(path, head)  # the 4 bytes read: reading more could wait on a pipe

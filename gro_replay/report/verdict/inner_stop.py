@@ -32,14 +32,17 @@ def not_tcp_text(reasons: str | None) -> str:
     """``COSTLESS_WORDS["not_tcp"]``'s reason: "after the fix GRO stops them at the inner header: ``reasons``, so no
     kernel merges them", ``reasons`` a ``reason_list`` of ``not_tcp_reasons`` (e.g. "inner ethertype ARP (0x0806)
     without GRO handler [eth_gro_receive:no_packet_offload(type=0x0806)] ×5"); ``NOT_TCP_UNMEASURED`` where None or
-    empty. Where an IP-in-IP or GRE header inside the tunnel stopped them (``IP_TUNNEL_ENCAP_MARKS``) only the phys
-    device is said not to merge them: after decapsulation the tunnel device's GRO parses the header inside (its
-    encap_mark is clear) and may merge them."""
+    empty. Where an IP-in-IP or GRE header inside the tunnel stopped some of them (``IP_TUNNEL_ENCAP_MARKS``) only
+    the phys device is said not to merge them, of every flow listed: after decapsulation the tunnel device's GRO
+    parses such a header (its encap_mark is clear), and whether it merges them there (one IP-in-IP header: yes;
+    two: no, the second flushes) is what the tunnel stage's own counts and end reasons show, not this sentence
+    (breaker's finding: "may merge them" was said of IPIP-in-IPIP, which the tunnel device flushes, and of ICMP
+    listed beside it)."""
     if not reasons:
         return NOT_TCP_UNMEASURED
     if any(f"[{r}]" in reasons for r in IP_TUNNEL_ENCAP_MARKS):
         return (
             f"after the fix GRO stops them at the inner header: {reasons}, so the phys device merges them in no "
-            "kernel (the tunnel device, after decapsulation, parses the header inside and may merge them)"
+            "kernel (what the tunnel device does after decapsulation is in its own counts)"
         )
     return f"after the fix GRO stops them at the inner header: {reasons}, so no kernel merges them"
