@@ -22,8 +22,8 @@ import struct
 from dataclasses import replace
 
 import pytest
+from test_not_tcp_stop import _capture  # frames 1 µs apart, one pcap
 
-from gro_replay.capture.writer import PcapWriter
 from gro_replay.packet.build import FrameSpec, build_flow
 from gro_replay.packet.csum import ip_fast_csum
 from gro_replay.report.document import document
@@ -119,14 +119,6 @@ CASES = {
         80 * N + N * 1000,
     ),
 }
-
-
-def _capture(tmp_path, frames: list[bytes]) -> str:
-    path = str(tmp_path / "flow.pcap")
-    with PcapWriter(path) as w:
-        for i, f in enumerate(frames):
-            w.write(1_614_373_368_000_000_000 + i * 1000, f)
-    return path
 
 
 @pytest.mark.parametrize("name", CASES)

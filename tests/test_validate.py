@@ -522,14 +522,9 @@ def test_ip_in_ip_inside_vxlan_merges_at_the_tunnel_device(tmp_path, name):
     flush a second encapsulation), the tunnel device merges them into 1 skb (the IP-in-IP receive sets encap_mark and
     parses the header inside); the simulator agrees skb for skb. Before ipip_offload & co. were registered, the
     model flushed them at the tunnel device too (5 skbs: "without GRO handler")."""
-    from test_ip_in_ip import CASES
+    from test_ip_in_ip import CASES, _capture
 
-    frames = CASES[name][0]
-    path = tmp_path / f"{name}.pcap"
-    with PcapWriter(path) as w:
-        for i, f in enumerate(frames):
-            w.write(1_614_373_368_000_000_000 + 1000 * i, f)
-    devices, _ = _validate(str(path), "unnecessary")
+    devices, _ = _validate(_capture(tmp_path, CASES[name][0]), "unnecessary")
     _assert_agree(devices)
     by_stage = {d.stage: d for d in devices}
     assert (len(by_stage["phys"].kernel), len(by_stage["tunnel"].kernel)) == (5, 1)
