@@ -369,3 +369,23 @@ def test_the_fix_sample_states_its_path(runner):
     # the shipped sample: a classic Ethernet pcap with the default options — the batch path
     out = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--no-hist"]).stdout
     assert any(_BATCH_LINE.fullmatch(x) for x in out.splitlines()), out
+
+
+def test_a_run_that_replays_no_frame_says_no_poll_ran(runner, tmp_path, bursts):
+    """No frame replayed, no poll: every record of the capture is skipped (3 records of 10 bytes, shorter than an
+    Ethernet header: ``malformed:ethernet``), or ``-f`` rejects every frame; the line says so on both paths
+    instead of "0 of 0 polls answered from the cache"."""
+    path = tmp_path / "short.pcap"
+    with open(path, "wb") as f:
+        w = PcapWriter(f)
+        for i in range(3):
+            w.write(i * 1_000_000_000, b"\x00" * 10)
+    eng = _engine(runner, path)
+    assert (eng["path"], eng["polls"], eng["polls_cached"]) == ("batch", 0, 0)
+    assert engine_lines(eng) == ["engine: batch (no poll: no frame was replayed)"]
+    pytest.importorskip("pcapy", reason="the bpf extra (pcapy-ng) is part of the test extra")
+    eng = _engine(runner, bursts, "-f", "host 203.0.113.9")
+    assert (eng["path"], eng["polls"]) == ("frame-by-frame", 0)
+    assert engine_lines(eng) == [
+        f"engine: frame-by-frame (no poll: no frame was replayed): {eng['reasons'][0]}"
+    ]

@@ -387,13 +387,17 @@ def engine_lines(engine: dict | None) -> list[str]:
         return []
     polls = engine["polls"]
     if engine["path"] == "batch":
+        if not polls:  # nothing was replayed: no poll ran, none was answered
+            return ["engine: batch (no poll: no frame was replayed)"]
         return [
             f"engine: batch ({engine['polls_cached']:,} of {polls:,} {plural(polls, 'poll')} answered from the cache)"
         ]
-    return [
-        f"engine: frame-by-frame ({polls:,} {plural(polls, 'poll')} run through the kernels): "
-        + "; ".join(engine["reasons"])
-    ]
+    ran = (
+        f"{polls:,} {plural(polls, 'poll')} run through the kernels"
+        if polls
+        else "no poll: no frame was replayed"
+    )
+    return [f"engine: frame-by-frame ({ran}): " + "; ".join(engine["reasons"])]
 
 
 def _histogram(st, width: int = 30) -> list[str]:
