@@ -32,13 +32,32 @@ def decimal_number(text: str) -> float | None:
     """``text`` as a decimal number (``12``, ``2.5``, ``1e3``, an optional sign, spaces around; ``inf`` and
     ``nan`` too, which the caller's range refuses), or None for no number: a word, digits of other scripts
     (``١٢``, ``𝟏``) and ``_`` separators, which ``float`` takes. The one reading of every option value that is a
-    decimal number (cli/params.py ``FiniteFloat``, sim/config.py ``PollModel.parse``)."""
+    decimal number (cli/params.py ``FiniteFloat``, sim/config.py ``PollModel.parse``); ``decimal_in`` checks its
+    range."""
+    exact = _exact_decimal(text)
+    return None if exact is None else float(exact)
+
+
+def decimal_in(text: str, least: float, most: float) -> bool:
+    """Whether the decimal number ``text`` (``decimal_number``'s reading) is finite and within ``least..most``
+    as written, not as rounded to a float: ``4294967295.0000001`` is above 4294967295 (its float is not), and
+    ``-1e-30`` below 0 (its float is -0.0)."""
+    from decimal import Decimal
+
+    exact = _exact_decimal(text)
+    return exact is not None and exact.is_finite() and Decimal(least) <= exact <= Decimal(most)
+
+
+def _exact_decimal(text: str):
+    """``text`` as a ``decimal.Decimal`` (exact), or None (``decimal_number``'s refusals)."""
+    from decimal import Decimal, InvalidOperation
+
     text = text.strip()
     if not text.isascii() or "_" in text:
         return None
     try:
-        return float(text)
-    except ValueError:
+        return Decimal(text)
+    except InvalidOperation:
         return None
 
 

@@ -214,6 +214,17 @@ def test_corrupt_record_in_the_middle(runner, tmp_path):
             "Error: invalid poll model 'rx-usecs:nan': use budget, gap:US or rx-usecs:US"
             ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
         ),
+        # the range holds the number as written, not its float (4294967295.0000001 and -1e-30 round into it)
+        (
+            ["--poll", "gap:4294967295.0000001"],
+            "Error: invalid poll model 'gap:4294967295.0000001': use budget, gap:US or rx-usecs:US"
+            ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
+        ),
+        (
+            ["--poll", "rx-usecs:-1e-30"],
+            "Error: invalid poll model 'rx-usecs:-1e-30': use budget, gap:US or rx-usecs:US"
+            ", US a decimal number of µs from 0 to 4294967295 (ethtool's rx-usecs is 32 bits)",
+        ),
         (["--rss-key", "zz"], "Error: --rss-key: must be hex digits, two per byte"),
         (["--rss-key", "6d" * 40 + "5"], "Error: --rss-key: must be hex digits, two per byte"),
         # an empty key is a key of no bytes, not the default (breaker's finding)

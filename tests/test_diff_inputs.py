@@ -224,8 +224,11 @@ def test_dev_zero_is_not_read_without_limit(mini):
     one_line_exit_2(r, "/dev/zero", "larger than 1,048,576 bytes")
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+@pytest.mark.parametrize(
+    "value", ["nan", "inf", "-1", "-1e-30", "-0.0000000000000000001%", "1000000.0000000001"]
+)
 def test_max_regression_must_be_finite(mini, value):
+    """Finite and in 0..1000000 as written: -1e-30 and 1000000.0000000001 round into the range as floats."""
     r = run("diff", mini, mini, "--max-regression", value)
     assert r.exit_code == 2 and "--max-regression" in r.stderr and "Traceback" not in r.output
 

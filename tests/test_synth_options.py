@@ -290,3 +290,16 @@ def test_a_scenario_error_reads_field_names_outside_the_command():
         ScenarioError, match=r"^start_ns -1 is not in a pcap record's 0 \.\. 4294967295999999999 ns$"
     ):
         OverlayMix(start_ns=-1)
+
+
+@pytest.mark.parametrize("value", ["1000000000.0000001", "-1e-30"])
+@pytest.mark.parametrize("opt", ["--gap-us", "--pause-us"])
+def test_a_time_just_outside_its_range_as_written_is_refused(runner, tmp_path, opt, value):
+    """0..1e9 µs holds the number as written (cli/params.py ``FiniteFloat``): both values round into the range
+    as floats (1e9 and -0.0) and were taken."""
+    out = tmp_path / "x.pcap"
+    r = runner.invoke(main, ["synth", str(out), opt, value])
+    assert r.exit_code == 2 and not out.exists(), r.output
+    assert r.stderr.splitlines()[0].startswith(
+        f"Error: {opt}: {value!r} is not a finite number in 0..1000000000"
+    ), r.stderr

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import click
 
-from ..project import decimal_number, plain_number
+from ..project import decimal_in, decimal_number, plain_number
 
 #: The largest 64-bit unsigned value (``unsigned long`` on 64-bit Linux: gro_flush_timeout).
 ULONG_MAX = (1 << 64) - 1
@@ -43,13 +43,15 @@ class FiniteFloat(click.FloatRange):
     def _number(self, value, given, param, ctx) -> float:
         """``value`` as a float in range; a refusal quotes ``given``, what the user wrote."""
         if isinstance(value, float):
-            x = value
+            x, exact = value, repr(value)
         else:
-            number = decimal_number(str(value))
+            exact = str(value)
+            number = decimal_number(exact)
             if number is None:
                 self.fail(f"{given!r} is not a number", param, ctx)
             x = number
-        if not math.isfinite(x) or not self.min <= x <= self.max:
+        # the range of the number as written (``project.decimal_in``), not of its float
+        if not math.isfinite(x) or not decimal_in(exact, self.min, self.max):
             self.fail(
                 f"{given!r} is not a finite number in {plain_number(self.min)}..{plain_number(self.max)}",
                 param,

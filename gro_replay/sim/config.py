@@ -18,7 +18,7 @@ from ..kernel.nic import (
 )
 from ..kernel.nic_skb import VETH_LINEAR
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
-from ..project import decimal_number, plain_number
+from ..project import decimal_in, decimal_number, plain_number
 from ..report import FLOWS_MAX_DEFAULT
 from ..resegment import MAX_TCP_OPTION_BYTES, TCP_MIN_SND_MSS, min_payload
 from .flows import CLOSE_TIMEOUT_NS, IDLE_TIMEOUT_NS
@@ -73,7 +73,7 @@ class PollModel:
         kind, _, value = text.partition(":")
         if kind in ("gap", "rx-usecs") and value:
             us = decimal_number(value)
-            if us is not None and 0 <= us <= POLL_USECS_MAX:  # NaN and infinity fail too
+            if us is not None and decimal_in(value, 0, POLL_USECS_MAX):  # NaN and infinity fail too
                 return cls(kind, us + 0.0)  # -0 is 0
         raise ConfigError(
             f"invalid poll model {given!r}: use budget, gap:US or rx-usecs:US, US a decimal number of µs from 0 to "
