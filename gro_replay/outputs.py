@@ -244,13 +244,16 @@ class RunOutputs:
 
     def remove(self, path: str | os.PathLike[str], what: str) -> None:
         """Remove ``path`` when the run commits (an earlier run's output this run does not make again; kept when it
-        fails): only a regular file itself (not followed through a symbolic link; nothing when missing, or a
-        directory, a link, a device), never one of the run's inputs. OutputError (exit 2) when it cannot be
-        examined, or on ``commit`` removed."""
+        fails): a regular file, never one of the run's inputs (nothing when missing, or a directory, a device).
+        Where ``path`` is a symbolic link, the file it leads to is removed and the link kept, as an output written
+        to ``path`` replaces that file and keeps the link (``_final``): the earlier run's document is not left
+        behind a link. OutputError (exit 2) when it cannot be examined, or on ``commit`` removed."""
         p = os.fspath(path)
         try:
-            st = os.lstat(p)
-        except FileNotFoundError:
+            st = os.stat(p)
+            if os.path.islink(p):
+                p = os.path.realpath(p)
+        except FileNotFoundError:  # missing, or a link to a missing path
             return
         except OSError as e:
             raise OutputError(failure_text(what, p, e.strerror or e, "remove")) from None

@@ -274,6 +274,31 @@ def test_a_capture_that_failed_now_leaves_no_earlier_document(tmp_path, schedule
     assert rows["good.pcap"]["document"] == "good.json"
 
 
+def test_a_failed_captures_earlier_document_behind_a_link_is_removed_the_link_kept(tmp_path, scheduler):
+    """STEM.json a symbolic link (to a file outside --out): a run that replays the capture writes its document
+    through the link (outputs.py ``_final``), so a run in which it fails removes the earlier document the link
+    leads to, keeps the link (dangling until a later run writes through it again) and leaves an input alone."""
+    good, bad = tmp_path / "good.pcap", tmp_path / "bad.pcap"
+    good.write_bytes(FIX_SAMPLE.read_bytes())
+    bad.write_bytes(FIX_SAMPLE.read_bytes())
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "bad.json").symlink_to(elsewhere / "bad.json")
+    args = ["batch", str(good), str(bad), "--scheduler", scheduler, "--out", str(out), "-q"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    assert (out / "bad.json").is_symlink() and json.loads((elsewhere / "bad.json").read_text())["input"]
+    bad.write_bytes(b"this is not a capture file\n")
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and "1 of 2 capture(s) failed" in r.stderr
+    assert (out / "bad.json").is_symlink() and not (elsewhere / "bad.json").exists()
+    # a link to one of the run's inputs: the input is not removed
+    (out / "bad.json").unlink()
+    (out / "bad.json").symlink_to(bad)
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and bad.read_bytes() == b"this is not a capture file\n"
+
+
 def test_batch_display_names_tell_same_named_captures_apart():
     from gro_replay.cli.batch import display_names
 
