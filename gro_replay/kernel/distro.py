@@ -28,8 +28,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .stable import point_words
-
 _V = r"(\d+)\.(\d+)\.(\d+)"
 #: Debian's kernel flavours: an architecture, optionally the cloud or realtime build of it (debian/config)
 _DEBIAN_FLAVOUR = (
@@ -88,11 +86,10 @@ class DistroRelease:
 
 
 def base_words(major: int, minor: int, point: int) -> str:
-    """ "upstream X.Y with the stable backports of X.Y.Z" (``stable.point_words``) or "… without stable
-    backports"."""
+    """ "upstream X.Y with the stable backports of X.Y.Z" or "… without stable backports"."""
     rel = f"{major}.{minor}"
     return f"upstream {rel}" + (
-        f" with the stable backports of {point_words(rel, point)}" if point else " without stable backports"
+        f" with the stable backports of {rel}.{point}" if point else " without stable backports"
     )
 
 

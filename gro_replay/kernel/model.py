@@ -163,10 +163,10 @@ class KernelModel:
         in a later rc: ``SwitchCommit.upstream_rc``); None for a release."""
         if not self.pre_release:
             return None
-        rc = int(self.pre_release.rsplit("-rc", 1)[1])
+        rel, rc = self.pre_release.rsplit("-rc", 1)  # its own X.Y (4.18-rc8 runs as 4.19)
         return {
             "release": self.pre_release,
-            "lacks": [c.commit for c in rc_lacks(*release_tuple(self.base), rc)],
+            "lacks": [c.commit for c in rc_lacks(*release_tuple(rel), int(rc))],
         }
 
     def switches(self) -> dict[str, bool]:

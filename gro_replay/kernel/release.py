@@ -20,7 +20,7 @@ from .model import (
     release_tuple,
     upstream_profile,
 )
-from .stable import BACKPORTS_RESEARCHED, STABLE_BACKPORTS, ended_before, past_end, point_words
+from .stable import BACKPORTS_RESEARCHED, STABLE_BACKPORTS, ended_before, refuse_past_end
 
 # ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
@@ -42,14 +42,13 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
 
     Switches whose commit's backports were not researched for this branch stay as in ``base`` and add a note (none
-    when the branch ended before the commit was released: ``stable.ended_before``); a ``point`` past an ended
-    branch's last release gets one note saying so and naming those commits (``stable.past_end``).
+    when the branch ended before the commit was released: ``stable.ended_before``). ``point`` is one of the branch's
+    releases: the callers refuse one past an ended branch's last (``stable.refuse_past_end``).
     """
     branch = base.release
     on: dict[str, bool] = {}
     backports = []
     notes = []
-    after = []  # commits released after the branch ended: no note unless point is past its end (past_end)
     for c in SWITCH_COMMITS:
         if getattr(base, c.switch):
             continue
@@ -61,21 +60,18 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
                 backports.append((c.commit, stable, f"{branch}.{first}"))
             continue
         researched = BACKPORTS_RESEARCHED.get(c.commit, ())
-        if researched is not None and branch not in researched and ended_before(branch, c.upstream):
-            after.append(f"{c.commit} ({c.switch})")
-        elif researched is not None and branch not in researched:
+        if researched is not None and branch not in researched and not ended_before(branch, c.upstream):
             notes.append(
                 f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
                 f"stable sources; {name} has it off as upstream {branch} does"
             )
-    beyond = past_end(branch, point, name, after)
-    notes = [beyond, *notes] if beyond else notes
     return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)  # type: ignore[arg-type]  # bool switches
 
 
 def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str) -> tuple[KernelModel, str]:
-    """``model`` (upstream X.Y) as its pre-release ``X.Y-rcN``: a switch whose commit landed in a later rc of X.Y
-    (``SwitchCommit.upstream_rc``) is off; the others of X.Y are assumed in. Returns the model and its note."""
+    """``model`` (upstream X.Y, or the profile X.Y runs as: 4.19 for 4.18) as its pre-release ``X.Y-rcN``: a switch
+    whose commit landed in a later rc of X.Y (``SwitchCommit.upstream_rc``) is off; the others of X.Y are assumed
+    in. Returns the model and its note."""
     rel = f"{major}.{minor}"
     own = [c for c in SWITCH_COMMITS if c.upstream == (major, minor)]
     lacks = rc_lacks(major, minor, rc)
@@ -89,7 +85,9 @@ def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str)
     if unpinned:
         parts.append(f"assumed to carry {', '.join(unpinned)} of {rel} (the rc each landed in is not known)")
     if not own:
-        parts.append(f"no modelled commit landed in {rel}'s merge window or release candidates: ran as {rel}")
+        parts.append(
+            f"no modelled commit landed in {rel}'s merge window or release candidates: ran as {model.base or rel}"
+        )
     note = f"kernel {text}: a pre-release of upstream {rel}; " + "; ".join(parts)
     return replace(model, pre_release=f"{rel}-rc{rc}", **{c.switch: False for c in lacks}), note  # type: ignore[arg-type]  # bool switches
 
@@ -149,6 +147,7 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
         )
     up = resolve_kernel(named)
     point = s.point if s.rc is None and up.base == xy else 0
+    refuse_past_end(xy, s.point if s.rc is None else 0, f"string {shown(text)}")
     model = with_stable(up, point, b.name) if point else replace(up, name=b.name, release=b.name)
     signed = b.kind == "/proc/version_signature"  # Ubuntu's, whatever flavour its uname -r has
     who = d.who if d is not None and d.who else ("" if b.release and not signed else s.who)
@@ -190,7 +189,8 @@ def resolve_kernel(text: str) -> KernelModel:
 
     Raises: ValueError for a string that is no kernel release (non-ASCII digits, a leading zero such as
         ``5.4.0106``), for a base that names no mainline release (``5.20``, ``4.21``: ``LAST_MINOR``; ``5.12-rc0``:
-        release candidates start at rc1), for a modelled commit after ``+`` (``_no_release``), for a base
+        release candidates start at rc1; ``5.12-rc9``: ``LAST_RC``; ``5.11.30``, past linux-5.11.y's last:
+        ``stable.refuse_past_end``), for a modelled commit after ``+`` (``_no_release``), for a base
         older than 4.18, and for a base
         newer than the newest profile
     (6.18: ``7.99``, ``6.19.2``, ``7.0.0-1-generic``), whose GRO changes are not modelled; the message names the
@@ -245,6 +245,18 @@ def _applied_commit(text: str) -> None:
 #: 4.20 by 5.0 in March 2019, 5.19 by 6.0 in October 2022): a higher minor names no release
 LAST_MINOR = {3: 19, 4: 20, 5: 19}
 
+#: the last release candidate of each mainline release from 4.18 to 6.18 (its tags: v5.12-rc8 was followed by v5.12,
+#: v6.7-rc8 by v6.7): a later -rcN names no release. Most releases had seven, those that needed another week eight;
+#: each count agrees with the weeks between the release and the one before it (rc1 two weeks after that one, one rc
+#: a week, the release a week after its last rc: v5.11 2021-02-14 → v5.12 2021-04-25 is ten weeks, rc1–rc8)
+LAST_RC = {
+    (4, 18): 8, (4, 19): 8, (4, 20): 7, (5, 0): 8, (5, 1): 7, (5, 2): 7, (5, 3): 8, (5, 4): 8, (5, 5): 7,
+    (5, 6): 7, (5, 7): 7, (5, 8): 7, (5, 9): 8, (5, 10): 7, (5, 11): 7, (5, 12): 8, (5, 13): 7, (5, 14): 7,
+    (5, 15): 7, (5, 16): 8, (5, 17): 8, (5, 18): 7, (5, 19): 8, (6, 0): 7, (6, 1): 8, (6, 2): 8, (6, 3): 7,
+    (6, 4): 7, (6, 5): 7, (6, 6): 7, (6, 7): 8, (6, 8): 7, (6, 9): 7, (6, 10): 7, (6, 11): 7, (6, 12): 7,
+    (6, 13): 7, (6, 14): 7, (6, 15): 7, (6, 16): 7, (6, 17): 7, (6, 18): 7,
+}  # fmt: skip
+
 
 def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
     """``resolve_kernel``'s model of ``text`` and the distribution release it parsed ``text`` as (None: a profile,
@@ -282,13 +294,40 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
         vendor = "the distribution"
         notes.append(
             f"kernel {text}: the distribution's or build's own patches are not known here; assumed upstream "
-            f"{major}.{minor}"
-            + (f" with the stable backports of {point_words(f'{major}.{minor}', point)}" if point else "")
+            f"{major}.{minor}" + (f" with the stable backports of {major}.{minor}.{point}" if point else "")
         )
     else:
         raise ValueError(
             f"cannot parse kernel release {text!r} (want X.Y, X.Y.Z or a distribution's uname -r)"
         )
+    _refuse_unreleased(text, major, minor, point, rc)
+    vendor_base = f"{major}.{minor}" + (f".{point}" if point else "") if vendor else ""
+    named = (major, minor)  # 4.18 runs as 4.19 below; its release candidates stay 4.18's
+    if (major, minor) < (4, 19):
+        notes.append(
+            f"upstream {major}.{minor} predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), "
+            f"which is not modelled; ran as 4.19 (every switch off, as in {major}.{minor})"
+        )
+        major, minor, point = 4, 19, 0
+    base_rel = f"{major}.{minor}"
+    base = PROFILES.get(base_rel) or upstream_profile(major, minor)
+    base = replace(base, name=base_rel, release=base_rel) if base.name != base_rel else base
+    model = with_stable(base, point, text) if point else replace(base, name=text, release=text)
+    if rc is not None:
+        model, rc_note = _pre_release(model, *named, rc, text)
+        notes.append(rc_note)
+    if base_rel not in PROFILES:
+        notes.append(
+            f"upstream {base_rel} is not a named profile: switches set by the release of each commit"
+        )
+    return replace(model, notes=tuple(notes) + model.notes, vendor=vendor, vendor_base=vendor_base), d
+
+
+def _refuse_unreleased(text: str, major: int, minor: int, point: int, rc: int | None) -> None:
+    """Refuse release string ``text`` whose version ``major.minor.point`` (``-rc`` ``rc``) is not modelled or names
+    no release: newer than the newest profile, a minor past its major's last (``LAST_MINOR``), older than 4.18, a
+    point past its ended stable branch's last (``stable.refuse_past_end``), an rc after the release's last
+    (``LAST_RC``). Raises: ValueError, one line."""
     newest = max(PROFILES.values(), key=lambda m: release_tuple(m.release))
     if (major, minor) > release_tuple(newest.release):
         raise ValueError(
@@ -307,22 +346,10 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
             "UDP tunnel offload) is not modelled, so its verdict would be a guess; the oldest modelled release is "
             "4.19 (4.18, RHEL 8's base, runs as 4.19 with a note)"
         )
-    vendor_base = f"{major}.{minor}" + (f".{point}" if point else "") if vendor else ""
-    if (major, minor) < (4, 19):
-        notes.append(
-            f"upstream {major}.{minor} predates 4.19: it had one GRO list, not 8 hash buckets (07d78363dcff), "
-            f"which is not modelled; ran as 4.19 (every switch off, as in {major}.{minor})"
+    refuse_past_end(f"{major}.{minor}", point, text)
+    last_rc = LAST_RC.get((major, minor))
+    if rc is not None and last_rc is not None and rc > last_rc:
+        raise ValueError(
+            f"kernel {text} names no release: {major}.{minor} was released after -rc{last_rc}, so there is no "
+            f"{major}.{minor}-rc{rc}"
         )
-        major, minor, point = 4, 19, 0
-    base_rel = f"{major}.{minor}"
-    base = PROFILES.get(base_rel) or upstream_profile(major, minor)
-    base = replace(base, name=base_rel, release=base_rel) if base.name != base_rel else base
-    model = with_stable(base, point, text) if point else replace(base, name=text, release=text)
-    if rc is not None:
-        model, rc_note = _pre_release(model, major, minor, rc, text)
-        notes.append(rc_note)
-    if base_rel not in PROFILES:
-        notes.append(
-            f"upstream {base_rel} is not a named profile: switches set by the release of each commit"
-        )
-    return replace(model, notes=tuple(notes) + model.notes, vendor=vendor, vendor_base=vendor_base), d

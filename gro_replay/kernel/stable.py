@@ -1,6 +1,6 @@
 """Stable kernel.org branches: the backports each took of the switches' commits (``STABLE_BACKPORTS``), which
 commits' backports were looked for (``BACKPORTS_RESEARCHED``), and the branches that ended, with their last releases
-(``STABLE_ENDED``). Kernel: none (the stable trees' history and the stable announcements, cited below);
+(``STABLE_ENDED``), past whose last a point release names none (``refuse_past_end``). Kernel: none (the stable trees' history and the stable announcements, cited below);
 kernel/release.py applies them to a point release (``with_stable``).
 """
 
@@ -45,9 +45,13 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
 #: only; 5.2.20 was announced as the last, 5.2.21 followed). The window is two releases after the last upstream release
 #: tagged on or before the branch's last (that one opened the next window while the branch lived): 4.19.325,
 #: 2024-12-05, came after v6.12 (2024-11-17), so v6.13's commits could reach it and v6.14's could not; 5.4.302,
-#: 2025-12-03, came after v6.18 (2025-11-30), so v6.19's could and 7.0's could not. Not listed: the long-term
-#: branches 5.10, 5.15, 6.1, 6.6, 6.12 and 6.18, 6.16, 6.17 and later ones (their end is not read here), and those older
-#: than 4.18 (refused by release.resolve_kernel). 4.18 (run as 4.19, RHEL 8's base): its last tag, "Linux 4.18.20"
+#: 2025-12-03, came after v6.18 (2025-11-30), so v6.19's could and 7.0's could not. 6.16.12 (2025-10-12, announced
+#: as the last: lore 2025101235-eliminate-dexterity-d7f9@gregkh) came after v6.17 (2025-09-28); 6.17.13 (2025-12-18,
+#: lore 2025121823-avid-hatchback-83fb@gregkh) after v6.18. Checked against endoflife.date's linux-kernel page
+#: (products/linux-kernel.md, its "latest" of each cycle, from linux-stable's tags): 4.19.325 of 2024-12-05, 5.4.302
+#: of 2025-12-03, 5.11.22 of 2021-05-19, 6.15.11 of 2025-08-20. Not listed: the long-term branches 5.10, 5.15, 6.1,
+#: 6.6, 6.12 and 6.18 (live: no end known), branches after 6.17, and those older than 4.18 (refused by
+#: release.resolve_kernel). A point release past a listed branch's last names no release (``refuse_past_end``). 4.18 (run as 4.19, RHEL 8's base): its last tag, "Linux 4.18.20"
 #: a9da8725, is of 2018-11-21 (linux-stable's tags; no v4.18.21), after v4.19 (2018-10-22), so v4.20's commits could
 #: reach it and v5.0's could not.
 STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
@@ -85,6 +89,8 @@ STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
     "6.13": (12, "April 2025", (6, 16)),
     "6.14": (11, "June 2025", (6, 17)),
     "6.15": (11, "August 2025", (6, 18)),
+    "6.16": (12, "October 2025", (6, 19)),
+    "6.17": (13, "December 2025", (7, 0)),
 }
 
 
@@ -95,35 +101,20 @@ def ended_before(branch: str, upstream: tuple[int, int] | None) -> bool:
     return ended is not None and upstream is not None and upstream >= ended[2]
 
 
-def point_words(branch: str, point: int) -> str:
-    """Point release ``point`` of ``branch`` as the notes name the backports it carries: "5.4.120", or for a point
-    past an ended branch's last (``STABLE_ENDED``) "5.4.303 (up to 5.4.302, where kernel.org's linux-5.4.y ended)"."""
-    ended = STABLE_ENDED.get(branch)
-    if ended is not None and point > ended[0]:
-        return f"{branch}.{point} (up to {branch}.{ended[0]}, where kernel.org's linux-{branch}.y ended)"
-    return f"{branch}.{point}"
+def refuse_past_end(branch: str, point: int, text: str) -> None:
+    """Refuse kernel string ``text`` whose stable point release ``point`` of ``branch`` ("5.11") is past the
+    branch's last (``STABLE_ENDED``: linux-5.11.y ended with 5.11.22, so 5.11.30 was never released). A branch not
+    known to have ended (5.10, 6.1, 6.18, …) takes any point. Kernel: none (kernel.org's stable releases, above).
 
-
-def past_end(branch: str, point: int, name: str, after: list[str]) -> str | None:
-    """The note for point release ``point`` past the last of an ended stable branch (``STABLE_ENDED``: 4.19.326 is
-    no upstream release), naming ``after``, the commits released after the branch ended ("a9888628cb2c
-    (ip_tun_rx_dst_sets_df)"), which a vendor's continuation may have taken; None for one of the branch's own."""
+    Raises: ValueError, one line naming the branch's last release and the month it came out."""
     ended = STABLE_ENDED.get(branch)
     if ended is None or point <= ended[0]:
-        return None
+        return
     last, when, _ = ended
-    text = (
-        f"linux-{branch}.y ended on kernel.org with {branch}.{last} ({when}): {branch}.{point} is past it (a "
-        f"vendor's own continuation of the branch, or a typo); {name} runs with kernel.org's stable backports up "
-        f"to {branch}.{last}"
+    raise ValueError(
+        f"kernel {text} names no release: linux-{branch}.y ended with {branch}.{last} in {when}, so there is no "
+        f"{branch}.{point}"
     )
-    if after:
-        one = len(after) == 1
-        text += (
-            f"; {', '.join(after)}, released after that end, {'is' if one else 'are'} off as in upstream {branch}, "
-            f"and whether its maker took {'it' if one else 'them'} is not known here"
-        )
-    return text
 
 
 #: Commits whose stable backports were looked for in the stable mailing-list archive and the stable trees' push

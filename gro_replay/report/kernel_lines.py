@@ -4,7 +4,6 @@ candidate's commits, a distribution's assumed base) and the notes of its resolut
 
 from __future__ import annotations
 
-from ..kernel.stable import point_words
 from .verdict.words import kernel_label
 
 
@@ -50,9 +49,7 @@ def kernel_lines(kernels) -> list[str]:
                 else f", run as the upstream {d['base']} model"
             )
             if len(vb.split(".")) > 2:
-                branch, _, point = vb.rpartition(".")
-                words = point_words(branch, int(point)) if point.isdigit() else vb
-                tail = f"with the stable backports of {words}: " + (bps or "none of a modelled commit")
+                tail = f"with the stable backports of {vb}: " + (bps or "none of a modelled commit")
             else:
                 tail = "without stable backports"
             # named as in the kernels: line (the kernel backend's linux-6.18.44 is uname -r 6.18.44-fc-v657)
@@ -62,7 +59,8 @@ def kernel_lines(kernels) -> list[str]:
             continue
         pre = d.get("pre_release")
         if pre:  # a release candidate has no stable backports, and not every commit its release carries
-            out.append(f"kernel {d['name']}: upstream {pre['release']} ({rc_words(pre, d['base'])})")
+            rel = pre["release"].rsplit("-", 1)[0]  # its own X.Y: 4.18-rc8 runs as 4.19 (a note says so)
+            out.append(f"kernel {d['name']}: upstream {pre['release']} ({rc_words(pre, rel)})")
         else:
             # a release older than every profile runs as the oldest (4.18 as 4.19: a note says what that leaves out)
             ran_as = d["release"].split(".")[:2] != d["base"].split(".")[:2]
