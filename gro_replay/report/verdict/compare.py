@@ -22,6 +22,7 @@ from .words import (
     other_changes_words,
     plural,
     refused_where,
+    zero_csum_states_text,
 )
 
 
@@ -82,7 +83,8 @@ class CompareSentences:
         else:
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
-                "checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum."
+                f"checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum: "
+                f"{zero_csum_states_text(t.zero_states)}."
             )
         if lost:
             text += (

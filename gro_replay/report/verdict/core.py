@@ -24,6 +24,7 @@ from .facts import (
 from .flow_sentences import FlowSentences
 from .tally import _Tally
 from .words import (
+    _state_of,
     split_text,
 )
 
@@ -90,7 +91,7 @@ class Verdict(FlowSentences):
         self.fix_alone = self._counterfactuals[0].name if self.pre and self._counterfactuals else None
         for cf in self._counterfactuals:
             models[cf.name] = cf
-        self._tally = _Tally([n for n, _ in kernels], keep)
+        self._tally = _Tally([n for n, _ in kernels], keep, lambda key: _state_of(cfg, key, self.rx_csum))
         for name, release in kernels:
             m = models[name]
             self._tally.totals[name] = KernelFacts(

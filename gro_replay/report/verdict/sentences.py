@@ -41,6 +41,7 @@ from .words import (
     reason_list,
     split_text,
     unread_text,
+    zero_csum_states_text,
 )
 
 
@@ -379,8 +380,8 @@ class CaptureSentences(CompareSentences):
                 return unseen_text(lacks, k, t.tunnel_zero, t.tunnel, self.result) + self._unmerged_note(k)
             text = (
                 f"{lacks}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
-                "and these outer "
-                "UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum."
+                "and these outer UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum: "
+                f"{zero_csum_states_text(t.zero_states)}."
             )
             return text + self._unmerged_note(k)
         text = (

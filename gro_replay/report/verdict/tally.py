@@ -121,14 +121,21 @@ class _Tally:
     the affected flows with the lowest ids in full (at most ``keep``), and the inner-flow groups of the flows
     live (a group is kept while one of its flows is). Memory: ``keep`` flows and one entry per live group."""
 
-    def __init__(self, names: list[str], keep: int | None) -> None:
+    def __init__(
+        self, names: list[str], keep: int | None, state_of: Callable[[FlowKey], str] | None = None
+    ) -> None:
         self.keep = keep
+        #: a flow's RX checksum state (``words._state_of``: the --rx-csum setting, or the --nic preset's for the flow)
+        self.state_of = state_of
         self.flows = 0
         self.tunnel = 0
         self.tunnel_tcp = 0
         #: tunnelled flows whose outer UDP checksum is 0 (``FlowKey.outer_csum_zero``): what a kernel without the fix
         #: may refuse, where the refusals cannot be seen (the kernel backend: ``Verdict.refusals_unseen``)
         self.tunnel_zero = 0
+        #: of them, the frames at the phys device (``KernelFacts.frames``) by the RX checksum state the NIC gave them
+        #: (``state_of``, an RX_CSUM_PROFILES name): what the zero-checksum gate saw before the fix
+        self.zero_states: Counter = Counter()
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
         self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
@@ -239,6 +246,8 @@ class _Tally:
         empty_in: set[str] = set()
         self.tunnel += 1
         self.tunnel_zero += bool(fv.key.outer_csum_zero)
+        if fv.key.outer_csum_zero and self.state_of is not None and fv.kernels:
+            self.zero_states[self.state_of(fv.key)] += max(k.frames for k in fv.kernels)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
         self.lost_tunnel += fv.outcome == "lost"
         for k in fv.kernels:

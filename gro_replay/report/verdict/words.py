@@ -296,6 +296,46 @@ def _gate_words(rx_csum: str, cfg=None) -> str:
     )
 
 
+#: RX checksum state (RX_CSUM_PROFILES name) → how the verdict names it and what udp_gro_receive's pre-fix
+#: condition finds in GRO's control block for a frame of that state whose outer UDP checksum is 0 (gro-spec §4.7:
+#: dev_gro_receive sets csum_valid 1 for CHECKSUM_COMPLETE and csum_cnt csum_level + 1 for CHECKSUM_UNNECESSARY;
+#: udp4_gro_receive's skb_gro_checksum_validate_zero_check consumes one level for the outer UDP header, its
+#: checksum 0 or not), or "" where that condition holds (rows 1 and 3: refused before the fix)
+ZERO_CSUM_STATE_WORDS = {
+    "complete": ("CHECKSUM_COMPLETE", "GRO starts them with csum_valid 1, the NIC's sum of the packet"),
+    "unnecessary-tunnel": (
+        "CHECKSUM_UNNECESSARY level 1",
+        "csum_cnt starts at 2 and the outer UDP header consumes 1, leaving csum_cnt 1",
+    ),
+    "partial": ("CHECKSUM_PARTIAL", ""),
+    "unnecessary": ("CHECKSUM_UNNECESSARY level 0", ""),
+    "none": ("CHECKSUM_NONE", ""),
+}
+
+
+def zero_csum_states_text(states: Counter) -> str:
+    """Why udp_gro_receive refused no tunnelled frame for a zero checksum, from the RX checksum states of the
+    tunnelled frames whose outer UDP checksum is 0 (``states``: state → frames, ``_Tally.zero_states``): "none of
+    the tunnelled frames has a zero outer UDP checksum", or "the 17 tunnelled frames with a zero outer UDP checksum
+    were marked CHECKSUM_COMPLETE (GRO starts them with csum_valid 1, …), and before the fix udp_gro_receive refuses
+    only frames not CHECKSUM_PARTIAL whose csum_cnt and csum_valid are both 0" (net/ipv4/udp_offload.c
+    udp_gro_receive before 89e5c58fc1e2; gro-spec §4.4, §4.7)."""
+    n = sum(states.values())
+    if not n:
+        return "none of the tunnelled frames has a zero outer UDP checksum"
+    parts = []
+    for state, frames in by_count(states):
+        name, why = ZERO_CSUM_STATE_WORDS.get(state, (state, ""))
+        count = "" if len(states) == 1 else f"{frames:,} {plural(frames, 'frame')}"
+        inner = "; ".join(p for p in (count, why) if p)
+        parts.append(f"{name} ({inner})" if inner else name)
+    return (
+        f"the {n:,} tunnelled {plural(n, 'frame')} with a zero outer UDP checksum were marked {' and '.join(parts)}, "
+        "and before the fix udp_gro_receive refuses only frames not CHECKSUM_PARTIAL whose csum_cnt and csum_valid "
+        "are both 0"
+    )
+
+
 #: why udp_gro_receive refuses a frame at the tunnel device's gro_cells before the fix (gro-spec §4.4 gate): the
 #: decapsulated frame carries a UDP tunnel header again, and the checksum levels the NIC gave were consumed by the
 #: headers before it (gro-spec §4.1 CONSUME_LEVEL, §6.1 udp4_csum_init)

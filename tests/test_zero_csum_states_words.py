@@ -1,0 +1,122 @@
+"""Why a kernel without 89e5c58fc1e2 refuses no tunnelled frame for a zero checksum: the sentence names the RX
+checksum state the frames had (words.zero_csum_states_text, counted flow by flow in _Tally.zero_states), not only
+the --nic / --rx-csum option (it said "with --nic mlx5 (tunnel port off) and these outer UDP checksums,
+udp_gro_receive refuses no tunnelled frame for a zero checksum." and stopped).
+
+Kernel rules: udp_gro_receive before 89e5c58fc1e2 (net/ipv4/udp_offload.c) refuses tunnel GRO when the skb is not
+CHECKSUM_PARTIAL and NAPI_GRO_CB's csum_cnt and csum_valid are both 0. dev_gro_receive sets csum_valid 1 for
+CHECKSUM_COMPLETE and csum_cnt = csum_level + 1 for CHECKSUM_UNNECESSARY; udp4_gro_receive's
+skb_gro_checksum_validate_zero_check consumes one level for the outer UDP header (gro-spec §4.7 rows 3, 5, 7, 9).
+The drivers' states (gro-spec §7, kernel/nic.py): mlx5e_handle_csum and gve hand up CHECKSUM_COMPLETE; ice/i40e
+(a tunnel packet type when the port is programmed), ixgbe (X550 VXLAN parser) and vmxnet3 with the tunnel port
+on give CHECKSUM_UNNECESSARY level 1. The sample's 17 frames are one VXLAN flow with outer UDP checksum 0.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIX_SAMPLE
+
+from gro_replay.cli import main
+
+GATE = (
+    "and before the fix udp_gro_receive refuses only frames not CHECKSUM_PARTIAL whose csum_cnt and csum_valid are "
+    "both 0"
+)
+COMPLETE = "CHECKSUM_COMPLETE (GRO starts them with csum_valid 1, the NIC's sum of the packet)"
+LEVEL1 = "CHECKSUM_UNNECESSARY level 1 (csum_cnt starts at 2 and the outer UDP header consumes 1, leaving csum_cnt 1)"
+
+#: options → (how the sentence names them, the state the 17 frames had)
+PASSED = {
+    ("--nic", "mlx5"): ("--nic mlx5 (tunnel port off)", COMPLETE),
+    ("--nic", "mlx5", "--nic-tunnel-port", "on"): ("--nic mlx5 (tunnel port on)", COMPLETE),
+    ("--nic", "gve"): ("--nic gve (no tunnel port offload)", COMPLETE),
+    ("--nic", "ice", "--nic-tunnel-port", "on"): ("--nic ice (tunnel port on)", LEVEL1),
+    ("--nic", "i40e", "--nic-tunnel-port", "on"): ("--nic i40e (tunnel port on)", LEVEL1),
+    ("--nic", "ixgbe", "--nic-tunnel-port", "on"): ("--nic ixgbe (tunnel port on)", LEVEL1),
+    ("--nic", "vmxnet3", "--nic-tunnel-port", "on"): ("--nic vmxnet3 (tunnel port on)", LEVEL1),
+    ("--rx-csum", "complete"): ("--rx-csum complete", COMPLETE),
+    ("--rx-csum", "unnecessary-tunnel"): ("--rx-csum unnecessary-tunnel", LEVEL1),
+    ("--rx-csum", "partial"): ("--rx-csum partial", "CHECKSUM_PARTIAL"),
+    ("--nic", "ice", "--rx-csum", "complete"): ("--rx-csum complete (--nic ice)", COMPLETE),
+}
+
+#: options under which the sample's frames are refused before the fix (gro-spec §4.7 rows 1 and 3: CHECKSUM_NONE or
+#: CHECKSUM_UNNECESSARY level 0 with a zero outer checksum): the sentence does not appear
+REFUSED = [
+    ("--nic", "ice"),
+    ("--nic", "i40e"),
+    ("--nic", "ixgbe"),
+    ("--nic", "bnxt"),
+    ("--nic", "bnxt", "--nic-tunnel-port", "on"),
+    ("--nic", "virtio-net"),
+    ("--nic", "vmxnet3"),
+    ("--nic", "ena"),
+    ("--rx-csum", "none"),
+    ("--rx-csum", "unnecessary"),
+]
+
+
+def _text(runner, args: list[str]) -> tuple[str, dict]:
+    r = runner.invoke(main, [str(FIX_SAMPLE), *args, "-q"])
+    assert r.exit_code == 0, r.output
+    j = runner.invoke(main, [str(FIX_SAMPLE), *args, "--format", "json", "-q"])
+    return r.stdout, json.loads(j.stdout)
+
+
+@pytest.mark.parametrize("opts", list(PASSED), ids=[" ".join(o) for o in PASSED])
+def test_compare_mode_names_the_state_the_gate_passed(runner, opts):
+    words, state = PASSED[opts]
+    out, doc = _text(runner, list(opts))
+    said = (
+        f"No flow loses phys-device aggregation before the fix: with {words} and these outer UDP checksums, "
+        "udp_gro_receive refuses no tunnelled frame for a zero checksum: the 17 tunnelled frames with a zero outer "
+        f"UDP checksum were marked {state}, {GATE}."
+    )
+    assert said in out, out
+    assert said in doc["verdict"]["text"]  # the same computation feeds the JSON
+    assert "affected_flows=0" in out
+
+
+@pytest.mark.parametrize("opts", list(PASSED), ids=[" ".join(o) for o in PASSED])
+def test_one_kernel_without_the_fix_names_the_state_too(runner, opts):
+    words, state = PASSED[opts]
+    out, _doc = _text(runner, ["--kernel", "5.10", *opts])
+    said = (
+        "5.10 (v5.10) lacks 89e5c58fc1e2 (linux-5.10.y carries it since 5.10.24, as 09af4362ba47), but is not "
+        f"affected here: with {words} and these outer UDP checksums, udp_gro_receive never refuses a tunnelled "
+        f"frame for a zero checksum: the 17 tunnelled frames with a zero outer UDP checksum were marked {state}, "
+        f"{GATE}."
+    )
+    assert said in out, out
+
+
+@pytest.mark.parametrize("opts", REFUSED, ids=[" ".join(o) for o in REFUSED])
+def test_where_the_gate_refuses_the_frames_the_sentence_is_not_said(runner, opts):
+    out, _doc = _text(runner, list(opts))
+    assert "refuses no tunnelled frame" not in out and "affected_flows=1" in out, out
+
+
+def test_no_zero_checksum_says_so(runner):
+    """vxlan-4flows-computed-csum.pcap: every outer UDP checksum is computed, so the state does not matter."""
+    cap = FIX_SAMPLE.parent / "vxlan-4flows-computed-csum.pcap"
+    r = runner.invoke(main, [str(cap), "-q"])
+    assert r.exit_code == 0, r.output
+    assert (
+        "udp_gro_receive refuses no tunnelled frame for a zero checksum: none of the tunnelled frames has a zero "
+        "outer UDP checksum."
+    ) in r.stdout
+
+
+def test_frames_of_two_states_are_counted_apart():
+    from collections import Counter
+
+    from gro_replay.report.verdict.words import zero_csum_states_text
+
+    assert zero_csum_states_text(Counter({"unnecessary-tunnel": 3, "complete": 10})) == (
+        "the 13 tunnelled frames with a zero outer UDP checksum were marked CHECKSUM_COMPLETE (10 frames; GRO starts "
+        "them with csum_valid 1, the NIC's sum of the packet) and CHECKSUM_UNNECESSARY level 1 (3 frames; csum_cnt "
+        f"starts at 2 and the outer UDP header consumes 1, leaving csum_cnt 1), {GATE}"
+    )
