@@ -85,3 +85,59 @@ def test_a_distribution_kernel_of_an_ended_branch_keeps_its_assumption(runner):
     text = _verdict(runner, "5.3.0-18-generic")
     assert "lacks 89e5c58fc1e2 unless Ubuntu backported it" in text
     assert "move to a branch" not in text and "no 5.3.y release" not in text
+
+
+def _compare_text(runner, *kernels: str, extra: tuple[str, ...] = ()) -> str:
+    args = [str(FIX_SAMPLE), *(a for k in kernels for a in ("--kernel", k)), *extra]
+    r = runner.invoke(main, [*args, "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    text = json.loads(r.stdout)["verdict"]["text"]
+    t = runner.invoke(main, [*args, "-q"])
+    assert text in t.stdout.splitlines()  # one computation: the text report says the same
+    return text
+
+
+@pytest.mark.parametrize(
+    ("kernel", "hint"),
+    [
+        ("4.19.100", "(linux-4.19.y carries it since 4.19.181, as e5008f2e9157)"),
+        ("5.4.50", "(linux-5.4.y carries it since 5.4.106, as f2d78bbbca42)"),
+        ("5.11.3", "(linux-5.11.y carries it since 5.11.7, as 9b815b6efaf8)"),
+    ],
+)
+@pytest.mark.parametrize("nic", [(), ("--nic", "mlx5")], ids=["affected", "not-affected"])
+def test_compare_mode_names_the_branch_s_own_release_carrying_the_fix(runner, kernel, hint, nic):
+    """``--kernel 4.19.100 --kernel 5.12`` said what the fix saves but not that 4.19.181 carries it, which the
+    single-kernel verdict says (fix_words.stable_fix_hint): compare mode says it in the same words, affected or not
+    (with --nic mlx5 the gate refuses nothing)."""
+    text = _compare_text(runner, kernel, "5.12", extra=nic)
+    assert text.endswith(f" {kernel} (v{kernel}) lacks 89e5c58fc1e2 {hint}."), text
+    assert "move to a branch" not in text
+
+
+@pytest.mark.parametrize("branch", sorted(ENDED))
+def test_compare_mode_tells_an_ended_branch_to_move(runner, branch):
+    last, when, move = ENDED[branch]
+    kernel = f"{branch}.3"
+    text = _compare_text(runner, kernel, "5.12")
+    assert text.endswith(
+        f" {kernel} (v{kernel}) lacks 89e5c58fc1e2 (no {branch}.y release has it: linux-{branch}.y ended with {last} "
+        f"in {when}). To get the fix, move to a branch that carries it: the nearest newer one is {move}."
+    ), text
+
+
+def test_compare_mode_advises_every_kernel_without_the_fix(runner):
+    """Three kernels: 4.18.3 and 5.4.100 lack the fix (5.4.100, with 8dc1c444df19 since 5.4.99, is the one
+    compared), 5.12 carries it; each of the two gets its own way to the fix, in run order."""
+    text = _compare_text(runner, "4.18.3", "5.4.100", "5.12")
+    assert text.endswith(
+        " 4.18.3 (v4.18.3) lacks 89e5c58fc1e2 (no 4.18.y release has it: linux-4.18.y ended with 4.18.20 in November "
+        f"2018). To get the fix, move to a branch that carries it: the nearest newer one is {TO_419}. 5.4.100 (v5.4.100) "
+        "lacks 89e5c58fc1e2 (linux-5.4.y carries it since 5.4.106, as f2d78bbbca42)."
+    ), text
+
+
+def test_compare_mode_says_a_distribution_kernel_s_assumption_once(runner):
+    """4.18.0-305.el8 (RHEL 8): the comparison's lead states the assumed lack; no kernel.org advice is added."""
+    text = _compare_text(runner, "4.18.0-305.el8", "5.12")
+    assert text.count("lacks 89e5c58fc1e2") == 1 and "move to a branch" not in text, text

@@ -757,8 +757,8 @@ def test_compare_mode_refusing_only_lost_flows_says_so():
     assert v["text"].startswith(
         "No flow loses phys-device aggregation before the fix. With --rx-csum unnecessary, udp_gro_receive refuses 4 "
         "frame(s) for a zero checksum of flows lost before decapsulation (below): the fix changes how many skbs carry "
-        "them to the drop, not what the host receives. Lost on the way (every kernel): 4 frame(s) lost: "
-        "__udp6_lib_rcv drops"
+        "them to the drop, not what the host receives. pre-fix (v5.11) lacks 89e5c58fc1e2 (linux-5.11.y carries it "
+        "since 5.11.7, as 9b815b6efaf8). Lost on the way (every kernel): 4 frame(s) lost: __udp6_lib_rcv drops"
     ), v["text"]
     assert "not merge those frames either" not in v["text"]
 

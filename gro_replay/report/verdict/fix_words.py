@@ -98,6 +98,20 @@ def ended_branch_advice(model) -> str:
     return f"To get the fix, move to a branch that carries it: the nearest newer one is {where}{tail}."
 
 
+def fix_way_sentence(model, label: str) -> str:
+    """Compare mode: where a compared kernel without the fix can get it, in the words one kernel's verdict uses
+    (``lacks_fix_words`` with ``stable_fix_hint``, then ``ended_branch_advice``): "4.19.100 (v4.19.100) lacks
+    89e5c58fc1e2 (linux-4.19.y carries it since 4.19.181, as e5008f2e9157)."; for a branch that ended without it,
+    that no release of the branch has it and the move to the nearest branch carrying it; "" when neither applies
+    (no stable branch of the kernel's took it: upstream 4.19, which 4.19.181 is not, carries no hint either)."""
+    if model is None or not hasattr(model, "carries") or model.carries(FIX_COMMIT):
+        return ""
+    move = ended_branch_advice(model)
+    if not stable_fix_hint(model) and not move:
+        return ""
+    return f"{lacks_fix_words(model, label)}." + (f" {move}" if move else "")
+
+
 def fix_advice_parts(cfg, saved: dict | None = None, who: str = "they") -> list[str]:
     """Options that show what the fix saves, from the user's own invocation (``ReplayConfig.kernels_option``):
     after --no-fix, leaving it out runs 5.11 beside 5.12; after --kernel, another --kernel adds a kernel (--kernel

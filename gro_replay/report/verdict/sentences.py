@@ -14,6 +14,7 @@ from .fix_words import (
     ended_branch_advice,
     fix_advice_sentences,
     fix_lack_assumed,
+    fix_way_sentence,
     lacks_fix_words,
 )
 from .inner_stop import not_tcp_text
@@ -172,6 +173,12 @@ class CaptureSentences(CompareSentences):
                     f"{'assumed without it' if lead else 'without it'}, and "
                     f"{kernel_label(post.name, post.release)}, with it. {text}"
                 )
+            ways = [  # where each compared kernel without the fix gets it, as one kernel's verdict says it
+                fix_way_sentence(self.models.get(k.name), kernel_label(k.name, k.release))
+                for k in self.kernels
+                if k.carries_fix is False and not (lead and k.name == self.pre)  # the lead said it of pre
+            ]
+            text += "".join(f" {w}" for w in ways if w)
         else:
             text = " ".join(self._kernel_sentence(k) for k in self.kernels)
         return text + self._closing_text()
