@@ -82,3 +82,53 @@ def test_known_numbers_forget_dropped_keys_past_the_limit():
     entries[b"x"] = 6
     known.add(b"x", 200)  # past the limit again: the dropped ones go, the recorded ones stay
     assert [n in known for n in (100, 101, 102, 103, 104, 105, 200)] == [1, 0, 1, 0, 1, 0, 1]
+
+
+def _bad_tcp(poll: list[bytes], k: int) -> list[bytes]:
+    """``poll`` with frame ``k``'s TCP checksum wrong (the kernel's ``csum_fold`` of it is not 0): only its
+    verdict bits and residual differ, not its headers nor its number."""
+    seq = 1000 + sum(1398 for _ in range(k))
+    out = list(poll)
+    out[k] = build_frame(replace(SPEC, seq=seq, payload=1398, ip_id=7 + k, flags=ACK, tcp_csum="bad"))
+    return out
+
+
+def test_consecutive_equal_polls_share_one_key_and_differences_in_any_column_part_them():
+    """A poll whose key equals the previous poll's gets the same bytes object (hashed once, compared by identity
+    in the poll cache); a poll whose number equals the previous one's but whose rows differ in the relative
+    sequence numbers, the window or a checksum verdict gets its own key. Polls of one size and of several sizes
+    (each compared with the previous poll of its own size)."""
+    a = _poll(1000, 7)
+    gap = _poll(1000, 7, (1398, 1398, 600))
+    gap[1] = build_frame(replace(SPEC, seq=1000 + 1399, payload=1398, ip_id=8, flags=ACK))  # a byte missing
+    win = list(a)
+    win[2] = build_frame(replace(SPEC, seq=1000 + 2 * 1398, payload=600, ip_id=9, flags=ACK, window=999))
+    bad = _bad_tcp(a, 0)
+    for polls, same, differ in [
+        # one size: every candidate compared with the poll one size before it
+        (
+            [a, _poll(70_000, 300), gap, win, bad, bad, a],
+            [(0, 1), (4, 5)],
+            [(1, 2), (2, 3), (3, 4), (5, 6)],
+        ),
+        # several sizes
+        (
+            [a, _poll(50, 1), _poll(1000, 7, (1398, 600)), _poll(9, 2, (1398, 600)), bad, a, a],
+            [(0, 1), (2, 3), (5, 6)],
+            [(1, 2), (3, 4), (4, 5)],
+        ),
+    ]:
+        bk = _keys(polls)
+        keys = [bk.key(p) for p in range(len(polls))]
+        for p, q in same:
+            assert keys[p] is keys[q]
+        for p, q in differ:
+            assert keys[p] != keys[q]
+        assert keys[6] == keys[0] and bk.numbers[4] == bk.numbers[0]  # same number, other verdicts
+
+
+def test_consecutive_polls_of_other_flows_get_their_own_keys():
+    polls = [_poll(1000, 7)] * 4
+    bk = _keys(polls, efids=np.array([1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2], np.int64))
+    keys = [bk.key(p) for p in range(4)]
+    assert keys[0] is keys[1] and keys[2] is keys[3] and keys[1] != keys[2]

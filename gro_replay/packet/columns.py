@@ -403,9 +403,15 @@ def _layout(c: Columns, r, sel, L, fs, sh: _Shape) -> None:
     c._anon_of.append((sel, sh.anon_mask))
 
 
-def relative(rel: np.ndarray, base: np.ndarray) -> np.ndarray:
-    """``rel`` with each row made relative to row ``base[i]`` (modulo each field's width; options: 2**32)."""
-    return (rel - rel[base]) & _WIDTH_MASKS  # the widths are powers of two: modulo by a mask
+def relative(rel: np.ndarray, base: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``rel`` with each row made relative to row ``base[i]`` (modulo each field's width; options: 2**32).
+
+    ``out``: where to write the rows (any integer dtype of at least 32 bits, e.g. uint32 columns of a larger
+    array; None: a new int64 array). Returns the rows written."""
+    d = np.take(rel, base, axis=0)
+    np.subtract(rel, d, out=d)
+    # the widths are powers of two: modulo by a mask
+    return np.bitwise_and(d, _WIDTH_MASKS, out=d if out is None else out, casting="unsafe")
 
 
 _WIDTHS = np.array([_MOD.get(name, 1 << 32) for name in FIELDS], np.int64)
