@@ -122,6 +122,20 @@ def test_kv_rows_keep_what_gro_compares_and_drop_what_changes_per_segment():
     assert other_flow.group[0] != other_flow.group[1]
 
 
+def test_option_words_are_those_within_each_frames_tcp_header_and_zero_past_it():
+    """``rel``'s option columns hold the 32-bit words after the 20-byte TCP header up to its data offset
+    (RFC 793: doff counts 32-bit words) and 0 past it, where the payload lies: in a block whose frames all have
+    one header length and in one whose lengths differ (the same layout, so one pass over both)."""
+    words = {k: bytes(range(1, 1 + 4 * k)) for k in (0, 1, 3, 10)}  # k option words, none of them zero
+    for ks in ([3, 3, 3], [0, 10, 1, 3]):
+        frames = [build_frame(FrameSpec(tcp_options=words[k], payload=64)) for k in ks]
+        col = _analyse(frames)
+        assert col.common.all()
+        for row, k in zip(col.rel.tolist(), ks, strict=True):
+            expect = [int.from_bytes(words[k][4 * i : 4 * i + 4], "big") for i in range(k)] + [0] * (10 - k)
+            assert row[C.FIELDS.index("opt0") :] == expect, (ks, k)
+
+
 def test_relative_is_taken_per_base_row_modulo_the_field_width():
     rel = np.zeros((3, len(C.FIELDS)), np.int64)
     rel[:, C.FIELDS.index("seq")] = [0xFFFFFF00, 0x100, 5]

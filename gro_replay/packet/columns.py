@@ -346,7 +346,7 @@ def _layout(c: Columns, r, sel, L, fs, sh: _Shape) -> None:
     # header word, instead of one short sum per frame). The headers a checksum subtracts from the frame's sum
     # ``fs`` end where its pseudo-header's addresses start: the words from there to the UDP / TCP header are
     # the pseudo-header's own, which it adds back
-    wt = np.ascontiguousarray(r.view("<u2")[:, : th // 2].T, dtype=np.int32)
+    wt = np.ascontiguousarray(r.view("<u2")[:, : th // 2].T)  # uint16: half the bytes of a wider copy
     ps_o, ps_i = sh.ps_o // 2, sh.ps_i // 2
     head_o = wt[:ps_o].sum(axis=0, dtype=np.int64)
     head_i = head_o + wt[ps_o:ps_i].sum(axis=0, dtype=np.int64)
@@ -380,7 +380,12 @@ def _layout(c: Columns, r, sel, L, fs, sh: _Shape) -> None:
     nopt = sh.nopt
     if nopt:  # option words within the header (hend), else 0
         opts = r[:, th + 20 : th + 20 + 4 * nopt].view(">u4")
-        rel[:, 5 : 5 + nopt] = np.where(sh.opt_end <= hend[:, None], opts, 0)
+        h0 = int(hend[0])
+        if (hend == h0).all():  # one header length (a flow's segments): its words, the others stay 0
+            within = int(np.count_nonzero(sh.opt_end <= h0))
+            rel[:, 5 : 5 + within] = opts[:, :within]
+        else:
+            rel[:, 5 : 5 + nopt] = np.where(sh.opt_end <= hend[:, None], opts, 0)
     if not whole:
         c.rel[sel] = rel
 

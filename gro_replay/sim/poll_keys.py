@@ -135,19 +135,22 @@ class BlockKeys:
         if not cand.any():
             return polls.tolist()
         kv, ext = self._parts()
-        rows = (kv if kv is not None else self.col.kv[self.idx]).view(np.uint64)  # H is a multiple of 8
         shift = sizes[cand]
         # each entry against the one at its place in the previous poll (8 comparisons per uint64: H / 8 and _EXT
         # are multiples of 8), OR-ed over each poll's entries
-        if (shift == shift[0]).all():  # one size: each entry against the one a poll's size before it
-            d = int(shift[0])
+        d = int(shift[0])
+        if kv is not None and (shift == d).all() and 2 * d * len(shift) >= len(ext):
+            # one size, most polls candidates (regular traffic): each entry against the one a poll's size before
+            rows = kv.view(np.uint64)  # H is a multiple of 8
             parts = [(rows[d:] != rows[:-d]), (ext[d:] != ext[:-d])]
             seg = np.maximum(starts - d, 0)  # poll p's rows of ``parts`` (p a candidate: starts[p] >= d)
         else:
             at = np.flatnonzero(np.repeat(cand, sizes))
             was = at - np.repeat(shift, shift)
+            kv_all = self.col.kv.view(np.uint64)
+            pairs = ((kv_all[self.idx[at]], kv_all[self.idx[was]]), (ext[at], ext[was]))
             # and a last row of False: a poll that is not a candidate may start there
-            parts = [np.append(a[at] != a[was], np.zeros((1, a.shape[1]), bool), axis=0) for a in (rows, ext)]
+            parts = [np.append(a != b, np.zeros((1, a.shape[1]), bool), axis=0) for a, b in pairs]
             took = np.where(cand, sizes, 0)
             seg = np.cumsum(took) - took  # poll p's rows of ``parts`` (none for a poll not a candidate)
         differ = np.zeros(n_polls, bool)
