@@ -348,7 +348,7 @@ class BatchReplay(RunComposer, FlowTracking):
     ) -> None:
         """Run (or answer from the cache) the polls ``starts``/``sizes`` of the block's entries; ``ends``: with
         flows retired, the entries' times and flow ids, for ``Replayer.poll_end`` after each poll."""
-        if lead is not None and not self._hit(b"", (), lead):
+        if lead is not None and not self._hit(b"", lead):
             self._run_poll([], lead, b"")
         if not len(starts):
             return
@@ -366,15 +366,19 @@ class BatchReplay(RunComposer, FlowTracking):
         # a poll is looked up in the poll cache only when the number of its key is known (sim/poll_keys.py);
         # the others, not in the cache, are composed of their flow runs (sim/compose.py)
         nums = [n if c else None for n, c in zip(bk.numbers.tolist(), bk.cached.tolist(), strict=True)]
-        new = [n is not None and (n not in known or bk.key(p) not in entries) for p, n in enumerate(nums)]
+        keys = [bk.key(p) if n is not None and n in known else None for p, n in enumerate(nums)]
+        new = [n is not None and (k is None or k not in entries) for n, k in zip(nums, keys, strict=True)]
         runs = None if not any(new) else self._block_runs(col, ch, src, bk.idx, bk.poll_of, sizes, new)
         hit = self._hit
         sz = sizes.tolist()
+        repoll = empties.tolist()
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sz, times.tolist(), strict=True)):
             e = s + size
             n = nums[p]
-            key = bk.key(p) if n is not None and n in known else None  # recorded earlier in the block too
-            if key is None or not hit(key, src[s:e], t, base_index):
+            key = keys[p]
+            if key is None and n is not None and n in known:
+                key = bk.key(p)  # recorded earlier in the block
+            if key is None or not hit(key, t, src, s, e, base_index):
                 # from its runs: all known, sim/run_serve.py; else sim/compose.py
                 if (
                     runs is None
@@ -388,13 +392,13 @@ class BatchReplay(RunComposer, FlowTracking):
                     self._run_poll(batch, t, bk.key(p), n)
             if poll_end is not None:
                 poll_end(end_ts[e - 1], end_fid[e - 1])
-            if empties[p] and not hit(b"", (), t):
+            if repoll[p] and not hit(b"", t):
                 self._run_poll([], t, b"")
         self._settle_served()
         self.settle_lengths()
 
-    def _hit(self, key: bytes, srcs, t: int, base_index: int = 0) -> bool:
-        """Answer a poll (at time ``t``, of the common frames at block positions ``srcs``) from the cache: True
+    def _hit(self, key: bytes, t: int, src=None, s: int = 0, e: int = 0, base_index: int = 0) -> bool:
+        """Answer a poll (at time ``t``, of the common frames at block positions ``src[s:e]``) from the cache: True
         when the kernels are idle and ``key`` is known. Its counter delta waits for ``settle``; its delivery events
         go to the observers now, in their order, with this poll's skb addresses, frames and time."""
         if not self._idle:
@@ -403,7 +407,7 @@ class BatchReplay(RunComposer, FlowTracking):
         if events is None:
             return False
         if events:
-            idx = (np.asarray(srcs, np.int64) + base_index).tolist()
+            idx = (np.asarray(() if src is None else src[s:e], np.int64) + base_index).tolist()
             rows = []
             for i, kernel, stage, dev, addr, length, flow, pos, dt in events:
                 frames = [idx[j] for j in pos]
