@@ -355,9 +355,10 @@ class BatchReplay(RunComposer, FlowTracking):
         poll_end = None
         if ends is not None:
             poll_end = self.rep.poll_end
-            end_ts = np.maximum.accumulate(ends[0]).tolist()
+            last = starts + sizes - 1  # each poll's last entry: the latest time and largest flow id up to it
+            end_ts = np.maximum.accumulate(ends[0])[last].tolist()
             efids = np.asarray(ends[1], np.int64)
-            end_fid = np.maximum.accumulate(efids).tolist()
+            end_fid = np.maximum.accumulate(efids)[last].tolist()
         end = int(starts[-1] + sizes[-1])
         src = src[:end]
         bk = BlockKeys(col, ch, src, starts, sizes, efids if poll_end is not None else None)
@@ -391,7 +392,7 @@ class BatchReplay(RunComposer, FlowTracking):
                     batch = [self._entry(ch, x, extras, base_index)[1] for x in src[s:e].tolist()]
                     self._run_poll(batch, t, bk.key(p), n)
             if poll_end is not None:
-                poll_end(end_ts[e - 1], end_fid[e - 1])
+                poll_end(end_ts[p], end_fid[p])
             if repoll[p] and not hit(b"", t):
                 self._run_poll([], t, b"")
         self._settle_served()

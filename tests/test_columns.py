@@ -143,6 +143,12 @@ def test_relative_is_taken_per_base_row_modulo_the_field_width():
     out = C.relative(rel, np.array([0, 0, 2]))
     assert out[:, C.FIELDS.index("seq")].tolist() == [0, 0x200, 0]
     assert out[:, C.FIELDS.index("iid")].tolist() == [0, 1, 0]
+    into = np.zeros((3, len(C.FIELDS) + 2), np.uint32)  # uint32 columns of a wider array (sim/poll_keys.py)
+    C.relative(rel, np.array([2, 0, 0]), out=into[:, 1:-1])
+    # seq: 0xFFFFFF00 - 5, 0x100 - 0xFFFFFF00 and 5 - 0xFFFFFF00 modulo 2**32; iid modulo 2**16
+    assert into[:, 1 + C.FIELDS.index("seq")].tolist() == [0xFFFFFEFB, 0x200, 0x105]
+    assert into[:, 1 + C.FIELDS.index("iid")].tolist() == [0xFFFF, 1, 1]
+    assert not into[:, [0, -1]].any()
 
 
 def test_word_sums_of_frames_at_any_offset_and_length():

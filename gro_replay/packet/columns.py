@@ -414,9 +414,11 @@ def relative(rel: np.ndarray, base: np.ndarray, out: np.ndarray | None = None) -
     ``out``: where to write the rows (any integer dtype of at least 32 bits, e.g. uint32 columns of a larger
     array; None: a new int64 array). Returns the rows written."""
     d = np.take(rel, base, axis=0)
-    np.subtract(rel, d, out=d)
-    # the widths are powers of two: modulo by a mask
-    return np.bitwise_and(d, _WIDTH_MASKS, out=d if out is None else out, casting="unsafe")
+    if out is None:
+        out = d
+    # integer casts wrap modulo the type's width (a power of two, as are the fields'): modulo by a mask after
+    np.subtract(rel, d, out=out, casting="unsafe")
+    return np.bitwise_and(out, _WIDTH_MASKS.astype(out.dtype), out=out)
 
 
 _WIDTHS = np.array([_MOD.get(name, 1 << 32) for name in FIELDS], np.int64)
@@ -453,6 +455,10 @@ def _rows(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
         if len(short):
             rows[short] *= np.arange(H) < caplen[short, None]
         return rows
+    if len(runs) == 1 and runs[0][:2] == (0, n) and runs[0][2] >= H and int(data[-1]) + H <= len(buf):
+        # one run of frames H bytes or longer (a bulk block): its rows copied, nothing to zero
+        stride = runs[0][3]
+        return np.array(np.lib.stride_tricks.as_strided(a[int(data[0]) :], shape=(n, H), strides=(stride, 1)))
     rows = np.zeros((n, H), np.uint8)
     done = np.zeros(n, bool)
     for s, e, clen, stride in runs:
