@@ -356,9 +356,8 @@ class BatchReplay(RunComposer, FlowTracking):
         if ends is not None:
             poll_end = self.rep.poll_end
             last = starts + sizes - 1  # each poll's last entry: the latest time and largest flow id up to it
-            end_ts = np.maximum.accumulate(ends[0])[last].tolist()
+            end_ts, end_fid = (np.maximum.accumulate(a)[last].tolist() for a in (ends[0], ends[1]))
             efids = np.asarray(ends[1], np.int64)
-            end_fid = np.maximum.accumulate(efids)[last].tolist()
         end = int(starts[-1] + sizes[-1])
         src = src[:end]
         bk = BlockKeys(col, ch, src, starts, sizes, efids if poll_end is not None else None)
@@ -376,9 +375,7 @@ class BatchReplay(RunComposer, FlowTracking):
         for p, (s, size, t) in enumerate(zip(starts.tolist(), sz, times.tolist(), strict=True)):
             e = s + size
             n = nums[p]
-            key = keys[p]
-            if key is None and n is not None and n in known:
-                key = bk.key(p)  # recorded earlier in the block
+            key = keys[p] or (bk.key(p) if n is not None and n in known else None)  # or recorded in the block
             if key is None or not hit(key, t, src, s, e, base_index):
                 # from its runs: all known, sim/run_serve.py; else sim/compose.py
                 if (
