@@ -81,8 +81,7 @@ class BlockKeys:
         kv, ext = self._parts()
         s = int(self.starts[r])
         e = s + int(self.sizes[r])
-        # the poll's kv rows, then its other columns (``_ext``): the size gives the split, so equal keys are equal
-        # rows
+        # the poll's kv rows, then its other columns: the size gives the split, so equal keys are equal rows
         key = (kv[s:e] if kv is not None else self.col.kv[self.idx[s:e]]).tobytes() + ext[s:e].tobytes()
         self._keys[r] = key
         return key
@@ -98,7 +97,7 @@ class BlockKeys:
         return (self.col.kv[: len(self.idx)] if self._prefix else None), self._ext
 
     def _ext_rows(self, prefix: bool) -> np.ndarray:
-        """uint32 (entries, len(FIELDS) + 6, + 2 with flows retired): each entry's varying fields relative to its
+        """uint32 (entries, ``_EXT``; unused columns 0): each entry's varying fields relative to its
         poll's first entry of the same inner flow, captured length, verdict bits, checksum residuals and with
         flows retired its flow id (a key's frames name other flows once one of them was retired or its key came
         back as a new flow, and a recorded delta adds to the counters of the flows it was recorded with)."""
