@@ -394,6 +394,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         (``_placed``; [] without an observer)."""
         rep = self.rep
         cache = self.runs
+        raw = key
         fids = {b[3] for b in batch}
         record = len(cache.entries) < MAX_RUN_KEYS and cache.seen_before(key + ctx)
         before = [counters(k, rep.stats[i], fids) for i, k in enumerate(rep.kernels)] if record else None
@@ -429,6 +430,8 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         keep = self.observed and ruled and cache.events_kept + len(events) <= MAX_RUN_EVENTS
         cache.add(slot_key, deltas, events if keep else [])
         self._looked.clear()
+        if self._marks is not None:
+            self._marks.recorded.append(raw)  # the block's polls that may know it now (sim/run_serve.py)
         self._ids_across = self._ids_across or any(ca != cb for _a, ca, _b, cb, _d, _n in guards.rows)
         cache.entries[slot_key].append(
             RunEntry(

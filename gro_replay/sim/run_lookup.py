@@ -106,21 +106,13 @@ class RunLookup:
         ``IdGuards`` of the recordings under it (``_find``), its IPv4 IDs, only as differences of two IDs modulo
         2**16. ``_looked`` keeps it until the cache changes: by key and context when no recording under the key
         read an ID, else by key, context and ``_id_key`` of the run's IDs, which fixes every such difference."""
-        k = runs.keys[j]
-        if k in self._exact_runs:
-            k += runs.payload[a:b].tobytes()
         looked = self._looked
-        got = looked.get((k, ctx))
+        memo = self._memo(runs, j, a, b, ctx)
+        got = looked.get(memo)
         if got is not None:
             return got
+        k = memo[0]
         ids = runs.ids[a:b]
-        entries = self.runs.entries
-        memo: tuple = (k, ctx)
-        if any((x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx)):
-            memo = (k, ctx, self._id_key(runs, a, b))  # a recording the IDs could tell apart
-            got = looked.get(memo)
-            if got is not None:
-                return got
         e = self._find(k + ctx, ids)
         if e is None:
             # a run that holds nothing when its poll ends: both ends flush nothing, and a full poll differs only
@@ -133,6 +125,29 @@ class RunLookup:
             looked.clear()
         looked[memo] = got
         return got
+
+    def _memo(self, runs: Runs, j: int, a: int, b: int, ctx: bytes) -> tuple:
+        """What ``_lookup``'s answer for run ``j`` (entries ``a..b``) in context ``ctx`` depends on besides the
+        cache: ``(key, ctx)``, the key with its exact lengths when length-exact, and ``_id_key`` of the run's IDs
+        after them when a recording under the key read an ID (``_reads_ids``). Equal memos, equal answers."""
+        k = runs.keys[j]
+        if k in self._exact_runs:
+            k += runs.payload[a:b].tobytes()
+        if self._reads_ids(k, ctx):
+            return (k, ctx, self._id_key(runs, a, b))  # a recording the IDs could tell apart
+        return (k, ctx)
+
+    def _reads_ids(self, k: bytes, ctx: bytes) -> bool:
+        """Whether some recording ``_lookup`` may answer a run with key ``k`` (exact lengths included where
+        length-exact) in context ``ctx`` from read IPv4 IDs: the answer then depends on the run's IDs."""
+        entries = self.runs.entries
+        return any((x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx))
+
+    def _per_run(self, k: bytes, ctx: bytes) -> bool:
+        """Whether ``_lookup``'s answer for a run with key ``k`` (``Runs.keys``) in context ``ctx`` depends on more
+        than the key, the context and the cache: on the run's own lengths (a length-exact key) or IPv4 IDs
+        (``_reads_ids``)."""
+        return k in self._exact_runs or self._reads_ids(k, ctx)
 
     def _id_key(self, runs: Runs, a: int, b: int) -> bytes:
         """What fixes every difference modulo 2**16 of two IPv4 IDs of the run of entries ``a..b`` of ``runs``

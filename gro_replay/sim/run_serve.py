@@ -24,8 +24,10 @@ polls of a block together:
 Any other poll goes to ``_compose``. Entries are only added within a block (``_block_runs`` forgets them between
 blocks), but a recording can make a key length-exact: after one (``_unmark``), each poll left with a run of that key
 is marked again in its turn (a run's lookup reads whether its own key is length-exact, no other's); and a poll not
-marked for a run then unknown, in its turn, when runs were recorded since (one poll at a time: a block whose every
-poll records a run is marked once per poll, not once per poll for each poll after it).
+marked for a run then unknown, in its turn, when a run with that run's key was recorded since (a run's lookup reads
+only the entries under its own key; one poll at a time: a block whose every poll records a run is marked once per
+poll, not once per poll for each poll after it). Runs with the same key in the same context are looked up once
+(``_look_up``), unless their lookups read their own lengths or IPv4 IDs (``RunLookup._per_run``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class RunServe:
     _phys_napis: list
     _cells_napis: list
     _lookup: Callable[..., tuple]
+    _per_run: Callable[[bytes, bytes], bool]
+    _memo: Callable[..., tuple]
     _known_placed: Callable[..., list | None]
     _deliver: Callable[[tuple, int, list, int], None]
 
@@ -100,8 +104,9 @@ class RunServe:
                 m.exact
             ):  # keys made length-exact since (only ever added in a block)
                 self._unmark(m)
-            if m.stale[p] or (not m.ok[p] and m.unknown[p] and m.misses[p] != self.runs.misses):
-                # a run's key made length-exact since, or runs recorded since (a run then unknown may be known)
+            if m.stale[p] or (not m.ok[p] and m.unknown[p] and m.recorded_since(p)):
+                # a run's key made length-exact since, or a run with an unknown run's key recorded since (that
+                # run may be known now: a lookup reads only the entries under its own key, ``_lookup``)
                 self._servable(m, [p])
         if not m.ok[p]:
             return False
@@ -164,29 +169,50 @@ class RunServe:
         some = np.flatnonzero(nrun > 0)
         if len(some) and polled.shape[1]:
             most[some] = np.maximum.reduceat(polled[ei], at[some], axis=0)
-        misses = self.runs.misses
+        unknown_keys: dict[int, set[bytes]] = {}
+        keys = runs.keys
+        unk = js[~known]
+        for j, q in zip(unk.tolist(), runs.poll[unk].tolist(), strict=True):
+            unknown_keys.setdefault(q, set()).add(keys[j])
+        seen = len(m.recorded)
         for q, o, u, x in zip(polls.tolist(), ok.tolist(), unknown.tolist(), most.tolist(), strict=True):
             m.ok[q], m.unknown[q], m.most[q] = o, u, x
-            m.stale[q], m.misses[q] = False, misses
+            m.stale[q], m.seen[q], m.unknown_keys[q] = False, seen, unknown_keys.get(q)
 
-    def _look_up(self, runs: Runs, lists: RunLists, js: np.ndarray, full: list[bool], m: _Marks) -> list[int]:
+    def _look_up(
+        self, runs: Runs, lists: RunLists, js: np.ndarray, full: list[bool], m: _Marks
+    ) -> np.ndarray:
         """Runs ``js`` looked up in their polls' contexts (``full``: per poll): each one's index in ``m.entries``
-        (grown with the entries met first), or -1 (unknown)."""
+        (grown with the entries met first), or -1 (unknown). Runs with the same key in the same context get the
+        same answer (``RunLookup._lookup``: it reads the cache, the key and the context, and the run's own lengths
+        and IPv4 IDs only where ``_per_run`` says so): one lookup per such group, nothing is recorded meanwhile."""
         bounds = lists.bounds
-        uniq = m.uniq
-        entries = m.entries
-        out: list[int] = []
+        keys = runs.keys
         lookup = self._lookup
-        for j, p in zip(js.tolist(), runs.poll[js].tolist(), strict=True):
-            e = lookup(runs, j, bounds[j], bounds[j + 1], b"F" if full[p] else b"")[0]
-            if e is None:
-                out.append(-1)
+        pair = m.kid[js] * 2 + np.asarray(full, np.int64)[runs.poll[js]]
+        _u, first, inv = np.unique(pair, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        ans = np.empty(len(first), np.int64)
+        alone = np.zeros(len(first), bool)
+        for g, (j, c) in enumerate(zip(js[first].tolist(), (pair[first] & 1).tolist(), strict=True)):
+            ctx = b"F" if c else b""
+            if self._per_run(keys[j], ctx):
+                alone[g] = True
                 continue
-            i = uniq.get(id(e))
-            if i is None:
-                i = uniq[id(e)] = len(entries)
-                entries.append(e)
-            out.append(i)
+            ans[g] = m.index(lookup(runs, j, bounds[j], bounds[j + 1], ctx)[0])
+        out = ans[inv]
+        if alone.any():
+            xs = np.flatnonzero(alone[inv])
+            memo = self._memo
+            by_memo: dict[tuple, int] = {}  # equal memos, equal answers (``RunLookup._memo``)
+            for x, j, c in zip(xs.tolist(), js[xs].tolist(), (pair[xs] & 1).tolist(), strict=True):
+                ctx = b"F" if c else b""
+                a, b = bounds[j], bounds[j + 1]
+                mk = memo(runs, j, a, b, ctx)
+                i = by_memo.get(mk)
+                if i is None:
+                    i = by_memo[mk] = m.index(lookup(runs, j, a, b, ctx)[0])
+                out[x] = i
         return out
 
     def _entry_table(self, m: _Marks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -257,7 +283,8 @@ class RunServe:
 
 class _Marks:
     """The polls of one block ``_serve`` may answer (``_servable``), per poll: ``ok`` (may be served), ``unknown``
-    (not, for a run not known when ``misses`` runs had been recorded), ``most`` (each cell's polls and full polls,
+    (not, for a run not known: ``unknown_keys``, its unknown runs' keys, and ``seen``, how many of the runs
+    ``recorded`` since the marks were made its mark had seen), ``most`` (each cell's polls and full polls,
     ``2 * cell`` and ``2 * cell + 1``), ``stale`` (to be marked again: a run's key was made length-exact since its
     mark, ``_unmark``); per run: ``ei``, its entry's index in ``entries`` (-1: unknown or not looked up); each run's
     flows (``run_flows``) by number ``flows`` in ``tuples``; ``exact``: the length-exact keys the marks were made
@@ -285,12 +312,34 @@ class _Marks:
         self.ei = np.full(len(self.runs.bounds) - 1, -1, np.int64)
         self.entries: list[list] = []
         self.uniq: dict[int, int] = {}  # id(entry) → its index in ``entries``
+        #: per run: its key numbered in the block (equal keys, equal numbers)
+        kd: dict[bytes, int] = {}
+        self.kid = np.array([kd.setdefault(k, len(kd)) for k in self.runs.keys], np.int64)
         tuples: dict[tuple, int] = {}
         self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists.flows], np.int64)
         self.tuples = list(tuples)
         self.stale = [False] * n
         self.exact = set(exact)
-        self.misses = [0] * n
+        #: the keys (``Runs.keys``) of the runs recorded since the marks were made (``_record_run``), in order
+        self.recorded: list[bytes] = []
+        #: per poll: how many of ``recorded`` its mark had seen, and its unknown runs' keys (None: none)
+        self.seen = [0] * n
+        self.unknown_keys: list[set[bytes] | None] = [None] * n
+
+    def recorded_since(self, p: int) -> bool:
+        """Whether a run with the key of one of poll ``p``'s unknown runs was recorded since its mark."""
+        keys = self.unknown_keys[p]
+        return keys is not None and any(k in keys for k in self.recorded[self.seen[p] :])
+
+    def index(self, e: list | None) -> int:
+        """Cache entry ``e``'s index in ``entries`` (added when first met), or -1 for None."""
+        if e is None:
+            return -1
+        i = self.uniq.get(id(e))
+        if i is None:
+            i = self.uniq[id(e)] = len(self.entries)
+            self.entries.append(e)
+        return i
 
     def runs_of(self, polls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The runs of ``polls`` (int64 run indexes, poll by poll) and where each poll's begin among them (``at``:
