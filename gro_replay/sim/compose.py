@@ -95,9 +95,9 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         #: them would (``_block_runs``)
         self._held_pieces: set[bytes] = set()
         #: ``_lookup``'s answers by key and context (and the run's IPv4 ID differences where a recording read
-        #: IDs: ``_id_key``); emptied whenever a run is recorded or the runs are forgotten, and past
-        #: ``MAX_RUN_KEYS`` answers
-        self._looked: dict[tuple, tuple] = {}
+        #: IDs: ``_id_key``), and ``_reads_ids``' answers; emptied whenever a run is recorded or the runs are
+        #: forgotten, and past ``MAX_RUN_KEYS`` answers
+        self._looked: dict[tuple, Any] = {}
         #: some recording's ``IdGuards`` compare an outer IPv4 ID with an inner one (``_id_key``)
         self._ids_across = False
         #: ``_id_key``'s IDs of the last runs it read: (runs, relative IDs, outer less inner IDs)

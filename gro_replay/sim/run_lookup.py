@@ -24,7 +24,7 @@ class RunLookup:
     runs: PollCache
     _exact_runs: set[bytes]
     _held_pieces: set[bytes]
-    _looked: dict[tuple, tuple]
+    _looked: dict[tuple, Any]
     _ids_across: bool
     _id_rel: tuple
     _cells_unknown: list[int]
@@ -139,9 +139,17 @@ class RunLookup:
 
     def _reads_ids(self, k: bytes, ctx: bytes) -> bool:
         """Whether some recording ``_lookup`` may answer a run with key ``k`` (exact lengths included where
-        length-exact) in context ``ctx`` from read IPv4 IDs: the answer then depends on the run's IDs."""
-        entries = self.runs.entries
-        return any((x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx))
+        length-exact) in context ``ctx`` from read IPv4 IDs: the answer then depends on the run's IDs. Kept in
+        ``_looked`` (under ``("ids", (k, ctx))``) until the cache changes, as ``_lookup``'s answers."""
+        looked = self._looked
+        got = looked.get(("ids", (k, ctx)))
+        if got is None:
+            entries = self.runs.entries
+            got = any((x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx))
+            if len(looked) >= MAX_RUN_KEYS:
+                looked.clear()
+            looked["ids", (k, ctx)] = got
+        return got
 
     def _per_run(self, k: bytes, ctx: bytes) -> bool:
         """Whether ``_lookup``'s answer for a run with key ``k`` (``Runs.keys``) in context ``ctx`` depends on more
