@@ -55,6 +55,8 @@ class FlowTracking:
         A kv-hash collision sends the colliding frames to ``unusual``."""
         n = len(ch)
         fids = self._block_fids = np.full(n, -1, np.int64)  # also the flow runs' (``_compose``)
+        #: each common frame's class (its kv row and UDP-zero bit, rows compared whole), for the flow runs' keys
+        cls = self._block_cls = np.full(n, -1, np.int64)
         pos = np.flatnonzero(common)
         if not len(pos):
             return fids, [], None
@@ -73,6 +75,7 @@ class FlowTracking:
         # the rows of a class equal its first one's (a row at a time only when some differ: a hash collision)
         same = np.ones(len(pos), bool) if eq.all() else eq.all(axis=1)
         rep_rows = pos[first]
+        cls[pos] = inv  # a frame whose row differs from its class's leaves the common frames below
         if not same.all():
             bad = pos[~same]
             common[bad] = False

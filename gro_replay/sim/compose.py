@@ -80,10 +80,13 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
     _idle: bool
     observed: bool
     _block_fids: np.ndarray
+    _block_cls: np.ndarray
     retiring: bool
     _entry: Callable[..., tuple[int, Frame]]
 
     def _init_runs(self, rep: Replayer) -> None:
+        #: the block's frames' kv classes (sim/block_flows.py ``_flow_ids``; -1: not a common frame)
+        self._block_cls = np.zeros(0, np.int64)
         #: flow runs: polls whose whole key misses are composed of their runs (``_compose``)
         self.runs = PollCache(MAX_RUN_KEYS)
         #: known runs' flow counters, added at the end or when their flow is retired (``PendingFlowOps``)
@@ -164,6 +167,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
                 ch.caplen,
                 self._limit,
                 self._block_fids[at],
+                self._block_cls[at],
                 self._shapes,
                 rep._flow_ok if rep._select is not None else None,
                 no_cut,

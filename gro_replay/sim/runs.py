@@ -55,9 +55,8 @@ import numpy as np
 
 from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
 from ..kernel.tcp_offload import TCP_FLAG_FIN, TCP_FLAG_PSH, TCP_FLAG_RST, TCP_FLAG_SYN, TCP_FLAG_URG
-from ..packet.columns import FIELDS, V_UDP_ZERO, Columns, H
+from ..packet.columns import FIELDS, V_UDP_ZERO, Columns
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: the TCP flags (byte 13 of the header) that make ``tcp_gro_receive`` end the segment's packet at its
 #: ``out_check_final`` (net/ipv4/tcp_offload.c): URG, PSH, RST, SYN, FIN. A frame with one of them or without payload
 #: (never held: ``len < mss``) usually leaves its flow with nothing held; a run's piece ends after it (``run_keys``)
@@ -121,36 +120,32 @@ def _pieces(
     col: Columns, idx: np.ndarray, poll_of: np.ndarray, no_cut: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(each entry's run, numbered by first entry; whether each run is followed by another piece of its flow)``:
-    the entries of ``run_keys``, by inner flow and poll, cut after each one that ends a piece (module docstring)."""
+    the entries of ``run_keys``, by inner flow and poll, cut after each one that ends a piece (module docstring).
+    One stable sort by flow: a flow's entries in poll order, its pieces one after the other."""
     m = len(idx)
-    grp = col.group[idx] ^ (poll_of.astype(np.uint64) * _GOLDEN)
-    flows, flow = np.unique(grp, return_inverse=True)
-    flow = flow.reshape(-1)  # each entry's inner flow in its poll
+    groups, gid = np.unique(col.group[idx], return_inverse=True)
+    flow = poll_of.astype(np.int64) * len(groups) + gid.reshape(-1)  # each entry's inner flow in its poll
     ends = ((col.tflags[idx] & ENDS_PIECE) != 0) | (col.payload[idx] == 0)
     if no_cut is not None:
         ends &= ~no_cut
-    piece = _ends_before(flow, ends)
-    last_piece = np.zeros(len(flows), np.int64)
-    np.maximum.at(last_piece, flow, piece)
-    _u, first, rid = np.unique(flow * (m + 1) + piece, return_index=True, return_inverse=True)
-    by_first = np.argsort(first, kind="stable")
+    o = np.argsort(flow, kind="stable")
+    fo = flow[o]
+    e = ends[o].astype(np.int64)
+    start = np.ones(m, bool)  # a flow's first entry (in ``o``)
+    start[1:] = fo[1:] != fo[:-1]
+    before = np.cumsum(e) - e
+    piece = before - before[start][np.cumsum(start) - 1]  # the entries of its flow before it that end a piece
+    head = start.copy()  # a run's first entry (in ``o``)
+    head[1:] |= piece[1:] != piece[:-1]
+    heads = np.flatnonzero(head)
+    more = np.zeros(len(heads), bool)  # the next run (in ``o``) is of the same flow
+    more[:-1] = ~start[heads[1:]]
+    by_first = np.argsort(o[heads], kind="stable")
     rank = np.empty_like(by_first)
     rank[by_first] = np.arange(len(by_first))
-    lead = first[by_first]  # each run's first entry
-    return rank[rid.reshape(-1)], piece[lead] < last_piece[flow[lead]]
-
-
-def _ends_before(flow: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """For each entry (in poll order), how many entries of its ``flow`` before it are marked in ``ends``."""
-    o = np.argsort(flow, kind="stable")
-    e = ends[o].astype(np.int64)
-    before = np.cumsum(e) - e
-    fo = flow[o]
-    start = np.ones(len(o), bool)
-    start[1:] = fo[1:] != fo[:-1]
-    out = np.empty(len(o), np.int64)
-    out[o] = before - before[start][np.cumsum(start) - 1]
-    return out
+    rid = np.empty(m, np.int64)
+    rid[o] = rank[np.cumsum(head) - 1]
+    return rid, more[by_first]
 
 
 def run_keys(
@@ -160,6 +155,7 @@ def run_keys(
     caplen: np.ndarray,
     limit: int,
     fids: np.ndarray,
+    cls: np.ndarray,
     shapes: dict[bytes, int],
     selected: list[bool] | None = None,
     no_cut: np.ndarray | None = None,
@@ -167,7 +163,9 @@ def run_keys(
     """Runs of the entries at block positions ``idx`` (all of the common layout; ``poll_of``: each entry's poll
     index, non-decreasing), keyed as the module docstring says. ``caplen``: each block record's length (bytes);
     ``limit``: the smallest merge limit of every device of every kernel (bytes); ``fids``: each entry's flow id;
-    ``shapes``: the header rows without flow names met so far (``Columns.anon`` bytes → number, grown here);
+    ``cls``: each entry's kv class (int64 >= 0; equal exactly where the ``Columns.kv`` rows and UDP-zero bits are
+    equal: sim/block_flows.py ``_flow_ids``); ``shapes``: the header rows without flow names met so far
+    (``Columns.anon`` bytes → number, grown here);
     ``selected``: ``--flow``'s choice per flow id, or None; ``no_cut``: bool per entry, True where a frame that
     would end a piece does not (``ENDS_PIECE``), or None."""
     m = len(idx)
@@ -185,17 +183,23 @@ def run_keys(
     fl = fids[order].astype(np.int64)
     ext = np.zeros((m, _EXT), np.uint32)
     rhi = r.astype(np.uint64) << np.uint64(32)
-    # the headers without flow names, by number (exact: rows compared whole)
-    anon = col.anon.view(np.uint64)[at]  # the rows as 64-bit words (H // 8 a row)
-    _h, rep_at, shape_of = np.unique(anon @ _HASH_MULT, return_index=True, return_inverse=True)
-    shape_of = shape_of.reshape(-1)
-    if not (anon == anon[rep_at][shape_of]).all():  # a hash collision: compare the rows themselves
-        _rows, rep_at, shape_of = np.unique(
-            anon.view(np.uint8), axis=0, return_index=True, return_inverse=True
-        )  # the bytes, in their order
-        shape_of = shape_of.reshape(-1)
-    num = np.array([shapes.setdefault(anon[x].tobytes(), len(shapes)) for x in rep_at.tolist()], np.int64)
-    ext[:, 0] = num[shape_of]
+    # the headers without flow names, by number (exact: rows compared whole), a kv class at a time: equal kv rows
+    # have equal ``anon`` rows (``anon`` zeroes more bytes of the same layout, and the layout is decided by bytes
+    # ``kv`` keeps: the outer and inner EtherTypes and IP versions, the UDP destination port, the tunnel header's
+    # first byte; packet/columns.py ``analyse``)
+    ce = cls[order]
+    if m and int(ce.min()) < 0:
+        raise ValueError("run_keys: an entry without a kv class (not a common frame)")
+    ncls = int(ce.max()) + 1 if m else 0
+    rep_at = np.zeros(ncls, np.int64)  # an entry of each class (any: their anon rows are equal)
+    rep_at[ce] = at
+    met = np.zeros(ncls, bool)
+    met[ce] = True
+    anon = col.anon
+    num = np.zeros(ncls, np.int64)
+    for c, x in zip(np.flatnonzero(met).tolist(), rep_at[met].tolist(), strict=True):
+        num[c] = shapes.setdefault(anon[x].tobytes(), len(shapes))
+    ext[:, 0] = num[ce]
     # the flows, numbered by first occurrence in the run (and whether --flow selects each)
     ext[:, 1] = _first_seen(rhi | fl.astype(np.uint64), start)
     if selected is not None:
@@ -227,7 +231,7 @@ def run_keys(
         keys=[flat[x:y] for x, y in zip(b[:-1], b[1:], strict=True)],
         payload=pay,
         fids=fl,
-        nkv=_distinct_rows(r, col.kv_hash()[at], nrun),
+        nkv=_distinct_rows(r, ce, nrun),
         ids=rel[:, 3:5],
         more=more,
     )
@@ -248,18 +252,11 @@ def run_flows(runs: Runs) -> tuple[list[tuple[int, ...]], bytes]:
     return [tuple(flows[cut[j] : cut[j + 1]]) for j in range(nrun)], runs.payload.tobytes()
 
 
-#: a row's hash: the weighted sum of its 64-bit words (equal rows, equal hashes)
-_HASH_MULT = (np.arange(1, H // 8 + 1, dtype=np.uint64) * _GOLDEN) | np.uint64(1)
-
-
-def _distinct_rows(r: np.ndarray, kvh: np.ndarray, nrun: int) -> np.ndarray:
-    """Distinct ``kvh`` values (header rows) of each run ``r`` (int64 per run): the (run, hash) pairs sorted, a pair
-    counted where it differs from the one before."""
-    o = np.lexsort((kvh, r))
-    ro, ko = r[o], kvh[o]
-    distinct = np.ones(len(o), bool)
-    distinct[1:] = (ro[1:] != ro[:-1]) | (ko[1:] != ko[:-1])
-    return np.bincount(ro[distinct].astype(np.int64), minlength=nrun)
+def _distinct_rows(r: np.ndarray, cls: np.ndarray, nrun: int) -> np.ndarray:
+    """Distinct ``cls`` values (kv classes: header rows) of each run ``r`` (int64 per run): the distinct (run,
+    class) pairs counted by run."""
+    k = int(cls.max()) + 1 if len(cls) else 1
+    return np.bincount(np.unique(r * k + cls) // k, minlength=nrun)
 
 
 def _length_ranks(r: np.ndarray, pay: np.ndarray, nrun: int) -> np.ndarray:
@@ -276,6 +273,8 @@ def _length_ranks(r: np.ndarray, pay: np.ndarray, nrun: int) -> np.ndarray:
 def _first_seen(v: np.ndarray, start: np.ndarray) -> np.ndarray:
     """For each element of ``v`` (values tagged with their run in the high bits), the position of the first
     element of its run with the same value, relative to the run's ``start``."""
+    if (v == v[start]).all():  # every element equals its run's first (one flow, one ack)
+        return np.zeros(len(v), np.int64)
     _u, first, inv = np.unique(v, return_index=True, return_inverse=True)
     return first[inv.reshape(-1)] - start
 
