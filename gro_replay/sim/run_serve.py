@@ -260,25 +260,36 @@ class RunServe:
         nt = len(m.tuples)
         pair, first, times = np.unique(ei * nt + m.flows[js], return_index=True, return_counts=True)
         by_entry = np.bincount(ei, minlength=len(m.entries))
-        grouped = js[np.argsort(ei, kind="stable")]  # the runs, entry by entry
-        cut = np.cumsum(by_entry) - by_entry
-        bounds = m.bounds
+        # each entry's runs' payload lengths summed by run position, for its length counters (``LengthOps``)
+        has = np.asarray([e[3].lengths is not None for e in m.entries], bool)
+        lj = js[has[ei]]
+        a = m.bounds[lj]
+        n = m.bounds[lj + 1] - a
+        width = int(n.max()) if len(n) else 0
+        pos = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        sums = np.bincount(
+            np.repeat(ei[has[ei]], n) * width + pos,
+            weights=m.runs.payload[np.repeat(a, n) + pos],
+            minlength=len(m.entries) * width,
+        ).astype(np.int64)  # exact: a block's payload bytes stay far below 2**53
         for i in np.flatnonzero(by_entry).tolist():
             e = m.entries[i]
-            e[1] += int(by_entry[i])
-            x = e[3]
-            if x.lengths is not None:
-                mine = grouped[cut[i] : cut[i] + by_entry[i]]
-                a = bounds[mine]
-                width = int(bounds[mine[0] + 1] - a[0])
-                if x.lengths.add_runs(m.runs.payload[a[:, None] + np.arange(width)]):
-                    self._lengths_due.append(x.lengths)
+            served = int(by_entry[i])
+            e[1] += served
+            lengths = e[3].lengths
+            if lengths is not None and lengths.add_sums(
+                sums[i * width : i * width + len(lengths.payload)], served
+            ):
+                self._lengths_due.append(lengths)
         # flow counters in the order the runs came (``PendingFlowOps`` keeps them in that order)
-        for k in np.argsort(first, kind="stable").tolist():
-            i, f = divmod(int(pair[k]), nt)
-            x = m.entries[i][3]
-            if x.flow_ops:
-                self.flow_ops.add(x.flow_ops, m.tuples[f], int(times[k]))
+        o = np.argsort(first, kind="stable")
+        entries, tuples, add = m.entries, m.tuples, self.flow_ops.add
+        for i, f, n_runs in zip(
+            (pair[o] // nt).tolist(), (pair[o] % nt).tolist(), times[o].tolist(), strict=True
+        ):
+            ops = entries[i][3].flow_ops
+            if ops:
+                add(ops, tuples[f], n_runs)
 
 
 class _Marks:

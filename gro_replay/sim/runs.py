@@ -306,7 +306,11 @@ class LengthOps:
     def add_runs(self, payloads: np.ndarray) -> bool:
         """``add`` for many runs at once: ``payloads`` int64 (runs, run positions). True when they are the first
         noted since ``settle`` that differ from the recorded run."""
-        d = payloads.sum(axis=0) - len(payloads) * self.payload
+        return self.add_sums(payloads.sum(axis=0), len(payloads))
+
+    def add_sums(self, total: np.ndarray, runs: int) -> bool:
+        """``add_runs`` of ``runs`` runs whose payload lengths sum to ``total`` (int64 per run position)."""
+        d = total - runs * self.payload
         if not d.any():
             return False
         first = self.more is None
