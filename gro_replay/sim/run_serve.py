@@ -267,18 +267,21 @@ class RunServe:
         n = m.bounds[lj + 1] - a
         width = int(n.max()) if len(n) else 0
         pos = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        row = np.zeros(len(m.entries), np.int64)  # each entry with length counters: its row of ``sums``
+        used = np.flatnonzero(has & (by_entry > 0))
+        row[used] = np.arange(len(used))
         sums = np.bincount(
-            np.repeat(ei[has[ei]], n) * width + pos,
+            np.repeat(row[ei[has[ei]]], n) * width + pos,
             weights=m.runs.payload[np.repeat(a, n) + pos],
-            minlength=len(m.entries) * width,
+            minlength=len(used) * width,
         ).astype(np.int64)  # exact: a block's payload bytes stay far below 2**53
-        for i in np.flatnonzero(by_entry).tolist():
+        for i, r in zip(np.flatnonzero(by_entry).tolist(), row[by_entry > 0].tolist(), strict=True):
             e = m.entries[i]
             served = int(by_entry[i])
             e[1] += served
             lengths = e[3].lengths
             if lengths is not None and lengths.add_sums(
-                sums[i * width : i * width + len(lengths.payload)], served
+                sums[r * width : r * width + len(lengths.payload)], served
             ):
                 self._lengths_due.append(lengths)
         # flow counters in the order the runs came (``PendingFlowOps`` keeps them in that order)
