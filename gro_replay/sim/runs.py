@@ -183,23 +183,8 @@ def run_keys(
     fl = fids[order].astype(np.int64)
     ext = np.zeros((m, _EXT), np.uint32)
     rhi = r.astype(np.uint64) << np.uint64(32)
-    # the headers without flow names, by number (exact: rows compared whole), a kv class at a time: equal kv rows
-    # have equal ``anon`` rows (``anon`` zeroes more bytes of the same layout, and the layout is decided by bytes
-    # ``kv`` keeps: the outer and inner EtherTypes and IP versions, the UDP destination port, the tunnel header's
-    # first byte; packet/columns.py ``analyse``)
     ce = cls[order]
-    if m and int(ce.min()) < 0:
-        raise ValueError("run_keys: an entry without a kv class (not a common frame)")
-    ncls = int(ce.max()) + 1 if m else 0
-    rep_at = np.zeros(ncls, np.int64)  # an entry of each class (any: their anon rows are equal)
-    rep_at[ce] = at
-    met = np.zeros(ncls, bool)
-    met[ce] = True
-    anon = col.anon
-    num = np.zeros(ncls, np.int64)
-    for c, x in zip(np.flatnonzero(met).tolist(), rep_at[met].tolist(), strict=True):
-        num[c] = shapes.setdefault(anon[x].tobytes(), len(shapes))
-    ext[:, 0] = num[ce]
+    ext[:, 0] = _shape_numbers(col, at, ce, shapes)
     # the flows, numbered by first occurrence in the run (and whether --flow selects each)
     ext[:, 1] = _first_seen(rhi | fl.astype(np.uint64), start)
     if selected is not None:
@@ -235,6 +220,27 @@ def run_keys(
         ids=rel[:, 3:5],
         more=more,
     )
+
+
+def _shape_numbers(col: Columns, at: np.ndarray, ce: np.ndarray, shapes: dict[bytes, int]) -> np.ndarray:
+    """Each entry's header row without flow names (``Columns.anon``) by number in ``shapes`` (grown here; exact:
+    rows compared whole), a kv class at a time (``at``: the entries' block positions, ``ce``: their kv classes):
+    equal kv rows have equal ``anon`` rows (``anon`` zeroes more bytes of the same layout, and the layout is
+    decided by bytes ``kv`` keeps: the outer and inner EtherTypes and IP versions, the UDP destination port, the
+    tunnel header's first byte; packet/columns.py ``analyse``)."""
+    m = len(at)
+    if m and int(ce.min()) < 0:
+        raise ValueError("run_keys: an entry without a kv class (not a common frame)")
+    ncls = int(ce.max()) + 1 if m else 0
+    rep_at = np.zeros(ncls, np.int64)  # an entry of each class (any: their anon rows are equal)
+    rep_at[ce] = at
+    met = np.zeros(ncls, bool)
+    met[ce] = True
+    anon = col.anon
+    num = np.zeros(ncls, np.int64)
+    for c, x in zip(np.flatnonzero(met).tolist(), rep_at[met].tolist(), strict=True):
+        num[c] = shapes.setdefault(anon[x].tobytes(), len(shapes))
+    return num[ce]
 
 
 def run_flows(runs: Runs) -> tuple[list[tuple[int, ...]], bytes]:
