@@ -254,6 +254,8 @@ def run_flows(runs: Runs) -> tuple[list[tuple[int, ...]], bytes]:
     _u, first = np.unique(r * (int(fids.max()) + 1) + fids, return_index=True)
     first.sort()
     flows = fids[first].tolist()
+    if len(flows) == nrun:  # one flow a run (a run has at least one): their 1-tuples
+        return list(zip(flows)), runs.payload.tobytes()
     cut = np.searchsorted(first, runs.bounds).tolist()
     return [tuple(flows[cut[j] : cut[j + 1]]) for j in range(nrun)], runs.payload.tobytes()
 
