@@ -17,6 +17,7 @@ import json
 import random
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from conftest import without_engine
 
@@ -24,8 +25,9 @@ from gro_replay.capture.writer import PcapWriter
 from gro_replay.kernel import reasons as R
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_12, K_6_18
 from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
+from gro_replay.packet.columns import analyse
 from gro_replay.report.document import document
-from gro_replay.sim import PollModel, ReplayConfig, replay_capture
+from gro_replay.sim import PollModel, ReplayConfig, replay_capture, runs
 
 MSS = 1398
 
@@ -452,3 +454,30 @@ def test_id_key_fixes_the_id_differences_guards_read():
     look._ids_across = True  # outer 100 - inner 7 = 93 and 65535 - 3 = 65532 now tell runs 0 and 1 apart
     across = [look._id_key(runs, 2 * r, 2 * r + 2) for r in range(3)]
     assert across[0] != across[1] and across[0][:8] == key[0]
+
+
+def test_a_run_key_names_its_rows_lengths_and_context_alone():
+    """The run cache's keys (sim/runs.py ``run_keys``, ``length_exact_key``): a key of 14 frames and a length-exact
+    key of 13 frames have rows + suffix of one byte length when a row is as long as 13 int64 lengths (104 bytes:
+    26 uint32 columns); each row holds its run's frame count (column 7, above the exact bit), so their first rows
+    differ, and after the rows ``P`` starts the lengths where a context starts with F or C (sim/run_lookup.py)."""
+    frames = [
+        build_frame(FrameSpec(seq=1000 + 1398 * i, payload=1398, flags=ACK, sport=40000 + (i >= 13)))
+        for i in range(27)
+    ]  # a flow of 13 frames, then one of 14, in two polls
+    buf = b"".join(frames)
+    caplen = np.array([len(f) for f in frames], np.int64)
+    data = np.concatenate([[0], np.cumsum(caplen)[:-1]]).astype(np.int64)
+    col = analyse(buf, data, caplen, (4789,), (6081,))
+    idx = np.arange(27, dtype=np.int64)
+    poll_of = (idx >= 13).astype(np.int64)
+    fids = poll_of.copy()
+    got = runs.run_keys(col, idx, poll_of, caplen, 65536, fids, fids, {})
+    width = 4 * runs._EXT
+    assert width == 8 * 13 and [len(k) // width for k in got.keys] == [13, 14]
+    for key, n in zip(got.keys, (13, 14), strict=True):
+        rows = np.frombuffer(key, np.uint32).reshape(n, runs._EXT)
+        assert (rows[:, 7] >> 1 == n).all()
+    exact13 = runs.length_exact_key(got.keys[0], np.full(13, 1398, np.int64).tobytes())
+    assert len(exact13) == 14 * width + 1 and exact13[13 * width : 13 * width + 1] == b"P"
+    assert exact13[:width] != got.keys[1][:width]

@@ -61,6 +61,7 @@ from .runs import (
     RunLists,
     ends_held,
     id_guards,
+    length_exact_key,
     length_ops,
     run_flows,
     run_keys,
@@ -425,7 +426,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         elif not lengths.ops:
             lengths = None
         if key in self._exact_runs:
-            key += payload.tobytes()
+            key = length_exact_key(key, payload.tobytes())
         key += ctx
         slot_key, _e = self._id_walk(key, ids)
         if slot_key is None or slot_key in cache.entries:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..kernel.gro import MAX_GRO_SKBS
 from .deltas import PollCache
-from .runs import RunEntry, RunLists, Runs, most_held
+from .runs import RunEntry, RunLists, Runs, length_exact_key, most_held
 
 #: distinct flow-run keys kept (a key is ~100 bytes per frame, an entry ~6 KiB: ~12 MiB)
 MAX_RUN_KEYS = 2048
@@ -93,7 +93,7 @@ class RunLookup:
             assert info is not None  # every run is known here
             fill = {nid: c for nid, c in info[3].cells_in if c and self._cells_index[nid] in filled}
             a, b = bounds[ra + j], bounds[ra + j + 1]
-            k_exact = k + runs.payload[a:b].tobytes() if k in self._exact_runs else k
+            k_exact = length_exact_key(k, runs.payload[a:b].tobytes()) if k in self._exact_runs else k
             out.append((k, ctx, self._find(k_exact + ctx, runs.ids[a:b]), fill))
         return out
 
@@ -132,7 +132,7 @@ class RunLookup:
         after them when a recording under the key read an ID (``_reads_ids``). Equal memos, equal answers."""
         k = runs.keys[j]
         if k in self._exact_runs:
-            k += runs.payload[a:b].tobytes()
+            k = length_exact_key(k, runs.payload[a:b].tobytes())
         if self._reads_ids(k, ctx):
             return (k, ctx, self._id_key(runs, a, b))  # a recording the IDs could tell apart
         return (k, ctx)

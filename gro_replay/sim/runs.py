@@ -198,7 +198,9 @@ def run_keys(
     total = np.add.reduceat(caplen[at].astype(np.int64), bounds[:-1]) if m else np.zeros(0, np.int64)
     exact = (total >= limit)[r]
     ext[:, 6] = np.where(exact, pay, _length_ranks(r, pay, nrun))
-    ext[:, 7] = exact
+    # whether the lengths are exact, and the run's frame count: keys of runs of different lengths differ in their
+    # first row, so the rows' bytes end at the same place in two keys that start alike (``length_exact_key``)
+    ext[:, 7] = exact | (counts[r] << 1)
     k = 8 + len(FIELDS) - 2
     ext[:, 8:k] = (rel[:, 2:] - rel[start, 2:]) & _WIDTH_MASKS
     vb = col.vbits[at]
@@ -241,6 +243,15 @@ def _shape_numbers(col: Columns, at: np.ndarray, ce: np.ndarray, shapes: dict[by
     for c, x in zip(np.flatnonzero(met).tolist(), rep_at[met].tolist(), strict=True):
         num[c] = shapes.setdefault(anon[x].tobytes(), len(shapes))
     return num[ce]
+
+
+def length_exact_key(key: bytes, payload: bytes) -> bytes:
+    """The key of a length-exact run (``run_keys``' docstring: its key holds the exact lengths): ``key``, ``P`` and
+    its payload lengths (``payload``: int64 bytes, one per frame). The run cache's keys are this or ``key``, then a
+    context (``b""``, ``F``, ``C…``, ``FC…``: sim/run_lookup.py), and a key's bytes are those of one (rows,
+    lengths, context) alone: every row holds its run's frame count, so keys whose first rows are equal have rows
+    of one length, and after them ``P`` starts the lengths (8 bytes a frame), which no context starts with."""
+    return key + b"P" + payload
 
 
 def run_flows(runs: Runs) -> tuple[list[tuple[int, ...]], bytes]:
