@@ -93,6 +93,49 @@ def without_engine(doc: dict) -> dict:
     return {k: v for k, v in doc.items() if k != "engine"}
 
 
+def batch_and_reference(path, cfg) -> tuple[str, str, dict]:
+    """The JSON documents (without ``engine``) of ``path`` replayed with ``cfg`` on the batch path and on the
+    reference path (``fast_path=False``), and the batch path's counts (``Replay.batch``)."""
+    import json
+    from dataclasses import replace
+
+    from gro_replay.report.document import document
+    from gro_replay.sim import replay_capture
+
+    r = replay_capture(str(path), cfg)
+    ref = replay_capture(str(path), replace(cfg, fast_path=False))
+    assert r.batch is not None and ref.batch is None
+    dump = lambda x: json.dumps(without_engine(document(x)), default=str)  # noqa: E731
+    return dump(r), dump(ref), r.batch
+
+
+def new_runs_capture(path: Path) -> Path:
+    """500 polls under gap:3 (three frames 100 ns apart, polls 10 µs apart) written to ``path``: each a run of flow
+    a (one PSH frame, one key) and a run of flow b never seen before (a random TCP window on its second frame: a
+    key of its own, so every poll records a run). Seeded: the same bytes every time."""
+    import random
+    from dataclasses import replace
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
+
+    rng = random.Random(1)
+    a = FrameSpec(sport=40001, inner_src="192.168.1.11", payload=1)
+    b = FrameSpec(sport=40002, inner_src="192.168.1.12", payload=1, seq=7_000_000)
+    t = 1_000_000_000
+    with PcapWriter(path) as w:
+        for i in range(500):
+            w.write(t, build_frame(replace(a, flags=ACK | PSH, ip_id=i)))
+            a = replace(a, seq=a.seq + 1)
+            w.write(t + 100, build_frame(replace(b, flags=ACK, ip_id=2 * i)))
+            b = replace(b, seq=b.seq + 1 + rng.randrange(2, 1 << 20))
+            window = rng.randrange(1, 65535)
+            w.write(t + 200, build_frame(replace(b, flags=ACK | PSH, ip_id=2 * i + 1, window=window)))
+            b = replace(b, seq=b.seq + 1)
+            t += 10_000
+    return path
+
+
 def without_engine_line(text: str) -> str:
     """Text report ``text`` without its ``engine:`` line (report/table.py ``engine_lines``; Markdown: ``- engine:``)."""
     return "".join(

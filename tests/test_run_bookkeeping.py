@@ -10,29 +10,18 @@ run's own key), a run never spanning two polls, and a shape (``Columns.anon``) p
 
 from __future__ import annotations
 
-import json
 import random
-from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
-from conftest import without_engine
+from conftest import batch_and_reference, new_runs_capture
 
 from gro_replay import pollcache
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
 from gro_replay.packet.columns import V_UDP_ZERO, analyse
-from gro_replay.report.document import document
-from gro_replay.sim import ReplayConfig, replay_capture, run_lookup, run_serve, runs
+from gro_replay.sim import ReplayConfig, run_lookup, run_serve, runs
 from gro_replay.synth_mix import OverlayMix, mix_frames
-
-
-def _both(path, cfg: ReplayConfig) -> tuple[str, str, dict]:
-    r = replay_capture(str(path), cfg)
-    ref = replay_capture(str(path), replace(cfg, fast_path=False))
-    assert r.batch is not None and ref.batch is None
-    dump = lambda x: json.dumps(without_engine(document(x)), default=str)  # noqa: E731
-    return dump(r), dump(ref), r.batch
 
 
 def test_runs_with_equal_memos_are_looked_up_once(tmp_path, monkeypatch):
@@ -64,7 +53,7 @@ def test_runs_with_equal_memos_are_looked_up_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(run_lookup.RunLookup, "_lookup", counted_lookup)
     monkeypatch.setattr(run_serve.RunServe, "_look_up", counted)
-    got, want, counts = _both(path, ReplayConfig())
+    got, want, counts = batch_and_reference(path, ReplayConfig())
     assert got == want
     assert counts["polls_served"] > 100, counts
     assert all(n <= d for _r, d, n in seen), seen
@@ -76,22 +65,7 @@ def test_a_poll_is_marked_again_only_for_a_recording_of_its_unknown_keys(tmp_pat
     # flow b never seen before (a random TCP window on its second frame: a key of its own). Every poll records b's
     # run; no poll's unknown b key is another's, so after the block that recorded a's key no poll is marked again
     # in its turn (each recording of a b key is of the poll being composed, after its mark was used)
-    rng = random.Random(1)
-    a = FrameSpec(sport=40001, inner_src="192.168.1.11", payload=1)
-    b = FrameSpec(sport=40002, inner_src="192.168.1.12", payload=1, seq=7_000_000)
-    path, t = tmp_path / "new-runs.pcap", 1_000_000_000
-    with PcapWriter(path) as w:
-        for i in range(500):
-            w.write(t, build_frame(replace(a, flags=ACK | PSH, ip_id=i)))
-            a = replace(a, seq=a.seq + 1)
-            w.write(t + 100, build_frame(replace(b, flags=ACK, ip_id=2 * i)))
-            b = replace(b, seq=b.seq + 1 + rng.randrange(2, 1 << 20))
-            w.write(
-                t + 200,
-                build_frame(replace(b, flags=ACK | PSH, ip_id=2 * i + 1, window=rng.randrange(1, 65535))),
-            )
-            b = replace(b, seq=b.seq + 1)
-            t += 10_000
+    path = new_runs_capture(tmp_path / "new-runs.pcap")
     marked_again = []  # the marks (one per block) of each poll marked again in its turn
     marks = []
     servable = run_serve.RunServe._servable
@@ -106,7 +80,7 @@ def test_a_poll_is_marked_again_only_for_a_recording_of_its_unknown_keys(tmp_pat
 
     monkeypatch.setattr(pollcache, "BLOCK", 40_000)
     monkeypatch.setattr(run_serve.RunServe, "_servable", noted)
-    got, want, counts = _both(path, ReplayConfig())
+    got, want, counts = batch_and_reference(path, ReplayConfig())
     assert got == want
     assert counts["polls_composed"] == 500, counts
     assert len(marks) >= 4, len(marks)  # several blocks

@@ -15,12 +15,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import without_engine
+from conftest import batch_and_reference, new_runs_capture
 
 from gro_replay import pollcache
 from gro_replay.capture.writer import PcapWriter
-from gro_replay.report.document import document
-from gro_replay.sim import PollModel, ReplayConfig, replay_capture
+from gro_replay.sim import PollModel, ReplayConfig
 from gro_replay.sim.runs import LengthOps
 from gro_replay.synth_mix import OverlayMix, mix_frames
 
@@ -33,19 +32,11 @@ def _mix(tmp_path, frames: int = 4000, seed: int = 11):
     return path
 
 
-def _both(path, cfg: ReplayConfig) -> tuple[str, str, dict]:
-    r = replay_capture(str(path), cfg)
-    ref = replay_capture(str(path), replace(cfg, fast_path=False))
-    assert r.batch is not None and ref.batch is None
-    dump = lambda x: json.dumps(without_engine(document(x)), default=str)  # noqa: E731
-    return dump(r), dump(ref), r.batch
-
-
 @pytest.mark.parametrize("poll", ["budget", "gap:3", "rx-usecs:16"])
 @pytest.mark.parametrize("block", [30_000, 400_000])
 def test_served_polls_equal_the_reference_on_the_mix(poll, block, tmp_path, monkeypatch):
     monkeypatch.setattr(pollcache, "BLOCK", block)
-    got, want, counts = _both(_mix(tmp_path), ReplayConfig(poll=PollModel.parse(poll)))
+    got, want, counts = batch_and_reference(_mix(tmp_path), ReplayConfig(poll=PollModel.parse(poll)))
     assert got == want
     # not vacuous: polls were served (the mix's runs recur, its polls do not; a full poll's runs more often hold
     # more packets together than a bucket keeps, or fill a cell's poll: those are composed one by one)
@@ -56,7 +47,9 @@ def test_served_polls_with_flows_retired_between_them(tmp_path, monkeypatch):
     # a 100 µs idle timeout retires the mix's connections between their bursts (idle gaps: 4 µs mean, exponential,
     # per connection 48 times longer), in the middle of blocks: the served runs' counters are added before
     monkeypatch.setattr(pollcache, "BLOCK", 60_000)
-    got, want, counts = _both(_mix(tmp_path, seed=12), ReplayConfig(flow_idle_timeout_ns=100_000))
+    got, want, counts = batch_and_reference(
+        _mix(tmp_path, seed=12), ReplayConfig(flow_idle_timeout_ns=100_000)
+    )
     assert got == want
     assert json.loads(want)["kernels"][0]["flows_summary"]["retired"] > 48
     assert counts["polls_served"] > 100, counts
@@ -66,7 +59,7 @@ def test_served_polls_keyed_by_exact_lengths(tmp_path, monkeypatch):
     # rx-csum none: the stack checks the computed outer UDP checksums in software (udp_rcv: bytes that are not an
     # skb's length), so those runs are keyed by their exact lengths
     monkeypatch.setattr(pollcache, "BLOCK", 60_000)
-    got, want, counts = _both(_mix(tmp_path, seed=13), ReplayConfig(rx_csum="none"))
+    got, want, counts = batch_and_reference(_mix(tmp_path, seed=13), ReplayConfig(rx_csum="none"))
     assert got == want
     assert counts["polls_served"] > 100, counts
 
@@ -94,25 +87,10 @@ def test_each_poll_is_marked_again_in_its_turn_only(tmp_path, monkeypatch):
     # before (flow b: a random TCP window on its second frame): every poll records a run. Each poll's runs are
     # looked up when the block is first marked and at most once more in its turn (breaker's finding: every poll
     # left with an unknown run was marked again after each recording, quadratic in the block's polls)
-    import random
 
-    from gro_replay.packet.build import ACK, PSH, FrameSpec, build_frame
     from gro_replay.sim import run_serve
 
-    rng = random.Random(1)
-    a = FrameSpec(sport=40001, inner_src="192.168.1.11", payload=1)
-    b = FrameSpec(sport=40002, inner_src="192.168.1.12", payload=1, seq=7_000_000)
-    path, t = tmp_path / "new-runs.pcap", 1_000_000_000
-    with PcapWriter(path) as w:
-        for i in range(500):
-            w.write(t, build_frame(replace(a, flags=ACK | PSH, ip_id=i)))
-            a = replace(a, seq=a.seq + 1)
-            w.write(t + 100, build_frame(replace(b, flags=ACK, ip_id=2 * i)))
-            b = replace(b, seq=b.seq + 1 + rng.randrange(2, 1 << 20))
-            window = rng.randrange(1, 65535)
-            w.write(t + 200, build_frame(replace(b, flags=ACK | PSH, ip_id=2 * i + 1, window=window)))
-            b = replace(b, seq=b.seq + 1)
-            t += 10_000
+    path = new_runs_capture(tmp_path / "new-runs.pcap")
     looked = []
     look_up = run_serve.RunServe._look_up
 
@@ -121,7 +99,7 @@ def test_each_poll_is_marked_again_in_its_turn_only(tmp_path, monkeypatch):
         return look_up(self, runs, lists, js, full, m)
 
     monkeypatch.setattr(run_serve.RunServe, "_look_up", counted)
-    got, want, counts = _both(path, ReplayConfig())
+    got, want, counts = batch_and_reference(path, ReplayConfig())
     assert got == want
     assert counts["polls_composed"] == 500, counts
     assert sum(looked) <= 2 * 2 * 500  # two runs a poll, looked up at most twice
@@ -175,7 +153,7 @@ def test_a_key_made_length_exact_marks_again_only_the_polls_with_its_runs(tmp_pa
     monkeypatch.setattr(pollcache, "BLOCK", 60_000)
     monkeypatch.setattr(compose.RunComposer, "_record_run", exact_a)
     monkeypatch.setattr(run_serve.RunServe, "_servable", noted)
-    got, want, counts = _both(path, ReplayConfig())
+    got, want, counts = batch_and_reference(path, ReplayConfig())
     assert got == want
     assert counts["runs_recorded"] == 2, counts  # b's run and a's
     assert marked_again == [True] * len(marked_again) and 1 <= len(marked_again) <= 5, marked_again
