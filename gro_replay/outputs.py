@@ -132,8 +132,9 @@ class RunOutputs:
         self._created_dirs: list[str] = []
         #: files opened by ``open_text``, each with the output's name and its path as given
         self._open: list[tuple[IO[Any], str, str]] = []
-        #: (path, what): regular files an earlier run left that this run removes on ``commit`` (``remove``)
-        self._removals: list[tuple[str, str]] = []
+        #: (path, the symbolic link that led to it or None, what): regular files an earlier run left that this run
+        #: removes on ``commit`` (``remove``)
+        self._removals: list[tuple[str, str | None, str]] = []
 
     # -- making outputs -------------------------------------------------------------------------------------------
     def temp_path(self, path: str | os.PathLike[str], what: str) -> str:
@@ -247,18 +248,23 @@ class RunOutputs:
         fails): a regular file, never one of the run's inputs (nothing when missing, or a directory, a device).
         Where ``path`` is a symbolic link, the file it leads to is removed and the link kept, as an output written
         to ``path`` replaces that file and keeps the link (``_final``): the earlier run's document is not left
-        behind a link. OutputError (exit 2) when it cannot be examined, or on ``commit`` removed."""
+        behind a link; where that file is one of this run's outputs, the link is removed instead (``commit``).
+        A link to a missing path or a loop of links leads to no file: nothing to remove. OutputError (exit 2) when
+        it cannot be examined, or on ``commit`` removed."""
         p = os.fspath(path)
+        link = None
         try:
             st = os.stat(p)
             if os.path.islink(p):
-                p = os.path.realpath(p)
+                link, p = p, os.path.realpath(p)
         except FileNotFoundError:  # missing, or a link to a missing path
             return
         except OSError as e:
+            if e.errno == errno.ELOOP:
+                return
             raise OutputError(failure_text(what, p, e.strerror or e, "remove")) from None
         if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in self._inputs:
-            self._removals.append((p, what))
+            self._removals.append((p, link, what))
 
     # -- ending the run -----------------------------------------------------------------------------------------
     def _close_all(self) -> None:
@@ -280,7 +286,9 @@ class RunOutputs:
         while (
             self._removals
         ):  # before the renames: a file that cannot be removed leaves the run's files unmade
-            path, what = self._removals[0]
+            path, link, what = self._removals[0]
+            if link is not None and path in self._targets:
+                path = link  # the link leads to one of this run's outputs: the link goes, the output stays
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -299,6 +299,48 @@ def test_a_failed_captures_earlier_document_behind_a_link_is_removed_the_link_ke
     assert r.exit_code == 2 and bad.read_bytes() == b"this is not a capture file\n"
 
 
+@pytest.mark.parametrize("loop", [1, 2])
+def test_a_loop_of_links_at_a_failed_captures_name_is_left_and_the_run_finishes(tmp_path, scheduler, loop):
+    """STEM.json a link to itself, or two links to each other: it leads to no file, so there is nothing to remove
+    (as for a link to a missing path); the run writes the other capture's document and batch.json (breaker's
+    finding: 'cannot remove: Too many levels of symbolic links', exit 2, nothing written)."""
+    good, bad = tmp_path / "good.pcap", tmp_path / "bad.pcap"
+    good.write_bytes(FIX_SAMPLE.read_bytes())
+    bad.write_bytes(b"this is not a capture file\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    if loop == 1:
+        (out / "bad.json").symlink_to("bad.json")
+    else:
+        (out / "bad.json").symlink_to("other.json")
+        (out / "other.json").symlink_to("bad.json")
+    r = CliRunner().invoke(
+        main, ["batch", str(good), str(bad), "--scheduler", scheduler, "--out", str(out), "-q"]
+    )
+    assert r.exit_code == 2 and r.stderr.strip().endswith("1 of 2 capture(s) failed"), r.stderr
+    assert (out / "bad.json").is_symlink()
+    assert json.loads((out / "good.json").read_text())["input"]["frames_read"] == 17
+    assert json.loads((out / "batch.json").read_text())["totals"]["failed"] == 1
+
+
+def test_a_failed_captures_name_linked_to_another_output_of_the_run_loses_the_link(tmp_path, scheduler):
+    """bad.json a link to good.json, both this run's: bad fails, so its name must not show good's document; the
+    link is removed, good.json written (breaker's finding: the link was kept, opening as good.pcap's document)."""
+    good, bad = tmp_path / "good.pcap", tmp_path / "bad.pcap"
+    good.write_bytes(FIX_SAMPLE.read_bytes())
+    bad.write_bytes(b"this is not a capture file\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "good.json").write_text("{}")
+    (out / "bad.json").symlink_to("good.json")
+    r = CliRunner().invoke(
+        main, ["batch", str(good), str(bad), "--scheduler", scheduler, "--out", str(out), "-q"]
+    )
+    assert r.exit_code == 2 and "1 of 2 capture(s) failed" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["batch.json", "good.json"]
+    assert json.loads((out / "good.json").read_text())["input"]["frames_read"] == 17
+
+
 def test_batch_display_names_tell_same_named_captures_apart():
     from gro_replay.cli.batch import display_names
 
