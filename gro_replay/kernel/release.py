@@ -25,8 +25,9 @@ from .stable import BACKPORTS_RESEARCHED, STABLE_BACKPORTS, ended_before, refuse
 # ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
 #: a pre-release: X.Y-rcN (Makefile EXTRAVERSION), X.Y.0-rcN (uname -r), X.Y.0-0.rcN.… (Fedora),
-#: X.Y.0-XXYY00rcN-… (Ubuntu mainline builds), with a local or distribution suffix after it
-_RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?-(?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII)
+#: X.Y.0-XXYY00rcN-… (Ubuntu mainline builds), X.Y~rcN (Debian's package versions: 5.12~rc3-1~exp1), with a local
+#: or distribution suffix after it; "rc" in any letter case (5.12-RC1 is 5.12-rc1, not 5.12 with a suffix)
+_RC = re.compile(r"(\d+)\.(\d+)(?:\.0)?[-~](?:0\.|[0-9]{6})?rc(\d+)([-+.~_]\S*)?", re.ASCII | re.IGNORECASE)
 #: a build's own string: X.Y or X.Y.Z, then a separator and its suffix; a dot after X.Y starts the point release,
 #: digits (``5.10.-1``, ``5.10.0x1``, ``5.10.1e3`` are typos, not a distribution's uname -r)
 #: a release (X.Y, X.Y.Z, X.Y-rcN, a distribution's uname -r), "+" and a commit id: how the verdict names a kernel

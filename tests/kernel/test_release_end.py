@@ -134,6 +134,11 @@ def test_a_live_branch_takes_any_point(runner, release):
         ("5.12.0-0.rc9.20210420git.1.fc35.x86_64", "5.12-rc9", 8),
         ("6.18-rc8", "6.18-rc8", 7),
         ("4.18-rc9", "4.18-rc9", 8),
+        # "rc" in any letter case and Debian's "~rc" (breaker's finding: these ran as the release itself)
+        ("5.12-RC9", "5.12-rc9", 8),
+        ("5.12.0-RC9-generic", "5.12-rc9", 8),
+        ("5.12.0-051200RC9-generic", "5.12-rc9", 8),
+        ("5.12.0~rc9", "5.12-rc9", 8),
     ],
 )
 def test_a_release_candidate_after_the_last_one_is_refused(runner, text, rc, last):
@@ -150,6 +155,16 @@ def test_a_release_candidate_after_the_last_one_is_refused(runner, text, rc, las
 @pytest.mark.parametrize("release", ["5.12-rc8", "6.7-rc8", "6.18-rc7", "4.18-rc8"])
 def test_the_last_release_candidate_stays_accepted(release):
     assert resolve_kernel(release).pre_release == release
+
+
+@pytest.mark.parametrize(
+    "text", ["5.12-RC1", "5.12-Rc1", "5.12.0-RC1-generic", "5.12.0~rc1", "5.12.0~rc1-1~exp1"]
+)
+def test_a_release_candidate_in_any_spelling_is_that_release_candidate(text):
+    """5.12-rc1 lacks 89e5c58fc1e2 (merged for v5.12-rc2); upper-case RC and Debian's ~rc were read as a build of
+    5.12 itself, which carries it: the verdict reversed (breaker's finding)."""
+    m = resolve_kernel(text)
+    assert m.pre_release == "5.12-rc1" and not m.carries(FIX_COMMIT)
 
 
 def test_a_4_18_release_candidate_is_named_as_4_18s(runner):
