@@ -120,3 +120,37 @@ def test_frames_of_two_states_are_counted_apart():
         "them with csum_valid 1, the NIC's sum of the packet) and CHECKSUM_UNNECESSARY level 1 (3 frames; csum_cnt "
         f"starts at 2 and the outer UDP header consumes 1, leaving csum_cnt 1), {GATE}"
     )
+
+
+def test_frames_of_a_state_the_gate_refuses_that_never_reached_it_say_so(runner, tmp_path):
+    """17 frames of one VXLAN flow with outer UDP checksum 0 and 4 bytes of options in their outer IPv4 header (IHL
+    6): inet_gro_receive ends them (not_0x45: ``iph->version != 4 || iph->ihl != 5``, net/ipv4/af_inet.c) before
+    udp_gro_receive, so their CHECKSUM_UNNECESSARY level 0 — which the gate refuses — is never tested. The sentence
+    said they were marked level 0 and that the gate refuses only csum_cnt 0 and csum_valid 0, contradicting itself
+    (breaker's finding)."""
+    import struct
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import ACK, FrameSpec, build_frame
+    from gro_replay.packet.csum import ip_fast_csum
+
+    path = tmp_path / "outer-ip-options.pcap"
+    with PcapWriter(path) as w:
+        for i in range(17):
+            buf = build_frame(FrameSpec(seq=1000 + 1000 * i, payload=1000, flags=ACK, outer_csum="zero"))
+            ip = bytearray(buf[14:34]) + b"\x01\x01\x01\x00"  # three NOPs and an end of options
+            ip[0] = 0x46
+            struct.pack_into("!H", ip, 2, struct.unpack_from("!H", ip, 2)[0] + 4)
+            struct.pack_into("!H", ip, 10, 0)
+            struct.pack_into("!H", ip, 10, ip_fast_csum(bytes(ip), 0, 6))
+            assert ip_fast_csum(bytes(ip), 0, 6) == 0  # a valid header checksum: only the options differ
+            w.write(1_000_000_000 + 1000 * i, buf[:14] + bytes(ip) + buf[34:])
+    for args in ([], ["--kernel", "5.10"]):
+        r = runner.invoke(main, [str(path), *args, "-q"])
+        assert r.exit_code == 0, r.output
+        assert "[inet_gro_receive:not_0x45] ×17" in r.stdout, r.stdout
+        assert (
+            "the 17 tunnelled frames with a zero outer UDP checksum were marked CHECKSUM_UNNECESSARY level 0 (a state "
+            "the gate refuses, but GRO ended them before udp_gro_receive, at the header their phys skbs' end reasons "
+            f"name), {GATE}." in r.stdout.replace("\n", " ")
+        ), r.stdout

@@ -296,11 +296,18 @@ def _gate_words(rx_csum: str, cfg=None) -> str:
     )
 
 
+#: why frames in a state the zero-checksum gate refuses were not refused (``ZERO_CSUM_STATE_WORDS``)
+_NOT_REACHED = (
+    "a state the gate refuses, but GRO ended them before udp_gro_receive, at the header their phys skbs' end "
+    "reasons name"
+)
+
 #: RX checksum state (RX_CSUM_PROFILES name) → how the verdict names it and what udp_gro_receive's pre-fix
 #: condition finds in GRO's control block for a frame of that state whose outer UDP checksum is 0 (gro-spec §4.7:
 #: dev_gro_receive sets csum_valid 1 for CHECKSUM_COMPLETE and csum_cnt csum_level + 1 for CHECKSUM_UNNECESSARY;
 #: udp4_gro_receive's skb_gro_checksum_validate_zero_check consumes one level for the outer UDP header, its
-#: checksum 0 or not), or "" where that condition holds (rows 1 and 3: refused before the fix)
+#: checksum 0 or not); where that condition holds (rows 1 and 3: refused before the fix), why such frames were not
+#: refused (``_NOT_REACHED``; the sentence is said only when no frame was)
 ZERO_CSUM_STATE_WORDS = {
     "complete": ("CHECKSUM_COMPLETE", "GRO starts them with csum_valid 1, the NIC's sum of the packet"),
     "unnecessary-tunnel": (
@@ -308,8 +315,8 @@ ZERO_CSUM_STATE_WORDS = {
         "csum_cnt starts at 2 and the outer UDP header consumes 1, leaving csum_cnt 1",
     ),
     "partial": ("CHECKSUM_PARTIAL", ""),
-    "unnecessary": ("CHECKSUM_UNNECESSARY level 0", ""),
-    "none": ("CHECKSUM_NONE", ""),
+    "unnecessary": ("CHECKSUM_UNNECESSARY level 0", _NOT_REACHED),
+    "none": ("CHECKSUM_NONE", _NOT_REACHED),
 }
 
 
