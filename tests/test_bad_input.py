@@ -517,3 +517,19 @@ def test_an_rss_key_without_an_rx_hash_is_refused(runner, args, why):
     # a given --rss with a hash makes the preset's fields void instead: the key is read
     r = run_json(runner, FIX_SAMPLE, "--nic", "veth", "--rss", "toeplitz", "--rss-key", key)
     assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        ("OUTPUT -: standard output is a terminal.", "OUTPUT -: standard output is a terminal"),
+        ("Invalid value for\n  'CAPTURE'.", "invalid value for 'CAPTURE'"),
+        ("A capture is needed.", "a capture is needed"),
+    ],
+)
+def test_a_message_starting_with_a_metavar_keeps_its_case(message, said):
+    """cli/app.py ``_phrase`` lower-cases a message's first letter to fit it after "Error: "; a first word in capitals
+    is a metavar or an acronym (newcomer's finding: synth - on a terminal said 'oUTPUT -: …')."""
+    from gro_replay.cli.app import _phrase
+
+    assert _phrase(message) == said

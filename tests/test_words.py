@@ -362,3 +362,14 @@ def test_other_changes_name_one_commit_as_it():
     assert other_changes_words(["gro_normal_counts_segs"]) == (
         "1 other modelled commit (8dc1c444df19; gro-replay kernels names it)"
     )
+
+
+def test_the_segment_chart_counts_carry_thousands_separators():
+    """The chart's counts read as the table's (README: counts in lines carry thousands separators; newcomer's
+    finding: '1 seg │██… 16739' under a table saying 17,123)."""
+    from gro_replay.report.stats import StageStats
+    from gro_replay.report.table import _histogram
+
+    st = StageStats()
+    st.hist[1], st.hist[2] = 16_739, 7
+    assert [line.split("│")[1].split()[-1] for line in _histogram(st)] == ["16,739", "7"]

@@ -80,9 +80,13 @@ class OneLineUsageError(click.UsageError):
 
 
 def _phrase(text: str) -> str:
-    """Click's sentence as a phrase inside one line: whitespace (newlines) collapsed, first letter lower-case, no
-    closing full stop."""
+    """Click's sentence as a phrase inside one line: whitespace (newlines) collapsed, first letter lower-case unless
+    the first word is upper-case throughout (a metavar such as OUTPUT or CAPTURE, an acronym), no closing full
+    stop."""
     text = " ".join(text.split()).removesuffix(".")
+    first = text.split(" ", 1)[0].rstrip(":,")
+    if len(first) > 1 and first.isupper():
+        return text
     return text[:1].lower() + text[1:]
 
 

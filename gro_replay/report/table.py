@@ -411,7 +411,7 @@ def _histogram(st, width: int = 30) -> list[str]:
     for i in nz:
         n = int(st.segs_hist[i])
         bar = "█" * max(1, round(width * n / peak))
-        lines.append(f"  {int(i):>3} {'seg ' if int(i) == 1 else 'segs'} │{bar} {n}")
+        lines.append(f"  {int(i):>3} {'seg ' if int(i) == 1 else 'segs'} │{bar} {n:,}")
     return lines
 
 
