@@ -344,3 +344,35 @@ def test_each_replayed_frame_matches_one_frame_per_interface_in_any_order(tmp_pa
         "Only interface 1 (bond0) was replayed: tunnel frames of another device, which its own NAPI merges, are in "
         "no count here: 20 on interface 0 (eth0) (--interface eth0 replays them)."
     )
+
+
+def test_unnamed_interfaces_of_two_sections_may_be_one_device_joined_with_cat(tmp_path):
+    """Two pcapng files of one device, with no if_name (as editcap -F pcapng writes them), joined with cat: a
+    section each, interface 0 and interface 1 of the file. Nothing in them tells one device from two, so the note
+    and the verdict say the frames left out may be this device's in a joined capture, and name mergecap (newcomer's
+    finding: they were called another device's traffic, merged by its own NAPI). Named interfaces keep the
+    sentence as it was (test_two_nics_… above)."""
+    import dpkt
+
+    frames = list(synth_frames(Scenario(frames=17)))
+    path = tmp_path / "joined.pcapng"
+    with open(path, "wb") as f:
+        for part in (frames[:10], frames[10:]):
+            w = dpkt.pcapng.Writer(f, snaplen=65535, linktype=1)
+            for ts, buf in part:
+                w.writepkt(buf, ts=ts / 1e9)
+    doc = _docs(path, tmp_path)
+    assert (doc["input"]["frames_replayed"], doc["input"]["skipped"]) == (10, {"other_interface": 7})
+    rows = doc["input"]["interfaces"]
+    assert [r["may_be_replayed_device"] for r in rows] == [False, True]
+    (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
+    assert (
+        "7 tunnel frames on interface 1 (section 2) left out (another device's traffic, merged by its own NAPI, or "
+        "this device's in a second capture joined with cat: the interfaces are not named, and capture files rotated "
+        "or split each start a section (mergecap -w joins them into one): --interface 1 replays it instead)"
+    ) in note
+    assert doc["verdict"]["text"].endswith(
+        "Only interface 0 (section 1) was replayed: tunnel frames of another device, which its own NAPI merges, or "
+        "of this device in captures joined with cat (the interfaces are not named; mergecap -w joins captures), are "
+        "in no count here: 7 on interface 1 (section 2) (--interface 1 replays them)."
+    )

@@ -56,12 +56,13 @@ def interface_notes(
     why = reason if reason == "--interface" else f"{reason}; --interface chooses"
     text = f"{head}; replaying {replayed} only ({why})"
     others = [(k, st) for k, st in by_key.items() if k not in chosen]
+    kept = [st for k, st in by_key.items() if k in chosen]
     for k, st in others:
         if st.left_out:
             text += (
-                f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out (another "
-                f"device's traffic, merged by its own NAPI: --interface {st.select(ambiguous)} replays it "
-                "instead"
+                f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out ("
+                + (_TWIN if st.may_be_replayed(kept) else "another device's traffic, merged by its own NAPI")
+                + f": --interface {st.select(ambiguous)} replays it instead"
                 f"{cut_words(st.left_out, st.tunnel_cut)})"
             )
     rep = [f"{st.repeats:,} on {lab[k]}" for k, st in others if st.repeats]
@@ -77,6 +78,14 @@ def interface_notes(
             "(decapsulated copies, which never reach the physical device's NAPI)"
         )
     return [text]
+
+
+#: what the frames of an unnamed interface of another section may be (``InterfaceStats.may_be_replayed``)
+_TWIN = (
+    "another device's traffic, merged by its own NAPI, or this device's in a second capture joined with cat: the "
+    "interfaces are not named, and capture files rotated or split each start a section (mergecap -w joins them "
+    "into one)"
+)
 
 
 def _tunnel_words(st: InterfaceStats) -> str:

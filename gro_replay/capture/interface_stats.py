@@ -99,9 +99,28 @@ class InterfaceStats:
         """Interfaces that are one device: the same ``if_name`` (and ifindex) in every section of the file."""
         return (self.name, self.key[1]) if self.name else self.key
 
+    def may_be_replayed(self, kept: list[InterfaceStats]) -> bool:
+        """Whether nothing in the capture tells this interface from a replayed one (``kept``): neither is named
+        (pcapng ``if_name``), they share a link type, and this one was declared in another section: ``cat a.pcapng
+        b.pcapng`` of one device's captures reads so, as two devices do."""
+        return self.name is None and any(
+            o.name is None
+            and o.linktype == self.linktype
+            and o.section is not None
+            and o.section != self.section
+            for o in kept
+        )
+
     def as_dict(
-        self, replayed: bool, sections: int = 1, interfaces: int = 1, ambiguous: frozenset[int] = frozenset()
+        self,
+        replayed: bool,
+        sections: int = 1,
+        interfaces: int = 1,
+        ambiguous: frozenset[int] = frozenset(),
+        kept: list[InterfaceStats] | None = None,
     ) -> dict:
+        """The interface's row of the JSON document's ``input.interfaces``; ``kept``: the replayed interfaces, for
+        ``may_be_replayed_device`` (``may_be_replayed``) of an interface left out."""
         return {
             "interface": self.label(sections, interfaces),
             "linktype": self.linktype,
@@ -115,6 +134,7 @@ class InterfaceStats:
             "tunnel_frames_left_out": 0 if replayed else self.left_out,
             "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
             "select": f"--interface {self.select(ambiguous)}",
+            "may_be_replayed_device": not replayed and self.may_be_replayed(kept or []),
         }
 
 

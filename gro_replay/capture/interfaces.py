@@ -383,8 +383,9 @@ class Selection:
 
     def as_list(self) -> list[dict]:
         amb = self.ambiguous()
+        kept = [st for k, st in self.by_key.items() if self._replayed(k)]
         return [
-            st.as_dict(self._replayed(k), self.sections, self.interfaces, amb)
+            st.as_dict(self._replayed(k), self.sections, self.interfaces, amb, kept)
             for k, st in self.by_key.items()
         ]
 

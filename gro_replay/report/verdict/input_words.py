@@ -60,4 +60,9 @@ def left_out_text(inp) -> str:
         if len(out) == 1
         else "other devices, which their own NAPIs merge"
     )
+    if all(r.get("may_be_replayed_device") for r in out):  # capture/interface_stats.py ``may_be_replayed``
+        who += (
+            ", or of this device in captures joined with cat (the interfaces are not named; mergecap -w joins "
+            "captures)"
+        )
     return f"Only {replayed} was replayed: tunnel frames of {who}, are in no count here: {each}."
