@@ -71,6 +71,9 @@ def stable_fix_hint(model) -> str:
     (``ended_without_fix``; what to do then: ``ended_branch_advice``); else ""."""
     if model is None or not hasattr(model, "carries") or model.carries(FIX_COMMIT):
         return ""
+    rc = _later_rc_hint(model)
+    if rc:
+        return rc
     ended = ended_without_fix(model)
     if ended is not None:
         branch, last, when = ended
@@ -80,6 +83,19 @@ def stable_fix_hint(model) -> str:
     if took is None or own_branch(model) != branch:
         return ""
     return f" (linux-{branch}.y carries it since {branch}.{took[1]}, as {took[0][:12]})"
+
+
+def _later_rc_hint(model) -> str:
+    """For a release candidate of the fix's own release that lacks it (``KernelModel.pre_release``, 5.12-rc1): " (merged
+    for v5.12-rc2: 5.12-rc2 and later, and 5.12, carry it)" (``SwitchCommit.upstream_rc``); else ""."""
+    pre = getattr(model, "pre_release", None)
+    fix = next((c for c in SWITCH_COMMITS if c.commit == FIX_COMMIT), None)
+    if not pre or fix is None or fix.upstream is None or fix.upstream_rc is None:
+        return ""
+    xy = ".".join(map(str, fix.upstream))
+    if pre.split("-")[0] != xy:
+        return ""
+    return f" (merged for v{xy}-rc{fix.upstream_rc}: {xy}-rc{fix.upstream_rc} and later, and {xy}, carry it)"
 
 
 def ended_branch_advice(model) -> str:
