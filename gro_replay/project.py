@@ -49,7 +49,11 @@ def decimal_in(text: str, least: float, most: float) -> bool:
 
 
 def _exact_decimal(text: str):
-    """``text`` as a ``decimal.Decimal`` (exact), or None (``decimal_number``'s refusals)."""
+    """``text`` as a ``decimal.Decimal`` (exact), or None (``decimal_number``'s refusals). An exponent of more digits
+    than ``Decimal`` holds (``3e-99999999999999999999``, which ``float`` reads as 0.0) is clamped to one it holds:
+    the value keeps its sign and its side of every bound an option has (zero stays zero, a tiny value stays above 0
+    or below it, a huge one above any bound)."""
+    import re
     from decimal import Decimal, InvalidOperation
 
     text = text.strip()
@@ -58,7 +62,14 @@ def _exact_decimal(text: str):
     try:
         return Decimal(text)
     except InvalidOperation:
-        return None
+        m = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+)[eE])([+-]?)(\d+)", text)
+        if m is None:
+            return None
+        try:
+            digits = m.group(3).lstrip("0") or "0"  # not int(): Python refuses over 4,300 digits
+            return Decimal(f"{m.group(1)}{m.group(2)}{digits if len(digits) <= 17 else 10**17}")
+        except InvalidOperation:
+            return None
 
 
 def shortened(text: str, width: int) -> str:

@@ -533,3 +533,24 @@ def test_a_message_starting_with_a_metavar_keeps_its_case(message, said):
     from gro_replay.cli.app import _phrase
 
     assert _phrase(message) == said
+
+
+@pytest.mark.parametrize(
+    ("text", "number", "inside"),
+    [
+        ("0e99999999999999999999", 0.0, True),  # zero, whatever its exponent
+        ("3e-99999999999999999999", 0.0, True),  # a tiny positive number: in 0..max, as its float 0.0
+        ("-3e-99999999999999999999", -0.0, False),  # a tiny negative one: below 0, though its float is -0.0
+        ("1e99999999999999999999", float("inf"), False),
+        ("1e" + "9" * 5000, float("inf"), False),  # more digits than int() converts: no ValueError
+        ("4294967295.0000001", 4294967295.0, False),
+        ("4294967295", 4294967295.0, True),
+    ],
+)
+def test_a_decimal_number_s_range_is_that_of_the_number_as_written(text, number, inside):
+    """project.decimal_number / decimal_in (every option that reads a decimal number): exponents of more digits
+    than ``decimal.Decimal`` holds were 'not a number' (breaker's finding), though float reads them."""
+    from gro_replay.project import decimal_in, decimal_number
+
+    assert decimal_number(text) == number
+    assert decimal_in(text, 0, 4294967295) is inside
