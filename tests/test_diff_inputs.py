@@ -273,3 +273,10 @@ def test_shared_full_document_is_refused_against_the_mini_one_for_its_input(robu
     # two are not documents of the same capture, which diff refuses (exit 2) unless told otherwise.
     r = run("diff", robustness / "diff-mini-ok.json", robustness / "diff-base.json")
     assert r.exit_code == 2 and "different inputs" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_max_regression_minus_zero_is_zero(mini):
+    """-0 percent is 0 percent: printed and kept as 0, not -0 (breaker's finding: 'max_regression=-0%')."""
+    r = run("diff", mini, mini, "--max-regression", "-0", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert "-0" not in r.stdout.split('"max_regression_pct"')[1].split(",")[0]

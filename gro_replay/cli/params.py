@@ -57,7 +57,7 @@ class FiniteFloat(click.FloatRange):
                 param,
                 ctx,
             )
-        return x
+        return x + 0.0  # -0 is 0 (as PollModel.parse)
 
     def _describe_range(self) -> str:
         return f"{plain_number(self.min)}<=x<={plain_number(self.max)}"
