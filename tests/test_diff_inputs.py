@@ -280,3 +280,29 @@ def test_max_regression_minus_zero_is_zero(mini):
     r = run("diff", mini, mini, "--max-regression", "-0", "--format", "json")
     assert r.exit_code == 0, r.output
     assert "-0" not in r.stdout.split('"max_regression_pct"')[1].split(",")[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["explain"], "an explain document (gro-replay explain --format json)"),
+        (
+            ["batch"],
+            "a batch document (gro-replay batch --format json; each capture's own document is in --out DIR)",
+        ),
+    ],
+)
+def test_another_command_s_document_is_named(mini, tmp_path, command, said):
+    """diff compares replay documents: an explain or batch document is named as what it is, one line, exit 2
+    (newcomer's finding: "/: 'kernels' is a required property" left them guessing)."""
+    from conftest import FIX_SAMPLE
+
+    r = run(*command, FIX_SAMPLE, "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    other = tmp_path / "other.json"
+    other.write_text(r.stdout)
+    one_line_exit_2(
+        run("diff", mini, other),
+        other,
+        f"{said}, not a replay document: diff compares documents of gro-replay CAPTURE --format json",
+    )

@@ -76,6 +76,18 @@ def _unusable_at(doc) -> str | None:
     return None
 
 
+def _other_kind(doc: dict) -> str | None:
+    """What another command's document is, by the fields that name it (explain's ``kind``, batch's ``command``):
+    "an explain document (gro-replay explain --format json)", "a batch document (…)"; None for any other."""
+    if doc.get("kind") == "explain" and "kernels" not in doc:
+        return "an explain document (gro-replay explain --format json)"
+    if doc.get("command") == "batch" and "captures" in doc:
+        return (
+            "a batch document (gro-replay batch --format json; each capture's own document is in --out DIR)"
+        )
+    return None
+
+
 def load_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> dict:
     """Read a gro-replay JSON document and check it against the replay schema's ``comparable`` part.
 
@@ -116,6 +128,11 @@ def load_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> 
     if ver not in KNOWN_SCHEMA_VERSIONS or type(ver) is not int:
         known = ", ".join(str(v) for v in KNOWN_SCHEMA_VERSIONS)
         raise DiffError(f"{where}: unknown schema_version {repr(ver)[:40]} (this gro-replay reads {known})")
+    other = _other_kind(doc)
+    if other is not None:
+        raise DiffError(
+            f"{where}: {other}, not a replay document: diff compares documents of gro-replay CAPTURE --format json"
+        )
     try:
         check(doc, "replay#/$defs/comparable")
     except SchemaViolation as e:
