@@ -37,7 +37,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import CACHE, ROOT, cached_bytecode, machine, run_measured, run_tshark, tshark_version  # noqa: E402
+from run import (  # noqa: E402
+    CACHE,
+    ROOT,
+    cached_bytecode,
+    machine,
+    pcapng_copy,
+    run_measured,
+    run_tshark,
+    tshark_version,
+)
 
 CLI = [sys.executable, "-m", "gro_replay"]
 TARGETS = {"mix_cpu_fps": 200_000, "mix_tshark_ratio": 5.0, "bulk_cpu_fps": 500_000, "rss_mb": 100.0}
@@ -64,12 +73,7 @@ def ensure(kind: str, frames: int) -> Path:
         if editcap:
             subprocess.run([editcap, "-F", "pcapng", str(path), str(ng)], check=True)
         else:
-            import dpkt
-
-            with open(path, "rb") as f, open(ng, "wb") as g:
-                w = dpkt.pcapng.Writer(g, snaplen=65535, linktype=1)
-                for ts, buf in dpkt.pcap.Reader(f):
-                    w.writepkt(buf, ts=float(ts))
+            pcapng_copy(path, ng)
     gz = Path(str(path) + ".gz")
     if not gz.exists():
         with open(path, "rb") as f, gzip.open(gz, "wb", compresslevel=6) as g:

@@ -113,7 +113,7 @@ def cached_bytecode() -> None:
     sample = ROOT / "sample_pcaps" / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
     with tempfile.TemporaryDirectory() as td:
         ng = Path(td) / "sample.pcapng"
-        _pcapng_copy(sample, ng)
+        pcapng_copy(sample, ng)
         for argv in (
             [str(sample), "--format", "json", "-q", "--trace", str(Path(td) / "trace.txt")],
             [str(ng), "--format", "json", "-q"],
@@ -124,7 +124,7 @@ def cached_bytecode() -> None:
             )
 
 
-def _pcapng_copy(src: Path, dst: Path) -> None:
+def pcapng_copy(src: Path, dst: Path) -> None:
     """``src`` (a classic Ethernet pcap) rewritten as pcapng (dpkt's writer)."""
     import dpkt
 

@@ -1,7 +1,8 @@
 """Stable kernel.org branches: the backports each took of the switches' commits (``STABLE_BACKPORTS``), which
 commits' backports were looked for (``BACKPORTS_RESEARCHED``), and the branches that ended, with their last releases
-(``STABLE_ENDED``), past whose last a point release names none (``refuse_past_end``). Kernel: none (the stable trees' history and the stable announcements, cited below);
-kernel/release.py applies them to a point release (``with_stable``).
+(``STABLE_ENDED``), past whose last a point release names none (``refuse_past_end``). Kernel: none (the stable
+trees' history and the stable announcements, cited below); kernel/release.py applies them to a point release
+(``with_stable``).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
 #: (products/linux-kernel.md, its "latest" of each cycle, from linux-stable's tags): 4.19.325 of 2024-12-05, 5.4.302
 #: of 2025-12-03, 5.11.22 of 2021-05-19, 6.15.11 of 2025-08-20. Not listed: the long-term branches 5.10, 5.15, 6.1,
 #: 6.6, 6.12 and 6.18 (live: no end known), branches after 6.17, and those older than 4.18 (refused by
-#: release.resolve_kernel). A point release past a listed branch's last names no release (``refuse_past_end``). 4.18 (run as 4.19, RHEL 8's base): its last tag, "Linux 4.18.20"
-#: a9da8725, is of 2018-11-21 (linux-stable's tags; no v4.18.21), after v4.19 (2018-10-22), so v4.20's commits could
+#: release.resolve_kernel). A point release past a listed branch's last names no release (``refuse_past_end``).
+#: 4.18 (run as 4.19, RHEL 8's base): its last tag, "Linux 4.18.20" a9da8725, is of 2018-11-21 (linux-stable's tags; no v4.18.21), after v4.19 (2018-10-22), so v4.20's commits could
 #: reach it and v5.0's could not.
 STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
     "4.18": (20, "November 2018", (5, 0)),

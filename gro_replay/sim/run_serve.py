@@ -18,8 +18,9 @@ polls of a block together:
   NAPIs' polls at once.
 - ``_settle_served`` adds the served runs' counters for all of them: entry counts (``PollCache``: added at its
   ``settle``), length counters (``LengthOps.add_sums``: the runs' payload lengths summed by entry and run
-  position) and flow counters (``PendingFlowOps``), all of which wait anyway until they are read. It runs at the end of the block's polls and before a flow is retired or renamed
-  (``FlowTracking._flow_changed`` settles that flow's counters).
+  position) and flow counters (``PendingFlowOps``), all of which wait anyway until they are read. It runs at the
+  end of the block's polls and before a flow is retired or renamed (``FlowTracking._flow_changed`` settles that
+  flow's counters).
 
 Any other poll goes to ``_compose``. Entries are only added within a block (``_block_runs`` forgets them between
 blocks), but a recording can make a key length-exact: after one (``_unmark``), each poll left with a run of that key

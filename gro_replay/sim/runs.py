@@ -275,9 +275,8 @@ def _distinct_rows(r: np.ndarray, cls: np.ndarray, nrun: int) -> np.ndarray:
     """Distinct ``cls`` values (kv classes: header rows) of each run ``r`` (int64 per run): the distinct (run,
     class) pairs counted by run."""
     k = int(cls.max()) + 1 if len(cls) else 1
-    v = np.sort(
-        r * k + cls
-    )  # (a sort, not np.unique: numpy 2's hash-based unique costs ~14 ms on its first call)
+    # a sort, not np.unique: numpy 2's hash-based unique costs ~14 ms on its first call
+    v = np.sort(r * k + cls)
     distinct = np.ones(len(v), bool)
     distinct[1:] = v[1:] != v[:-1]
     return np.bincount(v[distinct] // k, minlength=nrun)

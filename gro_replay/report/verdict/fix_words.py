@@ -85,12 +85,16 @@ def stable_fix_hint(model) -> str:
     return f" (linux-{branch}.y carries it since {branch}.{took[1]}, as {took[0][:12]})"
 
 
+#: the fix's switch commit (its release and the rc it was merged for)
+_FIX_SWITCH = next(c for c in SWITCH_COMMITS if c.commit == FIX_COMMIT)
+
+
 def _later_rc_hint(model) -> str:
     """For a release candidate of the fix's own release that lacks it (``KernelModel.pre_release``, 5.12-rc1): " (merged
     for v5.12-rc2: 5.12-rc2 and later, and 5.12, carry it)" (``SwitchCommit.upstream_rc``); else ""."""
     pre = getattr(model, "pre_release", None)
-    fix = next((c for c in SWITCH_COMMITS if c.commit == FIX_COMMIT), None)
-    if not pre or fix is None or fix.upstream is None or fix.upstream_rc is None:
+    fix = _FIX_SWITCH
+    if not pre or fix.upstream is None or fix.upstream_rc is None:
         return ""
     xy = ".".join(map(str, fix.upstream))
     if pre.split("-")[0] != xy:
