@@ -9,7 +9,7 @@ Captures (generated once into ``bench/cache/``, gitignored):
 - of each, a pcapng copy (``editcap -F pcapng``, else dpkt's pcapng writer) and a gzip copy.
 
 Every measurement is one run of the CLI (``python -m gro_replay FILE --format json --quiet``, compare mode: both
-kernels, both stages) in a fresh process: frames/s per CPU second (the child's user + system time from
+kernels, both stages) in a fresh process, its inputs read once before (``run.page_in``): frames/s per CPU second (the child's user + system time from
 ``os.wait4``, interpreter start included; the input digest's thread counts too) and peak RSS. Modes: ``pcap``,
 ``pcapng``, ``gzip``, ``stdin`` (``cat FILE |`` … ``-``), ``stdin-ng`` (the pcapng copy through the pipe),
 ``pcap --trace FILE``, ``explain``. tshark
@@ -42,6 +42,7 @@ from run import (  # noqa: E402
     ROOT,
     cached_bytecode,
     machine,
+    page_in,
     pcapng_copy,
     run_measured,
     run_tshark,
@@ -113,6 +114,7 @@ def measure(argv: list[str], stdin_path: Path | None = None) -> dict:
 def modes(path: Path, tmp: Path) -> dict:
     base = [*CLI]
     json_q = ["--format", "json", "--quiet"]
+    page_in(path, path.with_suffix(".pcapng"), Path(str(path) + ".gz"))
     runs = {
         "pcap": measure([*base, str(path), *json_q]),
         "pcapng": measure([*base, str(path.with_suffix(".pcapng")), *json_q]),
