@@ -43,6 +43,7 @@ def kernel_lines(kernels) -> list[str]:
             # release — the stable backports of that release: the same assumption as the resolution's note
             # ("assumed upstream 6.18 with the stable backports of 6.18.44"), in the same words
             upstream = ".".join(vb.split(".")[:2])
+            pre = d.get("pre_release")
             ran = (
                 ""
                 if vb.split(".")[:2] == d["base"].split(".")[:2]
@@ -50,6 +51,9 @@ def kernel_lines(kernels) -> list[str]:
             )
             if len(vb.split(".")) > 2:
                 tail = f"with the stable backports of {vb}: " + (bps or "none of a modelled commit")
+            elif pre:  # a distribution's build of a release candidate (Debian 5.12~rc1-1~exp1)
+                upstream = pre["release"]
+                tail = f"({rc_words(pre, vb)})"
             else:
                 tail = "without stable backports"
             # named as in the kernels: line (the kernel backend's linux-6.18.44 is uname -r 6.18.44-fc-v657)

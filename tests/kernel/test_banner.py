@@ -466,3 +466,24 @@ def test_a_release_candidate_and_a_package_of_another_rc_are_two_kernels():
     assert r.exit_code == 2 and "Traceback" not in r.output and "two different kernels" in r.output
     good = resolve_kernel("5.12.0-rc2-amd64 #1 SMP Debian 5.12~rc2-1~exp1 (2021-03-10)")
     assert good.pre_release == "5.12-rc2" and good.udp_tunnel_gate_checks_uh_check
+
+
+def test_a_distribution_build_of_a_release_candidate_is_named_as_that_rc():
+    """Debian's experimental 5.12~rc1 package (uname -r 5.12.0-rc1-amd64) is built from upstream 5.12-rc1, which
+    lacks 89e5c58fc1e2 (merged for v5.12-rc2). Its kernel line and the verdict named the base "upstream 5.12"
+    (which carries the fix) beside a verdict that it lacks it; both now name 5.12-rc1."""
+    text = "5.12.0-rc1-amd64 #1 SMP Debian 5.12~rc1-1~exp1 (2021-03-01)"
+    m = resolve_kernel(text)
+    assert (m.pre_release, m.vendor_base, m.udp_tunnel_gate_checks_uh_check) == ("5.12-rc1", "5.12", False)
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", text])
+    assert r.exit_code == 0, r.output
+    assert (
+        "kernel 5.12.0-rc1-amd64: assumed upstream 5.12-rc1 (a release candidate: the commits merged by rc1, not "
+        "89e5c58fc1e2 of a later rc, which 5.12 carries)\n"
+    ) in r.stdout
+    assert (
+        "5.12.0-rc1-amd64, assumed an upstream 5.12-rc1 base, lacks 89e5c58fc1e2 unless Debian backported"
+        in (r.stdout)
+    )
+    assert "upstream 5.12 " not in r.stdout and "upstream 5.12 base" not in r.stdout
+
