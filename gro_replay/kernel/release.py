@@ -132,7 +132,8 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
             return replace(m, notes=m.notes + (note,))
         return m
     xy = f"{s.major}.{s.minor}"
-    rel_xy = ".".join((m.vendor_base or m.base).split(".")[:2]) if m is not None else xy
+    # the X.Y the release names (not the profile run: 4.18.5 and 4.18-rc3 run as 4.19)
+    rel_xy = ".".join((m.vendor_base or b.release).split(".")[:2]).split("-")[0] if m is not None else xy
     if rel_xy != xy:
         raise ValueError(
             f"kernel string {shown(text)}: its release {b.release} is {rel_xy} but its {s.where} names {s.what} "
@@ -147,9 +148,11 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
             "/proc/version_signature)"
         )
     up = resolve_kernel(named)
-    point = s.point if s.rc is None and up.base == xy else 0
-    refuse_past_end(xy, s.point if s.rc is None else 0, f"string {shown(text)}")
-    model = with_stable(up, point, b.name) if point else replace(up, name=b.name, release=b.name)
+    point = s.point if s.rc is None else 0
+    refuse_past_end(xy, point, f"string {shown(text)}")
+    # the backports of X.Y.Z are known where X.Y is a modelled branch; 4.18.20 runs as 4.19 (none modelled)
+    known = point and up.base == xy
+    model = with_stable(up, point, b.name) if known else replace(up, name=b.name, release=b.name)
     signed = b.kind == "/proc/version_signature"  # Ubuntu's, whatever flavour its uname -r has
     who = d.who if d is not None and d.who else ("" if b.release and not signed else s.who)
     vendor = m.vendor if m is not None and m.vendor and not signed else s.vendor
@@ -161,7 +164,7 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
     own = re.match(r"[0-9]+\.[0-9]+\.([0-9]+)", b.release)
     if own and int(own.group(1)) not in (0, s.point):
         note += f" (its release names {xy}.{own.group(1)}; the version the build names is used)"
-    notes = (note,) + up.notes + (model.notes if point else ())
+    notes = (note,) + up.notes + (model.notes if known else ())
     return replace(model, notes=notes, vendor=vendor, vendor_base=xy + (f".{point}" if point else ""))
 
 

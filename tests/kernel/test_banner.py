@@ -487,3 +487,37 @@ def test_a_distribution_build_of_a_release_candidate_is_named_as_that_rc():
     )
     assert "upstream 5.12 " not in r.stdout and "upstream 5.12 base" not in r.stdout
 
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        # 4.18 runs as the 4.19 model (one GRO list, not modelled): the banner was compared with the profile run,
+        # "its release 4.18.5 is 4.19 but its uname -v names Debian package 4.18.5-1 (4.18.5): two different
+        # kernels", and refused
+        (
+            "4.18.5 #1 SMP Debian 4.18.5-1",
+            "kernel 4.18.5 (v4.18.5): assumed upstream 4.18 with the stable backports of 4.18.5: none of a modelled "
+            "commit, run as the upstream 4.19 model",
+        ),
+        (
+            "4.18.0-rc3-amd64 #1 SMP Debian 4.18~rc3-1~exp1 (2018-09-10)",
+            "kernel 4.18.0-rc3-amd64: assumed upstream 4.18-rc3 (a release candidate: the commits merged by rc3; no "
+            "modelled commit of 4.18 is known to have landed after rc3), run as the upstream 4.19 model",
+        ),
+        # Debian's last 4.18 package: its stable point release was said as "without stable backports"; 4.18.20
+        # carries the 4.18.y backports, none of a commit modelled here (89e5c58fc1e2 came in 2021, after 4.18.y)
+        (
+            "4.18.0-3-amd64 #1 SMP Debian 4.18.20-2 (2018-11-23)",
+            "kernel 4.18.0-3-amd64: assumed upstream 4.18 with the stable backports of 4.18.20: none of a modelled "
+            "commit, run as the upstream 4.19 model",
+        ),
+    ],
+)
+def test_a_banner_of_a_release_run_as_another_profile_is_one_kernel(text, line):
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", text])
+    assert r.exit_code == 0, r.output
+    assert line + "\n" in r.stdout
+    # a real mismatch of X.Y is still two kernels
+    bad = text.replace("Debian 4.18", "Debian 4.19")
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", bad])
+    assert r.exit_code == 2 and "is 4.18 but its uname -v names Debian package 4.19" in r.output
