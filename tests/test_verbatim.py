@@ -12,15 +12,18 @@ udp_gro_receive (net/ipv4/udp_offload.c, before 89e5c58fc1e2) refusing a zero ou
 from __future__ import annotations
 
 import io
+import json
+import os
 import re
 import shutil
+import subprocess
 from dataclasses import replace
 
 import pytest
 import rich.console
 import rich.text
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE
+from conftest import CLI, FIX_SAMPLE
 from rich.console import Console
 
 from gro_replay.batch import CaptureOutcome
@@ -103,6 +106,32 @@ def test_diff_table_prints_document_paths_whole(tmp_path, text, width, unread):
     out = _run(["diff", str(docs[0]), str(docs[1])], width)
     assert f"input: {cap} (sha256 " in out
     assert f"baseline {docs[0]}, current {docs[1]}" in out
+
+
+_PLAIN = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1"}
+
+
+def test_standard_input_is_named_in_words_where_json_keeps_its_path(tmp_path):
+    """A piped capture (path ``-``) was "input: -: 17 frames read" in text, markdown and explain, and "replayed -"
+    in diff; the sentences say "standard input", the JSON keeps ``input.path`` "-" (what was given)."""
+
+    def piped(args: list[str]) -> str:
+        with open(FIX_SAMPLE, "rb") as fh:
+            r = subprocess.run([*CLI, *args], stdin=fh, capture_output=True, text=True, env=_PLAIN)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    line = "input: standard input: 17 frames read, 17 replayed; skipped: none"
+    assert piped(["-"]).splitlines()[0] == line
+    assert line in piped(["-", "--format", "markdown"])
+    assert piped(["explain", "-"]).splitlines()[0] == line
+    docs = []
+    for which in ("--no-fix", "--fix"):
+        text = piped(["-", which, "--format", "json"])
+        assert json.loads(text)["input"]["path"] == "-"
+        docs.append(tmp_path / f"{which}.json")
+        docs[-1].write_text(text)
+    assert "input: standard input (sha256 " in _run(["diff", str(docs[0]), str(docs[1])])
 
 
 def _named(text: str):

@@ -364,6 +364,12 @@ class Capture(PcapngBlocks):
 STDIN_PATH = "-"
 
 
+def path_words(path: str) -> str:
+    """A capture's path as a report's sentences name it: ``-`` (``STDIN_PATH``) is "standard input"; a file named
+    ``-`` is given as ``./-``, so nothing else is renamed."""
+    return "standard input" if path == STDIN_PATH else path
+
+
 def open_stream(path: str | os.PathLike[str], name: str | None = None) -> io.FileIO:
     """The file or stream at ``path`` opened for reading bytes: ``-`` is standard input (descriptor 0, left open
     when the result is closed). ``name`` (default ``path``) names it in errors.

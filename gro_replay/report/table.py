@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich import box
 
+from ..capture.reader import path_words
 from . import AGGREGATES_LABEL, MIXED_WHY, SW_CSUM_LABEL
 from .document import summary_line
 from .kernel_lines import kernel_lines
@@ -301,7 +302,7 @@ def input_line(inp: dict) -> str:
         resegmented += "; " + filtered_text(filtered)
     read, replayed = inp["frames_read"], inp["frames_replayed"]
     return (
-        f"input: {inp['path'] or '(frames)'}: {read:,} {plural(read, 'frame')} read, {replayed:,} replayed; "
+        f"input: {path_words(inp['path']) if inp['path'] else '(frames)'}: {read:,} {plural(read, 'frame')} read, {replayed:,} replayed; "
         f"skipped: {skipped}{resegmented}"
     )
 

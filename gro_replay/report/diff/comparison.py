@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 
+from ...capture.reader import path_words
 from ...kernel.model import commit_of_switch, switches_text
 from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
@@ -50,7 +51,7 @@ def input_words(inp: dict | None, short: bool = False) -> str:
         return str(path) if path else "(no input recorded)"
     if not path and not sha:
         return "has no input recorded"
-    where = f"replayed {path}" if path else "replayed an unnamed input"
+    where = f"replayed {path_words(str(path))}" if path else "replayed an unnamed input"
     return f"{where} (sha256 {str(sha)[:12]})" if sha else f"{where} (no sha256 recorded)"
 
 
