@@ -9,8 +9,9 @@ Captures (generated once into ``bench/cache/``, gitignored):
 - of each, a pcapng copy (``editcap -F pcapng``, else dpkt's pcapng writer) and a gzip copy.
 
 Every measurement is one run of the CLI (``python -m gro_replay FILE --format json --quiet``, compare mode: both
-kernels, both stages) in a fresh process, its inputs read once before (``run.page_in``): frames/s per CPU second (the child's user + system time from
-``os.wait4``, interpreter start included; the input digest's thread counts too) and peak RSS. Modes: ``pcap``,
+kernels, both stages) in a fresh process, its inputs read once before, untimed (``run.page_in``): frames/s per CPU
+second (the child's user + system time from ``os.wait4``, interpreter start included; the input digest's thread
+counts too) and peak RSS. Modes: ``pcap``,
 ``pcapng``, ``gzip``, ``stdin`` (``cat FILE |`` … ``-``), ``stdin-ng`` (the pcapng copy through the pipe),
 ``pcap --trace FILE``, ``explain``. tshark
 (``tshark -q -z conv,tcp -r FILE``) runs on the same pcap in the same run, measured the same way. With

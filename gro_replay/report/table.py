@@ -301,8 +301,9 @@ def input_line(inp: dict) -> str:
     if filtered and any(filtered.values()):
         resegmented += "; " + filtered_text(filtered)
     read, replayed = inp["frames_read"], inp["frames_replayed"]
+    name = path_words(inp["path"]) if inp["path"] else "(frames)"
     return (
-        f"input: {path_words(inp['path']) if inp['path'] else '(frames)'}: {read:,} {plural(read, 'frame')} read, {replayed:,} replayed; "
+        f"input: {name}: {read:,} {plural(read, 'frame')} read, {replayed:,} replayed; "
         f"skipped: {skipped}{resegmented}"
     )
 

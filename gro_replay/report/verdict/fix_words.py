@@ -203,7 +203,10 @@ def lacks_fix_words(model, label: str) -> str:
     base = model.base or model.release
     ran = "" if vb.split(".")[:2] == base.split(".")[:2] else f", run as the upstream {base} model"
     named = getattr(model, "pre_release", "") or vb  # a distribution's build of 5.12-rc1 is based on 5.12-rc1
-    return f"{label}, assumed an upstream {named} base{ran}, lacks {FIX_COMMIT} unless {model.vendor} backported it{hint}"
+    return (
+        f"{label}, assumed an upstream {named} base{ran}, lacks {FIX_COMMIT} unless {model.vendor} backported "
+        f"it{hint}"
+    )
 
 
 def assumed_lack_lead(model, label: str) -> str:
