@@ -86,7 +86,16 @@ class Stated:
     @property
     def version(self) -> str:
         v = f"{self.major}.{self.minor}"
-        return v + (f"-rc{self.rc}" if self.rc is not None else f".{self.point}")
+        if self.rc is None:
+            return f"{v}.{self.point}"
+        return f"{v}.{self.point}-rc{self.rc}" if self.point else f"{v}-rc{self.rc}"
+
+    @property
+    def pre_release(self) -> int | None:
+        """The rc of a mainline pre-release (X.Y-rcN, ``5.12~rc1``); None for a release and for a stable release
+        candidate (X.Y.Z-rcN, ``5.10.30~rc1``), which is a build of its release X.Y.Z, as ``--kernel 5.10.30-rc1``
+        is (kernel/release.py) — not of X.Y-rcN."""
+        return self.rc if not self.point else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,10 @@ _OTHER = re.compile(r"(\d+)\.(\d+)(?:\.(\d+)[-+.~_]|[-+~_])\S*", re.ASCII)
 _LEADING_ZERO = re.compile(r"(?<![0-9])0[0-9]", re.ASCII)
 
 
+#: who built a release whose grammar names no builder (5.12.1-rc1-amd64, 6.18.44-fc-v657)
+UNKNOWN_VENDOR = "the distribution"
+
+
 def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     """``base`` (an upstream profile) plus the stable backports its branch took up to point release ``point``.
 
@@ -140,23 +144,27 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
             f"({s.version}): two different kernels (give one machine's uname -rv, /proc/version or "
             "/proc/version_signature)"
         )
-    named = xy if s.rc is None else f"{xy}-rc{s.rc}"
+    rc = s.pre_release
+    named = xy if rc is None else f"{xy}-rc{rc}"
     if m is not None and m.pre_release and m.pre_release != named:
         raise ValueError(
             f"kernel string {shown(text)}: its release {b.release} is {m.pre_release} but its {s.where} names "
-            f"{s.what} ({named}): two different kernels (give one machine's uname -rv, /proc/version or "
+            f"{s.what} ({s.version}): two different kernels (give one machine's uname -rv, /proc/version or "
             "/proc/version_signature)"
         )
     up = resolve_kernel(named)
-    point = s.point if s.rc is None else 0
+    point = s.point if rc is None else 0
     refuse_past_end(xy, point, f"string {shown(text)}")
     # the backports of X.Y.Z are known where X.Y is a modelled branch; 4.18.20 runs as 4.19 (none modelled)
     known = point and up.base == xy
     model = with_stable(up, point, b.name) if known else replace(up, name=b.name, release=b.name)
     signed = b.kind == "/proc/version_signature"  # Ubuntu's, whatever flavour its uname -r has
     who = d.who if d is not None and d.who else ("" if b.release and not signed else s.who)
-    vendor = m.vendor if m is not None and m.vendor and not signed else s.vendor
-    assumed = f"upstream {xy}-rc{s.rc}" if s.rc is not None else base_words(s.major, s.minor, point)
+    # who built it: the release's vendor (Raspberry Pi OS's 6.1.0-rpi7-rpi-v8 with Debian's packaging stays "the
+    # distribution"'s), but the banner's for a release candidate's build (Debian's 5.12.0-rc1-amd64)
+    by_release = m is not None and m.vendor and not m.pre_release
+    vendor = m.vendor if m is not None and by_release and not signed else s.vendor
+    assumed = f"upstream {xy}-rc{rc}" if rc is not None else base_words(s.major, s.minor, point)
     note = (
         f"{who + ' ' if who else ''}kernel {b.name} ({s.where}: {s.what}): built from upstream {s.version}; {vendor}'s own "
         f"patches are not known here; assumed {assumed}"
@@ -285,6 +293,7 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
     elif (m := _RC.fullmatch(text)) is not None:
         major, minor, rc = int(m.group(1)), int(m.group(2)), int(m.group(3))
         if m.group(4):  # "+": setlocalversion's mark of a tree past the tag
+            vendor = UNKNOWN_VENDOR  # a later rc's commits may be in it: what it lacks is assumed, not known
             notes.append(
                 f"kernel {text}: a build of or after {major}.{minor}-rc{rc} (a later snapshot, a distribution's "
                 f"patches): what it adds is not known here; assumed {major}.{minor}-rc{rc}"
@@ -295,7 +304,7 @@ def _resolved(text: str) -> tuple[KernelModel, DistroRelease | None]:
     elif (m := _OTHER.fullmatch(text)) is not None:
         major, minor = int(m.group(1)), int(m.group(2))
         point = int(m.group(3) or 0)
-        vendor = "the distribution"
+        vendor = UNKNOWN_VENDOR
         notes.append(
             f"kernel {text}: the distribution's or build's own patches are not known here; assumed upstream "
             f"{major}.{minor}" + (f" with the stable backports of {major}.{minor}.{point}" if point else "")

@@ -521,3 +521,59 @@ def test_a_banner_of_a_release_run_as_another_profile_is_one_kernel(text, line):
     bad = text.replace("Debian 4.18", "Debian 4.19")
     r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", bad])
     assert r.exit_code == 2 and "is 4.18 but its uname -v names Debian package 4.19" in r.output
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "5.10.30 #1 SMP Debian 5.10.30~rc1-1",
+        "5.10.0-30-amd64 #1 SMP Debian 5.10.30~rc1-1",
+        "Ubuntu 5.10.0-30.31-generic 5.10.30-rc1",
+    ],
+)
+def test_a_stable_release_candidate_in_a_banner_is_a_build_of_its_release(text):
+    """A package of 5.10.30-rc1 (a stable rc: 5.10.29 and the queue of 5.10.30) was read as the mainline 5.10-rc1:
+    "assumed upstream 5.10-rc1", without the 5.10.y backports, so a kernel carrying 89e5c58fc1e2 (linux-5.10.y
+    since 5.10.24, as 09af4362ba47) was said to lack it (breaker's finding). It is a build of 5.10.30, as
+    ``--kernel 5.10.30-rc1`` is."""
+    m, plain = resolve_kernel(text), resolve_kernel("5.10.30-rc1")
+    assert m.switches() == plain.switches() and m.backports == plain.backports and m.vendor_base == "5.10.30"
+    assert m.pre_release == "" and m.udp_tunnel_gate_checks_uh_check
+    assert m.stable_backport(FIX_COMMIT) == ("09af4362ba47c805347840c2bb9719c0458925ca", "5.10.24")
+    assert "built from upstream 5.10.30-rc1;" in m.notes[0] and m.notes[0].endswith(
+        "assumed upstream 5.10 with the stable backports of 5.10.30"
+    )
+
+
+def test_a_stable_release_candidate_past_an_ended_branch_and_of_another_release_are_refused():
+    with pytest.raises(
+        ValueError, match="linux-4.18.y ended with 4.18.20 in November 2018, so there is no 4.18.25"
+    ):
+        resolve_kernel("4.18.0-1-amd64 #1 SMP Debian 4.18.25~rc1-1")
+    with pytest.raises(
+        ValueError,
+        match=r"is 5\.12-rc1 but its uname -v names Debian package 5\.12\.1~rc1-1 \(5\.12\.1-rc1\): two",
+    ):
+        resolve_kernel("5.12.0-rc1-amd64 #1 SMP Debian 5.12.1~rc1-1")
+
+
+@pytest.mark.parametrize(
+    ("text", "assumed"),
+    [
+        # a build past an rc's tag (setlocalversion's "+", a distribution's snapshot of rc1): its note says what it
+        # adds is not known, and 89e5c58fc1e2 landed in the next rc: its lack is assumed (breaker's finding: the
+        # verdict said flatly "lacks 89e5c58fc1e2 … and is affected")
+        ("5.12-rc1+", True),
+        ("5.12.0-rc1-amd64", True),
+        ("5.12.0-0.rc1.161.fc35.x86_64", True),
+        ("4.18.0-0.rc3.el8.x86_64", True),
+        ("5.12-rc1", False),  # the tag itself: its commits are known
+    ],
+)
+def test_a_build_past_a_release_candidate_lacks_the_fix_by_assumption(text, assumed):
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", text, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["verdict"]["fix_assumed_lacking"] == ([text] if assumed else [])
+    words = f"{text}, assumed an upstream {text.split('.')[0]}.{text.split('.')[1][:2]}-rc"
+    assert (words in doc["verdict"]["text"]) == assumed
