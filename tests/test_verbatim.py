@@ -11,6 +11,7 @@ udp_gro_receive (net/ipv4/udp_offload.c, before 89e5c58fc1e2) refusing a zero ou
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -132,6 +133,17 @@ def test_standard_input_is_named_in_words_where_json_keeps_its_path(tmp_path):
         docs.append(tmp_path / f"{which}.json")
         docs[-1].write_text(text)
     assert "input: standard input (sha256 " in _run(["diff", str(docs[0]), str(docs[1])])
+    # two different piped captures: "inputs: - → -" named neither; each is named with its digest
+    other = FIX_SAMPLE.parent / "vxlan-4flows-computed-csum.pcap"
+    with open(other, "rb") as fh:
+        text = subprocess.run(
+            [*CLI, "-", "--no-fix", "--format", "json"], stdin=fh, capture_output=True, text=True
+        ).stdout
+    (tmp_path / "other.json").write_text(text)
+    out = _run(["diff", str(docs[0]), str(tmp_path / "other.json"), "--allow-different-input"])
+    sha = [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (FIX_SAMPLE, other)]
+    pair = f"standard input (sha256 {sha[0]}) → standard input (sha256 {sha[1]})"
+    assert f"inputs: {pair}\n" in out and f"note: different inputs: {pair} (--allow-different-input)" in out
 
 
 def _named(text: str):

@@ -48,11 +48,21 @@ def input_words(inp: dict | None, short: bool = False) -> str:
     inp = inp or {}
     path, sha = inp.get("path"), inp.get("sha256")
     if short:
-        return str(path) if path else "(no input recorded)"
+        return path_words(str(path)) if path else "(no input recorded)"
     if not path and not sha:
         return "has no input recorded"
     where = f"replayed {path_words(str(path))}" if path else "replayed an unnamed input"
     return f"{where} (sha256 {str(sha)[:12]})" if sha else f"{where} (no sha256 recorded)"
+
+
+def inputs_words(bi: dict | None, ci: dict | None) -> str:
+    """Two documents' different inputs: "BASE_PATH → CUR_PATH" (``input_words`` short), each with its sha256 where
+    the names are the same (two captures piped in: "standard input (sha256 974e0b4b7986) → standard input (sha256
+    c6e16f95f7e1)")."""
+    b, c = input_words(bi, short=True), input_words(ci, short=True)
+    if b == c:
+        b, c = (input_words(x).removeprefix("replayed ") for x in (bi, ci))
+    return f"{b} → {c}"
 
 
 def _pair_kernels(base: dict, cur: dict) -> list[tuple[dict, dict]]:
@@ -269,9 +279,7 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
                 f"different inputs: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}; "
                 "pass --allow-different-input to compare anyway"
             )
-        notes.append(
-            f"different inputs: {input_words(bi, short=True)} → {input_words(ci, short=True)} (--allow-different-input)"
-        )
+        notes.append(f"different inputs: {inputs_words(bi, ci)} (--allow-different-input)")
     pairs = _pair_kernels(base, cur)
     notes += _config_notes(base, cur)
     checked = set(metrics)

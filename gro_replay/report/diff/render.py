@@ -5,7 +5,7 @@ table (``gro-replay diff --format markdown|table``).
 from __future__ import annotations
 
 from ..stats import STAGES
-from .comparison import STAGE_TITLES, _loss_text, input_words, limit_text, pct_text
+from .comparison import STAGE_TITLES, _loss_text, input_words, inputs_words, limit_text, pct_text
 from .metrics import METRICS, loss_digits, loss_pct
 
 
@@ -100,7 +100,7 @@ def _input_line(cmp: dict) -> str:
         return "input: neither document records its input"
     if bi.get("sha256") and bi.get("sha256") == ci.get("sha256"):
         return f"input: {input_words(bi).removeprefix('replayed ')}"
-    return f"inputs: {input_words(bi, short=True)} → {input_words(ci, short=True)}"
+    return f"inputs: {inputs_words(bi, ci)}"
 
 
 _STAGE_ROWS = ("skbs", "segs_per_skb", "aggregates", "sw_csum_bytes")
