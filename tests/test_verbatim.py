@@ -133,6 +133,9 @@ def test_standard_input_is_named_in_words_where_json_keeps_its_path(tmp_path):
         docs.append(tmp_path / f"{which}.json")
         docs[-1].write_text(text)
     assert "input: standard input (sha256 " in _run(["diff", str(docs[0]), str(docs[1])])
+    with open(FIX_SAMPLE, "rb") as fh:
+        r = subprocess.run([*CLI, "-", "--flow", "sport=1"], stdin=fh, capture_output=True, text=True)
+    assert r.returncode == 2 and "(1 flow in standard input; " in r.stderr
     # two different piped captures: "inputs: - → -" named neither; each is named with its digest
     other = FIX_SAMPLE.parent / "vxlan-4flows-computed-csum.pcap"
     with open(other, "rb") as fh:

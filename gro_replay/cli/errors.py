@@ -32,12 +32,13 @@ def no_flow_error(selector: str, result, capture: str, hint: str) -> UsageError:
     how many flows there were and what kept frames from the replay (skip reasons such as other_interface or
     snaplen_cut, ``-f``: ``verdict.input_words.gone_words``), then ``hint`` (where the flows are listed; left out when
     no frame was replayed, since no listing has any)."""
+    from ..capture.reader import path_words
     from ..report.verdict.input_words import gone_words, not_replayed_text  # heavy: not at --help
     from ..report.verdict.words import plural
 
     inp = result.input
     n = len(result.flows)
-    text = f"no flow matches --flow {selector!r} ({n:,} {plural(n, 'flow')} in {capture}"
+    text = f"no flow matches --flow {selector!r} ({n:,} {plural(n, 'flow')} in {path_words(capture)}"
     if not inp.frames_replayed:
         return UsageError(f"{text}: {not_replayed_text(inp)})")
     gone = gone_words(inp)
