@@ -266,9 +266,9 @@ def test_tunnel_ports_take_the_singular_for_one():
             "kernel 5.12-rc1: upstream 5.12-rc1 (a release candidate: the commits merged by rc1, not 89e5c58fc1e2 "
             "of a later rc, which 5.12 carries)",
         ),
-        (
+        (  # a build past the tag: what it adds is not known, so it is "assumed" (test_banner.py)
             "5.12.0-rc1+",
-            "kernel 5.12.0-rc1+: upstream 5.12-rc1 (a release candidate: the commits merged by rc1, not "
+            "kernel 5.12.0-rc1+: assumed upstream 5.12-rc1 (a release candidate: the commits merged by rc1, not "
             "89e5c58fc1e2 of a later rc, which 5.12 carries)",
         ),
         (
