@@ -21,46 +21,54 @@ MAX_SEEN = 1 << 16
 WARMUP = 256
 
 
-def counters(k: Kernel, st: KernelStats, fids: Iterable[int]) -> dict:
-    """Every counter a poll can change, as {(id(container), key, is_attr): value}, plus the containers."""
-    out: dict = {}
-    objs: dict = {}
+#: the counters of a stage (``StageStats``) and of a NAPI (``NapiStats``) kept as attributes
+_STAGE_ATTRS = ("frames_in", "skbs_in", "skbs", "bytes", "sw_csum_bytes", "complete_errors")
+_NAPI_ATTRS = ("sw_csum_bytes", "complete_errors", "polls", "full_polls")
+_FLOW_ATTRS = ("frames",)
 
-    def attrs(o: Any, names: Iterable[str]) -> None:
-        objs[id(o)] = o
-        for nm in names:
-            out[(id(o), nm, True)] = getattr(o, nm)
 
-    def items(c: Any, keys: Iterable | None = None) -> None:
-        objs[id(c)] = c
-        for key, v in c.items() if keys is None else ((x, c[x]) for x in keys):
-            out[(id(c), key, False)] = v
-
+def counters(k: Kernel, st: KernelStats, fids: Iterable[int]) -> dict[int, tuple]:
+    """Every counter a poll can change (stage, stack, flow and NAPI counters), by container: ``{id(container):
+    (container, attribute names, their values)}`` for an object whose counters are attributes, ``{id(container):
+    (container, None, a copy)}`` for a dict or list of counters. Copies, not one entry per counter: ``delta``
+    and ``undo`` compare a container's two copies whole and walk only the containers that changed."""
+    out: dict[int, tuple] = {}
     for s in st.stages.values():
-        attrs(s, ("frames_in", "skbs_in", "skbs", "bytes", "sw_csum_bytes", "complete_errors"))
-        items(s.hist, [i for i, v in enumerate(s.hist) if v])
-        items(s.hist_over)
-        items(s.reasons)
-        items(s.results)
-        items(s.devices)
-    items(st.stack)
-    items(st.stack_frames)
+        out[id(s)] = (s, _STAGE_ATTRS, tuple([getattr(s, nm) for nm in _STAGE_ATTRS]))
+        out[id(s.hist)] = (s.hist, None, list(s.hist))
+        for c in (s.hist_over, s.reasons, s.results, s.devices):
+            out[id(c)] = (c, None, dict(c))
+    out[id(st.stack)] = (st.stack, None, dict(st.stack))
+    out[id(st.stack_frames)] = (st.stack_frames, None, dict(st.stack_frames))
     for fid in fids:
         f = st.flows.get(fid)
         if f is None:
             continue
-        for path, c in flow_parts(f):
+        for path, part in flow_parts(f):
             if path:
-                items(c)
+                out[id(part)] = (part, None, dict(part))  # type: ignore[call-overload]
             else:
-                attrs(f, ("frames",))
-    napis = [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]
-    for n in napis:
-        attrs(n.stats, ("sw_csum_bytes", "complete_errors", "polls", "full_polls"))
-        items(n.stats.counts, [i for i, v in enumerate(n.stats.counts) if v])
+                out[id(f)] = (f, _FLOW_ATTRS, (f.frames,))
+    for n in [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]:
+        ns = n.stats
+        out[id(ns)] = (ns, _NAPI_ATTRS, tuple([getattr(ns, nm) for nm in _NAPI_ATTRS]))
+        out[id(ns.counts)] = (ns.counts, None, list(ns.counts))
     for cells in k.tunnel_cells:
-        attrs(cells, ("dropped",))
-    return {"v": out, "o": objs}
+        out[id(cells)] = (cells, ("dropped",), (cells.dropped,))
+    return out
+
+
+def _changes(before: dict[int, tuple], after: dict[int, tuple]) -> list[tuple[Any, tuple | None, Any, Any]]:
+    """``(container, attribute names or None, values before, values after)`` of each container of the ``after``
+    snapshot (``counters``) whose counters differ from ``before``'s (values before: None for a container
+    ``before`` did not hold), in ``after``'s order."""
+    out = []
+    for oid, (o, names, v) in after.items():
+        b = before.get(oid)
+        w = None if b is None else b[2]
+        if v != w:
+            out.append((o, names, w, v))
+    return out
 
 
 def flow_parts(f: FlowStats) -> list[tuple[tuple, object]]:
@@ -137,37 +145,52 @@ class PendingFlowOps:
         self.by_fid.clear()
 
 
-def delta(before: dict, after: dict) -> tuple[list, list]:
-    """(attribute increments, item increments) from two ``counters`` snapshots, containers resolved."""
-    b = before["v"]
-    objs = after["o"]
+def delta(before: dict[int, tuple], after: dict[int, tuple]) -> tuple[list, list]:
+    """(attribute increments, item increments) from two ``counters`` snapshots: ``(container, name or key,
+    increment)`` of every counter that changed, in ``after``'s order (containers in snapshot order, keys in the
+    container's order, list indexes ascending)."""
     attr_ops: list = []
     item_ops: list = []
-    for (oid, key, is_attr), v in after["v"].items():
-        inc = v - b.get((oid, key, is_attr), 0)
-        if inc:
-            (attr_ops if is_attr else item_ops).append((objs[oid], key, inc))
-    # hist/count lists: an index that was 0 before the poll is absent from ``before`` and from ``after`` if the
-    # snapshot skipped zeros; lists are snapshot by non-zero index after the poll, so new indexes are present.
+    for o, names, w, v in _changes(before, after):
+        if names is not None:
+            for j, nm in enumerate(names):
+                inc = v[j] - (0 if w is None else w[j])
+                if inc:
+                    attr_ops.append((o, nm, inc))
+        elif type(v) is list:
+            for i, x in enumerate(v):
+                inc = x - (w[i] if w is not None and i < len(w) else 0)
+                if inc:
+                    item_ops.append((o, i, inc))
+        else:
+            for key, x in v.items():
+                inc = x - (0 if w is None else w.get(key, 0))
+                if inc:
+                    item_ops.append((o, key, inc))
     return attr_ops, item_ops
 
 
-def undo(before: dict, after: dict) -> None:
+def undo(before: dict[int, tuple], after: dict[int, tuple]) -> None:
     """Put every counter of the ``after`` snapshot back to its value in ``before`` (``counters``); a dict key that
-    ``before`` did not have is removed (sim/run_probe.py)."""
-    b = before["v"]
-    objs = after["o"]
-    for (oid, key, is_attr), v in after["v"].items():
-        was = b.get((oid, key, is_attr))
-        if was == v:
-            continue
-        o = objs[oid]
-        if is_attr:
-            setattr(o, key, was or 0)
-        elif was is None and isinstance(o, dict):
-            del o[key]
+    ``before`` did not have is removed, a counter of a container ``before`` did not hold is set to 0
+    (sim/run_probe.py)."""
+    for o, names, w, v in _changes(before, after):
+        if names is not None:
+            for j, nm in enumerate(names):
+                was = 0 if w is None else w[j]
+                if v[j] != was:
+                    setattr(o, nm, was)
+        elif type(v) is list:
+            for i, x in enumerate(v):
+                was = w[i] if w is not None and i < len(w) else 0
+                if x != was:
+                    o[i] = was
         else:
-            o[key] = was or 0
+            for key, x in v.items():
+                if w is None or key not in w:
+                    del o[key]
+                elif x != w[key]:
+                    o[key] = w[key]
 
 
 def idle(k: Kernel) -> bool:
