@@ -62,6 +62,7 @@ class RunServe:
     _lookup: Callable[..., tuple]
     _per_run: Callable[[bytes, bytes], bool]
     _memo: Callable[..., tuple]
+    _id_key: Callable[..., bytes]
     _known_placed: Callable[..., list | None]
     _deliver: Callable[[tuple, int, list, int], None]
 
@@ -204,12 +205,16 @@ class RunServe:
         out = ans[inv]
         if alone.any():
             xs = np.flatnonzero(alone[inv])
-            memo = self._memo
+            memo, id_key, exact = self._memo, self._id_key, self._exact_runs
             by_memo: dict[tuple, int] = {}  # equal memos, equal answers (``RunLookup._memo``)
-            for x, j, c in zip(xs.tolist(), js[xs].tolist(), (pair[xs] & 1).tolist(), strict=True):
+            for x, g, j, c in zip(
+                xs.tolist(), inv[xs].tolist(), js[xs].tolist(), (pair[xs] & 1).tolist(), strict=True
+            ):
                 ctx = b"F" if c else b""
                 a, b = bounds[j], bounds[j + 1]
-                mk = memo(runs, j, a, b, ctx)
+                # a key not length-exact whose lookup reads IDs (``_per_run``): its memo is its group's key and
+                # context (``g``) and ``_id_key`` of its IDs
+                mk = memo(runs, j, a, b, ctx) if keys[j] in exact else (g, id_key(runs, a, b))
                 i = by_memo.get(mk)
                 if i is None:
                     i = by_memo[mk] = m.index(lookup(runs, j, a, b, ctx)[0])
