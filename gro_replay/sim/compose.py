@@ -98,10 +98,12 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         #: keys of runs recorded holding a packet after their last frame: no piece of a run ends where one of
         #: them would (``_block_runs``)
         self._held_pieces: set[bytes] = set()
-        #: ``_lookup``'s answers by key and context (and the run's IPv4 ID differences where a recording read
-        #: IDs: ``_id_key``), and ``_reads_ids``' answers; emptied whenever a run is recorded or the runs are
-        #: forgotten, and past ``MAX_RUN_KEYS`` answers
-        self._looked: dict[tuple, Any] = {}
+        #: by run key (``Runs.keys``): ``_lookup``'s answers by key and context (and the run's IPv4 ID
+        #: differences where a recording read IDs: ``_id_key``), and ``_reads_ids``' answers; a key's emptied when
+        #: a run with it is recorded (``_forget``), all when the runs are forgotten, a flow is retired or renamed,
+        #: or an outer ID is first compared with an inner one, and past ``MAX_RUN_KEYS`` answers
+        self._looked: dict[bytes, dict] = {}
+        self._looked_n = 0  # answers kept (at least: ``_looked`` may be emptied without it)
         #: some recording's ``IdGuards`` compare an outer IPv4 ID with an inner one (``_id_key``)
         self._ids_across = False
         #: ``_id_key``'s IDs of the last runs it read: (runs, relative IDs, outer less inner IDs)
@@ -423,6 +425,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         lengths = length_ops(tally, {f.index: j for j, f in enumerate(batch)}, payload)
         if lengths is None:
             self._exact_runs.add(key)
+            self._forget(key)  # its lookups now read its exact lengths
         elif not lengths.ops:
             lengths = None
         if key in self._exact_runs:
@@ -434,10 +437,12 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
             return polled, events
         keep = self.observed and ruled and cache.events_kept + len(events) <= MAX_RUN_EVENTS
         cache.add(slot_key, deltas, events if keep else [])
-        self._looked.clear()
+        self._forget(raw)  # lookups of runs with this key (sim/run_lookup.py ``_remember``)
         if self._marks is not None:
             self._marks.recorded.append(raw)  # the block's polls that may know it now (sim/run_serve.py)
-        self._ids_across = self._ids_across or any(ca != cb for _a, ca, _b, cb, _d, _n in guards.rows)
+        if not self._ids_across and any(ca != cb for _a, ca, _b, cb, _d, _n in guards.rows):
+            self._ids_across = True
+            self._looked.clear()  # every ``_id_key`` now holds the outer less the inner ID: memos change
         cache.entries[slot_key].append(
             RunEntry(
                 holding,

@@ -24,7 +24,8 @@ class RunLookup:
     runs: PollCache
     _exact_runs: set[bytes]
     _held_pieces: set[bytes]
-    _looked: dict[tuple, Any]
+    _looked: dict[bytes, dict]
+    _looked_n: int
     _ids_across: bool
     _id_rel: tuple
     _cells_unknown: list[int]
@@ -104,11 +105,13 @@ class RunLookup:
 
         The answer reads the cache, the run's key (with its exact lengths when length-exact) and, through the
         ``IdGuards`` of the recordings under it (``_find``), its IPv4 IDs, only as differences of two IDs modulo
-        2**16. ``_looked`` keeps it until the cache changes: by key and context when no recording under the key
-        read an ID, else by key, context and ``_id_key`` of the run's IDs, which fixes every such difference."""
-        looked = self._looked
+        2**16. ``_looked`` keeps it until a run with its key is recorded (``_remember``): by key and context when
+        no recording under the key read an ID, else by key, context and ``_id_key`` of the run's IDs, which fixes
+        every such difference."""
+        raw = runs.keys[j]
         memo = self._memo(runs, j, a, b, ctx)
-        got = looked.get(memo)
+        sub = self._looked.get(raw)
+        got = None if sub is None else sub.get(memo)
         if got is not None:
             return got
         k = memo[0]
@@ -121,10 +124,31 @@ class RunLookup:
             if alt is not None and not alt[3].ends_held:
                 e = alt
         got = (e, e or self._find(k, ids) or self._find(k + b"F", ids))
-        if len(looked) >= MAX_RUN_KEYS:
-            looked.clear()
-        looked[memo] = got
+        self._remember(raw, memo, got)
         return got
+
+    def _remember(self, raw: bytes, memo: tuple, got: Any) -> None:
+        """Keep answer ``got`` of ``_lookup`` or ``_reads_ids`` for a run with key ``raw`` (``Runs.keys``) under
+        ``memo`` in ``_looked``, past ``MAX_RUN_KEYS`` answers all forgotten first. Every answer for ``raw`` reads
+        only the entries under ``raw`` (its exact lengths and a context after it, an ID walk's places from there:
+        sim/runs.py ``length_exact_key``, ``_id_walk``), which no other key's entries share: a recording forgets
+        only its own key's answers (``_forget``)."""
+        looked = self._looked
+        if self._looked_n >= MAX_RUN_KEYS:
+            looked.clear()
+            self._looked_n = 0
+        sub = looked.get(raw)
+        if sub is None:
+            sub = looked[raw] = {}
+        sub[memo] = got
+        self._looked_n += 1
+
+    def _forget(self, raw: bytes) -> None:
+        """Forget ``_looked``'s answers for runs with key ``raw`` (a run with that key was recorded, or the key
+        was made length-exact)."""
+        sub = self._looked.pop(raw, None)
+        if sub is not None:
+            self._looked_n -= len(sub)
 
     def _memo(self, runs: Runs, j: int, a: int, b: int, ctx: bytes) -> tuple:
         """What ``_lookup``'s answer for run ``j`` (entries ``a..b``) in context ``ctx`` depends on besides the
@@ -133,29 +157,27 @@ class RunLookup:
         k = runs.keys[j]
         if k in self._exact_runs:
             k = length_exact_key(k, runs.payload[a:b].tobytes())
-        if self._reads_ids(k, ctx):
+        if self._reads_ids(k, ctx, runs.keys[j]):
             return (k, ctx, self._id_key(runs, a, b))  # a recording the IDs could tell apart
         return (k, ctx)
 
-    def _reads_ids(self, k: bytes, ctx: bytes) -> bool:
+    def _reads_ids(self, k: bytes, ctx: bytes, raw: bytes) -> bool:
         """Whether some recording ``_lookup`` may answer a run with key ``k`` (exact lengths included where
-        length-exact) in context ``ctx`` from read IPv4 IDs: the answer then depends on the run's IDs. Kept in
-        ``_looked`` (under ``("ids", (k, ctx))``) until the cache changes, as ``_lookup``'s answers."""
-        looked = self._looked
-        got = looked.get(("ids", (k, ctx)))
+        length-exact; ``raw``: its ``Runs.keys`` key) in context ``ctx`` from read IPv4 IDs: the answer then
+        depends on the run's IDs. Kept in ``_looked`` (under ``("ids", (k, ctx))``) as ``_lookup``'s answers."""
+        sub = self._looked.get(raw)
+        got = None if sub is None else sub.get(("ids", (k, ctx)))
         if got is None:
             entries = self.runs.entries
             got = any((x := entries.get(k + c)) is not None and x[3].ids.rows for c in (b"", b"F", ctx))
-            if len(looked) >= MAX_RUN_KEYS:
-                looked.clear()
-            looked["ids", (k, ctx)] = got
+            self._remember(raw, ("ids", (k, ctx)), got)
         return got
 
     def _per_run(self, k: bytes, ctx: bytes) -> bool:
         """Whether ``_lookup``'s answer for a run with key ``k`` (``Runs.keys``) in context ``ctx`` depends on more
         than the key, the context and the cache: on the run's own lengths (a length-exact key) or IPv4 IDs
         (``_reads_ids``)."""
-        return k in self._exact_runs or self._reads_ids(k, ctx)
+        return k in self._exact_runs or self._reads_ids(k, ctx, k)
 
     def _id_key(self, runs: Runs, a: int, b: int) -> bytes:
         """What fixes every difference modulo 2**16 of two IPv4 IDs of the run of entries ``a..b`` of ``runs``
