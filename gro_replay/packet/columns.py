@@ -448,17 +448,18 @@ def _rows(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
     """The first H bytes of each frame as an (n, H) uint8 array, zero past the frame's end."""
     n = len(data)
     a = np.frombuffer(buf, dtype=np.uint8)
-    if not runs and n and len(a) >= H and int(data.max()) <= len(a) - H:
-        # no equal-length runs and every frame H bytes or more before the block's end: one gather
+    if len(runs) == 1 and runs[0][:2] == (0, n) and runs[0][2] >= H and int(data[-1]) + H <= len(buf):
+        # one run of frames H bytes or longer (a bulk block): its rows copied, nothing to zero
+        stride = runs[0][3]
+        return np.array(np.lib.stride_tricks.as_strided(a[int(data[0]) :], shape=(n, H), strides=(stride, 1)))
+    if n and len(a) >= H and int(data.max()) <= len(a) - H:
+        # every frame H bytes or more before the block's end: one gather, runs or not (the runs' rows copied
+        # apart and the others gathered into a zeroed array cost twice as much on a mix of frame sizes)
         rows = np.lib.stride_tricks.sliding_window_view(a, H)[data]
         short = np.flatnonzero(caplen < H)
         if len(short):
             rows[short] *= np.arange(H) < caplen[short, None]
         return rows
-    if len(runs) == 1 and runs[0][:2] == (0, n) and runs[0][2] >= H and int(data[-1]) + H <= len(buf):
-        # one run of frames H bytes or longer (a bulk block): its rows copied, nothing to zero
-        stride = runs[0][3]
-        return np.array(np.lib.stride_tricks.as_strided(a[int(data[0]) :], shape=(n, H), strides=(stride, 1)))
     rows = np.zeros((n, H), np.uint8)
     done = np.zeros(n, bool)
     for s, e, clen, stride in runs:
