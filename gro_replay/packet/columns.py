@@ -427,20 +427,27 @@ _WIDTH_MASKS = _WIDTHS - 1
 
 def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int]]:
     """Runs ``(first, end, caplen, stride)`` of at least 8 consecutive records with equal caplen, which lie at a
-    fixed stride in the block (pcap: record header + caplen; pcapng: the enhanced packet block's length)."""
+    fixed stride in the block (pcap: record header + caplen; pcapng: the enhanced packet block's length), that end
+    the block one after the other: those after the last frame in no run, the only ones read (``frame_sums`` sums
+    every frame up to that one by ``word_sums``; ``_rows`` copies a block that is one run). Found from the block's
+    end back to the first stretch of records that is no run (on a mix of frame sizes, its last records)."""
     n = len(data)
     if not n:
         return []
     brk = np.flatnonzero(np.diff(caplen)) + 1
-    first = np.concatenate(([0], brk))
-    end = np.concatenate((brk, [n]))
-    long = np.flatnonzero(end - first >= 8)
     out = []
-    for s, e in zip(first[long].tolist(), end[long].tolist(), strict=True):
+    k, e = len(brk), n
+    while e:
+        s = int(brk[k - 1]) if k else 0
+        if e - s < 8:
+            break
         clen = int(caplen[s])
         stride = int(data[s + 1] - data[s])
-        if stride >= clen and (np.diff(data[s:e]) == stride).all():
-            out.append((s, e, clen, stride))
+        if stride < clen or not (np.diff(data[s:e]) == stride).all():
+            break
+        out.append((s, e, clen, stride))
+        k, e = k - 1, s
+    out.reverse()
     return out
 
 
