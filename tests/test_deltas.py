@@ -6,6 +6,13 @@ the reference path wherever that counter moves. ``test_pollcache.py`` compares w
 counters the documents show; here every number reachable from each kernel's stats (stages, stack, flows, NAPIs,
 tunnel cells) is read before and after each poll of the reference path, and each one that moved must be in the
 delta with its increment; ``undo`` (every second poll, which then runs again) puts every one back.
+
+It catches a counter left out of ``counters`` where these captures move it (a breaker left out ``full_polls``,
+``stack_frames``, ``devices`` and the NAPI ``counts`` one at a time: each failed here). Counters no poll of them
+moves are not tested by it: a stage's ``complete_errors`` (summed from the NAPIs' after the replay) and a flow's
+``frames`` (not incremented by a poll), ``hist_over`` (skbs of more than 64 segments: NAPI weights are at most 64),
+a tunnel cell's ``dropped`` (more than 1,000 queued skbs; a cell gets one poll's) and a NAPI's
+``complete_errors`` (a failing gro_complete, which none of these frames has).
 """
 
 from __future__ import annotations

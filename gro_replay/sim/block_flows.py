@@ -41,7 +41,7 @@ class FlowTracking:
     cache: PollCache
     runs: PollCache
     flow_ops: PendingFlowOps
-    _looked: dict
+    _forget_all: Callable[[], None]
     _settle_served: Callable[[], None]
     _fid_of: dict[bytes, int]
     _keys_of: dict[int, list[bytes]]
@@ -287,7 +287,7 @@ class FlowTracking:
         self._settle_served()  # the served runs' counters (sim/run_serve.py), this flow's among them
         self.cache.drop_flow(fid)
         self.runs.drop_flow(fid)
-        self._looked.clear()  # answers from the runs' entries (sim/compose.py ``_lookup``)
+        self._forget_all()  # answers from the runs' entries (sim/run_lookup.py ``_lookup``)
         self.flow_ops.settle_flow(fid)
         keys = [k for k in self._keys_of.pop(fid, ()) if self._fid_of.get(k) == fid]
         if new is None:

@@ -103,7 +103,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         #: a run with it is recorded (``_forget``), all when the runs are forgotten, a flow is retired or renamed,
         #: or an outer ID is first compared with an inner one, and past ``MAX_RUN_KEYS`` answers
         self._looked: dict[bytes, dict] = {}
-        self._looked_n = 0  # answers kept (at least: ``_looked`` may be emptied without it)
+        self._looked_n = 0  # answers kept in ``_looked``
         #: some recording's ``IdGuards`` compare an outer IPv4 ID with an inner one (``_id_key``)
         self._ids_across = False
         #: ``_id_key``'s IDs of the last runs it read: (runs, relative IDs, outer less inner IDs)
@@ -153,7 +153,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         if len(self._shapes) > MAX_SHAPES:  # run keys name shapes by number: start both afresh
             self.runs.settle()
             self.runs.entries.clear()
-            self._looked.clear()
+            self._forget_all()
             self._ids_across = False
             self.runs.events_kept = 0
             self._shared.clear()
@@ -442,7 +442,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
             self._marks.recorded.append(raw)  # the block's polls that may know it now (sim/run_serve.py)
         if not self._ids_across and any(ca != cb for _a, ca, _b, cb, _d, _n in guards.rows):
             self._ids_across = True
-            self._looked.clear()  # every ``_id_key`` now holds the outer less the inner ID: memos change
+            self._forget_all()  # every ``_id_key`` now holds the outer less the inner ID: memos change
         cache.entries[slot_key].append(
             RunEntry(
                 holding,

@@ -135,13 +135,18 @@ class RunLookup:
         only its own key's answers (``_forget``)."""
         looked = self._looked
         if self._looked_n >= MAX_RUN_KEYS:
-            looked.clear()
-            self._looked_n = 0
+            self._forget_all()
         sub = looked.get(raw)
         if sub is None:
             sub = looked[raw] = {}
         sub[memo] = got
         self._looked_n += 1
+
+    def _forget_all(self) -> None:
+        """Forget every answer of ``_looked`` (the runs' entries forgotten, a flow retired or renamed, an outer
+        IPv4 ID first compared with an inner one, ``MAX_RUN_KEYS`` answers kept)."""
+        self._looked.clear()
+        self._looked_n = 0
 
     def _forget(self, raw: bytes) -> None:
         """Forget ``_looked``'s answers for runs with key ``raw`` (a run with that key was recorded, or the key
