@@ -211,12 +211,15 @@ def test_reports_come_at_most_every_quarter_second(tmp_path, monkeypatch):
 def test_the_lines_of_the_copy():
     assert (
         copy_text("-", 12_345_678, 8112, False)
-        == "reading stdin to its end for tunnel ports: 12.3 MB, 8,112 frames"
+        == "reading standard input to its end for tunnel ports: 12.3 MB, 8,112 frames"
     )
     assert (
         copy_text("/tmp/fifo", 999, None, False) == "reading /tmp/fifo to its end for tunnel ports: 999 bytes"
     )
-    assert copy_text("-", 2_000_000, 1, True) == "stdin ended after 2.0 MB, 1 frame: finding tunnel ports"
+    assert (
+        copy_text("-", 2_000_000, 1, True)
+        == "standard input ended after 2.0 MB, 1 frame: finding tunnel ports"
+    )
 
 
 def test_the_copy_display_gives_way_to_the_replay_display():
@@ -334,11 +337,11 @@ def test_a_terminal_shows_the_copy_then_the_replay_and_the_document_is_the_files
     assert _doc(out) == want
     text = _ANSI.sub(b"", err).decode()
     size = f"{path.stat().st_size / 1000:.1f} kB"
-    assert "reading stdin to its end for tunnel ports: " in text
-    assert f"stdin ended after {size}, {_records(path)} frames: finding tunnel ports" in text
+    assert "reading standard input to its end for tunnel ports: " in text
+    assert f"standard input ended after {size}, {_records(path)} frames: finding tunnel ports" in text
     # the replay's display follows the copy's (the batch path reports from its first block), with the copy's size
     # as its total, as a file's: a percentage
-    assert text.index("replaying") > text.index("stdin ended after")
+    assert text.index("replaying") > text.index("standard input ended after")
     assert "%" in text[text.index("replaying") :] and "%" not in text[: text.index("replaying")]
     # every display erased: the terminal is left as it was (cursor shown again, last line cleared)
     assert err.endswith(b"\x1b[2K")
@@ -360,7 +363,7 @@ def test_sigint_while_copying_erases_the_display_and_removes_the_copy(captures, 
         ["-", "--vxlan-port", "auto"], captures["vxlan4"].read_bytes(), tty=True, hold=True, tmpdir=tmp_path
     )
     assert code == 130
-    assert b"reading stdin to its end for tunnel ports" in err
+    assert b"reading standard input to its end for tunnel ports" in err
     # the display erased before the one line of the interruption
     assert err.endswith(b"gro-replay: interrupted\r\n") and b"\x1b[2Kgro-replay: interrupted" in err
     assert not list(tmp_path.iterdir())

@@ -168,12 +168,14 @@ class ProgressReport:
 
 
 def copy_text(name: str, copied: int, frames: int | None, ended: bool) -> str:
-    """The line of the copy of stream ``name`` (``-``: stdin) made for ``--vxlan-port auto`` (capture/spool.py):
+    """The line of the copy of stream ``name`` (``-``: standard input) made for ``--vxlan-port auto`` (capture/spool.py):
     ``copied`` bytes (shown in decimal units: 12.3 MB), ``frames`` records (None: left out), the stream not yet
     ``ended`` (the replay waits for its end) or ended (the ports are being found in the copy)."""
     from rich.filesize import decimal
 
-    what = "stdin" if name == "-" else name
+    from ..capture.reader import path_words
+
+    what = path_words(name)
     size = decimal(copied)
     if frames is not None:
         size += f", {frames:,} {'frame' if frames == 1 else 'frames'}"
