@@ -168,9 +168,9 @@ class ProgressReport:
 
 
 def copy_text(name: str, copied: int, frames: int | None, ended: bool) -> str:
-    """The line of the copy of stream ``name`` (``-``: standard input) made for ``--vxlan-port auto`` (capture/spool.py):
-    ``copied`` bytes (shown in decimal units: 12.3 MB), ``frames`` records (None: left out), the stream not yet
-    ``ended`` (the replay waits for its end) or ended (the ports are being found in the copy)."""
+    """The line of the copy of stream ``name`` (``-``: standard input) made for ``--vxlan-port auto``
+    (capture/spool.py): ``copied`` bytes (shown in decimal units: 12.3 MB), ``frames`` records (None: left out), the
+    stream not yet ``ended`` (the replay waits for its end) or ended (the ports are being found in the copy)."""
     from rich.filesize import decimal
 
     from ..capture.reader import path_words
