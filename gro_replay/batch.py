@@ -312,7 +312,10 @@ def descriptor_refusal(paths: Sequence[str]) -> str | None:
         refusal = f"batch reads capture files: its Dask workers do not share this process's {what} ({path})"
         if fd in (1, 2) or not _readable(fd):  # an output: nothing a single-stream replay could read either
             return refusal
-        return f"{refusal}; for a single stream use 'gro-replay {'-' if fd == 0 else path}'"
+        if fd == 0:
+            return f"{refusal}; for a single stream use 'gro-replay -'"
+        # the descriptor is this run's (the shell's <(…)): gone when the advice is read, so the command is named
+        return f"{refusal}; for a single stream give it to gro-replay itself ('gro-replay <(…)', not batch)"
     return None
 
 
