@@ -162,8 +162,8 @@ def _resolve_banner(text: str, b: Banner) -> KernelModel:
     who = d.who if d is not None and d.who else ("" if b.release and not signed else s.who)
     # who built it: the release's vendor (Raspberry Pi OS's 6.1.0-rpi7-rpi-v8 with Debian's packaging stays "the
     # distribution"'s), but the banner's for a release candidate's build (Debian's 5.12.0-rc1-amd64)
-    by_release = m is not None and m.vendor and not m.pre_release
-    vendor = m.vendor if m is not None and by_release and not signed else s.vendor
+    by_release = m.vendor if m is not None and not m.pre_release and not signed else ""
+    vendor = by_release or s.vendor
     assumed = f"upstream {xy}-rc{rc}" if rc is not None else base_words(s.major, s.minor, point)
     note = (
         f"{who + ' ' if who else ''}kernel {b.name} ({s.where}: {s.what}): built from upstream {s.version}; {vendor}'s own "
