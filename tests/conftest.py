@@ -7,6 +7,7 @@ when the folder is absent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -220,3 +221,13 @@ def in_a_session() -> None:
     import signal
 
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def file_sizes(directory: Path) -> list[int]:
+    """Sizes (bytes) of the files now in ``directory``, leaving out any removed between the listing and its stat: a
+    child's ``tempfile.gettempdir()`` writes and removes a probe file in its TMPDIR (``_get_default_tempdir``)."""
+    sizes = []
+    for q in directory.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            sizes.append(q.stat().st_size)
+    return sizes

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLI, cli_env, in_a_session
+from conftest import CLI, cli_env, file_sizes, in_a_session
 from test_interface_pipes import _fifo
 
 from gro_replay.capture import spool
@@ -341,7 +341,7 @@ def test_a_signal_while_copying_removes_the_copy(tmp_path, sig, code, line):
         p.stdin.flush()
         deadline = time.monotonic() + 60
         # the copy exists and holds what was written: the stream is being copied, its end not yet read
-        while not [q for q in tmpdir.iterdir() if q.stat().st_size == len(data) // 2]:
+        while len(data) // 2 not in file_sizes(tmpdir):
             assert time.monotonic() < deadline and p.poll() is None
             time.sleep(0.05)
         p.send_signal(sig)

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, cli_env, read_terminal
+from conftest import ROOT, cli_env, file_sizes, read_terminal
 from test_interface_pipes import _fifo
 
 from gro_replay.capture import spool
@@ -294,7 +294,7 @@ def _run(args: list[str], data: bytes, tty: bool, hold: bool = False, tmpdir: Pa
             proc.stdin.flush()
             assert tmpdir is not None
             deadline = time.monotonic() + 60
-            while not [q for q in tmpdir.iterdir() if q.stat().st_size == len(data)] or b"tunnel" not in err:
+            while len(data) not in file_sizes(tmpdir) or b"tunnel" not in err:
                 assert time.monotonic() < deadline and proc.poll() is None, bytes(err)
                 time.sleep(0.05)
             proc.send_signal(signal.SIGINT)
