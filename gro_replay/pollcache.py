@@ -393,15 +393,14 @@ class BatchReplay(RunComposer, FlowTracking):
             if repoll[p] and not hit(b"", t):
                 self._run_poll([], t, b"")
         self._settle_served()
+        self._settle_polls()
         self.settle_lengths()
 
     def _hit(self, key: bytes, t: int, src=None, s: int = 0, e: int = 0, base_index: int = 0) -> bool:
         """Answer a poll (at time ``t``, of the common frames at block positions ``src[s:e]``) from the cache: True
         when the kernels are idle and ``key`` is known. Its counter delta waits for ``settle``; its delivery events
         go to the observers now, in their order, with this poll's skb addresses, frames and time."""
-        if not self._idle:
-            return False
-        events = self.cache.hit(key)
+        events = self.cache.hit(key) if self._idle else None
         if events is None:
             return False
         if events:

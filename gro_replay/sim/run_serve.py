@@ -14,8 +14,10 @@ polls of a block together:
   run is known: each run's cache entry counted once more, its length and flow counters added for its own
   lengths and flows, and the NAPIs' polls counted once (``_count_polls``: the phys NAPIs one poll, full or not;
   each cell what the runs polled it, the most of any run).
-- ``_serve`` answers one marked poll in its turn: the kernels must be idle (as ``_compose`` needs); it counts the
-  NAPIs' polls at once.
+- ``_serve`` answers one marked poll in its turn: the kernels must be idle (as ``_compose`` needs). Its NAPIs'
+  polls (its mark's ``most``, and the phys NAPIs' one) are summed with the runs' counters by ``_settle_served`` and
+  added at the end of the block's polls (``_settle_polls``): poll counts too are read only after the replay, and a
+  recording takes their differences, which additions between polls leave alone.
 - ``_settle_served`` adds the served runs' counters for all of them: entry counts (``PollCache``: added at its
   ``settle``), length counters (``LengthOps.add_sums``: the runs' payload lengths summed by entry and run
   position) and flow counters (``PendingFlowOps``), all of which wait anyway until they are read. It runs at the
@@ -72,6 +74,9 @@ class RunServe:
         #: the block's polls served (``_serve``) and not yet settled (``_settle_served``)
         self._served: list[int] = []
         self.served = 0  # polls answered by ``_serve`` (also counted in ``composed``)
+        #: the NAPIs' poll counts of the served polls settled and not yet added (``_settle_polls``): the phys
+        #: NAPIs' polls and full polls, then each cell's (int64)
+        self._polls_due = np.zeros(2 + 2 * len(self._cells_napis), np.int64)
 
     def _unmark(self, m: _Marks) -> None:
         """Note the keys made length-exact since ``m``'s marks and mark the polls with a run of one of them to be
@@ -99,7 +104,9 @@ class RunServe:
             return False
         m = self._marks
         if m is None or m.block_runs is not block_runs:
-            m = self._marks = _Marks(block_runs, sizes, new, self.rep.config.weight, self._exact_runs)
+            m = self._marks = _Marks(
+                block_runs, sizes, new, self.rep.config.weight, self._exact_runs, len(self._cells_napis)
+            )
             self._servable(m, range(p, len(sizes)))
         else:
             if len(self._exact_runs) != len(
@@ -120,14 +127,6 @@ class RunServe:
             if known is None:
                 return False
             placed = [placed_run(block_runs, j, *k) for j, k in zip(range(ra, rb), known, strict=True)]
-        full = int(sizes[p] == self.rep.config.weight)
-        for n in self._phys_napis:
-            n.polls += 1
-            n.full_polls += full
-        most = m.most[p]
-        for ci, n in enumerate(self._cells_napis):
-            n.polls += most[2 * ci]
-            n.full_polls += most[2 * ci + 1]
         self.composed += 1
         self.served += 1
         self._served.append(p)
@@ -171,14 +170,15 @@ class RunServe:
         some = np.flatnonzero(nrun > 0)
         if len(some) and polled.shape[1]:
             most[some] = np.maximum.reduceat(polled[ei], at[some], axis=0)
+        m.most[polls] = most
         unknown_keys: dict[int, set[bytes]] = {}
         keys = runs.keys
         unk = js[~known]
         for j, q in zip(unk.tolist(), runs.poll[unk].tolist(), strict=True):
             unknown_keys.setdefault(q, set()).add(keys[j])
         seen = len(m.recorded)
-        for q, o, u, x in zip(polls.tolist(), ok.tolist(), unknown.tolist(), most.tolist(), strict=True):
-            m.ok[q], m.unknown[q], m.most[q] = o, u, x
+        for q, o, u in zip(polls.tolist(), ok.tolist(), unknown.tolist(), strict=True):
+            m.ok[q], m.unknown[q] = o, u
             m.stale[q], m.seen[q], m.unknown_keys[q] = False, seen, unknown_keys.get(q)
 
     def _look_up(
@@ -254,13 +254,34 @@ class RunServe:
         m.table = (holding, ends, cells_in, polled)
         return m.table
 
+    def _settle_polls(self) -> None:
+        """Add the NAPIs' poll counts of the polls ``_settle_served`` settled (``_polls_due``): counters are read
+        only after the replay, and a recording takes differences, which these leave alone (called between polls,
+        at the end of a block's)."""
+        due = self._polls_due
+        if not due[0]:
+            return
+        for n in self._phys_napis:
+            n.polls += int(due[0])
+            n.full_polls += int(due[1])
+        for ci, n in enumerate(self._cells_napis):
+            n.polls += int(due[2 + 2 * ci])
+            n.full_polls += int(due[3 + 2 * ci])
+        due[:] = 0
+
     def _settle_served(self) -> None:
         """Add the counters of the runs of the polls ``_serve`` answered since the last call (module docstring)."""
         m = self._marks
         if m is None or not self._served:
             return
-        js, _at = m.runs_of(np.asarray(self._served, np.int64))
+        served = np.asarray(self._served, np.int64)
+        js, _at = m.runs_of(served)
         self._served = []
+        # the NAPIs' polls: each phys NAPI one a poll (full or not), each cell what its mark says (``most``)
+        due = self._polls_due
+        due[0] += len(served)
+        due[1] += int(np.asarray(m.full, bool)[served].sum())
+        due[2:] += m.most[served].sum(axis=0)
         ei = m.ei[js]
         self.runs.hits += len(js)
         nt = len(m.tuples)
@@ -283,11 +304,11 @@ class RunServe:
         ).astype(np.int64)  # exact: a block's payload bytes stay far below 2**53
         for i, r in zip(np.flatnonzero(by_entry).tolist(), row[by_entry > 0].tolist(), strict=True):
             e = m.entries[i]
-            served = int(by_entry[i])
-            e[1] += served
+            times_served = int(by_entry[i])
+            e[1] += times_served
             lengths = e[3].lengths
             if lengths is not None and lengths.add_sums(
-                sums[r * width : r * width + len(lengths.payload)], served
+                sums[r * width : r * width + len(lengths.payload)], times_served
             ):
                 self._lengths_due.append(lengths)
         # flow counters in the order the runs came (``PendingFlowOps`` keeps them in that order)
@@ -304,14 +325,20 @@ class RunServe:
 class _Marks:
     """The polls of one block ``_serve`` may answer (``_servable``), per poll: ``ok`` (may be served), ``unknown``
     (not, for a run not known: ``unknown_keys``, its unknown runs' keys, and ``seen``, how many of the runs
-    ``recorded`` since the marks were made its mark had seen), ``most`` (each cell's polls and full polls,
-    ``2 * cell`` and ``2 * cell + 1``), ``stale`` (to be marked again: a run's key was made length-exact since its
-    mark, ``_unmark``); per run: ``ei``, its entry's index in ``entries`` (-1: unknown or not looked up); each run's
+    ``recorded`` since the marks were made its mark had seen), ``most`` (int64 (polls, 2 * cells): each cell's
+    polls and full polls, ``2 * cell`` and ``2 * cell + 1``), ``stale`` (to be marked again: a run's key was made
+    length-exact since its mark, ``_unmark``); per run: ``ei``, its entry's index in ``entries`` (-1: unknown or not looked up); each run's
     flows (``run_flows``) by number ``flows`` in ``tuples``; ``exact``: the length-exact keys the marks were made
     or brought up to date with."""
 
     def __init__(
-        self, block_runs: BlockRuns, sizes: list[int], new: list[bool], weight: int, exact: set[bytes]
+        self,
+        block_runs: BlockRuns,
+        sizes: list[int],
+        new: list[bool],
+        weight: int,
+        exact: set[bytes],
+        cells: int,
     ) -> None:
         self.block_runs = block_runs
         self.runs: Runs = block_runs.runs
@@ -328,7 +355,7 @@ class _Marks:
         n = len(sizes)
         self.ok = [False] * n
         self.unknown = [False] * n
-        self.most: list[list[int]] = [[]] * n
+        self.most = np.zeros((n, 2 * cells), np.int64)
         self.ei = np.full(len(self.runs.bounds) - 1, -1, np.int64)
         self.entries: list[list] = []
         self.uniq: dict[int, int] = {}  # id(entry) → its index in ``entries``
