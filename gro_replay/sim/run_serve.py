@@ -359,12 +359,24 @@ class _Marks:
         self.ei = np.full(len(self.runs.bounds) - 1, -1, np.int64)
         self.entries: list[list] = []
         self.uniq: dict[int, int] = {}  # id(entry) → its index in ``entries``
-        #: per run: its key numbered in the block (equal keys, equal numbers)
-        kd: dict[bytes, int] = {}
-        self.kid = np.array([kd.setdefault(k, len(kd)) for k in self.runs.keys], np.int64)
-        tuples: dict[tuple, int] = {}
-        self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists.flows], np.int64)
-        self.tuples = list(tuples)
+        #: per run: its key numbered in the block (equal keys, equal numbers: ``Runs.kid``, else numbered here)
+        kid = self.runs.kid
+        if kid is None:
+            kd: dict[bytes, int] = {}
+            kid = np.array([kd.setdefault(k, len(kd)) for k in self.runs.keys], np.int64)
+        self.kid = kid
+        runs = self.runs
+        # each run's flows (``RunLists.flows``) numbered: with one flow a run (each run's frames all of its first
+        # frame's flow), by flow id, without a tuple a run
+        first = runs.fids[self.bounds[:-1]]
+        if (runs.fids == np.repeat(first, np.diff(self.bounds))).all():
+            u, inv = np.unique(first, return_inverse=True)
+            self.flows = inv.reshape(-1).astype(np.int64)
+            self.tuples: list[tuple[int, ...]] = [(f,) for f in u.tolist()]
+        else:
+            tuples: dict[tuple, int] = {}
+            self.flows = np.array([tuples.setdefault(f, len(tuples)) for f in self.lists.flows], np.int64)
+            self.tuples = list(tuples)
         self.stale = [False] * n
         self.exact = set(exact)
         #: the keys (``Runs.keys``) of the runs recorded since the marks were made (``_record_run``), in order

@@ -56,6 +56,7 @@ import numpy as np
 from ..kernel.reasons import BUDGET_EXHAUSTED, POLL_END
 from ..kernel.tcp_offload import TCP_FLAG_FIN, TCP_FLAG_PSH, TCP_FLAG_RST, TCP_FLAG_SYN, TCP_FLAG_URG
 from ..packet.columns import FIELDS, V_UDP_ZERO, Columns
+from .run_rows import distinct_rows, first_seen, length_ranks, run_keys_of
 
 #: the TCP flags (byte 13 of the header) that make ``tcp_gro_receive`` end the segment's packet at its
 #: ``out_check_final`` (net/ipv4/tcp_offload.c): URG, PSH, RST, SYN, FIN. A frame with one of them or without payload
@@ -66,6 +67,7 @@ ENDS_PIECE = (TCP_FLAG_URG | TCP_FLAG_PSH | TCP_FLAG_RST | TCP_FLAG_SYN | TCP_FL
 _WIDTHS = np.array([{"win": 1 << 16, "oid": 1, "iid": 1}.get(f, 1 << 32) for f in FIELDS[2:]], np.int64)
 #: the widths are powers of two: modulo by a mask (two's complement: ``x & (w - 1) == x % w`` for every int64 x)
 _WIDTH_MASKS = _WIDTHS - 1
+_WIDTH_MASKS32 = _WIDTH_MASKS.astype(np.uint32)
 #: columns of a run row after the headers (uint32 each)
 _EXT = 8 + len(FIELDS) - 2 + 5
 
@@ -78,7 +80,8 @@ class Runs(NamedTuple):
     (bytes); ``payload``: TCP payload bytes and ``fids`` flow ids of each entry in ``order`` (int64); ``nkv``:
     distinct header rows per run (GRO holds at most one packet per row per NAPI); ``ids``: the outer and inner
     IPv4 IDs of each entry in ``order`` (int64 (m, 2); 0 for IPv6); ``more``: each run is followed by another piece
-    of its flow in its poll (bool).
+    of its flow in its poll (bool); ``kid``: each run's key numbered (int64; equal keys, equal numbers, and runs
+    with equal keys share one bytes object), or None.
     """
 
     order: np.ndarray
@@ -90,6 +93,7 @@ class Runs(NamedTuple):
     nkv: np.ndarray
     ids: np.ndarray
     more: np.ndarray
+    kid: np.ndarray | None = None
 
 
 class RunLists(NamedTuple):
@@ -167,7 +171,8 @@ def run_keys(
     equal: sim/block_flows.py ``_flow_ids``); ``shapes``: the header rows without flow names met so far
     (``Columns.anon`` bytes → number, grown here);
     ``selected``: ``--flow``'s choice per flow id, or None; ``no_cut``: bool per entry, True where a frame that
-    would end a piece does not (``ENDS_PIECE``), or None."""
+    would end a piece does not (``ENDS_PIECE``), or None. The numberings and the key bytes: sim/run_rows.py (equal
+    keys share one bytes object; ``Runs.kid`` numbers them)."""
     m = len(idx)
     rid, more = _pieces(col, idx, poll_of, no_cut)
     nrun = len(more)
@@ -186,41 +191,42 @@ def run_keys(
     ce = cls[order]
     ext[:, 0] = _shape_numbers(col, at, ce, shapes)
     # the flows, numbered by first occurrence in the run (and whether --flow selects each)
-    ext[:, 1] = _first_seen(rhi | fl.astype(np.uint64), start)
+    ext[:, 1] = first_seen(rhi | fl.astype(np.uint64), start)
     if selected is not None:
         ext[:, 2] = np.asarray(selected, bool)[fl]
     # sequence points: starts and ends, numbered by first occurrence in the run's list s0, e0, s1, e1, ...
     pts = np.empty(2 * m, np.uint64)
     pts[0::2] = rel[:, 0].astype(np.uint64)
     pts[1::2] = ((rel[:, 0] + pay) & 0xFFFFFFFF).astype(np.uint64)
-    ext[:, 3:5] = _first_seen(np.repeat(rhi, 2) | pts, np.repeat(2 * start, 2)).reshape(m, 2)
-    ext[:, 5] = _first_seen(rhi | rel[:, 1].astype(np.uint64), start)
+    ext[:, 3:5] = first_seen(np.repeat(rhi, 2) | pts, np.repeat(2 * start, 2)).reshape(m, 2)
+    ext[:, 5] = first_seen(rhi | rel[:, 1].astype(np.uint64), start)
     total = np.add.reduceat(caplen[at].astype(np.int64), bounds[:-1]) if m else np.zeros(0, np.int64)
     exact = (total >= limit)[r]
-    ext[:, 6] = np.where(exact, pay, _length_ranks(r, pay, nrun))
+    ext[:, 6] = np.where(exact, pay, length_ranks(r, pay, nrun))
     # whether the lengths are exact, and the run's frame count: keys of runs of different lengths differ in their
     # first row, so the rows' bytes end at the same place in two keys that start alike (``length_exact_key``)
     ext[:, 7] = exact | (counts[r] << 1)
     k = 8 + len(FIELDS) - 2
-    ext[:, 8:k] = (rel[:, 2:] - rel[start, 2:]) & _WIDTH_MASKS
+    # in uint32: the differences modulo 2**32, and every width divides 2**32 (the same values, a third the time)
+    varying = rel[:, 2:].astype(np.uint32)
+    np.bitwise_and(varying - varying[start], _WIDTH_MASKS32, out=ext[:, 8:k])
     vb = col.vbits[at]
     ext[:, k] = vb
     resid = col.resid[at].copy()
     resid[(vb & V_UDP_ZERO) != 0, 1] = 0
     ext[:, k + 1 : k + 5] = resid
-    flat = ext.tobytes()
-    w = ext.shape[1] * 4
-    b = (bounds * w).tolist()
+    keys, kid = run_keys_of(ext, bounds, counts, r)
     return Runs(
         order=order,
         bounds=bounds,
         poll=poll_of[order[bounds[:-1]]] if m else np.zeros(0, np.int64),
-        keys=[flat[x:y] for x, y in zip(b[:-1], b[1:], strict=True)],
+        keys=keys,
         payload=pay,
         fids=fl,
-        nkv=_distinct_rows(r, ce, nrun),
+        nkv=distinct_rows(r, ce, nrun),
         ids=rel[:, 3:5],
         more=more,
+        kid=kid,
     )
 
 
@@ -269,37 +275,6 @@ def run_flows(runs: Runs) -> tuple[list[tuple[int, ...]], bytes]:
         return list(zip(flows)), runs.payload.tobytes()
     cut = np.searchsorted(first, runs.bounds).tolist()
     return [tuple(flows[cut[j] : cut[j + 1]]) for j in range(nrun)], runs.payload.tobytes()
-
-
-def _distinct_rows(r: np.ndarray, cls: np.ndarray, nrun: int) -> np.ndarray:
-    """Distinct ``cls`` values (kv classes: header rows) of each run ``r`` (int64 per run): the distinct (run,
-    class) pairs counted by run."""
-    k = int(cls.max()) + 1 if len(cls) else 1
-    # a sort, not np.unique: numpy 2's hash-based unique costs ~14 ms on its first call
-    v = np.sort(r * k + cls)
-    distinct = np.ones(len(v), bool)
-    distinct[1:] = v[1:] != v[:-1]
-    return np.bincount(v[distinct] // k, minlength=nrun)
-
-
-def _length_ranks(r: np.ndarray, pay: np.ndarray, nrun: int) -> np.ndarray:
-    """Each payload length's rank among the distinct lengths of its run ``r`` (1, 2, ... from the shortest
-    non-zero one; 0 stays 0)."""
-    rhi = r.astype(np.uint64) << np.uint64(32)
-    u, inv = np.unique(rhi | pay.astype(np.uint64), return_inverse=True)
-    run_first = np.searchsorted(u, np.arange(nrun, dtype=np.uint64) << np.uint64(32))
-    has_zero = (u[np.minimum(run_first, len(u) - 1)] & np.uint64(0xFFFFFFFF)) == 0
-    rank = inv.reshape(-1) - run_first[r] + np.where(has_zero[r], 0, 1)
-    return np.where(pay == 0, 0, rank)
-
-
-def _first_seen(v: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """For each element of ``v`` (values tagged with their run in the high bits), the position of the first
-    element of its run with the same value, relative to the run's ``start``."""
-    if (v == v[start]).all():  # every element equals its run's first (one flow, one ack)
-        return np.zeros(len(v), np.int64)
-    _u, first, inv = np.unique(v, return_index=True, return_inverse=True)
-    return first[inv.reshape(-1)] - start
 
 
 class LengthOps:
