@@ -65,6 +65,8 @@ class RunServe:
     _per_run: Callable[[bytes, bytes], bool]
     _memo: Callable[..., tuple]
     _id_key: Callable[..., bytes]
+    _id_rel: tuple
+    _ids_across: bool
     _known_placed: Callable[..., list | None]
     _deliver: Callable[[tuple, int, list, int], None]
 
@@ -205,20 +207,29 @@ class RunServe:
         out = ans[inv]
         if alone.any():
             xs = np.flatnonzero(alone[inv])
-            memo, id_key, exact = self._memo, self._id_key, self._exact_runs
+            memo, exact = self._memo, self._exact_runs
+            ctx_of = [b"F" if c else b"" for c in (pair[first] & 1).tolist()]  # per group
+            exact_of = [keys[j] in exact for j in js[first].tolist()]
+            self._id_key(runs, 0, 0)  # ``_id_rel`` made for these runs
+            _runs, rel, cross = self._id_rel
+            across = self._ids_across
             by_memo: dict[tuple, int] = {}  # equal memos, equal answers (``RunLookup._memo``)
-            for x, g, j, c in zip(
-                xs.tolist(), inv[xs].tolist(), js[xs].tolist(), (pair[xs] & 1).tolist(), strict=True
-            ):
-                ctx = b"F" if c else b""
+            got = []
+            for g, j in zip(inv[xs].tolist(), js[xs].tolist(), strict=True):
                 a, b = bounds[j], bounds[j + 1]
                 # a key not length-exact whose lookup reads IDs (``_per_run``): its memo is its group's key and
-                # context (``g``) and ``_id_key`` of its IDs
-                mk = memo(runs, j, a, b, ctx) if keys[j] in exact else (g, id_key(runs, a, b))
+                # context (``g``) and ``_id_key`` of its IDs (its slices of ``_id_rel``, inline)
+                if exact_of[g]:
+                    mk = memo(runs, j, a, b, ctx_of[g])
+                elif across:
+                    mk = (g, rel[4 * a : 4 * b], cross[2 * a : 2 * a + 2])
+                else:
+                    mk = (g, rel[4 * a : 4 * b])
                 i = by_memo.get(mk)
                 if i is None:
-                    i = by_memo[mk] = m.index(lookup(runs, j, a, b, ctx)[0])
-                out[x] = i
+                    i = by_memo[mk] = m.index(lookup(runs, j, a, b, ctx_of[g])[0])
+                got.append(i)
+            out[xs] = got
         return out
 
     def _entry_table(self, m: _Marks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
