@@ -96,9 +96,11 @@ class Columns:
     #: the rows of each layout found (a slice or an index array) and the mask that keeps their ``anon`` bytes
     _anon_of: list[tuple[slice | np.ndarray, np.ndarray]]
 
-    def kv_hash(self) -> np.ndarray:
+    def kv_hash(self, same_rows: bool = False) -> np.ndarray:
+        """``same_rows``: the caller found every ``kv`` row equal (the first row's sum is every row's)."""
         if self._kvh is None:
-            h = self.kv.view(np.uint64) @ _HASH_MULT  # the weighted sum of each row's words, modulo 2**64
+            kv = self.kv[:1] if same_rows and len(self.kv) else self.kv
+            h = kv.view(np.uint64) @ _HASH_MULT  # the weighted sum of each row's words, modulo 2**64
             zero = ((self.vbits & V_UDP_ZERO) != 0).astype(np.uint64)
             self._kvh = h ^ (zero << np.uint64(63))
         return self._kvh
@@ -154,13 +156,18 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     et = o["et"]
     o4 = (et == ETH_P_IP) & (o["b14"] == 0x45) & ((o["b20"] & 0x3F) == 0) & (o["b21"] == 0)
     o4 &= (o["b23"] == 17) & (o["tot4"] + 14 == L)
-    o6 = (et == ETH_P_IPV6) & ((o["b14"] >> 4) == 6) & (o["b20"] == 17) & (o["plen6"] + 54 == L)
-    dport = np.where(o6, o["dport6"], o["dport4"])
+    o6 = et == ETH_P_IPV6
+    any6 = bool(o6.any())  # else the IPv6 fields are not read (a block of IPv4 underlay)
+    if any6:
+        o6 &= ((o["b14"] >> 4) == 6) & (o["b20"] == 17) & (o["plen6"] + 54 == L)
+    dport = np.where(o6, o["dport6"], o["dport4"]) if any6 else o["dport4"]
     vx = _port_in(dport, vxlan_ports)
     gn = _port_in(dport, geneve_ports)
-    # tunnel header length (Geneve: 8 + options), which places the inner frame
-    gbyte = np.where(o6, o["g6"], o["g4"]).astype(np.int64)
-    tlen = np.where(vx, 8, 8 + (gbyte & 0x3F) * 4)
+    # tunnel header length (Geneve: 8 + options), which places the inner frame (8 for all when none is Geneve)
+    tlen: np.ndarray | int = 8
+    if gn.any():
+        gbyte = (np.where(o6, o["g6"], o["g4"]) if any6 else o["g4"]).astype(np.int64)
+        tlen = np.where(vx, 8, 8 + (gbyte & 0x3F) * 4)
     cand = (o4 | o6) & (vx | gn)
     if not cand.any():
         return c
@@ -414,11 +421,11 @@ def relative(rel: np.ndarray, base: np.ndarray, out: np.ndarray | None = None) -
     ``out``: where to write the rows (any integer dtype of at least 32 bits, e.g. uint32 columns of a larger
     array; None: a new int64 array). Returns the rows written."""
     d = np.take(rel, base, axis=0)
-    if out is None:
-        out = d
-    # integer casts wrap modulo the type's width (a power of two, as are the fields'): modulo by a mask after
-    np.subtract(rel, d, out=out, casting="unsafe")
-    return np.bitwise_and(out, _WIDTH_MASKS.astype(out.dtype), out=out)
+    np.subtract(rel, d, out=d)
+    np.bitwise_and(d, _WIDTH_MASKS, out=d)
+    if out is not None:
+        out[...] = d  # each masked field fits in 32 bits
+    return d if out is None else out
 
 
 _WIDTHS = np.array([_MOD.get(name, 1 << 32) for name in FIELDS], np.int64)

@@ -60,14 +60,17 @@ class FlowTracking:
         pos = np.flatnonzero(common)
         if not len(pos):
             return fids, [], None
-        h = col.kv_hash()
         every = len(pos) == n
         kv64 = col.kv.view(np.uint64)
         rows = kv64 if every else kv64[pos]
+        # every row the first one's (bulk traffic: first tried on the last row): one hash for them all
+        eq = rows == rows[0] if every and (rows[-1] == rows[0]).all() else None
+        h = col.kv_hash(same_rows=eq is not None and bool(eq.all()))
         if every and (h == h[0]).all():  # one class (one flow, one direction)
             first = np.zeros(1, np.int64)
             inv = np.zeros(n, np.int64)
-            eq = rows == rows[0]
+            if eq is None:
+                eq = rows == rows[0]
         else:
             _u, first, inv = np.unique(h if every else h[pos], return_index=True, return_inverse=True)
             inv = inv.reshape(-1)
@@ -258,6 +261,8 @@ class FlowTracking:
         # each quiet flow's last frame, and whether any of its frames ended it
         if not len(qi):
             return np.flatnonzero(slow_m), {}
+        if (qf == qf[0]).all():  # one quiet flow (bulk traffic)
+            return np.flatnonzero(slow_m), {int(qi[-1]): (int(qf[0]), bool(ended[qi].any()))}
         o = np.argsort(qf, kind="stable")
         qs = qf[o]
         is_last = np.ones(len(o), bool)
@@ -338,7 +343,11 @@ class FlowTracking:
             inp.outer_csum_bad += int(np.count_nonzero(col.vbits[sel] & V_UDP_BAD))
             # the class is the flow's (named by its first frame: an inner fragment makes it tunnel_other)
             flow_class = self.rep.decoder.flow_class
-            uf, inv, cnt = np.unique(fids[sel], return_inverse=True, return_counts=True)
+            f = fids[sel]
+            if (f == f[0]).all():  # one flow (bulk traffic)
+                uf, inv, cnt = f[:1], np.zeros(len(f), np.int64), np.array([len(f)])
+            else:
+                uf, inv, cnt = np.unique(f, return_inverse=True, return_counts=True)
             mss = self.rep._flow_mss
             if mss is not None:
                 mx = np.zeros(len(uf), np.int64)
