@@ -248,7 +248,9 @@ class SizeWalk:
                 offs.append(first + step * np.arange(m, dtype=np.int64))
             elif first > at:
                 o = walked[at:first]
-                heads.append(a[o[:, None] + np.arange(width)].view(self.u32))
+                # every ``width`` bytes of ``a`` as a row (a window view made without sliding_window_view's checks)
+                window = np.ndarray((len(a) - width + 1, width), np.uint8, a, 0, (1, 1))
+                heads.append(window[o].view(self.u32))
                 offs.append(o)
                 at = first
         self._parts, self._got = [], []
