@@ -224,6 +224,7 @@ def kernel_cmd(
         # the devices the backend made (device names, JSON), and whether GRO ran on the phys veth (ReplayConfig.gro_runs)
         cfg = replace(cfg, vxlan_ports=ports, phys_xdp_generic=defer_to_tunnel)
         oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
+        cfg = replace(cfg, hz=oracle.hz)  # the running kernel's, for the report's NIC line
         tracer: TraceWriter | NamedOutput | None = None
         if trace_path:
             trace = TraceWriter(open_out(outs, trace_path, "--trace"), tag=False)
@@ -268,13 +269,14 @@ def _backend_tunnel_devices(cfg, ports, oracle) -> dict[str, str]:
 def _document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_to_tunnel) -> dict:
     """The kernel backend's JSON document: the replay document with the config the backend really used (the
     simulator's constants do not apply) and a ``kernel`` object about the run."""
+    from ..report import BACKEND_POLL, BACKEND_RSS
     from ..report.document import document
 
     doc = document(result, backend="kernel")
     doc["config"] = {
         "kernels": doc["config"]["kernels"],
-        "nic": {"rx_csum": rx_csum, "rss": "none (veth)"},
-        "poll": "budget (64-frame polls imposed by the injection recipe)",
+        "nic": {"rx_csum": rx_csum, "rss": BACKEND_RSS},
+        "poll": BACKEND_POLL,
         "constants": {"hz": oracle.hz},
         "vxlan_ports": list(ports),
         "vxlan_gbp": cfg.vxlan_gbp,

@@ -26,3 +26,17 @@ MIXED_WHY = (
     "GRO compares headers, not flows: the same inner flow under another outer key where no tunnel metadata tells "
     "them apart, or a key that came back as a new flow while GRO held its frames"
 )
+
+#: The kernel backend's NIC and polls (oracle/replay.py's recipe): its JSON ``config`` (cli/kernel.py) and its text
+#: and Markdown NIC line (table.py ``nic_line``) say them. Frames come through a veth pair with one queue, sent in
+#: chunks that make every poll take 64 frames; plain injection arrives CHECKSUM_NONE, and a tcx egress BPF program
+#: calling ``bpf_csum_level`` makes it CHECKSUM_UNNECESSARY at the level asked for.
+BACKEND_RSS = "none (veth)"
+BACKEND_POLL = "budget (64-frame polls imposed by the injection recipe)"
+BACKEND_RX_CSUM = {
+    "none": "CHECKSUM_NONE: the veth's plain injection",
+    "unnecessary": "CHECKSUM_UNNECESSARY level 0: bpf_csum_level(BPF_CSUM_LEVEL_INC) once, tcx egress of the sender",
+    "unnecessary-tunnel": (
+        "CHECKSUM_UNNECESSARY level 1: bpf_csum_level(BPF_CSUM_LEVEL_INC) twice, tcx egress of the sender"
+    ),
+}

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich import box
 
 from ..capture.reader import path_words
-from . import AGGREGATES_LABEL, MIXED_WHY, SW_CSUM_LABEL
+from . import AGGREGATES_LABEL, BACKEND_POLL, BACKEND_RSS, BACKEND_RX_CSUM, MIXED_WHY, SW_CSUM_LABEL
 from .document import summary_line
 from .kernel_lines import kernel_lines
 from .verbatim import VerbatimTable, say, verbatim
@@ -316,6 +316,25 @@ def note_lines(inp: dict) -> list[str]:
     return [f"note: {n}" for n in inp.get("notes", ())]
 
 
+def nic_line(result) -> str:
+    """The report's NIC line: the simulated NIC and poll model of ``result.config``, or with the kernel backend
+    (``result.backend``) what its recipe does (``BACKEND_RSS``, ``BACKEND_POLL``, ``BACKEND_RX_CSUM``: no --nic,
+    poll model, weight or RSS of the simulator applies there), and the kernels."""
+    cfg = result.config
+    kernels = "kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels)
+    if getattr(result, "backend", None) == "kernel":
+        return (
+            f"NIC: the kernel backend's veth: --rx-csum {cfg.rx_csum} ({BACKEND_RX_CSUM[cfg.rx_csum]}), RSS "
+            f"{BACKEND_RSS}; poll model {BACKEND_POLL}, HZ {cfg.hz}; {kernels}"
+        )
+    return (
+        f"NIC: {cfg.nic_words() if hasattr(cfg, 'nic_words') else '--rx-csum ' + cfg.rx_csum}, RSS {cfg.rss}"
+        + (f", {cfg.rx_queues} RX queues" if getattr(cfg, "rx_queues", 1) > 1 else "")
+        + f"; poll model {cfg.poll_words() if hasattr(cfg, 'poll_words') else cfg.poll.describe()}, weight "
+        f"{cfg.weight}, HZ {cfg.hz}; {kernels}"
+    )
+
+
 def input_lines(result) -> list[str]:
     inp = result.input
     cfg = result.config
@@ -324,11 +343,7 @@ def input_lines(result) -> list[str]:
     lines = [
         input_line(doc),
         f"frames: {classes}",
-        f"NIC: {cfg.nic_words() if hasattr(cfg, 'nic_words') else '--rx-csum ' + cfg.rx_csum}, RSS {cfg.rss}"
-        + (f", {cfg.rx_queues} RX queues" if getattr(cfg, "rx_queues", 1) > 1 else "")
-        + f"; poll model {cfg.poll_words() if hasattr(cfg, 'poll_words') else cfg.poll.describe()}, weight "
-        f"{cfg.weight}, HZ {cfg.hz}; "
-        f"kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels),
+        nic_line(result),
         *kernel_lines(cfg.kernels),
         *engine_lines(getattr(result, "engine", None)),
         *note_lines(doc),
