@@ -186,13 +186,35 @@ def _sane_terminal_size_env() -> None:
             del os.environ[name]
 
 
+#: sysexits.h EX_TEMPFAIL: a temporary failure, the command may be run again (the installation changed under it)
+EXIT_TEMPFAIL = 75
+
+
+def _import_failed(e: ImportError) -> int:
+    """One line for an import that failed while a command ran. A module of gro-replay's own that is not found
+    (``ModuleNotFoundError``, ``e.name``) means its installation changed under the running command (``pip install`` replacing the package,
+    as the README's test command does over the first command's install): exit ``EXIT_TEMPFAIL``, to run it again
+    once the install has finished. Any other is an internal error (70)."""
+    name = e.name or ""
+    if isinstance(e, ModuleNotFoundError) and name.split(".")[0] == "gro_replay":
+        click.echo(
+            f"gro-replay: its installation changed while it ran ({name} could not be imported): run it again "
+            "once the install has finished",
+            err=True,
+        )
+        return EXIT_TEMPFAIL
+    click.echo(f"gro-replay: internal error: {type(e).__name__}: {e}", err=True)
+    return 70
+
+
 def entry() -> None:
     """Console-script entry. Exit codes: click's own errors keep theirs (2 usage); 130 after SIGINT, 143 after
     SIGTERM and 129 after SIGHUP unless it was ignored (nohup) (one line, no traceback; the command unwinds first,
     so its output files are removed); 141 when the
     reader of standard output went away (``| head -1``; nothing printed); 2 when standard output cannot be written
     (``> /dev/full``: ``Error: standard output: cannot write: No space left on device``, the wording of every
-    output); anything unexpected becomes one line on stderr and exit code 70
+    output); 75 when a module of its own cannot be imported (its installation changed while it ran:
+    ``_import_failed``); anything unexpected becomes one line on stderr and exit code 70
     (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it). Every code stays the
     same when standard error cannot be written (a closed pipe, a full disk: ``_LossyWrites``).
     """
@@ -233,6 +255,10 @@ def entry() -> None:
             # the wording of every output that cannot be written (gro_replay/outputs.py failure_text)
             click.echo(f"Error: {failure_text('', STDOUT_NAME, e)}", err=True)
             code = 2
+    except ImportError as e:
+        if os.environ.get("GRO_REPLAY_DEBUG"):
+            raise
+        code = _import_failed(e)
     except Exception as e:  # noqa: BLE001 - the last line of defence against tracebacks
         if os.environ.get("GRO_REPLAY_DEBUG"):
             raise

@@ -1,0 +1,57 @@
+"""A command whose own modules vanish while it runs — the README's test command reinstalls gro-replay (editable)
+over the first command's install, and a replay started meanwhile found ``gro_replay.report.document`` gone — says
+so in one line and exits 75 (sysexits.h EX_TEMPFAIL: run it again), not "internal error … (a bug: please report it)",
+exit 70 (newcomer's finding). Any other import failure stays an internal error (70).
+
+The vanished module is simulated by a ``None`` entry in ``sys.modules``: its import then raises
+``ModuleNotFoundError`` naming it, as a module whose file is gone does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import FIX_SAMPLE, cli_env
+
+_RUN = (
+    "import sys\n"
+    "sys.modules[{module!r}] = None\n"
+    "from gro_replay.cli import entry\n"
+    "sys.argv = ['gro-replay', *{args!r}]\n"
+    "entry()\n"
+)
+
+
+def _run(module: str, args: list[str]) -> subprocess.CompletedProcess:
+    code = _RUN.format(module=module, args=args)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=300, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        (
+            "gro_replay.report.document",
+            [str(FIX_SAMPLE), "-q"],
+        ),  # the newcomer's: imported when the replay reports
+        ("gro_replay.report.explain", ["explain", str(FIX_SAMPLE)]),
+        ("gro_replay.report.diff", ["diff", str(FIX_SAMPLE), str(FIX_SAMPLE)]),
+    ],
+)
+def test_a_module_of_its_own_gone_is_one_line_exit_75(module, args):
+    p = _run(module, args)
+    assert p.returncode == 75, p.stderr
+    assert p.stderr == (
+        f"gro-replay: its installation changed while it ran ({module} could not be imported): run it again once "
+        "the install has finished\n"
+    )
+
+
+def test_another_module_gone_is_an_internal_error():
+    p = _run("json", [str(FIX_SAMPLE), "-q", "--format", "json"])
+    assert p.returncode == 70, p.stderr
+    assert p.stderr.startswith("gro-replay: internal error: ModuleNotFoundError: "), p.stderr
