@@ -1,7 +1,8 @@
 """A command whose own modules vanish while it runs — the README's test command reinstalls gro-replay (editable)
 over the first command's install, and a replay started meanwhile found ``gro_replay.report.document`` gone — says
 so in one line and exits 75 (sysexits.h EX_TEMPFAIL: run it again), not "internal error … (a bug: please report it)",
-exit 70 (newcomer's finding). Any other import failure stays an internal error (70).
+exit 70 (newcomer's finding); so does a name missing from a module of its own (an old module loaded before the
+install, a new one after it). Any other import failure stays an internal error (70).
 
 The vanished module is simulated by a ``None`` entry in ``sys.modules``: its import then raises
 ``ModuleNotFoundError`` naming it, as a module whose file is gone does.
@@ -46,9 +47,31 @@ def test_a_module_of_its_own_gone_is_one_line_exit_75(module, args):
     p = _run(module, args)
     assert p.returncode == 75, p.stderr
     assert p.stderr == (
-        f"gro-replay: its installation changed while it ran ({module} could not be imported): run it again once "
-        "the install has finished\n"
+        f"gro-replay: its installation changed while it ran, or is incomplete (import of {module} halted; None in "
+        "sys.modules): run it again once the install has finished, else reinstall it\n"
     )
+
+
+def test_a_name_gone_from_a_module_of_its_own_is_one_line_exit_75():
+    # a module loaded before the install (the old report/__init__.py, without BACKEND_POLL) and one loaded after it
+    # (the new table.py, which imports it): 'cannot import name' from a module of its own (breaker's finding)
+    code = (
+        "import sys\n"
+        "import gro_replay.report\n"
+        "del gro_replay.report.BACKEND_POLL\n"
+        "from gro_replay.cli import entry\n"
+        f"sys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '-q']\n"
+        "entry()\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=300, check=False
+    )
+    assert p.returncode == 75, p.stderr
+    assert p.stderr.startswith(
+        "gro-replay: its installation changed while it ran, or is incomplete (cannot import name 'BACKEND_POLL' "
+        "from 'gro_replay.report' ("
+    ), p.stderr
+    assert p.stderr.endswith("): run it again once the install has finished, else reinstall it\n"), p.stderr
 
 
 def test_another_module_gone_is_an_internal_error():

@@ -191,15 +191,17 @@ EXIT_TEMPFAIL = 75
 
 
 def _import_failed(e: ImportError) -> int:
-    """One line for an import that failed while a command ran. A module of gro-replay's own that is not found
-    (``ModuleNotFoundError``, ``e.name``) means its installation changed under the running command (``pip install`` replacing the package,
-    as the README's test command does over the first command's install): exit ``EXIT_TEMPFAIL``, to run it again
-    once the install has finished. Any other is an internal error (70)."""
+    """One line for an import that failed while a command ran. One of gro-replay's own modules (``e.name``) that
+    is not found, or lacks a name another of its modules imports, means its installation changed under the running
+    command (``pip install`` replacing the package, as the README's test command does over the first command's
+    install: modules loaded before it are the old ones, those after the new) or is incomplete: exit
+    ``EXIT_TEMPFAIL``, to run it again once the install has finished (CI's mypy checks every import of the
+    package's own names, so a release has no such bug of its own). Any other is an internal error (70)."""
     name = e.name or ""
-    if isinstance(e, ModuleNotFoundError) and name.split(".")[0] == "gro_replay":
+    if name.split(".")[0] == "gro_replay":
         click.echo(
-            f"gro-replay: its installation changed while it ran ({name} could not be imported): run it again "
-            "once the install has finished",
+            f"gro-replay: its installation changed while it ran, or is incomplete ({e}): run it again once the "
+            "install has finished, else reinstall it",
             err=True,
         )
         return EXIT_TEMPFAIL
@@ -213,8 +215,8 @@ def entry() -> None:
     so its output files are removed); 141 when the
     reader of standard output went away (``| head -1``; nothing printed); 2 when standard output cannot be written
     (``> /dev/full``: ``Error: standard output: cannot write: No space left on device``, the wording of every
-    output); 75 when a module of its own cannot be imported (its installation changed while it ran:
-    ``_import_failed``); anything unexpected becomes one line on stderr and exit code 70
+    output); 75 when a module of its own, or a name in one, cannot be imported (its installation changed while it
+    ran: ``_import_failed``); anything unexpected becomes one line on stderr and exit code 70
     (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it). Every code stays the
     same when standard error cannot be written (a closed pipe, a full disk: ``_LossyWrites``).
     """
