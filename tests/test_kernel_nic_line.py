@@ -65,6 +65,11 @@ def test_the_kernel_command_prints_the_backend_line():
         + text.output.split("backend: kernel ", 1)[1].split(",", 1)[0]
     ]
     assert "--nic" not in text.output
+    # Markdown: the same backend line first (it had none: the NIC line's HZ came from nowhere there)
+    md = runner.invoke(main, ["kernel", str(FIX_SAMPLE), "-q", "--format", "markdown"]).output.splitlines()
+    backend = next(x for x in text.output.splitlines() if x.startswith("backend: kernel "))
+    assert md[0] == f"- {backend}"
+    assert f"- {nic[0]}" in md
     doc = json.loads(runner.invoke(main, ["kernel", str(FIX_SAMPLE), "-q", "--format", "json"]).output)
     assert doc["config"]["nic"] == {"rx_csum": "none", "rss": "none (veth)"}
     assert doc["config"]["poll"] == "budget (64-frame polls imposed by the injection recipe)"

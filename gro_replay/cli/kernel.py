@@ -240,21 +240,20 @@ def kernel_cmd(
     elif fmt == "markdown":
         from ..report.table import markdown
 
-        click.echo(markdown(result))
+        click.echo(f"- {_backend_line(oracle, defer_to_tunnel)}\n{markdown(result)}")
     else:
         console = verbatim_console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
-        say(
-            console,
-            f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
-            + (
-                ", GRO deferred to the tunnel device (generic XDP on the phys device)"
-                if defer_to_tunnel
-                else ""
-            )
-            + "; segments per skb inferred from lengths",
-            soft_wrap=False,
-        )
+        say(console, _backend_line(oracle, defer_to_tunnel), soft_wrap=False)
         render(result, console, hist=not no_hist)
+
+
+def _backend_line(oracle, defer_to_tunnel: bool) -> str:
+    """The report's first line (text and Markdown): the running kernel, its HZ, the frames sent and how."""
+    return (
+        f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
+        + (", GRO deferred to the tunnel device (generic XDP on the phys device)" if defer_to_tunnel else "")
+        + "; segments per skb inferred from lengths"
+    )
 
 
 def _backend_tunnel_devices(cfg, ports, oracle) -> dict[str, str]:
