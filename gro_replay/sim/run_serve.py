@@ -65,8 +65,6 @@ class RunServe:
     _per_run: Callable[[bytes, bytes], bool]
     _memo: Callable[..., tuple]
     _id_key: Callable[..., bytes]
-    _id_rel: tuple
-    _ids_across: bool
     _known_placed: Callable[..., list | None]
     _deliver: Callable[[tuple, int, list, int], None]
 
@@ -198,8 +196,8 @@ class RunServe:
         inv = inv.reshape(-1)
         ans = np.empty(len(first), np.int64)
         alone = np.zeros(len(first), bool)
-        for g, (j, c) in enumerate(zip(js[first].tolist(), (pair[first] & 1).tolist(), strict=True)):
-            ctx = b"F" if c else b""
+        ctx_of = [b"F" if c else b"" for c in (pair[first] & 1).tolist()]  # per group
+        for g, (j, ctx) in enumerate(zip(js[first].tolist(), ctx_of, strict=True)):
             if self._per_run(keys[j], ctx):
                 alone[g] = True
                 continue
@@ -207,24 +205,15 @@ class RunServe:
         out = ans[inv]
         if alone.any():
             xs = np.flatnonzero(alone[inv])
-            memo, exact = self._memo, self._exact_runs
-            ctx_of = [b"F" if c else b"" for c in (pair[first] & 1).tolist()]  # per group
-            exact_of = [keys[j] in exact for j in js[first].tolist()]
-            self._id_key(runs, 0, 0)  # ``_id_rel`` made for these runs
-            _runs, rel, cross = self._id_rel
-            across = self._ids_across
+            memo, id_key, exact = self._memo, self._id_key, self._exact_runs
+            exact_of = [keys[j] in exact for j in js[first].tolist()]  # per group
             by_memo: dict[tuple, int] = {}  # equal memos, equal answers (``RunLookup._memo``)
             got = []
             for g, j in zip(inv[xs].tolist(), js[xs].tolist(), strict=True):
                 a, b = bounds[j], bounds[j + 1]
                 # a key not length-exact whose lookup reads IDs (``_per_run``): its memo is its group's key and
-                # context (``g``) and ``_id_key`` of its IDs (its slices of ``_id_rel``, inline)
-                if exact_of[g]:
-                    mk = memo(runs, j, a, b, ctx_of[g])
-                elif across:
-                    mk = (g, rel[4 * a : 4 * b], cross[2 * a : 2 * a + 2])
-                else:
-                    mk = (g, rel[4 * a : 4 * b])
+                # context (``g``) and ``_id_key`` of its IDs
+                mk = memo(runs, j, a, b, ctx_of[g]) if exact_of[g] else (g, id_key(runs, a, b))
                 i = by_memo.get(mk)
                 if i is None:
                     i = by_memo[mk] = m.index(lookup(runs, j, a, b, ctx_of[g])[0])
