@@ -41,6 +41,10 @@ def _run(module: str, args: list[str]) -> subprocess.CompletedProcess:
         ),  # the newcomer's: imported when the replay reports
         ("gro_replay.report.explain", ["explain", str(FIX_SAMPLE)]),
         ("gro_replay.report.diff", ["diff", str(FIX_SAMPLE), str(FIX_SAMPLE)]),
+        # at start-up, before any command runs: the commands' group and the output wording module, which the
+        # entry imported at load (a traceback before its handler)
+        ("gro_replay.cli.app", [str(FIX_SAMPLE), "-q"]),
+        ("gro_replay.outputs", [str(FIX_SAMPLE), "-q"]),
     ],
 )
 def test_a_module_of_its_own_gone_is_one_line_exit_75(module, args):

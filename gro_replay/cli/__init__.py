@@ -10,7 +10,20 @@ Exit codes: 0 success; 1 a check failed; 2 usage, unreadable input or an output 
 (kernel backend); 70 internal error; 75 its installation changed while it ran; 130 SIGINT; 141 standard output's reader went away (see ``entry``).
 """
 
-from .app import main
+from __future__ import annotations
+
+from typing import Any
+
 from .entry import entry
 
 __all__ = ["entry", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``main`` (the click group, ``app.main``) imported when first asked for: ``entry`` imports it inside its
+    error handling, so a module of the package missing at start-up is one line (exit 75), not a traceback."""
+    if name == "main":
+        from .app import main
+
+        return main
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,10 +13,11 @@ import threading
 
 import click
 
-from ..outputs import STDOUT_NAME, failure_text
 from ..project import terminal_size
-from .app import main
 from .errors import Interrupted, StdoutFailed, Terminated
+
+# The commands (``.app``, which imports the rest of the package) and ``..outputs`` are imported inside ``entry()``'s
+# handler: a module of its own missing at start-up (an install under way) is then one line and exit 75, as later.
 
 #: Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE, what a shell reports for
 #: cat, grep or tcpdump killed by SIGPIPE, so ``set -o pipefail`` scripts see the same thing.
@@ -191,7 +192,8 @@ EXIT_TEMPFAIL = 75
 
 
 def _import_failed(e: ImportError) -> int:
-    """One line for an import that failed while a command ran. One of gro-replay's own modules (``e.name``) that
+    """One line for an import that failed at start-up (the commands' modules, imported in ``entry``'s handler) or
+    while a command ran. One of gro-replay's own modules (``e.name``) that
     is not found, or lacks a name another of its modules imports, means its installation changed under the running
     command (``pip install`` replacing the package, as the README's test command does over the first command's
     install: modules loaded before it are the old ones, those after the new) or is incomplete: exit
@@ -233,6 +235,8 @@ def entry() -> None:
     _sane_terminal_size_env()
     try:
         try:
+            from .app import main
+
             # prog_name fixed: usage lines and shell completion (_GRO_REPLAY_COMPLETE) name the console script
             # even when run as python -m gro_replay.cli
             main(standalone_mode=True, prog_name="gro-replay")
@@ -255,6 +259,8 @@ def entry() -> None:
             code = EXIT_PIPE_CLOSED
         else:
             # the wording of every output that cannot be written (gro_replay/outputs.py failure_text)
+            from ..outputs import STDOUT_NAME, failure_text
+
             click.echo(f"Error: {failure_text('', STDOUT_NAME, e)}", err=True)
             code = 2
     except ImportError as e:
