@@ -111,7 +111,7 @@ def test_explain_flow_verdict_names_gro_off(runner):
     r = runner.invoke(main, ["explain", str(FIX_SAMPLE), "--poll", "gap:5", "--gro", "phys=off"])
     assert r.exit_code == 0, r.output
     assert (
-        "outer UDP checksum 0, but GRO is off on eth0: dev_gro_receive passes every frame up unmerged"
+        "outer UDP checksum 0, but with GRO off on eth0 dev_gro_receive passes every frame up unmerged"
         in r.stdout
     )
     assert "gate passed before the fix too" not in r.stdout

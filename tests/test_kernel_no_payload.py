@@ -180,7 +180,8 @@ def test_no_payload_is_counted_only_where_gro_runs(tmp_path):
     assert _empty_by_port(elided)[40001] == {"phys": 0, "tunnel": 3}
     text = verdict_of(elided).text
     assert text.startswith(
-        "The fix changes nothing with a generic XDP program on eth0 (--defer-to-tunnel): dev_gro_receive passes "
+        "The fix changes nothing with GRO elided on eth0 by a generic XDP program (the kernel backend's "
+        "--defer-to-tunnel or --gro phys=off): dev_gro_receive passes "
         "every frame up unmerged (netif_elide_gro)"
     )
     assert NO_PAYLOAD not in text

@@ -88,6 +88,7 @@ def _common(f):
 def _prepare(
     capture,
     rx_csum,
+    defer_to_tunnel,
     vxlan_port,
     phys_dev,
     tunnel_dev,
@@ -109,6 +110,10 @@ def _prepare(
         gro_on = parse_gro(gro)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+    # --gro phys=off and --defer-to-tunnel run one recipe (generic XDP on the receiving veth: netif_elide_gro; a
+    # veth with GRO off would bypass NAPI), so one configuration describes both in every output
+    elided = defer_to_tunnel or not gro_on["phys"]
+    gro_on = {"phys": not elided, "tunnel": gro_on["tunnel"]}
     ports = tuple(dict.fromkeys(vxlan_port)) or (4789, 8472)
     cfg = ReplayConfig(
         rx_csum=rx_csum,
@@ -122,6 +127,7 @@ def _prepare(
         udp6_zero_csum_rx=udp6_zero_csum_rx,
         vxlan_gbp=vxlan_gbp,
         gro=gro_on,
+        phys_xdp_generic=elided,
     )
     try:
         cfg.validate()
@@ -151,25 +157,28 @@ def _prepare(
             if (o := at.get(bytes(f[1][12:14]))) is not None and len(f[1]) >= o + 2
         }
         ports = tuple(p for p in ports if p in used) or (4789,)
-    return cfg, loaded, ports
+    # the ports of the devices the backend makes (their names, JSON); the capture was read with those asked for
+    return replace(cfg, vxlan_ports=ports), loaded
 
 
-def _run_oracle(loaded, rx_csum, defer, ports, cfg=None):
+def _run_oracle(loaded, cfg):
+    """The running kernel's deliveries of ``loaded``'s frames in the configuration ``cfg`` (``_prepare``'s, with
+    its tunnel ports): oracle.run_kernel. Raises EnvironmentProblem (exit 3), ClickException."""
     from ..oracle import OracleError, OracleUnavailable, run_kernel
     from ..validate import ORACLE_RX_CSUM
 
-    mode, level = ORACLE_RX_CSUM[rx_csum]
-    gro = cfg.gro if cfg is not None else {}
+    mode, level = ORACLE_RX_CSUM[cfg.rx_csum]
+    runs = cfg.gro_runs()
     try:
         return run_kernel(
             [f[1] for f in loaded.frames],
             rx_csum=mode,
             csum_level=level,
-            defer_to_tunnel=defer or not gro.get("phys", True),
-            vxlan_port=ports,
-            udp6_zero_csum_rx=cfg is not None and cfg.udp6_zero_csum_rx,
-            vxlan_gbp=cfg is not None and cfg.vxlan_gbp,
-            tunnel_gro=gro.get("tunnel", True),
+            defer_to_tunnel=not runs["phys"],
+            vxlan_port=cfg.vxlan_ports,
+            udp6_zero_csum_rx=cfg.udp6_zero_csum_rx,
+            vxlan_gbp=cfg.vxlan_gbp,
+            tunnel_gro=runs["tunnel"],
         )
     except OracleUnavailable as e:
         raise EnvironmentProblem(str(e)) from None
@@ -218,12 +227,19 @@ def kernel_cmd(
     # before the backend runs (a directory, a parent that is not one, the capture itself: one line, exit 2)
     with RunOutputs(inputs=[capture]) as outs:
         outs.reserve(trace_path, "--trace")
-        cfg, loaded, ports = _prepare(
-            capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp, quiet
+        cfg, loaded = _prepare(
+            capture,
+            rx_csum,
+            defer_to_tunnel,
+            vxlan_port,
+            phys_dev,
+            tunnel_dev,
+            udp6_zero_csum_rx,
+            gro,
+            vxlan_gbp,
+            quiet,
         )
-        # the devices the backend made (device names, JSON), and whether GRO ran on the phys veth (ReplayConfig.gro_runs)
-        cfg = replace(cfg, vxlan_ports=ports, phys_xdp_generic=defer_to_tunnel)
-        oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
+        oracle = _run_oracle(loaded, cfg)
         cfg = replace(cfg, hz=oracle.hz)  # the running kernel's, for the report's NIC line
         tracer: TraceWriter | NamedOutput | None = None
         if trace_path:
@@ -234,38 +250,54 @@ def kernel_cmd(
                 tracer = NamedOutput(tracer, "--trace", trace_path)
         result = kernel_result(loaded, oracle, cfg, tracer)
     if fmt == "json":
-        click.echo(
-            dumps(_document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_to_tunnel))
-        )
+        click.echo(dumps(_document(result, cfg, oracle)))
     elif fmt == "markdown":
         from ..report.table import markdown
 
-        click.echo(f"- {_backend_line(oracle, defer_to_tunnel)}\n{markdown(result)}")
+        click.echo(f"- {_backend_line(oracle, cfg)}\n{markdown(result)}")
     else:
         console = verbatim_console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
-        say(console, _backend_line(oracle, defer_to_tunnel), soft_wrap=False)
+        say(console, _backend_line(oracle, cfg), soft_wrap=False)
         render(result, console, hist=not no_hist)
 
 
-def _backend_line(oracle, defer_to_tunnel: bool) -> str:
-    """The report's first line (text and Markdown): the running kernel, its HZ, the frames sent and how."""
+def _backend_line(oracle, cfg) -> str:
+    """The report's first line (text and Markdown): the running kernel, its HZ, the frames sent and how (where GRO
+    was elided or off: ``_gro_clause``)."""
     return (
         f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
-        + (", GRO deferred to the tunnel device (generic XDP on the phys device)" if defer_to_tunnel else "")
+        + _gro_clause(cfg, oracle)
         + "; segments per skb inferred from lengths"
     )
 
 
-def _backend_tunnel_devices(cfg, ports, oracle) -> dict[str, str]:
+def _gro_clause(cfg, oracle) -> str:
+    """Where the backend's recipe kept GRO from running, as a clause of its header line (the kernel report's
+    backend line, validate's first line): ", GRO elided on eth0 by a generic XDP program, done by vxlan0's
+    gro_cells" (``--defer-to-tunnel`` or ``--gro phys=off``: one recipe), ", GRO off on vxlan0 (ethtool -K DEV gro
+    off)" (``--gro tunnel=off``, on every tunnel device it made), both: "…: nothing is merged"; "" with GRO on both
+    devices."""
+    runs = cfg.gro_runs()
+    tunnels = " and ".join(_backend_tunnel_devices(cfg, oracle).values())
+    if runs["phys"]:
+        return "" if runs["tunnel"] else f", GRO off on {tunnels} (ethtool -K DEV gro off)"
+    return f", GRO elided on {cfg.phys_dev} by a generic XDP program" + (
+        f", done by the gro_cells of {tunnels}"
+        if runs["tunnel"]
+        else f" and off on {tunnels} (ethtool -K DEV gro off): nothing is merged"
+    )
+
+
+def _backend_tunnel_devices(cfg, oracle) -> dict[str, str]:
     """``config.tunnel_devices`` of the kernel backend's document: the tunnel devices the backend made (its vxlan
-    devices on ``ports``, its geneve device when the capture held Geneve: ``oracle.tunnel_ports``), each under the
+    devices on ``cfg.vxlan_ports``, its geneve device when the capture held Geneve: ``oracle.tunnel_ports``), each under the
     simulator's name for its port (``ReplayConfig.devices``), keyed by the port as text."""
-    names = replace(cfg, vxlan_ports=tuple(ports)).tunnel_devices_by_port()
-    made = set((getattr(oracle, "tunnel_ports", None) or {}).values()) or set(ports)
+    names = cfg.tunnel_devices_by_port()
+    made = set((getattr(oracle, "tunnel_ports", None) or {}).values()) or set(cfg.vxlan_ports)
     return {port: name for port, name in names.items() if int(port) in made}
 
 
-def _document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_to_tunnel) -> dict:
+def _document(result, cfg, oracle) -> dict:
     """The kernel backend's JSON document: the replay document with the config the backend really used (the
     simulator's constants do not apply) and a ``kernel`` object about the run."""
     from ..report import BACKEND_POLL, BACKEND_RSS
@@ -274,22 +306,22 @@ def _document(result, cfg, oracle, rx_csum, ports, phys_dev, tunnel_dev, defer_t
     doc = document(result, backend="kernel")
     doc["config"] = {
         "kernels": doc["config"]["kernels"],
-        "nic": {"rx_csum": rx_csum, "rss": BACKEND_RSS},
+        "nic": {"rx_csum": cfg.rx_csum, "rss": BACKEND_RSS},
         "poll": BACKEND_POLL,
         "constants": {"hz": oracle.hz},
-        "vxlan_ports": list(ports),
+        "vxlan_ports": list(cfg.vxlan_ports),
         "vxlan_gbp": cfg.vxlan_gbp,
-        "devices": {"phys": phys_dev, "vxlan": tunnel_dev},
-        "tunnel_devices": _backend_tunnel_devices(cfg, ports, oracle),
+        "devices": {"phys": cfg.phys_dev, "vxlan": cfg.vxlan_dev},
+        "tunnel_devices": _backend_tunnel_devices(cfg, oracle),
         "resegment": "auto",
         "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
-        "gro": dict(cfg.gro),
+        "gro": cfg.gro_runs(),  # where GRO ran: phys false when a generic XDP program elided it
     }
     doc["kernel"] = {
         "release": oracle.kernel_release,
         "hz": oracle.hz,
         "attempts": oracle.attempts,
-        "defer_to_tunnel": defer_to_tunnel,
+        "defer_to_tunnel": cfg.phys_xdp_generic,
         "frames_sent": oracle.frames_sent,
         "frames_not_replayable": oracle.frames_not_replayable,
         "segments": "inferred from lengths",
@@ -319,8 +351,17 @@ def validate_cmd(
     from ..oracle import kernel_hz, kernel_release, kernel_vlan_offload
     from ..validate import compare, profile_for_release
 
-    cfg, loaded, ports = _prepare(
-        capture, rx_csum, vxlan_port, phys_dev, tunnel_dev, udp6_zero_csum_rx, gro, vxlan_gbp, quiet
+    cfg, loaded = _prepare(
+        capture,
+        rx_csum,
+        defer_to_tunnel,
+        vxlan_port,
+        phys_dev,
+        tunnel_dev,
+        udp6_zero_csum_rx,
+        gro,
+        vxlan_gbp,
+        quiet,
     )
     release = kernel_release()
     try:
@@ -331,11 +372,9 @@ def validate_cmd(
         cfg,
         kernels=(model,),
         hz=kernel_hz(),
-        vxlan_ports=ports,
-        phys_xdp_generic=defer_to_tunnel,
         vlan_offload=kernel_vlan_offload(),
     )
-    oracle = _run_oracle(loaded, rx_csum, defer_to_tunnel, ports, cfg)
+    oracle = _run_oracle(loaded, cfg)
     if not oracle.frames_sent:
         why = (
             ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
@@ -352,6 +391,7 @@ def validate_cmd(
                     "simulator_profile": model.release,
                     "frames_sent": oracle.frames_sent,
                     "frames_not_replayable": oracle.frames_not_replayable,
+                    "gro": sim_cfg.gro_runs(),  # as the kernel report's config.gro: where GRO ran
                     "agrees": ok,
                     "devices": [d.as_dict() for d in devices],
                 },
@@ -359,31 +399,26 @@ def validate_cmd(
             )
         )
     else:
-        _print_validation(
-            release, model, oracle, devices, sim_cfg, rx_csum, defer_to_tunnel, phys_dev, tunnel_dev
-        )
+        _print_validation(release, model, oracle, devices, sim_cfg)
     if not ok:
         raise CheckFailed("simulator and kernel differ")
 
 
-def _print_validation(
-    release, model, oracle, devices, sim_cfg, rx_csum, defer_to_tunnel, phys_dev, tunnel_dev
-):
+def _print_validation(release, model, oracle, devices, sim_cfg):
     """``validate``'s text report: the run, per device how many skbs agree and the first divergence, SUMMARY."""
     ok = all(d.agrees for d in devices)
     click.echo(
         f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
-        f"{oracle.frames_sent:,} frames, --rx-csum {rx_csum}"
-        + (", deferred to tunnel" if defer_to_tunnel else "")
+        f"{oracle.frames_sent:,} frames, --rx-csum {sim_cfg.rx_csum}" + _gro_clause(sim_cfg, oracle)
     )
     names = {
         port: name for name, stage, port in sim_cfg.devices() if stage == "tunnel"
     }  # the simulator's names
     for d in devices:
         if d.stage == "phys":
-            name = phys_dev
+            name = sim_cfg.phys_dev
         else:
-            name = names.get(d.port, tunnel_dev)
+            name = names.get(d.port, sim_cfg.vxlan_dev)
         click.echo(f"  {name} ({d.stage}, port {d.port})" if d.port else f"  {name} ({d.stage})", nl=False)
         click.echo(f": {d.matching:,}/{d.total:,} skbs agree")
         div = d.first_divergence()

@@ -22,6 +22,7 @@ from .words import (
     no_gain_text,
     other_changes_words,
     payload_clause,
+    phys_gro_off_words,
     plural,
     refusal_places,
 )
@@ -96,9 +97,9 @@ class FlowSentences(CaptureSentences):
             )
         elif fv.cls != "tunnel_tcp":
             why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"
-        elif not (getattr(self.result.config, "gro", None) or {}).get("phys", True):
+        elif not self.result.config.gro_runs()["phys"]:
             why = (
-                f"outer UDP checksum 0, but GRO is off on {self.result.config.phys_dev}: dev_gro_receive passes "
+                f"outer UDP checksum 0, but with {phys_gro_off_words(self.result.config)} dev_gro_receive passes "
                 "every frame up unmerged (netif_elide_gro) before udp_gro_receive's gate, in every kernel"
             )
         else:

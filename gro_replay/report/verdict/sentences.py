@@ -37,6 +37,7 @@ from .words import (
     loss_text,
     no_gain_text,
     payload_clause,
+    phys_gro_off_words,
     plural,
     ports_text,
     reason_list,
@@ -149,13 +150,8 @@ class CaptureSentences(CompareSentences):
                 if runs["tunnel"]
                 else "with GRO off on the tunnel device too, nothing is merged anywhere"
             )
-            off = (
-                f"with a generic XDP program on {cfg.phys_dev} (--defer-to-tunnel)"
-                if cfg.phys_xdp_generic
-                else f"with GRO off on {cfg.phys_dev}"
-            )
             text = (
-                f"The fix changes nothing {off}: dev_gro_receive passes every frame up "
+                f"The fix changes nothing with {phys_gro_off_words(cfg)}: dev_gro_receive passes every frame up "
                 "unmerged (netif_elide_gro) in every kernel, so udp_gro_receive's checksum gate (what "
                 f"{FIX} changed) is never reached; {tunnel}."
             )

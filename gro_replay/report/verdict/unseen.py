@@ -45,6 +45,26 @@ def unseen_text(lacks: str, k: KernelFacts, zero: int, tunnel: int, result: Repl
         f"skb's device and length, not why GRO ended it): {zero:,} of {tunnel:,} tunnelled flow(s) carry outer UDP "
         f"checksum 0, and at the phys device it delivered {k.skbs['phys']:,} {plural(k.skbs['phys'], 'skb')} for "
         f"the {k.frames:,} {plural(k.frames, 'frame')} of the tunnelled flows; gro-replay {path} --kernel "
-        f"{shlex.quote(k.release)} --rx-csum {cfg.rx_csum} --poll budget --rss none names the frames its rules "
-        "refuse (gro-replay validate checks those rules against this kernel)."
+        f"{shlex.quote(k.release)} {backend_replay_options(cfg)} names the frames its rules refuse (gro-replay "
+        "validate checks those rules against this kernel)."
     )
+
+
+def backend_replay_options(cfg: ReplayConfig) -> str:
+    """The replay options (``gro-replay CAPTURE …``) that give the simulator what a kernel backend run ``cfg``
+    (cli/kernel.py ``_prepare``) had: its checksum state, 64-frame polls and one RX queue always; the running
+    kernel's HZ, the vxlan devices' ports in order (their names follow it), gbp, udp6zerocsumrx, GRO per device
+    (generic XDP on the phys veth is ``--gro phys=off`` there: the same netif_elide_gro) and device names where
+    they differ from the replay's defaults. Geneve is on 6081 in both, and both resegment ("auto")."""
+    from ...sim.config import ReplayConfig
+
+    base = ReplayConfig()
+    opts = [f"--rx-csum {cfg.rx_csum}", "--poll budget", "--rss none"]
+    opts += [f"--hz {cfg.hz}"] if cfg.hz != base.hz else []
+    opts += [f"--vxlan-port {p}" for p in cfg.vxlan_ports] if cfg.vxlan_ports != base.vxlan_ports else []
+    opts += ["--vxlan-gbp"] if cfg.vxlan_gbp else []
+    opts += ["--udp6zerocsumrx"] if cfg.udp6_zero_csum_rx else []
+    opts += [f"--gro {role}=off" for role, on in cfg.gro_runs().items() if not on]
+    opts += [f"--phys-dev {shlex.quote(cfg.phys_dev)}"] if cfg.phys_dev != base.phys_dev else []
+    opts += [f"--tunnel-dev {shlex.quote(cfg.vxlan_dev)}"] if cfg.vxlan_dev != base.vxlan_dev else []
+    return " ".join(opts)

@@ -265,6 +265,20 @@ def kernel_label(name: str, release: str) -> str:
     return name if name == release else f"{name} ({release})"
 
 
+def phys_gro_off_words(cfg) -> str:
+    """What keeps GRO from running on the phys device (``ReplayConfig.gro_runs()["phys"]`` False), as a noun
+    phrase: "GRO off on eth0" (``--gro phys=off`` of a replay: NETIF_F_GRO cleared), or, where a generic XDP program
+    elides it (``phys_xdp_generic``: the kernel backend, whose ``--defer-to-tunnel`` and ``--gro phys=off`` run that
+    one recipe), "GRO elided on eth0 by a generic XDP program (…)". Either way ``netif_elide_gro``
+    (include/linux/netdevice.h) is true there."""
+    if getattr(cfg, "phys_xdp_generic", False):
+        return (
+            f"GRO elided on {cfg.phys_dev} by a generic XDP program (the kernel backend's --defer-to-tunnel or "
+            "--gro phys=off)"
+        )
+    return f"GRO off on {cfg.phys_dev}"
+
+
 def _state_of(cfg, key, rx_csum: str) -> str:
     """The RX checksum state of flow ``key``'s frames (a --nic preset decides per flow: sim.ReplayConfig)."""
     f = getattr(cfg, "rx_csum_of_flow", None)

@@ -1,0 +1,151 @@
+"""The kernel backend describes each of its GRO recipes once, and its replay advice carries them.
+
+``gro-replay kernel`` (and ``validate``) elide GRO on the receiving veth with a generic XDP program for both
+``--defer-to-tunnel`` and ``--gro phys=off`` (a veth with GRO off would bypass NAPI; netif_elide_gro,
+include/linux/netdevice.h, is true either way), and turn GRO off on every tunnel device it made for ``--gro
+tunnel=off`` (``ethtool -K DEV gro off``: gro_cells_receive hands each skb to netif_rx). Before, the two spellings
+of one recipe were described differently (breaker's finding): only ``--defer-to-tunnel`` got "GRO deferred to the
+tunnel device" in the backend line and ``kernel.defer_to_tunnel`` true, only ``--gro phys=off`` got
+``config.gro.phys`` false and "with GRO off on eth0" (a device feature the recipe never cleared), validate's first
+line named neither ``--gro``, and the backend line said "deferred to the tunnel device" with GRO off there too.
+Now one configuration (cli/kernel.py ``_prepare``) gives every output its words.
+
+The verdict's replay advice for a running kernel without the fix (report/verdict/unseen.py) left out settings the
+backend ran with (``--gro tunnel=off``, its vxlan ports, HZ): the replay it advised was of another setup.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIX_SAMPLE
+from test_kernel_no_payload import PHYS_ELIDED, _config, fake_oracle, own_acks_capture
+
+from gro_replay.cli import main
+from gro_replay.oracle import OracleUnavailable, check_environment
+from gro_replay.report.verdict.core import verdict_of
+from gro_replay.validate import kernel_result, load_capture
+
+try:
+    check_environment()
+    _SKIP = None
+except OracleUnavailable as e:  # pragma: no cover - depends on the machine
+    _SKIP = str(e)
+
+backend = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+
+#: the verdict's and each flow's words for GRO elided on the phys veth (report/verdict/words.py phys_gro_off_words)
+XDP = "GRO elided on eth0 by a generic XDP program (the kernel backend's --defer-to-tunnel or --gro phys=off)"
+#: the backend line's and validate's clause (cli/kernel.py _gro_clause) for each recipe
+ELIDED = ", GRO elided on eth0 by a generic XDP program, done by the gro_cells of vxlan0"
+BOTH_OFF = ", GRO elided on eth0 by a generic XDP program and off on vxlan0 (ethtool -K DEV gro off): nothing is merged"
+TUNNEL_OFF = ", GRO off on vxlan0 (ethtool -K DEV gro off)"
+
+
+def _run(*args: str):
+    r = CliRunner().invoke(main, [*args])
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def _stable(doc: dict) -> dict:
+    """A kernel document without what differs between two runs of the same recipe (the backend's attempts)."""
+    doc["kernel"].pop("attempts")
+    return doc
+
+
+@backend
+@pytest.mark.parametrize(
+    ("recipe", "spellings", "clause", "skbs"),
+    [
+        # generic XDP on eth0: every one of the fix sample's 17 frames goes up alone there (netif_elide_gro);
+        # the vxlan device's gro_cells merge the 17 decapsulated frames of the one budget poll into one skb
+        ("elided", [["--defer-to-tunnel"], ["--gro", "phys=off"]], ELIDED, (17, 1)),
+        # and GRO off on vxlan0 too: gro_cells_receive hands each of the 17 skbs to netif_rx
+        (
+            "both off",
+            [["--defer-to-tunnel", "--gro", "tunnel=off"], ["--gro", "phys=off", "--gro", "tunnel=off"]],
+            BOTH_OFF,
+            (17, 17),
+        ),
+    ],
+)
+def test_both_spellings_of_one_recipe_give_one_report(recipe, spellings, clause, skbs):
+    docs, texts, marks, checks = [], [], [], []
+    for opts in spellings:
+        docs.append(_stable(json.loads(_run("kernel", str(FIX_SAMPLE), *opts, "--format", "json"))))
+        texts.append(_run("kernel", str(FIX_SAMPLE), *opts, "--no-hist"))
+        marks.append(_run("kernel", str(FIX_SAMPLE), *opts, "--format", "markdown"))
+        checks.append(_run("validate", str(FIX_SAMPLE), *opts))
+    assert docs[0] == docs[1] and texts[0] == texts[1] and marks[0] == marks[1] and checks[0] == checks[1]
+    doc = docs[0]
+    assert doc["config"]["gro"] == {"phys": False, "tunnel": recipe != "both off"}
+    assert doc["kernel"]["defer_to_tunnel"] is True
+    stages = doc["kernels"][0]["stages"]
+    assert (stages["phys"]["skbs_delivered"], stages["tunnel"]["skbs_delivered"]) == skbs
+    assert doc["verdict"]["text"].startswith(f"The fix changes nothing with {XDP}: dev_gro_receive passes")
+    head = f", 17 frames sent{clause}; segments per skb inferred from lengths"
+    # (the backend line wraps at the console's width)
+    assert texts[0].startswith("backend: kernel ") and head in " ".join(texts[0].split())
+    assert "deferred to the tunnel device" not in texts[0]
+    assert marks[0].splitlines()[0].endswith(head)
+    assert checks[0].splitlines()[0].endswith(f"; 17 frames, --rx-csum none{clause}")
+    assert "SUMMARY validate agrees=yes" in checks[0]
+
+
+@backend
+def test_gro_off_on_the_tunnel_device_alone_is_named():
+    # GRO on eth0: the running kernel (it carries the fix) merges the 17 frames of one budget poll into one skb,
+    # which vxlan0 hands up as it is
+    doc = _stable(json.loads(_run("kernel", str(FIX_SAMPLE), "--gro", "tunnel=off", "--format", "json")))
+    assert (
+        doc["config"]["gro"] == {"phys": True, "tunnel": False} and doc["kernel"]["defer_to_tunnel"] is False
+    )
+    stages = doc["kernels"][0]["stages"]
+    assert (stages["phys"]["skbs_delivered"], stages["tunnel"]["skbs_delivered"]) == (1, 1)
+    text = " ".join(_run("kernel", str(FIX_SAMPLE), "--gro", "tunnel=off", "--no-hist").split())
+    assert f", 17 frames sent{TUNNEL_OFF}; segments per skb" in text
+    check = _run("validate", str(FIX_SAMPLE), "--gro", "tunnel=off", "--format", "json")
+    assert json.loads(check)["gro"] == {"phys": True, "tunnel": False}
+    # with GRO on both devices the line names no recipe
+    plain = _run("kernel", str(FIX_SAMPLE), "--no-hist").splitlines()[0]
+    assert plain.endswith(" 17 frames sent; segments per skb inferred from lengths")
+
+
+def test_replay_advice_carries_the_backends_settings(tmp_path):
+    # upstream 5.10.0 (the fix reached linux-5.10.y in 5.10.24) with the 9 zero-checksum frames of
+    # own_acks_capture and CHECKSUM_NONE: its refusals cannot be seen (outcome not_observed), so the verdict
+    # names a replay; the backend ran with HZ 1000, its one vxlan device on 4789 made with gbp, and GRO off on it.
+    # The phys device hands each frame up alone (the pre-fix gate refuses every one: PHYS_ELIDED), vxlan0 each
+    # decapsulated, 50 bytes shorter (GRO off there)
+    path = own_acks_capture(tmp_path / "c.pcap", "zero")
+    cfg = _config(hz=1000, vxlan_gbp=True, gro={"phys": True, "tunnel": False})
+    lengths = {"phys": PHYS_ELIDED["phys"], "tunnel": [n - 50 for n in PHYS_ELIDED["phys"]]}
+    oracle = replace(fake_oracle(lengths, 9), kernel_release="5.10.0", hz=1000)
+    v = verdict_of(kernel_result(load_capture(str(path), cfg), oracle, cfg))
+    assert v.outcome == "not_observed"
+    opts = "--rx-csum none --poll budget --rss none --hz 1000 --vxlan-port 4789 --vxlan-gbp --gro tunnel=off"
+    advice = f"gro-replay {shlex.quote(str(path))} --kernel 5.10.0 {opts} names the frames its rules refuse"
+    assert advice in v.text
+    # the advice is a replay the command line takes, with each setting in its document
+    doc = json.loads(_run(str(path), "--kernel", "5.10.0", *opts.split(), "--format", "json", "-q"))
+    conf = doc["config"]
+    assert (conf["nic"]["rx_csum"], conf["nic"]["rss"], conf["poll"]) == ("none", "none", "budget")
+    assert (conf["constants"]["hz"], conf["vxlan_ports"], conf["vxlan_gbp"]) == (1000, [4789], True)
+    assert conf["gro"] == {"phys": True, "tunnel": False}
+
+
+def test_replay_advice_leaves_out_the_replays_defaults(tmp_path):
+    # HZ 250, the replay's default vxlan ports (4789 then 8472), no gbp, GRO on both devices: the options that
+    # always differ from a replay's defaults and nothing else
+    path = own_acks_capture(tmp_path / "c.pcap", "zero")
+    cfg = replace(_config(), vxlan_ports=(4789, 8472))
+    oracle = replace(fake_oracle(PHYS_ELIDED, 9), kernel_release="5.10.0")
+    v = verdict_of(kernel_result(load_capture(str(path), cfg), oracle, cfg))
+    assert (
+        " --kernel 5.10.0 --rx-csum none --poll budget --rss none names the frames its rules refuse" in v.text
+    )
