@@ -273,8 +273,8 @@ def _backend_line(oracle, cfg) -> str:
 
 def _gro_clause(cfg, oracle) -> str:
     """Where the backend's recipe kept GRO from running, as a clause of its header line (the kernel report's
-    backend line, validate's first line): ", GRO elided on eth0 by a generic XDP program, done by vxlan0's
-    gro_cells" (``--defer-to-tunnel`` or ``--gro phys=off``: one recipe), ", GRO off on vxlan0 (ethtool -K DEV gro
+    backend line, validate's first line): ", GRO elided on eth0 by a generic XDP program, done by the gro_cells of
+    vxlan0" (``--defer-to-tunnel`` or ``--gro phys=off``: one recipe), ", GRO off on vxlan0 (ethtool -K DEV gro
     off)" (``--gro tunnel=off``, on every tunnel device it made), both: "…: nothing is merged"; "" with GRO on both
     devices."""
     runs = cfg.gro_runs()

@@ -319,9 +319,10 @@ class ReplayConfig:
     def gro_runs(self) -> dict[str, bool]:
         """Per stage (``"phys"``, ``"tunnel"``) whether GRO runs there: not where ``netif_elide_gro`` holds
         (include/linux/netdevice.h: the GRO feature off, ``--gro phys=off`` / ``--gro tunnel=off``, or a generic XDP
-        program on the phys device, ``phys_xdp_generic``: the kernel backend's ``--defer-to-tunnel``). Where it does
-        not, no skb reaches a gro_receive callback (dev_gro_receive passes it up as GRO_NORMAL; gro_cells_receive
-        hands it to netif_rx): neither tcp_gro_receive nor udp_gro_receive's zero-checksum gate sees it."""
+        program on the phys device, ``phys_xdp_generic``: the kernel backend's ``--defer-to-tunnel`` and ``--gro
+        phys=off``). Where it does not, no skb reaches a gro_receive callback (dev_gro_receive passes it up as
+        GRO_NORMAL; gro_cells_receive hands it to netif_rx): neither tcp_gro_receive nor udp_gro_receive's
+        zero-checksum gate sees it."""
         gro = self.gro or {}
         return {
             "phys": gro.get("phys", True) and not self.phys_xdp_generic,
