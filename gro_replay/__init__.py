@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .project import __version__, install_extra_hint
     from .sim import ReplayConfig, Result
-
-from .project import __version__, install_extra_hint
 
 __all__ = ["ReplayConfig", "Result", "__version__", "document", "install_extra_hint", "replay"]
 
@@ -53,8 +52,14 @@ def document(result: Result) -> dict:
 
 
 def __getattr__(name: str) -> Any:
+    """The names of ``__all__`` imported when first asked for: the console script's start-up imports nothing of the
+    package here, so a module missing there is one line and exit 75 (cli/entry.py), not a traceback."""
     if name in ("ReplayConfig", "Result"):
         from . import sim
 
         return getattr(sim, name)
+    if name in ("__version__", "install_extra_hint"):
+        from . import project
+
+        return getattr(project, name)
     raise AttributeError(f"module 'gro_replay' has no attribute {name!r}")

@@ -45,6 +45,9 @@ def _run(module: str, args: list[str]) -> subprocess.CompletedProcess:
         # entry imported at load (a traceback before its handler)
         ("gro_replay.cli.app", [str(FIX_SAMPLE), "-q"]),
         ("gro_replay.outputs", [str(FIX_SAMPLE), "-q"]),
+        # the two entry.py itself imports, and the package's own (imported by gro_replay/__init__ on demand)
+        ("gro_replay.project", ["--version"]),
+        ("gro_replay.cli.errors", [str(FIX_SAMPLE), "-q"]),
     ],
 )
 def test_a_module_of_its_own_gone_is_one_line_exit_75(module, args):

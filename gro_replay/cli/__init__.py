@@ -27,3 +27,7 @@ def __getattr__(name: str) -> Any:
 
         return main
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -13,11 +13,15 @@ import threading
 
 import click
 
-from ..project import terminal_size
-from .errors import Interrupted, StdoutFailed, Terminated
-
-# The commands (``.app``, which imports the rest of the package) and ``..outputs`` are imported inside ``entry()``'s
-# handler: a module of its own missing at start-up (an install under way) is then one line and exit 75, as later.
+# A module of its own missing at start-up (an install under way) is one line and exit 75, as later: the two this
+# module needs are kept here for ``entry()`` to report, the commands (``.app``, which imports the rest of the
+# package) and ``..outputs`` are imported inside its handler.
+_START_FAILED: ImportError | None = None
+try:
+    from ..project import terminal_size
+    from .errors import Interrupted, StdoutFailed, Terminated
+except ImportError as _e:  # pragma: no cover - tests/test_install_changed.py runs it in a child process
+    _START_FAILED = _e
 
 #: Exit code when the reader of standard output went away (``| head``): 128 + SIGPIPE, what a shell reports for
 #: cat, grep or tcpdump killed by SIGPIPE, so ``set -o pipefail`` scripts see the same thing.
@@ -222,6 +226,8 @@ def entry() -> None:
     (EX_SOFTWARE, a bug to report) instead of a traceback (``GRO_REPLAY_DEBUG=1`` shows it). Every code stays the
     same when standard error cannot be written (a closed pipe, a full disk: ``_LossyWrites``).
     """
+    if _START_FAILED is not None:
+        sys.exit(_import_failed(_START_FAILED))
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_sigint)
         signal.signal(signal.SIGTERM, _on_sigterm)
