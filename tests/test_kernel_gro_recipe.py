@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE
+from conftest import FIX_SAMPLE, VXLAN4_SAMPLE
 from test_kernel_no_payload import PHYS_ELIDED, _config, fake_oracle, own_acks_capture
 
 from gro_replay.cli import main
@@ -41,8 +41,10 @@ backend = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavaila
 #: the verdict's and each flow's words for GRO elided on the phys veth (report/verdict/words.py phys_gro_off_words)
 XDP = "GRO elided on eth0 by a generic XDP program (the kernel backend's --defer-to-tunnel or --gro phys=off)"
 #: the backend line's and validate's clause (cli/kernel.py _gro_clause) for each recipe
-ELIDED = ", GRO elided on eth0 by a generic XDP program, done by the gro_cells of vxlan0"
-BOTH_OFF = ", GRO elided on eth0 by a generic XDP program and off on vxlan0 (ethtool -K DEV gro off): nothing is merged"
+ELIDED = ", GRO elided on eth0 by a generic XDP program, left to the gro_cells of vxlan0"
+BOTH_OFF = (
+    ", GRO elided on eth0 by a generic XDP program and off on vxlan0 (ethtool -K DEV gro off): GRO nowhere"
+)
 TUNNEL_OFF = ", GRO off on vxlan0 (ethtool -K DEV gro off)"
 
 
@@ -149,3 +151,62 @@ def test_replay_advice_leaves_out_the_replays_defaults(tmp_path):
     assert (
         " --kernel 5.10.0 --rx-csum none --poll budget --rss none names the frames its rules refuse" in v.text
     )
+
+
+def test_defer_to_tunnel_and_gro_phys_on_contradict_each_other():
+    # --defer-to-tunnel elides GRO on the phys veth as --gro phys=off does: with --gro phys=on it is refused as
+    # --gro phys=off --gro phys=on is, before the backend runs (breaker's finding: GRO was elided anyway, exit 0)
+    for cmd in ("kernel", "validate"):
+        r = CliRunner().invoke(main, [cmd, str(FIX_SAMPLE), "--defer-to-tunnel", "--gro", "phys=on"])
+        assert r.exit_code == 2, r.output
+        assert r.output == (
+            "Error: --defer-to-tunnel and --gro phys=on contradict each other (--defer-to-tunnel elides GRO on the "
+            "phys veth, as --gro phys=off): give one of them\n"
+        )
+
+
+def test_no_recipe_is_named_when_no_frame_was_sent():
+    # run_kernel makes no namespace, device or XDP program when no frame can be sent (oracle/replay.py): the
+    # backend line names no recipe and the document no tunnel device (breaker's finding: "GRO elided on eth0 by a
+    # generic XDP program, done by the gro_cells of vxlan0" and tunnel_devices {"4789": "vxlan0"} for 0 frames)
+    from gro_replay.cli.kernel import _backend_line, _backend_tunnel_devices
+
+    cfg = _config(phys_xdp_generic=True, gro={"phys": False, "tunnel": False})
+    oracle = replace(fake_oracle({"phys": [], "tunnel": []}, 0), frames_sent=0, tunnel_ports={}, attempts=0)
+    assert _backend_line(oracle, cfg) == (
+        "backend: kernel 6.18.0, HZ 250, 0 frames sent; segments per skb inferred from lengths"
+    )
+    assert _backend_tunnel_devices(cfg, oracle) == {}
+    # with frames sent, the devices run_kernel made
+    sent = fake_oracle(PHYS_ELIDED, 9)
+    assert _backend_line(sent, cfg) == (
+        f"backend: kernel 6.18.0, HZ 250, 9 frames sent{BOTH_OFF}; segments per skb inferred from lengths"
+    )
+    assert _backend_tunnel_devices(cfg, sent) == {"4789": "vxlan0"}
+
+
+def test_no_tunnel_verdict_of_the_kernel_backend_names_only_its_own_option(tmp_path):
+    # the backend's vxlan device on 9999, the capture's frames on 4789: no frame is tunnel traffic, and the
+    # running kernel hands each up alone at the phys device (no tunnel socket on 4789: udp4_gro_receive merges
+    # nothing). The kernel command has --vxlan-port, not --geneve-port (its geneve device is on 6081)
+    path = own_acks_capture(tmp_path / "c.pcap", "zero")
+    cfg = replace(_config(), vxlan_ports=(9999,))
+    oracle = replace(fake_oracle({"phys": PHYS_ELIDED["phys"], "tunnel": []}, 9), tunnel_ports={"g-vx": 9999})
+    v = verdict_of(kernel_result(load_capture(str(path), cfg), oracle, cfg))
+    assert v.outcome == "no_tunnel"
+    assert v.text.endswith("(tunnels on other ports: --vxlan-port P).")
+    # the simulator's has both options
+    sim = json.loads(_run(str(path), "--vxlan-port", "9999", "--format", "json", "-q"))
+    assert sim["verdict"]["text"].endswith("(tunnels on other ports: --vxlan-port P / --geneve-port P).")
+
+
+@pytest.mark.parametrize(("hz", "phys_skbs"), [(200, 28), (500, 28), (1024, 12), (1200, 12)])
+def test_replay_takes_every_hz_a_kernel_is_built_with(hz, phys_skbs):
+    # the running kernel's HZ (the kernel backend's, and so its replay advice's) may be an architecture's own:
+    # arm 200/500, mips and alpha 1024, alpha 1200 (breaker's finding: "--hz 200" in the advice was refused). On the
+    # 4-flow sample (400 frames, polls of 64 that use their whole budget), napi_poll flushes only old packets
+    # when HZ >= 1000 (napi_gro_flush(n, HZ >= 1000), net/core/dev.c), so the flows' packets stay across full
+    # polls: 12 phys skbs (as with --hz 1000) instead of 28 (as with --hz 250, every full poll flushing all)
+    doc = json.loads(_run(str(VXLAN4_SAMPLE), "--fix", "--hz", str(hz), "-q", "--format", "json"))
+    assert doc["config"]["constants"]["hz"] == hz
+    assert doc["kernels"][0]["stages"]["phys"]["skbs_delivered"] == phys_skbs

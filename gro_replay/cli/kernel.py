@@ -111,7 +111,16 @@ def _prepare(
     except ConfigError as e:
         raise UsageError(str(e)) from None
     # --gro phys=off and --defer-to-tunnel run one recipe (generic XDP on the receiving veth: netif_elide_gro; a
-    # veth with GRO off would bypass NAPI), so one configuration describes both in every output
+    # veth with GRO off would bypass NAPI), so one configuration describes both in every output, and --gro phys=on
+    # contradicts --defer-to-tunnel as it contradicts --gro phys=off
+    if defer_to_tunnel:
+        try:
+            parse_gro((*gro, "phys=off"))
+        except ConfigError:
+            raise UsageError(
+                "--defer-to-tunnel and --gro phys=on contradict each other (--defer-to-tunnel elides GRO on the "
+                "phys veth, as --gro phys=off): give one of them"
+            ) from None
     elided = defer_to_tunnel or not gro_on["phys"]
     gro_on = {"phys": not elided, "tunnel": gro_on["tunnel"]}
     ports = tuple(dict.fromkeys(vxlan_port)) or (4789, 8472)
@@ -272,26 +281,31 @@ def _backend_line(oracle, cfg) -> str:
 
 
 def _gro_clause(cfg, oracle) -> str:
-    """Where the backend's recipe kept GRO from running, as a clause of its header line (the kernel report's
-    backend line, validate's first line): ", GRO elided on eth0 by a generic XDP program, done by the gro_cells of
-    vxlan0" (``--defer-to-tunnel`` or ``--gro phys=off``: one recipe), ", GRO off on vxlan0 (ethtool -K DEV gro
-    off)" (``--gro tunnel=off``, on every tunnel device it made), both: "…: nothing is merged"; "" with GRO on both
-    devices."""
+    """How the backend's recipe set GRO up, as a clause of its header line (the kernel report's backend line,
+    validate's first line): ", GRO elided on eth0 by a generic XDP program, left to the gro_cells of vxlan0"
+    (``--defer-to-tunnel`` or ``--gro phys=off``: one recipe), ", GRO off on vxlan0 (ethtool -K DEV gro off)"
+    (``--gro tunnel=off``, on every tunnel device it made), both: "…: GRO nowhere"; "" with GRO on both devices, or
+    when no frame was sent (run_kernel then makes no device: there was no recipe)."""
+    if not oracle.frames_sent:
+        return ""
     runs = cfg.gro_runs()
     tunnels = " and ".join(_backend_tunnel_devices(cfg, oracle).values())
     if runs["phys"]:
         return "" if runs["tunnel"] else f", GRO off on {tunnels} (ethtool -K DEV gro off)"
     return f", GRO elided on {cfg.phys_dev} by a generic XDP program" + (
-        f", done by the gro_cells of {tunnels}"
+        f", left to the gro_cells of {tunnels}"
         if runs["tunnel"]
-        else f" and off on {tunnels} (ethtool -K DEV gro off): nothing is merged"
+        else f" and off on {tunnels} (ethtool -K DEV gro off): GRO nowhere"
     )
 
 
 def _backend_tunnel_devices(cfg, oracle) -> dict[str, str]:
     """``config.tunnel_devices`` of the kernel backend's document: the tunnel devices the backend made (its vxlan
     devices on ``cfg.vxlan_ports``, its geneve device when the capture held Geneve: ``oracle.tunnel_ports``), each under the
-    simulator's name for its port (``ReplayConfig.devices``), keyed by the port as text."""
+    simulator's name for its port (``ReplayConfig.devices``), keyed by the port as text; none when no frame was sent
+    (run_kernel made no device)."""
+    if not oracle.frames_sent:
+        return {}
     names = cfg.tunnel_devices_by_port()
     made = set((getattr(oracle, "tunnel_ports", None) or {}).values()) or set(cfg.vxlan_ports)
     return {port: name for port, name in names.items() if int(port) in made}

@@ -281,7 +281,9 @@ def build_config(
     vxlan_port = tuple(p for p in vxlan_port if p != "auto")
     geneve_port = tuple(p for p in geneve_port if p != "auto")
     if str(hz) not in CONFIG_HZ_VALUES:
-        raise UsageError(f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz)")
+        raise UsageError(
+            f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz, arch/*/Kconfig)"
+        )
     kernels = _kernels(fix, kernel_rel)
     try:
         cfg = ReplayConfig(

@@ -158,8 +158,12 @@ class SecondsOrOff(BoundedInt):
         return super().convert(value, param, ctx)
 
 
-#: The CONFIG_HZ values a kernel can be built with (kernel/Kconfig.hz: HZ_100, HZ_250, HZ_300, HZ_1000).
-CONFIG_HZ_VALUES = ("100", "250", "300", "1000")
+#: The CONFIG_HZ values a kernel can be built with: kernel/Kconfig.hz's HZ_100, HZ_250, HZ_300, HZ_1000, and the
+#: architectures' own (arch/arm/Kconfig HZ_200, HZ_500; arch/mips/Kconfig HZ_24, HZ_48, HZ_128, HZ_256, HZ_1024;
+#: arch/alpha/Kconfig HZ_32, HZ_64, HZ_1200), so the running kernel's HZ (the kernel backend) is always one
+CONFIG_HZ_VALUES = (
+    "24", "32", "48", "64", "100", "128", "200", "250", "256", "300", "500", "1000", "1024", "1200",
+)  # fmt: skip
 
 
 class PortOrAuto(click.ParamType):

@@ -41,6 +41,7 @@ class CompareSentences:
     rx_csum: str
     models: dict[str, KernelModel | None]
     reasons_observed: bool
+    kernel_backend: bool
     split_count: int
     _tally: _Tally
     _kernels: list[tuple[str, str]]

@@ -47,8 +47,10 @@ class Verdict(FlowSentences):
         if keep is None:
             keep = getattr(result.config, "flows_max", None)
         self._setup(result.config, [(ks.name, ks.release) for ks in result.kernels], keep)
+        #: the running kernel replayed the frames (``gro-replay kernel``), not the simulator
+        self.kernel_backend = getattr(result, "backend", "simulator") == "kernel"
         #: the backend records why each skb ended (the simulator does; the kernel backend cannot)
-        self.reasons_observed = getattr(result, "backend", "simulator") != "kernel"
+        self.reasons_observed = not self.kernel_backend
         self.complete(result)
 
     @classmethod
@@ -65,6 +67,7 @@ class Verdict(FlowSentences):
 
     def _setup(self, cfg, kernels: list[tuple[str, str]], keep: int | None) -> None:
         self.config = cfg
+        self.kernel_backend = False
         self.reasons_observed = True
         self._selection: list[bool] | None = None
         self.rx_csum = getattr(cfg, "rx_csum", "unnecessary")

@@ -131,7 +131,8 @@ class CaptureSentences(CompareSentences):
             return (
                 f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
                 f"({vx}) or Geneve ({gn}), so the fix has nothing to change {where} "
-                "(tunnels on other ports: --vxlan-port P / --geneve-port P)."
+                # the kernel backend's geneve device is on 6081 only: it has no --geneve-port
+                f"(tunnels on other ports: {'--vxlan-port P' if self.kernel_backend else '--vxlan-port P / --geneve-port P'})."
             )
         if self.outcome == "lost":
             return (
