@@ -209,21 +209,7 @@ def _run_oracle(loaded, cfg):
     "the running kernel delivered.",
 )
 @click.option("--no-hist", is_flag=True, help="Leave out the segments-per-skb bar charts.")
-def kernel_cmd(
-    capture,
-    rx_csum,
-    defer_to_tunnel,
-    vxlan_port,
-    vxlan_gbp,
-    phys_dev,
-    tunnel_dev,
-    udp6_zero_csum_rx,
-    gro,
-    fmt,
-    trace_path,
-    no_hist,
-    quiet,
-):
+def kernel_cmd(fmt, trace_path, no_hist, **common):
     """Replay CAPTURE through the running Linux kernel (private namespaces, veth + vxlan) and report what its
     GRO stages delivered. Needs root, network namespaces, tracefs, vxlan and bpf(2) (exit 3 otherwise)."""
     from ..report.table import render
@@ -234,20 +220,9 @@ def kernel_cmd(
         raise UsageError(f"--trace - and --format {fmt} both write to stdout: give --trace a file")
     # --trace FILE: written beside its path and renamed into place when the report is made, else removed; checked
     # before the backend runs (a directory, a parent that is not one, the capture itself: one line, exit 2)
-    with RunOutputs(inputs=[capture]) as outs:
+    with RunOutputs(inputs=[common["capture"]]) as outs:
         outs.reserve(trace_path, "--trace")
-        cfg, loaded = _prepare(
-            capture,
-            rx_csum,
-            defer_to_tunnel,
-            vxlan_port,
-            phys_dev,
-            tunnel_dev,
-            udp6_zero_csum_rx,
-            gro,
-            vxlan_gbp,
-            quiet,
-        )
+        cfg, loaded = _prepare(**common)
         oracle = _run_oracle(loaded, cfg)
         cfg = replace(cfg, hz=oracle.hz)  # the running kernel's, for the report's NIC line
         tracer: TraceWriter | NamedOutput | None = None
@@ -346,37 +321,14 @@ def _document(result, cfg, oracle) -> dict:
 @click.command("validate", cls=Command)
 @_common
 @click.option("--format", "fmt", type=Keyword(["text", "json"]), default="text", show_default=True)
-def validate_cmd(
-    capture,
-    rx_csum,
-    defer_to_tunnel,
-    vxlan_port,
-    vxlan_gbp,
-    phys_dev,
-    tunnel_dev,
-    udp6_zero_csum_rx,
-    gro,
-    quiet,
-    fmt,
-):
+def validate_cmd(fmt, **common):
     """Run the simulator (profile of the running kernel, same checksum state, budget polls, --rss none) and the
     kernel backend on the same frames; compare the delivered lengths per device. Exit 0 when they agree, 1 when
     they differ, 3 when the kernel backend cannot run."""
     from ..oracle import kernel_hz, kernel_release, kernel_vlan_offload
     from ..validate import compare, profile_for_release
 
-    cfg, loaded = _prepare(
-        capture,
-        rx_csum,
-        defer_to_tunnel,
-        vxlan_port,
-        phys_dev,
-        tunnel_dev,
-        udp6_zero_csum_rx,
-        gro,
-        vxlan_gbp,
-        quiet,
-    )
+    cfg, loaded = _prepare(**common)
     release = kernel_release()
     try:
         model = profile_for_release(release)
@@ -393,7 +345,9 @@ def validate_cmd(
         why = (
             ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
         )
-        raise EnvironmentProblem(f"nothing to validate: no frame of {capture} can be replayed here ({why})")
+        raise EnvironmentProblem(
+            f"nothing to validate: no frame of {common['capture']} can be replayed here ({why})"
+        )
     devices = compare(loaded, oracle, sim_cfg)
     ok = all(d.agrees for d in devices)
     if fmt == "json":
