@@ -97,7 +97,11 @@ def _main(argv: list[str]) -> int:
     target = argv[1] if len(argv) > 1 else "man"
     try:
         pages = write_man_pages(target)
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] != "click_man":  # one of its own: cli/entry.py says it (exit 75)
+            from .cli.entry import _import_failed
+
+            return _import_failed(e)
         print(f"gro-replay: man pages need click-man: {install_extra_hint('man')}", file=sys.stderr)
         return 2
     print(f"wrote {len(pages)} man pages to {target}/ (read one with: man -l {target}/gro-replay.1)")

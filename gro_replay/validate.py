@@ -271,6 +271,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     # tcp_gro_receive); counted, as the simulator counts it (kernel/gro.py dev_gro_receive), only where GRO runs
     empty = no_payload_frames(sent, tports)
     runs = config.gro_runs()
+    phys_skbs: list[_Delivered] = []
     for n, d in enumerate(oracle.deliveries):
         i = cursor[d.dev]
         cursor[d.dev] += 1
@@ -282,14 +283,12 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
             skb.flow = -1
         now = t0 + int((d.ts - first_ts) * 1e9)
         ks.netif_receive_skb(d.dev_role, _Dev(sim_name(d)), skb, now)
+        if d.dev_role == "phys" and fid >= 0:
+            phys_skbs.append(skb)
     _forget_unobserved(ks)
-    ks.stages["phys"].frames_in = len(sent)
-    ks.stages["phys"].skbs_in = len(sent)
-    ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)
-    # skbs in at the tunnel device: the phys skbs whose frames it delivered (each decapsulated phys skb is queued
-    # to gro_cells as one skb, however many segments it carries)
+    _stage_inputs(ks, matched, sent)
     at_tunnel = {i for f, _ in matched["tunnel"] if f for i in f}
-    ks.stages["tunnel"].skbs_in = sum(1 for f, _ in matched["phys"] if f and at_tunnel.intersection(f))
+    _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
     _account_sent(rep, oracle, sent)
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
@@ -304,6 +303,33 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         classes.append("unmatched")
         ks.flows[len(flows) - 1] = ks.flows.pop(-1)
     return Result(rep.input, cfg, [ks], flows, classes, backend="kernel")
+
+
+def _stage_inputs(ks: KernelStats, matched: dict[str, list], sent: list) -> None:
+    """The stages' inputs: every frame sent came in at the phys device as an skb of its own; at the tunnel device
+    the frames it delivered, and the phys skbs whose frames it delivered (``matched``: per role, each delivery's
+    frame indices into ``sent`` and flow), each decapsulated phys skb queued to gro_cells as one skb however many
+    segments it carries."""
+    ks.stages["phys"].frames_in = len(sent)
+    ks.stages["phys"].skbs_in = len(sent)
+    ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)
+    at_tunnel = {i for f, _ in matched["tunnel"] if f for i in f}
+    ks.stages["tunnel"].skbs_in = sum(1 for f, _ in matched["phys"] if f and at_tunnel.intersection(f))
+
+
+def _lost_on_the_way(ks: KernelStats, phys_skbs: list, at_tunnel: set[int], sent: list, tports) -> None:
+    """Count as lost (``drop_reasons.NOT_AT_TUNNEL_DEVICE``, per flow: ``FlowStats.stack``) each phys skb
+    ``phys_skbs`` of frames to a tunnel port (``tports``, as the decoder reads them) none of whose frames a tunnel
+    device delivered (``at_tunnel``: indices into ``sent``): the running kernel dropped it between the devices, so
+    the verdict says the frames were lost, as the simulator's does for a drop it names (before, such frames went
+    unsaid and the verdict could call their flows not affected)."""
+    from .kernel.drop_reasons import NOT_AT_TUNNEL_DEVICE
+
+    for skb in phys_skbs:
+        idx = skb.frames
+        if at_tunnel.intersection(idx) or not all(_udp_dport(sent[i][1]) in tports for i in idx):
+            continue
+        ks.stack_outcome(skb, NOT_AT_TUNNEL_DEVICE, 0)
 
 
 @dataclass

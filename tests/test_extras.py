@@ -5,6 +5,7 @@ named the same way: ``pip install '.[EXTRA]'`` in the source tree, as README ins
 from __future__ import annotations
 
 import sys
+import types
 
 import pytest
 from click.testing import CliRunner
@@ -53,6 +54,23 @@ def test_missing_man_extra_names_the_source_tree_install(monkeypatch, tmp_path, 
     assert _main(["manpage", str(tmp_path / "man")]) == 2
     err = capsys.readouterr().err
     assert err == "gro-replay: man pages need click-man: pip install '.[man]' in the gro-replay source tree\n"
+
+
+def test_man_pages_with_a_module_of_its_own_missing_say_so(monkeypatch, tmp_path, capsys) -> None:
+    # a module of the package missing (an install under way), click-man there or not: not "need click-man" but
+    # the entry's one line, exit 75 (breaker's finding: every ModuleNotFoundError read as click-man missing)
+    from gro_replay.manpage import _main
+
+    monkeypatch.setitem(sys.modules, "click_man", types.ModuleType("click_man"))
+    man = types.ModuleType("click_man.man")
+    man.ManPage = object  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "click_man.man", man)
+    monkeypatch.setitem(sys.modules, "gro_replay.cli.app", None)
+    assert _main(["manpage", str(tmp_path / "man")]) == 75
+    assert capsys.readouterr().err == (
+        "gro-replay: its installation changed while it ran, or is incomplete (import of gro_replay.cli.app halted; "
+        "None in sys.modules): run it again once the install has finished, else reinstall it\n"
+    )
 
 
 def test_only_click_mans_deprecation_warning_is_filtered() -> None:

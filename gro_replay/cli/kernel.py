@@ -34,7 +34,7 @@ def _common(f):
         click.option(
             "--defer-to-tunnel",
             is_flag=True,
-            help="Generic XDP on the phys device: GRO elided there, done by the vxlan gro_cells.",
+            help="Generic XDP on the phys device: GRO elided there, left to the vxlan gro_cells (as --gro phys=off).",
         ),
         click.option(
             "--vxlan-port",
@@ -85,6 +85,28 @@ def _common(f):
     return f
 
 
+def _gro_runs(defer_to_tunnel: bool, gro) -> dict[str, bool]:
+    """Where GRO runs in the backend's recipe, per device role, from ``--defer-to-tunnel`` and ``--gro`` items.
+    ``--gro phys=off`` and ``--defer-to-tunnel`` run one recipe (generic XDP on the receiving veth: netif_elide_gro;
+    a veth with GRO off would bypass NAPI), so one configuration describes both in every output, and ``--gro
+    phys=on`` contradicts ``--defer-to-tunnel`` as it contradicts ``--gro phys=off``. Raises UsageError."""
+    from ..sim import ConfigError, parse_gro
+
+    try:
+        on = parse_gro(gro)
+        if defer_to_tunnel:
+            try:
+                parse_gro((*gro, "phys=off"))
+            except ConfigError:
+                raise UsageError(
+                    "--defer-to-tunnel and --gro phys=on contradict each other (--defer-to-tunnel elides GRO on "
+                    "the phys veth, as --gro phys=off): give one of them"
+                ) from None
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    return {"phys": on["phys"] and not defer_to_tunnel, "tunnel": on["tunnel"]}
+
+
 def _prepare(
     capture,
     rx_csum,
@@ -99,30 +121,15 @@ def _prepare(
 ):
     from ..oracle import OracleUnavailable, check_environment
     from ..oracle.replay import GENEVE_PORT
-    from ..sim import ConfigError, PollModel, ReplayConfig, parse_gro
+    from ..sim import ConfigError, PollModel, ReplayConfig
     from ..validate import load_capture
 
     if GENEVE_PORT in vxlan_port:  # run_kernel's geneve device has the port whenever the capture holds Geneve
         raise UsageError(
             f"--vxlan-port {GENEVE_PORT}: the kernel backend keeps UDP port {GENEVE_PORT} for its geneve device"
         )
-    try:
-        gro_on = parse_gro(gro)
-    except ConfigError as e:
-        raise UsageError(str(e)) from None
-    # --gro phys=off and --defer-to-tunnel run one recipe (generic XDP on the receiving veth: netif_elide_gro; a
-    # veth with GRO off would bypass NAPI), so one configuration describes both in every output, and --gro phys=on
-    # contradicts --defer-to-tunnel as it contradicts --gro phys=off
-    if defer_to_tunnel:
-        try:
-            parse_gro((*gro, "phys=off"))
-        except ConfigError:
-            raise UsageError(
-                "--defer-to-tunnel and --gro phys=on contradict each other (--defer-to-tunnel elides GRO on the "
-                "phys veth, as --gro phys=off): give one of them"
-            ) from None
-    elided = defer_to_tunnel or not gro_on["phys"]
-    gro_on = {"phys": not elided, "tunnel": gro_on["tunnel"]}
+    gro_on = _gro_runs(defer_to_tunnel, gro)
+    elided = not gro_on["phys"]
     ports = tuple(dict.fromkeys(vxlan_port)) or (4789, 8472)
     cfg = ReplayConfig(
         rx_csum=rx_csum,
@@ -241,7 +248,9 @@ def kernel_cmd(fmt, trace_path, no_hist, **common):
         click.echo(f"- {_backend_line(oracle, cfg)}\n{markdown(result)}")
     else:
         console = verbatim_console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
-        say(console, _backend_line(oracle, cfg), soft_wrap=False)
+        say(
+            console, _backend_line(oracle, cfg)
+        )  # one line (soft wrap), as the README quotes it: grep finds it
         render(result, console, hist=not no_hist)
 
 

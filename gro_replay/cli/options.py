@@ -95,7 +95,7 @@ def replay_options(f):
             type=Keyword(CONFIG_HZ_VALUES),
             default="250",
             show_default=True,
-            help="CONFIG_HZ (kernel/Kconfig.hz; HZ 1000 flushes only old packets on a full poll).",
+            help="CONFIG_HZ (kernel/Kconfig.hz, arch/*/Kconfig; HZ >= 1000 flushes only old packets on a full poll).",
         ),
         click.option(
             "--rss",

@@ -78,6 +78,12 @@ GENEVE_CRITICAL = "geneve_rx:critical_options"
 #: kernel has no test of its own here)
 GENEVE_INNER_SHORT = "geneve_rx:short"
 
+# The kernel backend's (validate.py ``kernel_result``): the running kernel's phys device delivered the skb of
+# frames to a tunnel port and no tunnel device delivered any of them. Its trace (net:netif_receive_skb) shows
+# deliveries, not drops, so which of the drops above it was is not known there.
+#: delivered by the phys veth, never by a tunnel device: dropped on the way, where not observed
+NOT_AT_TUNNEL_DEVICE = "kernel_backend:not_at_tunnel_device"
+
 #: every stack drop reason above, in the order of the receive path
 STACK_DROPS = (
     NOT_IP,
@@ -107,4 +113,5 @@ STACK_DROPS = (
     GENEVE_INNER_SHORT,
     GENEVE_ECN_DROP,
     GRO_CELLS_BACKLOG_FULL,
+    NOT_AT_TUNNEL_DEVICE,
 )

@@ -125,6 +125,18 @@ class _Plan:
     not_replayable: dict[str, int]
     geneve: bool
     mtu: int
+    #: the frames' destination MAC can be no veth's address (a Linux cooked or raw IP capture's frames carry
+    #: 00:00:00:00:00:00; a multicast one): the frames sent carry ``dst_mac``, a locally administered address, there
+    rewrite_dst: bool = False
+
+
+#: the veth addresses for frames whose own cannot be one (``_unicast``): locally administered (02:…)
+_LOCAL_SRC_MAC, _LOCAL_DST_MAC = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
+
+
+def _unicast(mac: bytes) -> bool:
+    """Whether ``mac`` can be a device's address: not all zero, not multicast (the I/G bit of its first byte)."""
+    return any(mac) and not mac[0] & 1
 
 
 def _mac(b: bytes) -> str:
@@ -189,6 +201,12 @@ def plan_frames(frames: Sequence[bytes], *, geneve: bool) -> _Plan:
         o = _outer(first)
         assert not isinstance(o, str)
         plan.family, plan.src_mac, plan.dst_mac = o[0], first[6:12], first[0:6]
+        # the same destination for every frame sent (the test above), rewritten alike: dev_gro_receive compares
+        # the frames' MAC headers with each other, which stay equal where they were
+        if not _unicast(plan.dst_mac):
+            plan.dst_mac, plan.rewrite_dst = _LOCAL_DST_MAC, True
+        if not _unicast(plan.src_mac) or plan.src_mac == plan.dst_mac:
+            plan.src_mac = _LOCAL_SRC_MAC  # the sending veth's own address only: the frames keep theirs
         plan.src_ip, plan.dst_ip = str(ipaddress.ip_address(o[2])), str(ipaddress.ip_address(o[3]))
     if sent:
         plan.mtu = max(1500, max(len(frames[i]) for i in sent) - 14)
@@ -362,8 +380,10 @@ class _Run:
         self.trace.create(list(self.devices), 8192)
         self.trace.size_cpu(cpu, min(max(8192, n * 2 * 64 // 1024 + 1024), 1 << 19))
         self.trace.start()
+        dst = self.plan.dst_mac if self.plan.rewrite_dst else b""
         payload = b"".join(
-            len(f).to_bytes(4, "little") + bytes(f) for f in (self.frames[i] for i in self.plan.sent)
+            len(f).to_bytes(4, "little") + dst + bytes(f)[len(dst) :]
+            for f in (self.frames[i] for i in self.plan.sent)
         )
         child = str(Path(__file__).with_name("_child.py"))
         args = [self.send, cpu, os.getpid(), CHUNK, CHUNK_SLEEP_S]

@@ -18,6 +18,13 @@ from .facts import NO_REASON_RECORDED, STAGE_NAMES
 
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
 LOSSES: dict[str, tuple[str, str | None]] = {
+    D.NOT_AT_TUNNEL_DEVICE: (
+        "the running kernel's phys device delivered them and no tunnel device did: dropped on the way, where is "
+        "not observable with the kernel backend (its netif_receive_skb trace shows deliveries, not drops; e.g. "
+        "udp_rcv for an outer UDP checksum that does not verify, __udp6_lib_rcv for a zero UDPv6 checksum)",
+        "the replay (gro-replay CAPTURE, same options) names the drop; a capture taken before TX checksum "
+        "offload: --rx-csum unnecessary; zero UDPv6 checksums: --udp6zerocsumrx",
+    ),
     D.UDP6_CSUM_ZERO: (
         "__udp6_lib_rcv drops a UDPv6 datagram with checksum 0 (RFC 6936; counter Udp6InCsumErrors)",
         "udp6zerocsumrx on the tunnel device (ip link add … udp6zerocsumrx; here --udp6zerocsumrx)",
