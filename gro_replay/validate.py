@@ -286,8 +286,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         if d.dev_role == "phys" and fid >= 0:
             phys_skbs.append(skb)
     _forget_unobserved(ks)
-    _stage_inputs(ks, matched, sent)
-    at_tunnel = {i for f, _ in matched["tunnel"] if f for i in f}
+    at_tunnel = _stage_inputs(ks, matched, sent)
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
     _account_sent(rep, oracle, sent)
     cfg = replace(config, kernels=(running,))
@@ -305,29 +304,31 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     return Result(rep.input, cfg, [ks], flows, classes, backend="kernel")
 
 
-def _stage_inputs(ks: KernelStats, matched: dict[str, list], sent: list) -> None:
+def _stage_inputs(ks: KernelStats, matched: dict[str, list], sent: list) -> set[int]:
     """The stages' inputs: every frame sent came in at the phys device as an skb of its own; at the tunnel device
     the frames it delivered, and the phys skbs whose frames it delivered (``matched``: per role, each delivery's
-    frame indices into ``sent`` and flow), each decapsulated phys skb queued to gro_cells as one skb however many
-    segments it carries."""
+    frame indices, the decoded frames' eighth field, and flow), each decapsulated phys skb queued to gro_cells as
+    one skb however many segments it carries. Returns the indices of the frames a tunnel device delivered."""
     ks.stages["phys"].frames_in = len(sent)
     ks.stages["phys"].skbs_in = len(sent)
     ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)
     at_tunnel = {i for f, _ in matched["tunnel"] if f for i in f}
     ks.stages["tunnel"].skbs_in = sum(1 for f, _ in matched["phys"] if f and at_tunnel.intersection(f))
+    return at_tunnel
 
 
 def _lost_on_the_way(ks: KernelStats, phys_skbs: list, at_tunnel: set[int], sent: list, tports) -> None:
     """Count as lost (``drop_reasons.NOT_AT_TUNNEL_DEVICE``, per flow: ``FlowStats.stack``) each phys skb
     ``phys_skbs`` of frames to a tunnel port (``tports``, as the decoder reads them) none of whose frames a tunnel
-    device delivered (``at_tunnel``: indices into ``sent``): the running kernel dropped it between the devices, so
+    device delivered (``at_tunnel``: frame indices, the decoded frames' eighth field): the running kernel dropped it between the devices, so
     the verdict says the frames were lost, as the simulator's does for a drop it names (before, such frames went
     unsaid and the verdict could call their flows not affected)."""
     from .kernel.drop_reasons import NOT_AT_TUNNEL_DEVICE
 
+    wire = {f[7]: f[1] for f in sent}  # the frames sent by index (not by position: some may not be)
     for skb in phys_skbs:
         idx = skb.frames
-        if at_tunnel.intersection(idx) or not all(_udp_dport(sent[i][1]) in tports for i in idx):
+        if at_tunnel.intersection(idx) or not all(_udp_dport(wire[i]) in tports for i in idx):
             continue
         ks.stack_outcome(skb, NOT_AT_TUNNEL_DEVICE, 0)
 

@@ -99,3 +99,27 @@ def test_backend_without_tunnel_ports_loses_nothing(tmp_path):
     result = kernel_result(load_capture(str(path), cfg), oracle, cfg)
     assert verdict_of(result).outcome == "no_tunnel"
     assert all(not f.stack_frames for f in result.kernels[0].flows.values())
+
+
+def test_losses_are_read_by_frame_index_when_some_frames_were_not_sent(tmp_path):
+    # 3 frames to another outer destination first (not replayable: the backend sends one destination's frames,
+    # oracle/replay.py plan_frames), then own_acks_capture's 9, all delivered alone by the phys device and none by
+    # the vxlan device: the 9 sent are lost, read by their indices 3..11 (not by position in the frames sent)
+    import dpkt
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_frame
+
+    acks = own_acks_capture(tmp_path / "acks.pcap", "computed")
+    path = tmp_path / "c.pcap"
+    with open(acks, "rb") as f, PcapWriter(str(path)) as w:
+        other = build_frame(FrameSpec(outer_dst="10.9.9.9", sport=41000, udp_sport=49999))
+        for k in range(3):
+            w.write(1_614_373_367_000_000_000 + k * 1000, other)
+        for ts, frame in dpkt.pcap.Reader(f):
+            w.write(int(ts * 1_000_000_000), frame)
+    cfg = _config()
+    oracle = replace(fake_oracle({"phys": PHYS_ELIDED["phys"], "tunnel": []}, 9), sent=list(range(3, 12)))
+    v = verdict_of(kernel_result(load_capture(str(path), cfg), oracle, cfg))
+    (k,) = v.kernels
+    assert (v.outcome, k.lost_frames, dict(k.lost)) == ("lost", 9, {LOST: 9})

@@ -248,9 +248,8 @@ def kernel_cmd(fmt, trace_path, no_hist, **common):
         click.echo(f"- {_backend_line(oracle, cfg)}\n{markdown(result)}")
     else:
         console = verbatim_console(no_color=bool(os.environ.get("NO_COLOR")), width=max(120, Console().width))
-        say(
-            console, _backend_line(oracle, cfg)
-        )  # one line (soft wrap), as the README quotes it: grep finds it
+        # one line (soft wrap: the terminal wraps it), as the README quotes it: grep finds it
+        say(console, _backend_line(oracle, cfg))
         render(result, console, hist=not no_hist)
 
 
