@@ -85,26 +85,27 @@ def _common(f):
     return f
 
 
-def _gro_runs(defer_to_tunnel: bool, gro) -> dict[str, bool]:
-    """Where GRO runs in the backend's recipe, per device role, from ``--defer-to-tunnel`` and ``--gro`` items.
-    ``--gro phys=off`` and ``--defer-to-tunnel`` run one recipe (generic XDP on the receiving veth: netif_elide_gro;
-    a veth with GRO off would bypass NAPI), so one configuration describes both in every output, and ``--gro
-    phys=on`` contradicts ``--defer-to-tunnel`` as it contradicts ``--gro phys=off``. Raises UsageError."""
+def _gro_recipe(defer_to_tunnel: bool, gro) -> tuple[bool, bool]:
+    """The backend's GRO recipe from ``--defer-to-tunnel`` and ``--gro`` items: (generic XDP on the phys veth,
+    GRO on the tunnel devices). ``--gro phys=off`` and ``--defer-to-tunnel`` run that one recipe (the veth's
+    NETIF_F_GRO stays on: a veth with GRO off would bypass NAPI; netif_elide_gro holds either way), so one
+    configuration describes both in every output, and ``--gro phys=on`` contradicts ``--defer-to-tunnel`` as it
+    contradicts ``--gro phys=off``. Raises UsageError."""
     from ..sim import ConfigError, parse_gro
 
     try:
         on = parse_gro(gro)
-        if defer_to_tunnel:
-            try:
-                parse_gro((*gro, "phys=off"))
-            except ConfigError:
-                raise UsageError(
-                    "--defer-to-tunnel and --gro phys=on contradict each other (--defer-to-tunnel elides GRO on "
-                    "the phys veth, as --gro phys=off): give one of them"
-                ) from None
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    return {"phys": on["phys"] and not defer_to_tunnel, "tunnel": on["tunnel"]}
+    if defer_to_tunnel:
+        try:
+            parse_gro((*gro, "phys=off"))
+        except ConfigError:
+            raise UsageError(
+                "--defer-to-tunnel and --gro phys=on contradict each other (--defer-to-tunnel elides GRO on the "
+                "phys veth, as --gro phys=off): give one of them"
+            ) from None
+    return defer_to_tunnel or not on["phys"], on["tunnel"]
 
 
 def _prepare(
@@ -128,8 +129,7 @@ def _prepare(
         raise UsageError(
             f"--vxlan-port {GENEVE_PORT}: the kernel backend keeps UDP port {GENEVE_PORT} for its geneve device"
         )
-    gro_on = _gro_runs(defer_to_tunnel, gro)
-    elided = not gro_on["phys"]
+    elided, tunnel_gro = _gro_recipe(defer_to_tunnel, gro)
     ports = tuple(dict.fromkeys(vxlan_port)) or (4789, 8472)
     cfg = ReplayConfig(
         rx_csum=rx_csum,
@@ -142,7 +142,7 @@ def _prepare(
         resegment="auto",  # as the replay command: super-frames become wire frames before they are sent
         udp6_zero_csum_rx=udp6_zero_csum_rx,
         vxlan_gbp=vxlan_gbp,
-        gro=gro_on,
+        gro={"phys": True, "tunnel": tunnel_gro},  # where GRO runs: ReplayConfig.gro_runs
         phys_xdp_generic=elided,
     )
     try:
@@ -284,9 +284,9 @@ def _gro_clause(cfg, oracle) -> str:
 
 def _backend_tunnel_devices(cfg, oracle) -> dict[str, str]:
     """``config.tunnel_devices`` of the kernel backend's document: the tunnel devices the backend made (its vxlan
-    devices on ``cfg.vxlan_ports``, its geneve device when the capture held Geneve: ``oracle.tunnel_ports``), each under the
-    simulator's name for its port (``ReplayConfig.devices``), keyed by the port as text; none when no frame was sent
-    (run_kernel made no device)."""
+    devices on ``cfg.vxlan_ports``, its geneve device when the capture held Geneve: ``oracle.tunnel_ports``), each
+    under the simulator's name for its port (``ReplayConfig.devices``), keyed by the port as text; none when no
+    frame was sent (run_kernel made no device)."""
     if not oracle.frames_sent:
         return {}
     names = cfg.tunnel_devices_by_port()
