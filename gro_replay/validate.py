@@ -20,7 +20,7 @@ from .kernel.release import resolve_kernel
 from .packet.headers import tcp_payload_len
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
-from .sim.notes import account_capture_end
+from .sim.notes import account_capture_end, input_notes
 
 ORACLE_RX_CSUM = {
     "none": ("none", 0),
@@ -289,6 +289,8 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     at_tunnel = _stage_inputs(ks, matched, sent)
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
     _account_sent(rep, oracle, sent)
+    # the notes the replay gives on tunnel ports and on how the capture was taken, said of the frames sent
+    input_notes(rep.input, config, rep.decoder.unconfigured, backend=True)
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them

@@ -175,8 +175,9 @@ def test_no_recipe_is_named_when_no_frame_was_sent():
 
     cfg = _config(phys_xdp_generic=True, gro={"phys": False, "tunnel": False})
     oracle = replace(fake_oracle({"phys": [], "tunnel": []}, 0), frames_sent=0, tunnel_ports={}, attempts=0)
-    assert _backend_line(oracle, cfg) == (
-        "backend: kernel 6.18.0, HZ 250, 0 frames sent; segments per skb inferred from lengths"
+    # nor segments inferred from lengths: nothing was delivered
+    assert (
+        _backend_line(oracle, cfg) == "backend: kernel 6.18.0, HZ 250, 0 frames sent, so no device was made"
     )
     assert _backend_tunnel_devices(cfg, oracle) == {}
     # with frames sent, the devices run_kernel made

@@ -15,6 +15,7 @@ from ..report.schema import dumps
 from ..report.verbatim import say, verbatim_console
 from .command import Command
 from .errors import CheckFailed, EnvironmentProblem, UsageError, capture_error
+from .options import wire_frame_options
 from .output import NamedOutput, open_out, start_progress
 from .params import BoundedInt, Keyword
 
@@ -50,6 +51,7 @@ def _common(f):
             help="Make the vxlan devices with gbp (Group Based Policy: G-flagged frames accepted, policy ID and "
             "D/A bits in the tunnel metadata).",
         ),
+        *wire_frame_options(),  # the capture's super-frames split as the replay splits them, before they are sent
         click.option(
             "--phys-dev",
             default="eth0",
@@ -119,6 +121,8 @@ def _prepare(
     gro=(),
     vxlan_gbp=False,
     quiet=False,
+    resegment="auto",
+    mtu=1500,
 ):
     from ..oracle import OracleUnavailable, check_environment
     from ..oracle.replay import GENEVE_PORT
@@ -139,7 +143,8 @@ def _prepare(
         phys_dev=phys_dev,
         vxlan_dev=tunnel_dev,
         tunnel_metadata=True,
-        resegment="auto",  # as the replay command: super-frames become wire frames before they are sent
+        resegment=resegment,  # as the replay command: super-frames become wire frames before they are sent
+        mtu=mtu,
         udp6_zero_csum_rx=udp6_zero_csum_rx,
         vxlan_gbp=vxlan_gbp,
         gro={"phys": True, "tunnel": tunnel_gro},  # where GRO runs: ReplayConfig.gro_runs
@@ -253,14 +258,17 @@ def kernel_cmd(fmt, trace_path, no_hist, **common):
         render(result, console, hist=not no_hist)
 
 
+#: how the backend counts an skb's segments (JSON ``kernel.segments``, the backend line): the trace gives lengths
+_SEGMENTS = "inferred from lengths"
+
+
 def _backend_line(oracle, cfg) -> str:
     """The report's first line (text and Markdown): the running kernel, its HZ, the frames sent and how (where GRO
-    was elided or off: ``_gro_clause``)."""
-    return (
-        f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
-        + _gro_clause(cfg, oracle)
-        + "; segments per skb inferred from lengths"
-    )
+    was elided or off: ``_gro_clause``); that no device was made when no frame was sent."""
+    head = f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
+    if not oracle.frames_sent:
+        return f"{head}, so no device was made"
+    return f"{head}{_gro_clause(cfg, oracle)}; segments per skb {_SEGMENTS}"
 
 
 def _gro_clause(cfg, oracle) -> str:
@@ -297,20 +305,22 @@ def _backend_tunnel_devices(cfg, oracle) -> dict[str, str]:
 def _document(result, cfg, oracle) -> dict:
     """The kernel backend's JSON document: the replay document with the config the backend really used (the
     simulator's constants do not apply) and a ``kernel`` object about the run."""
-    from ..report import BACKEND_POLL, BACKEND_RSS
+    from ..report import backend_recipe
     from ..report.document import document
 
     doc = document(result, backend="kernel")
+    rss, poll = backend_recipe(oracle.frames_sent)
     doc["config"] = {
         "kernels": doc["config"]["kernels"],
-        "nic": {"rx_csum": cfg.rx_csum, "rss": BACKEND_RSS},
-        "poll": BACKEND_POLL,
+        "nic": {"rx_csum": cfg.rx_csum, "rss": rss},
+        "poll": poll,
         "constants": {"hz": oracle.hz},
         "vxlan_ports": list(cfg.vxlan_ports),
         "vxlan_gbp": cfg.vxlan_gbp,
         "devices": {"phys": cfg.phys_dev, "vxlan": cfg.vxlan_dev},
         "tunnel_devices": _backend_tunnel_devices(cfg, oracle),
-        "resegment": "auto",
+        "resegment": str(cfg.resegment),
+        "mtu": cfg.mtu,
         "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
         "gro": cfg.gro_runs(),  # where GRO ran: phys false when a generic XDP program elided it
     }
@@ -321,7 +331,7 @@ def _document(result, cfg, oracle) -> dict:
         "defer_to_tunnel": cfg.phys_xdp_generic,
         "frames_sent": oracle.frames_sent,
         "frames_not_replayable": oracle.frames_not_replayable,
-        "segments": "inferred from lengths",
+        "segments": _SEGMENTS if oracle.frames_sent else "none: no frame was sent",
     }
     return doc
 

@@ -33,6 +33,31 @@ FLOW_HELP = (
 )
 
 
+def wire_frame_options() -> list:
+    """``--resegment`` and ``--mtu``: how super-frames of the capture become the wire frames a NIC receives
+    (resegment.py), one definition for every command that replays (the replay, ``kernel``, ``validate``)."""
+    return [
+        click.option(
+            "--resegment",
+            default="auto",
+            show_default=True,
+            metavar="auto|off|MSS",
+            help="Split tunnelled TCP super-frames above --mtu (GSO/TSO, post-GRO, BIG TCP) into wire frames: "
+            "auto takes the flow's MSS, at most what fits --mtu; an MSS above what fits makes segments larger than "
+            "--mtu, which a note counts (and the replay's SUMMARY line: segments_above_mtu=N).",
+        ),
+        click.option(
+            "--mtu",
+            type=BoundedInt(68, 65535),
+            metavar="BYTES",
+            default=1500,
+            show_default=True,
+            help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold); an outer IPv6 "
+            "packet's at least 1280, IPv6's smallest link MTU (RFC 8200 §5).",
+        ),
+    ]
+
+
 # long: a declarative list of the replay options (one click.option each), not logic
 def replay_options(f):
     """Add the replay options (what ``gro-replay CAPTURE`` takes; ``build_config`` turns them into a config)."""
@@ -178,24 +203,7 @@ def replay_options(f):
             show_default=True,
             help="RX queues of the phys device: one NAPI (and one CPU's gro_cells) each; flows spread by RSS.",
         ),
-        click.option(
-            "--resegment",
-            default="auto",
-            show_default=True,
-            metavar="auto|off|MSS",
-            help="Split tunnelled TCP super-frames above --mtu (GSO/TSO, post-GRO, BIG TCP) into wire frames: "
-            "auto takes the flow's MSS, at most what fits --mtu; an MSS above what fits makes segments larger than "
-            "--mtu, which a note counts (and the replay's SUMMARY line: segments_above_mtu=N).",
-        ),
-        click.option(
-            "--mtu",
-            type=BoundedInt(68, 65535),
-            metavar="BYTES",
-            default=1500,
-            show_default=True,
-            help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold); an outer IPv6 "
-            "packet's at least 1280, IPv6's smallest link MTU (RFC 8200 §5).",
-        ),
+        *wire_frame_options(),
         click.option(
             "-f",
             "--filter",

@@ -33,6 +33,8 @@ MIXED_WHY = (
 #: calling ``bpf_csum_level`` makes it CHECKSUM_UNNECESSARY at the level asked for.
 BACKEND_RSS = "none (veth)"
 BACKEND_POLL = "budget (64-frame polls imposed by the injection recipe)"
+#: What the NIC line and the JSON ``config`` say of the recipe when no frame was sent: run_kernel made no device
+BACKEND_NO_DEVICE = "none: no frame was sent, so the kernel backend made no device"
 BACKEND_RX_CSUM = {
     "none": "CHECKSUM_NONE: the veth's plain injection",
     "unnecessary": "CHECKSUM_UNNECESSARY level 0: bpf_csum_level(BPF_CSUM_LEVEL_INC) once, tcx egress of the sender",
@@ -40,3 +42,10 @@ BACKEND_RX_CSUM = {
         "CHECKSUM_UNNECESSARY level 1: bpf_csum_level(BPF_CSUM_LEVEL_INC) twice, tcx egress of the sender"
     ),
 }
+
+
+def backend_recipe(frames_sent: int) -> tuple[str, str]:
+    """(RSS, poll model) of the kernel backend's run that sent ``frames_sent`` frames, as its text and Markdown NIC
+    line (table.py ``nic_line``) and its JSON ``config`` (cli/kernel.py) say them: the recipe's (``BACKEND_RSS``,
+    ``BACKEND_POLL``), or ``BACKEND_NO_DEVICE`` twice when no frame was sent."""
+    return (BACKEND_RSS, BACKEND_POLL) if frames_sent else (BACKEND_NO_DEVICE, BACKEND_NO_DEVICE)

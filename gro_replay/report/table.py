@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich import box
 
 from ..capture.reader import path_words
-from . import AGGREGATES_LABEL, BACKEND_POLL, BACKEND_RSS, BACKEND_RX_CSUM, MIXED_WHY, SW_CSUM_LABEL
+from . import AGGREGATES_LABEL, BACKEND_NO_DEVICE, BACKEND_RX_CSUM, MIXED_WHY, SW_CSUM_LABEL, backend_recipe
 from .document import summary_line
 from .kernel_lines import kernel_lines
 from .verbatim import VerbatimTable, say, verbatim
@@ -318,14 +318,18 @@ def note_lines(inp: dict) -> list[str]:
 
 def nic_line(result) -> str:
     """The report's NIC line: the simulated NIC and poll model of ``result.config``, or with the kernel backend
-    (``result.backend``) what its recipe does (``BACKEND_RSS``, ``BACKEND_POLL``, ``BACKEND_RX_CSUM``: no --nic,
-    poll model, weight or RSS of the simulator applies there), and the kernels."""
+    (``result.backend``) what its recipe does (``backend_recipe``, ``BACKEND_RX_CSUM``: no --nic, poll model,
+    weight or RSS of the simulator applies there; no device when it sent no frame), and the kernels."""
     cfg = result.config
     kernels = "kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels)
     if getattr(result, "backend", None) == "kernel":
+        sent = result.input.frames_replayed  # validate.py _account_sent: the frames the backend sent
+        if not sent:
+            return f"NIC: {BACKEND_NO_DEVICE} (--rx-csum {cfg.rx_csum} asked), HZ {cfg.hz}; {kernels}"
+        rss, poll = backend_recipe(sent)
         return (
             f"NIC: the kernel backend's veth: --rx-csum {cfg.rx_csum} ({BACKEND_RX_CSUM[cfg.rx_csum]}), RSS "
-            f"{BACKEND_RSS}; poll model {BACKEND_POLL}, HZ {cfg.hz}; {kernels}"
+            f"{rss}; poll model {poll}, HZ {cfg.hz}; {kernels}"
         )
     return (
         f"NIC: {cfg.nic_words() if hasattr(cfg, 'nic_words') else '--rx-csum ' + cfg.rx_csum}, RSS {cfg.rss}"

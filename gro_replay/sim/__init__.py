@@ -33,7 +33,7 @@ from .ingest import (
     TunnelScanError,
     detect_tunnel_ports,
 )
-from .notes import JUMBO_MAX, capture_notes, tunnel_notes
+from .notes import JUMBO_MAX, capture_notes, input_notes, tunnel_notes
 from .polls import (
     PollSchedule,
     RxQueue,
@@ -62,6 +62,7 @@ __all__ = [
     "TunnelScanError",
     "add_rx_queues",
     "capture_notes",
+    "input_notes",
     "detect_tunnel_ports",
     "enter_rx_queue",
     "ethtool_rxfh_indir_default",

@@ -19,6 +19,8 @@ from ..resegment import IPV6_MIN_MTU, KEEP_WORDS, TCP_MIN_SND_MSS
 from .skipped import unread_count
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..capture.reader import Capture
     from ..capture.time_order import TimeOrder
     from ..resegment import AboveMtu
@@ -26,26 +28,36 @@ if TYPE_CHECKING:
     from .ingest import InputStats
 
 
-def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+def input_notes(
+    inp: InputStats,
+    config: ReplayConfig,
+    unconfigured: Mapping[str, Mapping[int, int]],
+    backend: bool = False,
+) -> None:
+    """The notes on tunnel ports and on how the capture was taken (``tunnel_notes``, ``capture_notes``) added to
+    ``inp.notes`` after the frames were decoded, one rule for the replay (sim/replayer.py ``Replayer.result``) and
+    the kernel backend (``backend``: validate.py ``kernel_result``, which sent the frames the replay would have
+    replayed): ``unconfigured`` is the decoder's count of frames per tunnel kind and UDP port that parse as that
+    tunnel on a port without its socket (packet/decode.py ``Decoder.unconfigured``)."""
+    inp.tunnel_ports_not_configured = {k: dict(v) for k, v in unconfigured.items()}
+    for note in tunnel_notes(inp, config, backend) + capture_notes(inp, config, backend):
+        if note not in inp.notes:
+            inp.notes.append(note)
+
+
+def tunnel_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) -> list[str]:
     """The input notes about tunnel ports: traffic that parses as VXLAN/Geneve on ports without a tunnel socket
-    (with the option that decodes it), ports ``auto`` found, or that the capture holds no tunnel traffic."""
+    (with the option that decodes it: ``unconfigured_text``), ports ``auto`` found, or that the capture holds no
+    tunnel traffic. ``backend``: said of the kernel backend's run (its options, its devices)."""
     notes = []
-    opt = {"vxlan": "--vxlan-port", "geneve": "--geneve-port"}
-    name = {"vxlan": "VXLAN", "geneve": "Geneve"}
     for kind, ports in sorted(inp.tunnel_ports_detected.items()):
         found = ", ".join(f"{p} ({n:,} {plural(n, 'frame')})" for p, n in sorted(ports.items()))
         notes.append(
-            f"{name[kind]} found on UDP port {found} by a first read of the capture ({opt[kind]} auto or "
-            "--detect-tunnels); decoded there"
+            f"{_TUNNEL_NAME[kind]} found on UDP port {found} by a first read of the capture ({_PORT_OPTION[kind]} "
+            "auto or --detect-tunnels); decoded there"
         )
     for kind, ports in sorted(inp.tunnel_ports_not_configured.items()):
-        for p, n in sorted(ports.items()):
-            notes.append(
-                f"{n:,} {plural(n, 'frame')} to UDP port {p} {'parses' if n == 1 else 'parse'} as {name[kind]}, but no {name[kind]} port is configured there: "
-                f"replayed as plain UDP (not_tunnel), as a kernel without that tunnel socket would; "
-                f"pass {opt[kind]} {p} to decode them (or {opt[kind]} auto, which finds such ports in a first read "
-                "of the capture)"
-            )
+        notes.extend(unconfigured_text(kind, p, n, backend) for p, n in sorted(ports.items()))
     replayed = inp.classes.get(CLS_TUNNEL_TCP) or inp.classes.get(CLS_TUNNEL_OTHER)
     hidden = hidden_text(inp, hint=False)  # capture_notes' snaplen note says how to get whole frames
     if hidden and (replayed or notes):
@@ -54,6 +66,41 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
     elif not replayed and not notes:
         notes.append(_no_tunnel_note(inp, config, hidden))
     return notes
+
+
+#: the tunnel kinds' names and the replay options that configure their ports
+_TUNNEL_NAME = {"vxlan": "VXLAN", "geneve": "Geneve"}
+_PORT_OPTION = {"vxlan": "--vxlan-port", "geneve": "--geneve-port"}
+#: the kernel backend's geneve device's port (oracle/replay.py ``GENEVE_PORT``: made whenever the capture holds
+#: Geneve; the kernel command has no --geneve-port)
+BACKEND_GENEVE_PORT = 6081
+
+
+def unconfigured_text(kind: str, port: int, n: int, backend: bool = False) -> str:
+    """The note on ``n`` frames to UDP ``port`` that parse as tunnel ``kind`` (``"vxlan"``, ``"geneve"``) where no
+    such port is configured: the replay replays them as plain UDP, as a kernel without that tunnel socket (net/ipv4
+    udp.c: no encap_rcv on the socket's port, so no udp_gro_receive callback either: udp_offload.c
+    ``udp_gro_receive`` finds no tunnel socket) receives them, and says the option that decodes them; the kernel
+    backend (``backend``) sent them so, and the running kernel received them so: its ``--vxlan-port`` makes a vxlan
+    device there, its geneve device is on ``BACKEND_GENEVE_PORT`` only (the replay's --geneve-port decodes others)."""
+    name, opt = _TUNNEL_NAME[kind], _PORT_OPTION[kind]
+    what = f"{n:,} {plural(n, 'frame')} to UDP port {port} {'parses' if n == 1 else 'parse'} as {name}"
+    if not backend:
+        return (
+            f"{what}, but no {name} port is configured there: replayed as plain UDP (not_tunnel), as a kernel "
+            f"without that tunnel socket would; pass {opt} {port} to decode them (or {opt} auto, which finds such "
+            "ports in a first read of the capture)"
+        )
+    sent = (
+        f"sent as plain UDP (not_tunnel), and the running kernel, without a tunnel socket there, received "
+        f"{'it' if n == 1 else 'them'} so"
+    )
+    if kind == "vxlan":
+        return f"{what}, but the kernel backend made no vxlan device there: {sent}; pass --vxlan-port {port} to make one"
+    return (
+        f"{what}, but the kernel backend's geneve device is on UDP port {BACKEND_GENEVE_PORT} only: {sent}; the "
+        f"replay decodes them (gro-replay CAPTURE --geneve-port {port})"
+    )
 
 
 def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
@@ -103,9 +150,11 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
     )
 
 
-def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
+def capture_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) -> list[str]:
     """Notes on how the capture was taken: records whose captured length exceeds their stated wire length, outer
-    checksums that do not verify, super-frames split at ``--mtu``; and records cut short (``snaplen_cut``)."""
+    checksums that do not verify, super-frames split at ``--mtu``; and records cut short (``snaplen_cut``).
+    ``backend``: said of the kernel backend's run (the running kernel checked the checksums, not the models)."""
+    kernels = "the running kernel" if backend else "the kernels"
     notes = []
     cut = inp.skipped.get(SKIP_SNAPLEN, 0)
     if cut:
@@ -131,7 +180,7 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
         n = inp.outer_csum_bad
         if config.rx_csum == "none":
             # CHECKSUM_NONE: udp_rcv checks them in software and drops them (UdpInCsumErrors)
-            how = "--rx-csum none has the kernels check them in software and drop them (udp_rcv, UdpInCsumErrors)"
+            how = f"--rx-csum none has {kernels} check them in software and drop them (udp_rcv, UdpInCsumErrors)"
         elif config.rx_csum == "nic":
             # a preset hands a checksum its hardware found wrong as CHECKSUM_NONE, or (COMPLETE drivers) the sum for
             # the stack to check (kernel/nic.py ``bad_csum_none``): udp_rcv finds it wrong either way
@@ -142,8 +191,8 @@ def capture_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
             )
         else:
             how = (
-                f"{config.rx_csum_words()} replays them as that checksum state says; --rx-csum none has the kernels "
-                "check them in software and drop them (udp_rcv, UdpInCsumErrors)"
+                f"{config.rx_csum_words()} {'sent' if backend else 'replays'} them as that checksum state says; "
+                f"--rx-csum none has {kernels} check them in software and drop them (udp_rcv, UdpInCsumErrors)"
             )
         notes.append(
             f"{n:,} tunnel {plural(n, 'frame')} {'carries' if n == 1 else 'carry'} an outer UDP checksum that does "

@@ -31,7 +31,7 @@ from .config import RSS_INDIR_TABLE_SIZE, ReplayConfig
 from .driver import DriverRx
 from .flows import FlowTracker
 from .ingest import Frame, InputStats
-from .notes import capture_notes, tunnel_notes
+from .notes import input_notes
 from .polls import (
     _MASKED,
     PollSchedule,
@@ -408,10 +408,7 @@ class Replayer(Retiring):
 
     def result(self) -> Result:
         inp = self.input
-        inp.tunnel_ports_not_configured = {k: dict(v) for k, v in self.decoder.unconfigured.items()}
-        for note in tunnel_notes(inp, self.config) + capture_notes(inp, self.config):
-            if note not in inp.notes:
-                inp.notes.append(note)
+        input_notes(inp, self.config, self.decoder.unconfigured)
         return Result(
             self.input,
             self.config,

@@ -1,0 +1,209 @@
+"""The kernel backend says what the replay says of the capture, and nothing of a recipe that did not run.
+
+Before, ``gro-replay kernel`` dropped the replay's input notes (newcomer's finding, session 21): the frames whose
+outer UDP checksums do not verify were counted (``input.outer_udp_csum_bad``) but not said, and VXLAN on a port
+without a device (sent as plain UDP) got no word of the option that makes one. Both come from one rule now
+(sim/notes.py ``input_notes``) for the replay and the backend, in the backend's words: the running kernel checked
+the checksums, its ``--vxlan-port`` makes a vxlan device, its geneve device is on 6081 only. The notes on
+super-frames split at ``--mtu`` advise ``--mtu``/``--resegment``, which the kernel command now takes
+(cli/options.py ``wire_frame_options``, one definition). With no frame sent, run_kernel makes no device: the
+backend line, the NIC line and the JSON config said the veth recipe anyway (breaker's finding, session 21).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+from test_kernel_no_payload import _config, fake_oracle
+
+from gro_replay.cli import main
+from gro_replay.oracle import OracleUnavailable, check_environment
+from gro_replay.report.table import nic_line
+from gro_replay.sim import replay_capture
+from gro_replay.validate import kernel_result, load_capture
+
+try:
+    check_environment()
+    _SKIP = None
+except OracleUnavailable as e:  # pragma: no cover - depends on the machine
+    _SKIP = str(e)
+
+needs_kernel = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+
+BAD_CSUM = (
+    "20 tunnel frames carry an outer UDP checksum that does not verify, typical of a capture taken on the sending "
+    "host before TX checksum offload filled it in; a NIC would not have reported them as verified: "
+)
+
+
+def _synth(path, *args: str):
+    r = CliRunner().invoke(main, ["synth", str(path), *args])
+    assert r.exit_code == 0, r.output
+    return path
+
+
+def _backend_notes(path, frames: int, **cfg) -> list[str]:
+    """The kernel backend's input notes of ``path`` with a fake running kernel that delivered each of ``frames``
+    frames alone at the phys device and none at the tunnel device (the notes do not read the deliveries)."""
+    config = replace(_config(), **cfg)
+    oracle = fake_oracle({"phys": [100] * frames, "tunnel": []}, frames)
+    return kernel_result(load_capture(str(path), config), oracle, config).input.notes
+
+
+@pytest.mark.parametrize(
+    ("rx_csum", "how"),
+    [
+        # CHECKSUM_NONE: udp_rcv verifies the outer checksum in software and drops the frame (net/ipv4/udp.c
+        # __udp4_lib_rcv → csum_error, UdpInCsumErrors); measured on the running kernel in
+        # test_kernel_backend_losses.py (20 sent, none delivered by the vxlan device)
+        (
+            "none",
+            "--rx-csum none has the running kernel check them in software and drop them (udp_rcv, "
+            "UdpInCsumErrors)",
+        ),
+        (
+            "unnecessary",
+            "--rx-csum unnecessary sent them as that checksum state says; --rx-csum none has the running "
+            "kernel check them in software and drop them (udp_rcv, UdpInCsumErrors)",
+        ),
+    ],
+)
+def test_outer_checksums_that_do_not_verify_are_said(tmp_path, rx_csum, how):
+    path = _synth(tmp_path / "bad.pcap", "--outer-csum", "bad", "--frames", "20")
+    assert _backend_notes(path, 20, rx_csum=rx_csum) == [BAD_CSUM + how]
+
+
+def test_vxlan_on_a_port_without_a_device_names_the_option_that_makes_one(tmp_path):
+    # no vxlan device on 4790: the running kernel has no tunnel socket there, so udp_rcv hands the frames to no
+    # encap_rcv and udp4_gro_receive finds no socket with a gro_receive callback: plain UDP
+    path = _synth(tmp_path / "odd.pcap", "--port", "4790", "--frames", "10")
+    assert _backend_notes(path, 10) == [
+        "10 frames to UDP port 4790 parse as VXLAN, but the kernel backend made no vxlan device there: sent as plain "
+        "UDP (not_tunnel), and the running kernel, without a tunnel socket there, received them so; pass "
+        "--vxlan-port 4790 to make one"
+    ]
+    # the replay's note on the same capture names its own options
+    (note,) = replay_capture(str(path), _config()).input.notes
+    assert note.endswith(
+        "pass --vxlan-port 4790 to decode them (or --vxlan-port auto, which finds such ports in "
+        "a first read of the capture)"
+    )
+
+
+def test_geneve_on_another_port_points_to_the_replay(tmp_path):
+    # the backend's geneve device is on 6081 (oracle/replay.py GENEVE_PORT); the kernel command has no
+    # --geneve-port, the replay has
+    path = _synth(tmp_path / "gen.pcap", "--encap", "geneve", "--port", "6090", "--frames", "1")
+    assert _backend_notes(path, 1) == [
+        "1 frame to UDP port 6090 parses as Geneve, but the kernel backend's geneve device is on UDP port 6081 "
+        "only: sent as plain UDP (not_tunnel), and the running kernel, without a tunnel socket there, received it "
+        "so; the replay decodes them (gro-replay CAPTURE --geneve-port 6090)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "synth",
+    [
+        ("--outer-csum", "bad", "--frames", "4"),
+        ("--port", "4790", "--frames", "3"),
+        ("--mtu", "9000", "--frames", "2"),
+        ("--encap", "geneve", "--port", "6090", "--frames", "2"),
+    ],
+)
+def test_the_backend_says_every_note_the_replay_says(tmp_path, synth):
+    # the kind: each input note of the replay (tunnel ports, how the capture was taken) has the backend's own,
+    # one for one, on the frames the backend sent
+    path = _synth(tmp_path / "c.pcap", *synth)
+    cfg = _config(resegment="auto")
+    replayed = replay_capture(str(path), cfg)
+    frames = replayed.input.frames_replayed
+    notes = _backend_notes(path, frames, resegment="auto")
+    assert len(notes) == len(replayed.input.notes) == 1
+
+
+def test_no_device_is_described_when_no_frame_was_sent(tmp_path):
+    # run_kernel makes no namespace or device when no frame can be sent (oracle/replay.py): the NIC line and the
+    # JSON config say so, not the veth recipe
+    from gro_replay.cli.kernel import _document
+
+    path = _synth(tmp_path / "c.pcap", "--frames", "1")
+    cfg = _config()
+    oracle = replace(
+        fake_oracle({"phys": [], "tunnel": []}, 0),
+        frames_sent=0,
+        sent=[],
+        frames_not_replayable={"outer_not_ip": 1},
+        tunnel_ports={},
+    )
+    result = kernel_result(load_capture(str(path), cfg), oracle, cfg)
+    assert nic_line(result) == (
+        "NIC: none: no frame was sent, so the kernel backend made no device (--rx-csum none asked), HZ 250; "
+        "kernels: 6.18.0 (v6.18)"
+    )
+    doc = _document(result, cfg, oracle)
+    none = "none: no frame was sent, so the kernel backend made no device"
+    assert (doc["config"]["nic"]["rss"], doc["config"]["poll"]) == (none, none)
+    assert doc["kernel"]["segments"] == "none: no frame was sent"
+    # with frames sent, the recipe
+    sent = fake_oracle({"phys": [100], "tunnel": [50]}, 1)
+    doc = _document(kernel_result(load_capture(str(path), cfg), sent, cfg), cfg, sent)
+    assert doc["config"]["poll"] == "budget (64-frame polls imposed by the injection recipe)"
+    assert doc["kernel"]["segments"] == "inferred from lengths"
+
+
+@needs_kernel
+def test_running_kernel_with_no_frame_to_send(tmp_path):
+    import dpkt
+
+    path = tmp_path / "arp.pcap"
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f)
+        w.writepkt(
+            bytes(dpkt.ethernet.Ethernet(dst=b"\xff" * 6, src=b"\x02" * 6, type=0x0806, data=b"\0" * 28)), 1.0
+        )
+    r = CliRunner().invoke(main, ["kernel", str(path), "-q"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0].endswith(", 0 frames sent, so no device was made")
+    assert lines[3].startswith(
+        "NIC: none: no frame was sent, so the kernel backend made no device (--rx-csum none"
+    )
+    assert (
+        "note: no tunnel traffic: no frame goes to a configured tunnel port (VXLAN 4789; Geneve 6081)"
+        in r.output
+    )
+
+
+@needs_kernel
+def test_running_kernel_takes_mtu(tmp_path):
+    # 10 super-frames of 9,000-byte outer IP packets (8,898 bytes of inner TCP payload each). Split at the default
+    # --mtu 1500 they are 70 wire frames sent, as the note says; with --mtu 9000 the 10 are sent whole and the
+    # running kernel merges 7 + 3 at each device: skb_gro_receive refuses a segment that takes skb->len to
+    # gro_max_size (65,536) or more (net/core/gro.c): 9,000 + 6 × 8,898 = 62,388 takes one more to 71,286.
+    # Measured on the running kernel (6.18): phys and vxlan0 each deliver skbs of 7 and 3 segments; skb->len adds
+    # to the 10 payloads (88,980 bytes) one set of headers per skb: 102 bytes at the phys device (outer IP, UDP,
+    # VXLAN, inner Ethernet, IP, TCP with timestamps), 52 at vxlan0 (inner IP and TCP: eth_type_trans pulled the
+    # inner Ethernet header)
+    total = {"phys": 88_980 + 2 * 102, "tunnel": 88_980 + 2 * 52}
+    path = _synth(tmp_path / "big.pcap", "--mtu", "9000", "--frames", "10")
+    r = CliRunner().invoke(main, ["kernel", str(path), "-q", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert (doc["kernel"]["frames_sent"], doc["config"]["mtu"]) == (70, 1500)
+    assert doc["input"]["notes"][0].startswith(
+        "10 frames larger than --mtu 1500 (the largest outer IP packet 9,000 bytes) were split into 70 wire "
+        "segments"
+    )
+    r = CliRunner().invoke(main, ["kernel", str(path), "-q", "--format", "json", "--mtu", "9000"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert (doc["kernel"]["frames_sent"], doc["config"]["mtu"], doc["input"]["notes"]) == (10, 9000, [])
+    for stage in ("phys", "tunnel"):
+        st = doc["kernels"][0]["stages"][stage]
+        assert (st["segs_per_skb_hist"], st["bytes"]) == ({"3": 1, "7": 1}, total[stage])
+    r = CliRunner().invoke(main, ["validate", str(path), "--mtu", "9000"])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[-1] == "SUMMARY validate agrees=yes phys=2/2 tunnel=2/2"
