@@ -33,6 +33,7 @@ from gro_replay.oracle import (
     trace_instances,
 )
 from gro_replay.oracle import replay as oracle_replay
+from gro_replay.oracle.env import hz_choices, measured_hz
 from gro_replay.oracle.replay import geneve_available
 from gro_replay.oracle.tracefs import Tracefs
 from gro_replay.packet.build import FrameSpec, build_flow, build_frame, flow_specs
@@ -148,7 +149,42 @@ def test_check_environment_refuses_non_root_with_one_line_reason():
 
 def test_kernel_release_and_hz():
     assert kernel_release() == os.uname().release
-    assert kernel_hz() in (100, 250, 300, 1000)
+    assert kernel_hz() in hz_choices(os.uname().machine)
+
+
+def test_measured_hz_is_the_running_kernels_config_hz():
+    # where the running kernel's config says CONFIG_HZ, jiffies counted against CLOCK_MONOTONIC in
+    # /proc/timer_list give the same value (the fallback kernel_hz takes without a config)
+    from gro_replay.oracle.env import kernel_config
+
+    hz = kernel_config().get("CONFIG_HZ")
+    if not (hz and os.path.exists("/proc/timer_list") and os.access("/proc/timer_list", os.R_OK)):
+        pytest.skip("no kernel config or no readable /proc/timer_list here")
+    assert measured_hz(hz_choices(os.uname().machine)) == int(hz)
+
+
+@pytest.mark.parametrize(
+    ("machine", "rate", "hz", "sleep"),
+    [
+        # kernel/Kconfig.hz: 100, 250, 300, 1000; 250 against 300 needs no more than the 0.2 s floor
+        ("x86_64", 251.0, 250, 0.2),
+        ("aarch64", 299.0, 300, 0.2),
+        # arch/mips/Kconfig HZ_256 (and HZ_250): rounding to kernel/Kconfig.hz's set said 250; 8 / 6 Hz = 1.33 s
+        ("mips64el", 255.4, 256, 8 / 6),
+        ("mips", 1021.0, 1024, 8 / 6),
+        # arch/arm/Kconfig HZ_200, HZ_500, HZ_FIXED 128 (AT91RM9200); 100 against 128 is the closest pair
+        ("armv7l", 199.0, 200, 8 / 28),
+        ("armv5tel", 128.5, 128, 8 / 28),
+        # arch/alpha/Kconfig HZ_1200, HZ_32: 32 against 64 the closest pair
+        ("alpha", 1190.0, 1200, 8 / 32),
+        ("alpha", 33.0, 32, 8 / 32),
+    ],
+)
+def test_measured_hz_takes_the_architectures_choices(machine, rate, hz, sleep):
+    slept = []
+    samples = iter([(1000, 0), (1000 + round(rate * 10), 10_000_000_000)])  # jiffies and ns, 10 s apart
+    assert measured_hz(hz_choices(machine), sample=lambda: next(samples), sleep=slept.append) == hz
+    assert slept == [pytest.approx(sleep)]
 
 
 # -- the recipe's observed results -----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import platform
 import re
 import shutil
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from gro_replay.oracle import bpf
@@ -77,15 +78,54 @@ def kernel_vlan_offload() -> bool:
     return config.get("CONFIG_VLAN_8021Q") in ("y", "m") if config else True
 
 
-def _jiffies() -> int:
-    m = re.search(r"^jiffies: (\d+)", Path("/proc/timer_list").read_text(), re.M)
-    if m is None:
+def _timer_list_sample() -> tuple[int, int]:
+    """(jiffies, ns) from one read of /proc/timer_list: its "now at N nsecs" (ktime_get, CLOCK_MONOTONIC) and the
+    first CPU's "jiffies: N", printed within microseconds of each other (kernel/time/timer_list.c). Raises OSError."""
+    text = Path("/proc/timer_list").read_text()
+    now = re.search(r"^now at (\d+) nsecs", text, re.M)
+    jiffies = re.search(r"^jiffies: (\d+)", text, re.M)
+    if now is None or jiffies is None:
         raise OSError("no jiffies in /proc/timer_list")
-    return int(m[1])
+    return int(jiffies[1]), int(now[1])
+
+
+#: CONFIG_HZ's choices: kernel/Kconfig.hz (HZ_100, HZ_250, HZ_300, HZ_1000) for every architecture but three,
+#: which have their own: arch/arm/Kconfig (HZ_100, HZ_200, HZ_250, HZ_300, HZ_500, HZ_1000; HZ_FIXED 128 for
+#: AT91RM9200), arch/mips/Kconfig (HZ_24, HZ_48, HZ_100, HZ_128, HZ_250, HZ_256, HZ_1000, HZ_1024),
+#: arch/alpha/Kconfig (HZ_32, HZ_64, HZ_128, HZ_256, HZ_1024, HZ_1200); by ``platform.machine()`` prefix
+KCONFIG_HZ = (100, 250, 300, 1000)
+ARCH_HZ = {
+    "alpha": (32, 64, 128, 256, 1024, 1200),
+    "mips": (24, 48, 100, 128, 250, 256, 1000, 1024),
+    "arm": (100, 128, 200, 250, 300, 500, 1000),
+}
+
+
+def hz_choices(machine: str) -> tuple[int, ...]:
+    """The CONFIG_HZ values a kernel of ``machine`` (``uname -m``: "x86_64", "armv7l", "mips64", "alpha") can be
+    built with (``ARCH_HZ``, else ``KCONFIG_HZ``; "aarch64"/"arm64" use kernel/Kconfig.hz)."""
+    for prefix, choices in ARCH_HZ.items():
+        if machine.startswith(prefix) and machine != "arm64":
+            return choices
+    return KCONFIG_HZ
+
+
+def measured_hz(choices: tuple[int, ...], sample=_timer_list_sample, sleep=time.sleep) -> int:
+    """The one of ``choices`` nearest the rate jiffies advance at: two ``sample`` (jiffies, ns) pairs apart by
+    long enough that the rate's error (a jiffy at either end: 2 jiffies over the interval) is under a quarter of
+    the closest two choices' distance (mips 250 against 256: 1.33 s; kernel/Kconfig.hz's 250 against 300: 0.2 s).
+    Raises OSError."""
+    gap = min(b - a for a, b in pairwise(choices))
+    j0, t0 = sample()
+    sleep(max(0.2, 8 / gap))
+    j1, t1 = sample()
+    rate = (j1 - j0) * 1e9 / max(t1 - t0, 1)
+    return min(choices, key=lambda hz: abs(hz - rate))
 
 
 def kernel_hz() -> int:
-    """CONFIG_HZ of the running kernel; measured from jiffies in /proc/timer_list when no config is found.
+    """CONFIG_HZ of the running kernel (Hz); measured from jiffies in /proc/timer_list when no config is found
+    (``measured_hz`` among the architecture's choices, ``hz_choices``).
 
     Raises: OracleUnavailable when neither works.
     """
@@ -93,13 +133,9 @@ def kernel_hz() -> int:
     if hz and hz.isdigit():
         return int(hz)
     try:
-        j0, t0 = _jiffies(), time.monotonic()
-        time.sleep(0.2)
-        j1, t1 = _jiffies(), time.monotonic()
+        return measured_hz(hz_choices(platform.machine()))
     except OSError as e:
         raise OracleUnavailable(f"cannot tell the kernel's HZ: no kernel config and {e}") from None
-    measured = (j1 - j0) / (t1 - t0)
-    return min((100, 250, 300, 1000), key=lambda hz: abs(hz - measured))
 
 
 def _cap_eff() -> int:
