@@ -163,7 +163,7 @@ def test_empty_pipe_is_empty_input(args, gz):
     r = subprocess.run(
         [sys.executable, "-m", "gro_replay", "-", *args], input=data, capture_output=True, timeout=120
     )
-    want = "Error: -: empty input" + (" (after gzip decompression)" if gz else "")
+    want = "Error: standard input: empty input" + (" (after gzip decompression)" if gz else "")
     assert (r.returncode, r.stderr.decode().strip()) == (2, want)
 
 

@@ -100,7 +100,7 @@ def test_the_pcapng_id_of_an_any_capture_names_its_ifindexes(runner, sll2, tmp_p
     r = runner.invoke(main, [str(path), "--interface", "0", "-q"])
     assert r.exit_code == 2 and r.stderr == f"Error: {path}: {want}"
     r = _pipe(path, "-", "--interface", "0", "-q")
-    assert r.returncode == 2 and r.stderr == f"Error: -: {want}"
+    assert r.returncode == 2 and r.stderr == f"Error: standard input: {want}"
     assert _phys(_json(runner, str(path), "--interface", "2")) == _phys(
         _json(runner, sll2, "--interface", "2")
     )
@@ -233,7 +233,7 @@ def test_a_number_that_names_two_devices_is_refused_before_the_rest_is_read(tmp_
         )
     assert (r.returncode, r.stdout) == (2, ""), r.stderr
     assert r.stderr == (
-        f"Error: {name}: --interface 2 names two devices here (interface 0 (any) ifindex 2 and interface 2), and GRO "
+        f"Error: {'standard input' if name == '-' else name}: --interface 2 names two devices here (interface 0 (any) ifindex 2 and interface 2), and GRO "
         "runs on one: a number is the ifindex of Linux cooked v2 packets and the pcapng interface number of the "
         "others; give --interface ifindex=2 or --interface index=2\n"
     )
@@ -400,7 +400,8 @@ def test_a_pipe_with_an_interface_that_names_none_is_an_error_at_its_end(tmp_pat
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert (
-        "-: --interface 9: no such interface (the capture holds: interface 0 (eth0, section 1);" in r.stderr
+        "Error: standard input: --interface 9: no such interface (the capture holds: interface 0 (eth0, section 1);"
+        in r.stderr
     )
     r = _pipe(path, "explain", "-", "--interface", "wlan0")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
@@ -426,7 +427,10 @@ def test_a_pipe_with_an_interface_that_names_none_is_an_error_at_its_end(tmp_pat
 def test_a_pipe_of_tcpdump_any_says_each_interfaces_tunnel_frames(sll2):
     r = _pipe(sll2, "-", "--interface", "99", "--format", "json", "-q")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
-    assert "-: --interface 99: no such interface (the capture holds: ifindex 2; ifindex 5)" in r.stderr
+    assert (
+        "Error: standard input: --interface 99: no such interface (the capture holds: ifindex 2; ifindex 5)"
+        in r.stderr
+    )
     r = _pipe(sll2, "explain", "-", "--interface", "99")
     assert r.returncode == 2 and "--interface 99: no such interface" in r.stderr
     r = _pipe(sll2, "-", "--interface", "2", "--format", "json", "-q")

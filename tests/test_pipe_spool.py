@@ -269,7 +269,7 @@ def test_the_copy_goes_after_a_corrupt_record(tmp_path):
     f = _run([str(bad), "--vxlan-port", "auto"], tmpdir=tmpdir)
     p = _piped(bad, "-", ("--vxlan-port", "auto"), tmpdir)
     assert (f.returncode, p.returncode) == (2, 2)
-    assert p.stderr.decode() == f.stderr.decode().replace(str(bad), "-")
+    assert p.stderr.decode() == f.stderr.decode().replace(str(bad), "standard input")
     assert p.stderr.count(b"\n") == 1 and b"corrupt record" in p.stderr
     assert not list(tmpdir.iterdir())
 
@@ -308,7 +308,7 @@ def test_a_file_size_limit_while_copying_is_exit_2_and_the_copy_goes(tmp_path):
     assert p.returncode == 2
     err = p.stderr.decode()
     assert err.count("\n") == 1 and err.startswith(
-        "Error: -: --vxlan-port/--geneve-port auto reads the capture"
+        "Error: standard input: --vxlan-port/--geneve-port auto reads the capture"
     )
     assert f"({os.strerror(errno.EFBIG)})" in err
     assert not list(tmpdir.iterdir())
@@ -356,11 +356,11 @@ def test_a_signal_while_copying_removes_the_copy(tmp_path, sig, code, line):
 @pytest.mark.parametrize(
     ("head", "line"),
     [
-        (b"\0" * 64, "Error: -: not a pcap or pcapng file (magic 0x00000000)"),
-        (b"hello\n", "Error: -: not a pcap or pcapng file (magic 0x68656c6c)"),
+        (b"\0" * 64, "Error: standard input: not a pcap or pcapng file (magic 0x00000000)"),
+        (b"hello\n", "Error: standard input: not a pcap or pcapng file (magic 0x68656c6c)"),
         (  # xz's stream header magic: what the file is, told from the 4 bytes a refusal reads
             b"\xfd7zXZ\0" + bytes(26),
-            "Error: -: xz-compressed, not a pcap or pcapng file: decompress it first (xz -dc FILE | gro-replay -); "
+            "Error: standard input: xz-compressed, not a pcap or pcapng file: decompress it first (xz -dc FILE | gro-replay -); "
             "only gzip is read directly",
         ),
     ],

@@ -288,9 +288,9 @@ def _backend_environment() -> None:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (["-"], "Error: -: standard input is a terminal: pipe a capture into it"),
-        (["explain", "-"], "Error: -: standard input is a terminal: pipe a capture into it"),
-        (["kernel", "-"], "Error: -: standard input is a terminal: pipe a capture into it"),
+        (["-"], "Error: standard input is a terminal: pipe a capture into it"),
+        (["explain", "-"], "Error: standard input is a terminal: pipe a capture into it"),
+        (["kernel", "-"], "Error: standard input is a terminal: pipe a capture into it"),
         (
             ["batch", "-"],
             "Error: batch reads capture files: its Dask workers do not share this process's standard input (-); "
@@ -298,7 +298,7 @@ def _backend_environment() -> None:
         ),
         (["/nonexistent/x.pcap"], "Error: /nonexistent/x.pcap: no such file"),
         # refused before a copy of standard input is begun (capture/spool.py)
-        (["-", "--detect-tunnels"], "Error: -: standard input is a terminal: pipe a capture into it"),
+        (["-", "--detect-tunnels"], "Error: standard input is a terminal: pipe a capture into it"),
         (
             [str(VXLAN4_SAMPLE), "--interface", "7"],
             f"Error: {VXLAN4_SAMPLE}: --interface 7: the capture holds one",

@@ -162,7 +162,7 @@ def test_auto_on_an_empty_pipe_is_the_readers_one_line_error(runner):
     # reader refuses any empty input (CliRunner's input is no file)
     r = runner.invoke(main, ["-", "--vxlan-port", "auto"], input=b"")
     assert r.exit_code == 2
-    assert r.stderr == "Error: -: empty input\n"
+    assert r.stderr == "Error: standard input: empty input\n"
 
 
 @pytest.mark.parametrize("poll", ["gap:3", "budget"])

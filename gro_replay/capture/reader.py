@@ -380,7 +380,7 @@ def open_stream(path: str | os.PathLike[str], name: str | None = None) -> io.Fil
     try:
         if os.fspath(path) == STDIN_PATH:
             if sys.stdin is not None and sys.stdin.isatty():
-                raise CaptureError("-: standard input is a terminal: pipe a capture into it")
+                raise CaptureError("standard input is a terminal: pipe a capture into it")
             return io.FileIO(0, "rb", closefd=False)
         return io.FileIO(os.fspath(path), "rb")
     except FileNotFoundError:

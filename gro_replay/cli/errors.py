@@ -19,9 +19,14 @@ class UsageError(click.ClickException):
 
 
 def capture_error(e: Exception, capture: str) -> UsageError:
-    """The usage error (exit 2) for a capture the reader refused (``CaptureError``): its one line, and for a
-    directory the command that replays the captures in it."""
+    """The usage error (exit 2) for a capture the reader refused (``CaptureError``): its one line, the capture named
+    as the report names it (``-`` is "standard input": capture/reader.py ``path_words``), and for a directory the
+    command that replays the captures in it."""
+    from ..capture.reader import STDIN_PATH, path_words
+
     text = str(e)
+    if capture == STDIN_PATH and text.startswith(f"{STDIN_PATH}: "):  # the reader names what it was given
+        text = f"{path_words(capture)}: {text[len(STDIN_PATH) + 2 :]}"
     if os.path.isdir(capture):
         text += f": 'gro-replay batch {capture}' replays the captures in it"
     return UsageError(text)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import click
 
-from ..capture.reader import CaptureError
+from ..capture.reader import CaptureError, path_words
 from ..report.schema import dumps
 from ..sim import replay_capture
 from .command import Command
@@ -97,7 +97,7 @@ def explain_cmd(
     except CaptureError as e:
         raise capture_error(e, str(capture)) from None
     except OSError as e:
-        raise UsageError(f"{capture}: {e.strerror}") from None
+        raise UsageError(f"{path_words(capture)}: {e.strerror}") from None
     finally:
         if cb is not None:
             cb.stop()  # the display, when it was shown
