@@ -51,6 +51,30 @@ def document(result: Result) -> dict:
     return _document(result)
 
 
+#: sysexits.h EX_TEMPFAIL: a temporary failure, the command may be run again (the installation changed under it)
+EXIT_TEMPFAIL = 75
+#: the exit code of an internal error (a bug): sysexits.h EX_SOFTWARE
+EXIT_INTERNAL = 70
+
+
+def import_failed(e: ImportError) -> tuple[str, int]:
+    """The one line and the exit code for an import that failed, at start-up (cli/entry.py ``entry``, or
+    ``python -m gro_replay`` with the entry itself gone: __main__.py) or while a command ran. One of gro-replay's
+    own modules (``e.name``) that is not found, or lacks a name another of its modules imports, means its
+    installation changed under the running command (``pip install`` replacing the package, as the README's test
+    command does over the first command's install: modules loaded before it are the old ones, those after the new)
+    or is incomplete: ``EXIT_TEMPFAIL``, to run it again once the install has finished (CI's mypy checks every
+    import of the package's own names, so a release has no such bug of its own). Any other is an internal error
+    (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so it is there to say it."""
+    if (e.name or "").split(".")[0] == "gro_replay":
+        return (
+            f"gro-replay: its installation changed while it ran, or is incomplete ({e}): run it again once the "
+            "install has finished, else reinstall it",
+            EXIT_TEMPFAIL,
+        )
+    return f"gro-replay: internal error: {type(e).__name__}: {e}", EXIT_INTERNAL
+
+
 def __getattr__(name: str) -> Any:
     """The names of ``__all__`` imported when first asked for: the console script's start-up imports nothing of the
     package here, so a module missing there is one line and exit 75 (cli/entry.py), not a traceback."""

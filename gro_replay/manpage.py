@@ -98,10 +98,12 @@ def _main(argv: list[str]) -> int:
     try:
         pages = write_man_pages(target)
     except ModuleNotFoundError as e:
-        if (e.name or "").split(".")[0] != "click_man":  # one of its own: cli/entry.py says it (exit 75)
-            from .cli.entry import _import_failed
+        if (e.name or "").split(".")[0] != "click_man":  # one of its own (exit 75), or another: one line
+            from . import import_failed
 
-            return _import_failed(e)
+            line, code = import_failed(e)
+            print(line, file=sys.stderr)
+            return code
         print(f"gro-replay: man pages need click-man: {install_extra_hint('man')}", file=sys.stderr)
         return 2
     print(f"wrote {len(pages)} man pages to {target}/ (read one with: man -l {target}/gro-replay.1)")

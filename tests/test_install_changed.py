@@ -60,12 +60,12 @@ def test_a_module_of_its_own_gone_is_one_line_exit_75(module, args):
 
 
 def test_a_name_gone_from_a_module_of_its_own_is_one_line_exit_75():
-    # a module loaded before the install (the old report/__init__.py, without BACKEND_POLL) and one loaded after it
-    # (the new table.py, which imports it): 'cannot import name' from a module of its own (breaker's finding)
+    # a module loaded before the install (the old report/__init__.py, without BACKEND_RX_CSUM) and one loaded after
+    # it (the new table.py, which imports it): 'cannot import name' from a module of its own (breaker's finding)
     code = (
         "import sys\n"
         "import gro_replay.report\n"
-        "del gro_replay.report.BACKEND_POLL\n"
+        "del gro_replay.report.BACKEND_RX_CSUM\n"
         "from gro_replay.cli import entry\n"
         f"sys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '-q']\n"
         "entry()\n"
@@ -75,10 +75,30 @@ def test_a_name_gone_from_a_module_of_its_own_is_one_line_exit_75():
     )
     assert p.returncode == 75, p.stderr
     assert p.stderr.startswith(
-        "gro-replay: its installation changed while it ran, or is incomplete (cannot import name 'BACKEND_POLL' "
+        "gro-replay: its installation changed while it ran, or is incomplete (cannot import name 'BACKEND_RX_CSUM' "
         "from 'gro_replay.report' ("
     ), p.stderr
     assert p.stderr.endswith("): run it again once the install has finished, else reinstall it\n"), p.stderr
+
+
+@pytest.mark.parametrize("module", ["gro_replay.cli", "gro_replay.cli.entry"])
+def test_python_m_with_the_entry_gone_is_one_line_exit_75(module):
+    # python -m gro_replay imports the entry itself (gro_replay/__main__.py): with it gone there is no entry() to
+    # say so, so __main__ says it, in the same words
+    code = (
+        "import runpy, sys\n"
+        f"sys.modules[{module!r}] = None\n"
+        "sys.argv = ['gro-replay', '--version']\n"
+        "runpy.run_module('gro_replay', run_name='__main__', alter_sys=True)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=300, check=False
+    )
+    assert (p.returncode, p.stdout) == (75, ""), p.stderr
+    assert p.stderr == (
+        f"gro-replay: its installation changed while it ran, or is incomplete (import of {module} halted; None in "
+        "sys.modules): run it again once the install has finished, else reinstall it\n"
+    )
 
 
 def test_another_module_gone_is_an_internal_error():

@@ -191,28 +191,15 @@ def _sane_terminal_size_env() -> None:
             del os.environ[name]
 
 
-#: sysexits.h EX_TEMPFAIL: a temporary failure, the command may be run again (the installation changed under it)
-EXIT_TEMPFAIL = 75
-
-
 def _import_failed(e: ImportError) -> int:
     """One line for an import that failed at start-up (the commands' modules, imported in ``entry``'s handler) or
-    while a command ran. One of gro-replay's own modules (``e.name``) that
-    is not found, or lacks a name another of its modules imports, means its installation changed under the running
-    command (``pip install`` replacing the package, as the README's test command does over the first command's
-    install: modules loaded before it are the old ones, those after the new) or is incomplete: exit
-    ``EXIT_TEMPFAIL``, to run it again once the install has finished (CI's mypy checks every import of the
-    package's own names, so a release has no such bug of its own). Any other is an internal error (70)."""
-    name = e.name or ""
-    if name.split(".")[0] == "gro_replay":
-        click.echo(
-            f"gro-replay: its installation changed while it ran, or is incomplete ({e}): run it again once the "
-            "install has finished, else reinstall it",
-            err=True,
-        )
-        return EXIT_TEMPFAIL
-    click.echo(f"gro-replay: internal error: {type(e).__name__}: {e}", err=True)
-    return 70
+    while a command ran, and its exit code: gro_replay/__init__.py ``import_failed`` (75 for a module of its own,
+    70 for any other)."""
+    from .. import import_failed
+
+    line, code = import_failed(e)
+    click.echo(line, err=True)
+    return code
 
 
 def entry() -> None:
