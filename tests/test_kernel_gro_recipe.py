@@ -197,7 +197,9 @@ def test_no_tunnel_verdict_of_the_kernel_backend_names_only_its_own_option(tmp_p
     oracle = replace(fake_oracle({"phys": PHYS_ELIDED["phys"], "tunnel": []}, 9), tunnel_ports={"g-vx": 9999})
     v = verdict_of(kernel_result(load_capture(str(path), cfg), oracle, cfg))
     assert v.outcome == "no_tunnel"
-    assert v.text.endswith("(tunnels on other ports: --vxlan-port P).")
+    assert v.text.endswith(
+        "(VXLAN on other ports: --vxlan-port P; Geneve on a port other than 6081: the replay's --geneve-port P)."
+    )
     # the simulator's has both options
     sim = json.loads(_run(str(path), "--vxlan-port", "9999", "--format", "json", "-q"))
     assert sim["verdict"]["text"].endswith("(tunnels on other ports: --vxlan-port P / --geneve-port P).")

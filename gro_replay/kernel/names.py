@@ -10,6 +10,9 @@ from __future__ import annotations
 RX_CSUM_NAMES = ("none", "unnecessary", "unnecessary-tunnel", "complete", "partial")
 #: ``--nic``: the keys of ``kernel.nic.NIC_PRESETS``
 NIC_NAMES = ("ice", "i40e", "ixgbe", "mlx5", "bnxt", "virtio-net", "vmxnet3", "ena", "gve", "veth")
+#: The kernel backend's geneve device's UDP port (oracle/replay.py: made whenever the capture holds Geneve; the
+#: kernel command has no --geneve-port): IANA's Geneve port, include/net/geneve.h ``GENEVE_UDP_PORT``
+BACKEND_GENEVE_PORT = 6081
 #: --rss: Toeplitz over outer addresses + UDP/TCP ports, over outer addresses only, or no RX hash (hash 0)
 RSS_MODES = ("toeplitz", "toeplitz-l3", "none")
 

@@ -47,6 +47,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gro_replay.kernel.names import BACKEND_GENEVE_PORT
 from gro_replay.oracle import bpf, netns
 from gro_replay.oracle.env import (
     OracleError,
@@ -65,7 +66,7 @@ NAPI_POLL_WEIGHT = 64  #: NAPI_POLL_WEIGHT, the veth poll budget
 CHUNK = 3 * NAPI_POLL_WEIGHT  #: a multiple of the budget below the veth ring (VETH_RING_SIZE 256)
 CHUNK_SLEEP_S = 0.002
 NAPI_FIFO_PRIORITY = 49  #: the injector runs at 50
-GENEVE_PORT = 6081
+GENEVE_PORT = BACKEND_GENEVE_PORT  #: its geneve device's UDP port (kernel/names.py)
 RX_CSUM = ("none", "unnecessary")
 
 ETH_P_IP = 0x0800

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..capture.ts_resolution import Coarse, unit_words
+from ..kernel.names import BACKEND_GENEVE_PORT
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
 from ..report.verdict.input_words import filtered_text
 from ..report.verdict.words import WHOLE_FRAMES_HINT, hidden_text, plural, unread_text
@@ -71,9 +72,6 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) -
 #: the tunnel kinds' names and the replay options that configure their ports
 _TUNNEL_NAME = {"vxlan": "VXLAN", "geneve": "Geneve"}
 _PORT_OPTION = {"vxlan": "--vxlan-port", "geneve": "--geneve-port"}
-#: the kernel backend's geneve device's port (oracle/replay.py ``GENEVE_PORT``: made whenever the capture holds
-#: Geneve; the kernel command has no --geneve-port)
-BACKEND_GENEVE_PORT = 6081
 
 
 def unconfigured_text(kind: str, port: int, n: int, backend: bool = False) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ...kernel.names import BACKEND_GENEVE_PORT
 from .compare import CompareSentences
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts
 from .fix_words import (
@@ -45,6 +46,14 @@ from .words import (
     unread_text,
     zero_csum_states_text,
 )
+
+#: the options for tunnels on other ports in the no-tunnel verdict, by whether the kernel backend ran: its geneve
+#: device is on 6081 only (kernel/names.py BACKEND_GENEVE_PORT), it has no --geneve-port; the replay has
+_OTHER_PORTS = {
+    False: "(tunnels on other ports: --vxlan-port P / --geneve-port P).",
+    True: f"(VXLAN on other ports: --vxlan-port P; Geneve on a port other than {BACKEND_GENEVE_PORT}: the replay's "
+    "--geneve-port P).",
+}
 
 
 class CaptureSentences(CompareSentences):
@@ -131,8 +140,7 @@ class CaptureSentences(CompareSentences):
             return (
                 f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
                 f"({vx}) or Geneve ({gn}), so the fix has nothing to change {where} "
-                # the kernel backend's geneve device is on 6081 only: it has no --geneve-port
-                f"(tunnels on other ports: {'--vxlan-port P' if self.kernel_backend else '--vxlan-port P / --geneve-port P'})."
+                + _OTHER_PORTS[self.kernel_backend]
             )
         if self.outcome == "lost":
             return (
