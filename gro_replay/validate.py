@@ -20,7 +20,7 @@ from .kernel.release import resolve_kernel
 from .packet.headers import tcp_payload_len
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
-from .sim.notes import account_capture_end, input_notes
+from .sim.notes import input_notes
 
 ORACLE_RX_CSUM = {
     "none": ("none", 0),
@@ -65,16 +65,19 @@ def load_capture(
 
     Raises: capture.reader.CaptureError.
     """
-    from .sim.api import counting
+    from .sim.api import account_selection, counting, select_interfaces
 
     rep = Replayer(config)
     rep.input.path = str(path)
     with open_capture(path) as cap:
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)
-        frames = list(rep.decoded(cap if progress is None else counting(cap, progress)))
+        # the interface the replay replays, by its rule, and its notes (-i any, pcapng of several interfaces)
+        records = cap if progress is None else counting(cap, progress)
+        sel, records = select_interfaces(str(path), cap, config, rep.input, records)
+        frames = list(rep.decoded(records))
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
-        account_capture_end(cap, rep.input)
+        account_selection(cap, sel, rep.input)
     return LoadedCapture(rep, frames)
 
 

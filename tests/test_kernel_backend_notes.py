@@ -207,3 +207,60 @@ def test_running_kernel_takes_mtu(tmp_path):
     r = CliRunner().invoke(main, ["validate", str(path), "--mtu", "9000"])
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[-1] == "SUMMARY validate agrees=yes phys=2/2 tunnel=2/2"
+
+
+def _two_nics(path):
+    """A pcapng of two Ethernet interfaces, each receiving its own VXLAN flow of 10 frames (VNI 100 on eth0, whose
+    first frame comes first; VNI 200 on eth1): two NICs' traffic, which two NAPIs merge apart (gro-spec §1)."""
+    import dpkt
+
+    from gro_replay.synth import Scenario, synth_frames
+
+    eth0 = list(synth_frames(Scenario(frames=10, vni=100)))
+    eth1 = list(synth_frames(Scenario(frames=10, vni=200, start_ns=eth0[0][0] + 500)))
+    records = sorted([(ts, 0, f) for ts, f in eth0] + [(ts, 1, f) for ts, f in eth1])
+    blocks = [bytes(dpkt.pcapng.SectionHeaderBlockLE())]
+    for name in ("eth0", "eth1"):
+        opts = [
+            dpkt.pcapng.PcapngOptionLE(code=2, data=name.encode()),
+            dpkt.pcapng.PcapngOptionLE(code=dpkt.pcapng.PCAPNG_OPT_ENDOFOPT),
+        ]
+        blocks.append(bytes(dpkt.pcapng.InterfaceDescriptionBlockLE(linktype=1, opts=opts)))
+    for ts, i, f in records:
+        us = ts // 1000
+        blocks.append(
+            bytes(
+                dpkt.pcapng.EnhancedPacketBlockLE(
+                    iface_id=i, ts_high=us >> 32, ts_low=us & 0xFFFFFFFF, pkt_data=f
+                )
+            )
+        )
+    path.write_bytes(b"".join(blocks))
+    return path
+
+
+def test_the_backend_replays_one_interface_as_the_replay_does(tmp_path):
+    # before, the backend sent both NICs' frames through one veth: one GRO list for two NAPIs' traffic. Now the
+    # replay's rule (capture/interfaces.py): the device of the first tunnel frame, or --interface
+    path = _two_nics(tmp_path / "two.pcapng")
+    loaded = load_capture(str(path), _config())
+    inp = loaded.replayer.input
+    assert (len(loaded.frames), dict(inp.skipped)) == (10, {"other_interface": 10})
+    assert [i["interface"] for i in inp.interfaces] == ["interface 0 (eth0)", "interface 1 (eth1)"]
+    assert any(n.startswith("the capture holds 2 interfaces") for n in inp.notes)
+    other = load_capture(str(path), replace(_config(), interface="eth1"))
+    assert {f[1][46:49] for f in other.frames} == {(200).to_bytes(3, "big")}  # the VXLAN VNI of eth1's flow
+
+
+@needs_kernel
+def test_running_kernel_takes_interface(tmp_path):
+    path = _two_nics(tmp_path / "two.pcapng")
+    r = CliRunner().invoke(main, ["kernel", str(path), "-q", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert (doc["kernel"]["frames_sent"], doc["input"]["skipped"]) == (10, {"other_interface": 10})
+    r = CliRunner().invoke(main, ["validate", str(path), "--interface", "eth1"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["kernel", str(path), "-q", "--interface", "eth9"])
+    assert r.exit_code == 2
+    assert r.output.startswith(f"Error: {path}: --interface eth9: no such interface")

@@ -15,7 +15,7 @@ from ..report.schema import dumps
 from ..report.verbatim import say, verbatim_console
 from .command import Command
 from .errors import CheckFailed, EnvironmentProblem, UsageError, capture_error
-from .options import wire_frame_options
+from .options import capture_frame_options
 from .output import NamedOutput, open_out, start_progress
 from .params import BoundedInt, Keyword
 
@@ -51,7 +51,8 @@ def _common(f):
             help="Make the vxlan devices with gbp (Group Based Policy: G-flagged frames accepted, policy ID and "
             "D/A bits in the tunnel metadata).",
         ),
-        *wire_frame_options(),  # the capture's super-frames split as the replay splits them, before they are sent
+        # the interface replayed and the super-frames split as in the replay, before the frames are sent
+        *capture_frame_options(),
         click.option(
             "--phys-dev",
             default="eth0",
@@ -123,6 +124,7 @@ def _prepare(
     quiet=False,
     resegment="auto",
     mtu=1500,
+    interface=None,
 ):
     from ..oracle import OracleUnavailable, check_environment
     from ..oracle.replay import GENEVE_PORT
@@ -145,6 +147,7 @@ def _prepare(
         tunnel_metadata=True,
         resegment=resegment,  # as the replay command: super-frames become wire frames before they are sent
         mtu=mtu,
+        interface=interface,
         udp6_zero_csum_rx=udp6_zero_csum_rx,
         vxlan_gbp=vxlan_gbp,
         gro={"phys": True, "tunnel": tunnel_gro},  # where GRO runs: ReplayConfig.gro_runs

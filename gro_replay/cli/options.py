@@ -33,10 +33,19 @@ FLOW_HELP = (
 )
 
 
-def wire_frame_options() -> list:
-    """``--resegment`` and ``--mtu``: how super-frames of the capture become the wire frames a NIC receives
-    (resegment.py), one definition for every command that replays (the replay, ``kernel``, ``validate``)."""
+def capture_frame_options() -> list:
+    """``--interface``, ``--resegment`` and ``--mtu``: which of a capture's interfaces is replayed
+    (capture/interfaces.py) and how its super-frames become the wire frames a NIC receives (resegment.py), one
+    definition for every command that replays (the replay, ``kernel``, ``validate``)."""
     return [
+        click.option(
+            "--interface",
+            default=None,
+            metavar="N|NAME",
+            help="Of a capture holding several interfaces (tcpdump -i any, pcapng): the one to replay, by ifindex, "
+            "pcapng interface id or name (ifindex=N, index=N where a number is both). Default: the device of its "
+            "first tunnel frame; the others' frames are counted, not replayed.",
+        ),
         click.option(
             "--resegment",
             default="auto",
@@ -150,14 +159,6 @@ def replay_options(f):
             help="Geneve UDP port (repeatable; default 6081); auto: also every port whose traffic parses as Geneve.",
         ),
         click.option(
-            "--interface",
-            default=None,
-            metavar="N|NAME",
-            help="Of a capture holding several interfaces (tcpdump -i any, pcapng): the one to replay, by ifindex, "
-            "pcapng interface id or name (ifindex=N, index=N where a number is both). Default: the device of its "
-            "first tunnel frame; the others' frames are counted, not replayed.",
-        ),
-        click.option(
             "--detect-tunnels",
             is_flag=True,
             help="Same as --vxlan-port auto --geneve-port auto.",
@@ -203,7 +204,7 @@ def replay_options(f):
             show_default=True,
             help="RX queues of the phys device: one NAPI (and one CPU's gro_cells) each; flows spread by RSS.",
         ),
-        *wire_frame_options(),
+        *capture_frame_options(),
         click.option(
             "-f",
             "--filter",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..capture.interface_chunks import SelectedChunks
 from ..capture.interfaces import may_hold_several
@@ -20,6 +21,11 @@ from .config import ReplayConfig
 from .ingest import detect_tunnel_ports
 from .notes import account_capture_end, resolution_note
 from .replayer import Replayer, Result
+
+if TYPE_CHECKING:
+    from ..capture.interfaces import Selection
+    from ..capture.reader import Capture
+    from .ingest import InputStats
 
 
 def replay_capture(
@@ -80,17 +86,9 @@ def _replay(
         rep.input.path = path
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
-        raw = records = cap if progress is None else counting(cap, progress)
+        records: Iterable[tuple] = cap if progress is None else counting(cap, progress)
         reasons = batch_reasons(config, on_deliver, cap, None)
-        sel = plan_interfaces(
-            path,
-            cap,
-            lambda: Decoder(config.vxlan_ports, config.geneve_ports),
-            config.interface,
-            batch=not reasons,
-        )
-        if may_hold_several(cap):
-            records = sel.filter(cap, raw, rep.input)
+        sel, records = select_interfaces(path, cap, config, rep.input, records, batch=not reasons)
         if not reasons:
             br = BatchReplay(rep)
             # a pcapng capture sorted by interface as it is read: the batch path reads its blocks, the records of
@@ -109,11 +107,7 @@ def _replay(
             rep.run_polls(rep.decoded(records))
             rep.engine = engine(reasons, rep.polls_run, 0)
         rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
-        account_capture_end(cap, rep.input, sel.replayed_time_order())
-        sel.check()  # an --interface that matched nothing, known once the records were read
-        rep.input.notes.extend(sel.notes())
-        if len(sel.by_key) > 1:
-            rep.input.interfaces = sel.as_list()
+        account_selection(cap, sel, rep.input)
         # the replayed interfaces' timestamp units (pcapng: the interfaces with frames that were replayed)
         replayed = [
             k[0] for k, st in sel.by_key.items() if st.frames and (sel.chosen is None or k in sel.chosen)
@@ -125,6 +119,38 @@ def _replay(
     if note:  # after the notes on what the capture holds: a note on how its times are read
         result.input.notes.append(note)
     return result
+
+
+def select_interfaces(
+    path: str,
+    cap: Capture,
+    config: ReplayConfig,
+    inp: InputStats,
+    records: Iterable[tuple],
+    batch: bool = False,
+) -> tuple[Selection, Iterable[tuple]]:
+    """The interface selection of an open capture (capture/interfaces.py ``plan``: ``config.interface``, else the
+    device of the first tunnel frame) and its records with those of the interfaces not replayed counted as skipped
+    in ``inp`` (``Selection.filter``; ``records`` unchanged for a capture that holds one interface), one rule for
+    the replay and the kernel backend (validate.py ``load_capture``). ``batch``: the batch path reads the records
+    (``plan``'s walk of a one-interface pcapng is left to it). Raises CaptureError."""
+    sel = plan_interfaces(
+        path, cap, lambda: Decoder(config.vxlan_ports, config.geneve_ports), config.interface, batch=batch
+    )
+    if may_hold_several(cap):
+        records = sel.filter(cap, records, inp)
+    return sel, records
+
+
+def account_selection(cap: Capture, sel: Selection, inp: InputStats) -> None:
+    """After the capture was read: how it ended (``account_capture_end``, of the replayed interfaces' records),
+    an ``--interface`` that matched nothing (``Selection.check``, raises CaptureError), the interfaces' note and,
+    when there were several, ``inp.interfaces``."""
+    account_capture_end(cap, inp, sel.replayed_time_order())
+    sel.check()  # an --interface that matched nothing, known once the records were read
+    inp.notes.extend(sel.notes())
+    if len(sel.by_key) > 1:
+        inp.interfaces = sel.as_list()
 
 
 #: why ``replay_frames`` takes the frame-by-frame path: the batch path reads blocks of a capture
