@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from .capture.reader import open_capture
 from .kernel.model import PROFILES, KernelModel
 from .kernel.release import resolve_kernel
+from .packet.decode import CLS_NOT_TUNNEL, Decoder, outer_udp_csum_bad
 from .packet.headers import tcp_payload_len
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
@@ -220,14 +221,44 @@ def _forget_unobserved(ks: KernelStats) -> None:
             c.clear()
 
 
-def _account_sent(rep: Replayer, oracle, sent: list[tuple]) -> None:
+def _account_sent(rep: Replayer, oracle, sent: list[tuple], config: ReplayConfig) -> None:
     """The input's counts after the kernel backend's send: the frames it could not replay skipped by reason
     (``kernel_backend:<reason>``), and the frames replayed and their classes those ``sent``, as the simulator
-    counts them (sim/ingest.py), so that classes plus skipped add up to the frames read."""
+    counts them (sim/ingest.py), so that classes plus skipped add up to the frames read; then the notes the replay
+    gives on tunnel ports and on how the capture was taken, said of the frames sent (``_sent_counts``)."""
+    decoded = rep.input.classes
     for reason, n in oracle.frames_not_replayable.items():
         rep.input.skipped[f"kernel_backend:{reason}"] += n
     rep.input.frames_replayed = len(sent)
     rep.input.classes = Counter(rep.decoder.flow_class[f[3]] for f in sent)
+    unconfigured = _sent_counts(rep, sent)
+    # the frames read that carry VXLAN or Geneve, on a configured port or not: sent or not
+    tunnel_read = sum(n for c, n in decoded.items() if c != CLS_NOT_TUNNEL) + sum(
+        n for ports in rep.decoder.unconfigured.values() for n in ports.values()
+    )
+    input_notes(rep.input, config, unconfigured, backend=True, tunnel_read=tunnel_read)
+
+
+def _sent_counts(rep: Replayer, sent: list[tuple]) -> dict[str, dict[int, int]]:
+    """The input counts the notes read (sim/notes.py ``input_notes``), of the frames the kernel backend ``sent``
+    only, not of every frame decoded (frames it could not replay were never sent: breaker's finding): the tunnel
+    frames whose outer UDP checksum does not verify (``InputStats.outer_csum_bad``; a segment of a split
+    super-frame has a computed one) into ``rep.input``, and, returned, the frames per tunnel kind and port that
+    parse as that tunnel where no socket is (``Decoder.unconfigured``, by the decoder that read the capture's
+    ports)."""
+    flow_class = rep.decoder.flow_class
+    rep.input.outer_csum_bad = sum(
+        1 for f in sent if flow_class[f[3]] != CLS_NOT_TUNNEL and outer_udp_csum_bad(f[1])
+    )
+    ports = rep.decoder.tunnel_ports
+    again = Decoder(
+        tuple(p for p, k in ports.items() if k == "vxlan"),
+        tuple(p for p, k in ports.items() if k == "geneve"),
+    )
+    for f in sent:
+        if flow_class[f[3]] == CLS_NOT_TUNNEL:
+            again.decode(f[1])
+    return again.unconfigured
 
 
 def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_deliver=None) -> Result:
@@ -291,9 +322,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     _forget_unobserved(ks)
     at_tunnel = _stage_inputs(ks, matched, sent)
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
-    _account_sent(rep, oracle, sent)
-    # the notes the replay gives on tunnel ports and on how the capture was taken, said of the frames sent
-    input_notes(rep.input, config, rep.decoder.unconfigured, backend=True)
+    _account_sent(rep, oracle, sent, config)
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them

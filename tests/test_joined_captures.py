@@ -89,7 +89,8 @@ def test_a_second_header_is_named(tmp_path, name, path, how):
     f.write_bytes(data)
     shown = "-" if how == "stdin" else str(f)
     r = _run([shown, *PATHS[path]], data if how == "stdin" else None)
-    assert (r.returncode, r.stderr.decode()) == (2, f"Error: {shown}: {error.format(len(first))}\n")
+    named = "standard input" if how == "stdin" else shown  # as the report's input line names a pipe
+    assert (r.returncode, r.stderr.decode()) == (2, f"Error: {named}: {error.format(len(first))}\n")
 
 
 @pytest.mark.parametrize("path", list(PATHS))

@@ -98,8 +98,9 @@ def test_geneve_on_another_port_points_to_the_replay(tmp_path):
     # --geneve-port, the replay has
     path = _synth(tmp_path / "gen.pcap", "--encap", "geneve", "--port", "6090", "--frames", "1")
     assert _backend_notes(path, 1) == [
-        "1 frame to UDP port 6090 parses as Geneve, but the kernel backend's geneve device is on UDP port 6081 "
-        "only: sent as plain UDP (not_tunnel), and the running kernel, without a tunnel socket there, received it "
+        "1 frame to UDP port 6090 parses as Geneve, but the kernel backend makes its geneve device on UDP port 6081 "
+        "only (where the running kernel has Geneve): sent as plain UDP (not_tunnel), and the running kernel, "
+        "without a tunnel socket there, received it "
         "so; the replay decodes them (gro-replay CAPTURE --geneve-port 6090)"
     ]
 
@@ -264,3 +265,60 @@ def test_running_kernel_takes_interface(tmp_path):
     r = CliRunner().invoke(main, ["kernel", str(path), "-q", "--interface", "eth9"])
     assert r.exit_code == 2
     assert r.output.startswith(f"Error: {path}: --interface eth9: no such interface")
+
+
+def _unsent(oracle, sent: list[int], reason: str, n: int):
+    """``oracle`` having sent only the frames ``sent`` (by index), ``n`` others not replayable for ``reason``."""
+    return replace(oracle, sent=sent, frames_sent=len(sent), frames_not_replayable={reason: n})
+
+
+def test_the_notes_count_the_frames_sent_only(tmp_path):
+    # frames the backend could not replay (oracle/replay.py: e.g. an outer destination other than the first's)
+    # were never sent: no checksum of theirs was checked, no port of theirs received (breaker's finding: 20
+    # bad-checksum frames not sent were said dropped by the running kernel)
+    path = _synth(tmp_path / "bad.pcap", "--outer-csum", "bad", "--frames", "20")
+    cfg = _config()
+    oracle = _unsent(
+        fake_oracle({"phys": [100] * 5, "tunnel": []}, 5), list(range(5)), "outer_destination_differs", 15
+    )
+    notes = kernel_result(load_capture(str(path), cfg), oracle, cfg).input.notes
+    assert notes == [
+        "5 tunnel frames carry an outer UDP checksum that does not verify, typical of a capture taken on the sending "
+        "host before TX checksum offload filled it in; a NIC would not have reported them as verified: --rx-csum "
+        "none has the running kernel check them in software and drop them (udp_rcv, UdpInCsumErrors)"
+    ]
+    # VXLAN on a port without a device, none of it sent: neither "sent as plain UDP" nor "no tunnel traffic"
+    path = _synth(tmp_path / "odd.pcap", "--port", "4790", "--frames", "10")
+    oracle = _unsent(fake_oracle({"phys": [], "tunnel": []}, 0), [], "outer_destination_differs", 10)
+    assert kernel_result(load_capture(str(path), cfg), oracle, cfg).input.notes == [
+        "no tunnel traffic sent: the kernel backend could not send the 10 frames read that carry VXLAN or Geneve "
+        "(kernel_backend:outer_destination_differs 10)"
+    ]
+
+
+def test_geneve_on_a_kernel_without_geneve_is_not_said_absent(tmp_path):
+    # oracle/replay.py skips Geneve frames where the running kernel has no Geneve (geneve_not_built_in): the
+    # capture has tunnel traffic, none of it sent (breaker's finding: "no tunnel traffic: no frame goes to a
+    # configured tunnel port (…; Geneve 6081)")
+    path = _synth(tmp_path / "g.pcap", "--encap", "geneve", "--frames", "5")
+    cfg = _config()
+    oracle = _unsent(fake_oracle({"phys": [], "tunnel": []}, 0), [], "geneve_not_built_in", 5)
+    assert kernel_result(load_capture(str(path), cfg), oracle, cfg).input.notes == [
+        "no tunnel traffic sent: the kernel backend could not send the 5 frames read that carry VXLAN or Geneve "
+        "(kernel_backend:geneve_not_built_in 5)"
+    ]
+
+
+def test_no_recipe_in_the_json_when_no_frame_was_sent(tmp_path):
+    # --defer-to-tunnel --vxlan-gbp with nothing sent: no XDP program, no gbp device, GRO ran nowhere
+    from gro_replay.cli.kernel import _document
+
+    path = _synth(tmp_path / "c.pcap", "--frames", "1")
+    cfg = _config(phys_xdp_generic=True, vxlan_gbp=True)
+    oracle = _unsent(fake_oracle({"phys": [], "tunnel": []}, 0), [], "outer_not_ip", 1)
+    doc = _document(kernel_result(load_capture(str(path), cfg), oracle, cfg), cfg, oracle)
+    assert (doc["config"]["gro"], doc["config"]["vxlan_gbp"], doc["kernel"]["defer_to_tunnel"]) == (
+        {"phys": False, "tunnel": False},
+        False,
+        False,
+    )

@@ -163,6 +163,13 @@ def test_measured_hz_is_the_running_kernels_config_hz():
     assert measured_hz(hz_choices(os.uname().machine)) == int(hz)
 
 
+def test_measured_hz_across_a_32_bit_jiffies_wrap():
+    # a 32-bit kernel's jiffies wraps 5 minutes after boot (INITIAL_JIFFIES, include/linux/jiffies.h): 50 jiffies
+    # in 0.2 s across the wrap are 250 Hz (breaker's finding: the negative difference gave the lowest choice)
+    samples = iter([(2**32 - 10, 0), (40, 200_000_000)])
+    assert measured_hz(hz_choices("armv7l"), sample=lambda: next(samples), sleep=lambda s: None) == 250
+
+
 @pytest.mark.parametrize(
     ("machine", "rate", "hz", "sleep"),
     [

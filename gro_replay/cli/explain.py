@@ -109,7 +109,7 @@ def explain_cmd(
         inp = result.input
         from ..report.verdict import not_replayed_text
 
-        raise UsageError(f"{capture}: {not_replayed_text(inp)}, so there is no flow to explain")
+        raise UsageError(f"{path_words(capture)}: {not_replayed_text(inp)}, so there is no flow to explain")
     if not ids:
         raise no_flow_error(selector, result, capture, "run without --flow to list them")
     doc = explain(result, obs, shown, ids, listing)

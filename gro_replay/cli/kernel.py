@@ -9,7 +9,7 @@ from dataclasses import replace
 import click
 from rich.console import Console
 
-from ..capture.reader import CaptureError
+from ..capture.reader import CaptureError, path_words
 from ..outputs import RunOutputs
 from ..report.schema import dumps
 from ..report.verbatim import say, verbatim_console
@@ -313,25 +313,29 @@ def _document(result, cfg, oracle) -> dict:
 
     doc = document(result, backend="kernel")
     rss, poll = backend_recipe(oracle.frames_sent)
+    made = bool(
+        oracle.frames_sent
+    )  # run_kernel made no device when no frame was sent: what it did not do is false
     doc["config"] = {
         "kernels": doc["config"]["kernels"],
         "nic": {"rx_csum": cfg.rx_csum, "rss": rss},
         "poll": poll,
         "constants": {"hz": oracle.hz},
         "vxlan_ports": list(cfg.vxlan_ports),
-        "vxlan_gbp": cfg.vxlan_gbp,
+        "vxlan_gbp": cfg.vxlan_gbp and made,
         "devices": {"phys": cfg.phys_dev, "vxlan": cfg.vxlan_dev},
         "tunnel_devices": _backend_tunnel_devices(cfg, oracle),
         "resegment": str(cfg.resegment),
         "mtu": cfg.mtu,
         "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
-        "gro": cfg.gro_runs(),  # where GRO ran: phys false when a generic XDP program elided it
+        # where GRO ran: phys false when a generic XDP program elided it; nowhere when no device was made
+        "gro": cfg.gro_runs() if made else {"phys": False, "tunnel": False},
     }
     doc["kernel"] = {
         "release": oracle.kernel_release,
         "hz": oracle.hz,
         "attempts": oracle.attempts,
-        "defer_to_tunnel": cfg.phys_xdp_generic,
+        "defer_to_tunnel": cfg.phys_xdp_generic and made,
         "frames_sent": oracle.frames_sent,
         "frames_not_replayable": oracle.frames_not_replayable,
         "segments": _SEGMENTS if oracle.frames_sent else "none: no frame was sent",
@@ -367,7 +371,7 @@ def validate_cmd(fmt, **common):
             ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
         )
         raise EnvironmentProblem(
-            f"nothing to validate: no frame of {common['capture']} can be replayed here ({why})"
+            f"nothing to validate: no frame of {path_words(common['capture'])} can be replayed here ({why})"
         )
     devices = compare(loaded, oracle, sim_cfg)
     ok = all(d.agrees for d in devices)

@@ -119,7 +119,9 @@ def measured_hz(choices: tuple[int, ...], sample=_timer_list_sample, sleep=time.
     j0, t0 = sample()
     sleep(max(0.2, 8 / gap))
     j1, t1 = sample()
-    rate = (j1 - j0) * 1e9 / max(t1 - t0, 1)
+    # jiffies is an unsigned long: a 32-bit kernel's wraps 5 minutes after boot (INITIAL_JIFFIES) and every
+    # 2**32 jiffies after (include/linux/jiffies.h)
+    rate = ((j1 - j0) % (1 << 32) if j1 < j0 else j1 - j0) * 1e9 / max(t1 - t0, 1)
     return min(choices, key=lambda hz: abs(hz - rate))
 
 

@@ -34,22 +34,28 @@ def input_notes(
     config: ReplayConfig,
     unconfigured: Mapping[str, Mapping[int, int]],
     backend: bool = False,
+    tunnel_read: int = 0,
 ) -> None:
     """The notes on tunnel ports and on how the capture was taken (``tunnel_notes``, ``capture_notes``) added to
     ``inp.notes`` after the frames were decoded, one rule for the replay (sim/replayer.py ``Replayer.result``) and
     the kernel backend (``backend``: validate.py ``kernel_result``, which sent the frames the replay would have
     replayed): ``unconfigured`` is the decoder's count of frames per tunnel kind and UDP port that parse as that
-    tunnel on a port without its socket (packet/decode.py ``Decoder.unconfigured``)."""
+    tunnel on a port without its socket (packet/decode.py ``Decoder.unconfigured``); ``tunnel_read``: the
+    backend's tunnel frames decoded, sent or not (a capture whose tunnel frames it could not send has tunnel
+    traffic, none of it sent): the frames read that carry VXLAN or Geneve, on a configured port or not."""
     inp.tunnel_ports_not_configured = {k: dict(v) for k, v in unconfigured.items()}
-    for note in tunnel_notes(inp, config, backend) + capture_notes(inp, config, backend):
+    for note in tunnel_notes(inp, config, backend, tunnel_read) + capture_notes(inp, config, backend):
         if note not in inp.notes:
             inp.notes.append(note)
 
 
-def tunnel_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) -> list[str]:
+def tunnel_notes(
+    inp: InputStats, config: ReplayConfig, backend: bool = False, tunnel_read: int = 0
+) -> list[str]:
     """The input notes about tunnel ports: traffic that parses as VXLAN/Geneve on ports without a tunnel socket
     (with the option that decodes it: ``unconfigured_text``), ports ``auto`` found, or that the capture holds no
-    tunnel traffic. ``backend``: said of the kernel backend's run (its options, its devices)."""
+    tunnel traffic. ``backend``: said of the kernel backend's run (its options, its devices), whose ``tunnel_read``
+    tunnel frames, when none was sent, are said not sent (``kernel_backend:`` skips), not absent."""
     notes = []
     for kind, ports in sorted(inp.tunnel_ports_detected.items()):
         found = ", ".join(f"{p} ({n:,} {plural(n, 'frame')})" for p, n in sorted(ports.items()))
@@ -64,6 +70,14 @@ def tunnel_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) -
     if hidden and (replayed or notes):
         # tunnel frames replayed (or other notes on tunnel ports) and others skipped: the counts cover the replayed
         notes.append(f"not in the counts: {hidden}")
+    elif not replayed and not notes and backend and tunnel_read:
+        unsent = ", ".join(
+            f"{k} {n:,}" for k, n in sorted(inp.skipped.items()) if k.startswith("kernel_backend:")
+        )
+        notes.append(
+            f"no tunnel traffic sent: the kernel backend could not send the {tunnel_read:,} "
+            f"{plural(tunnel_read, 'frame')} read that carry VXLAN or Geneve ({unsent or hidden})"
+        )
     elif not replayed and not notes:
         notes.append(_no_tunnel_note(inp, config, hidden))
     return notes
@@ -96,8 +110,8 @@ def unconfigured_text(kind: str, port: int, n: int, backend: bool = False) -> st
     if kind == "vxlan":
         return f"{what}, but the kernel backend made no vxlan device there: {sent}; pass --vxlan-port {port} to make one"
     return (
-        f"{what}, but the kernel backend's geneve device is on UDP port {BACKEND_GENEVE_PORT} only: {sent}; the "
-        f"replay decodes them (gro-replay CAPTURE --geneve-port {port})"
+        f"{what}, but the kernel backend makes its geneve device on UDP port {BACKEND_GENEVE_PORT} only (where the "
+        f"running kernel has Geneve): {sent}; the replay decodes them (gro-replay CAPTURE --geneve-port {port})"
     )
 
 
