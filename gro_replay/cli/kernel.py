@@ -313,9 +313,8 @@ def _document(result, cfg, oracle) -> dict:
 
     doc = document(result, backend="kernel")
     rss, poll = backend_recipe(oracle.frames_sent)
-    made = bool(
-        oracle.frames_sent
-    )  # run_kernel made no device when no frame was sent: what it did not do is false
+    # run_kernel made no device when no frame was sent: what it did not do is false
+    made = bool(oracle.frames_sent)
     doc["config"] = {
         "kernels": doc["config"]["kernels"],
         "nic": {"rx_csum": cfg.rx_csum, "rss": rss},
@@ -338,7 +337,7 @@ def _document(result, cfg, oracle) -> dict:
         "defer_to_tunnel": cfg.phys_xdp_generic and made,
         "frames_sent": oracle.frames_sent,
         "frames_not_replayable": oracle.frames_not_replayable,
-        "segments": _SEGMENTS if oracle.frames_sent else "none: no frame was sent",
+        "segments": _SEGMENTS if made else "none: no frame was sent",
     }
     return doc
 
