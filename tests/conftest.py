@@ -231,3 +231,30 @@ def file_sizes(directory: Path) -> list[int]:
         with contextlib.suppress(FileNotFoundError):
             sizes.append(q.stat().st_size)
     return sizes
+
+
+def _kernel_backend_unavailable() -> str | None:
+    """Why the kernel backend cannot run on this machine (``oracle.check_environment``'s reason: root, network
+    namespaces, veth/vxlan, tracefs), None when it can. Asked once, when the test modules are collected."""
+    from gro_replay.oracle import OracleUnavailable, check_environment
+
+    try:
+        check_environment()
+    except OracleUnavailable as e:  # pragma: no cover - depends on the machine
+        return str(e)
+    return None
+
+
+#: why the running-kernel tests are skipped here, None when they run (CI runs as root: they run)
+KERNEL_BACKEND_UNAVAILABLE = _kernel_backend_unavailable()
+
+#: marks a test (or, as ``pytestmark``, a module) that runs the kernel backend on the running kernel
+needs_kernel_backend = pytest.mark.skipif(
+    KERNEL_BACKEND_UNAVAILABLE is not None, reason=f"kernel backend unavailable: {KERNEL_BACKEND_UNAVAILABLE}"
+)
+
+
+def skip_without_kernel_backend(why: str = "kernel backend unavailable") -> None:
+    """Skip the calling test, saying ``why``, where the kernel backend cannot run (``KERNEL_BACKEND_UNAVAILABLE``)."""
+    if KERNEL_BACKEND_UNAVAILABLE is not None:
+        pytest.skip(f"{why}: {KERNEL_BACKEND_UNAVAILABLE}")

@@ -13,7 +13,7 @@ import sys
 
 import click
 import pytest
-from conftest import FIX_SAMPLE, required_cli_args
+from conftest import FIX_SAMPLE, required_cli_args, skip_without_kernel_backend
 
 from gro_replay.cli import main
 from gro_replay.cli.app import COMMANDS, mount_all
@@ -205,12 +205,7 @@ def test_directory_as_file(runner, tmp_path, name, arg) -> None:
         "kernel",
         "validate",
     ):  # without root, namespaces or tracefs: exit 3 before the capture is read
-        from gro_replay.oracle import OracleUnavailable, check_environment
-
-        try:
-            check_environment()
-        except OracleUnavailable as e:
-            pytest.skip(f"the kernel backend's environment is checked first here: {e}")
+        skip_without_kernel_backend("the kernel backend's environment is checked first here")
     params = [p for p in main.commands[name].params if isinstance(p, click.Argument)]
     args = [
         str(tmp_path) if p.name == arg else a

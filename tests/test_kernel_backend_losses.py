@@ -16,20 +16,13 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-import pytest
 from click.testing import CliRunner
+from conftest import needs_kernel_backend
 from test_kernel_no_payload import PHYS_ELIDED, _config, fake_oracle, own_acks_capture
 
 from gro_replay.cli import main
-from gro_replay.oracle import OracleUnavailable, check_environment
 from gro_replay.report.verdict.core import verdict_of
 from gro_replay.validate import kernel_result, load_capture
-
-try:
-    check_environment()
-    _SKIP = None
-except OracleUnavailable as e:  # pragma: no cover - depends on the machine
-    _SKIP = str(e)
 
 LOST = "kernel_backend:not_at_tunnel_device"
 
@@ -69,7 +62,7 @@ def test_a_phys_skb_whose_frames_reached_the_tunnel_device_is_not_lost(tmp_path)
     assert lost == {40000: 0, 40001: 0, 40002: 1}
 
 
-@pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+@needs_kernel_backend
 def test_running_kernel_drops_unverified_outer_checksums(tmp_path):
     # measured on the running kernel: 20 frames whose outer UDP checksums do not verify, sent with CHECKSUM_NONE
     # (the backend's default): udp_rcv (net/ipv4/udp.c, __udp4_lib_rcv → csum_error) drops each, so the vxlan

@@ -17,21 +17,15 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
+from conftest import needs_kernel_backend
 from test_kernel_no_payload import _config, fake_oracle
 
 from gro_replay.cli import main
-from gro_replay.oracle import OracleUnavailable, check_environment
 from gro_replay.report.table import nic_line
 from gro_replay.sim import replay_capture
 from gro_replay.validate import kernel_result, load_capture
 
-try:
-    check_environment()
-    _SKIP = None
-except OracleUnavailable as e:  # pragma: no cover - depends on the machine
-    _SKIP = str(e)
-
-needs_kernel = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+needs_kernel = needs_kernel_backend
 
 BAD_CSUM = (
     "20 tunnel frames carry an outer UDP checksum that does not verify, typical of a capture taken on the sending "

@@ -22,23 +22,16 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE, VXLAN4_SAMPLE
+from conftest import FIX_SAMPLE, VXLAN4_SAMPLE, needs_kernel_backend
 from test_kernel_no_payload import PHYS_ELIDED, _config, fake_oracle, own_acks_capture
 
 from gro_replay.capture.linktypes import DLT_RAW
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
-from gro_replay.oracle import OracleUnavailable, check_environment
 from gro_replay.report.verdict.core import verdict_of
 from gro_replay.validate import kernel_result, load_capture
 
-try:
-    check_environment()
-    _SKIP = None
-except OracleUnavailable as e:  # pragma: no cover - depends on the machine
-    _SKIP = str(e)
-
-backend = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+backend = needs_kernel_backend
 
 #: the verdict's and each flow's words for GRO elided on the phys veth (report/verdict/words.py phys_gro_off_words)
 XDP = "GRO elided on eth0 by a generic XDP program (the kernel backend's --defer-to-tunnel or --gro phys=off)"

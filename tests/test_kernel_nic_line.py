@@ -16,11 +16,11 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE
+from conftest import FIX_SAMPLE, needs_kernel_backend
 
 from gro_replay.cli import main
 from gro_replay.cli.app import mount_all
-from gro_replay.oracle import OracleUnavailable, check_environment, kernel_hz
+from gro_replay.oracle import kernel_hz
 from gro_replay.report.table import nic_line
 from gro_replay.sim import ReplayConfig, replay_capture
 
@@ -46,14 +46,7 @@ def test_the_backend_line_names_its_recipe_and_the_kernels_hz(rx_csum):
     assert nic_line(replace(result, backend="simulator")).startswith("NIC: no --nic (")
 
 
-try:
-    check_environment()
-    _SKIP = None
-except OracleUnavailable as e:  # pragma: no cover - depends on the machine
-    _SKIP = str(e)
-
-
-@pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+@needs_kernel_backend
 def test_the_kernel_command_prints_the_backend_line():
     runner = CliRunner()
     text = runner.invoke(main, ["kernel", str(FIX_SAMPLE), "-q"])

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, read_terminal
+from conftest import ROOT, read_terminal, skip_without_kernel_backend
 
 from gro_replay.cli import main
 from gro_replay.cli.app import mount_all
@@ -68,12 +68,7 @@ def _stderr_on_a_terminal(args: list[str]) -> tuple[int, bytes]:
 
 
 def test_kernel_shows_progress_unless_quiet_like_replay(capture) -> None:
-    from gro_replay.oracle import OracleUnavailable, check_environment
-
-    try:
-        check_environment()
-    except OracleUnavailable as e:
-        pytest.skip(f"kernel backend unavailable: {e}")
+    skip_without_kernel_backend()
     for cmd in ([capture], ["kernel", capture]):
         code, shown = _stderr_on_a_terminal(cmd)
         assert code == 0 and b"frames" in shown, (cmd, shown[-300:])

@@ -26,7 +26,7 @@ import errno
 import os
 
 import pytest
-from conftest import FIX_SAMPLE
+from conftest import FIX_SAMPLE, skip_without_kernel_backend
 
 from gro_replay.cli import main
 from gro_replay.outputs import OutputError, RunOutputs
@@ -221,12 +221,7 @@ def test_kernel_trace_is_checked_before_the_backend_runs(runner, tmp_path) -> No
 
 @full
 def test_kernel_trace_to_dev_full(runner) -> None:
-    from gro_replay.oracle import OracleUnavailable, check_environment
-
-    try:
-        check_environment()
-    except OracleUnavailable as e:
-        pytest.skip(f"kernel backend unavailable: {e}")
+    skip_without_kernel_backend()
     r = runner.invoke(main, ["kernel", str(FIX_SAMPLE), "--trace", "/dev/full"], prog_name="gro-replay")
     _one_line(r, "--trace", "/dev/full", "write", ENOSPC)
 

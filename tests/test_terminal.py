@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE, ROOT, VXLAN4_SAMPLE, on_a_terminal
+from conftest import FIX_SAMPLE, ROOT, VXLAN4_SAMPLE, on_a_terminal, skip_without_kernel_backend
 from rich.console import Console
 
 from gro_replay.cli import main
@@ -277,12 +277,7 @@ def test_man_pages_keep_examples_apart_and_name_lines_whole(tmp_path):
 def _backend_environment() -> None:
     """Skip unless the kernel backend can run here: without root, namespaces or tracefs ``kernel``/``validate``
     report that (exit 3) before they read the capture."""
-    from gro_replay.oracle import OracleUnavailable, check_environment
-
-    try:
-        check_environment()
-    except OracleUnavailable as e:
-        pytest.skip(f"the kernel backend's environment is checked first here: {e}")
+    skip_without_kernel_backend("the kernel backend's environment is checked first here")
 
 
 @pytest.mark.parametrize(

@@ -15,12 +15,11 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
+from conftest import needs_kernel_backend
 
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
 from gro_replay.oracle import (
-    OracleUnavailable,
-    check_environment,
     kernel_hz,
     kernel_release,
     kernel_vlan_offload,
@@ -31,13 +30,7 @@ from gro_replay.packet.build import ACK, FIN, PSH, FrameSpec, build_flow, build_
 from gro_replay.sim import PollModel, ReplayConfig
 from gro_replay.validate import ORACLE_RX_CSUM, compare, load_capture, profile_for_release
 
-try:
-    check_environment()
-    _SKIP = None
-except OracleUnavailable as e:  # pragma: no cover - depends on the machine
-    _SKIP = str(e)
-
-pytestmark = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+pytestmark = needs_kernel_backend
 
 BASE = FrameSpec(timestamps=False, payload=1400, outer_csum="zero")  # inner IPv4/TCP, no options, 1400 B
 

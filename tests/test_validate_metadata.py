@@ -31,22 +31,16 @@ import random
 from dataclasses import replace
 
 import pytest
-from conftest import FIX_SAMPLE, ROOT
+from conftest import FIX_SAMPLE, ROOT, needs_kernel_backend
 
 from gro_replay.capture.writer import PcapWriter
-from gro_replay.oracle import OracleUnavailable, check_environment, kernel_hz, kernel_release, run_kernel
+from gro_replay.oracle import kernel_hz, kernel_release, run_kernel
 from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
 from gro_replay.packet.vxlan import VXLAN_HF_VNI, gbp_flags
 from gro_replay.sim import PollModel, ReplayConfig
 from gro_replay.validate import ORACLE_RX_CSUM, compare, load_capture, profile_for_release
 
-try:
-    check_environment()
-    _SKIP = None
-except OracleUnavailable as e:  # pragma: no cover - depends on the machine
-    _SKIP = str(e)
-
-pytestmark = pytest.mark.skipif(_SKIP is not None, reason=f"kernel backend unavailable: {_SKIP}")
+pytestmark = needs_kernel_backend
 
 DF_PCAP = ROOT.parent / "shared" / "triage" / "outer-df-tunnel-metadata.pcap"
 
