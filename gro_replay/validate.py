@@ -87,10 +87,12 @@ def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple
     what follows the inner Ethernet header, an inner VLAN tag included (the tunnel device's ``skb->len``: GRO and
     the trace see the tag, ``skb_vlan_untag`` pulls it later in ``__netif_receive_skb_core``).
 
-    ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled, and the
-    payload length 0 for frames that are not tunnelled TCP; the payload is ``packet.headers.tcp_payload_len``'s,
-    by the lengths the IP headers declare (bytes past the datagrams are none), as the simulator reads it.
+    ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled. The payload
+    is that of the innermost TCP segment, tunnelled or not (a plain TCP flow merges on the physical device too), 0
+    for frames that carry none; it is ``packet.headers.tcp_payload_len``'s, by the lengths the IP headers declare
+    (bytes past the datagrams are none), as the simulator reads it.
     """
+    payload = tcp_payload_len(frame, tunnel_ports) or 0
     e = frame[12] << 8 | frame[13]
     if e == 0x0800:
         outer = (frame[16] << 8) | frame[17]
@@ -99,16 +101,16 @@ def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple
         outer = ((frame[18] << 8) | frame[19]) + 40
         udp = 54
     else:
-        return len(frame) - 14, 0, 0
+        return len(frame) - 14, 0, payload
     end = 14 + outer
     if udp + 16 > len(frame):
-        return outer, 0, 0
+        return outer, 0, payload
     kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
     if kind is None or not l4:
-        return outer, 0, 0
+        return outer, 0, payload
     tun = 8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4
     inner_l3 = udp + 8 + tun + 14
-    return outer, end - inner_l3, tcp_payload_len(frame, tunnel_ports) or 0
+    return outer, end - inner_l3, payload
 
 
 def no_payload_frames(frames: list[tuple], tunnel_ports: dict[int, str]) -> set[int]:
