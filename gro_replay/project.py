@@ -1,6 +1,6 @@
 """Facts about the installed project that many modules print: the version, how to install an optional extra, how
 a number the user typed is printed back (``plain_number``) and how a long text is cut for a one-line message
-(``shortened``).
+(``shortened``), and a noun after a count (``plural``).
 
 A leaf module (it imports nothing of the package), so that reporting modules can name the version without
 importing the package's ``__init__`` (which imports the simulation on demand): no import cycle.
@@ -84,3 +84,8 @@ def terminal_size(text: str) -> int | None:
     if text.isascii() and text.isdigit() and len(text) <= 5 and 0 < int(text):
         return int(text)
     return None
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """``noun`` for a count of 1, else ``many`` (default ``noun + "s"``): "1 frame", "2 frames", "1 skb"."""
+    return noun if n == 1 else (many or noun + "s")

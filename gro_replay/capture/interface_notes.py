@@ -3,7 +3,8 @@ the others' frames were. Kernel: none (capture/interfaces.py says why one device
 
 from __future__ import annotations
 
-from .interface_stats import InterfaceStats, cut_words, plural
+from ..project import plural
+from .interface_stats import InterfaceStats, cut_words
 from .reader import DLT_LINUX_SLL
 
 

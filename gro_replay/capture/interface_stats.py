@@ -13,10 +13,6 @@ from .reader import DLT_LINUX_SLL2
 _IFINDEX = struct.Struct("!I")  # LINUX_SLL2 header bytes 4..8: interface index
 
 
-def plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
-
-
 def interface_key(cap, buf: bytes, linktype: int) -> tuple:
     """``(pcapng interface index or None, SLL2 ifindex or None)`` of the record just read from ``cap``.
 

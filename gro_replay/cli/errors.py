@@ -38,8 +38,8 @@ def no_flow_error(selector: str, result, capture: str, hint: str) -> UsageError:
     snaplen_cut, ``-f``: ``verdict.input_words.gone_words``), then ``hint`` (where the flows are listed; left out when
     no frame was replayed, since no listing has any)."""
     from ..capture.reader import path_words
+    from ..project import plural
     from ..report.verdict.input_words import gone_words, not_replayed_text  # heavy: not at --help
-    from ..report.verdict.words import plural
 
     inp = result.input
     n = len(result.flows)

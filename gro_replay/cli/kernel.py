@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ..capture.reader import CaptureError, path_words
 from ..outputs import RunOutputs
+from ..project import plural
 from ..report.schema import dumps
 from ..report.verbatim import say, verbatim_console
 from .command import Command
@@ -268,8 +269,9 @@ _SEGMENTS = "inferred from lengths"
 def _backend_line(oracle, cfg) -> str:
     """The report's first line (text and Markdown): the running kernel, its HZ, the frames sent and how (where GRO
     was elided or off: ``_gro_clause``); that no device was made when no frame was sent."""
-    head = f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {oracle.frames_sent:,} frames sent"
-    if not oracle.frames_sent:
+    sent = oracle.frames_sent
+    head = f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {sent:,} {plural(sent, 'frame')} sent"
+    if not sent:
         return f"{head}, so no device was made"
     return f"{head}{_gro_clause(cfg, oracle)}; segments per skb {_SEGMENTS}"
 
@@ -401,7 +403,8 @@ def _print_validation(release, model, oracle, devices, sim_cfg):
     ok = all(d.agrees for d in devices)
     click.echo(
         f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
-        f"{oracle.frames_sent:,} frames, --rx-csum {sim_cfg.rx_csum}" + _gro_clause(sim_cfg, oracle)
+        f"{oracle.frames_sent:,} {plural(oracle.frames_sent, 'frame')}, --rx-csum {sim_cfg.rx_csum}"
+        + _gro_clause(sim_cfg, oracle)
     )
     names = {
         port: name for name, stage, port in sim_cfg.devices() if stage == "tunnel"

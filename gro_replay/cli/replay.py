@@ -7,6 +7,7 @@ from dataclasses import replace
 import click
 
 from ..outputs import RunOutputs
+from ..project import plural
 from ..report import FLOWS_MAX_DEFAULT
 from .command import Command
 from .errors import UsageError, capture_error, no_flow_error
@@ -130,7 +131,7 @@ def replay_cmd(
         _file_outputs(result, json_path, md_path, plot_path, outs)
     if pcaps is not None and not quiet:
         for path, n in pcaps.written():
-            click.echo(f"wrote {path} ({n:,} frames)", err=True)
+            click.echo(f"wrote {path} ({n:,} {plural(n, 'frame')})", err=True)
     _outputs(result, fmt, json_path, md_path, no_hist)
 
 

@@ -19,11 +19,12 @@ from collections import Counter, defaultdict
 from ..kernel import reasons as R
 from ..packet.flowkey import endpoint, vlan_text
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
+from ..project import plural
 from . import MIXED_WHY
 from .explain_skbs import SkbEnds, skb_lines, skb_list
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
-from .verdict.words import by_count, drop_counts, kernel_label, plural
+from .verdict.words import by_count, drop_counts, kernel_label
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 

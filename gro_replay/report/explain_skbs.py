@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from ..kernel import reasons as R
 from ..packet.flowsel import FlowSelector
-from .verdict.words import plural
+from ..project import plural
 
 #: why the replay takes the frame-by-frame path with ``--skbs`` (sim/engine_path.py ``observer_reasons``)
 SKBS_REASON = (

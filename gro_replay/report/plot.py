@@ -11,8 +11,8 @@ import os
 
 import numpy as np
 
-from ..project import install_extra_hint
-from .verdict.words import kernel_label, plural
+from ..project import install_extra_hint, plural
+from .verdict.words import kernel_label
 
 PLOT_FORMATS = ("svg", "png")
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 from rich import box
 
 from ..capture.reader import path_words
+from ..project import plural
 from . import AGGREGATES_LABEL, BACKEND_NO_DEVICE, BACKEND_RX_CSUM, MIXED_WHY, SW_CSUM_LABEL, backend_recipe
 from .document import summary_line
 from .kernel_lines import kernel_lines
 from .verbatim import VerbatimTable, say, verbatim
 from .verdict.facts import STAGE_NAMES
 from .verdict.input_words import filtered_text
-from .verdict.words import drop_counts, kernel_label, plural
+from .verdict.words import drop_counts, kernel_label
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -14,8 +14,9 @@ from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..capture.ts_resolution import Coarse, unit_words
 from ..kernel.names import BACKEND_GENEVE_PORT
 from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
+from ..project import plural
 from ..report.verdict.input_words import filtered_text
-from ..report.verdict.words import WHOLE_FRAMES_HINT, hidden_text, plural, unread_text
+from ..report.verdict.words import WHOLE_FRAMES_HINT, hidden_text, unread_text
 from ..resegment import IPV6_MIN_MTU, KEEP_WORDS, TCP_MIN_SND_MSS
 from .skipped import unread_count
 

@@ -8,7 +8,7 @@ import json
 import math
 import re
 
-from ..verdict.words import plural
+from ...project import plural
 from .comparison import KNOWN_SCHEMA_VERSIONS, DiffError
 
 #: the most bytes ``load_document`` reads of one document (``gro-replay diff --max-bytes``)

@@ -10,7 +10,7 @@ import re
 
 from ...kernel.model import FIX_COMMIT, SWITCH_COMMITS, release_tuple
 from ...kernel.stable import STABLE_BACKPORTS, STABLE_ENDED, ended_before
-from .words import plural
+from ...project import plural
 
 #: the X.Y of a release as typed: "4.18", "4.18.20", "5.12-rc1", "4.18.0-305.el8"
 _BRANCH = re.compile(r"(\d+\.\d+)(?:\.\d+)?(?:[-+.]|$)", re.ASCII)

@@ -5,8 +5,8 @@ capture's other devices that was left out. The verdict's sentences, the input no
 from __future__ import annotations
 
 from ...capture.interface_stats import cut_words
+from ...project import plural
 from .facts import _FILTER_OPTIONS
-from .words import plural
 
 
 def filtered_text(filtered: dict) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+from ...project import plural
 from .facts import KernelFacts, ReplayResult
-from .words import plural
 
 if TYPE_CHECKING:
     from ...sim.config import ReplayConfig

@@ -13,6 +13,7 @@ from ...kernel import drop_reasons as D
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, KernelModel, commit_of_switch
 from ...packet.decode import SKIP_SNAPLEN
+from ...project import plural
 from ...sim.skipped import to_tunnel_ports, unread
 from .facts import NO_REASON_RECORDED, STAGE_NAMES
 
@@ -193,9 +194,11 @@ def payload_clause(skbs: int, empty: int, whose: str = "their") -> str:
     data) does not read as all without payload, nor the other way round; "" when ``empty`` is 0."""
     if not empty:
         return ""
+    if empty == skbs == 1:
+        return f" ({whose} one skb carries no payload)"
     if empty == skbs:
         return f" (all {skbs:,} of {whose} skbs carry no payload)"
-    return f" ({empty:,} of {whose} {skbs:,} skbs carry no payload)"
+    return f" ({empty:,} of {whose} {skbs:,} skbs {'carries' if empty == 1 else 'carry'} no payload)"
 
 
 def _via(model) -> str:
@@ -228,11 +231,6 @@ def other_changes_words(switches: list[str]) -> str:
     n = len(switches)
     commits = ", ".join(commit_of_switch(s) for s in switches)
     return f"{n} other modelled {plural(n, 'commit')} ({commits}; gro-replay kernels names {'it' if n == 1 else 'them'})"
-
-
-def plural(n: int, noun: str, many: str | None = None) -> str:
-    """``noun`` for a count of 1, else ``many`` (default ``noun + "s"``): "1 frame", "2 frames", "1 skb"."""
-    return noun if n == 1 else (many or noun + "s")
 
 
 def ports_text(ports) -> str:
