@@ -223,7 +223,7 @@ def _forget_unobserved(ks: KernelStats) -> None:
             c.clear()
 
 
-def _account_sent(rep: Replayer, oracle, sent: list[tuple], config: ReplayConfig) -> None:
+def account_sent(rep: Replayer, oracle, sent: list[tuple], config: ReplayConfig) -> None:
     """The input's counts after the kernel backend's send: the frames it could not replay skipped by reason
     (``kernel_backend:<reason>``), and the frames replayed and their classes those ``sent``, as the simulator
     counts them (sim/ingest.py), so that classes plus skipped add up to the frames read; then the notes the replay
@@ -324,7 +324,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     _forget_unobserved(ks)
     at_tunnel = _stage_inputs(ks, matched, sent)
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
-    _account_sent(rep, oracle, sent, config)
+    account_sent(rep, oracle, sent, config)
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them

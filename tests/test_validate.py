@@ -521,3 +521,33 @@ def test_ip_in_ip_inside_vxlan_merges_at_the_tunnel_device(tmp_path, name):
     _assert_agree(devices)
     by_stage = {d.stage: d for d in devices}
     assert (len(by_stage["phys"].kernel), len(by_stage["tunnel"].kernel)) == (5, 1)
+
+
+def test_validate_json_document(tmp_path):
+    """``validate --format json`` is a published document (schema ``validate``: schema_version, tool, kind, the
+    input counted over the frames sent), and its summary is the text report's SUMMARY line: one computation
+    (report/validation.py). 17 frames of one flow, merged whole at each device (one skb of 23,890 bytes at the
+    phys device, 23,840 at the vxlan device: 1/1 each, as test_cli_validate_and_kernel's budget polls), and one frame to another outer destination, which the backend
+    cannot send (oracle/replay.py plan_frames: outer_destination_differs)."""
+    import json
+
+    from gro_replay.report.schema import check
+
+    frames = [build_frame(s) for s in flow_specs(BASE, [1400] * 17)]
+    frames.append(build_frame(replace(BASE, outer_dst="10.0.0.9")))
+    path = _write(tmp_path, frames)
+    r = CliRunner().invoke(main, ["validate", path, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    check(doc, "validate")
+    assert (doc["schema_version"], doc["kind"], doc["tool"]["name"]) == (1, "validate", "gro-replay")
+    inp = doc["input"]
+    assert (inp["frames_read"], inp["frames_replayed"]) == (18, 17)
+    assert inp["skipped"] == {"kernel_backend:outer_destination_differs": 1}
+    assert (doc["frames_sent"], doc["rx_csum"], doc["agrees"]) == (17, "none", True)
+    assert [(d["stage"], d["matching"], d["total"]) for d in doc["devices"]] == [
+        ("phys", 1, 1),
+        ("tunnel", 1, 1),
+    ]
+    text = CliRunner().invoke(main, ["validate", path]).stdout.splitlines()
+    assert doc["summary"] == text[-1] == "SUMMARY validate agrees=yes phys=1/1 tunnel=1/1"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 
@@ -352,7 +351,8 @@ def validate_cmd(fmt, **common):
     kernel backend on the same frames; compare the delivered lengths per device. Exit 0 when they agree, 1 when
     they differ, 3 when the kernel backend cannot run."""
     from ..oracle import kernel_hz, kernel_release, kernel_vlan_offload
-    from ..validate import compare, profile_for_release
+    from ..report.validation import validation_document
+    from ..validate import account_sent, compare, profile_for_release
 
     cfg, loaded = _prepare(**common)
     release = kernel_release()
@@ -377,21 +377,10 @@ def validate_cmd(fmt, **common):
     devices = compare(loaded, oracle, sim_cfg)
     ok = all(d.agrees for d in devices)
     if fmt == "json":
-        click.echo(
-            json.dumps(
-                {
-                    "kernel_release": release,
-                    "hz": oracle.hz,
-                    "simulator_profile": model.release,
-                    "frames_sent": oracle.frames_sent,
-                    "frames_not_replayable": oracle.frames_not_replayable,
-                    "gro": sim_cfg.gro_runs(),  # as the kernel report's config.gro: where GRO ran
-                    "agrees": ok,
-                    "devices": [d.as_dict() for d in devices],
-                },
-                indent=2,
-            )
-        )
+        sent = [loaded.frames[i] for i in oracle.sent]
+        account_sent(loaded.replayer, oracle, sent, cfg)
+        inp = loaded.replayer.input.as_dict()
+        click.echo(dumps(validation_document(release, model, oracle, devices, sim_cfg, inp)))
     else:
         _print_validation(release, model, oracle, devices, sim_cfg)
     if not ok:
@@ -400,7 +389,8 @@ def validate_cmd(fmt, **common):
 
 def _print_validation(release, model, oracle, devices, sim_cfg):
     """``validate``'s text report: the run, per device how many skbs agree and the first divergence, SUMMARY."""
-    ok = all(d.agrees for d in devices)
+    from ..report.validation import validation_summary
+
     click.echo(
         f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
         f"{oracle.frames_sent:,} {plural(oracle.frames_sent, 'frame')}, --rx-csum {sim_cfg.rx_csum}"
@@ -426,11 +416,4 @@ def _print_validation(release, model, oracle, devices, sim_cfg):
         click.echo(
             "  not replayable: " + ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items())
         )
-    click.echo(
-        f"SUMMARY validate agrees={'yes' if ok else 'no'} "
-        # one tunnel device: "tunnel=a/b"; several: "tunnel@PORT=a/b" each
-        + " ".join(
-            f"{d.stage}{f'@{d.port}' if d.port and len(devices) > 2 else ''}={d.matching}/{d.total}"
-            for d in devices
-        )
-    )
+    click.echo(validation_summary(devices))

@@ -324,7 +324,7 @@ def nic_line(result) -> str:
     cfg = result.config
     kernels = "kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels)
     if getattr(result, "backend", None) == "kernel":
-        sent = result.input.frames_replayed  # validate.py _account_sent: the frames the backend sent
+        sent = result.input.frames_replayed  # validate.py account_sent: the frames the backend sent
         if not sent:
             return f"NIC: {BACKEND_NO_DEVICE} (--rx-csum {cfg.rx_csum} asked), HZ {cfg.hz}; {kernels}"
         rss, poll = backend_recipe(sent)

@@ -2,9 +2,9 @@
 
 Files (package data, printed by ``gro-replay schema NAME``): ``replay.json`` (``gro-replay CAPTURE --format
 json``), ``explain.json``, ``diff.json``, ``batch.json`` (the combined ``batch.json``; each capture's own file is
-a replay document) and ``kernel-backend.json`` (``gro-replay kernel CAPTURE --format json``). Every object allows
-additional properties: the document contract is that keys are only ever added; the keys a schema lists are
-required and typed. ``replay.json#/$defs/comparable`` is the part of the replay schema that ``gro-replay diff``
+a replay document), ``kernel-backend.json`` (``gro-replay kernel CAPTURE --format json``) and ``validate.json``
+(``gro-replay validate CAPTURE --format json``). Every object allows additional properties: the document contract
+is that keys are only ever added; the keys a schema lists are required and typed. ``replay.json#/$defs/comparable`` is the part of the replay schema that ``gro-replay diff``
 reads and checks its inputs against.
 
 With ``GRO_REPLAY_CHECK_SCHEMA=1`` in the environment (the test suite sets it), every document the commands print
@@ -19,7 +19,7 @@ from functools import cache
 
 from ...project import shortened
 
-NAMES = ("replay", "explain", "diff", "batch", "kernel-backend")
+NAMES = ("replay", "explain", "diff", "batch", "kernel-backend", "validate")
 _URN = "urn:gro-replay:schema:"
 _MESSAGE_MAX = 160
 
@@ -82,8 +82,8 @@ def validator(ref: str):
 
 
 def kind_of(doc: dict) -> str:
-    """Which schema a document follows: its ``kind`` (explain, diff), ``command`` (batch) or ``backend``."""
-    if doc.get("kind") in ("explain", "diff"):
+    """Which schema a document follows: its ``kind`` (explain, diff, validate), ``command`` (batch) or ``backend``."""
+    if doc.get("kind") in ("explain", "diff", "validate"):
         return doc["kind"]
     if doc.get("command") == "batch":
         return "batch"
