@@ -70,6 +70,7 @@ def load_capture(
 
     rep = Replayer(config)
     rep.input.path = str(path)
+    rep.splits = {}  # the super-frames split, by record: the counts are said of the frames sent (account_sent)
     with open_capture(path) as cap:
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)
@@ -223,22 +224,44 @@ def _forget_unobserved(ks: KernelStats) -> None:
             c.clear()
 
 
-def account_sent(rep: Replayer, oracle, sent: list[tuple], config: ReplayConfig) -> None:
-    """The input's counts after the kernel backend's send: the frames it could not replay skipped by reason
-    (``kernel_backend:<reason>``), and the frames replayed and their classes those ``sent``, as the simulator
-    counts them (sim/ingest.py), so that classes plus skipped add up to the frames read; then the notes the replay
+def account_sent(loaded: LoadedCapture, oracle, config: ReplayConfig) -> None:
+    """The input's counts after the kernel backend's send (``oracle.sent``, ``oracle.unsent``), as the simulator
+    counts them (sim/ingest.py), so that classes plus skipped add up to the frames read: the frames it could not
+    replay skipped by reason (``kernel_backend:<reason>``) per capture record, as every skip is counted (a
+    super-frame split into segments none of which was sent is one frame read skipped: ``Frame.index``); the frames
+    replayed, their classes and the super-frames split (``_sent_splits``) those sent; then the notes the replay
     gives on tunnel ports and on how the capture was taken, said of the frames sent (``_sent_counts``)."""
+    rep = loaded.replayer
+    sent = [loaded.frames[i] for i in oracle.sent]
     decoded = rep.input.classes
-    for reason, n in oracle.frames_not_replayable.items():
-        rep.input.skipped[f"kernel_backend:{reason}"] += n
+    records: dict[str, set[int]] = {}
+    for i, reason in oracle.unsent.items():
+        records.setdefault(reason, set()).add(loaded.frames[i][7])
+    for reason, indices in records.items():
+        rep.input.skipped[f"kernel_backend:{reason}"] += len(indices)
     rep.input.frames_replayed = len(sent)
     rep.input.classes = Counter(rep.decoder.flow_class[f[3]] for f in sent)
+    _sent_splits(rep, sent)
     unconfigured = _sent_counts(rep, sent)
     # the frames read that carry VXLAN or Geneve, on a configured port or not: sent or not
     tunnel_read = sum(n for c, n in decoded.items() if c != CLS_NOT_TUNNEL) + sum(
         n for ports in rep.decoder.unconfigured.values() for n in ports.values()
     )
     input_notes(rep.input, config, unconfigured, backend=True, tunnel_read=tunnel_read)
+
+
+def _sent_splits(rep: Replayer, sent: list[tuple]) -> None:
+    """``--resegment``'s counts (``InputStats``: super-frames split, segments made, the largest outer IP packet
+    split in bytes, those with the sender's partial outer checksum) of the super-frames whose segments the
+    backend ``sent``, from the split records ``load_capture`` kept (``Ingest.splits``): a super-frame to a
+    destination the backend does not send to is neither split nor replayed there."""
+    splits = rep.splits or {}
+    segments = Counter(f[7] for f in sent if f[7] in splits)
+    inp = rep.input
+    inp.resegmented_frames = len(segments)
+    inp.segments_created = sum(segments.values())
+    inp.largest_split = max((splits[i][0] for i in segments), default=0)
+    inp.resegmented_csum_partial = sum(splits[i][1] for i in segments)
 
 
 def _sent_counts(rep: Replayer, sent: list[tuple]) -> dict[str, dict[int, int]]:
@@ -324,7 +347,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     _forget_unobserved(ks)
     at_tunnel = _stage_inputs(ks, matched, sent)
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
-    account_sent(rep, oracle, sent, config)
+    account_sent(loaded, oracle, config)
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them

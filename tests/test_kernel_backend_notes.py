@@ -131,6 +131,7 @@ def test_no_device_is_described_when_no_frame_was_sent(tmp_path):
         frames_sent=0,
         sent=[],
         frames_not_replayable={"outer_not_ip": 1},
+        unsent={0: "outer_not_ip"},
         tunnel_ports={},
     )
     result = kernel_result(load_capture(str(path), cfg), oracle, cfg)
@@ -261,9 +262,13 @@ def test_running_kernel_takes_interface(tmp_path):
     assert r.output.startswith(f"Error: {path}: --interface eth9: no such interface")
 
 
-def _unsent(oracle, sent: list[int], reason: str, n: int):
-    """``oracle`` having sent only the frames ``sent`` (by index), ``n`` others not replayable for ``reason``."""
-    return replace(oracle, sent=sent, frames_sent=len(sent), frames_not_replayable={reason: n})
+def _unsent(oracle, sent: list[int], reason: str, frames: int):
+    """``oracle`` having sent only the frames ``sent`` (by index) of ``frames``, the others not replayable for
+    ``reason``."""
+    unsent = {i: reason for i in range(frames) if i not in sent}
+    return replace(
+        oracle, sent=sent, frames_sent=len(sent), frames_not_replayable={reason: len(unsent)}, unsent=unsent
+    )
 
 
 def test_the_notes_count_the_frames_sent_only(tmp_path):
@@ -273,7 +278,7 @@ def test_the_notes_count_the_frames_sent_only(tmp_path):
     path = _synth(tmp_path / "bad.pcap", "--outer-csum", "bad", "--frames", "20")
     cfg = _config()
     oracle = _unsent(
-        fake_oracle({"phys": [100] * 5, "tunnel": []}, 5), list(range(5)), "outer_destination_differs", 15
+        fake_oracle({"phys": [100] * 5, "tunnel": []}, 5), list(range(5)), "outer_destination_differs", 20
     )
     notes = kernel_result(load_capture(str(path), cfg), oracle, cfg).input.notes
     assert notes == [
@@ -316,3 +321,55 @@ def test_no_recipe_in_the_json_when_no_frame_was_sent(tmp_path):
         False,
         False,
     )
+
+
+def _two_destinations(path, super_to: str) -> str:
+    """5 super-frames of one flow (2,800 payload bytes: an outer IP packet of 2,890, above --mtu 1500, split in 2
+    segments each) and 5 frames of 1,400 of another, interleaved; the super-frames' flow to outer destination
+    ``super_to``, the other's to the other one of 10.0.0.2 (the first frame's: sent) and 10.0.0.9 (not sent)."""
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    other = "10.0.0.9" if super_to == "10.0.0.2" else "10.0.0.2"
+    big = build_flow(FrameSpec(timestamps=False, outer_dst=super_to, sport=40001), [2800] * 5)
+    small = build_flow(FrameSpec(timestamps=False, outer_dst=other, sport=40002), [1400] * 5)
+    first, second = (big, small) if super_to == "10.0.0.2" else (small, big)
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(x for pair in zip(first, second, strict=True) for x in pair):
+            w.write(1_000_000_000 + i * 1000, f)
+    return str(path)
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("super_to", "line", "split"),
+    [
+        # the super-frames not sent: 5 frames read skipped (not their 10 segments), nothing split is replayed
+        (
+            "10.0.0.9",
+            "10 frames read, 5 replayed; skipped: kernel_backend:outer_destination_differs 5",
+            (0, 0),
+        ),
+        # sent: split into 10 segments, replayed; the 5 other frames skipped
+        (
+            "10.0.0.2",
+            "10 frames read, 10 replayed; skipped: kernel_backend:outer_destination_differs 5; resegmented: 5 "
+            "super-frames into 10 segments",
+            (5, 10),
+        ),
+    ],
+)
+def test_frames_not_sent_are_counted_as_frames_read(tmp_path, super_to, line, split):
+    # the replay counts a skip per capture record (read = skipped + records replayed); the kernel backend used to
+    # count the segments of a super-frame it did not send (10 frames read, 5 replayed, 10 skipped) and said the
+    # super-frames split though none was sent (session 22's note)
+    path = _two_destinations(tmp_path / "c.pcap", super_to)
+    for cmd in ("kernel", "validate"):
+        r = CliRunner().invoke(main, [cmd, path, "-q", "--format", "json"])
+        assert r.exit_code == 0, r.output
+        inp = json.loads(r.stdout)["input"]
+        assert (inp["resegmented_frames"], inp["segments_created"]) == split
+        assert inp["skipped"] == {"kernel_backend:outer_destination_differs": 5}
+    text = CliRunner().invoke(main, ["kernel", path, "-q"]).stdout
+    assert f"input: {path}: {line}" in text
+    assert ("split into" in text) == (split != (0, 0))

@@ -113,6 +113,7 @@ def test_flows_the_backend_did_not_send_are_no_flows_of_its_verdict(tmp_path):
         sent=sent,
         frames_sent=6,
         frames_not_replayable={"outer_destination_differs": 3},
+        unsent=dict.fromkeys((1, 3, 5), "outer_destination_differs"),
     )
     result = kernel_result(load_capture(str(path), cfg), oracle, cfg)
     v = verdict_of(result)

@@ -377,8 +377,7 @@ def validate_cmd(fmt, **common):
     devices = compare(loaded, oracle, sim_cfg)
     ok = all(d.agrees for d in devices)
     if fmt == "json":
-        sent = [loaded.frames[i] for i in oracle.sent]
-        account_sent(loaded.replayer, oracle, sent, cfg)
+        account_sent(loaded, oracle, cfg)
         inp = loaded.replayer.input.as_dict()
         click.echo(dumps(validation_document(release, model, oracle, devices, sim_cfg, inp)))
     else:

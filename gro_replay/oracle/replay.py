@@ -108,6 +108,8 @@ class OracleResult:
     frames_not_replayable: dict[str, int]  # reason -> count
     attempts: int
     sent: list[int] = field(default_factory=list)  # indices into ``frames`` of the frames sent, in order
+    #: index into ``frames`` → reason, of each frame not sent (``frames_not_replayable`` counts them)
+    unsent: dict[int, str] = field(default_factory=dict)
     devices: dict[str, str] = field(default_factory=dict)  # device name -> 'phys' | 'tunnel'
     tunnel_ports: dict[str, int] = field(default_factory=dict)  # tunnel device name -> its UDP port
     #: the running kernel's longest name (env.kernel_identity: /proc/version_signature or /proc/version), resolved
@@ -123,12 +125,22 @@ class _Plan:
     src_ip: str
     dst_ip: str
     sent: list[int]
-    not_replayable: dict[str, int]
+    #: index → reason of each frame not sent, in order
+    unsent: dict[int, str]
     geneve: bool
     mtu: int
     #: the frames' destination MAC can be no veth's address (a Linux cooked or raw IP capture's frames carry
     #: 00:00:00:00:00:00; a multicast one): the frames sent carry ``dst_mac``, a locally administered address, there
     rewrite_dst: bool = False
+
+    @property
+    def not_replayable(self) -> dict[str, int]:
+        """The frames not sent, counted per reason (``OracleResult.frames_not_replayable``), in order of first
+        occurrence."""
+        counts: dict[str, int] = {}
+        for reason in self.unsent.values():
+            counts[reason] = counts.get(reason, 0) + 1
+        return counts
 
 
 #: the veth addresses for frames whose own cannot be one (``_unicast``): locally administered (02:…)
@@ -174,15 +186,15 @@ def geneve_available() -> bool:
 
 def plan_frames(frames: Sequence[bytes], *, geneve: bool) -> _Plan:
     """Decide which frames are sent and which addresses the two veth ends carry (those of the first IP
-    frame); the others are counted per reason. ``sent`` is empty when nothing can be sent."""
-    skipped: dict[str, int] = {}
+    frame); the others are kept with their reason (``unsent``). ``sent`` is empty when nothing can be sent."""
+    skipped: dict[int, str] = {}
     sent: list[int] = []
     ref: tuple[int, int, bytes, bytes] | None = None
     uses_geneve = False
     for i, frame in enumerate(frames):
         o = _outer(bytes(frame[:60]))
         if isinstance(o, str):
-            skipped[o] = skipped.get(o, 0) + 1
+            skipped[i] = o
             continue
         family, dst_mac, _src, dst, dport = o
         if ref is None:
@@ -195,7 +207,7 @@ def plan_frames(frames: Sequence[bytes], *, geneve: bool) -> _Plan:
             sent.append(i)
             uses_geneve |= dport == GENEVE_PORT
             continue
-        skipped[reason] = skipped.get(reason, 0) + 1
+        skipped[i] = reason
     plan = _Plan(4, b"", b"", "", "", sent, skipped, uses_geneve, 1500)
     if ref is not None:
         first = bytes(frames[ref[0]])
@@ -595,7 +607,7 @@ def run_kernel(
     release, hz = kernel_release(), kernel_hz()
     plan = plan_frames(frames, geneve=geneve_available())
     if not plan.sent:
-        return OracleResult([], [], release, hz, 0, dict(plan.not_replayable), 0)
+        return OracleResult([], [], release, hz, 0, plan.not_replayable, 0, unsent=dict(plan.unsent))
     n_inc = csum_level + 1 if rx_csum == "unnecessary" else 0
     reason = ""
     with _sigterm_unwinds(), _tracefs() as tracefs:
@@ -646,9 +658,10 @@ def run_kernel(
                     kernel_identity=kernel_identity(),
                     hz=hz,
                     frames_sent=len(plan.sent),
-                    frames_not_replayable=dict(plan.not_replayable),
+                    frames_not_replayable=plan.not_replayable,
                     attempts=attempt,
                     sent=list(plan.sent),
+                    unsent=dict(plan.unsent),
                     devices=dict(run.devices),
                     tunnel_ports=dict(run.tunnel_ports),
                 )

@@ -253,6 +253,10 @@ class Ingest(FlowMss):
             self._select = FlowSelector.parse(config.flow)
             self.input.selected_frames = 0
         self.reseg: Resegmenter | None = None
+        #: None, or (the kernel backend's ``validate.load_capture`` sets a dict) each split super-frame's record
+        #: index → (its outer IP length in bytes, whether its outer UDP checksum was the sender's partial sum): so
+        #: that the input counts can be said of the frames the backend sent (``validate.account_sent``)
+        self.splits: dict[int, tuple[int, bool]] | None = None
         self._flow_mss: dict[int, int] | None = None
         self._syn_mss: dict[tuple, tuple[int, int]] = {}
         self._syn_mss_key: dict[int, tuple] = {}
@@ -406,7 +410,7 @@ class Ingest(FlowMss):
             if len(buf) > limit and reseg is not None and reseg.oversize(buf):
                 segs = reseg.split(buf, None if flow_mss is None else partial(flow_mss, ts_ns=ts_ns))
                 if segs is not None:
-                    self._count_split(buf, len(segs))
+                    self._count_split(buf, len(segs), index)
                     inp.split_at_ipv6_min_mtu = reseg.ipv6_at_min_mtu
             for wire in (buf,) if segs is None else segs:
                 r = dec(wire)
@@ -434,15 +438,18 @@ class Ingest(FlowMss):
                 h, l4_hash = rxs[fid] if fid < len(rxs) else self._flow_rx(fid)
                 yield new(Frame, (ts_ns, frame, vlan, fid, h, l4_hash, l4, index))
 
-    def _count_split(self, buf: bytes, segments: int) -> None:
-        """Count super-frame ``buf`` split into ``segments`` frames (``input``: resegmented frames, segments
-        created, the largest outer IP packet split, bytes)."""
+    def _count_split(self, buf: bytes, segments: int, index: int) -> None:
+        """Count super-frame ``buf`` (record ``index``) split into ``segments`` frames (``input``: resegmented
+        frames, segments created, the largest outer IP packet split, bytes; ``splits`` when kept)."""
         inp = self.input
-        inp.largest_split = max(inp.largest_split, _outer_ip_len(buf))
+        size = _outer_ip_len(buf)
+        inp.largest_split = max(inp.largest_split, size)
         # a super-frame captured before segmentation holds the sender's partial sum (CHECKSUM_PARTIAL), not a
         # checksum that does not verify: each segment gets a computed one (resegment.py), so nothing replayed
         # carries it and nothing is dropped for it
-        if outer_udp_csum_bad(buf):
-            inp.resegmented_csum_partial += 1
+        partial = outer_udp_csum_bad(buf)
+        inp.resegmented_csum_partial += partial
         inp.resegmented_frames += 1
         inp.segments_created += segments
+        if self.splits is not None:
+            self.splits[index] = (size, partial)
