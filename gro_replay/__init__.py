@@ -55,6 +55,8 @@ def document(result: Result) -> dict:
 EXIT_TEMPFAIL = 75
 #: the exit code of an internal error (a bug): sysexits.h EX_SOFTWARE
 EXIT_INTERNAL = 70
+#: the import names of pyproject.toml's ``[project] dependencies``: what ``pip install .`` brings
+REQUIRED_PACKAGES = ("dpkt", "click", "rich", "numpy", "jsonschema")
 
 
 def import_failed(e: ImportError) -> tuple[str, int]:
@@ -64,12 +66,22 @@ def import_failed(e: ImportError) -> tuple[str, int]:
     installation changed under the running command (``pip install`` replacing the package, as the README's test
     command does over the first command's install: modules loaded before it are the old ones, those after the new)
     or is incomplete: ``EXIT_TEMPFAIL``, to run it again once the install has finished (CI's mypy checks every
-    import of the package's own names, so a release has no such bug of its own). Any other is an internal error
-    (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so it is there to say it."""
-    if (e.name or "").split(".")[0] == "gro_replay":
+    import of the package's own names, so a release has no such bug of its own). A package it requires
+    (``REQUIRED_PACKAGES``) not found, or without a name gro-replay imports (a version outside pyproject.toml's
+    bounds), is an incomplete installation too: the line names it and how to install it, ``EXIT_TEMPFAIL``. Any
+    other is an internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so
+    it is there to say it."""
+    top = (e.name or "").split(".")[0]
+    if top == "gro_replay":
         return (
             f"gro-replay: its installation changed while it ran, or is incomplete ({e}): run it again once the "
             "install has finished, else reinstall it",
+            EXIT_TEMPFAIL,
+        )
+    if top in REQUIRED_PACKAGES:
+        return (
+            f"gro-replay: the package {top}, which it requires, is missing or not a version it supports ({e}): "
+            "pip install . in the gro-replay source tree installs its requirements",
             EXIT_TEMPFAIL,
         )
     return f"gro-replay: internal error: {type(e).__name__}: {e}", EXIT_INTERNAL

@@ -2,7 +2,8 @@
 over the first command's install, and a replay started meanwhile found ``gro_replay.report.document`` gone — says
 so in one line and exits 75 (sysexits.h EX_TEMPFAIL: run it again), not "internal error … (a bug: please report it)",
 exit 70 (newcomer's finding); so does a name missing from a module of its own (an old module loaded before the
-install, a new one after it). Any other import failure stays an internal error (70).
+install, a new one after it); so does a package it requires missing (pyproject.toml's dependencies: the line names
+it and ``pip install .``, not "internal error"). Any other import failure stays an internal error (70).
 
 The vanished module is simulated by a ``None`` entry in ``sys.modules``: its import then raises
 ``ModuleNotFoundError`` naming it, as a module whose file is gone does.
@@ -105,3 +106,25 @@ def test_another_module_gone_is_an_internal_error():
     p = _run("json", [str(FIX_SAMPLE), "-q", "--format", "json"])
     assert p.returncode == 70, p.stderr
     assert p.stderr.startswith("gro-replay: internal error: ModuleNotFoundError: "), p.stderr
+
+
+@pytest.mark.parametrize("package", ["click", "rich", "numpy"])
+def test_a_required_package_missing_is_one_line_exit_75(package):
+    p = _run(package, [str(FIX_SAMPLE), "-q"])
+    assert p.returncode == 75, p.stderr
+    assert p.stderr.startswith(f"gro-replay: the package {package}, which it requires, is missing"), p.stderr
+    assert p.stderr.rstrip().endswith("pip install . in the gro-replay source tree installs its requirements")
+    assert len(p.stderr.splitlines()) == 1 and "internal error" not in p.stderr
+
+
+def test_required_packages_are_pyprojects_dependencies():
+    import re
+    from pathlib import Path
+
+    import tomllib
+
+    from gro_replay import REQUIRED_PACKAGES
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    names = [re.match(r"[A-Za-z0-9_.-]+", d).group(0) for d in project["dependencies"]]
+    assert tuple(names) == REQUIRED_PACKAGES  # each distribution's import name is its own here

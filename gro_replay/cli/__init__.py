@@ -7,7 +7,7 @@ files, progress), ``errors`` (exceptions carrying exit codes) and ``entry`` (the
 Rendering lives in ``report/``.
 
 Exit codes: 0 success; 1 a check failed; 2 usage, unreadable input or an output that cannot be written; 3 environment
-(kernel backend); 70 internal error; 75 its installation changed while it ran; 130 SIGINT; 141 standard output's reader went away (see ``entry``).
+(kernel backend); 70 internal error; 75 its installation changed while it ran or lacks a package it requires; 130 SIGINT; 141 standard output's reader went away (see ``entry``).
 """
 
 from __future__ import annotations

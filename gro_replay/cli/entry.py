@@ -11,13 +11,13 @@ import signal
 import sys
 import threading
 
-import click
-
-# A module of its own missing at start-up (an install under way) is one line and exit 75, as later: the two this
-# module needs are kept here for ``entry()`` to report, the commands (``.app``, which imports the rest of the
-# package) and ``..outputs`` are imported inside its handler.
+# A module of its own or a package it requires (click) missing at start-up (an install under way or incomplete) is
+# one line and exit 75, as later: the imports this module needs are kept here for ``entry()`` to report, the
+# commands (``.app``, which imports the rest of the package) and ``..outputs`` are imported inside its handler.
 _START_FAILED: ImportError | None = None
 try:
+    import click
+
     from ..project import terminal_size
     from .errors import Interrupted, StdoutFailed, Terminated
 except ImportError as _e:  # pragma: no cover - tests/test_install_changed.py runs it in a child process
@@ -194,11 +194,16 @@ def _sane_terminal_size_env() -> None:
 def _import_failed(e: ImportError) -> int:
     """One line for an import that failed at start-up (the commands' modules, imported in ``entry``'s handler) or
     while a command ran, and its exit code: gro_replay/__init__.py ``import_failed`` (75 for a module of its own,
-    70 for any other)."""
+    or a package it requires, 70 for any other). Written without click, which may be the package missing; a
+    standard error that cannot be written loses the line, not the exit code."""
     from .. import import_failed
 
     line, code = import_failed(e)
-    click.echo(line, err=True)
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # closed, full or None (pythonw)
+        pass
     return code
 
 
