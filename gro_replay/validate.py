@@ -254,8 +254,11 @@ def _sent_splits(rep: Replayer, sent: list[tuple]) -> None:
     """``--resegment``'s counts (``InputStats``: super-frames split, segments made, the largest outer IP packet
     split in bytes, those with the sender's partial outer checksum) of the super-frames whose segments the
     backend ``sent``, from the split records ``load_capture`` kept (``Ingest.splits``): a super-frame to a
-    destination the backend does not send to is neither split nor replayed there."""
-    splits = rep.splits or {}
+    destination the backend does not send to is neither split nor replayed there. Left as decoded when the split
+    records were not kept."""
+    splits = rep.splits
+    if splits is None:
+        return
     segments = Counter(f[7] for f in sent if f[7] in splits)
     inp = rep.input
     inp.resegmented_frames = len(segments)

@@ -4,8 +4,8 @@ Files (package data, printed by ``gro-replay schema NAME``): ``replay.json`` (``
 json``), ``explain.json``, ``diff.json``, ``batch.json`` (the combined ``batch.json``; each capture's own file is
 a replay document), ``kernel-backend.json`` (``gro-replay kernel CAPTURE --format json``) and ``validate.json``
 (``gro-replay validate CAPTURE --format json``). Every object allows additional properties: the document contract
-is that keys are only ever added; the keys a schema lists are required and typed. ``replay.json#/$defs/comparable`` is the part of the replay schema that ``gro-replay diff``
-reads and checks its inputs against.
+is that keys are only ever added; the keys a schema lists are required and typed. ``replay.json#/$defs/comparable``
+is the part of the replay schema that ``gro-replay diff`` reads and checks its inputs against.
 
 With ``GRO_REPLAY_CHECK_SCHEMA=1`` in the environment (the test suite sets it), every document the commands print
 or write through ``dumps`` is validated first, so a change that breaks the published shape fails loudly.
