@@ -1,22 +1,22 @@
 """The kernel backend as a report, and the simulator-vs-kernel comparison (``gro-replay kernel`` / ``validate``).
 
 The running kernel only tells, per delivered skb, its device and ``skb->len`` (``net:netif_receive_skb``). To show
-segments per skb in the same table as the simulator, each delivery is matched to the frames it carries: merges
-only join consecutive segments of one flow, so a delivery of ``len`` L is the shortest run of a flow's pending
-frames whose first frame's L3 length plus the others' TCP payload lengths equals L (first flow in send order that
-fits). The match is reported as inferred; ``validate`` compares lengths, not inferred segments.
+segments per skb in the same table as the simulator, each delivery is matched to the frames it carries
+(oracle/match.py ``match_deliveries``). The match is reported as inferred; ``validate`` compares lengths, not
+inferred segments.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .capture.reader import open_capture
 from .kernel.model import PROFILES, KernelModel
 from .kernel.release import resolve_kernel
+from .oracle.match import match_deliveries
 from .packet.decode import CLS_NOT_TUNNEL, Decoder, outer_udp_csum_bad
 from .packet.headers import tcp_payload_len
 from .report.stats import KernelStats
@@ -83,37 +83,6 @@ def load_capture(
     return LoadedCapture(rep, frames)
 
 
-def _frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int, int]:
-    """(outer L3 length, inner L3 length, inner TCP payload length) of a decoded frame, in bytes. The inner length is
-    what follows the inner Ethernet header, an inner VLAN tag included (the tunnel device's ``skb->len``: GRO and
-    the trace see the tag, ``skb_vlan_untag`` pulls it later in ``__netif_receive_skb_core``).
-
-    ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled. The payload
-    is that of the innermost TCP segment, tunnelled or not (a plain TCP flow merges on the physical device too), 0
-    for frames that carry none; it is ``packet.headers.tcp_payload_len``'s, by the lengths the IP headers declare
-    (bytes past the datagrams are none), as the simulator reads it.
-    """
-    payload = tcp_payload_len(frame, tunnel_ports) or 0
-    e = frame[12] << 8 | frame[13]
-    if e == 0x0800:
-        outer = (frame[16] << 8) | frame[17]
-        udp = 14 + (frame[14] & 0x0F) * 4
-    elif e == 0x86DD:
-        outer = ((frame[18] << 8) | frame[19]) + 40
-        udp = 54
-    else:
-        return len(frame) - 14, 0, payload
-    end = 14 + outer
-    if udp + 16 > len(frame):
-        return outer, 0, payload
-    kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
-    if kind is None or not l4:
-        return outer, 0, payload
-    tun = 8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4
-    inner_l3 = udp + 8 + tun + 14
-    return outer, end - inner_l3, payload
-
-
 def no_payload_frames(frames: list[tuple], tunnel_ports: dict[int, str]) -> set[int]:
     """The indices (``frames``' eighth field) of the decoded ``frames`` whose innermost TCP segment carries no TCP
     payload (ACKs, and SYN, FIN or RST without data): ``packet.headers.tcp_payload_len`` 0, the simulator's driver
@@ -154,45 +123,6 @@ class _Dev:
 
     def __init__(self, name: str) -> None:
         self.name = name
-
-
-def match_deliveries(
-    lengths: list[int], frames: list[tuple], stage: str, tunnel_ports: dict[int, str]
-) -> list[tuple[list[int], int]]:
-    """Match delivered lengths to the frames they carry (see module docstring); returns (frame indices, flow).
-
-    ``frames`` are decoded frames in send order; ``stage`` picks outer (phys) or inner (tunnel) L3 lengths.
-    Unmatched deliveries get ``([], -1)``.
-    """
-    pending: dict[int, deque] = {}
-    order: list[int] = []
-    for f in frames:
-        _ts, frame, _vlan, fid, _h, _l4h, l4, index = f[:8]
-        outer, inner, payload = _frame_lengths(frame, l4, tunnel_ports)
-        first = outer if stage == "phys" else inner
-        if fid not in pending:
-            pending[fid] = deque()
-            order.append(fid)
-        pending[fid].append((index, first, payload))
-    out = []
-    for length in lengths:
-        found = None
-        for fid in sorted((f for f in order if pending[f]), key=lambda f: pending[f][0][0]):
-            q = pending[fid]
-            total = q[0][1]
-            k = 1
-            while total < length and k < len(q):
-                total += q[k][2]
-                k += 1
-            if total == length:
-                found = (fid, k)
-                break
-        if found is None:
-            out.append(([], -1))
-            continue
-        fid, k = found
-        out.append(([pending[fid].popleft()[0] for _ in range(k)], fid))
-    return out
 
 
 def _running_model(oracle) -> KernelModel:
@@ -351,6 +281,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     at_tunnel = _stage_inputs(ks, matched, sent)
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
     account_sent(loaded, oracle, config)
+    rep.input.notes.extend(_unmatched_note(matched))
     cfg = replace(config, kernels=(running,))
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them
@@ -364,6 +295,24 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         classes.append("unmatched")
         ks.flows[len(flows) - 1] = ks.flows.pop(-1)
     return Result(rep.input, cfg, [ks], flows, classes, backend="kernel")
+
+
+def _unmatched_note(matched: dict[str, list]) -> list[str]:
+    """The note, when some skb the running kernel delivered matched no run of one flow's frames by its length
+    (oracle/match.py ``match_deliveries``, per stage ``matched``): each is counted as 1 segment of the flow
+    "(unmatched)", so its frames are missing from the segment counts; [] when every skb matched."""
+    lost = {stage: sum(1 for _, fid in m if fid < 0) for stage, m in matched.items()}
+    n, total = sum(lost.values()), sum(len(m) for m in matched.values())
+    if not n:
+        return []
+    where = ", ".join(f"{stage} {k:,}" for stage, k in lost.items() if k)
+    one = n == 1
+    return [
+        f"{n:,} of the {total:,} skbs the running kernel delivered ({where}) {'matches' if one else 'match'} no run "
+        f"of one flow's frames by {'its length' if one else 'their lengths'} (the trace gives no more): "
+        f"{'it is' if one else 'each is'} counted as 1 segment of the flow (unmatched), so the segment counts lack "
+        f"the frames {'it' if one else 'they'} carried; validate compares the lengths themselves"
+    ]
 
 
 def _stage_inputs(ks: KernelStats, matched: dict[str, list], sent: list) -> set[int]:

@@ -41,10 +41,16 @@ def _synth(path, *args: str):
 
 def _backend_notes(path, frames: int, **cfg) -> list[str]:
     """The kernel backend's input notes of ``path`` with a fake running kernel that delivered each of ``frames``
-    frames alone at the phys device and none at the tunnel device (the notes do not read the deliveries)."""
+    frames alone at the phys device (its outer IP length: oracle/match.py frame_lengths) and none at the tunnel
+    device."""
+    from gro_replay.oracle.match import frame_lengths
+
     config = replace(_config(), **cfg)
-    oracle = fake_oracle({"phys": [100] * frames, "tunnel": []}, frames)
-    return kernel_result(load_capture(str(path), config), oracle, config).input.notes
+    loaded = load_capture(str(path), config)
+    ports = loaded.replayer.decoder.tunnel_ports
+    phys = [frame_lengths(f[1], f[6], ports)[0] for f in loaded.frames[:frames]]
+    oracle = fake_oracle({"phys": phys, "tunnel": []}, frames)
+    return kernel_result(loaded, oracle, config).input.notes
 
 
 @pytest.mark.parametrize(
@@ -278,7 +284,11 @@ def test_the_notes_count_the_frames_sent_only(tmp_path):
     path = _synth(tmp_path / "bad.pcap", "--outer-csum", "bad", "--frames", "20")
     cfg = _config()
     oracle = _unsent(
-        fake_oracle({"phys": [100] * 5, "tunnel": []}, 5), list(range(5)), "outer_destination_differs", 20
+        # synth's frames fill --mtu 1500: each of the 5 sent delivered alone, 1500 bytes from the outer IP header
+        fake_oracle({"phys": [1500] * 5, "tunnel": []}, 5),
+        list(range(5)),
+        "outer_destination_differs",
+        20,
     )
     notes = kernel_result(load_capture(str(path), cfg), oracle, cfg).input.notes
     assert notes == [

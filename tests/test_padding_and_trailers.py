@@ -93,7 +93,7 @@ def test_the_kernel_backend_reads_the_payload_by_the_inner_ip_length(extra):
     # whether it has a 4-byte FCS after the outer datagram or 6 bytes of padding inside it; the 1398-byte segment
     # carries 1398. The inner L3 length keeps the padding (the tunnel device's netif_receive_skb sees it: ip_rcv_core
     # trims it later), the outer one the bytes inside the outer datagram
-    from gro_replay.validate import _frame_lengths
+    from gro_replay.oracle.match import frame_lengths
 
     spec = FrameSpec(outer_csum="zero", timestamps=False)
     ack = build_frame(peer_spec(spec, payload=0, seq=1, ack=1_000_000))
@@ -104,8 +104,8 @@ def test_the_kernel_backend_reads_the_payload_by_the_inner_ip_length(extra):
         ack = _inner_padded(ack, 6)
     l4 = 14 + 20 + 8 + 8 + 14 + 20  # outer Ethernet, IPv4, UDP, VXLAN, inner Ethernet, IPv4
     pad = 6 if extra == "inner_pad" else 0
-    assert _frame_lengths(ack, l4, {4789: "vxlan"}) == (20 + 8 + 8 + 54 + pad, 40 + pad, 0)
-    assert _frame_lengths(data, l4, {4789: "vxlan"}) == (20 + 8 + 8 + 54 + 1398, 40 + 1398, 1398)
+    assert frame_lengths(ack, l4, {4789: "vxlan"}) == (20 + 8 + 8 + 54 + pad, 40 + pad, 0)
+    assert frame_lengths(data, l4, {4789: "vxlan"}) == (20 + 8 + 8 + 54 + 1398, 40 + 1398, 1398)
 
 
 @pytest.mark.parametrize("outer_ipv6", [False, True])

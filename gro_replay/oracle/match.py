@@ -1,0 +1,147 @@
+"""Which frames each skb the running kernel delivered carries (the kernel backend: validate.py ``kernel_result``,
+``compare``).
+
+The trace (``net:netif_receive_skb``) gives per delivered skb its device and ``skb->len`` only. GRO joins only
+consecutive segments of one flow, each with TCP payload (tcp_gro_receive, net/ipv4/tcp_offload.c: a segment without
+payload is flushed at once, ``(len - 1) >= mss``; a packet that is not TCP is never merged here), so a delivery of
+``len`` L carries a run of one flow's pending frames: the first frame's L3 length plus the others' TCP payload
+lengths equals L, and within a run every frame has payload. Runs of different flows can have equal lengths (a UDP
+datagram of 252 bytes and two TCP segments of 152 + 100): the match is the assignment of every delivery, in order,
+to such a run, found by a depth-first search that tries the flows oldest pending frame first at each delivery and
+backs off when a later delivery fits no run (a state it backed off from is not searched again). Where no assignment matches every delivery (the search explores at
+most ``_SEARCH_STEPS_PER_DELIVERY`` choices per delivery: time grows with the input, not beyond), each delivery
+takes the oldest flow's run that fits, and a delivery no run fits is unmatched. The match is inferred from lengths:
+two flows whose runs have equal lengths throughout can be told apart by no length.
+"""
+
+from __future__ import annotations
+
+from ..packet.headers import tcp_payload_len
+
+#: the most choices the search makes per delivery before it takes the oldest-first match (``match_deliveries``)
+_SEARCH_STEPS_PER_DELIVERY = 64
+
+
+def frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int, int]:
+    """(outer L3 length, inner L3 length, inner TCP payload length) of a decoded frame, in bytes. The inner length is
+    what follows the inner Ethernet header, an inner VLAN tag included (the tunnel device's ``skb->len``: GRO and
+    the trace see the tag, ``skb_vlan_untag`` pulls it later in ``__netif_receive_skb_core``).
+
+    ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled. The payload
+    is that of the innermost TCP segment, tunnelled or not (a plain TCP flow merges on the physical device too), 0
+    for frames that carry none; it is ``packet.headers.tcp_payload_len``'s, by the lengths the IP headers declare
+    (bytes past the datagrams are none), as the simulator reads it.
+    """
+    payload = tcp_payload_len(frame, tunnel_ports) or 0
+    e = frame[12] << 8 | frame[13]
+    if e == 0x0800:
+        outer = (frame[16] << 8) | frame[17]
+        udp = 14 + (frame[14] & 0x0F) * 4
+    elif e == 0x86DD:
+        outer = ((frame[18] << 8) | frame[19]) + 40
+        udp = 54
+    else:
+        return len(frame) - 14, 0, payload
+    end = 14 + outer
+    if udp + 16 > len(frame):
+        return outer, 0, payload
+    kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
+    if kind is None or not l4:
+        return outer, 0, payload
+    tun = 8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4
+    inner_l3 = udp + 8 + tun + 14
+    return outer, end - inner_l3, payload
+
+
+def match_deliveries(
+    lengths: list[int], frames: list[tuple], stage: str, tunnel_ports: dict[int, str]
+) -> list[tuple[list[int], int]]:
+    """Match delivered lengths (``skb->len``, bytes, in delivery order) to the frames they carry (module docstring);
+    returns per delivery (frame indices: the frames' ``Frame.index``, flow id).
+
+    ``frames`` are decoded frames (``sim.ingest.Frame``) in send order; ``stage`` picks outer (``"phys"``) or inner
+    (``"tunnel"``) L3 lengths; ``tunnel_ports`` the decoder's (UDP port → ``"vxlan"``/``"geneve"``). Unmatched
+    deliveries get ``([], -1)``. Never raises.
+    """
+    queues: dict[int, list[tuple[int, int, int]]] = {}
+    for f in frames:
+        outer, inner, payload = frame_lengths(f[1], f[6], tunnel_ports)
+        queues.setdefault(f[3], []).append((f[7], outer if stage == "phys" else inner, payload))
+    choices = _assign(lengths, queues)
+    pos = dict.fromkeys(queues, 0)
+    out: list[tuple[list[int], int]] = []
+    for choice in choices:
+        if choice is None:
+            out.append(([], -1))
+            continue
+        fid, k = choice
+        p = pos[fid]
+        out.append(([x[0] for x in queues[fid][p : p + k]], fid))
+        pos[fid] = p + k
+    return out
+
+
+def _runs(
+    length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int]
+) -> list[tuple[int, int]]:
+    """The runs of pending frames a delivery of ``length`` bytes can carry, as (flow, frames), the flow with the
+    oldest pending frame first: per flow at most one (payloads are above 0 within a run, so the sums grow)."""
+    found = []
+    for fid, q in queues.items():
+        p = pos[fid]
+        if p >= len(q):
+            continue
+        total, k = q[p][1], 1
+        if q[p][2]:  # a frame without TCP payload (or not TCP) is never merged: it goes up alone
+            while total < length and p + k < len(q) and q[p + k][2]:
+                total += q[p + k][2]
+                k += 1
+        if total == length:
+            found.append((q[p][0], fid, k))
+    found.sort()
+    return [(fid, k) for _, fid, k in found]
+
+
+def _assign(
+    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]]
+) -> list[tuple[int, int] | None]:
+    """Per delivery the run it carries, (flow, frames) or None: an assignment matching every delivery where the
+    bounded search finds one, else the oldest-first one with the deliveries no run fits unmatched. A state (the
+    delivery reached, every flow's frames taken) from which no assignment completes is remembered, so that flows of
+    equal frames, whose choices reach the same states in many orders, are searched once per state."""
+    n = len(lengths)
+    pos = dict.fromkeys(queues, 0)
+    choice: list[tuple[int, int] | None] = [None] * n
+    options: list[list[tuple[int, int]]] = []  # per delivery reached: the runs not tried yet, best first
+    states: list[tuple[int, ...]] = []  # per delivery reached: the frames each flow had given (its state)
+    dead: set[tuple[int, tuple[int, ...]]] = set()
+    steps, budget = 0, _SEARCH_STEPS_PER_DELIVERY * n
+    i = 0
+    while 0 <= i < n and steps < budget:
+        steps += 1
+        if len(options) == i:
+            states.append(tuple(pos.values()))  # O(flows), as _runs
+            options.append([] if (i, states[i]) in dead else _runs(lengths[i], queues, pos))
+        elif choice[i] is not None:  # back at i after every run of a later delivery failed: undo i's choice
+            fid, k = choice[i]  # type: ignore[misc]
+            pos[fid] -= k
+            choice[i] = None
+        if options[i]:
+            fid, k = choice[i] = options[i].pop(0)
+            pos[fid] += k
+            i += 1
+        else:
+            dead.add((i, states.pop()))
+            options.pop()
+            i -= 1
+    if i == n:
+        return choice
+    # no assignment matches every delivery (or the search ran out): oldest first, unmatched where none fits
+    pos = dict.fromkeys(queues, 0)
+    greedy: list[tuple[int, int] | None] = []
+    for length in lengths:
+        runs = _runs(length, queues, pos)
+        greedy.append(runs[0] if runs else None)
+        if runs:
+            pos[runs[0][0]] += runs[0][1]
+    return greedy
