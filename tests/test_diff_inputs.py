@@ -306,3 +306,24 @@ def test_another_command_s_document_is_named(mini, tmp_path, command, said):
         other,
         f"{said}, not a replay document: diff compares documents of gro-replay CAPTURE --format json",
     )
+
+
+@pytest.mark.parametrize("kind", ["diff", "validate"])
+def test_a_diff_or_validate_document_is_named(mini, tmp_path, kind):
+    """Their documents carry ``kind`` too (breaker's finding, session 23: "/: 'kernels' is a required property")."""
+    from conftest import FIX_SAMPLE, skip_without_kernel_backend
+
+    if kind == "diff":
+        r = run("diff", mini, mini, "--format", "json")
+    else:
+        skip_without_kernel_backend()
+        r = run("validate", FIX_SAMPLE, "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    other = tmp_path / "other.json"
+    other.write_text(r.stdout)
+    one_line_exit_2(
+        run("diff", mini, other),
+        other,
+        f"a {kind} document (gro-replay {kind} --format json), not a replay document: diff compares documents of "
+        "gro-replay CAPTURE --format json",
+    )

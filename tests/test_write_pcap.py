@@ -336,7 +336,7 @@ def test_write_pcap_notes_files_on_stderr_unless_quiet(tmp_path):
     assert r.exit_code == 0
     # budget poll: all 17 frames in one poll → one 17-segment aggregate on eth0, passed through vxlan0
     assert r.stderr.splitlines() == [
-        f"wrote {tmp_path / 'post-fix-eth0.pcap'} (1 frames)",
-        f"wrote {tmp_path / 'post-fix-vxlan0.pcap'} (1 frames)",
+        f"wrote {tmp_path / 'post-fix-eth0.pcap'} (1 frame)",
+        f"wrote {tmp_path / 'post-fix-vxlan0.pcap'} (1 frame)",
     ]
     assert r.stdout.lstrip().startswith("{")

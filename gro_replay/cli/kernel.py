@@ -413,6 +413,7 @@ def _print_validation(release, model, oracle, devices, sim_cfg):
             )
     if oracle.frames_not_replayable:
         click.echo(
-            "  not replayable: " + ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items())
+            "  not replayable (wire frames): "
+            + ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items())
         )
     click.echo(validation_summary(devices))

@@ -77,10 +77,17 @@ def _unusable_at(doc) -> str | None:
 
 
 def _other_kind(doc: dict) -> str | None:
-    """What another command's document is, by the fields that name it (explain's ``kind``, batch's ``command``):
-    "an explain document (gro-replay explain --format json)", "a batch document (…)"; None for any other."""
-    if doc.get("kind") == "explain" and "kernels" not in doc:
-        return "an explain document (gro-replay explain --format json)"
+    """What another command's document is, by the fields that name it (explain's, validate's and diff's ``kind``,
+    batch's ``command``): "an explain document (gro-replay explain --format json)", "a batch document (…)"; None
+    for any other."""
+    kinds = {
+        "explain": "an explain document (gro-replay explain --format json)",
+        "validate": "a validate document (gro-replay validate --format json)",
+        "diff": "a diff document (gro-replay diff --format json)",
+    }
+    kind = doc.get("kind")
+    if kind in kinds and (kind != "explain" or "kernels" not in doc):
+        return kinds[kind]
     if doc.get("command") == "batch" and "captures" in doc:
         return (
             "a batch document (gro-replay batch --format json; each capture's own document is in --out DIR)"
