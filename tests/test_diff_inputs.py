@@ -290,14 +290,19 @@ def test_max_regression_minus_zero_is_zero(mini):
             ["batch"],
             "a batch document (gro-replay batch --format json; each capture's own document is in --out DIR)",
         ),
+        # they carry ``kind`` too (breaker's finding, session 23)
+        (["diff"], "a diff document (gro-replay diff --format json)"),
+        (["validate"], "a validate document (gro-replay validate --format json)"),
     ],
 )
 def test_another_command_s_document_is_named(mini, tmp_path, command, said):
-    """diff compares replay documents: an explain or batch document is named as what it is, one line, exit 2
-    (newcomer's finding: "/: 'kernels' is a required property" left them guessing)."""
-    from conftest import FIX_SAMPLE
+    """diff compares replay documents: an explain, batch, diff or validate document is named as what it is, one
+    line, exit 2 (newcomer's finding: "/: 'kernels' is a required property" left them guessing)."""
+    from conftest import FIX_SAMPLE, skip_without_kernel_backend
 
-    r = run(*command, FIX_SAMPLE, "--format", "json", "-q")
+    if command == ["validate"]:
+        skip_without_kernel_backend()
+    r = run(*command, *([mini, mini] if command == ["diff"] else [FIX_SAMPLE, "-q"]), "--format", "json")
     assert r.exit_code == 0, r.output
     other = tmp_path / "other.json"
     other.write_text(r.stdout)
@@ -305,25 +310,4 @@ def test_another_command_s_document_is_named(mini, tmp_path, command, said):
         run("diff", mini, other),
         other,
         f"{said}, not a replay document: diff compares documents of gro-replay CAPTURE --format json",
-    )
-
-
-@pytest.mark.parametrize("kind", ["diff", "validate"])
-def test_a_diff_or_validate_document_is_named(mini, tmp_path, kind):
-    """Their documents carry ``kind`` too (breaker's finding, session 23: "/: 'kernels' is a required property")."""
-    from conftest import FIX_SAMPLE, skip_without_kernel_backend
-
-    if kind == "diff":
-        r = run("diff", mini, mini, "--format", "json")
-    else:
-        skip_without_kernel_backend()
-        r = run("validate", FIX_SAMPLE, "--format", "json", "-q")
-    assert r.exit_code == 0, r.output
-    other = tmp_path / "other.json"
-    other.write_text(r.stdout)
-    one_line_exit_2(
-        run("diff", mini, other),
-        other,
-        f"a {kind} document (gro-replay {kind} --format json), not a replay document: diff compares documents of "
-        "gro-replay CAPTURE --format json",
     )
