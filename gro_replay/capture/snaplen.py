@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..numeric import distinct
+
 
 class CaplenOverSnaplen:
     """Records whose captured length exceeds the snaplen declared for them: by declared snaplen (bytes), the number
@@ -46,7 +48,7 @@ class CaplenOverSnaplen:
         if not len(over):
             return
         snap, cap = snaplen[over], caplen[over]
-        for s in np.unique(snap).tolist():
+        for s in distinct(snap).tolist():
             mine = cap[snap == s]
             got = self.by_snaplen.setdefault(s, [0, 0])
             got[0] += len(mine)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..capture.reader import DLT_EN10MB
+from ..numeric import member
 from ..packet.columns import V_UDP_BAD
 from ..packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
 from .deltas import PendingFlowOps, PollCache
@@ -253,8 +254,8 @@ class FlowTracking:
         bad = grp[~known]
         loud = rep.tracker.timing_out(rf[known], clock[known], ended[known])
         if len(loud):
-            bad = np.concatenate([bad, grp[known][np.isin(rf[known], loud)]])
-        slow_m = np.isin(grp, bad) if len(bad) else np.zeros(len(sel), bool)
+            bad = np.concatenate([bad, grp[known][member(rf[known], loud)]])
+        slow_m = member(grp, bad) if len(bad) else np.zeros(len(sel), bool)
         qi = np.flatnonzero(~slow_m)
         qf = rf[qi]
         fids[pos[sel][qi]] = qf

@@ -19,6 +19,8 @@ from typing import overload
 
 import numpy as np
 
+from ..numeric import distinct
+
 #: TCP flags that end a connection (FIN, RST): include/net/tcp.h TCPHDR_FIN, TCPHDR_RST
 TCP_FIN_RST = 0x01 | 0x04
 #: conntrack-like timeouts (ns of capture time): ``--flow-timeout``'s and ``--flow-close-timeout``'s defaults
@@ -161,7 +163,7 @@ class FlowTracker:
         closing = was_closing[run] | (ends_before - ends_before[starts][run] > 0)
         checked = ~first | tracked[run]
         hit = checked & silent_past(gap, closing, self.idle_timeout_ns, self.close_timeout_ns)
-        return np.unique(f[hit])
+        return distinct(f[hit])
 
     def due(self, now: int) -> bool:
         """True when the oldest open or closing flow has been silent past its timeout at ``now`` (ns)."""
