@@ -193,7 +193,8 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
     ) -> bool:
         """Answer poll ``p`` of ``size`` frames at ``t`` (ns) from its flow runs (``_block_runs``, sim/runs.py): a
         known run adds its recorded counters, an unknown one runs through the kernels as a poll of its own and is
-        recorded. False (nothing done) when the kernels are not idle, the runs could hold more packets than a
+        recorded (without an observer, a later run of the poll with a key recorded so is served from that
+        recording: what it would record). False (nothing done) when the kernels are not idle, the runs could hold more packets than a
         GRO bucket keeps, or fill a tunnel cell's poll without every run known (the unknown ones are recorded
         first, and the poll decided again: sim/run_probe.py).
 
@@ -214,8 +215,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         if found is None:
             return False
         observed = self.observed
-        cache = self.runs
-        bounds, flows_of, pay = lists.bounds, lists.flows, lists.pay
+        bounds = lists.bounds
         # with an observer: each known run's events, for this run's lengths and RX hashes
         known = self._known_placed(found, runs, bounds, ra) if observed else []
         if known is None:
@@ -224,20 +224,17 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         before = [(n.polls, n.full_polls) for n in napis]
         gots = set()  # what each run polled (``RunEntry.polled``; most runs of a poll poll the same)
         placed: list = []  # (run's events, its entries' poll order, their capture indices) with an observer
+        recorded: set[bytes] = set()  # keys of this poll's runs recorded here
         for j, (k, ctx, e, weights) in zip(range(ra, rb), found, strict=True):
             a, b = bounds[j], bounds[j + 1]
+            if e is None and k in recorded and not observed:
+                # an earlier run of this poll with this key was just recorded: what this one would record
+                e = self._find(self._exact(k, runs, a, b) + ctx, runs.ids[a:b])
             if j in done:
                 got, events = done[j]
                 grew = hashes = None
             elif e is not None:
-                e[1] += 1
-                cache.hits += 1
-                x: RunEntry = e[3]
-                if x.lengths is not None and x.lengths.add(pay[8 * a : 8 * b]):
-                    self._lengths_due.append(x.lengths)
-                if x.flow_ops:
-                    self.flow_ops.add(x.flow_ops, flows_of[j])
-                got = x.polled
+                got = self._hit_run(e, lists, j)
                 events, grew, hashes = known[j - ra] if observed else ([], None, None)
             else:
                 batch = [self._entry(ch, x, extras, base_index)[1] for x in run_src[a:b].tolist()]
@@ -246,6 +243,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
                 )
                 grew = hashes = None  # recorded with this run's own lengths and hashes
                 ran = True
+                recorded.add(k)
             if observed:
                 placed.append(placed_run(block_runs, j, events, grew, hashes))
             gots.add(tuple(got))
@@ -263,6 +261,20 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         if observed:
             self._deliver(block_runs, base_index, placed, t)
         return True
+
+    def _hit_run(self, e: list, lists: RunLists, j: int) -> tuple:
+        """Count run ``j`` (``lists``: see ``_block_runs``) as served from cache entry ``e``: a hit, its
+        length-adding and flow counters noted (added by ``settle_lengths`` and ``flow_ops``). Returns what its
+        recording polled (``RunEntry.polled``)."""
+        e[1] += 1
+        self.runs.hits += 1
+        x: RunEntry = e[3]
+        a, b = lists.bounds[j], lists.bounds[j + 1]
+        if x.lengths is not None and x.lengths.add(lists.pay[8 * a : 8 * b]):
+            self._lengths_due.append(x.lengths)
+        if x.flow_ops:
+            self.flow_ops.add(x.flow_ops, lists.flows[j])
+        return x.polled
 
     def _count_polls(self, polled: dict[int, tuple[int, int]], before: list, full: bool) -> None:
         """Each NAPI's poll counts after a composed poll: ``before`` them, plus the phys NAPIs' one poll (full or

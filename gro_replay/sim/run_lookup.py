@@ -94,8 +94,7 @@ class RunLookup:
             assert info is not None  # every run is known here
             fill = {nid: c for nid, c in info[3].cells_in if c and self._cells_index[nid] in filled}
             a, b = bounds[ra + j], bounds[ra + j + 1]
-            k_exact = length_exact_key(k, runs.payload[a:b].tobytes()) if k in self._exact_runs else k
-            out.append((k, ctx, self._find(k_exact + ctx, runs.ids[a:b]), fill))
+            out.append((k, ctx, self._find(self._exact(k, runs, a, b) + ctx, runs.ids[a:b]), fill))
         return out
 
     def _lookup(self, runs: Runs, j: int, a: int, b: int, ctx: bytes) -> tuple[list | None, list | None]:
@@ -159,12 +158,16 @@ class RunLookup:
         """What ``_lookup``'s answer for run ``j`` (entries ``a..b``) in context ``ctx`` depends on besides the
         cache: ``(key, ctx)``, the key with its exact lengths when length-exact, and ``_id_key`` of the run's IDs
         after them when a recording under the key read an ID (``_reads_ids``). Equal memos, equal answers."""
-        k = runs.keys[j]
-        if k in self._exact_runs:
-            k = length_exact_key(k, runs.payload[a:b].tobytes())
+        k = self._exact(runs.keys[j], runs, a, b)
         if self._reads_ids(k, ctx, runs.keys[j]):
             return (k, ctx, self._id_key(runs, a, b))  # a recording the IDs could tell apart
         return (k, ctx)
+
+    def _exact(self, k: bytes, runs: Runs, a: int, b: int) -> bytes:
+        """Key ``k`` (``Runs.keys``) of the run of entries ``a..b`` with its exact lengths when it is length-exact
+        (sim/runs.py ``length_exact_key``), else ``k``: what its cache entries are kept under, before the
+        context."""
+        return length_exact_key(k, runs.payload[a:b].tobytes()) if k in self._exact_runs else k
 
     def _reads_ids(self, k: bytes, ctx: bytes, raw: bytes) -> bool:
         """Whether some recording ``_lookup`` may answer a run with key ``k`` (exact lengths included where
