@@ -194,9 +194,9 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         """Answer poll ``p`` of ``size`` frames at ``t`` (ns) from its flow runs (``_block_runs``, sim/runs.py): a
         known run adds its recorded counters, an unknown one runs through the kernels as a poll of its own and is
         recorded (without an observer, a later run of the poll with a key recorded so is served from that
-        recording: what it would record). False (nothing done) when the kernels are not idle, the runs could hold more packets than a
-        GRO bucket keeps, or fill a tunnel cell's poll without every run known (the unknown ones are recorded
-        first, and the poll decided again: sim/run_probe.py).
+        recording: what it would record). False (nothing done) when the kernels are not idle, the runs could hold
+        more packets than a GRO bucket keeps, or fill a tunnel cell's poll without every run known (the unknown
+        ones are recorded first, and the poll decided again: sim/run_probe.py).
 
         Why it is exact: the module docstring.
         The order of deliveries with an observer (``--trace``, explain): sim/run_events.py.
