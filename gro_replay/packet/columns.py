@@ -174,8 +174,7 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
         return c
     lay = np.where(cand, (o6.astype(np.int64) << 16) | (gn.astype(np.int64) << 15) | tlen, -1)
     fs = frame_sums(buf, data, caplen, runs)
-    lc = lay[cand]
-    keys = [int(lc[0])] if (lc == lc[0]).all() else distinct(lc).tolist()
+    keys = distinct(lay[cand]).tolist()
     for key in keys:
         # the rows of this layout: a slice when they are all the block's, else their indexes
         sel: slice | np.ndarray = slice(0, n) if len(keys) == 1 and cand.all() else np.flatnonzero(lay == key)
