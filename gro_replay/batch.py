@@ -322,11 +322,8 @@ def descriptor_refusal(paths: Sequence[str]) -> str | None:
 #: file names a directory given to ``batch`` contributes (``expand_directories``): what tcpdump, dumpcap and
 #: editcap write, and those compressed: gzip (the reader takes it), and xz, zstd, bzip2, lz4, which the reader
 #: refuses naming what to do (capture/reader.py ``OTHER_FORMATS``), so that they fail visibly, not vanish
-CAPTURE_SUFFIXES = tuple(
-    base + comp
-    for base in (".pcap", ".pcapng", ".cap")
-    for comp in ("", ".gz", ".xz", ".zst", ".bz2", ".lz4")
-)
+_COMPRESSED = (".gz", ".xz", ".zst", ".bz2", ".lz4")
+CAPTURE_SUFFIXES = tuple(base + comp for base in (".pcap", ".pcapng", ".cap") for comp in ("", *_COMPRESSED))
 
 
 def expand_directories(paths: Sequence[str]) -> list[str]:
@@ -438,7 +435,7 @@ def assign_out_files(outcomes: Sequence[CaptureOutcome], reserved: Sequence[str]
     used = set(reserved)
     for out in outcomes:
         base = os.path.basename(out.path.rstrip("/\\")) or "capture"
-        for ext in (".gz", ".pcapng", ".pcap", ".cap"):
+        for ext in (*_COMPRESSED, ".pcapng", ".pcap", ".cap"):  # x.pcap.xz: x, as x.pcap.gz
             if base.lower().endswith(ext) and len(base) > len(ext):
                 base = base[: -len(ext)]
         name, n = f"{base}.json", 1

@@ -47,6 +47,20 @@ def test_plot_figure_bars_are_the_segment_histograms():
     assert [bars(ax) for ax in axes] == [{1: 17}, {17: 1}, {17: 1}, {17: 1}]
 
 
+def test_plot_title_names_the_capture_as_the_report_does():
+    """The figure's title names the capture's file, and a capture read from standard input (``input.path`` "-",
+    as sim/api.py records a stream) as "standard input", as the report's sentences do (newcomer's finding: "GRO
+    segments per skb: -")."""
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (pip install '.[plot]')")
+    from gro_replay.report.plot import segs_figure
+    from gro_replay.sim import ReplayConfig, replay_capture
+
+    result = replay_capture(str(FIX_SAMPLE), ReplayConfig())
+    assert segs_figure(result)._suptitle.get_text() == f"GRO segments per skb: {FIX_SAMPLE.name}"
+    result.input.path = "-"
+    assert segs_figure(result)._suptitle.get_text() == "GRO segments per skb: standard input"
+
+
 def test_plot_bad_extension_exit_2(tmp_path):
     r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--plot", str(tmp_path / "x.jpg"), "-q"])
     assert r.exit_code == 2

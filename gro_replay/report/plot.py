@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from ..capture.reader import path_words
 from ..project import install_extra_hint, plural
 from .verdict.words import kernel_label
 
@@ -93,6 +94,7 @@ def segs_figure(result):
             ax.grid(axis="y", alpha=0.3)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    name = os.path.basename(result.input.path) if result.input.path else "frames"
+    # as the report's sentences name it: "-" is standard input (capture/reader.py ``path_words``)
+    name = os.path.basename(path_words(result.input.path)) if result.input.path else "frames"
     fig.suptitle(f"GRO segments per skb: {name}", fontsize=11)
     return fig
