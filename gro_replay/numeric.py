@@ -17,7 +17,8 @@ def distinct(a: np.ndarray) -> np.ndarray:
 
 def member(x: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Whether each element of ``x`` is one of ``values`` (bool, ``x``'s shape; ``np.isin(x, values)``'s answer)
-    by a binary search in the sorted ``values``: ``np.isin`` calls ``np.unique`` (see ``distinct``)."""
+    by a binary search in the sorted ``values``: ``np.isin``'s sort method (taken when the values' range is too
+    wide for its table) calls ``np.unique`` (see ``distinct``)."""
     s = np.sort(values.reshape(-1))
     if not len(s):
         return np.zeros(x.shape, bool)

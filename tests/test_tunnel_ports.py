@@ -304,3 +304,28 @@ def test_sniff_rejects_geneve_the_kernel_drops_or_cannot_parse():
     long = bytearray(f)
     long[G0] |= 0x3F  # opt_len 63: 252 bytes of options, beyond this datagram's inner frame
     assert _sniff(bytes(long)) is None
+
+
+@pytest.mark.parametrize(
+    "options", [("--detect-tunnels",), ("--vxlan-port", "auto", "--geneve-port", "auto")]
+)
+def test_a_port_carrying_both_kinds_is_the_users_to_name(runner, tmp_path, options):
+    """UDP port 7000 carries 2 VXLAN frames and 3 Geneve frames: a receiver binds a port to one tunnel kind (one
+    socket, vxlan_sock_add or geneve_sock_add), so detecting both is a one-line error naming the port and both
+    options (exit 2; breaker's finding: an internal error, exit 70). Detecting one kind takes the port as it."""
+    frames = build_flow(FrameSpec(udp_dport=7000, sport=1), [1398, 1398])
+    frames += build_flow(FrameSpec(udp_dport=7000, encap="geneve", sport=2, udp_sport=5000), [1398] * 3)
+    path = tmp_path / "both.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            w.write(1000 + 100 * i, f)
+    r = runner.invoke(main, [str(path), "-q", *options])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines()[-1] == (
+        f"Error: {path}: --vxlan-port/--geneve-port auto: UDP port 7000 carries both VXLAN (2 frames) and "
+        "Geneve (3 frames), and a receiver takes a port as one of them: give it as --vxlan-port 7000 or "
+        "--geneve-port 7000"
+    )
+    doc = _json(runner, path, "--vxlan-port", "auto")
+    assert doc["input"]["frames_replayed"] == 5
+    assert doc["input"]["tunnel_ports_detected"] == {"vxlan": {"7000": 2}}

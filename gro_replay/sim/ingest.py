@@ -28,6 +28,7 @@ from ..packet.decode import (
     Decoder,
     outer_udp_csum_bad,
 )
+from ..project import plural
 from ..resegment import AboveMtu, Resegmenter
 from .config import ConfigError, ReplayConfig
 from .flow_mss import FlowMss
@@ -211,7 +212,8 @@ def detect_tunnel_ports(
     (default ``path``) names the capture in errors: sim/api.py ``replay_capture`` passes a stream's copy
     (capture/spool.py ``spooled``) named as the stream.
 
-    Raises: TunnelScanError when ``path`` is not a regular file (a pipe is read once); CaptureError.
+    Raises: TunnelScanError when ``path`` is not a regular file (a pipe is read once); CaptureError, also when a
+    port carries frames of both kinds (which one the receiver's socket is, only the user knows).
     """
     if path == STDIN_PATH or (os.path.exists(path) and not is_regular_file(path)):
         raise TunnelScanError(
@@ -229,7 +231,19 @@ def detect_tunnel_ports(
                 if buf is None:
                     continue
             dec.decode(buf)
-    return {k: dict(v) for k, v in dec.unconfigured.items() if k in config.detect_tunnels}
+    found = {k: dict(v) for k, v in dec.unconfigured.items() if k in config.detect_tunnels}
+    both = sorted(set(found.get("vxlan", {})) & set(found.get("geneve", {})))
+    if both:
+        # a receiver binds a UDP port to one tunnel kind (one socket: vxlan_sock_add, geneve_sock_add): which
+        # one is the user's to say, not the frames'
+        p = both[0]
+        raise CaptureError(
+            f"{name or path}: --vxlan-port/--geneve-port auto: UDP port {p} carries both VXLAN "
+            f"({found['vxlan'][p]:,} {plural(found['vxlan'][p], 'frame')}) and Geneve ({found['geneve'][p]:,} "
+            f"{plural(found['geneve'][p], 'frame')}), and a receiver takes a port as one of them: give it as "
+            f"--vxlan-port {p} or --geneve-port {p}"
+        )
+    return found
 
 
 class Ingest(FlowMss):
