@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from gro_replay.kernel.gro import napi_gro_receive
 from gro_replay.kernel.kernel import Kernel, Sink
-from gro_replay.kernel.model import KernelModel
+from gro_replay.kernel.model import KernelModel, release_tuple
+from gro_replay.kernel.nic_skb import AF_PACKET_PAGED_FROM, packet_alloc_skb_frags
 from gro_replay.kernel.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_NONE,
@@ -156,8 +157,8 @@ class Rig:
     rec: Recorder
     nic: str = "none"
     hash: int = 0
-    #: the driver builds skbs around page fragments (build_skb, e.g. ice, mlx5); False: kmalloc'd linear heads
-    #: as veth carries from AF_PACKET (kernel-oracle.md)
+    #: the driver builds skbs around page fragments (build_skb, e.g. ice, mlx5); False: veth's skbs from AF_PACKET
+    #: (kernel-oracle.md): kmalloc'd linear heads, paged from 4080 bytes (kernel/nic_skb.py)
     head_frag: bool = False
     index: int = 0
     batches: list[list[int]] = field(default_factory=list)
@@ -173,6 +174,9 @@ class Rig:
         skb.dev = k.phys
         skb.hash = self.hash if hash is None else hash
         skb.head_frag = self.head_frag
+        if not self.head_frag and len(frame) >= AF_PACKET_PAGED_FROM:
+            skb.nr_frags = packet_alloc_skb_frags(len(frame), release_tuple(k.model.base or k.model.release))
+            skb.data_len = len(frame) - 14
         ip_summed, level = NIC[self.nic]
         if ip_summed == CHECKSUM_COMPLETE:
             skb.ip_summed = CHECKSUM_COMPLETE

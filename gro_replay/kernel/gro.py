@@ -186,12 +186,13 @@ def skb_gro_receive(p: SkBuff, skb: SkBuff) -> int:
             return -7
     # Where the payload goes decides only skb_has_frag_list(p), which makes dev_gro_receive flush p if it
     # enters GRO again (the tunnel device, ≥ 6.1): page fragments move into the last skb's frags while
-    # MAX_SKB_FRAGS allows, a kmalloc'd linear head (veth from AF_PACKET) is always chained on the frag_list.
-    # The driver step sets head_frag from the --nic preset's layout (kernel/nic_skb.py); no skb built here has
-    # page frags of its own, so headlen <= offset (the header-split case) does not occur.
+    # MAX_SKB_FRAGS allows, a kmalloc'd linear head (veth from AF_PACKET, under 4080 bytes) is always chained on
+    # the frag_list. The driver step sets head_frag from the --nic preset's layout, and data_len/nr_frags for
+    # AF_PACKET's paged skbs (kernel/nic_skb.py): their linear part ends before the payload (skb_headlen, the
+    # headers at most: gro_pull_from_frag0 pulled only the headers GRO read), so their frags move.
     lp: SkBuff | None
     lp = p.cb.last
-    if skb.tail - skb.data <= off:
+    if skb.tail - skb.data - skb.data_len <= off:  # skb_headlen(skb) <= offset
         if lp.nr_frags + skb.nr_frags > MAX_SKB_FRAGS:
             lp = None
         else:
@@ -357,6 +358,7 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
         return ret
 
     if cb.flush:
+        gro_pull_from_frag0(skb)
         return GRO_NORMAL
 
     if napi.gro_count[bucket] >= MAX_GRO_SKBS:
@@ -370,7 +372,22 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
     if not skb.gso_size:
         skb.gso_size = skb.len - cb.data_offset
     head.insert(0, skb)
+    gro_pull_from_frag0(skb)
     return GRO_HELD
+
+
+def gro_pull_from_frag0(skb: SkBuff) -> None:
+    """Move the headers GRO read from the first page frag into the linear part: ``data_len`` less the bytes of
+    ``skb_gro_offset`` beyond ``skb_headlen`` (0 for a linear skb).
+
+    Kernel: net/core/gro.c ``dev_gro_receive``'s ``pull:`` (``gro_try_pull_from_frag0`` in later releases) →
+    ``gro_pull_from_frag0``, for a held or a GRO_NORMAL skb; the frag shrinks by as much (never to nothing here:
+    a paged frame's first frag is at least 4066 bytes, its headers far fewer).
+    """
+    if skb.data_len:  # a linear skb's headers are all in its head
+        grow = skb.cb.data_offset - (skb.tail - skb.data - skb.data_len)
+        if grow > 0:
+            skb.data_len -= grow
 
 
 def gro_flush_oldest(napi: GroNode, head: list[SkBuff]) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..packet.csum import csum_add, csum_partial, pseudo_at
-from .nic_skb import RX_SKB_LAYOUTS, VETH_LINEAR, RxSkbLayout
+from .nic_skb import RX_SKB_LAYOUTS, VETH_AF_PACKET, RxSkbLayout
 from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, IpSummed
 
 #: Microsoft's RSS verification-suite key, the usual default RSS key.
@@ -101,7 +101,7 @@ class NicPreset:
     adaptive: bool
     tunnel_port_offload: bool
     notes: tuple[str, ...] = ()
-    rx_skb: RxSkbLayout = VETH_LINEAR
+    rx_skb: RxSkbLayout = VETH_AF_PACKET
 
     def rx_state(
         self, outer_v6: bool, outer_csum_zero: bool, tunnel_port: bool, tunnelled: bool = True

@@ -2,10 +2,11 @@
 
 Kernel: the drivers' RX skb construction (``ice_build_skb``, ``i40e_build_skb``, ``ixgbe_build_skb``,
 ``mlx5e_build_linear_skb``, ``bnxt_rx_skb``; ``build_skb``/``napi_build_skb`` in net/core/skbuff.c set
-``head_frag`` when given a fragment size) and veth carrying AF_PACKET's linear skbs (``packet_snd``,
-``veth_xmit``). Which layout decides only where ``skb_gro_receive`` (kernel/gro.py) puts a merged segment's payload:
-into the last skb's page frags while ``MAX_SKB_FRAGS`` allows, or on the frag_list, which makes ``dev_gro_receive``
-flush the aggregate when it enters GRO again on the tunnel device (v6.1+, 5eddb24901ee).
+``head_frag`` when given a fragment size) and veth carrying AF_PACKET's skbs (``packet_snd`` →
+``packet_alloc_skb``, ``veth_xmit``): linear below 4080 bytes, paged from there (``packet_alloc_skb_frags``). Which
+layout decides only where ``skb_gro_receive`` (kernel/gro.py) puts a merged segment's payload: into the last skb's
+page frags while ``MAX_SKB_FRAGS`` allows, or on the frag_list, which makes ``dev_gro_receive`` flush the aggregate
+when it enters GRO again on the tunnel device (v6.1+, 5eddb24901ee).
 Left out: header-split layouts (a copied header plus page frags: legacy-rx, virtio-net mergeable buffers, gve
 GQI), copybreak copies of short frames, XDP multi-buffer, hardware GRO; presets whose driver builds those are
 built with veth's linear layout, and their ``notes`` say so.
@@ -14,6 +15,48 @@ built with veth's linear layout, and their ``notes`` say so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+PAGE_SIZE = 4096  #: bytes; x86-64, arm64 with 4 KiB pages
+#: include/linux/mmzone.h: the highest page order the allocator treats as cheap
+PAGE_ALLOC_COSTLY_ORDER = 3
+ETH_HLEN = 14  #: veth's ``dev->hard_header_len``: the linear part ``packet_snd`` asks for
+#: ``packet_snd``'s ``prepad``: ``LL_RESERVED_SPACE(dev)`` (hard_header_len 14 + needed_headroom 0, rounded down to
+#: HH_DATA_MOD 16, plus 16) + ``needed_tailroom`` 0, for a veth without XDP or a bridge raising its headroom
+VETH_PREPAD = 16
+#: ae6db08f8b56 "net/packet: change packet_alloc_skb() to allow bigger paged allocations" with 09c2c90705bb "net:
+#: allow alloc_skb_with_frags() to allocate bigger packets" (net-next 2023-08, the 6.6 networking pull): page
+#: frags of orders up to PAGE_ALLOC_COSTLY_ORDER; order-0 pages before
+PACKET_COSTLY_ORDER_FROM = (6, 6)
+#: the shortest frame (bytes on the wire) ``packet_alloc_skb`` builds paged on veth: ``prepad + len >= PAGE_SIZE``
+AF_PACKET_PAGED_FROM = PAGE_SIZE - VETH_PREPAD
+
+
+def packet_alloc_skb_frags(wire_len: int, release: tuple[int, int]) -> int:
+    """The page fragments (``skb_shinfo(skb)->nr_frags``) of the skb AF_PACKET builds for a ``wire_len``-byte frame
+    sent on veth, on a kernel of upstream ``release`` ``(major, minor)``; 0: a linear skb.
+
+    Kernel: net/packet/af_packet.c ``packet_snd`` (no virtio-net header: ``linear`` = ``dev->hard_header_len``)
+    → ``packet_alloc_skb``: a frame with ``prepad + len < PAGE_SIZE`` (VETH_PREPAD: under 4080 bytes) is all
+    linear; a longer one keeps 14 bytes linear and puts ``len - 14`` bytes (``skb->data_len``) in page frags
+    (``sock_alloc_send_pskb`` → net/core/skbuff.c ``alloc_skb_with_frags``): order-0 pages before
+    ``PACKET_COSTLY_ORDER_FROM``; from it, each frag the largest order up to 3 whose size the page-aligned rest
+    reaches, the order never growing again (a frame of 9014 bytes: 8192 + 808 bytes, 2 frags; 3 before). The
+    higher orders are ``__GFP_NORETRY``: on a fragmented machine the kernel may fall back to smaller pages and
+    more frags, which is not modelled. veth keeps the skb as it is (``veth_xmit`` → ``veth_forward_skb``; no XDP
+    program), so its NAPI GRO sees it so.
+    """
+    if wire_len < AF_PACKET_PAGED_FROM:
+        return 0
+    data_len = wire_len - ETH_HLEN
+    if release < PACKET_COSTLY_ORDER_FROM:
+        return -(-data_len // PAGE_SIZE)
+    order, frags = PAGE_ALLOC_COSTLY_ORDER, 0
+    while data_len > 0:
+        while order and -(-data_len // PAGE_SIZE) * PAGE_SIZE < PAGE_SIZE << order:
+            order -= 1
+        data_len -= PAGE_SIZE << order
+        frags += 1
+    return frags
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +68,9 @@ class RxSkbLayout:
     the RX page buffer (``build_skb``/``napi_build_skb`` with a fragment size: ``skb->head_frag = 1``, the whole
     frame in the head, no page fragments); (4, 19) when the driver did so before every profile; None when the model
     builds no such skb for this driver. A kernel older than it, or None, gets veth's layout from AF_PACKET, which
-    the kernel backend measures: a kmalloc'd linear head (``head_frag = 0``), no page fragments.
+    the kernel backend measures: a kmalloc'd linear head (``head_frag = 0``), no page fragments below 4080 bytes.
+    ``af_packet``: frames are AF_PACKET's as veth carries them (the kernel backend, the default without ``--nic``):
+    from 4080 bytes on, paged (``packet_alloc_skb_frags``).
     ``source``: the driver functions and commits; ``notes``: what the driver builds that the model does not
     (header split, copybreak copies, older releases), each saying how it is built here instead.
     """
@@ -33,6 +78,7 @@ class RxSkbLayout:
     head_frag_from: tuple[int, int] | None
     source: str
     notes: tuple[str, ...] = ()
+    af_packet: bool = False
 
     def head_frag(self, release: tuple[int, int]) -> bool:
         """Whether a kernel of upstream ``release`` builds the full-sized frame's skb with ``head_frag`` set."""
@@ -43,12 +89,18 @@ class RxSkbLayout:
             "head_frag_from": (None if self.head_frag_from is None else "{}.{}".format(*self.head_frag_from)),
             "source": self.source,
             "notes": list(self.notes),
+            "af_packet": self.af_packet,
         }
 
 
-#: veth carrying a frame written by AF_PACKET (packet_snd → sock_alloc_send_pskb with the whole frame linear;
-#: veth_xmit → veth_forward_skb keeps the skb): a kmalloc'd linear head, what the kernel backend measures
-VETH_LINEAR = RxSkbLayout(None, "packet_snd (net/packet/af_packet.c) → veth_xmit: the sender's linear skb")
+#: veth carrying a frame written by AF_PACKET (packet_snd → packet_alloc_skb; veth_xmit → veth_forward_skb keeps
+#: the skb), what the kernel backend measures: a kmalloc'd linear head below 4080 bytes, a 14-byte head and page
+#: frags from there (``packet_alloc_skb_frags``)
+VETH_AF_PACKET = RxSkbLayout(
+    None,
+    "packet_snd → packet_alloc_skb (net/packet/af_packet.c) → veth_xmit: the sender's skb, linear below 4080 bytes",
+    af_packet=True,
+)
 
 
 #: The layout of each --nic preset (kernel/nic.py ``NIC_PRESETS``), named after it.
@@ -132,5 +184,5 @@ RX_SKB_LAYOUTS: dict[str, RxSkbLayout] = {
             "split whose merges move frags; frames up to rx_copybreak (256) are copied; built linear here",
         ),
     ),
-    "veth": VETH_LINEAR,
+    "veth": VETH_AF_PACKET,
 }

@@ -205,7 +205,9 @@ class SkBuff:
     under another outer key at a tunnel device without tunnel metadata) counts the frames of each other flow.
     Memory layout, only as far as ``skb_has_frag_list`` depends on it: ``head_frag`` (the driver built the skb
     around a page fragment, ``build_skb``; False for a kmalloc'd linear head such as veth carries from AF_PACKET),
-    ``nr_frags`` (page fragments in ``skb_shinfo``) and ``frag_list`` (segments chained on the frag_list).
+    ``data_len`` (``skb->data_len`` of the skb's own frame: the bytes of ``buf[data:tail]`` held in page frags, as
+    AF_PACKET's paged skbs on veth have them; payload merged into the skb not counted), ``nr_frags`` (page
+    fragments in ``skb_shinfo``) and ``frag_list`` (segments chained on the frag_list).
     ``csum`` is a folded 16-bit ones'-complement sum (see packet/csum.py).
     Kernel: struct sk_buff, include/linux/skbuff.h.
     """
@@ -241,6 +243,7 @@ class SkBuff:
         "cb",
         "frags",
         "head_frag",
+        "data_len",
         "nr_frags",
         "frag_list",
         "frames",
@@ -313,6 +316,7 @@ class SkBuff:
         self.cb = NapiGroCb()
         self.frags: list[tuple[bytes | bytearray, int, int]] = []
         self.head_frag = False
+        self.data_len = 0
         self.nr_frags = 0
         self.frag_list = False
         self.frames = [frame]
@@ -332,7 +336,9 @@ class SkBuff:
 
     # -- geometry ---------------------------------------------------------------------------------------------
     def headlen(self) -> int:
-        """``skb_headlen``: bytes of linear data from ``data`` to ``tail``."""
+        """Bytes of the skb's own frame from ``data`` to ``tail``: what ``pskb_may_pull`` can bring into the
+        linear part, which the receive path's header checks read. The kernel's ``skb_headlen`` (the linear part
+        alone) is this less ``data_len``: ``skb_gro_receive`` and ``gro_pull_from_frag0`` read it (kernel/gro.py)."""
         return self.tail - self.data
 
     def pull(self, n: int) -> None:

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..kernel import skbuff as _skbuff
 from ..kernel.gro import GRO_LEGACY_MAX_SIZE, GroResult
+from ..kernel.nic_skb import AF_PACKET_PAGED_FROM
 from .deltas import PendingFlowOps, PollCache, counters, delta, flow_containers, idle
 from .ingest import Frame
 from .replayer import Replayer
@@ -123,6 +124,9 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
         devs = [d for k in rep.kernels for d in [k.phys] + [c.dev for c in k.tunnel_cells]]
         #: the smallest merge limit of any device (bytes): a run shorter than it can never reach it
         self._limit = min([GRO_LEGACY_MAX_SIZE] + [min(d.gro_max_size, d.gro_ipv4_max_size) for d in devs])
+        #: the wire length from which the driver's skbs are paged (AF_PACKET's on veth), None: never (a run key
+        #: then holds such frames' lengths: sim/runs.py)
+        self._paged_from = AF_PACKET_PAGED_FROM if rep.driver.layout.af_packet else None
         #: equal parts of kept delivery events, kept once (``_placed``; emptied with the runs' shapes)
         self._shared: dict = {}
         #: each list of kept delivery events as ``_deliver`` reads it (``_forms``), by id
@@ -174,6 +178,7 @@ class RunComposer(RunServe, RunEvents, RunProbe, RunLookup):
                 self._shapes,
                 rep._flow_ok if rep._select is not None else None,
                 no_cut,
+                self._paged_from,
             )
             held = [j for j in np.flatnonzero(runs.more).tolist() if runs.keys[j] in self._held_pieces]
             if not held:

@@ -7,7 +7,8 @@ Kernel: a driver's RX completion (e.g. drivers/net/ethernet/mellanox/mlx5/core/e
 and no kernel field: whether the frame's innermost TCP segment carries no payload (``SkBuff.no_payload``, read once
 per frame by ``packet.headers.tcp_payload_len``, the kernel backend's reading too: validate.py). The per-preset
 checksum decisions are in ``kernel/nic.py``, the skb layouts in ``kernel/nic_skb.py`` (a --nic preset's layout is
-the driver's even when --rx-csum overrides its checksum state; without --nic, veth's linear head).
+the driver's even when --rx-csum overrides its checksum state; without --nic, veth's skbs from AF_PACKET: linear
+below 4080 bytes, paged from there).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from ..kernel.kernel import Kernel
 from ..kernel.model import KernelModel, release_tuple
 from ..kernel.nic import NIC_PRESETS, RX_CSUM_PROFILES, hw_checksums_ok
-from ..kernel.nic_skb import VETH_LINEAR
+from ..kernel.nic_skb import AF_PACKET_PAGED_FROM, ETH_HLEN, VETH_AF_PACKET, packet_alloc_skb_frags
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
 from ..packet.csum import PollSums
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
@@ -34,7 +35,7 @@ class DriverRx:
         self.preset = NIC_PRESETS[config.nic] if config.rx_csum == "nic" and config.nic is not None else None
         self._flow_state: list[tuple[int, int, str]] = []
         #: the skb layout of the driver (--nic), whether or not its checksum state decides; veth's without --nic
-        self.layout = NIC_PRESETS[config.nic].rx_skb if config.nic is not None else VETH_LINEAR
+        self.layout = NIC_PRESETS[config.nic].rx_skb if config.nic is not None else VETH_AF_PACKET
         self.profile = RX_CSUM_PROFILES["none" if self.preset else config.rx_csum]
         prof = self.profile
         # (ip_summed, ip_summed of a PARTIAL-profile frame without an L4 header, csum_level) the driver sets
@@ -90,7 +91,25 @@ class DriverRx:
         if self.layout.head_frag_from is not None and self.head_frag(k.model):
             for skb in skbs:
                 skb.head_frag = True
+        if self.layout.af_packet:
+            self._af_packet_frags(k.model, batch, skbs)
         return skbs
+
+    @staticmethod
+    def _af_packet_frags(model: KernelModel, batch: list[Frame], skbs: list[SkBuff]) -> None:
+        """Lay out as AF_PACKET does the skbs of frames of 4080 bytes or more on the wire (VLAN tags included;
+        kernel/nic_skb.py ``packet_alloc_skb_frags``): ``data_len`` all but the 14-byte Ethernet header (the
+        linear ``skb_headlen`` is 0 after ``eth_type_trans``), ``nr_frags`` the page frags on ``model``'s release."""
+        release = None
+        for f, skb in zip(batch, skbs, strict=True):
+            tags = f.vlan_tci
+            wire = len(f.frame) + (0 if tags is None else 4 if isinstance(tags, int) else 4 * len(tags))
+            if wire < AF_PACKET_PAGED_FROM:
+                continue
+            if release is None:
+                release = release_tuple(model.base or model.release)
+            skb.nr_frags = packet_alloc_skb_frags(wire, release)
+            skb.data_len = len(f.frame) - ETH_HLEN
 
     def head_frag(self, model: KernelModel) -> bool:
         """Whether the driver builds a full-sized frame's skb around its RX page (``skb->head_frag``) on a kernel of

@@ -19,7 +19,7 @@ from rule_frames import BASE, POST, frames, specs
 from test_kernel_harness import rig
 
 from gro_replay.kernel import reasons as R
-from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
+from gro_replay.kernel.model import K_5_11, K_5_12, K_6_1, K_6_18
 from gro_replay.kernel.skbuff import CHECKSUM_PARTIAL, SKB_GSO_DODGY, SKB_GSO_TCPV4, SKB_GSO_UDP_TUNNEL
 from gro_replay.packet.build import ACK, PSH, build_frame
 from gro_replay.packet.csum import csum_partial
@@ -233,6 +233,27 @@ def test_skb_gro_receive_frag_list_use_depends_on_the_driver_buffers(head_frag, 
     # head is stolen into the last skb's frags while nr_frags + 1 ≤ MAX_SKB_FRAGS (17): p plus 17 stolen heads
     d = r.rec.at("phys")
     assert [(x.segs, x.frag_list) for x in d] == [(segs, frag_list)]
+
+
+@pytest.mark.parametrize(
+    ("model", "segs", "frag_list"),
+    # 4116-byte frames from AF_PACKET on veth (kernel/nic_skb.py): 1 frag each from v6.6 (an order-1 page), 2 before
+    # (order 0); headlen 0 <= offset: the frags move while the last skb's nr_frags stays <= MAX_SKB_FRAGS (17)
+    [(K_6_18, 16, False), (K_6_1, 8, False), (K_6_1, 9, True)],
+)
+def test_skb_gro_receive_moves_a_paged_segments_frags(model, segs, frag_list):
+    r = rig(model)
+    r.poll(frames(specs(segs, [4116 - 104] * segs)))
+    assert [(x.segs, x.frag_list) for x in r.rec.at("phys")] == [(segs, frag_list)]
+
+
+def test_gro_pull_from_frag0_moves_only_the_headers_gro_read():
+    """A held paged skb's linear part after dev_gro_receive's pull: the 90 bytes GRO read past the outer Ethernet
+    header (outer IPv4 20, UDP 8, VXLAN 8, inner Ethernet 14, IPv4 20, TCP 20): skb_gro_offset."""
+    r = rig(K_6_18)
+    skb = r.gro(build_frame(replace(BASE, payload=4116 - 104)))
+    assert r.held() == [(0,)]
+    assert (skb.tail - skb.data - skb.data_len, skb.data_len, skb.nr_frags) == (90, 4116 - 14 - 90, 1)
 
 
 @pytest.mark.parametrize(
