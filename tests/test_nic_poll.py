@@ -71,12 +71,12 @@ def test_a_preset_without_moderation_says_the_default_poll_model_stands(runner):
     such words."""
     out = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "virtio-net"]).stdout
     assert (
-        "NIC: --nic virtio-net (no tunnel port offload); its skbs built with veth's linear layout (the virtio-net driver's "
-        "is not modelled: on 6.1+ the tunnel device's skb_has_frag_list flushes may be more than the driver's), "
+        "NIC: --nic virtio-net (no tunnel port offload); its skbs built with a linear head, as veth's under 4080 bytes "
+        "(the virtio-net driver's is not modelled: on 6.1+ the tunnel device's skb_has_frag_list flushes may be more than the driver's), "
         f"RSS none; poll model {MLX5_POLL}; virtio-net has no interrupt moderation of its own here, so that default "
         "stands), weight 64" in out
     )
     # a preset whose layout is built (kernel/nic_skb.py) says nothing of it
-    assert "linear layout" not in runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "ice"]).stdout
+    assert "linear head" not in runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "ice"]).stdout
     out = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "mlx5"]).stdout
     assert f"NIC: --nic mlx5 (tunnel port off), RSS toeplitz; poll model {MLX5_POLL}), weight 64" in out

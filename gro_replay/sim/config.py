@@ -16,7 +16,7 @@ from ..kernel.nic import (
     RSS_MODES,
     RX_CSUM_PROFILES,
 )
-from ..kernel.nic_skb import VETH_LINEAR
+from ..kernel.nic_skb import VETH_AF_PACKET
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
 from ..project import decimal_in, decimal_number, plain_number
 from ..report import FLOWS_MAX_DEFAULT
@@ -365,10 +365,10 @@ class ReplayConfig:
             unbuilt = (
                 preset is not None
                 and preset.rx_skb.head_frag_from is None
-                and preset.rx_skb is not VETH_LINEAR
+                and preset.rx_skb is not VETH_AF_PACKET
             )
             return self.rx_csum_words() + (
-                f"; its skbs built with veth's linear layout (the {self.nic} driver's is not modelled: on 6.1+ the "
+                f"; its skbs built with a linear head, as veth's under 4080 bytes (the {self.nic} driver's is not modelled: on 6.1+ the "
                 "tunnel device's skb_has_frag_list flushes may be more than the driver's)"
                 if unbuilt
                 else ""
