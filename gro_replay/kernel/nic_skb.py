@@ -9,7 +9,7 @@ page frags while ``MAX_SKB_FRAGS`` allows, or on the frag_list, which makes ``de
 when it enters GRO again on the tunnel device (v6.1+, 5eddb24901ee).
 Left out: header-split layouts (a copied header plus page frags: legacy-rx, virtio-net mergeable buffers, gve
 GQI), copybreak copies of short frames, XDP multi-buffer, hardware GRO; presets whose driver builds those are
-built with veth's linear layout, and their ``notes`` say so.
+built with a linear head, and their ``notes`` say so.
 """
 
 from __future__ import annotations
@@ -67,10 +67,10 @@ class RxSkbLayout:
     ``head_frag_from``: the first upstream release ``(major, minor)`` whose default path builds that skb around
     the RX page buffer (``build_skb``/``napi_build_skb`` with a fragment size: ``skb->head_frag = 1``, the whole
     frame in the head, no page fragments); (4, 19) when the driver did so before every profile; None when the model
-    builds no such skb for this driver. A kernel older than it, or None, gets veth's layout from AF_PACKET, which
-    the kernel backend measures: a kmalloc'd linear head (``head_frag = 0``), no page fragments below 4080 bytes.
-    ``af_packet``: frames are AF_PACKET's as veth carries them (the kernel backend, the default without ``--nic``):
-    from 4080 bytes on, paged (``packet_alloc_skb_frags``).
+    builds no such skb for this driver. A kernel older than it, or None, gets a kmalloc'd linear head
+    (``head_frag = 0``, no page fragments), as veth's from AF_PACKET below 4080 bytes, which the kernel backend
+    measures. ``af_packet``: frames are AF_PACKET's as veth carries them (the kernel backend, the default without
+    ``--nic``): from 4080 bytes on, paged (``packet_alloc_skb_frags``).
     ``source``: the driver functions and commits; ``notes``: what the driver builds that the model does not
     (header split, copybreak copies, older releases), each saying how it is built here instead.
     """

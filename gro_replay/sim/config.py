@@ -368,8 +368,8 @@ class ReplayConfig:
                 and preset.rx_skb is not VETH_AF_PACKET
             )
             return self.rx_csum_words() + (
-                f"; its skbs built with a linear head, as veth's under 4080 bytes (the {self.nic} driver's is not modelled: on 6.1+ the "
-                "tunnel device's skb_has_frag_list flushes may be more than the driver's)"
+                f"; its skbs built with a linear head, as veth's under 4080 bytes (the {self.nic} driver's is not "
+                "modelled: on 6.1+ the tunnel device's skb_has_frag_list flushes may be more than the driver's)"
                 if unbuilt
                 else ""
             )
