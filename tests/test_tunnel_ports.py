@@ -329,3 +329,25 @@ def test_a_port_carrying_both_kinds_is_the_users_to_name(runner, tmp_path, optio
     doc = _json(runner, path, "--vxlan-port", "auto")
     assert doc["input"]["frames_replayed"] == 5
     assert doc["input"]["tunnel_ports_detected"] == {"vxlan": {"7000": 2}}
+
+
+def test_every_port_carrying_both_kinds_is_named(runner, tmp_path):
+    """Ports 7000 (1 VXLAN frame, 2 Geneve) and 7001 (3 VXLAN, 1 Geneve) both carry both kinds: the one error names
+    each with its counts (it named the first alone, so a user learnt of the next one run after run); port 7002,
+    VXLAN alone, is not named."""
+    frames = build_flow(FrameSpec(udp_dport=7000, sport=1), [1398])
+    frames += build_flow(FrameSpec(udp_dport=7000, encap="geneve", sport=2, udp_sport=5000), [1398] * 2)
+    frames += build_flow(FrameSpec(udp_dport=7001, sport=3), [1398] * 3)
+    frames += build_flow(FrameSpec(udp_dport=7001, encap="geneve", sport=4, udp_sport=5001), [1398])
+    frames += build_flow(FrameSpec(udp_dport=7002, sport=5), [1398])
+    path = tmp_path / "both2.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            w.write(1000 + 100 * i, f)
+    r = runner.invoke(main, [str(path), "-q", "--detect-tunnels"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines()[-1] == (
+        f"Error: {path}: --vxlan-port/--geneve-port auto: UDP ports 7000 (VXLAN 1 frame, Geneve 2 frames) and 7001 "
+        "(VXLAN 3 frames, Geneve 1 frame) each carry both VXLAN and Geneve, and a receiver takes a port as one of "
+        "them: give each as --vxlan-port PORT or --geneve-port PORT"
+    )

@@ -236,14 +236,25 @@ def detect_tunnel_ports(
     if both:
         # a receiver binds a UDP port to one tunnel kind (one socket: vxlan_sock_add, geneve_sock_add): which
         # one is the user's to say, not the frames'
-        p = both[0]
-        raise CaptureError(
-            f"{name or path}: --vxlan-port/--geneve-port auto: UDP port {p} carries both VXLAN "
-            f"({found['vxlan'][p]:,} {plural(found['vxlan'][p], 'frame')}) and Geneve ({found['geneve'][p]:,} "
-            f"{plural(found['geneve'][p], 'frame')}), and a receiver takes a port as one of them: give it as "
-            f"--vxlan-port {p} or --geneve-port {p}"
-        )
+        raise CaptureError(f"{name or path}: --vxlan-port/--geneve-port auto: {_both_kinds(found, both)}")
     return found
+
+
+def _both_kinds(found: dict[str, dict[int, int]], both: list[int]) -> str:
+    """The clause naming every port of ``both`` that ``found`` (kind → port → frames) has frames of both tunnel
+    kinds on, with those frame counts, and what to give instead."""
+    n = {k: {p: f"{found[k][p]:,} {plural(found[k][p], 'frame')}" for p in both} for k in ("vxlan", "geneve")}
+    if len(both) == 1:
+        p = both[0]
+        return (
+            f"UDP port {p} carries both VXLAN ({n['vxlan'][p]}) and Geneve ({n['geneve'][p]}), and a receiver takes "
+            f"a port as one of them: give it as --vxlan-port {p} or --geneve-port {p}"
+        )
+    each = [f"{p} (VXLAN {n['vxlan'][p]}, Geneve {n['geneve'][p]})" for p in both]
+    return (
+        f"UDP ports {', '.join(each[:-1])} and {each[-1]} each carry both VXLAN and Geneve, and a receiver takes a "
+        f"port as one of them: give each as --vxlan-port PORT or --geneve-port PORT"
+    )
 
 
 class Ingest(FlowMss):
