@@ -49,9 +49,9 @@ class DriverRx:
         """The skbs the driver builds for one poll's frames on kernel ``k``: RSS hash, VLAN tag, checksum state.
 
         ``shared``: ``poll_shared``'s per-poll values (CHECKSUM_COMPLETE sums, the poll's ``PollSums``, the frames
-        without TCP payload).
+        without TCP payload, the frames AF_PACKET pages).
         """
-        sums, ps, states, empty = shared
+        sums, ps, states, empty, paged = shared
         ip_summed, ip_summed_no_l4, csum_level = self._rx_csum
         complete = ip_summed == CHECKSUM_COMPLETE
         partial = ip_summed == CHECKSUM_PARTIAL
@@ -91,25 +91,28 @@ class DriverRx:
         if self.layout.head_frag_from is not None and self.head_frag(k.model):
             for skb in skbs:
                 skb.head_frag = True
-        if self.layout.af_packet:
-            self._af_packet_frags(k.model, batch, skbs)
+        if paged:  # AF_PACKET's paged skbs (``_paged``): all but the 14-byte Ethernet header in page frags
+            release = release_tuple(k.model.base or k.model.release)
+            for j, wire in paged:
+                skb = skbs[j]
+                skb.nr_frags = packet_alloc_skb_frags(wire, release)
+                skb.data_len = skb.tail - ETH_HLEN  # skb_headlen 0 after eth_type_trans
         return skbs
 
-    @staticmethod
-    def _af_packet_frags(model: KernelModel, batch: list[Frame], skbs: list[SkBuff]) -> None:
-        """Lay out as AF_PACKET does the skbs of frames of 4080 bytes or more on the wire (VLAN tags included;
-        kernel/nic_skb.py ``packet_alloc_skb_frags``): ``data_len`` all but the 14-byte Ethernet header (the
-        linear ``skb_headlen`` is 0 after ``eth_type_trans``), ``nr_frags`` the page frags on ``model``'s release."""
-        release = None
-        for f, skb in zip(batch, skbs, strict=True):
-            tags = f.vlan_tci
-            wire = len(f.frame) + (0 if tags is None else 4 if isinstance(tags, int) else 4 * len(tags))
-            if wire < AF_PACKET_PAGED_FROM:
-                continue
-            if release is None:
-                release = release_tuple(model.base or model.release)
-            skb.nr_frags = packet_alloc_skb_frags(wire, release)
-            skb.data_len = len(f.frame) - ETH_HLEN
+    def _paged(self, batch: list[Frame]) -> list[tuple[int, int]]:
+        """``(index in batch, length on the wire with VLAN tags)`` of each frame whose skb AF_PACKET builds paged
+        on veth (4080 bytes or more: kernel/nic_skb.py ``packet_alloc_skb_frags``); [] for another driver."""
+        if not self.layout.af_packet:
+            return []
+        out = []
+        for j, f in enumerate(batch):
+            n = len(f.frame)
+            if n + 8 >= AF_PACKET_PAGED_FROM:  # at most 2 tags (QinQ) less than on the wire
+                tags = f.vlan_tci
+                wire = n + (0 if tags is None else 4 if isinstance(tags, int) else 4 * len(tags))
+                if wire >= AF_PACKET_PAGED_FROM:
+                    out.append((j, wire))
+        return out
 
     def head_frag(self, model: KernelModel) -> bool:
         """Whether the driver builds a full-sized frame's skb around its RX page (``skb->head_frag``) on a kernel of
@@ -119,8 +122,9 @@ class DriverRx:
     def poll_shared(self, batch: list[Frame]) -> tuple:
         """What every kernel's skbs of one poll share: the CHECKSUM_COMPLETE values, the ``PollSums`` batch that
         serves software checksums (where bytes are summed, not a decision), with a --nic preset deciding, each
-        frame's ``(ip_summed, csum_level)`` (``_nic_states``), else None, and per frame whether its innermost TCP
-        segment carries no payload (``packet.headers.tcp_payload_len`` 0: ``SkBuff.no_payload``)."""
+        frame's ``(ip_summed, csum_level)`` (``_nic_states``), else None, per frame whether its innermost TCP
+        segment carries no payload (``packet.headers.tcp_payload_len`` 0: ``SkBuff.no_payload``), and the frames
+        whose skbs AF_PACKET pages (``_paged``)."""
         states = self._nic_states(batch) if self.preset is not None else None
         if states is not None:
             complete = any(st[0] == CHECKSUM_COMPLETE for st in states)
@@ -129,7 +133,7 @@ class DriverRx:
         ps = PollSums([f.frame for f in batch])
         ports = self.decoder.tunnel_ports
         empty = [tcp_payload_len(f.frame, ports) == 0 for f in batch]
-        return (ps.fill() if complete else None), ps, states, empty
+        return (ps.fill() if complete else None), ps, states, empty, self._paged(batch)
 
     def _nic_state_of_flow(self, fid: int) -> tuple[int, int, str]:
         """(ip_summed, csum_level, tunnel kind) the preset decides for flow ``fid``'s frames when their checksums
