@@ -52,7 +52,10 @@ def test_explicit_poll_wins_over_the_preset(runner):
 # (ReplayConfig.nic_words, poll_words).
 NO_NIC = (
     "no --nic (checksum state and poll model set separately, not one driver's preset): --rx-csum unnecessary "
-    "(CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID)"
+    "(CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID); skbs laid "
+    "out as veth's from AF_PACKET, the kernel backend's (a linear head under 4080 bytes on the wire: a phys "
+    "aggregate of such frames carries a frag_list, which the tunnel device flushes from v6.1; --nic DRIVER builds a "
+    "driver's)"
 )
 MLX5_POLL = "gap:3 (a poll after each pause > 3 µs, the default time-aware model: mlx5's CQE-based moderation"
 
@@ -63,6 +66,11 @@ def test_the_default_nic_line_names_each_defaults_driver(runner):
     line = f"NIC: {NO_NIC}, RSS toeplitz; poll model {MLX5_POLL}), weight 64, HZ 250; "
     assert line in runner.invoke(main, [str(FIX_SAMPLE), "-q"]).stdout
     assert f"- {line}" in runner.invoke(main, [str(FIX_SAMPLE), "-q", "--format", "markdown"]).stdout
+    # the layout the driver step builds (kernel/nic_skb.py): veth's from AF_PACKET without --nic, else the preset's
+    assert (d["nic"]["rx_skb"]["af_packet"], d["nic"]["rx_skb"]["head_frag_from"]) == (True, None)
+    ice = json.loads(runner.invoke(main, [str(FIX_SAMPLE), "--format", "json", "-q", "--nic", "ice"]).stdout)
+    ice_skb = ice["config"]["nic"]["rx_skb"]
+    assert (ice_skb["af_packet"], ice_skb["head_frag_from"]) == (False, "5.5")
 
 
 def test_a_preset_without_moderation_says_the_default_poll_model_stands(runner):

@@ -358,8 +358,10 @@ class ReplayConfig:
         ``--nic`` the preset's; without it the checksum state and the poll model are separate defaults that no one
         driver has together (``unnecessary`` is ice/i40e's or virtio-net's, the default poll model mlx5's):
         "no --nic (checksum state and poll model set separately, not one driver's preset): --rx-csum unnecessary
-        (CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID)". A preset
-        whose driver's skb layout is not modelled (kernel/nic_skb.py: virtio-net, vmxnet3, ena, gve) says so."""
+        (CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID); skbs laid
+        out as veth's from AF_PACKET …", the skb layout being the one default that changes counts (the tunnel stage's
+        frag_list flushes, kernel/nic_skb.py). A preset whose driver's skb layout is not modelled (virtio-net,
+        vmxnet3, ena, gve) says so."""
         if self.nic is not None:
             preset = NIC_PRESETS.get(self.nic)
             unbuilt = (
@@ -375,7 +377,9 @@ class ReplayConfig:
             )
         return (
             "no --nic (checksum state and poll model set separately, not one driver's preset): "
-            f"--rx-csum {self.rx_csum} ({RX_CSUM_DRIVERS[self.rx_csum]})"
+            f"--rx-csum {self.rx_csum} ({RX_CSUM_DRIVERS[self.rx_csum]}); skbs laid out as veth's from AF_PACKET, "
+            "the kernel backend's (a linear head under 4080 bytes on the wire: a phys aggregate of such frames "
+            "carries a frag_list, which the tunnel device flushes from v6.1; --nic DRIVER builds a driver's)"
         )
 
     def poll_words(self) -> str:
@@ -407,6 +411,8 @@ class ReplayConfig:
                     if self.nic
                     else None
                 ),
+                # the skb layout the driver step builds (kernel/nic_skb.py): the preset's, else veth's from AF_PACKET
+                "rx_skb": (NIC_PRESETS[self.nic].rx_skb if self.nic else VETH_AF_PACKET).as_dict(),
             },
             "poll": str(self.poll),
             "poll_model": self.poll_words(),
