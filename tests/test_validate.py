@@ -9,6 +9,7 @@ really absent (the reason from ``check_environment``).
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from dataclasses import replace
@@ -551,3 +552,23 @@ def test_validate_json_document(tmp_path):
     ]
     text = CliRunner().invoke(main, ["validate", path]).stdout.splitlines()
     assert doc["summary"] == text[-1] == "SUMMARY validate agrees=yes phys=1/1 tunnel=1/1"
+
+
+def test_validate_text_says_what_was_split(tmp_path):
+    """Two 9014-byte frames (outer IP 9000 bytes) under the default --mtu 1500 are split into 7 segments each (inner
+    MSS 1500 - 102 bytes of headers = 1398; 8898 payload bytes → 6 × 1398 + 510): validate's text says 2 frames were
+    read and 14 sent, and gives the replay's note (JSON ``input.notes``, the same words): before, it said "14
+    frames" alone, so an agreement on jumbo frames read as one on what was sent (newcomer's finding)."""
+    path = tmp_path / "jumbo.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(build_flow(FrameSpec(), [8898, 8898])):
+            w.write(1000 * (i + 1), f)
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    lines = r.output.splitlines()
+    assert lines[0].endswith("; 2 frames read, 14 sent, --rx-csum none"), r.output
+    assert lines[1].startswith(
+        "note: 2 frames larger than --mtu 1500 (the largest outer IP packet 9,000 bytes) were split into 14 wire "
+        "segments"
+    )
+    doc = json.loads(CliRunner().invoke(main, ["validate", str(path), "--format", "json"]).output)
+    assert [f"note: {n}" for n in doc["input"]["notes"]] == [ln for ln in lines if ln.startswith("note: ")]

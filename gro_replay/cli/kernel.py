@@ -376,25 +376,32 @@ def validate_cmd(fmt, **common):
         )
     devices = compare(loaded, oracle, sim_cfg)
     ok = all(d.agrees for d in devices)
+    account_sent(loaded, oracle, cfg)
+    inp = loaded.replayer.input.as_dict()
     if fmt == "json":
-        account_sent(loaded, oracle, cfg)
-        inp = loaded.replayer.input.as_dict()
         click.echo(dumps(validation_document(release, model, oracle, devices, sim_cfg, inp)))
     else:
-        _print_validation(release, model, oracle, devices, sim_cfg)
+        _print_validation(release, model, oracle, devices, sim_cfg, inp)
     if not ok:
         raise CheckFailed("simulator and kernel differ")
 
 
-def _print_validation(release, model, oracle, devices, sim_cfg):
-    """``validate``'s text report: the run, per device how many skbs agree and the first divergence, SUMMARY."""
+def _print_validation(release, model, oracle, devices, sim_cfg, inp):
+    """``validate``'s text report: the run (frames read and sent when they differ: super-frames split, frames not
+    replayable), the input's notes (JSON ``input.notes``: what was split, and why), per device how many skbs
+    agree and the first divergence, SUMMARY."""
     from ..report.validation import validation_summary
 
+    sent = oracle.frames_sent
+    frames = f"{sent:,} {plural(sent, 'frame')}"
+    if inp["frames_read"] != sent:
+        frames = f"{inp['frames_read']:,} {plural(inp['frames_read'], 'frame')} read, {sent:,} sent"
     click.echo(
         f"validate: kernel {release} (HZ {oracle.hz}) vs simulator profile {model.release}; "
-        f"{oracle.frames_sent:,} {plural(oracle.frames_sent, 'frame')}, --rx-csum {sim_cfg.rx_csum}"
-        + _gro_clause(sim_cfg, oracle)
+        f"{frames}, --rx-csum {sim_cfg.rx_csum}" + _gro_clause(sim_cfg, oracle)
     )
+    for note in inp["notes"]:
+        click.echo(f"note: {note}")
     names = {
         port: name for name, stage, port in sim_cfg.devices() if stage == "tunnel"
     }  # the simulator's names
