@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from gro_replay.kernel.gro import napi_gro_receive
 from gro_replay.kernel.kernel import Kernel, Sink
-from gro_replay.kernel.model import KernelModel, release_tuple
+from gro_replay.kernel.model import KernelModel
 from gro_replay.kernel.nic_skb import AF_PACKET_PAGED_FROM, packet_alloc_skb_frags
 from gro_replay.kernel.skbuff import (
     CHECKSUM_COMPLETE,
@@ -175,7 +175,7 @@ class Rig:
         skb.hash = self.hash if hash is None else hash
         skb.head_frag = self.head_frag
         if not self.head_frag and len(frame) >= AF_PACKET_PAGED_FROM:
-            skb.nr_frags = packet_alloc_skb_frags(len(frame), release_tuple(k.model.base or k.model.release))
+            skb.nr_frags = packet_alloc_skb_frags(len(frame), k.model)
             skb.data_len = len(frame) - 14
         ip_summed, level = NIC[self.nic]
         if ip_summed == CHECKSUM_COMPLETE:

@@ -25,6 +25,10 @@ merge window opened), not read in a tagged tree:
   ``flags_cwr``) expects its behaviour.
 * 7871f54e3dee "gro: take care of DODGY packets": v6.2-rc4, backported to 6.1.7; 5eddb24901ee is v6.1.
 
+* ae6db08f8b56 "net/packet: change packet_alloc_skb() to allow bigger paged allocations" (with 09c2c90705bb in
+  alloc_skb_with_frags): net-next 2023-08, listed in the "Networking for 6.6" pull → v6.6. It is on the sender's
+  side of the model without --nic (AF_PACKET into veth, what the kernel backend measures), not on the GRO path.
+
 Commits on this path that need no switch here: 18f25dc39990 (v5.13, tunnel sockets never take the fraglist/L4
 UDP path) only matters with NETIF_F_GRO_FRAGLIST or NETIF_F_GRO_UDP_FWD, both off by default and not modelled;
 1d11fa696733 (GRO_DROP removed) is unreachable from ``napi_gro_receive``; the v5.17 file moves and the 2025
@@ -66,6 +70,10 @@ class KernelModel:
     #: b1a78b9b9886 (v6.3): an IPv4 p is limited by dev->gro_ipv4_max_size; beyond GRO_LEGACY_MAX_SIZE the test
     #: becomes "skb's innermost protocol is TCP and p is not encapsulation" for both families (IPv4 BIG TCP).
     gro_ipv4_max_size: bool = False
+    #: ae6db08f8b56 (v6.6): with 09c2c90705bb, AF_PACKET's paged skbs (veth, the model without --nic, the kernel
+    #: backend) take page frags of orders up to PAGE_ALLOC_COSTLY_ORDER, not order 0: fewer frags per frame, so
+    #: skb_gro_receive reaches MAX_SKB_FRAGS later (kernel/nic_skb.py ``packet_alloc_skb_frags``).
+    packet_alloc_skb_costly_order: bool = False
     #: 4b0ebbca3e16 (v6.10): IPv4/IPv6 flush checks (ttl, tos, DF, ID) evaluated from tcp_gro_receive via
     #: gro_receive_network_flush, flush_id removed; outer ID ignored when the outer DF is set; one ip_fixedid bit
     #: shared by the outer and inner header (set by either, it holds both to a fixed ID).
@@ -234,6 +242,12 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
     SwitchCommit("gro_flushes_dodgy_gso", "7871f54e3dee", (6, 2), "gro: take care of DODGY packets", 4),
     SwitchCommit("gro_ipv4_max_size", "b1a78b9b9886", (6, 3), "net: add support for ipv4 big tcp"),
     SwitchCommit(
+        "packet_alloc_skb_costly_order",
+        "ae6db08f8b56",
+        (6, 6),
+        "net/packet: change packet_alloc_skb() to allow bigger paged allocations",
+    ),
+    SwitchCommit(
         "l3_flush_in_tcp",
         "4b0ebbca3e16",
         (6, 10),
@@ -284,7 +298,7 @@ def rc_lacks(major: int, minor: int, rc: int) -> list[SwitchCommit]:
 
 def switches_text(switches: dict) -> str:
     """A model's switches (``KernelModel.switches()``, or a document's ``config.kernels[].switches``) by the commits
-    they are named after: "modelled commits on: 8dc1c444df19, 89e5c58fc1e2; the other 12 off", or "every modelled
+    they are named after: "modelled commits on: 8dc1c444df19, 89e5c58fc1e2; the other 15 off", or "every modelled
     commit off"; a switch of no known commit (a document of another version) by its name."""
     on = [commit_of_switch(s) for s, v in switches.items() if v is True]
     if not on:

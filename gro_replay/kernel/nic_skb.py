@@ -15,6 +15,10 @@ built with a linear head, and their ``notes`` say so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import KernelModel
 
 PAGE_SIZE = 4096  #: bytes; x86-64, arm64 with 4 KiB pages
 #: include/linux/mmzone.h: the highest page order the allocator treats as cheap
@@ -23,23 +27,19 @@ ETH_HLEN = 14  #: veth's ``dev->hard_header_len``: the linear part ``packet_snd`
 #: ``packet_snd``'s ``prepad``: ``LL_RESERVED_SPACE(dev)`` (hard_header_len 14 + needed_headroom 0, rounded down to
 #: HH_DATA_MOD 16, plus 16) + ``needed_tailroom`` 0, for a veth without XDP or a bridge raising its headroom
 VETH_PREPAD = 16
-#: ae6db08f8b56 "net/packet: change packet_alloc_skb() to allow bigger paged allocations" with 09c2c90705bb "net:
-#: allow alloc_skb_with_frags() to allocate bigger packets" (net-next 2023-08, the 6.6 networking pull): page
-#: frags of orders up to PAGE_ALLOC_COSTLY_ORDER; order-0 pages before
-PACKET_COSTLY_ORDER_FROM = (6, 6)
 #: the shortest frame (bytes on the wire) ``packet_alloc_skb`` builds paged on veth: ``prepad + len >= PAGE_SIZE``
 AF_PACKET_PAGED_FROM = PAGE_SIZE - VETH_PREPAD
 
 
-def packet_alloc_skb_frags(wire_len: int, release: tuple[int, int]) -> int:
+def packet_alloc_skb_frags(wire_len: int, model: KernelModel) -> int:
     """The page fragments (``skb_shinfo(skb)->nr_frags``) of the skb AF_PACKET builds for a ``wire_len``-byte frame
-    sent on veth, on a kernel of upstream ``release`` ``(major, minor)``; 0: a linear skb.
+    sent on veth on a kernel of ``model``; 0: a linear skb.
 
     Kernel: net/packet/af_packet.c ``packet_snd`` (no virtio-net header: ``linear`` = ``dev->hard_header_len``)
     → ``packet_alloc_skb``: a frame with ``prepad + len < PAGE_SIZE`` (VETH_PREPAD: under 4080 bytes) is all
     linear; a longer one keeps 14 bytes linear and puts ``len - 14`` bytes (``skb->data_len``) in page frags
-    (``sock_alloc_send_pskb`` → net/core/skbuff.c ``alloc_skb_with_frags``): order-0 pages before
-    ``PACKET_COSTLY_ORDER_FROM``; from it, each frag the largest order up to 3 whose size the page-aligned rest
+    (``sock_alloc_send_pskb`` → net/core/skbuff.c ``alloc_skb_with_frags``): order-0 pages before ae6db08f8b56
+    with 09c2c90705bb (v6.6, ``KernelModel.packet_alloc_skb_costly_order``); from them, each frag the largest order up to 3 whose size the page-aligned rest
     reaches, the order never growing again (a frame of 9014 bytes: 8192 + 808 bytes, 2 frags; 3 before). The
     higher orders are ``__GFP_NORETRY``: on a fragmented machine the kernel may fall back to smaller pages and
     more frags, which is not modelled. veth keeps the skb as it is (``veth_xmit`` → ``veth_forward_skb``; no XDP
@@ -48,7 +48,7 @@ def packet_alloc_skb_frags(wire_len: int, release: tuple[int, int]) -> int:
     if wire_len < AF_PACKET_PAGED_FROM:
         return 0
     data_len = wire_len - ETH_HLEN
-    if release < PACKET_COSTLY_ORDER_FROM:
+    if not model.packet_alloc_skb_costly_order:
         return -(-data_len // PAGE_SIZE)
     order, frags = PAGE_ALLOC_COSTLY_ORDER, 0
     while data_len > 0:

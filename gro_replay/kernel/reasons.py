@@ -130,7 +130,7 @@ SPLIT_DESCRIPTIONS = {
 
 # NAPI_GRO_CB(p)->l3_why bits (observation only), per header: << 0 outer (or only) header, << 4 inner header
 L3_FIELDS = 1  # IPv4 TTL, TOS or DF differ
-L3_ID = 2  # IPv4 ID neither fixed nor incrementing
+L3_ID = 2  # IPv4 ID step not accepted (fixed, or +1 per held segment)
 L3_V6 = 4  # IPv6 traffic class or hop limit differ
 L3_INNER_SHIFT = 4
 L3_ID_BITS = L3_ID | (L3_ID << L3_INNER_SHIFT)
@@ -208,7 +208,8 @@ DESCRIPTIONS = {
     INET_CSUM: "IPv4 header checksum bad",
     INET_TOT_LEN: "IPv4 total length differs from the bytes present (padding) or reserved frag bit",
     IP_TTL_TOS_DF: "IPv4 TTL, TOS or DF differs from the held packet",
-    IP_ID: "IPv4 ID neither fixed nor incrementing",
+    IP_ID: "IPv4 ID step not accepted: neither fixed nor +1 per held segment (before v6.10, a held DF packet not "
+    "yet seen incrementing, such as a GSO skb that arrived merged, accepts a fixed ID only)",
     IPV6_NO_OFFLOAD: "IPv6 next header without GRO handler",
     IPV6_PAYLOAD_LEN: "IPv6 payload length differs from the bytes present",
     IPV6_TCLASS_HOPLIMIT: "IPv6 traffic class or hop limit differs",
@@ -251,7 +252,8 @@ DESCRIPTIONS = {
 _L3_DESCRIPTIONS = {
     "ttl_tos_df": "IPv4 TTL, TOS or DF differs",
     "tclass_hop_limit": "IPv6 traffic class or hop limit differs",
-    "ip_id": "IPv4 ID neither fixed nor incrementing by one per segment",
+    "ip_id": "IPv4 ID step not accepted: neither fixed nor +1 per held segment (before v6.10, a held DF packet "
+    "not yet seen incrementing, such as a GSO skb that arrived merged, accepts a fixed ID only)",
 }
 
 

@@ -138,6 +138,9 @@ BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
     "21f7484220ac": None,
     "f095a358faf2": None,
     "ab4c8b6f7fcb": None,
+    # a net-next feature (the 6.6 pull); the only stable backport found is Jason Baron's later fix of 09c2c90705bb
+    # (MAX_SKB_FRAGS - 1), taken by branches that have 09c2c90705bb
+    "ae6db08f8b56": None,
     # taken into 6.16.y (6.16.9-rc1 review, 2025-09-22: no profile); the LTS branches were not read
     "a9888628cb2c": (),
     # 5.4.y took it in 5.4.41 (stable review "[PATCH 5.4 30/90]", 2020-05-13), its stable commit not read; 4.19.y

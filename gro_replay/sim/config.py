@@ -359,9 +359,8 @@ class ReplayConfig:
         driver has together (``unnecessary`` is ice/i40e's or virtio-net's, the default poll model mlx5's):
         "no --nic (checksum state and poll model set separately, not one driver's preset): --rx-csum unnecessary
         (CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID); skbs laid
-        out as veth's from AF_PACKET …", the skb layout being the one default that changes counts (the tunnel stage's
-        frag_list flushes, kernel/nic_skb.py). A preset whose driver's skb layout is not modelled (virtio-net,
-        vmxnet3, ena, gve) says so."""
+        out as veth's from AF_PACKET …" (the tunnel stage's frag_list flushes follow: kernel/nic_skb.py). A preset
+        whose driver's skb layout is not modelled (virtio-net, vmxnet3, ena, gve) says so."""
         if self.nic is not None:
             preset = NIC_PRESETS.get(self.nic)
             unbuilt = (

@@ -92,10 +92,9 @@ class DriverRx:
             for skb in skbs:
                 skb.head_frag = True
         if paged:  # AF_PACKET's paged skbs (``_paged``): all but the 14-byte Ethernet header in page frags
-            release = release_tuple(k.model.base or k.model.release)
             for j, wire in paged:
                 skb = skbs[j]
-                skb.nr_frags = packet_alloc_skb_frags(wire, release)
+                skb.nr_frags = packet_alloc_skb_frags(wire, k.model)
                 skb.data_len = skb.tail - ETH_HLEN  # skb_headlen 0 after eth_type_trans
         return skbs
 

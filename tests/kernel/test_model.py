@@ -85,6 +85,7 @@ ALL_SWITCHES = [
     "tcp_gro_cwr_no_flush",
     "ip_tun_rx_dst_sets_df",
     "inet_ecn_decap_sets_ect1",
+    "packet_alloc_skb_costly_order",
 ]
 
 
@@ -137,6 +138,7 @@ def test_profile_lookup_by_release():
                 "gro_accepts_gso",
                 "gro_flushes_dodgy_gso",  # v6.2
                 "gro_ipv4_max_size",  # v6.3
+                "packet_alloc_skb_costly_order",  # v6.6
             },
         ),
         (
