@@ -105,6 +105,23 @@ def test_jumbo_aggregate_enters_gro_again_unless_its_frags_overflow(model, reaso
     assert _tunnel(sp, None, model) == ({"7": 1}, {reason: 1})
 
 
+def test_before_6_10_the_second_paged_aggregate_is_refused_for_its_ip_id():
+    """The same two aggregates on 6.1 and 6.6: the held one (DF set, 3 segments, arrived merged) is still atomic
+    for inet_gro_receive's flush_id, which then accepts only a fixed ID (tcp_gro_receive: flush_id != 1 or count
+    != 1), and the other's first inner ID is 3 higher: not merged, and the reason's words say why."""
+    from gro_replay.kernel import reasons as R
+
+    sp = specs(6, [4116 - HEADERS] * 6)
+    sp[3:] = [replace(s, udp_sport=49153) for s in sp[3:]]
+    for model in (K_6_1, K_6_6):
+        want = ({"3": 2}, {"tcp_gro_receive:ip_id": 1, HELD_TO_POLL_END: 1})
+        assert _tunnel(sp, None, model, rss="toeplitz-l3") == want
+    assert (
+        "before v6.10, a held DF packet not yet seen incrementing, such as a GSO skb that arrived merged, "
+        in (R.describe("tcp_gro_receive:ip_id"))
+    )
+
+
 @pytest.mark.parametrize("model", [K_6_12, K_6_18])
 def test_paged_aggregates_of_two_outer_flows_merge_again_on_the_tunnel_device(model):
     """One inner flow's 6 segments of 4116 bytes, the last 3 from another outer UDP port: two phys aggregates of 3

@@ -7,8 +7,8 @@ simulation sets ``NAPI_GRO_CB(skb)->why`` at that point (observation only: no de
 IP header conditions seen from ``tcp_gro_receive`` (the ``p->flush``/``flush_id`` verdicts up to v6.9, the
 ``gro_receive_network_flush`` verdict from v6.10) say which header broke the flow: ``outer_`` or ``inner_`` for
 an encapsulated packet, no prefix for the only header (plain TCP, or the tunnel device after decapsulation), and
-which field: ``ttl_tos_df`` (IPv4 TTL, TOS or DF), ``tclass_hop_limit`` (IPv6), ``ip_id`` (IPv4 ID neither fixed
-nor incrementing by the segments held); several are joined by ``+``. The header bits are recorded beside the
+which field: ``ttl_tos_df`` (IPv4 TTL, TOS or DF), ``tclass_hop_limit`` (IPv6), ``ip_id`` (IPv4 ID step neither 0
+nor the segments held); several are joined by ``+``. The header bits are recorded beside the
 decision in ``NAPI_GRO_CB(p)->l3_why`` (``L3_*`` below, four bits per header: ``<< 0`` outer or only, ``<< 4``
 inner), never read by a decision. When the TCP sequence does not continue the held packet as well, the sequence
 gap is named instead of an ID step alone: segments missing in between (lost, reordered, or gone up alone) step the
