@@ -24,7 +24,6 @@ merge window opened), not read in a tagged tree:
   v6.18, in no profile; the switch exists because the newest selftest (tools/testing/selftests/net/lib/gro.c,
   ``flags_cwr``) expects its behaviour.
 * 7871f54e3dee "gro: take care of DODGY packets": v6.2-rc4, backported to 6.1.7; 5eddb24901ee is v6.1.
-
 * ae6db08f8b56 "net/packet: change packet_alloc_skb() to allow bigger paged allocations" (with 09c2c90705bb in
   alloc_skb_with_frags): net-next 2023-08, listed in the "Networking for 6.6" pull → v6.6. It is on the sender's
   side of the model without --nic (AF_PACKET into veth, what the kernel backend measures), not on the GRO path.

@@ -39,9 +39,9 @@ def packet_alloc_skb_frags(wire_len: int, model: KernelModel) -> int:
     → ``packet_alloc_skb``: a frame with ``prepad + len < PAGE_SIZE`` (VETH_PREPAD: under 4080 bytes) is all
     linear; a longer one keeps 14 bytes linear and puts ``len - 14`` bytes (``skb->data_len``) in page frags
     (``sock_alloc_send_pskb`` → net/core/skbuff.c ``alloc_skb_with_frags``): order-0 pages before ae6db08f8b56
-    with 09c2c90705bb (v6.6, ``KernelModel.packet_alloc_skb_costly_order``); from them, each frag the largest order up to 3 whose size the page-aligned rest
-    reaches, the order never growing again (a frame of 9014 bytes: 8192 + 808 bytes, 2 frags; 3 before). The
-    higher orders are ``__GFP_NORETRY``: on a fragmented machine the kernel may fall back to smaller pages and
+    with 09c2c90705bb (v6.6, ``KernelModel.packet_alloc_skb_costly_order``); from them, each frag the largest
+    order up to 3 whose size the page-aligned rest reaches, the order never growing again (a frame of 9014 bytes:
+    8192 + 808 bytes, 2 frags; 3 before). The higher orders are ``__GFP_NORETRY``: on a fragmented machine the kernel may fall back to smaller pages and
     more frags, which is not modelled. veth keeps the skb as it is (``veth_xmit`` → ``veth_forward_skb``; no XDP
     program), so its NAPI GRO sees it so.
     """
