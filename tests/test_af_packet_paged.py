@@ -117,7 +117,7 @@ def test_before_6_10_the_second_paged_aggregate_is_refused_for_its_ip_id():
         want = ({"3": 2}, {"tcp_gro_receive:ip_id": 1, HELD_TO_POLL_END: 1})
         assert _tunnel(sp, None, model, rss="toeplitz-l3") == want
     assert (
-        "before v6.10, a held DF packet not yet seen incrementing, such as a GSO skb that arrived merged, "
+        "before v6.10 only a fixed one after a held DF packet not yet seen incrementing, such as a GSO skb"
         in (R.describe("tcp_gro_receive:ip_id"))
     )
 
@@ -212,3 +212,31 @@ def test_the_page_order_change_tells_6_5_from_6_6(runner, tmp_path):
     doc = json.loads(r.stdout)
     got = {k["name"]: k["stages"]["tunnel"]["end_reasons"] for k in doc["kernels"]}
     assert got == {"6.5": {FRAG_LIST: 1, HELD_TO_POLL_END: 1}, "6.6": {HELD_TO_POLL_END: 1}}
+
+
+def test_a_nic_driver_reads_no_af_packet_switch(runner):
+    """With --nic ice the driver builds its own skbs (build_skb), so ae6db08f8b56, a change of veth's AF_PACKET
+    sender, cannot change a count: 6.5 and 6.6 are one model there (refused, exit 2) and the verdict does not list
+    the commit among those 5.11 → 6.6 also changes; without --nic both differ by it (breaker's finding)."""
+    from conftest import FIX_SAMPLE
+
+    from gro_replay.cli import main
+
+    base = [str(FIX_SAMPLE), "-q", "--format", "json"]
+    r = runner.invoke(main, [*base, "--nic", "ice", "--kernel", "6.5", "--kernel", "6.6"])
+    assert r.exit_code == 2 and "run one kernel model" in r.output
+    assert runner.invoke(main, [*base, "--kernel", "6.5", "--kernel", "6.6"]).exit_code == 0
+    for nic, listed in ((["--nic", "ice"], False), ([], True)):
+        r = runner.invoke(main, [*base, *nic, "--kernel", "5.11", "--kernel", "6.6"])
+        assert r.exit_code == 0, r.output
+        assert ("ae6db08f8b56" in json.loads(r.stdout)["verdict"]["text"]) is listed
+
+
+def test_6_6_rc1_carries_the_page_order_change():
+    """ae6db08f8b56 came with the 6.6 merge window's net-next pull, so 6.6-rc1 has it, as its note says (it said
+    the commit was assumed in, its rc not known: breaker's finding)."""
+    from gro_replay.kernel.release import resolve_kernel
+
+    m = resolve_kernel("6.6-rc1")
+    assert m.packet_alloc_skb_costly_order
+    assert "ae6db08f8b56 (packet_alloc_skb_costly_order) landed in v6.6-rc1: on" in " ".join(m.notes)

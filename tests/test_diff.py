@@ -686,3 +686,19 @@ def test_a_passed_check_never_prints_its_loss_above_the_allowance(tmp_path, docs
     text = " ".join(run(*args).stdout.split())
     shown = text.split("largest loss ")[1].split("%")[0]
     assert float(shown) <= float(limit), text
+
+
+def test_diff_names_a_switch_a_document_lacks_absent(tmp_path):
+    """A document written before a switch existed (here: 6.6's without packet_alloc_skb_costly_order, added with
+    ae6db08f8b56) against one with it on: the note says the switch is absent there, not JSON's null (breaker's
+    finding)."""
+    r = run(FIX_SAMPLE, "--kernel", "6.6", "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    new = tmp_path / "new.json"
+    new.write_text(r.stdout)
+    del doc["config"]["kernels"][0]["switches"]["packet_alloc_skb_costly_order"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    out = " ".join(run("diff", old, new).stdout.split())
+    assert "modelled commits ae6db08f8b56 (absent) → on" in out and "null" not in out

@@ -53,9 +53,8 @@ def test_explicit_poll_wins_over_the_preset(runner):
 NO_NIC = (
     "no --nic (checksum state and poll model set separately, not one driver's preset): --rx-csum unnecessary "
     "(CHECKSUM_UNNECESSARY level 0: ice/i40e without the tunnel port programmed, virtio-net DATA_VALID); skbs laid "
-    "out as veth's from AF_PACKET, the kernel backend's (a linear head under 4080 bytes on the wire: a phys "
-    "aggregate of such frames carries a frag_list, which the tunnel device flushes from v6.1; --nic DRIVER builds a "
-    "driver's)"
+    "out as veth's from AF_PACKET, the kernel backend's (a linear head under 4,080 bytes: a phys aggregate of such "
+    "frames carries a frag_list, which the tunnel device flushes from v6.1; --nic DRIVER builds a driver's)"
 )
 MLX5_POLL = "gap:3 (a poll after each pause > 3 µs, the default time-aware model: mlx5's CQE-based moderation"
 
@@ -79,7 +78,7 @@ def test_a_preset_without_moderation_says_the_default_poll_model_stands(runner):
     such words."""
     out = runner.invoke(main, [str(FIX_SAMPLE), "-q", "--nic", "virtio-net"]).stdout
     assert (
-        "NIC: --nic virtio-net (no tunnel port offload); its skbs built with a linear head, as veth's under 4080 bytes "
+        "NIC: --nic virtio-net (no tunnel port offload); its skbs built with a linear head, as veth's under 4,080 bytes "
         "(the virtio-net driver's is not modelled: on 6.1+ the tunnel device's skb_has_frag_list flushes may be more than the driver's), "
         f"RSS none; poll model {MLX5_POLL}; virtio-net has no interrupt moderation of its own here, so that default "
         "stands), weight 64" in out

@@ -306,6 +306,21 @@ def test_sniff_rejects_geneve_the_kernel_drops_or_cannot_parse():
     assert _sniff(bytes(long)) is None
 
 
+def _written(path, frames):
+    """``path`` with ``frames`` written 100 ns apart."""
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            w.write(1000 + 100 * i, f)
+    return path
+
+
+def _refusal(runner, path, *options) -> str:
+    """The last line of a replay of ``path`` with ``options`` that must exit 2."""
+    r = runner.invoke(main, [str(path), "-q", *options])
+    assert r.exit_code == 2, r.output
+    return r.output.strip().splitlines()[-1]
+
+
 @pytest.mark.parametrize(
     "options", [("--detect-tunnels",), ("--vxlan-port", "auto", "--geneve-port", "auto")]
 )
@@ -315,16 +330,12 @@ def test_a_port_carrying_both_kinds_is_the_users_to_name(runner, tmp_path, optio
     options (exit 2; breaker's finding: an internal error, exit 70). Detecting one kind takes the port as it."""
     frames = build_flow(FrameSpec(udp_dport=7000, sport=1), [1398, 1398])
     frames += build_flow(FrameSpec(udp_dport=7000, encap="geneve", sport=2, udp_sport=5000), [1398] * 3)
-    path = tmp_path / "both.pcap"
-    with PcapWriter(str(path)) as w:
-        for i, f in enumerate(frames):
-            w.write(1000 + 100 * i, f)
-    r = runner.invoke(main, [str(path), "-q", *options])
-    assert r.exit_code == 2, r.output
-    assert r.output.strip().splitlines()[-1] == (
+    path = _written(tmp_path / "both.pcap", frames)
+    assert _refusal(runner, path, *options) == (
         f"Error: {path}: --vxlan-port/--geneve-port auto: UDP port 7000 carries both VXLAN (2 frames) and "
         "Geneve (3 frames), and a receiver takes a port as one of them: give it as --vxlan-port 7000 or "
-        "--geneve-port 7000"
+        "--geneve-port 7000 (a port given replaces the default ports, VXLAN 4789, 8472 and Geneve 6081: give those "
+        "the capture uses too)"
     )
     doc = _json(runner, path, "--vxlan-port", "auto")
     assert doc["input"]["frames_replayed"] == 5
@@ -340,14 +351,15 @@ def test_every_port_carrying_both_kinds_is_named(runner, tmp_path):
     frames += build_flow(FrameSpec(udp_dport=7001, sport=3), [1398] * 3)
     frames += build_flow(FrameSpec(udp_dport=7001, encap="geneve", sport=4, udp_sport=5001), [1398])
     frames += build_flow(FrameSpec(udp_dport=7002, sport=5), [1398])
-    path = tmp_path / "both2.pcap"
-    with PcapWriter(str(path)) as w:
-        for i, f in enumerate(frames):
-            w.write(1000 + 100 * i, f)
-    r = runner.invoke(main, [str(path), "-q", "--detect-tunnels"])
-    assert r.exit_code == 2, r.output
-    assert r.output.strip().splitlines()[-1] == (
+    path = _written(tmp_path / "both2.pcap", frames)
+    assert _refusal(runner, path, "--detect-tunnels") == (
         f"Error: {path}: --vxlan-port/--geneve-port auto: UDP ports 7000 (VXLAN 1 frame, Geneve 2 frames) and 7001 "
         "(VXLAN 3 frames, Geneve 1 frame) each carry both VXLAN and Geneve, and a receiver takes a port as one of "
-        "them: give each as --vxlan-port PORT or --geneve-port PORT"
+        "them: give each as --vxlan-port PORT or --geneve-port PORT (a port given replaces the default ports, VXLAN "
+        "4789, 8472 and Geneve 6081: give those the capture uses too)"
+    )
+    # with VXLAN's ports given, only Geneve's defaults are said to go (breaker's finding: following the advice
+    # dropped 4789 and 6081, and the next run found them carrying both kinds)
+    assert _refusal(runner, path, "--vxlan-port", "4789", "--detect-tunnels").endswith(
+        "(a port given replaces the default ports, Geneve 6081: give those the capture uses too)"
     )

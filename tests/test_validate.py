@@ -572,3 +572,18 @@ def test_validate_text_says_what_was_split(tmp_path):
     )
     doc = json.loads(CliRunner().invoke(main, ["validate", str(path), "--format", "json"]).output)
     assert [f"note: {n}" for n in doc["input"]["notes"]] == [ln for ln in lines if ln.startswith("note: ")]
+
+
+def test_validate_with_every_frame_cut_short_says_so(tmp_path):
+    """Three records cut to 200 of their 1514 bytes (a snaplen): the replay skips them (snaplen_cut), so nothing
+    reaches the kernel backend; the refusal (exit 3) names that skip, as it names what the backend cannot send (it
+    said "no replayable frame": breaker's finding)."""
+    path = tmp_path / "cut.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(build_flow(FrameSpec(), [1398] * 3)):
+            w.write(1000 * (i + 1), f[:200], orig_len=len(f))
+    r = CliRunner().invoke(main, ["validate", str(path), "-q"])
+    assert r.exit_code == 3, r.output
+    assert r.output.strip().splitlines()[-1] == (
+        f"Error: nothing to validate: no frame of {path} can be replayed here (skipped: snaplen_cut 3)"
+    )

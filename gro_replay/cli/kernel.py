@@ -368,9 +368,12 @@ def validate_cmd(fmt, **common):
     )
     oracle = _run_oracle(loaded, cfg)
     if not oracle.frames_sent:
-        why = (
-            ", ".join(f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items()) or "no replayable frame"
+        # what the backend could not send, and what was skipped before it (records cut short, ...)
+        why = ", ".join(
+            [f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items()]
+            + [f"skipped: {k} {v:,}" for k, v in loaded.replayer.input.skipped.items() if v]
         )
+        why = why or "no replayable frame"
         raise EnvironmentProblem(
             f"nothing to validate: no frame of {path_words(common['capture'])} can be replayed here ({why})"
         )

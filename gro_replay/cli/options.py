@@ -293,7 +293,7 @@ def build_config(
         raise UsageError(
             f"--hz {hz}: CONFIG_HZ is one of {', '.join(CONFIG_HZ_VALUES)} (kernel/Kconfig.hz, arch/*/Kconfig)"
         )
-    kernels = _kernels(fix, kernel_rel)
+    kernels = _kernels(fix, kernel_rel, nic)
     try:
         cfg = ReplayConfig(
             kernels=kernels,
@@ -332,7 +332,9 @@ def build_config(
     return cfg
 
 
-def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel, ...]:
+def _kernels(
+    fix: bool | None, kernel_rel: tuple[str, ...], nic: str | None = None
+) -> tuple[KernelModel, ...]:
     """The kernel models of ``--fix``/``--no-fix`` or ``--kernel`` (by release, oldest first). Raises UsageError for
     two strings of one model (equal switches: ``5.11`` and ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``, one
     string twice), which would compare a model with itself (``model.same_model``, as ``ReplayConfig.validate``), and
@@ -349,7 +351,9 @@ def _kernels(fix: bool | None, kernel_rel: tuple[str, ...]) -> tuple[KernelModel
                 given.append(resolve_kernel(r))
             except ValueError as e:
                 raise UsageError(str(e)) from None
-        pair = same_model(given)
+        from ..kernel.nic import unread_switches
+
+        pair = same_model(given, unread_switches(nic))  # a --nic driver reads no switch of veth's sender
         if pair is not None:
             # the simulation runs the switches alone: the same switches give the same counts, whatever the names
             i, j = pair

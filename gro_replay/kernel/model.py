@@ -245,6 +245,7 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
         "ae6db08f8b56",
         (6, 6),
         "net/packet: change packet_alloc_skb() to allow bigger paged allocations",
+        1,  # the net-next pull of the 6.6 merge window: in 6.6-rc1
     ),
     SwitchCommit(
         "l3_flush_in_tcp",
@@ -297,7 +298,7 @@ def rc_lacks(major: int, minor: int, rc: int) -> list[SwitchCommit]:
 
 def switches_text(switches: dict) -> str:
     """A model's switches (``KernelModel.switches()``, or a document's ``config.kernels[].switches``) by the commits
-    they are named after: "modelled commits on: 8dc1c444df19, 89e5c58fc1e2; the other 15 off", or "every modelled
+    they are named after: "modelled commits on: 8dc1c444df19, 89e5c58fc1e2; the other 14 off", or "every modelled
     commit off"; a switch of no known commit (a document of another version) by its name."""
     on = [commit_of_switch(s) for s, v in switches.items() if v is True]
     if not on:
@@ -306,14 +307,19 @@ def switches_text(switches: dict) -> str:
     return f"modelled commits on: {', '.join(on)}" + (f"; the other {off} off" if off else "")
 
 
-def same_model(models: Iterable[KernelModel]) -> tuple[int, int] | None:
+#: switches of the sender of the model without --nic (AF_PACKET into veth), which a --nic driver's skbs never read
+SENDER_SWITCHES = frozenset({"packet_alloc_skb_costly_order"})
+
+
+def same_model(models: Iterable[KernelModel], ignore: frozenset[str] = frozenset()) -> tuple[int, int] | None:
     """The first pair ``(i, j)``, i < j, of ``models`` that are one kernel model (equal ``switches()``: the simulation
     runs the switches alone, so the two give the same counts whatever their names: ``5.11`` and
-    ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``, a model and itself), or None. Compared with itself a model
-    shows no difference: the CLI and ``ReplayConfig.validate`` refuse such a pair."""
+    ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``, a model and itself), or None. ``ignore``: switches the
+    replay does not read (``SENDER_SWITCHES`` with a --nic driver: kernel/nic.py ``unread_switches``). Compared with
+    itself a model shows no difference: the CLI and ``ReplayConfig.validate`` refuse such a pair."""
     seen: dict[tuple[tuple[str, bool], ...], int] = {}
     for j, m in enumerate(models):
-        key = tuple(m.switches().items())
+        key = tuple((s, v) for s, v in m.switches().items() if s not in ignore)
         if key in seen:
             return seen[key], j
         seen[key] = j

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..packet.csum import csum_add, csum_partial, pseudo_at
+from .model import SENDER_SWITCHES
 from .nic_skb import RX_SKB_LAYOUTS, VETH_AF_PACKET, RxSkbLayout
 from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, IpSummed
 
@@ -408,3 +409,12 @@ def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
 
 if tuple(RX_CSUM_PROFILES) != RX_CSUM_NAMES or tuple(NIC_PRESETS) != NIC_NAMES:  # pragma: no cover
     raise ImportError("kernel/names.py lists other --rx-csum / --nic names than kernel/nic.py builds")
+
+
+def unread_switches(nic: str | None) -> frozenset[str]:
+    """The kernel model switches a replay with ``--nic nic`` (None: without) never reads: those of the veth
+    model's AF_PACKET sender (``model.SENDER_SWITCHES``) when the preset's driver builds its own skbs
+    (kernel/nic_skb.py ``RxSkbLayout.af_packet`` False). Two kernels differing only in them are one model there."""
+    if nic is None or NIC_PRESETS[nic].rx_skb.af_packet:
+        return frozenset()
+    return SENDER_SWITCHES

@@ -33,7 +33,8 @@ AF_PACKET_PAGED_FROM = PAGE_SIZE - VETH_PREPAD
 
 def packet_alloc_skb_frags(wire_len: int, model: KernelModel) -> int:
     """The page fragments (``skb_shinfo(skb)->nr_frags``) of the skb AF_PACKET builds for a ``wire_len``-byte frame
-    sent on veth on a kernel of ``model``; 0: a linear skb.
+    sent on veth on a kernel of ``model``; 0: a linear skb. ``wire_len``: the bytes sent (the kernel backend sends
+    a frame without its VLAN tags, which the model gives the skb as ``vlan_tci``).
 
     Kernel: net/packet/af_packet.c ``packet_snd`` (no virtio-net header: ``linear`` = ``dev->hard_header_len``)
     → ``packet_alloc_skb``: a frame with ``prepad + len < PAGE_SIZE`` (VETH_PREPAD: under 4080 bytes) is all
@@ -98,7 +99,7 @@ class RxSkbLayout:
 #: frags from there (``packet_alloc_skb_frags``)
 VETH_AF_PACKET = RxSkbLayout(
     None,
-    "packet_snd → packet_alloc_skb (net/packet/af_packet.c) → veth_xmit: the sender's skb, linear below 4080 bytes",
+    "packet_snd → packet_alloc_skb (net/packet/af_packet.c) → veth_xmit: the sender's skb, linear below 4,080 bytes",
     af_packet=True,
 )
 

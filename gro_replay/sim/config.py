@@ -15,6 +15,7 @@ from ..kernel.nic import (
     NIC_PRESETS,
     RSS_MODES,
     RX_CSUM_PROFILES,
+    unread_switches,
 )
 from ..kernel.nic_skb import VETH_AF_PACKET
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_UNNECESSARY
@@ -206,7 +207,7 @@ class ReplayConfig:
     def _validate_kernels(self) -> None:
         """Two ``kernels`` of one model (``model.same_model``) would compare a model with itself: refused, as the CLI
         refuses two such ``--kernel`` strings."""
-        pair = same_model(self.kernels)
+        pair = same_model(self.kernels, unread_switches(self.nic))
         if pair is not None:
             a, b = (self.kernels[i] for i in pair)
             raise ConfigError(same_model_words(f"kernels {a.name}", b.name, b.switches()))
@@ -364,12 +365,10 @@ class ReplayConfig:
         if self.nic is not None:
             preset = NIC_PRESETS.get(self.nic)
             unbuilt = (
-                preset is not None
-                and preset.rx_skb.head_frag_from is None
-                and preset.rx_skb is not VETH_AF_PACKET
+                preset is not None and preset.rx_skb.head_frag_from is None and not preset.rx_skb.af_packet
             )
             return self.rx_csum_words() + (
-                f"; its skbs built with a linear head, as veth's under 4080 bytes (the {self.nic} driver's is not "
+                f"; its skbs built with a linear head, as veth's under 4,080 bytes (the {self.nic} driver's is not "
                 "modelled: on 6.1+ the tunnel device's skb_has_frag_list flushes may be more than the driver's)"
                 if unbuilt
                 else ""
@@ -377,7 +376,7 @@ class ReplayConfig:
         return (
             "no --nic (checksum state and poll model set separately, not one driver's preset): "
             f"--rx-csum {self.rx_csum} ({RX_CSUM_DRIVERS[self.rx_csum]}); skbs laid out as veth's from AF_PACKET, "
-            "the kernel backend's (a linear head under 4080 bytes on the wire: a phys aggregate of such frames "
+            "the kernel backend's (a linear head under 4,080 bytes: a phys aggregate of such frames "
             "carries a frag_list, which the tunnel device flushes from v6.1; --nic DRIVER builds a driver's)"
         )
 

@@ -92,26 +92,20 @@ class DriverRx:
             for skb in skbs:
                 skb.head_frag = True
         if paged:  # AF_PACKET's paged skbs (``_paged``): all but the 14-byte Ethernet header in page frags
-            for j, wire in paged:
+            for j, length in paged:
                 skb = skbs[j]
-                skb.nr_frags = packet_alloc_skb_frags(wire, k.model)
+                skb.nr_frags = packet_alloc_skb_frags(length, k.model)
                 skb.data_len = skb.tail - ETH_HLEN  # skb_headlen 0 after eth_type_trans
         return skbs
 
     def _paged(self, batch: list[Frame]) -> list[tuple[int, int]]:
-        """``(index in batch, length on the wire with VLAN tags)`` of each frame whose skb AF_PACKET builds paged
-        on veth (4080 bytes or more: kernel/nic_skb.py ``packet_alloc_skb_frags``); [] for another driver."""
+        """``(index in batch, length)`` of each frame whose skb AF_PACKET builds paged on veth (4,080 bytes or more:
+        kernel/nic_skb.py ``packet_alloc_skb_frags``); [] for another driver. The length is the frame's without
+        its VLAN tags, as the driver step has it (the tag is the skb's ``vlan_tci``) and as the kernel backend
+        sends it."""
         if not self.layout.af_packet:
             return []
-        out = []
-        for j, f in enumerate(batch):
-            n = len(f.frame)
-            if n + 8 >= AF_PACKET_PAGED_FROM:  # at most 2 tags (QinQ) less than on the wire
-                tags = f.vlan_tci
-                wire = n + (0 if tags is None else 4 if isinstance(tags, int) else 4 * len(tags))
-                if wire >= AF_PACKET_PAGED_FROM:
-                    out.append((j, wire))
-        return out
+        return [(j, n) for j, f in enumerate(batch) if (n := len(f.frame)) >= AF_PACKET_PAGED_FROM]
 
     def head_frag(self, model: KernelModel) -> bool:
         """Whether the driver builds a full-sized frame's skb around its RX page (``skb->head_frag``) on a kernel of

@@ -13,7 +13,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import NamedTuple
 
@@ -236,8 +236,27 @@ def detect_tunnel_ports(
     if both:
         # a receiver binds a UDP port to one tunnel kind (one socket: vxlan_sock_add, geneve_sock_add): which
         # one is the user's to say, not the frames'
-        raise CaptureError(f"{name or path}: --vxlan-port/--geneve-port auto: {_both_kinds(found, both)}")
+        raise CaptureError(
+            f"{name or path}: --vxlan-port/--geneve-port auto: {_both_kinds(found, both)}{_defaults_go(config)}"
+        )
     return found
+
+
+def _defaults_go(config: ReplayConfig) -> str:
+    """What the advice of a port carrying both tunnel kinds leaves out when a kind's ports are the defaults: a port
+    given replaces them (the CLI's --vxlan-port/--geneve-port), so a default port the capture uses must be given
+    too, or the next run detects it; "" when neither kind's ports are the defaults."""
+    defaults = {f.name: f.default for f in fields(ReplayConfig) if f.name in ("vxlan_ports", "geneve_ports")}
+    kept = [
+        f"{kind} {', '.join(map(str, ports))}"
+        for kind, key in (("VXLAN", "vxlan_ports"), ("Geneve", "geneve_ports"))
+        if (ports := getattr(config, key)) == defaults[key]
+    ]
+    if not kept:
+        return ""
+    return (
+        f" (a port given replaces the default ports, {' and '.join(kept)}: give those the capture uses too)"
+    )
 
 
 def _both_kinds(found: dict[str, dict[int, int]], both: list[int]) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ..kernel.kernel import Kernel
 from ..kernel.model import KernelModel
 from ..kernel.napi import Napi
+from ..kernel.nic import unread_switches
 from ..report.stats import (
     ConservationError,
     FlowRows,
@@ -122,7 +123,7 @@ class Replayer(Retiring):
 
         #: the kernels run beside those without the fix when none with it runs (their stats after the shown ones
         #: in ``stats``, seen by no observer and no output but the verdict: ``Result.counterfactuals``)
-        cfs = fix_counterfactuals(list(config.kernels))
+        cfs = fix_counterfactuals(list(config.kernels), unread_switches(config.nic))
         #: the kernels the outputs show: the first ``shown`` of ``kernels`` and ``stats``
         self.shown = len(config.kernels)
         for i, m in enumerate([*config.kernels, *cfs]):

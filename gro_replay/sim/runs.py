@@ -37,8 +37,9 @@ the run's other frames:
 - the frames' flow ids when flows are retired (a recorded delta adds to the counters of the flows it was
   recorded with);
 - with a driver whose skbs are paged from some length on (AF_PACKET's on veth, the default: kernel/nic_skb.py
-  ``packet_alloc_skb_frags``), the length on the wire of each frame that long, 0 for the others: where
-  ``skb_gro_receive`` puts a segment (page frags or the frag_list) and how many frags it brings follow from it.
+  ``packet_alloc_skb_frags``), the captured length of each frame that long, 0 for the others: where
+  ``skb_gro_receive`` puts a segment (page frags or the frag_list) and how many frags it brings follow from it
+  (the driver reads the length without VLAN tags, at most the captured one; the tags are in the ``kv`` row).
 
 Counters that add lengths (``bytes``, ``sw_csum_bytes``) are the only ones a rank does not fix: every such
 counter adds an skb's length from a fixed offset, and an skb's length is the sum of its frames' lengths less
@@ -175,7 +176,7 @@ def run_keys(
     equal: sim/block_flows.py ``_flow_ids``); ``shapes``: the header rows without flow names met so far
     (``Columns.anon`` bytes → number, grown here);
     ``selected``: ``--flow``'s choice per flow id, or None; ``no_cut``: bool per entry, True where a frame that
-    would end a piece does not (``ENDS_PIECE``), or None; ``paged_from``: the wire length (bytes) from which the
+    would end a piece does not (``ENDS_PIECE``), or None; ``paged_from``: the frame length (bytes) from which the
     driver's skbs are paged (kernel/nic_skb.py), or None. The numberings and the key bytes: sim/run_rows.py (equal
     keys share one bytes object; ``Runs.kid`` numbers them)."""
     m = len(idx)
@@ -199,7 +200,7 @@ def run_keys(
     ext[:, 1] = first_seen(rhi | fl.astype(np.uint64), start)
     if selected is not None:
         ext[:, 2] = np.asarray(selected, bool)[fl]
-    if paged_from is not None:  # above --flow's bit: the length on the wire of a frame whose skb is paged
+    if paged_from is not None:  # above --flow's bit: the captured length of a frame whose skb may be paged
         ext[:, 2] |= (np.where(caplen[at] >= paged_from, caplen[at], 0) << 1).astype(np.uint32)
     # sequence points: starts and ends, numbered by first occurrence in the run's list s0, e0, s1, e1, ...
     pts = np.empty(2 * m, np.uint64)

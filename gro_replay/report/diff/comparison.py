@@ -141,8 +141,9 @@ def _shown(value) -> str:
 
 
 def _onoff(value) -> str:
-    """A switch's value in a note: on, off, or as JSON writes anything else (null: absent in that document)."""
-    return "on" if value is True else "off" if value is False else _shown(value)
+    """A switch's value in a note: on, off, ``(absent)`` where the document has no such switch (an older one), or
+    as JSON writes anything else."""
+    return "on" if value is True else "off" if value is False else _value_words(value)
 
 
 def _csum_moved(kb: dict, kc: dict) -> str:
@@ -206,7 +207,7 @@ def _same_name_notes(name: str, k: dict, other: dict) -> list[str]:
                 else []
             )
         flips = [
-            f"{commit_of_switch(sw)} {_onoff(sa.get(sw))} → {_onoff(sb.get(sw))}"
+            f"{commit_of_switch(sw)} {_onoff(sa.get(sw, _ABSENT))} → {_onoff(sb.get(sw, _ABSENT))}"
             for sw in dict.fromkeys([*sa, *sb])
             if sa.get(sw) != sb.get(sw)
         ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...kernel.nic import unread_switches
 from ...packet.decode import FlowKey
 from ...sim.skipped import hidden_tunnel_frames
 from ..stats import FlowStats
@@ -76,7 +77,8 @@ class Verdict(FlowSentences):
         self._kernels = kernels
         without_m, with_m = fix_sides([models[n] for n, _ in kernels])
         #: the kernels a replay of these runs beside them (``fix_counterfactuals``; their stats follow the kernels')
-        self._counterfactuals = fix_counterfactuals([models[n] for n, _ in kernels])
+        unread = unread_switches(getattr(cfg, "nic", None))
+        self._counterfactuals = fix_counterfactuals([models[n] for n, _ in kernels], unread)
         without = [(m.name, m) for m in without_m]
         with_fix = [(m.name, m) for m in with_m]
         #: the kernels compared for the fix (both None unless one without and one with the fix ran)
@@ -88,7 +90,7 @@ class Verdict(FlowSentences):
         #: switches other than the fix that differ between the compared kernels
         self.other_changes: list[str] = []
         if without and with_fix:
-            self.other_changes = other_changes(without[-1][1], with_fix[0][1])
+            self.other_changes = other_changes(without[-1][1], with_fix[0][1], unread)
         #: compare mode with ``other_changes``: the kernel the fix is judged on, ``pre`` with only the fix applied
         #: (``FlowVerdict.fix_alone``), so that what another commit changes is not counted for or against the fix
         self.fix_alone = self._counterfactuals[0].name if self.pre and self._counterfactuals else None

@@ -90,14 +90,15 @@ def fix_sides(models: list) -> tuple[list, list]:
     ]
 
 
-def other_changes(pre: KernelModel, post: KernelModel) -> list[str]:
+def other_changes(pre: KernelModel, post: KernelModel, ignore: frozenset[str] = frozenset()) -> list[str]:
     """The behaviour switches (kernel/model.py, each named after its commit) other than 89e5c58fc1e2's
-    (``udp_tunnel_gate_checks_uh_check``) that differ between ``pre`` and ``post``, in ``switches()`` order."""
+    (``udp_tunnel_gate_checks_uh_check``) that differ between ``pre`` and ``post``, in ``switches()`` order, but
+    those in ``ignore`` (the replay reads them not: kernel/nic.py ``unread_switches``)."""
     a, b = pre.switches(), post.switches()
-    return [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check"]
+    return [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check" and s not in ignore]
 
 
-def fix_counterfactuals(models: list) -> list[KernelModel]:
+def fix_counterfactuals(models: list, ignore: frozenset[str] = frozenset()) -> list[KernelModel]:
     """The kernels a replay runs beside ``models`` (hidden from every output but the verdict) so that what
     89e5c58fc1e2 alone changes is measured, not inferred: a kernel lacking it with the fix applied
     (``udp_tunnel_gate_checks_uh_check`` on; named NAME+89e5c58fc1e2).
@@ -105,10 +106,11 @@ def fix_counterfactuals(models: list) -> list[KernelModel]:
     When none of ``models`` carries the fix: one for each kernel lacking it, in the order of ``models``. When
     kernels without and with it run (compare mode), and the two compared (``fix_sides``: the newest without, the
     oldest with) differ in other switches too (``other_changes``, e.g. 5.10 and 6.18): one for the kernel without
-    the fix, so that the comparison does not count against or for the fix what another commit changed. Else []."""
+    the fix, so that the comparison does not count against or for the fix what another commit changed. Else [].
+    ``ignore``: switches the replay does not read (``other_changes``)."""
     without, with_fix = fix_sides(models)
     if with_fix:
-        if without and other_changes(without[-1], with_fix[0]):
+        if without and other_changes(without[-1], with_fix[0], ignore):
             return [_with_fix(without[-1])]
         return []
     lacking = {id(m) for m in without}
