@@ -133,12 +133,12 @@ def test_paged_aggregates_of_two_outer_flows_merge_again_on_the_tunnel_device(mo
         assert _tunnel(sp, None, model, rss="toeplitz-l3") == want
 
 
-def _samedst(path: Path, bigs: list[int]) -> str:
+def _samedst(path: Path, bigs: list[int], vlan: int | None = None) -> str:
     """A poll (1 ms apart) per length in ``bigs``, each one inner flow's segments under two outer UDP source ports:
     3 frames of that many bytes (port 50000) interleaved with 5 of 1514 (port 50001), sequence numbers contiguous
     in each."""
-    a = FrameSpec(udp_sport=50000, seq=1_000_000, flags=ACK)
-    b = FrameSpec(udp_sport=50001, payload=1398, seq=1_000_000, flags=ACK)
+    a = FrameSpec(udp_sport=50000, seq=1_000_000, flags=ACK, outer_vlan=vlan)
+    b = FrameSpec(udp_sport=50001, payload=1398, seq=1_000_000, flags=ACK, outer_vlan=vlan)
     t = 1_700_000_000_000_000_000
     with PcapWriter(str(path)) as w:
         for big in bigs:
@@ -156,22 +156,26 @@ def _samedst(path: Path, bigs: list[int]) -> str:
 
 
 @pytest.mark.parametrize(
-    ("big_wire", "tunnel"),
+    ("big_wire", "vlan", "tunnel"),
     [
-        (4079, [52 + 3 * 3963, 52 + 5 * 1398]),  # linear: both flushed (frag_list), in the phys order
-        (4080, [52 + 5 * 1398, 52 + 3 * 3964]),  # paged: held until the poll ends, after the linear one
-        (4116, [52 + 5 * 1398, 52 + 3 * 4000]),
+        (4079, None, [52 + 3 * 3963, 52 + 5 * 1398]),  # linear: both flushed (frag_list), in the phys order
+        (4080, None, [52 + 5 * 1398, 52 + 3 * 3964]),  # paged: held until the poll ends, after the linear one
+        (4116, None, [52 + 5 * 1398, 52 + 3 * 4000]),
+        # an 802.1Q tag is not counted (the backend sends the frame untagged, the tag is the skb's vlan_tci): 4079
+        # untagged bytes, 4083 tagged, linear; 4080 untagged paged (breaker's finding)
+        (4079, 100, [52 + 3 * 3963, 52 + 5 * 1398]),
+        (4080, 100, [52 + 5 * 1398, 52 + 3 * 3964]),
     ],
 )
-def test_kernel_backend_agrees_on_paged_aggregates(tmp_path, big_wire, tunnel):
+def test_kernel_backend_agrees_on_paged_aggregates(tmp_path, big_wire, vlan, tunnel):
     """Measured on the running kernel (module docstring): the vxlan device's skb lengths in kernel order, and the
-    simulator's equal on both devices."""
+    simulator's equal on both devices. ``big_wire``: the big frames' length without a VLAN tag."""
     skip_without_kernel_backend()
     from gro_replay.oracle import kernel_hz, kernel_release, run_kernel
     from gro_replay.validate import ORACLE_RX_CSUM, compare, load_capture, profile_for_release
 
     cfg = ReplayConfig(rx_csum="none", poll=PollModel("budget"), rss="none", resegment="off")
-    loaded = load_capture(_samedst(tmp_path / "x.pcap", [big_wire]), cfg)
+    loaded = load_capture(_samedst(tmp_path / "x.pcap", [big_wire], vlan), cfg)
     mode, level = ORACLE_RX_CSUM["none"]
     oracle = run_kernel([f[1] for f in loaded.frames], rx_csum=mode, csum_level=level)
     sim_cfg = replace(cfg, kernels=(profile_for_release(kernel_release()),), hz=kernel_hz())
