@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from gro_replay.kernel.gro import napi_gro_receive
 from gro_replay.kernel.kernel import Kernel, Sink
 from gro_replay.kernel.model import KernelModel
-from gro_replay.kernel.nic_skb import AF_PACKET_PAGED_FROM, packet_alloc_skb_frags
+from gro_replay.kernel.nic_skb import packet_alloc_skb_layout
 from gro_replay.kernel.skbuff import (
     CHECKSUM_COMPLETE,
     CHECKSUM_NONE,
@@ -174,9 +174,8 @@ class Rig:
         skb.dev = k.phys
         skb.hash = self.hash if hash is None else hash
         skb.head_frag = self.head_frag
-        if not self.head_frag and len(frame) >= AF_PACKET_PAGED_FROM:
-            skb.nr_frags = packet_alloc_skb_frags(len(frame), k.model)
-            skb.data_len = len(frame) - 14
+        if not self.head_frag:
+            packet_alloc_skb_layout(skb, k.model)
         ip_summed, level = NIC[self.nic]
         if ip_summed == CHECKSUM_COMPLETE:
             skb.ip_summed = CHECKSUM_COMPLETE

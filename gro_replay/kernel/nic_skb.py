@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .model import KernelModel
+    from .skbuff import SkBuff
 
 PAGE_SIZE = 4096  #: bytes; x86-64, arm64 with 4 KiB pages
 #: include/linux/mmzone.h: the highest page order the allocator treats as cheap
@@ -42,9 +43,9 @@ def packet_alloc_skb_frags(wire_len: int, model: KernelModel) -> int:
     (``sock_alloc_send_pskb`` → net/core/skbuff.c ``alloc_skb_with_frags``): order-0 pages before ae6db08f8b56
     with 09c2c90705bb (v6.6, ``KernelModel.packet_alloc_skb_costly_order``); from them, each frag the largest
     order up to 3 whose size the page-aligned rest reaches, the order never growing again (a frame of 9014 bytes:
-    8192 + 808 bytes, 2 frags; 3 before). The higher orders are ``__GFP_NORETRY``: on a fragmented machine the kernel may fall back to smaller pages and
-    more frags, which is not modelled. veth keeps the skb as it is (``veth_xmit`` → ``veth_forward_skb``; no XDP
-    program), so its NAPI GRO sees it so.
+    8192 + 808 bytes, 2 frags; 3 before). The higher orders are ``__GFP_NORETRY``: on a fragmented machine the
+    kernel may fall back to smaller pages and more frags, which is not modelled. veth keeps the skb as it is
+    (``veth_xmit`` → ``veth_forward_skb``; no XDP program), so its NAPI GRO sees it so.
     """
     if wire_len < AF_PACKET_PAGED_FROM:
         return 0
@@ -58,6 +59,16 @@ def packet_alloc_skb_frags(wire_len: int, model: KernelModel) -> int:
         data_len -= PAGE_SIZE << order
         frags += 1
     return frags
+
+
+def packet_alloc_skb_layout(skb: SkBuff, model: KernelModel) -> None:
+    """Lay ``skb`` out as AF_PACKET's skb of its frame (``buf``, VLAN tags removed) on veth, ``eth_type_trans``
+    done: from 4,080 bytes ``data_len`` all but the 14-byte Ethernet header (``skb_headlen`` 0) and ``nr_frags``
+    from ``packet_alloc_skb_frags``; a shorter frame's skb stays linear."""
+    nr_frags = packet_alloc_skb_frags(skb.tail, model)
+    if nr_frags:
+        skb.nr_frags = nr_frags
+        skb.data_len = skb.tail - ETH_HLEN
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,8 @@ def skb_frame(skb) -> bytes:
 
     Args: skb: a delivered ``SkBuff`` (``buf`` from ``mac_header`` to ``tail`` is its own frame, its linear part
     and its own page frags, ``data_len``, alike; ``frags`` are ``(buf, start, end)`` payload slices). Returns: the
-    frame, ``skb_mac_header_len + skb->len`` bytes long (plus 4 per re-inserted VLAN tag). Kernel: net/packet/af_packet.c ``packet_rcv`` (``skb_push`` back to the MAC header;
+    frame, ``skb_mac_header_len + skb->len`` bytes long (plus 4 per re-inserted VLAN tag). Kernel:
+    net/packet/af_packet.c ``packet_rcv`` (``skb_push`` back to the MAC header;
     ``skb_copy_bits`` of linear data and frags).
     """
     buf = skb.buf

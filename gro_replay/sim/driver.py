@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..kernel.kernel import Kernel
 from ..kernel.model import KernelModel, release_tuple
 from ..kernel.nic import NIC_PRESETS, RX_CSUM_PROFILES, hw_checksums_ok
-from ..kernel.nic_skb import AF_PACKET_PAGED_FROM, ETH_HLEN, VETH_AF_PACKET, packet_alloc_skb_frags
+from ..kernel.nic_skb import AF_PACKET_PAGED_FROM, VETH_AF_PACKET, packet_alloc_skb_layout
 from ..kernel.skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, SkBuff
 from ..packet.csum import PollSums
 from ..packet.decode import CLS_NOT_TUNNEL, Decoder
@@ -91,21 +91,18 @@ class DriverRx:
         if self.layout.head_frag_from is not None and self.head_frag(k.model):
             for skb in skbs:
                 skb.head_frag = True
-        if paged:  # AF_PACKET's paged skbs (``_paged``): all but the 14-byte Ethernet header in page frags
-            for j, length in paged:
-                skb = skbs[j]
-                skb.nr_frags = packet_alloc_skb_frags(length, k.model)
-                skb.data_len = skb.tail - ETH_HLEN  # skb_headlen 0 after eth_type_trans
+        for j in paged:  # AF_PACKET's paged skbs (``_paged``)
+            packet_alloc_skb_layout(skbs[j], k.model)
         return skbs
 
-    def _paged(self, batch: list[Frame]) -> list[tuple[int, int]]:
-        """``(index in batch, length)`` of each frame whose skb AF_PACKET builds paged on veth (4,080 bytes or more:
-        kernel/nic_skb.py ``packet_alloc_skb_frags``); [] for another driver. The length is the frame's without
+    def _paged(self, batch: list[Frame]) -> list[int]:
+        """The index in ``batch`` of each frame whose skb AF_PACKET builds paged on veth (4,080 bytes or more:
+        kernel/nic_skb.py ``packet_alloc_skb_layout``); [] for another driver. The length is the frame's without
         its VLAN tags, as the driver step has it (the tag is the skb's ``vlan_tci``) and as the kernel backend
         sends it."""
         if not self.layout.af_packet:
             return []
-        return [(j, n) for j, f in enumerate(batch) if (n := len(f.frame)) >= AF_PACKET_PAGED_FROM]
+        return [j for j, f in enumerate(batch) if len(f.frame) >= AF_PACKET_PAGED_FROM]
 
     def head_frag(self, model: KernelModel) -> bool:
         """Whether the driver builds a full-sized frame's skb around its RX page (``skb->head_frag``) on a kernel of
