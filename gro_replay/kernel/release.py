@@ -16,6 +16,7 @@ from .model import (
     PROFILES,
     SWITCH_COMMITS,
     KernelModel,
+    SwitchCommit,
     rc_lacks,
     release_tuple,
     upstream_profile,
@@ -227,7 +228,7 @@ def _applied_commit(text: str) -> None:
     """Refuse ``X.Y+<commit>`` where the commit id is one of ``SWITCH_COMMITS``: the name the verdict gives a kernel
     it replays with that commit applied (``5.10+89e5c58fc1e2``, SUMMARY ``fix_alone=``), which a user may copy; read
     as a build's suffix, it ran the release without the commit and the verdict said so of it (breaker's finding).
-    Raises: ValueError naming the commit and what to run instead."""
+    Raises: ValueError naming the commit, what to run instead and the releases that carry it (``_carried_by``)."""
     m = _APPLIED.fullmatch(text)
     if m is None:
         return
@@ -245,12 +246,30 @@ def _applied_commit(text: str) -> None:
                 )
                 if c.switch == "udp_tunnel_gate_checks_uh_check":
                     lacks += f": the verdict replays {base} with it applied beside it"
-                how = f" ({lacks})"
+                how = f" ({lacks}; {_carried_by(c, model)})"
             raise ValueError(
                 f'kernel {text}: +{h} names {c.commit} ("{c.title}"), a commit gro-replay models, not a '
                 "build's suffix; no commit is applied to a release by name (NAME+89e5c58fc1e2 is only how the "
                 f"verdict names a kernel it replays with the fix applied): use --kernel {base}{how}"
             )
+
+
+def _carried_by(c: SwitchCommit, model: KernelModel) -> str:
+    """The releases that carry commit ``c`` for a kernel ``model`` that lacks it (``_applied_commit``'s advice): the
+    stable point release of the model's branch that took it (kernel/stable.py ``STABLE_BACKPORTS``; not for a
+    distribution's kernel, whose point releases are its vendor's), else the upstream release, and release
+    candidate where pinned, that it first appeared in (``SwitchCommit.upstream``, ``upstream_rc``)."""
+    took = STABLE_BACKPORTS.get(c.commit, {}).get(model.base)
+    if took is not None and not model.vendor:
+        return f"{model.base}.{took[1]} and later {model.base}.y releases carry it"
+    if c.upstream is None:
+        return "no release gro-replay models carries it"
+    up = f"{c.upstream[0]}.{c.upstream[1]}"
+    if c.upstream_rc is None:
+        return f"{up} and later carry it"
+    if model.release != model.base and model.base == up:  # a release candidate of the commit's own release
+        return f"{up}-rc{c.upstream_rc} and later carry it"
+    return f"{up} and later carry it, from {up}-rc{c.upstream_rc}"
 
 
 #: the last mainline release of each finished major number (kernel.org: 3.19 was followed by 4.0 in April 2015,

@@ -578,32 +578,52 @@ def test_kernels_command_lists_profiles_switches_and_backports(runner):
 @pytest.mark.parametrize(
     ("text", "how"),
     [
-        # 5.11 lacks the fix (89e5c58fc1e2 landed in v5.12): it runs as 5.11 with a counterfactual beside it
+        # 5.11 lacks the fix (89e5c58fc1e2 landed in v5.12): it runs as 5.11 with a counterfactual beside it; the
+        # advice names where the fix is: linux-5.11.y took it in 5.11.7 (kernel/stable.py STABLE_BACKPORTS)
         (
             "5.11+89e5c58fc1e2",
-            "use --kernel 5.11 (5.11 lacks it: the verdict replays 5.11 with it applied beside it)",
+            "use --kernel 5.11 (5.11 lacks it: the verdict replays 5.11 with it applied beside it; 5.11.7 and "
+            "later 5.11.y releases carry it)",
         ),
         (
             "5.11+89E5C58",
-            "use --kernel 5.11 (5.11 lacks it: the verdict replays 5.11 with it applied beside it)",
+            "use --kernel 5.11 (5.11 lacks it: the verdict replays 5.11 with it applied beside it; 5.11.7 and "
+            "later 5.11.y releases carry it)",
         ),
         ("6.18+89e5c58fc1e2", "use --kernel 6.18 (6.18 carries it)"),
         # linux-5.4.y took it as f2d78bbbca42 in 5.4.106 (kernel/stable.py)
         ("5.4.106+89e5c58fc1e2", "use --kernel 5.4.106 (5.4.106 carries it)"),
-        # 5eddb24901ee is in v6.1, not in 5.10
-        ("5.10+5eddb24901ee", "use --kernel 5.10 (5.10 lacks it)"),
-        # any release form before the "+" (breaker's finding: a pre-release and a distribution string still ran)
+        # 5eddb24901ee is in v6.1, not in 5.10, and no stable branch before 6.1 took it
+        ("5.10+5eddb24901ee", "use --kernel 5.10 (5.10 lacks it; 6.1 and later carry it)"),
+        # any release form before the "+" (breaker's finding: a pre-release and a distribution string still ran);
+        # 5.11-rc1 is the 5.11 tree, whose stable branch took the fix in 5.11.7
         (
             "5.11-rc1+89e5c58fc1e2",
             "use --kernel 5.11-rc1 (5.11-rc1 lacks it: the verdict replays 5.11-rc1 with it "
-            "applied beside it)",
+            "applied beside it; 5.11.7 and later 5.11.y releases carry it)",
         ),
         ("5.12-rc2+89e5c58fc1e2", "use --kernel 5.12-rc2 (5.12-rc2 carries it)"),
+        # the fix is in v5.12-rc2: the release candidate before it lacks it
+        (
+            "5.12-rc1+89e5c58fc1e2",
+            "use --kernel 5.12-rc1 (5.12-rc1 lacks it: the verdict replays 5.12-rc1 with it applied beside it; "
+            "5.12-rc2 and later carry it)",
+        ),
+        # a distribution's point releases are its vendor's: the advice names the upstream release
         (
             "4.18.0-305.el8+89e5c58fc1e2",
             "use --kernel 4.18.0-305.el8 (4.18.0-305.el8 is assumed to lack it, as its "
-            "upstream base does: the verdict replays 4.18.0-305.el8 with it applied beside it)",
+            "upstream base does: the verdict replays 4.18.0-305.el8 with it applied beside it; 5.12 and later "
+            "carry it, from 5.12-rc2)",
         ),
+        # ae6db08f8b56 is in v6.6-rc1 (the "Networking for 6.6" pull); 6.5 lacks it (breaker's finding: the
+        # advice named only 6.5, which lacks it)
+        ("6.5+ae6db08f8b56", "use --kernel 6.5 (6.5 lacks it; 6.6 and later carry it, from 6.6-rc1)"),
+        # linux-6.1.y took 7871f54e3dee in 6.1.7; 8dc1c444df19 reached linux-5.4.y in 5.4.99
+        ("6.1.3+7871f54e3dee", "use --kernel 6.1.3 (6.1.3 lacks it; 6.1.7 and later 6.1.y releases carry it)"),
+        ("5.4+8dc1c444df19", "use --kernel 5.4 (5.4 lacks it; 5.4.99 and later 5.4.y releases carry it)"),
+        # ab4c8b6f7fcb came after v6.18: no profile has it
+        ("6.18+ab4c8b6f7fcb", "use --kernel 6.18 (6.18 lacks it; no release gro-replay models carries it)"),
     ],
 )
 def test_a_release_with_a_modelled_commit_after_plus_is_refused(runner, text, how):
