@@ -78,7 +78,7 @@ KEEP_MALFORMED = "malformed"
 KEEP_NO_MSS = "mtu_below_headers"
 KEEP_WITHIN_MSS = "payload_within_mss"
 KEEP_MSS_TOO_SMALL = "mss_below_tcp_min_snd_mss"
-#: why, in words (the input note: sim/notes.py ``kept_text``)
+#: why, in words (the input note: sim/size_notes.py ``kept_text``)
 KEEP_WORDS = {
     KEEP_NOT_IP: "not IP",
     KEEP_FRAGMENT: "an IP fragment",

@@ -186,3 +186,20 @@ def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int
         else:
             return None
     return None
+
+
+def outer_ip_len(buf: bytes) -> int:
+    """The outer IP packet's length from its header (IPv4 total length, IPv6 40 + payload length), after any VLAN
+    tags; the bytes after the Ethernet header when the header cannot say (a BIG TCP frame's 0)."""
+    off = 12
+    et = (buf[12] << 8) | buf[13]
+    while et in _VLAN_TPIDS and off + 6 <= len(buf):
+        off += 4
+        et = (buf[off] << 8) | buf[off + 1]
+    l3 = off + 2
+    n = 0
+    if et == ETH_P_IP and l3 + 4 <= len(buf):
+        n = (buf[l3 + 2] << 8) | buf[l3 + 3]
+    elif et == ETH_P_IPV6 and l3 + 6 <= len(buf):
+        n = 40 + ((buf[l3 + 4] << 8) | buf[l3 + 5])
+    return n if n > 40 else len(buf) - l3

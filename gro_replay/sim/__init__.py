@@ -33,7 +33,7 @@ from .ingest import (
     TunnelScanError,
     detect_tunnel_ports,
 )
-from .notes import JUMBO_MAX, capture_notes, input_notes, tunnel_notes
+from .notes import capture_notes, input_notes, tunnel_notes
 from .polls import (
     PollSchedule,
     RxQueue,
@@ -43,6 +43,7 @@ from .polls import (
     iter_polls,
 )
 from .replayer import Replayer, Result
+from .size_notes import JUMBO_MAX
 
 __all__ = [
     "GRO_DEVICES",

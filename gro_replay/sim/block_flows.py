@@ -21,6 +21,7 @@ import numpy as np
 
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..capture.reader import DLT_EN10MB
+from ..kernel.skbuff import ETH_FRAME_LEN
 from ..numeric import member
 from ..packet.columns import V_UDP_BAD
 from ..packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
@@ -340,6 +341,8 @@ class FlowTracking:
             inp.frames_replayed += len(sel)
             # records that state a wire length below what was captured (Ingest.decoded counts the others)
             inp.caplen_over_orig_len += int(np.count_nonzero(ch.caplen[sel] > ch.origlen[sel]))
+            # the common layout is untagged: the captured length is the frame's without VLAN tags
+            inp.frames_over_eth_frame_len += int(np.count_nonzero(ch.caplen[sel] > ETH_FRAME_LEN))
             # outer UDP checksums that do not verify (packet.decode.outer_udp_csum_bad for the others)
             inp.outer_csum_bad += int(np.count_nonzero(col.vbits[sel] & V_UDP_BAD))
             # the class is the flow's (named by its first frame: an inner fragment makes it tunnel_other)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from ..capture.reader import DLT_EN10MB, STDIN_PATH, CaptureError, l2_normalize, open_capture
 from ..capture.spool import is_regular_file
 from ..kernel.nic import toeplitz_hash
+from ..kernel.skbuff import ETH_FRAME_LEN
 from ..packet.decode import (
     CLS_NOT_TUNNEL,
     CLS_TUNNEL_TCP,
@@ -28,6 +29,7 @@ from ..packet.decode import (
     Decoder,
     outer_udp_csum_bad,
 )
+from ..packet.headers import outer_ip_len
 from ..project import plural
 from ..resegment import AboveMtu, Resegmenter
 from .config import ConfigError, ReplayConfig
@@ -114,6 +116,8 @@ class InputStats:
     #: pcapng EPB Original Packet Length < Captured Packet Length): a fault of the capture writer, replayed as
     #: captured and reported (``capture_notes``); counted once per record on both paths
     caplen_over_orig_len: int = 0
+    #: frames replayed longer than ``ETH_FRAME_LEN`` without VLAN tags (sim/size_notes.py ``long_frames_text``)
+    frames_over_eth_frame_len: int = 0
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
     #: ``[{"snaplen", "records", "longest"}, …]`` (bytes; one entry per declared snaplen exceeded), [] when none;
@@ -172,6 +176,7 @@ class InputStats:
             "interfaces": list(self.interfaces),
             "outer_udp_csum_bad": self.outer_csum_bad,
             "caplen_over_orig_len": self.caplen_over_orig_len,
+            "frames_over_eth_frame_len": self.frames_over_eth_frame_len,
             "caplen_over_snaplen": [dict(e) for e in self.caplen_over_snaplen],
             "skipped_to_tunnel_ports": to_tunnel_ports(self),
             "skipped_unread": unread(self),
@@ -181,23 +186,6 @@ class InputStats:
 def _by_port(d: dict) -> dict:
     """kind → port → frames with the ports as JSON object keys (text), sorted."""
     return {kind: {str(p): n for p, n in sorted(ports.items())} for kind, ports in sorted(d.items())}
-
-
-def _outer_ip_len(buf: bytes) -> int:
-    """The outer IP packet's length from its header (IPv4 total length, IPv6 40 + payload length), after any VLAN
-    tags; the bytes after the Ethernet header when the header cannot say (a BIG TCP frame's 0)."""
-    off = 12
-    et = (buf[12] << 8) | buf[13]
-    while et in (0x8100, 0x88A8, 0x9100) and off + 6 <= len(buf):
-        off += 4
-        et = (buf[off] << 8) | buf[off + 1]
-    l3 = off + 2
-    n = 0
-    if et == 0x0800 and l3 + 4 <= len(buf):
-        n = (buf[l3 + 2] << 8) | buf[l3 + 3]
-    elif et == 0x86DD and l3 + 6 <= len(buf):
-        n = 40 + ((buf[l3 + 4] << 8) | buf[l3 + 5])
-    return n if n > 40 else len(buf) - l3
 
 
 class TunnelScanError(CaptureError):
@@ -465,6 +453,7 @@ class Ingest(FlowMss):
                 if fresh is not None:
                     fid = fresh(fid, ts_ns)
                 inp.frames_replayed += 1
+                inp.frames_over_eth_frame_len += len(frame) > ETH_FRAME_LEN
                 cls = flow_class[fid]
                 classes[cls] += 1
                 # a segment's checksums were computed by the split (resegment.py): nothing to check or learn
@@ -486,7 +475,7 @@ class Ingest(FlowMss):
         """Count super-frame ``buf`` (record ``index``) split into ``segments`` frames (``input``: resegmented
         frames, segments created, the largest outer IP packet split, bytes; ``splits`` when kept)."""
         inp = self.input
-        size = _outer_ip_len(buf)
+        size = outer_ip_len(buf)
         inp.largest_split = max(inp.largest_split, size)
         # a super-frame captured before segmentation holds the sender's partial sum (CHECKSUM_PARTIAL), not a
         # checksum that does not verify: each segment gets a computed one (resegment.py), so nothing replayed

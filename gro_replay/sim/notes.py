@@ -1,7 +1,7 @@
 """The input notes of a replay: facts about the capture a reader must know, one sentence each (``InputStats.notes``).
 
 ``tunnel_notes``: tunnel traffic on ports without a tunnel socket, ports ``auto`` found, or no tunnel traffic at all;
-``capture_notes``: how the capture was taken (outer checksums that do not verify, super-frames split at ``--mtu``);
+``capture_notes``: how the capture was taken (outer checksums that do not verify; frame sizes: sim/size_notes.py);
 ``account_capture_end``: what the capture's reader found (records longer than their declared snaplen, a truncated
 capture); ``resolution_note``: a time-aware poll schedule on timestamps coarser than the nanosecond.
 """
@@ -17,7 +17,7 @@ from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP
 from ..project import plural
 from ..report.verdict.input_words import filtered_text
 from ..report.verdict.words import WHOLE_FRAMES_HINT, hidden_text, unread_text
-from ..resegment import IPV6_MIN_MTU, KEEP_WORDS, TCP_MIN_SND_MSS
+from .size_notes import size_notes
 from .skipped import unread_count
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
     from ..capture.reader import Capture
     from ..capture.time_order import TimeOrder
-    from ..resegment import AboveMtu
     from .config import ReplayConfig
     from .ingest import InputStats
 
@@ -165,7 +164,7 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
 
 def capture_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) -> list[str]:
     """Notes on how the capture was taken: records whose captured length exceeds their stated wire length, outer
-    checksums that do not verify, super-frames split at ``--mtu``; and records cut short (``snaplen_cut``).
+    checksums that do not verify, records cut short (``snaplen_cut``), then the frame sizes (sim/size_notes.py).
     ``backend``: said of the kernel backend's run (the running kernel checked the checksums, not the models)."""
     kernels = "the running kernel" if backend else "the kernels"
     notes = []
@@ -212,55 +211,7 @@ def capture_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) 
             "not verify, typical of a capture taken on the sending host before TX checksum offload filled it in; "
             f"a NIC would not have reported {'it' if n == 1 else 'them'} as verified: {how}"
         )
-    if inp.resegmented_frames:
-        big = inp.largest_split
-        jumbo = (
-            f"if the underlay really carries frames this large (jumbo MTU), pass --mtu {big} or --resegment off "
-            "(with --rx-csum unnecessary-tunnel when their inner TCP checksums are the sender's partial sums too, "
-            "as on a host before TX offload: a receiving NIC would have verified both)"
-            if big <= JUMBO_MAX
-            else "no underlay MTU carries them (above 9216 bytes: BIG TCP or GRO aggregates)"
-        )
-        n = inp.resegmented_frames
-        partial = inp.resegmented_csum_partial
-        # the frames, not their segments, carry it: "it", "all 3" or "2 of those 5 frames"
-        who = "it" if n == 1 else f"all {n:,}" if partial == n else f"{partial:,} of those {n:,} frames"
-        csum = (
-            f"; {who} {'carries' if partial == 1 else 'carry'} the sender's partial outer UDP checksum "
-            "(CHECKSUM_PARTIAL, filled in by TX offload), not a bad one: each segment gets a computed checksum"
-            if partial
-            else ""
-        )
-        above = inp.above_mtu
-        notes.append(
-            f"{n:,} {plural(n, 'frame')} larger than {mtu_words(config, inp)} (the largest outer IP packet "
-            f"{big:,} bytes) {'was' if n == 1 else 'were'} split into {inp.segments_created:,} "
-            f"{'' if above.segments else 'wire '}{plural(inp.segments_created, 'segment')}, taken for TSO/GSO or "
-            f"GRO super-frames of the capturing host{csum}; {above_mtu_text(above, config, inp) + '; ' if above.segments else ''}"
-            f"{jumbo}"
-        )
-    kept = kept_text(inp, config)
-    if kept:
-        notes.append(kept)
-    return notes
-
-
-def kept_text(inp: InputStats, config: ReplayConfig) -> str:
-    """Why frames larger than ``--mtu`` were replayed as captured, not split (``InputStats.oversize_not_split``,
-    resegment.py ``KEEP_WORDS``), or "" when none was: "4 frames larger than --mtu 1500 were replayed as captured,
-    not split: 4 because the MSS would make segments smaller than a Linux sender ever does (…)"."""
-    kept = inp.oversize_not_split
-    n = sum(kept.values())
-    if not n:
-        return ""
-    why = "; ".join(
-        f"{c:,} because {KEEP_WORDS.get(k, k)} ({k})"
-        for k, c in sorted(kept.items(), key=lambda kv: (-kv[1], kv[0]))
-    )
-    return (
-        f"{n:,} {plural(n, 'frame')} larger than {mtu_words(config, inp)} {'was' if n == 1 else 'were'} replayed as "
-        f"captured, not split: {why}"
-    )
+    return notes + size_notes(inp, config)
 
 
 def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
@@ -307,54 +258,6 @@ def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:
         f"{n:,} {plural(n, 'record')} {'is' if n == 1 else 'are'} longer than the snaplen {where} ({sizes}): "
         f"gro-replay reads them as captured; {copy} (JSON input.caplen_over_snaplen)"
     )
-
-
-def mtu_words(config: ReplayConfig, inp: InputStats) -> str:
-    """``--mtu N`` as the resegmenter applied it: "--mtu 1500", or when it split outer IPv6 super-frames at IPv6's
-    smallest link MTU, above ``--mtu`` (``inp.split_at_ipv6_min_mtu``), "--mtu 1000 (1,280 for outer IPv6: RFC 8200
-    §5)" (resegment.py ``Resegmenter.mtu6``, ``IPV6_MIN_MTU``)."""
-    if inp.split_at_ipv6_min_mtu:
-        return f"--mtu {config.mtu} ({IPV6_MIN_MTU:,} for outer IPv6: RFC 8200 §5)"
-    return f"--mtu {config.mtu}"
-
-
-def above_mtu_text(above: AboveMtu, config: ReplayConfig, inp: InputStats) -> str:
-    """What ``--resegment MSS`` made that a link of ``--mtu`` does not carry (``InputStats.above_mtu``, resegment.py
-    ``AboveMtu``): "8 of the segments are larger than --mtu 1500 too (outer IP packets of up to 3,102 bytes):
-    --resegment 3000 is more TCP payload than the 1,398 bytes --mtu 1500 leaves with their headers, so GRO here
-    receives segments no link of that MTU carries (--resegment 1398 or less splits them to wire size; a link that
-    carries them needs --mtu 3102)"."""
-    n = above.segments
-    fit = above.fit or 0  # None: no MSS fits
-    if fit >= above.floor:
-        room = (
-            f"is more TCP payload than the {fit:,} bytes {mtu_words(config, inp)} leaves with their headers"
-        )
-        smaller = f"--resegment {fit} or less splits them to wire size"
-    else:  # what the MTU leaves is below the smallest full segment a Linux sender makes (resegment.min_payload)
-        opts = TCP_MIN_SND_MSS - above.floor
-        least = (
-            f"the {TCP_MIN_SND_MSS}-byte TCP_MIN_SND_MSS"
-            if not opts
-            else f"the {above.floor} payload bytes the {TCP_MIN_SND_MSS}-byte TCP_MIN_SND_MSS leaves with {opts} "
-            "bytes of TCP options"
-        )
-        room = (
-            f"is more TCP payload than --mtu {config.mtu} leaves with their headers ("
-            + (f"{fit:,} bytes" if fit > 0 else "none")
-            + f", below {least})"
-        )
-        smaller = "no --resegment splits them to wire size"
-    return (
-        f"{n:,} of the segments {'is' if n == 1 else 'are'} larger than --mtu {config.mtu} too (outer IP packets of "
-        f"up to {above.largest:,} bytes): --resegment {config.resegment} {room}, so GRO here receives segments no "
-        f"link of that MTU carries ({smaller}; a link that carries them needs --mtu {above.largest})"
-    )
-
-
-#: Above this an outer IP packet is no jumbo frame: 9216 bytes, the usual jumbo MTU ceiling of data-centre
-#: switches (NICs allow a little more: i40e 9702 = ``I40E_MAX_RXBUFFER`` 9728 less ``I40E_PACKET_HDR_PAD``).
-JUMBO_MAX = 9216
 
 
 #: (ns per unit, unit, decimals, the value from which the next unit reads better)
