@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import CLI, cli_env
 
 from gro_replay.cli import main
 from gro_replay.report.diff import DiffError, compare, load_document
@@ -225,6 +227,39 @@ def test_diff_missing_file_exit_2(tmp_path, docs):
     r = run("diff", tmp_path / "nope.json", docs["post"])
     assert r.exit_code == 2
     assert "cannot read" in r.stderr and "Traceback" not in r.output
+
+
+def test_one_capture_as_a_file_and_piped_in_names_both(tmp_path):
+    """The same capture replayed from its file and piped in (``-``, "standard input") has one sha256: diff compares
+    them as one input and its input line names both, each with its role (a newcomer's finding: only the baseline's
+    name was shown, so the line read as if both documents came from the file)."""
+    file_doc, pipe_doc = tmp_path / "file.json", tmp_path / "pipe.json"
+    file_doc.write_text(run(FIX_SAMPLE, "--format", "json", "-q").stdout)
+    # the CLI reads file descriptor 0 (capture/stream.py): a real pipe, not click's runner's stand-in
+    p = subprocess.run(
+        [*CLI, "-", "--format", "json", "-q"],
+        input=FIX_SAMPLE.read_bytes(),
+        capture_output=True,
+        env=cli_env(),
+    )
+    assert p.returncode == 0, p.stderr
+    pipe_doc.write_bytes(p.stdout)
+    sha = json.loads(file_doc.read_text())["input"]["sha256"]
+    assert json.loads(pipe_doc.read_text())["input"]["sha256"] == sha
+    lines = run("diff", file_doc, pipe_doc).stdout.splitlines()
+    assert (
+        lines[0]
+        == f"input: {FIX_SAMPLE} (baseline) and standard input (current), the same bytes (sha256 {sha[:12]})"
+    )
+    md = run("diff", pipe_doc, file_doc, "--format", "markdown").stdout
+    assert (
+        f"- input: standard input (baseline) and {FIX_SAMPLE} (current), the same bytes (sha256 {sha[:12]})"
+        in md
+    )
+    # one name: said once
+    assert (
+        run("diff", file_doc, file_doc).stdout.splitlines()[0] == f"input: {FIX_SAMPLE} (sha256 {sha[:12]})"
+    )
 
 
 def test_diff_different_inputs_refused_unless_allowed(docs):
