@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ..kernel.model import LTS, PROFILES, SWITCH_COMMITS, KernelModel
 from ..kernel.release import resolve_kernel
-from ..kernel.stable import STABLE_BACKPORTS
+from ..kernel.stable import STABLE_BACKPORTS, short_commit
 from ..report.verbatim import VerbatimTable, say
 from .command import Command
 from .errors import UsageError
@@ -188,7 +188,7 @@ def kernels_cmd(kernel_rel, fmt) -> None:
     b.add_column("first point release")
     for up, branches in STABLE_BACKPORTS.items():
         for br, (st, pt) in branches.items():
-            b.add_row(up, f"linux-{br}.y", st[:12], f"{br}.{pt}")
+            b.add_row(up, f"linux-{br}.y", short_commit(st), f"{br}.{pt}")
     print_uncut(console, b)
     for m in extra:
         for n in m.notes:

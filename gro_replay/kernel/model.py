@@ -53,7 +53,7 @@ class KernelModel:
     udp_tunnel_gate_checks_uh_check: bool = False
     #: 8dc1c444df19 (v5.11): a completed GRO packet adds its segment count to napi->rx_count.
     gro_normal_counts_segs: bool = True
-    #: b723748750ec (v5.7; 5.4.41 took it): decapsulation copies an outer ECT(1) onto an inner ECT(0) header
+    #: b723748750ec (v5.7; 5.4.41 took it, 4.19.y did not): decapsulation copies an outer ECT(1) onto an inner ECT(0) header
     #: (``INET_ECN_set_ect1``, RFC 6040 §4.2), which the tunnel device's inet_gro_receive then compares.
     inet_ecn_decap_sets_ect1: bool = False
     #: eac1b93c14d6 (v5.17): skb_gro_receive limits p->len + len by dev->gro_max_size instead of 65536.
@@ -93,7 +93,7 @@ class KernelModel:
     #: the upstream release the switches start from ("5.4" for 5.4.120); equal to ``release`` for a base profile
     base: str = ""
     #: stable backports on top of ``base``: (upstream commit, stable commit, first point release carrying it)
-    backports: tuple[tuple[str, str, str], ...] = ()
+    backports: tuple[tuple[str, str | None, str], ...] = ()
     #: what the resolution could not know (distribution patches, unresearched branches), printed with the report
     notes: tuple[str, ...] = ()
     #: a distribution kernel: who may have backported commits this tool cannot know of ("Red Hat", "Ubuntu", "the
@@ -123,8 +123,9 @@ class KernelModel:
         and for a distribution kernel whose base already has it."""
         return not (self.vendor and not self.carries(commit))
 
-    def stable_backport(self, commit: str) -> tuple[str, str] | None:
-        """``(stable commit, point release)`` when this kernel has ``commit`` from a stable backport, else None."""
+    def stable_backport(self, commit: str) -> tuple[str | None, str] | None:
+        """``(stable commit, point release)`` when this kernel has ``commit`` from a stable backport, else None; the
+        stable commit is None where it was not read (kernel/stable.py ``STABLE_BACKPORTS``)."""
         key = commit[:12]
         for up, stable, point in self.backports:
             if up == key:

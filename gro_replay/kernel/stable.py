@@ -23,7 +23,20 @@ from __future__ import annotations
 #:   no GRO_NORMAL list (323ebb61e32b, v5.4), so the commit it fixes (c80794323e82) does not apply there.
 #: * 7871f54e3dee → 6.1.y 0b1605e45c36 (before "Linux 6.1.7" 21e996306a6a; review "[PATCH 6.1 133/183]" of
 #:   2023-01-16). It fixes 5eddb24901ee (v6.1), so no older branch needs it.
-STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
+#: * b723748750ec → 5.4.y in 5.4.41: review "[PATCH 5.4 30/90] tunnel: Propagate ECT(1) when decapsulating as
+#:   recommended by RFC6040" of 2020-05-13 (<20200513094411.682649645@linuxfoundation.org>, the 5.4.41-rc1 series),
+#:   and the "Linux 5.4.41" announcement of 2020-05-14 (<158944616723079@kroah.com>: the shortlog names Toke
+#:   Høiland-Jørgensen's patch, the diffstat include/net/inet_ecn.h). Its stable commit id is not read (None): the
+#:   archive holds no kernel.org push of that month. 4.19.y did not take it: "Linux 4.19.123", of the same day and
+#:   batch, lacks it and include/net/inet_ecn.h, and no 4.19 review of it exists. (Its checksum fix 2867e1eac610
+#:   reached 5.4.y in 5.4.82: kernel/ip_tunnel_core.py writes the right checksum throughout.)
+#: * a9888628cb2c → 6.16.y 8b1dc0217f96 in 6.16.9: review "[PATCH 6.16 023/149]" of 2025-09-22
+#:   (<20250922192413.456801456@linuxfoundation.org>), the "Linux 6.16.9" announcement of 2025-09-25
+#:   (<2025092511-ethanol-music-de7f@gregkh>) and the linux-rolling-stable push of that release, whose revlist
+#:   names the commit before "b0d8acc71198 Linux 6.16.9". The long-term branches are not read: 6.12.y had not taken
+#:   it by 6.12.50 (the linux-rolling-lts revlist to "Linux 6.12.49", the 6.12.50 announcement), which says nothing
+#:   of later point releases.
+STABLE_BACKPORTS: dict[str, dict[str, tuple[str | None, int]]] = {
     "89e5c58fc1e2": {
         "4.19": ("e5008f2e9157247e7758d8f19707033a2956e08c", 181),
         "5.4": ("f2d78bbbca42e55e96b415f6f232b22844beb7c7", 106),
@@ -36,6 +49,12 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str, int]]] = {
     },
     "7871f54e3dee": {
         "6.1": ("0b1605e45c36968a508703e08bf0947a68732841", 7),
+    },
+    "b723748750ec": {
+        "5.4": (None, 41),
+    },
+    "a9888628cb2c": {
+        "6.16": ("8b1dc0217f96cb649571ac029a5c746d94f96612", 9),
     },
 }
 
@@ -95,6 +114,12 @@ STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
 }
 
 
+def short_commit(stable: str | None) -> str:
+    """A stable commit as tables print it: its first 12 hex digits, or "(id not read)" where ``STABLE_BACKPORTS``
+    has None (a backport known from its review and release announcement, its commit id not read)."""
+    return stable[:12] if stable else "(id not read)"
+
+
 def ended_before(branch: str, upstream: tuple[int, int] | None) -> bool:
     """Whether stable branch ``branch`` ("4.19") ended before a commit first released in upstream ``upstream``
     could reach it (``STABLE_ENDED``); False for a branch not known to have ended or an unknown release."""
@@ -141,9 +166,8 @@ BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
     # a net-next feature (the 6.6 pull); the only stable backport found is Jason Baron's later fix of 09c2c90705bb
     # (MAX_SKB_FRAGS - 1), taken by branches that have 09c2c90705bb
     "ae6db08f8b56": None,
-    # taken into 6.16.y (6.16.9-rc1 review, 2025-09-22: no profile); the LTS branches were not read
-    "a9888628cb2c": (),
-    # 5.4.y took it in 5.4.41 (stable review "[PATCH 5.4 30/90]", 2020-05-13), its stable commit not read; 4.19.y
-    # not read
-    "b723748750ec": (),
+    # 6.16.y took it (STABLE_BACKPORTS); the long-term branches are not read to their ends
+    "a9888628cb2c": ("6.16",),
+    # 5.4.y took it in 5.4.41, 4.19.y did not (STABLE_BACKPORTS)
+    "b723748750ec": ("4.19", "5.4"),
 }

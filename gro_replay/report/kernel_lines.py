@@ -34,6 +34,8 @@ def kernel_lines(kernels) -> list[str]:
             continue
         bps = ", ".join(
             f"{b['upstream']} as {b['stable_commit'][:12]} (since {b['point_release']})"
+            if b["stable_commit"]
+            else f"{b['upstream']} (since {b['point_release']}; its stable commit id not read)"
             for b in d["backports"]
         )
         vb = d.get("vendor_base")

@@ -257,8 +257,8 @@ def test_two_strings_of_one_kernel_are_refused():
         ("5.11", "5.12-rc1", "modelled commits on: 8dc1c444df19, b723748750ec; the other 14 off"),
         # RHEL 8's 4.18 base runs as the 4.19 model; 4.19 to 5.10 have every modelled commit off
         ("4.18.0-305.el8", "5.4", "every modelled commit off"),
-        # no stable backport of a modelled commit before 5.4.99 (8dc1c444df19, STABLE_BACKPORTS)
-        ("5.4", "5.4.50", "every modelled commit off"),
+        # no stable backport of a modelled commit before 5.4.41 (b723748750ec, STABLE_BACKPORTS)
+        ("5.4", "5.4.40", "every modelled commit off"),
         # 5.10.24 took 89e5c58fc1e2 (09af4362ba47) after 8dc1c444df19 (5.10.17), 5.11.7 took it (9b815b6efaf8) on 5.11
         (
             "5.10.24",

@@ -18,6 +18,7 @@ from rule_frames import BASE, frames, specs
 from test_kernel_harness import rig
 
 from gro_replay.kernel.model import K_4_19, K_5_12, K_6_18
+from gro_replay.kernel.release import resolve_kernel
 from gro_replay.packet.csum import ipv4_header_checksum
 from gro_replay.report.document import document
 from gro_replay.sim import ReplayConfig, replay_frames
@@ -80,6 +81,18 @@ def test_before_b723748750ec_an_outer_ect1_leaves_the_inner_ect0():
     r.poll(frames(specs(1, spec=spec)))
     (d,) = r.rec.at("tunnel")
     assert _inner_ecn(d.head, False) == ECT_0
+
+
+@pytest.mark.parametrize(("release", "want"), [("5.4.40", ECT_0), ("5.4.41", ECT_1), ("4.19.325", ECT_0)])
+def test_5_4_41_took_the_ect1_propagation(release, want):
+    """linux-5.4.y took b723748750ec in 5.4.41 (its "[PATCH 5.4 30/90]" review and the 5.4.41 announcement:
+    kernel/stable.py); 4.19.y never did. An outer ECT(1) over an inner ECT(0) reaches the tunnel device as ECT(1)
+    from 5.4.41 on (INET_ECN_set_ect1), as ECT(0) before and on 4.19.y."""
+    spec = replace(BASE, outer_tos=ECT_1, tos=ECT_0)
+    r = rig(resolve_kernel(release), nic="unnecessary")
+    r.poll(frames(specs(1, spec=spec)))
+    (d,) = r.rec.at("tunnel")
+    assert _inner_ecn(d.head, False) == want
 
 
 @pytest.mark.parametrize(("outer", "inner"), [(CE, ECT_0), (ECT_1, ECT_0)])

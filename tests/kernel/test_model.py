@@ -67,6 +67,7 @@ from gro_replay.kernel.model import (
 )
 from gro_replay.kernel.release import resolve_kernel
 from gro_replay.kernel.stable import STABLE_BACKPORTS, STABLE_ENDED
+from gro_replay.report.kernel_lines import kernel_lines
 
 # -- from the former tests/test_profiles.py ----------------------------------------
 ALL_SWITCHES = [
@@ -410,20 +411,46 @@ def test_other_backports_by_point_release():
 def test_a_branch_that_ended_before_a_commit_notes_no_unknown_backport():
     """a9888628cb2c landed in v6.17 (2025): 4.19.y ended with 4.19.325 (December 2024, before v6.13's release),
     5.11.y with 5.11.22 (May 2021), 5.12.y with 5.12.19 (July 2021), so none can carry it: off, with no "backports
-    unknown" note (the old note was noise). b723748750ec (v5.7, 2020) was released while 4.19.y lived: its note
-    stays; 5.4.y, maintained into December 2025, keeps the note for a9888628cb2c."""
+    unknown" note (the old note was noise). b723748750ec (v5.7, 2020) was released while 4.19.y lived, and its
+    4.19.y history was read (kernel/stable.py: not taken): off, no note; 5.4.y, maintained into December 2025, keeps
+    the note for a9888628cb2c."""
     for release in ("4.19.200", "5.11.7", "5.12.5"):
         m = resolve_kernel(release)
         assert not m.ip_tun_rx_dst_sets_df
         assert not any("a9888628cb2c" in n for n in m.notes), (release, m.notes)
-    assert any(
-        n.startswith("backports unknown: whether linux-4.19.y took b723748750ec")
-        for n in resolve_kernel("4.19.200").notes
-    )
+    m = resolve_kernel("4.19.200")
+    assert not m.inet_ecn_decap_sets_ect1 and not any("b723748750ec" in n for n in m.notes)
     assert any(
         n.startswith("backports unknown: whether linux-5.4.y took a9888628cb2c")
         for n in resolve_kernel("5.4.200").notes
     )
+
+
+def test_stable_backports_read_from_reviews_and_announcements():
+    """kernel/stable.py, from the stable list and kernel.org's push mails: b723748750ec reached 5.4.y in 5.4.41
+    ("[PATCH 5.4 30/90]", 2020-05-13; "Linux 5.4.41", 2020-05-14), its stable commit id not read (None), and no
+    note for it there any more; a9888628cb2c reached 6.16.y in 6.16.9 as 8b1dc0217f96 ("[PATCH 6.16 023/149]",
+    2025-09-22; "Linux 6.16.9", 2025-09-25), so 6.16.y is read for it: no "backports unknown" note."""
+    assert not resolve_kernel("5.4.40").inet_ecn_decap_sets_ect1
+    m = resolve_kernel("5.4.41")
+    assert m.inet_ecn_decap_sets_ect1 and m.stable_backport("b723748750ec") == (None, "5.4.41")
+    assert not any("b723748750ec" in n for n in m.notes)
+    assert kernel_lines([m])[0] == (
+        "kernel 5.4.41: upstream 5.4 + stable backports b723748750ec (since 5.4.41; its stable commit id not read)"
+    )
+    assert m.describe()["backports"] == [
+        {
+            "upstream": "b723748750ec",
+            "switch": "inet_ecn_decap_sets_ect1",
+            "stable_commit": None,
+            "point_release": "5.4.41",
+        }
+    ]
+    assert not resolve_kernel("6.16.8").ip_tun_rx_dst_sets_df
+    m = resolve_kernel("6.16.9")
+    assert m.ip_tun_rx_dst_sets_df
+    assert m.stable_backport("a9888628cb2c") == ("8b1dc0217f96cb649571ac029a5c746d94f96612", "6.16.9")
+    assert not any("a9888628cb2c" in n for n in resolve_kernel("6.16.3").notes)
 
 
 @pytest.mark.parametrize(
@@ -620,7 +647,10 @@ def test_kernels_command_lists_profiles_switches_and_backports(runner):
         # advice named only 6.5, which lacks it)
         ("6.5+ae6db08f8b56", "use --kernel 6.5 (6.5 lacks it; 6.6 and later carry it, from 6.6-rc1)"),
         # linux-6.1.y took 7871f54e3dee in 6.1.7; 8dc1c444df19 reached linux-5.4.y in 5.4.99
-        ("6.1.3+7871f54e3dee", "use --kernel 6.1.3 (6.1.3 lacks it; 6.1.7 and later 6.1.y releases carry it)"),
+        (
+            "6.1.3+7871f54e3dee",
+            "use --kernel 6.1.3 (6.1.3 lacks it; 6.1.7 and later 6.1.y releases carry it)",
+        ),
         ("5.4+8dc1c444df19", "use --kernel 5.4 (5.4 lacks it; 5.4.99 and later 5.4.y releases carry it)"),
         # ab4c8b6f7fcb came after v6.18: no profile has it
         ("6.18+ab4c8b6f7fcb", "use --kernel 6.18 (6.18 lacks it; no release gro-replay models carries it)"),

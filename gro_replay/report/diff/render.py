@@ -102,7 +102,9 @@ def _input_line(cmp: dict) -> str:
         b, c = input_words(bi, short=True), input_words(ci, short=True)
         if b != c and bi.get("path") and ci.get("path"):
             # one capture under two names (a file, and the same bytes piped in: "standard input"): both named
-            return f"input: {b} (baseline) and {c} (current), the same bytes (sha256 {str(bi['sha256'])[:12]})"
+            return (
+                f"input: {b} (baseline) and {c} (current), the same bytes (sha256 {str(bi['sha256'])[:12]})"
+            )
         return f"input: {input_words(bi).removeprefix('replayed ')}"
     return f"inputs: {inputs_words(bi, ci)}"
 

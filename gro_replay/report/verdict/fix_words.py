@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ...kernel.model import FIX_COMMIT, SWITCH_COMMITS, release_tuple
-from ...kernel.stable import STABLE_BACKPORTS, STABLE_ENDED, ended_before
+from ...kernel.stable import STABLE_BACKPORTS, STABLE_ENDED, ended_before, short_commit
 from ...project import plural
 
 #: the X.Y of a release as typed: "4.18", "4.18.20", "5.12-rc1", "4.18.0-305.el8"
@@ -60,7 +60,7 @@ def nearest_fix_branch(branch: str) -> tuple[str, str, str | None]:
     nearest = next(b for b in carrying if release_tuple(b) > release_tuple(branch))
     if nearest in took:
         commit, point = took[nearest]
-        return nearest, f"{nearest}.{point}", commit[:12]
+        return nearest, f"{nearest}.{point}", short_commit(commit)
     return nearest, nearest, None
 
 
@@ -82,7 +82,7 @@ def stable_fix_hint(model) -> str:
     took = STABLE_BACKPORTS.get(FIX_COMMIT, {}).get(branch)
     if took is None or own_branch(model) != branch:
         return ""
-    return f" (linux-{branch}.y carries it since {branch}.{took[1]}, as {took[0][:12]})"
+    return f" (linux-{branch}.y carries it since {branch}.{took[1]}, as {short_commit(took[0])})"
 
 
 #: the fix's switch commit (its release and the rc it was merged for)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ...kernel import drop_reasons as D
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, KernelModel, commit_of_switch
+from ...kernel.stable import short_commit
 from ...packet.decode import SKIP_SNAPLEN
 from ...project import plural
 from ...sim.skipped import to_tunnel_ports, unread
@@ -207,7 +208,7 @@ def _via(model) -> str:
     bp = (
         model.stable_backport(FIX_COMMIT) if model is not None and hasattr(model, "stable_backport") else None
     )
-    return f" (stable backport {bp[0][:12]}, since {bp[1]})" if bp else ""
+    return f" (stable backport {short_commit(bp[0])}, since {bp[1]})" if bp else ""
 
 
 def by_count(counter: Counter | dict, limit: int | None = None) -> list:
