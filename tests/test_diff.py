@@ -445,7 +445,7 @@ def test_diff_notes_a_kernel_name_that_is_another_model(tmp_path):
 def test_diff_says_when_two_documents_ran_one_kernel_model(tmp_path):
     """The words of --kernel's refusal (cli/options.py): a kernel model is the switches the simulation runs
     (config.kernels[].switches). 5.10 and Debian 11's 5.10.0-21-amd64 (upstream 5.10 assumed: of the modelled
-    commits only b723748750ec, v5.7, on) are one model under two names, so the diff of their documents compares a model with
+    commits only b723748750ec, v5.7, and its checksum fix 2867e1eac610, v5.10-rc7, on) are one model under two names, so the diff of their documents compares a model with
     itself; a name described differently (an older document without vendor) but with equal switches is one model
     too, and a change between them is not the model's."""
     paths = {}
@@ -457,8 +457,8 @@ def test_diff_says_when_two_documents_ran_one_kernel_model(tmp_path):
     r = run("diff", paths["5.10"], paths["5.10.0-21-amd64"])
     assert r.exit_code == 0, r.output
     assert (
-        "note: kernels 5.10 and 5.10.0-21-amd64 run one kernel model (modelled commits on: b723748750ec; the other "
-        "15 off): a change between the documents is not a difference of the kernels"
+        "note: kernels 5.10 and 5.10.0-21-amd64 run one kernel model (modelled commits on: b723748750ec, "
+        "2867e1eac610; the other 15 off): a change between the documents is not a difference of the kernels"
     ) in " ".join(r.stdout.split())
     doc = json.loads(paths["5.10.0-21-amd64"].read_text())
     doc["config"]["kernels"][0]["vendor"] = None
@@ -467,8 +467,8 @@ def test_diff_says_when_two_documents_ran_one_kernel_model(tmp_path):
     r = run("diff", older, paths["5.10.0-21-amd64"])
     assert (
         'note: kernel 5.10.0-21-amd64 is described differently in the two documents (vendor null → "Debian") but '
-        "runs one kernel model in both (modelled commits on: b723748750ec; the other 15 off): a change between them "
-        "is not the model's"
+        "runs one kernel model in both (modelled commits on: b723748750ec, 2867e1eac610; the other 15 off): a change "
+        "between them is not the model's"
     ) in " ".join(r.stdout.split())
     assert "another model" not in r.stdout
     # a document of before config.kernels[].switches: the descriptive fields stand for the model, as before

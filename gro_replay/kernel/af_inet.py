@@ -57,7 +57,9 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
     elif frag_off & (IP_MF | IP_OFFSET):
         R.skb_flush_reason(cb, R.at_header(R.INET_FRAGMENT, cb.encap_mark))
     elif ip_fast_csum(buf, base, 5):
-        R.skb_flush_reason(cb, R.at_header(R.INET_CSUM, cb.encap_mark))
+        R.skb_flush_reason(
+            cb, R.INET_CSUM_ECT1_MARK if skb.ect1_csum_wrong else R.at_header(R.INET_CSUM, cb.encap_mark)
+        )
     else:
         cb.proto = proto
         flush = 1 if tot_len != skb.len - off or frag_off & ~IP_DF & 0xFFFF else 0

@@ -94,8 +94,7 @@ def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> int:  # noqa: N802 - th
     follows the changed word). ``skb->data`` is at the inner network header. Returns the kernel's ``err``: 2 for CE
     outside a not-ECT inner packet (both callers drop the skb, rx_frame_errors and rx_errors), 1 for ECT outside
     not-ECT (only logged), else 0.
-    Left out: 2867e1eac610 (v5.8) fixed the IPv4 checksum update of ``IP_ECN_set_ect1``, wrong in v5.7 and the
-    stable trees that took b723748750ec before it: the model writes the right checksum.
+    The IPv4 ECT(1) mark is ``IP_ECN_set_ect1``'s incremental checksum update, wrong before 2867e1eac610.
     """
     buf = skb.buf
     i = skb.data
@@ -113,8 +112,31 @@ def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> int:  # noqa: N802 - th
     elif (
         outer == INET_ECN_ECT_1 and inner == INET_ECN_ECT_0 and skb.dev.kernel.model.inet_ecn_decap_sets_ect1
     ):
-        _set_ecn(skb, INET_ECN_ECT_1)  # INET_ECN_set_ect1
+        if skb.protocol == ETH_P_IP:  # INET_ECN_set_ect1
+            IP_ECN_set_ect1(skb)
+        else:
+            _set_ecn(skb, INET_ECN_ECT_1)
     return 0
+
+
+def IP_ECN_set_ect1(skb: SkBuff) -> None:  # noqa: N802 - the kernel's name
+    """Mark the inner IPv4 header at ``skb->data`` (ECT(0)) ECT(1), updating its header checksum incrementally as
+    the kernel does on x86 (little-endian: the checksum is read as a 16-bit word in memory order): add
+    ``htons(0x1)``, fold the carry (``check + (check >= 0xFFFF)``), flip both ECN bits. Before 2867e1eac610
+    (``ip_ecn_set_ect1_right_csum`` off: v5.7 to v5.10-rc6, 5.4.41 to 5.4.81) it added ``htons(0x100)``, 0x100 in
+    network order where the TOS byte's change needs 1, so the header no longer verifies: the tunnel device's
+    ``inet_gro_receive`` flushes the packet (``ip_fast_csum``) and ``ip_rcv`` would drop it.
+    Kernel: include/net/inet_ecn.h ``IP_ECN_set_ect1`` (b723748750ec, v5.7; 2867e1eac610, v5.10-rc7)."""
+    i = skb.data
+    b = bytearray(skb.buf)
+    check = int.from_bytes(b[i + 10 : i + 12], "little")
+    right = skb.dev.kernel.model.ip_ecn_set_ect1_right_csum
+    check += 0x0100 if right else 0x0001  # htons(0x1) : htons(0x100)
+    skb.ect1_csum_wrong = not right  # observation only: names the flush (reasons.INET_CSUM_ECT1_MARK)
+    check = (check + (check >= 0xFFFF)) & 0xFFFF
+    b[i + 10 : i + 12] = check.to_bytes(2, "little")
+    b[i + 1] ^= INET_ECN_MASK
+    skb.buf = b
 
 
 def _set_ecn(skb: SkBuff, ecn: int) -> None:

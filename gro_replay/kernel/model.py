@@ -56,6 +56,9 @@ class KernelModel:
     #: b723748750ec (v5.7; 5.4.41 took it, 4.19.y did not): decapsulation copies an outer ECT(1) onto an inner ECT(0) header
     #: (``INET_ECN_set_ect1``, RFC 6040 §4.2), which the tunnel device's inet_gro_receive then compares.
     inet_ecn_decap_sets_ect1: bool = False
+    #: 2867e1eac610 (v5.10-rc7; 5.4.82 took it): ``IP_ECN_set_ect1`` updates the IPv4 header checksum by +1, not
+    #: +0x100 (network order), so the inner header still verifies after the ECT(1) mark (kernel/ip_tunnel_core.py).
+    ip_ecn_set_ect1_right_csum: bool = False
     #: eac1b93c14d6 (v5.17): skb_gro_receive limits p->len + len by dev->gro_max_size instead of 65536.
     gro_max_size_from_dev: bool = False
     #: 6fc2f3832d36 (v5.18): an IPv6 hop_limit difference flushes instead of splitting the flow.
@@ -225,6 +228,13 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
         "b723748750ec",
         (5, 7),
         "tunnel: Propagate ECT(1) when decapsulating as recommended by RFC6040",
+    ),
+    SwitchCommit(
+        "ip_ecn_set_ect1_right_csum",
+        "2867e1eac610",
+        (5, 10),
+        "inet_ecn: Fix endianness of checksum update when setting ECT(1)",
+        7,  # in the "Networking fixes for 5.10-rc7" pull (Jakub Kicinski, 2020-12-03)
     ),
     SwitchCommit(
         "gro_max_size_from_dev", "eac1b93c14d6", (5, 17), "gro: add ability to control gro max packet size"

@@ -302,6 +302,13 @@ _HEADER_REASONS = (
 )
 INNER = {r: r.replace(":", ":inner_", 1) for r in _HEADER_REASONS}
 DESCRIPTIONS.update({INNER[r]: f"{DESCRIPTIONS[r]} (inner header)" for r in _HEADER_REASONS})
+#: the inner IPv4 header checksum that ``IP_ECN_set_ect1`` wrote wrong at decapsulation (kernel/ip_tunnel_core.py:
+#: an outer ECT(1) over an inner ECT(0) before 2867e1eac610), not the capture's
+INET_CSUM_ECT1_MARK = INNER[INET_CSUM] + "(IP_ECN_set_ect1)"
+DESCRIPTIONS[INET_CSUM_ECT1_MARK] = (
+    "IPv4 header checksum bad (inner header), as the kernel's own ECT(1) mark at decapsulation wrote it "
+    "(IP_ECN_set_ect1 before 2867e1eac610: v5.7 to v5.10-rc6, 5.4.41 to 5.4.81); ip_rcv then drops the packet"
+)
 #: a handler look-up's miss (kernel/handler_miss.py: the reason carries the value) → its words, ``{}`` the value named
 MISSED_WORDS = {
     NO_PACKET_OFFLOAD: "no GRO handler for ethertype {}",
@@ -354,6 +361,7 @@ CHECK_ORDER = (
     VLAN_NO_OFFLOAD,
     GRO_RECURSION_LIMIT,
     *(INNER[r] for r in _HEADER_REASONS),
+    INET_CSUM_ECT1_MARK,
     # the inner IP header's protocol handler (inet_gro_receive/ipv6_gro_receive call it after their own tests)
     IPIP_ENCAP_MARK,
     SIT_IP6IP6_ENCAP_MARK,

@@ -257,6 +257,7 @@ class SkBuff:
         "psums",
         "pidx",
         "no_payload",
+        "ect1_csum_wrong",
     )
 
     def __init__(
@@ -326,6 +327,8 @@ class SkBuff:
         self.flow = flow
         #: observation only: {other flow: frames} merged into this skb (see the class docstring)
         self.mixed: dict[int, int] | None = None
+        #: observation only: IP_ECN_set_ect1 wrote the inner IPv4 header checksum wrong (kernel/ip_tunnel_core.py)
+        self.ect1_csum_wrong = False
         self.ts_ns = ts_ns
         self.addr = addr
         self.psums = psums

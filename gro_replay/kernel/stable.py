@@ -29,7 +29,13 @@ from __future__ import annotations
 #:   Høiland-Jørgensen's patch, the diffstat include/net/inet_ecn.h). Its stable commit id is not read (None): the
 #:   archive holds no kernel.org push of that month. 4.19.y did not take it: "Linux 4.19.123", of the same day and
 #:   batch, lacks it and include/net/inet_ecn.h, and no 4.19 review of it exists. (Its checksum fix 2867e1eac610
-#:   reached 5.4.y in 5.4.82: kernel/ip_tunnel_core.py writes the right checksum throughout.)
+#:   reached 5.4.y in 5.4.82: below.)
+#: * 2867e1eac610 (``IP_ECN_set_ect1``'s checksum) → 5.4.y 2b714b607f24 in 5.4.82: review "[PATCH 5.4 21/39]
+#:   inet_ecn: Fix endianness of checksum update when setting ECT(1)" of 2020-12-06
+#:   (<20201206111555.693217763@linuxfoundation.org>), the "Linux 5.4.82" announcement of 2020-12-08
+#:   (<160742509510821@kroah.com>), and the stable queue's push of 2020-12-08 rebased on that release, whose
+#:   queue/5.4 revlist names 2b714b607f24 before "ec274ecd62f9 Linux 5.4.82". 4.19.y has no b723748750ec to fix
+#:   (its queue to "Linux 4.19.162" lacks this too).
 #: * a9888628cb2c → 6.16.y 8b1dc0217f96 in 6.16.9: review "[PATCH 6.16 023/149]" of 2025-09-22
 #:   (<20250922192413.456801456@linuxfoundation.org>), the "Linux 6.16.9" announcement of 2025-09-25
 #:   (<2025092511-ethanol-music-de7f@gregkh>) and the linux-rolling-stable push of that release, whose revlist
@@ -55,6 +61,9 @@ STABLE_BACKPORTS: dict[str, dict[str, tuple[str | None, int]]] = {
     },
     "a9888628cb2c": {
         "6.16": ("8b1dc0217f96cb649571ac029a5c746d94f96612", 9),
+    },
+    "2867e1eac610": {
+        "5.4": ("2b714b607f24cd1ffeb492d73449a21fcc584b13", 82),
     },
 }
 
@@ -170,4 +179,6 @@ BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
     "a9888628cb2c": ("6.16",),
     # 5.4.y took it in 5.4.41, 4.19.y did not (STABLE_BACKPORTS)
     "b723748750ec": ("4.19", "5.4"),
+    # its fix: 5.4.y in 5.4.82; 4.19.y has nothing to fix (the 5.7-5.9 branches are not read)
+    "2867e1eac610": ("4.19", "5.4"),
 }

@@ -246,15 +246,23 @@ def test_two_strings_of_one_kernel_are_refused():
     ("first", "second", "model"),
     [
         # Ubuntu 21.04's 5.11.0-16-generic names no stable release: upstream 5.11 (8dc1c444df19, v5.11), as 5.11 is
-        ("5.11", "5.11.0-16-generic", "modelled commits on: 8dc1c444df19, b723748750ec; the other 14 off"),
+        (
+            "5.11",
+            "5.11.0-16-generic",
+            "modelled commits on: 8dc1c444df19, b723748750ec, 2867e1eac610; the other 14 off",
+        ),
         # 89e5c58fc1e2 landed in v5.12-rc2 (model.py SWITCH_COMMITS): 5.12-rc2 carries every modelled commit of 5.12
         (
             "5.12-rc2",
             "5.12",
-            "modelled commits on: 89e5c58fc1e2, 8dc1c444df19, b723748750ec; the other 13 off",
+            "modelled commits on: 89e5c58fc1e2, 8dc1c444df19, b723748750ec, 2867e1eac610; the other 13 off",
         ),
         # 5.12-rc1 lacks it: the model of 5.11
-        ("5.11", "5.12-rc1", "modelled commits on: 8dc1c444df19, b723748750ec; the other 14 off"),
+        (
+            "5.11",
+            "5.12-rc1",
+            "modelled commits on: 8dc1c444df19, b723748750ec, 2867e1eac610; the other 14 off",
+        ),
         # RHEL 8's 4.18 base runs as the 4.19 model; 4.19 to 5.10 have every modelled commit off
         ("4.18.0-305.el8", "5.4", "every modelled commit off"),
         # no stable backport of a modelled commit before 5.4.41 (b723748750ec, STABLE_BACKPORTS)
@@ -263,7 +271,7 @@ def test_two_strings_of_one_kernel_are_refused():
         (
             "5.10.24",
             "5.11.7",
-            "modelled commits on: 89e5c58fc1e2, 8dc1c444df19, b723748750ec; the other 13 off",
+            "modelled commits on: 89e5c58fc1e2, 8dc1c444df19, b723748750ec, 2867e1eac610; the other 13 off",
         ),
         # Ubuntu 20.04's uname -r names no stable release: upstream 5.4 assumed, the model of 5.4...
         ("5.4.0-42-generic", "5.4", "every modelled commit off"),
@@ -271,7 +279,7 @@ def test_two_strings_of_one_kernel_are_refused():
         (
             DEB11_RV,
             "5.10.24",
-            "modelled commits on: 89e5c58fc1e2, 8dc1c444df19, b723748750ec; the other 13 off",
+            "modelled commits on: 89e5c58fc1e2, 8dc1c444df19, b723748750ec, 2867e1eac610; the other 13 off",
         ),
     ],
 )

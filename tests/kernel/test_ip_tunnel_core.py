@@ -95,6 +95,58 @@ def test_5_4_41_took_the_ect1_propagation(release, want):
     assert _inner_ecn(d.head, False) == want
 
 
+def _ones_add(a: int, b: int) -> int:
+    """16-bit ones' complement addition (RFC 1071): the carry out of bit 15 added back in."""
+    s = a + b
+    return (s & 0xFFFF) + (s >> 16)
+
+
+@pytest.mark.parametrize("encap", ["vxlan", "geneve"])
+@pytest.mark.parametrize(
+    ("release", "right"),
+    [("5.4.60", False), ("5.4.81", False), ("5.4.82", True), ("5.9", False), ("5.10", True)],
+)
+def test_before_2867e1eac610_the_ect1_mark_writes_a_wrong_checksum(encap, release, right):
+    """include/net/inet_ecn.h ``IP_ECN_set_ect1``: ECT(0) → ECT(1) lowers the header's first 16-bit word by 1, so
+    its checksum must rise by 1 (network order). Before 2867e1eac610 (v5.10-rc7; linux-5.4.y 5.4.82) the update
+    added htons(0x100): 0x100 in network order, and the header no longer verifies; from it, htons(0x1). The
+    inner header reaches the tunnel device ECT(1) either way."""
+    spec = replace(BASE, encap=encap, outer_tos=ECT_1, tos=ECT_0)
+    (frame,) = frames(specs(1, spec=spec))
+    r = rig(resolve_kernel(release), nic="unnecessary")
+    r.poll([frame])
+    (d,) = r.rec.at("tunnel")
+    h = d.head
+    assert _inner_ecn(h, False) == ECT_1
+    at = frame.index(h[12:20]) - 12  # the inner IPv4 header as captured (ECT(0)): found by its addresses
+    before = frame[at : at + 20]
+    assert before[1] & 3 == ECT_0 and before[2:] == h[2:10] + before[10:12] + h[12:20]
+    c0 = int.from_bytes(before[10:12], "big")
+    got = int.from_bytes(h[10:12], "big")
+    assert got == _ones_add(c0, 1 if right else 0x100)
+    verifies = ipv4_header_checksum(h[:10] + b"\0\0" + h[12:20]) == got
+    assert verifies is right
+
+
+@pytest.mark.parametrize(("release", "skbs", "reasons"), [
+    # the ECT(1) mark (b723748750ec) with the wrong checksum: inet_gro_receive's ip_fast_csum refuses each
+    ("5.4.60", 4, {"inet_gro_receive:inner_ip_fast_csum(IP_ECN_set_ect1)": 4}),
+    # with 2867e1eac610 the marked headers verify and merge; before b723748750ec nothing is marked
+    ("5.4.82", 1, {"napi_complete_done:flush": 1}),
+    ("5.4.40", 1, {"napi_complete_done:flush": 1}),
+])  # fmt: skip
+def test_the_wrong_ect1_checksum_stops_tunnel_gro(release, skbs, reasons):
+    """Four contiguous segments under an outer ECT(1) with an inner ECT(0), GRO off at the phys device so that each
+    reaches the tunnel device alone: they merge there unless the decapsulation wrote a header that does not
+    verify (net/ipv4/af_inet.c ``inet_gro_receive``: ``ip_fast_csum`` flushes the skb), whose end reason names
+    the mark that wrote it."""
+    spec = replace(BASE, outer_tos=ECT_1, tos=ECT_0)
+    cfg = ReplayConfig(kernels=(resolve_kernel(release),), gro={"phys": False, "tunnel": True})
+    frames_ = [(1000 * n, f) for n, f in enumerate(frames(specs(4, spec=spec)))]
+    tunnel = document(replay_frames(frames_, cfg))["kernels"][0]["stages"]["tunnel"]
+    assert (tunnel["skbs_delivered"], tunnel["end_reasons"]) == (skbs, reasons)
+
+
 @pytest.mark.parametrize(("outer", "inner"), [(CE, ECT_0), (ECT_1, ECT_0)])
 def test_ipv6_marks_keep_checksum_complete_right(outer, inner):
     """IP6_ECN_set_ce / IP6_ECN_set_ect1 update skb->csum under CHECKSUM_COMPLETE (the IPv6 header has no checksum

@@ -86,6 +86,7 @@ ALL_SWITCHES = [
     "tcp_gro_cwr_no_flush",
     "ip_tun_rx_dst_sets_df",
     "inet_ecn_decap_sets_ect1",
+    "ip_ecn_set_ect1_right_csum",
     "packet_alloc_skb_costly_order",
 ]
 
@@ -100,25 +101,39 @@ def test_profile_lookup_by_release():
 @pytest.mark.parametrize(
     ("model", "on"),
     [
-        # v5.11: the ECT(1) propagation (b723748750ec, v5.7) and the segment-counting GRO_NORMAL batch
-        # (8dc1c444df19 is in v5.11)
-        (K_5_11, {"inet_ecn_decap_sets_ect1", "gro_normal_counts_segs"}),
+        # v5.11: the ECT(1) propagation (b723748750ec, v5.7) with its checksum fix (2867e1eac610, v5.10) and the
+        # segment-counting GRO_NORMAL batch (8dc1c444df19 is in v5.11)
+        (K_5_11, {"inet_ecn_decap_sets_ect1", "ip_ecn_set_ect1_right_csum", "gro_normal_counts_segs"}),
         # v5.12: + 89e5c58fc1e2 (v5.12-rc2)
-        (K_5_12, {"inet_ecn_decap_sets_ect1", "gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"}),
+        (
+            K_5_12,
+            {
+                "inet_ecn_decap_sets_ect1",
+                "ip_ecn_set_ect1_right_csum",
+                "gro_normal_counts_segs",
+                "udp_tunnel_gate_checks_uh_check",
+            },
+        ),
         # v6.18: every switch whose commit is in v6.18; ab4c8b6f7fcb (2026) is not
         (K_6_18, set(ALL_SWITCHES) - {"tcp_gro_cwr_no_flush"}),
         # LTS bases, each switch by its commit's upstream release (module docstring above)
         (PROFILES["4.19"], set()),
         (PROFILES["5.4"], set()),
-        (PROFILES["5.10"], {"inet_ecn_decap_sets_ect1"}),  # v5.7
+        (PROFILES["5.10"], {"inet_ecn_decap_sets_ect1", "ip_ecn_set_ect1_right_csum"}),  # v5.7, v5.10-rc7
         (
             PROFILES["5.15"],
-            {"inet_ecn_decap_sets_ect1", "gro_normal_counts_segs", "udp_tunnel_gate_checks_uh_check"},
+            {
+                "inet_ecn_decap_sets_ect1",
+                "ip_ecn_set_ect1_right_csum",
+                "gro_normal_counts_segs",
+                "udp_tunnel_gate_checks_uh_check",
+            },
         ),
         (
             PROFILES["6.1"],
             {
                 "inet_ecn_decap_sets_ect1",
+                "ip_ecn_set_ect1_right_csum",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
                 "gro_max_size_from_dev",  # v5.17
@@ -131,6 +146,7 @@ def test_profile_lookup_by_release():
             PROFILES["6.6"],
             {
                 "inet_ecn_decap_sets_ect1",
+                "ip_ecn_set_ect1_right_csum",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
                 "gro_max_size_from_dev",
@@ -237,9 +253,16 @@ def test_6_2_rc3_lacks_7871f54e3dee_rc4_has_it():
 
 
 def test_rc_of_a_release_without_a_modelled_commit_runs_as_that_release():
-    m = resolve_kernel("5.10-rc1")
-    assert m.switches() == resolve_kernel("5.10").switches()
-    assert "no modelled commit landed in 5.10's merge window or release candidates: ran as 5.10" in m.notes[0]
+    m = resolve_kernel("5.9-rc1")
+    assert m.switches() == resolve_kernel("5.9").switches()
+    assert "no modelled commit landed in 5.9's merge window or release candidates: ran as 5.9" in m.notes[0]
+
+
+def test_5_10_rc6_lacks_2867e1eac610_rc7_has_it():
+    """2867e1eac610 came in the "Networking for 5.10-rc7" pull of 2020-12-03: 5.10-rc6 still wrote IP_ECN_set_ect1's
+    wrong checksum."""
+    assert resolve_kernel("5.10-rc6").ip_ecn_set_ect1_right_csum is False
+    assert resolve_kernel("5.10-rc7").ip_ecn_set_ect1_right_csum is True
 
 
 def test_rc_of_a_release_with_unpinned_commits_says_they_are_assumed():
