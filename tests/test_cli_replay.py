@@ -344,8 +344,8 @@ def test_kernels_of_one_release_are_one_model_and_refused(runner):
 
 
 #: 5.11 and Ubuntu 21.04's 5.11.0-16-generic (upstream 5.11 assumed: its uname -r names no stable release,
-#: kernel/distro.py) are one model: of the modelled commits only 8dc1c444df19 (v5.11, "net: gro: do not keep too
-#: many GRO packets in napi->rx_list") is in; 89e5c58fc1e2 came in v5.12-rc2
+#: kernel/distro.py) are one model: of the modelled commits 8dc1c444df19 (v5.11, "net: gro: do not keep too many GRO
+#: packets in napi->rx_list"), b723748750ec (v5.7) and 2867e1eac610 (v5.10-rc7) are in; 89e5c58fc1e2 came in v5.12-rc2
 SAME_511 = [
     ("5.11", "5.11"),
     ("5.11", "5.11.0-16-generic"),
@@ -363,7 +363,7 @@ def test_one_kernel_model_given_twice_is_refused_in_either_order_and_when_identi
     (line,) = r.output.strip().splitlines()
     assert line.startswith(
         f"Error: --kernel {pair[0]!r} and --kernel {pair[1]!r} run one kernel model (modelled commits on: "
-        "8dc1c444df19, b723748750ec; the other "
+        "8dc1c444df19, b723748750ec, 2867e1eac610; the other "
     )
 
 
@@ -376,7 +376,7 @@ def test_the_library_refuses_one_kernel_model_twice(pair):
     cfg = ReplayConfig(kernels=tuple(resolve_kernel(k) for k in pair))
     with pytest.raises(
         ConfigError,
-        match=r"run one kernel model \(modelled commits on: 8dc1c444df19, b723748750ec; the other ",
+        match=r"run one kernel model \(modelled commits on: 8dc1c444df19, b723748750ec, 2867e1eac610; the other ",
     ):
         cfg.validate()
     with pytest.raises(ConfigError):
