@@ -77,7 +77,7 @@ def test_batch_on_local_cluster_matches_in_process_and_reports_broken_capture(tm
     args = ["batch", *paths, "--scheduler", scheduler, "--out", str(out_dir), "--format", "json"]
     r = CliRunner().invoke(main, [*args, "--poll", "gap:5", "--hz", "1000"])
     assert r.exit_code == 2, r.output
-    assert "1 of 5 capture(s) failed" in r.stderr
+    assert "1 of 5 captures failed" in r.stderr
     combined = json.loads(r.stdout)
     assert [c["path"] for c in combined["captures"]] == paths
     assert combined["cluster"] == {"scheduler": scheduler}
@@ -160,7 +160,7 @@ def test_batch_table_lists_each_capture_and_its_error(tmp_path, scheduler):
     assert ["missing.pcap", "-", "-", "-", "-", "-", "-"] in rows
     # the error is a line of its own under the table, whole
     assert "failed: missing.pcap: no such file" in r.stdout.splitlines()  # the path named once
-    assert "2 capture(s), 1 failed, 17 frames read, 17 replayed in " in r.stdout
+    assert "2 captures, 1 failed, 17 frames read, 17 replayed in " in r.stdout
     assert (
         "played" not in r.stdout.split("failed: ")[0]
     )  # no replayed column: every capture replayed what it read
@@ -180,7 +180,7 @@ def test_batch_table_shows_replayed_frames_where_they_differ(scheduler):
     rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith(" ") and "─" not in ln]
     assert [FIX_SAMPLE.name, "17", "17"] in [row[:3] for row in rows]
     assert [reseg.name, "2", "48"] in [row[:3] for row in rows]
-    assert "2 capture(s), 0 failed, 19 frames read, 65 replayed in " in r.stdout
+    assert "2 captures, 0 failed, 19 frames read, 65 replayed in " in r.stdout
     doc = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
     assert [c["replayed"] for c in doc["captures"]] == [17, 48] and doc["totals"]["replayed"] == 65
 
@@ -200,7 +200,7 @@ def test_batch_table_names_are_readable_at_80_columns(tmp_path, scheduler):
     at = next(i for i, ln in enumerate(table) if ln.split()[1:] == ["17", "17", "2", "2", "2", "1"])
     first, rest = lines[at].split()[0], lines[at + 1].split()[0]
     assert first + rest == FIX_SAMPLE.name and len(first) >= 20
-    assert r.stderr.strip() == "Error: 1 of 2 capture(s) failed"
+    assert r.stderr.strip() == "Error: 1 of 2 captures failed"
 
 
 def test_batch_usage_errors_exit_2(tmp_path):
@@ -272,7 +272,7 @@ def test_a_capture_that_failed_now_leaves_no_earlier_document(tmp_path, schedule
     assert sorted(p.name for p in out.iterdir()) == ["bad.json", "batch.json", "good.json", "other.json"]
     bad.write_bytes(b"this is not a capture file\n")
     r = CliRunner().invoke(main, args)
-    assert r.exit_code == 2 and "1 of 2 capture(s) failed" in r.stderr
+    assert r.exit_code == 2 and "1 of 2 captures failed" in r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["batch.json", "good.json", "other.json"]
     rows = {Path(c["path"]).name: c for c in json.loads((out / "batch.json").read_text())["captures"]}
     assert rows["bad.pcap"]["document"] is None and rows["bad.pcap"]["error"]
@@ -295,7 +295,7 @@ def test_a_failed_captures_earlier_document_behind_a_link_is_removed_the_link_ke
     assert (out / "bad.json").is_symlink() and json.loads((elsewhere / "bad.json").read_text())["input"]
     bad.write_bytes(b"this is not a capture file\n")
     r = CliRunner().invoke(main, args)
-    assert r.exit_code == 2 and "1 of 2 capture(s) failed" in r.stderr
+    assert r.exit_code == 2 and "1 of 2 captures failed" in r.stderr
     assert (out / "bad.json").is_symlink() and not (elsewhere / "bad.json").exists()
     # a link to one of the run's inputs: the input is not removed
     (out / "bad.json").unlink()
@@ -322,7 +322,7 @@ def test_a_loop_of_links_at_a_failed_captures_name_is_left_and_the_run_finishes(
     r = CliRunner().invoke(
         main, ["batch", str(good), str(bad), "--scheduler", scheduler, "--out", str(out), "-q"]
     )
-    assert r.exit_code == 2 and r.stderr.strip().endswith("1 of 2 capture(s) failed"), r.stderr
+    assert r.exit_code == 2 and r.stderr.strip().endswith("1 of 2 captures failed"), r.stderr
     assert (out / "bad.json").is_symlink()
     assert json.loads((out / "good.json").read_text())["input"]["frames_read"] == 17
     assert json.loads((out / "batch.json").read_text())["totals"]["failed"] == 1
@@ -341,7 +341,7 @@ def test_a_failed_captures_name_linked_to_another_output_of_the_run_loses_the_li
     r = CliRunner().invoke(
         main, ["batch", str(good), str(bad), "--scheduler", scheduler, "--out", str(out), "-q"]
     )
-    assert r.exit_code == 2 and "1 of 2 capture(s) failed" in r.stderr
+    assert r.exit_code == 2 and "1 of 2 captures failed" in r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["batch.json", "good.json"]
     assert json.loads((out / "good.json").read_text())["input"]["frames_read"] == 17
 

@@ -119,7 +119,7 @@ def test_diff_markdown_for_ci_summary(docs):
     assert r.exit_code == 1
     md = r.stdout
     assert md.startswith("## gro-replay diff\n")
-    assert "**REGRESSION: 2 checked value(s) lost more than 0%.**" in md
+    assert "**REGRESSION: 2 checked values lost more than 0%.**" in md
     assert "| segments / skb | phys NAPI | 17.00 | 1.00 | -16.00 | -94.1% ❌ |" in md
     assert "| segments / skb | tunnel gro_cells | 17.00 | 17.00 | 0 | 0% |" in md
     # the flow label's pipe is escaped so the table keeps its columns
@@ -622,14 +622,14 @@ def test_flows_found_in_one_document_only_are_named_in_every_format(tmp_path):
     doc = json.loads(run("diff", a, b, "--allow-different-input", "--format", "json").stdout)
     shown = doc["kernels"][0]["flows_only_in_current"][:3]
     want = [
-        f"1 flow(s) only in the baseline, not compared: {only_b}",
-        f"4 flow(s) only in the current, not compared: {'; '.join(shown)} and 1 more (see --format json)",
+        f"1 flow only in the baseline, not compared: {only_b}",
+        f"4 flows only in the current, not compared: {'; '.join(shown)} and 1 more (see --format json)",
     ]
     text = run("diff", a, b, "--allow-different-input").stdout
     md = run("diff", a, b, "--allow-different-input", "--format", "markdown").stdout
     for line in want:
         assert line in " ".join(text.split()), line
-    assert f"1 flow(s) only in the baseline, not compared: `{only_b}`." in md
+    assert f"1 flow only in the baseline, not compared: `{only_b}`." in md
 
 
 def test_a_loss_printed_beside_its_threshold_is_on_the_side_the_gate_put_it(docs):

@@ -106,7 +106,7 @@ def test_explain_fix_sample_text_gap_poll():
     )
     assert "1 × napi_complete_done: flush" in out and "1 × tcp_gro_receive: len_lt_mss" in out
     assert "  verdict: affected: yes: " in out
-    assert "capture: affected: yes: Before the fix, 1 of 1 tunnelled TCP flow(s)" in out
+    assert "capture: affected: yes: Before the fix, 1 of 1 tunnelled TCP flow loses" in out
     assert "The fix saves 15 skb traversals" in out
     # both kernels hand 2 skbs up from vxlan0 (above): none saved there
     assert out.rstrip().endswith("stack_traversals_saved=15 tunnel_skbs_saved=0 outcome=affected")
@@ -193,7 +193,7 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
     assert "its frames are not merged further" in v["why"]
     assert doc["verdict"]["affected"] is False
     assert (
-        "refuses 4 frame(s) for their zero outer UDP checksum, but the post-fix kernel does not merge"
+        "refuses 4 frames for their zero outer UDP checksum, but the post-fix kernel does not merge"
         in (doc["verdict"]["text"])
     )
 

@@ -84,7 +84,7 @@ def test_two_flows_shared_outer_id_between_5_10_and_6_18():
         (2, 2, 1, 1),
     ]
     assert "measured on 5.10 with only 89e5c58fc1e2 applied" in v["text"]
-    assert "6.18 (v6.18) does not merge 2 tunnelled TCP flow(s) at the phys device" in v["text"]
+    assert "6.18 (v6.18) does not merge 2 tunnelled TCP flows at the phys device" in v["text"]
     assert doc["summary"].endswith(" affected_flows=2 fix_alone=5.10+89e5c58fc1e2")
 
 
@@ -211,7 +211,7 @@ def test_the_sentence_says_first_that_it_measures_the_fix_alone_and_how_the_colu
     )
     between = (
         "; between 5.10 and 6.18 the phys skbs do not change (4 → 4): the fix alone saves 2 (5.10+89e5c58fc1e2 "
-        "delivers 2), the other commits add 2. Before the fix, 2 of 2 tunnelled TCP flow(s)"
+        "delivers 2), the other commits add 2. Before the fix, 2 of 2 tunnelled TCP flows lose"
     )
     assert between in text and "the tunnel skbs" not in text
     assert text.index(between) < text.index("The fix alone saves 2 skb traversals")

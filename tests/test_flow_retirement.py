@@ -231,7 +231,7 @@ def test_an_inner_flow_under_two_outer_keys_is_named_when_both_are_retired() -> 
     b = replay_frames(frames, replace(cfg, flow_idle_timeout_ns=0))
     assert document(a)["kernels"][0]["flows_summary"]["retired"] == 2
     assert (
-        "2 flow(s) carry an inner flow that also travels under another outer key"
+        "2 flows carry an inner flow that also travels under another outer key"
         in document(b)["verdict"]["text"]
     )
     assert document(a)["verdict"] == document(b)["verdict"]
@@ -577,18 +577,16 @@ def test_a_key_back_as_a_new_flow_is_no_split(fin) -> None:
     frames.insert(1, (frames[0][0] + 500, other))
     v = verdict_of(replay_frames(frames, ReplayConfig()))
     assert v.split_count == (3 if fin else 2)
-    assert (
-        f"{3 if fin else 2} flow(s) carry an inner flow that also travels under another outer key" in v.text
-    )
+    assert f"{3 if fin else 2} flows carry an inner flow that also travels under another outer key" in v.text
     # the notes of the flows live at the end (#0 retired when silent past its timeout, #1 too without FIN): with
     # FIN #2, with #0's key, names #1 only, and #1 names #0 and #2; without FIN #2 names none
-    lead = "split: the same inner flow also travels as flow(s) "
+    lead = "split: the same inner flow also travels as "
     notes = {f.fid: f.why.split(lead)[1] for f in v.flows if lead in f.why}
     rule = (
         " with another outer source port (udp_gro_receive compares the UDP ports), so the phys device's GRO"
     )
     assert {fid: n.split(" never merges")[0] for fid, n in notes.items()} == (
-        {1: "#0, #2" + rule, 2: "#1" + rule} if fin else {}
+        {1: "flows #0, #2" + rule, 2: "flow #1" + rule} if fin else {}
     )
 
 
@@ -628,7 +626,7 @@ def test_a_split_is_flows_live_at_the_same_time_whatever_else_the_capture_carrie
     for r in (a, b, *scheduled):
         v = verdict_of(r)
         assert v.split_count == (2 if split else 0)
-        assert ("2 flow(s) carry an inner flow that also travels under another outer key" in v.text) is split
+        assert ("2 flows carry an inner flow that also travels under another outer key" in v.text) is split
 
 
 def test_each_flow_of_a_split_names_the_flows_live_with_it() -> None:
@@ -645,9 +643,9 @@ def test_each_flow_of_a_split_names_the_flows_live_with_it() -> None:
     ]
     v = verdict_of(replay_frames(frames, ReplayConfig()))
     assert v.split_count == 3
-    lead = "split: the same inner flow also travels as flow(s) "
+    lead = "split: the same inner flow also travels as "
     notes = {f.fid: f.why.split(lead)[1].split(" with another")[0] for f in v.flows if lead in f.why}
-    assert notes == {1: "#0, #2", 2: "#1"}  # #0 was retired: the live flows' notes
+    assert notes == {1: "flows #0, #2", 2: "flow #1"}  # #0 was retired: the live flows' notes
 
 
 @pytest.mark.parametrize("poll", ["budget", "gap:1000"])
@@ -680,7 +678,7 @@ def test_explain_ends_flows_as_the_replay_does(runner, tmp_path) -> None:
     # explain keeps every flow's counters (ReplayConfig.flows_kept) but ends flows by the replay's timeouts: a key
     # back after 121 s of silence is a second flow, and an inner flow under another outer port 1000 s after the
     # first flow is no split (#0 ended at 120 s), in explain as in the replay. Before, explain ran without
-    # timeouts: one flow, and "2 flow(s) carry an inner flow that also travels under another outer key"
+    # timeouts: one flow, and "2 flows carry an inner flow that also travels under another outer key"
     # (breaker's finding)
     import json
 
@@ -709,6 +707,6 @@ def test_explain_ends_flows_as_the_replay_does(runner, tmp_path) -> None:
     ]
     path = str(_pcap(tmp_path, chain, "chain.pcap"))
     lines = runner.invoke(main, ["explain", path, "-q"]).stdout.splitlines()
-    lead = "split: the same inner flow also travels as flow(s) "
+    lead = "split: the same inner flow also travels as "
     notes = [ln.split(lead)[1].split(" with another")[0] for ln in lines if lead in ln and "verdict:" in ln]
-    assert notes == ["#1", "#0, #2", "#1"]
+    assert notes == ["flow #1", "flows #0, #2", "flow #1"]

@@ -38,7 +38,7 @@ def test_frames_no_tunnel_device_delivered_are_lost(tmp_path):
     (k,) = v.kernels
     assert (k.lost_frames, dict(k.lost)) == (9, {LOST: 9})
     assert v.text.startswith(
-        "Every tunnelled frame is lost before decapsulation, in every kernel run (6.18.0): 9 frame(s) lost: the "
+        "Every tunnelled frame is lost before decapsulation, in every kernel run (6.18.0): 9 frames lost: the "
         "running kernel's phys device delivered them and no tunnel device did: dropped on the way, where is not "
         "observable with the kernel backend"
     )

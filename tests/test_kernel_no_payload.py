@@ -28,11 +28,10 @@ from gro_replay.report.verdict.core import verdict_of
 from gro_replay.sim import PollModel, ReplayConfig, replay_capture
 from gro_replay.validate import kernel_result, load_capture
 
-#: the sentence of the flows without payload (report/verdict/sentences.py _empty_note), around its reason list
-NO_PAYLOAD = (
-    "tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without data), whose segments go up one by "
-    "one ("
-)
+#: the sentence of the flows without payload (report/verdict/sentences.py _empty_note), after its count ("1
+#: tunnelled TCP flow carries"), around its reason list
+NO_PAYLOAD = "no payload (ACKs, and SYN, FIN or RST without data), whose segments go up one by one ("
+ONE_CARRIES = "1 tunnelled TCP flow carries"
 NEVER = "): tcp_gro_receive merges no segment without payload, in any kernel."
 #: the simulator's reason list for the 3 pure ACKs (kernel/tcp_offload.py: len_zero)
 SIM_ACK_REASONS = "no payload (pure ACK) [tcp_gro_receive:len_zero] ×3"
@@ -131,7 +130,7 @@ def _empty_by_port(result) -> dict[int, dict[str, int]]:
 def test_kernel_backend_says_the_flow_without_payload_apart(tmp_path):
     """Of the 3 flows, the kernel's phys device merges the bulk flow (4 segments in one skb) and neither of the
     others: the gapped connection for its sequence gap, the ACK flow because tcp_gro_receive merges no segment
-    without payload. The kernel backend used to say that it "does not merge 2 tunnelled TCP flow(s)"; now it
+    without payload. The kernel backend used to say that it "does not merge 2 tunnelled TCP flows"; now it
     counts 1 there and says the ACK flow apart in the simulator's sentence, whose reason list reads "not
     observable" (the trace does not say which condition ended each skb: the simulator names len_zero) and whose
     rule, tcp_gro_receive's, holds in any kernel."""
@@ -144,8 +143,8 @@ def test_kernel_backend_says_the_flow_without_payload_apart(tmp_path):
         40002: {"phys": 0, "tunnel": 0},
     }
     text = verdict_of(result).text
-    assert f"does not merge 1 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}." in text
-    note = f" 1 {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"
+    assert f"does not merge 1 tunnelled TCP flow at the phys device: {REASONS_NOT_OBSERVED}." in text
+    note = f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"
     assert text.endswith(note)
     # the JSON document carries the same verdict (one computation); no count of the SUMMARY line or the verdict's
     # counts names flows not merged: no flow is affected, 3 are tunnelled
@@ -156,11 +155,11 @@ def test_kernel_backend_says_the_flow_without_payload_apart(tmp_path):
     # the simulator, with the same kernel and polls, says the same with the reasons it records
     cfg = replace(_config(), kernels=(K_6_18,))
     sim = verdict_of(replay_capture(str(path), cfg)).text
-    assert sim.endswith(f" 1 {NO_PAYLOAD}{SIM_ACK_REASONS}{NEVER}")
+    assert sim.endswith(f" {ONE_CARRIES} {NO_PAYLOAD}{SIM_ACK_REASONS}{NEVER}")
     # the gapped flow: G1 completed by G2 (seq_gap), G2 held to the poll's end (every skb's reason)
     # (equal counts in the order the kernel tests them: tcp_gro_receive's during the frame, napi_complete_done's
     # after the poll, kernel/reasons.py CHECK_ORDER)
-    assert "does not merge 1 tunnelled TCP flow(s) at the phys device: TCP sequence does not continue" in sim
+    assert "does not merge 1 tunnelled TCP flow at the phys device: TCP sequence does not continue" in sim
     assert (
         "[tcp_gro_receive:seq_gap] ×1; poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×1"
         in sim
@@ -189,4 +188,4 @@ def test_no_payload_is_counted_only_where_gro_runs(tmp_path):
     tunnel_off = {"phys": GRO_ON["phys"], "tunnel": [n - 50 for n in GRO_ON["phys"]]}
     result = _kernel(path, tunnel_off, gro={"phys": True, "tunnel": False})
     assert _empty_by_port(result)[40001] == {"phys": 3, "tunnel": 0}
-    assert verdict_of(result).text.endswith(f" 1 {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}")
+    assert verdict_of(result).text.endswith(f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}")

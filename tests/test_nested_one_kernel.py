@@ -89,7 +89,7 @@ def test_five_flow_mix_with_tunnel_gro_off():
 
 
 _COSTLESS = (
-    "udp_gro_receive refuses 4 frames for a zero UDP checksum at no cost to aggregation: 1 flow(s) carrying a "
+    "udp_gro_receive refuses 4 frames for a zero UDP checksum at no cost to aggregation: 1 flow carrying a "
     f"tunnel inside the tunnel, 4 frames ({_NESTED_PHYS})."
 )
 _FLOW_COSTLESS = (
@@ -132,7 +132,7 @@ def test_outer_zero_nested_set_is_not_affected_in_one_kernel(tmp_path, runner, f
         assert v["text"] == f"{_LACKS_511}, but is not affected here: {_COSTLESS}", v["text"]
     else:
         assert v["text"].endswith(f", but is not affected here: {_COSTLESS}"), v["text"]
-    assert "lose phys-device aggregation" not in v["text"]
+    assert not any(w in v["text"] for w in ("lose phys-device aggregation", "loses phys-device aggregation"))
     r = runner.invoke(main, ["explain", cap, *flag, "--format", "json"])
     ex = json.loads(r.stdout)
     (flow,) = ex["flows"]
@@ -154,11 +154,11 @@ def test_nested_zero_beside_plain_names_each_stage_once(tmp_path, runner):
     v = json.loads(r.stdout)["verdict"]
     assert (v["outcome"], v["affected_flows"]) == ("affected", 2)
     assert (
-        "1 of 2 tunnelled flow(s) lose phys-device aggregation: udp_gro_receive refuses 4 frames at the phys device."
+        "1 of 2 tunnelled flows loses phys-device aggregation: udp_gro_receive refuses 4 frames at the phys device."
         in v["text"]
     )
     assert (
-        " 1 other tunnelled flow(s) lose aggregation at the tunnel device's gro_cells: udp_gro_receive refuses 4 "
+        " 1 other tunnelled flow loses aggregation at the tunnel device's gro_cells: udp_gro_receive refuses 4 "
         "frames there (a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0). At the "
         f"phys device it refuses their outer header too, which costs nothing: {_NESTED_PHYS}. "
     ) in v["text"], v["text"]

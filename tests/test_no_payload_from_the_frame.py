@@ -26,6 +26,7 @@ from test_kernel_no_payload import (
     GRO_ON,
     NEVER,
     NO_PAYLOAD,
+    ONE_CARRIES,
     PHYS_ELIDED,
     _config,
     _empty_by_port,
@@ -186,10 +187,10 @@ def test_an_ack_flow_stopped_before_tcp_gro_receive_carries_no_payload_in_both_b
     assert dict(k.flows[ack_flow].reasons["phys"]) == {reason: 3}  # the kernel event, unchanged
     words = R.DESCRIPTIONS[reason]  # "<the outer form's words> (inner header)"
     sim_text, kern_text = verdict_of(sim).text, verdict_of(kern).text
-    assert sim_text.endswith(f" 1 {NO_PAYLOAD}{words} [{reason}] ×3{NEVER}"), sim_text
-    assert kern_text.endswith(f" 1 {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"), kern_text
+    assert sim_text.endswith(f" {ONE_CARRIES} {NO_PAYLOAD}{words} [{reason}] ×3{NEVER}"), sim_text
+    assert kern_text.endswith(f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"), kern_text
     for text in (sim_text, kern_text):
-        assert "does not merge 1 tunnelled TCP flow(s) at the phys device" in text  # the gapped flow only
+        assert "does not merge 1 tunnelled TCP flow at the phys device" in text  # the gapped flow only
 
 
 def test_an_ack_flow_with_an_inner_vlan_tag_is_read_alike_in_both_backends(tmp_path):
@@ -211,8 +212,8 @@ def test_an_ack_flow_with_an_inner_vlan_tag_is_read_alike_in_both_backends(tmp_p
     assert _empty_by_port(kern) == expected
     for result in (sim, kern):
         text = verdict_of(result).text
-        assert f"1 {NO_PAYLOAD}" in text
-        assert "does not merge 1 tunnelled TCP flow(s) at the phys device" in text
+        assert f"{ONE_CARRIES} {NO_PAYLOAD}" in text
+        assert "does not merge 1 tunnelled TCP flow at the phys device" in text
 
 
 def _facts(result, port: int):
@@ -232,7 +233,7 @@ def test_a_zero_checksum_ack_flow_before_the_fix_carries_no_payload_in_both_back
     # facts say "without payload" in both. The replay's refusal sentence stays true: the gate refuses the 3 ACKs
     # at no cost, since tcp_gro_receive merges none of them with the fix either. With inner IPv4 options the fixed
     # kernel stops them at inet_gro_receive: before, the sentence counted them with the gapped flow among "2
-    # flow(s) that a kernel with the fix does not merge further either, 5 frames", listing the options as their
+    # flows that a kernel with the fix does not merge further either, 5 frames", listing the options as their
     # reason; now they are the flow without payload there too
     path = _capture(tmp_path / "c.pcap", ack_kw)
     extra = len(ack_kw.get("ip_options", b""))
@@ -250,10 +251,10 @@ def test_a_zero_checksum_ack_flow_before_the_fix_carries_no_payload_in_both_back
     assert not _facts(sim, 40002).without_payload and not _facts(kern, 40002).without_payload
     text = verdict_of(sim).text
     assert (
-        "at no cost to aggregation: 1 flow(s) that a kernel with the fix does not merge further either, 2 frames"
+        "at no cost to aggregation: 1 flow that a kernel with the fix does not merge further either, 2 frames"
     ) in text  # the gapped flow
     assert (
-        "1 flow(s) without payload (ACKs, and SYN, FIN or RST without data), 3 frames (tcp_gro_receive merges no "
+        "1 flow without payload (ACKs, and SYN, FIN or RST without data), 3 frames (tcp_gro_receive merges no "
         "segment without payload, in any kernel)"
     ) in text
     assert "inner_not_0x45" not in text  # no flow's refusal is explained by the fixed kernel's options flush

@@ -5,7 +5,7 @@ In the overlay-node mix (gro_replay/synth_mix.py) every connection has an ACK di
 payload, which tcp_gro_receive merges in no kernel (net/ipv4/tcp_offload.c: a segment of length 0 fails
 out_check_final's ``len < mss`` test and the held packet's ``(len - 1) >= mss`` compare). Every ``csum_every``-th
 connection computes its outer UDP checksum, the others send 0. Before the fix, udp_gro_receive refuses the
-zero-checksum ACK flows at no cost (listed as "Z flow(s) without payload"); with the fix, every ACK flow is among
+zero-checksum ACK flows at no cost (listed as "Z flows without payload"); with the fix, every ACK flow is among
 those "carry no payload" — Z of them the ones already listed, the computed-checksum ones others. The sentence must
 say so, not leave the reader to add Z to the total.
 """
@@ -21,7 +21,8 @@ from gro_replay.sim import ReplayConfig, replay_frames
 from gro_replay.synth_mix import OverlayMix, mix_frames
 
 MIX = OverlayMix(frames=3000, connections=8, seed=7)
-NO_PAYLOAD = "tunnelled TCP flow(s) carry no payload"
+#: after a count above 1 (every count here: 6 zero-checksum and 2 computed-checksum ACK flows)
+NO_PAYLOAD = "tunnelled TCP flows carry no payload"
 
 
 def _ack_flows(frames) -> tuple[int, int]:
@@ -55,7 +56,7 @@ def test_compared_the_flows_without_payload_name_those_listed_above(frames, kern
     assert (zero, computed) == (6, 2)
     r = replay_frames(frames, ReplayConfig(kernels=kernels))
     v = verdict_of(r)
-    assert f"at no cost to aggregation: {zero} flow(s) without payload (ACKs" in v.text
+    assert f"at no cost to aggregation: {zero} flows without payload (ACKs" in v.text
     assert f"{who}{zero + computed} {NO_PAYLOAD} (the {zero} above and {computed} others; ACKs" in v.text
     # the rule behind "in any kernel": the kernel with the fix hands up every ACK alone
     post = r.kernels[1]
@@ -68,7 +69,7 @@ def test_one_kernel_without_the_fix_says_the_others(frames):
     without payload it counts apart are the computed-checksum ones only, "other" than those."""
     zero, computed = _ack_flows(frames)
     v = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,))))
-    assert f"at no cost to aggregation: {zero} flow(s) without payload" in v.text
+    assert f"at no cost to aggregation: {zero} flows without payload" in v.text
     assert f" {computed} other {NO_PAYLOAD} (ACKs" in v.text and " above" not in v.text
 
 

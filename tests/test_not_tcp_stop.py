@@ -137,7 +137,7 @@ def test_the_sentence_names_what_stops_the_inner_packets(tmp_path, name, kernels
     frames, reason, n, words = CASES[name]
     cap = _capture(tmp_path, frames)
     said = (
-        f"1 flow(s) whose inner packets are not TCP segments, {n} frames (after the fix GRO stops them at the inner "
+        f"1 flow whose inner packets are not TCP segments, {n} frames (after the fix GRO stops them at the inner "
         f"header: {words or ''}"
     )
     named = f"[{reason}] ×{n}, so no kernel merges them"

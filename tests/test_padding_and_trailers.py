@@ -21,7 +21,7 @@ from gro_replay.report.verdict.core import verdict_of
 from gro_replay.sim import ReplayConfig, replay_frames
 
 _NO_PAYLOAD = (
-    "1 tunnelled TCP flow(s) carry no payload (ACKs, and SYN, FIN or RST without data), whose segments go up one by "
+    "1 tunnelled TCP flow carries no payload (ACKs, and SYN, FIN or RST without data), whose segments go up one by "
     "one ("
 )
 _OUTER = "IPv4 total length differs from the bytes present (padding) or reserved frag bit"
@@ -56,7 +56,7 @@ def test_an_ack_flow_with_bytes_past_its_datagrams_carries_no_payload(
     # a bulk flow of 4 contiguous 1398-byte segments and its peer's 3 pure ACKs interleaved, without TCP
     # timestamps, outer checksum 0, 6.18 (the fix in: its gate passes them). Before, the ACK flow read as one the
     # kernel "does not merge" for the padding (second breaker's finding), and with an FCS the data flow was
-    # counted with it ("does not merge 2 tunnelled TCP flow(s) … ×7")
+    # counted with it ("does not merge 2 tunnelled TCP flows … ×7")
     spec = FrameSpec(outer_csum="zero", timestamps=False, inner_ipv6=inner_ipv6)
     data = flow_specs(spec, [1398] * 4)
     acks = [peer_spec(spec, payload=0, seq=1, ack=1_000_000 + 1398 * (k + 1)) for k in range(3)]
@@ -79,7 +79,7 @@ def test_an_ack_flow_with_bytes_past_its_datagrams_carries_no_payload(
         assert "does not merge" not in text
     else:  # the data flow, flushed for the FCS, is the one the kernel does not merge
         assert (
-            f"6.18 (v6.18) does not merge 1 tunnelled TCP flow(s) at the phys device: {_OUTER} "
+            f"6.18 (v6.18) does not merge 1 tunnelled TCP flow at the phys device: {_OUTER} "
             "[inet_gro_receive:tot_len_or_frag_bits] ×4."
         ) in text
     v = document(result)["verdict"]

@@ -60,8 +60,8 @@ def test_counts_in_sentences_have_thousands_separators(wide_reports, fmt):
     assert "frames: tunnel_tcp 3,600" in text
     assert "phys skbs ended by (pre-fix, 3,600 skbs): " in text
     assert "[udp_gro_receive:csum_cnt0_csum_valid0_not_partial(uh.check=0)] ×3,600" in text
-    assert "udp_gro_receive refuses 3,600 frame(s) for their zero outer UDP checksum" in text
-    assert "post-fix (v5.12) does not merge 1,200 tunnelled TCP flow(s) at the phys device" in text
+    assert "udp_gro_receive refuses 3,600 frames for their zero outer UDP checksum" in text
+    assert "post-fix (v5.12) does not merge 1,200 tunnelled TCP flows at the phys device" in text
     # no count of four digits or more without its separator in any line of human text (the SUMMARY line is the
     # grep-able exception; ports, addresses and commit ids are not counts)
     for line in text.splitlines():
@@ -76,7 +76,7 @@ def test_json_keeps_plain_integers(wide_reports):
     doc = json.loads(wide_reports["json"])
     assert doc["input"]["frames_read"] == FLOWS * FRAMES_PER_FLOW
     assert isinstance(doc["input"]["frames_read"], int)
-    assert "refuses 3,600 frame(s)" in doc["verdict"]["text"]  # the sentence is the table's
+    assert "refuses 3,600 frames" in doc["verdict"]["text"]  # the sentence is the table's
 
 
 def test_and_n_more_names_skbs_and_reasons():
@@ -203,7 +203,7 @@ def test_drop_line_names_skbs_and_the_frames_the_verdict_counts(v6_zero_capture,
     assert r.exit_code == 0, r.output
     assert "not decapsulated (pre-fix): udp6_csum_zero_error 20 skbs (20 frames)" in r.stdout
     assert "not decapsulated (post-fix): udp6_csum_zero_error 1 skb (20 frames)" in r.stdout
-    assert "20 frame(s) lost: __udp6_lib_rcv" in r.stdout
+    assert "20 frames lost: __udp6_lib_rcv" in r.stdout
 
 
 def test_drop_counts_in_json_and_explain(v6_zero_capture):
@@ -245,7 +245,7 @@ def test_a_count_of_one_takes_the_singular(tmp_path):
     r = CliRunner().invoke(main, [str(path), "--format", "json", "-q"])
     v = json.loads(r.stdout)["verdict"]
     assert v["stack_traversals_saved"] == 1
-    assert "lose phys-device aggregation: 2 frames go up one by one." in v["text"]
+    assert "1 of 1 tunnelled TCP flow loses phys-device aggregation: 2 frames go up one by one." in v["text"]
     assert "The fix saves 1 skb traversal of IP/UDP/tunnel decapsulation." in v["text"]
 
 
@@ -331,3 +331,66 @@ def test_a_gso_skb_passed_up_at_the_tunnel_device_reads_as_a_pass_through_not_a_
         for e in f["kernels"]["pre-fix"]["tunnel"]["reasons"]
     }
     assert said == {(R.GSO_SKB, desc)}
+
+
+@pytest.mark.parametrize("flows", [1, 2, 11])
+def test_flow_counts_agree_with_their_nouns_and_verbs(tmp_path, flows):
+    """The verdict's counts of flows take the singular for one and the plural otherwise, verb included (they read
+    "1 flow(s) lose" before). synth --flows N, 8 frames each, outer checksum 0 (synth's defaults): the pre-fix gate
+    refuses every frame (csum_cnt 0, csum_valid 0: gro-spec §4.4) and the fix merges each flow's frames at the phys
+    device (gro-spec §4.7 row 3), so all N flows are affected and their 8·N frames go up one by one. The table
+    lists 10 affected flows: with 11 one more is left over, and the line counting it says "flow" and "it"."""
+    from click.testing import CliRunner
+
+    cap = tmp_path / f"flows{flows}.pcap"
+    runner = CliRunner()
+    r = runner.invoke(main, ["synth", str(cap), "--flows", str(flows), "--frames", "8"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, [str(cap), "--no-hist"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    lead = {
+        1: "Before the fix, 1 of 1 tunnelled TCP flow loses phys-device aggregation: 8 frames go up one by one.",
+        2: "Before the fix, 2 of 2 tunnelled TCP flows lose phys-device aggregation: 16 frames go up one by one.",
+        11: "Before the fix, 11 of 11 tunnelled TCP flows lose phys-device aggregation: 88 frames go up one by one.",
+    }[flows]
+    assert lead in r.stdout
+    more = [line for line in r.stdout.splitlines() if "more affected" in line]
+    assert more == (
+        ["  … and 1 more affected flow (explain --limit 0 or --format json lists it)"] if flows == 11 else []
+    )
+
+
+@pytest.fixture(scope="module")
+def fix_docs(tmp_path_factory):
+    """The fix sample's JSON documents with the fix and without it (budget polls): its one flow, 17 frames, goes
+    from 17 segments per phys skb to 1, and the tunnel stage keeps 17 either way (test_diff.py)."""
+    from click.testing import CliRunner
+    from conftest import FIX_SAMPLE
+
+    d = tmp_path_factory.mktemp("fixdocs")
+    out = []
+    for name in ("--fix", "--no-fix"):
+        r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--poll", "budget", name, "--format", "json", "-q"])
+        assert r.exit_code == 0, r.output
+        path = d / f"{name.strip('-')}.json"
+        path.write_text(r.stdout)
+        out.append(str(path))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("metrics", "status"),
+    [
+        # the phys stage's segments per skb only: one value lost (the tunnel stage's is unchanged)
+        (["--metric", "segs_per_skb"], "REGRESSION: 1 checked value lost more than 0%."),
+        # the defaults add the one flow's phys segments per skb: two values lost
+        ([], "REGRESSION: 2 checked values lost more than 0%."),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_diff_status_counts_its_values_in_agreement(fix_docs, metrics, status, fmt):
+    from click.testing import CliRunner
+
+    r = CliRunner().invoke(main, ["diff", *fix_docs, *metrics, "--format", fmt], env={"COLUMNS": None})
+    assert r.exit_code == 1, r.output
+    assert (f"**{status}**" if fmt == "markdown" else status) in r.stdout.splitlines()

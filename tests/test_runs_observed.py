@@ -216,7 +216,7 @@ def test_losses_of_equal_count_are_listed_alike_on_both_paths(tmp_path):
     got, _c, _d = _observed(path, replace(cfg, flow_idle_timeout_ns=0, flows_max=1 << 62))
     lines = [ln for ln in got[2].splitlines() if ln.startswith("  verdict:") and "ip_rcv drops it" in ln]
     assert lines and all(
-        ln.index("1 frame(s) lost: ip_rcv drops it") < ln.index("; 1 frame(s) lost: udp_rcv drops it")
+        ln.index("1 frame lost: ip_rcv drops it") < ln.index("; 1 frame lost: udp_rcv drops it")
         for ln in lines
     )
     assert counts["polls_composed"] >= 1, counts

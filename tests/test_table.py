@@ -79,7 +79,7 @@ def test_stage_without_skbs_shows_a_dash_for_per_skb_figures():
 
 
 def test_more_affected_flows_line_counts_those_not_shown(tmp_path):
-    """The "… and N more affected flow(s)" line counts the affected flows not listed above it, whatever capped
+    """The "… and N more affected flows" line counts the affected flows not listed above it, whatever capped
     the list (its 10 lines, or --flows-max, which also caps the JSON's comparison.affected_flows[]), and names
     --format json only where the JSON lists them all (breaker's finding: --flows-max 3 listed 3 of 36 flows and
     said "26 more … --format json lists them"). synth --flows 12 with outer checksum 0: every flow's frames are
@@ -95,12 +95,12 @@ def test_more_affected_flows_line_counts_those_not_shown(tmp_path):
 
     out = run()
     assert sum(line.startswith("  affected: ") for line in out) == 10
-    assert "  … and 2 more affected flow(s) (explain --limit 0 or --format json lists them)" in out
+    assert "  … and 2 more affected flows (explain --limit 0 or --format json lists them)" in out
     for cap_n, shown in (("3", 3), ("0", 0)):
         out = run("--flows-max", cap_n)
         assert sum(line.startswith("  affected: ") for line in out) == shown
-        assert f"  … and {12 - shown} more affected flow(s) (explain --limit 0 lists them)" in out
+        assert f"  … and {12 - shown} more affected flows (explain --limit 0 lists them)" in out
     # --flows-max 12 keeps every affected flow: the text still lists 10, and the JSON lists the others
-    assert "  … and 2 more affected flow(s) (explain --limit 0 or --format json lists them)" in run(
+    assert "  … and 2 more affected flows (explain --limit 0 or --format json lists them)" in run(
         "--flows-max", "12"
     )

@@ -354,7 +354,7 @@ def test_kernel_backend_verdict_says_end_reasons_are_not_observable(tmp_path):
     )
     assert r.exit_code == 0, r.output
     text = " ".join(r.stdout.split())
-    assert f"does not merge 2 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}." in text
+    assert f"does not merge 2 tunnelled TCP flows at the phys device: {REASONS_NOT_OBSERVED}." in text
     assert "phys device: ." not in text
 
 
@@ -382,7 +382,7 @@ def test_kernel_backend_says_flows_without_payload_apart(tmp_path):
     89e5c58fc1e2 (gro-spec §4.7 row 2), so the sentences hold on any running kernel."""
     import json
 
-    from test_kernel_no_payload import NEVER, NO_PAYLOAD, SIM_ACK_REASONS, own_acks_capture
+    from test_kernel_no_payload import NEVER, NO_PAYLOAD, ONE_CARRIES, SIM_ACK_REASONS, own_acks_capture
 
     from gro_replay.report.verdict import REASONS_NOT_OBSERVED
 
@@ -390,8 +390,8 @@ def test_kernel_backend_says_flows_without_payload_apart(tmp_path):
     r = CliRunner().invoke(main, ["kernel", path, "--no-hist"], env={"COLUMNS": "2000"})
     assert r.exit_code == 0, r.output
     text = " ".join(r.stdout.split())
-    unmerged = f"does not merge 1 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}."
-    note = f" 1 {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"
+    unmerged = f"does not merge 1 tunnelled TCP flow at the phys device: {REASONS_NOT_OBSERVED}."
+    note = f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"
     assert unmerged in text and note in text
     assert "affected_flows=0" in text.split("SUMMARY ")[1]
     r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
@@ -410,12 +410,12 @@ def test_kernel_backend_says_flows_without_payload_apart(tmp_path):
     sim = " ".join(r.stdout.split())
     # the gapped flow: G1 completed by G2 (seq_gap), G2 held to the poll's end (every skb's reason)
     # (equal counts in the order the kernel tests them: kernel/reasons.py CHECK_ORDER)
-    assert "does not merge 1 tunnelled TCP flow(s) at the phys device: TCP sequence does not continue" in sim
+    assert "does not merge 1 tunnelled TCP flow at the phys device: TCP sequence does not continue" in sim
     assert (
         "[tcp_gro_receive:seq_gap] ×1; poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×1"
         in sim
     )
-    assert f" 1 {NO_PAYLOAD}{SIM_ACK_REASONS}{NEVER}" in sim
+    assert f" {ONE_CARRIES} {NO_PAYLOAD}{SIM_ACK_REASONS}{NEVER}" in sim
 
 
 @pytest.mark.parametrize("case", ["inner IPv4 options", "bad inner IPv4 checksum"])
@@ -426,7 +426,7 @@ def test_an_ack_flow_stopped_before_tcp_gro_receive_reads_alike_in_both_backends
     options), the simulator agrees skb for skb, and both verdicts say the ACK flow apart as carrying no payload
     (tests/test_no_payload_from_the_frame.py: before, the replay counted it among the flows the kernel "does not
     merge"). Outer checksums computed: the gate passes them with or without 89e5c58fc1e2 (gro-spec §4.7 row 2)."""
-    from test_kernel_no_payload import GRO_ON, NEVER, NO_PAYLOAD
+    from test_kernel_no_payload import GRO_ON, NEVER, NO_PAYLOAD, ONE_CARRIES
     from test_no_payload_from_the_frame import CASES, _acks_longer, _capture
 
     from gro_replay.report.verdict import REASONS_NOT_OBSERVED
@@ -445,8 +445,8 @@ def test_an_ack_flow_stopped_before_tcp_gro_receive_reads_alike_in_both_backends
     assert sorted(devices[0].kernel) == sorted(expected["phys"])
     assert sorted(devices[1].kernel) == sorted(expected["tunnel"])
     kern = verdict_of(kernel_result(load_capture(path, cfg), oracle, cfg)).text
-    assert kern.endswith(f" 1 {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"), kern
-    assert f"does not merge 1 tunnelled TCP flow(s) at the phys device: {REASONS_NOT_OBSERVED}." in kern
+    assert kern.endswith(f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"), kern
+    assert f"does not merge 1 tunnelled TCP flow at the phys device: {REASONS_NOT_OBSERVED}." in kern
     r = CliRunner().invoke(
         main,
         [
@@ -465,8 +465,8 @@ def test_an_ack_flow_stopped_before_tcp_gro_receive_reads_alike_in_both_backends
     )
     assert r.exit_code == 0, r.output
     sim = " ".join(r.stdout.split())
-    assert f" 1 {NO_PAYLOAD}" in sim and NEVER in sim
-    assert "does not merge 1 tunnelled TCP flow(s) at the phys device" in sim
+    assert f" {ONE_CARRIES} {NO_PAYLOAD}" in sim and NEVER in sim
+    assert "does not merge 1 tunnelled TCP flow at the phys device" in sim
 
 
 def test_kernel_trace_file_is_written_whole(tmp_path):

@@ -20,7 +20,7 @@ import click
 from rich.console import Console
 
 from ..outputs import RunOutputs
-from ..project import __version__
+from ..project import __version__, plural
 from ..report.schema import dumps
 from ..report.stats import SCHEMA_VERSION
 from ..report.verbatim import VerbatimTable, say, verbatim_console
@@ -126,8 +126,8 @@ def render_table(doc: dict, console: Console) -> None:
     t = doc["totals"]
     say(
         console,
-        f"{t['captures']:,} capture(s), {t['failed']:,} failed, {t['frames']:,} frames read, {t['replayed']:,} "
-        f"replayed in {t['seconds']:.1f} s",
+        f"{t['captures']:,} {plural(t['captures'], 'capture')}, {t['failed']:,} failed, {t['frames']:,} "
+        f"{plural(t['frames'], 'frame')} read, {t['replayed']:,} replayed in {t['seconds']:.1f} s",
         soft_wrap=False,
     )
 
@@ -205,7 +205,7 @@ def batch(paths, jobs, scheduler, out_dir, fmt, quiet, **opts) -> None:
         render_table(doc, report_console())
     failed = doc["totals"]["failed"]
     if failed:
-        raise UsageError(f"{failed:,} of {len(outcomes):,} capture(s) failed")
+        raise UsageError(f"{failed:,} of {len(outcomes):,} {plural(len(outcomes), 'capture')} failed")
 
 
 def _expand(paths: Sequence[str]) -> list[str]:

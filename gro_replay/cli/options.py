@@ -82,7 +82,7 @@ def replay_options(f):
             "kernel_rel",
             metavar="RELEASE",
             multiple=True,
-            help="Kernel release(s) to run instead (repeatable): a profile ("
+            help="Kernel releases to run instead (repeatable): a profile ("
             + ", ".join(PROFILES)
             + "), a stable point release (5.4.120: base + the stable backports it carries), a pre-release "
             "(5.12-rc1: base without the commits of a later rc, with a note) or a distribution's uname -r "

@@ -294,7 +294,8 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
         lines.append("")
     if limit is not None and len(flows) > limit:
         lines.append(
-            f"… {len(flows) - limit:,} more flow(s): select with --flow, --limit 0 for all, or --format json"
+            f"… {len(flows) - limit:,} more {plural(len(flows) - limit, 'flow')}: select with --flow, "
+            "--limit 0 for all, or --format json"
         )
         lines.append("")
     if "engine" in doc:  # the path the run took (sim/engine_path.py), as the replay's report says it

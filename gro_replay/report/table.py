@@ -281,7 +281,10 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
         # the JSON's comparison.affected_flows[] keeps the flows the verdict kept (--flows-max): it lists the
         # others only when it kept every one
         json_too = "" if len(aff) < v.affected_count else " or --format json"
-        lines.append(f"  … and {more:,} more affected flow(s) (explain --limit 0{json_too} lists them)")
+        lines.append(
+            f"  … and {more:,} more affected {plural(more, 'flow')} (explain --limit 0{json_too} lists "
+            f"{'it' if more == 1 else 'them'})"
+        )
     return lines
 
 
@@ -438,7 +441,7 @@ def _histogram(st, width: int = 30) -> list[str]:
 
 
 def render(result, console: Console, hist: bool = True) -> None:
-    """Print the input summary, the table(s), the reasons, the verdict and the SUMMARY line."""
+    """Print the input summary, the tables, the reasons, the verdict and the SUMMARY line."""
     for line in input_lines(result):
         say(console, line)
     render_tables(result, console)

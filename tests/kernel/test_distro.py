@@ -234,7 +234,7 @@ def test_compare_mode_says_the_lack_of_the_fix_is_assumed_where_the_json_does(ke
             f"What the fix saves is measured on {pre} with only 89e5c58fc1e2 applied ({alone}, run beside it)"
         ), rest
         rest = rest[rest.index("Before the fix") :]
-    assert rest.startswith("Before the fix, 1 of 1 tunnelled TCP flow(s) lose"), v["text"]
+    assert rest.startswith("Before the fix, 1 of 1 tunnelled TCP flow loses"), v["text"]
     assert (v["compared"]["without_fix"] in v["fix_assumed_lacking"]) is bool(assumed)
     assert v["text"].count("what follows assumes") == bool(assumed)
     assert v["stack_traversals_saved"] == 15 and v["affected_flows"] == 1

@@ -4,6 +4,7 @@ table (``gro-replay diff --format markdown|table``).
 
 from __future__ import annotations
 
+from ...project import plural
 from ..stats import STAGES
 from .comparison import STAGE_TITLES, _loss_text, input_words, inputs_words, limit_text, pct_text
 from .metrics import METRICS, loss_digits, loss_pct
@@ -90,7 +91,8 @@ def _status_text(cmp: dict) -> str:
     if not n:
         checked = ", ".join(cmp["metrics_checked"]) or "none"
         return f"OK: no checked metric ({checked}) lost more than {limit_text(cmp['max_regression_pct'])}."
-    return f"REGRESSION: {n:,} checked value(s) lost more than {limit_text(cmp['max_regression_pct'])}."
+    limit = limit_text(cmp["max_regression_pct"])
+    return f"REGRESSION: {n:,} checked {plural(n, 'value')} lost more than {limit}."
 
 
 def _input_line(cmp: dict) -> str:
@@ -159,9 +161,9 @@ _ONLY_IN_NAMED = 3
 
 def _only_in(k: dict, quote: str) -> list[str]:
     """The flows of one kernel pair found in one document only, not compared (their key differs: another capture's
-    flow, or a document that keys it otherwise), a line per document, for every format: "2 flow(s) only in the
-    baseline, not compared: A; B" (``quote`` around each label: Markdown's backquote); at most
-    ``_ONLY_IN_NAMED`` named, then how many more (``--format json`` lists them all)."""
+    flow, or a document that keys it otherwise), a line per document, for every format: "2 flows only in the
+    baseline, not compared: A; B" ("1 flow …" for one; ``quote`` around each label: Markdown's backquote); at
+    most ``_ONLY_IN_NAMED`` named, then how many more (``--format json`` lists them all)."""
     lines = []
     for what, fl in (("baseline", k["flows_only_in_baseline"]), ("current", k["flows_only_in_current"])):
         if fl:
@@ -171,7 +173,9 @@ def _only_in(k: dict, quote: str) -> list[str]:
                 if len(fl) > _ONLY_IN_NAMED
                 else ""
             )
-            lines.append(f"{len(fl):,} flow(s) only in the {what}, not compared: {named}{more}")
+            lines.append(
+                f"{len(fl):,} {plural(len(fl), 'flow')} only in the {what}, not compared: {named}{more}"
+            )
     return lines
 
 

@@ -71,13 +71,14 @@ class CompareSentences:
             why = f": {self._costless_parts(listed, self.pre)}" if listed is not None and self.pre else ""
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
-                f"refuses {refused:,} frame(s) {refused_where(t.refused_at)}, but "
+                f"refuses {refused:,} {plural(refused, 'frame')} {refused_where(t.refused_at)}, but "
                 + (
                     f"{self.pre} with the fix alone ({self.fix_alone})"
                     if self.fix_alone
                     else "the post-fix kernel"
                 )
-                + f" does not merge those frames either (no skb is saved){why}."
+                + f" does not merge {'that frame' if refused == 1 else 'those frames'} either "
+                f"(no skb is saved){why}."
             )
         elif lost:
             text = "No flow loses phys-device aggregation before the fix."
@@ -90,8 +91,9 @@ class CompareSentences:
         if lost:
             text += (
                 f" {'It also refuses' if refused else f'With {nic_words}, udp_gro_receive refuses'} {lost:,} "
-                f"frame(s) for a zero checksum of flows lost before decapsulation (below): the fix changes how "
-                "many skbs carry them to the drop, not what the host receives."
+                f"{plural(lost, 'frame')} for a zero checksum of flows lost before decapsulation (below): "
+                f"the fix changes how many skbs carry {'it' if lost == 1 else 'them'} to the drop, not what "
+                "the host receives."
             )
         return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post)
 
@@ -127,7 +129,8 @@ class CompareSentences:
             )
             parts.append(
                 f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to:,} of {t.tunnel:,} "
-                f"tunnelled flow(s) lose aggregation at the tunnel device's gro_cells: udp_gro_receive refuses "
+                f"tunnelled {plural(t.tunnel, 'flow')} {'loses' if t.to == 1 else 'lose'} aggregation at the "
+                "tunnel device's gro_cells: udp_gro_receive refuses "
                 f"{frames:,} {plural(frames, 'frame')} there ({TUNNEL_GATE_WORDS}). "
                 f"The fix{' alone' if self.fix_alone else ''} saves {saved_tun:,} {plural(saved_tun, 'skb')} handed "
                 f"up by the tunnel device{phys_note}."
@@ -183,10 +186,12 @@ class CompareSentences:
         else:
             reason = drop_list(t.pa_drops)
             later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
-        count = f"{t.pa:,} of {tcp if all_tcp else t.tunnel:,} tunnelled {'TCP ' if all_tcp else ''}flow(s)"
+        of = tcp if all_tcp else t.tunnel
+        count = f"{t.pa:,} of {of:,} tunnelled {'TCP ' if all_tcp else ''}{plural(of, 'flow')}"
         # one claim a sentence: what is affected, why, what becomes of it later, what the fix saves
         text = (
-            f"Before the fix, {count} lose phys-device aggregation: {frames:,} {plural(frames, 'frame')} "
+            f"Before the fix, {count} {'loses' if t.pa == 1 else 'lose'} phys-device aggregation: {frames:,} "
+            f"{plural(frames, 'frame')} "
             f"{'goes' if frames == 1 else 'go'} up one by one. {why[0].upper()}{why[1:]}. {later[0].upper()}{later[1:]}. "
             f"The fix{alone} saves {saved:,} {plural(saved, 'skb traversal')} of IP/UDP/tunnel decapsulation"
         )

@@ -480,8 +480,7 @@ def _split_texts(members: list[tuple[int, FlowKey]], lives: Lives | None = None)
     if len(members) < 2:
         return out
     for fid, me in members:
-        # the others by what tells them apart from this flow, in flow-id order: "#1, #3 with another outer
-        # destination port (rule) and #2 with another VXLAN flags word (rule)"
+        # the others by what tells them apart, in flow-id order: "#1, #3 with another <field> (rule) and #2 …"
         by_fields: dict[tuple, list[int]] = {}
         for o, k in members:
             if k != me and lived_together(lives, fid, o):
@@ -493,8 +492,9 @@ def _split_texts(members: list[tuple[int, FlowKey]], lives: Lives | None = None)
             what = ", ".join(w for w, _ in fields)
             rules = "; ".join(dict.fromkeys(r for _, r in fields))
             parts.append(f"{', '.join(f'#{o}' for o in others)} with another {what} ({rules})")
+        flows, theirs = ("flow", "that flow's") if len(by_fields) == len(others) == 1 else ("flows", "theirs")
         out[fid] = (
-            f"split: the same inner flow also travels as flow(s) {' and '.join(parts)}, so the phys "
-            "device's GRO never merges its frames with theirs"
+            f"split: the same inner flow also travels as {flows} {' and '.join(parts)}, so the phys device's GRO "
+            f"never merges its frames with {theirs}"
         )
     return out

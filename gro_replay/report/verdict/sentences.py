@@ -203,31 +203,35 @@ class CaptureSentences(CompareSentences):
             text += f" {who}{split_text(kept.splits)}."
         if self.split_count:
             text += (
-                f" {self.split_count:,} flow(s) carry an inner flow that also travels under another outer key "
-                "(see explain: split): the phys device's GRO never merges frames across outer keys."
+                f" {self.split_count:,} {plural(self.split_count, 'flow')} "
+                f"{'carries' if self.split_count == 1 else 'carry'} an inner flow that also travels under "
+                "another outer key (see explain: split): the phys device's GRO never merges frames across outer "
+                "keys."
             )
         return text
 
     def _unmerged_note(self, k: KernelFacts) -> str:
-        """ " <kernel> does not merge F tunnelled TCP flow(s) at the phys device (E of their S skbs carry no
+        """ " <kernel> does not merge F tunnelled TCP flows at the phys device (E of their S skbs carry no
         payload): reasons." or "" (the flows without payload are said apart, once: ``_empty_note``). The reasons are
         every unmerged skb's (``break_reasons``), the clause only when some carried no payload (``payload_clause``)."""
         u = self._tally.unmerged[k.name]
         if not u.flows:
             return ""
         return (
-            f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP flow(s) at the phys "
-            f"device{payload_clause(u.skbs, u.skbs_empty)}: {self._reasons(u.reasons, k.name)}"
+            f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
+            f"{plural(u.flows, 'flow')} at the phys device{payload_clause(u.skbs, u.skbs_empty)}: "
+            f"{self._reasons(u.reasons, k.name)}"
             + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
             + "."
         )
 
     def _empty_note(self, kernels: list[KernelFacts]) -> str:
         """The tunnelled TCP flows whose every phys skb carried no TCP payload (``Unmerged.empty``), in ``kernels``
-        (compare mode: the kernel with the fix): " N [other] tunnelled TCP flow(s) carry no payload (ACKs, and SYN,
-        FIN or RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no segment
-        without payload, in any kernel." — "other" than those the kernel's gate refused (``_costless_text``); once
-        when every kernel of the run counts the same, else per kernel named; "" when none."""
+        (compare mode: the kernel with the fix): " N [other] tunnelled TCP flows carry no payload (ACKs, and
+        SYN, FIN or RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no
+        segment without payload, in any kernel." — "other" than those the kernel's gate refused
+        (``_costless_text``); once when every kernel of the run counts the same, else per kernel named; "" when
+        none."""
         counts = [(k, self._tally.unmerged[k.name]) for k in kernels if self._tally.unmerged[k.name].empty]
         if not counts:
             return ""
@@ -245,7 +249,8 @@ class CaptureSentences(CompareSentences):
                 " other" if "no_payload" in self._tally.refusals[k.name].costless_by else ""
             )  # than the gate's
             parts.append(
-                f"{who}{u.empty:,}{other} tunnelled TCP flow(s) carry no payload ({self._said_above(k, u)}ACKs, and "
+                f"{who}{u.empty:,}{other} tunnelled TCP {plural(u.empty, 'flow')} "
+                f"{'carries' if u.empty == 1 else 'carry'} no payload ({self._said_above(k, u)}ACKs, and "
                 f"SYN, FIN or RST without data), whose segments go up one by one "
                 f"({self._reasons(u.empty_reasons, k.name)})"
             )
@@ -269,7 +274,7 @@ class CaptureSentences(CompareSentences):
 
     def _refusal_text(self, r: Refusals) -> str:
         """A kernel's affected flows by the stage whose gate refused them (``Refusals``, from
-        ``KernelFacts.refused_at``), in sentences: "F of T tunnelled flow(s) lose phys-device aggregation:
+        ``KernelFacts.refused_at``), in sentences: "F of T tunnelled flows lose phys-device aggregation:
         udp_gro_receive refuses N frames at the phys device. Their outer UDP checksum is 0 … (why).", then the flows
         refused only at the tunnel device's gro_cells, likewise."""
         t = self._tally
@@ -282,7 +287,8 @@ class CaptureSentences(CompareSentences):
                 _state_of(self.result.config, r.first_phys[1], self.rx_csum), self.result.config
             )
             parts.append(
-                f"{n:,} of {t.tunnel:,} tunnelled flow(s) lose phys-device aggregation: udp_gro_receive refuses "
+                f"{n:,} of {t.tunnel:,} tunnelled {plural(t.tunnel, 'flow')} {'loses' if n == 1 else 'lose'} "
+                "phys-device aggregation: udp_gro_receive refuses "
                 f"{frames:,} {plural(frames, 'frame')} at the phys device. {why[0].upper()}{why[1:]}."
             )
             if r.again:
@@ -293,14 +299,19 @@ class CaptureSentences(CompareSentences):
                 )
         if r.flows["tunnel"]:
             n, frames = r.flows["tunnel"], r.frames["tunnel"]
-            count = f"{n:,} other tunnelled flow(s)" if parts else f"{n:,} of {t.tunnel:,} tunnelled flow(s)"
+            count = (
+                f"{n:,} other tunnelled {plural(n, 'flow')}"
+                if parts
+                else f"{n:,} of {t.tunnel:,} tunnelled {plural(t.tunnel, 'flow')}"
+            )
             if not r.phys_too:
                 phys = "At the phys device udp_gro_receive does not refuse them"
             else:
                 whose = "their" if r.phys_too == n else f"{r.phys_too:,} of these flows'"
                 phys = f"At the phys device it refuses {whose} outer header too, which costs nothing: {NESTED_PHYS_WORDS}"
             parts.append(
-                f"{count} lose aggregation at the tunnel device's gro_cells: udp_gro_receive refuses {frames:,} "
+                f"{count} {'loses' if n == 1 else 'lose'} aggregation at the tunnel device's gro_cells: "
+                f"udp_gro_receive refuses {frames:,} "
                 f"{plural(frames, 'frame')} there ({TUNNEL_GATE_WORDS}). {phys}."
             )
         return " ".join(parts)
@@ -310,8 +321,8 @@ class CaptureSentences(CompareSentences):
     ) -> str:
         """The refusals of a kernel that cost no flow aggregation (``Refusals.costless_by``, by
         ``FlowVerdict.costless_why``): "udp_gro_receive [also] refuses N frames for a zero UDP checksum at no cost to
-        aggregation: F1 flow(s) carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..." (``subject``:
-        who refuses, "It" after a sentence naming udp_gro_receive)."""
+        aggregation: F1 flows carrying a tunnel inside the tunnel, n1 frames (why); F2 flows ..."
+        (``subject``: who refuses, "It" after a sentence naming udp_gro_receive)."""
         n = r.costless_frames
         return (
             f"{subject} {'also ' if also else ''}refuses {n:,} {plural(n, 'frame')} for a zero UDP checksum "
@@ -319,8 +330,8 @@ class CaptureSentences(CompareSentences):
         )
 
     def _costless_parts(self, r: Refusals, kernel: str) -> str:
-        """The flows whose refusals in ``kernel`` cost nothing, by why (``Refusals.costless_by``): "F1 flow(s)
-        carrying a tunnel inside the tunnel, n1 frames (why); F2 flow(s) ..."."""
+        """The flows whose refusals in ``kernel`` cost nothing, by why (``Refusals.costless_by``): "F1 flows
+        carrying a tunnel inside the tunnel, n1 frames (why); F2 flows ..." ("1 flow …" for one)."""
         parts = []
         for why, (flows, frames) in sorted(r.costless_by.items()):
             what, because = COSTLESS_WORDS[why]
@@ -330,7 +341,9 @@ class CaptureSentences(CompareSentences):
                 because = no_gain_text(self._reasons(r.post_no_gain_reasons, r.post_kernel), why)
             elif why == "not_tcp" and r.not_tcp_reasons and self.reasons_observed:
                 because = not_tcp_text(self._reasons(r.not_tcp_reasons, r.not_tcp_kernel))
-            parts.append(f"{flows:,} flow(s) {what}, {frames:,} {plural(frames, 'frame')} ({because})")
+            parts.append(
+                f"{flows:,} {plural(flows, 'flow')} {what}, {frames:,} {plural(frames, 'frame')} ({because})"
+            )
         return "; ".join(parts)
 
     def refusals_unseen(self) -> bool:
@@ -400,6 +413,7 @@ class CaptureSentences(CompareSentences):
             f"{head} carries {FIX}{_via(self.models.get(k.name))}: udp_gro_receive does not refuse tunnel frames "
             "for a zero UDP checksum, so it "
             f"is not affected by the zero-checksum bug; at the phys device it delivers {k.skbs['phys']:,} {plural(k.skbs['phys'], 'skb')} "
-            f"for {k.frames:,} {plural(k.frames, 'frame')} of {t.tunnel:,} tunnelled flow(s)."
+            f"for {k.frames:,} {plural(k.frames, 'frame')} of {t.tunnel:,} tunnelled "
+            f"{plural(t.tunnel, 'flow')}."
         )
         return text + self._unmerged_note(k)

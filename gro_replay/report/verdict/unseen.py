@@ -42,8 +42,9 @@ def unseen_text(lacks: str, k: KernelFacts, zero: int, tunnel: int, result: Repl
     return (
         f"{lacks}: whether its udp_gro_receive refuses tunnelled frames for a zero UDP checksum, and so whether "
         f"it is affected, is not observable with the kernel backend (the netif_receive_skb trace gives each "
-        f"skb's device and length, not why GRO ended it): {zero:,} of {tunnel:,} tunnelled flow(s) carry outer UDP "
-        f"checksum 0, and at the phys device it delivered {k.skbs['phys']:,} {plural(k.skbs['phys'], 'skb')} for "
+        f"skb's device and length, not why GRO ended it): {zero:,} of {tunnel:,} tunnelled "
+        f"{plural(tunnel, 'flow')} {'carries' if zero == 1 else 'carry'} outer UDP checksum 0, and at the "
+        f"phys device it delivered {k.skbs['phys']:,} {plural(k.skbs['phys'], 'skb')} for "
         f"the {k.frames:,} {plural(k.frames, 'frame')} of the tunnelled flows; gro-replay {path} --kernel "
         f"{shlex.quote(k.release)} {backend_replay_options(cfg)} names the frames its rules refuse (gro-replay "
         "validate checks those rules against this kernel)."

@@ -105,12 +105,13 @@ LOSSES: dict[str, tuple[str, str | None]] = {
 
 
 def loss_text(outcome: str, frames: int, skbs: Sequence[tuple[str, int]] = ()) -> str:
-    """``outcome`` (a normal-path drop reason) and ``frames`` as "N frame(s) lost: <function, counter>; knob: …".
+    """``outcome`` (a normal-path drop reason) and ``frames`` as "N frames lost: <function, counter>; knob:
+    …" ("1 frame lost: …" for one).
     ``skbs``: (kernel, skbs those frames were in) for each kernel run; where GRO merged some (skbs fewer than
     frames in a kernel) they are named, since the stack drops, and its counter counts, skbs: "… (RFC 6936; counter
     Udp6InCsumErrors); the stack drops, and counts, skbs: pre-fix 40, post-fix 2"."""
     what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
-    text = f"{frames:,} frame(s) lost: {what}"
+    text = f"{frames:,} {plural(frames, 'frame')} lost: {what}"
     if any(n != frames for _, n in skbs):
         text += "; the stack drops, and counts, skbs: " + ", ".join(f"{k} {n:,}" for k, n in skbs)
     return text + (f"; knob: {knob}" if knob else "")
@@ -162,14 +163,16 @@ def unread_text(inp) -> str:
 
 
 def split_text(splits: Counter) -> str:
-    """ "N skb(s) started beside a held skb of the same flow at <stage> (kept apart by <desc> [reason] ×n)"."""
+    """ "N skbs started beside a held skb of the same flow at <stage> (kept apart by <desc> [reason] ×n)"
+    ("1 skb started …" for one)."""
     parts = []
     for stage in ("phys", "tunnel"):
         c = Counter({why: n for (s, why), n in splits.items() if s == stage})
         if c:
+            total = sum(c.values())
             parts.append(
-                f"{sum(c.values()):,} skb(s) started beside a held skb of the same flow at {STAGE_NAMES[stage]} "
-                f"instead of merging (kept apart by {reason_list(c)})"
+                f"{total:,} {plural(total, 'skb')} started beside a held skb of the same flow at "
+                f"{STAGE_NAMES[stage]} instead of merging (kept apart by {reason_list(c)})"
             )
     return "; ".join(parts)
 
