@@ -53,8 +53,8 @@ class KernelModel:
     udp_tunnel_gate_checks_uh_check: bool = False
     #: 8dc1c444df19 (v5.11): a completed GRO packet adds its segment count to napi->rx_count.
     gro_normal_counts_segs: bool = True
-    #: b723748750ec (v5.7; 5.4.41 took it, 4.19.y did not): decapsulation copies an outer ECT(1) onto an inner ECT(0) header
-    #: (``INET_ECN_set_ect1``, RFC 6040 §4.2), which the tunnel device's inet_gro_receive then compares.
+    #: b723748750ec (v5.7; 5.4.41 took it, 4.19.y did not): decapsulation copies an outer ECT(1) onto an inner
+    #: ECT(0) header (``INET_ECN_set_ect1``, RFC 6040 §4.2), which the tunnel device's inet_gro_receive then compares.
     inet_ecn_decap_sets_ect1: bool = False
     #: 2867e1eac610 (v5.10-rc7; 5.4.82 took it): ``IP_ECN_set_ect1`` updates the IPv4 header checksum by +1, not
     #: +0x100 (network order), so the inner header still verifies after the ECT(1) mark (kernel/ip_tunnel_core.py).

@@ -32,9 +32,8 @@ ETH_P_8021Q = 0x8100
 ETH_P_8021AD = 0x88A8
 ETH_P_TEB = 0x6558
 ETH_HLEN = 14
-ETH_FRAME_LEN = (
-    1514  #: include/uapi/linux/if_ether.h: max bytes in a frame of a 1500-byte MTU (no FCS, no tag)
-)
+#: include/uapi/linux/if_ether.h: the most bytes of a frame of a 1500-byte MTU (no FCS, no VLAN tag)
+ETH_FRAME_LEN = 1514
 
 # skb_shinfo(skb)->gso_type bits (include/linux/skbuff.h, v5.10 layout). Only DODGY and TCPV4/TCPV6 steer a
 # decision here (dev_gro_receive); the others record what gro_complete set. 3271f19bf7b9 (v6.18) moved
