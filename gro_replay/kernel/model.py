@@ -135,6 +135,21 @@ class KernelModel:
                 return stable, point
         return None
 
+    def behaviour_notes(self) -> list[str]:
+        """What this kernel does that the counts, which end at the tunnel device, do not show: an ECT(1) mark at
+        decapsulation that writes a wrong inner IPv4 header checksum (``inet_ecn_decap_sets_ect1`` on,
+        ``ip_ecn_set_ect1_right_csum`` off: include/net/inet_ecn.h ``IP_ECN_set_ect1`` before 2867e1eac610), so that
+        ``ip_rcv`` drops such a packet after the tunnel device, also one the tunnel device's GRO passed up whole (a
+        GSO skb), whose end reason names no checksum."""
+        if self.inet_ecn_decap_sets_ect1 and not self.ip_ecn_set_ect1_right_csum:
+            return [
+                f"{self.name} writes a wrong inner IPv4 header checksum where decapsulation copies an outer ECT(1) "
+                "onto an inner ECT(0) (IP_ECN_set_ect1 before 2867e1eac610): ip_rcv drops such packets after the "
+                "tunnel device, which the counts here, ending there, do not show; the tunnel device's GRO flushes "
+                "them (end reason inet_gro_receive:inner_ip_fast_csum(IP_ECN_set_ect1)) unless they reach it merged"
+            ]
+        return []
+
     def describe(self) -> dict:
         """The JSON ``config.kernels[]`` entry: name, release, upstream base, backports (each with its stable commit
         and first point release), notes, the switches (``switches``: the model the simulation runs), and where
@@ -149,7 +164,7 @@ class KernelModel:
                 {"upstream": up, "switch": switch_of_commit(up), "stable_commit": st, "point_release": pt}
                 for up, st, pt in self.backports
             ],
-            "notes": list(self.notes),
+            "notes": [*self.notes, *self.behaviour_notes()],
             "vendor": self.vendor or None,
             "vendor_base": self.vendor_base or None,
             "pre_release": self._pre_release_entry(),

@@ -306,8 +306,8 @@ DESCRIPTIONS.update({INNER[r]: f"{DESCRIPTIONS[r]} (inner header)" for r in _HEA
 #: an outer ECT(1) over an inner ECT(0) before 2867e1eac610), not the capture's
 INET_CSUM_ECT1_MARK = INNER[INET_CSUM] + "(IP_ECN_set_ect1)"
 DESCRIPTIONS[INET_CSUM_ECT1_MARK] = (
-    "IPv4 header checksum bad (inner header), as the kernel's own ECT(1) mark at decapsulation wrote it "
-    "(IP_ECN_set_ect1 before 2867e1eac610: v5.7 to v5.10-rc6, 5.4.41 to 5.4.81); ip_rcv then drops the packet"
+    "IPv4 header checksum bad (inner header): the kernel's own ECT(1) mark at decapsulation wrote it, as "
+    "IP_ECN_set_ect1 did before 2867e1eac610 (v5.10-rc7); ip_rcv drops such a packet after the tunnel device"
 )
 #: a handler look-up's miss (kernel/handler_miss.py: the reason carries the value) → its words, ``{}`` the value named
 MISSED_WORDS = {

@@ -21,7 +21,7 @@ from .model import (
     release_tuple,
     upstream_profile,
 )
-from .stable import BACKPORTS_RESEARCHED, STABLE_BACKPORTS, ended_before, refuse_past_end
+from .stable import STABLE_BACKPORTS, backports_unread, read_through, refuse_past_end
 
 # ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
@@ -65,11 +65,11 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
                 on[c.switch] = True
                 backports.append((c.commit, stable, f"{branch}.{first}"))
             continue
-        researched = BACKPORTS_RESEARCHED.get(c.commit, ())
-        if researched is not None and branch not in researched and not ended_before(branch, c.upstream):
+        if backports_unread(c.commit, c.upstream, branch, point):
+            upto = read_through(c.commit, branch)
             notes.append(
                 f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
-                f"stable sources; {name} has it off as upstream {branch} does"
+                f"stable sources{f' after {branch}.{upto}' if upto else ''}; {name} has it off as upstream {branch} does"
             )
     return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)  # type: ignore[arg-type]  # bool switches
 
@@ -236,14 +236,21 @@ def _applied_commit(text: str) -> None:
     for c in SWITCH_COMMITS:
         if c.commit.startswith(h) or h.startswith(c.commit):
             model = _resolved(base)[0]  # raises as for the release alone (7.99+89e5c58fc1e2: newer than 6.18)
+            branch, point = _own_branch(model)
             if getattr(model, c.switch):  # a switch is on where its commit is in (SWITCH_COMMITS)
-                how = f" ({base} carries it)"
+                rc_unknown = model.pre_release and c.upstream_rc is None and model.base == branch
+                how = f" ({base} {'is assumed to carry it: the rc it landed in is not known' if rc_unknown else 'carries it'})"
             else:
-                lacks = (
-                    f"{base} is assumed to lack it, as its upstream base does"
-                    if model.vendor
-                    else f"{base} lacks it"
-                )
+                if model.vendor:
+                    lacks = f"{base} is assumed to lack it, as its upstream base does"
+                elif point and backports_unread(c.commit, c.upstream, branch, point):
+                    upto = read_through(c.commit, branch)
+                    lacks = (
+                        f"{base} is assumed to lack it, as linux-{branch}.y's backports of it were not read"
+                        + (f" after {branch}.{upto}" if upto else "")
+                    )
+                else:
+                    lacks = f"{base} lacks it"
                 if c.switch == "udp_tunnel_gate_checks_uh_check":
                     lacks += f": the verdict replays {base} with it applied beside it"
                 how = f" ({lacks}; {_carried_by(c, model)})"
@@ -254,14 +261,24 @@ def _applied_commit(text: str) -> None:
             )
 
 
+def _own_branch(model: KernelModel) -> tuple[str, int]:
+    """The stable branch ``X.Y`` a kernel's release names and its point release ``Z`` (0 for ``X.Y`` and a
+    pre-release): 4.18.20's is 4.18 (run as the 4.19 model, ``base``), a distribution's its upstream version's."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", model.release)
+    if m is None or model.pre_release:
+        return model.base, 0
+    return f"{m.group(1)}.{m.group(2)}", int(m.group(3) or 0)
+
+
 def _carried_by(c: SwitchCommit, model: KernelModel) -> str:
     """The releases that carry commit ``c`` for a kernel ``model`` that lacks it (``_applied_commit``'s advice): the
     stable point release of the model's branch that took it (kernel/stable.py ``STABLE_BACKPORTS``; not for a
     distribution's kernel, whose point releases are its vendor's), else the upstream release, and release
     candidate where pinned, that it first appeared in (``SwitchCommit.upstream``, ``upstream_rc``)."""
-    took = STABLE_BACKPORTS.get(c.commit, {}).get(model.base)
+    branch = _own_branch(model)[0]
+    took = STABLE_BACKPORTS.get(c.commit, {}).get(branch)
     if took is not None and not model.vendor:
-        return f"{model.base}.{took[1]} and later {model.base}.y releases carry it"
+        return f"{branch}.{took[1]} and later {branch}.y releases carry it"
     if c.upstream is None:
         return "no release gro-replay models carries it"
     up = f"{c.upstream[0]}.{c.upstream[1]}"

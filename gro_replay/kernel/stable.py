@@ -123,6 +123,30 @@ STABLE_ENDED: dict[str, tuple[int, str, tuple[int, int]]] = {
 }
 
 
+def backports_unread(commit: str, upstream: tuple[int, int] | None, branch: str, point: int) -> bool:
+    """Whether the backports of ``commit`` (first released upstream in ``upstream``) to stable branch ``branch``
+    ("5.4") up to its point release ``point`` were not read (``BACKPORTS_RESEARCHED``: the branch read whole, or
+    up to a point release), for a branch that may have taken it (``ended_before``): then a release of the
+    branch without a backport in ``STABLE_BACKPORTS`` lacks it by assumption, not as a fact."""
+    if STABLE_BACKPORTS.get(commit, {}).get(branch) is not None:
+        return False
+    researched = BACKPORTS_RESEARCHED.get(commit, ())
+    if researched is None or ended_before(branch, upstream):
+        return False
+    return not any(
+        r == branch or (isinstance(r, tuple) and r[0] == branch and point <= r[1]) for r in researched
+    )
+
+
+def read_through(commit: str, branch: str) -> int | None:
+    """The last point release of ``branch`` whose backports of ``commit`` were read (``BACKPORTS_RESEARCHED``'s
+    ``(branch, point)``), None when the branch was read whole or not at all."""
+    return next(
+        (r[1] for r in BACKPORTS_RESEARCHED.get(commit) or () if isinstance(r, tuple) and r[0] == branch),
+        None,
+    )
+
+
 def short_commit(stable: str | None) -> str:
     """A stable commit as tables print it: its first 12 hex digits, or "(id not read)" where ``STABLE_BACKPORTS``
     has None (a backport known from its review and release announcement, its commit id not read)."""
@@ -157,7 +181,7 @@ def refuse_past_end(branch: str, point: int, text: str) -> None:
 #: archive besides those in STABLE_BACKPORTS). Feature commits were never marked for stable (6fc2f3832d36 went to
 #: net-next only). A branch not read for a commit the branch's base lacks resolves without it and says so, unless
 #: the branch ended before the commit was released (``ended_before``).
-BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
+BACKPORTS_RESEARCHED: dict[str, tuple[str | tuple[str, int], ...] | None] = {
     "8dc1c444df19": ("4.19", "5.4", "5.10"),
     "89e5c58fc1e2": ("4.19", "5.4", "5.10", "5.11"),
     # fixes 5eddb24901ee (v6.1): no branch before 6.1 has what it fixes; 6.1.y took it
@@ -175,8 +199,9 @@ BACKPORTS_RESEARCHED: dict[str, tuple[str, ...] | None] = {
     # a net-next feature (the 6.6 pull); the only stable backport found is Jason Baron's later fix of 09c2c90705bb
     # (MAX_SKB_FRAGS - 1), taken by branches that have 09c2c90705bb
     "ae6db08f8b56": None,
-    # 6.16.y took it (STABLE_BACKPORTS); the long-term branches are not read to their ends
-    "a9888628cb2c": ("6.16",),
+    # 6.16.y took it (STABLE_BACKPORTS); 6.12.y read up to 6.12.50, not taken (STABLE_BACKPORTS' comment); the
+    # other long-term branches not read
+    "a9888628cb2c": ("6.16", ("6.12", 50)),
     # 5.4.y took it in 5.4.41, 4.19.y did not (STABLE_BACKPORTS)
     "b723748750ec": ("4.19", "5.4"),
     # its fix: 5.4.y in 5.4.82; 4.19.y has nothing to fix (the 5.7-5.9 branches are not read)

@@ -147,6 +147,37 @@ def test_the_wrong_ect1_checksum_stops_tunnel_gro(release, skbs, reasons):
     assert (tunnel["skbs_delivered"], tunnel["end_reasons"]) == (skbs, reasons)
 
 
+@pytest.mark.parametrize(
+    ("pre", "later"),
+    [
+        # the ECT(1) mark breaks the inner checksum: the tunnel device merges none of the frames the gate refused
+        (
+            "5.4.60",
+            "They are not merged by the tunnel device's gro_cells either (IPv4 header checksum bad (inner header): "
+            "the kernel's own ECT(1) mark at decapsulation wrote it",
+        ),
+        # before b723748750ec nothing is marked: they merge at the tunnel device
+        ("5.4.40", "They are merged only later by the tunnel device's gro_cells."),
+    ],
+)
+def test_the_verdict_says_what_the_tunnel_device_made_of_the_refused_frames(tmp_path, pre, later):
+    """Compare mode: 8 frames of one flow with outer UDP checksum 0 (refused by the pre-fix gate at the phys
+    device), outer ECT(1) over inner ECT(0). The verdict's "what becomes of them later" is the tunnel stage's
+    outcome, not an assumption (newcomer's finding: "merged only later" where nothing merged)."""
+    from click.testing import CliRunner
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.cli import main
+
+    path = tmp_path / "ect1.pcap"
+    with PcapWriter(str(path)) as w:
+        for n, f in enumerate(frames(specs(8, spec=replace(BASE, outer_tos=ECT_1, tos=ECT_0)))):
+            w.write(1_700_000_000_000_000_000 + 1000 * n, f)
+    r = CliRunner().invoke(main, [str(path), "--kernel", pre, "--kernel", "5.4.106"])
+    assert r.exit_code == 0, r.output
+    assert later in " ".join(r.stdout.split())
+
+
 @pytest.mark.parametrize(("outer", "inner"), [(CE, ECT_0), (ECT_1, ECT_0)])
 def test_ipv6_marks_keep_checksum_complete_right(outer, inner):
     """IP6_ECN_set_ce / IP6_ECN_set_ect1 update skb->csum under CHECKSUM_COMPLETE (the IPv6 header has no checksum

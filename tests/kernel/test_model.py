@@ -449,6 +449,30 @@ def test_a_branch_that_ended_before_a_commit_notes_no_unknown_backport():
     )
 
 
+def test_a_branch_read_up_to_a_point_release_notes_only_after_it():
+    """a9888628cb2c: linux-6.12.y read up to 6.12.50 (not taken): no "backports unknown" note there, one naming
+    what was read after it."""
+    assert not any("a9888628cb2c" in n for n in resolve_kernel("6.12.50").notes)
+    assert (
+        "backports unknown: whether linux-6.12.y took a9888628cb2c (ip_tun_rx_dst_sets_df) was not read in the "
+        "stable sources after 6.12.50; 6.12.51 has it off as upstream 6.12 does"
+    ) in resolve_kernel("6.12.51").notes
+
+
+def test_a_kernel_writing_the_wrong_ect1_checksum_says_so():
+    """Kernels with b723748750ec and without 2867e1eac610 (5.4.41 to 5.4.81, upstream 5.7 to 5.10-rc6) note that
+    ip_rcv drops the packets their ECT(1) mark breaks, after the tunnel device where the counts end; others not."""
+    for release, noted in (
+        ("5.4.60", True),
+        ("5.9", True),
+        ("5.4.40", False),
+        ("5.4.82", False),
+        ("6.18", False),
+    ):
+        notes = resolve_kernel(release).describe()["notes"]
+        assert any("writes a wrong inner IPv4 header checksum" in n for n in notes) is noted, release
+
+
 def test_stable_backports_read_from_reviews_and_announcements():
     """kernel/stable.py, from the stable list and kernel.org's push mails: b723748750ec reached 5.4.y in 5.4.41
     ("[PATCH 5.4 30/90]", 2020-05-13; "Linux 5.4.41", 2020-05-14), its stable commit id not read (None), and no
@@ -677,6 +701,32 @@ def test_kernels_command_lists_profiles_switches_and_backports(runner):
         ("5.4+8dc1c444df19", "use --kernel 5.4 (5.4 lacks it; 5.4.99 and later 5.4.y releases carry it)"),
         # ab4c8b6f7fcb came after v6.18: no profile has it
         ("6.18+ab4c8b6f7fcb", "use --kernel 6.18 (6.18 lacks it; no release gro-replay models carries it)"),
+        # the rc 8dc1c444df19 landed in is not known: 5.11-rc1 carries it by assumption (breaker's finding: "carries
+        # it" said as a fact)
+        (
+            "5.11-rc1+8dc1c44",
+            "use --kernel 5.11-rc1 (5.11-rc1 is assumed to carry it: the rc it landed in is not known)",
+        ),
+        # linux-5.9.y's backports of 2867e1eac610 were not read: lacking it is an assumption (breaker's finding)
+        (
+            "5.9.16+2867e1e",
+            "use --kernel 5.9.16 (5.9.16 is assumed to lack it, as linux-5.9.y's backports of it were not read; "
+            "5.10 and later carry it, from 5.10-rc7)",
+        ),
+        # linux-6.12.y read for a9888628cb2c up to 6.12.50, not taken (kernel/stable.py)
+        ("6.12.50+a988862", "use --kernel 6.12.50 (6.12.50 lacks it; 6.17 and later carry it)"),
+        (
+            "6.12.51+a988862",
+            "use --kernel 6.12.51 (6.12.51 is assumed to lack it, as linux-6.12.y's backports of it were not read "
+            "after 6.12.50; 6.17 and later carry it)",
+        ),
+        # 4.18.20 runs as the 4.19 model but is of linux-4.18.y, which ended without the fix: the advice names no
+        # 4.19.y release (breaker's finding)
+        (
+            "4.18.20+89e5c58",
+            "use --kernel 4.18.20 (4.18.20 lacks it: the verdict replays 4.18.20 with it applied beside it; 5.12 "
+            "and later carry it, from 5.12-rc2)",
+        ),
     ],
 )
 def test_a_release_with_a_modelled_commit_after_plus_is_refused(runner, text, how):

@@ -174,15 +174,8 @@ class CompareSentences:
             )
         elif reached and t.pa_tunnel_gate:
             later = "at the tunnel device's gro_cells udp_gro_receive refuses them again (a tunnel inside the tunnel)"
-        elif reached and t.pa_drops:  # some of their frames never reach the tunnel device
-            lost = sum(t.pa_drops.values())
-            reason = drop_list(t.pa_drops)
-            later = (
-                "those that reach the tunnel device are merged only later by its gro_cells "
-                f"({lost:,} {plural(lost, 'frame')} of these flows never reach it: {reason})"
-            )
         elif reached:
-            later = "they are merged only later by the tunnel device's gro_cells"
+            later = self._merged_later()
         else:
             reason = drop_list(t.pa_drops)
             later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
@@ -198,6 +191,32 @@ class CompareSentences:
         if saved_tun:
             text += f" and {saved_tun:,} {plural(saved_tun, 'skb')} handed up by the tunnel device"
         return text + "."
+
+    def _merged_later(self) -> str:
+        """What the tunnel device's gro_cells made of the affected flows' frames that reached it (compare mode,
+        the kernel without the fix): merged for every flow, for some (``_Tally.pa_tunnel_merging``), or for none,
+        with the end reasons of the flows it did not merge (``pa_tunnel_unmerged``: e.g. an inner IPv4 header
+        checksum that does not verify); and how many of their frames never reach it (``pa_drops``)."""
+        t = self._tally
+        done = t.pa_tunnel_merging
+        cells = (
+            "its gro_cells" if t.pa_drops else "the tunnel device's gro_cells"
+        )  # after "reach the tunnel device"
+        done_words = f"merged only later by {cells}"
+        if t.pa_tunnel_unmerged:
+            why = self._reasons(t.pa_tunnel_unmerged, self.pre)
+            done_words = (
+                f"{done_words} for {done:,} of them, not for the others ({why})"
+                if done
+                else f"not merged by {cells} either ({why})"
+            )
+        if not t.pa_drops:
+            return f"they are {done_words}"
+        lost = sum(t.pa_drops.values())  # some of their frames never reach the tunnel device
+        return (
+            f"those that reach the tunnel device are {done_words} ({lost:,} {plural(lost, 'frame')} of these flows "
+            f"never reach it: {drop_list(t.pa_drops)})"
+        )
 
     def _other_changes_note(self) -> str:
         """ " (PRE → POST also changes S1, S2.)" where the compared kernels differ in other commits too and the fix

@@ -140,12 +140,13 @@ class KernelFacts:
     skbs: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     gate_zero: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     gate_set: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
-    #: frames the zero-checksum gate refused, each once (a nested tunnel's frame can be refused at both stages):
-    #: per flow the larger of its two stage counts, summed over flows in a kernel's totals
+    #: frames the gate refused, each once (a nested tunnel's at both stages): per flow its larger stage count
     refused: int = 0
     lost: Counter = field(default_factory=Counter)  # frames by drop reason
     lost_skbs: Counter = field(default_factory=Counter)  # the skbs they were in: what the drop counters count
     phys_reasons: Counter = field(default_factory=Counter)
+    tunnel_reasons: Counter = field(default_factory=Counter)
+    tunnel_merged: int = 0  # segments the tunnel stage merged into others (its segments less its skbs)
     #: phys skbs delivered without TCP payload (``FlowStats.empty``)
     phys_empty: int = 0
     #: phys skbs ended by an IP ID condition, by (header, step, segments held)
@@ -160,18 +161,16 @@ class KernelFacts:
     @property
     def without_payload(self) -> bool:
         """Every phys skb of the flow (at least one) carried no TCP payload (``phys_empty``: ACKs, and SYN, FIN or
-        RST without data): segments that tcp_gro_receive merges in no kernel ((len - 1) >= mss, len < mss at
-        out_check_final; net/ipv4/tcp_offload.c), whatever stops GRO before tcp_gro_receive. Read from the frames each
-        skb carries, by the lengths their IP headers declare (``packet.headers.tcp_payload_len``), by both backends:
-        the simulator's driver step (sim/driver.py) and the kernel backend (validate.kernel_result)."""
+        RST without data), which tcp_gro_receive merges in no kernel (net/ipv4/tcp_offload.c), whatever stops GRO
+        before it. Read from each skb's frames by their IP headers' lengths (``packet.headers.tcp_payload_len``),
+        by both backends: the driver step (sim/driver.py) and the kernel backend (validate.kernel_result)."""
         return bool(self.phys_empty) and self.phys_empty == self.skbs["phys"]
 
     def refused_at(self) -> str | None:
         """Of one flow's facts: the first stage whose zero-checksum gate refused its frames — ``"phys"`` (the outer
-        header at the phys device; a nested tunnel's frames may be refused again at the tunnel device), ``"tunnel"``
-        (only at the tunnel device's gro_cells: a tunnel inside the tunnel whose outer header passed) — or None.
-        Read from ``gate_zero``, the JSON's ``gate_refusals_zero_csum``. Where a refusal costs aggregation (what
-        the single-kernel verdict names) is ``FlowVerdict.costly_at``."""
+        header; a nested tunnel's frames may be refused again at the tunnel device), ``"tunnel"`` (only at the
+        tunnel device's gro_cells: a tunnel inside the tunnel) — or None. Read from ``gate_zero`` (JSON
+        ``gate_refusals_zero_csum``); where a refusal costs aggregation is ``FlowVerdict.costly_at``."""
         if self.gate_zero["phys"]:
             return "phys"
         return "tunnel" if self.gate_zero["tunnel"] else None
@@ -217,7 +216,8 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
         if outcome != "queued" and n:
             kf.lost[outcome] += n
             kf.lost_skbs[outcome] += f.stack[outcome]
-    kf.phys_reasons = Counter(f.reasons["phys"])
+    kf.phys_reasons, kf.tunnel_reasons = Counter(f.reasons["phys"]), Counter(f.reasons["tunnel"])
+    kf.tunnel_merged = f.segs["tunnel"] - f.skbs["tunnel"]
     kf.phys_empty = getattr(f, "empty", {}).get("phys", 0)
     steps = getattr(f, "id_steps", None)
     if steps:
