@@ -19,6 +19,7 @@ from .kernel.release import resolve_kernel
 from .oracle.match import match_deliveries
 from .packet.decode import CLS_NOT_TUNNEL, Decoder, outer_udp_csum_bad
 from .packet.headers import tcp_payload_len
+from .project import plural
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
 from .sim.notes import input_notes
@@ -308,7 +309,8 @@ def _unmatched_note(matched: dict[str, list]) -> list[str]:
     where = ", ".join(f"{stage} {k:,}" for stage, k in lost.items() if k)
     one = n == 1
     return [
-        f"{n:,} of the {total:,} skbs the running kernel delivered ({where}) {'matches' if one else 'match'} no run "
+        f"{n:,} of the {total:,} {plural(total, 'skb')} the running kernel delivered ({where}) "
+        f"{'matches' if one else 'match'} no run "
         f"of one flow's frames by {'its length' if one else 'their lengths'} (the trace gives no more): "
         f"{'it is' if one else 'each is'} counted as 1 segment of the flow (unmatched), so the segment counts lack "
         f"the frames {'it' if one else 'they'} carried; validate compares the lengths themselves"

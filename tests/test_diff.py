@@ -262,6 +262,32 @@ def test_one_capture_as_a_file_and_piped_in_names_both(tmp_path):
     )
 
 
+def test_a_document_without_path_or_digest_is_said_so(tmp_path):
+    """One capture's document with its input path removed: the input line names the path the other records, and
+    whose document records none (it named "an unnamed input", the baseline's lack, before). Without a sha256 the
+    inputs are not known to differ: refused as "not known to be the same", not as "different inputs"
+    (breaker's finding)."""
+    doc = json.loads(run(FIX_SAMPLE, "--format", "json", "-q").stdout)
+    sha = doc["input"]["sha256"]
+    full, nopath, nosha = tmp_path / "full.json", tmp_path / "nopath.json", tmp_path / "nosha.json"
+    full.write_text(json.dumps(doc))
+    nopath.write_text(json.dumps({**doc, "input": {**doc["input"], "path": None}}))
+    nosha.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": None}}))
+    assert run("diff", nopath, full).stdout.splitlines()[0] == (
+        f"input: {FIX_SAMPLE} (sha256 {sha[:12]}; the baseline document records no path)"
+    )
+    assert run("diff", full, nopath).stdout.splitlines()[0] == (
+        f"input: {FIX_SAMPLE} (sha256 {sha[:12]}; the current document records no path)"
+    )
+    r = run("diff", nosha, full)
+    assert r.exit_code == 2 and r.stderr.startswith(
+        f"Error: inputs not known to be the same: BASELINE replayed {FIX_SAMPLE} (no sha256 recorded), CURRENT "
+        f"replayed {FIX_SAMPLE} (sha256 {sha[:12]})"
+    )
+    r = run("diff", nosha, full, "--allow-different-input", "--format", "json")
+    assert any(n.startswith("inputs not known to be the same: ") for n in json.loads(r.stdout)["notes"])
+
+
 def test_diff_different_inputs_refused_unless_allowed(docs):
     r = run("diff", docs["both"], docs["other"])
     assert r.exit_code == 2

@@ -75,6 +75,20 @@ def test_a_driver_preset_says_its_layout_is_a_1500_mtu_frame(runner, tmp_path, n
     assert r.exit_code == 0 and f"note: {notes[0]}" in r.stdout
 
 
+def test_a_captured_trailer_is_no_part_of_the_length(tmp_path):
+    """A frame captured with 4 bytes after its IP packet (an FCS, padding) is as long as its headers say: 1514 + 4
+    bytes is not longer than ETH_FRAME_LEN, 1515 + 4 is (breaker's finding: trailers counted), on both engines."""
+    spec = FrameSpec(seq=1_000_000, flags=ACK)
+    path = tmp_path / "trailer.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, wire in enumerate([1514, 1514, 1515]):
+            spec = replace(spec, payload=wire - HEADERS, seq=spec.seq + spec.payload, ip_id=spec.ip_id + 1)
+            w.write(1_700_000_000_000_000_000 + 1000 * i, build_frame(spec) + b"\xde\xad\xbe\xef")
+    batch, ref, _counts = batch_and_reference(str(path), ReplayConfig(resegment="off"))
+    assert batch == ref
+    assert json.loads(batch)["input"]["frames_over_eth_frame_len"] == 1
+
+
 @pytest.mark.parametrize("args", [[], ["--nic", "veth"]])
 def test_veth_af_packet_layout_needs_no_note(runner, tmp_path, args):
     """veth's skbs from AF_PACKET are modelled at every length (paged from 4,080 bytes): the count, no note."""

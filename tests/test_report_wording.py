@@ -394,3 +394,25 @@ def test_diff_status_counts_its_values_in_agreement(fix_docs, metrics, status, f
     r = CliRunner().invoke(main, ["diff", *fix_docs, *metrics, "--format", fmt], env={"COLUMNS": None})
     assert r.exit_code == 1, r.output
     assert (f"**{status}**" if fmt == "markdown" else status) in r.stdout.splitlines()
+
+
+def test_one_frame_or_flow_takes_the_singular_in_the_remaining_sentences(runner, tmp_path):
+    """Sentences that spoke of one as of many (breaker's findings): the gate's "for its zero outer UDP checksum",
+    explain's "1 frame" of a flow that is not tunnelled, the unconfigured-port note's "to decode it"."""
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_frame
+    from gro_replay.report.verdict.words import refused_where
+    from gro_replay.sim.notes import unconfigured_text
+
+    assert refused_where({"phys": 1, "tunnel": 0}) == "for its zero outer UDP checksum"
+    assert refused_where({"phys": 2, "tunnel": 0}) == "for their zero outer UDP checksum"
+    assert "to decode it (or --vxlan-port auto" in unconfigured_text("vxlan", 9999, 1)
+    assert "to decode them (or --vxlan-port auto" in unconfigured_text("vxlan", 9999, 2)
+    path = tmp_path / "one.pcap"
+    with PcapWriter(
+        str(path)
+    ) as w:  # one VXLAN frame to UDP port 9999: no tunnel socket there, one plain flow
+        w.write(1_700_000_000_000_000_000, build_frame(FrameSpec(udp_dport=9999)))
+    r = runner.invoke(main, ["explain", str(path), "--limit", "0"])
+    assert r.exit_code == 0, r.output
+    assert re.search(r"^flow 0: .*; 1 frame$", r.stdout, re.M), r.stdout

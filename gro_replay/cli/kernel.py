@@ -414,7 +414,9 @@ def _print_validation(release, model, oracle, devices, sim_cfg, inp):
         else:
             name = names.get(d.port, sim_cfg.vxlan_dev)
         click.echo(f"  {name} ({d.stage}, port {d.port})" if d.port else f"  {name} ({d.stage})", nl=False)
-        click.echo(f": {d.matching:,}/{d.total:,} skbs agree")
+        click.echo(
+            f": {d.matching:,}/{d.total:,} {plural(d.total, 'skb')} {'agrees' if d.total == 1 else 'agree'}"
+        )
         div = d.first_divergence()
         if div:
             click.echo(

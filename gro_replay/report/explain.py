@@ -257,7 +257,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                 f"inner {_inner_text(key) if key['inner']['src'] else '(not IP)'}; {f['frames']:,} {plural(f['frames'], 'frame')}"
             )
         else:
-            head = f"flow {f['id']}: {f['flow']}; {f['frames']:,} frames"
+            head = f"flow {f['id']}: {f['flow']}; {f['frames']:,} {plural(f['frames'], 'frame')}"
         lines.append(head)
         for name, k in f["kernels"].items():
             where = " and ".join(STAGE_TITLES[s] for s in k["aggregated_at"])

@@ -453,7 +453,10 @@ class Ingest(FlowMss):
                 if fresh is not None:
                     fid = fresh(fid, ts_ns)
                 inp.frames_replayed += 1
-                inp.frames_over_eth_frame_len += len(frame) > ETH_FRAME_LEN
+                # by its IP header's length: a captured trailer or FCS is no part of the frame the NIC buffers
+                inp.frames_over_eth_frame_len += (
+                    len(frame) > ETH_FRAME_LEN and 14 + outer_ip_len(frame) > ETH_FRAME_LEN
+                )
                 cls = flow_class[fid]
                 classes[cls] += 1
                 # a segment's checksums were computed by the split (resegment.py): nothing to check or learn

@@ -100,7 +100,8 @@ def unconfigured_text(kind: str, port: int, n: int, backend: bool = False) -> st
     if not backend:
         return (
             f"{what}, but no {name} port is configured there: replayed as plain UDP (not_tunnel), as a kernel "
-            f"without that tunnel socket would; pass {opt} {port} to decode them (or {opt} auto, which finds such "
+            f"without that tunnel socket would; pass {opt} {port} to decode {'it' if n == 1 else 'them'} (or {opt} "
+            "auto, which finds such "
             "ports in a first read of the capture)"
         )
     sent = (

@@ -275,12 +275,16 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
     bi, ci = base.get("input", {}), cur.get("input", {})
     notes: list[str] = []
     if bi.get("sha256") != ci.get("sha256"):
+        # a document without a digest (an older or hand-made one) may be of the same bytes: not said to differ
+        what = (
+            "different inputs" if bi.get("sha256") and ci.get("sha256") else "inputs not known to be the same"
+        )
         if not allow_different_input:
             raise DiffError(
-                f"different inputs: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}; "
+                f"{what}: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}; "
                 "pass --allow-different-input to compare anyway"
             )
-        notes.append(f"different inputs: {inputs_words(bi, ci)} (--allow-different-input)")
+        notes.append(f"{what}: {inputs_words(bi, ci)} (--allow-different-input)")
     pairs = _pair_kernels(base, cur)
     notes += _config_notes(base, cur)
     checked = set(metrics)

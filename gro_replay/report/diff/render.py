@@ -102,11 +102,12 @@ def _input_line(cmp: dict) -> str:
         return "input: neither document records its input"
     if bi.get("sha256") and bi.get("sha256") == ci.get("sha256"):
         b, c = input_words(bi, short=True), input_words(ci, short=True)
+        sha = str(bi["sha256"])[:12]
         if b != c and bi.get("path") and ci.get("path"):
             # one capture under two names (a file, and the same bytes piped in: "standard input"): both named
-            return (
-                f"input: {b} (baseline) and {c} (current), the same bytes (sha256 {str(bi['sha256'])[:12]})"
-            )
+            return f"input: {b} (baseline) and {c} (current), the same bytes (sha256 {sha})"
+        if bool(bi.get("path")) != bool(ci.get("path")):  # the one name recorded, and whose it is
+            return f"input: {b if bi.get('path') else c} (sha256 {sha}; the {'current' if bi.get('path') else 'baseline'} document records no path)"
         return f"input: {input_words(bi).removeprefix('replayed ')}"
     return f"inputs: {inputs_words(bi, ci)}"
 

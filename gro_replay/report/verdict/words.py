@@ -488,8 +488,9 @@ def refused_where(at: dict) -> str:
     (its outer header passed at the phys device), or both."""
     phys, tunnel = at["phys"], at["tunnel"]
     nested = f"at {STAGE_NAMES['tunnel']} for the zero UDP checksum of a tunnel inside the tunnel"
+    their = "its" if phys + tunnel == 1 else "their"
     if not tunnel:
-        return "for their zero outer UDP checksum"
+        return f"for {their} zero outer UDP checksum"
     if not phys:
-        return f"{nested} (their outer header passed at {STAGE_NAMES['phys']})"
+        return f"{nested} ({their} outer header passed at {STAGE_NAMES['phys']})"
     return f"for a zero UDP checksum ({phys:,} at {STAGE_NAMES['phys']}, {tunnel:,} only {nested})"
