@@ -674,3 +674,23 @@ def test_batch_row_carries_the_verdict_count_in_every_mode(args, affected, outco
     buf = io.StringIO()
     render_table(whole, Console(file=buf, width=200))
     assert "affected" in buf.getvalue()  # the column is there whatever the mode
+
+
+def test_a_capture_named_twice_is_said_replayed_twice(tmp_path, scheduler):
+    """A directory and one of its files: the file is replayed (and counted) twice, as it was named (pure=False:
+    serial runs would too), and the totals say so: 2 replays of 1 capture, 34 of its 17 frames (newcomer's finding:
+    "2 captures, 34 frames read" of one 17-frame file)."""
+    d = tmp_path / "caps"
+    d.mkdir()
+    cap = d / "fix.pcap"
+    cap.write_bytes(FIX_SAMPLE.read_bytes())
+    r = CliRunner().invoke(
+        main, ["batch", str(d), str(cap), "--scheduler", scheduler], env={"COLUMNS": "120"}
+    )
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[-1].startswith(
+        "2 replays of 1 capture (named more than once), 0 failed, 34 frames read, 34 replayed in "
+    )
+    r = CliRunner().invoke(main, ["batch", str(d), str(cap), "--scheduler", scheduler, "--format", "json"])
+    totals = json.loads(r.stdout)["totals"]
+    assert (totals["captures"], totals["distinct_captures"], totals["frames"]) == (2, 1, 34)

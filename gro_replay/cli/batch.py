@@ -34,7 +34,8 @@ COMBINED_NAME = "batch.json"
 
 
 def combined(outcomes, cfg, where: dict, seconds: float) -> dict:
-    """The combined JSON: tool, config, where it ran, one row per capture (input order), totals."""
+    """The combined JSON: tool, config, where it ran, one row per capture (input order), totals (``captures``:
+    rows, a capture named twice replayed twice; ``distinct_captures``: the files they name, by real path)."""
     rows = [o.row() for o in outcomes]
     return {
         "schema_version": SCHEMA_VERSION,
@@ -45,6 +46,7 @@ def combined(outcomes, cfg, where: dict, seconds: float) -> dict:
         "captures": rows,
         "totals": {
             "captures": len(rows),
+            "distinct_captures": len({os.path.realpath(r["path"]) for r in rows}),
             "failed": sum(1 for r in rows if r["error"] is not None),
             "frames": sum(r["frames"] or 0 for r in rows),
             "replayed": sum(r["replayed"] or 0 for r in rows),
@@ -124,9 +126,16 @@ def render_table(doc: dict, console: Console) -> None:
     for line in failed:
         say(console, line)
     t = doc["totals"]
+    n, distinct = t["captures"], t.get("distinct_captures", t["captures"])
+    # a capture named twice (a directory and its files, overlapping globs) is replayed, and counted, twice
+    what = (
+        f"{n:,} {plural(n, 'capture')}"
+        if distinct == n
+        else f"{n:,} replays of {distinct:,} {plural(distinct, 'capture')} (named more than once)"
+    )
     say(
         console,
-        f"{t['captures']:,} {plural(t['captures'], 'capture')}, {t['failed']:,} failed, {t['frames']:,} "
+        f"{what}, {t['failed']:,} failed, {t['frames']:,} "
         f"{plural(t['frames'], 'frame')} read, {t['replayed']:,} replayed in {t['seconds']:.1f} s",
         soft_wrap=False,
     )
