@@ -763,3 +763,18 @@ def test_diff_names_a_switch_a_document_lacks_absent(tmp_path):
     old.write_text(json.dumps(doc))
     out = " ".join(run("diff", old, new).stdout.split())
     assert "modelled commits ae6db08f8b56 (absent) → on" in out and "null" not in out
+
+
+def test_documents_without_digests_are_one_input_only_under_one_name(tmp_path):
+    """Two documents without a sha256: one input when they name the same path (or none), else not known to be the
+    same and refused like one-sided digests (breaker's finding: compared silently under two paths)."""
+    doc = json.loads(run(FIX_SAMPLE, "--format", "json", "-q").stdout)
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": None}}))
+    b.write_text(
+        json.dumps({**doc, "input": {**doc["input"], "sha256": None, "path": "/other/capture.pcap"}})
+    )
+    c.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": None}}))
+    assert run("diff", a, c).exit_code == 0
+    r = run("diff", a, b)
+    assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: ")

@@ -101,7 +101,7 @@ def test_geneve_on_another_port_points_to_the_replay(tmp_path):
         "1 frame to UDP port 6090 parses as Geneve, but the kernel backend makes its geneve device on UDP port 6081 "
         "only (where the running kernel has Geneve): sent as plain UDP (not_tunnel), and the running kernel, "
         "without a tunnel socket there, received it "
-        "so; the replay decodes them (gro-replay CAPTURE --geneve-port 6090)"
+        "so; the replay decodes it (gro-replay CAPTURE --geneve-port 6090)"
     ]
 
 

@@ -416,3 +416,13 @@ def test_one_frame_or_flow_takes_the_singular_in_the_remaining_sentences(runner,
     r = runner.invoke(main, ["explain", str(path), "--limit", "0"])
     assert r.exit_code == 0, r.output
     assert re.search(r"^flow 0: .*; 1 frame$", r.stdout, re.M), r.stdout
+
+
+def test_a_loss_of_several_frames_says_them():
+    """The drop table speaks of one packet ("udp_rcv drops it"); several frames lost take "them" (breaker's
+    finding: "2 frames lost: geneve_rx drops it")."""
+    from gro_replay.kernel import drop_reasons as D
+    from gro_replay.report.verdict.words import loss_text
+
+    assert loss_text(D.UDP_SHORT_PACKET, 1).startswith("1 frame lost: udp_rcv drops it: ")
+    assert loss_text(D.UDP_SHORT_PACKET, 2).startswith("2 frames lost: udp_rcv drops them: ")

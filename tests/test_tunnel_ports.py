@@ -266,7 +266,7 @@ def test_gbp_frames_without_vxlan_gbp_are_lost_and_the_knob_named(runner, tmp_pa
     # vxlan_rcv drops skbs: the 20 frames are 20 skbs pre-fix (the level-0 gate refuses each) and 1 aggregate
     # post-fix, which its error counters count once
     assert (
-        "vxlan_rcv drops it: reserved VXLAN bits set; the stack drops, and counts, skbs: pre-fix 20, post-fix 1; "
+        "vxlan_rcv drops them: reserved VXLAN bits set; the stack drops, and counts, skbs: pre-fix 20, post-fix 1; "
         "knob: --vxlan-gbp"
     ) in " ".join(r.stdout.split())
 

@@ -191,5 +191,5 @@ def kernels_cmd(kernel_rel, fmt) -> None:
             b.add_row(up, f"linux-{br}.y", short_commit(st), f"{br}.{pt}")
     print_uncut(console, b)
     for m in extra:
-        for n in m.notes:
+        for n in [*m.notes, *m.behaviour_notes()]:
             say(console, f"note ({m.name}): {n}", soft_wrap=False)

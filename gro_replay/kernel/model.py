@@ -142,8 +142,13 @@ class KernelModel:
         ``ip_rcv`` drops such a packet after the tunnel device, also one the tunnel device's GRO passed up whole (a
         GSO skb), whose end reason names no checksum."""
         if self.inet_ecn_decap_sets_ect1 and not self.ip_ecn_set_ect1_right_csum:
+            # lacking the fix by assumption (a vendor's kernel, a stable branch whose backports were not read)
+            assumed = self.vendor or any(
+                n.startswith("backports unknown") and "2867e1eac610" in n for n in self.notes
+            )
             return [
-                f"{self.name} writes a wrong inner IPv4 header checksum where decapsulation copies an outer ECT(1) "
+                f"{self.name} {'is assumed to write' if assumed else 'writes'} a wrong inner IPv4 header checksum "
+                "where decapsulation copies an outer ECT(1) "
                 "onto an inner ECT(0) (IP_ECN_set_ect1 before 2867e1eac610): ip_rcv drops such packets after the "
                 "tunnel device, which the counts here, ending there, do not show; the tunnel device's GRO flushes "
                 "them (end reason inet_gro_receive:inner_ip_fast_csum(IP_ECN_set_ect1)) unless they reach it merged"

@@ -112,7 +112,8 @@ def unconfigured_text(kind: str, port: int, n: int, backend: bool = False) -> st
         return f"{what}, but the kernel backend made no vxlan device there: {sent}; pass --vxlan-port {port} to make one"
     return (
         f"{what}, but the kernel backend makes its geneve device on UDP port {BACKEND_GENEVE_PORT} only (where the "
-        f"running kernel has Geneve): {sent}; the replay decodes them (gro-replay CAPTURE --geneve-port {port})"
+        f"running kernel has Geneve): {sent}; the replay decodes {'it' if n == 1 else 'them'} (gro-replay CAPTURE "
+        f"--geneve-port {port})"
     )
 
 

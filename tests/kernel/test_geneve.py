@@ -272,6 +272,6 @@ def test_verdict_of_a_flow_partly_dropped_by_geneve_rx(tmp_path, runner):
     text = doc["verdict"]["text"]
     assert "they are merged only later by the tunnel device's gro_cells" not in text
     assert (
-        "Those that reach the tunnel device are merged only later by its gro_cells (10 frames of these flows never "
-        "reach it: geneve_rx:critical_options ×10). The fix saves 18 skb traversals"
+        "Those that reach the tunnel device are merged only later by its gro_cells; 10 frames never reach it "
+        "(geneve_rx:critical_options ×10). The fix saves 18 skb traversals"
     ) in text

@@ -470,7 +470,12 @@ def test_a_kernel_writing_the_wrong_ect1_checksum_says_so():
         ("6.18", False),
     ):
         notes = resolve_kernel(release).describe()["notes"]
-        assert any("writes a wrong inner IPv4 header checksum" in n for n in notes) is noted, release
+        assert (
+            any(n.startswith(f"{release} writes a wrong inner IPv4 header checksum") for n in notes) is noted
+        )
+    # linux-5.9.y's backports of 2867e1eac610 were not read: an assumption, said so (breaker's finding)
+    notes = resolve_kernel("5.9.16").describe()["notes"]
+    assert any(n.startswith("5.9.16 is assumed to write a wrong inner IPv4 header checksum") for n in notes)
 
 
 def test_stable_backports_read_from_reviews_and_announcements():

@@ -274,8 +274,12 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         raise DiffError("--max-regression must be a percentage ≥ 0")
     bi, ci = base.get("input", {}), cur.get("input", {})
     notes: list[str] = []
-    if bi.get("sha256") != ci.get("sha256"):
-        # a document without a digest (an older or hand-made one) may be of the same bytes: not said to differ
+    # two documents without a digest (older or hand-made ones) are of one input only under one name (or none)
+    same = bi.get("sha256") == ci.get("sha256") and (
+        bool(bi.get("sha256")) or bi.get("path") == ci.get("path")
+    )
+    if not same:
+        # a document without a digest may be of the same bytes: not said to differ
         what = (
             "different inputs" if bi.get("sha256") and ci.get("sha256") else "inputs not known to be the same"
         )

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...kernel.model import KernelModel
-from .facts import FIX, KernelFacts, ReplayResult
+from .facts import _POLL_FLUSHES, FIX, KernelFacts, ReplayResult
 from .tally import Refusals, _Tally
 from .words import (
     TUNNEL_GATE_WORDS,
@@ -194,29 +194,30 @@ class CompareSentences:
 
     def _merged_later(self) -> str:
         """What the tunnel device's gro_cells made of the affected flows' frames that reached it (compare mode,
-        the kernel without the fix): merged for every flow, for some (``_Tally.pa_tunnel_merging``), or for none,
-        with the end reasons of the flows it did not merge (``pa_tunnel_unmerged``: e.g. an inner IPv4 header
-        checksum that does not verify); and how many of their frames never reach it (``pa_drops``)."""
+        the kernel without the fix): "merged only later" when it merged some and every skb it handed up ended only
+        at a poll's end (``_Tally.pa_tunnel_*``); else how many frames went up in how many skbs, and why the skbs
+        ended (an inner IPv4 header checksum that does not verify, a lone frame flushed at the poll's end); and how
+        many of their frames never reach it (``pa_drops``)."""
         t = self._tally
-        done = t.pa_tunnel_merging
-        cells = (
-            "its gro_cells" if t.pa_drops else "the tunnel device's gro_cells"
-        )  # after "reach the tunnel device"
-        done_words = f"merged only later by {cells}"
-        if t.pa_tunnel_unmerged:
-            why = self._reasons(t.pa_tunnel_unmerged, self.pre)
-            done_words = (
-                f"{done_words} for {done:,} of them, not for the others ({why})"
-                if done
-                else f"not merged by {cells} either ({why})"
+        segs, skbs = t.pa_tunnel_segs, t.pa_tunnel_skbs
+        apart = Counter({r: n for r, n in t.pa_tunnel_reasons.items() if r not in _POLL_FLUSHES})
+        if skbs < segs and not apart:
+            cells = "its gro_cells" if t.pa_drops else "the tunnel device's gro_cells"
+            done = f"merged only later by {cells}"
+            text = f"those that reach the tunnel device are {done}" if t.pa_drops else f"they are {done}"
+        else:
+            why = self._reasons(apart or t.pa_tunnel_reasons, self.pre)
+            reach = "" if not t.pa_drops else "that reaches it " if segs == 1 else "that reach it "
+            text = (
+                f"at the tunnel device's gro_cells {'the' if t.pa_drops else 'their'} {segs:,} "
+                f"{plural(segs, 'frame')} {reach}{'goes' if segs == 1 else 'go'} up in {skbs:,} "
+                f"{plural(skbs, 'skb')} ({why})"
             )
         if not t.pa_drops:
-            return f"they are {done_words}"
+            return text
         lost = sum(t.pa_drops.values())  # some of their frames never reach the tunnel device
-        return (
-            f"those that reach the tunnel device are {done_words} ({lost:,} {plural(lost, 'frame')} of these flows "
-            f"never reach it: {drop_list(t.pa_drops)})"
-        )
+        reach = "reaches" if lost == 1 else "reach"
+        return f"{text}; {lost:,} {plural(lost, 'frame')} never {reach} it ({drop_list(t.pa_drops)})"
 
     def _other_changes_note(self) -> str:
         """ " (PRE → POST also changes S1, S2.)" where the compared kernels differ in other commits too and the fix

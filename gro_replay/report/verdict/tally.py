@@ -155,10 +155,11 @@ class _Tally:
         self.pa_frames = 0
         self.pa_saved = {"phys": 0, "tunnel": 0}
         self.pa_reached = 0
-        #: of the ``pa`` flows: those whose tunnel stage merged some of their segments (pre-fix), and the tunnel end
-        #: reasons of the others (what "merged only later by the tunnel device's gro_cells" would contradict)
-        self.pa_tunnel_merging = 0
-        self.pa_tunnel_unmerged: Counter = Counter()
+        #: of the ``pa`` flows in the kernel without the fix: the segments and skbs the tunnel stage handed up and the
+        #: skbs' end reasons (what says whether they were "merged only later by the tunnel device's gro_cells")
+        self.pa_tunnel_segs = 0
+        self.pa_tunnel_skbs = 0
+        self.pa_tunnel_reasons: Counter = Counter()
         self.pa_tunnel_gate = False
         self.pa_drops: Counter = Counter()
         self.to = 0
@@ -328,10 +329,9 @@ class _Tally:
             for s in ("phys", "tunnel"):
                 self.pa_saved[s] += fv.saved(s)
             self.pa_reached += fv.pre.skbs["tunnel"]
-            if fv.pre.tunnel_merged:
-                self.pa_tunnel_merging += 1
-            elif fv.pre.skbs["tunnel"]:
-                self.pa_tunnel_unmerged.update(fv.pre.tunnel_reasons)
+            self.pa_tunnel_segs += fv.pre.tunnel_merged + fv.pre.skbs["tunnel"]
+            self.pa_tunnel_skbs += fv.pre.skbs["tunnel"]
+            self.pa_tunnel_reasons.update(fv.pre.tunnel_reasons)
             self.pa_tunnel_gate |= bool(fv.pre.gate_zero["tunnel"])
             self.pa_drops.update(fv.pre.lost)
         else:

@@ -111,6 +111,8 @@ def loss_text(outcome: str, frames: int, skbs: Sequence[tuple[str, int]] = ()) -
     frames in a kernel) they are named, since the stack drops, and its counter counts, skbs: "… (RFC 6936; counter
     Udp6InCsumErrors); the stack drops, and counts, skbs: pre-fix 40, post-fix 2"."""
     what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
+    if frames != 1:  # the table's words speak of one packet: "udp_rcv drops it"
+        what = what.replace(" drops it", " drops them", 1)
     text = f"{frames:,} {plural(frames, 'frame')} lost: {what}"
     if any(n != frames for _, n in skbs):
         text += "; the stack drops, and counts, skbs: " + ", ".join(f"{k} {n:,}" for k, n in skbs)
