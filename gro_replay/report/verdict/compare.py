@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from ...kernel import reasons as R
 from ...kernel.model import KernelModel
 from .facts import _POLL_FLUSHES, FIX, KernelFacts, ReplayResult
 from .tally import Refusals, _Tally
@@ -24,6 +25,9 @@ from .words import (
     refused_where,
     zero_csum_states_text,
 )
+
+#: end reasons of an skb flushed by its own inner headers at the tunnel device, never merged (``_merged_later``)
+_APART = frozenset({*R.INNER.values(), R.INET_CSUM_ECT1_MARK, R.TCP_CSUM})
 
 
 class CompareSentences:
@@ -200,13 +204,16 @@ class CompareSentences:
         many of their frames never reach it (``pa_drops``)."""
         t = self._tally
         segs, skbs = t.pa_tunnel_segs, t.pa_tunnel_skbs
-        apart = Counter({r: n for r, n in t.pa_tunnel_reasons.items() if r not in _POLL_FLUSHES})
+        # skbs a condition of their own inner headers sent up alone (an inner IPv4 header checksum the ECT(1) mark
+        # broke, a bad inner TCP checksum): frames the tunnel device could not merge, whatever it merged of others
+        apart = Counter({r: n for r, n in t.pa_tunnel_reasons.items() if r in _APART})
         if skbs < segs and not apart:
             cells = "its gro_cells" if t.pa_drops else "the tunnel device's gro_cells"
             done = f"merged only later by {cells}"
             text = f"those that reach the tunnel device are {done}" if t.pa_drops else f"they are {done}"
         else:
-            why = self._reasons(apart or t.pa_tunnel_reasons, self.pre)
+            rest = Counter({r: n for r, n in t.pa_tunnel_reasons.items() if r not in _POLL_FLUSHES})
+            why = self._reasons(apart or rest or t.pa_tunnel_reasons, self.pre)
             reach = "" if not t.pa_drops else "that reaches it " if segs == 1 else "that reach it "
             text = (
                 f"at the tunnel device's gro_cells {'the' if t.pa_drops else 'their'} {segs:,} "
