@@ -198,10 +198,10 @@ class CompareSentences:
 
     def _merged_later(self) -> str:
         """What the tunnel device's gro_cells made of the affected flows' frames that reached it (compare mode,
-        the kernel without the fix): "merged only later" when it merged some and every skb it handed up ended only
-        at a poll's end (``_Tally.pa_tunnel_*``); else how many frames went up in how many skbs, and why the skbs
-        ended (an inner IPv4 header checksum that does not verify, a lone frame flushed at the poll's end); and how
-        many of their frames never reach it (``pa_drops``)."""
+        the kernel without the fix, ``_Tally.pa_tunnel_*``): "merged only later" when it merged some and sent none
+        up alone for its own inner headers (``_APART``: an inner IPv4 header checksum the ECT(1) mark broke, a bad
+        inner TCP checksum); else how many frames went up in how many skbs and why (those reasons, or the skbs'
+        other ends: a lone frame flushed at the poll's end); and how many never reach it (``pa_drops``)."""
         t = self._tally
         segs, skbs = t.pa_tunnel_segs, t.pa_tunnel_skbs
         # skbs a condition of their own inner headers sent up alone (an inner IPv4 header checksum the ECT(1) mark
