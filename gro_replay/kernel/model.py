@@ -99,6 +99,9 @@ class KernelModel:
     backports: tuple[tuple[str, str | None, str], ...] = ()
     #: what the resolution could not know (distribution patches, unresearched branches), printed with the report
     notes: tuple[str, ...] = ()
+    #: the modelled commits whose backports to this stable release were not read (release.with_stable): off by
+    #: assumption, each with a "backports unknown" note
+    unread: tuple[str, ...] = ()
     #: a distribution kernel: who may have backported commits this tool cannot know of ("Red Hat", "Ubuntu", "the
     #: distribution"); "" for upstream, stable and pre-releases (their commits are known)
     vendor: str = ""
@@ -143,9 +146,7 @@ class KernelModel:
         GSO skb), whose end reason names no checksum."""
         if self.inet_ecn_decap_sets_ect1 and not self.ip_ecn_set_ect1_right_csum:
             # lacking the fix by assumption (a vendor's kernel, a stable branch whose backports were not read)
-            assumed = self.vendor or any(
-                n.startswith("backports unknown") and "2867e1eac610" in n for n in self.notes
-            )
+            assumed = self.vendor or "2867e1eac610" in self.unread
             return [
                 f"{self.name} {'is assumed to write' if assumed else 'writes'} a wrong inner IPv4 header checksum "
                 "where decapsulation copies an outer ECT(1) "

@@ -55,6 +55,7 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
     on: dict[str, bool] = {}
     backports = []
     notes = []
+    unread: list[str] = []
     for c in SWITCH_COMMITS:
         if getattr(base, c.switch):
             continue
@@ -66,12 +67,14 @@ def with_stable(base: KernelModel, point: int, name: str) -> KernelModel:
                 backports.append((c.commit, stable, f"{branch}.{first}"))
             continue
         if backports_unread(c.commit, c.upstream, branch, point):
+            unread.append(c.commit)
             upto = read_through(c.commit, branch)
             notes.append(
                 f"backports unknown: whether linux-{branch}.y took {c.commit} ({c.switch}) was not read in the "
                 f"stable sources{f' after {branch}.{upto}' if upto else ''}; {name} has it off as upstream {branch} does"
             )
-    return replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes), **on)  # type: ignore[arg-type]  # bool switches
+    model = replace(base, name=name, release=name, backports=tuple(backports), notes=tuple(notes))
+    return replace(model, unread=tuple(unread), **on)  # type: ignore[arg-type]  # bool switches
 
 
 def _pre_release(model: KernelModel, major: int, minor: int, rc: int, text: str) -> tuple[KernelModel, str]:
@@ -236,7 +239,10 @@ def _applied_commit(text: str) -> None:
     for c in SWITCH_COMMITS:
         if c.commit.startswith(h) or h.startswith(c.commit):
             model = _resolved(base)[0]  # raises as for the release alone (7.99+89e5c58fc1e2: newer than 6.18)
-            branch, point = _own_branch(model)
+            branch = own_branch(model)
+            # the point release a stable kernel names (0: X.Y, a pre-release; a vendor's is not kernel.org's)
+            up = _UPSTREAM.fullmatch(model.release)
+            point = int(up.group(3) or 0) if up is not None else 0
             if getattr(model, c.switch):  # a switch is on where its commit is in (SWITCH_COMMITS)
                 rc_unknown = model.pre_release and c.upstream_rc is None and model.base == branch
                 how = f" ({base} {'is assumed to carry it: the rc it landed in is not known' if rc_unknown else 'carries it'})"
@@ -261,13 +267,16 @@ def _applied_commit(text: str) -> None:
             )
 
 
-def _own_branch(model: KernelModel) -> tuple[str, int]:
-    """The stable branch ``X.Y`` a kernel's release names and its point release ``Z`` (0 for ``X.Y`` and a
-    pre-release): 4.18.20's is 4.18 (run as the 4.19 model, ``base``), a distribution's its upstream version's."""
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", model.release)
-    if m is None or model.pre_release:
-        return model.base, 0
-    return f"{m.group(1)}.{m.group(2)}", int(m.group(3) or 0)
+#: the X.Y of a release as typed: "4.18", "4.18.20", "5.12-rc1", "4.18.0-305.el8"
+_BRANCH = re.compile(r"(\d+\.\d+)(?:\.\d+)?(?:[-+.]|$)", re.ASCII)
+
+
+def own_branch(model: KernelModel) -> str:
+    """The stable branch ("4.18") a kernel's release names: its X.Y, not the profile it runs as (4.18 runs as 4.19);
+    for a distribution kernel its ``vendor_base``'s; "" when the release names none."""
+    named = getattr(model, "vendor_base", "") or model.release
+    m = _BRANCH.match(named)
+    return m[1] if m else ".".join((getattr(model, "base", "") or "").split(".")[:2])
 
 
 def _carried_by(c: SwitchCommit, model: KernelModel) -> str:
@@ -275,7 +284,7 @@ def _carried_by(c: SwitchCommit, model: KernelModel) -> str:
     stable point release of the model's branch that took it (kernel/stable.py ``STABLE_BACKPORTS``; not for a
     distribution's kernel, whose point releases are its vendor's), else the upstream release, and release
     candidate where pinned, that it first appeared in (``SwitchCommit.upstream``, ``upstream_rc``)."""
-    branch = _own_branch(model)[0]
+    branch = own_branch(model)
     took = STABLE_BACKPORTS.get(c.commit, {}).get(branch)
     if took is not None and not model.vendor:
         return f"{branch}.{took[1]} and later {branch}.y releases carry it"

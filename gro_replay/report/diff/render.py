@@ -106,8 +106,11 @@ def _input_line(cmp: dict) -> str:
         if b != c and bi.get("path") and ci.get("path"):
             # one capture under two names (a file, and the same bytes piped in: "standard input"): both named
             return f"input: {b} (baseline) and {c} (current), the same bytes (sha256 {sha})"
-        if bool(bi.get("path")) != bool(ci.get("path")):  # the one name recorded, and whose it is
-            return f"input: {b if bi.get('path') else c} (sha256 {sha}; the {'current' if bi.get('path') else 'baseline'} document records no path)"
+        if bool(bi.get("path")) != bool(
+            ci.get("path")
+        ):  # the one name recorded, and whose document lacks one
+            named, lacking = (b, "current") if bi.get("path") else (c, "baseline")
+            return f"input: {named} (sha256 {sha}; the {lacking} document records no path)"
         return f"input: {input_words(bi).removeprefix('replayed ')}"
     return f"inputs: {inputs_words(bi, ci)}"
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...kernel import reasons as R
 from ...kernel.model import KernelModel
-from .facts import _POLL_FLUSHES, FIX, KernelFacts, ReplayResult
+from .facts import FIX, KernelFacts, ReplayResult, _break_reasons
 from .tally import Refusals, _Tally
 from .words import (
     TUNNEL_GATE_WORDS,
@@ -203,7 +203,7 @@ class CompareSentences:
         inner TCP checksum); else how many frames went up in how many skbs and why (those reasons, or the skbs'
         other ends: a lone frame flushed at the poll's end); and how many never reach it (``pa_drops``)."""
         t = self._tally
-        segs, skbs = t.pa_tunnel_segs, t.pa_tunnel_skbs
+        segs, skbs = t.pa_tunnel_segs, t.pa_reached
         # skbs a condition of their own inner headers sent up alone (an inner IPv4 header checksum the ECT(1) mark
         # broke, a bad inner TCP checksum): frames the tunnel device could not merge, whatever it merged of others
         apart = Counter({r: n for r, n in t.pa_tunnel_reasons.items() if r in _APART})
@@ -212,8 +212,7 @@ class CompareSentences:
             done = f"merged only later by {cells}"
             text = f"those that reach the tunnel device are {done}" if t.pa_drops else f"they are {done}"
         else:
-            rest = Counter({r: n for r, n in t.pa_tunnel_reasons.items() if r not in _POLL_FLUSHES})
-            why = self._reasons(apart or rest or t.pa_tunnel_reasons, self.pre)
+            why = self._reasons(apart or _break_reasons(t.pa_tunnel_reasons), self.pre)
             reach = "" if not t.pa_drops else "that reaches it " if segs == 1 else "that reach it "
             text = (
                 f"at the tunnel device's gro_cells {'the' if t.pa_drops else 'their'} {segs:,} "

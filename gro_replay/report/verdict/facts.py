@@ -146,7 +146,7 @@ class KernelFacts:
     lost_skbs: Counter = field(default_factory=Counter)  # the skbs they were in: what the drop counters count
     phys_reasons: Counter = field(default_factory=Counter)
     tunnel_reasons: Counter = field(default_factory=Counter)
-    tunnel_merged: int = 0  # segments the tunnel stage merged into others (its segments less its skbs)
+    tunnel_segs: int = 0  # segments the tunnel stage handed up
     #: phys skbs delivered without TCP payload (``FlowStats.empty``)
     phys_empty: int = 0
     #: phys skbs ended by an IP ID condition, by (header, step, segments held)
@@ -217,7 +217,7 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
             kf.lost[outcome] += n
             kf.lost_skbs[outcome] += f.stack[outcome]
     kf.phys_reasons, kf.tunnel_reasons = Counter(f.reasons["phys"]), Counter(f.reasons["tunnel"])
-    kf.tunnel_merged = f.segs["tunnel"] - f.skbs["tunnel"]
+    kf.tunnel_segs = f.segs["tunnel"]
     kf.phys_empty = getattr(f, "empty", {}).get("phys", 0)
     steps = getattr(f, "id_steps", None)
     if steps:

@@ -6,26 +6,15 @@ history, kernel/stable.py).
 
 from __future__ import annotations
 
-import re
-
 from ...kernel.model import FIX_COMMIT, SWITCH_COMMITS, release_tuple
+from ...kernel.release import own_branch
 from ...kernel.stable import STABLE_BACKPORTS, STABLE_ENDED, ended_before, short_commit
 from ...project import plural
 
-#: the X.Y of a release as typed: "4.18", "4.18.20", "5.12-rc1", "4.18.0-305.el8"
-_BRANCH = re.compile(r"(\d+\.\d+)(?:\.\d+)?(?:[-+.]|$)", re.ASCII)
 #: 89e5c58fc1e2's upstream release, (5, 12)
 _FIX_UPSTREAM: tuple[int, int] = next(
     c.upstream for c in SWITCH_COMMITS if c.commit == FIX_COMMIT and c.upstream
 )
-
-
-def own_branch(model) -> str:
-    """The stable branch ("4.18") a kernel's release names: its X.Y, not the profile it runs as (4.18 runs as 4.19);
-    for a distribution kernel its ``vendor_base``'s; "" when the release names none."""
-    named = getattr(model, "vendor_base", "") or model.release
-    m = _BRANCH.match(named)
-    return m[1] if m else ".".join((getattr(model, "base", "") or "").split(".")[:2])
 
 
 def ended_without_fix(model) -> tuple[str, int, str] | None:

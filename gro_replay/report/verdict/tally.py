@@ -155,10 +155,9 @@ class _Tally:
         self.pa_frames = 0
         self.pa_saved = {"phys": 0, "tunnel": 0}
         self.pa_reached = 0
-        #: of the ``pa`` flows in the kernel without the fix: the segments and skbs the tunnel stage handed up and the
-        #: skbs' end reasons (what says whether they were "merged only later by the tunnel device's gro_cells")
+        #: of the ``pa`` flows in the kernel without the fix: the segments the tunnel stage handed up (in
+        #: ``pa_reached`` skbs) and the skbs' end reasons (whether they were "merged only later by its gro_cells")
         self.pa_tunnel_segs = 0
-        self.pa_tunnel_skbs = 0
         self.pa_tunnel_reasons: Counter = Counter()
         self.pa_tunnel_gate = False
         self.pa_drops: Counter = Counter()
@@ -329,8 +328,7 @@ class _Tally:
             for s in ("phys", "tunnel"):
                 self.pa_saved[s] += fv.saved(s)
             self.pa_reached += fv.pre.skbs["tunnel"]
-            self.pa_tunnel_segs += fv.pre.tunnel_merged + fv.pre.skbs["tunnel"]
-            self.pa_tunnel_skbs += fv.pre.skbs["tunnel"]
+            self.pa_tunnel_segs += fv.pre.tunnel_segs
             self.pa_tunnel_reasons.update(fv.pre.tunnel_reasons)
             self.pa_tunnel_gate |= bool(fv.pre.gate_zero["tunnel"])
             self.pa_drops.update(fv.pre.lost)
