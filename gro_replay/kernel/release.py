@@ -21,7 +21,7 @@ from .model import (
     release_tuple,
     upstream_profile,
 )
-from .stable import STABLE_BACKPORTS, backports_unread, read_through, refuse_past_end
+from .stable import STABLE_BACKPORTS, backports_unread, own_branch, read_through, refuse_past_end
 
 # ASCII only: \d would take other scripts' digits ('5.٤.١٠٦'), which no kernel version has
 _UPSTREAM = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
@@ -265,18 +265,6 @@ def _applied_commit(text: str) -> None:
                 "build's suffix; no commit is applied to a release by name (NAME+89e5c58fc1e2 is only how the "
                 f"verdict names a kernel it replays with the fix applied): use --kernel {base}{how}"
             )
-
-
-#: the X.Y of a release as typed: "4.18", "4.18.20", "5.12-rc1", "4.18.0-305.el8"
-_BRANCH = re.compile(r"(\d+\.\d+)(?:\.\d+)?(?:[-+.]|$)", re.ASCII)
-
-
-def own_branch(model: KernelModel) -> str:
-    """The stable branch ("4.18") a kernel's release names: its X.Y, not the profile it runs as (4.18 runs as 4.19);
-    for a distribution kernel its ``vendor_base``'s; "" when the release names none."""
-    named = getattr(model, "vendor_base", "") or model.release
-    m = _BRANCH.match(named)
-    return m[1] if m else ".".join((getattr(model, "base", "") or "").split(".")[:2])
 
 
 def _carried_by(c: SwitchCommit, model: KernelModel) -> str:

@@ -7,6 +7,12 @@ trees' history and the stable announcements, cited below); kernel/release.py app
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import KernelModel
+
 #: Stable backports of the switches' commits: upstream commit → {stable branch: (stable commit, first point release)}.
 #: Each was read in the stable trees' history as mirrored by the kernel.org post-receive notifications and the
 #: stable review mails (the stable commit message says "commit <upstream> upstream"):
@@ -145,6 +151,18 @@ def read_through(commit: str, branch: str) -> int | None:
         (r[1] for r in BACKPORTS_RESEARCHED.get(commit) or () if isinstance(r, tuple) and r[0] == branch),
         None,
     )
+
+
+#: the X.Y of a release as typed: "4.18", "4.18.20", "5.12-rc1", "4.18.0-305.el8"
+_BRANCH = re.compile(r"(\d+\.\d+)(?:\.\d+)?(?:[-+.]|$)", re.ASCII)
+
+
+def own_branch(model: KernelModel) -> str:
+    """The stable branch ("4.18") a kernel's release names: its X.Y, not the profile it runs as (4.18 runs as 4.19);
+    for a distribution kernel its ``vendor_base``'s; "" when the release names none."""
+    named = getattr(model, "vendor_base", "") or model.release
+    m = _BRANCH.match(named)
+    return m[1] if m else ".".join((getattr(model, "base", "") or "").split(".")[:2])
 
 
 def short_commit(stable: str | None) -> str:

@@ -7,8 +7,7 @@ history, kernel/stable.py).
 from __future__ import annotations
 
 from ...kernel.model import FIX_COMMIT, SWITCH_COMMITS, release_tuple
-from ...kernel.release import own_branch
-from ...kernel.stable import STABLE_BACKPORTS, STABLE_ENDED, ended_before, short_commit
+from ...kernel.stable import STABLE_BACKPORTS, STABLE_ENDED, ended_before, own_branch, short_commit
 from ...project import plural
 
 #: 89e5c58fc1e2's upstream release, (5, 12)
