@@ -361,7 +361,7 @@ def test_other_changes_name_one_commit_as_it():
     from gro_replay.report.verdict.words import other_changes_words
 
     assert other_changes_words(["gro_normal_counts_segs"]) == (
-        "1 other modelled commit (8dc1c444df19; gro-replay kernels names it)"
+        "1 other modelled commit that can change counts (8dc1c444df19; gro-replay kernels names it)"
     )
 
 

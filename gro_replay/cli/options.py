@@ -361,6 +361,7 @@ def _kernels(
                 same_model_words(
                     f"--kernel {shown(kernel_rel[i], 48)}",
                     f"--kernel {shown(kernel_rel[j], 48)}",
+                    given[i].switches(),
                     given[j].switches(),
                 )
             )

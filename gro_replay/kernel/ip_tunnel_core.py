@@ -11,7 +11,7 @@ statistics.
 
 from __future__ import annotations
 
-from ..packet.csum import csum_add, csum_partial, csum_sub, ipv4_header_checksum
+from ..packet.csum import csum_add, csum_partial, csum_sub
 from . import drop_reasons as D
 from .dst_metadata import TUNNEL_KEY, udp_tun_rx_dst
 from .skbuff import (
@@ -107,55 +107,82 @@ def INET_ECN_decapsulate(skb: SkBuff, outer_tos: int) -> int:  # noqa: N802 - th
     outer = outer_tos & INET_ECN_MASK
     if inner == INET_ECN_NOT_ECT:
         return 2 if outer == INET_ECN_CE else int(outer != INET_ECN_NOT_ECT)
-    if outer == INET_ECN_CE:
-        _set_ecn(skb, INET_ECN_CE)  # INET_ECN_set_ce (nothing changes on a CE inner header)
+    if outer == INET_ECN_CE:  # INET_ECN_set_ce (nothing changes on a CE inner header)
+        if skb.protocol == ETH_P_IP:
+            IP_ECN_set_ce(skb)
+        else:
+            _ip6_set_ecn(skb, INET_ECN_CE)
     elif (
         outer == INET_ECN_ECT_1 and inner == INET_ECN_ECT_0 and skb.dev.kernel.model.inet_ecn_decap_sets_ect1
     ):
         if skb.protocol == ETH_P_IP:  # INET_ECN_set_ect1
             IP_ECN_set_ect1(skb)
         else:
-            _set_ecn(skb, INET_ECN_ECT_1)
+            _ip6_set_ecn(skb, INET_ECN_ECT_1)
     return 0
 
 
+def IP_ECN_set_ce(skb: SkBuff) -> None:  # noqa: N802 - the kernel's name
+    """Mark the inner IPv4 header at ``skb->data`` (ECT(0) or ECT(1); CE stays as it is) CE, updating its header
+    checksum incrementally (``ip_ecn_check_add``) by ``htons(0xFFFB) + htons(ecn)`` (``ecn``: the TOS byte plus 1,
+    its ECN bits: 3 for ECT(0), 2 for ECT(1)): 0xFFFE or 0xFFFD in network order, minus the 1 or 2 the TOS byte
+    gains; then set both ECN bits. The header's other bytes are not read: a checksum that did not verify still
+    does not, and one over IP options stays right.
+    Kernel: include/net/inet_ecn.h ``IP_ECN_set_ce``."""
+    i = skb.data
+    b = bytearray(skb.buf)
+    ecn = (b[i + 1] + 1) & INET_ECN_MASK  # NOT_ECT → 1, ECT(1) → 2, ECT(0) → 3, CE → 0
+    if not ecn & 2:
+        return
+    ip_ecn_check_add(skb, b, i, 0xFBFF + (ecn << 8))  # htons(0xFFFB) + htons(ecn), in memory order
+    b[i + 1] |= INET_ECN_CE
+    skb.buf = b
+
+
 def IP_ECN_set_ect1(skb: SkBuff) -> None:  # noqa: N802 - the kernel's name
-    """Mark the inner IPv4 header at ``skb->data`` (ECT(0)) ECT(1), updating its header checksum incrementally as
-    the kernel does on x86 (little-endian: the checksum is read as a 16-bit word in memory order): add
-    ``htons(0x1)``, fold the carry (``check + (check >= 0xFFFF)``), flip both ECN bits. Before 2867e1eac610
+    """Mark the inner IPv4 header at ``skb->data`` (ECT(0)) ECT(1), updating its header checksum incrementally
+    (``ip_ecn_check_add``) by ``htons(0x1)``, then flip both ECN bits. Before 2867e1eac610
     (``ip_ecn_set_ect1_right_csum`` off: v5.7 to v5.10-rc6, 5.4.41 to 5.4.81) it added ``htons(0x100)``, 0x100 in
     network order where the TOS byte's change needs 1, so the header no longer verifies: the tunnel device's
     ``inet_gro_receive`` flushes the packet (``ip_fast_csum``) and ``ip_rcv`` would drop it.
     Kernel: include/net/inet_ecn.h ``IP_ECN_set_ect1`` (b723748750ec, v5.7; 2867e1eac610, v5.10-rc7)."""
     i = skb.data
     b = bytearray(skb.buf)
-    check = int.from_bytes(b[i + 10 : i + 12], "little")
     right = skb.dev.kernel.model.ip_ecn_set_ect1_right_csum
-    check += 0x0100 if right else 0x0001  # htons(0x1) : htons(0x100)
+    ip_ecn_check_add(skb, b, i, 0x0100 if right else 0x0001)  # htons(0x1) : htons(0x100), in memory order
     skb.ect1_csum_wrong = not right  # observation only: names the flush (reasons.INET_CSUM_ECT1_MARK)
-    check = (check + (check >= 0xFFFF)) & 0xFFFF
-    b[i + 10 : i + 12] = check.to_bytes(2, "little")
     b[i + 1] ^= INET_ECN_MASK
     skb.buf = b
 
 
-def _set_ecn(skb: SkBuff, ecn: int) -> None:
-    """Write ``ecn`` into the ECN bits of the inner IP header at ``skb->data`` (when they differ): IPv4 with its
-    header checksum redone, IPv6 with ``skb->csum`` following the header's first word under CHECKSUM_COMPLETE.
-    Kernel: include/net/inet_ecn.h ``IP_ECN_set_ce``/``IP_ECN_set_ect1``, ``IP6_ECN_set_ce``/``IP6_ECN_set_ect1``."""
+def ip_ecn_check_add(skb: SkBuff, b: bytearray, i: int, addend: int) -> None:
+    """Add ``addend`` (a 16-bit value in memory order) to the IPv4 header checksum of ``b[i:]`` as the kernel's
+    ECN marks do on x86 (little-endian: the checksum read as a 16-bit word in memory order), the carry folded
+    back in. From 0780b4145634 (``ip_ecn_csum16_add``) with ``csum16_add``: the 16-bit sum, plus 1 where it
+    wrapped, so a sum of 0xFFFF stays 0xFFFF; before it ``check + (check >= 0xFFFF)`` on the 32-bit sum,
+    truncated, which writes a sum of exactly 0xFFFF as 0x0000 (both verify).
+    Kernel: include/net/inet_ecn.h ``IP_ECN_set_ce``, ``IP_ECN_set_ect1``; include/net/checksum.h
+    ``csum16_add``."""
+    check = int.from_bytes(b[i + 10 : i + 12], "little")
+    if skb.dev.kernel.model.ip_ecn_csum16_add:
+        res = (check + addend) & 0xFFFF
+        check = res + (res < addend)
+    else:
+        check += addend
+        check = (check + (check >= 0xFFFF)) & 0xFFFF
+    b[i + 10 : i + 12] = check.to_bytes(2, "little")
+
+
+def _ip6_set_ecn(skb: SkBuff, ecn: int) -> None:
+    """Write ``ecn`` into the ECN bits of the inner IPv6 header at ``skb->data`` (when they differ), ``skb->csum``
+    following the header's first word under CHECKSUM_COMPLETE.
+    Kernel: include/net/inet_ecn.h ``IP6_ECN_set_ce``, ``IP6_ECN_set_ect1``."""
     i = skb.data
     old = skb.buf
     b = bytearray(old)
-    if skb.protocol == ETH_P_IP:
-        b[i + 1] = (b[i + 1] & ~INET_ECN_MASK) | ecn
-        if b[i + 1] == old[i + 1]:
-            return
-        b[i + 10 : i + 12] = b"\0\0"
-        b[i + 10 : i + 12] = ipv4_header_checksum(bytes(b[i : i + 20])).to_bytes(2, "big")
-    else:
-        b[i + 1] = (b[i + 1] & ~(INET_ECN_MASK << 4)) | (ecn << 4)
-        if b[i + 1] == old[i + 1]:
-            return
-        if skb.ip_summed == CHECKSUM_COMPLETE:
-            skb.csum = csum_add(csum_sub(skb.csum, csum_partial(old, i, i + 4)), csum_partial(b, i, i + 4))
+    b[i + 1] = (b[i + 1] & ~(INET_ECN_MASK << 4)) | (ecn << 4)
+    if b[i + 1] == old[i + 1]:
+        return
+    if skb.ip_summed == CHECKSUM_COMPLETE:
+        skb.csum = csum_add(csum_sub(skb.csum, csum_partial(old, i, i + 4)), csum_partial(b, i, i + 4))
     skb.buf = b

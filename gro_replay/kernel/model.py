@@ -23,6 +23,9 @@ merge window opened), not read in a tagged tree:
 * ab4c8b6f7fcb "gro: flushing when CWR is set negatively affects AccECN" (AccECN series v12, 2026-01): after
   v6.18, in no profile; the switch exists because the newest selftest (tools/testing/selftests/net/lib/gro.c,
   ``flags_cwr``) expects its behaviour.
+* 0780b4145634 "inet_ecn: Use csum16_add() helper for IP_ECN_set_* helpers" (Toke Høiland-Jørgensen, net-next
+  v3 of 2020-12-11): pushed to net-next master on 2020-12-12 (after 989a1db06eb1), in linux-next of 2020-12-16
+  with the v5.11 merge window's merges → v5.11-rc1 [D].
 * 7871f54e3dee "gro: take care of DODGY packets": v6.2-rc4, backported to 6.1.7; 5eddb24901ee is v6.1.
 * ae6db08f8b56 "net/packet: change packet_alloc_skb() to allow bigger paged allocations" (with 09c2c90705bb in
   alloc_skb_with_frags): net-next 2023-08, listed in the "Networking for 6.6" pull → v6.6. It is on the sender's
@@ -59,6 +62,10 @@ class KernelModel:
     #: 2867e1eac610 (v5.10-rc7; 5.4.82 took it): ``IP_ECN_set_ect1`` updates the IPv4 header checksum by +1, not
     #: +0x100 (network order), so the inner header still verifies after the ECT(1) mark (kernel/ip_tunnel_core.py).
     ip_ecn_set_ect1_right_csum: bool = False
+    #: 0780b4145634 (v5.11-rc1 [D]): ``IP_ECN_set_ce`` and ``IP_ECN_set_ect1`` add to the IPv4 header checksum with
+    #: ``csum16_add``, which keeps a sum of 0xFFFF; before, ``check + (check >= 0xFFFF)`` wrote it as 0x0000. Both
+    #: verify: only the header's bytes differ (kernel/ip_tunnel_core.py ``ip_ecn_check_add``).
+    ip_ecn_csum16_add: bool = False
     #: eac1b93c14d6 (v5.17): skb_gro_receive limits p->len + len by dev->gro_max_size instead of 65536.
     gro_max_size_from_dev: bool = False
     #: 6fc2f3832d36 (v5.18): an IPv6 hop_limit difference flushes instead of splitting the flow.
@@ -258,6 +265,13 @@ SWITCH_COMMITS: tuple[SwitchCommit, ...] = (
         7,  # in the "Networking fixes for 5.10-rc7" pull (Jakub Kicinski, 2020-12-03)
     ),
     SwitchCommit(
+        "ip_ecn_csum16_add",
+        "0780b4145634",
+        (5, 11),
+        "inet_ecn: Use csum16_add() helper for IP_ECN_set_* helpers",
+        1,  # [D]: in net-next from 2020-12-12, pulled in the 5.11 merge window
+    ),
+    SwitchCommit(
         "gro_max_size_from_dev", "eac1b93c14d6", (5, 17), "gro: add ability to control gro max packet size"
     ),
     SwitchCommit(
@@ -341,14 +355,24 @@ def switches_text(switches: dict) -> str:
 
 #: switches of the sender of the model without --nic (AF_PACKET into veth), which a --nic driver's skbs never read
 SENDER_SWITCHES = frozenset({"packet_alloc_skb_costly_order"})
+#: switches that change only bytes the kernel writes, never a decision or a count: two kernels differing only in
+#: them are one model to compare (``same_model``, verdict.facts ``other_changes``), each replayed with its own
+BYTES_ONLY_SWITCHES = frozenset({"ip_ecn_csum16_add"})
+#: why a switch in ``SENDER_SWITCHES`` or ``BYTES_ONLY_SWITCHES`` changes no count (``same_model_words``)
+_NO_COUNT_WHY = {
+    "packet_alloc_skb_costly_order": "only the veth model's AF_PACKET sender reads it, not a --nic driver's skbs",
+    "ip_ecn_csum16_add": "it changes only how an ECN mark writes an IPv4 header checksum that sums to 0xFFFF",
+}
 
 
 def same_model(models: Iterable[KernelModel], ignore: frozenset[str] = frozenset()) -> tuple[int, int] | None:
     """The first pair ``(i, j)``, i < j, of ``models`` that are one kernel model (equal ``switches()``: the simulation
     runs the switches alone, so the two give the same counts whatever their names: ``5.11`` and
     ``5.11.0-16-generic``, ``5.12-rc2`` and ``5.12``, a model and itself), or None. ``ignore``: switches the
-    replay does not read (``SENDER_SWITCHES`` with a --nic driver: kernel/nic.py ``unread_switches``). Compared with
-    itself a model shows no difference: the CLI and ``ReplayConfig.validate`` refuse such a pair."""
+    replay does not read (``SENDER_SWITCHES`` with a --nic driver: kernel/nic.py ``unread_switches``); the switches
+    of ``BYTES_ONLY_SWITCHES``, which change no count, are never compared. Compared with itself a model shows no
+    difference: the CLI and ``ReplayConfig.validate`` refuse such a pair."""
+    ignore = ignore | BYTES_ONLY_SWITCHES
     seen: dict[tuple[tuple[str, bool], ...], int] = {}
     for j, m in enumerate(models):
         key = tuple((s, v) for s, v in m.switches().items() if s not in ignore)
@@ -358,11 +382,16 @@ def same_model(models: Iterable[KernelModel], ignore: frozenset[str] = frozenset
     return None
 
 
-def same_model_words(a: str, b: str, switches: dict) -> str:
-    """The refusal of two kernels ``a`` and ``b`` (as the user gave them) that are one model (:func:`same_model`),
-    naming the commits they share (:func:`switches_text`)."""
+def same_model_words(a: str, b: str, a_switches: dict, b_switches: dict) -> str:
+    """The refusal of two kernels ``a`` and ``b`` (as the user gave them, with their ``switches()``) that are one
+    model (:func:`same_model`), naming the commits they share (:func:`switches_text`) and those they differ in that
+    change no count, with why."""
+    differ = [sw for sw in a_switches if a_switches[sw] != b_switches.get(sw)]
+    shared = switches_text({sw: v for sw, v in a_switches.items() if sw not in differ})
+    for sw in differ:
+        shared += f"; they differ in {commit_of_switch(sw)}, but {_NO_COUNT_WHY[sw]}"
     return (
-        f"{a} and {b} run one kernel model ({switches_text(switches)}): compared with itself it shows no "
+        f"{a} and {b} run one kernel model ({shared}): compared with itself it shows no "
         "difference; give one of them, or kernels that differ in a modelled commit (gro-replay kernels --kernel … "
         "shows each one's switches)"
     )

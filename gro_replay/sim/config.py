@@ -210,7 +210,7 @@ class ReplayConfig:
         pair = same_model(self.kernels, unread_switches(self.nic))
         if pair is not None:
             a, b = (self.kernels[i] for i in pair)
-            raise ConfigError(same_model_words(f"kernels {a.name}", b.name, b.switches()))
+            raise ConfigError(same_model_words(f"kernels {a.name}", b.name, a.switches(), b.switches()))
 
     def _validate_devices(self) -> None:
         """Device names as the kernel takes them (net/core/dev.c ``dev_valid_name``: 1..15 bytes, IFNAMSIZ 16 with

@@ -19,6 +19,7 @@ from test_kernel_harness import rig
 
 from gro_replay.kernel.model import K_4_19, K_5_12, K_6_18
 from gro_replay.kernel.release import resolve_kernel
+from gro_replay.packet.build import build_frame
 from gro_replay.packet.csum import ipv4_header_checksum
 from gro_replay.report.document import document
 from gro_replay.sim import ReplayConfig, replay_frames
@@ -198,3 +199,94 @@ def test_ipv6_marks_keep_checksum_complete_right(outer, inner):
         frames_ = [(1000 * n, f) for n, f in enumerate(frames(specs(4, spec=s)))]
         tunnel = document(replay_frames(frames_, cfg))["kernels"][0]["stages"]["tunnel"]
         assert (tunnel["skbs_delivered"], tunnel["aggregates"], tunnel["sw_csum_bytes"]) == (1, 1, 0)
+
+
+def _inner_ipv4_at(frame: bytes, head: bytes) -> int:
+    """The offset in ``frame`` of the inner IPv4 header that reached the tunnel device as ``head`` (found by its
+    addresses, which no mark changes)."""
+    return frame.index(head[12:20]) - 12
+
+
+def _verifies(hdr: bytes) -> bool:
+    """Whether an IPv4 header (``ihl`` words) sums to 0xFFFF (RFC 1071), as ``ip_fast_csum`` checks."""
+    s = sum(int.from_bytes(hdr[k : k + 2], "big") for k in range(0, len(hdr), 2))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s == 0xFFFF
+
+
+@pytest.mark.parametrize("ip_csum", ["ok", "bad"])
+@pytest.mark.parametrize("ip_options", [b"", b"\x01\x01\x01\x00"], ids=["no-options", "nop-options"])
+@pytest.mark.parametrize(("inner", "add"), [(ECT_0, 0xFFFE), (ECT_1, 0xFFFD)])
+def test_the_ce_mark_updates_the_inner_checksum_as_the_kernel_does(ip_csum, ip_options, inner, add):
+    """include/net/inet_ecn.h ``IP_ECN_set_ce`` adds ``htons(0xFFFB) + htons(ecn)`` to the header checksum
+    (``ecn`` = TOS + 1: 3 for ECT(0), 2 for ECT(1)): 0xFFFE or 0xFFFD in network order, the ones' complement of
+    the 1 or 2 the TOS byte gains. It reads no other byte of the header, so a checksum that did not verify still
+    does not (the tunnel device's GRO and ip_rcv then refuse it, as for the frame unmarked), and one over IP
+    options stays right (a checksum recomputed over 20 bytes would not be)."""
+    spec = replace(BASE, outer_tos=CE, tos=inner, ip_csum=ip_csum, ip_options=ip_options, ip_id=7)
+    frame = build_frame(spec)
+    r = rig(K_6_18, nic="unnecessary")
+    r.poll([frame])
+    (d,) = r.rec.at("tunnel")
+    h = d.head
+    ihl = (h[0] & 15) * 4
+    at = _inner_ipv4_at(frame, h)
+    before = frame[at : at + ihl]
+    assert ihl == 20 + len(ip_options) and _inner_ecn(h, False) == CE
+    assert h[2:10] + h[12:ihl] == before[2:10] + before[12:ihl]
+    c0 = int.from_bytes(before[10:12], "big")
+    assert int.from_bytes(h[10:12], "big") == _ones_add(c0, add)
+    assert _verifies(h[:ihl]) is (ip_csum == "ok")
+
+
+def test_a_bad_inner_checksum_under_ce_is_not_merged_at_the_tunnel_device():
+    """Four contiguous segments whose inner IPv4 header checksums are wrong, under an outer CE: the CE mark keeps
+    them wrong (``IP_ECN_set_ce`` is incremental), so the tunnel device's ``inet_gro_receive`` flushes each
+    (``ip_fast_csum``) as it does the same frames without the mark. GRO off at the phys device: each frame reaches
+    the tunnel device alone."""
+    cfg = ReplayConfig(kernels=(K_6_18,), gro={"phys": False, "tunnel": True})
+    got = []
+    for outer in (CE, NOT_ECT):
+        spec = replace(BASE, outer_tos=outer, tos=ECT_0, ip_csum="bad")
+        frames_ = [(1000 * n, f) for n, f in enumerate(frames(specs(4, spec=spec)))]
+        tunnel = document(replay_frames(frames_, cfg))["kernels"][0]["stages"]["tunnel"]
+        got.append((tunnel["skbs_delivered"], tunnel["aggregates"]))
+    assert got == [(4, 0), (4, 0)]
+
+
+def _with_inner_checksum(spec, want: int) -> bytes:
+    """``spec``'s frame with the inner IPv4 ID chosen so that the inner header checksum (right) is ``want``
+    (network order): the ID is one 16-bit word of the header's ones' complement sum."""
+    at = 14 + 20 + 8 + 8 + 14 + 10  # outer Ethernet, IPv4, UDP, VXLAN, inner Ethernet; the checksum's offset
+    c0 = int.from_bytes(build_frame(replace(spec, ip_id=0))[at : at + 2], "big")
+    ip_id = _ones_add(c0, ~want & 0xFFFF)  # checksum = ~(S + id); c0 = ~S: id = ~want - S = ~want + c0
+    frame = build_frame(replace(spec, ip_id=ip_id))
+    assert int.from_bytes(frame[at : at + 2], "big") == want
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("outer", "inner", "check"),
+    [
+        # CE over ECT(0) adds 0xFFFE: 0x0001 + 0xFFFE = 0xFFFF
+        (CE, ECT_0, 0x0001),
+        # CE over ECT(1) adds 0xFFFD
+        (CE, ECT_1, 0x0002),
+        # ECT(1) over ECT(0) (2867e1eac610's right update) adds 1
+        (ECT_1, ECT_0, 0xFFFE),
+    ],
+)
+@pytest.mark.parametrize(("release", "written"), [("5.10", 0x0000), ("5.11", 0xFFFF), ("6.18", 0xFFFF)])
+def test_a_mark_whose_checksum_sums_to_0xffff(outer, inner, check, release, written):
+    """The one case where the ECN marks' two folds differ: the checksum plus the addend is exactly 0xFFFF. Before
+    0780b4145634 (v5.11-rc1) ``IP_ECN_set_ce``/``IP_ECN_set_ect1`` wrote ``check + (check >= 0xFFFF)`` truncated
+    to 16 bits: 0x0000; from it ``csum16_add`` (include/net/checksum.h) adds 1 only where the 16-bit sum wrapped:
+    0xFFFF. Both are zero in ones' complement: the header verifies either way."""
+    frame = _with_inner_checksum(replace(BASE, outer_tos=outer, tos=inner), check)
+    r = rig(resolve_kernel(release), nic="unnecessary")
+    r.poll([frame])
+    (d,) = r.rec.at("tunnel")
+    h = d.head
+    assert _inner_ecn(h, False) == (CE if outer == CE else ECT_1)
+    assert (int.from_bytes(h[10:12], "big"), _verifies(h[:20])) == (written, True)

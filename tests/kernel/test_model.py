@@ -87,6 +87,7 @@ ALL_SWITCHES = [
     "ip_tun_rx_dst_sets_df",
     "inet_ecn_decap_sets_ect1",
     "ip_ecn_set_ect1_right_csum",
+    "ip_ecn_csum16_add",
     "packet_alloc_skb_costly_order",
 ]
 
@@ -101,15 +102,24 @@ def test_profile_lookup_by_release():
 @pytest.mark.parametrize(
     ("model", "on"),
     [
-        # v5.11: the ECT(1) propagation (b723748750ec, v5.7) with its checksum fix (2867e1eac610, v5.10) and the
-        # segment-counting GRO_NORMAL batch (8dc1c444df19 is in v5.11)
-        (K_5_11, {"inet_ecn_decap_sets_ect1", "ip_ecn_set_ect1_right_csum", "gro_normal_counts_segs"}),
+        # v5.11: the ECT(1) propagation (b723748750ec, v5.7) with its checksum fix (2867e1eac610, v5.10), the
+        # ECN marks' csum16_add (0780b4145634, v5.11-rc1) and the segment-counting GRO_NORMAL batch (8dc1c444df19)
+        (
+            K_5_11,
+            {
+                "inet_ecn_decap_sets_ect1",
+                "ip_ecn_set_ect1_right_csum",
+                "ip_ecn_csum16_add",
+                "gro_normal_counts_segs",
+            },
+        ),
         # v5.12: + 89e5c58fc1e2 (v5.12-rc2)
         (
             K_5_12,
             {
                 "inet_ecn_decap_sets_ect1",
                 "ip_ecn_set_ect1_right_csum",
+                "ip_ecn_csum16_add",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
             },
@@ -125,6 +135,7 @@ def test_profile_lookup_by_release():
             {
                 "inet_ecn_decap_sets_ect1",
                 "ip_ecn_set_ect1_right_csum",
+                "ip_ecn_csum16_add",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
             },
@@ -134,6 +145,7 @@ def test_profile_lookup_by_release():
             {
                 "inet_ecn_decap_sets_ect1",
                 "ip_ecn_set_ect1_right_csum",
+                "ip_ecn_csum16_add",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
                 "gro_max_size_from_dev",  # v5.17
@@ -147,6 +159,7 @@ def test_profile_lookup_by_release():
             {
                 "inet_ecn_decap_sets_ect1",
                 "ip_ecn_set_ect1_right_csum",
+                "ip_ecn_csum16_add",
                 "gro_normal_counts_segs",
                 "udp_tunnel_gate_checks_uh_check",
                 "gro_max_size_from_dev",
@@ -762,3 +775,25 @@ def test_an_rc_number_with_a_leading_zero_is_refused(text):
     """Tags are v5.12-rc1, never -rc01 (breaker's finding: it ran and printed "(v5.12-rc01)"), as 5.4.0106 is refused."""
     with pytest.raises(ValueError, match="version numbers have no leading zeros"):
         resolve_kernel(text)
+
+
+def test_a_switch_that_changes_no_count_leaves_two_kernels_one_model():
+    """0780b4145634 (v5.11-rc1, ``ip_ecn_csum16_add``) changes only how an ECN mark writes an IPv4 header checksum
+    summing to 0xFFFF (kernel/ip_tunnel_core.py ``ip_ecn_check_add``): 5.10.24 (5.10 + 89e5c58fc1e2 + 8dc1c444df19,
+    kernel/stable.py) and 5.11.7 (5.11 + 89e5c58fc1e2) differ only in it, so they give the same counts and are one
+    model to compare (refused, naming the commit they differ in and why it changes no count), and the verdict
+    counts it among no "other modelled commits that can change counts"."""
+    from gro_replay.kernel.model import same_model, same_model_words
+    from gro_replay.report.verdict.facts import other_changes
+
+    a, b = resolve_kernel("5.10.24"), resolve_kernel("5.11.7")
+    differ = {s for s, v in a.switches().items() if v != b.switches()[s]}
+    assert differ == {"ip_ecn_csum16_add"}
+    assert same_model([a, b]) == (0, 1)
+    assert other_changes(a, b) == []
+    words = same_model_words("5.10.24", "5.11.7", a.switches(), b.switches())
+    assert words.startswith(
+        "5.10.24 and 5.11.7 run one kernel model (modelled commits on: 89e5c58fc1e2, 8dc1c444df19, b723748750ec, "
+        "2867e1eac610; the other 13 off; they differ in 0780b4145634, but it changes only how an ECN mark writes an "
+        "IPv4 header checksum that sums to 0xFFFF): "
+    )

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ...kernel import reasons as R
-from ...kernel.model import PROFILES, KernelModel
+from ...kernel.model import BYTES_ONLY_SWITCHES, PROFILES, KernelModel
 from ...packet.decode import FlowKey
 
 if TYPE_CHECKING:
@@ -91,11 +91,11 @@ def fix_sides(models: list) -> tuple[list, list]:
 
 
 def other_changes(pre: KernelModel, post: KernelModel, ignore: frozenset[str] = frozenset()) -> list[str]:
-    """The behaviour switches (kernel/model.py, each named after its commit) other than 89e5c58fc1e2's
-    (``udp_tunnel_gate_checks_uh_check``) that differ between ``pre`` and ``post``, in ``switches()`` order, but
-    those in ``ignore`` (the replay reads them not: kernel/nic.py ``unread_switches``)."""
-    a, b = pre.switches(), post.switches()
-    return [s for s in a if a[s] != b[s] and s != "udp_tunnel_gate_checks_uh_check" and s not in ignore]
+    """The behaviour switches (kernel/model.py) other than 89e5c58fc1e2's that differ between ``pre`` and ``post``,
+    in ``switches()`` order, but those in ``ignore`` (the replay reads them not: kernel/nic.py ``unread_switches``)
+    and those that change no count (``BYTES_ONLY_SWITCHES``)."""
+    ignore = ignore | BYTES_ONLY_SWITCHES | {"udp_tunnel_gate_checks_uh_check"}
+    return [s for s, v in pre.switches().items() if v != getattr(post, s) and s not in ignore]
 
 
 def fix_counterfactuals(models: list, ignore: frozenset[str] = frozenset()) -> list[KernelModel]:
