@@ -1,9 +1,10 @@
 """The kernel backend as a report, and the simulator-vs-kernel comparison (``gro-replay kernel`` / ``validate``).
 
-The running kernel only tells, per delivered skb, its device and ``skb->len`` (``net:netif_receive_skb``). To show
-segments per skb in the same table as the simulator, each delivery is matched to the frames it carries
-(oracle/match.py ``match_deliveries``). The match is reported as inferred; ``validate`` compares lengths, not
-inferred segments.
+The running kernel tells, per delivered skb, its device, ``skb->len`` and address (``net:netif_receive_skb``), and
+per skb entering GRO its address (``net:napi_gro_receive_entry``). To show segments per skb in the same table as
+the simulator, each delivery is matched to the frames it carries (oracle/match.py ``match_deliveries``): from the
+first frame its address names (oracle/replay.py ``_Run._heads``), else by lengths alone. ``validate`` compares
+lengths, not matched segments.
 """
 
 from __future__ import annotations
@@ -253,7 +254,8 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     for dev, ds in by_dev.items():
         role, port = ds[0].dev_role, dev_ports.get(dev)
         cand = sent if role == "phys" or port is None else [f for f in sent if _udp_dport(f[1]) == port]
-        matched_dev[dev] = match_deliveries([d.len for d in ds], cand, role, tports)
+        heads = [None if d.head is None else sent[d.head][7] for d in ds]  # the first frame's Frame.index
+        matched_dev[dev] = match_deliveries([d.len for d in ds], cand, role, tports, heads)
     matched: dict[str, list] = {"phys": [], "tunnel": []}
     for dev, m in matched_dev.items():
         matched[by_dev[dev][0].dev_role] += m
@@ -311,7 +313,7 @@ def _unmatched_note(matched: dict[str, list]) -> list[str]:
     return [
         f"{n:,} of the {total:,} {plural(total, 'skb')} the running kernel delivered ({where}) "
         f"{'matches' if one else 'match'} no run "
-        f"of one flow's frames by {'its length' if one else 'their lengths'} (the trace gives no more): "
+        f"of one flow's frames by {'its length' if one else 'their lengths'} (the trace gives no more for it): "
         f"{'it is' if one else 'each is'} counted as 1 segment of the flow (unmatched), so the segment counts lack "
         f"the frames {'it' if one else 'they'} carried; validate compares the lengths themselves"
     ]

@@ -1,7 +1,10 @@
 """Which frames each skb the running kernel delivered carries (the kernel backend: validate.py ``kernel_result``,
 ``compare``).
 
-The trace (``net:netif_receive_skb``) gives per delivered skb its device and ``skb->len`` only. GRO joins only
+The trace gives per delivered skb its device, ``skb->len`` and address (``net:netif_receive_skb``), and per skb
+entering GRO its address (``net:napi_gro_receive_entry``): where the address names the first frame a delivery
+carries (oracle/replay.py ``_Run._heads``), the delivery is that frame's flow's run from that frame, its length
+deciding how many frames; where it does not, the match is inferred from lengths alone. GRO joins only
 consecutive segments of one flow, each with TCP payload (tcp_gro_receive, net/ipv4/tcp_offload.c: a segment without
 payload is flushed at once, ``(len - 1) >= mss``; a packet that is not TCP is never merged here), so a delivery of
 ``len`` L carries a run of one flow's pending frames: the first frame's L3 length plus the others' TCP payload
@@ -10,8 +13,9 @@ datagram of 252 bytes and two TCP segments of 152 + 100): the match is the assig
 to such a run, found by a depth-first search that tries the flows oldest pending frame first at each delivery and
 backs off when a later delivery fits no run (a state it backed off from is not searched again). Where no assignment matches every delivery (the search explores at
 most ``_SEARCH_STEPS_PER_DELIVERY`` choices per delivery: time grows with the input, not beyond), each delivery
-takes the oldest flow's run that fits, and a delivery no run fits is unmatched. The match is inferred from lengths:
-two flows whose runs have equal lengths throughout can be told apart by no length.
+takes the oldest flow's run that fits, and a delivery no run fits is unmatched. Where addresses name no frame, the
+match is inferred from lengths: two flows whose runs have equal lengths throughout can be told apart by no length.
+A delivery whose named first frame is not its flow's next pending one fits no run.
 """
 
 from __future__ import annotations
@@ -54,20 +58,25 @@ def frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[
 
 
 def match_deliveries(
-    lengths: list[int], frames: list[tuple], stage: str, tunnel_ports: dict[int, str]
+    lengths: list[int],
+    frames: list[tuple],
+    stage: str,
+    tunnel_ports: dict[int, str],
+    heads: list[int | None] | None = None,
 ) -> list[tuple[list[int], int]]:
     """Match delivered lengths (``skb->len``, bytes, in delivery order) to the frames they carry (module docstring);
     returns per delivery (frame indices: the frames' ``Frame.index``, flow id).
 
     ``frames`` are decoded frames (``sim.ingest.Frame``) in send order; ``stage`` picks outer (``"phys"``) or inner
-    (``"tunnel"``) L3 lengths; ``tunnel_ports`` the decoder's (UDP port → ``"vxlan"``/``"geneve"``). Unmatched
+    (``"tunnel"``) L3 lengths; ``tunnel_ports`` the decoder's (UDP port → ``"vxlan"``/``"geneve"``); ``heads``: per
+    delivery the ``Frame.index`` of the first frame it carries where its address tells, else None. Unmatched
     deliveries get ``([], -1)``. Never raises.
     """
     queues: dict[int, list[tuple[int, int, int]]] = {}
     for f in frames:
         outer, inner, payload = frame_lengths(f[1], f[6], tunnel_ports)
         queues.setdefault(f[3], []).append((f[7], outer if stage == "phys" else inner, payload))
-    choices = _assign(lengths, queues)
+    choices = _assign(lengths, queues, heads or [None] * len(lengths))
     pos = dict.fromkeys(queues, 0)
     out: list[tuple[list[int], int]] = []
     for choice in choices:
@@ -82,14 +91,15 @@ def match_deliveries(
 
 
 def _runs(
-    length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int]
+    length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int], head: int | None = None
 ) -> list[tuple[int, int]]:
     """The runs of pending frames a delivery of ``length`` bytes can carry, as (flow, frames), the flow with the
-    oldest pending frame first: per flow at most one (payloads are above 0 within a run, so the sums grow)."""
+    oldest pending frame first: per flow at most one (payloads are above 0 within a run, so the sums grow); only
+    a run that starts with frame ``head`` (``Frame.index``) when it is given."""
     found = []
     for fid, q in queues.items():
         p = pos[fid]
-        if p >= len(q):
+        if p >= len(q) or (head is not None and q[p][0] != head):
             continue
         total, k = q[p][1], 1
         if q[p][2]:  # a frame without TCP payload (or not TCP) is never merged: it goes up alone
@@ -103,7 +113,7 @@ def _runs(
 
 
 def _assign(
-    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]]
+    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]], heads: list[int | None]
 ) -> list[tuple[int, int] | None]:
     """Per delivery the run it carries, (flow, frames) or None: an assignment matching every delivery where the
     bounded search finds one, else the oldest-first one with the deliveries no run fits unmatched. A state (the
@@ -121,7 +131,7 @@ def _assign(
         steps += 1
         if len(options) == i:
             states.append(tuple(pos.values()))  # O(flows), as _runs
-            options.append([] if (i, states[i]) in dead else _runs(lengths[i], queues, pos))
+            options.append([] if (i, states[i]) in dead else _runs(lengths[i], queues, pos, heads[i]))
         elif choice[i] is not None:  # back at i after every run of a later delivery failed: undo i's choice
             fid, k = choice[i]  # type: ignore[misc]
             pos[fid] -= k
@@ -139,8 +149,8 @@ def _assign(
     # no assignment matches every delivery (or the search ran out): oldest first, unmatched where none fits
     pos = dict.fromkeys(queues, 0)
     greedy: list[tuple[int, int] | None] = []
-    for length in lengths:
-        runs = _runs(length, queues, pos)
+    for length, head in zip(lengths, heads, strict=True):
+        runs = _runs(length, queues, pos, head)
         greedy.append(runs[0] if runs else None)
         if runs:
             pos[runs[0][0]] += runs[0][1]

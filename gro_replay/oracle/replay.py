@@ -94,6 +94,9 @@ class KernelDelivery:
     dev: str
     len: int
     ts: float  # trace timestamp, seconds
+    #: the position in the frames sent (``OracleResult.sent``) of the first frame the skb carries, known by its
+    #: address (``_Run._heads``), or None
+    head: int | None = None
 
 
 @dataclass
@@ -389,9 +392,10 @@ class _Run:
         os.sched_setaffinity(napi, {cpu})
         # just below the injector: it drains the ring as soon as the injector sleeps, whatever else runs
         os.sched_setscheduler(napi, os.SCHED_FIFO, os.sched_param(NAPI_FIFO_PRIORITY))
-        # events land on the NAPI CPU: about two receives per frame in the worst case, plus polls
+        # events land on the NAPI CPU: per frame in the worst case a GRO entry and a receive at each device (an
+        # entry, ~100 bytes, twice a receive's), plus polls
         self.trace.create(list(self.devices), 8192)
-        self.trace.size_cpu(cpu, min(max(8192, n * 2 * 64 // 1024 + 1024), 1 << 19))
+        self.trace.size_cpu(cpu, min(max(8192, n * 6 * 64 // 1024 + 1024), 1 << 19))
         self.trace.start()
         dst = self.plan.dst_mac if self.plan.rewrite_dst else b""
         payload = b"".join(
@@ -433,15 +437,43 @@ class _Run:
             time.sleep(0.005)
 
     def _collect(self, events: list[TraceEvent]) -> tuple[list[KernelDelivery], list[tuple[str, int]]]:
+        events = [e for e in events if e.dev in self.devices]
+        heads = self._heads(events)
         deliveries, polls = [], []
         for e in events:
-            if e.dev not in self.devices:
-                continue
             if e.kind == "receive":
-                deliveries.append(KernelDelivery(self.devices[e.dev], e.dev, e.value, e.ts))
-            else:
+                deliveries.append(KernelDelivery(self.devices[e.dev], e.dev, e.value, e.ts, heads.get(id(e))))
+            elif e.kind == "poll":
                 polls.append((e.dev, e.value))
         return deliveries, polls
+
+    def _heads(self, events: list[TraceEvent]) -> dict[int, int]:
+        """Per delivery event (by ``id``): the position in the frames sent of the first frame its skb carries.
+
+        GRO keeps the first skb of a run as the one it delivers (net/core/gro.c ``dev_gro_receive``: a segment that
+        starts no new held packet is merged into the held one, ``skb_gro_receive``), and decapsulation hands the
+        same skb to the tunnel device (``gro_cells_receive``), so a phys delivery carries the frame whose
+        ``napi_gro_receive_entry`` last had its address, and a tunnel delivery the first frame of the phys delivery
+        that last had its address. The k-th frame entering the phys device's GRO is the k-th sent (one RX queue, in
+        order); when the phys entries are not one per frame sent, nothing is known (oracle/match.py then infers the
+        match from lengths alone)."""
+        phys = [e for e in events if e.kind == "entry" and self.devices[e.dev] == "phys"]
+        if len(phys) != len(self.plan.sent):
+            return {}
+        entered: dict[str, int] = {}  # address → the position of the frame that last entered with it
+        delivered: dict[str, int] = {}  # address → the first frame of the phys delivery that last had it
+        heads: dict[int, int] = {}
+        k = 0
+        for e in events:
+            role = self.devices[e.dev]
+            if e.kind == "entry" and role == "phys":
+                entered[e.addr] = k
+                k += 1
+            elif e.kind == "receive" and role == "phys" and e.addr in entered:
+                heads[id(e)] = delivered[e.addr] = entered[e.addr]
+            elif e.kind == "receive" and role == "tunnel" and e.addr in delivered:
+                heads[id(e)] = delivered[e.addr]
+        return heads
 
     # teardown
 

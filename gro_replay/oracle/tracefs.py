@@ -7,8 +7,10 @@ namespace and the instance is reached through ``/proc/<child>/root``: the host's
 touched, and the mount disappears with the child.
 
 Kernel: kernel/trace/trace.c (instances, buffer_size_kb, tracing_on), include/trace/events/net.h
-(netif_receive_skb: ``dev=%s skbaddr=%p len=%u``), include/trace/events/napi.h (napi_poll:
-``napi poll on napi struct %p for device %s work %d budget %d``).
+(netif_receive_skb: ``dev=%s skbaddr=%p len=%u``; napi_gro_receive_entry, net/core/gro.c ``napi_gro_receive``:
+``dev=%s napi_id=%#x queue_mapping=%u skbaddr=%p …``), include/trace/events/napi.h (napi_poll: ``napi poll on
+napi struct %p for device %s work %d budget %d``). ``%p`` prints a pointer hashed per boot: equal addresses print
+equal.
 
 Left out: trace_pipe streaming; the buffer is sized for the run and an overrun is reported.
 """
@@ -28,18 +30,22 @@ from typing import IO
 
 _CHILD = str(Path(__file__).with_name("_child.py"))
 
-RECEIVE_RE = re.compile(r"\s(\d+\.\d+): netif_receive_skb: dev=(\S+) skbaddr=\S+ len=(\d+)")
+RECEIVE_RE = re.compile(r"\s(\d+\.\d+): netif_receive_skb: dev=(\S+) skbaddr=(\S+) len=(\d+)")
+ENTRY_RE = re.compile(r"\s(\d+\.\d+): napi_gro_receive_entry: dev=(\S+) .*?skbaddr=(\S+) .*? len=(\d+) ")
 POLL_RE = re.compile(r"\s(\d+\.\d+): napi_poll: .* for device (\S+) work (-?\d+)")
 
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """One parsed trace line: ``kind`` 'receive' (value = skb len) or 'poll' (value = work)."""
+    """One parsed trace line: ``kind`` 'receive' (``netif_receive_skb``, value = skb len, ``addr`` its skb),
+    'entry' (``napi_gro_receive_entry``: an skb entering GRO, value = its len, ``addr`` its skb) or 'poll'
+    (``napi_poll``, value = work)."""
 
     kind: str
     ts: float
     dev: str
     value: int
+    addr: str = ""
 
 
 def parse_trace(text: str) -> list[TraceEvent]:
@@ -48,7 +54,11 @@ def parse_trace(text: str) -> list[TraceEvent]:
     for line in text.splitlines():
         m = RECEIVE_RE.search(line)
         if m:
-            out.append(TraceEvent("receive", float(m[1]), m[2], int(m[3])))
+            out.append(TraceEvent("receive", float(m[1]), m[2], int(m[4]), m[3]))
+            continue
+        m = ENTRY_RE.search(line)
+        if m:
+            out.append(TraceEvent("entry", float(m[1]), m[2], int(m[4]), m[3]))
             continue
         m = POLL_RE.search(line)
         if m:
@@ -142,8 +152,13 @@ def trace_instances() -> list[str]:
         return t.instances()
 
 
+#: the events an instance records (``TraceInstance.create``)
+_EVENTS = ("net/netif_receive_skb", "net/napi_gro_receive_entry", "napi/napi_poll")
+
+
 class TraceInstance:
-    """``instances/<name>`` with ``net:netif_receive_skb`` and ``napi:napi_poll`` filtered on ``devs``."""
+    """``instances/<name>`` with ``net:netif_receive_skb``, ``net:napi_gro_receive_entry`` and ``napi:napi_poll``
+    filtered on ``devs``."""
 
     def __init__(self, tracefs: Tracefs, name: str) -> None:
         self.path = tracefs.root / "instances" / name
@@ -163,10 +178,9 @@ class TraceInstance:
         self._write("buffer_size_kb", str(buffer_kb))
         names = " || ".join(f'name == "{d}"' for d in devs)
         dev_names = " || ".join(f'dev_name == "{d}"' for d in devs)
-        self._write("events/net/netif_receive_skb/filter", names)
-        self._write("events/napi/napi_poll/filter", dev_names)
-        self._write("events/net/netif_receive_skb/enable", "1")
-        self._write("events/napi/napi_poll/enable", "1")
+        for event in _EVENTS:
+            self._write(f"events/{event}/filter", dev_names if event == "napi/napi_poll" else names)
+            self._write(f"events/{event}/enable", "1")
 
     def _write(self, rel: str, value: str) -> None:
         with open(self.path / rel, "w") as f:
@@ -212,7 +226,7 @@ class TraceInstance:
         if not self.created or not self.path.exists():
             self.created = False
             return
-        for rel in ("tracing_on", "events/net/netif_receive_skb/enable", "events/napi/napi_poll/enable"):
+        for rel in ("tracing_on", *(f"events/{event}/enable" for event in _EVENTS)):
             try:
                 self._write(rel, "0")
             except OSError:

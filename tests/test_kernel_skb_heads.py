@@ -1,0 +1,144 @@
+"""The kernel backend knows the first frame each delivered skb carries by its address, not only by lengths.
+
+The trace names every skb entering GRO (``net:napi_gro_receive_entry``, net/core/gro.c ``napi_gro_receive``) and
+every skb delivered (``net:netif_receive_skb``) by its address. GRO delivers the first skb of a run, the others
+merged into it (``dev_gro_receive`` / ``skb_gro_receive``), and decapsulation hands that same skb to the tunnel
+device (``gro_cells_receive``): a phys delivery carries the frame whose entry last had its address, a tunnel
+delivery the first frame of the phys delivery that last had its address (oracle/replay.py ``_Run._heads``). The
+lengths then only say how many frames follow it (oracle/match.py ``match_deliveries``).
+
+Before, the match was inferred from lengths alone (fidelity helper's findings, session 27): a bounded search that
+ran out on three round-robin flows whose singles and segments have equal lengths and then matched the oldest frame
+first, so 8 UDP datagrams took the TCP flows' first frames, and the report said the running kernel "does not
+merge" flows it merged, SUMMARY ``phys_aggregates=0`` where the trace shows 2; and on two flows of equal lengths
+(A, B, A, B, B's outer UDP checksum wrong) both assignments fit and the wrong one gave B's drops to A.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from types import SimpleNamespace
+
+from click.testing import CliRunner
+from conftest import needs_kernel_backend
+from test_kernel_plain_tcp import VXLAN, _decoded, _udp, _write
+
+from gro_replay.cli import main
+from gro_replay.oracle.match import frame_lengths, match_deliveries
+from gro_replay.oracle.replay import _Run
+from gro_replay.oracle.tracefs import TraceEvent
+from gro_replay.packet.build import build_flow
+from gro_replay.packet.decode import Decoder
+
+PORTS = Decoder((4789,), (6081,)).tunnel_ports
+
+
+def _round_robin(*flows: list[bytes]) -> list[bytes]:
+    return [f for group in zip(*flows, strict=True) for f in group]
+
+
+def _three_flows() -> list[bytes]:
+    """Round robin: tunnelled TCP flow A (8 segments of 1,400 bytes), 8 plain UDP datagrams of A's outer IP length
+    (never merged: no socket, no GRO handler takes them), tunnelled TCP flow B (another VNI)."""
+    a = build_flow(VXLAN, [1400] * 8)
+    b = build_flow(replace(VXLAN, vni=101), [1400] * 8)
+    outer = (a[0][16] << 8) | a[0][17]
+    return _round_robin(a, [_udp(outer)] * 8, b)
+
+
+def _bad_second_flow() -> list[bytes]:
+    """A, B, A, B: two tunnelled TCP flows of 2 segments of 1,400 bytes each, B's outer UDP checksum wrong."""
+    a = build_flow(VXLAN, [1400] * 2)
+    b = build_flow(replace(VXLAN, udp_sport=37634, outer_csum="bad"), [1400] * 2)
+    return _round_robin(a, b)
+
+
+def test_the_first_frame_decides_which_flow_a_delivery_is():
+    # the running kernel's deliveries of _three_flows (trace of session 27): the 8 datagrams at once, then A's and
+    # B's 8 segments each in one skb; by lengths alone a datagram fits A's first frame as well, by address not
+    decoded = _decoded(_three_flows())
+    single = frame_lengths(decoded[0][1], decoded[0][6], PORTS)[0]
+    merged = single + 7 * 1400
+    lengths = [single] * 8 + [merged, merged]
+    heads = [decoded[3 * k + 1][7] for k in range(8)] + [decoded[0][7], decoded[2][7]]
+    got = match_deliveries(lengths, decoded, "phys", PORTS, heads)
+    assert [idx for idx, _ in got] == [[3 * k + 1] for k in range(8)] + [
+        list(range(0, 24, 3)),
+        list(range(2, 24, 3)),
+    ]
+
+
+def test_two_flows_of_equal_lengths_are_told_apart_by_their_first_frames():
+    # the running kernel delivered B's two frames alone (udp4_gro_receive refuses a checksum that does not verify)
+    # and A's as one skb: lengths fit A1, A2 alone and B merged as well, which the search took
+    decoded = _decoded(_bad_second_flow())
+    single = frame_lengths(decoded[0][1], decoded[0][6], PORTS)[0]
+    lengths = [single, single, single + 1400]
+    assert [idx for idx, _ in match_deliveries(lengths, decoded, "phys", PORTS)] == [[0], [2], [1, 3]]
+    heads = [decoded[1][7], decoded[3][7], decoded[0][7]]
+    assert [idx for idx, _ in match_deliveries(lengths, decoded, "phys", PORTS, heads)] == [[1], [3], [0, 2]]
+
+
+def _heads(events: list[TraceEvent], sent: int) -> dict[int, int]:
+    run = object.__new__(_Run)
+    run.devices = {"g-p": "phys", "g-vx": "tunnel"}
+    run.plan = SimpleNamespace(sent=list(range(sent)))
+    return run._heads(events)
+
+
+def test_heads_follow_the_addresses_gro_keeps():
+    """Frames 0..3 enter the phys device's GRO as skbs a, b, b, c: frame 1 is merged into frame 0's held skb a and
+    its skb b freed, which frame 2 then reuses (its last entry names it). The phys device delivers a (frames 0, 1),
+    b (frame 2) and c (frame 3); the tunnel device delivers a (the phys skbs a and b merged into it) and c."""
+    e = [
+        TraceEvent("entry", 0.0, "g-p", 1500, "a"),
+        TraceEvent("entry", 0.1, "g-p", 1500, "b"),  # merged into a, freed
+        TraceEvent("entry", 0.2, "g-p", 1500, "b"),  # frame 2 in the freed skb
+        TraceEvent("receive", 0.3, "g-p", 2900, "a"),
+        TraceEvent("receive", 0.4, "g-p", 1500, "b"),
+        TraceEvent("entry", 0.5, "g-p", 1500, "c"),
+        TraceEvent("poll", 0.55, "g-p", 4),
+        TraceEvent("entry", 0.6, "g-vx", 2850, "a"),
+        TraceEvent("entry", 0.7, "g-vx", 1450, "b"),
+        TraceEvent("receive", 0.8, "g-p", 1500, "c"),
+        TraceEvent("receive", 0.9, "g-vx", 4250, "a"),
+        TraceEvent("receive", 1.0, "g-vx", 1450, "c"),
+    ]
+    heads = _heads(e, 4)
+    assert [heads.get(id(x)) for x in e if x.kind == "receive"] == [0, 2, 3, 0, 3]
+    # a frame that never entered GRO (one entry fewer than frames sent): no address names a frame
+    assert _heads(e, 5) == {}
+
+
+@needs_kernel_backend
+def test_running_kernel_reports_the_aggregates_it_made(tmp_path):
+    # measured on the running kernel (6.18.44, budget polls of 64): 10 phys skbs for the 24 frames, A's 8 and B's
+    # 8 segments in one skb each; the tunnel device delivers those 2 (the datagrams reach no tunnel device)
+    path = _write(tmp_path / "three.pcap", _three_flows())
+    r = CliRunner().invoke(main, ["kernel", path, "-q"])
+    assert r.exit_code == 0, r.output
+    (summary,) = [x for x in r.stdout.splitlines() if x.startswith("SUMMARY")]
+    assert "phys_skbs=10 phys_aggregates=2 tunnel_skbs=2 tunnel_aggregates=2" in summary
+    assert "does not merge" not in r.stdout and "matches no run" not in r.stdout
+
+
+@needs_kernel_backend
+def test_running_kernel_drops_are_the_bad_flows(tmp_path):
+    # measured on the running kernel: B's frames go up alone and udp_rcv drops both (their outer checksums do not
+    # verify, CHECKSUM_NONE); A's two frames go up as one skb at each device
+    path = _write(tmp_path / "ab.pcap", _bad_second_flow())
+    r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    (k,) = doc["kernels"]
+    got = {
+        f["key"]["outer"]["sport"]: (
+            f["phys"]["skbs"],
+            f["phys"]["segments"],
+            f["tunnel"]["skbs"],
+            f["stack_frames"],
+        )
+        for f in k["flows"]
+    }
+    assert got == {49152: (1, 2, 1, {}), 37634: (2, 2, 0, {"kernel_backend:not_at_tunnel_device": 2})}
