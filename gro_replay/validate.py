@@ -272,7 +272,8 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         cursor[d.dev] += 1
         frames_idx, fid = matched_dev[d.dev][i]
         no_payload = runs[d.dev_role] and bool(frames_idx) and empty.issuperset(frames_idx)
-        addr = 0xFFFF888200000000 + (len(ks.flows) << 8) + n
+        # the trace's address (hashed per boot: the same skb has the same one at both devices), else a made-up one
+        addr = int(d.addr, 16) if d.addr else 0xFFFF888200000000 + (len(ks.flows) << 8) + n
         skb = _Delivered(d.len, frames_idx or [-1], fid, addr, "kernel", no_payload)
         if fid < 0:
             skb.flow = -1
@@ -292,9 +293,9 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     flows = [k if fid in reached else None for fid, k in enumerate(rep.decoder.flows)]
     classes = list(rep.decoder.flow_class)
     if -1 in ks.flows:
-        from .packet.decode import FlowKey
+        from .packet.flowkey import UNMATCHED, FlowKey
 
-        flows.append(FlowKey("(unmatched)", "", 0, 0, "", 0, "", "", 0, 0, 0, False))
+        flows.append(FlowKey(UNMATCHED, "", 0, 0, "", 0, "", "", 0, 0, 0, False))
         classes.append("unmatched")
         ks.flows[len(flows) - 1] = ks.flows.pop(-1)
     return Result(rep.input, cfg, [ks], flows, classes, backend="kernel")
@@ -312,8 +313,8 @@ def _unmatched_note(matched: dict[str, list]) -> list[str]:
     one = n == 1
     return [
         f"{n:,} of the {total:,} {plural(total, 'skb')} the running kernel delivered ({where}) "
-        f"{'matches' if one else 'match'} no run "
-        f"of one flow's frames by {'its length' if one else 'their lengths'} (the trace gives no more for it): "
+        f"{'matches' if one else 'match'} no run of one flow's frames by {'its length' if one else 'their lengths'}, "
+        f"from the first frame {'its' if one else 'their'} address names where the trace names one: "
         f"{'it is' if one else 'each is'} counted as 1 segment of the flow (unmatched), so the segment counts lack "
         f"the frames {'it' if one else 'they'} carried; validate compares the lengths themselves"
     ]

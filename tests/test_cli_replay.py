@@ -255,6 +255,19 @@ def test_fix_and_kernel_are_exclusive_and_the_refusal_names_the_spelling(runner,
     ]
 
 
+def test_fix_beside_a_kernel_of_its_counts_names_the_commit_they_differ_in(runner):
+    """5.10.17 (5.10 + 8dc1c444df19, kernel/stable.py) runs the pre-fix model's counts: it lacks only 0780b4145634
+    (v5.11-rc1), which changes no count (kernel/model.py ``BYTES_ONLY_SWITCHES``); the refusal of --no-fix says so
+    rather than that 5.10.17 runs the 5.11 model itself (breaker's finding)."""
+    r = _run(runner, FIX_SAMPLE, "--no-fix", "--kernel", "5.10.17")
+    assert r.exit_code == 2 and r.stderr.strip().splitlines() == [
+        "Error: --kernel and --no-fix are exclusive: --no-fix is --kernel 5.11 (the pre-fix model), which --kernel "
+        "'5.10.17' already runs (modelled commits on: 8dc1c444df19, b723748750ec, 2867e1eac610; the other 14 off; "
+        "they differ in 0780b4145634, but it changes only how an ECN mark writes an IPv4 header checksum that sums "
+        "to 0xFFFF): leave out --no-fix"
+    ]
+
+
 def test_kernel_profiles_run_side_by_side(runner):
     r = _run(runner, FIX_SAMPLE, "--format", "json", "--kernel", "5.11", "--kernel", "6.18")
     assert r.exit_code == 0
@@ -345,7 +358,8 @@ def test_kernels_of_one_release_are_one_model_and_refused(runner):
 
 #: 5.11 and Ubuntu 21.04's 5.11.0-16-generic (upstream 5.11 assumed: its uname -r names no stable release,
 #: kernel/distro.py) are one model: of the modelled commits 8dc1c444df19 (v5.11, "net: gro: do not keep too many GRO
-#: packets in napi->rx_list"), b723748750ec (v5.7) and 2867e1eac610 (v5.10-rc7) are in; 89e5c58fc1e2 came in v5.12-rc2
+#: packets in napi->rx_list"), b723748750ec (v5.7), 2867e1eac610 (v5.10-rc7) and 0780b4145634 (v5.11-rc1) are in;
+#: 89e5c58fc1e2 came in v5.12-rc2
 SAME_511 = [
     ("5.11", "5.11"),
     ("5.11", "5.11.0-16-generic"),
@@ -363,7 +377,7 @@ def test_one_kernel_model_given_twice_is_refused_in_either_order_and_when_identi
     (line,) = r.output.strip().splitlines()
     assert line.startswith(
         f"Error: --kernel {pair[0]!r} and --kernel {pair[1]!r} run one kernel model (modelled commits on: "
-        "8dc1c444df19, b723748750ec, 2867e1eac610; the other "
+        "8dc1c444df19, b723748750ec, 2867e1eac610, 0780b4145634; the other "
     )
 
 
@@ -376,7 +390,8 @@ def test_the_library_refuses_one_kernel_model_twice(pair):
     cfg = ReplayConfig(kernels=tuple(resolve_kernel(k) for k in pair))
     with pytest.raises(
         ConfigError,
-        match=r"run one kernel model \(modelled commits on: 8dc1c444df19, b723748750ec, 2867e1eac610; the other ",
+        match=r"run one kernel model \(modelled commits on: 8dc1c444df19, b723748750ec, 2867e1eac610, 0780b4145634; "
+        r"the other ",
     ):
         cfg.validate()
     with pytest.raises(ConfigError):

@@ -507,6 +507,33 @@ def test_diff_says_when_two_documents_ran_one_kernel_model(tmp_path):
     )
 
 
+def test_a_switch_that_changes_no_count_makes_no_other_model(tmp_path):
+    """0780b4145634 (``ip_ecn_csum16_add``, v5.11-rc1) changes only how an ECN mark writes a checksum summing to
+    0xFFFF (kernel/model.py ``BYTES_ONLY_SWITCHES``): documents of 5.10.24 and 5.11.7 (which differ only in it,
+    kernel/stable.py) run one kernel model, as --kernel refuses them as one; a document of before the switch
+    existed (no ``ip_ecn_csum16_add`` among its switches) runs the model a newer one does (breaker's finding:
+    every older baseline of a 5.11+ kernel got "another model")."""
+    paths = {}
+    for k in ("5.10.24", "5.11.7"):
+        r = run(FIX_SAMPLE, "--kernel", k, "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        paths[k] = tmp_path / f"{k}.json"
+        paths[k].write_text(r.stdout)
+    r = run("diff", paths["5.10.24"], paths["5.11.7"])
+    assert (
+        "note: kernels 5.10.24 and 5.11.7 run one kernel model (modelled commits on: 89e5c58fc1e2, 8dc1c444df19, "
+        "b723748750ec, 2867e1eac610; the other 13 off; they differ in 0780b4145634, but it changes only how an ECN "
+        "mark writes an IPv4 header checksum that sums to 0xFFFF): a change between the documents is not a "
+        "difference of the kernels"
+    ) in " ".join(r.stdout.split())
+    doc = json.loads(paths["5.11.7"].read_text())
+    del doc["config"]["kernels"][0]["switches"]["ip_ecn_csum16_add"]
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(doc))
+    r = run("diff", older, paths["5.11.7"])
+    assert r.exit_code == 0 and "another model" not in r.stdout and "note: kernel" not in r.stdout
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [

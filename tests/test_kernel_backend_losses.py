@@ -129,8 +129,9 @@ def test_skbs_no_run_of_frames_fits_are_said(tmp_path):
     phys = [n + (n == GRO_ON["phys"][4]) for n in GRO_ON["phys"]]
     result = kernel_result(load_capture(str(path), cfg), fake_oracle({**GRO_ON, "phys": phys}, 9), cfg)
     assert result.input.notes[-1] == (
-        "1 of the 12 skbs the running kernel delivered (phys 1) matches no run of one flow's frames by its length "
-        "(the trace gives no more for it): it is counted as 1 segment of the flow (unmatched), so the segment counts lack "
+        "1 of the 12 skbs the running kernel delivered (phys 1) matches no run of one flow's frames by its length, "
+        "from the first frame its address names where the trace names one: it is counted as 1 segment of the flow "
+        "(unmatched), so the segment counts lack "
         "the frames it carried; validate compares the lengths themselves"
     )
     assert result.flow_classes[-1] == "unmatched"

@@ -42,6 +42,9 @@ BOTH_OFF = (
 )
 TUNNEL_OFF = ", GRO off on vxlan0 (ethtool -K DEV gro off)"
 
+#: the running kernel's trace names every delivered skb's first frame (oracle/replay.py ``_Run._heads``)
+ADDRESSED = "counted from each skb's first frame, named by its address, and its length"
+
 
 def _run(*args: str):
     r = CliRunner().invoke(main, [*args])
@@ -85,7 +88,7 @@ def test_both_spellings_of_one_recipe_give_one_report(recipe, spellings, clause,
     stages = doc["kernels"][0]["stages"]
     assert (stages["phys"]["skbs_delivered"], stages["tunnel"]["skbs_delivered"]) == skbs
     assert doc["verdict"]["text"].startswith(f"The fix changes nothing with {XDP}: dev_gro_receive passes")
-    head = f", 17 frames sent{clause}; segments per skb inferred from lengths"
+    head = f", 17 frames sent{clause}; segments per skb {ADDRESSED}"
     # (the backend line wraps at the console's width)
     assert texts[0].startswith("backend: kernel ") and head in " ".join(texts[0].split())
     assert "deferred to the tunnel device" not in texts[0]
@@ -110,7 +113,7 @@ def test_gro_off_on_the_tunnel_device_alone_is_named():
     assert json.loads(check)["gro"] == {"phys": True, "tunnel": False}
     # with GRO on both devices the line names no recipe
     plain = _run("kernel", str(FIX_SAMPLE), "--no-hist").splitlines()[0]
-    assert plain.endswith(" 17 frames sent; segments per skb inferred from lengths")
+    assert plain.endswith(f" 17 frames sent; segments per skb {ADDRESSED}")
 
 
 def test_replay_advice_carries_the_backends_settings(tmp_path):

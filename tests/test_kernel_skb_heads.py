@@ -11,7 +11,10 @@ Before, the match was inferred from lengths alone (fidelity helper's findings, s
 ran out on three round-robin flows whose singles and segments have equal lengths and then matched the oldest frame
 first, so 8 UDP datagrams took the TCP flows' first frames, and the report said the running kernel "does not
 merge" flows it merged, SUMMARY ``phys_aggregates=0`` where the trace shows 2; and on two flows of equal lengths
-(A, B, A, B, B's outer UDP checksum wrong) both assignments fit and the wrong one gave B's drops to A.
+(A, B, A, B, B's outer UDP checksum wrong) both assignments fit and the wrong one gave B's drops to A. Then a
+flow's frames were taken to go up in send order, which they do not where GRO flushes a segment at once and holds
+the earlier ones, nor at the tunnel device where some were dropped on the way; and a frame's length at the phys
+device left out the bytes past its datagram, which its skb->len counts (second helper's and breaker's findings).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from gro_replay.cli import main
 from gro_replay.oracle.match import frame_lengths, match_deliveries
 from gro_replay.oracle.replay import _Run
 from gro_replay.oracle.tracefs import TraceEvent
-from gro_replay.packet.build import build_flow
+from gro_replay.packet.build import build_flow, build_frame, flow_specs
 from gro_replay.packet.decode import Decoder
 
 PORTS = Decoder((4789,), (6081,)).tunnel_ports
@@ -142,3 +145,99 @@ def test_running_kernel_drops_are_the_bad_flows(tmp_path):
         for f in k["flows"]
     }
     assert got == {49152: (1, 2, 1, {}), 37634: (2, 2, 0, {"kernel_backend:not_at_tunnel_device": 2})}
+
+
+def _bad_sixth() -> list[bytes]:
+    """Round robin: tunnelled TCP flows A and B (another outer source port and inner source port), 12 segments of
+    1,400 bytes each; A's sixth segment with a TCP checksum that does not verify."""
+    specs = flow_specs(VXLAN, [1400] * 12)
+    specs[5] = replace(specs[5], tcp_csum="bad")
+    a = [build_frame(s) for s in specs]
+    return _round_robin(a, build_flow(replace(VXLAN, udp_sport=49153, sport=40001), [1400] * 12))
+
+
+def _fcs_first_flow() -> list[bytes]:
+    """Tunnelled TCP flow A, 6 segments of 1,400 bytes, each with 4 bytes after its outer datagram (a captured
+    FCS), then flow B's 6 segments without."""
+    a = [f + b"\0" * 4 for f in build_flow(VXLAN, [1400] * 6)]
+    return a + build_flow(replace(VXLAN, udp_sport=49153, sport=40001), [1400] * 6)
+
+
+def _ce_dropped() -> list[bytes]:
+    """Round robin: tunnelled TCP flows A and B, 20 segments of 1,400 bytes each, not ECN-capable; A's 6th, 7th and
+    14th under an outer CE, which decapsulation drops (``vxlan_ecn_decapsulate``: CE outside a not-ECT packet)."""
+    specs = flow_specs(VXLAN, [1400] * 20)
+    for k in (5, 6, 13):
+        specs[k] = replace(specs[k], outer_tos=3)
+    a = [build_frame(s) for s in specs]
+    return _round_robin(a, build_flow(replace(VXLAN, udp_sport=49153, sport=40001), [1400] * 20))
+
+
+def test_frames_dropped_before_the_tunnel_device_are_skipped():
+    """Frames the phys device delivered and decapsulation dropped never reach the tunnel device: a tunnel delivery
+    from a later first frame of their flow is matched from it (breaker's finding: every later tunnel skb of the
+    flow went unmatched). A's tunnel skbs of ``_ce_dropped``: A1-A5, A8-A13, A15-A20."""
+    decoded = _decoded(_ce_dropped())
+    a = [x for x in decoded if x[3] == decoded[0][3]]
+    lengths = [1440 + 4 * 1400, 1440 + 5 * 1400, 1440 + 5 * 1400]
+    heads = [a[0][7], a[7][7], a[14][7]]
+    got = match_deliveries(lengths, a, "tunnel", PORTS, heads)
+    assert [idx for idx, _ in got] == [
+        [a[k][7] for k in ks] for ks in (range(5), range(7, 13), range(14, 20))
+    ]
+
+
+def test_a_segment_flushed_at_once_goes_up_before_the_ones_gro_holds():
+    """net/ipv4/tcp_offload.c ``tcp4_gro_receive``: a segment whose checksum does not verify is flushed at once
+    (``NAPI_GRO_CB(skb)->flush``) without flushing the packet GRO holds for its flow, so it goes up before the
+    earlier segments of that flow (the running kernel's deliveries of ``_bad_sixth``, 6.18.44: A6 alone (1,490),
+    A1-A5 (7,090, when A7's sequence gap flushes them), B1-B12 (16,890), A7-A12 (8,490)). A flow's frames are
+    then not delivered in send order: the match follows each delivery's first frame."""
+    decoded = _decoded(_bad_sixth())
+    lengths = [1490, 1490 + 4 * 1400, 1490 + 11 * 1400, 1490 + 5 * 1400]
+    heads = [decoded[10][7], decoded[0][7], decoded[1][7], decoded[12][7]]
+    got = match_deliveries(lengths, decoded, "phys", PORTS, heads)
+    assert [idx for idx, _ in got] == [[10], [0, 2, 4, 6, 8], list(range(1, 24, 2)), [12, 14, 16, 18, 20, 22]]
+
+
+def test_bytes_past_the_outer_datagram_count_at_the_phys_device_only():
+    """A frame with bytes after its outer datagram: its phys skb->len counts them (eth_type_trans pulls only the
+    Ethernet header) and inet_gro_receive merges it with nothing (tot_len ≠ the skb's length), while ip_rcv trims
+    them before decapsulation, so the tunnel device merges such frames (the running kernel, ``_fcs_first_flow``:
+    6 skbs of 1,494 then B's 8,490 at eth0; A's 6 segments in one skb of 8,440 at vxlan0, B's likewise)."""
+    decoded = _decoded(_fcs_first_flow())
+    a, b = [decoded[0][7]], [decoded[6][7]]
+    phys = match_deliveries([1494] * 6 + [8490], decoded, "phys", PORTS, [decoded[k][7] for k in range(7)])
+    assert [idx for idx, _ in phys] == [[k] for k in range(6)] + [list(range(6, 12))]
+    tunnel = match_deliveries([8440, 8440], decoded, "tunnel", PORTS, b + a)
+    assert [idx for idx, _ in tunnel] == [list(range(6, 12)), list(range(6))]
+
+
+@needs_kernel_backend
+def test_running_kernel_out_of_order_trailers_and_drops_per_flow(tmp_path):
+    # measured on the running kernel (6.18.44, budget polls of 64; the traces in the docstrings above): per flow,
+    # (phys skbs, phys segments, tunnel skbs, tunnel segments, frames lost), with no skb unmatched
+    for frames, want in (
+        (_bad_sixth(), {40000: (3, 12, 3, 12, 0), 40001: (1, 12, 1, 12, 0)}),
+        (_fcs_first_flow(), {40000: (6, 6, 1, 6, 0), 40001: (1, 6, 1, 6, 0)}),
+        # A: 7,090 (A1-A5), 2,890 (A6-A7, merged under CE), 8,490 (A8-A13), 1,490 (A14), 8,490 (A15-A20) at
+        # eth0; vxlan0 delivers A's 7,040, 8,440 and 8,440: A6, A7 and A14 lost
+        (_ce_dropped(), {40000: (5, 20, 3, 17, 3), 40001: (1, 20, 1, 20, 0)}),
+    ):
+        path = _write(tmp_path / "c.pcap", frames)
+        r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        (k,) = doc["kernels"]
+        got = {
+            f["key"]["inner"]["sport"]: (
+                f["phys"]["skbs"],
+                f["phys"]["segments"],
+                f["tunnel"]["skbs"],
+                f["tunnel"]["segments"],
+                sum(f["stack_frames"].values()),
+            )
+            for f in k["flows"]
+        }
+        assert got == want
+        assert [n for n in doc["input"]["notes"] if "no run" in n] == []

@@ -261,8 +261,16 @@ def kernel_cmd(fmt, trace_path, no_hist, **common):
         render(result, console, hist=not no_hist)
 
 
-#: how the backend counts an skb's segments (JSON ``kernel.segments``, the backend line): the trace gives lengths
-_SEGMENTS = "inferred from lengths"
+def _segments(oracle) -> str:
+    """How the backend counted each skb's segments (JSON ``kernel.segments``, the backend line): from the first
+    frame the skb's address names (oracle/replay.py ``_Run._heads``) and its length, or from lengths alone where the
+    trace's addresses named no frame (oracle/match.py)."""
+    heads = [d.head is not None for d in oracle.deliveries]
+    if heads and all(heads):
+        return "counted from each skb's first frame, named by its address, and its length"
+    if any(heads):
+        return "counted from each skb's first frame, named by its address where the trace names one, and its length"
+    return "inferred from lengths"
 
 
 def _backend_line(oracle, cfg) -> str:
@@ -272,7 +280,7 @@ def _backend_line(oracle, cfg) -> str:
     head = f"backend: kernel {oracle.kernel_release}, HZ {oracle.hz}, {sent:,} {plural(sent, 'frame')} sent"
     if not sent:
         return f"{head}, so no device was made"
-    return f"{head}{_gro_clause(cfg, oracle)}; segments per skb {_SEGMENTS}"
+    return f"{head}{_gro_clause(cfg, oracle)}; segments per skb {_segments(oracle)}"
 
 
 def _gro_clause(cfg, oracle) -> str:
@@ -338,7 +346,7 @@ def _document(result, cfg, oracle) -> dict:
         "defer_to_tunnel": cfg.phys_xdp_generic and made,
         "frames_sent": oracle.frames_sent,
         "frames_not_replayable": oracle.frames_not_replayable,
-        "segments": _SEGMENTS if made else "none: no frame was sent",
+        "segments": _segments(oracle) if made else "none: no frame was sent",
     }
     return doc
 

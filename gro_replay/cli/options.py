@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..kernel.model import K_5_11, K_5_12, PROFILES, KernelModel, same_model, same_model_words
+from ..kernel.model import (
+    K_5_11,
+    K_5_12,
+    PROFILES,
+    KernelModel,
+    same_model,
+    same_model_words,
+    shared_switches_text,
+)
 from ..kernel.names import DEFAULT_POLL_GAP_USECS, NIC_NAMES, RSS_MODES, RX_CSUM_NAMES
 from .errors import UsageError
 from .params import (
@@ -398,7 +406,13 @@ def _fix_with_kernel(fix: bool, given: list[KernelModel], named: dict[str, str])
     head = f"--kernel and {flag} are exclusive: {flag} is --kernel {model.release} (the {which} model)"
     same = next((g for g in given if same_model((g, model))), None)
     if same is not None:
-        return f"{head}, which --kernel {shown(named[same.name], 48)} already runs: leave out {flag}"
+        differ = [sw for sw, v in same.switches().items() if v != getattr(model, sw)]
+        runs = (
+            "already runs"
+            if not differ
+            else f"already runs ({shared_switches_text(same.switches(), model.switches())})"
+        )
+        return f"{head}, which --kernel {shown(named[same.name], 48)} {runs}: leave out {flag}"
     rels = " ".join(f"--kernel {shown(named[g.name], 48)}" for g in given)
     return f"{head}; write --kernel {model.release} in place of {flag} to run it beside {rels}"
 

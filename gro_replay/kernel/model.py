@@ -382,14 +382,30 @@ def same_model(models: Iterable[KernelModel], ignore: frozenset[str] = frozenset
     return None
 
 
+def counted_switches(switches: dict) -> dict:
+    """``switches`` (``KernelModel.switches()`` or a document's) without those that change no count
+    (``BYTES_ONLY_SWITCHES``): what makes two kernels one model to compare (report/diff/comparison.py)."""
+    return {sw: v for sw, v in switches.items() if sw not in BYTES_ONLY_SWITCHES}
+
+
+def shared_switches_text(a_switches: dict, b_switches: dict) -> str:
+    """The switches of two kernels of one model (:func:`same_model`, a diff's documents): those they share
+    (:func:`switches_text`), then each they differ in, which changes no count, with why (``_NO_COUNT_WHY``)."""
+    differ = [
+        sw for sw in dict.fromkeys([*a_switches, *b_switches]) if a_switches.get(sw) != b_switches.get(sw)
+    ]
+    text = switches_text({sw: v for sw, v in a_switches.items() if sw not in differ})
+    for sw in differ:
+        why = _NO_COUNT_WHY.get(sw, "it changes no count")
+        text += f"; they differ in {commit_of_switch(sw)}, but {why}"
+    return text
+
+
 def same_model_words(a: str, b: str, a_switches: dict, b_switches: dict) -> str:
     """The refusal of two kernels ``a`` and ``b`` (as the user gave them, with their ``switches()``) that are one
-    model (:func:`same_model`), naming the commits they share (:func:`switches_text`) and those they differ in that
-    change no count, with why."""
-    differ = [sw for sw in a_switches if a_switches[sw] != b_switches.get(sw)]
-    shared = switches_text({sw: v for sw, v in a_switches.items() if sw not in differ})
-    for sw in differ:
-        shared += f"; they differ in {commit_of_switch(sw)}, but {_NO_COUNT_WHY[sw]}"
+    model (:func:`same_model`), naming the commits they share and those they differ in that change no count
+    (:func:`shared_switches_text`)."""
+    shared = shared_switches_text(a_switches, b_switches)
     return (
         f"{a} and {b} run one kernel model ({shared}): compared with itself it shows no "
         "difference; give one of them, or kernels that differ in a modelled commit (gro-replay kernels --kernel … "

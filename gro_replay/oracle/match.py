@@ -15,7 +15,9 @@ backs off when a later delivery fits no run (a state it backed off from is not s
 most ``_SEARCH_STEPS_PER_DELIVERY`` choices per delivery: time grows with the input, not beyond), each delivery
 takes the oldest flow's run that fits, and a delivery no run fits is unmatched. Where addresses name no frame, the
 match is inferred from lengths: two flows whose runs have equal lengths throughout can be told apart by no length.
-A delivery whose named first frame is not its flow's next pending one fits no run.
+Where they do, a flow's frames need not go up in send order (``_follow_heads``: a segment flushed at once goes up
+before the earlier ones GRO holds). At the phys device a frame's length is its ``skb->len`` there, bytes past its
+datagram included, and such a frame is never merged.
 """
 
 from __future__ import annotations
@@ -75,11 +77,20 @@ def match_deliveries(
     queues: dict[int, list[tuple[int, int, int]]] = {}
     for f in frames:
         outer, inner, payload = frame_lengths(f[1], f[6], tunnel_ports)
-        queues.setdefault(f[3], []).append((f[7], outer if stage == "phys" else inner, payload))
-    choices = _assign(lengths, queues, heads or [None] * len(lengths))
+        # bytes past a datagram (a captured FCS, Ethernet padding) stop GRO merging it (inet_gro_receive: tot_len
+        # ≠ the skb's length flushes it), as a segment without TCP payload does: past the inner one at both
+        # devices, past the outer one at the phys device, whose skb->len counts them (the frame's after its
+        # Ethernet header: ip_rcv trims them before decapsulation)
+        trailer = bool(inner) and _inner_trailer(f[1], 14 + outer - inner, inner)
+        if stage == "phys":
+            trailer = trailer or len(f[1]) > 14 + outer
+        length = len(f[1]) - 14 if stage == "phys" else inner
+        queues.setdefault(f[3], []).append((f[7], length, 0 if trailer else payload))
+    if heads is not None and any(h is not None for h in heads):
+        return _follow_heads(lengths, queues, heads)
     pos = dict.fromkeys(queues, 0)
     out: list[tuple[list[int], int]] = []
-    for choice in choices:
+    for choice in _assign(lengths, queues):
         if choice is None:
             out.append(([], -1))
             continue
@@ -90,16 +101,87 @@ def match_deliveries(
     return out
 
 
+def _inner_trailer(frame: bytes, inner_l3: int, inner: int) -> bool:
+    """Whether the inner packet starting at ``inner_l3`` (after the inner Ethernet header; ``inner`` bytes to the
+    outer datagram's end) has bytes past the IP datagram it declares (inner VLAN tags skipped)."""
+    at = inner_l3
+    ethertype = (frame[at - 2] << 8) | frame[at - 1]
+    while ethertype in (0x8100, 0x88A8) and at + 4 <= len(frame):
+        ethertype = (frame[at + 2] << 8) | frame[at + 3]
+        at += 4
+    if ethertype == 0x0800 and at + 4 <= len(frame):
+        declared = (frame[at + 2] << 8) | frame[at + 3]
+    elif ethertype == 0x86DD and at + 6 <= len(frame):
+        declared = ((frame[at + 4] << 8) | frame[at + 5]) + 40
+    else:
+        return False
+    return inner_l3 + inner > at + declared
+
+
+def _follow_heads(
+    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]], heads: list[int | None]
+) -> list[tuple[list[int], int]]:
+    """``match_deliveries`` where addresses name first frames: each delivery is the run from its first frame, the
+    flow's frames after it not yet delivered added while its length is not reached. Frames of one flow need not
+    go up in send order: a segment GRO flushes at once (a checksum that does not verify, a trailer) goes up before
+    the earlier ones it holds. A delivery whose first frame is not named takes the run of the flow whose oldest
+    frame not yet delivered starts one that fits, oldest first; one no run fits is unmatched."""
+    where = {x[0]: (fid, p) for fid, q in queues.items() for p, x in enumerate(q)}
+    taken = {fid: [False] * len(q) for fid, q in queues.items()}
+    first = dict.fromkeys(queues, 0)  # each flow's oldest frame not yet delivered
+    out: list[tuple[list[int], int]] = []
+    for length, head in zip(lengths, heads, strict=True):
+        if head is not None:
+            starts = [where[head]] if head in where and not taken[where[head][0]][where[head][1]] else []
+        else:
+            starts = sorted(
+                ((fid, p) for fid, p in first.items() if p < len(queues[fid])),
+                key=lambda s: queues[s[0]][s[1]][0],
+            )
+        got = None
+        for fid, p in starts:
+            run = _run_from(queues[fid], taken[fid], p, length)
+            if run is not None:
+                got = fid, run
+                break
+        if got is None:
+            out.append(([], -1))
+            continue
+        fid, run = got
+        for j in run:
+            taken[fid][j] = True
+        while first[fid] < len(queues[fid]) and taken[fid][first[fid]]:
+            first[fid] += 1
+        out.append(([queues[fid][j][0] for j in run], fid))
+    return out
+
+
+def _run_from(q: list[tuple[int, int, int]], taken: list[bool], p: int, length: int) -> list[int] | None:
+    """The positions in ``q`` of the run from ``p`` a delivery of ``length`` bytes carries (``p``'s length, then
+    the payloads of the frames after it not yet delivered, each with payload), or None when none adds up to it."""
+    total, run = q[p][1], [p]
+    if q[p][2]:
+        for j in range(p + 1, len(q)):
+            if total >= length:
+                break
+            if taken[j]:
+                continue
+            if not q[j][2]:
+                break
+            total += q[j][2]
+            run.append(j)
+    return run if total == length else None
+
+
 def _runs(
-    length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int], head: int | None = None
+    length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int]
 ) -> list[tuple[int, int]]:
     """The runs of pending frames a delivery of ``length`` bytes can carry, as (flow, frames), the flow with the
-    oldest pending frame first: per flow at most one (payloads are above 0 within a run, so the sums grow); only
-    a run that starts with frame ``head`` (``Frame.index``) when it is given."""
+    oldest pending frame first: per flow at most one (payloads are above 0 within a run, so the sums grow)."""
     found = []
     for fid, q in queues.items():
         p = pos[fid]
-        if p >= len(q) or (head is not None and q[p][0] != head):
+        if p >= len(q):
             continue
         total, k = q[p][1], 1
         if q[p][2]:  # a frame without TCP payload (or not TCP) is never merged: it goes up alone
@@ -113,7 +195,7 @@ def _runs(
 
 
 def _assign(
-    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]], heads: list[int | None]
+    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]]
 ) -> list[tuple[int, int] | None]:
     """Per delivery the run it carries, (flow, frames) or None: an assignment matching every delivery where the
     bounded search finds one, else the oldest-first one with the deliveries no run fits unmatched. A state (the
@@ -131,7 +213,7 @@ def _assign(
         steps += 1
         if len(options) == i:
             states.append(tuple(pos.values()))  # O(flows), as _runs
-            options.append([] if (i, states[i]) in dead else _runs(lengths[i], queues, pos, heads[i]))
+            options.append([] if (i, states[i]) in dead else _runs(lengths[i], queues, pos))
         elif choice[i] is not None:  # back at i after every run of a later delivery failed: undo i's choice
             fid, k = choice[i]  # type: ignore[misc]
             pos[fid] -= k
@@ -149,8 +231,8 @@ def _assign(
     # no assignment matches every delivery (or the search ran out): oldest first, unmatched where none fits
     pos = dict.fromkeys(queues, 0)
     greedy: list[tuple[int, int] | None] = []
-    for length, head in zip(lengths, heads, strict=True):
-        runs = _runs(length, queues, pos, head)
+    for length in lengths:
+        runs = _runs(length, queues, pos)
         greedy.append(runs[0] if runs else None)
         if runs:
             pos[runs[0][0]] += runs[0][1]

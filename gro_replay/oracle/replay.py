@@ -97,6 +97,8 @@ class KernelDelivery:
     #: the position in the frames sent (``OracleResult.sent``) of the first frame the skb carries, known by its
     #: address (``_Run._heads``), or None
     head: int | None = None
+    #: the skb's address as the trace prints it (``%p``: hashed per boot, hex digits), or ""
+    addr: str = ""
 
 
 @dataclass
@@ -442,7 +444,8 @@ class _Run:
         deliveries, polls = [], []
         for e in events:
             if e.kind == "receive":
-                deliveries.append(KernelDelivery(self.devices[e.dev], e.dev, e.value, e.ts, heads.get(id(e))))
+                role = self.devices[e.dev]
+                deliveries.append(KernelDelivery(role, e.dev, e.value, e.ts, heads.get(id(e)), e.addr))
             elif e.kind == "poll":
                 polls.append((e.dev, e.value))
         return deliveries, polls

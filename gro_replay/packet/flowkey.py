@@ -9,6 +9,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+#: the name of the kernel backend's flow of the delivered skbs no run of one flow's frames matches (validate.py
+#: ``kernel_result``): its key's ``outer_src``, and its whole label
+UNMATCHED = "(unmatched)"
+
 
 @dataclass(frozen=True, slots=True)
 class FlowKey:
@@ -47,6 +51,8 @@ class FlowKey:
         IPv6 endpoints are bracketed (``[fd00::1]:49152``), the form ``explain --flow`` accepts.
         """
         ep = endpoint
+        if self.outer_src == UNMATCHED:
+            return UNMATCHED
         if not self.tunnel:
             return f"{ep(self.outer_src, self.outer_sport)}→{ep(self.outer_dst, self.outer_dport)} (not tunnelled)"
         proto = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}.get(self.inner_proto, str(self.inner_proto))

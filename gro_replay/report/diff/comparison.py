@@ -18,7 +18,7 @@ import json
 import math
 
 from ...capture.reader import path_words
-from ...kernel.model import commit_of_switch, switches_text
+from ...kernel.model import commit_of_switch, counted_switches, shared_switches_text
 from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
 from .metrics import (
@@ -182,11 +182,11 @@ def _kernel_model_notes(base: dict, cur: dict) -> list[str]:
             notes += _same_name_notes(name, k, other)
     if len(base_by) == 1 and len(cur_by) == 1 and not base_by.keys() & cur_by.keys():
         ((a_name, a),), ((b_name, b),) = base_by.items(), cur_by.items()
-        sw = a.get("switches")
-        if isinstance(sw, dict) and sw == b.get("switches"):
+        sw, sw_b = a.get("switches"), b.get("switches")
+        if isinstance(sw, dict) and isinstance(sw_b, dict) and counted_switches(sw) == counted_switches(sw_b):
             notes.append(
-                f"kernels {a_name} and {b_name} run one kernel model ({switches_text(sw)}): a change between the "
-                "documents is not a difference of the kernels"
+                f"kernels {a_name} and {b_name} run one kernel model ({shared_switches_text(sw, sw_b)}): a change "
+                "between the documents is not a difference of the kernels"
             )
     return notes
 
@@ -197,19 +197,24 @@ def _same_name_notes(name: str, k: dict, other: dict) -> list[str]:
     changed = [f"{f} {_shown(a[f])} → {_shown(b[f])}" for f in a if a[f] != b[f]]
     sa, sb = k.get("switches"), other.get("switches")
     if isinstance(sa, dict) and isinstance(sb, dict):
-        if sa == sb:
+        ca, cb = (
+            counted_switches(sa),
+            counted_switches(sb),
+        )  # a switch that changes no count makes no other model
+        if ca == cb:
             return (
                 [
                     f"kernel {name} is described differently in the two documents ({'; '.join(changed)}) but runs "
-                    f"one kernel model in both ({switches_text(sa)}): a change between them is not the model's"
+                    f"one kernel model in both ({shared_switches_text(sa, sb)}): a change between them is not the "
+                    "model's"
                 ]
                 if changed
                 else []
             )
         flips = [
-            f"{commit_of_switch(sw)} {_onoff(sa.get(sw, _ABSENT))} → {_onoff(sb.get(sw, _ABSENT))}"
-            for sw in dict.fromkeys([*sa, *sb])
-            if sa.get(sw) != sb.get(sw)
+            f"{commit_of_switch(sw)} {_onoff(ca.get(sw, _ABSENT))} → {_onoff(cb.get(sw, _ABSENT))}"
+            for sw in dict.fromkeys([*ca, *cb])
+            if ca.get(sw) != cb.get(sw)
         ]
         changed.append(f"modelled commits {', '.join(flips)}")
     elif sa is not None and sb is not None and sa != sb:

@@ -231,16 +231,13 @@ def _count_order(kv: tuple) -> tuple:
 
 
 def other_changes_words(switches: list[str]) -> str:
-    """The modelled commits besides 89e5c58fc1e2 two compared kernels differ in (facts.py ``other_changes``: switch
-    names, kernel/model.py ``SWITCH_COMMITS``; not those that change no count, ``BYTES_ONLY_SWITCHES``), by commit
-    as ``gro-replay kernels`` lists them: "2 other modelled commits that can change counts (21f7484220ac,
-    f095a358faf2; gro-replay kernels names them)"."""
+    """The modelled commits but 89e5c58fc1e2 and those that change no count two compared kernels differ in (facts.py
+    ``other_changes``: switch names), by commit as ``gro-replay kernels`` lists them: "2 other modelled commits that
+    can change counts (21f7484220ac, f095a358faf2; gro-replay kernels names them)"."""
     n = len(switches)
     commits = ", ".join(commit_of_switch(s) for s in switches)
-    return (
-        f"{n} other modelled {plural(n, 'commit')} that can change counts ({commits}; gro-replay kernels names "
-        f"{'it' if n == 1 else 'them'})"
-    )
+    them = "it" if n == 1 else "them"
+    return f"{n} other modelled {plural(n, 'commit')} that can change counts ({commits}; gro-replay kernels names {them})"
 
 
 def ports_text(ports) -> str:
