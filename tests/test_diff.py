@@ -468,18 +468,25 @@ def test_diff_notes_a_kernel_name_that_is_another_model(tmp_path):
     assert "another model" not in run("diff", docs[0], docs[0]).stdout
 
 
+def _kernel_documents(tmp_path, *kernels: str) -> dict:
+    """The fix sample's JSON document under each ``--kernel`` of ``kernels``, written to ``tmp_path``: path by
+    kernel."""
+    paths = {}
+    for k in kernels:
+        r = run(FIX_SAMPLE, "--kernel", k, "--format", "json", "-q")
+        assert r.exit_code == 0, r.output
+        paths[k] = tmp_path / f"{k}.json"
+        paths[k].write_text(r.stdout)
+    return paths
+
+
 def test_diff_says_when_two_documents_ran_one_kernel_model(tmp_path):
     """The words of --kernel's refusal (cli/options.py): a kernel model is the switches the simulation runs
     (config.kernels[].switches). 5.10 and Debian 11's 5.10.0-21-amd64 (upstream 5.10 assumed: of the modelled
     commits only b723748750ec, v5.7, and its checksum fix 2867e1eac610, v5.10-rc7, on) are one model under two names, so the diff of their documents compares a model with
     itself; a name described differently (an older document without vendor) but with equal switches is one model
     too, and a change between them is not the model's."""
-    paths = {}
-    for k in ("5.10", "5.10.0-21-amd64"):
-        r = run(FIX_SAMPLE, "--kernel", k, "--format", "json", "-q")
-        assert r.exit_code == 0, r.output
-        paths[k] = tmp_path / f"{k}.json"
-        paths[k].write_text(r.stdout)
+    paths = _kernel_documents(tmp_path, "5.10", "5.10.0-21-amd64")
     r = run("diff", paths["5.10"], paths["5.10.0-21-amd64"])
     assert r.exit_code == 0, r.output
     assert (
@@ -513,12 +520,7 @@ def test_a_switch_that_changes_no_count_makes_no_other_model(tmp_path):
     kernel/stable.py) run one kernel model, as --kernel refuses them as one; a document of before the switch
     existed (no ``ip_ecn_csum16_add`` among its switches) runs the model a newer one does (breaker's finding:
     every older baseline of a 5.11+ kernel got "another model")."""
-    paths = {}
-    for k in ("5.10.24", "5.11.7"):
-        r = run(FIX_SAMPLE, "--kernel", k, "--format", "json", "-q")
-        assert r.exit_code == 0, r.output
-        paths[k] = tmp_path / f"{k}.json"
-        paths[k].write_text(r.stdout)
+    paths = _kernel_documents(tmp_path, "5.10.24", "5.11.7")
     r = run("diff", paths["5.10.24"], paths["5.11.7"])
     assert (
         "note: kernels 5.10.24 and 5.11.7 run one kernel model (modelled commits on: 89e5c58fc1e2, 8dc1c444df19, "

@@ -126,25 +126,32 @@ def test_running_kernel_reports_the_aggregates_it_made(tmp_path):
     assert "does not merge" not in r.stdout and "matches no run" not in r.stdout
 
 
-@needs_kernel_backend
-def test_running_kernel_drops_are_the_bad_flows(tmp_path):
-    # measured on the running kernel: B's frames go up alone and udp_rcv drops both (their outer checksums do not
-    # verify, CHECKSUM_NONE); A's two frames go up as one skb at each device
-    path = _write(tmp_path / "ab.pcap", _bad_second_flow())
+def _kernel_flows(tmp_path, frames: list[bytes], side: str = "inner") -> tuple[dict, dict]:
+    """``gro-replay kernel --format json`` of ``frames``: the document, and per flow (by its ``side`` source port)
+    (phys skbs, phys segments, tunnel skbs, tunnel segments, frames lost)."""
+    path = _write(tmp_path / "c.pcap", frames)
     r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     (k,) = doc["kernels"]
-    got = {
-        f["key"]["outer"]["sport"]: (
+    return doc, {
+        f["key"][side]["sport"]: (
             f["phys"]["skbs"],
             f["phys"]["segments"],
             f["tunnel"]["skbs"],
-            f["stack_frames"],
+            f["tunnel"]["segments"],
+            sum(f["stack_frames"].values()),
         )
         for f in k["flows"]
     }
-    assert got == {49152: (1, 2, 1, {}), 37634: (2, 2, 0, {"kernel_backend:not_at_tunnel_device": 2})}
+
+
+@needs_kernel_backend
+def test_running_kernel_drops_are_the_bad_flows(tmp_path):
+    # measured on the running kernel: B's frames go up alone and udp_rcv drops both (their outer checksums do not
+    # verify, CHECKSUM_NONE); A's two frames go up as one skb at each device
+    _, got = _kernel_flows(tmp_path, _bad_second_flow(), "outer")
+    assert got == {49152: (1, 2, 1, 2, 0), 37634: (2, 2, 0, 0, 2)}
 
 
 def _bad_sixth() -> list[bytes]:
@@ -224,20 +231,6 @@ def test_running_kernel_out_of_order_trailers_and_drops_per_flow(tmp_path):
         # eth0; vxlan0 delivers A's 7,040, 8,440 and 8,440: A6, A7 and A14 lost
         (_ce_dropped(), {40000: (5, 20, 3, 17, 3), 40001: (1, 20, 1, 20, 0)}),
     ):
-        path = _write(tmp_path / "c.pcap", frames)
-        r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
-        assert r.exit_code == 0, r.output
-        doc = json.loads(r.stdout)
-        (k,) = doc["kernels"]
-        got = {
-            f["key"]["inner"]["sport"]: (
-                f["phys"]["skbs"],
-                f["phys"]["segments"],
-                f["tunnel"]["skbs"],
-                f["tunnel"]["segments"],
-                sum(f["stack_frames"].values()),
-            )
-            for f in k["flows"]
-        }
+        doc, got = _kernel_flows(tmp_path, frames)
         assert got == want
         assert [n for n in doc["input"]["notes"] if "no run" in n] == []
