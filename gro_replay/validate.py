@@ -253,9 +253,10 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     matched_dev = {}
     for dev, ds in by_dev.items():
         role, port = ds[0].dev_role, dev_ports.get(dev)
-        cand = sent if role == "phys" or port is None else [f for f in sent if _udp_dport(f[1]) == port]
-        heads = [None if d.head is None else sent[d.head][7] for d in ds]  # the first frame's Frame.index
-        matched_dev[dev] = match_deliveries([d.len for d in ds], cand, role, tports, heads)
+        at = [j for j, f in enumerate(sent) if role == "phys" or port is None or _udp_dport(f[1]) == port]
+        in_cand = {j: i for i, j in enumerate(at)}  # position in sent → in the device's candidates
+        heads = [None if d.head is None else in_cand.get(d.head) for d in ds]
+        matched_dev[dev] = match_deliveries([d.len for d in ds], [sent[j] for j in at], role, tports, heads)
     matched: dict[str, list] = {"phys": [], "tunnel": []}
     for dev, m in matched_dev.items():
         matched[by_dev[dev][0].dev_role] += m

@@ -64,7 +64,7 @@ def test_the_first_frame_decides_which_flow_a_delivery_is():
     single = frame_lengths(decoded[0][1], decoded[0][6], PORTS)[0]
     merged = single + 7 * 1400
     lengths = [single] * 8 + [merged, merged]
-    heads = [decoded[3 * k + 1][7] for k in range(8)] + [decoded[0][7], decoded[2][7]]
+    heads = [3 * k + 1 for k in range(8)] + [0, 2]  # positions in the frames given
     got = match_deliveries(lengths, decoded, "phys", PORTS, heads)
     assert [idx for idx, _ in got] == [[3 * k + 1] for k in range(8)] + [
         list(range(0, 24, 3)),
@@ -79,7 +79,7 @@ def test_two_flows_of_equal_lengths_are_told_apart_by_their_first_frames():
     single = frame_lengths(decoded[0][1], decoded[0][6], PORTS)[0]
     lengths = [single, single, single + 1400]
     assert [idx for idx, _ in match_deliveries(lengths, decoded, "phys", PORTS)] == [[0], [2], [1, 3]]
-    heads = [decoded[1][7], decoded[3][7], decoded[0][7]]
+    heads = [1, 3, 0]
     assert [idx for idx, _ in match_deliveries(lengths, decoded, "phys", PORTS, heads)] == [[1], [3], [0, 2]]
 
 
@@ -88,6 +88,19 @@ def _heads(events: list[TraceEvent], sent: int) -> dict[int, int]:
     run.devices = {"g-p": "phys", "g-vx": "tunnel"}
     run.plan = SimpleNamespace(sent=list(range(sent)))
     return run._heads(events)
+
+
+def test_segments_split_from_one_captured_frame_are_told_apart():
+    """The segments a super-frame is split into before it is sent (--resegment, --mtu) share its capture index
+    (``Frame.index``): a delivery's first frame is its position among the frames sent, not that index (fidelity
+    helper's finding: each delivery was matched from the super-frame's last segment, so on split captures the
+    lengths never added up, flows lost segments to "(unmatched)" and frames the tunnel device delivered were
+    called lost). Two super-frames of 3 segments each, each delivered as one skb at the phys device."""
+    a = _decoded(build_flow(VXLAN, [1400] * 3) + _flows([1400] * 3)[1])
+    split = [f._replace(index=0 if k < 3 else 1) for k, f in enumerate(a)]
+    single = frame_lengths(a[0][1], a[0][6], PORTS)[0]
+    got = match_deliveries([single + 2 * 1400] * 2, split, "phys", PORTS, [0, 3])
+    assert got == [([0, 0, 0], a[0][3]), ([1, 1, 1], a[3][3])]
 
 
 def test_heads_follow_the_addresses_gro_keeps():
@@ -154,20 +167,25 @@ def test_running_kernel_drops_are_the_bad_flows(tmp_path):
     assert got == {49152: (1, 2, 1, 2, 0), 37634: (2, 2, 0, 0, 2)}
 
 
+def _flows(sizes: list[int]) -> tuple[list[bytes], list[bytes]]:
+    """Tunnelled TCP flows A and B (another outer source port and inner source port) of segments of ``sizes``."""
+    return build_flow(VXLAN, sizes), build_flow(replace(VXLAN, udp_sport=49153, sport=40001), sizes)
+
+
 def _bad_sixth() -> list[bytes]:
     """Round robin: tunnelled TCP flows A and B (another outer source port and inner source port), 12 segments of
     1,400 bytes each; A's sixth segment with a TCP checksum that does not verify."""
     specs = flow_specs(VXLAN, [1400] * 12)
     specs[5] = replace(specs[5], tcp_csum="bad")
     a = [build_frame(s) for s in specs]
-    return _round_robin(a, build_flow(replace(VXLAN, udp_sport=49153, sport=40001), [1400] * 12))
+    return _round_robin(a, _flows([1400] * 12)[1])
 
 
 def _fcs_first_flow() -> list[bytes]:
     """Tunnelled TCP flow A, 6 segments of 1,400 bytes, each with 4 bytes after its outer datagram (a captured
     FCS), then flow B's 6 segments without."""
     a = [f + b"\0" * 4 for f in build_flow(VXLAN, [1400] * 6)]
-    return a + build_flow(replace(VXLAN, udp_sport=49153, sport=40001), [1400] * 6)
+    return a + _flows([1400] * 6)[1]
 
 
 def _ce_dropped() -> list[bytes]:
@@ -177,7 +195,7 @@ def _ce_dropped() -> list[bytes]:
     for k in (5, 6, 13):
         specs[k] = replace(specs[k], outer_tos=3)
     a = [build_frame(s) for s in specs]
-    return _round_robin(a, build_flow(replace(VXLAN, udp_sport=49153, sport=40001), [1400] * 20))
+    return _round_robin(a, _flows([1400] * 20)[1])
 
 
 def test_frames_dropped_before_the_tunnel_device_are_skipped():
@@ -187,7 +205,7 @@ def test_frames_dropped_before_the_tunnel_device_are_skipped():
     decoded = _decoded(_ce_dropped())
     a = [x for x in decoded if x[3] == decoded[0][3]]
     lengths = [1440 + 4 * 1400, 1440 + 5 * 1400, 1440 + 5 * 1400]
-    heads = [a[0][7], a[7][7], a[14][7]]
+    heads = [0, 7, 14]
     got = match_deliveries(lengths, a, "tunnel", PORTS, heads)
     assert [idx for idx, _ in got] == [
         [a[k][7] for k in ks] for ks in (range(5), range(7, 13), range(14, 20))
@@ -202,7 +220,7 @@ def test_a_segment_flushed_at_once_goes_up_before_the_ones_gro_holds():
     then not delivered in send order: the match follows each delivery's first frame."""
     decoded = _decoded(_bad_sixth())
     lengths = [1490, 1490 + 4 * 1400, 1490 + 11 * 1400, 1490 + 5 * 1400]
-    heads = [decoded[10][7], decoded[0][7], decoded[1][7], decoded[12][7]]
+    heads = [10, 0, 1, 12]
     got = match_deliveries(lengths, decoded, "phys", PORTS, heads)
     assert [idx for idx, _ in got] == [[10], [0, 2, 4, 6, 8], list(range(1, 24, 2)), [12, 14, 16, 18, 20, 22]]
 
@@ -213,10 +231,9 @@ def test_bytes_past_the_outer_datagram_count_at_the_phys_device_only():
     them before decapsulation, so the tunnel device merges such frames (the running kernel, ``_fcs_first_flow``:
     6 skbs of 1,494 then B's 8,490 at eth0; A's 6 segments in one skb of 8,440 at vxlan0, B's likewise)."""
     decoded = _decoded(_fcs_first_flow())
-    a, b = [decoded[0][7]], [decoded[6][7]]
-    phys = match_deliveries([1494] * 6 + [8490], decoded, "phys", PORTS, [decoded[k][7] for k in range(7)])
+    phys = match_deliveries([1494] * 6 + [8490], decoded, "phys", PORTS, list(range(7)))
     assert [idx for idx, _ in phys] == [[k] for k in range(6)] + [list(range(6, 12))]
-    tunnel = match_deliveries([8440, 8440], decoded, "tunnel", PORTS, b + a)
+    tunnel = match_deliveries([8440, 8440], decoded, "tunnel", PORTS, [6, 0])
     assert [idx for idx, _ in tunnel] == [list(range(6, 12)), list(range(6))]
 
 
@@ -230,6 +247,9 @@ def test_running_kernel_out_of_order_trailers_and_drops_per_flow(tmp_path):
         # A: 7,090 (A1-A5), 2,890 (A6-A7, merged under CE), 8,490 (A8-A13), 1,490 (A14), 8,490 (A15-A20) at
         # eth0; vxlan0 delivers A's 7,040, 8,440 and 8,440: A6, A7 and A14 lost
         (_ce_dropped(), {40000: (5, 20, 3, 17, 3), 40001: (1, 20, 1, 20, 0)}),
+        # two flows of 4 super-frames of 4,000 bytes each, split into 3 segments at --mtu 1500 before they are sent:
+        # each super-frame's 3 segments go up as one skb of 4,090 at eth0 and 4,040 at vxlan0
+        (_round_robin(*_flows([4000] * 4)), {40000: (4, 12, 4, 12, 0), 40001: (4, 12, 4, 12, 0)}),
     ):
         doc, got = _kernel_flows(tmp_path, frames)
         assert got == want

@@ -71,11 +71,14 @@ def match_deliveries(
 
     ``frames`` are decoded frames (``sim.ingest.Frame``) in send order; ``stage`` picks outer (``"phys"``) or inner
     (``"tunnel"``) L3 lengths; ``tunnel_ports`` the decoder's (UDP port → ``"vxlan"``/``"geneve"``); ``heads``: per
-    delivery the ``Frame.index`` of the first frame it carries where its address tells, else None. Unmatched
+    delivery the position in ``frames`` of the first frame it carries where its address tells, else None (a
+    position, not a ``Frame.index``: the segments split from one captured frame share its index). Unmatched
     deliveries get ``([], -1)``. Never raises.
     """
-    queues: dict[int, list[tuple[int, int, int]]] = {}
-    for f in frames:
+    queues: dict[
+        int, list[tuple[int, int, int]]
+    ] = {}  # flow → (position in frames, length, mergeable payload)
+    for at, f in enumerate(frames):
         outer, inner, payload = frame_lengths(f[1], f[6], tunnel_ports)
         # bytes past a datagram (a captured FCS, Ethernet padding) stop GRO merging it (inet_gro_receive: tot_len
         # ≠ the skb's length flushes it), as a segment without TCP payload does: past the inner one at both
@@ -85,20 +88,20 @@ def match_deliveries(
         if stage == "phys":
             trailer = trailer or len(f[1]) > 14 + outer
         length = len(f[1]) - 14 if stage == "phys" else inner
-        queues.setdefault(f[3], []).append((f[7], length, 0 if trailer else payload))
+        queues.setdefault(f[3], []).append((at, length, 0 if trailer else payload))
     if heads is not None and any(h is not None for h in heads):
-        return _follow_heads(lengths, queues, heads)
-    pos = dict.fromkeys(queues, 0)
-    out: list[tuple[list[int], int]] = []
-    for choice in _assign(lengths, queues):
-        if choice is None:
-            out.append(([], -1))
-            continue
-        fid, k = choice
-        p = pos[fid]
-        out.append(([x[0] for x in queues[fid][p : p + k]], fid))
-        pos[fid] = p + k
-    return out
+        runs = _follow_heads(lengths, queues, heads)
+    else:
+        runs, pos = [], dict.fromkeys(queues, 0)
+        for choice in _assign(lengths, queues):
+            if choice is None:
+                runs.append(([], -1))
+                continue
+            fid, k = choice
+            p = pos[fid]
+            runs.append(([x[0] for x in queues[fid][p : p + k]], fid))
+            pos[fid] = p + k
+    return [([frames[at][7] for at in run], fid) for run, fid in runs]  # positions → Frame.index
 
 
 def _inner_trailer(frame: bytes, inner_l3: int, inner: int) -> bool:
@@ -177,7 +180,7 @@ def _runs(
     length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int]
 ) -> list[tuple[int, int]]:
     """The runs of pending frames a delivery of ``length`` bytes can carry, as (flow, frames), the flow with the
-    oldest pending frame first: per flow at most one (payloads are above 0 within a run, so the sums grow)."""
+    oldest pending frame (the first in ``frames``) first: per flow at most one (payloads are above 0 within a run, so the sums grow)."""
     found = []
     for fid, q in queues.items():
         p = pos[fid]
