@@ -84,6 +84,22 @@ def _sll_to_eth(hatype: int, halen: int, addr: bytes, protocol: int, payload: by
     return _ETH_HDR.pack(_ZERO_MAC, addr[:6] if halen == 6 else _ZERO_MAC, protocol) + payload
 
 
+#: include/uapi/linux/if_packet.h: the SLL packet type of a frame the capturing host sent
+PACKET_OUTGOING = 4
+
+
+def sent_by_host(buf: bytes, linktype: int) -> bool:
+    """Whether a Linux cooked frame (LINUX_SLL: packet type at byte 0, 16 bits; LINUX_SLL2: at byte 10, 8 bits) is
+    one the capturing host sent (``PACKET_OUTGOING``, as ``tcpdump -i any`` captures both directions): transmitted,
+    never received, so never through a receive path's GRO. False for other link types (whose frames say no
+    direction) and for a header cut short. Never raises."""
+    if linktype == DLT_LINUX_SLL:
+        return len(buf) >= 2 and (buf[0] << 8 | buf[1]) == PACKET_OUTGOING
+    if linktype == DLT_LINUX_SLL2:
+        return len(buf) >= 11 and buf[10] == PACKET_OUTGOING
+    return False
+
+
 def l2_normalize(buf: bytes, linktype: int) -> bytes | None:
     """Turn a captured frame into an Ethernet II frame (14-byte header, then the L3 packet).
 

@@ -38,6 +38,8 @@ _IP4 = struct.Struct("!BBHHHBBH4s4s")  # ver_ihl tos tot_len id frag_off ttl pro
 SKIP_SNAPLEN = "snaplen_cut"
 SKIP_TRUNCATED_RECORD = "truncated_record"
 SKIP_LINKTYPE = "unsupported_link_layer"
+#: a Linux cooked frame the capturing host sent (capture/linktypes.py ``sent_by_host``): no receive path's GRO saw it
+SKIP_OUTGOING = "outgoing"
 SKIP_ETH = "malformed:ethernet"
 SKIP_OUTER_IP = "malformed:outer_ip"
 SKIP_OUTER_UDP = "malformed:outer_udp"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import NamedTuple
 
+from ..capture.linktypes import sent_by_host
 from ..capture.reader import DLT_EN10MB, STDIN_PATH, CaptureError, l2_normalize, open_capture
 from ..capture.spool import is_regular_file
 from ..kernel.nic import toeplitz_hash
@@ -24,7 +25,6 @@ from ..kernel.skbuff import ETH_FRAME_LEN
 from ..packet.decode import (
     CLS_NOT_TUNNEL,
     CLS_TUNNEL_TCP,
-    SKIP_LINKTYPE,
     SKIP_SNAPLEN,
     Decoder,
     outer_udp_csum_bad,
@@ -34,7 +34,7 @@ from ..project import plural
 from ..resegment import AboveMtu, Resegmenter
 from .config import ConfigError, ReplayConfig
 from .flow_mss import FlowMss
-from .skipped import count_skip, to_tunnel_ports, unread
+from .skipped import count_skip, ethernet_or_skip, to_tunnel_ports, unread
 
 
 class Frame(NamedTuple):
@@ -215,7 +215,7 @@ def detect_tunnel_ports(
             if len(buf) < orig_len:
                 continue
             if linktype != DLT_EN10MB:
-                buf = l2_normalize(buf, linktype)
+                buf = None if sent_by_host(buf, linktype) else l2_normalize(buf, linktype)
                 if buf is None:
                     continue
             dec.decode(buf)
@@ -434,9 +434,8 @@ class Ingest(FlowMss):
                     continue
                 inp.caplen_over_orig_len += 1
             if linktype != DLT_EN10MB:
-                buf = l2_normalize(buf, linktype)
+                buf = ethernet_or_skip(inp, buf, linktype, ports)
                 if buf is None:
-                    count_skip(inp, SKIP_LINKTYPE, None, linktype, ports)
                     continue
             segs = None
             if len(buf) > limit and reseg is not None and reseg.oversize(buf):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..capture.linktypes import l2_normalize
-from ..packet.decode import SKIP_LINKTYPE
+from ..capture.linktypes import l2_normalize, sent_by_host
+from ..packet.decode import SKIP_LINKTYPE, SKIP_OUTGOING
 from ..packet.headers import UNREAD, tunnel_port_of
 
 #: ``inp`` below: sim/ingest.py ``InputStats`` (not imported: ingest imports this module)
@@ -54,3 +54,17 @@ def unread_count(inp: InputStats, reason: str) -> int:
 def hidden_tunnel_frames(inp: InputStats) -> int:
     """Frames to a tunnel port that were skipped (``to_tunnel_ports``), every reason and kind."""
     return sum(sum(c.values()) for c in to_tunnel_ports(inp).values())
+
+
+def ethernet_or_skip(inp: InputStats, buf: bytes, linktype: int, ports: dict) -> bytes | None:
+    """The Ethernet frame of a record of another link type (capture/linktypes.py ``l2_normalize``), or None with the
+    record counted as skipped: a Linux cooked frame the capturing host sent (``outgoing``: it never went through a
+    receive path, capture/linktypes.py ``sent_by_host``), or one of a link layer not read
+    (``unsupported_link_layer``)."""
+    if sent_by_host(buf, linktype):
+        count_skip(inp, SKIP_OUTGOING, buf, linktype, ports)
+        return None
+    eth = l2_normalize(buf, linktype)
+    if eth is None:
+        count_skip(inp, SKIP_LINKTYPE, None, linktype, ports)
+    return eth

@@ -13,7 +13,7 @@ from ...kernel import drop_reasons as D
 from ...kernel import reasons as R
 from ...kernel.model import FIX_COMMIT, KernelModel, commit_of_switch
 from ...kernel.stable import short_commit
-from ...packet.decode import SKIP_SNAPLEN
+from ...packet.decode import SKIP_OUTGOING, SKIP_SNAPLEN
 from ...project import plural
 from ...sim.skipped import to_tunnel_ports, unread
 from .facts import NO_REASON_RECORDED, STAGE_NAMES
@@ -129,20 +129,21 @@ WHOLE_FRAMES_HINT = (
 )
 
 
-#: the tunnel kinds in words
+#: the tunnel kinds in words; what became of a skipped frame, by reason (else: skipped as malformed)
 _KIND_NAMES = {"vxlan": "VXLAN", "geneve": "Geneve"}
+_SKIPPED_AS = {SKIP_SNAPLEN: "cut short", SKIP_OUTGOING: "sent, not received, by the capturing host"}
 
 
 def hidden_text(inp, hint: bool = True) -> str:
-    """The tunnel frames skipped, in words, e.g. "20 frames to a VXLAN port were cut short (snaplen_cut) and not
-    replayed: capture or copy whole frames: …"; "" when none. Each reason is one clause, by reason. ``hint``:
-    with how to get whole frames (``WHOLE_FRAMES_HINT``; the input notes leave it to the snaplen note)."""
+    """The tunnel frames skipped, in words, one clause by reason, e.g. "20 frames to a VXLAN port were cut short
+    (snaplen_cut) and not replayed: capture or copy whole frames: …"; "" when none. ``hint``: with how to get
+    whole frames (``WHOLE_FRAMES_HINT``; the input notes leave it to the snaplen note)."""
     parts = []
     for reason, kinds in to_tunnel_ports(inp).items():
         n = sum(kinds.values())
         where = " or ".join(_KIND_NAMES.get(k, k) for k in kinds)
         port = "port" if len(kinds) == 1 else "ports"
-        what = "cut short" if reason == SKIP_SNAPLEN else "skipped as malformed"
+        what = _SKIPPED_AS.get(reason, "skipped as malformed")
         parts.append(
             f"{n:,} {plural(n, 'frame')} to a {where} {port} {'was' if n == 1 else 'were'} {what} ({reason}) and "
             f"not replayed{': ' + WHOLE_FRAMES_HINT if hint and reason == SKIP_SNAPLEN else ''}"

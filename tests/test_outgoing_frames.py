@@ -1,0 +1,97 @@
+"""Frames the capturing host sent are not replayed as received.
+
+``tcpdump -i any`` (Linux cooked capture, LINUX_SLL and LINUX_SLL2) captures both directions and marks each frame's
+packet type (include/uapi/linux/if_packet.h): ``PACKET_OUTGOING`` (4) for one the host transmitted, which no
+receive path, and so no GRO, ever handled. They used to be replayed into the phys device's GRO as if received
+(newcomer's finding, session 27: the fix sample as SLL2 frames "sent by us" read "1 of 1 tunnelled TCP flow loses
+phys-device aggregation"). Now each is skipped and counted (``outgoing``), on every path that reads the capture,
+and the note names them. Other packet types (to this host, broadcast, multicast, to another host in promiscuous
+mode, looped back) are received: replayed as before.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+
+import dpkt
+import pytest
+from click.testing import CliRunner
+from conftest import CLI, cli_env
+
+from gro_replay.capture.linktypes import DLT_LINUX_SLL, DLT_LINUX_SLL2, sent_by_host
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.cli import main
+from gro_replay.sim import ReplayConfig, replay_capture
+
+FIX_SAMPLE = "sample_pcaps/vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
+
+
+def _cooked(frame: bytes, linktype: int, pkttype: int) -> bytes:
+    """An Ethernet frame as a Linux cooked capture records it: the link header, then the L3 packet."""
+    if linktype == DLT_LINUX_SLL2:  # protocol, reserved, ifindex, hatype, pkttype, halen, address
+        head = struct.pack("!HHIHBB8s", 0x0800, 0, 2, 1, pkttype, 6, frame[6:12] + b"\0\0")
+    else:  # pkttype, hatype, halen, address, protocol
+        head = struct.pack("!HHH8sH", pkttype, 1, 6, frame[6:12] + b"\0\0", 0x0800)
+    return head + frame[14:]
+
+
+def _sample_cooked(path, linktype: int, outgoing: set[int]) -> str:
+    """The fix sample's 17 frames as Linux cooked frames, those at ``outgoing`` positions sent by the host."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / FIX_SAMPLE
+    with open(src, "rb") as f:
+        frames = [(int(ts * 10**9), buf) for ts, buf in dpkt.pcap.Reader(f)]
+    with PcapWriter(str(path), linktype=linktype) as w:
+        for i, (ts, buf) in enumerate(frames):
+            w.write(ts, _cooked(buf, linktype, 4 if i in outgoing else i % 4))
+    return str(path)
+
+
+@pytest.mark.parametrize("linktype", [DLT_LINUX_SLL, DLT_LINUX_SLL2])
+def test_the_packet_type_says_which_frames_the_host_sent(linktype):
+    frame = bytes(14) + b"\x45" + bytes(19)
+    assert [sent_by_host(_cooked(frame, linktype, t), linktype) for t in range(6)] == [False] * 4 + [
+        True,
+        False,
+    ]
+    assert not sent_by_host(b"\x00", linktype)  # a link header cut short says nothing
+    assert not sent_by_host(frame, 1)  # an Ethernet frame says no direction
+
+
+@pytest.mark.parametrize("linktype", [DLT_LINUX_SLL, DLT_LINUX_SLL2])
+def test_frames_sent_by_the_host_are_skipped_and_counted(tmp_path, linktype):
+    # every third frame of the fix sample sent by the host: 6 of 17 skipped, the other 11 replayed, from a file,
+    # through a pipe and as pcapng (which the batch path reads), with the same document
+    path = _sample_cooked(tmp_path / "any.pcap", linktype, set(range(1, 17, 3)))
+    result = replay_capture(path, ReplayConfig())
+    assert (dict(result.input.skipped), result.input.frames_replayed) == ({"outgoing": 6}, 11)
+    docs = []
+    with open(path, "rb") as f:
+        data = f.read()
+    for args, stdin in (([path], None), (["-"], data)):
+        r = subprocess.run(
+            [*CLI, *args, "--format", "json", "-q"],
+            input=stdin,
+            capture_output=True,
+            env=cli_env(),
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        docs.append((doc["input"]["skipped"], doc["input"]["frames_replayed"], doc["kernels"]))
+        assert (
+            "not in the counts: 6 frames to a VXLAN port were sent, not received, by the capturing host (outgoing) "
+            "and not replayed"
+        ) in " ".join(doc["input"]["notes"])
+    assert docs[0] == docs[1]
+    ng = tmp_path / "any.pcapng"
+    with open(path, "rb") as src, open(ng, "wb") as dst:
+        w = dpkt.pcapng.Writer(dst, snaplen=65535, linktype=linktype)
+        for ts, buf in dpkt.pcap.Reader(src):
+            w.writepkt(buf, float(ts))
+    r = CliRunner().invoke(main, [str(ng), "--format", "json"])
+    doc = json.loads(r.stdout)
+    assert (doc["input"]["skipped"], doc["input"]["frames_replayed"], doc["kernels"]) == docs[0]
