@@ -299,7 +299,10 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         flows.append(FlowKey(UNMATCHED, "", 0, 0, "", 0, "", "", 0, 0, 0, False))
         classes.append("unmatched")
         ks.flows[len(flows) - 1] = ks.flows.pop(-1)
-    return Result(rep.input, cfg, [ks], flows, classes, backend="kernel")
+    result = Result(rep.input, cfg, [ks], flows, classes, backend="kernel")
+    # the backend retires no flow: every flow it sent frames of is live at the end (JSON flows_summary.live_max)
+    result.flows_live_max = len(reached)
+    return result
 
 
 def _unmatched_note(matched: dict[str, list]) -> list[str]:

@@ -254,3 +254,5 @@ def test_running_kernel_out_of_order_trailers_and_drops_per_flow(tmp_path):
         doc, got = _kernel_flows(tmp_path, frames)
         assert got == want
         assert [n for n in doc["input"]["notes"] if "no run" in n] == []
+        # the backend retires no flow: both flows live at the end (fidelity helper's finding: live_max 0)
+        assert doc["kernels"][0]["flows_summary"]["live_max"] == 2
