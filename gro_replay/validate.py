@@ -287,7 +287,10 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
     account_sent(loaded, oracle, config)
     rep.input.notes.extend(_unmatched_note(matched))
-    cfg = replace(config, kernels=(running,))
+    vlan_offload = getattr(oracle, "vlan_offload", True)
+    if not vlan_offload:
+        rep.input.notes.extend(_no_vlan_offload_note(sent, rep.decoder.flows))
+    cfg = replace(config, kernels=(running,), vlan_offload=vlan_offload)
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them
     reached = {f[3] for f in sent}
@@ -303,6 +306,20 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     # the backend retires no flow: every flow it sent frames of is live at the end (JSON flows_summary.live_max)
     result.flows_live_max = len(reached)
     return result
+
+
+def _no_vlan_offload_note(sent: list, flows: list) -> list[str]:
+    """The note, when the running kernel has no VLAN GRO offloads (built without CONFIG_VLAN_8021Q: no
+    net/8021q/vlan_core.c ``vlan_gro_receive``) and frames it was sent carry an inner 802.1Q/802.1ad tag: GRO merges
+    none of them (no handler for their protocol), where the replay models a kernel that has them; [] otherwise."""
+    n = sum(1 for f in sent if flows[f[3]] is not None and flows[f[3]].inner_vlan)
+    if not n:
+        return []
+    return [
+        f"the running kernel has no VLAN GRO offloads (built without CONFIG_VLAN_8021Q: no vlan_gro_receive), so its "
+        f"GRO merges none of the {n:,} {plural(n, 'frame')} whose inner frame carries a VLAN tag; a replay models "
+        "a kernel that has them (validate runs the simulator without them)"
+    ]
 
 
 def _unmatched_note(matched: dict[str, list]) -> list[str]:

@@ -57,6 +57,7 @@ from gro_replay.oracle.env import (
     kernel_hz,
     kernel_identity,
     kernel_release,
+    kernel_vlan_offload,
 )
 from gro_replay.oracle.tracefs import TraceEvent, Tracefs, TraceInstance
 
@@ -120,6 +121,8 @@ class OracleResult:
     #: the running kernel's longest name (env.kernel_identity: /proc/version_signature or /proc/version), resolved
     #: instead of ``kernel_release`` where it parses (Debian's and Ubuntu's name their stable release)
     kernel_identity: str = ""
+    #: whether the running kernel has the VLAN GRO offloads (env.kernel_vlan_offload: CONFIG_VLAN_8021Q)
+    vlan_offload: bool = True
 
 
 @dataclass
@@ -691,6 +694,7 @@ def run_kernel(
                     polls=polls,
                     kernel_release=release,
                     kernel_identity=kernel_identity(),
+                    vlan_offload=kernel_vlan_offload(),
                     hz=hz,
                     frames_sent=len(plan.sent),
                     frames_not_replayable=plan.not_replayable,
