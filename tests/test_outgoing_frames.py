@@ -28,22 +28,26 @@ from gro_replay.sim import ReplayConfig, replay_capture
 FIX_SAMPLE = "sample_pcaps/vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
 
 
-def _cooked(frame: bytes, linktype: int, pkttype: int) -> bytes:
+def _cooked(frame: bytes, linktype: int, pkttype: int, ifindex: int = 2) -> bytes:
     """An Ethernet frame as a Linux cooked capture records it: the link header, then the L3 packet."""
     if linktype == DLT_LINUX_SLL2:  # protocol, reserved, ifindex, hatype, pkttype, halen, address
-        head = struct.pack("!HHIHBB8s", 0x0800, 0, 2, 1, pkttype, 6, frame[6:12] + b"\0\0")
+        head = struct.pack("!HHIHBB8s", 0x0800, 0, ifindex, 1, pkttype, 6, frame[6:12] + b"\0\0")
     else:  # pkttype, hatype, halen, address, protocol
         head = struct.pack("!HHH8sH", pkttype, 1, 6, frame[6:12] + b"\0\0", 0x0800)
     return head + frame[14:]
 
 
-def _sample_cooked(path, linktype: int, outgoing: set[int]) -> str:
-    """The fix sample's 17 frames as Linux cooked frames, those at ``outgoing`` positions sent by the host."""
+def _sample() -> list[tuple[int, bytes]]:
+    """The fix sample's 17 frames, (ns, bytes)."""
     from pathlib import Path
 
-    src = Path(__file__).resolve().parent.parent / FIX_SAMPLE
-    with open(src, "rb") as f:
-        frames = [(int(ts * 10**9), buf) for ts, buf in dpkt.pcap.Reader(f)]
+    with open(Path(__file__).resolve().parent.parent / FIX_SAMPLE, "rb") as f:
+        return [(int(ts * 10**9), buf) for ts, buf in dpkt.pcap.Reader(f)]
+
+
+def _sample_cooked(path, linktype: int, outgoing: set[int]) -> str:
+    """The fix sample's 17 frames as Linux cooked frames, those at ``outgoing`` positions sent by the host."""
+    frames = _sample()
     with PcapWriter(str(path), linktype=linktype) as w:
         for i, (ts, buf) in enumerate(frames):
             w.write(ts, _cooked(buf, linktype, 4 if i in outgoing else i % 4))
@@ -95,3 +99,34 @@ def test_frames_sent_by_the_host_are_skipped_and_counted(tmp_path, linktype):
     r = CliRunner().invoke(main, [str(ng), "--format", "json"])
     doc = json.loads(r.stdout)
     assert (doc["input"]["skipped"], doc["input"]["frames_replayed"], doc["kernels"]) == docs[0]
+
+
+def test_a_frame_the_host_sent_chooses_no_interface(tmp_path):
+    """``tcpdump -i any``: the fix sample's 17 frames received on ifindex 2, and 17 VXLAN frames the host sent on
+    ifindex 3, one of them first. A sent frame decides no device (capture/interfaces.py: the device of the first
+    tunnel frame received) and is no tunnel traffic of its interface (breaker's finding: ifindex 3 was replayed,
+    all of it skipped as outgoing, and ifindex 2's received frames were left out as another device's)."""
+    path = tmp_path / "two.pcap"
+    with PcapWriter(str(path), linktype=DLT_LINUX_SLL2) as w:
+        for ts, buf in _sample():
+            w.write(ts, _cooked(buf, DLT_LINUX_SLL2, 4, ifindex=3))
+            w.write(ts + 100, _cooked(buf, DLT_LINUX_SLL2, 0, ifindex=2))
+    result = replay_capture(str(path), ReplayConfig())
+    assert (dict(result.input.skipped), result.input.frames_replayed) == ({"other_interface": 17}, 17)
+    assert result.input.notes[0] == (
+        "the capture holds 2 interfaces (ifindex 3: 17 frames, no tunnel traffic, 17 sent by the capturing host; "
+        "ifindex 2: 17 frames, 17 tunnel); replaying ifindex 2 only (the interface of the capture's first tunnel "
+        "frame; --interface chooses)"
+    )
+
+
+def test_a_frame_the_host_sent_is_outgoing_cut_short_or_not(tmp_path):
+    # the cooked header is whole in a record cut short: what the host sent is counted as that, not as a frame to
+    # capture whole again (breaker's finding: snaplen_cut, with the advice to capture whole frames)
+    path = tmp_path / "cut.pcap"
+    with PcapWriter(str(path), linktype=DLT_LINUX_SLL2) as w:
+        for i, (ts, buf) in enumerate(_sample()):
+            rec = _cooked(buf, DLT_LINUX_SLL2, 4 if i % 2 else 0)
+            w.write(ts, rec[:200], orig_len=len(rec))
+    result = replay_capture(str(path), ReplayConfig())
+    assert dict(result.input.skipped) == {"outgoing": 8, "snaplen_cut": 9}

@@ -42,6 +42,7 @@ def interface_notes(
     lab = {k: st.label(*labels) for k, st in by_key.items()}
     parts = [
         f"{lab[k]}: {st.frames:,} {plural(st.frames, 'frame')}, {_tunnel_words(st)}"
+        + (f", {st.sent:,} sent by the capturing host" if st.sent else "")
         for k, st in by_key.items()
     ]
     head = f"the capture holds {len(by_key)} interfaces ({'; '.join(parts)})"

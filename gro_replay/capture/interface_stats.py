@@ -41,6 +41,8 @@ class InterfaceStats:
     #: frames whose headers end before the outer UDP destination port, or of a link layer not read: whether they are
     #: tunnel traffic is unknown
     unread: int = 0
+    #: frames the capturing host sent (Linux cooked ``PACKET_OUTGOING``: capture/linktypes.py ``sent_by_host``)
+    sent: int = 0
     #: frames (not tunnel traffic) whose L4 header and payload equal a replayed tunnel frame's inner ones
     copies: int = 0
     #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices

@@ -48,6 +48,7 @@ from ..packet.headers import UNREAD, tunnel_port_of
 from ..project import shortened
 from .interface_notes import interface_notes
 from .interface_stats import InterfaceStats, _new_stats, interface_key, selector_number
+from .linktypes import sent_by_host
 from .payload_windows import Replayed, Views
 from .pcapng_chunks import PcapngChunks
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
@@ -82,12 +83,18 @@ def _l4_of(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, bytes, 
     return dec.flow_class[fid] != CLS_NOT_TUNNEL, frame, l4, False
 
 
+#: ``_payload``'s answer for a frame the capturing host sent: not tunnel traffic, no payload hash, whole
+SENT = (False, None, False)
+
+
 def _payload(
     dec, buf: bytes, orig_len: int, linktype: int, hashed: bool = True
 ) -> tuple[bool, int | None, bool] | None:
     """``(is tunnel traffic, hash of the L4 header and payload or None, cut short)`` of one record (no hash unless
     ``hashed``, nor for a frame that does not decode); None when whether it is tunnel traffic is unknown
     (``_l4_of``)."""
+    if sent_by_host(buf, linktype):  # no receive path saw it: it decides no device and counts as no traffic
+        return SENT
     got = _l4_of(dec, buf, orig_len, linktype)
     if got is None:
         return None
@@ -252,6 +259,7 @@ class Selection:
         st.tunnel_frames += tunnel
         st.tunnel_cut += tunnel and got[2]
         st.unread += got is None
+        st.sent += got is SENT
         inner, left = self._inner, self._left
         if self.member(st):
             if tunnel and h is not None:

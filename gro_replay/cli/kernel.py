@@ -379,9 +379,10 @@ def validate_cmd(fmt, **common):
     oracle = _run_oracle(loaded, cfg)
     if not oracle.frames_sent:
         # what the backend could not send, and what was skipped before it (records cut short, ...)
+        skipped = ", ".join(f"{k} {v:,}" for k, v in loaded.replayer.input.skipped.items() if v)
         why = ", ".join(
             [f"{k} {v:,}" for k, v in oracle.frames_not_replayable.items()]
-            + [f"skipped: {k} {v:,}" for k, v in loaded.replayer.input.skipped.items() if v]
+            + ([f"skipped: {skipped}"] * bool(skipped))
         )
         why = why or "no replayable frame"
         raise EnvironmentProblem(

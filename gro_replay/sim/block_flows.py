@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
+from ..capture.linktypes import sent_by_host
 from ..capture.reader import DLT_EN10MB
 from ..kernel.skbuff import ETH_FRAME_LEN
 from ..numeric import member
 from ..packet.columns import V_UDP_BAD
-from ..packet.decode import CLS_TUNNEL_TCP, SKIP_SNAPLEN
+from ..packet.decode import CLS_TUNNEL_TCP, SKIP_OUTGOING, SKIP_SNAPLEN
 from .deltas import PendingFlowOps, PollCache
 from .flows import TCP_FIN_RST
 from .replayer import Replayer
@@ -335,7 +336,8 @@ class FlowTracking:
             for r in (np.flatnonzero(cut) + a).tolist():
                 o = int(ch.data[r])
                 lt = DLT_EN10MB if ch.linktype is None else int(ch.linktype[r])
-                count_skip(inp, SKIP_SNAPLEN, bytes(ch.buf[o : o + int(ch.caplen[r])]), lt, ports)
+                rec = bytes(ch.buf[o : o + int(ch.caplen[r])])
+                count_skip(inp, SKIP_OUTGOING if sent_by_host(rec, lt) else SKIP_SNAPLEN, rec, lt, ports)
         sel = np.flatnonzero(common[a:b]) + a
         if len(sel):
             inp.frames_replayed += len(sel)

@@ -25,6 +25,7 @@ from ..kernel.skbuff import ETH_FRAME_LEN
 from ..packet.decode import (
     CLS_NOT_TUNNEL,
     CLS_TUNNEL_TCP,
+    SKIP_OUTGOING,
     SKIP_SNAPLEN,
     Decoder,
     outer_udp_csum_bad,
@@ -430,7 +431,9 @@ class Ingest(FlowMss):
             inp.last_ts_ns = ts_ns
             if len(buf) != orig_len:
                 if len(buf) < orig_len:
-                    count_skip(inp, SKIP_SNAPLEN, buf, linktype, ports)
+                    # a frame the host sent is that, cut short or not (its link header is whole)
+                    reason = SKIP_OUTGOING if sent_by_host(buf, linktype) else SKIP_SNAPLEN
+                    count_skip(inp, reason, buf, linktype, ports)
                     continue
                 inp.caplen_over_orig_len += 1
             if linktype != DLT_EN10MB:

@@ -113,8 +113,8 @@ def load_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> 
         raise DiffError(f"{where}: cannot read: {e.strerror or e}") from None
     if len(data) > max_bytes:
         raise DiffError(
-            f"{where}: larger than {max_bytes:,} {plural(max_bytes, 'byte')} (--max-bytes): not read; raise "
-            "--max-bytes to read it"
+            f"{where}: larger than {max_bytes:,} {plural(max_bytes, 'byte')} (--max-bytes): raise --max-bytes to "
+            "read it"
         )
     at = _too_deep(data)
     if at is not None:
