@@ -244,19 +244,11 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         tunnels = (name for name, stage, p in config.devices() if stage == "tunnel" and p == port)
         return next(tunnels, config.vxlan_dev)
 
-    # each device's deliveries are matched to the frames that can reach it: all for phys, a tunnel device's
-    # port's for a tunnel device (one device per port)
     by_dev: dict[str, list] = {}
     for d in oracle.deliveries:
         by_dev.setdefault(d.dev, []).append(d)
     tports = rep.decoder.tunnel_ports
-    matched_dev = {}
-    for dev, ds in by_dev.items():
-        role, port = ds[0].dev_role, dev_ports.get(dev)
-        at = [j for j, f in enumerate(sent) if role == "phys" or port is None or _udp_dport(f[1]) == port]
-        in_cand = {j: i for i, j in enumerate(at)}  # position in sent → in the device's candidates
-        heads = [None if d.head is None else in_cand.get(d.head) for d in ds]
-        matched_dev[dev] = match_deliveries([d.len for d in ds], [sent[j] for j in at], role, tports, heads)
+    matched_dev = {dev: _matched(ds, sent, dev_ports.get(dev), tports) for dev, ds in by_dev.items()}
     matched: dict[str, list] = {"phys": [], "tunnel": []}
     for dev, m in matched_dev.items():
         matched[by_dev[dev][0].dev_role] += m
@@ -306,6 +298,16 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     # the backend retires no flow: every flow it sent frames of is live at the end (JSON flows_summary.live_max)
     result.flows_live_max = len(reached)
     return result
+
+
+def _matched(ds: list, sent: list, port: int | None, tports: dict) -> list[tuple[list[int], int]]:
+    """One device's deliveries ``ds`` matched to the frames sent that can reach it (oracle/match.py
+    ``match_deliveries``): all for the phys device, those to a tunnel device's port for it (one device per port)."""
+    role = ds[0].dev_role
+    at = [j for j, f in enumerate(sent) if role == "phys" or port is None or _udp_dport(f[1]) == port]
+    in_cand = {j: i for i, j in enumerate(at)}  # position in sent → among the device's frames
+    heads = [None if d.head is None else in_cand.get(d.head) for d in ds]
+    return match_deliveries([d.len for d in ds], [sent[j] for j in at], role, tports, heads)
 
 
 def _no_vlan_offload_note(sent: list, flows: list) -> list[str]:
