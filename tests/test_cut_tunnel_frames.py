@@ -261,8 +261,8 @@ def test_tcpdump_copy_of_the_triage_any_capture() -> None:
     ]
     assert doc["verdict"]["outcome"] == "nothing_replayed"
     assert doc["verdict"]["text"] == (
-        "Nothing to compare: none of the 40 frames read was replayed (skipped other_interface 20, skipped "
-        f"snaplen_cut 20): {hidden}."
+        "Nothing to compare: none of the 40 frames read was replayed (skipped other_interface 20, snaplen_cut 20): "
+        f"{hidden}."
     )
     text = " ".join(_piped(copy.stdout, *args).stdout.decode().split())
     for claim in ("none carries tunnel traffic", "all were replayed", "No flow carries tunnel traffic"):

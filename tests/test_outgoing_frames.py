@@ -112,7 +112,8 @@ def test_a_frame_the_host_sent_chooses_no_interface(tmp_path):
             w.write(ts, _cooked(buf, DLT_LINUX_SLL2, 4, ifindex=3))
             w.write(ts + 100, _cooked(buf, DLT_LINUX_SLL2, 0, ifindex=2))
     result = replay_capture(str(path), ReplayConfig())
-    assert (dict(result.input.skipped), result.input.frames_replayed) == ({"other_interface": 17}, 17)
+    # a frame the host sent is outgoing whichever interface is replayed, never another device's traffic
+    assert (dict(result.input.skipped), result.input.frames_replayed) == ({"outgoing": 17}, 17)
     assert result.input.notes[0] == (
         "the capture holds 2 interfaces (ifindex 3: 17 frames, no tunnel traffic, 17 sent by the capturing host; "
         "ifindex 2: 17 frames, 17 tunnel); replaying ifindex 2 only (the interface of the capture's first tunnel "
@@ -130,3 +131,68 @@ def test_a_frame_the_host_sent_is_outgoing_cut_short_or_not(tmp_path):
             w.write(ts, rec[:200], orig_len=len(rec))
     result = replay_capture(str(path), ReplayConfig())
     assert dict(result.input.skipped) == {"outgoing": 8, "snaplen_cut": 9}
+
+
+def _sent_then_received(path, sent: int, linktype_out: str = "pcap", late: bool = False) -> str:
+    """``sent`` copies of the fix sample's first frame sent by the host on ifindex 3 (1 s after the others with
+    ``late``), then the 17 frames received on ifindex 2; as pcap, or pcapng (the batch path reads it in blocks)."""
+    frames = _sample()
+    t0 = frames[0][0]
+    with PcapWriter(str(path), linktype=DLT_LINUX_SLL2) as w:
+        for k in range(sent):
+            w.write(t0 + (10**9 if late else -1000) + k, _cooked(frames[0][1], DLT_LINUX_SLL2, 4, ifindex=3))
+        for ts, buf in frames:
+            w.write(ts, _cooked(buf, DLT_LINUX_SLL2, 0, ifindex=2))
+    if linktype_out == "pcap":
+        return str(path)
+    ng = str(path) + "ng"
+    with open(path, "rb") as src, open(ng, "wb") as dst:
+        ngw = dpkt.pcapng.Writer(dst, snaplen=65535, linktype=DLT_LINUX_SLL2)
+        for ts, buf in dpkt.pcap.Reader(src):
+            ngw.writepkt(buf, float(ts))
+    return ng
+
+
+@pytest.mark.parametrize("form", ["pcap", "pcapng"])
+def test_frames_the_host_sent_fill_no_look_ahead(tmp_path, form):
+    """5,000 frames the host sent, then the 17 received: the look-ahead (capture/interfaces.py LOOKAHEAD_RECORDS,
+    4,096) fills with sent frames, which decide nothing; the first tunnel frame received decides, on both engines
+    (breaker's finding: the interface of the sent frames was chosen, and nothing replayed)."""
+    path = _sent_then_received(tmp_path / "many.pcap", 5000, form)
+    result = replay_capture(path, ReplayConfig())
+    assert (dict(result.input.skipped), result.input.frames_replayed) == ({"outgoing": 5000}, 17)
+    assert (
+        "replaying ifindex 2 only (the interface of the capture's first tunnel frame" in result.input.notes[0]
+    )
+
+
+def test_a_frame_the_host_sent_sets_no_time(tmp_path):
+    # one frame sent by the host, stamped 1 s after the 17 received ones and read first: the replay's times start
+    # at the first frame received (no negative trace time) and no record is said to go back in time
+    path = _sent_then_received(tmp_path / "late.pcap", 1, late=True)
+    r = subprocess.run(
+        [*CLI, path, "--trace", "-", "-q", "--no-hist"],
+        capture_output=True,
+        env=cli_env(),
+        timeout=120,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    times = [
+        float(x.split(":")[0].split()[-1]) for x in r.stdout.splitlines() if "net:netif_receive_skb" in x
+    ]
+    assert times and min(times) >= 0
+    assert "timestamped before" not in r.stdout
+
+
+def test_every_frame_sent_by_the_host_is_said_so(tmp_path):
+    # nothing received: the note says what the frames are, not that none of them parses as a tunnel
+    path = tmp_path / "all.pcap"
+    with PcapWriter(str(path), linktype=DLT_LINUX_SLL2) as w:
+        for ts, buf in _sample():
+            w.write(ts, _cooked(buf, DLT_LINUX_SLL2, 4), orig_len=len(buf) + 1000)
+    result = replay_capture(str(path), ReplayConfig(vxlan_ports=(4790,)))
+    assert (dict(result.input.skipped), result.input.caplen_over_orig_len) == ({"outgoing": 17}, 0)
+    assert result.input.notes == [
+        "no tunnel traffic replayed: every frame read was sent by the capturing host (outgoing), none received"
+    ]

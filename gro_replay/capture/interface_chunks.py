@@ -24,7 +24,7 @@ import numpy as np
 from ..packet.columns import analyse
 from .chunks import RecordChunk
 from .interface_stats import InterfaceStats
-from .interfaces import Selection, _payload
+from .interfaces import SENT, Selection, _payload
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2
 
 
@@ -44,6 +44,8 @@ class SelectedChunks:
         self._replayed = np.zeros(0, bool)  # of the last chunk's records
         # records read while the device is not known (at the start of the chunk, after the routed ones)
         self._pend: tuple | None = None
+        #: of the records the last chunk marked, those the capturing host sent (``_take``)
+        self._sent = np.zeros(0, bool)
         self._ended = False
 
     def next(self, keep: int | None = None) -> RecordChunk | None:
@@ -74,7 +76,7 @@ class SelectedChunks:
         self._replayed = np.concatenate([prev, marks]) if len(prev) else marks
         # the records marked now (after those kept from the last chunk), in capture order: the replayed ones' times
         assert self.sel.time_order is not None and len(self._replayed) == len(ch)
-        self.sel.time_order.add_records(ch.ts_ns[len(prev) :][marks])
+        self.sel.time_order.add_records(ch.ts_ns[len(prev) :][marks & ~self._sent])
         ch.skip = None if self._replayed.all() else ~self._replayed
         self._last = ch
         return ch
@@ -102,6 +104,7 @@ class SelectedChunks:
         tunnel = common.copy()
         cut = ch.caplen[fresh:] < ch.origlen[fresh:]
         unread = np.zeros(len(tunnel), bool)
+        sent = np.zeros(len(tunnel), bool)  # frames the capturing host sent (``interfaces.SENT``)
         gots: dict[int, object] = {}
         for i in np.flatnonzero(~common).tolist():
             o, c = int(ch.data[fresh + i]), int(ch.caplen[fresh + i])
@@ -110,9 +113,10 @@ class SelectedChunks:
             )
             tunnel[i] = got is not None and got[0]
             unread[i] = got is None
+            sent[i] = got is SENT
             if hashed[i]:
                 gots[i] = got
-        flags = np.stack([tunnel, tunnel & cut, unread])
+        flags = np.stack([tunnel, tunnel & cut, unread, sent])
         if self._pend is not None:  # records read before, not routed: the device was not known
             p_sid, p_flags, p_hashed, p_gots = self._pend
             gots = {**p_gots, **{len(p_sid) + i: g for i, g in gots.items()}}
@@ -124,15 +128,21 @@ class SelectedChunks:
         if not sel.decided:
             caplen = ch.caplen[fresh - start :].tolist()
             sts = self._sts
-            for i, (s, t) in enumerate(zip(sid[start:].tolist(), flags[0, start:].tolist(), strict=True)):
-                if sel._hold(sts[s], t, caplen[start + i]):
+            rows = zip(
+                sid[start:].tolist(), flags[0, start:].tolist(), flags[3, start:].tolist(), strict=True
+            )
+            for i, (s, t, by_host) in enumerate(rows):
+                # a look-ahead of frames the host sent decides nothing (Selection._hold): read on; each is
+                # routed as outgoing whatever is decided (Selection._route)
+                if sel._hold(sts[s], t, caplen[start + i], by_host) and sel.decided:
                     break
             else:
                 if not ch.eof:
                     self._pend = (sid, flags, hashed, gots)
                     return None
         self._pend = None
-        return self._route(sid, flags, hashed, gots)
+        self._sent = flags[3]  # of the records marked: the times of those the host sent order nothing
+        return self._route(sid, flags[:3], hashed, gots)
 
     def _route(self, sid: np.ndarray, flags: np.ndarray, hashed: np.ndarray, gots: dict) -> np.ndarray:
         """The replayed marks of records of interfaces ``sid``; each counted in its interface (``flags``: rows

@@ -126,6 +126,7 @@ class InterfaceStats:
             "tunnel_frames": self.tunnel_frames,
             "tunnel_frames_cut": self.tunnel_cut,
             "frames_unread": self.unread,
+            "frames_sent_by_host": self.sent,
             "copies_of_tunnel_payload": self.copies,
             "replayed": replayed,
             "tunnel_frames_repeated": self.repeats,

@@ -165,18 +165,19 @@ class Selection:
         for rec in records:
             st = self._stats(cap, interface_key(cap, rec[1], rec[3]), rec[3])
             st.frames += 1
-            # the first record read, whichever is replayed
-            if inp.first_ts_ns is None:
-                inp.first_ts_ns = rec[0]
             got = _payload(self._dec, rec[1], rec[2], rec[3], self.hashed(cap, self._index, rec[3]))
+            # the first record read, whichever is replayed, but one the host sent (no arrival)
+            if inp.first_ts_ns is None and got is not SENT:
+                inp.first_ts_ns = rec[0]
             self._index += 1
             held.append((rec, st, got))
-            if not self.decided and not self._hold(st, got is not None and got[0], len(rec[1])):
+            if not self.decided and not self._hold(st, got is not None and got[0], len(rec[1]), got is SENT):
                 continue
             while held:
                 rec, st, got = held.popleft()
                 if self._route(st, got):
-                    in_order(rec[0])
+                    if got is not SENT:  # a frame the host sent is no arrival: its time orders nothing
+                        in_order(rec[0])
                     yield rec
                 else:
                     _skip(rec, inp)
@@ -184,7 +185,8 @@ class Selection:
         while held:
             rec, st, got = held.popleft()
             self._route(st, got)
-            in_order(rec[0])
+            if got is not SENT:
+                in_order(rec[0])
             yield rec
         self.stream_end(cap)
 
@@ -230,21 +232,29 @@ class Selection:
         at = cap.iface_records
         return cap.format == "pcapng" and len(at) > 1 and index >= at[1]
 
-    def _hold(self, st: InterfaceStats, tunnel: bool, size: int) -> bool:
+    def _hold(self, st: InterfaceStats, tunnel: bool, size: int, sent: bool = False) -> bool:
         """One more record (of ``st``, ``size`` bytes) read before the replayed device is known: True when it
-        decides (a tunnel frame: its device; the look-ahead full: the device with the most frames held)."""
+        decides (a tunnel frame: its device; the look-ahead full: the device that received the most frames held,
+        a frame the capturing host ``sent`` counting for none)."""
         if tunnel:
             self._decide(st, "the interface of the capture's first tunnel frame")
             return True
         self._held += 1
         self._held_bytes += size
         g = st.group()
-        self._held_count[g] = self._held_count.get(g, 0) + 1
+        self._held_count[g] = self._held_count.get(g, 0) + (not sent)
         self._held_first.setdefault(g, st)
         if self._held < LOOKAHEAD_RECORDS and self._held_bytes < LOOKAHEAD_BYTES:
             return False
-        why = f"no tunnel frame among the first {self._held:,} frames: the interface with the most of them"
         count = self._held_count
+        if not any(count.values()):
+            # every frame held was one the host sent (skipped as outgoing wherever it is): none decides the device;
+            # they go on, and the look-ahead starts again
+            self._held = self._held_bytes = 0
+            count.clear()
+            self._held_first.clear()
+            return True
+        why = f"no tunnel frame among the first {self._held:,} frames: the interface that received the most of them"
         self._decide(self._held_first[max(count, key=lambda g: count[g])], why)
         return True
 
@@ -254,12 +264,14 @@ class Selection:
     def _route(self, st: InterfaceStats, got) -> bool:
         """Count one record (``got``: ``_payload``'s answer) in ``st`` and in the windows of payload hashes; True
         when it is replayed."""
+        if got is SENT:  # skipped as outgoing wherever it is (sim/skipped.py received_frame), never another's
+            st.sent += 1
+            return True
         tunnel = got is not None and got[0]
         h = None if got is None else got[1]
         st.tunnel_frames += tunnel
         st.tunnel_cut += tunnel and got[2]
         st.unread += got is None
-        st.sent += got is SENT
         inner, left = self._inner, self._left
         if self.member(st):
             if tunnel and h is not None:

@@ -25,8 +25,6 @@ from ..kernel.skbuff import ETH_FRAME_LEN
 from ..packet.decode import (
     CLS_NOT_TUNNEL,
     CLS_TUNNEL_TCP,
-    SKIP_OUTGOING,
-    SKIP_SNAPLEN,
     Decoder,
     outer_udp_csum_bad,
 )
@@ -35,7 +33,7 @@ from ..project import plural
 from ..resegment import AboveMtu, Resegmenter
 from .config import ConfigError, ReplayConfig
 from .flow_mss import FlowMss
-from .skipped import count_skip, ethernet_or_skip, to_tunnel_ports, unread
+from .skipped import count_skip, received_frame, to_tunnel_ports, unread
 
 
 class Frame(NamedTuple):
@@ -426,20 +424,9 @@ class Ingest(FlowMss):
             index = inp.frames_read
             inp.frames_read = index + 1
             inp.bytes_read += len(buf)
-            if inp.first_ts_ns is None:
-                inp.first_ts_ns = ts_ns
-            inp.last_ts_ns = ts_ns
-            if len(buf) != orig_len:
-                if len(buf) < orig_len:
-                    # a frame the host sent is that, cut short or not (its link header is whole)
-                    reason = SKIP_OUTGOING if sent_by_host(buf, linktype) else SKIP_SNAPLEN
-                    count_skip(inp, reason, buf, linktype, ports)
-                    continue
-                inp.caplen_over_orig_len += 1
-            if linktype != DLT_EN10MB:
-                buf = ethernet_or_skip(inp, buf, linktype, ports)
-                if buf is None:
-                    continue
+            buf = received_frame(inp, ts_ns, buf, orig_len, linktype, ports)
+            if buf is None:
+                continue
             segs = None
             if len(buf) > limit and reseg is not None and reseg.oversize(buf):
                 segs = reseg.split(buf, None if flow_mss is None else partial(flow_mss, ts_ns=ts_ns))

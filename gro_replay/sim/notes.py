@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 from ..capture.interfaces import SKIP_OTHER_INTERFACE
 from ..capture.ts_resolution import Coarse, unit_words
 from ..kernel.names import BACKEND_GENEVE_PORT
-from ..packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, SKIP_SNAPLEN, SKIP_TRUNCATED_RECORD
+from ..packet.decode import (
+    CLS_TUNNEL_OTHER,
+    CLS_TUNNEL_TCP,
+    SKIP_OUTGOING,
+    SKIP_SNAPLEN,
+    SKIP_TRUNCATED_RECORD,
+)
 from ..project import plural
 from ..report.verdict.input_words import filtered_text
 from ..report.verdict.words import WHOLE_FRAMES_HINT, hidden_text, unread_text
@@ -132,6 +138,9 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
         return "no tunnel traffic replayed: the capture is truncated before its first complete frame"
     if hidden:
         return f"no tunnel traffic replayed: {hidden}"
+    sent = inp.skipped.get(SKIP_OUTGOING, 0)
+    if sent and inp.frames_read == cut + sent:
+        return "no tunnel traffic replayed: every frame read was sent by the capturing host (outgoing), none received"
     if filtered and not inp.frames_replayed:
         # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
         # (-f is a BPF filter on the frames as captured, i.e. on the outer headers of tunnelled frames)
@@ -155,12 +164,22 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
             f"no tunnel traffic replayed: every frame read was cut short (snaplen_cut), none was decoded; no frame "
             f"{which}goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}){f' ({unread})' if unread else ''}"
         )
-    # another interface's frames are said in the interfaces' note (capture/interfaces.py)
+    # another interface's frames are said in the interfaces' note (capture/interfaces.py); those the host sent
+    # were not read (sim/skipped.py received_frame)
     where = " on the interface replayed" if inp.skipped.get(SKIP_OTHER_INTERFACE) else ""
+    which = f"received {which}" if sent else which
+    tail = "; ".join(
+        ([unread] if unread else [])
+        + (
+            [f"the {sent:,} {plural(sent, 'frame')} the capturing host sent not read: outgoing"]
+            if sent
+            else []
+        )
+    )
     return (
         f"no tunnel traffic{where}{f' among the frames replayed ({filtered})' if filtered else ''}"
         f"{truncated_text(inp)}: no frame {which}goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}"
-        f"{by_headers}) and {none} parses as VXLAN or Geneve on another UDP port{f' ({unread})' if unread else ''}"
+        f"{by_headers}) and {none} parses as VXLAN or Geneve on another UDP port{f' ({tail})' if tail else ''}"
     )
 
 

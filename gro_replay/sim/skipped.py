@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..capture.linktypes import l2_normalize, sent_by_host
-from ..packet.decode import SKIP_LINKTYPE, SKIP_OUTGOING
+from ..capture.linktypes import DLT_EN10MB, l2_normalize, sent_by_host
+from ..packet.decode import SKIP_LINKTYPE, SKIP_OUTGOING, SKIP_SNAPLEN
 from ..packet.headers import UNREAD, tunnel_port_of
 
 #: ``inp`` below: sim/ingest.py ``InputStats`` (not imported: ingest imports this module)
@@ -56,14 +56,28 @@ def hidden_tunnel_frames(inp: InputStats) -> int:
     return sum(sum(c.values()) for c in to_tunnel_ports(inp).values())
 
 
-def ethernet_or_skip(inp: InputStats, buf: bytes, linktype: int, ports: dict) -> bytes | None:
-    """The Ethernet frame of a record of another link type (capture/linktypes.py ``l2_normalize``), or None with the
-    record counted as skipped: a Linux cooked frame the capturing host sent (``outgoing``: it never went through a
-    receive path, capture/linktypes.py ``sent_by_host``), or one of a link layer not read
-    (``unsupported_link_layer``)."""
+def received_frame(
+    inp: InputStats, ts_ns: int, buf: bytes, orig_len: int, linktype: int, ports: dict
+) -> bytes | None:
+    """One record read (``Ingest._decoded``): its Ethernet frame, or None with the record counted as skipped. A
+    Linux cooked frame the capturing host sent (capture/linktypes.py ``sent_by_host``: its link header is whole
+    even cut short) is ``outgoing``: no receive path saw it, and its time is no arrival (``first_ts_ns``,
+    ``last_ts_ns`` are the others'). A record cut short is ``snaplen_cut``; one that states a wire length below
+    its bytes is counted (``caplen_over_orig_len``) and replayed; one of another link type is converted
+    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer``."""
     if sent_by_host(buf, linktype):
         count_skip(inp, SKIP_OUTGOING, buf, linktype, ports)
         return None
+    if inp.first_ts_ns is None:
+        inp.first_ts_ns = ts_ns
+    inp.last_ts_ns = ts_ns
+    if len(buf) != orig_len:
+        if len(buf) < orig_len:
+            count_skip(inp, SKIP_SNAPLEN, buf, linktype, ports)
+            return None
+        inp.caplen_over_orig_len += 1
+    if linktype == DLT_EN10MB:
+        return buf
     eth = l2_normalize(buf, linktype)
     if eth is None:
         count_skip(inp, SKIP_LINKTYPE, None, linktype, ports)

@@ -21,7 +21,8 @@ def filtered_text(filtered: dict) -> str:
 def gone_words(inp) -> list[str]:
     """What kept frames of ``inp`` (``sim.InputStats``) from the replay, e.g. ["skipped other_interface 20",
     "8 frames filtered out by -f"] (skip reasons, then filters; [] when nothing was left out)."""
-    gone = [f"skipped {k} {v:,}" for k, v in sorted(inp.skipped.items()) if v]
+    skipped = ", ".join(f"{k} {v:,}" for k, v in sorted(inp.skipped.items()) if v)
+    gone = [f"skipped {skipped}"] if skipped else []
     filtered = getattr(inp, "filtered", {})
     return gone + ([filtered_text(filtered)] if any(filtered.values()) else [])
 
