@@ -235,7 +235,7 @@ def test_frames_before_the_first_tunnel_frame_wait_for_the_choice(tmp_path, monk
         ("interface 1 (eth1)", 3, 0, 0, 0, 0, False),
         ("interface 0 (eth0)", 11, 10, 0, 0, 0, True),
     ]
-    # a look-ahead of 3 records fills with eth1's: eth1 (the most frames held) is replayed, eth0's flow left out
+    # a look-ahead of 3 records fills with eth1's: eth1 (it received the most held) is replayed, eth0's flow left out
     monkeypatch.setattr(interfaces, "LOOKAHEAD_RECORDS", 3)
     doc = _docs(path, tmp_path)
     assert doc["input"]["classes"] == {"not_tunnel": 3}
@@ -245,7 +245,8 @@ def test_frames_before_the_first_tunnel_frame_wait_for_the_choice(tmp_path, monk
     ]
     (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
     assert (
-        "(no tunnel frame among the first 3 frames: the interface with the most of them; --interface" in note
+        "(no tunnel frame among the first 3 frames: the interface that received the most of them; --interface"
+        in note
     )
     assert doc["verdict"]["text"].endswith("10 on interface 0 (eth0) (--interface eth0 replays them).")
 
