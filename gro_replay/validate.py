@@ -279,7 +279,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
     account_sent(loaded, oracle, config)
     rep.input.notes.extend(_unmatched_note(matched))
-    vlan_offload = getattr(oracle, "vlan_offload", True)
+    vlan_offload = oracle.vlan_offload
     if not vlan_offload:
         rep.input.notes.extend(_no_vlan_offload_note(sent, rep.decoder.flows))
     cfg = replace(config, kernels=(running,), vlan_offload=vlan_offload)

@@ -337,7 +337,7 @@ def _document(result, cfg, oracle) -> dict:
         "mtu": cfg.mtu,
         "udp6_zero_csum_rx": cfg.udp6_zero_csum_rx,
         # the running kernel's VLAN GRO offloads (CONFIG_VLAN_8021Q), as validate gives the simulator
-        "vlan_offload": getattr(oracle, "vlan_offload", True),
+        "vlan_offload": oracle.vlan_offload,
         # where GRO ran: phys false when a generic XDP program elided it; nowhere when no device was made
         "gro": cfg.gro_runs() if made else {"phys": False, "tunnel": False},
     }

@@ -406,12 +406,9 @@ def _fix_with_kernel(fix: bool, given: list[KernelModel], named: dict[str, str])
     head = f"--kernel and {flag} are exclusive: {flag} is --kernel {model.release} (the {which} model)"
     same = next((g for g in given if same_model((g, model))), None)
     if same is not None:
-        differ = [sw for sw, v in same.switches().items() if v != getattr(model, sw)]
-        runs = (
-            "already runs"
-            if not differ
-            else f"already runs ({shared_switches_text(same.switches(), model.switches())})"
-        )
+        mine, its = same.switches(), model.switches()
+        # a switch that changes no count may differ (model.BYTES_ONLY_SWITCHES): named, with why
+        runs = "already runs" if mine == its else f"already runs ({shared_switches_text(mine, its)})"
         return f"{head}, which --kernel {shown(named[same.name], 48)} {runs}: leave out {flag}"
     rels = " ".join(f"--kernel {shown(named[g.name], 48)}" for g in given)
     return f"{head}; write --kernel {model.release} in place of {flag} to run it beside {rels}"

@@ -159,15 +159,18 @@ def _follow_heads(
     return out
 
 
-def _run_from(q: list[tuple[int, int, int]], taken: list[bool], p: int, length: int) -> list[int] | None:
+def _run_from(
+    q: list[tuple[int, int, int]], taken: list[bool] | None, p: int, length: int
+) -> list[int] | None:
     """The positions in ``q`` of the run from ``p`` a delivery of ``length`` bytes carries (``p``'s length, then
-    the payloads of the frames after it not yet delivered, each with payload), or None when none adds up to it."""
+    the payloads of the frames after it not yet delivered, ``taken`` None: none, each with payload: a frame
+    without TCP payload, or not TCP, is never merged and goes up alone), or None when none adds up to it."""
     total, run = q[p][1], [p]
     if q[p][2]:
         for j in range(p + 1, len(q)):
             if total >= length:
                 break
-            if taken[j]:
+            if taken is not None and taken[j]:
                 continue
             if not q[j][2]:
                 break
@@ -180,19 +183,14 @@ def _runs(
     length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int]
 ) -> list[tuple[int, int]]:
     """The runs of pending frames a delivery of ``length`` bytes can carry, as (flow, frames), the flow with the
-    oldest pending frame (the first in ``frames``) first: per flow at most one (payloads are above 0 within a run, so the sums grow)."""
+    oldest pending frame (the first in ``frames``) first: per flow at most one, from its next pending frame
+    (``_run_from``: payloads are above 0 within a run, so the sums grow)."""
     found = []
     for fid, q in queues.items():
         p = pos[fid]
-        if p >= len(q):
-            continue
-        total, k = q[p][1], 1
-        if q[p][2]:  # a frame without TCP payload (or not TCP) is never merged: it goes up alone
-            while total < length and p + k < len(q) and q[p + k][2]:
-                total += q[p + k][2]
-                k += 1
-        if total == length:
-            found.append((q[p][0], fid, k))
+        run = _run_from(q, None, p, length) if p < len(q) else None
+        if run is not None:
+            found.append((q[p][0], fid, len(run)))
     found.sort()
     return [(fid, k) for _, fid, k in found]
 
