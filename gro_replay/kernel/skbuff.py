@@ -34,6 +34,10 @@ ETH_P_TEB = 0x6558
 ETH_HLEN = 14
 #: include/uapi/linux/if_ether.h: the most bytes of a frame of a 1500-byte MTU (no FCS, no VLAN tag)
 ETH_FRAME_LEN = 1514
+#: include/uapi/linux/if_ether.h: the bytes of an Ethernet frame's FCS, and of the shortest frame without it
+#: (a sender pads shorter ones to it)
+ETH_FCS_LEN = 4
+ETH_ZLEN = 60
 
 # skb_shinfo(skb)->gso_type bits (include/linux/skbuff.h, v5.10 layout). Only DODGY and TCPV4/TCPV6 steer a
 # decision here (dev_gro_receive); the others record what gro_complete set. 3271f19bf7b9 (v6.18) moved

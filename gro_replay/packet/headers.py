@@ -9,7 +9,9 @@ IPv4 (IHL, fragment offset) or IPv6 (the extension headers the decoder walks), t
 against the configured tunnel ports. A fragment is not tunnel traffic, as for the decoder. Never raises.
 
 ``tcp_mss_option``: the MSS option of a TCP header (``--resegment auto`` learns a flow's MSS from its SYN).
-``ip_datagram_len``: the length an IP header declares (bytes after it in the frame are padding or a trailer).
+``ip_datagram_len``: the length an IP header declares (bytes after it in the frame are padding or a trailer);
+``datagram_end``: where a frame's outer IP datagram ends by it; ``ends_with_fcs``: whether a frame's last 4 bytes are
+its Ethernet FCS.
 ``tcp_payload_len``: the TCP payload of a frame's innermost TCP segment, by the lengths its IP headers declare: the
 one definition of a segment without payload, for the simulator's driver step (sim/driver.py) and the kernel
 backend (validate.py).
@@ -17,6 +19,9 @@ backend (validate.py).
 
 from __future__ import annotations
 
+import zlib
+
+from ..kernel.skbuff import ETH_FCS_LEN
 from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
 
 #: ``tunnel_port_of``'s answer for a frame whose captured bytes end before its outer UDP destination port (or
@@ -123,6 +128,31 @@ def ip_datagram_len(buf: bytes | bytearray, off: int) -> int:
         return _H.unpack_from(buf, off + 2)[0]
     plen = _H.unpack_from(buf, off + 4)[0]
     return plen + 40 if plen else 0
+
+
+def datagram_end(buf: bytes | bytearray) -> int | None:
+    """The offset in the Ethernet frame ``buf`` at which its outer IP datagram ends by the length its header
+    declares (``ip_datagram_len``, after any VLAN tags): bytes from there on are Ethernet padding, an FCS or a
+    trailer. None when the frame is not IPv4/IPv6, its header is cut before the length, or it declares none (0: BIG
+    TCP, an IPv6 jumbogram). Never raises."""
+    eth = vlan_l3(buf)
+    if eth is None:
+        return None
+    etype, l3 = eth
+    version = {ETH_P_IP: 4, ETH_P_IPV6: 6}.get(etype)
+    if version is None or l3 + 6 > len(buf) or buf[l3] >> 4 != version:
+        return None
+    n = ip_datagram_len(buf, l3)
+    return l3 + n if n else None
+
+
+def ends_with_fcs(buf: bytes | bytearray) -> bool:
+    """Whether the last ``ETH_FCS_LEN`` bytes of the Ethernet frame ``buf`` are its FCS: the CRC-32 of the bytes
+    before them (IEEE 802.3 §3.2.9; zlib's CRC-32, least significant byte first, as drivers compare it:
+    ``~crc32_le(~0, data, len)`` against the little-endian FCS). A trailer that is no FCS matches by chance one time
+    in 2**32. Never raises."""
+    n = len(buf) - ETH_FCS_LEN
+    return n >= 14 and zlib.crc32(memoryview(buf)[:n]) == int.from_bytes(buf[n:], "little")
 
 
 def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int | None:

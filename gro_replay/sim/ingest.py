@@ -117,6 +117,10 @@ class InputStats:
     caplen_over_orig_len: int = 0
     #: frames replayed longer than ``ETH_FRAME_LEN`` without VLAN tags (sim/size_notes.py ``long_frames_text``)
     frames_over_eth_frame_len: int = 0
+    #: frames replayed without the FCS they were captured with, and frames replayed with bytes past their outer
+    #: IP datagram and Ethernet padding, by those bytes (sim/skipped.py ``rx_fcs_strip``; sim/size_notes.py)
+    frames_fcs_stripped: int = 0
+    frames_past_datagram: Counter = field(default_factory=Counter)
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
     #: ``[{"snaplen", "records", "longest"}, …]`` (bytes; one entry per declared snaplen exceeded), [] when none;
@@ -176,6 +180,8 @@ class InputStats:
             "outer_udp_csum_bad": self.outer_csum_bad,
             "caplen_over_orig_len": self.caplen_over_orig_len,
             "frames_over_eth_frame_len": self.frames_over_eth_frame_len,
+            "frames_fcs_stripped": self.frames_fcs_stripped,
+            "frames_past_datagram": {str(k): n for k, n in sorted(self.frames_past_datagram.items())},
             "caplen_over_snaplen": [dict(e) for e in self.caplen_over_snaplen],
             "skipped_to_tunnel_ports": to_tunnel_ports(self),
             "skipped_unread": unread(self),

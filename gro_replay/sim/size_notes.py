@@ -1,6 +1,7 @@
 """The input notes about frame sizes (sim/notes.py ``capture_notes``): super-frames split at ``--mtu``
 (``split_text``, ``above_mtu_text``), frames larger than it replayed as captured (``kept_text``), and frames longer
-than the one RX buffer a --nic preset's skb layout is built for (``long_frames_text``).
+than the one RX buffer a --nic preset's skb layout is built for (``long_frames_text``), and the bytes captured past
+frames' IP datagrams (``trailer_notes``: an FCS, a trailer).
 """
 
 from __future__ import annotations
@@ -19,8 +20,48 @@ if TYPE_CHECKING:
 
 
 def size_notes(inp: InputStats, config: ReplayConfig) -> list[str]:
-    """The notes of this module that apply, in order: split super-frames, frames kept whole, long frames."""
-    return [t for t in (split_text(inp, config), kept_text(inp, config), long_frames_text(inp, config)) if t]
+    """The notes of this module that apply, in order: split super-frames, frames kept whole, long frames, bytes
+    past the datagrams."""
+    texts = (
+        split_text(inp, config),
+        kept_text(inp, config),
+        long_frames_text(inp, config),
+        *trailer_notes(inp),
+    )
+    return [t for t in texts if t]
+
+
+#: why GRO merges no frame that carries bytes past its IP datagram
+_LENGTH_FLUSH = "GRO merges none of them (the IP length differs from the bytes present: inet_gro_receive, ipv6_gro_receive)"
+
+
+def trailer_notes(inp: InputStats) -> list[str]:
+    """The notes on bytes captured past the frames' outer IP datagrams (sim/skipped.py ``rx_fcs_strip``): FCSs
+    stripped (``InputStats.frames_fcs_stripped``), and trailers replayed (``InputStats.frames_past_datagram``, by
+    their bytes past the datagram and Ethernet padding); [] when neither was met."""
+    notes = []
+    n = inp.frames_fcs_stripped
+    if n:
+        notes.append(
+            f"{n:,} {plural(n, 'frame')} ended with {'its' if n == 1 else 'their'} Ethernet FCS (the last 4 bytes "
+            "are the CRC-32 of the frame: captured at a tap, a mirror port or on a host with rx-fcs on): replayed "
+            "without it, as a NIC with rx-fcs off (every driver's default) hands frames to the stack; on a host "
+            f"with rx-fcs on the stack gets it and {_LENGTH_FLUSH} (JSON input.frames_fcs_stripped)"
+        )
+    past = inp.frames_past_datagram
+    m = sum(past.values())
+    if m:
+        sizes = ", ".join(
+            f"{b:,} bytes ×{c:,}" for b, c in sorted(past.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+        notes.append(
+            f"{m:,} {plural(m, 'frame')} replayed {'carries' if m == 1 else 'carry'} bytes past the outer IP "
+            f"datagram and Ethernet padding that are no FCS ({sizes}): replayed as captured, so {_LENGTH_FLUSH} "
+            "at the phys device, and ip_rcv_core trims them after; if the capture added them (a packet broker's "
+            "timestamp or port trailer), the receiving NIC never saw them: editcap -C -N IN OUT chops N bytes off "
+            "the end of every frame (JSON input.frames_past_datagram)"
+        )
+    return notes
 
 
 def split_text(inp: InputStats, config: ReplayConfig) -> str:

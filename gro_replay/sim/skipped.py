@@ -12,8 +12,9 @@ from collections import Counter
 from typing import Any
 
 from ..capture.linktypes import DLT_EN10MB, l2_normalize, sent_by_host
+from ..kernel.skbuff import ETH_FCS_LEN, ETH_ZLEN
 from ..packet.decode import SKIP_LINKTYPE, SKIP_OUTGOING, SKIP_SNAPLEN
-from ..packet.headers import UNREAD, tunnel_port_of
+from ..packet.headers import UNREAD, datagram_end, ends_with_fcs, tunnel_port_of
 
 #: ``inp`` below: sim/ingest.py ``InputStats`` (not imported: ingest imports this module)
 InputStats = Any
@@ -64,7 +65,8 @@ def received_frame(
     even cut short) is ``outgoing``: no receive path saw it, and its time is no arrival (``first_ts_ns``,
     ``last_ts_ns`` are the others'). A record cut short is ``snaplen_cut``; one that states a wire length below
     its bytes is counted (``caplen_over_orig_len``) and replayed; one of another link type is converted
-    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer``."""
+    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer``; its FCS, when it ends with one, is
+    stripped (``rx_fcs_strip``)."""
     if sent_by_host(buf, linktype):
         count_skip(inp, SKIP_OUTGOING, buf, linktype, ports)
         return None
@@ -76,9 +78,28 @@ def received_frame(
             count_skip(inp, SKIP_SNAPLEN, buf, linktype, ports)
             return None
         inp.caplen_over_orig_len += 1
-    if linktype == DLT_EN10MB:
-        return buf
-    eth = l2_normalize(buf, linktype)
+    eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
     if eth is None:
         count_skip(inp, SKIP_LINKTYPE, None, linktype, ports)
-    return eth
+        return None
+    return rx_fcs_strip(inp, eth)
+
+
+def rx_fcs_strip(inp: InputStats, buf: bytes) -> bytes:
+    """The Ethernet frame ``buf`` as a NIC without ``NETIF_F_RXFCS`` (ethtool rx-fcs off, every driver's default:
+    include/linux/netdev_features.h, "append FCS to skb pkt data") hands it to the stack: a frame whose last 4 bytes
+    past its outer IP datagram are its FCS (packet/headers.py ``ends_with_fcs``; a capture from a tap, a mirror port
+    or a host with rx-fcs on keeps it) loses them, counted in ``inp.frames_fcs_stripped``. A frame that still
+    carries bytes past its datagram and past Ethernet padding to ``ETH_ZLEN`` (a trailer) is counted in
+    ``inp.frames_past_datagram`` (by those bytes) and replayed as it is: GRO flushes it for its length (inet_gro_receive,
+    ipv6_gro_receive) and ``ip_rcv_core`` trims it after."""
+    end = datagram_end(buf)
+    if end is None:
+        return buf
+    if len(buf) - end >= ETH_FCS_LEN and ends_with_fcs(buf):
+        inp.frames_fcs_stripped += 1
+        buf = buf[:-ETH_FCS_LEN]
+    past = len(buf) - max(end, ETH_ZLEN)
+    if past > 0:
+        inp.frames_past_datagram[past] += 1
+    return buf
