@@ -130,8 +130,9 @@ def test_a_trailer_is_replayed_and_flushes_each_frame(tmp_path, trailer):
     assert got["input"]["frames_past_datagram"] == {str(len(trailer)): 8}
     (note,) = [n for n in got["input"]["notes"] if "past the outer IP datagram" in n]
     assert note.startswith(
-        f"8 frames replayed carry bytes past the outer IP datagram and Ethernet padding that are no FCS "
-        f"({len(trailer)} bytes ×8): replayed as captured, so GRO merges none of them"
+        "8 frames replayed carry bytes past the outer IP datagram and Ethernet padding that are not their FCS by "
+        f"its CRC-32 ({len(trailer)} bytes ×8; a Linux cooked frame holds no Ethernet header to check one): "
+        "replayed as captured, so GRO merges none of them"
     )
     batch, ref, _ = batch_and_reference(path, ReplayConfig())
     assert batch == ref

@@ -12,6 +12,7 @@ Headers are read with precompiled ``struct.Struct`` objects; no per-frame object
 from __future__ import annotations
 
 import struct
+from collections import Counter
 
 from ..kernel.geneve import GENEVE_VER, geneve_hlen
 from ..kernel.vxlan_core import VXLAN_HF_VNI, vxlan_parse_gbp_hdr
@@ -158,6 +159,9 @@ class Decoder:
         #: frames on UDP ports without a tunnel socket whose payload parses as a tunnel (``sniff_tunnel``):
         #: kind → destination port → frames. They are replayed as the kernel sees them (``not_tunnel``).
         self.unconfigured: dict[str, dict[int, int]] = {}
+        #: tunnel flows (flow ids) by outer (source, destination) address: which hosts the tunnel traffic runs
+        #: between (sim/notes.py ``both_ways``); grows with the pairs of hosts, never with frames
+        self.outer_flows: Counter[tuple[str, str]] = Counter()
 
     def _flow(self, raw: tuple, make) -> int:
         fid = self._flow_ids.get(raw)
@@ -172,6 +176,8 @@ class Decoder:
         self.flow_rss.append(rss)
         self._flow_ids[raw] = fid
         self._flow_raw.append(raw)
+        if cls != CLS_NOT_TUNNEL:
+            self.outer_flows[key.outer_src, key.outer_dst] += 1
         return fid
 
     def restart(self, fid: int) -> int:

@@ -120,6 +120,8 @@ class InputStats:
     #: frames replayed without the FCS they were captured with, and frames replayed with bytes past their outer
     #: IP datagram and Ethernet padding, by those bytes (sim/skipped.py ``rx_fcs_strip``; sim/size_notes.py)
     frames_fcs_stripped: int = 0
+    #: pairs of outer hosts tunnel traffic runs both ways between (sim/notes.py ``both_ways``)
+    tunnel_both_ways: list = field(default_factory=list)
     frames_past_datagram: Counter = field(default_factory=Counter)
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
@@ -182,6 +184,7 @@ class InputStats:
             "frames_over_eth_frame_len": self.frames_over_eth_frame_len,
             "frames_fcs_stripped": self.frames_fcs_stripped,
             "frames_past_datagram": {str(k): n for k, n in sorted(self.frames_past_datagram.items())},
+            "tunnel_both_ways": list(self.tunnel_both_ways),
             "caplen_over_snaplen": [dict(e) for e in self.caplen_over_snaplen],
             "skipped_to_tunnel_ports": to_tunnel_ports(self),
             "skipped_unread": unread(self),

@@ -183,6 +183,38 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
     )
 
 
+def both_ways(outer_flows: Mapping[tuple[str, str], int]) -> list[dict]:
+    """JSON ``input.tunnel_both_ways``: each pair of outer hosts that tunnel flows run both ways between
+    (``outer_flows``: packet/decode.py ``Decoder.outer_flows``, flows by outer source and destination address), as
+    ``{"hosts": [a, b], "flows": [a → b, b → a]}``, ``a`` the host more flows go to (the first in text order on a
+    tie); pairs by flows, most first."""
+    out = []
+    for (src, dst), n in outer_flows.items():
+        back = outer_flows.get((dst, src), 0)  # flows to src
+        # each pair once, from the side of its a: dst when more flows go to it (the first in text order on a tie)
+        if back and (n > back or (n == back and dst < src)):
+            out.append({"hosts": [dst, src], "flows": [n, back]})
+    return sorted(out, key=lambda e: (-sum(e["flows"]), e["hosts"]))
+
+
+def both_ways_text(inp: InputStats) -> str:
+    """The note on tunnel traffic that runs both ways between two outer hosts (``InputStats.tunnel_both_ways``), or
+    "" when none does: no one host's NIC receives both ways."""
+    pairs = inp.tunnel_both_ways
+    if not pairs:
+        return ""
+    (a, b), (ab, ba) = pairs[0]["hosts"], pairs[0]["flows"]
+    more = len(pairs) - 1
+    others = f", and between {more:,} more {plural(more, 'pair')} of hosts" if more else ""
+    return (
+        f"tunnel traffic runs both ways between outer {a} and {b} ({ab:,} {plural(ab, 'flow')} to {a}, {ba:,} to "
+        f"{b}){others}: a capture of one host's link holds the frames it sent as well as those it received, and "
+        "a host's NIC receives one way only (what it sends leaves through TSO/GSO, never through its GRO); the "
+        "replay takes every frame as received by one NIC, so the polls and GRO lists both ways share here are no "
+        f"one host's: -f 'dst host {a}' replays what {a} received (JSON input.tunnel_both_ways)"
+    )
+
+
 def capture_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) -> list[str]:
     """Notes on how the capture was taken: records whose captured length exceeds their stated wire length, outer
     checksums that do not verify, records cut short (``snaplen_cut``), then the frame sizes (sim/size_notes.py).
@@ -232,7 +264,9 @@ def capture_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) 
             "not verify, typical of a capture taken on the sending host before TX checksum offload filled it in; "
             f"a NIC would not have reported {'it' if n == 1 else 'them'} as verified: {how}"
         )
-    return notes + size_notes(inp, config)
+    # the kernel backend sends the frames to one outer destination (oracle/replay.py outer_destination_differs)
+    both = "" if backend else both_ways_text(inp)
+    return notes + size_notes(inp, config) + ([both] if both else [])
 
 
 def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:

@@ -32,7 +32,7 @@ from .config import RSS_INDIR_TABLE_SIZE, ReplayConfig
 from .driver import DriverRx
 from .flows import FlowTracker
 from .ingest import Frame, InputStats
-from .notes import input_notes
+from .notes import both_ways, input_notes
 from .polls import (
     _MASKED,
     PollSchedule,
@@ -409,6 +409,10 @@ class Replayer(Retiring):
 
     def result(self) -> Result:
         inp = self.input
+        if (
+            self.config.flow is None
+        ):  # --flow replays the flows it names: which ways those run, the user chose
+            inp.tunnel_both_ways = both_ways(self.decoder.outer_flows)
         input_notes(inp, self.config, self.decoder.unconfigured)
         return Result(
             self.input,

@@ -56,7 +56,7 @@ def trailer_notes(inp: InputStats) -> list[str]:
         )
         notes.append(
             f"{m:,} {plural(m, 'frame')} replayed {'carries' if m == 1 else 'carry'} bytes past the outer IP "
-            f"datagram and Ethernet padding that are no FCS ({sizes}): replayed as captured, so {_LENGTH_FLUSH} "
+            f"datagram and Ethernet padding that are not their FCS by its CRC-32 ({sizes}; a Linux cooked frame holds no Ethernet header to check one): replayed as captured, so {_LENGTH_FLUSH} "
             "at the phys device, and ip_rcv_core trims them after; if the capture added them (a packet broker's "
             "timestamp or port trailer), the receiving NIC never saw them: editcap -C -N IN OUT chops N bytes off "
             "the end of every frame (JSON input.frames_past_datagram)"
