@@ -24,6 +24,7 @@ from .project import plural
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
 from .sim.notes import input_notes
+from .sim.skipped import past_datagram
 
 ORACLE_RX_CSUM = {
     "none": ("none", 0),
@@ -203,13 +204,17 @@ def _sent_counts(rep: Replayer, sent: list[tuple]) -> dict[str, dict[int, int]]:
     """The input counts the notes read (sim/notes.py ``input_notes``), of the frames the kernel backend ``sent``
     only, not of every frame decoded (frames it could not replay were never sent: breaker's finding): the tunnel
     frames whose outer UDP checksum does not verify (``InputStats.outer_csum_bad``; a segment of a split
-    super-frame has a computed one) into ``rep.input``, and, returned, the frames per tunnel kind and port that
+    super-frame has a computed one) and those with bytes past their data (``InputStats.frames_past_datagram``) into
+    ``rep.input``, and, returned, the frames per tunnel kind and port that
     parse as that tunnel where no socket is (``Decoder.unconfigured``, by the decoder that read the capture's
     ports)."""
     flow_class = rep.decoder.flow_class
     rep.input.outer_csum_bad = sum(
         1 for f in sent if flow_class[f[3]] != CLS_NOT_TUNNEL and outer_udp_csum_bad(f[1])
     )
+    rep.input.frames_past_datagram.clear()
+    for f in sent:
+        past_datagram(rep.input, f[1])
     ports = rep.decoder.tunnel_ports
     again = Decoder(
         tuple(p for p, k in ports.items() if k == "vxlan"),

@@ -23,23 +23,30 @@ from gro_replay.sim.notes import both_ways
 
 
 def test_each_pair_once_the_busier_destination_first():
-    flows = {
-        ("10.0.0.1", "10.0.0.2"): 3,  # 3 flows to .2
-        ("10.0.0.2", "10.0.0.1"): 5,  # 5 to .1
-        ("10.0.0.3", "10.0.0.1"): 2,  # one way only: no pair
-        ("10.0.0.9", "10.0.0.4"): 1,
-        ("10.0.0.4", "10.0.0.9"): 1,  # a tie: text order
+    from gro_replay.packet.decode import Decoder
+
+    d = Decoder((4789,), ())
+    # pairs by (src, dst): flows, frames
+    ways = {
+        ("10.0.0.1", "10.0.0.2"): (3, 900),  # 900 frames to .2
+        ("10.0.0.2", "10.0.0.1"): (5, 100),  # 100 to .1, in more flows
+        ("10.0.0.3", "10.0.0.1"): (2, 50),  # one way only: no pair
+        ("10.0.0.9", "10.0.0.4"): (1, 10),
+        ("10.0.0.4", "10.0.0.9"): (1, 10),  # a tie: text order
     }
-    assert both_ways(flows) == [
-        {"hosts": ["10.0.0.1", "10.0.0.2"], "flows": [5, 3]},
-        {"hosts": ["10.0.0.4", "10.0.0.9"], "flows": [1, 1]},
+    for i, (pair, (flows, frames)) in enumerate(ways.items(), 1):
+        d.outer_pairs[pair] = i
+        d.pair_flows.append(flows)
+        d.pair_frames.append(frames)
+    assert both_ways(d) == [
+        {"hosts": ["10.0.0.2", "10.0.0.1"], "flows": [3, 5], "frames": [900, 100]},
+        {"hosts": ["10.0.0.4", "10.0.0.9"], "flows": [1, 1], "frames": [10, 10]},
     ]
-    assert both_ways({("a", "b"): 4}) == []
 
 
 def _mix(tmp_path) -> str:
     """The overlay-node mix (synth --mix overlay-node): 48 connections between outer 10.0.0.1 and 10.0.0.2, data
-    from the client side and ACKs back; 4,000 frames hold flows both ways."""
+    to 10.0.0.2 and ACKs back to 10.0.0.1; 4,000 frames hold flows both ways."""
     path = str(tmp_path / "mix.pcap")
     r = CliRunner().invoke(main, ["synth", "--mix", "overlay-node", "--frames", "4000", path])
     assert r.exit_code == 0, r.output
@@ -56,14 +63,21 @@ def test_a_capture_of_both_ways_is_named_with_how_to_replay_one(tmp_path):
     path = _mix(tmp_path)
     doc = _doc(path)
     (pair,) = doc["input"]["tunnel_both_ways"]
-    assert pair["hosts"] == ["10.0.0.1", "10.0.0.2"]
-    assert pair["flows"] == [48, 48]
+    # the frames each way, counted from the capture by their outer destination address
+    to = _frames_to(path)
+    assert to["10.0.0.2"] > to["10.0.0.1"] and sum(to.values()) == 4000
+    assert pair == {
+        "hosts": ["10.0.0.2", "10.0.0.1"],
+        "flows": [48, 48],
+        "frames": [to["10.0.0.2"], to["10.0.0.1"]],
+    }
     (note,) = [n for n in doc["input"]["notes"] if "both ways" in n]
     assert note.startswith(
-        "tunnel traffic runs both ways between outer 10.0.0.1 and 10.0.0.2 (48 flows to 10.0.0.1, 48 to 10.0.0.2)"
+        f"tunnel traffic runs both ways between outer 10.0.0.2 and 10.0.0.1 ({to['10.0.0.2']:,} frames to "
+        f"10.0.0.2, {to['10.0.0.1']:,} to 10.0.0.1)"
     )
     assert note.endswith(
-        "-f 'dst host 10.0.0.1' replays what 10.0.0.1 received (JSON input.tunnel_both_ways)"
+        "-f 'dst host 10.0.0.2' replays what 10.0.0.2 received (JSON input.tunnel_both_ways)"
     )
     batch, ref, _ = batch_and_reference(path, ReplayConfig())
     assert batch == ref
@@ -71,9 +85,24 @@ def test_a_capture_of_both_ways_is_named_with_how_to_replay_one(tmp_path):
     assert f"note: {note}" in text.stdout
 
 
+def _frames_to(path: str) -> dict[str, int]:
+    """Frames by outer IPv4 destination address, read with dpkt."""
+    import socket
+    from collections import Counter
+
+    import dpkt
+
+    with open(path, "rb") as f:
+        return dict(
+            Counter(
+                socket.inet_ntoa(dpkt.ethernet.Ethernet(buf).data.dst) for _ts, buf in dpkt.pcap.Reader(f)
+            )
+        )
+
+
 def test_one_way_says_nothing(tmp_path):
     path = _mix(tmp_path)
-    doc = _doc(path, "-f", "dst host 10.0.0.1")
+    doc = _doc(path, "-f", "dst host 10.0.0.2")
     assert doc["input"]["tunnel_both_ways"] == []
     assert not [n for n in doc["input"]["notes"] if "both ways" in n]
     assert doc["input"]["frames_replayed"] > 0
@@ -81,5 +110,30 @@ def test_one_way_says_nothing(tmp_path):
 
 def test_flows_chosen_with_flow_are_the_users_choice(tmp_path):
     doc = _doc(_mix(tmp_path), "--flow", "10.0.0.2")
+    assert doc["input"]["tunnel_both_ways"] == []
+    assert not [n for n in doc["input"]["notes"] if "both ways" in n]
+
+
+def test_a_linux_cooked_capture_says_which_frames_the_host_received(tmp_path):
+    """The same frames as a Linux cooked capture whose packet types all say received (0, PACKET_HOST): the host
+    received both ways (a gateway between the two), which the note would deny; a cooked capture's sent frames are
+    skipped as outgoing already. No pair, no note."""
+    import struct
+
+    import dpkt
+
+    from gro_replay.capture.linktypes import DLT_LINUX_SLL
+    from gro_replay.capture.writer import PcapWriter
+
+    src = _mix(tmp_path)
+    path = tmp_path / "sll.pcap"
+    with open(src, "rb") as f, PcapWriter(str(path), linktype=DLT_LINUX_SLL) as w:
+        for ts, buf in dpkt.pcap.Reader(f):
+            w.write(
+                int(ts * 1_000_000_000),
+                struct.pack(">HHH8sH", 0, 1, 6, buf[6:12] + bytes(2), 0x0800) + buf[14:],
+            )
+    doc = _doc(str(path))
+    assert doc["input"]["frames_replayed"] == 4000
     assert doc["input"]["tunnel_both_ways"] == []
     assert not [n for n in doc["input"]["notes"] if "both ways" in n]

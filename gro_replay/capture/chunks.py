@@ -26,7 +26,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .fcs import strip_fcs
 from .joined import joined_before_corrupt
+from .linktypes import DLT_EN10MB
 from .pcapng import MAX_CAPLEN
 from .snaplen import CaplenOverSnaplen
 from .stream import CaptureError
@@ -83,14 +85,17 @@ class CaptureFile(Protocol):
     through pcapng_chunks.py, is not imported back): its format (``"pcap"``/``"pcapng"``), classic pcap's record
     layout, the decompressed stream and the offset of the next record in it (bytes), the count of records cut at
     end of file, the declared snaplens and the count of records longer than theirs (snaplen.py), the records' time
-    order (time_order.py), and the capture's
-    error messages (``CaptureError`` naming a file offset)."""
+    order (time_order.py), the link type (pcap: the file's), the count of records read without their FCS (fcs.py),
+    and the capture's error messages (``CaptureError`` naming a file offset)."""
 
     path: str
     truncated_records: int
     snaplens: list[int]
     caplen_over_snaplen: CaplenOverSnaplen
     time_order: TimeOrder
+    linktype: int
+    fcs_stripped: int
+    fcs_cut: int
 
     @property
     def format(self) -> str: ...
@@ -384,11 +389,18 @@ class PcapChunks:
 
     def _count_over_snaplen(self, chunk: RecordChunk, file_base: int) -> None:
         """Count the records of ``chunk`` (``file_base``: file offset of its ``buf[0]``) not counted before (the
-        records a caller kept come again) that are longer than the file header's snaplen, and their time order."""
+        records a caller kept come again) that are longer than the file header's snaplen, and their time order;
+        remove the FCS of those of an Ethernet capture that end with one (fcs.py ``strip_fcs``: every time a chunk
+        holds them, as their headers are read again; counted the first time)."""
+        cap = self.capture
         fresh = chunk.data - _REC_LEN + file_base >= self._counted
-        self.capture.caplen_over_snaplen.add_records(self.capture.snaplens[0], chunk.caplen[fresh])
-        self.capture.time_order.add_records(chunk.ts_ns[fresh])
+        cap.caplen_over_snaplen.add_records(cap.snaplens[0], chunk.caplen[fresh])
+        cap.time_order.add_records(chunk.ts_ns[fresh])
         self._counted = max(self._counted, file_base + chunk.end)
+        if cap.linktype == DLT_EN10MB:
+            stripped, cut = strip_fcs(chunk.buf, chunk.data, chunk.caplen, chunk.origlen)
+            cap.fcs_stripped += int(fresh[stripped].sum())
+            cap.fcs_cut += int(fresh[cut].sum())
 
     def _walk(self, buf: bytearray, start: int, n: int, file_base: int, limit: int | None) -> RecordChunk:
         """Find the complete records in ``buf[start:n]`` (``file_base``: file offset of ``buf[0]``), the first

@@ -12,7 +12,9 @@ from typing import Protocol
 import numpy as np
 
 from .chunks import RECORDS, CaptureFile, RecordChunk, SizeWalk, _read_into
+from .fcs import fcs_removed, strip_fcs
 from .joined import header_words, joined_error
+from .linktypes import DLT_EN10MB
 from .pcapng import (
     _MAX_BLOCK_LEN,
     _NG_BLK,
@@ -346,10 +348,17 @@ class PcapngChunks:
         if m:
             self._ts = int(ts[m - 1])
             glob = iface[:m] + self._iface_base
-            pieces.append((offs[:m], offs[:m] + _EPB_DATA, caplen[:m], f[:m, 6], ts[:m], glob))
+            data, cl, ol = offs[:m] + _EPB_DATA, caplen[:m].copy(), f[:m, 6].copy()
             cap.records_walked += m
-            cap.caplen_over_snaplen.add_records(np.array(cap.snaplens, np.int64)[glob], caplen[:m])
+            cap.caplen_over_snaplen.add_records(np.array(cap.snaplens, np.int64)[glob], cl)
             cap.time_order.add_records(ts[:m])
+            # fcs.py: each record walked once (a record kept comes again from these columns)
+            ethernet = np.array([i[0] == DLT_EN10MB for i in ifaces], bool)[iface[:m]]
+            if ethernet.any():
+                stripped, cut = strip_fcs(self._buf, data, cl, ol, ethernet)
+                cap.fcs_stripped += len(stripped)
+                cap.fcs_cut += len(cut)
+            pieces.append((offs[:m], data, cl, ol, ts[:m], glob))
         if m < len(offs):
             at = base + int(offs[m])
             if bad_len[m]:
@@ -386,7 +395,7 @@ class PcapngChunks:
         ifaces = cap._ifaces
         if iface_id >= len(ifaces):
             raise cap._corrupt(base + off, f"interface {iface_id} not described")
-        _lt, num, den, offset_ns = ifaces[iface_id]
+        lt, num, den, offset_ns = ifaces[iface_id]
         if t != _PCAPNG_SPB:
             ts_ns = ((ts_high << 32) | ts_low) * num // den + offset_ns
             if not 0 <= ts_ns <= _TS_NS_MAX:
@@ -395,10 +404,13 @@ class PcapngChunks:
             cap.time_order.add(ts_ns)
         cap.records_walked += 1
         cap.caplen_over_snaplen.add(cap.snaplens[iface_id + self._iface_base], caplen)
+        data = off + 8 + data_off
+        if lt == DLT_EN10MB:  # fcs.py: as a NIC with rx-fcs off
+            caplen, orig_len = fcs_removed(cap, bytes(buf[data : data + caplen]), orig_len)
         one = np.array  # one record: arrays of one entry
         return (
             one([off], np.int64),
-            one([off + 8 + data_off], np.int64),
+            one([data], np.int64),
             one([caplen], np.int64),
             one([orig_len], np.int64),
             one([self._ts], np.int64),

@@ -20,7 +20,8 @@ Modules: ``stream.py`` (exact reads, ``CaptureError``, the digest), ``pcapng.py`
 ``linktypes.py`` (DLT values, ``l2_normalize``); their names are re-exported here.
 
 Left out: pcapng Simple Packet Blocks carry no timestamp and are yielded with the previous packet's
-timestamp; pcap FCS bits in the link-type field are ignored (the FCS stays in ``buf``); pcapng options
+timestamp; pcap FCS bits in the link-type field are ignored (an FCS is found by its CRC-32 instead: fcs.py removes
+it from ``buf``); pcapng options
 other than ``if_tsresol``/``if_tsoffset`` are not interpreted.
 """
 
@@ -35,6 +36,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 
+from .fcs import fcs_removed
 from .joined import PCAP_MAGICS, joined_before_corrupt
 from .linktypes import (
     DLT_EN10MB,
@@ -138,6 +140,8 @@ class Capture(PcapngBlocks):
         snaplens: the snaplen (bytes, 0: no limit) the file header declares (pcap: one) or each interface of
             ``all_interfaces`` (pcapng).
         caplen_over_snaplen: the records read so far that hold more bytes than their snaplen (snaplen.py).
+        fcs_stripped, fcs_cut: the records read so far without the Ethernet FCS they were captured with, or
+            without the part of it a snaplen left (fcs.py).
         sha256(): the SHA-256 of the whole file or stream, from the bytes read (call after iterating).
 
     Raises (from iteration): CaptureError for corrupt records, another capture's header where a record starts
@@ -164,6 +168,10 @@ class Capture(PcapngBlocks):
         self.snaplens: list[int] = []
         #: records longer than their declared snaplen, counted by the record readers as they read each record
         self.caplen_over_snaplen = CaplenOverSnaplen()
+        #: records read without the Ethernet FCS they were captured with, and without the part of it the snaplen
+        #: left (fcs.py), counted by the record readers
+        self.fcs_stripped = 0
+        self.fcs_cut = 0
         #: records timestamped before one read before them (capture/time_order.py)
         self.time_order = TimeOrder()
         #: pcapng: (link type, if_name or None) of each interface of the current section, by interface id
@@ -245,6 +253,7 @@ class Capture(PcapngBlocks):
         read = self._f.read
         unpack_from = rec.unpack_from
         linktype = self.linktype
+        ethernet = linktype == DLT_EN10MB
         snaplen = self.snaplens[0] or MAX_CAPLEN  # 0: no limit (no record holds more than MAX_CAPLEN)
         over = self.caplen_over_snaplen.add
         in_order = self.time_order.add
@@ -274,6 +283,9 @@ class Capture(PcapngBlocks):
                 off += rec_len + caplen
                 if caplen > snaplen:
                     over(snaplen, caplen)
+                if ethernet:  # fcs.py: as a NIC with rx-fcs off
+                    n, orig_len = fcs_removed(self, buf, orig_len)
+                    buf = buf[:n]
                 ts = sec * _NS + frac * frac_ns
                 in_order(ts)
                 yield ts, buf, orig_len, linktype

@@ -12,7 +12,6 @@ Headers are read with precompiled ``struct.Struct`` objects; no per-frame object
 from __future__ import annotations
 
 import struct
-from collections import Counter
 
 from ..kernel.geneve import GENEVE_VER, geneve_hlen
 from ..kernel.vxlan_core import VXLAN_HF_VNI, vxlan_parse_gbp_hdr
@@ -159,9 +158,14 @@ class Decoder:
         #: frames on UDP ports without a tunnel socket whose payload parses as a tunnel (``sniff_tunnel``):
         #: kind → destination port → frames. They are replayed as the kernel sees them (``not_tunnel``).
         self.unconfigured: dict[str, dict[int, int]] = {}
-        #: tunnel flows (flow ids) by outer (source, destination) address: which hosts the tunnel traffic runs
-        #: between (sim/notes.py ``both_ways``); grows with the pairs of hosts, never with frames
-        self.outer_flows: Counter[tuple[str, str]] = Counter()
+        #: the pairs of outer (source, destination) addresses tunnel flows run between, by index from 1 (sim/notes.py
+        #: ``both_ways``); per flow id its pair's index (0: not a tunnel flow), and per index the flow ids and the
+        #: frames replayed (counted by the replay: ``pair_frames[pair_of[fid]] += n``). Grows with the pairs of
+        #: hosts and the flows, never with frames.
+        self.outer_pairs: dict[tuple[str, str], int] = {}
+        self.pair_of: list[int] = []
+        self.pair_flows: list[int] = [0]
+        self.pair_frames: list[int] = [0]
 
     def _flow(self, raw: tuple, make) -> int:
         fid = self._flow_ids.get(raw)
@@ -176,8 +180,16 @@ class Decoder:
         self.flow_rss.append(rss)
         self._flow_ids[raw] = fid
         self._flow_raw.append(raw)
-        if cls != CLS_NOT_TUNNEL:
-            self.outer_flows[key.outer_src, key.outer_dst] += 1
+        pair = (
+            0
+            if cls == CLS_NOT_TUNNEL
+            else self.outer_pairs.setdefault((key.outer_src, key.outer_dst), len(self.pair_flows))
+        )
+        if pair == len(self.pair_flows):
+            self.pair_flows.append(0)
+            self.pair_frames.append(0)
+        self.pair_flows[pair] += 1
+        self.pair_of.append(pair)
         return fid
 
     def restart(self, fid: int) -> int:

@@ -10,8 +10,8 @@ against the configured tunnel ports. A fragment is not tunnel traffic, as for th
 
 ``tcp_mss_option``: the MSS option of a TCP header (``--resegment auto`` learns a flow's MSS from its SYN).
 ``ip_datagram_len``: the length an IP header declares (bytes after it in the frame are padding or a trailer);
-``datagram_end``: where a frame's outer IP datagram ends by it; ``ends_with_fcs``: whether a frame's last 4 bytes are
-its Ethernet FCS.
+``data_end``: where a frame's own bytes end by it (its datagram, or Ethernet padding); ``ends_with_fcs``: whether a
+frame's last 4 bytes are its Ethernet FCS.
 ``tcp_payload_len``: the TCP payload of a frame's innermost TCP segment, by the lengths its IP headers declare: the
 one definition of a segment without payload, for the simulator's driver step (sim/driver.py) and the kernel
 backend (validate.py).
@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import zlib
 
-from ..kernel.skbuff import ETH_FCS_LEN
+from ..kernel.skbuff import ETH_FCS_LEN, ETH_HLEN, ETH_ZLEN
 from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
+
+#: the bytes the readers below take: a frame, or a view of one in a reader's buffer
+Buffer = bytes | bytearray | memoryview
 
 #: ``tunnel_port_of``'s answer for a frame whose captured bytes end before its outer UDP destination port (or
 #: whose link layer is not read): whether it is tunnel traffic is unknown
 UNREAD = "unread"
 
 
-def vlan_l3(buf: bytes | bytearray, mac: int = 0) -> tuple[int, int] | None:
+def vlan_l3(buf: Buffer, mac: int = 0) -> tuple[int, int] | None:
     """``(EtherType, offset of the network header)`` of the Ethernet frame at ``buf[mac]`` past its VLAN tags
     (802.1Q, 802.1ad, 0x9100), or None when it ends before them."""
     n = len(buf)
@@ -118,7 +121,7 @@ def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
     return mss
 
 
-def ip_datagram_len(buf: bytes | bytearray, off: int) -> int:
+def ip_datagram_len(buf: Buffer, off: int) -> int:
     """The length in bytes the IP header at ``buf[off]`` declares for its datagram, header included: IPv4
     ``tot_len``, IPv6 ``payload_len`` + 40 (extension headers counted in it); 0 when the header declares none (a
     length of 0: BIG TCP's, ``iph_totlen``, include/net/ip.h; an IPv6 jumbogram). Bytes of the frame past it
@@ -130,11 +133,12 @@ def ip_datagram_len(buf: bytes | bytearray, off: int) -> int:
     return plen + 40 if plen else 0
 
 
-def datagram_end(buf: bytes | bytearray) -> int | None:
-    """The offset in the Ethernet frame ``buf`` at which its outer IP datagram ends by the length its header
-    declares (``ip_datagram_len``, after any VLAN tags): bytes from there on are Ethernet padding, an FCS or a
-    trailer. None when the frame is not IPv4/IPv6, its header is cut before the length, or it declares none (0: BIG
-    TCP, an IPv6 jumbogram). Never raises."""
+def data_end(buf: Buffer) -> int | None:
+    """Where the Ethernet frame ``buf``'s own bytes end, before any FCS or trailer: the end of its outer IP
+    datagram by the length its header declares (``ip_datagram_len``, after any VLAN tags), or the end of Ethernet
+    padding when that is further (a sender pads a frame to ``ETH_ZLEN``, and each VLAN tag inserted after that, by
+    the NIC or a switch, adds its 4 bytes). None when the frame is not IPv4/IPv6, its header is cut before the
+    length, or it declares none (0: BIG TCP, an IPv6 jumbogram). Never raises."""
     eth = vlan_l3(buf)
     if eth is None:
         return None
@@ -143,10 +147,10 @@ def datagram_end(buf: bytes | bytearray) -> int | None:
     if version is None or l3 + 6 > len(buf) or buf[l3] >> 4 != version:
         return None
     n = ip_datagram_len(buf, l3)
-    return l3 + n if n else None
+    return max(l3 + n, ETH_ZLEN + l3 - ETH_HLEN) if n else None
 
 
-def ends_with_fcs(buf: bytes | bytearray) -> bool:
+def ends_with_fcs(buf: Buffer) -> bool:
     """Whether the last ``ETH_FCS_LEN`` bytes of the Ethernet frame ``buf`` are its FCS: the CRC-32 of the bytes
     before them (IEEE 802.3 §3.2.9; zlib's CRC-32, least significant byte first, as drivers compare it:
     ``~crc32_le(~0, data, len)`` against the little-endian FCS). A trailer that is no FCS matches by chance one time

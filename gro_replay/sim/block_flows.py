@@ -358,9 +358,11 @@ class FlowTracking:
             if mss is not None:
                 mx = np.zeros(len(uf), np.int64)
                 np.maximum.at(mx, inv, col.payload[sel])
+            pair_of, pair_frames = self.rep.decoder.pair_of, self.rep.decoder.pair_frames
             for j, fid in enumerate(uf.tolist()):
                 cls = flow_class[fid]
                 inp.classes[cls] += int(cnt[j])
+                pair_frames[pair_of[fid]] += int(cnt[j])
                 if mss is not None and cls == CLS_TUNNEL_TCP and mx[j] > mss.get(fid, 0):
                     mss[fid] = int(mx[j])
             if mss is not None:

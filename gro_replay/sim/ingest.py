@@ -33,7 +33,7 @@ from ..project import plural
 from ..resegment import AboveMtu, Resegmenter
 from .config import ConfigError, ReplayConfig
 from .flow_mss import FlowMss
-from .skipped import count_skip, received_frame, to_tunnel_ports, unread
+from .skipped import count_skip, past_datagram, received_frame, to_tunnel_ports, unread
 
 
 class Frame(NamedTuple):
@@ -117,11 +117,15 @@ class InputStats:
     caplen_over_orig_len: int = 0
     #: frames replayed longer than ``ETH_FRAME_LEN`` without VLAN tags (sim/size_notes.py ``long_frames_text``)
     frames_over_eth_frame_len: int = 0
-    #: frames replayed without the FCS they were captured with, and frames replayed with bytes past their outer
-    #: IP datagram and Ethernet padding, by those bytes (sim/skipped.py ``rx_fcs_strip``; sim/size_notes.py)
+    #: records read without the FCS they were captured with, or without what of it a snaplen left (capture/fcs.py),
+    #: and frames replayed with bytes past their outer IP datagram and Ethernet padding, by those bytes
+    #: (sim/skipped.py ``past_datagram``); their notes: sim/size_notes.py ``trailer_notes``
     frames_fcs_stripped: int = 0
-    #: pairs of outer hosts tunnel traffic runs both ways between (sim/notes.py ``both_ways``)
+    frames_fcs_cut: int = 0
+    #: pairs of outer hosts tunnel traffic runs both ways between (sim/notes.py ``both_ways``), and the frames
+    #: replayed from Linux cooked records, whose packet type says which the capturing host received
     tunnel_both_ways: list = field(default_factory=list)
+    cooked_frames: int = 0
     frames_past_datagram: Counter = field(default_factory=Counter)
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
@@ -183,6 +187,7 @@ class InputStats:
             "caplen_over_orig_len": self.caplen_over_orig_len,
             "frames_over_eth_frame_len": self.frames_over_eth_frame_len,
             "frames_fcs_stripped": self.frames_fcs_stripped,
+            "frames_fcs_cut": self.frames_fcs_cut,
             "frames_past_datagram": {str(k): n for k, n in sorted(self.frames_past_datagram.items())},
             "tunnel_both_ways": list(self.tunnel_both_ways),
             "caplen_over_snaplen": [dict(e) for e in self.caplen_over_snaplen],
@@ -419,6 +424,7 @@ class Ingest(FlowMss):
         dec = self.decoder.decode
         flow_class = self.decoder.flow_class
         classes = inp.classes
+        pair_of, pair_frames = self.decoder.pair_of, self.decoder.pair_frames
         ports = self.decoder.tunnel_ports
         rxs = self._rx_of_flow
         fresh = self._fresh_hook()
@@ -451,12 +457,14 @@ class Ingest(FlowMss):
                 if fresh is not None:
                     fid = fresh(fid, ts_ns)
                 inp.frames_replayed += 1
+                past_datagram(inp, frame)
                 # by its IP header's length: a captured trailer or FCS is no part of the frame the NIC buffers
                 inp.frames_over_eth_frame_len += (
                     len(frame) > ETH_FRAME_LEN and 14 + outer_ip_len(frame) > ETH_FRAME_LEN
                 )
                 cls = flow_class[fid]
                 classes[cls] += 1
+                pair_frames[pair_of[fid]] += 1
                 # a segment's checksums were computed by the split (resegment.py): nothing to check or learn
                 if segs is None and cls != CLS_NOT_TUNNEL:
                     if outer_udp_csum_bad(frame):

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from ..capture.reader import Capture
     from ..capture.time_order import TimeOrder
+    from ..packet.decode import Decoder
     from .config import ReplayConfig
     from .ingest import InputStats
 
@@ -183,18 +184,25 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
     )
 
 
-def both_ways(outer_flows: Mapping[tuple[str, str], int]) -> list[dict]:
-    """JSON ``input.tunnel_both_ways``: each pair of outer hosts that tunnel flows run both ways between
-    (``outer_flows``: packet/decode.py ``Decoder.outer_flows``, flows by outer source and destination address), as
-    ``{"hosts": [a, b], "flows": [a → b, b → a]}``, ``a`` the host more flows go to (the first in text order on a
-    tie); pairs by flows, most first."""
+def both_ways(decoder: Decoder) -> list[dict]:
+    """JSON ``input.tunnel_both_ways``: each pair of outer hosts that tunnel flows run both ways between (packet/
+    decode.py ``Decoder.outer_pairs``, with their flows and the frames replayed each way), as ``{"hosts": [a, b],
+    "flows": [to a, to b], "frames": [to a, to b]}``, ``a`` the host more frames go to (then more flows, then the
+    first in text order): the receiving side of a capture of one host's link; pairs by frames, most first."""
+    pairs = decoder.outer_pairs
     out = []
-    for (src, dst), n in outer_flows.items():
-        back = outer_flows.get((dst, src), 0)  # flows to src
-        # each pair once, from the side of its a: dst when more flows go to it (the first in text order on a tie)
-        if back and (n > back or (n == back and dst < src)):
-            out.append({"hosts": [dst, src], "flows": [n, back]})
-    return sorted(out, key=lambda e: (-sum(e["flows"]), e["hosts"]))
+    for (src, dst), p in pairs.items():
+        q = pairs.get((dst, src))
+        if q is None:
+            continue
+        to_dst = (decoder.pair_frames[p], decoder.pair_flows[p])
+        to_src = (decoder.pair_frames[q], decoder.pair_flows[q])
+        # each pair once, from the side of its a: dst (the text order inverted: the first wins a tie)
+        if (to_dst, src) > (to_src, dst):
+            out.append(
+                {"hosts": [dst, src], "flows": [to_dst[1], to_src[1]], "frames": [to_dst[0], to_src[0]]}
+            )
+    return sorted(out, key=lambda e: (-sum(e["frames"]), e["hosts"]))
 
 
 def both_ways_text(inp: InputStats) -> str:
@@ -203,11 +211,11 @@ def both_ways_text(inp: InputStats) -> str:
     pairs = inp.tunnel_both_ways
     if not pairs:
         return ""
-    (a, b), (ab, ba) = pairs[0]["hosts"], pairs[0]["flows"]
+    (a, b), (fa, fb) = pairs[0]["hosts"], pairs[0]["frames"]
     more = len(pairs) - 1
     others = f", and between {more:,} more {plural(more, 'pair')} of hosts" if more else ""
     return (
-        f"tunnel traffic runs both ways between outer {a} and {b} ({ab:,} {plural(ab, 'flow')} to {a}, {ba:,} to "
+        f"tunnel traffic runs both ways between outer {a} and {b} ({fa:,} {plural(fa, 'frame')} to {a}, {fb:,} to "
         f"{b}){others}: a capture of one host's link holds the frames it sent as well as those it received, and "
         "a host's NIC receives one way only (what it sends leaves through TSO/GSO, never through its GRO); the "
         "replay takes every frame as received by one NIC, so the polls and GRO lists both ways share here are no "
@@ -343,7 +351,8 @@ def account_capture_end(
 ) -> None:
     """How the capture ended, and what its reader counted as it read, into the input accounting, one rule for every
     reader (pcap, pcapng, gzip or not, a file or a pipe): the records longer than their declared snaplen
-    (``InputStats.caplen_over_snaplen``, capture/snaplen.py) and their note (``over_snaplen_text``); records
+    (``InputStats.caplen_over_snaplen``, capture/snaplen.py) and their note (``over_snaplen_text``); the records
+    read without their FCS (``InputStats.frames_fcs_stripped``, capture/fcs.py: their note is sim/size_notes.py's); records
     timestamped before one read before them (capture/time_order.py), in a note (``time_order_text``): of the
     replayed interface's records (``replayed``: capture/interfaces.py ``Selection.replayed_time_order``) when a
     selection handed the records on, else of every record the reader read (all replayed); a record cut
@@ -351,6 +360,7 @@ def account_capture_end(
     and what was read before the cut; gzip data that ends before its end-of-stream marker (RFC 1952 trailer) is a
     truncated capture too, whose records before the cut were all read (only a record cut with it is counted)."""
     inp.caplen_over_snaplen = cap.caplen_over_snaplen.as_list()
+    inp.frames_fcs_stripped, inp.frames_fcs_cut = cap.fcs_stripped, cap.fcs_cut
     if inp.caplen_over_snaplen:
         inp.notes.append(over_snaplen_text(inp.caplen_over_snaplen, cap.format))
     order, labels = (cap.time_order, []) if replayed is None else replayed

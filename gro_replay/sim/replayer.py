@@ -409,10 +409,10 @@ class Replayer(Retiring):
 
     def result(self) -> Result:
         inp = self.input
-        if (
-            self.config.flow is None
-        ):  # --flow replays the flows it names: which ways those run, the user chose
-            inp.tunnel_both_ways = both_ways(self.decoder.outer_flows)
+        # --flow replays the flows it names: which ways those run, the user chose; a Linux cooked capture says
+        # which frames the capturing host received (its sent ones are skipped: outgoing)
+        if self.config.flow is None and not inp.cooked_frames:
+            inp.tunnel_both_ways = both_ways(self.decoder)
         input_notes(inp, self.config, self.decoder.unconfigured)
         return Result(
             self.input,

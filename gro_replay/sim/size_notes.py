@@ -36,30 +36,46 @@ _LENGTH_FLUSH = "GRO merges none of them (the IP length differs from the bytes p
 
 
 def trailer_notes(inp: InputStats) -> list[str]:
-    """The notes on bytes captured past the frames' outer IP datagrams (sim/skipped.py ``rx_fcs_strip``): FCSs
-    stripped (``InputStats.frames_fcs_stripped``), and trailers replayed (``InputStats.frames_past_datagram``, by
-    their bytes past the datagram and Ethernet padding); [] when neither was met."""
+    """The notes on bytes captured past the frames' own (their outer IP datagram, or Ethernet padding): FCSs the
+    record readers removed (``InputStats.frames_fcs_stripped``, ``frames_fcs_cut``: capture/fcs.py), and trailers
+    replayed (``InputStats.frames_past_datagram``, sim/skipped.py ``past_datagram``, by their bytes); [] when
+    neither was met."""
     notes = []
-    n = inp.frames_fcs_stripped
-    if n:
+    n, cut = inp.frames_fcs_stripped, inp.frames_fcs_cut
+    if n or cut:
+        whole = (
+            f"{n:,} {plural(n, 'frame')} of the capture ended with {'its' if n == 1 else 'their'} Ethernet FCS (the "
+            "last 4 bytes are the CRC-32 of the frame: captured at a tap, a mirror port or on a host with rx-fcs on)"
+            if n
+            else ""
+        )
+        cut_words = (
+            f"{cut:,} {plural(cut, 'record')} of the capture {'was' if cut == 1 else 'were'} cut short by the snaplen "
+            "within the FCS only (every byte before it captured, 4 bytes past them on the wire)"
+            if cut
+            else ""
+        )
         notes.append(
-            f"{n:,} {plural(n, 'frame')} ended with {'its' if n == 1 else 'their'} Ethernet FCS (the last 4 bytes "
-            "are the CRC-32 of the frame: captured at a tap, a mirror port or on a host with rx-fcs on): replayed "
-            "without it, as a NIC with rx-fcs off (every driver's default) hands frames to the stack; on a host "
-            f"with rx-fcs on the stack gets it and {_LENGTH_FLUSH} (JSON input.frames_fcs_stripped)"
+            f"{'; '.join(t for t in (whole, cut_words) if t)}: read without it, as a NIC with rx-fcs off (every "
+            f"driver's default) hands frames to the stack; on a host with rx-fcs on the stack gets it and "
+            f"{_LENGTH_FLUSH} (JSON input.frames_fcs_stripped, input.frames_fcs_cut)"
         )
     past = inp.frames_past_datagram
     m = sum(past.values())
     if m:
         sizes = ", ".join(
-            f"{b:,} bytes ×{c:,}" for b, c in sorted(past.items(), key=lambda kv: (-kv[1], kv[0]))
+            f"{b:,} {plural(b, 'byte')} ×{c:,}"
+            for b, c in sorted(past.items(), key=lambda kv: (-kv[1], kv[0]))
         )
+        # the advice chops bytes off every frame: only when every frame replayed carries the same number
+        (only,) = past if len(past) == 1 and m == inp.frames_replayed else (0,)
+        chop = f": editcap -C -{only} IN OUT removes them" if only else ""
         notes.append(
             f"{m:,} {plural(m, 'frame')} replayed {'carries' if m == 1 else 'carry'} bytes past the outer IP "
-            f"datagram and Ethernet padding that are not their FCS by its CRC-32 ({sizes}; a Linux cooked frame holds no Ethernet header to check one): replayed as captured, so {_LENGTH_FLUSH} "
-            "at the phys device, and ip_rcv_core trims them after; if the capture added them (a packet broker's "
-            "timestamp or port trailer), the receiving NIC never saw them: editcap -C -N IN OUT chops N bytes off "
-            "the end of every frame (JSON input.frames_past_datagram)"
+            f"datagram and Ethernet padding that the capture does not show to be an FCS ({sizes}): replayed as "
+            f"captured, so {_LENGTH_FLUSH} at the phys device, and ip_rcv_core trims them after; if the capture "
+            f"added them (a packet broker's timestamp or port trailer), the receiving NIC never saw them{chop} "
+            "(JSON input.frames_past_datagram)"
         )
     return notes
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..capture.linktypes import DLT_EN10MB, l2_normalize, sent_by_host
-from ..kernel.skbuff import ETH_FCS_LEN, ETH_ZLEN
+from ..capture.linktypes import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, l2_normalize, sent_by_host
 from ..packet.decode import SKIP_LINKTYPE, SKIP_OUTGOING, SKIP_SNAPLEN
-from ..packet.headers import UNREAD, datagram_end, ends_with_fcs, tunnel_port_of
+from ..packet.headers import UNREAD, data_end, tunnel_port_of
 
 #: ``inp`` below: sim/ingest.py ``InputStats`` (not imported: ingest imports this module)
 InputStats = Any
@@ -65,8 +64,7 @@ def received_frame(
     even cut short) is ``outgoing``: no receive path saw it, and its time is no arrival (``first_ts_ns``,
     ``last_ts_ns`` are the others'). A record cut short is ``snaplen_cut``; one that states a wire length below
     its bytes is counted (``caplen_over_orig_len``) and replayed; one of another link type is converted
-    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer``; its FCS, when it ends with one, is
-    stripped (``rx_fcs_strip``)."""
+    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer``."""
     if sent_by_host(buf, linktype):
         count_skip(inp, SKIP_OUTGOING, buf, linktype, ports)
         return None
@@ -78,28 +76,20 @@ def received_frame(
             count_skip(inp, SKIP_SNAPLEN, buf, linktype, ports)
             return None
         inp.caplen_over_orig_len += 1
+    inp.cooked_frames += linktype in (DLT_LINUX_SLL, DLT_LINUX_SLL2)
     eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
     if eth is None:
         count_skip(inp, SKIP_LINKTYPE, None, linktype, ports)
         return None
-    return rx_fcs_strip(inp, eth)
+    return eth
 
 
-def rx_fcs_strip(inp: InputStats, buf: bytes) -> bytes:
-    """The Ethernet frame ``buf`` as a NIC without ``NETIF_F_RXFCS`` (ethtool rx-fcs off, every driver's default:
-    include/linux/netdev_features.h, "append FCS to skb pkt data") hands it to the stack: a frame whose last 4 bytes
-    past its outer IP datagram are its FCS (packet/headers.py ``ends_with_fcs``; a capture from a tap, a mirror port
-    or a host with rx-fcs on keeps it) loses them, counted in ``inp.frames_fcs_stripped``. A frame that still
-    carries bytes past its datagram and past Ethernet padding to ``ETH_ZLEN`` (a trailer) is counted in
-    ``inp.frames_past_datagram`` (by those bytes) and replayed as it is: GRO flushes it for its length (inet_gro_receive,
+def past_datagram(inp: InputStats, frame: bytes) -> None:
+    """Count the Ethernet ``frame`` replayed in ``inp.frames_past_datagram`` (by those bytes) when it carries bytes
+    past its own (packet/headers.py ``data_end``: its outer IP datagram, or Ethernet padding): a trailer, or an FCS
+    the capture does not show to be one (an FCS that verifies was removed by the record reader: capture/fcs.py).
+    It is replayed as it is, as the kernel receives it: GRO flushes it for its length (inet_gro_receive,
     ipv6_gro_receive) and ``ip_rcv_core`` trims it after."""
-    end = datagram_end(buf)
-    if end is None:
-        return buf
-    if len(buf) - end >= ETH_FCS_LEN and ends_with_fcs(buf):
-        inp.frames_fcs_stripped += 1
-        buf = buf[:-ETH_FCS_LEN]
-    past = len(buf) - max(end, ETH_ZLEN)
-    if past > 0:
-        inp.frames_past_datagram[past] += 1
-    return buf
+    end = data_end(frame)
+    if end is not None and len(frame) > end:
+        inp.frames_past_datagram[len(frame) - end] += 1
