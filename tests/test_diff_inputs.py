@@ -165,6 +165,20 @@ def test_missing_and_mistyped_fields(tmp_path, mini, doc, pointer, what):
     one_line_exit_2(run("diff", mini, p), p, f": {pointer}: ", what)
 
 
+@pytest.mark.parametrize("field", ["segments_carried_for_other_flows", "segments_carried_by_other_flows"])
+@pytest.mark.parametrize(
+    ("value", "what"), [(None, "None is not of type"), (-1, "less than the minimum"), ("3", "not of type")]
+)
+def test_every_flow_count_diff_reads_is_typed(tmp_path, mini, field, value, what):
+    """diff reads a flow's segments carried for and by other flows when present (report/diff/metrics.py
+    ``flow_values``); a null one raised a TypeError (the fuzz test's finding): every key it reads is typed by the
+    comparable schema."""
+    doc = copy.deepcopy(MINI)
+    doc["kernels"][0]["flows"][0]["phys"][field] = value
+    p = _raw(tmp_path, json.dumps(doc))
+    one_line_exit_2(run("diff", mini, p), p, f": /kernels/0/flows/0/phys/{field}: ", what)
+
+
 @pytest.mark.parametrize("opener", ["[", '{"a":'])
 def test_deep_nesting(tmp_path, mini, opener):
     closer = "]" if opener == "[" else "}"
