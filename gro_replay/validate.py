@@ -163,7 +163,8 @@ def account_sent(loaded: LoadedCapture, oracle, config: ReplayConfig) -> None:
     replay skipped by reason (``kernel_backend:<reason>``) per capture record, as every skip is counted (a
     super-frame split into segments none of which was sent is one frame read skipped: ``Frame.index``); the frames
     replayed, their classes and the super-frames split (``_sent_splits``) those sent; then the notes the replay
-    gives on tunnel ports and on how the capture was taken, said of the frames sent (``_sent_counts``)."""
+    gives on tunnel ports and on how the capture was taken, said of the frames sent (``_sent_counts``), and the
+    running kernel's missing VLAN GRO offloads where frames sent carry an inner tag (``_no_vlan_offload_note``)."""
     rep = loaded.replayer
     sent = [loaded.frames[i] for i in oracle.sent]
     decoded = rep.input.classes
@@ -181,6 +182,8 @@ def account_sent(loaded: LoadedCapture, oracle, config: ReplayConfig) -> None:
         n for ports in rep.decoder.unconfigured.values() for n in ports.values()
     )
     input_notes(rep.input, config, unconfigured, backend=True, tunnel_read=tunnel_read)
+    if not oracle.vlan_offload:  # the kernel report and validate alike
+        rep.input.notes.extend(_no_vlan_offload_note(sent, rep.decoder.flows))
 
 
 def _sent_splits(rep: Replayer, sent: list[tuple]) -> None:
@@ -284,10 +287,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
     account_sent(loaded, oracle, config)
     rep.input.notes.extend(_unmatched_note(matched))
-    vlan_offload = oracle.vlan_offload
-    if not vlan_offload:
-        rep.input.notes.extend(_no_vlan_offload_note(sent, rep.decoder.flows))
-    cfg = replace(config, kernels=(running,), vlan_offload=vlan_offload)
+    cfg = replace(config, kernels=(running,), vlan_offload=oracle.vlan_offload)
     # the flows none of whose frames the backend sent (not replayable: frames_not_replayable) are no flows of this
     # run: the running kernel never saw them, so the verdict neither counts nor judges them
     reached = {f[3] for f in sent}

@@ -509,6 +509,24 @@ def test_validate_inner_vlan_tags(tmp_path):
         assert sorted(phys) == sorted([tagged] * 60 + untagged)
 
 
+def test_validate_says_its_simulator_ran_without_the_vlan_offloads(tmp_path):
+    """On a running kernel without the VLAN GRO offloads, ``validate``'s simulator runs without them too, and its
+    report says so as the kernel backend's does (fidelity30: validate said nothing, while the plain replay merges
+    the same flow); with them, no note."""
+    frames = build_flow(replace(BASE, inner_vlan=5), [1400] * 8)
+    r = CliRunner().invoke(main, ["validate", _write(tmp_path, frames)])
+    assert r.exit_code == 0, r.output
+    said = [line for line in r.output.splitlines() if "no VLAN GRO offloads" in line]
+    if kernel_vlan_offload():
+        assert said == []
+    else:
+        assert said == [
+            "note: the running kernel has no VLAN GRO offloads (built without CONFIG_VLAN_8021Q: no "
+            "vlan_gro_receive), so its GRO merges none of the 8 frames whose inner frame carries a VLAN tag; a "
+            "replay models a kernel that has them (validate runs the simulator without them)"
+        ]
+
+
 @pytest.mark.parametrize("name", ["ipip", "sit", "ip6ip6", "ip4ip6"])
 def test_ip_in_ip_inside_vxlan_merges_at_the_tunnel_device(tmp_path, name):
     """IP in IP inside VXLAN (tests/test_ip_in_ip.py's captures: 5 contiguous 1000-byte segments, outer UDP checksum

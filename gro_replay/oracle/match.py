@@ -30,8 +30,10 @@ _SEARCH_STEPS_PER_DELIVERY = 64
 
 def frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int, int]:
     """(outer L3 length, inner L3 length, inner TCP payload length) of a decoded frame, in bytes. The inner length is
-    what follows the inner Ethernet header, an inner VLAN tag included (the tunnel device's ``skb->len``: GRO and
-    the trace see the tag, ``skb_vlan_untag`` pulls it later in ``__netif_receive_skb_core``).
+    what follows the inner Ethernet header to the end of the outer UDP datagram by its length (``udp_rcv`` trims
+    the skb to it) or of the outer IP datagram, the nearer, an inner VLAN tag included (the tunnel device's
+    ``skb->len``: GRO and the trace see the tag, ``skb_vlan_untag`` pulls it later in
+    ``__netif_receive_skb_core``).
 
     ``l4`` is the decoder's innermost L4 offset; inner values are 0 for frames that are not tunnelled. The payload
     is that of the innermost TCP segment, tunnelled or not (a plain TCP flow merges on the physical device too), 0
@@ -54,6 +56,11 @@ def frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[
     kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
     if kind is None or not l4:
         return outer, 0, payload
+    # udp_rcv trims the datagram to its UDP length before decapsulation (pskb_trim_rcsum; a length beyond the IP
+    # datagram or under 8 drops a frame that goes up alone, and udp_gro_complete rewrote an aggregate's)
+    ulen = (frame[udp + 4] << 8) | frame[udp + 5]
+    if 8 <= ulen < end - udp:
+        end = udp + ulen
     tun = 8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4
     inner_l3 = udp + 8 + tun + 14
     return outer, end - inner_l3, payload
@@ -83,8 +90,8 @@ def match_deliveries(
         # bytes past a datagram (a captured FCS, Ethernet padding) stop GRO merging it (inet_gro_receive: tot_len
         # ≠ the skb's length flushes it), as a segment without TCP payload does: past the inner one at both
         # devices, past the outer one at the phys device, whose skb->len counts them (the frame's after its
-        # Ethernet header: ip_rcv trims them before decapsulation)
-        trailer = bool(inner) and _inner_trailer(f[1], 14 + outer - inner, inner)
+        # Ethernet header: ip_rcv and udp_rcv trim them before decapsulation)
+        trailer = bool(inner) and _inner_trailer(f[1], _inner_l3(f[1], tunnel_ports), inner)
         if stage == "phys":
             trailer = trailer or len(f[1]) > 14 + outer
         length = len(f[1]) - 14 if stage == "phys" else inner
@@ -102,6 +109,14 @@ def match_deliveries(
             runs.append(([x[0] for x in queues[fid][p : p + k]], fid))
             pos[fid] = p + k
     return [([frames[at][7] for at in run], fid) for run, fid in runs]  # positions → Frame.index
+
+
+def _inner_l3(frame: bytes, tunnel_ports: dict[int, str]) -> int:
+    """The offset of the inner network header of a tunnelled decoded frame (after the inner Ethernet header):
+    ``frame_lengths``' reading of the outer headers."""
+    udp = 14 + (frame[14] & 0x0F) * 4 if frame[12:14] == b"\x08\x00" else 54
+    kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
+    return udp + 8 + (8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4) + 14
 
 
 def _inner_trailer(frame: bytes, inner_l3: int, inner: int) -> bool:

@@ -288,7 +288,7 @@ class Decoder:
             return buf, vlan, fid, self.flow_rss[fid], l4 if not frag else 0
         if l4 + 8 > end:
             return SKIP_OUTER_UDP
-        sport, dport, ulen, ucheck = _UDP.unpack_from(buf, l4)
+        sport, dport, _ulen, ucheck = _UDP.unpack_from(buf, l4)
         kind = self.tunnel_ports.get(dport) if proto == 17 else None
         if kind is None:
             if proto == 17:
@@ -302,8 +302,9 @@ class Decoder:
                 key = FlowKey(ip_text(src), ip_text(dst), sport, dport, "", 0, "", "", proto, 0, 0, False)
                 fid = self._new_flow(raw, key, CLS_NOT_TUNNEL, src + dst + buf[l4 : l4 + 4])
             return buf, vlan, fid, self.flow_rss[fid], l4
-        if ulen < 8 or l4 + ulen > end:
-            return SKIP_OUTER_UDP
+        # the UDP length is read by no GRO stage (udp_gro_receive, vxlan/geneve_gro_receive; udp_gro_complete
+        # rewrites it for an aggregate): a frame whose length is wrong is replayed, merged like any other, and,
+        # delivered alone, dropped by udp_rcv (kernel/udp.py: UDP_SHORT_PACKET), as the running kernel does
         t = l4 + 8
         if kind == "vxlan":
             if t + 8 > end:

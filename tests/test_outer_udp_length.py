@@ -1,0 +1,127 @@
+"""Tunnel frames whose outer UDP length disagrees with their IP datagram (fidelity30's findings, measured on the
+running kernel 6.18.44 with the kernel backend).
+
+No GRO stage reads the outer UDP length (udp_gro_receive, vxlan_gro_receive; udp_gro_complete rewrites it for an
+aggregate: net/ipv4/udp_offload.c), so a frame whose length is too long or under 8 merges like any other; where it
+goes up alone, ``__udp4_lib_rcv`` drops it (``ulen > skb->len`` or ``ulen < 8``: short_packet). Such frames used to
+be skipped as ``malformed:outer_udp``, which also split their flow's aggregate in two. A UDP length shorter than the
+IP payload is trimmed by ``udp_rcv`` (``pskb_trim_rcsum``) before decapsulation: the tunnel device sees the inner
+frame without the bytes past it, which the kernel backend's matching used to count (it reported frames the
+tunnel device delivered as lost).
+
+Values measured on the running kernel (``gro-replay kernel CAP --trace -``), 8 segments of one flow (1,300-byte
+frames, outer UDP checksum 0), 64-frame polls (the kernel backend's recipe):
+- UDP length +4 on frame 4, or 0 on frame 4, or +4 on frame 0: one skb of all 8 at the phys device (10,502 bytes)
+  and at the tunnel device (10,452);
+- frames 3 and 4 with 4 bytes past the UDP datagram that the outer IP length counts: 4 phys skbs (1-2, 3, 4, 5-7)
+  and 3 tunnel skbs (3 + 2 + 3 frames, the trimmed frames merged with their neighbours), none lost;
+- a second flow's single frame with UDP length +4: delivered by the phys device, by no tunnel device (dropped).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import replace
+
+import pytest
+from click.testing import CliRunner
+from conftest import batch_and_reference, needs_kernel_backend
+
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.cli import main
+from gro_replay.packet.build import ACK, FrameSpec, build_frame
+from gro_replay.packet.csum import ipv4_header_checksum
+from gro_replay.sim import ReplayConfig
+
+BACKEND = ["--kernel", "6.18", "--rx-csum", "none", "--poll", "budget", "--rss", "none"]
+T0 = 1_700_000_000_000_000_000
+
+
+def _segments(n: int = 8, sport: int = 40000) -> list[bytes]:
+    """``n`` in-order 1,300-byte segments of one flow over VXLAN (outer IPv4, UDP checksum 0)."""
+    spec = FrameSpec(seq=1_000_000, flags=ACK, payload=1300 - 116, sport=sport)
+    return [build_frame(replace(spec, seq=spec.seq + i * spec.payload, ip_id=i)) for i in range(n)]  # type: ignore[operator]
+
+
+def _udp_len(frame: bytes, delta: int | None = None, value: int | None = None) -> bytes:
+    """The frame with its outer UDP length changed by ``delta`` or set to ``value`` (checksum 0: nothing else)."""
+    b = bytearray(frame)
+    ulen = struct.unpack_from("!H", b, 38)[0]
+    struct.pack_into("!H", b, 38, value if value is not None else ulen + (delta or 0))
+    return bytes(b)
+
+
+def _past_udp(frame: bytes, extra: bytes) -> bytes:
+    """The frame with ``extra`` bytes after its UDP datagram, counted by the outer IP total length (its header
+    checksum recomputed), not by the UDP length."""
+    b = bytearray(frame + extra)
+    struct.pack_into("!H", b, 16, len(b) - 14)
+    struct.pack_into("!H", b, 24, 0)
+    struct.pack_into("!H", b, 24, ipv4_header_checksum(bytes(b[14:34])))
+    return bytes(b)
+
+
+def _write(path, frames: list[bytes]) -> str:
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            w.write(T0 + 1000 * i, f)
+    return str(path)
+
+
+def _doc(*args: str) -> dict:
+    r = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _flows(doc: dict) -> list[tuple]:
+    """Per flow: phys skbs and segments, tunnel skbs and segments."""
+    return [
+        (f["phys"]["skbs"], f["phys"]["segments"], f["tunnel"]["skbs"], f["tunnel"]["segments"])
+        for f in doc["kernels"][0]["flows"]
+    ]
+
+
+CASES = {
+    "long_mid": lambda s: [_udp_len(f, 4) if i == 4 else f for i, f in enumerate(s)],
+    "long_head": lambda s: [_udp_len(f, 4) if i == 0 else f for i, f in enumerate(s)],
+    "zero_mid": lambda s: [_udp_len(f, value=0) if i == 4 else f for i, f in enumerate(s)],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_wrong_udp_length_merges_like_any_other(tmp_path, case):
+    path = _write(tmp_path / f"{case}.pcap", CASES[case](_segments()))
+    doc = _doc(path, *BACKEND)
+    assert doc["input"]["skipped"] == {}
+    assert _flows(doc) == [(1, 8, 1, 8)]
+    batch, ref, _ = batch_and_reference(path, ReplayConfig())
+    assert batch == ref
+
+
+def test_a_wrong_udp_length_alone_is_dropped_by_udp_rcv(tmp_path):
+    frames = _segments(4) + [_udp_len(_segments(1, sport=41000)[0], 4)]
+    doc = _doc(_write(tmp_path / "alone.pcap", frames), *BACKEND)
+    assert doc["input"]["skipped"] == {}
+    flows = doc["kernels"][0]["flows"]
+    assert _flows(doc) == [(1, 4, 1, 4), (1, 1, 0, 0)]
+    assert flows[1]["stack_frames"] == {"udp_rcv:short_packet": 1}
+
+
+def test_bytes_past_the_udp_datagram_are_trimmed_before_decapsulation(tmp_path):
+    frames = [_past_udp(f, b"\x77" * 4) if i in (3, 4) else f for i, f in enumerate(_segments())]
+    doc = _doc(_write(tmp_path / "short.pcap", frames), *BACKEND)
+    assert _flows(doc) == [(4, 8, 3, 8)]
+
+
+@needs_kernel_backend
+def test_the_kernel_backend_reads_the_trimmed_frames(tmp_path):
+    """The backend's report of the running kernel: the trimmed frames are matched at the tunnel device (they were
+    reported lost, and one skb unmatched), and a wrong length mid-flow merges."""
+    frames = [_past_udp(f, b"\x77" * 4) if i in (3, 4) else f for i, f in enumerate(_segments())]
+    doc = _doc("kernel", _write(tmp_path / "short.pcap", frames))
+    assert _flows(doc) == [(4, 8, 3, 8)]
+    assert not [n for n in doc["input"]["notes"] if "no run" in n]
+    doc = _doc("kernel", _write(tmp_path / "long.pcap", CASES["long_mid"](_segments())))
+    assert _flows(doc) == [(1, 8, 1, 8)]
