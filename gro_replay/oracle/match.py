@@ -40,7 +40,13 @@ def frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[
     for frames that carry none; it is ``packet.headers.tcp_payload_len``'s, by the lengths the IP headers declare
     (bytes past the datagrams are none), as the simulator reads it.
     """
-    payload = tcp_payload_len(frame, tunnel_ports) or 0
+    outer, inner_l3, end = _layout(frame, l4, tunnel_ports)
+    return outer, (end - inner_l3 if inner_l3 else 0), tcp_payload_len(frame, tunnel_ports) or 0
+
+
+def _layout(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int, int]:
+    """(outer L3 length, offset of the inner network header or 0 when not tunnelled, offset where the tunnel
+    device's inner packet ends) of a decoded frame: ``frame_lengths``' reading of its outer headers."""
     e = frame[12] << 8 | frame[13]
     if e == 0x0800:
         outer = (frame[16] << 8) | frame[17]
@@ -49,21 +55,20 @@ def frame_lengths(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[
         outer = ((frame[18] << 8) | frame[19]) + 40
         udp = 54
     else:
-        return len(frame) - 14, 0, payload
+        return len(frame) - 14, 0, 0
     end = 14 + outer
     if udp + 16 > len(frame):
-        return outer, 0, payload
+        return outer, 0, 0
     kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
     if kind is None or not l4:
-        return outer, 0, payload
+        return outer, 0, 0
     # udp_rcv trims the datagram to its UDP length before decapsulation (pskb_trim_rcsum; a length beyond the IP
     # datagram or under 8 drops a frame that goes up alone, and udp_gro_complete rewrote an aggregate's)
     ulen = (frame[udp + 4] << 8) | frame[udp + 5]
     if 8 <= ulen < end - udp:
         end = udp + ulen
     tun = 8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4
-    inner_l3 = udp + 8 + tun + 14
-    return outer, end - inner_l3, payload
+    return outer, udp + 8 + tun + 14, end
 
 
 def match_deliveries(
@@ -87,11 +92,12 @@ def match_deliveries(
     ] = {}  # flow → (position in frames, length, mergeable payload)
     for at, f in enumerate(frames):
         outer, inner, payload = frame_lengths(f[1], f[6], tunnel_ports)
+        inner_l3 = _layout(f[1], f[6], tunnel_ports)[1]
         # bytes past a datagram (a captured FCS, Ethernet padding) stop GRO merging it (inet_gro_receive: tot_len
         # ≠ the skb's length flushes it), as a segment without TCP payload does: past the inner one at both
         # devices, past the outer one at the phys device, whose skb->len counts them (the frame's after its
         # Ethernet header: ip_rcv and udp_rcv trim them before decapsulation)
-        trailer = bool(inner) and _inner_trailer(f[1], _inner_l3(f[1], tunnel_ports), inner)
+        trailer = bool(inner) and _inner_trailer(f[1], inner_l3, inner)
         if stage == "phys":
             trailer = trailer or len(f[1]) > 14 + outer
         length = len(f[1]) - 14 if stage == "phys" else inner
@@ -109,14 +115,6 @@ def match_deliveries(
             runs.append(([x[0] for x in queues[fid][p : p + k]], fid))
             pos[fid] = p + k
     return [([frames[at][7] for at in run], fid) for run, fid in runs]  # positions → Frame.index
-
-
-def _inner_l3(frame: bytes, tunnel_ports: dict[int, str]) -> int:
-    """The offset of the inner network header of a tunnelled decoded frame (after the inner Ethernet header):
-    ``frame_lengths``' reading of the outer headers."""
-    udp = 14 + (frame[14] & 0x0F) * 4 if frame[12:14] == b"\x08\x00" else 54
-    kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
-    return udp + 8 + (8 if kind == "vxlan" else 8 + (frame[udp + 8] & 0x3F) * 4) + 14
 
 
 def _inner_trailer(frame: bytes, inner_l3: int, inner: int) -> bool:

@@ -122,11 +122,11 @@ class InputStats:
     #: (sim/skipped.py ``past_datagram``); their notes: sim/size_notes.py ``trailer_notes``
     frames_fcs_stripped: int = 0
     frames_fcs_cut: int = 0
-    #: pairs of outer hosts tunnel traffic runs both ways between (sim/notes.py ``both_ways``), and the frames
-    #: replayed from Linux cooked records, whose packet type says which the capturing host received
+    frames_past_datagram: Counter = field(default_factory=Counter)
+    #: pairs of outer hosts tunnel traffic runs both ways between (sim/notes.py ``both_ways``), and the records of a
+    #: Linux cooked link type read as received (their packet type says which the capturing host received)
     tunnel_both_ways: list = field(default_factory=list)
     cooked_frames: int = 0
-    frames_past_datagram: Counter = field(default_factory=Counter)
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
     #: ``[{"snaplen", "records", "longest"}, …]`` (bytes; one entry per declared snaplen exceeded), [] when none;

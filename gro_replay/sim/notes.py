@@ -352,8 +352,8 @@ def account_capture_end(
     """How the capture ended, and what its reader counted as it read, into the input accounting, one rule for every
     reader (pcap, pcapng, gzip or not, a file or a pipe): the records longer than their declared snaplen
     (``InputStats.caplen_over_snaplen``, capture/snaplen.py) and their note (``over_snaplen_text``); the records
-    read without their FCS (``InputStats.frames_fcs_stripped``, capture/fcs.py: their note is sim/size_notes.py's); records
-    timestamped before one read before them (capture/time_order.py), in a note (``time_order_text``): of the
+    read without their FCS (``InputStats.frames_fcs_stripped``, ``frames_fcs_cut``: capture/fcs.py; their note is
+    sim/size_notes.py's); records timestamped before one read before them (capture/time_order.py), in a note (``time_order_text``): of the
     replayed interface's records (``replayed``: capture/interfaces.py ``Selection.replayed_time_order``) when a
     selection handed the records on, else of every record the reader read (all replayed); a record cut
     short at its end is a frame read and skipped (``truncated_record``), and a note says the capture is truncated
