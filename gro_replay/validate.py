@@ -19,7 +19,7 @@ from .kernel.model import PROFILES, KernelModel
 from .kernel.release import resolve_kernel
 from .oracle.match import match_deliveries
 from .packet.decode import CLS_NOT_TUNNEL, Decoder, outer_udp_csum_bad
-from .packet.headers import tcp_payload_len
+from .packet.headers import outer_udp, tcp_payload_len
 from .project import plural
 from .report.stats import KernelStats
 from .sim import ReplayConfig, Replayer, Result
@@ -436,15 +436,9 @@ class DeviceAgreement:
 
 
 def _udp_dport(frame: bytes) -> int | None:
-    """The outer UDP destination port of an untagged Ethernet frame (IPv4 with any IHL, or IPv6), else None."""
-    e = (frame[12] << 8) | frame[13] if len(frame) >= 14 else 0
-    if e == 0x0800 and len(frame) >= 34 and frame[23] == 17:
-        u = 14 + (frame[14] & 0x0F) * 4
-    elif e == 0x86DD and len(frame) >= 54 and frame[20] == 17:
-        u = 54
-    else:
-        return None
-    return (frame[u + 2] << 8) | frame[u + 3] if len(frame) >= u + 4 else None
+    """The outer UDP destination port of an untagged Ethernet frame (packet/headers.py ``outer_udp``), else None."""
+    u = outer_udp(frame)
+    return None if u is None else (frame[u + 2] << 8) | frame[u + 3]
 
 
 def compare(loaded: LoadedCapture, oracle, sim_config: ReplayConfig) -> list[DeviceAgreement]:

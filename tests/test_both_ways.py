@@ -137,3 +137,36 @@ def test_a_linux_cooked_capture_says_which_frames_the_host_received(tmp_path):
     assert doc["input"]["frames_replayed"] == 4000
     assert doc["input"]["tunnel_both_ways"] == []
     assert not [n for n in doc["input"]["notes"] if "both ways" in n]
+
+
+def test_the_advice_reaches_past_an_outer_vlan_tag(tmp_path):
+    """Frames tagged on the underlay: libpcap reads their IP header only after ``vlan``, so the advice matches both
+    (breaker28b: 'dst host A' filtered every tagged frame out); followed, it replays the 11 frames to 10.0.0.2, the
+    10 tagged and the untagged one."""
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_frame
+
+    frames = []
+    for i in range(10):
+        frames.append(build_frame(FrameSpec(seq=1000 + i * 1398, outer_vlan=10)))
+        frames.append(
+            build_frame(
+                FrameSpec(
+                    seq=5000 + i * 1398,
+                    outer_vlan=10,
+                    outer_src="10.0.0.2",
+                    outer_dst="10.0.0.1",
+                    sport=5201,
+                    dport=40000,
+                )
+            )
+        )
+    frames.append(build_frame(FrameSpec(seq=1)))
+    path = str(tmp_path / "tagged.pcap")
+    with PcapWriter(path) as w:
+        for i, f in enumerate(frames):
+            w.write(1_700_000_000_000_000_000 + i * 1000, f)
+    (note,) = [n for n in _doc(path)["input"]["notes"] if "both ways" in n]
+    advice = "dst host 10.0.0.2 or (vlan and dst host 10.0.0.2)"
+    assert f"-f '{advice}' replays what 10.0.0.2 received" in note
+    assert _doc(path, "-f", advice)["input"]["frames_replayed"] == 11

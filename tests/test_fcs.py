@@ -152,15 +152,40 @@ def test_padding_is_no_trailer_and_an_fcs_after_it_is_stripped(tmp_path):
     ack = build_inner_frame(FrameSpec(flags=ACK, payload=0, timestamps=False))
     assert len(ack) == 54  # Ethernet 14, IPv4 20, TCP 20
     padded = ack + bytes(6)
-    tagged = padded[:12] + b"\x81\x00\x00\x64" + padded[12:]  # VLAN 100, 64 bytes
+    tagged = padded[:12] + b"\x81\x00\x00\x64" + padded[12:]  # VLAN 100 after the padding: 64 bytes
+    early = (ack[:12] + b"\x81\x00\x00\x64" + ack[12:]) + bytes(
+        2
+    )  # tagged, then padded to 60 (a VLAN device)
     path = write(
         tmp_path / "acks.pcap",
-        [padded, padded + fcs(padded), padded + b"\x01\x02", ack + fcs(ack), tagged, tagged + fcs(tagged)],
+        [padded, padded + fcs(padded), padded + b"\x01\x02", ack + fcs(ack), tagged, tagged + fcs(tagged)]
+        + [early, early + fcs(early)],
     )
     got = doc_of(path)
-    assert got["input"]["frames_fcs_stripped"] == 2
+    assert got["input"]["frames_fcs_stripped"] == 3
     assert got["input"]["frames_past_datagram"] == {"2": 1}
-    assert got["input"]["frames_replayed"] == 6
+    assert got["input"]["frames_replayed"] == 8
+
+
+def test_a_record_longer_than_its_wire_length_is_replayed_as_captured(tmp_path):
+    """A record that holds more than its original length states (a writer's fault, replayed as captured) is no
+    FCS case: the same on both engines (breaker28b: the frame reader took it for an FCS cut, the block reader for an
+    FCS), its bytes past the datagram a trailer."""
+    frames = segments(4)
+    frames[2] += fcs(frames[2])
+    path = tmp_path / "over.pcap"
+    write(path, frames)
+    # the writer refuses such a record: its original length (the record header's last field) is patched in
+    data = bytearray(path.read_bytes())
+    at = 24 + sum(16 + len(f) for f in frames[:2]) + 12
+    struct.pack_into("<I", data, at, len(frames[2]) - 1)
+    path.write_bytes(bytes(data))
+    got = doc_of(str(path))
+    assert got["input"]["caplen_over_orig_len"] == 1
+    assert (got["input"]["frames_fcs_stripped"], got["input"]["frames_fcs_cut"]) == (0, 0)
+    assert got["input"]["frames_past_datagram"] == {"4": 1}
+    batch, ref, _ = batch_and_reference(str(path), ReplayConfig())
+    assert batch == ref
 
 
 @pytest.mark.parametrize("captured", [0, 2])

@@ -125,3 +125,56 @@ def test_the_kernel_backend_reads_the_trimmed_frames(tmp_path):
     assert not [n for n in doc["input"]["notes"] if "no run" in n]
     doc = _doc("kernel", _write(tmp_path / "long.pcap", CASES["long_mid"](_segments())))
     assert _flows(doc) == [(1, 8, 1, 8)]
+
+
+def _v6_segments(n: int, sport: int = 40000) -> list[bytes]:
+    """``n`` segments of one flow over VXLAN in outer IPv6 (UDP checksum computed, as RFC 8200 asks)."""
+    spec = FrameSpec(
+        seq=1_000_000, flags=ACK, payload=1200, sport=sport, outer_ipv6=True, outer_csum="computed"
+    )
+    return [build_frame(replace(spec, seq=spec.seq + i * 1200, ip_id=i)) for i in range(n)]
+
+
+def _v6_udp_len_zero(frame: bytes) -> bytes:
+    """The outer IPv6 frame with UDP length 0 (a jumbo payload's) and its checksum recomputed over that header,
+    with the pseudo-header's length the datagram's (``csum_ipv6_magic(..., skb->len, ...)`` in udp6_csum_init)."""
+    from gro_replay.packet.csum import l4_checksum_field, pseudo6
+
+    b = bytearray(frame)
+    n = len(b) - 54
+    struct.pack_into("!HH", b, 58, 0, 0)
+    struct.pack_into(
+        "!H",
+        b,
+        60,
+        l4_checksum_field(pseudo6(bytes(b[22:38]), bytes(b[38:54]), n, 17), b, 54, 54 + n) or 0xFFFF,
+    )
+    return bytes(b)
+
+
+def _v6_dest_options(frame: bytes) -> bytes:
+    """The outer IPv6 frame with an 8-byte destination options header (a PadN option) before its UDP header."""
+    b = bytearray(frame[:54] + bytes([17, 0, 1, 4, 0, 0, 0, 0]) + frame[54:])
+    b[20] = 60  # next header: destination options
+    struct.pack_into("!H", b, 18, struct.unpack_from("!H", b, 18)[0] + 8)
+    return bytes(b)
+
+
+def test_an_ipv6_udp_length_of_0_is_the_datagrams_own(tmp_path):
+    """__udp6_lib_rcv takes a UDP length of 0 as the datagram's (a jumbo payload): a frame with it, going up alone,
+    is delivered, not dropped (breaker28b; the running kernel delivered it at vxlan0)."""
+    frames = _v6_segments(4) + [_v6_udp_len_zero(_v6_segments(1, sport=41000)[0])]
+    doc = _doc(_write(tmp_path / "v6zero.pcap", frames), *BACKEND)
+    assert _flows(doc) == [(1, 4, 1, 4), (1, 1, 1, 1)]
+
+
+@needs_kernel_backend
+def test_the_kernel_backend_reads_outer_ipv6_extension_headers_and_udp_length_0(tmp_path):
+    """Outer IPv6 with a destination options header before UDP: the running kernel merges the 8 frames at both
+    devices; its report used to read the UDP header at a fixed offset and call the tunnel skb unmatched
+    (breaker28b). And a UDP length of 0, alone: delivered at the tunnel device."""
+    doc = _doc("kernel", _write(tmp_path / "ext.pcap", [_v6_dest_options(f) for f in _v6_segments(8)]))
+    assert _flows(doc) == [(1, 8, 1, 8)]
+    assert not [n for n in doc["input"]["notes"] if "no run" in n]
+    frames = _v6_segments(4) + [_v6_udp_len_zero(_v6_segments(1, sport=41000)[0])]
+    assert _flows(_doc("kernel", _write(tmp_path / "v6zero.pcap", frames))) == [(1, 4, 1, 4), (1, 1, 1, 1)]

@@ -2,7 +2,9 @@
 
 libpcap compiles the expression per link type (``pcap_compile`` on a dead handle, through the ``pcapy-ng``
 binding: the ``bpf`` extra, ``pip install '.[bpf]'`` in the source tree) and runs it on the record's captured bytes
-(``pcap_offline_filter``). Frames it rejects are counted (``input.filtered.bpf``), never replayed.
+(``pcap_offline_filter``). Frames it rejects are counted (``input.filtered.bpf``), never replayed. The record is
+the reader's: without an Ethernet FCS it removed (fcs.py), as the NIC hands the frame up, so ``len`` counts 4 bytes
+less there than ``tcpdump -r`` on the file.
 
 A capture's link type is a LINKTYPE_ value (the file format's); libpcap compiles for a DLT_ value (the platform's).
 They differ only for raw IP: LINKTYPE_RAW 101, and the 12/14 some old files hold, are the platform's DLT_RAW (12 on

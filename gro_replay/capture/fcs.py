@@ -10,9 +10,11 @@ ipv6_gro_receive). So the record readers remove it, by one rule each:
 - ``fcs_at_end``: a whole record of an Ethernet link type whose last 4 bytes, at least 4 past its data, are the
   CRC-32 of the bytes before them (``ends_with_fcs``) is read 4 bytes shorter (``Capture.fcs_stripped``);
 - ``fcs_cut_end``: a record cut short (captured < original length) whose every byte before its FCS was captured —
-  its wire length exactly 4 bytes past its data, the snaplen cutting some or all of those 4 (``tcpdump -s 1514`` of
-  a tap's 1518-byte frames) — is read as that whole frame without them (``Capture.fcs_cut``; its FCS cannot be
-  checked, but a wire frame ends with one).
+  its wire length 4 bytes past where its data can end, the snaplen cutting some or all of those 4 (``tcpdump -s
+  1514`` of a tap's 1518-byte frames) — is read as that whole frame without them (``Capture.fcs_cut``; its FCS
+  cannot be checked, but a wire frame ends with one).
+
+A record that holds more than its original length (a writer's fault: replayed as captured) is not touched.
 
 Removed where each record's header is read, by the reader that reads it, as capture/snaplen.py counts: reader.py
 ``Capture._iter_pcap`` (per record), chunks.py ``PcapChunks`` and pcapng_chunks.py ``PcapngChunks`` (``strip_fcs``
@@ -35,28 +37,32 @@ MIN_FCS_FRAME = ETH_ZLEN + ETH_FCS_LEN
 
 def fcs_at_end(frame: Buffer) -> bool:
     """Whether the whole Ethernet frame ``frame`` ends with its FCS: at least ``ETH_FCS_LEN`` bytes past its data
-    (packet/headers.py ``data_end``; a frame that is not IP, or whose header declares no length, never does) and
-    its last 4 bytes the CRC-32 of the bytes before them (``ends_with_fcs``). Never raises."""
+    (packet/headers.py ``data_end``, padding to 60 bytes whatever its tags; a frame that is not IP, or whose header
+    declares no length, never does) and its last 4 bytes the CRC-32 of the bytes before them (``ends_with_fcs``).
+    Never raises."""
     if len(frame) < MIN_FCS_FRAME:
         return False
-    end = data_end(frame)
+    end = data_end(frame, tags_padded=False)
     return end is not None and len(frame) - end >= ETH_FCS_LEN and ends_with_fcs(frame)
 
 
 def fcs_cut_end(captured: Buffer, orig_len: int) -> int | None:
     """The length (bytes) of the frame without its FCS when the record ``captured`` (cut short: fewer bytes than
-    its ``orig_len``) holds every byte before the FCS and the FCS only is cut: its wire length exactly
-    ``ETH_FCS_LEN`` past its data (``data_end``). None otherwise. Never raises."""
-    if orig_len < MIN_FCS_FRAME or orig_len - len(captured) > ETH_FCS_LEN:
+    its ``orig_len``) holds every byte before the FCS and the FCS only is cut: its wire length ``ETH_FCS_LEN`` past
+    where its data can end (``data_end``: its datagram, or padding to 60 bytes, or 60 and 4 per VLAN tag). None
+    otherwise, and for a record that holds more than its ``orig_len`` (replayed as captured). Never raises."""
+    if orig_len < MIN_FCS_FRAME or not 0 < orig_len - len(captured) <= ETH_FCS_LEN:
         return None
-    end = data_end(captured)
-    return end if end is not None and orig_len - end == ETH_FCS_LEN and len(captured) >= end else None
+    least, most = data_end(captured, tags_padded=False), data_end(captured)
+    n = orig_len - ETH_FCS_LEN
+    return n if least is not None and most is not None and least <= n <= most and len(captured) >= n else None
 
 
 def fcs_removed(capture, frame: Buffer, orig_len: int) -> tuple[int, int]:
     """``(captured length, original length)`` of the record ``frame`` (its captured bytes) of wire length
-    ``orig_len`` after its FCS is removed (``fcs_at_end``, ``fcs_cut_end``; unchanged when neither applies),
-    counted in ``capture.fcs_stripped``/``fcs_cut``: one record, as the frame-by-frame readers read it."""
+    ``orig_len`` after its FCS is removed (``fcs_at_end`` for a whole record, ``fcs_cut_end`` for one cut short;
+    unchanged when neither applies, and for one that holds more than its ``orig_len``), counted in
+    ``capture.fcs_stripped``/``fcs_cut``: one record, as the frame-by-frame readers read it."""
     if len(frame) == orig_len:
         if fcs_at_end(frame):
             capture.fcs_stripped += 1
@@ -84,7 +90,7 @@ def strip_fcs(
     tests/test_fcs.py checks the answers against the rules record by record), and only one with 4 bytes or more
     past it has its CRC-32 checked (``ends_with_fcs``): the common frame, which ends where its data does, costs a
     vectorised compare. Any other record looked at (more tags, not IP, cut) goes to the rules."""
-    look = (origlen >= MIN_FCS_FRAME) & (origlen - caplen <= ETH_FCS_LEN)
+    look = (origlen >= MIN_FCS_FRAME) & (origlen >= caplen) & (origlen - caplen <= ETH_FCS_LEN)
     idx = np.flatnonzero(look if ethernet is None else look & ethernet)
     whole = caplen[idx] == origlen[idx]
     a = np.frombuffer(buf, np.uint8)
@@ -98,7 +104,7 @@ def strip_fcs(
     at = np.where(v6, l3 + 4, l3 + 2)
     declared = (a[at].astype(np.int64) << 8) | a[at + 1]
     known = (v4 | v6) & (a[l3] >> 4 == np.where(v6, 6, 4)) & (declared != 0)
-    end = np.maximum(l3 - o + np.where(v6, declared + 40, declared), ETH_ZLEN + 4 * tag)
+    end = np.maximum(l3 - o + np.where(v6, declared + 40, declared), ETH_ZLEN)  # data_end(tags_padded=False)
     past = known & (end + ETH_FCS_LEN <= caplen[idx])  # the common frame ends where its data does: not here
     del a
     rest = ~(v4 | v6)  # another layout, or cut: the rules

@@ -159,6 +159,8 @@ def udp_rcv(skb: SkBuff, family: int, sockets: dict[int, UdpTunnelSock]) -> tupl
     if skb.headlen() < 8:
         return D.UDP_SHORT, 0
     _source, dest, ulen, check = _UDPH.unpack_from(buf, u)
+    if family == 6 and ulen == 0:
+        ulen = skb.len  # __udp6_lib_rcv: a length of 0 is a jumbo payload's, the datagram's own length stands
     if ulen > skb.len or ulen < 8:
         return D.UDP_SHORT_PACKET, 0
     pskb_trim_rcsum(skb, ulen)

@@ -22,7 +22,7 @@ datagram included, and such a frame is never merged.
 
 from __future__ import annotations
 
-from ..packet.headers import tcp_payload_len
+from ..packet.headers import outer_udp, tcp_payload_len
 
 #: the most choices the search makes per delivery before it takes the oldest-first match (``match_deliveries``)
 _SEARCH_STEPS_PER_DELIVERY = 64
@@ -50,14 +50,13 @@ def _layout(frame: bytes, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, i
     e = frame[12] << 8 | frame[13]
     if e == 0x0800:
         outer = (frame[16] << 8) | frame[17]
-        udp = 14 + (frame[14] & 0x0F) * 4
     elif e == 0x86DD:
         outer = ((frame[18] << 8) | frame[19]) + 40
-        udp = 54
     else:
         return len(frame) - 14, 0, 0
     end = 14 + outer
-    if udp + 16 > len(frame):
+    udp = outer_udp(frame)  # past the IPv6 extension headers ipv6_gro_receive walks
+    if udp is None or udp + 16 > len(frame):
         return outer, 0, 0
     kind = tunnel_ports.get((frame[udp + 2] << 8) | frame[udp + 3])
     if kind is None or not l4:

@@ -60,6 +60,7 @@ from gro_replay.oracle.env import (
     kernel_vlan_offload,
 )
 from gro_replay.oracle.tracefs import TraceEvent, Tracefs, TraceInstance
+from gro_replay.packet.headers import outer_udp
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,6 @@ RX_CSUM = ("none", "unnecessary")
 
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
-IPPROTO_UDP = 17
 
 ETH_P_8021Q = 0x8100
 ETH_P_8021AD = 0x88A8
@@ -172,19 +172,20 @@ def _outer(frame: bytes) -> tuple[int, bytes, bytes, bytes, int | None] | str:
     if ethertype == ETH_P_IP:
         if len(frame) < 34:
             return "truncated"
-        ihl = (frame[14] & 0x0F) * 4
-        dport = None
-        if frame[23] == IPPROTO_UDP and len(frame) >= 14 + ihl + 4:
-            dport = int.from_bytes(frame[14 + ihl + 2 : 14 + ihl + 4], "big")
-        return 4, frame[0:6], frame[26:30], frame[30:34], dport
+        return 4, frame[0:6], frame[26:30], frame[30:34], _dport(frame)
     if ethertype == ETH_P_IPV6:
         if len(frame) < 54:
             return "truncated"
-        dport = int.from_bytes(frame[56:58], "big") if frame[20] == IPPROTO_UDP and len(frame) >= 58 else None
-        return 6, frame[0:6], frame[22:38], frame[38:54], dport
+        return 6, frame[0:6], frame[22:38], frame[38:54], _dport(frame)
     if ethertype in (ETH_P_8021Q, ETH_P_8021AD):
         return "outer_vlan_unsupported"
     return "outer_not_ip"
+
+
+def _dport(frame: bytes) -> int | None:
+    """The outer UDP destination port (packet/headers.py ``outer_udp``: IPv6 extension headers walked), or None."""
+    u = outer_udp(frame)
+    return None if u is None else int.from_bytes(frame[u + 2 : u + 4], "big")
 
 
 def geneve_available() -> bool:

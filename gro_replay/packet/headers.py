@@ -48,7 +48,7 @@ def vlan_l3(buf: Buffer, mac: int = 0) -> tuple[int, int] | None:
     return etype, off + 2
 
 
-def ipv6_upper(buf: bytes | bytearray, l3: int) -> tuple[int, int] | None:
+def ipv6_upper(buf: Buffer, l3: int) -> tuple[int, int] | None:
     """``(next header, offset)`` of the header after the IPv6 header at ``buf[l3]`` (its 40 bytes there) and its
     hop-by-hop (0), routing (43) and destination-options (60) headers, each (hdrlen + 1) × 8 bytes, as
     ``ipv6_gso_pull_exthdrs`` walks them (net/ipv6/ip6_offload.c); a fragment header (44) is a next header like
@@ -121,6 +121,25 @@ def tcp_mss_option(buf: bytes, start: int, end: int) -> int | None:
     return mss
 
 
+def outer_udp(buf: Buffer) -> int | None:
+    """The offset of the UDP header of the untagged Ethernet frame ``buf``'s outer IPv4 (any IHL) or IPv6 packet
+    (past the extension headers ``ipv6_upper`` walks), its 8 bytes there; None when the frame carries no such UDP
+    header (another protocol, a VLAN tag, bytes that end first). Never raises."""
+    if len(buf) < 34:
+        return None
+    etype = (buf[12] << 8) | buf[13]
+    if etype == ETH_P_IP:
+        proto, u = buf[23], 14 + (buf[14] & 0x0F) * 4
+    elif etype == ETH_P_IPV6 and len(buf) >= 54:
+        upper = ipv6_upper(buf, 14)
+        if upper is None:
+            return None
+        proto, u = upper
+    else:
+        return None
+    return u if proto == 17 and u + 8 <= len(buf) else None
+
+
 def ip_datagram_len(buf: Buffer, off: int) -> int:
     """The length in bytes the IP header at ``buf[off]`` declares for its datagram, header included: IPv4
     ``tot_len``, IPv6 ``payload_len`` + 40 (extension headers counted in it); 0 when the header declares none (a
@@ -133,12 +152,14 @@ def ip_datagram_len(buf: Buffer, off: int) -> int:
     return plen + 40 if plen else 0
 
 
-def data_end(buf: Buffer) -> int | None:
+def data_end(buf: Buffer, tags_padded: bool = True) -> int | None:
     """Where the Ethernet frame ``buf``'s own bytes end, before any FCS or trailer: the end of its outer IP
     datagram by the length its header declares (``ip_datagram_len``, after any VLAN tags), or the end of Ethernet
-    padding when that is further (a sender pads a frame to ``ETH_ZLEN``, and each VLAN tag inserted after that, by
-    the NIC or a switch, adds its 4 bytes). None when the frame is not IPv4/IPv6, its header is cut before the
-    length, or it declares none (0: BIG TCP, an IPv6 jumbogram). Never raises."""
+    padding when that is further. A sender pads a frame to ``ETH_ZLEN``; a VLAN tag inserted after that (by the NIC
+    or a switch) adds its 4 bytes, one inserted before it (a software VLAN device) does not: ``tags_padded`` takes
+    the further end (60 bytes and 4 per tag: what can be no trailer), else the nearer (60: what an FCS follows at
+    the least). None when the frame is not IPv4/IPv6, its header is cut before the length, or it declares none (0:
+    BIG TCP, an IPv6 jumbogram). Never raises."""
     eth = vlan_l3(buf)
     if eth is None:
         return None
@@ -147,7 +168,7 @@ def data_end(buf: Buffer) -> int | None:
     if version is None or l3 + 6 > len(buf) or buf[l3] >> 4 != version:
         return None
     n = ip_datagram_len(buf, l3)
-    return max(l3 + n, ETH_ZLEN + l3 - ETH_HLEN) if n else None
+    return max(l3 + n, ETH_ZLEN + (l3 - ETH_HLEN if tags_padded else 0)) if n else None
 
 
 def ends_with_fcs(buf: Buffer) -> bool:

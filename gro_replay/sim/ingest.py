@@ -127,6 +127,8 @@ class InputStats:
     #: Linux cooked link type read as received (their packet type says which the capturing host received)
     tunnel_both_ways: list = field(default_factory=list)
     cooked_frames: int = 0
+    #: frames replayed whose outer frame carries VLAN tags (a BPF filter reaches their IP header past ``vlan``)
+    frames_outer_tagged: int = 0
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
     #: ``[{"snaplen", "records", "longest"}, …]`` (bytes; one entry per declared snaplen exceeded), [] when none;
@@ -457,6 +459,7 @@ class Ingest(FlowMss):
                 if fresh is not None:
                     fid = fresh(fid, ts_ns)
                 inp.frames_replayed += 1
+                inp.frames_outer_tagged += vlan is not None
                 past_datagram(inp, frame)
                 # by its IP header's length: a captured trailer or FCS is no part of the frame the NIC buffers
                 inp.frames_over_eth_frame_len += (

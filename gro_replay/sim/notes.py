@@ -146,8 +146,8 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
         # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
         # (-f is a BPF filter on the frames as captured, i.e. on the outer headers of tunnelled frames)
         return (
-            f"no tunnel traffic replayed: {filtered}, none left to replay (-f matches the frames as "
-            "captured: a tunnelled frame by its outer headers)"
+            f"no tunnel traffic replayed: {filtered}, none left to replay (-f matches the frames as the NIC "
+            "hands them up: a tunnelled frame by its outer headers, without an FCS the reader removed)"
         )
     # a frame cut short goes to the port its headers say; whether one read before its UDP port does is unknown
     which = "whose headers could be read " if unread else ""
@@ -212,6 +212,8 @@ def both_ways_text(inp: InputStats) -> str:
     if not pairs:
         return ""
     (a, b), (fa, fb) = pairs[0]["hosts"], pairs[0]["frames"]
+    # libpcap reads past an outer VLAN tag only after ``vlan`` (which moves the offsets for what follows it)
+    bpf = f"dst host {a} or (vlan and dst host {a})" if inp.frames_outer_tagged else f"dst host {a}"
     more = len(pairs) - 1
     others = f", and between {more:,} more {plural(more, 'pair')} of hosts" if more else ""
     return (
@@ -219,7 +221,7 @@ def both_ways_text(inp: InputStats) -> str:
         f"{b}){others}: a capture of one host's link holds the frames it sent as well as those it received, and "
         "a host's NIC receives one way only (what it sends leaves through TSO/GSO, never through its GRO); the "
         "replay takes every frame as received by one NIC, so the polls and GRO lists both ways share here are no "
-        f"one host's: -f 'dst host {a}' replays what {a} received (JSON input.tunnel_both_ways)"
+        f"one host's: -f '{bpf}' replays what {a} received (JSON input.tunnel_both_ways)"
     )
 
 

@@ -41,7 +41,7 @@ LOSSES: dict[str, tuple[str, str | None]] = {
         "the tunnel's UDP port: --vxlan-port P / --geneve-port P",
     ),
     D.UDP_SHORT: ("udp_rcv drops a truncated UDP header", None),
-    D.UDP_SHORT_PACKET: ("udp_rcv drops it: UDP length beyond the packet", None),
+    D.UDP_SHORT_PACKET: ("udp_rcv drops it: UDP length below 8 or beyond the packet", None),
     D.IP_RCV_CSUM_ERROR: (
         "ip_rcv drops it: the outer IPv4 header checksum does not verify (InCsumErrors)",
         None,
