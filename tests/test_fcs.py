@@ -135,7 +135,7 @@ def test_a_trailer_is_replayed_and_flushes_each_frame(tmp_path, trailer):
         f"show to be an FCS ({n} bytes ×8): replayed as captured, so GRO merges none of them (the IP length differs "
         "from the bytes present: inet_gro_receive, ipv6_gro_receive) at the phys device, and ip_rcv_core trims them "
         "after; if the capture added them (a packet broker's timestamp or port trailer), the receiving NIC never "
-        f"saw them: editcap -C -{n} IN OUT removes them (JSON input.frames_past_datagram)"
+        f"saw them: editcap -L -C -{n} IN OUT removes them (JSON input.frames_past_datagram)"
     )
     batch, ref, _ = batch_and_reference(path, ReplayConfig())
     assert batch == ref

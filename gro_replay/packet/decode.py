@@ -159,12 +159,11 @@ class Decoder:
         #: kind → destination port → frames. They are replayed as the kernel sees them (``not_tunnel``).
         self.unconfigured: dict[str, dict[int, int]] = {}
         #: the pairs of outer (source, destination) addresses tunnel flows run between, by index from 1 (sim/notes.py
-        #: ``both_ways``); per flow id its pair's index (0: not a tunnel flow), and per index the flow ids and the
-        #: frames replayed (counted by the replay: ``pair_frames[pair_of[fid]] += n``). Grows with the pairs of
-        #: hosts and the flows, never with frames.
+        #: ``both_ways``); per flow id its pair's index (0: not a tunnel flow), and per index the frames replayed
+        #: (counted by the replay: ``pair_frames[pair_of[fid]] += n``; frames, not flows: a flow retired and seen
+        #: again is a new flow id). Grows with the pairs of hosts and the flow ids, never with frames.
         self.outer_pairs: dict[tuple[str, str], int] = {}
         self.pair_of: list[int] = []
-        self.pair_flows: list[int] = [0]
         self.pair_frames: list[int] = [0]
 
     def _flow(self, raw: tuple, make) -> int:
@@ -183,12 +182,10 @@ class Decoder:
         pair = (
             0
             if cls == CLS_NOT_TUNNEL
-            else self.outer_pairs.setdefault((key.outer_src, key.outer_dst), len(self.pair_flows))
+            else self.outer_pairs.setdefault((key.outer_src, key.outer_dst), len(self.pair_frames))
         )
-        if pair == len(self.pair_flows):
-            self.pair_flows.append(0)
+        if pair == len(self.pair_frames):
             self.pair_frames.append(0)
-        self.pair_flows[pair] += 1
         self.pair_of.append(pair)
         return fid
 

@@ -186,22 +186,18 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
 
 def both_ways(decoder: Decoder) -> list[dict]:
     """JSON ``input.tunnel_both_ways``: each pair of outer hosts that tunnel flows run both ways between (packet/
-    decode.py ``Decoder.outer_pairs``, with their flows and the frames replayed each way), as ``{"hosts": [a, b],
-    "flows": [to a, to b], "frames": [to a, to b]}``, ``a`` the host more frames go to (then more flows, then the
-    first in text order): the receiving side of a capture of one host's link; pairs by frames, most first."""
-    pairs = decoder.outer_pairs
+    decode.py ``Decoder.outer_pairs``, with the frames replayed each way), as ``{"hosts": [a, b], "frames": [to a,
+    to b]}``, ``a`` the host more frames go to (the first in text order on a tie): the receiving side of a capture
+    of one host's link; pairs by frames, most first."""
+    pairs, frames = decoder.outer_pairs, decoder.pair_frames
     out = []
     for (src, dst), p in pairs.items():
         q = pairs.get((dst, src))
         if q is None:
             continue
-        to_dst = (decoder.pair_frames[p], decoder.pair_flows[p])
-        to_src = (decoder.pair_frames[q], decoder.pair_flows[q])
         # each pair once, from the side of its a: dst (the text order inverted: the first wins a tie)
-        if (to_dst, src) > (to_src, dst):
-            out.append(
-                {"hosts": [dst, src], "flows": [to_dst[1], to_src[1]], "frames": [to_dst[0], to_src[0]]}
-            )
+        if (frames[p], src) > (frames[q], dst):
+            out.append({"hosts": [dst, src], "frames": [frames[p], frames[q]]})
     return sorted(out, key=lambda e: (-sum(e["frames"]), e["hosts"]))
 
 

@@ -409,9 +409,8 @@ class Replayer(Retiring):
 
     def result(self) -> Result:
         inp = self.input
-        # --flow replays the flows it names: which ways those run, the user chose; a Linux cooked capture says
-        # which frames the capturing host received (its sent ones are skipped: outgoing)
-        if self.config.flow is None and not inp.cooked_frames:
+        # a Linux cooked capture says which frames the capturing host received (its sent ones are skipped: outgoing)
+        if not inp.cooked_frames:
             inp.tunnel_both_ways = both_ways(self.decoder)
         input_notes(inp, self.config, self.decoder.unconfigured)
         return Result(

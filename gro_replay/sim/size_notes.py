@@ -67,9 +67,15 @@ def trailer_notes(inp: InputStats) -> list[str]:
             f"{b:,} {plural(b, 'byte')} ×{c:,}"
             for b, c in sorted(past.items(), key=lambda kv: (-kv[1], kv[0]))
         )
-        # the advice chops bytes off every frame: only when every frame replayed carries the same number
-        (only,) = past if len(past) == 1 and m == inp.frames_replayed else (0,)
-        chop = f": editcap -C -{only} IN OUT removes them" if only else ""
+        # the advice chops bytes off every record (-L: its original length too, else it reads as cut short): only
+        # when every frame replayed carries the same number and none had an FCS removed (that too would go)
+        every = (
+            len(past) == 1
+            and m == inp.frames_replayed
+            and not (inp.frames_fcs_stripped or inp.frames_fcs_cut)
+        )
+        (only,) = past if every else (0,)
+        chop = f": editcap -L -C -{only} IN OUT removes them" if only else ""
         notes.append(
             f"{m:,} {plural(m, 'frame')} replayed {'carries' if m == 1 else 'carry'} bytes past the outer IP "
             f"datagram and Ethernet padding that the capture does not show to be an FCS ({sizes}): replayed as "
