@@ -28,6 +28,7 @@ version differences are ``model.KernelModel`` switches named after their commits
 - ``netdevice.py``: include/linux/netdevice.h
 - ``nic.py``: none: the drivers' RX checksum state and RX hash (gro-spec §7: ice, i40e, mlx5, virtio-net)
 - ``nic_skb.py``: none: the skb layout (``head_frag``, page frags) each ``--nic`` preset's driver builds
+- ``reassembly.py``: net/ipv6/reassembly.c (``ipv6_frag_rcv``'s test of a fragment header that fragments nothing)
 - ``release.py``: none: kernel release strings (``uname -r``, stable, rc, distribution builds) → a ``KernelModel``
 - ``reasons.py``: none: every GRO flush and flow-split reason, named after the kernel function and condition
 - ``skbuff.py``: include/linux/skbuff.h, net/core/skbuff.c

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo_at
 from . import drop_reasons as D
 from .ip6_offload import ipv6_gso_pull_exthdrs
+from .reassembly import FRAG_HDR_LEN, NEXTHDR_FRAGMENT, ipv6_frag_atomic
 from .skbuff import (
     CHECKSUM_BREAK,
     CHECKSUM_COMPLETE,
@@ -87,7 +88,10 @@ def ip_rcv(skb: SkBuff) -> tuple[int, int] | str:
             return D.IPV6_RCV_BAD_LENGTH
         pskb_trim_rcsum(skb, plen + 40)
         proto, l4 = ipv6_gso_pull_exthdrs(skb, nh + 40, buf[nh + 6])
-        if proto == 44:
+        # ip6_input_finish → ipv6_frag_rcv: a fragment header that fragments nothing is stepped past
+        while proto == NEXTHDR_FRAGMENT and l4 + FRAG_HDR_LEN <= skb.tail and ipv6_frag_atomic(buf, l4):
+            proto, l4 = ipv6_gso_pull_exthdrs(skb, l4 + FRAG_HDR_LEN, buf[l4])
+        if proto == NEXTHDR_FRAGMENT:
             return D.IP6_FRAGMENT
         if proto < 0:
             return D.IP6_BAD_EXTHDR

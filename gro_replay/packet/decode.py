@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 
 from ..kernel.geneve import GENEVE_VER, geneve_hlen
+from ..kernel.reassembly import ipv6_frag_atomic
 from ..kernel.vxlan_core import VXLAN_HF_VNI, vxlan_parse_gbp_hdr
 from .csum import l4_checksum_field, pseudo_at
 from .flowkey import FlowKey, ip_text
@@ -263,10 +264,13 @@ class Decoder:
                 if l4 + 8 > end:
                     return SKIP_OUTER_IP
                 if proto == 44:
-                    frag = 1
+                    # ipv6_frag_rcv (kernel/reassembly.py): a header that fragments nothing is stepped past
+                    frag = not ipv6_frag_atomic(buf, l4)
                     proto = buf[l4]
                     l4 += 8
-                    break
+                    if frag:
+                        break
+                    continue
                 proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
         else:
             fid: int | None = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL, b""))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import zlib
 
+from ..kernel.reassembly import FRAG_HDR_LEN, NEXTHDR_FRAGMENT, ipv6_frag_atomic
 from ..kernel.skbuff import ETH_FCS_LEN, ETH_HLEN, ETH_ZLEN
 from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
 
@@ -51,12 +52,19 @@ def vlan_l3(buf: Buffer, mac: int = 0) -> tuple[int, int] | None:
 def ipv6_upper(buf: Buffer, l3: int) -> tuple[int, int] | None:
     """``(next header, offset)`` of the header after the IPv6 header at ``buf[l3]`` (its 40 bytes there) and its
     hop-by-hop (0), routing (43) and destination-options (60) headers, each (hdrlen + 1) × 8 bytes, as
-    ``ipv6_gso_pull_exthdrs`` walks them (net/ipv6/ip6_offload.c); a fragment header (44) is a next header like
-    any other. None when ``buf`` ends inside an extension header's first 2 bytes."""
+    ``ipv6_gso_pull_exthdrs`` walks them (net/ipv6/ip6_offload.c), and a fragment header that fragments nothing
+    (kernel/reassembly.py ``ipv6_frag_atomic``: the stack steps past it; GRO flushes the frame there); the fragment
+    header (44) of a fragment is a next header like any other. None when ``buf`` ends inside an extension header's
+    first 2 bytes, or a fragment header's 4."""
     proto, off = buf[l3 + 6], l3 + 40
-    while proto in (0, 43, 60):
-        if off + 2 > len(buf):
+    while proto in (0, 43, 60, NEXTHDR_FRAGMENT):
+        if off + (4 if proto == NEXTHDR_FRAGMENT else 2) > len(buf):
             return None
+        if proto == NEXTHDR_FRAGMENT:
+            if not ipv6_frag_atomic(buf, off):
+                break
+            proto, off = buf[off], off + FRAG_HDR_LEN
+            continue
         proto, off = buf[off], off + (buf[off + 1] + 1) * 8
     return proto, off
 
