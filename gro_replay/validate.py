@@ -207,8 +207,9 @@ def _sent_counts(rep: Replayer, sent: list[tuple]) -> dict[str, dict[int, int]]:
     """The input counts the notes read (sim/notes.py ``input_notes``), of the frames the kernel backend ``sent``
     only, not of every frame decoded (frames it could not replay were never sent: breaker's finding): the tunnel
     frames whose outer UDP checksum does not verify (``InputStats.outer_csum_bad``; a segment of a split
-    super-frame has a computed one) and those with bytes past their data (``InputStats.frames_past_datagram``) into
-    ``rep.input``, and, returned, the frames per tunnel kind and port that
+    super-frame has a computed one), those with bytes past their data (``InputStats.frames_past_datagram``) and the
+    first fragments of datagrams to a tunnel port (``InputStats.fragments_to_tunnel``) into ``rep.input``, and,
+    returned, the frames per tunnel kind and port that
     parse as that tunnel where no socket is (``Decoder.unconfigured``, by the decoder that read the capture's
     ports)."""
     flow_class = rep.decoder.flow_class
@@ -226,6 +227,7 @@ def _sent_counts(rep: Replayer, sent: list[tuple]) -> dict[str, dict[int, int]]:
     for f in sent:
         if flow_class[f[3]] == CLS_NOT_TUNNEL:
             again.decode(f[1])
+    rep.input.fragments_to_tunnel = again.fragments_to_tunnel
     return again.unconfigured
 
 

@@ -164,6 +164,9 @@ class Decoder:
         #: (counted by the replay: ``pair_frames[pair_of[fid]] += n``; frames, not flows: a flow retired and seen
         #: again is a new flow id). Grows with the pairs of hosts and the flow ids, never with frames.
         self.outer_pairs: dict[tuple[str, str], int] = {}
+        #: first fragments (IPv4 offset 0 with MF, an IPv6 fragment header of offset 0 with M) of outer datagrams to
+        #: a tunnel port: tunnel traffic a kernel reassembles (ip_defrag, ipv6_frag_rcv) and the replay does not
+        self.fragments_to_tunnel = 0
         self.pair_of: list[int] = []
         self.pair_frames: list[int] = [0]
 
@@ -264,8 +267,11 @@ class Decoder:
                 if l4 + 8 > end:
                     return SKIP_OUTER_IP
                 if proto == 44:
-                    # ipv6_frag_rcv (kernel/reassembly.py): a header that fragments nothing is stepped past
-                    frag = not ipv6_frag_atomic(buf, l4)
+                    # ipv6_frag_rcv (kernel/reassembly.py): a header that fragments nothing is stepped past; a
+                    # fragment's keeps its offset (0: the first, which holds the UDP header)
+                    frag = (
+                        0 if ipv6_frag_atomic(buf, l4) else 0x2000 | ((buf[l4 + 2] << 8 | buf[l4 + 3]) >> 3)
+                    )
                     proto = buf[l4]
                     l4 += 8
                     if frag:
@@ -276,7 +282,10 @@ class Decoder:
             fid: int | None = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL, b""))
             return buf, vlan, fid, b"", 0
         if proto not in (6, 17) or frag or (proto == 6 and l4 + 8 > end):
-            # a TCP header cut short is still non-tunnel traffic: GRO and IP input see it (and flush/drop it)
+            # a TCP header cut short is still non-tunnel traffic: GRO and IP input see it (and flush/drop it); the
+            # first fragment of a datagram to a tunnel port is counted (reassembly is not modelled: sim/notes.py)
+            if frag and not frag & 0x1FFF and proto == 17 and l4 + 4 <= end:
+                self.fragments_to_tunnel += _H.unpack_from(buf, l4 + 2)[0] in self.tunnel_ports
             raw: tuple = ("ip", src, dst, proto)
             fid = self._flow(
                 raw,

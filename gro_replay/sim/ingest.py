@@ -129,6 +129,9 @@ class InputStats:
     cooked_frames: int = 0
     #: frames replayed whose outer frame carries VLAN tags (a BPF filter reaches their IP header past ``vlan``)
     frames_outer_tagged: int = 0
+    #: outer datagrams to a tunnel port that came fragmented, by their first fragments replayed (packet/decode.py
+    #: ``Decoder.fragments_to_tunnel``: reassembly is not modelled; sim/notes.py ``fragments_text``)
+    fragments_to_tunnel: int = 0
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
     #: ``[{"snaplen", "records", "longest"}, …]`` (bytes; one entry per declared snaplen exceeded), [] when none;
@@ -192,6 +195,7 @@ class InputStats:
             "frames_fcs_cut": self.frames_fcs_cut,
             "frames_past_datagram": {str(k): n for k, n in sorted(self.frames_past_datagram.items())},
             "tunnel_both_ways": list(self.tunnel_both_ways),
+            "fragments_to_tunnel": self.fragments_to_tunnel,
             "caplen_over_snaplen": [dict(e) for e in self.caplen_over_snaplen],
             "skipped_to_tunnel_ports": to_tunnel_ports(self),
             "skipped_unread": unread(self),

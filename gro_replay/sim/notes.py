@@ -124,6 +124,27 @@ def unconfigured_text(kind: str, port: int, n: int, backend: bool = False) -> st
     )
 
 
+def fragments_text(inp: InputStats, backend: bool = False) -> str:
+    """The note on outer datagrams to a tunnel port that came fragmented (``InputStats.fragments_to_tunnel``: their
+    first fragments), or "": IP reassembly is not modelled, so the replay counts their fragments as frames of no
+    tunnel and the stack drops them, where a kernel reassembles each datagram and decapsulates it."""
+    n = inp.fragments_to_tunnel
+    if not n:
+        return ""
+    who = (
+        "this report reads the frames as the replay does, so its tunnel-stage counts and verdict leave them out, "
+        "while the running kernel reassembled and decapsulated them"
+        if backend
+        else "the replay counts their fragments as frames of no tunnel and the stack drops them "
+        "(fragment_not_reassembled), where a kernel reassembles each datagram (ip_defrag, ipv6_frag_rcv) and "
+        "decapsulates it; the counts leave them out"
+    )
+    return (
+        f"{n:,} outer {plural(n, 'datagram')} to a tunnel port came fragmented (counted by {'its' if n == 1 else 'their'} "
+        f"first {plural(n, 'fragment')}): IP fragment reassembly is not modelled: {who} (JSON input.fragments_to_tunnel)"
+    )
+
+
 def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
     """The note of a replay without tunnel traffic: tunnel frames skipped (cut short, malformed: ``hidden``), or why
     nothing was looked at, or that no frame goes to a tunnel port, said of the frames whose headers were read
@@ -139,6 +160,8 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
         return "no tunnel traffic replayed: the capture is truncated before its first complete frame"
     if hidden:
         return f"no tunnel traffic replayed: {hidden}"
+    if inp.fragments_to_tunnel:  # said by its own note (capture_notes): no frame is whole tunnel traffic
+        return "no tunnel traffic replayed whole: what goes to a tunnel port came fragmented"
     sent = inp.skipped.get(SKIP_OUTGOING, 0)
     if sent and inp.frames_read == cut + sent:
         return "no tunnel traffic replayed: every frame read was sent by the capturing host (outgoing), none received"
@@ -272,7 +295,7 @@ def capture_notes(inp: InputStats, config: ReplayConfig, backend: bool = False) 
         )
     # the kernel backend sends the frames to one outer destination (oracle/replay.py outer_destination_differs)
     both = "" if backend else both_ways_text(inp)
-    return notes + size_notes(inp, config) + ([both] if both else [])
+    return notes + size_notes(inp, config) + [t for t in (both, fragments_text(inp, backend)) if t]
 
 
 def over_snaplen_text(over: list[dict[str, int]], fmt: str) -> str:

@@ -412,6 +412,7 @@ class Replayer(Retiring):
         # a Linux cooked capture says which frames the capturing host received (its sent ones are skipped: outgoing)
         if not inp.cooked_frames:
             inp.tunnel_both_ways = both_ways(self.decoder)
+        inp.fragments_to_tunnel = self.decoder.fragments_to_tunnel
         input_notes(inp, self.config, self.decoder.unconfigured)
         return Result(
             self.input,

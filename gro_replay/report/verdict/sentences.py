@@ -131,6 +131,14 @@ class CaptureSentences(CompareSentences):
                 f"No tunnel frame was replayed: {hidden}, so what the fix changes for them is not known here; "
                 f"{'the one frame replayed is' if n == 1 else f'the {n:,} frames replayed are'} not tunnel traffic."
             )
+        n_frag: int = getattr(inp, "fragments_to_tunnel", 0)  # a document before the count: none
+        if self.outcome == "no_tunnel" and n_frag:
+            n = n_frag
+            return (
+                f"No flow carries tunnel traffic whole: {'the one outer datagram' if n == 1 else f'the {n:,} outer datagrams'} "
+                "to a tunnel port came fragmented, and the replay does not reassemble fragments (a kernel does, and "
+                "decapsulates them), so what the fix changes for them is not known here."
+            )
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
             gn = ports_text(getattr(cfg, "geneve_ports", ()))
