@@ -24,8 +24,8 @@ LOSSES: dict[str, tuple[str, str | None]] = {
         "the running kernel's phys device delivered them and no tunnel device did: dropped on the way, where is "
         "not observable with the kernel backend (its netif_receive_skb trace shows deliveries, not drops; e.g. "
         "udp_rcv for an outer UDP checksum that does not verify, __udp6_lib_rcv for a zero UDPv6 checksum)",
-        "the replay (gro-replay CAPTURE, same options) names the drop; a capture taken before TX checksum "
-        "offload: --rx-csum unnecessary; zero UDPv6 checksums: --udp6zerocsumrx",
+        "the replay (gro-replay CAPTURE, same options) names the drops it models (not those of IP options, "
+        "extension headers, routes); before TX offload: --rx-csum unnecessary; UDPv6 checksum 0: --udp6zerocsumrx",
     ),
     D.UDP6_CSUM_ZERO: (
         "__udp6_lib_rcv drops a UDPv6 datagram with checksum 0 (RFC 6936; counter Udp6InCsumErrors)",
