@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 from conftest import batch_and_reference
 
@@ -137,21 +138,23 @@ def test_a_linux_cooked_capture_says_which_frames_the_host_received(tmp_path):
     assert not [n for n in doc["input"]["notes"] if "both ways" in n]
 
 
-def test_the_advice_reaches_past_an_outer_vlan_tag(tmp_path):
-    """Frames tagged on the underlay: libpcap reads their IP header only after ``vlan``, so the advice matches both
-    (breaker28b: 'dst host A' filtered every tagged frame out); followed, it replays the 11 frames to 10.0.0.2, the
-    10 tagged and the untagged one."""
+@pytest.mark.parametrize("tags", [10, (100, 200)])
+def test_the_advice_reaches_past_an_outer_vlan_tag(tmp_path, tags):
+    """Frames tagged on the underlay, once or twice (QinQ): libpcap reads their IP header only after as many ``vlan``,
+    so the advice nests one alternative per tag (breaker28b, breaker28c: 'dst host A' filtered every tagged frame
+    out, and one ``vlan`` every double-tagged one); followed, it replays the 11 frames to 10.0.0.2, the 10 tagged
+    and the untagged one."""
     from gro_replay.capture.writer import PcapWriter
     from gro_replay.packet.build import FrameSpec, build_frame
 
     frames = []
     for i in range(10):
-        frames.append(build_frame(FrameSpec(seq=1000 + i * 1398, outer_vlan=10)))
+        frames.append(build_frame(FrameSpec(seq=1000 + i * 1398, outer_vlan=tags)))
         frames.append(
             build_frame(
                 FrameSpec(
                     seq=5000 + i * 1398,
-                    outer_vlan=10,
+                    outer_vlan=tags,
                     outer_src="10.0.0.2",
                     outer_dst="10.0.0.1",
                     sport=5201,
@@ -165,6 +168,10 @@ def test_the_advice_reaches_past_an_outer_vlan_tag(tmp_path):
         for i, f in enumerate(frames):
             w.write(1_700_000_000_000_000_000 + i * 1000, f)
     (note,) = [n for n in _doc(path)["input"]["notes"] if "both ways" in n]
-    advice = "dst host 10.0.0.2 or (vlan and dst host 10.0.0.2)"
+    advice = (
+        "dst host 10.0.0.2 or (vlan and dst host 10.0.0.2)"
+        if tags == 10
+        else "dst host 10.0.0.2 or (vlan and (dst host 10.0.0.2 or (vlan and dst host 10.0.0.2)))"
+    )
     assert f"-f '{advice}' replays what 10.0.0.2 received" in note
     assert _doc(path, "-f", advice)["input"]["frames_replayed"] == 11

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..packet.csum import csum_add, csum_fold, csum_partial, csum_sub, ip_fast_csum, pseudo_at
 from . import drop_reasons as D
-from .ip6_offload import ipv6_gso_pull_exthdrs
+from .ip6_offload import NEXTHDR_HOP, ipv6_gso_pull_exthdrs
 from .reassembly import FRAG_HDR_LEN, NEXTHDR_FRAGMENT, ipv6_frag_atomic
 from .skbuff import (
     CHECKSUM_BREAK,
@@ -53,6 +53,41 @@ def _sum_at(skb: SkBuff, start: int, end: int) -> int:
     return s
 
 
+def _hop_not_first(buf: bytes | bytearray, pos: int, proto: int, first: bool) -> bool:
+    """Whether the IPv6 extension headers from ``buf[pos]`` (next header ``proto``; ``first``: right after the IPv6
+    header) hold a hop-by-hop header anywhere but first: ``ipv6_rcv`` parses one there only, and
+    ``ip6_input_finish`` finds no handler for NEXTHDR_HOP elsewhere (ICMP parameter problem, drop). Walked as
+    ``ipv6_gso_pull_exthdrs`` walks them (the caller checked them whole)."""
+    while proto == NEXTHDR_HOP or proto in (43, 60):
+        if proto == NEXTHDR_HOP and not first:
+            return True
+        first = False
+        proto, pos = buf[pos], pos + (buf[pos + 1] + 1) * 8
+    return False
+
+
+def _ipv6_exthdrs(skb: SkBuff, nh: int) -> tuple[int, int] | str:
+    """``(upper-layer protocol, its absolute offset)`` past the extension headers of the IPv6 header at
+    ``skb.buf[nh]``, as ``ip6_input_finish`` steps through them, or a drop reason: a header that cannot be walked, a
+    hop-by-hop header anywhere but first (``_hop_not_first``), a fragment (reassembly is not modelled) or a
+    second fragment header. One fragment header that fragments nothing is stepped past (kernel/reassembly.py
+    ``ipv6_frag_atomic``: ``ipv6_frag_rcv`` sets IP6SKB_FRAGMENTED, and a second fragment header fails)."""
+    buf = skb.buf
+    proto, l4 = ipv6_gso_pull_exthdrs(skb, nh + 40, buf[nh + 6])
+    if proto >= 0 and _hop_not_first(buf, nh + 40, buf[nh + 6], True):
+        return D.IP6_BAD_EXTHDR
+    if proto == NEXTHDR_FRAGMENT and l4 + FRAG_HDR_LEN <= skb.tail and ipv6_frag_atomic(buf, l4):
+        nxt, after = buf[l4], l4 + FRAG_HDR_LEN
+        proto, l4 = ipv6_gso_pull_exthdrs(skb, after, nxt)
+        if proto == NEXTHDR_FRAGMENT or (proto >= 0 and _hop_not_first(buf, after, nxt, False)):
+            return D.IP6_BAD_EXTHDR
+    if proto == NEXTHDR_FRAGMENT:
+        return D.IP6_FRAGMENT
+    if proto < 0:
+        return D.IP6_BAD_EXTHDR
+    return proto, l4
+
+
 def ip_rcv(skb: SkBuff) -> tuple[int, int] | str:
     """IPv4/IPv6 input up to local delivery: header checks, trim, pull to the transport header.
 
@@ -87,14 +122,10 @@ def ip_rcv(skb: SkBuff) -> tuple[int, int] | str:
         if plen + 40 > skb.len:
             return D.IPV6_RCV_BAD_LENGTH
         pskb_trim_rcsum(skb, plen + 40)
-        proto, l4 = ipv6_gso_pull_exthdrs(skb, nh + 40, buf[nh + 6])
-        # ip6_input_finish → ipv6_frag_rcv: a fragment header that fragments nothing is stepped past
-        while proto == NEXTHDR_FRAGMENT and l4 + FRAG_HDR_LEN <= skb.tail and ipv6_frag_atomic(buf, l4):
-            proto, l4 = ipv6_gso_pull_exthdrs(skb, l4 + FRAG_HDR_LEN, buf[l4])
-        if proto == NEXTHDR_FRAGMENT:
-            return D.IP6_FRAGMENT
-        if proto < 0:
-            return D.IP6_BAD_EXTHDR
+        walked = _ipv6_exthdrs(skb, nh)
+        if isinstance(walked, str):
+            return walked
+        proto, l4 = walked
         start = skb.data
         skb.pull(l4 - nh)
         if skb.ip_summed == CHECKSUM_COMPLETE:

@@ -138,6 +138,21 @@ def outer_udp_csum_bad(frame: bytes) -> bool:
     return l4_checksum_field(pseudo_at(frame, addrs, alen, ulen, 17), frame, u, u + ulen) != 0
 
 
+def tag_depth(vlan: int | tuple | None) -> int:
+    """The outer VLAN tags of a decoded frame (``Decoder.decode``'s ``vlan_tci``: None, one TCI, or a tuple)."""
+    return 0 if vlan is None else len(vlan) if isinstance(vlan, tuple) else 1
+
+
+def _first_fragment_to(buf: bytes, proto: int, l4: int, end: int, tunnel_ports: dict[int, str]) -> bool:
+    """Whether the first fragment whose next header ``proto`` starts at ``buf[l4]`` (after the IPv4 header or the
+    IPv6 fragment header, and any routing or destination-options headers there, as ``ipv6_skip_exthdr`` walks
+    them) holds a whole UDP header to a port of ``tunnel_ports``: one a kernel can reassemble
+    (``ipv6frag_thdr_truncated`` drops a first fragment without it)."""
+    while proto in (43, 60) and l4 + 2 <= end:
+        proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
+    return proto == 17 and l4 + 8 <= end and _H.unpack_from(buf, l4 + 2)[0] in tunnel_ports
+
+
 class Decoder:
     """Turns Ethernet frames into replayable frames or skip reasons, and keeps the flow table.
 
@@ -262,16 +277,18 @@ class Decoder:
             src = buf[22:38]
             dst = buf[38:54]
             frag = 0
+            stepped = False
             l4 = 54
             while proto in (0, 43, 60, 44):
                 if l4 + 8 > end:
                     return SKIP_OUTER_IP
                 if proto == 44:
-                    # ipv6_frag_rcv (kernel/reassembly.py): a header that fragments nothing is stepped past; a
-                    # fragment's keeps its offset (0: the first, which holds the UDP header)
-                    frag = (
-                        0 if ipv6_frag_atomic(buf, l4) else 0x2000 | ((buf[l4 + 2] << 8 | buf[l4 + 3]) >> 3)
-                    )
+                    # ipv6_frag_rcv (kernel/reassembly.py): a header that fragments nothing is stepped past (a
+                    # second fragment header after it is too: the stack drops that frame, kernel/udp.py); a
+                    # fragment's keeps its offset (0: the first)
+                    if not stepped and not ipv6_frag_atomic(buf, l4):
+                        frag = 0x2000 | ((buf[l4 + 2] << 8 | buf[l4 + 3]) >> 3)
+                    stepped = True
                     proto = buf[l4]
                     l4 += 8
                     if frag:
@@ -284,8 +301,8 @@ class Decoder:
         if proto not in (6, 17) or frag or (proto == 6 and l4 + 8 > end):
             # a TCP header cut short is still non-tunnel traffic: GRO and IP input see it (and flush/drop it); the
             # first fragment of a datagram to a tunnel port is counted (reassembly is not modelled: sim/notes.py)
-            if frag and not frag & 0x1FFF and proto == 17 and l4 + 4 <= end:
-                self.fragments_to_tunnel += _H.unpack_from(buf, l4 + 2)[0] in self.tunnel_ports
+            if frag & 0x3FFF == 0x2000:  # MF (IPv4) or a fragment header's (IPv6) M, at offset 0
+                self.fragments_to_tunnel += _first_fragment_to(buf, proto, l4, end, self.tunnel_ports)
             raw: tuple = ("ip", src, dst, proto)
             fid = self._flow(
                 raw,

@@ -53,16 +53,20 @@ def ipv6_upper(buf: Buffer, l3: int) -> tuple[int, int] | None:
     """``(next header, offset)`` of the header after the IPv6 header at ``buf[l3]`` (its 40 bytes there) and its
     hop-by-hop (0), routing (43) and destination-options (60) headers, each (hdrlen + 1) × 8 bytes, as
     ``ipv6_gso_pull_exthdrs`` walks them (net/ipv6/ip6_offload.c), and a fragment header that fragments nothing
-    (kernel/reassembly.py ``ipv6_frag_atomic``: the stack steps past it; GRO flushes the frame there); the fragment
-    header (44) of a fragment is a next header like any other. None when ``buf`` ends inside an extension header's
-    first 2 bytes, or a fragment header's 4."""
+    (kernel/reassembly.py ``ipv6_frag_atomic``: the stack steps past it; GRO flushes the frame there) and any
+    fragment header after it; the fragment header (44) of a fragment is a next header like any other. None when
+    ``buf`` ends inside an extension header's first 2 bytes, or a fragment header's 4."""
     proto, off = buf[l3 + 6], l3 + 40
+    stepped = False
     while proto in (0, 43, 60, NEXTHDR_FRAGMENT):
         if off + (4 if proto == NEXTHDR_FRAGMENT else 2) > len(buf):
             return None
         if proto == NEXTHDR_FRAGMENT:
-            if not ipv6_frag_atomic(buf, off):
+            if not stepped and not ipv6_frag_atomic(buf, off):
                 break
+            # past it, as the decoder reads it: a second fragment header makes the stack drop the frame
+            # (IP6SKB_FRAGMENTED: kernel/udp.py), whatever it says
+            stepped = True
             proto, off = buf[off], off + FRAG_HDR_LEN
             continue
         proto, off = buf[off], off + (buf[off + 1] + 1) * 8

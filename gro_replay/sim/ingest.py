@@ -27,6 +27,7 @@ from ..packet.decode import (
     CLS_TUNNEL_TCP,
     Decoder,
     outer_udp_csum_bad,
+    tag_depth,
 )
 from ..packet.headers import outer_ip_len
 from ..project import plural
@@ -117,9 +118,8 @@ class InputStats:
     caplen_over_orig_len: int = 0
     #: frames replayed longer than ``ETH_FRAME_LEN`` without VLAN tags (sim/size_notes.py ``long_frames_text``)
     frames_over_eth_frame_len: int = 0
-    #: records read without the FCS they were captured with, or without what of it a snaplen left (capture/fcs.py),
-    #: and frames replayed with bytes past their outer IP datagram and Ethernet padding, by those bytes
-    #: (sim/skipped.py ``past_datagram``); their notes: sim/size_notes.py ``trailer_notes``
+    #: records read without their FCS, or what of it a snaplen left (capture/fcs.py), and frames replayed with bytes
+    #: past their data, by those bytes (sim/skipped.py ``past_datagram``); notes: sim/size_notes.py ``trailer_notes``
     frames_fcs_stripped: int = 0
     frames_fcs_cut: int = 0
     frames_past_datagram: Counter = field(default_factory=Counter)
@@ -127,8 +127,8 @@ class InputStats:
     #: Linux cooked link type read as received (their packet type says which the capturing host received)
     tunnel_both_ways: list = field(default_factory=list)
     cooked_frames: int = 0
-    #: frames replayed whose outer frame carries VLAN tags (a BPF filter reaches their IP header past ``vlan``)
-    frames_outer_tagged: int = 0
+    #: the most VLAN tags an outer frame replayed carries (a BPF filter reaches its IP header past as many ``vlan``)
+    outer_tag_depth: int = 0
     #: outer datagrams to a tunnel port that came fragmented, by their first fragments replayed (packet/decode.py
     #: ``Decoder.fragments_to_tunnel``: reassembly is not modelled; sim/notes.py ``fragments_text``)
     fragments_to_tunnel: int = 0
@@ -463,7 +463,7 @@ class Ingest(FlowMss):
                 if fresh is not None:
                     fid = fresh(fid, ts_ns)
                 inp.frames_replayed += 1
-                inp.frames_outer_tagged += vlan is not None
+                inp.outer_tag_depth = max(inp.outer_tag_depth, tag_depth(vlan))
                 past_datagram(inp, frame)
                 # by its IP header's length: a captured trailer or FCS is no part of the frame the NIC buffers
                 inp.frames_over_eth_frame_len += (

@@ -125,23 +125,24 @@ def unconfigured_text(kind: str, port: int, n: int, backend: bool = False) -> st
 
 
 def fragments_text(inp: InputStats, backend: bool = False) -> str:
-    """The note on outer datagrams to a tunnel port that came fragmented (``InputStats.fragments_to_tunnel``: their
-    first fragments), or "": IP reassembly is not modelled, so the replay counts their fragments as frames of no
-    tunnel and the stack drops them, where a kernel reassembles each datagram and decapsulates it."""
+    """The note on the first fragments of outer datagrams to a tunnel port (``InputStats.fragments_to_tunnel``), or
+    "": IP reassembly is not modelled, so their fragments are frames of no tunnel here, where a kernel reassembles
+    each datagram whose fragments all arrive and decapsulates it."""
     n = inp.fragments_to_tunnel
     if not n:
         return ""
     who = (
-        "this report reads the frames as the replay does, so its tunnel-stage counts and verdict leave them out, "
-        "while the running kernel reassembled and decapsulated them"
+        "this report reads the frames as the replay does, so its tunnel-stage counts and verdict leave out what the "
+        "running kernel reassembled of them"
         if backend
         else "the replay counts their fragments as frames of no tunnel and the stack drops them "
-        "(fragment_not_reassembled), where a kernel reassembles each datagram (ip_defrag, ipv6_frag_rcv) and "
-        "decapsulates it; the counts leave them out"
+        "(fragment_not_reassembled), where a kernel reassembles each datagram whose fragments all arrive (ip_defrag, "
+        "ipv6_frag_rcv) and decapsulates it; the counts leave them out"
     )
     return (
-        f"{n:,} outer {plural(n, 'datagram')} to a tunnel port came fragmented (counted by {'its' if n == 1 else 'their'} "
-        f"first {plural(n, 'fragment')}): IP fragment reassembly is not modelled: {who} (JSON input.fragments_to_tunnel)"
+        f"{n:,} {plural(n, 'frame')} {'is the first fragment' if n == 1 else 'are first fragments'} of outer "
+        f"datagrams to a tunnel port (each with its whole UDP header): IP fragment reassembly is not modelled: {who} "
+        "(JSON input.fragments_to_tunnel)"
     )
 
 
@@ -231,8 +232,11 @@ def both_ways_text(inp: InputStats) -> str:
     if not pairs:
         return ""
     (a, b), (fa, fb) = pairs[0]["hosts"], pairs[0]["frames"]
-    # libpcap reads past an outer VLAN tag only after ``vlan`` (which moves the offsets for what follows it)
-    bpf = f"dst host {a} or (vlan and dst host {a})" if inp.frames_outer_tagged else f"dst host {a}"
+    # libpcap reads past an outer VLAN tag only after ``vlan`` (which moves the offsets for what follows it): one
+    # alternative per depth of tags the frames carry, each inside the one before
+    bpf = f"dst host {a}"
+    for _ in range(inp.outer_tag_depth):
+        bpf = f"dst host {a} or (vlan and {bpf if bpf == f'dst host {a}' else f'({bpf})'})"
     more = len(pairs) - 1
     others = f", and between {more:,} more {plural(more, 'pair')} of hosts" if more else ""
     return (

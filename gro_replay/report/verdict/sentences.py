@@ -135,9 +135,10 @@ class CaptureSentences(CompareSentences):
         if self.outcome == "no_tunnel" and n_frag:
             n = n_frag
             return (
-                f"No flow carries tunnel traffic whole: {'the one outer datagram' if n == 1 else f'the {n:,} outer datagrams'} "
-                "to a tunnel port came fragmented, and the replay does not reassemble fragments (a kernel does, and "
-                "decapsulates them), so what the fix changes for them is not known here."
+                f"No flow carries tunnel traffic whole: {'the one frame' if n == 1 else f'the {n:,} frames'} to a "
+                f"tunnel port {'is the first fragment' if n == 1 else 'are first fragments'} of outer datagrams, and "
+                "the replay does not reassemble fragments (a kernel does when all of a datagram's arrive, and "
+                "decapsulates it), so what the fix changes for them is not known here."
             )
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
