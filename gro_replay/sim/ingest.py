@@ -129,8 +129,8 @@ class InputStats:
     cooked_frames: int = 0
     #: the most VLAN tags an outer frame replayed carries (a BPF filter reaches its IP header past as many ``vlan``)
     outer_tag_depth: int = 0
-    #: outer datagrams to a tunnel port that came fragmented, by their first fragments replayed (packet/decode.py
-    #: ``Decoder.fragments_to_tunnel``: reassembly is not modelled; sim/notes.py ``fragments_text``)
+    #: first fragments of outer datagrams to a tunnel port replayed (packet/decode.py ``Decoder.fragments_to_tunnel``:
+    #: reassembly is not modelled; sim/notes.py ``fragments_text``)
     fragments_to_tunnel: int = 0
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:
