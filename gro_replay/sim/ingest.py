@@ -22,13 +22,7 @@ from ..capture.reader import DLT_EN10MB, STDIN_PATH, CaptureError, l2_normalize,
 from ..capture.spool import is_regular_file
 from ..kernel.nic import toeplitz_hash
 from ..kernel.skbuff import ETH_FRAME_LEN
-from ..packet.decode import (
-    CLS_NOT_TUNNEL,
-    CLS_TUNNEL_TCP,
-    Decoder,
-    outer_udp_csum_bad,
-    tag_depth,
-)
+from ..packet.decode import CLS_NOT_TUNNEL, CLS_TUNNEL_TCP, Decoder, outer_udp_csum_bad, tag_depth
 from ..packet.headers import outer_ip_len
 from ..project import plural
 from ..resegment import AboveMtu, Resegmenter
@@ -123,14 +117,12 @@ class InputStats:
     frames_fcs_stripped: int = 0
     frames_fcs_cut: int = 0
     frames_past_datagram: Counter = field(default_factory=Counter)
-    #: pairs of outer hosts tunnel traffic runs both ways between (sim/notes.py ``both_ways``), and the records of a
-    #: Linux cooked link type read as received (their packet type says which the capturing host received)
+    #: for sim/notes.py: pairs of outer hosts tunnel traffic runs both ways between (``both_ways``; none when Linux
+    #: cooked records were read, ``cooked_frames``: their packet types say what the host received), the most VLAN
+    #: tags an outer frame replayed carries (the -f advice), first fragments to a tunnel port (``fragments_text``)
     tunnel_both_ways: list = field(default_factory=list)
     cooked_frames: int = 0
-    #: the most VLAN tags an outer frame replayed carries (a BPF filter reaches its IP header past as many ``vlan``)
     outer_tag_depth: int = 0
-    #: first fragments of outer datagrams to a tunnel port replayed (packet/decode.py ``Decoder.fragments_to_tunnel``:
-    #: reassembly is not modelled; sim/notes.py ``fragments_text``)
     fragments_to_tunnel: int = 0
     #: records longer than the snaplen their capture declares for them (pcap file header, pcapng interface
     #: description block), counted by the record readers (capture/snaplen.py) over every record of the capture:

@@ -131,15 +131,8 @@ class CaptureSentences(CompareSentences):
                 f"No tunnel frame was replayed: {hidden}, so what the fix changes for them is not known here; "
                 f"{'the one frame replayed is' if n == 1 else f'the {n:,} frames replayed are'} not tunnel traffic."
             )
-        n_frag: int = getattr(inp, "fragments_to_tunnel", 0)  # a document before the count: none
-        if self.outcome == "no_tunnel" and n_frag:
-            n = n_frag
-            return (
-                f"No flow carries tunnel traffic whole: {'the one frame' if n == 1 else f'the {n:,} frames'} to a "
-                f"tunnel port {'is the first fragment' if n == 1 else 'are first fragments'} of outer datagrams, and "
-                "the replay does not reassemble fragments (a kernel does when all of a datagram's arrive, and "
-                "decapsulates it), so what the fix changes for them is not known here."
-            )
+        if self.outcome == "no_tunnel" and getattr(inp, "fragments_to_tunnel", 0) > 0:
+            return _fragments_sentence(inp.fragments_to_tunnel)
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
             gn = ports_text(getattr(cfg, "geneve_ports", ()))
@@ -426,3 +419,14 @@ class CaptureSentences(CompareSentences):
             f"{plural(t.tunnel, 'flow')}."
         )
         return text + self._unmerged_note(k)
+
+
+def _fragments_sentence(n: int) -> str:
+    """The verdict of a replay whose only tunnel traffic is ``n`` first fragments of outer datagrams to a tunnel
+    port (``InputStats.fragments_to_tunnel``): reassembly is not modelled, so nothing is said of the fix there."""
+    return (
+        f"No flow carries tunnel traffic whole: {'the one frame' if n == 1 else f'the {n:,} frames'} to a tunnel port "
+        f"{'is the first fragment' if n == 1 else 'are first fragments'} of outer datagrams, and the replay does not "
+        "reassemble fragments (a kernel does when all of a datagram's arrive, and decapsulates it), so what the fix "
+        "changes for them is not known here."
+    )
