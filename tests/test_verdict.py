@@ -1106,7 +1106,7 @@ def _short_among_acks(kind: str, outer_csum: str = "computed") -> list:
             "psh_writes",
             1,
             6,
-            "3 of their 6 skbs carry no payload",
+            "3 of its 6 skbs carry no payload",  # one flow: its (fidelity32)
             "no payload (pure ACK) [tcp_gro_receive:len_zero] ×3; PSH or FIN ends the aggregate "
             "[tcp_gro_receive:psh_or_fin] ×3",
         ),
@@ -1115,7 +1115,7 @@ def _short_among_acks(kind: str, outer_csum: str = "computed") -> list:
             "syn_data",
             1,
             3,
-            "2 of their 3 skbs carry no payload",
+            "2 of its 3 skbs carry no payload",
             "no payload (pure ACK) [tcp_gro_receive:len_zero] ×2; URG, RST or SYN [tcp_gro_receive:urg_rst_syn] ×1",
         ),
     ],

@@ -62,6 +62,7 @@ from .facts import (
     facts_of,
     release_order,
 )
+from .id_steps import id_step_text
 from .input_words import left_out_text, not_replayed_text
 from .tally import _Tally
 from .words import (
@@ -72,7 +73,6 @@ from .words import (
     _rule_note,
     _state_of,
     _via,
-    id_step_text,
     loss_text,
     reason_list,
     split_text,

@@ -9,6 +9,7 @@ from collections import Counter
 
 from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, break_reasons
 from .fix_words import fix_advice, lacks_fix_words
+from .id_steps import id_step_text
 from .inner_stop import not_tcp_reasons, not_tcp_text
 from .sentences import CaptureSentences
 from .words import (
@@ -16,7 +17,6 @@ from .words import (
     NESTED_PHYS_WORDS,
     _via,
     by_count,
-    id_step_text,
     kernel_label,
     loss_text,
     no_gain_text,

@@ -18,6 +18,7 @@ from .fix_words import (
     fix_way_sentence,
     lacks_fix_words,
 )
+from .id_steps import id_step_text
 from .inner_stop import not_tcp_text
 from .input_words import left_out_text, not_replayed_text
 from .tally import Refusals, Unmerged
@@ -33,7 +34,6 @@ from .words import (
     _via,
     by_count,
     hidden_text,
-    id_step_text,
     kernel_label,
     loss_text,
     no_gain_text,
@@ -221,7 +221,8 @@ class CaptureSentences(CompareSentences):
             return ""
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
-            f"{plural(u.flows, 'flow')} at the phys device{payload_clause(u.skbs, u.skbs_empty)}: "
+            f"{plural(u.flows, 'flow')} at the phys device"
+            f"{payload_clause(u.skbs, u.skbs_empty, 'its' if u.flows == 1 else 'their')}: "
             f"{self._reasons(u.reasons, k.name)}"
             + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
             + "."

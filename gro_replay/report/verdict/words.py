@@ -180,20 +180,6 @@ def split_text(splits: Counter) -> str:
     return "; ".join(parts)
 
 
-def id_step_text(steps: Counter, limit: int = 2) -> str:
-    """What the IPv4 IDs did where an ID condition ended skbs, e.g. "the outer IPv4 ID stepped by +2 over a held
-    packet of 1 segment (incrementing: +1) ×2"; "" when nothing was observed."""
-    parts = []
-    for (hdr, step, held), n in by_count(steps, limit):
-        signed = step - 0x10000 if step > 0x7FFF else step
-        which = "IPv4 ID" if hdr == "ip" else f"{hdr} IPv4 ID"
-        parts.append(
-            f"the {which} stepped by {signed:+d} over a held packet of {held} {plural(held, 'segment')} "
-            f"(incrementing: +{held}; fixed: +0) ×{n:,}"
-        )
-    return "; ".join(parts)
-
-
 def payload_clause(skbs: int, empty: int, whose: str = "their") -> str:
     """ " (E of <whose> S skbs carry no payload)" beside the end reasons of unmerged phys skbs (``skbs``) of which
     ``empty`` carried no TCP payload (``FlowStats.empty``: ``NapiGroCb.no_payload``, read from the frames by the
@@ -459,17 +445,17 @@ def drop_list(counter: Counter, unit: str = "frame", limit: int = 2) -> str:
     """``reason ×n, …`` of the top ``limit`` drop reasons, then "and N more frames (M other reasons)" so the counts
     add up (``unit``: what the counter counts)."""
     items = by_count(counter)
-    return ", ".join(f"{k} ×{v:,}" for k, v in items[:limit]) + _the_rest(items, limit, unit, " and")
+    return ", ".join(f"{k} ×{v:,}" for k, v in items[:limit]) + the_rest(items, limit, unit, " and")
 
 
-def _the_rest(items: list, limit: int, unit: str, join: str) -> str:
+def the_rest(items: list, limit: int, unit: str, join: str, what: str = "reason") -> str:
     """What ``items`` (``by_count``'s) beyond the first ``limit`` add up to: "{join} N more UNITs (M other
-    reasons)", or "" when there are none."""
+    WHATs)", or "" when there are none."""
     rest = sum(v for _, v in items[limit:])
     if not rest:
         return ""
     others = len(items) - limit
-    return f"{join} {rest:,} more {plural(rest, unit)} ({others:,} other {plural(others, 'reason')})"
+    return f"{join} {rest:,} more {plural(rest, unit)} ({others:,} other {plural(others, what)})"
 
 
 def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = None, unit: str = "skb") -> str:
@@ -483,7 +469,7 @@ def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = No
     items = by_count(counter)
     shown = items[:limit]
     text = "; ".join(f"{R.describe(k)} [{k}] ×{v:,}{_rule_note(k, model)}" for k, v in shown)
-    return text + _the_rest(items, limit, unit, "; and")
+    return text + the_rest(items, limit, unit, "; and")
 
 
 def refused_where(at: dict) -> str:

@@ -1,0 +1,26 @@
+"""What the IPv4 IDs did where an ID condition ended skbs (``FlowStats.id_steps``: by header, ID step and segments
+held), for the verdict's reason lists (sentences.py, flow_sentences.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ...project import plural
+from .words import by_count, the_rest
+
+
+def id_step_text(steps: Counter, limit: int = 2) -> str:
+    """What the IPv4 IDs did where an ID condition ended skbs, the ``limit`` most frequent steps, then "and N more
+    skbs (M other ID steps)" so the counts add up to the skbs those conditions ended (fidelity32: the rest went
+    unsaid), e.g. "the outer IPv4 ID stepped by +2 over a held packet of 1 segment (incrementing: +1; fixed: +0)
+    ×2"; "" when nothing was observed."""
+    items = by_count(steps)
+    parts = []
+    for (hdr, step, held), n in items[:limit]:
+        signed = step - 0x10000 if step > 0x7FFF else step
+        which = "IPv4 ID" if hdr == "ip" else f"{hdr} IPv4 ID"
+        parts.append(
+            f"the {which} stepped by {signed:+d} over a held packet of {held} {plural(held, 'segment')} "
+            f"(incrementing: +{held}; fixed: +0) ×{n:,}"
+        )
+    return "; ".join(parts) + the_rest(items, limit, "skb", "; and", "ID step")
