@@ -234,9 +234,9 @@ def both_ways_text(inp: InputStats) -> str:
     (a, b), (fa, fb) = pairs[0]["hosts"], pairs[0]["frames"]
     # libpcap reads past an outer VLAN tag only after ``vlan`` (which moves the offsets for what follows it): one
     # alternative per depth of tags the frames carry, each inside the one before
-    bpf = f"dst host {a}"
-    for _ in range(inp.outer_tag_depth):
-        bpf = f"dst host {a} or (vlan and {bpf if bpf == f'dst host {a}' else f'({bpf})'})"
+    host = bpf = f"dst host {a}"
+    for depth in range(inp.outer_tag_depth):
+        bpf = f"{host} or (vlan and {f'({bpf})' if depth else bpf})"
     more = len(pairs) - 1
     others = f", and between {more:,} more {plural(more, 'pair')} of hosts" if more else ""
     return (

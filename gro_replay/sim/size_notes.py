@@ -74,7 +74,7 @@ def trailer_notes(inp: InputStats) -> list[str]:
             and m == inp.frames_replayed
             and not (inp.frames_fcs_stripped or inp.frames_fcs_cut)
         )
-        (only,) = past if every else (0,)
+        only = next(iter(past)) if every else 0
         chop = f": editcap -L -C -{only} IN OUT removes them" if only else ""
         notes.append(
             f"{m:,} {plural(m, 'frame')} replayed {'carries' if m == 1 else 'carry'} bytes past the outer IP "
