@@ -160,7 +160,16 @@ def test_explain_verdict_follows_decision_table(rx_csum, affected):
     assert v["affected"] is affected
     assert v["stack_traversals_saved"] == (16 if affected else 0)
     if not affected:
-        assert "gate passed before the fix too" in v["why"]
+        state = {
+            "unnecessary-tunnel": "CHECKSUM_UNNECESSARY level 1 (csum_cnt starts at 2 and the outer UDP header "
+            "consumes 1, leaving csum_cnt 1)",
+            "complete": "CHECKSUM_COMPLETE (GRO starts them with csum_valid 1, the NIC's sum of the packet)",
+        }[rx_csum]
+        assert v["why"] == (
+            "outer UDP checksum 0, but udp_gro_receive's gate refuses none of its frames before the fix either: "
+            f"marked {state}, and the gate refuses only frames not CHECKSUM_PARTIAL whose csum_cnt and csum_valid "
+            "are both 0"
+        )
 
 
 def test_explain_flow_selector():

@@ -1,5 +1,5 @@
 """Why a kernel without 89e5c58fc1e2 refuses no tunnelled frame for a zero checksum: the sentence names the RX
-checksum state the frames had (words.zero_csum_states_text, counted flow by flow in _Tally.zero_states), not only
+checksum state the frames had (gate_words.zero_csum_states_text, counted flow by flow in _Tally.zero_states), not only
 the --nic / --rx-csum option (it said "with --nic mlx5 (tunnel port off) and these outer UDP checksums,
 udp_gro_receive refuses no tunnelled frame for a zero checksum." and stopped).
 
@@ -113,7 +113,7 @@ def test_no_zero_checksum_says_so(runner):
 def test_frames_of_two_states_are_counted_apart():
     from collections import Counter
 
-    from gro_replay.report.verdict.words import zero_csum_states_text
+    from gro_replay.report.verdict.gate_words import zero_csum_states_text
 
     assert zero_csum_states_text(Counter({"unnecessary-tunnel": 3, "complete": 10})) == (
         "the 13 tunnelled frames with a zero outer UDP checksum were marked CHECKSUM_COMPLETE (10 frames; GRO starts "

@@ -36,6 +36,7 @@ def _udp_gro_receive_family(
         cb.flush = 1
         return None
     sport, dport, _ulen, check = _UDPH.unpack_from(skb.buf, skb.data + off)
+    sk = skb.dev.kernel.udp_tunnel_sockets.get(dport)
     # Don't bother verifying checksum if we're going to flush anyway.
     if not cb.flush:
         if __skb_gro_checksum_validate(skb, 17, True, check, pseudo):
@@ -44,7 +45,10 @@ def _udp_gro_receive_family(
             return None
         if check:
             skb_gro_checksum_try_convert(skb, 17, pseudo)
-    sk = skb.dev.kernel.udp_tunnel_sockets.get(dport)
+    elif check == 0 and cb.csum_cnt == 1 and sk is not None and not cb.encap_mark:
+        # observation only: validating a zero checksum consumes one CHECKSUM_UNNECESSARY level
+        # (skb_gro_incr_csum_unnecessary), and with none left the gate below would refuse the skb
+        cb.gate_unvalidated = _gate_refuses(skb, 0, check)
     return udp_gro_receive(head, skb, sport, dport, check, sk)
 
 
@@ -61,6 +65,15 @@ def udp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """IPv6 UDP. Kernel: net/ipv6/udp_offload.c ``udp6_gro_receive`` (same steps, IPv6 pseudo header)."""
     skb.cb.is_ipv6 = 1
     return _udp_gro_receive_family(head, skb, ip6_gro_network_pseudo)
+
+
+def _gate_refuses(skb: SkBuff, csum_cnt: int, check: int) -> bool:
+    """udp_gro_receive's checksum clause with ``csum_cnt`` levels left: not CHECKSUM_PARTIAL, no UNNECESSARY level
+    and no checksum-complete value (post-fix, 89e5c58fc1e2: and ``uh->check`` non-zero)."""
+    gate = skb.ip_summed != CHECKSUM_PARTIAL and csum_cnt == 0 and not skb.cb.csum_valid
+    if skb.dev.kernel.model.udp_tunnel_gate_checks_uh_check:
+        gate = gate and check != 0
+    return gate
 
 
 def udp_gro_receive(
@@ -82,9 +95,7 @@ def udp_gro_receive(
     elif cb.encap_mark:
         R.skb_flush_reason(cb, R.UDP_ENCAP_MARK)
     else:
-        gate = skb.ip_summed != CHECKSUM_PARTIAL and cb.csum_cnt == 0 and not cb.csum_valid
-        if skb.dev.kernel.model.udp_tunnel_gate_checks_uh_check:
-            gate = gate and check != 0
+        gate = _gate_refuses(skb, cb.csum_cnt, check)
         if gate:
             # named even after an earlier flush (an outer padding, a GSO skb before v6.1): the gate refused the
             # skb all the same, and the verdict counts its refusals by this reason (reasons.skb_flush_reason)

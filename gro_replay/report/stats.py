@@ -154,6 +154,7 @@ class FlowStats:
         "carried",
         "carried_by",
         "empty",
+        "gate_unvalidated",
     )
 
     def __init__(self) -> None:
@@ -175,6 +176,10 @@ class FlowStats:
         #: merges none such), read from the frames each skb carries (``packet.headers.tcp_payload_len``: the
         #: simulator's driver step and the kernel backend, validate.py, alike)
         self.empty = {"phys": 0, "tunnel": 0}
+        #: skbs with an outer UDP checksum of 0 that udp_gro_receive's gate passed only because their checksum was
+        #: not validated, GRO already flushing them (``NapiGroCb.gate_unvalidated``, observation; the kernel
+        #: backend's deliveries carry none)
+        self.gate_unvalidated = {"phys": 0, "tunnel": 0}
 
 
 def fold_flow(into: FlowStats, f: FlowStats) -> None:
@@ -188,6 +193,7 @@ def fold_flow(into: FlowStats, f: FlowStats) -> None:
         into.carried[s] += f.carried[s]
         into.carried_by[s] += f.carried_by[s]
         into.empty[s] += f.empty[s]
+        into.gate_unvalidated[s] += f.gate_unvalidated[s]
     into.stack.update(f.stack)
     into.stack_frames.update(f.stack_frames)
 
@@ -343,6 +349,8 @@ class KernelStats(Sink):
             f.reasons[stage][why] += 1
             if cb.no_payload:
                 f.empty[stage] += 1
+            if getattr(cb, "gate_unvalidated", False):
+                f.gate_unvalidated[stage] += 1
             if skb.mixed is None:
                 f.segs[stage] += segs
             # the kernel backend's deliveries (validate.py) carry a control block with ``why`` and ``no_payload``

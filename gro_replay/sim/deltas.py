@@ -79,6 +79,7 @@ def flow_parts(f: FlowStats) -> list[tuple[tuple, object]]:
     parts += [(("id_steps", stage), c) for stage, c in f.id_steps.items()]
     parts += [(("splits", stage), c) for stage, c in f.splits.items()]
     parts += [(("carried",), f.carried), (("carried_by",), f.carried_by), (("empty",), f.empty)]
+    parts += [(("gate_unvalidated",), f.gate_unvalidated)]
     return parts
 
 

@@ -62,13 +62,13 @@ from .facts import (
     facts_of,
     release_order,
 )
+from .gate_words import _gate_words
 from .id_steps import id_step_text
 from .input_words import left_out_text, not_replayed_text
 from .tally import _Tally
 from .words import (
     LOSSES,
     RULES,
-    _gate_words,
     _nic_words,
     _rule_note,
     _state_of,

@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING
 from ...kernel import reasons as R
 from ...kernel.model import KernelModel
 from .facts import FIX, KernelFacts, ReplayResult, _break_reasons
+from .gate_words import TUNNEL_GATE_WORDS, _gate_words, zero_csum_states_text
 from .tally import Refusals, _Tally
 from .words import (
-    TUNNEL_GATE_WORDS,
-    _gate_words,
     _nic_words,
     _state_of,
     _via,
@@ -23,7 +22,6 @@ from .words import (
     other_changes_words,
     plural,
     refused_where,
-    zero_csum_states_text,
 )
 
 #: end reasons of an skb flushed by its own inner headers at the tunnel device, never merged (``_merged_later``)
@@ -90,7 +88,7 @@ class CompareSentences:
             text = (
                 f"No flow loses phys-device aggregation before the fix: with {nic_words} and these outer UDP "
                 f"checksums, udp_gro_receive refuses no tunnelled frame for a zero checksum: "
-                f"{zero_csum_states_text(t.zero_states)}."
+                f"{zero_csum_states_text(t.zero_states, t.zero_unvalidated)}."
             )
         if lost:
             text += (

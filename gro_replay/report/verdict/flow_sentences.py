@@ -9,12 +9,14 @@ from collections import Counter
 
 from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, break_reasons
 from .fix_words import fix_advice, lacks_fix_words
+from .gate_words import zero_state_words
 from .id_steps import id_step_text
 from .inner_stop import not_tcp_reasons, not_tcp_text
 from .sentences import CaptureSentences
 from .words import (
     COSTLESS_WORDS,
     NESTED_PHYS_WORDS,
+    _state_of,
     _via,
     by_count,
     kernel_label,
@@ -103,9 +105,12 @@ class FlowSentences(CaptureSentences):
                 "every frame up unmerged (netif_elide_gro) before udp_gro_receive's gate, in every kernel"
             )
         else:
+            state = _state_of(self.result.config, key, self.rx_csum)
+            name, how = zero_state_words(state, pre.frames, pre.gate_unvalidated["phys"])
             why = (
-                "outer UDP checksum 0, but udp_gro_receive's gate passed before the fix too "
-                "(the NIC's checksum state left csum_cnt > 0 or csum_valid set, or the skb is CHECKSUM_PARTIAL)"
+                "outer UDP checksum 0, but udp_gro_receive's gate refuses none of its frames before the fix either: "
+                f"marked {name}" + (f" ({how})" if how else "") + ", and the gate refuses only frames not "
+                "CHECKSUM_PARTIAL whose csum_cnt and csum_valid are both 0"
             )
         lead = self._assumed_lead()
         if lead and fv.outcome in ("affected", "refused_no_gain"):

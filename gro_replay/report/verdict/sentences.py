@@ -18,6 +18,7 @@ from .fix_words import (
     fix_way_sentence,
     lacks_fix_words,
 )
+from .gate_words import TUNNEL_GATE_WORDS, _gate_words, zero_csum_states_text
 from .id_steps import id_step_text
 from .inner_stop import not_tcp_text
 from .input_words import left_out_text, not_replayed_text
@@ -26,9 +27,7 @@ from .unseen import refusals_unseen, unseen_text
 from .words import (
     COSTLESS_WORDS,
     NESTED_PHYS_WORDS,
-    TUNNEL_GATE_WORDS,
     WHOLE_FRAMES_HINT,
-    _gate_words,
     _nic_words,
     _state_of,
     _via,
@@ -44,7 +43,6 @@ from .words import (
     reason_list,
     split_text,
     unread_text,
-    zero_csum_states_text,
 )
 
 #: the options for tunnels on other ports in the no-tunnel verdict, by whether the kernel backend ran: its geneve
@@ -409,7 +407,7 @@ class CaptureSentences(CompareSentences):
             text = (
                 f"{lacks}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
                 "and these outer UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum: "
-                f"{zero_csum_states_text(t.zero_states)}."
+                f"{zero_csum_states_text(t.zero_states, t.zero_unvalidated)}."
             )
             return text + self._unmerged_note(k)
         text = (

@@ -136,6 +136,8 @@ class _Tally:
         #: of them, the frames at the phys device (``KernelFacts.frames``) by the RX checksum state the NIC gave them
         #: (``state_of``, an RX_CSUM_PROFILES name): what the zero-checksum gate saw before the fix
         self.zero_states: Counter = Counter()
+        #: of those frames, by state, the ones the gate passed unvalidated (``KernelFacts.gate_unvalidated``)
+        self.zero_unvalidated: Counter = Counter()
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
         self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
@@ -251,7 +253,9 @@ class _Tally:
         self.tunnel += 1
         self.tunnel_zero += bool(fv.key.outer_csum_zero)
         if fv.key.outer_csum_zero and self.state_of is not None and fv.kernels:
-            self.zero_states[self.state_of(fv.key)] += max(k.frames for k in fv.kernels)
+            state = self.state_of(fv.key)
+            self.zero_states[state] += max(k.frames for k in fv.kernels)
+            self.zero_unvalidated[state] += max(k.gate_unvalidated["phys"] for k in fv.kernels)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
         self.lost_tunnel += fv.outcome == "lost"
         for k in fv.kernels:
@@ -262,6 +266,7 @@ class _Tally:
                 tot.skbs[s] += k.skbs[s]
                 tot.gate_zero[s] += k.gate_zero[s]
                 tot.gate_set[s] += k.gate_set[s]
+                tot.gate_unvalidated[s] += k.gate_unvalidated[s]
             tot.lost.update(k.lost)
             tot.lost_skbs.update(k.lost_skbs)
             tot.splits.update(k.splits)
