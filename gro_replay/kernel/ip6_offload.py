@@ -28,8 +28,7 @@ from .skbuff import SKB_GSO_IPXIP4, SKB_GSO_IPXIP6, SkBuff
 
 NEXTHDR_HOP = 0
 NEXTHDR_ROUTING = 43
-NEXTHDR_FRAGMENT = 44
-NEXTHDR_DEST = 60
+NEXTHDR_DEST = 60  # NEXTHDR_FRAGMENT: kernel/reassembly.py
 _EXTHDRS = (NEXTHDR_ROUTING, NEXTHDR_DEST)  # registered with INET6_PROTO_GSO_EXTHDR (exthdrs_offload.c)
 _WORD = struct.Struct("!I")  # the first header word: version, traffic class, flow label
 

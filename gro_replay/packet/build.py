@@ -27,6 +27,8 @@ import struct
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from gro_replay.kernel.ip6_offload import NEXTHDR_DEST, NEXTHDR_HOP
+from gro_replay.kernel.reassembly import NEXTHDR_FRAGMENT
 from gro_replay.packet.csum import ipv4_header_checksum, l4_checksum_field, pseudo4, pseudo6
 from gro_replay.packet.geneve import ETH_P_TEB, GENEVE_UDP_PORT, GeneveHdr
 from gro_replay.packet.vxlan import IANA_VXLAN_UDP_PORT, VXLAN_HF_VNI, VxlanHdr
@@ -48,12 +50,10 @@ ETH_P_8021AD = 0x88A8
 IPPROTO_TCP = 6
 IPPROTO_UDP = 17
 
-# IPv6 extension headers whose length field counts 8-byte units beyond the first 8 (RFC 8200 §4).
-NEXTHDR_HOP = 0
-NEXTHDR_ROUTING = 43
-NEXTHDR_FRAGMENT = 44
+# IPv6 extension headers whose length field counts 8-byte units beyond the first 8 (RFC 8200 §4): hop-by-hop,
+# routing, destination options (kernel/ip6_offload.py) and the fragment header (kernel/reassembly.py); AH counts
+# 4-byte units
 NEXTHDR_AUTH = 51
-NEXTHDR_DEST = 60
 _OPTION_EXTHDRS = (NEXTHDR_HOP, NEXTHDR_DEST)
 
 #: XORed into a correct checksum to make a "bad" one: always different, never 0.

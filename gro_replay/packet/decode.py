@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 
 from ..kernel.geneve import GENEVE_VER, geneve_hlen
-from ..kernel.reassembly import ipv6_frag_atomic
+from ..kernel.reassembly import FRAG_HDR_LEN, NEXTHDR_FRAGMENT, ipv6_frag_atomic
 from ..kernel.vxlan_core import VXLAN_HF_VNI, vxlan_parse_gbp_hdr
 from .csum import l4_checksum_field, pseudo_at
 from .flowkey import FlowKey, ip_text
@@ -141,6 +141,29 @@ def outer_udp_csum_bad(frame: bytes) -> bool:
 def tag_depth(vlan: int | tuple | None) -> int:
     """The outer VLAN tags of a decoded frame (``Decoder.decode``'s ``vlan_tci``: None, one TCI, or a tuple)."""
     return 0 if vlan is None else len(vlan) if isinstance(vlan, tuple) else 1
+
+
+def ipv6_upper(buf: bytes | bytearray | memoryview, l3: int, end: int) -> tuple[int, int] | None:
+    """``(next header, offset)`` of the header after the IPv6 header at ``buf[l3]`` (its 40 bytes there) and its
+    hop-by-hop (0), routing (43) and destination-options (60) headers, each (hdrlen + 1) × 8 bytes, as
+    ``ipv6_gso_pull_exthdrs`` walks them (net/ipv6/ip6_offload.c), and a fragment header that fragments nothing
+    (kernel/reassembly.py ``ipv6_frag_atomic``: the stack steps past it; GRO flushes the frame there) and any
+    fragment header after it (the stack drops that frame: kernel/udp.py); the fragment header (44) of a fragment
+    is a next header like any other. None when an extension header's first 8 bytes (every one's least size) pass
+    ``end`` (the datagram's or the buffer's end). Never raises."""
+    proto, off = buf[l3 + 6], l3 + 40
+    stepped = False
+    while proto in (0, 43, 60, NEXTHDR_FRAGMENT):
+        if off + 8 > end:
+            return None
+        if proto == NEXTHDR_FRAGMENT:
+            if not stepped and not ipv6_frag_atomic(buf, off):
+                break
+            stepped = True
+            proto, off = buf[off], off + FRAG_HDR_LEN
+            continue
+        proto, off = buf[off], off + (buf[off + 1] + 1) * 8
+    return proto, off
 
 
 def _first_fragment_to(buf: bytes, proto: int, l4: int, end: int, tunnel_ports: dict[int, str]) -> bool:
@@ -276,25 +299,16 @@ class Decoder:
             proto = buf[20]
             src = buf[22:38]
             dst = buf[38:54]
+            upper = ipv6_upper(buf, 14, end)
+            if upper is None:
+                return SKIP_OUTER_IP
+            proto, l4 = upper
             frag = 0
-            stepped = False
-            l4 = 54
-            while proto in (0, 43, 60, 44):
-                if l4 + 8 > end:
-                    return SKIP_OUTER_IP
-                if proto == 44:
-                    # ipv6_frag_rcv (kernel/reassembly.py): a header that fragments nothing is stepped past (a
-                    # second fragment header after it is too: the stack drops that frame, kernel/udp.py); a
-                    # fragment's keeps its offset (0: the first)
-                    if not stepped and not ipv6_frag_atomic(buf, l4):
-                        frag = 0x2000 | ((buf[l4 + 2] << 8 | buf[l4 + 3]) >> 3)
-                    stepped = True
-                    proto = buf[l4]
-                    l4 += 8
-                    if frag:
-                        break
-                    continue
-                proto, l4 = buf[l4], l4 + (buf[l4 + 1] + 1) * 8
+            if (
+                proto == NEXTHDR_FRAGMENT
+            ):  # a fragment's: its offset kept (0: the first), the walk goes on past it
+                frag = 0x2000 | ((buf[l4 + 2] << 8 | buf[l4 + 3]) >> 3)
+                proto, l4 = buf[l4], l4 + FRAG_HDR_LEN
         else:
             fid: int | None = self._flow(("l2", etype), lambda: (_not_ip_key(etype), CLS_NOT_TUNNEL, b""))
             return buf, vlan, fid, b"", 0

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import zlib
 
-from ..kernel.reassembly import FRAG_HDR_LEN, NEXTHDR_FRAGMENT, ipv6_frag_atomic
 from ..kernel.skbuff import ETH_FCS_LEN, ETH_HLEN, ETH_ZLEN
-from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB
+from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, ipv6_upper
 
 #: the bytes the readers below take: a frame, or a view of one in a reader's buffer
 Buffer = bytes | bytearray | memoryview
@@ -49,30 +48,6 @@ def vlan_l3(buf: Buffer, mac: int = 0) -> tuple[int, int] | None:
     return etype, off + 2
 
 
-def ipv6_upper(buf: Buffer, l3: int) -> tuple[int, int] | None:
-    """``(next header, offset)`` of the header after the IPv6 header at ``buf[l3]`` (its 40 bytes there) and its
-    hop-by-hop (0), routing (43) and destination-options (60) headers, each (hdrlen + 1) × 8 bytes, as
-    ``ipv6_gso_pull_exthdrs`` walks them (net/ipv6/ip6_offload.c), and a fragment header that fragments nothing
-    (kernel/reassembly.py ``ipv6_frag_atomic``: the stack steps past it; GRO flushes the frame there) and any
-    fragment header after it; the fragment header (44) of a fragment is a next header like any other. None when
-    ``buf`` ends inside an extension header's first 2 bytes, or a fragment header's 4."""
-    proto, off = buf[l3 + 6], l3 + 40
-    stepped = False
-    while proto in (0, 43, 60, NEXTHDR_FRAGMENT):
-        if off + (4 if proto == NEXTHDR_FRAGMENT else 2) > len(buf):
-            return None
-        if proto == NEXTHDR_FRAGMENT:
-            if not stepped and not ipv6_frag_atomic(buf, off):
-                break
-            # past it, as the decoder reads it: a second fragment header makes the stack drop the frame
-            # (IP6SKB_FRAGMENTED: kernel/udp.py), whatever it says
-            stepped = True
-            proto, off = buf[off], off + FRAG_HDR_LEN
-            continue
-        proto, off = buf[off], off + (buf[off + 1] + 1) * 8
-    return proto, off
-
-
 def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | None:
     """The tunnel kind (``tunnel_ports[port]``: ``"vxlan"``, ``"geneve"``) of the Ethernet frame ``buf``'s outer
     UDP destination port, None when its headers say it goes to no tunnel port (not IP, not UDP, a fragment,
@@ -91,7 +66,7 @@ def tunnel_port_of(buf: bytes | None, tunnel_ports: dict[int, str]) -> str | Non
     elif etype == ETH_P_IPV6:
         if l3 + 40 > n:
             return UNREAD
-        upper = ipv6_upper(buf, l3)
+        upper = ipv6_upper(buf, l3, len(buf))
         if upper is None:
             return UNREAD
         proto, l4 = upper
@@ -143,7 +118,7 @@ def outer_udp(buf: Buffer) -> int | None:
     if etype == ETH_P_IP:
         proto, u = buf[23], 14 + (buf[14] & 0x0F) * 4
     elif etype == ETH_P_IPV6 and len(buf) >= 54:
-        upper = ipv6_upper(buf, 14)
+        upper = ipv6_upper(buf, 14, len(buf))
         if upper is None:
             return None
         proto, u = upper
@@ -226,7 +201,7 @@ def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int
         elif etype == ETH_P_IPV6:
             if l3 + 40 > n or buf[l3] >> 4 != 6:
                 return None
-            upper = ipv6_upper(buf, l3)
+            upper = ipv6_upper(buf, l3, len(buf))
             if upper is None:
                 return None
             proto, l4 = upper

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from gro_replay.kernel.reassembly import ipv6_frag_atomic
-from gro_replay.packet.headers import ipv6_upper
+from gro_replay.packet.decode import ipv6_upper
 
 
 @pytest.mark.parametrize(
@@ -35,4 +35,4 @@ def test_the_walk_steps_past_an_atomic_fragment_header_only():
     dst = bytes([44, 0, 1, 4, 0, 0, 0, 0])
     for frag_off, want in ((0, (17, 56)), (1, (44, 48))):
         frame = bytes(ip6) + dst + struct.pack("!BBHI", 17, 0, frag_off, 1) + bytes(8)
-        assert ipv6_upper(frame, 0) == want
+        assert ipv6_upper(frame, 0, len(frame)) == want
