@@ -176,9 +176,9 @@ class FlowStats:
         #: merges none such), read from the frames each skb carries (``packet.headers.tcp_payload_len``: the
         #: simulator's driver step and the kernel backend, validate.py, alike)
         self.empty = {"phys": 0, "tunnel": 0}
-        #: skbs with an outer UDP checksum of 0 that udp_gro_receive's gate passed only because their checksum was
-        #: not validated, GRO already flushing them (``NapiGroCb.gate_unvalidated``, observation; the kernel
-        #: backend's deliveries carry none)
+        #: the frames of the skbs with an outer UDP checksum of 0 that udp_gro_receive's gate passed only because
+        #: their checksum was not validated, GRO already flushing them (``NapiGroCb.gate_unvalidated``, observation;
+        #: the kernel backend's deliveries carry none)
         self.gate_unvalidated = {"phys": 0, "tunnel": 0}
 
 
@@ -350,7 +350,7 @@ class KernelStats(Sink):
             if cb.no_payload:
                 f.empty[stage] += 1
             if getattr(cb, "gate_unvalidated", False):
-                f.gate_unvalidated[stage] += 1
+                f.gate_unvalidated[stage] += segs
             if skb.mixed is None:
                 f.segs[stage] += segs
             # the kernel backend's deliveries (validate.py) carry a control block with ``why`` and ``no_payload``
