@@ -154,7 +154,8 @@ class FlowStats:
         "carried",
         "carried_by",
         "empty",
-        "gate_unvalidated",
+        "gate_unvalidated_phys",
+        "gate_unvalidated_tunnel",
     )
 
     def __init__(self) -> None:
@@ -176,10 +177,16 @@ class FlowStats:
         #: merges none such), read from the frames each skb carries (``packet.headers.tcp_payload_len``: the
         #: simulator's driver step and the kernel backend, validate.py, alike)
         self.empty = {"phys": 0, "tunnel": 0}
-        #: the frames of the skbs with an outer UDP checksum of 0 that udp_gro_receive's gate passed only because
-        #: their checksum was not validated, GRO already flushing them (``NapiGroCb.gate_unvalidated``, observation;
-        #: the kernel backend's deliveries carry none)
-        self.gate_unvalidated = {"phys": 0, "tunnel": 0}
+        #: per stage, the frames of the skbs with an outer UDP checksum of 0 that udp_gro_receive's gate passed only
+        #: because their checksum was not validated, GRO already flushing them (``NapiGroCb.gate_unvalidated``,
+        #: observation; the kernel backend's deliveries carry none): two ints, not a dict, for a flow's memory
+        self.gate_unvalidated_phys = 0
+        self.gate_unvalidated_tunnel = 0
+
+    @property
+    def gate_unvalidated(self) -> dict[str, int]:
+        """``{"phys": …, "tunnel": …}``: ``gate_unvalidated_phys`` and ``gate_unvalidated_tunnel`` (frames)."""
+        return {"phys": self.gate_unvalidated_phys, "tunnel": self.gate_unvalidated_tunnel}
 
 
 def fold_flow(into: FlowStats, f: FlowStats) -> None:
@@ -193,7 +200,8 @@ def fold_flow(into: FlowStats, f: FlowStats) -> None:
         into.carried[s] += f.carried[s]
         into.carried_by[s] += f.carried_by[s]
         into.empty[s] += f.empty[s]
-        into.gate_unvalidated[s] += f.gate_unvalidated[s]
+    into.gate_unvalidated_phys += f.gate_unvalidated_phys
+    into.gate_unvalidated_tunnel += f.gate_unvalidated_tunnel
     into.stack.update(f.stack)
     into.stack_frames.update(f.stack_frames)
 
@@ -350,7 +358,10 @@ class KernelStats(Sink):
             if cb.no_payload:
                 f.empty[stage] += 1
             if getattr(cb, "gate_unvalidated", False):
-                f.gate_unvalidated[stage] += segs
+                if stage == "phys":
+                    f.gate_unvalidated_phys += segs
+                else:
+                    f.gate_unvalidated_tunnel += segs
             if skb.mixed is None:
                 f.segs[stage] += segs
             # the kernel backend's deliveries (validate.py) carry a control block with ``why`` and ``no_payload``

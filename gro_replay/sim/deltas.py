@@ -24,7 +24,7 @@ WARMUP = 256
 #: the counters of a stage (``StageStats``) and of a NAPI (``NapiStats``) kept as attributes
 _STAGE_ATTRS = ("frames_in", "skbs_in", "skbs", "bytes", "sw_csum_bytes", "complete_errors")
 _NAPI_ATTRS = ("sw_csum_bytes", "complete_errors", "polls", "full_polls")
-_FLOW_ATTRS = ("frames",)
+_FLOW_ATTRS = ("frames", "gate_unvalidated_phys", "gate_unvalidated_tunnel")
 
 
 def counters(k: Kernel, st: KernelStats, fids: Iterable[int]) -> dict[int, tuple]:
@@ -48,7 +48,7 @@ def counters(k: Kernel, st: KernelStats, fids: Iterable[int]) -> dict[int, tuple
             if path:
                 out[id(part)] = (part, None, dict(part))  # type: ignore[call-overload]
             else:
-                out[id(f)] = (f, _FLOW_ATTRS, (f.frames,))
+                out[id(f)] = (f, _FLOW_ATTRS, tuple([getattr(f, nm) for nm in _FLOW_ATTRS]))
     for n in [k.phys_napi] + [cells.napi for cells in k.tunnel_cells]:
         ns = n.stats
         out[id(ns)] = (ns, _NAPI_ATTRS, tuple([getattr(ns, nm) for nm in _NAPI_ATTRS]))
@@ -79,7 +79,6 @@ def flow_parts(f: FlowStats) -> list[tuple[tuple, object]]:
     parts += [(("id_steps", stage), c) for stage, c in f.id_steps.items()]
     parts += [(("splits", stage), c) for stage, c in f.splits.items()]
     parts += [(("carried",), f.carried), (("carried_by",), f.carried_by), (("empty",), f.empty)]
-    parts += [(("gate_unvalidated",), f.gate_unvalidated)]
     return parts
 
 
