@@ -27,10 +27,10 @@ FIX_SAMPLE = ROOT / "sample_pcaps" / "vxlan-zero-csum-fix-89e5c58fc1e2.pcap"
 VXLAN4_SAMPLE = ROOT / "sample_pcaps" / "vxlan-4flows-computed-csum.pcap"
 
 
-def run(*args: str):
+def run(*args: str, input: bytes | None = None):
     # the report's width as on a pipe without COLUMNS (120: cli/output.py report_console), whatever the test
     # process inherited: a narrower one folds cells (tests/test_narrow_tables.py)
-    return CliRunner().invoke(main, [str(a) for a in args], env={"COLUMNS": None})
+    return CliRunner().invoke(main, [str(a) for a in args], env={"COLUMNS": None}, input=input)
 
 
 @pytest.fixture(scope="module")
@@ -807,3 +807,31 @@ def test_documents_without_digests_are_one_input_only_under_one_name(tmp_path):
     assert run("diff", a, c).exit_code == 0
     r = run("diff", a, b)
     assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: ")
+
+
+def test_either_document_can_be_piped_in_as_the_replay_reads_a_capture(docs, tmp_path):
+    """``-`` is standard input, as CAPTURE ``-`` is for the replay: ``gro-replay x.pcap --format json | gro-replay
+    diff baseline.json -`` (it was read as a file named "-": "cannot read: No such file or directory"). The
+    report names it "standard input" (the JSON keeps ``-``, as ``input.path`` does); not both documents, and not
+    a BASELINE that --baseline-update would overwrite; the document --baseline-update writes is the bytes read."""
+    post = docs["post"].read_bytes()
+    for args in (("-", docs["pre"]), (docs["pre"], "-")):
+        p = subprocess.run([*CLI, "diff", *map(str, args)], input=post, capture_output=True, env=cli_env())
+        want = 1 if args[0] == "-" else 0  # post-fix → pre-fix regresses; pre-fix → post-fix does not
+        assert p.returncode == want, p.stderr
+        names = ("standard input", docs["pre"]) if args[0] == "-" else (docs["pre"], "standard input")
+        assert f"baseline {names[0]}, current {names[1]}" in p.stdout.decode(), p.stdout
+    j = run("diff", "-", docs["post"], "--format", "json", input=post)
+    assert json.loads(j.stdout)["baseline"]["document"] == "-"
+    r = run("diff", "-", "-", input=post)
+    assert r.exit_code == 2
+    assert r.stderr == "Error: BASELINE and CURRENT are both standard input (-): one of them can be\n"
+    r = run("diff", "-", docs["post"], "--baseline-update", input=post)
+    assert r.exit_code == 2
+    assert r.stderr == "Error: --baseline-update: BASELINE is standard input (-), not a file to update\n"
+    new = tmp_path / "new.json"
+    r = run("diff", new, "-", "--baseline-update", input=post)
+    assert r.exit_code == 0 and new.read_bytes() == post
+    assert r.stderr == f"baseline created: standard input → {new}\n"
+    r = run("diff", docs["post"], "-", input=b"")
+    assert r.exit_code == 2 and r.stderr == "Error: CURRENT standard input: empty input\n"

@@ -19,6 +19,7 @@ from ..report.diff import (
     compare,
     load_document,
 )
+from ..report.diff.load import STDIN, document_name, read_document
 from ..report.schema import dumps
 from .command import Command
 from .errors import CheckFailed, UsageError
@@ -28,8 +29,8 @@ from .params import ByteCount, Keyword, Percent
 
 
 @click.command("diff", cls=Command)
-@click.argument("baseline", type=click.Path())
-@click.argument("current", type=click.Path())
+@click.argument("baseline", type=click.Path(allow_dash=True))
+@click.argument("current", type=click.Path(allow_dash=True))
 @click.option(
     "--max-regression",
     type=Percent(0, 1e6),
@@ -76,17 +77,20 @@ def diff(
     Exit 1 when a checked aggregation metric (segments per skb, per stage and per flow, by default) is worse
     than BASELINE by more than --max-regression percent; 2 when the documents cannot be compared.
     """
-    if baseline_update and not os.path.exists(baseline):
-        try:
-            load_document(current, "CURRENT", max_bytes)
-        except DiffError as e:
-            raise UsageError(str(e)) from None
-        _copy_over(current, baseline)
-        click.echo(f"baseline created: {current} → {baseline}", err=True)
-        return
+    if baseline == STDIN and current == STDIN:
+        raise UsageError("BASELINE and CURRENT are both standard input (-): one of them can be")
+    if baseline_update and baseline == STDIN:
+        raise UsageError("--baseline-update: BASELINE is standard input (-), not a file to update")
     try:
+        if baseline_update and not os.path.exists(baseline):
+            data = read_document(current, "CURRENT", max_bytes)
+            load_document(current, "CURRENT", max_bytes, data)
+            _write_baseline(data, baseline)
+            click.echo(f"baseline created: {document_name(current)} → {baseline}", err=True)
+            return
         base = load_document(baseline, "BASELINE", max_bytes)
-        cur = load_document(current, "CURRENT", max_bytes)
+        data = read_document(current, "CURRENT", max_bytes)
+        cur = load_document(current, "CURRENT", max_bytes, data)
         cmp = compare(
             base,
             cur,
@@ -110,8 +114,8 @@ def diff(
 
         render_table(cmp, report_console())
     if baseline_update:
-        _copy_over(current, baseline)
-        click.echo(f"baseline updated: {current} → {baseline}", err=True)
+        _write_baseline(data, baseline)
+        click.echo(f"baseline updated: {document_name(current)} → {baseline}", err=True)
         return
     if cmp["regressions"]:
         from ..report.diff import regression_sentence
@@ -121,13 +125,8 @@ def diff(
         raise CheckFailed(f"aggregation regressed: {first}" + (f" (and {more} more)" if more else ""))
 
 
-def _copy_over(src_path: str, dst_path: str) -> None:
-    """Replace ``dst_path`` by a copy of ``src_path`` (written beside it and renamed into place: gro_replay/outputs.py;
-    an interrupted copy leaves the old baseline and no temporary file)."""
-    try:
-        with open(src_path, "rb") as src:
-            data = src.read()
-    except OSError as e:
-        raise UsageError(f"--baseline-update: cannot read {src_path}: {e.strerror}") from None
+def _write_baseline(data: bytes, dst_path: str) -> None:
+    """Replace ``dst_path`` by ``data``, the CURRENT document's bytes as read and checked (written beside it and
+    renamed into place: gro_replay/outputs.py; an interrupted copy leaves the old baseline and no temporary file)."""
     with RunOutputs() as outs:
         outs.write_bytes(dst_path, data, "--baseline-update")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 
 from ...project import plural
 from .comparison import KNOWN_SCHEMA_VERSIONS, DiffError
@@ -95,22 +96,48 @@ def _other_kind(doc: dict) -> str | None:
     return None
 
 
-def load_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> dict:
-    """Read a gro-replay JSON document and check it against the replay schema's ``comparable`` part.
+#: the path that names standard input, as the replay's CAPTURE ``-``
+STDIN = "-"
 
-    ``role`` (BASELINE/CURRENT) prefixes errors. At most ``max_bytes`` bytes are read; NaN, ±Infinity, numbers
-    that overflow, integers beyond 2**63-1, strings for numbers, missing keys and nesting deeper than
-    ``MAX_DEPTH`` are refused. Raises: DiffError (one line naming the file and, where there is one, the JSON
-    pointer of the offending field).
+
+def document_name(path: str) -> str:
+    """How errors name the document at ``path``: "standard input" for ``-``, else the path."""
+    return "standard input" if path == STDIN else path
+
+
+def read_document(path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of the document at ``path`` (``-``: standard input, refused on a terminal), at most ``max_bytes``
+    + 1 of them (more: larger than allowed). Raises: DiffError (one line)."""
+    where = f"{role} {document_name(path)}"
+    try:
+        if path == STDIN:
+            if sys.stdin is None or sys.stdin.isatty():
+                raise DiffError(f"{where} is a terminal: pipe a document into it")
+            return sys.stdin.buffer.read(max_bytes + 1)
+        with open(path, "rb") as fh:
+            return fh.read(max_bytes + 1)
+    except OSError as e:
+        raise DiffError(f"{where}: cannot read: {e.strerror or e}") from None
+
+
+def load_document(
+    path: str, role: str, max_bytes: int = MAX_DOCUMENT_BYTES, data: bytes | None = None
+) -> dict:
+    """Read a gro-replay JSON document (``data``: its bytes, already read by ``read_document``) and check it
+    against the replay schema's ``comparable`` part.
+
+    ``path``: a file, or ``-`` for standard input. ``role`` (BASELINE/CURRENT) prefixes errors. At most
+    ``max_bytes`` bytes are read; NaN, ±Infinity, numbers that overflow, integers beyond 2**63-1, strings for
+    numbers, missing keys and nesting deeper than ``MAX_DEPTH`` are refused. Raises: DiffError (one line naming
+    the file and, where there is one, the JSON pointer of the offending field).
     """
     from ..schema import SchemaViolation, check
 
-    where = f"{role} {path}"
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as e:
-        raise DiffError(f"{where}: cannot read: {e.strerror or e}") from None
+    where = f"{role} {document_name(path)}"
+    if data is None:
+        data = read_document(path, role, max_bytes)
+    if not data:
+        raise DiffError(f"{where}: empty {'input' if path == STDIN else 'file'}")
     if len(data) > max_bytes:
         raise DiffError(
             f"{where}: larger than {max_bytes:,} {plural(max_bytes, 'byte')} (--max-bytes): raise --max-bytes to "

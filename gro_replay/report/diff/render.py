@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...project import plural
 from ..stats import STAGES
 from .comparison import STAGE_TITLES, _loss_text, input_words, inputs_words, limit_text, pct_text
+from .load import document_name
 from .metrics import METRICS, loss_digits, loss_pct
 
 
@@ -188,7 +189,8 @@ def render_markdown(cmp: dict) -> str:
     limit = cmp["max_regression_pct"]
     lines = ["## gro-replay diff", "", f"**{_status_text(cmp)}**", "", observed_sentence(cmp), ""]
     lines.append(f"- {_input_line(cmp)}")
-    lines.append(f"- baseline: `{cmp['baseline']['document']}`, current: `{cmp['current']['document']}`")
+    base, cur = (document_name(cmp[r]["document"]) for r in ("baseline", "current"))
+    lines.append(f"- baseline: `{base}`, current: `{cur}`")
     lines.append(
         f"- checked: {', '.join(f'`{m}`' for m in cmp['metrics_checked']) or 'nothing'}; allowed loss {limit_text(limit)}"
     )
@@ -290,7 +292,9 @@ def render_table(cmp: dict, console) -> None:
         say_on(console, text, style)
 
     say(_input_line(cmp))
-    say(f"baseline {cmp['baseline']['document']}, current {cmp['current']['document']}")
+    say(
+        f"baseline {document_name(cmp['baseline']['document'])}, current {document_name(cmp['current']['document'])}"
+    )
     for n in cmp["notes"]:
         say(f"note: {n}", "yellow")
     for k in cmp["kernels"]:
