@@ -72,9 +72,11 @@ IPIP_ENCAP_MARK = "ipip_gro_receive:encap_mark"
 SIT_IP6IP6_ENCAP_MARK = "sit_ip6ip6_gro_receive:encap_mark"
 IP4IP6_ENCAP_MARK = "ip4ip6_gro_receive:encap_mark"
 GRE_ENCAP_MARK = "gre_gro_receive:encap_mark"
-#: GRE with encap_mark clear (the tunnel device): the kernel parses it and may merge; gro-replay flushes it
-#: (kernel/gre_offload.py), so the counts at that stage may be too high
-GRE_NOT_MODELLED = "gre_gro_receive:not_modelled"
+#: GRE with encap_mark clear (kernel/gre_offload.py): a version or flag other than K and C (S, routing), a protocol
+#: type without a packet offload, a GRE checksum that does not verify
+GRE_FLAGS = "gre_gro_receive:flags"
+GRE_NO_OFFLOAD = "gre_gro_receive:no_inner_offload"
+GRE_CSUM = "gre_gro_receive:checksum_bad"
 #: the IP-in-IP and GRE flushes of a second encapsulation: the phys device stops there, the tunnel device (encap_mark
 #: clear after decapsulation) goes on into the header inside
 IP_TUNNEL_ENCAP_MARKS = (IPIP_ENCAP_MARK, SIT_IP6IP6_ENCAP_MARK, IP4IP6_ENCAP_MARK, GRE_ENCAP_MARK)
@@ -113,6 +115,7 @@ SPLIT_VLAN = "gro_list_prepare:vlan_tci"
 SPLIT_MAC = "gro_list_prepare:mac_header"
 SPLIT_MD_DST = "gro_list_prepare:tunnel_metadata"
 SPLIT_UDP = "udp_gro_receive:ports_or_csum_presence"
+SPLIT_GRE = "gre_gro_receive:flags_protocol_or_key"
 SPLIT_VXLAN = "vxlan_gro_receive:flags_or_vni_word"
 SPLIT_GENEVE = "geneve_gro_receive:header_or_options"
 SPLIT_INNER_ETH = "eth_gro_receive:inner_mac_header"
@@ -123,6 +126,7 @@ SPLIT_DESCRIPTIONS = {
     SPLIT_MAC: "another Ethernet header (MAC addresses or ethertype)",
     SPLIT_MD_DST: "other tunnel metadata (outer TOS, TTL, DF, flow label or tunnel options)",
     SPLIT_UDP: "other outer UDP ports or outer checksum zero vs set",
+    SPLIT_GRE: "other GRE flags, protocol or key",
     SPLIT_VXLAN: "other VXLAN flags or reserved bits",
     SPLIT_GENEVE: "other Geneve header or options",
     SPLIT_INNER_ETH: "another inner Ethernet header (MAC addresses or ethertype)",
@@ -232,8 +236,10 @@ DESCRIPTIONS = {
     "encapsulation",
     IP4IP6_ENCAP_MARK: "IPv4 in IPv6 inside a tunnel: ip4ip6_gro_receive flushes a second encapsulation",
     GRE_ENCAP_MARK: "GRE inside a tunnel: gre_gro_receive flushes a second encapsulation",
-    GRE_NOT_MODELLED: "GRE inside the tunnel: the kernel's gre_gro_receive would parse it and may merge here; "
-    "gro-replay does not model it, so counts at this stage may be too high",
+    GRE_FLAGS: "GRE version not 0 or a flag other than key and checksum (sequence, routing): gre_gro_receive "
+    "merges none",
+    GRE_NO_OFFLOAD: "GRE protocol type without GRO handler",
+    GRE_CSUM: "GRE checksum bad",
     ETH_NO_OFFLOAD: "inner ethertype without GRO handler",
     VLAN_NO_OFFLOAD: "protocol inside an inner VLAN tag without GRO handler",
     GRO_RECURSION_LIMIT: "headers nested too deep: the 15th nested gro_receive call (GRO_RECURSION_LIMIT) flushed the skb instead",
@@ -367,7 +373,9 @@ CHECK_ORDER = (
     SIT_IP6IP6_ENCAP_MARK,
     IP4IP6_ENCAP_MARK,
     GRE_ENCAP_MARK,
-    GRE_NOT_MODELLED,
+    GRE_FLAGS,
+    GRE_NO_OFFLOAD,
+    GRE_CSUM,
     TCP_CSUM,
     TCP_HDR,
     TCP_CWR,
@@ -410,6 +418,7 @@ SPLIT_ORDER = (
     SPLIT_VLAN,
     SPLIT_MAC,
     SPLIT_MD_DST,
+    SPLIT_GRE,
     SPLIT_UDP,
     SPLIT_VXLAN,
     SPLIT_GENEVE,

@@ -47,6 +47,7 @@ SKB_GSO_DODGY = 1 << 1
 SKB_GSO_TCP_ECN = 1 << 2
 SKB_GSO_TCP_FIXEDID = 1 << 3
 SKB_GSO_TCPV6 = 1 << 4
+SKB_GSO_GRE = 1 << 6  #: a GRE aggregate (gre_gro_complete)
 SKB_GSO_IPXIP4 = 1 << 8  #: an IPv4-outer IP-in-IP aggregate (ipip_gro_complete, sit_gro_complete)
 SKB_GSO_IPXIP6 = 1 << 9  #: an IPv6-outer IP-in-IP aggregate (ip6ip6_gro_complete, ip4ip6_gro_complete)
 SKB_GSO_UDP_TUNNEL = 1 << 10

@@ -54,8 +54,15 @@ class FlowKey:
         if self.outer_src == UNMATCHED:
             return UNMATCHED
         if not self.tunnel:
-            return f"{ep(self.outer_src, self.outer_sport)}→{ep(self.outer_dst, self.outer_dport)} (not tunnelled)"
-        proto = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6"}.get(self.inner_proto, str(self.inner_proto))
+            # not VXLAN/Geneve (IP in IP and GRE included): named by its ethertype when not IP (packet/decode.py),
+            # else with its IP protocol, which tells flows between the same addresses apart (the decoder's key)
+            if not self.outer_dst:
+                return f"{self.outer_src} (not VXLAN/Geneve)"
+            src, dst = self.outer_src, self.outer_dst
+            if self.outer_sport or self.outer_dport:
+                src, dst = ep(src, self.outer_sport), ep(dst, self.outer_dport)
+            return f"{src}→{dst} {proto_text(self.inner_proto)} (not VXLAN/Geneve)"
+        proto = proto_text(self.inner_proto)
         if self.inner_sport or self.inner_dport:
             inner = f"{ep(self.inner_src, self.inner_sport)}→{ep(self.inner_dst, self.inner_dport)} {proto}"
         elif self.inner_src:
@@ -78,6 +85,8 @@ class FlowKey:
                 "sport": self.outer_sport,
                 "dport": self.outer_dport,
                 "udp_csum_zero": self.outer_csum_zero,
+                # the outer IP protocol: UDP for a tunnelled flow, the decoder's key for any other IP flow
+                "proto": 17 if self.tunnel else self.inner_proto,
             },
             "tunnel": self.tunnel or None,
             "vni": self.vni if self.tunnel else None,
@@ -96,6 +105,15 @@ class FlowKey:
             if self.tunnel
             else None,
         }
+
+
+#: IP protocol numbers → how a flow's label names them (``proto_text``)
+_PROTO_NAMES = {1: "icmp", 4: "ipip", 6: "tcp", 17: "udp", 41: "ipv6-in-ip", 47: "gre", 58: "icmpv6"}
+
+
+def proto_text(proto: int) -> str:
+    """IP protocol number ``proto`` as a flow's label names it: ``tcp``, ``gre``, or ``proto 132``."""
+    return _PROTO_NAMES.get(proto) or f"proto {proto}"
 
 
 def endpoint(addr: str, port: int) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import zlib
 
+from ..kernel.gre_offload import GRE_CSUM, GRE_HEADER_SECTION, GRE_KEY
 from ..kernel.skbuff import ETH_FCS_LEN, ETH_HLEN, ETH_ZLEN
 from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, ipv6_upper
 
@@ -175,12 +176,12 @@ def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int
     to 60 bytes or a captured FCS, are no payload: ``ip_rcv_core`` trims them after GRO). None when the innermost
     packet is no whole TCP segment: not IP, an IPv4 fragment or IPv6 fragment header, another protocol, a UDP
     datagram to no port of ``tunnel_ports`` (UDP port → ``"vxlan"``/``"geneve"``, the decoder's), a Geneve header
-    carrying no Ethernet, a TCP header cut short or with a data offset below 5 words.
+    carrying no Ethernet, a GRE header GRO refuses, a TCP header cut short or with a data offset below 5 words.
 
     Walks what the kernel's GRO walks to reach tcp_gro_receive, wherever the frame is stopped before it: VLAN tags
     (outer and inner: vlan_gro_receive, net/8021q/vlan_core.c), IPv4 with options (inet_gro_receive flushes them),
     IPv6 hop-by-hop, routing and destination-options headers (ipv6_gro_receive's ``ipv6_gso_pull_exthdrs``),
-    UDP to a tunnel port, VXLAN (8 bytes) or Geneve (8 + options). A segment without payload is one that
+    UDP to a tunnel port, VXLAN (8 bytes) or Geneve (8 + options), IP in IP and GRE (``_tunnel_inner``). A segment without payload is one that
     tcp_gro_receive merges in no kernel ((len - 1) >= mss, len < mss at out_check_final; net/ipv4/tcp_offload.c).
     Never raises.
     """
@@ -217,16 +218,37 @@ def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int
             if doff < 20 or l4 + doff > n:
                 return None
             return max(0, end - l4 - doff)
-        if proto != 17 or l4 + 16 > n:
+        eth = _tunnel_inner(buf, proto, l4, tunnel_ports)
+    return None
+
+
+def _tunnel_inner(buf: Buffer, proto: int, l4: int, tunnel_ports: dict[int, str]) -> tuple[int, int] | None:
+    """``(ethertype, offset)`` of the packet inside the tunnel header at ``buf[l4]`` of IP protocol ``proto``
+    (``vlan_l3``'s, past any VLAN tags, for an inner Ethernet frame), as GRO's handlers reach it: IP in IP (4, 41:
+    ``ipip_gro_receive``, ``sit_ip6ip6_gro_receive``, ``ip4ip6_gro_receive``), GRE of version 0 with only the K and
+    C flags (47: ``gre_gro_receive``, kernel/gre_offload.py; IPv4, IPv6 or Ethernet inside), UDP to a VXLAN or
+    Geneve port of ``tunnel_ports`` (Geneve carrying Ethernet). None for any other, or a header cut short."""
+    n = len(buf)
+    if proto == 4 or proto == 41:
+        return (ETH_P_IP if proto == 4 else ETH_P_IPV6), l4
+    if proto == 47:
+        if l4 + 4 > n:
             return None
-        kind = tunnel_ports.get(_H.unpack_from(buf, l4 + 2)[0])
-        t = l4 + 8
-        if kind == "vxlan":
-            eth = vlan_l3(buf, t + 8)
-        elif kind == "geneve" and _H.unpack_from(buf, t + 2)[0] == ETH_P_TEB:
-            eth = vlan_l3(buf, t + 8 + (buf[t] & 0x3F) * 4)
-        else:
+        flags, gtype = _H.unpack_from(buf, l4)[0], _H.unpack_from(buf, l4 + 2)[0]
+        if flags & ~(GRE_KEY | GRE_CSUM):
             return None
+        inner = l4 + GRE_HEADER_SECTION * (1 + bool(flags & GRE_KEY) + bool(flags & GRE_CSUM))
+        if gtype == ETH_P_TEB:
+            return vlan_l3(buf, inner)
+        return (gtype, inner) if gtype in (ETH_P_IP, ETH_P_IPV6) else None
+    if proto != 17 or l4 + 16 > n:
+        return None
+    kind = tunnel_ports.get(_H.unpack_from(buf, l4 + 2)[0])
+    t = l4 + 8
+    if kind == "vxlan":
+        return vlan_l3(buf, t + 8)
+    if kind == "geneve" and _H.unpack_from(buf, t + 2)[0] == ETH_P_TEB:
+        return vlan_l3(buf, t + 8 + (buf[t] & 0x3F) * 4)
     return None
 
 
