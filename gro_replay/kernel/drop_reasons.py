@@ -115,3 +115,8 @@ STACK_DROPS = (
     GRO_CELLS_BACKLOG_FULL,
     NOT_AT_TUNNEL_DEVICE,
 )
+
+
+#: the outcomes of traffic that is no UDP tunnel's: handed to its own protocol's handler (TCP, GRE, IP in IP, ICMP;
+#: a protocol other than IP), which the replay does not follow — no drop (report/explain.py says them apart)
+HANDED_ELSEWHERE = frozenset({NOT_UDP, NOT_IP})

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from ..kernel import drop_reasons as D
 from ..kernel import reasons as R
 from ..packet.flowkey import endpoint, vlan_text
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
@@ -282,12 +283,18 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                 if s == "phys" and k["stack"]:
                     skbs, frames = Counter(k["stack"]), Counter(k.get("stack_frames", {}))
                     queued, through, carried = skbs["queued"], sum(skbs.values()), sum(frames.values())
-                    drops = drop_counts(skbs, frames)
+                    # traffic that is no UDP tunnel's is handed to its own protocol (plain TCP, GRE, IP in IP:
+                    # ip_local_deliver:not_udp; not IP: netif_receive_skb:not_ip): said apart, not as dropped
+                    elsewhere = Counter({o: n for o, n in skbs.items() if o in D.HANDED_ELSEWHERE})
+                    drops = drop_counts(skbs - elsewhere, frames)
+                    other = drop_counts(elsewhere, frames)
                     lines.append(
                         f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through:,} "
                         f"{plural(through, 'skb')} ({carried:,} {plural(carried, 'frame')}); {queued:,} "
                         f"{plural(queued, 'skb')} ({frames['queued']:,} {plural(frames['queued'], 'frame')}) "
-                        f"queued to gro_cells" + (f"; dropped: {drops}" if drops else "")
+                        f"queued to gro_cells"
+                        + (f"; handed to their own protocol, not UDP: {other}" if other else "")
+                        + (f"; dropped: {drops}" if drops else "")
                     )
         fv = f["verdict"]
         lines.append(f"  verdict: affected: {affected_word(fv['affected'], fv.get('outcome'))}: {fv['why']}")
