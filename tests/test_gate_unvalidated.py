@@ -95,10 +95,10 @@ def test_a_flushing_frame_passes_the_gate_unvalidated_and_the_verdict_says_why(t
         "pre-fix": {"phys": 0, "tunnel": 0},
         "post-fix": {"phys": 0, "tunnel": 0},
     }
-    # the post-fix gate refuses no zero checksum, so validation would not have changed its outcome: none counted
-    assert _gate(doc, "gate_passes_unvalidated_zero_csum") == {
+    # both kernels' gates read the 17 unvalidated; only the pre-fix one would have refused them validated
+    assert _gate(doc, "gate_unvalidated_zero_csum") == {
         "pre-fix": {"phys": N, "tunnel": 0},
-        "post-fix": {"phys": 0, "tunnel": 0},
+        "post-fix": {"phys": N, "tunnel": 0},
     }
     assert [k["phys_skbs"] for k in doc["verdict"]["kernels"]] == [N, N]
     said = (
@@ -120,7 +120,7 @@ def test_frames_flushing_and_frames_ended_before_the_gate_are_told_apart(tmp_pat
     inet_gro_receive (not_0x45) before it. One flow, in a kernel without the fix."""
     path = _capture(tmp_path / "to.pcap", "to" * 8 + "t")
     text, doc, explain = _run(path, "--kernel", "5.10")
-    assert _gate(doc, "gate_passes_unvalidated_zero_csum") == {"5.10": {"phys": 9, "tunnel": 0}}
+    assert _gate(doc, "gate_unvalidated_zero_csum") == {"5.10": {"phys": 9, "tunnel": 0}}
     assert _gate(doc, "gate_refusals_zero_csum") == {"5.10": {"phys": 0, "tunnel": 0}}
     said = (
         f"marked CHECKSUM_UNNECESSARY level 0 (a state the gate refuses, but {FLUSHING.format(them='9 of them')}; "
@@ -135,21 +135,37 @@ def test_frames_flushing_and_frames_ended_before_the_gate_are_told_apart(tmp_pat
     assert batch == ref
 
 
-@pytest.mark.parametrize(
-    ("rx_csum", "refused"),
-    [("none", N), ("unnecessary-tunnel", 0), ("complete", 0)],
-)
-def test_only_a_last_unnecessary_level_is_saved_by_the_skipped_validation(tmp_path, rx_csum, refused):
-    """The same trailer frames in the other states: CHECKSUM_NONE (csum_cnt 0) is refused before the fix with or
-    without validation; level 1 (csum_cnt 2) and CHECKSUM_COMPLETE (csum_valid 1) pass either way. None of them is
-    counted as passed unvalidated."""
+#: --rx-csum → (pre-fix zero-checksum refusals, how the verdict names the state, what it says of it) for the 17
+#: trailer frames: CHECKSUM_NONE (csum_cnt 0) is refused unvalidated too; level 1 keeps csum_cnt 2 (it used to be
+#: said to consume a level: breaker29); CHECKSUM_COMPLETE passes on csum_valid 1 either way
+STATES = {
+    "none": (N, None),
+    "unnecessary-tunnel": (
+        0,
+        "CHECKSUM_UNNECESSARY level 1 (csum_cnt starts at 2, and GRO was already flushing them when it reached the "
+        "outer UDP header, for the reason their phys skbs' end reasons name, so udp4/6_gro_receive skipped checksum "
+        "validation, which leaves it at 2)",
+    ),
+    "complete": (0, "CHECKSUM_COMPLETE (GRO starts them with csum_valid 1, the NIC's sum of the packet)"),
+}
+
+
+@pytest.mark.parametrize("rx_csum", STATES)
+def test_the_state_decides_what_a_skipped_validation_changes(tmp_path, rx_csum):
+    """The same trailer frames in the other states: all 17 reach the gate unvalidated in both kernels; what the
+    gate does with them, and what the verdict says of it, follow the state."""
+    refused, said = STATES[rx_csum]
     path = _capture(tmp_path / "t.pcap", "t" * N)
-    _text, doc, _explain = _run(path, "--rx-csum", rx_csum)
+    text, doc, explain = _run(path, "--rx-csum", rx_csum)
     assert _gate(doc, "gate_refusals_zero_csum")["pre-fix"] == {"phys": refused, "tunnel": 0}
-    assert _gate(doc, "gate_passes_unvalidated_zero_csum") == {
-        "pre-fix": {"phys": 0, "tunnel": 0},
-        "post-fix": {"phys": 0, "tunnel": 0},
+    assert _gate(doc, "gate_unvalidated_zero_csum") == {
+        "pre-fix": {"phys": N, "tunnel": 0},
+        "post-fix": {"phys": N, "tunnel": 0},
     }
+    if said:
+        assert f"the {N} tunnelled frames with a zero outer UDP checksum were marked {said}, {GATE}." in text
+        assert f"marked {said}, and the gate refuses only frames not CHECKSUM_PARTIAL" in explain, explain
+        assert "consumes 1, leaving csum_cnt 1" not in text + explain
 
 
 def test_a_frame_not_flushing_is_refused_as_before(tmp_path):
@@ -157,4 +173,19 @@ def test_a_frame_not_flushing_is_refused_as_before(tmp_path):
     path = _capture(tmp_path / "p.pcap", "p" * N)
     _text, doc, _explain = _run(path)
     assert _gate(doc, "gate_refusals_zero_csum")["pre-fix"] == {"phys": N, "tunnel": 0}
-    assert _gate(doc, "gate_passes_unvalidated_zero_csum")["pre-fix"] == {"phys": 0, "tunnel": 0}
+    assert _gate(doc, "gate_unvalidated_zero_csum")["pre-fix"] == {"phys": 0, "tunnel": 0}
+
+
+def test_one_kernel_without_the_fix_says_why_its_gate_refused_none(tmp_path):
+    """explain with one kernel without the fix said only "udp_gro_receive never refuses this flow's frames" where
+    compare mode and the capture verdict said why (breaker29): it now names the state and the skipped validation."""
+    path = _capture(tmp_path / "t.pcap", "t" * N)
+    r = CliRunner().invoke(main, ["explain", path, "--no-fix", "-q"])
+    assert r.exit_code == 0, r.output
+    said = (
+        f"marked CHECKSUM_UNNECESSARY level 0 (a state the gate refuses, but {FLUSHING.format(them='them')})"
+    )
+    assert (
+        f"but udp_gro_receive never refuses this flow's frames: {said}, and the gate refuses only frames"
+        in (r.stdout.replace("\n", " "))
+    ), r.stdout

@@ -325,3 +325,22 @@ def test_explain_line_carries_the_tunnel_skbs_the_fix_saves(tmp_path, runner):
     assert " stack_traversals_saved=0 tunnel_skbs_saved=3 outcome=affected" in ex["summary"]
     r = runner.invoke(main, ["explain", cap, "--kernel", "5.10", "-q"])
     assert r.stdout.rstrip().splitlines()[-1] == ex["summary"]
+
+
+def test_the_outer_headers_refused_are_counted_by_frame(tmp_path, runner):
+    """VXLAN in VXLAN, both checksums 0, with a 4-byte trailer on 2 of the 4 frames: before the fix the nested
+    header is refused at gro_cells for all 4 (udp_rcv trimmed the trailers: §6.1, row 3 again), but at the phys
+    device only the 2 plain frames' outer header (§4.7 row 3); the 2 with a trailer reach the gate already flushing,
+    unvalidated (csum_cnt left 1: gro-spec §4.3). The sentence said "their outer header" of all 4 (breaker29)."""
+    from gro_replay.cli import main
+
+    frames = _nested(0, True, True)
+    frames = [f + b"\0\0\0\1" if i % 2 else f for i, f in enumerate(frames)]
+    cap = _write(tmp_path, [frames])
+    r = runner.invoke(main, [cap, "--no-fix", "--json", "-", "-q"])
+    v = json.loads(r.stdout)["verdict"]
+    (k,) = v["kernels"]
+    assert k["gate_refusals_zero_csum"] == {"phys": 2, "tunnel": 4}
+    assert k["gate_unvalidated_zero_csum"] == {"phys": 2, "tunnel": 0}
+    assert "udp_gro_receive refuses 4 frames there" in v["text"]
+    assert "At the phys device it refuses the outer header of 2 of them too, which costs nothing" in v["text"]

@@ -137,8 +137,8 @@ def test_the_sentence_names_what_stops_the_inner_packets(tmp_path, name, kernels
     frames, reason, n, words = CASES[name]
     cap = _capture(tmp_path, frames)
     said = (
-        f"1 flow whose inner packets are not TCP segments, {n} frames (after the fix GRO stops them at the inner "
-        f"header: {words or ''}"
+        f"1 flow whose inner packets are not TCP segments, {n} frames (after the fix GRO stops them before tcp_gro_receive"
+        f": {words or ''}"
     )
     named = f"[{reason}] ×{n}, so no kernel merges them"
     doc = json.loads(_run(cap, *kernels, "--rx-csum", "unnecessary", "--json", "-", "-q"))
@@ -184,3 +184,18 @@ def test_each_ethertype_is_named_on_both_paths(tmp_path):
             "eth_gro_receive:no_packet_offload(type=0x0806)": 3,
             "eth_gro_receive:no_packet_offload(type=0x88b5)": 3,
         }
+
+
+def test_a_flushing_frame_is_not_said_to_be_stopped_at_the_inner_header(tmp_path):
+    """ARP inside VXLAN, a 4-byte trailer past the outer datagram on 2 of 4 frames: with the fix those 2 end at
+    the outer IPv4 header (inet_gro_receive's tot_len flush), the other 2 at the inner ethertype. The sentence said
+    "GRO stops them at the inner header" of all (breaker29); it says "before tcp_gro_receive" and lists both."""
+    frames = _arp(build_flow(BASE, [1000] * 4), False)
+    frames = [f + b"\0\0\0\1" if i % 2 else f for i, f in enumerate(frames)]
+    v = json.loads(_run(_capture(tmp_path, frames), "--rx-csum", "unnecessary", "--json", "-", "-q"))[
+        "verdict"
+    ]
+    assert "after the fix GRO stops them before tcp_gro_receive: " in v["text"], v["text"]
+    assert "[inet_gro_receive:tot_len_or_frag_bits] ×2" in v["text"]
+    assert "[eth_gro_receive:no_packet_offload(type=0x0806)] ×2" in v["text"]
+    assert "at the inner header" not in v["text"]

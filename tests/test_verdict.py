@@ -823,7 +823,7 @@ def test_refusals_without_gain_name_the_checksum_refused(case, where):
         "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive "
         f"{where}, but the post-fix kernel does not merge those frames either (no skb is saved): {flows} {'flow' if flows == 1 else 'flows'} "
         f"that the post-fix kernel merges no further, {frames} frames (it delivers as many skbs of them: something "
-        f"other than the zero-checksum gate keeps their frames apart; with the fix there their phys skbs end by: "
+        f"other than the zero-checksum gate keeps their frames apart; with the fix there these flows' phys skbs end by: "
         f"{ends})."
     ), v["text"]
 
@@ -875,8 +875,8 @@ def test_compare_mode_names_why_refused_frames_stay_unmerged_as_one_kernel_does(
     single = build_flow(FrameSpec(outer_csum="zero", sport=40009), [1000])
     frames = [(1000 * i, f) for i, f in enumerate([*icmp, *single])]
     parts = (
-        "1 flow whose inner packets are not TCP segments, 3 frames (after the fix GRO stops them at the inner "
-        "header: IPv4 protocol ICMP (1) without GRO handler (inner header) "
+        "1 flow whose inner packets are not TCP segments, 3 frames (after the fix GRO stops them before tcp_gro_receive"
+        ": IPv4 protocol ICMP (1) without GRO handler (inner header) "
         "[inet_gro_receive:inner_no_inet_offload(proto=1)] ×3, so no kernel merges them); 1 flow of a single "
         "frame, 1 frame (a single frame has nothing to merge with, in any kernel)"
     )
@@ -1181,7 +1181,7 @@ def test_refused_probes_name_every_skb_the_fix_leaves_apart():
     frames = [(1000 * i, build_frame(s)) for i, s in enumerate(_short_among_acks("probes", "zero"))]
     every = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×4; {_ACK_NEXT} ×2; {_POLL} ×2"
     alone = verdict_of(replay_frames(frames, ReplayConfig(kernels=(K_5_11,)))).text
-    assert f"with the fix there their phys skbs end by: {every})." in alone
+    assert f"with the fix there these flows' phys skbs end by: {every})." in alone
     compared = verdict_of(replay_frames(frames, ReplayConfig()))
     half = f"no payload (pure ACK) [tcp_gro_receive:len_zero] ×2; {_ACK_NEXT} ×1; {_POLL} ×1"
     assert [f.why.endswith(f"(post-fix: {half})") for f in compared.flows] == [True, True]

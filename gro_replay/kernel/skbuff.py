@@ -200,9 +200,9 @@ class NapiGroCb:
         #: this device (dev_gro_receive copies it past netif_elide_gro; a gro_cells netif_rx skb: False) —
         #: observation only, for the report: whatever stops GRO before tcp_gro_receive
         self.no_payload = False
-        #: udp_gro_receive's gate passed this skb with an outer UDP checksum of 0 only because udp4/6_gro_receive
-        #: skipped checksum validation, the skb already flushing: validation would have consumed its last
-        #: CHECKSUM_UNNECESSARY level (csum_cnt 1 → 0) and the gate would have refused it (observation only)
+        #: this skb reached udp_gro_receive's gate with a UDP checksum of 0 (a tunnel socket's port, not inside a
+        #: tunnel already) but unvalidated: already flushing, udp4/6_gro_receive skipped validation, which would have
+        #: consumed a CHECKSUM_UNNECESSARY level, so the gate read csum_cnt as the NIC left it (observation only)
         self.gate_unvalidated = False
 
 

@@ -45,10 +45,10 @@ def _udp_gro_receive_family(
             return None
         if check:
             skb_gro_checksum_try_convert(skb, 17, pseudo)
-    elif check == 0 and cb.csum_cnt == 1 and sk is not None and not cb.encap_mark:
-        # observation only: validating a zero checksum consumes one CHECKSUM_UNNECESSARY level
-        # (skb_gro_incr_csum_unnecessary), and with none left the gate below would refuse the skb
-        cb.gate_unvalidated = _gate_refuses(skb, 0, check)
+    elif check == 0 and sk is not None and not cb.encap_mark:
+        # observation only: the gate below reads csum_cnt as the NIC left it, where validating the zero checksum
+        # would have consumed one CHECKSUM_UNNECESSARY level (skb_gro_incr_csum_unnecessary)
+        cb.gate_unvalidated = True
     return udp_gro_receive(head, skb, sport, dport, check, sk)
 
 
@@ -65,15 +65,6 @@ def udp6_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     """IPv6 UDP. Kernel: net/ipv6/udp_offload.c ``udp6_gro_receive`` (same steps, IPv6 pseudo header)."""
     skb.cb.is_ipv6 = 1
     return _udp_gro_receive_family(head, skb, ip6_gro_network_pseudo)
-
-
-def _gate_refuses(skb: SkBuff, csum_cnt: int, check: int) -> bool:
-    """udp_gro_receive's checksum clause with ``csum_cnt`` levels left: not CHECKSUM_PARTIAL, no UNNECESSARY level
-    and no checksum-complete value (post-fix, 89e5c58fc1e2: and ``uh->check`` non-zero)."""
-    gate = skb.ip_summed != CHECKSUM_PARTIAL and csum_cnt == 0 and not skb.cb.csum_valid
-    if skb.dev.kernel.model.udp_tunnel_gate_checks_uh_check:
-        gate = gate and check != 0
-    return gate
 
 
 def udp_gro_receive(
@@ -95,7 +86,9 @@ def udp_gro_receive(
     elif cb.encap_mark:
         R.skb_flush_reason(cb, R.UDP_ENCAP_MARK)
     else:
-        gate = _gate_refuses(skb, cb.csum_cnt, check)
+        gate = skb.ip_summed != CHECKSUM_PARTIAL and cb.csum_cnt == 0 and not cb.csum_valid
+        if skb.dev.kernel.model.udp_tunnel_gate_checks_uh_check:
+            gate = gate and check != 0
         if gate:
             # named even after an earlier flush (an outer padding, a GSO skb before v6.1): the gate refused the
             # skb all the same, and the verdict counts its refusals by this reason (reasons.skb_flush_reason)

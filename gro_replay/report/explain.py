@@ -236,6 +236,24 @@ def _why_lines(st: dict) -> list[str]:
     return lines
 
 
+def _stack_line(k: dict, tunnel: str | None) -> str:
+    """explain's line of what the normal path did with a flow's phys skbs (one kernel's flow dict ``k``, its
+    ``stack``/``stack_frames``): queued to gro_cells, handed to another protocol, dropped."""
+    skbs, frames = Counter(k["stack"]), Counter(k.get("stack_frames", {}))
+    queued, through, carried = skbs["queued"], sum(skbs.values()), sum(frames.values())
+    # traffic that is no UDP tunnel's is handed to its own protocol (plain TCP, GRE, IP in IP: ip_local_deliver:
+    # not_udp; not IP: netif_receive_skb:not_ip): said apart, not as dropped
+    elsewhere = Counter({o: n for o, n in skbs.items() if o in D.HANDED_ELSEWHERE})
+    drops, other = drop_counts(skbs - elsewhere, frames), drop_counts(elsewhere, frames)
+    return (
+        f"    stack (IP → UDP → {tunnel or 'tunnel'} decap): {through:,} {plural(through, 'skb')} ({carried:,} "
+        f"{plural(carried, 'frame')}); {queued:,} {plural(queued, 'skb')} ({frames['queued']:,} "
+        f"{plural(frames['queued'], 'frame')}) queued to gro_cells"
+        + (f"; handed to their own protocol, not UDP: {other}" if other else "")
+        + (f"; dropped: {drops}" if drops else "")
+    )
+
+
 def render_text(doc: dict, limit: int | None = None) -> list[str]:
     """The explanation as text lines; at most ``limit`` flows (None: all), affected flows first.
 
@@ -281,21 +299,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
                 if "skb_list" in st:
                     lines.extend(skb_lines(st["skb_list"], s, doc["skbs_max"]))
                 if s == "phys" and k["stack"]:
-                    skbs, frames = Counter(k["stack"]), Counter(k.get("stack_frames", {}))
-                    queued, through, carried = skbs["queued"], sum(skbs.values()), sum(frames.values())
-                    # traffic that is no UDP tunnel's is handed to its own protocol (plain TCP, GRE, IP in IP:
-                    # ip_local_deliver:not_udp; not IP: netif_receive_skb:not_ip): said apart, not as dropped
-                    elsewhere = Counter({o: n for o, n in skbs.items() if o in D.HANDED_ELSEWHERE})
-                    drops = drop_counts(skbs - elsewhere, frames)
-                    other = drop_counts(elsewhere, frames)
-                    lines.append(
-                        f"    stack (IP → UDP → {key['tunnel'] or 'tunnel'} decap): {through:,} "
-                        f"{plural(through, 'skb')} ({carried:,} {plural(carried, 'frame')}); {queued:,} "
-                        f"{plural(queued, 'skb')} ({frames['queued']:,} {plural(frames['queued'], 'frame')}) "
-                        f"queued to gro_cells"
-                        + (f"; handed to their own protocol, not UDP: {other}" if other else "")
-                        + (f"; dropped: {drops}" if drops else "")
-                    )
+                    lines.append(_stack_line(k, key["tunnel"]))
         fv = f["verdict"]
         lines.append(f"  verdict: affected: {affected_word(fv['affected'], fv.get('outcome'))}: {fv['why']}")
         lines.append("")

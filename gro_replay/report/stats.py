@@ -177,9 +177,9 @@ class FlowStats:
         #: merges none such), read from the frames each skb carries (``packet.headers.tcp_payload_len``: the
         #: simulator's driver step and the kernel backend, validate.py, alike)
         self.empty = {"phys": 0, "tunnel": 0}
-        #: per stage, the frames of the skbs with an outer UDP checksum of 0 that udp_gro_receive's gate passed only
-        #: because their checksum was not validated, GRO already flushing them (``NapiGroCb.gate_unvalidated``,
-        #: observation; the kernel backend's deliveries carry none): two ints, not a dict, for a flow's memory
+        #: per stage, the frames of the skbs that reached udp_gro_receive's gate with a UDP checksum of 0 but
+        #: unvalidated, GRO already flushing them (``NapiGroCb.gate_unvalidated``, observation; the kernel backend's
+        #: deliveries carry none): two ints, not a dict, for a flow's memory
         self.gate_unvalidated_phys = 0
         self.gate_unvalidated_tunnel = 0
 

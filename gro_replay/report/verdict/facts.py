@@ -131,8 +131,8 @@ class KernelFacts:
     skbs: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     gate_zero: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     gate_set: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
-    #: frames with an outer UDP checksum of 0 the gate passed only because GRO was already flushing them, so their
-    #: checksum was not validated (``FlowStats.gate_unvalidated``; the kernel backend observes none)
+    #: frames that reached the gate with a UDP checksum of 0 but unvalidated, GRO already flushing them
+    #: (``FlowStats.gate_unvalidated``; the kernel backend observes none)
     gate_unvalidated: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     #: frames the gate refused, each once (a nested tunnel's at both stages): per flow its larger stage count
     refused: int = 0
@@ -179,7 +179,7 @@ class KernelFacts:
             "tunnel_skbs": self.skbs["tunnel"],
             "gate_refusals_zero_csum": dict(self.gate_zero),
             "gate_refusals_csum_set": dict(self.gate_set),
-            "gate_passes_unvalidated_zero_csum": dict(self.gate_unvalidated),
+            "gate_unvalidated_zero_csum": dict(self.gate_unvalidated),
             "lost_frames": self.lost_frames,
             "lost": dict(sorted(self.lost.items())),
         }

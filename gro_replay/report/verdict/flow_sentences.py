@@ -105,12 +105,9 @@ class FlowSentences(CaptureSentences):
                 "every frame up unmerged (netif_elide_gro) before udp_gro_receive's gate, in every kernel"
             )
         else:
-            state = _state_of(self.result.config, key, self.rx_csum)
-            name, how = zero_state_words(state, pre.frames, pre.gate_unvalidated["phys"])
             why = (
                 "outer UDP checksum 0, but udp_gro_receive's gate refuses none of its frames before the fix either: "
-                f"marked {name}" + (f" ({how})" if how else "") + ", and the gate refuses only frames not "
-                "CHECKSUM_PARTIAL whose csum_cnt and csum_valid are both 0"
+                + self._zero_state_clause(fv, pre)
             )
         lead = self._assumed_lead()
         if lead and fv.outcome in ("affected", "refused_no_gain"):
@@ -123,6 +120,17 @@ class FlowSentences(CaptureSentences):
         if loss:
             why += f"; {loss}"
         return why
+
+    def _zero_state_clause(self, fv: FlowVerdict, k: KernelFacts) -> str:
+        """Why kernel ``k``'s zero-checksum gate refused none of flow ``fv``'s frames (outer UDP checksum 0): the
+        RX checksum state they had and what the gate found (gate_words.py ``zero_state_words``)."""
+        name, how = zero_state_words(
+            _state_of(self.result.config, fv.key, self.rx_csum), k.frames, k.gate_unvalidated["phys"]
+        )
+        return (
+            f"marked {name}" + (f" ({how})" if how else "") + ", and the gate refuses only frames not "
+            "CHECKSUM_PARTIAL whose csum_cnt and csum_valid are both 0"
+        )
 
     def _kernel_flow_why(self, k: KernelFacts, fv: FlowVerdict) -> str:
         head = kernel_label(k.name, k.release)
@@ -140,6 +148,13 @@ class FlowSentences(CaptureSentences):
                 )
             else:
                 text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
+                if (
+                    fv.key.outer_csum_zero
+                    and fv.cls == "tunnel_tcp"
+                    and k.frames
+                    and self.result.config.gro_runs()["phys"]
+                ):
+                    text += f": {self._zero_state_clause(fv, k)}"
         else:
             text = f"{head} carries {FIX}{_via(self.models.get(k.name))}: the zero-checksum refusal does not apply"
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:

@@ -58,18 +58,25 @@ ZERO_CSUM_STATE_WORDS = {
 
 def zero_state_words(state: str, frames: int, unvalidated: int) -> tuple[str, str]:
     """How the verdict names RX checksum state ``state`` and why the zero-checksum gate did not refuse ``frames``
-    frames of it with an outer UDP checksum of 0 (``ZERO_CSUM_STATE_WORDS``), ``unvalidated`` of which it passed
-    only because GRO was already flushing them (``KernelFacts.gate_unvalidated``): udp4_gro_receive and
-    udp6_gro_receive skip checksum validation then, which would have consumed the last CHECKSUM_UNNECESSARY level
-    (net/ipv4/udp_offload.c, net/ipv6/udp_offload.c; gro-spec §4.3). Returns (name, why; "" when nothing to say)."""
+    frames of it with an outer UDP checksum of 0 (``ZERO_CSUM_STATE_WORDS``), ``unvalidated`` of which reached it
+    unvalidated (``KernelFacts.gate_unvalidated``): GRO was already flushing them, so udp4_gro_receive and
+    udp6_gro_receive skipped checksum validation, which consumes a CHECKSUM_UNNECESSARY level (net/ipv4/
+    udp_offload.c, net/ipv6/udp_offload.c; gro-spec §4.3). Level 0 keeps csum_cnt 1 then, and the gate passes
+    them; level 1 keeps 2. Returns (name, why; "" when nothing to say)."""
     name, why = ZERO_CSUM_STATE_WORDS.get(state, (state, ""))
-    if why is not _NOT_REACHED or not unvalidated:
-        return name, why
+    if not unvalidated or state not in ("unnecessary", "unnecessary-tunnel"):
+        return name, why  # CHECKSUM_NONE is refused (csum_cnt 0) unvalidated too; COMPLETE and PARTIAL pass
     them = "them" if unvalidated == frames else f"{unvalidated:,} of them"
+    flushing = (
+        f"GRO was already flushing {them} when it reached the outer UDP header, for the reason their phys skbs' "
+        "end reasons name, so udp4/6_gro_receive skipped checksum validation"
+    )
+    if state == "unnecessary-tunnel":
+        rest = f"; the other {frames - unvalidated:,}: {why}" if frames > unvalidated else ""
+        return name, f"csum_cnt starts at 2, and {flushing}, which leaves it at 2{rest}"
     why = (
-        f"a state the gate refuses, but GRO was already flushing {them} when it reached the outer UDP header, for "
-        "the reason their phys skbs' end reasons name, so udp4/6_gro_receive skipped checksum validation, which "
-        "leaves csum_cnt 1: the gate passes them, and the flush sends them up unmerged all the same"
+        f"a state the gate refuses, but {flushing}, which leaves csum_cnt 1: the gate passes them, and the flush "
+        "sends them up unmerged all the same"
     )
     if frames > unvalidated:
         why += (

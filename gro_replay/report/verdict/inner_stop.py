@@ -29,7 +29,7 @@ def not_tcp_reasons(fv: FlowVerdict, k: KernelFacts) -> Counter:
 
 
 def not_tcp_text(reasons: str | None) -> str:
-    """``COSTLESS_WORDS["not_tcp"]``'s reason: "after the fix GRO stops them at the inner header: ``reasons``, so no
+    """``COSTLESS_WORDS["not_tcp"]``'s reason: "after the fix GRO stops them before tcp_gro_receive: ``reasons``, so no
     kernel merges them", ``reasons`` a ``reason_list`` of ``not_tcp_reasons`` (e.g. "inner ethertype ARP (0x0806)
     without GRO handler [eth_gro_receive:no_packet_offload(type=0x0806)] ×5"); ``NOT_TCP_UNMEASURED`` where None or
     empty. Where an IP-in-IP or GRE header inside the tunnel stopped some of them (``IP_TUNNEL_ENCAP_MARKS``) only
@@ -42,7 +42,7 @@ def not_tcp_text(reasons: str | None) -> str:
         return NOT_TCP_UNMEASURED
     if any(f"[{r}]" in reasons for r in IP_TUNNEL_ENCAP_MARKS):
         return (
-            f"after the fix GRO stops them at the inner header: {reasons}, so the phys device merges them in no "
+            f"after the fix GRO stops them before tcp_gro_receive: {reasons}, so the phys device merges them in no "
             "kernel (what the tunnel device does after decapsulation is in its own counts)"
         )
-    return f"after the fix GRO stops them at the inner header: {reasons}, so no kernel merges them"
+    return f"after the fix GRO stops them before tcp_gro_receive: {reasons}, so no kernel merges them"

@@ -308,8 +308,11 @@ class CaptureSentences(CompareSentences):
             if not r.phys_too:
                 phys = "At the phys device udp_gro_receive does not refuse them"
             else:
-                whose = "their" if r.phys_too == n else f"{r.phys_too:,} of these flows'"
-                phys = f"At the phys device it refuses {whose} outer header too, which costs nothing: {NESTED_PHYS_WORDS}"
+                # by frames: a flow's frames can be refused at the tunnel device and not all at the phys device
+                # (those GRO was already flushing there pass its gate unvalidated: KernelFacts.gate_unvalidated)
+                pf = r.phys_too_frames
+                whose = "their outer header" if pf >= frames else f"the outer header of {pf:,} of them"
+                phys = f"At the phys device it refuses {whose} too, which costs nothing: {NESTED_PHYS_WORDS}"
             parts.append(
                 f"{count} {'loses' if n == 1 else 'lose'} aggregation at the tunnel device's gro_cells: "
                 f"udp_gro_receive refuses {frames:,} "

@@ -50,6 +50,8 @@ class Refusals:
     frames: dict = field(default_factory=lambda: {"phys": 0, "tunnel": 0})
     again: int = 0
     phys_too: int = 0
+    #: of those flows, the frames whose outer header was refused at the phys device
+    phys_too_frames: int = 0
     first_phys: tuple[int, FlowKey] | None = None
     costless: int = 0
     costless_frames: int = 0
@@ -81,6 +83,7 @@ class Refusals:
         self.frames[stage] += k.gate_zero[stage]
         if stage == "tunnel":
             self.phys_too += bool(k.gate_zero["phys"])
+            self.phys_too_frames += k.gate_zero["phys"]
         else:
             self.again += bool(k.gate_zero["tunnel"])
             if self.first_phys is None or fv.fid < self.first_phys[0]:

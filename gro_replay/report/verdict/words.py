@@ -324,9 +324,9 @@ COSTLESS_WORDS = {
 def no_gain_text(reasons: str | None, why: str = "no_gain") -> str:
     """``COSTLESS_WORDS[why]``'s reason (``no_gain``, or ``post_no_gain`` in a comparison), followed, where the
     kernel with the fix (the counterfactual, or the post-fix kernel) ended those flows' phys skbs by something other
-    than a poll's end, by ``reasons`` (a ``reason_list``): "…; with the fix there their phys skbs end by: …"."""
+    than a poll's end, by ``reasons`` (a ``reason_list``): "…; with the fix there these flows' phys skbs end by: …"."""
     because = COSTLESS_WORDS[why][1]
-    return f"{because}; with the fix there their phys skbs end by: {reasons}" if reasons else because
+    return f"{because}; with the fix there these flows' phys skbs end by: {reasons}" if reasons else because
 
 
 def refusal_places(k, why: str) -> str:
