@@ -286,7 +286,7 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
             phys_skbs.append(skb)
     _forget_unobserved(ks)
     at_tunnel = _stage_inputs(ks, matched, sent)
-    _lost_on_the_way(ks, phys_skbs, at_tunnel, sent, tports)
+    _stack_outcomes(ks, phys_skbs, at_tunnel, sent, tports)
     account_sent(loaded, oracle, config)
     rep.input.notes.extend(_unmatched_note(matched))
     cfg = replace(config, kernels=(running,), vlan_offload=oracle.vlan_offload)
@@ -351,32 +351,34 @@ def _unmatched_note(matched: dict[str, list]) -> list[str]:
 
 
 def _stage_inputs(ks: KernelStats, matched: dict[str, list], sent: list) -> set[int]:
-    """The stages' inputs: every frame sent came in at the phys device as an skb of its own; at the tunnel device
-    the frames it delivered, and the phys skbs whose frames it delivered (``matched``: per role, each delivery's
-    frame indices, the decoded frames' eighth field, and flow), each decapsulated phys skb queued to gro_cells as
-    one skb however many segments it carries. Returns the indices of the frames a tunnel device delivered."""
+    """The phys stage's inputs: every frame sent came in at the phys device as an skb of its own. Returns the
+    indices of the frames a tunnel device delivered (``matched``: per role, each delivery's frame indices, the
+    decoded frames' eighth field, and flow): the tunnel device's inputs are the phys skbs whose frames it
+    delivered, each decapsulated phys skb queued to gro_cells as one skb however many segments it carries, counted
+    where they are queued (``_stack_outcomes``, ``KernelStats.stack_outcome``), as the simulator counts them."""
     ks.stages["phys"].frames_in = len(sent)
     ks.stages["phys"].skbs_in = len(sent)
-    ks.stages["tunnel"].frames_in = sum(len(f) for f, _ in matched["tunnel"] if f)
-    at_tunnel = {i for f, _ in matched["tunnel"] if f for i in f}
-    ks.stages["tunnel"].skbs_in = sum(1 for f, _ in matched["phys"] if f and at_tunnel.intersection(f))
-    return at_tunnel
+    return {i for f, _ in matched["tunnel"] if f for i in f}
 
 
-def _lost_on_the_way(ks: KernelStats, phys_skbs: list, at_tunnel: set[int], sent: list, tports) -> None:
-    """Count as lost (``drop_reasons.NOT_AT_TUNNEL_DEVICE``, per flow: ``FlowStats.stack``) each phys skb
-    ``phys_skbs`` of frames to a tunnel port (``tports``, as the decoder reads them) none of whose frames a tunnel
-    device delivered (``at_tunnel``: frame indices, the decoded frames' eighth field): the running kernel dropped it between the devices, so
-    the verdict says the frames were lost, as the simulator's does for a drop it names (before, such frames went
-    unsaid and the verdict could call their flows not affected)."""
+def _stack_outcomes(ks: KernelStats, phys_skbs: list, at_tunnel: set[int], sent: list, tports) -> None:
+    """What the running kernel's normal path did with each phys skb ``phys_skbs``, as the simulator counts it
+    (per flow: ``FlowStats.stack``/``stack_frames``): ``queued`` to gro_cells where a tunnel device delivered its
+    frames (``at_tunnel``: frame indices, the decoded frames' eighth field; the JSON's per-flow ``stack`` and
+    explain's tunnel "skbs in" read it: they were empty and 0 for the backend); lost
+    (``drop_reasons.NOT_AT_TUNNEL_DEVICE``) where its frames go to a tunnel port (``tports``, as the decoder reads
+    them) and no tunnel device delivered one: the running kernel dropped it between the devices, so the verdict
+    says the frames were lost, as the simulator's does for a drop it names. Other skbs (not tunnel traffic) are
+    not counted: where they went is not observed."""
     from .kernel.drop_reasons import NOT_AT_TUNNEL_DEVICE
 
     wire = {f[7]: f[1] for f in sent}  # the frames sent by index (not by position: some may not be)
     for skb in phys_skbs:
         idx = skb.frames
-        if at_tunnel.intersection(idx) or not all(_udp_dport(wire[i]) in tports for i in idx):
-            continue
-        ks.stack_outcome(skb, NOT_AT_TUNNEL_DEVICE, 0)
+        if at_tunnel.intersection(idx):
+            ks.stack_outcome(skb, "queued", 0)
+        elif all(_udp_dport(wire[i]) in tports for i in idx):
+            ks.stack_outcome(skb, NOT_AT_TUNNEL_DEVICE, 0)
 
 
 @dataclass

@@ -81,10 +81,11 @@ def gre_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         if not p.cb.same_flow:
             continue
         s2 = p.data + off
-        if _GRE_BASE.unpack_from(p.buf, s2) != (flags, gtype) or (word and p.buf[s2 + 4 : s2 + 8] != word):
+        other = _GRE_BASE.unpack_from(p.buf, s2) != (flags, gtype)
+        if other or (word and p.buf[s2 + 4 : s2 + 8] != word):
             p.cb.same_flow = 0
-            if p.flow == skb.flow:
-                cb.split = R.SPLIT_GRE  # observation only
+            if p.flow == skb.flow:  # observation only: with C set too, the word compared is the checksum's
+                cb.split = R.SPLIT_GRE if other or not flags & GRE_CSUM else R.SPLIT_GRE_CSUM_WORD
     skb_gro_pull(skb, grehlen)
     skb_gro_postpull_rcsum(skb, start, grehlen)
     pp = call_gro_receive(ptype.gro_receive, head, skb)

@@ -116,6 +116,7 @@ SPLIT_MAC = "gro_list_prepare:mac_header"
 SPLIT_MD_DST = "gro_list_prepare:tunnel_metadata"
 SPLIT_UDP = "udp_gro_receive:ports_or_csum_presence"
 SPLIT_GRE = "gre_gro_receive:flags_protocol_or_key"
+SPLIT_GRE_CSUM_WORD = "gre_gro_receive:csum_word"
 SPLIT_VXLAN = "vxlan_gro_receive:flags_or_vni_word"
 SPLIT_GENEVE = "geneve_gro_receive:header_or_options"
 SPLIT_INNER_ETH = "eth_gro_receive:inner_mac_header"
@@ -127,6 +128,8 @@ SPLIT_DESCRIPTIONS = {
     SPLIT_MD_DST: "other tunnel metadata (outer TOS, TTL, DF, flow label or tunnel options)",
     SPLIT_UDP: "other outer UDP ports or outer checksum zero vs set",
     SPLIT_GRE: "other GRE flags, protocol or key",
+    SPLIT_GRE_CSUM_WORD: "another GRE checksum word, which gre_gro_receive compares in place of the key when the "
+    "checksum and key flags are both set",
     SPLIT_VXLAN: "other VXLAN flags or reserved bits",
     SPLIT_GENEVE: "other Geneve header or options",
     SPLIT_INNER_ETH: "another inner Ethernet header (MAC addresses or ethertype)",
@@ -419,6 +422,7 @@ SPLIT_ORDER = (
     SPLIT_MAC,
     SPLIT_MD_DST,
     SPLIT_GRE,
+    SPLIT_GRE_CSUM_WORD,
     SPLIT_UDP,
     SPLIT_VXLAN,
     SPLIT_GENEVE,

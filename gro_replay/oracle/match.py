@@ -22,7 +22,10 @@ datagram included, and such a frame is never merged.
 
 from __future__ import annotations
 
-from ..packet.headers import outer_udp, tcp_payload_len
+from ..packet.headers import outer_udp, tcp_connection, tcp_payload_len
+
+#: a queue of frames that GRO may merge: (flow id, the TCP connection of its innermost segment, None: not TCP)
+Key = tuple[int, bytes | None]
 
 #: the most choices the search makes per delivery before it takes the oldest-first match (``match_deliveries``)
 _SEARCH_STEPS_PER_DELIVERY = 64
@@ -86,9 +89,10 @@ def match_deliveries(
     position, not a ``Frame.index``: the segments split from one captured frame share its index). Unmatched
     deliveries get ``([], -1)``. Never raises.
     """
-    queues: dict[
-        int, list[tuple[int, int, int]]
-    ] = {}  # flow → (position in frames, length, mergeable payload)
+    # (flow, TCP connection) → (position in frames, length, mergeable payload): GRO merges one connection's segments
+    # only, and the report's flow of IP-in-IP or GRE traffic is keyed by addresses and protocol, so it can carry
+    # several connections, whose frames interleave (fidelity34: its aggregates matched no run of the flow's frames)
+    queues: dict[Key, list[tuple[int, int, int]]] = {}
     for at, f in enumerate(frames):
         outer, inner, payload = frame_lengths(f[1], f[6], tunnel_ports)
         inner_l3 = _layout(f[1], f[6], tunnel_ports)[1]
@@ -100,20 +104,23 @@ def match_deliveries(
         if stage == "phys":
             trailer = trailer or len(f[1]) > 14 + outer
         length = len(f[1]) - 14 if stage == "phys" else inner
-        queues.setdefault(f[3], []).append((at, length, 0 if trailer else payload))
+        queues.setdefault((f[3], tcp_connection(f[1], tunnel_ports)), []).append(
+            (at, length, 0 if trailer else payload)
+        )
     if heads is not None and any(h is not None for h in heads):
         runs = _follow_heads(lengths, queues, heads)
     else:
         runs, pos = [], dict.fromkeys(queues, 0)
         for choice in _assign(lengths, queues):
             if choice is None:
-                runs.append(([], -1))
+                runs.append(([], None))
                 continue
             fid, k = choice
             p = pos[fid]
             runs.append(([x[0] for x in queues[fid][p : p + k]], fid))
             pos[fid] = p + k
-    return [([frames[at][7] for at in run], fid) for run, fid in runs]  # positions → Frame.index
+    # positions → Frame.index; (flow, connection) → flow
+    return [([frames[at][7] for at in run], -1 if key is None else key[0]) for run, key in runs]
 
 
 def _inner_trailer(frame: bytes, inner_l3: int, inner: int) -> bool:
@@ -134,8 +141,8 @@ def _inner_trailer(frame: bytes, inner_l3: int, inner: int) -> bool:
 
 
 def _follow_heads(
-    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]], heads: list[int | None]
-) -> list[tuple[list[int], int]]:
+    lengths: list[int], queues: dict[Key, list[tuple[int, int, int]]], heads: list[int | None]
+) -> list[tuple[list[int], Key | None]]:
     """``match_deliveries`` where addresses name first frames: each delivery is the run from its first frame, the
     flow's frames after it not yet delivered added while its length is not reached. Frames of one flow need not
     go up in send order: a segment GRO flushes at once (a checksum that does not verify, a trailer) goes up before
@@ -144,7 +151,7 @@ def _follow_heads(
     where = {x[0]: (fid, p) for fid, q in queues.items() for p, x in enumerate(q)}
     taken = {fid: [False] * len(q) for fid, q in queues.items()}
     first = dict.fromkeys(queues, 0)  # each flow's oldest frame not yet delivered
-    out: list[tuple[list[int], int]] = []
+    out: list[tuple[list[int], Key | None]] = []
     for length, head in zip(lengths, heads, strict=True):
         if head is not None:
             starts = [where[head]] if head in where and not taken[where[head][0]][where[head][1]] else []
@@ -160,7 +167,7 @@ def _follow_heads(
                 got = fid, run
                 break
         if got is None:
-            out.append(([], -1))
+            out.append(([], None))
             continue
         fid, run = got
         for j in run:
@@ -192,8 +199,8 @@ def _run_from(
 
 
 def _runs(
-    length: int, queues: dict[int, list[tuple[int, int, int]]], pos: dict[int, int]
-) -> list[tuple[int, int]]:
+    length: int, queues: dict[Key, list[tuple[int, int, int]]], pos: dict[Key, int]
+) -> list[tuple[Key, int]]:
     """The runs of pending frames a delivery of ``length`` bytes can carry, as (flow, frames), the flow with the
     oldest pending frame (the first in ``frames``) first: per flow at most one, from its next pending frame
     (``_run_from``: payloads are above 0 within a run, so the sums grow)."""
@@ -208,16 +215,16 @@ def _runs(
 
 
 def _assign(
-    lengths: list[int], queues: dict[int, list[tuple[int, int, int]]]
-) -> list[tuple[int, int] | None]:
+    lengths: list[int], queues: dict[Key, list[tuple[int, int, int]]]
+) -> list[tuple[Key, int] | None]:
     """Per delivery the run it carries, (flow, frames) or None: an assignment matching every delivery where the
     bounded search finds one, else the oldest-first one with the deliveries no run fits unmatched. A state (the
     delivery reached, every flow's frames taken) from which no assignment completes is remembered, so that flows of
     equal frames, whose choices reach the same states in many orders, are searched once per state."""
     n = len(lengths)
     pos = dict.fromkeys(queues, 0)
-    choice: list[tuple[int, int] | None] = [None] * n
-    options: list[list[tuple[int, int]]] = []  # per delivery reached: the runs not tried yet, best first
+    choice: list[tuple[Key, int] | None] = [None] * n
+    options: list[list[tuple[Key, int]]] = []  # per delivery reached: the runs not tried yet, best first
     states: list[tuple[int, ...]] = []  # per delivery reached: the frames each flow had given (its state)
     dead: set[tuple[int, tuple[int, ...]]] = set()
     steps, budget = 0, _SEARCH_STEPS_PER_DELIVERY * n
@@ -243,7 +250,7 @@ def _assign(
         return choice
     # no assignment matches every delivery (or the search ran out): oldest first, unmatched where none fits
     pos = dict.fromkeys(queues, 0)
-    greedy: list[tuple[int, int] | None] = []
+    greedy: list[tuple[Key, int] | None] = []
     for length in lengths:
         runs = _runs(length, queues, pos)
         greedy.append(runs[0] if runs else None)

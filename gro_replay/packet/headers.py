@@ -185,6 +185,31 @@ def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int
     tcp_gro_receive merges in no kernel ((len - 1) >= mss, len < mss at out_check_final; net/ipv4/tcp_offload.c).
     Never raises.
     """
+    seg = _innermost_tcp(buf, tunnel_ports)
+    if seg is None:
+        return None
+    _etype, _l3, l4, doff, end = seg
+    return max(0, end - l4 - doff)
+
+
+def tcp_connection(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> bytes | None:
+    """The connection of the innermost TCP segment ``tcp_payload_len`` finds, as the bytes of its IP addresses and
+    ports; None where it finds none. GRO merges segments of one connection only: the connections inside one
+    IP-in-IP or GRE flow of the report (keyed by addresses and IP protocol) are told apart by it
+    (oracle/match.py). Never raises."""
+    seg = _innermost_tcp(buf, tunnel_ports)
+    if seg is None:
+        return None
+    etype, l3, l4, _doff, _end = seg
+    addrs = buf[l3 + 12 : l3 + 20] if etype == ETH_P_IP else buf[l3 + 8 : l3 + 40]
+    return bytes(addrs) + bytes(buf[l4 : l4 + 4])
+
+
+def _innermost_tcp(
+    buf: bytes | bytearray, tunnel_ports: dict[int, str]
+) -> tuple[int, int, int, int, int] | None:
+    """``(ethertype, IP header offset, TCP header offset, TCP header length, datagram end)`` of the innermost TCP
+    segment of ``buf``, by the walk ``tcp_payload_len`` describes; None where there is none."""
     n = len(buf)
     end = n
     eth = vlan_l3(buf)
@@ -217,7 +242,7 @@ def tcp_payload_len(buf: bytes | bytearray, tunnel_ports: dict[int, str]) -> int
             doff = (buf[l4 + 12] >> 4) * 4
             if doff < 20 or l4 + doff > n:
                 return None
-            return max(0, end - l4 - doff)
+            return etype, l3, l4, doff, end
         eth = _tunnel_inner(buf, proto, l4, tunnel_ports)
     return None
 
