@@ -825,7 +825,10 @@ def test_either_document_can_be_piped_in_as_the_replay_reads_a_capture(docs, tmp
     assert json.loads(j.stdout)["baseline"]["document"] == "-"
     r = run("diff", "-", "-", input=post)
     assert r.exit_code == 2
-    assert r.stderr == "Error: BASELINE and CURRENT are both standard input (-): one of them can be\n"
+    assert r.stderr == (
+        "Error: BASELINE and CURRENT are both standard input (-): at most one of them can be; give the other as a "
+        "file\n"
+    )
     r = run("diff", "-", docs["post"], "--baseline-update", input=post)
     assert r.exit_code == 2
     assert r.stderr == "Error: --baseline-update: BASELINE is standard input (-), not a file to update\n"
@@ -835,3 +838,48 @@ def test_either_document_can_be_piped_in_as_the_replay_reads_a_capture(docs, tmp
     assert r.stderr == f"baseline created: standard input → {new}\n"
     r = run("diff", docs["post"], "-", input=b"")
     assert r.exit_code == 2 and r.stderr == "Error: CURRENT standard input: empty input\n"
+
+
+def test_a_document_without_the_outer_protocol_matches_its_flows(docs, tmp_path):
+    """Documents written before ``key.outer.proto`` was added name the same flows: the flows of an older baseline
+    are matched without it (they were "only in the baseline" and "only in the current", 0 compared: breaker30)."""
+    old = json.loads(docs["post"].read_text())
+    for k in old["kernels"]:
+        for f in k["flows"]:
+            f["key"]["outer"].pop("proto")
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(old))
+    r = run("diff", older, docs["post"], "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert "only in the baseline" not in run("diff", older, docs["post"]).stdout
+    assert doc["status"] == "ok"
+
+
+def test_diff_selects_a_flow_that_is_not_tunnelled_by_its_protocol(tmp_path):
+    """``--flow proto=`` reads a flow's own IP protocol where it is not VXLAN/Geneve (JSON ``key.outer.proto``, the
+    inner key null), as explain and the replay do (FlowKey.inner_proto): diff read 0 and selected a GRE flow with
+    proto=0 (breaker30). The label's names (gre, ipip) are accepted."""
+    import struct
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import ACK, FrameSpec, build_inner_frame
+
+    frame = build_inner_frame(FrameSpec(flags=ACK, payload=100))
+    ip = bytearray(frame[14:34])
+    ip[9] = 47  # the same IPv4 header as protocol 47, a 4-byte GRE header (IPv4 inside) before the packet
+    inner = struct.pack("!HH", 0, 0x0800) + frame[14:]
+    ip[2:4] = (20 + len(inner)).to_bytes(2, "big")
+    ip[10:12] = b"\0\0"
+    from gro_replay.packet.csum import ip_fast_csum
+
+    ip[10:12] = ip_fast_csum(ip, 0, 5).to_bytes(2, "big")
+    cap = tmp_path / "gre.pcap"
+    with PcapWriter(str(cap)) as w:
+        w.write(1_700_000_000_000_000_000, frame[:14] + bytes(ip) + inner)
+    doc = tmp_path / "gre.json"
+    doc.write_text(run(cap, "--format", "json", "-q").stdout)
+    assert run("diff", doc, doc, "--flow", "proto=gre").exit_code == 0
+    assert run("diff", doc, doc, "--flow", "proto=47").exit_code == 0
+    r = run("diff", doc, doc, "--flow", "proto=0")
+    assert r.exit_code == 2 and "no flow of the documents matches --flow 'proto=0'" in r.stderr

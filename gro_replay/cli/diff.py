@@ -78,7 +78,9 @@ def diff(
     than BASELINE by more than --max-regression percent; 2 when the documents cannot be compared.
     """
     if baseline == STDIN and current == STDIN:
-        raise UsageError("BASELINE and CURRENT are both standard input (-): one of them can be")
+        raise UsageError(
+            "BASELINE and CURRENT are both standard input (-): at most one of them can be; give the other as a file"
+        )
     if baseline_update and baseline == STDIN:
         raise UsageError("--baseline-update: BASELINE is standard input (-), not a file to update")
     try:

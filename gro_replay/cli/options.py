@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 FLOW_HELP = (
     "Only flows matching every comma-separated term: N (flow id), ADDR[:PORT] or [V6]:PORT (any endpoint), "
     "vni=, tunnel=vxlan|geneve|none, outer-src=, outer-dst=, outer-sport=, outer-dport=, src=, dst=, sport=, "
-    "dport= (inner), proto=tcp|udp|icmp|icmpv6|N, csum=zero|set, vlan=VID|none (an inner 802.1Q tag). README: "
+    "dport= (inner), proto=tcp|udp|icmp|icmpv6|ipip|ipv6-in-ip|gre|N, csum=zero|set, vlan=VID|none (an inner 802.1Q tag). README: "
     "Selecting flows."
 )
 

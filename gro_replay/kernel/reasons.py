@@ -241,7 +241,6 @@ DESCRIPTIONS = {
     GRE_ENCAP_MARK: "GRE inside a tunnel: gre_gro_receive flushes a second encapsulation",
     GRE_FLAGS: "GRE version not 0 or a flag other than key and checksum (sequence, routing): gre_gro_receive "
     "merges none",
-    GRE_NO_OFFLOAD: "GRE protocol type without GRO handler",
     GRE_CSUM: "GRE checksum bad",
     ETH_NO_OFFLOAD: "inner ethertype without GRO handler",
     VLAN_NO_OFFLOAD: "protocol inside an inner VLAN tag without GRO handler",
@@ -324,6 +323,7 @@ MISSED_WORDS = {
     ETH_NO_OFFLOAD: "inner ethertype {} without GRO handler",
     VLAN_NO_OFFLOAD: "protocol {} inside an inner VLAN tag without GRO handler",
     TUNNEL_INNER_PROTO: "tunnel inner protocol {} without GRO handler",
+    GRE_NO_OFFLOAD: "GRE protocol type {} without GRO handler",
     INET_NO_OFFLOAD: "IPv4 protocol {} without GRO handler",
     IPV6_NO_OFFLOAD: "IPv6 next header {} without GRO handler",
 }

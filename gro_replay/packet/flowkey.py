@@ -107,13 +107,13 @@ class FlowKey:
         }
 
 
-#: IP protocol numbers → how a flow's label names them (``proto_text``)
-_PROTO_NAMES = {1: "icmp", 4: "ipip", 6: "tcp", 17: "udp", 41: "ipv6-in-ip", 47: "gre", 58: "icmpv6"}
+#: IP protocol numbers → how a flow's label names them (``proto_text``) and ``--flow proto=`` takes them
+PROTO_NAMES = {6: "tcp", 17: "udp", 1: "icmp", 58: "icmpv6", 4: "ipip", 41: "ipv6-in-ip", 47: "gre"}
 
 
 def proto_text(proto: int) -> str:
     """IP protocol number ``proto`` as a flow's label names it: ``tcp``, ``gre``, or ``proto 132``."""
-    return _PROTO_NAMES.get(proto) or f"proto {proto}"
+    return PROTO_NAMES.get(proto) or f"proto {proto}"
 
 
 def endpoint(addr: str, port: int) -> str:

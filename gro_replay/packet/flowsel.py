@@ -10,8 +10,8 @@ Grammar (README "Selecting flows"): comma-separated terms, all of which a flow m
               | src | dst | sport | dport | proto | csum          (src … dport: the inner packet)
               | vlan                                        (a tag of the inner frame)
 
-Values: ``id`` 0 … 2**63-1; ``vni`` 0 … 16777215 (24 bits); ports 0 … 65535; ``proto`` tcp, udp, icmp, icmpv6 or
-0 … 255; ``tunnel`` vxlan, geneve or none; ``csum`` zero or set (the outer UDP checksum); ``vlan`` 0 … 4095 (the VID of any
+Values: ``id`` 0 … 2**63-1; ``vni`` 0 … 16777215 (24 bits); ports 0 … 65535; ``proto`` tcp, udp, icmp, icmpv6,
+ipip, ipv6-in-ip, gre or 0 … 255 (the inner packet's; a flow that is not VXLAN/Geneve: its own IP protocol); ``tunnel`` vxlan, geneve or none; ``csum`` zero or set (the outer UDP checksum); ``vlan`` 0 … 4095 (the VID of any
 802.1Q/802.1ad tag of the inner frame) or none (a tunnelled flow whose inner frame has no tag); addresses IPv4 or IPv6
 (compared in canonical form, ``2001:DB8::1`` matches ``2001:db8::1``). Numbers are ASCII digits, at most 20
 of them. Anything else is a ``SelectorError`` (one line), raised by ``parse`` before any frame is read.
@@ -22,6 +22,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from functools import lru_cache
+
+from .flowkey import PROTO_NAMES
 
 KEYS = (
     "id",
@@ -39,7 +41,8 @@ KEYS = (
     "csum",
     "vlan",
 )
-PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
+#: the protocol names ``proto=`` takes: those a flow's label prints (packet/flowkey.py ``PROTO_NAMES``)
+PROTOS = {name: number for number, name in PROTO_NAMES.items()}
 _RANGES = {
     "id": (0, (1 << 63) - 1),
     "vni": (0, (1 << 24) - 1),
@@ -168,7 +171,7 @@ def _term(term: str) -> Term:
         if value.lower() in PROTOS:
             return Term(name, PROTOS[value.lower()])
         if not (value.isascii() and value.isdigit()):
-            raise SelectorError(f"--flow: proto must be tcp, udp, icmp, icmpv6 or 0…255, not {value[:40]!r}")
+            raise SelectorError(f"--flow: proto must be {', '.join(PROTOS)} or 0…255, not {value[:40]!r}")
         return Term(name, _number(value, "proto"))
     if name == "csum":
         if value.lower() not in ("zero", "set"):
@@ -234,7 +237,8 @@ class KeyView:
         self.vni = key.get("vni") or 0
         self.inner_src, self.inner_dst = i.get("src", ""), i.get("dst", "")
         self.inner_sport, self.inner_dport = i.get("sport", 0), i.get("dport", 0)
-        self.inner_proto = i.get("proto", 0)
+        # a flow that is not VXLAN/Geneve has no inner key: its IP protocol is the outer one (FlowKey.inner_proto)
+        self.inner_proto = i.get("proto", 0) if key.get("inner") else o.get("proto", 0)
         self.outer_csum_zero = bool(o.get("udp_csum_zero", False))
         tags = i.get("vlan") or ()  # FlowKey.inner_vlan's (TPID, TCI) pairs; absent in older documents
         self.inner_vlan = tuple(

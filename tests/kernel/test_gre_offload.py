@@ -234,3 +234,17 @@ def test_the_backend_tells_the_connections_inside_one_gre_flow_apart(tmp_path):
     assert "(unmatched)" not in r.stdout
     sim = _phys(path, *BACKEND)
     assert (sim["skbs_delivered"], sim["aggregates"]) == (2, 2)
+
+
+def test_a_protocol_type_without_gro_handler_is_named(tmp_path):
+    """GRE carrying MPLS (0x8847): gro_find_receive_by_type finds no packet offload, so gre_gro_receive flushes each
+    frame; the reason is worded with the type it missed (its raw name was printed: breaker30)."""
+    frames = [_outer(_gre(f[14:], 0x8847)) for f in _inner()]
+    path = _capture(tmp_path / "mpls.pcap", frames)
+    phys = _phys(path, *BACKEND)
+    assert phys["end_reasons"] == {"gre_gro_receive:no_inner_offload(type=0x8847)": N}
+    r = CliRunner().invoke(main, [path, *BACKEND, "-q"])
+    assert (
+        "GRE protocol type MPLS (0x8847) without GRO handler [gre_gro_receive:no_inner_offload(type=0x8847)]"
+        in (" ".join(r.stdout.split()))
+    ), r.stdout

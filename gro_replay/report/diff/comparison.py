@@ -227,16 +227,31 @@ def _same_name_notes(name: str, k: dict, other: dict) -> list[str]:
     ]
 
 
-def _flow_id(row: dict) -> str:
+def _flow_id(row: dict, proto: bool = True) -> str:
     """A flow's identity across two documents: its key as JSON, without an empty inner ``vlan`` list (an untagged
-    inner frame: documents before the key was added have none, and name the same flow), else its label."""
+    inner frame: documents before the key was added have none, and name the same flow), and without the outer
+    ``proto`` unless ``proto`` (both documents carry it: ``_both_carry_proto``; older ones have none, and name the
+    same flow), else its label."""
     key = row.get("key")
     if key is None:
         return row["flow"]
     inner = key.get("inner")
     if isinstance(inner, dict) and inner.get("vlan") == []:
         key = {**key, "inner": {k: v for k, v in inner.items() if k != "vlan"}}
+    outer = key.get("outer")
+    if not proto and isinstance(outer, dict) and "proto" in outer:
+        key = {**key, "outer": {k: v for k, v in outer.items() if k != "proto"}}
     return json.dumps(key, sort_keys=True)
+
+
+def _both_carry_proto(*kernels: dict) -> bool:
+    """Whether every flow key of these kernels' documents has ``outer.proto`` (documents before it was added have
+    none: their flows are matched without it)."""
+    return all(
+        "proto" in ((f.get("key") or {}).get("outer") or {"proto": 0})
+        for k in kernels
+        for f in k.get("flows", [])
+    )
 
 
 def compare(  # noqa: C901, PLR0915 - one rule per document section, in the order of the diff document
@@ -333,8 +348,9 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         moved = _csum_moved(kb, kc)
         if moved:
             notes.append(f"{pair_label}: {moved}")
-        flows_b = {_flow_id(f): f for f in kb.get("flows", []) if select is None or select(f)}
-        flows_c = {_flow_id(f): f for f in kc.get("flows", []) if select is None or select(f)}
+        proto = _both_carry_proto(kb, kc)
+        flows_b = {_flow_id(f, proto): f for f in kb.get("flows", []) if select is None or select(f)}
+        flows_c = {_flow_id(f, proto): f for f in kc.get("flows", []) if select is None or select(f)}
         matched += len(flows_b) + len(flows_c)
         rows = []
         for fid, fb in flows_b.items():
