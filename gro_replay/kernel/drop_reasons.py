@@ -118,5 +118,6 @@ STACK_DROPS = (
 
 
 #: the outcomes of traffic that is no UDP tunnel's: handed to its own protocol's handler (TCP, GRE, IP in IP, ICMP;
-#: a protocol other than IP), which the replay does not follow — no drop (report/explain.py says them apart)
-HANDED_ELSEWHERE = frozenset({NOT_UDP, NOT_IP})
+#: a protocol other than IP) or to a UDP port without a tunnel socket, where the host may have a socket of its own;
+#: the replay follows none of it — no drop it could name (report/explain.py says them apart)
+NOT_TUNNEL_TRAFFIC = frozenset({NOT_UDP, NOT_IP, UDP_NO_SOCKET})

@@ -241,15 +241,16 @@ def _stack_line(k: dict, tunnel: str | None) -> str:
     ``stack``/``stack_frames``): queued to gro_cells, handed to another protocol, dropped."""
     skbs, frames = Counter(k["stack"]), Counter(k.get("stack_frames", {}))
     queued, through, carried = skbs["queued"], sum(skbs.values()), sum(frames.values())
-    # traffic that is no UDP tunnel's is handed to its own protocol (plain TCP, GRE, IP in IP: ip_local_deliver:
-    # not_udp; not IP: netif_receive_skb:not_ip): said apart, not as dropped
-    elsewhere = Counter({o: n for o, n in skbs.items() if o in D.HANDED_ELSEWHERE})
+    # traffic that is no UDP tunnel's goes to its own protocol (plain TCP, GRE, IP in IP: ip_local_deliver:not_udp;
+    # not IP: netif_receive_skb:not_ip) or to a UDP port without a tunnel socket (udp_rcv:no_socket), which the
+    # replay does not follow: said apart, not as dropped
+    elsewhere = Counter({o: n for o, n in skbs.items() if o in D.NOT_TUNNEL_TRAFFIC})
     drops, other = drop_counts(skbs - elsewhere, frames), drop_counts(elsewhere, frames)
     return (
         f"    stack (IP → UDP → {tunnel or 'tunnel'} decap): {through:,} {plural(through, 'skb')} ({carried:,} "
         f"{plural(carried, 'frame')}); {queued:,} {plural(queued, 'skb')} ({frames['queued']:,} "
         f"{plural(frames['queued'], 'frame')}) queued to gro_cells"
-        + (f"; handed to their own protocol, not UDP: {other}" if other else "")
+        + (f"; not tunnel traffic, not followed further: {other}" if other else "")
         + (f"; dropped: {drops}" if drops else "")
     )
 
