@@ -29,6 +29,18 @@ GRE_HEADER_SECTION = 4  #: bytes of the base header, and of each optional word
 _GRE_BASE = struct.Struct("!HH")  # struct gre_base_hdr: flags (and version), protocol
 
 
+def gre_flags_ok(flags: int) -> bool:
+    """Whether ``gre_gro_receive`` accepts a GRE header of flags word ``flags``: version 0 and no flag but K and C
+    (``(greh->flags & ~(GRE_KEY|GRE_CSUM)) != 0`` → out)."""
+    return not flags & ~(GRE_KEY | GRE_CSUM)
+
+
+def gre_hlen(flags: int) -> int:
+    """Bytes of a GRE header of flags word ``flags`` as GRO reads it: the 4-byte base header, a key word (K) and a
+    checksum word (C), ``grehlen`` in ``gre_gro_receive``/``gre_gro_complete`` (only these flags are accepted)."""
+    return GRE_HEADER_SECTION * (1 + bool(flags & GRE_KEY) + bool(flags & GRE_CSUM))
+
+
 def _null_compute_pseudo(skb: SkBuff, proto: int) -> int:
     """``null_compute_pseudo``: GRE's checksum covers no pseudo header (include/net/gro.h)."""
     del skb, proto
@@ -42,7 +54,6 @@ def gre_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
     Kernel: net/ipv4/gre_offload.c ``gre_gro_receive`` (module docstring). Returns ``pp`` or None.
     """
     cb = skb.cb
-    pp = None
     if cb.encap_mark:
         R.skb_flush_reason(cb, R.GRE_ENCAP_MARK)
         cb.flush |= 1
@@ -55,7 +66,7 @@ def gre_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         return None
     start = skb.data + off
     flags, gtype = _GRE_BASE.unpack_from(skb.buf, start)
-    if flags & ~(GRE_KEY | GRE_CSUM):
+    if not gre_flags_ok(flags):
         R.skb_flush_reason(cb, R.GRE_FLAGS)
         cb.flush |= 1
         return None
@@ -64,7 +75,7 @@ def gre_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
         R.skb_flush_reason(cb, missed_type(R.GRE_NO_OFFLOAD, gtype))
         cb.flush |= 1
         return None
-    grehlen = GRE_HEADER_SECTION * (1 + bool(flags & GRE_KEY) + bool(flags & GRE_CSUM))
+    grehlen = gre_hlen(flags)
     if not skb_gro_header_ok(skb, off + grehlen):
         R.skb_flush_reason(cb, R.TRUNCATED)
         cb.flush |= 1
@@ -88,8 +99,7 @@ def gre_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:
                 cb.split = R.SPLIT_GRE if other or not flags & GRE_CSUM else R.SPLIT_GRE_CSUM_WORD
     skb_gro_pull(skb, grehlen)
     skb_gro_postpull_rcsum(skb, start, grehlen)
-    pp = call_gro_receive(ptype.gro_receive, head, skb)
-    return pp
+    return call_gro_receive(ptype.gro_receive, head, skb)
 
 
 def gre_gro_complete(skb: SkBuff, nhoff: int) -> int:
@@ -99,7 +109,7 @@ def gre_gro_complete(skb: SkBuff, nhoff: int) -> int:
     skb.encapsulation = 1
     skb.gso_type = SKB_GSO_GRE
     flags, gtype = _GRE_BASE.unpack_from(skb.buf, skb.data + nhoff)
-    grehlen = GRE_HEADER_SECTION * (1 + bool(flags & GRE_KEY) + bool(flags & GRE_CSUM))
+    grehlen = gre_hlen(flags)
     ptype = skb.dev.kernel.offload_base.get(gtype)
     if ptype is None:
         return -2

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import zlib
 
-from ..kernel.gre_offload import GRE_CSUM, GRE_HEADER_SECTION, GRE_KEY
+from ..kernel.gre_offload import gre_flags_ok, gre_hlen
 from ..kernel.skbuff import ETH_FCS_LEN, ETH_HLEN, ETH_ZLEN
 from .decode import _H, _VLAN_TPIDS, ETH_P_IP, ETH_P_IPV6, ETH_P_TEB, ipv6_upper
 
@@ -260,9 +260,9 @@ def _tunnel_inner(buf: Buffer, proto: int, l4: int, tunnel_ports: dict[int, str]
         if l4 + 4 > n:
             return None
         flags, gtype = _H.unpack_from(buf, l4)[0], _H.unpack_from(buf, l4 + 2)[0]
-        if flags & ~(GRE_KEY | GRE_CSUM):
+        if not gre_flags_ok(flags):
             return None
-        inner = l4 + GRE_HEADER_SECTION * (1 + bool(flags & GRE_KEY) + bool(flags & GRE_CSUM))
+        inner = l4 + gre_hlen(flags)
         if gtype == ETH_P_TEB:
             return vlan_l3(buf, inner)
         return (gtype, inner) if gtype in (ETH_P_IP, ETH_P_IPV6) else None
