@@ -89,7 +89,7 @@ def zero_state_words(state: str, frames: int, unvalidated: int) -> tuple[str, st
 def zero_csum_states_text(states: Counter, unvalidated: Counter | None = None) -> str:
     """Why udp_gro_receive refused no tunnelled frame for a zero checksum, from the RX checksum states of the
     tunnelled frames whose outer UDP checksum is 0 (``states``: state → frames, ``_Tally.zero_states``; of them
-    ``unvalidated``, ``_Tally.zero_unvalidated``, passed unvalidated: ``zero_state_words``): "none of
+    ``unvalidated``, ``_Tally.zero_unvalidated``, reached the gate unvalidated: ``zero_state_words``): "none of
     the tunnelled frames has a zero outer UDP checksum", or "the 17 tunnelled frames with a zero outer UDP checksum
     were marked CHECKSUM_COMPLETE (GRO starts them with csum_valid 1, …), and before the fix udp_gro_receive refuses
     only frames not CHECKSUM_PARTIAL whose csum_cnt and csum_valid are both 0" (net/ipv4/udp_offload.c

@@ -139,7 +139,7 @@ class _Tally:
         #: of them, the frames at the phys device (``KernelFacts.frames``) by the RX checksum state the NIC gave them
         #: (``state_of``, an RX_CSUM_PROFILES name): what the zero-checksum gate saw before the fix
         self.zero_states: Counter = Counter()
-        #: of those frames, by state, the ones the gate passed unvalidated (``KernelFacts.gate_unvalidated``)
+        #: of those frames, by state, the ones that reached the gate unvalidated (``KernelFacts.gate_unvalidated``)
         self.zero_unvalidated: Counter = Counter()
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
