@@ -304,9 +304,8 @@ class Decoder:
                 return SKIP_OUTER_IP
             proto, l4 = upper
             frag = 0
-            if (
-                proto == NEXTHDR_FRAGMENT
-            ):  # a fragment's: its offset kept (0: the first), the walk goes on past it
+            # a fragment's header: its offset kept (0: the first), the walk goes on past it
+            if proto == NEXTHDR_FRAGMENT:
                 frag = 0x2000 | ((buf[l4 + 2] << 8 | buf[l4 + 3]) >> 3)
                 proto, l4 = buf[l4], l4 + FRAG_HDR_LEN
         else:

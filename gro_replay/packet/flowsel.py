@@ -11,7 +11,8 @@ Grammar (README "Selecting flows"): comma-separated terms, all of which a flow m
               | vlan                                        (a tag of the inner frame)
 
 Values: ``id`` 0 … 2**63-1; ``vni`` 0 … 16777215 (24 bits); ports 0 … 65535; ``proto`` tcp, udp, icmp, icmpv6,
-ipip, ipv6-in-ip, gre or 0 … 255 (the inner packet's; a flow that is not VXLAN/Geneve: its own IP protocol); ``tunnel`` vxlan, geneve or none; ``csum`` zero or set (the outer UDP checksum); ``vlan`` 0 … 4095 (the VID of any
+ipip, ipv6-in-ip, gre or 0 … 255 (the inner packet's; a flow that is not VXLAN/Geneve: its own IP protocol);
+``tunnel`` vxlan, geneve or none; ``csum`` zero or set (the outer UDP checksum); ``vlan`` 0 … 4095 (the VID of any
 802.1Q/802.1ad tag of the inner frame) or none (a tunnelled flow whose inner frame has no tag); addresses IPv4 or IPv6
 (compared in canonical form, ``2001:DB8::1`` matches ``2001:db8::1``). Numbers are ASCII digits, at most 20
 of them. Anything else is a ``SelectorError`` (one line), raised by ``parse`` before any frame is read.
