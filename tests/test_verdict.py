@@ -1214,3 +1214,89 @@ def test_flows_without_payload_past_the_gate_are_the_other_ones():
     # compare mode names the post-fix kernel's count, with no gate refusal of its own: all 2 flows, no "other"
     compared = verdict_of(replay_frames(frames, ReplayConfig())).text
     assert "In post-fix (v5.12), 2 tunnelled TCP flows carry no payload" in compared
+
+
+def test_the_refusals_of_lost_flows_are_said_beside_the_affected_ones(tmp_path, runner):
+    """Two VXLAN flows of 6 frames, outer UDP checksum 0: one over IPv4 (refused before the fix: §4.7 row 3, so
+    affected), one over IPv6, refused too and then dropped by __udp6_lib_rcv (a zero UDPv6 checksum, RFC 6936;
+    §6.1). The JSON counts 12 refusals; the affected kernel's sentence said 6 and never named the other 6
+    (truth30). Every tunnelled flow lost: the kernel without the fix says it refuses their frames too."""
+    import json
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    v4 = build_flow(FrameSpec(outer_csum="zero", udp_sport=41000), [1000] * 6)
+    v6 = build_flow(FrameSpec(outer_csum="zero", outer_ipv6=True, udp_sport=41001), [1000] * 6)
+    both, alone = tmp_path / "both.pcap", tmp_path / "v6.pcap"
+    for path, frames in ((both, [f for pair in zip(v4, v6, strict=True) for f in pair]), (alone, v6)):
+        with PcapWriter(str(path)) as w:
+            for i, f in enumerate(frames):
+                w.write(1_700_000_000_000_000_000 + 1000 * i, f)
+    lost = (
+        "also refuses 6 frames for a zero checksum of flows lost before decapsulation (below), whose frames never "
+        "reach the host whatever GRO does."
+    )
+    for args, subject in ((["--no-fix"], "It"), ([], "Before the fix udp_gro_receive")):
+        v = json.loads(runner.invoke(main, [str(both), *args, "--json", "-", "-q"]).stdout)["verdict"]
+        assert v["frames_refused"] == 12 and v["affected_flows"] == 1
+        assert f"{subject} {lost}" in v["text"], v["text"]
+    v = json.loads(runner.invoke(main, [str(alone), "--no-fix", "--json", "-", "-q"]).stdout)["verdict"]
+    assert v["outcome"] == "lost" and v["frames_refused"] == 6
+    assert (
+        "udp_gro_receive in pre-fix (v5.11) refuses 6 frames for a zero checksum before they are dropped, which "
+        "changes how many skbs carry them to the drop, not what the host receives."
+    ) in v["text"], v["text"]
+
+
+def test_a_kernel_run_beside_the_compared_pair_is_said_too(tmp_path, runner):
+    """Three kernels: compare mode compares 5.10 (without the fix) and 5.12 (with it); 6.18 does not merge the
+    capture's two flows at the phys device (their outer IPv4 IDs step by 2: tcp_gro_receive:outer_ip_id, the outer
+    ID rule of 21f7484220ac, v6.18), which --kernel 6.18 alone says and the three-kernel run left unsaid (truth30).
+    4.19, without the fix too, refuses the frames' zero checksum: said as well."""
+    import json
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    streams = [
+        build_flow(FrameSpec(outer_csum="zero", udp_sport=41000 + j, sport=40000 + j), [1000] * 2)
+        for j in range(2)
+    ]
+    frames = [f for pair in zip(*streams, strict=True) for f in pair]
+    frames = [
+        f[:18] + ((100 * (i % 2) + 2 * (i // 2)) & 0xFFFF).to_bytes(2, "big") + f[20:]
+        for i, f in enumerate(frames)
+    ]
+    path = tmp_path / "ids.pcap"
+    from gro_replay.packet.csum import ip_fast_csum
+
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            b = bytearray(f)
+            b[24:26] = b"\0\0"
+            b[24:26] = ip_fast_csum(b, 14, 5).to_bytes(2, "big")
+            w.write(1_700_000_000_000_000_000 + 1000 * i, bytes(b))
+    alone = json.loads(
+        runner.invoke(main, [str(path), "--kernel", "6.18", "--rx-csum", "none", "--json", "-", "-q"]).stdout
+    )
+    assert "6.18 (v6.18) does not merge 2 tunnelled TCP flows at the phys device" in alone["verdict"]["text"]
+    args = [
+        "--kernel",
+        "4.19",
+        "--kernel",
+        "5.10",
+        "--kernel",
+        "5.12",
+        "--kernel",
+        "6.18",
+        "--rx-csum",
+        "none",
+    ]
+    text = json.loads(runner.invoke(main, [str(path), *args, "--json", "-", "-q"]).stdout)["verdict"]["text"]
+    assert "Compared for the fix: 5.10 (v5.10), without it, and post-fix (v5.12), with it." in text, text
+    assert "6.18 (v6.18) does not merge 2 tunnelled TCP flows at the phys device" in text, text
+    assert "[tcp_gro_receive:outer_ip_id] ×2" in text
+    assert (
+        "4.19 (v4.19) lacks the fix too: udp_gro_receive refuses 4 frames for a zero checksum there." in text
+    )

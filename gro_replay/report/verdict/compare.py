@@ -142,6 +142,12 @@ class CompareSentences:
             listed is not None and self.pre
         ):  # the pre-fix kernel's other refusals, at no cost (as one kernel's says)
             parts.append(f"Before the fix {self._costless_text(listed, self.pre, also=True)}.")
+        if t.refused_lost:  # and those of flows lost before decapsulation, so the refusals add up (truth30)
+            n = t.refused_lost
+            parts.append(
+                f"Before the fix udp_gro_receive also refuses {n:,} {plural(n, 'frame')} for a zero checksum of flows "
+                "lost before decapsulation (below), whose frames never reach the host whatever GRO does."
+            )
         text = " ".join(parts)
         via = _via(self.models.get(post.name))
         if via:

@@ -151,6 +151,7 @@ class CaptureSentences(CompareSentences):
                     for o, n in by_count(max(self.kernels, key=lambda k: k.lost_frames).lost)
                 )
                 + ". No flow is affected by the zero-checksum bug: what the host receives does not depend on it."
+                + self._lost_refusals_text()
             )
         runs = cfg.gro_runs()
         if not runs["phys"] and not self._tally.affected:
@@ -165,28 +166,51 @@ class CaptureSentences(CompareSentences):
                 f"{FIX} changed) is never reached; {tunnel}."
             )
         elif self.compare:
-            text = self._compare_text()
-            lead = self._assumed_lead()
-            if lead:
-                text = f"{lead}. {text}"
-            if len(self.kernels) > 2:
-                # which pair the sentence compares (as the table's Δ column names its pair): the newest kernel
-                # without the fix and the oldest with it
-                pre, post = (next(k for k in self.kernels if k.name == n) for n in (self.pre, self.post))
-                text = (
-                    f"Compared for the fix: {kernel_label(pre.name, pre.release)}, "
-                    f"{'assumed without it' if lead else 'without it'}, and "
-                    f"{kernel_label(post.name, post.release)}, with it. {text}"
-                )
-            ways = [  # where each compared kernel without the fix gets it, as one kernel's verdict says it
-                fix_way_sentence(self.models.get(k.name), kernel_label(k.name, k.release))
-                for k in self.kernels
-                if k.carries_fix is False and not (lead and k.name == self.pre)  # the lead said it of pre
-            ]
-            text += "".join(f" {w}" for w in ways if w)
+            text = self._compare_mode_text()
         else:
             text = " ".join(self._kernel_sentence(k) for k in self.kernels)
         return text + self._closing_text()
+
+    def _compare_mode_text(self) -> str:
+        """The capture sentence of compare mode: the compared pair (``_compare_text``), where each kernel without the
+        fix gets it, and the kernels run beside the pair (``_beside_text``)."""
+        text = self._compare_text()
+        lead = self._assumed_lead()
+        if lead:
+            text = f"{lead}. {text}"
+        if len(self.kernels) > 2:
+            # which pair the sentence compares (as the table's Δ column names its pair): the newest kernel
+            # without the fix and the oldest with it
+            pre, post = (next(k for k in self.kernels if k.name == n) for n in (self.pre, self.post))
+            text = (
+                f"Compared for the fix: {kernel_label(pre.name, pre.release)}, "
+                f"{'assumed without it' if lead else 'without it'}, and "
+                f"{kernel_label(post.name, post.release)}, with it. {text}"
+            )
+        ways = [  # where each compared kernel without the fix gets it, as one kernel's verdict says it
+            fix_way_sentence(self.models.get(k.name), kernel_label(k.name, k.release))
+            for k in self.kernels
+            if k.carries_fix is False and not (lead and k.name == self.pre)  # the lead said it of pre
+        ]
+        text += "".join(f" {w}" for w in ways if w)
+        # the kernels run beside the compared pair: what each merges, as its own verdict says it (truth30: a
+        # third kernel's phys device went unsaid)
+        for k in self.kernels:
+            if k.name not in (self.pre, self.post):
+                text += self._beside_text(k)
+        return text
+
+    def _beside_text(self, k: KernelFacts) -> str:
+        """Compare mode with more than two kernels: what kernel ``k``, not one of the compared pair, does — its
+        zero-checksum refusals where it lacks the fix and its gate refused frames (``KernelFacts.refused``), and
+        the flows its phys device does not merge (``_unmerged_note``), as one kernel's verdict says them."""
+        text = ""
+        if k.carries_fix is False and k.refused:
+            text = (
+                f" {kernel_label(k.name, k.release)} lacks the fix too: udp_gro_receive refuses {k.refused:,} "
+                f"{plural(k.refused, 'frame')} for a zero checksum there."
+            )
+        return text + self._unmerged_note(k)
 
     def _closing_text(self) -> str:
         """What the capture text ends with, in any mode: the flows without payload (once; in compare mode as the
@@ -356,6 +380,19 @@ class CaptureSentences(CompareSentences):
             self.reasons_observed, self._tally.tunnel_zero, self.kernels, self.result.config
         )
 
+    def _lost_refusals_text(self) -> str:
+        """Where every tunnelled flow is lost: " udp_gro_receive in pre-fix (v5.11) refuses 2 frames for a zero checksum before
+        they are dropped." per kernel without the fix whose gate refused some (the JSON's ``frames_refused``), or ""
+        (README: a kernel that refuses frames only of flows lost before decapsulation says so; truth30)."""
+        said = [
+            f" udp_gro_receive in {kernel_label(k.name, k.release)} refuses {k.refused:,} {plural(k.refused, 'frame')} for a zero checksum "
+            f"before {'it is' if k.refused == 1 else 'they are'} dropped, which changes how many skbs carry them "
+            "to the drop, not what the host receives."
+            for k in self.kernels
+            if k.refused and k.carries_fix is False
+        ]
+        return "".join(said)
+
     def _affected_kernel_text(self, k: KernelFacts, lacks: str, refused: Refusals) -> str:
         """One kernel without the fix whose gate cost flows their aggregation, in short sentences, one claim each:
         that it lacks the fix and is affected (``lacks``: ``lacks_fix_words``), which flows lose what and why
@@ -369,6 +406,12 @@ class CaptureSentences(CompareSentences):
         )
         if refused.costless:
             text += f" {self._costless_text(refused, k.name, also=True, subject='It')}."
+        if refused.lost_frames:
+            n = refused.lost_frames
+            text += (
+                f" It also refuses {n:,} {plural(n, 'frame')} for a zero checksum of flows lost before decapsulation "
+                "(below), whose frames never reach the host whatever GRO does."
+            )
         text += f" {fix_advice_sentences(self.result.config, self._tally.shadow_saved.get(k.name))}"
         move = ended_branch_advice(model)
         return f"{text} {move}" if move else text

@@ -55,6 +55,8 @@ class Refusals:
     first_phys: tuple[int, FlowKey] | None = None
     costless: int = 0
     costless_frames: int = 0
+    #: frames refused of flows lost before decapsulation (every frame dropped: ``Verdict._flow_outcome`` "lost")
+    lost_frames: int = 0
     #: ``FlowVerdict.costless_why`` → [flows, refused frames] of the costless flows
     costless_by: dict = field(default_factory=dict)
     #: the ``no_gain`` flows' phys end reasons in the kernel's counterfactual (``FlowVerdict.shadows``), poll-end
@@ -231,6 +233,8 @@ class _Tally:
         self.refused += fv.gate_zero
         if fv.outcome == "lost":
             self.refused_lost += fv.gate_zero
+            for k in fv.kernels:  # per kernel too: an affected kernel says them beside its costly refusals
+                self.refusals[k.name].lost_frames += k.refused
         elif fv.gate_zero and fv.pre is not None:
             stage = fv.pre.refused_at()
             if stage is not None:
