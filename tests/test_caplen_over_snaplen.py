@@ -252,7 +252,7 @@ def test_every_frame_cut_short_is_said_so(tmp_path, fmt) -> None:
     assert inp["skipped_to_tunnel_ports"] == {"snaplen_cut": {"vxlan": 17}} and inp["skipped_unread"] == {}
     assert inp["notes"] == [
         # how to get whole frames: once, in the snaplen note (and in the verdict)
-        "no tunnel traffic replayed: 17 frames to a VXLAN port were cut short (snaplen_cut) and not replayed",
+        "no VXLAN or Geneve traffic replayed: 17 frames to a VXLAN port were cut short (snaplen_cut) and not replayed",
         "17 records hold fewer bytes than their frames on the wire (captured length < original length): skipped "
         f"(snaplen_cut), a frame cut short cannot be checksummed; {CUT_HINT}",
     ]
@@ -264,7 +264,7 @@ def test_every_frame_cut_short_is_said_so(tmp_path, fmt) -> None:
 
 
 def test_frames_cut_short_are_not_said_to_carry_no_tunnel_traffic(tmp_path) -> None:
-    """The fix sample sent to UDP port 53 with its VXLAN header zeroed (no tunnel traffic), snap length 1,000: the
+    """The fix sample sent to UDP port 53 with its VXLAN header zeroed (no VXLAN or Geneve traffic), snap length 1,000: the
     788-byte frame is decoded, the 16 others cut. The no-tunnel-traffic note covers the frame decoded."""
     frames = []
     for ts, buf in _records():
@@ -276,7 +276,7 @@ def test_frames_cut_short_are_not_said_to_carry_no_tunnel_traffic(tmp_path) -> N
     assert without_engine(got) == without_engine(ref)
     assert got["input"]["skipped_to_tunnel_ports"] == {} and got["input"]["skipped_unread"] == {}
     assert got["input"]["notes"] == [
-        "no tunnel traffic: no frame goes to a configured tunnel port (VXLAN 4789, 8472; Geneve 6081; the 16 cut "
+        "no VXLAN or Geneve traffic: no frame goes to a configured tunnel port (VXLAN 4789, 8472; Geneve 6081; the 16 cut "
         "short by their headers: snaplen_cut) and none decoded parses as VXLAN or Geneve on another UDP port",
         "16 records hold fewer bytes than their frames on the wire (captured length < original length): skipped "
         f"(snaplen_cut), a frame cut short cannot be checksummed; {CUT_HINT}",

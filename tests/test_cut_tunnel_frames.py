@@ -1,7 +1,7 @@
 """Frames skipped before the replay are read for where they were going (sim/skipped.py, packet/headers.py
 ``tunnel_port_of``): a record cut short (``snaplen_cut``) or refused as malformed holds whole outer headers, so its
 outer UDP destination port says whether it is tunnel traffic. No sentence says a capture, an interface or the
-frames carry no tunnel traffic when such frames went to a tunnel port: the notes count them ("20 frames to a
+frames carry no VXLAN or Geneve traffic when such frames went to a tunnel port: the notes count them ("20 frames to a
 VXLAN port were cut short (snaplen_cut) and not replayed: <how to get whole frames>"), the interfaces' note counts
 them per interface (and a cut tunnel frame chooses its device, as a whole one does: capture/interfaces.py), and the
 verdict's outcome is ``tunnel_not_replayed``, not ``no_tunnel``, when no frame replayed is tunnel traffic. A frame
@@ -62,7 +62,7 @@ def test_every_frame_of_a_cut_capture_to_a_tunnel_port_is_said_so(tmp_path) -> N
     hidden = f"16 frames to a VXLAN port were cut short (snaplen_cut) and not replayed: {CUT_HINT}"
     # the notes leave how to get whole frames to the snaplen note; the verdict says it
     assert f"not in the counts: {hidden.removesuffix(': ' + CUT_HINT)}" in inp["notes"]
-    assert not any(n.startswith("no tunnel traffic") for n in inp["notes"])
+    assert not any(n.startswith("no VXLAN or Geneve traffic") for n in inp["notes"])
     assert got["verdict"]["outcome"] != "no_tunnel"
     assert got["verdict"]["text"].endswith(f" Not in these counts: {hidden}.")
 
@@ -82,7 +82,7 @@ def test_plain_traffic_replayed_and_every_tunnel_frame_cut(tmp_path) -> None:
     )
     assert inp["skipped_to_tunnel_ports"] == {"snaplen_cut": {"vxlan": 16}} and inp["skipped_unread"] == {}
     hidden = f"16 frames to a VXLAN port were cut short (snaplen_cut) and not replayed: {CUT_HINT}"
-    assert inp["notes"][0] == f"no tunnel traffic replayed: {hidden.removesuffix(': ' + CUT_HINT)}"
+    assert inp["notes"][0] == f"no VXLAN or Geneve traffic replayed: {hidden.removesuffix(': ' + CUT_HINT)}"
     v = got["verdict"]
     assert v["outcome"] == "tunnel_not_replayed"
     assert v["text"] == (
@@ -99,7 +99,7 @@ def test_frames_cut_before_their_udp_port_are_unknown(tmp_path) -> None:
     inp = got["input"]
     assert inp["skipped_unread"] == {"snaplen_cut": 17} and inp["skipped_to_tunnel_ports"] == {}
     assert inp["notes"][0] == (
-        "no tunnel traffic replayed: every frame read was cut short (snaplen_cut) before its UDP port, none was "
+        "no VXLAN or Geneve traffic replayed: every frame read was cut short (snaplen_cut) before its UDP port, none was "
         "decoded: whether they are tunnel traffic is unknown"
     )
     assert got["verdict"]["outcome"] == "nothing_replayed"
@@ -131,7 +131,7 @@ def test_cut_and_unread_frames_beside_plain_ones(tmp_path) -> None:
     assert inp["skipped_to_tunnel_ports"] == {"snaplen_cut": {"vxlan": 1}}
     assert got["verdict"]["outcome"] == "tunnel_not_replayed"
     assert inp["notes"][0].startswith(
-        "no tunnel traffic replayed: 1 frame to a VXLAN port was cut short (snaplen_cut) and not replayed"
+        "no VXLAN or Geneve traffic replayed: 1 frame to a VXLAN port was cut short (snaplen_cut) and not replayed"
     )
     # without the frame cut at 1,000 bytes: no tunnel frame is known, and what is not known is said
     with PcapWriter(path) as w:
@@ -146,12 +146,12 @@ def test_cut_and_unread_frames_beside_plain_ones(tmp_path) -> None:
         "unknown"
     )
     assert got["input"]["notes"][0] == (
-        f"no tunnel traffic: no frame whose headers could be read goes to a configured tunnel port ({PORTS}) and "
+        f"no VXLAN or Geneve traffic: no frame whose headers could be read goes to a configured tunnel port ({PORTS}) and "
         f"none decoded parses as VXLAN or Geneve on another UDP port ({unknown})"
     )
     assert got["verdict"]["outcome"] == "no_tunnel"
     assert got["verdict"]["text"] == (
-        "No flow carries tunnel traffic: none of the 2 frames replayed is VXLAN (UDP ports 4789, 8472) or Geneve "
+        "No flow carries VXLAN or Geneve traffic: none of the 2 frames replayed is VXLAN (UDP ports 4789, 8472) or Geneve "
         f"(UDP port 6081), so the fix has nothing to change for them; {unknown} (tunnels on other ports: "
         "--vxlan-port P / --geneve-port P)."
     )
@@ -174,7 +174,7 @@ def test_malformed_frames_to_a_tunnel_port_are_tunnel_traffic_not_replayed(tmp_p
     assert inp["skipped"] == {"malformed:inner_headers": 3}
     assert inp["skipped_to_tunnel_ports"] == {"malformed:inner_headers": {"vxlan": 3}}
     assert inp["notes"][0] == (
-        "no tunnel traffic replayed: 3 frames to a VXLAN port were skipped as malformed (malformed:inner_headers) "
+        "no VXLAN or Geneve traffic replayed: 3 frames to a VXLAN port were skipped as malformed (malformed:inner_headers) "
         "and not replayed"
     )
     assert got["verdict"]["outcome"] == "tunnel_not_replayed"
@@ -206,7 +206,7 @@ def test_a_cut_tunnel_frame_chooses_its_interface(tmp_path) -> None:
     (note,) = [n for n in inp["notes"] if "interfaces" in n]
     assert note.startswith(
         "the capture holds 2 interfaces (interface 0 (eth0): 17 frames, 17 tunnel (16 cut short: snaplen_cut, not "
-        "replayed); interface 1 (vxlan0): 17 frames, no tunnel traffic); replaying interface 0 (eth0) only"
+        "replayed); interface 1 (vxlan0): 17 frames, no VXLAN or Geneve traffic); replaying interface 0 (eth0) only"
     )
 
 
@@ -221,7 +221,7 @@ def test_interface_left_out_whose_tunnel_frames_were_cut(tmp_path) -> None:
         "--interface eth0 replays it instead; 16 are cut short (snaplen_cut), skipped there too)"
     ) in notes[0]
     assert notes[1].startswith(
-        "no tunnel traffic on the interface replayed: no frame goes to a configured tunnel"
+        "no VXLAN or Geneve traffic on the interface replayed: no frame goes to a configured tunnel"
     )
     assert got["verdict"]["text"].endswith(
         "17 on interface 0 (eth0) (--interface eth0 replays them; 16 are cut short (snaplen_cut), skipped there too)."
@@ -238,7 +238,7 @@ def test_tcpdump_copy_of_the_triage_any_capture() -> None:
     """The newcomer's pipe: ``tcpdump -r tcpdump-any-sll2.pcap -w - | gro-replay - --rx-csum none --kernel 6.18``.
     tcpdump cuts ifindex 2's 20 VXLAN frames to the file's declared snaplen; their headers say VXLAN, so ifindex 2
     (the first tunnel frame's device) is replayed and nothing is: every one of its frames was cut. Before, the
-    report said ifindex 2 held no tunnel traffic and replayed ifindex 5's decapsulated copies as phys traffic."""
+    report said ifindex 2 held no VXLAN or Geneve traffic and replayed ifindex 5's decapsulated copies as phys traffic."""
     tcpdump = shutil.which("tcpdump")
     if not TRIAGE_SLL2.is_file() or tcpdump is None:
         pytest.skip("needs ../shared/triage and tcpdump")
@@ -255,9 +255,9 @@ def test_tcpdump_copy_of_the_triage_any_capture() -> None:
     hidden = f"20 frames to a VXLAN port were cut short (snaplen_cut) and not replayed: {CUT_HINT}"
     assert inp["notes"][:2] == [
         "the capture holds 2 interfaces (ifindex 2: 20 frames, 20 tunnel (all cut short: snaplen_cut, not "
-        "replayed); ifindex 5: 20 frames, no tunnel traffic); replaying ifindex 2 only (the interface of the "
+        "replayed); ifindex 5: 20 frames, no VXLAN or Geneve traffic); replaying ifindex 2 only (the interface of the "
         "capture's first tunnel frame; --interface chooses)",
-        f"no tunnel traffic replayed: {hidden.removesuffix(': ' + CUT_HINT)}",
+        f"no VXLAN or Geneve traffic replayed: {hidden.removesuffix(': ' + CUT_HINT)}",
     ]
     assert doc["verdict"]["outcome"] == "nothing_replayed"
     assert doc["verdict"]["text"] == (
@@ -265,9 +265,13 @@ def test_tcpdump_copy_of_the_triage_any_capture() -> None:
         f"{hidden}."
     )
     text = " ".join(_piped(copy.stdout, *args).stdout.decode().split())
-    for claim in ("none carries tunnel traffic", "all were replayed", "No flow carries tunnel traffic"):
+    for claim in (
+        "none carries tunnel traffic",
+        "all were replayed",
+        "No flow carries VXLAN or Geneve traffic",
+    ):
         assert claim not in text
-    assert f"note: no tunnel traffic replayed: {hidden.removesuffix(': ' + CUT_HINT)}" in text
+    assert f"note: no VXLAN or Geneve traffic replayed: {hidden.removesuffix(': ' + CUT_HINT)}" in text
     assert "SUMMARY kernel=6.18 frames=40 skipped=40 replayed=0 phys_skbs=0" in text
     # the copies chosen by hand: replayed, and the words keep the cut tunnel frames of ifindex 2 in view
     r = _piped(copy.stdout, *args, "--interface", "5", "--format", "json")
@@ -276,4 +280,4 @@ def test_tcpdump_copy_of_the_triage_any_capture() -> None:
     assert doc["verdict"]["text"].endswith(
         "20 on ifindex 2 (--interface 2 replays them; all 20 are cut short (snaplen_cut), skipped there too)."
     )
-    assert doc["input"]["notes"][1].startswith("no tunnel traffic on the interface replayed: ")
+    assert doc["input"]["notes"][1].startswith("no VXLAN or Geneve traffic on the interface replayed: ")

@@ -307,8 +307,10 @@ def test_bpf_filter_counts_what_it_leaves_out():
     # the outer packet is UDP (VXLAN): libpcap's "tcp" does not look inside the tunnel
     assert doc["input"]["filtered"] == {"bpf": 17} and doc["input"]["frames_replayed"] == 0
     # the capture is all VXLAN: the note says the filter removed it, never that none parses as VXLAN or Geneve
-    (note,) = [n for n in doc["input"]["notes"] if "tunnel traffic" in n]
-    assert note.startswith("no tunnel traffic replayed: 17 frames filtered out by -f, none left to replay")
+    (note,) = [n for n in doc["input"]["notes"] if "VXLAN or Geneve traffic" in n]
+    assert note.startswith(
+        "no VXLAN or Geneve traffic replayed: 17 frames filtered out by -f, none left to replay"
+    )
     doc = json.loads(run(FIX_SAMPLE, "-f", "udp dst port 4789", "--format", "json", "-q").stdout)
     assert doc["input"]["filtered"] == {} and doc["input"]["frames_replayed"] == 17
     r = run(FIX_SAMPLE, "-f", "greater 1000", "-q", "--no-hist")

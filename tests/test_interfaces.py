@@ -438,7 +438,7 @@ def test_a_pipe_of_tcpdump_any_says_each_interfaces_tunnel_frames(sll2):
     assert inp["classes"] == {"tunnel_tcp": 20}
     (note,) = [n for n in inp["notes"] if "interfaces" in n]
     assert note.startswith(
-        "the capture holds 2 interfaces (ifindex 2: 20 frames, 20 tunnel; ifindex 5: 20 frames, no tunnel traffic)"
+        "the capture holds 2 interfaces (ifindex 2: 20 frames, 20 tunnel; ifindex 5: 20 frames, no VXLAN or Geneve traffic)"
     )
 
 

@@ -174,7 +174,7 @@ def test_running_kernel_with_no_frame_to_send(tmp_path):
         "NIC: none: no frame was sent, so the kernel backend made no device (--rx-csum none"
     )
     assert (
-        "note: no tunnel traffic: no frame goes to a configured tunnel port (VXLAN 4789; Geneve 6081)"
+        "note: no VXLAN or Geneve traffic: no frame goes to a configured tunnel port (VXLAN 4789; Geneve 6081)"
         in r.output
     )
 
@@ -296,24 +296,24 @@ def test_the_notes_count_the_frames_sent_only(tmp_path):
         "host before TX checksum offload filled it in; a NIC would not have reported them as verified: --rx-csum "
         "none has the running kernel check them in software and drop them (udp_rcv, UdpInCsumErrors)"
     ]
-    # VXLAN on a port without a device, none of it sent: neither "sent as plain UDP" nor "no tunnel traffic"
+    # VXLAN on a port without a device, none of it sent: neither "sent as plain UDP" nor "no VXLAN or Geneve traffic"
     path = _synth(tmp_path / "odd.pcap", "--port", "4790", "--frames", "10")
     oracle = _unsent(fake_oracle({"phys": [], "tunnel": []}, 0), [], "outer_destination_differs", 10)
     assert kernel_result(load_capture(str(path), cfg), oracle, cfg).input.notes == [
-        "no tunnel traffic sent: the kernel backend could not send the 10 frames read that carry VXLAN or Geneve "
+        "no VXLAN or Geneve traffic sent: the kernel backend could not send the 10 frames read that carry VXLAN or Geneve "
         "(kernel_backend:outer_destination_differs 10)"
     ]
 
 
 def test_geneve_on_a_kernel_without_geneve_is_not_said_absent(tmp_path):
     # oracle/replay.py skips Geneve frames where the running kernel has no Geneve (geneve_not_built_in): the
-    # capture has tunnel traffic, none of it sent (breaker's finding: "no tunnel traffic: no frame goes to a
+    # capture has tunnel traffic, none of it sent (breaker's finding: "no VXLAN or Geneve traffic: no frame goes to a
     # configured tunnel port (…; Geneve 6081)")
     path = _synth(tmp_path / "g.pcap", "--encap", "geneve", "--frames", "5")
     cfg = _config()
     oracle = _unsent(fake_oracle({"phys": [], "tunnel": []}, 0), [], "geneve_not_built_in", 5)
     assert kernel_result(load_capture(str(path), cfg), oracle, cfg).input.notes == [
-        "no tunnel traffic sent: the kernel backend could not send the 5 frames read that carry VXLAN or Geneve "
+        "no VXLAN or Geneve traffic sent: the kernel backend could not send the 5 frames read that carry VXLAN or Geneve "
         "(kernel_backend:geneve_not_built_in 5)"
     ]
 

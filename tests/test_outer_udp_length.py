@@ -230,7 +230,7 @@ def _v4_fragments(frame: bytes, ident: int) -> list[bytes]:
 
 
 def test_fragmented_tunnel_datagrams_are_named_not_called_absent(tmp_path):
-    """Outer IPv4 fragments of VXLAN datagrams: reassembly is not modelled (README), so they are no tunnel traffic
+    """Outer IPv4 fragments of VXLAN datagrams: reassembly is not modelled (README), so they are no VXLAN or Geneve traffic
     here; the running kernel reassembles and decapsulates them (fidelity31: its trace showed one vxlan0 skb of all
     8). The report used to say that no frame goes to a tunnel port; now it counts their first fragments, in a note
     and the verdict, on both engines."""
@@ -240,7 +240,7 @@ def test_fragmented_tunnel_datagrams_are_named_not_called_absent(tmp_path):
     assert doc["input"]["fragments_to_tunnel"] == 8
     assert doc["input"]["classes"] == {"not_tunnel": 16}
     assert (
-        "no tunnel traffic replayed whole: what goes to a tunnel port came fragmented"
+        "no VXLAN or Geneve traffic replayed whole: what goes to a tunnel port came fragmented"
         in doc["input"]["notes"]
     )
     (note,) = [n for n in doc["input"]["notes"] if "are first fragments" in n]
@@ -249,7 +249,7 @@ def test_fragmented_tunnel_datagrams_are_named_not_called_absent(tmp_path):
         "fragment reassembly is not modelled"
     )
     assert doc["verdict"]["text"].startswith(
-        "No flow carries tunnel traffic whole: the 8 frames to a tunnel port are first fragments of outer datagrams"
+        "No flow carries VXLAN or Geneve traffic whole: the 8 frames to a tunnel port are first fragments of outer datagrams"
     )
     batch, ref, _ = batch_and_reference(path, ReplayConfig())
     assert batch == ref

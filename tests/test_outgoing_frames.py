@@ -104,7 +104,7 @@ def test_frames_sent_by_the_host_are_skipped_and_counted(tmp_path, linktype):
 def test_a_frame_the_host_sent_chooses_no_interface(tmp_path):
     """``tcpdump -i any``: the fix sample's 17 frames received on ifindex 2, and 17 VXLAN frames the host sent on
     ifindex 3, one of them first. A sent frame decides no device (capture/interfaces.py: the device of the first
-    tunnel frame received) and is no tunnel traffic of its interface (breaker's finding: ifindex 3 was replayed,
+    tunnel frame received) and is no VXLAN or Geneve traffic of its interface (breaker's finding: ifindex 3 was replayed,
     all of it skipped as outgoing, and ifindex 2's received frames were left out as another device's)."""
     path = tmp_path / "two.pcap"
     with PcapWriter(str(path), linktype=DLT_LINUX_SLL2) as w:
@@ -115,7 +115,7 @@ def test_a_frame_the_host_sent_chooses_no_interface(tmp_path):
     # a frame the host sent is outgoing whichever interface is replayed, never another device's traffic
     assert (dict(result.input.skipped), result.input.frames_replayed) == ({"outgoing": 17}, 17)
     assert result.input.notes[0] == (
-        "the capture holds 2 interfaces (ifindex 3: 17 frames, no tunnel traffic, 17 sent by the capturing host; "
+        "the capture holds 2 interfaces (ifindex 3: 17 frames, no VXLAN or Geneve traffic, 17 sent by the capturing host; "
         "ifindex 2: 17 frames, 17 tunnel); replaying ifindex 2 only (the interface of the capture's first tunnel "
         "frame; --interface chooses)"
     )
@@ -194,5 +194,5 @@ def test_every_frame_sent_by_the_host_is_said_so(tmp_path):
     result = replay_capture(str(path), ReplayConfig(vxlan_ports=(4790,)))
     assert (dict(result.input.skipped), result.input.caplen_over_orig_len) == ({"outgoing": 17}, 0)
     assert result.input.notes == [
-        "no tunnel traffic replayed: every frame read was sent by the capturing host (outgoing), none received"
+        "no VXLAN or Geneve traffic replayed: every frame read was sent by the capturing host (outgoing), none received"
     ]

@@ -1,7 +1,7 @@
 """A capture cut short (``head -c``, a capture still being written): one rule for every reader — pcap and pcapng,
 gzip-compressed or not, a file or standard input. The records before the cut are read and replayed, the record the
 cut falls in is counted as read and skipped (``truncated_record``), and the report says the capture is truncated
-and what was read; a statement about the whole capture (no tunnel traffic) is limited to what was read.
+and what was read; a statement about the whole capture (no VXLAN or Geneve traffic) is limited to what was read.
 
 The capture is the fix sample (sample_pcaps/vxlan-zero-csum-fix-89e5c58fc1e2.pcap): 17 VXLAN frames of one flow,
 outer UDP checksum 0.
@@ -108,13 +108,13 @@ def test_a_cut_in_the_fourth_record(tmp_path, fmt, stdin):
     )
     assert inp["notes"] == [note]
     assert f"note: {note}" in text
-    assert "no tunnel traffic" not in text
+    assert "no VXLAN or Geneve traffic" not in text
 
 
 @pytest.mark.parametrize(("fmt", "stdin"), READERS)
 def test_a_cut_in_the_first_record_says_nothing_of_tunnel_traffic(tmp_path, fmt, stdin):
     """Cut 100 bytes into the first record: no complete frame was read, so the report does not claim the capture
-    holds no tunnel traffic (its first record is a VXLAN frame); it says the capture is truncated."""
+    holds no VXLAN or Geneve traffic (its first record is a VXLAN frame); it says the capture is truncated."""
     doc, text = _doc(tmp_path, _cut(tmp_path, fmt, 0), stdin)
     inp = doc["input"]
     assert (inp["frames_read"], inp["frames_replayed"], inp["skipped"]) == (1, 0, {"truncated_record": 1})
@@ -122,7 +122,7 @@ def test_a_cut_in_the_first_record_says_nothing_of_tunnel_traffic(tmp_path, fmt,
     assert inp["notes"] == [
         f"the capture is truncated (cut short, or still being written): {how} inside record 1, so no complete "
         "record was read; the cut one is skipped (truncated_record)",
-        "no tunnel traffic replayed: the capture is truncated before its first complete frame",
+        "no VXLAN or Geneve traffic replayed: the capture is truncated before its first complete frame",
     ]
     assert "no frame goes to a configured tunnel port" not in text
     assert "note: the capture is truncated" in text
@@ -148,7 +148,9 @@ def test_no_tunnel_traffic_is_said_of_the_frames_read(tmp_path):
         "the capture is truncated (cut short, or still being written): it ends inside record 3; the 2 complete "
         "records before the cut were read, the cut one is skipped (truncated_record)"
     )
-    assert notes[1].startswith("no tunnel traffic in the 2 complete frames read before the capture's cut: ")
+    assert notes[1].startswith(
+        "no VXLAN or Geneve traffic in the 2 complete frames read before the capture's cut: "
+    )
 
 
 def test_a_gzip_stream_cut_after_its_last_record(tmp_path):

@@ -134,7 +134,7 @@ def test_capture_without_tunnel_traffic_says_so(runner, tmp_path):
             w.write(ts, f[VXLAN_OUTER:])
     doc = _json(runner, path)
     assert doc["input"]["notes"] == [
-        "no tunnel traffic: no frame goes to a configured tunnel port (VXLAN 4789, 8472; Geneve 6081) and none "
+        "no VXLAN or Geneve traffic: no frame goes to a configured tunnel port (VXLAN 4789, 8472; Geneve 6081) and none "
         "parses as VXLAN or Geneve on another UDP port"
     ]
     # a capture with tunnel traffic has no such note

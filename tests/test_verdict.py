@@ -524,9 +524,12 @@ def test_every_frame_filtered_out_is_not_called_unread(tmp_path, runner):
         "Nothing to compare: none of the 20 frames read was replayed (20 frames filtered out by -f)."
         in r.stdout
     )
-    # the filter removed them: the note says so, not that the capture holds no tunnel traffic (product rule: every
+    # the filter removed them: the note says so, not that the capture holds no VXLAN or Geneve traffic (product rule: every
     # sentence true)
-    assert "note: no tunnel traffic replayed: 20 frames filtered out by -f, none left to replay" in r.stdout
+    assert (
+        "note: no VXLAN or Geneve traffic replayed: 20 frames filtered out by -f, none left to replay"
+        in r.stdout
+    )
     assert "none parses as VXLAN or Geneve" not in r.stdout
     r = runner.invoke(main, ["explain", str(path), "-f", "tcp"])
     assert r.exit_code == 2

@@ -92,7 +92,7 @@ _TWIN = (
 
 def _tunnel_words(st: InterfaceStats) -> str:
     """What interface ``st``'s frames are, by their headers: "20 tunnel (all cut short: snaplen_cut, not
-    replayed)", "no tunnel traffic", "no tunnel traffic in the 12 frames whose headers could be read"."""
+    replayed)", "no VXLAN or Geneve traffic", "no VXLAN or Geneve traffic in the 12 frames whose headers could be read"."""
     n, cut = st.tunnel_frames, st.tunnel_cut
     if n:
         if not cut:
@@ -101,7 +101,7 @@ def _tunnel_words(st: InterfaceStats) -> str:
     if st.unread:
         read = st.frames - st.unread
         return (
-            f"no tunnel traffic in the {read:,} {plural(read, 'frame')} whose headers could be read "
+            f"no VXLAN or Geneve traffic in the {read:,} {plural(read, 'frame')} whose headers could be read "
             f"({st.unread:,} could not be read to their UDP port)"
         )
-    return "no tunnel traffic"
+    return "no VXLAN or Geneve traffic"

@@ -1,6 +1,6 @@
 """The input notes of a replay: facts about the capture a reader must know, one sentence each (``InputStats.notes``).
 
-``tunnel_notes``: tunnel traffic on ports without a tunnel socket, ports ``auto`` found, or no tunnel traffic at all;
+``tunnel_notes``: tunnel traffic on ports without a tunnel socket, ports ``auto`` found, or no VXLAN or Geneve traffic at all;
 ``capture_notes``: how the capture was taken (outer checksums that do not verify; frame sizes: sim/size_notes.py);
 ``account_capture_end``: what the capture's reader found (records longer than their declared snaplen, a truncated
 capture); ``resolution_note``: a time-aware poll schedule on timestamps coarser than the nanosecond.
@@ -82,7 +82,7 @@ def tunnel_notes(
             f"{k} {n:,}" for k, n in sorted(inp.skipped.items()) if k.startswith("kernel_backend:")
         )
         notes.append(
-            f"no tunnel traffic sent: the kernel backend could not send the {tunnel_read:,} "
+            f"no VXLAN or Geneve traffic sent: the kernel backend could not send the {tunnel_read:,} "
             f"{plural(tunnel_read, 'frame')} read that carry VXLAN or Geneve ({unsent or hidden})"
         )
     elif not replayed and not notes:
@@ -158,19 +158,19 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
     unread = unread_text(inp)
     if cut and inp.frames_read == cut:
         # the capture ends inside its first record: there is no frame to say anything of
-        return "no tunnel traffic replayed: the capture is truncated before its first complete frame"
+        return "no VXLAN or Geneve traffic replayed: the capture is truncated before its first complete frame"
     if hidden:
-        return f"no tunnel traffic replayed: {hidden}"
+        return f"no VXLAN or Geneve traffic replayed: {hidden}"
     if inp.fragments_to_tunnel:  # said by its own note (capture_notes): no frame is whole tunnel traffic
-        return "no tunnel traffic replayed whole: what goes to a tunnel port came fragmented"
+        return "no VXLAN or Geneve traffic replayed whole: what goes to a tunnel port came fragmented"
     sent = inp.skipped.get(SKIP_OUTGOING, 0)
     if sent and inp.frames_read == cut + sent:
-        return "no tunnel traffic replayed: every frame read was sent by the capturing host (outgoing), none received"
+        return "no VXLAN or Geneve traffic replayed: every frame read was sent by the capturing host (outgoing), none received"
     if filtered and not inp.frames_replayed:
         # the filter removed what the capture holds: nothing was left to look at, so nothing is said of it
         # (-f is a BPF filter on the frames as captured, i.e. on the outer headers of tunnelled frames)
         return (
-            f"no tunnel traffic replayed: {filtered}, none left to replay (-f matches the frames as the NIC "
+            f"no VXLAN or Geneve traffic replayed: {filtered}, none left to replay (-f matches the frames as the NIC "
             "hands them up: a tunnelled frame by its outer headers, without an FCS the reader removed)"
         )
     # a frame cut short goes to the port its headers say; whether one read before its UDP port does is unknown
@@ -182,11 +182,11 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
         # every frame was cut short: none was decoded, what their headers say is all there is
         if not read_cut:
             return (
-                "no tunnel traffic replayed: every frame read was cut short (snaplen_cut) before its UDP port, none "
+                "no VXLAN or Geneve traffic replayed: every frame read was cut short (snaplen_cut) before its UDP port, none "
                 "was decoded: whether they are tunnel traffic is unknown"
             )
         return (
-            f"no tunnel traffic replayed: every frame read was cut short (snaplen_cut), none was decoded; no frame "
+            f"no VXLAN or Geneve traffic replayed: every frame read was cut short (snaplen_cut), none was decoded; no frame "
             f"{which}goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}){f' ({unread})' if unread else ''}"
         )
     # another interface's frames are said in the interfaces' note (capture/interfaces.py); those the host sent
@@ -202,7 +202,7 @@ def _no_tunnel_note(inp: InputStats, config: ReplayConfig, hidden: str) -> str:
         )
     )
     return (
-        f"no tunnel traffic{where}{f' among the frames replayed ({filtered})' if filtered else ''}"
+        f"no VXLAN or Geneve traffic{where}{f' among the frames replayed ({filtered})' if filtered else ''}"
         f"{truncated_text(inp)}: no frame {which}goes to a configured tunnel port (VXLAN {ports}; Geneve {gports}"
         f"{by_headers}) and {none} parses as VXLAN or Geneve on another UDP port{f' ({tail})' if tail else ''}"
     )

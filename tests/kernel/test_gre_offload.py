@@ -249,3 +249,27 @@ def test_a_protocol_type_without_gro_handler_is_named(tmp_path):
         "GRE protocol type MPLS (0x8847) without GRO handler [gre_gro_receive:no_inner_offload(type=0x8847)]"
         in (" ".join(r.stdout.split()))
     ), r.stdout
+
+
+def test_a_selection_of_gre_flows_is_not_said_to_be_the_whole_capture(tmp_path):
+    """The fix sample's 17 VXLAN frames and a GRE flow of N: with --flow proto=gre the verdict said "none of the 25
+    frames replayed is VXLAN", and advised --vxlan-port (newcomer30); it speaks of the selected flow's frames. A
+    flow that is not VXLAN/Geneve loses nothing to ip_local_deliver:not_udp (its own protocol takes it): explain's
+    JSON counted its frames lost."""
+    import dpkt
+    from conftest import FIX_SAMPLE
+
+    with open(FIX_SAMPLE, "rb") as fh:
+        vxlan = [buf for _ts, buf in dpkt.pcap.Reader(fh)]
+    path = _capture(tmp_path / "mix.pcap", vxlan + _frames("plain"))
+    r = CliRunner().invoke(main, [path, "--flow", "proto=gre", "--format", "json", "-q"])
+    v = json.loads(r.stdout)["verdict"]
+    assert v["outcome"] == "no_tunnel"
+    assert v["text"].startswith(
+        f"No flow selected by --flow proto=gre carries VXLAN or Geneve traffic: none of their {N} frames is to a "
+        "tunnel port, so the fix has nothing to change for them (the capture's other flows are not selected)."
+    ), v["text"]
+    assert "--vxlan-port" not in v["text"]
+    r = CliRunner().invoke(main, ["explain", path, "--format", "json", "-q"])
+    gre = [f for f in json.loads(r.stdout)["flows"] if f["key"]["outer"]["proto"] == 47]
+    assert [(f["verdict"]["outcome"], f["verdict"]["lost_frames"]) for f in gre] == [("not_tunnel", 0)]

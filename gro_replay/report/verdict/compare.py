@@ -40,6 +40,8 @@ class CompareSentences:
     post: str | None
     other_changes: list[str]
     fix_alone: str | None
+    #: ``--flow``: per flow id whether it is selected (None: every flow)
+    _selection: list[bool] | None
     rx_csum: str
     models: dict[str, KernelModel | None]
     reasons_observed: bool

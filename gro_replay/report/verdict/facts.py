@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from ...kernel import drop_reasons as D
 from ...kernel import reasons as R
 from ...kernel.model import BYTES_ONLY_SWITCHES, PROFILES, KernelModel
 from ...packet.decode import FlowKey
@@ -209,7 +210,8 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
     kf.refused = max(kf.gate_zero.values())
     frames_by = getattr(f, "stack_frames", None) or f.stack
     for outcome, n in frames_by.items():
-        if outcome != "queued" and n:
+        # traffic that is no tunnel's goes to its own protocol or port, which the replay does not follow: not lost
+        if outcome != "queued" and outcome not in D.NOT_TUNNEL_TRAFFIC and n:
             kf.lost[outcome] += n
             kf.lost_skbs[outcome] += f.stack[outcome]
     kf.phys_reasons, kf.tunnel_reasons = Counter(f.reasons["phys"]), Counter(f.reasons["tunnel"])

@@ -131,6 +131,14 @@ class CaptureSentences(CompareSentences):
             )
         if self.outcome == "no_tunnel" and getattr(inp, "fragments_to_tunnel", 0) > 0:
             return _fragments_sentence(inp.fragments_to_tunnel)
+        if self.outcome == "no_tunnel" and self._selection is not None:
+            # --flow: the flows selected carry none; the capture's other flows may (explain's capture line says)
+            n = self.result.kernels[0].stages["phys"].frames_in if self.result.kernels else 0
+            return (
+                f"No flow selected by --flow {cfg.flow} carries VXLAN or Geneve traffic: "
+                f"{'its one frame is not' if n == 1 else f'none of their {n:,} frames is'} to a tunnel port, so the "
+                "fix has nothing to change for them (the capture's other flows are not selected)."
+            )
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
             gn = ports_text(getattr(cfg, "geneve_ports", ()))
@@ -138,7 +146,7 @@ class CaptureSentences(CompareSentences):
             unread = unread_text(inp)
             where = f"for them; {unread}" if unread else "here"
             return (
-                f"No flow carries tunnel traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
+                f"No flow carries VXLAN or Geneve traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
                 f"({vx}) or Geneve ({gn}), so the fix has nothing to change {where} "
                 + _OTHER_PORTS[self.kernel_backend]
             )
@@ -470,7 +478,7 @@ def _fragments_sentence(n: int) -> str:
     """The verdict of a replay whose only tunnel traffic is ``n`` first fragments of outer datagrams to a tunnel
     port (``InputStats.fragments_to_tunnel``): reassembly is not modelled, so nothing is said of the fix there."""
     return (
-        f"No flow carries tunnel traffic whole: {'the one frame' if n == 1 else f'the {n:,} frames'} to a tunnel port "
+        f"No flow carries VXLAN or Geneve traffic whole: {'the one frame' if n == 1 else f'the {n:,} frames'} to a tunnel port "
         f"{'is the first fragment' if n == 1 else 'are first fragments'} of outer datagrams, and the replay does not "
         "reassemble fragments (a kernel does when all of a datagram's arrive, and decapsulates it), so what the fix "
         "changes for them is not known here."
