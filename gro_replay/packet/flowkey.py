@@ -116,6 +116,14 @@ def proto_text(proto: int) -> str:
     return PROTO_NAMES.get(proto) or f"proto {proto}"
 
 
+def proto_title(proto: int) -> str:
+    """``proto_text`` as explain's flow line writes it: ``TCP``, ``GRE``, ``ICMPv6``, ``IPv6-in-IP``, ``proto 132``."""
+    name = PROTO_NAMES.get(proto)
+    if name is None:
+        return f"proto {proto}"
+    return {"icmpv6": "ICMPv6", "ipv6-in-ip": "IPv6-in-IP"}.get(name, name.upper())
+
+
 def endpoint(addr: str, port: int) -> str:
     """``addr:port``, with IPv6 addresses in brackets (RFC 3986): ``[fd00::1]:37531``. The one address:port form of
     the reports (``FlowKey.label``, explain's flow line)."""

@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 
 from ..kernel import drop_reasons as D
 from ..kernel import reasons as R
-from ..packet.flowkey import endpoint, vlan_text
+from ..packet.flowkey import endpoint, proto_title, vlan_text
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from ..project import plural
 from . import MIXED_WHY
@@ -207,7 +207,7 @@ def _outer_text(key: dict) -> str:
 
 def _inner_text(key: dict) -> str:
     i = key["inner"]
-    proto = {6: "TCP", 17: "UDP", 1: "ICMP", 58: "ICMPv6"}.get(i["proto"], f"proto {i['proto']}")
+    proto = proto_title(i["proto"])
     if i["sport"] or i["dport"]:
         text = f"{endpoint(i['src'], i['sport'])} → {endpoint(i['dst'], i['dport'])} {proto}"
     else:

@@ -360,6 +360,10 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
             row = {"flow": fb["flow"], "key": fb.get("key"), "stages": {}}
             for s in STAGES:
                 vb, vc = flow_values(fb[s]), flow_values(fc[s])
+                if not vb["flow_skbs"] and not vc["flow_skbs"]:
+                    # no skb at this stage in either document: nothing per skb to compare (it read 0.00 → 0.00,
+                    # checked: newcomer30)
+                    vb["flow_segs_per_skb"] = vc["flow_segs_per_skb"] = None
                 cells = {}
                 for name, v in vb.items():
                     m = METRICS[name]
