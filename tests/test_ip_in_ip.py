@@ -163,6 +163,9 @@ def test_the_words_say_what_is_modelled(tmp_path):
         "own counts)" in text
     )
     assert "no kernel merges them" not in text and "may merge them" not in text
+    # their inner packets are IP in IP, not "not TCP segments" (TCP is one header deeper: newcomer30)
+    assert "whose inner packets are IP in IP or GRE (a second encapsulation)" in text
+    assert "not TCP segments" not in text
     r = CliRunner().invoke(main, [_capture(tmp_path, CASES["gre4"][0]), "--rx-csum", "unnecessary"])
     gre = " ".join(r.output.split())
     assert "GRE inside a tunnel: gre_gro_receive flushes a second encapsulation" in gre

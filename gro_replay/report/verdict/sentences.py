@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...kernel.names import BACKEND_GENEVE_PORT
+from ...kernel.reasons import IP_TUNNEL_ENCAP_MARKS
 from .compare import CompareSentences
 from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts
 from .fix_words import (
@@ -377,6 +378,10 @@ class CaptureSentences(CompareSentences):
                 because = no_gain_text(self._reasons(r.post_no_gain_reasons, r.post_kernel), why)
             elif why == "not_tcp" and r.not_tcp_reasons and self.reasons_observed:
                 because = not_tcp_text(self._reasons(r.not_tcp_reasons, r.not_tcp_kernel))
+                if set(r.not_tcp_reasons) <= set(IP_TUNNEL_ENCAP_MARKS):
+                    # IP in IP or GRE inside the tunnel: TCP one header deeper, which the tunnel device reaches
+                    # (newcomer30: "not TCP segments" read as if no kernel could merge them)
+                    what = "whose inner packets are IP in IP or GRE (a second encapsulation)"
             parts.append(
                 f"{flows:,} {plural(flows, 'flow')} {what}, {frames:,} {plural(frames, 'frame')} ({because})"
             )
