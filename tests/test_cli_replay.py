@@ -170,7 +170,7 @@ def test_compare_verdict_names_the_zero_checksum_gate(runner, fmt):
     # gro-spec §4.4/§4.7 row 3: the refusal is udp_gro_receive's csum_cnt == 0 && !csum_valid clause, reached
     # because the outer checksum is 0 and the NIC said CHECKSUM_UNNECESSARY level 0
     for phrase in (
-        "Before the fix, 1 of 1 tunnelled TCP flow loses phys-device aggregation: 17 frames go up one by one.",
+        "Before the fix, 1 of 1 tunnelled TCP flow loses phys-device aggregation: udp_gro_receive refuses 17 frames, which go up one by one.",
         "outer UDP checksum is 0",
         "CHECKSUM_UNNECESSARY level 0",
         "udp_gro_receive finds csum_cnt 0 and csum_valid 0 and refuses tunnel GRO",

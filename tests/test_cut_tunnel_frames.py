@@ -87,7 +87,7 @@ def test_plain_traffic_replayed_and_every_tunnel_frame_cut(tmp_path) -> None:
     assert v["outcome"] == "tunnel_not_replayed"
     assert v["text"] == (
         f"No tunnel frame was replayed: {hidden}, so what the fix changes for them is not known here; the 4 frames "
-        "replayed are not tunnel traffic."
+        "replayed are not VXLAN or Geneve traffic."
     )
 
 

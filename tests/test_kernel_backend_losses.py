@@ -6,7 +6,7 @@ the gro_cells queue), and where is not known there. Before, they went unsaid: on
 checksums do not verify (a capture taken before TX checksum offload, replayed as the backend does by default with
 CHECKSUM_NONE), every frame was dropped by udp_rcv, the tunnel device delivered nothing, and the verdict called
 the flow "not affected" with SUMMARY ``affected_flows=0`` and no loss (breaker's finding). The simulator says
-"Every tunnelled frame is lost before decapsulation" there. Now the backend says so too, under the reason
+"Every VXLAN/Geneve frame is lost before decapsulation" there. Now the backend says so too, under the reason
 ``kernel_backend:not_at_tunnel_device`` (kernel/drop_reasons.py), with what can cause it and the replay that
 names it.
 """
@@ -38,7 +38,7 @@ def test_frames_no_tunnel_device_delivered_are_lost(tmp_path):
     (k,) = v.kernels
     assert (k.lost_frames, dict(k.lost)) == (9, {LOST: 9})
     assert v.text.startswith(
-        "Every tunnelled frame is lost before decapsulation, in every kernel run (6.18.0): 9 frames lost: the "
+        "Every VXLAN/Geneve frame is lost before decapsulation, in every kernel run (6.18.0): 9 frames lost: the "
         "running kernel's phys device delivered them and no tunnel device did: dropped on the way, where is not "
         "observable with the kernel backend"
     )

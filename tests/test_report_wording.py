@@ -201,8 +201,8 @@ def test_drop_line_names_skbs_and_the_frames_the_verdict_counts(v6_zero_capture,
 
     r = CliRunner().invoke(main, [v6_zero_capture, "--format", fmt, "--no-hist"], env={"COLUMNS": "250"})
     assert r.exit_code == 0, r.output
-    assert "not decapsulated (pre-fix): udp6_csum_zero_error 20 skbs (20 frames)" in r.stdout
-    assert "not decapsulated (post-fix): udp6_csum_zero_error 1 skb (20 frames)" in r.stdout
+    assert "not decapsulated as VXLAN/Geneve (pre-fix): udp6_csum_zero_error 20 skbs (20 frames)" in r.stdout
+    assert "not decapsulated as VXLAN/Geneve (post-fix): udp6_csum_zero_error 1 skb (20 frames)" in r.stdout
     assert "20 frames lost: __udp6_lib_rcv" in r.stdout
 
 
@@ -245,7 +245,10 @@ def test_a_count_of_one_takes_the_singular(tmp_path):
     r = CliRunner().invoke(main, [str(path), "--format", "json", "-q"])
     v = json.loads(r.stdout)["verdict"]
     assert v["stack_traversals_saved"] == 1
-    assert "1 of 1 tunnelled TCP flow loses phys-device aggregation: 2 frames go up one by one." in v["text"]
+    assert (
+        "1 of 1 tunnelled TCP flow loses phys-device aggregation: udp_gro_receive refuses 2 frames, which go up one by one."
+        in v["text"]
+    )
     assert "The fix saves 1 skb traversal of IP/UDP/tunnel decapsulation." in v["text"]
 
 
@@ -349,9 +352,9 @@ def test_flow_counts_agree_with_their_nouns_and_verbs(tmp_path, flows):
     r = runner.invoke(main, [str(cap), "--no-hist"], env={"COLUMNS": "250"})
     assert r.exit_code == 0, r.output
     lead = {
-        1: "Before the fix, 1 of 1 tunnelled TCP flow loses phys-device aggregation: 8 frames go up one by one.",
-        2: "Before the fix, 2 of 2 tunnelled TCP flows lose phys-device aggregation: 16 frames go up one by one.",
-        11: "Before the fix, 11 of 11 tunnelled TCP flows lose phys-device aggregation: 88 frames go up one by one.",
+        1: "Before the fix, 1 of 1 tunnelled TCP flow loses phys-device aggregation: udp_gro_receive refuses 8 frames, which go up one by one.",
+        2: "Before the fix, 2 of 2 tunnelled TCP flows lose phys-device aggregation: udp_gro_receive refuses 16 frames, which go up one by one.",
+        11: "Before the fix, 11 of 11 tunnelled TCP flows lose phys-device aggregation: udp_gro_receive refuses 88 frames, which go up one by one.",
     }[flows]
     assert lead in r.stdout
     more = [line for line in r.stdout.splitlines() if "more affected" in line]

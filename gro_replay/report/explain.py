@@ -238,7 +238,7 @@ def _why_lines(st: dict) -> list[str]:
 
 def _stack_line(k: dict, tunnel: str | None) -> str:
     """explain's line of what the normal path did with a flow's phys skbs (one kernel's flow dict ``k``, its
-    ``stack``/``stack_frames``): queued to gro_cells, not tunnel traffic (not followed further), dropped."""
+    ``stack``/``stack_frames``): queued to gro_cells, not VXLAN/Geneve traffic (not followed further), dropped."""
     skbs, frames = Counter(k["stack"]), Counter(k.get("stack_frames", {}))
     queued, through, carried = skbs["queued"], sum(skbs.values()), sum(frames.values())
     # traffic that is no UDP tunnel's goes to its own protocol (plain TCP, GRE, IP in IP: ip_local_deliver:not_udp;
@@ -250,7 +250,7 @@ def _stack_line(k: dict, tunnel: str | None) -> str:
         f"    stack (IP → UDP → {tunnel or 'tunnel'} decap): {through:,} {plural(through, 'skb')} ({carried:,} "
         f"{plural(carried, 'frame')}); {queued:,} {plural(queued, 'skb')} ({frames['queued']:,} "
         f"{plural(frames['queued'], 'frame')}) queued to gro_cells"
-        + (f"; not tunnel traffic, not followed further: {other}" if other else "")
+        + (f"; not VXLAN/Geneve traffic, not followed further: {other}" if other else "")
         + (f"; dropped: {drops}" if drops else "")
     )
 

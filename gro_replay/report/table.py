@@ -234,7 +234,7 @@ def reason_lines(result) -> list[str]:
                 )
         drops = drop_counts(ks.stack, ks.stack_frames)
         if drops:
-            lines.append(f"not decapsulated ({ks.name}): {drops}")
+            lines.append(f"not decapsulated as VXLAN/Geneve ({ks.name}): {drops}")
     return lines
 
 

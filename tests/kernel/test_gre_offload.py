@@ -185,7 +185,9 @@ def test_flows_between_the_same_hosts_are_named_by_their_protocol(tmp_path):
     # ip_local_deliver hands GRE and IP in IP to their own protocol's handler, which the replay does not follow: no
     # drop (it read "dropped:")
     assert (
-        r.stdout.count("not tunnel traffic, not followed further: ip_local_deliver:not_udp 1 skb (8 frames)")
+        r.stdout.count(
+            "not VXLAN/Geneve traffic, not followed further: ip_local_deliver:not_udp 1 skb (8 frames)"
+        )
         == 2
     )
     assert "dropped" not in r.stdout
@@ -273,3 +275,20 @@ def test_a_selection_of_gre_flows_is_not_said_to_be_the_whole_capture(tmp_path):
     r = CliRunner().invoke(main, ["explain", path, "--format", "json", "-q"])
     gre = [f for f in json.loads(r.stdout)["flows"] if f["key"]["outer"]["proto"] == 47]
     assert [(f["verdict"]["outcome"], f["verdict"]["lost_frames"]) for f in gre] == [("not_tunnel", 0)]
+
+
+def test_the_verdict_of_gre_traffic_names_vxlan_and_geneve(tmp_path):
+    """GRE is a tunnel too (truth31): a capture of GRE alone is told it carries no VXLAN or Geneve traffic, without
+    the hint to set a UDP port (none of its frames is UDP); beside a VXLAN flow that is lost (outer IPv6, zero
+    UDP checksum: __udp6_lib_rcv drops it), the GRE flow, merged and delivered, is not counted among the lost."""
+    from gro_replay.packet.build import FrameSpec as Spec
+    from gro_replay.packet.build import build_flow
+
+    gre = _capture(tmp_path / "gre.pcap", _frames("plain"))
+    text = json.loads(CliRunner().invoke(main, [gre, "--format", "json", "-q"]).stdout)["verdict"]["text"]
+    assert text.startswith("No flow carries VXLAN or Geneve traffic: none of the 8 frames replayed is VXLAN")
+    assert text.endswith("so the fix has nothing to change here."), text
+    lost = build_flow(Spec(outer_csum="zero", outer_ipv6=True), [1000] * 4)
+    both = _capture(tmp_path / "both.pcap", lost + _frames("plain"))
+    text = json.loads(CliRunner().invoke(main, [both, "--format", "json", "-q"]).stdout)["verdict"]["text"]
+    assert text.startswith("Every VXLAN/Geneve frame is lost before decapsulation"), text

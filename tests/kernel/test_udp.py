@@ -83,7 +83,7 @@ def test_verdict_says_refused_ipv6_frames_are_lost():
         ReplayConfig(rx_csum="unnecessary", poll=PollModel("budget")),
     )
     v = verdict(res)
-    assert v.startswith("Every tunnelled frame is lost before decapsulation")
+    assert v.startswith("Every VXLAN/Geneve frame is lost before decapsulation")
     assert "20 frames lost: __udp6_lib_rcv drops a UDPv6 datagram with checksum 0" in v
     assert "Udp6InCsumErrors" in v and "udp6zerocsumrx" in v
     assert "go up one by one" not in v and affected_flows(res) == []

@@ -193,9 +193,9 @@ class CompareSentences:
         count = f"{t.pa:,} of {of:,} tunnelled {'TCP ' if all_tcp else ''}{plural(of, 'flow')}"
         # one claim a sentence: what is affected, why, what becomes of it later, what the fix saves
         text = (
-            f"Before the fix, {count} {'loses' if t.pa == 1 else 'lose'} phys-device aggregation: {frames:,} "
-            f"{plural(frames, 'frame')} "
-            f"{'goes' if frames == 1 else 'go'} up one by one. {why[0].upper()}{why[1:]}. {later[0].upper()}{later[1:]}. "
+            f"Before the fix, {count} {'loses' if t.pa == 1 else 'lose'} phys-device aggregation: udp_gro_receive "
+            f"refuses {frames:,} {plural(frames, 'frame')}, which {'goes' if frames == 1 else 'go'} up one by one. "
+            f"{why[0].upper()}{why[1:]}. {later[0].upper()}{later[1:]}. "
             f"The fix{alone} saves {saved:,} {plural(saved, 'skb traversal')} of IP/UDP/tunnel decapsulation"
         )
         if saved_tun:

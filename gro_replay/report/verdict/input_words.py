@@ -67,3 +67,14 @@ def left_out_text(inp) -> str:
             "captures)"
         )
     return f"Only {replayed} was replayed: tunnel frames of {who}, are in no count here: {each}."
+
+
+def fragments_sentence(n: int) -> str:
+    """The verdict of a replay whose only tunnel traffic is ``n`` first fragments of outer datagrams to a tunnel
+    port (``InputStats.fragments_to_tunnel``): reassembly is not modelled, so nothing is said of the fix there."""
+    return (
+        f"No flow carries VXLAN or Geneve traffic whole: {'the one frame' if n == 1 else f'the {n:,} frames'} to a tunnel port "
+        f"{'is the first fragment' if n == 1 else 'are first fragments'} of outer datagrams, and the replay does not "
+        "reassemble fragments (a kernel does when all of a datagram's arrive, and decapsulates it), so what the fix "
+        "changes for them is not known here."
+    )

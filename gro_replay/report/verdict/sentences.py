@@ -10,7 +10,7 @@ from collections import Counter
 from ...kernel.names import BACKEND_GENEVE_PORT
 from ...kernel.reasons import IP_TUNNEL_ENCAP_MARKS
 from .compare import CompareSentences
-from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts
+from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts
 from .fix_words import (
     assumed_lack_lead,
     ended_branch_advice,
@@ -22,7 +22,7 @@ from .fix_words import (
 from .gate_words import TUNNEL_GATE_WORDS, _gate_words, zero_csum_states_text
 from .id_steps import id_step_text
 from .inner_stop import not_tcp_text
-from .input_words import left_out_text, not_replayed_text
+from .input_words import fragments_sentence, left_out_text, not_replayed_text
 from .tally import Refusals, Unmerged
 from .unseen import refusals_unseen, unseen_text
 from .words import (
@@ -128,10 +128,10 @@ class CaptureSentences(CompareSentences):
             n = inp.frames_replayed
             return (
                 f"No tunnel frame was replayed: {hidden}, so what the fix changes for them is not known here; "
-                f"{'the one frame replayed is' if n == 1 else f'the {n:,} frames replayed are'} not tunnel traffic."
+                f"{'the one frame replayed is' if n == 1 else f'the {n:,} frames replayed are'} not VXLAN or Geneve traffic."
             )
         if self.outcome == "no_tunnel" and getattr(inp, "fragments_to_tunnel", 0) > 0:
-            return _fragments_sentence(inp.fragments_to_tunnel)
+            return fragments_sentence(inp.fragments_to_tunnel)
         if self.outcome == "no_tunnel" and self._selection is not None:
             # --flow: the flows selected carry none; the capture's other flows may (explain's capture line says)
             n = self.result.kernels[0].stages["phys"].frames_in if self.result.kernels else 0
@@ -146,14 +146,19 @@ class CaptureSentences(CompareSentences):
             # frames skipped before their UDP port was read may be tunnel traffic: the sentence is of the others
             unread = unread_text(inp)
             where = f"for them; {unread}" if unread else "here"
+            # the hint to other ports where UDP traffic could be a tunnel on another port (a capture of GRE or plain
+            # TCP alone has none: truth31)
+            udp = any(
+                key is not None and not key.tunnel and key.inner_proto == 17 for key in self.result.flows
+            )
             return (
                 f"No flow carries VXLAN or Geneve traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
-                f"({vx}) or Geneve ({gn}), so the fix has nothing to change {where} "
-                + _OTHER_PORTS[self.kernel_backend]
+                f"({vx}) or Geneve ({gn}), so the fix has nothing to change {where}"
+                + (f" {_OTHER_PORTS[self.kernel_backend]}" if udp or unread else ".")
             )
         if self.outcome == "lost":
             return (
-                f"Every tunnelled frame is lost before decapsulation, in every kernel run "
+                f"Every VXLAN/Geneve frame is lost before decapsulation, in every kernel run "
                 f"({', '.join(k.name for k in self.kernels)}): "
                 + "; ".join(
                     loss_text(o, n, self._lost_skbs(o, n))
@@ -215,9 +220,15 @@ class CaptureSentences(CompareSentences):
         the flows its phys device does not merge (``_unmerged_note``), as one kernel's verdict says them."""
         text = ""
         if k.carries_fix is False and k.refused:
+            # per stage, as the JSON's gate_refusals_zero_csum: what the refusals cost is that kernel's own verdict's
+            where = [
+                f"{n:,} {plural(n, 'frame')} at {STAGE_NAMES[s]}"
+                for s in ("phys", "tunnel")
+                if (n := k.gate_zero[s])
+            ]
             text = (
-                f" {kernel_label(k.name, k.release)} lacks the fix too: udp_gro_receive refuses {k.refused:,} "
-                f"{plural(k.refused, 'frame')} for a zero checksum there."
+                f" {kernel_label(k.name, k.release)} lacks the fix too: udp_gro_receive refuses {' and '.join(where)} "
+                f"for a zero checksum (what that costs: --kernel {k.name} alone)."
             )
         return text + self._unmerged_note(k)
 
@@ -477,14 +488,3 @@ class CaptureSentences(CompareSentences):
             f"{plural(t.tunnel, 'flow')}."
         )
         return text + self._unmerged_note(k)
-
-
-def _fragments_sentence(n: int) -> str:
-    """The verdict of a replay whose only tunnel traffic is ``n`` first fragments of outer datagrams to a tunnel
-    port (``InputStats.fragments_to_tunnel``): reassembly is not modelled, so nothing is said of the fix there."""
-    return (
-        f"No flow carries VXLAN or Geneve traffic whole: {'the one frame' if n == 1 else f'the {n:,} frames'} to a tunnel port "
-        f"{'is the first fragment' if n == 1 else 'are first fragments'} of outer datagrams, and the replay does not "
-        "reassemble fragments (a kernel does when all of a datagram's arrive, and decapsulates it), so what the fix "
-        "changes for them is not known here."
-    )
