@@ -201,17 +201,17 @@ class CaptureSentences(CompareSentences):
                 f"{'assumed without it' if lead else 'without it'}, and "
                 f"{kernel_label(post.name, post.release)}, with it. {text}"
             )
+        # the kernels run beside the compared pair: what each merges, as its own verdict says it (truth30: a
+        # third kernel's phys device went unsaid); then, last, where each kernel without the fix gets it
+        for k in self.kernels:
+            if k.name not in (self.pre, self.post):
+                text += self._beside_text(k)
         ways = [  # where each compared kernel without the fix gets it, as one kernel's verdict says it
             fix_way_sentence(self.models.get(k.name), kernel_label(k.name, k.release))
             for k in self.kernels
             if k.carries_fix is False and not (lead and k.name == self.pre)  # the lead said it of pre
         ]
         text += "".join(f" {w}" for w in ways if w)
-        # the kernels run beside the compared pair: what each merges, as its own verdict says it (truth30: a
-        # third kernel's phys device went unsaid)
-        for k in self.kernels:
-            if k.name not in (self.pre, self.post):
-                text += self._beside_text(k)
         return text
 
     def _beside_text(self, k: KernelFacts) -> str:
