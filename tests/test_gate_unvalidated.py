@@ -189,3 +189,26 @@ def test_one_kernel_without_the_fix_says_why_its_gate_refused_none(tmp_path):
         f"but udp_gro_receive never refuses this flow's frames: {said}, and the gate refuses only frames"
         in (r.stdout.replace("\n", " "))
     ), r.stdout
+
+
+def test_level_one_frames_ended_before_the_gate_keep_both_levels(tmp_path):
+    """CHECKSUM_UNNECESSARY level 1 (csum_cnt 2): 9 plain frames reach udp_gro_receive validated, the outer UDP header
+    consuming 1 (csum_cnt 1: the gate passes); 8 with outer IPv4 options are ended by inet_gro_receive (not_0x45)
+    before it, so nothing is consumed. The sentence said all 17 had a level consumed (truth31); it says which did
+    (JSON gate_reached_zero_csum: the frames that reached the gate)."""
+    path = _capture(tmp_path / "po.pcap", "po" * 8 + "p")
+    text, doc, explain = _run(path, "--rx-csum", "unnecessary-tunnel")
+    assert _gate(doc, "gate_reached_zero_csum")["pre-fix"] == {"phys": 9, "tunnel": 0}
+    said = (
+        "marked CHECKSUM_UNNECESSARY level 1 (csum_cnt starts at 2 and the outer UDP header consumes 1 of 9 of "
+        "them, leaving csum_cnt 1; GRO ended the other 8 before udp_gro_receive, at the header their phys skbs' end "
+        "reasons name)"
+    )
+    assert said in text and said in explain, text
+    path = _capture(tmp_path / "o.pcap", "o" * N)
+    text, doc, _explain = _run(path, "--rx-csum", "unnecessary-tunnel")
+    assert _gate(doc, "gate_reached_zero_csum")["pre-fix"] == {"phys": 0, "tunnel": 0}
+    assert (
+        "marked CHECKSUM_UNNECESSARY level 1 (GRO ended them before udp_gro_receive, at the header their phys skbs' "
+        "end reasons name)"
+    ) in text, text

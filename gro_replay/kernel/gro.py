@@ -298,7 +298,7 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
     cb.no_payload = skb.no_payload
 
     cb.split = None  # observation only (set by the compares below)
-    cb.gate_unvalidated = False  # observation only (udp_offload.py)
+    cb.gate_unvalidated = cb.gate_reached = False  # observation only (udp_offload.py)
     gro_list_prepare(head, skb)
 
     ptype = k.offload_base.get(skb.protocol)

@@ -159,6 +159,7 @@ class NapiGroCb:
         "ended_by",
         "no_payload",
         "gate_unvalidated",
+        "gate_reached",
     )
 
     def __init__(self) -> None:
@@ -204,6 +205,9 @@ class NapiGroCb:
         #: tunnel already) but unvalidated: already flushing, udp4/6_gro_receive skipped validation, which would have
         #: consumed a CHECKSUM_UNNECESSARY level, so the gate read csum_cnt as the NIC left it (observation only)
         self.gate_unvalidated = False
+        #: this skb reached udp_gro_receive's gate with a UDP checksum of 0, validated or not (observation only):
+        #: what ``gate_unvalidated`` is a part of; a frame that did not was ended before udp_gro_receive
+        self.gate_reached = False
 
 
 class SkBuff:

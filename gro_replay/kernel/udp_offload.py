@@ -49,6 +49,8 @@ def _udp_gro_receive_family(
         # observation only: the gate below reads csum_cnt as the NIC left it, where validating the zero checksum
         # would have consumed one CHECKSUM_UNNECESSARY level (skb_gro_incr_csum_unnecessary)
         cb.gate_unvalidated = True
+    if check == 0 and sk is not None and not cb.encap_mark:
+        cb.gate_reached = True  # observation only: the gate below reads this skb
     return udp_gro_receive(head, skb, sport, dport, check, sk)
 
 

@@ -156,6 +156,8 @@ class FlowStats:
         "empty",
         "gate_unvalidated_phys",
         "gate_unvalidated_tunnel",
+        "gate_reached_phys",
+        "gate_reached_tunnel",
     )
 
     def __init__(self) -> None:
@@ -182,11 +184,20 @@ class FlowStats:
         #: deliveries carry none): two ints, not a dict, for a flow's memory
         self.gate_unvalidated_phys = 0
         self.gate_unvalidated_tunnel = 0
+        #: per stage, the frames of the skbs that reached the gate with a UDP checksum of 0, validated or not
+        #: (``NapiGroCb.gate_reached``; ints as above)
+        self.gate_reached_phys = 0
+        self.gate_reached_tunnel = 0
 
     @property
     def gate_unvalidated(self) -> dict[str, int]:
         """``{"phys": …, "tunnel": …}``: ``gate_unvalidated_phys`` and ``gate_unvalidated_tunnel`` (frames)."""
         return {"phys": self.gate_unvalidated_phys, "tunnel": self.gate_unvalidated_tunnel}
+
+    @property
+    def gate_reached(self) -> dict[str, int]:
+        """``{"phys": …, "tunnel": …}``: ``gate_reached_phys`` and ``gate_reached_tunnel`` (frames)."""
+        return {"phys": self.gate_reached_phys, "tunnel": self.gate_reached_tunnel}
 
 
 def fold_flow(into: FlowStats, f: FlowStats) -> None:
@@ -202,6 +213,8 @@ def fold_flow(into: FlowStats, f: FlowStats) -> None:
         into.empty[s] += f.empty[s]
     into.gate_unvalidated_phys += f.gate_unvalidated_phys
     into.gate_unvalidated_tunnel += f.gate_unvalidated_tunnel
+    into.gate_reached_phys += f.gate_reached_phys
+    into.gate_reached_tunnel += f.gate_reached_tunnel
     into.stack.update(f.stack)
     into.stack_frames.update(f.stack_frames)
 
@@ -357,11 +370,13 @@ class KernelStats(Sink):
             f.reasons[stage][why] += 1
             if cb.no_payload:
                 f.empty[stage] += 1
-            if getattr(cb, "gate_unvalidated", False):
+            if getattr(cb, "gate_reached", False):
                 if stage == "phys":
-                    f.gate_unvalidated_phys += segs
+                    f.gate_reached_phys += segs
+                    f.gate_unvalidated_phys += segs if cb.gate_unvalidated else 0
                 else:
-                    f.gate_unvalidated_tunnel += segs
+                    f.gate_reached_tunnel += segs
+                    f.gate_unvalidated_tunnel += segs if cb.gate_unvalidated else 0
             if skb.mixed is None:
                 f.segs[stage] += segs
             # the kernel backend's deliveries (validate.py) carry a control block with ``why`` and ``no_payload``

@@ -24,7 +24,13 @@ WARMUP = 256
 #: the counters of a stage (``StageStats``) and of a NAPI (``NapiStats``) kept as attributes
 _STAGE_ATTRS = ("frames_in", "skbs_in", "skbs", "bytes", "sw_csum_bytes", "complete_errors")
 _NAPI_ATTRS = ("sw_csum_bytes", "complete_errors", "polls", "full_polls")
-_FLOW_ATTRS = ("frames", "gate_unvalidated_phys", "gate_unvalidated_tunnel")
+_FLOW_ATTRS = (
+    "frames",
+    "gate_unvalidated_phys",
+    "gate_unvalidated_tunnel",
+    "gate_reached_phys",
+    "gate_reached_tunnel",
+)
 
 
 def counters(k: Kernel, st: KernelStats, fids: Iterable[int]) -> dict[int, tuple]:

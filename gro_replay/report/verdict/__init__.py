@@ -42,8 +42,6 @@ from .core import Verdict, verdict_of
 from .facts import (
     _FILTER_OPTIONS,
     _POLL_FLUSHES,
-    _SPLIT_KEYS,
-    _SPLIT_TUNNEL_HEADER,
     FIX,
     GATE_SET,
     GATE_ZERO,
@@ -55,9 +53,6 @@ from .facts import (
     _break_reasons,
     _model_of,
     _release_key,
-    _split_fields,
-    _split_ident,
-    _split_texts,
     break_reasons,
     facts_of,
     release_order,
@@ -65,6 +60,7 @@ from .facts import (
 from .gate_words import _gate_words
 from .id_steps import id_step_text
 from .input_words import left_out_text, not_replayed_text
+from .splits import _SPLIT_KEYS, _SPLIT_TUNNEL_HEADER, _split_fields, _split_ident, _split_texts
 from .tally import _Tally
 from .words import (
     LOSSES,

@@ -125,7 +125,10 @@ class FlowSentences(CaptureSentences):
         """Why kernel ``k``'s zero-checksum gate refused none of flow ``fv``'s frames (outer UDP checksum 0): the
         RX checksum state they had and what the gate found (gate_words.py ``zero_state_words``)."""
         name, how = zero_state_words(
-            _state_of(self.result.config, fv.key, self.rx_csum), k.frames, k.gate_unvalidated["phys"]
+            _state_of(self.result.config, fv.key, self.rx_csum),
+            k.frames,
+            k.gate_unvalidated["phys"],
+            None if self.kernel_backend else k.gate_reached["phys"],
         )
         return (
             f"marked {name}" + (f" ({how})" if how else "") + ", and the gate refuses only frames not "

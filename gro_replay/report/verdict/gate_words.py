@@ -56,40 +56,62 @@ ZERO_CSUM_STATE_WORDS = {
 }
 
 
-def zero_state_words(state: str, frames: int, unvalidated: int) -> tuple[str, str]:
+def zero_state_words(
+    state: str, frames: int, unvalidated: int, reached: int | None = None
+) -> tuple[str, str]:
     """How the verdict names RX checksum state ``state`` and why the zero-checksum gate did not refuse ``frames``
-    frames of it with an outer UDP checksum of 0 (``ZERO_CSUM_STATE_WORDS``), ``unvalidated`` of which reached it
-    unvalidated (``KernelFacts.gate_unvalidated``): GRO was already flushing them, so udp4_gro_receive and
-    udp6_gro_receive skipped checksum validation, which consumes a CHECKSUM_UNNECESSARY level (net/ipv4/
-    udp_offload.c, net/ipv6/udp_offload.c; gro-spec §4.3). Level 0 keeps csum_cnt 1 then, and the gate passes
-    them; level 1 keeps 2. Returns (name, why; "" when nothing to say)."""
+    frames of it with an outer UDP checksum of 0 (``ZERO_CSUM_STATE_WORDS``): ``reached`` of them reached the gate
+    (``KernelFacts.gate_reached``; None: not counted, all taken to have), ``unvalidated`` of those unvalidated
+    (``KernelFacts.gate_unvalidated``): GRO was already flushing them, so udp4_gro_receive and udp6_gro_receive
+    skipped checksum validation, which consumes a CHECKSUM_UNNECESSARY level (net/ipv4/udp_offload.c,
+    net/ipv6/udp_offload.c; gro-spec §4.3). Level 0 keeps csum_cnt 1 then, and the gate passes them; level 1 keeps
+    2; the others, ended before udp_gro_receive, keep theirs untested. Returns (name, why; "" when nothing to say)."""
     name, why = ZERO_CSUM_STATE_WORDS.get(state, (state, ""))
-    if not unvalidated or state not in ("unnecessary", "unnecessary-tunnel"):
+    if state not in ("unnecessary", "unnecessary-tunnel"):
         return name, why  # CHECKSUM_NONE is refused (csum_cnt 0) unvalidated too; COMPLETE and PARTIAL pass
+    reached = frames if reached is None else min(reached, frames)
+    ended = frames - reached  # ended before udp_gro_receive: the gate never read their state
+    if state == "unnecessary" and not unvalidated:
+        return name, why  # _NOT_REACHED: no level-0 frame the gate read passed it validated
+    parts = []
     them = "them" if unvalidated == frames else f"{unvalidated:,} of them"
     flushing = (
         f"GRO was already flushing {them} when it reached the outer UDP header, for the reason their phys skbs' "
         "end reasons name, so udp4/6_gro_receive skipped checksum validation"
     )
     if state == "unnecessary-tunnel":
-        rest = f"; the other {frames - unvalidated:,}: {why}" if frames > unvalidated else ""
-        return name, f"csum_cnt starts at 2, and {flushing}, which leaves it at 2{rest}"
-    why = (
-        f"a state the gate refuses, but {flushing}, which leaves csum_cnt 1: the gate passes them, and the flush "
-        "sends them up unmerged all the same"
-    )
-    if frames > unvalidated:
-        why += (
-            f"; GRO ended the other {frames - unvalidated:,} before udp_gro_receive, at the header their phys "
-            "skbs' end reasons name"
+        validated = reached - unvalidated
+        if validated:
+            parts.append(
+                why
+                if validated == frames
+                else f"csum_cnt starts at 2 and the outer UDP header consumes 1 of "
+                f"{validated:,} of them, leaving csum_cnt 1"
+            )
+        if unvalidated:
+            parts.append(
+                f"{'' if validated else 'csum_cnt starts at 2, and '}{flushing}, which leaves it at 2"
+            )
+    else:
+        parts.append(
+            f"a state the gate refuses, but {flushing}, which leaves csum_cnt 1: the gate passes them, and the flush "
+            "sends them up unmerged all the same"
         )
-    return name, why
+    if ended:
+        other = "them" if ended == frames else f"the other {ended:,}"
+        parts.append(
+            f"GRO ended {other} before udp_gro_receive, at the header their phys skbs' end reasons name"
+        )
+    return name, "; ".join(parts)
 
 
-def zero_csum_states_text(states: Counter, unvalidated: Counter | None = None) -> str:
+def zero_csum_states_text(
+    states: Counter, unvalidated: Counter | None = None, reached: Counter | None = None
+) -> str:
     """Why udp_gro_receive refused no tunnelled frame for a zero checksum, from the RX checksum states of the
     tunnelled frames whose outer UDP checksum is 0 (``states``: state → frames, ``_Tally.zero_states``; of them
-    ``unvalidated``, ``_Tally.zero_unvalidated``, reached the gate unvalidated: ``zero_state_words``): "none of
+    ``unvalidated``, ``_Tally.zero_unvalidated``, reached the gate unvalidated and ``reached``,
+    ``_Tally.zero_reached``, reached it at all: ``zero_state_words``): "none of
     the tunnelled frames has a zero outer UDP checksum", or "the 17 tunnelled frames with a zero outer UDP checksum
     were marked CHECKSUM_COMPLETE (GRO starts them with csum_valid 1, …), and before the fix udp_gro_receive refuses
     only frames not CHECKSUM_PARTIAL whose csum_cnt and csum_valid are both 0" (net/ipv4/udp_offload.c
@@ -99,7 +121,8 @@ def zero_csum_states_text(states: Counter, unvalidated: Counter | None = None) -
         return "none of the tunnelled frames has a zero outer UDP checksum"
     parts = []
     for state, frames in by_count(states):
-        name, why = zero_state_words(state, frames, (unvalidated or {}).get(state, 0))
+        got = None if reached is None else reached.get(state, 0)
+        name, why = zero_state_words(state, frames, (unvalidated or {}).get(state, 0), got)
         count = "" if len(states) == 1 else f"{frames:,} {plural(frames, 'frame')}"
         inner = "; ".join(p for p in (count, why) if p)
         parts.append(f"{name} ({inner})" if inner else name)

@@ -477,7 +477,7 @@ class CaptureSentences(CompareSentences):
             text = (
                 f"{lacks}, but is not affected here: with {_nic_words(self.result.config, self.rx_csum)} "
                 "and these outer UDP checksums, udp_gro_receive never refuses a tunnelled frame for a zero checksum: "
-                f"{zero_csum_states_text(t.zero_states, t.zero_unvalidated)}."
+                f"{zero_csum_states_text(t.zero_states, t.zero_unvalidated, self._zero_reached())}."
             )
             return text + self._unmerged_note(k)
         text = (

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...packet.decode import FlowKey
-from .facts import FlowVerdict, KernelFacts, Lives, _split_ident, _split_texts, break_reasons, split_members
+from .facts import FlowVerdict, KernelFacts, break_reasons
 from .inner_stop import not_tcp_reasons
+from .splits import Lives, _split_ident, _split_texts, split_members
 
 
 @dataclass
@@ -117,7 +118,7 @@ class SplitGroup:
     ident: tuple
     members: list[tuple[int, FlowKey]] = field(default_factory=list)
     live: set[int] = field(default_factory=set)
-    #: per flow id: (first frame, end) in ns (``facts.Lives``), so that each flow names only those live with it
+    #: per flow id: (first frame, end) in ns (``splits.Lives``), so that each flow names only those live with it
     lives: Lives = field(default_factory=dict)
 
 
@@ -143,6 +144,8 @@ class _Tally:
         self.zero_states: Counter = Counter()
         #: of those frames, by state, the ones that reached the gate unvalidated (``KernelFacts.gate_unvalidated``)
         self.zero_unvalidated: Counter = Counter()
+        #: and the ones that reached it at all, validated or not (``KernelFacts.gate_reached``)
+        self.zero_reached: Counter = Counter()
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
         self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
@@ -211,7 +214,7 @@ class _Tally:
 
     def ends(self, fid: int, end_ns: int) -> None:
         """Flow ``fid``, not retired, ends (or ended) at ``end_ns`` (ns: its last frame plus its timeout): the end
-        its split notes compare (``facts.lived_together``); ``explain`` keeps ended flows, the replay its live ones."""
+        its split notes compare (``splits.lived_together``); ``explain`` keeps ended flows, the replay its live ones."""
         g = self.group_of.get(fid)
         if g is not None and fid in g.lives:
             g.lives[fid] = (g.lives[fid][0], end_ns)
@@ -263,6 +266,7 @@ class _Tally:
             state = self.state_of(fv.key)
             self.zero_states[state] += max(k.frames for k in fv.kernels)
             self.zero_unvalidated[state] += max(k.gate_unvalidated["phys"] for k in fv.kernels)
+            self.zero_reached[state] += max(k.gate_reached["phys"] for k in fv.kernels)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
         self.lost_tunnel += fv.outcome == "lost"
         for k in fv.kernels:
@@ -274,6 +278,7 @@ class _Tally:
                 tot.gate_zero[s] += k.gate_zero[s]
                 tot.gate_set[s] += k.gate_set[s]
                 tot.gate_unvalidated[s] += k.gate_unvalidated[s]
+                tot.gate_reached[s] += k.gate_reached[s]
             tot.lost.update(k.lost)
             tot.lost_skbs.update(k.lost_skbs)
             tot.splits.update(k.splits)
