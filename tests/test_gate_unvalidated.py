@@ -200,8 +200,8 @@ def test_level_one_frames_ended_before_the_gate_keep_both_levels(tmp_path):
     text, doc, explain = _run(path, "--rx-csum", "unnecessary-tunnel")
     assert _gate(doc, "gate_reached_zero_csum")["pre-fix"] == {"phys": 9, "tunnel": 0}
     said = (
-        "marked CHECKSUM_UNNECESSARY level 1 (csum_cnt starts at 2 and the outer UDP header consumes 1 of 9 of "
-        "them, leaving csum_cnt 1; GRO ended the other 8 before udp_gro_receive, at the header their phys skbs' end "
+        "marked CHECKSUM_UNNECESSARY level 1 (csum_cnt starts at 2, and for 9 of them the outer UDP header consumes "
+        "1, leaving csum_cnt 1; GRO ended the other 8 before udp_gro_receive, at the header their phys skbs' end "
         "reasons name)"
     )
     assert said in text and said in explain, text

@@ -247,7 +247,8 @@ def _stack_line(k: dict, tunnel: str | None) -> str:
     elsewhere = Counter({o: n for o, n in skbs.items() if o in D.NOT_TUNNEL_TRAFFIC})
     drops, other = drop_counts(skbs - elsewhere, frames), drop_counts(elsewhere, frames)
     return (
-        f"    stack (IP → UDP → {tunnel or 'tunnel'} decap): {through:,} {plural(through, 'skb')} ({carried:,} "
+        f"    stack ({f'IP → UDP → {tunnel} decap' if tunnel else 'IP'}): {through:,} {plural(through, 'skb')} "
+        f"({carried:,} "
         f"{plural(carried, 'frame')}); {queued:,} {plural(queued, 'skb')} ({frames['queued']:,} "
         f"{plural(frames['queued'], 'frame')}) queued to gro_cells"
         + (f"; not VXLAN/Geneve traffic, not followed further: {other}" if other else "")

@@ -58,6 +58,7 @@ class CompareSentences:
             self, r: Refusals, kernel: str, also: bool = False, subject: str = "udp_gro_receive"
         ) -> str: ...
         def _unmerged_note(self, k: KernelFacts) -> str: ...
+        def _selected(self, fid: int) -> bool: ...  # core.Verdict's
 
     def _zero_reached(self) -> Counter | None:
         """``_Tally.zero_reached``, or None for the kernel backend, whose trace does not show which frames reached

@@ -85,8 +85,8 @@ def zero_state_words(
             parts.append(
                 why
                 if validated == frames
-                else f"csum_cnt starts at 2 and the outer UDP header consumes 1 of "
-                f"{validated:,} of them, leaving csum_cnt 1"
+                else f"csum_cnt starts at 2, and for {validated:,} of them the outer UDP header consumes 1, "
+                "leaving csum_cnt 1"
             )
         if unvalidated:
             parts.append(

@@ -10,7 +10,7 @@ from collections import Counter
 from ...kernel.names import BACKEND_GENEVE_PORT
 from ...kernel.reasons import IP_TUNNEL_ENCAP_MARKS
 from .compare import CompareSentences
-from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, STAGE_NAMES, KernelFacts
+from .facts import COUNTERFACTUAL_SUFFIX, FIX, REASONS_NOT_OBSERVED, KernelFacts
 from .fix_words import (
     assumed_lack_lead,
     ended_branch_advice,
@@ -23,6 +23,7 @@ from .gate_words import TUNNEL_GATE_WORDS, _gate_words, zero_csum_states_text
 from .id_steps import id_step_text
 from .inner_stop import not_tcp_text
 from .input_words import fragments_sentence, left_out_text, not_replayed_text
+from .scope import ScopeSentences
 from .tally import Refusals, Unmerged
 from .unseen import refusals_unseen, unseen_text
 from .words import (
@@ -55,7 +56,7 @@ _OTHER_PORTS = {
 }
 
 
-class CaptureSentences(CompareSentences):
+class CaptureSentences(CompareSentences, ScopeSentences):
     """Sentence builders mixed into ``core.Verdict`` (the comparison's: ``compare.CompareSentences``)."""
 
     @property
@@ -138,7 +139,8 @@ class CaptureSentences(CompareSentences):
             return (
                 f"No flow selected by --flow {cfg.flow} carries VXLAN or Geneve traffic: "
                 f"{'its one frame is not' if n == 1 else f'none of their {n:,} frames is'} to a tunnel port, so the "
-                "fix has nothing to change for them (the capture's other flows are not selected)."
+                "fix has nothing to change for them (the capture's other flows are not selected)"
+                + (f" {_OTHER_PORTS[self.kernel_backend]}" if self._udp_flows(selected=True) else ".")
             )
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
@@ -148,9 +150,7 @@ class CaptureSentences(CompareSentences):
             where = f"for them; {unread}" if unread else "here"
             # the hint to other ports where UDP traffic could be a tunnel on another port (a capture of GRE or plain
             # TCP alone has none: truth31)
-            udp = any(
-                key is not None and not key.tunnel and key.inner_proto == 17 for key in self.result.flows
-            )
+            udp = self._udp_flows(selected=False)
             return (
                 f"No flow carries VXLAN or Geneve traffic: {'the one frame replayed is not' if inp.frames_replayed == 1 else f'none of the {inp.frames_replayed:,} frames replayed is'} VXLAN "
                 f"({vx}) or Geneve ({gn}), so the fix has nothing to change {where}"
@@ -158,7 +158,7 @@ class CaptureSentences(CompareSentences):
             )
         if self.outcome == "lost":
             return (
-                f"Every VXLAN/Geneve frame is lost before decapsulation, in every kernel run "
+                f"Every VXLAN/Geneve frame{self._of_selected()} is lost before decapsulation, in every kernel run "
                 f"({', '.join(k.name for k in self.kernels)}): "
                 + "; ".join(
                     loss_text(o, n, self._lost_skbs(o, n))
@@ -213,24 +213,6 @@ class CaptureSentences(CompareSentences):
         ]
         text += "".join(f" {w}" for w in ways if w)
         return text
-
-    def _beside_text(self, k: KernelFacts) -> str:
-        """Compare mode with more than two kernels: what kernel ``k``, not one of the compared pair, does — its
-        zero-checksum refusals where it lacks the fix and its gate refused frames (``KernelFacts.refused``), and
-        the flows its phys device does not merge (``_unmerged_note``), as one kernel's verdict says them."""
-        text = ""
-        if k.carries_fix is False and k.refused:
-            # per stage, as the JSON's gate_refusals_zero_csum: what the refusals cost is that kernel's own verdict's
-            where = [
-                f"{n:,} {plural(n, 'frame')} at {STAGE_NAMES[s]}"
-                for s in ("phys", "tunnel")
-                if (n := k.gate_zero[s])
-            ]
-            text = (
-                f" {kernel_label(k.name, k.release)} lacks the fix too: udp_gro_receive refuses {' and '.join(where)} "
-                f"for a zero checksum (what that costs: --kernel {k.name} alone)."
-            )
-        return text + self._unmerged_note(k)
 
     def _closing_text(self) -> str:
         """What the capture text ends with, in any mode: the flows without payload (once; in compare mode as the
@@ -403,19 +385,6 @@ class CaptureSentences(CompareSentences):
         return refusals_unseen(
             self.reasons_observed, self._tally.tunnel_zero, self.kernels, self.result.config
         )
-
-    def _lost_refusals_text(self) -> str:
-        """Where every tunnelled flow is lost: " udp_gro_receive in pre-fix (v5.11) refuses 2 frames for a zero checksum before
-        they are dropped." per kernel without the fix whose gate refused some (the JSON's ``frames_refused``), or ""
-        (README: a kernel that refuses frames only of flows lost before decapsulation says so; truth30)."""
-        said = [
-            f" udp_gro_receive in {kernel_label(k.name, k.release)} refuses {k.refused:,} {plural(k.refused, 'frame')} for a zero checksum "
-            f"before {'it is' if k.refused == 1 else 'they are'} dropped, which changes how many skbs carry them "
-            "to the drop, not what the host receives."
-            for k in self.kernels
-            if k.refused and k.carries_fix is False
-        ]
-        return "".join(said)
 
     def _affected_kernel_text(self, k: KernelFacts, lacks: str, refused: Refusals) -> str:
         """One kernel without the fix whose gate cost flows their aggregation, in short sentences, one claim each:

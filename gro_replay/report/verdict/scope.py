@@ -1,0 +1,81 @@
+"""Sentences on what a verdict covers beside its main claim: the kernels run beside the compared pair
+(``_beside_text``), the refusals of flows lost before decapsulation (``_lost_refusals_text``), and the scope of a
+``--flow`` selection (``_of_selected``, ``_udp_flows``). Mixed into ``core.Verdict`` through
+``sentences.CaptureSentences``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...project import plural
+from .facts import STAGE_NAMES, KernelFacts, ReplayResult
+from .words import kernel_label
+
+if TYPE_CHECKING:
+    from .tally import _Tally
+
+
+class ScopeSentences:
+    """The sentence builders above; the state they read is core.Verdict's."""
+
+    result: ReplayResult
+    kernels: list[KernelFacts]
+    _selection: list[bool] | None
+    _tally: _Tally
+
+    if TYPE_CHECKING:  # defined by sentences.CaptureSentences and core.Verdict
+
+        def _unmerged_note(self, k: KernelFacts) -> str: ...
+        def _selected(self, fid: int) -> bool: ...
+
+    def _beside_text(self, k: KernelFacts) -> str:
+        """Compare mode with more than two kernels: what kernel ``k``, not one of the compared pair, does — its
+        zero-checksum refusals where it lacks the fix and its gate refused frames (``KernelFacts.refused``), and
+        the flows its phys device does not merge (``_unmerged_note``), as one kernel's verdict says them."""
+        text = ""
+        if k.carries_fix is False and k.refused:
+            # per stage, as the JSON's gate_refusals_zero_csum: what the refusals cost is that kernel's own verdict's
+            where = [
+                f"{n:,} {plural(n, 'frame')} at {STAGE_NAMES[s]}"
+                for s in ("phys", "tunnel")
+                if (n := k.gate_zero[s])
+            ]
+            text = (
+                f" {kernel_label(k.name, k.release)} lacks the fix too: udp_gro_receive refuses {' and '.join(where)} "
+                f"for a zero checksum (what that costs: --kernel {k.name} alone)."
+            )
+        return text + self._unmerged_note(k)
+
+    def _udp_flows(self, selected: bool) -> bool:
+        """Whether a flow that is not VXLAN/Geneve carries UDP (``selected``: among those --flow selects): what the
+        hint to tunnels on other UDP ports is for."""
+        return any(
+            key is not None
+            and not key.tunnel
+            and key.inner_proto == 17
+            and (not selected or self._selection is None or self._selected(fid))
+            for fid, key in enumerate(self.result.flows)
+        )
+
+    def _of_selected(self) -> str:
+        """ " of the flows selected by --flow SELECTOR" where a selection is made (the capture's other flows may tell
+        otherwise: breaker31), else ""."""
+        return (
+            f" of the flows selected by --flow {self.result.config.flow}"
+            if self._selection is not None
+            else ""
+        )
+
+    def _lost_refusals_text(self) -> str:
+        """Where every tunnelled flow is lost: " udp_gro_receive in pre-fix (v5.11) refuses 2 frames for a zero checksum before
+        they are dropped." per kernel without the fix whose gate refused some (the JSON's ``frames_refused``), or ""
+        (README: a kernel that refuses frames only of flows lost before decapsulation says so; truth30)."""
+        said = [
+            f" udp_gro_receive in {kernel_label(k.name, k.release)} refuses {k.refused:,} {plural(k.refused, 'frame')} for a zero checksum "
+            f"before {'it is' if k.refused == 1 else 'they are'} dropped, which changes how many skbs carry them "
+            "to the drop, not what the host receives."
+            for k in self.kernels
+            if k.refused and k.carries_fix is False
+        ]
+        return "".join(said)
