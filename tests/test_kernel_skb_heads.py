@@ -257,3 +257,24 @@ def test_running_kernel_out_of_order_trailers_and_drops_per_flow(tmp_path):
         assert [n for n in doc["input"]["notes"] if "no run" in n] == []
         # the backend retires no flow: both flows live at the end (fidelity helper's finding: live_max 0)
         assert doc["kernels"][0]["flows_summary"]["live_max"] == 2
+
+
+@needs_kernel_backend
+def test_a_frame_named_first_by_a_later_delivery_is_in_no_earlier_run(tmp_path):
+    """Three VXLAN frames of one flow (outer UDP checksum computed): A (seq S), B a retransmit of A (seq S), C (seq
+    S+1300) with 4 bytes past its outer datagram. Measured on the running 6.18.44 kernel (fidelity35): the phys
+    device sends C up at once, ahead of B, and the vxlan device merges A with C (2640 bytes, A's address) and
+    delivers B alone (1340 bytes, B's address). The backend's run from A took the flow's next frame not yet
+    delivered, B, so B's own delivery matched nothing and C read lost between the devices. A frame whose address
+    names the start of a delivery is in no other delivery's run now (oracle/match.py ``_follow_heads``)."""
+    spec = replace(VXLAN, outer_csum="computed", payload=1300, seq=1000)
+    frames = [build_frame(replace(spec, outer_ip_id=i + 1)) for i in range(2)]
+    frames.append(build_frame(replace(spec, seq=2300, outer_ip_id=3)) + bytes(4))
+    r = CliRunner().invoke(main, ["kernel", _write(tmp_path / "c.pcap", frames), "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    (k,) = doc["kernels"]
+    assert (k["stages"]["phys"]["skbs_delivered"], k["stages"]["tunnel"]["skbs_delivered"]) == (3, 2)
+    assert k["stages"]["tunnel"]["segs_per_skb_max"] == 2
+    assert k["stack"] == {"queued": 3} and doc["verdict"]["lost_flows"] == 0
+    assert "(unmatched)" not in r.stdout

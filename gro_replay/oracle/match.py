@@ -151,6 +151,13 @@ def _follow_heads(
     where = {x[0]: (fid, p) for fid, q in queues.items() for p, x in enumerate(q)}
     taken = {fid: [False] * len(q) for fid, q in queues.items()}
     first = dict.fromkeys(queues, 0)  # each flow's oldest frame not yet delivered
+    # the first frames the addresses name: each starts a delivery of its own, so no other delivery's run holds it
+    # (a frame flushed ahead of one held before it, a retransmit then a frame with a trailer, made the run of the
+    # earlier delivery take the later one's first frame: fidelity35)
+    named = {fid: [False] * len(q) for fid, q in queues.items()}
+    for h in heads:
+        if h is not None and h in where:
+            named[where[h][0]][where[h][1]] = True
     out: list[tuple[list[int], Key | None]] = []
     for length, head in zip(lengths, heads, strict=True):
         if head is not None:
@@ -162,7 +169,7 @@ def _follow_heads(
             )
         got = None
         for fid, p in starts:
-            run = _run_from(queues[fid], taken[fid], p, length)
+            run = _run_from(queues[fid], taken[fid], p, length, named[fid])
             if run is not None:
                 got = fid, run
                 break
@@ -179,17 +186,22 @@ def _follow_heads(
 
 
 def _run_from(
-    q: list[tuple[int, int, int]], taken: list[bool] | None, p: int, length: int
+    q: list[tuple[int, int, int]],
+    taken: list[bool] | None,
+    p: int,
+    length: int,
+    named: list[bool] | None = None,
 ) -> list[int] | None:
     """The positions in ``q`` of the run from ``p`` a delivery of ``length`` bytes carries (``p``'s length, then
-    the payloads of the frames after it not yet delivered, ``taken`` None: none, each with payload: a frame
+    the payloads of the frames after it not yet delivered and not the first frame of another delivery (``named``),
+    ``taken`` None: none, each with payload: a frame
     without TCP payload, or not TCP, is never merged and goes up alone), or None when none adds up to it."""
     total, run = q[p][1], [p]
     if q[p][2]:
         for j in range(p + 1, len(q)):
             if total >= length:
                 break
-            if taken is not None and taken[j]:
+            if (taken is not None and taken[j]) or (named is not None and named[j]):
                 continue
             if not q[j][2]:
                 break
