@@ -889,3 +889,41 @@ def test_diff_selects_a_flow_that_is_not_tunnelled_by_its_protocol(tmp_path):
     (flow,) = cmp["kernels"][0]["flows"]
     cell = flow["stages"]["tunnel"]["flow_segs_per_skb"]
     assert (cell["baseline"], cell["current"], cell["checked"]) == (None, None, False)
+
+
+def test_flows_of_a_key_that_came_back_are_compared_in_order(tmp_path):
+    """One key in two bursts 2 s apart with --flow-timeout 1: two flows of one key (README: a key back after its
+    flow ended is a new flow). diff excluded both as "sharing a key" and reported no flow regression where each
+    lost its phys-device merging (breaker32); the n-th flow of a key is compared with the n-th of the other
+    document. Baseline CHECKSUM_COMPLETE (csum_valid 1: the gate passes, gro-spec §4.7 row 7), current CHECKSUM_NONE
+    before the fix (refused, row 1): segments / skb 4.00 → 1.00 at the phys device, for both flows."""
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    frames = build_flow(FrameSpec(outer_csum="zero", timestamps=False), [1000] * 8)
+    cap = tmp_path / "back.pcap"
+    with PcapWriter(str(cap)) as w:
+        for i, f in enumerate(frames):
+            w.write(1_700_000_000_000_000_000 + 1000 * i + (2 * 10**9 if i >= 4 else 0), f)
+    docs = []
+    for name, rx in (("base", "complete"), ("cur", "none")):
+        r = run(
+            cap,
+            "--no-fix",
+            "--flow-timeout",
+            "1",
+            "--rx-csum",
+            rx,
+            "--format",
+            "json",
+            "-q",
+        )
+        assert r.exit_code == 0, r.output
+        assert len(json.loads(r.stdout)["kernels"][0]["flows"]) == 2
+        docs.append(tmp_path / f"{name}.json")
+        docs[-1].write_text(r.stdout)
+    cmp = json.loads(run("diff", *docs, "--format", "json").stdout)
+    (k,) = cmp["kernels"]
+    assert len(k["flows"]) == 2 and k["flows_only_in_baseline"] == k["flows_only_in_current"] == []
+    phys = [f["stages"]["phys"]["flow_segs_per_skb"] for f in k["flows"]]
+    assert [(c["baseline"], c["current"], c["regression"]) for c in phys] == [(4.0, 1.0, True)] * 2

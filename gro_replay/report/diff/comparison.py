@@ -19,7 +19,7 @@ import math
 
 from ...capture.reader import path_words
 from ...kernel.model import commit_of_switch, counted_switches, shared_switches_text
-from ...project import plain_number, plural
+from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
 from .metrics import (
     CHECKABLE,
@@ -244,30 +244,24 @@ def _flow_id(row: dict, proto: bool = True) -> str:
     return json.dumps(key, sort_keys=True)
 
 
-def _flow_maps(kernels: tuple[dict, dict], proto: bool, select) -> tuple[tuple[dict, dict], str]:
-    """The selected flows of a pair of kernel documents by identity (``_flow_id``), and a note on the flows left
-    out because several flows of one document share an identity ("" when none): documents written before
-    ``key.outer.proto`` name flows of different IP protocols between the same two hosts alike (a GRE and an IP-in-IP
-    flow), which no key tells apart, so no flow of such an identity is compared in either document (one used to
-    overwrite the other without a word: breaker31)."""
-    by_doc: list[dict[str, list[dict]]] = []
+def _flow_maps(kernels: tuple[dict, dict], proto: bool, select) -> tuple[dict, dict]:
+    """The selected flows of a pair of kernel documents by identity: ``_flow_id`` and the flow's place among those
+    of its document with that identity, in document order. Several flows share an identity where a key came back
+    after its flow ended (a new connection on the same ports after a FIN, ``--flow-timeout``: a new flow with its
+    own id) or where a document written before ``key.outer.proto`` names flows of different IP protocols between
+    two hosts alike; the n-th of them in one document is compared with the n-th in the other, both documents
+    listing flows by first frame (one used to overwrite the other without a word: breaker31, breaker32)."""
+    maps: list[dict] = []
     for k in kernels:
-        by: dict[str, list[dict]] = {}
+        seen: dict[str, int] = {}
+        m: dict[str, dict] = {}
         for f in k.get("flows", []):
             if select is None or select(f):
-                by.setdefault(_flow_id(f, proto), []).append(f)
-        by_doc.append(by)
-    shared = {i for by in by_doc for i, fs in by.items() if len(fs) > 1}
-    base, cur = ({i: fs[0] for i, fs in by.items() if i not in shared} for by in by_doc)
-    if not shared:
-        return (base, cur), ""
-    nb, nc = (sum(len(by.get(i, [])) for i in shared) for by in by_doc)
-    names = "; ".join(dict.fromkeys(f["flow"] for by in by_doc for i in shared for f in by.get(i, [])))
-    return (base, cur), (
-        f"{nb:,} {plural(nb, 'flow')} of the baseline and {nc:,} of the current share a key with another flow of "
-        "their document (a document written before key.outer.proto names flows of different IP protocols between "
-        f"two hosts alike), not compared: {names}"
-    )
+                i = _flow_id(f, proto)
+                seen[i] = seen.get(i, 0) + 1
+                m[f"{i}#{seen[i]}"] = f
+        maps.append(m)
+    return maps[0], maps[1]
 
 
 def _both_carry_proto(*kernels: dict) -> bool:
@@ -375,9 +369,7 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         if moved:
             notes.append(f"{pair_label}: {moved}")
         proto = _both_carry_proto(kb, kc)
-        (flows_b, flows_c), shared = _flow_maps((kb, kc), proto, select)
-        if shared:
-            notes.append(f"{pair_label}: {shared}")
+        flows_b, flows_c = _flow_maps((kb, kc), proto, select)
         matched += len(flows_b) + len(flows_c)
         rows = []
         for fid, fb in flows_b.items():

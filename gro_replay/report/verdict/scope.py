@@ -1,6 +1,6 @@
 """Sentences on what a verdict covers beside its main claim: the kernels run beside the compared pair
-(``_beside_text``), the refusals of flows lost before decapsulation (``_lost_refusals_text``), and the scope of a
-``--flow`` selection (``_of_selected``, ``_udp_flows``). Mixed into ``core.Verdict`` through
+(``_beside_text``), the refusals of flows lost before decapsulation (``_lost_refusals_text``), and the UDP flows
+the hint to other tunnel ports is for (``_udp_flows``). Mixed into ``core.Verdict`` through
 ``sentences.CaptureSentences``.
 """
 
@@ -56,15 +56,6 @@ class ScopeSentences:
             and key.inner_proto == 17
             and (not selected or self._selection is None or self._selected(fid))
             for fid, key in enumerate(self.result.flows)
-        )
-
-    def _of_selected(self) -> str:
-        """ " of the flows selected by --flow SELECTOR" where a selection is made (the capture's other flows may tell
-        otherwise: breaker31), else ""."""
-        return (
-            f" of the flows selected by --flow {self.result.config.flow}"
-            if self._selection is not None
-            else ""
         )
 
     def _lost_refusals_text(self) -> str:

@@ -105,6 +105,13 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         """The verdict text: ``_capture_body``, then what the capture held that was not replayed (another
         device's tunnel frames: ``left_out_text``), so that no sentence reads as covering traffic it did not see."""
         text = self._capture_body()
+        if self._selection is not None and not text.startswith("No flow selected by --flow"):
+            # every sentence below speaks of the flows --flow selects, as the table and the JSON do (breaker32: "no
+            # tunnelled frame has a zero checksum" of a capture whose other flows had)
+            text = (
+                f"Of the flows selected by --flow {self.result.config.flow} (the capture's others are left out of "
+                f"these counts): {text}"
+            )
         left = left_out_text(self.result.input)
         text = f"{text} {left}" if left else text
         hidden = hidden_text(self.result.input)
@@ -139,8 +146,8 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             return (
                 f"No flow selected by --flow {cfg.flow} carries VXLAN or Geneve traffic: "
                 f"{'its one frame is not' if n == 1 else f'none of their {n:,} frames is'} to a tunnel port, so the "
-                "fix has nothing to change for them (the capture's other flows are not selected)"
-                + (f" {_OTHER_PORTS[self.kernel_backend]}" if self._udp_flows(selected=True) else ".")
+                "fix has nothing to change for them (the capture's other flows are not selected"
+                + (f"; {_OTHER_PORTS[self.kernel_backend][1:]}" if self._udp_flows(selected=True) else ").")
             )
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
@@ -158,7 +165,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             )
         if self.outcome == "lost":
             return (
-                f"Every VXLAN/Geneve frame{self._of_selected()} is lost before decapsulation, in every kernel run "
+                f"Every VXLAN/Geneve frame is lost before decapsulation, in every kernel run "
                 f"({', '.join(k.name for k in self.kernels)}): "
                 + "; ".join(
                     loss_text(o, n, self._lost_skbs(o, n))
