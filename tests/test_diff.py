@@ -927,3 +927,17 @@ def test_flows_of_a_key_that_came_back_are_compared_in_order(tmp_path):
     assert len(k["flows"]) == 2 and k["flows_only_in_baseline"] == k["flows_only_in_current"] == []
     phys = [f["stages"]["phys"]["flow_segs_per_skb"] for f in k["flows"]]
     assert [(c["baseline"], c["current"], c["regression"]) for c in phys] == [(4.0, 1.0, True)] * 2
+    # paired by id (the same capture and flow timeouts), named with them, and counted as two flows (breaker33)
+    assert [f["flow"].rsplit(" (", 1)[1] for f in k["flows"]] == ["#0 → #0)", "#1 → #1)"]
+    assert " flows_regressed=2 " in run("diff", *docs).stdout
+    # other flow timeouts cut the key's traffic into other flows: not paired by position (a false regression)
+    r = run(cap, "--no-fix", "--flow-timeout", "off", "--rx-csum", "complete", "--format", "json", "-q")
+    whole = tmp_path / "whole.json"
+    whole.write_text(r.stdout)
+    cmp = json.loads(run("diff", whole, docs[1], "--format", "json").stdout)
+    assert not cmp["kernels"][0]["flows"] and not cmp["regressions"][1:]
+    assert any(
+        "1 flow in the baseline and 2 in the current (other flow timeouts cut its traffic into other flows): not "
+        "compared" in n
+        for n in cmp["notes"]
+    ), cmp["notes"]

@@ -297,8 +297,9 @@ def test_the_verdict_of_gre_traffic_names_vxlan_and_geneve(tmp_path):
 
 def test_diff_does_not_drop_flows_an_older_document_names_alike(tmp_path):
     """A GRE and an IP-in-IP flow between the same two hosts: a document written before key.outer.proto keyed them
-    alike, and diff kept one of them without a word (breaker31). Flows of one identity are matched in document
-    order (both documents list flows by first frame): both are compared, none is only in one document."""
+    alike, and diff kept one of them without a word (breaker31). Flows of one identity are paired by id (the same
+    capture and flow timeouts: breaker33), else in document order where both documents have as many: both are
+    compared, none is only in one document."""
     ipip = [_outer(f[14:])[:23] + b"\x04" + _outer(f[14:])[24:] for f in _inner(sport=41000)]
     ipip = [f[:24] + ip_fast_csum(f[:24] + b"\0\0" + f[26:], 14, 5).to_bytes(2, "big") + f[26:] for f in ipip]
     path = _capture(tmp_path / "two.pcap", _frames("plain") + ipip)
@@ -314,7 +315,10 @@ def test_diff_does_not_drop_flows_an_older_document_names_alike(tmp_path):
     )
     cmp = json.loads(r.stdout)
     for k in cmp["kernels"]:
-        assert [f["flow"] for f in k["flows"]] == [f["flow"] for f in old["kernels"][0]["flows"]]
+        # one identity, two flows: named with their ids (the same capture and timeouts: paired by id)
+        assert [f["flow"] for f in k["flows"]] == [
+            f"{f['flow']} (#{f['id']} → #{f['id']})" for f in old["kernels"][0]["flows"]
+        ]
         assert k["flows_only_in_baseline"] == k["flows_only_in_current"] == []
 
 

@@ -31,6 +31,7 @@ from .metrics import (
     loss_digits,
     stage_values,
 )
+from .pairing import _both_carry_proto, _flow_maps
 
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
@@ -227,53 +228,6 @@ def _same_name_notes(name: str, k: dict, other: dict) -> list[str]:
     ]
 
 
-def _flow_id(row: dict, proto: bool = True) -> str:
-    """A flow's identity across two documents: its key as JSON, without an empty inner ``vlan`` list (an untagged
-    inner frame: documents before the key was added have none, and name the same flow), and without the outer
-    ``proto`` unless ``proto`` (both documents carry it: ``_both_carry_proto``; older ones have none, and name the
-    same flow), else its label."""
-    key = row.get("key")
-    if key is None:
-        return row["flow"]
-    inner = key.get("inner")
-    if isinstance(inner, dict) and inner.get("vlan") == []:
-        key = {**key, "inner": {k: v for k, v in inner.items() if k != "vlan"}}
-    outer = key.get("outer")
-    if not proto and isinstance(outer, dict) and "proto" in outer:
-        key = {**key, "outer": {k: v for k, v in outer.items() if k != "proto"}}
-    return json.dumps(key, sort_keys=True)
-
-
-def _flow_maps(kernels: tuple[dict, dict], proto: bool, select) -> tuple[dict, dict]:
-    """The selected flows of a pair of kernel documents by identity: ``_flow_id`` and the flow's place among those
-    of its document with that identity, in document order. Several flows share an identity where a key came back
-    after its flow ended (a new connection on the same ports after a FIN, ``--flow-timeout``: a new flow with its
-    own id) or where a document written before ``key.outer.proto`` names flows of different IP protocols between
-    two hosts alike; the n-th of them in one document is compared with the n-th in the other, both documents
-    listing flows by first frame (one used to overwrite the other without a word: breaker31, breaker32)."""
-    maps: list[dict] = []
-    for k in kernels:
-        seen: dict[str, int] = {}
-        m: dict[str, dict] = {}
-        for f in k.get("flows", []):
-            if select is None or select(f):
-                i = _flow_id(f, proto)
-                seen[i] = seen.get(i, 0) + 1
-                m[f"{i}#{seen[i]}"] = f
-        maps.append(m)
-    return maps[0], maps[1]
-
-
-def _both_carry_proto(*kernels: dict) -> bool:
-    """Whether every flow key of these kernels' documents has ``outer.proto`` (documents before it was added have
-    none: their flows are matched without it)."""
-    return all(
-        "proto" in ((f.get("key") or {}).get("outer") or {"proto": 0})
-        for k in kernels
-        for f in k.get("flows", [])
-    )
-
-
 def compare(  # noqa: C901, PLR0915 - one rule per document section, in the order of the diff document
     base: dict,
     cur: dict,
@@ -331,6 +285,13 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         notes.append(f"{what}: {inputs_words(bi, ci)} (--allow-different-input)")
     pairs = _pair_kernels(base, cur)
     notes += _config_notes(base, cur)
+    # the same flows, by id, where the capture and the flow timeouts are the same (``_flow_maps``)
+    flows_cfg = ("idle_timeout_ns", "close_timeout_ns")
+    same_ids = same and all(
+        (base.get("config", {}).get("flows") or {}).get(n)
+        == (cur.get("config", {}).get("flows") or {}).get(n)
+        for n in flows_cfg
+    )
     checked = set(metrics)
     out_kernels = []
     regressions = []
@@ -369,7 +330,8 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         if moved:
             notes.append(f"{pair_label}: {moved}")
         proto = _both_carry_proto(kb, kc)
-        flows_b, flows_c = _flow_maps((kb, kc), proto, select)
+        flows_b, flows_c, unpaired = _flow_maps((kb, kc), proto, select, same_ids)
+        notes += [f"{pair_label}: {n}" for n in unpaired]
         matched += len(flows_b) + len(flows_c)
         rows = []
         for fid, fb in flows_b.items():

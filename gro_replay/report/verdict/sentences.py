@@ -132,6 +132,16 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             )
             # the tunnel frames among those skipped, by their headers (the hint is in their words)
             return f"Nothing to compare: {not_replayed_text(inp)}{f': {hidden}' if hidden else hint}."
+        if self.outcome in ("no_tunnel", "tunnel_not_replayed") and self._selection is not None:
+            # --flow: the flows selected carry none; the capture's other flows may (explain's capture line says),
+            # and what the capture-wide sentences count (frames cut short, fragments) is not theirs (breaker33)
+            n = self.result.kernels[0].stages["phys"].frames_in if self.result.kernels else 0
+            return (
+                f"No flow selected by --flow {cfg.flow} carries VXLAN or Geneve traffic: "
+                f"{'its one frame is not' if n == 1 else f'none of their {n:,} frames is'} to a tunnel port, so the "
+                "fix has nothing to change for them (the capture's other flows are not selected"
+                + (f"; {_OTHER_PORTS[self.kernel_backend][1:]}" if self._udp_flows(selected=True) else ").")
+            )
         if self.outcome == "tunnel_not_replayed":
             n = inp.frames_replayed
             return (
@@ -140,15 +150,6 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             )
         if self.outcome == "no_tunnel" and getattr(inp, "fragments_to_tunnel", 0) > 0:
             return fragments_sentence(inp.fragments_to_tunnel)
-        if self.outcome == "no_tunnel" and self._selection is not None:
-            # --flow: the flows selected carry none; the capture's other flows may (explain's capture line says)
-            n = self.result.kernels[0].stages["phys"].frames_in if self.result.kernels else 0
-            return (
-                f"No flow selected by --flow {cfg.flow} carries VXLAN or Geneve traffic: "
-                f"{'its one frame is not' if n == 1 else f'none of their {n:,} frames is'} to a tunnel port, so the "
-                "fix has nothing to change for them (the capture's other flows are not selected"
-                + (f"; {_OTHER_PORTS[self.kernel_backend][1:]}" if self._udp_flows(selected=True) else ").")
-            )
         if self.outcome == "no_tunnel":
             vx = ports_text(getattr(cfg, "vxlan_ports", ()))
             gn = ports_text(getattr(cfg, "geneve_ports", ()))
