@@ -107,7 +107,10 @@ def inet_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:  # noqa:
                     pcb.flush_id |= flush_id
                 if tally:
                     _skbuff.tally_id(skb, base + 4, p, b2 + 4, pcb.count)
-                if flush_id:
+                # observation only: a step of 1 over a held atomic packet of one segment is the switch to an
+                # incrementing ID that tcp_gro_receive accepts (flush_id 1, count 1, is_atomic): no ID condition of
+                # this header, whatever another header's flush_id adds to it (newcomer31)
+                if flush_id and not (flush_id == 1 and pcb.count == 1 and pcb.is_atomic and df):
                     pcb.l3_why |= R.L3_ID << (R.L3_INNER_SHIFT * cb.encap_mark)
             cb.is_atomic = 1 if df else 0
             cb.flush |= flush
