@@ -47,3 +47,32 @@ def test_an_inner_id_stepping_by_one_is_not_named_beside_a_fixed_outer_id(tmp_pa
         reasons = json.loads(r.stdout)["kernels"][0]["stages"]["phys"]["end_reasons"]
         assert reasons.get("tcp_gro_receive:outer_ip_id") == 9, (kernel, reasons)
         assert not [k for k in reasons if "inner_ip_id" in k], (kernel, reasons)
+
+
+def test_the_fix_alone_kernel_is_named_where_it_merges_no_further(tmp_path):
+    """The same frames with a zero outer UDP checksum under CHECKSUM_NONE, 5.10 against 6.18: 5.10's gate refuses
+    all 10 (gro-spec §4.7 row 1), and 5.10 with the fix alone still ends each aggregate at the fixed outer ID
+    without DF (before v6.18 a fixed ID needs DF), while 6.18 merges them. The sentence said "a kernel with the fix
+    does not merge further either", which read as 6.18, and named no reason (newcomer31)."""
+    import json
+    from dataclasses import replace
+
+    from click.testing import CliRunner
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.cli import main
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+
+    spec = FrameSpec(outer_csum="zero", outer_df=False, outer_ip_id=0, ip_id=100, df=True)
+    path = tmp_path / "ids.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, s in enumerate(flow_specs(spec, [1000] * 10)):
+            w.write(1_700_000_000_000_000_000 + 1000 * i, build_frame(replace(s, outer_ip_id=0)))
+    args = ["--kernel", "5.10", "--kernel", "6.18", "--rx-csum", "none", "--format", "json", "-q"]
+    text = json.loads(CliRunner().invoke(main, [str(path), *args]).stdout)["verdict"]["text"]
+    assert "1 flow that 5.10 with the fix alone does not merge further either, 10 frames" in text, text
+    assert (
+        "with the fix there these flows' phys skbs end by: " in text
+        and "[tcp_gro_receive:outer_ip_id]" in text
+    )
+    assert "a kernel with the fix does not merge" not in text

@@ -105,7 +105,10 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         """The verdict text: ``_capture_body``, then what the capture held that was not replayed (another
         device's tunnel frames: ``left_out_text``), so that no sentence reads as covering traffic it did not see."""
         text = self._capture_body()
-        if self._selection is not None and not text.startswith("No flow selected by --flow"):
+        some = self._selection is not None and not all(
+            self._selection
+        )  # every flow selected: nothing left out
+        if some and not text.startswith("No flow selected by --flow"):
             # every sentence below speaks of the flows --flow selects, as the table and the JSON do (breaker32: "no
             # tunnelled frame has a zero checksum" of a capture whose other flows had)
             text = (
@@ -373,6 +376,10 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         parts = []
         for why, (flows, frames) in sorted(r.costless_by.items()):
             what, because = COSTLESS_WORDS[why]
+            if why == "no_gain":
+                # the kernel with the fix it is measured on is this one's counterfactual, not one in the table
+                # (newcomer31: "a kernel with the fix" read as 6.18, which merged them)
+                what = f"that {kernel} with the fix alone does not merge further either"
             if why == "no_gain" and r.no_gain_reasons:
                 because = no_gain_text(self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX))
             elif why == "post_no_gain" and r.post_no_gain_reasons:

@@ -77,10 +77,7 @@ class Refusals:
         stage = fv.costly_at(k)
         if stage is None:
             if k.refused:
-                why = fv.costless_why(k)
-                self.add_costless(fv, k, why)
-                if why == "no_gain":
-                    self.no_gain_reasons.update(break_reasons(fv.shadows[k.name]))
+                self.add_costless(fv, k, fv.costless_why(k))
             return
         self.flows[stage] += 1
         self.frames[stage] += k.gate_zero[stage]
@@ -103,6 +100,9 @@ class Refusals:
         elif why == "post_no_gain" and fv.post is not None:
             self.post_no_gain_reasons.update(break_reasons(fv.post))
             self.post_kernel = fv.post.name
+        elif why == "no_gain" and k.name in fv.shadows:
+            # what keeps them apart with the fix alone, one kernel or compared (newcomer31: compare mode named none)
+            self.no_gain_reasons.update(break_reasons(fv.shadows[k.name]))
         self.costless += 1
         self.costless_frames += k.refused
         c = self.costless_by.setdefault(why, [0, 0])
