@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..packet.csum import csum_add, csum_partial, ip_fast_csum_ok, pseudo_at
+from ..packet.csum import csum_add, csum_partial, pseudo_at
 from .model import SENDER_SWITCHES
 from .nic_skb import RX_SKB_LAYOUTS, VETH_AF_PACKET, RxSkbLayout
 from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, IpSummed
@@ -374,16 +374,12 @@ def _l4_ok(frame: bytes, ip: int, v6: bool, l4: int, proto: int) -> bool:
 
 
 def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
-    """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: the outer IPv4 header's
-    and the outer UDP checksum when it is not 0, and at level 1 also the innermost IPv4 header's and TCP/UDP
-    checksum (at ``l4``) of a ``tunnel`` frame (``vxlan``/``geneve``). The drivers report an IP header checksum
-    error as they report an L4 one (ice/i40e ``IPE``/``EIPE``, ixgbe ``IPE``, bnxt, vmxnet3 ``ipc``, ena
-    ``l3_csum_err``: CHECKSUM_NONE; breaker32). Frames are untagged Ethernet (the decoder took VLAN tags off)."""
+    """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: the outer UDP checksum
+    when it is not 0, and at level 1 also the innermost TCP/UDP checksum (at ``l4``) of a ``tunnel`` frame
+    (``vxlan``/``geneve``). Frames are untagged Ethernet (the decoder took VLAN tags off)."""
     et = frame[12] << 8 | frame[13]
     if et == 0x0800:
         ip, v6 = 14, False
-        if not ip_fast_csum_ok(frame, ip, (frame[ip] & 0x0F) << 2):
-            return False
         udp = ip + ((frame[ip] & 0x0F) << 2)
         proto = frame[ip + 9]
     elif et == 0x86DD:
@@ -405,9 +401,7 @@ def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
         iet = frame[inner + 2] << 8 | frame[inner + 3]
         inner += 4
     if iet == 0x0800:
-        return ip_fast_csum_ok(frame, inner, (frame[inner] & 0x0F) << 2) and _l4_ok(
-            frame, inner, False, l4, frame[inner + 9]
-        )
+        return _l4_ok(frame, inner, False, l4, frame[inner + 9])
     if iet == 0x86DD:
         return _l4_ok(frame, inner, True, l4, frame[inner + 6])
     return True

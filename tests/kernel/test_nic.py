@@ -249,21 +249,3 @@ def test_cli_preset_overrides_and_json(runner):
     assert "the NIC marks them CHECKSUM_NONE" in t.output
     u = runner.invoke(main, [str(FIX_SAMPLE), "--nic-tunnel-port", "on"])
     assert u.exit_code == 2 and "--nic-tunnel-port needs --nic" in u.output
-
-
-def test_an_ip_header_checksum_error_is_no_unnecessary_either():
-    """The drivers that hand CHECKSUM_UNNECESSARY report an IPv4 header checksum error as they report an L4 one:
-    ice/i40e's IPE (inner) and EIPE (outer) status bits, ixgbe's IPE, vmxnet3's ipc, ena's l3_csum_err send the
-    frame up CHECKSUM_NONE (drivers/net/ethernet/intel/ice/ice_txrx_lib.c ice_rx_csum; i40e_rx_checksum). The
-    presets took a bad outer IPv4 header checksum for a checked one (breaker32)."""
-    from gro_replay.kernel.nic import hw_checksums_ok
-    from gro_replay.packet.build import FrameSpec, build_frame
-
-    good = build_frame(FrameSpec(outer_csum="zero"))
-    l4 = 14 + 20 + 8 + 8 + 14 + 20
-    assert hw_checksums_ok(good, 1, "vxlan", l4)
-    outer_bad = good[:24] + bytes([good[24] ^ 0x12]) + good[25:]
-    assert not hw_checksums_ok(outer_bad, 0, "vxlan", l4)
-    inner_bad = build_frame(FrameSpec(outer_csum="zero", ip_csum="bad"))
-    assert hw_checksums_ok(inner_bad, 0, "vxlan", l4)  # level 0: the NIC vouches for the outer headers only
-    assert not hw_checksums_ok(inner_bad, 1, "vxlan", l4)
