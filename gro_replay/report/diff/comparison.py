@@ -228,6 +228,12 @@ def _same_name_notes(name: str, k: dict, other: dict) -> list[str]:
     ]
 
 
+#: the config that decides which flows a capture's frames make and how they are numbered (flow ids): a capture
+#: filter, a replay-side selection, the interface replayed, the tunnel ports, resegmentation, and the flow timeouts
+_ID_CONFIG = ("filter", "flow", "interface", "vxlan_ports", "geneve_ports", "detect_tunnels", "resegment")
+_ID_TIMEOUTS = ("idle_timeout_ns", "close_timeout_ns")
+
+
 def compare(  # noqa: C901, PLR0915 - one rule per document section, in the order of the diff document
     base: dict,
     cur: dict,
@@ -285,12 +291,12 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         notes.append(f"{what}: {inputs_words(bi, ci)} (--allow-different-input)")
     pairs = _pair_kernels(base, cur)
     notes += _config_notes(base, cur)
-    # the same flows, by id, where the capture and the flow timeouts are the same (``_flow_maps``)
-    flows_cfg = ("idle_timeout_ns", "close_timeout_ns")
-    same_ids = same and all(
-        (base.get("config", {}).get("flows") or {}).get(n)
-        == (cur.get("config", {}).get("flows") or {}).get(n)
-        for n in flows_cfg
+    # the same flows, by id, where the capture and what numbers its flows are the same (``_flow_maps``)
+    bcfg, ccfg = base.get("config") or {}, cur.get("config") or {}
+    same_ids = (
+        same
+        and all(bcfg.get(n) == ccfg.get(n) for n in _ID_CONFIG)
+        and all((bcfg.get("flows") or {}).get(n) == (ccfg.get("flows") or {}).get(n) for n in _ID_TIMEOUTS)
     )
     checked = set(metrics)
     out_kernels = []

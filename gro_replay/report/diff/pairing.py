@@ -39,6 +39,14 @@ def _flow_maps(
     as many of them, else not at all (other flow timeouts cut the key's traffic into other flows: breaker33). A
     shared name carries the flows' ids (``label (#3 → #3)``) so that rows, regressions and their count tell them
     apart."""
+    # ids mean the same flows only where every flow has one and no id names two identities (breaker34: a capture
+    # filter renumbered the flows; a document without ids)
+    named = [{f.get("id"): _flow_id(f, proto) for f in k.get("flows", [])} for k in kernels]
+    same_ids = (
+        same_ids
+        and all(None not in n for n in named)
+        and all(named[1].get(i, ident) == ident for i, ident in named[0].items())
+    )
     groups: list[dict[str, list[dict]]] = []
     for k in kernels:
         by: dict[str, list[dict]] = {}
@@ -71,15 +79,19 @@ def _flow_maps(
                 f"{label}: {len(fb):,} {plural(len(fb), 'flow')} in the baseline and {len(fc):,} in the current "
                 "(other flow timeouts cut its traffic into other flows): not compared"
             )
-        for f, g in pairs:
-            name = f"{ident} #{f.get('id')}"
-            base[name] = {**f, "flow": f"{f['flow']} (#{f.get('id')} → #{g.get('id')})"}
-            cur[name] = g
-        for f in unpaired_b:
-            base[f"{ident} b#{f.get('id')}"] = {**f, "flow": f"{f['flow']} (#{f.get('id')})"}
-        for g in unpaired_c:
-            cur[f"{ident} c#{g.get('id')}"] = {**g, "flow": f"{g['flow']} (#{g.get('id')})"}
+        # named by ids where the flows have them, else by their place among the identity's flows
+        for n, (f, g) in enumerate(pairs, 1):
+            base[f"{ident} {n}"] = {**f, "flow": f"{f['flow']} ({_tag(f, n)} → {_tag(g, n)})"}
+            cur[f"{ident} {n}"] = g
+        for side, out, rest in (("b", base, unpaired_b), ("c", cur, unpaired_c)):
+            for n, f in enumerate(rest, 1):
+                out[f"{ident} {side}{n}"] = {**f, "flow": f"{f['flow']} ({_tag(f, n)})"}
     return base, cur, notes
+
+
+def _tag(f: dict, n: int) -> str:
+    """``#id`` of a flow row, or, where it has none, its place ``n`` among the flows of its identity (``n.``)."""
+    return f"#{f['id']}" if f.get("id") is not None else f"{n}."
 
 
 def _both_carry_proto(*kernels: dict) -> bool:
