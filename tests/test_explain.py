@@ -202,7 +202,7 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
     assert "its frames are not merged further" in v["why"]
     assert doc["verdict"]["affected"] is False
     assert (
-        "refuses 4 frames for their zero outer UDP checksum, but the post-fix kernel does not merge"
+        "refuses 4 frames for their zero outer UDP checksum, but post-fix (v5.12) does not merge"
         in (doc["verdict"]["text"])
     )
 

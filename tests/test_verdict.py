@@ -824,7 +824,7 @@ def test_refusals_without_gain_name_the_checksum_refused(case, where):
     ends = {"phys": f"{flush} ×2", "tunnel": encap, "both": f"{encap}; {seq}; {flush} ×1"}[case]
     assert v["text"].startswith(
         "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive "
-        f"{where}, but the post-fix kernel does not merge those frames either (no skb is saved): {flows} {'flow' if flows == 1 else 'flows'} "
+        f"{where}, but post-fix (v5.12) does not merge those frames either (no skb is saved): {flows} {'flow' if flows == 1 else 'flows'} "
         f"that the post-fix kernel merges no further, {frames} frames (it delivers as many skbs of them: something "
         f"other than the zero-checksum gate keeps their frames apart; with the fix there these flows' phys skbs end by: "
         f"{ends})."
@@ -887,7 +887,7 @@ def test_compare_mode_names_why_refused_frames_stay_unmerged_as_one_kernel_does(
     assert (compared["frames_refused"], compared["affected_flows"]) == (4, 0)
     assert compared["text"].startswith(
         "No flow loses phys-device aggregation before the fix: with --rx-csum unnecessary, udp_gro_receive refuses "
-        f"4 frames for their zero outer UDP checksum, but the post-fix kernel does not merge those frames either "
+        f"4 frames for their zero outer UDP checksum, but post-fix (v5.12) does not merge those frames either "
         f"(no skb is saved): {parts}."
     ), compared["text"]
     alone = document(replay_frames(frames, ReplayConfig(kernels=(K_5_11,), rx_csum="unnecessary")))["verdict"]

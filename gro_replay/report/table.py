@@ -366,13 +366,14 @@ def input_lines(result) -> list[str]:
     if getattr(cfg, "flow", None) is not None:
         shown = len({f for k in result.kernels for f in k.flows}) + retired
         lines.append(
-            f"--flow {cfg.flow}: {shown:,} of {len(result.flows):,} flows, {inp.selected_frames:,} of "
+            f"--flow {cfg.flow}: {shown:,} of {len(result.flows):,} {plural(len(result.flows), 'flow')}, "
+            f"{inp.selected_frames:,} of "
             f"{inp.frames_replayed:,} frames replayed"
             + (
                 "; the other flows' frames went through the kernels too, the counts below are the selected flows' "
                 "(bytes the CPU checksummed: n/a, a NAPI-wide counter)"
                 if shown < len(result.flows)
-                else " (every flow selected)"
+                else " (every flow selected; bytes the CPU checksummed: n/a, a NAPI-wide counter)"
             )
             + _shared_words(result.kernels)
         )

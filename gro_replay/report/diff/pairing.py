@@ -72,8 +72,8 @@ def _flow_maps(
             unpaired_c = list(ids_c.values())
         elif len(fb) == len(fc):
             pairs, unpaired_b, unpaired_c = list(zip(fb, fc, strict=True)), [], []
-        else:
-            pairs, unpaired_b, unpaired_c = [], fb, fc
+        else:  # said in the note, not as flows only in one document (they are in both: breaker35)
+            pairs, unpaired_b, unpaired_c = [], [], []
             label = (fb or fc)[0]["flow"]
             notes.append(
                 f"{label}: {len(fb):,} {plural(len(fb), 'flow')} in the baseline and {len(fc):,} in the current "

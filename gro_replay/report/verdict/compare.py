@@ -19,6 +19,7 @@ from .words import (
     _state_of,
     _via,
     drop_list,
+    kernel_label,
     other_changes_words,
     plural,
     refused_where,
@@ -65,6 +66,11 @@ class CompareSentences:
         udp_gro_receive's gate (``zero_state_words`` then takes all to have)."""
         return None if self.kernel_backend else self._tally.zero_reached
 
+    def _label(self, name: str | None) -> str:
+        """``kernel_label`` of the kernel of ``name`` in this verdict ("post-fix (v5.12)", "5.10.24 (v5.10.24)")."""
+        k = next((k for k in self.kernels if k.name == name), None)
+        return kernel_label(name or "", k.release) if k is not None else (name or "")
+
     def _no_effect_text(self, post: KernelFacts) -> str:
         """Compare mode when no flow is affected: what the gate refused (frames of flows that reach decapsulation,
         which the post-fix kernel does not merge either, and frames of flows lost before it) or that it refused
@@ -83,9 +89,9 @@ class CompareSentences:
                 f"No flow loses phys-device aggregation before the fix: with {nic_words}, udp_gro_receive "
                 f"refuses {refused:,} {plural(refused, 'frame')} {refused_where(t.refused_at)}, but "
                 + (
-                    f"{self.pre} with the fix alone ({self.fix_alone})"
+                    f"{self._label(self.pre)} with the fix alone ({self.fix_alone})"
                     if self.fix_alone
-                    else "the post-fix kernel"
+                    else self._label(self.post)  # the kernel with the fix, by name (breaker35)
                 )
                 + f" does not merge {'that frame' if refused == 1 else 'those frames'} either "
                 f"(no skb is saved){why}."

@@ -376,10 +376,6 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         parts = []
         for why, (flows, frames) in sorted(r.costless_by.items()):
             what, because = COSTLESS_WORDS[why]
-            if why == "no_gain":
-                # the kernel with the fix it is measured on is this one's counterfactual, not one in the table
-                # (newcomer31: "a kernel with the fix" read as 6.18, which merged them)
-                what = f"that {kernel} with the fix alone does not merge further either"
             if why == "no_gain" and r.no_gain_reasons:
                 because = no_gain_text(self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX))
             elif why == "post_no_gain" and r.post_no_gain_reasons:

@@ -310,7 +310,9 @@ COSTLESS_WORDS = {
         "tcp_gro_receive merges no segment without payload, in any kernel",
     ),
     "no_gain": (
-        "that a kernel with the fix does not merge further either",
+        # the fix alone, measured on this kernel: not a kernel of the table (newcomer31: "a kernel with the fix" read
+        # as 6.18, which merged them; breaker35: "pre-fix with the fix alone")
+        "that the fix alone does not merge further either",
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
         "them, so something other than the zero-checksum gate keeps their frames apart",
     ),
