@@ -34,11 +34,12 @@ def _flow_maps(
     identity whose flows are not. A flow's identity is ``_flow_id``; several flows share one where a key came back
     after its flow ended (a new connection after a FIN, ``--flow-timeout``: a new flow with its own id) or where a
     document written before ``key.outer.proto`` names flows of different IP protocols between two hosts alike.
-    Such flows are paired by their ids where ``same_ids`` (the same capture and flow timeouts: the same flows, one
-    document perhaps listing fewer, ``--flows-max``), else in document order (first frame) where both documents have
-    as many of them, else not at all (other flow timeouts cut the key's traffic into other flows: breaker33). A
-    shared name carries the flows' ids (``label (#3 → #3)``) so that rows, regressions and their count tell them
-    apart."""
+    Such flows are paired by their ids where ``same_ids`` (what numbers the flows is the same: report/diff/
+    comparison.py ``_ID_CONFIG``; one document may list fewer, ``--flows-max``) and the ids are consistent (every
+    flow has one, no id names two identities), else in document order (first frame) where both documents have as
+    many of them, else not at all, said in a note (other flow timeouts cut the key's traffic into other flows:
+    breaker33). A shared name carries the flows' ids (``label (#3 → #3)``), or their places where they have none,
+    so that rows, regressions and their count tell them apart."""
     # ids mean the same flows only where every flow has one and no id names two identities (breaker34: a capture
     # filter renumbered the flows; a document without ids)
     named = [{f.get("id"): _flow_id(f, proto) for f in k.get("flows", [])} for k in kernels]
