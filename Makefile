@@ -13,10 +13,11 @@ help:
 	@echo "make fuzz     hypothesis fuzzing of reader, decoder, replay and options for FUZZ_SECONDS (default 600) in all"
 
 # Debian packages some tests use (tshark reads --write-pcap output back; tcpdump copies the triage captures as a user
-# would; ethtool, iproute2 for the kernel backend; man-db and groff render the generated man pages).
-DEBS := tshark tcpdump ethtool iproute2 man-db groff-base
+# would; ethtool, iproute2 for the kernel backend; man-db and groff render the generated man pages; b3sum checks
+# the documents' BLAKE3 digests).
+DEBS := tshark tcpdump ethtool iproute2 man-db groff-base b3sum
 deps:
-	@missing=""; for c in tshark capinfos tcpdump ethtool ip man groff; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	@missing=""; for c in tshark capinfos tcpdump ethtool ip man groff b3sum; do command -v $$c >/dev/null 2>&1 || missing=1; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $(DEBS) >/dev/null; \
 	  else echo "note: install $(DEBS) (Debian) for the tshark and kernel-backend tests"; fi; fi

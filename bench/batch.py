@@ -87,7 +87,7 @@ def write_copies(path: Path, sc, copies: int) -> None:
         span = last - first + 1_000_000
         with PcapWriter(tmp) as w:
             for c in range(copies):
-                with open_capture(one, digest=False) as cap:
+                with open_capture(one, digest=None) as cap:
                     for ts, frame, _orig_len, _linktype in cap:
                         w.write(ts + c * span, frame)
         os.replace(tmp, path)

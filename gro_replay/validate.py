@@ -74,14 +74,14 @@ def load_capture(
     rep = Replayer(config)
     rep.input.path = str(path)
     rep.splits = {}  # the super-frames split, by record: the counts are said of the frames sent (account_sent)
-    with open_capture(path) as cap:
+    with open_capture(path, digest=config.digest) as cap:
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)
         # the interface the replay replays, by its rule, and its notes (-i any, pcapng of several interfaces)
         records = cap if progress is None else counting(cap, progress)
         sel, records = select_interfaces(str(path), cap, config, rep.input, records)
         frames = list(rep.decoded(records))
-        rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
+        rep.input.digests = {config.digest: cap.hexdigest()}  # of the bytes read: a pipe is never reopened
         account_selection(cap, sel, rep.input)
     return LoadedCapture(rep, frames)
 

@@ -32,7 +32,7 @@ BAD = (0, 3, 4, 10, 16)
 
 
 def _records() -> list[tuple[int, bytes]]:
-    with open_capture(str(FIX_SAMPLE), digest=False) as cap:
+    with open_capture(str(FIX_SAMPLE), digest=None) as cap:
         return [(ts, buf) for ts, buf, _orig, _lt in cap]
 
 

@@ -40,7 +40,7 @@ _IDB_SNAPLEN = 12
 
 
 def _records() -> list[tuple[int, bytes]]:
-    with open_capture(str(FIX_SAMPLE), digest=False) as cap:
+    with open_capture(str(FIX_SAMPLE), digest=None) as cap:
         return [(ts, buf) for ts, buf, _orig, _lt in cap]
 
 

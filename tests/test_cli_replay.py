@@ -12,10 +12,10 @@ same 17 into one aggregate, which the tunnel device passes through (GSO skb, §6
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
+from blake3 import blake3
 from conftest import FIX_SAMPLE, GENEVE_SAMPLE, VXLAN4_SAMPLE
 
 from gro_replay.cli import main
@@ -66,7 +66,7 @@ def test_json_document_keys_and_values(runner):
     assert doc["schema_version"] == 1
     inp = doc["input"]
     assert inp["path"] == str(FIX_SAMPLE)
-    assert inp["sha256"] == hashlib.sha256(FIX_SAMPLE.read_bytes()).hexdigest()
+    assert inp["blake3"] == blake3(FIX_SAMPLE.read_bytes()).hexdigest()
     # 16 frames of 1514 bytes (outer IP 1500 + Ethernet 14) and one of 774 + 14
     assert (inp["frames_read"], inp["frames_replayed"], inp["bytes"]) == (17, 17, 16 * 1514 + 788)
     assert inp["skipped"] == {} and inp["classes"] == {"tunnel_tcp": 17}

@@ -116,7 +116,7 @@ def test_the_lazy_imports_come_when_needed(tmp_path):
     from gro_replay.capture.writer import PcapngWriter
 
     ng = tmp_path / "fix.pcapng"
-    with open_capture(FIX_SAMPLE, digest=False) as cap, PcapngWriter(ng, [("eth0", "")]) as w:
+    with open_capture(FIX_SAMPLE, digest=None) as cap, PcapngWriter(ng, [("eth0", "")]) as w:
         for ts_ns, buf, _orig_len, _linktype in cap:
             w.write(ts_ns, buf)
     argv = [str(ng), "-q", "--kernel", "5.11", "--kernel", "6.1", "--write-pcap", str(tmp_path / "o")]

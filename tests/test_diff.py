@@ -230,7 +230,7 @@ def test_diff_missing_file_exit_2(tmp_path, docs):
 
 
 def test_one_capture_as_a_file_and_piped_in_names_both(tmp_path):
-    """The same capture replayed from its file and piped in (``-``, "standard input") has one sha256: diff compares
+    """The same capture replayed from its file and piped in (``-``, "standard input") has one digest: diff compares
     them as one input and its input line names both, each with its role (a newcomer's finding: only the baseline's
     name was shown, so the line read as if both documents came from the file)."""
     file_doc, pipe_doc = tmp_path / "file.json", tmp_path / "pipe.json"
@@ -244,45 +244,45 @@ def test_one_capture_as_a_file_and_piped_in_names_both(tmp_path):
     )
     assert p.returncode == 0, p.stderr
     pipe_doc.write_bytes(p.stdout)
-    sha = json.loads(file_doc.read_text())["input"]["sha256"]
-    assert json.loads(pipe_doc.read_text())["input"]["sha256"] == sha
+    sha = json.loads(file_doc.read_text())["input"]["blake3"]
+    assert json.loads(pipe_doc.read_text())["input"]["blake3"] == sha
     lines = run("diff", file_doc, pipe_doc).stdout.splitlines()
     assert (
         lines[0]
-        == f"input: {FIX_SAMPLE} (baseline) and standard input (current), the same bytes (sha256 {sha[:12]})"
+        == f"input: {FIX_SAMPLE} (baseline) and standard input (current), the same bytes (blake3 {sha[:12]})"
     )
     md = run("diff", pipe_doc, file_doc, "--format", "markdown").stdout
     assert (
-        f"- input: standard input (baseline) and {FIX_SAMPLE} (current), the same bytes (sha256 {sha[:12]})"
+        f"- input: standard input (baseline) and {FIX_SAMPLE} (current), the same bytes (blake3 {sha[:12]})"
         in md
     )
     # one name: said once
     assert (
-        run("diff", file_doc, file_doc).stdout.splitlines()[0] == f"input: {FIX_SAMPLE} (sha256 {sha[:12]})"
+        run("diff", file_doc, file_doc).stdout.splitlines()[0] == f"input: {FIX_SAMPLE} (blake3 {sha[:12]})"
     )
 
 
 def test_a_document_without_path_or_digest_is_said_so(tmp_path):
     """One capture's document with its input path removed: the input line names the path the other records, and
-    whose document records none (it named "an unnamed input", the baseline's lack, before). Without a sha256 the
+    whose document records none (it named "an unnamed input", the baseline's lack, before). Without a digest the
     inputs are not known to differ: refused as "not known to be the same", not as "different inputs"
     (breaker's finding)."""
     doc = json.loads(run(FIX_SAMPLE, "--format", "json", "-q").stdout)
-    sha = doc["input"]["sha256"]
+    sha = doc["input"]["blake3"]
     full, nopath, nosha = tmp_path / "full.json", tmp_path / "nopath.json", tmp_path / "nosha.json"
     full.write_text(json.dumps(doc))
     nopath.write_text(json.dumps({**doc, "input": {**doc["input"], "path": None}}))
-    nosha.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": None}}))
+    nosha.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None}}))
     assert run("diff", nopath, full).stdout.splitlines()[0] == (
-        f"input: {FIX_SAMPLE} (sha256 {sha[:12]}; the baseline document records no path)"
+        f"input: {FIX_SAMPLE} (blake3 {sha[:12]}; the baseline document records no path)"
     )
     assert run("diff", full, nopath).stdout.splitlines()[0] == (
-        f"input: {FIX_SAMPLE} (sha256 {sha[:12]}; the current document records no path)"
+        f"input: {FIX_SAMPLE} (blake3 {sha[:12]}; the current document records no path)"
     )
     r = run("diff", nosha, full)
     assert r.exit_code == 2 and r.stderr.startswith(
-        f"Error: inputs not known to be the same: BASELINE replayed {FIX_SAMPLE} (no sha256 recorded), CURRENT "
-        f"replayed {FIX_SAMPLE} (sha256 {sha[:12]})"
+        f"Error: inputs not known to be the same: BASELINE replayed {FIX_SAMPLE} (no digest recorded), CURRENT "
+        f"replayed {FIX_SAMPLE} (blake3 {sha[:12]})"
     )
     r = run("diff", nosha, full, "--allow-different-input", "--format", "json")
     assert any(n.startswith("inputs not known to be the same: ") for n in json.loads(r.stdout)["notes"])
@@ -795,15 +795,15 @@ def test_diff_names_a_switch_a_document_lacks_absent(tmp_path):
 
 
 def test_documents_without_digests_are_one_input_only_under_one_name(tmp_path):
-    """Two documents without a sha256: one input when they name the same path (or none), else not known to be the
+    """Two documents without a digest: one input when they name the same path (or none), else not known to be the
     same and refused like one-sided digests (breaker's finding: compared silently under two paths)."""
     doc = json.loads(run(FIX_SAMPLE, "--format", "json", "-q").stdout)
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
-    a.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": None}}))
+    a.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None}}))
     b.write_text(
-        json.dumps({**doc, "input": {**doc["input"], "sha256": None, "path": "/other/capture.pcap"}})
+        json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": "/other/capture.pcap"}})
     )
-    c.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": None}}))
+    c.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None}}))
     assert run("diff", a, c).exit_code == 0
     r = run("diff", a, b)
     assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: ")

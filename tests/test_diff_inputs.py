@@ -150,6 +150,7 @@ def _without(path: list, key: str) -> dict:
         (_without(["kernels", 0, "flows", 0, "phys"], "skbs"), "/kernels/0/flows/0/phys", "'skbs' is a"),
         ({**MINI, "input": []}, "/input", "not of type 'object'"),
         ({**MINI, "input": {"sha256": 5}}, "/input/sha256", "not of type"),
+        ({**MINI, "input": {"blake3": 5}}, "/input/blake3", "not of type"),
         ({**MINI, "kernels": {}}, "/kernels", "not of type 'array'"),
         ({**MINI, "kernels": []}, "/kernels", "non-empty"),
         ({**MINI, "kernels": [{**MINI["kernels"][0], "name": 7}]}, "/kernels/0/name", "not of type 'string'"),

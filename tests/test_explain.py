@@ -238,7 +238,7 @@ def _over_snaplen(tmp_path) -> list[str]:
 def _cut_short(tmp_path) -> list[str]:
     """The fix sample with its last 4 records cut to 200 bytes (captured < original length: snaplen_cut)."""
     path = tmp_path / "cut.pcap"
-    with open_capture(str(FIX_SAMPLE), digest=False) as cap, PcapWriter(path) as w:
+    with open_capture(str(FIX_SAMPLE), digest=None) as cap, PcapWriter(path) as w:
         for i, (ts, buf, _orig, _lt) in enumerate(cap):
             w.write(ts, buf[:200] if i >= 13 else buf, len(buf))
     return [str(path)]

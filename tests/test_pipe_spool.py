@@ -8,7 +8,7 @@ are read, by one rule for a file and a pipe (capture/interfaces.py): a pipe of s
 several pcapng sections, ``tcpdump -i any``) is never copied.
 
 The expected value of every comparison is the document of the same bytes read from the regular file: through
-``cat FILE | gro-replay -`` and through ``/dev/stdin`` it differs only in ``input.path``; ``input.sha256`` is the
+``cat FILE | gro-replay -`` and through ``/dev/stdin`` it differs only in ``input.path``; ``input.blake3`` is the
 SHA-256 of the bytes (hashlib here). The concrete values come from how each capture is built (the kernel rules in
 tests/test_multinic.py's docstring): synth's VXLAN frames, outer UDP checksum 0, 1 µs apart, under the default
 ``--rx-csum unnecessary`` — before 89e5c58fc1e2 the phys stage delivers each frame alone (N skbs), after it one
@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
-import hashlib
 import json
 import os
 import resource
@@ -32,6 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
+from blake3 import blake3
 from conftest import CLI, cli_env, file_sizes, in_a_session
 from test_interface_pipes import _fifo
 
@@ -69,11 +69,11 @@ def _piped(path: Path, name: str, opts: tuple[str, ...], tmpdir: Path) -> subpro
 
 def _three(path: Path, tmp_path: Path, *opts: str) -> dict:
     """The document of ``path`` with ``opts``, checked equal (but for ``input.path``) through ``cat |`` with ``-``
-    and with ``/dev/stdin``; its sha256 is the file's; no temporary file is left behind."""
+    and with ``/dev/stdin``; its BLAKE3 is the file's; no temporary file is left behind."""
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir(exist_ok=True)
     want = _doc(_run([str(path), *opts], tmpdir=tmpdir))
-    assert want["input"]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert want["input"]["blake3"] == blake3(path.read_bytes()).hexdigest()
     for name in ("-", "/dev/stdin"):
         got = _doc(_piped(path, name, opts, tmpdir))
         assert got["input"].pop("path") == name

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from blake3 import blake3
 from test_csum import rfc1071_sum
 
 from gro_replay.kernel.model import K_5_11, K_5_12, K_6_18
@@ -254,9 +255,8 @@ def test_csum_partial_batch_and_poll_sums_match_rfc1071():
                     assert got == rfc1071_sum(b[start:])
 
 
-def test_replay_capture_digest_is_the_file_sha256(tmp_path):
-    """capture/stream.py ``DigestingRaw`` hashes the capture on a helper thread: the document's sha256 is the file's."""
-    import hashlib
+def test_replay_capture_digest_is_the_file_blake3(tmp_path):
+    """capture/stream.py ``DigestingRaw`` hashes the capture on a helper thread: the document's BLAKE3 is the file's."""
 
     from gro_replay.capture.writer import PcapWriter
     from gro_replay.sim import replay_capture
@@ -267,4 +267,4 @@ def test_replay_capture_digest_is_the_file_sha256(tmp_path):
         for ts, f in frames:
             w.write(ts, f)
     res = replay_capture(str(path), cfg)
-    assert res.input.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert res.input.digests["blake3"] == blake3(path.read_bytes()).hexdigest()

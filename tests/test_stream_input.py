@@ -1,7 +1,7 @@
 """Any stream in: ``-``, ``/dev/stdin``, FIFOs, for pcap, pcapng and gzip, on the batch and the per-frame path.
 
 The expected value of every comparison is the document of the same bytes read from a regular file: a stream
-differs only in ``input.path``; ``input.sha256`` is the sha256 of the stream's bytes (hashlib over the file,
+differs only in ``input.path``; ``input.blake3`` is the BLAKE3 of the stream's bytes (blake3 over the file,
 computed here independently). A pipe returns short reads (at most its buffer, 64 KiB on Linux); only a read of
 0 bytes ends the stream (read(2)).
 """
@@ -9,7 +9,6 @@ computed here independently). A pipe returns short reads (at most its buffer, 64
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import dpkt
 import pytest
+from blake3 import blake3
 from conftest import CLI, FIX_SAMPLE, ROOT, cli_env, on_a_terminal, without_engine
 
 from gro_replay.capture.reader import open_capture
@@ -108,7 +108,7 @@ def _variants(src: Path, tmp: Path) -> list[Path]:
 
 def _check_through_pipes(f: Path) -> None:
     want = _cli_doc(str(f))
-    assert want["input"]["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert want["input"]["blake3"] == blake3(f.read_bytes()).hexdigest()
     for name in ("-", "/dev/stdin"):
         got = _cli_doc(name, stdin=f.read_bytes())
         assert got["input"]["path"] == name
@@ -180,7 +180,7 @@ def test_stream_cut_mid_record_is_counted(synth20k) -> None:
     assert doc["input"]["frames_read"] == 20_000
     assert doc["input"]["skipped"] == {"truncated_record": 1}
     assert doc["input"]["frames_replayed"] == 19_999
-    assert doc["input"]["sha256"] == hashlib.sha256(cut).hexdigest()
+    assert doc["input"]["blake3"] == blake3(cut).hexdigest()
 
 
 def test_digest_covers_bytes_after_the_last_record(tmp_path) -> None:
@@ -189,7 +189,7 @@ def test_digest_covers_bytes_after_the_last_record(tmp_path) -> None:
     f.write_bytes(FIX_SAMPLE.read_bytes())
     with open_capture(f) as cap:
         n = sum(1 for _ in cap)
-        assert cap.sha256() == hashlib.sha256(f.read_bytes()).hexdigest()
+        assert cap.hexdigest() == blake3(f.read_bytes()).hexdigest()
     assert n == 17
 
 
@@ -197,7 +197,7 @@ def test_digest_covers_bytes_after_the_last_record(tmp_path) -> None:
 def test_digest_of_reads_of_every_size_through_reused_buffers(block, monkeypatch) -> None:
     """``DigestingRaw`` gathers reads in reused buffers of ``_DIGEST_BLOCK`` bytes: reads smaller than, equal to
     and several times larger than a buffer, far more buffers' worth than it keeps (every buffer handed back and
-    refilled), a partial buffer at the end: the sha256 of the bytes, computed here by hashlib at once."""
+    refilled), a partial buffer at the end: the BLAKE3 of the bytes, computed here by blake3 at once."""
     import io
     import random
 
@@ -213,7 +213,7 @@ def test_digest_of_reads_of_every_size_through_reused_buffers(block, monkeypatch
         n = d.readinto(memoryview(buf))
         assert bytes(buf[:n]) == data[got : got + n]
         got += n
-    assert d.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert d.hexdigest() == blake3(data).hexdigest()
     assert d.bytes_read == len(data)
     d.close()
 
@@ -222,7 +222,7 @@ def test_digest_of_lent_reads_hashed_where_they_lie(monkeypatch) -> None:
     """``DigestingRaw.lend``: reads of ``_LENT_MIN`` bytes or more into the lent buffer are hashed in place, in
     stream order with the copied ones (reads into other buffers, shorter reads, a partly filled digest buffer
     before a lent read); the owner scrambles the buffer after each ``settle`` (which waits for the hash) and
-    before its next read: the digest is still the sha256 of the bytes read, computed here by hashlib at once."""
+    before its next read: the digest is still the BLAKE3 of the bytes read, computed here by blake3 at once."""
     import io
     import random
 
@@ -247,7 +247,7 @@ def test_digest_of_lent_reads_hashed_where_they_lie(monkeypatch) -> None:
         assert bytes(target[at : at + n]) == data[got : got + n]
         got += n
     d.lend(None)
-    assert d.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert d.hexdigest() == blake3(data).hexdigest()
     assert d.bytes_read == len(data)
     d.close()
 
@@ -256,7 +256,7 @@ def test_digest_of_lent_reads_hashed_where_they_lie(monkeypatch) -> None:
 def test_digest_of_a_pcap_read_in_blocks_with_lent_reads(block, tmp_path, monkeypatch) -> None:
     """chunks.py ``PcapChunks`` lends its buffer to the capture's digest (moves its kept bytes and grows it for a
     record larger than a block, after ``settle``); blocks larger than the reader's 64 KiB buffer are read into it
-    directly, so reads are lent: the sha256 is the file's (hashlib), the records those read."""
+    directly, so reads are lent: the BLAKE3 is the file's (blake3), the records those read."""
     import random
 
     from gro_replay.capture import stream
@@ -285,7 +285,7 @@ def test_digest_of_a_pcap_read_in_blocks_with_lent_reads(block, tmp_path, monkey
             got.extend(int(x) for x in ch.caplen[:take])
             keep = ch.record_start(take)
         assert got == sizes
-        assert cap.sha256() == hashlib.sha256(f.read_bytes()).hexdigest()
+        assert cap.hexdigest() == blake3(f.read_bytes()).hexdigest()
     assert sum(lent) >= 5
 
 
@@ -303,10 +303,10 @@ def test_robustness_stdin_pipe_4frames() -> None:
     want = _cli_doc(str(f))
     for name in ("-", "/dev/stdin"):
         got = _cli_doc(name, stdin=f.read_bytes())
-        # README of ../shared/robustness: 4 frames, the sha256 of the stream, the file's document
+        # README of ../shared/robustness: 4 frames, the digest of the stream, the file's document
         assert got["input"]["frames_read"] == 4
         assert got["input"]["skipped"] == {}
-        assert got["input"]["sha256"] == hashlib.sha256(f.read_bytes()).hexdigest()
+        assert got["input"]["blake3"] == blake3(f.read_bytes()).hexdigest()
         assert _without_path(got) == _without_path(want)
 
 

@@ -116,7 +116,7 @@ def test_bench_batch_copies_are_the_scenario_shifted(tmp_path):
     one = list(synth_frames(sc))  # 40 frames: small, the expectation
     span = one[-1][0] - one[0][0] + 1_000_000
     _bench_batch().write_copies(tmp_path / "c.pcap", sc, 3)
-    with open_capture(tmp_path / "c.pcap", digest=False) as cap:
+    with open_capture(tmp_path / "c.pcap", digest=None) as cap:
         got = [(ts, frame) for ts, frame, _orig, _lt in cap]
     assert got == [(ts + c * span, frame) for c in range(3) for ts, frame in one]
 

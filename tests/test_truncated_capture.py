@@ -22,7 +22,7 @@ from gro_replay.cli import main
 
 
 def _records() -> list[tuple[int, bytes]]:
-    with open_capture(FIX_SAMPLE, digest=False) as cap:
+    with open_capture(FIX_SAMPLE, digest=None) as cap:
         return [(ts, buf) for ts, buf, _orig, _lt in cap]
 
 

@@ -15,6 +15,7 @@ import random
 from dataclasses import replace
 
 import pytest
+from blake3 import blake3
 from click.testing import CliRunner
 from conftest import needs_kernel_backend
 
@@ -313,14 +314,13 @@ def test_validate_refuses_an_empty_comparison(tmp_path):
 
 
 def test_kernel_json_names_its_input_and_leaves_unmeasured_values_null(tmp_path):
-    import hashlib
     import json
 
     path = _write(tmp_path, build_flow(BASE, [1400] * 10))
     r = CliRunner().invoke(main, ["kernel", path, "--format", "json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert doc["input"]["sha256"] == hashlib.sha256(open(path, "rb").read()).hexdigest()
+    assert doc["input"]["blake3"] == blake3(open(path, "rb").read()).hexdigest()
     # the trace gives lengths only: no software-checksum count, no end reasons
     assert doc["kernels"][0]["stages"]["phys"]["sw_csum_bytes"] is None
     assert doc["kernels"][0]["stages"]["phys"]["end_reasons"] == {}

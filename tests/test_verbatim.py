@@ -11,7 +11,6 @@ udp_gro_receive (net/ipv4/udp_offload.c, before 89e5c58fc1e2) refusing a zero ou
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -23,6 +22,7 @@ from dataclasses import replace
 import pytest
 import rich.console
 import rich.text
+from blake3 import blake3
 from click.testing import CliRunner
 from conftest import CLI, FIX_SAMPLE
 from rich.console import Console
@@ -105,7 +105,7 @@ def test_diff_table_prints_document_paths_whole(tmp_path, text, width, unread):
         p.write_text(_run([str(cap), which, "--format", "json"]))
         docs.append(p)
     out = _run(["diff", str(docs[0]), str(docs[1])], width)
-    assert f"input: {cap} (sha256 " in out
+    assert f"input: {cap} (blake3 " in out
     assert f"baseline {docs[0]}, current {docs[1]}" in out
 
 
@@ -132,7 +132,7 @@ def test_standard_input_is_named_in_words_where_json_keeps_its_path(tmp_path):
         assert json.loads(text)["input"]["path"] == "-"
         docs.append(tmp_path / f"{which}.json")
         docs[-1].write_text(text)
-    assert "input: standard input (sha256 " in _run(["diff", str(docs[0]), str(docs[1])])
+    assert "input: standard input (blake3 " in _run(["diff", str(docs[0]), str(docs[1])])
     with open(FIX_SAMPLE, "rb") as fh:
         r = subprocess.run([*CLI, "-", "--flow", "sport=1"], stdin=fh, capture_output=True, text=True)
     assert r.returncode == 2 and "(1 flow in standard input; " in r.stderr
@@ -144,8 +144,8 @@ def test_standard_input_is_named_in_words_where_json_keeps_its_path(tmp_path):
         ).stdout
     (tmp_path / "other.json").write_text(text)
     out = _run(["diff", str(docs[0]), str(tmp_path / "other.json"), "--allow-different-input"])
-    sha = [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (FIX_SAMPLE, other)]
-    pair = f"standard input (sha256 {sha[0]}) → standard input (sha256 {sha[1]})"
+    sha = [blake3(p.read_bytes()).hexdigest()[:12] for p in (FIX_SAMPLE, other)]
+    pair = f"standard input (blake3 {sha[0]}) → standard input (blake3 {sha[1]})"
     assert f"inputs: {pair}\n" in out and f"note: different inputs: {pair} (--allow-different-input)" in out
 
 

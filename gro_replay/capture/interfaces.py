@@ -464,7 +464,7 @@ def _one_interface(path: str, sel: Selection) -> bool:
     are all on one interface whose link type is not Linux cooked (v1 may hold copies, v2 carries ifindexes), fill
     ``sel`` with it and return True."""
     counts: dict[int, int] = {}  # interface (index in all_interfaces) → frames, in order of first frame
-    with open_capture(path, digest=False) as scan:
+    with open_capture(path, digest=None) as scan:
         walker = PcapngChunks(scan)
         while (ch := walker.next()) is not None:
             assert ch.iface is not None

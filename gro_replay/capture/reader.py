@@ -13,8 +13,8 @@ whose package loads every protocol module it has (~0.08 CPU s of start-up per ru
 
 The file is read as a stream, one record at a time; nothing holds the whole file in memory. Any stream works:
 a file, ``-`` (standard input), a FIFO, ``/dev/stdin``, a process substitution. A short read is never taken for
-the end of the stream (only a read of 0 bytes is), and the file's SHA-256 (``Capture.sha256``) is computed from
-the bytes as they are read (``stream.DigestingRaw``): the path is never opened a second time.
+the end of the stream (only a read of 0 bytes is), and the file's digest (``Capture.hexdigest``: BLAKE3 by default,
+digest.py) is computed from the bytes as they are read (``stream.DigestingRaw``): the path is never opened a second time.
 
 Modules: ``stream.py`` (exact reads, ``CaptureError``, the digest), ``pcapng.py`` (the pcapng blocks),
 ``linktypes.py`` (DLT values, ``l2_normalize``); their names are re-exported here.
@@ -36,6 +36,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 
+from .digest import DEFAULT_DIGEST
 from .fcs import fcs_removed
 from .joined import PCAP_MAGICS, joined_before_corrupt
 from .linktypes import (
@@ -142,7 +143,8 @@ class Capture(PcapngBlocks):
         caplen_over_snaplen: the records read so far that hold more bytes than their snaplen (snaplen.py).
         fcs_stripped, fcs_cut: the records read so far without the Ethernet FCS they were captured with, or
             without the part of it a snaplen left (fcs.py).
-        sha256(): the SHA-256 of the whole file or stream, from the bytes read (call after iterating).
+        digest_algorithm: the digest computed (digest.py ``DIGESTS``), None when opened without one.
+        hexdigest(): that digest of the whole file or stream, from the bytes read (call after iterating).
 
     Raises (from iteration): CaptureError for corrupt records, another capture's header where a record starts
     (captures joined with cat: joined.py), unsupported link types of later pcapng interfaces, corrupt gzip data and
@@ -345,8 +347,13 @@ class Capture(PcapngBlocks):
         records before the cut were read; a record cut with it is in ``truncated_records``."""
         return self.gzip is not None and self.gzip.cut
 
-    def sha256(self) -> str:
-        """SHA-256 (hex) of the file's bytes as stored (compressed for gzip), from the bytes read; the rest of
+    @property
+    def digest_algorithm(self) -> str | None:
+        """The digest ``hexdigest`` computes (digest.py ``DIGESTS``); None: opened without one."""
+        return self._digest.algorithm if self._digest is not None else None
+
+    def hexdigest(self) -> str:
+        """The digest (hex, ``digest_algorithm``) of the file's bytes as stored (compressed for gzip), from the bytes read; the rest of
         the stream after the last record is read to its end first. Call once, after iterating.
 
         Raises: CaptureError on a read error.
@@ -405,18 +412,21 @@ def open_stream(path: str | os.PathLike[str], name: str | None = None) -> io.Fil
         raise CaptureError(f"{shown}: cannot open ({e.strerror or e})") from None
 
 
-def open_capture(path: str | os.PathLike[str], digest: bool = True, name: str | None = None) -> Capture:
+def open_capture(
+    path: str | os.PathLike[str], digest: str | None = DEFAULT_DIGEST, name: str | None = None
+) -> Capture:
     """Open a pcap or pcapng capture, gzip-compressed or not (detected by the 1f 8b magic).
 
     Args: path: the capture file, or ``-`` for standard input; FIFOs, ``/dev/stdin`` and process substitutions
         are read as streams (each byte once; nothing is reopened or seeked). name: what error messages and
         ``Capture.path`` call it (default ``path``; capture/spool.py's copy of a stream is named as the stream).
-    Returns: a Capture; the caller closes it (it is a context manager). Its ``sha256()`` hashes the bytes read
-        (``digest=False``: no hash is computed, for a second read of a file, and ``sha256()`` raises ValueError).
+    Returns: a Capture; the caller closes it (it is a context manager). Its ``hexdigest()`` is the ``digest``
+        (digest.py ``DIGESTS``) of the bytes read (``digest=None``: no hash is computed, for a second read of a
+        file, and ``hexdigest()`` raises ValueError).
         ``Capture.source`` is ``path`` (the file opened).
     Raises: CaptureError (one line) when the file is missing, unreadable, a directory, empty, not pcap/pcapng,
         has a header cut short, corrupt gzip, or (pcap; pcapng first interface) an unsupported link type; or
-        when ``-`` is a terminal.
+        when ``-`` is a terminal. ValueError for a ``digest`` not in digest.py ``DIGESTS``.
     """
     source = os.fspath(path)
     name = source if name is None else name
@@ -425,11 +435,11 @@ def open_capture(path: str | os.PathLike[str], digest: bool = True, name: str | 
     return cap
 
 
-def capture_of(fileio: io.RawIOBase, name: str, digest: bool = True) -> Capture:
+def capture_of(fileio: io.RawIOBase, name: str, digest: str | None = DEFAULT_DIGEST) -> Capture:
     """``open_capture``'s work on a stream already open (``open_stream``'s, or capture/spool.py's copying one):
     the gzip, pcap or pcapng header read and checked, the Capture (named ``name``) returned; it owns ``fileio``.
     Raises: CaptureError, as ``open_capture``; a CaptureError that ``fileio`` itself raises passes unchanged."""
-    hashing = DigestingRaw(fileio) if digest else None
+    hashing = DigestingRaw(fileio, digest) if digest else None
     raw = io.BufferedReader(hashing or fileio, buffer_size=1 << 16)  # owned, and closed, by the Capture
     f: io.BufferedIOBase = raw
     compressed = False

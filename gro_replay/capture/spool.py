@@ -5,7 +5,7 @@ carry tunnel traffic and again to replay it (sim/ingest.py ``detect_tunnel_ports
 twice. A stream (``-``, a FIFO, ``/dev/stdin`` or a process substitution on a pipe) can be read once, so its bytes
 are copied as they are read, unchanged (gzip stays compressed), into a temporary file in the system's temporary
 directory (``$TMPDIR``, else ``/tmp``: ``tempfile.gettempdir``), and that copy is read as the file: the same
-bytes give the same document (``input.sha256`` is the SHA-256 of the bytes read; a stream cut short is a file cut
+bytes give the same document (``input.blake3`` is the digest of the bytes read; a stream cut short is a file cut
 short, its truncated record counted alike). The copy is removed when the replay ends, when it fails, and when
 SIGINT or SIGTERM stops it (the CLI turns both into exceptions that unwind the stack: cli/entry.py).
 
@@ -92,7 +92,7 @@ def spooled(path: str, why: str, on_copy: OnCopy | None = None) -> Iterator[str]
             # the header read and checked as the replay reads it, through the copy: a stream that is not a capture
             # is refused at once, with the line a replay without the copy gives, before anything more is copied
             tee = _Tee(src, out, path, why, tmp)
-            with capture_of(tee, path, digest=False) as cap:
+            with capture_of(tee, path, digest=None) as cap:
                 meter = None
                 if on_copy is not None:
                     meter = _Meter(on_copy, RecordCounter.of(cap))

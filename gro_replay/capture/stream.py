@@ -1,17 +1,18 @@
 """Reading a capture as a byte stream: ``CaptureError`` (every unreadable capture's one-line error), exact reads
-that never take a short read for the end, the errors a read can raise, and ``DigestingRaw``, the SHA-256 of the
-bytes as they are read (the path is never opened a second time).
+that never take a short read for the end, the errors a read can raise, and ``DigestingRaw``, the digest (digest.py:
+BLAKE3 or SHA-256) of the bytes as they are read (the path is never opened a second time).
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import io
 import queue
 import struct
 import threading
 import zlib
+
+from .digest import DEFAULT_DIGEST, new_hash
 
 # gzip and the file object raise these; the pcapng block parsers add dpkt's (pcapng.py with_dpkt_errors)
 READ_ERRORS = (OSError, EOFError, ValueError, IndexError, struct.error, zlib.error)
@@ -85,23 +86,26 @@ _LENT_MIN = 1 << 20
 
 
 class DigestingRaw(io.RawIOBase):
-    """A raw byte stream that feeds every byte read from it, in order, to a SHA-256.
+    """A raw byte stream that feeds every byte read from it, in order, to a hash of ``algorithm`` (digest.py
+    ``DIGESTS``).
 
     The bytes read are copied into one of ``_DIGEST_BUFFERS`` reused buffers of ``_DIGEST_BLOCK`` bytes (one
-    copy, no allocation per read), and each full buffer is hashed by a helper thread (hashlib releases the GIL for
-    large blocks, so the hash runs on another core instead of on the replay's critical path), which hands the
+    copy, no allocation per read), and each full buffer is hashed by a helper thread (hashlib and blake3 release the
+    GIL for large blocks, so the hash runs on another core instead of on the replay's critical path), which hands the
     buffer back; small reads are gathered the same way. A read of ``_LENT_MIN`` bytes or more into ``lend``'s
     buffer is not copied: the thread hashes it where it lies, in stream order with the rest, and the owner calls
     ``settle()`` before it writes to that buffer again or lets it go. ``hexdigest()`` reads what is left of the
     stream (a file's bytes after the last record, padding) so the digest is always that of the whole stream, then
     waits for the thread.
-    Raises (from ``readinto``/``hexdigest``): OSError of the underlying stream.
+    Raises (from ``readinto``/``hexdigest``): OSError of the underlying stream; ValueError (``__init__``) for an
+    unknown algorithm.
     """
 
-    def __init__(self, raw: io.RawIOBase) -> None:
+    def __init__(self, raw: io.RawIOBase, algorithm: str = DEFAULT_DIGEST) -> None:
         super().__init__()
         self._raw = raw
-        self._sha = hashlib.sha256()
+        self.algorithm = algorithm
+        self._hash = new_hash(algorithm)
         self._buf = bytearray(_DIGEST_BLOCK)  # the buffer being filled
         self._fill = 0
         self._made = 1  # buffers allocated (at most _DIGEST_BUFFERS)
@@ -160,7 +164,9 @@ class DigestingRaw(io.RawIOBase):
 
     def _start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="gro-replay-sha256", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name=f"gro-replay-{self.algorithm}", daemon=True
+            )
             self._thread.start()
 
     def _hand_over(self) -> None:
@@ -184,11 +190,11 @@ class DigestingRaw(io.RawIOBase):
                 continue
             buf, n = item
             if isinstance(buf, memoryview):
-                self._sha.update(buf)  # lent bytes (``n``: their owner's buffer, kept alive until hashed)
+                self._hash.update(buf)  # lent bytes (``n``: their owner's buffer, kept alive until hashed)
                 continue
             assert isinstance(n, int)
             with memoryview(buf) as v:
-                self._sha.update(v[:n])
+                self._hash.update(v[:n])
             self._free.put(buf)
 
     def _stop(self) -> None:
@@ -199,15 +205,15 @@ class DigestingRaw(io.RawIOBase):
         self._unsettled = False
 
     def hexdigest(self) -> str:
-        """SHA-256 (hex) of every byte of the stream: what was read, then the rest up to its end."""
+        """The digest (hex) of every byte of the stream: what was read, then the rest up to its end."""
         buf = bytearray(_DIGEST_BLOCK)
         while self.readinto(buf):
             pass
         self._stop()
         with memoryview(self._buf) as v:
-            self._sha.update(v[: self._fill])
+            self._hash.update(v[: self._fill])
         self._fill = 0
-        return self._sha.hexdigest()
+        return self._hash.hexdigest()
 
     def close(self) -> None:
         self._stop()

@@ -53,7 +53,8 @@ from .params import ByteCount, Keyword, Percent
 @click.option(
     "--allow-different-input",
     is_flag=True,
-    help="Compare documents of different captures (input sha256) instead of refusing.",
+    help="Compare documents of different captures (their input digests, blake3 or sha256, differ or cannot be "
+    "compared) instead of refusing.",
 )
 @click.option(
     "--baseline-update",

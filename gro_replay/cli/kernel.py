@@ -8,6 +8,7 @@ from dataclasses import replace
 import click
 from rich.console import Console
 
+from ..capture.digest import DEFAULT_DIGEST
 from ..capture.reader import CaptureError, path_words
 from ..outputs import RunOutputs
 from ..project import plural
@@ -125,6 +126,7 @@ def _prepare(
     resegment="auto",
     mtu=1500,
     interface=None,
+    digest=DEFAULT_DIGEST,
 ):
     from ..oracle import OracleUnavailable, check_environment
     from ..oracle.replay import GENEVE_PORT
@@ -148,6 +150,7 @@ def _prepare(
         resegment=resegment,  # as the replay command: super-frames become wire frames before they are sent
         mtu=mtu,
         interface=interface,
+        digest=digest,
         udp6_zero_csum_rx=udp6_zero_csum_rx,
         vxlan_gbp=vxlan_gbp,
         gro={"phys": True, "tunnel": tunnel_gro},  # where GRO runs: ReplayConfig.gro_runs

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..capture.digest import DEFAULT_DIGEST, DIGESTS
 from ..kernel.model import (
     K_5_11,
     K_5_12,
@@ -42,9 +43,10 @@ FLOW_HELP = (
 
 
 def capture_frame_options() -> list:
-    """``--interface``, ``--resegment`` and ``--mtu``: which of a capture's interfaces is replayed
-    (capture/interfaces.py) and how its super-frames become the wire frames a NIC receives (resegment.py), one
-    definition for every command that replays (the replay, ``kernel``, ``validate``)."""
+    """``--interface``, ``--resegment``, ``--mtu`` and ``--digest``: which of a capture's interfaces is replayed
+    (capture/interfaces.py), how its super-frames become the wire frames a NIC receives (resegment.py), and the
+    digest its document records (capture/digest.py), one definition for every command that replays (the replay,
+    ``kernel``, ``validate``)."""
     return [
         click.option(
             "--interface",
@@ -71,6 +73,15 @@ def capture_frame_options() -> list:
             show_default=True,
             help="Bytes of the outer IP packet a wire frame carries (the --resegment threshold); an outer IPv6 "
             "packet's at least 1280, IPv6's smallest link MTU (RFC 8200 §5).",
+        ),
+        click.option(
+            "--digest",
+            type=Keyword(list(DIGESTS)),
+            default=DEFAULT_DIGEST,
+            show_default=True,
+            help="The digest of the capture's bytes the JSON document records (input.blake3 or input.sha256; "
+            "diff compares documents of one capture by it): blake3 as b3sum prints it, sha256 as sha256sum "
+            "(what documents before BLAKE3 record; ~5x the CPU time).",
         ),
     ]
 
@@ -275,6 +286,7 @@ def build_config(
     flow=None,
     detect_tunnels=False,
     interface=None,
+    digest=DEFAULT_DIGEST,
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
     from ..kernel.nic import NIC_PRESETS
@@ -317,6 +329,7 @@ def build_config(
             geneve_ports=tuple(geneve_port) or (6081,),
             detect_tunnels=tuple(k for k in ("vxlan", "geneve") if k in auto),
             interface=interface,
+            digest=digest,
             phys_dev=phys_dev,
             vxlan_dev="vxlan0" if tunnel_dev is None else tunnel_dev,
             geneve_dev="geneve0" if tunnel_dev is None else tunnel_dev,

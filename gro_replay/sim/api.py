@@ -82,7 +82,7 @@ def _replay(
     rep = Replayer(config, on_deliver)
     rep.input.tunnel_ports_detected = detected or {}
     # first: a missing or unreadable file is a CaptureError (one line)
-    with open_capture(source, name=path) as cap:
+    with open_capture(source, name=path, digest=config.digest) as cap:
         rep.input.path = path
         if progress is not None and hasattr(progress, "bind_capture"):
             progress.bind_capture(cap)  # a progress display that shows bytes read against the file's size
@@ -106,7 +106,7 @@ def _replay(
         else:
             rep.run_polls(rep.decoded(records))
             rep.engine = engine(reasons, rep.polls_run, 0)
-        rep.input.sha256 = cap.sha256()  # of the bytes read: a pipe is never reopened
+        rep.input.digests = {config.digest: cap.hexdigest()}  # of the bytes read: a pipe is never reopened
         account_selection(cap, sel, rep.input)
         # the replayed interfaces' timestamp units (pcapng: the interfaces with frames that were replayed)
         replayed = [

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..capture.digest import DEFAULT_DIGEST
 from ..kernel.model import K_5_11, K_5_12, KernelModel, same_model, same_model_words
 from ..kernel.nic import (
     DEFAULT_POLL_GAP_USECS,
@@ -36,8 +37,7 @@ class ConfigError(ValueError):
 
 
 #: The largest time constant of a poll model, µs: ethtool's rx-usecs (``struct ethtool_coalesce``'s
-#: ``rx_coalesce_usecs``, include/uapi/linux/ethtool.h) is a __u32; a larger one would also overflow the batch
-#: engine's 64-bit nanosecond poll times
+#: ``rx_coalesce_usecs``, uapi/linux/ethtool.h) is a __u32; a larger one overflows the engine's 64-bit ns times
 POLL_USECS_MAX = (1 << 32) - 1
 
 
@@ -149,6 +149,7 @@ class ReplayConfig:
     #: the interface to replay of a capture that holds several (``--interface``: an ifindex, a pcapng interface id
     #: or name); None: the device of the first tunnel frame (capture/interfaces.py)
     interface: str | None = None
+    digest: str = DEFAULT_DIGEST  #: ``--digest``: of the capture's bytes, the document's (capture/digest.py)
     #: tunnel kinds (``"vxlan"``, ``"geneve"``) whose ports are detected (``--vxlan-port auto``): a first read of
     #: the capture finds the UDP ports whose payloads parse as that tunnel (``packet.decode.sniff_tunnel``) and
     #: the kernels get a tunnel socket on each (``detect_tunnel_ports``)

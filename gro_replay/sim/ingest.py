@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import NamedTuple
 
+from ..capture.digest import DIGESTS
 from ..capture.linktypes import sent_by_host
 from ..capture.reader import DLT_EN10MB, STDIN_PATH, CaptureError, l2_normalize, open_capture
 from ..capture.spool import is_regular_file
@@ -57,7 +58,7 @@ class Frame(NamedTuple):
 
 @dataclass
 class InputStats:
-    """What was read: frames, bytes, skips by reason, frame classes; ``path``/``sha256`` for capture files.
+    """What was read: frames, bytes, skips by reason, frame classes; ``path`` and ``digests`` for capture files.
 
     ``frames_replayed`` and ``classes`` count the frames that entered the simulation: a resegmented super-frame
     counts once in ``resegmented_frames`` and as its segments (``segments_created``) there.
@@ -65,7 +66,9 @@ class InputStats:
     """
 
     path: str | None = None
-    sha256: str | None = None
+    #: the capture's digest by algorithm (capture/digest.py ``DIGESTS``: the one computed): JSON ``input.blake3``,
+    #: ``input.sha256``, null for an algorithm not computed
+    digests: dict[str, str] = field(default_factory=dict)
     frames_read: int = 0
     bytes_read: int = 0
     frames_replayed: int = 0
@@ -162,7 +165,7 @@ class InputStats:
     def as_dict(self) -> dict:
         return {
             "path": self.path,
-            "sha256": self.sha256,
+            **{a: self.digests.get(a) for a in DIGESTS},
             "frames_read": self.frames_read,
             "bytes": self.bytes_read,
             "frames_replayed": self.frames_replayed,

@@ -9,7 +9,8 @@ therefore 0 %: any loss of aggregation fails the check.
 
 Documents are refused (``DiffError``, one line) when their ``schema_version`` is unknown, when they hold
 different kernel sets (unless each holds exactly one kernel: then those two are compared, e.g. a ``--fix`` run
-against a ``--no-fix`` run), and when their inputs differ (``input.sha256``) unless explicitly allowed.
+against a ``--no-fix`` run), and when their inputs differ (``input.blake3``, or ``input.sha256``: the digest both
+record, capture/digest.py) unless explicitly allowed.
 
 Modules: ``metrics.py`` (what is compared and how a loss is measured), ``comparison.py`` (``compare``),
 ``load.py`` (reading a document: bounded, honest numbers, schema-checked), ``render.py`` (sentences, Markdown, the

@@ -9,7 +9,8 @@ therefore 0 %: any loss of aggregation fails the check.
 
 Documents are refused (``DiffError``, one line) when their ``schema_version`` is unknown, when they hold
 different kernel sets (unless each holds exactly one kernel: then those two are compared, e.g. a ``--fix`` run
-against a ``--no-fix`` run), and when their inputs differ (``input.sha256``) unless explicitly allowed.
+against a ``--no-fix`` run), and when their inputs differ (``input.blake3``, or ``input.sha256``: the digest both
+record, capture/digest.py) unless explicitly allowed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 
+from ...capture.digest import digest_words, recorded
 from ...capture.reader import path_words
 from ...kernel.model import commit_of_switch, counted_switches, shared_switches_text
 from ...project import plain_number
@@ -43,27 +45,52 @@ class DiffError(ValueError):
 
 
 def input_words(inp: dict | None, short: bool = False) -> str:
-    """A document's ``input`` in words: "replayed PATH (sha256 0123456789ab)", or what it lacks: "has no input
-    recorded" (no ``input`` object, or neither path nor sha256), "replayed PATH (no sha256 recorded)"; ``short``:
-    the path alone ("(no input recorded)" without one)."""
+    """A document's ``input`` in words: "replayed PATH (blake3 0123456789ab)" (its digest, capture/digest.py), or
+    what it lacks: "has no input recorded" (no ``input`` object, or neither path nor digest), "replayed PATH (no
+    digest recorded)"; ``short``: the path alone ("(no input recorded)" without one)."""
     inp = inp or {}
-    path, sha = inp.get("path"), inp.get("sha256")
+    path, digests = inp.get("path"), recorded(inp)
     if short:
         return path_words(str(path)) if path else "(no input recorded)"
-    if not path and not sha:
+    if not path and not digests:
         return "has no input recorded"
     where = f"replayed {path_words(str(path))}" if path else "replayed an unnamed input"
-    return f"{where} (sha256 {str(sha)[:12]})" if sha else f"{where} (no sha256 recorded)"
+    said = ", ".join(digest_words(a, h) for a, h in digests.items())
+    return f"{where} ({said})" if said else f"{where} (no digest recorded)"
+
+
+def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
+    """Whether two documents' ``input`` are known to be of the same bytes, and the digest that says so or tells
+    them apart (None: no digest both record).
+
+    By the digests both record (capture/digest.py ``DIGESTS``: BLAKE3, or SHA-256 with ``--digest sha256`` and in
+    documents before BLAKE3): the same when they agree. Without one both record, two documents are of one input
+    only when neither records a digest (older or hand-made ones) and they name the same path (or none); a digest
+    of another algorithm says nothing of the other document's bytes."""
+    bd, cd = recorded(bi), recorded(ci)
+    shared = [a for a in bd if a in cd]
+    if shared:
+        return all(bd[a] == cd[a] for a in shared), shared[0]
+    return not bd and not cd and (bi or {}).get("path") == (ci or {}).get("path"), None
 
 
 def inputs_words(bi: dict | None, ci: dict | None) -> str:
-    """Two documents' different inputs: "BASE_PATH → CUR_PATH" (``input_words`` short), each with its sha256 where
-    the names are the same (two captures piped in: "standard input (sha256 974e0b4b7986) → standard input (sha256
+    """Two documents' different inputs: "BASE_PATH → CUR_PATH" (``input_words`` short), each with its digest where
+    the names are the same (two captures piped in: "standard input (blake3 974e0b4b7986) → standard input (blake3
     c6e16f95f7e1)")."""
     b, c = input_words(bi, short=True), input_words(ci, short=True)
     if b == c:
         b, c = (input_words(x).removeprefix("replayed ") for x in (bi, ci))
     return f"{b} → {c}"
+
+
+def _digest_advice(bi: dict | None, ci: dict | None) -> str:
+    """When each document records a digest and none is the other's: how to make the current one comparable
+    ("replay the current capture with --digest sha256 to compare it with this baseline, or "); else ""."""
+    bd, cd = recorded(bi), recorded(ci)
+    if not bd or not cd or set(bd) & set(cd):
+        return ""
+    return f"replay the current capture with --digest {next(iter(bd))} to compare it with this baseline, or "
 
 
 def _pair_kernels(base: dict, cur: dict) -> list[tuple[dict, dict]]:
@@ -274,19 +301,16 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
         raise DiffError("--max-regression must be a percentage ≥ 0")
     bi, ci = base.get("input", {}), cur.get("input", {})
     notes: list[str] = []
-    # two documents without a digest (older or hand-made ones) are of one input only under one name (or none)
-    same = bi.get("sha256") == ci.get("sha256") and (
-        bool(bi.get("sha256")) or bi.get("path") == ci.get("path")
-    )
+    same, by = same_input(bi, ci)
     if not same:
-        # a document without a digest may be of the same bytes: not said to differ
-        what = (
-            "different inputs" if bi.get("sha256") and ci.get("sha256") else "inputs not known to be the same"
-        )
+        # a document without a digest both record may be of the same bytes: not said to differ
+        what = "different inputs" if by else "inputs not known to be the same"
         if not allow_different_input:
+            # documents of two digests: the current one can be made with the baseline's
+            again = _digest_advice(bi, ci)
             raise DiffError(
                 f"{what}: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}; "
-                "pass --allow-different-input to compare anyway"
+                f"{again}pass --allow-different-input to compare anyway"
             )
         notes.append(f"{what}: {inputs_words(bi, ci)} (--allow-different-input)")
     pairs = _pair_kernels(base, cur)

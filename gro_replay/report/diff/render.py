@@ -4,9 +4,10 @@ table (``gro-replay diff --format markdown|table``).
 
 from __future__ import annotations
 
+from ...capture.digest import digest_words, recorded
 from ...project import plural
 from ..stats import STAGES
-from .comparison import STAGE_TITLES, _loss_text, input_words, inputs_words, limit_text, pct_text
+from .comparison import STAGE_TITLES, _loss_text, input_words, inputs_words, limit_text, pct_text, same_input
 from .load import document_name
 from .metrics import METRICS, loss_digits, loss_pct
 
@@ -99,19 +100,20 @@ def _status_text(cmp: dict) -> str:
 def _input_line(cmp: dict) -> str:
     b, c = cmp["baseline"], cmp["current"]
     bi, ci = b.get("input") or {}, c.get("input") or {}
-    if not (bi.get("path") or bi.get("sha256")) and not (ci.get("path") or ci.get("sha256")):
+    if not (bi.get("path") or recorded(bi)) and not (ci.get("path") or recorded(ci)):
         return "input: neither document records its input"
-    if bi.get("sha256") and bi.get("sha256") == ci.get("sha256"):
+    same, by = same_input(bi, ci)
+    if same and by:
         b, c = input_words(bi, short=True), input_words(ci, short=True)
-        sha = str(bi["sha256"])[:12]
+        said = digest_words(by, recorded(bi)[by])
         if b != c and bi.get("path") and ci.get("path"):
             # one capture under two names (a file, and the same bytes piped in: "standard input"): both named
-            return f"input: {b} (baseline) and {c} (current), the same bytes (sha256 {sha})"
+            return f"input: {b} (baseline) and {c} (current), the same bytes ({said})"
         if bool(bi.get("path")) != bool(
             ci.get("path")
         ):  # the one name recorded, and whose document lacks one
             named, lacking = (b, "current") if bi.get("path") else (c, "baseline")
-            return f"input: {named} (sha256 {sha}; the {lacking} document records no path)"
+            return f"input: {named} ({said}; the {lacking} document records no path)"
         return f"input: {input_words(bi).removeprefix('replayed ')}"
     return f"inputs: {inputs_words(bi, ci)}"
 
