@@ -339,3 +339,43 @@ def test_process_substitution_and_explain_from_stdin(tmp_path) -> None:
     # the same text but the input line's name: "input: standard input: 17 frames read" for "-"
     named = stdin_explain.stdout.replace(b"input: standard input: ", f"input: {FIX_SAMPLE}: ".encode(), 1)
     assert named == file_explain.stdout
+
+
+def test_a_pipe_is_widened_to_pipe_bytes_and_never_shrunk(tmp_path) -> None:
+    """``open_stream`` (stream.py ``widened``) asks a pipe for a ``PIPE_BYTES`` (1 MiB) buffer (fcntl F_SETPIPE_SZ): reads of a capture
+    piped in return up to 1 MiB instead of 64 KiB. Where this process may make a pipe that large (probed on a pipe
+    of its own: pipe-max-size, the user's pipe pages), the capture's pipe becomes that large; a pipe already larger
+    keeps its size; a file is read as before."""
+    import fcntl
+
+    from gro_replay.capture.reader import open_stream
+    from gro_replay.capture.stream import PIPE_BYTES
+
+    probe_r, probe_w = os.pipe()
+    try:
+        fcntl.fcntl(probe_w, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        can = fcntl.fcntl(probe_w, fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    except OSError:
+        can = False
+    finally:
+        os.close(probe_r)
+        os.close(probe_w)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    w = os.open(fifo, os.O_RDWR)  # read-write: opening the read end does not block
+    try:
+        before = fcntl.fcntl(w, fcntl.F_GETPIPE_SZ)
+        with open_stream(fifo) as f:
+            got = fcntl.fcntl(f.fileno(), fcntl.F_GETPIPE_SZ)
+        assert got == (PIPE_BYTES if can else before) and got >= before
+        try:  # a pipe made larger first (where this process may: CAP_SYS_RESOURCE) is left as it is
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 2 * PIPE_BYTES)
+        except OSError:
+            pass
+        larger = fcntl.fcntl(w, fcntl.F_GETPIPE_SZ)
+        with open_stream(fifo) as f:
+            assert fcntl.fcntl(f.fileno(), fcntl.F_GETPIPE_SZ) == larger
+    finally:
+        os.close(w)
+    with open_stream(FIX_SAMPLE) as f:
+        assert f.read(4) == FIX_SAMPLE.read_bytes()[:4]

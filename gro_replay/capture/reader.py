@@ -57,7 +57,7 @@ from .linktypes import (
 from .pcapng import _NS, _PCAPNG_SHB, MAX_CAPLEN, PcapngBlocks, with_dpkt_errors
 from .pcapng_chunks import PcapngChunks
 from .snaplen import CaplenOverSnaplen
-from .stream import READ_ERRORS, CaptureError, DigestingRaw, GzipStream, read_exactly
+from .stream import READ_ERRORS, CaptureError, DigestingRaw, GzipStream, read_exactly, widened
 from .time_order import TimeOrder
 
 __all__ = [
@@ -400,8 +400,8 @@ def open_stream(path: str | os.PathLike[str], name: str | None = None) -> io.Fil
         if os.fspath(path) == STDIN_PATH:
             if sys.stdin is not None and sys.stdin.isatty():
                 raise CaptureError("standard input is a terminal: pipe a capture into it")
-            return io.FileIO(0, "rb", closefd=False)
-        return io.FileIO(os.fspath(path), "rb")
+            return widened(io.FileIO(0, "rb", closefd=False))
+        return widened(io.FileIO(os.fspath(path), "rb"))
     except FileNotFoundError:
         raise CaptureError(f"{shown}: no such file") from None
     except PermissionError:
