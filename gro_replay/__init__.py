@@ -56,7 +56,7 @@ EXIT_TEMPFAIL = 75
 #: the exit code of an internal error (a bug): sysexits.h EX_SOFTWARE
 EXIT_INTERNAL = 70
 #: the import names of pyproject.toml's ``[project] dependencies``: what ``pip install .`` brings
-REQUIRED_PACKAGES = ("dpkt", "click", "rich", "numpy", "jsonschema", "blake3")
+REQUIRED_PACKAGES = ("dpkt", "click", "rich", "numpy", "jsonschema", "blake3", "zlib_ng")
 
 
 def import_failed(e: ImportError) -> tuple[str, int]:

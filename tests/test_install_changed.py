@@ -108,7 +108,7 @@ def test_another_module_gone_is_an_internal_error():
     assert p.stderr.startswith("gro-replay: internal error: ModuleNotFoundError: "), p.stderr
 
 
-@pytest.mark.parametrize("package", ["click", "rich", "numpy", "blake3"])
+@pytest.mark.parametrize("package", ["click", "rich", "numpy", "blake3", "zlib_ng"])
 def test_a_required_package_missing_is_one_line_exit_75(package):
     p = _run(package, [str(FIX_SAMPLE), "-q"])
     assert p.returncode == 75, p.stderr

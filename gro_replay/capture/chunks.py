@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import struct
-import zlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,7 +30,7 @@ from .joined import joined_before_corrupt
 from .linktypes import DLT_EN10MB
 from .pcapng import MAX_CAPLEN
 from .snaplen import CaplenOverSnaplen
-from .stream import CaptureError
+from .stream import BLOCK_READ_ERRORS, CaptureError
 from .time_order import TimeOrder
 
 _NS = 1_000_000_000
@@ -373,7 +372,7 @@ class PcapChunks:
             while not self._eof and fill < len(buf):
                 try:
                     got = self._read_into(view[fill:])
-                except (OSError, zlib.error) as e:
+                except BLOCK_READ_ERRORS as e:
                     # named at the record being read, as the record reader names it
                     at = self._file_off - fill + self._walk(buf, 0, fill, self._file_off - fill, None).end
                     raise self.capture._read_error(e, at) from None

@@ -6,7 +6,6 @@ built with, at every block size.
 
 from __future__ import annotations
 
-import zlib
 from typing import Protocol
 
 import numpy as np
@@ -29,7 +28,7 @@ from .pcapng import (
     MAX_CAPLEN,
     with_dpkt_errors,
 )
-from .stream import READ_ERRORS, CaptureError
+from .stream import BLOCK_READ_ERRORS, READ_ERRORS, CaptureError
 
 
 class PcapngCaptureFile(CaptureFile, Protocol):
@@ -203,7 +202,7 @@ class PcapngChunks:
             while not self._eof and fill < len(buf):
                 try:
                     got = _read_into(cap, view[fill:])
-                except (OSError, zlib.error) as e:
+                except BLOCK_READ_ERRORS as e:
                     raise cap._read_error(e, self._pos_file) from None
                 if not got:
                     self._eof = True

@@ -33,7 +33,6 @@ import os
 import stat
 import struct
 import sys
-import zlib
 from collections.abc import Iterator
 
 from .digest import DEFAULT_DIGEST
@@ -57,7 +56,16 @@ from .linktypes import (
 from .pcapng import _NS, _PCAPNG_SHB, MAX_CAPLEN, PcapngBlocks, with_dpkt_errors
 from .pcapng_chunks import PcapngChunks
 from .snaplen import CaplenOverSnaplen
-from .stream import READ_ERRORS, CaptureError, DigestingRaw, GzipStream, read_exactly, widened
+from .stream import (
+    GZIP_MAGIC,
+    READ_ERRORS,
+    ZLIB_ERRORS,
+    CaptureError,
+    DigestingRaw,
+    GzipStream,
+    read_exactly,
+    widened,
+)
 from .time_order import TimeOrder
 
 __all__ = [
@@ -80,7 +88,7 @@ __all__ = [
     "open_capture",
 ]
 
-_GZIP_MAGIC = b"\x1f\x8b"
+
 #: pcap magic number (read big-endian) -> (byte order, record header bytes) (joined.py, whose readers look for
 #: them where a record should start)
 _PCAP_MAGICS = PCAP_MAGICS
@@ -215,7 +223,7 @@ class Capture(PcapngBlocks):
         elif magic == _PCAPNG_SHB:
             self.format = "pcapng"
             self._open_pcapng(head)
-        elif compressed and head.startswith(_GZIP_MAGIC):  # one gzip is read; its data is gzip again
+        elif compressed and head.startswith(GZIP_MAGIC):  # one gzip is read; its data is gzip again
             raise CaptureError(
                 f"{path}: gzip-compressed more than once, not a pcap or pcapng file inside the gzip: decompress "
                 "the outer gzip first (gzip -dc FILE | gro-replay -; again for each further one)"
@@ -326,7 +334,7 @@ class Capture(PcapngBlocks):
         return CaptureError(f"{self.path}: corrupt record at offset {off} ({detail})")
 
     def _read_error(self, e: BaseException, off: int) -> CaptureError:
-        if isinstance(e, (zlib.error, gzip.BadGzipFile)):
+        if isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
             return CaptureError(f"{self.path}: corrupt gzip data near offset {off} ({e})")
         if isinstance(e, OSError):
             return CaptureError(f"{self.path}: read error near offset {off} ({e.strerror or e})")
@@ -445,8 +453,8 @@ def capture_of(fileio: io.RawIOBase, name: str, digest: str | None = DEFAULT_DIG
     compressed = False
     gz: GzipStream | None = None
     try:
-        if raw.peek(2)[:2] == _GZIP_MAGIC:
-            gz = GzipStream(gzip.open(raw, "rb"))
+        if raw.peek(2)[:2] == GZIP_MAGIC:
+            gz = GzipStream(raw)
             f = io.BufferedReader(gz, buffer_size=1 << 16)
             compressed = True
         cap = Capture(name, raw, f, compressed, hashing)
@@ -460,9 +468,9 @@ def capture_of(fileio: io.RawIOBase, name: str, digest: str | None = DEFAULT_DIG
     except EOFError:
         _close_quietly(f, raw)
         raise CaptureError(f"{name}: gzip data cut short before the capture header") from None
-    except with_dpkt_errors(OSError, ValueError, struct.error, zlib.error) as e:
+    except with_dpkt_errors(OSError, ValueError, struct.error, *ZLIB_ERRORS) as e:
         _close_quietly(f, raw)
-        if compressed and isinstance(e, (zlib.error, gzip.BadGzipFile)):
+        if compressed and isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
             raise CaptureError(f"{name}: corrupt gzip data ({e})") from None
         if isinstance(e, OSError):
             raise CaptureError(f"{name}: read error ({e.strerror or e})") from None

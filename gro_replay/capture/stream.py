@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import gzip
 import io
 import os
 import queue
@@ -15,11 +16,29 @@ import stat
 import struct
 import threading
 import zlib
+from typing import Any
+
+from zlib_ng import zlib_ng
 
 from .digest import DEFAULT_DIGEST, new_hash
 
 # gzip and the file object raise these; the pcapng block parsers add dpkt's (pcapng.py with_dpkt_errors)
-READ_ERRORS = (OSError, EOFError, ValueError, IndexError, struct.error, zlib.error)
+#: what corrupt deflate data raises: zlib's error, and zlib-ng's (a gzip capture is inflated by zlib-ng:
+#: ``GzipStream``)
+_ZLIB_NG_ERROR: type[Exception] = zlib_ng.error  # type: ignore[assignment]  # its stub declares an instance
+ZLIB_ERRORS: tuple[type[Exception], ...] = (zlib.error, _ZLIB_NG_ERROR)
+#: the first two bytes of a gzip member (RFC 1952 §2.3.1: ID1, ID2)
+GZIP_MAGIC = b"\x1f\x8b"
+READ_ERRORS: tuple[type[Exception], ...] = (
+    OSError,
+    EOFError,
+    ValueError,
+    IndexError,
+    struct.error,
+    *ZLIB_ERRORS,
+)
+#: what reading a block of a capture raises: the stream's errors and, for gzip, the inflater's
+BLOCK_READ_ERRORS: tuple[type[Exception], ...] = (OSError, *ZLIB_ERRORS)
 
 
 class CaptureError(Exception):
@@ -30,18 +49,28 @@ class CaptureError(Exception):
 
 
 class GzipStream(io.RawIOBase):
-    """A gzip file object read one decompressed piece at a time (``read1``), for ``io.BufferedReader``.
+    """A gzip stream (RFC 1952: one member or several, zero bytes of padding between or after them, as gzip(1) and
+    Python's ``gzip`` read it) inflated by zlib-ng, for ``io.BufferedReader``: ``zlib_ng.decompressobj`` with
+    wbits 31 reads each member's header and checks its trailer (CRC-32, ISIZE); this class finds where each member
+    starts. zlib-ng inflates ~2.5x faster than zlib (the 1.5 GB bulk capture of bench/modes.py: 0.33 CPU s
+    against 0.83); its ``gzip_ng`` reader, like python-isal's, drops up to ~32 KB inflated before a cut.
 
-    A stream cut before its end-of-stream marker (the member's CRC32/ISIZE trailer, RFC 1952 §2.3) makes ``gzip``
-    raise EOFError; here it ends like a file (a 0-byte read) and sets ``cut``, so every reader sees the same end of
-    stream as for an uncompressed file: a record is counted as truncated only when part of one was read, and the
-    report says the stream was cut (``cut``). ``read1`` raises only when nothing is left, so no byte decompressed
-    before the cut is lost. zlib and BadGzipFile errors propagate.
+    A stream cut before a member's end (its CRC32/ISIZE trailer, RFC 1952 §2.3) ends like a file (a 0-byte read)
+    and sets ``cut``, once every byte inflated from what was read has been returned: every reader sees the same end
+    of stream as for an uncompressed file cut there, a record is counted as truncated only when part of one was
+    read, and the report says the stream was cut (``cut``).
+    Raises (``readinto``): gzip.BadGzipFile where a member should start and other bytes than the gzip magic stand
+    (Python's words: "Not a gzipped file (b'..')"); zlib_ng.error for corrupt deflate data, a bad header or a
+    trailer that does not match; OSError of the underlying stream.
     """
 
-    def __init__(self, g: io.BufferedIOBase) -> None:
+    def __init__(self, raw: io.BufferedIOBase, piece: int = 1 << 17) -> None:
         super().__init__()
-        self._g = g
+        self._raw = raw
+        self._piece = piece  # compressed bytes read at a time
+        self._d: Any = None  # the member's decompressor; None between members
+        self._in = b""  # compressed bytes read and not yet inflated
+        self._end = False
         #: the gzip data ended before its end-of-stream marker
         self.cut = False
 
@@ -49,19 +78,44 @@ class GzipStream(io.RawIOBase):
         return True
 
     def readinto(self, b) -> int:
-        if self.cut:
-            return 0
-        try:
-            piece = self._g.read1(len(b))
-        except EOFError:
-            self.cut = True
-            return 0
-        n = len(piece)
-        b[:n] = piece
-        return n
+        n = len(b)
+        while n and not (self.cut or self._end):
+            if self._d is None and not self._member():
+                break
+            out = self._d.decompress(self._in, n)
+            self._in = self._d.unconsumed_tail
+            if out:
+                b[: len(out)] = out
+                return len(out)
+            if self._d.eof:  # the member's trailer checked: the next member (or padding, or the end) follows
+                self._in, self._d = self._d.unused_data, None
+                continue
+            more = self._raw.read(self._piece)
+            if not more:
+                self.cut = True
+                break
+            self._in = self._in + more if self._in else more
+        return 0
+
+    def _member(self) -> bool:
+        """Past zero padding, a member starts (True: its magic checked, a decompressor made) or the stream ends
+        (False). Raises gzip.BadGzipFile for other bytes."""
+        while True:
+            self._in = self._in.lstrip(b"\0")
+            more = b"" if len(self._in) >= 2 else self._raw.read(self._piece)
+            if not more:
+                break
+            self._in += more
+        if not self._in:
+            self._end = True
+            return False
+        if self._in[:2] != GZIP_MAGIC:
+            raise gzip.BadGzipFile(f"Not a gzipped file ({self._in[:2]!r})")
+        self._d = zlib_ng.decompressobj(31)
+        return True
 
     def close(self) -> None:
-        self._g.close()
+        self._raw.close()
         super().close()
 
 

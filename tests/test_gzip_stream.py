@@ -1,0 +1,93 @@
+"""capture/stream.py ``GzipStream``: gzip data (RFC 1952) inflated by zlib-ng, read as Python's ``gzip`` and gzip(1)
+read it. Expected bytes come from the standard library's zlib (``zlib.decompressobj(31)``, ``gzip.decompress``),
+another implementation than the one under test.
+
+The kinds: every place a stream can be cut (all bytes inflated before the cut are returned, then ``cut``), several
+members (``cat a.gz b.gz``), zero padding after a member, other bytes after a member (not gzip), corrupt deflate
+data and a trailer that does not match (CRC-32, ISIZE), and reads of every size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zlib
+
+import pytest
+from conftest import FIX_SAMPLE
+
+from gro_replay.capture.reader import open_capture
+from gro_replay.capture.stream import READ_ERRORS, CaptureError, GzipStream
+
+DATA = FIX_SAMPLE.read_bytes()
+GZ = gzip.compress(DATA, mtime=0)
+
+
+def _inflate(blob: bytes, size: int = 1 << 16) -> tuple[bytes, bool]:
+    """Every byte ``GzipStream`` returns for ``blob`` read ``size`` bytes at a time, and whether it was cut."""
+    g = GzipStream(io.BufferedReader(io.BytesIO(blob)), piece=97)  # a small piece: many reads of the input
+    out = bytearray()
+    buf = bytearray(size)
+    while n := g.readinto(buf):
+        out += buf[:n]
+    return bytes(out), g.cut
+
+
+def test_whole_stream_at_every_read_size():
+    for size in (1, 7, 4096, 1 << 20):
+        assert _inflate(GZ, size) == (DATA, False)
+
+
+def test_every_cut_returns_all_bytes_inflated_before_it():
+    """A stream cut after any number of bytes: what the standard library's zlib inflates from those bytes, all of
+    it, then ``cut`` (gzip's own reader and zlib-ng's ``gzip_ng`` hold back up to ~32 KB inflated before a
+    cut). From 2 bytes on: a capture is read as gzip when it starts with the magic (reader.py ``capture_of``)."""
+    for k in range(2, len(GZ)):
+        want = zlib.decompressobj(31).decompress(GZ[:k])
+        assert _inflate(GZ[:k]) == (want, True), k
+
+
+def test_several_members_and_zero_padding():
+    """``cat a.gz b.gz`` is one gzip stream of two members; zero bytes after a member are padding (tar's blocks)."""
+    two = gzip.compress(b"second member", mtime=0)
+    assert _inflate(GZ + two) == (gzip.decompress(GZ + two), False) == (DATA + b"second member", False)
+    assert _inflate(GZ + bytes(512)) == (DATA, False)
+    assert _inflate(GZ + bytes(3) + two + bytes(1)) == (DATA + b"second member", False)
+
+
+@pytest.mark.parametrize("after", [b"x", b"xy", b"\x1f", b"garbage after the member"])
+def test_other_bytes_after_a_member_are_not_gzip(after):
+    """As Python's gzip: "Not a gzipped file (b'..')" naming the first two bytes found where a member starts."""
+    with pytest.raises(
+        gzip.BadGzipFile, match=r"Not a gzipped file \(" + repr(after[:2]).replace("\\", "\\\\")
+    ):
+        _inflate(GZ + after)
+
+
+def test_a_member_header_cut_is_a_cut():
+    """The next member's header cut (its magic and a byte): the stream ends cut, as with gzip's EOFError."""
+    assert _inflate(GZ + GZ[:3]) == (DATA, True)
+
+
+def test_corrupt_data_and_trailer_raise_read_errors():
+    """Corrupt deflate data, and a CRC-32 or ISIZE that does not match the data, raise an error the readers turn
+    into a one-line "corrupt gzip data" (``READ_ERRORS``)."""
+    bad_crc = GZ[:-8] + bytes(4) + GZ[-4:]
+    bad_size = GZ[:-4] + (len(DATA) + 1).to_bytes(4, "little")
+    corrupt = GZ[:20] + bytes(40) + GZ[60:]
+    for blob in (bad_crc, bad_size, corrupt):
+        with pytest.raises(READ_ERRORS):
+            _inflate(blob)
+
+
+def test_capture_reader_reads_members_and_names_corrupt_gzip(tmp_path):
+    """Through ``open_capture``: a capture compressed as two members (split inside its second record) is read
+    whole, its 17 records; a bad trailer is "corrupt gzip data" (one line)."""
+    p = tmp_path / "c.pcap.gz"
+    p.write_bytes(gzip.compress(DATA[:100], mtime=0) + gzip.compress(DATA[100:], mtime=0))
+    with open_capture(p) as cap:
+        assert sum(1 for _ in cap) == 17 and not cap.stream_cut
+    p.write_bytes(GZ[:-8] + bytes(4) + GZ[-4:])
+    with pytest.raises(CaptureError, match="c.pcap.gz: corrupt gzip data"), open_capture(p) as cap:
+        for _ in cap:
+            pass
