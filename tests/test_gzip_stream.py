@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 import zlib
 
 import pytest
-from conftest import FIX_SAMPLE
+from conftest import FIX_SAMPLE, VXLAN4_SAMPLE
 
 from gro_replay.capture.reader import open_capture
 from gro_replay.capture.stream import READ_ERRORS, CaptureError, GzipStream
@@ -55,7 +56,31 @@ def test_several_members_and_zero_padding():
     assert _inflate(GZ + bytes(3) + two + bytes(1)) == (DATA + b"second member", False)
 
 
-@pytest.mark.parametrize("after", [b"x", b"xy", b"\x1f", b"garbage after the member"])
+def test_large_members_at_every_read_size():
+    """Members larger than a read (the input after a member's end was fed twice when a read ended with the member:
+    zlib keeps it as ``unconsumed_tail`` and as ``unused_data``; newcomer32's finding: a capture split into two
+    members read 3 frames too many, or was called corrupt)."""
+    rnd = random.Random(7)
+    parts = [rnd.randbytes(150_000), bytes(300_000), rnd.randbytes(70_000)]
+    blob = b"".join(gzip.compress(x, mtime=0) for x in parts)
+    for size in (1000, 4096, 65536, 150_000, 1 << 20):
+        assert _inflate(blob, size) == (b"".join(parts), False), size
+
+
+def test_capture_split_into_members_reads_each_record_once(tmp_path):
+    """The 400-record sample split into two gzip members at a record boundary, and at a byte inside a record:
+    400 records, as the plain file (``gzip.decompress`` gives the file's bytes)."""
+    data = VXLAN4_SAMPLE.read_bytes()
+    rec = 24 + 16 + 1514  # the file header, then records of 1514 bytes (16-byte headers)
+    for cut in (24 + 200 * (16 + 1514), rec + 7, len(data) - 3):
+        p = tmp_path / "m.pcap.gz"
+        p.write_bytes(gzip.compress(data[:cut], mtime=0) + gzip.compress(data[cut:], mtime=0))
+        assert gzip.decompress(p.read_bytes()) == data
+        with open_capture(p) as cap:
+            assert (sum(1 for _ in cap), cap.stream_cut) == (400, False), cut
+
+
+@pytest.mark.parametrize("after", [b"x", b"xy", b"\x1f\x00", b"garbage after the member"])
 def test_other_bytes_after_a_member_are_not_gzip(after):
     """As Python's gzip: "Not a gzipped file (b'..')" naming the first two bytes found where a member starts."""
     with pytest.raises(
@@ -65,8 +90,10 @@ def test_other_bytes_after_a_member_are_not_gzip(after):
 
 
 def test_a_member_header_cut_is_a_cut():
-    """The next member's header cut (its magic and a byte): the stream ends cut, as with gzip's EOFError."""
-    assert _inflate(GZ + GZ[:3]) == (DATA, True)
+    """The next member's header cut anywhere, its first byte alone included (gzip(1): "unexpected end of file";
+    breaker36's finding: one byte was "Not a gzipped file"): the stream ends cut."""
+    for k in (1, 2, 3, 9):
+        assert _inflate(GZ + GZ[:k]) == (DATA, True), k
 
 
 def test_corrupt_data_and_trailer_raise_read_errors():

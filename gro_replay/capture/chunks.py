@@ -88,6 +88,7 @@ class CaptureFile(Protocol):
     and the capture's error messages (``CaptureError`` naming a file offset)."""
 
     path: str
+    compressed: bool  # gzip: offsets are of the decompressed data (stream.py ``offset_words``)
     truncated_records: int
     snaplens: list[int]
     caplen_over_snaplen: CaplenOverSnaplen
@@ -426,7 +427,7 @@ class PcapChunks:
         """Before the corrupt record at ``buf[off]`` is reported: raise joined.py's error where another capture's
         file header is that record, or the record just before it, of caplen 0 (``joined_before_corrupt``)."""
         here = (file_base + off, bytes(buf[off : off + _REC_LEN]))
-        err = joined_before_corrupt(self.capture.path, here, self._last)
+        err = joined_before_corrupt(self.capture.path, here, self._last, self.capture.compressed)
         if err is not None:
             raise err
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from functools import cache
 
-from .stream import CaptureError
+from .stream import CaptureError, offset_words
 
 #: pcap magic number (read big-endian) -> (byte order, record header bytes): dpkt.pcap ``MAGIC_TO_PKT_HDR``'s
 #: classes' ``__hdr_fmt__[0]`` and ``__hdr_len__`` (PktHdr 16 bytes; the modified-pcap PktModHdr 24)
@@ -40,14 +40,14 @@ _SHB_BOMS = (b"\x1a\x2b\x3c\x4d", b"\x4d\x3c\x2b\x1a")
 
 
 def joined_before_corrupt(
-    path: str, here: tuple[int, bytes], before: tuple[int, bytes] | None
+    path: str, here: tuple[int, bytes], before: tuple[int, bytes] | None, compressed: bool = False
 ) -> CaptureError | None:
     """For a corrupt pcap record header ``here`` (byte offset, 16 bytes) of capture ``path``: ``joined_error`` of it,
     else of ``before`` (the record header read before it, offset and bytes) where that one lies right before it
     (caplen 0, as a second file header's thiszone reads); None when neither starts another capture."""
-    err = joined_error(path, here[0], here[1], "pcap")
+    err = joined_error(path, here[0], here[1], "pcap", compressed)
     if err is None and before is not None and before[0] + len(before[1]) == here[0]:
-        err = joined_error(path, before[0], before[1], "pcap")
+        err = joined_error(path, before[0], before[1], "pcap", compressed)
     return err
 
 
@@ -60,7 +60,9 @@ def header_words(order: str) -> frozenset[int]:
     return frozenset(int.from_bytes(b, "little" if order == "<" else "big") for b in raw)
 
 
-def joined_error(path: str, off: int, head: bytes, inside: str) -> CaptureError | None:
+def joined_error(
+    path: str, off: int, head: bytes, inside: str, compressed: bool = False
+) -> CaptureError | None:
     """The one-line error for a capture's header at byte ``off`` (of the decompressed stream) of the capture
     ``path``, a ``inside`` (``"pcap"``/``"pcapng"``) file: ``head`` is the bytes there (a pcap record header, 16
     bytes, or a pcapng block's first 8). None when they start no capture's header (a pcap magic followed by version
@@ -78,4 +80,6 @@ def joined_error(path: str, off: int, head: bytes, inside: str) -> CaptureError 
     join = (
         "join pcaps with mergecap" if what == "a second pcap file header" else "join captures with mergecap"
     )
-    return CaptureError(f"{path}: {what} at offset {off} (captures joined with cat?): {join}")
+    return CaptureError(
+        f"{path}: {what} at {offset_words(off, compressed)} (captures joined with cat?): {join}"
+    )

@@ -271,7 +271,9 @@ class PcapngChunks:
                     off += size
                 else:
                     if t in header_words(order):  # a pcap file header (``cat a.pcapng b.pcap``)?
-                        joined = joined_error(cap.path, base + off, bytes(buf[off : off + 8]), "pcapng")
+                        joined = joined_error(
+                            cap.path, base + off, bytes(buf[off : off + 8]), "pcapng", cap.compressed
+                        )
                         if joined is not None:
                             raise joined
                     if size < 12 or size & 3:

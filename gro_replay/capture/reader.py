@@ -35,6 +35,7 @@ import struct
 import sys
 from collections.abc import Iterator
 
+from ..project import plural
 from .digest import DEFAULT_DIGEST
 from .fcs import fcs_removed
 from .joined import PCAP_MAGICS, joined_before_corrupt
@@ -63,6 +64,7 @@ from .stream import (
     CaptureError,
     DigestingRaw,
     GzipStream,
+    offset_words,
     read_exactly,
     widened,
 )
@@ -215,7 +217,8 @@ class Capture(PcapngBlocks):
             what = "empty file" if _regular(raw) else "empty input"  # a pipe or terminal holds no file
             raise CaptureError(f"{path}: {what}" + (" (after gzip decompression)" if compressed else ""))
         if len(head) < 4:
-            raise CaptureError(f"{path}: not a pcap or pcapng file (only {len(head)} bytes)")
+            got = f"{len(head)} {plural(len(head), 'byte')}"
+            raise CaptureError(f"{path}: not a pcap or pcapng file (only {got})")
         magic = int.from_bytes(head, "big")
         if magic in _PCAP_MAGICS:
             self.format = "pcap"
@@ -280,9 +283,9 @@ class Capture(PcapngBlocks):
                         return
                 sec, frac, caplen, orig_len = unpack_from(hdr)
                 if caplen > MAX_CAPLEN:
-                    raise joined_before_corrupt(self.path, (off, hdr), last) or self._corrupt(
-                        off, f"caplen {caplen} > {MAX_CAPLEN}"
-                    )
+                    raise joined_before_corrupt(
+                        self.path, (off, hdr), last, self.compressed
+                    ) or self._corrupt(off, f"caplen {caplen} > {MAX_CAPLEN}")
                 last = (off, hdr)
                 buf = read(caplen)
                 if len(buf) < caplen:
@@ -331,13 +334,14 @@ class Capture(PcapngBlocks):
     # --- common ---
 
     def _corrupt(self, off: int, detail: str) -> CaptureError:
-        return CaptureError(f"{self.path}: corrupt record at offset {off} ({detail})")
+        return CaptureError(f"{self.path}: corrupt record at {offset_words(off, self.compressed)} ({detail})")
 
     def _read_error(self, e: BaseException, off: int) -> CaptureError:
         if isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
-            return CaptureError(f"{self.path}: corrupt gzip data near offset {off} ({e})")
+            return CaptureError(f"{self.path}: corrupt gzip data near {offset_words(off, True)} ({e})")
         if isinstance(e, OSError):
-            return CaptureError(f"{self.path}: read error near offset {off} ({e.strerror or e})")
+            where = offset_words(off, self.compressed)
+            return CaptureError(f"{self.path}: read error near {where} ({e.strerror or e})")
         return self._corrupt(off, f"{type(e).__name__}: {e}")
 
     def __iter__(self) -> Iterator[tuple[int, bytes, int, int]]:

@@ -48,11 +48,18 @@ class CaptureError(Exception):
         super().__init__(" ".join(str(message).split()))
 
 
+def offset_words(off: int, compressed: bool) -> str:
+    """Where in a capture an error lies, for its one line: "offset N" (bytes from the file's start), or for a gzip
+    capture "offset N of the decompressed data" (the readers count the bytes they parse, which are inflated)."""
+    return f"offset {off} of the decompressed data" if compressed else f"offset {off}"
+
+
 class GzipStream(io.RawIOBase):
     """A gzip stream (RFC 1952: one member or several, zero bytes of padding between or after them, as gzip(1) and
     Python's ``gzip`` read it) inflated by zlib-ng, for ``io.BufferedReader``: ``zlib_ng.decompressobj`` with
     wbits 31 reads each member's header and checks its trailer (CRC-32, ISIZE); this class finds where each member
-    starts. zlib-ng inflates ~2.5x faster than zlib (the 1.5 GB bulk capture of bench/modes.py: 0.33 CPU s
+    starts. As gzip(1), and unlike Python's ``gzip``, zlib also checks a header's CRC-16 (FHCRC) and refuses
+    reserved FLG bits. zlib-ng inflates ~2.5x faster than zlib (the 1.5 GB bulk capture of bench/modes.py: 0.33 CPU s
     against 0.83); its ``gzip_ng`` reader, like python-isal's, drops up to ~32 KB inflated before a cut.
 
     A stream cut before a member's end (its CRC32/ISIZE trailer, RFC 1952 §2.3) ends like a file (a 0-byte read)
@@ -83,12 +90,16 @@ class GzipStream(io.RawIOBase):
             if self._d is None and not self._member():
                 break
             out = self._d.decompress(self._in, n)
-            self._in = self._d.unconsumed_tail
+            if self._d.eof:
+                # the member's trailer checked: the next member (or padding, or the end) follows. Its bytes are
+                # ``unused_data``; ``unconsumed_tail`` (input held back by the ``n`` limit) holds them too then
+                self._in, self._d = self._d.unused_data, None
+            else:
+                self._in = self._d.unconsumed_tail
             if out:
                 b[: len(out)] = out
                 return len(out)
-            if self._d.eof:  # the member's trailer checked: the next member (or padding, or the end) follows
-                self._in, self._d = self._d.unused_data, None
+            if self._d is None:
                 continue
             more = self._raw.read(self._piece)
             if not more:
@@ -108,6 +119,9 @@ class GzipStream(io.RawIOBase):
             self._in += more
         if not self._in:
             self._end = True
+            return False
+        if self._in == GZIP_MAGIC[:1]:  # the next member's first byte, then the end: a cut (gzip(1) says so)
+            self.cut = True
             return False
         if self._in[:2] != GZIP_MAGIC:
             raise gzip.BadGzipFile(f"Not a gzipped file ({self._in[:2]!r})")
