@@ -151,6 +151,11 @@ def _without(path: list, key: str) -> dict:
         ({**MINI, "input": []}, "/input", "not of type 'object'"),
         ({**MINI, "input": {"sha256": 5}}, "/input/sha256", "not of type"),
         ({**MINI, "input": {"blake3": 5}}, "/input/blake3", "not of type"),
+        # digests are 64 lowercase hex digits, as the replay writes them (breaker36: an uppercase copy of one digest
+        # was "different inputs", a cut one shown twice alike)
+        ({**MINI, "input": {"blake3": "9D41" * 16}}, "/input/blake3", "does not match"),
+        ({**MINI, "input": {"blake3": "9d41cca026e0"}}, "/input/blake3", "does not match"),
+        ({**MINI, "input": {"sha256": "  "}}, "/input/sha256", "does not match"),
         ({**MINI, "kernels": {}}, "/kernels", "not of type 'array'"),
         ({**MINI, "kernels": []}, "/kernels", "non-empty"),
         ({**MINI, "kernels": [{**MINI["kernels"][0], "name": 7}]}, "/kernels/0/name", "not of type 'string'"),

@@ -123,8 +123,8 @@ def test_diff_compares_by_the_digest_both_record(tmp_path):
     assert r.exit_code == 2
     assert r.stderr == (
         f"Error: inputs not known to be the same: BASELINE replayed {FIX_SAMPLE} (sha256 {sha[:12]}), CURRENT "
-        f"replayed {FIX_SAMPLE} (blake3 {b3[:12]}); replay the current capture with --digest sha256 to compare it "
-        "with this baseline, or pass --allow-different-input to compare anyway\n"
+        f"replayed {FIX_SAMPLE} (blake3 {b3[:12]}); if both are of one capture, replay it with --digest sha256 for the "
+        "current document, or pass --allow-different-input to compare anyway\n"
     )
     r = main_run(["diff", str(sha_doc), str(b3_doc), "--allow-different-input", "--format", "json"])
     assert r.exit_code == 0
@@ -132,3 +132,19 @@ def test_diff_compares_by_the_digest_both_record(tmp_path):
         f"inputs not known to be the same: {FIX_SAMPLE} (sha256 {sha[:12]}) → {FIX_SAMPLE} (blake3 {b3[:12]}) "
         in (" ".join(json.loads(r.stdout)["notes"]))
     )
+
+
+def test_input_line_names_the_digest_both_documents_share(tmp_path):
+    """A document that records both digests beside one that records BLAKE3 only: one input by BLAKE3, and the input
+    line names that digest alone, not the other, which nothing compared (breaker36's finding)."""
+    doc = _doc(str(FIX_SAMPLE))
+    sha = _tool_hex("sha256sum", FIX_SAMPLE)
+    both, b3 = tmp_path / "both.json", tmp_path / "b3.json"
+    both.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": "0" * 64}}))
+    b3.write_text(json.dumps(doc))
+    r = main_run(["diff", str(both), str(b3)])
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[0] == f"input: {FIX_SAMPLE} (blake3 {doc['input']['blake3'][:12]})"
+    both.write_text(json.dumps({**doc, "input": {**doc["input"], "sha256": sha}}))
+    r = main_run(["diff", str(both), str(both)])  # both digests shared: the first of DIGESTS names the input
+    assert r.stdout.splitlines()[0] == f"input: {FIX_SAMPLE} (blake3 {doc['input']['blake3'][:12]})"

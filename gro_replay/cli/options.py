@@ -80,8 +80,8 @@ def capture_frame_options() -> list:
             default=DEFAULT_DIGEST,
             show_default=True,
             help="The digest of the capture's bytes the JSON document records (input.blake3 or input.sha256; "
-            "diff compares documents of one capture by it): blake3 as b3sum prints it, sha256 as sha256sum "
-            "(what documents before BLAKE3 record; ~5x the CPU time).",
+            "batch: its --out documents; diff compares documents of one capture by it): blake3 as b3sum prints it, "
+            "sha256 as sha256sum (what documents before BLAKE3 record; ~5x the CPU time).",
         ),
     ]
 

@@ -44,12 +44,15 @@ class DiffError(ValueError):
     """The documents cannot be compared (one-line message; the CLI exits 2)."""
 
 
-def input_words(inp: dict | None, short: bool = False) -> str:
-    """A document's ``input`` in words: "replayed PATH (blake3 0123456789ab)" (its digest, capture/digest.py), or
-    what it lacks: "has no input recorded" (no ``input`` object, or neither path nor digest), "replayed PATH (no
-    digest recorded)"; ``short``: the path alone ("(no input recorded)" without one)."""
+def input_words(inp: dict | None, short: bool = False, only: str | None = None) -> str:
+    """A document's ``input`` in words: "replayed PATH (blake3 0123456789ab)" (its digests, capture/digest.py;
+    ``only``: that algorithm's alone, the one two documents share), or what it lacks: "has no input recorded" (no
+    ``input`` object, or neither path nor digest), "replayed PATH (no digest recorded)"; ``short``: the path alone
+    ("(no input recorded)" without one)."""
     inp = inp or {}
     path, digests = inp.get("path"), recorded(inp)
+    if only is not None:
+        digests = {a: h for a, h in digests.items() if a == only}
     if short:
         return path_words(str(path)) if path else "(no input recorded)"
     if not path and not digests:
@@ -85,12 +88,15 @@ def inputs_words(bi: dict | None, ci: dict | None) -> str:
 
 
 def _digest_advice(bi: dict | None, ci: dict | None) -> str:
-    """When each document records a digest and none is the other's: how to make the current one comparable
-    ("replay the current capture with --digest sha256 to compare it with this baseline, or "); else ""."""
+    """When each document records a digest and none is the other's: how to make the current one comparable, if
+    both are of one capture ("if both are of one capture, replay it with --digest sha256 for the current document,
+    or "); else ""."""
     bd, cd = recorded(bi), recorded(ci)
     if not bd or not cd or set(bd) & set(cd):
         return ""
-    return f"replay the current capture with --digest {next(iter(bd))} to compare it with this baseline, or "
+    return (
+        f"if both are of one capture, replay it with --digest {next(iter(bd))} for the current document, or "
+    )
 
 
 def _pair_kernels(base: dict, cur: dict) -> list[tuple[dict, dict]]:

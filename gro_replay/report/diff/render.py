@@ -114,7 +114,7 @@ def _input_line(cmp: dict) -> str:
         ):  # the one name recorded, and whose document lacks one
             named, lacking = (b, "current") if bi.get("path") else (c, "baseline")
             return f"input: {named} ({said}; the {lacking} document records no path)"
-        return f"input: {input_words(bi).removeprefix('replayed ')}"
+        return f"input: {input_words(bi, only=by).removeprefix('replayed ')}"
     return f"inputs: {inputs_words(bi, ci)}"
 
 
