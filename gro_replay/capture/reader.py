@@ -14,7 +14,8 @@ whose package loads every protocol module it has (~0.08 CPU s of start-up per ru
 The file is read as a stream, one record at a time; nothing holds the whole file in memory. Any stream works:
 a file, ``-`` (standard input), a FIFO, ``/dev/stdin``, a process substitution. A short read is never taken for
 the end of the stream (only a read of 0 bytes is), and the file's digest (``Capture.hexdigest``: BLAKE3 by default,
-digest.py) is computed from the bytes as they are read (``stream.DigestingRaw``): the path is never opened a second time.
+digest.py) is computed from the bytes as they are read (``stream.DigestingRaw``): the path is never opened a second
+time.
 
 Modules: ``stream.py`` (exact reads, ``CaptureError``, the digest), ``pcapng.py`` (the pcapng blocks),
 ``linktypes.py`` (DLT values, ``l2_normalize``); their names are re-exported here.
@@ -89,7 +90,6 @@ __all__ = [
     "l2_normalize",
     "open_capture",
 ]
-
 
 #: pcap magic number (read big-endian) -> (byte order, record header bytes) (joined.py, whose readers look for
 #: them where a record should start)
@@ -365,8 +365,9 @@ class Capture(PcapngBlocks):
         return self._digest.algorithm if self._digest is not None else None
 
     def hexdigest(self) -> str:
-        """The digest (hex, ``digest_algorithm``) of the file's bytes as stored (compressed for gzip), from the bytes read; the rest of
-        the stream after the last record is read to its end first. Call once, after iterating.
+        """The digest (hex, ``digest_algorithm``) of the file's bytes as stored (compressed for gzip), from the
+        bytes read; the rest of the stream after the last record is read to its end first. Call once, after
+        iterating.
 
         Raises: CaptureError on a read error.
         """
