@@ -60,6 +60,11 @@ def test_a_phys_skb_whose_frames_reached_the_tunnel_device_is_not_lost(tmp_path)
     result = kernel_result(load_capture(str(path), cfg), fake_oracle(cut, 9), cfg)
     lost = {result.flows[fid].inner_sport: f.stack_frames[LOST] for fid, f in result.kernels[0].flows.items()}
     assert lost == {40000: 0, 40001: 0, 40002: 1}
+    # one frame: "delivered it" (it said "delivered them" of 1 frame)
+    assert (
+        "Lost on the way (6.18.0): 1 frame lost: the running kernel's phys device delivered it and no "
+        in (verdict_of(result).text)
+    )
 
 
 @needs_kernel_backend

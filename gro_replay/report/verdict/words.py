@@ -21,7 +21,7 @@ from .facts import NO_REASON_RECORDED, STAGE_NAMES
 #: normal-path drop reason → (what drops it, kernel counter), the knob that changes it (None: no knob)
 LOSSES: dict[str, tuple[str, str | None]] = {
     D.NOT_AT_TUNNEL_DEVICE: (
-        "the running kernel's phys device delivered them and no tunnel device did: dropped on the way, where is "
+        "the running kernel's phys device delivered it and no tunnel device did: dropped on the way, where is "
         "not observable with the kernel backend (its netif_receive_skb trace shows deliveries, not drops; e.g. "
         "udp_rcv for an outer UDP checksum that does not verify, __udp6_lib_rcv for a zero UDPv6 checksum)",
         "the replay (gro-replay CAPTURE, same options) names the drops it models (not those of IP options, "
@@ -111,8 +111,9 @@ def loss_text(outcome: str, frames: int, skbs: Sequence[tuple[str, int]] = ()) -
     frames in a kernel) they are named, since the stack drops, and its counter counts, skbs: "… (RFC 6936; counter
     Udp6InCsumErrors); the stack drops, and counts, skbs: pre-fix 40, post-fix 2"."""
     what, knob = LOSSES.get(outcome, (f"dropped by the stack ({outcome})", None))
-    if frames != 1:  # the table's words speak of one packet: "udp_rcv drops it"
-        what = what.replace(" drops it", " drops them", 1)
+    if frames != 1:  # the table's words speak of one packet: "udp_rcv drops it", "the … device delivered it"
+        for one in (" drops it", " delivered it"):
+            what = what.replace(one, one[:-2] + "them", 1)
     text = f"{frames:,} {plural(frames, 'frame')} lost: {what}"
     if any(n != frames for _, n in skbs):
         text += "; the stack drops, and counts, skbs: " + ", ".join(f"{k} {n:,}" for k, n in skbs)
