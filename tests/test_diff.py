@@ -972,3 +972,32 @@ def test_ids_renumbered_by_a_filter_are_not_paired_by_id(tmp_path):
     cmp = json.loads(r.stdout)
     assert r.exit_code == 0 and not cmp["regressions"], cmp["regressions"]
     assert [f["flow"].rsplit(" (", 1)[1] for f in cmp["kernels"][0]["flows"]] == ["#1 → #0)", "#2 → #1)"]
+
+
+def test_flows_a_smaller_listing_sums_are_not_said_to_be_only_in_one_document(tmp_path):
+    """The 4-flow sample (4 flows of 100 segments each) with --flows-max 2 lists 2 flows and sums the other 2
+    (``flows_summary.omitted.flows``): against the full listing, the 2 it does not list are "listed only in the
+    baseline (the current sums 2 flows it does not list, --flows-max: they may be among them)", not "only in the
+    baseline" (breaker35: they were said to be absent from a document that holds them); JSON ``flows_omitted``."""
+    from conftest import VXLAN4_SAMPLE
+
+    from gro_replay.report.diff.pairing import omitted_flows
+
+    full, short = tmp_path / "full.json", tmp_path / "short.json"
+    full.write_text(run(VXLAN4_SAMPLE, "--format", "json", "-q").stdout)
+    short.write_text(run(VXLAN4_SAMPLE, "--format", "json", "-q", "--flows-max", "2").stdout)
+    lines = [ln for ln in run("diff", full, short).stdout.splitlines() if "only" in ln]
+    assert len(lines) == 2 and all(
+        ln.startswith(
+            "2 flows listed only in the baseline (the current sums 2 flows it does not list, --flows-max: they may "
+            "be among them), not compared: "
+        )
+        for ln in lines
+    )
+    cmp = json.loads(run("diff", short, full, "--format", "json").stdout)
+    assert [k["flows_omitted"] for k in cmp["kernels"]] == [{"baseline": 2, "current": 0}] * 2
+    assert [len(k["flows_only_in_current"]) for k in cmp["kernels"]] == [2, 2]
+    # a hand-made flows_summary the comparable schema does not check counts no omitted flow
+    for bad in ("x", [], {"omitted": 3}, {"omitted": {"flows": -1}}, {"omitted": {"flows": True}}, None):
+        assert omitted_flows({"flows_summary": bad}) == 0
+    assert omitted_flows({"flows_summary": {"omitted": {"flows": 7}}}) == 7

@@ -33,7 +33,7 @@ from .metrics import (
     loss_digits,
     stage_values,
 )
-from .pairing import _both_carry_proto, _flow_maps
+from .pairing import _both_carry_proto, _flow_maps, omitted_flows
 
 KNOWN_SCHEMA_VERSIONS = (SCHEMA_VERSION,)
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
@@ -402,6 +402,8 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
                 "flows": rows,
                 "flows_only_in_baseline": only_b,
                 "flows_only_in_current": only_c,
+                # flows a document sums without listing them (--flows-max): the other's may be among them
+                "flows_omitted": {"baseline": omitted_flows(kb), "current": omitted_flows(kc)},
             }
         )
     if select is not None and not matched:

@@ -103,3 +103,16 @@ def _both_carry_proto(*kernels: dict) -> bool:
         for k in kernels
         for f in k.get("flows", [])
     )
+
+
+def omitted_flows(k: dict) -> int:
+    """The flows a document's kernel entry sums without listing them (``flows_summary.omitted.flows``, what
+    ``--flows-max`` leaves out); 0 where it records none or holds no count there (the comparable schema does not
+    check ``flows_summary``)."""
+    n = (
+        ((k.get("flows_summary") or {}).get("omitted") or {})
+        if isinstance(k.get("flows_summary"), dict)
+        else {}
+    )
+    got = n.get("flows") if isinstance(n, dict) else None
+    return got if type(got) is int and got > 0 else 0

@@ -172,7 +172,11 @@ def _only_in(k: dict, quote: str) -> list[str]:
     baseline, not compared: A; B" ("1 flow …" for one; ``quote`` around each label: Markdown's backquote); at
     most ``_ONLY_IN_NAMED`` named, then how many more (``--format json`` lists them all)."""
     lines = []
-    for what, fl in (("baseline", k["flows_only_in_baseline"]), ("current", k["flows_only_in_current"])):
+    omitted = k.get("flows_omitted") or {}
+    for what, other, fl in (
+        ("baseline", "current", k["flows_only_in_baseline"]),
+        ("current", "baseline", k["flows_only_in_current"]),
+    ):
         if fl:
             named = "; ".join(f"{quote}{f}{quote}" for f in fl[:_ONLY_IN_NAMED])
             more = (
@@ -180,9 +184,15 @@ def _only_in(k: dict, quote: str) -> list[str]:
                 if len(fl) > _ONLY_IN_NAMED
                 else ""
             )
-            lines.append(
-                f"{len(fl):,} {plural(len(fl), 'flow')} only in the {what}, not compared: {named}{more}"
+            n = omitted.get(other) or 0
+            # the other document sums flows it does not list (--flows-max): these may be among them (breaker35)
+            where = (
+                f"listed only in the {what} (the {other} sums {n:,} {plural(n, 'flow')} it does not list, "
+                "--flows-max: they may be among them)"
+                if n
+                else f"only in the {what}"
             )
+            lines.append(f"{len(fl):,} {plural(len(fl), 'flow')} {where}, not compared: {named}{more}")
     return lines
 
 
