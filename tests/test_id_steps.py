@@ -76,3 +76,16 @@ def test_the_fix_alone_kernel_is_named_where_it_merges_no_further(tmp_path):
         and "[tcp_gro_receive:outer_ip_id]" in text
     )
     assert "a kernel with the fix does not merge" not in text
+
+
+def test_a_fixed_id_needs_df_before_618():
+    """Before f095a358faf2 (v6.18) a fixed ID merges only with DF set (include/net/gro.h ``inet_gro_flush``; v5.x
+    ``inet_gro_receive``'s ``is_atomic``): the parenthesis says so for those kernels, not for 6.18 and later, and
+    says neither where the kernel is not known (breaker35: the DF went unsaid)."""
+    from gro_replay.kernel.model import K_5_10, K_5_12, K_6_18
+
+    steps = Counter({("outer", 2, 1): 2})
+    for model in (K_5_10, K_5_12):
+        assert id_step_text(steps, model=model).endswith("(incrementing: +1; fixed: +0 with DF) ×2")
+    for model in (K_6_18, None):
+        assert id_step_text(steps, model=model).endswith("(incrementing: +1; fixed: +0) ×2")

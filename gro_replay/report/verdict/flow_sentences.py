@@ -166,7 +166,7 @@ class FlowSentences(CaptureSentences):
                 f"; not merged at the phys device{payload_clause(k.skbs['phys'], k.phys_empty, 'its')}: {brk}"
             )
             if k.id_steps:
-                text += f"; {id_step_text(k.id_steps)}"
+                text += f"; {id_step_text(k.id_steps, model=self.models.get(k.name))}"
         return text
 
     def _costless_because(self, k: KernelFacts, fv: FlowVerdict, why: str) -> str:

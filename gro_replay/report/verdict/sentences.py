@@ -259,7 +259,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             f"{plural(u.flows, 'flow')} at the phys device"
             f"{payload_clause(u.skbs, u.skbs_empty, 'its' if u.flows == 1 else 'their')}: "
             f"{self._reasons(u.reasons, k.name)}"
-            + (f"; {id_step_text(u.id_steps)}" if u.id_steps else "")
+            + (f"; {id_step_text(u.id_steps, model=self.models.get(k.name))}" if u.id_steps else "")
             + "."
         )
 
