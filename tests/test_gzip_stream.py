@@ -118,3 +118,63 @@ def test_capture_reader_reads_members_and_names_corrupt_gzip(tmp_path):
     with pytest.raises(CaptureError, match="c.pcap.gz: corrupt gzip data"), open_capture(p) as cap:
         for _ in cap:
             pass
+
+
+def _first_error(path) -> str:
+    with pytest.raises(CaptureError) as ei, open_capture(path) as cap:
+        for _ in cap:
+            pass
+    return str(ei.value)
+
+
+def test_corrupt_gzip_error_says_where_the_gzip_data_failed(tmp_path):
+    """The kind: a gzip error after records were read. The error names the compressed byte where a member should
+    have started (other bytes after a member) or the member the error is in (corrupt deflate data, a trailer that
+    does not match: zlib does not say where inside it), and the bytes inflated before it. breaker38's finding: it
+    named the first record of the reader's block ("near offset 24 of the decompressed data") when the junk stood
+    after all 400 records. Offsets are those of the files built here."""
+    data = VXLAN4_SAMPLE.read_bytes()
+    gz = gzip.compress(data, mtime=0)
+    p = tmp_path / "j.pcap.gz"
+    p.write_bytes(gz + b"junk")
+    assert _first_error(p) == (
+        f"{p}: corrupt gzip data at compressed byte {len(gz)}, after {len(data)} bytes inflated: "
+        "Not a gzipped file (b'ju')"
+    )
+    # the second member's CRC-32 does not match its data: the member that starts after the first (its bytes
+    # inflated before the trailer was checked, all or part of them, after the first member's)
+    cut = 24 + 200 * (16 + 1514)
+    first, second = gzip.compress(data[:cut], mtime=0), gzip.compress(data[cut:], mtime=0)
+    p.write_bytes(first + second[:-8] + bytes(4) + second[-4:])
+    msg = _first_error(p)
+    assert msg.startswith(
+        f"{p}: corrupt gzip data in the member that starts at compressed byte {len(first)}, "
+    )
+    inflated = int(msg.split(", past the first ")[1].split(" bytes inflated")[0])
+    assert cut <= inflated <= len(data)
+    # a first member's CRC-32 that does not match: the member at byte 0
+    p.write_bytes(gz[:-8] + bytes(4) + gz[-4:])
+    assert (
+        "corrupt gzip data in the member that starts at compressed byte 0, past the first " in _first_error(p)
+    )
+    # other bytes after a member that held only 10 bytes of the file header: said as the header is read
+    p.write_bytes(gzip.compress(data[:10], mtime=0) + b"junk")
+    assert _first_error(p) == (
+        f"{p}: corrupt gzip data at compressed byte {len(gzip.compress(data[:10], mtime=0))}, after 10 bytes "
+        "inflated: Not a gzipped file (b'ju')"
+    )
+
+
+def test_gzip_cut_in_the_capture_header_says_how_far_it_got(tmp_path):
+    """Gzip data cut before its end inside the 24-byte pcap file header: "inside the capture header" with the
+    bytes inflated (breaker38: 10 bytes were said to be cut "before" it); none inflated: "before". A stored
+    (level 0) deflate block: its 10-byte gzip header and 5-byte block header precede the data, byte for byte."""
+    c = zlib.compressobj(0, zlib.DEFLATED, 31)
+    blob = c.compress(VXLAN4_SAMPLE.read_bytes()) + c.flush()
+    p = tmp_path / "h.pcap.gz"
+    for keep, where in (
+        (15, "before the capture header"),
+        (25, "inside the capture header (after 10 bytes inflated)"),
+    ):
+        p.write_bytes(blob[:keep])
+        assert _first_error(p) == f"{p}: gzip data cut short {where}"

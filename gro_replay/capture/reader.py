@@ -65,6 +65,7 @@ from .stream import (
     CaptureError,
     DigestingRaw,
     GzipStream,
+    header_cut_words,
     offset_words,
     read_exactly,
     widened,
@@ -338,7 +339,8 @@ class Capture(PcapngBlocks):
 
     def _read_error(self, e: BaseException, off: int) -> CaptureError:
         if isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
-            return CaptureError(f"{self.path}: corrupt gzip data near {offset_words(off, True)} ({e})")
+            words = self.gzip.error_words(e) if self.gzip else f"near {offset_words(off, True)} ({e})"
+            return CaptureError(f"{self.path}: corrupt gzip data {words}")
         if isinstance(e, OSError):
             where = offset_words(off, self.compressed)
             return CaptureError(f"{self.path}: read error near {where} ({e.strerror or e})")
@@ -468,15 +470,15 @@ def capture_of(fileio: io.RawIOBase, name: str, digest: str | None = DEFAULT_DIG
     except CaptureError:
         _close_quietly(f, raw)
         if gz is not None and gz.cut:
-            raise CaptureError(f"{name}: gzip data cut short before the capture header") from None
+            raise CaptureError(f"{name}: gzip data cut short {header_cut_words(gz)}") from None
         raise
     except EOFError:
         _close_quietly(f, raw)
-        raise CaptureError(f"{name}: gzip data cut short before the capture header") from None
+        raise CaptureError(f"{name}: gzip data cut short {header_cut_words(gz)}") from None
     except with_dpkt_errors(OSError, ValueError, struct.error, *ZLIB_ERRORS) as e:
         _close_quietly(f, raw)
-        if compressed and isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
-            raise CaptureError(f"{name}: corrupt gzip data ({e})") from None
+        if gz is not None and isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
+            raise CaptureError(f"{name}: corrupt gzip data {gz.error_words(e)}") from None
         if isinstance(e, OSError):
             raise CaptureError(f"{name}: read error ({e.strerror or e})") from None
         raise CaptureError(f"{name}: corrupt capture header ({type(e).__name__}: {e})") from None

@@ -80,6 +80,11 @@ class GzipStream(io.RawIOBase):
         self._end = False
         #: the gzip data ended before its end-of-stream marker
         self.cut = False
+        #: bytes inflated and returned so far; compressed bytes read from ``raw``
+        self.inflated = 0
+        self.compressed_read = 0
+        #: the compressed offset of the member being inflated (or of the bytes where one should have started)
+        self.member_at = 0
 
     def readable(self) -> bool:
         return True
@@ -98,25 +103,32 @@ class GzipStream(io.RawIOBase):
                 self._in = self._d.unconsumed_tail
             if out:
                 b[: len(out)] = out
+                self.inflated += len(out)
                 return len(out)
             if self._d is None:
                 continue
-            more = self._raw.read(self._piece)
+            more = self._read()
             if not more:
                 self.cut = True
                 break
             self._in = self._in + more if self._in else more
         return 0
 
+    def _read(self) -> bytes:
+        more = self._raw.read(self._piece)
+        self.compressed_read += len(more)
+        return more
+
     def _member(self) -> bool:
         """Past zero padding, a member starts (True: its magic checked, a decompressor made) or the stream ends
         (False). Raises gzip.BadGzipFile for other bytes."""
         while True:
             self._in = self._in.lstrip(b"\0")
-            more = b"" if len(self._in) >= 2 else self._raw.read(self._piece)
+            more = b"" if len(self._in) >= 2 else self._read()
             if not more:
                 break
             self._in += more
+        self.member_at = self.compressed_read - len(self._in)
         if not self._in:
             self._end = True
             return False
@@ -128,9 +140,28 @@ class GzipStream(io.RawIOBase):
         self._d = zlib_ng.decompressobj(31)
         return True
 
+    def error_words(self, e: BaseException) -> str:
+        """Where a read raised ``e`` (readinto's gzip.BadGzipFile or zlib_ng.error) and why, for the one-line
+        error: at the compressed byte where a member should have started, after every byte inflated before it;
+        or in the member that starts at a compressed byte, past the bytes returned before the failing read (zlib
+        does not say where in the member, and the failing read's output is lost with it). A record reader's own
+        offset can lie megabytes before either: it names the first record not yet read whole."""
+        if isinstance(e, gzip.BadGzipFile):  # every byte before it inflated
+            return f"at compressed byte {self.member_at}, after {self.inflated} bytes inflated: {e}"
+        # somewhere after the bytes returned: a failing read's own output is lost with it
+        return f"in the member that starts at compressed byte {self.member_at}, past the first {self.inflated} bytes inflated: {e}"
+
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+def header_cut_words(gz: GzipStream | None) -> str:
+    """Where gzip data that ended before its end-of-stream marker cut the capture's header: "before the capture
+    header", or "inside the capture header (after N bytes inflated)"."""
+    if gz is None or not gz.inflated:
+        return "before the capture header"
+    return f"inside the capture header (after {gz.inflated} bytes inflated)"
 
 
 def read_exactly(f: io.BufferedIOBase, n: int) -> bytes:
