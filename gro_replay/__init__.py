@@ -67,11 +67,11 @@ def import_failed(e: ImportError) -> tuple[str, int]:
     command does over the first command's install: modules loaded before it are the old ones, those after the new)
     or is incomplete: ``EXIT_TEMPFAIL``, to run it again once the install has finished (CI's mypy checks every
     import of the package's own names, so a release has no such bug of its own). A package it requires
-    (``REQUIRED_PACKAGES``) not found, or without a name gro-replay imports (a version outside pyproject.toml's
-    bounds), is an incomplete installation too: the line names it and how to install it, ``EXIT_TEMPFAIL``. Any
+    (``REQUIRED_PACKAGES``) not found, without a name gro-replay imports (a version outside pyproject.toml's
+    bounds), or broken (its own import raised ``e``: ``_importing``), is an incomplete installation too: the line names it and how to install it, ``EXIT_TEMPFAIL``. Any
     other is an internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so
     it is there to say it."""
-    top = (e.name or "").split(".")[0]
+    top = (e.name or _importing(e)).split(".")[0]
     if top == "gro_replay":
         return (
             f"gro-replay: its installation changed while it ran, or is incomplete ({e}): run it again once the "
@@ -80,11 +80,24 @@ def import_failed(e: ImportError) -> tuple[str, int]:
         )
     if top in REQUIRED_PACKAGES:
         return (
-            f"gro-replay: the package {top}, which it requires, is missing or not a version it supports ({e}): "
+            f"gro-replay: the package {top}, which it requires, is missing, broken or not a version it supports ({e}): "
             "pip install . in the gro-replay source tree installs its requirements",
             EXIT_TEMPFAIL,
         )
     return f"gro-replay: internal error: {type(e).__name__}: {e}", EXIT_INTERNAL
+
+
+def _importing(e: ImportError) -> str:
+    """The required package whose own module raised ``e`` while it was imported (its traceback's innermost frame
+    of one of ``REQUIRED_PACKAGES``), or "": an ImportError without ``name``, as a package broken in place raises
+    (a C extension that fails to load, a module of it that raises one itself)."""
+    tb, found = e.__traceback__, ""
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module.split(".")[0] in REQUIRED_PACKAGES:
+            found = module
+        tb = tb.tb_next
+    return found
 
 
 def __getattr__(name: str) -> Any:

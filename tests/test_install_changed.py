@@ -117,6 +117,27 @@ def test_a_required_package_missing_is_one_line_exit_75(package):
     assert len(p.stderr.splitlines()) == 1 and "internal error" not in p.stderr
 
 
+@pytest.mark.parametrize("package", ["blake3", "zlib_ng"])
+def test_a_required_package_broken_in_place_is_one_line_exit_75(package, tmp_path):
+    """The kind's sibling (breaker38): a package found but broken, whose import raises an ImportError without
+    ``name`` (a C extension that fails to load; here a package whose ``__init__`` raises one), is named as the
+    missing one is: exit 75, not "internal error" and 70."""
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text(
+        "raise ImportError('libfoo.so: cannot open shared object')\n"
+    )
+    env = cli_env()
+    env["PYTHONPATH"] = f"{tmp_path}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(tmp_path)
+    code = f"import sys\nfrom gro_replay.cli import entry\nsys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '-q']\nentry()\n"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 75, p.stderr
+    assert p.stderr.startswith(
+        f"gro-replay: the package {package}, which it requires, is missing, broken or not a version "
+        "it supports (libfoo.so: cannot open shared object)"
+    ), p.stderr
+    assert len(p.stderr.splitlines()) == 1
+
+
 def test_required_packages_are_pyprojects_dependencies():
     import re
     from pathlib import Path
