@@ -804,7 +804,11 @@ def test_documents_without_digests_are_one_input_only_under_one_name(tmp_path):
         json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": "/other/capture.pcap"}})
     )
     c.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None}}))
-    assert run("diff", a, c).exit_code == 0
+    r = run("diff", a, c)
+    # one input, said so (breaker38: "inputs: X (no digest recorded) → X (no digest recorded)" read as two)
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == (
+        f"input: {FIX_SAMPLE} (neither document records a digest: the same by its name)"
+    )
     r = run("diff", a, b)
     assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: ")
 

@@ -115,6 +115,10 @@ def _input_line(cmp: dict) -> str:
             named, lacking = (b, "current") if bi.get("path") else (c, "baseline")
             return f"input: {named} ({said}; the {lacking} document records no path)"
         return f"input: {input_words(bi, only=by).removeprefix('replayed ')}"
+    if same:  # neither records a digest: one input by its name (comparison.py ``same_input``)
+        return (
+            f"input: {input_words(bi, short=True)} (neither document records a digest: the same by its name)"
+        )
     return f"inputs: {inputs_words(bi, ci)}"
 
 
