@@ -8,15 +8,19 @@ one-line error for a corrupt record, whatever the block size (blocks smaller tha
 
 from __future__ import annotations
 
+import errno
+import gzip
+import io
 import random
 import struct
 from pathlib import Path
 
 import pytest
+from conftest import VXLAN4_SAMPLE
 
 from gro_replay.capture.chunks import PcapChunks
 from gro_replay.capture.pcapng_chunks import PcapngChunks
-from gro_replay.capture.reader import CaptureError, open_capture
+from gro_replay.capture.reader import CaptureError, capture_of, open_capture
 from gro_replay.capture.writer import PcapWriter
 
 SAMPLES = sorted((Path(__file__).resolve().parent.parent / "sample_pcaps").glob("*.pcap"))
@@ -351,3 +355,58 @@ def test_a_run_of_enhanced_packet_blocks_ends_at_a_block_of_their_length_and_ano
     assert _blocks(p, block) == (recs, 0)
     assert _blocks(p, block, keep_some=True) == (recs, 0)
     assert _iterated(p) == (recs, 0)
+
+
+class _FailingRaw(io.RawIOBase):
+    """A stream of ``data`` whose reads fail with EIO once ``at`` bytes were returned (a disk or network file
+    system error part-way)."""
+
+    def __init__(self, data: bytes, at: int) -> None:
+        super().__init__()
+        self._data, self._at, self._pos = data, at, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self._pos >= self._at:
+            raise OSError(errno.EIO, "Input/output error")
+        n = min(len(b), self._at - self._pos)
+        b[:n] = self._data[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+
+def _error_of(data: bytes, at: int, how: str) -> str:
+    with pytest.raises(CaptureError) as ei, capture_of(_FailingRaw(data, at), "f") as cap:
+        if how == "records":
+            for _ in cap:
+                pass
+        else:
+            r = PcapngChunks(cap, 1 << 20) if how == "pcapng" else PcapChunks(cap, 1 << 20)
+            while r.next(None) is not None:
+                pass
+    return str(ei.value)
+
+
+@pytest.mark.parametrize("how", ["records", "chunks", "pcapng"])
+def test_a_read_error_is_named_after_the_bytes_the_file_gave(how, tmp_path):
+    """The kind: a read that fails part-way (EIO), in every reader. The error names how many bytes the file gave
+    before it failed, compressed bytes for a gzip capture (the block readers named the first record of their
+    block, up to a block before; a gzip capture's decompressed offset is not the file's). Offsets: of the streams
+    built here, failing after 300,000 bytes; the gzip copy is of random frames, so that it is that large."""
+    data = VXLAN4_SAMPLE.read_bytes()
+    if how == "pcapng":
+        _pcapng_of(VXLAN4_SAMPLE, tmp_path / "v.pcapng")
+        data = (tmp_path / "v.pcapng").read_bytes()
+    assert _error_of(data, 300_000, how) == "f: read error after 300000 bytes read (Input/output error)"
+    rnd = random.Random(5)
+    p = tmp_path / "r.pcap"
+    with PcapWriter(p) as w:
+        for i in range(400):
+            w.write(i * 1000, rnd.randbytes(1514))
+    gz = gzip.compress(p.read_bytes(), mtime=0)
+    assert len(gz) > 500_000
+    assert _error_of(gz, 300_000, "records" if how == "records" else "chunks") == (
+        "f: read error after 300000 compressed bytes read (Input/output error)"
+    )

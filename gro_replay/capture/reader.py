@@ -118,8 +118,7 @@ OTHER_FORMATS = tuple(
 
 
 def other_format(path: str, head: bytes) -> str | None:
-    """The error for ``path`` when ``head`` (its first bytes) is one of ``OTHER_FORMATS``: what it is and what to
-    do; else None."""
+    """The error for ``path`` when ``head`` (its first bytes) is one of ``OTHER_FORMATS``: what to do; else None."""
     for magic, what, todo in OTHER_FORMATS:
         if head.startswith(magic):
             return f"{path}: {what}, not a pcap or pcapng file: {todo}"
@@ -341,9 +340,13 @@ class Capture(PcapngBlocks):
         if isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
             words = self.gzip.error_words(e) if self.gzip else f"near {offset_words(off, True)} ({e})"
             return CaptureError(f"{self.path}: corrupt gzip data {words}")
-        if isinstance(e, OSError):
-            where = offset_words(off, self.compressed)
-            return CaptureError(f"{self.path}: read error near {where} ({e.strerror or e})")
+        if isinstance(e, OSError):  # where the read failed: after the bytes the file gave (no count: unsaid)
+            n = (
+                f" after {self.bytes_consumed} {'compressed ' * bool(self.gzip)}bytes read"
+                if self._digest
+                else ""
+            )
+            return CaptureError(f"{self.path}: read error{n} ({e.strerror or e})")
         return self._corrupt(off, f"{type(e).__name__}: {e}")
 
     def __iter__(self) -> Iterator[tuple[int, bytes, int, int]]:
@@ -369,10 +372,7 @@ class Capture(PcapngBlocks):
     def hexdigest(self) -> str:
         """The digest (hex, ``digest_algorithm``) of the file's bytes as stored (compressed for gzip), from the
         bytes read; the rest of the stream after the last record is read to its end first. Call once, after
-        iterating.
-
-        Raises: CaptureError on a read error.
-        """
+        iterating. Raises: CaptureError on a read error."""
         if self._digest is None:
             raise ValueError("Capture opened without a digest")
         try:
