@@ -89,3 +89,38 @@ def test_a_fixed_id_needs_df_before_618():
         assert id_step_text(steps, model=model).endswith("(incrementing: +1; fixed: +0 with DF) ×2")
     for model in (K_6_18, None):
         assert id_step_text(steps, model=model).endswith("(incrementing: +1; fixed: +0) ×2")
+
+
+def test_a_fixed_inner_id_holds_the_outer_one_on_610_to_617(tmp_path):
+    """VXLAN, outer IPv4 ID stepping +1 without DF, inner ID fixed with DF. From 4b0ebbca3e16 (v6.10) to v6.17
+    ``inet_gro_flush`` (include/net/gro.h) keeps one ``ip_fixedid`` bit for both headers: the second segment's
+    fixed inner ID sets it (the outer, checked first, passed with +1), and the third segment's outer ID, +2 over
+    the held packet, is then not fixed: aggregates of 2 segments, 5 skbs of 10 frames, 4 ended at the outer ID.
+    6.1 (flush_id per header) and 6.18 (one bit per header, 21f7484220ac) merge all 10. The description named a
+    step the reader sees as incrementing without saying why it flushed (breaker35)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.cli import main
+    from gro_replay.packet.build import FrameSpec, build_frame, flow_specs
+
+    spec = FrameSpec(outer_csum="computed", outer_df=False, outer_ip_id=500, ip_id=100, df=True)
+    path = tmp_path / "shared.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, s in enumerate(flow_specs(spec, [1000] * 10, id_step=0)):
+            w.write(1_700_000_000_000_000_000 + 1000 * i, build_frame(s))
+    counts = {}
+    for kernel in ("6.1", "6.12", "6.18"):
+        r = CliRunner().invoke(
+            main, [str(path), "--kernel", kernel, "--rx-csum", "none", "--format", "json", "-q"]
+        )
+        phys = json.loads(r.stdout)["kernels"][0]["stages"]["phys"]
+        counts[kernel] = (phys["skbs_delivered"], phys["end_reasons"].get("tcp_gro_receive:outer_ip_id", 0))
+    assert counts == {"6.1": (1, 0), "6.12": (5, 4), "6.18": (1, 0)}
+    r = CliRunner().invoke(main, ["explain", str(path), "--kernel", "6.12", "--rx-csum", "none"])
+    assert (
+        "from v6.10 to v6.17 one ip_fixedid bit serves both headers: a fixed inner ID holds the outer one to fixed"
+        in r.stdout
+    )
