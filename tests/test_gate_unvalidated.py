@@ -212,3 +212,36 @@ def test_level_one_frames_ended_before_the_gate_keep_both_levels(tmp_path):
         "marked CHECKSUM_UNNECESSARY level 1 (GRO ended them before udp_gro_receive, at the header their phys skbs' "
         "end reasons name)"
     ) in text, text
+
+
+@pytest.mark.parametrize("outer_ipv6", [False, True])
+def test_a_nonzero_checksum_meets_the_gate_only_on_a_frame_already_flushing(tmp_path, outer_ipv6):
+    """The gate's other refusal (not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0) with a computed outer UDP
+    checksum: validating a non-zero checksum under CHECKSUM_NONE sets csum_valid (``__skb_gro_checksum_complete``;
+    a failure is ``udp_csum`` instead), so the gate refuses such a frame only when udp4/6_gro_receive skipped the
+    validation because GRO was already flushing it (here: a 4-byte trailer past the IP datagram). Under CHECKSUM_NONE
+    all 17 frames go up alone by the gate's reason; the description says the flush sends them up unmerged in any
+    case (truth30: it named the checksum state as the cause), and under CHECKSUM_UNNECESSARY the same 17 go up alone
+    by the trailer's flush (gro-spec §4.3, §4.4)."""
+    path = tmp_path / "t.pcap"
+    with PcapWriter(str(path)) as w:
+        for i in range(N):
+            spec = FrameSpec(
+                seq=1000 + 1000 * i, payload=1000, flags=ACK, outer_csum="computed", outer_ipv6=outer_ipv6
+            )
+            w.write(1_000_000_000 + 1000 * i, build_frame(spec) + TRAILER)
+    out = {}
+    for rx in ("none", "unnecessary"):
+        args = [str(path), "--kernel", "6.1", "--rx-csum", rx, "--format", "json", "-q"]
+        doc = json.loads(CliRunner().invoke(main, args).stdout)
+        phys = doc["kernels"][0]["stages"]["phys"]
+        out[rx] = (
+            phys["skbs_delivered"],
+            phys["end_reasons"].get("udp_gro_receive:csum_cnt0_csum_valid0_not_partial"),
+        )
+    assert out == {"none": (N, N), "unnecessary": (N, None)}
+    r = CliRunner().invoke(main, [str(path), "--kernel", "6.1", "--rx-csum", "none"])
+    assert (
+        "csum_valid 0 (with a non-zero outer UDP checksum only a frame GRO was already flushing, whose checksum "
+        "udp4/6_gro_receive then skip, gets here: that flush sends it up unmerged in any case)" in r.stdout
+    )

@@ -231,7 +231,11 @@ DESCRIPTIONS = {
     UDP_CSUM: "UDP checksum bad",
     UDP_NO_TUNNEL_SOCKET: "UDP without tunnel socket (not VXLAN/Geneve)",
     UDP_ENCAP_MARK: "UDP tunnel inside a tunnel",
-    UDP_GATE: "udp_gro_receive refused: not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0",
+    # a non-zero checksum is validated (or converted: csum_valid 1) unless GRO already flushes the skb
+    # (udp4/6_gro_receive), so only such a skb under CHECKSUM_NONE meets the gate this way
+    UDP_GATE: "udp_gro_receive refused: not CHECKSUM_PARTIAL, csum_cnt 0, csum_valid 0 (with a non-zero outer UDP "
+    "checksum only a frame GRO was already flushing, whose checksum udp4/6_gro_receive then skip, gets here: that "
+    "flush sends it up unmerged in any case)",
     UDP_GATE_ZERO_CSUM: "udp_gro_receive refused: outer checksum 0, csum_cnt 0, csum_valid 0 (fixed by 89e5c58fc1e2)",
     GENEVE_HDR: "Geneve version non-zero or OAM",
     TUNNEL_INNER_PROTO: "tunnel inner protocol without GRO handler",
