@@ -88,16 +88,17 @@ def import_failed(e: ImportError) -> tuple[str, int]:
 
 
 def _importing(e: ImportError) -> str:
-    """The required package whose own module raised ``e`` while it was imported (its traceback's innermost frame
-    of one of ``REQUIRED_PACKAGES``), or "": an ImportError without ``name``, as a package broken in place raises
-    (a C extension that fails to load, a module of it that raises one itself)."""
+    """The required package whose module was being imported when ``e`` was raised (the innermost module body,
+    ``<module>``, in its traceback, when it is one of ``REQUIRED_PACKAGES``), or "": an ImportError without
+    ``name``, as a package broken in place raises (a module of it that fails to load a C extension, or raises one
+    itself). Functions of a required package on the way (click's invoke runs every command) name none
+    (breaker39)."""
     tb, found = e.__traceback__, ""
     while tb is not None:
-        module = str(tb.tb_frame.f_globals.get("__name__", ""))
-        if module.split(".")[0] in REQUIRED_PACKAGES:
-            found = module
+        if tb.tb_frame.f_code.co_name == "<module>":
+            found = str(tb.tb_frame.f_globals.get("__name__", ""))
         tb = tb.tb_next
-    return found
+    return found if found.split(".")[0] in REQUIRED_PACKAGES else ""
 
 
 def __getattr__(name: str) -> Any:

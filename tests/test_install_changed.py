@@ -138,6 +138,21 @@ def test_a_required_package_broken_in_place_is_one_line_exit_75(package, tmp_pat
     assert len(p.stderr.splitlines()) == 1
 
 
+def test_a_nameless_import_error_outside_a_required_package_is_an_internal_error():
+    """An ImportError without a name raised by gro-replay's own code while a command runs (click's functions on
+    the stack, no required package's module being imported) is a bug: exit 70, not blamed on click (breaker39)."""
+    code = (
+        "import sys\nimport gro_replay.sim.api as api\n"
+        "def _boom(*a, **k):\n    raise ImportError('own code')\n"
+        "api._replay = _boom\nfrom gro_replay.cli import entry\n"
+        f"sys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '-q']\nentry()\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), timeout=300
+    )
+    assert (p.returncode, p.stderr) == (70, "gro-replay: internal error: ImportError: own code\n")
+
+
 def test_required_packages_are_pyprojects_dependencies():
     import re
     from pathlib import Path
