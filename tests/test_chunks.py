@@ -410,3 +410,19 @@ def test_a_read_error_is_named_after_the_bytes_the_file_gave(how, tmp_path):
     assert _error_of(gz, 300_000, "records" if how == "records" else "chunks") == (
         "f: read error after 300000 compressed bytes read (Input/output error)"
     )
+
+
+def test_a_read_error_before_the_records_and_in_a_streams_copy_says_how_far_it_got(tmp_path):
+    """The kind's other paths (breaker39): a read that fails inside the capture header (the file gave 10 bytes),
+    and the copy of a stream that ``--detect-tunnels`` spools (capture/spool.py ``_copy``; 300,000 bytes copied)."""
+    from gro_replay.capture import spool
+
+    data = VXLAN4_SAMPLE.read_bytes()
+    with pytest.raises(CaptureError) as ei:
+        capture_of(_FailingRaw(data, 10), "f")
+    assert str(ei.value) == "f: read error after 10 bytes read (Input/output error)"
+    with pytest.raises(CaptureError) as ei, open(tmp_path / "copy", "wb", buffering=0) as out:
+        spool._copy(
+            _FailingRaw(data, 300_000), out, "standard input", "--detect-tunnels", str(tmp_path / "copy")
+        )
+    assert str(ei.value) == "standard input: read error after 300000 bytes read (Input/output error)"

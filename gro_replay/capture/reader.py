@@ -67,6 +67,7 @@ from .stream import (
     GzipStream,
     header_cut_words,
     offset_words,
+    read_error,
     read_exactly,
     widened,
 )
@@ -341,12 +342,7 @@ class Capture(PcapngBlocks):
             words = self.gzip.error_words(e) if self.gzip else f"near {offset_words(off, True)} ({e})"
             return CaptureError(f"{self.path}: corrupt gzip data {words}")
         if isinstance(e, OSError):  # where the read failed: after the bytes the file gave (no count: unsaid)
-            n = (
-                f" after {self.bytes_consumed} {'compressed ' * bool(self.gzip)}bytes read"
-                if self._digest
-                else ""
-            )
-            return CaptureError(f"{self.path}: read error{n} ({e.strerror or e})")
+            return read_error(self.path, e, self._bytes_read(), bool(self.gzip))
         return self._corrupt(off, f"{type(e).__name__}: {e}")
 
     def __iter__(self) -> Iterator[tuple[int, bytes, int, int]]:
@@ -356,7 +352,10 @@ class Capture(PcapngBlocks):
     def bytes_consumed(self) -> int:
         """Bytes read so far from the file or stream as stored (compressed bytes for gzip), for progress; 0 when
         opened without a digest."""
-        return self._digest.bytes_read if self._digest is not None else 0
+        return self._bytes_read() or 0
+
+    def _bytes_read(self) -> int | None:
+        return self._digest.bytes_read if self._digest is not None else None  # None: not counted
 
     @property
     def stream_cut(self) -> bool:
@@ -378,7 +377,7 @@ class Capture(PcapngBlocks):
         try:
             return self._digest.hexdigest()
         except OSError as e:
-            raise CaptureError(f"{self.path}: read error ({e.strerror or e})") from None
+            raise read_error(self.path, e, self._bytes_read(), bool(self.gzip)) from None
 
     def close(self) -> None:
         """Close the file. Idempotent."""
@@ -480,7 +479,7 @@ def capture_of(fileio: io.RawIOBase, name: str, digest: str | None = DEFAULT_DIG
         if gz is not None and isinstance(e, (*ZLIB_ERRORS, gzip.BadGzipFile)):
             raise CaptureError(f"{name}: corrupt gzip data {gz.error_words(e)}") from None
         if isinstance(e, OSError):
-            raise CaptureError(f"{name}: read error ({e.strerror or e})") from None
+            raise read_error(name, e, hashing.bytes_read if hashing else None, gz is not None) from None
         raise CaptureError(f"{name}: corrupt capture header ({type(e).__name__}: {e})") from None
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from .chunks import _MIN_RUN, stride_prefix
 from .pcapng import _NG_U32, _PCAPNG_EPB, _PCAPNG_PB, _PCAPNG_SHB, _PCAPNG_SPB, MAX_CAPLEN
 from .reader import STDIN_PATH, capture_of, open_stream
-from .stream import CaptureError
+from .stream import CaptureError, read_error
 
 #: bytes copied per read of the stream
 COPY_BLOCK = 1 << 20
@@ -152,13 +152,15 @@ def _copy(src, out, path: str, why: str, tmp: str, meter: _Meter | None = None) 
     copy."""
     buf = bytearray(COPY_BLOCK)
     view = memoryview(buf)
+    copied = 0
     while True:
         try:
             n = src.readinto(buf)
         except OSError as e:
-            raise CaptureError(f"{path}: read error ({e.strerror or e})") from None
+            raise read_error(path, e, copied) from None
         if not n:
             return
+        copied += n
         _write_all(out, view[:n], path, why, tmp)
         if meter is not None:
             meter.add(view[:n])

@@ -143,17 +143,21 @@ class GzipStream(io.RawIOBase):
     def error_words(self, e: BaseException) -> str:
         """Where a read raised ``e`` (readinto's gzip.BadGzipFile or zlib_ng.error) and why, for the one-line
         error: at the compressed byte where a member should have started, after every byte inflated before it;
-        or in the member that starts at a compressed byte, past the bytes returned before the failing read (zlib
-        does not say where in the member, and the failing read's output is lost with it). A record reader's own
+        or in the member that starts at a compressed byte (where in it is not known: zlib does not say, and a
+        CRC-32 or length that does not match is found at the member's end, breaker39). A record reader's own
         offset can lie megabytes before either: it names the first record not yet read whole."""
         if isinstance(e, gzip.BadGzipFile):  # every byte before it inflated
-            return f"at compressed byte {self.member_at}, after {self.inflated} bytes inflated: {e}"
-        # somewhere after the bytes returned: a failing read's own output is lost with it
-        return f"in the member that starts at compressed byte {self.member_at}, past the first {self.inflated} bytes inflated: {e}"
+            return f"at compressed byte {self.member_at}, after {_bytes(self.inflated)} inflated: {e}"
+        # anywhere in the member: a CRC-32 that does not match is found at its end
+        return f"in the member that starts at compressed byte {self.member_at}: {e}"
 
     def close(self) -> None:
         self._raw.close()
         super().close()
+
+
+def _bytes(n: int) -> str:
+    return f"{n} byte" if n == 1 else f"{n} bytes"
 
 
 def header_cut_words(gz: GzipStream | None) -> str:
@@ -161,7 +165,17 @@ def header_cut_words(gz: GzipStream | None) -> str:
     header", or "inside the capture header (after N bytes inflated)"."""
     if gz is None or not gz.inflated:
         return "before the capture header"
-    return f"inside the capture header (after {gz.inflated} bytes inflated)"
+    return f"inside the capture header (after {_bytes(gz.inflated)} inflated)"
+
+
+def read_error(path: str, e: OSError, n: int | None, compressed: bool = False) -> CaptureError:
+    """The one-line error for a read of ``path`` that failed with ``e`` after ``n`` bytes of the file as stored
+    (``compressed``: a gzip file's compressed bytes) were read: "read error after N bytes read (strerror)";
+    ``n`` None (not counted): no count said."""
+    after = (
+        "" if n is None else f" after {_bytes(n).replace(' ', ' compressed ' if compressed else ' ')} read"
+    )
+    return CaptureError(f"{path}: read error{after} ({e.strerror or e})")
 
 
 def read_exactly(f: io.BufferedIOBase, n: int) -> bytes:
