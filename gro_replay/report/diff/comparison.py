@@ -69,12 +69,15 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
     By the digests both record (capture/digest.py ``DIGESTS``: BLAKE3, or SHA-256 with ``--digest sha256`` and in
     documents before BLAKE3): the same when they agree. Without one both record, two documents are of one input
     only when neither records a digest (older or hand-made ones) and they name the same path (or none); a digest
-    of another algorithm says nothing of the other document's bytes."""
+    of another algorithm says nothing of the other document's bytes; nor does a stream's name (standard input
+    ``-``, ``/dev/stdin``, ``/dev/fd/N``: breaker39), which any capture piped in has."""
     bd, cd = recorded(bi), recorded(ci)
     shared = [a for a in bd if a in cd]
     if shared:
         return all(bd[a] == cd[a] for a in shared), shared[0]
-    return not bd and not cd and (bi or {}).get("path") == (ci or {}).get("path"), None
+    path = (bi or {}).get("path")
+    stream = path in ("-", "/dev/stdin") or str(path).startswith(("/dev/fd/", "/proc/self/fd/"))
+    return not bd and not cd and path == (ci or {}).get("path") and not stream, None
 
 
 def inputs_words(bi: dict | None, ci: dict | None) -> str:
