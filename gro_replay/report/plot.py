@@ -32,12 +32,19 @@ def plot_format(path: str) -> str:
 
 
 def require_matplotlib() -> None:
-    """Raise PlotUnavailable when matplotlib cannot be imported."""
+    """Raise PlotUnavailable when the parts of matplotlib ``segs_figure`` uses cannot be imported: missing, or
+    broken in place (a module that fails to load a C extension: named with its error, breaker39)."""
     try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+        import matplotlib.figure  # noqa: F401
+        import matplotlib.ticker  # noqa: F401
+    except ImportError as e:
+        broken = (
+            ""
+            if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "matplotlib"
+            else f" (its import failed: {e})"
+        )
         raise PlotUnavailable(
-            f"--plot needs matplotlib: {install_extra_hint('plot')} (or: pip install 'matplotlib>=3.7,<4')"
+            f"--plot needs matplotlib{broken}: {install_extra_hint('plot')} (or: pip install 'matplotlib>=3.7,<4')"
         ) from None
 
 
