@@ -68,8 +68,8 @@ def import_failed(e: ImportError) -> tuple[str, int]:
     or is incomplete: ``EXIT_TEMPFAIL``, to run it again once the install has finished (CI's mypy checks every
     import of the package's own names, so a release has no such bug of its own). A package it requires
     (``REQUIRED_PACKAGES``) not found, without a name gro-replay imports (a version outside pyproject.toml's
-    bounds), or broken (its own import raised ``e``: ``_importing``), is an incomplete installation too: the line names it and how to install it, ``EXIT_TEMPFAIL``. Any
-    other is an internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so
+    bounds), or broken (its own import raised ``e``: ``_importing``), is an incomplete installation too: the line
+    names it and how to install it, ``EXIT_TEMPFAIL``. Any other is an internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so
     it is there to say it."""
     top = (e.name or _importing(e)).split(".")[0]
     if top == "gro_replay":
@@ -80,8 +80,8 @@ def import_failed(e: ImportError) -> tuple[str, int]:
         )
     if top in REQUIRED_PACKAGES:
         return (
-            f"gro-replay: the package {top}, which it requires, is missing, broken or not a version it supports ({e}): "
-            "pip install . in the gro-replay source tree installs its requirements",
+            f"gro-replay: the package {top}, which it requires, is missing, broken or not a version it supports "
+            f"({e}): pip install . in the gro-replay source tree installs its requirements",
             EXIT_TEMPFAIL,
         )
     return f"gro-replay: internal error: {type(e).__name__}: {e}", EXIT_INTERNAL

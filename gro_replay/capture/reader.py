@@ -119,7 +119,8 @@ OTHER_FORMATS = tuple(
 
 
 def other_format(path: str, head: bytes) -> str | None:
-    """The error for ``path`` when ``head`` (its first bytes) is one of ``OTHER_FORMATS``: what to do; else None."""
+    """The error for ``path`` when ``head`` (its first bytes) is one of ``OTHER_FORMATS``: what it is and what to
+    do; else None."""
     for magic, what, todo in OTHER_FORMATS:
         if head.startswith(magic):
             return f"{path}: {what}, not a pcap or pcapng file: {todo}"

@@ -172,9 +172,9 @@ def read_error(path: str, e: OSError, n: int | None, compressed: bool = False) -
     """The one-line error for a read of ``path`` that failed with ``e`` after ``n`` bytes of the file as stored
     (``compressed``: a gzip file's compressed bytes) were read: "read error after N bytes read (strerror)";
     ``n`` None (not counted): no count said."""
-    after = (
-        "" if n is None else f" after {_bytes(n).replace(' ', ' compressed ' if compressed else ' ')} read"
-    )
+    after = ""
+    if n is not None:
+        after = f" after {n} {'compressed ' if compressed else ''}{'byte' if n == 1 else 'bytes'} read"
     return CaptureError(f"{path}: read error{after} ({e.strerror or e})")
 
 
