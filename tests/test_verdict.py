@@ -1304,3 +1304,34 @@ def test_a_kernel_run_beside_the_compared_pair_is_said_too(tmp_path, runner):
         "4.19 (v4.19) lacks the fix too: udp_gro_receive refuses 4 frames at the phys device for a zero checksum (what that costs: --kernel 4.19 alone)."
         in text
     )
+
+
+def test_the_post_fix_kernels_unmerged_flows_are_not_listed_twice(tmp_path):
+    """Compare mode, one VXLAN flow with outer UDP checksum 0 under CHECKSUM_UNNECESSARY (level 0), its 3 frames
+    each after a sequence gap: pre-fix's gate refuses all 3 (gro-spec §4.7), post-fix delivers them as 3 skbs too
+    (tcp_gro_receive's sequence check: 2 gaps, then the poll's end). The flow is named once with the post-fix
+    kernel's end reasons; the sentence on what post-fix does not merge named the same flow with the same list
+    again (newcomer33) and now refers to it."""
+    import json
+
+    from click.testing import CliRunner
+
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import ACK, FrameSpec, build_frame
+
+    path = tmp_path / "gaps.pcap"
+    with PcapWriter(str(path)) as w:
+        for i in range(3):
+            spec = FrameSpec(seq=1000 + 2000 * i, payload=1000, flags=ACK, outer_csum="zero")
+            w.write(1_000_000_000 + 1000 * i, build_frame(spec))
+    r = CliRunner().invoke(main, [str(path), "--rx-csum", "unnecessary", "--format", "json", "-q"])
+    doc = json.loads(r.stdout)
+    skbs = [k["stages"]["phys"]["skbs_delivered"] for k in doc["kernels"]]
+    assert skbs == [3, 3]
+    text = doc["verdict"]["text"]
+    assert "1 flow that the post-fix kernel merges no further, 3 frames" in text
+    assert text.count("[tcp_gro_receive:seq_gap] ×2") == 1, text
+    assert (
+        "post-fix (v5.12) does not merge 1 tunnelled TCP flow at the phys device: that flow, by the reasons named above."
+        in text
+    )

@@ -254,11 +254,20 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         u = self._tally.unmerged[k.name]
         if not u.flows:
             return ""
+        reasons = self._reasons(u.reasons, k.name)
+        if self.compare and self.pre is not None and k.name == self.post:
+            # the flows the comparison named as the post-fix kernel's no further merged, with these very reasons
+            # (``_costless_parts``): named, not listed twice (newcomer33)
+            r = self._tally.refusals[self.pre]
+            said = r.costless_by.get("post_no_gain", (0, 0))[0]
+            if said == u.flows and r.post_no_gain_reasons:
+                if self._reasons(r.post_no_gain_reasons, r.post_kernel) == reasons:
+                    reasons = f"{'that flow' if u.flows == 1 else 'those flows'}, by the reasons named above"
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
             f"{plural(u.flows, 'flow')} at the phys device"
             f"{payload_clause(u.skbs, u.skbs_empty, 'its' if u.flows == 1 else 'their')}: "
-            f"{self._reasons(u.reasons, k.name)}"
+            f"{reasons}"
             + (f"; {id_step_text(u.id_steps, model=self.models.get(k.name))}" if u.id_steps else "")
             + "."
         )
