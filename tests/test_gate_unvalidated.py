@@ -186,8 +186,8 @@ def test_one_kernel_without_the_fix_says_why_its_gate_refused_none(tmp_path):
         f"marked CHECKSUM_UNNECESSARY level 0 (a state the gate refuses, but {FLUSHING.format(them='them')})"
     )
     assert (
-        f"but udp_gro_receive never refuses this flow's frames: {said}, and the gate refuses only frames"
-        in (r.stdout.replace("\n", " "))
+        f"but udp_gro_receive never refuses this flow's frames for a zero checksum: {said}, and the gate refuses "
+        "only frames" in (r.stdout.replace("\n", " "))
     ), r.stdout
 
 
@@ -245,3 +245,9 @@ def test_a_nonzero_checksum_meets_the_gate_only_on_a_frame_already_flushing(tmp_
         "csum_valid 0 (with a non-zero outer UDP checksum only a frame GRO was already flushing, whose checksum "
         "udp4/6_gro_receive then skip, gets here: that flush sends it up unmerged in any case)" in r.stdout
     )
+    # a kernel without the fix: the flow's sentence says its gate never refuses them for a zero checksum (it said
+    # "never refuses this flow's frames" beside a table of 17 refusals: breaker40)
+    e = CliRunner().invoke(main, ["explain", str(path), "--kernel", "4.19", "--rx-csum", "none"])
+    flat = " ".join(e.stdout.split())
+    assert "but udp_gro_receive never refuses this flow's frames for a zero checksum" in flat, flat
+    assert f"{N} × udp_gro_receive: csum_cnt0_csum_valid0_not_partial" in flat, flat

@@ -150,7 +150,9 @@ class FlowSentences(CaptureSentences):
                     f"is not observable with the kernel backend"
                 )
             else:
-                text = f"{lacks}, but udp_gro_receive never refuses this flow's frames"
+                # for a zero checksum: the gate's other refusal (a non-zero checksum on a frame already flushing,
+                # reasons.UDP_GATE) is no cost of the fix's (breaker40)
+                text = f"{lacks}, but udp_gro_receive never refuses this flow's frames for a zero checksum"
                 if (
                     fv.key.outer_csum_zero
                     and fv.cls == "tunnel_tcp"
