@@ -414,15 +414,18 @@ def test_a_read_error_is_named_after_the_bytes_the_file_gave(how, tmp_path):
 
 def test_a_read_error_before_the_records_and_in_a_streams_copy_says_how_far_it_got(tmp_path):
     """The kind's other paths (breaker39): a read that fails inside the capture header (the file gave 10 bytes),
-    and the copy of a stream that ``--detect-tunnels`` spools (capture/spool.py ``_copy``; 300,000 bytes copied)."""
+    and the copy of a stream that ``--detect-tunnels`` spools (capture/spool.py ``spooled``: 300,000 bytes read,
+    and 100, where the header's reading took them all)."""
     from gro_replay.capture import spool
 
     data = VXLAN4_SAMPLE.read_bytes()
     with pytest.raises(CaptureError) as ei:
         capture_of(_FailingRaw(data, 10), "f")
     assert str(ei.value) == "f: read error after 10 bytes read (Input/output error)"
-    with pytest.raises(CaptureError) as ei, open(tmp_path / "copy", "wb", buffering=0) as out:
-        spool._copy(
-            _FailingRaw(data, 300_000), out, "standard input", "--detect-tunnels", str(tmp_path / "copy")
-        )
-    assert str(ei.value) == "standard input: read error after 300000 bytes read (Input/output error)"
+    # through spooled: the bytes the header's reading took count too (breaker40: "after 0 bytes read")
+    for at in (300_000, 100):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(spool, "open_stream", lambda path, at=at: _FailingRaw(data, at))
+            with pytest.raises(CaptureError) as ei, spool.spooled("-", "--detect-tunnels"):
+                pass
+        assert str(ei.value).endswith(f": read error after {at} bytes read (Input/output error)"), ei.value

@@ -98,7 +98,7 @@ def spooled(path: str, why: str, on_copy: OnCopy | None = None) -> Iterator[str]
                     meter = _Meter(on_copy, RecordCounter.of(cap))
                     # the bytes the header's reading copied (a read buffer or so), then the rest as it comes
                     meter.add(memoryview(tee.copied), force=True)
-            _copy(src, out, path, why, tmp, meter)
+            _copy(src, out, path, why, tmp, meter, len(tee.copied))
             if meter is not None:
                 meter.end()
         yield tmp
@@ -146,13 +146,13 @@ def _write_all(out, data: memoryview, path: str, why: str, tmp: str) -> None:
         done += w or 0
 
 
-def _copy(src, out, path: str, why: str, tmp: str, meter: _Meter | None = None) -> None:
+def _copy(src, out, path: str, why: str, tmp: str, meter: _Meter | None = None, copied: int = 0) -> None:
     """Every byte of stream ``src`` written to ``out`` (the temporary file ``tmp``, unbuffered), each block then
-    shown to ``meter`` (when given). Raises: CaptureError on a read error of the stream or a write error of the
+    shown to ``meter`` (when given); ``copied``: the bytes of the stream read before (the header's, through
+    ``_Tee``), counted in a read error. Raises: CaptureError on a read error of the stream or a write error of the
     copy."""
     buf = bytearray(COPY_BLOCK)
     view = memoryview(buf)
-    copied = 0
     while True:
         try:
             n = src.readinto(buf)
