@@ -93,28 +93,31 @@ def test_only_click_mans_deprecation_warning_is_filtered() -> None:
     ]
 
 
-def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path) -> None:
-    """matplotlib found but broken (its figure module fails to load a C extension: an ImportError without a
-    name): the --plot error names it with the import's error before the replay, exit 2 (breaker39: it was an
-    internal error once the replay had run, and before that was blamed on click)."""
+@pytest.mark.parametrize("broken", ["figure.py", "backends/backend_svg.py"])
+def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) -> None:
+    """matplotlib found but broken: its figure module, or the backend that writes the SVG (a C extension for
+    PNG), fails to load with an ImportError without a name. The --plot error names it with the import's error
+    before the replay, exit 2 (breaker39: it was an internal error once the replay had run, and before that was
+    blamed on click; breaker40: the backend was still imported only after the replay)."""
     import subprocess
 
     from conftest import cli_env
 
     pkg = tmp_path / "site" / "matplotlib"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "figure.py").write_text("raise ImportError('libfoo.so: cannot open shared object file')\n")
+    (pkg / "backends").mkdir(parents=True)
+    for name in ("__init__.py", "figure.py", "ticker.py", "backends/__init__.py", "backends/backend_svg.py"):
+        (pkg / name).write_text("")
+    (pkg / broken).write_text("raise ImportError('libfoo.so: cannot open shared object file')\n")
     env = cli_env()
     env["PYTHONPATH"] = (
         f"{tmp_path / 'site'}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(tmp_path / "site")
     )
     code = (
         "import sys\nfrom gro_replay.cli import entry\n"
-        f"sys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '--plot', {str(tmp_path / 'x.svg')!r}, '-q']\nentry()\n"
+        f"sys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '--plot', {str(tmp_path / 'x.svg')!r}]\nentry()\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 2 and p.stdout == "", p.stderr
+    assert p.returncode == 2 and p.stdout == "", p.stderr  # nothing replayed
     assert p.stderr.startswith(
         "Error: --plot needs matplotlib (its import failed: libfoo.so: cannot open shared object file): pip install "
         "'.[plot]' in the gro-replay source tree"

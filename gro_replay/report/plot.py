@@ -31,40 +31,58 @@ def plot_format(path: str) -> str:
     return ext
 
 
-def require_matplotlib() -> None:
-    """Raise PlotUnavailable when the parts of matplotlib ``segs_figure`` uses cannot be imported: missing, or
-    broken in place (a module that fails to load a C extension: named with its error, breaker39)."""
+#: the matplotlib modules each format is written with, beyond ``segs_figure``'s own (its canvas: a C extension for
+#: PNG), imported before the replay so that one broken in place is an error then, not after (breaker40)
+_BACKENDS = {"svg": "matplotlib.backends.backend_svg", "png": "matplotlib.backends.backend_agg"}
+
+
+def _unavailable(e: ImportError) -> PlotUnavailable:
+    """The one-line error for matplotlib that cannot be imported: missing, or broken in place (a module that fails
+    to load a C extension: named with its error, breaker39)."""
+    missing = isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "matplotlib"
+    broken = "" if missing else f" (its import failed: {e})"
+    return PlotUnavailable(
+        f"--plot needs matplotlib{broken}: {install_extra_hint('plot')} (or: pip install 'matplotlib>=3.7,<4')"
+    )
+
+
+def require_matplotlib(fmt: str | None = None) -> None:
+    """Raise PlotUnavailable when the matplotlib modules ``segs_figure`` uses, and those that write ``fmt`` (``svg``
+    or ``png``; None: none), cannot be imported."""
+    import importlib
+
     try:
-        import matplotlib.figure  # noqa: F401
-        import matplotlib.ticker  # noqa: F401
+        for name in (
+            "matplotlib",
+            "matplotlib.figure",
+            "matplotlib.ticker",
+            *((_BACKENDS[fmt],) if fmt else ()),
+        ):
+            importlib.import_module(name)
     except ImportError as e:
-        broken = (
-            ""
-            if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "matplotlib"
-            else f" (its import failed: {e})"
-        )
-        raise PlotUnavailable(
-            f"--plot needs matplotlib{broken}: {install_extra_hint('plot')} (or: pip install 'matplotlib>=3.7,<4')"
-        ) from None
+        raise _unavailable(e) from None
 
 
 def check_plot_request(path: str | None) -> None:
     """Fail before the replay when ``--plot`` cannot work: bad extension (ValueError), no matplotlib
     (PlotUnavailable). No-op without a path."""
     if path:
-        plot_format(path)
-        require_matplotlib()
+        require_matplotlib(plot_format(path))
 
 
 def write_plot(result, path: str, dest: str | None = None) -> None:
     """Write the segments-per-skb bar charts of ``result`` (a ``sim.Result``) to ``path`` (.svg or .png), or in
     that format to ``dest`` (e.g. a temporary file renamed to ``path`` later).
 
-    Raises: ValueError (extension), PlotUnavailable, OSError (write).
+    Raises: ValueError (extension), PlotUnavailable (matplotlib, or a module it loads as it draws, cannot be
+    imported), OSError (write).
     """
     fmt = plot_format(path)
     fig = segs_figure(result)
-    fig.savefig(dest or path, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    try:
+        fig.savefig(dest or path, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    except ImportError as e:
+        raise _unavailable(e) from None
 
 
 def segs_figure(result):
