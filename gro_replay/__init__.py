@@ -68,10 +68,13 @@ def import_failed(e: ImportError) -> tuple[str, int]:
     or is incomplete: ``EXIT_TEMPFAIL``, to run it again once the install has finished (CI's mypy checks every
     import of the package's own names, so a release has no such bug of its own). A package it requires
     (``REQUIRED_PACKAGES``) not found, without a name gro-replay imports (a version outside pyproject.toml's
-    bounds), or broken (its own import raised ``e``: ``_importing``), is an incomplete installation too: the line
-    names it and how to install it, ``EXIT_TEMPFAIL``. Any other is an internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so
+    bounds), or broken (its own import raised ``e``, or one of its own imports did: ``_importing``), is an
+    incomplete installation too: the line names it and how to install it, ``EXIT_TEMPFAIL``. Any other is an internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so
     it is there to say it."""
-    top = (e.name or _importing(e)).split(".")[0]
+    top = (e.name or "").split(".")[0]
+    if top != "gro_replay" and top not in REQUIRED_PACKAGES:
+        # a nameless error, or a module a required package imports (jsonschema's referencing: breaker40)
+        top = _importing(e).split(".")[0] or top
     if top == "gro_replay":
         return (
             f"gro-replay: its installation changed while it ran, or is incomplete ({e}): run it again once the "
@@ -89,10 +92,10 @@ def import_failed(e: ImportError) -> tuple[str, int]:
 
 def _importing(e: ImportError) -> str:
     """The required package whose module was being imported when ``e`` was raised (the innermost module body,
-    ``<module>``, in its traceback, when it is one of ``REQUIRED_PACKAGES``), or "": an ImportError without
-    ``name``, as a package broken in place raises (a module of it that fails to load a C extension, or raises one
-    itself). Functions of a required package on the way (click's invoke runs every command) name none
-    (breaker39)."""
+    ``<module>``, in its traceback, when it is one of ``REQUIRED_PACKAGES``), or "": a package broken in place (a
+    module of it that fails to load a C extension, or raises an ImportError without ``name`` itself) or missing a
+    package of its own (jsonschema without referencing). Functions of a required package on the way (click's
+    invoke runs every command) name none (breaker39)."""
     tb, found = e.__traceback__, ""
     while tb is not None:
         if tb.tb_frame.f_code.co_name == "<module>":

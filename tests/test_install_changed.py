@@ -138,6 +138,23 @@ def test_a_required_package_broken_in_place_is_one_line_exit_75(package, tmp_pat
     assert len(p.stderr.splitlines()) == 1
 
 
+def test_a_package_a_required_one_needs_missing_names_the_required_one(tmp_path):
+    """jsonschema's own dependency (referencing) missing: the import that fails names ``referencing``, which
+    gro-replay does not import itself; the line names jsonschema, whose module was being imported, exit 75
+    (breaker40: an internal error, 70)."""
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    doc = tmp_path / "doc.json"
+    assert CliRunner().invoke(main, [str(FIX_SAMPLE), "-q", "--json", str(doc)]).exit_code == 0
+    p = _run("referencing", ["diff", str(doc), str(doc)])  # as if not installed
+    assert p.returncode == 75, p.stderr
+    assert p.stderr.startswith("gro-replay: the package jsonschema, which it requires, is missing, broken"), (
+        p.stderr
+    )
+
+
 def test_a_nameless_import_error_outside_a_required_package_is_an_internal_error():
     """An ImportError without a name raised by gro-replay's own code while a command runs (click's functions on
     the stack, no required package's module being imported) is a bug: exit 70, not blamed on click (breaker39)."""
