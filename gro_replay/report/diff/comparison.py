@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import math
 
-from ...capture.digest import digest_words, recorded
-from ...capture.reader import path_words
 from ...kernel.model import commit_of_switch, counted_switches, shared_switches_text
 from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
+from .inputs import _digest_advice, input_words, inputs_words, same_input
 from .metrics import (
     CHECKABLE,
     DEFAULT_METRICS,
@@ -42,64 +41,6 @@ DEFAULT_MAX_REGRESSION_PCT = 0.0
 
 class DiffError(ValueError):
     """The documents cannot be compared (one-line message; the CLI exits 2)."""
-
-
-def input_words(inp: dict | None, short: bool = False, only: str | None = None) -> str:
-    """A document's ``input`` in words: "replayed PATH (blake3 0123456789ab)" (its digests, capture/digest.py;
-    ``only``: that algorithm's alone, the one two documents share), or what it lacks: "has no input recorded" (no
-    ``input`` object, or neither path nor digest), "replayed PATH (no digest recorded)"; ``short``: the path alone
-    ("(no input recorded)" without one)."""
-    inp = inp or {}
-    path, digests = inp.get("path"), recorded(inp)
-    if only is not None:
-        digests = {a: h for a, h in digests.items() if a == only}
-    if short:
-        return path_words(str(path)) if path else "(no input recorded)"
-    if not path and not digests:
-        return "has no input recorded"
-    where = f"replayed {path_words(str(path))}" if path else "replayed an unnamed input"
-    said = ", ".join(digest_words(a, h) for a, h in digests.items())
-    return f"{where} ({said})" if said else f"{where} (no digest recorded)"
-
-
-def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
-    """Whether two documents' ``input`` are known to be of the same bytes, and the digest that says so or tells
-    them apart (None: no digest both record).
-
-    By the digests both record (capture/digest.py ``DIGESTS``: BLAKE3, or SHA-256 with ``--digest sha256`` and in
-    documents before BLAKE3): the same when they agree. Without one both record, two documents are of one input
-    only when neither records a digest (older or hand-made ones) and they name the same path (or none); a digest
-    of another algorithm says nothing of the other document's bytes; nor does a stream's name (standard input
-    ``-``, ``/dev/stdin``, ``/dev/fd/N``: breaker39), which any capture piped in has."""
-    bd, cd = recorded(bi), recorded(ci)
-    shared = [a for a in bd if a in cd]
-    if shared:
-        return all(bd[a] == cd[a] for a in shared), shared[0]
-    path = (bi or {}).get("path")
-    stream = path in ("-", "/dev/stdin") or str(path).startswith(("/dev/fd/", "/proc/self/fd/"))
-    return not bd and not cd and path == (ci or {}).get("path") and not stream, None
-
-
-def inputs_words(bi: dict | None, ci: dict | None) -> str:
-    """Two documents' different inputs: "BASE_PATH → CUR_PATH" (``input_words`` short), each with its digest where
-    the names are the same (two captures piped in: "standard input (blake3 974e0b4b7986) → standard input (blake3
-    c6e16f95f7e1)")."""
-    b, c = input_words(bi, short=True), input_words(ci, short=True)
-    if b == c:
-        b, c = (input_words(x).removeprefix("replayed ") for x in (bi, ci))
-    return f"{b} → {c}"
-
-
-def _digest_advice(bi: dict | None, ci: dict | None) -> str:
-    """When each document records a digest and none is the other's: how to make the current one comparable, if
-    both are of one capture ("if both are of one capture, replay it with --digest sha256 for the current document,
-    or "); else ""."""
-    bd, cd = recorded(bi), recorded(ci)
-    if not bd or not cd or set(bd) & set(cd):
-        return ""
-    return (
-        f"if both are of one capture, replay it with --digest {next(iter(bd))} for the current document, or "
-    )
 
 
 def _pair_kernels(base: dict, cur: dict) -> list[tuple[dict, dict]]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from ...capture.digest import digest_words, recorded
 from ...project import plural
 from ..stats import STAGES
-from .comparison import STAGE_TITLES, _loss_text, input_words, inputs_words, limit_text, pct_text, same_input
+from .comparison import STAGE_TITLES, _loss_text, limit_text, pct_text
+from .inputs import input_words, inputs_words, same_input
 from .load import document_name
 from .metrics import METRICS, loss_digits, loss_pct
 
