@@ -577,7 +577,7 @@ def test_refusals_at_both_stages_are_counted_alike_in_words_and_json():
     assert (
         " 1 other tunnelled flow loses aggregation at the tunnel device's gro_cells: udp_gro_receive refuses 4 "
         "frames there (a tunnel inside the tunnel whose UDP checksum is 0, csum_cnt 0, csum_valid 0). At the "
-        "phys device udp_gro_receive does not refuse them. "
+        "phys device udp_gro_receive does not refuse them for a zero checksum. "
     ) in v["text"], v["text"]
 
 
@@ -634,7 +634,7 @@ _STAGE_CASES = {
         {"phys": 0, "tunnel": 4},
         f"{_LACKS_511} and is affected by the zero-checksum bug. 1 of 1 tunnelled flow loses aggregation at the "
         "tunnel device's gro_cells: udp_gro_receive refuses 4 frames there (a tunnel inside the tunnel whose UDP "
-        "checksum is 0, csum_cnt 0, csum_valid 0). At the phys device udp_gro_receive does not refuse them. "
+        "checksum is 0, csum_cnt 0, csum_valid 0). At the phys device udp_gro_receive does not refuse them for a zero checksum. "
         f"{_SAVES_TUNNEL}",
         f"{_LACKS_511}: udp_gro_receive refuses 4 of its 4 frames at the tunnel device's gro_cells (a tunnel inside "
         f"the tunnel: UDP checksum 0, csum_cnt 0, csum_valid 0); {_ADVICE_TUNNEL}",

@@ -352,7 +352,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 else f"{n:,} of {t.tunnel:,} tunnelled {plural(t.tunnel, 'flow')}"
             )
             if not r.phys_too:
-                phys = "At the phys device udp_gro_receive does not refuse them"
+                phys = "At the phys device udp_gro_receive does not refuse them for a zero checksum"
             else:
                 # by frames: a flow's frames can be refused at the tunnel device and not all at the phys device
                 # (those GRO was already flushing there pass its gate unvalidated: KernelFacts.gate_unvalidated)
