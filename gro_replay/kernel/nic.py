@@ -375,8 +375,9 @@ def _l4_ok(frame: bytes, ip: int, v6: bool, l4: int, proto: int) -> bool:
 
 def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
     """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: the outer UDP checksum
-    when it is not 0, and at level 1 also the innermost TCP/UDP checksum (at ``l4``) of a ``tunnel`` frame
-    (``vxlan``/``geneve``). Frames are untagged Ethernet (the decoder took VLAN tags off)."""
+    when it is not 0, and at level 1 also the inner TCP/UDP checksum of a ``tunnel`` frame (``vxlan``/``geneve``):
+    the decoder's innermost L4 at ``l4``, or the inner header's own UDP (a tunnel inside the tunnel, UDP traffic),
+    when its checksum is not 0. Frames are untagged Ethernet (the decoder took VLAN tags off)."""
     et = frame[12] << 8 | frame[13]
     if et == 0x0800:
         ip, v6 = 14, False
@@ -401,10 +402,19 @@ def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
         iet = frame[inner + 2] << 8 | frame[inner + 3]
         inner += 4
     if iet == 0x0800:
-        return _l4_ok(frame, inner, False, l4, frame[inner + 9])
-    if iet == 0x86DD:
-        return _l4_ok(frame, inner, True, l4, frame[inner + 6])
-    return True
+        v6, proto, first = False, frame[inner + 9], inner + ((frame[inner] & 0x0F) << 2)
+    elif iet == 0x86DD:
+        v6, proto, first = True, frame[inner + 6], inner + 40
+    else:
+        return True
+    if proto == 17:
+        # inner UDP (a tunnel inside the tunnel, or UDP traffic): level 1 is the inner header's own UDP, whose
+        # checksum 0 has nothing to check (it read as bad: breaker34), not an L4 further in, whose pseudo-header
+        # would be another IP header's
+        if first + 8 > len(frame) or not (frame[first + 6] or frame[first + 7]):
+            return True
+        l4 = first
+    return _l4_ok(frame, inner, v6, l4, proto)
 
 
 if tuple(RX_CSUM_PROFILES) != RX_CSUM_NAMES or tuple(NIC_PRESETS) != NIC_NAMES:  # pragma: no cover

@@ -249,3 +249,24 @@ def test_cli_preset_overrides_and_json(runner):
     assert "the NIC marks them CHECKSUM_NONE" in t.output
     u = runner.invoke(main, [str(FIX_SAMPLE), "--nic-tunnel-port", "on"])
     assert u.exit_code == 2 and "--nic-tunnel-port needs --nic" in u.output
+
+
+def test_level_one_of_a_tunnel_inside_the_tunnel_is_the_inner_headers_udp():
+    """VXLAN in VXLAN: the checksum a level-1 NIC checks is the inner header's own L4, the nested VXLAN's UDP. Its
+    checksum 0 has nothing to check (it was summed as if it had one, and valid frames read as bad: CHECKSUM_NONE
+    instead of UNNECESSARY level 1 under a --nic preset, breaker34); a corrupt innermost payload breaks a computed
+    nested UDP checksum (level 1 only, the outer one being 0)."""
+    from test_verdict import _nested_vxlan
+
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    dec = Decoder((4789, 8472), (6081,))
+    for nested in ("computed", "zero"):
+        (inner,) = build_flow(FrameSpec(outer_csum=nested), [1000])
+        f = _nested_vxlan(inner, 100)  # outer UDP checksum 0
+        l4 = dec.decode(f)[4]
+        assert hw_checksums_ok(f, 0, "vxlan", l4) and hw_checksums_ok(f, 1, "vxlan", l4), nested
+        bad = bytearray(f)
+        bad[-1] ^= 0xFF
+        assert hw_checksums_ok(bytes(bad), 0, "vxlan", l4)
+        assert hw_checksums_ok(bytes(bad), 1, "vxlan", l4) == (nested == "zero"), nested
