@@ -344,3 +344,16 @@ def test_the_outer_headers_refused_are_counted_by_frame(tmp_path, runner):
     assert k["gate_unvalidated_zero_csum"] == {"phys": 2, "tunnel": 0}
     assert "udp_gro_receive refuses 4 frames there" in v["text"]
     assert "At the phys device it refuses the outer header of 2 of them too, which costs nothing" in v["text"]
+
+
+def test_nested_refusals_with_phys_gro_off_say_it_is_off(tmp_path):
+    """VXLAN (nested UDP checksum 0) in VXLAN (outer 0), --gro phys=off, a kernel without the fix: the tunnel
+    device's gro_cells refuses the 4 nested frames (gro-spec §4.7 row 3 after udp_rcv consumed a level, §6.1); at
+    the phys device GRO does not run at all (netif_elide_gro), which the sentence says instead of "does not refuse
+    them" (breaker41)."""
+    frames = _frames_of(_nested(0, outer_zero=True, nested_zero=True))
+    result = replay_frames(frames, ReplayConfig(kernels=[K_5_11], rx_csum="unnecessary", gro={"phys": False}))
+    text = document(result)["verdict"]["text"]
+    assert "udp_gro_receive refuses 4 frames there" in text, text
+    assert "At the phys device GRO is off (netif_elide_gro), so udp_gro_receive does not run there." in text
+    assert "does not refuse them" not in text

@@ -256,11 +256,12 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             return ""
         reasons = self._reasons(u.reasons, k.name)
         if self.compare and self.pre is not None and k.name == self.post:
-            # the flows the comparison named as the post-fix kernel's no further merged, with these very reasons
-            # (``_costless_parts``): named, not listed twice (newcomer33)
+            # the very flows the comparison named as the post-fix kernel's merged no further, with these reasons
+            # (``_costless_parts``): referred to, not listed twice (newcomer33); only when the two sets are one
+            # (``Unmerged.no_gain_said``: some merged no further are merged in part, breaker41)
             r = self._tally.refusals[self.pre]
             said = r.costless_by.get("post_no_gain", (0, 0))[0]
-            if said == u.flows and r.post_no_gain_reasons:
+            if said == u.flows == u.no_gain_said and r.post_no_gain_reasons:
                 if self._reasons(r.post_no_gain_reasons, r.post_kernel) == reasons:
                     reasons = f"{'that flow' if u.flows == 1 else 'those flows'}, by the reasons named above"
         return (
@@ -351,7 +352,11 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 if parts
                 else f"{n:,} of {t.tunnel:,} tunnelled {plural(t.tunnel, 'flow')}"
             )
-            if not r.phys_too:
+            if not self.result.config.gro_runs()["phys"]:  # breaker41: said as if it ran there
+                phys = (
+                    "At the phys device GRO is off (netif_elide_gro), so udp_gro_receive does not run there"
+                )
+            elif not r.phys_too:
                 phys = "At the phys device udp_gro_receive does not refuse them for a zero checksum"
             else:
                 # by frames: a flow's frames can be refused at the tunnel device and not all at the phys device

@@ -31,6 +31,9 @@ class Unmerged:
     #: of ``empty``, the flows whose refusals by the compared kernel without the fix the verdict lists as costing
     #: nothing for want of payload (``Refusals.costless_by["no_payload"]``): the same flows said twice, once per kernel
     empty_refused_before: int = 0
+    #: of ``flows``, those the comparison names as merged no further by the post-fix kernel
+    #: (``Refusals.costless_by["post_no_gain"]``, which also holds flows it merges in part: breaker41)
+    no_gain_said: int = 0
     empty_reasons: Counter = field(default_factory=Counter)
     reasons: Counter = field(default_factory=Counter)
     id_steps: Counter = field(default_factory=Counter)
@@ -242,7 +245,7 @@ class _Tally:
             stage = fv.pre.refused_at()
             if stage is not None:
                 self.refused_at[stage] += fv.gate_zero
-        empty_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else set()
+        empty_in, unmerged_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else (set(), set())
         if fv.affected:
             self._add_affected(fv)
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
@@ -255,11 +258,15 @@ class _Tally:
             self.refusals[pre.name].add_costless(fv, pre, why)
             if why == "no_payload" and fv.post is not None and fv.post.name in empty_in:
                 self.unmerged[fv.post.name].empty_refused_before += 1
+            elif why == "post_no_gain" and fv.post is not None and fv.post.name in unmerged_in:
+                self.unmerged[fv.post.name].no_gain_said += 1
 
-    def _add_tunnel(self, fv: FlowVerdict, live: bool, end_ns: int | None) -> set[str]:
+    def _add_tunnel(self, fv: FlowVerdict, live: bool, end_ns: int | None) -> tuple[set[str], set[str]]:
         """Sum tunnelled flow ``fv`` into the kernels' totals, unmerged flows and split groups. Returns the names of
-        the kernels that counted it among their flows without payload (``Unmerged.empty``)."""
+        the kernels that counted it among their flows without payload (``Unmerged.empty``), and among their other
+        unmerged flows (``Unmerged.flows``)."""
         empty_in: set[str] = set()
+        unmerged_in: set[str] = set()
         self.tunnel += 1
         self.tunnel_zero += bool(fv.key.outer_csum_zero)
         if fv.key.outer_csum_zero and self.state_of is not None and fv.kernels:
@@ -296,6 +303,7 @@ class _Tally:
                     empty_in.add(k.name)
                     continue
                 u.flows += 1
+                unmerged_in.add(k.name)
                 u.skbs += k.skbs["phys"]
                 u.skbs_empty += k.phys_empty
                 u.reasons.update(break_reasons(k))
@@ -314,7 +322,7 @@ class _Tally:
                 g.live.discard(fv.fid)
                 if not g.live:
                     self.close(g)
-        return empty_in
+        return empty_in, unmerged_in
 
     def _add_affected(self, fv: FlowVerdict) -> None:
         import heapq
