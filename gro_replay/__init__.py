@@ -92,16 +92,17 @@ def import_failed(e: ImportError) -> tuple[str, int]:
 
 def _importing(e: ImportError) -> str:
     """The required package whose module was being imported when ``e`` was raised (the innermost module body,
-    ``<module>``, in its traceback, when it is one of ``REQUIRED_PACKAGES``), or "": a package broken in place (a
-    module of it that fails to load a C extension, or raises an ImportError without ``name`` itself) or missing a
-    package of its own (jsonschema without referencing). Functions of a required package on the way (click's
-    invoke runs every command) name none (breaker39)."""
+    ``<module>``, of one of ``REQUIRED_PACKAGES`` in its traceback), or "": a package broken in place (a module of
+    it that fails to load a C extension, or raises an ImportError without ``name`` itself) or missing a package of
+    its own, at any depth (jsonschema without referencing, or referencing without rpds: breaker41). Functions of a
+    required package on the way (click's invoke runs every command) name none (breaker39)."""
     tb, found = e.__traceback__, ""
     while tb is not None:
         if tb.tb_frame.f_code.co_name == "<module>":
-            found = str(tb.tb_frame.f_globals.get("__name__", ""))
+            name = str(tb.tb_frame.f_globals.get("__name__", ""))
+            found = name if name.split(".")[0] in REQUIRED_PACKAGES else found
         tb = tb.tb_next
-    return found if found.split(".")[0] in REQUIRED_PACKAGES else ""
+    return found
 
 
 def __getattr__(name: str) -> Any:
