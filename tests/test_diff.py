@@ -812,9 +812,28 @@ def test_documents_without_digests_are_one_input_only_under_one_name(tmp_path):
     r = run("diff", a, b)
     assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: ")
     # a stream's name names no capture: two documents of captures piped in are not known to be one (breaker39)
-    for name in ("-", "/dev/stdin", "/dev/fd/63", "/proc/self/fd/0", "/proc/4242/fd/0", "//dev/./stdin"):
+    for name in (
+        "-",
+        "/dev/stdin",
+        "/dev/fd/63",
+        "/proc/self/fd/0",
+        "/proc/4242/fd/0",
+        "//dev/./stdin",
+        "/dev/../dev/stdin",
+        "/proc/self/task/5/fd/0",
+    ):
         for x in (a, c):
             x.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": name}}))
+        r = run("diff", a, c)
+        assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: "), name
+    # one name, frames read differing: not one capture (breaker41); /dev/fd/../../x is a file's name
+    for name in ("/tmp/capture.pcap", "/dev/fd/../../tmp/capture.pcap"):
+        a.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": name}}))
+        c.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": name}}))
+        assert run("diff", a, c).exit_code == 0, name
+        c.write_text(
+            json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": name, "frames_read": 18}})
+        )
         r = run("diff", a, c)
         assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: "), name
 

@@ -4,6 +4,8 @@ said."""
 
 from __future__ import annotations
 
+import posixpath
+
 from ...capture.digest import digest_words, recorded
 from ...capture.reader import path_words
 
@@ -32,31 +34,34 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
 
     By the digests both record (capture/digest.py ``DIGESTS``: BLAKE3, or SHA-256 with ``--digest sha256`` and in
     documents before BLAKE3): the same when they agree. Without one both record, two documents are of one input
-    only when neither records a digest (older or hand-made ones) and they name the same path (or none); a digest
+    only when neither records a digest (older or hand-made ones) and they name the same path (or none) and read
+    as many frames; a digest
     of another algorithm says nothing of the other document's bytes; nor does a stream's name (``_stream_name``:
     breaker39), which any capture piped in has."""
     bd, cd = recorded(bi), recorded(ci)
     shared = [a for a in bd if a in cd]
     if shared:
         return all(bd[a] == cd[a] for a in shared), shared[0]
-    path = (bi or {}).get("path")
-    return not bd and not cd and path == (ci or {}).get("path") and not _stream_name(path), None
+    bi, ci = bi or {}, ci or {}
+    path = bi.get("path")
+    # frames read differing: not one capture whatever the name (breaker41)
+    same_count = bi.get("frames_read") == ci.get("frames_read")
+    return not bd and not cd and path == ci.get("path") and same_count and not _stream_name(path), None
 
 
 def _stream_name(path) -> bool:
     """Whether ``path`` names a stream that any capture piped in has: ``-``, ``/dev/stdin``, ``/dev/fd/N``,
-    ``/proc/PID/fd/N`` (``self``, ``thread-self``), spelled with any repeated slashes or ``.`` (breaker40); a
-    FIFO's own name cannot be told from a file's in a document."""
+    ``/proc/PID/fd/N`` (``self``, ``thread-self``, ``PID/task/TID``), spelled any way (``//``, ``.``, ``..``:
+    breaker40, breaker41); a FIFO's own name cannot be told from a file's in a document."""
     if path == "-":
         return True
     if not isinstance(path, str) or not path.startswith("/"):
         return False
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    return (
-        parts == ["dev", "stdin"]
-        or parts[:2] == ["dev", "fd"]
-        or (parts[:1] == ["proc"] and "fd" in parts[2:3])
-    )
+    parts = posixpath.normpath("/" + path.lstrip("/")).split("/")[1:]
+    if parts[:1] == ["proc"]:  # /proc/PID/fd/N, /proc/PID/task/TID/fd/N
+        parts = parts[2:] if parts[2:3] != ["task"] else parts[4:]
+        return parts[:1] == ["fd"]
+    return parts == ["dev", "stdin"] or parts[:2] == ["dev", "fd"]
 
 
 def inputs_words(bi: dict | None, ci: dict | None) -> str:
