@@ -422,10 +422,14 @@ def test_a_read_error_before_the_records_and_in_a_streams_copy_says_how_far_it_g
     with pytest.raises(CaptureError) as ei:
         capture_of(_FailingRaw(data, 10), "f")
     assert str(ei.value) == "f: read error after 10 bytes read (Input/output error)"
-    # through spooled: the bytes the header's reading took count too (breaker40: "after 0 bytes read")
-    for at in (300_000, 100):
+    # through spooled: the bytes the header's reading took count too (breaker40: "after 0 bytes read"), and a
+    # failure inside the header is counted (breaker41: no count), compressed bytes for gzip data
+    gz = gzip.compress(data, mtime=0)
+    for blob, at, kind in ((data, 300_000, ""), (data, 100, ""), (data, 10, ""), (gz, 5000, "compressed ")):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(spool, "open_stream", lambda path, at=at: _FailingRaw(data, at))
+            mp.setattr(spool, "open_stream", lambda path, blob=blob, at=at: _FailingRaw(blob, at))
             with pytest.raises(CaptureError) as ei, spool.spooled("-", "--detect-tunnels"):
                 pass
-        assert str(ei.value).endswith(f": read error after {at} bytes read (Input/output error)"), ei.value
+        assert str(ei.value).endswith(f": read error after {at} {kind}bytes read (Input/output error)"), (
+            ei.value
+        )

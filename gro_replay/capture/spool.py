@@ -33,7 +33,7 @@ import numpy as np
 from .chunks import _MIN_RUN, stride_prefix
 from .pcapng import _NG_U32, _PCAPNG_EPB, _PCAPNG_PB, _PCAPNG_SHB, _PCAPNG_SPB, MAX_CAPLEN
 from .reader import STDIN_PATH, capture_of, open_stream
-from .stream import CaptureError, read_error
+from .stream import GZIP_MAGIC, CaptureError, read_error
 
 #: bytes copied per read of the stream
 COPY_BLOCK = 1 << 20
@@ -98,7 +98,7 @@ def spooled(path: str, why: str, on_copy: OnCopy | None = None) -> Iterator[str]
                     meter = _Meter(on_copy, RecordCounter.of(cap))
                     # the bytes the header's reading copied (a read buffer or so), then the rest as it comes
                     meter.add(memoryview(tee.copied), force=True)
-            _copy(src, out, path, why, tmp, meter, len(tee.copied))
+            _copy(src, out, path, why, tmp, meter, tee.copied)
             if meter is not None:
                 meter.end()
         yield tmp
@@ -128,7 +128,12 @@ class _Tee(io.RawIOBase):
         return self._src.fileno()
 
     def readinto(self, b) -> int:
-        n = self._src.readinto(b) or 0
+        try:
+            n = self._src.readinto(b) or 0
+        except (
+            OSError
+        ) as e:  # counted here: the header's reader, reading through no digest, cannot (breaker41)
+            raise read_error(self._path, e, len(self.copied), self.copied[:2] == GZIP_MAGIC) from None
         data = memoryview(b).cast("B")[:n]
         _write_all(self._out, data, self._path, self._why, self._tmp)
         self.copied += data
@@ -146,18 +151,21 @@ def _write_all(out, data: memoryview, path: str, why: str, tmp: str) -> None:
         done += w or 0
 
 
-def _copy(src, out, path: str, why: str, tmp: str, meter: _Meter | None = None, copied: int = 0) -> None:
+def _copy(
+    src, out, path: str, why: str, tmp: str, meter: _Meter | None = None, head: bytes | bytearray = b""
+) -> None:
     """Every byte of stream ``src`` written to ``out`` (the temporary file ``tmp``, unbuffered), each block then
-    shown to ``meter`` (when given); ``copied``: the bytes of the stream read before (the header's, through
-    ``_Tee``), counted in a read error. Raises: CaptureError on a read error of the stream or a write error of the
-    copy."""
+    shown to ``meter`` (when given); ``head``: the bytes of the stream read before (the header's, through
+    ``_Tee``), counted in a read error (compressed bytes after a gzip magic). Raises: CaptureError on a read error
+    of the stream or a write error of the copy."""
     buf = bytearray(COPY_BLOCK)
     view = memoryview(buf)
+    copied = len(head)
     while True:
         try:
             n = src.readinto(buf)
         except OSError as e:
-            raise read_error(path, e, copied) from None
+            raise read_error(path, e, copied, head[:2] == GZIP_MAGIC) from None
         if not n:
             return
         copied += n
