@@ -93,7 +93,9 @@ def test_only_click_mans_deprecation_warning_is_filtered() -> None:
     ]
 
 
-@pytest.mark.parametrize("broken", ["figure.py", "backends/backend_svg.py"])
+@pytest.mark.parametrize(
+    "broken", ["figure.py", "backends/backend_svg.py", "missing backends/backend_svg.py"]
+)
 def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) -> None:
     """matplotlib found but broken: its figure module, or the backend that writes the SVG (a C extension for
     PNG), fails to load with an ImportError without a name. The --plot error names it with the import's error
@@ -107,7 +109,14 @@ def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) 
     (pkg / "backends").mkdir(parents=True)
     for name in ("__init__.py", "figure.py", "ticker.py", "backends/__init__.py", "backends/backend_svg.py"):
         (pkg / name).write_text("")
-    (pkg / broken).write_text("raise ImportError('libfoo.so: cannot open shared object file')\n")
+    if broken.startswith(
+        "missing "
+    ):  # a module of it gone: named (breaker41: "needs matplotlib: pip install")
+        (pkg / broken.split()[1]).unlink()
+        why = "No module named 'matplotlib.backends.backend_svg'"
+    else:
+        (pkg / broken).write_text("raise ImportError('libfoo.so: cannot open shared object file')\n")
+        why = "libfoo.so: cannot open shared object file"
     env = cli_env()
     env["PYTHONPATH"] = (
         f"{tmp_path / 'site'}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(tmp_path / "site")
@@ -119,6 +128,6 @@ def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) 
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 2 and p.stdout == "", p.stderr  # nothing replayed
     assert p.stderr.startswith(
-        "Error: --plot needs matplotlib (its import failed: libfoo.so: cannot open shared object file): pip install "
-        "'.[plot]' in the gro-replay source tree"
+        f"Error: --plot needs matplotlib (its import failed: {why}): pip install '.[plot]' in the gro-replay source "
+        "tree"
     ), p.stderr

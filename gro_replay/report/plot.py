@@ -36,10 +36,13 @@ def plot_format(path: str) -> str:
 _BACKENDS = {"svg": "matplotlib.backends.backend_svg", "png": "matplotlib.backends.backend_agg"}
 
 
-def _unavailable(e: ImportError) -> PlotUnavailable:
-    """The one-line error for matplotlib that cannot be imported: missing, or broken in place (a module that fails
-    to load a C extension: named with its error, breaker39)."""
-    missing = isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == "matplotlib"
+def _unavailable(e: Exception) -> PlotUnavailable:
+    """The one-line error for matplotlib that cannot be loaded: missing, broken in place (a module of it missing or
+    failing to load a C extension: named with its error, breaker39, breaker41), or failing otherwise as it loads
+    (a bad ``MPLBACKEND``, an unreadable file: named with its error, no install advice)."""
+    if not isinstance(e, ImportError):
+        return PlotUnavailable(f"--plot: matplotlib cannot be loaded ({type(e).__name__}: {e})")
+    missing = isinstance(e, ModuleNotFoundError) and e.name == "matplotlib"
     broken = "" if missing else f" (its import failed: {e})"
     return PlotUnavailable(
         f"--plot needs matplotlib{broken}: {install_extra_hint('plot')} (or: pip install 'matplotlib>=3.7,<4')"
@@ -59,7 +62,7 @@ def require_matplotlib(fmt: str | None = None) -> None:
             *((_BACKENDS[fmt],) if fmt else ()),
         ):
             importlib.import_module(name)
-    except ImportError as e:
+    except (ImportError, OSError, RuntimeError, ValueError) as e:
         raise _unavailable(e) from None
 
 
