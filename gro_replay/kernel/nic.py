@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..packet.csum import csum_add, csum_partial, pseudo_at
+from ..packet.decode import ipv6_upper
 from .model import SENDER_SWITCHES
 from .nic_skb import RX_SKB_LAYOUTS, VETH_AF_PACKET, RxSkbLayout
 from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, IpSummed
@@ -373,25 +374,33 @@ def _l4_ok(frame: bytes, ip: int, v6: bool, l4: int, proto: int) -> bool:
     return csum_add(pseudo, csum_partial(frame, l4, l4 + length)) == 0xFFFF
 
 
+def _l4_after(frame: bytes, ip: int, ethertype: int) -> tuple[bool, int, int] | None:
+    """``(IPv6, L4 protocol, L4 offset)`` of the IP header at ``frame[ip]`` (IPv4: past its options; IPv6: past its
+    extension headers, packet/decode.py ``ipv6_upper``), or None: not IP, or an extension header cut short."""
+    if ethertype == 0x0800 and ip + 20 <= len(frame):
+        return False, frame[ip + 9], ip + ((frame[ip] & 0x0F) << 2)
+    if ethertype == 0x86DD and ip + 40 <= len(frame):
+        upper = ipv6_upper(frame, ip, len(frame))
+        return None if upper is None else (True, *upper)
+    return None
+
+
 def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
-    """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: the outer UDP checksum
-    when it is not 0, and at level 1 also the inner TCP/UDP checksum of a ``tunnel`` frame (``vxlan``/``geneve``):
-    the decoder's innermost L4 at ``l4``, or the inner header's own UDP (a tunnel inside the tunnel, UDP traffic),
-    when its checksum is not 0. Frames are untagged Ethernet (the decoder took VLAN tags off)."""
-    et = frame[12] << 8 | frame[13]
-    if et == 0x0800:
-        ip, v6 = 14, False
-        udp = ip + ((frame[ip] & 0x0F) << 2)
-        proto = frame[ip + 9]
-    elif et == 0x86DD:
-        ip, v6 = 14, True
-        udp = ip + 40
-        proto = frame[ip + 6]
-    else:
+    """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: a TCP segment's that is
+    not tunnelled (breaker42: a bad one was merged); the outer UDP checksum when it is not 0; and at level 1 also
+    the inner TCP/UDP checksum of a ``tunnel`` frame (``vxlan``/``geneve``): the decoder's innermost L4 at ``l4``,
+    or the inner header's own UDP (a tunnel inside the tunnel, UDP traffic), when its checksum is not 0. IPv6
+    extension headers are stepped over (breaker42: a hop-by-hop header read as a bad checksum). Frames are
+    untagged Ethernet (the decoder took VLAN tags off)."""
+    outer = _l4_after(frame, 14, frame[12] << 8 | frame[13])
+    if outer is None:
         return True
+    v6, proto, udp = outer
+    if proto == 6:
+        return _l4_ok(frame, 14, v6, udp, 6)
     if proto != 17 or udp + 8 > len(frame):
-        return True  # plain TCP/other: the decoder's innermost L4 is the only one
-    if (frame[udp + 6] or frame[udp + 7]) and not _l4_ok(frame, ip, v6, udp, 17):
+        return True  # another protocol: none the model checks
+    if (frame[udp + 6] or frame[udp + 7]) and not _l4_ok(frame, 14, v6, udp, 17):
         return False
     if level < 1 or not tunnel or not l4:
         return True
@@ -401,12 +410,10 @@ def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
     while iet in (0x8100, 0x88A8) and inner + 4 <= len(frame):
         iet = frame[inner + 2] << 8 | frame[inner + 3]
         inner += 4
-    if iet == 0x0800:
-        v6, proto, first = False, frame[inner + 9], inner + ((frame[inner] & 0x0F) << 2)
-    elif iet == 0x86DD:
-        v6, proto, first = True, frame[inner + 6], inner + 40
-    else:
+    found = _l4_after(frame, inner, iet)
+    if found is None:
         return True
+    v6, proto, first = found
     if proto == 17:
         # inner UDP (a tunnel inside the tunnel, or UDP traffic): level 1 is the inner header's own UDP, whose
         # checksum 0 has nothing to check (it read as bad: breaker34), not an L4 further in, whose pseudo-header

@@ -270,3 +270,20 @@ def test_level_one_of_a_tunnel_inside_the_tunnel_is_the_inner_headers_udp():
         bad[-1] ^= 0xFF
         assert hw_checksums_ok(bytes(bad), 0, "vxlan", l4)
         assert hw_checksums_ok(bytes(bad), 1, "vxlan", l4) == (nested == "zero"), nested
+
+
+def test_a_plain_tcp_checksum_and_inner_ipv6_extension_headers_are_checked():
+    """breaker42: a TCP segment that is not tunnelled had no checksum checked (a bad one handed UNNECESSARY by ice
+    and merged), and an inner IPv6 header with a hop-by-hop or destination-options header was read with that
+    header's type as the L4 protocol (a valid frame read as bad at level 1). Frames from packet/build.py: the inner
+    Ethernet frame of a VXLAN/IPv4 one is a plain TCP frame (50 bytes of outer headers)."""
+    from gro_replay.packet.build import FrameSpec, build_frame
+
+    good, bad = (build_frame(FrameSpec(tcp_csum=c))[50:] for c in ("ok", "bad"))
+    assert hw_checksums_ok(good, 0, "", 0) and not hw_checksums_ok(bad, 0, "", 0)
+    dec = Decoder((4789, 8472), (6081,))
+    for ext in ([(0, b"")], [(60, b"")], [(0, b""), (60, b"")]):
+        for c in ("ok", "bad"):
+            f = build_frame(FrameSpec(inner_ipv6=True, ipv6_ext=ext, outer_csum="zero", tcp_csum=c))
+            l4 = dec.decode(f)[4]
+            assert hw_checksums_ok(f, 1, "vxlan", l4) == (c == "ok"), (ext, c)
