@@ -357,3 +357,14 @@ def test_nested_refusals_with_phys_gro_off_say_it_is_off(tmp_path):
     assert "udp_gro_receive refuses 4 frames there" in text, text
     assert "At the phys device GRO is off (netif_elide_gro), so udp_gro_receive does not run there." in text
     assert "does not refuse them" not in text
+
+
+def test_phys_gro_off_with_a_kernel_carrying_the_fix_does_not_say_the_gate_is_never_reached():
+    """The same nested frames, --gro phys=off, one kernel with the fix: the gate is reached at the tunnel device's
+    gro_cells (where the fix changes what it refuses), so the verdict no longer says "The fix changes nothing …
+    udp_gro_receive's checksum gate … is never reached" (breaker42); it says what the kernel carries."""
+    frames = _frames_of(_nested(0, outer_zero=True, nested_zero=True))
+    result = replay_frames(frames, ReplayConfig(kernels=[K_5_12], rx_csum="unnecessary", gro={"phys": False}))
+    text = document(result)["verdict"]["text"]
+    assert "is never reached" not in text and "changes nothing" not in text, text
+    assert text.startswith("post-fix (v5.12) carries 89e5c58fc1e2"), text

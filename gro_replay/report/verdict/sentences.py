@@ -179,7 +179,10 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 + self._lost_refusals_text()
             )
         runs = cfg.gro_runs()
-        if not runs["phys"] and not self._tally.affected:
+        # a tunnel inside the tunnel meets the gate at the tunnel device, where the fix changes what it refuses
+        # (breaker42: "never reached" with phys GRO off)
+        nested_gate = any(self._tally.totals[k.name].gate_reached["tunnel"] for k in self.kernels)
+        if not runs["phys"] and not self._tally.affected and not nested_gate:
             tunnel = (
                 "the tunnel device's gro_cells do all the merging"
                 if runs["tunnel"]
