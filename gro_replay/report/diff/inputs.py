@@ -35,7 +35,7 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
     By the digests both record (capture/digest.py ``DIGESTS``: BLAKE3, or SHA-256 with ``--digest sha256`` and in
     documents before BLAKE3): the same when they agree. Without one both record, two documents are of one input
     only when neither records a digest (older or hand-made ones) and they name the same path (or none) and read
-    as many frames; a digest
+    as many frames and bytes; a digest
     of another algorithm says nothing of the other document's bytes; nor does a stream's name (``_stream_name``:
     breaker39), which any capture piped in has."""
     bd, cd = recorded(bi), recorded(ci)
@@ -44,24 +44,22 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
         return all(bd[a] == cd[a] for a in shared), shared[0]
     bi, ci = bi or {}, ci or {}
     path = bi.get("path")
-    # frames read differing: not one capture whatever the name (breaker41)
-    same_count = bi.get("frames_read") == ci.get("frames_read")
+    # frames or bytes read differing: not one capture whatever the name (breaker41, breaker42)
+    same_count = all(bi.get(n) == ci.get(n) for n in ("frames_read", "bytes"))
     return not bd and not cd and path == ci.get("path") and same_count and not _stream_name(path), None
 
 
 def _stream_name(path) -> bool:
-    """Whether ``path`` names a stream that any capture piped in has: ``-``, ``/dev/stdin``, ``/dev/fd/N``,
-    ``/proc/PID/fd/N`` (``self``, ``thread-self``, ``PID/task/TID``), spelled any way (``//``, ``.``, ``..``:
-    breaker40, breaker41); a FIFO's own name cannot be told from a file's in a document."""
+    """Whether ``path`` names a stream that any capture piped in has: ``-``, or a path, absolute or relative, that
+    ends in ``dev/stdin`` or in ``fd/N`` (``/dev/fd/N``, ``/proc/PID/fd/N``, ``/proc/self/root/dev/stdin``,
+    ``../dev/stdin``), spelled any way (``//``, ``.``, ``..``: breaker40–42); a FIFO's own name cannot be told
+    from a file's in a document."""
     if path == "-":
         return True
-    if not isinstance(path, str) or not path.startswith("/"):
+    if not isinstance(path, str) or not path:
         return False
-    parts = posixpath.normpath("/" + path.lstrip("/")).split("/")[1:]
-    if parts[:1] == ["proc"]:  # /proc/PID/fd/N, /proc/PID/task/TID/fd/N
-        parts = parts[2:] if parts[2:3] != ["task"] else parts[4:]
-        return parts[:1] == ["fd"]
-    return parts == ["dev", "stdin"] or parts[:2] == ["dev", "fd"]
+    parts = [p for p in posixpath.normpath(path).split("/") if p]
+    return parts[-2:] == ["dev", "stdin"] or (len(parts) >= 2 and parts[-2] == "fd" and parts[-1].isdigit())
 
 
 def inputs_words(bi: dict | None, ci: dict | None) -> str:
