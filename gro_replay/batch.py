@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from .capture.reader import CaptureError, open_capture
-from .project import install_extra_hint
+from .project import import_failed_words, install_extra_hint
 from .sim import ReplayConfig, replay_capture
 
 
@@ -190,9 +190,10 @@ def _may_be_open(fd: int) -> bool:
 def _distributed():
     try:
         import distributed
-    except ImportError:
+    except ImportError as e:
+        broken = import_failed_words(e, "distributed")
         raise BatchUnavailable(
-            f"gro-replay batch needs dask.distributed: {install_extra_hint('batch')}"
+            f"gro-replay batch needs dask.distributed{broken}: {install_extra_hint('batch')}"
         ) from None
     return distributed
 

@@ -18,6 +18,14 @@ def install_extra_hint(extra: str) -> str:
     return f"pip install '.[{extra}]' in the gro-replay source tree"
 
 
+def import_failed_words(e: ImportError, package: str) -> str:
+    """What an optional extra's error adds for import error ``e`` of ``package`` (its top-level name): nothing when
+    the package itself is not installed; else " (its import failed: …)": installed but broken in place, or
+    missing a module or package of its own, where installing it again is not the whole story (breaker41/42)."""
+    missing = isinstance(e, ModuleNotFoundError) and e.name == package
+    return "" if missing else f" (its import failed: {e})"
+
+
 def plain_number(x: float) -> str:
     """``x`` as it can be typed back: positional digits, no exponent, no separators, trailing zeros trimmed
     (``1000000``, ``2.5``, ``0.0000001``; ``{:g}`` gives ``1e+06``). A leaf function: the CLI's option types use it

@@ -131,3 +131,53 @@ def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) 
         f"Error: --plot needs matplotlib (its import failed: {why}): pip install '.[plot]' in the gro-replay source "
         "tree"
     ), p.stderr
+
+
+@pytest.mark.parametrize(
+    ("package", "args", "message"),
+    [
+        ("distributed", ["batch", str(FIX_SAMPLE)], "Error: gro-replay batch needs dask.distributed"),
+        ("pcapy", [str(FIX_SAMPLE), "-f", "udp", "-q"], "Error: -f needs a libpcap binding"),
+    ],
+    ids=["batch", "bpf"],
+)
+def test_an_extra_broken_in_place_is_named_with_its_error(tmp_path, package, args, message) -> None:
+    """The kind of breaker41's --plot finding for the other extras (breaker42): a package found but broken (its
+    import raises an ImportError without a name) is named with its error, not only "install it"."""
+    import subprocess
+
+    from conftest import cli_env
+
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text(
+        "raise ImportError('libfoo.so: cannot open shared object file')\n"
+    )
+    env = cli_env()
+    env["PYTHONPATH"] = f"{tmp_path}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(tmp_path)
+    code = f"import sys\nfrom gro_replay.cli import entry\nsys.argv = ['gro-replay', *{args!r}]\nentry()\n"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(
+        f"{message} (its import failed: libfoo.so: cannot open shared object file): "
+    ), p.stderr
+    assert len(p.stderr.splitlines()) == 1
+
+
+def test_a_plot_that_matplotlib_cannot_draw_is_one_line(tmp_path, monkeypatch) -> None:
+    """matplotlib failing as it draws (text.usetex without LaTeX raises RuntimeError in savefig; here savefig
+    raises it): the one-line --plot error, exit 2, no file (breaker42: an internal error after the replay)."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    def fail(*_a, **_k):
+        raise RuntimeError("Failed to process string with tex because latex could not be found")
+
+    monkeypatch.setattr(Figure, "savefig", fail)
+    out = tmp_path / "x.svg"
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--plot", str(out), "-q"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr == (
+        "Error: --plot: matplotlib could not draw the plot (RuntimeError: Failed to process string with tex because "
+        "latex could not be found)\n"
+    )
+    assert not out.exists()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..project import install_extra_hint
+from ..project import import_failed_words, install_extra_hint
 from .linktypes import DLT_NAMES, DLT_RAW, DLT_RAW_ALT12, DLT_RAW_ALT14
 from .stream import CaptureError
 
@@ -59,9 +59,11 @@ def linktype_name(linktype: int) -> str:
 def _pcapy():
     try:
         import pcapy
-    except ImportError:
+    except ImportError as e:
+        broken = import_failed_words(e, "pcapy")
         raise FilterError(
-            f"-f needs a libpcap binding: install the bpf extra ({install_extra_hint('bpf')}, i.e. pcapy-ng)"
+            f"-f needs a libpcap binding{broken}: install the bpf extra ({install_extra_hint('bpf')}, i.e. "
+            "pcapy-ng)"
         ) from None
     return pcapy
 

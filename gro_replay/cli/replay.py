@@ -204,12 +204,14 @@ def _file_outputs(result, json_path, md_path, plot_path, outs: RunOutputs) -> No
     """The exports to files, as outputs of ``outs``: ``--plot``, ``--json FILE``, ``--markdown FILE``."""
     # imported only for the exports asked for: the table module brings rich, the plot module matplotlib
     if plot_path:
-        from ..report.plot import write_plot
+        from ..report.plot import PlotUnavailable, write_plot
 
         try:
             write_plot(result, plot_path, outs.temp_path(plot_path, "--plot"))
         except OSError as e:
             raise output_error("--plot", plot_path, e) from None
+        except PlotUnavailable as e:  # matplotlib failing as it draws: one line, as before the replay
+            raise UsageError(str(e)) from None
     if json_path and json_path != "-":
         from ..report.document import document
         from ..report.schema import dumps

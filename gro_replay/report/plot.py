@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from ..capture.reader import path_words
-from ..project import install_extra_hint, plural
+from ..project import import_failed_words, install_extra_hint, plural
 from .verdict.words import kernel_label
 
 PLOT_FORMATS = ("svg", "png")
@@ -20,7 +20,7 @@ STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
 
 class PlotUnavailable(RuntimeError):
-    """matplotlib is not installed (one-line message naming the extra)."""
+    """matplotlib cannot be loaded, or cannot draw the plot (one-line message: the extra to install, or the error)."""
 
 
 def plot_format(path: str) -> str:
@@ -36,16 +36,17 @@ def plot_format(path: str) -> str:
 _BACKENDS = {"svg": "matplotlib.backends.backend_svg", "png": "matplotlib.backends.backend_agg"}
 
 
-def _unavailable(e: Exception) -> PlotUnavailable:
+def _unavailable(e: Exception, drawing: bool = False) -> PlotUnavailable:
     """The one-line error for matplotlib that cannot be loaded: missing, broken in place (a module of it missing or
     failing to load a C extension: named with its error, breaker39, breaker41), or failing otherwise as it loads
-    (a bad ``MPLBACKEND``, an unreadable file: named with its error, no install advice)."""
+    (a bad ``MPLBACKEND``) or draws (``drawing``: text.usetex without LaTeX, breaker42): named with its error, no
+    install advice."""
     if not isinstance(e, ImportError):
-        return PlotUnavailable(f"--plot: matplotlib cannot be loaded ({type(e).__name__}: {e})")
-    missing = isinstance(e, ModuleNotFoundError) and e.name == "matplotlib"
-    broken = "" if missing else f" (its import failed: {e})"
+        what = "could not draw the plot" if drawing else "cannot be loaded"
+        return PlotUnavailable(f"--plot: matplotlib {what} ({type(e).__name__}: {e})")
     return PlotUnavailable(
-        f"--plot needs matplotlib{broken}: {install_extra_hint('plot')} (or: pip install 'matplotlib>=3.7,<4')"
+        f"--plot needs matplotlib{import_failed_words(e, 'matplotlib')}: {install_extra_hint('plot')} (or: pip "
+        "install 'matplotlib>=3.7,<4')"
     )
 
 
@@ -84,8 +85,8 @@ def write_plot(result, path: str, dest: str | None = None) -> None:
     fig = segs_figure(result)
     try:
         fig.savefig(dest or path, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
-    except ImportError as e:
-        raise _unavailable(e) from None
+    except (ImportError, RuntimeError, ValueError) as e:  # an OSError is the file's: said as every output's
+        raise _unavailable(e, drawing=True) from None
 
 
 def segs_figure(result):
