@@ -69,8 +69,9 @@ def import_failed(e: ImportError) -> tuple[str, int]:
     import of the package's own names, so a release has no such bug of its own). A package it requires
     (``REQUIRED_PACKAGES``) not found, without a name gro-replay imports (a version outside pyproject.toml's
     bounds), or broken (its own import raised ``e``, or one of its own imports did: ``_importing``), is an
-    incomplete installation too: the line names it and how to install it, ``EXIT_TEMPFAIL``. Any other is an internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so
-    it is there to say it."""
+    incomplete installation too: the line names it and how to install it, ``EXIT_TEMPFAIL``. Any other is an
+    internal error (``EXIT_INTERNAL``). Kept here, in the package's one module that imports nothing, so it is there
+    to say it."""
     top = (e.name or "").split(".")[0]
     if top != "gro_replay" and top not in REQUIRED_PACKAGES:
         # a nameless error, or a module a required package imports (jsonschema's referencing: breaker40)

@@ -130,9 +130,8 @@ class _Tee(io.RawIOBase):
     def readinto(self, b) -> int:
         try:
             n = self._src.readinto(b) or 0
-        except (
-            OSError
-        ) as e:  # counted here: the header's reader, reading through no digest, cannot (breaker41)
+        except OSError as e:
+            # counted here: the header's reader, reading through no digest, cannot (breaker41)
             raise read_error(self._path, e, len(self.copied), self.copied[:2] == GZIP_MAGIC) from None
         data = memoryview(b).cast("B")[:n]
         _write_all(self._out, data, self._path, self._why, self._tmp)

@@ -34,10 +34,9 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
 
     By the digests both record (capture/digest.py ``DIGESTS``: BLAKE3, or SHA-256 with ``--digest sha256`` and in
     documents before BLAKE3): the same when they agree. Without one both record, two documents are of one input
-    only when neither records a digest (older or hand-made ones) and they name the same path (or none) and read
-    as many frames and bytes; a digest
-    of another algorithm says nothing of the other document's bytes; nor does a stream's name (``_stream_name``:
-    breaker39), which any capture piped in has."""
+    only when neither records a digest (older or hand-made ones), they name the same path (or none) and they read
+    as many frames and bytes; a digest of another algorithm says nothing of the other document's bytes; nor does
+    a stream's name (``_stream_name``: breaker39), which any capture piped in has."""
     bd, cd = recorded(bi), recorded(ci)
     shared = [a for a in bd if a in cd]
     if shared:
