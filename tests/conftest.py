@@ -157,6 +157,26 @@ def cli_env() -> dict:
     return env
 
 
+#: a module that fails as a C extension that cannot be loaded does (an ImportError without a name)
+BROKEN_MODULE = "raise ImportError('libfoo.so: cannot open shared object file')\n"
+
+
+def run_cli_shadowed(tmp: Path, files: dict[str, str], args: list[str]):
+    """The CLI (``entry``) run with ``args`` in a child process whose PYTHONPATH starts with ``tmp/site``, holding
+    ``files`` (relative path → text): a package shadowed by a broken or partial copy, as an installation broken in
+    place is. Returns the ``subprocess.CompletedProcess`` (text)."""
+    import subprocess
+
+    site = tmp / "site"
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    env = cli_env()
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
+    code = f"import sys\nfrom gro_replay.cli import entry\nsys.argv = ['gro-replay', *{args!r}]\nentry()\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+
+
 def required_cli_args(name: str, tmp: Path) -> list[str]:
     """Valid values of command ``name``'s required arguments (a choice's first value, synth's output file in
     ``tmp``, the fix sample otherwise)."""

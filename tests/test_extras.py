@@ -9,7 +9,7 @@ import types
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIX_SAMPLE, ROOT
+from conftest import BROKEN_MODULE, FIX_SAMPLE, ROOT, run_cli_shadowed
 
 from gro_replay import install_extra_hint
 from gro_replay.cli import main
@@ -101,31 +101,16 @@ def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) 
     PNG), fails to load with an ImportError without a name. The --plot error names it with the import's error
     before the replay, exit 2 (breaker39: it was an internal error once the replay had run, and before that was
     blamed on click; breaker40: the backend was still imported only after the replay)."""
-    import subprocess
-
-    from conftest import cli_env
-
-    pkg = tmp_path / "site" / "matplotlib"
-    (pkg / "backends").mkdir(parents=True)
-    for name in ("__init__.py", "figure.py", "ticker.py", "backends/__init__.py", "backends/backend_svg.py"):
-        (pkg / name).write_text("")
+    files = {f"matplotlib/{n}": "" for n in ("__init__.py", "figure.py", "ticker.py", "backends/__init__.py")}
     if broken.startswith(
         "missing "
     ):  # a module of it gone: named (breaker41: "needs matplotlib: pip install")
-        (pkg / broken.split()[1]).unlink()
         why = "No module named 'matplotlib.backends.backend_svg'"
     else:
-        (pkg / broken).write_text("raise ImportError('libfoo.so: cannot open shared object file')\n")
+        files["matplotlib/backends/backend_svg.py"] = ""
+        files[f"matplotlib/{broken}"] = BROKEN_MODULE
         why = "libfoo.so: cannot open shared object file"
-    env = cli_env()
-    env["PYTHONPATH"] = (
-        f"{tmp_path / 'site'}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(tmp_path / "site")
-    )
-    code = (
-        "import sys\nfrom gro_replay.cli import entry\n"
-        f"sys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '--plot', {str(tmp_path / 'x.svg')!r}]\nentry()\n"
-    )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    p = run_cli_shadowed(tmp_path, files, [str(FIX_SAMPLE), "--plot", str(tmp_path / "x.svg")])
     assert p.returncode == 2 and p.stdout == "", p.stderr  # nothing replayed
     assert p.stderr.startswith(
         f"Error: --plot needs matplotlib (its import failed: {why}): pip install '.[plot]' in the gro-replay source "
@@ -144,18 +129,7 @@ def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) 
 def test_an_extra_broken_in_place_is_named_with_its_error(tmp_path, package, args, message) -> None:
     """The kind of breaker41's --plot finding for the other extras (breaker42): a package found but broken (its
     import raises an ImportError without a name) is named with its error, not only "install it"."""
-    import subprocess
-
-    from conftest import cli_env
-
-    (tmp_path / package).mkdir()
-    (tmp_path / package / "__init__.py").write_text(
-        "raise ImportError('libfoo.so: cannot open shared object file')\n"
-    )
-    env = cli_env()
-    env["PYTHONPATH"] = f"{tmp_path}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(tmp_path)
-    code = f"import sys\nfrom gro_replay.cli import entry\nsys.argv = ['gro-replay', *{args!r}]\nentry()\n"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    p = run_cli_shadowed(tmp_path, {f"{package}/__init__.py": BROKEN_MODULE}, args)
     assert p.returncode == 2, p.stderr
     assert p.stderr.startswith(
         f"{message} (its import failed: libfoo.so: cannot open shared object file): "

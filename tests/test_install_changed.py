@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIX_SAMPLE, cli_env
+from conftest import BROKEN_MODULE, FIX_SAMPLE, cli_env, run_cli_shadowed
 
 _RUN = (
     "import sys\n"
@@ -122,18 +122,11 @@ def test_a_required_package_broken_in_place_is_one_line_exit_75(package, tmp_pat
     """The kind's sibling (breaker38): a package found but broken, whose import raises an ImportError without
     ``name`` (a C extension that fails to load; here a package whose ``__init__`` raises one), is named as the
     missing one is: exit 75, not "internal error" and 70."""
-    (tmp_path / package).mkdir()
-    (tmp_path / package / "__init__.py").write_text(
-        "raise ImportError('libfoo.so: cannot open shared object')\n"
-    )
-    env = cli_env()
-    env["PYTHONPATH"] = f"{tmp_path}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(tmp_path)
-    code = f"import sys\nfrom gro_replay.cli import entry\nsys.argv = ['gro-replay', {str(FIX_SAMPLE)!r}, '-q']\nentry()\n"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    p = run_cli_shadowed(tmp_path, {f"{package}/__init__.py": BROKEN_MODULE}, [str(FIX_SAMPLE), "-q"])
     assert p.returncode == 75, p.stderr
     assert p.stderr.startswith(
         f"gro-replay: the package {package}, which it requires, is missing, broken or not a version "
-        "it supports (libfoo.so: cannot open shared object)"
+        "it supports (libfoo.so: cannot open shared object file)"
     ), p.stderr
     assert len(p.stderr.splitlines()) == 1
 

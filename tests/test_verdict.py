@@ -1335,35 +1335,28 @@ def test_the_post_fix_kernels_unmerged_flows_are_not_listed_twice(tmp_path):
         "post-fix (v5.12) does not merge 1 tunnelled TCP flow at the phys device: that flow, by the reasons named above."
         in text
     )
+
     # breaker41: the flow merged no further (A: 4 frames in 3 skbs, the gate refusing only its frame after a bad
     # inner checksum) is not the flow post-fix does not merge at all (B, computed checksum: 3 frames, 3 skbs, its
     # gate refusing none); the same count and reasons, other flows: B's reasons are listed, not referred to
-    a = [
-        FrameSpec(
-            seq=s,
-            payload=1000,
-            flags=ACK | (8 if i == 3 else 0),
-            outer_csum="zero",
-            outer_ip_id=i,
-            ip_id=i,
-            tcp_csum="bad" if i == 2 else "ok",
-        )
-        for i, s in enumerate([1000, 2000, 3000, 4000])
-    ]
-    b = [
-        FrameSpec(
-            seq=s,
-            payload=1000,
-            flags=ACK | (8 if i == 2 else 0),
-            outer_csum="computed",
-            sport=40001,
-            udp_sport=49153,
-            outer_ip_id=i,
-            ip_id=i,
-            tcp_csum="bad" if i == 1 else "ok",
-        )
-        for i, s in enumerate([1000, 2000, 5000])
-    ]
+    def flow(seqs: list[int], bad: int, **kw) -> list[FrameSpec]:
+        """A flow's frames at ``seqs``, its frame ``bad`` with a bad inner TCP checksum, PSH on its last."""
+        last = len(seqs) - 1
+        return [
+            FrameSpec(
+                seq=s,
+                payload=1000,
+                flags=ACK | (8 if i == last else 0),
+                outer_ip_id=i,
+                ip_id=i,
+                tcp_csum="bad" if i == bad else "ok",
+                **kw,
+            )
+            for i, s in enumerate(seqs)
+        ]
+
+    a = flow([1000, 2000, 3000, 4000], 2, outer_csum="zero")
+    b = flow([1000, 2000, 5000], 1, outer_csum="computed", sport=40001, udp_sport=49153)
     with PcapWriter(str(path)) as w:
         for i, spec in enumerate(a + b):
             w.write(1_000_000_000 + 1000 * i, build_frame(spec))
