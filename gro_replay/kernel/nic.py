@@ -385,9 +385,23 @@ def _l4_after(frame: bytes, ip: int, ethertype: int) -> tuple[bool, int, int] | 
     return None
 
 
+def _ip_tunnel_inner(frame: bytes, proto: int, at: int) -> tuple[int, int] | None:
+    """``(offset, ethertype)`` of the IP header that IP in IP (4), IPv6 in IP (41) or GRE (47: version 0, IPv4,
+    IPv6 or Ethernet inside; its checksum, key and sequence words stepped over) carries at ``frame[at]``, or None."""
+    if proto in (4, 41):
+        return at, 0x0800 if proto == 4 else 0x86DD
+    if proto != 47 or at + 4 > len(frame) or frame[at + 1] & 0x07:
+        return None
+    flags, ptype = frame[at], frame[at + 2] << 8 | frame[at + 3]
+    at += 4 + 4 * bin(flags & 0xB0).count("1")  # C (0x80), K (0x20), S (0x10): a word each
+    if ptype == 0x6558 and at + 14 <= len(frame):  # Ethernet inside
+        ptype, at = frame[at + 12] << 8 | frame[at + 13], at + 14
+    return (at, ptype) if ptype in (0x0800, 0x86DD) else None
+
+
 def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
     """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: a TCP segment's that is
-    not tunnelled (breaker42: a bad one was merged); the outer UDP checksum when it is not 0; and at level 1 also
+    not tunnelled (breaker42: a bad one was merged), or that IP in IP, SIT or GRE carries; the outer UDP checksum when it is not 0; and at level 1 also
     the inner TCP/UDP checksum of a ``tunnel`` frame (``vxlan``/``geneve``): the decoder's innermost L4 at ``l4``,
     or the inner header's own UDP (a tunnel inside the tunnel, UDP traffic), when its checksum is not 0. IPv6
     extension headers are stepped over (breaker42: a hop-by-hop header read as a bad checksum). Frames are
@@ -398,6 +412,12 @@ def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
     v6, proto, udp = outer
     if proto == 6:
         return _l4_ok(frame, 14, v6, udp, 6)
+    inner_ip = _ip_tunnel_inner(frame, proto, udp)
+    if inner_ip is not None:
+        # IP in IP, SIT, GRE: the parser reaches the inner header's TCP (Intel's IP_IP and GRENAT packet types),
+        # and a bad checksum there is the driver's checksum_fail (breaker43: handed UNNECESSARY and merged)
+        found = _l4_after(frame, *inner_ip)
+        return found is None or found[1] != 6 or _l4_ok(frame, inner_ip[0], found[0], found[2], 6)
     if proto != 17 or udp + 8 > len(frame):
         return True  # another protocol: none the model checks
     if (frame[udp + 6] or frame[udp + 7]) and not _l4_ok(frame, 14, v6, udp, 17):
