@@ -190,7 +190,7 @@ def _may_be_open(fd: int) -> bool:
 def _distributed():
     try:
         import distributed
-    except ImportError as e:
+    except Exception as e:  # noqa: BLE001 - a package's import can raise anything (breaker43)
         broken = import_failed_words(e, "distributed")
         raise BatchUnavailable(
             f"gro-replay batch needs dask.distributed{broken}: {install_extra_hint('batch')}"

@@ -18,12 +18,14 @@ def install_extra_hint(extra: str) -> str:
     return f"pip install '.[{extra}]' in the gro-replay source tree"
 
 
-def import_failed_words(e: ImportError, package: str) -> str:
-    """What an optional extra's error adds for import error ``e`` of ``package`` (its top-level name): nothing when
-    the package itself is not installed; else " (its import failed: …)": installed but broken in place, or
-    missing a module or package of its own, where installing it again is not the whole story (breaker41/42)."""
-    missing = isinstance(e, ModuleNotFoundError) and e.name == package
-    return "" if missing else f" (its import failed: {e})"
+def import_failed_words(e: Exception, package: str) -> str:
+    """What an optional extra's error adds for the error ``e`` its import of ``package`` (its top-level name)
+    raised: nothing when the package itself is not installed; else " (its import failed: …)": installed but
+    broken in place, or missing a module or package of its own, where installing it again is not the whole story
+    (breaker41/42), with the type of an error other than an ImportError (breaker43: an AttributeError)."""
+    if isinstance(e, ModuleNotFoundError) and e.name == package:
+        return ""
+    return f" (its import failed: {e if isinstance(e, ImportError) else f'{type(e).__name__}: {e}'})"
 
 
 def plain_number(x: float) -> str:

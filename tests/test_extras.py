@@ -128,13 +128,17 @@ def test_a_plot_extra_broken_in_place_is_named_with_its_error(tmp_path, broken) 
 )
 def test_an_extra_broken_in_place_is_named_with_its_error(tmp_path, package, args, message) -> None:
     """The kind of breaker41's --plot finding for the other extras (breaker42): a package found but broken (its
-    import raises an ImportError without a name) is named with its error, not only "install it"."""
-    p = run_cli_shadowed(tmp_path, {f"{package}/__init__.py": BROKEN_MODULE}, args)
-    assert p.returncode == 2, p.stderr
-    assert p.stderr.startswith(
-        f"{message} (its import failed: libfoo.so: cannot open shared object file): "
-    ), p.stderr
-    assert len(p.stderr.splitlines()) == 1
+    import raises an ImportError without a name, or another error: breaker43's AttributeError was an internal
+    error) is named with its error, not only "install it"."""
+    attr = "raise AttributeError(\"module 'tornado' has no attribute 'gen'\")\n"
+    for text, why in (
+        (BROKEN_MODULE, "libfoo.so: cannot open shared object file"),
+        (attr, "AttributeError: module 'tornado' has no attribute 'gen'"),
+    ):
+        p = run_cli_shadowed(tmp_path, {f"{package}/__init__.py": text}, args)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.startswith(f"{message} (its import failed: {why}): "), p.stderr
+        assert len(p.stderr.splitlines()) == 1
 
 
 def test_a_plot_that_matplotlib_cannot_draw_is_one_line(tmp_path, monkeypatch) -> None:
@@ -153,5 +157,24 @@ def test_a_plot_that_matplotlib_cannot_draw_is_one_line(tmp_path, monkeypatch) -
     assert r.stderr == (
         "Error: --plot: matplotlib could not draw the plot (RuntimeError: Failed to process string with tex because "
         "latex could not be found)\n"
+    )
+    assert not out.exists()
+
+
+def test_a_figure_that_matplotlib_cannot_build_is_one_line(tmp_path, monkeypatch) -> None:
+    """matplotlib failing as the figure is built (an rc file's empty colour cycle raised ZeroDivisionError in
+    segs_figure, outside the save: breaker43): the one-line --plot error, exit 2, no file."""
+    pytest.importorskip("matplotlib")
+    from gro_replay.report import plot
+
+    def fail(_result):
+        raise ZeroDivisionError("integer modulo by zero")
+
+    monkeypatch.setattr(plot, "segs_figure", fail)
+    out = tmp_path / "x.svg"
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--plot", str(out), "-q"])
+    assert (r.exit_code, r.stderr) == (
+        2,
+        "Error: --plot: matplotlib could not draw the plot (ZeroDivisionError: integer modulo by zero)\n",
     )
     assert not out.exists()

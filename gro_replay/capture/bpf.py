@@ -59,7 +59,7 @@ def linktype_name(linktype: int) -> str:
 def _pcapy():
     try:
         import pcapy
-    except ImportError as e:
+    except Exception as e:  # noqa: BLE001 - a package's import can raise anything (breaker43)
         broken = import_failed_words(e, "pcapy")
         raise FilterError(
             f"-f needs a libpcap binding{broken}: install the bpf extra ({install_extra_hint('bpf')}, i.e. "

@@ -38,10 +38,11 @@ _BACKENDS = {"svg": "matplotlib.backends.backend_svg", "png": "matplotlib.backen
 
 def _unavailable(e: Exception, drawing: bool = False) -> PlotUnavailable:
     """The one-line error for matplotlib that cannot be loaded: missing, broken in place (a module of it missing or
-    failing to load a C extension: named with its error, breaker39, breaker41), or failing otherwise as it loads
-    (a bad ``MPLBACKEND``) or draws (``drawing``: text.usetex without LaTeX, breaker42): named with its error, no
+    failing to load a C extension, or its import raising an AttributeError: named with its error, breaker39,
+    breaker41, breaker43), or failing otherwise as it loads (a bad ``MPLBACKEND``) or draws (``drawing``:
+    text.usetex without LaTeX, an rc file's empty colour cycle: breaker42, breaker43): named with its error, no
     install advice."""
-    if not isinstance(e, ImportError):
+    if not isinstance(e, ImportError) and (drawing or not isinstance(e, AttributeError)):  # not the install
         what = "could not draw the plot" if drawing else "cannot be loaded"
         return PlotUnavailable(f"--plot: matplotlib {what} ({type(e).__name__}: {e})")
     return PlotUnavailable(
@@ -63,7 +64,7 @@ def require_matplotlib(fmt: str | None = None) -> None:
             *((_BACKENDS[fmt],) if fmt else ()),
         ):
             importlib.import_module(name)
-    except (ImportError, OSError, RuntimeError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 - a package's import can raise anything (breaker43: AttributeError)
         raise _unavailable(e) from None
 
 
@@ -82,10 +83,12 @@ def write_plot(result, path: str, dest: str | None = None) -> None:
     imported), OSError (write).
     """
     fmt = plot_format(path)
-    fig = segs_figure(result)
     try:
+        fig = segs_figure(result)
         fig.savefig(dest or path, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
-    except (ImportError, RuntimeError, ValueError) as e:  # an OSError is the file's: said as every output's
+    except (OSError, PlotUnavailable):  # an OSError is the file's: said as every output's
+        raise
+    except Exception as e:  # noqa: BLE001 - matplotlib drawing under a user's rc or LaTeX: any error (breaker43)
         raise _unavailable(e, drawing=True) from None
 
 
