@@ -829,6 +829,7 @@ def test_documents_without_digests_are_one_input_only_under_one_name(tmp_path):
             x.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": name}}))
         r = run("diff", a, c)
         assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: "), name
+        assert "names a stream, which any capture piped in has); pass --allow-different-input" in r.stderr
     # one name, frames read differing: not one capture (breaker41); /dev/fd/../../x is a file's name
     for name in ("/tmp/capture.pcap", "/dev/fd/../../tmp/capture.pcap"):
         a.write_text(json.dumps({**doc, "input": {**doc["input"], "blake3": None, "path": name}}))
@@ -840,6 +841,8 @@ def test_documents_without_digests_are_one_input_only_under_one_name(tmp_path):
             )
             r = run("diff", a, c)
             assert r.exit_code == 2 and r.stderr.startswith("Error: inputs not known to be the same: "), name
+            n, unit = ("frames_read", "frames") if "frames_read" in other else ("bytes", "bytes")
+            assert f" (they read {doc['input'][n]} and {other[n]} {unit}); " in r.stderr, r.stderr
 
 
 def test_either_document_can_be_piped_in_as_the_replay_reads_a_capture(docs, tmp_path):

@@ -48,6 +48,23 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
     return not bd and not cd and path == ci.get("path") and same_count and not _stream_name(path), None
 
 
+def unknown_why(bi: dict | None, ci: dict | None) -> str:
+    """Why two documents that record no digest and name the same path are not known to be of one capture
+    (``same_input``): " (PATH names a stream, which any capture piped in has)" or " (they read N and M frames)"
+    (or bytes); "" otherwise (a digest, or two names, say it). breaker43: two identical names were refused with no
+    reason."""
+    bi, ci = bi or {}, ci or {}
+    path = bi.get("path")
+    if recorded(bi) or recorded(ci) or not path or path != ci.get("path"):
+        return ""
+    if _stream_name(path):
+        return f" ({path_words(str(path))} names a stream, which any capture piped in has)"
+    for n, unit in (("frames_read", "frames"), ("bytes", "bytes")):
+        if bi.get(n) != ci.get(n):
+            return f" (they read {bi.get(n)} and {ci.get(n)} {unit})"
+    return ""
+
+
 def _stream_name(path) -> bool:
     """Whether ``path`` names a stream that any capture piped in has: ``-``, or a path, absolute or relative, that
     ends in ``dev/stdin`` or in ``fd/N`` (``/dev/fd/N``, ``/proc/PID/fd/N``, ``/proc/self/root/dev/stdin``,
