@@ -20,6 +20,7 @@ from typing import Any
 
 from zlib_ng import zlib_ng
 
+from ..project import plural
 from .digest import DEFAULT_DIGEST, new_hash
 
 # gzip and the file object raise these; the pcapng block parsers add dpkt's (pcapng.py with_dpkt_errors)
@@ -147,7 +148,7 @@ class GzipStream(io.RawIOBase):
         CRC-32 or length that does not match is found at the member's end, breaker39). A record reader's own
         offset can lie megabytes before either: it names the first record not yet read whole."""
         if isinstance(e, gzip.BadGzipFile):  # every byte before it inflated
-            return f"at compressed byte {self.member_at}, after {_bytes(self.inflated)} inflated: {e}"
+            return f"at compressed byte {self.member_at}, after {self.inflated} {plural(self.inflated, 'byte')} inflated: {e}"
         # anywhere in the member: a CRC-32 that does not match is found at its end
         return f"in the member that starts at compressed byte {self.member_at}: {e}"
 
@@ -156,16 +157,12 @@ class GzipStream(io.RawIOBase):
         super().close()
 
 
-def _bytes(n: int) -> str:
-    return f"{n} byte" if n == 1 else f"{n} bytes"
-
-
 def header_cut_words(gz: GzipStream | None) -> str:
     """Where gzip data that ended before its end-of-stream marker cut the capture's header: "before the capture
     header", or "inside the capture header (after N bytes inflated)"."""
     if gz is None or not gz.inflated:
         return "before the capture header"
-    return f"inside the capture header (after {_bytes(gz.inflated)} inflated)"
+    return f"inside the capture header (after {gz.inflated} {plural(gz.inflated, 'byte')} inflated)"
 
 
 def read_error(path: str, e: OSError, n: int | None, compressed: bool = False) -> CaptureError:
@@ -174,7 +171,7 @@ def read_error(path: str, e: OSError, n: int | None, compressed: bool = False) -
     ``n`` None (not counted): no count said."""
     after = ""
     if n is not None:
-        after = f" after {n} {'compressed ' if compressed else ''}{'byte' if n == 1 else 'bytes'} read"
+        after = f" after {n} {'compressed ' if compressed else ''}{plural(n, 'byte')} read"
     return CaptureError(f"{path}: read error{after} ({e.strerror or e})")
 
 

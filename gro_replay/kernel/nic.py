@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..packet.csum import csum_add, csum_partial, pseudo_at
 from ..packet.decode import ipv6_upper
+from ..packet.headers import _tunnel_inner
 from .model import SENDER_SWITCHES
 from .nic_skb import RX_SKB_LAYOUTS, VETH_AF_PACKET, RxSkbLayout
 from .skbuff import CHECKSUM_COMPLETE, CHECKSUM_NONE, CHECKSUM_PARTIAL, CHECKSUM_UNNECESSARY, IpSummed
@@ -385,63 +386,50 @@ def _l4_after(frame: bytes, ip: int, ethertype: int) -> tuple[bool, int, int] | 
     return None
 
 
-def _ip_tunnel_inner(frame: bytes, proto: int, at: int) -> tuple[int, int] | None:
-    """``(offset, ethertype)`` of the IP header that IP in IP (4), IPv6 in IP (41) or GRE (47: version 0, IPv4,
-    IPv6 or Ethernet inside; its checksum, key and sequence words stepped over) carries at ``frame[at]``, or None."""
-    if proto in (4, 41):
-        return at, 0x0800 if proto == 4 else 0x86DD
-    if proto != 47 or at + 4 > len(frame) or frame[at + 1] & 0x07:
-        return None
-    flags, ptype = frame[at], frame[at + 2] << 8 | frame[at + 3]
-    at += 4 + 4 * bin(flags & 0xB0).count("1")  # C (0x80), K (0x20), S (0x10): a word each
-    if ptype == 0x6558 and at + 14 <= len(frame):  # Ethernet inside
-        ptype, at = frame[at + 12] << 8 | frame[at + 13], at + 14
-    return (at, ptype) if ptype in (0x0800, 0x86DD) else None
-
-
 def hw_checksums_ok(frame: bytes, level: int, tunnel: str, l4: int) -> bool:
     """Whether the checksums a NIC checks before handing UNNECESSARY at ``level`` verify: a TCP segment's that is
-    not tunnelled (breaker42: a bad one was merged), or that IP in IP, SIT or GRE carries; the outer UDP checksum when it is not 0; and at level 1 also
-    the inner TCP/UDP checksum of a ``tunnel`` frame (``vxlan``/``geneve``): the decoder's innermost L4 at ``l4``,
-    or the inner header's own UDP (a tunnel inside the tunnel, UDP traffic), when its checksum is not 0. IPv6
-    extension headers are stepped over (breaker42: a hop-by-hop header read as a bad checksum). Frames are
-    untagged Ethernet (the decoder took VLAN tags off)."""
+    not tunnelled (breaker42: a bad one was merged), or that IP in IP, SIT or GRE carries (Intel's IP_IP and
+    GRENAT packet types reach it: breaker43); the outer UDP checksum when it is not 0; and at level 1 also the
+    inner TCP/UDP checksum of a ``tunnel`` frame (``vxlan``/``geneve``): the decoder's innermost L4 at ``l4``, or
+    the inner header's own UDP (a tunnel inside the tunnel, UDP traffic), when its checksum is not 0. The packet
+    inside a tunnel is found as GRO reaches it (packet/headers.py ``_tunnel_inner``), IPv6 extension headers
+    stepped over (breaker42: a hop-by-hop header read as a bad checksum). Frames are untagged Ethernet (the
+    decoder took VLAN tags off)."""
     outer = _l4_after(frame, 14, frame[12] << 8 | frame[13])
     if outer is None:
         return True
-    v6, proto, udp = outer
+    v6, proto, at = outer
     if proto == 6:
-        return _l4_ok(frame, 14, v6, udp, 6)
-    inner_ip = _ip_tunnel_inner(frame, proto, udp)
-    if inner_ip is not None:
-        # IP in IP, SIT, GRE: the parser reaches the inner header's TCP (Intel's IP_IP and GRENAT packet types),
-        # and a bad checksum there is the driver's checksum_fail (breaker43: handed UNNECESSARY and merged)
-        found = _l4_after(frame, *inner_ip)
-        return found is None or found[1] != 6 or _l4_ok(frame, inner_ip[0], found[0], found[2], 6)
-    if proto != 17 or udp + 8 > len(frame):
-        return True  # another protocol: none the model checks
-    if (frame[udp + 6] or frame[udp + 7]) and not _l4_ok(frame, 14, v6, udp, 17):
-        return False
-    if level < 1 or not tunnel or not l4:
+        return _l4_ok(frame, 14, v6, at, 6)
+    ports: dict[int, str] = {}
+    if proto == 17:
+        if at + 8 > len(frame):
+            return True
+        if (frame[at + 6] or frame[at + 7]) and not _l4_ok(frame, 14, v6, at, 17):
+            return False
+        if level < 1 or not tunnel or not l4:
+            return True
+        ports = {frame[at + 2] << 8 | frame[at + 3]: tunnel}
+    inner = _tunnel_inner(frame, proto, at, ports)
+    if inner is None:
         return True
-    hdr = udp + 8
-    inner = hdr + 8 + (((frame[hdr] & 0x3F) << 2) if tunnel == "geneve" else 0) + 14
-    iet = frame[inner - 2] << 8 | frame[inner - 1]
-    while iet in (0x8100, 0x88A8) and inner + 4 <= len(frame):
-        iet = frame[inner + 2] << 8 | frame[inner + 3]
-        inner += 4
-    found = _l4_after(frame, inner, iet)
+    ethertype, l3 = inner
+    found = _l4_after(frame, l3, ethertype)
     if found is None:
         return True
-    v6, proto, first = found
-    if proto == 17:
+    v6, iproto, first = found
+    if proto != 17:  # IP in IP, SIT, GRE: the inner TCP only
+        if iproto != 6:
+            return True
+        l4 = first
+    elif iproto == 17:
         # inner UDP (a tunnel inside the tunnel, or UDP traffic): level 1 is the inner header's own UDP, whose
         # checksum 0 has nothing to check (it read as bad: breaker34), not an L4 further in, whose pseudo-header
         # would be another IP header's
         if first + 8 > len(frame) or not (frame[first + 6] or frame[first + 7]):
             return True
         l4 = first
-    return _l4_ok(frame, inner, v6, l4, proto)
+    return _l4_ok(frame, l3, v6, l4, iproto)
 
 
 if tuple(RX_CSUM_PROFILES) != RX_CSUM_NAMES or tuple(NIC_PRESETS) != NIC_NAMES:  # pragma: no cover

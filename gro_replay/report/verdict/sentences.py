@@ -257,21 +257,20 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         u = self._tally.unmerged[k.name]
         if not u.flows:
             return ""
-        reasons = self._reasons(u.reasons, k.name)
+        reasons = None
         if self.compare and self.pre is not None and k.name == self.post:
-            # the very flows the comparison named as the post-fix kernel's merged no further, with these reasons
+            # the very flows the comparison named as the post-fix kernel's merged no further, with their reasons
             # (``_costless_parts``): referred to, not listed twice (newcomer33); only when the two sets are one
             # (``Unmerged.no_gain_said``: some merged no further are merged in part, breaker41)
             r = self._tally.refusals[self.pre]
             said = r.costless_by.get("post_no_gain", (0, 0))[0]
             if said == u.flows == u.no_gain_said and r.post_no_gain_reasons:
-                if self._reasons(r.post_no_gain_reasons, r.post_kernel) == reasons:
-                    reasons = f"{'that flow' if u.flows == 1 else 'those flows'}, by the reasons named above"
+                reasons = f"{'that flow' if u.flows == 1 else 'those flows'}, by the reasons named above"
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
             f"{plural(u.flows, 'flow')} at the phys device"
             f"{payload_clause(u.skbs, u.skbs_empty, 'its' if u.flows == 1 else 'their')}: "
-            f"{reasons}"
+            f"{reasons or self._reasons(u.reasons, k.name)}"
             + (f"; {id_step_text(u.id_steps, model=self.models.get(k.name))}" if u.id_steps else "")
             + "."
         )
