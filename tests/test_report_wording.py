@@ -441,3 +441,63 @@ def test_an_aggregate_ended_by_a_short_segment_is_merged_later(runner):
     r = runner.invoke(main, [str(FIX_SAMPLE)])
     assert r.exit_code == 0
     assert "They are merged only later by the tunnel device's gro_cells." in " ".join(r.stdout.split())
+
+
+@pytest.fixture(scope="module")
+def acked_mix(tmp_path_factory):
+    """synth's overlay-node mix with 4 connections, 600 frames: each connection's data one way (writes of 1–16
+    segments) and its delayed ACKs back, without payload; every 4th connection (the 4th) has an outer UDP
+    checksum, the other 3 send 0 (gro_replay/synth_mix.py ``csum_every``)."""
+    from click.testing import CliRunner
+
+    path = tmp_path_factory.mktemp("acked") / "mix4.pcap"
+    r = CliRunner().invoke(
+        main, ["synth", str(path), "--mix", "overlay-node", "--connections", "4", "--frames", "600"]
+    )
+    assert r.exit_code == 0, r.output
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "lead"),
+    [
+        (
+            [],
+            "Before the fix, 3 of the 4 tunnelled TCP flows that carry payload (8 with the 4 that carry none) lose ",
+        ),
+        (
+            ["--kernel", "5.11"],
+            "3 of the 4 tunnelled flows that carry payload (8 with the 4 that carry none) lose phys-device "
+            "aggregation",
+        ),
+    ],
+)
+def test_affected_flows_are_counted_among_those_with_payload(acked_mix, args, lead):
+    """newcomer33: "36 of 96 tunnelled TCP flows lose" counted the ACK directions, which no kernel merges
+    (tcp_gro_receive flushes a segment without payload: net/ipv4/tcp_offload.c), as flows that could lose
+    aggregation. The 4 connections are 8 tunnelled TCP flows, the 4 ACK directions without payload; the pre-fix
+    gate refuses the frames of the 3 with outer checksum 0 (CHECKSUM_UNNECESSARY level 0: gro-spec §4.4), which
+    the fix merges (writes of several segments): 3 of the 4 that carry payload. The JSON names the 4."""
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    r = runner.invoke(main, [acked_mix, *args, "--no-hist"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    assert lead in " ".join(r.stdout.split())
+    r = runner.invoke(main, [acked_mix, *args, "--format", "json"])
+    v = json.loads(r.stdout)["verdict"]
+    assert (v["affected_flows"], v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (3, 8, 4)
+
+
+def test_of_tunnelled_words():
+    """The count's nouns and verbs follow its numbers: one flow with payload "carries", one without "carries"."""
+    from gro_replay.report.verdict.words import of_tunnelled
+
+    assert of_tunnelled(1, 1, 0, True) == "1 of 1 tunnelled TCP flow"
+    assert (
+        of_tunnelled(1, 2, 1)
+        == "1 of the 1 tunnelled flow that carries payload (2 with the 1 that carries none)"
+    )
+    assert of_tunnelled(2, 5, 3, True) == (
+        "2 of the 2 tunnelled TCP flows that carry payload (5 with the 3 that carry none)"
+    )

@@ -20,6 +20,7 @@ from .words import (
     _via,
     drop_list,
     kernel_label,
+    of_tunnelled,
     other_changes_words,
     plural,
     refused_where,
@@ -144,8 +145,8 @@ class CompareSentences:
                 else ""
             )
             parts.append(
-                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}{t.to:,} of {t.tunnel:,} "
-                f"tunnelled {plural(t.tunnel, 'flow')} {'loses' if t.to == 1 else 'lose'} aggregation at the "
+                f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}"
+                f"{of_tunnelled(t.to, t.tunnel, t.tunnel_empty)} {'loses' if t.to == 1 else 'lose'} aggregation at the "
                 "tunnel device's gro_cells: udp_gro_receive refuses "
                 f"{frames:,} {plural(frames, 'frame')} there ({TUNNEL_GATE_WORDS}). "
                 f"The fix{' alone' if self.fix_alone else ''} saves {saved_tun:,} {plural(saved_tun, 'skb')} handed "
@@ -201,8 +202,7 @@ class CompareSentences:
         else:
             reason = drop_list(t.pa_drops)
             later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
-        of = tcp if all_tcp else t.tunnel
-        count = f"{t.pa:,} of {of:,} tunnelled {'TCP ' if all_tcp else ''}{plural(of, 'flow')}"
+        count = of_tunnelled(t.pa, tcp if all_tcp else t.tunnel, t.tunnel_empty, all_tcp)
         # one claim a sentence: what is affected, why, what becomes of it later, what the fix saves
         text = (
             f"Before the fix, {count} {'loses' if t.pa == 1 else 'lose'} phys-device aggregation: udp_gro_receive "

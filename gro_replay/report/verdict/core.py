@@ -291,6 +291,7 @@ class Verdict(FlowSentences):
             "affected": bool(t.affected),
             "affected_flows": t.affected,
             "tunnel_flows": t.tunnel,
+            "tunnel_flows_without_payload": t.tunnel_empty,
             "lost_flows": t.lost_tunnel,
             "compared": {
                 "without_fix": self.pre,

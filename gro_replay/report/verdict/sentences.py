@@ -38,6 +38,7 @@ from .words import (
     kernel_label,
     loss_text,
     no_gain_text,
+    of_tunnelled,
     payload_clause,
     phys_gro_off_words,
     plural,
@@ -337,7 +338,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 _state_of(self.result.config, r.first_phys[1], self.rx_csum), self.result.config
             )
             parts.append(
-                f"{n:,} of {t.tunnel:,} tunnelled {plural(t.tunnel, 'flow')} {'loses' if n == 1 else 'lose'} "
+                f"{of_tunnelled(n, t.tunnel, t.tunnel_empty)} {'loses' if n == 1 else 'lose'} "
                 "phys-device aggregation: udp_gro_receive refuses "
                 f"{frames:,} {plural(frames, 'frame')} at the phys device. {why[0].upper()}{why[1:]}."
             )
@@ -352,7 +353,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             count = (
                 f"{n:,} other tunnelled {plural(n, 'flow')}"
                 if parts
-                else f"{n:,} of {t.tunnel:,} tunnelled {plural(t.tunnel, 'flow')}"
+                else of_tunnelled(n, t.tunnel, t.tunnel_empty)
             )
             if not self.result.config.gro_runs()["phys"]:  # breaker41: said as if it ran there
                 phys = (

@@ -139,6 +139,9 @@ class _Tally:
         self.flows = 0
         self.tunnel = 0
         self.tunnel_tcp = 0
+        #: of ``tunnel_tcp``, the flows whose every phys skb carried no TCP payload in some kernel
+        #: (``KernelFacts.without_payload``: ACKs, SYN, FIN or RST without data), which no kernel merges
+        self.tunnel_empty = 0
         #: tunnelled flows whose outer UDP checksum is 0 (``FlowKey.outer_csum_zero``): what a kernel without the fix
         #: may refuse, where the refusals cannot be seen (the kernel backend: ``Verdict.refusals_unseen``)
         self.tunnel_zero = 0
@@ -275,6 +278,7 @@ class _Tally:
             self.zero_unvalidated[state] += max(k.gate_unvalidated["phys"] for k in fv.kernels)
             self.zero_reached[state] += max(k.gate_reached["phys"] for k in fv.kernels)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
+        self.tunnel_empty += fv.cls == "tunnel_tcp" and any(k.without_payload for k in fv.kernels)
         self.lost_tunnel += fv.outcome == "lost"
         for k in fv.kernels:
             tot = self.totals[k.name]
