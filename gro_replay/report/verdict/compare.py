@@ -202,7 +202,11 @@ class CompareSentences:
         else:
             reason = drop_list(t.pa_drops)
             later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
-        count = of_tunnelled(t.pa, tcp if all_tcp else t.tunnel, t.tunnel_empty, all_tcp)
+        count = (
+            of_tunnelled(t.pa, tcp, t.tunnel_tcp_empty, True)
+            if all_tcp
+            else of_tunnelled(t.pa, t.tunnel, t.tunnel_empty)
+        )
         # one claim a sentence: what is affected, why, what becomes of it later, what the fix saves
         text = (
             f"Before the fix, {count} {'loses' if t.pa == 1 else 'lose'} phys-device aggregation: udp_gro_receive "

@@ -145,6 +145,8 @@ class KernelFacts:
     tunnel_segs: int = 0  # segments the tunnel stage handed up
     #: phys skbs delivered without TCP payload (``FlowStats.empty``)
     phys_empty: int = 0
+    #: the same at the tunnel device's gro_cells (counted where GRO runs there)
+    tunnel_empty: int = 0
     #: phys skbs ended by an IP ID condition, by (header, step, segments held)
     id_steps: Counter = field(default_factory=Counter)
     #: skbs started beside a held skb of the same flow, by (stage, reasons.SPLIT_*)
@@ -161,6 +163,14 @@ class KernelFacts:
         before it. Read from each skb's frames by their IP headers' lengths (``packet.headers.tcp_payload_len``),
         by both backends: the driver step (sim/driver.py) and the kernel backend (validate.kernel_result)."""
         return bool(self.phys_empty) and self.phys_empty == self.skbs["phys"]
+
+    @property
+    def carries_no_payload(self) -> bool:
+        """The flow's frames carry no payload in their innermost TCP segment: ``without_payload``, or, where GRO
+        did not run at the phys device (``--gro phys=off``: no phys skb is counted without payload), every skb of
+        the tunnel device's gro_cells (at least one) carried none (audit44: with phys GRO off the verdict counted
+        pure-ACK flows as carrying payload)."""
+        return self.without_payload or (bool(self.tunnel_empty) and self.tunnel_empty == self.skbs["tunnel"])
 
     def refused_at(self) -> str | None:
         """Of one flow's facts: the first stage whose zero-checksum gate refused its frames — ``"phys"`` (the outer
@@ -222,6 +232,7 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
     kf.phys_reasons, kf.tunnel_reasons = Counter(f.reasons["phys"]), Counter(f.reasons["tunnel"])
     kf.tunnel_segs = f.segs["tunnel"]
     kf.phys_empty = getattr(f, "empty", {}).get("phys", 0)
+    kf.tunnel_empty = getattr(f, "empty", {}).get("tunnel", 0)
     steps = getattr(f, "id_steps", None)
     if steps:
         kf.id_steps = Counter(steps["phys"])
@@ -316,6 +327,10 @@ class FlowVerdict:
         gains = self._gains(k)
         if gains is not None and any(gains.values()):
             return None
+        fixed = self.with_fix(k)  # every phys skb of it carried no payload
+        if fixed is not None and fixed.without_payload and (self.nested or self.cls == "tunnel_tcp"):
+            # before one_frame: a lone ACK is counted among the flows without payload (audit44)
+            return "no_payload"
         if k.frames < 2:
             return "one_frame"
         if self.nested:
@@ -324,9 +339,6 @@ class FlowVerdict:
             # refused at the tunnel device too: the nested tunnel's packets there decide, measured (no_gain) or not
         elif self.cls != "tunnel_tcp":
             return "not_tcp"
-        fixed = self.with_fix(k)  # every phys skb of it carried no payload
-        if fixed is not None and fixed.without_payload:
-            return "no_payload"
         return None if gains is None else "no_gain"
 
     def costly_at(self, k: KernelFacts) -> str | None:

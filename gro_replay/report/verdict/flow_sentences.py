@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, break_reasons
+from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, _break_reasons, break_reasons
 from .fix_words import fix_advice, lacks_fix_words
 from .gate_words import zero_state_words
 from .id_steps import id_step_text
@@ -71,7 +71,7 @@ class FlowSentences(CaptureSentences):
                 )
             elif pre.gate_zero["phys"]:
                 brk = self._reasons(break_reasons(fixed), fixed.name)
-                bits.append(f"at the phys device they are not merged {after} either ({brk})")
+                bits.append(f"at the phys device they are not merged either ({brk})")
             if pre.skbs["tunnel"] > fixed.skbs["tunnel"]:
                 bits.append(
                     f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}, {fv.saved('tunnel'):,} fewer "
@@ -83,14 +83,15 @@ class FlowSentences(CaptureSentences):
                 f"{refused}, but {after} its frames are not merged further (phys skbs {pre.skbs['phys']:,} → "
                 f"{fixed.skbs['phys']:,}, tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}): "
                 + (
-                    "the zero-checksum gate is not what keeps them apart"
-                    if fixed.frames > 1
-                    else "a flow of one frame has nothing to merge it with"
+                    "a flow of one frame has nothing to merge it with"
+                    if fixed.frames < 2
+                    else "its TCP segments carry no payload, which tcp_gro_receive merges in no kernel"
+                    if fixed.carries_no_payload
+                    else "the zero-checksum gate is not what keeps them apart"
                 )
             )
-            breaks = break_reasons(fixed)
-            if breaks and fixed.skbs["phys"] >= fixed.frames > 1:
-                why += f" ({fixed.name}: {self._reasons(breaks, fixed.name)})"
+            if fixed.frames > 1:
+                why += self._apart_reasons(fixed, bool(pre.gate_zero["tunnel"]))
         elif not key.outer_csum_zero:
             why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
                 f" (the gate refuses {gate_set:,} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
@@ -120,6 +121,21 @@ class FlowSentences(CaptureSentences):
         if loss:
             why += f"; {loss}"
         return why
+
+    def _apart_reasons(self, fixed: KernelFacts, at_tunnel: bool) -> str:
+        """What keeps a flow's frames apart in kernel ``fixed`` (the fix applied), as " (<kernel>: <reasons>)": its
+        phys skbs' end reasons where none merged there (``break_reasons``); for a flow refused at the tunnel
+        device's gro_cells too (``at_tunnel``: a tunnel inside the tunnel, which the phys device stops at the
+        nested header whatever the fix), its tunnel skbs' (audit44: the phys device's encap_mark alone was named
+        for a nested pure-ACK flow); "" when no reason is left."""
+        parts = []
+        breaks = break_reasons(fixed)
+        if breaks and fixed.skbs["phys"] >= fixed.frames:
+            parts.append(("at the phys device " if at_tunnel else "") + self._reasons(breaks, fixed.name))
+        tunnel = _break_reasons(fixed.tunnel_reasons) if at_tunnel else None
+        if tunnel:
+            parts.append("at the tunnel device's gro_cells " + self._reasons(tunnel, fixed.name))
+        return f" ({fixed.name}: {'; '.join(parts)})" if parts else ""
 
     def _zero_state_clause(self, fv: FlowVerdict, k: KernelFacts) -> str:
         """Why kernel ``k``'s zero-checksum gate refused none of flow ``fv``'s frames (outer UDP checksum 0): the

@@ -139,9 +139,11 @@ class _Tally:
         self.flows = 0
         self.tunnel = 0
         self.tunnel_tcp = 0
-        #: of ``tunnel_tcp``, the flows whose every phys skb carried no TCP payload in some kernel
-        #: (``KernelFacts.without_payload``: ACKs, SYN, FIN or RST without data), which no kernel merges
+        #: of ``tunnel``, the flows whose frames carry no payload in their innermost TCP segment
+        #: (``KernelFacts.carries_no_payload`` in some kernel: ACKs, SYN, FIN or RST without data, a tunnel inside
+        #: the tunnel's too), which no kernel merges; ``tunnel_tcp_empty``: those of them in ``tunnel_tcp``
         self.tunnel_empty = 0
+        self.tunnel_tcp_empty = 0
         #: tunnelled flows whose outer UDP checksum is 0 (``FlowKey.outer_csum_zero``): what a kernel without the fix
         #: may refuse, where the refusals cannot be seen (the kernel backend: ``Verdict.refusals_unseen``)
         self.tunnel_zero = 0
@@ -278,7 +280,9 @@ class _Tally:
             self.zero_unvalidated[state] += max(k.gate_unvalidated["phys"] for k in fv.kernels)
             self.zero_reached[state] += max(k.gate_reached["phys"] for k in fv.kernels)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
-        self.tunnel_empty += fv.cls == "tunnel_tcp" and any(k.without_payload for k in fv.kernels)
+        empty = any(k.carries_no_payload for k in fv.kernels)
+        self.tunnel_empty += empty
+        self.tunnel_tcp_empty += empty and fv.cls == "tunnel_tcp"
         self.lost_tunnel += fv.outcome == "lost"
         for k in fv.kernels:
             tot = self.totals[k.name]
@@ -293,18 +297,16 @@ class _Tally:
             tot.lost.update(k.lost)
             tot.lost_skbs.update(k.lost_skbs)
             tot.splits.update(k.splits)
-            if (
-                fv.cls == "tunnel_tcp"
-                and fv.outcome != "lost"
-                and k.frames > 1
-                and k.skbs["phys"] >= k.frames
-                and not sum(k.gate_zero.values())
-            ):
+            if fv.cls == "tunnel_tcp" and k.skbs["phys"] >= k.frames and not sum(k.gate_zero.values()):
                 u = self.unmerged[k.name]
-                if k.without_payload:
+                if (
+                    k.without_payload
+                ):  # of one frame or lost too: the flows ``tunnel_tcp_empty`` counts (audit44)
                     u.empty += 1
                     u.empty_reasons.update(break_reasons(k))
                     empty_in.add(k.name)
+                    continue
+                if fv.outcome == "lost" or k.frames < 2:
                     continue
                 u.flows += 1
                 unmerged_in.add(k.name)

@@ -419,7 +419,7 @@ def refused_where(at: dict) -> str:
 
 
 def of_tunnelled(n: int, of: int, empty: int, tcp: bool = False) -> str:
-    """"N of T tunnelled [TCP ]flows" for N flows that lose aggregation among T tunnelled flows (``tcp``: T counts
+    """ "N of T tunnelled [TCP ]flows" for N flows that lose aggregation among T tunnelled flows (``tcp``: T counts
     tunnelled TCP flows only). ``empty`` of the T carry no TCP payload (``_Tally.tunnel_empty``): tcp_gro_receive
     merges none of their segments in any kernel (net/ipv4/tcp_offload.c), so none can lose aggregation; T then
     counts the others and the sentence says so: "N of the T - E tunnelled TCP flows that carry payload (T with the

@@ -1,0 +1,121 @@
+"""The verdict's flows without payload are one set everywhere it counts them (audit44): the denominator of "N of
+the T tunnelled flows that carry payload (U with the E that carry none)", the "E tunnelled TCP flows carry no
+payload" sentence, explain's per-flow why and the JSON ``verdict.tunnel_flows_without_payload`` — a flow of one
+frame, a tunnel inside the tunnel and a replay with phys GRO off included. A segment without payload is never
+merged: tcp_gro_receive flushes it ((len - 1) >= mss with len 0, net/ipv4/tcp_offload.c), in every kernel.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import dpkt
+import pytest
+from click.testing import CliRunner
+from test_verdict import _nested_vxlan
+
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.cli import main
+from gro_replay.packet.build import FrameSpec, build_flow
+
+
+def _run(*args: str) -> str:
+    r = CliRunner().invoke(main, [*args], env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def mix(tmp_path_factory):
+    """synth's overlay-node mix, 8 connections, 60 frames (some ACK directions of a single frame), and its inner TCP
+    flows as read by dpkt, not by the code under test: flow → (outer UDP checksum 0, TCP payload lengths)."""
+    path = tmp_path_factory.mktemp("mix") / "m.pcap"
+    r = CliRunner().invoke(
+        main, ["synth", str(path), "--mix", "overlay-node", "--connections", "8", "--frames", "60"]
+    )
+    assert r.exit_code == 0, r.output
+    flows: dict = defaultdict(lambda: [True, []])
+    with open(path, "rb") as f:
+        for _ts, buf in dpkt.pcap.Reader(f):
+            outer = dpkt.ethernet.Ethernet(buf).data
+            inner = dpkt.ethernet.Ethernet(outer.data.data[8:]).data  # past the 8-byte VXLAN header
+            tcp = inner.data
+            key = (inner.src, inner.dst, tcp.sport, tcp.dport)
+            flows[key][0] = outer.data.sum == 0
+            flows[key][1].append(len(tcp.data))
+    return str(path), dict(flows)
+
+
+def test_flows_without_payload_are_counted_alike(mix):
+    """The capture's flows whose every TCP segment is empty (E, a lone ACK among them) are the denominator's "that
+    carry none" and the with-fix kernel's "carry no payload" sentence alike: the R with outer checksum 0 were listed
+    above as refused at no cost by the kernel without the fix (csum_cnt 0, csum_valid 0 at its gate: gro-spec
+    §4.4), the others are "other"; their segments go up one by one, one skb each (×frames)."""
+    path, flows = mix
+    empty = [k for k, (_z, lens) in flows.items() if not any(lens)]
+    assert any(len(flows[k][1]) == 1 for k in empty)  # a flow of one frame is among them
+    e, t = len(empty), len(flows)
+    r = sum(flows[k][0] for k in empty)
+    frames = sum(len(flows[k][1]) for k in empty)
+    text = _flat(_run(path, "--no-hist"))
+    assert f"tunnelled TCP flows that carry payload ({t} with the {e} that carry none)" in text
+    assert f"{r} flows without payload (ACKs" in text
+    assert f"(v5.12), {e} tunnelled TCP flows carry no payload (the {r} above and {e - r} other;" in text
+    assert f"[tcp_gro_receive:len_zero] ×{frames}):" in text
+    assert f"{e - r} other tunnelled TCP flow{'s' if e - r > 1 else ''} carr" in _flat(_run(path, "--no-fix"))
+    assert f"{e} tunnelled TCP flows carry no payload" in _flat(_run(path, "--kernel", "6.18"))
+    for args in ([], ["--gro", "phys=off"]):  # phys GRO off: no phys skb counted, the tunnel device's are
+        v = json.loads(_run(path, *args, "--format", "json"))["verdict"]
+        assert (v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (t, e)
+
+
+@pytest.fixture(scope="module")
+def nested(tmp_path_factory):
+    """Four flows round robin, each of 4 frames, every UDP checksum 0: A data (1000 bytes a segment) over VXLAN, B
+    pure ACKs over VXLAN, C data over VXLAN in VXLAN, D pure ACKs over VXLAN in VXLAN."""
+
+    def plain(j: int, sizes: list[int]) -> list[bytes]:
+        return build_flow(FrameSpec(outer_csum="zero", udp_sport=42000 + j, sport=31000 + j), sizes)
+
+    def inside(j: int, sizes: list[int]) -> list[bytes]:
+        inner = build_flow(FrameSpec(outer_csum="zero", udp_sport=41000 + j, sport=30000 + j), sizes)
+        return [_nested_vxlan(f, 100 + 10 * j + i) for i, f in enumerate(inner)]
+
+    streams = [plain(0, [1000] * 4), plain(1, [0] * 4), inside(2, [1000] * 4), inside(3, [0] * 4)]
+    path = tmp_path_factory.mktemp("nested") / "n.pcap"
+    with PcapWriter(str(path)) as w:
+        t = 0
+        for i in range(4):
+            for s in streams:
+                w.write(1_614_373_368_000_000_000 + 1000 * t, s[i])
+                t += 1
+    return str(path)
+
+
+def test_nested_flows_without_payload(nested):
+    """Before the fix A loses phys-device aggregation (its outer checksum 0 refused at the gate; with the fix
+    tcp_gro_receive merges its 4 segments) and C aggregation at the tunnel device's gro_cells (the phys device
+    stops at its nested header in every kernel: udp_gro_receive's encap_mark flush; the tunnel device's gate
+    refuses the nested checksum 0 before the fix). B and D carry none: of the 4 tunnelled flows 2 carry payload;
+    of the tunnelled TCP flows (C's class is a tunnel inside the tunnel) 1 of 2. D's explain says why it gains
+    nothing: no payload, len_zero at the tunnel device (not only the phys device's encap_mark)."""
+    text = _flat(_run(nested, "--no-hist"))
+    assert (
+        "Before the fix, 1 of the 1 tunnelled TCP flow that carries payload (2 with the 1 that carries none)"
+        in text
+    )
+    assert (
+        "1 of the 2 tunnelled flows that carry payload (4 with the 2 that carry none) loses aggregation at the tunnel"
+        in text
+    )
+    v = json.loads(_run(nested, "--format", "json"))["verdict"]
+    assert (v["affected_flows"], v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (2, 4, 2)
+    d = _flat(_run("explain", nested, "--flow", "3"))  # D: flow ids in order of first frames
+    assert "inner 10.0.0.1:41003 → 10.0.0.2:4789 UDP; 4 frames" in d
+    assert "its TCP segments carry no payload, which tcp_gro_receive merges in no kernel" in d
+    assert "at the tunnel device's gro_cells no payload (pure ACK) [tcp_gro_receive:len_zero] ×4" in d
