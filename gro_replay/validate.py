@@ -266,7 +266,8 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
     t0 = rep.input.first_ts_ns or 0
     first_ts = oracle.deliveries[0].ts if oracle.deliveries else 0.0
     # an skb carries no TCP payload when none of its frames does (a segment without payload is never merged:
-    # tcp_gro_receive); counted, as the simulator counts it (kernel/gro.py dev_gro_receive), only where GRO runs
+    # tcp_gro_receive); counted as the simulator counts it (kernel/gro.py dev_gro_receive): at the phys device
+    # whether GRO runs there or not, at the tunnel device where GRO runs
     empty = no_payload_frames(sent, tports)
     runs = config.gro_runs()
     phys_skbs: list[_Delivered] = []
@@ -274,7 +275,9 @@ def kernel_result(loaded: LoadedCapture, oracle, config: ReplayConfig, on_delive
         i = cursor[d.dev]
         cursor[d.dev] += 1
         frames_idx, fid = matched_dev[d.dev][i]
-        no_payload = runs[d.dev_role] and bool(frames_idx) and empty.issuperset(frames_idx)
+        no_payload = (
+            (d.dev_role == "phys" or runs[d.dev_role]) and bool(frames_idx) and empty.issuperset(frames_idx)
+        )
         # the trace's address (hashed per boot: the same skb has the same one at both devices), else a made-up one
         addr = int(d.addr, 16) if d.addr else 0xFFFF888200000000 + (len(ks.flows) << 8) + n
         skb = _Delivered(d.len, frames_idx or [-1], fid, addr, "kernel", no_payload)

@@ -495,8 +495,11 @@ def test_of_tunnelled_words():
 
     assert of_tunnelled(1, 1, 0, True) == "1 of 1 tunnelled TCP flow"
     assert (
-        of_tunnelled(1, 2, 1)
+        of_tunnelled(1, 2, 1, all_tcp=True)
         == "1 of the 1 tunnelled flow that carries payload (2 with the 1 that carries none)"
+    )
+    assert of_tunnelled(1, 3, 1) == (
+        "1 of the 2 tunnelled flows other than the 1 whose TCP segments carry no payload (3 in all)"
     )
     assert of_tunnelled(2, 5, 3, True) == (
         "2 of the 2 tunnelled TCP flows that carry payload (5 with the 3 that carry none)"

@@ -110,8 +110,8 @@ def test_nested_flows_without_payload(nested):
         in text
     )
     assert (
-        "1 of the 2 tunnelled flows that carry payload (4 with the 2 that carry none) loses aggregation at the tunnel"
-        in text
+        "1 of the 2 tunnelled flows other than the 2 whose TCP segments carry no payload (4 in all) loses "
+        "aggregation at the tunnel" in text
     )
     v = json.loads(_run(nested, "--format", "json"))["verdict"]
     assert (v["affected_flows"], v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (2, 4, 2)
@@ -119,3 +119,37 @@ def test_nested_flows_without_payload(nested):
     assert "inner 10.0.0.1:41003 → 10.0.0.2:4789 UDP; 4 frames" in d
     assert "its TCP segments carry no payload, which tcp_gro_receive merges in no kernel" in d
     assert "at the tunnel device's gro_cells no payload (pure ACK) [tcp_gro_receive:len_zero] ×4" in d
+
+
+def test_a_flow_whose_data_is_dropped_at_decapsulation_carries_payload(tmp_path):
+    """breaker44: flow 0's 4 data segments have outer TOS CE over a not-ECT inner packet, which the tunnel device
+    drops (vxlan_ecn_decapsulate, RFC 6040: drivers/net/vxlan/vxlan_core.c), then 4 pure ACKs follow; flow 1 is
+    4 data segments. Both carry payload and both lose phys-device aggregation before the fix (outer checksum 0;
+    the fix merges the data at the phys device: 8 → 5 and 4 → 1 phys skbs): "2 of 2", none without payload,
+    although flow 0's skbs that reach the tunnel device are all ACKs."""
+    from dataclasses import replace
+
+    sp = FrameSpec(outer_csum="zero", udp_sport=42000, sport=31000)
+    frames = build_flow(replace(sp, outer_tos=3), [1000] * 4) + build_flow(
+        replace(sp, seq=1_004_000), [0] * 4
+    )
+    frames += build_flow(FrameSpec(outer_csum="zero", udp_sport=42001, sport=31001), [1000] * 4)
+    path = tmp_path / "ce.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            w.write(1_614_373_368_000_000_000 + 1000 * i, f)
+    text = _flat(_run(str(path), "--no-hist"))
+    assert "Before the fix, 2 of 2 tunnelled TCP flows lose phys-device aggregation" in text
+    v = json.loads(_run(str(path), "--format", "json"))["verdict"]
+    assert (v["affected_flows"], v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (2, 2, 0)
+    assert "carry no payload, which" not in _flat(_run("explain", str(path), "--flow", "0"))
+
+
+@pytest.mark.parametrize(
+    "gro", [[], ["--gro", "phys=off"], ["--gro", "tunnel=off"], ["--gro", "phys=off", "--gro", "tunnel=off"]]
+)
+def test_flows_without_payload_do_not_depend_on_gro(nested, gro):
+    """B and D carry no payload whatever GRO runs where (breaker44: 0 with GRO off on both devices): every frame
+    passes the phys device's dev_gro_receive, which counts it, GRO elided or not (netif_elide_gro)."""
+    v = json.loads(_run(nested, *gro, "--format", "json"))["verdict"]
+    assert (v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (4, 2)

@@ -288,14 +288,14 @@ def dev_gro_receive(napi: GroNode, skb: SkBuff) -> GroResult:  # noqa: PLR0915 -
     head = napi.gro_hash[bucket]
     cb = skb.cb
     cb.ended_by = None  # observation only: set when a later skb's arrival completes this one once held
-    cb.no_payload = False  # observation only: counted where GRO runs (below)
+    # observation only: the driver step's reading of the frames (SkBuff.no_payload), whatever stops GRO before
+    # tcp_gro_receive (an IPv4 header with options or a bad checksum, the pre-fix udp_gro_receive gate), GRO off
+    # on the device included: every frame passes here, so the flows without payload are known in every mode
+    cb.no_payload = skb.no_payload
 
     if skb.dev.netif_elide_gro():
         cb.why = R.NETIF_ELIDE_GRO
         return GRO_NORMAL
-    # observation only: the driver step's reading of the frames (SkBuff.no_payload), whatever stops GRO before
-    # tcp_gro_receive (an IPv4 header with options or a bad checksum, the pre-fix udp_gro_receive gate)
-    cb.no_payload = skb.no_payload
 
     cb.split = None  # observation only (set by the compares below)
     cb.gate_unvalidated = cb.gate_reached = False  # observation only (udp_offload.py)

@@ -146,7 +146,7 @@ class CompareSentences:
             )
             parts.append(
                 f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}"
-                f"{of_tunnelled(t.to, t.tunnel, t.tunnel_empty)} {'loses' if t.to == 1 else 'lose'} aggregation at the "
+                f"{of_tunnelled(t.to, t.tunnel, t.tunnel_empty, all_tcp=t.tunnel == t.tunnel_tcp)} {'loses' if t.to == 1 else 'lose'} aggregation at the "
                 "tunnel device's gro_cells: udp_gro_receive refuses "
                 f"{frames:,} {plural(frames, 'frame')} there ({TUNNEL_GATE_WORDS}). "
                 f"The fix{' alone' if self.fix_alone else ''} saves {saved_tun:,} {plural(saved_tun, 'skb')} handed "
@@ -205,7 +205,7 @@ class CompareSentences:
         count = (
             of_tunnelled(t.pa, tcp, t.tunnel_tcp_empty, True)
             if all_tcp
-            else of_tunnelled(t.pa, t.tunnel, t.tunnel_empty)
+            else of_tunnelled(t.pa, t.tunnel, t.tunnel_empty, all_tcp=t.tunnel == t.tunnel_tcp)
         )
         # one claim a sentence: what is affected, why, what becomes of it later, what the fix saves
         text = (

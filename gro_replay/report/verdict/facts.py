@@ -145,8 +145,6 @@ class KernelFacts:
     tunnel_segs: int = 0  # segments the tunnel stage handed up
     #: phys skbs delivered without TCP payload (``FlowStats.empty``)
     phys_empty: int = 0
-    #: the same at the tunnel device's gro_cells (counted where GRO runs there)
-    tunnel_empty: int = 0
     #: phys skbs ended by an IP ID condition, by (header, step, segments held)
     id_steps: Counter = field(default_factory=Counter)
     #: skbs started beside a held skb of the same flow, by (stage, reasons.SPLIT_*)
@@ -160,17 +158,11 @@ class KernelFacts:
     def without_payload(self) -> bool:
         """Every phys skb of the flow (at least one) carried no TCP payload (``phys_empty``: ACKs, and SYN, FIN or
         RST without data), which tcp_gro_receive merges in no kernel (net/ipv4/tcp_offload.c), whatever stops GRO
-        before it. Read from each skb's frames by their IP headers' lengths (``packet.headers.tcp_payload_len``),
+        before it, GRO off on the phys device included (every frame passes dev_gro_receive's count): the flow's
+        frames all carry none (audit44: read at the tunnel device, a flow whose data frames were dropped there
+        read as one without payload). Read from each skb's frames by their IP headers' lengths (``packet.headers.tcp_payload_len``),
         by both backends: the driver step (sim/driver.py) and the kernel backend (validate.kernel_result)."""
         return bool(self.phys_empty) and self.phys_empty == self.skbs["phys"]
-
-    @property
-    def carries_no_payload(self) -> bool:
-        """The flow's frames carry no payload in their innermost TCP segment: ``without_payload``, or, where GRO
-        did not run at the phys device (``--gro phys=off``: no phys skb is counted without payload), every skb of
-        the tunnel device's gro_cells (at least one) carried none (audit44: with phys GRO off the verdict counted
-        pure-ACK flows as carrying payload)."""
-        return self.without_payload or (bool(self.tunnel_empty) and self.tunnel_empty == self.skbs["tunnel"])
 
     def refused_at(self) -> str | None:
         """Of one flow's facts: the first stage whose zero-checksum gate refused its frames — ``"phys"`` (the outer
@@ -232,7 +224,6 @@ def facts_of(name: str, release: str, model, f) -> KernelFacts:
     kf.phys_reasons, kf.tunnel_reasons = Counter(f.reasons["phys"]), Counter(f.reasons["tunnel"])
     kf.tunnel_segs = f.segs["tunnel"]
     kf.phys_empty = getattr(f, "empty", {}).get("phys", 0)
-    kf.tunnel_empty = getattr(f, "empty", {}).get("tunnel", 0)
     steps = getattr(f, "id_steps", None)
     if steps:
         kf.id_steps = Counter(steps["phys"])

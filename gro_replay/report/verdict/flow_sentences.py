@@ -86,7 +86,7 @@ class FlowSentences(CaptureSentences):
                     "a flow of one frame has nothing to merge it with"
                     if fixed.frames < 2
                     else "its TCP segments carry no payload, which tcp_gro_receive merges in no kernel"
-                    if fixed.carries_no_payload
+                    if fixed.without_payload
                     else "the zero-checksum gate is not what keeps them apart"
                 )
             )

@@ -140,7 +140,7 @@ class _Tally:
         self.tunnel = 0
         self.tunnel_tcp = 0
         #: of ``tunnel``, the flows whose frames carry no payload in their innermost TCP segment
-        #: (``KernelFacts.carries_no_payload`` in some kernel: ACKs, SYN, FIN or RST without data, a tunnel inside
+        #: (``KernelFacts.without_payload`` in some kernel: ACKs, SYN, FIN or RST without data, a tunnel inside
         #: the tunnel's too), which no kernel merges; ``tunnel_tcp_empty``: those of them in ``tunnel_tcp``
         self.tunnel_empty = 0
         self.tunnel_tcp_empty = 0
@@ -280,7 +280,7 @@ class _Tally:
             self.zero_unvalidated[state] += max(k.gate_unvalidated["phys"] for k in fv.kernels)
             self.zero_reached[state] += max(k.gate_reached["phys"] for k in fv.kernels)
         self.tunnel_tcp += fv.cls == "tunnel_tcp"
-        empty = any(k.carries_no_payload for k in fv.kernels)
+        empty = any(k.without_payload for k in fv.kernels)
         self.tunnel_empty += empty
         self.tunnel_tcp_empty += empty and fv.cls == "tunnel_tcp"
         self.lost_tunnel += fv.outcome == "lost"
@@ -299,9 +299,8 @@ class _Tally:
             tot.splits.update(k.splits)
             if fv.cls == "tunnel_tcp" and k.skbs["phys"] >= k.frames and not sum(k.gate_zero.values()):
                 u = self.unmerged[k.name]
-                if (
-                    k.without_payload
-                ):  # of one frame or lost too: the flows ``tunnel_tcp_empty`` counts (audit44)
+                # of one frame or lost too: the flows ``tunnel_tcp_empty`` counts (audit44)
+                if k.without_payload:
                     u.empty += 1
                     u.empty_reasons.update(break_reasons(k))
                     empty_in.add(k.name)

@@ -418,17 +418,24 @@ def refused_where(at: dict) -> str:
     return f"for a zero UDP checksum ({phys:,} at {STAGE_NAMES['phys']}, {tunnel:,} only {nested})"
 
 
-def of_tunnelled(n: int, of: int, empty: int, tcp: bool = False) -> str:
+def of_tunnelled(n: int, of: int, empty: int, tcp: bool = False, all_tcp: bool = False) -> str:
     """ "N of T tunnelled [TCP ]flows" for N flows that lose aggregation among T tunnelled flows (``tcp``: T counts
-    tunnelled TCP flows only). ``empty`` of the T carry no TCP payload (``_Tally.tunnel_empty``): tcp_gro_receive
-    merges none of their segments in any kernel (net/ipv4/tcp_offload.c), so none can lose aggregation; T then
-    counts the others and the sentence says so: "N of the T - E tunnelled TCP flows that carry payload (T with the
-    E that carry none)" (newcomer33: "36 of 96" counted the 48 pure-ACK directions as flows that could be
-    affected)."""
+    tunnelled TCP flows only). ``empty`` of the T are flows whose TCP segments all carry no payload
+    (``_Tally.tunnel_empty``): tcp_gro_receive merges none of them in any kernel (net/ipv4/tcp_offload.c), so none
+    can lose aggregation; T then counts the others and the sentence says so: "N of the T - E tunnelled TCP flows
+    that carry payload (T with the E that carry none)", or, where T counts flows of other protocols too (whose
+    payload is not TCP's; ``all_tcp`` false: some tunnelled flow is not TCP over the tunnel), "N of the T - E
+    tunnelled flows other than the E whose TCP segments carry no payload (T in all)" (newcomer33: "36 of 96"
+    counted the 48 pure-ACK directions as flows that could be affected)."""
     kind = f"tunnelled {'TCP ' if tcp else ''}"
     if not empty:
         return f"{n:,} of {of:,} {kind}{plural(of, 'flow')}"
     rest = of - empty
+    if not (tcp or all_tcp):
+        return (
+            f"{n:,} of the {rest:,} tunnelled {plural(rest, 'flow')} other than the {empty:,} whose TCP segments "
+            f"carry no payload ({of:,} in all)"
+        )
     return (
         f"{n:,} of the {rest:,} {kind}{plural(rest, 'flow')} that {'carries' if rest == 1 else 'carry'} payload "
         f"({of:,} with the {empty:,} that {'carries' if empty == 1 else 'carry'} none)"
