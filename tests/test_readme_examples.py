@@ -70,3 +70,26 @@ def test_readme_example_is_what_the_tool_prints(runner, monkeypatch, first, argv
     r = runner.invoke(main, argv, env={"COLUMNS": None})
     assert r.exit_code == 0, r.output
     _in_order(block, r.stdout.splitlines())
+
+
+def test_summary_counts_refused_flows_only_where_refusals_cost(runner):
+    """The README's SUMMARY section: one kernel without the fix counts the flows whose refusals cost aggregation
+    (newcomer34: it said "the flows it refuses"). The triage capture's one flow has a bad inner TCP checksum on one
+    segment of 3; 5.10's gate refuses all 3 frames (outer checksum 0, csum_cnt 0, csum_valid 0: gro-spec §4.4), and
+    with the fix applied they still go up apart (the bad segment alone, and frame 3 does not follow frame 1: a
+    sequence gap, the capture's truth in ../shared/triage/README.md): 3 refused, 0 affected."""
+    import json
+
+    path = ROOT.parent / "shared" / "triage" / "bad-inner-csum-3frames.pcap"
+    if not path.is_file():
+        pytest.skip("needs ../shared/triage")
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert (
+        "`../shared/triage/bad-inner-csum-3frames.pcap --kernel 5.10` refuses 3 frames of 1 flow, `affected_flows=0`"
+        in readme
+    )
+    r = runner.invoke(main, [str(path), "--kernel", "5.10", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert (doc["verdict"]["frames_refused"], doc["verdict"]["tunnel_flows"]) == (3, 1)
+    assert doc["summary"].endswith(" affected_flows=0")
