@@ -1037,3 +1037,35 @@ def test_flows_a_smaller_listing_sums_are_not_said_to_be_only_in_one_document(tm
     for bad in ("x", [], {"omitted": 3}, {"omitted": {"flows": -1}}, {"omitted": {"flows": True}}, None):
         assert omitted_flows({"flows_summary": bad}) == 0
     assert omitted_flows({"flows_summary": {"omitted": {"flows": 7}}}) == 7
+
+
+def test_a_compressed_copy_is_refused_saying_why(tmp_path):
+    """newcomer34: the fix sample piped in gzipped was refused as "different inputs" with no hint that it holds
+    the same packets. Each digest is of the bytes as read (the gzip stream's here), so the documents stay apart,
+    and the refusal says both read as many frames and bytes (the sample's, as dpkt reads them); two different
+    captures get no such words."""
+    import gzip
+
+    import dpkt
+
+    raw = FIX_SAMPLE.read_bytes()
+    with FIX_SAMPLE.open("rb") as f:
+        sizes = [len(buf) for _ts, buf in dpkt.pcap.Reader(f)]
+    runner = CliRunner()
+    base, cur, other = tmp_path / "base.json", tmp_path / "cur.json", tmp_path / "other.json"
+    for path, argv, data in (
+        (base, [str(FIX_SAMPLE)], None),
+        (cur, ["-"], gzip.compress(raw)),  # through a pipe: the stream reader reads file descriptor 0
+        (other, [str(VXLAN4_SAMPLE)], None),
+    ):
+        p = subprocess.run([*CLI, *argv, "--format", "json"], input=data, capture_output=True, env=cli_env())
+        assert p.returncode == 0, p.stderr
+        path.write_bytes(p.stdout)
+    r = runner.invoke(main, ["diff", str(base), str(cur)])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert (
+        f"(both read {len(sizes)} frames and {sum(sizes):,} bytes: each digest is of the capture's bytes as read, so a "
+        "compressed or rewritten copy of one capture (gzip, tcpdump -w, editcap) has another)"
+    ) in r.output
+    r = runner.invoke(main, ["diff", str(base), str(other)])
+    assert r.exit_code == 2 and "both read" not in r.output, r.output

@@ -21,7 +21,7 @@ import math
 from ...kernel.model import commit_of_switch, counted_switches, shared_switches_text
 from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
-from .inputs import _digest_advice, input_words, inputs_words, same_input, unknown_why
+from .inputs import _digest_advice, digest_why, input_words, inputs_words, same_input, unknown_why
 from .metrics import (
     CHECKABLE,
     DEFAULT_METRICS,
@@ -259,7 +259,8 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
             # documents of two digests: the current one can be made with the baseline's
             again = _digest_advice(bi, ci)
             raise DiffError(
-                f"{what}: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}{unknown_why(bi, ci)}; "
+                f"{what}: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}"
+                f"{unknown_why(bi, ci) or digest_why(bi, ci)}; "
                 f"{again}pass --allow-different-input to compare anyway"
             )
         notes.append(f"{what}: {inputs_words(bi, ci)} (--allow-different-input)")
