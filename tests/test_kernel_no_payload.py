@@ -31,7 +31,9 @@ from gro_replay.validate import kernel_result, load_capture
 #: the sentence of the flows without payload (report/verdict/sentences.py _empty_note), after its count ("1
 #: tunnelled TCP flow carries"), around its reason list
 NO_PAYLOAD = "no payload (ACKs, and SYN, FIN or RST without data), whose segments go up one by one ("
-ONE_CARRIES = "1 tunnelled TCP flow carries"
+#: "other" than the flow with payload the kernel does not merge, said before it (the gapped flow of
+#: ``own_acks_capture``; newcomer34: whether it was among them could not be told)
+ONE_CARRIES = "1 other tunnelled TCP flow carries"
 NEVER = "): tcp_gro_receive merges no segment without payload, in any kernel."
 #: the simulator's reason list for the 3 pure ACKs (kernel/tcp_offload.py: len_zero)
 SIM_ACK_REASONS = "no payload (pure ACK) [tcp_gro_receive:len_zero] ×3"

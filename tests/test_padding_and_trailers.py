@@ -72,8 +72,10 @@ def test_an_ack_flow_with_bytes_past_its_datagrams_carries_no_payload(
     (k,) = result.kernels
     assert k.stages["phys"].skbs == data_skbs + 3
     text = verdict_of(result).text
+    # "other" than the data flow the kernel does not merge, when it says so before (newcomer34)
+    said = _NO_PAYLOAD if data_skbs == 1 else _NO_PAYLOAD.replace("1 tunnelled", "1 other tunnelled")
     assert text.endswith(
-        f". {_NO_PAYLOAD}{ack_reason}): tcp_gro_receive merges no segment without payload, in any kernel."
+        f". {said}{ack_reason}): tcp_gro_receive merges no segment without payload, in any kernel."
     ), text
     if data_skbs == 1:
         assert "does not merge" not in text
