@@ -195,7 +195,7 @@ def id_step_only(why: str | None) -> bool:
 #: the IPv4 ID rule of every modelled kernel (inet_gro_receive's flush_id and tcp_gro_receive up to v6.9,
 #: inet_gro_flush from 4b0ebbca3e16; f095a358faf2 for a fixed ID without DF), which the ID reasons' words state
 #: instead of one kernel's: a description names a condition, not the kernel it ran on
-_ID_RULE = (
+ID_RULE = (
     "(GRO takes a fixed ID, with DF set before v6.18, or one stepping +1 per held segment; before v6.10 only a "
     "fixed one after a held DF packet not yet seen incrementing, such as a GSO skb that arrived merged; from v6.10 "
     "to v6.17 the ID of an outer header with DF is not read, and one ip_fixedid bit serves both headers: a fixed "
@@ -224,7 +224,7 @@ DESCRIPTIONS = {
     INET_CSUM: "IPv4 header checksum bad",
     INET_TOT_LEN: "IPv4 total length differs from the bytes present (padding) or reserved frag bit",
     IP_TTL_TOS_DF: "IPv4 TTL, TOS or DF differs from the held packet",
-    IP_ID: "IPv4 ID step not accepted " + _ID_RULE,
+    IP_ID: "IPv4 ID step not accepted " + ID_RULE,
     IPV6_NO_OFFLOAD: "IPv6 next header without GRO handler",
     IPV6_PAYLOAD_LEN: "IPv6 payload length differs from the bytes present",
     IPV6_TCLASS_HOPLIMIT: "IPv6 traffic class or hop limit differs",
@@ -272,7 +272,7 @@ DESCRIPTIONS = {
 _L3_DESCRIPTIONS = {
     "ttl_tos_df": "IPv4 TTL, TOS or DF differs",
     "tclass_hop_limit": "IPv6 traffic class or hop limit differs",
-    "ip_id": "IPv4 ID step not accepted " + _ID_RULE,
+    "ip_id": "IPv4 ID step not accepted " + ID_RULE,
 }
 
 

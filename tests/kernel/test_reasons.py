@@ -72,3 +72,28 @@ def test_a_handler_miss_names_the_value_looked_up():
     for why, words in cases.items():
         assert R.describe(why) == words
         assert R.check_rank(why) == R.CHECK_ORDER.index(why.partition("(")[0])
+
+
+def test_an_id_reason_names_the_rule_of_the_kernel_that_ran():
+    """newcomer34: a 6.18 run's IPv4 ID reason read every era's rule. With a kernel model the words are that
+    kernel's, by its switches: before 4b0ebbca3e16 (v6.10) inet_gro_receive's flush_id takes a fixed ID only after
+    a held DF packet not yet seen incrementing; from it to v6.17 the outer ID under DF is not read and one
+    ip_fixedid bit serves both headers; from 21f7484220ac and f095a358faf2 (v6.18) each header has its own bit and a
+    fixed ID needs no DF. Without a model (a description in JSON) every era's words stay."""
+    from dataclasses import replace
+
+    from gro_replay.kernel.model import K_5_10, K_6_1, K_6_12, K_6_18
+    from gro_replay.report.verdict.words import describe_for
+
+    why = "tcp_gro_receive:outer_ip_id"
+    every = R.describe(why)
+    assert "before v6.10" in every and "from v6.10 to v6.17" in every
+    assert describe_for(why, None) == every
+    old, mid, new = (describe_for(why, m) for m in (K_5_10, K_6_12, K_6_18))
+    assert describe_for(why, K_6_1) == old
+    assert "after a held DF packet not yet seen incrementing" in old and "v6." not in old
+    assert "one ip_fixedid bit serves both headers" in mid and "v6." not in mid
+    assert "each header with its own ip_fixedid bit" in new and "with DF set" not in new
+    assert all(w.endswith(" in the outer header") for w in (old, mid, new))
+    # a backport of one commit only (a vendor's): no era's rule is that kernel's, every era's words stay
+    assert describe_for(why, replace(K_6_12, inet_gro_checks_outer_id=True)) == every

@@ -362,6 +362,45 @@ RULES = {
 }
 
 
+#: the IPv4 ID rule (kernel/reasons.py ``ID_RULE``: every era's) as one kernel has it, by its switches
+#: (``KernelModel.l3_flush_in_tcp`` 4b0ebbca3e16, ``inet_gro_checks_outer_id`` 21f7484220ac,
+#: ``inet_gro_fixedid_without_df`` f095a358faf2): the words a report on that kernel gives (``describe_for``;
+#: newcomer34: a 6.18 run read every era's rule); a combination no upstream release has (a vendor's backport of one
+#: of them) keeps every era's
+_ID_RULES_BY_SWITCHES: dict[tuple[bool, bool, bool], str] = {
+    (
+        False,
+        False,
+        False,
+    ): "(GRO takes an ID stepping +1 per held segment, or a fixed one with DF set after a held "
+    "DF packet not yet seen incrementing, such as a GSO skb that arrived merged)",
+    (
+        True,
+        False,
+        False,
+    ): "(GRO takes a fixed ID with DF set or one stepping +1 per held segment; the ID of an "
+    "outer header with DF is not read, and one ip_fixedid bit serves both headers: a fixed inner ID holds an outer "
+    "ID without DF to fixed too)",
+    (
+        True,
+        True,
+        True,
+    ): "(GRO takes a fixed ID or one stepping +1 per held segment, in the outer header as in the "
+    "inner, each header with its own ip_fixedid bit)",
+}
+
+
+def describe_for(why: str, model: KernelModel | None) -> str:
+    """``R.describe(why)`` as a report on kernel ``model`` (None: every era's words) says it: an IPv4 ID reason
+    names that kernel's ID rule (``_ID_RULES_BY_SWITCHES``)."""
+    text = R.describe(why)
+    if model is None or R.ID_RULE not in text:
+        return text
+    key = (model.l3_flush_in_tcp, model.inet_gro_checks_outer_id, model.inet_gro_fixedid_without_df)
+    rule = _ID_RULES_BY_SWITCHES.get(key)
+    return text.replace(R.ID_RULE, rule) if rule else text
+
+
 def _rule_note(why: str, model: KernelModel | None) -> str:
     if model is None:
         return ""
@@ -400,7 +439,7 @@ def reason_list(counter: Counter, limit: int = 3, model: KernelModel | None = No
 
     items = by_count(counter)
     shown = items[:limit]
-    text = "; ".join(f"{R.describe(k)} [{k}] ×{v:,}{_rule_note(k, model)}" for k, v in shown)
+    text = "; ".join(f"{describe_for(k, model)} [{k}] ×{v:,}{_rule_note(k, model)}" for k, v in shown)
     return text + the_rest(items, limit, unit, "; and")
 
 
