@@ -76,20 +76,13 @@ def digest_why(bi: dict | None, ci: dict | None) -> str:
         return ""
     bi, ci = bi or {}, ci or {}
     frames, size = bi.get("frames_read"), bi.get("bytes")
-    if (
-        not isinstance(frames, int)
-        or not isinstance(size, int)
-        or (frames, size)
-        != (
-            ci.get("frames_read"),
-            ci.get("bytes"),
-        )
-    ):
+    same = (frames, size) == (ci.get("frames_read"), ci.get("bytes"))
+    if not (same and isinstance(frames, int) and isinstance(size, int)):
         return ""
     return (
-        f" (both read {frames:,} {plural(frames, 'frame')} and {size:,} {plural(size, 'byte')}: each digest is of the "
-        "capture's bytes as read, so a compressed or rewritten copy of one capture (gzip, tcpdump -w, editcap) has "
-        "another)"
+        f" (both read {frames:,} {plural(frames, 'frame')} and {size:,} {plural(size, 'byte')}: each digest is of "
+        "the capture's bytes as read, so a compressed or rewritten copy of one capture (gzip, tcpdump -w, editcap) "
+        "has another)"
     )
 
 

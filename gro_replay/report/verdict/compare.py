@@ -114,6 +114,14 @@ class CompareSentences:
             )
         return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post)
 
+    def _of_tunnelled(self, n: int, tcp: bool = False) -> str:
+        """ "N of T tunnelled [TCP ]flows" for N flows that lose aggregation (``words.of_tunnelled``): T the
+        tunnelled flows (``tcp``: the tunnelled TCP flows), less those without payload, named beside."""
+        t = self._tally
+        if tcp:
+            return of_tunnelled(n, t.tunnel_tcp, t.tunnel_tcp_empty, True)
+        return of_tunnelled(n, t.tunnel, t.tunnel_empty, all_tcp=t.tunnel == t.tunnel_tcp)
+
     def _pre_costless_listed(self) -> Refusals | None:
         """Compare mode: the refusals of the kernel compared without the fix (``Refusals``) when the comparison's
         text lists those that cost nothing flow by flow (``_costless_parts``: ``_compare_text`` whenever some
@@ -146,7 +154,7 @@ class CompareSentences:
             )
             parts.append(
                 f"{'Before the fix, ' if not t.pa else 'Also before the fix, '}"
-                f"{of_tunnelled(t.to, t.tunnel, t.tunnel_empty, all_tcp=t.tunnel == t.tunnel_tcp)} {'loses' if t.to == 1 else 'lose'} aggregation at the "
+                f"{self._of_tunnelled(t.to)} {'loses' if t.to == 1 else 'lose'} aggregation at the "
                 "tunnel device's gro_cells: udp_gro_receive refuses "
                 f"{frames:,} {plural(frames, 'frame')} there ({TUNNEL_GATE_WORDS}). "
                 f"The fix{' alone' if self.fix_alone else ''} saves {saved_tun:,} {plural(saved_tun, 'skb')} handed "
@@ -176,7 +184,6 @@ class CompareSentences:
         t = self._tally
         nic = self.rx_csum
         alone = " alone" if self.fix_alone else ""
-        tcp = t.tunnel_tcp
         all_tcp = t.pa_all_tcp
         frames = t.pa_frames
         saved = t.pa_saved["phys"]
@@ -202,11 +209,7 @@ class CompareSentences:
         else:
             reason = drop_list(t.pa_drops)
             later = "they never reach a tunnel device" + (f" (dropped: {reason})" if reason else "")
-        count = (
-            of_tunnelled(t.pa, tcp, t.tunnel_tcp_empty, True)
-            if all_tcp
-            else of_tunnelled(t.pa, t.tunnel, t.tunnel_empty, all_tcp=t.tunnel == t.tunnel_tcp)
-        )
+        count = self._of_tunnelled(t.pa, tcp=all_tcp)
         # one claim a sentence: what is affected, why, what becomes of it later, what the fix saves
         text = (
             f"Before the fix, {count} {'loses' if t.pa == 1 else 'lose'} phys-device aggregation: udp_gro_receive "

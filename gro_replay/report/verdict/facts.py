@@ -158,10 +158,11 @@ class KernelFacts:
     def without_payload(self) -> bool:
         """Every phys skb of the flow (at least one) carried no TCP payload (``phys_empty``: ACKs, and SYN, FIN or
         RST without data), which tcp_gro_receive merges in no kernel (net/ipv4/tcp_offload.c), whatever stops GRO
-        before it, GRO off on the phys device included (every frame passes dev_gro_receive's count): the flow's
-        frames all carry none (audit44: read at the tunnel device, a flow whose data frames were dropped there
-        read as one without payload). Read from each skb's frames by their IP headers' lengths (``packet.headers.tcp_payload_len``),
-        by both backends: the driver step (sim/driver.py) and the kernel backend (validate.kernel_result)."""
+        before it, GRO off on the phys device included (dev_gro_receive counts every frame): the flow's frames all
+        carry none (breaker44: read at the tunnel device instead, a flow whose data was dropped at decapsulation
+        read as one without payload). Read from each skb's frames by their IP headers' lengths
+        (``packet.headers.tcp_payload_len``), by both backends: the driver step (sim/driver.py) and the kernel
+        backend (validate.kernel_result)."""
         return bool(self.phys_empty) and self.phys_empty == self.skbs["phys"]
 
     def refused_at(self) -> str | None:

@@ -38,7 +38,6 @@ from .words import (
     kernel_label,
     loss_text,
     no_gain_text,
-    of_tunnelled,
     payload_clause,
     phys_gro_off_words,
     plural,
@@ -281,8 +280,8 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         (compare mode: the kernel with the fix): " N [other] tunnelled TCP flows carry no payload (ACKs, and
         SYN, FIN or RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no
         segment without payload, in any kernel." — "other" than those the kernel's gate refused
-        (``_costless_text``) or its unmerged flows with payload (``_unmerged_note``); once when every kernel of the run counts the same, else per kernel named; "" when
-        none."""
+        (``_costless_text``) or its unmerged flows with payload (``_unmerged_note``); once when every kernel of the
+        run counts the same, else per kernel named; "" when none."""
         counts = [(k, self._tally.unmerged[k.name]) for k in kernels if self._tally.unmerged[k.name].empty]
         if not counts:
             return ""
@@ -328,7 +327,6 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         ``KernelFacts.refused_at``), in sentences: "F of T tunnelled flows lose phys-device aggregation:
         udp_gro_receive refuses N frames at the phys device. Their outer UDP checksum is 0 … (why).", then the flows
         refused only at the tunnel device's gro_cells, likewise."""
-        t = self._tally
         parts = []
         if r.flows["phys"]:
             n, frames = r.flows["phys"], r.frames["phys"]
@@ -338,7 +336,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 _state_of(self.result.config, r.first_phys[1], self.rx_csum), self.result.config
             )
             parts.append(
-                f"{of_tunnelled(n, t.tunnel, t.tunnel_empty, all_tcp=t.tunnel == t.tunnel_tcp)} {'loses' if n == 1 else 'lose'} "
+                f"{self._of_tunnelled(n)} {'loses' if n == 1 else 'lose'} "
                 "phys-device aggregation: udp_gro_receive refuses "
                 f"{frames:,} {plural(frames, 'frame')} at the phys device. {why[0].upper()}{why[1:]}."
             )
@@ -350,11 +348,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 )
         if r.flows["tunnel"]:
             n, frames = r.flows["tunnel"], r.frames["tunnel"]
-            count = (
-                f"{n:,} other tunnelled {plural(n, 'flow')}"
-                if parts
-                else of_tunnelled(n, t.tunnel, t.tunnel_empty, all_tcp=t.tunnel == t.tunnel_tcp)
-            )
+            count = f"{n:,} other tunnelled {plural(n, 'flow')}" if parts else self._of_tunnelled(n)
             if not self.result.config.gro_runs()["phys"]:  # breaker41: said as if it ran there
                 phys = (
                     "At the phys device GRO is off (netif_elide_gro), so udp_gro_receive does not run there"
