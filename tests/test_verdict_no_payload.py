@@ -69,9 +69,14 @@ def test_flows_without_payload_are_counted_alike(mix):
     assert f"[tcp_gro_receive:len_zero] ×{frames}):" in text
     assert f"{e - r} other tunnelled TCP flow{'s' if e - r > 1 else ''} carr" in _flat(_run(path, "--no-fix"))
     assert f"{e} tunnelled TCP flows carry no payload" in _flat(_run(path, "--kernel", "6.18"))
-    for args in ([], ["--gro", "phys=off"]):  # phys GRO off: no phys skb counted, the tunnel device's are
+    for args in ([], ["--gro", "phys=off"]):  # phys GRO off: every frame still passes dev_gro_receive's count
         v = json.loads(_run(path, *args, "--format", "json"))["verdict"]
         assert (v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (t, e)
+    # phys GRO off: the verdict says no kernel's unmerged flows, so the flows without payload are no "other" ones
+    # (breaker45)
+    off = _flat(_run(path, "--gro", "phys=off", "--no-hist"))
+    assert "The fix changes nothing with GRO off on eth0" in off
+    assert f" {e} tunnelled TCP flows carry no payload" in off and "other tunnelled TCP" not in off
 
 
 @pytest.fixture(scope="module")
