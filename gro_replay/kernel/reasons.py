@@ -194,11 +194,13 @@ def id_step_only(why: str | None) -> bool:
 
 #: the IPv4 ID rule of every modelled kernel (inet_gro_receive's flush_id and tcp_gro_receive up to v6.9,
 #: inet_gro_flush from 4b0ebbca3e16; f095a358faf2 for a fixed ID without DF), which the ID reasons' words state
-#: instead of one kernel's: a description names a condition, not the kernel it ran on
+#: where no kernel is named (a description names a condition; report/verdict/words.py ``describe_for`` gives the
+#: rule of the kernel a report names)
 ID_RULE = (
     "(GRO takes a fixed ID, with DF set before v6.18, or one stepping +1 per held segment; before v6.10 only a "
     "fixed one after a held DF packet not yet seen incrementing, such as a GSO skb that arrived merged; from v6.10 "
-    "to v6.17 the ID of an outer header with DF is not read, and one ip_fixedid bit serves both headers: a fixed "
+    "a fixed one only where a held packet of one segment met the same ID; from v6.10 to v6.17 the ID of an outer "
+    "header with DF is not read, and one ip_fixedid bit serves both headers: a fixed "
     "inner ID holds an outer ID without DF to fixed too)"
 )
 DESCRIPTIONS = {

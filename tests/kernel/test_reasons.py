@@ -76,10 +76,13 @@ def test_a_handler_miss_names_the_value_looked_up():
 
 def test_an_id_reason_names_the_rule_of_the_kernel_that_ran():
     """newcomer34: a 6.18 run's IPv4 ID reason read every era's rule. With a kernel model the words are that
-    kernel's, by its switches: before 4b0ebbca3e16 (v6.10) inet_gro_receive's flush_id takes a fixed ID only after
-    a held DF packet not yet seen incrementing; from it to v6.17 the outer ID under DF is not read and one
-    ip_fixedid bit serves both headers; from 21f7484220ac and f095a358faf2 (v6.18) each header has its own bit and a
-    fixed ID needs no DF. Without a model (a description in JSON) every era's words stay."""
+    kernel's, by its switches (breaker45 checked each against the kernel): before 4b0ebbca3e16 (v6.10)
+    tcp_gro_receive flushes unless flush_id is 0, or 1 with count 1 and is_atomic (a held DF packet not yet seen
+    incrementing), and inet_gro_receive makes any other step than +count flush_id ≠ 0; a held GSO skb only from
+    5eddb24901ee (v6.1); from 4b0ebbca3e16 inet_gro_flush sets ip_fixedid where count is 1, DF set and the ID the
+    same, and returns before the ID for an outer header with DF; from 21f7484220ac and f095a358faf2 (v6.18) one bit
+    per header, every outer header read, no DF needed. Without a model (a description in JSON) every era's words
+    stay."""
     from dataclasses import replace
 
     from gro_replay.kernel.model import K_5_10, K_6_1, K_6_12, K_6_18
@@ -88,12 +91,20 @@ def test_an_id_reason_names_the_rule_of_the_kernel_that_ran():
     why = "tcp_gro_receive:outer_ip_id"
     every = R.describe(why)
     assert "before v6.10" in every and "from v6.10 to v6.17" in every
+    assert "only where a held packet of one segment met the same ID" in every
     assert describe_for(why, None) == every
-    old, mid, new = (describe_for(why, m) for m in (K_5_10, K_6_12, K_6_18))
-    assert describe_for(why, K_6_1) == old
-    assert "after a held DF packet not yet seen incrementing" in old and "v6." not in old
+    old, gso, mid, new = (describe_for(why, m) for m in (K_5_10, K_6_1, K_6_12, K_6_18))
+    assert (
+        "a held packet with DF not yet seen incrementing takes only the same ID, or +1 when it is one" in old
+    )
+    assert "GSO" not in old and "v6." not in old  # 5.10 holds no GSO skb
+    assert "not yet seen incrementing, such as a GSO skb that arrived merged, takes only the same ID" in gso
+    assert "decided when a held packet of one segment meets the same ID with DF set" in mid
     assert "one ip_fixedid bit serves both headers" in mid and "v6." not in mid
-    assert "each header with its own ip_fixedid bit" in new and "with DF set" not in new
-    assert all(w.endswith(" in the outer header") for w in (old, mid, new))
+    assert (
+        "meets the same ID, in the outer header as in the inner, each header with its own ip_fixedid" in new
+    )
+    assert "DF" not in new
+    assert all(w.endswith(" in the outer header") for w in (old, gso, mid, new))
     # a backport of one commit only (a vendor's): no era's rule is that kernel's, every era's words stay
     assert describe_for(why, replace(K_6_12, inet_gro_checks_outer_id=True)) == every

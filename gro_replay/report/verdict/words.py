@@ -368,37 +368,41 @@ RULES = {
 #: newcomer34: a 6.18 run read every era's rule); a combination no upstream release has (a vendor's backport of one
 #: of them) keeps every era's
 _ID_RULES_BY_SWITCHES: dict[tuple[bool, bool, bool], str] = {
+    # inet_gro_receive's flush_id and tcp_gro_receive's check (flush_id != 1 || count != 1 || !is_atomic)
     (
         False,
         False,
         False,
-    ): "(GRO takes an ID stepping +1 per held segment, or a fixed one with DF set after a held "
-    "DF packet not yet seen incrementing, such as a GSO skb that arrived merged)",
+    ): "(GRO takes an ID stepping +1 per held segment; a held packet with DF not yet seen "
+    "incrementing{gso} takes only the same ID, or +1 when it is one segment)",
+    # inet_gro_flush: ip_fixedid set where count == 1, DF and the same ID; an outer header with DF returns early
     (
         True,
         False,
         False,
-    ): "(GRO takes a fixed ID with DF set or one stepping +1 per held segment; the ID of an "
-    "outer header with DF is not read, and one ip_fixedid bit serves both headers: a fixed inner ID holds an outer "
-    "ID without DF to fixed too)",
-    (
-        True,
-        True,
-        True,
-    ): "(GRO takes a fixed ID or one stepping +1 per held segment, in the outer header as in the "
-    "inner, each header with its own ip_fixedid bit)",
+    ): "(GRO takes an ID stepping +1 per held segment, or a fixed one, decided when a held "
+    "packet of one segment meets the same ID with DF set; the ID of an outer header with DF is not read, and one "
+    "ip_fixedid bit serves both headers: a fixed inner ID holds an outer ID without DF to fixed too)",
+    # the same with one ip_fixedid bit per header, every outer header read, DF not needed for a fixed ID
+    (True, True, True): "(GRO takes an ID stepping +1 per held segment, or a fixed one, decided when a held "
+    "packet of one segment meets the same ID, in the outer header as in the inner, each header with its own "
+    "ip_fixedid bit)",
 }
 
 
 def describe_for(why: str, model: KernelModel | None) -> str:
     """``R.describe(why)`` as a report on kernel ``model`` (None: every era's words) says it: an IPv4 ID reason
-    names that kernel's ID rule (``_ID_RULES_BY_SWITCHES``)."""
+    names that kernel's ID rule (``_ID_RULES_BY_SWITCHES``; before v6.10, a GSO skb held only from 5eddb24901ee,
+    v6.1: breaker45)."""
     text = R.describe(why)
     if model is None or R.ID_RULE not in text:
         return text
     key = (model.l3_flush_in_tcp, model.inet_gro_checks_outer_id, model.inet_gro_fixedid_without_df)
     rule = _ID_RULES_BY_SWITCHES.get(key)
-    return text.replace(R.ID_RULE, rule) if rule else text
+    if rule is None:
+        return text
+    gso = ", such as a GSO skb that arrived merged," if model.gro_accepts_gso else ""
+    return text.replace(R.ID_RULE, rule.replace("{gso}", gso))
 
 
 def _rule_note(why: str, model: KernelModel | None) -> str:
