@@ -186,7 +186,9 @@ def test_no_payload_is_counted_at_the_phys_device_and_where_gro_runs(tmp_path):
         "--defer-to-tunnel or --gro phys=off): dev_gro_receive passes "
         "every frame up unmerged (netif_elide_gro)"
     )
-    assert text.endswith(f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}")
+    # no kernel's unmerged flows are said before it: not an "other" flow (breaker45)
+    alone = ONE_CARRIES.replace(" other", "")
+    assert text.endswith(f" {alone} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}")
     # GRO off at the tunnel device: it hands up the phys skbs as they are, 50 bytes shorter
     tunnel_off = {"phys": GRO_ON["phys"], "tunnel": [n - 50 for n in GRO_ON["phys"]]}
     result = _kernel(path, tunnel_off, gro={"phys": True, "tunnel": False})

@@ -51,6 +51,9 @@ class CompareSentences:
     split_count: int
     _tally: _Tally
     _kernels: list[tuple[str, str]]
+    #: the kernels whose unmerged flows with payload the text has said (``_unmerged_note``), which makes the flows
+    #: without payload said after them "other" ones (``_empty_note``; breaker45, breaker46)
+    _unmerged_said: set[str]
 
     if TYPE_CHECKING:  # defined by sentences.CaptureSentences
 

@@ -68,6 +68,7 @@ class Verdict(FlowSentences):
 
     def _setup(self, cfg, kernels: list[tuple[str, str]], keep: int | None) -> None:
         self.config = cfg
+        self._unmerged_said = set()
         self.kernel_backend = False
         self.reasons_observed = True
         self._selection: list[bool] | None = None

@@ -193,9 +193,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 "unmerged (netif_elide_gro) in every kernel, so udp_gro_receive's checksum gate (what "
                 f"{FIX} changed) is never reached; {tunnel}."
             )
-            # no kernel's unmerged flows are said here (``_unmerged_note``): the flows without payload are no
-            # "other" flows (breaker45)
-            return text + self._closing_text(unmerged_said=False)
+            return text + self._closing_text()
         elif self.compare:
             text = self._compare_mode_text()
         else:
@@ -231,14 +229,13 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         text += "".join(f" {w}" for w in ways if w)
         return text
 
-    def _closing_text(self, unmerged_said: bool = True) -> str:
+    def _closing_text(self) -> str:
         """What the capture text ends with, in any mode: the flows without payload (once; in compare mode as the
-        kernel with the fix has them; ``unmerged_said``: the text before said each named kernel's unmerged flows
-        with payload, ``_unmerged_note``), the losses, the split notes."""
+        kernel with the fix has them), the losses, the split notes."""
         named = [
             k for k in self.kernels if (k.name == self.post if self.compare else k.carries_fix is not None)
         ]
-        text = self._empty_note(named, unmerged_said)
+        text = self._empty_note(named)
         loss = self._loss_sentence()
         text += f" {loss}" if loss else ""
         kept = max(self.kernels, key=lambda k: sum(k.splits.values()), default=None)
@@ -270,6 +267,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             said = r.costless_by.get("post_no_gain", (0, 0))[0]
             if said == u.flows == u.no_gain_said and r.post_no_gain_reasons:
                 reasons = f"{'that flow' if u.flows == 1 else 'those flows'}, by the reasons named above"
+        self._unmerged_said.add(k.name)  # the flows without payload are "other" than these (``_empty_note``)
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
             f"{plural(u.flows, 'flow')} at the phys device"
@@ -279,12 +277,12 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             + "."
         )
 
-    def _empty_note(self, kernels: list[KernelFacts], unmerged_said: bool = True) -> str:
+    def _empty_note(self, kernels: list[KernelFacts]) -> str:
         """The tunnelled TCP flows whose every phys skb carried no TCP payload (``Unmerged.empty``), in ``kernels``
         (compare mode: the kernel with the fix): " N [other] tunnelled TCP flows carry no payload (ACKs, and
         SYN, FIN or RST without data), whose segments go up one by one (reasons): tcp_gro_receive merges no
         segment without payload, in any kernel." — "other" than those the kernel's gate refused
-        (``_costless_text``) or its unmerged flows with payload (``_unmerged_note``, where ``unmerged_said``); once
+        (``_costless_text``) or the unmerged flows with payload of a kernel said before (``_unmerged_said``); once
         when every kernel of the run counts the same, else per kernel named; "" when none."""
         counts = [(k, self._tally.unmerged[k.name]) for k in kernels if self._tally.unmerged[k.name].empty]
         if not counts:
@@ -301,7 +299,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             who = f"in {kernel_label(k.name, k.release)}, " if named else ""
             # other than those the gate refused at no cost, or than the flows with payload the kernel does not
             # merge (``_unmerged_note``, said before: newcomer34 could not tell whether this flow was among them)
-            said = "no_payload" in self._tally.refusals[k.name].costless_by or (unmerged_said and u.flows)
+            said = "no_payload" in self._tally.refusals[k.name].costless_by or self._unmerged_said
             other = " other" if said else ""
             parts.append(
                 f"{who}{u.empty:,}{other} tunnelled TCP {plural(u.empty, 'flow')} "
