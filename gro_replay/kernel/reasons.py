@@ -199,9 +199,9 @@ def id_step_only(why: str | None) -> bool:
 ID_RULE = (
     "(GRO takes a fixed ID, with DF set before v6.18, or one stepping +1 per held segment; before v6.10 only a "
     "fixed one after a held DF packet not yet seen incrementing, such as a GSO skb that arrived merged; from v6.10 "
-    "a fixed one only where a held packet of one segment met the same ID; from v6.10 to v6.17 the ID of an outer "
-    "header with DF is not read, and one ip_fixedid bit serves both headers: a fixed "
-    "inner ID holds an outer ID without DF to fixed too)"
+    "a fixed one only where a held packet of one segment met the same ID; before v6.18 the ID of an outer header "
+    "with DF is not read, and from v6.10 one ip_fixedid bit serves both headers: a fixed inner ID holds an outer "
+    "ID without DF to the held packet's, once it has stepped +1 to the second segment)"
 )
 DESCRIPTIONS = {
     NETIF_ELIDE_GRO: "GRO elided on the device (GRO off or generic XDP attached)",

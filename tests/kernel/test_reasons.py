@@ -90,7 +90,7 @@ def test_an_id_reason_names_the_rule_of_the_kernel_that_ran():
 
     why = "tcp_gro_receive:outer_ip_id"
     every = R.describe(why)
-    assert "before v6.10" in every and "from v6.10 to v6.17" in every
+    assert "before v6.10" in every and "before v6.18 the ID of an outer header with DF is not read" in every
     assert "only where a held packet of one segment met the same ID" in every
     assert describe_for(why, None) == every
     old, gso, mid, new = (describe_for(why, m) for m in (K_5_10, K_6_1, K_6_12, K_6_18))
@@ -98,6 +98,13 @@ def test_an_id_reason_names_the_rule_of_the_kernel_that_ran():
         "a held packet with DF not yet seen incrementing takes only the same ID, or +1 when it is one" in old
     )
     assert "GSO" not in old and "v6." not in old  # 5.10 holds no GSO skb
+    # the inner header's verdict overwrites the outer's under outer DF (gro-spec §3.1; breaker46)
+    assert all(w.count("the ID of an outer header with DF is not read") == 1 for w in (old, gso, mid))
+    # the outer header is read first (gro_receive_network_flush): +1 to the second segment before a fixed inner
+    # ID holds it (breaker46)
+    assert (
+        "an outer ID without DF steps +1 to a held packet of one segment, then, once a fixed inner ID" in mid
+    )
     assert "not yet seen incrementing, such as a GSO skb that arrived merged, takes only the same ID" in gso
     assert "decided when a held packet of one segment meets the same ID with DF set" in mid
     assert "one ip_fixedid bit serves both headers" in mid and "v6." not in mid

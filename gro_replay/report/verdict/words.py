@@ -367,26 +367,29 @@ RULES = {
 #: ``inet_gro_fixedid_without_df`` f095a358faf2): the words a report on that kernel gives (``describe_for``;
 #: newcomer34: a 6.18 run read every era's rule); a combination no upstream release has (a vendor's backport of one
 #: of them) keeps every era's
+#: before 4b0ebbca3e16: inet_gro_receive's flush_id and tcp_gro_receive's check (flush_id != 1 || count != 1 ||
+#: !is_atomic); the inner header's verdict overwrites the outer's where the outer has DF (gro-spec §3.1)
+_ID_RULE_FLUSH_ID = (
+    "(GRO takes an ID stepping +1 per held segment; a held packet with DF not yet seen incrementing{gso} takes only "
+    "the same ID, or +1 when it is one segment; the ID of an outer header with DF is not read)"
+)
+#: 4b0ebbca3e16: inet_gro_flush sets ip_fixedid where count == 1, DF and the same ID, returns early for an outer
+#: header with DF; gro_receive_network_flush reads the outer header before the inner (breaker46)
+_ID_RULE_ONE_BIT = (
+    "(GRO takes an ID stepping +1 per held segment, or a fixed one, decided when a held packet of one segment meets "
+    "the same ID with DF set; the ID of an outer header with DF is not read; one ip_fixedid bit serves both "
+    "headers, the outer read first: an outer ID without DF steps +1 to a held packet of one segment, then, once a "
+    "fixed inner ID has set the bit, stays at the held packet's ID)"
+)
+#: 21f7484220ac and f095a358faf2: one ip_fixedid bit per header, every outer header read, no DF needed
+_ID_RULE_BIT_EACH = (
+    "(GRO takes an ID stepping +1 per held segment, or a fixed one, decided when a held packet of one segment meets "
+    "the same ID, in the outer header as in the inner, each header with its own ip_fixedid bit)"
+)
 _ID_RULES_BY_SWITCHES: dict[tuple[bool, bool, bool], str] = {
-    # inet_gro_receive's flush_id and tcp_gro_receive's check (flush_id != 1 || count != 1 || !is_atomic)
-    (
-        False,
-        False,
-        False,
-    ): "(GRO takes an ID stepping +1 per held segment; a held packet with DF not yet seen "
-    "incrementing{gso} takes only the same ID, or +1 when it is one segment)",
-    # inet_gro_flush: ip_fixedid set where count == 1, DF and the same ID; an outer header with DF returns early
-    (
-        True,
-        False,
-        False,
-    ): "(GRO takes an ID stepping +1 per held segment, or a fixed one, decided when a held "
-    "packet of one segment meets the same ID with DF set; the ID of an outer header with DF is not read, and one "
-    "ip_fixedid bit serves both headers: a fixed inner ID holds an outer ID without DF to fixed too)",
-    # the same with one ip_fixedid bit per header, every outer header read, DF not needed for a fixed ID
-    (True, True, True): "(GRO takes an ID stepping +1 per held segment, or a fixed one, decided when a held "
-    "packet of one segment meets the same ID, in the outer header as in the inner, each header with its own "
-    "ip_fixedid bit)",
+    (False, False, False): _ID_RULE_FLUSH_ID,
+    (True, False, False): _ID_RULE_ONE_BIT,
+    (True, True, True): _ID_RULE_BIT_EACH,
 }
 
 
