@@ -158,3 +158,42 @@ def test_flows_without_payload_do_not_depend_on_gro(nested, gro):
     passes the phys device's dev_gro_receive, which counts it, GRO elided or not (netif_elide_gro)."""
     v = json.loads(_run(nested, *gro, "--format", "json"))["verdict"]
     assert (v["tunnel_flows"], v["tunnel_flows_without_payload"]) == (4, 2)
+
+
+def test_flows_said_above_are_not_other_ones(tmp_path):
+    """breaker47: flow A (outer checksum set, outer IPv4 IDs stepping 7919 with DF: 6.18 checks the outer ID,
+    21f7484220ac, and merges none of it; 5.10 does not read an outer ID under DF and merges it) and two flows of 3
+    pure ACKs with outer checksum 0 (refused by 5.10's gate at no cost: no payload). 6.18's flows without payload
+    are the 2 the text listed above: "2 tunnelled TCP flows carry no payload (the 2 above", not "2 other"; and
+    explain names 6.18's ID rule, not every era's."""
+    from dataclasses import replace
+
+    from gro_replay.packet.build import build_frame, flow_specs
+
+    def spec(j: int, csum: str) -> FrameSpec:
+        return FrameSpec(udp_sport=42000 + j, sport=31000 + j, outer_csum=csum)
+
+    data = [
+        replace(s, outer_ip_id=(7919 * i) & 0xFFFF)
+        for i, s in enumerate(flow_specs(spec(0, "computed"), [1398] * 8))
+    ]
+    acks = [s for j in (5, 6) for s in flow_specs(spec(j, "zero"), [0, 0, 0])]
+    path = tmp_path / "a.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, s in enumerate(data + acks):
+            w.write(1_614_373_368_000_000_000 + 1000 * i, build_frame(s))
+    text = _flat(_run(str(path), "--kernel", "5.10", "--kernel", "6.18", "--no-hist"))
+    assert "6.18 (v6.18) does not merge 1 tunnelled TCP flow at the phys device" in text
+    assert (
+        "udp_gro_receive refuses 6 frames for their zero outer UDP checksum, but 5.10 (v5.10) with the fix"
+        in text
+    )
+    assert "does not merge those frames either (no skb is saved): 2 flows without payload" in text
+    assert "In 6.18 (v6.18), 2 tunnelled TCP flows carry no payload (the 2 above;" in text
+    doc = json.loads(_run("explain", str(path), "--kernel", "6.18", "--flow", "0", "--format", "json"))
+    (row,) = [
+        r for r in doc["flows"][0]["kernels"]["6.18"]["phys"]["reasons"] if r["reason"].endswith("ip_id")
+    ]
+    assert (
+        "each header with its own ip_fixedid bit" in row["description"] and "v6.10" not in row["description"]
+    )

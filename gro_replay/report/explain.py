@@ -15,9 +15,9 @@ post-fix 5.12): affected by the zero-checksum bug, lost before decapsulation, or
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
 
 from ..kernel import drop_reasons as D
-from ..kernel import reasons as R
 from ..packet.flowkey import endpoint, proto_title, vlan_text
 from ..packet.flowsel import KEYS, SelectorError, select_flows  # noqa: F401 (re-exported)
 from ..project import plural
@@ -25,7 +25,10 @@ from . import MIXED_WHY
 from .explain_skbs import SkbEnds, skb_lines, skb_list
 from .stats import SCHEMA_VERSION, STAGES
 from .verdict import NO_REASON_RECORDED, verdict_of
-from .verdict.words import by_count, drop_counts, kernel_label
+from .verdict.words import by_count, describe_for, drop_counts, kernel_label
+
+if TYPE_CHECKING:
+    from ..kernel.model import KernelModel
 
 STAGE_TITLES = {"phys": "phys NAPI", "tunnel": "tunnel gro_cells"}
 
@@ -58,7 +61,9 @@ SELECTOR_KEYS = KEYS
 
 
 # -- the explanation ----------------------------------------------------------------------------------------------------
-def _reason_rows(counter: Counter) -> list[dict]:
+def _reason_rows(counter: Counter, model: KernelModel | None = None) -> list[dict]:
+    """Rows of end reasons, most first, each described as a report on ``model`` (the kernel that ran) says it
+    (``describe_for``: its own IPv4 ID rule; breaker47: explain named every era's)."""
     rows = []
     for why, n in by_count(counter):
         function, _, condition = why.partition(":")
@@ -67,14 +72,22 @@ def _reason_rows(counter: Counter) -> list[dict]:
                 "reason": why,
                 "function": function,
                 "condition": condition,
-                "description": R.describe(why),
+                "description": describe_for(why, model),
                 "count": n,
             }
         )
     return rows
 
 
-def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int, listing: SkbEnds | None) -> dict:
+def _stage_row(
+    ks,
+    fs,
+    obs: FlowDeliveries,
+    stage: str,
+    fid: int,
+    listing: SkbEnds | None,
+    model: KernelModel | None = None,
+) -> dict:
     """One stage of one flow: skbs in (phys: one per wire frame; tunnel: the skbs decapsulated and queued to
     gro_cells), frames they carry, skbs delivered, aggregates among them, skbs merged at this stage, reasons;
     with ``listing`` (``--skbs``) each skb delivered (``explain_skbs.skb_list``)."""
@@ -90,11 +103,11 @@ def _stage_row(ks, fs, obs: FlowDeliveries, stage: str, fid: int, listing: SkbEn
         "merged_here": max(skbs_in - skbs, 0),
         "segments_carried_for_other_flows": fs.carried[stage],
         "segments_carried_by_other_flows": fs.carried_by[stage],
-        "reasons": _reason_rows(fs.reasons[stage]),
-        "splits": _reason_rows(getattr(fs, "splits", {}).get(stage, Counter())),
+        "reasons": _reason_rows(fs.reasons[stage], model),
+        "splits": _reason_rows(getattr(fs, "splits", {}).get(stage, Counter()), model),
     }
     if listing is not None:
-        row["skb_list"] = skb_list(listing, ks.name, stage, fid)
+        row["skb_list"] = skb_list(listing, ks.name, stage, fid, model)
     return row
 
 
@@ -147,7 +160,7 @@ def explain(
             fs = ks.flows.get(fid)
             if fs is None:
                 continue
-            stages = {s: _stage_row(ks, fs, obs, s, fid, skbs) for s in STAGES}
+            stages = {s: _stage_row(ks, fs, obs, s, fid, skbs, v.models.get(name)) for s in STAGES}
             kernels[name] = {
                 "release": ks.release,
                 "aggregated_at": [s for s in STAGES if stages[s]["merged_here"] > 0],

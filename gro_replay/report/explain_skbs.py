@@ -16,10 +16,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..kernel import reasons as R
 from ..packet.flowsel import FlowSelector
 from ..project import plural
+from .verdict.words import describe_for
+
+if TYPE_CHECKING:
+    from ..kernel.model import KernelModel
 
 #: why the replay takes the frame-by-frame path with ``--skbs`` (sim/engine_path.py ``observer_reasons``)
 SKBS_REASON = (
@@ -89,7 +94,7 @@ def _seq_gap(held_next: int, seq: int) -> dict:
     return {"held_next_seq": held_next, "seq": seq, "bytes": d - (1 << 32) if d >= 1 << 31 else d}
 
 
-def skb_row(rec: Recorded) -> dict:
+def skb_row(rec: Recorded, model: KernelModel | None = None) -> dict:
     """One JSON row of ``skb_list`` from a ``Recorded`` delivery: ``frames`` (1-based frame numbers, one per
     segment: a super-frame split by ``--resegment`` repeats its number), ``segments`` (their count: the frames the
     GRO stage received) and ``capture_frames`` (the distinct numbers), the reason
@@ -111,17 +116,18 @@ def skb_row(rec: Recorded) -> dict:
         "reason": why,
         "function": function,
         "condition": condition,
-        "description": R.describe(why),
+        "description": describe_for(why, model),
         "held": ended is not None or why in R.FLUSHES,
         "ended_by": by,
     }
 
 
-def skb_list(obs: SkbEnds, kernel: str, stage: str, fid: int) -> dict:
-    """The ``skb_list`` of one stage of one flow: ``skbs`` (rows of ``skb_row``, in delivery order) and
-    ``omitted`` (skbs delivered beyond ``--skbs-max``, counted, not listed)."""
+def skb_list(obs: SkbEnds, kernel: str, stage: str, fid: int, model: KernelModel | None = None) -> dict:
+    """The ``skb_list`` of one stage of one flow: ``skbs`` (rows of ``skb_row``, reasons described as a report on
+    ``model`` says them, in delivery order) and ``omitted`` (skbs delivered beyond ``--skbs-max``, counted, not
+    listed)."""
     key = (kernel, stage, fid)
-    rows = [skb_row(r) for r in obs.listed.get(key, ())]
+    rows = [skb_row(r, model) for r in obs.listed.get(key, ())]
     return {"skbs": rows, "omitted": obs.delivered[key] - len(rows)}
 
 

@@ -299,11 +299,13 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             who = f"in {kernel_label(k.name, k.release)}, " if named else ""
             # other than those the gate refused at no cost, or than the flows with payload the kernel does not
             # merge (``_unmerged_note``, said before: newcomer34 could not tell whether this flow was among them)
+            above = self._said_above(k, u)
+            # "other" unless the count names the flows said above itself ("the 2 above and 2 others": breaker47)
             said = "no_payload" in self._tally.refusals[k.name].costless_by or self._unmerged_said
-            other = " other" if said else ""
+            other = " other" if said and not above else ""
             parts.append(
                 f"{who}{u.empty:,}{other} tunnelled TCP {plural(u.empty, 'flow')} "
-                f"{'carries' if u.empty == 1 else 'carry'} no payload ({self._said_above(k, u)}ACKs, and "
+                f"{'carries' if u.empty == 1 else 'carry'} no payload ({above}ACKs, and "
                 f"SYN, FIN or RST without data), whose segments go up one by one "
                 f"({self._reasons(u.empty_reasons, k.name)})"
             )
