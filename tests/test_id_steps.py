@@ -120,7 +120,9 @@ def test_a_fixed_inner_id_holds_the_outer_one_on_610_to_617(tmp_path):
         counts[kernel] = (phys["skbs_delivered"], phys["end_reasons"].get("tcp_gro_receive:outer_ip_id", 0))
     assert counts == {"6.1": (1, 0), "6.12": (5, 4), "6.18": (1, 0)}
     r = CliRunner().invoke(main, ["explain", str(path), "--kernel", "6.12", "--rx-csum", "none"])
+    # explain names 6.12's own rule (describe_for; breaker46/47), the outer header read first
     assert (
-        "from v6.10 to v6.17 the ID of an outer header with DF is not read, and one ip_fixedid bit serves both "
-        "headers: a fixed inner ID holds an outer ID without DF to fixed too" in " ".join(r.stdout.split())
+        "the ID of an outer header with DF is not read; one ip_fixedid bit serves both headers, the outer read "
+        "first: an outer ID without DF steps +1 to a held packet of one segment, then, once a fixed inner ID has "
+        "set the bit, stays at the held packet's ID" in " ".join(r.stdout.split())
     ), r.stdout
