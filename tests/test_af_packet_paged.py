@@ -117,7 +117,7 @@ def test_before_6_10_the_second_paged_aggregate_is_refused_for_its_ip_id():
         want = ({"3": 2}, {"tcp_gro_receive:ip_id": 1, HELD_TO_POLL_END: 1})
         assert _tunnel(sp, None, model, rss="toeplitz-l3") == want
     assert (
-        "before v6.10 only a fixed one after a held DF packet not yet seen incrementing, such as a GSO skb"
+        "before v6.10 only a fixed one after a held DF packet not yet seen incrementing (from v6.1 such as a GSO skb"
         in (R.describe("tcp_gro_receive:ip_id"))
     )
 

@@ -79,27 +79,35 @@ def test_flows_without_payload_are_counted_alike(mix):
     assert f" {e} tunnelled TCP flows carry no payload" in off and "other tunnelled TCP" not in off
 
 
+def _plain(j: int, sizes: list[int], csum: str = "zero") -> list[bytes]:
+    """A flow over VXLAN (outer UDP checksum ``csum``), one frame per TCP payload size."""
+    return build_flow(FrameSpec(outer_csum=csum, udp_sport=42000 + j, sport=31000 + j), sizes)
+
+
+def _inside(j: int, sizes: list[int]) -> list[bytes]:
+    """A flow over VXLAN in VXLAN, both UDP checksums 0."""
+    inner = build_flow(FrameSpec(outer_csum="zero", udp_sport=41000 + j, sport=30000 + j), sizes)
+    return [_nested_vxlan(f, 100 + 10 * j + i) for i, f in enumerate(inner)]
+
+
+def _round_robin(path, streams: list[list[bytes]]) -> str:
+    """``streams`` written one frame of each in turn, 1 µs apart."""
+    with PcapWriter(str(path)) as w:
+        t = 0
+        for i in range(max(map(len, streams))):
+            for s in streams:
+                if i < len(s):
+                    w.write(1_614_373_368_000_000_000 + 1000 * t, s[i])
+                    t += 1
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def nested(tmp_path_factory):
     """Four flows round robin, each of 4 frames, every UDP checksum 0: A data (1000 bytes a segment) over VXLAN, B
     pure ACKs over VXLAN, C data over VXLAN in VXLAN, D pure ACKs over VXLAN in VXLAN."""
-
-    def plain(j: int, sizes: list[int]) -> list[bytes]:
-        return build_flow(FrameSpec(outer_csum="zero", udp_sport=42000 + j, sport=31000 + j), sizes)
-
-    def inside(j: int, sizes: list[int]) -> list[bytes]:
-        inner = build_flow(FrameSpec(outer_csum="zero", udp_sport=41000 + j, sport=30000 + j), sizes)
-        return [_nested_vxlan(f, 100 + 10 * j + i) for i, f in enumerate(inner)]
-
-    streams = [plain(0, [1000] * 4), plain(1, [0] * 4), inside(2, [1000] * 4), inside(3, [0] * 4)]
-    path = tmp_path_factory.mktemp("nested") / "n.pcap"
-    with PcapWriter(str(path)) as w:
-        t = 0
-        for i in range(4):
-            for s in streams:
-                w.write(1_614_373_368_000_000_000 + 1000 * t, s[i])
-                t += 1
-    return str(path)
+    streams = [_plain(0, [1000] * 4), _plain(1, [0] * 4), _inside(2, [1000] * 4), _inside(3, [0] * 4)]
+    return _round_robin(tmp_path_factory.mktemp("nested") / "n.pcap", streams)
 
 
 def test_nested_flows_without_payload(nested):
@@ -197,3 +205,19 @@ def test_flows_said_above_are_not_other_ones(tmp_path):
     assert (
         "each header with its own ip_fixedid bit" in row["description"] and "v6.10" not in row["description"]
     )
+
+
+def test_flows_listed_above_are_told_apart_from_these(nested, tmp_path):
+    """breaker48. The nested capture: the kernel without the fix lists B and D as its no-cost refusals of flows
+    without payload (outer checksum 0); the post-fix kernel's tunnelled TCP flows without payload are B alone (D is
+    a tunnel inside the tunnel): "1 of the 2 above", not "the 1 above". Then a capture where the listed one is a
+    nested ACK flow (checksum 0) and the post-fix kernel's is another, a plain ACK flow with its checksum set, beside
+    a data flow with its checksum set: "1 other", in compare mode as with --no-fix."""
+    text = _flat(_run(nested, "--no-hist"))
+    assert "In post-fix (v5.12), 1 tunnelled TCP flow carries no payload (1 of the 2 above;" in text
+    streams = [_plain(0, [1000] * 4, "computed"), _plain(1, [0] * 4, "computed"), _inside(3, [0] * 4)]
+    path = _round_robin(tmp_path / "apart.pcap", streams)
+    for args in ([], ["--no-fix"]):
+        text = _flat(_run(path, *args, "--no-hist"))
+        assert ": 1 flow without payload (ACKs, and SYN, FIN or RST without data), 4 frames" in text
+        assert " 1 other tunnelled TCP flow carries no payload (ACKs" in text

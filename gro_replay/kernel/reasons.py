@@ -198,11 +198,11 @@ def id_step_only(why: str | None) -> bool:
 #: rule of the kernel a report names)
 ID_RULE = (
     "(GRO takes a fixed ID, with DF set before v6.18, or one stepping +1 per held segment; before v6.10 only a "
-    "fixed one after a held DF packet not yet seen incrementing, such as a GSO skb that arrived merged (or +1 from "
-    "one of one segment); from v6.10 a fixed one only where a held packet of one segment met the same ID; before "
-    "v6.18 the ID of an outer header with DF is not read, and from v6.10 to v6.17 one ip_fixedid bit serves both "
-    "headers (from v6.18 one each): a fixed inner ID holds an outer ID without DF to the held packet's, once it has "
-    "stepped +1 to the second segment)"
+    "fixed one after a held DF packet not yet seen incrementing (from v6.1 such as a GSO skb that arrived merged), "
+    "or +1 from one of one segment; from v6.10 a fixed one only where a held packet of one segment met the same "
+    "ID; before v6.18 the ID of an outer header with DF is not read; from v6.10 to v6.17 one ip_fixedid bit serves "
+    "both headers: a fixed inner ID holds an outer ID without DF to the held packet's, once it has stepped +1 to "
+    "the second segment; from v6.18 each header has its own)"
 )
 DESCRIPTIONS = {
     NETIF_ELIDE_GRO: "GRO elided on the device (GRO off or generic XDP attached)",

@@ -300,7 +300,11 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             # merge (``_unmerged_note``, said before: newcomer34 could not tell whether this flow was among them)
             above = self._said_above(k, u)
             # "other" unless the count names the flows said above itself ("the 2 above and 2 others": breaker47)
-            said = "no_payload" in self._tally.refusals[k.name].costless_by or self._unmerged_said
+            # a gate listing of flows without payload said before: the kernel's own, or in compare mode the
+            # kernel's without the fix (breaker48: nested flows listed there, none of these)
+            listed = self._pre_costless_listed() if k.name == self.post else None
+            listings = (self._tally.refusals[k.name].costless_by, listed.costless_by if listed else {})
+            said = any("no_payload" in c for c in listings) or self._unmerged_said
             other = " other" if said and not above else ""
             parts.append(
                 f"{who}{u.empty:,}{other} tunnelled TCP {plural(u.empty, 'flow')} "
@@ -324,7 +328,10 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             return ""
         rest = u.empty - said
         others = f" and {rest:,} {plural(rest, 'other')}" if rest else ""
-        return f"the {said:,} above{others}; "
+        # the listing above may hold flows this count leaves out (a tunnel inside the tunnel: breaker48)
+        shown = listed.costless_by["no_payload"][0]
+        which = f"the {said:,}" if shown <= said else f"{said:,} of the {shown:,}"
+        return f"{which} above{others}; "
 
     def _refusal_text(self, r: Refusals) -> str:
         """A kernel's affected flows by the stage whose gate refused them (``Refusals``, from
