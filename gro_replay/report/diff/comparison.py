@@ -260,7 +260,7 @@ def compare(  # noqa: C901, PLR0915 - one rule per document section, in the orde
             again = _digest_advice(bi, ci)
             raise DiffError(
                 f"{what}: BASELINE {input_words(bi)}, CURRENT {input_words(ci)}"
-                f"{unknown_why(bi, ci) or digest_why(bi, ci)}; "
+                f"{digest_why(bi, ci) if by else unknown_why(bi, ci)}; "
                 f"{again}pass --allow-different-input to compare anyway"
             )
         notes.append(f"{what}: {inputs_words(bi, ci)} (--allow-different-input)")

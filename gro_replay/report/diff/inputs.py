@@ -42,11 +42,18 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
     shared = [a for a in bd if a in cd]
     if shared:
         return all(bd[a] == cd[a] for a in shared), shared[0]
-    bi, ci = bi or {}, ci or {}
-    path = bi.get("path")
+    path = (bi or {}).get("path")
     # frames or bytes read differing: not one capture whatever the name (breaker41, breaker42)
-    same_count = all(bi.get(n) == ci.get(n) for n in ("frames_read", "bytes"))
-    return not bd and not cd and path == ci.get("path") and same_count and not _stream_name(path), None
+    same_count = _counts(bi) == _counts(ci)
+    return not bd and not cd and path == (ci or {}).get("path") and same_count and not _stream_name(
+        path
+    ), None
+
+
+def _counts(inp: dict | None) -> tuple:
+    """``(frames_read, bytes)`` a document's ``input`` records (None for either it lacks)."""
+    inp = inp or {}
+    return inp.get("frames_read"), inp.get("bytes")
 
 
 def unknown_why(bi: dict | None, ci: dict | None) -> str:
@@ -60,24 +67,19 @@ def unknown_why(bi: dict | None, ci: dict | None) -> str:
         return ""
     if _stream_name(path):
         return f" ({path_words(str(path))} names a stream, which any capture piped in has)"
-    for n, unit in (("frames_read", "frames"), ("bytes", "bytes")):
-        if bi.get(n) != ci.get(n):
-            return f" (they read {bi.get(n)} and {ci.get(n)} {unit})"
+    for b, c, unit in zip(_counts(bi), _counts(ci), ("frames", "bytes"), strict=True):
+        if b != c:
+            return f" (they read {b} and {c} {unit})"
     return ""
 
 
 def digest_why(bi: dict | None, ci: dict | None) -> str:
-    """Why two documents whose digests differ may still be of the same packets: when both read as many frames and
-    bytes, " (both read N frames and B bytes: each digest is of the capture's bytes as read, so a compressed or
-    rewritten copy of one capture — gzip, tcpdump -w, editcap — has another)"; "" otherwise (newcomer34: a gzip
-    copy piped in was refused as "different inputs" with no hint why)."""
-    bd, cd = recorded(bi), recorded(ci)
-    if not any(a in cd and bd[a] != cd[a] for a in bd):
-        return ""
-    bi, ci = bi or {}, ci or {}
-    frames, size = bi.get("frames_read"), bi.get("bytes")
-    same = (frames, size) == (ci.get("frames_read"), ci.get("bytes"))
-    if not (same and isinstance(frames, int) and isinstance(size, int)):
+    """Why two documents whose shared digest differs (``same_input``) may still be of the same packets: when both
+    read as many frames and bytes, " (both read N frames and B bytes: each digest is of the capture's bytes as
+    read, so a compressed or rewritten copy of one capture — gzip, tcpdump -w, editcap — has another)"; ""
+    otherwise (newcomer34: a gzip copy piped in was refused as "different inputs" with no hint why)."""
+    frames, size = _counts(bi)
+    if _counts(ci) != (frames, size) or not (isinstance(frames, int) and isinstance(size, int)):
         return ""
     return (
         f" (both read {frames:,} {plural(frames, 'frame')} and {size:,} {plural(size, 'byte')}: each digest is of "

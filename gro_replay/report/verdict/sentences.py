@@ -296,15 +296,10 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         parts = []
         for k, u in counts:
             who = f"in {kernel_label(k.name, k.release)}, " if named else ""
-            # other than those the gate refused at no cost, or than the flows with payload the kernel does not
-            # merge (``_unmerged_note``, said before: newcomer34 could not tell whether this flow was among them)
+            # "other" than flows said before (newcomer34, breaker48), unless the count names them itself ("the 2
+            # above and 2 others": breaker47)
             above = self._said_above(k, u)
-            # "other" unless the count names the flows said above itself ("the 2 above and 2 others": breaker47)
-            # a gate listing of flows without payload said before: the kernel's own, or in compare mode the
-            # kernel's without the fix (breaker48: nested flows listed there, none of these)
-            listed = self._pre_costless_listed() if k.name == self.post else None
-            listings = (self._tally.refusals[k.name].costless_by, listed.costless_by if listed else {})
-            said = any("no_payload" in c for c in listings) or self._unmerged_said
+            said = self._unmerged_said or self._listed_before(k) is not None
             other = " other" if said and not above else ""
             parts.append(
                 f"{who}{u.empty:,}{other} tunnelled TCP {plural(u.empty, 'flow')} "
@@ -317,14 +312,21 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         joined = "; ".join(parts)
         return f" {joined[0].upper()}{joined[1:]}: tcp_gro_receive merges no segment without payload, in any kernel."
 
+    def _listed_before(self, k: KernelFacts) -> Refusals | None:
+        """The refusals whose no-cost list of flows without payload the text said before kernel ``k``'s flows
+        without payload (``_costless_parts``): ``k``'s own gate's (one kernel), or in compare mode, for the kernel
+        with the fix, the kernel's without it (``_pre_costless_listed``); None when no such list was said."""
+        r = self._pre_costless_listed() if k.name == self.post else self._tally.refusals[k.name]
+        return r if r is not None and "no_payload" in r.costless_by else None
+
     def _said_above(self, k: KernelFacts, u: Unmerged) -> str:
         """Compare mode, for the kernel with the fix (``k``, its flows without payload ``u``): "the 36 above and 12
         others; " when the comparison's text listed some of them before, as flows without payload the kernel without
-        the fix refused at no cost (``Unmerged.empty_refused_before``, ``_pre_costless_listed``), so that the two
-        counts do not read as adding up; else ""."""
-        listed = self._pre_costless_listed() if k.name == self.post else None
+        the fix refused at no cost (``Unmerged.empty_refused_before``, counted for that kernel only;
+        ``_listed_before``), so that the two counts do not read as adding up; else ""."""
+        listed = self._listed_before(k)
         said = u.empty_refused_before
-        if listed is None or "no_payload" not in listed.costless_by or not said:
+        if listed is None or not said:
             return ""
         rest = u.empty - said
         others = f" and {rest:,} {plural(rest, 'other')}" if rest else ""

@@ -362,11 +362,6 @@ RULES = {
 }
 
 
-#: the IPv4 ID rule (kernel/reasons.py ``ID_RULE``: every era's) as one kernel has it, by its switches
-#: (``KernelModel.l3_flush_in_tcp`` 4b0ebbca3e16, ``inet_gro_checks_outer_id`` 21f7484220ac,
-#: ``inet_gro_fixedid_without_df`` f095a358faf2): the words a report on that kernel gives (``describe_for``;
-#: newcomer34: a 6.18 run read every era's rule); a combination no upstream release has (a vendor's backport of one
-#: of them) keeps every era's
 #: before 4b0ebbca3e16: inet_gro_receive's flush_id and tcp_gro_receive's check (flush_id != 1 || count != 1 ||
 #: !is_atomic); the inner header's verdict overwrites the outer's where the outer has DF (gro-spec §3.1)
 _ID_RULE_FLUSH_ID = (
@@ -386,6 +381,11 @@ _ID_RULE_BIT_EACH = (
     "(GRO takes an ID stepping +1 per held segment, or a fixed one, decided when a held packet of one segment meets "
     "the same ID, in the outer header as in the inner, each header with its own ip_fixedid bit)"
 )
+#: the IPv4 ID rule (kernel/reasons.py ``ID_RULE``: every era's) as one kernel has it, by its switches
+#: (``KernelModel.l3_flush_in_tcp`` 4b0ebbca3e16, ``inet_gro_checks_outer_id`` 21f7484220ac,
+#: ``inet_gro_fixedid_without_df`` f095a358faf2): the words a report on that kernel gives (``describe_for``;
+#: newcomer34: a 6.18 run read every era's rule); a combination no upstream release has (a vendor's backport of one
+#: of them) keeps every era's
 _ID_RULES_BY_SWITCHES: dict[tuple[bool, bool, bool], str] = {
     (False, False, False): _ID_RULE_FLUSH_ID,
     (True, False, False): _ID_RULE_ONE_BIT,
