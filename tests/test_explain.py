@@ -99,6 +99,9 @@ def test_explain_fix_sample_text_gap_poll():
     # post-fix, two polls (10 µs gap > 5 µs): the first aggregate ends with the poll (napi_complete_done,
     # gro-spec §1.3), the second with the short last segment (§5.5); 17 → 2 phys skbs saves 15 traversals
     assert "phys NAPI (eth0): 17 skbs in (17 frames) → 2 skbs out (2 with ≥2 segs); 15 merged here" in out
+    # each kernel's heading names where the flow was aggregated with what went in and out there
+    assert "  pre-fix (v5.11): aggregated at tunnel gro_cells (17 skbs → 2)\n" in out
+    assert "  post-fix (v5.12): aggregated at phys NAPI (17 skbs → 2)\n" in out
     # post-fix the two phys aggregates reach gro_cells already aggregated: delivered with ≥2 segs there too, none
     # merged by the tunnel stage (dev_gro_receive flushes a GSO skb before 5eddb24901ee: gro-spec §6.6)
     assert (
@@ -205,6 +208,23 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
         "refuses 4 frames for their zero outer UDP checksum, but post-fix (v5.12) does not merge"
         in (doc["verdict"]["text"])
     )
+
+
+def test_explain_heading_says_how_much_a_partly_aggregated_flow_merged():
+    # newcomer34: a flow with a few merges was headed "aggregated at phys NAPI" like one merged throughout.
+    # Six segments with outer checksum 0, each shorter than the one before: tcp_gro_receive merges a segment no
+    # longer than the held packet's mss (its first segment's length) and, since it is shorter, ends the packet
+    # (out_check_final: len < mss, gro-spec §5.5); the next segment starts a packet of its own (mss 1 when none
+    # is held: never final by length). So (1448, 1000), (900, 800), (700, 600): 6 skbs → 3, post-fix at the
+    # phys device, pre-fix (the gate refuses all 6: §4.7) at the tunnel device's gro_cells.
+    frames = build_flow(FrameSpec(outer_csum="zero"), [1448, 1000, 900, 800, 700, 600])
+    obs = FlowDeliveries()
+    result = replay_frames(
+        [(1000 * k, f) for k, f in enumerate(frames)], ReplayConfig(poll=PollModel("budget")), obs
+    )
+    lines = render_text(explain(result, obs, ["pre-fix", "post-fix"], [0]))
+    assert "  post-fix (v5.12): aggregated at phys NAPI (6 skbs → 3)" in lines
+    assert "  pre-fix (v5.11): aggregated at tunnel gro_cells (6 skbs → 3)" in lines
 
 
 def test_explain_flow_line_brackets_ipv6_endpoints():

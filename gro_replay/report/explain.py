@@ -269,6 +269,13 @@ def _stack_line(k: dict, tunnel: str | None) -> str:
     )
 
 
+def _merged_words(stage: str, st: dict) -> str:
+    """A stage where a flow was aggregated, with what went in and came out ("phys NAPI (56 skbs → 54)"): a flow
+    of which 2 frames of 56 merged is aggregated there as much as one of 56 frames in 4 skbs, and the heading says
+    which (newcomer34 read "aggregated at phys NAPI" over 2 merges as the flow being aggregated)."""
+    return f"{STAGE_TITLES[stage]} ({st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} → {st['skbs']:,})"
+
+
 def render_text(doc: dict, limit: int | None = None) -> list[str]:
     """The explanation as text lines; at most ``limit`` flows (None: all), affected flows first.
 
@@ -294,7 +301,7 @@ def render_text(doc: dict, limit: int | None = None) -> list[str]:
             head = f"flow {f['id']}: {f['flow']}; {f['frames']:,} {plural(f['frames'], 'frame')}"
         lines.append(head)
         for name, k in f["kernels"].items():
-            where = " and ".join(STAGE_TITLES[s] for s in k["aggregated_at"])
+            where = " and ".join(_merged_words(s, k[s]) for s in k["aggregated_at"])
             lines.append(
                 f"  {kernel_label(name, k['release'])}: "
                 + (f"aggregated at {where}" if where else "not aggregated")
