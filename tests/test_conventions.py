@@ -48,8 +48,9 @@ def test_version_and_help_import_no_heavy_module(args):
 #: bench/startup.py, not here): rich (the table renderer, ~0.1 CPU s), dpkt (its package loads every protocol module
 #: it has, and socket, ~0.08 CPU s: only pcapng's section and interface blocks and the writers use it), the --kernel
 #: release parsers (~20 regular expressions), tempfile (a stream's copy: capture/spool.py), importlib.resources
-#: (the schema files) and pathlib (--write-pcap).
+#: (the schema files), pathlib (--write-pcap) and hashlib (its OpenSSL binding, ~4 ms: --digest sha256 only).
 NOT_ON_THE_JSON_PATH = (
+    "hashlib",
     "rich",
     "dpkt",
     "socket",
@@ -167,6 +168,37 @@ def test_the_console_entry_runs_numpy_blas_on_one_thread_unless_told(given, at_i
     assert p.returncode == 0, p.stderr
     assert p.stderr.strip() == repr([at_import])
     assert '"schema_version"' in p.stdout
+
+
+GC_AT_EXIT = (
+    "import atexit, gc, sys\n"
+    "atexit.register(lambda: print(gc.get_threshold(), file=sys.stderr))\n"
+    "sys.argv = ['gro-replay', CAPTURE, '-q', '--format', 'json']\n"
+    "from gro_replay.cli import entry\n"
+    "entry()\n"
+)
+
+
+def test_the_console_entry_collects_young_objects_less_often_and_the_library_leaves_gc_alone():
+    """cli/entry.py ``_fewer_collections``: a command runs with a youngest-generation threshold of 10,000 and the
+    interpreter's own thresholds for the older ones; ``gro_replay.replay`` in someone's program changes nothing
+    (both compared with a fresh interpreter's defaults: 700, 10, 10 on 3.11, other values on other versions)."""
+    from gro_replay.cli.entry import GC_YOUNG_THRESHOLD
+
+    def run(code: str, out: str = "stdout") -> str:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        return getattr(p, out).strip().splitlines()[-1]
+
+    default = run("import gc; print(gc.get_threshold())")
+    young, *older = default.strip("()").split(", ")
+    assert GC_YOUNG_THRESHOLD == 10_000
+    assert (
+        run(GC_AT_EXIT.replace("CAPTURE", repr(str(FIX_SAMPLE))), "stderr")
+        == f"({', '.join(['10000', *older])})"
+    )
+    lib = f"import gc, gro_replay; gro_replay.replay({str(FIX_SAMPLE)!r}); print(gc.get_threshold())"
+    assert run(lib) == default
 
 
 def test_lazy_sub_commands_still_run(runner):

@@ -14,7 +14,6 @@ A document records the digest it computed under that algorithm's key and null un
 
 from __future__ import annotations
 
-import hashlib
 from typing import Protocol
 
 #: the digests a document can record, in the order of their JSON keys (the default first)
@@ -40,6 +39,8 @@ def new_hash(algorithm: str) -> Hash:
 
         return blake3()
     if algorithm == "sha256":
+        import hashlib  # here: its OpenSSL binding takes ~4 ms to load, which a default (BLAKE3) run never uses
+
         return hashlib.sha256()
     raise ValueError(f"unknown digest {algorithm!r}; choose from {', '.join(DIGESTS)}")
 
