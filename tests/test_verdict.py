@@ -93,6 +93,16 @@ def test_bad_inner_checksum_frame_goes_up_alone_and_the_gap_is_named():
             assert " frames_refused=3 " in doc["summary"]
 
 
+def test_two_flows_shared_outer_id_each_flow_saves_one_traversal_in_the_singular():
+    # the default comparison: pre-fix (5.11) refuses each flow's 2 frames for their zero outer checksum (gro-spec
+    # §4.7), post-fix (5.12) merges each flow (../shared/triage/README.md: "5.12 merges each flow"): per flow
+    # phys skbs 2 → 1, one traversal saved, said in the singular (newcomer35: "1 fewer traversals")
+    result, obs = _run(_triage("two-flows-shared-outer-id.pcap"))
+    for f in _explain(result, obs)["flows"]:
+        assert "phys skbs 2 → 1, 1 fewer traversal of IP/UDP/vxlan decap" in f["verdict"]["why"]
+        assert "traversals" not in f["verdict"]["why"]
+
+
 def test_two_flows_shared_outer_id_verdict_is_about_618():
     # README: --kernel 6.18 --rx-csum none: phys 4 single skbs; 6.18 compares the outer IP ID (21f7484220ac:
     # outer IDs must be fixed or incrementing, KernelModel.inet_gro_checks_outer_id) and each flow's outer IDs
@@ -153,7 +163,7 @@ def test_ipv6_zero_checksum_flow_is_lost_with_reason_and_knob():
         )
         lines = render_text(_explain(result, obs))
         out = "\n".join(lines)
-        assert "affected: yes" not in out and "fewer traversals" not in out
+        assert "affected: yes" not in out and "fewer traversal" not in out
         # the word is the EXPLAIN line's affected=no, with the outcome beside it
         assert "  verdict: affected: no (lost): lost before decapsulation in every kernel run" in out
         ex = _explain(result, obs)

@@ -67,7 +67,7 @@ class FlowSentences(CaptureSentences):
             if pre.skbs["phys"] > fixed.skbs["phys"]:
                 bits.append(
                     f"phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}, "
-                    f"{fv.saved('phys'):,} fewer traversals of IP/UDP/{key.tunnel} decap"
+                    f"{fv.saved('phys'):,} fewer {plural(fv.saved('phys'), 'traversal')} of IP/UDP/{key.tunnel} decap"
                 )
             elif pre.gate_zero["phys"]:
                 brk = self._reasons(break_reasons(fixed), fixed.name)
@@ -75,7 +75,7 @@ class FlowSentences(CaptureSentences):
             if pre.skbs["tunnel"] > fixed.skbs["tunnel"]:
                 bits.append(
                     f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}, {fv.saved('tunnel'):,} fewer "
-                    "skbs handed up by the tunnel device"
+                    f"{plural(fv.saved('tunnel'), 'skb')} handed up by the tunnel device"
                 )
             why = f"{refused}; {after}: " + "; ".join(bits)
         elif fv.outcome == "refused_no_gain":
