@@ -1,14 +1,19 @@
-"""The floor of a replay (issue 12): what every run of a capture costs before the first GRO decision.
+"""The floor of a replay (issue 12): what a batch-engine replay of the benchmark's captures costs before its first
+GRO decision.
 
 Run as its own process by ``bench/modes.py`` and measured like a replay (user + system CPU of the child, the
-interpreter's start included): start the interpreter, import numpy, open the capture as the replay does (its
-BLAKE3 digest thread included: ``capture/reader.py open_capture``), read every block and walk its records
-(``capture/chunks.py PcapChunks``, the batch engine's reader) and take the ones' complement sum of every frame's
-bytes (``packet/csum.py frame_sums``, which the checksum verdicts of the NIC models and of
-``__skb_gro_checksum_validate`` come from). No flow, key, poll or kernel model is built.
+interpreter's start included): start as the command starts (click imported, OpenBLAS on one thread and the
+collector's threshold as ``cli/entry.py`` sets them), import numpy, open the capture as the replay does (its BLAKE3
+digest thread included: ``capture/reader.py open_capture``), read every block and walk its records
+(``capture/chunks.py PcapChunks``, the batch engine's reader of a classic pcap) and take the ones' complement sum
+of every frame's bytes (``packet/csum.py frame_sums``, which ``packet/columns.py analyse`` takes of every block
+that holds a VXLAN or Geneve frame: the checksum verdicts of the NIC models and of
+``__skb_gro_checksum_validate`` come from it). No flow, key, poll or kernel model is built.
 
-A replay cannot cost less than this, so ``frames / floor CPU seconds`` bounds its rate, and that bound over
-tshark's rate bounds the ratio to tshark any engine behind this reader can reach.
+The benchmark's captures are all tunnel frames, replayed on the batch path: such a replay does all of this and
+more, so ``frames / floor CPU seconds`` bounds its rate, and that bound over tshark's rate bounds the ratio to
+tshark the batch engine can reach behind this reader. (A capture without tunnel frames skips the sums; a replay
+on the frame-by-frame path, e.g. ``--nic mlx5`` or ``--flow``, reads otherwise and costs more a frame.)
 
 Usage: python bench/floor.py CAPTURE.pcap  (prints the frames read)
 """
@@ -20,6 +25,12 @@ import sys
 
 def floor(path: str) -> int:
     """Read, digest and checksum-sum every frame of the classic pcap ``path``; returns the frames read."""
+    import click  # noqa: F401  (every command imports it first)
+
+    from gro_replay.cli.entry import _fewer_collections, _one_blas_thread
+
+    _one_blas_thread()  # before numpy loads, as the command's entry
+    _fewer_collections()
     from gro_replay.capture.chunks import PcapChunks
     from gro_replay.capture.reader import open_capture
     from gro_replay.packet.columns import _runs

@@ -15,8 +15,9 @@ counts too) and peak RSS. Modes: ``pcap``,
 ``pcapng``, ``gzip``, ``stdin`` (``cat FILE |`` … ``-``), ``stdin-ng`` (the pcapng copy through the pipe),
 ``pcap --trace FILE``, ``explain``. tshark
 (``tshark -q -z conv,tcp -r FILE``) runs on the same pcap in the same run, measured the same way, and so does
-the floor (bench/floor.py: interpreter, numpy, reading with the digest, every frame's checksum sum, no GRO), whose
-rate bounds any replay's behind this reader, and its ratio to tshark's the ratio a replay can reach. With
+the floor (bench/floor.py: the command's start, numpy, reading with the digest, every frame's checksum sum, no
+GRO), whose rate bounds the batch engine's on these captures (all tunnel frames) behind this reader, and its ratio
+to tshark's the ratio such a replay can reach. With
 ``--profile`` the top entries of one cProfile run of the mix are printed.
 
 Targets (issue 12): mix ≥ 200,000 frames/s per CPU second and ≥ 5× tshark; bulk ≥ 500,000; pcapng, gzip and
@@ -135,9 +136,9 @@ def modes(path: Path, tmp: Path) -> dict:
 
 
 def floor_run(path: Path, frames: int) -> dict:
-    """bench/floor.py on ``path`` in a child measured like a replay: what a run costs before its first GRO
-    decision (interpreter, numpy, reading with the digest, every frame's checksum sum), so ``cpu_fps`` bounds the
-    rate of any replay behind this reader."""
+    """bench/floor.py on ``path`` in a child measured like a replay: what a batch-engine run of this all-tunnel
+    capture costs before its first GRO decision (the command's start, numpy, reading with the digest, every frame's
+    checksum sum), so ``cpu_fps`` bounds such a replay's rate behind this reader."""
     rc, out, err, wall, cpu, rss = run_measured(
         [sys.executable, str(Path(__file__).parent / "floor.py"), str(path)]
     )

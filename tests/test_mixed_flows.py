@@ -104,6 +104,45 @@ def test_explain_says_where_each_flows_frames_went_up(capture):
         "tunnel gro_cells: 10 skbs in (20 frames) → 0 skbs out (0 with ≥2 segs); 10 merged here; 20 of its frames "
         f"went up in other flows' skbs {why}"
     ) in text, text
+    # each kernel's heading says where the merges crossed flows (breaker49: flow 1's "(10 skbs → 0)" alone read as
+    # merged into nothing): the phys device merged each flow's pairs (20 frames → 10 skbs), gro_cells merged
+    # flow 1's 10 skbs into flow 0's 5
+    assert (
+        "  6.18 (v6.18): aggregated at phys NAPI (20 skbs → 10) and tunnel gro_cells (10 skbs → 5: they carry 20 "
+        "frames of other flows)\n"
+    ) in text, text
+    assert (
+        "  6.18 (v6.18): aggregated at phys NAPI (20 skbs → 10) and tunnel gro_cells (10 skbs → 0: 20 of its frames "
+        "went up in other flows' skbs)\n"
+    ) in text, text
+
+
+def test_a_flow_whose_skbs_only_carry_other_flows_frames_is_aggregated_there(tmp_path):
+    # breaker49's shape: 10 contiguous segments whose outer source port alternates every frame, two frames a poll
+    # (100 µs apart, more than gap:3's pause). The phys device merges neither pair (udp_gro_receive compares the
+    # ports); gro_cells without tunnel metadata merges each poll's flow-1 frame into the flow-0 skb before it
+    # (gro-spec §6.6) and flushes it at the poll's end: flow 0 delivers 5 skbs of 2 segments, each merged at the
+    # tunnel device although no flow-0 frame merged with another (it read "not aggregated"), and flow 1 none
+    sp = flow_specs(FrameSpec(timestamps=False, payload=1400), [1400] * 10)
+    sp = [replace(s, udp_sport=49152 + i % 2) for i, s in enumerate(sp)]
+    path = tmp_path / "alt.pcap"
+    with PcapWriter(path) as w:
+        for i, s in enumerate(sp):
+            w.write(100_000 * (i // 2) + 1_000 * (i % 2), build_frame(s))
+    obs = FlowDeliveries()
+    result = replay_capture(str(path), _config(tunnel_metadata=False), obs)
+    doc = explain(result, obs, [k.name for k in result.kernels], [0, 1])
+    k0, k1 = (f["kernels"]["6.18"] for f in doc["flows"])
+    assert (k0["aggregated_at"], k1["aggregated_at"]) == (["tunnel"], ["tunnel"])
+    text = "\n".join(render_text(doc))
+    assert (
+        "  6.18 (v6.18): aggregated at tunnel gro_cells (5 skbs → 5: they carry 5 frames of other flows)\n"
+        in text
+    )
+    assert (
+        "  6.18 (v6.18): aggregated at tunnel gro_cells (5 skbs → 0: 5 of its frames went up in other flows' skbs)"
+        in text
+    )
 
 
 MIXED = [

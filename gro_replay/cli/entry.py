@@ -195,8 +195,9 @@ def _fewer_collections() -> None:
     are few: the JSON document's and the kernel models' own), so most collections find nothing: the 200k-frame
     overlay-node mix (bench/modes.py) ran 116 collections in 0.025 s, and its plain JSON replay took 1.07 CPU s
     instead of 1.10 (median of 12 runs each, alternated, 2 cores). Garbage in cycles lives at most 10,000
-    allocations longer: memory is bounded as before. Only the command's entry does this: ``import gro_replay``
-    in someone's program leaves its collector alone."""
+    allocations longer: memory is bounded as before. Only the command's own process does this: ``batch``'s
+    replays run in Dask workers (its local cluster's or a scheduler's), which keep their collector's settings, and
+    ``import gro_replay`` in someone's program leaves its collector alone."""
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 

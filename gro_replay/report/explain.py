@@ -163,7 +163,7 @@ def explain(
             stages = {s: _stage_row(ks, fs, obs, s, fid, skbs, v.models.get(name)) for s in STAGES}
             kernels[name] = {
                 "release": ks.release,
-                "aggregated_at": [s for s in STAGES if stages[s]["merged_here"] > 0],
+                "aggregated_at": _aggregated_at(stages),
                 "phys": stages["phys"],
                 "stack": dict(sorted(fs.stack.items())),
                 "stack_frames": dict(sorted(fs.stack_frames.items())),
@@ -270,10 +270,29 @@ def _stack_line(k: dict, tunnel: str | None) -> str:
 
 
 def _merged_words(stage: str, st: dict) -> str:
-    """A stage where a flow was aggregated, with what went in and came out ("phys NAPI (56 skbs → 54)"): a flow
-    of which 2 frames of 56 merged is aggregated there as much as one of 56 frames in 4 skbs, and the heading says
-    which (newcomer34 read "aggregated at phys NAPI" over 2 merges as the flow being aggregated)."""
-    return f"{STAGE_TITLES[stage]} ({st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} → {st['skbs']:,})"
+    """A stage where GRO merged a flow's frames (``aggregated_at``), with what went in and came out ("phys NAPI
+    (56 skbs → 54)"): a flow of which 2 frames of 56 merged is aggregated there as much as one of 56 frames in 4
+    skbs, and the heading says which (newcomer34 read "aggregated at phys NAPI" over 2 merges as the flow being
+    aggregated). Where the merges crossed flows (``_mixed_words``), it says so: "(5 skbs → 0: 5 of its frames went
+    up in other flows' skbs)", "(5 skbs → 5: they carry 5 frames of other flows)" (breaker49: "5 skbs → 0" alone
+    read as the flow merged into nothing)."""
+    words = f"{STAGE_TITLES[stage]} ({st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} → {st['skbs']:,}"
+    mine, theirs = st["segments_carried_by_other_flows"], st["segments_carried_for_other_flows"]
+    crossed = []
+    if mine:
+        crossed.append(f"{mine:,} of its frames went up in other flows' skbs")
+    if theirs:
+        crossed.append(f"they carry {theirs:,} {plural(theirs, 'frame')} of other flows")
+    return words + (f": {'; '.join(crossed)}" if crossed else "") + ")"
+
+
+def _aggregated_at(stages: dict) -> list[str]:
+    """The stages where GRO merged some of a flow's frames: into skbs of its own (fewer skbs out than in) or of
+    other flows, or other flows' frames into its skbs (``segments_carried_for_other_flows``: a tunnel device
+    without tunnel metadata merges one inner flow under two outer keys, gro-spec §6.6)."""
+    return [
+        s for s in STAGES if stages[s]["merged_here"] > 0 or stages[s]["segments_carried_for_other_flows"]
+    ]
 
 
 def render_text(doc: dict, limit: int | None = None) -> list[str]:
