@@ -33,14 +33,14 @@ def floor(path: str) -> int:
     _fewer_collections()
     from gro_replay.capture.chunks import PcapChunks
     from gro_replay.capture.reader import open_capture
-    from gro_replay.packet.columns import _runs
     from gro_replay.packet.csum import frame_sums
+    from gro_replay.packet.rows import record_runs
 
     frames = 0
     with open_capture(path) as cap:
         reader = PcapChunks(cap)
         while (chunk := reader.next()) is not None:
-            frame_sums(chunk.buf, chunk.data, chunk.caplen, _runs(chunk.data, chunk.caplen))
+            frame_sums(chunk.buf, chunk.data, chunk.caplen, record_runs(chunk.data, chunk.caplen))
             frames += len(chunk)
         cap.hexdigest()
     return frames

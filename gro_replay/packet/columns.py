@@ -30,9 +30,8 @@ import numpy as np
 
 from ..numeric import distinct
 from .csum import frame_sums
+from .rows import H, head_rows, record_runs
 
-#: bytes of each frame's headers kept in ``kv`` (IPv6 in IPv6 with 40 bytes of TCP options needs 184)
-H = 192
 ETH_P_IP = 0x0800
 ETH_P_IPV6 = 0x86DD
 ETH_P_TEB = 0x6558
@@ -136,8 +135,8 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     """
     n = len(data)
     c = Columns()
-    runs = _runs(data, caplen)
-    rows = _rows(buf, data, caplen, runs)
+    runs = record_runs(data, caplen)
+    rows = head_rows(buf, data, caplen, runs)
     L = caplen.astype(np.int64)
     c.common = np.zeros(n, bool)
     c.vbits = np.zeros(n, np.uint8)
@@ -430,71 +429,3 @@ def relative(rel: np.ndarray, base: np.ndarray, out: np.ndarray | None = None) -
 
 _WIDTHS = np.array([_MOD.get(name, 1 << 32) for name in FIELDS], np.int64)
 _WIDTH_MASKS = _WIDTHS - 1
-
-
-def _runs(data: np.ndarray, caplen: np.ndarray) -> list[tuple[int, int, int, int]]:
-    """Runs ``(first, end, caplen, stride)`` of at least 8 consecutive records with equal caplen, which lie at a
-    fixed stride in the block (pcap: record header + caplen; pcapng: the enhanced packet block's length), that end
-    the block one after the other: those after the last frame in no run, the only ones read (``frame_sums`` sums
-    every frame up to that one by ``word_sums``; ``_rows`` copies a block that is one run). Found from the block's
-    end back to the first stretch of records that is no run (on a mix of frame sizes, its last records)."""
-    n = len(data)
-    if not n:
-        return []
-    brk = np.flatnonzero(np.diff(caplen)) + 1
-    out = []
-    k, e = len(brk), n
-    while e:
-        s = int(brk[k - 1]) if k else 0
-        if e - s < 8:
-            break
-        clen = int(caplen[s])
-        stride = int(data[s + 1] - data[s])
-        if stride < clen or not (np.diff(data[s:e]) == stride).all():
-            break
-        out.append((s, e, clen, stride))
-        k, e = k - 1, s
-    out.reverse()
-    return out
-
-
-def _rows(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
-    """The first H bytes of each frame as an (n, H) uint8 array, zero past the frame's end."""
-    n = len(data)
-    a = np.frombuffer(buf, dtype=np.uint8)
-    if len(runs) == 1 and runs[0][:2] == (0, n) and runs[0][2] >= H and int(data[-1]) + H <= len(buf):
-        # one run of frames H bytes or longer (a bulk block): its rows copied, nothing to zero
-        stride = runs[0][3]
-        return np.array(np.lib.stride_tricks.as_strided(a[int(data[0]) :], shape=(n, H), strides=(stride, 1)))
-    if n and len(a) >= H and int(data.max()) <= len(a) - H:
-        # every frame H bytes or more before the block's end: one gather, runs or not (the runs' rows copied
-        # apart and the others gathered into a zeroed array cost twice as much on a mix of frame sizes)
-        rows = np.lib.stride_tricks.sliding_window_view(a, H)[data]
-        short = np.flatnonzero(caplen < H)
-        if len(short):
-            rows[short] *= np.arange(H) < caplen[short, None]
-        return rows
-    rows = np.zeros((n, H), np.uint8)
-    done = np.zeros(n, bool)
-    for s, e, clen, stride in runs:
-        w = min(H, clen)
-        if int(data[e - 1]) + w > len(buf):
-            continue
-        rows[s:e, :w] = np.lib.stride_tricks.as_strided(
-            a[int(data[s]) :], shape=(e - s, w), strides=(stride, 1)
-        )
-        done[s:e] = True
-    rest = np.flatnonzero(~done)
-    if len(rest) and len(a) >= H:
-        # the others: each frame's H bytes from a window view of the block (one gather), then zeroed past its end;
-        # frames that start less than H bytes before the block's end are cut by hand below
-        inside = rest[data[rest] <= len(a) - H]
-        rows[inside] = np.lib.stride_tricks.sliding_window_view(a, H)[data[inside]]
-        short = inside[caplen[inside] < H]
-        rows[short] *= np.arange(H) < caplen[short, None]
-        rest = rest[data[rest] > len(a) - H]
-    if len(rest):
-        lim = np.minimum(caplen[rest], H).tolist()
-        parts = [buf[o : o + k].ljust(H, b"\0") for o, k in zip(data[rest].tolist(), lim, strict=True)]
-        rows[rest] = np.frombuffer(b"".join(parts), dtype=np.uint8).reshape(len(rest), H)
-    return rows

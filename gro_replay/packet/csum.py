@@ -211,7 +211,7 @@ _M = 0xFFFF
 def frame_sums(buf: bytes, data: np.ndarray, caplen: np.ndarray, runs) -> np.ndarray:
     """Ones' complement sum (mod 0xFFFF, big-endian 16-bit words, odd tail padded) of each whole frame
     ``buf[data[i]:data[i] + caplen[i]]`` (int64 per frame): the frames of ``runs`` (``(first, end, caplen,
-    stride)``: equal-length records at a fixed stride, packet/columns.py ``_runs``) after the last frame outside
+    stride)``: equal-length records at a fixed stride, packet/rows.py ``record_runs``) after the last frame outside
     them read as little-endian 32-bit words over a strided view, one numpy pass a run; the others by one
     ``word_sums``, which reads the block's words up to its last frame's end whatever frames it is given (a run
     before a frame outside the runs costs it nothing more)."""
