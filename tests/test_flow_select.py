@@ -38,6 +38,19 @@ def run(*args, env=None):
 FLOW1 = "sport=40001"
 
 
+def test_flow_line_says_one_frame_in_the_singular(tmp_path):
+    # breaker50: "1 of 1 frames replayed" for a capture of one frame
+    from gro_replay.capture.writer import PcapWriter
+    from gro_replay.packet.build import FrameSpec, build_flow
+
+    path = tmp_path / "one.pcap"
+    with PcapWriter(path) as w:
+        w.write(0, build_flow(FrameSpec(), [1000])[0])
+    r = run(path, "--flow", "0", "-q")
+    assert r.exit_code == 0, r.output
+    assert "--flow 0: 1 of 1 flow, 1 of 1 frame replayed (" in r.stdout
+
+
 def test_flow_selects_one_flow_in_the_table():
     r = run(VXLAN4_SAMPLE, "--flow", FLOW1, "-q", "--no-hist", env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output

@@ -288,9 +288,23 @@ def test_pcapng_interfaces_by_name_and_an_unsupported_link_type_skipped(runner, 
     assert everything["frames_replayed"] == 0
 
 
-def test_linux_cooked_v1_any_capture_names_the_copies(runner, tmp_path):
-    # LINUX_SLL (v1) has no ifindex: the 10 decapsulated copies of the 10 VXLAN frames cannot be left out, but the
-    # report says the same packets appear twice and how to capture so that they can be
+@pytest.mark.parametrize(
+    "n, says",
+    [
+        (
+            10,
+            "10 frames carry the inner packets of tunnel frames (decapsulated copies, as `tcpdump -i any` records them",
+        ),
+        (
+            1,
+            "1 frame carries the inner packet of a tunnel frame (a decapsulated copy, as `tcpdump -i any` records it",
+        ),
+    ],
+)
+def test_linux_cooked_v1_any_capture_names_the_copies(runner, tmp_path, n, says):
+    # LINUX_SLL (v1) has no ifindex: the n decapsulated copies of the n VXLAN frames cannot be left out, but the
+    # report says the same packets appear twice and how to capture so that they can be (one: in the singular,
+    # breaker50)
     import struct
 
     from gro_replay.capture.reader import DLT_LINUX_SLL
@@ -299,15 +313,16 @@ def test_linux_cooked_v1_any_capture_names_the_copies(runner, tmp_path):
     outer = 14 + 20 + 8 + 8  # Ethernet + IPv4 + UDP + VXLAN before the inner Ethernet frame
     path = tmp_path / "any-v1.pcap"
     with PcapWriter(path, linktype=DLT_LINUX_SLL) as w:
-        for ts, f in synth_frames(Scenario(frames=10)):
+        for ts, f in synth_frames(Scenario(frames=n)):
             w.write(ts, struct.pack("!HHH8sH", 0, 1, 6, f[6:12] + b"\0\0", 0x0800) + f[14:])
             inner = f[outer:]
             w.write(ts + 500, struct.pack("!HHH8sH", 0, 1, 6, inner[6:12] + b"\0\0", 0x0800) + inner[14:])
     inp = json.loads(runner.invoke(main, [str(path), "--format", "json", "-q"]).stdout)["input"]
-    assert inp["classes"] == {"not_tunnel": 10, "tunnel_tcp": 10}
+    assert inp["classes"] == {"not_tunnel": n, "tunnel_tcp": n}
     (note,) = inp["notes"]
-    assert note.startswith("the capture holds the same packets twice: 10 frames carry the inner packets")
-    assert "tcpdump -i any -y LINUX_SLL2" in note
+    assert note.startswith(f"the capture holds the same packets twice: {says} on the tunnel device); ")
+    them = "them" if n > 1 else "it"
+    assert note.endswith(f"(tcpdump -i any -y LINUX_SLL2), to leave {them} out")
 
 
 # -- pcapng files of several sections (``cat a.pcapng b.pcapng``) and pipes ----------------------------------------

@@ -27,16 +27,23 @@ def interface_notes(
         if unattributed_copies:
             n = unattributed_copies
             v1 = all(st.linktype == DLT_LINUX_SLL for st in by_key.values())
+            one = n == 1  # "1 frame carries the inner packet of a tunnel frame …; … it is …" (breaker50)
+            they, are, them = ("it", "is", "it") if one else ("they", "are", "them")
             why = (
-                "Linux cooked v1 does not say the interface, so they are replayed as the physical device's "
-                "traffic and counted there; capture on the physical device, or as LINUX_SLL2 "
-                "(tcpdump -i any -y LINUX_SLL2), to leave them out"
+                f"Linux cooked v1 does not say the interface, so {they} {are} replayed as the physical device's "
+                f"traffic and counted there; capture on the physical device, or as LINUX_SLL2 "
+                f"(tcpdump -i any -y LINUX_SLL2), to leave {them} out"
                 if v1
-                else "they are on the replayed interface itself, so they are replayed and counted there"
+                else f"{they} {are} on the replayed interface itself, so {they} {are} replayed and counted there"
+            )
+            what = (
+                "1 frame carries the inner packet of a tunnel frame (a decapsulated copy"
+                if one
+                else f"{n:,} frames carry the inner packets of tunnel frames (decapsulated copies"
             )
             return [
-                f"the capture holds the same packets twice: {n:,} frames carry the inner packets of tunnel "
-                f"frames (decapsulated copies, as `tcpdump -i any` records them on the tunnel device); {why}"
+                f"the capture holds the same packets twice: {what}, as `tcpdump -i any` records {them} on the "
+                f"tunnel device); {why}"
             ]
         return []
     lab = {k: st.label(*labels) for k, st in by_key.items()}

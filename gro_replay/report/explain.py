@@ -111,20 +111,37 @@ def _stage_row(
     return row
 
 
+def _crossed(st: dict, also: str = "") -> list[str]:
+    """The clauses of a stage row whose merges crossed flows: "they[ also] carry N frames of other flows" (its
+    skbs merged other flows' frames; "it carries 1 frame of another flow" for one skb and one frame) and "K of its
+    frames went up in other flows' skbs" ("its frame went up in another flow's skb" when it had one): [] when
+    none did (breaker50: the plural for one of each)."""
+    out = []
+    theirs, mine, own = (
+        st["segments_carried_for_other_flows"],
+        st["segments_carried_by_other_flows"],
+        st["skbs"],
+    )
+    if theirs:
+        carry = f"it{also} carries" if own == 1 else f"they{also} carry"
+        whose = "1 frame of another flow" if theirs == 1 else f"{theirs:,} frames of other flows"
+        out.append(f"{carry} {whose}")
+    if mine:
+        if mine == st["frames_in"]:
+            which = "its frame" if mine == 1 else f"its {mine:,} frames"
+        else:
+            which = f"{mine:,} of its frames"
+        out.append(f"{which} went up in " + ("another flow's skb" if mine == 1 else "other flows' skbs"))
+    return out
+
+
 def _mixed_words(st: dict) -> str:
     """The words for a stage row whose skbs merged frames of other flows (the tunnel device without tunnel metadata
     merges one inner flow under two outer keys, gro-spec §6.6; a key retired and back while GRO held its frames is
-    two flows with one header): "; they also carry N frames of other flows",
-    "; N of its frames went up in other flows' skbs", with why; "" when it has none."""
-    words = ""
-    mine, theirs = st["segments_carried_by_other_flows"], st["segments_carried_for_other_flows"]
-    if theirs:
-        words += f"; they also carry {theirs:,} {plural(theirs, 'frame')} of other flows"
-    if mine:
-        words += f"; {mine:,} of its frames went up in other flows' skbs"
-    if words:
-        words += f" ({MIXED_WHY})"
-    return words
+    two flows with one header): "; they also carry N frames of other flows", "; N of its frames went up in other
+    flows' skbs" (``_crossed``), with why; "" when it has none."""
+    words = "".join(f"; {c}" for c in _crossed(st, " also"))
+    return words + f" ({MIXED_WHY})" if words else ""
 
 
 def affected_word(affected: bool, outcome: str | None) -> str:
@@ -273,16 +290,11 @@ def _merged_words(stage: str, st: dict) -> str:
     """A stage where GRO merged a flow's frames (``aggregated_at``), with what went in and came out ("phys NAPI
     (56 skbs → 54)"): a flow of which 2 frames of 56 merged is aggregated there as much as one of 56 frames in 4
     skbs, and the heading says which (newcomer34 read "aggregated at phys NAPI" over 2 merges as the flow being
-    aggregated). Where the merges crossed flows (``_mixed_words``), it says so: "(5 skbs → 0: 5 of its frames went
-    up in other flows' skbs)", "(5 skbs → 5: they carry 5 frames of other flows)" (breaker49: "5 skbs → 0" alone
-    read as the flow merged into nothing)."""
+    aggregated). Where the merges crossed flows (``_crossed``), it says so: "(5 skbs → 0: its 5 frames went up in
+    other flows' skbs)", "(5 skbs → 5: they carry 5 frames of other flows)" (breaker49: "5 skbs → 0" alone read as
+    the flow merged into nothing)."""
     words = f"{STAGE_TITLES[stage]} ({st['skbs_in']:,} {plural(st['skbs_in'], 'skb')} → {st['skbs']:,}"
-    mine, theirs = st["segments_carried_by_other_flows"], st["segments_carried_for_other_flows"]
-    crossed = []
-    if mine:
-        crossed.append(f"{mine:,} of its frames went up in other flows' skbs")
-    if theirs:
-        crossed.append(f"they carry {theirs:,} {plural(theirs, 'frame')} of other flows")
+    crossed = _crossed(st)  # in the stage row's order: "they carry" first, next to the skbs out it speaks of
     return words + (f": {'; '.join(crossed)}" if crossed else "") + ")"
 
 

@@ -368,7 +368,7 @@ def input_lines(result) -> list[str]:
         lines.append(
             f"--flow {cfg.flow}: {shown:,} of {len(result.flows):,} {plural(len(result.flows), 'flow')}, "
             f"{inp.selected_frames:,} of "
-            f"{inp.frames_replayed:,} frames replayed"
+            f"{inp.frames_replayed:,} {plural(inp.frames_replayed, 'frame')} replayed"
             + (
                 "; the other flows' frames went through the kernels too, the counts below are the selected flows' "
                 "(bytes the CPU checksummed: n/a, a NAPI-wide counter)"
