@@ -214,6 +214,33 @@ def test_sw_csum_row_says_where_the_cpu_summed(runner):
     assert "bytes the CPU checksummed:" not in _run(runner, "--fix").stdout
 
 
+def test_sw_csum_above_the_skbs_bytes_says_why(runner):
+    """newcomer35: post-fix the phys stage checksums 23,584 bytes and delivers 23,244. GRO sums each of the 17
+    frames from its inner TCP header to its end before merging it (__skb_gro_checksum_complete, gro-spec §4.7 row
+    3): 16 × (32 + 1,398) + (32 + 672) = 23,584 (TCP header with the timestamp option, payload); the 2 merged skbs
+    keep one frame's headers each (skb->len from the outer IP header, 102 header bytes a frame up to the payload):
+    24,774 − 15 × 102 = 23,244. pre-fix gro_cells sums the same frames and delivers 23,144 (its skbs start at the
+    inner IP header: 50 bytes fewer each). A line says why wherever a stage summed more than its skbs hold."""
+    why = (
+        "GRO sums each frame from the header it verifies to the frame's end before merging it, and a merged skb "
+        "keeps one frame's headers"
+    )
+    both = _run(runner).stdout.splitlines()
+    assert (
+        f"bytes the CPU checksummed exceed bytes (skb->len) at pre-fix tunnel gro_cells, post-fix phys NAPI: {why}"
+        in both
+    )
+    md = _run(runner, "--format", "markdown").stdout.splitlines()
+    assert (
+        f"bytes the CPU checksummed exceed bytes (skb->len) at pre-fix tunnel gro_cells, post-fix phys NAPI: {why}"
+        in md
+    )
+    alone = _run(runner, "--fix").stdout.splitlines()
+    assert f"bytes the CPU checksummed exceed bytes (skb->len) at post-fix phys NAPI: {why}" in alone
+    # GRO off on both devices: nothing summed, nothing merged, no such line
+    assert "exceed bytes" not in _run(runner, "--gro", "phys=off", "--gro", "tunnel=off").stdout
+
+
 def test_sw_csum_line_says_its_scope_when_the_totals_differ(runner):
     """The fix sample with GRO off on vxlan0: pre-fix the frames pass the phys stage unmerged (UNNECESSARY level 0,
     outer checksum 0: the udp_gro_receive gate) and udp4_csum_init consumes the level, so they reach the tunnel
