@@ -214,16 +214,18 @@ def test_sw_csum_row_says_where_the_cpu_summed(runner):
     assert "bytes the CPU checksummed:" not in _run(runner, "--fix").stdout
 
 
-def test_sw_csum_above_the_skbs_bytes_says_why(runner):
+def test_sw_csum_above_the_skbs_bytes_says_why(runner, tmp_path):
     """newcomer35: post-fix the phys stage checksums 23,584 bytes and delivers 23,244. GRO sums each of the 17
     frames from its inner TCP header to its end before merging it (__skb_gro_checksum_complete, gro-spec §4.7 row
     3): 16 × (32 + 1,398) + (32 + 672) = 23,584 (TCP header with the timestamp option, payload); the 2 merged skbs
     keep one frame's headers each (skb->len from the outer IP header, 102 header bytes a frame up to the payload):
     24,774 − 15 × 102 = 23,244. pre-fix gro_cells sums the same frames and delivers 23,144 (its skbs start at the
-    inner IP header: 50 bytes fewer each). A line says why wherever a stage summed more than its skbs hold."""
+    inner IP header: 50 bytes fewer each). A line says what the row counts wherever a stage summed more than its
+    skbs hold."""
     why = (
-        "GRO sums each frame from the header it verifies to the frame's end before merging it, and a merged skb "
-        "keeps one frame's headers"
+        "the row counts every software sum, GRO's of each frame before it merges the frame (a merged skb keeps one "
+        "frame's headers) and, at the phys device, udp_rcv's of each skb whose UDP checksum GRO did not settle (a "
+        "frame whose check failed in GRO is summed twice)"
     )
     both = _run(runner).stdout.splitlines()
     assert (
@@ -239,6 +241,18 @@ def test_sw_csum_above_the_skbs_bytes_says_why(runner):
     assert f"bytes the CPU checksummed exceed bytes (skb->len) at post-fix phys NAPI: {why}" in alone
     # GRO off on both devices: nothing summed, nothing merged, no such line
     assert "exceed bytes" not in _run(runner, "--gro", "phys=off", "--gro", "tunnel=off").stdout
+    # breaker51: 4 frames whose outer UDP checksum is wrong, CHECKSUM_NONE: udp_gro_receive sums each from its UDP
+    # header (1,480 bytes), the check fails and the frame is not merged; udp_rcv sums it again
+    # (__skb_checksum_validate with CHECKSUM_NONE): 2 × 4 × 1,480 = 11,840 over 6,000 bytes, no merge at all
+    bad = tmp_path / "bad4.pcap"
+    assert runner.invoke(main, ["synth", str(bad), "--outer-csum", "bad", "--frames", "4"]).exit_code == 0
+    out = runner.invoke(main, [str(bad), "--rx-csum", "none", "-q"]).stdout
+    assert re.search(r"(?m)^  bytes the CPU checksummed here\s+11,840\s+11,840\s+0\s+0\s+0\s+0\s*$", out), out
+    assert re.search(r"(?m)^  skbs delivered with ≥2 segs\s+0\s+0\s", out), out
+    assert (
+        f"bytes the CPU checksummed exceed bytes (skb->len) at pre-fix phys NAPI, post-fix phys NAPI: {why}"
+        in out
+    )
 
 
 def test_sw_csum_line_says_its_scope_when_the_totals_differ(runner):
@@ -250,7 +264,7 @@ def test_sw_csum_line_says_its_scope_when_the_totals_differ(runner):
     nothing about who sums the rest (an inner UDP frame, a dropped one or a bad checksum differ)."""
     line = (
         "bytes the CPU checksummed: pre-fix none, post-fix 23,584 at phys NAPI: the totals differ; counted in the GRO "
-        "stages only (checksums verified later in the stack are not counted)"
+        "stages and udp_rcv only (checksums verified later in the stack, by TCP, are not counted)"
     )
     assert line in _run(runner, "--gro", "tunnel=off").stdout.splitlines()
 

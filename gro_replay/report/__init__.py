@@ -11,7 +11,8 @@ FLOWS_MAX_DEFAULT = 1000
 #: before 5eddb24901ee); what a stage merged itself is skbs_in − skbs_delivered (explain's "merged here").
 AGGREGATES_LABEL = "skbs delivered with ≥2 segs"
 #: The row label of ``StageStats.sw_csum_bytes`` in every report (table, Markdown, diff): the bytes the CPU summed
-#: at that stage (GRO's checksum checks: kernel/gro_csum.py ``__skb_gro_checksum_complete``, frame by frame). Where they are summed is a
+#: at that stage (GRO's checksum checks, kernel/gro_csum.py ``__skb_gro_checksum_complete`` frame by frame, and at
+#: phys the stack's UDP checks: report/stats.py ``stack_outcome``). Where they are summed is a
 #: property of the kernel: for the fix's frames (outer UDP checksum 0, CHECKSUM_UNNECESSARY level 0) the phys stage
 #: verifies post-fix the inner checksums gro_cells verified pre-fix, as many bytes (table.py ``csum_lines`` says so).
 SW_CSUM_LABEL = "bytes the CPU checksummed here"

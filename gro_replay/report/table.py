@@ -187,14 +187,16 @@ def csum_lines(kernels) -> list[str]:
     off on the tunnel device: pre-fix no GRO stage sums them) it says that the count is the GRO stages' and that
     TCP verifies what they leave (net/ipv4/tcp_ipv4.c ``tcp_v4_rcv``: ``skb_checksum_init``, then
     ``tcp_checksum_complete``); none for one kernel, equal splits, or counters not measured (None: the kernel
-    backend, ``--flow``). Then where a stage summed more bytes than its skbs hold, why (newcomer35 read 23,584
-    over 23,244 as more work than data): GRO sums each frame before merging it (``__skb_gro_checksum_complete``)."""
+    backend, ``--flow``). Then where a stage summed more bytes than its skbs hold, what the row counts (newcomer35
+    read 23,584 over 23,244 as more work than data; breaker51: not always merging, frames summed twice too)."""
     line = csum_words([(k.name, tuple(k.stages[s].sw_csum_bytes for s in STAGES)) for k in kernels])
     st = [(k.name, s, k.stages[s]) for k in kernels for s in STAGES]
     over = [f"{n} {STAGE_TITLES[s]}" for n, s, x in st if (x.sw_csum_bytes or 0) > x.bytes]
     why = (
-        f"bytes the CPU checksummed exceed bytes (skb->len) at {', '.join(over)}: GRO sums each frame from the header "
-        "it verifies to the frame's end before merging it, and a merged skb keeps one frame's headers"
+        f"bytes the CPU checksummed exceed bytes (skb->len) at {', '.join(over)}: the row counts every software sum, "
+        "GRO's of each frame before it merges the frame (a merged skb keeps one frame's headers) and, at the phys "
+        "device, udp_rcv's of each skb whose UDP checksum GRO did not settle (a frame whose check failed in GRO is "
+        "summed twice)"
     )
     return [x for x in (line, why if over else "") if x]
 
@@ -202,8 +204,9 @@ def csum_lines(kernels) -> list[str]:
 def csum_words(named: list[tuple[str, tuple]]) -> str:
     """The line of ``csum_lines`` for ``named``: (who, (phys bytes, tunnel bytes)) in order (kernels, or diff's
     baseline and current); "" for fewer than two, equal splits, or a count not measured (None). Different totals
-    are said to be the GRO stages' count only: a sum they skip may be done later (udp_rcv, tcp_v4_rcv) or never
-    (a frame dropped first), which the line does not judge."""
+    are said to be the GRO stages' and udp_rcv's count only (report/stats.py ``stack_outcome`` adds the stack's UDP
+    sums to the phys stage's): a sum they skip may be done later (tcp_v4_rcv) or never (a frame dropped first),
+    which the line does not judge (breaker51: it said every stack sum was left out)."""
     splits = [sp for _, sp in named]
     if len(named) < 2 or len(set(splits)) < 2 or any(v is None for sp in splits for v in sp):
         return ""
@@ -214,11 +217,11 @@ def csum_words(named: list[tuple[str, tuple]]) -> str:
     line = "bytes the CPU checksummed: " + ", ".join(parts)
     if len({sum(sp) for sp in splits}) == 1:
         line += ": the same total in each kernel, summed at another stage (not more work)"
-    else:  # the counter is the GRO stages' only: which later layer (UDP, TCP, none for a dropped frame) sums
-        # what they leave depends on the frame, so the line claims nothing about it
+    else:  # the counter is the GRO stages' and udp_rcv's: whether TCP (or none, for a dropped frame) sums what
+        # they leave depends on the frame, so the line claims nothing about it
         line += (
-            ": the totals differ; counted in the GRO stages only (checksums verified later in the stack are not "
-            "counted)"
+            ": the totals differ; counted in the GRO stages and udp_rcv only (checksums verified later in the stack, "
+            "by TCP, are not counted)"
         )
     return line
 
