@@ -224,8 +224,8 @@ def test_sw_csum_above_the_skbs_bytes_says_why(runner, tmp_path):
     skbs hold."""
     why = (
         "the row counts every software sum, GRO's of each frame before it merges the frame (a merged skb keeps one "
-        "frame's headers) and, at the phys device, udp_rcv's of each skb whose UDP checksum GRO did not settle (a "
-        "frame whose check failed in GRO is summed twice)"
+        "frame's headers) and, at the phys device, udp_rcv's of each skb whose UDP checksum GRO did not settle (so "
+        "a frame can count twice)"
     )
     both = _run(runner).stdout.splitlines()
     assert (

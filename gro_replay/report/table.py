@@ -195,8 +195,7 @@ def csum_lines(kernels) -> list[str]:
     why = (
         f"bytes the CPU checksummed exceed bytes (skb->len) at {', '.join(over)}: the row counts every software sum, "
         "GRO's of each frame before it merges the frame (a merged skb keeps one frame's headers) and, at the phys "
-        "device, udp_rcv's of each skb whose UDP checksum GRO did not settle (a frame whose check failed in GRO is "
-        "summed twice)"
+        "device, udp_rcv's of each skb whose UDP checksum GRO did not settle (so a frame can count twice)"
     )
     return [x for x in (line, why if over else "") if x]
 
