@@ -27,10 +27,9 @@ def floor(path: str) -> int:
     """Read, digest and checksum-sum every frame of the classic pcap ``path``; returns the frames read."""
     import click  # noqa: F401  (every command imports it first)
 
-    from gro_replay.cli.entry import _fewer_collections, _one_blas_thread
+    from gro_replay.cli.entry import command_process
 
-    _one_blas_thread()  # before numpy loads, as the command's entry
-    _fewer_collections()
+    command_process()  # before numpy loads, as the command's entry
     from gro_replay.capture.chunks import PcapChunks
     from gro_replay.capture.reader import open_capture
     from gro_replay.packet.csum import frame_sums

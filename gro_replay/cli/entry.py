@@ -201,6 +201,14 @@ def _fewer_collections() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
+def command_process() -> None:
+    """What a command's process sets for itself before any command module loads (``entry``; bench/floor.py's
+    child starts the same way): one OpenBLAS thread (``_one_blas_thread``) and fewer collections
+    (``_fewer_collections``)."""
+    _one_blas_thread()
+    _fewer_collections()
+
+
 def _sane_terminal_size_env() -> None:
     """Drop ``COLUMNS``/``LINES`` values that are not a plain number: rich's Console takes them with ``int()``
     after ``str.isdigit()``, which lets '²' through and ends in a ValueError (``project.terminal_size``)."""
@@ -245,8 +253,7 @@ def entry() -> None:
         if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup: stay deaf to it
             signal.signal(signal.SIGHUP, _on_sigterm)
     code: int | str | None = 0
-    _one_blas_thread()
-    _fewer_collections()
+    command_process()
     _closed_stdout()
     _rewrap("stdout", _WholeWrites, None)
     _rewrap("stderr", _LossyWrites, True, write_through=True)

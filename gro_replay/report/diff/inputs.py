@@ -45,9 +45,8 @@ def same_input(bi: dict | None, ci: dict | None) -> tuple[bool, str | None]:
     path = (bi or {}).get("path")
     # frames or bytes read differing: not one capture whatever the name (breaker41, breaker42)
     same_count = _counts(bi) == _counts(ci)
-    return not bd and not cd and path == (ci or {}).get("path") and same_count and not _stream_name(
-        path
-    ), None
+    named = path == (ci or {}).get("path") and not _stream_name(path)
+    return not bd and not cd and named and same_count, None
 
 
 def _counts(inp: dict | None) -> tuple:
