@@ -147,6 +147,17 @@ def test_progress_without_a_size_shows_frames_and_rate():
     assert "3,000 frames" in text and "%" not in text
 
 
+@pytest.mark.parametrize("frames, words", [(0, "0 frames"), (1, "1 frame "), (2, "2 frames")])
+def test_progress_says_one_frame_in_the_singular(frames, words):
+    """The frames column is English at 1 (breaker50: "1 frames")."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
+    prog = progress_display(None, console)
+    task = prog.add_task("replaying", total=None, frames=0)
+    prog.update(task, completed=frames, frames=frames)
+    console.print(prog.make_tasks_table(prog.tasks))
+    assert f" {words}" in console.file.getvalue() + " "
+
+
 def test_progress_report_counts_the_bytes_of_the_file():
     class Recorder:
         def __init__(self):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..outputs import RunOutputs, failure_text
-from ..project import terminal_size
+from ..project import plural, terminal_size
 from ..report.deliveries import hand_over
 from .errors import UsageError
 
@@ -221,6 +221,11 @@ def progress_display(total: int | None, console: Console):
     )
     from rich.text import Text
 
+    class Frames(ProgressColumn):
+        def render(self, task):
+            frames = task.fields.get("frames", 0)
+            return Text(f"{frames:,} {plural(frames, 'frame')}")
+
     class FramesPerSecond(ProgressColumn):
         def render(self, task):
             elapsed = task.finished_time if task.finished else task.elapsed
@@ -238,7 +243,7 @@ def progress_display(total: int | None, console: Console):
         columns += [BarColumn(bar_width=40 if wide else 12)]
     if total:
         columns += [TaskProgressColumn()]
-    columns += [TextColumn("{task.fields[frames]:,} frames", markup=False)]
+    columns += [Frames()]
     if width >= _NARROW:  # under it: percentage and frames only
         columns += [FramesPerSecond()]
         if total and wide:
