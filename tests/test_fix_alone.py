@@ -128,7 +128,7 @@ def test_no_gain_names_what_keeps_the_frames_apart_with_the_fix():
     v = verdict_of(r)
     (flow,) = v.flows
     for text in (v.text, flow.why):
-        assert "with the fix there these flows' phys skbs end by:" in text
+        assert "with the fix there this flow's phys skbs end by:" in text
         assert "[tcp4_gro_receive:checksum_bad] ×1" in text and "[tcp_gro_receive:seq_gap] ×1" in text
     assert flow.outcome == "refused_no_gain" and document(r)["verdict"]["affected_flows"] == 0
 

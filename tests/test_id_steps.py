@@ -72,7 +72,7 @@ def test_the_fix_alone_kernel_is_named_where_it_merges_no_further(tmp_path):
     text = json.loads(CliRunner().invoke(main, [str(path), *args]).stdout)["verdict"]["text"]
     assert "1 flow that the fix alone does not merge further either, 10 frames" in text, text
     assert (
-        "with the fix there these flows' phys skbs end by: " in text
+        "with the fix there this flow's phys skbs end by: " in text
         and "[tcp_gro_receive:outer_ip_id]" in text
     )
     assert "a kernel with the fix does not merge" not in text

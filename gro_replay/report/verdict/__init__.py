@@ -50,11 +50,11 @@ from .facts import (
     STAGE_NAMES,
     FlowVerdict,
     KernelFacts,
-    _break_reasons,
     _model_of,
     _release_key,
     break_reasons,
     facts_of,
+    reasons_apart,
     release_order,
 )
 from .gate_words import _gate_words
@@ -87,7 +87,7 @@ __all__ = [
     "_POLL_FLUSHES",
     "_SPLIT_KEYS",
     "_SPLIT_TUNNEL_HEADER",
-    "_break_reasons",
+    "reasons_apart",
     "break_reasons",
     "_model_of",
     "_release_key",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...kernel import reasons as R
 from ...kernel.model import KernelModel
-from .facts import FIX, KernelFacts, ReplayResult, _break_reasons
+from .facts import FIX, KernelFacts, ReplayResult, reasons_apart
 from .gate_words import TUNNEL_GATE_WORDS, _gate_words, zero_csum_states_text
 from .tally import Refusals, _Tally
 from .words import (
@@ -240,7 +240,7 @@ class CompareSentences:
             done = f"merged only later by {cells}"
             text = f"those that reach the tunnel device are {done}" if t.pa_drops else f"they are {done}"
         else:
-            why = self._reasons(apart or _break_reasons(t.pa_tunnel_reasons), self.pre)
+            why = self._reasons(apart or reasons_apart(t.pa_tunnel_reasons), self.pre)
             reach = "" if not t.pa_drops else "that reaches it " if segs == 1 else "that reach it "
             text = (
                 f"at the tunnel device's gro_cells {'the' if t.pa_drops else 'their'} {segs:,} "

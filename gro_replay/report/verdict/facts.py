@@ -400,8 +400,12 @@ class FlowVerdict:
         return {"phys_skbs_fix_alone": alone.skbs["phys"], "tunnel_skbs_fix_alone": alone.skbs["tunnel"]}
 
 
-def _break_reasons(reasons: Counter) -> Counter:
-    """The end reasons that explain why skbs were not merged: poll-end flushes left out unless nothing else."""
+def reasons_apart(reasons: Counter) -> Counter:
+    """The end reasons that explain why skbs were not merged (``reasons``: end reason → skbs, as a stage's
+    ``reasons`` count them): the poll-end flushes (napi_complete_done's and the budget's, net/core/dev.c) and the
+    zero-checksum gate's refusal (udp_gro_receive, net/ipv4/udp_offload.c) left out unless nothing else remains —
+    they end an aggregate, or are the refusal the verdict names on its own, not what keeps a flow's frames apart.
+    A new Counter; the caller's is left as it is."""
     other = Counter({k: v for k, v in reasons.items() if k not in _POLL_FLUSHES and k not in (GATE_ZERO,)})
     return other or Counter(reasons)
 
@@ -411,9 +415,9 @@ def break_reasons(k: KernelFacts) -> Counter:
     A flow none of whose frames merged (``skbs["phys"] >= frames``): every skb's end reason, so that the counts add
     up to its skbs — each names why its one frame went up without the next (the next segment's condition in
     tcp_gro_receive, or the poll's flush of a held segment nothing else joined: napi_complete_done, net/core/dev.c),
-    whether or not the skb carried payload. Otherwise ``_break_reasons``: an aggregate completed at a poll's end is
+    whether or not the skb carried payload. Otherwise ``reasons_apart``: an aggregate completed at a poll's end is
     not why frames were kept apart. What every verdict sentence and flow why that names a flow's unmerged skbs
     reads."""
     if k.skbs["phys"] >= k.frames:
         return Counter({r: n for r, n in k.phys_reasons.items() if n})
-    return _break_reasons(k.phys_reasons)
+    return reasons_apart(k.phys_reasons)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, _break_reasons, break_reasons
+from .facts import FIX, STAGE_NAMES, FlowVerdict, KernelFacts, break_reasons, reasons_apart
 from .fix_words import fix_advice, lacks_fix_words
 from .gate_words import zero_state_words
 from .id_steps import id_step_text
@@ -132,7 +132,7 @@ class FlowSentences(CaptureSentences):
         breaks = break_reasons(fixed)
         if breaks and fixed.skbs["phys"] >= fixed.frames:
             parts.append(("at the phys device " if at_tunnel else "") + self._reasons(breaks, fixed.name))
-        tunnel = _break_reasons(fixed.tunnel_reasons) if at_tunnel else None
+        tunnel = reasons_apart(fixed.tunnel_reasons) if at_tunnel else None
         if tunnel:
             parts.append("at the tunnel device's gro_cells " + self._reasons(tunnel, fixed.name))
         return f" ({fixed.name}: {'; '.join(parts)})" if parts else ""
@@ -200,7 +200,7 @@ class FlowSentences(CaptureSentences):
             return COSTLESS_WORDS[why][1]
         shadow = fv.shadows[k.name]
         brk = break_reasons(shadow)
-        return no_gain_text(self._reasons(brk, shadow.name) if brk else None)
+        return no_gain_text(self._reasons(brk, shadow.name) if brk else None, flows=1)
 
     def _lacking_flow_why(self, k: KernelFacts, fv: FlowVerdict, lacks: str) -> str:
         """The flow why of a kernel ``k`` without the fix whose gate refused the flow's frames: where, and for a

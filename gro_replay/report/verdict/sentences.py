@@ -252,28 +252,32 @@ class CaptureSentences(CompareSentences, ScopeSentences):
 
     def _unmerged_note(self, k: KernelFacts) -> str:
         """ " <kernel> does not merge F tunnelled TCP flows at the phys device (E of their S skbs carry no
-        payload): reasons." or "" (the flows without payload are said apart, once: ``_empty_note``). The reasons are
-        every unmerged skb's (``break_reasons``), the clause only when some carried no payload (``payload_clause``)."""
+        payload): reasons." — or, for the very flows the comparison said the post-fix kernel merges no further,
+        " <kernel> merges none of that flow's frames at the phys device, for the reasons named above." — or "" (the
+        flows without payload are said apart, once: ``_empty_note``). The reasons are every unmerged skb's
+        (``break_reasons``), the clause only when some carried no payload (``payload_clause``)."""
         u = self._tally.unmerged[k.name]
         if not u.flows:
             return ""
-        reasons = None
-        if self.compare and self.pre is not None and k.name == self.post:
-            # the very flows the comparison named as the post-fix kernel's merged no further, with their reasons
-            # (``_costless_parts``): referred to, not listed twice (newcomer33); only when the two sets are one
-            # (``Unmerged.no_gain_said``: some merged no further are merged in part, breaker41)
-            r = self._tally.refusals[self.pre]
-            said = r.costless_by.get("post_no_gain", (0, 0))[0]
-            if said == u.flows == u.no_gain_said and r.post_no_gain_reasons:
-                reasons = f"{'that flow' if u.flows == 1 else 'those flows'}, by the reasons named above"
+        # named with their reasons before (``_costless_parts``): referred to, not listed twice (newcomer33); only
+        # when the two sets are one (``Unmerged.no_gain_said``: some merged no further are merged in part, breaker41)
+        pre = self.pre if self.compare and k.name == self.post else None
+        r = self._tally.refusals[pre] if pre is not None else None
+        said = r.costless_by.get("post_no_gain", (0, 0))[0] if r else None
+        referred = r is not None and said == u.flows == u.no_gain_said and bool(r.post_no_gain_reasons)
         self._unmerged_said.add(k.name)  # the flows without payload are "other" than these (``_empty_note``)
+        whose = "its" if u.flows == 1 else "their"
+        steps = f"; {id_step_text(u.id_steps, model=self.models.get(k.name))}" if u.id_steps else ""
+        if referred:  # newcomer35 could not parse "does not merge 1 … flow …: that flow, by the reasons …"
+            flows = "that flow's" if u.flows == 1 else f"those {u.flows:,} flows'"
+            return (
+                f" {kernel_label(k.name, k.release)} merges none of {flows} frames at the phys device"
+                f"{payload_clause(u.skbs, u.skbs_empty, whose)}, for the reasons named above{steps}."
+            )
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
-            f"{plural(u.flows, 'flow')} at the phys device"
-            f"{payload_clause(u.skbs, u.skbs_empty, 'its' if u.flows == 1 else 'their')}: "
-            f"{reasons or self._reasons(u.reasons, k.name)}"
-            + (f"; {id_step_text(u.id_steps, model=self.models.get(k.name))}" if u.id_steps else "")
-            + "."
+            f"{plural(u.flows, 'flow')} at the phys device{payload_clause(u.skbs, u.skbs_empty, whose)}: "
+            f"{self._reasons(u.reasons, k.name)}{steps}."
         )
 
     def _empty_note(self, kernels: list[KernelFacts]) -> str:
@@ -401,9 +405,11 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         for why, (flows, frames) in sorted(r.costless_by.items()):
             what, because = COSTLESS_WORDS[why]
             if why == "no_gain" and r.no_gain_reasons:
-                because = no_gain_text(self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX))
+                because = no_gain_text(
+                    self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX), flows=flows
+                )
             elif why == "post_no_gain" and r.post_no_gain_reasons:
-                because = no_gain_text(self._reasons(r.post_no_gain_reasons, r.post_kernel), why)
+                because = no_gain_text(self._reasons(r.post_no_gain_reasons, r.post_kernel), why, flows)
             elif why == "not_tcp" and r.not_tcp_reasons and self.reasons_observed:
                 because = not_tcp_text(self._reasons(r.not_tcp_reasons, r.not_tcp_kernel))
                 if set(r.not_tcp_reasons) <= set(IP_TUNNEL_ENCAP_MARKS):

@@ -64,7 +64,7 @@ class Refusals:
     #: ``FlowVerdict.costless_why`` → [flows, refused frames] of the costless flows
     costless_by: dict = field(default_factory=dict)
     #: the ``no_gain`` flows' phys end reasons in the kernel's counterfactual (``FlowVerdict.shadows``), poll-end
-    #: flushes left out (``_break_reasons``): what keeps their frames apart with the fix
+    #: flushes left out (``reasons_apart``): what keeps their frames apart with the fix
     no_gain_reasons: Counter = field(default_factory=Counter)
     #: the ``not_tcp`` flows' phys end reasons with the fix (``inner_stop.not_tcp_reasons``: what stops them at the
     #: inner header), and the name of the kernel they were recorded in (its counterfactual's, or the post-fix one's)

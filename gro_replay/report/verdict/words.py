@@ -315,21 +315,23 @@ COSTLESS_WORDS = {
         # as 6.18, which merged them; breaker35: "pre-fix with the fix alone")
         "that the fix alone does not merge further either",
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
-        "them, so something other than the zero-checksum gate keeps their frames apart",
+        "them, so something other than the zero-checksum gate keeps them apart",
     ),
     "post_no_gain": (
         "that the post-fix kernel merges no further",
-        "it delivers as many skbs of them: something other than the zero-checksum gate keeps their frames apart",
+        "it delivers as many skbs of them: something other than the zero-checksum gate keeps them apart",
     ),
 }
 
 
-def no_gain_text(reasons: str | None, why: str = "no_gain") -> str:
+def no_gain_text(reasons: str | None, why: str = "no_gain", flows: int = 2) -> str:
     """``COSTLESS_WORDS[why]``'s reason (``no_gain``, or ``post_no_gain`` in a comparison), followed, where the
-    kernel with the fix (the counterfactual, or the post-fix kernel) ended those flows' phys skbs by something other
-    than a poll's end, by ``reasons`` (a ``reason_list``): "…; with the fix there these flows' phys skbs end by: …"."""
+    kernel with the fix (the counterfactual, or the post-fix kernel) ended the ``flows`` flows' phys skbs by
+    something other than a poll's end, by ``reasons`` (a ``reason_list``): "…; with the fix there these flows' phys
+    skbs end by: …" ("this flow's" for one)."""
     because = COSTLESS_WORDS[why][1]
-    return f"{because}; with the fix there these flows' phys skbs end by: {reasons}" if reasons else because
+    whose = "this flow's" if flows == 1 else "these flows'"
+    return f"{because}; with the fix there {whose} phys skbs end by: {reasons}" if reasons else because
 
 
 def refusal_places(k, why: str) -> str:
