@@ -387,5 +387,5 @@ def test_a_run_that_replays_no_frame_says_no_poll_ran(runner, tmp_path, bursts):
     eng = _engine(runner, bursts, "-f", "host 203.0.113.9")
     assert (eng["path"], eng["polls"]) == ("frame-by-frame", 0)
     assert engine_lines(eng) == [
-        f"engine: frame-by-frame (no poll: no frame was replayed): {eng['reasons'][0]}"
+        f"engine: frame-by-frame (no poll: no frame was replayed), the path chosen for: {eng['reasons'][0]}"
     ]

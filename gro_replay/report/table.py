@@ -433,12 +433,10 @@ def engine_lines(engine: dict | None) -> list[str]:
         return [
             f"engine: batch ({engine['polls_cached']:,} of {polls:,} {plural(polls, 'poll')} answered from the cache)"
         ]
-    ran = (
-        f"{polls:,} {plural(polls, 'poll')} run through the kernels"
-        if polls
-        else "no poll: no frame was replayed"
-    )
-    return [f"engine: frame-by-frame ({ran}): " + "; ".join(engine["reasons"])]
+    why = "; ".join(engine["reasons"])
+    if not polls:  # the reasons are why the path was chosen, not why nothing was replayed (newcomer35)
+        return [f"engine: frame-by-frame (no poll: no frame was replayed), the path chosen for: {why}"]
+    return [f"engine: frame-by-frame ({polls:,} {plural(polls, 'poll')} run through the kernels): {why}"]
 
 
 def _histogram(st, width: int = 30) -> list[str]:
