@@ -137,6 +137,31 @@ def test_progress_stays_one_line_at_any_width(width, total):
     assert "10,000,000 frames" in lines[0] and (total is None or "50%" in lines[0])
 
 
+@pytest.mark.parametrize("width", [64, 65, 66])
+def test_progress_keeps_a_billion_frames_with_its_noun_on_one_line(width):
+    """1,234,567,890 frames of a 30 GB file at 1.5 M frames/s: at 64–66 columns the line wrapped, "frames" on a
+    second line under its count (breaker52); the count and the rate are never split, a column gives way instead."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+    prog = progress_display(30 * 10**9, console)
+    task = prog.add_task("replaying", total=30 * 10**9, frames=0)
+    prog.update(task, completed=29_629_629_360, frames=1_234_567_890)
+    prog.tasks[0].start_time -= 1_234_567_890 / 1.5e6
+    console.print(prog.make_tasks_table(prog.tasks))
+    lines = console.file.getvalue().splitlines()
+    assert len(lines) == 1 and len(lines[0].rstrip()) <= width, lines
+    assert "1,234,567,890 frames" in lines[0] and "frames/s" in lines[0], lines
+
+
+def test_progress_before_the_first_bytes_shows_no_question_mark():
+    """Before any byte is read the rates are unknown: "… frames/s … B/s", not rich's "?" for bytes/s."""
+    console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
+    prog = progress_display(10**9, console)
+    prog.add_task("replaying", total=10**9, frames=0)
+    console.print(prog.make_tasks_table(prog.tasks))
+    text = console.file.getvalue()
+    assert "… frames/s … B/s" in text and "?" not in text, text
+
+
 def test_progress_without_a_size_shows_frames_and_rate():
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
     prog = progress_display(None, console)

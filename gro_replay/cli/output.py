@@ -219,6 +219,7 @@ def progress_display(total: int | None, console: Console):
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
+    from rich.table import Column
     from rich.text import Text
 
     class Frames(ProgressColumn):
@@ -233,6 +234,11 @@ def progress_display(total: int | None, console: Console):
             speed = frames / elapsed if elapsed else None
             return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
 
+    class BytesPerSecond(TransferSpeedColumn):
+        def render(self, task):  # "… MB/s" until the rate is known, as frames/s (rich prints "?": breaker52)
+            speed = task.finished_speed or task.speed
+            return super().render(task) if speed is not None else Text("… B/s", style="progress.data.speed")
+
     # a terminal under _WIDE columns gets a short bar and no MB/s or elapsed time: the line stays one line at 80
     width = console.width
     wide = width >= _WIDE
@@ -243,13 +249,14 @@ def progress_display(total: int | None, console: Console):
         columns += [BarColumn(bar_width=40 if wide else 12)]
     if total:
         columns += [TaskProgressColumn()]
-    columns += [Frames()]
+    # a count is never split from its noun: a column that must give way is cut at its end (breaker52)
+    columns += [Frames(table_column=Column(no_wrap=True))]
     if width >= _NARROW:  # under it: percentage and frames only
-        columns += [FramesPerSecond()]
+        columns += [FramesPerSecond(table_column=Column(no_wrap=True))]
         if total and wide:
             # "elapsed 0:00:02 · 0:00:08 left"
             columns += [
-                TransferSpeedColumn(),
+                BytesPerSecond(table_column=Column(no_wrap=True)),
                 TextColumn("elapsed"),
                 TimeElapsedColumn(),
                 TextColumn("·"),
