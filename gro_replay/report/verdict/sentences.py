@@ -253,7 +253,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
     def _unmerged_note(self, k: KernelFacts) -> str:
         """ " <kernel> does not merge F tunnelled TCP flows at the phys device (E of their S skbs carry no
         payload): reasons." — or, for the very flows the comparison said the post-fix kernel merges no further,
-        " <kernel> merges none of that flow's frames at the phys device, for the reasons named above." — or "" (the
+        " <kernel> merges none of that flow's frames at the phys device, for the reasons above." — or "" (the
         flows without payload are said apart, once: ``_empty_note``). The reasons are every unmerged skb's
         (``break_reasons``), the clause only when some carried no payload (``payload_clause``)."""
         u = self._tally.unmerged[k.name]
@@ -272,7 +272,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             flows = "that flow's" if u.flows == 1 else f"those {u.flows:,} flows'"
             return (
                 f" {kernel_label(k.name, k.release)} merges none of {flows} frames at the phys device"
-                f"{payload_clause(u.skbs, u.skbs_empty, whose)}, for the reasons named above{steps}."
+                f"{payload_clause(u.skbs, u.skbs_empty, whose)}, for the reasons above{steps}."
             )
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
