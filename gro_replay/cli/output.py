@@ -235,7 +235,9 @@ def progress_display(total: int | None, console: Console):
             return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
 
     class BytesPerSecond(TransferSpeedColumn):
-        def render(self, task):  # "… MB/s" until the rate is known, as frames/s (rich prints "?": breaker52)
+        def render(
+            self, task
+        ):  # "… B/s" until the rate is known, as "… frames/s" (rich prints "?": breaker52)
             speed = task.finished_speed or task.speed
             return super().render(task) if speed is not None else Text("… B/s", style="progress.data.speed")
 

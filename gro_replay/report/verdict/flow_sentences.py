@@ -200,7 +200,7 @@ class FlowSentences(CaptureSentences):
             return COSTLESS_WORDS[why][1]
         shadow = fv.shadows[k.name]
         brk = break_reasons(shadow)
-        return no_gain_text(self._reasons(brk, shadow.name) if brk else None, flows=1)
+        return no_gain_text(self._reasons(brk, shadow.name) if brk else None, 1)
 
     def _lacking_flow_why(self, k: KernelFacts, fv: FlowVerdict, lacks: str) -> str:
         """The flow why of a kernel ``k`` without the fix whose gate refused the flow's frames: where, and for a

@@ -406,10 +406,10 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             what, because = COSTLESS_WORDS[why]
             if why == "no_gain" and r.no_gain_reasons:
                 because = no_gain_text(
-                    self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX), flows=flows
+                    self._reasons(r.no_gain_reasons, kernel + COUNTERFACTUAL_SUFFIX), flows
                 )
             elif why == "post_no_gain" and r.post_no_gain_reasons:
-                because = no_gain_text(self._reasons(r.post_no_gain_reasons, r.post_kernel), why, flows)
+                because = no_gain_text(self._reasons(r.post_no_gain_reasons, r.post_kernel), flows, why)
             elif why == "not_tcp" and r.not_tcp_reasons and self.reasons_observed:
                 because = not_tcp_text(self._reasons(r.not_tcp_reasons, r.not_tcp_kernel))
                 if set(r.not_tcp_reasons) <= set(IP_TUNNEL_ENCAP_MARKS):

@@ -324,7 +324,7 @@ COSTLESS_WORDS = {
 }
 
 
-def no_gain_text(reasons: str | None, why: str = "no_gain", flows: int = 2) -> str:
+def no_gain_text(reasons: str | None, flows: int, why: str = "no_gain") -> str:
     """``COSTLESS_WORDS[why]``'s reason (``no_gain``, or ``post_no_gain`` in a comparison), followed, where the
     kernel with the fix (the counterfactual, or the post-fix kernel) ended the ``flows`` flows' phys skbs by
     something other than a poll's end, by ``reasons`` (a ``reason_list``): "…; with the fix there these flows' phys
