@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import os
 import pty
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, cli_env, file_sizes, read_terminal
+from rich.console import Console
 from test_interface_pipes import _fifo
 
 from gro_replay.capture import spool
@@ -222,11 +224,30 @@ def test_the_lines_of_the_copy():
     )
 
 
+def test_the_copy_line_gives_way_word_by_word_never_cutting_a_number():
+    """Within a terminal's width the words go first and the numbers stay whole (breaker53: at 66 columns the
+    line was cut to "…: 1.6 GB, 1,05…" and at 80 its clock to "0:…")."""
+    full = "reading standard input to its end for tunnel ports: 1.6 GB, 1,044,035 frames"
+    assert copy_text("-", 1_600_000_000, 1_044_035, False, len(full)) == full
+    assert (
+        copy_text("-", 1_600_000_000, 1_044_035, False, 58) == "reading to its end: 1.6 GB, 1,044,035 frames"
+    )
+    assert copy_text("-", 1_600_000_000, 1_044_035, False, 42) == "reading: 1.6 GB, 1,044,035 frames"
+    assert copy_text("-", 1_600_000_000, 1_044_035, False, 20) == "1.6 GB, 1,044,035 frames"
+    ended = "standard input ended after 1.8 GB, 1,200,000 frames: finding tunnel ports"
+    assert copy_text("-", 1_800_000_000, 1_200_000, True, 80) == ended
+    assert (
+        copy_text("-", 1_800_000_000, 1_200_000, True, 58)
+        == "finding tunnel ports in 1.8 GB, 1,200,000 frames"
+    )
+    assert copy_text("-", 1_800_000_000, 1_200_000, True, 40) == "finding ports: 1.8 GB, 1,200,000 frames"
+
+
 def test_the_copy_display_gives_way_to_the_replay_display():
     class Recorder:
         def __init__(self) -> None:
             self.seen: list[str] = []
-            self.console = None
+            self.console = Console(file=io.StringIO(), width=80)
 
         def start(self) -> None:
             self.seen.append("start")

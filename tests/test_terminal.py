@@ -152,14 +152,56 @@ def test_progress_keeps_a_billion_frames_with_its_noun_on_one_line(width):
     assert "1,234,567,890 frames" in lines[0] and "frames/s" in lines[0], lines
 
 
+def _progress_at(total, width: int, frames: int, seconds: float) -> list[str]:
+    """The progress line of ``frames`` frames (``total`` bytes, None: a pipe) after ``seconds`` on a fixed clock."""
+    clock = [1000.0]
+    console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
+    prog = progress_display(total, console)
+    prog.get_time = lambda: clock[0]
+    task = prog.add_task("replaying", total=total, frames=0)
+    done = frames * 1500 if total is None else total * 2 // 3
+    for half in (1, 2):
+        clock[0] += seconds / 2
+        prog.update(task, completed=done * half // 2, frames=frames * half // 2)
+    console.print(prog.make_tasks_table(prog.tasks))
+    return console.file.getvalue().rstrip("\n").split("\n")
+
+
+def test_progress_parts_give_way_whole_at_every_width():
+    """Widths 20–250, a pipe or a 30 TB file, 0 to 10^12 frames, seconds to days: one line, no wider than the
+    terminal once the frames fit, the count beside its noun, and no part cut short ("…" only as an unknown rate):
+    parts give way whole (breaker53: "1 day," / "3:46:40" on two lines, "1,000 fram…", "5…" for 50%)."""
+    for total in (None, 30 * 10**12):
+        for frames in (0, 1, 1000, 12_345_678, 1_234_567_890, 10**12):
+            noun = f"{frames:,} {'frame' if frames == 1 else 'frames'}"
+            for seconds in (2.0, 100_000.0):
+                for width in range(20, 251):
+                    lines = _progress_at(total, width, frames, seconds)
+                    assert len(lines) == 1, (width, lines)
+                    line = lines[0].rstrip()
+                    if len(noun) + 1 <= width:
+                        assert len(line) <= width and noun in line, (width, line)
+                        assert "…" not in line.replace("… frames/s", "").replace("… bytes/s", ""), (
+                            width,
+                            line,
+                        )
+
+
+def test_progress_shows_slow_rates_with_a_tenth():
+    """A slow pipe: 3 frames in 2.5 s read "1.2 frames/s", 1 in 3 s "0.3 frames/s", not "1 frames/s" or a known
+    rate of "0 frames/s" beside a replayed frame (breaker53)."""
+    assert "3 frames 1.2 frames/s" in _progress_at(None, 100, 3, 2.5)[0]
+    assert "1 frame 0.3 frames/s" in _progress_at(None, 100, 1, 3.0)[0]
+
+
 def test_progress_before_the_first_bytes_shows_no_question_mark():
-    """Before any byte is read the rates are unknown: "… frames/s … B/s", not rich's "?" for bytes/s."""
+    """Before any byte is read the rates are unknown: "… frames/s … bytes/s", not rich's "?" for bytes/s."""
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
     prog = progress_display(10**9, console)
     prog.add_task("replaying", total=10**9, frames=0)
     console.print(prog.make_tasks_table(prog.tasks))
     text = console.file.getvalue()
-    assert "… frames/s … B/s" in text and "?" not in text, text
+    assert "… frames/s … bytes/s" in text and "?" not in text, text
 
 
 def test_progress_without_a_size_shows_frames_and_rate():

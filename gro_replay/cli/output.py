@@ -121,13 +121,15 @@ class ProgressReport:
         """capture/spool.py ``spooled``'s ``on_copy``: ``copied`` bytes of the stream copied so far, ``frames``
         records among them (None: not counted, gzip), ``ended`` once the stream has ended (tunnel ports are then
         looked for in the copy until the replay's display takes over)."""
-        text = copy_text(self.name, copied, frames, ended)
+        console = self.prog.console
+        text = copy_text(self.name, copied, frames, ended, console.width - _CLOCK)
         if self.copy_display is None:
             from rich.progress import Progress, TextColumn, TimeElapsedColumn
+            from rich.table import Column
 
             self.copy_display = Progress(
                 TextColumn("{task.description}", markup=False),  # the stream's name, as is
-                TimeElapsedColumn(),
+                TimeElapsedColumn(table_column=Column(no_wrap=True)),
                 console=self.prog.console,
                 transient=True,
             )
@@ -167,21 +169,28 @@ class ProgressReport:
             self.prog.update(self.task, completed=min(done, self.total), frames=frames)
 
 
-def copy_text(name: str, copied: int, frames: int | None, ended: bool) -> str:
+def copy_text(name: str, copied: int, frames: int | None, ended: bool, width: int | None = None) -> str:
     """The line of the copy of stream ``name`` (``-``: standard input) made for ``--vxlan-port auto``
     (capture/spool.py): ``copied`` bytes (shown in decimal units: 12.3 MB), ``frames`` records (None: left out), the
-    stream not yet ``ended`` (the replay waits for its end) or ended (the ports are being found in the copy)."""
+    stream not yet ``ended`` (the replay waits for its end) or ended (the ports are being found in the copy). Within
+    ``width`` columns (None: any) the words give way before the numbers, never cut (breaker53): "reading standard
+    input to its end for tunnel ports: 12.3 MB, 8,112 frames", "reading to its end: …", "reading: …", then the
+    numbers alone."""
     from rich.filesize import decimal
 
     from ..capture.reader import path_words
 
-    what = path_words(name)
     size = decimal(copied)
     if frames is not None:
-        size += f", {frames:,} {'frame' if frames == 1 else 'frames'}"
+        size += f", {frames:,} {plural(frames, 'frame')}"
+    what = path_words(name)
     if ended:
-        return f"{what} ended after {size}: finding tunnel ports"
-    return f"reading {what} to its end for tunnel ports: {size}"
+        forms = [f"{what} ended after {size}: finding tunnel ports", f"finding tunnel ports in {size}"]
+        forms.append(f"finding ports: {size}")
+    else:
+        forms = [f"reading {what} to its end for tunnel ports: {size}", f"reading to its end: {size}"]
+        forms.append(f"reading: {size}")
+    return next((f for f in forms if width is None or len(f) <= width), size)
 
 
 def input_size(path: str) -> int | None:
@@ -197,79 +206,89 @@ def input_size(path: str) -> int | None:
     return st.st_size if stat.S_ISREG(st.st_mode) and st.st_size > 0 else None
 
 
-#: terminal columns from which the progress line shows everything (its widest form takes 129 at 10 million frames),
-#: a short bar, and any bar; under _NARROW it keeps percentage and frames only
+#: terminal columns from which the progress line has a long bar, and a short one (no bar under _BAR)
 _WIDE = 130
 _BAR = 80
-_NARROW = 64
+#: the columns the copy display's clock takes ("0:00:00") with the space before it
+_CLOCK = 8
+#: the progress line's parts in the order they give way when the line would not fit: the byte rate, the elapsed
+#: time, the time left, the frame rate, the description, the percentage (the frames never)
+_GIVE_WAY = ("bytes", "elapsed", "left", "rate", "description", "percent")
+
+
+def progress_line(task, width: int) -> list[tuple[str, str, str]]:
+    """The parts of a replay's progress line for rich ``Task`` ``task`` (fields: ``frames``; total: the input's
+    bytes or None) within ``width`` columns, as ``(name, text, rich style)`` in display order: description,
+    percentage, frames, frames/s, bytes/s, "elapsed h:mm:ss", "· h:mm:ss left" (with a size; without one the
+    elapsed time alone, after the rate). Parts give way whole, in ``_GIVE_WAY`` order, until the line fits: a count
+    is never split from its noun nor a time from its days (breaker52, breaker53); the frames alone may still be
+    wider than a tiny terminal. Rates not yet known read "…" (rich prints "?"), and under 10 frames/s a tenth
+    shows, under 0.1 one significant digit (a slow pipe's 0.4 frames/s is no "0 frames/s")."""
+    from datetime import timedelta
+
+    from rich.filesize import decimal
+
+    frames = task.fields.get("frames", 0)
+    elapsed = task.finished_time if task.finished else task.elapsed
+    fps = frames / elapsed if elapsed and frames else None
+    rate = "…" if fps is None else f"{fps:.1g}" if fps < 0.1 else f"{fps:.1f}" if fps < 10 else f"{fps:,.0f}"
+    clock = str(timedelta(seconds=int(elapsed or 0)))
+    parts = [("description", task.description, "progress.description")]
+    if task.total:
+        parts.append(("percent", f"{task.percentage:>3.0f}%", "progress.percentage"))
+    parts += [
+        ("frames", f"{frames:,} {plural(frames, 'frame')}", "progress.download"),
+        ("rate", f"{rate} frames/s", "progress.data.speed"),
+    ]
+    if task.total:
+        speed = task.finished_speed or task.speed
+        left = task.time_remaining
+        per_s = "… bytes/s" if speed is None else f"{decimal(int(speed))}/s"
+        parts += [
+            ("bytes", per_s, "progress.data.speed"),
+            ("elapsed", f"elapsed {clock}", "progress.elapsed"),
+            (
+                "left",
+                f"· {'-:--:--' if left is None else timedelta(seconds=int(left))} left",
+                "progress.remaining",
+            ),
+        ]
+    else:
+        parts.append(("elapsed", clock, "progress.elapsed"))
+    for name in _GIVE_WAY:
+        # a space between parts, and the description's place keeps its own once it gave way (``progress_display``)
+        if sum(len(t) for _, t, _ in parts) + len(parts) - (parts[0][0] == "description") <= width:
+            break
+        parts = [x for x in parts if x[0] != name]
+    if parts[-1][0] == "left" and not any(n == "elapsed" for n, _, _ in parts):
+        parts[-1] = ("left", parts[-1][1][2:], parts[-1][2])  # no "·" after nothing
+    return parts
 
 
 def progress_display(total: int | None, console: Console):
-    """A rich ``Progress`` for a replay: with a known input size (bytes) a bar, percentage, frames, frames/s,
-    MB/s, elapsed and time left (under ``_WIDE`` columns: a short bar, percentage, frames, frames/s, time left;
-    under ``_BAR`` no bar; under ``_NARROW`` percentage and frames); without one (stdin, a pipe) frames, frames/s
-    and elapsed (under ``_NARROW`` frames). The line stays one line of ``console.width`` columns."""
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        ProgressColumn,
-        TaskProgressColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    """A rich ``Progress`` for a replay (``total``: the input's bytes, None for a stream): ``progress_line``'s
+    description, then with a size a bar (40 columns from ``_WIDE`` terminal columns, 12 from ``_BAR``, none under
+    it), then the line's other parts, all within ``console.width``: it stays one line."""
+    from rich.progress import BarColumn, Progress, ProgressColumn
     from rich.table import Column
     from rich.text import Text
 
-    class Frames(ProgressColumn):
-        def render(self, task):
-            frames = task.fields.get("frames", 0)
-            return Text(f"{frames:,} {plural(frames, 'frame')}")
-
-    class FramesPerSecond(ProgressColumn):
-        def render(self, task):
-            elapsed = task.finished_time if task.finished else task.elapsed
-            frames = task.fields.get("frames", 0)
-            speed = frames / elapsed if elapsed else None
-            return Text(f"{speed:,.0f} frames/s" if speed else "… frames/s", style="progress.data.speed")
-
-    class BytesPerSecond(TransferSpeedColumn):
-        def render(
-            self, task
-        ):  # "… B/s" until the rate is known, as "… frames/s" (rich prints "?": breaker52)
-            speed = task.finished_speed or task.speed
-            return super().render(task) if speed is not None else Text("… B/s", style="progress.data.speed")
-
-    # a terminal under _WIDE columns gets a short bar and no MB/s or elapsed time: the line stays one line at 80
     width = console.width
-    wide = width >= _WIDE
-    columns: list[ProgressColumn] = [
-        TextColumn("{task.description}", style="progress.description", markup=False)
-    ]
-    if total and width >= _BAR:
-        columns += [BarColumn(bar_width=40 if wide else 12)]
-    if total:
-        columns += [TaskProgressColumn()]
-    # a count is never split from its noun: a column that must give way is cut at its end (breaker52)
-    columns += [Frames(table_column=Column(no_wrap=True))]
-    if width >= _NARROW:  # under it: percentage and frames only
-        columns += [FramesPerSecond(table_column=Column(no_wrap=True))]
-        if total and wide:
-            # "elapsed 0:00:02 · 0:00:08 left"
-            columns += [
-                BytesPerSecond(table_column=Column(no_wrap=True)),
-                TextColumn("elapsed"),
-                TimeElapsedColumn(),
-                TextColumn("·"),
-                TimeRemainingColumn(),
-                TextColumn("left"),
-            ]
-        elif total:
-            columns += [TimeRemainingColumn(), TextColumn("left")]
-        else:
-            columns += [TimeElapsedColumn()]
-    return Progress(*columns, console=console, transient=True)
+    bar = (40 if width >= _WIDE else 12 if width >= _BAR else 0) if total else 0
+
+    class Parts(ProgressColumn):
+        def __init__(self, head: bool) -> None:
+            super().__init__(table_column=Column(no_wrap=True))
+            self.head = head  # the description alone, or the parts after it
+
+        def render(self, task):
+            parts = progress_line(task, width - (bar + 1 if bar else 0))
+            kept = [Text(t, style=style) for n, t, style in parts if (n == "description") == self.head]
+            return Text(" ").join(kept)
+
+    columns: list[ProgressColumn] = [Parts(head=True)]
+    columns += [BarColumn(bar_width=bar)] if bar else []
+    return Progress(*columns, Parts(head=False), console=console, transient=True)
 
 
 def start_progress(quiet: bool, path: str | None = None):
