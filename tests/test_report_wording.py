@@ -147,7 +147,7 @@ def test_delta_column_names_its_pair_with_three_kernels():
         ),
         (
             "6.18.44-fc-v657",
-            "kernel 6.18.44-fc-v657: assumed upstream 6.18 with the stable backports of 6.18.44: none of a modelled "
+            "kernel 6.18.44-fc-v657: assumed upstream 6.18 with the stable backports of 6.18.44: no backport of a modelled "
             "commit",
         ),
         ("5.4.0-42-generic", "kernel 5.4.0-42-generic: assumed upstream 5.4 without stable backports"),

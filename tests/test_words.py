@@ -263,7 +263,7 @@ def test_sw_csum_line_says_its_scope_when_the_totals_differ(runner):
     23,584 bytes. The line must not read as if the fix added CPU work: it says the count is the GRO stages', and
     nothing about who sums the rest (an inner UDP frame, a dropped one or a bad checksum differ)."""
     line = (
-        "bytes the CPU checksummed: pre-fix none, post-fix 23,584 at phys NAPI: the totals differ; counted in the GRO "
+        "bytes the CPU checksummed: pre-fix 0, post-fix 23,584 at phys NAPI: the totals differ; counted in the GRO "
         "stages and udp_rcv only (checksums verified later in the stack, by TCP, are not counted)"
     )
     assert line in _run(runner, "--gro", "tunnel=off").stdout.splitlines()

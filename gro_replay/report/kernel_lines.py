@@ -52,7 +52,9 @@ def kernel_lines(kernels) -> list[str]:
                 else f", run as the upstream {d['base']} model"
             )
             if len(vb.split(".")) > 2:
-                tail = f"with the stable backports of {vb}: " + (bps or "none of a modelled commit")
+                # one wording for none, beside "no stable backport of a modelled commit" below (newcomer36: "none of
+                # a modelled commit")
+                tail = f"with the stable backports of {vb}: " + (bps or "no backport of a modelled commit")
             elif pre:  # a distribution's build of a release candidate (Debian 5.12~rc1-1~exp1)
                 upstream = pre["release"]
                 tail = f"({rc_words(pre, vb)})"
@@ -74,7 +76,7 @@ def kernel_lines(kernels) -> list[str]:
                 f"run as upstream {d['base']}, " if ran_as else f"upstream {d['base']} + "
             )
             out.append(
-                head + (f"stable backports {bps}" if bps else "no stable backports of a modelled commit")
+                head + (f"stable backports {bps}" if bps else "no stable backport of a modelled commit")
             )
         out += [f"  note: {n}" for n in d["notes"]]
     return out

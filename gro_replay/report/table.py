@@ -212,7 +212,7 @@ def csum_words(named: list[tuple[str, tuple]]) -> str:
     parts = []
     for who, sp in named:
         where = " and ".join(f"{v:,} at {STAGE_TITLES[s]}" for s, v in zip(STAGES, sp, strict=True) if v)
-        parts.append(f"{who} {where or 'none'}")
+        parts.append(f"{who} {where or 0}")  # as the table's row (newcomer36: "none")
     line = "bytes the CPU checksummed: " + ", ".join(parts)
     if len({sum(sp) for sp in splits}) == 1:
         line += ": the same total in each kernel, summed at another stage (not more work)"

@@ -396,7 +396,7 @@ def test_cli_text_report_and_summary_of_two_such_kernels_stay_parseable():
         in out
     )
     assert (
-        "kernel 5.4.0-26-generic: assumed upstream 5.4 with the stable backports of 5.4.30: none of a modelled"
+        "kernel 5.4.0-26-generic: assumed upstream 5.4 with the stable backports of 5.4.30: no backport of a modelled"
         in out
     )
     assert "5.10.0-21-amd64 has the fix (stable backport 09af4362ba47, since 5.10.24)" in out
@@ -508,7 +508,7 @@ def test_a_distribution_build_of_a_release_candidate_is_named_as_that_rc():
         # kernels", and refused
         (
             "4.18.5 #1 SMP Debian 4.18.5-1",
-            "kernel 4.18.5 (v4.18.5): assumed upstream 4.18 with the stable backports of 4.18.5: none of a modelled "
+            "kernel 4.18.5 (v4.18.5): assumed upstream 4.18 with the stable backports of 4.18.5: no backport of a modelled "
             "commit, run as the upstream 4.19 model",
         ),
         (
@@ -520,7 +520,7 @@ def test_a_distribution_build_of_a_release_candidate_is_named_as_that_rc():
         # carries the 4.18.y backports, none of a commit modelled here (89e5c58fc1e2 came in 2021, after 4.18.y)
         (
             "4.18.0-3-amd64 #1 SMP Debian 4.18.20-2 (2018-11-23)",
-            "kernel 4.18.0-3-amd64: assumed upstream 4.18 with the stable backports of 4.18.20: none of a modelled "
+            "kernel 4.18.0-3-amd64: assumed upstream 4.18 with the stable backports of 4.18.20: no backport of a modelled "
             "commit, run as the upstream 4.19 model",
         ),
     ],
