@@ -213,6 +213,20 @@ def test_explain_refused_flow_that_cannot_aggregate_is_not_affected():
     )
 
 
+def test_explain_one_frame_flow_reads_in_the_singular():
+    # One frame, outer checksum 0: pre-fix the gate refuses it (gro-spec §4.7 row 3); post-fix it is alone in its
+    # poll, flushed at the poll's end: one phys skb either way (breaker54: "1 of its 1 frame … its frames are")
+    frames = build_flow(FrameSpec(outer_csum="zero"), [1000])
+    obs = FlowDeliveries()
+    result = replay_frames([(0, frames[0])], ReplayConfig(poll=PollModel("budget")), obs)
+    (flow,) = explain(result, obs, ["pre-fix", "post-fix"], [0])["flows"]
+    why = flow["verdict"]["why"]
+    assert "refused 1 of its 1 frame at the phys device" in why, why
+    assert "but after the fix its frame is not merged further (phys skbs 1 → 1, tunnel skbs 1 → 1)" in why, (
+        why
+    )
+
+
 def test_explain_heading_says_how_much_a_partly_aggregated_flow_merged():
     # newcomer34: a flow with a few merges was headed "aggregated at phys NAPI" like one merged throughout.
     # Six segments with outer checksum 0, each shorter than the one before: tcp_gro_receive merges a segment no

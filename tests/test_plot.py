@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from gro_replay.cli import main, output
 
@@ -101,8 +102,9 @@ def test_progress_shows_frames_per_second(monkeypatch):
     try:
         cb(1024)
         cb(2048)
-        task = prog.tasks[0]
-        line = " ".join(str(c.render(task)) for c in prog.columns if not isinstance(c, str))
+        shown = Console(file=io.StringIO(), width=200)
+        shown.print(prog.make_tasks_table(prog.tasks))
+        line = shown.file.getvalue()
     finally:
         prog.stop()
     assert "2,048 frames " in line and " frames/s" in line, line

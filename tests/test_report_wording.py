@@ -298,6 +298,41 @@ def test_a_release_candidate_is_not_called_its_release(release, head):
     assert k["pre_release"] == {"release": rc, "lacks": ["89e5c58fc1e2"] if rc.endswith("rc1") else []}
 
 
+@pytest.mark.parametrize(
+    ("release", "head"),
+    [
+        # a .0 release is its base: no stable backport at all, and no "+ no" (breaker54)
+        ("5.12.0", "kernel 5.12.0: upstream 5.12, no stable backport of a modelled commit"),
+        # linux-5.10.y's backport of a9888628cb2c was not read (kernel/stable.py): "no known", as its note says
+        ("5.10.5", "kernel 5.10.5: upstream 5.10, no known stable backport of a modelled commit"),
+        (
+            "5.10.0-21-amd64 #1 SMP Debian 5.10.5-1 (2021-01-01)",
+            "kernel 5.10.0-21-amd64: assumed upstream 5.10 with the stable backports of 5.10.5: no known backport of "
+            "a modelled commit",
+        ),
+    ],
+)
+def test_a_kernel_line_says_no_backport_only_when_every_one_was_read(release, head):
+    """The kernel line's "no … backport of a modelled commit" is "no known …" where the next line's note says a
+    backport was not read (JSON ``config.kernels[].backports_unread``)."""
+    from click.testing import CliRunner
+    from conftest import FIX_SAMPLE
+
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q", "--no-hist"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    at = lines.index(head)
+    notes = [x for x in lines[at + 1 :] if x.startswith("  note: ")]
+    unread = "known" in head
+    said = any(
+        x.startswith("  note: backports unknown: whether linux-5.10.y took a9888628cb2c") for x in notes
+    )
+    assert said == unread, notes
+    r = CliRunner().invoke(main, [str(FIX_SAMPLE), "--kernel", release, "-q", "--format", "json"])
+    (k,) = json.loads(r.stdout)["config"]["kernels"]
+    assert k["backports_unread"] == (["a9888628cb2c"] if unread else [])
+
+
 def test_a_gso_skb_passed_up_at_the_tunnel_device_reads_as_a_pass_through_not_a_flush(runner):
     """A newcomer read "skb already GSO (flushed by dev_gro_receive)" as a failure. Up to v6.0 dev_gro_receive sets
     NAPI_GRO_CB(skb)->flush = skb_is_gso(skb) || skb_has_frag_list(skb) and sends a flushing skb to "normal"

@@ -37,7 +37,7 @@ from gro_replay.capture import spool
 from gro_replay.capture.reader import CaptureError, open_capture
 from gro_replay.capture.spool import RecordCounter, spooled
 from gro_replay.capture.writer import PcapngWriter, PcapWriter
-from gro_replay.cli.output import ProgressReport, copy_text
+from gro_replay.cli.output import ProgressReport, copy_line, copy_text
 from gro_replay.synth import Scenario, synth_frames
 
 SAMPLES = ROOT / "sample_pcaps"
@@ -243,6 +243,25 @@ def test_the_copy_line_gives_way_word_by_word_never_cutting_a_number():
     assert copy_text("-", 1_800_000_000, 1_200_000, True, 40) == "finding ports: 1.8 GB, 1,200,000 frames"
 
 
+def test_the_copy_line_keeps_its_numbers_whole_at_every_width():
+    """Widths 10–199, ended or not, with or without a frame count, a clock of seconds or of a day: the numbers are
+    whole and the line within the width wherever they fit (breaker54: the clock kept its place and cut them, and
+    "1 day, 3:46:40" was wider than the 8 columns kept for it)."""
+    for ended in (False, True):
+        for frames in (None, 1, 1_044_035, 1_234_567_890):
+            nums = "1.6 GB" + (
+                "" if frames is None else f", {frames:,} {'frame' if frames == 1 else 'frames'}"
+            )
+            for elapsed in (3.0, 100_000.0):
+                for width in range(10, 200):
+                    line = copy_line("-", 1_600_000_000, frames, ended, elapsed, width)
+                    assert nums in line, (width, line)
+                    assert len(line) <= width or len(nums) > width, (width, line)
+    assert copy_line("-", 1_600_000_000, 1_234_567_890, False, 100_000.0, 65) == (
+        "reading to its end: 1.6 GB, 1,234,567,890 frames 1 day, 3:46:40"
+    )
+
+
 def test_the_copy_display_gives_way_to_the_replay_display():
     class Recorder:
         def __init__(self) -> None:
@@ -258,6 +277,9 @@ def test_the_copy_display_gives_way_to_the_replay_display():
         def update(self, task, **kw) -> None:
             self.seen.append("update")
 
+        def get_time(self) -> float:
+            return 0.0
+
         def reset(self, task, **kw) -> None:
             self.seen.append("reset")
 
@@ -272,7 +294,11 @@ def test_the_copy_display_gives_way_to_the_replay_display():
     report.copying(10, 1, False)
     report(1024)  # the replay's first report: the copy's display goes, the replay's clock restarts
     assert shown.seen == ["update", "stop"] and report.copy_display is None
-    assert rec.seen == ["reset", "start", "update"]
+    assert rec.seen == [
+        "reset",
+        "update",
+        "start",
+    ]  # counted before it is drawn: no "0 frames" flash (breaker54)
     report.stop()
     assert rec.seen[-1] == "stop"
 

@@ -194,6 +194,59 @@ def test_progress_shows_slow_rates_with_a_tenth():
     assert "1 frame 0.3 frames/s" in _progress_at(None, 100, 1, 3.0)[0]
 
 
+@pytest.mark.parametrize(("start", "now"), [(140, 80), (140, 60), (100, 40), (60, 140), (30, 140)])
+@pytest.mark.parametrize("total", [10**9, None])
+def test_progress_follows_a_terminal_resized_during_the_replay(start, now, total):
+    """The line is laid out for the width at each refresh (breaker54: a terminal narrowed from 140 to 70 columns
+    cut the line laid out for 140 to "rep…  41% … 0:00:0…", and widened kept the narrow form)."""
+    clock = [1000.0]
+    console = Console(file=io.StringIO(), force_terminal=True, width=start, color_system=None)
+    prog = progress_display(total, console)
+    prog.get_time = lambda: clock[0]
+    task = prog.add_task("replaying", total=total, frames=0)
+    for half in (1, 2):
+        clock[0] += 37
+        prog.update(task, completed=(total or 10**6) * half // 3, frames=1_234_567 * half)
+    console.width = now
+    console.print(prog.make_tasks_table(prog.tasks))
+    lines = console.file.getvalue().rstrip("\n").split("\n")
+    assert len(lines) == 1 and len(lines[0]) <= now and "2,469,134 frames" in lines[0], lines
+    assert "…" not in lines[0].replace("… bytes/s", ""), lines
+    assert ("━" in lines[0]) == (total is not None and now >= 80), lines  # the bar of the new width
+
+
+def test_progress_rate_reads_the_count_at_its_update():
+    """A count updated block by block: the rate is the count over the time to its update, not over a clock that
+    ran on (breaker54: a steady 1,500 frames/s pipe read 834 to 1,512 between two blocks of 2,688 frames)."""
+    clock = [1000.0]
+    console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
+    prog = progress_display(None, console)
+    prog.get_time = lambda: clock[0]
+    task = prog.add_task("replaying", total=None, frames=0)
+    clock[0] += 2688 / 1500
+    prog.update(task, completed=2688, frames=2688, frames_at=clock[0])
+    clock[0] += 1.5  # the next block not yet counted
+    console.print(prog.make_tasks_table(prog.tasks))
+    assert "2,688 frames 1,500 frames/s" in console.file.getvalue()
+    assert "10 frames <0.1 frames/s" in _progress_at(None, 100, 10, 100_000.0)[0]
+
+
+def test_no_display_under_a_trace_to_the_same_terminal(tmp_path):
+    """``--trace -`` on the terminal the display is drawn on ran trace lines into the bar ("… leftpre-fix
+    0.002623: …", breaker54): no display then; a trace to a file keeps it."""
+    code, out = on_a_terminal(str(FIX_SAMPLE), "--no-hist", "--trace", "-")
+    assert code == 0 and b"replaying" not in out and b"vxlan0" in out
+    code, out = on_a_terminal(str(FIX_SAMPLE), "--no-hist", "--trace", str(tmp_path / "t.txt"))
+    assert code == 0 and b"replaying" in out
+
+
+def test_no_display_and_no_blank_line_on_a_dumb_terminal(monkeypatch, tmp_path):
+    """TERM=dumb draws no display; it left a blank line where it would have been (breaker54)."""
+    monkeypatch.setenv("TERM", "dumb")
+    code, out = on_a_terminal(str(FIX_SAMPLE), "--no-hist", "--trace", str(tmp_path / "t.txt"))
+    assert code == 0 and out.startswith(b"input: "), out[:80]
+
+
 def test_progress_before_the_first_bytes_shows_no_question_mark():
     """Before any byte is read the rates are unknown: "… frames/s … bytes/s", not rich's "?" for bytes/s."""
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
@@ -233,6 +286,9 @@ def test_progress_report_counts_the_bytes_of_the_file():
 
         def update(self, task, **kw):
             self.calls.append(kw)
+
+        def get_time(self):
+            return 0.0
 
         def start(self):
             self.shown.append("start")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 
 import click
@@ -171,7 +172,8 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
     observer: TraceWriter | NamedOutput | Observers | None = tracer
     if pcaps is not None:
         observer = Observers(tracer, NamedOutput(pcaps, "--write-pcap", pcap_dir))
-    _prog, cb = start_progress(quiet, capture)
+    # the trace written to the terminal the display is drawn on would run into it (breaker54): no display then
+    _prog, cb = start_progress(quiet or (trace_path == "-" and sys.stdout.isatty()), capture)
     try:
         result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:

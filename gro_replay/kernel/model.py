@@ -165,7 +165,7 @@ class KernelModel:
 
     def describe(self) -> dict:
         """The JSON ``config.kernels[]`` entry: name, release, upstream base, backports (each with its stable commit
-        and first point release), notes, the switches (``switches``: the model the simulation runs), and where
+        and first point release), the modelled commits whose backports were not read, notes, the switches (``switches``: the model the simulation runs), and where
         89e5c58fc1e2 comes from (``fix_89e5c58fc1e2``)."""
         fix = FIX_COMMIT
         bp = self.stable_backport(fix)
@@ -178,6 +178,8 @@ class KernelModel:
                 for up, st, pt in self.backports
             ],
             "notes": [*self.notes, *self.behaviour_notes()],
+            # the modelled commits whose backports to this stable release were not read (off by assumption)
+            "backports_unread": list(self.unread),
             "vendor": self.vendor or None,
             "vendor_base": self.vendor_base or None,
             "pre_release": self._pre_release_entry(),

@@ -38,6 +38,7 @@ def kernel_lines(kernels) -> list[str]:
             else f"{b['upstream']} (since {b['point_release']}; its stable commit id not read)"
             for b in d["backports"]
         )
+        known = "known " if d.get("backports_unread") else ""  # some were not read: a note says which
         vb = d.get("vendor_base")
         if vb:
             # a distribution kernel or a custom build: the upstream release its version names (4.18 of
@@ -53,8 +54,10 @@ def kernel_lines(kernels) -> list[str]:
             )
             if len(vb.split(".")) > 2:
                 # one wording for none, beside "no stable backport of a modelled commit" below (newcomer36: "none of
-                # a modelled commit")
-                tail = f"with the stable backports of {vb}: " + (bps or "no backport of a modelled commit")
+                # a modelled commit"), "known" where some were not read (breaker54)
+                tail = f"with the stable backports of {vb}: " + (
+                    bps or f"no {known}backport of a modelled commit"
+                )
             elif pre:  # a distribution's build of a release candidate (Debian 5.12~rc1-1~exp1)
                 upstream = pre["release"]
                 tail = f"({rc_words(pre, vb)})"
@@ -73,10 +76,17 @@ def kernel_lines(kernels) -> list[str]:
             # a release older than every profile runs as the oldest (4.18 as 4.19: a note says what that leaves out)
             ran_as = d["release"].split(".")[:2] != d["base"].split(".")[:2]
             head = f"kernel {d['name']}: " + (
-                f"run as upstream {d['base']}, " if ran_as else f"upstream {d['base']} + "
+                f"run as upstream {d['base']}" if ran_as else f"upstream {d['base']}"
             )
+            joint = ", " if ran_as else " + "
+            # "upstream 5.12, no stable backport …", not "+ no" (breaker54)
             out.append(
-                head + (f"stable backports {bps}" if bps else "no stable backport of a modelled commit")
+                head
+                + (
+                    f"{joint}stable backports {bps}"
+                    if bps
+                    else f", no {known}stable backport of a modelled commit"
+                )
             )
         out += [f"  note: {n}" for n in d["notes"]]
     return out

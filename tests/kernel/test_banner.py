@@ -396,7 +396,7 @@ def test_cli_text_report_and_summary_of_two_such_kernels_stay_parseable():
         in out
     )
     assert (
-        "kernel 5.4.0-26-generic: assumed upstream 5.4 with the stable backports of 5.4.30: no backport of a modelled"
+        "kernel 5.4.0-26-generic: assumed upstream 5.4 with the stable backports of 5.4.30: no known backport of a"
         in out
     )
     assert "5.10.0-21-amd64 has the fix (stable backport 09af4362ba47, since 5.10.24)" in out

@@ -81,7 +81,8 @@ class FlowSentences(CaptureSentences):
         elif fv.outcome == "refused_no_gain":
             when = "after the fix" if fixed is post else after  # not "after it its frames" (newcomer36)
             why = (
-                f"{refused}, but {when} its frames are not merged further (phys skbs {pre.skbs['phys']:,} → "
+                f"{refused}, but {when} {'its frame is' if fixed.frames == 1 else 'its frames are'} not merged "
+                f"further (phys skbs {pre.skbs['phys']:,} → "
                 f"{fixed.skbs['phys']:,}, tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}): "
                 + (
                     "a flow of one frame has nothing to merge it with"
