@@ -224,18 +224,25 @@ def test_progress_rate_reads_the_count_at_its_update():
     prog.get_time = lambda: clock[0]
     task = prog.add_task("replaying", total=None, frames=0)
     clock[0] += 2688 / 1500
-    prog.update(task, completed=2688, frames=2688, frames_at=clock[0])
+    prog.update(task, completed=2688, frames=2688, frames_at=clock[0], updates=1)
     clock[0] += 1.5  # the next block not yet counted
     console.print(prog.make_tasks_table(prog.tasks))
     assert "2,688 frames 1,500 frames/s" in console.file.getvalue()
+    # a stall: no count for more than twice the mean time between counts (2 × 1.792 s) reads the running clock,
+    # 2,688 frames over 1.792 + 5 s (breaker55: a burst's 27,206 frames/s held through a 6 s stall)
+    clock[0] += 3.5
+    console.print(prog.make_tasks_table(prog.tasks))
+    assert f"2,688 frames {2688 / (2688 / 1500 + 5):,.0f} frames/s" in console.file.getvalue()
     assert "10 frames <0.1 frames/s" in _progress_at(None, 100, 10, 100_000.0)[0]
 
 
 def test_no_display_under_a_trace_to_the_same_terminal(tmp_path):
     """``--trace -`` on the terminal the display is drawn on ran trace lines into the bar ("… leftpre-fix
-    0.002623: …", breaker54): no display then; a trace to a file keeps it."""
-    code, out = on_a_terminal(str(FIX_SAMPLE), "--no-hist", "--trace", "-")
-    assert code == 0 and b"replaying" not in out and b"vxlan0" in out
+    0.002623: …", breaker54), and so did ``/dev/stdout`` and ``/dev/tty`` (breaker55): no display then; a trace
+    to a file keeps it."""
+    for trace in ("-", "/dev/stdout", "/dev/tty"):  # breaker55: the terminal under another name
+        code, out = on_a_terminal(str(FIX_SAMPLE), "--no-hist", "--trace", trace)
+        assert code == 0 and b"replaying" not in out and b"vxlan0" in out, (trace, out[:200])
     code, out = on_a_terminal(str(FIX_SAMPLE), "--no-hist", "--trace", str(tmp_path / "t.txt"))
     assert code == 0 and b"replaying" in out
 

@@ -107,9 +107,16 @@ class ProgressReport:
         self.capture = None
         self.started = False
         self.copy_display: Progress | None = None  # the copy's display while it is shown
+        self.copied = False  # the replay's display was set up for the copy (``_replaying_the_copy``)
+        self.updates = 0  # counts given to the display since its clock started (``progress_line``'s stalls)
 
     def bind_capture(self, cap) -> None:
         self.capture = cap
+        if self.copy_display is not None and not self.started:
+            # the replay opens the copy: its clock starts now, before its first block is replayed (breaker55: a
+            # clock started after it read 342,376,838 frames/s), its display at its first count
+            self._replaying_the_copy()
+            self.copied = True
 
     def stop(self) -> None:
         self._stop_copy_display()
@@ -158,22 +165,23 @@ class ProgressReport:
             self.task = self.prog.add_task("replaying", total=total, frames=0)
             self.total = total
         else:
-            self.prog.reset(self.task, frames=0, frames_at=None)
+            self.prog.reset(self.task, frames=0, frames_at=None, updates=0)
+        self.updates = 0
 
     def __call__(self, frames: int) -> None:
         starting = not self.started
         if starting:
             if self.copy_display is not None:  # a stream's copy was shown: the replay's display takes over
                 self._stop_copy_display()
-                self._replaying_the_copy()
+                if not self.copied:
+                    self._replaying_the_copy()
             self.started = True
         done = self.capture.bytes_consumed if self.capture is not None and self.total else None
         # ``frames_at``: when the count was taken, the rate's clock (``progress_line``)
         at = self.prog.get_time()
-        if done is None:
-            self.prog.update(self.task, completed=frames, frames=frames, frames_at=at)
-        else:
-            self.prog.update(self.task, completed=min(done, self.total), frames=frames, frames_at=at)
+        self.updates += 1
+        completed = frames if done is None else min(done, self.total)
+        self.prog.update(self.task, completed=completed, frames=frames, frames_at=at, updates=self.updates)
         if starting:  # after the first count: no "0 frames" is drawn once frames were replayed (breaker54)
             self.prog.start()
 
@@ -255,8 +263,13 @@ def progress_line(task, width: int) -> list[tuple[str, str, str]]:
     elapsed = task.finished_time if task.finished else task.elapsed
     # the rate over the time to the count's last update (``frames_at``): a count updated block by block read
     # against a clock still running swung (breaker54: 834 to 1,512 on a steady 1,500 frames/s)
-    at = task.fields.get("frames_at")
-    span = at - task.start_time if at is not None and task.start_time is not None else elapsed
+    at, updates = task.fields.get("frames_at"), task.fields.get("updates", 0)
+    span = elapsed
+    if at is not None and task.start_time is not None and updates and elapsed is not None:
+        to_update = at - task.start_time
+        # a stall (no count for twice the mean time between counts) reads the clock as it runs: a burst's rate
+        # was held while nothing came (breaker55)
+        span = to_update if elapsed - to_update <= 2 * to_update / updates else elapsed
     fps = frames / span if span and frames else None
     if fps is None:
         rate = "…"
@@ -325,6 +338,19 @@ def progress_display(total: int | None, console: Console):
             return grid
 
     return Progress(Line(table_column=Column(no_wrap=True)), console=console, transient=True)
+
+
+def on_the_display_terminal(f) -> bool:
+    """Whether the open file ``f`` writes to the terminal standard error is, where the progress display is drawn:
+    the same terminal device, or ``/dev/tty`` (the controlling terminal); False when either is no terminal, or
+    ``f`` has no descriptor."""
+    try:
+        fd = f.fileno()
+        if not (os.isatty(fd) and os.isatty(2)):
+            return False
+        return os.fstat(fd).st_rdev == os.fstat(2).st_rdev or os.ttyname(fd) == "/dev/tty"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def start_progress(quiet: bool, path: str | None = None):

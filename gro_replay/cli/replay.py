@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 
 import click
@@ -13,7 +12,15 @@ from ..report import FLOWS_MAX_DEFAULT
 from .command import Command
 from .errors import UsageError, capture_error, no_flow_error
 from .options import FLOW_HELP, build_config, flow_timeout_options, flow_timeouts, given, replay_options
-from .output import NamedOutput, open_out, output_error, report_console, start_progress, write_export
+from .output import (
+    NamedOutput,
+    on_the_display_terminal,
+    open_out,
+    output_error,
+    report_console,
+    start_progress,
+    write_export,
+)
 from .params import BoundedInt, Keyword
 
 
@@ -172,8 +179,9 @@ def _run(capture, cfg, quiet, trace_path, pcap_dir, pcap_format, plot_path, outs
     observer: TraceWriter | NamedOutput | Observers | None = tracer
     if pcaps is not None:
         observer = Observers(tracer, NamedOutput(pcaps, "--write-pcap", pcap_dir))
-    # the trace written to the terminal the display is drawn on would run into it (breaker54): no display then
-    _prog, cb = start_progress(quiet or (trace_path == "-" and sys.stdout.isatty()), capture)
+    # a trace written to the terminal the display is drawn on would run into it (breaker54: --trace -, breaker55:
+    # --trace /dev/stdout or /dev/tty): no display then
+    _prog, cb = start_progress(quiet or (out is not None and on_the_display_terminal(out)), capture)
     try:
         result = replay_capture(capture, cfg, observer, cb)
     except CaptureError as e:
