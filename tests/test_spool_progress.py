@@ -268,7 +268,7 @@ def test_the_replays_clock_starts_as_it_opens_the_copy():
     clock restarted at the first count, after that block, read 342,376,838 frames/s)."""
     clock = [1000.0]
     console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
-    prog = progress_display(None, console)
+    prog = progress_display(console)
     prog.get_time = lambda: clock[0]
     report = ProgressReport(prog, prog.add_task("replaying", total=None, frames=0), None, "-")
     report.copying(10**6, 600, False)
@@ -319,6 +319,11 @@ def test_the_copy_display_gives_way_to_the_replay_display():
     report = ProgressReport(rec, 0, None)
     report.copy_display = shown  # as ``copying``'s first call leaves it
     report.copying(10, 1, False)
+
+    class Copy:  # the open copy, bound as replay_capture binds it before its first count
+        source = "-"
+
+    report.bind_capture(Copy())
     report(1024)  # the replay's first report: the copy's display goes, the replay's clock restarts
     assert shown.seen == ["update", "stop"] and report.copy_display is None
     assert rec.seen == [

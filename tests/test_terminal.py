@@ -95,7 +95,7 @@ def test_summary_keys_split_for_kernel_names_with_dots():
 # -- progress ---------------------------------------------------------------------------------------------------
 def test_progress_with_a_known_size_shows_percentage_rate_and_time_left():
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
-    prog = progress_display(1_000_000, console)
+    prog = progress_display(console)
     task = prog.add_task("replaying", total=1_000_000, frames=0)
     prog.update(task, completed=250_000, frames=1000)
     prog.update(task, completed=500_000, frames=2000)
@@ -110,7 +110,7 @@ def test_progress_fits_one_line_of_an_80_column_terminal():
     """At 80 columns the line drops MB/s and the elapsed time and shortens the bar (newcomer's finding: it wrapped
     onto two lines, cut to "frames…"), keeping the percentage, frames, rate and time left; 10 million frames fit."""
     console = Console(file=io.StringIO(), force_terminal=True, width=80, color_system=None)
-    prog = progress_display(10**10, console)
+    prog = progress_display(console)
     task = prog.add_task("replaying", total=10**10, frames=0)
     prog.update(task, completed=5 * 10**9, frames=10_000_000)
     prog.tasks[0].start_time -= 10  # 10 s in: 1,000,000 frames/s (an instant would give billions)
@@ -127,7 +127,7 @@ def test_progress_stays_one_line_at_any_width(width, total):
     """Narrower terminals drop the bar (under 80 columns), then the rate and time (under 64): the line never wraps
     (breaker's finding: it did at 60 and 40 columns), and percentage and frames always show."""
     console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
-    prog = progress_display(total, console)
+    prog = progress_display(console)
     task = prog.add_task("replaying", total=total, frames=0)
     prog.update(task, completed=5 * 10**9 if total else 0, frames=10_000_000)
     prog.tasks[0].start_time -= 10
@@ -142,7 +142,7 @@ def test_progress_keeps_a_billion_frames_with_its_noun_on_one_line(width):
     """1,234,567,890 frames of a 30 GB file at 1.5 M frames/s: at 64–66 columns the line wrapped, "frames" on a
     second line under its count (breaker52); the count and the rate are never split, a column gives way instead."""
     console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
-    prog = progress_display(30 * 10**9, console)
+    prog = progress_display(console)
     task = prog.add_task("replaying", total=30 * 10**9, frames=0)
     prog.update(task, completed=29_629_629_360, frames=1_234_567_890)
     prog.tasks[0].start_time -= 1_234_567_890 / 1.5e6
@@ -156,7 +156,7 @@ def _progress_at(total, width: int, frames: int, seconds: float) -> list[str]:
     """The progress line of ``frames`` frames (``total`` bytes, None: a pipe) after ``seconds`` on a fixed clock."""
     clock = [1000.0]
     console = Console(file=io.StringIO(), force_terminal=True, width=width, color_system=None)
-    prog = progress_display(total, console)
+    prog = progress_display(console)
     prog.get_time = lambda: clock[0]
     task = prog.add_task("replaying", total=total, frames=0)
     done = frames * 1500 if total is None else total * 2 // 3
@@ -201,7 +201,7 @@ def test_progress_follows_a_terminal_resized_during_the_replay(start, now, total
     cut the line laid out for 140 to "rep…  41% … 0:00:0…", and widened kept the narrow form)."""
     clock = [1000.0]
     console = Console(file=io.StringIO(), force_terminal=True, width=start, color_system=None)
-    prog = progress_display(total, console)
+    prog = progress_display(console)
     prog.get_time = lambda: clock[0]
     task = prog.add_task("replaying", total=total, frames=0)
     for half in (1, 2):
@@ -220,7 +220,7 @@ def test_progress_rate_reads_the_count_at_its_update():
     ran on (breaker54: a steady 1,500 frames/s pipe read 834 to 1,512 between two blocks of 2,688 frames)."""
     clock = [1000.0]
     console = Console(file=io.StringIO(), force_terminal=True, width=120, color_system=None)
-    prog = progress_display(None, console)
+    prog = progress_display(console)
     prog.get_time = lambda: clock[0]
     task = prog.add_task("replaying", total=None, frames=0)
     clock[0] += 2688 / 1500
@@ -257,7 +257,7 @@ def test_no_display_and_no_blank_line_on_a_dumb_terminal(monkeypatch, tmp_path):
 def test_progress_before_the_first_bytes_shows_no_question_mark():
     """Before any byte is read the rates are unknown: "… frames/s … bytes/s", not rich's "?" for bytes/s."""
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
-    prog = progress_display(10**9, console)
+    prog = progress_display(console)
     prog.add_task("replaying", total=10**9, frames=0)
     console.print(prog.make_tasks_table(prog.tasks))
     text = console.file.getvalue()
@@ -266,7 +266,7 @@ def test_progress_before_the_first_bytes_shows_no_question_mark():
 
 def test_progress_without_a_size_shows_frames_and_rate():
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
-    prog = progress_display(None, console)
+    prog = progress_display(console)
     task = prog.add_task("replaying", total=None, frames=0)
     prog.update(task, completed=3000, frames=3000)
     console.print(prog.make_tasks_table(prog.tasks))
@@ -278,7 +278,7 @@ def test_progress_without_a_size_shows_frames_and_rate():
 def test_progress_says_one_frame_in_the_singular(frames, words):
     """The frames column is English at 1 (breaker50: "1 frames")."""
     console = Console(file=io.StringIO(), force_terminal=True, width=200, color_system=None)
-    prog = progress_display(None, console)
+    prog = progress_display(console)
     task = prog.add_task("replaying", total=None, frames=0)
     prog.update(task, completed=frames, frames=frames)
     console.print(prog.make_tasks_table(prog.tasks))

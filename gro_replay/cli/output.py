@@ -107,7 +107,6 @@ class ProgressReport:
         self.capture = None
         self.started = False
         self.copy_display: Progress | None = None  # the copy's display while it is shown
-        self.copied = False  # the replay's display was set up for the copy (``_replaying_the_copy``)
         self.updates = 0  # counts given to the display since its clock started (``progress_line``'s stalls)
 
     def bind_capture(self, cap) -> None:
@@ -116,7 +115,6 @@ class ProgressReport:
             # the replay opens the copy: its clock starts now, before its first block is replayed (breaker55: a
             # clock started after it read 342,376,838 frames/s), its display at its first count
             self._replaying_the_copy()
-            self.copied = True
 
     def stop(self) -> None:
         self._stop_copy_display()
@@ -159,22 +157,15 @@ class ProgressReport:
         """The replay's display once a stream has been copied: its clock restarted (elapsed, frames/s from the
         replay's start, not the copy's); the copy being a regular file, its size (bytes) is the total, as a
         file's: a bar, percentage, MB/s and time left."""
-        total = input_size(self.capture.source) if self.capture is not None and not self.total else None
-        if total:
-            self.prog = progress_display(total, self.prog.console)
-            self.task = self.prog.add_task("replaying", total=total, frames=0)
-            self.total = total
-        else:
-            self.prog.reset(self.task, frames=0, frames_at=None, updates=0)
+        if self.capture is not None and not self.total:
+            self.total = input_size(self.capture.source)
+        self.prog.reset(self.task, total=self.total, frames=0, frames_at=None, updates=0)
         self.updates = 0
 
     def __call__(self, frames: int) -> None:
         starting = not self.started
         if starting:
-            if self.copy_display is not None:  # a stream's copy was shown: the replay's display takes over
-                self._stop_copy_display()
-                if not self.copied:
-                    self._replaying_the_copy()
+            self._stop_copy_display()  # a stream's copy was shown: the replay's display takes over
             self.started = True
         done = self.capture.bytes_consumed if self.capture is not None and self.total else None
         # ``frames_at``: when the count was taken, the rate's clock (``progress_line``)
@@ -202,11 +193,17 @@ def copy_text(name: str, copied: int, frames: int | None, ended: bool, width: in
         size += f", {frames:,} {plural(frames, 'frame')}"
     what = path_words(name)
     if ended:
-        forms = [f"{what} ended after {size}: finding tunnel ports", f"finding tunnel ports in {size}"]
-        forms.append(f"finding ports: {size}")
+        forms = [
+            f"{what} ended after {size}: finding tunnel ports",
+            f"finding tunnel ports in {size}",
+            f"finding ports: {size}",
+        ]
     else:
-        forms = [f"reading {what} to its end for tunnel ports: {size}", f"reading to its end: {size}"]
-        forms.append(f"reading: {size}")
+        forms = [
+            f"reading {what} to its end for tunnel ports: {size}",
+            f"reading to its end: {size}",
+            f"reading: {size}",
+        ]
     return next((f for f in forms if width is None or len(f) <= width), size)
 
 
@@ -217,13 +214,18 @@ def copy_line(
     columns: the words give way first; where the numbers and the clock do not fit together the clock goes (and
     what words then fit come back); the numbers are never cut unless they alone are wider (breaker54: the clock
     kept its place and cut them)."""
-    from datetime import timedelta
-
-    clock = str(timedelta(seconds=int(elapsed or 0)))
+    clock = _clock(elapsed)
     text = copy_text(name, copied, frames, ended, width - len(clock) - 1)
     if len(text) + 1 + len(clock) <= width:
         return f"{text} {clock}"
     return copy_text(name, copied, frames, ended, width)
+
+
+def _clock(seconds: float | None) -> str:
+    """``seconds`` as rich's time columns show them: "0:00:03", "1 day, 3:46:40" (None: 0)."""
+    from datetime import timedelta
+
+    return str(timedelta(seconds=int(seconds or 0)))
 
 
 def input_size(path: str) -> int | None:
@@ -255,8 +257,6 @@ def progress_line(task, width: int) -> list[tuple[str, str, str]]:
     is never split from its noun nor a time from its days (breaker52, breaker53); the frames alone may still be
     wider than a tiny terminal. Rates not yet known read "…" (rich prints "?"), and under 10 frames/s a tenth
     shows, under 0.1 one significant digit (a slow pipe's 0.4 frames/s is no "0 frames/s")."""
-    from datetime import timedelta
-
     from rich.filesize import decimal
 
     frames = task.fields.get("frames", 0)
@@ -277,7 +277,7 @@ def progress_line(task, width: int) -> list[tuple[str, str, str]]:
         rate = "<0.1"
     else:
         rate = f"{fps:.1f}" if round(fps, 1) < 10 else f"{fps:,.0f}"
-    clock = str(timedelta(seconds=int(elapsed or 0)))
+    clock = _clock(elapsed)
     parts = [("description", task.description, "progress.description")]
     if task.total:
         parts.append(("percent", f"{task.percentage:>3.0f}%", "progress.percentage"))
@@ -294,7 +294,7 @@ def progress_line(task, width: int) -> list[tuple[str, str, str]]:
             ("elapsed", f"elapsed {clock}", "progress.elapsed"),
             (
                 "left",
-                f"· {'-:--:--' if left is None else timedelta(seconds=int(left))} left",
+                f"· {'-:--:--' if left is None else _clock(left)} left",
                 "progress.remaining",
             ),
         ]
@@ -309,8 +309,8 @@ def progress_line(task, width: int) -> list[tuple[str, str, str]]:
     return parts
 
 
-def progress_display(total: int | None, console: Console):
-    """A rich ``Progress`` for a replay (``total``: the input's bytes, None for a stream): one line of
+def progress_display(console: Console):
+    """A rich ``Progress`` for a replay whose task's total is the input's bytes (None for a stream): one line of
     ``progress_line``'s description, then with a size a bar (40 columns from ``_WIDE`` terminal columns, 12 from
     ``_BAR``, none under it), then the line's other parts, laid out at each refresh for ``console.width`` as it is
     then (breaker54: a terminal resized during a replay cut the line laid out for its old width)."""
@@ -365,9 +365,9 @@ def start_progress(quiet: bool, path: str | None = None):
     console = verbatim_console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
     if (
         console.is_dumb_terminal
-    ):  # TERM=dumb: no display, and no blank line where it would have been (breaker54)
+    ):  # TERM=dumb: no display, nor a blank line where it would have been (breaker54)
         return None, None
-    prog = progress_display(total, console)
+    prog = progress_display(console)
     task = prog.add_task("replaying", total=total, frames=0)  # its clock runs from now: elapsed, rate
     return prog, ProgressReport(prog, task, total, "-" if path is None else path)
 
