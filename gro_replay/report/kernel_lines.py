@@ -75,18 +75,11 @@ def kernel_lines(kernels) -> list[str]:
         else:
             # a release older than every profile runs as the oldest (4.18 as 4.19: a note says what that leaves out)
             ran_as = d["release"].split(".")[:2] != d["base"].split(".")[:2]
-            head = f"kernel {d['name']}: " + (
-                f"run as upstream {d['base']}" if ran_as else f"upstream {d['base']}"
-            )
-            joint = ", " if ran_as else " + "
+            head = f"kernel {d['name']}: {'run as ' if ran_as else ''}upstream {d['base']}"
             # "upstream 5.12, no stable backport …", not "+ no" (breaker54)
-            out.append(
-                head
-                + (
-                    f"{joint}stable backports {bps}"
-                    if bps
-                    else f", no {known}stable backport of a modelled commit"
-                )
-            )
+            if bps:
+                out.append(f"{head}{', ' if ran_as else ' + '}stable backports {bps}")
+            else:
+                out.append(f"{head}, no {known}stable backport of a modelled commit")
         out += [f"  note: {n}" for n in d["notes"]]
     return out
