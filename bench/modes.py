@@ -6,14 +6,16 @@ Captures (generated once into ``bench/cache/``, gitignored):
   segments ending in PSH, delayed ACKs back, a quarter of the connections with outer checksums, inner MSS 1398,
   TCP timestamps (gro_replay/synth_mix.py), ``--mix-frames`` frames;
 - ``bulk``: one VXLAN bulk-TCP flow with outer checksum 0 (the 89e5c58fc1e2 scenario), ``--bulk-frames`` frames;
-- of each, a pcapng copy (``editcap -F pcapng``, else dpkt's pcapng writer) and a gzip copy.
+- of each, a pcapng copy (``editcap -F pcapng``, else dpkt's pcapng writer), a gzip copy and a Linux cooked v2 copy
+  (``tcpdump -i any``'s link type: bench/run.py ``cooked_copy``).
 
 Every measurement is the median of ``--repeat`` runs (default 3; ``repeated``) of the CLI (``python -m gro_replay
 FILE --format json --quiet``, compare mode: both kernels, both stages), each in a fresh process, its inputs read
 once before, untimed (``run.page_in``): frames/s per CPU second (the child's user + system time from ``os.wait4``,
 interpreter start included; the input digest's thread counts too) and the largest peak RSS. Modes: ``pcap``,
 ``pcapng``, ``gzip``, ``stdin`` (``cat FILE |`` … ``-``), ``stdin-ng`` (the pcapng copy through the pipe),
-``pcap --trace FILE``, ``explain``. tshark
+``pcap --trace FILE``, ``explain``, ``any`` (the Linux cooked copy: read with its interface selection, every
+record's payload hashed, and as the Ethernet frames it holds: capture/cooked.py). tshark
 (``tshark -q -z conv,tcp -r FILE``) runs on the same pcap in the same run, measured the same way, and so does
 the floor (bench/floor.py: the command's start, numpy, reading with the digest, every frame's checksum sum, no
 GRO), whose rate bounds the batch engine's on these captures (all tunnel frames) behind this reader, and its ratio
@@ -47,6 +49,7 @@ from run import (  # noqa: E402
     CACHE,
     ROOT,
     cached_bytecode,
+    cooked_copy,
     machine,
     page_in,
     pcapng_copy,
@@ -85,7 +88,15 @@ def ensure(kind: str, frames: int) -> Path:
     if not gz.exists():
         with open(path, "rb") as f, gzip.open(gz, "wb", compresslevel=6) as g:
             shutil.copyfileobj(f, g)
+    cooked = _cooked(path)
+    if not cooked.exists():
+        cooked_copy(path, cooked)
     return path
+
+
+def _cooked(path: Path) -> Path:
+    """The Linux cooked v2 copy of the cached pcap ``path``."""
+    return path.with_name(path.stem + "-any.pcap")
 
 
 def measure(argv: list[str], stdin_path: Path | None = None) -> dict:
@@ -133,7 +144,7 @@ def modes(path: Path, tmp: Path, n: int = 1) -> dict:
     """Each mode's ``measure``, the median of ``n`` runs (``repeated``)."""
     base = [*CLI]
     json_q = ["--format", "json", "--quiet"]
-    page_in(path, path.with_suffix(".pcapng"), Path(str(path) + ".gz"))
+    page_in(path, path.with_suffix(".pcapng"), Path(str(path) + ".gz"), _cooked(path))
     argv = {
         "pcap": ([*base, str(path), *json_q], None),
         "pcapng": ([*base, str(path.with_suffix(".pcapng")), *json_q], None),
@@ -142,6 +153,7 @@ def modes(path: Path, tmp: Path, n: int = 1) -> dict:
         "stdin-ng": ([*base, "-", *json_q], path.with_suffix(".pcapng")),
         "trace": ([*base, str(path), *json_q, "--trace", str(tmp / "trace.txt")], None),
         "explain": ([*base, "explain", str(path), "--format", "json", "--quiet"], None),
+        "any": ([*base, str(_cooked(path)), *json_q], None),
     }
     runs = {m: repeated(lambda a=a, i=i: measure(a, stdin_path=i), n) for m, (a, i) in argv.items()}
     frames = runs["pcap"]["frames"]

@@ -145,6 +145,22 @@ def pcapng_copy(src: Path, dst: Path) -> None:
             w.writepkt(buf, ts=float(ts))
 
 
+def cooked_copy(src: Path, dst: Path) -> None:
+    """``src`` (a classic Ethernet pcap) as ``tcpdump -i any`` records it: Linux cooked v2 (LINUX_SLL2, 276), every
+    frame received (packet type 0) on ifindex 2, its source MAC as the link address; times kept to the ns."""
+    import struct
+
+    from gro_replay.capture.reader import open_capture
+    from gro_replay.capture.writer import PcapWriter
+
+    with open_capture(str(src), digest=None) as cap, PcapWriter(dst, linktype=276) as w:
+        for ts_ns, buf, orig_len, _lt in cap:
+            head = struct.pack(
+                "!HHIHBB8s", int.from_bytes(buf[12:14], "big"), 0, 2, 1, 0, 6, buf[6:12] + bytes(2)
+            )
+            w.write(ts_ns, head + buf[14:], orig_len + 6)
+
+
 def run_measured(
     argv: list[str], capture_stdout: bool = True
 ) -> tuple[int, bytes, bytes, float, float, float]:

@@ -32,10 +32,10 @@ same flows, and the kernels deliver the same skbs in the same order. Composed po
 deliveries in the kernels' order (sim/run_events.py). An observer of the bytes (``--write-pcap``) keeps the
 reference path.
 
-Flow retirement: sim/block_flows.py. Input: a classic Ethernet pcap is read in blocks (capture/chunks.py
-``PcapChunks``); a pcapng file or stream by its block walker (``PcapngChunks``), with the records of the interfaces
-not replayed marked (capture/interface_chunks.py ``SelectedChunks``), records of other link types decoded one by
-one (sim/engine_path.py ``batch_input``). tests/test_pollcache.py compares whole
+Flow retirement: sim/block_flows.py. Input: a classic pcap is read in blocks (capture/chunks.py ``PcapChunks``),
+a pcapng file or stream by its block walker (``PcapngChunks``); pcapng and Linux cooked captures with the records of
+interfaces not replayed marked and cooked records as Ethernet frames (capture/interface_chunks.py), other link
+types decoded one by one (sim/engine_path.py ``batch_input``). tests/test_pollcache.py compares whole
 JSON documents, trace text and explain's deliveries with the reference path (``ReplayConfig(fast_path=False)``) over
 the test captures, the shared captures, random scenarios and the overlay-node mix, as pcap, gzip and pcapng.
 """
@@ -149,7 +149,7 @@ class BatchReplay(RunComposer, FlowTracking):
         n = len(ch)
         eof = ch.eof
         base_index = rep.input.frames_read
-        snap = (ch.caplen < ch.origlen) | (False if ch.skip is None else ch.skip)  # read, skipped (_account)
+        snap = ch.unreplayed()  # read, skipped (_account)
         col = ch.columns  # computed by the reader (capture/interface_chunks.py), else here
         if col is None:
             col = analyse(ch.buf, ch.data, ch.caplen, self.cfg.vxlan_ports, self.cfg.geneve_ports)

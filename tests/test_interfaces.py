@@ -65,6 +65,8 @@ def test_tcpdump_any_replays_the_tunnel_interface_and_warns(runner, sll2):
     pre, post = doc["kernels"]
     assert pre["stages"]["phys"]["frames_in"] == post["stages"]["phys"]["frames_in"] == 20
     assert (pre["stages"]["phys"]["skbs_delivered"], post["stages"]["phys"]["skbs_delivered"]) == (20, 1)
+    # on the batch path (capture/cooked.py): the 20 frames are 1 µs apart, one poll
+    assert doc["engine"] == {"path": "batch", "reasons": [], "polls": 1, "polls_cached": 0}
     assert _phys(doc) == _phys(_json(runner, sll2, "--interface", "2"))
     r = runner.invoke(main, [sll2, "-q", "--no-hist"])
     assert "note: the capture holds 2 interfaces" in r.stdout

@@ -34,7 +34,8 @@ from .stream import BLOCK_READ_ERRORS, CaptureError
 from .time_order import TimeOrder
 
 _NS = 1_000_000_000
-_REC_LEN = 16
+#: a classic pcap record header's length (bytes)
+REC_LEN = 16
 #: a run of equal-caplen records shorter than this is walked one record at a time
 _MIN_RUN = 16
 #: records per chunk at most (``PcapChunks``, ``PcapngChunks``): what a block's columns and the batch engine's
@@ -59,7 +60,7 @@ class RecordChunk:
     ts_ns: np.ndarray
     end: int
     eof: bool
-    #: the link type of each record (int64), or None when every record is the capture's ``linktype``
+    #: the link type of each record (int64), or None when every record is Ethernet (EN10MB)
     linktype: np.ndarray | None = None
     #: pcapng: offset in ``buf`` of each record's block, and its interface (index in ``Capture.all_interfaces``)
     starts: np.ndarray | None = None
@@ -68,15 +69,30 @@ class RecordChunk:
     skip: np.ndarray | None = None
     #: the records' ``packet.columns.Columns`` when the reader computed them (capture/interface_chunks.py)
     columns: Any = None
+    #: bytes each record's link header lost when it was rewritten as Ethernet (int64, 0: not rewritten; cooked.py
+    #: ``as_ethernet``): its captured and wire lengths are the frame's, the bytes read ``caplen + shrunk``; None: none
+    shrunk: np.ndarray | None = None
+    #: bool per record: a Linux cooked record the capturing host sent (cooked.py ``as_ethernet``: ``outgoing``, read
+    #: and never replayed, its time no arrival); None: none
+    sent: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.data)
+
+    def unreplayed(self) -> np.ndarray:
+        """bool per record: read and not replayed as it is: cut short (captured length below the wire length:
+        ``snaplen_cut``), another interface's (``skip``) or sent by the capturing host (``sent``)."""
+        out = self.caplen < self.origlen
+        for mask in (self.skip, self.sent):
+            if mask is not None:
+                out |= mask
+        return out
 
     def record_start(self, i: int) -> int:
         """Offset in ``buf`` of record ``i``'s header (``end`` for ``i == len(self)``)."""
         if i >= len(self.data):
             return self.end
-        return int(self.data[i]) - _REC_LEN if self.starts is None else int(self.starts[i])
+        return int(self.data[i]) - REC_LEN if self.starts is None else int(self.starts[i])
 
 
 class CaptureFile(Protocol):
@@ -297,7 +313,7 @@ class PcapChunks:
             raise ValueError("PcapChunks reads classic pcap only")
         self.capture = capture
         order, _rec_len, frac_ns = capture.pcap_layout  # type: ignore[misc]
-        self._sizes = SizeWalk(order, 8, None, _REC_LEN, 0, MAX_CAPLEN, 0)
+        self._sizes = SizeWalk(order, 8, None, REC_LEN, 0, MAX_CAPLEN, 0)
         self._caplen_at = struct.Struct(order + "I").unpack_from
         self._frac_ns = frac_ns
         #: the last record header walked (file offset, 16 bytes), looked at when the next one is corrupt (joined.py)
@@ -321,7 +337,7 @@ class PcapChunks:
     def supported(capture: CaptureFile) -> bool:
         """True for a classic pcap with 16-byte record headers (plain or gzip-compressed)."""
         lay = capture.pcap_layout
-        return lay is not None and lay[1] == _REC_LEN
+        return lay is not None and lay[1] == REC_LEN
 
     def _read_into(self, view: memoryview) -> int:
         return _read_into(self.capture, view)
@@ -351,6 +367,12 @@ class PcapChunks:
         if not len(chunk):
             return None
         self._count_over_snaplen(chunk, self._file_off - fill)
+        if self.capture.linktype != DLT_EN10MB:
+            # as a pcapng block walker's records (a Linux cooked capture is read by interface_chunks.py
+            # ``SelectedChunks``, then cooked.py ``as_ethernet``): each one's link type, interface and header offset
+            chunk.linktype = np.full(len(chunk), self.capture.linktype, np.int64)
+            chunk.iface = np.zeros(len(chunk), np.int64)
+            chunk.starts = chunk.data - REC_LEN
         return chunk
 
     def _refill(self, keep: int, grow: bool = False) -> int:
@@ -393,7 +415,7 @@ class PcapChunks:
         remove the FCS of those of an Ethernet capture that end with one (fcs.py ``strip_fcs``: every time a chunk
         holds them, as their headers are read again; counted the first time)."""
         cap = self.capture
-        fresh = chunk.data - _REC_LEN + file_base >= self._counted
+        fresh = chunk.data - REC_LEN + file_base >= self._counted
         cap.caplen_over_snaplen.add_records(cap.snaplens[0], chunk.caplen[fresh])
         cap.time_order.add_records(chunk.ts_ns[fresh])
         self._counted = max(self._counted, file_base + chunk.end)
@@ -409,24 +431,24 @@ class PcapChunks:
         a = np.frombuffer(buf, dtype=np.uint8, count=n)
         left = n if limit is None else limit  # records still to find (each takes 16 bytes or more)
         off, left, bad = self._sizes.walk(buf, a, start, n, left)
-        rec, f32 = self._sizes.take(a, _REC_LEN)
+        rec, f32 = self._sizes.take(a, REC_LEN)
         if len(
             rec
         ):  # the last record header walked: where another capture's header may have been read as one
             r = int(rec[-1])
-            self._last = (file_base + r, bytes(buf[r : r + _REC_LEN]))
+            self._last = (file_base + r, bytes(buf[r : r + REC_LEN]))
         if bad:
             self._joined(buf, off, file_base)
             raise self._corrupt(file_base + off, self._caplen_at(buf, off + 8)[0])
         ts = f32[:, 0] * _NS + f32[:, 1] * self._frac_ns
         # the end of the file is the end of the chunk only when the limit did not stop the walk
         eof = self._eof and left > 0
-        return RecordChunk(buf, rec + _REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, eof)
+        return RecordChunk(buf, rec + REC_LEN, f32[:, 2].copy(), f32[:, 3].copy(), ts, off, eof)
 
     def _joined(self, buf: bytearray, off: int, file_base: int) -> None:
         """Before the corrupt record at ``buf[off]`` is reported: raise joined.py's error where another capture's
         file header is that record, or the record just before it, of caplen 0 (``joined_before_corrupt``)."""
-        here = (file_base + off, bytes(buf[off : off + _REC_LEN]))
+        here = (file_base + off, bytes(buf[off : off + REC_LEN]))
         err = joined_before_corrupt(self.capture.path, here, self._last, self.capture.compressed)
         if err is not None:
             raise err

@@ -1,7 +1,9 @@
-"""The batch path's reading of a pcapng capture whose interface is chosen as it is read (capture/interfaces.py
-``Selection``): the block walker's blocks (pcapng_chunks.py ``PcapngChunks``), each with the records of the
-interfaces not replayed marked as skipped (``RecordChunk.skip``: every record keeps its capture index) and its
-columns (packet/columns.py ``analyse``, ``RecordChunk.columns``: the batch path's own, computed once).
+"""The batch path's reading of a pcapng or Linux cooked (``tcpdump -i any``) capture whose interface is chosen as
+it is read (capture/interfaces.py ``Selection``): the block walker's blocks (pcapng_chunks.py ``PcapngChunks``, or
+chunks.py ``PcapChunks`` for a classic pcap), each with the records of the interfaces not replayed marked as skipped
+(``RecordChunk.skip``: every record keeps its capture index), its cooked records rewritten as the Ethernet frames
+the replay reads (cooked.py ``as_ethernet``) and its columns (packet/columns.py ``analyse``,
+``RecordChunk.columns``: the batch path's own).
 
 The same rule as ``Selection.filter``, record by record in capture order (``Selection._hold`` while the device is
 not known, ``Selection._route`` for a record whose payload hash counts: ``Selection.hashed``), read from the
@@ -23,20 +25,31 @@ import numpy as np
 
 from ..packet.columns import analyse
 from .chunks import RecordChunk
+from .cooked import as_ethernet
 from .interface_stats import InterfaceStats
 from .interfaces import SENT, Selection, _payload
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2
 
 
 class SelectedChunks:
-    """``PcapChunks.next``'s contract over ``reader`` (a ``PcapngChunks`` of ``cap``), each chunk's other-interface
-    records marked (``RecordChunk.skip``) and its columns attached (``RecordChunk.columns``, of ``vxlan_ports``/
-    ``geneve_ports``); ``sel`` counts every interface's frames as ``Selection.filter`` does and is ended
-    (``Selection.stream_end``) when the reader is."""
+    """``PcapChunks.next``'s contract over ``reader`` (a ``PcapngChunks`` or a ``PcapChunks`` of ``cap``), each
+    chunk's other-interface records marked (``RecordChunk.skip``), its Linux cooked records as Ethernet frames
+    (cooked.py ``as_ethernet``, ``limit``: ``--resegment``'s, bytes) and its columns attached
+    (``RecordChunk.columns``, of ``vxlan_ports``/``geneve_ports``); ``sel`` counts every interface's frames as
+    ``Selection.filter`` does and is ended (``Selection.stream_end``) when the reader is."""
 
-    def __init__(self, sel: Selection, cap, reader, vxlan_ports: Iterable[int], geneve_ports: Iterable[int]):
+    def __init__(
+        self,
+        sel: Selection,
+        cap,
+        reader,
+        vxlan_ports: Iterable[int],
+        geneve_ports: Iterable[int],
+        limit: int | None = None,
+    ):
         self.sel, self.cap, self.reader = sel, cap, reader
         self.ports = (tuple(vxlan_ports), tuple(geneve_ports))
+        self.limit = limit  # --resegment's: longer cooked frames stay cooked (cooked.py ``as_ethernet``)
         sel._begin()
         self._sts: list[InterfaceStats] = []  # every interface met, by id
         self._id_of: dict[int, int] = {}  # interface code (``_codes``) → id
@@ -78,7 +91,7 @@ class SelectedChunks:
         assert self.sel.time_order is not None and len(self._replayed) == len(ch)
         self.sel.time_order.add_records(ch.ts_ns[len(prev) :][marks & ~self._sent])
         ch.skip = None if self._replayed.all() else ~self._replayed
-        self._last = ch
+        self._last = ch = as_ethernet(ch, *self.ports, self.limit)
         return ch
 
     def _take(self, ch: RecordChunk, fresh: int) -> np.ndarray | None:
@@ -183,7 +196,10 @@ class SelectedChunks:
             if got is None:
                 j = int(first[u])
                 ifindex = None if c & ((1 << 33) - 1) == 0 else (c & ((1 << 33) - 1)) - 1
-                key = (c >> 33, ifindex)
+                key = (
+                    c >> 33 if self.cap.format == "pcapng" else None,
+                    ifindex,
+                )  # interface_stats.interface_key
                 got = self._id_of[c] = len(self._sts)
                 self._sts.append(self.sel._stats(self.cap, key, int(lt[j])))
             ids[u] = got

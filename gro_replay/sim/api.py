@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..capture.chunks import PcapChunks
 from ..capture.interface_chunks import SelectedChunks
 from ..capture.interfaces import may_hold_several
 from ..capture.interfaces import plan as plan_interfaces
@@ -91,11 +92,14 @@ def _replay(
         sel, records = select_interfaces(path, cap, config, rep.input, records, batch=not reasons)
         if not reasons:
             br = BatchReplay(rep)
-            # a pcapng capture sorted by interface as it is read: the batch path reads its blocks, the records of
-            # other interfaces marked as skipped (each keeps its capture index: skb addresses, trace times)
+            # a pcapng or Linux cooked capture sorted by interface as it is read: the batch path reads its blocks,
+            # the records of other interfaces marked as skipped (each keeps its capture index: skb addresses, trace
+            # times), cooked records as Ethernet frames
+            blocks = PcapngChunks(cap, br.block) if cap.format == "pcapng" else PcapChunks(cap, br.block)
+            limit = None if rep.reseg is None else rep.reseg.limit  # longer frames: decoded one by one
             packed = (
-                SelectedChunks(sel, cap, PcapngChunks(cap, br.block), config.vxlan_ports, config.geneve_ports)
-                if cap.format == "pcapng"
+                SelectedChunks(sel, cap, blocks, config.vxlan_ports, config.geneve_ports, limit)
+                if may_hold_several(cap)
                 else None
             )
             br.run(cap, progress, reader=packed)

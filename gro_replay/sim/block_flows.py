@@ -316,13 +316,7 @@ class FlowTracking:
         if b <= a:
             return
         inp = self.rep.input
-        inp.frames_read += b - a
-        inp.bytes_read += int(ch.caplen[a:b].sum())
-        ts = ch.ts_ns[a:b]
-        if inp.first_ts_ns is None:
-            inp.first_ts_ns = int(ts[0])
-        inp.saw_ts_range(int(ts.min()), int(ts.max()))
-        inp.last_ts_ns = int(ts[-1])
+        _count_read(inp, ch, a, b)
         ns = int(snap[a:b].sum())
         if ch.skip is not None and ns:
             no = int(ch.skip[a:b].sum())
@@ -330,7 +324,8 @@ class FlowTracking:
                 inp.skipped[SKIP_OTHER_INTERFACE] += no
                 ns -= no
         if ns:
-            # each record cut short, read for where its headers say it goes (Ingest._decoded's count_skip)
+            # each record cut short or sent by the host, read for where its headers say it goes (Ingest._decoded's
+            # count_skip)
             cut = snap[a:b] if ch.skip is None else snap[a:b] & ~ch.skip[a:b]
             ports = self.rep.decoder.tunnel_ports
             for r in (np.flatnonzero(cut) + a).tolist():
@@ -372,3 +367,23 @@ class FlowTracking:
                     if flow_class[fid] == CLS_TUNNEL_TCP:
                         o = int(ch.data[r])
                         self.rep._learn_mss(fid, bytes(ch.buf[o : o + int(ch.caplen[r])]), int(col.syn_l4[r]))
+
+
+def _count_read(inp: Any, ch: Any, a: int, b: int) -> None:
+    """Records [a, b) of block ``ch`` read (``FlowTracking._account``): frames, bytes (a Linux cooked record's
+    whole: capture/cooked.py ``RecordChunk.shrunk``, and those of them replayed as Ethernet frames in
+    ``cooked_frames``) and the span of their times, but a record the capturing host sent (``RecordChunk.sent``: no
+    arrival, as sim/skipped.py ``received_frame`` reads it)."""
+    inp.frames_read += b - a
+    inp.bytes_read += int(ch.caplen[a:b].sum())
+    if ch.shrunk is not None:
+        inp.bytes_read += int(ch.shrunk[a:b].sum())
+        inp.cooked_frames += int(np.count_nonzero(ch.shrunk[a:b]))
+    ts = ch.ts_ns[a:b]
+    if ch.sent is not None:
+        ts = ts[~ch.sent[a:b]]
+    if len(ts):
+        if inp.first_ts_ns is None:
+            inp.first_ts_ns = int(ts[0])
+        inp.saw_ts_range(int(ts.min()), int(ts.max()))
+        inp.last_ts_ns = int(ts[-1])

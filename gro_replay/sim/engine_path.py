@@ -9,6 +9,7 @@ the option or input that keeps the batch path from running; none: the batch path
 from __future__ import annotations
 
 from ..capture.chunks import PcapChunks
+from ..capture.cooked import COOKED_HEADER_LEN
 from ..capture.interfaces import Selection
 from ..capture.reader import DLT_EN10MB, Capture
 from .config import ReplayConfig
@@ -82,11 +83,12 @@ def config_reasons(config: ReplayConfig) -> list[str]:
 
 def input_reasons(cap: Capture, sel: Selection | None) -> list[str]:
     """Why the batch path cannot read ``cap`` (an open ``capture.reader.Capture``) with interface selection ``sel``
-    (``capture.interfaces.Selection``), one short sentence per condition ([]: it can). It reads a classic Ethernet
-    pcap with 16-byte record headers (``PcapChunks``) and any pcapng file or stream, in its block walker's blocks
-    (``PcapngChunks``) with the records of the interfaces not replayed marked
-    (``capture.interface_chunks.SelectedChunks``: the rule of ``Selection.filter``, which counts the others as it
-    reads). ``sel`` is not read: the batch path reads a pcapng file once, as a stream (``capture.interfaces.plan``)."""
+    (``capture.interfaces.Selection``), one short sentence per condition ([]: it can). It reads a classic pcap
+    with 16-byte record headers (``PcapChunks``), Ethernet or Linux cooked (``tcpdump -i any``: capture/cooked.py),
+    and any pcapng file or stream, in its block walker's blocks (``PcapngChunks``); a pcapng or cooked capture with
+    the records of the interfaces not replayed marked (``capture.interface_chunks.SelectedChunks``: the rule of
+    ``Selection.filter``, which counts the others as it reads). ``sel`` is not read: the batch path reads a pcapng
+    file once, as a stream (``capture.interfaces.plan``)."""
     from ..capture.linktypes import DLT_NAMES
 
     if cap.format == "pcapng":
@@ -95,7 +97,7 @@ def input_reasons(cap: Capture, sel: Selection | None) -> list[str]:
     if not PcapChunks.supported(cap):
         lay = cap.pcap_layout
         out.append(f"pcap records with {lay[1] if lay else '?'}-byte headers (a modified pcap format)")
-    if cap.linktype != DLT_EN10MB:
+    if cap.linktype not in (DLT_EN10MB, *COOKED_HEADER_LEN):
         name = DLT_NAMES.get(cap.linktype)
         out.append(f"link type {cap.linktype}" + (f" ({name})" if name else "") + " (pcap, not Ethernet)")
     return out

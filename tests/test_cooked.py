@@ -1,0 +1,179 @@
+"""Linux cooked captures (``tcpdump -i any``: LINUX_SLL, LINUX_SLL2) on the batch path (capture/cooked.py
+``as_ethernet``): classic pcap and pcapng, from a file and a pipe, give the frame-by-frame reference path's
+document, and the batch path runs.
+
+Expected values come from how each capture is built: which records the capturing host sent (packet type 4,
+PACKET_OUTGOING: never received, ``outgoing``), which are cut short (``snaplen_cut``), which carry a header
+``l2_normalize`` refuses (an ARPHRD type that is no L3 link, a protocol below 0x0600: ``unsupported_link_layer``),
+which are on the second ifindex (the decapsulated copies: another interface's), and from the rule of
+capture/linktypes.py ``l2_normalize`` (destination MAC zeros, source MAC the 6-byte link address, else zeros;
+ethertype the cooked protocol): a cooked capture replays as the Ethernet capture of those frames.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from dataclasses import replace
+
+import pytest
+from test_interface_pipes import _OUTER, _doc, _fifo, _frames, _idb, _shb
+from test_scenarios import random_scenario
+
+from gro_replay import pollcache
+from gro_replay.capture.reader import DLT_LINUX_SLL, DLT_LINUX_SLL2
+from gro_replay.capture.writer import PcapWriter
+from gro_replay.report.document import document
+from gro_replay.sim import ReplayConfig, replay_capture
+
+PACKET_HOST, PACKET_OTHERHOST, PACKET_OUTGOING = 0, 3, 4
+ARPHRD_ETHER, ARPHRD_CAN = 1, 280
+
+
+def _cooked(linktype: int, f: bytes, *, ifindex: int = 2, pkttype: int = PACKET_HOST, **kw) -> bytes:
+    """Ethernet frame ``f`` as a Linux cooked record: its ethertype as the protocol, its source MAC as the 6-byte
+    link address (``halen``, ``hatype``, ``protocol`` may be given otherwise)."""
+    halen, hatype = kw.get("halen", 6), kw.get("hatype", ARPHRD_ETHER)
+    proto = kw.get("protocol", struct.unpack_from("!H", f, 12)[0] if len(f) >= 14 else 0x0800)
+    addr = f[6:12] + bytes(2)
+    if linktype == DLT_LINUX_SLL:
+        return struct.pack("!HHH8sH", pkttype, hatype, halen, addr, proto) + f[14:]
+    return struct.pack("!HHIHBB8s", proto, 0, ifindex, hatype, pkttype, halen, addr) + f[14:]
+
+
+def _epb(ts: int, data: bytes, orig: int) -> bytes:
+    body = struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(data), orig) + data
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", 6, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+
+def _write(path, fmt: str, linktype: int, records: list[tuple[int, bytes, int]]) -> None:
+    """``records`` (time in ns, captured bytes, wire length) as a classic pcap or a pcapng file of ``linktype``."""
+    if fmt == "pcap":
+        with PcapWriter(path, linktype=linktype) as w:
+            for ts, data, orig in records:
+                w.write(ts, data, orig)
+        return
+    body = b"".join(_epb(ts, data, orig) for ts, data, orig in records)
+    path.write_bytes(_shb() + _idb("any", linktype=linktype) + body)
+
+
+def _mutated(rng: random.Random, linktype: int, frames) -> tuple[list, dict]:
+    """The cooked records of ``frames`` with, at random, records the host sent, cut short, refused by
+    ``l2_normalize``, on another link address or packet type, and decapsulated copies on ifindex 5 (SLL2); and
+    the skip counts they must give."""
+    recs, skipped = [], {}
+    for ts, f in frames:
+        r = rng.random()
+        kw: dict = {}
+        why = None
+        if r < 0.04:
+            kw["pkttype"], why = PACKET_OUTGOING, "outgoing"
+        elif r < 0.06:
+            kw["hatype"], why = ARPHRD_CAN, "unsupported_link_layer"
+        elif r < 0.08:
+            kw["protocol"], why = 0x0003, "unsupported_link_layer"  # ETH_P_ALL: no ethertype
+        elif r < 0.12:
+            kw["halen"] = rng.choice([0, 8])  # a source MAC of zeros: another flow of the same inner packets
+        elif r < 0.16:
+            kw["pkttype"] = PACKET_OTHERHOST
+        data = _cooked(linktype, f, **kw)
+        orig = len(data)
+        if why is None and rng.random() < 0.03:
+            data, why = data[: rng.randrange(24, len(data))], "snaplen_cut"
+        if why is not None:
+            skipped[why] = skipped.get(why, 0) + 1
+        recs.append((ts, data, orig))
+        if linktype == DLT_LINUX_SLL2 and rng.random() < 0.2:
+            inner = _cooked(linktype, f[_OUTER:], ifindex=5)
+            recs.append((ts + 300, inner, len(inner)))
+            skipped["other_interface"] = skipped.get("other_interface", 0) + 1
+    return recs, skipped
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_seeded_cooked_captures_take_the_batch_path_and_equal_the_reference(seed, tmp_path, monkeypatch):
+    """Random scenarios (tests/test_scenarios.py) as cooked captures: the batch path runs, gives the reference
+    path's document from a file and from a pipe, and counts the records sent by the host, cut short and of the
+    other ifindex as the capture was built."""
+    rng = random.Random(7000 + seed)
+    frames, cfg = random_scenario(rng)
+    cfg = replace(cfg, hz=250, gro_flush_timeout_ns=0, napi_defer_hard_irqs=0, rx_queues=1)
+    linktype = (DLT_LINUX_SLL, DLT_LINUX_SLL2)[seed % 2]
+    fmt = ("pcap", "pcapng")[seed // 2 % 2]
+    recs, skipped = _mutated(rng, linktype, frames)
+    path = tmp_path / f"any.{fmt}"
+    _write(path, fmt, linktype, recs)
+    monkeypatch.setattr(pollcache, "BLOCK", rng.choice([4096, 65536]))
+    want = _doc(str(path), cfg)  # asserts the batch path ran
+    assert want == _doc(str(path), replace(cfg, fast_path=False))
+    if seed < 4:
+        with _fifo(tmp_path / "fifo", path.read_bytes()) as fifo:
+            assert _doc(fifo, cfg) == want
+    inp = json.loads(want)["input"]
+    assert inp["frames_read"] == len(recs)
+    assert inp["bytes"] == sum(len(d) for _ts, d, _o in recs)
+    # the scenario's own frames may be malformed or of an 802.3 length (no ethertype: unsupported_link_layer too)
+    got = inp["skipped"]
+    for why in ("outgoing", "snaplen_cut", "other_interface"):
+        assert got.get(why, 0) == skipped.get(why, 0), why
+    assert got.get("unsupported_link_layer", 0) >= skipped.get("unsupported_link_layer", 0)
+
+
+@pytest.mark.parametrize("linktype", [DLT_LINUX_SLL, DLT_LINUX_SLL2])
+def test_a_cooked_capture_replays_as_the_ethernet_capture_of_its_frames(linktype, tmp_path):
+    """l2_normalize's frames (destination MAC zeros, source MAC the link address) written as an Ethernet capture
+    give the cooked capture's kernels, flows and verdict; the bytes read differ by the link headers' lengths
+    (16 or 20 bytes a record against 14). 3 flows x 40 segments, round robin 1 µs apart (no pause: the gap:3 poll
+    model polls at the weight, 64 then 56 frames), zero outer checksums: pre-fix every frame is its own phys skb
+    (udp_gro_receive refuses them, 89e5c58fc1e2), post-fix each flow's frames of a poll merge into one skb, which the
+    poll's end flushes: 2 polls x 3 flows."""
+    frames = _frames(40, flows=3)
+    cooked = tmp_path / "any.pcap"
+    eth = tmp_path / "eth.pcap"
+    with PcapWriter(cooked, linktype=linktype) as c, PcapWriter(eth) as e:
+        for ts, f in frames:
+            c.write(ts, _cooked(linktype, f))
+            e.write(ts, bytes(6) + f[6:])
+    got = document(replay_capture(str(cooked), ReplayConfig()))
+    ref = document(replay_capture(str(eth), ReplayConfig()))
+    assert got["engine"]["path"] == "batch" and not got["engine"]["reasons"]
+    for key in ("kernels", "comparison", "verdict", "summary"):
+        assert got[key] == ref[key]
+    grow = {DLT_LINUX_SLL: 2, DLT_LINUX_SLL2: 6}[linktype]
+    assert got["input"]["bytes"] == ref["input"]["bytes"] + grow * 120
+    phys = [k["stages"]["phys"]["skbs_delivered"] for k in got["kernels"]]
+    assert phys == [120, 6]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trace_and_explain_of_a_cooked_capture_equal_the_reference(seed, tmp_path, monkeypatch):
+    """--trace and explain's observer over a cooked capture (the overlay-node mix, synth_mix.py, as SLL2 on ifindex
+    2, one host's direction sent by the capturing host, decapsulated copies on ifindex 5): the trace text, the
+    per-flow deliveries and the document from cached events equal the reference path's (tests/test_pollcache.py
+    ``_observed``)."""
+    from test_pollcache import _observed
+
+    from gro_replay.sim import PollModel
+    from gro_replay.synth_mix import OverlayMix, mix_frames
+
+    rng = random.Random(8000 + seed)
+    recs = []
+    for k, (ts, f) in enumerate(mix_frames(OverlayMix(frames=1500, seed=seed))):
+        # one host's direction as the capturing host sent it (every outer IPv4 source above its destination)
+        sent = f[26:30] > f[30:34]
+        recs.append((ts, _cooked(DLT_LINUX_SLL2, f, pkttype=PACKET_OUTGOING if sent else PACKET_HOST), 0))
+        if k % 5 == 0 and not sent:
+            recs.append((ts + 300, _cooked(DLT_LINUX_SLL2, f[_OUTER:], ifindex=5), 0))
+    recs = [(ts, d, len(d)) for ts, d, _o in recs]
+    path = tmp_path / "any.pcap"
+    _write(path, "pcap", DLT_LINUX_SLL2, recs)
+    monkeypatch.setattr(pollcache, "BLOCK", rng.choice([4096, 65536]))
+    # time-aware polls (about 13 frames each here): polls of 64 frames are all new in a mix this short (16 of them)
+    cfg = ReplayConfig(poll=PollModel.parse(("gap:3", "rx-usecs:16")[seed % 2]))
+    got, batch = _observed(path, cfg)
+    want, ref = _observed(path, replace(cfg, fast_path=False))
+    assert batch is not None and ref is None
+    assert batch["polls_cached"] > 0
+    assert got == want
