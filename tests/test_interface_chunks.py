@@ -41,7 +41,9 @@ def test_a_section_begun_at_the_end_of_a_walkers_read_names_its_own_interface(tm
 def test_one_interface_decodes_no_frame_of_the_common_layout(tmp_path, monkeypatch):
     # 3 flows x 40 VXLAN frames on eth0: the selection reads tunnel frames from the block's columns, decodes none;
     # with vxlan0 described after the first 10 frames and a copy after each later frame, the records after its
-    # interface block are decoded (their payload hashes count) and the copies counted: 110 of eth0's 120
+    # interface block have their payload hashes counted — eth0's VXLAN frames hashed from their columns (the bytes
+    # from the inner TCP header on), vxlan0's inner frames (not of the common layout) decoded — and the copies
+    # counted: 110 of eth0's 120
     calls = []
     real = interface_chunks._payload
     monkeypatch.setattr(interface_chunks, "_payload", lambda *a: calls.append(a[-1]) or real(*a))
@@ -56,8 +58,8 @@ def test_one_interface_decodes_no_frame_of_the_common_layout(tmp_path, monkeypat
         ("interface 0 (eth0)", 120, 120, 0, True),
         ("interface 1 (vxlan0)", 110, 0, 110, False),
     ]
-    # twice (a file, a pipe), each record after the interface block hashed
-    assert calls == [True] * 2 * 220
+    # twice (a file, a pipe), each of vxlan0's 110 records decoded and hashed
+    assert calls == [True] * 2 * 110
 
 
 def test_the_batch_path_reads_a_pcapng_file_once(tmp_path, monkeypatch):

@@ -20,6 +20,7 @@ Memory: the walker's block; while the device is not known (no tunnel frame yet) 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -70,16 +71,16 @@ class SelectedChunks:
             prev = self._replayed[k:]
             last.columns = None
         self._last = None
-        ch = self.reader.next(keep)
+        ch, raw = self._read(keep)
         fresh = len(prev)
         marks = None
         while ch is not None:
-            marks = self._take(ch, fresh)
+            marks = self._take(ch, raw, fresh)
             if marks is not None:
                 break
             # the device is not known yet: keep every record read and read on
             fresh = len(ch)
-            ch = self.reader.next(ch.record_start(0))
+            ch, raw = self._read(ch.record_start(0))
         if ch is None:
             if not self._ended:
                 self._ended = True
@@ -91,34 +92,60 @@ class SelectedChunks:
         assert self.sel.time_order is not None and len(self._replayed) == len(ch)
         self.sel.time_order.add_records(ch.ts_ns[len(prev) :][marks & ~self._sent])
         ch.skip = None if self._replayed.all() else ~self._replayed
-        self._last = ch = as_ethernet(ch, *self.ports, self.limit)
+        self._last = ch
         return ch
 
-    def _take(self, ch: RecordChunk, fresh: int) -> np.ndarray | None:
-        """Read records ``fresh:`` of ``ch`` (those before were read already): each interface's frames, the
-        device when it is decided; the replayed marks of the records not yet routed (the held ones first), or None
-        while the device is not known and the capture goes on."""
+    def _read(self, keep: int | None) -> tuple[RecordChunk | None, RecordChunk | None]:
+        """The reader's next chunk (``keep``: as ``PcapChunks.next``) with its Linux cooked records as Ethernet
+        frames and its columns (cooked.py ``as_ethernet``, else packet/columns.py ``analyse``), and the chunk as
+        read (its records' link types and cooked headers: their ifindexes), valid until the next read."""
+        raw = self.reader.next(keep)
+        if raw is None:
+            return None, None
+        ch = as_ethernet(raw, *self.ports, self.limit)
+        if ch.columns is None:
+            ch.columns = analyse(ch.buf, ch.data, ch.caplen, *self.ports)
+        return ch, raw
+
+    def _take(self, ch: RecordChunk, raw: Any, fresh: int) -> np.ndarray | None:
+        """Read records ``fresh:`` of ``ch`` (those before were read already; ``raw``: the chunk as read, whose
+        records' link types and interfaces are theirs): each interface's frames, the device when it is decided; the
+        replayed marks of the records not yet routed (the held ones first), or None while the device is not known
+        and the capture goes on."""
         sel, cap = self.sel, self.cap
-        col = ch.columns = analyse(ch.buf, ch.data, ch.caplen, *self.ports)
+        col = ch.columns
         n = len(ch)
-        assert ch.linktype is not None
+        assert ch.linktype is not None and raw.linktype is not None
         lt = ch.linktype[fresh:]
-        sid = self._ids(ch, fresh)
+        sid = self._ids(raw, fresh)
         for i, c in enumerate(np.bincount(sid, minlength=len(self._sts)).tolist()):
             self._sts[i].frames += c
         index = sel._index + np.arange(n - fresh)
         sel._index += n - fresh
         at = cap.iface_records
-        hashed = (lt == DLT_LINUX_SLL) | (lt == DLT_LINUX_SLL2)
+        read_lt = raw.linktype[fresh:]
+        hashed = (read_lt == DLT_LINUX_SLL) | (read_lt == DLT_LINUX_SLL2)
         if len(at) > 1:
             hashed |= index >= at[1]
-        common = col.common[fresh:] & (lt == DLT_EN10MB) & ~hashed
-        # a common frame is tunnel traffic by its headers, whole or cut short (``_payload`` says the same)
+        common = col.common[fresh:] & (lt == DLT_EN10MB)
+        # a common frame is tunnel traffic by its headers, whole or cut short (``_payload`` says the same), and
+        # decodes as its columns read it: its payload hash, where it counts, is that of the bytes from its inner TCP
+        # header on (``Columns.l4``), as ``_payload`` takes it
         tunnel = common.copy()
         cut = ch.caplen[fresh:] < ch.origlen[fresh:]
         unread = np.zeros(len(tunnel), bool)
         sent = np.zeros(len(tunnel), bool)  # frames the capturing host sent (``interfaces.SENT``)
         gots: dict[int, object] = {}
+        both = np.flatnonzero(common & hashed)
+        if len(both):
+            rec_at = ch.data[fresh:][both]
+            heads, ends = (
+                (rec_at + col.l4[fresh:][both]).tolist(),
+                (rec_at + ch.caplen[fresh:][both]).tolist(),
+            )
+            buf = ch.buf
+            for i, a, b in zip(both.tolist(), heads, ends, strict=True):
+                gots[i] = (True, hash(bytes(buf[a:b])), False)
         for i in np.flatnonzero(~common).tolist():
             o, c = int(ch.data[fresh + i]), int(ch.caplen[fresh + i])
             got = _payload(
@@ -139,7 +166,8 @@ class SelectedChunks:
         else:
             start = 0
         if not sel.decided:
-            caplen = ch.caplen[fresh - start :].tolist()
+            size = ch.caplen if ch.shrunk is None else ch.caplen + ch.shrunk  # bytes read (a cooked record's)
+            caplen = size[fresh - start :].tolist()
             sts = self._sts
             rows = zip(
                 sid[start:].tolist(), flags[0, start:].tolist(), flags[3, start:].tolist(), strict=True

@@ -64,7 +64,8 @@ class Columns:
     the outer UDP source port, the inner addresses and the TCP ports (sim/runs.py; computed on first use). ``syn_l4``: uint16, the inner
     TCP header's byte offset in a frame with SYN set and TCP options, else 0 (``--resegment auto`` learns a SYN's
     MSS option: sim/ingest.py ``Ingest._learn_mss``). ``tflags``: uint8, the inner TCP header's flags byte (byte 13:
-    CWR ECE URG ACK PSH RST SYN FIN from the high bit; sim/runs.py cuts a flow's frames into pieces by it).
+    CWR ECE URG ACK PSH RST SYN FIN from the high bit; sim/runs.py cuts a flow's frames into pieces by it). ``l4``:
+    int64, the inner TCP header's byte offset (capture/interface_chunks.py hashes what follows it).
     """
 
     __slots__ = (
@@ -77,6 +78,7 @@ class Columns:
         "payload",
         "syn_l4",
         "tflags",
+        "l4",
         "_kvh",
         "_anon",
         "_anon_of",
@@ -90,6 +92,7 @@ class Columns:
     payload: np.ndarray
     syn_l4: np.ndarray
     tflags: np.ndarray
+    l4: np.ndarray
 
     _kvh: np.ndarray | None
     _anon: np.ndarray | None
@@ -147,6 +150,7 @@ def analyse(buf, data: np.ndarray, caplen: np.ndarray, vxlan_ports, geneve_ports
     c.payload = np.zeros(n, np.int64)
     c.syn_l4 = np.zeros(n, np.uint16)
     c.tflags = np.zeros(n, np.uint8)
+    c.l4 = np.zeros(n, np.int64)
     c._kvh = None
     c._anon = None
     c._anon_of = []
@@ -406,6 +410,7 @@ def _layout(c: Columns, r, sel, L, fs, sh: _Shape) -> None:
     c.tflags[sel] = tflags
     # SYN (include/net/tcp.h TCPHDR_SYN) with options after the 20-byte header
     c.syn_l4[sel] = np.where((tflags & 0x02 != 0) & (hend > th + 20), th, 0)
+    c.l4[sel] = th
 
     # kv: the varying fields, the options and whatever follows the TCP header zeroed (``_Shape.kv_mask``)
     np.bitwise_and(r, sh.kv_mask, out=r)  # c.kv itself, or a copy of its rows

@@ -371,14 +371,17 @@ class FlowTracking:
 
 def _count_read(inp: Any, ch: Any, a: int, b: int) -> None:
     """Records [a, b) of block ``ch`` read (``FlowTracking._account``): frames, bytes (a Linux cooked record's
-    whole: capture/cooked.py ``RecordChunk.shrunk``, and those of them replayed as Ethernet frames in
-    ``cooked_frames``) and the span of their times, but a record the capturing host sent (``RecordChunk.sent``: no
+    whole: capture/cooked.py ``RecordChunk.shrunk``, and those of them read as Ethernet frames and not another
+    interface's in ``cooked_frames``) and the span of their times, but a record the capturing host sent (``RecordChunk.sent``: no
     arrival, as sim/skipped.py ``received_frame`` reads it)."""
     inp.frames_read += b - a
     inp.bytes_read += int(ch.caplen[a:b].sum())
     if ch.shrunk is not None:
         inp.bytes_read += int(ch.shrunk[a:b].sum())
-        inp.cooked_frames += int(np.count_nonzero(ch.shrunk[a:b]))
+        rewritten = ch.shrunk[a:b] > 0
+        inp.cooked_frames += int(
+            np.count_nonzero(rewritten if ch.skip is None else rewritten & ~ch.skip[a:b])
+        )
     ts = ch.ts_ns[a:b]
     if ch.sent is not None:
         ts = ts[~ch.sent[a:b]]
