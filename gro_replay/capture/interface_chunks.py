@@ -20,7 +20,6 @@ Memory: the walker's block; while the device is not known (no tunnel frame yet) 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -71,21 +70,22 @@ class SelectedChunks:
             prev = self._replayed[k:]
             last.columns = None
         self._last = None
-        ch, raw = self._read(keep)
+        got = self._read(keep)
         fresh = len(prev)
         marks = None
-        while ch is not None:
-            marks = self._take(ch, raw, fresh)
+        while got is not None:
+            marks = self._take(*got, fresh)
             if marks is not None:
                 break
             # the device is not known yet: keep every record read and read on
-            fresh = len(ch)
-            ch, raw = self._read(ch.record_start(0))
-        if ch is None:
+            fresh = len(got[0])
+            got = self._read(got[0].record_start(0))
+        if got is None:
             if not self._ended:
                 self._ended = True
                 self.sel.stream_end(self.cap)
             return None
+        ch = got[0]
         assert marks is not None
         self._replayed = np.concatenate([prev, marks]) if len(prev) else marks
         # the records marked now (after those kept from the last chunk), in capture order: the replayed ones' times
@@ -95,19 +95,20 @@ class SelectedChunks:
         self._last = ch
         return ch
 
-    def _read(self, keep: int | None) -> tuple[RecordChunk | None, RecordChunk | None]:
+    def _read(self, keep: int | None) -> tuple[RecordChunk, RecordChunk] | None:
         """The reader's next chunk (``keep``: as ``PcapChunks.next``) with its Linux cooked records as Ethernet
         frames and its columns (cooked.py ``as_ethernet``, else packet/columns.py ``analyse``), and the chunk as
-        read (its records' link types and cooked headers: their ifindexes), valid until the next read."""
+        read (its records' link types and cooked headers: their ifindexes), valid until the next read; None at the
+        end."""
         raw = self.reader.next(keep)
         if raw is None:
-            return None, None
+            return None
         ch = as_ethernet(raw, *self.ports, self.limit)
         if ch.columns is None:
             ch.columns = analyse(ch.buf, ch.data, ch.caplen, *self.ports)
         return ch, raw
 
-    def _take(self, ch: RecordChunk, raw: Any, fresh: int) -> np.ndarray | None:
+    def _take(self, ch: RecordChunk, raw: RecordChunk, fresh: int) -> np.ndarray | None:
         """Read records ``fresh:`` of ``ch`` (those before were read already; ``raw``: the chunk as read, whose
         records' link types and interfaces are theirs): each interface's frames, the device when it is decided; the
         replayed marks of the records not yet routed (the held ones first), or None while the device is not known
@@ -224,10 +225,8 @@ class SelectedChunks:
             if got is None:
                 j = int(first[u])
                 ifindex = None if c & ((1 << 33) - 1) == 0 else (c & ((1 << 33) - 1)) - 1
-                key = (
-                    c >> 33 if self.cap.format == "pcapng" else None,
-                    ifindex,
-                )  # interface_stats.interface_key
+                pcapng_id = c >> 33 if self.cap.format == "pcapng" else None  # interface_stats.interface_key
+                key = (pcapng_id, ifindex)
                 got = self._id_of[c] = len(self._sts)
                 self._sts.append(self.sel._stats(self.cap, key, int(lt[j])))
             ids[u] = got
