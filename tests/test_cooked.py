@@ -177,3 +177,33 @@ def test_trace_and_explain_of_a_cooked_capture_equal_the_reference(seed, tmp_pat
     assert batch is not None and ref is None
     assert batch["polls_cached"] > 0
     assert got == want
+
+
+@pytest.mark.parametrize("linktype", [DLT_LINUX_SLL, DLT_LINUX_SLL2])
+def test_records_cut_within_the_cooked_header(linktype, tmp_path):
+    """A record cut short within its cooked header (breaker56), first and last in the capture, 7 µs before and after
+    12 frames 1 µs apart: sent by the capturing host it is ``outgoing`` and its time no arrival (sim/skipped.py
+    received_frame: the span stays the 12 frames' 11 µs); received, it is ``snaplen_cut`` and its time counts
+    (25 µs); cut before the packet type is readable, it is received; an SLL2 record cut before its ifindex is
+    another interface's (no ifindex: capture/interface_stats.py interface_key). Every cut, both paths alike."""
+    frames = _frames(12)
+    hl = {DLT_LINUX_SLL: 16, DLT_LINUX_SLL2: 20}[linktype]
+    type_end = {DLT_LINUX_SLL: 2, DLT_LINUX_SLL2: 11}[linktype]  # the packet type's last byte, plus one
+    for pkttype in (PACKET_HOST, PACKET_OUTGOING):
+        for cut in range(hl):
+            full = _cooked(linktype, frames[0][1], pkttype=pkttype)
+            odd = (full[:cut], len(full))
+            recs = [(frames[0][0] - 7000, *odd)]
+            recs += [(ts, c, len(c)) for ts, f in frames for c in [_cooked(linktype, f)]]
+            recs.append((frames[-1][0] + 7000, *odd))
+            path = tmp_path / "cut.pcap"
+            _write(path, "pcap", linktype, recs)
+            want = _doc(str(path), ReplayConfig())
+            assert want == _doc(str(path), ReplayConfig(fast_path=False))
+            inp = json.loads(want)["input"]
+            if linktype == DLT_LINUX_SLL2 and cut < 8:  # no ifindex read: another interface's (interface_key)
+                assert inp["skipped"] == {"other_interface": 2} and inp["duration_ns"] == 25_000
+                continue
+            sent = pkttype == PACKET_OUTGOING and cut >= type_end
+            assert inp["skipped"] == {"outgoing" if sent else "snaplen_cut": 2}
+            assert inp["duration_ns"] == (11_000 if sent else 25_000)

@@ -78,10 +78,17 @@ def as_ethernet(
     sent = np.zeros(len(ch), bool)
     picked = []  # (records, their Ethernet headers, header length)
     for linktype, hl in COOKED_HEADER_LEN.items():
-        m = (lt == linktype) & (ch.caplen >= hl)  # the header whole (a record cut after it: snaplen_cut)
+        cooked = lt == linktype
         if ch.skip is not None:
-            m &= ~ch.skip
-        idx = np.flatnonzero(m)
+            cooked &= ~ch.skip
+        # a record cut within its cooked header: what its packet type says (``sent_by_host`` reads it from a
+        # part), one by one (such records are rare); it is not rewritten
+        for r in np.flatnonzero(cooked & (ch.caplen < hl)).tolist():
+            o = int(ch.data[r])
+            sent[r] = sent_by_host(bytes(ch.buf[o : o + int(ch.caplen[r])]), linktype)
+        idx = np.flatnonzero(
+            cooked & (ch.caplen >= hl)
+        )  # the header whole (a record cut after it: snaplen_cut)
         if not len(idx):
             continue
         by_host, ok, eth = _eth_headers(a[ch.data[idx][:, None] + np.arange(hl)], linktype)
