@@ -13,12 +13,13 @@ the record's frame starts there: its captured and wire lengths lose the differen
 ``RecordChunk.shrunk`` keeps (the bytes read are the record's: ``InputStats.bytes_read``).
 
 A record stays cooked, for the frame-by-frame decode of the batch path (pollcache.py ``_chunk``'s unusual
-records, counted there by ``received_frame``), when the replay does not take it as it is: read as another
-interface's (``RecordChunk.skip``), cut short (its captured length below its wire length: ``snaplen_cut``),
-of a header ``l2_normalize`` refuses (``unsupported_link_layer``), or not a frame of the common layout once rewritten
-(``as_ethernet`` puts those back). A record the capturing host sent (``outgoing``) stays cooked and is marked
+records, counted there by ``received_frame``), when the replay does not take it as it is: cut short (its captured
+length below its wire length: ``snaplen_cut``), of a header ``l2_normalize`` refuses (``unsupported_link_layer``),
+or not a frame of the common layout once rewritten (``as_ethernet`` puts those back). A record the capturing host
+sent (``outgoing``; its packet type read even from a header cut short) stays cooked and is marked
 (``RecordChunk.sent``): the batch path counts it as read, as a record cut short is, and its time orders nothing
-(``sim/skipped.py received_frame``: no receive path saw it).
+(``sim/skipped.py received_frame``: no receive path saw it). The records of other interfaces are rewritten too
+(capture/interface_chunks.py selects after rewriting), and skipped.
 """
 
 from __future__ import annotations
