@@ -9,8 +9,10 @@ was described). Every capture gives one document from a file, a pipe and the fra
 
 from __future__ import annotations
 
+import struct
+
 import pytest
-from test_interface_pipes import _OUTER, _both, _epb, _frames, _idb, _interfaces, _shb
+from test_interface_pipes import _OUTER, _block, _both, _epb, _frames, _idb, _interfaces, _shb
 
 from gro_replay import pollcache
 from gro_replay.capture import interface_chunks, interfaces
@@ -107,3 +109,24 @@ def test_the_look_ahead_over_several_blocks(tmp_path, monkeypatch, lookahead):
     ]
     assert doc["input"]["frames_replayed"] == (30 if eth0 else 40)
     assert doc["input"]["skipped"] == {"other_interface": 40 if eth0 else 30}
+
+
+def test_a_record_cut_after_its_datagram_on_a_hashed_interface(tmp_path):
+    # breaker57: eth0 and bond0 (one device's two views) read the same 40 VXLAN frames; every 10th record states
+    # a wire length 10 bytes over what was captured (a trailer cut by the snaplen, the IP datagram whole). Such a
+    # record is cut short: no payload hash (capture/interfaces.py ``_payload``), skipped ``snaplen_cut`` where
+    # replayed, counted cut on both interfaces; the other 36 of bond0's repeat eth0's, each taken out of the window
+    frames = _frames(20, flows=2)
+    recs = []
+    for i, (ts, f) in enumerate(frames):
+        orig = len(f) + (10 if i % 10 == 0 else 0)
+        for iface, dt in ((0, 0), (1, 10)):
+            body = struct.pack("<IIIII", iface, (ts + dt) >> 32, (ts + dt) & 0xFFFFFFFF, len(f), orig) + f
+            recs.append(_block("<", 6, body))
+    doc = _both(_shb() + _idb("eth0") + _idb("bond0") + b"".join(recs), tmp_path)
+    got = {
+        i["interface"]: (i["tunnel_frames"], i["tunnel_frames_cut"], i.get("tunnel_frames_repeated"))
+        for i in doc["input"]["interfaces"]
+    }
+    assert got == {"interface 0 (eth0)": (40, 4, 0), "interface 1 (bond0)": (40, 4, 36)}
+    assert doc["input"]["skipped"] == {"snaplen_cut": 4, "other_interface": 40}

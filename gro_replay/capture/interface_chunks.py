@@ -129,15 +129,16 @@ class SelectedChunks:
         if len(at) > 1:
             hashed |= index >= at[1]
         common = col.common[fresh:] & (lt == DLT_EN10MB)
-        # a common frame is tunnel traffic by its headers, whole or cut short (``_payload`` says the same), and
-        # decodes as its columns read it: its payload hash, where it counts, is that of the bytes from its inner TCP
-        # header on (``Columns.l4``), as ``_payload`` takes it
+        # a common frame is tunnel traffic by its headers, whole or cut short (``_payload`` says the same), and a
+        # whole one decodes as its columns read it: its payload hash, where it counts, is that of the bytes from its
+        # inner TCP header on (``Columns.l4``), as ``_payload`` takes it (a record cut short, its datagram whole and
+        # what followed it not: ``_payload`` reads no hash of it, and says it is cut)
         tunnel = common.copy()
         cut = ch.caplen[fresh:] < ch.origlen[fresh:]
         unread = np.zeros(len(tunnel), bool)
         sent = np.zeros(len(tunnel), bool)  # frames the capturing host sent (``interfaces.SENT``)
         gots: dict[int, object] = {}
-        both = np.flatnonzero(common & hashed)
+        both = np.flatnonzero(common & hashed & ~cut)
         if len(both):
             rec_at = ch.data[fresh:][both]
             heads, ends = (
@@ -147,7 +148,7 @@ class SelectedChunks:
             buf = ch.buf
             for i, a, b in zip(both.tolist(), heads, ends, strict=True):
                 gots[i] = (True, hash(bytes(buf[a:b])), False)
-        for i in np.flatnonzero(~common).tolist():
+        for i in np.flatnonzero(~common | (hashed & cut)).tolist():
             o, c = int(ch.data[fresh + i]), int(ch.caplen[fresh + i])
             got = _payload(
                 sel._dec, bytes(ch.buf[o : o + c]), int(ch.origlen[fresh + i]), int(lt[i]), hashed[i]
