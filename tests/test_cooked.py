@@ -207,3 +207,17 @@ def test_records_cut_within_the_cooked_header(linktype, tmp_path):
             sent = pkttype == PACKET_OUTGOING and cut >= type_end
             assert inp["skipped"] == {"outgoing" if sent else "snaplen_cut": 2}
             assert inp["duration_ns"] == (11_000 if sent else 25_000)
+
+
+def test_an_interface_named_in_a_cooked_v1_capture(tmp_path):
+    """newcomer37: a Linux cooked v1 capture carries no ifindex, so it holds one interface, which no --interface
+    names: the error says so in the words of any other capture of one interface (capture/interfaces.py ``plan``)."""
+    from click.testing import CliRunner
+
+    from gro_replay.cli import main
+
+    path = tmp_path / "any.pcap"
+    _write(path, "pcap", DLT_LINUX_SLL, [(ts, c, len(c)) for ts, f in _frames(3) for c in [_cooked(113, f)]])
+    r = CliRunner().invoke(main, [str(path), "--interface", "0", "-q"])
+    assert r.exit_code == 2
+    assert r.output.strip().endswith(f"{path}: --interface 0: the capture holds one interface")

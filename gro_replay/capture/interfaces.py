@@ -361,9 +361,14 @@ class Selection:
         return frozenset(k[0] for k in self.by_key if k[1] is None and k[0] in ifindexes)
 
     def _no_such(self, want: str) -> CaptureError:
-        """The error for ``--interface want`` naming none of the interfaces; a number that is the pcapng interface
-        id of an ``-i any`` capture (whose packets carry ifindexes, which a number selects: ``matches``) says so
-        and names the ifindexes."""
+        """The error for ``--interface want`` naming none of the interfaces (a capture of one interface that has no
+        name, Linux cooked v1: in ``plan``'s words); a number that is the pcapng interface id of an ``-i any``
+        capture (whose packets carry ifindexes, which a number selects: ``matches``) says so and names the
+        ifindexes."""
+        if list(self.by_key) == [(None, None)]:  # Linux cooked v1 (no ifindex): one interface, as plan says
+            return CaptureError(
+                f"{self.path}: --interface {shortened(want, 40)}: the capture holds one interface"
+            )
         names = "; ".join(self._labels(self.by_key)) or "none"
         hint = ""
         number = selector_number(want.removeprefix("index="))
