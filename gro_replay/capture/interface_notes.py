@@ -74,12 +74,7 @@ def interface_notes(
                 + f": --interface {st.select(ambiguous)} replays it instead"
                 f"{cut_words(st.left_out, st.tunnel_cut)})"
             )
-    rep = [f"{st.repeats:,} on {lab[k]}" for k, st in others if st.repeats]
-    if rep:
-        text += (
-            f"; the same tunnel frames twice: {', '.join(rep)} repeat {replayed}'s (a bond or bridge sees "
-            "the frames its port received: GRO ran once, on the port's NAPI; counted once)"
-        )
+    text += _repeat_words(others, lab, replayed, ambiguous)
     dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
     if dup:
         text += (
@@ -87,6 +82,29 @@ def interface_notes(
             "(decapsulated copies, which never reach the physical device's NAPI)"
         )
     return [text]
+
+
+def _repeat_words(others: list, lab: dict, replayed: str, ambiguous: frozenset[int]) -> str:
+    """The note's clauses on the tunnel frames of the interfaces not replayed (``others``: (key, InterfaceStats))
+    that repeat the replayed ones (``replayed``: their labels): read after them, a bond or bridge above the replayed
+    device; read before them (``InterfaceStats.repeats_first``), the port whose NAPI ran GRO, which ``--interface``
+    replays instead. "" when none repeats."""
+    text = ""
+    rep = [f"{n:,} on {lab[k]}" for k, st in others if (n := st.repeats - st.repeats_first)]
+    if rep:
+        text += (
+            f"; the same tunnel frames twice: {', '.join(rep)} repeat {replayed}'s, read after them (a bond or "
+            f"bridge above {replayed} sees the frames its port received: GRO ran once, on the port's NAPI; counted "
+            "once)"
+        )
+    for k, st in others:
+        if st.repeats_first:
+            text += (
+                f"; the same tunnel frames twice: {st.repeats_first:,} on {lab[k]} repeat {replayed}'s, read "
+                f"before them ({lab[k]} saw them first: the port of a bond or bridge {replayed}, whose NAPI ran GRO "
+                f"on them, not {replayed}'s: --interface {st.select(ambiguous)} replays them there)"
+            )
+    return text
 
 
 #: what the frames of an unnamed interface of another section may be (``InterfaceStats.may_be_replayed``)

@@ -47,6 +47,9 @@ class InterfaceStats:
     copies: int = 0
     #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices
     repeats: int = 0
+    #: of ``repeats``, those read before the replayed frame they equal: this interface's tap saw the frame first
+    #: (a bond's or bridge's port, under the replayed device: GRO ran on this one's NAPI)
+    repeats_first: int = 0
 
     @property
     def left_out(self) -> int:
@@ -130,6 +133,7 @@ class InterfaceStats:
             "copies_of_tunnel_payload": self.copies,
             "replayed": replayed,
             "tunnel_frames_repeated": self.repeats,
+            "tunnel_frames_repeated_first": self.repeats_first,
             "tunnel_frames_left_out": 0 if replayed else self.left_out,
             "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
             "select": f"--interface {self.select(ambiguous)}",
