@@ -210,14 +210,19 @@ def test_records_cut_within_the_cooked_header(linktype, tmp_path):
 
 
 def test_an_interface_named_in_a_cooked_v1_capture(tmp_path):
-    """newcomer37: a Linux cooked v1 capture carries no ifindex, so it holds one interface, which no --interface
-    names: the error says so in the words of any other capture of one interface (capture/interfaces.py ``plan``)."""
+    """newcomer37, breaker58: a Linux cooked v1 capture carries no ifindex and its file no interface, so no
+    --interface names anything in it, with records or without: a one-line error that says so (capture/interfaces.py
+    ``plan``), before any record is read."""
     from click.testing import CliRunner
 
     from gro_replay.cli import main
 
-    path = tmp_path / "any.pcap"
-    _write(path, "pcap", DLT_LINUX_SLL, [(ts, c, len(c)) for ts, f in _frames(3) for c in [_cooked(113, f)]])
-    r = CliRunner().invoke(main, [str(path), "--interface", "0", "-q"])
-    assert r.exit_code == 2
-    assert r.output.strip().endswith(f"{path}: --interface 0: the capture holds one interface")
+    for name, recs in (("any.pcap", _frames(3)), ("empty.pcap", [])):
+        path = tmp_path / name
+        _write(path, "pcap", DLT_LINUX_SLL, [(ts, c, len(c)) for ts, f in recs for c in [_cooked(113, f)]])
+        r = CliRunner().invoke(main, [str(path), "--interface", "0", "-q"])
+        assert r.exit_code == 2
+        assert r.output.strip().endswith(
+            f"{path}: --interface 0: a Linux cooked v1 capture names no interface (its packets carry no ifindex; a "
+            "LINUX_SLL2 capture's do: tcpdump -i any -y LINUX_SLL2)"
+        )

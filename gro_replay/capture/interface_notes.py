@@ -86,23 +86,27 @@ def interface_notes(
 
 def _repeat_words(others: list, lab: dict, replayed: str, ambiguous: frozenset[int]) -> str:
     """The note's clauses on the tunnel frames of the interfaces not replayed (``others``: (key, InterfaceStats))
-    that repeat the replayed ones (``replayed``: their labels): read after them, a bond or bridge above the replayed
-    device; read before them (``InterfaceStats.repeats_first``), the port whose NAPI ran GRO, which ``--interface``
-    replays instead. "" when none repeats."""
+    that repeat the replayed ones (``replayed``: their labels), with the order the capture read the two views in
+    (``InterfaceStats.repeats_first``: the other view first). A port's tap runs before its master's
+    (``__netif_receive_skb_core`` delivers to the taps, then the port's rx_handler hands the skb to the bond or
+    bridge for another round), so a view read first throughout is the port's, where GRO ran; the capture's order
+    may not follow that (several CPUs' buffers, timestamps), so it is said as read, and ``--interface`` advised only
+    where every repeat was read first. "" when none repeats."""
     text = ""
-    rep = [f"{n:,} on {lab[k]}" for k, st in others if (n := st.repeats - st.repeats_first)]
-    if rep:
-        text += (
-            f"; the same tunnel frames twice: {', '.join(rep)} repeat {replayed}'s, read after them (a bond or "
-            f"bridge above {replayed} sees the frames its port received: GRO ran once, on the port's NAPI; counted "
-            "once)"
-        )
     for k, st in others:
-        if st.repeats_first:
+        if not st.repeats:
+            continue
+        first, after = st.repeats_first, st.repeats - st.repeats_first
+        head = f"; the same tunnel frames twice: {st.repeats:,} on {lab[k]} repeat {replayed}'s"
+        why = "a bond or bridge and its port: GRO ran once, on the port's NAPI, whose tap reads a frame first"
+        if not first:
+            text += f"{head}, read after them ({why}; counted once)"
+        elif not after:
+            text += f"{head}, read before them ({why}: --interface {st.select(ambiguous)} replays that view)"
+        else:
             text += (
-                f"; the same tunnel frames twice: {st.repeats_first:,} on {lab[k]} repeat {replayed}'s, read "
-                f"before them ({lab[k]} saw them first: the port of a bond or bridge {replayed}, whose NAPI ran GRO "
-                f"on them, not {replayed}'s: --interface {st.select(ambiguous)} replays them there)"
+                f"{head}, {first:,} read before them and {after:,} after ({why}; in this capture the order does "
+                "not say which view is the port's)"
             )
     return text
 

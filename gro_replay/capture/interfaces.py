@@ -362,14 +362,9 @@ class Selection:
         return frozenset(k[0] for k in self.by_key if k[1] is None and k[0] in ifindexes)
 
     def _no_such(self, want: str) -> CaptureError:
-        """The error for ``--interface want`` naming none of the interfaces (a capture of one interface that has no
-        name, Linux cooked v1: in ``plan``'s words); a number that is the pcapng interface id of an ``-i any``
-        capture (whose packets carry ifindexes, which a number selects: ``matches``) says so and names the
-        ifindexes."""
-        if list(self.by_key) == [(None, None)]:  # Linux cooked v1 (no ifindex): one interface, as plan says
-            return CaptureError(
-                f"{self.path}: --interface {shortened(want, 40)}: the capture holds one interface"
-            )
+        """The error for ``--interface want`` naming none of the interfaces; a number that is the pcapng interface
+        id of an ``-i any`` capture (whose packets carry ifindexes, which a number selects: ``matches``) says so
+        and names the ifindexes."""
         names = "; ".join(self._labels(self.by_key)) or "none"
         hint = ""
         number = selector_number(want.removeprefix("index="))
@@ -450,6 +445,12 @@ def plan(path: str, cap, decoder_factory, want: str | None, batch: bool = False)
         if want is not None:
             raise CaptureError(f"{path}: --interface {shortened(want, 40)}: the capture holds one interface")
         return sel
+    if want is not None and cap.format != "pcapng" and cap.linktype == DLT_LINUX_SLL:
+        # its records carry no ifindex and the file no interface: nothing a selector can name
+        raise CaptureError(
+            f"{path}: --interface {shortened(want, 40)}: a Linux cooked v1 capture names no interface (its "
+            "packets carry no ifindex; a LINUX_SLL2 capture's do: tcpdump -i any -y LINUX_SLL2)"
+        )
     if (
         cap.format == "pcapng"
         and not batch
