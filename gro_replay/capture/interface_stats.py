@@ -47,8 +47,8 @@ class InterfaceStats:
     copies: int = 0
     #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices
     repeats: int = 0
-    #: of ``repeats``, those read before the replayed frame they equal: this interface's tap saw the frame first
-    #: (a bond's or bridge's port, under the replayed device: GRO ran on this one's NAPI)
+    #: of ``repeats``, those read before the replayed frame they equal (a port's tap runs before its bond's or
+    #: bridge's: a view read first throughout is the port's, where GRO ran; interface_notes.py ``_repeat_words``)
     repeats_first: int = 0
 
     @property

@@ -372,8 +372,8 @@ class FlowTracking:
 def _count_read(inp: Any, ch: Any, a: int, b: int) -> None:
     """Records [a, b) of block ``ch`` read (``FlowTracking._account``): frames, bytes (a Linux cooked record's
     whole: capture/cooked.py ``RecordChunk.shrunk``, and those of them read as Ethernet frames and not another
-    interface's in ``cooked_frames``) and the span of their times, but a record the capturing host sent (``RecordChunk.sent``: no
-    arrival, as sim/skipped.py ``received_frame`` reads it)."""
+    interface's in ``cooked_frames``) and the span of their times, but a record the capturing host sent
+    (``RecordChunk.sent``: no arrival, as sim/skipped.py ``received_frame`` reads it)."""
     inp.frames_read += b - a
     inp.bytes_read += int(ch.caplen[a:b].sum())
     if ch.shrunk is not None:
