@@ -85,30 +85,21 @@ def interface_notes(
 
 
 def _repeat_words(others: list, lab: dict, replayed: str, ambiguous: frozenset[int]) -> str:
-    """The note's clauses on the tunnel frames of the interfaces not replayed (``others``: (key, InterfaceStats))
-    that repeat the replayed ones (``replayed``: their labels), with the order the capture read the two views in
-    (``InterfaceStats.repeats_first``: the other view first). A port's tap runs before its master's
-    (``__netif_receive_skb_core`` delivers to the taps, then the port's rx_handler hands the skb to the bond or
-    bridge for another round), so a view read first throughout is the port's, where GRO ran; the capture's order
-    may not follow that (several CPUs' buffers, timestamps), so it is said as read, and ``--interface`` advised only
-    where every repeat was read first. "" when none repeats."""
-    text = ""
-    for k, st in others:
-        if not st.repeats:
-            continue
-        first, after = st.repeats_first, st.repeats - st.repeats_first
-        head = f"; the same tunnel frames twice: {st.repeats:,} on {lab[k]} repeat {replayed}'s"
-        why = "a bond or bridge and its port: GRO ran once, on the port's NAPI, whose tap reads a frame first"
-        if not first:
-            text += f"{head}, read after them ({why}; counted once)"
-        elif not after:
-            text += f"{head}, read before them ({why}: --interface {st.select(ambiguous)} replays that view)"
-        else:
-            text += (
-                f"{head}, {first:,} read before them and {after:,} after ({why}; in this capture the order does "
-                "not say which view is the port's)"
-            )
-    return text
+    """The note's clause on the tunnel frames of the interfaces not replayed (``others``: (key, InterfaceStats))
+    that repeat the replayed ones (``replayed``: their labels): two views of one device's frames, a bond or bridge
+    and its port, replayed once. Which view is the port's the capture does not say for sure (a port's tap runs
+    before its master's, but a file's order of records with equal times, or from several CPUs' buffers, need not
+    follow it): no view is called the port, and each is named with the ``--interface`` that replays it. "" when
+    none repeats."""
+    rep = [(k, st) for k, st in others if st.repeats]
+    if not rep:
+        return ""
+    views = ", ".join(f"{st.repeats:,} on {lab[k]} (--interface {st.select(ambiguous)})" for k, st in rep)
+    return (
+        f"; the same tunnel frames twice: {views} are also {replayed}'s (two views of one device's frames, a bond or "
+        "bridge and its port: GRO ran once, on the port's NAPI; counted once; --interface replays another view "
+        "instead)"
+    )
 
 
 #: what the frames of an unnamed interface of another section may be (``InterfaceStats.may_be_replayed``)

@@ -47,9 +47,6 @@ class InterfaceStats:
     copies: int = 0
     #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices
     repeats: int = 0
-    #: of ``repeats``, those read before the replayed frame they equal (a port's tap runs before its bond's or
-    #: bridge's: a view read first throughout is the port's, where GRO ran; interface_notes.py ``_repeat_words``)
-    repeats_first: int = 0
 
     @property
     def left_out(self) -> int:
@@ -133,7 +130,6 @@ class InterfaceStats:
             "copies_of_tunnel_payload": self.copies,
             "replayed": replayed,
             "tunnel_frames_repeated": self.repeats,
-            "tunnel_frames_repeated_first": self.repeats_first,
             "tunnel_frames_left_out": 0 if replayed else self.left_out,
             "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
             "select": f"--interface {self.select(ambiguous)}",

@@ -280,7 +280,6 @@ class Selection:
                 matched = left.match(h)
                 for other in matched:
                     self.by_key[other].repeats += 1
-                    self.by_key[other].repeats_first += 1
                 inner.replayed(h, matched)
             elif h is not None and h in inner:
                 st.copies += 1
