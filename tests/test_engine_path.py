@@ -267,18 +267,12 @@ def test_a_classic_pcap_of_another_link_type(runner, tmp_path):
 def test_a_classic_pcap_of_linux_cooked_frames_takes_the_batch_path(runner, tmp_path, linktype):
     # LINUX_SLL (113) and LINUX_SLL2 (276), as tcpdump -i any writes them: read as the Ethernet frames l2_normalize
     # makes of them (capture/cooked.py), on the batch path, polled as the Ethernet capture is
-    import struct
+    from test_cooked import _cooked
 
     path = tmp_path / "any.pcap"
     with PcapWriter(path, linktype=linktype) as w:
         for ts, f in synth_frames(BURSTS):
-            proto, mac = struct.unpack_from("!H", f, 12)[0], f[6:12] + bytes(2)
-            head = (
-                struct.pack("!HHH8sH", 0, 1, 6, mac, proto)
-                if linktype == 113
-                else struct.pack("!HHIHBB8s", proto, 0, 2, 1, 0, 6, mac)
-            )
-            w.write(ts, head + f[14:])
+            w.write(ts, _cooked(linktype, f))
     doc = _json(runner, path)
     assert doc["input"]["frames_replayed"] == BURSTS.frames
     assert doc["engine"]["path"] == "batch" and doc["engine"]["polls"] == BURST_POLLS

@@ -79,9 +79,7 @@ def as_ethernet(
     sent = np.zeros(len(ch), bool)
     picked = []  # (records, their Ethernet headers, header length)
     for linktype, hl in COOKED_HEADER_LEN.items():
-        cooked = lt == linktype
-        if ch.skip is not None:
-            cooked &= ~ch.skip
+        cooked = lt == linktype  # every interface's (selected after: capture/interface_chunks.py)
         # a record cut within its cooked header: what its packet type says (``sent_by_host`` reads it from a
         # part), one by one (such records are rare); it is not rewritten
         for r in np.flatnonzero(cooked & (ch.caplen < hl)).tolist():

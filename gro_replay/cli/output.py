@@ -363,9 +363,8 @@ def start_progress(quiet: bool, path: str | None = None):
 
     total = input_size(path) if path is not None else None
     console = verbatim_console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")) or None)
-    if (
-        console.is_dumb_terminal
-    ):  # TERM=dumb: no display, nor a blank line where it would have been (breaker54)
+    # TERM=dumb: no display, nor a blank line where it would have been (breaker54)
+    if console.is_dumb_terminal:
         return None, None
     prog = progress_display(console)
     task = prog.add_task("replaying", total=total, frames=0)  # its clock runs from now: elapsed, rate

@@ -165,8 +165,8 @@ class KernelModel:
 
     def describe(self) -> dict:
         """The JSON ``config.kernels[]`` entry: name, release, upstream base, backports (each with its stable commit
-        and first point release), the modelled commits whose backports were not read, notes, the switches (``switches``: the model the simulation runs), and where
-        89e5c58fc1e2 comes from (``fix_89e5c58fc1e2``)."""
+        and first point release), the modelled commits whose backports were not read, notes, the switches
+        (``switches``: the model the simulation runs), and where 89e5c58fc1e2 comes from (``fix_89e5c58fc1e2``)."""
         fix = FIX_COMMIT
         bp = self.stable_backport(fix)
         return {
