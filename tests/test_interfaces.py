@@ -72,6 +72,38 @@ def test_tcpdump_any_replays_the_tunnel_interface_and_warns(runner, sll2):
     assert "note: the capture holds 2 interfaces" in r.stdout
 
 
+def test_diff_of_two_interfaces_names_each_and_no_skb_is_no_mean(runner, sll2, tmp_path):
+    """``diff`` of the capture's default replay (ifindex 2, the tunnel frames) against ``--interface 5`` (the
+    decapsulated copies, plain TCP: no tunnel device sees them) names the interface each document replayed
+    (newcomer37: the note said ``config interface: null → "5"``), and the tunnel stage that delivers no skb in the
+    current has no segments per skb: "–" and "no skb", as the replay's table prints it, not a mean of 0.00. The
+    baseline's gro_cells merges the burst of 20 (1 µs apart, one poll) into one skb in both kernels (pre-fix from
+    the 20 phys skbs the gate refused, post-fix the phys aggregate passed on whole)."""
+    docs = []
+    for name, opts in (("base", []), ("cur", ["--interface", "5"])):
+        docs.append(tmp_path / f"{name}.json")
+        docs[-1].write_text(json.dumps(_json(runner, sll2, *opts)))
+    r = runner.invoke(main, ["diff", *map(str, docs), "--format", "markdown"])
+    assert r.exit_code == 1, r.output
+    assert (
+        "- note: interface replayed: ifindex 2 (by default) → ifindex 5 (--interface 5): other records of the "
+        "capture, so a change between the documents may be theirs, not the kernel's"
+    ) in r.stdout
+    assert "config interface" not in r.stdout
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| segments / skb | tunnel")]
+    assert (
+        rows
+        == ["| segments / skb | tunnel gro_cells | 20.00 | – | -20.00 | not delivered in current ❌ |"] * 2
+    )
+    assert "- pre-fix, tunnel gro_cells: segments / skb 20.00 → no skb (-100.0%; allowed loss 0%)" in r.stdout
+    table = runner.invoke(main, ["diff", *map(str, docs)]).stdout
+    assert "note: interface replayed: ifindex 2 (by default) → ifindex 5 (--interface 5)" in table
+    cells = [
+        c for line in table.splitlines() if line.lstrip().startswith("segments / skb") for c in line.split()
+    ]
+    assert "–" in cells and "0.00" not in cells
+
+
 def test_interface_option_chooses_and_names_unknown_ones(runner, sll2):
     doc = _json(runner, sll2, "--interface", "5")
     assert doc["input"]["classes"] == {"not_tunnel": 20} and doc["input"]["skipped"] == {

@@ -21,7 +21,15 @@ import math
 from ...kernel.model import commit_of_switch, counted_switches, shared_switches_text
 from ...project import plain_number
 from ..stats import SCHEMA_VERSION, STAGES
-from .inputs import _digest_advice, digest_why, input_words, inputs_words, same_input, unknown_why
+from .inputs import (
+    _digest_advice,
+    digest_why,
+    input_words,
+    inputs_words,
+    interface_note,
+    same_input,
+    unknown_why,
+)
 from .metrics import (
     CHECKABLE,
     DEFAULT_METRICS,
@@ -87,7 +95,12 @@ def _changes(base, cur, key: str) -> list[str]:
 def _config_notes(base: dict, cur: dict) -> list[str]:
     bc = {k: v for k, v in base.get("config", {}).items() if k != "kernels"}
     cc = {k: v for k, v in cur.get("config", {}).items() if k != "kernels"}
-    notes = _changes(bc, cc, "")
+    interface = interface_note(base, cur)
+    if interface is not None:
+        # said by the interfaces replayed, not as ``config interface: null → "bond0"``
+        bc.pop("interface", None)
+        cc.pop("interface", None)
+    notes = _changes(bc, cc, "") + ([interface] if interface else [])
     if base.get("backend") != cur.get("backend"):
         notes.append(f"backend: {base.get('backend')} → {cur.get('backend')}")
     return notes + _kernel_model_notes(base, cur)

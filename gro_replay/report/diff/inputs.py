@@ -120,3 +120,35 @@ def _digest_advice(bi: dict | None, ci: dict | None) -> str:
     return (
         f"if both are of one capture, replay it with --digest {next(iter(bd))} for the current document, or "
     )
+
+
+def replayed_view(doc: dict) -> tuple[str, str] | None:
+    """Which interfaces of its capture a document replayed and how they were chosen: ("interface 1 (bond0)",
+    "--interface bond0") or ("interface 0 (eth0)", "by default") (``input.interfaces[]``, the entries marked
+    ``replayed``; ``config.interface``, the option given); None when the document lists no interface replayed (a
+    capture of one, or an older document)."""
+    listed = (doc.get("input") or {}).get("interfaces")
+    names = [
+        str(e.get("interface"))
+        for e in (listed if isinstance(listed, list) else [])
+        if isinstance(e, dict) and e.get("replayed") is True
+    ]
+    if not names:
+        return None
+    chosen = (doc.get("config") or {}).get("interface")
+    return " and ".join(names), "by default" if chosen is None else f"--interface {chosen}"
+
+
+def interface_note(base: dict, cur: dict) -> str | None:
+    """The note of two documents that replayed other interfaces of their capture (``replayed_view``): "interface
+    replayed: interface 0 (eth0) (by default) → interface 1 (bond0) (--interface bond0): other records of the
+    capture, so a change between the documents may be theirs, not the kernel's"; None when both replayed the same
+    ones or either lists none (newcomer37: the note said ``config interface: null → "bond0"``, not naming the
+    baseline's interface)."""
+    b, c = replayed_view(base), replayed_view(cur)
+    if b is None or c is None or b[0] == c[0]:
+        return None
+    return (
+        f"interface replayed: {b[0]} ({b[1]}) → {c[0]} ({c[1]}): other records of the capture, so a change between "
+        "the documents may be theirs, not the kernel's"
+    )

@@ -12,11 +12,19 @@ from .inputs import input_words, inputs_words, same_input
 from .load import document_name
 from .metrics import METRICS, loss_digits, loss_pct
 
-
 # -- rendering ----------------------------------------------------------------------------------------------------------
-def fmt_value(v) -> str:
+#: the ratios, whose value is 0 only where no skb was delivered (``metrics.ratio``): shown "–", as the replay's
+#: table shows a stage without skbs, never as a mean of 0.00 segments (newcomer37)
+_RATIOS = ("segs_per_skb", "flow_segs_per_skb")
+
+
+def fmt_value(v, metric: str | None = None, none: str = "–") -> str:
+    """A compared value: "n/a" for None, a float to two decimals, an int with separators; a ratio ``metric``'s 0
+    (no skb delivered) as ``none``."""
     if v is None:
         return "n/a"
+    if metric in _RATIOS and not v:
+        return none
     if isinstance(v, float):
         return f"{v:,.2f}"
     return f"{v:,}"
@@ -50,7 +58,7 @@ def loss_change(metric: str, loss: float, limit: float) -> str:
 def _pair(c: dict) -> str:
     """A ratio cell's "baseline → current", each "n/a" where there is none (a flow whose frames all went up in
     other flows' skbs has no segments per skb of its own)."""
-    return f"{fmt_value(c['baseline'])} → {fmt_value(c['current'])}"
+    return f"{fmt_value(c['baseline'], 'flow_segs_per_skb')} → {fmt_value(c['current'], 'flow_segs_per_skb')}"
 
 
 def fmt_change(pct) -> str:
@@ -71,7 +79,8 @@ def observed_sentence(cmp: dict) -> str:
     loss = _loss_text(w, limit, bool(cmp["regressions"]))
     return (
         f"observed: largest loss {loss} ({w['kernel']}, {STAGE_TITLES[w['stage']]}{flow}: "
-        f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'])} → {fmt_value(w['current'])}); "
+        f"{m.label.replace(' (per flow)', '')} {fmt_value(w['baseline'], m.name, 'no skb')} → "
+        f"{fmt_value(w['current'], m.name, 'no skb')}); "
         f"allowed loss {limit_text(limit)}"
     )
 
@@ -83,7 +92,8 @@ def regression_sentence(r: dict, limit: float) -> str:
     what = m.label.replace(" (per flow)", "")
     flow = f", flow {r['flow']}" if r["flow"] else ""
     return (
-        f"{where}{flow}: {what} {fmt_value(r['baseline'])} → {fmt_value(r['current'])} "
+        f"{where}{flow}: {what} {fmt_value(r['baseline'], m.name, 'no skb')} → "
+        f"{fmt_value(r['current'], m.name, 'no skb')} "
         f"({fmt_change(None) if r['loss_pct'] is None else loss_change(r['metric'], r['loss_pct'], limit)}; "
         f"allowed loss {limit_text(limit)})"
     )
@@ -155,16 +165,25 @@ def _changed_flows(k: dict) -> list[dict]:
     return sorted(rows, key=rank)
 
 
-def _flow_change(sk: dict, ra: dict, limit: float | None = None) -> str:
-    """A changed flow's change at one stage (``sk``: its skbs cell, ``ra``: its segments-per-skb cell): "delivered in
-    current only" when it had no skb there in the baseline and has some now, "not delivered in current" for the
-    reverse (a flow whose frames went up in other flows' skbs has n/a segments per skb, not 0: it was delivered,
-    and its change is that cell's), else the segments-per-skb change."""
+def _flow_change(sk: dict, ra: dict, limit: float | None = None, metric: str = "flow_segs_per_skb") -> str:
+    """A changed flow's change at one stage (``sk``: its skbs cell, ``ra``: its segments-per-skb cell, of
+    ``metric``): "delivered in current only" when it had no skb there in the baseline and has some now, "not
+    delivered in current" for the reverse (a flow whose frames went up in other flows' skbs has n/a segments per
+    skb, not 0: it was delivered, and its change is that cell's), else the segments-per-skb change."""
     if ra["baseline"] is not None and not sk["baseline"] and sk["current"]:
         return "delivered in current only"
     if ra["current"] is not None and sk["baseline"] and not sk["current"]:
         return "not delivered in current"
-    return _cell_change(ra, "flow_segs_per_skb", limit)
+    return _cell_change(ra, metric, limit)
+
+
+def _stage_change(stage: dict, name: str, limit: float | None) -> str:
+    """The change of a stage's ``name`` cell (``stage``: a ``comparison.kernels[].stages`` entry): segments per skb
+    where the stage delivered skbs in one document only as a flow's reads (``_flow_change``), else
+    ``_cell_change``."""
+    if name == "segs_per_skb":
+        return _flow_change(stage["skbs"], stage[name], limit, name)
+    return _cell_change(stage[name], name, limit)
 
 
 #: flows named in an "only in" line; the others are counted
@@ -225,8 +244,9 @@ def render_markdown(cmp: dict) -> str:
                 c = k["stages"][s][name]
                 flag = " ❌" if c["regression"] else ""
                 lines.append(
-                    f"| {METRICS[name].label} | {STAGE_TITLES[s]} | {fmt_value(c['baseline'])} | "
-                    f"{fmt_value(c['current'])} | {fmt_delta(c['delta'])} | {_cell_change(c, name, limit)}{flag} |"
+                    f"| {METRICS[name].label} | {STAGE_TITLES[s]} | {fmt_value(c['baseline'], name)} | "
+                    f"{fmt_value(c['current'], name)} | {fmt_delta(c['delta'])} | "
+                    f"{_stage_change(k['stages'][s], name, limit)}{flag} |"
                 )
         changed = _changed_flows(k)
         unchanged = len(k["flows"]) - len(changed)
@@ -281,8 +301,8 @@ def _stage_table(k: dict, no_wrap: bool, limit: float | None = None):
             c = k["stages"][s][name]
             style = "bold red" if c["regression"] else ("dim" if not c["delta"] else "")
             row += [
-                fmt_value(c["baseline"]),
-                fmt_value(c["current"]),
+                fmt_value(c["baseline"], name),
+                fmt_value(c["current"], name),
                 verbatim(
                     "n/a"
                     if c["delta"] is None
