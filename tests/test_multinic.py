@@ -364,6 +364,60 @@ def test_each_replayed_frame_matches_one_frame_per_interface_in_any_order(tmp_pa
     )
 
 
+def _also(doc: dict) -> list:
+    return [(i["interface"], i["tunnel_frames_left_out_also"]) for i in doc["input"]["interfaces"]]
+
+
+@pytest.mark.parametrize("window", [interfaces.COPY_WINDOW, 2])
+@pytest.mark.parametrize("order", ["slave-first", "bond-first"])
+def test_two_slaves_of_a_bond_left_out_are_counted_once(tmp_path, monkeypatch, order, window):
+    """eth0 and eth1, two slaves of bond0, receive flow 0 and flow 1; bond0 sees every frame again (the module
+    docstring's tap order: a slave, then its bond). eth0 is replayed: bond0's 10 frames of eth1 are left out and so
+    are eth1's, the same 10 frames on two views (breaker58: said as 10 and 10 left out, 20 frames of other devices).
+    The view read second is said to be the first's too (``tunnel_frames_left_out_also``), whichever order the file
+    holds them in and whether the payload window keeps them to the end or pushes them out after 2 newer hashes
+    (``window``): eth1's traffic is one device's, merged by its own NAPI."""
+    monkeypatch.setattr(interfaces, "COPY_WINDOW", window)
+    path = tmp_path / f"two-slaves-{order}-{window}.pcapng"
+    with PcapngWriter(path, [("eth0", ""), ("eth1", ""), ("bond0", "")]) as w:
+        for j, (ts, f) in enumerate(_FRAMES):
+            for iface in (j % 2, 2) if order == "slave-first" else (2, j % 2):
+                w.write(ts, f, iface=iface)
+    doc = _docs(path, tmp_path, "--interface", "eth0")
+    eth0, eth1, bond0 = "interface 0 (eth0)", "interface 1 (eth1)", "interface 2 (bond0)"
+    first, second = (eth1, bond0) if order == "slave-first" else (bond0, eth1)
+    rows = {
+        eth0: (eth0, 10, 10, 0, 0, 0, True),
+        eth1: (eth1, 10, 10, 0, 10, 0, False),
+        bond0: (
+            bond0,
+            20,
+            20,
+            10,
+            10,
+            0,
+            False,
+        ),  # eth0's 10 repeat the replayed ones; eth1's 10 are left out
+    }
+    listed = [eth0, bond0, eth1] if order == "slave-first" else [bond0, eth0, eth1]  # by first frame
+    assert _rows(doc) == [rows[i] for i in listed]
+    assert _also(doc) == [(i, {first: 10} if i == second else {}) for i in listed]
+    assert _stages(doc) == _ONE_FLOW
+    (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
+    assert (
+        f"the same tunnel frames twice among those left out: 10 on {second} are also {first}'s (two views of one "
+        "device's frames, a bond or bridge and its port: one device's traffic, not two)"
+    ) in note
+    left = {
+        eth1: f"10 on {eth1} (--interface eth1 replays them{'; all also on ' + bond0 if second == eth1 else ''})",
+        bond0: f"10 on {bond0} (--interface bond0 replays them{'; all also on ' + eth1 if second == bond0 else ''})",
+    }
+    assert doc["verdict"]["text"].endswith(
+        f"Only {eth0} was replayed: tunnel frames of another device, which its own NAPI merges, are in no count "
+        f"here: {'; '.join(left[i] for i in listed if i != eth0)}."
+    )
+
+
 def test_unnamed_interfaces_of_two_sections_may_be_one_device_joined_with_cat(tmp_path):
     """Two pcapng files of one device, with no if_name (as editcap -F pcapng writes them), joined with cat: a
     section each, interface 0 and interface 1 of the file. Nothing in them tells one device from two, so the note

@@ -74,6 +74,7 @@ def interface_notes(
                 + f": --interface {st.select(ambiguous)} replays it instead"
                 f"{cut_words(st.left_out, st.tunnel_cut)})"
             )
+    text += _shared_words(others, lab)
     text += _repeat_words(others, lab, replayed, ambiguous)
     dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
     if dup:
@@ -82,6 +83,22 @@ def interface_notes(
             "(decapsulated copies, which never reach the physical device's NAPI)"
         )
     return [text]
+
+
+def _shared_words(others: list, lab: dict) -> str:
+    """The note's clause on tunnel frames left out on one interface that another left-out interface read first
+    (``InterfaceStats.also``: a bond over two slaves, the one not replayed seen twice): "" when none."""
+    views = [
+        f"{n:,} on {lab[k]} {'is' if n == 1 else 'are'} also {lab[first]}'s"
+        for k, st in others
+        for first, n in st.also.items()
+    ]
+    if not views:
+        return ""
+    return (
+        f"; the same tunnel frames twice among those left out: {', '.join(views)} (two views of one device's "
+        "frames, a bond or bridge and its port: one device's traffic, not two)"
+    )
 
 
 def _repeat_words(others: list, lab: dict, replayed: str, ambiguous: frozenset[int]) -> str:

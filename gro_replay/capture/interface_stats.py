@@ -6,7 +6,7 @@ repeats of replayed tunnel frames, decapsulated copies), its label in notes and 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .reader import DLT_LINUX_SLL2
 
@@ -47,6 +47,9 @@ class InterfaceStats:
     copies: int = 0
     #: tunnel frames (of an interface not replayed) equal to a replayed one: the same frame seen on two devices
     repeats: int = 0
+    #: of the tunnel frames left out, those equal to left-out ones another interface read first (key → frames: one
+    #: frame of each matched, as ``repeats`` are): the second slave of a bond seen again on the bond
+    also: dict = field(default_factory=dict)
 
     @property
     def left_out(self) -> int:
@@ -116,9 +119,12 @@ class InterfaceStats:
         interfaces: int = 1,
         ambiguous: frozenset[int] = frozenset(),
         kept: list[InterfaceStats] | None = None,
+        labels: dict | None = None,
     ) -> dict:
         """The interface's row of the JSON document's ``input.interfaces``; ``kept``: the replayed interfaces, for
-        ``may_be_replayed_device`` (``may_be_replayed``) of an interface left out."""
+        ``may_be_replayed_device`` (``may_be_replayed``) of an interface left out; ``labels``: key → label of the
+        interfaces ``also`` names (``tunnel_frames_left_out_also``: label → frames)."""
+        labels = labels or {}
         return {
             "interface": self.label(sections, interfaces),
             "linktype": self.linktype,
@@ -132,6 +138,9 @@ class InterfaceStats:
             "tunnel_frames_repeated": self.repeats,
             "tunnel_frames_left_out": 0 if replayed else self.left_out,
             "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
+            "tunnel_frames_left_out_also": {}
+            if replayed
+            else {labels.get(k, str(k)): n for k, n in self.also.items()},
             "select": f"--interface {self.select(ambiguous)}",
             "may_be_replayed_device": not replayed and self.may_be_replayed(kept or []),
         }

@@ -200,13 +200,22 @@ class Selection:
         # the replayed tunnel frames' inner payload hashes; the left-out ones' with their interface (a repeat of
         # one may be replayed later)
         self._inner = Replayed(COPY_WINDOW)
-        self._left = Views(COPY_WINDOW)
+        self._left = Views(COPY_WINDOW, self._shared)
         self._index = 0
         self._held = 0
         self._held_bytes = 0
         self._held_count = {}
         self._held_first = {}
         self.time_order = TimeOrder()
+
+    def _shared(self, seen: dict) -> None:
+        """Frames of one payload left out on several interfaces (``Views``: ``seen``, key → frames, in order of
+        first read) that no replayed frame matched: each later interface's are also the first one's, one frame of
+        each matched (``InterfaceStats.also``)."""
+        first, *later = seen
+        for k in later:
+            also = self.by_key[k].also
+            also[first] = also.get(first, 0) + min(seen[k], seen[first])
 
     def _stats(self, cap, key: tuple, linktype: int) -> InterfaceStats:
         """The ``InterfaceStats`` of ``key``, added (in order of first frame) when new."""
@@ -311,6 +320,7 @@ class Selection:
             self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
         if self.decided and self.by_key:
             self.chosen = frozenset(k for k, st in self.by_key.items() if self.member(st))
+        self._left.settle()
         if self.devices() == 1:
             cooked = any(st.linktype in (DLT_LINUX_SLL, DLT_LINUX_SLL2) for st in self.by_key.values())
             self.unattributed_copies = sum(st.copies for st in self.by_key.values()) if cooked else 0
@@ -383,10 +393,6 @@ class Selection:
     def _labels(self, keys: Iterable) -> list[str]:
         return [self.by_key[k].label(self.sections, self.interfaces) for k in keys]
 
-    def left_out(self) -> int:
-        """Tunnel frames on interfaces not replayed that are not repeats of replayed ones (another device's)."""
-        return sum(st.left_out for k, st in self.by_key.items() if not self._replayed(k))
-
     def _replayed(self, k: tuple) -> bool:
         return self.chosen is None or k in self.chosen
 
@@ -404,8 +410,9 @@ class Selection:
     def as_list(self) -> list[dict]:
         amb = self.ambiguous()
         kept = [st for k, st in self.by_key.items() if self._replayed(k)]
+        labels = {k: st.label(self.sections, self.interfaces) for k, st in self.by_key.items()}
         return [
-            st.as_dict(self._replayed(k), self.sections, self.interfaces, amb, kept)
+            st.as_dict(self._replayed(k), self.sections, self.interfaces, amb, kept, labels)
             for k, st in self.by_key.items()
         ]
 

@@ -5,6 +5,7 @@ capture's size)."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 
@@ -33,7 +34,32 @@ class Recent:
 class Views(Recent):
     """The latest ``size`` payload hashes of left-out tunnel frames, each with the interfaces that read a frame of
     those bytes (a bond and a bridge above the slave: any number of views of one frame, read before the replayed
-    view). The value is one interface key (the common case: one view, one frame) or a dict key → frames."""
+    view). The value is one interface key (the common case: one view, one frame) or a dict key → frames.
+
+    ``shared`` is called with each dict of several interfaces that leaves the window unmatched (pushed out by newer
+    hashes, or at the stream's end: ``settle``): frames of one payload that no replayed frame matched, seen on
+    several interfaces left out (two slaves of one bond and the bond: the second slave's frames twice)."""
+
+    def __init__(self, size: int, shared: Callable[[dict], None] | None = None) -> None:
+        super().__init__(size)
+        self.shared = shared
+
+    def add(self, h: int, value: object = None) -> None:
+        d = self.d
+        d[h] = value
+        d.move_to_end(h)
+        if len(d) > self.size:
+            self._settled(d.popitem(last=False)[1])
+
+    def _settled(self, seen: object) -> None:
+        if self.shared is not None and isinstance(seen, dict) and len(seen) > 1:
+            self.shared(seen)
+
+    def settle(self) -> None:
+        """The stream ended: every hash left is of frames no replayed frame matched (``shared`` each)."""
+        for seen in self.d.values():
+            self._settled(seen)
+        self.d.clear()
 
     def note(self, h: int, key: tuple) -> None:
         """Interface ``key`` read a tunnel frame of hash ``h``."""

@@ -53,12 +53,15 @@ def left_out_text(inp) -> str:
     each = "; ".join(
         f"{r['tunnel_frames_left_out']:,} on {r['interface']} ({r['select']} replays "
         f"{'it' if r['tunnel_frames_left_out'] == 1 else 'them'}"
-        f"{cut_words(r['tunnel_frames_left_out'], r.get('tunnel_frames_left_out_cut', 0))})"
+        f"{cut_words(r['tunnel_frames_left_out'], r.get('tunnel_frames_left_out_cut', 0))}"
+        f"{_also_words(r)})"
         for r in out
     )
+    # an interface whose frames left out are all another's too (a bond over the slave left out) is no other device
+    devices = sum(r["tunnel_frames_left_out"] > sum(_also(r).values()) for r in out)
     who = (
         "another device, which its own NAPI merges"
-        if len(out) == 1
+        if devices <= 1
         else "other devices, which their own NAPIs merge"
     )
     if all(r.get("may_be_replayed_device") for r in out):  # capture/interface_stats.py ``may_be_replayed``
@@ -67,6 +70,21 @@ def left_out_text(inp) -> str:
             "captures)"
         )
     return f"Only {replayed} was replayed: tunnel frames of {who}, are in no count here: {each}."
+
+
+def _also(row: dict) -> dict:
+    """A row's ``tunnel_frames_left_out_also`` (label → frames), {} where the document has none."""
+    also = row.get("tunnel_frames_left_out_also")
+    return also if isinstance(also, dict) else {}
+
+
+def _also_words(row: dict) -> str:
+    """ "; all also on interface 1 (eth1)" / "; 4 also on …" for a row whose tunnel frames left out were read on
+    another interface left out first (capture/interfaces.py ``Selection._shared``): the same frames, counted there."""
+    n = row["tunnel_frames_left_out"]
+    return "".join(
+        f"; {'all' if k == n else f'{k:,}'} also on {label}" for label, k in _also(row).items() if k
+    )
 
 
 def fragments_sentence(n: int) -> str:
