@@ -184,8 +184,10 @@ def test_records_cut_within_the_cooked_header(linktype, tmp_path):
     """A record cut short within its cooked header (breaker56), first and last in the capture, 7 µs before and after
     12 frames 1 µs apart: sent by the capturing host it is ``outgoing`` and its time no arrival (sim/skipped.py
     received_frame: the span stays the 12 frames' 11 µs); received, it is ``snaplen_cut`` and its time counts
-    (25 µs); cut before the packet type is readable, it is received; an SLL2 record cut before its ifindex is
-    another interface's (no ifindex: capture/interface_stats.py interface_key). Every cut, both paths alike."""
+    (25 µs); cut before the packet type is readable, it is received; an SLL2 record cut before its ifindex is of no
+    known interface: no interface of the capture (it was listed as a second one and skipped as ``other_interface``),
+    replayed and so skipped as ``snaplen_cut`` (capture/interfaces.py ``Selection._stats``). Every cut, both paths
+    alike."""
     frames = _frames(12)
     hl = {DLT_LINUX_SLL: 16, DLT_LINUX_SLL2: 20}[linktype]
     type_end = {DLT_LINUX_SLL: 2, DLT_LINUX_SLL2: 11}[linktype]  # the packet type's last byte, plus one
@@ -201,9 +203,7 @@ def test_records_cut_within_the_cooked_header(linktype, tmp_path):
             want = _doc(str(path), ReplayConfig())
             assert want == _doc(str(path), ReplayConfig(fast_path=False))
             inp = json.loads(want)["input"]
-            if linktype == DLT_LINUX_SLL2 and cut < 8:  # no ifindex read: another interface's (interface_key)
-                assert inp["skipped"] == {"other_interface": 2} and inp["duration_ns"] == 25_000
-                continue
+            assert inp["interfaces"] == []  # one device: nothing to choose, no interface listed
             sent = pkttype == PACKET_OUTGOING and cut >= type_end
             assert inp["skipped"] == {"outgoing" if sent else "snaplen_cut": 2}
             assert inp["duration_ns"] == (11_000 if sent else 25_000)
@@ -226,3 +226,36 @@ def test_an_interface_named_in_a_cooked_v1_capture(tmp_path):
             f"{path}: --interface 0: a Linux cooked v1 capture names no interface (its packets carry no ifindex; a "
             "LINUX_SLL2 capture's do: tcpdump -i any -y LINUX_SLL2)"
         )
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+@pytest.mark.parametrize("want", [None, "5"])
+def test_a_record_cut_before_its_ifindex_is_no_interface(fmt, want, tmp_path):
+    """``tcpdump -i any`` of two devices, ifindex 2 and ifindex 5, each receiving one 12-frame VXLAN flow, and two
+    records cut before their ifindex (0 and 5 bytes of 20; one first, one among the frames): their interface is not
+    known, so they are no third interface ("the capture's interface", selected by "--interface None", the records
+    skipped as ``other_interface``: the finding) and choose nothing; they are replayed wherever they were received,
+    and so skipped as ``snaplen_cut``, whichever device is replayed, on both paths, from a file and a pipe."""
+    a, b = _frames(12), _frames(12, vni=200)
+    whole = _cooked(DLT_LINUX_SLL2, a[0][1])
+    recs = [(a[0][0] - 1000, whole[:0], len(whole))]
+    for (ts, f), (_, g) in zip(a, b, strict=True):
+        recs += [(ts, c, len(c)) for c in (_cooked(DLT_LINUX_SLL2, f), _cooked(DLT_LINUX_SLL2, g, ifindex=5))]
+    recs.insert(9, (recs[8][0], whole[:5], len(whole)))
+    path = tmp_path / f"cut.{fmt}"
+    _write(path, fmt, DLT_LINUX_SLL2, recs)
+    cfg = ReplayConfig(interface=want)
+    doc = _doc(str(path), cfg)
+    assert doc == _doc(str(path), replace(cfg, fast_path=False))
+    with _fifo(tmp_path / "fifo", path.read_bytes()) as fifo:
+        assert doc == _doc(fifo, cfg)
+    inp = json.loads(doc)["input"]
+    assert inp["skipped"] == {"other_interface": 12, "snaplen_cut": 2}
+    assert [(i["interface"], i["frames"], i["tunnel_frames"], i["replayed"]) for i in inp["interfaces"]] == [
+        ("ifindex 2", 12, 12, want is None),
+        ("ifindex 5", 12, 12, want == "5"),
+    ]
+    (note,) = [n for n in inp["notes"] if "interfaces" in n]
+    assert note.startswith(
+        "the capture holds 2 interfaces (ifindex 2: 12 frames, 12 tunnel; ifindex 5: 12 frames"
+    )

@@ -47,8 +47,8 @@ def test_one_interface_decodes_no_frame_of_the_common_layout(tmp_path, monkeypat
     # from the inner TCP header on), vxlan0's inner frames (not of the common layout) decoded — and the copies
     # counted: 110 of eth0's 120
     calls = []
-    real = interface_chunks._payload
-    monkeypatch.setattr(interface_chunks, "_payload", lambda *a: calls.append(a[-1]) or real(*a))
+    real = interface_chunks.record_payload
+    monkeypatch.setattr(interface_chunks, "record_payload", lambda *a: calls.append(a[-1]) or real(*a))
     frames = _frames(40, flows=3)
     doc = _both(_shb() + _idb("eth0") + b"".join(_epb(0, ts, f) for ts, f in frames), tmp_path)
     assert doc["input"]["frames_replayed"] == 120 and calls == []
@@ -114,7 +114,7 @@ def test_the_look_ahead_over_several_blocks(tmp_path, monkeypatch, lookahead):
 def test_a_record_cut_after_its_datagram_on_a_hashed_interface(tmp_path):
     # breaker57: eth0 and bond0 (one device's two views) read the same 40 VXLAN frames; every 10th record states
     # a wire length 10 bytes over what was captured (a trailer cut by the snaplen, the IP datagram whole). Such a
-    # record is cut short: no payload hash (capture/interfaces.py ``_payload``), skipped ``snaplen_cut`` where
+    # record is cut short: no payload hash (capture/payload_windows.py ``record_payload``), skipped ``snaplen_cut`` where
     # replayed, counted cut on both interfaces; the other 36 of bond0's repeat eth0's, each taken out of the window
     frames = _frames(20, flows=2)
     recs = []

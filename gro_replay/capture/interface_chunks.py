@@ -10,7 +10,7 @@ not known, ``Selection._route`` for a record whose payload hash counts: ``Select
 blocks' columns: each record's interface (the pcapng interface column, a Linux cooked v2 record's ifindex) and
 whether it is tunnel traffic — a frame of the common layout (``Columns.common``, UDP to a tunnel port with
 every length field consistent) is, as ``packet.decode.Decoder`` finds it; any other record, and every record
-whose payload hash counts, is decoded by the selection's decoder (``interfaces._payload``). A capture of one
+whose payload hash counts, is decoded by the selection's decoder (``payload_windows.record_payload``). A capture of one
 interface is therefore read without decoding a common frame twice or hashing anything.
 
 Memory: the walker's block; while the device is not known (no tunnel frame yet) the records read are kept in it
@@ -27,7 +27,8 @@ from ..packet.columns import analyse
 from .chunks import RecordChunk
 from .cooked import as_ethernet
 from .interface_stats import InterfaceStats
-from .interfaces import SENT, Selection, _payload
+from .interfaces import Selection
+from .payload_windows import SENT, record_payload
 from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2
 
 
@@ -129,10 +130,10 @@ class SelectedChunks:
         if len(at) > 1:
             hashed |= index >= at[1]
         common = col.common[fresh:] & (lt == DLT_EN10MB)
-        # a common frame is tunnel traffic by its headers, whole or cut short (``_payload`` says the same), and a
+        # a common frame is tunnel traffic by its headers, whole or cut short (``record_payload`` says the same), and a
         # whole one decodes as its columns read it: its payload hash, where it counts, is that of the bytes from its
-        # inner TCP header on (``Columns.l4``), as ``_payload`` takes it (a record cut short, its datagram whole and
-        # what followed it not: ``_payload`` reads no hash of it, and says it is cut)
+        # inner TCP header on (``Columns.l4``), as ``record_payload`` takes it (a record cut short, its datagram whole and
+        # what followed it not: ``record_payload`` reads no hash of it, and says it is cut)
         tunnel = common.copy()
         cut = ch.caplen[fresh:] < ch.origlen[fresh:]
         unread = np.zeros(len(tunnel), bool)
@@ -150,7 +151,7 @@ class SelectedChunks:
                 gots[i] = (True, hash(bytes(buf[a:b])), False)
         for i in np.flatnonzero(~common | (hashed & cut)).tolist():
             o, c = int(ch.data[fresh + i]), int(ch.caplen[fresh + i])
-            got = _payload(
+            got = record_payload(
                 sel._dec, bytes(ch.buf[o : o + c]), int(ch.origlen[fresh + i]), int(lt[i]), hashed[i]
             )
             tunnel[i] = got is not None and got[0]

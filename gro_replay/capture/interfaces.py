@@ -43,15 +43,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..packet.decode import CLS_NOT_TUNNEL, Decoder
-from ..packet.headers import UNREAD, tunnel_port_of
+from ..packet.decode import Decoder
 from ..project import shortened
 from .interface_notes import interface_notes
 from .interface_stats import InterfaceStats, _new_stats, interface_key, selector_number
-from .linktypes import sent_by_host
-from .payload_windows import Replayed, Views
+from .payload_windows import SENT, Replayed, Views, record_payload
 from .pcapng_chunks import PcapngChunks
-from .reader import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, l2_normalize, open_capture
+from .reader import DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError, open_capture
 from .spool import is_regular_file
 from .time_order import TimeOrder
 
@@ -63,43 +61,6 @@ LOOKAHEAD_RECORDS = 4096
 LOOKAHEAD_BYTES = 16 << 20
 #: payload hashes kept to tell repeats and decapsulated copies (8 bytes each, about 100 with the dict's entry)
 COPY_WINDOW = 65536
-
-
-def _l4_of(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, bytes, int, bool] | None:
-    """``(is tunnel traffic, the frame as decoded, offset of its innermost L4 header or 0, cut short)`` of one record
-    (``packet.decode.Decoder.decode``); a record cut short (captured < original length) or that does not decode is
-    tunnel traffic when its outer headers go to a tunnel port (packet/headers.py ``tunnel_port_of``: the headers of
-    a cut frame are whole), with no L4 offset. None when that is unknown: an unsupported link layer, or bytes that
-    end before the outer UDP destination port."""
-    eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
-    if eth is None:
-        return None
-    cut = len(buf) < orig_len
-    r = None if cut else dec.decode(eth)
-    if r is None or isinstance(r, str):
-        kind = tunnel_port_of(eth, dec.tunnel_ports)
-        return None if kind == UNREAD else (kind is not None, eth, 0, cut)
-    frame, _vlan, fid, _rss, l4 = r
-    return dec.flow_class[fid] != CLS_NOT_TUNNEL, frame, l4, False
-
-
-#: ``_payload``'s answer for a frame the capturing host sent: not tunnel traffic, no payload hash, whole
-SENT = (False, None, False)
-
-
-def _payload(
-    dec, buf: bytes, orig_len: int, linktype: int, hashed: bool = True
-) -> tuple[bool, int | None, bool] | None:
-    """``(is tunnel traffic, hash of the L4 header and payload or None, cut short)`` of one record (no hash unless
-    ``hashed``, nor for a frame that does not decode); None when whether it is tunnel traffic is unknown
-    (``_l4_of``)."""
-    if sent_by_host(buf, linktype):  # no receive path saw it: it decides no device and counts as no traffic
-        return SENT
-    got = _l4_of(dec, buf, orig_len, linktype)
-    if got is None:
-        return None
-    tunnel, frame, l4, cut = got
-    return tunnel, (hash(bytes(frame[l4:])) if l4 and hashed else None), cut
 
 
 @dataclass
@@ -137,12 +98,21 @@ class Selection:
     _held_bytes: int = field(default=0, init=False, repr=False)
     _held_count: dict = field(default_factory=dict, init=False, repr=False)
     _held_first: dict = field(default_factory=dict, init=False, repr=False)
+    #: the records whose interface is unknown: Linux cooked v2 ones cut before their ifindex (``_stats``)
+    _unknown: InterfaceStats = field(
+        default_factory=lambda: InterfaceStats((None, None), None, None, DLT_LINUX_SLL2),
+        init=False,
+        repr=False,
+    )
     #: the time order of the records handed on to the replay, counted as they are (``filter``, ``_planned``,
     #: capture/interface_chunks.py ``SelectedChunks``); None until reading starts
     time_order: TimeOrder | None = field(default=None, init=False, repr=False)
 
     def member(self, st: InterfaceStats) -> bool:
-        """True when ``st``'s frames are replayed (every interface while nothing is decided)."""
+        """True when ``st``'s frames are replayed (every interface while nothing is decided; records of no known
+        interface always: the replay skips them, cut short, as ``snaplen_cut``)."""
+        if st is self._unknown:
+            return True
         if self.want is not None:
             return st.matches(self.want)
         if self.planned:
@@ -165,7 +135,7 @@ class Selection:
         for rec in records:
             st = self._stats(cap, interface_key(cap, rec[1], rec[3]), rec[3])
             st.frames += 1
-            got = _payload(self._dec, rec[1], rec[2], rec[3], self.hashed(cap, self._index, rec[3]))
+            got = record_payload(self._dec, rec[1], rec[2], rec[3], self.hashed(cap, self._index, rec[3]))
             # the first record read, whichever is replayed, but one the host sent (no arrival)
             if inp.first_ts_ns is None and got is not SENT:
                 inp.first_ts_ns = rec[0]
@@ -218,7 +188,12 @@ class Selection:
             also[first] = also.get(first, 0) + min(seen[k], seen[first])
 
     def _stats(self, cap, key: tuple, linktype: int) -> InterfaceStats:
-        """The ``InterfaceStats`` of ``key``, added (in order of first frame) when new."""
+        """The ``InterfaceStats`` of ``key``, added (in order of first frame) when new; for a Linux cooked v2
+        record cut before its ifindex, ``_unknown``: no interface of the capture (it was listed as one,
+        "the capture's interface", and skipped as ``other_interface``), replayed wherever it was received, so that
+        the replay counts it cut short (``snaplen_cut``)."""
+        if linktype == DLT_LINUX_SLL2 and key[1] is None:
+            return self._unknown
         st = self.by_key.get(key)
         if st is None:
             st = self.by_key[key] = _new_stats(cap, key, linktype)
@@ -244,7 +219,8 @@ class Selection:
     def _hold(self, st: InterfaceStats, tunnel: bool, size: int, sent: bool = False) -> bool:
         """One more record (of ``st``, ``size`` bytes) read before the replayed device is known: True when it
         decides (a tunnel frame: its device; the look-ahead full: the device that received the most frames held,
-        a frame the capturing host ``sent`` counting for none)."""
+        a frame the capturing host ``sent``, or of no known interface, counting for none)."""
+        sent = sent or st is self._unknown
         if tunnel:
             self._decide(st, "the interface of the capture's first tunnel frame")
             return True
@@ -271,7 +247,7 @@ class Selection:
         self.device, self.reason, self.decided = st.group(), reason, True
 
     def _route(self, st: InterfaceStats, got) -> bool:
-        """Count one record (``got``: ``_payload``'s answer) in ``st`` and in the windows of payload hashes; True
+        """Count one record (``got``: ``record_payload``'s answer) in ``st`` and in the windows of payload hashes; True
         when it is replayed."""
         if got is SENT:  # skipped as outgoing wherever it is (sim/skipped.py received_frame), never another's
             st.sent += 1

@@ -1,12 +1,54 @@
-"""The windows of payload hashes capture/interfaces.py ``Selection`` keeps to sort other interfaces' tunnel frames
-as repeats of replayed ones or as left out (the latest ``COPY_WINDOW`` hashes each: memory bounded whatever the
-capture's size)."""
+"""The payload hashes of a capture's records (``record_payload``) and the windows of them capture/interfaces.py
+``Selection`` keeps to sort other interfaces' tunnel frames as repeats of replayed ones or as left out (the latest
+``COPY_WINDOW`` hashes each: memory bounded whatever the capture's size)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+
+from ..packet.decode import CLS_NOT_TUNNEL
+from ..packet.headers import UNREAD, tunnel_port_of
+from .linktypes import sent_by_host
+from .reader import DLT_EN10MB, l2_normalize
+
+
+def _l4_of(dec, buf: bytes, orig_len: int, linktype: int) -> tuple[bool, bytes, int, bool] | None:
+    """``(is tunnel traffic, the frame as decoded, offset of its innermost L4 header or 0, cut short)`` of one record
+    (``packet.decode.Decoder.decode``); a record cut short (captured < original length) or that does not decode is
+    tunnel traffic when its outer headers go to a tunnel port (packet/headers.py ``tunnel_port_of``: the headers of
+    a cut frame are whole), with no L4 offset. None when that is unknown: an unsupported link layer, or bytes that
+    end before the outer UDP destination port."""
+    eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
+    if eth is None:
+        return None
+    cut = len(buf) < orig_len
+    r = None if cut else dec.decode(eth)
+    if r is None or isinstance(r, str):
+        kind = tunnel_port_of(eth, dec.tunnel_ports)
+        return None if kind == UNREAD else (kind is not None, eth, 0, cut)
+    frame, _vlan, fid, _rss, l4 = r
+    return dec.flow_class[fid] != CLS_NOT_TUNNEL, frame, l4, False
+
+
+#: ``record_payload``'s answer for a frame the capturing host sent: not tunnel traffic, no payload hash, whole
+SENT = (False, None, False)
+
+
+def record_payload(
+    dec, buf: bytes, orig_len: int, linktype: int, hashed: bool = True
+) -> tuple[bool, int | None, bool] | None:
+    """``(is tunnel traffic, hash of the L4 header and payload or None, cut short)`` of one record (no hash unless
+    ``hashed``, nor for a frame that does not decode); None when whether it is tunnel traffic is unknown
+    (``_l4_of``)."""
+    if sent_by_host(buf, linktype):  # no receive path saw it: it decides no device and counts as no traffic
+        return SENT
+    got = _l4_of(dec, buf, orig_len, linktype)
+    if got is None:
+        return None
+    tunnel, frame, l4, cut = got
+    return tunnel, (hash(bytes(frame[l4:])) if l4 and hashed else None), cut
 
 
 class Recent:
