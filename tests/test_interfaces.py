@@ -531,7 +531,10 @@ def test_plan_of_a_one_interface_pcapng_decodes_no_frame(tmp_path):
             sel = plan(str(one), cap, no_decoder, want)
         assert sel.planned and [(k, st.frames) for k, st in sel.by_key.items()] == [((0, None), 25)]
         assert sel.chosen == (None if want is None else frozenset({(0, None)}))
-    with open_capture(one) as cap, pytest.raises(CaptureError, match="--interface 1: no such interface"):
+    with (
+        open_capture(one) as cap,
+        pytest.raises(CaptureError, match=r"--interface 1: interface 1 \(vxlan0\) holds no"),
+    ):
         plan(str(one), cap, no_decoder, "1")
     from gro_replay.packet.decode import Decoder
     from gro_replay.sim.ingest import InputStats
@@ -548,3 +551,49 @@ def test_plan_of_a_one_interface_pcapng_decodes_no_frame(tmp_path):
         (3, 10, 10),
         (2, 10, 0),
     ]
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_an_interface_declared_without_frames_is_said_so(tmp_path, fast_path):
+    """``--interface`` naming an interface the pcapng declares but that holds no frame is refused as that, not as
+    "no such interface", and the interfaces without frames are named in the list (they read "the capture holds:
+    none" in a capture of no frames); on the batch path and the reference one (which plans a one-interface file),
+    from a file and a pipe. One line, exit 2."""
+    from test_interface_pipes import _fifo
+
+    from gro_replay.sim import ReplayConfig, replay_capture
+
+    frames = list(synth_frames(Scenario(frames=3)))
+    idle = tmp_path / "idle.pcapng"
+    idle.write_bytes(_ng_section(["eth0", "eth1"], [(0, ts, f) for ts, f in frames]))
+    empty = tmp_path / "empty.pcapng"
+    empty.write_bytes(_ng_section(["eth0"], []))
+    said = {
+        (idle, "eth1"): "--interface eth1: interface 1 (eth1) holds no frames (the capture's frames are on: "
+        "interface 0 (eth0))",
+        (
+            idle,
+            "1",
+        ): "--interface 1: interface 1 (eth1) holds no frames (the capture's frames are on: interface 0 "
+        "(eth0))",
+        (
+            idle,
+            "eth9",
+        ): "--interface eth9: no such interface (the capture holds: interface 0 (eth0); interface 1 "
+        "(eth1), no frames)",
+        (empty, "eth0"): "--interface eth0: interface 0 (eth0) holds no frames (the capture holds no frames)",
+        (empty, "wlan0"): "--interface wlan0: no such interface (the capture holds no frames; it declares "
+        "interface 0 (eth0))",
+    }
+    for (path, want), words in said.items():
+        cfg = ReplayConfig(interface=want, fast_path=fast_path)
+        with pytest.raises(CaptureError) as e:
+            replay_capture(str(path), cfg)
+        assert str(e.value) == f"{path}: {words}"
+        with _fifo(tmp_path / "fifo", path.read_bytes()) as fifo, pytest.raises(CaptureError) as e:
+            replay_capture(fifo, cfg)
+        assert str(e.value).endswith(words)
+    r = subprocess.run(
+        [*CLI, str(idle), "--interface", "eth1"], capture_output=True, text=True, env=cli_env()
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"Error: {idle}: {said[(idle, 'eth1')]}\n")

@@ -98,6 +98,8 @@ class Selection:
     _held_bytes: int = field(default=0, init=False, repr=False)
     _held_count: dict = field(default_factory=dict, init=False, repr=False)
     _held_first: dict = field(default_factory=dict, init=False, repr=False)
+    #: pcapng: the interfaces declared that held no frame (``_idle``), for ``_no_such``
+    idle: list = field(default_factory=list, init=False, repr=False)
     #: the records whose interface is unknown: Linux cooked v2 ones cut before their ifindex (``_stats``)
     _unknown: InterfaceStats = field(
         default_factory=lambda: InterfaceStats((None, None), None, None, DLT_LINUX_SLL2),
@@ -188,10 +190,9 @@ class Selection:
             also[first] = also.get(first, 0) + min(seen[k], seen[first])
 
     def _stats(self, cap, key: tuple, linktype: int) -> InterfaceStats:
-        """The ``InterfaceStats`` of ``key``, added (in order of first frame) when new; for a Linux cooked v2
-        record cut before its ifindex, ``_unknown``: no interface of the capture (it was listed as one,
-        "the capture's interface", and skipped as ``other_interface``), replayed wherever it was received, so that
-        the replay counts it cut short (``snaplen_cut``)."""
+        """The ``InterfaceStats`` of ``key``, added (in order of first frame) when new; for a Linux cooked v2 record
+        cut before its ifindex, ``_unknown``: no interface of the capture, replayed wherever it was received, so
+        that the replay counts it cut short (``snaplen_cut``)."""
         if linktype == DLT_LINUX_SLL2 and key[1] is None:
             return self._unknown
         st = self.by_key.get(key)
@@ -294,6 +295,7 @@ class Selection:
         device of a Linux cooked capture the copies on it."""
         if cap.format == "pcapng":
             self.sections, self.interfaces = max(1, cap.sections), len(cap.all_interfaces)
+            self._idle(cap)
         if self.decided and self.by_key:
             self.chosen = frozenset(k for k, st in self.by_key.items() if self.member(st))
         self._left.settle()
@@ -327,6 +329,13 @@ class Selection:
         if not self.chosen:
             raise self._no_such(self.want)
 
+    def _idle(self, cap) -> None:
+        """``idle``: the interfaces ``cap`` (pcapng, read to its end) declares of which no frame was read."""
+        used = {k[0] for k in self.by_key}
+        self.idle = [
+            _new_stats(cap, (i, None), lt) for i, (lt, _n) in enumerate(cap.all_interfaces) if i not in used
+        ]
+
     def _refuse_ambiguous(self, matched: list) -> None:
         """Refuse ``--interface N`` when N is both an ifindex of Linux cooked v2 packets and another interface's
         pcapng number among the interfaces met so far (``ambiguous``); ``matched``: the keys it selects, named in
@@ -349,8 +358,22 @@ class Selection:
     def _no_such(self, want: str) -> CaptureError:
         """The error for ``--interface want`` naming none of the interfaces; a number that is the pcapng interface
         id of an ``-i any`` capture (whose packets carry ifindexes, which a number selects: ``matches``) says so
-        and names the ifindexes."""
-        names = "; ".join(self._labels(self.by_key)) or "none"
+        and names the ifindexes; an interface declared that holds no frame is said so (``idle``)."""
+        names = self._labels(self.by_key)
+        idle = [st.label(self.sections, self.interfaces) for st in self.idle]
+        named = [st for st in self.idle if st.matches(want)]
+        if named:
+            on = (
+                f"the capture's frames are on: {'; '.join(names)}" if names else "the capture holds no frames"
+            )
+            label = named[0].label(self.sections, self.interfaces)
+            return CaptureError(
+                f"{self.path}: --interface {shortened(want, 40)}: {label} holds no frames ({on})"
+            )
+        if names:
+            holds = f"the capture holds: {'; '.join(names + [f'{i}, no frames' for i in idle])}"
+        else:
+            holds = "the capture holds no frames" + (f"; it declares {'; '.join(idle)}" if idle else "")
         hint = ""
         number = selector_number(want.removeprefix("index="))
         if number is not None:
@@ -363,7 +386,7 @@ class Selection:
                     + " or ".join(f"--interface {'ifindex=' if i in amb else ''}{i}" for i in ifindexes)
                 )
         return CaptureError(
-            f"{self.path}: --interface {shortened(want, 40)}: no such interface (the capture holds: {names}){hint}"
+            f"{self.path}: --interface {shortened(want, 40)}: no such interface ({holds}){hint}"
         )
 
     def _labels(self, keys: Iterable) -> list[str]:
@@ -472,4 +495,5 @@ def _one_interface(path: str, sel: Selection) -> bool:
             sel.by_key[(g, None)] = st = _new_stats(scan, (g, None), linktype)
             st.frames = frames
         sel.sections, sel.interfaces = max(1, scan.sections), len(scan.all_interfaces)
+        sel._idle(scan)
     return True
