@@ -22,7 +22,7 @@ from test_interface_pipes import _OUTER, _doc, _fifo, _frames, _idb, _shb
 from test_scenarios import random_scenario
 
 from gro_replay import pollcache
-from gro_replay.capture.reader import DLT_LINUX_SLL, DLT_LINUX_SLL2
+from gro_replay.capture.reader import DLT_LINUX_SLL, DLT_LINUX_SLL2, CaptureError
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.report.document import document
 from gro_replay.sim import ReplayConfig, replay_capture
@@ -42,8 +42,8 @@ def _cooked(linktype: int, f: bytes, *, ifindex: int = 2, pkttype: int = PACKET_
     return struct.pack("!HHIHBB8s", proto, 0, ifindex, hatype, pkttype, halen, addr) + f[14:]
 
 
-def _epb(ts: int, data: bytes, orig: int) -> bytes:
-    body = struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(data), orig) + data
+def _epb(ts: int, data: bytes, orig: int, iface: int = 0) -> bytes:
+    body = struct.pack("<IIIII", iface, ts >> 32, ts & 0xFFFFFFFF, len(data), orig) + data
     body += b"\0" * (-len(body) % 4)
     return struct.pack("<II", 6, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
 
@@ -259,3 +259,45 @@ def test_a_record_cut_before_its_ifindex_is_no_interface(fmt, want, tmp_path):
     assert note.startswith(
         "the capture holds 2 interfaces (ifindex 2: 12 frames, 12 tunnel; ifindex 5: 12 frames"
     )
+
+
+def test_an_interface_of_records_cut_before_their_ifindex_is_said_so(tmp_path):
+    """``--interface`` naming a pcapng ``-i any`` interface whose records are all cut before their ifindex (6 of
+    them, 5 bytes of 20), beside eth0's 3 VXLAN frames: the interface is not idle (breaker60: "holds no frames"),
+    it holds records of no known device, which the replay skips as ``snaplen_cut`` whichever interface it
+    replays; a capture of nothing else says how many it holds (not "no frames")."""
+    frames = _frames(3)
+
+    def cut(iface: int) -> bytes:
+        return b"".join(_epb(ts, _cooked(DLT_LINUX_SLL2, f)[:5], len(f) + 6, iface) for ts, f in _frames(6))
+
+    both = tmp_path / "both.pcapng"
+    both.write_bytes(
+        _shb()
+        + _idb("eth0")
+        + _idb("any", linktype=DLT_LINUX_SLL2)
+        + b"".join(_epb(ts, f, len(f)) for ts, f in frames)
+        + cut(1)
+    )
+    alone = tmp_path / "alone.pcapng"
+    alone.write_bytes(_shb() + _idb("any", linktype=DLT_LINUX_SLL2) + cut(0))
+    inp = json.loads(_doc(str(both), ReplayConfig()))["input"]
+    assert (inp["frames_read"], inp["frames_replayed"], inp["skipped"]) == (9, 3, {"snaplen_cut": 6})
+    said = {
+        (
+            both,
+            "any",
+        ): "interface 1 (any) holds only records cut before their ifindex, skipped as snaplen_cut "
+        "whichever interface is replayed (the capture's frames are on: interface 0 (eth0))",
+        (
+            both,
+            "wlan0",
+        ): "no such interface (the capture holds: interface 0 (eth0); interface 1 (any), only records "
+        "cut before their ifindex)",
+        (alone, "2"): "no such interface (the capture holds 6 records cut before their ifindex)",
+    }
+    for (path, want), words in said.items():
+        for fast in (True, False):
+            with pytest.raises(CaptureError) as e:
+                replay_capture(str(path), ReplayConfig(interface=want, fast_path=fast))
+            assert str(e.value) == f"{path}: --interface {want}: {words}"

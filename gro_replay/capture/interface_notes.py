@@ -85,6 +85,37 @@ def interface_notes(
     return [text]
 
 
+def unselected_words(names: list[str], quiet: list[tuple[str, str, bool]], unknown: int) -> tuple[str, str]:
+    """The words of an ``--interface`` that selected no frame (capture/interfaces.py ``Selection._no_such``):
+    ``names``, the labels of the interfaces with frames; ``quiet``, the declared interfaces without any, as
+    (label, what they hold instead: "no frames" or records cut before their ifindex, whether the option names it);
+    ``unknown``, the records of no known interface. Returns (the refusal when the option names a quiet interface,
+    else ""; what the capture holds, for "no such interface (…)")."""
+    said = [f"{label}, {what}" for label, what, _m in quiet]
+    n = unknown
+    if names:
+        holds = f"the capture holds: {'; '.join(names + said)}"
+    elif n:
+        holds = (
+            f"the capture holds {n:,} {plural(n, 'record')} cut before {'its' if n == 1 else 'their'} ifindex"
+        )
+    else:
+        declared = "; ".join(label for label, _w, _m in quiet)
+        holds = "the capture holds no frames" + (f"; it declares {declared}" if declared else "")
+    for label, what, matched in quiet:
+        if matched:
+            why = ", skipped as snaplen_cut whichever interface is replayed" if what != "no frames" else ""
+            on = (
+                f"the capture's frames are on: {'; '.join(names)}"
+                if names
+                else holds
+                if n
+                else "the capture holds no frames"
+            )
+            return f"{label} holds {what}{why} ({on})", holds
+    return "", holds
+
+
 def _shared_words(others: list, lab: dict) -> str:
     """The note's clause on tunnel frames left out on one interface that another left-out interface read first
     (``InterfaceStats.also``: a bond over two slaves, the one not replayed seen twice): "" when none."""

@@ -45,7 +45,7 @@ import numpy as np
 
 from ..packet.decode import Decoder
 from ..project import shortened
-from .interface_notes import interface_notes
+from .interface_notes import interface_notes, unselected_words
 from .interface_stats import InterfaceStats, _new_stats, interface_key, selector_number
 from .payload_windows import SENT, Replayed, Views, record_payload
 from .pcapng_chunks import PcapngChunks
@@ -98,8 +98,12 @@ class Selection:
     _held_bytes: int = field(default=0, init=False, repr=False)
     _held_count: dict = field(default_factory=dict, init=False, repr=False)
     _held_first: dict = field(default_factory=dict, init=False, repr=False)
-    #: pcapng: the interfaces declared that held no frame (``_idle``), for ``_no_such``
+    #: pcapng: the interfaces declared that held no frame, and those whose only records were cut before their
+    #: ifindex (``_idle``), for ``_no_such``
     idle: list = field(default_factory=list, init=False, repr=False)
+    cut_only: list = field(default_factory=list, init=False, repr=False)
+    #: the pcapng interfaces (None: a classic pcap) of the records of no known interface
+    _unknown_at: set = field(default_factory=set, init=False, repr=False)
     #: the records whose interface is unknown: Linux cooked v2 ones cut before their ifindex (``_stats``)
     _unknown: InterfaceStats = field(
         default_factory=lambda: InterfaceStats((None, None), None, None, DLT_LINUX_SLL2),
@@ -194,6 +198,7 @@ class Selection:
         cut before its ifindex, ``_unknown``: no interface of the capture, replayed wherever it was received, so
         that the replay counts it cut short (``snaplen_cut``)."""
         if linktype == DLT_LINUX_SLL2 and key[1] is None:
+            self._unknown_at.add(key[0])
             return self._unknown
         st = self.by_key.get(key)
         if st is None:
@@ -330,11 +335,12 @@ class Selection:
             raise self._no_such(self.want)
 
     def _idle(self, cap) -> None:
-        """``idle``: the interfaces ``cap`` (pcapng, read to its end) declares of which no frame was read."""
+        """``idle``: the interfaces ``cap`` (pcapng, read to its end) declares of which no record was read;
+        ``cut_only``: those whose records were all cut before their ifindex."""
         used = {k[0] for k in self.by_key}
-        self.idle = [
-            _new_stats(cap, (i, None), lt) for i, (lt, _n) in enumerate(cap.all_interfaces) if i not in used
-        ]
+        unused = [(i, lt) for i, (lt, _n) in enumerate(cap.all_interfaces) if i not in used]
+        self.idle = [_new_stats(cap, (i, None), lt) for i, lt in unused if i not in self._unknown_at]
+        self.cut_only = [_new_stats(cap, (i, None), lt) for i, lt in unused if i in self._unknown_at]
 
     def _refuse_ambiguous(self, matched: list) -> None:
         """Refuse ``--interface N`` when N is both an ifindex of Linux cooked v2 packets and another interface's
@@ -359,21 +365,16 @@ class Selection:
         """The error for ``--interface want`` naming none of the interfaces; a number that is the pcapng interface
         id of an ``-i any`` capture (whose packets carry ifindexes, which a number selects: ``matches``) says so
         and names the ifindexes; an interface declared that holds no frame is said so (``idle``)."""
+        lab = (self.sections, self.interfaces)
         names = self._labels(self.by_key)
-        idle = [st.label(self.sections, self.interfaces) for st in self.idle]
-        named = [st for st in self.idle if st.matches(want)]
+        quiet = [(st.label(*lab), "no frames", st.matches(want)) for st in self.idle]
+        quiet += [
+            (st.label(*lab), "only records cut before their ifindex", st.matches(want))
+            for st in self.cut_only
+        ]
+        named, holds = unselected_words(names, quiet, self._unknown.frames)
         if named:
-            on = (
-                f"the capture's frames are on: {'; '.join(names)}" if names else "the capture holds no frames"
-            )
-            label = named[0].label(self.sections, self.interfaces)
-            return CaptureError(
-                f"{self.path}: --interface {shortened(want, 40)}: {label} holds no frames ({on})"
-            )
-        if names:
-            holds = f"the capture holds: {'; '.join(names + [f'{i}, no frames' for i in idle])}"
-        else:
-            holds = "the capture holds no frames" + (f"; it declares {'; '.join(idle)}" if idle else "")
+            return CaptureError(f"{self.path}: --interface {shortened(want, 40)}: {named}")
         hint = ""
         number = selector_number(want.removeprefix("index="))
         if number is not None:
