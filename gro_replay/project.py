@@ -99,3 +99,10 @@ def terminal_size(text: str) -> int | None:
 def plural(n: int, noun: str, many: str | None = None) -> str:
     """``noun`` for a count of 1, else ``many`` (default ``noun + "s"``): "1 frame", "2 frames", "1 skb"."""
     return noun if n == 1 else (many or noun + "s")
+
+
+def and_list(items: list[str], last: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c`` (``last``: the word before the last item, e.g. "or")."""
+    if len(items) < 3:
+        return f" {last} ".join(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"

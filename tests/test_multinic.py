@@ -369,23 +369,38 @@ def _also(doc: dict) -> list:
 
 
 @pytest.mark.parametrize("window", [interfaces.COPY_WINDOW, 2])
-@pytest.mark.parametrize("order", ["slave-first", "bond-first"])
+@pytest.mark.parametrize("order", ["slave-first", "bond-first", "mixed", "bridged"])
 def test_two_slaves_of_a_bond_left_out_are_counted_once(tmp_path, monkeypatch, order, window):
     """eth0 and eth1, two slaves of bond0, receive flow 0 and flow 1; bond0 sees every frame again (the module
-    docstring's tap order: a slave, then its bond). eth0 is replayed: bond0's 10 frames of eth1 are left out and so
-    are eth1's, the same 10 frames on two views (breaker58: said as 10 and 10 left out, 20 frames of other devices).
-    The view read second is said to be the first's too (``tunnel_frames_left_out_also``), whichever order the file
-    holds them in and whether the payload window keeps them to the end or pushes them out after 2 newer hashes
-    (``window``): eth1's traffic is one device's, merged by its own NAPI."""
+    docstring's tap order: a slave, then its bond; ``mixed``: either first, by frame; ``bridged``: br0 above the
+    bond sees each again, after it). eth0 is replayed: bond0's 10 frames of eth1 are left out and so are eth1's
+    (and br0's), the same 10 frames on several views (breaker58: said as 10 and 10 left out, 20 frames of other
+    devices; breaker60: split between the views by file order, "other devices"). Each view read after another is
+    said to be the first's too (``tunnel_frames_left_out_also``), and the views are one device's 10 frames,
+    whichever order the file holds them in and whether the payload window keeps them to the end or pushes them
+    out after 2 newer hashes (``window``): eth1's traffic, merged by its own NAPI."""
     monkeypatch.setattr(interfaces, "COPY_WINDOW", window)
     path = tmp_path / f"two-slaves-{order}-{window}.pcapng"
-    with PcapngWriter(path, [("eth0", ""), ("eth1", ""), ("bond0", "")]) as w:
+    names = ["eth0", "eth1", "bond0"] + (["br0"] if order == "bridged" else [])
+    with PcapngWriter(path, [(n, "") for n in names]) as w:
         for j, (ts, f) in enumerate(_FRAMES):
-            for iface in (j % 2, 2) if order == "slave-first" else (2, j % 2):
+            views = {
+                "slave-first": (j % 2, 2),
+                "bond-first": (2, j % 2),
+                "mixed": (j % 2, 2)
+                if j % 4 < 2
+                else (2, j % 2),  # eth1's frames 1, 5, 9, … before the bond's
+                "bridged": (j % 2, 2, 3),
+            }[order]
+            for iface in views:
                 w.write(ts, f, iface=iface)
     doc = _docs(path, tmp_path, "--interface", "eth0")
-    eth0, eth1, bond0 = "interface 0 (eth0)", "interface 1 (eth1)", "interface 2 (bond0)"
-    first, second = (eth1, bond0) if order == "slave-first" else (bond0, eth1)
+    eth0, eth1, bond0, br0 = (
+        "interface 0 (eth0)",
+        "interface 1 (eth1)",
+        "interface 2 (bond0)",
+        "interface 3 (br0)",
+    )
     rows = {
         eth0: (eth0, 10, 10, 0, 0, 0, True),
         eth1: (eth1, 10, 10, 0, 10, 0, False),
@@ -398,23 +413,37 @@ def test_two_slaves_of_a_bond_left_out_are_counted_once(tmp_path, monkeypatch, o
             0,
             False,
         ),  # eth0's 10 repeat the replayed ones; eth1's 10 are left out
+        br0: (br0, 20, 20, 10, 10, 0, False),  # as the bond's
     }
-    listed = [eth0, bond0, eth1] if order == "slave-first" else [bond0, eth0, eth1]  # by first frame
+    listed = [bond0, eth0, eth1] if order == "bond-first" else [eth0, bond0, eth1]  # by first frame
+    if order == "bridged":
+        listed.insert(2, br0)
     assert _rows(doc) == [rows[i] for i in listed]
-    assert _also(doc) == [(i, {first: 10} if i == second else {}) for i in listed]
+    # a view's frames read after another left-out view's: eth1's 5 frames 3, 7, … and the bond's 5 of 1, 5, …
+    also = {
+        "slave-first": {bond0: {eth1: 10}},
+        "bond-first": {eth1: {bond0: 10}},
+        "mixed": {bond0: {eth1: 5}, eth1: {bond0: 5}},
+        "bridged": {bond0: {eth1: 10}, br0: {eth1: 10}},
+    }[order]
+    assert _also(doc) == [(i, also.get(i, {})) for i in listed]
     assert _stages(doc) == _ONE_FLOW
+    views = [i for i in listed if i != eth0]
+    where = f"{views[0]} and {views[1]}" if len(views) == 2 else f"{views[0]}, {views[1]} and {views[2]}"
+    select = [i.split("(")[1].rstrip(")") for i in views]
+    select = (
+        " or ".join(f"--interface {n}" for n in select)
+        if len(views) == 2
+        else (f"--interface {select[0]}, --interface {select[1]} or --interface {select[2]}")
+    )
     (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
     assert (
-        f"the same tunnel frames twice among those left out: 10 on {second} are also {first}'s (two views of one "
-        "device's frames, a bond or bridge and its port: one device's traffic, not two)"
+        f"; 10 tunnel frames on {where} left out (another device's traffic, merged by its own NAPI, seen on each of "
+        f"these {len(views)} views of it and counted once: {select} replays it instead)"
     ) in note
-    left = {
-        eth1: f"10 on {eth1} (--interface eth1 replays them{'; all also on ' + bond0 if second == eth1 else ''})",
-        bond0: f"10 on {bond0} (--interface bond0 replays them{'; all also on ' + eth1 if second == bond0 else ''})",
-    }
     assert doc["verdict"]["text"].endswith(
         f"Only {eth0} was replayed: tunnel frames of another device, which its own NAPI merges, are in no count "
-        f"here: {'; '.join(left[i] for i in listed if i != eth0)}."
+        f"here: 10 on {where}, one device's frames seen on each ({select} replays them)."
     )
 
 

@@ -3,8 +3,8 @@ the others' frames were. Kernel: none (capture/interfaces.py says why one device
 
 from __future__ import annotations
 
-from ..project import plural
-from .interface_stats import InterfaceStats, cut_words
+from ..project import and_list, plural
+from .interface_stats import InterfaceStats, cut_words, left_out_groups
 from .reader import DLT_LINUX_SLL
 
 
@@ -66,15 +66,20 @@ def interface_notes(
     text = f"{head}; replaying {replayed} only ({why})"
     others = [(k, st) for k, st in by_key.items() if k not in chosen]
     kept = [st for k, st in by_key.items() if k in chosen]
-    for k, st in others:
-        if st.left_out:
-            text += (
-                f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out ("
-                + (_TWIN if st.may_be_replayed(kept) else "another device's traffic, merged by its own NAPI")
-                + f": --interface {st.select(ambiguous)} replays it instead"
-                f"{cut_words(st.left_out, st.tunnel_cut)})"
-            )
-    text += _shared_words(others, lab)
+    views = [(lab[k], st.left_out, {lab[o]: n for o, n in st.also.items()}) for k, st in others]
+    for members, n in left_out_groups(views):
+        sts = [others[i][1] for i in members]
+        where = and_list([views[i][0] for i in members])
+        whose = (
+            _TWIN
+            if all(st.may_be_replayed(kept) for st in sts)
+            else "another device's traffic, merged by its own NAPI"
+        )
+        if len(sts) > 1:  # breaker58: each view's were counted as another device's
+            whose += f", seen on each of these {len(sts)} views of it and counted once"
+        select = and_list([f"--interface {st.select(ambiguous)}" for st in sts], "or")
+        cut = sum(st.tunnel_cut for st in sts)
+        text += f"; {n:,} tunnel {plural(n, 'frame')} on {where} left out ({whose}: {select} replays it instead{cut_words(n, cut)})"
     text += _repeat_words(others, lab, replayed, ambiguous)
     dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
     if dup:
@@ -114,22 +119,6 @@ def unselected_words(names: list[str], quiet: list[tuple[str, str, bool]], unkno
             )
             return f"{label} holds {what}{why} ({on})", holds
     return "", holds
-
-
-def _shared_words(others: list, lab: dict) -> str:
-    """The note's clause on tunnel frames left out on one interface that another left-out interface read first
-    (``InterfaceStats.also``: a bond over two slaves, the one not replayed seen twice): "" when none."""
-    views = [
-        f"{n:,} on {lab[k]} {'is' if n == 1 else 'are'} also {lab[first]}'s"
-        for k, st in others
-        for first, n in st.also.items()
-    ]
-    if not views:
-        return ""
-    return (
-        f"; the same tunnel frames twice among those left out: {', '.join(views)} (two views of one device's "
-        "frames, a bond or bridge and its port: one device's traffic, not two)"
-    )
 
 
 def _repeat_words(others: list, lab: dict, replayed: str, ambiguous: frozenset[int]) -> str:

@@ -184,3 +184,32 @@ def _new_stats(cap, key: tuple, linktype: int) -> InterfaceStats:
     return InterfaceStats(
         key, name, cap.iface_sections[index] if index < len(known) else cap.sections, linktype
     )
+
+
+def left_out_groups(views: list[tuple[str, int, dict]]) -> list[tuple[list[int], int]]:
+    """The interfaces left out, in groups of views of one device: ``views`` (label, tunnel frames left out, ``also``
+    by label: frames that another view left out read first, ``InterfaceStats.also``) in the order of the capture;
+    two views are of one device when either holds frames the other read (two slaves of one bond, one replayed:
+    the other slave and the bond, any order, a bridge above them too). Returns per group (its views' indexes in
+    ``views``, in order; its distinct tunnel frames: the views' frames, those also another's counted once), in
+    order of first view; views with no frame left out are in none."""
+    at = {label: i for i, (label, n, _a) in enumerate(views) if n}
+    root = list(range(len(views)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    for i, (_label, _n, also) in enumerate(views):
+        for other, n in also.items():
+            if n and views[i][1] and other in at:
+                root[find(i)] = find(at[other])
+    groups: dict[int, list[int]] = {}
+    for i in at.values():
+        groups.setdefault(find(i), []).append(i)
+    return [
+        (members, sum(views[i][1] - sum(views[i][2].values()) for i in members))
+        for members in sorted(groups.values())
+    ]

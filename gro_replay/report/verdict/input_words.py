@@ -4,8 +4,8 @@ capture's other devices that was left out. The verdict's sentences, the input no
 
 from __future__ import annotations
 
-from ...capture.interface_stats import cut_words
-from ...project import plural
+from ...capture.interface_stats import cut_words, left_out_groups
+from ...project import and_list, plural
 from .facts import _FILTER_OPTIONS
 
 
@@ -50,18 +50,13 @@ def left_out_text(inp) -> str:
     if not out:
         return ""
     replayed = " and ".join(r["interface"] for r in rows if r.get("replayed"))
-    each = "; ".join(
-        f"{r['tunnel_frames_left_out']:,} on {r['interface']} ({r['select']} replays "
-        f"{'it' if r['tunnel_frames_left_out'] == 1 else 'them'}"
-        f"{cut_words(r['tunnel_frames_left_out'], r.get('tunnel_frames_left_out_cut', 0))}"
-        f"{_also_words(r)})"
-        for r in out
-    )
-    # an interface whose frames left out are all another's too (a bond over the slave left out) is no other device
-    devices = sum(r["tunnel_frames_left_out"] > sum(_also(r).values()) for r in out)
+    views = [(r["interface"], r["tunnel_frames_left_out"], _also(r)) for r in out]
+    groups = left_out_groups(views)
+    each = "; ".join(_group_words([out[i] for i in members], n) for members, n in groups)
+    # views of one device (two slaves of one bond, one replayed: the other and the bond) are one device's frames
     who = (
         "another device, which its own NAPI merges"
-        if devices <= 1
+        if len(groups) <= 1
         else "other devices, which their own NAPIs merge"
     )
     if all(r.get("may_be_replayed_device") for r in out):  # capture/interface_stats.py ``may_be_replayed``
@@ -78,13 +73,15 @@ def _also(row: dict) -> dict:
     return also if isinstance(also, dict) else {}
 
 
-def _also_words(row: dict) -> str:
-    """ "; all also on interface 1 (eth1)" / "; 4 also on …" for a row whose tunnel frames left out were read on
-    another interface left out first (capture/interfaces.py ``Selection._shared``): the same frames, counted there."""
-    n = row["tunnel_frames_left_out"]
-    return "".join(
-        f"; {'all' if k == n else f'{k:,}'} also on {label}" for label, k in _also(row).items() if k
-    )
+def _group_words(rows: list[dict], n: int) -> str:
+    """One device's tunnel frames left out (``n``, counted once) on its views ``rows``: "10 on interface 1 (eth1)
+    (--interface eth1 replays them)", or for several views "10 on interface 2 (bond0) and interface 1 (eth1), one
+    device's frames seen on each (--interface bond0 or --interface eth1 replays them)"."""
+    where = and_list([r["interface"] for r in rows])
+    seen = ", one device's frames seen on each" if len(rows) > 1 else ""
+    select = and_list([str(r["select"]) for r in rows], "or")
+    cut = sum(r.get("tunnel_frames_left_out_cut", 0) for r in rows)
+    return f"{n:,} on {where}{seen} ({select} replays {'it' if n == 1 else 'them'}{cut_words(n, cut)})"
 
 
 def fragments_sentence(n: int) -> str:
