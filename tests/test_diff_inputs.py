@@ -335,3 +335,36 @@ def test_another_command_s_document_is_named(mini, tmp_path, command, said):
         other,
         f"{said}, not a replay document: diff compares documents of gro-replay CAPTURE --format json",
     )
+
+
+def test_the_interface_note_says_only_what_the_documents_record():
+    """``interface_note`` (report/diff/inputs.py) on hand-made documents of one capture (breaker60): how an
+    interface was chosen is said only where ``config.interface`` is recorded (no "(by default)" for a document
+    without config), an interface named by no string is no interface, and two documents that replayed the same
+    one (the default, and ``--interface`` naming it) get no note and no ``config interface`` line."""
+    from gro_replay.report.diff.comparison import _config_notes
+    from gro_replay.report.diff.inputs import interface_note
+
+    def doc(replayed: str | None, cfg: dict | None) -> dict:
+        rows = [{"interface": n, "replayed": n == replayed} for n in ("ifindex 2", "ifindex 5")]
+        return {"input": {"interfaces": rows}, **({"config": cfg} if cfg is not None else {})}
+
+    default, five = doc("ifindex 2", {"interface": None}), doc("ifindex 5", {"interface": "5"})
+    assert interface_note(default, five) == (
+        "interface replayed: ifindex 2 (by default) → ifindex 5 (--interface 5): other records of the capture, so "
+        "a change between the documents may be theirs, not the kernel's",
+        True,
+    )
+    assert interface_note(doc("ifindex 2", None), five)[0].startswith(
+        "interface replayed: ifindex 2 → ifindex 5 ("
+    )
+    unnamed = {
+        "input": {"interfaces": [{"interface": None, "replayed": True}]},
+        "config": {"interface": None},
+    }
+    assert interface_note(unnamed, five) == (None, False)
+    two = doc("ifindex 2", {"interface": "2"})
+    assert interface_note(default, two) == (None, True)
+    assert _config_notes(default, two) == []
+    # where the documents do not say which interface each replayed, the option's change is said as recorded
+    assert _config_notes(unnamed, two) == ['config interface: null → "2"']

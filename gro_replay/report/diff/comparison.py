@@ -95,8 +95,8 @@ def _changes(base, cur, key: str) -> list[str]:
 def _config_notes(base: dict, cur: dict) -> list[str]:
     bc = {k: v for k, v in base.get("config", {}).items() if k != "kernels"}
     cc = {k: v for k, v in cur.get("config", {}).items() if k != "kernels"}
-    interface = interface_note(base, cur)
-    if interface is not None:
+    interface, known = interface_note(base, cur)
+    if known:
         # said by the interfaces replayed, not as ``config interface: null → "bond0"``
         bc.pop("interface", None)
         cc.pop("interface", None)

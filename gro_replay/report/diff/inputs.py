@@ -124,31 +124,39 @@ def _digest_advice(bi: dict | None, ci: dict | None) -> str:
 
 def replayed_view(doc: dict) -> tuple[str, str] | None:
     """Which interfaces of its capture a document replayed and how they were chosen: ("interface 1 (bond0)",
-    "--interface bond0") or ("interface 0 (eth0)", "by default") (``input.interfaces[]``, the entries marked
-    ``replayed``; ``config.interface``, the option given); None when the document lists no interface replayed (a
-    capture of one, or an older document)."""
-    listed = (doc.get("input") or {}).get("interfaces")
-    names = [
-        str(e.get("interface"))
+    " (--interface bond0)"), ("interface 0 (eth0)", " (by default)"), or with "" where the document does not record
+    the option (``input.interfaces[]``, the entries marked ``replayed``, each named by a string; ``config.interface``);
+    None when it lists no interface replayed (a capture of one, an older or edited document)."""
+    inp = doc.get("input")
+    listed = inp.get("interfaces") if isinstance(inp, dict) else None
+    rows = [
+        e
         for e in (listed if isinstance(listed, list) else [])
         if isinstance(e, dict) and e.get("replayed") is True
     ]
-    if not names:
+    if not rows or not all(isinstance(e.get("interface"), str) for e in rows):
         return None
-    chosen = (doc.get("config") or {}).get("interface")
-    return " and ".join(names), "by default" if chosen is None else f"--interface {chosen}"
+    cfg = doc.get("config")
+    if not isinstance(cfg, dict) or "interface" not in cfg:
+        how = ""
+    else:
+        how = " (by default)" if cfg["interface"] is None else f" (--interface {cfg['interface']})"
+    return " and ".join(e["interface"] for e in rows), how
 
 
-def interface_note(base: dict, cur: dict) -> str | None:
+def interface_note(base: dict, cur: dict) -> tuple[str | None, bool]:
     """The note of two documents that replayed other interfaces of their capture (``replayed_view``): "interface
     replayed: interface 0 (eth0) (by default) → interface 1 (bond0) (--interface bond0): other records of the
-    capture, so a change between the documents may be theirs, not the kernel's"; None when both replayed the same
-    ones or either lists none (newcomer37: the note said ``config interface: null → "bond0"``, not naming the
-    baseline's interface)."""
+    capture, so a change between the documents may be theirs, not the kernel's" (newcomer37: the note said
+    ``config interface: null → "bond0"``, not naming the baseline's interface), and whether the interfaces each
+    replayed are known (then ``config.interface`` says nothing more: the default and ``--interface`` naming it
+    replay the same records). (None, False) when either lists none."""
     b, c = replayed_view(base), replayed_view(cur)
-    if b is None or c is None or b[0] == c[0]:
-        return None
+    if b is None or c is None:
+        return None, False
+    if b[0] == c[0]:
+        return None, True
     return (
-        f"interface replayed: {b[0]} ({b[1]}) → {c[0]} ({c[1]}): other records of the capture, so a change between "
-        "the documents may be theirs, not the kernel's"
-    )
+        f"interface replayed: {b[0]}{b[1]} → {c[0]}{c[1]}: other records of the capture, so a change between the "
+        "documents may be theirs, not the kernel's"
+    ), True

@@ -38,6 +38,13 @@ def fmt_delta(v) -> str:
     return f"{v:+,.2f}" if isinstance(v, float) else f"{v:+,}"
 
 
+def _delta(c: dict, metric: str) -> str:
+    """A cell's Δ (``fmt_delta``); "–" for a ratio with no skb on one side (``fmt_value``): no mean to subtract."""
+    if metric in _RATIOS and c["delta"] is not None and not (c["baseline"] and c["current"]):
+        return "–"
+    return fmt_delta(c["delta"])
+
+
 def _cell_change(c: dict, metric: str | None = None, limit: float | None = None) -> str:
     """A cell's change (``fmt_change``); a failed check's (``regression``) as its loss beside ``limit`` reads
     (``loss_change``), where the cell's ``metric`` and the threshold are given."""
@@ -177,13 +184,18 @@ def _flow_change(sk: dict, ra: dict, limit: float | None = None, metric: str = "
     return _cell_change(ra, metric, limit)
 
 
-def _stage_change(stage: dict, name: str, limit: float | None) -> str:
+def _stage_change(stage: dict, name: str, limit: float | None, short: bool = False) -> str:
     """The change of a stage's ``name`` cell (``stage``: a ``comparison.kernels[].stages`` entry): segments per skb
-    where the stage delivered skbs in one document only as a flow's reads (``_flow_change``), else
-    ``_cell_change``."""
-    if name == "segs_per_skb":
-        return _flow_change(stage["skbs"], stage[name], limit, name)
-    return _cell_change(stage[name], name, limit)
+    where the stage delivered skbs in one document only as a flow's reads (``_flow_change``; ``short``: "none now"
+    and "new", for the table's narrow Δ column), else ``_cell_change``."""
+    if name != "segs_per_skb":
+        return _cell_change(stage[name], name, limit)
+    if not (stage["skbs"]["baseline"] or stage["skbs"]["current"]):
+        return "no skb"
+    said = _flow_change(stage["skbs"], stage[name], limit, name)
+    if short:
+        return {"not delivered in current": "none now", "delivered in current only": "new"}.get(said, said)
+    return said
 
 
 #: flows named in an "only in" line; the others are counted
@@ -245,7 +257,7 @@ def render_markdown(cmp: dict) -> str:
                 flag = " ❌" if c["regression"] else ""
                 lines.append(
                     f"| {METRICS[name].label} | {STAGE_TITLES[s]} | {fmt_value(c['baseline'], name)} | "
-                    f"{fmt_value(c['current'], name)} | {fmt_delta(c['delta'])} | "
+                    f"{fmt_value(c['current'], name)} | {_delta(c, name)} | "
                     f"{_stage_change(k['stages'][s], name, limit)}{flag} |"
                 )
         changed = _changed_flows(k)
@@ -306,7 +318,7 @@ def _stage_table(k: dict, no_wrap: bool, limit: float | None = None):
                 verbatim(
                     "n/a"
                     if c["delta"] is None
-                    else f"{fmt_delta(c['delta'])} ({_cell_change(c, name, limit)})",
+                    else f"{_delta(c, name)} ({_stage_change(k['stages'][s], name, limit, short=True)})",
                     style,
                 ),
             ]
