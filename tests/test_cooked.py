@@ -301,3 +301,25 @@ def test_an_interface_of_records_cut_before_their_ifindex_is_said_so(tmp_path):
             with pytest.raises(CaptureError) as e:
                 replay_capture(str(path), ReplayConfig(interface=want, fast_path=fast))
             assert str(e.value) == f"{path}: --interface {want}: {words}"
+
+
+@pytest.mark.parametrize("linktype", [DLT_LINUX_SLL, DLT_LINUX_SLL2])
+def test_a_whole_record_shorter_than_its_cooked_header_is_malformed(linktype, tmp_path):
+    """A record whole (captured length = wire length) but shorter than its Linux cooked header (16 or 20 bytes),
+    every length from 0, beside 12 VXLAN frames: ``malformed:link_header`` (breaker60: it was
+    ``unsupported_link_layer``, as for a link layer not read); a CAN record (ARPHRD_CAN, its protocol no
+    ethertype) stays ``unsupported_link_layer``. Both paths alike."""
+    frames = _frames(12)
+    hl = {DLT_LINUX_SLL: 16, DLT_LINUX_SLL2: 20}[linktype]
+    whole = _cooked(linktype, frames[0][1])
+    can = _cooked(linktype, frames[0][1], hatype=ARPHRD_CAN, protocol=0x000C)
+    recs = [(frames[0][0] - 100 + n, whole[:n], n) for n in range(hl)]
+    recs += [(frames[0][0] - 50, can, len(can))]
+    recs += [(ts, c, len(c)) for ts, f in frames for c in [_cooked(linktype, f)]]
+    path = tmp_path / "short.pcap"
+    _write(path, "pcap", linktype, recs)
+    want = _doc(str(path), ReplayConfig())
+    assert want == _doc(str(path), ReplayConfig(fast_path=False))
+    inp = json.loads(want)["input"]
+    assert inp["skipped"] == {"malformed:link_header": hl, "unsupported_link_layer": 1}
+    assert inp["frames_replayed"] == 12

@@ -100,6 +100,15 @@ def sent_by_host(buf: bytes, linktype: int) -> bool:
     return False
 
 
+#: bytes of the link header a record of each link type starts with (raw IP: the version nibble's byte)
+LINK_HEADER_LEN: Mapping[int, int] = {
+    DLT_EN10MB: 14,
+    DLT_LINUX_SLL: 16,
+    DLT_LINUX_SLL2: 20,
+    **dict.fromkeys(RAW_LINKTYPES, 1),
+}
+
+
 def l2_normalize(buf: bytes, linktype: int) -> bytes | None:
     """Turn a captured frame into an Ethernet II frame (14-byte header, then the L3 packet).
 

@@ -42,6 +42,8 @@ SKIP_LINKTYPE = "unsupported_link_layer"
 #: a Linux cooked frame the capturing host sent (capture/linktypes.py ``sent_by_host``): no receive path's GRO saw it
 SKIP_OUTGOING = "outgoing"
 SKIP_ETH = "malformed:ethernet"
+#: a record whole but shorter than its link header (a Linux cooked header, a raw IP record of no byte)
+SKIP_LINK_HEADER = "malformed:link_header"
 SKIP_OUTER_IP = "malformed:outer_ip"
 SKIP_OUTER_UDP = "malformed:outer_udp"
 SKIP_TUNNEL = "malformed:tunnel_header"

@@ -11,8 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..capture.linktypes import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, l2_normalize, sent_by_host
-from ..packet.decode import SKIP_LINKTYPE, SKIP_OUTGOING, SKIP_SNAPLEN
+from ..capture.linktypes import (
+    DLT_EN10MB,
+    DLT_LINUX_SLL,
+    DLT_LINUX_SLL2,
+    LINK_HEADER_LEN,
+    l2_normalize,
+    sent_by_host,
+)
+from ..packet.decode import SKIP_LINK_HEADER, SKIP_LINKTYPE, SKIP_OUTGOING, SKIP_SNAPLEN
 from ..packet.headers import UNREAD, data_end, tunnel_port_of
 
 #: ``inp`` below: sim/ingest.py ``InputStats`` (not imported: ingest imports this module)
@@ -64,7 +71,8 @@ def received_frame(
     even cut short) is ``outgoing``: no receive path saw it, and its time is no arrival (``first_ts_ns``,
     ``last_ts_ns`` are the others'). A record cut short is ``snaplen_cut``; one that states a wire length below
     its bytes is counted (``caplen_over_orig_len``) and replayed; one of another link type is converted
-    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer``."""
+    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer`` (``malformed:link_header``: too short
+    for its link header)."""
     if sent_by_host(buf, linktype):
         count_skip(inp, SKIP_OUTGOING, buf, linktype, ports)
         return None
@@ -79,7 +87,9 @@ def received_frame(
     inp.cooked_frames += linktype in (DLT_LINUX_SLL, DLT_LINUX_SLL2)
     eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
     if eth is None:
-        count_skip(inp, SKIP_LINKTYPE, None, linktype, ports)
+        # a record too short for its link header is malformed, not of a link layer left unread
+        short = len(buf) < LINK_HEADER_LEN.get(linktype, 0)
+        count_skip(inp, SKIP_LINK_HEADER if short else SKIP_LINKTYPE, None, linktype, ports)
         return None
     return eth
 
