@@ -114,10 +114,23 @@ def test_a_frame_the_host_sent_chooses_no_interface(tmp_path):
     result = replay_capture(str(path), ReplayConfig())
     # a frame the host sent is outgoing whichever interface is replayed, never another device's traffic
     assert (dict(result.input.skipped), result.input.frames_replayed) == ({"outgoing": 17}, 17)
+    # what the host sent is not looked at: not "no VXLAN or Geneve traffic" of 17 frames to a VXLAN port
+    # (newcomer38: the next note said them sent to a VXLAN port)
     assert result.input.notes[0] == (
-        "the capture holds 2 interfaces (ifindex 3: 17 frames, no VXLAN or Geneve traffic, 17 sent by the capturing host; "
+        "the capture holds 2 interfaces (ifindex 3: 17 frames, all sent by the capturing host; "
         "ifindex 2: 17 frames, 17 tunnel); replaying ifindex 2 only (the interface of the capture's first tunnel "
         "frame; --interface chooses)"
+    )
+    # ifindex 3 receiving too (a copy of each frame ifindex 2 received, its own received traffic here)
+    with PcapWriter(str(path), linktype=DLT_LINUX_SLL2) as w:
+        for ts, buf in _sample():
+            w.write(ts, _cooked(buf, DLT_LINUX_SLL2, 4, ifindex=3))
+            w.write(ts + 100, _cooked(buf, DLT_LINUX_SLL2, 0, ifindex=2))
+            w.write(ts + 200, _cooked(buf[:14] + bytes(20), DLT_LINUX_SLL2, 0, ifindex=3))
+    note = replay_capture(str(path), ReplayConfig()).input.notes[0]
+    assert note.startswith(
+        "the capture holds 2 interfaces (ifindex 3: 34 frames, no VXLAN or Geneve traffic received, 17 sent by the "
+        "capturing host; ifindex 2: 17 frames, 17 tunnel)"
     )
 
 

@@ -49,7 +49,6 @@ def interface_notes(
     lab = {k: st.label(*labels) for k, st in by_key.items()}
     parts = [
         f"{lab[k]}: {st.frames:,} {plural(st.frames, 'frame')}, {_tunnel_words(st)}"
-        + (f", {st.sent:,} sent by the capturing host" if st.sent else "")
         for k, st in by_key.items()
     ]
     head = f"the capture holds {len(by_key)} interfaces ({'; '.join(parts)})"
@@ -149,16 +148,25 @@ _TWIN = (
 
 def _tunnel_words(st: InterfaceStats) -> str:
     """What interface ``st``'s frames are, by their headers: "20 tunnel (all cut short: snaplen_cut, not
-    replayed)", "no VXLAN or Geneve traffic", "no VXLAN or Geneve traffic in the 12 frames whose headers could be read"."""
+    replayed)", "no VXLAN or Geneve traffic", "no VXLAN or Geneve traffic in the 12 frames whose headers could be read";
+    of the frames it received, those the capturing host sent (Linux cooked ``PACKET_OUTGOING``) not looked at: "all
+    sent by the capturing host", "no VXLAN or Geneve traffic received, 400 sent by the capturing host" (newcomer38:
+    "no VXLAN or Geneve traffic" was said of 400 frames the host sent to a VXLAN port)."""
+    if st.sent and st.sent == st.frames:
+        return "all sent by the capturing host"
+    sent = f", {st.sent:,} sent by the capturing host" if st.sent else ""
+    none = "no VXLAN or Geneve traffic" + (" received" if st.sent else "")
     n, cut = st.tunnel_frames, st.tunnel_cut
     if n:
         if not cut:
-            return f"{n:,} tunnel"
-        return f"{n:,} tunnel ({'all' if cut == n else f'{cut:,}'} cut short: snaplen_cut, not replayed)"
-    if st.unread:
-        read = st.frames - st.unread
+            return f"{n:,} tunnel{sent}"
         return (
-            f"no VXLAN or Geneve traffic in the {read:,} {plural(read, 'frame')} whose headers could be read "
-            f"({st.unread:,} could not be read to their UDP port)"
+            f"{n:,} tunnel ({'all' if cut == n else f'{cut:,}'} cut short: snaplen_cut, not replayed){sent}"
         )
-    return "no VXLAN or Geneve traffic"
+    if st.unread:
+        read = st.frames - st.sent - st.unread
+        return (
+            f"{none} in the {read:,} {plural(read, 'frame')} whose headers could be read "
+            f"({st.unread:,} could not be read to their UDP port){sent}"
+        )
+    return f"{none}{sent}"
