@@ -15,7 +15,7 @@ import pytest
 from test_interface_pipes import _OUTER, _block, _both, _epb, _frames, _idb, _interfaces, _shb
 
 from gro_replay import pollcache
-from gro_replay.capture import interface_chunks, interfaces
+from gro_replay.capture import interface_chunks, interface_plan, interfaces
 from gro_replay.capture.reader import open_capture
 
 
@@ -66,11 +66,11 @@ def test_one_interface_decodes_no_frame_of_the_common_layout(tmp_path, monkeypat
 
 def test_the_batch_path_reads_a_pcapng_file_once(tmp_path, monkeypatch):
     # one interface (eth0), 60 VXLAN frames: the frame-by-frame path walks the file's blocks first to find that
-    # nothing is to be chosen (interfaces.plan); the batch path reads the file once, as a pipe, and chooses as it
+    # nothing is to be chosen (interface_plan.plan); the batch path reads the file once, as a pipe, and chooses as it
     # reads (SelectedChunks). Same document either way (_both: file, pipe, reference path)
     walks = []
-    real = interfaces._one_interface
-    monkeypatch.setattr(interfaces, "_one_interface", lambda *a: walks.append(a[0]) or real(*a))
+    real = interface_plan._one_interface
+    monkeypatch.setattr(interface_plan, "_one_interface", lambda *a: walks.append(a[0]) or real(*a))
     doc = _both(_shb() + _idb("eth0") + b"".join(_epb(0, ts, f) for ts, f in _frames(60)), tmp_path)
     assert doc["input"]["frames_replayed"] == 60 and doc["input"]["interfaces"] == []
     assert walks == [str(tmp_path / "capture")]  # the reference path's file only

@@ -23,7 +23,7 @@ import pytest
 from test_scenarios import random_scenario
 
 from gro_replay import pollcache
-from gro_replay.capture.interfaces import plan
+from gro_replay.capture.interface_plan import plan
 from gro_replay.capture.reader import DLT_LINUX_SLL2, open_capture
 from gro_replay.packet.decode import Decoder
 from gro_replay.report.document import document

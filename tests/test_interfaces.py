@@ -515,7 +515,7 @@ def test_plan_of_a_one_interface_pcapng_decodes_no_frame(tmp_path):
     factory is not called), ``--interface`` still matches it by number and name; a file of two sections with the
     interfaces' frames interleaved is decoded and each interface's tunnel frames counted (10 VXLAN frames each on
     eth0, none on vxlan0: the construction of ``_two_sections``)."""
-    from gro_replay.capture.interfaces import plan
+    from gro_replay.capture.interface_plan import plan
     from gro_replay.capture.reader import open_capture
 
     frames = list(synth_frames(Scenario(frames=25)))
@@ -596,3 +596,38 @@ def test_an_interface_declared_without_frames_is_said_so(tmp_path, fast_path):
         [*CLI, str(idle), "--interface", "eth1"], capture_output=True, text=True, env=cli_env()
     )
     assert (r.returncode, r.stdout, r.stderr) == (2, "", f"Error: {idle}: {said[(idle, 'eth1')]}\n")
+
+
+def test_the_tunnel_device_replayed_is_said_to_hold_decapsulated_copies(runner, sll2):
+    """``--interface 5`` on the ``-i any`` capture replays the tunnel device's decapsulated inner packets, which
+    never reach a physical device's NAPI (../shared/triage/README.md, kernel-checked): the 20 frames carry the
+    inner packets of ifindex 2's 20 tunnel frames, left out, and the note and the verdict say so (newcomer38: the
+    replay read as a NIC's, the copies said nowhere); the same on the reference path."""
+    from gro_replay.report.document import document
+    from gro_replay.sim import ReplayConfig, replay_capture
+
+    doc = _json(runner, sll2, "--interface", "5")
+    rows = [
+        (i["interface"], i["replayed"], i["copies_of_tunnel_payload_left_out"])
+        for i in doc["input"]["interfaces"]
+    ]
+    assert rows == [("ifindex 2", False, {}), ("ifindex 5", True, {"ifindex 2": 20})]
+    (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
+    assert note.endswith(
+        "; the same packets twice: 20 frames of ifindex 5, replayed, carry the inner packets of ifindex 2's tunnel "
+        "frames left out (decapsulated copies, a tunnel device's, which never reach a physical device's NAPI, "
+        "replayed here as one's frames: --interface 2 replays the tunnel frames)"
+    )
+    assert doc["verdict"]["text"].endswith(
+        "Only ifindex 5 was replayed: tunnel frames of another device, which its own NAPI merges, are in no count "
+        "here: 20 on ifindex 2 (--interface 2 replays them). Of the frames replayed, 20 on ifindex 5 carry the inner "
+        "packets of those tunnel frames: decapsulated copies, a tunnel device's, which never reach a physical "
+        "device's NAPI, counted here as if one received them."
+    )
+    ref = document(replay_capture(sll2, ReplayConfig(interface="5", fast_path=False)))
+    assert ref["input"]["interfaces"] == doc["input"]["interfaces"] and ref["verdict"] == doc["verdict"]
+    # the default replay (ifindex 2) holds no such copy: its copies are another interface's
+    assert [i["copies_of_tunnel_payload_left_out"] for i in _json(runner, sll2)["input"]["interfaces"]] == [
+        {},
+        {},
+    ]

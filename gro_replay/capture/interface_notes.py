@@ -65,6 +65,22 @@ def interface_notes(
     text = f"{head}; replaying {replayed} only ({why})"
     others = [(k, st) for k, st in by_key.items() if k not in chosen]
     kept = [st for k, st in by_key.items() if k in chosen]
+    text += _left_out_words(others, lab, kept, ambiguous)
+    text += _repeat_words(others, lab, replayed, ambiguous)
+    text += _decapsulated_words(by_key, chosen, lab, ambiguous)
+    dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
+    if dup:
+        text += (
+            f"; the same packets twice: {', '.join(dup)} carry the inner packets of {replayed}'s tunnel frames "
+            "(decapsulated copies, which never reach the physical device's NAPI)"
+        )
+    return [text]
+
+
+def _left_out_words(others: list, lab: dict, kept: list, ambiguous: frozenset[int]) -> str:
+    """The note's clauses on the tunnel frames left out (``others``: (key, InterfaceStats) not replayed), one per
+    device (``left_out_groups``: the views of one device counted once)."""
+    text = ""
     views = [(lab[k], st.left_out, {lab[o]: n for o, n in st.also.items()}) for k, st in others]
     for members, n in left_out_groups(views):
         sts = [others[i][1] for i in members]
@@ -79,14 +95,22 @@ def interface_notes(
         select = and_list([f"--interface {st.select(ambiguous)}" for st in sts], "or")
         cut = sum(st.tunnel_cut for st in sts)
         text += f"; {n:,} tunnel {plural(n, 'frame')} on {where} left out ({whose}: {select} replays it instead{cut_words(n, cut)})"
-    text += _repeat_words(others, lab, replayed, ambiguous)
-    dup = [f"{st.copies:,} on {lab[k]}" for k, st in others if st.copies]
-    if dup:
-        text += (
-            f"; the same packets twice: {', '.join(dup)} carry the inner packets of {replayed}'s tunnel frames "
-            "(decapsulated copies, which never reach the physical device's NAPI)"
-        )
-    return [text]
+    return text
+
+
+def _decapsulated_words(by_key: dict, chosen: frozenset, lab: dict, ambiguous: frozenset[int]) -> str:
+    """The note's clause on frames of a replayed interface that carry the inner packets of tunnel frames left out
+    (``InterfaceStats.decapsulated``: ``--interface`` chose the tunnel device of an ``-i any`` capture)."""
+    text = ""
+    for k, st in by_key.items():
+        for src, n in st.decapsulated.items() if k in chosen else ():
+            text += (
+                f"; the same packets twice: {n:,} {plural(n, 'frame')} of {lab[k]}, replayed, "
+                f"{'carries the inner packet' if n == 1 else 'carry the inner packets'} of {lab[src]}'s tunnel frames "
+                "left out (decapsulated copies, a tunnel device's, which never reach a physical device's NAPI, "
+                f"replayed here as one's frames: --interface {by_key[src].select(ambiguous)} replays the tunnel frames)"
+            )
+    return text
 
 
 def unselected_words(names: list[str], quiet: list[tuple[str, str, bool]], unknown: int) -> tuple[str, str]:

@@ -50,6 +50,9 @@ class InterfaceStats:
     #: of the tunnel frames left out, those equal to left-out ones another interface read first (key → frames: one
     #: frame of each matched, as ``repeats`` are): the second slave of a bond seen again on the bond
     also: dict = field(default_factory=dict)
+    #: frames (of a replayed interface) that carry the inner packet of a tunnel frame left out, by the interface
+    #: that read it (key → frames): ``--interface`` chose the tunnel device of an ``-i any`` capture
+    decapsulated: dict = field(default_factory=dict)
 
     @property
     def left_out(self) -> int:
@@ -134,6 +137,11 @@ class InterfaceStats:
             "frames_unread": self.unread,
             "frames_sent_by_host": self.sent,
             "copies_of_tunnel_payload": self.copies,
+            "copies_of_tunnel_payload_left_out": {
+                labels.get(k, str(k)): n for k, n in self.decapsulated.items()
+            }
+            if replayed
+            else {},
             "replayed": replayed,
             "tunnel_frames_repeated": self.repeats,
             "tunnel_frames_left_out": 0 if replayed else self.left_out,

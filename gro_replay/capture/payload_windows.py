@@ -114,6 +114,11 @@ class Views(Recent):
         seen[key] = seen.get(key, 0) + 1
         self.add(h, seen)
 
+    def first(self, h: int) -> tuple | None:
+        """The interface that read the first left-out tunnel frame of hash ``h`` still in the window, or None."""
+        seen = self.d.get(h)
+        return next(iter(seen)) if isinstance(seen, dict) else seen  # type: ignore[return-value]
+
     def match(self, h: int) -> list:
         """A replayed tunnel frame of hash ``h`` was read: the interfaces that read a frame of its bytes before,
         one frame of each taken out of the window (a repeat of it: one view of one frame per interface)."""

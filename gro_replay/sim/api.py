@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..capture.chunks import PcapChunks
 from ..capture.interface_chunks import SelectedChunks
-from ..capture.interfaces import may_hold_several
-from ..capture.interfaces import plan as plan_interfaces
+from ..capture.interface_plan import may_hold_several
+from ..capture.interface_plan import plan as plan_interfaces
 from ..capture.pcapng_chunks import PcapngChunks
 from ..capture.reader import DLT_EN10MB, open_capture
 from ..capture.spool import spooled

@@ -88,7 +88,7 @@ def input_reasons(cap: Capture, sel: Selection | None) -> list[str]:
     and any pcapng file or stream, in its block walker's blocks (``PcapngChunks``); a pcapng or cooked capture with
     the records of the interfaces not replayed marked (``capture.interface_chunks.SelectedChunks``: the rule of
     ``Selection.filter``, which counts the others as it reads). ``sel`` is not read: the batch path reads a pcapng
-    file once, as a stream (``capture.interfaces.plan``)."""
+    file once, as a stream (``capture.interface_plan.plan``)."""
     from ..capture.linktypes import DLT_NAMES
 
     if cap.format == "pcapng":

@@ -64,7 +64,20 @@ def left_out_text(inp) -> str:
             ", or of this device in captures joined with cat (the interfaces are not named; mergecap -w joins "
             "captures)"
         )
-    return f"Only {replayed} was replayed: tunnel frames of {who}, are in no count here: {each}."
+    copies = [
+        f"{n:,} on {r['interface']}"
+        for r in rows
+        if r.get("replayed") and isinstance(r.get("copies_of_tunnel_payload_left_out"), dict)
+        for n in [sum(v for v in r["copies_of_tunnel_payload_left_out"].values() if isinstance(v, int))]
+        if n
+    ]
+    inner = (
+        f" Of the frames replayed, {and_list(copies)} carry the inner packets of those tunnel frames: decapsulated "
+        "copies, a tunnel device's, which never reach a physical device's NAPI, counted here as if one received them."
+        if copies
+        else ""
+    )
+    return f"Only {replayed} was replayed: tunnel frames of {who}, are in no count here: {each}.{inner}"
 
 
 def _also(row: dict) -> dict:
