@@ -62,7 +62,7 @@ class CompareSentences:
         def _costless_text(
             self, r: Refusals, kernel: str, also: bool = False, subject: str = "udp_gro_receive"
         ) -> str: ...
-        def _unmerged_note(self, k: KernelFacts) -> str: ...
+        def _unmerged_note(self, k: KernelFacts, other: KernelFacts | None = None) -> str: ...
         def _selected(self, fid: int) -> bool: ...  # core.Verdict's
 
     def _zero_reached(self) -> Counter | None:
@@ -115,7 +115,9 @@ class CompareSentences:
                 f"the fix changes how many skbs carry {'it' if lost == 1 else 'them'} to the drop, not what "
                 "the host receives."
             )
-        return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post)
+        # the gate refused nothing: the kernel without the fix ran the phys device as the one with it
+        pre = next((k for k in self.kernels if k.name == self.pre), None) if not t.refused else None
+        return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post, pre)
 
     def _of_tunnelled(self, n: int, tcp: bool = False) -> str:
         """ "N of T tunnelled [TCP ]flows" for N flows that lose aggregation (``words.of_tunnelled``): T the

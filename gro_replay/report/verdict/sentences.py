@@ -250,12 +250,15 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             )
         return text
 
-    def _unmerged_note(self, k: KernelFacts) -> str:
+    def _unmerged_note(self, k: KernelFacts, other: KernelFacts | None = None) -> str:
         """ " <kernel> does not merge F tunnelled TCP flows at the phys device (E of their S skbs carry no
-        payload): reasons." — or, for the very flows the comparison said the post-fix kernel merges no further,
-        " <kernel> merges none of that flow's frames at the phys device, for the reasons above." — or "" (the
-        flows without payload are said apart, once: ``_empty_note``). The reasons are every unmerged skb's
-        (``break_reasons``), the clause only when some carried no payload (``payload_clause``)."""
+        payload): reasons." — " Neither <other> nor <kernel> merges …" when ``other`` (compare mode, the kernel
+        without the fix, whose gate refused nothing: the same phys device but for it) leaves as many flows and skbs
+        unmerged for the same reasons (newcomer38: "post-fix does not merge 3 flows" read as if pre-fix did) —
+        or, for the very flows the comparison said the post-fix kernel merges no further, " <kernel> merges none
+        of that flow's frames at the phys device, for the reasons above." — or "" (the flows without payload are
+        said apart, once: ``_empty_note``). The reasons are every unmerged skb's (``break_reasons``), the clause
+        only when some carried no payload (``payload_clause``)."""
         u = self._tally.unmerged[k.name]
         if not u.flows:
             return ""
@@ -273,6 +276,23 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             return (
                 f" {kernel_label(k.name, k.release)} merges none of {flows} frames at the phys device"
                 f"{payload_clause(u.skbs, u.skbs_empty, whose)}, for the reasons above{steps}."
+            )
+        o = self._tally.unmerged[other.name] if other is not None else None
+        if (
+            other is not None
+            and o is not None
+            and (o.flows, o.skbs, o.skbs_empty, o.reasons)
+            == (
+                u.flows,
+                u.skbs,
+                u.skbs_empty,
+                u.reasons,
+            )
+        ):
+            return (
+                f" Neither {kernel_label(other.name, other.release)} nor {kernel_label(k.name, k.release)} merges "
+                f"{u.flows:,} tunnelled TCP {plural(u.flows, 'flow')} at the phys device"
+                f"{payload_clause(u.skbs, u.skbs_empty, whose)}: {self._reasons(u.reasons, k.name)}{steps}."
             )
         return (
             f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
