@@ -601,8 +601,9 @@ def test_an_interface_declared_without_frames_is_said_so(tmp_path, fast_path):
 def test_the_tunnel_device_replayed_is_said_to_hold_decapsulated_copies(runner, sll2):
     """``--interface 5`` on the ``-i any`` capture replays the tunnel device's decapsulated inner packets, which
     never reach a physical device's NAPI (../shared/triage/README.md, kernel-checked): the 20 frames carry the
-    inner packets of ifindex 2's 20 tunnel frames, left out, and the note and the verdict say so (newcomer38: the
-    replay read as a NIC's, the copies said nowhere); the same on the reference path."""
+    inner packets of ifindex 2's 20 tunnel frames, left out, and the note and the verdict say so, as most likely
+    (a frame equal to another's inner packet need not be a tunnel device's: breaker61) (newcomer38: the replay
+    read as a NIC's, the copies said nowhere); the same on the reference path."""
     from gro_replay.report.document import document
     from gro_replay.sim import ReplayConfig, replay_capture
 
@@ -615,14 +616,14 @@ def test_the_tunnel_device_replayed_is_said_to_hold_decapsulated_copies(runner, 
     (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
     assert note.endswith(
         "; the same packets twice: 20 frames of ifindex 5, replayed, carry the inner packets of ifindex 2's tunnel "
-        "frames left out (decapsulated copies, a tunnel device's, which never reach a physical device's NAPI, "
-        "replayed here as one's frames: --interface 2 replays the tunnel frames)"
+        "frames left out (most likely decapsulated copies, a tunnel device's, which never reach a physical device's "
+        "NAPI; replayed here as one's frames: --interface 2 replays the tunnel frames)"
     )
     assert doc["verdict"]["text"].endswith(
         "Only ifindex 5 was replayed: tunnel frames of another device, which its own NAPI merges, are in no count "
         "here: 20 on ifindex 2 (--interface 2 replays them). Of the frames replayed, 20 on ifindex 5 carry the inner "
-        "packets of those tunnel frames: decapsulated copies, a tunnel device's, which never reach a physical "
-        "device's NAPI, counted here as if one received them."
+        "packets of those tunnel frames: most likely decapsulated copies, a tunnel device's, which never reach a "
+        "physical device's NAPI, counted here as if one received them."
     )
     ref = document(replay_capture(sll2, ReplayConfig(interface="5", fast_path=False)))
     assert ref["input"]["interfaces"] == doc["input"]["interfaces"] and ref["verdict"] == doc["verdict"]

@@ -376,9 +376,10 @@ def test_two_slaves_of_a_bond_left_out_are_counted_once(tmp_path, monkeypatch, o
     bond sees each again, after it). eth0 is replayed: bond0's 10 frames of eth1 are left out and so are eth1's
     (and br0's), the same 10 frames on several views (breaker58: said as 10 and 10 left out, 20 frames of other
     devices; breaker60: split between the views by file order, "other devices"). Each view read after another is
-    said to be the first's too (``tunnel_frames_left_out_also``), and the views are one device's 10 frames,
-    whichever order the file holds them in and whether the payload window keeps them to the end or pushes them
-    out after 2 newer hashes (``window``): eth1's traffic, merged by its own NAPI."""
+    said to be the first's too (``tunnel_frames_left_out_also``), and the views' frames are said to be 10 distinct
+    ones, whichever order the file holds them in and whether the payload window keeps them to the end or pushes
+    them out after 2 newer hashes (``window``); how many devices received them is not said (breaker61: a bond
+    over two slaves left out shares frames with each, test below)."""
     monkeypatch.setattr(interfaces, "COPY_WINDOW", window)
     path = tmp_path / f"two-slaves-{order}-{window}.pcapng"
     names = ["eth0", "eth1", "bond0"] + (["br0"] if order == "bridged" else [])
@@ -387,9 +388,8 @@ def test_two_slaves_of_a_bond_left_out_are_counted_once(tmp_path, monkeypatch, o
             views = {
                 "slave-first": (j % 2, 2),
                 "bond-first": (2, j % 2),
-                "mixed": (j % 2, 2)
-                if j % 4 < 2
-                else (2, j % 2),  # eth1's frames 1, 5, 9, … before the bond's
+                # eth1's frames 1, 5, 9, … before the bond's
+                "mixed": (j % 2, 2) if j % 4 < 2 else (2, j % 2),
                 "bridged": (j % 2, 2, 3),
             }[order]
             for iface in views:
@@ -401,19 +401,12 @@ def test_two_slaves_of_a_bond_left_out_are_counted_once(tmp_path, monkeypatch, o
         "interface 2 (bond0)",
         "interface 3 (br0)",
     )
+    # bond0 (and br0 above it): eth0's 10 repeat the replayed ones; eth1's 10 are left out
     rows = {
         eth0: (eth0, 10, 10, 0, 0, 0, True),
         eth1: (eth1, 10, 10, 0, 10, 0, False),
-        bond0: (
-            bond0,
-            20,
-            20,
-            10,
-            10,
-            0,
-            False,
-        ),  # eth0's 10 repeat the replayed ones; eth1's 10 are left out
-        br0: (br0, 20, 20, 10, 10, 0, False),  # as the bond's
+        bond0: (bond0, 20, 20, 10, 10, 0, False),
+        br0: (br0, 20, 20, 10, 10, 0, False),
     }
     listed = [bond0, eth0, eth1] if order == "bond-first" else [eth0, bond0, eth1]  # by first frame
     if order == "bridged":
@@ -428,22 +421,61 @@ def test_two_slaves_of_a_bond_left_out_are_counted_once(tmp_path, monkeypatch, o
     }[order]
     assert _also(doc) == [(i, also.get(i, {})) for i in listed]
     assert _stages(doc) == _ONE_FLOW
+    (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
     views = [i for i in listed if i != eth0]
-    where = f"{views[0]} and {views[1]}" if len(views) == 2 else f"{views[0]}, {views[1]} and {views[2]}"
-    select = [i.split("(")[1].rstrip(")") for i in views]
-    select = (
-        " or ".join(f"--interface {n}" for n in select)
-        if len(views) == 2
-        else (f"--interface {select[0]}, --interface {select[1]} or --interface {select[2]}")
+    for v in views:
+        name = v.split("(")[1].rstrip(")")
+        assert (
+            f"; 10 tunnel frames on {v} left out (another device's traffic, merged by its own NAPI: --interface "
+            f"{name} replays it instead)"
+        ) in note
+    shared = ", ".join(f"{v}'s {n} are also {o}'s" for v in views for o, n in also.get(v, {}).items())
+    assert (
+        f"; the same tunnel frames on several interfaces among those left out: {shared} (views of the same frames, "
+        "a bond or bridge and its ports: 10 distinct tunnel frames left out)"
+    ) in note
+    each = "; ".join(f"10 on {v} (--interface {v.split('(')[1].rstrip(')')} replays them)" for v in views)
+    assert doc["verdict"]["text"].endswith(
+        f"Only {eth0} was replayed: tunnel frames of devices other than the one replayed, which their own NAPIs "
+        f"merge, are in no count here: {each}. They are 10 distinct frames: {shared} (views of the same frames, a "
+        "bond or bridge and its ports)."
     )
+
+
+def test_a_bond_over_two_slaves_left_out_shares_the_frames_of_each(tmp_path):
+    """eth0, eth1 and eth2, slaves of bond0, each receive one flow of 10 frames; bond0 sees every frame after its
+    slave. eth0 is replayed: eth1's and eth2's 10 each are left out, and so are the bond's 20 of them, which are
+    also theirs (breaker61: the three views were said to be one device's, as one slave's on two views are). The
+    note and the verdict give each view's count and what the views share, 20 distinct frames, and count no
+    device."""
+    frames = list(synth_frames(Scenario(frames=10, flows=3)))  # flow j % 3 is frame j's
+    path = tmp_path / "bond-of-three.pcapng"
+    with PcapngWriter(path, [("eth0", ""), ("eth1", ""), ("eth2", ""), ("bond0", "")]) as w:
+        for j, (ts, f) in enumerate(frames):
+            for iface in (j % 3, 3):
+                w.write(ts, f, iface=iface)
+    doc = _docs(path, tmp_path, "--interface", "eth0")
+    eth0, eth1, eth2, bond0 = (
+        f"interface {i} ({n})" for i, n in enumerate(("eth0", "eth1", "eth2", "bond0"))
+    )
+    assert _rows(doc) == [
+        (eth0, 10, 10, 0, 0, 0, True),
+        (bond0, 30, 30, 10, 20, 0, False),
+        (eth1, 10, 10, 0, 10, 0, False),
+        (eth2, 10, 10, 0, 10, 0, False),
+    ]
+    assert _also(doc) == [(eth0, {}), (bond0, {eth1: 10, eth2: 10}), (eth1, {}), (eth2, {})]
+    assert _stages(doc) == _ONE_FLOW
+    shared = f"{bond0}'s 10 are also {eth1}'s and 10 {eth2}'s"
     (note,) = [n for n in doc["input"]["notes"] if "interfaces" in n]
     assert (
-        f"; 10 tunnel frames on {where} left out (another device's traffic, merged by its own NAPI, seen on each of "
-        f"these {len(views)} views of it and counted once: {select} replays it instead)"
-    ) in note
+        f"among those left out: {shared} (views of the same frames, a bond or bridge and its ports: 20 distinct"
+        in note
+    )
     assert doc["verdict"]["text"].endswith(
-        f"Only {eth0} was replayed: tunnel frames of another device, which its own NAPI merges, are in no count "
-        f"here: 10 on {where}, one device's frames seen on each ({select} replays them)."
+        f"in no count here: 20 on {bond0} (--interface bond0 replays them); 10 on {eth1} (--interface eth1 replays "
+        f"them); 10 on {eth2} (--interface eth2 replays them). They are 20 distinct frames: {shared} (views of the "
+        "same frames, a bond or bridge and its ports)."
     )
 
 

@@ -132,6 +132,20 @@ def test_a_frame_the_host_sent_chooses_no_interface(tmp_path):
         "the capture holds 2 interfaces (ifindex 3: 34 frames, no VXLAN or Geneve traffic received, 17 sent by the "
         "capturing host; ifindex 2: 17 frames, 17 tunnel)"
     )
+    # what ifindex 3 received cut within its IP header: nothing of it could be read (breaker61: "no VXLAN or
+    # Geneve traffic received in the 0 frames whose headers could be read")
+    with PcapWriter(str(path), linktype=DLT_LINUX_SLL2) as w:
+        for i, (ts, buf) in enumerate(_sample()):
+            w.write(ts, _cooked(buf, DLT_LINUX_SLL2, 4, ifindex=3))
+            w.write(ts + 100, _cooked(buf, DLT_LINUX_SLL2, 0, ifindex=2))
+            if i < 2:
+                rec = _cooked(buf, DLT_LINUX_SLL2, 0, ifindex=3)
+                w.write(ts + 200, rec[:30], len(rec))
+    note = replay_capture(str(path), ReplayConfig()).input.notes[0]
+    assert note.startswith(
+        "the capture holds 2 interfaces (ifindex 3: 19 frames, the 2 received could not be read to their UDP port, "
+        "17 sent by the capturing host; ifindex 2: 17 frames, 17 tunnel)"
+    )
 
 
 def test_a_frame_the_host_sent_is_outgoing_cut_short_or_not(tmp_path):

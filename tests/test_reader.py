@@ -686,3 +686,24 @@ def test_an_interface_block_dpkt_cannot_parse_is_a_corrupt_record(tmp_path, firs
     with pytest.raises(CaptureError) as e:
         read_all(p)
     assert str(e.value) == f"{p}: corrupt record at offset {len(head)} (NeedData: got 12, 20 needed at least)"
+
+
+@pytest.mark.parametrize("linktype", [DLT_RAW, 12, 14, LINKTYPE_IPV4, LINKTYPE_IPV6])
+def test_a_raw_ip_record_of_no_byte_or_no_ip_version_is_malformed(tmp_path, linktype):
+    """A raw IP record of no byte has no link header (``malformed:link_header``); one whose first byte is of IP
+    version neither 4 nor 6 is a malformed IP header (``malformed:outer_ip``), not a link layer left unread
+    (breaker61: ``unsupported_link_layer``); a whole IPv4 header beside them is read. Both replay paths."""
+    from gro_replay.report.document import document
+    from gro_replay.sim import ReplayConfig, replay_capture
+
+    records = [
+        (1, 0, 0, 0, b""),
+        (1, 10, 31, 31, b"\x15" + bytes(30)),
+        (1, 20, 1, 1, b"\x00"),
+        (1, 30, 20, 20, IP4),
+    ]
+    path = write(tmp_path, "raw.pcap", pcap_bytes(records, linktype=linktype))
+    docs = [document(replay_capture(path, ReplayConfig(fast_path=f)))["input"] for f in (True, False)]
+    assert docs[0]["skipped"] == docs[1]["skipped"]
+    assert docs[0]["skipped"] == {"malformed:link_header": 1, "malformed:outer_ip": 2}
+    assert docs[0]["frames_replayed"] == 1

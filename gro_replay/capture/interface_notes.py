@@ -3,8 +3,8 @@ the others' frames were. Kernel: none (capture/interfaces.py says why one device
 
 from __future__ import annotations
 
-from ..project import and_list, plural
-from .interface_stats import InterfaceStats, cut_words, left_out_groups
+from ..project import plural
+from .interface_stats import InterfaceStats, cut_words, shared_words
 from .reader import DLT_LINUX_SLL
 
 
@@ -79,22 +79,23 @@ def interface_notes(
 
 def _left_out_words(others: list, lab: dict, kept: list, ambiguous: frozenset[int]) -> str:
     """The note's clauses on the tunnel frames left out (``others``: (key, InterfaceStats) not replayed), one per
-    device (``left_out_groups``: the views of one device counted once)."""
+    interface, then what they share (``shared_words``: the same frames on several views, counted once)."""
     text = ""
+    for k, st in others:
+        if st.left_out:
+            text += (
+                f"; {st.left_out:,} tunnel {plural(st.left_out, 'frame')} on {lab[k]} left out ("
+                + (_TWIN if st.may_be_replayed(kept) else "another device's traffic, merged by its own NAPI")
+                + f": --interface {st.select(ambiguous)} replays it instead"
+                f"{cut_words(st.left_out, st.tunnel_cut)})"
+            )
     views = [(lab[k], st.left_out, {lab[o]: n for o, n in st.also.items()}) for k, st in others]
-    for members, n in left_out_groups(views):
-        sts = [others[i][1] for i in members]
-        where = and_list([views[i][0] for i in members])
-        whose = (
-            _TWIN
-            if all(st.may_be_replayed(kept) for st in sts)
-            else "another device's traffic, merged by its own NAPI"
+    shared, n = shared_words(views)
+    if shared:
+        text += (
+            f"; the same tunnel frames on several interfaces among those left out: {shared} (views of the same "
+            f"frames, a bond or bridge and its ports: {n:,} distinct tunnel {plural(n, 'frame')} left out)"
         )
-        if len(sts) > 1:  # breaker58: each view's were counted as another device's
-            whose += f", seen on each of these {len(sts)} views of it and counted once"
-        select = and_list([f"--interface {st.select(ambiguous)}" for st in sts], "or")
-        cut = sum(st.tunnel_cut for st in sts)
-        text += f"; {n:,} tunnel {plural(n, 'frame')} on {where} left out ({whose}: {select} replays it instead{cut_words(n, cut)})"
     return text
 
 
@@ -107,8 +108,9 @@ def _decapsulated_words(by_key: dict, chosen: frozenset, lab: dict, ambiguous: f
             text += (
                 f"; the same packets twice: {n:,} {plural(n, 'frame')} of {lab[k]}, replayed, "
                 f"{'carries the inner packet' if n == 1 else 'carry the inner packets'} of {lab[src]}'s tunnel frames "
-                "left out (decapsulated copies, a tunnel device's, which never reach a physical device's NAPI, "
-                f"replayed here as one's frames: --interface {by_key[src].select(ambiguous)} replays the tunnel frames)"
+                "left out (most likely decapsulated copies, a tunnel device's, which never reach a physical device's "
+                f"NAPI; replayed here as one's frames: --interface {by_key[src].select(ambiguous)} replays the tunnel "
+                "frames)"
             )
     return text
 
@@ -189,6 +191,12 @@ def _tunnel_words(st: InterfaceStats) -> str:
         )
     if st.unread:
         read = st.frames - st.sent - st.unread
+        if (
+            not read
+        ):  # breaker61: "no VXLAN or Geneve traffic received in the 0 frames whose headers could be read"
+            if not st.sent:
+                return "none could be read to its UDP port"
+            return f"the {st.unread:,} received could not be read to {'its' if st.unread == 1 else 'their'} UDP port{sent}"
         return (
             f"{none} in the {read:,} {plural(read, 'frame')} whose headers could be read "
             f"({st.unread:,} could not be read to their UDP port){sent}"

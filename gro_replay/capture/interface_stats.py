@@ -194,30 +194,20 @@ def _new_stats(cap, key: tuple, linktype: int) -> InterfaceStats:
     )
 
 
-def left_out_groups(views: list[tuple[str, int, dict]]) -> list[tuple[list[int], int]]:
-    """The interfaces left out, in groups of views of one device: ``views`` (label, tunnel frames left out, ``also``
-    by label: frames that another view left out read first, ``InterfaceStats.also``) in the order of the capture;
-    two views are of one device when either holds frames the other read (two slaves of one bond, one replayed:
-    the other slave and the bond, any order, a bridge above them too). Returns per group (its views' indexes in
-    ``views``, in order; its distinct tunnel frames: the views' frames, those also another's counted once), in
-    order of first view; views with no frame left out are in none."""
-    at = {label: i for i, (label, n, _a) in enumerate(views) if n}
-    root = list(range(len(views)))
-
-    def find(i: int) -> int:
-        while root[i] != i:
-            root[i] = root[root[i]]
-            i = root[i]
-        return i
-
-    for i, (_label, _n, also) in enumerate(views):
-        for other, n in also.items():
-            if n and views[i][1] and other in at:
-                root[find(i)] = find(at[other])
-    groups: dict[int, list[int]] = {}
-    for i in at.values():
-        groups.setdefault(find(i), []).append(i)
-    return [
-        (members, sum(views[i][1] - sum(views[i][2].values()) for i in members))
-        for members in sorted(groups.values())
+def shared_words(views: list[tuple[str, int, dict]]) -> tuple[str, int]:
+    """What the interfaces left out share (``views``: label, tunnel frames left out, ``also`` by label: those of its
+    frames another view left out read first, ``InterfaceStats.also``): ("interface 2 (bond0)'s 6 are also
+    interface 1 (eth1)'s and 6 interface 3 (eth2)'s", the distinct tunnel frames left out: 12), ("", …) when none
+    shares any (a bond over slaves left out sees their frames again; breaker58: each view's were counted as frames
+    of their own). How many devices received them the capture does not say (a bond over two slaves, or one slave's
+    frames on two views: breaker61), so none is counted."""
+    parts = [
+        f"{label}'s "
+        + " and ".join(
+            f"{n:,} {'are' if n > 1 else 'is'} also {other}'s" if j == 0 else f"{n:,} {other}'s"
+            for j, (other, n) in enumerate((o, n) for o, n in also.items() if n)
+        )
+        for label, _n, also in views
+        if any(also.values())
     ]
+    return ", ".join(parts), sum(n - sum(also.values()) for _label, n, also in views)

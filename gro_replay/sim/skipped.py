@@ -16,10 +16,11 @@ from ..capture.linktypes import (
     DLT_LINUX_SLL,
     DLT_LINUX_SLL2,
     LINK_HEADER_LEN,
+    RAW_LINKTYPES,
     l2_normalize,
     sent_by_host,
 )
-from ..packet.decode import SKIP_LINK_HEADER, SKIP_LINKTYPE, SKIP_OUTGOING, SKIP_SNAPLEN
+from ..packet.decode import SKIP_LINK_HEADER, SKIP_LINKTYPE, SKIP_OUTER_IP, SKIP_OUTGOING, SKIP_SNAPLEN
 from ..packet.headers import UNREAD, data_end, tunnel_port_of
 
 #: ``inp`` below: sim/ingest.py ``InputStats`` (not imported: ingest imports this module)
@@ -87,9 +88,13 @@ def received_frame(
     inp.cooked_frames += linktype in (DLT_LINUX_SLL, DLT_LINUX_SLL2)
     eth = buf if linktype == DLT_EN10MB else l2_normalize(buf, linktype)
     if eth is None:
-        # a record too short for its link header is malformed, not of a link layer left unread
-        short = len(buf) < LINK_HEADER_LEN.get(linktype, 0)
-        count_skip(inp, SKIP_LINK_HEADER if short else SKIP_LINKTYPE, None, linktype, ports)
+        # a record too short for its link header is malformed, and so is a raw IP record of IP version neither 4
+        # nor 6 (breaker61): not of a link layer left unread
+        if len(buf) < LINK_HEADER_LEN.get(linktype, 0):
+            reason = SKIP_LINK_HEADER
+        else:
+            reason = SKIP_OUTER_IP if linktype in RAW_LINKTYPES else SKIP_LINKTYPE
+        count_skip(inp, reason, None, linktype, ports)
         return None
     return eth
 

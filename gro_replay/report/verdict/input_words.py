@@ -4,7 +4,7 @@ capture's other devices that was left out. The verdict's sentences, the input no
 
 from __future__ import annotations
 
-from ...capture.interface_stats import cut_words, left_out_groups
+from ...capture.interface_stats import cut_words, shared_words
 from ...project import and_list, plural
 from .facts import _FILTER_OPTIONS
 
@@ -50,15 +50,25 @@ def left_out_text(inp) -> str:
     if not out:
         return ""
     replayed = " and ".join(r["interface"] for r in rows if r.get("replayed"))
-    views = [(r["interface"], r["tunnel_frames_left_out"], _also(r)) for r in out]
-    groups = left_out_groups(views)
-    each = "; ".join(_group_words([out[i] for i in members], n) for members, n in groups)
-    # views of one device (two slaves of one bond, one replayed: the other and the bond) are one device's frames
-    who = (
-        "another device, which its own NAPI merges"
-        if len(groups) <= 1
-        else "other devices, which their own NAPIs merge"
+    each = "; ".join(
+        f"{r['tunnel_frames_left_out']:,} on {r['interface']} ({r['select']} replays "
+        f"{'it' if r['tunnel_frames_left_out'] == 1 else 'them'}"
+        f"{cut_words(r['tunnel_frames_left_out'], r.get('tunnel_frames_left_out_cut', 0))})"
+        for r in out
     )
+    shared, n = shared_words([(r["interface"], r["tunnel_frames_left_out"], _also(r)) for r in out])
+    if shared:  # the same frames on several views: how many devices received them is not known (breaker61)
+        each += (
+            f". They are {n:,} distinct {plural(n, 'frame')}: {shared} (views of the same frames, a bond or bridge "
+            "and its ports)"
+        )
+        who = "devices other than the one replayed, which their own NAPIs merge"
+    else:
+        who = (
+            "another device, which its own NAPI merges"
+            if len(out) == 1
+            else "other devices, which their own NAPIs merge"
+        )
     if all(r.get("may_be_replayed_device") for r in out):  # capture/interface_stats.py ``may_be_replayed``
         who += (
             ", or of this device in captures joined with cat (the interfaces are not named; mergecap -w joins "
@@ -72,8 +82,9 @@ def left_out_text(inp) -> str:
         if n
     ]
     inner = (
-        f" Of the frames replayed, {and_list(copies)} carry the inner packets of those tunnel frames: decapsulated "
-        "copies, a tunnel device's, which never reach a physical device's NAPI, counted here as if one received them."
+        f" Of the frames replayed, {and_list(copies)} carry the inner packets of those tunnel frames: most likely "
+        "decapsulated copies, a tunnel device's, which never reach a physical device's NAPI, counted here as if one "
+        "received them."
         if copies
         else ""
     )
@@ -84,17 +95,6 @@ def _also(row: dict) -> dict:
     """A row's ``tunnel_frames_left_out_also`` (label → frames), {} where the document has none."""
     also = row.get("tunnel_frames_left_out_also")
     return also if isinstance(also, dict) else {}
-
-
-def _group_words(rows: list[dict], n: int) -> str:
-    """One device's tunnel frames left out (``n``, counted once) on its views ``rows``: "10 on interface 1 (eth1)
-    (--interface eth1 replays them)", or for several views "10 on interface 2 (bond0) and interface 1 (eth1), one
-    device's frames seen on each (--interface bond0 or --interface eth1 replays them)"."""
-    where = and_list([r["interface"] for r in rows])
-    seen = ", one device's frames seen on each" if len(rows) > 1 else ""
-    select = and_list([str(r["select"]) for r in rows], "or")
-    cut = sum(r.get("tunnel_frames_left_out_cut", 0) for r in rows)
-    return f"{n:,} on {where}{seen} ({select} replays {'it' if n == 1 else 'them'}{cut_words(n, cut)})"
 
 
 def fragments_sentence(n: int) -> str:

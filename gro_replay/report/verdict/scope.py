@@ -1,7 +1,7 @@
 """Sentences on what a verdict covers beside its main claim: the kernels run beside the compared pair
-(``_beside_text``), the refusals of flows lost before decapsulation (``_lost_refusals_text``), and the UDP flows
-the hint to other tunnel ports is for (``_udp_flows``). Mixed into ``core.Verdict`` through
-``sentences.CaptureSentences``.
+(``_beside_text``), the frames lost on the way (``_loss_sentence``), the refusals of flows lost before
+decapsulation (``_lost_refusals_text``), and the UDP flows the hint to other tunnel ports is for
+(``_udp_flows``). Mixed into ``core.Verdict`` through ``sentences.CaptureSentences``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...project import plural
 from .facts import STAGE_NAMES, KernelFacts, ReplayResult
-from .words import kernel_label
+from .words import by_count, kernel_label, loss_text
 
 if TYPE_CHECKING:
     from .tally import _Tally
@@ -28,6 +28,22 @@ class ScopeSentences:
 
         def _unmerged_note(self, k: KernelFacts) -> str: ...
         def _selected(self, fid: int) -> bool: ...
+
+    def _lost_skbs(
+        self, outcome: str, frames: int, kernels: list[KernelFacts] | None = None
+    ) -> list[tuple[str, int]]:
+        """(kernel, skbs) for each kernel of ``kernels`` (default: every kernel run) that lost ``frames`` frames to
+        drop reason ``outcome``: the skbs they were in (``KernelFacts.lost_skbs``, what ``loss_text`` names)."""
+        return [(k.name, k.lost_skbs[outcome]) for k in kernels or self.kernels if k.lost[outcome] == frames]
+
+    def _loss_sentence(self) -> str:
+        worst = max(self.kernels, key=lambda k: k.lost_frames)
+        if not worst.lost_frames:
+            return ""
+        per = "; ".join(loss_text(o, n, self._lost_skbs(o, n)) for o, n in by_count(worst.lost))
+        every = all(k.lost_frames == worst.lost_frames for k in self.kernels)
+        who = "every kernel" if every and len(self.kernels) > 1 else worst.name
+        return f"Lost on the way ({who}): {per}."
 
     def _beside_text(self, k: KernelFacts) -> str:
         """Compare mode with more than two kernels: what kernel ``k``, not one of the compared pair, does — its

@@ -85,22 +85,6 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             return REASONS_NOT_OBSERVED
         return reason_list(counter, model=self.models.get(kernel) if kernel else None)
 
-    def _lost_skbs(
-        self, outcome: str, frames: int, kernels: list[KernelFacts] | None = None
-    ) -> list[tuple[str, int]]:
-        """(kernel, skbs) for each kernel of ``kernels`` (default: every kernel run) that lost ``frames`` frames to
-        drop reason ``outcome``: the skbs they were in (``KernelFacts.lost_skbs``, what ``loss_text`` names)."""
-        return [(k.name, k.lost_skbs[outcome]) for k in kernels or self.kernels if k.lost[outcome] == frames]
-
-    def _loss_sentence(self) -> str:
-        worst = max(self.kernels, key=lambda k: k.lost_frames)
-        if not worst.lost_frames:
-            return ""
-        per = "; ".join(loss_text(o, n, self._lost_skbs(o, n)) for o, n in by_count(worst.lost))
-        every = all(k.lost_frames == worst.lost_frames for k in self.kernels)
-        who = "every kernel" if every and len(self.kernels) > 1 else worst.name
-        return f"Lost on the way ({who}): {per}."
-
     def _capture_text(self) -> str:
         """The verdict text: ``_capture_body``, then what the capture held that was not replayed (another
         device's tunnel frames: ``left_out_text``), so that no sentence reads as covering traffic it did not see."""
@@ -252,13 +236,10 @@ class CaptureSentences(CompareSentences, ScopeSentences):
 
     def _unmerged_note(self, k: KernelFacts, other: KernelFacts | None = None) -> str:
         """ " <kernel> does not merge F tunnelled TCP flows at the phys device (E of their S skbs carry no
-        payload): reasons." — " Neither <other> nor <kernel> merges …" when ``other`` (compare mode, the kernel
-        without the fix, whose gate refused nothing: the same phys device but for it) leaves as many flows and skbs
-        unmerged for the same reasons (newcomer38: "post-fix does not merge 3 flows" read as if pre-fix did) —
-        or, for the very flows the comparison said the post-fix kernel merges no further, " <kernel> merges none
-        of that flow's frames at the phys device, for the reasons above." — or "" (the flows without payload are
-        said apart, once: ``_empty_note``). The reasons are every unmerged skb's (``break_reasons``), the clause
-        only when some carried no payload (``payload_clause``)."""
+        payload): reasons." (" Neither <other> nor <kernel> merges …" where ``other``, the kernel without the fix
+        whose gate refused nothing, leaves them alike: ``Unmerged.alike``, newcomer38); for the flows the comparison
+        said the post-fix kernel merges no further, " <kernel> merges none of that flow's frames …, for the reasons
+        above."; or "" (the flows without payload: ``_empty_note``). Reasons: every unmerged skb's."""
         u = self._tally.unmerged[k.name]
         if not u.flows:
             return ""
@@ -277,27 +258,15 @@ class CaptureSentences(CompareSentences, ScopeSentences):
                 f" {kernel_label(k.name, k.release)} merges none of {flows} frames at the phys device"
                 f"{payload_clause(u.skbs, u.skbs_empty, whose)}, for the reasons above{steps}."
             )
-        o = self._tally.unmerged[other.name] if other is not None else None
-        if (
-            other is not None
-            and o is not None
-            and (o.flows, o.skbs, o.skbs_empty, o.reasons)
-            == (
-                u.flows,
-                u.skbs,
-                u.skbs_empty,
-                u.reasons,
-            )
-        ):
-            return (
-                f" Neither {kernel_label(other.name, other.release)} nor {kernel_label(k.name, k.release)} merges "
-                f"{u.flows:,} tunnelled TCP {plural(u.flows, 'flow')} at the phys device"
-                f"{payload_clause(u.skbs, u.skbs_empty, whose)}: {self._reasons(u.reasons, k.name)}{steps}."
-            )
+        alike = other is not None and self._tally.unmerged[other.name].alike(u)
+        who = (
+            f" Neither {kernel_label(other.name, other.release)} nor {kernel_label(k.name, k.release)} merges"
+            if alike and other is not None
+            else f" {kernel_label(k.name, k.release)} does not merge"
+        )
         return (
-            f" {kernel_label(k.name, k.release)} does not merge {u.flows:,} tunnelled TCP "
-            f"{plural(u.flows, 'flow')} at the phys device{payload_clause(u.skbs, u.skbs_empty, whose)}: "
-            f"{self._reasons(u.reasons, k.name)}{steps}."
+            f"{who} {u.flows:,} tunnelled TCP {plural(u.flows, 'flow')} at the phys device"
+            f"{payload_clause(u.skbs, u.skbs_empty, whose)}: {self._reasons(u.reasons, k.name)}{steps}."
         )
 
     def _empty_note(self, kernels: list[KernelFacts]) -> str:

@@ -38,6 +38,16 @@ class Unmerged:
     reasons: Counter = field(default_factory=Counter)
     id_steps: Counter = field(default_factory=Counter)
 
+    def alike(self, other: Unmerged) -> bool:
+        """As many flows and skbs unmerged, as many without payload, for the same reasons (sentences.py
+        ``_unmerged_note``: "Neither … nor … merges")."""
+        return (self.flows, self.skbs, self.skbs_empty, self.reasons) == (
+            other.flows,
+            other.skbs,
+            other.skbs_empty,
+            other.reasons,
+        )
+
 
 @dataclass
 class Refusals:
