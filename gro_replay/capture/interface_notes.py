@@ -107,7 +107,7 @@ def _decapsulated_words(by_key: dict, chosen: frozenset, lab: dict, ambiguous: f
         for src, n in st.decapsulated.items() if k in chosen else ():
             text += (
                 f"; the same packets twice: {n:,} {plural(n, 'frame')} of {lab[k]}, replayed, "
-                f"{'carries the inner packet' if n == 1 else 'carry the inner packets'} of {lab[src]}'s tunnel frames "
+                f"{'carries the inner packet of one' if n == 1 else 'carry the inner packets'} of {lab[src]}'s tunnel frames "
                 "left out (most likely decapsulated copies, a tunnel device's, which never reach a physical device's "
                 f"NAPI; replayed here as one's frames: --interface {by_key[src].select(ambiguous)} replays the tunnel "
                 "frames)"

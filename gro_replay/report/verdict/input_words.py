@@ -75,16 +75,22 @@ def left_out_text(inp) -> str:
             "captures)"
         )
     copies = [
-        f"{n:,} on {r['interface']}"
+        (n, r["interface"])
         for r in rows
         if r.get("replayed") and isinstance(r.get("copies_of_tunnel_payload_left_out"), dict)
         for n in [sum(v for v in r["copies_of_tunnel_payload_left_out"].values() if isinstance(v, int))]
         if n
     ]
+    one = sum(n for n, _label in copies) == 1
     inner = (
-        f" Of the frames replayed, {and_list(copies)} carry the inner packets of those tunnel frames: most likely "
-        "decapsulated copies, a tunnel device's, which never reach a physical device's NAPI, counted here as if one "
-        "received them."
+        f" Of the frames replayed, {and_list([f'{n:,} on {label}' for n, label in copies])} "
+        + (
+            "carries the inner packet of one of those tunnel frames: most likely a decapsulated copy, a tunnel "
+            "device's, which never reaches a physical device's NAPI, counted here as if one received it."
+            if one
+            else "carry the inner packets of those tunnel frames: most likely decapsulated copies, a tunnel "
+            "device's, which never reach a physical device's NAPI, counted here as if one received them."
+        )
         if copies
         else ""
     )
