@@ -191,9 +191,8 @@ def _tunnel_words(st: InterfaceStats) -> str:
         )
     if st.unread:
         read = st.frames - st.sent - st.unread
-        if (
-            not read
-        ):  # breaker61: "no VXLAN or Geneve traffic received in the 0 frames whose headers could be read"
+        # breaker61: not "no VXLAN or Geneve traffic received in the 0 frames whose headers could be read"
+        if not read:
             if not st.sent:
                 return "none could be read to its UDP port"
             return f"the {st.unread:,} received could not be read to {'its' if st.unread == 1 else 'their'} UDP port{sent}"
