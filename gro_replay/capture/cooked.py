@@ -31,11 +31,11 @@ import numpy as np
 
 from ..packet.columns import analyse
 from .chunks import REC_LEN, RecordChunk
-from .linktypes import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, l2_normalize, sent_by_host
+from .linktypes import DLT_EN10MB, DLT_LINUX_SLL, DLT_LINUX_SLL2, LINK_HEADER_LEN, l2_normalize, sent_by_host
 
 #: the Linux cooked headers' lengths (bytes): LINUX_SLL (v1) 16, LINUX_SLL2 20
-COOKED_HEADER_LEN = {DLT_LINUX_SLL: 16, DLT_LINUX_SLL2: 20}
-_ETH_HLEN = 14
+COOKED_HEADER_LEN = {lt: LINK_HEADER_LEN[lt] for lt in (DLT_LINUX_SLL, DLT_LINUX_SLL2)}
+_ETH_HLEN = LINK_HEADER_LEN[DLT_EN10MB]
 _ETH_AT = np.arange(_ETH_HLEN)
 
 
@@ -85,9 +85,8 @@ def as_ethernet(
         for r in np.flatnonzero(cooked & (ch.caplen < hl)).tolist():
             o = int(ch.data[r])
             sent[r] = sent_by_host(bytes(ch.buf[o : o + int(ch.caplen[r])]), linktype)
-        idx = np.flatnonzero(
-            cooked & (ch.caplen >= hl)
-        )  # the header whole (a record cut after it: snaplen_cut)
+        # the header whole (a record cut after it: snaplen_cut)
+        idx = np.flatnonzero(cooked & (ch.caplen >= hl))
         if not len(idx):
             continue
         by_host, ok, eth = _eth_headers(a[ch.data[idx][:, None] + np.arange(hl)], linktype)

@@ -10,8 +10,8 @@ not known, ``Selection._route`` for a record whose payload hash counts: ``Select
 blocks' columns: each record's interface (the pcapng interface column, a Linux cooked v2 record's ifindex) and
 whether it is tunnel traffic — a frame of the common layout (``Columns.common``, UDP to a tunnel port with
 every length field consistent) is, as ``packet.decode.Decoder`` finds it; any other record, and every record
-whose payload hash counts, is decoded by the selection's decoder (``payload_windows.record_payload``). A capture of one
-interface is therefore read without decoding a common frame twice or hashing anything.
+whose payload hash counts, is decoded by the selection's decoder (``payload_windows.record_payload``). A
+capture of one interface is therefore read without decoding a common frame twice or hashing anything.
 
 Memory: the walker's block; while the device is not known (no tunnel frame yet) the records read are kept in it
 (the walker's buffer grows, up to ``LOOKAHEAD_BYTES`` and a block, and shrinks back once they are handed on).
@@ -130,10 +130,10 @@ class SelectedChunks:
         if len(at) > 1:
             hashed |= index >= at[1]
         common = col.common[fresh:] & (lt == DLT_EN10MB)
-        # a common frame is tunnel traffic by its headers, whole or cut short (``record_payload`` says the same), and a
-        # whole one decodes as its columns read it: its payload hash, where it counts, is that of the bytes from its
-        # inner TCP header on (``Columns.l4``), as ``record_payload`` takes it (a record cut short, its datagram whole and
-        # what followed it not: ``record_payload`` reads no hash of it, and says it is cut)
+        # a common frame is tunnel traffic by its headers, whole or cut short (``record_payload`` says the same),
+        # and a whole one decodes as its columns read it: its payload hash, where it counts, is that of the bytes
+        # from its inner TCP header on (``Columns.l4``), as ``record_payload`` takes it (a record cut short, its
+        # datagram whole and what followed it not: ``record_payload`` reads no hash of it, and says it is cut)
         tunnel = common.copy()
         cut = ch.caplen[fresh:] < ch.origlen[fresh:]
         unread = np.zeros(len(tunnel), bool)

@@ -103,12 +103,12 @@ def _decapsulated_words(by_key: dict, chosen: frozenset, lab: dict, ambiguous: f
     """The note's clause on frames of a replayed interface that carry the inner packets of tunnel frames left out
     (``InterfaceStats.decapsulated``: ``--interface`` chose the tunnel device of an ``-i any`` capture)."""
     text = ""
-    for k, st in by_key.items():
-        for src, n in st.decapsulated.items() if k in chosen else ():
+    for k in (k for k in by_key if k in chosen):
+        for src, n in by_key[k].decapsulated.items():
             text += (
                 f"; the same packets twice: {n:,} {plural(n, 'frame')} of {lab[k]}, replayed, "
-                f"{'carries the inner packet of one' if n == 1 else 'carry the inner packets'} of {lab[src]}'s tunnel frames "
-                "left out (most likely decapsulated copies, a tunnel device's, which never reach a physical device's "
+                f"{'carries the inner packet of one' if n == 1 else 'carry the inner packets'} of {lab[src]}'s "
+                "tunnel frames left out (most likely decapsulated copies, a tunnel device's, which never reach a physical device's "
                 f"NAPI; replayed here as one's frames: --interface {by_key[src].select(ambiguous)} replays the tunnel "
                 "frames)"
             )
@@ -135,13 +135,10 @@ def unselected_words(names: list[str], quiet: list[tuple[str, str, bool]], unkno
     for label, what, matched in quiet:
         if matched:
             why = ", skipped as snaplen_cut whichever interface is replayed" if what != "no frames" else ""
-            on = (
-                f"the capture's frames are on: {'; '.join(names)}"
-                if names
-                else holds
-                if n
-                else "the capture holds no frames"
-            )
+            if names:
+                on = f"the capture's frames are on: {'; '.join(names)}"
+            else:  # no record at all: not "; it declares" the interface just named
+                on = holds if n else "the capture holds no frames"
             return f"{label} holds {what}{why} ({on})", holds
     return "", holds
 
@@ -195,7 +192,8 @@ def _tunnel_words(st: InterfaceStats) -> str:
         if not read:
             if not st.sent:
                 return "none could be read to its UDP port"
-            return f"the {st.unread:,} received could not be read to {'its' if st.unread == 1 else 'their'} UDP port{sent}"
+            their = "its" if st.unread == 1 else "their"
+            return f"the {st.unread:,} received could not be read to {their} UDP port{sent}"
         return (
             f"{none} in the {read:,} {plural(read, 'frame')} whose headers could be read "
             f"({st.unread:,} could not be read to their UDP port){sent}"

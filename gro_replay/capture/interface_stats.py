@@ -137,21 +137,20 @@ class InterfaceStats:
             "frames_unread": self.unread,
             "frames_sent_by_host": self.sent,
             "copies_of_tunnel_payload": self.copies,
-            "copies_of_tunnel_payload_left_out": {
-                labels.get(k, str(k)): n for k, n in self.decapsulated.items()
-            }
-            if replayed
-            else {},
+            "copies_of_tunnel_payload_left_out": _labelled(self.decapsulated, labels) if replayed else {},
             "replayed": replayed,
             "tunnel_frames_repeated": self.repeats,
             "tunnel_frames_left_out": 0 if replayed else self.left_out,
             "tunnel_frames_left_out_cut": 0 if replayed else self.tunnel_cut,
-            "tunnel_frames_left_out_also": {}
-            if replayed
-            else {labels.get(k, str(k)): n for k, n in self.also.items()},
+            "tunnel_frames_left_out_also": {} if replayed else _labelled(self.also, labels),
             "select": f"--interface {self.select(ambiguous)}",
             "may_be_replayed_device": not replayed and self.may_be_replayed(kept or []),
         }
+
+
+def _labelled(counts: dict, labels: dict) -> dict:
+    """``counts`` (interface key → frames) keyed by each interface's label (``labels``: key → label)."""
+    return {labels.get(k, str(k)): n for k, n in counts.items()}
 
 
 #: digits a number selecting an interface may have: ifindexes and interface numbers are 32-bit

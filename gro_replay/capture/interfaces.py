@@ -31,8 +31,9 @@ A pcapng file may be several sections (``cat a.pcapng b.pcapng``), each numberin
 interface is (section, id), numbered here over the whole file in order of appearance (``interface_key``), and
 interfaces of one ``if_name`` in several sections are one device (chosen together by default and by name).
 A pcapng file whose frames are all on one interface of a link type that is not Linux cooked has nothing to
-choose: for the frame-by-frame path interface_plan.py ``plan`` walks its blocks to count them (no frame decoded); the batch path
-reads it once, as a stream, by the same rule (``SelectedChunks`` decodes no frame of the common layout).
+choose: for the frame-by-frame path interface_plan.py ``plan`` walks its blocks to count them (no frame
+decoded); the batch path reads it once, as a stream, by the same rule (``SelectedChunks`` decodes no frame of the
+common layout).
 """
 
 from __future__ import annotations

@@ -102,9 +102,9 @@ def sent_by_host(buf: bytes, linktype: int) -> bool:
 
 #: bytes of the link header a record of each link type starts with (raw IP: the version nibble's byte)
 LINK_HEADER_LEN: Mapping[int, int] = {
-    DLT_EN10MB: 14,
-    DLT_LINUX_SLL: 16,
-    DLT_LINUX_SLL2: 20,
+    DLT_EN10MB: _ETH_HDR.size,
+    DLT_LINUX_SLL: _SLL_HDR.size,
+    DLT_LINUX_SLL2: _SLL2_HDR.size,
     **dict.fromkeys(RAW_LINKTYPES, 1),
 }
 
@@ -122,17 +122,17 @@ def l2_normalize(buf: bytes, linktype: int) -> bytes | None:
         link type is not supported. Never raises.
     """
     if linktype == DLT_EN10MB:
-        return buf if len(buf) >= 14 else None
+        return buf if len(buf) >= _ETH_HDR.size else None
     if linktype == DLT_LINUX_SLL:
-        if len(buf) < 16:
+        if len(buf) < _SLL_HDR.size:
             return None
         _pkttype, hatype, halen, addr, protocol = _SLL_HDR.unpack_from(buf)
-        return _sll_to_eth(hatype, halen, addr, protocol, buf[16:])
+        return _sll_to_eth(hatype, halen, addr, protocol, buf[_SLL_HDR.size :])
     if linktype == DLT_LINUX_SLL2:
-        if len(buf) < 20:
+        if len(buf) < _SLL2_HDR.size:
             return None
         protocol, _res, _ifindex, hatype, _pkttype, halen, addr = _SLL2_HDR.unpack_from(buf)
-        return _sll_to_eth(hatype, halen, addr, protocol, buf[20:])
+        return _sll_to_eth(hatype, halen, addr, protocol, buf[_SLL2_HDR.size :])
     if linktype in RAW_LINKTYPES:
         if not buf:
             return None

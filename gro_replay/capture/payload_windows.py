@@ -64,7 +64,10 @@ class Recent:
         d[h] = value
         d.move_to_end(h)
         if len(d) > self.size:
-            d.popitem(last=False)
+            self._evicted(d.popitem(last=False)[1])
+
+    def _evicted(self, value: object) -> None:
+        """The value of the oldest hash, pushed out by a newer one (``Views``: frames no replayed frame matched)."""
 
     def __contains__(self, h: int) -> bool:
         return h in self.d
@@ -86,21 +89,14 @@ class Views(Recent):
         super().__init__(size)
         self.shared = shared
 
-    def add(self, h: int, value: object = None) -> None:
-        d = self.d
-        d[h] = value
-        d.move_to_end(h)
-        if len(d) > self.size:
-            self._settled(d.popitem(last=False)[1])
-
-    def _settled(self, seen: object) -> None:
+    def _evicted(self, seen: object) -> None:
         if self.shared is not None and isinstance(seen, dict) and len(seen) > 1:
             self.shared(seen)
 
     def settle(self) -> None:
         """The stream ended: every hash left is of frames no replayed frame matched (``shared`` each)."""
         for seen in self.d.values():
-            self._settled(seen)
+            self._evicted(seen)
         self.d.clear()
 
     def note(self, h: int, key: tuple) -> None:

@@ -72,8 +72,9 @@ def received_frame(
     even cut short) is ``outgoing``: no receive path saw it, and its time is no arrival (``first_ts_ns``,
     ``last_ts_ns`` are the others'). A record cut short is ``snaplen_cut``; one that states a wire length below
     its bytes is counted (``caplen_over_orig_len``) and replayed; one of another link type is converted
-    (capture/linktypes.py ``l2_normalize``), or ``unsupported_link_layer`` (``malformed:link_header``: too short
-    for its link header)."""
+    (capture/linktypes.py ``l2_normalize``), or skipped: ``malformed:link_header`` when too short for its link
+    header, ``malformed:outer_ip`` for a raw IP record of IP version neither 4 nor 6, else
+    ``unsupported_link_layer``."""
     if sent_by_host(buf, linktype):
         count_skip(inp, SKIP_OUTGOING, buf, linktype, ports)
         return None
