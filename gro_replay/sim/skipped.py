@@ -59,9 +59,12 @@ def unread_count(inp: InputStats, reason: str) -> int:
     return unread(inp).get(reason, 0)
 
 
-def hidden_tunnel_frames(inp: InputStats) -> int:
-    """Frames to a tunnel port that were skipped (``to_tunnel_ports``), every reason and kind."""
-    return sum(sum(c.values()) for c in to_tunnel_ports(inp).values())
+def hidden_tunnel_frames(inp: InputStats, received: bool = False) -> int:
+    """Frames to a tunnel port that were skipped (``to_tunnel_ports``), every kind and reason (``received``: but
+    ``outgoing``, frames the capturing host sent)."""
+    return sum(
+        sum(c.values()) for r, c in to_tunnel_ports(inp).items() if not (received and r == SKIP_OUTGOING)
+    )
 
 
 def received_frame(

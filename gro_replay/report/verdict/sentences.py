@@ -101,16 +101,20 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             )
         left = left_out_text(self.result.input)
         text = f"{text} {left}" if left else text
-        hidden = hidden_text(self.result.input)
-        if hidden and self.outcome not in ("nothing_replayed", "tunnel_not_replayed"):
-            # said by those outcomes' own sentences
+        if self.outcome == "nothing_replayed":
+            hidden = ""  # its own sentence says them all
+        elif self.outcome == "tunnel_not_replayed":
+            hidden = hidden_text(self.result.input, received=False)  # its own sentence says those received
+        else:
+            hidden = hidden_text(self.result.input)
+        if hidden:
             text += f" Not in these counts: {hidden}."
         return text
 
     def _capture_body(self) -> str:
         inp = self.result.input
         cfg = self.result.config
-        hidden = hidden_text(inp)
+        hidden = hidden_text(inp, received=True if self.outcome == "tunnel_not_replayed" else None)
         if self.outcome == "nothing_replayed":
             hint = (
                 f" (captured length < original length; {WHOLE_FRAMES_HINT})"
