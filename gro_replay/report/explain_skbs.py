@@ -204,12 +204,19 @@ def _trigger_text(row: dict, stage: str, split: frozenset[int] = frozenset()) ->
     )
 
 
+def _unheld_text(row: dict) -> str:
+    """How an skb that was never held went up (GRO_NORMAL): "alone", one segment as received; or "as it arrived",
+    several segments merged before this stage (at the tunnel device: an skb the phys device's GRO built, which
+    dev_gro_receive passes up as it is before 5eddb24901ee, v6.1, and from it when it cannot take it further)."""
+    return "went up alone" if row["segments"] == 1 else "went up as it arrived"
+
+
 def skb_lines(sl: dict, stage: str, skbs_max: int) -> list[str]:
     """Text lines of one stage's ``skb_list``: one per skb in delivery order, then the count of those omitted."""
     lines = ["      skbs delivered, in order (frame numbers as Wireshark's):"]
     split = split_frames(sl["skbs"])
     for i, row in enumerate(sl["skbs"], 1):
-        how = _trigger_text(row, stage, split) if row["held"] else "went up alone"
+        how = _trigger_text(row, stage, split) if row["held"] else _unheld_text(row)
         lines.append(
             f"      {i:>6,}. {frames_text(row['frames'], split)}: {how}: {row['function']}: {row['condition']}  "
             f"({row['description']})"
