@@ -167,11 +167,12 @@ def test_batch_path_equals_reference_with_a_page_frag_layout(tmp_path):
     assert ends["mlx5"] < ends[None]
 
 
-def test_readme_not_modelled_names_every_preset_built_with_veths_layout():
-    """README's "Not modelled" says which presets build veth's linear heads (their drivers do not) and what that
-    changes; the list is the presets whose layout is not built (``head_frag_from`` None), veth aside."""
-    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Not modelled", 1)[1].split("\n## ", 1)[0]
+def test_not_modelled_names_every_preset_built_with_veths_layout():
+    """docs/model.md's "Not modelled" (README links it) says which presets build veth's linear heads (their drivers
+    do not) and what that changes; the list is the presets whose layout is not built (``head_frag_from`` None), veth
+    aside."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "model.md").read_text(encoding="utf-8")
+    section = text.split("\n## Not modelled", 1)[1].split("\n# ", 1)[0]
     linear = {n for n, p in NIC_PRESETS.items() if p.rx_skb.head_frag_from is None and n != "veth"}
     named = {n for n in NIC_PRESETS if f"`{n}`" in section or f"`--nic {n}`" in section}
     assert named == linear
