@@ -330,7 +330,7 @@ def _no_vlan_offload_note(sent: list, flows: list) -> list[str]:
     return [
         f"the running kernel has no VLAN GRO offloads (built without CONFIG_VLAN_8021Q: no vlan_gro_receive), so its "
         f"GRO merges none of the {n:,} {plural(n, 'frame')} whose inner frame carries a VLAN tag; a replay models "
-        "a kernel that has them (validate runs the simulator without them)"
+        "a kernel that has them unless given --no-vlan-offload (validate runs the simulator without them)"
     ]
 
 

@@ -124,6 +124,44 @@ def test_without_the_vlan_offloads_only_the_untagged_flow_merges(three):
     assert doc["config"]["vlan_offload"] is False
 
 
+def _vlan_beside_untagged(path) -> str:
+    """fidelity45's capture (c03_vlan_vs_none): one flow behind inner VID 10 and one untagged, 10 segments each,
+    alternating, 1 µs apart, outer UDP checksum 0, one poll."""
+    flows = [
+        build_flow(replace(BASE, outer_csum="zero", inner_vlan=v, seq=1000 + 7919 * i), [1386 - 10 * i] * 10)
+        for i, v in enumerate((10, None))
+    ]
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(f for pair in zip(*flows, strict=True) for f in pair):
+            w.write(1_614_373_368_000_000_000 + i * 1000, f)
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["replay", "explain"])
+def test_no_vlan_offload_on_the_command_line_is_the_running_kernels_count(tmp_path, command):
+    """``--no-vlan-offload``: a kernel built without CONFIG_VLAN_8021Q. Measured on this project's kernel-backend
+    machine (Linux 6.18 without it; ``gro-replay kernel`` with --rx-csum unnecessary, fidelity hunt 45): 11 phys and
+    11 tunnel skbs for this capture, the tagged flow's 10 frames one skb each (eth_gro_receive and, at gro_cells,
+    dev_gro_receive find no handler for 0x8100), the untagged flow's one. The default models a kernel with the
+    offloads (vlan_gro_receive): 2 and 2."""
+    cap = _vlan_beside_untagged(tmp_path / "vlan.pcap")
+    argv = ([] if command == "replay" else ["explain"]) + [cap, "--kernel", "6.18", "--format", "json", "-q"]
+    for extra, phys, tunnel in (([], 2, 2), (["--vlan-offload"], 2, 2), (["--no-vlan-offload"], 11, 11)):
+        r = CliRunner().invoke(main, argv + extra)
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert doc["config"]["vlan_offload"] is (extra != ["--no-vlan-offload"])
+        if command == "replay":
+            stages = doc["kernels"][0]["stages"]
+            assert (stages["phys"]["skbs_delivered"], stages["tunnel"]["skbs_delivered"]) == (phys, tunnel)
+        else:
+            got = [
+                (f["kernels"]["6.18"]["phys"]["skbs"], f["kernels"]["6.18"]["tunnel"]["skbs"])
+                for f in doc["flows"]
+            ]
+            assert got == ([(10, 10), (1, 1)] if phys == 11 else [(1, 1), (1, 1)])
+
+
 def test_the_report_names_no_split_between_vlans(three):
     """The three flows share the inner 5-tuple and the outer key; they are on other VLANs, not one inner flow under
     several outer keys: no "split" sentence."""

@@ -405,7 +405,7 @@ def test_a_running_kernel_without_vlan_offloads_is_said(tmp_path):
         False: [
             "the running kernel has no VLAN GRO offloads (built without CONFIG_VLAN_8021Q: no vlan_gro_receive), so "
             "its GRO merges none of the 4 frames whose inner frame carries a VLAN tag; a replay models a kernel "
-            "that has them (validate runs the simulator without them)"
+            "that has them unless given --no-vlan-offload (validate runs the simulator without them)"
         ],
         True: [],
     }

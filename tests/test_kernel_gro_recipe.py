@@ -139,6 +139,19 @@ def test_replay_advice_carries_the_backends_settings(tmp_path):
     assert conf["gro"] == {"phys": True, "tunnel": False}
 
 
+def test_replay_advice_names_a_running_kernel_without_the_vlan_offloads(tmp_path):
+    # a running kernel built without CONFIG_VLAN_8021Q (this project's 6.18 is one): the replay the verdict
+    # names runs without the VLAN GRO offloads too (--no-vlan-offload), and its document says so
+    path = own_acks_capture(tmp_path / "c.pcap", "zero")
+    cfg = _config()
+    oracle = replace(fake_oracle(PHYS_ELIDED, 9), kernel_release="5.10.0", vlan_offload=False)
+    v = verdict_of(kernel_result(load_capture(str(path), cfg), oracle, cfg))
+    opts = "--rx-csum none --poll budget --rss none --vxlan-port 4789 --no-vlan-offload"
+    assert f" --kernel 5.10.0 {opts} names the frames its rules refuse" in v.text
+    doc = json.loads(_run(str(path), "--kernel", "5.10.0", *opts.split(), "--format", "json", "-q"))
+    assert doc["config"]["vlan_offload"] is False
+
+
 def test_replay_advice_leaves_out_the_replays_defaults(tmp_path):
     # HZ 250, the replay's default vxlan ports (4789 then 8472), no gbp, GRO on both devices: the options that
     # always differ from a replay's defaults and nothing else

@@ -523,7 +523,8 @@ def test_validate_says_its_simulator_ran_without_the_vlan_offloads(tmp_path):
         assert said == [
             "note: the running kernel has no VLAN GRO offloads (built without CONFIG_VLAN_8021Q: no "
             "vlan_gro_receive), so its GRO merges none of the 8 frames whose inner frame carries a VLAN tag; a "
-            "replay models a kernel that has them (validate runs the simulator without them)"
+            "replay models a kernel that has them unless given --no-vlan-offload (validate runs the simulator "
+            "without them)"
         ]
 
 

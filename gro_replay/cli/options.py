@@ -246,6 +246,13 @@ def replay_options(f):
             "D/A bits in the tunnel metadata); without it such frames are dropped, as by default.",
         ),
         click.option(
+            "--vlan-offload/--no-vlan-offload",
+            default=True,
+            help="The kernels have the VLAN GRO offloads (CONFIG_VLAN_8021Q y or m, as distributions build them: "
+            "vlan_gro_receive takes inner frames with an 802.1Q/802.1ad tag); --no-vlan-offload: a kernel built "
+            "without it, whose GRO merges none of them. Default: on.",
+        ),
+        click.option(
             "--gro",
             "gro",
             multiple=True,
@@ -287,6 +294,7 @@ def build_config(
     detect_tunnels=False,
     interface=None,
     digest=DEFAULT_DIGEST,
+    vlan_offload=True,
 ) -> ReplayConfig:
     """Turn CLI options into a validated ReplayConfig. Raises UsageError."""
     from ..kernel.nic import NIC_PRESETS
@@ -341,6 +349,7 @@ def build_config(
             mtu=mtu,
             udp6_zero_csum_rx=udp6_zero_csum_rx,
             vxlan_gbp=vxlan_gbp,
+            vlan_offload=vlan_offload,
             gro=parse_gro(gro),
             flow=flow,
             capture_filter=capture_filter,

@@ -54,9 +54,10 @@ def unseen_text(lacks: str, k: KernelFacts, zero: int, tunnel: int, result: Repl
 def backend_replay_options(cfg: ReplayConfig) -> str:
     """The replay options (``gro-replay CAPTURE …``) that give the simulator what a kernel backend run ``cfg``
     (cli/kernel.py ``_prepare``) had: its checksum state, 64-frame polls and one RX queue always; the running
-    kernel's HZ, the vxlan devices' ports in order (their names follow it), gbp, udp6zerocsumrx, GRO per device
-    (generic XDP on the phys veth is ``--gro phys=off`` there: the same netif_elide_gro) and device names where
-    they differ from the replay's defaults. Geneve is on 6081 in both, and both resegment ("auto")."""
+    kernel's HZ, the vxlan devices' ports in order (their names follow it), gbp, udp6zerocsumrx, the VLAN GRO
+    offloads where it lacks them (``--no-vlan-offload``), GRO per device (generic XDP on the phys veth is
+    ``--gro phys=off`` there: the same netif_elide_gro) and device names where they differ from the replay's
+    defaults. Geneve is on 6081 in both, and both resegment ("auto")."""
     from ...sim.config import ReplayConfig
 
     base = ReplayConfig()
@@ -65,6 +66,7 @@ def backend_replay_options(cfg: ReplayConfig) -> str:
     opts += [f"--vxlan-port {p}" for p in cfg.vxlan_ports] if cfg.vxlan_ports != base.vxlan_ports else []
     opts += ["--vxlan-gbp"] if cfg.vxlan_gbp else []
     opts += ["--udp6zerocsumrx"] if cfg.udp6_zero_csum_rx else []
+    opts += [] if cfg.vlan_offload else ["--no-vlan-offload"]
     opts += [f"--gro {role}=off" for role, on in cfg.gro_runs().items() if not on]
     opts += [f"--phys-dev {shlex.quote(cfg.phys_dev)}"] if cfg.phys_dev != base.phys_dev else []
     opts += [f"--tunnel-dev {shlex.quote(cfg.vxlan_dev)}"] if cfg.vxlan_dev != base.vxlan_dev else []
