@@ -56,7 +56,7 @@ def _run(args: list[str], stdout, stderr) -> int:
 @pytest.fixture(scope="module")
 def docs(tmp_path_factory) -> tuple[str, str]:
     """The fix sample's post-fix and pre-fix documents: diff of the first against the second is a regression
-    (README "Other commands": largest loss 88.2%, exit 1)."""
+    (docs/ci.md "diff in full": largest loss 88.2%, exit 1)."""
     d = tmp_path_factory.mktemp("docs")
     out = []
     for flag in ("--fix", "--no-fix"):

@@ -63,3 +63,42 @@ def test_the_readme_links_the_sections_moved_to_docs():
         "docs/performance.md",
         "docs/performance.md#gro-replay-batch",
     } <= links
+
+
+def _closed(node, path: str = "") -> list[str]:
+    """JSON pointers of the schema objects that refuse keys they do not list (``additionalProperties: false``)."""
+    out = []
+    if isinstance(node, dict):
+        if node.get("additionalProperties") is False:
+            out.append(path)
+        for k, v in node.items():
+            out += _closed(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _closed(v, f"{path}/{i}")
+    return out
+
+
+def test_the_readme_names_every_closed_schema_object():
+    """README "Schemas": objects allow additional properties (keys are only ever added) but for the few it names;
+    those are exactly the shipped schemas' objects with ``additionalProperties: false``."""
+    import json
+
+    schemas = ROOT / "gro_replay" / "report" / "schema"
+    closed = {
+        f"{p.stem}:{ptr}"
+        for p in sorted(schemas.glob("*.json"))
+        for ptr in _closed(json.loads(p.read_text()))
+    }
+    assert closed == {
+        "explain:/$defs/skb_list",
+        "explain:/$defs/skb",
+        "explain:/$defs/skb/properties/ended_by/oneOf/1",
+        "explain:/$defs/skb/properties/ended_by/oneOf/1/properties/seq_gap",
+        "replay:/$defs/input/properties/tunnel_both_ways/items",
+    }
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert (
+        "but for a few whose keys are closed: explain's `skb_list`, its skb rows and their `ended_by` and "
+        "`seq_gap`, and the replay's `input.tunnel_both_ways` items" in readme
+    )

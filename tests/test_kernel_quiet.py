@@ -1,4 +1,4 @@
-"""``kernel`` and ``validate`` take ``-q``/``--quiet`` as replay does (README "Usage": ``-q``; "Other commands"):
+"""``kernel`` and ``validate`` take ``-q``/``--quiet`` as replay does (README "Usage": ``-q``; docs/kernel-backend.md):
 a progress display on a terminal's stderr while the capture is read, none with ``-q``.
 
 Before, ``kernel -q`` was accepted and did nothing (its help said so) and ``validate`` had no ``-q``. The capture is

@@ -1,6 +1,6 @@
 """Replay frames through the running kernel and record what each GRO stage delivered.
 
-One run (README.md, "gro-replay kernel"): two private network namespaces joined by a veth pair with one
+One run (docs/kernel-backend.md, "gro-replay kernel"): two private network namespaces joined by a veth pair with one
 queue each; the sender end carries the capture's outer source MAC/IP, the receiving end ("phys" stage: veth
 NAPI GRO, threaded, pinned) its outer destination MAC/IP, and a ``vxlan external`` device beside it ("tunnel"
 stage: gro_cells) for each VXLAN UDP port asked for (each device binds its own socket, so a frame reaches the
