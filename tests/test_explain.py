@@ -138,7 +138,11 @@ def test_explain_computed_outer_checksums_not_affected():
         assert f["verdict"]["affected"] is False
         assert f["verdict"]["gate_refusals_zero_csum"] == 0
         assert f["verdict"]["stack_traversals_saved"] == 0
-        assert f["verdict"]["why"].startswith("outer UDP checksum set")
+        # 89e5c58fc1e2 touches only the zero-checksum branch of udp_gro_receive (gro-spec §4.4): said as such
+        # (newcomer40: "only exempts uh->check == 0" read as unclear)
+        assert f["verdict"]["why"] == (
+            "outer UDP checksum set: 89e5c58fc1e2 changes only frames whose outer UDP checksum is 0 (uh->check == 0)"
+        )
         for k in ("pre-fix", "post-fix"):
             assert R.UDP_GATE_ZERO_CSUM not in reasons(f["kernels"][k]["phys"])
             assert f["kernels"][k]["phys"]["frames_in"] == 100

@@ -145,7 +145,10 @@ def test_kernel_backend_says_the_flow_without_payload_apart(tmp_path):
         40002: {"phys": 0, "tunnel": 0},
     }
     text = verdict_of(result).text
-    assert f"does not merge 1 tunnelled TCP flow at the phys device: {REASONS_NOT_OBSERVED}." in text
+    assert (
+        f"does not merge 1 tunnelled TCP flow at the phys device; why its skbs ended: {REASONS_NOT_OBSERVED}."
+        in text
+    )
     note = f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"
     assert text.endswith(note)
     # the JSON document carries the same verdict (one computation); no count of the SUMMARY line or the verdict's
@@ -161,7 +164,10 @@ def test_kernel_backend_says_the_flow_without_payload_apart(tmp_path):
     # the gapped flow: G1 completed by G2 (seq_gap), G2 held to the poll's end (every skb's reason)
     # (equal counts in the order the kernel tests them: tcp_gro_receive's during the frame, napi_complete_done's
     # after the poll, kernel/reasons.py CHECK_ORDER)
-    assert "does not merge 1 tunnelled TCP flow at the phys device: TCP sequence does not continue" in sim
+    assert (
+        "does not merge 1 tunnelled TCP flow at the phys device; why its skbs ended: TCP sequence does not continue"
+        in sim
+    )
     assert (
         "[tcp_gro_receive:seq_gap] ×1; poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×1"
         in sim

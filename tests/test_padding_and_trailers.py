@@ -81,7 +81,7 @@ def test_an_ack_flow_with_bytes_past_its_datagrams_carries_no_payload(
         assert "does not merge" not in text
     else:  # the data flow, flushed for the FCS, is the one the kernel does not merge
         assert (
-            f"6.18 (v6.18) does not merge 1 tunnelled TCP flow at the phys device: {_OUTER} "
+            f"6.18 (v6.18) does not merge 1 tunnelled TCP flow at the phys device; why its skbs ended: {_OUTER} "
             "[inet_gro_receive:tot_len_or_frag_bits] ×4."
         ) in text
     v = document(result)["verdict"]

@@ -354,7 +354,10 @@ def test_kernel_backend_verdict_says_end_reasons_are_not_observable(tmp_path):
     )
     assert r.exit_code == 0, r.output
     text = " ".join(r.stdout.split())
-    assert f"does not merge 2 tunnelled TCP flows at the phys device: {REASONS_NOT_OBSERVED}." in text
+    assert (
+        f"does not merge 2 tunnelled TCP flows at the phys device; why their skbs ended: {REASONS_NOT_OBSERVED}."
+        in text
+    )
     assert "phys device: ." not in text
 
 
@@ -390,7 +393,9 @@ def test_kernel_backend_says_flows_without_payload_apart(tmp_path):
     r = CliRunner().invoke(main, ["kernel", path, "--no-hist"], env={"COLUMNS": "2000"})
     assert r.exit_code == 0, r.output
     text = " ".join(r.stdout.split())
-    unmerged = f"does not merge 1 tunnelled TCP flow at the phys device: {REASONS_NOT_OBSERVED}."
+    unmerged = (
+        f"does not merge 1 tunnelled TCP flow at the phys device; why its skbs ended: {REASONS_NOT_OBSERVED}."
+    )
     note = f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"
     assert unmerged in text and note in text
     assert "affected_flows=0" in text.split("SUMMARY ")[1]
@@ -410,7 +415,10 @@ def test_kernel_backend_says_flows_without_payload_apart(tmp_path):
     sim = " ".join(r.stdout.split())
     # the gapped flow: G1 completed by G2 (seq_gap), G2 held to the poll's end (every skb's reason)
     # (equal counts in the order the kernel tests them: kernel/reasons.py CHECK_ORDER)
-    assert "does not merge 1 tunnelled TCP flow at the phys device: TCP sequence does not continue" in sim
+    assert (
+        "does not merge 1 tunnelled TCP flow at the phys device; why its skbs ended: TCP sequence does not continue"
+        in sim
+    )
     assert (
         "[tcp_gro_receive:seq_gap] ×1; poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×1"
         in sim
@@ -446,7 +454,10 @@ def test_an_ack_flow_stopped_before_tcp_gro_receive_reads_alike_in_both_backends
     assert sorted(devices[1].kernel) == sorted(expected["tunnel"])
     kern = verdict_of(kernel_result(load_capture(path, cfg), oracle, cfg)).text
     assert kern.endswith(f" {ONE_CARRIES} {NO_PAYLOAD}{REASONS_NOT_OBSERVED}{NEVER}"), kern
-    assert f"does not merge 1 tunnelled TCP flow at the phys device: {REASONS_NOT_OBSERVED}." in kern
+    assert (
+        f"does not merge 1 tunnelled TCP flow at the phys device; why its skbs ended: {REASONS_NOT_OBSERVED}."
+        in kern
+    )
     r = CliRunner().invoke(
         main,
         [

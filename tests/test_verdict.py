@@ -460,7 +460,7 @@ def test_a_backend_without_end_reasons_says_so_instead_of_an_empty_list(tmp_path
         poll=PollModel("budget"),
         rss="none",
     )
-    note = "6.18 (v6.18) does not merge 2 tunnelled TCP flows at the phys device: "
+    note = "6.18 (v6.18) does not merge 2 tunnelled TCP flows at the phys device; why their skbs ended: "
     sim = Verdict(result)
     # each 4790 flow's 2 skbs, every one named: its first frame held, then completed when the second arrives and
     # does not continue it (seq_gap); the second held until the poll's end (20 frames, under the budget of 64:
@@ -978,7 +978,7 @@ def test_flows_without_payload_are_said_apart_from_flows_not_merged(last, reason
     # second held until the poll's end (napi_complete_done)
     # (equal counts in the order the kernel tests them: the frame's seq_gap first, kernel/reasons.py CHECK_ORDER)
     assert (
-        "6.18 (v6.18) does not merge 1 tunnelled TCP flow at the phys device: TCP sequence does not continue"
+        "6.18 (v6.18) does not merge 1 tunnelled TCP flow at the phys device; why its skbs ended: TCP sequence does not continue"
     ) in text
     assert (
         "[tcp_gro_receive:seq_gap] ×1; poll ended below budget: napi_complete_done flushed GRO "
@@ -1156,7 +1156,7 @@ def test_flows_mixing_acks_with_short_data_name_every_skb(
     # the gate refused nothing: both kernels leave the flows unmerged alike, said of both (newcomer38)
     sentence = (
         f"Neither pre-fix (v5.11) nor post-fix (v5.12) merges {flows} tunnelled TCP {noun} at the phys device "
-        f"({clause}): {reasons}."
+        f"({clause}); why {'its' if flows == 1 else 'their'} skbs ended: {reasons}."
     )
     r = runner.invoke(main, [str(path), "-q"])
     assert r.exit_code == 0, r.output

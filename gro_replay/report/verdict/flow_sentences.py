@@ -95,10 +95,13 @@ class FlowSentences(CaptureSentences):
             if fixed.frames > 1:
                 why += self._apart_reasons(fixed, bool(pre.gate_zero["tunnel"]))
         elif not key.outer_csum_zero:
-            why = "outer UDP checksum set: 89e5c58fc1e2 only exempts uh->check == 0" + (
-                f" (the gate refuses {gate_set:,} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
-                if gate_set
-                else ""
+            why = (
+                "outer UDP checksum set: 89e5c58fc1e2 changes only frames whose outer UDP checksum is 0 (uh->check == 0)"
+                + (
+                    f" (the gate refuses {gate_set:,} of its frames in both kernels: csum_cnt 0, csum_valid 0)"
+                    if gate_set
+                    else ""
+                )
             )
         elif fv.cls != "tunnel_tcp":
             why = "outer checksum 0, but the inner packet is not TCP: nothing to aggregate either way"

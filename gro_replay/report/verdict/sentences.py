@@ -240,7 +240,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
 
     def _unmerged_note(self, k: KernelFacts, other: KernelFacts | None = None) -> str:
         """ " <kernel> does not merge F tunnelled TCP flows at the phys device (E of their S skbs carry no
-        payload): reasons." (" Neither <other> nor <kernel> merges …" where ``other``, the kernel without the fix
+        payload); why their skbs ended: reasons." (" Neither <other> nor <kernel> merges …" where ``other``, the kernel without the fix
         whose gate refused nothing, leaves them alike: ``Unmerged.alike``, newcomer38); for the flows the comparison
         said the post-fix kernel merges no further, " <kernel> merges none of that flow's frames …, for the reasons
         above."; or "" (the flows without payload: ``_empty_note``). Reasons: every unmerged skb's."""
@@ -268,9 +268,12 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             if alike and other is not None
             else f" {kernel_label(k.name, k.release)} does not merge"
         )
+        # the reasons are every unmerged skb's end (a poll's flush of a lone segment among them), not causes of
+        # not merging: said as such (newcomer40)
         return (
             f"{who} {u.flows:,} tunnelled TCP {plural(u.flows, 'flow')} at the phys device"
-            f"{payload_clause(u.skbs, u.skbs_empty, whose)}: {self._reasons(u.reasons, k.name)}{steps}."
+            f"{payload_clause(u.skbs, u.skbs_empty, whose)}; why {whose} skbs ended: "
+            f"{self._reasons(u.reasons, k.name)}{steps}."
         )
 
     def _empty_note(self, kernels: list[KernelFacts]) -> str:
