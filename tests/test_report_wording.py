@@ -540,3 +540,26 @@ def test_of_tunnelled_words():
     assert of_tunnelled(2, 5, 3, True) == (
         "2 of the 2 tunnelled TCP flows that carry payload (5 with the 3 that carry none)"
     )
+
+
+def test_the_kernel_backends_kernel_line_says_its_counts_are_measured():
+    """The kernel backend's report (``result.backend`` "kernel") measures the running kernel: what is assumed of a
+    custom build (6.18.44-fc-v657: upstream 6.18 with the stable backports of 6.18.44, as the replay's line says) is
+    only which modelled commits it carries, for the verdict's words, not its counts (newcomer40: "assumed" read as if
+    the counts were). The replay's line is unchanged."""
+    from dataclasses import replace
+
+    from conftest import FIX_SAMPLE
+
+    from gro_replay.kernel.release import resolve_kernel
+    from gro_replay.report.table import input_lines
+    from gro_replay.sim import ReplayConfig, replay_capture
+
+    cfg = ReplayConfig(kernels=(resolve_kernel("6.18.44-fc-v657"),))
+    result = replay_capture(str(FIX_SAMPLE), cfg)
+    assumed = "assumed upstream 6.18 with the stable backports of 6.18.44: no backport of a modelled commit"
+    assert f"kernel 6.18.44-fc-v657: {assumed}" in input_lines(result)
+    assert (
+        f"kernel 6.18.44-fc-v657: the running kernel (counts measured); for the verdict's words on its commits, "
+        f"{assumed}"
+    ) in input_lines(replace(result, backend="kernel"))

@@ -23,10 +23,12 @@ def rc_words(pre: dict, base: str) -> str:
     )
 
 
-def kernel_lines(kernels) -> list[str]:
+def kernel_lines(kernels, measured: bool = False) -> list[str]:
     """One line per resolved kernel that is not an upstream profile: its base, its stable backports (each with
     the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``).
-    ``kernels``: ``KernelModel``s, or their ``describe()`` dicts (a document's ``config.kernels``)."""
+    ``kernels``: ``KernelModel``s, or their ``describe()`` dicts (a document's ``config.kernels``). ``measured``:
+    the kernel backend's report, whose counts are the running kernel's: what is assumed of it is only which
+    modelled commits it carries, which the verdict's words read (newcomer40: "assumed" read as if the counts were)."""
     out = []
     for k in kernels:
         d = k.describe() if hasattr(k, "describe") else k if isinstance(k, dict) else None
@@ -65,7 +67,13 @@ def kernel_lines(kernels) -> list[str]:
                 tail = "without stable backports"
             # named as in the kernels: line (the kernel backend's linux-6.18.44 is uname -r 6.18.44-fc-v657)
             label = kernel_label(d["name"], d["release"])
-            out.append(f"kernel {label}: assumed upstream {upstream} {tail}{ran}")
+            if measured:
+                out.append(
+                    f"kernel {label}: the running kernel (counts measured); for the verdict's words on its "
+                    f"commits, assumed upstream {upstream} {tail}{ran}"
+                )
+            else:
+                out.append(f"kernel {label}: assumed upstream {upstream} {tail}{ran}")
             out += [f"  note: {n}" for n in d["notes"]]
             continue
         pre = d.get("pre_release")

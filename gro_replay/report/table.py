@@ -361,7 +361,7 @@ def input_lines(result) -> list[str]:
         input_line(doc),
         f"frames: {classes}",
         nic_line(result),
-        *kernel_lines(cfg.kernels),
+        *kernel_lines(cfg.kernels, measured=getattr(result, "backend", None) == "kernel"),
         *engine_lines(getattr(result, "engine", None)),
         *note_lines(doc),
     ]
