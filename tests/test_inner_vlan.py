@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from gro_replay.capture.reader import open_capture
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
+from gro_replay.kernel.release import resolve_kernel
 from gro_replay.packet.build import FrameSpec, build_flow, build_frame
 from gro_replay.packet.csum import ipv4_header_checksum
 from gro_replay.packet.decode import CLS_TUNNEL_OTHER, CLS_TUNNEL_TCP, Decoder
@@ -246,3 +247,43 @@ def test_flow_selector_vlan(three):
         assert [ln.split(" outer")[0] for ln in e.stdout.splitlines() if ln.startswith("flow ")] == want, sel
     bad = CliRunner().invoke(main, [three, "--flow", "vlan=4096"])
     assert bad.exit_code == 2 and "vlan 4096 is out of range (0…4095)" in bad.output
+
+
+def _outer_tagged(path, tags) -> str:
+    """One flow behind outer tags ``tags`` (a VID, or an (S-VID, C-VID) pair) beside an untagged one, 10 segments
+    each, alternating, 1 µs apart, outer UDP checksum 0, one poll."""
+    flows = [
+        build_flow(replace(BASE, outer_csum="zero", outer_vlan=v, seq=1000 + 7919 * i), [1386 - 10 * i] * 10)
+        for i, v in enumerate((tags, None))
+    ]
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(f for pair in zip(*flows, strict=True) for f in pair):
+            w.write(1_614_373_368_000_000_000 + i * 1000, f)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("tags", "dropped"), [(10, True), ((100, 10), True), ((0, 10), True), (0, False), ((0, 0), False)]
+)
+def test_no_vlan_offload_drops_an_outer_vlan_no_device_takes(tmp_path, tags, dropped):
+    """With the VLAN offloads (the default) the replay assumes the VLAN device an outer tag names; a kernel built
+    without CONFIG_VLAN_8021Q has none: ``vlan_do_receive`` is its stub, so ``__netif_receive_skb_core`` marks a tag
+    of VID ≠ 0 PACKET_OTHERHOST (``check_vlan_id``; a priority tag, VID 0, is cleared and the one under it checked
+    alike) and ``ip_rcv_core`` drops it (SKB_DROP_REASON_OTHERHOST) after the phys device's GRO, before the tunnel
+    (net/core/dev.c, net/ipv4/ip_input.c). The tagged flow's 10 frames, one phys skb, are lost; the untagged flow's
+    reach vxlan0 either way (breaker62: they reached it)."""
+    from gro_replay.kernel import drop_reasons as D
+
+    cap = _outer_tagged(tmp_path / "outer.pcap", tags)
+    for offload in (True, False):
+        cfg = ReplayConfig(kernels=(resolve_kernel("6.18"),), poll=PollModel("budget"), vlan_offload=offload)
+        doc = document(replay_capture(cap, cfg))
+        (k,) = doc["kernels"]
+        lost = dropped and not offload
+        assert k["stack"].get(D.VLAN_OTHERHOST, 0) == (1 if lost else 0)
+        assert k["stages"]["tunnel"]["frames_in"] == (10 if lost else 20)
+    r = CliRunner().invoke(main, [cap, "--kernel", "6.18", "--poll", "budget", "--no-vlan-offload", "-q"])
+    assert r.exit_code == 0, r.output
+    assert (
+        "10 frames lost: __netif_receive_skb_core finds no VLAN device for its outer VLAN tag" in r.stdout
+    ) is dropped

@@ -20,7 +20,7 @@ from conftest import FIX_SAMPLE, needs_kernel_backend
 
 from gro_replay.cli import main
 from gro_replay.cli.app import mount_all
-from gro_replay.oracle import kernel_hz
+from gro_replay.oracle import kernel_hz, kernel_vlan_offload
 from gro_replay.report.table import nic_line
 from gro_replay.sim import ReplayConfig, replay_capture
 
@@ -46,16 +46,37 @@ def test_the_backend_line_names_its_recipe_and_the_kernels_hz(rx_csum):
     assert nic_line(replace(result, backend="simulator")).startswith("NIC: no --nic (")
 
 
+def test_a_kernel_without_the_vlan_offloads_is_named_on_the_line():
+    """--no-vlan-offload (a kernel built without CONFIG_VLAN_8021Q) changes counts of inner- and outer-tagged
+    traffic: the kernels part of the NIC line says it, for the replay and the kernel backend alike (breaker62: the
+    text did not show it); the JSON config's ``vlan_offload`` is false."""
+    result = replay_capture(str(FIX_SAMPLE), ReplayConfig(vlan_offload=False))
+    kernels = "kernels: pre-fix (v5.11), post-fix (v5.12), without the VLAN GRO offloads"
+    assert nic_line(result).endswith(f"{kernels} (--no-vlan-offload: built without CONFIG_VLAN_8021Q)")
+    kernel = nic_line(replace(result, backend="kernel"))
+    assert kernel.endswith(f"{kernels} (the running kernel is built without CONFIG_VLAN_8021Q)")
+    assert nic_line(replay_capture(str(FIX_SAMPLE), ReplayConfig())).endswith(
+        "kernels: pre-fix (v5.11), post-fix (v5.12)"
+    )
+
+
 @needs_kernel_backend
 def test_the_kernel_command_prints_the_backend_line():
     runner = CliRunner()
     text = runner.invoke(main, ["kernel", str(FIX_SAMPLE), "-q"])
     assert text.exit_code == 0, text.output
     nic = [x for x in text.output.splitlines() if x.startswith("NIC:")]
+    # a running kernel built without CONFIG_VLAN_8021Q (this project's 6.18) is said so, as its JSON config does
+    vlan = (
+        ""
+        if kernel_vlan_offload()
+        else ", without the VLAN GRO offloads (the running kernel is built without "
+    )
     assert nic == [
         f"NIC: the kernel backend's veth: --rx-csum none ({RECIPE['none']}), RSS none (veth); poll model budget "
         f"(64-frame polls imposed by the injection recipe), HZ {kernel_hz()}; kernels: "
         + text.output.split("backend: kernel ", 1)[1].split(",", 1)[0]
+        + (vlan and vlan + "CONFIG_VLAN_8021Q)")
     ]
     assert "--nic" not in text.output
     # Markdown: the same backend line first (it had none: the NIC line's HZ came from nowhere there)

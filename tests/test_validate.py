@@ -520,6 +520,36 @@ def test_validate_inner_vlan_tags(tmp_path):
         assert sorted(phys) == sorted([tagged] * 60 + untagged)
 
 
+@pytest.mark.parametrize("command", ["kernel", "validate"])
+def test_outer_vlan_tagged_frames_are_counted_not_sent(tmp_path, command):
+    """The reader takes outer VLAN tags off (the driver's ``vlan_tci``); the kernel backend builds no VLAN device, so
+    a frame that had one is not sent (``outer_vlan_unsupported``, oracle/replay.py ``plan_frames``), counted by
+    reason: 10 of a flow behind outer VID 10 beside 10 untagged ones. Before, they were sent untagged and merged
+    with the other flow as one (breaker62: 20/20 skbs where the replay, keeping them apart, said 2/2)."""
+    flows = [
+        build_flow(replace(BASE, outer_vlan=vid, seq=1000 + 7919 * i), [1400] * 10)
+        for i, vid in enumerate((10, None))
+    ]
+    path = _write(tmp_path, [f for pair in zip(*flows, strict=True) for f in pair])
+    r = CliRunner().invoke(main, [command, path, "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    inp = doc["input"]
+    assert (inp["frames_read"], inp["frames_replayed"]) == (20, 10)
+    assert inp["skipped"] == {"kernel_backend:outer_vlan_unsupported": 10}
+
+
+def test_a_kernel_run_that_sends_nothing_still_names_the_kernels_vlan_offloads(tmp_path):
+    # every frame tagged: none sent, and the running kernel's CONFIG_VLAN_8021Q is still the JSON config's
+    # (breaker62: the early return left the dataclass default, true, on this kernel without them)
+    frames = build_flow(replace(BASE, outer_vlan=10), [1400] * 4)
+    r = CliRunner().invoke(main, ["kernel", _write(tmp_path, frames), "--format", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["kernel"]["frames_sent"] == 0
+    assert doc["config"]["vlan_offload"] is kernel_vlan_offload()
+
+
 def test_validate_says_its_simulator_ran_without_the_vlan_offloads(tmp_path):
     """On a running kernel without the VLAN GRO offloads, ``validate``'s simulator runs without them too, and its
     report says so as the kernel backend's does (fidelity30: validate said nothing, while the plain replay merges

@@ -206,6 +206,8 @@ def _run_oracle(loaded, cfg):
             udp6_zero_csum_rx=cfg.udp6_zero_csum_rx,
             vxlan_gbp=cfg.vxlan_gbp,
             tunnel_gro=runs["tunnel"],
+            # the reader took their outer VLAN tags off (the driver's vlan_tci): the backend builds no VLAN device
+            outer_tagged=[i for i, f in enumerate(loaded.frames) if f[2] is not None],
         )
     except OracleUnavailable as e:
         raise EnvironmentProblem(str(e)) from None

@@ -33,6 +33,10 @@ IP6_FRAGMENT = "ip6_input:fragment_not_reassembled"
 IP6_BAD_EXTHDR = "ip6_input:bad_exthdr"
 #: ``__netif_receive_skb_core``: an outer ethertype other than IPv4/IPv6
 NOT_IP = "netif_receive_skb:not_ip"
+#: ``__netif_receive_skb_core`` (``check_vlan_id``): an outer VLAN tag of VID ≠ 0 that no VLAN device takes, as on a
+#: kernel without CONFIG_VLAN_8021Q: PACKET_OTHERHOST, which ``ip_rcv_core`` / ``ip6_rcv_core`` drop
+#: (SKB_DROP_REASON_OTHERHOST; the device's rx_otherhost_dropped)
+VLAN_OTHERHOST = "netif_receive_skb:vlan_otherhost"
 #: ``__udp4_lib_rcv``: fewer than 8 bytes of UDP header
 UDP_SHORT = "udp_rcv:short"
 #: ``__udp4_lib_rcv``: UDP length beyond the packet or below 8
@@ -87,6 +91,7 @@ NOT_AT_TUNNEL_DEVICE = "kernel_backend:not_at_tunnel_device"
 #: every stack drop reason above, in the order of the receive path
 STACK_DROPS = (
     NOT_IP,
+    VLAN_OTHERHOST,
     IP_RCV_SHORT,
     IP_RCV_BAD_HEADER,
     IP_RCV_CSUM_ERROR,

@@ -88,7 +88,8 @@ class Kernel:
     udp6_zero_csum_rx: tunnel sockets accept a zero UDPv6 checksum (``udp6zerocsumrx``; kernel default off);
     vxlan_gbp: the vxlan devices are made with ``gbp`` (VXLAN_F_GBP, the Group Based Policy extension);
     vlan_offload: the kernel has the VLAN GRO offloads (CONFIG_VLAN_8021Q y or m: ``vlan_offload_init``), so an
-    802.1Q/802.1ad tag in the inner frame is GRO'd through (kernel/vlan_core.py); False for a kernel without them;
+    802.1Q/802.1ad tag in the inner frame is GRO'd through (kernel/vlan_core.py), and an outer tag reaches the VLAN
+    device the replay assumes; False for a kernel without them (no VLAN device can exist: ``netif_receive_skb_core``);
     gro_max_size / gro_ipv4_max_size: every device's limits in bytes (``ip link set … gro_max_size``; the IPv4
     one follows gro_max_size up to 65536 unless given, as ``netif_set_gro_max_size`` does);
     sink: observer of deliveries.
@@ -119,6 +120,7 @@ class Kernel:
         self.tunnel_metadata = tunnel_metadata
         self.udp6_zero_csum_rx = udp6_zero_csum_rx
         self.vxlan_gbp = vxlan_gbp
+        self.vlan_offload = vlan_offload
         self.sink = sink or Sink()
         self.offload_base: dict[int, PacketOffload] = {}
         self.inet_offloads: dict[int, PacketOffload] = {}
@@ -214,7 +216,14 @@ class Kernel:
         """IP → UDP → tunnel ``encap_rcv`` for an skb the phys device delivered.
 
         Returns ("queued", software-summed bytes) when the skb reached a gro_cells queue, else (drop reason, bytes).
+        An skb whose outer VLAN tags (``vlan_tci``: the driver took them off) name a VLAN the replay assumes a device
+        for; on a kernel without CONFIG_VLAN_8021Q (``vlan_offload`` False) ``vlan_do_receive`` is a stub that finds
+        none, so ``__netif_receive_skb_core`` marks a tag of VID ≠ 0 PACKET_OTHERHOST (net/core/dev.c
+        ``check_vlan_id``; a priority tag of VID 0 is cleared, and the one under it checked alike) and IP input
+        drops it (``ip_rcv_core`` / ``ip6_rcv_core``: SKB_DROP_REASON_OTHERHOST).
         """
+        if not self.vlan_offload and skb.vlan_tci is not None and vlan_tags_name_a_vid(skb.vlan_tci):
+            return D.VLAN_OTHERHOST, 0
         r = ip_rcv(skb)
         if isinstance(r, str):
             return r, 0
@@ -250,6 +259,12 @@ def ipv4_offload_init(k: Kernel) -> None:
     gre = PacketOffload(gre_gro_receive, gre_gro_complete)
     k.inet_offloads[IPPROTO_GRE] = gre
     k.inet6_offloads[IPPROTO_GRE] = gre
+
+
+def vlan_tags_name_a_vid(vlan_tci: int | tuple[int, ...]) -> bool:
+    """Whether one of an skb's outer VLAN tags (one TCI, or QinQ's, outermost first) has a VLAN ID other than 0
+    (include/linux/if_vlan.h ``VLAN_VID_MASK`` 0x0fff): a priority tag (VID 0) names none."""
+    return any(t & 0x0FFF for t in (vlan_tci if isinstance(vlan_tci, tuple) else (vlan_tci,)))
 
 
 def vlan_offload_init(k: Kernel) -> None:

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,15 +193,18 @@ def geneve_available() -> bool:
     return Path("/sys/module/geneve").exists() or kernel_config().get("CONFIG_GENEVE") in ("y", "m")
 
 
-def plan_frames(frames: Sequence[bytes], *, geneve: bool) -> _Plan:
+def plan_frames(frames: Sequence[bytes], *, geneve: bool, outer_tagged: Collection[int] = ()) -> _Plan:
     """Decide which frames are sent and which addresses the two veth ends carry (those of the first IP
-    frame); the others are kept with their reason (``unsent``). ``sent`` is empty when nothing can be sent."""
+    frame); the others are kept with their reason (``unsent``). ``sent`` is empty when nothing can be sent.
+    ``outer_tagged``: the indices of frames whose outer VLAN tags the reader took off (the replay's skb
+    ``vlan_tci``): no VLAN device is built, so they are not sent (``outer_vlan_unsupported``), as a frame that
+    still carries its tag is not."""
     skipped: dict[int, str] = {}
     sent: list[int] = []
     ref: tuple[int, int, bytes, bytes] | None = None
     uses_geneve = False
     for i, frame in enumerate(frames):
-        o = _outer(bytes(frame[:60]))
+        o = "outer_vlan_unsupported" if i in outer_tagged else _outer(bytes(frame[:60]))
         if isinstance(o, str):
             skipped[i] = o
             continue
@@ -611,6 +614,7 @@ def run_kernel(
     udp6_zero_csum_rx: bool = False,
     tunnel_gro: bool = True,
     vxlan_gbp: bool = False,
+    outer_tagged: Collection[int] = (),
 ) -> OracleResult:
     """Replay ``frames`` (full Ethernet II frames) through the running kernel; see the module docstring.
 
@@ -621,7 +625,8 @@ def run_kernel(
         UDPv6 checksums); tunnel_gro: False turns GRO off on the tunnel devices (``ethtool -K DEV gro off``);
         vxlan_gbp: make the vxlan devices with ``gbp``
         (VXLAN_F_GBP: the Group Based Policy extension is parsed, drivers/net/vxlan/vxlan_core.c
-        ``vxlan_parse_gbp_hdr``).
+        ``vxlan_parse_gbp_hdr``); outer_tagged: indices of frames whose outer VLAN tags were taken off
+        (``plan_frames``: not sent).
     Returns: OracleResult; frames not sent are counted per reason in ``frames_not_replayable`` (see
         ``NOT_REPLAYABLE``), ``sent`` lists the indices of those sent (feed the simulator the same ones).
     Raises: ValueError on bad arguments; OracleUnavailable when the machine lacks a capability;
@@ -644,9 +649,19 @@ def run_kernel(
         raise ValueError("retries must be at least 1")
     check_environment()
     release, hz = kernel_release(), kernel_hz()
-    plan = plan_frames(frames, geneve=geneve_available())
+    plan = plan_frames(frames, geneve=geneve_available(), outer_tagged=frozenset(outer_tagged))
     if not plan.sent:
-        return OracleResult([], [], release, hz, 0, plan.not_replayable, 0, unsent=dict(plan.unsent))
+        return OracleResult(
+            [],
+            [],
+            release,
+            hz,
+            0,
+            plan.not_replayable,
+            0,
+            unsent=dict(plan.unsent),
+            vlan_offload=kernel_vlan_offload(),  # the running kernel's, sent to or not (breaker62)
+        )
     n_inc = csum_level + 1 if rx_csum == "unnecessary" else 0
     reason = ""
     with _sigterm_unwinds(), _tracefs() as tracefs:

@@ -23,6 +23,17 @@ def rc_words(pre: dict, base: str) -> str:
     )
 
 
+def kernels_words(cfg, backend: bool = False) -> str:
+    """The NIC line's "kernels: pre-fix (v5.11), post-fix (v5.12)", with ", without the VLAN GRO offloads
+    (--no-vlan-offload: built without CONFIG_VLAN_8021Q)" where ``cfg.vlan_offload`` is false (``backend``: the
+    kernel backend's report, whose running kernel lacks them); breaker62: the text did not say it."""
+    kernels = "kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels)
+    if getattr(cfg, "vlan_offload", True):
+        return kernels
+    how = "the running kernel is" if backend else "--no-vlan-offload:"
+    return f"{kernels}, without the VLAN GRO offloads ({how} built without CONFIG_VLAN_8021Q)"
+
+
 def kernel_lines(kernels, measured: bool = False) -> list[str]:
     """One line per resolved kernel that is not an upstream profile: its base, its stable backports (each with
     the stable commit and first point release) and the notes of its resolution (``KernelModel.describe``).

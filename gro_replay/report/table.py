@@ -10,7 +10,7 @@ from ..capture.reader import path_words
 from ..project import plural
 from . import AGGREGATES_LABEL, BACKEND_NO_DEVICE, BACKEND_RX_CSUM, MIXED_WHY, SW_CSUM_LABEL, backend_recipe
 from .document import summary_line
-from .kernel_lines import kernel_lines
+from .kernel_lines import kernel_lines, kernels_words
 from .verbatim import VerbatimTable, say, verbatim
 from .verdict.facts import STAGE_NAMES
 from .verdict.input_words import filtered_text
@@ -331,11 +331,12 @@ def note_lines(inp: dict) -> list[str]:
 
 def nic_line(result) -> str:
     """The report's NIC line: the simulated NIC and poll model of ``result.config``, or with the kernel backend
-    (``result.backend``) what its recipe does (``backend_recipe``, ``BACKEND_RX_CSUM``: no --nic, poll model,
-    weight or RSS of the simulator applies there; no device when it sent no frame), and the kernels."""
+    (``result.backend``) what its recipe does (``backend_recipe``, ``BACKEND_RX_CSUM``; no device when it sent no
+    frame), and the kernels, said to lack the VLAN GRO offloads where they do (--no-vlan-offload, or the backend's)."""
     cfg = result.config
-    kernels = "kernels: " + ", ".join(kernel_label(k.name, k.release) for k in cfg.kernels)
-    if getattr(result, "backend", None) == "kernel":
+    backend = getattr(result, "backend", None) == "kernel"
+    kernels = kernels_words(cfg, backend)
+    if backend:
         sent = result.input.frames_replayed  # validate.py account_sent: the frames the backend sent
         if not sent:
             return f"NIC: {BACKEND_NO_DEVICE} (--rx-csum {cfg.rx_csum} asked), HZ {cfg.hz}; {kernels}"
@@ -361,7 +362,9 @@ def input_lines(result) -> list[str]:
         input_line(doc),
         f"frames: {classes}",
         nic_line(result),
-        *kernel_lines(cfg.kernels, measured=getattr(result, "backend", None) == "kernel"),
+        *kernel_lines(
+            cfg.kernels, measured=getattr(result, "backend", None) == "kernel" and inp.frames_replayed > 0
+        ),
         *engine_lines(getattr(result, "engine", None)),
         *note_lines(doc),
     ]

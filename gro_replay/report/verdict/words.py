@@ -71,6 +71,11 @@ LOSSES: dict[str, tuple[str, str | None]] = {
     D.VXLAN_NO_VNI_FLAG: ("vxlan_rcv drops it: VXLAN I flag clear", None),
     D.VXLAN_SHORT: ("vxlan_rcv drops it: UDP + VXLAN header + inner Ethernet header not all present", None),
     D.NOT_IP: ("__netif_receive_skb_core finds no IPv4/IPv6 handler for the outer ethertype", None),
+    D.VLAN_OTHERHOST: (
+        "__netif_receive_skb_core finds no VLAN device for its outer VLAN tag and marks it PACKET_OTHERHOST, which "
+        "ip_rcv drops (a kernel without CONFIG_VLAN_8021Q has none; rx_otherhost_dropped)",
+        "a kernel with CONFIG_VLAN_8021Q and a VLAN device for the tag (the default: --vlan-offload)",
+    ),
     D.NOT_UDP: ("ip_local_deliver: an outer IP protocol other than UDP reaches no tunnel socket", None),
     D.IP_FRAGMENT: (
         "ip_local_deliver: an outer IPv4 fragment (reassembly is not modelled: counted as dropped)",
