@@ -477,7 +477,9 @@ def test_a_backend_without_end_reasons_says_so_instead_of_an_empty_list(tmp_path
     assert f"{note}{REASONS_NOT_OBSERVED}." in kern.text
     assert ": ." not in kern.text and "tcp_gro_receive" not in kern.text
     why = [f.why for f in kern.flows if f.key.outer_dport == 4790]
-    assert len(why) == 2 and all(f"not merged at the phys device: {REASONS_NOT_OBSERVED}" in w for w in why)
+    assert len(why) == 2 and all(
+        f"not merged at the phys device; why its skbs ended: {REASONS_NOT_OBSERVED}" in w for w in why
+    )
 
 
 def test_a_split_names_what_keeps_each_other_flow_apart(tmp_path):
@@ -1180,12 +1182,15 @@ def test_flows_mixing_acks_with_short_data_name_every_skb(
     assert len(whys) == flows
     if kind == "probes":  # each connection: half the counts above
         assert all(
-            "not merged at the phys device (2 of its 4 skbs carry no payload): no payload (pure ACK) "
+            "not merged at the phys device (2 of its 4 skbs carry no payload); why its skbs ended: no payload (pure ACK) "
             f"[tcp_gro_receive:len_zero] ×2; {_ACK_NEXT} ×1; {_POLL} ×1" in w
             for w in whys
         )
     else:
-        assert f"not merged at the phys device ({clause.replace('their', 'its')}): {reasons}" in whys[0]
+        assert (
+            f"not merged at the phys device ({clause.replace('their', 'its')}); why its skbs ended: {reasons}"
+            in whys[0]
+        )
 
 
 def test_refused_probes_name_every_skb_the_fix_leaves_apart():

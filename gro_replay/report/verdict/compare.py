@@ -117,7 +117,13 @@ class CompareSentences:
             )
         # the gate refused nothing: the kernel without the fix ran the phys device as the one with it
         pre = next((k for k in self.kernels if k.name == self.pre), None) if not t.refused else None
-        return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post, pre)
+        return (
+            self._fix_alone_lead()
+            + text
+            + self._fix_costs_text()
+            + self._other_changes_note()
+            + self._unmerged_note(post, pre)
+        )
 
     def _of_tunnelled(self, n: int, tcp: bool = False) -> str:
         """ "N of T tunnelled [TCP ]flows" for N flows that lose aggregation (``words.of_tunnelled``): T the
@@ -180,7 +186,45 @@ class CompareSentences:
         via = _via(self.models.get(post.name))
         if via:
             text += f" {self.post} has the fix{via}."
-        return self._fix_alone_lead() + text + self._other_changes_note() + self._unmerged_note(post)
+        return (
+            self._fix_alone_lead()
+            + text
+            + self._fix_costs_text()
+            + self._other_changes_note()
+            + self._unmerged_note(post)
+        )
+
+    def flows_worse_with_fix(self) -> int:
+        """The flows the fix costs phys-device aggregation (``_Tally.fix_costs``), what the text says and JSON
+        ``verdict.flows_worse_with_fix`` counts: 0 where the compared kernels differ in other commits and the fix
+        was not measured alone (the difference is not the fix's then)."""
+        return 0 if self.other_changes and not self.fix_alone else self._tally.fix_costs
+
+    def _fix_costs_text(self) -> str:
+        """ " The fix costs N flows aggregation they had without it: <kernel with it> hands their frames up in B phys
+        skbs, not A: frames of other flows that the fix lets GRO hold take room in the same GRO lists (why their skbs
+        ended with the fix: …)." for the flows ``_Tally.fix_costs`` counts (breaker62: 12 zero-checksum flows the fix
+        holds fill the one GRO bucket a checksum-set flow shares, MAX_GRO_SKBS 8, and it goes from 5 phys skbs to 20
+        while the verdict said no skb changes); "" when none, or where the compared kernels differ in other commits
+        and the fix was not measured alone (the difference is not the fix's then)."""
+        t = self._tally
+        n = self.flows_worse_with_fix()
+        if not n:
+            return ""
+        a, b = t.fix_costs_skbs
+        one = n == 1
+        name = self.fix_alone or self.post
+        who = (
+            f"{self._label(self.pre)} with the fix alone ({self.fix_alone})"
+            if self.fix_alone
+            else self._label(name)
+        )
+        return (
+            f" The fix costs {n:,} {plural(n, 'flow')} aggregation {'it' if one else 'they'} had without it: {who} "
+            f"hands {'its' if one else 'their'} frames up in {b:,} phys {plural(b, 'skb')}, not {a:,}: frames of other "
+            "flows that the fix lets GRO hold take room in the same GRO lists (why "
+            f"{'its' if one else 'their'} skbs ended with the fix: {self._reasons(t.fix_costs_reasons, name)})."
+        )
 
     def _phys_affected_text(self) -> str:
         """Compare mode: the affected flows whose phys skbs the fix saves (``_Tally.pa``): how many, why the gate

@@ -299,6 +299,8 @@ class Verdict(FlowSentences):
             "tunnel_flows": t.tunnel,
             "tunnel_flows_without_payload": t.tunnel_empty,
             "lost_flows": t.lost_tunnel,
+            # flows the fix costs phys-device aggregation (other flows' frames it lets GRO hold): ``_fix_costs_text``
+            "flows_worse_with_fix": self.flows_worse_with_fix() if self.compare else None,
             "compared": {
                 "without_fix": self.pre,
                 "with_fix": self.post,

@@ -53,6 +53,19 @@ class FlowSentences(CaptureSentences):
             parts.append(loss)
         return "; ".join(parts)
 
+    def _fix_cost_clause(self, pre: KernelFacts, post: KernelFacts, fixed: KernelFacts) -> str:
+        """ "; yet with the fix its phys skbs go A → B: frames of other flows that the fix lets GRO hold take room
+        in its GRO lists (reasons)" for a flow the fix does not touch and costs aggregation (breaker62; the capture's
+        ``_fix_costs_text``); "" otherwise, and where the difference is other commits' (no fix-alone run)."""
+        if fixed.skbs["phys"] <= pre.skbs["phys"] or (self.other_changes and fixed is post):
+            return ""
+        brk = self._reasons(break_reasons(fixed), fixed.name)
+        with_fix = "with the fix" if fixed is post else f"with the fix alone ({self.fix_alone})"
+        return (
+            f"; yet {with_fix} its phys skbs go {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}: frames of other "
+            f"flows that the fix lets GRO hold take room in its GRO lists ({brk})"
+        )
+
     def _compare_why(self, fv: FlowVerdict, loss: str) -> str:
         (pre, post), key = fv.sides(), fv.key
         fixed = fv.fixed
@@ -115,6 +128,8 @@ class FlowSentences(CaptureSentences):
                 "outer UDP checksum 0, but udp_gro_receive's gate refuses none of its frames before the fix either: "
                 + self._zero_state_clause(fv, pre)
             )
+        if fv.outcome != "affected":
+            why += self._fix_cost_clause(pre, post, fixed)
         lead = self._assumed_lead()
         if lead and fv.outcome in ("affected", "refused_no_gain"):
             why = f"{lead}: {why}"
@@ -186,7 +201,8 @@ class FlowSentences(CaptureSentences):
         if fv.cls == "tunnel_tcp" and k.frames > 1 and k.skbs["phys"] >= k.frames:
             brk = self._reasons(break_reasons(k), k.name)
             text += (
-                f"; not merged at the phys device{payload_clause(k.skbs['phys'], k.phys_empty, 'its')}: {brk}"
+                f"; not merged at the phys device{payload_clause(k.skbs['phys'], k.phys_empty, 'its')}; why its "
+                f"skbs ended: {brk}"
             )
             if k.id_steps:
                 text += f"; {id_step_text(k.id_steps, model=self.models.get(k.name))}"

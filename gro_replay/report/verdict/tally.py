@@ -193,6 +193,13 @@ class _Tally:
         self.to_frames = 0
         self.to_saved_tunnel = 0
         self.to_brk: Counter = Counter()
+        #: compared flows, not lost, that the kernel with the fix (``FlowVerdict.fixed``: the fix alone where it ran)
+        #: hands up in more phys skbs than the one without it: what the fix costs them (frames of other flows it
+        #: lets GRO hold take room in their GRO lists, MAX_GRO_SKBS per bucket; breaker62): how many, their phys
+        #: skbs without and with the fix, and why their skbs ended with it (``break_reasons``)
+        self.fix_costs = 0
+        self.fix_costs_skbs = [0, 0]
+        self.fix_costs_reasons: Counter = Counter()
         #: per kernel name: the flows not merged at the phys stage
         self.unmerged = {n: Unmerged() for n in names}
         #: per kernel name: the affected flows its zero-checksum gate refused, by stage
@@ -261,6 +268,12 @@ class _Tally:
             if stage is not None:
                 self.refused_at[stage] += fv.gate_zero
         empty_in, unmerged_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else (set(), set())
+        fixed = fv.fixed if fv.outcome != "lost" and fv.pre is not None and fv.post is not None else None
+        if fixed is not None and fv.pre is not None and fixed.skbs["phys"] > fv.pre.skbs["phys"]:
+            self.fix_costs += 1
+            self.fix_costs_skbs[0] += fv.pre.skbs["phys"]
+            self.fix_costs_skbs[1] += fixed.skbs["phys"]
+            self.fix_costs_reasons.update(break_reasons(fixed))
         if fv.affected:
             self._add_affected(fv)
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
