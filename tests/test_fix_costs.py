@@ -29,6 +29,7 @@ from conftest import FIX_SAMPLE
 from gro_replay.capture.writer import PcapWriter
 from gro_replay.cli import main
 from gro_replay.packet.build import FrameSpec, build_flow
+from gro_replay.report.schema import check
 
 ARGS = ("--rx-csum", "none", "--rss", "none", "-q")
 BASE = FrameSpec(timestamps=False, outer_csum="zero")
@@ -57,6 +58,7 @@ def _run(*argv: str) -> str:
 
 def test_the_replay_says_what_the_fix_costs_the_crowded_flow(crowded):
     doc = json.loads(_run(crowded, *ARGS, "--format", "json"))
+    check(doc, "replay")
     phys = {k["name"]: k["stages"]["phys"]["skbs_delivered"] for k in doc["kernels"]}
     assert phys == {"pre-fix": 245, "post-fix": 260}
     flow = {
@@ -73,7 +75,9 @@ def test_the_replay_says_what_the_fix_costs_the_crowded_flow(crowded):
         "×19; poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×1)."
     )
     assert said in v["text"]
-    assert said in " ".join(_run(crowded, *ARGS).split())  # the text prints the same sentence
+    text = _run(crowded, *ARGS)
+    assert said in " ".join(text.split())  # the text prints the same sentence
+    assert text.splitlines()[-1].endswith(" affected_flows=0 flows_worse_with_fix=1")  # and SUMMARY the count
 
 
 def test_explain_says_it_of_the_flow(crowded):
@@ -86,6 +90,8 @@ def test_explain_says_it_of_the_flow(crowded):
         "GRO lists (bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)"
     )
     assert doc["verdict"]["flows_worse_with_fix"] == 1
+    assert doc["summary"].endswith(" outcome=not_affected flows_worse_with_fix=1")
+    check(doc, "explain")
 
 
 def test_measured_on_the_fix_alone_where_the_kernels_differ_in_more(crowded):

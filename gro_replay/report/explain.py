@@ -219,7 +219,8 @@ def explain(
         "summary": (
             f"EXPLAIN affected={'yes' if aff else 'no'} flows={len(result.flows)} affected_flows={aff} "
             f"frames_refused={frames} stack_traversals_saved={saved} tunnel_skbs_saved={vd['tunnel_skbs_saved']} "
-            f"outcome={v.outcome}" + "".join(f" {t}" for t in (*v.fix_alone_tokens(), *v.assumed_tokens()))
+            f"outcome={v.outcome}"
+            + "".join(f" {t}" for t in (*v.worse_tokens(), *v.fix_alone_tokens(), *v.assumed_tokens()))
         ),
     }
     if getattr(result, "engine", None):

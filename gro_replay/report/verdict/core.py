@@ -328,14 +328,22 @@ class Verdict(FlowSentences):
         """Tokens the SUMMARY line carries from the verdict: ``affected_flows=N``, ``gate_refusals=not_observed``
         when the outcome is ``not_observed`` (N counts no flow then: ``refusals_unseen``), ``fix_alone=NAME`` when
         N is measured on a counterfactual (``fix_alone_tokens``), and ``fix_assumed_lacking=K,…`` when a kernel's
-        lack of the fix is an assumption (``assumed_lacking``)."""
+        lack of the fix is an assumption (``assumed_lacking``); ``flows_worse_with_fix=N`` after N when the fix
+        costs flows aggregation (``flows_worse_with_fix``, compare mode, N > 0)."""
         unseen = ["gate_refusals=not_observed"] if self.outcome == "not_observed" else []
         return [
             f"affected_flows={self._tally.affected}",
+            *self.worse_tokens(),
             *unseen,
             *self.fix_alone_tokens(),
             *self.assumed_tokens(),
         ]
+
+    def worse_tokens(self) -> list[str]:
+        """``["flows_worse_with_fix=N"]`` in compare mode when the fix costs N > 0 flows aggregation
+        (``flows_worse_with_fix``, JSON ``verdict.flows_worse_with_fix``); else [] (SUMMARY and EXPLAIN)."""
+        worse = self.flows_worse_with_fix() if self.compare else 0
+        return [f"flows_worse_with_fix={worse}"] if worse else []
 
     def fix_alone_tokens(self) -> list[str]:
         """``["fix_alone=PRE+89e5c58fc1e2"]`` when the comparison measures the fix on the kernel without it run again
