@@ -60,7 +60,13 @@ class CaptureOutcome:
         doc = self.document
         if doc is None:
             row.update(
-                frames=None, skipped=None, replayed=None, kernels={}, affected_flows=None, outcome=None
+                frames=None,
+                skipped=None,
+                replayed=None,
+                kernels={},
+                affected_flows=None,
+                flows_worse_with_fix=None,
+                outcome=None,
             )
             return row
         row["frames"] = doc["input"]["frames_read"]
@@ -76,6 +82,8 @@ class CaptureOutcome:
         # the verdict's count of every affected flow, in every mode (comparison.affected_flows[] lists those
         # --flows-max keeps, and exists in compare mode only), and its outcome
         row["affected_flows"] = doc["verdict"]["affected_flows"]
+        # the flows the fix costs aggregation (compare mode; null otherwise, and from a document without it)
+        row["flows_worse_with_fix"] = doc["verdict"].get("flows_worse_with_fix")
         row["outcome"] = doc["verdict"]["outcome"]
         return row
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -70,8 +71,8 @@ def test_the_replay_says_what_the_fix_costs_the_crowded_flow(crowded):
     assert (v["affected_flows"], v["flows_worse_with_fix"]) == (0, 1)
     said = (
         "The fix costs 1 flow aggregation it had without it: post-fix (v5.12) hands its frames up in 20 phys skbs, "
-        "not 5: frames of other flows that the fix lets GRO hold take room in the same GRO lists (why its skbs "
-        "ended with the fix: bucket full: oldest held packet evicted (MAX_GRO_SKBS 8) [gro_flush_oldest:MAX_GRO_SKBS] "
+        "not 5: frames of other flows that the fix lets GRO hold take room in the same GRO lists (with the fix: "
+        "bucket full: oldest held packet evicted (MAX_GRO_SKBS 8) [gro_flush_oldest:MAX_GRO_SKBS] "
         "×19; poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×1)."
     )
     assert said in v["text"]
@@ -86,8 +87,8 @@ def test_explain_says_it_of_the_flow(crowded):
     assert flow["verdict"]["affected"] is False
     assert flow["verdict"]["why"].startswith(
         "outer UDP checksum set: 89e5c58fc1e2 changes only frames whose outer UDP checksum is 0 (uh->check == 0); "
-        "yet with the fix its phys skbs go 5 → 20: frames of other flows that the fix lets GRO hold take room in its "
-        "GRO lists (bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)"
+        "yet with the fix its phys skbs go 5 → 20: frames of other flows that the fix lets GRO hold take room in the "
+        "same GRO lists (with the fix: bucket full: oldest held packet evicted (MAX_GRO_SKBS 8)"
     )
     assert doc["verdict"]["flows_worse_with_fix"] == 1
     assert doc["summary"].endswith(" outcome=not_affected flows_worse_with_fix=1")
@@ -103,7 +104,8 @@ def test_measured_on_the_fix_alone_where_the_kernels_differ_in_more(crowded):
     assert "The fix costs 1 flow aggregation it had without it: 5.4 (v5.4) with the fix alone" in v["text"]
 
 
-def test_none_outside_compare_mode_and_none_where_nothing_crowds(crowded):
+def test_none_where_nothing_measures_the_fix_and_0_where_nothing_crowds(crowded):
+    # --fix: one kernel with the fix, nothing without it to measure the fix against
     assert (
         json.loads(_run(crowded, *ARGS, "--fix", "--format", "json"))["verdict"]["flows_worse_with_fix"]
         is None
@@ -112,3 +114,50 @@ def test_none_outside_compare_mode_and_none_where_nothing_crowds(crowded):
     doc = json.loads(_run(str(FIX_SAMPLE), "-q", "--format", "json"))
     assert doc["verdict"]["flows_worse_with_fix"] == 0
     assert "The fix costs" not in doc["verdict"]["text"]
+
+
+def test_batch_carries_the_count(crowded, tmp_path):
+    """``batch.json`` rows and the table carry the capture's ``verdict.flows_worse_with_fix`` (breaker63: a batch
+    run said nothing of it): 1 for the crowded capture, 0 for the fix sample (a column only where some capture has
+    one)."""
+    import shutil
+
+    d = tmp_path / "dir"
+    d.mkdir()
+    shutil.copy(crowded, d / "crowded.pcap")
+    shutil.copy(FIX_SAMPLE, d / "fix.pcap")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(
+        main,
+        ["batch", str(d), "-j", "1", "--out", str(out), "--rx-csum", "none", "--rss", "none"],
+        env={"COLUMNS": "200"},
+    )
+    assert r.exit_code == 0, r.output
+    rows = {Path(row["path"]).name: row for row in json.loads((out / "batch.json").read_text())["captures"]}
+    assert {n: row["flows_worse_with_fix"] for n, row in rows.items()} == {"crowded.pcap": 1, "fix.pcap": 0}
+    table = [ln.split() for ln in r.stdout.splitlines()]
+    assert ["crowded.pcap", "260", "245", "245", "260", "260", "0", "1"] in table
+    head = [ln.split() for ln in r.stdout.splitlines()[:8]]
+    assert ["worse"] in [h[-1:] for h in head] and ["with"] in [h[-1:] for h in head]  # the column's header
+
+
+def test_one_kernel_without_the_fix_says_what_the_fix_alone_would_cost(crowded):
+    """``--no-fix``: the verdict on pre-fix alone measures the fix on its counterfactual (pre-fix with only
+    89e5c58fc1e2 applied, replayed beside it), which costs the crowded flow the same 5 → 20 (breaker63: said
+    nothing, "at no cost to aggregation" only)."""
+    doc = json.loads(_run(crowded, *ARGS, "--no-fix", "--format", "json"))
+    v = doc["verdict"]
+    assert (v["affected_flows"], v["flows_worse_with_fix"]) == (0, 1)
+    assert (
+        "The fix costs 1 flow aggregation it had without it: pre-fix (v5.11) with the fix alone "
+        "(pre-fix+89e5c58fc1e2) hands its frames up in 20 phys skbs, not 5: "
+    ) in v["text"]
+    assert (
+        _run(crowded, *ARGS, "--no-fix").splitlines()[-1].endswith(" affected_flows=0 flows_worse_with_fix=1")
+    )
+    ex = json.loads(_run("explain", crowded, *ARGS, "--no-fix", "--format", "json"))
+    (flow,) = [f for f in ex["flows"] if f["key"]["outer"]["udp_csum_zero"] is False]
+    assert (
+        "; yet with the fix alone (pre-fix+89e5c58fc1e2) its phys skbs go 5 → 20: " in flow["verdict"]["why"]
+    )
+    assert ex["summary"].endswith(" flows_worse_with_fix=1")

@@ -287,3 +287,20 @@ def test_no_vlan_offload_drops_an_outer_vlan_no_device_takes(tmp_path, tags, dro
     assert (
         "10 frames lost: __netif_receive_skb_core finds no VLAN device for its outer VLAN tag" in r.stdout
     ) is dropped
+
+
+def test_no_vlan_offload_notes_the_drop_after_the_tunnel_device(tmp_path):
+    """The counts end where the tunnel device hands the decapsulated frames up; on a kernel without
+    CONFIG_VLAN_8021Q no VLAN device sits on it, so ``__netif_receive_skb_core`` (``skb_vlan_untag``, then
+    ``check_vlan_id``) marks an inner tag of VID ≠ 0 PACKET_OTHERHOST and ``ip_rcv`` drops it (net/core/dev.c,
+    net/ipv4/ip_input.c): a note says so (breaker63), for the tagged flow only, and not with the offloads."""
+    cap = _vlan_beside_untagged(tmp_path / "vlan.pcap")
+    note = (
+        "note: --no-vlan-offload: the frames of 1 flow whose inner frame carries a VLAN tag (VID ≠ 0) go up the "
+        "tunnel device unmerged, and then no VLAN device takes them: __netif_receive_skb_core marks them "
+        "PACKET_OTHERHOST and ip_rcv drops them, after the tunnel device, where the counts here end"
+    )
+    for extra, said in (([], False), (["--no-vlan-offload"], True)):
+        r = CliRunner().invoke(main, [cap, "--kernel", "6.18", "-q", *extra], env={"COLUMNS": "4000"})
+        assert r.exit_code == 0, r.output
+        assert (note in r.stdout.splitlines()) is said

@@ -97,8 +97,12 @@ def render_table(doc: dict, console: Console) -> None:
     for n in names:
         table.add_column(f"{n}\nphys\nskbs", justify="right", no_wrap=True)
         table.add_column(f"{n}\ntunnel\nskbs", justify="right", no_wrap=True)
+    # the flows the fix costs aggregation: a column where a capture has some (compare mode)
+    worse = any(r.get("flows_worse_with_fix") for r in doc["captures"])
     if compare:
         table.add_column("affected\nflows", justify="right", no_wrap=True)
+    if worse:
+        table.add_column("worse\nwith\nfix", justify="right", no_wrap=True)
     names_shown = display_names([r["path"] for r in doc["captures"]])
     failed = []
     for r, shown in zip(doc["captures"], names_shown, strict=True):
@@ -108,6 +112,8 @@ def render_table(doc: dict, console: Console) -> None:
             cells += [f"{k['phys_skbs']:,}", f"{k['tunnel_skbs']:,}"] if k else ["-", "-"]
         if compare:
             cells.append(str(r["affected_flows"]) if r["affected_flows"] is not None else "-")
+        if worse:
+            cells.append(str(r["flows_worse_with_fix"]) if r.get("flows_worse_with_fix") is not None else "-")
         table.add_row(*cells)
         if r["error"]:
             error = r["error"].removeprefix(f"{r['path']}: ")  # the reader's errors name the path: once here

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...kernel import reasons as R
 from ...kernel.model import KernelModel
-from .facts import FIX, KernelFacts, ReplayResult, reasons_apart
+from .facts import COUNTERFACTUAL_SUFFIX, FIX, KernelFacts, ReplayResult, reasons_apart
 from .gate_words import TUNNEL_GATE_WORDS, _gate_words, zero_csum_states_text
 from .tally import Refusals, _Tally
 from .words import (
@@ -42,6 +42,9 @@ class CompareSentences:
     post: str | None
     other_changes: list[str]
     fix_alone: str | None
+    #: the kernel without the fix a verdict of one kernel speaks of, and the counterfactual kernels run beside
+    _pre_side: str | None
+    _counterfactuals: list[KernelModel]
     #: ``--flow``: per flow id whether it is selected (None: every flow)
     _selection: list[bool] | None
     rx_csum: str
@@ -194,36 +197,50 @@ class CompareSentences:
             + self._unmerged_note(post)
         )
 
-    def flows_worse_with_fix(self) -> int:
-        """The flows the fix costs phys-device aggregation (``_Tally.fix_costs``), what the text says and JSON
-        ``verdict.flows_worse_with_fix`` counts: 0 where the compared kernels differ in other commits and the fix
-        was not measured alone (the difference is not the fix's then)."""
-        return 0 if self.other_changes and not self.fix_alone else self._tally.fix_costs
+    def fix_measured(self) -> str | None:
+        """What the fix is measured on against the kernel without it: the kernel with it (compare mode), or the
+        fix alone applied to it (``fix_alone`` in compare mode; in one kernel's verdict its counterfactual, run
+        beside it: ``fix_counterfactuals``); None where nothing measures it (one kernel with the fix, the kernel
+        backend)."""
+        if self.pre is not None:  # compare mode
+            return self.fix_alone or self.post
+        pre = self._pre_side
+        names = {m.name for m in self._counterfactuals}
+        return f"{pre}{COUNTERFACTUAL_SUFFIX}" if pre and f"{pre}{COUNTERFACTUAL_SUFFIX}" in names else None
+
+    def flows_worse_with_fix(self) -> int | None:
+        """The flows the fix costs phys-device aggregation (``_Tally.fix_costs``), what the text says, JSON
+        ``verdict.flows_worse_with_fix`` and the SUMMARY count: None where nothing measures the fix
+        (``fix_measured``); 0 where the compared kernels differ in other commits and the fix was not measured alone
+        (the difference is not the fix's then)."""
+        if self.fix_measured() is None:
+            return None
+        return (
+            0 if self.pre is not None and self.other_changes and not self.fix_alone else self._tally.fix_costs
+        )
 
     def _fix_costs_text(self) -> str:
         """ " The fix costs N flows aggregation they had without it: <kernel with it> hands their frames up in B phys
-        skbs, not A: frames of other flows that the fix lets GRO hold take room in the same GRO lists (why their skbs
-        ended with the fix: …)." for the flows ``_Tally.fix_costs`` counts (breaker62: 12 zero-checksum flows the fix
+        skbs, not A: frames of other flows that the fix lets GRO hold take room in the same GRO lists (with the fix:
+        what kept their frames apart, ``break_reasons``)." for the flows ``_Tally.fix_costs`` counts (breaker62: 12 zero-checksum flows the fix
         holds fill the one GRO bucket a checksum-set flow shares, MAX_GRO_SKBS 8, and it goes from 5 phys skbs to 20
         while the verdict said no skb changes); "" when none, or where the compared kernels differ in other commits
         and the fix was not measured alone (the difference is not the fix's then)."""
         t = self._tally
         n = self.flows_worse_with_fix()
-        if not n:
+        name = self.fix_measured()
+        if not n or name is None:
             return ""
         a, b = t.fix_costs_skbs
         one = n == 1
-        name = self.fix_alone or self.post
-        who = (
-            f"{self._label(self.pre)} with the fix alone ({self.fix_alone})"
-            if self.fix_alone
-            else self._label(name)
-        )
+        pre = self.pre or self._pre_side
+        alone = name != self.post
+        who = f"{self._label(pre)} with the fix alone ({name})" if alone else self._label(name)
         return (
             f" The fix costs {n:,} {plural(n, 'flow')} aggregation {'it' if one else 'they'} had without it: {who} "
             f"hands {'its' if one else 'their'} frames up in {b:,} phys {plural(b, 'skb')}, not {a:,}: frames of other "
-            "flows that the fix lets GRO hold take room in the same GRO lists (why "
-            f"{'its' if one else 'their'} skbs ended with the fix: {self._reasons(t.fix_costs_reasons, name)})."
+            "flows that the fix lets GRO hold take room in the same GRO lists (with the fix: "
+            f"{self._reasons(t.fix_costs_reasons, name)})."
         )
 
     def _phys_affected_text(self) -> str:

@@ -300,7 +300,7 @@ class Verdict(FlowSentences):
             "tunnel_flows_without_payload": t.tunnel_empty,
             "lost_flows": t.lost_tunnel,
             # flows the fix costs phys-device aggregation (other flows' frames it lets GRO hold): ``_fix_costs_text``
-            "flows_worse_with_fix": self.flows_worse_with_fix() if self.compare else None,
+            "flows_worse_with_fix": self.flows_worse_with_fix(),
             "compared": {
                 "without_fix": self.pre,
                 "with_fix": self.post,
@@ -340,9 +340,9 @@ class Verdict(FlowSentences):
         ]
 
     def worse_tokens(self) -> list[str]:
-        """``["flows_worse_with_fix=N"]`` in compare mode when the fix costs N > 0 flows aggregation
+        """``["flows_worse_with_fix=N"]`` when the fix, where measured, costs N > 0 flows aggregation
         (``flows_worse_with_fix``, JSON ``verdict.flows_worse_with_fix``); else [] (SUMMARY and EXPLAIN)."""
-        worse = self.flows_worse_with_fix() if self.compare else 0
+        worse = self.flows_worse_with_fix()
         return [f"flows_worse_with_fix={worse}"] if worse else []
 
     def fix_alone_tokens(self) -> list[str]:

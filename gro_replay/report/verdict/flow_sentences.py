@@ -47,23 +47,30 @@ class FlowSentences(CaptureSentences):
         if self.compare:
             return self._compare_why(fv, loss)
         parts = []
-        for k in fv.kernels:
-            parts.append(self._kernel_flow_why(k, fv))
+        for (
+            k
+        ) in fv.kernels:  # the kernel without the fix whose counterfactual ran: what the fix would cost it
+            cost = (
+                self._fix_cost_clause(k, fv.post, fv.fixed)
+                if k is fv.pre and fv.outcome != "affected"
+                else ""
+            )
+            parts.append(self._kernel_flow_why(k, fv) + cost)
         if loss:
             parts.append(loss)
         return "; ".join(parts)
 
-    def _fix_cost_clause(self, pre: KernelFacts, post: KernelFacts, fixed: KernelFacts) -> str:
+    def _fix_cost_clause(self, pre: KernelFacts, post: KernelFacts | None, fixed: KernelFacts | None) -> str:
         """ "; yet with the fix its phys skbs go A → B: frames of other flows that the fix lets GRO hold take room
-        in its GRO lists (reasons)" for a flow the fix does not touch and costs aggregation (breaker62; the capture's
+        in the same GRO lists (with the fix: reasons)" for a flow the fix does not touch and costs aggregation (breaker62; the capture's
         ``_fix_costs_text``); "" otherwise, and where the difference is other commits' (no fix-alone run)."""
-        if fixed.skbs["phys"] <= pre.skbs["phys"] or (self.other_changes and fixed is post):
+        if fixed is None or fixed.skbs["phys"] <= pre.skbs["phys"] or (self.other_changes and fixed is post):
             return ""
         brk = self._reasons(break_reasons(fixed), fixed.name)
-        with_fix = "with the fix" if fixed is post else f"with the fix alone ({self.fix_alone})"
+        with_fix = "with the fix" if fixed is post else f"with the fix alone ({fixed.name})"
         return (
             f"; yet {with_fix} its phys skbs go {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}: frames of other "
-            f"flows that the fix lets GRO hold take room in its GRO lists ({brk})"
+            f"flows that the fix lets GRO hold take room in the same GRO lists (with the fix: {brk})"
         )
 
     def _compare_why(self, fv: FlowVerdict, loss: str) -> str:

@@ -184,7 +184,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
         elif self.compare:
             text = self._compare_mode_text()
         else:
-            text = " ".join(self._kernel_sentence(k) for k in self.kernels)
+            text = " ".join(self._kernel_sentence(k) for k in self.kernels) + self._fix_costs_text()
         return text + self._closing_text()
 
     def _compare_mode_text(self) -> str:

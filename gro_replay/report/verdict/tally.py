@@ -268,7 +268,8 @@ class _Tally:
             if stage is not None:
                 self.refused_at[stage] += fv.gate_zero
         empty_in, unmerged_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else (set(), set())
-        fixed = fv.fixed if fv.outcome != "lost" and fv.pre is not None and fv.post is not None else None
+        # compared, or one kernel without the fix whose counterfactual ran (``fixed``: the fix alone, else post)
+        fixed = fv.fixed if fv.outcome != "lost" and fv.pre is not None else None
         if fixed is not None and fv.pre is not None and fixed.skbs["phys"] > fv.pre.skbs["phys"]:
             self.fix_costs += 1
             self.fix_costs_skbs[0] += fv.pre.skbs["phys"]
