@@ -161,3 +161,46 @@ def test_one_kernel_without_the_fix_says_what_the_fix_alone_would_cost(crowded):
         "; yet with the fix alone (pre-fix+89e5c58fc1e2) its phys skbs go 5 → 20: " in flow["verdict"]["why"]
     )
     assert ex["summary"].endswith(" flows_worse_with_fix=1")
+
+
+def test_a_flow_outside_the_tunnel_is_said_too(tmp_path):
+    """The crowded flow sent without a tunnel (its inner frame alone, in the same GRO bucket: hash 0): the fix costs
+    it the same 5 → 20 (the bucket is GRO's, whatever the protocol), and its why says so beside "not a UDP tunnel
+    flow" (breaker64: counted, but no flow's line said it)."""
+    specs = [
+        replace(BASE, udp_sport=50000 + i, inner_src=f"10.1.0.{i + 1}", seq=1000 + 7919 * i)
+        for i in range(12)
+    ]
+    flows = [build_flow(s, [1386] * 20) for s in specs]
+    vxlan_headers = 14 + 20 + 8 + 8  # outer Ethernet, IPv4, UDP, VXLAN: the inner frame follows
+    flows.append(
+        [f[vxlan_headers:] for f in build_flow(replace(BASE, inner_src="10.2.0.1", seq=3000), [1386] * 20)]
+    )
+    path = tmp_path / "plain.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(f for group in zip(*flows, strict=True) for f in group):
+            w.write(1_614_373_368_000_000_000 + i * 1000, f)
+    ex = json.loads(_run("explain", str(path), *ARGS, "--format", "json"))
+    assert ex["verdict"]["flows_worse_with_fix"] == 1
+    (plain,) = [f for f in ex["flows"] if f["class"] == "not_tunnel"]
+    assert plain["verdict"]["why"].startswith(
+        "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it; yet with the fix its phys skbs go "
+        "5 → 20: frames of other flows that the fix lets GRO hold take room in the same GRO lists"
+    )
+
+
+def test_the_kernel_backend_measures_no_fix_cost(tmp_path):
+    """The kernel backend replays the running kernel only (no fix-alone run beside it, no gate in its trace): null,
+    whether the running kernel lacks the fix (5.10.0) or carries it (breaker64: 0 on 5.10.0)."""
+    from test_kernel_no_payload import GRO_ON, _config, fake_oracle, own_acks_capture
+
+    from gro_replay.report.document import document
+    from gro_replay.validate import kernel_result, load_capture
+
+    path = own_acks_capture(tmp_path / "acks.pcap")
+    for release in ("5.10.0", "6.18.0"):
+        oracle = replace(fake_oracle(GRO_ON, 9), kernel_release=release)
+        cfg = _config()
+        doc = document(kernel_result(load_capture(str(path), cfg), oracle, cfg), backend="kernel")
+        assert doc["verdict"]["flows_worse_with_fix"] is None
+        assert "flows_worse_with_fix" not in doc["summary"]

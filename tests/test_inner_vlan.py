@@ -289,18 +289,36 @@ def test_no_vlan_offload_drops_an_outer_vlan_no_device_takes(tmp_path, tags, dro
     ) is dropped
 
 
-def test_no_vlan_offload_notes_the_drop_after_the_tunnel_device(tmp_path):
+def test_no_vlan_offload_says_the_drop_after_the_tunnel_device(tmp_path):
     """The counts end where the tunnel device hands the decapsulated frames up; on a kernel without
     CONFIG_VLAN_8021Q no VLAN device sits on it, so ``__netif_receive_skb_core`` (``skb_vlan_untag``, then
     ``check_vlan_id``) marks an inner tag of VID ≠ 0 PACKET_OTHERHOST and ``ip_rcv`` drops it (net/core/dev.c,
-    net/ipv4/ip_input.c): a note says so (breaker63), for the tagged flow only, and not with the offloads."""
-    cap = _vlan_beside_untagged(tmp_path / "vlan.pcap")
-    note = (
-        "note: --no-vlan-offload: the frames of 1 flow whose inner frame carries a VLAN tag (VID ≠ 0) go up the "
-        "tunnel device unmerged, and then no VLAN device takes them: __netif_receive_skb_core marks them "
-        "PACKET_OTHERHOST and ip_rcv drops them, after the tunnel device, where the counts here end"
+    net/ipv4/ip_input.c): the verdict says so for the tagged flow that reached the tunnel device (breaker63), not a
+    flow lost before it (behind an outer tag: breaker64), not with the offloads; JSON
+    ``verdict.flows_vlan_dropped_after_tunnel``."""
+    said = (
+        "After the tunnel device, where these counts end, the frames of 1 flow whose inner frame carries a VLAN tag "
+        "(VID ≠ 0) find no VLAN device (--no-vlan-offload: a kernel built without CONFIG_VLAN_8021Q): "
+        "__netif_receive_skb_core marks them PACKET_OTHERHOST and ip_rcv drops them."
     )
-    for extra, said in (([], False), (["--no-vlan-offload"], True)):
-        r = CliRunner().invoke(main, [cap, "--kernel", "6.18", "-q", *extra], env={"COLUMNS": "4000"})
-        assert r.exit_code == 0, r.output
-        assert (note in r.stdout.splitlines()) is said
+    inner = _vlan_beside_untagged(tmp_path / "vlan.pcap")
+    flows = [
+        build_flow(replace(BASE, outer_csum="zero", outer_vlan=10, inner_vlan=20, seq=1000), [1386] * 10),
+        build_flow(replace(BASE, outer_csum="zero", inner_vlan=20, udp_sport=50001, seq=9000), [1376] * 10),
+    ]
+    both = tmp_path / "both.pcap"
+    with PcapWriter(str(both)) as w:
+        for i, f in enumerate(f for pair in zip(*flows, strict=True) for f in pair):
+            w.write(1_614_373_368_000_000_000 + i * 1000, f)
+    for cap, extra, n in (
+        (inner, [], 0),
+        (inner, ["--no-vlan-offload"], 1),
+        (str(both), ["--no-vlan-offload"], 1),
+    ):
+        for command in ([], ["explain"]):
+            argv = [*command, cap, "--kernel", "6.18", "-q", "--format", "json", *extra]
+            r = CliRunner().invoke(main, argv)
+            assert r.exit_code == 0, r.output
+            v = json.loads(r.stdout)["verdict"]
+            assert v["flows_vlan_dropped_after_tunnel"] == n
+            assert (said in v.get("sentence", v["text"])) is bool(n)

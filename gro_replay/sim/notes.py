@@ -27,12 +27,11 @@ from .size_notes import size_notes
 from .skipped import unread_count
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
     from ..capture.reader import Capture
     from ..capture.time_order import TimeOrder
     from ..packet.decode import Decoder
-    from ..packet.flowkey import FlowKey
     from .config import ReplayConfig
     from .ingest import InputStats
 
@@ -55,23 +54,6 @@ def input_notes(
     for note in tunnel_notes(inp, config, backend, tunnel_read) + capture_notes(inp, config, backend):
         if note not in inp.notes:
             inp.notes.append(note)
-
-
-def no_vlan_offload_note(flows: Iterable[FlowKey | None], config: ReplayConfig) -> list[str]:
-    """The note, under ``--no-vlan-offload`` (a kernel built without CONFIG_VLAN_8021Q), on the flows whose inner
-    frame carries a VLAN tag of VID ≠ 0: the tunnel device hands them up (its counts end there), but no VLAN device
-    can sit on it, so ``__netif_receive_skb_core`` marks them PACKET_OTHERHOST (net/core/dev.c ``check_vlan_id``,
-    after ``skb_vlan_untag``) and ``ip_rcv`` drops them, which the counts do not show (breaker63); [] otherwise."""
-    if config.vlan_offload:
-        return []
-    n = sum(1 for k in flows if k is not None and any(tci & 0x0FFF for _tpid, tci in k.inner_vlan))
-    if not n:
-        return []
-    return [
-        f"--no-vlan-offload: the frames of {n:,} {plural(n, 'flow')} whose inner frame carries a VLAN tag (VID ≠ 0) "
-        "go up the tunnel device unmerged, and then no VLAN device takes them: __netif_receive_skb_core marks them "
-        "PACKET_OTHERHOST and ip_rcv drops them, after the tunnel device, where the counts here end"
-    ]
 
 
 def tunnel_notes(

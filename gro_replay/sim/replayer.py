@@ -32,7 +32,7 @@ from .config import RSS_INDIR_TABLE_SIZE, ReplayConfig
 from .driver import DriverRx
 from .flows import FlowTracker
 from .ingest import Frame, InputStats
-from .notes import both_ways, input_notes, no_vlan_offload_note
+from .notes import both_ways, input_notes
 from .polls import (
     _MASKED,
     PollSchedule,
@@ -414,7 +414,6 @@ class Replayer(Retiring):
             inp.tunnel_both_ways = both_ways(self.decoder)
         inp.fragments_to_tunnel = self.decoder.fragments_to_tunnel
         input_notes(inp, self.config, self.decoder.unconfigured)
-        inp.notes += no_vlan_offload_note(self.decoder.flows, self.config)
         return Result(
             self.input,
             self.config,

@@ -202,6 +202,10 @@ class CompareSentences:
         fix alone applied to it (``fix_alone`` in compare mode; in one kernel's verdict its counterfactual, run
         beside it: ``fix_counterfactuals``); None where nothing measures it (one kernel with the fix, the kernel
         backend)."""
+        if (
+            self.kernel_backend
+        ):  # its trace shows no gate, and no counterfactual runs beside the running kernel
+            return None
         if self.pre is not None:  # compare mode
             return self.fix_alone or self.post
         pre = self._pre_side

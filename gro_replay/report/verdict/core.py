@@ -97,7 +97,12 @@ class Verdict(FlowSentences):
         self.fix_alone = self._counterfactuals[0].name if self.pre and self._counterfactuals else None
         for cf in self._counterfactuals:
             models[cf.name] = cf
-        self._tally = _Tally([n for n, _ in kernels], keep, lambda key: _state_of(cfg, key, self.rx_csum))
+        self._tally = _Tally(
+            [n for n, _ in kernels],
+            keep,
+            lambda key: _state_of(cfg, key, self.rx_csum),
+            no_vlan_offload=not getattr(cfg, "vlan_offload", True),
+        )
         for name, release in kernels:
             m = models[name]
             self._tally.totals[name] = KernelFacts(
@@ -301,6 +306,8 @@ class Verdict(FlowSentences):
             "lost_flows": t.lost_tunnel,
             # flows the fix costs phys-device aggregation (other flows' frames it lets GRO hold): ``_fix_costs_text``
             "flows_worse_with_fix": self.flows_worse_with_fix(),
+            # --no-vlan-offload: flows handed up the tunnel device to no VLAN device (``_vlan_after_tunnel``)
+            "flows_vlan_dropped_after_tunnel": t.vlan_dropped_after_tunnel,
             "compared": {
                 "without_fix": self.pre,
                 "with_fix": self.post,

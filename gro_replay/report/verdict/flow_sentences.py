@@ -34,8 +34,9 @@ class FlowSentences(CaptureSentences):
     """Per-flow sentence builders mixed into ``core.Verdict``."""
 
     def _flow_why(self, fv: FlowVerdict) -> str:
-        if fv.outcome == "not_tunnel":
-            return "not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it"
+        if fv.outcome == "not_tunnel":  # what the fix costs it, where measured against the kernel without it
+            cost = self._fix_cost_clause(fv.pre, fv.post, fv.fixed) if fv.pre is not None else ""
+            return f"not a UDP tunnel flow: udp_gro_receive's tunnel gate never sees it{cost}"
         losses: Counter[str] = Counter()
         for k in fv.kernels:
             for o, n in k.lost.items():

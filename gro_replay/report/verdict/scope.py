@@ -36,6 +36,20 @@ class ScopeSentences:
         drop reason ``outcome``: the skbs they were in (``KernelFacts.lost_skbs``, what ``loss_text`` names)."""
         return [(k.name, k.lost_skbs[outcome]) for k in kernels or self.kernels if k.lost[outcome] == frames]
 
+    def _vlan_after_tunnel(self) -> str:
+        """ " After the tunnel device, where these counts end, …" for the flows ``_Tally.vlan_dropped_after_tunnel``
+        counts (--no-vlan-offload: a kernel without CONFIG_VLAN_8021Q has no VLAN device on the tunnel device, so
+        ``__netif_receive_skb_core`` marks an inner tag of VID ≠ 0 PACKET_OTHERHOST after ``skb_vlan_untag``, and
+        ``ip_rcv`` drops it: net/core/dev.c ``check_vlan_id``); "" when none."""
+        n = self._tally.vlan_dropped_after_tunnel
+        if not n:
+            return ""
+        return (
+            f" After the tunnel device, where these counts end, the frames of {n:,} {plural(n, 'flow')} whose inner "
+            "frame carries a VLAN tag (VID ≠ 0) find no VLAN device (--no-vlan-offload: a kernel built without "
+            "CONFIG_VLAN_8021Q): __netif_receive_skb_core marks them PACKET_OTHERHOST and ip_rcv drops them."
+        )
+
     def _loss_sentence(self) -> str:
         worst = max(self.kernels, key=lambda k: k.lost_frames)
         if not worst.lost_frames:

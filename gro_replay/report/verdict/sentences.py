@@ -223,7 +223,7 @@ class CaptureSentences(CompareSentences, ScopeSentences):
             k for k in self.kernels if (k.name == self.post if self.compare else k.carries_fix is not None)
         ]
         text = self._empty_note(named)
-        loss = self._loss_sentence()
+        loss = (self._loss_sentence() + self._vlan_after_tunnel()).strip()
         text += f" {loss}" if loss else ""
         kept = max(self.kernels, key=lambda k: sum(k.splits.values()), default=None)
         if kept is not None and kept.splits:

@@ -141,9 +141,16 @@ class _Tally:
     live (a group is kept while one of its flows is). Memory: ``keep`` flows and one entry per live group."""
 
     def __init__(
-        self, names: list[str], keep: int | None, state_of: Callable[[FlowKey], str] | None = None
+        self,
+        names: list[str],
+        keep: int | None,
+        state_of: Callable[[FlowKey], str] | None = None,
+        no_vlan_offload: bool = False,
     ) -> None:
         self.keep = keep
+        #: --no-vlan-offload: flows of inner VID != 0 that reached the tunnel device (``scope._vlan_after_tunnel``)
+        self.no_vlan_offload = no_vlan_offload
+        self.vlan_dropped_after_tunnel = 0
         #: a flow's RX checksum state (``words._state_of``: the --rx-csum setting, or the --nic preset's for the flow)
         self.state_of = state_of
         self.flows = 0
@@ -193,10 +200,8 @@ class _Tally:
         self.to_frames = 0
         self.to_saved_tunnel = 0
         self.to_brk: Counter = Counter()
-        #: compared flows, not lost, that the kernel with the fix (``FlowVerdict.fixed``: the fix alone where it ran)
-        #: hands up in more phys skbs than the one without it: what the fix costs them (frames of other flows it
-        #: lets GRO hold take room in their GRO lists, MAX_GRO_SKBS per bucket; breaker62): how many, their phys
-        #: skbs without and with the fix, and why their skbs ended with it (``break_reasons``)
+        #: flows, not lost, the fix (``FlowVerdict.fixed``) hands up in more phys skbs than the kernel without it
+        #: (``compare._fix_costs_text``): how many, their phys skbs without and with it, its ``break_reasons``
         self.fix_costs = 0
         self.fix_costs_skbs = [0, 0]
         self.fix_costs_reasons: Counter = Counter()
@@ -269,6 +274,8 @@ class _Tally:
                 self.refused_at[stage] += fv.gate_zero
         empty_in, unmerged_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else (set(), set())
         # compared, or one kernel without the fix whose counterfactual ran (``fixed``: the fix alone, else post)
+        if self.no_vlan_offload and any(tci & 0x0FFF for _tpid, tci in fv.key.inner_vlan):
+            self.vlan_dropped_after_tunnel += any(k.skbs["tunnel"] for k in fv.kernels)
         fixed = fv.fixed if fv.outcome != "lost" and fv.pre is not None else None
         if fixed is not None and fv.pre is not None and fixed.skbs["phys"] > fv.pre.skbs["phys"]:
             self.fix_costs += 1
