@@ -74,7 +74,8 @@ def test_a_capture_of_both_ways_is_named_with_how_to_replay_one(tmp_path):
         f"10.0.0.2, {to['10.0.0.1']:,} to 10.0.0.1)"
     )
     assert note.endswith(
-        "-f 'dst host 10.0.0.2' replays what 10.0.0.2 received (JSON input.tunnel_both_ways)"
+        "-f 'dst host 10.0.0.2' replays what 10.0.0.2 received (the bpf extra: pip install 'gro-replay[bpf]'; JSON "
+        "input.tunnel_both_ways)"
     )
     batch, ref, _ = batch_and_reference(path, ReplayConfig())
     assert batch == ref

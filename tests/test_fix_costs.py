@@ -72,13 +72,19 @@ def test_the_replay_says_what_the_fix_costs_the_crowded_flow(crowded):
     v = doc["verdict"]
     assert (v["affected_flows"], v["flows_worse_with_fix"]) == (0, 1)
     said = (
-        "The fix costs 1 flow aggregation it had without it: post-fix (v5.12) hands its frames up in 20 phys skbs, "
+        "With the fix, 1 flow loses aggregation it had without it: post-fix (v5.12) hands its frames up in 20 phys skbs, "
         "not 5: frames of other flows that the fix lets GRO hold take room in the same GRO lists (with the fix: "
         "bucket full: oldest held packet evicted (MAX_GRO_SKBS 8) [gro_flush_oldest:MAX_GRO_SKBS] "
         "×19; poll ended below budget: napi_complete_done flushed GRO [napi_complete_done:flush] ×1)."
     )
     assert said in v["text"]
+    # the flow named, in JSON and a line of the text (newcomer41: only counted)
+    (label,) = [f["flow"] for f in doc["kernels"][1]["flows"] if f["key"]["outer"]["udp_csum_zero"] is False]
+    (worse,) = v["worse_with_fix"]
+    assert (worse["flow"], worse["phys_skbs_without_fix"], worse["phys_skbs_with_fix"]) == (label, 5, 20)
+    assert worse["with_fix"] == "post-fix"
     text = _run(crowded, *ARGS)
+    assert f"  worse with the fix: {label}: phys skbs 5 → 20" in text.splitlines()
     assert said in " ".join(text.split())  # the text prints the same sentence
     assert text.splitlines()[-1].endswith(" affected_flows=0 flows_worse_with_fix=1")  # and SUMMARY the count
 
@@ -103,7 +109,18 @@ def test_measured_on_the_fix_alone_where_the_kernels_differ_in_more(crowded):
     v = doc["verdict"]
     assert v["compared"]["fix_alone"] == "5.4+89e5c58fc1e2"
     assert v["flows_worse_with_fix"] == 1
-    assert "The fix costs 1 flow aggregation it had without it: 5.4 (v5.4) with the fix alone" in v["text"]
+    assert [
+        (w["with_fix"], w["phys_skbs_without_fix"], w["phys_skbs_with_fix"]) for w in v["worse_with_fix"]
+    ] == [("5.4+89e5c58fc1e2", 5, 20)]
+    text = _run(crowded, *ARGS, "--kernel", "5.4", "--kernel", "6.18").splitlines()
+    assert any(
+        ln.startswith("  worse with the fix: ")
+        and ln.endswith(": with the fix alone (5.4+89e5c58fc1e2): phys skbs 5 → 20")
+        for ln in text
+    )
+    assert (
+        "With the fix, 1 flow loses aggregation it had without it: 5.4 (v5.4) with the fix alone" in v["text"]
+    )
 
 
 def test_none_where_nothing_measures_the_fix_and_0_where_nothing_crowds(crowded):
@@ -115,7 +132,7 @@ def test_none_where_nothing_measures_the_fix_and_0_where_nothing_crowds(crowded)
     # the fix sample's one flow: nothing to crowd it
     doc = json.loads(_run(str(FIX_SAMPLE), "-q", "--format", "json"))
     assert doc["verdict"]["flows_worse_with_fix"] == 0
-    assert "The fix costs" not in doc["verdict"]["text"]
+    assert "loses aggregation it had without it" not in doc["verdict"]["text"]
 
 
 def test_batch_carries_the_count(crowded, tmp_path):
@@ -151,7 +168,7 @@ def test_one_kernel_without_the_fix_says_what_the_fix_alone_would_cost(crowded):
     v = doc["verdict"]
     assert (v["affected_flows"], v["flows_worse_with_fix"]) == (0, 1)
     assert (
-        "The fix costs 1 flow aggregation it had without it: pre-fix (v5.11) with the fix alone "
+        "With the fix, 1 flow loses aggregation it had without it: pre-fix (v5.11) with the fix alone "
         "(pre-fix+89e5c58fc1e2) hands its frames up in 20 phys skbs, not 5: "
     ) in v["text"]
     assert (

@@ -322,3 +322,30 @@ def test_no_vlan_offload_says_the_drop_after_the_tunnel_device(tmp_path):
             v = json.loads(r.stdout)["verdict"]
             assert v["flows_vlan_dropped_after_tunnel"] == n
             assert (said in v.get("sentence", v["text"])) is bool(n)
+
+
+@pytest.mark.parametrize(("inner", "skbs"), [(10, "19 either way"), (None, "19 → 1")])
+def test_what_the_fix_changes_for_frames_dropped_behind_an_outer_tag(tmp_path, inner, skbs):
+    """19 segments behind outer VID 20, outer UDP checksum 0, --no-vlan-offload: both kernels drop them after the
+    phys device (no VLAN device: PACKET_OTHERHOST). Before the fix udp_gro_receive refuses each (19 skbs to the
+    drop); with it, GRO merges them into 1 — unless an inner tag stops it there too (no vlan_gro_receive): 19. The
+    sentence says which (newcomer41: "changes how many skbs carry them" where nothing changed)."""
+    frames = build_flow(replace(BASE, outer_csum="zero", outer_vlan=20, inner_vlan=inner), [1386] * 19)
+    path = tmp_path / "tagged.pcap"
+    with PcapWriter(str(path)) as w:
+        for i, f in enumerate(frames):
+            w.write(1_614_373_368_000_000_000 + i * 1000, f)
+    for extra in ([], ["--no-fix"]):
+        r = CliRunner().invoke(main, [str(path), "--no-vlan-offload", "-q", *extra], env={"COLUMNS": "4000"})
+        assert r.exit_code == 0, r.output
+        text = " ".join(r.stdout.split())
+        if inner is None:
+            assert (
+                f"the fix changes how many skbs carry them to the drop ({skbs}), not what the host receives"
+                in text
+            )
+        else:
+            assert (
+                "the fix changes neither what the host receives nor, here, how many skbs carry them to the drop "
+                f"({skbs})"
+            ) in text

@@ -772,7 +772,7 @@ def test_compare_mode_refusing_only_lost_flows_says_so():
     assert v["text"].startswith(
         "No flow loses phys-device aggregation before the fix. With --rx-csum unnecessary, udp_gro_receive refuses 4 "
         "frames for a zero checksum of flows lost before decapsulation (below): the fix changes how many skbs carry "
-        "them to the drop, not what the host receives. pre-fix (v5.11) lacks 89e5c58fc1e2 (linux-5.11.y carries it "
+        "them to the drop (4 → 1), not what the host receives. pre-fix (v5.11) lacks 89e5c58fc1e2 (linux-5.11.y carries it "
         "since 5.11.7, as 9b815b6efaf8). Lost on the way (every kernel): 4 frames lost: __udp6_lib_rcv drops"
     ), v["text"]
     assert "either (no skb is saved)" not in v["text"]  # "does not merge those frames (that frame) either"
@@ -1042,7 +1042,7 @@ def test_refusals_of_flows_without_payload_are_accounted_in_every_mode():
     # one kernel: its own sentence, after the one naming udp_gro_receive's refusal of the affected flow
     assert (
         f" It{costless.removeprefix('udp_gro_receive')}. " in alone
-        and "does not merge further either" not in alone
+        and "that the fix alone merges no further" not in alone
     )
 
 
@@ -1268,8 +1268,8 @@ def test_the_refusals_of_lost_flows_are_said_beside_the_affected_ones(tmp_path, 
     v = json.loads(runner.invoke(main, [str(alone), "--no-fix", "--json", "-", "-q"]).stdout)["verdict"]
     assert v["outcome"] == "lost" and v["frames_refused"] == 6
     assert (
-        "udp_gro_receive in pre-fix (v5.11) refuses 6 frames for a zero checksum before they are dropped, which "
-        "changes how many skbs carry them to the drop, not what the host receives."
+        "udp_gro_receive in pre-fix (v5.11) refuses 6 frames for a zero checksum before they are dropped: the fix "
+        "changes how many skbs carry them to the drop (6 → 1), not what the host receives."
     ) in v["text"], v["text"]
 
 

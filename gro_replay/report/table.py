@@ -12,9 +12,9 @@ from . import AGGREGATES_LABEL, BACKEND_NO_DEVICE, BACKEND_RX_CSUM, MIXED_WHY, S
 from .document import summary_line
 from .kernel_lines import kernel_lines, kernels_words
 from .verbatim import VerbatimTable, say, verbatim
-from .verdict.facts import STAGE_NAMES
 from .verdict.input_words import filtered_text
 from .verdict.words import drop_counts, kernel_label
+from .verdict_lines import verdict_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -244,56 +244,6 @@ def reason_lines(result) -> list[str]:
         drops = drop_counts(ks.stack, ks.stack_frames)
         if drops:
             lines.append(f"not decapsulated as VXLAN/Geneve ({ks.name}): {drops}")
-    return lines
-
-
-def _refused_where(k) -> str:
-    """ " at the phys device", " at the tunnel device's gro_cells" or " at the phys device and again at the tunnel
-    device's gro_cells": where one flow's frames were refused in kernel facts ``k`` (``KernelFacts.refused_at``)."""
-    stage = k.refused_at()
-    if stage is None:
-        return ""
-    again = f" and again at {STAGE_NAMES['tunnel']}" if stage == "phys" and k.gate_zero["tunnel"] else ""
-    return f" at {STAGE_NAMES[stage]}{again}"
-
-
-def verdict_lines(result, limit: int = 10) -> list[str]:
-    """The verdict sentence and the affected flows (at most ``limit``, then how many more)."""
-    from .verdict import verdict_of
-
-    v = verdict_of(result)
-    if not v.text:
-        return []
-    lines = [v.text]
-    aff = v.affected_flows()
-    for f in aff[:limit]:
-        pre, post, fixed = f.pre, f.post, f.fixed
-        parts = []
-        if pre and post and fixed:
-            # measured with the fix alone (Verdict.fix_alone), as the verdict says first: the counterfactual named
-            # before the counts it gives, the other kernel's own counts after them
-            alone = f"with the fix alone ({fixed.name}): " if fixed is not post else ""
-            parts.append(f"{alone}phys skbs {pre.skbs['phys']:,} → {fixed.skbs['phys']:,}")
-            if pre.skbs["tunnel"] != fixed.skbs["tunnel"]:
-                parts.append(f"tunnel skbs {pre.skbs['tunnel']:,} → {fixed.skbs['tunnel']:,}")
-            if fixed is not post:
-                parts[-1] += (
-                    f"; {post.name}: phys skbs {post.skbs['phys']:,}, tunnel skbs {post.skbs['tunnel']:,}"
-                )
-        elif pre:
-            parts.append(
-                f"{f.gate_zero:,} {plural(f.gate_zero, 'frame')} refused by the zero-checksum gate{_refused_where(pre)}"
-            )
-        lines.append(f"  affected: {f.key.label()}: " + ", ".join(parts))
-    more = v.affected_count - min(len(aff), limit)
-    if more > 0:
-        # the JSON's comparison.affected_flows[] keeps the flows the verdict kept (--flows-max): it lists the
-        # others only when it kept every one
-        json_too = "" if len(aff) < v.affected_count else " or --format json"
-        lines.append(
-            f"  … and {more:,} more affected {plural(more, 'flow')} (explain --limit 0{json_too} lists "
-            f"{'it' if more == 1 else 'them'})"
-        )
     return lines
 
 

@@ -246,7 +246,8 @@ def both_ways_text(inp: InputStats) -> str:
         f"{b}){others}: a capture of one host's link holds the frames it sent as well as those it received, and "
         "a host's NIC receives one way only (what it sends leaves through TSO/GSO, never through its GRO); the "
         "replay takes every frame as received by one NIC, so the polls and GRO lists both ways share here are no "
-        f"one host's: -f '{bpf}' replays what {a} received (JSON input.tunnel_both_ways)"
+        f"one host's: -f '{bpf}' replays what {a} received (the bpf extra: pip install 'gro-replay[bpf]'; JSON "
+        "input.tunnel_both_ways)"
     )
 
 

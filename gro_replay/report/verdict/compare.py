@@ -115,8 +115,7 @@ class CompareSentences:
             text += (
                 f" {'It also refuses' if refused else f'With {nic_words}, udp_gro_receive refuses'} {lost:,} "
                 f"{plural(lost, 'frame')} for a zero checksum of flows lost before decapsulation (below): "
-                f"the fix changes how many skbs carry {'it' if lost == 1 else 'them'} to the drop, not what "
-                "the host receives."
+                f"{self._drop_skbs_words('it' if lost == 1 else 'them')}."
             )
         # the gate refused nothing: the kernel without the fix ran the phys device as the one with it
         pre = next((k for k in self.kernels if k.name == self.pre), None) if not t.refused else None
@@ -197,6 +196,24 @@ class CompareSentences:
             + self._unmerged_note(post)
         )
 
+    def _drop_skbs_words(self, them: str = "them") -> str:
+        """What the fix changes for refused frames of flows lost before decapsulation (``_Tally.lost_skbs_fix``, the
+        skbs that carry them to the drop without the fix and with it, where measured): "the fix changes how many skbs
+        carry them to the drop (19 → 2), not what the host receives", "… neither what the host receives nor, here,
+        how many skbs carry them to the drop (19 either way)" (newcomer41: an inner VLAN tag kept them apart with
+        the fix too), or "can change" where nothing measures the fix alone."""
+        a, b = self._tally.lost_skbs_fix
+        if self.fix_measured() is None or (
+            self.pre is not None and self.other_changes and not self.fix_alone
+        ):
+            return f"the fix can change how many skbs carry {them} to the drop, never what the host receives"
+        if a == b:
+            return (
+                f"the fix changes neither what the host receives nor, here, how many skbs carry {them} to the drop "
+                f"({a:,} either way)"
+            )
+        return f"the fix changes how many skbs carry {them} to the drop ({a:,} → {b:,}), not what the host receives"
+
     def fix_measured(self) -> str | None:
         """What the fix is measured on against the kernel without it: the kernel with it (compare mode), or the
         fix alone applied to it (``fix_alone`` in compare mode; in one kernel's verdict its counterfactual, run
@@ -224,7 +241,7 @@ class CompareSentences:
         )
 
     def _fix_costs_text(self) -> str:
-        """ " The fix costs N flows aggregation they had without it: <kernel with it> hands their frames up in B phys
+        """ " With the fix, N flows lose aggregation they had without it: <kernel with it> hands their frames up in B phys
         skbs, not A: frames of other flows that the fix lets GRO hold take room in the same GRO lists (with the fix:
         what kept their frames apart, ``break_reasons``)." for the flows ``_Tally.fix_costs`` counts (breaker62: 12 zero-checksum flows the fix
         holds fill the one GRO bucket a checksum-set flow shares, MAX_GRO_SKBS 8, and it goes from 5 phys skbs to 20
@@ -241,7 +258,8 @@ class CompareSentences:
         alone = name != self.post
         who = f"{self._label(pre)} with the fix alone ({name})" if alone else self._label(name)
         return (
-            f" The fix costs {n:,} {plural(n, 'flow')} aggregation {'it' if one else 'they'} had without it: {who} "
+            f" With the fix, {n:,} {plural(n, 'flow')} {'loses' if one else 'lose'} aggregation {'it' if one else 'they'} "
+            f"had without it: {who} "
             f"hands {'its' if one else 'their'} frames up in {b:,} phys {plural(b, 'skb')}, not {a:,}: frames of other "
             "flows that the fix lets GRO hold take room in the same GRO lists (with the fix: "
             f"{self._reasons(t.fix_costs_reasons, name)})."

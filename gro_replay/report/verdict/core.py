@@ -265,6 +265,12 @@ class Verdict(FlowSentences):
         (``affected_count`` counts them all)."""
         return [f for _, f in sorted(self._tally.affected_kept, key=lambda x: -x[0])]
 
+    def worse_flows(self) -> list[FlowVerdict]:
+        """The flows the fix costs aggregation kept in full (``_Tally.fix_costs_kept``: the first judged, at most
+        ``FIX_COSTS_KEPT``; ``flows_worse_with_fix`` counts every one), by flow id; [] where that count is 0 or
+        None."""
+        return sorted(self._tally.fix_costs_kept, key=lambda f: f.fid) if self.flows_worse_with_fix() else []
+
     @property
     def affected_count(self) -> int:
         """Affected flows, every one (also those not kept in full)."""
@@ -306,6 +312,18 @@ class Verdict(FlowSentences):
             "lost_flows": t.lost_tunnel,
             # flows the fix costs phys-device aggregation (other flows' frames it lets GRO hold): ``_fix_costs_text``
             "flows_worse_with_fix": self.flows_worse_with_fix(),
+            # the first of them by id, each with its phys skbs without and with the fix (measured on ``with_fix``)
+            "worse_with_fix": [
+                {
+                    "id": f.fid,
+                    "flow": f.key.label(),
+                    "phys_skbs_without_fix": f.pre.skbs["phys"],
+                    "phys_skbs_with_fix": f.fixed.skbs["phys"],
+                    "with_fix": f.fixed.name,
+                }
+                for f in self.worse_flows()
+                if f.pre is not None and f.fixed is not None
+            ],
             # --no-vlan-offload: flows handed up the tunnel device to no VLAN device (``_vlan_after_tunnel``)
             "flows_vlan_dropped_after_tunnel": t.vlan_dropped_after_tunnel,
             "compared": {

@@ -135,6 +135,10 @@ class SplitGroup:
     lives: Lives = field(default_factory=dict)
 
 
+#: flows the fix costs aggregation kept in full for the lines and JSON that name them (the count is of every one)
+FIX_COSTS_KEPT = 20
+
+
 class _Tally:
     """What the capture's verdict needs from every flow, summed as flows are judged: counts, sums and counters,
     the affected flows with the lowest ids in full (at most ``keep``), and the inner-flow groups of the flows
@@ -149,8 +153,7 @@ class _Tally:
     ) -> None:
         self.keep = keep
         #: --no-vlan-offload: flows of inner VID != 0 that reached the tunnel device (``scope._vlan_after_tunnel``)
-        self.no_vlan_offload = no_vlan_offload
-        self.vlan_dropped_after_tunnel = 0
+        self.no_vlan_offload, self.vlan_dropped_after_tunnel = no_vlan_offload, 0
         #: a flow's RX checksum state (``words._state_of``: the --rx-csum setting, or the --nic preset's for the flow)
         self.state_of = state_of
         self.flows = 0
@@ -174,6 +177,8 @@ class _Tally:
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
         self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
+        #: the skbs carrying them to the drop without the fix and with it (``fixed``)
+        self.lost_skbs_fix = [0, 0]
         #: the others by the stage that refused them first in the kernel without the fix (``KernelFacts.refused_at``)
         self.refused_at = {"phys": 0, "tunnel": 0}
         self.affected = 0
@@ -200,11 +205,11 @@ class _Tally:
         self.to_frames = 0
         self.to_saved_tunnel = 0
         self.to_brk: Counter = Counter()
-        #: flows, not lost, the fix (``FlowVerdict.fixed``) hands up in more phys skbs than the kernel without it
-        #: (``compare._fix_costs_text``): how many, their phys skbs without and with it, its ``break_reasons``
-        self.fix_costs = 0
-        self.fix_costs_skbs = [0, 0]
+        #: flows, not lost, the fix (``fixed``) hands up in more phys skbs (``compare._fix_costs_text``): how many,
+        #: their phys skbs without and with it, its ``break_reasons``, the first kept in full (``worse_flows``)
+        self.fix_costs, self.fix_costs_skbs = 0, [0, 0]
         self.fix_costs_reasons: Counter = Counter()
+        self.fix_costs_kept: list[FlowVerdict] = []
         #: per kernel name: the flows not merged at the phys stage
         self.unmerged = {n: Unmerged() for n in names}
         #: per kernel name: the affected flows its zero-checksum gate refused, by stage
@@ -266,6 +271,11 @@ class _Tally:
         self.refused += fv.gate_zero
         if fv.outcome == "lost":
             self.refused_lost += fv.gate_zero
+            if (
+                fv.gate_zero and fv.pre is not None and fv.fixed is not None
+            ):  # the skbs that carry them to the drop
+                self.lost_skbs_fix[0] += sum(fv.pre.lost_skbs.values())
+                self.lost_skbs_fix[1] += sum(fv.fixed.lost_skbs.values())
             for k in fv.kernels:  # per kernel too: an affected kernel says them beside its costly refusals
                 self.refusals[k.name].lost_frames += k.refused
         elif fv.gate_zero and fv.pre is not None:
@@ -282,6 +292,8 @@ class _Tally:
             self.fix_costs_skbs[0] += fv.pre.skbs["phys"]
             self.fix_costs_skbs[1] += fixed.skbs["phys"]
             self.fix_costs_reasons.update(break_reasons(fixed))
+            if len(self.fix_costs_kept) < FIX_COSTS_KEPT:
+                self.fix_costs_kept.append(fv)
         if fv.affected:
             self._add_affected(fv)
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):

@@ -322,7 +322,7 @@ COSTLESS_WORDS = {
     "no_gain": (
         # the fix alone, measured on this kernel: not a kernel of the table (newcomer31: "a kernel with the fix" read
         # as 6.18, which merged them; breaker35: "pre-fix with the fix alone")
-        "that the fix alone does not merge further either",
+        "that the fix alone merges no further",
         "measured: the same kernel model with 89e5c58fc1e2 applied, replayed beside it, delivers as many skbs of "
         "them, so something other than the zero-checksum gate keeps them apart",
     ),
