@@ -1271,6 +1271,15 @@ def test_the_refusals_of_lost_flows_are_said_beside_the_affected_ones(tmp_path, 
         "udp_gro_receive in pre-fix (v5.11) refuses 6 frames for a zero checksum before they are dropped: the fix "
         "changes how many skbs carry them to the drop (6 → 1), not what the host receives."
     ) in v["text"], v["text"]
+    # two kernels without the fix: each measured on its own fix-alone run (breaker65: the first said "can change")
+    v = json.loads(
+        runner.invoke(main, [str(alone), "--kernel", "5.4", "--kernel", "5.10", "--json", "-", "-q"]).stdout
+    )
+    for name in ("5.4 (v5.4)", "5.10 (v5.10)"):
+        assert (
+            f"udp_gro_receive in {name} refuses 6 frames for a zero checksum before they are dropped: the fix "
+            "changes how many skbs carry them to the drop (6 → 1), not what the host receives."
+        ) in v["verdict"]["text"], v["verdict"]["text"]
 
 
 def test_a_kernel_run_beside_the_compared_pair_is_said_too(tmp_path, runner):

@@ -73,7 +73,7 @@ def _worse_lines(v, limit: int) -> list[str]:
     more = (v.flows_worse_with_fix() or 0) - min(len(worse), limit)
     if more > 0:
         lines.append(
-            f"  … and {more:,} more {plural(more, 'flow')} worse with the fix (explain --limit 0 says of each: "
-            '"yet with the fix its phys skbs go …")'
+            f"  … and {more:,} more {plural(more, 'flow')} worse with the fix (explain --limit 0 lists "
+            f"{'it' if more == 1 else 'them'}, each with its phys skbs without and with the fix)"
         )
     return lines

@@ -196,17 +196,18 @@ class CompareSentences:
             + self._unmerged_note(post)
         )
 
-    def _drop_skbs_words(self, them: str = "them") -> str:
-        """What the fix changes for refused frames of flows lost before decapsulation (``_Tally.lost_skbs_fix``, the
-        skbs that carry them to the drop without the fix and with it, where measured): "the fix changes how many skbs
-        carry them to the drop (19 → 2), not what the host receives", "… neither what the host receives nor, here,
-        how many skbs carry them to the drop (19 either way)" (newcomer41: an inner VLAN tag kept them apart with
-        the fix too), or "can change" where nothing measures the fix alone."""
-        a, b = self._tally.lost_skbs_fix
-        if self.fix_measured() is None or (
-            self.pre is not None and self.other_changes and not self.fix_alone
-        ):
+    def _drop_skbs_words(self, them: str = "them", kernel: str | None = None) -> str:
+        """What the fix changes for refused frames of flows lost before decapsulation in ``kernel`` (default: the
+        compared kernel without it, or the one a single kernel's verdict speaks of), from ``_Tally.lost_skbs_fix``
+        (the skbs carrying them to the drop without the fix and with it, where measured): "the fix changes how many
+        skbs carry them to the drop (19 → 2), not what the host receives", "… neither what the host receives nor,
+        here, how many skbs carry them to the drop (19 either way)" (newcomer41: an inner VLAN tag kept them apart
+        with the fix too), or "can change" where nothing measures the fix alone (breaker65: every kernel without the
+        fix whose fix-alone run ran is measured)."""
+        m = self._tally.lost_skbs_fix.get(kernel or self.pre or self._pre_side or "")
+        if m is None or self.kernel_backend or (m[2] and self.other_changes):
             return f"the fix can change how many skbs carry {them} to the drop, never what the host receives"
+        a, b = m[0], m[1]
         if a == b:
             return (
                 f"the fix changes neither what the host receives nor, here, how many skbs carry {them} to the drop "

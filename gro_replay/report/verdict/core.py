@@ -266,10 +266,10 @@ class Verdict(FlowSentences):
         return [f for _, f in sorted(self._tally.affected_kept, key=lambda x: -x[0])]
 
     def worse_flows(self) -> list[FlowVerdict]:
-        """The flows the fix costs aggregation kept in full (``_Tally.fix_costs_kept``: the first judged, at most
-        ``FIX_COSTS_KEPT``; ``flows_worse_with_fix`` counts every one), by flow id; [] where that count is 0 or
-        None."""
-        return sorted(self._tally.fix_costs_kept, key=lambda f: f.fid) if self.flows_worse_with_fix() else []
+        """The flows the fix costs aggregation kept in full (``_Tally.fix_costs_kept``: the ``FIX_COSTS_KEPT`` lowest
+        ids; ``flows_worse_with_fix`` counts every one), by flow id; [] where that count is 0 or None."""
+        kept = sorted((f for _, f in self._tally.fix_costs_kept), key=lambda f: f.fid)
+        return kept if self.flows_worse_with_fix() else []
 
     @property
     def affected_count(self) -> int:

@@ -28,7 +28,7 @@ class ScopeSentences:
 
         def _unmerged_note(self, k: KernelFacts) -> str: ...
         def _selected(self, fid: int) -> bool: ...
-        def _drop_skbs_words(self, them: str = "them") -> str: ...
+        def _drop_skbs_words(self, them: str = "them", kernel: str | None = None) -> str: ...
 
     def _lost_skbs(
         self, outcome: str, frames: int, kernels: list[KernelFacts] | None = None
@@ -96,12 +96,7 @@ class ScopeSentences:
         said = [
             f" udp_gro_receive in {kernel_label(k.name, k.release)} refuses {k.refused:,} {plural(k.refused, 'frame')} for a zero checksum "
             f"before {'it is' if k.refused == 1 else 'they are'} dropped: "
-            + (
-                self._drop_skbs_words("it" if k.refused == 1 else "them")
-                if k.name == (getattr(self, "pre", None) or getattr(self, "_pre_side", None))
-                else f"the fix can change how many skbs carry {'it' if k.refused == 1 else 'them'} to the drop, "
-                "never what the host receives"
-            )
+            + self._drop_skbs_words("it" if k.refused == 1 else "them", k.name)
             + "."
             for k in self.kernels
             if k.refused and k.carries_fix is False

@@ -4,6 +4,7 @@ inner-flow split groups while a member is live), so a flow can be added when it 
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -177,8 +178,9 @@ class _Tally:
         self.lost_tunnel = 0
         self.refused = 0  # gate_zero summed over every flow
         self.refused_lost = 0  # of them, the frames of lost flows (every frame dropped before decapsulation)
-        #: the skbs carrying them to the drop without the fix and with it (``fixed``)
-        self.lost_skbs_fix = [0, 0]
+        #: per kernel without the fix: the skbs carrying them to the drop without and with it, and whether "with" is
+        #: the compared kernel with the fix (not the fix alone: other commits may differ)
+        self.lost_skbs_fix: dict[str, list] = {}
         #: the others by the stage that refused them first in the kernel without the fix (``KernelFacts.refused_at``)
         self.refused_at = {"phys": 0, "tunnel": 0}
         self.affected = 0
@@ -209,7 +211,7 @@ class _Tally:
         #: their phys skbs without and with it, its ``break_reasons``, the first kept in full (``worse_flows``)
         self.fix_costs, self.fix_costs_skbs = 0, [0, 0]
         self.fix_costs_reasons: Counter = Counter()
-        self.fix_costs_kept: list[FlowVerdict] = []
+        self.fix_costs_kept: list[tuple[int, FlowVerdict]] = []
         #: per kernel name: the flows not merged at the phys stage
         self.unmerged = {n: Unmerged() for n in names}
         #: per kernel name: the affected flows its zero-checksum gate refused, by stage
@@ -271,11 +273,7 @@ class _Tally:
         self.refused += fv.gate_zero
         if fv.outcome == "lost":
             self.refused_lost += fv.gate_zero
-            if (
-                fv.gate_zero and fv.pre is not None and fv.fixed is not None
-            ):  # the skbs that carry them to the drop
-                self.lost_skbs_fix[0] += sum(fv.pre.lost_skbs.values())
-                self.lost_skbs_fix[1] += sum(fv.fixed.lost_skbs.values())
+            self._add_lost_skbs(fv)
             for k in fv.kernels:  # per kernel too: an affected kernel says them beside its costly refusals
                 self.refusals[k.name].lost_frames += k.refused
         elif fv.gate_zero and fv.pre is not None:
@@ -283,17 +281,9 @@ class _Tally:
             if stage is not None:
                 self.refused_at[stage] += fv.gate_zero
         empty_in, unmerged_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else (set(), set())
-        # compared, or one kernel without the fix whose counterfactual ran (``fixed``: the fix alone, else post)
         if self.no_vlan_offload and any(tci & 0x0FFF for _tpid, tci in fv.key.inner_vlan):
             self.vlan_dropped_after_tunnel += any(k.skbs["tunnel"] for k in fv.kernels)
-        fixed = fv.fixed if fv.outcome != "lost" and fv.pre is not None else None
-        if fixed is not None and fv.pre is not None and fixed.skbs["phys"] > fv.pre.skbs["phys"]:
-            self.fix_costs += 1
-            self.fix_costs_skbs[0] += fv.pre.skbs["phys"]
-            self.fix_costs_skbs[1] += fixed.skbs["phys"]
-            self.fix_costs_reasons.update(break_reasons(fixed))
-            if len(self.fix_costs_kept) < FIX_COSTS_KEPT:
-                self.fix_costs_kept.append(fv)
+        self._add_fix_cost(fv)
         if fv.affected:
             self._add_affected(fv)
         elif fv.outcome == "refused_no_gain" and (fv.pre is None or fv.post is None):
@@ -308,6 +298,33 @@ class _Tally:
                 self.unmerged[fv.post.name].empty_refused_before += 1
             elif why == "post_no_gain" and fv.post is not None and fv.post.name in unmerged_in:
                 self.unmerged[fv.post.name].no_gain_said += 1
+
+    def _add_lost_skbs(self, fv: FlowVerdict) -> None:
+        """A lost flow's refused frames: per kernel without the fix, the skbs carrying them to the drop without the
+        fix and with it (its fix-alone run, else the compared kernel with it), where measured (``lost_skbs_fix``)."""
+        for k in fv.kernels if fv.gate_zero else ():
+            fixed, by_post = fv.shadows.get(k.name), False
+            if fixed is None and k is fv.pre and fv.post is not None:
+                fixed, by_post = fv.post, True
+            if fixed is not None:
+                m = self.lost_skbs_fix.setdefault(k.name, [0, 0, by_post])
+                m[0] += sum(k.lost_skbs.values())
+                m[1] += sum(fixed.lost_skbs.values())
+
+    def _add_fix_cost(self, fv: FlowVerdict) -> None:
+        """A flow, not lost, that the fix (``fixed``: compared, or one kernel without it whose fix-alone run ran)
+        hands up in more phys skbs than the kernel without it: counted, its skbs and reasons summed, kept in full
+        among the ``FIX_COSTS_KEPT`` lowest ids (``fix_costs*``)."""
+        fixed = fv.fixed if fv.outcome != "lost" and fv.pre is not None else None
+        if fixed is None or fv.pre is None or fixed.skbs["phys"] <= fv.pre.skbs["phys"]:
+            return
+        self.fix_costs += 1
+        self.fix_costs_skbs[0] += fv.pre.skbs["phys"]
+        self.fix_costs_skbs[1] += fixed.skbs["phys"]
+        self.fix_costs_reasons.update(break_reasons(fixed))
+        heapq.heappush(self.fix_costs_kept, (-fv.fid, fv))  # the lowest ids, whichever was judged first
+        if len(self.fix_costs_kept) > FIX_COSTS_KEPT:
+            heapq.heappop(self.fix_costs_kept)
 
     def _add_tunnel(self, fv: FlowVerdict, live: bool, end_ns: int | None) -> tuple[set[str], set[str]]:
         """Sum tunnelled flow ``fv`` into the kernels' totals, unmerged flows and split groups. Returns the names of
@@ -373,8 +390,6 @@ class _Tally:
         return empty_in, unmerged_in
 
     def _add_affected(self, fv: FlowVerdict) -> None:
-        import heapq
-
         self.affected += 1
         heapq.heappush(self.affected_kept, (-fv.fid, fv))
         if self.keep is not None and len(self.affected_kept) > self.keep:
