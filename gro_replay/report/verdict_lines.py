@@ -19,7 +19,8 @@ def _refused_where(k) -> str:
 
 
 def verdict_lines(result, limit: int = 10) -> list[str]:
-    """The verdict sentence and the affected flows (at most ``limit``, then how many more)."""
+    """The verdict sentence, the affected flows and the flows the fix costs aggregation (at most ``limit`` of each,
+    then how many more)."""
     from .verdict import verdict_of
 
     v = verdict_of(result)
@@ -60,8 +61,8 @@ def verdict_lines(result, limit: int = 10) -> list[str]:
 
 def _worse_lines(v, limit: int) -> list[str]:
     """ "  worse with the fix: <flow>: phys skbs 5 → 20" per flow the fix costs aggregation (``Verdict.worse_flows``:
-    the first judged, by id; at most ``limit``), then how many more (breaker63/newcomer41: the sentence counted
-    them, no line named them)."""
+    the lowest ids; at most ``limit``), then how many more (breaker63/newcomer41: the sentence counted them, no
+    line named them)."""
     worse = v.worse_flows()
     lines = []
     for f in worse[:limit]:

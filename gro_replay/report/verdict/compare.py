@@ -220,9 +220,8 @@ class CompareSentences:
         fix alone applied to it (``fix_alone`` in compare mode; in one kernel's verdict its counterfactual, run
         beside it: ``fix_counterfactuals``); None where nothing measures it (one kernel with the fix, the kernel
         backend)."""
-        if (
-            self.kernel_backend
-        ):  # its trace shows no gate, and no counterfactual runs beside the running kernel
+        # the kernel backend: its trace shows no gate, and no counterfactual runs beside the running kernel
+        if self.kernel_backend:
             return None
         if self.pre is not None:  # compare mode
             return self.fix_alone or self.post
@@ -242,12 +241,12 @@ class CompareSentences:
         )
 
     def _fix_costs_text(self) -> str:
-        """ " With the fix, N flows lose aggregation they had without it: <kernel with it> hands their frames up in B phys
-        skbs, not A: frames of other flows that the fix lets GRO hold take room in the same GRO lists (with the fix:
-        what kept their frames apart, ``break_reasons``)." for the flows ``_Tally.fix_costs`` counts (breaker62: 12 zero-checksum flows the fix
-        holds fill the one GRO bucket a checksum-set flow shares, MAX_GRO_SKBS 8, and it goes from 5 phys skbs to 20
-        while the verdict said no skb changes); "" when none, or where the compared kernels differ in other commits
-        and the fix was not measured alone (the difference is not the fix's then)."""
+        """ " With the fix, N flows lose aggregation they had without it: <kernel with it> hands their frames up in B
+        phys skbs, not A: frames of other flows that the fix lets GRO hold take room in the same GRO lists (with the
+        fix: what kept their frames apart, ``break_reasons``)." for the flows ``_Tally.fix_costs`` counts (breaker62:
+        12 zero-checksum flows the fix holds fill the one GRO bucket a checksum-set flow shares, MAX_GRO_SKBS 8, and
+        it goes from 5 phys skbs to 20 while the verdict said no skb changes); "" when none, or where the compared
+        kernels differ in other commits and the fix was not measured alone (the difference is not the fix's then)."""
         t = self._tally
         n = self.flows_worse_with_fix()
         name = self.fix_measured()

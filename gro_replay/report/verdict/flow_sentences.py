@@ -48,9 +48,8 @@ class FlowSentences(CaptureSentences):
         if self.compare:
             return self._compare_why(fv, loss)
         parts = []
-        for (
-            k
-        ) in fv.kernels:  # the kernel without the fix whose counterfactual ran: what the fix would cost it
+        for k in fv.kernels:
+            # the kernel without the fix whose counterfactual ran: what the fix would cost it
             cost = (
                 self._fix_cost_clause(k, fv.post, fv.fixed)
                 if k is fv.pre and fv.outcome != "affected"
@@ -63,8 +62,9 @@ class FlowSentences(CaptureSentences):
 
     def _fix_cost_clause(self, pre: KernelFacts, post: KernelFacts | None, fixed: KernelFacts | None) -> str:
         """ "; yet with the fix its phys skbs go A → B: frames of other flows that the fix lets GRO hold take room
-        in the same GRO lists (with the fix: reasons)" for a flow the fix does not touch and costs aggregation (breaker62; the capture's
-        ``_fix_costs_text``); "" otherwise, and where the difference is other commits' (no fix-alone run)."""
+        in the same GRO lists (with the fix: reasons)" for a flow the fix does not touch and costs aggregation
+        (breaker62; the capture's ``_fix_costs_text``); "" otherwise, and where the difference is other commits' (no
+        fix-alone run)."""
         if fixed is None or fixed.skbs["phys"] <= pre.skbs["phys"] or (self.other_changes and fixed is post):
             return ""
         brk = self._reasons(break_reasons(fixed), fixed.name)
