@@ -35,7 +35,7 @@ from .tcp_offload import tcp4_gro_complete, tcp4_gro_receive, tcp6_gro_complete,
 from .udp import ip_rcv, udp_rcv
 from .udp_offload import udp4_gro_complete, udp4_gro_receive, udp6_gro_complete, udp6_gro_receive
 from .udp_tunnel import UdpTunnelSock
-from .vlan_core import vlan_gro_complete, vlan_gro_receive
+from .vlan_core import vlan_gro_complete, vlan_gro_receive, vlan_tags_name_a_vid
 from .vxlan_core import vxlan_gro_complete, vxlan_gro_receive, vxlan_rcv
 
 
@@ -222,8 +222,12 @@ class Kernel:
         ``check_vlan_id``; a priority tag of VID 0 is cleared, and the one under it checked alike) and IP input
         drops it (``ip_rcv_core`` / ``ip6_rcv_core``: SKB_DROP_REASON_OTHERHOST).
         """
-        if not self.vlan_offload and skb.vlan_tci is not None and vlan_tags_name_a_vid(skb.vlan_tci):
-            return D.VLAN_OTHERHOST, 0
+        if (
+            not self.vlan_offload and skb.vlan_tci is not None
+        ):  # a kernel without them only: no cost otherwise
+            tags = skb.vlan_tci
+            if vlan_tags_name_a_vid(tags if isinstance(tags, tuple) else (tags,)):
+                return D.VLAN_OTHERHOST, 0
         r = ip_rcv(skb)
         if isinstance(r, str):
             return r, 0
@@ -259,12 +263,6 @@ def ipv4_offload_init(k: Kernel) -> None:
     gre = PacketOffload(gre_gro_receive, gre_gro_complete)
     k.inet_offloads[IPPROTO_GRE] = gre
     k.inet6_offloads[IPPROTO_GRE] = gre
-
-
-def vlan_tags_name_a_vid(vlan_tci: int | tuple[int, ...]) -> bool:
-    """Whether one of an skb's outer VLAN tags (one TCI, or QinQ's, outermost first) has a VLAN ID other than 0
-    (include/linux/if_vlan.h ``VLAN_VID_MASK`` 0x0fff): a priority tag (VID 0) names none."""
-    return any(t & 0x0FFF for t in (vlan_tci if isinstance(vlan_tci, tuple) else (vlan_tci,)))
 
 
 def vlan_offload_init(k: Kernel) -> None:

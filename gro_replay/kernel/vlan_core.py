@@ -16,6 +16,8 @@ The call of the encapsulated protocol counts towards GRO_RECURSION_LIMIT (``call
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import reasons as R
 from .gro import call_gro_receive, skb_gro_header_ok, skb_gro_pull
 from .gro_csum import skb_gro_postpull_rcsum
@@ -24,6 +26,15 @@ from .skbuff import SkBuff
 
 #: include/linux/if_vlan.h: the 4 bytes of ``struct vlan_hdr`` (TCI, encapsulated protocol)
 VLAN_HLEN = 4
+#: include/linux/if_vlan.h: the VLAN ID bits of a TCI
+VLAN_VID_MASK = 0x0FFF
+
+
+def vlan_tags_name_a_vid(tcis: Iterable[int]) -> bool:
+    """Whether one of the TCIs of a frame's VLAN tags has a VLAN ID other than 0 (``VLAN_VID_MASK``): a priority
+    tag (VID 0) names none. What ``__netif_receive_skb_core`` (net/core/dev.c ``check_vlan_id``) reads to mark a
+    frame PACKET_OTHERHOST when no VLAN device takes its tag."""
+    return any(t & VLAN_VID_MASK for t in tcis)
 
 
 def vlan_gro_receive(head: list[SkBuff], skb: SkBuff) -> SkBuff | None:

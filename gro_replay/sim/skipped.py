@@ -40,11 +40,13 @@ def count_skip(inp: InputStats, reason: str, buf: bytes | None, linktype: int, t
         inp.skipped_seen.setdefault(reason, Counter())[kind] += 1
 
 
-def to_tunnel_ports(inp: InputStats) -> dict[str, dict[str, int]]:
-    """JSON ``input.skipped_to_tunnel_ports``: reason → tunnel kind → frames skipped that go to a tunnel port."""
+def to_tunnel_ports(inp: InputStats, received: bool | None = None) -> dict[str, dict[str, int]]:
+    """JSON ``input.skipped_to_tunnel_ports``: reason → tunnel kind → frames skipped that go to a tunnel port.
+    ``received``: True, only the reasons of frames some host received (not ``outgoing``: no receive path's GRO sees
+    a frame its host sent); False, only ``outgoing``; None, every reason."""
     seen = getattr(inp, "skipped_seen", {})
     out = {r: {k: n for k, n in sorted(c.items()) if k != UNREAD and n} for r, c in sorted(seen.items())}
-    return {r: c for r, c in out.items() if c}
+    return {r: c for r, c in out.items() if c and (received is None or (r == SKIP_OUTGOING) != received)}
 
 
 def unread(inp: InputStats) -> dict[str, int]:
@@ -62,9 +64,7 @@ def unread_count(inp: InputStats, reason: str) -> int:
 def hidden_tunnel_frames(inp: InputStats, received: bool = False) -> int:
     """Frames to a tunnel port that were skipped (``to_tunnel_ports``), every kind and reason (``received``: but
     ``outgoing``, frames the capturing host sent)."""
-    return sum(
-        sum(c.values()) for r, c in to_tunnel_ports(inp).items() if not (received and r == SKIP_OUTGOING)
-    )
+    return sum(sum(c.values()) for c in to_tunnel_ports(inp, received or None).values())
 
 
 def received_frame(

@@ -205,7 +205,7 @@ class CompareSentences:
         with the fix too), or "can change" where nothing measures the fix alone (breaker65: every kernel without the
         fix whose fix-alone run ran is measured)."""
         m = self._tally.lost_skbs_fix.get(kernel or self.pre or self._pre_side or "")
-        if m is None or self.kernel_backend or (m[2] and self.other_changes):
+        if m is None or not self._measures_fix(by_post=m[2]):
             return f"the fix can change how many skbs carry {them} to the drop, never what the host receives"
         a, b = m[0], m[1]
         if a == b:
@@ -214,6 +214,11 @@ class CompareSentences:
                 f"({a:,} either way)"
             )
         return f"the fix changes how many skbs carry {them} to the drop ({a:,} → {b:,}), not what the host receives"
+
+    def _measures_fix(self, by_post: bool) -> bool:
+        """Whether a difference against the kernel with the fix is the fix's: not where it is the compared post-fix
+        kernel (``by_post``) and the compared kernels differ in other commits too (no fix-alone run then)."""
+        return not (by_post and self.other_changes)
 
     def fix_measured(self) -> str | None:
         """What the fix is measured on against the kernel without it: the kernel with it (compare mode), or the
@@ -234,11 +239,10 @@ class CompareSentences:
         ``verdict.flows_worse_with_fix`` and the SUMMARY count: None where nothing measures the fix
         (``fix_measured``); 0 where the compared kernels differ in other commits and the fix was not measured alone
         (the difference is not the fix's then)."""
-        if self.fix_measured() is None:
+        name = self.fix_measured()
+        if name is None:
             return None
-        return (
-            0 if self.pre is not None and self.other_changes and not self.fix_alone else self._tally.fix_costs
-        )
+        return self._tally.fix_costs if self._measures_fix(by_post=name == self.post) else 0
 
     def _fix_costs_text(self) -> str:
         """ " With the fix, N flows lose aggregation they had without it: <kernel with it> hands their frames up in B

@@ -65,7 +65,11 @@ class FlowSentences(CaptureSentences):
         in the same GRO lists (with the fix: reasons)" for a flow the fix does not touch and costs aggregation
         (breaker62; the capture's ``_fix_costs_text``); "" otherwise, and where the difference is other commits' (no
         fix-alone run)."""
-        if fixed is None or fixed.skbs["phys"] <= pre.skbs["phys"] or (self.other_changes and fixed is post):
+        if (
+            fixed is None
+            or fixed.skbs["phys"] <= pre.skbs["phys"]
+            or not self._measures_fix(by_post=fixed is post)
+        ):
             return ""
         brk = self._reasons(break_reasons(fixed), fixed.name)
         with_fix = "with the fix" if fixed is post else f"with the fix alone ({fixed.name})"

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ...kernel.vlan_core import vlan_tags_name_a_vid
 from ...packet.decode import FlowKey
 from .facts import FlowVerdict, KernelFacts, break_reasons
 from .inner_stop import not_tcp_reasons
@@ -281,7 +282,7 @@ class _Tally:
             if stage is not None:
                 self.refused_at[stage] += fv.gate_zero
         empty_in, unmerged_in = self._add_tunnel(fv, live, end_ns) if fv.key.tunnel else (set(), set())
-        if self.no_vlan_offload and any(tci & 0x0FFF for _tpid, tci in fv.key.inner_vlan):
+        if self.no_vlan_offload and vlan_tags_name_a_vid(tci for _tpid, tci in fv.key.inner_vlan):
             self.vlan_dropped_after_tunnel += any(k.skbs["tunnel"] for k in fv.kernels)
         self._add_fix_cost(fv)
         if fv.affected:

@@ -143,13 +143,10 @@ _SKIPPED_AS = {SKIP_SNAPLEN: "cut short", SKIP_OUTGOING: "sent, not received, by
 def hidden_text(inp, hint: bool = True, received: bool | None = None) -> str:
     """The tunnel frames skipped, in words, one clause by reason, e.g. "20 frames to a VXLAN port were cut short
     (snaplen_cut) and not replayed: capture or copy whole frames: …"; "" when none. ``hint``: with how to get
-    whole frames (``WHOLE_FRAMES_HINT``; the input notes leave it to the snaplen note). ``received``: True, only
-    those some host received (not ``outgoing``: no receive path's GRO sees a frame its host sent), False only the
-    ``outgoing`` ones, None all."""
+    whole frames (``WHOLE_FRAMES_HINT``; the input notes leave it to the snaplen note). ``received``: which
+    reasons (``to_tunnel_ports``)."""
     parts = []
-    for reason, kinds in to_tunnel_ports(inp).items():
-        if received is not None and (reason == SKIP_OUTGOING) == received:
-            continue
+    for reason, kinds in to_tunnel_ports(inp, received).items():
         n = sum(kinds.values())
         where = " or ".join(_KIND_NAMES.get(k, k) for k in kinds)
         port = "port" if len(kinds) == 1 else "ports"
